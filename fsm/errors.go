@@ -1,0 +1,36 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors that callers branch on. Errors returned by apply and by the
+// queries wrap one of these where one applies.
+var (
+	// ErrNotFound: no message (or node) with that key.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: a send reused an id that is stored with other content.
+	ErrConflict = errors.New("id already used with other content")
+	// ErrInvalid: a command or message failed validation; wrapped by a
+	// *FieldError naming the field.
+	ErrInvalid = errors.New("invalid")
+	// ErrClosed: the state was closed.
+	ErrClosed = errors.New("fsm: closed")
+)
+
+// FieldError says which field of a message is wrong and why. It wraps
+// ErrInvalid.
+type FieldError struct {
+	Field  string // JSON name, dotted for nested fields: "content.text"
+	Reason string // what is wrong and, where there is one, the limit
+}
+
+func (e *FieldError) Error() string { return fmt.Sprintf("%s: %s", e.Field, e.Reason) }
+
+// Unwrap lets errors.Is(err, ErrInvalid) match.
+func (e *FieldError) Unwrap() error { return ErrInvalid }
+
+func fieldErr(field, format string, args ...any) error {
+	return &FieldError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,226 @@
+package fsm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"go.etcd.io/bbolt"
+)
+
+// FSM is the replicated state machine. It implements raft.BatchingFSM.
+//
+// Apply, ApplyBatch, Snapshot and Restore are called by raft from one
+// goroutine; the queries may be called from any goroutine at any time.
+type FSM struct {
+	path        string
+	logger      *slog.Logger
+	lockTimeout time.Duration
+
+	// mu guards db: queries and apply hold it shared, Restore exclusively
+	// while it swaps the file.
+	mu sync.RWMutex
+	db *bbolt.DB
+
+	applied atomic.Uint64
+
+	notifyMu sync.Mutex
+	notify   chan struct{} // closed and replaced after every applied batch
+}
+
+// Options configure Open.
+type Options struct {
+	// Logger receives state-file events; nil means slog.Default().
+	Logger *slog.Logger
+	// LockTimeout bounds the wait for the state file's lock; a second
+	// process opening the same file fails after it. Zero means 1 s.
+	LockTimeout time.Duration
+}
+
+// Open opens (or creates) the state file at path. It fails fast with a
+// clear error if another process holds the file.
+func Open(path string, opts Options) (*FSM, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.LockTimeout == 0 {
+		opts.LockTimeout = time.Second
+	}
+	f := &FSM{path: path, logger: opts.Logger, lockTimeout: opts.LockTimeout, notify: make(chan struct{})}
+	db, err := openDB(path, opts.LockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	f.db = db
+	f.applied.Store(readApplied(db))
+	return f, nil
+}
+
+func openDB(path string, lockTimeout time.Duration) (*bbolt.DB, error) {
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{
+		Timeout: lockTimeout,
+		// The freelist is rebuilt on open instead of written on every
+		// commit: cheaper batches, at the cost of a scan at start.
+		NoFreelistSync: true,
+		FreelistType:   bbolt.FreelistMapType,
+		// A large initial mapping avoids remaps, which wait for every open
+		// read transaction (a snapshot being persisted, say).
+		InitialMmapSize: 1 << 30,
+	})
+	if errors.Is(err, bbolt.ErrTimeout) {
+		return nil, fmt.Errorf("fsm: open %s: the state file is locked by another process", path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fsm: open %s: %w", path, err)
+	}
+	if err := db.Update(createBuckets); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func readApplied(db *bbolt.DB) uint64 {
+	var idx uint64
+	_ = db.View(func(tx *bbolt.Tx) error {
+		idx = getU64(tx.Bucket(bucketMeta), keyAppliedIndex)
+		return nil
+	})
+	return idx
+}
+
+// Close releases the state file. Queries after Close fail with ErrClosed.
+func (f *FSM) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.db == nil {
+		return nil
+	}
+	err := f.db.Close()
+	f.db = nil
+	return err
+}
+
+// AppliedIndex is the Raft index of the last entry applied to the state.
+func (f *FSM) AppliedIndex() uint64 { return f.applied.Load() }
+
+// WaitApplied blocks until the state has applied index, or ctx ends.
+func (f *FSM) WaitApplied(ctx context.Context, index uint64) error {
+	for {
+		ch := f.changed()
+		if f.applied.Load() >= index {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("fsm: wait for applied index %d (at %d): %w", index, f.applied.Load(), ctx.Err())
+		}
+	}
+}
+
+// changed returns a channel closed at the next applied batch or restore.
+func (f *FSM) changed() <-chan struct{} {
+	f.notifyMu.Lock()
+	defer f.notifyMu.Unlock()
+	return f.notify
+}
+
+func (f *FSM) broadcast() {
+	f.notifyMu.Lock()
+	close(f.notify)
+	f.notify = make(chan struct{})
+	f.notifyMu.Unlock()
+}
+
+// Apply applies one committed entry; see ApplyBatch.
+func (f *FSM) Apply(l *raft.Log) any { return f.ApplyBatch([]*raft.Log{l})[0] }
+
+// ApplyBatch applies committed entries in one bbolt transaction and records
+// the last index in it. It returns one result per entry: the op's result
+// (*SendResult, *NodeInfo), an error value for a command that was refused
+// (validation, conflict, unknown op) — refused commands change nothing — or
+// nil for entries that are not commands or were applied before (at or below
+// the stored applied index, which raft replays after a restart).
+//
+// A failure to write the state file panics: a node that cannot store what
+// the log committed must stop rather than serve a state that skipped it.
+func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
+	results := make([]any, len(logs))
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.db == nil {
+		panic("fsm: apply after close")
+	}
+	applied := f.applied.Load()
+	var last uint64
+	err := f.db.Update(func(tx *bbolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		lastTS := int64(getU64(meta, keyLastTS))
+		for i, l := range logs {
+			if l.Index <= applied {
+				continue
+			}
+			last = l.Index
+			if l.Type != raft.LogCommand {
+				continue
+			}
+			cmd, err := decode(l.Data)
+			if err != nil {
+				results[i] = err
+				continue
+			}
+			fn, ok := registry[cmd.Op]
+			if !ok {
+				results[i] = fmt.Errorf("fsm: unknown op %q at index %d", cmd.Op, l.Index)
+				continue
+			}
+			// Monotonic time: an entry never carries an earlier time than
+			// the one before it, whatever the proposers' clocks say.
+			ts := max(cmd.TS, lastTS+1)
+			lastTS = ts
+			res, err := fn(tx, l.Index, ts, cmd.Body)
+			if err != nil {
+				results[i] = err
+				continue
+			}
+			results[i] = res
+		}
+		if last == 0 {
+			return errNothingApplied
+		}
+		if err := meta.Put(keyAppliedIndex, u64(last)); err != nil {
+			return err
+		}
+		return meta.Put(keyLastTS, u64(uint64(lastTS)))
+	})
+	if errors.Is(err, errNothingApplied) {
+		return results
+	}
+	if err != nil {
+		f.logger.Error("fsm: cannot write the state file; stopping", "path", f.path, "error", err)
+		panic(fmt.Sprintf("fsm: apply batch ending at %d: %v", logs[len(logs)-1].Index, err))
+	}
+	f.applied.Store(last)
+	f.broadcast()
+	return results
+}
+
+var errNothingApplied = errors.New("nothing applied")
+
+// view runs fn in a read transaction of the current state file.
+func (f *FSM) view(fn func(tx *bbolt.Tx) error) error {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.db == nil {
+		return ErrClosed
+	}
+	return f.db.View(fn)
+}
+
+var _ raft.BatchingFSM = (*FSM)(nil)

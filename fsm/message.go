@@ -1,0 +1,228 @@
+package fsm
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// Message is one entry of the mail log. Its JSON form is the union of the
+// formats agent farms use today (see shared/seeds/): the file-based mailbox
+// messages ("id", "timestamp", "from", "to", "type", "content") with the
+// channel ("session_id" there) and the routing fields of the router designs.
+//
+// The first six fields (id, seq, timestamp, channel, from, to) are always
+// present on a stored message; every other field is optional.
+type Message struct {
+	// ID is unique in the cluster and fixed before the first proposal, so a
+	// retried send is never stored twice. Generated ids have the seed format
+	// msg-YYYYMMDD-HHMMSS-{from}-{hex} (UTC, 8 hex digits).
+	ID string `json:"id"`
+	// Seq is the Raft index of the entry that stored the message: one total
+	// order for the cluster, the same on every node. Zero before it is stored.
+	Seq uint64 `json:"seq,omitempty"`
+	// Timestamp is when the message was stored (UTC). Unless the sender gave
+	// one, it is the proposer's clock made monotonic in seq order by apply.
+	Timestamp time.Time `json:"timestamp,omitzero"`
+	// Channel groups a conversation ("session_id" in the seed format).
+	Channel string `json:"channel"`
+	From    string `json:"from"`
+	// To lists recipients: agent ids, "all" or "*", "role:NAME" or a glob.
+	// A single JSON string is accepted as a one-element list.
+	To       Recipients `json:"to"`
+	Type     string     `json:"type,omitempty"`
+	Title    string     `json:"title,omitempty"`
+	Priority string     `json:"priority,omitempty"`
+	Content  Content    `json:"content"`
+	Tags     []string   `json:"tags,omitempty"`
+	// InReplyTo is the id of the message this one answers.
+	InReplyTo string `json:"in_reply_to,omitempty"`
+	// ThreadID is the id of the thread's root message.
+	ThreadID         string `json:"thread_id,omitempty"`
+	CorrelationID    string `json:"correlation_id,omitempty"`
+	RequiresResponse bool   `json:"requires_response,omitempty"`
+	// Visibility is "public" (the default) or "private".
+	Visibility string `json:"visibility,omitempty"`
+	// Metadata is free-form JSON kept as sent (compacted).
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+}
+
+// Content is the body of a message, as in the seed format.
+type Content struct {
+	Text      string   `json:"text"`
+	Code      string   `json:"code,omitempty"`
+	Artifacts []string `json:"artifacts,omitempty"`
+}
+
+// Recipients is the "to" list. It unmarshals from a JSON list or a single
+// string (the seed format's "to": "codex").
+type Recipients []string
+
+// UnmarshalJSON accepts a string or a list of strings.
+func (r *Recipients) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*r = Recipients{s}
+		return nil
+	}
+	var list []string
+	if err := json.Unmarshal(b, &list); err != nil {
+		return fmt.Errorf("to: want a string or a list of strings")
+	}
+	*r = list
+	return nil
+}
+
+// Priorities in the order a watcher should serve them.
+var Priorities = []string{"urgent", "high", "normal", "low"}
+
+// Limits on a message. The size limit is configured per node
+// (--max-message-bytes) and checked on the wire; these are fixed.
+const (
+	MaxNameLen       = 64   // agent ids, channels, types, tags
+	MaxIDLen         = 128  // message ids
+	MaxRecipients    = 256  // entries in "to"
+	MaxTags          = 64   // entries in "tags"
+	MaxArtifacts     = 256  // entries in "content.artifacts"
+	MaxTitleLen      = 1024 // bytes
+	DefaultMaxBytes  = 100 << 10
+	DefaultPriority  = "normal"
+	DefaultType      = "chat"
+	VisibilityPublic = "public"
+)
+
+var (
+	// nameRE is the rule for agent ids, channel names, types and tags.
+	nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+	// idRE admits generated ids and the ids of the seed systems (uuids,
+	// "msg_001"); it stays a safe URL path segment.
+	idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
+	// recipientRE admits agent ids, "all", "*", "role:NAME" and globs.
+	recipientRE = regexp.MustCompile(`^(\*|role:[a-z0-9][a-z0-9._-]{0,63}|[a-z0-9*?\[][a-z0-9._*?\[\]^-]{0,127})$`)
+)
+
+// ValidName reports whether s is a valid agent id or channel name:
+// ^[a-z0-9][a-z0-9._-]{0,63}$.
+func ValidName(s string) bool { return nameRE.MatchString(s) }
+
+// NewID returns a message id in the seed format
+// msg-YYYYMMDD-HHMMSS-{from}-{8 hex digits}, with t in UTC.
+func NewID(from string, t time.Time) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return fmt.Sprintf("msg-%s-%s-%s", t.UTC().Format("20060102-150405"), from, hex.EncodeToString(b[:]))
+}
+
+// Normalize fills the defaults of a message about to be sent: an id (from
+// now), priority "normal", type "chat", visibility "public", and compacts
+// metadata. It does not validate; call Validate after it.
+func (m *Message) Normalize(now time.Time) {
+	if m.Priority == "" {
+		m.Priority = DefaultPriority
+	}
+	if m.Type == "" {
+		m.Type = DefaultType
+	}
+	if m.Visibility == "" {
+		m.Visibility = VisibilityPublic
+	}
+	if m.ID == "" && m.From != "" {
+		m.ID = NewID(m.From, now)
+	}
+	if len(m.Metadata) > 0 {
+		var buf bytes.Buffer
+		if json.Compact(&buf, m.Metadata) == nil {
+			m.Metadata = buf.Bytes()
+		}
+	}
+}
+
+// Validate checks a message as a client sends it. The error is a
+// *FieldError (wrapping ErrInvalid) naming the first bad field and the rule.
+// Seq must be zero: the log assigns it.
+func (m *Message) Validate() error {
+	if m.ID == "" {
+		return fieldErr("id", "required")
+	}
+	if !idRE.MatchString(m.ID) {
+		return fieldErr("id", "must match %s", idRE)
+	}
+	if m.Seq != 0 {
+		return fieldErr("seq", "is assigned by the log; leave it out")
+	}
+	if m.From == "" {
+		return fieldErr("from", "required")
+	}
+	if !ValidName(m.From) {
+		return fieldErr("from", "must match %s", nameRE)
+	}
+	if m.Channel == "" {
+		return fieldErr("channel", "required")
+	}
+	if !ValidName(m.Channel) {
+		return fieldErr("channel", "must match %s", nameRE)
+	}
+	if len(m.To) == 0 {
+		return fieldErr("to", "required: at least one recipient")
+	}
+	if len(m.To) > MaxRecipients {
+		return fieldErr("to", "%d recipients, at most %d", len(m.To), MaxRecipients)
+	}
+	for i, r := range m.To {
+		if !recipientRE.MatchString(r) {
+			return fieldErr(fmt.Sprintf("to[%d]", i), "%q is not an agent id, \"all\", \"*\", \"role:NAME\" or a glob", r)
+		}
+	}
+	if strings.TrimSpace(m.Content.Text) == "" {
+		return fieldErr("content.text", "required")
+	}
+	if !ValidName(m.Type) {
+		return fieldErr("type", "must match %s", nameRE)
+	}
+	if !slices.Contains(Priorities, m.Priority) {
+		return fieldErr("priority", "must be one of %s", strings.Join(Priorities, ", "))
+	}
+	if m.Visibility != "public" && m.Visibility != "private" {
+		return fieldErr("visibility", "must be public or private")
+	}
+	if len(m.Title) > MaxTitleLen {
+		return fieldErr("title", "%d bytes, at most %d", len(m.Title), MaxTitleLen)
+	}
+	if strings.IndexFunc(m.Title, unicode.IsControl) >= 0 {
+		return fieldErr("title", "must not contain control characters")
+	}
+	if len(m.Tags) > MaxTags {
+		return fieldErr("tags", "%d tags, at most %d", len(m.Tags), MaxTags)
+	}
+	for i, t := range m.Tags {
+		if !ValidName(t) {
+			return fieldErr(fmt.Sprintf("tags[%d]", i), "must match %s", nameRE)
+		}
+	}
+	if len(m.Content.Artifacts) > MaxArtifacts {
+		return fieldErr("content.artifacts", "%d entries, at most %d", len(m.Content.Artifacts), MaxArtifacts)
+	}
+	for _, f := range []struct{ name, v string }{{"in_reply_to", m.InReplyTo}, {"thread_id", m.ThreadID}} {
+		if f.v != "" && !idRE.MatchString(f.v) {
+			return fieldErr(f.name, "must be a message id matching %s", idRE)
+		}
+	}
+	if len(m.CorrelationID) > MaxIDLen {
+		return fieldErr("correlation_id", "%d bytes, at most %d", len(m.CorrelationID), MaxIDLen)
+	}
+	if len(m.Metadata) > 0 && !json.Valid(m.Metadata) {
+		return fieldErr("metadata", "must be valid JSON")
+	}
+	return nil
+}

@@ -1,0 +1,158 @@
+package fsm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+
+	"go.etcd.io/bbolt"
+)
+
+// Query limits for a channel page.
+const (
+	DefaultPageLimit = 100
+	MaxPageLimit     = 1000
+)
+
+// Page is one page of a channel's log in seq order.
+type Page struct {
+	Messages []*Message `json:"messages"`
+	// HasMore is true when messages after the last one on the page exist.
+	HasMore bool `json:"has_more"`
+}
+
+// ChannelInfo summarizes a channel.
+type ChannelInfo struct {
+	Name     string `json:"name"`
+	Count    uint64 `json:"count"`     // messages stored
+	FirstSeq uint64 `json:"first_seq"` // seq of the oldest message
+	LastSeq  uint64 `json:"last_seq"`  // seq of the newest message
+}
+
+func getMessage(tx *bbolt.Tx, seq uint64) (*Message, error) {
+	v := tx.Bucket(bucketMessages).Get(u64(seq))
+	if v == nil {
+		return nil, fmt.Errorf("message at seq %d: %w", seq, ErrNotFound)
+	}
+	var m Message
+	if err := json.Unmarshal(v, &m); err != nil {
+		return nil, fmt.Errorf("message at seq %d: decode: %w", seq, err)
+	}
+	return &m, nil
+}
+
+// Message returns the message with the given id, or an error wrapping
+// ErrNotFound.
+func (f *FSM) Message(id string) (*Message, error) {
+	var m *Message
+	err := f.view(func(tx *bbolt.Tx) error {
+		v := tx.Bucket(bucketIDs).Get([]byte(id))
+		if len(v) < 8 {
+			return fmt.Errorf("fsm: message %s: %w", id, ErrNotFound)
+		}
+		var err error
+		m, err = getMessage(tx, binary.BigEndian.Uint64(v[:8]))
+		return err
+	})
+	return m, err
+}
+
+// ChannelPage returns up to limit messages of channel with seq > after, in
+// seq order. limit ≤ 0 means DefaultPageLimit; it is capped at MaxPageLimit.
+// It reads limit+1 index keys and limit messages, whatever the log's size.
+// An unknown channel yields an empty page.
+func (f *FSM) ChannelPage(channel string, after uint64, limit int) (Page, error) {
+	if limit <= 0 {
+		limit = DefaultPageLimit
+	}
+	limit = min(limit, MaxPageLimit)
+	page := Page{Messages: []*Message{}}
+	prefix := append([]byte(channel), 0)
+	err := f.view(func(tx *bbolt.Tx) error {
+		c := tx.Bucket(bucketChannelIndex).Cursor()
+		for k, _ := c.Seek(channelIndexKey(channel, after+1)); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			if len(page.Messages) == limit {
+				page.HasMore = true
+				return nil
+			}
+			m, err := getMessage(tx, binary.BigEndian.Uint64(k[len(prefix):]))
+			if err != nil {
+				return fmt.Errorf("fsm: channel %s: %w", channel, err)
+			}
+			page.Messages = append(page.Messages, m)
+		}
+		return nil
+	})
+	return page, err
+}
+
+// Channels lists every channel with its counts, by name.
+func (f *FSM) Channels() ([]ChannelInfo, error) {
+	out := []ChannelInfo{}
+	err := f.view(func(tx *bbolt.Tx) error {
+		return tx.Bucket(bucketChannels).ForEach(func(k, v []byte) error {
+			if len(v) != 24 {
+				return fmt.Errorf("fsm: channel %s: bad record", k)
+			}
+			out = append(out, ChannelInfo{
+				Name:     string(k),
+				Count:    binary.BigEndian.Uint64(v[:8]),
+				FirstSeq: binary.BigEndian.Uint64(v[8:16]),
+				LastSeq:  binary.BigEndian.Uint64(v[16:]),
+			})
+			return nil
+		})
+	})
+	return out, err
+}
+
+// Nodes returns every registered node, by node id.
+func (f *FSM) Nodes() ([]NodeInfo, error) {
+	out := []NodeInfo{}
+	err := f.view(func(tx *bbolt.Tx) error {
+		return tx.Bucket(bucketNodes).ForEach(func(_, v []byte) error {
+			var n NodeInfo
+			if err := json.Unmarshal(v, &n); err != nil {
+				return err
+			}
+			out = append(out, n)
+			return nil
+		})
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].NodeID < out[j].NodeID })
+	return out, err
+}
+
+// Node returns one registered node, or an error wrapping ErrNotFound.
+func (f *FSM) Node(id string) (NodeInfo, error) {
+	var n NodeInfo
+	err := f.view(func(tx *bbolt.Tx) error {
+		v := tx.Bucket(bucketNodes).Get([]byte(id))
+		if v == nil {
+			return fmt.Errorf("fsm: node %s: %w", id, ErrNotFound)
+		}
+		return json.Unmarshal(v, &n)
+	})
+	return n, err
+}
+
+// Dump writes every key and value of every bucket, in a fixed order, as
+// hex lines: a canonical form of the logical state, for comparing two
+// nodes or two runs byte for byte.
+func (f *FSM) Dump(w io.Writer) error {
+	return f.view(func(tx *bbolt.Tx) error {
+		for _, name := range allBuckets {
+			err := tx.Bucket(name).ForEach(func(k, v []byte) error {
+				fmt.Fprintf(w, "%s %x %x\n", name, k, v)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

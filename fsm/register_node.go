@@ -1,0 +1,47 @@
+package fsm
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"go.etcd.io/bbolt"
+)
+
+// RegisterNodeCommand is the body of OpRegisterNode: a node tells the
+// cluster where its HTTP API is, so followers can forward to the leader.
+type RegisterNodeCommand struct {
+	NodeID   string `json:"node_id"`
+	APIAddr  string `json:"api_addr"`  // host:port clients and peers reach
+	RaftAddr string `json:"raft_addr"` // host:port of the Raft transport
+}
+
+// NodeInfo is the stored form of a registered node.
+type NodeInfo struct {
+	NodeID   string `json:"node_id"`
+	APIAddr  string `json:"api_addr"`
+	RaftAddr string `json:"raft_addr,omitempty"`
+	// Index is the Raft index of the entry that last registered the node.
+	Index uint64 `json:"index"`
+}
+
+func applyRegisterNode(tx *bbolt.Tx, index uint64, _ int64, body []byte) (any, error) {
+	var cmd RegisterNodeCommand
+	if err := json.Unmarshal(body, &cmd); err != nil {
+		return nil, fmt.Errorf("fsm: apply register_node: decode: %w", err)
+	}
+	if cmd.NodeID == "" {
+		return nil, fmt.Errorf("fsm: apply register_node: %w", fieldErr("node_id", "required"))
+	}
+	if cmd.APIAddr == "" {
+		return nil, fmt.Errorf("fsm: apply register_node: %w", fieldErr("api_addr", "required"))
+	}
+	info := NodeInfo{NodeID: cmd.NodeID, APIAddr: cmd.APIAddr, RaftAddr: cmd.RaftAddr, Index: index}
+	data, err := json.Marshal(info)
+	if err != nil {
+		return nil, fmt.Errorf("fsm: apply register_node: encode: %w", err)
+	}
+	if err := tx.Bucket(bucketNodes).Put([]byte(cmd.NodeID), data); err != nil {
+		panic(fmt.Sprintf("fsm: apply register_node: put: %v", err))
+	}
+	return &info, nil
+}

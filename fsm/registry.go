@@ -1,0 +1,16 @@
+package fsm
+
+import "go.etcd.io/bbolt"
+
+// applyFunc applies one decoded command inside the batch's write
+// transaction. index is the entry's Raft index and ts its stamped time made
+// monotonic. It must check everything before it writes anything, so a failed
+// command leaves no trace in the shared transaction, and it returns either a
+// result or an error value (never panics on bad input).
+type applyFunc func(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error)
+
+// registry maps each op to its apply function.
+var registry = map[Op]applyFunc{
+	OpSend:         applySend,
+	OpRegisterNode: applyRegisterNode,
+}

@@ -1,0 +1,61 @@
+package fsm
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"go.etcd.io/bbolt"
+)
+
+// The buckets of the state file. Keys that hold a seq or an index are 8-byte
+// big-endian so that bbolt's byte order is numeric order.
+var (
+	// bucketMeta: "applied_index", "applied_term" → u64; "last_ts" → i64.
+	bucketMeta = []byte("meta")
+	// bucketMessages: seq → message JSON.
+	bucketMessages = []byte("messages")
+	// bucketIDs: message id → seq (8 bytes) + SHA-256 of the sent form (32).
+	bucketIDs = []byte("ids")
+	// bucketChannels: channel → count (8) + first seq (8) + last seq (8).
+	bucketChannels = []byte("channels")
+	// bucketChannelIndex: channel + 0x00 + seq → empty.
+	bucketChannelIndex = []byte("channel_index")
+	// bucketNodes: node id → NodeInfo JSON.
+	bucketNodes = []byte("nodes")
+
+	allBuckets = [][]byte{bucketMeta, bucketMessages, bucketIDs, bucketChannels, bucketChannelIndex, bucketNodes}
+
+	keyAppliedIndex = []byte("applied_index")
+	keyAppliedTerm  = []byte("applied_term")
+	keyLastTS       = []byte("last_ts")
+)
+
+func u64(v uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	return b[:]
+}
+
+func getU64(b *bbolt.Bucket, key []byte) uint64 {
+	v := b.Get(key)
+	if len(v) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(v)
+}
+
+func channelIndexKey(channel string, seq uint64) []byte {
+	k := make([]byte, 0, len(channel)+9)
+	k = append(k, channel...)
+	k = append(k, 0)
+	return append(k, u64(seq)...)
+}
+
+func createBuckets(tx *bbolt.Tx) error {
+	for _, name := range allBuckets {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return fmt.Errorf("fsm: create bucket %s: %w", name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,121 @@
+package transport
+
+import (
+	"context"
+	"time"
+
+	"github.com/maos-project/maos/fsm"
+)
+
+// Consistency is a read's level: Local (the default) answers from the
+// node's own state, possibly a few entries behind; Strong answers only after
+// the leader confirmed it still leads and its state holds every entry
+// committed before the read began.
+type Consistency string
+
+// Read levels, as given in ?consistency=.
+const (
+	Local  Consistency = "local"
+	Strong Consistency = "strong"
+)
+
+// SendResponse is the body of a committed POST /v1/messages.
+type SendResponse struct {
+	ID        string    `json:"id"`
+	Seq       uint64    `json:"seq"`
+	Timestamp time.Time `json:"timestamp"`
+}
+
+// ChannelsResponse is the body of GET /v1/channels.
+type ChannelsResponse struct {
+	Channels []fsm.ChannelInfo `json:"channels"`
+}
+
+// Voter is one server of the Raft configuration.
+type Voter struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raft_addr"`
+	APIAddr  string `json:"api_addr,omitempty"` // empty until the node registered
+	Suffrage string `json:"suffrage"`           // "voter", "nonvoter", "staging"
+}
+
+// Status is the body of GET /v1/cluster/status: this node's view.
+type Status struct {
+	NodeID        string  `json:"node_id"`
+	State         string  `json:"state"` // leader, follower, candidate, shutdown
+	LeaderID      string  `json:"leader_id"`
+	LeaderAPIAddr string  `json:"leader_api_addr"`
+	Term          uint64  `json:"term"`
+	CommitIndex   uint64  `json:"commit_index"`
+	AppliedIndex  uint64  `json:"applied_index"`
+	LastIndex     uint64  `json:"last_index"`
+	APIAddr       string  `json:"api_addr"`
+	RaftAddr      string  `json:"raft_addr"`
+	Voters        []Voter `json:"voters"`
+}
+
+// JoinRequest is the body of POST /v1/cluster/join: the server to add as a
+// voter. Any node accepts it and forwards it to the leader.
+type JoinRequest struct {
+	NodeID   string `json:"node_id"`
+	RaftAddr string `json:"raft_addr"` // advertised host:port of its Raft transport
+	APIAddr  string `json:"api_addr"`  // advertised host:port of its HTTP API
+}
+
+// SnapshotResponse is the body of POST /v1/cluster/snapshot.
+type SnapshotResponse struct {
+	NodeID string `json:"node_id"`
+	ID     string `json:"id"`    // snapshot id in the node's snapshot store
+	Index  uint64 `json:"index"` // last Raft index the snapshot covers
+	Term   uint64 `json:"term"`
+}
+
+// TransferRequest is the body of POST /v1/cluster/transfer-leadership. An
+// empty NodeID lets raft pick the most up-to-date follower.
+type TransferRequest struct {
+	NodeID string `json:"node_id,omitempty"`
+}
+
+// TransferResponse reports the leader after a transfer.
+type TransferResponse struct {
+	LeaderID string `json:"leader_id"`
+}
+
+// Service is what the HTTP handlers need from a node. cluster.Node
+// implements it. Methods return the sentinel errors of this package and of
+// fsm (ErrNotFound, ErrConflict, ErrInvalid) for the handlers to map to
+// status codes.
+type Service interface {
+	// Send commits m (already normalized and validated) and returns where
+	// it is stored. A non-leader forwards it to the leader unless ctx is
+	// marked Forwarded.
+	Send(ctx context.Context, m *fsm.Message) (*fsm.SendResult, error)
+	Message(ctx context.Context, id string, c Consistency) (*fsm.Message, error)
+	ChannelPage(ctx context.Context, channel string, after uint64, limit int, c Consistency) (fsm.Page, error)
+	Channels(ctx context.Context, c Consistency) ([]fsm.ChannelInfo, error)
+	Status(ctx context.Context) (Status, error)
+	// Ready returns nil when the node has a known leader and has applied
+	// what it knows to be committed; otherwise an error saying why not.
+	Ready(ctx context.Context) error
+	Join(ctx context.Context, req JoinRequest) error
+	Remove(ctx context.Context, nodeID string) error
+	Snapshot(ctx context.Context) (SnapshotResponse, error)
+	TransferLeadership(ctx context.Context, to string) (TransferResponse, error)
+}
+
+type forwardedKey struct{}
+
+// WithForwarded marks ctx as serving a request another node forwarded: the
+// service must answer it itself or fail with ErrNotLeader, never forward.
+func WithForwarded(ctx context.Context) context.Context {
+	return context.WithValue(ctx, forwardedKey{}, true)
+}
+
+// IsForwarded reports whether ctx was marked by WithForwarded.
+func IsForwarded(ctx context.Context) bool {
+	v, _ := ctx.Value(forwardedKey{}).(bool)
+	return v
+}
+
+// HeaderForwarded marks a request forwarded by a node.
+const HeaderForwarded = "X-Maos-Forwarded"

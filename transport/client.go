@@ -1,0 +1,203 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/maos-project/maos/fsm"
+)
+
+// Client speaks API v1 to one node. It is safe for concurrent use; its
+// connections are pooled and kept alive, so many goroutines can share one
+// Client without serialising on a connection.
+type Client struct {
+	base      string // "http://host:port"
+	hc        *http.Client
+	forwarded bool
+}
+
+// NewClient returns a client for the node at addr ("host:port" or a URL).
+// A nil hc means a client with a pooled transport and no overall timeout
+// (calls are bounded by their context).
+func NewClient(addr string, hc *http.Client) *Client {
+	if hc == nil {
+		hc = &http.Client{Transport: NewHTTPTransport()}
+	}
+	base := strings.TrimRight(addr, "/")
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	return &Client{base: base, hc: hc}
+}
+
+// NewHTTPTransport returns the pooled transport maos uses between nodes and
+// from clients: many idle connections per host so concurrent requests run in
+// parallel, short dial timeout so a dead node is noticed quickly.
+func NewHTTPTransport() *http.Transport {
+	return &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        1024,
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     90 * time.Second,
+	}
+}
+
+// Addr is the base URL the client talks to.
+func (c *Client) Addr() string { return c.base }
+
+// Forwarding returns a copy whose requests carry HeaderForwarded, for a node
+// relaying a request to the leader.
+func (c *Client) Forwarding() *Client {
+	cp := *c
+	cp.forwarded = true
+	return &cp
+}
+
+// Send posts m and returns where it was committed.
+func (c *Client) Send(ctx context.Context, m *fsm.Message) (*SendResponse, error) {
+	var out SendResponse
+	if err := c.do(ctx, http.MethodPost, "/v1/messages", nil, m, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Message fetches one message by id.
+func (c *Client) Message(ctx context.Context, id string, cons Consistency) (*fsm.Message, error) {
+	var out fsm.Message
+	if err := c.do(ctx, http.MethodGet, "/v1/messages/"+url.PathEscape(id), consQuery(cons), nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ChannelPage fetches up to limit messages of channel after seq after.
+func (c *Client) ChannelPage(ctx context.Context, channel string, after uint64, limit int, cons Consistency) (fsm.Page, error) {
+	q := consQuery(cons)
+	if after > 0 {
+		q.Set("after", strconv.FormatUint(after, 10))
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var out fsm.Page
+	err := c.do(ctx, http.MethodGet, "/v1/channels/"+url.PathEscape(channel)+"/messages", q, nil, &out)
+	return out, err
+}
+
+// Channels lists the channels with their counts.
+func (c *Client) Channels(ctx context.Context, cons Consistency) ([]fsm.ChannelInfo, error) {
+	var out ChannelsResponse
+	err := c.do(ctx, http.MethodGet, "/v1/channels", consQuery(cons), nil, &out)
+	return out.Channels, err
+}
+
+// Status returns the node's view of the cluster.
+func (c *Client) Status(ctx context.Context) (Status, error) {
+	var out Status
+	err := c.do(ctx, http.MethodGet, "/v1/cluster/status", nil, nil, &out)
+	return out, err
+}
+
+// Health returns nil when the process answers /healthz.
+func (c *Client) Health(ctx context.Context) error {
+	return c.do(ctx, http.MethodGet, "/healthz", nil, nil, nil)
+}
+
+// Ready returns nil when the node answers /readyz with 200.
+func (c *Client) Ready(ctx context.Context) error {
+	return c.do(ctx, http.MethodGet, "/readyz", nil, nil, nil)
+}
+
+// Join asks the cluster (through this node) to add a voter.
+func (c *Client) Join(ctx context.Context, req JoinRequest) error {
+	return c.do(ctx, http.MethodPost, "/v1/cluster/join", nil, req, nil)
+}
+
+// Remove asks the cluster to remove a server.
+func (c *Client) Remove(ctx context.Context, nodeID string) error {
+	return c.do(ctx, http.MethodDelete, "/v1/cluster/nodes/"+url.PathEscape(nodeID), nil, nil, nil)
+}
+
+// Snapshot makes this node take a snapshot now.
+func (c *Client) Snapshot(ctx context.Context) (SnapshotResponse, error) {
+	var out SnapshotResponse
+	err := c.do(ctx, http.MethodPost, "/v1/cluster/snapshot", nil, nil, &out)
+	return out, err
+}
+
+// TransferLeadership asks the leader to hand over to nodeID ("" for any).
+func (c *Client) TransferLeadership(ctx context.Context, nodeID string) (TransferResponse, error) {
+	var out TransferResponse
+	err := c.do(ctx, http.MethodPost, "/v1/cluster/transfer-leadership", nil, TransferRequest{NodeID: nodeID}, &out)
+	return out, err
+}
+
+func consQuery(c Consistency) url.Values {
+	q := url.Values{}
+	if c != "" && c != Local {
+		q.Set("consistency", string(c))
+	}
+	return q
+}
+
+// do sends one request. A non-2xx answer with an error body becomes an
+// *APIError; a transport failure is returned wrapped with the address.
+func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any) error {
+	u := c.base + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("transport: encode %s %s: %w", method, path, err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return fmt.Errorf("transport: %s %s: %w", method, u, err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.forwarded {
+		req.Header.Set(HeaderForwarded, "1")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("transport: %s %s: %w", method, u, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("transport: %s %s: read body: %w", method, u, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		var eb ErrorBody
+		if json.Unmarshal(data, &eb) == nil && eb.Error != nil && eb.Error.Code != "" {
+			eb.Error.Status = resp.StatusCode
+			return eb.Error
+		}
+		return &APIError{Status: resp.StatusCode, Code: CodeInternal,
+			Message: fmt.Sprintf("%s %s: %s", method, u, strings.TrimSpace(string(data)))}
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("transport: %s %s: decode answer: %w", method, u, err)
+	}
+	return nil
+}

@@ -1,0 +1,120 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/maos-project/maos/fsm"
+)
+
+// Sentinel errors of the cluster layer, mapped to status codes on the wire.
+var (
+	// ErrNoLeader: no leader is known (an election is running, or there is
+	// no quorum). 503.
+	ErrNoLeader = errors.New("no leader")
+	// ErrNotLeader: a forwarded request reached a node that is no longer the
+	// leader. 503; the forwarding node retries elsewhere.
+	ErrNotLeader = errors.New("not the leader")
+	// ErrOutcomeUnknown: a write may or may not have committed (the leader
+	// was lost mid-flight and retries ran out). 503; retrying with the same
+	// id is safe.
+	ErrOutcomeUnknown = errors.New("outcome unknown")
+	// ErrTooLarge: the request body is over the node's limit. 413.
+	ErrTooLarge = errors.New("request body too large")
+	// ErrBadRequest: the request is malformed (JSON, query parameters). 400.
+	ErrBadRequest = errors.New("bad request")
+	// ErrNotReady: the node cannot serve yet (no leader, catching up). 503.
+	ErrNotReady = errors.New("not ready")
+)
+
+// Error codes of the wire body {"error":{"code","message"}}.
+const (
+	CodeBadRequest     = "bad_request"
+	CodeInvalid        = "invalid"
+	CodeUnknownField   = "unknown_field"
+	CodeTooLarge       = "too_large"
+	CodeNotFound       = "not_found"
+	CodeConflict       = "conflict"
+	CodeNoLeader       = "no_leader"
+	CodeNotLeader      = "not_leader"
+	CodeOutcomeUnknown = "outcome_unknown"
+	CodeNotReady       = "not_ready"
+	CodeInternal       = "internal"
+)
+
+// codes maps each code to its status and the sentinel it matches.
+var codes = map[string]struct {
+	status   int
+	sentinel error
+}{
+	CodeBadRequest:     {http.StatusBadRequest, ErrBadRequest},
+	CodeUnknownField:   {http.StatusBadRequest, ErrBadRequest},
+	CodeInvalid:        {http.StatusBadRequest, fsm.ErrInvalid},
+	CodeTooLarge:       {http.StatusRequestEntityTooLarge, ErrTooLarge},
+	CodeNotFound:       {http.StatusNotFound, fsm.ErrNotFound},
+	CodeConflict:       {http.StatusConflict, fsm.ErrConflict},
+	CodeNoLeader:       {http.StatusServiceUnavailable, ErrNoLeader},
+	CodeNotLeader:      {http.StatusServiceUnavailable, ErrNotLeader},
+	CodeOutcomeUnknown: {http.StatusServiceUnavailable, ErrOutcomeUnknown},
+	CodeNotReady:       {http.StatusServiceUnavailable, ErrNotReady},
+	CodeInternal:       {http.StatusInternalServerError, nil},
+}
+
+// APIError is an error body received from (or sent by) a node.
+type APIError struct {
+	Status  int    `json:"-"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("%s (%d %s)", e.Message, e.Status, e.Code)
+}
+
+// Unwrap returns the sentinel the code stands for, so errors.Is works
+// across the wire: errors.Is(err, fsm.ErrConflict).
+func (e *APIError) Unwrap() error { return codes[e.Code].sentinel }
+
+// ErrorBody is the JSON envelope of every error response.
+type ErrorBody struct {
+	Error *APIError `json:"error"`
+}
+
+// toAPIError classifies err for the wire.
+func toAPIError(err error) *APIError {
+	var api *APIError
+	if errors.As(err, &api) && api.Code != "" {
+		// Relayed from the leader: keep its status and words.
+		out := *api
+		if out.Status == 0 {
+			out.Status = codes[out.Code].status
+		}
+		return &out
+	}
+	code := CodeInternal
+	var fe *fsm.FieldError
+	switch {
+	case errors.As(err, &fe):
+		return &APIError{Status: http.StatusBadRequest, Code: CodeInvalid, Message: fe.Error()}
+	case errors.Is(err, fsm.ErrConflict):
+		code = CodeConflict
+	case errors.Is(err, fsm.ErrNotFound):
+		code = CodeNotFound
+	case errors.Is(err, fsm.ErrInvalid):
+		code = CodeInvalid
+	case errors.Is(err, ErrOutcomeUnknown):
+		code = CodeOutcomeUnknown
+	case errors.Is(err, ErrNotLeader):
+		code = CodeNotLeader
+	case errors.Is(err, ErrNoLeader):
+		code = CodeNoLeader
+	case errors.Is(err, ErrNotReady):
+		code = CodeNotReady
+	case errors.Is(err, ErrTooLarge):
+		code = CodeTooLarge
+	case errors.Is(err, ErrBadRequest):
+		code = CodeBadRequest
+	}
+	return &APIError{Status: codes[code].status, Code: code, Message: err.Error()}
+}

@@ -1,0 +1,299 @@
+package transport
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/maos-project/maos/fsm"
+)
+
+// ServerOptions configure NewServer.
+type ServerOptions struct {
+	// MaxMessageBytes caps a POST /v1/messages body; 0 means
+	// fsm.DefaultMaxBytes (100 KiB).
+	MaxMessageBytes int64
+	// Logger receives 5xx errors; nil means slog.Default().
+	Logger *slog.Logger
+	// Now stamps generated ids; nil means time.Now.
+	Now func() time.Time
+}
+
+// maxControlBytes caps the bodies of the cluster endpoints.
+const maxControlBytes = 64 << 10
+
+// Server is the HTTP API v1 in front of a Service.
+type Server struct {
+	svc  Service
+	opts ServerOptions
+	mux  *http.ServeMux
+}
+
+// NewServer returns the API handler for svc.
+func NewServer(svc Service, opts ServerOptions) *Server {
+	if opts.MaxMessageBytes <= 0 {
+		opts.MaxMessageBytes = fsm.DefaultMaxBytes
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	s := &Server{svc: svc, opts: opts, mux: http.NewServeMux()}
+	s.mux.HandleFunc("GET /healthz", s.healthz)
+	s.mux.HandleFunc("GET /readyz", s.readyz)
+	s.mux.HandleFunc("POST /v1/messages", s.send)
+	s.mux.HandleFunc("GET /v1/messages/{id}", s.getMessage)
+	s.mux.HandleFunc("GET /v1/channels", s.channels)
+	s.mux.HandleFunc("GET /v1/channels/{channel}/messages", s.channelMessages)
+	s.mux.HandleFunc("GET /v1/cluster/status", s.status)
+	s.mux.HandleFunc("POST /v1/cluster/join", s.join)
+	s.mux.HandleFunc("DELETE /v1/cluster/nodes/{id}", s.remove)
+	s.mux.HandleFunc("POST /v1/cluster/snapshot", s.snapshot)
+	s.mux.HandleFunc("POST /v1/cluster/transfer-leadership", s.transfer)
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, &APIError{Status: http.StatusNotFound, Code: CodeNotFound,
+			Message: fmt.Sprintf("no endpoint %s %s; see README.md for the API", r.Method, r.URL.Path)})
+	})
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get(HeaderForwarded) != "" {
+		r = r.WithContext(WithForwarded(r.Context()))
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if err := s.svc.Ready(r.Context()); err != nil {
+		if !errors.Is(err, ErrNotReady) {
+			err = fmt.Errorf("%w: %w", ErrNotReady, err)
+		}
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+func (s *Server) send(w http.ResponseWriter, r *http.Request) {
+	var m fsm.Message
+	if err := decodeBody(w, r, s.opts.MaxMessageBytes, &m); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	m.Normalize(s.opts.Now())
+	if err := m.Validate(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := s.svc.Send(r.Context(), &m)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, SendResponse{ID: res.ID, Seq: res.Seq, Timestamp: res.Timestamp})
+}
+
+func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
+	c, err := consistency(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	m, err := s.svc.Message(r.Context(), r.PathValue("id"), c)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, m)
+}
+
+func (s *Server) channels(w http.ResponseWriter, r *http.Request) {
+	c, err := consistency(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	list, err := s.svc.Channels(r.Context(), c)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ChannelsResponse{Channels: list})
+}
+
+func (s *Server) channelMessages(w http.ResponseWriter, r *http.Request) {
+	c, err := consistency(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	after, err := uintParam(q.Get("after"), "after", 0, 1<<63)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	limit, err := uintParam(q.Get("limit"), "limit", fsm.DefaultPageLimit, fsm.MaxPageLimit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if limit == 0 {
+		s.writeError(w, r, fmt.Errorf("%w: limit: must be 1..%d", ErrBadRequest, fsm.MaxPageLimit))
+		return
+	}
+	page, err := s.svc.ChannelPage(r.Context(), r.PathValue("channel"), after, int(limit), c)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	st, err := s.svc.Status(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func (s *Server) join(w http.ResponseWriter, r *http.Request) {
+	var req JoinRequest
+	if err := decodeBody(w, r, maxControlBytes, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	for _, f := range []struct{ name, v string }{{"node_id", req.NodeID}, {"raft_addr", req.RaftAddr}, {"api_addr", req.APIAddr}} {
+		if f.v == "" {
+			s.writeError(w, r, &fsm.FieldError{Field: f.name, Reason: "required"})
+			return
+		}
+	}
+	if !fsm.ValidName(req.NodeID) {
+		s.writeError(w, r, &fsm.FieldError{Field: "node_id", Reason: "must match ^[a-z0-9][a-z0-9._-]{0,63}$"})
+		return
+	}
+	if err := s.svc.Join(r.Context(), req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"joined": req.NodeID})
+}
+
+func (s *Server) remove(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := s.svc.Remove(r.Context(), id); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"removed": id})
+}
+
+func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {
+	res, err := s.svc.Snapshot(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) transfer(w http.ResponseWriter, r *http.Request) {
+	var req TransferRequest
+	if r.ContentLength != 0 {
+		if err := decodeBody(w, r, maxControlBytes, &req); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	res, err := s.svc.TransferLeadership(r.Context(), req.NodeID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// decodeBody reads one JSON object of at most limit bytes into v, refusing
+// unknown fields and trailing data.
+func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("trailing data after the JSON object")
+	} else if err == nil {
+		if _, rerr := io.Copy(io.Discard, dec.Buffered()); rerr != nil {
+			err = rerr
+		}
+	}
+	if err == nil {
+		return nil
+	}
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
+			Message: fmt.Sprintf("request body over the limit of %d bytes (--max-message-bytes)", limit)}
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return &APIError{Status: http.StatusBadRequest, Code: CodeUnknownField,
+			Message: strings.TrimPrefix(err.Error(), "json: ")}
+	case errors.Is(err, io.EOF):
+		return &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: "empty body: want a JSON object"}
+	default:
+		return &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: "malformed JSON: " + err.Error()}
+	}
+}
+
+func consistency(r *http.Request) (Consistency, error) {
+	switch c := Consistency(r.URL.Query().Get("consistency")); c {
+	case "", Local:
+		return Local, nil
+	case Strong:
+		return Strong, nil
+	default:
+		return "", fmt.Errorf("%w: consistency: %q is not local or strong", ErrBadRequest, c)
+	}
+}
+
+func uintParam(s, name string, def, maxV uint64) (uint64, error) {
+	if s == "" {
+		return def, nil
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || v > maxV {
+		return 0, fmt.Errorf("%w: %s: %q is not a whole number from 0 to %d", ErrBadRequest, name, s, maxV)
+	}
+	return v, nil
+}
+
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	api := toAPIError(err)
+	if api.Status >= 500 && !errors.Is(r.Context().Err(), context.Canceled) {
+		s.opts.Logger.Warn("request failed", "method", r.Method, "path", r.URL.Path, "status", api.Status, "error", err)
+	}
+	writeJSON(w, api.Status, ErrorBody{Error: api})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
