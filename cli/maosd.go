@@ -1,0 +1,205 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/maos-project/maos/cluster"
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+)
+
+// MaosdApp builds the maosd command: one maos node.
+func MaosdApp() *cli.App {
+	return &cli.App{
+		Name:  "maosd",
+		Usage: "run one node of a maos mailbox cluster",
+		Description: `maosd replicates the maos message log through Raft and serves the HTTP API.
+
+Run with no flags it is a working single-node cluster on 127.0.0.1:7070
+with its data in ./maos-data. A three-node cluster on one host:
+
+   maosd --node-id n1 --data-dir d1 --http-addr 127.0.0.1:7070 --raft-addr 127.0.0.1:7071
+   maosd --node-id n2 --data-dir d2 --http-addr 127.0.0.1:7080 --raft-addr 127.0.0.1:7081 --join 127.0.0.1:7070
+   maosd --node-id n3 --data-dir d3 --http-addr 127.0.0.1:7090 --raft-addr 127.0.0.1:7091 --join 127.0.0.1:7070
+
+A node restarted from its data dir rejoins its cluster on its own; --join
+is only read the first time. Every flag also reads the environment
+variable shown.`,
+		HideHelpCommand: true,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "node-id", EnvVars: []string{"MAOS_NODE_ID"}, Value: defaultNodeID(),
+				Usage: "unique node id, ^[a-z0-9][a-z0-9._-]{0,63}$ (default: from the hostname)"},
+			&cli.StringFlag{Name: "data-dir", EnvVars: []string{"MAOS_DATA_DIR"}, Value: "./maos-data",
+				Usage: "directory for the Raft log, snapshots and state"},
+			&cli.StringFlag{Name: "http-addr", EnvVars: []string{"MAOS_HTTP_ADDR"}, Value: "127.0.0.1:7070",
+				Usage: "host:port the HTTP API listens on"},
+			&cli.StringFlag{Name: "http-advertise", EnvVars: []string{"MAOS_HTTP_ADVERTISE"},
+				Usage: "host:port peers and clients reach the API on (default: --http-addr)"},
+			&cli.StringFlag{Name: "raft-addr", EnvVars: []string{"MAOS_RAFT_ADDR"}, Value: "127.0.0.1:7071",
+				Usage: "host:port the Raft transport listens on"},
+			&cli.StringFlag{Name: "raft-advertise", EnvVars: []string{"MAOS_RAFT_ADVERTISE"},
+				Usage: "host:port peers reach Raft on (default: --raft-addr)"},
+			&cli.StringSliceFlag{Name: "join", EnvVars: []string{"MAOS_JOIN"},
+				Usage: "API host:port of any member to join through (repeat or comma-separate); first start only"},
+			&cli.Int64Flag{Name: "max-message-bytes", EnvVars: []string{"MAOS_MAX_MESSAGE_BYTES"}, Value: fsm.DefaultMaxBytes,
+				Usage: "largest accepted message body, in bytes"},
+			&cli.StringFlag{Name: "log-level", EnvVars: []string{"MAOS_LOG_LEVEL"}, Value: "info",
+				Usage: "debug, info, warn or error"},
+			&cli.StringFlag{Name: "log-format", EnvVars: []string{"MAOS_LOG_FORMAT"}, Value: "text",
+				Usage: "text or json"},
+		},
+		Action: runMaosd,
+	}
+}
+
+var invalidIDChars = regexp.MustCompile(`[^a-z0-9._-]+`)
+
+// defaultNodeID derives a valid node id from the hostname.
+func defaultNodeID() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "maos"
+	}
+	id := strings.Trim(invalidIDChars.ReplaceAllString(strings.ToLower(h), "-"), "-._")
+	if len(id) > 64 {
+		id = id[:64]
+	}
+	if !fsm.ValidName(id) {
+		return "maos"
+	}
+	return id
+}
+
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %q is not debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format: %q is not text or json", format)
+}
+
+// advertised returns the address peers should dial for a listener bound at
+// bound, refusing a wildcard bind without an explicit advertise address.
+func advertised(flag, bound, advertise string) (string, error) {
+	if advertise != "" {
+		return advertise, nil
+	}
+	host, _, err := net.SplitHostPort(bound)
+	if err != nil {
+		return "", fmt.Errorf("--%s %q is not host:port", flag, bound)
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		return "", fmt.Errorf("--%s %s binds every interface; also give --%s HOST:PORT that peers can reach",
+			flag, bound, strings.Replace(flag, "-addr", "-advertise", 1))
+	}
+	return bound, nil
+}
+
+func runMaosd(c *cli.Context) error {
+	logger, err := newLogger(c.App.ErrWriter, c.String("log-level"), c.String("log-format"))
+	if err != nil {
+		return cli.Exit("maosd: "+err.Error(), 2)
+	}
+	if !fsm.ValidName(c.String("node-id")) {
+		return cli.Exit(fmt.Sprintf("maosd: --node-id %q must match ^[a-z0-9][a-z0-9._-]{0,63}$", c.String("node-id")), 2)
+	}
+	if c.Int64("max-message-bytes") <= 0 {
+		return cli.Exit("maosd: --max-message-bytes must be positive", 2)
+	}
+	if _, err := advertised("raft-addr", c.String("raft-addr"), c.String("raft-advertise")); err != nil {
+		return cli.Exit("maosd: "+err.Error(), 2)
+	}
+	ln, err := net.Listen("tcp", c.String("http-addr"))
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("maosd: --http-addr: %v", err), 1)
+	}
+	defer ln.Close()
+	apiAddr, err := advertised("http-addr", ln.Addr().String(), c.String("http-advertise"))
+	if err != nil {
+		return cli.Exit("maosd: "+err.Error(), 2)
+	}
+
+	node, err := cluster.Open(cluster.Config{
+		NodeID:        c.String("node-id"),
+		DataDir:       c.String("data-dir"),
+		RaftAddr:      c.String("raft-addr"),
+		RaftAdvertise: c.String("raft-advertise"),
+		APIAddr:       apiAddr,
+		Logger:        logger,
+	})
+	if err != nil {
+		return cli.Exit("maosd: "+err.Error(), 1)
+	}
+	closeNode := func() {
+		if err := node.Close(); err != nil {
+			logger.Error("close", "error", err)
+		}
+	}
+
+	srv := &http.Server{
+		Handler:           transport.NewServer(node, transport.ServerOptions{MaxMessageBytes: c.Int64("max-message-bytes"), Logger: logger}),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+
+	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	join := c.StringSlice("join")
+	switch {
+	case node.HasState():
+		if len(join) > 0 {
+			logger.Info("data dir holds cluster state; rejoining on our own and ignoring --join", "join", join)
+		}
+	case len(join) == 0:
+		if err := node.Bootstrap(); err != nil {
+			closeNode()
+			return cli.Exit("maosd: "+err.Error(), 1)
+		}
+	default:
+		if err := node.JoinVia(ctx, join); err != nil {
+			_ = srv.Close()
+			closeNode()
+			return cli.Exit("maosd: "+err.Error(), 1)
+		}
+	}
+	logger.Info("maosd ready to serve", "node_id", node.ID(), "api_addr", apiAddr,
+		"raft_addr", node.RaftAddr(), "data_dir", c.String("data-dir"))
+
+	select {
+	case <-ctx.Done():
+		logger.Info("signal received; shutting down")
+	case err := <-serveErr:
+		if !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("http server failed", "error", err)
+		}
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutdownCtx)
+	closeNode()
+	return nil
+}

@@ -1,0 +1,307 @@
+package cluster
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+)
+
+// Sends through a follower commit once and read back identically, in the
+// same seq order, from every node.
+func TestSendThroughFollowerReadsSameLogEverywhere(t *testing.T) {
+	c := newTestCluster(t, 3)
+	f := c.follower()
+	ctx := ctxT(t)
+	var ids []string
+	for i := range 20 {
+		res, err := f.client.Send(ctx, msg("codex", "paper", fmt.Sprintf("hello %d", i)))
+		if err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+		ids = append(ids, res.ID)
+	}
+	var want []string
+	for _, n := range c.nodes {
+		page, err := n.client.ChannelPage(ctx, "paper", 0, 1000, transport.Strong)
+		if err != nil {
+			t.Fatalf("%s strong read: %v", n.id, err)
+		}
+		var got []string
+		for _, m := range page.Messages {
+			got = append(got, fmt.Sprintf("%d:%s", m.Seq, m.ID))
+		}
+		if len(page.Messages) != len(ids) {
+			t.Fatalf("%s has %d messages, want %d", n.id, len(page.Messages), len(ids))
+		}
+		for i, m := range page.Messages {
+			if m.ID != ids[i] {
+				t.Fatalf("%s message %d is %s, want %s", n.id, i, m.ID, ids[i])
+			}
+		}
+		if want == nil {
+			want = got
+		} else if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Fatalf("%s log %v differs from %v", n.id, got, want)
+		}
+	}
+	// Local reads converge to the same state: compare the canonical dumps.
+	var dumps []string
+	waitFor(t, 10*time.Second, "identical state on every node", func() bool {
+		dumps = dumps[:0]
+		for _, n := range c.nodes {
+			var b bytes.Buffer
+			if err := n.fsm.Dump(&b); err != nil {
+				t.Fatal(err)
+			}
+			dumps = append(dumps, b.String())
+		}
+		return dumps[0] == dumps[1] && dumps[1] == dumps[2]
+	})
+}
+
+// A retried send (same id, same content) through another node returns the
+// original seq and stores nothing; other content under the id is a 409.
+func TestRetriedSendIsStoredOnce(t *testing.T) {
+	c := newTestCluster(t, 3)
+	ctx := ctxT(t)
+	m := msg("claude", "ops", "deploy?")
+	first, err := c.follower().client.Send(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := c.leader().client.Send(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Seq != first.Seq || again.ID != first.ID {
+		t.Fatalf("retry got %+v, want %+v", again, first)
+	}
+	other := *m
+	other.Content.Text = "something else"
+	_, err = c.follower().client.Send(ctx, &other)
+	if !errors.Is(err, fsm.ErrConflict) {
+		t.Fatalf("reuse of id with other content: got %v, want conflict", err)
+	}
+	chans, err := c.leader().client.Channels(ctx, transport.Strong)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(chans) != 1 || chans[0].Count != 1 {
+		t.Fatalf("channels = %+v, want ops with 1 message", chans)
+	}
+}
+
+// A strong read through a follower sees a send acknowledged just before it.
+func TestStrongReadThroughFollowerSeesAcknowledgedSend(t *testing.T) {
+	c := newTestCluster(t, 3)
+	ctx := ctxT(t)
+	l, f := c.leader(), c.follower()
+	for i := range 10 {
+		res, err := l.client.Send(ctx, msg("a", "c", fmt.Sprint(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.client.Message(ctx, res.ID, transport.Strong)
+		if err != nil {
+			t.Fatalf("strong get %s via follower: %v", res.ID, err)
+		}
+		if got.Seq != res.Seq {
+			t.Fatalf("seq %d, want %d", got.Seq, res.Seq)
+		}
+	}
+	if _, err := f.client.Message(ctx, "msg-nope", transport.Strong); !errors.Is(err, fsm.ErrNotFound) {
+		t.Fatalf("missing id: got %v, want not found", err)
+	}
+}
+
+// A node restarted from its data dir, with no join, keeps its state and
+// catches up on what it missed.
+func TestRestartedNodeCatchesUp(t *testing.T) {
+	c := newTestCluster(t, 3)
+	ctx := ctxT(t)
+	f := c.follower()
+	if _, err := f.client.Send(ctx, msg("a", "c", "before")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "follower applied the first send", func() bool {
+		p, _ := f.fsm.ChannelPage("c", 0, 10)
+		return len(p.Messages) == 1
+	})
+	f.stop()
+	res, err := c.leader().client.Send(ctx, msg("a", "c", "while down"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := startNode(t, f.id, f.dir, f.api, nil, sameRaftAddr(f))
+	c.nodes = append(c.nodes[:0:0], replace(c.nodes, f, r)...)
+	waitFor(t, 20*time.Second, "restarted node caught up", func() bool {
+		m, err := r.fsm.Message(res.ID)
+		return err == nil && m.Seq == res.Seq
+	})
+	if p, _ := r.fsm.ChannelPage("c", 0, 10); len(p.Messages) != 2 {
+		t.Fatalf("restarted node has %d messages, want 2", len(p.Messages))
+	}
+}
+
+func replace(nodes []*testNode, old, nw *testNode) []*testNode {
+	out := make([]*testNode, len(nodes))
+	for i, n := range nodes {
+		out[i] = n
+		if n == old {
+			out[i] = nw
+		}
+	}
+	return out
+}
+
+// A second process (here: a second Open) on the same data dir fails at once.
+func TestSecondOpenOfDataDirFails(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, "solo", dir, "", nil)
+	_ = n
+	start := time.Now()
+	_, err := Open(testConfig("solo", dir, "127.0.0.1:9"))
+	if !errors.Is(err, ErrDataDirLocked) {
+		t.Fatalf("second open: got %v, want ErrDataDirLocked", err)
+	}
+	if !strings.Contains(err.Error(), dir) {
+		t.Fatalf("error %q does not name the data dir", err)
+	}
+	_ = start
+}
+
+// With no quorum, a send through a follower gives up after RetryTimeout
+// with an outcome-unknown error that says retrying is safe; once quorum is
+// back, retrying the same id stores it exactly once.
+func TestSendWithoutQuorumIsOutcomeUnknownAndRetrySafe(t *testing.T) {
+	c := newTestCluster(t, 3)
+	ctx := ctxT(t)
+	l := c.leader()
+	var survivor, other *testNode
+	for _, n := range c.nodes {
+		if n == l {
+			continue
+		}
+		if survivor == nil {
+			survivor = n
+		} else {
+			other = n
+		}
+	}
+	survivor.cfg.RetryTimeout = time.Second
+	l.stop()
+	other.stop()
+	m := msg("a", "c", "in the dark")
+	_, err := survivor.client.Send(ctx, m)
+	if !errors.Is(err, transport.ErrOutcomeUnknown) {
+		t.Fatalf("send without quorum: got %v, want outcome unknown", err)
+	}
+	if !strings.Contains(err.Error(), "retrying with the same id is safe") {
+		t.Fatalf("error %q does not say retrying is safe", err)
+	}
+	// Reads that need the leader fail as no leader.
+	if _, err := survivor.client.Channels(ctx, transport.Strong); !errors.Is(err, transport.ErrNoLeader) {
+		t.Fatalf("strong read without quorum: got %v, want no leader", err)
+	}
+	if err := survivor.client.Ready(ctx); err == nil {
+		t.Fatal("readyz answered 200 with no quorum")
+	}
+	survivor.cfg.RetryTimeout = 10 * time.Second
+	r := startNode(t, other.id, other.dir, other.api, nil, sameRaftAddr(other))
+	_ = r
+	res, err := survivor.client.Send(ctx, m)
+	if err != nil {
+		t.Fatalf("retry after quorum is back: %v", err)
+	}
+	page, err := survivor.client.ChannelPage(ctx, "c", 0, 100, transport.Strong)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Messages) != 1 || page.Messages[0].Seq != res.Seq {
+		t.Fatalf("after retry the channel holds %d messages, want exactly the one at %d", len(page.Messages), res.Seq)
+	}
+}
+
+// Join, status, transfer, snapshot and remove through the API of any node.
+func TestClusterOperations(t *testing.T) {
+	c := newTestCluster(t, 3)
+	ctx := ctxT(t)
+	f := c.follower()
+	st, err := f.client.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := c.leader()
+	if st.State != "follower" || st.LeaderID != l.id || st.LeaderAPIAddr != l.api || len(st.Voters) != 3 {
+		t.Fatalf("follower status = %+v", st)
+	}
+	// The last join's registration may still be on its way to f.
+	waitFor(t, 10*time.Second, "every voter's addresses in the follower's status", func() bool {
+		st, err = f.client.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range st.Voters {
+			if v.APIAddr == "" || v.RaftAddr == "" || v.Suffrage != "voter" {
+				return false
+			}
+		}
+		return true
+	})
+	// Re-joining a member is harmless.
+	if err := f.client.Join(ctx, transport.JoinRequest{NodeID: f.id, RaftAddr: f.RaftAddr(), APIAddr: f.api}); err != nil {
+		t.Fatalf("rejoin: %v", err)
+	}
+	if l.voterCount() != 3 {
+		t.Fatalf("voters after rejoin = %d", l.voterCount())
+	}
+
+	tr, err := f.client.TransferLeadership(ctx, f.id)
+	if err != nil {
+		t.Fatalf("transfer via follower: %v", err)
+	}
+	if tr.LeaderID != f.id {
+		t.Fatalf("transfer went to %s, want %s", tr.LeaderID, f.id)
+	}
+	if _, err := f.client.TransferLeadership(ctx, "nobody"); !errors.Is(err, fsm.ErrNotFound) {
+		t.Fatalf("transfer to unknown node: got %v", err)
+	}
+
+	if _, err := l.client.Send(ctx, msg("a", "c", "x")); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := l.client.Snapshot(ctx)
+	if err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	if snap.Index == 0 || snap.ID == "" || snap.NodeID != l.id {
+		t.Fatalf("snapshot = %+v", snap)
+	}
+
+	var victim *testNode
+	for _, n := range c.nodes {
+		if n.id != c.leader().id {
+			victim = n
+			break
+		}
+	}
+	if err := l.client.Remove(ctx, victim.id); err != nil {
+		t.Fatalf("remove %s: %v", victim.id, err)
+	}
+	waitFor(t, 10*time.Second, "two voters", func() bool { return c.leader().voterCount() == 2 })
+	if err := l.client.Remove(ctx, "ghost"); !errors.Is(err, fsm.ErrNotFound) {
+		t.Fatalf("remove unknown: got %v", err)
+	}
+	// A fresh node joins through a follower.
+	nn := startNode(t, "n9", filepath.Join(t.TempDir(), "n9"), "", []string{c.follower().api})
+	waitFor(t, 20*time.Second, "n9 ready as a voter", func() bool {
+		return nn.Ready(ctx) == nil && c.leader().voterCount() == 3
+	})
+}

@@ -1,0 +1,13 @@
+// Package cluster is one maos node: the Raft setup (raft-boltdb/v2 log and
+// stable store, file snapshot store, TCP transport), the node's lifecycle
+// (Open, Bootstrap, JoinVia, Remove, TransferLeadership, Snapshot, Close),
+// and the "answer locally or forward to the leader" path every write and
+// every strong read takes.
+//
+// A Node implements transport.Service. Writes go through Raft on the
+// leader; a follower forwards them to the leader's HTTP API, found through
+// the replicated node registry (fsm.OpRegisterNode), and retries through an
+// election with bounded backoff. Because a message id is fixed before the
+// first attempt and apply deduplicates by id, every retry is safe; when the
+// retries run out the caller gets transport.ErrOutcomeUnknown.
+package cluster

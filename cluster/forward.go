@@ -1,0 +1,161 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+		"net/url"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/maos-project/maos/transport"
+)
+
+// leaderDo runs an operation that only the leader may answer: local when
+// this node leads, remote against the leader's API otherwise. Failures that
+// an election can cure (no leader yet, leadership lost, leader unreachable,
+// a forwarded request reaching a node that no longer leads) are retried with
+// backoff until cfg.RetryTimeout or ctx ends; a final error (bad input,
+// conflict, not found) returns at once.
+//
+// A request that was itself forwarded (transport.IsForwarded) is never
+// forwarded again: a non-leader answers transport.ErrNotLeader and the node
+// that forwarded it retries.
+//
+// When the retries run out a write (write=true) fails with an error wrapping
+// transport.ErrOutcomeUnknown -- an attempt may have reached the log -- and
+// a read with one wrapping transport.ErrNoLeader.
+func leaderDo[T any](ctx context.Context, n *Node, write bool,
+	local func(context.Context) (T, error),
+	remote func(context.Context, *transport.Client) (T, error),
+) (T, error) {
+	var zero T
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.RetryTimeout)
+	defer cancel()
+	forwarded := transport.IsForwarded(ctx)
+	backoff := newBackoff()
+	var lastErr error
+	for {
+		var (
+			res T
+			err error
+		)
+		if n.raft.State() == raft.Leader {
+			res, err = local(ctx)
+		} else if forwarded {
+			return zero, fmt.Errorf("%w: node %s (leader is %q)", transport.ErrNotLeader, n.cfg.NodeID, n.leaderID())
+		} else if addr, lerr := n.leaderAPIAddr(); lerr != nil {
+			err = lerr
+		} else {
+			res, err = remote(ctx, n.client(addr).Forwarding())
+		}
+		if err == nil || isFinal(err) {
+			return res, err
+		}
+		lastErr = err
+		if werr := backoff.wait(ctx, n.shutdown); werr != nil {
+			if write {
+				return zero, fmt.Errorf("%w: %v; the write may or may not be committed, and retrying with the same id is safe", transport.ErrOutcomeUnknown, lastErr)
+			}
+			return zero, fmt.Errorf("%w: %v", transport.ErrNoLeader, lastErr)
+		}
+	}
+}
+
+// isFinal reports whether err is an answer rather than a failure to get
+// one: the caller's mistake or a definite refusal (bad input, conflict, not
+// found), which retrying cannot change. What an election or a reconnect can
+// cure is not final.
+func isFinal(err error) bool {
+	var api *transport.APIError
+	if errors.As(err, &api) {
+		switch api.Code {
+		case transport.CodeNoLeader, transport.CodeNotLeader, transport.CodeOutcomeUnknown, transport.CodeNotReady:
+			return false
+		}
+		return api.Status < 500
+	}
+	var urlErr *url.Error
+	switch {
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost),
+		errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, raft.ErrEnqueueTimeout),
+		errors.Is(err, raft.ErrAbortedByRestore), errors.Is(err, raft.ErrRaftShutdown),
+		errors.Is(err, transport.ErrNoLeader), errors.Is(err, transport.ErrNotLeader),
+		errors.Is(err, transport.ErrOutcomeUnknown), errors.Is(err, context.DeadlineExceeded),
+		errors.As(err, &urlErr): // the request failed on the network
+		return false
+	}
+	return true
+}
+
+// applyError wraps an error value the FSM returned for an entry: the entry
+// committed and was refused deterministically on every node.
+type applyError struct{ err error }
+
+func (e *applyError) Error() string { return e.err.Error() }
+func (e *applyError) Unwrap() error { return e.err }
+
+// applyAs proposes data on this (leader) node and returns its FSM result
+// as T.
+func applyAs[T any](n *Node, data []byte) (T, error) {
+	var zero T
+	f := n.raft.Apply(data, n.cfg.ApplyTimeout)
+	if err := f.Error(); err != nil {
+		return zero, err
+	}
+	switch r := f.Response().(type) {
+	case T:
+		return r, nil
+	case error:
+		return zero, &applyError{err: r}
+	default:
+		return zero, fmt.Errorf("cluster: unexpected apply result %T at index %d", r, f.Index())
+	}
+}
+
+// leaderID is the current leader's id, "" if none is known.
+func (n *Node) leaderID() string {
+	_, id := n.raft.LeaderWithID()
+	return string(id)
+}
+
+// leaderAPIAddr finds the leader's HTTP API through the node registry.
+func (n *Node) leaderAPIAddr() (string, error) {
+	id := n.leaderID()
+	if id == "" {
+		return "", transport.ErrNoLeader
+	}
+	info, err := n.fsm.Node(id)
+	if err != nil || info.APIAddr == "" {
+		return "", fmt.Errorf("%w: leader %s has not registered its API address yet", transport.ErrNoLeader, id)
+	}
+	return info.APIAddr, nil
+}
+
+// backoff is a capped exponential backoff with jitter: 25 ms doubling to
+// 1 s, so a client waiting out an election retries a handful of times a
+// second without hammering the cluster.
+type backoff struct{ next time.Duration }
+
+func newBackoff() *backoff { return &backoff{next: 25 * time.Millisecond} }
+
+func (b *backoff) wait(ctx context.Context, stop <-chan struct{}) error {
+	d := b.next/2 + rand.N(b.next/2+1)
+	b.next = min(2*b.next, time.Second)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-stop:
+		return errors.New("node is shutting down")
+	}
+}
+
+// syncTerm holds a Raft term, safe for concurrent use.
+type syncTerm struct{ v atomic.Uint64 }

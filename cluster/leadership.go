@@ -1,0 +1,63 @@
+package cluster
+
+import (
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/maos-project/maos/fsm"
+)
+
+// watchLeadership reacts to leadership changes. When this node wins an
+// election it commits a command of its own term at once (a registration of
+// its API address): raft's own no-op entry never reaches the FSM, so until
+// a command of the new term is applied the FSM's applied index trails the
+// commit index, strong reads would have nothing to wait for, and followers
+// could not tell they are caught up.
+func (n *Node) watchLeadership() {
+	defer n.wg.Done()
+	obsCh := make(chan raft.Observation, 16)
+	obs := raft.NewObserver(obsCh, false, func(o *raft.Observation) bool {
+		switch o.Data.(type) {
+		case raft.LeaderObservation, raft.RaftState:
+			return true
+		}
+		return false
+	})
+	n.raft.RegisterObserver(obs)
+	defer n.raft.DeregisterObserver(obs)
+	// The observer can drop events when its channel is full; a slow tick
+	// makes sure a missed election is still acted on.
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-n.shutdown:
+			return
+		case <-obsCh:
+		case <-tick.C:
+		}
+		if n.raft.State() == raft.Leader && n.readyTerm.v.Load() != n.raft.CurrentTerm() {
+			if err := n.establishLeadership(); err != nil {
+				n.logger.Warn("committing the first entry of the term failed", "error", err)
+			}
+		}
+	}
+}
+
+// establishLeadership commits this node's registration in the current term
+// and, once applied, marks the term ready for strong reads.
+func (n *Node) establishLeadership() error {
+	term := n.raft.CurrentTerm()
+	data, err := fsm.Encode(fsm.OpRegisterNode, n.cfg.Now().UnixNano(),
+		fsm.RegisterNodeCommand{NodeID: n.cfg.NodeID, APIAddr: n.cfg.APIAddr, RaftAddr: n.cfg.RaftAdvertise})
+	if err != nil {
+		return err
+	}
+	if _, err := applyAs[*fsm.NodeInfo](n, data); err != nil {
+		return err
+	}
+	n.readyTerm.v.CompareAndSwap(n.readyTerm.v.Load(), term)
+	n.logger.Info("leading", "term", term)
+	return nil
+}

@@ -1,0 +1,318 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+)
+
+// Node is one member of a maos cluster. Its lifecycle: Open, then exactly
+// one of Bootstrap (first node of a new cluster), JoinVia (new node joining
+// an existing one) or nothing (a restarted node, which rejoins on its own
+// from its data dir), then Close.
+type Node struct {
+	cfg    Config
+	logger *slog.Logger
+
+	lock      *dirLock
+	fsm       *fsm.FSM
+	store     *raftboltdb.BoltStore
+	snaps     *raft.FileSnapshotStore
+	trans     *raft.NetworkTransport
+	raft      *raft.Raft
+	hasState  bool
+	httpc     *http.Client
+	readyTerm syncTerm // term in which this node, leading, applied an entry
+
+	shutdown  chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// File names inside the data dir.
+const (
+	raftDBFile  = "raft.db"
+	stateDBFile = "state.db"
+)
+
+// Open starts a node from cfg.DataDir, creating it if needed. If the data
+// dir already holds Raft state the node rejoins its cluster on its own;
+// HasState tells the caller whether to Bootstrap or JoinVia. A second
+// process opening the same data dir fails at once with ErrDataDirLocked.
+func Open(cfg Config) (*Node, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("cluster: data dir: %w", err)
+	}
+	n := &Node{cfg: cfg, logger: cfg.Logger.With("node", cfg.NodeID), shutdown: make(chan struct{})}
+	n.httpc = &http.Client{Transport: transport.NewHTTPTransport()}
+	ok := false
+	defer func() {
+		if !ok {
+			n.release()
+		}
+	}()
+
+	var err error
+	if n.lock, err = lockDataDir(cfg.DataDir); err != nil {
+		return nil, err
+	}
+	if n.fsm, err = fsm.Open(filepath.Join(cfg.DataDir, stateDBFile), fsm.Options{Logger: n.logger}); err != nil {
+		return nil, err
+	}
+	n.store, err = raftboltdb.New(raftboltdb.Options{
+		Path:        filepath.Join(cfg.DataDir, raftDBFile),
+		BoltOptions: &bbolt.Options{Timeout: time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: open raft log %s: %w", raftDBFile, err)
+	}
+	hclogger := newHCLogger("raft", n.logger)
+	if n.snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, hclogger); err != nil {
+		return nil, fmt.Errorf("cluster: snapshot store: %w", err)
+	}
+	var adv net.Addr
+	if cfg.RaftAdvertise != "" {
+		if adv, err = net.ResolveTCPAddr("tcp", cfg.RaftAdvertise); err != nil {
+			return nil, fmt.Errorf("cluster: raft advertise address %q: %w", cfg.RaftAdvertise, err)
+		}
+	}
+	if n.trans, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, adv, 5, 10*time.Second, hclogger); err != nil {
+		return nil, fmt.Errorf("cluster: raft transport on %s: %w", cfg.RaftAddr, err)
+	}
+	n.cfg.RaftAdvertise = string(n.trans.LocalAddr())
+
+	if n.hasState, err = raft.HasExistingState(n.store, n.store, n.snaps); err != nil {
+		return nil, fmt.Errorf("cluster: read raft state: %w", err)
+	}
+	logs, err := raft.NewLogCache(1024, n.store)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: log cache: %w", err)
+	}
+	rc, err := n.raftConfig(hclogger)
+	if err != nil {
+		return nil, err
+	}
+	if n.raft, err = raft.NewRaft(rc, n.fsm, logs, n.store, n.snaps, n.trans); err != nil {
+		return nil, fmt.Errorf("cluster: start raft: %w", err)
+	}
+	ok = true
+	n.logger.Info("node open", "data_dir", cfg.DataDir, "raft_addr", n.cfg.RaftAdvertise,
+		"api_addr", cfg.APIAddr, "existing_state", n.hasState, "applied_index", n.fsm.AppliedIndex())
+	n.wg.Add(2)
+	go n.registerSelf()
+	go n.watchLeadership()
+	return n, nil
+}
+
+func (n *Node) raftConfig(logger hclog.Logger) (*raft.Config, error) {
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(n.cfg.NodeID)
+	rc.Logger = logger
+	// Group commit: many proposals per append and per FSM batch.
+	rc.MaxAppendEntries = 512
+	rc.BatchApplyCh = true
+	if n.cfg.HeartbeatTimeout > 0 {
+		rc.HeartbeatTimeout = n.cfg.HeartbeatTimeout
+	}
+	if n.cfg.ElectionTimeout > 0 {
+		rc.ElectionTimeout = n.cfg.ElectionTimeout
+	}
+	if n.cfg.LeaderLeaseTimeout > 0 {
+		rc.LeaderLeaseTimeout = n.cfg.LeaderLeaseTimeout
+	}
+	if n.cfg.SnapshotThreshold > 0 {
+		rc.SnapshotThreshold = n.cfg.SnapshotThreshold
+	}
+	if n.cfg.SnapshotInterval > 0 {
+		rc.SnapshotInterval = n.cfg.SnapshotInterval
+	}
+	// The state file survives restarts, so raft need not restore the last
+	// snapshot into it -- unless the file is behind that snapshot (a crash
+	// in the middle of installing one from the leader), in which case the
+	// log after the snapshot would not reach back far enough.
+	rc.NoSnapshotRestoreOnStart = true
+	metas, err := n.snaps.List()
+	if err != nil {
+		return nil, fmt.Errorf("cluster: list snapshots: %w", err)
+	}
+	if len(metas) > 0 && metas[0].Index > n.fsm.AppliedIndex() {
+		n.logger.Warn("state file is behind the latest snapshot; restoring it",
+			"applied_index", n.fsm.AppliedIndex(), "snapshot_index", metas[0].Index)
+		rc.NoSnapshotRestoreOnStart = false
+	}
+	if err := raft.ValidateConfig(rc); err != nil {
+		return nil, fmt.Errorf("cluster: raft config: %w", err)
+	}
+	return rc, nil
+}
+
+// HasState reports whether the data dir held Raft state at Open: such a node
+// is already a member and needs neither Bootstrap nor JoinVia.
+func (n *Node) HasState() bool { return n.hasState }
+
+// ID is the node id.
+func (n *Node) ID() string { return n.cfg.NodeID }
+
+// RaftAddr is the advertised Raft address.
+func (n *Node) RaftAddr() string { return n.cfg.RaftAdvertise }
+
+// FSM exposes the node's state machine for local, eventually consistent
+// reads.
+func (n *Node) FSM() *fsm.FSM { return n.fsm }
+
+// Bootstrap makes this node the only voter of a new cluster. It fails if
+// the node already has state.
+func (n *Node) Bootstrap() error {
+	cfg := raft.Configuration{Servers: []raft.Server{{
+		Suffrage: raft.Voter, ID: raft.ServerID(n.cfg.NodeID), Address: raft.ServerAddress(n.cfg.RaftAdvertise),
+	}}}
+	if err := n.raft.BootstrapCluster(cfg).Error(); err != nil {
+		return fmt.Errorf("cluster: bootstrap: %w", err)
+	}
+	n.logger.Info("bootstrapped a new cluster")
+	return nil
+}
+
+// JoinVia asks the cluster, through any member's API address in addrs, to
+// add this node as a voter. It tries each address in turn with backoff
+// until one accepts or ctx ends.
+func (n *Node) JoinVia(ctx context.Context, addrs []string) error {
+	if len(addrs) == 0 {
+		return errors.New("cluster: join: no address to join through")
+	}
+	req := transport.JoinRequest{NodeID: n.cfg.NodeID, RaftAddr: n.cfg.RaftAdvertise, APIAddr: n.cfg.APIAddr}
+	backoff := newBackoff()
+	var lastErr error
+	for {
+		for _, addr := range addrs {
+			actx, cancel := context.WithTimeout(ctx, 15*time.Second)
+			err := n.client(addr).Join(actx, req)
+			cancel()
+			if err == nil {
+				n.logger.Info("joined the cluster", "via", addr)
+				return nil
+			}
+			if isFinal(err) {
+				return fmt.Errorf("cluster: join via %s: %w", addr, err)
+			}
+			lastErr = err
+			n.logger.Debug("join attempt failed; retrying", "via", addr, "error", err)
+		}
+		if err := backoff.wait(ctx, n.shutdown); err != nil {
+			return fmt.Errorf("cluster: join via %v: gave up: %w (last error: %v)", addrs, err, lastErr)
+		}
+	}
+}
+
+func (n *Node) client(addr string) *transport.Client { return transport.NewClient(addr, n.httpc) }
+
+// registerSelf records this node's API address in the replicated registry
+// (so followers can forward to it when it leads), once the registry does
+// not already say so. It retries until it succeeds or the node closes.
+func (n *Node) registerSelf() {
+	defer n.wg.Done()
+	backoff := newBackoff()
+	want := fsm.RegisterNodeCommand{NodeID: n.cfg.NodeID, APIAddr: n.cfg.APIAddr, RaftAddr: n.cfg.RaftAdvertise}
+	for {
+		if info, err := n.fsm.Node(n.cfg.NodeID); err == nil && info.APIAddr == want.APIAddr && info.RaftAddr == want.RaftAddr {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.RetryTimeout)
+		_, err := n.registerNode(ctx, want)
+		cancel()
+		if err == nil {
+			return
+		}
+		n.logger.Debug("registering the API address; will retry", "error", err)
+		if backoff.wait(context.Background(), n.shutdown) != nil {
+			return
+		}
+	}
+}
+
+func (n *Node) registerNode(ctx context.Context, cmd fsm.RegisterNodeCommand) (*fsm.NodeInfo, error) {
+	data, err := fsm.Encode(fsm.OpRegisterNode, n.cfg.Now().UnixNano(), cmd)
+	if err != nil {
+		return nil, err
+	}
+	return leaderDo(ctx, n, true,
+		func(ctx context.Context) (*fsm.NodeInfo, error) { return applyAs[*fsm.NodeInfo](n, data) },
+		func(ctx context.Context, c *transport.Client) (*fsm.NodeInfo, error) {
+			// A registration travels as a join of an already-member node;
+			// the leader's Join re-registers the API address.
+			return nil, c.Join(ctx, transport.JoinRequest{NodeID: cmd.NodeID, RaftAddr: cmd.RaftAddr, APIAddr: cmd.APIAddr})
+		})
+}
+
+// Close leaves the node stopped with everything flushed and the data dir
+// unlocked. A leader first hands leadership to a follower (bounded to a
+// few seconds) so the cluster does not wait out an election timeout.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		if n.raft != nil && n.raft.State() == raft.Leader && n.voterCount() > 1 {
+			if err := n.raft.LeadershipTransfer().Error(); err != nil {
+				n.logger.Warn("leadership transfer before shutdown failed", "error", err)
+			}
+		}
+		close(n.shutdown)
+		n.wg.Wait()
+		n.closeErr = n.release()
+		n.logger.Info("node closed")
+	})
+	return n.closeErr
+}
+
+func (n *Node) release() error {
+	var errs []error
+	if n.raft != nil {
+		errs = append(errs, n.raft.Shutdown().Error())
+	}
+	if n.trans != nil {
+		errs = append(errs, n.trans.Close())
+	}
+	if n.store != nil {
+		errs = append(errs, n.store.Close())
+	}
+	if n.fsm != nil {
+		errs = append(errs, n.fsm.Close())
+	}
+	if n.httpc != nil {
+		n.httpc.CloseIdleConnections()
+	}
+	n.lock.release()
+	return errors.Join(errs...)
+}
+
+func (n *Node) voterCount() int {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return 0
+	}
+	c := 0
+	for _, s := range f.Configuration().Servers {
+		if s.Suffrage == raft.Voter {
+			c++
+		}
+	}
+	return c
+}

@@ -1,0 +1,16 @@
+// Command maosctl is the admin and agent CLI of a maos cluster: it sends and
+// reads messages and administers the nodes through a node's HTTP API.
+// Run "maosctl --help" for the commands.
+package main
+
+import (
+	"os"
+
+	maoscli "github.com/maos-project/maos/cli"
+)
+
+func main() {
+	if err := maoscli.MaosctlApp().Run(os.Args); err != nil {
+		os.Exit(maoscli.MaosctlExitCode(err))
+	}
+}
