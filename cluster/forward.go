@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-		"net/url"
+	"net/url"
 	"sync/atomic"
 	"time"
 

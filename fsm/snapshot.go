@@ -52,9 +52,22 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("fsm: restore: %w", err)
 	}
 	// Opening the copy checks it is a bbolt file with our buckets.
+	// bbolt.Open turns an empty file into a new, empty database, so the
+	// buckets must be checked too, or an empty or foreign snapshot would
+	// wipe the state.
 	check, err := bbolt.Open(tmp, 0o600, &bbolt.Options{Timeout: f.lockTimeout})
 	if err == nil {
-		err = check.Close()
+		err = check.View(func(tx *bbolt.Tx) error {
+			for _, name := range allBuckets {
+				if tx.Bucket(name) == nil {
+					return fmt.Errorf("no bucket %q", name)
+				}
+			}
+			return nil
+		})
+		if cerr := check.Close(); err == nil {
+			err = cerr
+		}
 	}
 	if err != nil {
 		os.Remove(tmp)

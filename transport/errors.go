@@ -88,7 +88,12 @@ func toAPIError(err error) *APIError {
 		// Relayed from the leader: keep its status and words.
 		out := *api
 		if out.Status == 0 {
-			out.Status = codes[out.Code].status
+			// A code this build does not know has no status: 500, not a
+			// panic in WriteHeader(0).
+			out.Status = http.StatusInternalServerError
+			if c, ok := codes[out.Code]; ok {
+				out.Status = c.status
+			}
 		}
 		return &out
 	}

@@ -95,6 +95,17 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	// The id is generated from "from": without this check a missing or bad
+	// sender would be reported by Validate as a bad "id", which the client
+	// never sent.
+	if m.ID == "" && !fsm.ValidName(m.From) {
+		reason := "required"
+		if m.From != "" {
+			reason = "must match ^[a-z0-9][a-z0-9._-]{0,63}$"
+		}
+		s.writeError(w, r, &fsm.FieldError{Field: "from", Reason: reason})
+		return
+	}
 	m.Normalize(s.opts.Now())
 	if err := m.Validate(); err != nil {
 		s.writeError(w, r, err)
@@ -237,11 +248,16 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) erro
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
-	if err == nil && dec.More() {
-		err = errors.New("trailing data after the JSON object")
-	} else if err == nil {
-		if _, rerr := io.Copy(io.Discard, dec.Buffered()); rerr != nil {
+	if err == nil {
+		// Only white space may follow the object. (dec.More alone misses a
+		// stray '}' or ']' and a read error past the limit.)
+		var extra json.RawMessage
+		switch rerr := dec.Decode(&extra); {
+		case rerr == io.EOF:
+		case errors.As(rerr, new(*http.MaxBytesError)):
 			err = rerr
+		default:
+			err = errors.New("trailing data after the JSON object")
 		}
 	}
 	if err == nil {
