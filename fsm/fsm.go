@@ -207,6 +207,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		panic(fmt.Sprintf("fsm: apply batch ending at %d: %v", logs[len(logs)-1].Index, err))
 	}
 	f.applied.Store(last)
+	f.broadcast()
 	return results
 }
 

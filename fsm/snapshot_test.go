@@ -1,0 +1,269 @@
+package fsm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+// memSink is a raft.SnapshotSink that keeps the snapshot in memory.
+type memSink struct {
+	buf       bytes.Buffer
+	closed    bool
+	cancelled bool
+}
+
+func (s *memSink) ID() string { return "mem-1" }
+
+func (s *memSink) Write(p []byte) (int, error) {
+	if s.closed || s.cancelled {
+		return 0, errors.New("memSink: write after close")
+	}
+	return s.buf.Write(p)
+}
+
+func (s *memSink) Close() error  { s.closed = true; return nil }
+func (s *memSink) Cancel() error { s.cancelled = true; return nil }
+func (s *memSink) Bytes() []byte { return s.buf.Bytes() }
+func (s *memSink) Reader() io.ReadCloser {
+	return io.NopCloser(bytes.NewReader(s.buf.Bytes()))
+}
+
+// failSink fails every write, like a full disk.
+type failSink struct{ memSink }
+
+func (s *failSink) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+// takeSnapshot snapshots f and persists it into a memSink.
+func takeSnapshot(t *testing.T, f *FSM) *memSink {
+	t.Helper()
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatalf("Snapshot: %v", err)
+	}
+	defer snap.Release()
+	sink := &memSink{}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatalf("Persist: %v", err)
+	}
+	if !sink.closed || sink.cancelled {
+		t.Fatalf("after Persist: closed %t cancelled %t, want closed", sink.closed, sink.cancelled)
+	}
+	return sink
+}
+
+func TestSnapshotRestoreRoundTrip(t *testing.T) {
+	logs := mixedLog(t, 5, 1, 150)
+	src, _ := openTemp(t)
+	applyChunks(src, logs[:100], func() int { return 10 })
+	sink := takeSnapshot(t, src)
+
+	// The destination holds other state, which the restore replaces.
+	dst, dstPath := openTemp(t)
+	applyChunks(dst, mixedLog(t, 99, 1, 30), func() int { return 30 })
+
+	// Someone waiting for an index the snapshot covers is woken by Restore.
+	waited := make(chan error, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	go func() { waited <- dst.WaitApplied(ctx, 100) }()
+
+	if err := dst.Restore(sink.Reader()); err != nil {
+		t.Fatalf("Restore: %v", err)
+	}
+	if err := <-waited; err != nil {
+		t.Errorf("WaitApplied(100) across Restore: %v", err)
+	}
+	if got, want := dst.AppliedIndex(), src.AppliedIndex(); got != want || got != 100 {
+		t.Errorf("AppliedIndex = %d, want %d (100)", got, want)
+	}
+	if got, want := dump(t, dst), dump(t, src); got != want {
+		t.Errorf("Dump after Restore differs from the source")
+	}
+	if _, err := os.Stat(dstPath + ".restore"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("temporary restore file left behind: %v", err)
+	}
+
+	// The restored state is live: both go on applying the same entries and
+	// stay equal, and replayed entries are skipped on the restored side.
+	for _, r := range dst.ApplyBatch(logs[90:100]) {
+		if r != nil {
+			t.Errorf("entry covered by the snapshot applied again: %s", resultString(r))
+		}
+	}
+	applyChunks(src, logs[100:], func() int { return 5 })
+	applyChunks(dst, logs[100:], func() int { return 50 })
+	if got, want := dump(t, dst), dump(t, src); got != want {
+		t.Errorf("Dump after applying past the snapshot differs")
+	}
+	if chans, err := dst.Channels(); err != nil || len(chans) == 0 {
+		t.Errorf("Channels on the restored state: %v, %v", chans, err)
+	}
+}
+
+func TestSnapshotIsPointInTime(t *testing.T) {
+	logs := mixedLog(t, 7, 1, 60)
+	f, _ := openTemp(t)
+	applyChunks(f, logs[:30], func() int { return 30 })
+	want := dump(t, f)
+
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Release()
+	// raft goes on applying while the snapshot waits to be persisted.
+	applyChunks(f, logs[30:], func() int { return 4 })
+	applyOne(f, nodeEntry(t, 61, baseTS, RegisterNodeCommand{NodeID: "late", APIAddr: "127.0.0.1:1"}))
+	if f.AppliedIndex() != 61 {
+		t.Fatalf("AppliedIndex = %d, want 61", f.AppliedIndex())
+	}
+	sink := &memSink{}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatalf("Persist: %v", err)
+	}
+
+	g, _ := openTemp(t)
+	if err := g.Restore(sink.Reader()); err != nil {
+		t.Fatalf("Restore: %v", err)
+	}
+	if got := g.AppliedIndex(); got != 30 {
+		t.Errorf("restored AppliedIndex = %d, want 30", got)
+	}
+	if got := dump(t, g); got != want {
+		t.Errorf("snapshot contains entries applied after it was taken")
+	}
+	if _, err := g.Node("late"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Node(late) on the snapshot = %v, want ErrNotFound", err)
+	}
+}
+
+func TestPersistFailureCancelsSink(t *testing.T) {
+	f, _ := openTemp(t)
+	fillChannels(t, f, 3)
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Release()
+	sink := &failSink{}
+	if err := snap.Persist(sink); err == nil {
+		t.Fatal("Persist into a failing sink succeeded")
+	}
+	if !sink.cancelled || sink.closed {
+		t.Errorf("failing Persist: cancelled %t closed %t, want cancelled only", sink.cancelled, sink.closed)
+	}
+}
+
+// foreignBolt is a valid bbolt file that is not a maos state file.
+func foreignBolt(t *testing.T) []byte {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "other.db")
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bbolt.Tx) error {
+		b, err := tx.CreateBucket([]byte("something_else"))
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte("k"), []byte("v"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestRestoreRejectsGarbage(t *testing.T) {
+	random := make([]byte, 64<<10)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range random {
+		random[i] = byte(rng.Uint32())
+	}
+	tests := []struct {
+		name string
+		data func(t *testing.T) []byte
+	}{
+		{"text", func(*testing.T) []byte { return []byte("this is not a snapshot\n") }},
+		{"random bytes", func(*testing.T) []byte { return random }},
+		{"empty", func(*testing.T) []byte { return nil }},
+		{"zero page", func(*testing.T) []byte { return make([]byte, 16<<10) }},
+		{"bbolt file without the state's buckets", foreignBolt},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, path := openTemp(t)
+			fillChannels(t, f, 5)
+			before := dump(t, f)
+			applied := f.AppliedIndex()
+
+			err := f.Restore(io.NopCloser(bytes.NewReader(tt.data(t))))
+			if err == nil {
+				t.Fatal("Restore of garbage succeeded")
+			}
+			if got := dump(t, f); got != before {
+				t.Errorf("a failed Restore changed the state")
+			}
+			if got := f.AppliedIndex(); got != applied {
+				t.Errorf("AppliedIndex = %d after a failed Restore, want %d", got, applied)
+			}
+			if m, err := f.Message("alpha-2"); err != nil || m.Content.Text != "a2" {
+				t.Errorf("Message after a failed Restore: %+v, %v", m, err)
+			}
+			if _, err := os.Stat(path + ".restore"); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("temporary restore file left behind: %v", err)
+			}
+			// Still writable.
+			next := f.AppliedIndex() + 1
+			mustSendResult(t, applyOne(f, sendEntry(t, next, baseTS+int64(next), testMessage("after", "alpha", "x"))))
+		})
+	}
+}
+
+// errReader fails after some bytes, like a snapshot stream cut short.
+type errReader struct{ r io.Reader }
+
+func (e errReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err == io.EOF {
+		return n, io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+func TestRestoreStreamErrorKeepsState(t *testing.T) {
+	src, _ := openTemp(t)
+	fillChannels(t, src, 40)
+	sink := takeSnapshot(t, src)
+
+	f, path := openTemp(t)
+	fillChannels(t, f, 3)
+	before := dump(t, f)
+	err := f.Restore(io.NopCloser(errReader{bytes.NewReader(sink.Bytes())}))
+	if err == nil {
+		t.Fatal("Restore from a failing stream succeeded")
+	}
+	if got := dump(t, f); got != before {
+		t.Errorf("a failed Restore changed the state")
+	}
+	if _, err := os.Stat(path + ".restore"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("temporary restore file left behind: %v", err)
+	}
+}

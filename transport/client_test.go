@@ -1,0 +1,474 @@
+package transport_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+)
+
+func TestNewClientAddr(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"127.0.0.1:7001", "http://127.0.0.1:7001"},
+		{"http://127.0.0.1:7001/", "http://127.0.0.1:7001"},
+		{"https://node1.example:7001", "https://node1.example:7001"},
+		{"localhost:7001//", "http://localhost:7001"},
+	} {
+		if got := transport.NewClient(tc.in, nil).Addr(); got != tc.want {
+			t.Errorf("NewClient(%q).Addr() = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestClientRoundTrip drives every client method against the server and
+// checks both what the service received and what the client returned.
+func TestClientRoundTrip(t *testing.T) {
+	f := newFake()
+	srv := serve(t, f, transport.ServerOptions{})
+	// A bare host:port, as operators give it.
+	c := transport.NewClient(strings.TrimPrefix(srv.URL, "http://"), nil)
+	ctx := t.Context()
+
+	var sent []*transport.SendResponse
+	for i, ch := range []string{"general", "general", "ops", "general"} {
+		res, err := c.Send(ctx, msg(fmt.Sprintf("m%d", i+1), "alice", ch, fmt.Sprintf("text %d", i+1), "bob"))
+		if err != nil {
+			t.Fatalf("send %d: %v", i+1, err)
+		}
+		if res.Seq != uint64(i+1) || res.ID != fmt.Sprintf("m%d", i+1) || res.Timestamp.IsZero() {
+			t.Fatalf("send %d answered %+v", i+1, res)
+		}
+		sent = append(sent, res)
+	}
+	// Idempotent retry through the client.
+	if res, err := c.Send(ctx, msg("m2", "alice", "general", "text 2", "bob")); err != nil || res.Seq != 2 {
+		t.Fatalf("retry of m2: %+v, %v; want seq 2", res, err)
+	}
+	// A message without id gets one from the server.
+	res, err := c.Send(ctx, msg("", "carol", "ops", "no id", "all"))
+	if err != nil || !strings.HasPrefix(res.ID, "msg-") || !strings.Contains(res.ID, "-carol-") || res.Seq != 5 {
+		t.Fatalf("send without id: %+v, %v", res, err)
+	}
+
+	m, err := c.Message(ctx, "m3", transport.Local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.ID != "m3" || m.Seq != 3 || m.Channel != "ops" || m.Content.Text != "text 3" || !m.Timestamp.Equal(sent[2].Timestamp) ||
+		m.Priority != "normal" || m.Type != "chat" {
+		t.Errorf("message m3 = %+v", m)
+	}
+	if _, err := c.Message(ctx, "m3", transport.Strong); err != nil {
+		t.Fatal(err)
+	}
+	mc := f.callsTo("Message")
+	if len(mc) != 2 || mc[0].cons != transport.Local || mc[1].cons != transport.Strong {
+		t.Errorf("Message calls %+v, want local then strong", mc)
+	}
+
+	page, err := c.ChannelPage(ctx, "general", 1, 1, transport.Strong)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Messages) != 1 || page.Messages[0].Seq != 2 || !page.HasMore {
+		t.Errorf("page after 1 limit 1 = %+v", page)
+	}
+	page, err = c.ChannelPage(ctx, "general", 0, 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Messages) != 3 || page.HasMore {
+		t.Errorf("full page has %d messages, has_more %v; want 3, false", len(page.Messages), page.HasMore)
+	}
+	pc := f.callsTo("ChannelPage")
+	if len(pc) != 2 || pc[0] != (call{method: "ChannelPage", arg: "general", after: 1, limit: 1, cons: transport.Strong}) ||
+		pc[1] != (call{method: "ChannelPage", arg: "general", after: 0, limit: fsm.DefaultPageLimit, cons: transport.Local}) {
+		t.Errorf("ChannelPage calls %+v", pc)
+	}
+
+	chans, err := c.Channels(ctx, transport.Local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantChans := []fsm.ChannelInfo{{Name: "general", Count: 3, FirstSeq: 1, LastSeq: 4}, {Name: "ops", Count: 2, FirstSeq: 3, LastSeq: 5}}
+	if !slices.Equal(chans, wantChans) {
+		t.Errorf("channels %+v, want %+v", chans, wantChans)
+	}
+
+	st, err := c.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.NodeID != "n1" || st.LeaderID != "n1" || len(st.Voters) != 2 || st.Voters[1].Suffrage != "nonvoter" {
+		t.Errorf("status %+v", st)
+	}
+	if err := c.Health(ctx); err != nil {
+		t.Errorf("health: %v", err)
+	}
+	if err := c.Ready(ctx); err != nil {
+		t.Errorf("ready: %v", err)
+	}
+	join := transport.JoinRequest{NodeID: "n4", RaftAddr: "127.0.0.1:8004", APIAddr: "127.0.0.1:7004"}
+	if err := c.Join(ctx, join); err != nil {
+		t.Fatal(err)
+	}
+	if j := f.joined(); len(j) != 1 || j[0] != join {
+		t.Errorf("joined %+v", j)
+	}
+	if err := c.Remove(ctx, "n4"); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.removedIDs(); !slices.Equal(r, []string{"n4"}) {
+		t.Errorf("removed %v", r)
+	}
+	snap, err := c.Snapshot(ctx)
+	if err != nil || snap.Index != 12 || snap.NodeID != "n1" {
+		t.Errorf("snapshot %+v, %v", snap, err)
+	}
+	tr, err := c.TransferLeadership(ctx, "")
+	if err != nil || tr.LeaderID != "n2" {
+		t.Errorf("transfer to any: %+v, %v", tr, err)
+	}
+	tr, err = c.TransferLeadership(ctx, "n3")
+	if err != nil || tr.LeaderID != "n3" {
+		t.Errorf("transfer to n3: %+v, %v", tr, err)
+	}
+	if got := f.transfersTo(); !slices.Equal(got, []string{"", "n3"}) {
+		t.Errorf("transfers %q", got)
+	}
+}
+
+// TestClientErrors checks that the client turns error bodies back into
+// *APIError values that match the sentinels with errors.Is.
+func TestClientErrors(t *testing.T) {
+	relayed := &transport.APIError{Status: 409, Code: "conflict", Message: "x"}
+	unknown := fmt.Errorf("cluster: send: leader lost: %w", transport.ErrOutcomeUnknown)
+	cases := []struct {
+		name    string
+		setup   func(f *fakeService)
+		max     int64
+		call    func(ctx context.Context, c *transport.Client) error
+		is      error // nil: no sentinel must match
+		status  int
+		code    string
+		message string // substring
+	}{
+		{
+			name: "conflict",
+			setup: func(f *fakeService) {
+				_, _ = f.Send(context.Background(), msg("m1", "alice", "general", "first", "bob"))
+			},
+			call: func(ctx context.Context, c *transport.Client) error {
+				_, err := c.Send(ctx, msg("m1", "alice", "general", "second", "bob"))
+				return err
+			},
+			is: fsm.ErrConflict, status: 409, code: "conflict", message: "m1",
+		},
+		{
+			name: "not found",
+			call: func(ctx context.Context, c *transport.Client) error {
+				_, err := c.Message(ctx, "nope", transport.Local)
+				return err
+			},
+			is: fsm.ErrNotFound, status: 404, code: "not_found", message: "nope",
+		},
+		{
+			name: "id with a slash is one path segment",
+			call: func(ctx context.Context, c *transport.Client) error {
+				_, err := c.Message(ctx, "a/b", transport.Local)
+				return err
+			},
+			is: fsm.ErrNotFound, status: 404, code: "not_found", message: "fake: message a/b",
+		},
+		{
+			name:  "no leader",
+			setup: func(f *fakeService) { f.fail("Send", transport.ErrNoLeader) },
+			call: func(ctx context.Context, c *transport.Client) error {
+				_, err := c.Send(ctx, msg("m1", "alice", "general", "x", "bob"))
+				return err
+			},
+			is: transport.ErrNoLeader, status: 503, code: "no_leader",
+		},
+		{
+			name:  "outcome unknown",
+			setup: func(f *fakeService) { f.fail("Send", unknown) },
+			call: func(ctx context.Context, c *transport.Client) error {
+				_, err := c.Send(ctx, msg("m1", "alice", "general", "x", "bob"))
+				return err
+			},
+			is: transport.ErrOutcomeUnknown, status: 503, code: "outcome_unknown", message: unknown.Error(),
+		},
+		{
+			name:  "not leader",
+			setup: func(f *fakeService) { f.fail("Remove", transport.ErrNotLeader) },
+			call:  func(ctx context.Context, c *transport.Client) error { return c.Remove(ctx, "n2") },
+			is:    transport.ErrNotLeader, status: 503, code: "not_leader",
+		},
+		{
+			name: "invalid message",
+			call: func(ctx context.Context, c *transport.Client) error {
+				_, err := c.Send(ctx, msg("m1", "alice", "", "x", "bob"))
+				return err
+			},
+			is: fsm.ErrInvalid, status: 400, code: "invalid", message: "channel: required",
+		},
+		{
+			name: "invalid join",
+			call: func(ctx context.Context, c *transport.Client) error {
+				return c.Join(ctx, transport.JoinRequest{NodeID: "N4", RaftAddr: "a:1", APIAddr: "a:2"})
+			},
+			is: fsm.ErrInvalid, status: 400, code: "invalid", message: "node_id",
+		},
+		{
+			name: "too large",
+			max:  256,
+			call: func(ctx context.Context, c *transport.Client) error {
+				_, err := c.Send(ctx, msg("m1", "alice", "general", strings.Repeat("x", 300), "bob"))
+				return err
+			},
+			is: transport.ErrTooLarge, status: 413, code: "too_large",
+		},
+		{
+			name: "bad page limit",
+			call: func(ctx context.Context, c *transport.Client) error {
+				_, err := c.ChannelPage(ctx, "general", 0, 1001, transport.Local)
+				return err
+			},
+			is: transport.ErrBadRequest, status: 400, code: "bad_request", message: "limit",
+		},
+		{
+			name:  "not ready",
+			setup: func(f *fakeService) { f.fail("Ready", errors.New("catching up")) },
+			call:  func(ctx context.Context, c *transport.Client) error { return c.Ready(ctx) },
+			is:    transport.ErrNotReady, status: 503, code: "not_ready", message: "catching up",
+		},
+		{
+			name:  "relayed APIError",
+			setup: func(f *fakeService) { f.fail("Send", relayed) },
+			call: func(ctx context.Context, c *transport.Client) error {
+				_, err := c.Send(ctx, msg("m1", "alice", "general", "x", "bob"))
+				return err
+			},
+			is: fsm.ErrConflict, status: 409, code: "conflict", message: "x",
+		},
+		{
+			name:  "internal",
+			setup: func(f *fakeService) { f.fail("Snapshot", errors.New("disk full")) },
+			call: func(ctx context.Context, c *transport.Client) error {
+				_, err := c.Snapshot(ctx)
+				return err
+			},
+			is: nil, status: 500, code: "internal", message: "disk full",
+		},
+	}
+	sentinels := []error{fsm.ErrConflict, fsm.ErrNotFound, fsm.ErrInvalid, transport.ErrNoLeader, transport.ErrNotLeader,
+		transport.ErrOutcomeUnknown, transport.ErrTooLarge, transport.ErrBadRequest, transport.ErrNotReady}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake()
+			if tc.setup != nil {
+				tc.setup(f)
+			}
+			srv := serve(t, f, transport.ServerOptions{MaxMessageBytes: tc.max})
+			err := tc.call(t.Context(), transport.NewClient(srv.URL, nil))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, s := range sentinels {
+				if got, want := errors.Is(err, s), s == tc.is; got != want {
+					t.Errorf("errors.Is(err, %q) = %v, want %v (err: %v)", s, got, want, err)
+				}
+			}
+			var api *transport.APIError
+			if !errors.As(err, &api) {
+				t.Fatalf("%T %v is not an *APIError", err, err)
+			}
+			if api.Status != tc.status || api.Code != tc.code || !strings.Contains(api.Message, tc.message) {
+				t.Errorf("APIError %+v, want status %d code %s message with %q", api, tc.status, tc.code, tc.message)
+			}
+			if !strings.Contains(err.Error(), fmt.Sprint(tc.status)) || !strings.Contains(err.Error(), tc.code) {
+				t.Errorf("error text %q does not show status and code", err)
+			}
+		})
+	}
+}
+
+// TestClientNonAPIAnswers: answers that are not the API's error body (a
+// proxy's page) or not JSON still give errors, not panics or zero values.
+func TestClientNonAPIAnswers(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/cluster/status":
+			http.Error(w, "bad gateway from the proxy", http.StatusBadGateway)
+		case "/v1/cluster/snapshot":
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"error":{"code":"","message":"no code"}}`))
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"channels": [`))
+		}
+	}))
+	t.Cleanup(srv.Close)
+	c := transport.NewClient(srv.URL, nil)
+
+	_, err := c.Status(t.Context())
+	var api *transport.APIError
+	if !errors.As(err, &api) || api.Status != 502 || api.Code != transport.CodeInternal || !strings.Contains(api.Message, "bad gateway from the proxy") {
+		t.Errorf("plain-text 502: %#v", err)
+	}
+	_, err = c.Snapshot(t.Context())
+	if !errors.As(err, &api) || api.Status != 503 || api.Code != transport.CodeInternal || !strings.Contains(api.Message, "no code") {
+		t.Errorf("error body without code: %#v", err)
+	}
+	_, err = c.Channels(t.Context(), transport.Local)
+	if err == nil || errors.As(err, &api) || !strings.Contains(err.Error(), "decode") {
+		t.Errorf("truncated 200 answer: %v", err)
+	}
+}
+
+// TestClientForwarding: Forwarding marks requests with HeaderForwarded, so
+// the service sees IsForwarded; the client it was made from stays plain.
+func TestClientForwarding(t *testing.T) {
+	f := newFake()
+	srv := serve(t, f, transport.ServerOptions{})
+	plain := transport.NewClient(srv.URL, nil)
+	fwd := plain.Forwarding()
+	if fwd.Addr() != plain.Addr() {
+		t.Errorf("forwarding client talks to %s, want %s", fwd.Addr(), plain.Addr())
+	}
+	ctx := t.Context()
+	ops := []struct {
+		svc  string
+		call func(c *transport.Client) error
+	}{
+		{"Send", func(c *transport.Client) error {
+			_, err := c.Send(ctx, msg("", "alice", "general", "x", "bob"))
+			return err
+		}},
+		{"Message", func(c *transport.Client) error {
+			_, err := c.Message(ctx, "nope", transport.Strong)
+			return err
+		}},
+		{"Status", func(c *transport.Client) error { _, err := c.Status(ctx); return err }},
+		{"Join", func(c *transport.Client) error {
+			return c.Join(ctx, transport.JoinRequest{NodeID: "n4", RaftAddr: "a:1", APIAddr: "a:2"})
+		}},
+		{"Remove", func(c *transport.Client) error { return c.Remove(ctx, "n4") }},
+		{"TransferLeadership", func(c *transport.Client) error { _, err := c.TransferLeadership(ctx, ""); return err }},
+	}
+	for _, op := range ops {
+		// plain, forwarding, plain again: Forwarding must not change plain.
+		for i, c := range []*transport.Client{plain, fwd, plain} {
+			_ = op.call(c)
+			calls := f.callsTo(op.svc)
+			if len(calls) != i+1 {
+				t.Fatalf("%s: service got %d calls, want %d", op.svc, len(calls), i+1)
+			}
+			if got, want := calls[i].forwarded, c == fwd; got != want {
+				t.Errorf("%s via client %d: IsForwarded = %v, want %v", op.svc, i, got, want)
+			}
+		}
+	}
+}
+
+func TestClientClosedPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c := transport.NewClient(addr, nil)
+	calls := map[string]func() error{
+		"status": func() error { _, err := c.Status(t.Context()); return err },
+		"send": func() error {
+			_, err := c.Send(t.Context(), msg("m1", "alice", "general", "x", "bob"))
+			return err
+		},
+		"health": func() error { return c.Health(t.Context()) },
+	}
+	for name, call := range calls {
+		err := call()
+		if err == nil {
+			t.Fatalf("%s against a closed port: no error", name)
+		}
+		if !strings.Contains(err.Error(), addr) {
+			t.Errorf("%s: error %q does not mention %s", name, err, addr)
+		}
+		var api *transport.APIError
+		if errors.As(err, &api) {
+			t.Errorf("%s: a connection failure came back as an API error %+v", name, api)
+		}
+		if errors.Is(err, fsm.ErrConflict) || errors.Is(err, transport.ErrOutcomeUnknown) {
+			t.Errorf("%s: connection failure matches an API sentinel: %v", name, err)
+		}
+	}
+}
+
+func TestClientCanceledContext(t *testing.T) {
+	f := newFake()
+	srv := serve(t, f, transport.ServerOptions{})
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err := transport.NewClient(srv.URL, nil).Send(ctx, msg("m1", "alice", "general", "x", "bob"))
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("send with a canceled context: %v, want context.Canceled", err)
+	}
+	if f.numStored() != 0 {
+		t.Errorf("a canceled send was stored")
+	}
+}
+
+// TestClientConcurrentSends shares one client between goroutines: every send
+// gets its own seq, 1..n without gaps.
+func TestClientConcurrentSends(t *testing.T) {
+	f := newFake()
+	srv := serve(t, f, transport.ServerOptions{})
+	c := transport.NewClient(srv.URL, nil)
+	const workers, each = 8, 16
+	seqs := make(chan uint64, workers*each)
+	errs := make(chan error, workers*each)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				res, err := c.Send(t.Context(), msg(fmt.Sprintf("w%d-%d", w, i), "alice", "general", "x", "bob"))
+				if err != nil {
+					errs <- err
+					continue
+				}
+				seqs <- res.Seq
+			}
+		})
+	}
+	wg.Wait()
+	close(seqs)
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	var got []uint64
+	for s := range seqs {
+		got = append(got, s)
+	}
+	slices.Sort(got)
+	if len(got) != workers*each {
+		t.Fatalf("%d sends succeeded, want %d", len(got), workers*each)
+	}
+	for i, s := range got {
+		if s != uint64(i+1) {
+			t.Fatalf("seqs %v are not 1..%d", got, workers*each)
+		}
+	}
+}
