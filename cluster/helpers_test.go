@@ -20,7 +20,7 @@ import (
 // loopback port.
 type testNode struct {
 	*Node
-	t      *testing.T
+	t      testing.TB
 	id     string
 	dir    string
 	api    string
@@ -43,7 +43,7 @@ func testConfig(id, dir, api string) Config {
 // startNode opens a node in dir, serves its API, and bootstraps it (join
 // empty) or joins it through join. A node whose dir holds state does
 // neither. api "" picks a free port.
-func startNode(t *testing.T, id, dir, api string, join []string, tweak ...func(*Config)) *testNode {
+func startNode(t testing.TB, id, dir, api string, join []string, tweak ...func(*Config)) *testNode {
 	t.Helper()
 	if api == "" {
 		api = "127.0.0.1:0"
@@ -102,12 +102,12 @@ func sameRaftAddr(old *testNode) func(*Config) {
 
 // testCluster is a set of in-process nodes.
 type testCluster struct {
-	t     *testing.T
+	t     testing.TB
 	nodes []*testNode
 }
 
 // newTestCluster starts n nodes: the first bootstraps, the rest join it.
-func newTestCluster(t *testing.T, n int) *testCluster {
+func newTestCluster(t testing.TB, n int) *testCluster {
 	t.Helper()
 	c := &testCluster{t: t}
 	base := t.TempDir()
@@ -177,7 +177,7 @@ func (c *testCluster) follower() *testNode {
 }
 
 // waitFor polls cond every 10 ms until it holds or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
@@ -194,7 +194,7 @@ func msg(from, channel, text string) *fsm.Message {
 	return m
 }
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx

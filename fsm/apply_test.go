@@ -266,7 +266,7 @@ func TestApplyRefusedCommands(t *testing.T) {
 				return rawEntry(t, 1, Command{V: 1, Op: OpSend, TS: baseTS, Body: []byte(`{}`)})
 			},
 			wantIs: ErrInvalid,
-			field:  "id",
+			field:  "from",
 		},
 		{
 			name: "send with seq",

@@ -150,8 +150,15 @@ func (m *Message) Normalize(now time.Time) {
 
 // Validate checks a message as a client sends it. The error is a
 // *FieldError (wrapping ErrInvalid) naming the first bad field and the rule.
-// Seq must be zero: the log assigns it.
+// Seq must be zero: the log assigns it. "from" is checked before "id"
+// because a generated id is built from it.
 func (m *Message) Validate() error {
+	if m.From == "" {
+		return fieldErr("from", "required")
+	}
+	if !ValidName(m.From) {
+		return fieldErr("from", "must match %s", nameRE)
+	}
 	if m.ID == "" {
 		return fieldErr("id", "required")
 	}
@@ -160,12 +167,6 @@ func (m *Message) Validate() error {
 	}
 	if m.Seq != 0 {
 		return fieldErr("seq", "is assigned by the log; leave it out")
-	}
-	if m.From == "" {
-		return fieldErr("from", "required")
-	}
-	if !ValidName(m.From) {
-		return fieldErr("from", "must match %s", nameRE)
 	}
 	if m.Channel == "" {
 		return fieldErr("channel", "required")

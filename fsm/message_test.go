@@ -161,15 +161,15 @@ func TestNormalizeKeepsGivenValues(t *testing.T) {
 	}
 
 	// Without a sender there is nothing to build an id from: Validate
-	// reports the missing id.
+	// reports the missing sender, which is what the client must fix.
 	anon := Message{}
 	anon.Normalize(time.Unix(0, baseTS))
 	if anon.ID != "" {
 		t.Errorf("ID = %q for a message without from, want empty", anon.ID)
 	}
 	var fe *FieldError
-	if err := anon.Validate(); !errors.As(err, &fe) || fe.Field != "id" {
-		t.Errorf("Validate() = %v, want a FieldError on id", err)
+	if err := anon.Validate(); !errors.As(err, &fe) || fe.Field != "from" {
+		t.Errorf("Validate() = %v, want a FieldError on from", err)
 	}
 }
 

@@ -95,17 +95,6 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	// The id is generated from "from": without this check a missing or bad
-	// sender would be reported by Validate as a bad "id", which the client
-	// never sent.
-	if m.ID == "" && !fsm.ValidName(m.From) {
-		reason := "required"
-		if m.From != "" {
-			reason = "must match ^[a-z0-9][a-z0-9._-]{0,63}$"
-		}
-		s.writeError(w, r, &fsm.FieldError{Field: "from", Reason: reason})
-		return
-	}
 	m.Normalize(s.opts.Now())
 	if err := m.Validate(); err != nil {
 		s.writeError(w, r, err)
