@@ -107,7 +107,8 @@ type testCluster struct {
 }
 
 // newTestCluster starts n nodes: the first bootstraps, the rest join it.
-func newTestCluster(t testing.TB, n int) *testCluster {
+// tweak adjusts every node's config.
+func newTestCluster(t testing.TB, n int, tweak ...func(*Config)) *testCluster {
 	t.Helper()
 	c := &testCluster{t: t}
 	base := t.TempDir()
@@ -116,7 +117,7 @@ func newTestCluster(t testing.TB, n int) *testCluster {
 		if i > 0 {
 			join = []string{c.nodes[0].api}
 		}
-		c.nodes = append(c.nodes, startNode(t, fmt.Sprintf("n%d", i+1), filepath.Join(base, fmt.Sprintf("n%d", i+1)), "", join))
+		c.nodes = append(c.nodes, startNode(t, fmt.Sprintf("n%d", i+1), filepath.Join(base, fmt.Sprintf("n%d", i+1)), "", join, tweak...))
 	}
 	c.waitReady()
 	return c

@@ -203,6 +203,7 @@ func (n *Node) JoinVia(ctx context.Context, addrs []string) error {
 	req := transport.JoinRequest{NodeID: n.cfg.NodeID, RaftAddr: n.cfg.RaftAdvertise, APIAddr: n.cfg.APIAddr}
 	backoff := newBackoff()
 	var lastErr error
+	attempts := 0
 	for {
 		for _, addr := range addrs {
 			actx, cancel := context.WithTimeout(ctx, 15*time.Second)
@@ -216,7 +217,10 @@ func (n *Node) JoinVia(ctx context.Context, addrs []string) error {
 				return fmt.Errorf("cluster: join via %s: %w", addr, err)
 			}
 			lastErr = err
-			n.logger.Debug("join attempt failed; retrying", "via", addr, "error", err)
+			attempts++
+			if attempts%10 == 1 {
+				n.logger.Info("cannot join yet; retrying", "via", addr, "attempts", attempts, "error", err)
+			}
 		}
 		if err := backoff.wait(ctx, n.shutdown); err != nil {
 			return fmt.Errorf("cluster: join via %v: gave up: %w (last error: %v)", addrs, err, lastErr)
