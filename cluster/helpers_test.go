@@ -63,7 +63,7 @@ func startNode(t testing.TB, id, dir, api string, join []string, tweak ...func(*
 	}
 	tn := &testNode{Node: node, t: t, id: id, dir: dir, api: ln.Addr().String(), ln: ln,
 		client: transport.NewClient(ln.Addr().String(), nil)}
-	tn.srv = &http.Server{Handler: transport.NewServer(node, transport.ServerOptions{})}
+	tn.srv = &http.Server{Handler: transport.NewServer(node, transport.ServerOptions{Logger: cfg.Logger})}
 	go tn.srv.Serve(ln)
 	t.Cleanup(tn.stop)
 	switch {
