@@ -291,7 +291,8 @@ func uintParam(s, name string, def, maxV uint64) (uint64, error) {
 
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	api := toAPIError(err)
-	if api.Status >= 500 && !errors.Is(r.Context().Err(), context.Canceled) {
+	// A 503 from /readyz is an answer pollers expect while a node starts.
+	if api.Status >= 500 && r.URL.Path != "/readyz" && !errors.Is(r.Context().Err(), context.Canceled) {
 		s.opts.Logger.Warn("request failed", "method", r.Method, "path", r.URL.Path, "status", api.Status, "error", err)
 	}
 	writeJSON(w, api.Status, ErrorBody{Error: api})

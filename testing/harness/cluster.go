@@ -1,0 +1,449 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+)
+
+// Options configure NewCluster.
+type Options struct {
+	// Maosd is the path of the maosd binary (from BuildBinaries); required.
+	Maosd string
+	// Nodes is how many nodes to start (default 3). They are named n1, n2,
+	// ...; n1 bootstraps the cluster and the others join through it.
+	Nodes int
+	// ExtraArgs are added to every maosd command line (e.g. "--log-level",
+	// "debug"); the flags the harness sets win over them.
+	ExtraArgs []string
+	// Env holds extra KEY=VALUE environment variables for every maosd.
+	Env []string
+	// StartTimeout bounds each node start until its ready line (default
+	// 30 s); StopTimeout a Stop or Kill (default 10 s); WaitTimeout the
+	// cluster-wide waits: Leader, WaitReady, WaitConverged (default 30 s).
+	StartTimeout time.Duration
+	StopTimeout  time.Duration
+	WaitTimeout  time.Duration
+	// LogTailLines is how many lines of each node's log are printed when
+	// the test failed (default 60).
+	LogTailLines int
+}
+
+// Cluster is a set of maosd processes on loopback, each with its own
+// directory under Dir.
+type Cluster struct {
+	// Dir holds one directory per node (Dir/n1, ...). It is removed when
+	// the test passed and kept, with its path logged, when it failed.
+	Dir string
+
+	t     testing.TB
+	opts  Options
+	mu    sync.Mutex
+	nodes []*Node
+
+	closeOnce sync.Once
+}
+
+// NewCluster starts opts.Nodes maosd processes: n1 bootstraps, then each
+// other node joins through n1 in turn (each start waits for the node's
+// ready line, which a joining node logs once it joined). It then waits
+// until the nodes agree on a leader and every node is ready. Cluster.Close
+// is registered with t.Cleanup. Any failure fails the test at once, so call
+// it from the test's goroutine.
+func NewCluster(t testing.TB, opts Options) *Cluster {
+	t.Helper()
+	if opts.Maosd == "" {
+		t.Fatal("harness: Options.Maosd (the maosd binary) is required")
+	}
+	if opts.Nodes <= 0 {
+		opts.Nodes = 3
+	}
+	if opts.WaitTimeout <= 0 {
+		opts.WaitTimeout = 30 * time.Second
+	}
+	if opts.LogTailLines <= 0 {
+		opts.LogTailLines = 60
+	}
+	dir, err := os.MkdirTemp("", "maos-"+dirName(t.Name())+"-")
+	if err != nil {
+		t.Fatalf("harness: cluster dir: %v", err)
+	}
+	c := &Cluster{Dir: dir, t: t, opts: opts}
+	t.Cleanup(c.Close)
+	for i := 0; i < opts.Nodes; i++ {
+		if _, err := c.AddNode(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Leader(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitReady(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+
+func dirName(testName string) string {
+	s := unsafeChars.ReplaceAllString(testName, "_")
+	if len(s) > 40 {
+		s = s[:40]
+	}
+	return s
+}
+
+// AddNode creates the next node (n<k>) and starts it: the first node of
+// the cluster bootstraps, every other one joins through the first node's
+// API. It returns once the node logged its ready line.
+func (c *Cluster) AddNode() (*Node, error) {
+	c.mu.Lock()
+	id := fmt.Sprintf("n%d", len(c.nodes)+1)
+	var join []string
+	if len(c.nodes) > 0 {
+		join = []string{c.nodes[0].APIAddr()}
+	}
+	n, err := NewNode(NodeConfig{
+		ID: id, Dir: filepath.Join(c.Dir, id), Maosd: c.opts.Maosd, Join: join,
+		ExtraArgs: c.opts.ExtraArgs, Env: c.opts.Env, StartTimeout: c.opts.StartTimeout, StopTimeout: c.opts.StopTimeout,
+	})
+	if err != nil {
+		c.mu.Unlock()
+		return nil, err
+	}
+	c.nodes = append(c.nodes, n)
+	c.mu.Unlock()
+	if err := n.Start(); err != nil {
+		return n, err
+	}
+	return n, nil
+}
+
+// Nodes returns the cluster's nodes in creation order (n1 first),
+// whatever their state.
+func (c *Cluster) Nodes() []*Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]*Node(nil), c.nodes...)
+}
+
+// Node returns the node with id, or nil.
+func (c *Cluster) Node(id string) *Node {
+	for _, n := range c.Nodes() {
+		if n.ID == id {
+			return n
+		}
+	}
+	return nil
+}
+
+// Live returns the nodes that run and are not paused.
+func (c *Cluster) Live() []*Node {
+	var out []*Node
+	for _, n := range c.Nodes() {
+		if n.Live() {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Others returns the nodes other than those given.
+func (c *Cluster) Others(not ...*Node) []*Node {
+	var out []*Node
+	for _, n := range c.Nodes() {
+		skip := false
+		for _, x := range not {
+			skip = skip || x == n
+		}
+		if !skip {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// statusTimeout bounds one status request of a poll.
+const statusTimeout = 2 * time.Second
+
+// statuses asks every node in nodes for its status, concurrently.
+func statuses(nodes []*Node) ([]transport.Status, []error) {
+	sts := make([]transport.Status, len(nodes))
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sts[i], errs[i] = n.Status(statusTimeout)
+		}()
+	}
+	wg.Wait()
+	return sts, errs
+}
+
+// Leader polls GET /v1/cluster/status of every live node until all of them
+// answer, all name the same leader, that leader is one of them and says
+// it leads; then it returns the leader. It gives up after the wait timeout.
+func (c *Cluster) Leader() (*Node, error) {
+	return c.WaitLeader(c.opts.WaitTimeout)
+}
+
+// WaitLeader is Leader with its own timeout.
+func (c *Cluster) WaitLeader(timeout time.Duration) (*Node, error) {
+	var leader *Node
+	err := WaitFor(timeout, "the live nodes to agree on a leader", func() error {
+		live := c.Live()
+		if len(live) == 0 {
+			return fmt.Errorf("no live node; %s", c.describe())
+		}
+		sts, errs := statuses(live)
+		var id string
+		for i, n := range live {
+			if errs[i] != nil {
+				return fmt.Errorf("%s: %v", n.ID, errs[i])
+			}
+			switch {
+			case sts[i].LeaderID == "":
+				return fmt.Errorf("%s (%s, term %d) knows no leader", n.ID, sts[i].State, sts[i].Term)
+			case id == "":
+				id = sts[i].LeaderID
+			case sts[i].LeaderID != id:
+				return fmt.Errorf("%s says the leader is %s, %s says %s", live[0].ID, id, n.ID, sts[i].LeaderID)
+			}
+		}
+		for i, n := range live {
+			if n.ID == id {
+				if sts[i].State != "leader" {
+					return fmt.Errorf("the others name %s, which is %s", id, sts[i].State)
+				}
+				leader = n
+				return nil
+			}
+		}
+		return fmt.Errorf("the live nodes name %s, which is not live; %s", id, c.describe())
+	})
+	if err != nil {
+		return nil, err
+	}
+	return leader, nil
+}
+
+// Followers waits for a leader and returns the other live nodes.
+func (c *Cluster) Followers() ([]*Node, error) {
+	l, err := c.Leader()
+	if err != nil {
+		return nil, err
+	}
+	var out []*Node
+	for _, n := range c.Live() {
+		if n != l {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// WaitReady waits until every live node answers /readyz with 200.
+func (c *Cluster) WaitReady() error {
+	deadline := time.Now().Add(c.opts.WaitTimeout)
+	for _, n := range c.Live() {
+		if err := n.WaitReady(time.Until(deadline)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WaitConverged polls until every live node reports the same applied
+// index, equal to its commit index -- every node has applied the same
+// entries -- and returns that index. Stop writing first: under load the
+// indexes never line up.
+func (c *Cluster) WaitConverged() (uint64, error) {
+	var index uint64
+	err := WaitFor(c.opts.WaitTimeout, "every live node to apply the same index", func() error {
+		live := c.Live()
+		if len(live) == 0 {
+			return fmt.Errorf("no live node; %s", c.describe())
+		}
+		sts, errs := statuses(live)
+		var seen []string
+		for i, n := range live {
+			if errs[i] != nil {
+				return fmt.Errorf("%s: %v", n.ID, errs[i])
+			}
+			seen = append(seen, fmt.Sprintf("%s applied %d commit %d", n.ID, sts[i].AppliedIndex, sts[i].CommitIndex))
+		}
+		for i := range live {
+			if sts[i].AppliedIndex != sts[0].AppliedIndex || sts[i].AppliedIndex != sts[i].CommitIndex {
+				return errors.New(strings.Join(seen, ", "))
+			}
+		}
+		index = sts[0].AppliedIndex
+		return nil
+	})
+	return index, err
+}
+
+// SendOptions tune SendWithRetry.
+type SendOptions struct {
+	// Nodes to send through (default: every node of the cluster, whatever
+	// its state: a dead one refuses at once and the next is tried).
+	Nodes []*Node
+	// AttemptTimeout bounds one request (default 15 s, longer than a
+	// node's own 10 s forwarding retry loop).
+	AttemptTimeout time.Duration
+	// OnError, if set, is called with every failed attempt.
+	OnError func(n *Node, err error)
+}
+
+// SendResult is what SendWithRetry got.
+type SendResult struct {
+	Resp     *transport.SendResponse
+	Node     *Node // the node that acknowledged
+	Attempts int
+}
+
+// SendWithRetry sends m through a randomly chosen node and, on a
+// retryable error (see Retryable), sends the same message again through
+// another node, with a short capped backoff, until one acknowledges or ctx
+// ends. m must have its ID set so the retries are deduplicated. A final
+// error (4xx) is returned at once.
+func (c *Cluster) SendWithRetry(ctx context.Context, m *fsm.Message, o SendOptions) (SendResult, error) {
+	var res SendResult
+	if m.ID == "" {
+		return res, errors.New("harness: SendWithRetry: the message needs a fixed id")
+	}
+	nodes := o.Nodes
+	if len(nodes) == 0 {
+		nodes = c.Nodes()
+	}
+	if o.AttemptTimeout <= 0 {
+		o.AttemptTimeout = 15 * time.Second
+	}
+	backoff := 10 * time.Millisecond
+	var last *Node
+	var lastErr error
+	for {
+		candidates := nodes
+		if last != nil && len(nodes) > 1 {
+			candidates = make([]*Node, 0, len(nodes))
+			for _, x := range nodes {
+				if x != last {
+					candidates = append(candidates, x)
+				}
+			}
+		}
+		n := candidates[rand.IntN(len(candidates))]
+		last = n
+		res.Attempts++
+		if cl := n.Client(); cl == nil {
+			lastErr = fmt.Errorf("%s was never started", n.ID)
+		} else {
+			actx, cancel := context.WithTimeout(ctx, o.AttemptTimeout)
+			resp, err := cl.Send(actx, m)
+			cancel()
+			if err == nil {
+				res.Resp, res.Node = resp, n
+				return res, nil
+			}
+			lastErr = fmt.Errorf("via %s: %w", n.ID, err)
+			if o.OnError != nil {
+				o.OnError(n, err)
+			}
+			if !Retryable(err) {
+				return res, fmt.Errorf("harness: send %s: final error after %d attempts: %w", m.ID, res.Attempts, lastErr)
+			}
+		}
+		t := time.NewTimer(backoff/2 + rand.N(backoff/2+1))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return res, fmt.Errorf("harness: send %s: not acknowledged after %d attempts (%w); last error: %w",
+				m.ID, res.Attempts, ctx.Err(), lastErr)
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 250*time.Millisecond)
+	}
+}
+
+// describe says which node is in which state, for error messages.
+func (c *Cluster) describe() string {
+	var parts []string
+	for _, n := range c.Nodes() {
+		parts = append(parts, fmt.Sprintf("%s %s (pid %d, api %s)", n.ID, c.nodeState(n), n.PID(), n.APIAddr()))
+	}
+	return "nodes: " + strings.Join(parts, ", ")
+}
+
+// Close kills (SIGKILL, by PID) every process of the cluster that still
+// runs, reports each node that exited on its own as a test error, and, if
+// the test failed, logs the tail of every node's log and keeps Dir;
+// otherwise it removes Dir. NewCluster registers it with t.Cleanup; calling
+// it again does nothing.
+func (c *Cluster) Close() {
+	c.closeOnce.Do(func() {
+		t := c.t
+		nodes := c.Nodes()
+		var wg sync.WaitGroup
+		for _, n := range nodes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if n.Running() {
+					if err := n.Kill(); err != nil {
+						t.Errorf("harness: close: %v", err)
+					}
+				}
+				n.closeIdle()
+			}()
+		}
+		wg.Wait()
+		for _, n := range nodes {
+			for _, u := range n.UnexpectedExits() {
+				t.Errorf("harness: %s", u)
+			}
+		}
+		if t.Failed() {
+			c.DumpLogs()
+			t.Logf("harness: kept the cluster's directory (data dirs and logs): %s", c.Dir)
+			return
+		}
+		if err := os.RemoveAll(c.Dir); err != nil {
+			t.Logf("harness: remove %s: %v", c.Dir, err)
+		}
+	})
+}
+
+// DumpLogs writes the tail of every node's log with t.Logf.
+func (c *Cluster) DumpLogs() {
+	nodes := c.Nodes()
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].ID < nodes[j].ID })
+	for _, n := range nodes {
+		c.t.Logf("harness: ---- %s (api %s, raft %s, %s): last %d lines of %s ----\n%s",
+			n.ID, n.APIAddr(), n.RaftAddr(), c.nodeState(n), c.opts.LogTailLines, n.LogPath, n.LogTail(c.opts.LogTailLines))
+	}
+}
+
+func (c *Cluster) nodeState(n *Node) string {
+	switch {
+	case n.Paused():
+		return "paused"
+	case n.Running():
+		return "running"
+	}
+	return "down"
+}

@@ -1,0 +1,41 @@
+// Package harness runs real maosd processes on loopback for multi-process
+// tests: system tests, chaos tests (nemesis + checker) and benchmarks.
+//
+// A test builds the binaries once (BuildBinaries, usually in TestMain),
+// then starts a Cluster of N nodes with NewCluster. Every node is a separate
+// maosd process with its own data dir under the cluster's directory; its
+// stdout and stderr go to a log file in its own directory (Node.LogPath), and
+// the addresses it listens on are learned from its "maosd ready to serve"
+// JSON log line, so nothing is hard-wired to a port.
+//
+//	maosd, maosctl, err := harness.BuildBinaries(dir)
+//	...
+//	c := harness.NewCluster(t, harness.Options{Maosd: maosd, Nodes: 3})
+//	leader, err := c.Leader()                // polls every live node until they agree
+//	harness.NoErr(t, err)
+//	harness.NoErr(t, leader.Kill())          // SIGKILL by PID, waits for the exit
+//	next, err := c.Leader()                  // a new leader among the survivors
+//	harness.NoErr(t, err)
+//	harness.NoErr(t, leader.Restart())       // same id, data dir and addresses; no --join
+//
+// Rules the harness keeps, so tests built on it stay reliable on a loaded
+// CI machine:
+//
+//   - loopback only (127.0.0.1) and ephemeral ports: the first start of a
+//     node binds port 0 and a restart passes the addresses it got then;
+//   - every wait is a poll (every PollInterval) bounded by a timeout and
+//     fails with a message saying what it waited for and what it last saw;
+//     nothing synchronises by sleeping;
+//   - only processes the harness started are signalled, by their PID
+//     (os.Process, which uses a pidfd where the kernel has one), and
+//     Cluster.Close, registered with t.Cleanup, kills whichever are still
+//     running, whether the test passed or failed;
+//   - when the test failed, the tail of every node's log is written with
+//     t.Logf and the cluster's directory is kept for inspection; a node
+//     that exited without being told to is reported as a test error.
+//
+// Methods of Node and Cluster return errors and are safe for concurrent use,
+// so a nemesis goroutine may call them; the few functions that take a
+// testing.TB and fail the test (NewCluster, NoErr) must be called
+// from the test's goroutine.
+package harness
