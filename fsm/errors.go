@@ -17,6 +17,9 @@ var (
 	ErrInvalid = errors.New("invalid")
 	// ErrClosed: the state was closed.
 	ErrClosed = errors.New("fsm: closed")
+	// ErrCorrupt: a bbolt file is damaged (truncated, pages overwritten,
+	// both meta pages invalid); wrapped by a *CorruptError naming the file.
+	ErrCorrupt = errors.New("damaged file")
 )
 
 // FieldError says which field of a message is wrong and why. It wraps

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,7 +44,10 @@ type Options struct {
 }
 
 // Open opens (or creates) the state file at path. It fails fast with a
-// clear error if another process holds the file.
+// clear error if another process holds the file, and with a *CorruptError
+// (errors.Is ErrCorrupt) naming it if CheckFile finds it damaged: the
+// state is derived from the Raft log, so the caller may move the file
+// aside and rebuild it from there.
 func Open(path string, opts Options) (*FSM, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -52,6 +56,16 @@ func Open(path string, opts Options) (*FSM, error) {
 		opts.LockTimeout = time.Second
 	}
 	f := &FSM{path: path, logger: opts.Logger, lockTimeout: opts.LockTimeout, notify: make(chan struct{})}
+	warnings, err := CheckFile(path, opts.LockTimeout)
+	for _, w := range warnings {
+		opts.Logger.Warn("fsm: state file: " + w)
+	}
+	if errors.Is(err, bbolt.ErrTimeout) {
+		return nil, fmt.Errorf("fsm: open %s: the state file is locked by another process", path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fsm: state file %w", err)
+	}
 	db, err := openDB(path, opts.LockTimeout)
 	if err != nil {
 		return nil, err
@@ -61,16 +75,19 @@ func Open(path string, opts Options) (*FSM, error) {
 	return f, nil
 }
 
-func openDB(path string, lockTimeout time.Duration) (*bbolt.DB, error) {
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{
-		Timeout: lockTimeout,
-		// The freelist is rebuilt on open instead of written on every
-		// commit: cheaper batches, at the cost of a scan at start.
-		NoFreelistSync: true,
-		FreelistType:   bbolt.FreelistMapType,
-		// A large initial mapping avoids remaps, which wait for every open
-		// read transaction (a snapshot being persisted, say).
-		InitialMmapSize: 1 << 30,
+func openDB(path string, lockTimeout time.Duration) (db *bbolt.DB, err error) {
+	err = SafeOpen(path, func() (err error) {
+		db, err = bbolt.Open(path, 0o600, &bbolt.Options{
+			Timeout: lockTimeout,
+			// The freelist is rebuilt on open instead of written on every
+			// commit: cheaper batches, at the cost of a scan at start.
+			NoFreelistSync: true,
+			FreelistType:   bbolt.FreelistMapType,
+			// A large initial mapping avoids remaps, which wait for every
+			// open read transaction (a snapshot being persisted, say).
+			InitialMmapSize: 1 << 30,
+		})
+		return err
 	})
 	if errors.Is(err, bbolt.ErrTimeout) {
 		return nil, fmt.Errorf("fsm: open %s: the state file is locked by another process", path)
@@ -181,8 +198,16 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 				continue
 			}
 			// Monotonic time: an entry never carries an earlier time than
-			// the one before it, whatever the proposers' clocks say.
-			ts := max(cmd.TS, lastTS+1)
+			// the one before it, whatever the proposers' clocks say. At
+			// the largest int64 time stands still rather than wrapping
+			// around to 1677.
+			ts := cmd.TS
+			if ts <= lastTS {
+				ts = lastTS
+				if lastTS < math.MaxInt64 {
+					ts++
+				}
+			}
 			lastTS = ts
 			res, err := fn(tx, l.Index, ts, cmd.Body)
 			if err != nil {

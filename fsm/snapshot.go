@@ -55,7 +55,15 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	// bbolt.Open turns an empty file into a new, empty database, so the
 	// buckets must be checked too, or an empty or foreign snapshot would
 	// wipe the state.
-	check, err := bbolt.Open(tmp, 0o600, &bbolt.Options{Timeout: f.lockTimeout})
+	// CheckFile first: a damaged file could crash bbolt.Open.
+	_, err := CheckFile(tmp, f.lockTimeout)
+	var check *bbolt.DB
+	if err == nil {
+		err = SafeOpen(tmp, func() (err error) {
+			check, err = bbolt.Open(tmp, 0o600, &bbolt.Options{Timeout: f.lockTimeout})
+			return err
+		})
+	}
 	if err == nil {
 		err = check.View(func(tx *bbolt.Tx) error {
 			for _, name := range allBuckets {

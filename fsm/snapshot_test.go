@@ -206,6 +206,19 @@ func TestRestoreRejectsGarbage(t *testing.T) {
 		{"empty", func(*testing.T) []byte { return nil }},
 		{"zero page", func(*testing.T) []byte { return make([]byte, 16<<10) }},
 		{"bbolt file without the state's buckets", foreignBolt},
+		// Cut short or overwritten: bbolt.Open alone crashes the process
+		// on these (SIGBUS, or a panic in its own goroutine).
+		{"snapshot truncated mid-page", func(t *testing.T) []byte {
+			b := validSnapshot(t)
+			l := layoutOf(t, b)
+			return b[:l.hwm*l.pageSize/2+100]
+		}},
+		{"snapshot with its root page overwritten", func(t *testing.T) []byte {
+			b := validSnapshot(t)
+			l := layoutOf(t, b)
+			copy(b[l.root*l.pageSize:], garbage(l.pageSize, 9))
+			return b
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -235,6 +248,14 @@ func TestRestoreRejectsGarbage(t *testing.T) {
 			mustSendResult(t, applyOne(f, sendEntry(t, next, baseTS+int64(next), testMessage("after", "alpha", "x"))))
 		})
 	}
+}
+
+// validSnapshot is the snapshot of a state with some messages.
+func validSnapshot(t *testing.T) []byte {
+	t.Helper()
+	src, _ := openTemp(t)
+	fillChannels(t, src, 200)
+	return takeSnapshot(t, src).Bytes()
 }
 
 // errReader fails after some bytes, like a snapshot stream cut short.

@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -112,4 +116,206 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// FuzzJoinBody posts arbitrary bytes to POST /v1/cluster/join. The handler
+// must never panic and must answer 200 {"joined": id} having passed the
+// service exactly the request the body holds -- a node id that is a valid
+// name and two addresses a peer can dial -- or 400/413 with the error
+// envelope and without calling the service.
+func FuzzJoinBody(f *testing.F) {
+	for _, seed := range []string{
+		`{"node_id":"n4","raft_addr":"127.0.0.1:8004","api_addr":"127.0.0.1:7004"}`,
+		`{"node_id":"n4","raft_addr":"[::1]:8004","api_addr":"node4.example:7004"}`,
+		`{"node_id":"n4","raft_addr":"127.0.0.1","api_addr":"127.0.0.1:7004"}`,
+		`{"node_id":"n4","raft_addr":"127.0.0.1:0","api_addr":"127.0.0.1:7004"}`,
+		`{"node_id":"n4","raft_addr":"127.0.0.1:8004","api_addr":"0.0.0.0:7004"}`,
+		`{"node_id":"n4","raft_addr":":8004","api_addr":"127.0.0.1:7004"}`,
+		`{"node_id":"N4","raft_addr":"a:1","api_addr":"a:2"}`,
+		`{"node_id":"n4","raft_addr":"a:1","api_addr":"a:2","voter":true}`,
+		`{"node_id":"n4"}`,
+		`{"node_id":null,"raft_addr":1,"api_addr":[]}`,
+		`{"node_id":"n4","raft_addr":"a:1","api_addr":"a:2"} {}`,
+		``,
+		`null`,
+		`{"node_id":"` + strings.Repeat("n", 70<<10) + `"}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		svc := newFake()
+		h := transport.NewServer(svc, transport.ServerOptions{Logger: discard})
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/cluster/join", bytes.NewReader(body)))
+		out := rec.Body.Bytes()
+		if !json.Valid(out) {
+			t.Fatalf("status %d with a body that is not JSON: %q", rec.Code, out)
+		}
+		joined := svc.joined()
+		switch rec.Code {
+		case http.StatusOK:
+			var ans map[string]string
+			if err := json.Unmarshal(out, &ans); err != nil || len(ans) != 1 {
+				t.Fatalf("200 with %s (%v)", out, err)
+			}
+			if len(joined) != 1 || svc.count() != 1 {
+				t.Fatalf("200 after %d service calls, %d joins", svc.count(), len(joined))
+			}
+			req := joined[0]
+			if ans["joined"] != req.NodeID {
+				t.Fatalf("answer %s for a join of %q", out, req.NodeID)
+			}
+			var want transport.JoinRequest
+			if err := json.Unmarshal(body, &want); err != nil || req != want {
+				t.Fatalf("the service got %+v; the body holds %+v (%v)", req, want, err)
+			}
+			if !fsm.ValidName(req.NodeID) {
+				t.Fatalf("joined node id %q is not a valid name", req.NodeID)
+			}
+			for _, a := range []string{req.RaftAddr, req.APIAddr} {
+				host, port, err := net.SplitHostPort(a)
+				p, perr := strconv.ParseUint(port, 10, 16)
+				if ip := net.ParseIP(host); err != nil || perr != nil || p == 0 || host == "" || (ip != nil && ip.IsUnspecified()) {
+					t.Fatalf("joined with address %q, which peers cannot dial", a)
+				}
+			}
+		case http.StatusBadRequest, http.StatusRequestEntityTooLarge:
+			code, _ := errorOf(t, out)
+			want := map[int][]string{
+				400: {transport.CodeBadRequest, transport.CodeUnknownField, transport.CodeInvalid},
+				413: {transport.CodeTooLarge},
+			}[rec.Code]
+			if !slices.Contains(want, code) {
+				t.Fatalf("status %d with code %q", rec.Code, code)
+			}
+			if svc.count() != 0 {
+				t.Fatalf("status %d after %d service calls", rec.Code, svc.count())
+			}
+		default:
+			t.Fatalf("status %d: %s", rec.Code, out)
+		}
+	})
+}
+
+// FuzzQueryParams reads GET /v1/channels/{channel}/messages with arbitrary
+// strings for the channel (path-escaped) and for after, limit and
+// consistency -- query-escaped, or, when raw is set, pasted into the query
+// as they are. The handler must never panic and answers 200, 400 or 404
+// with a JSON body. With escaped values the answer is exact: 200 if and
+// only if after is empty or a whole number up to 2^63, limit empty or
+// 1..1000 and consistency empty, "local" or "strong", and then the service
+// got exactly those values (defaults filled in) and the channel unescaped;
+// a 400 never reaches the service; a channel "", ".", ".." or "/" (not
+// a path segment ServeMux routes) is a 404.
+func FuzzQueryParams(f *testing.F) {
+	for _, s := range []struct {
+		ch, after, limit, cons string
+		raw                    bool
+	}{
+		{"general", "", "", "", false},
+		{"general", "0", "1", "local", false},
+		{"general", "2", "1000", "strong", false},
+		{"agent-os-paper", "9223372036854775808", "100", "", false},
+		{"general", "9223372036854775809", "1001", "", false},
+		{"general", "-1", "0", "eventual", false},
+		{"general", "1e3", " 5", "STRONG", false},
+		{"a/b", "+1", "0x10", "local ", false},
+		{"ünïcode ?#%", "", "", "", false},
+		{"", "", "", "", false},
+		{"..", "", "", "", false},
+		{"general", "1&limit=5", "2;x", "strong&consistency=local", true},
+		{"general", "%zz", "%31%30", "%", true},
+	} {
+		f.Add(s.ch, s.after, s.limit, s.cons, s.raw)
+	}
+	f.Fuzz(func(t *testing.T, ch, after, limit, cons string, raw bool) {
+		esc := url.QueryEscape
+		if raw {
+			esc = func(s string) string { return s }
+		}
+		target := "/v1/channels/" + url.PathEscape(ch) + "/messages?after=" + esc(after) + "&limit=" + esc(limit) + "&consistency=" + esc(cons)
+		u, err := url.ParseRequestURI(target)
+		if err != nil {
+			if !raw {
+				t.Fatalf("escaped target %q does not parse: %v", target, err)
+			}
+			return // not a request a client could send
+		}
+		svc := newFake()
+		h := transport.NewServer(svc, transport.ServerOptions{Logger: discard})
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.URL, req.RequestURI = u, target
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		out := rec.Body.Bytes()
+		if !json.Valid(out) {
+			t.Fatalf("%s: status %d with a body that is not JSON: %q", target, rec.Code, out)
+		}
+		calls := svc.callsTo("ChannelPage")
+		switch rec.Code {
+		case http.StatusOK:
+			var page fsm.Page
+			if err := json.Unmarshal(out, &page); err != nil || page.Messages == nil {
+				t.Fatalf("%s: 200 with %s (%v)", target, out, err)
+			}
+			if len(calls) != 1 {
+				t.Fatalf("%s: 200 after %d ChannelPage calls", target, len(calls))
+			}
+			c := calls[0]
+			if c.limit < 1 || c.limit > fsm.MaxPageLimit || c.after > 1<<63 || (c.cons != transport.Local && c.cons != transport.Strong) {
+				t.Fatalf("%s: the service got after %d limit %d consistency %q", target, c.after, c.limit, c.cons)
+			}
+		case http.StatusBadRequest:
+			if code, _ := errorOf(t, out); code != transport.CodeBadRequest {
+				t.Fatalf("%s: 400 with code %q", target, code)
+			}
+			if svc.count() != 0 {
+				t.Fatalf("%s: 400 after %d service calls", target, svc.count())
+			}
+		case http.StatusNotFound:
+			if code, _ := errorOf(t, out); code != transport.CodeNotFound {
+				t.Fatalf("%s: 404 with code %q", target, code)
+			}
+		default:
+			t.Fatalf("%s: status %d: %s", target, rec.Code, out)
+		}
+		if raw {
+			return
+		}
+
+		// Escaped values reach the handler as they are: the answer is exact.
+		wantAfter, okAfter := uint64(0), after == ""
+		if v, err := strconv.ParseUint(after, 10, 64); err == nil && v <= 1<<63 {
+			wantAfter, okAfter = v, true
+		}
+		wantLimit, okLimit := fsm.DefaultPageLimit, limit == ""
+		if v, err := strconv.ParseUint(limit, 10, 64); err == nil && v >= 1 && v <= fsm.MaxPageLimit {
+			wantLimit, okLimit = int(v), true
+		}
+		wantCons, okCons := transport.Local, cons == "" || cons == "local"
+		if cons == "strong" {
+			wantCons, okCons = transport.Strong, true
+		}
+		switch {
+		case ch == "" || ch == "." || ch == "..", ch == "/":
+			// "", "." and "..": not a path segment, the path is not
+			// canonical. "/": ServeMux unescapes %2F to "/", which it
+			// takes for a trailing slash, and no {channel} matches. None
+			// is a channel name; no endpoint.
+			if rec.Code != http.StatusNotFound || svc.count() != 0 {
+				t.Fatalf("%s: status %d after %d service calls, want 404 and none", target, rec.Code, svc.count())
+			}
+		case okAfter && okLimit && okCons:
+			if rec.Code != http.StatusOK {
+				t.Fatalf("%s: status %d for valid parameters: %s", target, rec.Code, out)
+			}
+			c := calls[0]
+			if c.arg != ch || c.after != wantAfter || c.limit != wantLimit || c.cons != wantCons {
+				t.Fatalf("%s: the service got channel %q after %d limit %d consistency %q; want %q %d %d %q",
+					target, c.arg, c.after, c.limit, c.cons, ch, wantAfter, wantLimit, wantCons)
+			}
+		case rec.Code != http.StatusBadRequest:
+			t.Fatalf("%s: status %d for after %q limit %q consistency %q, want 400", target, rec.Code, after, limit, cons)
+		}
+	})
 }

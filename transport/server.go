@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -71,7 +73,31 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get(HeaderForwarded) != "" {
 		r = r.WithContext(WithForwarded(r.Context()))
 	}
+	// The mux answers a path with an empty, "." or ".." segment with a
+	// redirect to its cleaned form and an HTML body. No endpoint has such a
+	// path (ids and names never are "", "." or ".."): say so in JSON.
+	if p := r.URL.EscapedPath(); r.Method != http.MethodConnect && p != cleanPath(p) {
+		s.writeError(w, r, &APIError{Status: http.StatusNotFound, Code: CodeNotFound,
+			Message: fmt.Sprintf("no endpoint %s %s: the path has an empty, . or .. segment", r.Method, p)})
+		return
+	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// cleanPath is the canonical form of an URL path as net/http's ServeMux
+// computes it: path.Clean, keeping a trailing slash.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		np += "/"
+	}
+	return np
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
@@ -190,6 +216,14 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &fsm.FieldError{Field: "node_id", Reason: "must match ^[a-z0-9][a-z0-9._-]{0,63}$"})
 		return
 	}
+	// Raft adds the address to the configuration as given: one nobody can
+	// dial would be a voter that never answers, counted in every quorum.
+	for _, f := range []struct{ name, v string }{{"raft_addr", req.RaftAddr}, {"api_addr", req.APIAddr}} {
+		if reason := checkHostPort(f.v); reason != "" {
+			s.writeError(w, r, &fsm.FieldError{Field: f.name, Reason: reason})
+			return
+		}
+	}
 	if err := s.svc.Join(r.Context(), req); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -265,6 +299,26 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) erro
 	default:
 		return &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: "malformed JSON: " + err.Error()}
 	}
+}
+
+// checkHostPort returns why addr is not an address a peer can dial
+// (host:port with a host that is not a wildcard and a port 1..65535), or
+// "" if it is one.
+func checkHostPort(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Sprintf("%q is not host:port", addr)
+	}
+	if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
+		return fmt.Sprintf("%q: port must be 1..65535", addr)
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		return fmt.Sprintf("%q: want a host peers can reach, not a wildcard", addr)
+	}
+	if strings.IndexFunc(host, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
+		return fmt.Sprintf("%q: the host has spaces or control characters", addr)
+	}
+	return ""
 }
 
 func consistency(r *http.Request) (Consistency, error) {

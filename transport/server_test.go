@@ -417,6 +417,11 @@ func TestJoin(t *testing.T) {
 		{name: "missing raft_addr", body: `{"node_id":"n4","api_addr":"127.0.0.1:7004"}`, status: 400, code: "invalid", prefix: "raft_addr:"},
 		{name: "missing api_addr", body: `{"node_id":"n4","raft_addr":"127.0.0.1:8004"}`, status: 400, code: "invalid", prefix: "api_addr:"},
 		{name: "bad node_id", body: `{"node_id":"Node 4","raft_addr":"127.0.0.1:8004","api_addr":"127.0.0.1:7004"}`, status: 400, code: "invalid", prefix: "node_id:"},
+		{name: "raft_addr not host:port", body: `{"node_id":"n4","raft_addr":"127.0.0.1","api_addr":"127.0.0.1:7004"}`, status: 400, code: "invalid", prefix: "raft_addr:"},
+		{name: "raft_addr port 0", body: `{"node_id":"n4","raft_addr":"127.0.0.1:0","api_addr":"127.0.0.1:7004"}`, status: 400, code: "invalid", prefix: "raft_addr:"},
+		{name: "raft_addr port out of range", body: `{"node_id":"n4","raft_addr":"127.0.0.1:65536","api_addr":"127.0.0.1:7004"}`, status: 400, code: "invalid", prefix: "raft_addr:"},
+		{name: "api_addr wildcard", body: `{"node_id":"n4","raft_addr":"127.0.0.1:8004","api_addr":"0.0.0.0:7004"}`, status: 400, code: "invalid", prefix: "api_addr:"},
+		{name: "api_addr no host", body: `{"node_id":"n4","raft_addr":"127.0.0.1:8004","api_addr":":7004"}`, status: 400, code: "invalid", prefix: "api_addr:"},
 		{name: "unknown field", body: `{"node_id":"n4","raft_addr":"a:1","api_addr":"a:2","voter":true}`, status: 400, code: "unknown_field", prefix: `unknown field "voter"`},
 		{name: "empty body", body: ``, status: 400, code: "bad_request"},
 		{name: "too large", body: `{"node_id":"` + strings.Repeat("n", 64<<10) + `"}`, status: 413, code: "too_large"},
@@ -571,6 +576,11 @@ func TestUnknownEndpoint(t *testing.T) {
 		{"GET", "/v1/nope"},
 		{"POST", "/v2/messages"},
 		{"GET", "/v1/cluster/nodes/n1/extra"},
+		// Not canonical: a 404 in JSON, not the mux's redirect in HTML.
+		{"GET", "/v1/channels//messages"},
+		{"GET", "/v1/channels/../messages"},
+		{"GET", "/v1/messages/."},
+		{"POST", "/v1//messages"},
 	} {
 		t.Run(tc.method+tc.path, func(t *testing.T) {
 			msg := wantError(t, do(t, tc.method, srv.URL+tc.path, "", nil), 404, "not_found")
