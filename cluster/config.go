@@ -17,7 +17,8 @@ type Config struct {
 
 	// RaftAddr is the host:port the Raft transport listens on (port 0 picks
 	// a free one); RaftAdvertise is what peers dial, by default the bound
-	// address, which then must not be a wildcard.
+	// address, which then must not be a wildcard. A node bound on a
+	// specific loopback IP dials its loopback peers from that IP.
 	RaftAddr      string
 	RaftAdvertise string
 	// APIAddr is the host:port other nodes and clients reach this node's

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,13 +51,29 @@ func startNode(t testing.TB, id, dir, api string, join []string, tweak ...func(*
 	}
 	ln, err := net.Listen("tcp", api)
 	if err != nil {
-		t.Fatalf("listen %s: %v", api, err)
+		// Another process took the old port while the node was down; the
+		// API address may change across a restart (the leader registers
+		// its own at every election), so take a new one.
+		ln, err = net.Listen("tcp", "127.0.0.1:0")
+	}
+	if err != nil {
+		t.Fatalf("listen: %v", err)
 	}
 	cfg := testConfig(id, dir, ln.Addr().String())
 	for _, f := range tweak {
 		f(&cfg)
 	}
-	node, err := Open(cfg)
+	// The Raft address must stay the same across a restart; if another
+	// process briefly holds the port, wait (bounded) for it.
+	var node *Node
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		node, err = Open(cfg)
+		if err == nil || !strings.Contains(err.Error(), "address already in use") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	if err != nil {
 		ln.Close()
 		t.Fatalf("open %s: %v", id, err)

@@ -9,8 +9,10 @@ import (
 )
 
 // watchLeadership reacts to leadership changes. When this node wins an
-// election it commits a command of its own term at once (a registration of
-// its API address): raft's own no-op entry never reaches the FSM, so until
+// election it commits a command of its own term at once: a registration of
+// its API address, which is how followers find the leader (a follower's own
+// address is registered when it joins). And raft's own no-op entry never
+// reaches the FSM, so until
 // a command of the new term is applied the FSM's applied index trails the
 // commit index, strong reads would have nothing to wait for, and followers
 // could not tell they are caught up.

@@ -5,17 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	"go.etcd.io/bbolt"
 
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
@@ -34,6 +31,7 @@ type Node struct {
 	store     *raftboltdb.BoltStore
 	snaps     *raft.FileSnapshotStore
 	trans     *raft.NetworkTransport
+	raftBind  string // the address the Raft transport listens on
 	raft      *raft.Raft
 	hasState  bool
 	httpc     *http.Client
@@ -76,29 +74,19 @@ func Open(cfg Config) (*Node, error) {
 	if n.lock, err = lockDataDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
-	if n.fsm, err = fsm.Open(filepath.Join(cfg.DataDir, stateDBFile), fsm.Options{Logger: n.logger}); err != nil {
+	hclogger := newHCLogger("raft", n.logger)
+	// raft.db, snapshots, state.db; a damaged file is refused or rebuilt.
+	if err = n.openStores(hclogger); err != nil {
 		return nil, err
 	}
-	n.store, err = raftboltdb.New(raftboltdb.Options{
-		Path:        filepath.Join(cfg.DataDir, raftDBFile),
-		BoltOptions: &bbolt.Options{Timeout: time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
-	})
+	stream, err := newStreamLayer(cfg.RaftAddr, cfg.RaftAdvertise)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: open raft log %s: %w", raftDBFile, err)
+		return nil, err
 	}
-	hclogger := newHCLogger("raft", n.logger)
-	if n.snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, hclogger); err != nil {
-		return nil, fmt.Errorf("cluster: snapshot store: %w", err)
-	}
-	var adv net.Addr
-	if cfg.RaftAdvertise != "" {
-		if adv, err = net.ResolveTCPAddr("tcp", cfg.RaftAdvertise); err != nil {
-			return nil, fmt.Errorf("cluster: raft advertise address %q: %w", cfg.RaftAdvertise, err)
-		}
-	}
-	if n.trans, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, adv, 5, 10*time.Second, hclogger); err != nil {
-		return nil, fmt.Errorf("cluster: raft transport on %s: %w", cfg.RaftAddr, err)
-	}
+	n.raftBind = stream.boundAddr().String()
+	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: stream, MaxPool: 5, Timeout: 10 * time.Second, Logger: hclogger,
+	})
 	n.cfg.RaftAdvertise = string(n.trans.LocalAddr())
 
 	if n.hasState, err = raft.HasExistingState(n.store, n.store, n.snaps); err != nil {
@@ -116,10 +104,9 @@ func Open(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("cluster: start raft: %w", err)
 	}
 	ok = true
-	n.logger.Info("node open", "data_dir", cfg.DataDir, "raft_addr", n.cfg.RaftAdvertise,
+	n.logger.Info("node open", "data_dir", cfg.DataDir, "raft_addr", n.cfg.RaftAdvertise, "raft_bind", n.raftBind,
 		"api_addr", cfg.APIAddr, "existing_state", n.hasState, "applied_index", n.fsm.AppliedIndex())
-	n.wg.Add(2)
-	go n.registerSelf()
+	n.wg.Add(1)
 	go n.watchLeadership()
 	return n, nil
 }
@@ -176,6 +163,11 @@ func (n *Node) ID() string { return n.cfg.NodeID }
 // RaftAddr is the advertised Raft address.
 func (n *Node) RaftAddr() string { return n.cfg.RaftAdvertise }
 
+// RaftBindAddr is the address the Raft transport listens on: RaftAddr with
+// the port a port-0 bind got. It differs from RaftAddr when an advertise
+// address was given.
+func (n *Node) RaftBindAddr() string { return n.raftBind }
+
 // FSM exposes the node's state machine for local, eventually consistent
 // reads.
 func (n *Node) FSM() *fsm.FSM { return n.fsm }
@@ -229,44 +221,6 @@ func (n *Node) JoinVia(ctx context.Context, addrs []string) error {
 }
 
 func (n *Node) client(addr string) *transport.Client { return transport.NewClient(addr, n.httpc) }
-
-// registerSelf records this node's API address in the replicated registry
-// (so followers can forward to it when it leads), once the registry does
-// not already say so. It retries until it succeeds or the node closes.
-func (n *Node) registerSelf() {
-	defer n.wg.Done()
-	backoff := newBackoff()
-	want := fsm.RegisterNodeCommand{NodeID: n.cfg.NodeID, APIAddr: n.cfg.APIAddr, RaftAddr: n.cfg.RaftAdvertise}
-	for {
-		if info, err := n.fsm.Node(n.cfg.NodeID); err == nil && info.APIAddr == want.APIAddr && info.RaftAddr == want.RaftAddr {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.RetryTimeout)
-		_, err := n.registerNode(ctx, want)
-		cancel()
-		if err == nil {
-			return
-		}
-		n.logger.Debug("registering the API address; will retry", "error", err)
-		if backoff.wait(context.Background(), n.shutdown) != nil {
-			return
-		}
-	}
-}
-
-func (n *Node) registerNode(ctx context.Context, cmd fsm.RegisterNodeCommand) (*fsm.NodeInfo, error) {
-	data, err := fsm.Encode(fsm.OpRegisterNode, n.cfg.Now().UnixNano(), cmd)
-	if err != nil {
-		return nil, err
-	}
-	return leaderDo(ctx, n, true,
-		func(ctx context.Context) (*fsm.NodeInfo, error) { return applyAs[*fsm.NodeInfo](n, data) },
-		func(ctx context.Context, c *transport.Client) (*fsm.NodeInfo, error) {
-			// A registration travels as a join of an already-member node;
-			// the leader's Join re-registers the API address.
-			return nil, c.Join(ctx, transport.JoinRequest{NodeID: cmd.NodeID, RaftAddr: cmd.RaftAddr, APIAddr: cmd.APIAddr})
-		})
-}
 
 // Close leaves the node stopped with everything flushed and the data dir
 // unlocked. A leader first hands leadership to a follower (bounded to a

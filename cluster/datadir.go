@@ -1,0 +1,106 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/fsm"
+)
+
+// openStores opens the files of the data dir -- raft.db, the snapshot
+// store and state.db -- each bbolt file checked with fsm.CheckFile first,
+// because bbolt crashes the process (SIGBUS, or a panic in a goroutine of
+// its own) on a truncated or overwritten page. What a damaged file means:
+//
+//   - raft.db holds this node's log, term and vote, which no other file
+//     can restore and which Raft's safety relies on: the node refuses to
+//     start, with an error naming the file and saying how to bring the
+//     node back (remove it from the cluster, delete the data dir, join
+//     again as a new member).
+//   - state.db is derived from the log. If the snapshots and the log reach
+//     back to the start (they always do unless files were deleted by
+//     hand), it is moved aside (state.db.damaged-TIME) and rebuilt: raft
+//     restores the newest snapshot into the new, empty file and replays
+//     the log after it. Otherwise the node refuses to start, as for
+//     raft.db.
+func (n *Node) openStores(hclogger hclog.Logger) error {
+	dir := n.cfg.DataDir
+	raftPath := filepath.Join(dir, raftDBFile)
+	statePath := filepath.Join(dir, stateDBFile)
+
+	warnings, err := fsm.CheckFile(raftPath, time.Second)
+	for _, w := range warnings {
+		n.logger.Warn("raft log: " + w)
+	}
+	if errors.Is(err, fsm.ErrCorrupt) {
+		return fmt.Errorf("cluster: raft log %w; a node cannot rebuild its raft log on its own: %s", err, n.rejoinAdvice())
+	}
+	if err == nil {
+		err = fsm.SafeOpen(raftPath, func() (err error) {
+			n.store, err = raftboltdb.New(raftboltdb.Options{
+				Path:        raftPath,
+				BoltOptions: &bbolt.Options{Timeout: time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
+			})
+			return err
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("cluster: open raft log %s: %w", raftPath, err)
+	}
+	if n.snaps, err = raft.NewFileSnapshotStoreWithLogger(dir, 2, hclogger); err != nil {
+		return fmt.Errorf("cluster: snapshot store: %w", err)
+	}
+
+	n.fsm, err = fsm.Open(statePath, fsm.Options{Logger: n.logger})
+	if !errors.Is(err, fsm.ErrCorrupt) {
+		return err
+	}
+	if why := n.cannotRebuildState(); why != "" {
+		return fmt.Errorf("cluster: %w; it cannot be rebuilt from this node's raft log: %s; %s", err, why, n.rejoinAdvice())
+	}
+	aside := statePath + ".damaged-" + time.Now().UTC().Format("20060102T150405.000Z")
+	if rerr := os.Rename(statePath, aside); rerr != nil {
+		return fmt.Errorf("cluster: %w; moving it aside to rebuild it failed: %w", err, rerr)
+	}
+	n.logger.Warn("state file is damaged; moved it aside, rebuilding it from the snapshots and the raft log",
+		"error", err, "moved_to", aside)
+	n.fsm, err = fsm.Open(statePath, fsm.Options{Logger: n.logger})
+	return err
+}
+
+// cannotRebuildState says why an empty state file could not be brought up
+// to date from this node's own snapshots and log, or "" if it can: raft
+// restores the newest snapshot and replays the log after it, or, with no
+// snapshot, the whole log, which then must start at index 1.
+func (n *Node) cannotRebuildState() string {
+	metas, err := n.snaps.List()
+	if err != nil {
+		return fmt.Sprintf("listing the snapshots failed: %v", err)
+	}
+	if len(metas) > 0 {
+		return ""
+	}
+	first, err := n.store.FirstIndex()
+	if err != nil {
+		return fmt.Sprintf("reading the first index of the raft log failed: %v", err)
+	}
+	if first > 1 {
+		return fmt.Sprintf("there is no snapshot and the log starts at index %d", first)
+	}
+	return ""
+}
+
+// rejoinAdvice tells the operator how to bring back a node whose data dir
+// cannot be used.
+func (n *Node) rejoinAdvice() string {
+	return fmt.Sprintf("to bring node %s back, remove it from the cluster (maosctl cluster remove %s, against a healthy node), "+
+		"delete its data dir %s and start it again with --join", n.cfg.NodeID, n.cfg.NodeID, n.cfg.DataDir)
+}
