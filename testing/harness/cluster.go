@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,7 +19,7 @@ import (
 	"github.com/maos-project/maos/transport"
 )
 
-// Options configure NewCluster.
+// Options configure NewCluster and StartCluster.
 type Options struct {
 	// Maosd is the path of the maosd binary (from BuildBinaries); required.
 	Maosd string
@@ -39,33 +40,103 @@ type Options struct {
 	// LogTailLines is how many lines of each node's log are printed when
 	// the test failed (default 60).
 	LogTailLines int
+	// Partitionable puts a Proxy in front of every node's Raft port so that
+	// Partition can cut Raft traffic between nodes, without root: node k
+	// (n<k>) binds Raft on its own loopback IP 127.0.0.(10+k), port 0 on the
+	// first start and the port it got on every restart, and dials its peers
+	// from that IP; it advertises its proxy (on 127.0.0.1, the same address
+	// across restarts), which tells the nodes apart by source IP. It needs
+	// the whole 127.0.0.0/8 routed to loopback, as on Linux (not macOS: there
+	// the cluster fails to start, saying so). The HTTP API stays on
+	// 127.0.0.1 and is never proxied, so forwarding between nodes and the
+	// harness's own requests are not cut: a partition is of Raft only.
+	Partitionable bool
+	// Name names the cluster's directory (default "cluster"; NewCluster
+	// uses the test's name).
+	Name string
+	// Logf receives what the harness reports about a cluster started with
+	// StartCluster (node log tails and the kept directory when something
+	// failed); nil discards it. NewCluster logs with t.Logf instead.
+	Logf func(format string, args ...any)
 }
+
+// firstRaftIP + k is the last byte of node n<k>'s loopback IP in a
+// partitionable cluster; maxPartitionable bounds the node count so it stays
+// below 127.0.0.255.
+const (
+	firstRaftIP      = 10
+	maxPartitionable = 240
+)
 
 // Cluster is a set of maosd processes on loopback, each with its own
 // directory under Dir.
 type Cluster struct {
 	// Dir holds one directory per node (Dir/n1, ...). It is removed when
-	// the test passed and kept, with its path logged, when it failed.
+	// the test passed and kept, with its path logged, when it failed (or
+	// Keep was called).
 	Dir string
 
-	t     testing.TB
+	t     testing.TB // nil for StartCluster
 	opts  Options
 	mu    sync.Mutex
 	nodes []*Node
+	sides [][]string // the current partition, by node id; nil when whole
+	keep  bool
+	fail  bool // a StartCluster start failed
 
 	closeOnce sync.Once
 }
 
-// NewCluster starts opts.Nodes maosd processes: n1 bootstraps, then each
-// other node joins through n1 in turn (each start waits for the node's
-// ready line, which a joining node logs once it joined). It then waits
-// until the nodes agree on a leader and every node is ready. Cluster.Close
-// is registered with t.Cleanup. Any failure fails the test at once, so call
-// it from the test's goroutine.
+// NewCluster is StartCluster for a test: the cluster's directory is named
+// after the test, Close is registered with t.Cleanup (so it reports nodes
+// that exited on their own with t.Errorf and, if the test failed, logs
+// every node's log tail and keeps the directory), and any failure fails
+// the test at once, so call it from the test's goroutine.
 func NewCluster(t testing.TB, opts Options) *Cluster {
 	t.Helper()
+	if opts.Name == "" {
+		opts.Name = t.Name()
+	}
+	c, err := newCluster(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.t = t
+	t.Cleanup(c.Close)
+	if err := c.start(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// StartCluster starts opts.Nodes maosd processes in a new directory under
+// the system's temporary directory: n1 bootstraps, then each other node
+// joins through n1 in turn (each start waits for the node's ready line,
+// which a joining node logs once it joined). It then waits until the
+// nodes agree on a leader and every node is ready. It needs no
+// testing.TB: a command (the chaos runner) uses it; the caller must Close
+// the cluster. If the start fails, everything started is stopped, the
+// node log tails go to opts.Logf, the directory is kept, and the error
+// says where.
+func StartCluster(opts Options) (*Cluster, error) {
+	c, err := newCluster(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.start(); err != nil {
+		c.mu.Lock()
+		c.fail = true
+		c.mu.Unlock()
+		c.Close()
+		return nil, fmt.Errorf("%w (the cluster's directory is kept: %s)", err, c.Dir)
+	}
+	return c, nil
+}
+
+// newCluster checks opts, fills in defaults and makes the directory.
+func newCluster(opts Options) (*Cluster, error) {
 	if opts.Maosd == "" {
-		t.Fatal("harness: Options.Maosd (the maosd binary) is required")
+		return nil, errors.New("harness: Options.Maosd (the maosd binary) is required")
 	}
 	if opts.Nodes <= 0 {
 		opts.Nodes = 3
@@ -76,24 +147,64 @@ func NewCluster(t testing.TB, opts Options) *Cluster {
 	if opts.LogTailLines <= 0 {
 		opts.LogTailLines = 60
 	}
-	dir, err := os.MkdirTemp("", "maos-"+dirName(t.Name())+"-")
-	if err != nil {
-		t.Fatalf("harness: cluster dir: %v", err)
+	if opts.Name == "" {
+		opts.Name = "cluster"
 	}
-	c := &Cluster{Dir: dir, t: t, opts: opts}
-	t.Cleanup(c.Close)
-	for i := 0; i < opts.Nodes; i++ {
+	if opts.Partitionable {
+		if opts.Nodes > maxPartitionable {
+			return nil, fmt.Errorf("harness: a partitionable cluster has at most %d nodes, not %d", maxPartitionable, opts.Nodes)
+		}
+		if err := checkLoopbackIP(raftIP(opts.Nodes)); err != nil {
+			return nil, err
+		}
+	}
+	dir, err := os.MkdirTemp("", "maos-"+dirName(opts.Name)+"-")
+	if err != nil {
+		return nil, fmt.Errorf("harness: cluster dir: %w", err)
+	}
+	return &Cluster{Dir: dir, opts: opts}, nil
+}
+
+// start adds the nodes and waits for a leader and every node ready.
+func (c *Cluster) start() error {
+	for i := 0; i < c.opts.Nodes; i++ {
 		if _, err := c.AddNode(); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
 	if _, err := c.Leader(); err != nil {
-		t.Fatal(err)
+		return err
 	}
-	if err := c.WaitReady(); err != nil {
-		t.Fatal(err)
+	return c.WaitReady()
+}
+
+// raftIP is node n<k>'s own loopback IP in a partitionable cluster.
+func raftIP(k int) string { return fmt.Sprintf("127.0.0.%d", firstRaftIP+k) }
+
+// checkLoopbackIP fails, saying why, unless ip can be bound here.
+func checkLoopbackIP(ip string) error {
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		return fmt.Errorf("harness: a partitionable cluster binds each node's Raft on its own loopback IP, and %s cannot be bound here (only Linux routes all of 127.0.0.0/8 to lo): %w", ip, err)
 	}
-	return c
+	return ln.Close()
+}
+
+// logf reports through t.Logf or Options.Logf.
+func (c *Cluster) logf(format string, args ...any) {
+	switch {
+	case c.t != nil:
+		c.t.Logf(format, args...)
+	case c.opts.Logf != nil:
+		c.opts.Logf(format, args...)
+	}
+}
+
+// Keep makes Close keep the cluster's directory even if nothing failed.
+func (c *Cluster) Keep() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.keep = true
 }
 
 var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
@@ -108,20 +219,39 @@ func dirName(testName string) string {
 
 // AddNode creates the next node (n<k>) and starts it: the first node of
 // the cluster bootstraps, every other one joins through the first node's
-// API. It returns once the node logged its ready line.
+// API. It returns once the node logged its ready line. In a partitionable
+// cluster the node gets its Raft proxy; a partition in force when it is
+// added does not cut it.
 func (c *Cluster) AddNode() (*Node, error) {
 	c.mu.Lock()
-	id := fmt.Sprintf("n%d", len(c.nodes)+1)
+	k := len(c.nodes) + 1
+	id := fmt.Sprintf("n%d", k)
 	var join []string
 	if len(c.nodes) > 0 {
 		join = []string{c.nodes[0].APIAddr()}
 	}
-	n, err := NewNode(NodeConfig{
+	cfg := NodeConfig{
 		ID: id, Dir: filepath.Join(c.Dir, id), Maosd: c.opts.Maosd, Join: join,
 		ExtraArgs: c.opts.ExtraArgs, Env: c.opts.Env, StartTimeout: c.opts.StartTimeout, StopTimeout: c.opts.StopTimeout,
-	})
+	}
+	if c.opts.Partitionable {
+		if k > maxPartitionable {
+			c.mu.Unlock()
+			return nil, fmt.Errorf("harness: add %s: a partitionable cluster has at most %d nodes", id, maxPartitionable)
+		}
+		p, err := NewProxy("127.0.0.1:0")
+		if err != nil {
+			c.mu.Unlock()
+			return nil, fmt.Errorf("harness: add %s: %w", id, err)
+		}
+		cfg.RaftIP, cfg.RaftProxy = raftIP(k), p
+	}
+	n, err := NewNode(cfg)
 	if err != nil {
 		c.mu.Unlock()
+		if cfg.RaftProxy != nil {
+			_ = cfg.RaftProxy.Close()
+		}
 		return nil, err
 	}
 	c.nodes = append(c.nodes, n)
@@ -204,9 +334,36 @@ func (c *Cluster) Leader() (*Node, error) {
 
 // WaitLeader is Leader with its own timeout.
 func (c *Cluster) WaitLeader(timeout time.Duration) (*Node, error) {
+	return c.waitLeader(timeout, "the live nodes", c.Live)
+}
+
+// LeaderAmong is Leader for a part of the cluster -- one side of a
+// partition, say: it polls the live nodes among nodes until they agree on
+// a leader that is one of them and says it leads, up to timeout.
+func (c *Cluster) LeaderAmong(timeout time.Duration, nodes ...*Node) (*Node, error) {
+	return c.waitLeader(timeout, "the live nodes of "+nodeIDs(nodes), func() []*Node {
+		var live []*Node
+		for _, n := range nodes {
+			if n.Live() {
+				live = append(live, n)
+			}
+		}
+		return live
+	})
+}
+
+func nodeIDs(nodes []*Node) string {
+	ids := make([]string, len(nodes))
+	for i, n := range nodes {
+		ids[i] = n.ID
+	}
+	return "[" + strings.Join(ids, " ") + "]"
+}
+
+func (c *Cluster) waitLeader(timeout time.Duration, who string, nodes func() []*Node) (*Node, error) {
 	var leader *Node
-	err := WaitFor(timeout, "the live nodes to agree on a leader", func() error {
-		live := c.Live()
+	err := WaitFor(timeout, who+" to agree on a leader", func() error {
+		live := nodes()
 		if len(live) == 0 {
 			return fmt.Errorf("no live node; %s", c.describe())
 		}
@@ -386,55 +543,95 @@ func (c *Cluster) describe() string {
 	for _, n := range c.Nodes() {
 		parts = append(parts, fmt.Sprintf("%s %s (pid %d, api %s)", n.ID, c.nodeState(n), n.PID(), n.APIAddr()))
 	}
-	return "nodes: " + strings.Join(parts, ", ")
+	s := "nodes: " + strings.Join(parts, ", ")
+	if p := c.partitionString(); p != "" {
+		s += "; " + p
+	}
+	return s
 }
 
 // Close kills (SIGKILL, by PID) every process of the cluster that still
-// runs, reports each node that exited on its own as a test error, and, if
-// the test failed, logs the tail of every node's log and keeps Dir;
-// otherwise it removes Dir. NewCluster registers it with t.Cleanup; calling
-// it again does nothing.
+// runs and closes the Raft proxies. It reports each node that exited on
+// its own (with t.Errorf for a NewCluster cluster, through Options.Logf
+// otherwise) and, if something failed -- the test, a StartCluster start, a
+// node exiting on its own -- logs the tail of every node's log and keeps
+// Dir, as it does after Keep; otherwise it removes Dir. NewCluster
+// registers it with t.Cleanup; calling it again does nothing.
 func (c *Cluster) Close() {
 	c.closeOnce.Do(func() {
-		t := c.t
-		nodes := c.Nodes()
-		var wg sync.WaitGroup
-		for _, n := range nodes {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if n.Running() {
-					if err := n.Kill(); err != nil {
-						t.Errorf("harness: close: %v", err)
-					}
-				}
-				n.closeIdle()
-			}()
+		report := c.logf
+		if c.t != nil {
+			report = c.t.Errorf
 		}
-		wg.Wait()
-		for _, n := range nodes {
-			for _, u := range n.UnexpectedExits() {
-				t.Errorf("harness: %s", u)
-			}
+		problems := c.stopAll()
+		for _, p := range problems {
+			report("harness: %s", p)
 		}
-		if t.Failed() {
+		c.mu.Lock()
+		failed, keep := c.fail || len(problems) > 0, c.keep
+		c.mu.Unlock()
+		if c.t != nil {
+			failed = c.t.Failed()
+		}
+		if failed {
 			c.DumpLogs()
-			t.Logf("harness: kept the cluster's directory (data dirs and logs): %s", c.Dir)
+		}
+		if failed || keep {
+			c.logf("harness: kept the cluster's directory (data dirs and logs): %s", c.Dir)
 			return
 		}
 		if err := os.RemoveAll(c.Dir); err != nil {
-			t.Logf("harness: remove %s: %v", c.Dir, err)
+			c.logf("harness: remove %s: %v", c.Dir, err)
 		}
 	})
 }
 
-// DumpLogs writes the tail of every node's log with t.Logf.
+// stopAll kills every node still running, closes the proxies, and returns
+// what went wrong: kills that failed, nodes that exited on their own.
+func (c *Cluster) stopAll() []string {
+	nodes := c.Nodes()
+	var mu sync.Mutex
+	var problems []string
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if n.Running() {
+				if err := n.Kill(); err != nil {
+					mu.Lock()
+					problems = append(problems, "close: "+err.Error())
+					mu.Unlock()
+				}
+			}
+			n.closeIdle()
+			if p := n.Proxy(); p != nil {
+				_ = p.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, n := range nodes {
+		problems = append(problems, n.UnexpectedExits()...)
+	}
+	return problems
+}
+
+// DumpLogs writes the tail of every node's log with t.Logf (Options.Logf
+// for a StartCluster cluster).
 func (c *Cluster) DumpLogs() {
 	nodes := c.Nodes()
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].ID < nodes[j].ID })
+	if p := c.partitionString(); p != "" {
+		c.logf("harness: %s", p)
+	}
 	for _, n := range nodes {
-		c.t.Logf("harness: ---- %s (api %s, raft %s, %s): last %d lines of %s ----\n%s",
-			n.ID, n.APIAddr(), n.RaftAddr(), c.nodeState(n), c.opts.LogTailLines, n.LogPath, n.LogTail(c.opts.LogTailLines))
+		raft := n.RaftAddr()
+		if b := n.RaftBindAddr(); b != raft {
+			raft += " via proxy to " + b
+		}
+		c.logf("harness: ---- %s (api %s, raft %s, %s): last %d lines of %s ----\n%s",
+			n.ID, n.APIAddr(), raft, c.nodeState(n), c.opts.LogTailLines, n.LogPath, n.LogTail(c.opts.LogTailLines))
 	}
 }
 

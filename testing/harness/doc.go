@@ -18,11 +18,29 @@
 //	harness.NoErr(t, err)
 //	harness.NoErr(t, leader.Restart())       // same id, data dir and addresses; no --join
 //
+// A command that is not a test (the chaos runner) starts a cluster with
+// StartCluster, which needs no testing.TB, and closes it itself.
+//
+// Network partitions need no root: with Options.Partitionable every node
+// binds Raft on its own loopback IP (n<k> on 127.0.0.(10+k)) and dials its
+// peers from it, and advertises a Proxy on 127.0.0.1 that forwards to its
+// real Raft port. Cluster.Partition sets each proxy to refuse and cut
+// connections from the nodes on other sides, by source IP; Cluster.Heal
+// lifts every cut; Cluster.Partitions reports what is cut.
+//
+//	c := harness.NewCluster(t, harness.Options{Maosd: maosd, Nodes: 3, Partitionable: true})
+//	leader, _ := c.Leader()
+//	harness.NoErr(t, c.Partition([]*harness.Node{leader}, c.Others(leader)))
+//	next, err := c.LeaderAmong(30*time.Second, c.Others(leader)...)
+//	...
+//	harness.NoErr(t, c.Heal())
+//
 // Rules the harness keeps, so tests built on it stay reliable on a loaded
 // CI machine:
 //
-//   - loopback only (127.0.0.1) and ephemeral ports: the first start of a
-//     node binds port 0 and a restart passes the addresses it got then;
+//   - loopback only (127.0.0.1, and 127.0.0.(10+k) for the Raft port of a
+//     partitionable node) and ephemeral ports: the first start of a node
+//     binds port 0 and a restart passes the addresses it got then;
 //   - every wait is a poll (every PollInterval) bounded by a timeout and
 //     fails with a message saying what it waited for and what it last saw;
 //     nothing synchronises by sleeping;

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/signal"
@@ -31,8 +32,10 @@ func TestMain(m *testing.M) {
 
 // fakeMaosd behaves like maosd as far as the harness can tell: it binds
 // --http-addr (port 0 picks one), logs the JSON ready line on stderr and
-// exits 0 on SIGTERM. mode "fail" exits 1 before the ready line; "crash"
-// exits 2 a moment after it.
+// exits 0 on SIGTERM. Given --raft-advertise it also binds --raft-addr,
+// logs the open line with the bound address, advertises the other one and
+// echoes what it receives on the Raft port. mode "fail" exits 1 before the
+// ready line; "crash" exits 2 a moment after it.
 func fakeMaosd(mode string, args []string) int {
 	flags := map[string]string{}
 	for i := 0; i+1 < len(args); i++ {
@@ -51,7 +54,27 @@ func fakeMaosd(mode string, args []string) int {
 	}
 	defer ln.Close()
 	raft := flags["raft-addr"]
-	if strings.HasSuffix(raft, ":0") {
+	if adv := flags["raft-advertise"]; adv != "" {
+		rln, err := net.Listen("tcp", raft)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fake maosd: --raft-addr:", err)
+			return 1
+		}
+		defer rln.Close()
+		go func() {
+			for {
+				c, err := rln.Accept()
+				if err != nil {
+					return
+				}
+				go func() { defer c.Close(); _, _ = io.Copy(c, c) }()
+			}
+		}()
+		open, _ := json.Marshal(map[string]string{"level": "INFO", "msg": OpenMessage, "node": flags["node-id"],
+			"raft_addr": adv, "raft_bind": rln.Addr().String()})
+		fmt.Fprintln(os.Stderr, string(open))
+		raft = adv
+	} else if strings.HasSuffix(raft, ":0") {
 		raft = "127.0.0.1:1" // fixed: nothing dials it
 	}
 	sig := make(chan os.Signal, 1)
@@ -271,5 +294,60 @@ func TestModuleRoot(t *testing.T) {
 	NoErr(t, err)
 	if !strings.Contains(string(b), "module github.com/maos-project/maos") {
 		t.Errorf("ModuleRoot found %s, not maos's go.mod", root)
+	}
+}
+
+// A node with a Raft IP and proxy binds Raft on that IP, advertises the
+// proxy, points the proxy at its real Raft port as soon as it logs it, and
+// keeps all three across a restart.
+func TestProxiedNodeAddresses(t *testing.T) {
+	const ip = "127.0.0.51"
+	needLoopbackIPs(t, ip)
+	p, err := NewProxy("127.0.0.1:0")
+	NoErr(t, err)
+	t.Cleanup(func() { p.Close() })
+	exe, err := os.Executable()
+	NoErr(t, err)
+	n, err := NewNode(NodeConfig{ID: "n1", Dir: filepath.Join(t.TempDir(), "n1"), Maosd: exe,
+		Env: []string{fakeEnv + "=run"}, RaftIP: ip, RaftProxy: p})
+	NoErr(t, err)
+	t.Cleanup(func() {
+		if n.Running() {
+			_ = n.Kill()
+		}
+	})
+	NoErr(t, n.Start())
+	bind := n.RaftBindAddr()
+	if host, port, _ := net.SplitHostPort(bind); host != ip || port == "0" || n.RaftAddr() != p.Addr() || p.Target() != bind {
+		t.Fatalf("raft advertised %s bound %s, proxy %s -> %s; want bound on %s, advertising the proxy", n.RaftAddr(), bind, p.Addr(), p.Target(), ip)
+	}
+	dialFrom(t, "127.0.0.1", p.Addr()).mustEcho("through the proxy")
+
+	NoErr(t, n.Restart())
+	if n.RaftBindAddr() != bind || n.RaftAddr() != p.Addr() || p.Target() != bind {
+		t.Fatalf("after restart: raft %s bound %s, proxy target %s; want %s bound %s", n.RaftAddr(), n.RaftBindAddr(), p.Target(), p.Addr(), bind)
+	}
+	starts := strings.Split(n.LogTail(1000), "=== harness: start #")
+	if len(starts) != 3 || !strings.Contains(starts[1], "--raft-addr "+ip+":0 --raft-advertise "+p.Addr()) ||
+		!strings.Contains(starts[2], "--raft-addr "+bind+" --raft-advertise "+p.Addr()) {
+		t.Errorf("command lines: want port 0 on %s first, then %s, both advertising %s:\n%s", ip, bind, p.Addr(), n.LogTail(1000))
+	}
+	dialFrom(t, "127.0.0.1", p.Addr()).mustEcho("after restart")
+}
+
+func TestParseOpen(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want string
+	}{
+		{`{"level":"INFO","msg":"node open","node":"n1","raft_addr":"127.0.0.1:5","raft_bind":"127.0.0.12:6"}`, "127.0.0.12:6"},
+		{`{"level":"INFO","msg":"node open","node":"n1","raft_addr":"127.0.0.1:5"}`, ""},
+		{`{"msg":"maosd ready to serve","raft_bind":"127.0.0.12:6"}`, ""},
+		{`time=x msg="node open" raft_bind=127.0.0.12:6`, ""},
+	} {
+		got, ok := parseOpen([]byte(tc.line))
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("parseOpen(%s) = %q, %v; want %q", tc.line, got, ok, tc.want)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -20,18 +21,28 @@ import (
 )
 
 // ReadyMessage is the msg of the log line maosd writes once it serves; with
-// --log-format json the line carries api_addr and raft_addr.
+// --log-format json the line carries api_addr and raft_addr (the advertised
+// Raft address).
 const ReadyMessage = "maosd ready to serve"
+
+// OpenMessage is the msg of the log line a maosd node writes once its Raft
+// transport listens, before it joins; with --log-format json the line
+// carries raft_bind, the address the transport actually listens on (which
+// differs from raft_addr when an advertise address is given). A node with
+// a RaftProxy learns its bind address from it, because a joining node's
+// Raft port must be reachable through the proxy before it is ready.
+const OpenMessage = "node open"
 
 // Node is one maosd process of a Cluster (or on its own, from NewNode).
 //
-// The first Start binds 127.0.0.1:0 for both the HTTP API and Raft (and
-// passes --join when the node was created with join addresses); every later
-// start passes the same --node-id and --data-dir and, explicitly, the
-// addresses the first start got, and never --join, as an operator restarting
-// a node would. All methods are safe for concurrent use; the lifecycle
-// methods (Start, Stop, Kill, Restart, Pause, Resume) are serialised per
-// node.
+// The first Start binds 127.0.0.1:0 for both the HTTP API and Raft (Raft on
+// RaftIP:0 if one was given, advertising the RaftProxy's address if there is
+// one), and passes --join when the node was created with join addresses;
+// every later start passes the same --node-id and --data-dir and,
+// explicitly, the addresses the first start got, and never --join, as an
+// operator restarting a node would. All methods are safe for concurrent
+// use; the lifecycle methods (Start, Stop, Kill, Restart, Pause, Resume) are
+// serialised per node.
 type Node struct {
 	// ID is the --node-id.
 	ID string
@@ -43,17 +54,20 @@ type Node struct {
 	// Dir/maosd.log, appended to on every start with a header line.
 	LogPath string
 
-	bin   string
-	extra []string
-	env   []string
-	join  []string
-	to    timeouts
+	bin    string
+	extra  []string
+	env    []string
+	join   []string
+	to     timeouts
+	raftIP string // "" for 127.0.0.1
+	proxy  *Proxy // nil: Raft is not proxied
 
 	op sync.Mutex // serialises lifecycle operations
 
 	mu         sync.Mutex
 	apiAddr    string
-	raftAddr   string
+	raftAddr   string // advertised (the proxy's address when proxied)
+	raftBind   string // listened on; "" until learned
 	client     *transport.Client
 	hc         *http.Client
 	proc       *process
@@ -95,6 +109,15 @@ type NodeConfig struct {
 	// long Kill waits for the exit (default 10 s).
 	StartTimeout time.Duration
 	StopTimeout  time.Duration
+	// RaftIP, if set, is the loopback IP the node binds Raft on (port 0 on
+	// the first start, the port it got on every later one) instead of
+	// 127.0.0.1; maosd then dials its peers from that IP.
+	RaftIP string
+	// RaftProxy, if set, is advertised as the node's Raft address
+	// (--raft-advertise), so every peer reaches the node through it; its
+	// target is set to the node's real Raft address as soon as the node
+	// logs it (OpenMessage). The caller owns the proxy and closes it.
+	RaftProxy *Proxy
 }
 
 // NewNode returns a node that is not started yet. Most tests use
@@ -116,6 +139,8 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		env:     append([]string(nil), cfg.Env...),
 		join:    append([]string(nil), cfg.Join...),
 		to:      timeouts{start: cfg.StartTimeout, stop: cfg.StopTimeout},
+		raftIP:  cfg.RaftIP,
+		proxy:   cfg.RaftProxy,
 	}
 	if n.to.start <= 0 {
 		n.to.start = 30 * time.Second
@@ -134,12 +159,35 @@ func (n *Node) APIAddr() string {
 	return n.apiAddr
 }
 
-// RaftAddr is the node's Raft address, "" before the first start.
+// RaftAddr is the node's advertised Raft address -- what its peers dial,
+// its RaftProxy's address if it has one -- "" before the first start.
 func (n *Node) RaftAddr() string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.raftAddr
 }
+
+// RaftBindAddr is the address the node's Raft transport listens on: the
+// RaftAddr unless the node is proxied; "" before the first start.
+func (n *Node) RaftBindAddr() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.raftBind == "" {
+		return n.raftAddr
+	}
+	return n.raftBind
+}
+
+// RaftIP is the IP the node binds Raft on and dials its peers from.
+func (n *Node) RaftIP() string {
+	if n.raftIP == "" {
+		return "127.0.0.1"
+	}
+	return n.raftIP
+}
+
+// Proxy is the proxy in front of the node's Raft port, nil if none.
+func (n *Node) Proxy() *Proxy { return n.proxy }
 
 // Client is an API client for the node; nil before the first start. It
 // stays valid across restarts (the address does not change).
@@ -241,12 +289,19 @@ func (n *Node) args() []string {
 	args := append([]string(nil), n.extra...)
 	args = append(args, "--node-id", n.ID, "--data-dir", n.DataDir, "--log-format", "json")
 	if n.apiAddr == "" {
-		args = append(args, "--http-addr", "127.0.0.1:0", "--raft-addr", "127.0.0.1:0")
+		args = append(args, "--http-addr", "127.0.0.1:0", "--raft-addr", net.JoinHostPort(n.RaftIP(), "0"))
 		for _, j := range n.join {
 			args = append(args, "--join", j)
 		}
 	} else {
-		args = append(args, "--http-addr", n.apiAddr, "--raft-addr", n.raftAddr)
+		bind := n.raftBind
+		if bind == "" {
+			bind = n.raftAddr
+		}
+		args = append(args, "--http-addr", n.apiAddr, "--raft-addr", bind)
+	}
+	if n.proxy != nil {
+		args = append(args, "--raft-advertise", n.proxy.Addr())
 	}
 	return args
 }
@@ -267,7 +322,7 @@ func (n *Node) launch(deadline time.Time) (retry bool, err error) {
 	fmt.Fprintf(logf, "=== harness: start #%d of %s at %s: %s %s\n", startNo, n.ID,
 		time.Now().UTC().Format(time.RFC3339Nano), n.bin, strings.Join(args, " "))
 
-	lw := newLogWriter(logf)
+	lw := newLogWriter(logf, n.onOpen)
 	cmd := exec.Command(n.bin, args...)
 	cmd.Stdout, cmd.Stderr = lw, lw
 	cmd.Dir = n.Dir
@@ -291,15 +346,23 @@ func (n *Node) launch(deadline time.Time) (retry bool, err error) {
 	defer timer.Stop()
 	select {
 	case r := <-lw.ready:
+		bind := lw.raftBind()
 		n.mu.Lock()
 		defer n.mu.Unlock()
+		if n.proxy != nil && bind == "" {
+			return false, fmt.Errorf("harness: %s (start #%d, pid %d) is ready but never logged %q with its raft_bind; the harness cannot set its Raft proxy's target",
+				n.ID, startNo, p.pid, OpenMessage)
+		}
 		if first {
-			n.apiAddr, n.raftAddr = r.APIAddr, r.RaftAddr
+			n.apiAddr, n.raftAddr, n.raftBind = r.APIAddr, r.RaftAddr, bind
 			n.hc = &http.Client{Transport: transport.NewHTTPTransport()}
 			n.client = transport.NewClient(n.apiAddr, n.hc)
-		} else if r.APIAddr != n.apiAddr || r.RaftAddr != n.raftAddr {
-			return false, fmt.Errorf("harness: restart of %s serves api %s raft %s, want api %s raft %s",
-				n.ID, r.APIAddr, r.RaftAddr, n.apiAddr, n.raftAddr)
+		} else if r.APIAddr != n.apiAddr || r.RaftAddr != n.raftAddr || n.raftBind != "" && bind != n.raftBind {
+			return false, fmt.Errorf("harness: restart of %s serves api %s raft %s (bound on %s), want api %s raft %s (bound on %s)",
+				n.ID, r.APIAddr, r.RaftAddr, bind, n.apiAddr, n.raftAddr, n.raftBind)
+		}
+		if n.proxy != nil && r.RaftAddr != n.proxy.Addr() {
+			return false, fmt.Errorf("harness: %s advertises raft %s, not its proxy %s", n.ID, r.RaftAddr, n.proxy.Addr())
 		}
 		return false, nil
 	case <-p.done:
@@ -585,26 +648,52 @@ func (n *Node) closeIdle() {
 	}
 }
 
-// readyLine is the part of maosd's ready log line the harness reads.
+// onOpen is called with the Raft bind address a starting maosd logged
+// (OpenMessage), before its ready line: a proxied node's proxy forwards to
+// it from then on, which a joining node needs to become ready at all.
+func (n *Node) onOpen(raftBind string) {
+	if n.proxy == nil {
+		return
+	}
+	n.mu.Lock()
+	want := n.raftBind
+	n.mu.Unlock()
+	if want == "" || want == raftBind {
+		n.proxy.SetTarget(raftBind)
+	} // else the restart moved: launch reports it
+}
+
+// readyLine is the part of maosd's ready and open log lines the harness
+// reads.
 type readyLine struct {
 	Msg      string `json:"msg"`
 	NodeID   string `json:"node_id"`
 	APIAddr  string `json:"api_addr"`
 	RaftAddr string `json:"raft_addr"`
+	RaftBind string `json:"raft_bind"`
 }
 
-// logWriter copies a process's output to its log file and spots the
-// ready line.
+// logWriter copies a process's output to its log file and spots the open
+// line (OpenMessage) and the ready line.
 type logWriter struct {
-	mu    sync.Mutex
-	f     *os.File
-	buf   []byte
-	sent  bool
-	ready chan readyLine // capacity 1; receives the first ready line
+	mu     sync.Mutex
+	f      *os.File
+	buf    []byte
+	sent   bool
+	bind   string            // raft_bind of the open line, once seen
+	onOpen func(bind string) // called with it, under mu
+	ready  chan readyLine    // capacity 1; receives the first ready line
 }
 
-func newLogWriter(f *os.File) *logWriter {
-	return &logWriter{f: f, ready: make(chan readyLine, 1)}
+func newLogWriter(f *os.File, onOpen func(string)) *logWriter {
+	return &logWriter{f: f, onOpen: onOpen, ready: make(chan readyLine, 1)}
+}
+
+// raftBind is the raft_bind of the open line, "" if none was seen.
+func (w *logWriter) raftBind() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.bind
 }
 
 // maxLine caps how much of an unterminated line logWriter keeps.
@@ -625,6 +714,13 @@ func (w *logWriter) Write(p []byte) (int, error) {
 		}
 		line := w.buf[:i]
 		w.buf = w.buf[i+1:]
+		if b, ok := parseOpen(line); ok && w.bind == "" {
+			w.bind = b
+			if w.onOpen != nil {
+				w.onOpen(b)
+			}
+			continue
+		}
 		if r, ok := parseReady(line); ok {
 			w.sent = true
 			w.buf = nil
@@ -636,6 +732,18 @@ func (w *logWriter) Write(p []byte) (int, error) {
 		w.buf = nil
 	}
 	return len(p), nil
+}
+
+// parseOpen returns the raft_bind of line if it is a node's JSON open line.
+func parseOpen(line []byte) (string, bool) {
+	if !bytes.Contains(line, []byte(OpenMessage)) || !bytes.Contains(line, []byte("raft_bind")) {
+		return "", false
+	}
+	var r readyLine
+	if err := json.Unmarshal(bytes.TrimSpace(line), &r); err != nil || r.Msg != OpenMessage || r.RaftBind == "" {
+		return "", false
+	}
+	return r.RaftBind, true
 }
 
 // parseReady decodes line if it is maosd's JSON ready line.

@@ -76,6 +76,12 @@ type checkReport struct {
 // Call it after c.WaitConverged, so local reads see every entry.
 func checkStored(t *testing.T, c *harness.Cluster, channels []string, sends map[string]*sent) checkReport {
 	t.Helper()
+	return checkStoredOn(t, c.Nodes(), channels, sends)
+}
+
+// checkStoredOn is checkStored on the given nodes.
+func checkStoredOn(t *testing.T, nodes []*harness.Node, channels []string, sends map[string]*sent) checkReport {
+	t.Helper()
 	rep := checkReport{perChannel: map[string]int{}}
 	type view struct {
 		where string
@@ -84,7 +90,7 @@ func checkStored(t *testing.T, c *harness.Cluster, channels []string, sends map[
 	}
 	for _, ch := range channels {
 		var ref *view
-		for _, n := range c.Nodes() {
+		for _, n := range nodes {
 			for _, cons := range []transport.Consistency{transport.Local, transport.Strong} {
 				where := fmt.Sprintf("%s/%s", n.ID, cons)
 				msgs, err := readChannel(n.Client(), ch, cons)
