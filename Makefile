@@ -3,17 +3,18 @@ GO      ?= go
 BIN     := bin
 PKGS    := ./...
 
-.PHONY: help build test vet race bench demo clean fmt
+.PHONY: help build test vet bench demo chaos clean
 
 help:
-	@echo "make build   build bin/maosd and bin/maosctl"
+	@echo "make build   build bin/maosd, bin/maosctl and bin/maos-chaos"
 	@echo "make test    go vet + go test -race (what CI runs)"
 	@echo "make demo    start a local 3-node cluster, send through a follower, read back from every node"
 	@echo "make bench   run the Go benchmarks (figures: docs/PERFORMANCE.md)"
+	@echo "make chaos   the full chaos run: every nemesis on 3 and on 5 nodes (docs/RELIABILITY.md)"
 	@echo "make clean   remove bin/ and demo leftovers"
 
 build:
-	$(GO) build -o $(BIN)/ ./cmd/maosd ./cmd/maosctl
+	$(GO) build -o $(BIN)/ ./cmd/maosd ./cmd/maosctl ./cmd/maos-chaos
 
 vet:
 	$(GO) vet $(PKGS)
@@ -28,5 +29,12 @@ bench:
 demo: build
 	./scripts/demo.sh
 
+# The full chaos run: several minutes. Reports land in chaos-out/.
+chaos: build
+	rm -rf chaos-out
+	$(BIN)/maos-chaos --maosd $(BIN)/maosd --nodes 3 --hold 5s --out chaos-out
+	$(BIN)/maos-chaos --maosd $(BIN)/maosd --nodes 5 --hold 5s --out chaos-out
+	$(BIN)/maos-chaos --maosd $(BIN)/maosd --nodes 3 --together --hold 4s --out chaos-out
+
 clean:
-	rm -rf $(BIN) maos-data
+	rm -rf $(BIN) maos-data chaos-out

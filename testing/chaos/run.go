@@ -1,0 +1,206 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/maos-project/maos/testing/harness"
+)
+
+// Config describes one chaos run: a fresh cluster, a workload that runs
+// throughout, the nemeses injected one after another, then the checks.
+type Config struct {
+	// Maosd is the maosd binary to run; required.
+	Maosd string
+	// Nodes is the cluster size (default 3).
+	Nodes int
+	// Nemeses are injected in turn, each held for Hold then healed.
+	Nemeses []Nemesis
+	// Workload shape; zero values take the workload's defaults.
+	Clients, Readers, Channels int
+	// Warmup is the load before the first fault (default 2 s); Hold how
+	// long each fault lasts (default 3 s); Recover bounds the wait for a
+	// leader after each heal (default 30 s); Gap is the load between a
+	// recovery and the next fault (default 1 s); Quiet the pause after the
+	// load stopped and the nodes converged, before the checks (default 1 s).
+	Warmup, Hold, Recover, Gap, Quiet time.Duration
+	// Seed drives every random choice (0: from the clock, reported).
+	Seed int64
+	// OutDir receives report.json, report.txt and, when the history is not
+	// linearizable, porcupine's HTML. Required.
+	OutDir string
+	// Logf receives progress lines; nil is silent.
+	Logf func(format string, args ...any)
+}
+
+func (c *Config) setDefaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	if c.Nodes <= 0 {
+		c.Nodes = 3
+	}
+	if c.Channels <= 0 {
+		c.Channels = 4
+	}
+	def(&c.Warmup, 2*time.Second)
+	def(&c.Hold, 3*time.Second)
+	def(&c.Recover, 30*time.Second)
+	def(&c.Gap, time.Second)
+	def(&c.Quiet, time.Second)
+	if c.Seed == 0 {
+		c.Seed = time.Now().UnixNano()
+	}
+	if c.Logf == nil {
+		c.Logf = func(string, ...any) {}
+	}
+}
+
+// Run performs one chaos run and writes its report into cfg.OutDir. The
+// returned report says whether every promise held (Report.Pass); the error
+// is for a run that could not be carried out (no cluster, a fault that
+// could not be injected or healed), in which case the report, if any, is
+// partial.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	cfg.setDefaults()
+	if cfg.Maosd == "" || cfg.OutDir == "" {
+		return nil, errors.New("chaos: Config.Maosd and Config.OutDir are required")
+	}
+	if len(cfg.Nemeses) == 0 {
+		return nil, errors.New("chaos: no nemesis to inject")
+	}
+	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
+		return nil, fmt.Errorf("chaos: out dir: %w", err)
+	}
+	var names []string
+	for _, n := range cfg.Nemeses {
+		names = append(names, n.Name)
+	}
+	rep := &Report{Scenario: fmt.Sprintf("%d nodes: %s", cfg.Nodes, strings.Join(names, ", ")),
+		Nodes: cfg.Nodes, Started: time.Now(), Seed: cfg.Seed}
+	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6d616f73))
+
+	c, err := harness.StartCluster(harness.Options{Maosd: cfg.Maosd, Nodes: cfg.Nodes, Partitionable: true, Logf: cfg.Logf})
+	if err != nil {
+		return nil, fmt.Errorf("chaos: start cluster: %w", err)
+	}
+	defer c.Close()
+	cfg.Logf("cluster of %d up in %s", cfg.Nodes, c.Dir)
+
+	h := NewHistory()
+	wctx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
+	loadDone := make(chan error, 1)
+	wcfg := WorkloadConfig{
+		Clients: cfg.Clients, Readers: cfg.Readers, Channels: cfg.Channels,
+		Nodes: c.Live, Seed: cfg.Seed,
+	}
+	go func() { loadDone <- RunWorkload(wctx, wcfg, h) }()
+
+	runErr := inject(ctx, cfg, c, h, rng, rep)
+	stopLoad()
+	if err := <-loadDone; err != nil && runErr == nil {
+		runErr = fmt.Errorf("chaos: workload: %w", err)
+	}
+	rep.Duration = h.Since()
+	if runErr != nil {
+		return finish(cfg, rep, runErr)
+	}
+
+	// Everything healed: wait until every node applied the same entries,
+	// let the cluster sit, then check.
+	if _, err := c.Leader(); err != nil {
+		return finish(cfg, rep, fmt.Errorf("chaos: no leader after the faults: %w", err))
+	}
+	if _, err := c.WaitConverged(); err != nil {
+		return finish(cfg, rep, fmt.Errorf("chaos: nodes did not converge: %w", err))
+	}
+	if err := sleepCtx(ctx, cfg.Quiet); err != nil {
+		return finish(cfg, rep, err)
+	}
+	channels := wcfg.ChannelNames()
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	check, err := Check(cctx, c.Nodes(), h, channels, cfg.OutDir)
+	if err != nil {
+		return finish(cfg, rep, fmt.Errorf("chaos: check: %w", err))
+	}
+	rep.Check = check
+	for _, n := range c.Nodes() {
+		for _, e := range n.UnexpectedExits() {
+			rep.Check.Notes = append(rep.Check.Notes, fmt.Sprintf("%s exited unexpectedly: %s", n.ID, e))
+			rep.Crashes++
+		}
+	}
+	rep.Ops = CountOps(h.Ops())
+	rep.Pass = check.OK() && rep.Crashes == 0
+	if !rep.Pass {
+		rep.ClusterDir = c.Dir
+		c.Keep()
+	}
+	return finish(cfg, rep, nil)
+}
+
+// inject runs the nemeses in turn under load.
+func inject(ctx context.Context, cfg Config, c *harness.Cluster, h *History, rng *rand.Rand, rep *Report) error {
+	if err := sleepCtx(ctx, cfg.Warmup); err != nil {
+		return err
+	}
+	for _, nem := range cfg.Nemeses {
+		f := Fault{Name: nem.Name, Start: h.Since(), RecoveredAfter: -1}
+		nodes, heal, err := nem.inject(ctx, c, rng)
+		if err != nil {
+			return fmt.Errorf("chaos: inject %s: %w", nem.Name, err)
+		}
+		f.Nodes = ids(nodes)
+		cfg.Logf("fault %s on %v at %v", nem.Name, f.Nodes, f.Start.Round(time.Millisecond))
+		holdErr := sleepCtx(ctx, cfg.Hold)
+		if err := heal(); err != nil {
+			return fmt.Errorf("chaos: heal %s: %w", nem.Name, err)
+		}
+		f.End = h.Since()
+		rep.Faults = append(rep.Faults, f)
+		if holdErr != nil {
+			return holdErr
+		}
+		if _, err := c.WaitLeader(cfg.Recover); err != nil {
+			return fmt.Errorf("chaos: no leader within %v after healing %s: %w", cfg.Recover, nem.Name, err)
+		}
+		cfg.Logf("healed %s at %v", nem.Name, f.End.Round(time.Millisecond))
+		if err := sleepCtx(ctx, cfg.Gap); err != nil {
+			return err
+		}
+	}
+	for i := range rep.Faults {
+		rep.Faults[i].RecoveredAfter = RecoveryTime(h, rep.Faults[i].Start)
+	}
+	return nil
+}
+
+// finish writes the report files and returns the report with runErr.
+func finish(cfg Config, rep *Report, runErr error) (*Report, error) {
+	if runErr != nil {
+		rep.Error = runErr.Error()
+		rep.Pass = false
+	}
+	data, err := json.MarshalIndent(rep, "", "  ")
+	if err == nil {
+		err = os.WriteFile(filepath.Join(cfg.OutDir, "report.json"), append(data, '\n'), 0o644)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(cfg.OutDir, "report.txt"), []byte(rep.Text()), 0o644)
+	}
+	if err != nil && runErr == nil {
+		runErr = fmt.Errorf("chaos: write report: %w", err)
+	}
+	return rep, runErr
+}
