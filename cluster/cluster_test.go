@@ -272,6 +272,10 @@ func TestClusterOperations(t *testing.T) {
 	if tr.LeaderID != f.id {
 		t.Fatalf("transfer went to %s, want %s", tr.LeaderID, f.id)
 	}
+	// Transferring to the node that already leads changes nothing.
+	if again, err := f.client.TransferLeadership(ctx, tr.LeaderID); err != nil || again.LeaderID != tr.LeaderID {
+		t.Fatalf("transfer to the current leader = %+v, %v", again, err)
+	}
 	if _, err := f.client.TransferLeadership(ctx, "nobody"); !errors.Is(err, fsm.ErrNotFound) {
 		t.Fatalf("transfer to unknown node: got %v", err)
 	}

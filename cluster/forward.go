@@ -47,10 +47,17 @@ func leaderDo[T any](ctx context.Context, n *Node, write bool,
 			res, err = local(ctx)
 		} else if forwarded {
 			return zero, fmt.Errorf("%w: node %s (leader is %q)", transport.ErrNotLeader, n.cfg.NodeID, n.leaderID())
-		} else if addr, lerr := n.leaderAPIAddr(); lerr != nil {
-			err = lerr
 		} else {
-			res, err = remote(ctx, n.client(addr).Forwarding())
+			// Taken before the leader is looked up, so a change in between
+			// is not missed.
+			changed := n.leaderChange()
+			if addr, lerr := n.leaderAPIAddr(); lerr != nil {
+				err = lerr
+			} else {
+				res, err = forwardHop(ctx, changed, func(ctx context.Context) (T, error) {
+					return remote(ctx, n.client(addr).Forwarding())
+				})
+			}
 		}
 		if err == nil || isFinal(err) {
 			return res, err
@@ -63,6 +70,25 @@ func leaderDo[T any](ctx context.Context, n *Node, write bool,
 			return zero, fmt.Errorf("%w: %v", transport.ErrNoLeader, lastErr)
 		}
 	}
+}
+
+// forwardHop runs one forwarded call and abandons it when the leader
+// changes meanwhile: a request stuck at a paused or cut-off leader is
+// retried at the new one at once instead of waiting out its timeout. The
+// abandoned attempt may still commit; the retry carries the same id.
+func forwardHop[T any](ctx context.Context, leaderChanged <-chan struct{}, call func(context.Context) (T, error)) (T, error) {
+	hop, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-leaderChanged:
+			cancel()
+		case <-done:
+		}
+	}()
+	return call(hop)
 }
 
 // isFinal reports whether err is an answer rather than a failure to get
@@ -142,10 +168,16 @@ type backoff struct{ next time.Duration }
 
 func newBackoff() *backoff { return &backoff{next: 25 * time.Millisecond} }
 
-func (b *backoff) wait(ctx context.Context, stop <-chan struct{}) error {
+// step returns the next delay, between half and all of the current step,
+// and doubles the step up to the cap.
+func (b *backoff) step() time.Duration {
 	d := b.next/2 + rand.N(b.next/2+1)
 	b.next = min(2*b.next, time.Second)
-	t := time.NewTimer(d)
+	return d
+}
+
+func (b *backoff) wait(ctx context.Context, stop <-chan struct{}) error {
+	t := time.NewTimer(b.step())
 	defer t.Stop()
 	select {
 	case <-t.C:

@@ -36,8 +36,8 @@ func testConfig(id, dir, api string) Config {
 	return Config{
 		NodeID: id, DataDir: dir, RaftAddr: "127.0.0.1:0", APIAddr: api,
 		Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
-		HeartbeatTimeout: 300 * time.Millisecond, ElectionTimeout: 300 * time.Millisecond,
-		LeaderLeaseTimeout: 150 * time.Millisecond, RetryTimeout: 10 * time.Second,
+		HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond,
+		LeaderLeaseTimeout: 250 * time.Millisecond, RetryTimeout: 10 * time.Second,
 	}
 }
 

@@ -36,7 +36,10 @@ func (n *Node) watchLeadership() {
 		select {
 		case <-n.shutdown:
 			return
-		case <-obsCh:
+		case o := <-obsCh:
+			if _, ok := o.Data.(raft.LeaderObservation); ok {
+				n.signalLeaderChange()
+			}
 		case <-tick.C:
 		}
 		if n.raft.State() == raft.Leader && n.readyTerm.v.Load() != n.raft.CurrentTerm() {
@@ -62,4 +65,19 @@ func (n *Node) establishLeadership() error {
 	n.readyTerm.v.CompareAndSwap(n.readyTerm.v.Load(), term)
 	n.logger.Info("leading", "term", term)
 	return nil
+}
+
+// leaderChange returns a channel closed at the next leader change this node
+// observes.
+func (n *Node) leaderChange() <-chan struct{} {
+	n.leaderMu.Lock()
+	defer n.leaderMu.Unlock()
+	return n.leaderChanged
+}
+
+func (n *Node) signalLeaderChange() {
+	n.leaderMu.Lock()
+	close(n.leaderChanged)
+	n.leaderChanged = make(chan struct{})
+	n.leaderMu.Unlock()
 }

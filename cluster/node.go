@@ -37,6 +37,9 @@ type Node struct {
 	httpc     *http.Client
 	readyTerm syncTerm // term in which this node, leading, applied an entry
 
+	leaderMu      sync.Mutex
+	leaderChanged chan struct{} // closed and replaced when the leader changes
+
 	shutdown  chan struct{}
 	wg        sync.WaitGroup
 	closeOnce sync.Once
@@ -61,7 +64,7 @@ func Open(cfg Config) (*Node, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("cluster: data dir: %w", err)
 	}
-	n := &Node{cfg: cfg, logger: cfg.Logger.With("node", cfg.NodeID), shutdown: make(chan struct{})}
+	n := &Node{cfg: cfg, logger: cfg.Logger.With("node", cfg.NodeID), shutdown: make(chan struct{}), leaderChanged: make(chan struct{})}
 	n.httpc = &http.Client{Transport: transport.NewHTTPTransport()}
 	ok := false
 	defer func() {

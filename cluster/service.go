@@ -259,6 +259,10 @@ func (n *Node) Snapshot(ctx context.Context) (transport.SnapshotResponse, error)
 // known.
 func (n *Node) TransferLeadership(ctx context.Context, nodeID string) (transport.TransferResponse, error) {
 	return leaderDo(ctx, n, true, func(ctx context.Context) (transport.TransferResponse, error) {
+		if nodeID == n.cfg.NodeID {
+			// Already there: a transfer to the current leader is a no-op.
+			return transport.TransferResponse{LeaderID: nodeID}, nil
+		}
 		var f raft.Future
 		if nodeID == "" {
 			f = n.raft.LeadershipTransfer()
