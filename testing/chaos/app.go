@@ -63,9 +63,11 @@ func nemesisDocs() string {
 	return b.String()
 }
 
+// findMaosd returns an absolute path: the nodes run in their own
+// directories.
 func findMaosd(flag string) (string, error) {
 	if flag != "" {
-		return flag, nil
+		return filepath.Abs(flag)
 	}
 	if exe, err := os.Executable(); err == nil {
 		p := filepath.Join(filepath.Dir(exe), "maosd")
@@ -74,7 +76,7 @@ func findMaosd(flag string) (string, error) {
 		}
 	}
 	if _, err := os.Stat("bin/maosd"); err == nil {
-		return "bin/maosd", nil
+		return filepath.Abs("bin/maosd")
 	}
 	return "", fmt.Errorf("no maosd binary found beside maos-chaos or in bin/; run make build or pass --maosd")
 }

@@ -85,7 +85,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	for _, n := range cfg.Nemeses {
 		names = append(names, n.Name)
 	}
-	rep := &Report{Scenario: fmt.Sprintf("%d nodes: %s", cfg.Nodes, strings.Join(names, ", ")),
+	rep := &Report{Scenario: strings.Join(names, ", "),
 		Nodes: cfg.Nodes, Started: time.Now(), Seed: cfg.Seed}
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6d616f73))
 
