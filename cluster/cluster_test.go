@@ -311,3 +311,35 @@ func TestClusterOperations(t *testing.T) {
 		return nn.Ready(ctx) == nil && c.leader().voterCount() == 3
 	})
 }
+
+// A generic command applied through one follower is read back strongly
+// through the other: Apply forwards, Linearize waits for the read index.
+func TestApplyThroughFollowerAndStrongReadElsewhere(t *testing.T) {
+	c := newTestCluster(t, 3)
+	ctx := ctxT(t)
+	l := c.leader()
+	var fs []*testNode
+	for _, n := range c.nodes {
+		if n != l {
+			fs = append(fs, n)
+		}
+	}
+	got, err := fs[0].client.SetConfig(ctx, "strict_senders", true)
+	if err != nil || !got.StrictSenders {
+		t.Fatalf("set config through a follower = %+v, %v", got, err)
+	}
+	cfg, err := fs[1].client.Config(ctx, transport.Strong)
+	if err != nil || !cfg.StrictSenders {
+		t.Fatalf("strong read of config on the other follower = %+v, %v", cfg, err)
+	}
+	if _, err := fs[1].client.SetConfig(ctx, "nonsense", 1); !errors.Is(err, fsm.ErrInvalid) {
+		t.Fatalf("unknown setting: got %v, want invalid", err)
+	}
+	page, err := fs[1].State().Audit(0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(page.Events); n != 1 || page.Events[0].Label != "CONFIG" {
+		t.Fatalf("audit = %+v, want one CONFIG event", page.Events)
+	}
+}

@@ -52,21 +52,14 @@ func read[T any](ctx context.Context, n *Node, c transport.Consistency,
 }
 
 // linearize makes a leader's next local read linearizable (the read-index
-// method): note the commit index, confirm leadership with a quorum, then
-// wait until the state has applied up to the noted index. A new leader
-// first commits an entry of its own term (see establishLeadership) so its
-// commit index covers every earlier term.
+// method): confirm leadership and wait until the state has applied the
+// commit index noted before the confirmation.
 func (n *Node) linearize(ctx context.Context) error {
-	if n.readyTerm.v.Load() != n.raft.CurrentTerm() {
-		if err := n.establishLeadership(); err != nil {
-			return err
-		}
-	}
-	commit := n.raft.CommitIndex()
-	if err := n.raft.VerifyLeader().Error(); err != nil {
+	idx, err := n.readIndex(ctx)
+	if err != nil {
 		return err
 	}
-	return n.fsm.WaitApplied(ctx, commit)
+	return n.fsm.WaitApplied(ctx, idx)
 }
 
 // Message returns one message by id.

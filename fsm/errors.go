@@ -15,6 +15,8 @@ var (
 	// ErrInvalid: a command or message failed validation; wrapped by a
 	// *FieldError naming the field.
 	ErrInvalid = errors.New("invalid")
+	// ErrForbidden: the rules or a cluster setting refuse the operation.
+	ErrForbidden = errors.New("forbidden")
 	// ErrClosed: the state was closed.
 	ErrClosed = errors.New("fsm: closed")
 	// ErrCorrupt: a bbolt file is damaged (truncated, pages overwritten,

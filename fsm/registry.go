@@ -13,4 +13,5 @@ type applyFunc func(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, err
 var registry = map[Op]applyFunc{
 	OpSend:         applySend,
 	OpRegisterNode: applyRegisterNode,
+	OpSetConfig:    applySetConfig,
 }

@@ -66,10 +66,10 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	if err == nil {
 		err = check.View(func(tx *bbolt.Tx) error {
-			for _, name := range allBuckets {
-				if tx.Bucket(name) == nil {
-					return fmt.Errorf("no bucket %q", name)
-				}
+			// The meta bucket marks a state file; buckets a newer build
+			// added are created when the file is opened.
+			if tx.Bucket(bucketMeta) == nil {
+				return fmt.Errorf("no bucket %q", bucketMeta)
 			}
 			return nil
 		})

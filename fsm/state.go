@@ -23,7 +23,28 @@ var (
 	// bucketNodes: node id → NodeInfo JSON.
 	bucketNodes = []byte("nodes")
 
-	allBuckets = [][]byte{bucketMeta, bucketMessages, bucketIDs, bucketChannels, bucketChannelIndex, bucketNodes}
+	// The mailbox model. Each bucket's key and value format is documented
+	// beside the code that owns it (agents.go, inbox.go, receipts.go,
+	// audit.go, config.go, rules.go, bulletin.go, locks.go, retention.go).
+	bucketAgents      = []byte("agents")
+	bucketAgentIndex  = []byte("agent_index")
+	bucketInbox       = []byte("inbox")
+	bucketInboxCounts = []byte("inbox_counts")
+	bucketReadMarks   = []byte("read_marks")
+	bucketReceipts    = []byte("receipts")
+	bucketThreads     = []byte("threads")
+	bucketAudit       = []byte("audit")
+	bucketConfig      = []byte("config")
+	bucketRules       = []byte("rules")
+	bucketBulletin    = []byte("bulletin")
+	bucketLocks       = []byte("locks")
+	bucketRetention   = []byte("retention")
+
+	allBuckets = [][]byte{
+		bucketMeta, bucketMessages, bucketIDs, bucketChannels, bucketChannelIndex, bucketNodes,
+		bucketAgents, bucketAgentIndex, bucketInbox, bucketInboxCounts, bucketReadMarks, bucketReceipts,
+		bucketThreads, bucketAudit, bucketConfig, bucketRules, bucketBulletin, bucketLocks, bucketRetention,
+	}
 
 	keyAppliedIndex = []byte("applied_index")
 	keyAppliedTerm  = []byte("applied_term")

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/maos-project/maos/fsm"
@@ -101,6 +102,32 @@ type Service interface {
 	Remove(ctx context.Context, nodeID string) error
 	Snapshot(ctx context.Context) (SnapshotResponse, error)
 	TransferLeadership(ctx context.Context, to string) (TransferResponse, error)
+
+	// Apply proposes one command through Raft (forwarding from a follower,
+	// as Send does) and returns the state machine's result as JSON. The
+	// handler has validated body; apply validates it again.
+	Apply(ctx context.Context, op fsm.Op, body any) (json.RawMessage, error)
+	// Linearize returns, for Strong, once this node's state holds every
+	// entry committed before the call (a follower asks the leader for its
+	// read index and waits to apply it); for Local at once.
+	Linearize(ctx context.Context, c Consistency) error
+	// ReadIndex is the leader's half of Linearize: it confirms leadership
+	// with a quorum and returns the commit index. ErrNotLeader elsewhere.
+	ReadIndex(ctx context.Context) (uint64, error)
+	// State is the node's state machine, for reads after Linearize.
+	State() *fsm.FSM
+}
+
+// ApplyRequest is the body of POST /v1/internal/apply: a command a
+// follower forwards to the leader.
+type ApplyRequest struct {
+	Op   fsm.Op          `json:"op"`
+	Body json.RawMessage `json:"body"`
+}
+
+// ReadIndexResponse is the body of GET /v1/internal/read-index.
+type ReadIndexResponse struct {
+	Index uint64 `json:"index"`
 }
 
 type forwardedKey struct{}

@@ -201,3 +201,41 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	}
 	return nil
 }
+
+// Apply forwards one command to the node (normally the leader) and returns
+// the state machine's result as JSON.
+func (c *Client) Apply(ctx context.Context, op fsm.Op, body any) (json.RawMessage, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("transport: encode %s: %w", op, err)
+	}
+	var out json.RawMessage
+	err = c.do(ctx, http.MethodPost, "/v1/internal/apply", nil, ApplyRequest{Op: op, Body: b}, &out)
+	return out, err
+}
+
+// ReadIndex asks the node (the leader) for a confirmed read index.
+func (c *Client) ReadIndex(ctx context.Context) (uint64, error) {
+	var out ReadIndexResponse
+	err := c.do(ctx, http.MethodGet, "/v1/internal/read-index", nil, nil, &out)
+	return out.Index, err
+}
+
+// Config returns the cluster settings.
+func (c *Client) Config(ctx context.Context, cons Consistency) (fsm.ClusterConfig, error) {
+	var out fsm.ClusterConfig
+	err := c.do(ctx, http.MethodGet, "/v1/cluster/config", consQuery(cons), nil, &out)
+	return out, err
+}
+
+// SetConfig changes one cluster setting (value is any JSON value) and
+// returns the settings after the change.
+func (c *Client) SetConfig(ctx context.Context, key string, value any) (fsm.ClusterConfig, error) {
+	raw, err := json.Marshal(value)
+	if err != nil {
+		return fsm.ClusterConfig{}, fmt.Errorf("transport: encode %s: %w", key, err)
+	}
+	var out fsm.ClusterConfig
+	err = c.do(ctx, http.MethodPut, "/v1/cluster/config", nil, fsm.SetConfigCommand{Key: key, Value: raw}, &out)
+	return out, err
+}

@@ -36,6 +36,7 @@ const (
 	CodeTooLarge       = "too_large"
 	CodeNotFound       = "not_found"
 	CodeConflict       = "conflict"
+	CodeForbidden      = "forbidden"
 	CodeNoLeader       = "no_leader"
 	CodeNotLeader      = "not_leader"
 	CodeOutcomeUnknown = "outcome_unknown"
@@ -54,6 +55,7 @@ var codes = map[string]struct {
 	CodeTooLarge:       {http.StatusRequestEntityTooLarge, ErrTooLarge},
 	CodeNotFound:       {http.StatusNotFound, fsm.ErrNotFound},
 	CodeConflict:       {http.StatusConflict, fsm.ErrConflict},
+	CodeForbidden:      {http.StatusForbidden, fsm.ErrForbidden},
 	CodeNoLeader:       {http.StatusServiceUnavailable, ErrNoLeader},
 	CodeNotLeader:      {http.StatusServiceUnavailable, ErrNotLeader},
 	CodeOutcomeUnknown: {http.StatusServiceUnavailable, ErrOutcomeUnknown},
@@ -104,6 +106,8 @@ func toAPIError(err error) *APIError {
 		return &APIError{Status: http.StatusBadRequest, Code: CodeInvalid, Message: fe.Error()}
 	case errors.Is(err, fsm.ErrConflict):
 		code = CodeConflict
+	case errors.Is(err, fsm.ErrForbidden):
+		code = CodeForbidden
 	case errors.Is(err, fsm.ErrNotFound):
 		code = CodeNotFound
 	case errors.Is(err, fsm.ErrInvalid):

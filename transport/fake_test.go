@@ -46,6 +46,9 @@ type fakeService struct {
 	joins     []transport.JoinRequest
 	removed   []string
 	transfers []string
+	state     *fsm.FSM                                   // State(); nil unless a test sets it
+	applied   []transport.ApplyRequest                   // Apply calls
+	applyFn   func(fsm.Op, json.RawMessage) (any, error) // Apply's answer; nil echoes the op
 }
 
 func newFake() *fakeService {
@@ -270,6 +273,40 @@ func (f *fakeService) Snapshot(ctx context.Context) (transport.SnapshotResponse,
 	defer f.mu.Unlock()
 	return transport.SnapshotResponse{NodeID: "n1", ID: "3-12-1700000000000", Index: 12, Term: 3}, nil
 }
+
+func (f *fakeService) Apply(ctx context.Context, op fsm.Op, body any) (json.RawMessage, error) {
+	if err := f.record(ctx, call{method: "Apply", arg: string(op)}); err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	f.applied = append(f.applied, transport.ApplyRequest{Op: op, Body: raw})
+	fn := f.applyFn
+	f.mu.Unlock()
+	var res any = map[string]string{"op": string(op)}
+	if fn != nil {
+		if res, err = fn(op, raw); err != nil {
+			return nil, err
+		}
+	}
+	return json.Marshal(res)
+}
+
+func (f *fakeService) Linearize(ctx context.Context, c transport.Consistency) error {
+	return f.record(ctx, call{method: "Linearize", cons: c})
+}
+
+func (f *fakeService) ReadIndex(ctx context.Context) (uint64, error) {
+	if err := f.record(ctx, call{method: "ReadIndex"}); err != nil {
+		return 0, err
+	}
+	return f.status.CommitIndex, nil
+}
+
+func (f *fakeService) State() *fsm.FSM { return f.state }
 
 func (f *fakeService) TransferLeadership(ctx context.Context, to string) (transport.TransferResponse, error) {
 	if err := f.record(ctx, call{method: "TransferLeadership", arg: to}); err != nil {

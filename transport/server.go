@@ -61,6 +61,10 @@ func NewServer(svc Service, opts ServerOptions) *Server {
 	s.mux.HandleFunc("DELETE /v1/cluster/nodes/{id}", s.remove)
 	s.mux.HandleFunc("POST /v1/cluster/snapshot", s.snapshot)
 	s.mux.HandleFunc("POST /v1/cluster/transfer-leadership", s.transfer)
+	s.mux.HandleFunc("GET /v1/cluster/config", s.getConfig)
+	s.mux.HandleFunc("PUT /v1/cluster/config", s.setConfig)
+	s.mux.HandleFunc("POST /v1/internal/apply", s.internalApply)
+	s.mux.HandleFunc("GET /v1/internal/read-index", s.readIndex)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &APIError{Status: http.StatusNotFound, Code: CodeNotFound,
 			Message: fmt.Sprintf("no endpoint %s %s; see README.md for the API", r.Method, r.URL.Path)})
@@ -356,4 +360,81 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// maxApplyBytes caps a forwarded command: a message at the node's limit
+// plus its envelope.
+const maxApplyBytes = 2 << 20
+
+// internalApply serves a command a follower forwarded to this node.
+func (s *Server) internalApply(w http.ResponseWriter, r *http.Request) {
+	var req ApplyRequest
+	if err := decodeBody(w, r, maxApplyBytes, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if req.Op == "" {
+		s.writeError(w, r, &fsm.FieldError{Field: "op", Reason: "required"})
+		return
+	}
+	s.propose(w, r, req.Op, req.Body)
+}
+
+func (s *Server) readIndex(w http.ResponseWriter, r *http.Request) {
+	idx, err := s.svc.ReadIndex(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ReadIndexResponse{Index: idx})
+}
+
+// propose commits op with body and answers with the state machine's result.
+func (s *Server) propose(w http.ResponseWriter, r *http.Request, op fsm.Op, body any) {
+	res, err := s.svc.Apply(r.Context(), op, body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(res)
+}
+
+// query answers a read at the request's ?consistency= from the node's
+// state: fn runs after Linearize.
+func (s *Server) query(w http.ResponseWriter, r *http.Request, fn func(*fsm.FSM) (any, error)) {
+	c, err := consistency(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.svc.Linearize(r.Context(), c); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	v, err := fn(s.svc.State())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) getConfig(w http.ResponseWriter, r *http.Request) {
+	s.query(w, r, func(f *fsm.FSM) (any, error) { return f.Config() })
+}
+
+// setConfig changes one cluster setting: body {"key","value"}.
+func (s *Server) setConfig(w http.ResponseWriter, r *http.Request) {
+	var cmd fsm.SetConfigCommand
+	if err := decodeBody(w, r, maxControlBytes, &cmd); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := cmd.Validate(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.propose(w, r, fsm.OpSetConfig, cmd)
 }

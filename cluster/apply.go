@@ -1,0 +1,81 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+)
+
+// Apply proposes op with body through Raft: on the leader directly, from a
+// follower through the leader's /v1/internal/apply, retried through
+// elections like Send. The result is the state machine's answer as JSON.
+func (n *Node) Apply(ctx context.Context, op fsm.Op, body any) (json.RawMessage, error) {
+	data, err := fsm.Encode(op, n.cfg.Now().UnixNano(), body)
+	if err != nil {
+		return nil, err
+	}
+	return leaderDo(ctx, n, true,
+		func(context.Context) (json.RawMessage, error) {
+			res, err := applyAs[any](n, data)
+			if err != nil {
+				return nil, err
+			}
+			out, err := json.Marshal(res)
+			if err != nil {
+				return nil, fmt.Errorf("cluster: encode %s result: %w", op, err)
+			}
+			return out, nil
+		},
+		func(ctx context.Context, c *transport.Client) (json.RawMessage, error) {
+			return c.Apply(ctx, op, body)
+		})
+}
+
+// Linearize makes the next local read see every entry committed before the
+// call (Strong); Local returns at once. On a follower it asks the leader for
+// a read index (confirmed with a quorum) and waits until its own state has
+// applied it, so strong reads are served by whichever node was asked.
+func (n *Node) Linearize(ctx context.Context, c transport.Consistency) error {
+	if c != transport.Strong {
+		return nil
+	}
+	idx, err := leaderDo(ctx, n, false,
+		func(ctx context.Context) (uint64, error) { return n.readIndex(ctx) },
+		func(ctx context.Context, cl *transport.Client) (uint64, error) { return cl.ReadIndex(ctx) })
+	if err != nil {
+		return err
+	}
+	return n.fsm.WaitApplied(ctx, idx)
+}
+
+// ReadIndex serves a follower's Linearize: leader only.
+func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
+	if n.raft.State() != raft.Leader {
+		return 0, fmt.Errorf("%w: node %s (leader is %q)", transport.ErrNotLeader, n.cfg.NodeID, n.leaderID())
+	}
+	return n.readIndex(ctx)
+}
+
+// readIndex confirms leadership and returns the commit index to wait for.
+// A new leader first commits an entry of its own term (establishLeadership)
+// so that index covers every earlier term.
+func (n *Node) readIndex(context.Context) (uint64, error) {
+	if n.readyTerm.v.Load() != n.raft.CurrentTerm() {
+		if err := n.establishLeadership(); err != nil {
+			return 0, err
+		}
+	}
+	commit := n.raft.CommitIndex()
+	if err := n.raft.VerifyLeader().Error(); err != nil {
+		return 0, err
+	}
+	return commit, nil
+}
+
+// State is the node's state machine.
+func (n *Node) State() *fsm.FSM { return n.fsm }

@@ -1,0 +1,99 @@
+package fsm
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"go.etcd.io/bbolt"
+)
+
+// bucketConfig: setting name → its JSON value. Settings are cluster-wide
+// and replicated; an unset setting has its default.
+
+// OpSetConfig changes one cluster setting (body: SetConfigCommand).
+const OpSetConfig Op = "set_config"
+
+// ClusterConfig holds the cluster settings.
+type ClusterConfig struct {
+	// StrictSenders refuses sends from agents that are not registered
+	// (403) instead of registering them on the spot. Default false.
+	StrictSenders bool `json:"strict_senders"`
+}
+
+// configKeys lists the settings and checks a value for each.
+var configKeys = map[string]func(json.RawMessage) error{
+	"strict_senders": func(v json.RawMessage) error {
+		var b bool
+		if json.Unmarshal(v, &b) != nil {
+			return fmt.Errorf("want true or false")
+		}
+		return nil
+	},
+}
+
+// ConfigKeys lists the known setting names.
+func ConfigKeys() []string {
+	keys := make([]string, 0, len(configKeys))
+	for k := range configKeys {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// SetConfigCommand sets Key to Value (JSON).
+type SetConfigCommand struct {
+	Key   string          `json:"key"`
+	Value json.RawMessage `json:"value"`
+}
+
+// Validate checks the key is known and the value fits it.
+func (c *SetConfigCommand) Validate() error {
+	check, ok := configKeys[c.Key]
+	if !ok {
+		return fieldErr("key", "unknown setting %q; known: %s", c.Key, strings.Join(ConfigKeys(), ", "))
+	}
+	if err := check(c.Value); err != nil {
+		return fieldErr("value", "%s: %v", c.Key, err)
+	}
+	return nil
+}
+
+func applySetConfig(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
+	var cmd SetConfigCommand
+	if err := json.Unmarshal(body, &cmd); err != nil {
+		return nil, fmt.Errorf("fsm: apply set_config: decode: %w", err)
+	}
+	if err := cmd.Validate(); err != nil {
+		return nil, fmt.Errorf("fsm: apply set_config: %w", err)
+	}
+	if err := tx.Bucket(bucketConfig).Put([]byte(cmd.Key), cmd.Value); err != nil {
+		panic(fmt.Sprintf("fsm: apply set_config: put: %v", err))
+	}
+	audit(tx, index, ts, AuditEvent{Kind: AuditConfig, Label: "CONFIG", Text: cmd.Key + "=" + string(cmd.Value)})
+	cfg := readConfig(tx)
+	return &cfg, nil
+}
+
+// readConfig reads the settings inside a transaction; unset ones keep
+// their defaults.
+func readConfig(tx *bbolt.Tx) ClusterConfig {
+	var cfg ClusterConfig
+	b := tx.Bucket(bucketConfig)
+	if v := b.Get([]byte("strict_senders")); v != nil {
+		_ = json.Unmarshal(v, &cfg.StrictSenders)
+	}
+	return cfg
+}
+
+// Config returns the cluster settings.
+func (f *FSM) Config() (ClusterConfig, error) {
+	var cfg ClusterConfig
+	err := f.view(func(tx *bbolt.Tx) error {
+		cfg = readConfig(tx)
+		return nil
+	})
+	return cfg, err
+}
