@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -100,13 +101,13 @@ MAOS_AGENT_ID and MAOS_CHANNEL so that 'maosctl send' needs only --to and
 				Value:   MaosctlDefaultTimeout,
 			},
 		},
-		Commands: []*cli.Command{
+		Commands: slices.Concat([]*cli.Command{
 			ctlSendCommand(),
 			ctlGetCommand(),
 			ctlReadCommand(),
 			ctlChannelsCommand(),
 			ctlClusterCommand(),
-		},
+		}, ctlMailboxCommands(), ctlOversightCommands(), ctlCoordinationCommands()),
 		Action:               ctlNoCommand,
 		Writer:               os.Stdout,
 		ErrWriter:            os.Stderr,

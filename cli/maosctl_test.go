@@ -30,6 +30,8 @@ type ctlFakeService struct {
 	pages  int            // ChannelPage calls
 	status transport.Status
 	joins  []transport.JoinRequest
+	state  *fsm.FSM // see withState
+	index  uint64   // last index Apply used
 }
 
 func newCtlFakeService() *ctlFakeService {

@@ -1,0 +1,4 @@
+package transport
+
+// coordinationRoutes registers the coordination endpoints.
+func (s *Server) coordinationRoutes() {}

