@@ -335,6 +335,15 @@ func TestApplyThroughFollowerAndStrongReadElsewhere(t *testing.T) {
 	if _, err := fs[1].client.SetConfig(ctx, "nonsense", 1); !errors.Is(err, fsm.ErrInvalid) {
 		t.Fatalf("unknown setting: got %v, want invalid", err)
 	}
+	// A command the state machine refuses at apply (not caught by a
+	// handler) comes back as its error, through the leader and through a
+	// follower's forward alike.
+	for _, n := range c.nodes {
+		bad := fsm.SetConfigCommand{Key: "strict_senders", Value: []byte(`"yes"`)}
+		if _, err := n.Apply(ctx, fsm.OpSetConfig, bad); !errors.Is(err, fsm.ErrInvalid) {
+			t.Fatalf("%s: apply-time refusal: got %v, want invalid", n.id, err)
+		}
+	}
 	page, err := fs[1].State().Audit(0, 10)
 	if err != nil {
 		t.Fatal(err)

@@ -132,11 +132,12 @@ func applyAs[T any](n *Node, data []byte) (T, error) {
 	if err := f.Error(); err != nil {
 		return zero, err
 	}
+	// error first: with T = any, case T would match an error value too.
 	switch r := f.Response().(type) {
-	case T:
-		return r, nil
 	case error:
 		return zero, &applyError{err: r}
+	case T:
+		return r, nil
 	default:
 		return zero, fmt.Errorf("cluster: unexpected apply result %T at index %d", r, f.Index())
 	}
@@ -148,17 +149,22 @@ func (n *Node) leaderID() string {
 	return string(id)
 }
 
-// leaderAPIAddr finds the leader's HTTP API through the node registry.
+// leaderAPIAddr finds the leader's HTTP API through the node registry or,
+// failing that, the leader's gossip metadata.
 func (n *Node) leaderAPIAddr() (string, error) {
 	id := n.leaderID()
 	if id == "" {
 		return "", transport.ErrNoLeader
 	}
-	info, err := n.fsm.Node(id)
-	if err != nil || info.APIAddr == "" {
-		return "", fmt.Errorf("%w: leader %s has not registered its API address yet", transport.ErrNoLeader, id)
+	if info, err := n.fsm.Node(id); err == nil && info.APIAddr != "" {
+		return info.APIAddr, nil
 	}
-	return info.APIAddr, nil
+	if n.gossip != nil {
+		if api := n.gossip.apiAddrOf(id); api != "" {
+			return api, nil
+		}
+	}
+	return "", fmt.Errorf("%w: leader %s has not registered its API address yet", transport.ErrNoLeader, id)
 }
 
 // backoff is a capped exponential backoff with jitter: 25 ms doubling to
