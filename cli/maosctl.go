@@ -107,7 +107,7 @@ MAOS_AGENT_ID and MAOS_CHANNEL so that 'maosctl send' needs only --to and
 			ctlReadCommand(),
 			ctlChannelsCommand(),
 			ctlClusterCommand(),
-		}, ctlMailboxCommands(), ctlOversightCommands(), ctlCoordinationCommands()),
+		}, ctlMailboxCommands(), ctlOversightCommands(), ctlCoordinationCommands(), ctlPresenceCommands()),
 		Action:               ctlNoCommand,
 		Writer:               os.Stdout,
 		ErrWriter:            os.Stderr,

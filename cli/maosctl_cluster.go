@@ -26,6 +26,7 @@ leader; any node accepts them and forwards them.`,
 			ctlClusterRemoveCommand(),
 			ctlClusterSnapshotCommand(),
 			ctlClusterTransferCommand(),
+			ctlClusterConfigCommand(),
 		},
 		Action: ctlNoCommand,
 	}

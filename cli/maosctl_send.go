@@ -29,7 +29,19 @@ several times or comma-separated. --text - reads the text from stdin.
 
 The id is fixed before the first try (generated as msg-YYYYMMDD-HHMMSS-FROM-HEX
 unless --id gives one), so repeating a send with the same --id never stores
-the message twice; the same id with other content is refused as a conflict.`,
+the message twice; the same id with other content is refused as a conflict.
+
+The communication rules may keep a message from some recipients: they are
+listed after the id ("blocked ID: reason"; in --json, "blocked"). If they
+block every recipient the send fails (403) and nothing is stored.
+
+--wait read|answered then waits until every recipient marked the message
+read (or answered it) / answered it, polling its receipts, for at most
+--timeout (default 60s; the global --timeout still bounds each API call);
+it exits 1 naming the recipients that did not get there. With --json it
+prints one object: the send's answer plus "wait" {"state","pending","receipts"}.
+
+   maosctl send --from codex --to role:reviewer --channel review --text "please review" --wait answered --timeout 10m`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "from", Usage: "sender agent `ID` (required)", EnvVars: []string{ctlEnvAgent}},
 			&cli.StringSliceFlag{Name: "to", Usage: "recipient `ID`s: agent ids, all, role:NAME, globs; repeat or comma-separate (required)"},
@@ -40,6 +52,8 @@ the message twice; the same id with other content is refused as a conflict.`,
 			&cli.StringFlag{Name: "priority", Usage: "`PRIORITY`: urgent, high, normal, low (default normal)"},
 			&cli.StringFlag{Name: "reply-to", Usage: "`ID` of the message this one answers (sets in_reply_to)"},
 			&cli.StringFlag{Name: "id", Usage: "message `ID` to use instead of a generated one (makes retries safe across runs)"},
+			&cli.StringFlag{Name: "wait", Usage: "after sending, wait until every recipient got to `STATE`: read or answered"},
+			&cli.DurationFlag{Name: "timeout", Usage: "with --wait: give up after `DURATION` and exit 1 naming who did not get there (default 60s)"},
 			ctlJSONFlag(),
 		},
 		Action: ctlSend,
@@ -51,6 +65,10 @@ func ctlSend(c *cli.Context) error {
 		return err
 	}
 	if err := ctlRequire(c, "from", "to", "channel", "text"); err != nil {
+		return err
+	}
+	wait, waitTimeout, err := ctlSendWaitFlags(c)
+	if err != nil {
 		return err
 	}
 	text := c.String("text")
@@ -85,23 +103,26 @@ func ctlSend(c *cli.Context) error {
 		// can be checked (maosctl get ID) and the send retried with --id.
 		m.ID = fsm.NewID(from, time.Now())
 	}
-	ctx, cancel := ctlCall(c)
+	// The global --timeout bounds the call: send's own --timeout is --wait's.
+	ctx, cancel := ctlCall(ctlRoot(c))
 	defer cancel()
 	res, err := ctlClient(c).Send(ctx, m)
 	if err != nil {
 		maybe := ctlMaybeCommitted(err)
-		err = ctlAPIError(c, err)
+		err = ctlAPIError(ctlRoot(c), err)
 		if maybe && m.ID != "" {
 			err = fmt.Errorf("%w\nthe message may or may not be stored: check with 'maosctl get %s'; "+
 				"retrying with --id %s is safe", err, m.ID, m.ID)
 		}
 		return err
 	}
+	if wait != "" {
+		return ctlSendAndWait(c, res, wait, waitTimeout)
+	}
 	if ctlJSON(c) {
 		return ctlPrintJSON(c.App.Writer, res)
 	}
-	_, err = fmt.Fprintf(c.App.Writer, "%s seq=%d\n", res.ID, res.Seq)
-	return err
+	return ctlPrintSent(c, res)
 }
 
 // ctlMaybeCommitted reports whether a send that failed with err (as the

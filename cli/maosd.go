@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -36,9 +38,16 @@ with its data in ./maos-data. A three-node cluster on one host:
    maosd --node-id n2 --data-dir d2 --http-addr 127.0.0.1:7080 --raft-addr 127.0.0.1:7081 --join 127.0.0.1:7070
    maosd --node-id n3 --data-dir d3 --http-addr 127.0.0.1:7090 --raft-addr 127.0.0.1:7091 --join 127.0.0.1:7070
 
-A node restarted from its data dir rejoins its cluster on its own; --join
-is only read the first time. Every flag also reads the environment
-variable shown.`,
+Nodes gossip membership and agent presence over memberlist on
+--gossip-addr (UDP and TCP), by default the --raft-addr IP with the next
+port (7072, 7082 and 7092 above). Encrypt it with the same --gossip-key on
+every node: a key is 16, 24 or 32 random bytes in base64 (openssl rand
+-base64 32). A node whose key does not match the cluster's cannot join, and
+says why.
+
+A node restarted from its data dir rejoins its cluster (Raft and gossip) on
+its own; --join is only read the first time. Every flag also reads the
+environment variable shown.`,
 		HideHelpCommand: true,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "node-id", EnvVars: []string{"MAOS_NODE_ID"}, Value: defaultNodeID(),
@@ -54,7 +63,16 @@ variable shown.`,
 			&cli.StringFlag{Name: "raft-advertise", EnvVars: []string{"MAOS_RAFT_ADVERTISE"},
 				Usage: "host:port peers reach Raft on (default: --raft-addr)"},
 			&cli.StringSliceFlag{Name: "join", EnvVars: []string{"MAOS_JOIN"},
-				Usage: "API host:port of any member to join through (repeat or comma-separate); first start only"},
+				Usage: "API (or gossip) host:port of any member to join through (repeat or comma-separate); first start only"},
+			&cli.StringFlag{Name: "gossip-addr", EnvVars: []string{"MAOS_GOSSIP_ADDR"},
+				DefaultText: "the --raft-addr IP and the next port: 127.0.0.1:7072",
+				Usage:       "IP:port memberlist gossip listens on, UDP and TCP (port 0 picks a free one)"},
+			&cli.StringFlag{Name: "gossip-advertise", EnvVars: []string{"MAOS_GOSSIP_ADVERTISE"},
+				Usage: "IP:port peers reach gossip on (default: --gossip-addr)"},
+			&cli.StringFlag{Name: "gossip-key", EnvVars: []string{"MAOS_GOSSIP_KEY"},
+				Usage: "base64 key of 16, 24 or 32 bytes encrypting gossip, the same on every node (default: none, gossip in the clear)"},
+			&cli.DurationFlag{Name: "presence-ttl", EnvVars: []string{"MAOS_PRESENCE_TTL"}, Value: cluster.DefaultPresenceTTL,
+				Usage: "an agent with no heartbeat for this long shows OFFLINE (\"heartbeat lapsed\")"},
 			&cli.Int64Flag{Name: "max-message-bytes", EnvVars: []string{"MAOS_MAX_MESSAGE_BYTES"}, Value: fsm.DefaultMaxBytes,
 				Usage: "largest accepted message body, in bytes"},
 			&cli.StringFlag{Name: "log-level", EnvVars: []string{"MAOS_LOG_LEVEL"}, Value: "info",
@@ -116,6 +134,71 @@ func advertised(flag, bound, advertise string) (string, error) {
 	return bound, nil
 }
 
+// gossipFlags checks --gossip-addr, --gossip-advertise, --gossip-key and
+// --presence-ttl, naming the flag at fault, and returns the gossip address
+// and the decoded key (nil without one). Without --gossip-addr gossip
+// listens on the --raft-addr IP, one port up (127.0.0.1:7072 with the
+// defaults), so nodes started on one host with distinct Raft ports get
+// distinct gossip ports too.
+func gossipFlags(c *cli.Context) (string, []byte, error) {
+	addr := c.String("gossip-addr")
+	if !c.IsSet("gossip-addr") || addr == "" {
+		var err error
+		if addr, err = defaultGossipAddr(c.String("raft-addr")); err != nil {
+			return "", nil, err
+		}
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("--gossip-addr %q is not IP:port", addr)
+	}
+	if net.ParseIP(host) == nil {
+		return "", nil, fmt.Errorf("--gossip-addr %q: want an IP address, not a host name (memberlist binds an IP)", addr)
+	}
+	if _, err := advertised("gossip-addr", addr, c.String("gossip-advertise")); err != nil {
+		return "", nil, err
+	}
+	if adv := c.String("gossip-advertise"); adv != "" {
+		ahost, aport, err := net.SplitHostPort(adv)
+		if err != nil || net.ParseIP(ahost) == nil || aport == "" || aport == "0" {
+			return "", nil, fmt.Errorf("--gossip-advertise %q: want the IP:port peers reach gossip on", adv)
+		}
+	}
+	if c.Duration("presence-ttl") <= 0 {
+		return "", nil, fmt.Errorf("--presence-ttl must be positive, not %s", c.Duration("presence-ttl"))
+	}
+	raw := strings.TrimSpace(c.String("gossip-key"))
+	if raw == "" {
+		return addr, nil, nil
+	}
+	key, err := base64.StdEncoding.DecodeString(raw)
+	if err != nil {
+		return "", nil, fmt.Errorf("--gossip-key (or $MAOS_GOSSIP_KEY) is not base64: %v", err)
+	}
+	switch len(key) {
+	case 16, 24, 32:
+		return addr, key, nil
+	}
+	return "", nil, fmt.Errorf("--gossip-key (or $MAOS_GOSSIP_KEY) decodes to %d bytes; want 16, 24 or 32 (openssl rand -base64 32)", len(key))
+}
+
+// defaultGossipAddr is the --raft-addr IP with the next port (port 0 stays
+// 0: a free one).
+func defaultGossipAddr(raftAddr string) (string, error) {
+	host, port, err := net.SplitHostPort(raftAddr)
+	p, perr := strconv.Atoi(port)
+	if err != nil || perr != nil || p < 0 || p >= 65535 {
+		return "", fmt.Errorf("--gossip-addr: cannot derive it from --raft-addr %q; give --gossip-addr IP:PORT", raftAddr)
+	}
+	if net.ParseIP(host) == nil {
+		return "", fmt.Errorf("--gossip-addr: --raft-addr %q has no IP to listen on for gossip; give --gossip-addr IP:PORT", raftAddr)
+	}
+	if p > 0 {
+		p++
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p)), nil
+}
+
 func runMaosd(c *cli.Context) error {
 	logger, err := newLogger(c.App.ErrWriter, c.String("log-level"), c.String("log-format"))
 	if err != nil {
@@ -128,6 +211,10 @@ func runMaosd(c *cli.Context) error {
 		return cli.Exit("maosd: --max-message-bytes must be positive", 2)
 	}
 	if _, err := advertised("raft-addr", c.String("raft-addr"), c.String("raft-advertise")); err != nil {
+		return cli.Exit("maosd: "+err.Error(), 2)
+	}
+	gossipAddr, gossipKey, err := gossipFlags(c)
+	if err != nil {
 		return cli.Exit("maosd: "+err.Error(), 2)
 	}
 	ln, err := net.Listen("tcp", c.String("http-addr"))
@@ -147,9 +234,18 @@ func runMaosd(c *cli.Context) error {
 		RaftAdvertise: c.String("raft-advertise"),
 		APIAddr:       apiAddr,
 		Logger:        logger,
+
+		GossipAddr:      gossipAddr,
+		GossipAdvertise: c.String("gossip-advertise"),
+		GossipKey:       gossipKey,
+		PresenceTTL:     c.Duration("presence-ttl"),
 	})
 	if err != nil {
 		return cli.Exit("maosd: "+err.Error(), 1)
+	}
+	if len(gossipKey) == 0 {
+		logger.Warn("gossip is not encrypted: anyone who can reach --gossip-addr can read agent presence and join the gossip; "+
+			"give every node the same --gossip-key (openssl rand -base64 32)", "gossip_addr", node.GossipAddr())
 	}
 	closeNode := func() {
 		if err := node.Close(); err != nil {
@@ -187,7 +283,7 @@ func runMaosd(c *cli.Context) error {
 		}
 	}
 	logger.Info("maosd ready to serve", "node_id", node.ID(), "api_addr", apiAddr,
-		"raft_addr", node.RaftAddr(), "data_dir", c.String("data-dir"))
+		"raft_addr", node.RaftAddr(), "gossip_addr", node.GossipAddr(), "data_dir", c.String("data-dir"))
 
 	select {
 	case <-ctx.Done():

@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
 	"time"
+
+	"github.com/hashicorp/memberlist"
 
 	"github.com/maos-project/maos/fsm"
 )
@@ -42,8 +45,38 @@ type Config struct {
 	// (default 120 s).
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
-	// Now is the clock that stamps proposed commands (default time.Now).
+	// Now is the clock that stamps proposed commands and presence
+	// heartbeats (default time.Now).
 	Now func() time.Time
+
+	// GossipAddr is the IP:port memberlist listens on, UDP and TCP on the
+	// same port (port 0 picks a free one); memberlist binds an IP, not a
+	// host name. "" runs the node without gossip: presence is then local
+	// to the node, membership lists only itself and node events are not
+	// audited -- for tests and embedding; maosd always sets it.
+	// GossipAdvertise is the IP:port peers reach it on, by default the
+	// bound address, which then must not be a wildcard.
+	GossipAddr      string
+	GossipAdvertise string
+	// GossipKey encrypts and authenticates gossip (AES-GCM; 16, 24 or 32
+	// bytes, the same on every node). nil gossips in the clear, and a node
+	// with a key and one without cannot gossip with each other.
+	GossipKey []byte
+	// PresenceTTL is how long an AWAKE agent stays AWAKE without a
+	// heartbeat (default 30 s); after it the agent shows OFFLINE,
+	// "heartbeat lapsed", on every node.
+	PresenceTTL time.Duration
+	// Gossip timing; zero keeps memberlist's LAN defaults (probe every 1 s
+	// with a 500 ms timeout, suspicion multiplier 4, gossip every 200 ms,
+	// full state push/pull every 30 s), which declare a dead node dead in
+	// about 5 s. GossipReconnectInterval is how often a node tries to
+	// reach Raft members missing from gossip (default 10 s).
+	GossipProbeInterval     time.Duration
+	GossipProbeTimeout      time.Duration
+	GossipSuspicionMult     int
+	GossipInterval          time.Duration
+	GossipPushPullInterval  time.Duration
+	GossipReconnectInterval time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -59,7 +92,16 @@ func (c *Config) setDefaults() {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.PresenceTTL == 0 {
+		c.PresenceTTL = DefaultPresenceTTL
+	}
+	if c.GossipReconnectInterval == 0 {
+		c.GossipReconnectInterval = 10 * time.Second
+	}
 }
+
+// DefaultPresenceTTL is Config.PresenceTTL's default.
+const DefaultPresenceTTL = 30 * time.Second
 
 // Validate checks the config, naming the field at fault.
 func (c *Config) Validate() error {
@@ -77,7 +119,50 @@ func (c *Config) Validate() error {
 			return err
 		}
 	}
-	return checkAdvertise("API address", c.APIAddr)
+	if err := checkAdvertise("API address", c.APIAddr); err != nil {
+		return err
+	}
+	return c.validateGossip()
+}
+
+// validateGossip checks the gossip settings: IP:port addresses (memberlist
+// takes no host names), an advertise address when the bind is a wildcard,
+// a key memberlist accepts, a TTL that is not negative.
+func (c *Config) validateGossip() error {
+	if c.PresenceTTL < 0 {
+		return fmt.Errorf("cluster: presence TTL %s is negative", c.PresenceTTL)
+	}
+	if c.GossipAddr == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(c.GossipAddr)
+	if err != nil || port == "" {
+		return fmt.Errorf("cluster: gossip address %q is not IP:port", c.GossipAddr)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("cluster: gossip address %q: port must be 0..65535", c.GossipAddr)
+	}
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return fmt.Errorf("cluster: gossip address %q: want an IP address, not a host name (memberlist binds an IP)", c.GossipAddr)
+	}
+	if c.GossipAdvertise != "" {
+		if err := checkAdvertise("gossip advertise address", c.GossipAdvertise); err != nil {
+			return err
+		}
+		ahost, _, _ := net.SplitHostPort(c.GossipAdvertise)
+		if net.ParseIP(ahost) == nil {
+			return fmt.Errorf("cluster: gossip advertise address %q: want an IP address, not a host name", c.GossipAdvertise)
+		}
+	} else if ip.IsUnspecified() {
+		return fmt.Errorf("cluster: gossip address %q is a wildcard; give a gossip advertise address peers can reach", c.GossipAddr)
+	}
+	if len(c.GossipKey) > 0 {
+		if err := memberlist.ValidateKey(c.GossipKey); err != nil {
+			return fmt.Errorf("cluster: gossip key of %d bytes: want 16, 24 or 32 bytes (AES-128, -192 or -256)", len(c.GossipKey))
+		}
+	}
+	return nil
 }
 
 // checkAdvertise refuses an address peers could not dial: empty, not

@@ -10,4 +10,9 @@
 // election with bounded backoff. Because a message id is fixed before the
 // first attempt and apply deduplicates by id, every retry is safe; when the
 // retries run out the caller gets transport.ErrOutcomeUnknown.
+//
+// With Config.GossipAddr set, a node also runs memberlist: gossip
+// membership with each node's API and Raft addresses as metadata, and agent
+// presence as soft state disseminated over it, never written to the log
+// (gossip.go, presence.go; see DESIGN.md).
 package cluster

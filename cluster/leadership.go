@@ -18,6 +18,8 @@ import (
 // could not tell they are caught up.
 func (n *Node) watchLeadership() {
 	defer n.wg.Done()
+	n.wg.Add(1) // legal here: this goroutine is itself counted
+	go n.trimLoop()
 	obsCh := make(chan raft.Observation, 16)
 	obs := raft.NewObserver(obsCh, false, func(o *raft.Observation) bool {
 		switch o.Data.(type) {

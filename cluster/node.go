@@ -36,6 +36,8 @@ type Node struct {
 	hasState  bool
 	httpc     *http.Client
 	readyTerm syncTerm // term in which this node, leading, applied an entry
+	presence  *presenceStore
+	gossip    *gossip // nil when Config.GossipAddr is ""
 
 	leaderMu      sync.Mutex
 	leaderChanged chan struct{} // closed and replaced when the leader changes
@@ -106,11 +108,27 @@ func Open(cfg Config) (*Node, error) {
 	if n.raft, err = raft.NewRaft(rc, n.fsm, logs, n.store, n.snaps, n.trans); err != nil {
 		return nil, fmt.Errorf("cluster: start raft: %w", err)
 	}
+	// Gossip starts after Raft: its node events are proposed through it.
+	n.presence = newPresenceStore(cfg.NodeID, cfg.PresenceTTL, cfg.Now)
+	if cfg.GossipAddr != "" {
+		n.gossip, err = startGossip(n.cfg, gossipOptions{
+			meta:  nodeMeta{ID: cfg.NodeID, API: cfg.APIAddr, Raft: n.cfg.RaftAdvertise, Version: buildVersion()},
+			store: n.presence, logger: n.logger, onEvent: n.recordNodeEvent,
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
 	ok = true
 	n.logger.Info("node open", "data_dir", cfg.DataDir, "raft_addr", n.cfg.RaftAdvertise, "raft_bind", n.raftBind,
-		"api_addr", cfg.APIAddr, "existing_state", n.hasState, "applied_index", n.fsm.AppliedIndex())
+		"api_addr", cfg.APIAddr, "gossip_addr", n.GossipAddr(), "gossip_encrypted", len(cfg.GossipKey) > 0,
+		"existing_state", n.hasState, "applied_index", n.fsm.AppliedIndex())
 	n.wg.Add(1)
 	go n.watchLeadership()
+	if n.gossip != nil {
+		n.wg.Add(1)
+		go n.reconnectGossip()
+	}
 	return n, nil
 }
 
@@ -171,6 +189,15 @@ func (n *Node) RaftAddr() string { return n.cfg.RaftAdvertise }
 // address was given.
 func (n *Node) RaftBindAddr() string { return n.raftBind }
 
+// GossipAddr is the advertised gossip address (with the port a port-0 bind
+// got), "" when the node runs without gossip.
+func (n *Node) GossipAddr() string {
+	if n.gossip == nil {
+		return ""
+	}
+	return n.gossip.addr
+}
+
 // FSM exposes the node's state machine for local, eventually consistent
 // reads.
 func (n *Node) FSM() *fsm.FSM { return n.fsm }
@@ -188,9 +215,12 @@ func (n *Node) Bootstrap() error {
 	return nil
 }
 
-// JoinVia asks the cluster, through any member's API address in addrs, to
-// add this node as a voter. It tries each address in turn with backoff
-// until one accepts or ctx ends.
+// JoinVia asks the cluster, through any member's API (or gossip) address
+// in addrs, to add this node as a voter. With gossip it first joins the
+// member's gossip (found through its status; see gossip_node.go), so a node
+// whose gossip key does not match the cluster's fails with an error
+// wrapping ErrGossipRefused, saying why, and is never added to Raft. It
+// tries each address in turn with backoff until one accepts or ctx ends.
 func (n *Node) JoinVia(ctx context.Context, addrs []string) error {
 	if len(addrs) == 0 {
 		return errors.New("cluster: join: no address to join through")
@@ -198,18 +228,25 @@ func (n *Node) JoinVia(ctx context.Context, addrs []string) error {
 	req := transport.JoinRequest{NodeID: n.cfg.NodeID, RaftAddr: n.cfg.RaftAdvertise, APIAddr: n.cfg.APIAddr}
 	backoff := newBackoff()
 	var lastErr error
-	attempts := 0
+	attempts, gossipFails := 0, 0
 	for {
 		for _, addr := range addrs {
-			actx, cancel := context.WithTimeout(ctx, 15*time.Second)
-			err := n.client(addr).Join(actx, req)
-			cancel()
-			if err == nil {
-				n.logger.Info("joined the cluster", "via", addr)
-				return nil
-			}
-			if isFinal(err) {
+			api, err := n.joinGossipVia(ctx, addr, &gossipFails)
+			if errors.Is(err, ErrGossipRefused) {
+				n.logger.Error("cannot join the cluster's gossip", "via", addr, "error", err)
 				return fmt.Errorf("cluster: join via %s: %w", addr, err)
+			}
+			if err == nil {
+				actx, cancel := context.WithTimeout(ctx, 15*time.Second)
+				err = n.client(api).Join(actx, req)
+				cancel()
+				if err == nil {
+					n.logger.Info("joined the cluster", "via", api, "gossip", n.gossip != nil)
+					return nil
+				}
+				if isFinal(err) {
+					return fmt.Errorf("cluster: join via %s: %w", api, err)
+				}
 			}
 			lastErr = err
 			attempts++
@@ -235,6 +272,13 @@ func (n *Node) Close() error {
 				n.logger.Warn("leadership transfer before shutdown failed", "error", err)
 			}
 		}
+		if n.gossip != nil {
+			// The others mark this node left, not dead, and its agents
+			// OFFLINE with that reason.
+			if err := n.gossip.leave(2 * time.Second); err != nil {
+				n.logger.Warn("leaving gossip failed", "error", err)
+			}
+		}
 		close(n.shutdown)
 		n.wg.Wait()
 		n.closeErr = n.release()
@@ -245,6 +289,10 @@ func (n *Node) Close() error {
 
 func (n *Node) release() error {
 	var errs []error
+	if n.gossip != nil {
+		// Before raft: its event handler proposes through raft.
+		errs = append(errs, n.gossip.shutdown())
+	}
 	if n.raft != nil {
 		errs = append(errs, n.raft.Shutdown().Error())
 	}

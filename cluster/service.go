@@ -29,7 +29,7 @@ func (n *Node) Send(ctx context.Context, m *fsm.Message) (*fsm.SendResult, error
 			if err != nil {
 				return nil, err
 			}
-			return &fsm.SendResult{ID: r.ID, Seq: r.Seq, Timestamp: r.Timestamp}, nil
+			return &fsm.SendResult{ID: r.ID, Seq: r.Seq, Timestamp: r.Timestamp, Blocked: r.Blocked}, nil
 		})
 }
 
@@ -96,6 +96,9 @@ func (n *Node) Status(ctx context.Context) (transport.Status, error) {
 		APIAddr:      n.cfg.APIAddr,
 		RaftAddr:     n.cfg.RaftAdvertise,
 		Voters:       []transport.Voter{},
+
+		GossipAddr:      n.GossipAddr(),
+		GossipEncrypted: n.gossip != nil && len(n.cfg.GossipKey) > 0,
 	}
 	if addr, err := n.leaderAPIAddr(); err == nil {
 		st.LeaderAPIAddr = addr
@@ -111,6 +114,13 @@ func (n *Node) Status(ctx context.Context) (transport.Status, error) {
 	api := make(map[string]string, len(nodes))
 	for _, info := range nodes {
 		api[info.NodeID] = info.APIAddr
+	}
+	if n.gossip != nil {
+		for _, m := range n.gossip.members() {
+			if api[m.NodeID] == "" {
+				api[m.NodeID] = m.APIAddr
+			}
+		}
 	}
 	for _, s := range f.Configuration().Servers {
 		st.Voters = append(st.Voters, transport.Voter{

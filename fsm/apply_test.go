@@ -37,6 +37,7 @@ func TestApplySendStoresMessage(t *testing.T) {
 	}
 	want := m
 	want.Seq, want.Timestamp = 5, got.Timestamp
+	want.Recipients = []string{"claude"} // resolved at apply
 	if !reflect.DeepEqual(*got, want) {
 		t.Errorf("stored message\n got %+v\nwant %+v", *got, want)
 	}

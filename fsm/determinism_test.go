@@ -57,7 +57,7 @@ func mixedLog(tb testing.TB, seed uint64, start uint64, n int) []*raft.Log {
 		case k < 96:
 			logs = append(logs, &raft.Log{Type: raft.LogNoop, Index: idx, Term: 1})
 		default:
-			logs = append(logs, rawEntry(tb, idx, Command{V: 1, Op: "set_rules", TS: ts, Body: []byte(`{}`)}))
+			logs = append(logs, rawEntry(tb, idx, Command{V: 1, Op: "frobnicate", TS: ts, Body: []byte(`{}`)}))
 		}
 	}
 	return logs
@@ -107,7 +107,7 @@ func TestApplyDeterministicAcrossBatchSplits(t *testing.T) {
 			conflicts++
 		case strings.Contains(r, "priority: must be one of"):
 			invalid++
-		case strings.Contains(r, `unknown op "set_rules"`):
+		case strings.Contains(r, `unknown op "frobnicate"`):
 			unknown++
 		default:
 			t.Errorf("entry %d: unexpected result %s", i+1, r)

@@ -179,8 +179,11 @@ func FuzzDecodeCommand(f *testing.F) {
 			if err != nil || got != *r {
 				t.Fatalf("Node(%q) = %+v, %v; apply returned %+v", r.NodeID, got, err, *r)
 			}
+		case nil:
+			t.Fatalf("nil result for a command entry; want an error or the op's result")
 		default:
-			t.Fatalf("result %s for a command entry; want an error, *SendResult or *NodeInfo", resultString(res))
+			// Another op's result (set_config, register_agent, ...): the
+			// determinism and replay checks below still apply.
 		}
 
 		// Deterministic: a second node computes the same.
@@ -357,6 +360,12 @@ func FuzzMessageJSON(f *testing.F) {
 			t.Fatalf("encode a valid send: %v", err)
 		}
 		r := applyOne(st, &raft.Log{Type: raft.LogCommand, Index: 1, Data: data1})
+		// The one refusal the API cannot foresee: a role or glob that
+		// matches no agent of the (here empty) registry.
+		var fe *FieldError
+		if err, ok := r.(error); ok && errors.As(err, &fe) && strings.HasPrefix(fe.Field, "to[") && strings.Contains(fe.Reason, "matches no agent") {
+			return
+		}
 		res, ok := r.(*SendResult)
 		if !ok || res.Seq != 1 || res.ID != m.ID {
 			t.Fatalf("apply of a valid send = %s", resultString(r))

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -36,15 +37,23 @@ type Message struct {
 	From    string `json:"from"`
 	// To lists recipients: agent ids, "all" or "*", "role:NAME" or a glob.
 	// A single JSON string is accepted as a one-element list.
-	To       Recipients `json:"to"`
-	Type     string     `json:"type,omitempty"`
-	Title    string     `json:"title,omitempty"`
-	Priority string     `json:"priority,omitempty"`
-	Content  Content    `json:"content"`
-	Tags     []string   `json:"tags,omitempty"`
+	To Recipients `json:"to"`
+	// Recipients is the resolved delivery list: the agents whose inboxes
+	// received the message, in the order "to" named them, then @mentions.
+	// The state machine sets it at apply time from "to", the agent registry
+	// and the rules (blocked recipients are left out); a value a client
+	// sends is replaced.
+	Recipients []string `json:"recipients,omitempty"`
+	Type       string   `json:"type,omitempty"`
+	Title      string   `json:"title,omitempty"`
+	Priority   string   `json:"priority,omitempty"`
+	Content    Content  `json:"content"`
+	Tags       []string `json:"tags,omitempty"`
 	// InReplyTo is the id of the message this one answers.
 	InReplyTo string `json:"in_reply_to,omitempty"`
-	// ThreadID is the id of the thread's root message.
+	// ThreadID is the id of the thread's root message. A reply sent without
+	// one gets its parent's thread (or the parent's id) at apply time; a
+	// root keeps it empty and its thread is its own id.
 	ThreadID         string `json:"thread_id,omitempty"`
 	CorrelationID    string `json:"correlation_id,omitempty"`
 	RequiresResponse bool   `json:"requires_response,omitempty"`
@@ -183,6 +192,22 @@ func (m *Message) Validate() error {
 	for i, r := range m.To {
 		if !recipientRE.MatchString(r) {
 			return fieldErr(fmt.Sprintf("to[%d]", i), "%q is not an agent id, \"all\", \"*\", \"role:NAME\" or a glob", r)
+		}
+		switch recipientKind(r) {
+		case kindGlob:
+			// path.Match checks the whole pattern, whatever the name.
+			if _, err := path.Match(r, ""); err != nil {
+				return fieldErr(fmt.Sprintf("to[%d]", i), "%q is not a valid glob: %v", r, err)
+			}
+		case kindAgent:
+			if !ValidName(r) {
+				return fieldErr(fmt.Sprintf("to[%d]", i), "%q is not a valid agent id: must match %s", r, nameRE)
+			}
+		}
+	}
+	for i, r := range m.Recipients {
+		if !ValidName(r) {
+			return fieldErr(fmt.Sprintf("recipients[%d]", i), "must match %s", nameRE)
 		}
 	}
 	if strings.TrimSpace(m.Content.Text) == "" {

@@ -14,4 +14,22 @@ var registry = map[Op]applyFunc{
 	OpSend:         applySend,
 	OpRegisterNode: applyRegisterNode,
 	OpSetConfig:    applySetConfig,
+	OpNodeEvent:    applyNodeEvent,
+	OpSetRules:     applySetRules,
+
+	// Mailbox: agents.go, inbox.go.
+	OpRegisterAgent:   applyRegisterAgent,
+	OpUnregisterAgent: applyUnregisterAgent,
+	OpMarkRead:        applyMarkRead,
+
+	// Coordination: bulletin.go, locks.go.
+	OpSetBulletin:        applySetBulletin,
+	OpLockAcquire:        applyLockAcquire,
+	OpLockRenew:          applyLockRenew,
+	OpLockRelease:        applyLockRelease,
+	OpReleaseHolderLocks: applyReleaseHolderLocks,
+
+	// Retention: retention.go.
+	OpSetRetention: applySetRetention,
+	OpTrim:         applyTrim,
 }

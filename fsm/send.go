@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -20,12 +22,14 @@ type SendCommand struct {
 
 // SendResult is what applying a send returns: where the message is stored.
 // Duplicate is true when the id was already stored with the same content and
-// this entry stored nothing.
+// this entry stored nothing. Blocked lists the resolved recipients the rules
+// kept the message from (the others got it); a retry answers the same list.
 type SendResult struct {
-	ID        string    `json:"id"`
-	Seq       uint64    `json:"seq"`
-	Timestamp time.Time `json:"timestamp"`
-	Duplicate bool      `json:"-"`
+	ID        string             `json:"id"`
+	Seq       uint64             `json:"seq"`
+	Timestamp time.Time          `json:"timestamp"`
+	Blocked   []BlockedRecipient `json:"blocked,omitempty"`
+	Duplicate bool               `json:"-"`
 }
 
 // contentHash is the SHA-256 of the message as sent (seq zero, timestamp as
@@ -41,6 +45,24 @@ func contentHash(m *Message) ([32]byte, error) {
 	return sha256.Sum256(b), nil
 }
 
+// applySend stores a message and delivers it. In order, before anything is
+// written:
+//
+//   - an id stored before answers its original place (same content) or is a
+//     conflict (other content);
+//   - the recipients are resolved against the registry (resolveRecipients;
+//     a role or glob that matches nobody is a *FieldError);
+//   - a sender that is not registered is refused with ErrForbidden when
+//     strict_senders is on, otherwise registered on the spot (role "agent");
+//   - the rules, if any, decide per recipient; if they block every one, the
+//     send fails with ErrForbidden and the reasons.
+//
+// Refusals by strict_senders and the rules leave one BLOCKED audit line per
+// refused recipient (the deliberate trace of an attempt) and nothing else.
+// A stored message gets its resolved Recipients, a thread_id if it is a reply
+// sent without one, an inbox entry and a "delivered" receipt per delivered
+// recipient, a "blocked" receipt per blocked one, its thread entry, the
+// "answered" receipt on its parent, and a MESSAGE audit line.
 func applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 	var cmd SendCommand
 	if err := json.Unmarshal(body, &cmd); err != nil {
@@ -60,20 +82,87 @@ func applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 			return nil, fmt.Errorf("fsm: apply send: id %s: %w", m.ID, ErrConflict)
 		}
 		seq := binary.BigEndian.Uint64(prev[:8])
-		stored, err := getMessage(tx, seq)
-		if err != nil {
+		res := &SendResult{ID: m.ID, Seq: seq, Blocked: blockedOf(tx, seq), Duplicate: true}
+		// A message trimmed by retention keeps its id, so a late retry
+		// still answers the original seq instead of storing it again.
+		if stored, err := getMessage(tx, seq); err == nil {
+			res.Timestamp = stored.Timestamp
+		} else if !errors.Is(err, ErrNotFound) {
 			return nil, fmt.Errorf("fsm: apply send: %w", err)
 		}
-		return &SendResult{ID: m.ID, Seq: seq, Timestamp: stored.Timestamp, Duplicate: true}, nil
+		return res, nil
 	}
 
+	rcpts, err := resolveRecipients(tx, &m)
+	if err != nil {
+		return nil, fmt.Errorf("fsm: apply send: %w", err)
+	}
+	sender, err := loadAgent(tx, m.From)
+	if err != nil {
+		return nil, fmt.Errorf("fsm: apply send: %w", err)
+	}
+	fromRole := DefaultRole
+	if sender != nil {
+		fromRole = sender.Role
+	} else if readConfig(tx).StrictSenders {
+		reason := fmt.Sprintf("sender %s is not a registered agent and strict_senders is on: register it first (maosctl agents register %s --role ROLE)", m.From, m.From)
+		audit(tx, index, ts, AuditEvent{Kind: AuditBlocked, From: m.From, To: m.To, Label: "BLOCKED", Text: reason, MessageID: m.ID})
+		return nil, fmt.Errorf("fsm: apply send: %w: %s", ErrForbidden, reason)
+	}
+	delivered, blocked := rcpts, []BlockedRecipient(nil)
+	rules, err := loadRules(tx)
+	if err != nil {
+		return nil, fmt.Errorf("fsm: apply send: rules: %w", err)
+	}
+	if rules != nil {
+		delivered = nil
+		for _, r := range rcpts {
+			if ok, reason := rules.Allows(m.From, fromRole, r.id, r.role); ok {
+				delivered = append(delivered, r)
+			} else {
+				blocked = append(blocked, BlockedRecipient{ID: r.id, Reason: reason})
+			}
+		}
+	}
+	blockedAudit := func() {
+		for _, b := range blocked {
+			audit(tx, index, ts, AuditEvent{Kind: AuditBlocked, From: m.From, To: []string{b.ID}, Label: "BLOCKED", Text: b.Reason, MessageID: m.ID})
+		}
+	}
+	if len(rcpts) > 0 && len(delivered) == 0 {
+		blockedAudit()
+		reasons := make([]string, len(blocked))
+		for i, b := range blocked {
+			reasons[i] = b.ID + ": " + b.Reason
+		}
+		return nil, fmt.Errorf("fsm: apply send: %w: the rules block every recipient: %s", ErrForbidden, strings.Join(reasons, "; "))
+	}
+	if err := fillThread(tx, &m); err != nil {
+		return nil, fmt.Errorf("fsm: apply send: thread: %w", err)
+	}
+
+	// Everything is checked: write.
+	if sender == nil {
+		now := time.Unix(0, ts).UTC()
+		a := Agent{ID: m.From, Role: DefaultRole, Auto: true, RegisteredAt: now, UpdatedAt: now, Index: index}
+		putAgent(tx, nil, &a)
+		audit(tx, index, ts, AuditEvent{Kind: AuditAgent, From: a.ID, Label: "REGISTER",
+			Text: "role " + a.Role + " (registered by its first send)", MessageID: m.ID})
+	}
 	m.Seq = index
 	if m.Timestamp.IsZero() {
 		m.Timestamp = time.Unix(0, ts).UTC()
 	}
+	m.Recipients = make([]string, len(delivered))
+	for i, r := range delivered {
+		m.Recipients[i] = r.id
+	}
+	if len(m.Recipients) == 0 {
+		m.Recipients = nil
+	}
 	data, err := json.Marshal(&m)
 	if err != nil {
-		return nil, fmt.Errorf("fsm: apply send: encode: %w", err)
+		panic(fmt.Sprintf("fsm: apply send: encode: %v", err))
 	}
 	seqKey := u64(index)
 	chans := tx.Bucket(bucketChannels)
@@ -96,6 +185,7 @@ func applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 		{bucketIDs, []byte(m.ID), idVal},
 		{bucketChannels, []byte(m.Channel), chanVal},
 		{bucketChannelIndex, channelIndexKey(m.Channel, index), nil},
+		{bucketThreads, channelIndexKey(threadOf(&m), index), nil},
 	} {
 		if err := tx.Bucket(w.bucket).Put(w.k, w.v); err != nil {
 			// A bbolt Put fails only on programming errors (empty key, key
@@ -103,5 +193,21 @@ func applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 			panic(fmt.Sprintf("fsm: apply send: put %s: %v", w.bucket, err))
 		}
 	}
-	return &SendResult{ID: m.ID, Seq: index, Timestamp: m.Timestamp}, nil
+	prio := priorityByte(m.Priority)
+	for _, r := range delivered {
+		deliver(tx, r.id, index, prio)
+		putReceipt(tx, index, r.id, receiptRec{DeliveredAt: ts})
+	}
+	for _, b := range blocked {
+		putReceipt(tx, index, b.ID, receiptRec{Blocked: b.Reason})
+	}
+	recordAnswer(tx, &m, ts)
+	text := m.Title
+	if text == "" {
+		text = firstLine(m.Content.Text, 120)
+	}
+	audit(tx, index, ts, AuditEvent{Kind: AuditMessage, From: m.From, To: m.Recipients, Label: strings.ToUpper(m.Type),
+		Text: text, MessageID: m.ID, Private: m.Visibility == "private"})
+	blockedAudit()
+	return &SendResult{ID: m.ID, Seq: index, Timestamp: m.Timestamp, Blocked: blocked}, nil
 }

@@ -30,6 +30,7 @@ var (
 	bucketAgentIndex  = []byte("agent_index")
 	bucketInbox       = []byte("inbox")
 	bucketInboxCounts = []byte("inbox_counts")
+	bucketInboxUnread = []byte("inbox_unread")
 	bucketReadMarks   = []byte("read_marks")
 	bucketReceipts    = []byte("receipts")
 	bucketThreads     = []byte("threads")
@@ -42,7 +43,7 @@ var (
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketMessages, bucketIDs, bucketChannels, bucketChannelIndex, bucketNodes,
-		bucketAgents, bucketAgentIndex, bucketInbox, bucketInboxCounts, bucketReadMarks, bucketReceipts,
+		bucketAgents, bucketAgentIndex, bucketInbox, bucketInboxCounts, bucketInboxUnread, bucketReadMarks, bucketReceipts,
 		bucketThreads, bucketAudit, bucketConfig, bucketRules, bucketBulletin, bucketLocks, bucketRetention,
 	}
 

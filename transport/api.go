@@ -20,11 +20,15 @@ const (
 	Strong Consistency = "strong"
 )
 
-// SendResponse is the body of a committed POST /v1/messages.
+// SendResponse is the body of a committed POST /v1/messages. Blocked
+// lists the resolved recipients the communication rules kept the message
+// from; the others got it. (When the rules block every recipient the send
+// fails with 403 instead.)
 type SendResponse struct {
-	ID        string    `json:"id"`
-	Seq       uint64    `json:"seq"`
-	Timestamp time.Time `json:"timestamp"`
+	ID        string                 `json:"id"`
+	Seq       uint64                 `json:"seq"`
+	Timestamp time.Time              `json:"timestamp"`
+	Blocked   []fsm.BlockedRecipient `json:"blocked,omitempty"`
 }
 
 // ChannelsResponse is the body of GET /v1/channels.
@@ -53,6 +57,11 @@ type Status struct {
 	APIAddr       string  `json:"api_addr"`
 	RaftAddr      string  `json:"raft_addr"`
 	Voters        []Voter `json:"voters"`
+	// GossipAddr is the node's advertised memberlist address ("" when it
+	// runs without gossip): a node joining through this node's API joins
+	// gossip there. GossipEncrypted says whether that gossip needs a key.
+	GossipAddr      string `json:"gossip_addr,omitempty"`
+	GossipEncrypted bool   `json:"gossip_encrypted,omitempty"`
 }
 
 // JoinRequest is the body of POST /v1/cluster/join: the server to add as a
@@ -116,6 +125,22 @@ type Service interface {
 	ReadIndex(ctx context.Context) (uint64, error)
 	// State is the node's state machine, for reads after Linearize.
 	State() *fsm.FSM
+
+	// PutPresence records a heartbeat of agent, accepted by this node, and
+	// gossips it: u is normalized and validated by the handler; a
+	// *fsm.FieldError (node, timestamp) or an error wrapping
+	// fsm.ErrConflict (an explicit timestamp older than the recorded one)
+	// refuses it. Presence is soft state: it never reaches the Raft log.
+	PutPresence(ctx context.Context, agent string, u PresenceUpdate) (Presence, error)
+	// Presence lists every agent this node knows of, sorted by id, as seen
+	// now: an AWAKE agent whose heartbeat lapsed or whose node is dead or
+	// left shows OFFLINE with the reason.
+	Presence(ctx context.Context) ([]Presence, error)
+	// AgentPresence is one agent's entry of Presence; fsm.ErrNotFound if
+	// the node has no record of it.
+	AgentPresence(ctx context.Context, agent string) (Presence, error)
+	// Members lists the gossip members this node knows of.
+	Members(ctx context.Context) (MembersResponse, error)
 }
 
 // ApplyRequest is the body of POST /v1/internal/apply: a command a

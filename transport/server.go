@@ -64,6 +64,8 @@ func NewServer(svc Service, opts ServerOptions) *Server {
 	s.mailboxRoutes()
 	s.oversightRoutes()
 	s.coordinationRoutes()
+	s.retentionRoutes()
+	s.presenceRoutes()
 	s.mux.HandleFunc("GET /v1/cluster/config", s.getConfig)
 	s.mux.HandleFunc("PUT /v1/cluster/config", s.setConfig)
 	s.mux.HandleFunc("POST /v1/internal/apply", s.internalApply)
@@ -138,7 +140,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, SendResponse{ID: res.ID, Seq: res.Seq, Timestamp: res.Timestamp})
+	writeJSON(w, http.StatusOK, SendResponse{ID: res.ID, Seq: res.Seq, Timestamp: res.Timestamp, Blocked: res.Blocked})
 }
 
 func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {

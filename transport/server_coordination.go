@@ -1,4 +1,272 @@
 package transport
 
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/maos-project/maos/fsm"
+)
+
+// The coordination endpoints: the global bulletin and advisory locks.
+//
+//	GET   /v1/bulletin          → fsm.Bulletin {"version","updated_at","updated_by","as_of","bulletin":{...}}
+//	PUT   /v1/bulletin?by=ID    body: the whole document → fsm.BulletinResult
+//	PATCH /v1/bulletin?by=ID    body: a JSON merge patch (RFC 7396) → fsm.BulletinResult
+//	POST  /v1/locks             {"path","holder","ttl"} → fsm.LockResult (granted or extended)
+//	POST  /v1/locks/renew       {"path","holder","token","ttl"} → fsm.LockResult
+//	POST  /v1/locks/release     {"path","holder","token"} or {"path","force":true,"by"} → fsm.LockResult
+//	GET   /v1/locks?prefix=&holder=&after=&limit= → fsm.LockPage
+//	POST  /v1/locks/check       {"path","token"} → fsm.LockCheck
+//
+// Compare-and-set: a PUT or PATCH with "if_version": N in the body (a
+// reserved key, not stored) or an If-Match: "N" header applies only if the
+// bulletin is still at version N (0: never written); otherwise 409 with
+// BulletinConflictBody, which carries the current version.
+//
+// A refused lock command (held by another, lease expired, stale token,
+// not the holder) answers 409 with LockConflictBody: the error, the
+// outcome and the lock as it stands. Invalid input is 400 naming the field
+// and the limit; a renew or release of a path with no lock is 404.
+
+// maxBulletinBody caps a PUT or PATCH body: the document limit plus room
+// for formatting and if_version.
+const maxBulletinBody = fsm.MaxBulletinBytes + 4<<10
+
+// maxLockBody caps a lock request: a path of MaxLockPathLen bytes written
+// entirely in \u escapes, and the other fields.
+const maxLockBody = 16 << 10
+
+// BulletinConflictBody is the 409 answer to a compare-and-set that lost:
+// Version is the bulletin's current version.
+type BulletinConflictBody struct {
+	Error   *APIError `json:"error"`
+	Version uint64    `json:"version"`
+}
+
+// LockConflictBody is the 409 answer to a refused lock command. Outcome is
+// one of fsm.LockHeld, fsm.LockLapsed ("expired"), fsm.LockNotHolder,
+// fsm.LockStaleToken; Lock is the lock as it stands (its holder, token and
+// expiry).
+type LockConflictBody struct {
+	Error   *APIError `json:"error"`
+	Outcome string    `json:"outcome"`
+	Lock    *fsm.Lock `json:"lock,omitempty"`
+}
+
 // coordinationRoutes registers the coordination endpoints.
-func (s *Server) coordinationRoutes() {}
+func (s *Server) coordinationRoutes() {
+	s.mux.HandleFunc("GET /v1/bulletin", s.getBulletin)
+	s.mux.HandleFunc("PUT /v1/bulletin", func(w http.ResponseWriter, r *http.Request) { s.setBulletin(w, r, false) })
+	s.mux.HandleFunc("PATCH /v1/bulletin", func(w http.ResponseWriter, r *http.Request) { s.setBulletin(w, r, true) })
+	s.mux.HandleFunc("POST /v1/locks", s.acquireLock)
+	s.mux.HandleFunc("POST /v1/locks/renew", s.renewLock)
+	s.mux.HandleFunc("POST /v1/locks/release", s.releaseLock)
+	s.mux.HandleFunc("GET /v1/locks", s.listLocks)
+	s.mux.HandleFunc("POST /v1/locks/check", s.checkLock)
+}
+
+func (s *Server) getBulletin(w http.ResponseWriter, r *http.Request) {
+	s.query(w, r, func(f *fsm.FSM) (any, error) { return f.Bulletin() })
+}
+
+// setBulletin serves PUT (merge false) and PATCH (merge true).
+func (s *Server) setBulletin(w http.ResponseWriter, r *http.Request, merge bool) {
+	cmd, err := bulletinRequest(w, r, merge)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	raw, err := s.svc.Apply(r.Context(), fsm.OpSetBulletin, cmd)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var res fsm.BulletinResult
+	if err := json.Unmarshal(raw, &res); err != nil || len(res.Doc) == 0 {
+		s.writeError(w, r, fmt.Errorf("transport: unexpected %s result %.200s (%v)", fsm.OpSetBulletin, raw, err))
+		return
+	}
+	if res.Conflict {
+		ifv := uint64(0)
+		if cmd.IfVersion != nil {
+			ifv = *cmd.IfVersion
+		}
+		writeJSON(w, http.StatusConflict, BulletinConflictBody{
+			Error: &APIError{Code: CodeConflict, Message: fmt.Sprintf(
+				"bulletin: if_version %d, but the bulletin is at version %d; read it again and retry", ifv, res.Version)},
+			Version: res.Version,
+		})
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// bulletinRequest reads a PUT or PATCH: the body is the document (or
+// patch) itself, with the reserved key if_version taken out; If-Match and
+// ?by= complete it.
+func bulletinRequest(w http.ResponseWriter, r *http.Request, merge bool) (fsm.BulletinCommand, error) {
+	cmd := fsm.BulletinCommand{Merge: merge, By: r.URL.Query().Get("by")}
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBulletinBody))
+	if errors.As(err, new(*http.MaxBytesError)) {
+		return cmd, &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge, Message: fmt.Sprintf(
+			"request body over the limit of %d bytes (the bulletin is capped at %d bytes)", maxBulletinBody, fsm.MaxBulletinBytes)}
+	}
+	if err != nil {
+		return cmd, fmt.Errorf("%w: read body: %v", ErrBadRequest, err)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return cmd, fmt.Errorf("%w: empty body: want the bulletin as a JSON object", ErrBadRequest)
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil || top == nil {
+		return cmd, &fsm.FieldError{Field: "bulletin", Reason: "want one JSON object: " + jsonProblem(data, err)}
+	}
+	if v, ok := top[fsm.BulletinIfVersionKey]; ok {
+		var n uint64
+		if err := json.Unmarshal(v, &n); err != nil {
+			return cmd, &fsm.FieldError{Field: fsm.BulletinIfVersionKey, Reason: fmt.Sprintf("%s is not a version (a whole number ≥ 0)", v)}
+		}
+		cmd.IfVersion = &n
+		delete(top, fsm.BulletinIfVersionKey)
+	}
+	if h := r.Header.Get("If-Match"); h != "" {
+		n, err := strconv.ParseUint(strings.Trim(strings.TrimPrefix(strings.TrimSpace(h), "W/"), `"`), 10, 64)
+		if err != nil {
+			return cmd, fmt.Errorf("%w: If-Match: %q is not a bulletin version like \"12\"", ErrBadRequest, h)
+		}
+		if cmd.IfVersion != nil && *cmd.IfVersion != n {
+			return cmd, fmt.Errorf("%w: If-Match %d and if_version %d disagree", ErrBadRequest, n, *cmd.IfVersion)
+		}
+		cmd.IfVersion = &n
+	}
+	doc, err := json.Marshal(top)
+	if err != nil {
+		return cmd, fmt.Errorf("%w: %v", ErrBadRequest, err)
+	}
+	cmd.Doc = doc
+	return cmd, cmd.Validate()
+}
+
+// jsonProblem says why data is not one JSON object.
+func jsonProblem(data []byte, err error) string {
+	var v any
+	if json.Unmarshal(data, &v) != nil {
+		if err == nil {
+			return "malformed JSON"
+		}
+		return "malformed JSON: " + strings.TrimPrefix(err.Error(), "json: ")
+	}
+	switch v.(type) {
+	case nil:
+		return "got null"
+	case []any:
+		return "got an array"
+	case string:
+		return "got a string"
+	case float64:
+		return "got a number"
+	case bool:
+		return "got a boolean"
+	}
+	return "got something else"
+}
+
+// decodeLockBody decodes a lock request and validates it.
+func decodeLockBody(w http.ResponseWriter, r *http.Request, v interface{ Validate() error }) error {
+	if err := decodeBody(w, r, maxLockBody, v); err != nil {
+		var api *APIError
+		if errors.As(err, &api) && api.Code == CodeTooLarge {
+			api.Message = fmt.Sprintf("request body over the limit of %d bytes (a lock path is at most %d bytes)", maxLockBody, fsm.MaxLockPathLen)
+		}
+		return err
+	}
+	return v.Validate()
+}
+
+func (s *Server) acquireLock(w http.ResponseWriter, r *http.Request) {
+	var cmd fsm.LockAcquireCommand
+	if err := decodeLockBody(w, r, &cmd); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.proposeLock(w, r, fsm.OpLockAcquire, cmd)
+}
+
+func (s *Server) renewLock(w http.ResponseWriter, r *http.Request) {
+	var cmd fsm.LockRenewCommand
+	if err := decodeLockBody(w, r, &cmd); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.proposeLock(w, r, fsm.OpLockRenew, cmd)
+}
+
+func (s *Server) releaseLock(w http.ResponseWriter, r *http.Request) {
+	var cmd fsm.LockReleaseCommand
+	if err := decodeLockBody(w, r, &cmd); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.proposeLock(w, r, fsm.OpLockRelease, cmd)
+}
+
+// proposeLock commits a lock command and answers 200 with the result, or
+// 409 with LockConflictBody when the state machine refused it.
+func (s *Server) proposeLock(w http.ResponseWriter, r *http.Request, op fsm.Op, body any) {
+	raw, err := s.svc.Apply(r.Context(), op, body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var res fsm.LockResult
+	if err := json.Unmarshal(raw, &res); err != nil || res.Outcome == "" {
+		s.writeError(w, r, fmt.Errorf("transport: unexpected %s result %.200s (%v)", op, raw, err))
+		return
+	}
+	if res.Refused() {
+		writeJSON(w, http.StatusConflict, LockConflictBody{
+			Error:   &APIError{Code: CodeConflict, Message: res.Message},
+			Outcome: res.Outcome,
+			Lock:    res.Lock,
+		})
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) listLocks(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	lq := fsm.LockQuery{Prefix: q.Get("prefix"), Holder: q.Get("holder"), After: q.Get("after")}
+	if lq.Holder != "" && !fsm.ValidName(lq.Holder) {
+		s.writeError(w, r, fmt.Errorf("%w: holder: %q is not an agent id", ErrBadRequest, lq.Holder))
+		return
+	}
+	for name, v := range map[string]string{"prefix": lq.Prefix, "after": lq.After} {
+		if len(v) > fsm.MaxLockPathLen {
+			s.writeError(w, r, fmt.Errorf("%w: %s: %d bytes, at most %d", ErrBadRequest, name, len(v), fsm.MaxLockPathLen))
+			return
+		}
+	}
+	limit, err := uintParam(q.Get("limit"), "limit", fsm.DefaultPageLimit, fsm.MaxPageLimit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	lq.Limit = int(limit)
+	s.query(w, r, func(f *fsm.FSM) (any, error) { return f.Locks(lq) })
+}
+
+func (s *Server) checkLock(w http.ResponseWriter, r *http.Request) {
+	var cmd fsm.LockCheckCommand
+	if err := decodeLockBody(w, r, &cmd); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.query(w, r, func(f *fsm.FSM) (any, error) { return f.CheckLock(cmd.Path, cmd.Token) })
+}

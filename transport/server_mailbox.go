@@ -1,4 +1,232 @@
 package transport
 
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/maos-project/maos/fsm"
+)
+
+// The mailbox endpoints: the agent registry, inboxes and read marks,
+// threads and delivery receipts.
+//
+//	POST   /v1/agents                     register (body fsm.RegisterAgentCommand) → fsm.Agent
+//	GET    /v1/agents?role=&capability=&after=&limit=  → fsm.AgentPage
+//	GET    /v1/agents/{id}                → fsm.Agent
+//	DELETE /v1/agents/{id}                unregister → the removed fsm.Agent
+//	GET    /v1/roles                      → RolesResponse (role → agents)
+//	GET    /v1/agents/{id}/inbox?unread=&priority=&type=&from=&after=&limit= → fsm.InboxPage
+//	GET    /v1/agents/{id}/inbox/counts   → fsm.InboxCounts
+//	POST   /v1/agents/{id}/read           body MarkReadRequest → fsm.MarkReadResult
+//	GET    /v1/threads/{id}?after=&limit= → fsm.ThreadPage
+//	GET    /v1/messages/{id}/receipts     → fsm.Receipts
+//
+// Reads take ?consistency=strong like every read.
+
+// RolesResponse is the body of GET /v1/roles: the role summary.
+type RolesResponse struct {
+	Roles map[string]uint64 `json:"roles"`
+}
+
+// MarkReadRequest is the body of POST /v1/agents/{id}/read: one message
+// by id, or every message up to and including seq upto. Exactly one is
+// given.
+type MarkReadRequest struct {
+	ID   string `json:"id,omitempty"`
+	Upto uint64 `json:"upto,omitempty"`
+}
+
 // mailboxRoutes registers the mailbox endpoints.
-func (s *Server) mailboxRoutes() {}
+func (s *Server) mailboxRoutes() {
+	s.mux.HandleFunc("POST /v1/agents", s.registerAgent)
+	s.mux.HandleFunc("GET /v1/agents", s.listAgents)
+	s.mux.HandleFunc("GET /v1/agents/{id}", s.getAgent)
+	s.mux.HandleFunc("DELETE /v1/agents/{id}", s.unregisterAgent)
+	s.mux.HandleFunc("GET /v1/roles", s.roles)
+	s.mux.HandleFunc("GET /v1/agents/{id}/inbox", s.inbox)
+	s.mux.HandleFunc("GET /v1/agents/{id}/inbox/counts", s.inboxCounts)
+	s.mux.HandleFunc("POST /v1/agents/{id}/read", s.markRead)
+	s.mux.HandleFunc("GET /v1/threads/{id}", s.thread)
+	s.mux.HandleFunc("GET /v1/messages/{id}/receipts", s.receipts)
+}
+
+// pathAgent is the {id} of the path, checked as an agent id.
+func pathAgent(r *http.Request) (string, error) {
+	id := r.PathValue("id")
+	if !fsm.ValidName(id) {
+		return "", &fsm.FieldError{Field: "agent", Reason: fmt.Sprintf("%q in the path must match ^[a-z0-9][a-z0-9._-]{0,63}$", id)}
+	}
+	return id, nil
+}
+
+// checkParams refuses query parameters other than known (and consistency),
+// so a misspelt filter is an error rather than a silently wider answer.
+func checkParams(q url.Values, known ...string) error {
+	for k := range q {
+		if k != "consistency" && !slices.Contains(known, k) {
+			return fmt.Errorf("%w: unknown query parameter %q; this endpoint takes %s and consistency",
+				ErrBadRequest, k, strings.Join(known, ", "))
+		}
+	}
+	return nil
+}
+
+// pageLimit reads ?limit= (1..MaxPageLimit, default DefaultPageLimit).
+func pageLimit(q url.Values) (int, error) {
+	limit, err := uintParam(q.Get("limit"), "limit", fsm.DefaultPageLimit, fsm.MaxPageLimit)
+	if err != nil {
+		return 0, err
+	}
+	if limit == 0 {
+		return 0, fmt.Errorf("%w: limit: must be 1..%d", ErrBadRequest, fsm.MaxPageLimit)
+	}
+	return int(limit), nil
+}
+
+func (s *Server) registerAgent(w http.ResponseWriter, r *http.Request) {
+	var cmd fsm.RegisterAgentCommand
+	if err := decodeBody(w, r, maxControlBytes, &cmd); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	cmd.Normalize()
+	if err := cmd.Validate(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.propose(w, r, fsm.OpRegisterAgent, cmd)
+}
+
+func (s *Server) unregisterAgent(w http.ResponseWriter, r *http.Request) {
+	id, err := pathAgent(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.propose(w, r, fsm.OpUnregisterAgent, fsm.UnregisterAgentCommand{ID: id})
+}
+
+func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
+	id, err := pathAgent(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.query(w, r, func(f *fsm.FSM) (any, error) { return f.Agent(id) })
+}
+
+func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if err := checkParams(q, "role", "capability", "after", "limit"); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	limit, err := pageLimit(q)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	aq := fsm.AgentQuery{Role: q.Get("role"), Capability: q.Get("capability"), After: q.Get("after"), Limit: limit}
+	if err := aq.Validate(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.query(w, r, func(f *fsm.FSM) (any, error) { return f.Agents(aq) })
+}
+
+func (s *Server) roles(w http.ResponseWriter, r *http.Request) {
+	s.query(w, r, func(f *fsm.FSM) (any, error) {
+		roles, err := f.Roles()
+		return RolesResponse{Roles: roles}, err
+	})
+}
+
+func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
+	agent, err := pathAgent(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	if err := checkParams(q, "unread", "priority", "type", "from", "after", "limit"); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	iq := fsm.InboxQuery{Priority: q.Get("priority"), Type: q.Get("type"), From: q.Get("from")}
+	if v := q.Get("unread"); v != "" {
+		if iq.Unread, err = strconv.ParseBool(v); err != nil {
+			s.writeError(w, r, fmt.Errorf("%w: unread: %q is not true or false", ErrBadRequest, v))
+			return
+		}
+	}
+	if iq.After, err = uintParam(q.Get("after"), "after", 0, 1<<63); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if iq.Limit, err = pageLimit(q); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := iq.Validate(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.query(w, r, func(f *fsm.FSM) (any, error) { return f.Inbox(agent, iq) })
+}
+
+func (s *Server) inboxCounts(w http.ResponseWriter, r *http.Request) {
+	agent, err := pathAgent(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.query(w, r, func(f *fsm.FSM) (any, error) { return f.InboxCounts(agent) })
+}
+
+func (s *Server) markRead(w http.ResponseWriter, r *http.Request) {
+	agent, err := pathAgent(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req MarkReadRequest
+	if err := decodeBody(w, r, maxControlBytes, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	cmd := fsm.MarkReadCommand{Agent: agent, ID: req.ID, Upto: req.Upto}
+	if err := cmd.Validate(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.propose(w, r, fsm.OpMarkRead, cmd)
+}
+
+func (s *Server) thread(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if err := checkParams(q, "after", "limit"); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	after, err := uintParam(q.Get("after"), "after", 0, 1<<63)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	limit, err := pageLimit(q)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	id := r.PathValue("id")
+	s.query(w, r, func(f *fsm.FSM) (any, error) { return f.Thread(id, after, limit) })
+}
+
+func (s *Server) receipts(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	s.query(w, r, func(f *fsm.FSM) (any, error) { return f.Receipts(id) })
+}

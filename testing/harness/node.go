@@ -21,8 +21,8 @@ import (
 )
 
 // ReadyMessage is the msg of the log line maosd writes once it serves; with
-// --log-format json the line carries api_addr and raft_addr (the advertised
-// Raft address).
+// --log-format json the line carries api_addr, raft_addr (the advertised
+// Raft address) and gossip_addr.
 const ReadyMessage = "maosd ready to serve"
 
 // OpenMessage is the msg of the log line a maosd node writes once its Raft
@@ -35,9 +35,9 @@ const OpenMessage = "node open"
 
 // Node is one maosd process of a Cluster (or on its own, from NewNode).
 //
-// The first Start binds 127.0.0.1:0 for both the HTTP API and Raft (Raft on
-// RaftIP:0 if one was given, advertising the RaftProxy's address if there is
-// one), and passes --join when the node was created with join addresses;
+// The first Start binds 127.0.0.1:0 for the HTTP API, Raft and gossip (Raft
+// on RaftIP:0 if one was given, advertising the RaftProxy's address if there
+// is one), and passes --join when the node was created with join addresses;
 // every later start passes the same --node-id and --data-dir and,
 // explicitly, the addresses the first start got, and never --join, as an
 // operator restarting a node would. All methods are safe for concurrent
@@ -68,6 +68,7 @@ type Node struct {
 	apiAddr    string
 	raftAddr   string // advertised (the proxy's address when proxied)
 	raftBind   string // listened on; "" until learned
+	gossipAddr string // "" until learned
 	client     *transport.Client
 	hc         *http.Client
 	proc       *process
@@ -99,7 +100,7 @@ type NodeConfig struct {
 	Join  []string // API addresses to --join through on the first start
 	// ExtraArgs are added to every maosd command line before the flags the
 	// harness sets (--node-id, --data-dir, --http-addr, --raft-addr,
-	// --join, --log-format json), which therefore win.
+	// --gossip-addr, --join, --log-format json), which therefore win.
 	ExtraArgs []string
 	// Env holds extra KEY=VALUE environment variables for maosd, on top of
 	// the test process's environment.
@@ -176,6 +177,14 @@ func (n *Node) RaftBindAddr() string {
 		return n.raftAddr
 	}
 	return n.raftBind
+}
+
+// GossipAddr is the node's gossip (memberlist) address, "" before the
+// first start.
+func (n *Node) GossipAddr() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.gossipAddr
 }
 
 // RaftIP is the IP the node binds Raft on and dials its peers from.
@@ -288,6 +297,11 @@ func (n *Node) args() []string {
 	defer n.mu.Unlock()
 	args := append([]string(nil), n.extra...)
 	args = append(args, "--node-id", n.ID, "--data-dir", n.DataDir, "--log-format", "json")
+	gossip := n.gossipAddr
+	if gossip == "" {
+		gossip = "127.0.0.1:0"
+	}
+	args = append(args, "--gossip-addr", gossip)
 	if n.apiAddr == "" {
 		args = append(args, "--http-addr", "127.0.0.1:0", "--raft-addr", net.JoinHostPort(n.RaftIP(), "0"))
 		for _, j := range n.join {
@@ -354,12 +368,13 @@ func (n *Node) launch(deadline time.Time) (retry bool, err error) {
 				n.ID, startNo, p.pid, OpenMessage)
 		}
 		if first {
-			n.apiAddr, n.raftAddr, n.raftBind = r.APIAddr, r.RaftAddr, bind
+			n.apiAddr, n.raftAddr, n.raftBind, n.gossipAddr = r.APIAddr, r.RaftAddr, bind, r.GossipAddr
 			n.hc = &http.Client{Transport: transport.NewHTTPTransport()}
 			n.client = transport.NewClient(n.apiAddr, n.hc)
-		} else if r.APIAddr != n.apiAddr || r.RaftAddr != n.raftAddr || n.raftBind != "" && bind != n.raftBind {
-			return false, fmt.Errorf("harness: restart of %s serves api %s raft %s (bound on %s), want api %s raft %s (bound on %s)",
-				n.ID, r.APIAddr, r.RaftAddr, bind, n.apiAddr, n.raftAddr, n.raftBind)
+		} else if r.APIAddr != n.apiAddr || r.RaftAddr != n.raftAddr || n.raftBind != "" && bind != n.raftBind ||
+			n.gossipAddr != "" && r.GossipAddr != n.gossipAddr {
+			return false, fmt.Errorf("harness: restart of %s serves api %s raft %s (bound on %s) gossip %s, want api %s raft %s (bound on %s) gossip %s",
+				n.ID, r.APIAddr, r.RaftAddr, bind, r.GossipAddr, n.apiAddr, n.raftAddr, n.raftBind, n.gossipAddr)
 		}
 		if n.proxy != nil && r.RaftAddr != n.proxy.Addr() {
 			return false, fmt.Errorf("harness: %s advertises raft %s, not its proxy %s", n.ID, r.RaftAddr, n.proxy.Addr())
@@ -666,11 +681,12 @@ func (n *Node) onOpen(raftBind string) {
 // readyLine is the part of maosd's ready and open log lines the harness
 // reads.
 type readyLine struct {
-	Msg      string `json:"msg"`
-	NodeID   string `json:"node_id"`
-	APIAddr  string `json:"api_addr"`
-	RaftAddr string `json:"raft_addr"`
-	RaftBind string `json:"raft_bind"`
+	Msg        string `json:"msg"`
+	NodeID     string `json:"node_id"`
+	APIAddr    string `json:"api_addr"`
+	RaftAddr   string `json:"raft_addr"`
+	RaftBind   string `json:"raft_bind"`
+	GossipAddr string `json:"gossip_addr"`
 }
 
 // logWriter copies a process's output to its log file and spots the open

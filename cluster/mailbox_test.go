@@ -1,0 +1,144 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+)
+
+// A send through a follower to role:reviewer lands in every reviewer's
+// inbox, and each reviewer reads its inbox from another node; read marks
+// and receipts made on one node are seen on the others.
+func TestRoleSendThroughFollowerReadFromOtherNodes(t *testing.T) {
+	c := newTestCluster(t, 3)
+	ctx := ctxT(t)
+	sender := c.follower()
+	var others []*testNode
+	for _, n := range c.nodes {
+		if n != sender {
+			others = append(others, n)
+		}
+	}
+	// Register through different nodes: every write reaches the leader.
+	for i, a := range []fsm.RegisterAgentCommand{
+		{ID: "reviewer_1", Role: "reviewer", Capabilities: []string{"go"}},
+		{ID: "reviewer_2", Role: "reviewer"},
+		{ID: "engineer_1", Role: "engineer"},
+	} {
+		if _, err := c.nodes[i%3].client.RegisterAgent(ctx, a); err != nil {
+			t.Fatalf("register %s through %s: %v", a.ID, c.nodes[i%3].id, err)
+		}
+	}
+
+	m := msg("codex", "review", "please review the retry logic")
+	m.To = fsm.Recipients{"role:reviewer"}
+	res, err := sender.client.Send(ctx, m)
+	if err != nil {
+		t.Fatalf("send through follower %s: %v", sender.id, err)
+	}
+
+	for i, reviewer := range []string{"reviewer_1", "reviewer_2"} {
+		node := others[i]
+		page, err := node.client.Inbox(ctx, reviewer, fsm.InboxQuery{Unread: true}, transport.Strong)
+		if err != nil {
+			t.Fatalf("%s's inbox on %s: %v", reviewer, node.id, err)
+		}
+		if len(page.Messages) != 1 || page.Messages[0].ID != res.ID || page.Messages[0].Seq != res.Seq || page.Messages[0].Read {
+			t.Fatalf("%s's inbox on %s = %+v, want message %s unread", reviewer, node.id, page.Messages, res.ID)
+		}
+		if got := page.Messages[0].Recipients; !slices.Equal(got, []string{"reviewer_1", "reviewer_2"}) {
+			t.Errorf("recipients on %s = %q", node.id, got)
+		}
+		counts, err := node.client.InboxCounts(ctx, reviewer, transport.Strong)
+		if err != nil || counts.Total != 1 || counts.Unread != 1 {
+			t.Errorf("%s's counts on %s = %+v, %v", reviewer, node.id, counts, err)
+		}
+	}
+	if counts, err := others[0].client.InboxCounts(ctx, "engineer_1", transport.Strong); err != nil || counts.Total != 0 {
+		t.Errorf("engineer_1 got the reviewers' message: %+v, %v", counts, err)
+	}
+
+	// reviewer_1 marks it read through one node; the sender sees the read
+	// receipt through another.
+	if _, err := others[0].client.MarkRead(ctx, "reviewer_1", res.ID, 0); err != nil {
+		t.Fatalf("mark read: %v", err)
+	}
+	rc, err := others[1].client.Receipts(ctx, res.ID, transport.Strong)
+	if err != nil {
+		t.Fatal(err)
+	}
+	states := map[string]string{}
+	for _, r := range rc.Receipts {
+		states[r.Agent] = r.State
+	}
+	if states["reviewer_1"] != fsm.ReceiptRead || states["reviewer_2"] != fsm.ReceiptDelivered || len(states) != 2 {
+		t.Errorf("receipts = %v, want reviewer_1 read and reviewer_2 delivered", states)
+	}
+
+	// Every node converges on the same inboxes with local reads.
+	waitFor(t, 10*time.Second, "reviewer_1's read mark on every node", func() bool {
+		for _, n := range c.nodes {
+			counts, err := n.client.InboxCounts(ctx, "reviewer_1", transport.Local)
+			if err != nil || counts.Unread != 0 || counts.Total != 1 {
+				return false
+			}
+		}
+		return true
+	})
+
+	// A role nobody has is refused with 400 through the follower too, and
+	// nothing is stored.
+	bad := msg("codex", "review", "anyone?")
+	bad.To = fsm.Recipients{"role:nobody"}
+	if _, err := sender.client.Send(ctx, bad); !isAPI(err, transport.CodeInvalid) {
+		t.Errorf("send to role:nobody = %v, want 400 invalid", err)
+	}
+	if _, err := c.leader().client.Message(ctx, bad.ID, transport.Strong); !errors.Is(err, fsm.ErrNotFound) {
+		t.Errorf("refused message is stored: %v", err)
+	}
+}
+
+// The leader trims channels with a retention policy on its own, and every
+// node removes the same messages.
+func TestLeaderTrimsRetention(t *testing.T) {
+	old := trimInterval
+	trimInterval = 50 * time.Millisecond
+	t.Cleanup(func() { trimInterval = old })
+	c := newTestCluster(t, 3)
+	ctx := ctxT(t)
+	f := c.follower()
+	for i := range 5 {
+		if _, err := f.client.Send(ctx, msg("codex", "ops", fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The policy is set with max_messages 5, so the immediate trim keeps
+	// all; two more sends push the channel over, and only the leader's
+	// periodic trim can bring it back to 5.
+	if _, err := f.client.SetRetention(ctx, "ops", "", 5); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if _, err := f.client.Send(ctx, msg("codex", "ops", fmt.Sprint("late", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 20*time.Second, "every node trimmed ops to 5 messages", func() bool {
+		for _, n := range c.nodes {
+			chans, err := n.fsm.Channels()
+			if err != nil || len(chans) != 1 || chans[0].Count != 5 {
+				return false
+			}
+		}
+		return true
+	})
+	r, err := c.nodes[0].client.Retention(ctx, "ops", transport.Strong)
+	if err != nil || r.Trimmed != 2 {
+		t.Fatalf("retention = %+v, %v; want 2 trimmed", r, err)
+	}
+}

@@ -1,0 +1,246 @@
+package cluster
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+)
+
+// fakeClock is a settable clock for the presence store.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+var t0 = time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC)
+
+func awake(sub string) transport.PresenceUpdate {
+	return transport.PresenceUpdate{State: transport.PresenceAwake, Substate: sub}
+}
+
+func noStatus(string) string { return "" }
+
+// Versions: a write after seeing a record always gets a larger version,
+// even when that record came from a node whose clock is ahead; a node whose
+// clock went back still moves forward.
+func TestPresenceVersionsAreHybridLogical(t *testing.T) {
+	clk := &fakeClock{t: t0}
+	s := newPresenceStore("n1", time.Minute, clk.now)
+	p1, err := s.put("codex", awake("IDLE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p1.Version != micros(t0) || p1.Origin != "n1" || p1.Node != "n1" {
+		t.Fatalf("first put %+v, want version = now in µs", p1)
+	}
+	// Same instant: still a larger version.
+	p2, _ := s.put("codex", awake("WORKING"))
+	if p2.Version != p1.Version+1 {
+		t.Errorf("second put at the same instant has version %d, want %d", p2.Version, p1.Version+1)
+	}
+	// A record from a node 10 minutes ahead arrives; the next local write
+	// beats it although the local clock is behind it.
+	ahead := transport.Presence{AgentID: "codex", Node: "n2", State: "AWAKE", Substate: "BLOCKED",
+		Timestamp: t0, Version: micros(t0.Add(10 * time.Minute)), Origin: "n2"}
+	if fresh, err := s.merge(ahead); err != nil || !fresh {
+		t.Fatalf("merge of a newer record: fresh=%v err=%v", fresh, err)
+	}
+	p3, _ := s.put("codex", awake("IDLE"))
+	if !p3.Newer(&ahead) {
+		t.Errorf("a write after seeing %d got version %d: not newer", ahead.Version, p3.Version)
+	}
+	// The clock goes back an hour: versions still grow.
+	clk.set(t0.Add(-time.Hour))
+	p4, _ := s.put("claude", awake("IDLE"))
+	if p4.Version <= p3.Version {
+		t.Errorf("after the clock went back: version %d, not above %d", p4.Version, p3.Version)
+	}
+}
+
+func TestPresenceMergeKeepsNewest(t *testing.T) {
+	clk := &fakeClock{t: t0}
+	s := newPresenceStore("n1", time.Minute, clk.now)
+	rec := func(v uint64, origin, sub string) transport.Presence {
+		return transport.Presence{AgentID: "codex", Node: "n2", State: "AWAKE", Substate: sub, Timestamp: t0, Version: v, Origin: origin}
+	}
+	for _, tc := range []struct {
+		p     transport.Presence
+		fresh bool
+		keep  string // substate held afterwards
+	}{
+		{rec(100, "n2", "IDLE"), true, "IDLE"},
+		{rec(99, "n3", "WORKING"), false, "IDLE"},    // older version
+		{rec(100, "n2", "WORKING"), false, "IDLE"},   // the same version again
+		{rec(100, "n1", "WORKING"), false, "IDLE"},   // same version, smaller origin
+		{rec(100, "n3", "BLOCKED"), true, "BLOCKED"}, // same version, larger origin
+		{rec(101, "n1", "WORKING"), true, "WORKING"},
+	} {
+		fresh, err := s.merge(tc.p)
+		if err != nil || fresh != tc.fresh {
+			t.Errorf("merge v%d/%s: fresh=%v err=%v, want fresh=%v", tc.p.Version, tc.p.Origin, fresh, err, tc.fresh)
+		}
+		if got, _ := s.get("codex", noStatus); got.Substate != tc.keep {
+			t.Errorf("after v%d/%s: substate %s, want %s", tc.p.Version, tc.p.Origin, got.Substate, tc.keep)
+		}
+	}
+	if n := s.staleCount(); n != 3 {
+		t.Errorf("stale count %d, want 3", n)
+	}
+}
+
+// Records a peer sends are checked like heartbeats; implausible or
+// expired ones change nothing.
+func TestPresenceMergeRefusesBadRecords(t *testing.T) {
+	clk := &fakeClock{t: t0}
+	s := newPresenceStore("n1", time.Minute, clk.now)
+	good := transport.Presence{AgentID: "codex", Node: "n2", State: "AWAKE", Substate: "IDLE", Timestamp: t0, Version: 5, Origin: "n2"}
+	for name, mod := range map[string]func(*transport.Presence){
+		"bad agent":       func(p *transport.Presence) { p.AgentID = "Bad Agent" },
+		"bad state":       func(p *transport.Presence) { p.State = "ASLEEP" },
+		"awake no sub":    func(p *transport.Presence) { p.Substate = "" },
+		"task too long":   func(p *transport.Presence) { p.Task = strings.Repeat("t", transport.MaxPresenceTask+1) },
+		"bad node":        func(p *transport.Presence) { p.Node = "" },
+		"bad origin":      func(p *transport.Presence) { p.Origin = "N 2" },
+		"no version":      func(p *transport.Presence) { p.Version = 0 },
+		"version too far": func(p *transport.Presence) { p.Version = micros(t0.Add(2 * time.Hour)) },
+	} {
+		p := good
+		mod(&p)
+		if fresh, err := s.merge(p); err == nil || fresh {
+			t.Errorf("%s: fresh=%v err=%v, want an error", name, fresh, err)
+		}
+	}
+	expired := good
+	expired.Timestamp = t0.Add(-presenceRetention - time.Second)
+	if fresh, err := s.merge(expired); err != nil || fresh {
+		t.Errorf("expired record: fresh=%v err=%v, want it ignored", fresh, err)
+	}
+	if list := s.list(noStatus); len(list) != 0 {
+		t.Errorf("store holds %+v after refused records", list)
+	}
+}
+
+// How a record reads: lapsed after the TTL, OFFLINE when its node is dead
+// or left, as stored otherwise; records past retention disappear.
+func TestPresenceView(t *testing.T) {
+	clk := &fakeClock{t: t0}
+	s := newPresenceStore("n1", 30*time.Second, clk.now)
+	if _, err := s.put("codex", transport.PresenceUpdate{State: "AWAKE", Substate: "WORKING", Task: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	status := map[string]string{}
+	st := func(id string) string { return status[id] }
+	check := func(what, state, sub, reason string) {
+		t.Helper()
+		p, ok := s.get("codex", st)
+		if !ok || p.State != state || p.Substate != sub || p.Reason != reason {
+			t.Errorf("%s: %+v (found %v), want %s/%s %q", what, p, ok, state, sub, reason)
+		}
+	}
+	check("fresh", "AWAKE", "WORKING", "")
+	clk.set(t0.Add(30 * time.Second))
+	check("at the TTL", "AWAKE", "WORKING", "")
+	clk.set(t0.Add(31 * time.Second))
+	check("past the TTL", "OFFLINE", "", "heartbeat lapsed")
+	clk.set(t0)
+	status["n1"] = transport.MemberDead
+	check("node dead", "OFFLINE", "", "node n1 dead")
+	status["n1"] = transport.MemberLeft
+	check("node left", "OFFLINE", "", "node n1 left")
+	status["n1"] = transport.MemberAlive
+	check("node back", "AWAKE", "WORKING", "")
+	clk.set(t0.Add(presenceRetention + time.Second))
+	if list := s.list(st); len(list) != 0 {
+		t.Errorf("past retention: %+v", list)
+	}
+	if _, ok := s.get("codex", st); ok {
+		t.Errorf("past retention the record is still found")
+	}
+}
+
+func TestPresenceMarkNodeOffline(t *testing.T) {
+	clk := &fakeClock{t: t0}
+	s := newPresenceStore("n1", time.Minute, clk.now)
+	var sent []transport.Presence
+	s.broadcast = func(p transport.Presence) { sent = append(sent, p) }
+	for _, r := range []transport.Presence{
+		{AgentID: "a", Node: "n2", State: "AWAKE", Substate: "WORKING", Task: "t", Timestamp: t0, Version: 10, Origin: "n2"},
+		{AgentID: "b", Node: "n2", State: "OFFLINE", Timestamp: t0, Version: 11, Origin: "n2"},
+		{AgentID: "c", Node: "n3", State: "AWAKE", Substate: "IDLE", Timestamp: t0, Version: 12, Origin: "n3"},
+	} {
+		if _, err := s.merge(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := s.markNodeOffline("n2", "node n2 dead"); n != 1 {
+		t.Fatalf("marked %d, want 1 (only n2's AWAKE agent)", n)
+	}
+	a, _ := s.get("a", noStatus)
+	if a.State != "OFFLINE" || a.Substate != "" || a.Reason != "node n2 dead" || a.Origin != "n1" || a.Version <= 12 || a.Task != "t" || !a.Timestamp.Equal(t0) {
+		t.Errorf("a after its node died: %+v", a)
+	}
+	if len(sent) != 1 || sent[0] != a {
+		t.Errorf("gossiped %+v, want the new record of a", sent)
+	}
+	if c, _ := s.get("c", noStatus); c.State != "AWAKE" {
+		t.Errorf("c on another node: %+v", c)
+	}
+}
+
+func TestPresencePutRefusals(t *testing.T) {
+	clk := &fakeClock{t: t0}
+	s := newPresenceStore("n1", 30*time.Second, clk.now)
+	ts := func(d time.Duration) *time.Time { x := t0.Add(d); return &x }
+	if _, err := s.put("codex", awake("IDLE")); err != nil {
+		t.Fatal(err)
+	}
+	before := s.all()
+	cases := []struct {
+		name string
+		u    transport.PresenceUpdate
+		want error
+		text string
+	}{
+		{"other node", transport.PresenceUpdate{Node: "n2", State: "AWAKE", Substate: "IDLE"}, fsm.ErrInvalid, "this is node n1"},
+		{"far future", transport.PresenceUpdate{State: "AWAKE", Substate: "IDLE", Timestamp: ts(2 * time.Minute)}, fsm.ErrInvalid, "ahead of node n1's clock"},
+		{"already lapsed", transport.PresenceUpdate{State: "AWAKE", Substate: "IDLE", Timestamp: ts(-31 * time.Second)}, fsm.ErrInvalid, "presence TTL"},
+		{"older than recorded", transport.PresenceUpdate{State: "OFFLINE", Timestamp: ts(-time.Second)}, fsm.ErrConflict, "older than the recorded one"},
+		{"too big for a packet", transport.PresenceUpdate{State: "OFFLINE", Channel: strings.Repeat("c", 64),
+			Task: strings.Repeat(`"`, transport.MaxPresenceTask), Reason: strings.Repeat(`\`, transport.MaxPresenceReason)}, fsm.ErrInvalid, "gossip wire"},
+	}
+	for _, tc := range cases {
+		agent := "codex"
+		if tc.name == "too big for a packet" {
+			agent = strings.Repeat("a", 64) // the longest id
+		}
+		_, err := s.put(agent, tc.u)
+		if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.text) {
+			t.Errorf("%s: %v, want %v saying %q", tc.name, err, tc.want, tc.text)
+		}
+	}
+	if after := s.all(); len(after) != 1 || after[0] != before[0] {
+		t.Errorf("refused heartbeats changed the store: %+v, was %+v", after, before)
+	}
+	// A timestamp within the window is used as the heartbeat time.
+	p, err := s.put("codex", transport.PresenceUpdate{State: "AWAKE", Substate: "IDLE", Timestamp: ts(20 * time.Second)})
+	if err != nil || !p.Timestamp.Equal(t0.Add(20*time.Second)) {
+		t.Errorf("put with its own timestamp: %+v, %v", p, err)
+	}
+}

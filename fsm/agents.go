@@ -1,0 +1,401 @@
+package fsm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"go.etcd.io/bbolt"
+)
+
+// The agent registry.
+//
+// bucketAgents: agent id → Agent JSON.
+//
+// bucketAgentIndex holds three kinds of keys, told apart by their first
+// byte (agent ids, roles and capabilities never contain 0x00):
+//
+//	'r' ‖ role ‖ 0x00 ‖ agent id        → empty   (agents by role)
+//	'c' ‖ capability ‖ 0x00 ‖ agent id  → empty   (agents by capability)
+//	'n' ‖ role                          → count (8 bytes BE) of its agents
+//
+// All of them are derived from the Agent records: register rewrites an
+// agent's entries, unregister deletes them.
+
+// OpRegisterAgent adds or replaces an agent (body: RegisterAgentCommand).
+// OpUnregisterAgent removes one (body: UnregisterAgentCommand).
+const (
+	OpRegisterAgent   Op = "register_agent"
+	OpUnregisterAgent Op = "unregister_agent"
+)
+
+// Registry limits and defaults.
+const (
+	// DefaultRole is the role of an agent registered without one, and of a
+	// sender registered on the spot by its first send.
+	DefaultRole = "agent"
+	// MaxCapabilities caps an agent's capabilities list.
+	MaxCapabilities = 64
+	// MaxDescriptionLen caps an agent's description, in bytes.
+	MaxDescriptionLen = 4096
+)
+
+// Index key kinds of bucketAgentIndex.
+const (
+	idxRole       = 'r'
+	idxCapability = 'c'
+	idxRoleCount  = 'n'
+)
+
+// Agent is a registered agent (the seed router's AgentInfo).
+type Agent struct {
+	ID           string   `json:"id"`
+	Role         string   `json:"role"`
+	Capabilities []string `json:"capabilities,omitempty"`
+	Description  string   `json:"description,omitempty"`
+	// Node is the maos node the agent's watcher runs next to, if given.
+	Node string `json:"node,omitempty"`
+	// Auto is true for an agent registered on the spot by its first send
+	// (role "agent"); an explicit register clears it.
+	Auto bool `json:"auto,omitempty"`
+	// RegisteredAt is the time of the first registration, UpdatedAt of the
+	// last (entry times, UTC).
+	RegisteredAt time.Time `json:"registered_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
+	// Index is the Raft index of the entry that last registered it.
+	Index uint64 `json:"index"`
+}
+
+// RegisterAgentCommand is the body of OpRegisterAgent and of POST
+// /v1/agents. Registering an id again replaces its role, capabilities,
+// description and node.
+type RegisterAgentCommand struct {
+	ID           string   `json:"id"`
+	Role         string   `json:"role,omitempty"` // default "agent"
+	Capabilities []string `json:"capabilities,omitempty"`
+	Description  string   `json:"description,omitempty"`
+	Node         string   `json:"node,omitempty"`
+}
+
+// Normalize fills the default role and drops repeated capabilities.
+func (c *RegisterAgentCommand) Normalize() {
+	if c.Role == "" {
+		c.Role = DefaultRole
+	}
+	var caps []string
+	for _, cp := range c.Capabilities {
+		if !slices.Contains(caps, cp) {
+			caps = append(caps, cp)
+		}
+	}
+	c.Capabilities = caps
+}
+
+// Validate checks the command: id, role, each capability and node (if set)
+// must match ^[a-z0-9][a-z0-9._-]{0,63}$; at most MaxCapabilities
+// capabilities; a description of at most MaxDescriptionLen bytes without
+// control characters other than newline and tab. The error is a
+// *FieldError.
+func (c *RegisterAgentCommand) Validate() error {
+	if c.ID == "" {
+		return fieldErr("id", "required")
+	}
+	if !ValidName(c.ID) {
+		return fieldErr("id", "must match %s", nameRE)
+	}
+	if !ValidName(c.Role) {
+		return fieldErr("role", "must match %s", nameRE)
+	}
+	if len(c.Capabilities) > MaxCapabilities {
+		return fieldErr("capabilities", "%d entries, at most %d", len(c.Capabilities), MaxCapabilities)
+	}
+	for i, cp := range c.Capabilities {
+		if !ValidName(cp) {
+			return fieldErr(fmt.Sprintf("capabilities[%d]", i), "must match %s", nameRE)
+		}
+	}
+	if len(c.Description) > MaxDescriptionLen {
+		return fieldErr("description", "%d bytes, at most %d", len(c.Description), MaxDescriptionLen)
+	}
+	if strings.IndexFunc(c.Description, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\t' }) >= 0 {
+		return fieldErr("description", "must not contain control characters other than newline and tab")
+	}
+	if c.Node != "" && !ValidName(c.Node) {
+		return fieldErr("node", "must match %s", nameRE)
+	}
+	return nil
+}
+
+// UnregisterAgentCommand is the body of OpUnregisterAgent.
+type UnregisterAgentCommand struct {
+	ID string `json:"id"`
+}
+
+// Validate checks the id.
+func (c *UnregisterAgentCommand) Validate() error {
+	if c.ID == "" {
+		return fieldErr("id", "required")
+	}
+	if !ValidName(c.ID) {
+		return fieldErr("id", "must match %s", nameRE)
+	}
+	return nil
+}
+
+func applyRegisterAgent(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
+	var cmd RegisterAgentCommand
+	if err := json.Unmarshal(body, &cmd); err != nil {
+		return nil, fmt.Errorf("fsm: apply register_agent: decode: %w", err)
+	}
+	cmd.Normalize()
+	if err := cmd.Validate(); err != nil {
+		return nil, fmt.Errorf("fsm: apply register_agent: %w", err)
+	}
+	prev, err := loadAgent(tx, cmd.ID)
+	if err != nil {
+		return nil, fmt.Errorf("fsm: apply register_agent: %w", err)
+	}
+	a := Agent{
+		ID: cmd.ID, Role: cmd.Role, Capabilities: cmd.Capabilities, Description: cmd.Description, Node: cmd.Node,
+		RegisteredAt: time.Unix(0, ts).UTC(), UpdatedAt: time.Unix(0, ts).UTC(), Index: index,
+	}
+	if prev != nil {
+		a.RegisteredAt = prev.RegisteredAt
+	}
+	putAgent(tx, prev, &a)
+	text := "role " + a.Role
+	if len(a.Capabilities) > 0 {
+		text += ", capabilities " + strings.Join(a.Capabilities, ",")
+	}
+	if a.Node != "" {
+		text += ", node " + a.Node
+	}
+	audit(tx, index, ts, AuditEvent{Kind: AuditAgent, From: a.ID, Label: "REGISTER", Text: text})
+	return &a, nil
+}
+
+func applyUnregisterAgent(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
+	var cmd UnregisterAgentCommand
+	if err := json.Unmarshal(body, &cmd); err != nil {
+		return nil, fmt.Errorf("fsm: apply unregister_agent: decode: %w", err)
+	}
+	if err := cmd.Validate(); err != nil {
+		return nil, fmt.Errorf("fsm: apply unregister_agent: %w", err)
+	}
+	prev, err := loadAgent(tx, cmd.ID)
+	if err != nil {
+		return nil, fmt.Errorf("fsm: apply unregister_agent: %w", err)
+	}
+	if prev == nil {
+		return nil, fmt.Errorf("fsm: apply unregister_agent: agent %s: %w", cmd.ID, ErrNotFound)
+	}
+	dropAgentIndex(tx, prev)
+	if err := tx.Bucket(bucketAgents).Delete([]byte(prev.ID)); err != nil {
+		panic(fmt.Sprintf("fsm: apply unregister_agent: delete: %v", err))
+	}
+	audit(tx, index, ts, AuditEvent{Kind: AuditAgent, From: prev.ID, Label: "UNREGISTER", Text: "role " + prev.Role})
+	return prev, nil
+}
+
+// loadAgent reads an agent inside a transaction; nil, nil if there is none.
+func loadAgent(tx *bbolt.Tx, id string) (*Agent, error) {
+	v := tx.Bucket(bucketAgents).Get([]byte(id))
+	if v == nil {
+		return nil, nil
+	}
+	var a Agent
+	if err := json.Unmarshal(v, &a); err != nil {
+		return nil, fmt.Errorf("agent %s: decode: %w", id, err)
+	}
+	return &a, nil
+}
+
+// agentRole is the role in a stored Agent record, "" for none.
+func agentRole(v []byte) string {
+	if v == nil {
+		return ""
+	}
+	var a struct {
+		Role string `json:"role"`
+	}
+	_ = json.Unmarshal(v, &a)
+	return a.Role
+}
+
+// putAgent stores a, replacing prev (nil for a new agent) and its index
+// entries.
+func putAgent(tx *bbolt.Tx, prev, a *Agent) {
+	if prev != nil {
+		dropAgentIndex(tx, prev)
+	}
+	data, err := json.Marshal(a)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: agent %s: encode: %v", a.ID, err))
+	}
+	idx := tx.Bucket(bucketAgentIndex)
+	mustPut(tx.Bucket(bucketAgents), []byte(a.ID), data)
+	mustPut(idx, agentIndexKey(idxRole, a.Role, a.ID), nil)
+	for _, cp := range a.Capabilities {
+		mustPut(idx, agentIndexKey(idxCapability, cp, a.ID), nil)
+	}
+	countKey := append([]byte{idxRoleCount}, a.Role...)
+	mustPut(idx, countKey, u64(getU64(idx, countKey)+1))
+}
+
+// dropAgentIndex deletes a's index entries and its count in its role.
+func dropAgentIndex(tx *bbolt.Tx, a *Agent) {
+	idx := tx.Bucket(bucketAgentIndex)
+	mustDelete(idx, agentIndexKey(idxRole, a.Role, a.ID))
+	for _, cp := range a.Capabilities {
+		mustDelete(idx, agentIndexKey(idxCapability, cp, a.ID))
+	}
+	countKey := append([]byte{idxRoleCount}, a.Role...)
+	if n := getU64(idx, countKey); n > 1 {
+		mustPut(idx, countKey, u64(n-1))
+	} else {
+		mustDelete(idx, countKey)
+	}
+}
+
+// agentIndexPrefix is kind ‖ name ‖ 0x00.
+func agentIndexPrefix(kind byte, name string) []byte {
+	k := make([]byte, 0, len(name)+2)
+	k = append(k, kind)
+	k = append(k, name...)
+	return append(k, 0)
+}
+
+// agentIndexKey is kind ‖ name ‖ 0x00 ‖ id.
+func agentIndexKey(kind byte, name, id string) []byte {
+	return append(agentIndexPrefix(kind, name), id...)
+}
+
+// mustPut and mustDelete write inside an apply transaction; bbolt fails
+// only on programming errors (empty or oversized key, read-only tx), and
+// the batch is abandoned.
+func mustPut(b *bbolt.Bucket, k, v []byte) {
+	if err := b.Put(k, v); err != nil {
+		panic(fmt.Sprintf("fsm: put %q: %v", k, err))
+	}
+}
+
+func mustDelete(b *bbolt.Bucket, k []byte) {
+	if err := b.Delete(k); err != nil {
+		panic(fmt.Sprintf("fsm: delete %q: %v", k, err))
+	}
+}
+
+// AgentQuery selects agents: by role, by capability (both: agents with
+// both), after an id (exclusive; for paging), at most Limit (≤ 0 means
+// DefaultPageLimit; capped at MaxPageLimit).
+type AgentQuery struct {
+	Role       string
+	Capability string
+	After      string
+	Limit      int
+}
+
+// Validate checks the names of the query.
+func (q *AgentQuery) Validate() error {
+	for _, f := range []struct{ name, v string }{{"role", q.Role}, {"capability", q.Capability}, {"after", q.After}} {
+		if f.v != "" && !ValidName(f.v) {
+			return fieldErr(f.name, "must match %s", nameRE)
+		}
+	}
+	return nil
+}
+
+// AgentPage is one page of the registry, by id.
+type AgentPage struct {
+	Agents  []Agent `json:"agents"`
+	HasMore bool    `json:"has_more"`
+}
+
+// Agent returns one registered agent, or an error wrapping ErrNotFound.
+func (f *FSM) Agent(id string) (*Agent, error) {
+	var a *Agent
+	err := f.view(func(tx *bbolt.Tx) error {
+		var err error
+		if a, err = loadAgent(tx, id); err != nil {
+			return fmt.Errorf("fsm: %w", err)
+		}
+		if a == nil {
+			return fmt.Errorf("fsm: agent %s: %w", id, ErrNotFound)
+		}
+		return nil
+	})
+	return a, err
+}
+
+// Agents returns a page of registered agents in id order. With a role (or
+// a capability) it reads that index range only; with both, the role's range
+// filtered by capability. Without either, the whole registry from After.
+func (f *FSM) Agents(q AgentQuery) (AgentPage, error) {
+	if err := q.Validate(); err != nil {
+		return AgentPage{}, err
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = DefaultPageLimit
+	}
+	limit = min(limit, MaxPageLimit)
+	page := AgentPage{Agents: []Agent{}}
+	err := f.view(func(tx *bbolt.Tx) error {
+		var c *bbolt.Cursor
+		var prefix []byte
+		switch {
+		case q.Role != "":
+			c, prefix = tx.Bucket(bucketAgentIndex).Cursor(), agentIndexPrefix(idxRole, q.Role)
+		case q.Capability != "":
+			c, prefix = tx.Bucket(bucketAgentIndex).Cursor(), agentIndexPrefix(idxCapability, q.Capability)
+		default:
+			c = tx.Bucket(bucketAgents).Cursor()
+		}
+		start := append(slices.Clone(prefix), q.After...)
+		if q.After != "" {
+			start = append(start, 0) // just past After
+		}
+		for k, _ := c.Seek(start); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			a, err := loadAgent(tx, string(k[len(prefix):]))
+			if err != nil {
+				return fmt.Errorf("fsm: agents: %w", err)
+			}
+			if a == nil {
+				return fmt.Errorf("fsm: agents: index entry %q without an agent", k)
+			}
+			if q.Role != "" && q.Capability != "" && !slices.Contains(a.Capabilities, q.Capability) {
+				continue
+			}
+			if len(page.Agents) == limit {
+				page.HasMore = true
+				return nil
+			}
+			page.Agents = append(page.Agents, *a)
+		}
+		return nil
+	})
+	return page, err
+}
+
+// Roles returns the role summary: role → number of registered agents. It
+// reads one count per role.
+func (f *FSM) Roles() (map[string]uint64, error) {
+	out := map[string]uint64{}
+	err := f.view(func(tx *bbolt.Tx) error {
+		c := tx.Bucket(bucketAgentIndex).Cursor()
+		prefix := []byte{idxRoleCount}
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			if len(v) != 8 {
+				return fmt.Errorf("fsm: roles: bad count for %q", k[1:])
+			}
+			out[string(k[1:])] = binary.BigEndian.Uint64(v)
+		}
+		return nil
+	})
+	return out, err
+}

@@ -1,0 +1,366 @@
+package fsm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+// Per-agent inboxes and read state. Every entry is derived from a stored
+// message: message seq S with resolved recipients R has, for each agent A
+// in R, exactly one inbox entry A ‖ 0x00 ‖ S, and an unread entry while A
+// has not marked it read. dropMessageIndexes removes them.
+//
+// bucketInbox: agent ‖ 0x00 ‖ seq (8 bytes BE) → [flags, priority]:
+// flags bit 0 is "read"; priority is the message's index in Priorities
+// (0 urgent … 3 low), so ?priority= filters without reading the message.
+//
+// bucketInboxUnread: agent ‖ 0x00 ‖ seq (8) → [priority], for the entries
+// not yet read: ?unread=true and "mark read up to SEQ" read this range only.
+//
+// bucketInboxCounts: agent → total (8) ‖ unread (8) ‖ unread by priority
+// (4 × 8, in Priorities order): 48 bytes, kept exact at apply so counts
+// cost one key.
+//
+// bucketReadMarks: agent → seq (8): the highest "read up to" mark given.
+
+// OpMarkRead marks inbox entries read (body: MarkReadCommand).
+const OpMarkRead Op = "mark_read"
+
+// Inbox query limits.
+const (
+	// MaxInboxScan bounds the inbox entries one query reads when filters
+	// other than unread and priority (type, from) skip entries: the page
+	// then ends early with has_more and next_after, and the client goes on
+	// from there.
+	MaxInboxScan = 10 * MaxPageLimit
+)
+
+const inboxRead = 1 // flags bit
+
+// inboxKey is agent ‖ 0x00 ‖ seq.
+func inboxKey(agent string, seq uint64) []byte { return channelIndexKey(agent, seq) }
+
+// priorityByte is p's index in Priorities; unknown values count as normal.
+func priorityByte(p string) byte {
+	if i := slices.Index(Priorities, p); i >= 0 {
+		return byte(i)
+	}
+	return byte(slices.Index(Priorities, DefaultPriority))
+}
+
+// InboxCounts are an agent's inbox counters.
+type InboxCounts struct {
+	Agent  string `json:"agent"`
+	Total  uint64 `json:"total"`
+	Unread uint64 `json:"unread"`
+	// UnreadByPriority has a key for every priority (urgent, high, normal,
+	// low), zeros included.
+	UnreadByPriority map[string]uint64 `json:"unread_by_priority"`
+	// ReadUpto is the highest "read up to" mark given, 0 for none.
+	ReadUpto uint64 `json:"read_upto"`
+}
+
+type countsRec [2 + len4]uint64
+
+const len4 = 4 // len(Priorities), a constant for the array type
+
+func getCounts(b *bbolt.Bucket, agent string) (countsRec, bool) {
+	var c countsRec
+	v := b.Get([]byte(agent))
+	if len(v) != 8*len(c) {
+		return c, false
+	}
+	for i := range c {
+		c[i] = binary.BigEndian.Uint64(v[8*i:])
+	}
+	return c, true
+}
+
+func putCounts(b *bbolt.Bucket, agent string, c countsRec) {
+	v := make([]byte, 0, 8*len(c))
+	for _, n := range c {
+		v = append(v, u64(n)...)
+	}
+	mustPut(b, []byte(agent), v)
+}
+
+// deliver appends message seq (of priority prio) to agent's inbox, unread.
+func deliver(tx *bbolt.Tx, agent string, seq uint64, prio byte) {
+	k := inboxKey(agent, seq)
+	mustPut(tx.Bucket(bucketInbox), k, []byte{0, prio})
+	mustPut(tx.Bucket(bucketInboxUnread), k, []byte{prio})
+	counts := tx.Bucket(bucketInboxCounts)
+	c, _ := getCounts(counts, agent)
+	c[0]++
+	c[1]++
+	c[2+int(prio)]++
+	putCounts(counts, agent, c)
+}
+
+// markRead marks agent's entry for seq read at ts and records the read
+// receipt. It reports whether the entry existed unread: an entry read
+// before is left as it is, so counts are never decremented twice.
+func markRead(tx *bbolt.Tx, agent string, seq uint64, ts int64) bool {
+	k := inboxKey(agent, seq)
+	inbox := tx.Bucket(bucketInbox)
+	v := inbox.Get(k)
+	if len(v) != 2 || v[0]&inboxRead != 0 {
+		return false
+	}
+	prio := v[1]
+	mustPut(inbox, k, []byte{v[0] | inboxRead, prio})
+	mustDelete(tx.Bucket(bucketInboxUnread), k)
+	counts := tx.Bucket(bucketInboxCounts)
+	c, _ := getCounts(counts, agent)
+	c[1]--
+	c[2+int(prio)]--
+	putCounts(counts, agent, c)
+	updateReceipt(tx, seq, agent, func(r *receiptRec) {
+		if r.ReadAt == 0 {
+			r.ReadAt = ts
+		}
+	})
+	return true
+}
+
+// MarkReadCommand is the body of OpMarkRead: mark one message (ID) or
+// every unread message up to and including seq Upto read in Agent's inbox.
+// Exactly one of ID and Upto is given.
+type MarkReadCommand struct {
+	Agent string `json:"agent"`
+	ID    string `json:"id,omitempty"`
+	Upto  uint64 `json:"upto,omitempty"`
+}
+
+// Validate checks the agent id and that exactly one of id and upto is set.
+func (c *MarkReadCommand) Validate() error {
+	if c.Agent == "" {
+		return fieldErr("agent", "required")
+	}
+	if !ValidName(c.Agent) {
+		return fieldErr("agent", "must match %s", nameRE)
+	}
+	switch {
+	case c.ID == "" && c.Upto == 0:
+		return fieldErr("id", "give a message id, or upto: a seq (everything up to it is marked read)")
+	case c.ID != "" && c.Upto != 0:
+		return fieldErr("upto", "give either id or upto, not both")
+	case c.ID != "" && !idRE.MatchString(c.ID):
+		return fieldErr("id", "must be a message id matching %s", idRE)
+	}
+	return nil
+}
+
+// MarkReadResult is what applying OpMarkRead returns: how many entries
+// changed from unread to read (0 when they were read already) and the
+// counts after.
+type MarkReadResult struct {
+	Agent  string      `json:"agent"`
+	Marked int         `json:"marked"`
+	Counts InboxCounts `json:"counts"`
+}
+
+func applyMarkRead(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
+	var cmd MarkReadCommand
+	if err := json.Unmarshal(body, &cmd); err != nil {
+		return nil, fmt.Errorf("fsm: apply mark_read: decode: %w", err)
+	}
+	if err := cmd.Validate(); err != nil {
+		return nil, fmt.Errorf("fsm: apply mark_read: %w", err)
+	}
+	if err := inboxExists(tx, cmd.Agent); err != nil {
+		return nil, fmt.Errorf("fsm: apply mark_read: %w", err)
+	}
+	marked := 0
+	if cmd.ID != "" {
+		v := tx.Bucket(bucketIDs).Get([]byte(cmd.ID))
+		if len(v) < 8 {
+			return nil, fmt.Errorf("fsm: apply mark_read: message %s: %w", cmd.ID, ErrNotFound)
+		}
+		seq := binary.BigEndian.Uint64(v[:8])
+		if tx.Bucket(bucketInbox).Get(inboxKey(cmd.Agent, seq)) == nil {
+			return nil, fmt.Errorf("fsm: apply mark_read: message %s is not in %s's inbox: %w", cmd.ID, cmd.Agent, ErrNotFound)
+		}
+		if markRead(tx, cmd.Agent, seq, ts) {
+			marked++
+		}
+	} else {
+		// Collect first: the cursor must not walk keys being deleted.
+		prefix := append([]byte(cmd.Agent), 0)
+		var seqs []uint64
+		c := tx.Bucket(bucketInboxUnread).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			seq := binary.BigEndian.Uint64(k[len(prefix):])
+			if seq > cmd.Upto {
+				break
+			}
+			seqs = append(seqs, seq)
+		}
+		for _, seq := range seqs {
+			if markRead(tx, cmd.Agent, seq, ts) {
+				marked++
+			}
+		}
+		marks := tx.Bucket(bucketReadMarks)
+		if cmd.Upto > getU64(marks, []byte(cmd.Agent)) {
+			mustPut(marks, []byte(cmd.Agent), u64(cmd.Upto))
+		}
+	}
+	return &MarkReadResult{Agent: cmd.Agent, Marked: marked, Counts: readCounts(tx, cmd.Agent)}, nil
+}
+
+// inboxExists returns an error wrapping ErrNotFound when agent is neither
+// registered nor has ever been sent a message.
+func inboxExists(tx *bbolt.Tx, agent string) error {
+	if tx.Bucket(bucketInboxCounts).Get([]byte(agent)) != nil || tx.Bucket(bucketAgents).Get([]byte(agent)) != nil {
+		return nil
+	}
+	return fmt.Errorf("agent %s: not registered and never sent a message: %w", agent, ErrNotFound)
+}
+
+func readCounts(tx *bbolt.Tx, agent string) InboxCounts {
+	c, _ := getCounts(tx.Bucket(bucketInboxCounts), agent)
+	out := InboxCounts{Agent: agent, Total: c[0], Unread: c[1], UnreadByPriority: map[string]uint64{},
+		ReadUpto: getU64(tx.Bucket(bucketReadMarks), []byte(agent))}
+	for i, p := range Priorities {
+		out.UnreadByPriority[p] = c[2+i]
+	}
+	return out
+}
+
+// InboxCounts returns agent's counters (one key read), or an error wrapping
+// ErrNotFound for an agent that is not registered and has no inbox.
+func (f *FSM) InboxCounts(agent string) (InboxCounts, error) {
+	var out InboxCounts
+	err := f.view(func(tx *bbolt.Tx) error {
+		if err := inboxExists(tx, agent); err != nil {
+			return fmt.Errorf("fsm: inbox counts: %w", err)
+		}
+		out = readCounts(tx, agent)
+		return nil
+	})
+	return out, err
+}
+
+// InboxQuery filters an inbox page. Unread and Priority are answered from
+// the index (Unread reads only the unread range; Priority is in each index
+// value); Type and From read each message of the range scanned, at most
+// MaxInboxScan entries per query.
+type InboxQuery struct {
+	Unread   bool   `json:"unread,omitempty"`
+	Priority string `json:"priority,omitempty"`
+	Type     string `json:"type,omitempty"`
+	From     string `json:"from,omitempty"`
+	After    uint64 `json:"after,omitempty"` // seq, exclusive
+	Limit    int    `json:"limit,omitempty"` // ≤ 0: DefaultPageLimit; capped at MaxPageLimit
+}
+
+// Validate checks the filters.
+func (q *InboxQuery) Validate() error {
+	if q.Priority != "" && !slices.Contains(Priorities, q.Priority) {
+		return fieldErr("priority", "must be one of %v", Priorities)
+	}
+	if q.Type != "" && !ValidName(q.Type) {
+		return fieldErr("type", "must match %s", nameRE)
+	}
+	if q.From != "" && !ValidName(q.From) {
+		return fieldErr("from", "must match %s", nameRE)
+	}
+	if q.Limit > MaxPageLimit {
+		return fieldErr("limit", "%d, at most %d", q.Limit, MaxPageLimit)
+	}
+	return nil
+}
+
+// InboxEntry is a message in an inbox with the agent's read flag.
+type InboxEntry struct {
+	Message
+	Read bool `json:"read"`
+}
+
+// InboxPage is one page of an inbox, in seq order.
+type InboxPage struct {
+	Agent    string       `json:"agent"`
+	Messages []InboxEntry `json:"messages"`
+	// HasMore is true when entries after NextAfter may match: the next
+	// page is the same query with after=NextAfter.
+	HasMore bool `json:"has_more"`
+	// NextAfter is the seq of the last entry read (matching or not), 0 if
+	// none was.
+	NextAfter uint64 `json:"next_after"`
+}
+
+// Inbox returns a page of agent's inbox: entries with seq > q.After that
+// pass the filters, oldest first. It reads the index range from q.After
+// (the unread range with q.Unread) until the page is full, and the message
+// of each entry that passes the index filters; with Type or From it stops
+// after MaxInboxScan entries with HasMore set. An agent that is not
+// registered and has no inbox is an error wrapping ErrNotFound.
+func (f *FSM) Inbox(agent string, q InboxQuery) (InboxPage, error) {
+	if err := q.Validate(); err != nil {
+		return InboxPage{}, err
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = DefaultPageLimit
+	}
+	page := InboxPage{Agent: agent, Messages: []InboxEntry{}}
+	var wantPrio int = -1
+	if q.Priority != "" {
+		wantPrio = int(priorityByte(q.Priority))
+	}
+	err := f.view(func(tx *bbolt.Tx) error {
+		if err := inboxExists(tx, agent); err != nil {
+			return fmt.Errorf("fsm: inbox: %w", err)
+		}
+		bucket := bucketInbox
+		if q.Unread {
+			bucket = bucketInboxUnread
+		}
+		inbox := tx.Bucket(bucketInbox)
+		prefix := append([]byte(agent), 0)
+		scanned := 0
+		c := tx.Bucket(bucket).Cursor()
+		for k, v := c.Seek(inboxKey(agent, q.After+1)); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			if len(page.Messages) == limit || scanned == MaxInboxScan {
+				page.HasMore = true
+				return nil
+			}
+			scanned++
+			seq := binary.BigEndian.Uint64(k[len(prefix):])
+			page.NextAfter = seq
+			prio := v[len(v)-1]
+			if wantPrio >= 0 && int(prio) != wantPrio {
+				continue
+			}
+			m, err := getMessage(tx, seq)
+			if err != nil {
+				return fmt.Errorf("fsm: inbox %s: %w", agent, err)
+			}
+			if (q.Type != "" && m.Type != q.Type) || (q.From != "" && m.From != q.From) {
+				continue
+			}
+			read := true
+			if fl := inbox.Get(k); len(fl) == 2 {
+				read = fl[0]&inboxRead != 0
+			}
+			page.Messages = append(page.Messages, InboxEntry{Message: *m, Read: read})
+		}
+		return nil
+	})
+	return page, err
+}
+
+// entryTime is the entry time ts as a UTC time, zero for 0.
+func entryTime(ts int64) time.Time {
+	if ts == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ts).UTC()
+}

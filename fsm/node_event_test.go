@@ -1,0 +1,85 @@
+package fsm
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/raft"
+)
+
+func nodeEventEntry(tb testing.TB, index uint64, ts int64, c NodeEventCommand) *raft.Log {
+	tb.Helper()
+	data, err := Encode(OpNodeEvent, ts, c)
+	if err != nil {
+		tb.Fatalf("Encode node_event: %v", err)
+	}
+	return &raft.Log{Type: raft.LogCommand, Index: index, Term: 1, Data: data}
+}
+
+// Each node event is one audit line: NODE_JOIN / NODE_LEAVE / NODE_DEAD
+// from the node, with the reason, at the entry's time and index.
+func TestApplyNodeEventAudits(t *testing.T) {
+	f, _ := openTemp(t)
+	events := []NodeEventCommand{
+		{NodeID: "n2", Event: NodeEventJoin, Reason: "joined gossip at 127.0.0.1:7082"},
+		{NodeID: "n2", Event: NodeEventDead, Reason: "declared dead by gossip failure detection"},
+		{NodeID: "n3", Event: NodeEventLeave},
+	}
+	for i, ev := range events {
+		res := applyOne(f, nodeEventEntry(t, uint64(10+i), baseTS+int64(i), ev))
+		got, ok := res.(*NodeEventCommand)
+		if !ok || *got != ev {
+			t.Fatalf("apply %+v = %T %v", ev, res, res)
+		}
+	}
+	page, err := f.Audit(0, MaxPageLimit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct{ label, from, text, line string }{
+		{"NODE_JOIN", "n2", "joined gossip at 127.0.0.1:7082", "[2026-11-21T10:30:00Z] [n2] NODE_JOIN: joined gossip at 127.0.0.1:7082"},
+		{"NODE_DEAD", "n2", "declared dead by gossip failure detection", "[2026-11-21T10:30:00Z] [n2] NODE_DEAD: declared dead by gossip failure detection"},
+		{"NODE_LEAVE", "n3", "", "[2026-11-21T10:30:00Z] [n3] NODE_LEAVE"},
+	}
+	if len(page.Events) != len(want) {
+		t.Fatalf("audit has %d events, want %d: %+v", len(page.Events), len(want), page.Events)
+	}
+	for i, w := range want {
+		ev := page.Events[i]
+		if ev.Kind != AuditNode || ev.Label != w.label || ev.From != w.from || ev.Text != w.text || ev.Index != uint64(10+i) || ev.Seq != uint64(i+1) {
+			t.Errorf("event %d = %+v, want %s from %s %q at index %d", i, ev, w.label, w.from, w.text, 10+i)
+		}
+		if got := ev.Line(); got != w.line {
+			t.Errorf("event %d line %q, want %q", i, got, w.line)
+		}
+	}
+}
+
+// A bad node event is refused on every node alike and leaves no trace.
+func TestApplyNodeEventRefusals(t *testing.T) {
+	f, _ := openTemp(t)
+	before := dataDump(t, f)
+	cases := []struct {
+		cmd   NodeEventCommand
+		field string
+	}{
+		{NodeEventCommand{NodeID: "", Event: NodeEventJoin}, "node_id"},
+		{NodeEventCommand{NodeID: "N 2", Event: NodeEventJoin}, "node_id"},
+		{NodeEventCommand{NodeID: "n2", Event: "vanished"}, "event"},
+		{NodeEventCommand{NodeID: "n2", Event: NodeEventDead, Reason: strings.Repeat("r", MaxNodeEventReason+1)}, "reason"},
+	}
+	for i, tc := range cases {
+		err := mustError(t, applyOne(f, nodeEventEntry(t, uint64(20+i), baseTS, tc.cmd)))
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != tc.field || !errors.Is(err, ErrInvalid) {
+			t.Errorf("%+v: %v, want an invalid %s", tc.cmd, err, tc.field)
+		}
+	}
+	if bad := mustError(t, applyOne(f, rawEntry(t, 30, Command{V: 1, Op: OpNodeEvent, TS: baseTS, Body: []byte(`[1]`)}))); !strings.Contains(bad.Error(), "decode") {
+		t.Errorf("undecodable body: %v", bad)
+	}
+	if after := dataDump(t, f); after != before {
+		t.Errorf("refused node events changed the state:\n%s\nwant\n%s", after, before)
+	}
+}

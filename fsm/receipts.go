@@ -1,0 +1,181 @@
+package fsm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+// Delivery receipts, one per (message, recipient).
+//
+// bucketReceipts: message seq (8 bytes BE) ‖ agent id → receiptRec JSON
+// {"d": delivered ts, "r": read ts, "a": answered ts, "reply": reply id,
+// "blocked": reason}; times are entry times (Unix ns), 0 (left out) when
+// not reached. A receipt is written for every resolved recipient when the
+// message is stored: delivered, or blocked by the rules. All receipts of a
+// message share its seq as prefix, so a trim deletes them with one range.
+
+// Receipt states, from the least to the furthest.
+const (
+	ReceiptBlocked   = "blocked"   // the rules kept it out of the inbox
+	ReceiptDelivered = "delivered" // in the recipient's inbox
+	ReceiptRead      = "read"      // the recipient marked it read
+	ReceiptAnswered  = "answered"  // a reply from the recipient arrived
+)
+
+type receiptRec struct {
+	DeliveredAt int64  `json:"d,omitempty"`
+	ReadAt      int64  `json:"r,omitempty"`
+	AnsweredAt  int64  `json:"a,omitempty"`
+	ReplyID     string `json:"reply,omitempty"`
+	Blocked     string `json:"blocked,omitempty"`
+}
+
+func receiptKey(seq uint64, agent string) []byte {
+	return append(u64(seq), agent...)
+}
+
+func putReceipt(tx *bbolt.Tx, seq uint64, agent string, r receiptRec) {
+	data, err := json.Marshal(r)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: receipt: encode: %v", err))
+	}
+	mustPut(tx.Bucket(bucketReceipts), receiptKey(seq, agent), data)
+}
+
+// updateReceipt applies fn to the receipt of (seq, agent), if there is one.
+func updateReceipt(tx *bbolt.Tx, seq uint64, agent string, fn func(*receiptRec)) {
+	v := tx.Bucket(bucketReceipts).Get(receiptKey(seq, agent))
+	if v == nil {
+		return
+	}
+	var r receiptRec
+	if err := json.Unmarshal(v, &r); err != nil {
+		panic(fmt.Sprintf("fsm: receipt %d/%s: decode: %v", seq, agent, err))
+	}
+	fn(&r)
+	putReceipt(tx, seq, agent, r)
+}
+
+// recordAnswer marks the receipt of m's parent for m's sender answered by
+// m, at ts, unless it was answered before or the sender was not one of the
+// parent's recipients.
+func recordAnswer(tx *bbolt.Tx, m *Message, ts int64) {
+	if m.InReplyTo == "" {
+		return
+	}
+	v := tx.Bucket(bucketIDs).Get([]byte(m.InReplyTo))
+	if len(v) < 8 {
+		return
+	}
+	updateReceipt(tx, binary.BigEndian.Uint64(v[:8]), m.From, func(r *receiptRec) {
+		if r.AnsweredAt == 0 && r.Blocked == "" {
+			r.AnsweredAt, r.ReplyID = ts, m.ID
+		}
+	})
+}
+
+// BlockedRecipient is a resolved recipient the rules kept a message from.
+type BlockedRecipient struct {
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+}
+
+// blockedOf lists the blocked recipients of the message at seq, from its
+// receipts (so a retried send answers the same list).
+func blockedOf(tx *bbolt.Tx, seq uint64) []BlockedRecipient {
+	var out []BlockedRecipient
+	prefix := u64(seq)
+	c := tx.Bucket(bucketReceipts).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		var r receiptRec
+		if json.Unmarshal(v, &r) == nil && r.Blocked != "" {
+			out = append(out, BlockedRecipient{ID: string(k[8:]), Reason: r.Blocked})
+		}
+	}
+	return out
+}
+
+// Receipt is one recipient's delivery state of a message. Times are entry
+// times (UTC), left out when the state was not reached.
+type Receipt struct {
+	Agent       string    `json:"agent"`
+	State       string    `json:"state"` // blocked, delivered, read or answered
+	DeliveredAt time.Time `json:"delivered_at,omitzero"`
+	ReadAt      time.Time `json:"read_at,omitzero"`
+	AnsweredAt  time.Time `json:"answered_at,omitzero"`
+	ReplyID     string    `json:"reply_id,omitempty"` // the answering message
+	Blocked     string    `json:"blocked,omitempty"`  // the rule's reason
+}
+
+// Reached reports whether the receipt got to state (delivered, read or
+// answered): an answered message counts as read, a read one as delivered.
+// A blocked receipt reaches nothing.
+func (r Receipt) Reached(state string) bool {
+	switch state {
+	case ReceiptDelivered:
+		return !r.DeliveredAt.IsZero()
+	case ReceiptRead:
+		return !r.ReadAt.IsZero() || !r.AnsweredAt.IsZero()
+	case ReceiptAnswered:
+		return !r.AnsweredAt.IsZero()
+	}
+	return false
+}
+
+// Receipts is the delivery state of one message, per recipient by id.
+type Receipts struct {
+	ID       string    `json:"id"`
+	Seq      uint64    `json:"seq"`
+	From     string    `json:"from"`
+	Receipts []Receipt `json:"receipts"`
+}
+
+// Receipts returns the receipts of the message id (one per resolved
+// recipient), or an error wrapping ErrNotFound.
+func (f *FSM) Receipts(id string) (Receipts, error) {
+	out := Receipts{ID: id, Receipts: []Receipt{}}
+	err := f.view(func(tx *bbolt.Tx) error {
+		v := tx.Bucket(bucketIDs).Get([]byte(id))
+		if len(v) < 8 {
+			return fmt.Errorf("fsm: receipts of %s: message %w", id, ErrNotFound)
+		}
+		out.Seq = binary.BigEndian.Uint64(v[:8])
+		m, err := getMessage(tx, out.Seq)
+		if err != nil {
+			return fmt.Errorf("fsm: receipts of %s: %w", id, err)
+		}
+		out.From = m.From
+		prefix := u64(out.Seq)
+		c := tx.Bucket(bucketReceipts).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			var r receiptRec
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("fsm: receipts of %s: %s: %w", id, k[8:], err)
+			}
+			out.Receipts = append(out.Receipts, r.public(string(k[8:])))
+		}
+		return nil
+	})
+	return out, err
+}
+
+func (r receiptRec) public(agent string) Receipt {
+	p := Receipt{Agent: agent, DeliveredAt: entryTime(r.DeliveredAt), ReadAt: entryTime(r.ReadAt),
+		AnsweredAt: entryTime(r.AnsweredAt), ReplyID: r.ReplyID, Blocked: r.Blocked}
+	switch {
+	case r.Blocked != "":
+		p.State = ReceiptBlocked
+	case r.AnsweredAt != 0:
+		p.State = ReceiptAnswered
+	case r.ReadAt != 0:
+		p.State = ReceiptRead
+	default:
+		p.State = ReceiptDelivered
+	}
+	return p
+}

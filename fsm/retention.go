@@ -1,0 +1,251 @@
+package fsm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+// bucketRetention: channel → Retention JSON: the channel's policy and what
+// it has trimmed so far.
+
+// Retention ops.
+const (
+	// OpSetRetention sets a channel's policy and trims at once (body:
+	// SetRetentionCommand).
+	OpSetRetention Op = "set_retention"
+	// OpTrim applies a channel's policy as of the entry's time (body:
+	// TrimCommand). The leader proposes it periodically, so every node
+	// trims exactly the same messages.
+	OpTrim Op = "trim"
+)
+
+// MaxTrimPerEntry bounds the messages one trim entry removes, so one apply
+// batch stays small; TrimResult.More says another trim is due.
+const MaxTrimPerEntry = 10000
+
+// Retention is a channel's policy. A zero field means no limit of that kind.
+type Retention struct {
+	Channel string `json:"channel"`
+	// MaxAge: messages whose timestamp is older than the trimming entry's
+	// time minus MaxAge go (nanoseconds in JSON as max_age_ns).
+	MaxAge time.Duration `json:"max_age_ns"`
+	// MaxMessages: the oldest messages beyond this count go.
+	MaxMessages uint64 `json:"max_messages"`
+	// Trimmed counts the messages trimmed so far; LastTrimSeq is the seq of
+	// the newest one.
+	Trimmed     uint64 `json:"trimmed"`
+	LastTrimSeq uint64 `json:"last_trim_seq,omitempty"`
+}
+
+// SetRetentionCommand sets a channel's policy. MaxAge is a Go duration
+// ("720h") in JSON; both zero removes the policy.
+type SetRetentionCommand struct {
+	Channel     string `json:"channel"`
+	MaxAge      string `json:"max_age,omitempty"`
+	MaxMessages uint64 `json:"max_messages,omitempty"`
+}
+
+// Limits of a policy.
+const (
+	MinRetentionAge = time.Minute
+	MaxRetentionAge = 100 * 365 * 24 * time.Hour
+)
+
+// Validate checks the command and returns the parsed age.
+func (c *SetRetentionCommand) Validate() (time.Duration, error) {
+	if !ValidName(c.Channel) {
+		return 0, fieldErr("channel", "must match %s", nameRE)
+	}
+	var age time.Duration
+	if c.MaxAge != "" {
+		d, err := time.ParseDuration(c.MaxAge)
+		if err != nil {
+			return 0, fieldErr("max_age", "%q is not a duration such as 720h", c.MaxAge)
+		}
+		if d < MinRetentionAge || d > MaxRetentionAge {
+			return 0, fieldErr("max_age", "%v is outside %v..%v", d, MinRetentionAge, MaxRetentionAge)
+		}
+		age = d
+	}
+	return age, nil
+}
+
+// TrimCommand asks for a channel's policy to be applied.
+type TrimCommand struct {
+	Channel string `json:"channel"`
+}
+
+// TrimResult says what one trim removed.
+type TrimResult struct {
+	Channel string `json:"channel"`
+	Trimmed int    `json:"trimmed"` // by this entry
+	// UpToSeq is the seq of the newest message removed (0 if none).
+	UpToSeq uint64 `json:"up_to_seq,omitempty"`
+	// More is true when the entry stopped at MaxTrimPerEntry.
+	More      bool      `json:"more,omitempty"`
+	Retention Retention `json:"retention"`
+}
+
+func loadRetention(tx *bbolt.Tx, channel string) (Retention, bool) {
+	v := tx.Bucket(bucketRetention).Get([]byte(channel))
+	if v == nil {
+		return Retention{Channel: channel}, false
+	}
+	var r Retention
+	if json.Unmarshal(v, &r) != nil {
+		return Retention{Channel: channel}, false
+	}
+	return r, true
+}
+
+func putRetention(tx *bbolt.Tx, r Retention) {
+	data, err := json.Marshal(r)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: retention: encode: %v", err))
+	}
+	if err := tx.Bucket(bucketRetention).Put([]byte(r.Channel), data); err != nil {
+		panic(fmt.Sprintf("fsm: retention: put: %v", err))
+	}
+}
+
+func applySetRetention(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
+	var cmd SetRetentionCommand
+	if err := json.Unmarshal(body, &cmd); err != nil {
+		return nil, fmt.Errorf("fsm: apply set_retention: decode: %w", err)
+	}
+	age, err := cmd.Validate()
+	if err != nil {
+		return nil, fmt.Errorf("fsm: apply set_retention: %w", err)
+	}
+	r, _ := loadRetention(tx, cmd.Channel)
+	r.MaxAge, r.MaxMessages = age, cmd.MaxMessages
+	putRetention(tx, r)
+	audit(tx, index, ts, AuditEvent{Kind: AuditTrim, Label: "RETENTION",
+		Text: fmt.Sprintf("channel %s: max_age=%v max_messages=%d", cmd.Channel, age, cmd.MaxMessages)})
+	return trim(tx, index, ts, r), nil
+}
+
+func applyTrim(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
+	var cmd TrimCommand
+	if err := json.Unmarshal(body, &cmd); err != nil {
+		return nil, fmt.Errorf("fsm: apply trim: decode: %w", err)
+	}
+	if !ValidName(cmd.Channel) {
+		return nil, fmt.Errorf("fsm: apply trim: %w", fieldErr("channel", "must match %s", nameRE))
+	}
+	r, ok := loadRetention(tx, cmd.Channel)
+	if !ok {
+		return nil, fmt.Errorf("fsm: apply trim: channel %s has no retention policy: %w", cmd.Channel, ErrNotFound)
+	}
+	return trim(tx, index, ts, r), nil
+}
+
+// trim removes the channel's oldest messages that the policy no longer
+// keeps as of ts: beyond MaxMessages, or older than ts-MaxAge. It walks the
+// channel index from the oldest message and stops at the first one kept,
+// so it reads what it removes plus one. Each removed message loses its
+// message record, channel-index entry, inbox, unread, receipt and thread
+// entries; its id stays reserved (see applySend), and the audit trail keeps
+// its line.
+func trim(tx *bbolt.Tx, index uint64, ts int64, r Retention) *TrimResult {
+	res := &TrimResult{Channel: r.Channel}
+	chans := tx.Bucket(bucketChannels)
+	cv := chans.Get([]byte(r.Channel))
+	if len(cv) != 24 || (r.MaxAge == 0 && r.MaxMessages == 0) {
+		res.Retention = r
+		return res
+	}
+	count := binary.BigEndian.Uint64(cv[:8])
+	last := binary.BigEndian.Uint64(cv[16:])
+	cutoff := ts - int64(r.MaxAge)
+	prefix := append([]byte(r.Channel), 0)
+	idx := tx.Bucket(bucketChannelIndex)
+	var drop [][]byte
+	var newFirst uint64
+	c := idx.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		seq := binary.BigEndian.Uint64(k[len(prefix):])
+		remaining := count - uint64(len(drop))
+		overCount := r.MaxMessages > 0 && remaining > r.MaxMessages
+		tooOld := false
+		if r.MaxAge > 0 && !overCount {
+			m, err := getMessage(tx, seq)
+			tooOld = err == nil && m.Timestamp.UnixNano() < cutoff
+		}
+		if !overCount && !tooOld {
+			newFirst = seq
+			break
+		}
+		if len(drop) == MaxTrimPerEntry {
+			res.More = true
+			newFirst = seq
+			break
+		}
+		drop = append(drop, bytes.Clone(k))
+	}
+	for _, k := range drop {
+		seq := binary.BigEndian.Uint64(k[len(prefix):])
+		if m, err := getMessage(tx, seq); err == nil {
+			dropMessageIndexes(tx, m)
+		}
+		mustDelete(tx.Bucket(bucketMessages), u64(seq))
+		mustDelete(idx, k)
+		res.UpToSeq = seq
+	}
+	res.Trimmed = len(drop)
+	if res.Trimmed > 0 {
+		if left := count - uint64(len(drop)); left == 0 {
+			mustDelete(chans, []byte(r.Channel))
+		} else {
+			v := make([]byte, 0, 24)
+			v = append(append(append(v, u64(left)...), u64(newFirst)...), u64(last)...)
+			if err := chans.Put([]byte(r.Channel), v); err != nil {
+				panic(fmt.Sprintf("fsm: trim: put channel: %v", err))
+			}
+		}
+		r.Trimmed += uint64(res.Trimmed)
+		r.LastTrimSeq = res.UpToSeq
+		putRetention(tx, r)
+		audit(tx, index, ts, AuditEvent{Kind: AuditTrim, Label: "TRIM",
+			Text: fmt.Sprintf("channel %s: %d messages up to seq %d", r.Channel, res.Trimmed, res.UpToSeq)})
+	}
+	res.Retention = r
+	return res
+}
+
+// Retentions lists every channel policy, by channel.
+func (f *FSM) Retentions() ([]Retention, error) {
+	out := []Retention{}
+	err := f.view(func(tx *bbolt.Tx) error {
+		return tx.Bucket(bucketRetention).ForEach(func(_, v []byte) error {
+			var r Retention
+			if err := json.Unmarshal(v, &r); err != nil {
+				return err
+			}
+			out = append(out, r)
+			return nil
+		})
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].Channel < out[j].Channel })
+	return out, err
+}
+
+// RetentionOf returns one channel's policy, or an error wrapping
+// ErrNotFound.
+func (f *FSM) RetentionOf(channel string) (Retention, error) {
+	var r Retention
+	err := f.view(func(tx *bbolt.Tx) error {
+		var ok bool
+		if r, ok = loadRetention(tx, channel); !ok {
+			return fmt.Errorf("fsm: channel %s has no retention policy: %w", channel, ErrNotFound)
+		}
+		return nil
+	})
+	return r, err
+}

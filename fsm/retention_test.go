@@ -1,0 +1,127 @@
+package fsm
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// max_messages keeps the newest N; inboxes, counts, threads and receipts
+// lose the trimmed messages; the ids stay reserved.
+func TestRetentionMaxMessages(t *testing.T) {
+	b := newMbox(t)
+	b.register("claude", "reviewer")
+	var sent []*SendResult
+	var msgs []Message
+	for i := range 5 {
+		m := b.msg("codex", "hello", "claude")
+		m.Title = string(rune('a' + i))
+		msgs = append(msgs, m)
+		sent = append(sent, b.send(m))
+	}
+	res := b.ok(OpSetRetention, SetRetentionCommand{Channel: "general", MaxMessages: 2}).(*TrimResult)
+	if res.Trimmed != 3 || res.UpToSeq != sent[2].Seq || res.Retention.Trimmed != 3 {
+		t.Fatalf("trim = %+v, want 3 up to seq %d", res, sent[2].Seq)
+	}
+	page, err := b.f.ChannelPage("general", 0, 10)
+	if err != nil || len(page.Messages) != 2 || page.Messages[0].Seq != sent[3].Seq {
+		t.Fatalf("channel after trim = %+v, %v", page.Messages, err)
+	}
+	chans, _ := b.f.Channels()
+	if len(chans) != 1 || chans[0].Count != 2 || chans[0].FirstSeq != sent[3].Seq || chans[0].LastSeq != sent[4].Seq {
+		t.Fatalf("channels after trim = %+v", chans)
+	}
+	if c := b.counts("claude"); c.Total != 2 || c.Unread != 2 {
+		t.Fatalf("claude's counts after trim = %+v, want 2 total, 2 unread", c)
+	}
+	if in := b.inbox("claude", InboxQuery{}); len(seqs(in)) != 2 {
+		t.Fatalf("claude's inbox after trim = %v", seqs(in))
+	}
+	if _, err := b.f.Message(msgs[0].ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("trimmed message still readable: %v", err)
+	}
+	// A late retry of a trimmed send answers its seq and stores nothing.
+	again := b.send(msgs[0])
+	if !again.Duplicate || again.Seq != sent[0].Seq {
+		t.Fatalf("retry of a trimmed send = %+v, want duplicate at %d", again, sent[0].Seq)
+	}
+	if n := channelCount(t, b.f, "general"); n != 2 {
+		t.Fatalf("channel count after the retry = %d, want 2", n)
+	}
+	if lines := b.auditLines(); !containsLabel(lines, "TRIM") || !containsLabel(lines, "RETENTION") {
+		t.Fatalf("audit has no RETENTION/TRIM lines: %v", lines)
+	}
+}
+
+func containsLabel(lines []string, label string) bool {
+	for _, l := range lines {
+		if strings.Contains(l, "] "+label) {
+			return true
+		}
+	}
+	return false
+}
+
+// max_age trims by the trimming entry's time, never a clock: a message
+// exactly max_age old stays, one nanosecond older goes.
+func TestRetentionMaxAgeUsesEntryTime(t *testing.T) {
+	b := newMbox(t)
+	first := b.send(b.msg("codex", "old", "claude"))
+	second := b.send(b.msg("codex", "newer", "claude"))
+	b.ok(OpSetRetention, SetRetentionCommand{Channel: "general", MaxAge: "1h"})
+	// Trim at exactly first+1h: the first message is not older than the
+	// cutoff, so it stays.
+	b.ts = first.Timestamp.UnixNano() + int64(time.Hour) - 1000
+	if r := b.ok(OpTrim, TrimCommand{Channel: "general"}).(*TrimResult); r.Trimmed != 0 {
+		t.Fatalf("trim at the boundary removed %d", r.Trimmed)
+	}
+	b.ts = first.Timestamp.UnixNano() + int64(time.Hour) // next entry: +1 µs past the boundary
+	r := b.ok(OpTrim, TrimCommand{Channel: "general"}).(*TrimResult)
+	if r.Trimmed != 1 || r.UpToSeq != first.Seq {
+		t.Fatalf("trim past the boundary = %+v, want the first message only", r)
+	}
+	if _, err := b.f.Message(second.ID); err != nil {
+		t.Fatalf("newer message gone: %v", err)
+	}
+}
+
+func TestRetentionRefusals(t *testing.T) {
+	b := newMbox(t)
+	before := dump(t, b.f)
+	for _, tt := range []struct {
+		op    Op
+		body  any
+		field string
+		is    error
+	}{
+		{OpSetRetention, SetRetentionCommand{Channel: "Bad Channel"}, "channel", ErrInvalid},
+		{OpSetRetention, SetRetentionCommand{Channel: "c", MaxAge: "soon"}, "max_age", ErrInvalid},
+		{OpSetRetention, SetRetentionCommand{Channel: "c", MaxAge: "1s"}, "max_age", ErrInvalid},
+		{OpTrim, TrimCommand{Channel: "nopolicy"}, "", ErrNotFound},
+	} {
+		err, ok := b.apply(tt.op, tt.body).(error)
+		if !ok || !errors.Is(err, tt.is) {
+			t.Errorf("%s %+v: got %v, want %v", tt.op, tt.body, err, tt.is)
+			continue
+		}
+		var fe *FieldError
+		if tt.field != "" && (!errors.As(err, &fe) || fe.Field != tt.field) {
+			t.Errorf("%s %+v: error %v does not name %s", tt.op, tt.body, err, tt.field)
+		}
+	}
+	if after := dump(t, b.f); dataOnly(after) != dataOnly(before) {
+		t.Fatal("a refused retention command changed the state")
+	}
+}
+
+// dataOnly drops the meta lines (the applied index moves on every entry).
+func dataOnly(d string) string {
+	var out []string
+	for _, l := range strings.Split(d, "\n") {
+		if !strings.HasPrefix(l, "meta ") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

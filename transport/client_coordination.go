@@ -1,0 +1,207 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/maos-project/maos/fsm"
+)
+
+// BulletinWrite are the options of a bulletin PUT or PATCH.
+type BulletinWrite struct {
+	// IfVersion makes the write conditional (sent as If-Match): it applies
+	// only if the bulletin is still at that version, 0 meaning never
+	// written. nil writes unconditionally.
+	IfVersion *uint64
+	// By names the writer for the audit trail (an agent id), optional.
+	By string
+}
+
+// BulletinConflictError is a compare-and-set that lost: the bulletin has
+// moved to Version. errors.Is(err, fsm.ErrConflict) holds.
+type BulletinConflictError struct {
+	API     *APIError
+	Version uint64
+}
+
+func (e *BulletinConflictError) Error() string { return e.API.Error() }
+
+// Unwrap returns the API error, so errors.As(err, **APIError) and
+// errors.Is(err, fsm.ErrConflict) work.
+func (e *BulletinConflictError) Unwrap() error { return e.API }
+
+// LockRefusedError is a lock command the state machine refused (409):
+// Outcome is fsm.LockHeld, fsm.LockLapsed, fsm.LockNotHolder or
+// fsm.LockStaleToken, and Lock the lock as it stands (holder, token,
+// expiry). errors.Is(err, fsm.ErrConflict) holds.
+type LockRefusedError struct {
+	API     *APIError
+	Outcome string
+	Lock    *fsm.Lock
+}
+
+func (e *LockRefusedError) Error() string { return e.API.Error() }
+
+// Unwrap returns the API error.
+func (e *LockRefusedError) Unwrap() error { return e.API }
+
+// Bulletin reads the bulletin.
+func (c *Client) Bulletin(ctx context.Context, cons Consistency) (fsm.Bulletin, error) {
+	var out fsm.Bulletin
+	err := c.coordDo(ctx, http.MethodGet, "/v1/bulletin", consQuery(cons), nil, nil, &out, nil)
+	return out, err
+}
+
+// PutBulletin replaces the bulletin with doc (a JSON object; lock entries
+// of shared_resources are kept by the cluster). A lost compare-and-set is
+// a *BulletinConflictError.
+func (c *Client) PutBulletin(ctx context.Context, doc json.RawMessage, opts BulletinWrite) (fsm.BulletinResult, error) {
+	return c.writeBulletin(ctx, http.MethodPut, doc, opts)
+}
+
+// PatchBulletin merges patch into the bulletin (RFC 7396: null deletes a
+// key, objects merge). A lost compare-and-set is a *BulletinConflictError.
+func (c *Client) PatchBulletin(ctx context.Context, patch json.RawMessage, opts BulletinWrite) (fsm.BulletinResult, error) {
+	return c.writeBulletin(ctx, http.MethodPatch, patch, opts)
+}
+
+func (c *Client) writeBulletin(ctx context.Context, method string, doc json.RawMessage, opts BulletinWrite) (fsm.BulletinResult, error) {
+	q := url.Values{}
+	if opts.By != "" {
+		q.Set("by", opts.By)
+	}
+	h := http.Header{}
+	if opts.IfVersion != nil {
+		h.Set("If-Match", strconv.Quote(strconv.FormatUint(*opts.IfVersion, 10)))
+	}
+	var out fsm.BulletinResult
+	err := c.coordDo(ctx, method, "/v1/bulletin", q, h, []byte(doc), &out, func(api *APIError, data []byte) error {
+		var body BulletinConflictBody
+		if json.Unmarshal(data, &body) != nil {
+			return api
+		}
+		return &BulletinConflictError{API: api, Version: body.Version}
+	})
+	return out, err
+}
+
+// AcquireLock takes (or, for its live holder, extends) a lease. A refusal
+// is a *LockRefusedError naming the current holder.
+func (c *Client) AcquireLock(ctx context.Context, cmd fsm.LockAcquireCommand) (*fsm.LockResult, error) {
+	return c.lockCall(ctx, "/v1/locks", cmd)
+}
+
+// RenewLock extends a live lease by its holder with its token.
+func (c *Client) RenewLock(ctx context.Context, cmd fsm.LockRenewCommand) (*fsm.LockResult, error) {
+	return c.lockCall(ctx, "/v1/locks/renew", cmd)
+}
+
+// ReleaseLock ends a lease (by its holder, or forced).
+func (c *Client) ReleaseLock(ctx context.Context, cmd fsm.LockReleaseCommand) (*fsm.LockResult, error) {
+	return c.lockCall(ctx, "/v1/locks/release", cmd)
+}
+
+func (c *Client) lockCall(ctx context.Context, path string, cmd any) (*fsm.LockResult, error) {
+	in, err := json.Marshal(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("transport: encode %s: %w", path, err)
+	}
+	var out fsm.LockResult
+	err = c.coordDo(ctx, http.MethodPost, path, nil, nil, in, &out, func(api *APIError, data []byte) error {
+		var body LockConflictBody
+		if json.Unmarshal(data, &body) != nil || body.Outcome == "" {
+			return api
+		}
+		return &LockRefusedError{API: api, Outcome: body.Outcome, Lock: body.Lock}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Locks lists locks (see fsm.LockQuery; Limit 0 means the server's default).
+func (c *Client) Locks(ctx context.Context, lq fsm.LockQuery, cons Consistency) (fsm.LockPage, error) {
+	q := consQuery(cons)
+	for k, v := range map[string]string{"prefix": lq.Prefix, "holder": lq.Holder, "after": lq.After} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if lq.Limit > 0 {
+		q.Set("limit", strconv.Itoa(lq.Limit))
+	}
+	var out fsm.LockPage
+	err := c.coordDo(ctx, http.MethodGet, "/v1/locks", q, nil, nil, &out, nil)
+	return out, err
+}
+
+// CheckLock asks whether token is the current, unexpired grant of path.
+func (c *Client) CheckLock(ctx context.Context, path string, token uint64, cons Consistency) (fsm.LockCheck, error) {
+	in, err := json.Marshal(fsm.LockCheckCommand{Path: path, Token: token})
+	if err != nil {
+		return fsm.LockCheck{}, fmt.Errorf("transport: encode check: %w", err)
+	}
+	var out fsm.LockCheck
+	err = c.coordDo(ctx, http.MethodPost, "/v1/locks/check", consQuery(cons), nil, in, &out, nil)
+	return out, err
+}
+
+// coordDo is do with request headers, a raw JSON body, and a hook that
+// turns a 409 body into a richer error (conflict may be nil).
+func (c *Client) coordDo(ctx context.Context, method, path string, q url.Values, h http.Header, in []byte,
+	out any, conflict func(*APIError, []byte) error) error {
+	u := c.base + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	var body io.Reader
+	if in != nil {
+		body = bytes.NewReader(in)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return fmt.Errorf("transport: %s %s: %w", method, u, err)
+	}
+	for k, vs := range h {
+		req.Header[k] = vs
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.forwarded {
+		req.Header.Set(HeaderForwarded, "1")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("transport: %s %s: %w", method, u, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("transport: %s %s: read body: %w", method, u, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		var eb ErrorBody
+		if json.Unmarshal(data, &eb) != nil || eb.Error == nil || eb.Error.Code == "" {
+			return &APIError{Status: resp.StatusCode, Code: CodeInternal,
+				Message: fmt.Sprintf("%s %s: %s", method, u, strings.TrimSpace(string(data)))}
+		}
+		eb.Error.Status = resp.StatusCode
+		if resp.StatusCode == http.StatusConflict && conflict != nil {
+			return conflict(eb.Error, data)
+		}
+		return eb.Error
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("transport: %s %s: decode answer: %w", method, u, err)
+	}
+	return nil
+}

@@ -1,0 +1,32 @@
+package transport
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"github.com/maos-project/maos/fsm"
+)
+
+// Retention returns a channel's retention policy.
+func (c *Client) Retention(ctx context.Context, channel string, cons Consistency) (fsm.Retention, error) {
+	var out fsm.Retention
+	err := c.do(ctx, http.MethodGet, "/v1/channels/"+url.PathEscape(channel)+"/retention", consQuery(cons), nil, &out)
+	return out, err
+}
+
+// SetRetention sets a channel's policy (maxAge a Go duration, "" for none;
+// maxMessages 0 for none) and returns what the immediate trim removed.
+func (c *Client) SetRetention(ctx context.Context, channel, maxAge string, maxMessages uint64) (fsm.TrimResult, error) {
+	var out fsm.TrimResult
+	body := fsm.SetRetentionCommand{MaxAge: maxAge, MaxMessages: maxMessages}
+	err := c.do(ctx, http.MethodPut, "/v1/channels/"+url.PathEscape(channel)+"/retention", nil, body, &out)
+	return out, err
+}
+
+// Trim applies a channel's policy now.
+func (c *Client) Trim(ctx context.Context, channel string) (fsm.TrimResult, error) {
+	var out fsm.TrimResult
+	err := c.do(ctx, http.MethodPost, "/v1/channels/"+url.PathEscape(channel)+"/trim", nil, nil, &out)
+	return out, err
+}

@@ -1,0 +1,196 @@
+package transport
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/maos-project/maos/fsm"
+)
+
+// Agent presence states and substates: the heartbeat format agent farms
+// use ({"agent_id","timestamp","state","substate","watcher_pid","channel"}).
+const (
+	PresenceAwake   = "AWAKE"
+	PresenceOffline = "OFFLINE"
+
+	SubstateIdle    = "IDLE"
+	SubstateWorking = "WORKING"
+	SubstateBlocked = "BLOCKED"
+)
+
+// Presence limits. A record travels in one UDP gossip packet (memberlist's
+// 1400 bytes, less its own headers), so its JSON form is capped at
+// MaxPresenceWire bytes; the field caps keep an ordinary record far below.
+const (
+	MaxPresenceTask   = 256  // bytes of Presence.Task
+	MaxPresenceReason = 128  // bytes of Presence.Reason
+	MaxPresenceWire   = 1000 // bytes of one record's JSON on the gossip wire
+	// MaxPresenceAhead is how far in the future a heartbeat's own
+	// timestamp may be, to allow for clock skew between hosts.
+	MaxPresenceAhead = time.Minute
+)
+
+// Presence is one agent's presence record as every node holds it.
+//
+// Records are soft state gossiped between nodes, never written to the Raft
+// log. Which of two records of an agent is newer is decided by (Version,
+// Origin), not by Timestamp: Version is a hybrid logical clock (Unix
+// microseconds of the writing node, pushed past every version that node
+// has seen), so an update made after a node saw another one always wins,
+// whatever the hosts' clocks say, and concurrent ones are ordered the same
+// way on every node.
+type Presence struct {
+	AgentID  string `json:"agent_id"`
+	Node     string `json:"node"`               // node that accepted the agent's heartbeat
+	State    string `json:"state"`              // AWAKE or OFFLINE
+	Substate string `json:"substate,omitempty"` // IDLE, WORKING or BLOCKED while AWAKE
+	Channel  string `json:"channel,omitempty"`
+	PID      int    `json:"pid,omitempty"` // the agent's (or its watcher's) process id
+	Task     string `json:"task,omitempty"`
+	// Reason says why an agent is OFFLINE: "heartbeat lapsed", "node n2
+	// dead", "node n2 left", or what the agent itself said.
+	Reason string `json:"reason,omitempty"`
+	// Timestamp is the last heartbeat: when the node accepted it, or the
+	// heartbeat's own timestamp if it carried one.
+	Timestamp time.Time `json:"timestamp"`
+	Version   uint64    `json:"version"`
+	Origin    string    `json:"origin"` // node that wrote this version
+}
+
+// Newer reports whether p supersedes q (another record of the same agent).
+func (p *Presence) Newer(q *Presence) bool {
+	if p.Version != q.Version {
+		return p.Version > q.Version
+	}
+	return p.Origin > q.Origin
+}
+
+// PresenceUpdate is the body of PUT /v1/presence/{agent}: a heartbeat. Only
+// state is required. agent_id and node may be given as a check (they must
+// match the path and the answering node); watcher_pid is the seed format's
+// name for pid.
+type PresenceUpdate struct {
+	AgentID    string `json:"agent_id,omitempty"`
+	Node       string `json:"node,omitempty"`
+	State      string `json:"state"`
+	Substate   string `json:"substate,omitempty"`
+	Channel    string `json:"channel,omitempty"`
+	PID        int    `json:"pid,omitempty"`
+	WatcherPID int    `json:"watcher_pid,omitempty"`
+	Task       string `json:"task,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+	// Timestamp, if given, is the heartbeat's own time; it may be at most
+	// MaxPresenceAhead in the future and no older than the presence TTL.
+	// Without it the node stamps the heartbeat with its clock.
+	Timestamp *time.Time `json:"timestamp,omitempty"`
+}
+
+// Normalize upper-cases state and substate, takes pid from watcher_pid
+// when only that is given, and defaults an AWAKE agent's substate to IDLE.
+func (u *PresenceUpdate) Normalize() {
+	u.State = strings.ToUpper(strings.TrimSpace(u.State))
+	u.Substate = strings.ToUpper(strings.TrimSpace(u.Substate))
+	if u.PID == 0 {
+		u.PID = u.WatcherPID
+	}
+	u.WatcherPID = 0
+	if u.State == PresenceAwake && u.Substate == "" {
+		u.Substate = SubstateIdle
+	}
+}
+
+// Validate checks a normalized update for agent (the id in the path),
+// naming the field at fault and its limit.
+func (u *PresenceUpdate) Validate(agent string) error {
+	if !fsm.ValidName(agent) {
+		return &fsm.FieldError{Field: "agent_id", Reason: fmt.Sprintf("%q must match ^[a-z0-9][a-z0-9._-]{0,63}$", agent)}
+	}
+	if u.AgentID != "" && u.AgentID != agent {
+		return &fsm.FieldError{Field: "agent_id", Reason: fmt.Sprintf("%q differs from the agent in the path, %q", u.AgentID, agent)}
+	}
+	if u.Node != "" && !fsm.ValidName(u.Node) {
+		return &fsm.FieldError{Field: "node", Reason: fmt.Sprintf("%q must match ^[a-z0-9][a-z0-9._-]{0,63}$", u.Node)}
+	}
+	switch u.State {
+	case PresenceAwake:
+		switch u.Substate {
+		case SubstateIdle, SubstateWorking, SubstateBlocked:
+		default:
+			return &fsm.FieldError{Field: "substate", Reason: fmt.Sprintf("%q is not IDLE, WORKING or BLOCKED", u.Substate)}
+		}
+	case PresenceOffline:
+		if u.Substate != "" {
+			return &fsm.FieldError{Field: "substate", Reason: "an OFFLINE agent has no substate; leave it out"}
+		}
+	case "":
+		return &fsm.FieldError{Field: "state", Reason: "required: AWAKE or OFFLINE"}
+	default:
+		return &fsm.FieldError{Field: "state", Reason: fmt.Sprintf("%q is not AWAKE or OFFLINE", u.State)}
+	}
+	if u.State == PresenceAwake && u.Reason != "" {
+		return &fsm.FieldError{Field: "reason", Reason: "only an OFFLINE agent has a reason; leave it out or set state OFFLINE"}
+	}
+	if u.Channel != "" && !fsm.ValidName(u.Channel) {
+		return &fsm.FieldError{Field: "channel", Reason: fmt.Sprintf("%q must match ^[a-z0-9][a-z0-9._-]{0,63}$", u.Channel)}
+	}
+	if u.PID < 0 {
+		return &fsm.FieldError{Field: "pid", Reason: fmt.Sprintf("%d is negative", u.PID)}
+	}
+	if reason := checkLine(u.Task, MaxPresenceTask); reason != "" {
+		return &fsm.FieldError{Field: "task", Reason: reason}
+	}
+	if reason := checkLine(u.Reason, MaxPresenceReason); reason != "" {
+		return &fsm.FieldError{Field: "reason", Reason: reason}
+	}
+	return nil
+}
+
+// checkLine returns why s is not one line of printable UTF-8 of at most
+// limit bytes, or "".
+func checkLine(s string, limit int) string {
+	if len(s) > limit {
+		return fmt.Sprintf("%d bytes, at most %d", len(s), limit)
+	}
+	if !utf8.ValidString(s) {
+		return "not valid UTF-8"
+	}
+	if i := strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) }); i >= 0 {
+		return fmt.Sprintf("control character at byte %d; one line of text only", i)
+	}
+	return ""
+}
+
+// PresenceResponse is the body of GET /v1/presence.
+type PresenceResponse struct {
+	Agents []Presence `json:"agents"`
+}
+
+// Gossip member statuses.
+const (
+	MemberAlive = "alive"
+	MemberDead  = "dead" // declared dead by memberlist's failure detection
+	MemberLeft  = "left" // said it was leaving, then left (maosd stopped)
+)
+
+// Member is one node of the gossip membership, with the metadata it
+// gossips.
+type Member struct {
+	NodeID     string `json:"node_id"`
+	Status     string `json:"status"` // alive, dead or left
+	GossipAddr string `json:"gossip_addr"`
+	APIAddr    string `json:"api_addr,omitempty"`
+	RaftAddr   string `json:"raft_addr,omitempty"`
+	Version    string `json:"version,omitempty"` // maosd build version
+}
+
+// MembersResponse is the body of GET /v1/cluster/members: the answering
+// node's view of gossip membership, members sorted by id. A node running
+// without gossip lists only itself, with no gossip address.
+type MembersResponse struct {
+	NodeID    string   `json:"node_id"`
+	Encrypted bool     `json:"encrypted"` // whether this node's gossip is encrypted
+	Members   []Member `json:"members"`
+}

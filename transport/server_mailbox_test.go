@@ -1,0 +1,361 @@
+package transport_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+)
+
+// mailService is the fake service with a real state machine behind every
+// write, sends included: Send and Apply encode the command and apply it at
+// the next index, as a one-node cluster would.
+type mailService struct {
+	*fakeService
+	st *fsm.FSM
+
+	mu    sync.Mutex
+	index uint64
+	ts    int64
+}
+
+func (s *mailService) applyOp(op fsm.Op, body any) (any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.index++
+	s.ts += int64(time.Millisecond)
+	data, err := fsm.Encode(op, s.ts, body)
+	if err != nil {
+		return nil, err
+	}
+	res := s.st.ApplyBatch([]*raft.Log{{Index: s.index, Term: 1, Type: raft.LogCommand, Data: data}})[0]
+	if err, ok := res.(error); ok {
+		return nil, err
+	}
+	return res, nil
+}
+
+func (s *mailService) Send(_ context.Context, m *fsm.Message) (*fsm.SendResult, error) {
+	res, err := s.applyOp(fsm.OpSend, fsm.SendCommand{Message: *m})
+	if err != nil {
+		return nil, err
+	}
+	return res.(*fsm.SendResult), nil
+}
+
+func (s *mailService) Apply(_ context.Context, op fsm.Op, body any) (json.RawMessage, error) {
+	res, err := s.applyOp(op, body)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(res)
+}
+
+func (s *mailService) State() *fsm.FSM { return s.st }
+
+type mailEnv struct {
+	t      *testing.T
+	svc    *mailService
+	url    string
+	client *transport.Client
+}
+
+func newMailEnv(t *testing.T) *mailEnv {
+	t.Helper()
+	st, err := fsm.Open(filepath.Join(t.TempDir(), "state.db"), fsm.Options{Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	svc := &mailService{fakeService: newFake(), st: st, ts: time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC).UnixNano()}
+	srv := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{Logger: discard}))
+	t.Cleanup(srv.Close)
+	return &mailEnv{t: t, svc: svc, url: srv.URL, client: transport.NewClient(srv.URL, nil)}
+}
+
+func (e *mailEnv) do(method, path, body string) reply {
+	e.t.Helper()
+	return do(e.t, method, e.url+path, body, nil)
+}
+
+func (e *mailEnv) dump() string {
+	e.t.Helper()
+	var buf bytes.Buffer
+	if err := e.svc.st.Dump(&buf); err != nil {
+		e.t.Fatal(err)
+	}
+	var keep []string
+	for _, l := range strings.SplitAfter(buf.String(), "\n") {
+		if !strings.HasPrefix(l, "meta ") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "")
+}
+
+func (e *mailEnv) register(id, role string, caps ...string) {
+	e.t.Helper()
+	if _, err := e.client.RegisterAgent(context.Background(), fsm.RegisterAgentCommand{ID: id, Role: role, Capabilities: caps}); err != nil {
+		e.t.Fatalf("register %s: %v", id, err)
+	}
+}
+
+func (e *mailEnv) send(m *fsm.Message) *transport.SendResponse {
+	e.t.Helper()
+	m.Normalize(time.Now())
+	res, err := e.client.Send(context.Background(), m)
+	if err != nil {
+		e.t.Fatalf("send: %v", err)
+	}
+	return res
+}
+
+func TestMailboxAgentsEndpoints(t *testing.T) {
+	e := newMailEnv(t)
+	ctx := context.Background()
+	var a fsm.Agent
+	wantOK(t, e.do("POST", "/v1/agents", `{"id":"alice","role":"reviewer","capabilities":["go","review"],"description":"reads diffs","node":"n1"}`), &a)
+	if a.ID != "alice" || a.Role != "reviewer" || !slices.Equal(a.Capabilities, []string{"go", "review"}) || a.Node != "n1" || a.Index == 0 {
+		t.Errorf("register answered %+v", a)
+	}
+	e.register("bob", "reviewer", "review")
+	e.register("carol", "", "go") // role defaults to agent
+
+	got, err := e.client.Agent(ctx, "carol", transport.Strong)
+	if err != nil || got.Role != fsm.DefaultRole {
+		t.Errorf("Agent(carol) = %+v, %v", got, err)
+	}
+	for _, tt := range []struct {
+		q    fsm.AgentQuery
+		want []string
+		more bool
+	}{
+		{fsm.AgentQuery{}, []string{"alice", "bob", "carol"}, false},
+		{fsm.AgentQuery{Role: "reviewer"}, []string{"alice", "bob"}, false},
+		{fsm.AgentQuery{Capability: "go"}, []string{"alice", "carol"}, false},
+		{fsm.AgentQuery{Role: "reviewer", Capability: "go"}, []string{"alice"}, false},
+		{fsm.AgentQuery{After: "alice", Limit: 1}, []string{"bob"}, true},
+	} {
+		p, err := e.client.Agents(ctx, tt.q, transport.Local)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, a := range p.Agents {
+			ids = append(ids, a.ID)
+		}
+		if !slices.Equal(ids, tt.want) || p.HasMore != tt.more {
+			t.Errorf("Agents(%+v) = %v more %t, want %v %t", tt.q, ids, p.HasMore, tt.want, tt.more)
+		}
+	}
+	roles, err := e.client.Roles(ctx, transport.Local)
+	if err != nil || len(roles) != 2 || roles["reviewer"] != 2 || roles["agent"] != 1 {
+		t.Errorf("Roles = %v, %v", roles, err)
+	}
+	removed, err := e.client.UnregisterAgent(ctx, "bob")
+	if err != nil || removed.ID != "bob" {
+		t.Errorf("UnregisterAgent = %+v, %v", removed, err)
+	}
+	msg := wantError(t, e.do("GET", "/v1/agents/bob", ""), http.StatusNotFound, transport.CodeNotFound)
+	if !strings.Contains(msg, "bob") {
+		t.Errorf("404 message %q does not name bob", msg)
+	}
+	if _, err := e.client.UnregisterAgent(ctx, "bob"); !errors.Is(err, fsm.ErrNotFound) {
+		t.Errorf("unregister twice = %v, want not found", err)
+	}
+}
+
+func TestMailboxInboxEndpoints(t *testing.T) {
+	e := newMailEnv(t)
+	ctx := context.Background()
+	e.register("alice", "reviewer")
+	e.register("bob", "reviewer")
+	var sent []*transport.SendResponse
+	for i, p := range []string{"urgent", "normal", "urgent", "low"} {
+		m := msg("", "codex", "review", fmt.Sprintf("review %d", i), "role:reviewer")
+		m.Priority = p
+		if i == 3 {
+			m.From, m.Type = "claude", "status"
+		}
+		sent = append(sent, e.send(m))
+	}
+
+	page, err := e.client.Inbox(ctx, "alice", fsm.InboxQuery{}, transport.Strong)
+	if err != nil || len(page.Messages) != 4 || page.Agent != "alice" || page.HasMore {
+		t.Fatalf("inbox = %+v, %v", page, err)
+	}
+	if m := page.Messages[0]; m.ID != sent[0].ID || m.Read || !slices.Equal(m.Recipients, []string{"alice", "bob"}) || !slices.Equal(m.To, []string{"role:reviewer"}) {
+		t.Errorf("first entry = %+v", m)
+	}
+	// The wire shape: a message object with "read" beside its fields.
+	var raw struct {
+		Messages []map[string]any `json:"messages"`
+	}
+	wantOK(t, e.do("GET", "/v1/agents/alice/inbox?priority=urgent&unread=true", ""), &raw)
+	if len(raw.Messages) != 2 || raw.Messages[0]["read"] != false || raw.Messages[0]["id"] != sent[0].ID {
+		t.Errorf("urgent unread = %v", raw.Messages)
+	}
+	for _, tt := range []struct {
+		path string
+		want []string
+	}{
+		{"?from=claude", []string{sent[3].ID}},
+		{"?type=status", []string{sent[3].ID}},
+		{"?after=" + fmt.Sprint(sent[1].Seq), []string{sent[2].ID, sent[3].ID}},
+		{"?limit=1", []string{sent[0].ID}},
+	} {
+		var p fsm.InboxPage
+		wantOK(t, e.do("GET", "/v1/agents/alice/inbox"+tt.path, ""), &p)
+		var ids []string
+		for _, m := range p.Messages {
+			ids = append(ids, m.ID)
+		}
+		if !slices.Equal(ids, tt.want) {
+			t.Errorf("inbox%s = %v, want %v", tt.path, ids, tt.want)
+		}
+	}
+
+	c, err := e.client.InboxCounts(ctx, "alice", transport.Local)
+	if err != nil || c.Total != 4 || c.Unread != 4 || c.UnreadByPriority["urgent"] != 2 || c.UnreadByPriority["low"] != 1 || c.UnreadByPriority["high"] != 0 {
+		t.Errorf("counts = %+v, %v", c, err)
+	}
+	res, err := e.client.MarkRead(ctx, "alice", sent[0].ID, 0)
+	if err != nil || res.Marked != 1 || res.Counts.Unread != 3 || res.Counts.UnreadByPriority["urgent"] != 1 {
+		t.Errorf("mark one = %+v, %v", res, err)
+	}
+	var mr fsm.MarkReadResult
+	wantOK(t, e.do("POST", "/v1/agents/alice/read", fmt.Sprintf(`{"upto":%d}`, sent[2].Seq)), &mr)
+	if mr.Marked != 2 || mr.Counts.Unread != 1 || mr.Counts.ReadUpto != sent[2].Seq {
+		t.Errorf("mark upto = %+v", mr)
+	}
+	if c, _ := e.client.InboxCounts(ctx, "bob", transport.Local); c.Unread != 4 {
+		t.Errorf("bob's unread = %d after alice read, want 4", c.Unread)
+	}
+
+	// Receipts and threads.
+	rc, err := e.client.Receipts(ctx, sent[0].ID, transport.Local)
+	if err != nil || len(rc.Receipts) != 2 || rc.Receipts[0].Agent != "alice" || rc.Receipts[0].State != fsm.ReceiptRead ||
+		rc.Receipts[1].State != fsm.ReceiptDelivered || rc.From != "codex" {
+		t.Errorf("receipts = %+v, %v", rc, err)
+	}
+	reply := msg("", "bob", "review", "done", "codex")
+	reply.InReplyTo = sent[0].ID
+	rr := e.send(reply)
+	rc, _ = e.client.Receipts(ctx, sent[0].ID, transport.Local)
+	if rc.Receipts[1].State != fsm.ReceiptAnswered || rc.Receipts[1].ReplyID != rr.ID {
+		t.Errorf("bob's receipt after the reply = %+v", rc.Receipts[1])
+	}
+	th, err := e.client.Thread(ctx, rr.ID, 0, 0, transport.Local)
+	if err != nil || th.ThreadID != sent[0].ID || len(th.Messages) != 2 || th.Messages[1].ID != rr.ID || th.Messages[1].ThreadID != sent[0].ID {
+		t.Errorf("thread = %+v, %v", th, err)
+	}
+}
+
+// TestMailboxBadInput: each bad request answers a clear 4xx naming what to
+// fix, and changes nothing.
+func TestMailboxBadInput(t *testing.T) {
+	e := newMailEnv(t)
+	e.register("alice", "reviewer")
+	first := e.send(msg("", "codex", "review", "hello", "alice"))
+	tests := []struct {
+		name, method, path, body string
+		status                   int
+		code                     string
+		want                     string
+	}{
+		{"register bad id", "POST", "/v1/agents", `{"id":"Alice"}`, 400, transport.CodeInvalid, "id: must match"},
+		{"register without id", "POST", "/v1/agents", `{"role":"x"}`, 400, transport.CodeInvalid, "id: required"},
+		{"register bad capability", "POST", "/v1/agents", `{"id":"x","capabilities":["ok","No Way"]}`, 400, transport.CodeInvalid, "capabilities[1]"},
+		{"register long description", "POST", "/v1/agents", `{"id":"x","description":"` + strings.Repeat("d", fsm.MaxDescriptionLen+1) + `"}`, 400, transport.CodeInvalid, "description: 4097 bytes, at most 4096"},
+		{"register unknown field", "POST", "/v1/agents", `{"id":"x","rol":"y"}`, 400, transport.CodeUnknownField, "rol"},
+		{"unregister unknown", "DELETE", "/v1/agents/zed", "", 404, transport.CodeNotFound, "agent zed"},
+		{"agent bad id", "GET", "/v1/agents/Zed", "", 400, transport.CodeInvalid, `"Zed" in the path must match`},
+		{"agents bad role", "GET", "/v1/agents?role=Role", "", 400, transport.CodeInvalid, "role: must match"},
+		{"agents bad limit", "GET", "/v1/agents?limit=0", "", 400, transport.CodeBadRequest, "limit"},
+		{"agents unknown param", "GET", "/v1/agents?rol=x", "", 400, transport.CodeBadRequest, `unknown query parameter "rol"`},
+		{"inbox unknown agent", "GET", "/v1/agents/zed/inbox", "", 404, transport.CodeNotFound, "agent zed: not registered"},
+		{"inbox bad priority", "GET", "/v1/agents/alice/inbox?priority=asap", "", 400, transport.CodeInvalid, "priority: must be one of"},
+		{"inbox bad unread", "GET", "/v1/agents/alice/inbox?unread=maybe", "", 400, transport.CodeBadRequest, "unread"},
+		{"inbox bad after", "GET", "/v1/agents/alice/inbox?after=-1", "", 400, transport.CodeBadRequest, "after"},
+		{"inbox limit too big", "GET", "/v1/agents/alice/inbox?limit=1001", "", 400, transport.CodeBadRequest, "limit"},
+		{"inbox misspelt filter", "GET", "/v1/agents/alice/inbox?prority=urgent", "", 400, transport.CodeBadRequest, `"prority"`},
+		{"counts unknown agent", "GET", "/v1/agents/zed/inbox/counts", "", 404, transport.CodeNotFound, "agent zed"},
+		{"read unknown agent", "POST", "/v1/agents/zed/read", `{"upto":5}`, 404, transport.CodeNotFound, "agent zed"},
+		{"read unknown message", "POST", "/v1/agents/alice/read", `{"id":"msg-nope"}`, 404, transport.CodeNotFound, "msg-nope"},
+		{"read nothing", "POST", "/v1/agents/alice/read", `{}`, 400, transport.CodeInvalid, "give a message id, or upto"},
+		{"read both", "POST", "/v1/agents/alice/read", `{"id":"` + first.ID + `","upto":3}`, 400, transport.CodeInvalid, "not both"},
+		{"read agent in body", "POST", "/v1/agents/alice/read", `{"agent":"bob","upto":3}`, 400, transport.CodeUnknownField, "agent"},
+		{"thread unknown", "GET", "/v1/threads/msg-nope", "", 404, transport.CodeNotFound, "msg-nope"},
+		{"thread bad limit", "GET", "/v1/threads/" + first.ID + "?limit=x", "", 400, transport.CodeBadRequest, "limit"},
+		{"receipts unknown", "GET", "/v1/messages/msg-nope/receipts", "", 404, transport.CodeNotFound, "msg-nope"},
+		{"send bad glob", "POST", "/v1/messages", `{"from":"codex","channel":"c","to":["eng[x"],"content":{"text":"x"}}`, 400, transport.CodeInvalid, `to[0]: "eng[x" is not a valid glob`},
+		{"send role nobody", "POST", "/v1/messages", `{"from":"codex","channel":"c","to":["role:nobody"],"content":{"text":"x"}}`, 400, transport.CodeInvalid, `"role:nobody" matches no agent`},
+		{"send glob nobody", "POST", "/v1/messages", `{"from":"codex","channel":"c","to":["x*"],"content":{"text":"x"}}`, 400, transport.CodeInvalid, `"x*" matches no agent`},
+		{"send oversized title", "POST", "/v1/messages", `{"from":"codex","channel":"c","to":["alice"],"title":"` + strings.Repeat("t", fsm.MaxTitleLen+1) + `","content":{"text":"x"}}`, 400, transport.CodeInvalid, "title: 1025 bytes, at most 1024"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := e.dump()
+			msg := wantError(t, e.do(tt.method, tt.path, tt.body), tt.status, tt.code)
+			if !strings.Contains(msg, tt.want) {
+				t.Errorf("message %q lacks %q", msg, tt.want)
+			}
+			if e.dump() != before {
+				t.Errorf("the refused request changed the state")
+			}
+		})
+	}
+}
+
+func TestMailboxStrictSendersAndBlocked(t *testing.T) {
+	e := newMailEnv(t)
+	ctx := context.Background()
+	e.register("tina", "tester")
+	e.register("rex", "reviewer")
+	e.register("dev", "developer")
+
+	// strict_senders: an unknown sender is refused with 403 naming it.
+	if _, err := e.client.SetConfig(ctx, "strict_senders", true); err != nil {
+		t.Fatal(err)
+	}
+	msg403 := wantError(t, e.do("POST", "/v1/messages", `{"from":"mallory","channel":"c","to":["rex"],"content":{"text":"x"}}`),
+		http.StatusForbidden, transport.CodeForbidden)
+	if !strings.Contains(msg403, "mallory") || !strings.Contains(msg403, "strict_senders") {
+		t.Errorf("403 message %q does not name the sender and the setting", msg403)
+	}
+	if _, err := e.client.Agent(ctx, "mallory", transport.Local); !errors.Is(err, fsm.ErrNotFound) {
+		t.Errorf("a refused sender got registered: %v", err)
+	}
+
+	// Rules: a partly blocked send answers the blocked list; a fully
+	// blocked one is a 403 with the reason.
+	if _, err := e.svc.applyOp(fsm.OpSetRules, fsm.SetRulesCommand{Rules: &fsm.RulesDocument{
+		Forbidden: []fsm.ForbiddenRule{{From: "role:tester", To: "role:reviewer", Reason: "testers go through the developer"}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	var res transport.SendResponse
+	wantOK(t, e.do("POST", "/v1/messages", `{"from":"tina","channel":"c","to":["rex","dev"],"content":{"text":"results"}}`), &res)
+	if want := []fsm.BlockedRecipient{{ID: "rex", Reason: "testers go through the developer"}}; !slices.Equal(res.Blocked, want) {
+		t.Errorf("blocked = %+v, want %+v", res.Blocked, want)
+	}
+	msg403 = wantError(t, e.do("POST", "/v1/messages", `{"from":"tina","channel":"c","to":["rex"],"content":{"text":"again"}}`),
+		http.StatusForbidden, transport.CodeForbidden)
+	if !strings.Contains(msg403, "testers go through the developer") {
+		t.Errorf("403 message %q lacks the rule's reason", msg403)
+	}
+}

@@ -1,0 +1,496 @@
+package transport_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+)
+
+// oversightEnv is the API in front of a fake whose Apply and reads use a
+// real state machine: entry i is stamped oversightT0 + (i-1)·15s.
+type oversightEnv struct {
+	t     *testing.T
+	fake  *fakeService
+	srv   *httptest.Server
+	state *fsm.FSM
+	mu    sync.Mutex
+	index uint64
+}
+
+var oversightT0 = time.Date(2025, 10, 20, 14, 30, 0, 0, time.UTC)
+
+func newOversightEnv(t *testing.T) *oversightEnv {
+	t.Helper()
+	st, err := fsm.Open(filepath.Join(t.TempDir(), "state.db"), fsm.Options{Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	e := &oversightEnv{t: t, fake: newFake(), state: st}
+	e.fake.state = st
+	e.fake.applyFn = func(op fsm.Op, raw json.RawMessage) (any, error) {
+		res := e.applyRaw(op, raw)
+		if err, ok := res.(error); ok {
+			return nil, err
+		}
+		return res, nil
+	}
+	e.srv = serve(t, e.fake, transport.ServerOptions{})
+	return e
+}
+
+func (e *oversightEnv) applyRaw(op fsm.Op, body any) any {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.index++
+	ts := oversightT0.Add(time.Duration(e.index-1) * 15 * time.Second).UnixNano()
+	data, err := fsm.Encode(op, ts, body)
+	if err != nil {
+		e.t.Fatalf("encode %s: %v", op, err)
+	}
+	return e.state.ApplyBatch([]*raft.Log{{Index: e.index, Type: raft.LogCommand, Data: data}})[0]
+}
+
+// apply applies a command directly and fails the test if it is refused.
+func (e *oversightEnv) apply(op fsm.Op, body any) any {
+	e.t.Helper()
+	res := e.applyRaw(op, body)
+	if err, ok := res.(error); ok {
+		e.t.Fatalf("apply %s: %v", op, err)
+	}
+	return res
+}
+
+func (e *oversightEnv) send(id, from, channel, typ, title, visibility string, to ...string) {
+	e.t.Helper()
+	m := fsm.Message{ID: id, From: from, Channel: channel, To: to, Type: typ, Title: title,
+		Visibility: visibility, Content: fsm.Content{Text: "the content of " + id}}
+	m.Normalize(oversightT0)
+	e.apply(fsm.OpSend, fsm.SendCommand{Message: m})
+}
+
+func (e *oversightEnv) do(method, path, body string, header http.Header) reply {
+	e.t.Helper()
+	return do(e.t, method, e.srv.URL+path, body, header)
+}
+
+// rulesState reads GET /v1/rules.
+func (e *oversightEnv) rulesState() fsm.RulesState {
+	e.t.Helper()
+	r := e.do("GET", "/v1/rules", "", nil)
+	if r.status != 200 {
+		e.t.Fatalf("GET /v1/rules: %d %s", r.status, r.body)
+	}
+	var st fsm.RulesState
+	if err := json.Unmarshal(r.body, &st); err != nil {
+		e.t.Fatalf("GET /v1/rules: %v: %s", err, r.body)
+	}
+	return st
+}
+
+func yamlHeader(ct string) http.Header { return http.Header{"Content-Type": {ct}} }
+
+const seedRulesYAML = `# communication_rules.yaml, as the seed writes it
+allowed_interactions:
+  master_agent:
+    can_send_to: ["*"]  # Master can communicate with all
+    can_receive_from: ["*"]
+
+  developer_agent:
+    can_send_to: ["master_agent", "reviewer_agent", "tester_agent"]
+    can_receive_from: ["master_agent", "reviewer_agent"]
+
+  reviewer_agent:
+    can_send_to: ["master_agent", "developer_agent"]
+    can_receive_from: ["master_agent", "developer_agent"]
+
+  tester_agent:
+    can_send_to: ["master_agent", "developer_agent"]
+    can_receive_from: ["master_agent", "developer_agent"]
+
+forbidden_interactions:
+  # Explicit denial rules (override allows)
+  - from: "tester_agent"
+    to: "reviewer_agent"
+    reason: "Should go through developer first"
+`
+
+func TestRulesPutYAMLAndJSON(t *testing.T) {
+	e := newOversightEnv(t)
+	if st := e.rulesState(); st.Rules != nil || st.Default != "allow" || st.Index != 0 {
+		t.Fatalf("rules before any: %+v", st)
+	}
+
+	for _, ct := range []string{"application/yaml", "text/yaml; charset=utf-8", "application/x-yaml"} {
+		r := e.do("PUT", "/v1/rules", seedRulesYAML, yamlHeader(ct))
+		if r.status != 200 {
+			t.Fatalf("PUT YAML (%s): %d %s", ct, r.status, r.body)
+		}
+	}
+	st := e.rulesState()
+	if st.Rules == nil || len(st.Rules.AllowedInteractions) != 4 || len(st.Rules.ForbiddenInteractions) != 1 ||
+		st.Rules.ForbiddenInteractions[0].Reason != "Should go through developer first" || st.Default != "deny" || st.Index != 3 {
+		t.Errorf("after the YAML: %+v", st)
+	}
+	check := func(from, to string) fsm.RulesCheck {
+		t.Helper()
+		r := e.do("POST", "/v1/rules/check", fmt.Sprintf(`{"from":%q,"to":%q}`, from, to), nil)
+		if r.status != 200 {
+			t.Fatalf("check %s → %s: %d %s", from, to, r.status, r.body)
+		}
+		var c fsm.RulesCheck
+		if err := json.Unmarshal(r.body, &c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if c := check("tester_agent", "reviewer_agent"); c.Allowed || c.Reason != "Should go through developer first" {
+		t.Errorf("tester → reviewer: %+v", c)
+	}
+	if c := check("developer_agent", "reviewer_agent"); !c.Allowed || c.FromRole != "agent" {
+		t.Errorf("developer → reviewer: %+v", c)
+	}
+
+	// The same rules in JSON (no Content-Type means JSON), and the preset.
+	r := e.do("PUT", "/v1/rules", `{"preset":"hierarchical","orchestrator_role":"lead"}`, nil)
+	if r.status != 200 {
+		t.Fatalf("PUT preset: %d %s", r.status, r.body)
+	}
+	var put fsm.RulesState
+	if err := json.Unmarshal(r.body, &put); err != nil || put.Rules == nil || put.Rules.Preset != "hierarchical" || put.Index != 4 {
+		t.Errorf("PUT answer %s (%v)", r.body, err)
+	}
+	if c := check("tester_agent", "reviewer_agent"); c.Allowed || !strings.Contains(c.Reason, "may send only to role:lead (preset hierarchical)") {
+		t.Errorf("under the preset: %+v", c)
+	}
+	r = e.do("PUT", "/v1/rules", `{"forbidden":[{"from":"a","to":"b"}]}`, yamlHeader("application/json"))
+	if r.status != 200 {
+		t.Fatalf("PUT JSON: %d %s", r.status, r.body)
+	}
+	if c := check("a", "b"); c.Allowed || c.Reason != "forbidden by forbidden[0]: a → b" {
+		t.Errorf("a → b: %+v", c)
+	}
+
+	// DELETE removes the document.
+	r = e.do("DELETE", "/v1/rules", "", nil)
+	if r.status != 200 {
+		t.Fatalf("DELETE: %d %s", r.status, r.body)
+	}
+	if st := e.rulesState(); st.Rules != nil || st.Default != "allow" || st.Index != 6 {
+		t.Errorf("after DELETE: %+v", st)
+	}
+	if c := check("a", "b"); !c.Allowed {
+		t.Errorf("after DELETE a → b: %+v", c)
+	}
+}
+
+func TestRulesPutBadInput(t *testing.T) {
+	e := newOversightEnv(t)
+	if r := e.do("PUT", "/v1/rules", `{"preset":"hierarchical"}`, nil); r.status != 200 {
+		t.Fatalf("PUT: %d %s", r.status, r.body)
+	}
+	before := e.rulesState()
+	applies := len(e.fake.callsTo("Apply"))
+	var dumpBefore strings.Builder
+	if err := e.state.Dump(&dumpBefore); err != nil {
+		t.Fatal(err)
+	}
+
+	big := `{"forbidden":[` + strings.Repeat(`{"from":"a","to":"b","reason":"padding padding padding"},`, fsm.MaxRulesBytes/50) + `{"from":"a","to":"b"}]}`
+	for _, c := range []struct {
+		name, ct, body string
+		status         int
+		code, message  string
+	}{
+		{"bad YAML", "application/yaml", "agents: [\n", 400, "bad_request", "malformed YAML"},
+		{"unquoted star in YAML", "application/yaml", "agents:\n  - agent: x\n    can_send_to: [*]\n", 400, "bad_request", `quote "*"`},
+		{"two YAML documents", "text/yaml", "preset: hierarchical\n---\ndefault: deny\n", 400, "bad_request", "several YAML documents"},
+		{"YAML non-string key", "application/yaml", "allowed_interactions:\n  1: {can_send_to: [x]}\n", 400, "invalid", "allowed_interactions: key 1 is not a string"},
+		{"YAML number for a name", "application/yaml", "agents:\n  - agent: 123\n    can_send_to: [x]\n", 400, "invalid", "agents[0].agent: want a string, got a number (123) (quote it)"},
+		{"YAML unknown field", "application/yaml", "agents:\n  - agent: x\n    can_send: [y]\n", 400, "invalid", "agents[0].can_send: unknown field"},
+		{"JSON unknown field", "", `{"preset":"hierarchical","color":"red"}`, 400, "invalid", "color: unknown field"},
+		{"bad glob", "application/json", `{"agents":[{"agent":"a","can_send_to":["b"]},{"agent":"c","can_send_to":[]},{"agent":"d","can_send_to":["x["]}]}`,
+			400, "invalid", `agents[2].can_send_to[0]: bad glob "x["`},
+		{"malformed JSON", "", `{"preset":`, 400, "bad_request", "malformed JSON"},
+		{"trailing data", "", `{"preset":"hierarchical"} {}`, 400, "bad_request", "trailing data"},
+		{"empty", "", "  \n", 400, "bad_request", "empty rules document"},
+		{"not an object", "", `["a"]`, 400, "invalid", "rules: want an object"},
+		{"over the limit", "", big, 413, "too_large", "over the limit of 262144 bytes"},
+		{"other content type", "text/plain", `{"preset":"hierarchical"}`, 415, "bad_request", `Content-Type "text/plain"`},
+	} {
+		r := e.do("PUT", "/v1/rules", c.body, yamlHeader(c.ct))
+		if c.ct == "" {
+			r = e.do("PUT", "/v1/rules", c.body, nil)
+		}
+		if r.status != c.status {
+			t.Errorf("%s: status %d, want %d: %s", c.name, r.status, c.status, r.body)
+			continue
+		}
+		code, msg := errorOf(t, r.body)
+		if code != c.code || !strings.Contains(msg, c.message) {
+			t.Errorf("%s: %s %q, want %s containing %q", c.name, code, msg, c.code, c.message)
+		}
+	}
+	if len(big) <= fsm.MaxRulesBytes {
+		t.Fatalf("the oversized document is only %d bytes", len(big))
+	}
+	for _, c := range []struct {
+		name, body, code, message string
+	}{
+		{"missing from", `{"to":"b"}`, "invalid", "from: required"},
+		{"bad to", `{"from":"a","to":"B B"}`, "invalid", "to: must match"},
+		{"bad role", `{"from":"a","to":"b","to_role":"role:x"}`, "invalid", "to_role: must match"},
+		{"unknown field", `{"from":"a","to":"b","as":"c"}`, "unknown_field", `unknown field "as"`},
+	} {
+		r := e.do("POST", "/v1/rules/check", c.body, nil)
+		if r.status != 400 {
+			t.Errorf("check %s: status %d: %s", c.name, r.status, r.body)
+			continue
+		}
+		if code, msg := errorOf(t, r.body); code != c.code || !strings.Contains(msg, c.message) {
+			t.Errorf("check %s: %s %q, want %s with %q", c.name, code, msg, c.code, c.message)
+		}
+	}
+
+	// Nothing was proposed, nothing changed.
+	if n := len(e.fake.callsTo("Apply")); n != applies {
+		t.Errorf("%d commands proposed for bad input", n-applies)
+	}
+	b1, _ := json.Marshal(before)
+	if b2, _ := json.Marshal(e.rulesState()); string(b2) != string(b1) {
+		t.Errorf("rules changed: %s, was %s", b2, b1)
+	}
+	var dumpAfter strings.Builder
+	if err := e.state.Dump(&dumpAfter); err != nil {
+		t.Fatal(err)
+	}
+	if dumpAfter.String() != dumpBefore.String() {
+		t.Error("the state changed")
+	}
+}
+
+// A document that passes the handler but is refused by apply (here: sent
+// through the internal apply endpoint) answers 400 and changes nothing.
+func TestRulesRefusedAtApply(t *testing.T) {
+	e := newOversightEnv(t)
+	r := e.do("POST", "/v1/internal/apply", `{"op":"set_rules","body":{"rules":{"preset":"flat"}}}`, nil)
+	if r.status != 400 {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	if code, msg := errorOf(t, r.body); code != "invalid" || !strings.Contains(msg, `preset: unknown preset "flat"`) {
+		t.Errorf("%s %q", code, msg)
+	}
+	if st := e.rulesState(); st.Rules != nil || st.Index != 0 {
+		t.Errorf("rules after a refused set: %+v", st)
+	}
+}
+
+func decodeAudit(t *testing.T, r reply) transport.AuditResponse {
+	t.Helper()
+	if r.status != 200 {
+		t.Fatalf("audit: %d %s", r.status, r.body)
+	}
+	var a transport.AuditResponse
+	if err := json.Unmarshal(r.body, &a); err != nil {
+		t.Fatalf("audit: %v: %s", err, r.body)
+	}
+	return a
+}
+
+func TestAuditEndpoint(t *testing.T) {
+	e := newOversightEnv(t)
+	e.apply(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "orchestrator", Role: "orchestrator"}) // 14:30:00
+	e.apply(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "triage", Role: "triage"})             // 14:30:15
+	e.send("msg-1", "orchestrator", "issues", "task_assign", "Triage new issue #123", "", "triage")  // 14:30:30
+	e.send("msg-2", "triage", "issues", "chat", "secret plans", "private", "orchestrator")           // 14:30:45
+	if r := e.do("PUT", "/v1/rules", "preset: hierarchical\n", yamlHeader("application/yaml")); r.status != 200 {
+		t.Fatalf("PUT rules: %d %s", r.status, r.body) // 14:31:00
+	}
+
+	var all []transport.AuditEntry
+	after := uint64(0)
+	for range 10 {
+		page := decodeAudit(t, e.do("GET", fmt.Sprintf("/v1/audit?after=%d&limit=2", after), "", nil))
+		if len(page.Events) > 2 {
+			t.Fatalf("a page of %d events with limit 2", len(page.Events))
+		}
+		all = append(all, page.Events...)
+		if len(page.Events) > 0 {
+			after = page.Events[len(page.Events)-1].Seq
+		}
+		if !page.HasMore {
+			break
+		}
+	}
+	var lines []string
+	for i, ev := range all {
+		if ev.Seq != uint64(i+1) {
+			t.Errorf("event %d has seq %d", i, ev.Seq)
+		}
+		lines = append(lines, ev.Line)
+	}
+	got := strings.Join(lines, "\n")
+	for _, want := range []string{
+		"[2025-10-20T14:30:30Z] [orchestrator→triage] TASK_ASSIGN: Triage new issue #123",
+		"[2025-10-20T14:30:45Z] [triage→orchestrator] CHAT: (private)",
+		"[2025-10-20T14:31:00Z] RULES: replaced: preset hierarchical, 0 agent entries, 0 forbidden, default deny",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("audit lines lack %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "secret plans") {
+		t.Errorf("a private title leaked:\n%s", got)
+	}
+	for _, ev := range all {
+		if ev.Line != ev.AuditEvent.Line() {
+			t.Errorf("line %q is not the event's Line() %q", ev.Line, ev.AuditEvent.Line())
+		}
+		if ev.Private && ev.Text != fsm.PrivateText {
+			t.Errorf("private event text %q", ev.Text)
+		}
+	}
+	if len(all) < 5 {
+		t.Errorf("only %d events: %s", len(all), got)
+	}
+
+	// The end of the trail, and bad parameters.
+	if page := decodeAudit(t, e.do("GET", fmt.Sprintf("/v1/audit?after=%d", after), "", nil)); len(page.Events) != 0 || page.HasMore {
+		t.Errorf("after the last: %+v", page)
+	}
+	for _, q := range []string{"limit=0", "limit=1001", "limit=x", "after=-1", "consistency=eventual"} {
+		r := e.do("GET", "/v1/audit?"+q, "", nil)
+		if r.status != 400 {
+			t.Errorf("?%s: status %d", q, r.status)
+			continue
+		}
+		if code, msg := errorOf(t, r.body); code != "bad_request" || !strings.Contains(msg, strings.SplitN(q, "=", 2)[0]) {
+			t.Errorf("?%s: %s %q", q, code, msg)
+		}
+	}
+}
+
+func TestOverviewEndpoint(t *testing.T) {
+	e := newOversightEnv(t)
+	for i, ch := range []string{"a", "b", "a", "a", "b"} {
+		vis := ""
+		if i == 3 {
+			vis = "private"
+		}
+		e.send(fmt.Sprintf("msg-%d", i+1), "codex", ch, "request", fmt.Sprintf("title %d", i+1), vis, "claude")
+	}
+	get := func(q string) fsm.OverviewPage {
+		t.Helper()
+		r := e.do("GET", "/v1/overview?"+q, "", nil)
+		if r.status != 200 {
+			t.Fatalf("overview?%s: %d %s", q, r.status, r.body)
+		}
+		if strings.Contains(string(r.body), "the content of") || strings.Contains(string(r.body), `"content"`) {
+			t.Errorf("overview?%s carries content: %s", q, r.body)
+		}
+		var p fsm.OverviewPage
+		if err := json.Unmarshal(r.body, &p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	seqs := func(p fsm.OverviewPage) string {
+		var s []string
+		for _, m := range p.Messages {
+			s = append(s, fmt.Sprint(m.Seq))
+		}
+		return strings.Join(s, ",") + fmt.Sprintf(" more=%t", p.HasMore)
+	}
+	for q, want := range map[string]string{
+		"":                             "1,2,3,4,5 more=false",
+		"limit=2":                      "1,2 more=true",
+		"after=2&limit=2":              "3,4 more=true",
+		"after=4&limit=2":              "5 more=false",
+		"channel=a":                    "1,3,4 more=false",
+		"channel=a&limit=2":            "1,3 more=true",
+		"channel=a&after=3":            "4 more=false",
+		"channel=b&consistency=strong": "2,5 more=false",
+		"channel=none":                 " more=false",
+	} {
+		if got := seqs(get(q)); got != want {
+			t.Errorf("overview?%s = %s, want %s", q, got, want)
+		}
+	}
+	p := get("after=1&limit=1")
+	m := p.Messages[0]
+	if m.ID != "msg-2" || m.Channel != "b" || m.From != "codex" || strings.Join(m.To, ",") != "claude" ||
+		m.Type != "request" || m.Priority != "normal" || m.Title != "title 2" || !m.Timestamp.Equal(oversightT0.Add(15*time.Second)) {
+		t.Errorf("entry %+v", m)
+	}
+	if m := get("after=3&limit=1").Messages[0]; !m.Private || m.Title != fsm.PrivateText {
+		t.Errorf("private entry %+v", m)
+	}
+	for _, q := range []string{"limit=0", "limit=5000", "after=x", "channel=Bad%20Name"} {
+		r := e.do("GET", "/v1/overview?"+q, "", nil)
+		if r.status != 400 {
+			t.Errorf("?%s: status %d", q, r.status)
+			continue
+		}
+		if code, _ := errorOf(t, r.body); code != "bad_request" {
+			t.Errorf("?%s: code %s", q, code)
+		}
+	}
+}
+
+// The client methods against the same server.
+func TestOversightClient(t *testing.T) {
+	e := newOversightEnv(t)
+	ctx := context.Background()
+	c := transport.NewClient(e.srv.URL, nil)
+	doc, err := transport.ParseRules([]byte(seedRulesYAML), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.SetRules(ctx, doc)
+	if err != nil || st.Rules == nil || st.Index != 1 {
+		t.Fatalf("SetRules: %+v, %v", st, err)
+	}
+	if got, err := c.Rules(ctx, transport.Strong); err != nil || got.Index != 1 || len(got.Rules.AllowedInteractions) != 4 {
+		t.Errorf("Rules: %+v, %v", got, err)
+	}
+	chk, err := c.CheckRules(ctx, transport.RulesCheckRequest{From: "tester_agent", To: "reviewer_agent"}, transport.Local)
+	if err != nil || chk.Allowed || chk.Reason != "Should go through developer first" {
+		t.Errorf("CheckRules: %+v, %v", chk, err)
+	}
+	_, err = c.SetRules(ctx, &fsm.RulesDocument{Preset: "flat"})
+	if !errors.Is(err, fsm.ErrInvalid) || !strings.Contains(err.Error(), "preset") {
+		t.Errorf("SetRules(bad) = %v", err)
+	}
+	if st, err := c.ClearRules(ctx); err != nil || st.Rules != nil {
+		t.Errorf("ClearRules: %+v, %v", st, err)
+	}
+	e.send("msg-1", "codex", "a", "chat", "hello", "", "claude")
+	a, err := c.Audit(ctx, 0, 2, transport.Local)
+	if err != nil || len(a.Events) != 2 || !a.HasMore || a.Events[0].Label != "RULES" {
+		t.Errorf("Audit: %+v, %v", a, err)
+	}
+	a, err = c.Audit(ctx, a.Events[1].Seq, 0, transport.Local)
+	if err != nil || len(a.Events) == 0 || a.HasMore {
+		t.Errorf("Audit after: %+v, %v", a, err)
+	}
+	o, err := c.Overview(ctx, "a", 0, 10, transport.Local)
+	if err != nil || len(o.Messages) != 1 || o.Messages[0].Title != "hello" {
+		t.Errorf("Overview: %+v, %v", o, err)
+	}
+	if _, err := c.Overview(ctx, "Bad Name", 0, 0, transport.Local); !errors.Is(err, transport.ErrBadRequest) {
+		t.Errorf("Overview(bad channel) = %v", err)
+	}
+}

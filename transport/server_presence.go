@@ -1,0 +1,77 @@
+package transport
+
+import (
+	"net/http"
+)
+
+// maxPresenceBytes caps a PUT /v1/presence body: a heartbeat is a few
+// hundred bytes.
+const maxPresenceBytes = 4 << 10
+
+// presenceRoutes: agent presence and gossip membership. Presence is soft
+// state carried by gossip, so every one of these is answered by the node
+// it reaches, without the leader.
+//
+//	PUT /v1/presence/{agent}   heartbeat (PresenceUpdate) → the stored Presence
+//	GET /v1/presence           PresenceResponse, every agent this node knows
+//	GET /v1/presence/{agent}   Presence; 404 if unknown
+//	GET /v1/cluster/members    MembersResponse
+func (s *Server) presenceRoutes() {
+	s.mux.HandleFunc("PUT /v1/presence/{agent}", s.putPresence)
+	s.mux.HandleFunc("GET /v1/presence", s.listPresence)
+	s.mux.HandleFunc("GET /v1/presence/{agent}", s.getPresence)
+	s.mux.HandleFunc("GET /v1/cluster/members", s.members)
+}
+
+func (s *Server) putPresence(w http.ResponseWriter, r *http.Request) {
+	var u PresenceUpdate
+	if err := decodeBody(w, r, maxPresenceBytes, &u); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	agent := r.PathValue("agent")
+	u.Normalize()
+	if err := u.Validate(agent); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	p, err := s.svc.PutPresence(r.Context(), agent, u)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+func (s *Server) listPresence(w http.ResponseWriter, r *http.Request) {
+	list, err := s.svc.Presence(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if list == nil {
+		list = []Presence{}
+	}
+	writeJSON(w, http.StatusOK, PresenceResponse{Agents: list})
+}
+
+func (s *Server) getPresence(w http.ResponseWriter, r *http.Request) {
+	p, err := s.svc.AgentPresence(r.Context(), r.PathValue("agent"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+func (s *Server) members(w http.ResponseWriter, r *http.Request) {
+	res, err := s.svc.Members(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if res.Members == nil {
+		res.Members = []Member{}
+	}
+	writeJSON(w, http.StatusOK, res)
+}

@@ -1,0 +1,215 @@
+package transport_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+)
+
+// A heartbeat in the seed format (watcher_pid, lower-case state) is
+// normalized before the service sees it, and the stored record comes back.
+func TestPutPresenceNormalizes(t *testing.T) {
+	f := newFake()
+	srv := serve(t, f, transport.ServerOptions{})
+	r := do(t, http.MethodPut, srv.URL+"/v1/presence/codex",
+		`{"agent_id":"codex","state":"awake","watcher_pid":12345,"channel":"agent-os-paper","task":"review <PR 12> & merge"}`, nil)
+	if r.status != http.StatusOK {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	var got transport.Presence
+	if err := json.Unmarshal(r.body, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.AgentID != "codex" || got.State != "AWAKE" || got.Substate != "IDLE" || got.PID != 12345 ||
+		got.Channel != "agent-os-paper" || got.Version != 1 || got.Node != "n1" {
+		t.Errorf("answered %+v", got)
+	}
+	ups := f.presenceUpdates()
+	if len(ups) != 1 {
+		t.Fatalf("service got %d updates, want 1", len(ups))
+	}
+	if u := ups[0]; u.State != "AWAKE" || u.Substate != "IDLE" || u.PID != 12345 || u.WatcherPID != 0 || u.Task != "review <PR 12> & merge" {
+		t.Errorf("service got %+v, want it normalized", u)
+	}
+	if c := f.callsTo("PutPresence"); len(c) != 1 || c[0].arg != "codex" {
+		t.Errorf("PutPresence calls %+v", c)
+	}
+}
+
+// Bad heartbeats get a 400 naming the field, and never reach the service.
+func TestPutPresenceRefusesBadInput(t *testing.T) {
+	f := newFake()
+	srv := serve(t, f, transport.ServerOptions{})
+	long := strings.Repeat("x", transport.MaxPresenceTask+1)
+	cases := []struct {
+		name, agent, body, code, field string
+	}{
+		{"no state", "codex", `{"substate":"IDLE"}`, "invalid", "state"},
+		{"unknown state", "codex", `{"state":"ASLEEP"}`, "invalid", "state"},
+		{"unknown substate", "codex", `{"state":"AWAKE","substate":"NAPPING"}`, "invalid", "substate"},
+		{"offline with substate", "codex", `{"state":"OFFLINE","substate":"IDLE"}`, "invalid", "substate"},
+		{"awake with reason", "codex", `{"state":"AWAKE","reason":"gone"}`, "invalid", "reason"},
+		{"agent id differs from path", "codex", `{"agent_id":"claude","state":"AWAKE"}`, "invalid", "agent_id"},
+		{"bad agent in path", "Codex!", `{"state":"AWAKE"}`, "invalid", "agent_id"},
+		{"bad node", "codex", `{"node":"N 1","state":"AWAKE"}`, "invalid", "node"},
+		{"bad channel", "codex", `{"state":"AWAKE","channel":"Bad Channel"}`, "invalid", "channel"},
+		{"negative pid", "codex", `{"state":"AWAKE","pid":-4}`, "invalid", "pid"},
+		{"task too long", "codex", `{"state":"AWAKE","task":"` + long + `"}`, "invalid", "task"},
+		{"task with a newline", "codex", `{"state":"AWAKE","task":"two\nlines"}`, "invalid", "task"},
+		{"reason too long", "codex", `{"state":"OFFLINE","reason":"` + strings.Repeat("r", transport.MaxPresenceReason+1) + `"}`, "invalid", "reason"},
+		{"unknown field", "codex", `{"state":"AWAKE","version":99}`, "unknown_field", "version"},
+		{"not JSON", "codex", `{"state":`, "bad_request", ""},
+		{"body too large", "codex", `{"state":"AWAKE","task":"` + strings.Repeat("y", 5000) + `"}`, "too_large", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := do(t, http.MethodPut, srv.URL+"/v1/presence/"+tc.agent, tc.body, nil)
+			code, msg := errorOf(t, r.body)
+			if code != tc.code {
+				t.Fatalf("code %s (%d), want %s: %s", code, r.status, tc.code, msg)
+			}
+			if tc.field != "" && !strings.Contains(msg, tc.field) {
+				t.Errorf("message %q does not name %s", msg, tc.field)
+			}
+		})
+	}
+	if n := len(f.callsTo("PutPresence")); n != 0 {
+		t.Errorf("the service was called %d times for refused heartbeats", n)
+	}
+}
+
+// Errors of the service map to their status codes.
+func TestPutPresenceServiceErrors(t *testing.T) {
+	f := newFake()
+	srv := serve(t, f, transport.ServerOptions{})
+	cases := []struct {
+		err    error
+		status int
+		code   string
+	}{
+		{fmt.Errorf("older heartbeat: %w", fsm.ErrConflict), http.StatusConflict, "conflict"},
+		{&fsm.FieldError{Field: "node", Reason: "this is n1"}, http.StatusBadRequest, "invalid"},
+		{errors.New("boom"), http.StatusInternalServerError, "internal"},
+	}
+	for _, tc := range cases {
+		f.fail("PutPresence", tc.err)
+		r := do(t, http.MethodPut, srv.URL+"/v1/presence/codex", `{"state":"AWAKE"}`, nil)
+		code, _ := errorOf(t, r.body)
+		if r.status != tc.status || code != tc.code {
+			t.Errorf("%v: answered %d %s, want %d %s", tc.err, r.status, code, tc.status, tc.code)
+		}
+	}
+}
+
+func TestGetPresence(t *testing.T) {
+	f := newFake()
+	srv := serve(t, f, transport.ServerOptions{})
+	// Empty: a list, not null.
+	r := do(t, http.MethodGet, srv.URL+"/v1/presence", "", nil)
+	if r.status != http.StatusOK || strings.TrimSpace(string(r.body)) != `{"agents":[]}` {
+		t.Fatalf("empty list: %d %s", r.status, r.body)
+	}
+	r = do(t, http.MethodGet, srv.URL+"/v1/presence/codex", "", nil)
+	if code, _ := errorOf(t, r.body); r.status != http.StatusNotFound || code != "not_found" {
+		t.Fatalf("unknown agent: %d %s", r.status, r.body)
+	}
+	for _, a := range []string{"zed", "codex"} {
+		if r := do(t, http.MethodPut, srv.URL+"/v1/presence/"+a, `{"state":"AWAKE","substate":"WORKING"}`, nil); r.status != http.StatusOK {
+			t.Fatalf("put %s: %d %s", a, r.status, r.body)
+		}
+	}
+	r = do(t, http.MethodGet, srv.URL+"/v1/presence", "", nil)
+	var list transport.PresenceResponse
+	if err := json.Unmarshal(r.body, &list); err != nil || r.status != http.StatusOK {
+		t.Fatalf("list: %d %s (%v)", r.status, r.body, err)
+	}
+	if len(list.Agents) != 2 || list.Agents[0].AgentID != "codex" || list.Agents[1].AgentID != "zed" {
+		t.Errorf("list = %+v, want codex and zed", list.Agents)
+	}
+	r = do(t, http.MethodGet, srv.URL+"/v1/presence/zed", "", nil)
+	var one transport.Presence
+	if err := json.Unmarshal(r.body, &one); err != nil || one.AgentID != "zed" || one.Substate != "WORKING" {
+		t.Errorf("get zed: %d %s", r.status, r.body)
+	}
+}
+
+func TestMembersEndpoint(t *testing.T) {
+	f := newFake()
+	srv := serve(t, f, transport.ServerOptions{})
+	r := do(t, http.MethodGet, srv.URL+"/v1/cluster/members", "", nil)
+	var res map[string]any
+	if err := json.Unmarshal(r.body, &res); err != nil || r.status != http.StatusOK {
+		t.Fatalf("members: %d %s", r.status, r.body)
+	}
+	if got := keys(res); strings.Join(got, ",") != "encrypted,members,node_id" {
+		t.Errorf("members body has keys %v", got)
+	}
+	f.fail("Members", errors.New("gossip is down"))
+	r = do(t, http.MethodGet, srv.URL+"/v1/cluster/members", "", nil)
+	if code, msg := errorOf(t, r.body); r.status != http.StatusInternalServerError || !strings.Contains(msg, "gossip is down") {
+		t.Errorf("failing members: %d %s %s", r.status, code, msg)
+	}
+}
+
+// The client's presence methods against the server and the fake.
+func TestClientPresenceRoundTrip(t *testing.T) {
+	f := newFake()
+	srv := serve(t, f, transport.ServerOptions{})
+	c := transport.NewClient(srv.URL, nil)
+	ctx := t.Context()
+	ts := time.Date(2026, 11, 21, 10, 31, 0, 0, time.UTC)
+	p, err := c.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "AWAKE", Substate: "BLOCKED", PID: 7, Task: "waiting on CI", Timestamp: &ts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.AgentID != "codex" || p.Substate != "BLOCKED" || !p.Timestamp.Equal(ts) || p.Version != 1 {
+		t.Errorf("put answered %+v", p)
+	}
+	got, err := c.AgentPresence(ctx, "codex")
+	if err != nil || got != p {
+		t.Errorf("get = %+v, %v; want %+v", got, err, p)
+	}
+	list, err := c.Presence(ctx)
+	if err != nil || len(list) != 1 || list[0] != p {
+		t.Errorf("list = %+v, %v", list, err)
+	}
+	if _, err := c.AgentPresence(ctx, "nobody"); !errors.Is(err, fsm.ErrNotFound) {
+		t.Errorf("unknown agent: %v, want not found", err)
+	}
+	if _, err := c.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "LOST"}); !errors.Is(err, fsm.ErrInvalid) {
+		t.Errorf("bad state: %v, want invalid", err)
+	}
+	m, err := c.Members(ctx)
+	if err != nil || m.NodeID != "n1" || !m.Encrypted || len(m.Members) != 2 || m.Members[1].Status != "dead" || m.Members[0].GossipAddr != "127.0.0.1:9001" {
+		t.Errorf("members = %+v, %v", m, err)
+	}
+}
+
+// A record at the field limits stays under the gossip wire limit unless
+// the task is made of characters JSON must escape: the node checks the
+// encoded size (cluster tests), and this pins the arithmetic.
+func TestPresenceRecordFitsAPacket(t *testing.T) {
+	p := transport.Presence{
+		AgentID: strings.Repeat("a", 64), Node: strings.Repeat("n", 64), State: "AWAKE", Substate: "WORKING",
+		Channel: strings.Repeat("c", 64), PID: 1 << 30, Task: strings.Repeat("t", transport.MaxPresenceTask),
+		Timestamp: time.Date(2026, 11, 21, 10, 30, 0, 123456789, time.UTC), Version: 1 << 62, Origin: strings.Repeat("o", 64),
+	}
+	offline := p
+	offline.State, offline.Substate, offline.Reason = "OFFLINE", "", strings.Repeat("r", transport.MaxPresenceReason)
+	for _, rec := range []transport.Presence{p, offline} {
+		b, err := json.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b)+1 > transport.MaxPresenceWire {
+			t.Errorf("a %s record at the field limits is %d bytes on the wire, over %d", rec.State, len(b)+1, transport.MaxPresenceWire)
+		}
+	}
+}

@@ -1,0 +1,50 @@
+package transport
+
+import (
+	"net/http"
+
+	"github.com/maos-project/maos/fsm"
+)
+
+// retentionRoutes registers the per-channel retention endpoints.
+func (s *Server) retentionRoutes() {
+	s.mux.HandleFunc("GET /v1/channels/{channel}/retention", s.getRetention)
+	s.mux.HandleFunc("PUT /v1/channels/{channel}/retention", s.setRetention)
+	s.mux.HandleFunc("POST /v1/channels/{channel}/trim", s.trimChannel)
+}
+
+func (s *Server) getRetention(w http.ResponseWriter, r *http.Request) {
+	ch := r.PathValue("channel")
+	s.query(w, r, func(f *fsm.FSM) (any, error) { return f.RetentionOf(ch) })
+}
+
+// setRetention sets a channel's policy, body {"max_age":"720h","max_messages":N},
+// and answers what the immediate trim removed (fsm.TrimResult).
+func (s *Server) setRetention(w http.ResponseWriter, r *http.Request) {
+	var cmd fsm.SetRetentionCommand
+	if err := decodeBody(w, r, maxControlBytes, &cmd); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if cmd.Channel != "" && cmd.Channel != r.PathValue("channel") {
+		s.writeError(w, r, &fsm.FieldError{Field: "channel", Reason: "differs from the channel in the path"})
+		return
+	}
+	cmd.Channel = r.PathValue("channel")
+	if _, err := cmd.Validate(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.propose(w, r, fsm.OpSetRetention, cmd)
+}
+
+// trimChannel applies a channel's policy now (the leader also does it
+// periodically).
+func (s *Server) trimChannel(w http.ResponseWriter, r *http.Request) {
+	cmd := fsm.TrimCommand{Channel: r.PathValue("channel")}
+	if !fsm.ValidName(cmd.Channel) {
+		s.writeError(w, r, &fsm.FieldError{Field: "channel", Reason: "must match ^[a-z0-9][a-z0-9._-]{0,63}$"})
+		return
+	}
+	s.propose(w, r, fsm.OpTrim, cmd)
+}
