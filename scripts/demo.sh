@@ -57,6 +57,12 @@ follower=$(api 2)
 if ctl --addr "$follower" cluster status | grep -q '^state: *leader'; then follower=$(api 3); fi
 
 echo
+echo "== registering agents through follower $follower"
+ctl --addr "$follower" agents register supervisor --role orchestrator
+ctl --addr "$follower" agents register codex --role engineer
+ctl --addr "$follower" agents register claude --role engineer
+
+echo
 echo "== sending through follower $follower"
 ctl --addr "$follower" send --from supervisor --to role:engineer --channel demo --title "Plan" \
   --text "Split the retry work: @codex takes the client, @claude the server." --type task_assign
@@ -69,6 +75,14 @@ for i in 1 2 3; do
   echo "== channel demo read back from n$i ($(api "$i"), strong)"
   ctl --addr "$(api "$i")" read --channel demo --strong
 done
+
+echo
+echo "== claude's inbox, read on n1 (strong)"
+ctl --addr "$(api 1)" inbox --agent claude --strong
+
+echo
+echo "== audit trail from n3"
+ctl --addr "$(api 3)" audit --strong
 
 echo
 echo "== cluster status from $follower"
