@@ -150,24 +150,40 @@ func consQuery(c Consistency) url.Values {
 	return q
 }
 
-// do sends one request. A non-2xx answer with an error body becomes an
-// *APIError; a transport failure is returned wrapped with the address.
+// do sends one request with a JSON body (in, nil for none) and decodes
+// the answer into out (nil to ignore it).
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any) error {
+	var raw []byte
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("transport: encode %s %s: %w", method, path, err)
+		}
+		raw = b
+	}
+	return c.doRaw(ctx, method, path, q, nil, raw, out, nil)
+}
+
+// doRaw sends one request with extra headers and a body already encoded as
+// JSON. A non-2xx answer with an error body becomes an *APIError (or, for a
+// 409 when conflict is set, whatever conflict makes of it and the raw
+// body); a transport failure is returned wrapped with the address.
+func (c *Client) doRaw(ctx context.Context, method, path string, q url.Values, h http.Header, in []byte,
+	out any, conflict func(*APIError, []byte) error) error {
 	u := c.base + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
 	var body io.Reader
 	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return fmt.Errorf("transport: encode %s %s: %w", method, path, err)
-		}
-		body = bytes.NewReader(b)
+		body = bytes.NewReader(in)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
 		return fmt.Errorf("transport: %s %s: %w", method, u, err)
+	}
+	for k, vs := range h {
+		req.Header[k] = vs
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -186,12 +202,15 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	}
 	if resp.StatusCode/100 != 2 {
 		var eb ErrorBody
-		if json.Unmarshal(data, &eb) == nil && eb.Error != nil && eb.Error.Code != "" {
-			eb.Error.Status = resp.StatusCode
-			return eb.Error
+		if json.Unmarshal(data, &eb) != nil || eb.Error == nil || eb.Error.Code == "" {
+			return &APIError{Status: resp.StatusCode, Code: CodeInternal,
+				Message: fmt.Sprintf("%s %s: %s", method, u, strings.TrimSpace(string(data)))}
 		}
-		return &APIError{Status: resp.StatusCode, Code: CodeInternal,
-			Message: fmt.Sprintf("%s %s: %s", method, u, strings.TrimSpace(string(data)))}
+		eb.Error.Status = resp.StatusCode
+		if resp.StatusCode == http.StatusConflict && conflict != nil {
+			return conflict(eb.Error, data)
+		}
+		return eb.Error
 	}
 	if out == nil {
 		return nil

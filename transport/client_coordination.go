@@ -1,15 +1,12 @@
 package transport
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 
 	"github.com/maos-project/maos/fsm"
 )
@@ -55,7 +52,7 @@ func (e *LockRefusedError) Unwrap() error { return e.API }
 // Bulletin reads the bulletin.
 func (c *Client) Bulletin(ctx context.Context, cons Consistency) (fsm.Bulletin, error) {
 	var out fsm.Bulletin
-	err := c.coordDo(ctx, http.MethodGet, "/v1/bulletin", consQuery(cons), nil, nil, &out, nil)
+	err := c.doRaw(ctx, http.MethodGet, "/v1/bulletin", consQuery(cons), nil, nil, &out, nil)
 	return out, err
 }
 
@@ -82,7 +79,7 @@ func (c *Client) writeBulletin(ctx context.Context, method string, doc json.RawM
 		h.Set("If-Match", strconv.Quote(strconv.FormatUint(*opts.IfVersion, 10)))
 	}
 	var out fsm.BulletinResult
-	err := c.coordDo(ctx, method, "/v1/bulletin", q, h, []byte(doc), &out, func(api *APIError, data []byte) error {
+	err := c.doRaw(ctx, method, "/v1/bulletin", q, h, []byte(doc), &out, func(api *APIError, data []byte) error {
 		var body BulletinConflictBody
 		if json.Unmarshal(data, &body) != nil {
 			return api
@@ -114,7 +111,7 @@ func (c *Client) lockCall(ctx context.Context, path string, cmd any) (*fsm.LockR
 		return nil, fmt.Errorf("transport: encode %s: %w", path, err)
 	}
 	var out fsm.LockResult
-	err = c.coordDo(ctx, http.MethodPost, path, nil, nil, in, &out, func(api *APIError, data []byte) error {
+	err = c.doRaw(ctx, http.MethodPost, path, nil, nil, in, &out, func(api *APIError, data []byte) error {
 		var body LockConflictBody
 		if json.Unmarshal(data, &body) != nil || body.Outcome == "" {
 			return api
@@ -139,7 +136,7 @@ func (c *Client) Locks(ctx context.Context, lq fsm.LockQuery, cons Consistency) 
 		q.Set("limit", strconv.Itoa(lq.Limit))
 	}
 	var out fsm.LockPage
-	err := c.coordDo(ctx, http.MethodGet, "/v1/locks", q, nil, nil, &out, nil)
+	err := c.doRaw(ctx, http.MethodGet, "/v1/locks", q, nil, nil, &out, nil)
 	return out, err
 }
 
@@ -150,58 +147,6 @@ func (c *Client) CheckLock(ctx context.Context, path string, token uint64, cons 
 		return fsm.LockCheck{}, fmt.Errorf("transport: encode check: %w", err)
 	}
 	var out fsm.LockCheck
-	err = c.coordDo(ctx, http.MethodPost, "/v1/locks/check", consQuery(cons), nil, in, &out, nil)
+	err = c.doRaw(ctx, http.MethodPost, "/v1/locks/check", consQuery(cons), nil, in, &out, nil)
 	return out, err
-}
-
-// coordDo is do with request headers, a raw JSON body, and a hook that
-// turns a 409 body into a richer error (conflict may be nil).
-func (c *Client) coordDo(ctx context.Context, method, path string, q url.Values, h http.Header, in []byte,
-	out any, conflict func(*APIError, []byte) error) error {
-	u := c.base + path
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	var body io.Reader
-	if in != nil {
-		body = bytes.NewReader(in)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, body)
-	if err != nil {
-		return fmt.Errorf("transport: %s %s: %w", method, u, err)
-	}
-	for k, vs := range h {
-		req.Header[k] = vs
-	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.forwarded {
-		req.Header.Set(HeaderForwarded, "1")
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("transport: %s %s: %w", method, u, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return fmt.Errorf("transport: %s %s: read body: %w", method, u, err)
-	}
-	if resp.StatusCode/100 != 2 {
-		var eb ErrorBody
-		if json.Unmarshal(data, &eb) != nil || eb.Error == nil || eb.Error.Code == "" {
-			return &APIError{Status: resp.StatusCode, Code: CodeInternal,
-				Message: fmt.Sprintf("%s %s: %s", method, u, strings.TrimSpace(string(data)))}
-		}
-		eb.Error.Status = resp.StatusCode
-		if resp.StatusCode == http.StatusConflict && conflict != nil {
-			return conflict(eb.Error, data)
-		}
-		return eb.Error
-	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("transport: %s %s: decode answer: %w", method, u, err)
-	}
-	return nil
 }
