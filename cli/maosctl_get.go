@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -45,7 +46,13 @@ func ctlGet(c *cli.Context) error {
 	if ctlJSON(c) {
 		return ctlPrintJSON(c.App.Writer, m)
 	}
-	return ctlPrintMessage(c.App.Writer, m)
+	// When "to" named a role, a glob, "all" or the text @mentioned agents,
+	// show whom it was delivered to as well.
+	shown := *m
+	if len(m.Recipients) > 0 && !slices.Equal(m.To, m.Recipients) {
+		shown.To = fsm.Recipients{strings.Join(m.To, ", ") + " → " + strings.Join(m.Recipients, ", ")}
+	}
+	return ctlPrintMessage(c.App.Writer, &shown)
 }
 
 // ctlTime formats a message time for people: RFC 3339 in UTC, with

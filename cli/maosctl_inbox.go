@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -141,33 +140,8 @@ glob, "all" or the text @mentioned agents, the "to" line also shows the
 agents it was delivered to ("role:reviewer → alice, bob"). With --json, the
 message object, whose "recipients" holds that list.`,
 		Flags:  []cli.Flag{ctlStrongFlag(), ctlJSONFlag()},
-		Action: ctlShow,
+		Action: ctlGet,
 	}
-}
-
-func ctlShow(c *cli.Context) error {
-	args, err := ctlArgs(c, "id")
-	if err != nil {
-		return err
-	}
-	ctx, cancel := ctlCall(c)
-	defer cancel()
-	m, err := ctlClient(c).Message(ctx, args[0], ctlConsistency(c))
-	if err != nil {
-		return ctlAPIError(c, err)
-	}
-	if ctlJSON(c) {
-		return ctlPrintJSON(c.App.Writer, m)
-	}
-	shown := *m
-	if !slices.Equal(m.To, m.Recipients) {
-		resolved := "nobody"
-		if len(m.Recipients) > 0 {
-			resolved = strings.Join(m.Recipients, ", ")
-		}
-		shown.To = fsm.Recipients{strings.Join(m.To, ", ") + " → " + resolved}
-	}
-	return ctlPrintMessage(c.App.Writer, &shown)
 }
 
 func ctlReadMarkCommand() *cli.Command {
