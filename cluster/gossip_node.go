@@ -167,6 +167,9 @@ func (n *Node) recordNodeEvent(ev nodeEvent) {
 		case n.raft.State() == raft.Leader:
 			err := n.proposeNodeEvent(cmd)
 			if err == nil {
+				if ev.event == fsm.NodeEventDead {
+					n.releaseLocksOf(ev.node)
+				}
 				return
 			}
 			failures++
@@ -215,5 +218,28 @@ func nodeEventReason(ev nodeEvent) string {
 		return "left gossip (shut down) from " + ev.addr
 	default:
 		return "declared dead by gossip failure detection at " + ev.addr
+	}
+}
+
+// releaseLocksOf releases the advisory locks held by the agents of a node
+// declared dead, through a proposed command so every node agrees; an agent
+// that comes back takes its locks again. Best effort, like the audit of the
+// death itself.
+func (n *Node) releaseLocksOf(node string) {
+	if n.gossip == nil {
+		return
+	}
+	holders := n.gossip.store.agentsOf(node)
+	if len(holders) == 0 {
+		return
+	}
+	cmd := fsm.ReleaseHolderLocksCommand{Holders: holders, Reason: "node " + node + " declared dead"}
+	if cmd.Validate() != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), nodeEventWait)
+	defer cancel()
+	if _, err := n.Apply(ctx, fsm.OpReleaseHolderLocks, cmd); err != nil {
+		n.logger.Warn("could not release the locks of a dead node's agents", "node", node, "agents", holders, "error", err)
 	}
 }

@@ -172,6 +172,20 @@ func checkRecord(p *transport.Presence) error {
 	return nil
 }
 
+// agentsOf lists the agents whose latest record places them on node, by id.
+func (s *presenceStore) agentsOf(node string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for id, p := range s.recs {
+		if p.Node == node {
+			out = append(out, id)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // markNodeOffline writes a new version, OFFLINE with reason, of every AWAKE
 // agent of node, and returns how many it changed. Every node that sees the
 // node die does it; the copies converge like any other update.

@@ -283,6 +283,13 @@ func TestPresenceNodeDeadLeftAndBack(t *testing.T) {
 	}
 	mark := page.Events[len(page.Events)-1].Seq
 
+	// The crash-agent holds a lock; when its node is declared dead the
+	// leader releases it through the log.
+	grant, err := leader.client.AcquireLock(ctx, fsm.LockAcquireCommand{Path: "src/retry.go", Holder: "crash-agent", TTL: fsm.LockTTL(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	// The crashed node's gossip stops without a word (its Raft and API go on).
 	if err := crashed.gossip.shutdown(); err != nil {
 		t.Fatal(err)
@@ -298,6 +305,11 @@ func TestPresenceNodeDeadLeftAndBack(t *testing.T) {
 			t.Errorf("%s: lead-agent %+v, %v; want it AWAKE", n.id, p, err)
 		}
 	}
+
+	waitFor(t, 20*time.Second, "the dead node's agent's lock released", func() bool {
+		chk, err := leader.client.CheckLock(ctx, "src/retry.go", grant.Lock.Token, transport.Strong)
+		return err == nil && !chk.Current
+	})
 
 	// The other follower shuts down: its agents are OFFLINE, "left".
 	stopped.stop()
