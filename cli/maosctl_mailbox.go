@@ -23,6 +23,7 @@ func ctlMailboxCommands() []*cli.Command {
 		ctlThreadCommand(),
 		ctlReceiptsCommand(),
 		ctlChannelCommand(),
+		ctlTailCommand(),
 	}
 }
 

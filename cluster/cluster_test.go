@@ -352,3 +352,31 @@ func TestApplyThroughFollowerAndStrongReadElsewhere(t *testing.T) {
 		t.Fatalf("audit = %+v, want one CONFIG event", page.Events)
 	}
 }
+
+// A stream opened on one node carries a message sent through another as
+// soon as its own node applies it.
+func TestStreamOnAnotherNode(t *testing.T) {
+	c := newTestCluster(t, 3)
+	ctx := ctxT(t)
+	a, b := c.nodes[0], c.nodes[2]
+	sent := make(chan *transport.SendResponse, 1)
+	errDone := errors.New("done")
+	err := b.client.Stream(ctx, transport.StreamQuery{Channel: "live"}, func(ev transport.StreamEvent) error {
+		if ev.Ready {
+			res, err := a.client.Send(ctx, msg("codex", "live", "pushed"))
+			if err != nil {
+				return err
+			}
+			sent <- res
+			return nil
+		}
+		res := <-sent
+		if ev.Seq != res.Seq || ev.Message.ID != res.ID {
+			t.Errorf("stream on %s got %d %s, want %d %s", b.id, ev.Seq, ev.Message.ID, res.Seq, res.ID)
+		}
+		return errDone
+	})
+	if !errors.Is(err, errDone) {
+		t.Fatalf("stream: %v", err)
+	}
+}

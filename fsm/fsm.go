@@ -129,7 +129,7 @@ func (f *FSM) AppliedIndex() uint64 { return f.applied.Load() }
 // WaitApplied blocks until the state has applied index, or ctx ends.
 func (f *FSM) WaitApplied(ctx context.Context, index uint64) error {
 	for {
-		ch := f.changed()
+		ch := f.Changed()
 		if f.applied.Load() >= index {
 			return nil
 		}
@@ -141,8 +141,9 @@ func (f *FSM) WaitApplied(ctx context.Context, index uint64) error {
 	}
 }
 
-// changed returns a channel closed at the next applied batch or restore.
-func (f *FSM) changed() <-chan struct{} {
+// Changed returns a channel closed at the next applied batch or restore:
+// streams wait on it instead of polling.
+func (f *FSM) Changed() <-chan struct{} {
 	f.notifyMu.Lock()
 	defer f.notifyMu.Unlock()
 	return f.notify

@@ -89,6 +89,32 @@ func (f *FSM) ChannelPage(channel string, after uint64, limit int) (Page, error)
 	return page, err
 }
 
+// MessagesAfter returns up to limit messages of every channel with seq >
+// after, in seq order (limit as for ChannelPage). It reads limit+1 keys.
+func (f *FSM) MessagesAfter(after uint64, limit int) (Page, error) {
+	if limit <= 0 {
+		limit = DefaultPageLimit
+	}
+	limit = min(limit, MaxPageLimit)
+	page := Page{Messages: []*Message{}}
+	err := f.view(func(tx *bbolt.Tx) error {
+		c := tx.Bucket(bucketMessages).Cursor()
+		for k, v := c.Seek(u64(after + 1)); k != nil; k, v = c.Next() {
+			if len(page.Messages) == limit {
+				page.HasMore = true
+				return nil
+			}
+			var m Message
+			if err := json.Unmarshal(v, &m); err != nil {
+				return fmt.Errorf("fsm: message at seq %d: %w", binary.BigEndian.Uint64(k), err)
+			}
+			page.Messages = append(page.Messages, &m)
+		}
+		return nil
+	})
+	return page, err
+}
+
 // Channels lists every channel with its counts, by name.
 func (f *FSM) Channels() ([]ChannelInfo, error) {
 	out := []ChannelInfo{}

@@ -26,6 +26,9 @@ type ServerOptions struct {
 	Logger *slog.Logger
 	// Now stamps generated ids; nil means time.Now.
 	Now func() time.Time
+	// KeepAlive is how often an idle SSE stream sends a comment; 0 means
+	// DefaultKeepAlive (15 s).
+	KeepAlive time.Duration
 }
 
 // maxControlBytes caps the bodies of the cluster endpoints.
@@ -49,6 +52,9 @@ func NewServer(svc Service, opts ServerOptions) *Server {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.KeepAlive <= 0 {
+		opts.KeepAlive = DefaultKeepAlive
+	}
 	s := &Server{svc: svc, opts: opts, mux: http.NewServeMux()}
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
@@ -61,6 +67,7 @@ func NewServer(svc Service, opts ServerOptions) *Server {
 	s.mux.HandleFunc("DELETE /v1/cluster/nodes/{id}", s.remove)
 	s.mux.HandleFunc("POST /v1/cluster/snapshot", s.snapshot)
 	s.mux.HandleFunc("POST /v1/cluster/transfer-leadership", s.transfer)
+	s.mux.HandleFunc("GET /v1/stream", s.stream)
 	s.mailboxRoutes()
 	s.oversightRoutes()
 	s.coordinationRoutes()
