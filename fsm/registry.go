@@ -32,4 +32,7 @@ var registry = map[Op]applyFunc{
 	// Retention: retention.go.
 	OpSetRetention: applySetRetention,
 	OpTrim:         applyTrim,
+
+	// Watchers: cursor.go.
+	OpSetCursor: applySetCursor,
 }

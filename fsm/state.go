@@ -40,11 +40,12 @@ var (
 	bucketBulletin    = []byte("bulletin")
 	bucketLocks       = []byte("locks")
 	bucketRetention   = []byte("retention")
+	bucketCursors     = []byte("cursors")
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketMessages, bucketIDs, bucketChannels, bucketChannelIndex, bucketNodes,
 		bucketAgents, bucketAgentIndex, bucketInbox, bucketInboxCounts, bucketInboxUnread, bucketReadMarks, bucketReceipts,
-		bucketThreads, bucketAudit, bucketConfig, bucketRules, bucketBulletin, bucketLocks, bucketRetention,
+		bucketThreads, bucketAudit, bucketConfig, bucketRules, bucketBulletin, bucketLocks, bucketRetention, bucketCursors,
 	}
 
 	keyAppliedIndex = []byte("applied_index")

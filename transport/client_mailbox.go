@@ -113,3 +113,18 @@ func (c *Client) Receipts(ctx context.Context, id string, cons Consistency) (fsm
 	err := c.do(ctx, http.MethodGet, "/v1/messages/"+url.PathEscape(id)+"/receipts", consQuery(cons), nil, &out)
 	return out, err
 }
+
+// Cursor returns the seq of the last message agent's watcher handled.
+func (c *Client) Cursor(ctx context.Context, agent string, cons Consistency) (fsm.Cursor, error) {
+	var out fsm.Cursor
+	err := c.do(ctx, http.MethodGet, "/v1/agents/"+url.PathEscape(agent)+"/cursor", consQuery(cons), nil, &out)
+	return out, err
+}
+
+// SetCursor records that agent's watcher handled everything up to seq; the
+// cursor never moves back. It returns the cursor after the call.
+func (c *Client) SetCursor(ctx context.Context, agent string, seq uint64) (fsm.Cursor, error) {
+	var out fsm.Cursor
+	err := c.do(ctx, http.MethodPut, "/v1/agents/"+url.PathEscape(agent)+"/cursor", nil, fsm.SetCursorCommand{Seq: seq}, &out)
+	return out, err
+}

@@ -46,6 +46,8 @@ func (s *Server) mailboxRoutes() {
 	s.mux.HandleFunc("GET /v1/agents", s.listAgents)
 	s.mux.HandleFunc("GET /v1/agents/{id}", s.getAgent)
 	s.mux.HandleFunc("DELETE /v1/agents/{id}", s.unregisterAgent)
+	s.mux.HandleFunc("GET /v1/agents/{id}/cursor", s.cursor)
+	s.mux.HandleFunc("PUT /v1/agents/{id}/cursor", s.setCursor)
 	s.mux.HandleFunc("GET /v1/roles", s.roles)
 	s.mux.HandleFunc("GET /v1/agents/{id}/inbox", s.inbox)
 	s.mux.HandleFunc("GET /v1/agents/{id}/inbox/counts", s.inboxCounts)
@@ -229,4 +231,35 @@ func (s *Server) thread(w http.ResponseWriter, r *http.Request) {
 func (s *Server) receipts(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	s.query(w, r, func(f *fsm.FSM) (any, error) { return f.Receipts(id) })
+}
+
+// cursor serves GET /v1/agents/{id}/cursor: the seq of the last message the
+// agent's watcher handled.
+func (s *Server) cursor(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !fsm.ValidName(id) {
+		s.writeError(w, r, &fsm.FieldError{Field: "id", Reason: "must match ^[a-z0-9][a-z0-9._-]{0,63}$"})
+		return
+	}
+	s.query(w, r, func(f *fsm.FSM) (any, error) { return f.CursorOf(id) })
+}
+
+// setCursor serves PUT /v1/agents/{id}/cursor, body {"seq":N}; the cursor
+// never moves back.
+func (s *Server) setCursor(w http.ResponseWriter, r *http.Request) {
+	var cmd fsm.SetCursorCommand
+	if err := decodeBody(w, r, maxControlBytes, &cmd); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if cmd.Agent != "" && cmd.Agent != r.PathValue("id") {
+		s.writeError(w, r, &fsm.FieldError{Field: "agent", Reason: "differs from the agent in the path"})
+		return
+	}
+	cmd.Agent = r.PathValue("id")
+	if err := cmd.Validate(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.propose(w, r, fsm.OpSetCursor, cmd)
 }

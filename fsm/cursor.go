@@ -1,0 +1,67 @@
+package fsm
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"go.etcd.io/bbolt"
+)
+
+// bucketCursors: agent id → the seq (8 bytes) of the last message its
+// watcher handled. Replicated, so a watcher restarted on any host resumes
+// after it.
+
+// OpSetCursor records a watcher's progress (body: SetCursorCommand).
+const OpSetCursor Op = "set_cursor"
+
+// SetCursorCommand moves an agent's cursor to Seq. A cursor never moves
+// back: a lower Seq (a late retry, a second watcher behind the first)
+// leaves it where it is.
+type SetCursorCommand struct {
+	Agent string `json:"agent"`
+	Seq   uint64 `json:"seq"`
+}
+
+// Cursor is an agent's watcher cursor.
+type Cursor struct {
+	Agent string `json:"agent"`
+	Seq   uint64 `json:"seq"` // 0: nothing handled yet
+}
+
+// Validate checks the agent id.
+func (c *SetCursorCommand) Validate() error {
+	if !ValidName(c.Agent) {
+		return fieldErr("agent", "must match %s", nameRE)
+	}
+	return nil
+}
+
+func applySetCursor(tx *bbolt.Tx, _ uint64, _ int64, body []byte) (any, error) {
+	var cmd SetCursorCommand
+	if err := json.Unmarshal(body, &cmd); err != nil {
+		return nil, fmt.Errorf("fsm: apply set_cursor: decode: %w", err)
+	}
+	if err := cmd.Validate(); err != nil {
+		return nil, fmt.Errorf("fsm: apply set_cursor: %w", err)
+	}
+	b := tx.Bucket(bucketCursors)
+	cur := getU64(b, []byte(cmd.Agent))
+	if cmd.Seq > cur {
+		if err := b.Put([]byte(cmd.Agent), u64(cmd.Seq)); err != nil {
+			panic(fmt.Sprintf("fsm: apply set_cursor: put: %v", err))
+		}
+		cur = cmd.Seq
+	}
+	return &Cursor{Agent: cmd.Agent, Seq: cur}, nil
+}
+
+// CursorOf returns an agent's cursor (Seq 0 when its watcher never
+// recorded one).
+func (f *FSM) CursorOf(agent string) (Cursor, error) {
+	c := Cursor{Agent: agent}
+	err := f.view(func(tx *bbolt.Tx) error {
+		c.Seq = getU64(tx.Bucket(bucketCursors), []byte(agent))
+		return nil
+	})
+	return c, err
+}
