@@ -8,13 +8,13 @@ PKGS    := ./...
 help:
 	@echo "make build   build bin/maosd, bin/maosctl and bin/maos-chaos"
 	@echo "make test    go vet + go test -race (what CI runs)"
-	@echo "make demo    start a local 3-node cluster, send through a follower, read back from every node"
+	@echo "make demo    a local 3-node cluster with watcher agents (a stub model) answering a task"
 	@echo "make bench   run the Go benchmarks (figures: docs/PERFORMANCE.md)"
 	@echo "make chaos   the full chaos run: every nemesis on 3 and on 5 nodes (docs/RELIABILITY.md)"
 	@echo "make clean   remove bin/ and demo leftovers"
 
 build:
-	$(GO) build -o $(BIN)/ ./cmd/maosd ./cmd/maosctl ./cmd/maos-chaos
+	$(GO) build -o $(BIN)/ ./cmd/maosd ./cmd/maosctl ./cmd/maos-chaos ./testing/stubmodel
 
 vet:
 	$(GO) vet $(PKGS)

@@ -6,5 +6,5 @@ import "github.com/urfave/cli/v2"
 // group: the global bulletin (maosctl_bulletin.go) and advisory locks
 // (maosctl_lock.go).
 func ctlCoordinationCommands() []*cli.Command {
-	return []*cli.Command{ctlBulletinCommand(), ctlLockCommand()}
+	return []*cli.Command{ctlBulletinCommand(), ctlLockCommand(), ctlInterruptCommand()}
 }

@@ -24,6 +24,7 @@ func ctlMailboxCommands() []*cli.Command {
 		ctlReceiptsCommand(),
 		ctlChannelCommand(),
 		ctlTailCommand(),
+		ctlWatchCommand(),
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/maos-project/maos/cluster"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/watcher"
 )
 
 // MaosdApp builds the maosd command: one maos node.
@@ -75,6 +76,8 @@ environment variable shown.`,
 				Usage: "an agent with no heartbeat for this long shows OFFLINE (\"heartbeat lapsed\")"},
 			&cli.Int64Flag{Name: "max-message-bytes", EnvVars: []string{"MAOS_MAX_MESSAGE_BYTES"}, Value: fsm.DefaultMaxBytes,
 				Usage: "largest accepted message body, in bytes"},
+			&cli.StringFlag{Name: "agents", EnvVars: []string{"MAOS_AGENTS"},
+				Usage: "watcher config (YAML, a top-level agents: list): run these agents' watchers against this node once it is ready"},
 			&cli.StringFlag{Name: "log-level", EnvVars: []string{"MAOS_LOG_LEVEL"}, Value: "info",
 				Usage: "debug, info, warn or error"},
 			&cli.StringFlag{Name: "log-format", EnvVars: []string{"MAOS_LOG_FORMAT"}, Value: "text",
@@ -213,6 +216,13 @@ func runMaosd(c *cli.Context) error {
 	if _, err := advertised("raft-addr", c.String("raft-addr"), c.String("raft-advertise")); err != nil {
 		return cli.Exit("maosd: "+err.Error(), 2)
 	}
+	// A bad watcher config fails before anything is opened.
+	var agents *watcher.File
+	if name := c.String("agents"); name != "" {
+		if agents, err = watcher.LoadFile(name); err != nil {
+			return cli.Exit("maosd: --agents: "+err.Error(), 2)
+		}
+	}
 	gossipAddr, gossipKey, err := gossipFlags(c)
 	if err != nil {
 		return cli.Exit("maosd: "+err.Error(), 2)
@@ -285,6 +295,21 @@ func runMaosd(c *cli.Context) error {
 	logger.Info("maosd ready to serve", "node_id", node.ID(), "api_addr", apiAddr,
 		"raft_addr", node.RaftAddr(), "gossip_addr", node.GossipAddr(), "data_dir", c.String("data-dir"))
 
+	// Watchers run against this node's own API and stop before it closes,
+	// so they can set their agents OFFLINE.
+	watchCtx, stopWatchers := context.WithCancel(ctx)
+	defer stopWatchers()
+	watchersDone := make(chan struct{})
+	if agents != nil {
+		go func() {
+			defer close(watchersDone)
+			_ = watcher.Run(watchCtx, agents, watcher.Options{Client: transport.NewClient(apiAddr, nil), Logger: logger})
+		}()
+		logger.Info("watchers started", "agents", len(agents.Agents), "file", c.String("agents"))
+	} else {
+		close(watchersDone)
+	}
+
 	select {
 	case <-ctx.Done():
 		logger.Info("signal received; shutting down")
@@ -293,6 +318,8 @@ func runMaosd(c *cli.Context) error {
 			logger.Error("http server failed", "error", err)
 		}
 	}
+	stopWatchers()
+	<-watchersDone
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(shutdownCtx)

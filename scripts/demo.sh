@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# make demo: a local 3-node maos cluster on loopback. Sends a few messages
-# through a follower, reads them back from every node, prints the cluster
-# status, and stops every node it started (also on Ctrl-C).
+# make demo: a local 3-node maos cluster on loopback with watcher agents
+# spread over the nodes (a supervisor, two workers and a reviewer, each
+# answering through the stub model CLI, so no network or model API is
+# needed). The supervisor assigns a task through a follower, both workers
+# answer, the reviewer votes; the conversation is read back from every
+# node, then `maosctl who` and the audit trail. Stops every node it started
+# (also on Ctrl-C).
 #
 #   DEMO_BASE_PORT  first port (default 27070); nodes use BASE, BASE+10, BASE+20
 #                   for HTTP and the next port up for Raft
@@ -46,29 +50,55 @@ start() {
   echo "started n$i (pid $!): api $(api "$i"), raft $(raft "$i")"
 }
 
+# agents FILE ID:ROLE[:TYPES] ...: a watcher config answering through the stub model.
+agents() {
+  local file=$1; shift
+  echo "agents:" >"$file"
+  for spec in "$@"; do
+    IFS=: read -r id role types <<<"$spec"
+    cat >>"$file" <<YAML
+  - id: $id
+    role: $role
+    channels: [demo]
+    command: ["$PWD/$BIN/stubmodel"]
+    timeout: 30s
+    retries: 1
+YAML
+    if [ -n "$types" ]; then echo "    match: {types: [$types]}" >>"$file"; fi
+  done
+}
+# The supervisor's watcher only takes questions, so results and votes do
+# not start a reply loop between bots.
+agents "$dir/n1.yaml" supervisor:orchestrator:question
+agents "$dir/n2.yaml" worker1:worker
+agents "$dir/n3.yaml" worker2:worker reviewer:reviewer
+
 echo "== starting 3 nodes in $dir"
-start 1
+start 1 --agents "$dir/n1.yaml"
 wait_for 100 ctl --addr "$(api 1)" cluster status
-start 2 --join "$(api 1)"
-start 3 --join "$(api 1)"
+start 2 --join "$(api 1)" --agents "$dir/n2.yaml"
+start 3 --join "$(api 1)" --agents "$dir/n3.yaml"
 for i in 1 2 3; do wait_for 150 voters3 "$(api "$i")"; done
 
 follower=$(api 2)
 if ctl --addr "$follower" cluster status | grep -q '^state: *leader'; then follower=$(api 3); fi
 
-echo
-echo "== registering agents through follower $follower"
-ctl --addr "$follower" agents register supervisor --role orchestrator
-ctl --addr "$follower" agents register codex --role engineer
-ctl --addr "$follower" agents register claude --role engineer
+# count_type TYPE N: the demo channel holds at least N messages of TYPE.
+count_type() { [ "$(ctl --addr "$follower" --json read --channel demo --strong | grep -c "\"type\": \"$1\"")" -ge "$2" ]; }
+workers2() { [ "$(ctl --addr "$follower" --json agents list --role worker | grep -c '"id"')" -ge 2 ]; }
+wait_for 150 workers2
 
 echo
-echo "== sending through follower $follower"
-ctl --addr "$follower" send --from supervisor --to role:engineer --channel demo --title "Plan" \
-  --text "Split the retry work: @codex takes the client, @claude the server." --type task_assign
-ctl --addr "$follower" send --from codex --to claude --channel demo --text "Client side done; please review." --type review
-ctl --addr "$follower" send --from claude --to codex,supervisor --channel demo --priority high \
-  --text "Found a missing backoff cap; fixing before merge." --type feedback
+echo "== the supervisor assigns a task to role:worker, through follower $follower"
+ctl --addr "$follower" send --from supervisor --to role:worker --channel demo --type task_assign \
+  --title "Retry logic" --text "Add a capped exponential backoff to the client retries."
+wait_for 150 count_type task_result 2
+
+echo
+echo "== the supervisor asks the reviewer for a vote"
+ctl --addr "$follower" send --from supervisor --to role:reviewer --channel demo --type review \
+  --title "Vote on the retry change" --text "Both workers answered; approve or reject."
+wait_for 150 count_type response 1
 
 for i in 1 2 3; do
   echo
@@ -77,11 +107,11 @@ for i in 1 2 3; do
 done
 
 echo
-echo "== claude's inbox, read on n1 (strong)"
-ctl --addr "$(api 1)" inbox --agent claude --strong
+echo "== who is awake (from n1)"
+ctl --addr "$(api 1)" who
 
 echo
-echo "== audit trail from n3"
+echo "== audit trail (from n3)"
 ctl --addr "$(api 3)" audit --strong
 
 echo
@@ -90,6 +120,6 @@ ctl --addr "$follower" cluster status
 
 if [ "${DEMO_KEEP:-}" = 1 ]; then
   echo
-  echo "cluster running; try: $BIN/maosctl --addr $(api 1) channels    (Ctrl-C to stop)"
+  echo "cluster running; try: $BIN/maosctl --addr $(api 1) tail -f    (Ctrl-C to stop)"
   wait
 fi

@@ -1,0 +1,310 @@
+// Package watcher hands each local agent's mail to its model CLI and posts
+// the answer back into the cluster. A watcher streams its agent's inbox
+// (GET /v1/stream?agent=A) after the agent's replicated cursor, decides per
+// message whether it is meant for the agent, runs the configured command
+// with a rendered prompt on stdin, posts the reply with an id derived from
+// (agent, message id) so a re-post after a crash is harmless, and then
+// moves the cursor past the message.
+package watcher
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/maos-project/maos/fsm"
+	"gopkg.in/yaml.v3"
+)
+
+// Defaults of an agent's configuration.
+const (
+	DefaultContextMessages = 10
+	DefaultTimeout         = 5 * time.Minute
+	DefaultRetries         = 3
+	DefaultMaxThreadDepth  = 8
+	DefaultMaxForks        = 4
+)
+
+// Delivery policies and delivery kinds.
+const (
+	PolicyQueue     = "queue"
+	PolicyInterrupt = "interrupt"
+	PolicyFork      = "fork"
+
+	DeliveryCommand = "command"
+	DeliveryTmux    = "tmux"
+)
+
+// File is a watcher configuration file: a top-level "agents:" list.
+type File struct {
+	Agents []AgentConfig `yaml:"agents"`
+}
+
+// AgentConfig configures one watched agent.
+type AgentConfig struct {
+	ID       string   `yaml:"id"`
+	Role     string   `yaml:"role"`
+	Channels []string `yaml:"channels"` // only these channels ("" / empty: all)
+	// Command is the argv of the model CLI, e.g. ["claude","--print"]; the
+	// prompt goes to its stdin.
+	Command []string `yaml:"command"`
+	// Prompt is a Go text/template over PromptData; DefaultPrompt if empty.
+	Prompt          string            `yaml:"prompt"`
+	ContextMessages *int              `yaml:"context_messages"` // default 10; 0 for none
+	Timeout         Duration          `yaml:"timeout"`          // default 5m
+	Retries         *int              `yaml:"retries"`          // default 3; attempts = 1 + retries
+	Workdir         string            `yaml:"workdir"`
+	Env             map[string]string `yaml:"env"`
+	Match           Match             `yaml:"match"`
+	Policy          Policy            `yaml:"policy"`
+	Delivery        string            `yaml:"delivery"` // command (default) or tmux
+	TmuxTarget      string            `yaml:"tmux_target"`
+	MaxThreadDepth  int               `yaml:"max_thread_depth"` // default 8
+	Guardrails      string            `yaml:"guardrails"`       // text the default prompt includes
+
+	tmpl *template.Template
+}
+
+// Match holds the optional filters applied after the for-us test; an empty
+// list admits everything.
+type Match struct {
+	Types      []string `yaml:"types"`
+	Priorities []string `yaml:"priorities"`
+	From       []string `yaml:"from"` // sender globs (path.Match syntax)
+}
+
+// Policy is how an agent's messages are delivered.
+type Policy struct {
+	Mode      string     `yaml:"mode"`       // queue (default), interrupt or fork
+	IdleAfter Duration   `yaml:"idle_after"` // queue: wait until no message arrived for this long
+	MaxForks  int        `yaml:"max_forks"`  // fork: concurrent invocations, default 4
+	Overrides []Override `yaml:"overrides"`
+}
+
+// Override picks another mode for messages that match all its non-empty
+// fields; the first matching override wins.
+type Override struct {
+	From     string `yaml:"from"` // sender glob
+	Priority string `yaml:"priority"`
+	Tag      string `yaml:"tag"`
+	Mode     string `yaml:"mode"`
+}
+
+// Duration is a time.Duration written as "90s", "5m" in YAML.
+type Duration time.Duration
+
+// UnmarshalYAML parses a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return fmt.Errorf("want a duration such as \"90s\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want a duration such as \"90s\": %w", err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// ConfigError names the invalid field: "agents[1].policy.mode".
+type ConfigError struct {
+	Field  string
+	Reason string
+}
+
+func (e *ConfigError) Error() string { return "watcher: config: " + e.Field + ": " + e.Reason }
+
+// LoadFile reads and validates a configuration file.
+func LoadFile(name string) (*File, error) {
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("watcher: config: %w", err)
+	}
+	return Parse(data)
+}
+
+// Parse decodes YAML (unknown fields are refused), fills the defaults and
+// validates every agent; the error is a *ConfigError naming the field.
+func Parse(data []byte) (*File, error) {
+	var f File
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("watcher: config: %w", err)
+	}
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	return &f, nil
+}
+
+// Validate fills the defaults and checks every agent.
+func (f *File) Validate() error {
+	if len(f.Agents) == 0 {
+		return &ConfigError{Field: "agents", Reason: "must list at least one agent"}
+	}
+	seen := map[string]bool{}
+	for i := range f.Agents {
+		a := &f.Agents[i]
+		if err := a.validate(fmt.Sprintf("agents[%d]", i)); err != nil {
+			return err
+		}
+		if seen[a.ID] {
+			return &ConfigError{Field: fmt.Sprintf("agents[%d].id", i), Reason: fmt.Sprintf("%q is listed twice", a.ID)}
+		}
+		seen[a.ID] = true
+	}
+	return nil
+}
+
+func (a *AgentConfig) validate(p string) error {
+	bad := func(field, format string, args ...any) error {
+		return &ConfigError{Field: p + "." + field, Reason: fmt.Sprintf(format, args...)}
+	}
+	if !fsm.ValidName(a.ID) {
+		return bad("id", "must match ^[a-z0-9][a-z0-9._-]{0,63}$ (got %q)", a.ID)
+	}
+	if a.Role == "" {
+		a.Role = fsm.DefaultRole
+	}
+	if !fsm.ValidName(a.Role) {
+		return bad("role", "must match ^[a-z0-9][a-z0-9._-]{0,63}$ (got %q)", a.Role)
+	}
+	for j, c := range a.Channels {
+		if !fsm.ValidName(c) {
+			return bad(fmt.Sprintf("channels[%d]", j), "must match ^[a-z0-9][a-z0-9._-]{0,63}$ (got %q)", c)
+		}
+	}
+	if a.Delivery == "" {
+		a.Delivery = DeliveryCommand
+	}
+	switch a.Delivery {
+	case DeliveryCommand:
+		if len(a.Command) == 0 || a.Command[0] == "" {
+			return bad("command", "is required (argv, e.g. [\"claude\", \"--print\"]) when delivery is command")
+		}
+	case DeliveryTmux:
+		if a.TmuxTarget == "" {
+			return bad("tmux_target", "is required (SESSION:WINDOW.PANE) when delivery is tmux")
+		}
+	default:
+		return bad("delivery", "must be command or tmux (got %q)", a.Delivery)
+	}
+	if a.ContextMessages == nil {
+		n := DefaultContextMessages
+		a.ContextMessages = &n
+	}
+	if *a.ContextMessages < 0 || *a.ContextMessages > 100 {
+		return bad("context_messages", "must be 0..100 (got %d)", *a.ContextMessages)
+	}
+	if a.Timeout == 0 {
+		a.Timeout = Duration(DefaultTimeout)
+	}
+	if a.Timeout < 0 {
+		return bad("timeout", "must be positive (got %s)", time.Duration(a.Timeout))
+	}
+	if a.Retries == nil {
+		n := DefaultRetries
+		a.Retries = &n
+	}
+	if *a.Retries < 0 || *a.Retries > 10 {
+		return bad("retries", "must be 0..10 (got %d)", *a.Retries)
+	}
+	if a.MaxThreadDepth == 0 {
+		a.MaxThreadDepth = DefaultMaxThreadDepth
+	}
+	if a.MaxThreadDepth < 0 || a.MaxThreadDepth > 1000 {
+		return bad("max_thread_depth", "must be 1..1000 (got %d)", a.MaxThreadDepth)
+	}
+	for j, pr := range a.Match.Priorities {
+		if !slices.Contains(fsm.Priorities, pr) {
+			return bad(fmt.Sprintf("match.priorities[%d]", j), "must be one of %v (got %q)", fsm.Priorities, pr)
+		}
+	}
+	for j, g := range a.Match.From {
+		if _, err := path.Match(g, ""); err != nil {
+			return bad(fmt.Sprintf("match.from[%d]", j), "bad glob %q: %v", g, err)
+		}
+	}
+	if err := validMode(&a.Policy.Mode, true); err != nil {
+		return bad("policy.mode", "%v", err)
+	}
+	if a.Policy.IdleAfter < 0 {
+		return bad("policy.idle_after", "must not be negative")
+	}
+	if a.Policy.MaxForks == 0 {
+		a.Policy.MaxForks = DefaultMaxForks
+	}
+	if a.Policy.MaxForks < 1 || a.Policy.MaxForks > 64 {
+		return bad("policy.max_forks", "must be 1..64 (got %d)", a.Policy.MaxForks)
+	}
+	for j := range a.Policy.Overrides {
+		o := &a.Policy.Overrides[j]
+		op := fmt.Sprintf("policy.overrides[%d].", j)
+		if o.Mode == "" {
+			return bad(op+"mode", "is required (queue, interrupt or fork)")
+		}
+		if err := validMode(&o.Mode, false); err != nil {
+			return bad(op+"mode", "%v", err)
+		}
+		if o.From != "" {
+			if _, err := path.Match(o.From, ""); err != nil {
+				return bad(op+"from", "bad glob %q: %v", o.From, err)
+			}
+		}
+		if o.Priority != "" && !slices.Contains(fsm.Priorities, o.Priority) {
+			return bad(op+"priority", "must be one of %v (got %q)", fsm.Priorities, o.Priority)
+		}
+		if o.From == "" && o.Priority == "" && o.Tag == "" {
+			return bad(op[:len(op)-1], "needs from, priority or tag")
+		}
+	}
+	src := a.Prompt
+	if src == "" {
+		src = DefaultPrompt
+	}
+	t, err := template.New(a.ID).Funcs(template.FuncMap{"join": strings.Join}).Option("missingkey=error").Parse(src)
+	if err != nil {
+		return bad("prompt", "%v", err)
+	}
+	a.tmpl = t
+	return nil
+}
+
+func validMode(m *string, fill bool) error {
+	if *m == "" && fill {
+		*m = PolicyQueue
+	}
+	switch *m {
+	case PolicyQueue, PolicyInterrupt, PolicyFork:
+		return nil
+	}
+	return errors.New("must be queue, interrupt or fork (got " + fmt.Sprintf("%q", *m) + ")")
+}
+
+// ModeFor returns the delivery mode for m: the first matching override's,
+// else the agent's.
+func (a *AgentConfig) ModeFor(m *fsm.Message) string {
+	for _, o := range a.Policy.Overrides {
+		if o.From != "" {
+			if ok, _ := path.Match(o.From, m.From); !ok {
+				continue
+			}
+		}
+		if o.Priority != "" && o.Priority != m.Priority {
+			continue
+		}
+		if o.Tag != "" && !slices.Contains(m.Tags, o.Tag) {
+			continue
+		}
+		return o.Mode
+	}
+	return a.Policy.Mode
+}

@@ -1,0 +1,106 @@
+package watcher
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+)
+
+// DefaultPrompt is the prompt template used when an agent sets none. Its
+// "id: " line carries the message id (the stub model answers with it).
+const DefaultPrompt = `You are {{.Agent}}, an agent with the role "{{.Role}}" in a multi-agent team that talks through the maos mailbox.
+{{- if .Guardrails}}
+
+Rules you must follow:
+{{.Guardrails}}
+{{- end}}
+{{- if .Context}}
+
+Recent messages in channel {{.Message.Channel}}:
+{{- range .Context}}
+[{{.From}} → {{join .Recipients ", "}}] {{.Title}}{{if .Title}} — {{end}}{{.Content.Text}}
+{{- end}}
+{{- end}}
+
+Message to answer:
+id: {{.Message.ID}}
+from: {{.Message.From}}
+type: {{.Message.Type}}
+priority: {{.Message.Priority}}
+{{- if .Message.Title}}
+title: {{.Message.Title}}
+{{- end}}
+
+{{.Message.Content.Text}}
+{{- if .Message.Content.Code}}
+
+{{.Message.Content.Code}}
+{{- end}}
+
+Answer with the text of your reply only.
+`
+
+// PromptData is what a prompt template sees.
+type PromptData struct {
+	Agent      string
+	Role       string
+	Guardrails string
+	// Context is up to context_messages messages of the channel stored
+	// before Message, oldest first.
+	Context []*fsm.Message
+	Message *fsm.Message
+}
+
+// Render executes the agent's prompt template.
+func (a *AgentConfig) Render(d PromptData) (string, error) {
+	var b strings.Builder
+	if err := a.tmpl.Execute(&b, d); err != nil {
+		return "", fmt.Errorf("watcher: render prompt for %s: %w", a.ID, err)
+	}
+	return b.String(), nil
+}
+
+// recentContext returns up to n messages of m's channel stored before m,
+// oldest first. Seqs are global, so it scans a window of seqs before m that
+// doubles until it holds n messages or reaches the channel's start.
+func recentContext(ctx context.Context, c *transport.Client, m *fsm.Message, n int) ([]*fsm.Message, error) {
+	if n <= 0 || m.Seq <= 1 {
+		return nil, nil
+	}
+	window := uint64(4 * n)
+	for {
+		after := uint64(0)
+		if m.Seq > window {
+			after = m.Seq - window
+		}
+		var ring []*fsm.Message
+		cur := after
+	scan:
+		for {
+			p, err := c.ChannelPage(ctx, m.Channel, cur, fsm.MaxPageLimit, transport.Local)
+			if err != nil {
+				return nil, fmt.Errorf("watcher: context of %s: %w", m.ID, err)
+			}
+			for _, x := range p.Messages {
+				if x.Seq >= m.Seq {
+					break scan
+				}
+				ring = append(ring, x)
+				if len(ring) > n {
+					ring = ring[1:]
+				}
+				cur = x.Seq
+			}
+			if !p.HasMore || len(p.Messages) == 0 {
+				break
+			}
+		}
+		if len(ring) >= n || after == 0 {
+			return ring, nil
+		}
+		window *= 4
+	}
+}

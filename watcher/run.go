@@ -1,0 +1,115 @@
+package watcher
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// StderrLines is how many trailing stderr lines a Result keeps.
+const StderrLines = 10
+
+// Invocation is one run of an agent's command.
+type Invocation struct {
+	Argv    []string
+	Stdin   string
+	Workdir string
+	Env     []string // added to the watcher's environment
+	Timeout time.Duration
+}
+
+// Result is what one invocation gave.
+type Result struct {
+	Output   string   // trimmed stdout, or its JSON "result" field
+	ExitCode int      // -1 when the process did not exit on its own
+	Stderr   []string // the last StderrLines lines of stderr
+	TimedOut bool
+	// Err is nil for a good answer; otherwise why the run failed (non-zero
+	// exit, timeout, empty output, start failure, cancelled).
+	Err error
+}
+
+// ErrEmptyOutput is a run that exited 0 but printed nothing.
+var ErrEmptyOutput = errors.New("empty output")
+
+// Exec runs inv.Argv in its own process group with inv.Stdin on stdin. When
+// the timeout passes or ctx ends, the whole group is killed with SIGKILL,
+// so helpers the CLI spawned die with it.
+func Exec(ctx context.Context, inv Invocation) Result {
+	if inv.Timeout <= 0 {
+		inv.Timeout = DefaultTimeout
+	}
+	tctx, cancel := context.WithTimeout(ctx, inv.Timeout)
+	defer cancel()
+	cmd := exec.CommandContext(tctx, inv.Argv[0], inv.Argv[1:]...)
+	cmd.Dir = inv.Workdir
+	cmd.Env = append(os.Environ(), inv.Env...)
+	cmd.Stdin = strings.NewReader(inv.Stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		// The group id is the child's pid (Setpgid with Pgid 0).
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	// A grandchild that escaped the group could hold the pipes open; do
+	// not wait for it forever.
+	cmd.WaitDelay = 2 * time.Second
+	err := cmd.Run()
+	res := Result{ExitCode: -1, Stderr: lastLines(stderr.String(), StderrLines)}
+	if cmd.ProcessState != nil && cmd.ProcessState.Exited() {
+		res.ExitCode = cmd.ProcessState.ExitCode()
+	}
+	switch {
+	case errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+		res.TimedOut = true
+		res.Err = fmt.Errorf("timed out after %s (process group killed)", inv.Timeout)
+		return res
+	case ctx.Err() != nil:
+		res.Err = fmt.Errorf("cancelled: %w", ctx.Err())
+		return res
+	case err != nil:
+		res.Err = fmt.Errorf("%s: %w", inv.Argv[0], err)
+		return res
+	}
+	res.Output = extractResult(stdout.String())
+	if res.Output == "" {
+		res.Err = ErrEmptyOutput
+	}
+	return res
+}
+
+// extractResult trims out; if it is a JSON object with a string "result"
+// field, that field (trimmed) is the answer.
+func extractResult(out string) string {
+	out = strings.TrimSpace(out)
+	if strings.HasPrefix(out, "{") {
+		var v struct {
+			Result *string `json:"result"`
+		}
+		if json.Unmarshal([]byte(out), &v) == nil && v.Result != nil {
+			return strings.TrimSpace(*v.Result)
+		}
+	}
+	return out
+}
+
+func lastLines(s string, n int) []string {
+	s = strings.TrimRight(s, "\n")
+	if s == "" {
+		return nil
+	}
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return lines
+}

@@ -1,0 +1,598 @@
+package watcher
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+)
+
+// Options configure Run.
+type Options struct {
+	// Client talks to any node of the cluster.
+	Client *transport.Client
+	// Addr is passed to the CLI as MAOS_ADDR; default Client.Addr().
+	Addr string
+	// Logger gets one line per handled, skipped or failed message.
+	Logger *slog.Logger
+	// BackoffBase is the first retry delay; retries wait base×1, 2, 4, 8,
+	// 16 (default 1s, so 1, 2, 4, 8, 16 s).
+	BackoffBase time.Duration
+	// Heartbeat is how often presence is refreshed (default 10s).
+	Heartbeat time.Duration
+	// DryRun, when set, makes the watchers only report which local agent
+	// would take each incoming message and with which policy: nothing is
+	// registered, run, posted or acknowledged. It is called from one
+	// goroutine per agent.
+	DryRun func(Decision)
+}
+
+// Decision is what a dry run reports for one message and one agent.
+type Decision struct {
+	Seq    uint64 `json:"seq"`
+	ID     string `json:"id"`
+	From   string `json:"from"`
+	Agent  string `json:"agent"`
+	Take   bool   `json:"take"`
+	Policy string `json:"policy,omitempty"` // when Take
+	Reason string `json:"reason"`           // why taken or skipped
+}
+
+// String is the dry run's text line.
+func (d Decision) String() string {
+	if d.Take {
+		return fmt.Sprintf("seq=%d id=%s from=%s -> %s policy=%s (%s)", d.Seq, d.ID, d.From, d.Agent, d.Policy, d.Reason)
+	}
+	return fmt.Sprintf("seq=%d id=%s from=%s -> %s skip (%s)", d.Seq, d.ID, d.From, d.Agent, d.Reason)
+}
+
+// ReplyID is the id of the reply (answer or incident) agent posts to the
+// message msgID: the same on every host and every attempt, so a re-post
+// after a crash is stored once.
+func ReplyID(agent, msgID string) string {
+	sum := sha256.Sum256([]byte(msgID))
+	return "re-" + agent + "-" + hex.EncodeToString(sum[:8])
+}
+
+// Run runs one watcher per agent of f against opts.Client until ctx ends,
+// then sets the agents OFFLINE and returns nil. A watcher never stops on a
+// bad message or a failing CLI; network errors are retried.
+func Run(ctx context.Context, f *File, opts Options) error {
+	if opts.Client == nil {
+		return errors.New("watcher: run: no client")
+	}
+	if opts.Addr == "" {
+		opts.Addr = opts.Client.Addr()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	if opts.BackoffBase <= 0 {
+		opts.BackoffBase = time.Second
+	}
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = 10 * time.Second
+	}
+	var wg sync.WaitGroup
+	var out sync.Mutex // serialises dry-run lines of several agents
+	for i := range f.Agents {
+		w := &agentWatcher{cfg: &f.Agents[i], opts: opts, c: opts.Client, dryMu: &out,
+			log: opts.Logger.With("agent", f.Agents[i].ID)}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.run(ctx)
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+type agentWatcher struct {
+	cfg   *AgentConfig
+	opts  Options
+	c     *transport.Client
+	log   *slog.Logger
+	dryMu *sync.Mutex
+
+	mu      sync.Mutex
+	working int // invocations running, for presence
+}
+
+// item is one inbox message the watcher tracks until the cursor passes it.
+type item struct {
+	m         *fsm.Message
+	mode      string
+	forUs     bool
+	running   bool
+	done      bool
+	preempted bool
+	cancel    context.CancelFunc
+}
+
+// finished is a worker's report: again when the message must be handled
+// again (its invocation was cancelled before the reply was posted).
+type finished struct {
+	it    *item
+	again bool
+}
+
+func (it *item) urgentInterrupt() bool {
+	return it.mode == PolicyInterrupt && it.m.Priority == "urgent"
+}
+
+// retry calls fn until it succeeds or ctx ends, backing off up to 5s.
+func (w *agentWatcher) retry(ctx context.Context, what string, fn func() error) bool {
+	delay := 100 * time.Millisecond
+	for {
+		err := fn()
+		if err == nil {
+			return true
+		}
+		w.log.Warn("watcher: "+what+" failed; retrying", "err", err)
+		if !sleepCtx(ctx, delay) {
+			return false
+		}
+		delay = min(2*delay, 5*time.Second)
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func (w *agentWatcher) run(ctx context.Context) {
+	id := w.cfg.ID
+	var cursor uint64
+	if w.opts.DryRun == nil {
+		if !w.retry(ctx, "register agent", func() error {
+			_, err := w.c.RegisterAgent(ctx, fsm.RegisterAgentCommand{ID: id, Role: w.cfg.Role,
+				Description: "watched by maos watcher (" + w.cfg.Delivery + ")"})
+			return err
+		}) {
+			return
+		}
+		w.presence(ctx, transport.PresenceAwake, transport.SubstateIdle, "")
+		defer func() {
+			octx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			w.presence(octx, transport.PresenceOffline, "", "")
+		}()
+		go w.heartbeat(ctx)
+		if !w.retry(ctx, "read cursor", func() error {
+			cur, err := w.c.Cursor(ctx, id, transport.Strong)
+			cursor = cur.Seq
+			return err
+		}) {
+			return
+		}
+	}
+	w.log.Info("watcher: started", "after", cursor, "mode", w.cfg.Policy.Mode)
+	msgs := make(chan *fsm.Message)
+	go w.stream(ctx, cursor, msgs)
+	w.loop(ctx, cursor, msgs)
+	w.log.Info("watcher: stopped")
+}
+
+// stream feeds msgs from the agent's inbox after after, reconnecting after
+// the last seq it passed on.
+func (w *agentWatcher) stream(ctx context.Context, after uint64, msgs chan<- *fsm.Message) {
+	delay := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := w.c.Stream(ctx, transport.StreamQuery{Agent: w.cfg.ID, After: after}, func(ev transport.StreamEvent) error {
+			if ev.Message == nil {
+				return nil
+			}
+			select {
+			case msgs <- ev.Message:
+				after = ev.Seq
+				delay = 100 * time.Millisecond
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		w.log.Warn("watcher: stream ended; reconnecting", "after", after, "err", err)
+		if !sleepCtx(ctx, delay) {
+			return
+		}
+		delay = min(2*delay, 5*time.Second)
+	}
+}
+
+// loop schedules the tracked messages by policy and moves the cursor past
+// every contiguous finished message.
+func (w *agentWatcher) loop(ctx context.Context, cursor uint64, msgs <-chan *fsm.Message) {
+	var (
+		items       []*item // seq order; the head is the first unfinished
+		serial      *item   // the queue/interrupt invocation running
+		forks       int
+		lastSeen    = cursor
+		lastArrival time.Time
+		acked       = cursor
+		done        = make(chan finished)
+		running     int
+	)
+	start := func(it *item) {
+		it.running = true
+		running++
+		ictx, cancel := context.WithCancel(ctx)
+		it.cancel = cancel
+		go func() {
+			defer cancel()
+			err := w.handle(ictx, it.m)
+			done <- finished{it: it, again: err != nil} // cancelled: handle it again later
+		}()
+	}
+	schedule := func() time.Duration {
+		var pick, urgent *item
+		for _, it := range items {
+			if it.done || it.running || !it.forUs || it.mode == PolicyFork {
+				continue
+			}
+			if pick == nil {
+				pick = it
+			}
+			if urgent == nil && it.urgentInterrupt() {
+				urgent = it
+			}
+		}
+		if urgent != nil {
+			pick = urgent
+			if serial != nil && !serial.urgentInterrupt() && !serial.preempted {
+				w.log.Info("watcher: urgent message preempts the running invocation",
+					"urgent", urgent.m.ID, "preempted", serial.m.ID)
+				serial.preempted = true
+				serial.cancel()
+			}
+		}
+		var wait time.Duration
+		if serial == nil && pick != nil {
+			idle := time.Duration(w.cfg.Policy.IdleAfter)
+			if pick.mode == PolicyQueue && idle > 0 && time.Since(lastArrival) < idle {
+				wait = idle - time.Since(lastArrival)
+			} else {
+				serial = pick
+				start(pick)
+			}
+		}
+		for _, it := range items {
+			if forks >= w.cfg.Policy.MaxForks {
+				break
+			}
+			if !it.done && !it.running && it.forUs && it.mode == PolicyFork {
+				forks++
+				start(it)
+			}
+		}
+		return wait
+	}
+	for {
+		var timer <-chan time.Time
+		if wait := schedule(); wait > 0 {
+			timer = time.After(wait)
+		}
+		select {
+		case <-ctx.Done():
+			for running > 0 {
+				<-done
+				running--
+			}
+			return
+		case m := <-msgs:
+			if m.Seq <= lastSeen {
+				continue // a repeat after a reconnect
+			}
+			lastSeen = m.Seq
+			lastArrival = time.Now()
+			it := &item{m: m, mode: w.cfg.ModeFor(m)}
+			if w.opts.DryRun != nil {
+				w.dryRun(it)
+				continue
+			}
+			if err := malformed(m); err != nil {
+				w.log.Warn("watcher: skipping malformed message", "seq", m.Seq, "id", m.ID, "err", err)
+				it.done = true
+			} else {
+				var reason string
+				it.forUs, reason = w.cfg.ForUs(m)
+				if !it.forUs {
+					w.log.Debug("watcher: not for us", "id", m.ID, "reason", reason)
+					it.done = true
+				}
+			}
+			items = append(items, it)
+		case f := <-done:
+			it := f.it
+			running--
+			it.running = false
+			if serial == it {
+				serial = nil
+			} else if it.mode == PolicyFork {
+				forks--
+			}
+			it.preempted = false
+			if f.again {
+				if ctx.Err() != nil {
+					continue
+				}
+				w.log.Info("watcher: invocation cancelled; it runs again later", "id", it.m.ID)
+			} else {
+				it.done = true
+			}
+		case <-timer:
+		}
+		n := 0
+		for n < len(items) && items[n].done {
+			n++
+		}
+		if n > 0 {
+			cursor = items[n-1].m.Seq
+			items = items[n:]
+		}
+		if cursor > acked {
+			if _, err := w.c.SetCursor(ctx, w.cfg.ID, cursor); err != nil {
+				w.log.Warn("watcher: set cursor failed; retried with the next message", "seq", cursor, "err", err)
+			} else {
+				acked = cursor
+			}
+		}
+	}
+}
+
+func malformed(m *fsm.Message) error {
+	switch {
+	case m.ID == "":
+		return errors.New("no id")
+	case m.From == "":
+		return errors.New("no sender")
+	case m.Channel == "":
+		return errors.New("no channel")
+	case m.Seq == 0:
+		return errors.New("no seq")
+	}
+	return nil
+}
+
+func (w *agentWatcher) dryRun(it *item) {
+	d := Decision{Seq: it.m.Seq, ID: it.m.ID, From: it.m.From, Agent: w.cfg.ID}
+	if err := malformed(it.m); err != nil {
+		d.Reason = "malformed: " + err.Error()
+	} else if d.Take, d.Reason = w.cfg.ForUs(it.m); d.Take {
+		d.Policy = it.mode
+	}
+	w.dryMu.Lock()
+	defer w.dryMu.Unlock()
+	w.opts.DryRun(d)
+}
+
+// handle answers one message; it returns an error only when ctx ended
+// before the reply was posted (the message must be handled again).
+func (w *agentWatcher) handle(ctx context.Context, m *fsm.Message) error {
+	replyID := ReplyID(w.cfg.ID, m.ID)
+	if _, err := w.c.Message(ctx, replyID, transport.Local); err == nil {
+		w.log.Info("watcher: already answered", "id", m.ID, "reply", replyID)
+		return nil
+	} else if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if depth := w.threadDepth(ctx, m); depth > w.cfg.MaxThreadDepth {
+		w.log.Warn("watcher: not answering: reply chain too deep", "id", m.ID, "depth", depth, "max_thread_depth", w.cfg.MaxThreadDepth)
+		return nil
+	}
+	if w.cfg.Delivery == DeliveryTmux {
+		return w.deliverTmux(ctx, m, replyID)
+	}
+	var ctxMsgs []*fsm.Message
+	if n := *w.cfg.ContextMessages; n > 0 {
+		var err error
+		if ctxMsgs, err = recentContext(ctx, w.c, m, n); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			w.log.Warn("watcher: no channel context", "id", m.ID, "err", err)
+		}
+	}
+	prompt, err := w.cfg.Render(PromptData{Agent: w.cfg.ID, Role: w.cfg.Role, Guardrails: w.cfg.Guardrails, Context: ctxMsgs, Message: m})
+	if err != nil {
+		w.log.Warn("watcher: skipping message: prompt does not render", "id", m.ID, "err", err)
+		return nil
+	}
+	w.setWorking(ctx, +1, m)
+	res, attempts := w.invoke(ctx, m, prompt)
+	w.setWorking(ctx, -1, m)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	reply := &fsm.Message{ID: replyID, Channel: m.Channel, From: w.cfg.ID, To: fsm.Recipients{m.From},
+		InReplyTo: m.ID, Type: "response", Priority: fsm.DefaultPriority}
+	if m.Type == "task_assign" {
+		reply.Type = "task_result"
+	}
+	if m.Title != "" {
+		reply.Title = truncate("Re: "+m.Title, fsm.MaxTitleLen)
+	}
+	if res.Err == nil {
+		reply.Content.Text = res.Output
+	} else {
+		reply.Type = "incident"
+		reply.Priority = "high"
+		reply.Title = truncate("incident: "+w.cfg.ID+" could not answer "+m.ID, fsm.MaxTitleLen)
+		reply.Content.Text = incidentText(w.cfg.ID, m.ID, attempts, res)
+		w.log.Warn("watcher: giving up; posting an incident", "id", m.ID, "attempts", attempts, "err", res.Err)
+	}
+	return w.post(ctx, reply)
+}
+
+// deliverTmux types "[FROM: sender] title — text" into the agent's pane
+// and marks the message read; a delivery tmux cannot confirm is reported
+// to the sender as an incident, never as delivered.
+func (w *agentWatcher) deliverTmux(ctx context.Context, m *fsm.Message, replyID string) error {
+	line := "[FROM: " + m.From + "] "
+	if m.Title != "" {
+		line += m.Title + " — "
+	}
+	line += m.Content.Text
+	err := DeliverTmux(ctx, w.cfg.TmuxTarget, line)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil {
+		w.log.Warn("watcher: tmux delivery failed; posting an incident", "id", m.ID, "target", w.cfg.TmuxTarget, "err", err)
+		return w.post(ctx, &fsm.Message{ID: replyID, Channel: m.Channel, From: w.cfg.ID, To: fsm.Recipients{m.From},
+			InReplyTo: m.ID, Type: "incident", Priority: "high",
+			Title:   truncate("incident: "+w.cfg.ID+" could not deliver "+m.ID, fsm.MaxTitleLen),
+			Content: fsm.Content{Text: fmt.Sprintf("tmux delivery to %s failed: %v", w.cfg.TmuxTarget, err)}})
+	}
+	if !w.retry(ctx, "mark read", func() error {
+		_, err := w.c.MarkRead(ctx, w.cfg.ID, m.ID, 0)
+		return err
+	}) {
+		return ctx.Err()
+	}
+	w.log.Info("watcher: delivered to tmux", "id", m.ID, "target", w.cfg.TmuxTarget)
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "")
+}
+
+func incidentText(agent, id string, attempts int, res Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s could not answer %s after %d attempt(s): %v\nexit code: %d\n", agent, id, attempts, res.Err, res.ExitCode)
+	if len(res.Stderr) > 0 {
+		b.WriteString("last stderr lines:\n")
+		b.WriteString(strings.Join(res.Stderr, "\n"))
+	}
+	return b.String()
+}
+
+// invoke runs the command up to 1+retries times with exponential backoff.
+func (w *agentWatcher) invoke(ctx context.Context, m *fsm.Message, prompt string) (Result, int) {
+	inv := Invocation{Argv: w.cfg.Command, Stdin: prompt, Workdir: w.cfg.Workdir, Timeout: time.Duration(w.cfg.Timeout),
+		Env: []string{"MAOS_AGENT_ID=" + w.cfg.ID, "MAOS_AGENT_ROLE=" + w.cfg.Role, "MAOS_SESSION_ID=" + m.Channel,
+			"MAOS_ADDR=" + w.opts.Addr, "MAOS_MESSAGE_ID=" + m.ID}}
+	for k, v := range w.cfg.Env {
+		inv.Env = append(inv.Env, k+"="+v)
+	}
+	var res Result
+	attempts := 0
+	for i := 0; i <= *w.cfg.Retries; i++ {
+		if i > 0 {
+			d := w.opts.BackoffBase << min(i-1, 4) // base×1, 2, 4, 8, 16
+			w.log.Info("watcher: retrying", "id", m.ID, "attempt", i+1, "in", d, "err", res.Err)
+			if !sleepCtx(ctx, d) {
+				return res, attempts
+			}
+		}
+		attempts++
+		res = Exec(ctx, inv)
+		if res.Err == nil || ctx.Err() != nil {
+			return res, attempts
+		}
+	}
+	return res, attempts
+}
+
+// post sends the reply, retrying transient errors. A conflict means a
+// reply with this id but other content is stored: an earlier run of this
+// watcher (or another host) already answered.
+func (w *agentWatcher) post(ctx context.Context, reply *fsm.Message) error {
+	delay := 100 * time.Millisecond
+	for {
+		resp, err := w.c.Send(ctx, reply)
+		switch {
+		case err == nil:
+			w.log.Info("watcher: replied", "id", reply.InReplyTo, "reply", reply.ID, "seq", resp.Seq, "type", reply.Type)
+			return nil
+		case errors.Is(err, fsm.ErrConflict):
+			w.log.Info("watcher: already answered (reply id taken)", "id", reply.InReplyTo, "reply", reply.ID)
+			return nil
+		case errors.Is(err, fsm.ErrInvalid), errors.Is(err, fsm.ErrForbidden), errors.Is(err, fsm.ErrNotFound):
+			w.log.Warn("watcher: reply refused; moving on", "id", reply.InReplyTo, "err", err)
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		w.log.Warn("watcher: posting the reply failed; retrying", "id", reply.InReplyTo, "err", err)
+		if !sleepCtx(ctx, delay) {
+			return ctx.Err()
+		}
+		delay = min(2*delay, 5*time.Second)
+	}
+}
+
+// threadDepth counts the in_reply_to hops above m, stopping one past the
+// limit; a parent it cannot read ends the walk.
+func (w *agentWatcher) threadDepth(ctx context.Context, m *fsm.Message) int {
+	depth := 0
+	for cur := m; cur.InReplyTo != "" && depth <= w.cfg.MaxThreadDepth; depth++ {
+		p, err := w.c.Message(ctx, cur.InReplyTo, transport.Local)
+		if err != nil {
+			return depth + 1
+		}
+		cur = p
+	}
+	return depth
+}
+
+func (w *agentWatcher) presence(ctx context.Context, state, sub, task string) {
+	_, err := w.c.PutPresence(ctx, w.cfg.ID, transport.PresenceUpdate{State: state, Substate: sub, PID: os.Getpid(), Task: task})
+	if err != nil && ctx.Err() == nil {
+		w.log.Warn("watcher: presence update failed", "state", state, "substate", sub, "err", err)
+	}
+}
+
+func (w *agentWatcher) setWorking(ctx context.Context, delta int, m *fsm.Message) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.working += delta
+	if w.working > 0 {
+		w.presence(ctx, transport.PresenceAwake, transport.SubstateWorking, truncate("answering "+m.ID, transport.MaxPresenceTask))
+	} else {
+		w.presence(ctx, transport.PresenceAwake, transport.SubstateIdle, "")
+	}
+}
+
+func (w *agentWatcher) heartbeat(ctx context.Context) {
+	t := time.NewTicker(w.opts.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			w.mu.Lock()
+			sub := transport.SubstateIdle
+			if w.working > 0 {
+				sub = transport.SubstateWorking
+			}
+			w.mu.Unlock()
+			w.presence(ctx, transport.PresenceAwake, sub, "")
+		}
+	}
+}

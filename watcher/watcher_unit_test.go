@@ -1,0 +1,279 @@
+package watcher
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/maos-project/maos/fsm"
+)
+
+var (
+	stubOnce sync.Once
+	stubPath string
+	stubErr  error
+)
+
+// buildStub builds testing/stubmodel once per test binary.
+func buildStub(t *testing.T) string {
+	t.Helper()
+	stubOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "stubmodel")
+		if err != nil {
+			stubErr = err
+			return
+		}
+		stubPath = filepath.Join(dir, "stubmodel")
+		out, err := exec.Command("go", "build", "-o", stubPath, "../testing/stubmodel").CombinedOutput()
+		if err != nil {
+			stubErr = errors.New(string(out))
+		}
+	})
+	if stubErr != nil {
+		t.Fatalf("build stub model: %v", stubErr)
+	}
+	return stubPath
+}
+
+func agent(t *testing.T, yml string) *AgentConfig {
+	t.Helper()
+	f, err := Parse([]byte(yml))
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	return &f.Agents[0]
+}
+
+func TestForUs(t *testing.T) {
+	a := agent(t, `
+agents:
+  - id: bob
+    role: reviewer
+    command: ["x"]
+`)
+	filtered := agent(t, `
+agents:
+  - id: bob
+    command: ["x"]
+    channels: [dev]
+    match: {types: [task_assign], priorities: [urgent, high], from: ["lead*"]}
+`)
+	msg := func(f func(m *fsm.Message)) *fsm.Message {
+		m := &fsm.Message{ID: "m1", Seq: 5, Channel: "dev", From: "lead1", Type: "task_assign", Priority: "high"}
+		f(m)
+		return m
+	}
+	cases := []struct {
+		name   string
+		a      *AgentConfig
+		m      *fsm.Message
+		want   bool
+		reason string
+	}{
+		{"addressed by id/role/all/glob (resolved)", a, msg(func(m *fsm.Message) { m.Recipients = []string{"amy", "bob"} }), true, ReasonAddressed},
+		{"mention", a, msg(func(m *fsm.Message) { m.Content.Text = "ping @bob please" }), true, ReasonMention},
+		{"mention at end with period", a, msg(func(m *fsm.Message) { m.Content.Text = "thanks @bob." }), true, ReasonMention},
+		{"mention of a longer id", a, msg(func(m *fsm.Message) { m.Content.Text = "ping @bobby" }), false, ReasonNotForUs},
+		{"mention of a dotted longer id", a, msg(func(m *fsm.Message) { m.Content.Text = "ping @bob.x" }), false, ReasonNotForUs},
+		{"leading id", a, msg(func(m *fsm.Message) { m.Content.Text = "  bob: look at this" }), true, ReasonLeading},
+		{"leading longer id", a, msg(func(m *fsm.Message) { m.Content.Text = "bobby: look" }), false, ReasonNotForUs},
+		{"not addressed", a, msg(func(m *fsm.Message) { m.Recipients = []string{"amy"}; m.Content.Text = "hi" }), false, ReasonNotForUs},
+		{"own message", a, msg(func(m *fsm.Message) { m.From = "bob"; m.Recipients = []string{"bob"} }), false, ReasonOwn},
+		{"filters pass", filtered, msg(func(m *fsm.Message) { m.Recipients = []string{"bob"} }), true, ReasonAddressed},
+		{"other channel", filtered, msg(func(m *fsm.Message) { m.Recipients = []string{"bob"}; m.Channel = "ops" }), false, ReasonChannel},
+		{"type filtered", filtered, msg(func(m *fsm.Message) { m.Recipients = []string{"bob"}; m.Type = "chat" }), false, ReasonType},
+		{"priority filtered", filtered, msg(func(m *fsm.Message) { m.Recipients = []string{"bob"}; m.Priority = "low" }), false, ReasonPriority},
+		{"sender filtered", filtered, msg(func(m *fsm.Message) { m.Recipients = []string{"bob"}; m.From = "intern" }), false, ReasonFrom},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, reason := c.a.ForUs(c.m)
+			if got != c.want || reason != c.reason {
+				t.Fatalf("ForUs = %v, %q; want %v, %q", got, reason, c.want, c.reason)
+			}
+		})
+	}
+}
+
+func TestConfigDefaultsAndOverrides(t *testing.T) {
+	a := agent(t, `
+agents:
+  - id: w1
+    command: ["stub"]
+    policy:
+      mode: fork
+      overrides:
+        - {from: "boss*", mode: queue}
+        - {priority: urgent, mode: interrupt}
+        - {tag: solo, mode: queue}
+`)
+	if a.Role != fsm.DefaultRole || *a.ContextMessages != DefaultContextMessages || time.Duration(a.Timeout) != DefaultTimeout ||
+		*a.Retries != DefaultRetries || a.MaxThreadDepth != DefaultMaxThreadDepth || a.Delivery != DeliveryCommand || a.Policy.MaxForks != DefaultMaxForks {
+		t.Fatalf("defaults not filled: %+v", a)
+	}
+	for _, c := range []struct {
+		m    fsm.Message
+		want string
+	}{
+		{fsm.Message{From: "boss1"}, PolicyQueue},
+		{fsm.Message{From: "x", Priority: "urgent"}, PolicyInterrupt},
+		{fsm.Message{From: "x", Tags: []string{"solo"}}, PolicyQueue},
+		{fsm.Message{From: "x", Priority: "high"}, PolicyFork},
+	} {
+		if got := a.ModeFor(&c.m); got != c.want {
+			t.Errorf("ModeFor(%+v) = %s, want %s", c.m, got, c.want)
+		}
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	cases := []struct{ yml, field string }{
+		{`agents: []`, "agents"},
+		{`agents: [{id: "Bad Id", command: [x]}]`, "agents[0].id"},
+		{`agents: [{id: a, command: []}]`, "agents[0].command"},
+		{`agents: [{id: a, command: [x]}, {id: a, command: [x]}]`, "agents[1].id"},
+		{`agents: [{id: a, command: [x], role: "R!"}]`, "agents[0].role"},
+		{`agents: [{id: a, command: [x], channels: ["A B"]}]`, "agents[0].channels[0]"},
+		{`agents: [{id: a, command: [x], retries: -1}]`, "agents[0].retries"},
+		{`agents: [{id: a, command: [x], context_messages: 1000}]`, "agents[0].context_messages"},
+		{`agents: [{id: a, command: [x], timeout: "-1s"}]`, "agents[0].timeout"},
+		{`agents: [{id: a, command: [x], policy: {mode: sometimes}}]`, "agents[0].policy.mode"},
+		{`agents: [{id: a, command: [x], policy: {max_forks: 100}}]`, "agents[0].policy.max_forks"},
+		{`agents: [{id: a, command: [x], policy: {overrides: [{from: "x*"}]}}]`, "agents[0].policy.overrides[0].mode"},
+		{`agents: [{id: a, command: [x], policy: {overrides: [{mode: queue}]}}]`, "agents[0].policy.overrides[0]"},
+		{`agents: [{id: a, command: [x], policy: {overrides: [{priority: asap, mode: queue}]}}]`, "agents[0].policy.overrides[0].priority"},
+		{`agents: [{id: a, command: [x], match: {priorities: [asap]}}]`, "agents[0].match.priorities[0]"},
+		{`agents: [{id: a, command: [x], match: {from: ["[a"]}}]`, "agents[0].match.from[0]"},
+		{`agents: [{id: a, delivery: tmux}]`, "agents[0].tmux_target"},
+		{`agents: [{id: a, delivery: carrier-pigeon, command: [x]}]`, "agents[0].delivery"},
+		{`agents: [{id: a, command: [x], prompt: "{{.Nope"}]`, "agents[0].prompt"},
+		{`agents: [{id: a, command: [x], max_thread_depth: -2}]`, "agents[0].max_thread_depth"},
+	}
+	for _, c := range cases {
+		_, err := Parse([]byte(c.yml))
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Field != c.field {
+			t.Errorf("Parse(%s) = %v; want a ConfigError on %s", c.yml, err, c.field)
+		}
+	}
+	if _, err := Parse([]byte("agents: [{id: a, command: [x], colour: red}]")); err == nil || !strings.Contains(err.Error(), "colour") {
+		t.Errorf("unknown field: err = %v", err)
+	}
+	if _, err := Parse([]byte("agents: [{id: a, command: [x], timeout: soon}]")); err == nil || !strings.Contains(err.Error(), "duration") {
+		t.Errorf("bad duration: err = %v", err)
+	}
+}
+
+func TestPromptRenders(t *testing.T) {
+	a := agent(t, `
+agents:
+  - id: bob
+    role: reviewer
+    guardrails: "never push to main"
+    command: [x]
+`)
+	m := &fsm.Message{ID: "m-42", From: "amy", Channel: "dev", Type: "chat", Priority: "normal", Title: "review", Content: fsm.Content{Text: "please review"}}
+	ctxm := []*fsm.Message{{From: "amy", Recipients: []string{"bob", "cy"}, Content: fsm.Content{Text: "earlier note"}}}
+	out, err := a.Render(PromptData{Agent: a.ID, Role: a.Role, Guardrails: a.Guardrails, Context: ctxm, Message: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"You are bob", `role "reviewer"`, "never push to main", "[amy → bob, cy] earlier note", "id: m-42", "title: review", "please review"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("prompt lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestExecAnswerJSONAndFailures(t *testing.T) {
+	stub := buildStub(t)
+	ctx := context.Background()
+	res := Exec(ctx, Invocation{Argv: []string{stub}, Stdin: "id: m-1\n", Timeout: 30 * time.Second})
+	if res.Err != nil || res.Output != "stub answer to m-1" || res.ExitCode != 0 {
+		t.Fatalf("plain: %+v", res)
+	}
+	res = Exec(ctx, Invocation{Argv: []string{stub, "--json"}, Stdin: "id: m-2\n", Timeout: 30 * time.Second})
+	if res.Err != nil || res.Output != "stub answer to m-2" {
+		t.Fatalf("json: %+v", res)
+	}
+	res = Exec(ctx, Invocation{Argv: []string{stub, "--fail"}, Stdin: "x", Timeout: 30 * time.Second})
+	if res.Err == nil || res.ExitCode != 3 || len(res.Stderr) != 1 || !strings.Contains(res.Stderr[0], "--fail") {
+		t.Fatalf("fail: %+v", res)
+	}
+	res = Exec(ctx, Invocation{Argv: []string{stub, "--empty"}, Stdin: "x", Timeout: 30 * time.Second})
+	if !errors.Is(res.Err, ErrEmptyOutput) {
+		t.Fatalf("empty: %+v", res)
+	}
+	res = Exec(ctx, Invocation{Argv: []string{filepath.Join(t.TempDir(), "missing")}, Timeout: time.Second})
+	if res.Err == nil {
+		t.Fatalf("missing binary: %+v", res)
+	}
+	if got := extractResult(`{"other": 1}`); got != `{"other": 1}` {
+		t.Errorf("a JSON object without result is kept whole: %q", got)
+	}
+	res = Exec(ctx, Invocation{Argv: []string{"sh", "-c", `echo "$MAOS_AGENT_ID/$X"`}, Env: []string{"MAOS_AGENT_ID=bob", "X=y"}, Timeout: 30 * time.Second})
+	if res.Output != "bob/y" {
+		t.Fatalf("env: %+v", res)
+	}
+}
+
+func TestExecTimeoutKillsProcessGroup(t *testing.T) {
+	stub := buildStub(t)
+	res := Exec(context.Background(), Invocation{Argv: []string{stub, "--hang"}, Stdin: "x", Timeout: 2 * time.Second})
+	if !res.TimedOut || res.Err == nil {
+		t.Fatalf("want a timeout: %+v", res)
+	}
+	var child int
+	for _, l := range res.Stderr {
+		if v, ok := strings.CutPrefix(l, "stubmodel: child pid "); ok {
+			child, _ = strconv.Atoi(v)
+		}
+	}
+	if child == 0 {
+		t.Fatalf("the stub did not report its child: %q", res.Stderr)
+	}
+	// The killed child may linger briefly as a zombie of its dead parent
+	// until init reaps it; poll (bounded) until it is gone or a zombie.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := syscall.Kill(child, 0)
+		if errors.Is(err, syscall.ESRCH) || zombie(child) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("child %d of the hung stub survives the timeout", child)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// zombie reports whether pid is a dead process not yet reaped.
+func zombie(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i > 0 && len(s) > i+2 && s[i+2] == 'Z'
+}
+
+func TestReplyIDIsStableAndValid(t *testing.T) {
+	a, b := ReplyID("bob", "msg-1"), ReplyID("bob", "msg-1")
+	if a != b || a == ReplyID("bob", "msg-2") || a == ReplyID("amy", "msg-1") {
+		t.Fatalf("reply ids: %s %s", a, b)
+	}
+	m := &fsm.Message{ID: ReplyID(strings.Repeat("a", 64), "x"), Channel: "c", From: "a", To: fsm.Recipients{"b"}, Content: fsm.Content{Text: "t"}}
+	m.Normalize(time.Now())
+	if err := m.Validate(); err != nil {
+		t.Fatalf("reply id of the longest agent id is invalid: %v", err)
+	}
+}
