@@ -40,12 +40,12 @@ the interrupt's record in the audit trail: it is posted before any ESC is
 sent, so no interrupt goes unrecorded. (A watcher whose delivery policy is
 interrupt preempts the agent's running invocation on an urgent message.)
 
-With --tmux-target, maosctl also sends ESC to that tmux pane on this host
-(the agent's interactive CLI); --tmux-socket names the tmux server's socket
-(tmux -S) when it is not the default one. ESC is sent only by maosctl itself,
-on the host it runs on: run it on the agent's host (the output names the node
-the agent's presence is on). Sending ESC through the hosting node is not
-implemented yet.
+Then it sends ESC to the agent's terminal pane: through the node that hosts
+the agent (found through presence), whose watcher (maosd --agents, delivery
+tmux) knows the pane; an agent without a pane gets the urgent message only.
+With --tmux-target, maosctl sends ESC to that tmux pane on this host instead;
+--tmux-socket names the tmux server's socket (tmux -S) when it is not the
+default one.
 
 Prints the message's id and seq, the agent's node and whether ESC was sent;
 with --json {"agent","node","message","escape","tmux_target"}.`,
@@ -143,11 +143,27 @@ func ctlInterrupt(c *cli.Context) error {
 	res.Message = sent
 
 	// After the message, so that every ESC has its record in the log.
-	if target != "" {
+	noESC := ""
+	switch {
+	case target != "":
 		if err := (watcher.Tmux{Socket: strings.TrimSpace(c.String("tmux-socket"))}).Interrupt(ctx, target); err != nil {
 			return fmt.Errorf("message %s seq=%d sent, but no ESC: %w", sent.ID, sent.Seq, err)
 		}
 		res.Escape = true
+	default:
+		// Through the node that hosts the agent: its watcher knows the pane.
+		_, err := cl.InterruptAgent(ctx, agent, transport.InterruptRequest{From: from, Reason: reason})
+		switch {
+		case err == nil:
+			res.Escape = true
+			target = "on node " + res.Node
+		case errors.Is(err, fsm.ErrNotFound):
+			// No pane to press ESC in (a command watcher, or no watcher):
+			// the urgent message is the whole interrupt.
+			noESC = err.Error()
+		default:
+			return fmt.Errorf("message %s seq=%d sent, but no ESC: %w", sent.ID, sent.Seq, err)
+		}
 	}
 
 	if ctlJSON(c) {
@@ -162,7 +178,7 @@ func ctlInterrupt(c *cli.Context) error {
 	if res.Escape {
 		_, err2 = fmt.Fprintf(w, "ESC sent to tmux pane %s\n", target)
 	} else {
-		_, err2 = fmt.Fprintf(w, "no ESC sent (no --tmux-target)\n")
+		_, err2 = fmt.Fprintf(w, "no ESC sent: %s\n", noESC)
 	}
 	return err2
 }

@@ -263,8 +263,12 @@ func runMaosd(c *cli.Context) error {
 		}
 	}
 
+	srvOpts := transport.ServerOptions{MaxMessageBytes: c.Int64("max-message-bytes"), Logger: logger}
+	if agents != nil {
+		srvOpts.Interrupt = agents.Interrupt
+	}
 	srv := &http.Server{
-		Handler:           transport.NewServer(node, transport.ServerOptions{MaxMessageBytes: c.Int64("max-message-bytes"), Logger: logger}),
+		Handler:           transport.NewServer(node, srvOpts),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}

@@ -29,6 +29,9 @@ type ServerOptions struct {
 	// KeepAlive is how often an idle SSE stream sends a comment; 0 means
 	// DefaultKeepAlive (15 s).
 	KeepAlive time.Duration
+	// Interrupt sends ESC to a local agent's terminal pane; nil when this
+	// node hosts no such agent. maosd sets it from its --agents file.
+	Interrupt func(ctx context.Context, agent string) error
 }
 
 // maxControlBytes caps the bodies of the cluster endpoints.
@@ -68,6 +71,7 @@ func NewServer(svc Service, opts ServerOptions) *Server {
 	s.mux.HandleFunc("POST /v1/cluster/snapshot", s.snapshot)
 	s.mux.HandleFunc("POST /v1/cluster/transfer-leadership", s.transfer)
 	s.mux.HandleFunc("GET /v1/stream", s.stream)
+	s.mux.HandleFunc("POST /v1/agents/{id}/interrupt", s.interruptAgent)
 	s.mailboxRoutes()
 	s.oversightRoutes()
 	s.coordinationRoutes()
