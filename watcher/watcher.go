@@ -34,6 +34,10 @@ type Options struct {
 	// registered, run, posted or acknowledged. It is called from one
 	// goroutine per agent.
 	DryRun func(Decision)
+	// Tmux types the messages of delivery: tmux agents; the zero value
+	// uses the user's default tmux server (set Socket or Name to use
+	// another, as tests do with a private server).
+	Tmux Tmux
 }
 
 // Decision is what a dry run reports for one message and one agent.
@@ -452,7 +456,7 @@ func (w *agentWatcher) deliverTmux(ctx context.Context, m *fsm.Message, replyID 
 		line += m.Title + " — "
 	}
 	line += m.Content.Text
-	err := DeliverTmux(ctx, w.cfg.TmuxTarget, line)
+	err := w.opts.Tmux.Deliver(ctx, w.cfg.TmuxTarget, line)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}

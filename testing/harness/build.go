@@ -90,3 +90,39 @@ func goTool() (string, error) {
 	}
 	return p, nil
 }
+
+// BuildStubModel runs `go build` of ./testing/stubmodel (the deterministic
+// stand-in for a model CLI that watcher tests configure as an agent's
+// command) into dir and returns the binary's path. Like BuildBinaries it is
+// a normal build; call it once, from TestMain.
+func BuildStubModel(dir string) (string, error) {
+	root, err := ModuleRoot()
+	if err != nil {
+		return "", err
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("harness: build stubmodel: %w", err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return "", fmt.Errorf("harness: build stubmodel: %w", err)
+	}
+	gobin, err := goTool()
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
+	defer cancel()
+	bin := filepath.Join(abs, "stubmodel")
+	cmd := exec.CommandContext(ctx, gobin, "build", "-o", bin, "./testing/stubmodel")
+	cmd.Dir = root
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("harness: go build ./testing/stubmodel in %s: %w\n%s", root, err, out.String())
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return "", fmt.Errorf("harness: go build did not write %s: %w", bin, err)
+	}
+	return bin, nil
+}

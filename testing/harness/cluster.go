@@ -29,6 +29,11 @@ type Options struct {
 	// ExtraArgs are added to every maosd command line (e.g. "--log-level",
 	// "debug"); the flags the harness sets win over them.
 	ExtraArgs []string
+	// NodeArgs, if set, gives more arguments for one node by its id (n1,
+	// n2, ...), added after ExtraArgs to every start of that node,
+	// restarts included (e.g. "--agents", FILE for the node that runs a
+	// watcher).
+	NodeArgs func(id string) []string
 	// Env holds extra KEY=VALUE environment variables for every maosd.
 	Env []string
 	// StartTimeout bounds each node start until its ready line (default
@@ -230,9 +235,13 @@ func (c *Cluster) AddNode() (*Node, error) {
 	if len(c.nodes) > 0 {
 		join = []string{c.nodes[0].APIAddr()}
 	}
+	extra := append([]string(nil), c.opts.ExtraArgs...)
+	if c.opts.NodeArgs != nil {
+		extra = append(extra, c.opts.NodeArgs(id)...)
+	}
 	cfg := NodeConfig{
 		ID: id, Dir: filepath.Join(c.Dir, id), Maosd: c.opts.Maosd, Join: join,
-		ExtraArgs: c.opts.ExtraArgs, Env: c.opts.Env, StartTimeout: c.opts.StartTimeout, StopTimeout: c.opts.StopTimeout,
+		ExtraArgs: extra, Env: c.opts.Env, StartTimeout: c.opts.StartTimeout, StopTimeout: c.opts.StopTimeout,
 	}
 	if c.opts.Partitionable {
 		if k > maxPartitionable {

@@ -8,8 +8,9 @@ import (
 	"github.com/maos-project/maos/testing/harness"
 )
 
-// The binaries under test, built once by TestMain.
-var maosdBin, maosctlBin string
+// The binaries under test, built once by TestMain; stubmodelBin is the
+// stub model CLI the watcher tests give their agents as command.
+var maosdBin, maosctlBin, stubmodelBin string
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -23,6 +24,9 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	maosdBin, maosctlBin, err = harness.BuildBinaries(dir)
+	if err == nil {
+		stubmodelBin, err = harness.BuildStubModel(dir)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "system tests:", err)
 		return 1
