@@ -29,12 +29,15 @@ bench:
 demo: build
 	./scripts/demo.sh
 
-# The full chaos run: several minutes. Reports land in chaos-out/.
+# The full chaos run: several minutes. Reports land in chaos-out/. Every
+# node runs two watcher agents (the stub model) whose requests must each
+# get exactly one reply.
+CHAOS := $(BIN)/maos-chaos --maosd $(BIN)/maosd --stubmodel $(BIN)/stubmodel --watchers 2
 chaos: build
 	rm -rf chaos-out
-	$(BIN)/maos-chaos --maosd $(BIN)/maosd --nodes 3 --hold 5s --out chaos-out
-	$(BIN)/maos-chaos --maosd $(BIN)/maosd --nodes 5 --hold 5s --out chaos-out
-	$(BIN)/maos-chaos --maosd $(BIN)/maosd --nodes 3 --together --hold 4s --out chaos-out
+	$(CHAOS) --nodes 3 --hold 5s --out chaos-out
+	$(CHAOS) --nodes 5 --hold 5s --out chaos-out
+	$(CHAOS) --nodes 3 --together --hold 4s --out chaos-out
 
 clean:
 	rm -rf $(BIN) maos-data chaos-out

@@ -28,7 +28,10 @@ runs --clients senders (each message retried with its id until acknowledged)
 and --readers strong readers against random nodes, injects its nemesis for
 --hold, heals it, and then checks: every acknowledged send is on every node,
 no id is stored twice, every node holds the same seq -> id sequence, and the
-history of sends and strong reads is linearizable (porcupine).
+history of sends and strong reads is linearizable (porcupine). With
+--watchers N every node also runs N watcher agents whose model CLI is the
+stub model, one more client sends them requests, and after healing every
+request must have exactly one reply.
 
 By default each nemesis runs as its own scenario; --together injects them
 one after another in a single run. Reports go to --out as report.txt and
@@ -48,6 +51,8 @@ Nemeses: ` + nemesisDocs(),
 			&cli.IntFlag{Name: "readers", Value: 2, Usage: "concurrent strong readers"},
 			&cli.IntFlag{Name: "channels", Value: 4, Usage: "channels the load spreads over"},
 			&cli.Int64Flag{Name: "seed", Usage: "random seed (default: from the clock; printed in the report)"},
+			&cli.IntFlag{Name: "watchers", Usage: "watcher agents per node (maosd --agents, the stub model as CLI); every request to them must get exactly one reply (0: none)"},
+			&cli.StringFlag{Name: "stubmodel", Usage: "stub model binary `PATH` for --watchers (default: stubmodel beside this program, then bin/stubmodel)"},
 			&cli.StringFlag{Name: "out", Value: "chaos-out", Usage: "`DIR` for the reports (one subdirectory per scenario)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the reports as JSON lines instead of text"},
 		},
@@ -65,26 +70,39 @@ func nemesisDocs() string {
 
 // findMaosd returns an absolute path: the nodes run in their own
 // directories.
-func findMaosd(flag string) (string, error) {
+func findMaosd(flag string) (string, error) { return findBinary(flag, "maosd", "--maosd") }
+
+// findBinary returns flag as an absolute path, else name beside this
+// program, else bin/name.
+func findBinary(flag, name, flagName string) (string, error) {
 	if flag != "" {
 		return filepath.Abs(flag)
 	}
 	if exe, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(exe), "maosd")
+		p := filepath.Join(filepath.Dir(exe), name)
 		if _, err := os.Stat(p); err == nil {
 			return p, nil
 		}
 	}
-	if _, err := os.Stat("bin/maosd"); err == nil {
-		return filepath.Abs("bin/maosd")
+	if _, err := os.Stat(filepath.Join("bin", name)); err == nil {
+		return filepath.Abs(filepath.Join("bin", name))
 	}
-	return "", fmt.Errorf("no maosd binary found beside maos-chaos or in bin/; run make build or pass --maosd")
+	return "", fmt.Errorf("no %s binary found beside maos-chaos or in bin/; run make build or pass %s", name, flagName)
 }
 
 func runApp(c *cli.Context) error {
 	maosd, err := findMaosd(c.String("maosd"))
 	if err != nil {
 		return cli.Exit("maos-chaos: "+err.Error(), 2)
+	}
+	var stub string
+	switch n := c.Int("watchers"); {
+	case n < 0 || n > 8:
+		return cli.Exit(fmt.Sprintf("maos-chaos: --watchers %d: 0..8 agents per node", n), 2)
+	case n > 0:
+		if stub, err = findBinary(c.String("stubmodel"), "stubmodel", "--stubmodel"); err != nil {
+			return cli.Exit("maos-chaos: "+err.Error(), 2)
+		}
 	}
 	var nemeses []Nemesis
 	if c.String("nemesis") == "all" {
@@ -123,6 +141,7 @@ func runApp(c *cli.Context) error {
 			Maosd: maosd, Nodes: c.Int("nodes"), Nemeses: sc,
 			Clients: c.Int("clients"), Readers: c.Int("readers"), Channels: c.Int("channels"),
 			Warmup: c.Duration("warmup"), Hold: c.Duration("hold"), Gap: c.Duration("gap"),
+			Watchers: c.Int("watchers"), StubModel: stub,
 			Seed: c.Int64("seed"), OutDir: out, Logf: logf,
 		})
 		if rep != nil {

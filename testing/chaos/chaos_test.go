@@ -9,8 +9,9 @@ import (
 )
 
 // TestChaosShort is the short chaos run of make test: every nemesis once,
-// each in its own 3-node cluster under load, with the full checker. The
-// long run is make chaos (see docs/RELIABILITY.md).
+// each in its own 3-node cluster under load, with the full checker, and
+// with a watcher agent on every node whose requests must each get exactly
+// one reply. The long run is make chaos (see docs/RELIABILITY.md).
 func TestChaosShort(t *testing.T) {
 	for i, nem := range Nemeses {
 		t.Run(nem.Name, func(t *testing.T) {
@@ -19,7 +20,7 @@ func TestChaosShort(t *testing.T) {
 			out := t.TempDir()
 			rep, err := Run(ctx, Config{
 				Maosd: maosdBin, Nodes: 3, Nemeses: []Nemesis{nem},
-				Clients: 6, Readers: 2,
+				Clients: 6, Readers: 2, Watchers: 1, StubModel: stubmodelBin,
 				Warmup: time.Second, Hold: 1500 * time.Millisecond, Gap: 500 * time.Millisecond,
 				Quiet: 300 * time.Millisecond, Seed: int64(1000 + i), OutDir: out, Logf: t.Logf,
 			})
@@ -37,6 +38,9 @@ func TestChaosShort(t *testing.T) {
 			}
 			if rep.Ops.SendOK == 0 || rep.Ops.ReadOK == 0 || !rep.Check.LinearizabilityChecked {
 				t.Fatalf("the run proved nothing: ops %+v, linearizability checked %v", rep.Ops, rep.Check.LinearizabilityChecked)
+			}
+			if w := rep.Watchers; w == nil || w.Acked == 0 || w.Answered < w.Acked || w.Agents != 3 {
+				t.Fatalf("the watcher check proved nothing: %+v", w)
 			}
 			for _, f := range []string{"report.json", "report.txt"} {
 				if _, err := os.Stat(filepath.Join(out, f)); err != nil {

@@ -59,6 +59,8 @@ type Report struct {
 	Ops      OpCounts      `json:"ops"`
 	Faults   []Fault       `json:"faults"`
 	Check    CheckResult   `json:"check"`
+	// Watchers is the watcher check, in a run with watcher agents.
+	Watchers *WatcherCheck `json:"watchers,omitempty"`
 	// Crashes counts node processes that exited without being told to.
 	Crashes int `json:"crashes"`
 	// Pass: the check passed and nothing crashed.
@@ -150,6 +152,9 @@ func (r *Report) Text() string {
 	}
 	for _, n := range c.Notes {
 		fmt.Fprintf(&b, "  note: %s\n", n)
+	}
+	if r.Watchers != nil {
+		b.WriteString(r.Watchers.text())
 	}
 	if r.ClusterDir != "" {
 		fmt.Fprintf(&b, "cluster kept in %s\n", r.ClusterDir)

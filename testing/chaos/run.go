@@ -31,6 +31,17 @@ type Config struct {
 	// recovery and the next fault (default 1 s); Quiet the pause after the
 	// load stopped and the nodes converged, before the checks (default 1 s).
 	Warmup, Hold, Recover, Gap, Quiet time.Duration
+	// Watchers, if positive, is the number of watcher agents each node
+	// runs (maosd --agents) with StubModel as their model CLI; one more
+	// client then sends them requests throughout, and after the faults
+	// every request must get exactly one reply (Report.Watchers).
+	Watchers int
+	// StubModel is the stub model binary (testing/stubmodel); required
+	// when Watchers > 0.
+	StubModel string
+	// WatcherWait bounds the wait after the faults until every watcher
+	// request has its reply (default 60 s).
+	WatcherWait time.Duration
 	// Seed drives every random choice (0: from the clock, reported).
 	Seed int64
 	// OutDir receives report.json, report.txt and, when the history is not
@@ -57,6 +68,7 @@ func (c *Config) setDefaults() {
 	def(&c.Recover, 30*time.Second)
 	def(&c.Gap, time.Second)
 	def(&c.Quiet, time.Second)
+	def(&c.WatcherWait, DefaultWatcherWait)
 	if c.Seed == 0 {
 		c.Seed = time.Now().UnixNano()
 	}
@@ -78,6 +90,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if len(cfg.Nemeses) == 0 {
 		return nil, errors.New("chaos: no nemesis to inject")
 	}
+	if cfg.Watchers > 0 && cfg.StubModel == "" {
+		return nil, errors.New("chaos: Config.StubModel is required with Watchers")
+	}
 	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("chaos: out dir: %w", err)
 	}
@@ -89,7 +104,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		Nodes: cfg.Nodes, Started: time.Now(), Seed: cfg.Seed}
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6d616f73))
 
-	c, err := harness.StartCluster(harness.Options{Maosd: cfg.Maosd, Nodes: cfg.Nodes, Partitionable: true, Logf: cfg.Logf})
+	hopts := harness.Options{Maosd: cfg.Maosd, Nodes: cfg.Nodes, Partitionable: true, Logf: cfg.Logf}
+	var agents []string
+	if cfg.Watchers > 0 {
+		var err error
+		if hopts.NodeArgs, agents, err = writeAgentFiles(filepath.Join(cfg.OutDir, "agents"), cfg.StubModel, cfg.Nodes, cfg.Watchers); err != nil {
+			return nil, err
+		}
+	}
+	c, err := harness.StartCluster(hopts)
 	if err != nil {
 		return nil, fmt.Errorf("chaos: start cluster: %w", err)
 	}
@@ -99,17 +122,31 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	h := NewHistory()
 	wctx, stopLoad := context.WithCancel(ctx)
 	defer stopLoad()
-	loadDone := make(chan error, 1)
+	loadDone := make(chan error, 2)
 	wcfg := WorkloadConfig{
 		Clients: cfg.Clients, Readers: cfg.Readers, Channels: cfg.Channels,
 		Nodes: c.Live, Seed: cfg.Seed,
+	}
+	loads := 1
+	var hw *History // the watcher client's sends
+	if cfg.Watchers > 0 {
+		loads++
+		wcfg.To = watcherSink
+		hw = NewHistory()
+		ww := &workload{cfg: WorkloadConfig{Nodes: c.Live, Seed: cfg.Seed}.withDefaults(), h: hw}
+		go func() {
+			ww.watcherClient(wctx, agents)
+			loadDone <- nil
+		}()
 	}
 	go func() { loadDone <- RunWorkload(wctx, wcfg, h) }()
 
 	runErr := inject(ctx, cfg, c, h, rng, rep)
 	stopLoad()
-	if err := <-loadDone; err != nil && runErr == nil {
-		runErr = fmt.Errorf("chaos: workload: %w", err)
+	for range loads {
+		if err := <-loadDone; err != nil && runErr == nil {
+			runErr = fmt.Errorf("chaos: workload: %w", err)
+		}
 	}
 	rep.Duration = h.Since()
 	if runErr != nil {
@@ -117,9 +154,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 
 	// Everything healed: wait until every node applied the same entries,
-	// let the cluster sit, then check.
+	// let the cluster sit, then check. The watchers first answer what they
+	// still owe (a paused node's watcher is late), so the writes stop.
 	if _, err := c.Leader(); err != nil {
 		return finish(cfg, rep, fmt.Errorf("chaos: no leader after the faults: %w", err))
+	}
+	var waited time.Duration
+	var waitErr error
+	if hw != nil {
+		waited, waitErr = waitReplies(ctx, c, hw, cfg.WatcherWait)
+		cfg.Logf("watcher replies complete after %v (%v)", waited.Round(time.Millisecond), waitErr)
 	}
 	if _, err := c.WaitConverged(); err != nil {
 		return finish(cfg, rep, fmt.Errorf("chaos: nodes did not converge: %w", err))
@@ -143,6 +187,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep.Ops = CountOps(h.Ops())
 	rep.Pass = check.OK() && rep.Crashes == 0
+	if hw != nil {
+		wc, err := CheckWatchers(cctx, c.Nodes(), hw, agents)
+		if err != nil {
+			return finish(cfg, rep, fmt.Errorf("chaos: check watchers: %w", err))
+		}
+		wc.WaitedFor = waited
+		if waitErr != nil {
+			wc.Notes = append(wc.Notes, "the wait for the replies ended: "+waitErr.Error())
+		}
+		rep.Watchers = wc
+		rep.Pass = rep.Pass && wc.OK()
+	}
 	if !rep.Pass {
 		rep.ClusterDir = c.Dir
 		c.Keep()

@@ -71,6 +71,10 @@ type WorkloadConfig struct {
 	// the suffixes). Default "chaos". Give two runs against the same cluster
 	// different prefixes, or their ids collide.
 	Prefix string
+	// To is the recipient of every message (default "all"). A run with
+	// watcher agents gives a plain id nobody watches, so the load stays out
+	// of their inboxes.
+	To string
 }
 
 func (c WorkloadConfig) withDefaults() WorkloadConfig {
@@ -97,6 +101,9 @@ func (c WorkloadConfig) withDefaults() WorkloadConfig {
 	}
 	if c.Prefix == "" {
 		c.Prefix = DefaultPrefix
+	}
+	if c.To == "" {
+		c.To = sinkRecipient
 	}
 	return c
 }
@@ -245,7 +252,7 @@ func (w *workload) sender(ctx context.Context, client int) {
 			ID:      id,
 			Channel: w.channels[r.IntN(len(w.channels))],
 			From:    from,
-			To:      fsm.Recipients{sinkRecipient},
+			To:      fsm.Recipients{w.cfg.To},
 			Type:    "chat",
 			Content: fsm.Content{Text: id + " " + string(text)},
 		}

@@ -17,8 +17,9 @@ import (
 	"github.com/maos-project/maos/transport"
 )
 
-// maosdBin is the maosd binary built by TestMain.
-var maosdBin string
+// maosdBin is the maosd binary built by TestMain, stubmodelBin the stub
+// model CLI the watcher agents run.
+var maosdBin, stubmodelBin string
 
 // idPattern is the API's rule for message ids.
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
@@ -35,6 +36,9 @@ func runTests(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	maosdBin, _, err = harness.BuildBinaries(dir)
+	if err == nil {
+		stubmodelBin, err = harness.BuildStubModel(dir)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "chaos tests:", err)
 		return 1
