@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 
 	"github.com/maos-project/maos/fsm"
 )
@@ -41,6 +42,12 @@ func (s *Server) interruptAgent(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	ctx := r.Context()
+	if !IsForwarded(ctx) {
+		if err := mayInterrupt(s.svc.State(), req.From, agent); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
 	p, err := s.svc.AgentPresence(ctx, agent)
 	if err != nil {
 		s.writeError(w, r, fmt.Errorf("interrupt %s: no presence, so no host to reach: %w", agent, err))
@@ -84,6 +91,35 @@ func (s *Server) interruptAgent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+// InterruptRoles may interrupt any agent when no rules document exists.
+var InterruptRoles = []string{"master", "orchestrator"}
+
+// mayInterrupt applies the interrupt rule: with a rules document, whoever
+// the rules let message the agent may interrupt it; without one (when
+// everyone may message everyone) only the master and orchestrator roles
+// may. A refusal wraps fsm.ErrForbidden and names the reason.
+func mayInterrupt(state *fsm.FSM, from, agent string) error {
+	rs, err := state.Rules()
+	if err != nil {
+		return err
+	}
+	chk, err := state.CheckRules(from, "", agent, "")
+	if err != nil {
+		return err
+	}
+	if rs.Rules != nil {
+		if !chk.Allowed {
+			return fmt.Errorf("%s may not interrupt %s: %s: %w", from, agent, chk.Reason, fsm.ErrForbidden)
+		}
+		return nil
+	}
+	if !slices.Contains(InterruptRoles, chk.FromRole) {
+		return fmt.Errorf("%s (role %q) may not interrupt %s: without a rules document only the roles %v may: %w",
+			from, chk.FromRole, agent, InterruptRoles, fsm.ErrForbidden)
+	}
+	return nil
 }
 
 // InterruptAgent asks the cluster to send ESC to agent's pane on the node

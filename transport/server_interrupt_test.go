@@ -6,6 +6,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
@@ -33,6 +36,19 @@ func TestInterruptRoutesToHostingNode(t *testing.T) {
 	ep.members.Members[1] = transport.Member{NodeID: "n2", Status: "alive", APIAddr: hostAddr}
 	ep.recs["claude"] = transport.Presence{AgentID: "claude", Node: "n2", State: "AWAKE"}
 	ep.recs["ghost"] = transport.Presence{AgentID: "ghost", Node: "n9", State: "AWAKE"}
+	st := newStreamState(t, entryFake) // a real state machine: roles and rules
+	for _, a := range []fsm.RegisterAgentCommand{{ID: "master", Role: "master"}, {ID: "worker", Role: "worker"}} {
+		st.idx++
+		data, err := fsm.Encode(fsm.OpRegisterAgent, time.Now().UnixNano(), a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := st.f.ApplyBatch([]*raft.Log{{Index: st.idx, Type: raft.LogCommand, Data: data}})[0]; res == nil {
+			t.Fatal("register: nil result")
+		} else if err, ok := res.(error); ok {
+			t.Fatal(err)
+		}
+	}
 	entry := serve(t, entryFake, transport.ServerOptions{})
 	c := transport.NewClient(entry.URL, nil)
 	ctx := context.Background()
@@ -58,6 +74,8 @@ func TestInterruptRoutesToHostingNode(t *testing.T) {
 		{"ghost", "master", fsm.ErrNotFound, "not an alive member"},
 		{"nobody", "master", fsm.ErrNotFound, "no presence"},
 		{"claude", "Not Valid", fsm.ErrInvalid, "from"},
+		// Without a rules document only master and orchestrator interrupt.
+		{"claude", "worker", fsm.ErrForbidden, `role "worker"`},
 	} {
 		_, err := c.InterruptAgent(ctx, tt.agent, transport.InterruptRequest{From: tt.from, Reason: "x"})
 		if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.text) {
