@@ -25,6 +25,7 @@ func ctlMailboxCommands() []*cli.Command {
 		ctlChannelCommand(),
 		ctlTailCommand(),
 		ctlWatchCommand(),
+		ctlBenchCommand(),
 	}
 }
 
