@@ -26,6 +26,10 @@ func ctlMailboxCommands() []*cli.Command {
 		ctlTailCommand(),
 		ctlWatchCommand(),
 		ctlBenchCommand(),
+		ctlImportCommand(),
+		ctlMirrorCommand(),
+		ctlMCPCommand(),
+		ctlStatusLineCommand(), ctlHookCommand(),
 	}
 }
 

@@ -1,0 +1,431 @@
+// Package mcpserver is maos as a Model Context Protocol server: a handful of
+// small tools (send, list, read, reply, who, lock) bound to one agent
+// identity and backed by a maos node's HTTP API, so a coding agent uses its
+// mailbox through tool calls instead of shelling out to maosctl.
+//
+// The tool definitions are deliberately few and terse: every definition is
+// sent to the model on every turn and costs context.
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// DefaultChannel is the channel a new message goes to when neither the
+// call nor Config names one.
+const DefaultChannel = "general"
+
+// Config binds a server to an agent and a node.
+type Config struct {
+	// Agent is the identity every tool acts as (sender, inbox, lock holder).
+	Agent string
+	// Client talks to any node of the cluster.
+	Client *transport.Client
+	// Channel is the default channel of send_message; "" is DefaultChannel.
+	Channel string
+	// Version is reported in the server's implementation info.
+	Version string
+}
+
+// Tool names, in the order they are registered.
+const (
+	ToolSend  = "send_message"
+	ToolList  = "list_messages"
+	ToolRead  = "read_message"
+	ToolReply = "reply_to_message"
+	ToolWho   = "who"
+	ToolLock  = "lock"
+)
+
+// New returns an MCP server exposing the maos tools for cfg.Agent. It
+// fails if the agent id is not a valid name or no client is given.
+func New(cfg Config) (*mcp.Server, error) {
+	if !fsm.ValidName(cfg.Agent) {
+		return nil, fmt.Errorf("mcpserver: agent %q is not a valid agent id", cfg.Agent)
+	}
+	if cfg.Client == nil {
+		return nil, errors.New("mcpserver: no client")
+	}
+	if cfg.Channel == "" {
+		cfg.Channel = DefaultChannel
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	h := &handlers{cfg: cfg, c: cfg.Client}
+	s := mcp.NewServer(&mcp.Implementation{Name: "maos", Version: cfg.Version}, &mcp.ServerOptions{
+		Instructions: "maos mailbox for agent " + cfg.Agent + ": messages from other agents, presence, file locks.",
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: ToolSend, Description: "Send a message to agents (ids, all, role:NAME)."}, h.send)
+	mcp.AddTool(s, &mcp.Tool{Name: ToolList, Description: "List your inbox: ids and titles, oldest first."}, h.list)
+	mcp.AddTool(s, &mcp.Tool{Name: ToolRead, Description: "Read a message in full and mark it read."}, h.read)
+	mcp.AddTool(s, &mcp.Tool{Name: ToolReply, Description: "Reply to a message's sender in its thread."}, h.reply)
+	mcp.AddTool(s, &mcp.Tool{Name: ToolWho, Description: "Who is online: agents' presence."}, h.who)
+	mcp.AddTool(s, &mcp.Tool{Name: ToolLock, Description: "File lock lease: acquire, renew, release or check."}, h.lock)
+	return s, nil
+}
+
+type handlers struct {
+	cfg Config
+	c   *transport.Client
+}
+
+// SendInput is the argument of send_message.
+type SendInput struct {
+	To       []string `json:"to" jsonschema:"recipients"`
+	Title    string   `json:"title,omitempty"`
+	Text     string   `json:"text"`
+	Priority string   `json:"priority,omitempty" jsonschema:"urgent|high|normal|low"`
+	Type     string   `json:"type,omitempty" jsonschema:"chat|request|review|status..."`
+	ReplyTo  string   `json:"reply_to,omitempty" jsonschema:"id answered"`
+	Channel  string   `json:"channel,omitempty"`
+}
+
+// SendOutput is where a message was stored; Blocked lists the recipients
+// the communication rules kept it from, as "id: reason".
+type SendOutput struct {
+	ID      string   `json:"id"`
+	Seq     uint64   `json:"seq"`
+	Blocked []string `json:"blocked,omitempty"`
+}
+
+func (h *handlers) send(ctx context.Context, _ *mcp.CallToolRequest, in SendInput) (*mcp.CallToolResult, SendOutput, error) {
+	ch := strings.TrimSpace(in.Channel)
+	if ch == "" && in.ReplyTo != "" {
+		// A reply stays in its parent's conversation unless told otherwise.
+		if p, err := h.c.Message(ctx, in.ReplyTo, transport.Strong); err == nil {
+			ch = p.Channel
+		}
+	}
+	if ch == "" {
+		ch = h.cfg.Channel
+	}
+	out, err := h.post(ctx, &fsm.Message{
+		Channel:   ch,
+		To:        in.To,
+		Title:     in.Title,
+		Content:   fsm.Content{Text: in.Text},
+		Priority:  in.Priority,
+		Type:      in.Type,
+		InReplyTo: in.ReplyTo,
+	})
+	return nil, out, err
+}
+
+// post sends m as the bound agent with an id fixed before the call, so a
+// retry after a lost answer is never stored twice.
+func (h *handlers) post(ctx context.Context, m *fsm.Message) (SendOutput, error) {
+	m.From = h.cfg.Agent
+	m.ID = fsm.NewID(m.From, time.Now())
+	res, err := h.c.Send(ctx, m)
+	if err != nil {
+		return SendOutput{}, toolErr("send", err)
+	}
+	out := SendOutput{ID: res.ID, Seq: res.Seq}
+	for _, b := range res.Blocked {
+		out.Blocked = append(out.Blocked, b.ID+": "+b.Reason)
+	}
+	return out, nil
+}
+
+// ListInput filters list_messages. Channel and Thread are matched on the
+// page the inbox endpoint returns.
+type ListInput struct {
+	Unread   bool   `json:"unread,omitempty"`
+	From     string `json:"from,omitempty"`
+	Priority string `json:"priority,omitempty"`
+	Channel  string `json:"channel,omitempty"`
+	Thread   string `json:"thread,omitempty" jsonschema:"thread root id"`
+	After    uint64 `json:"after,omitempty" jsonschema:"next_after of the previous page"`
+	Limit    int    `json:"limit,omitempty" jsonschema:"default 20, max 100"`
+}
+
+// ListItem is one inbox entry without its body.
+type ListItem struct {
+	ID       string `json:"id"`
+	From     string `json:"from"`
+	Title    string `json:"title"`
+	Priority string `json:"priority,omitempty"`
+	Type     string `json:"type,omitempty"`
+	Channel  string `json:"channel"`
+	Thread   string `json:"thread,omitempty"`
+	Time     string `json:"time"`
+	Read     bool   `json:"read"`
+}
+
+// ListOutput is a page of the inbox; NextAfter continues it when HasMore.
+type ListOutput struct {
+	Messages  []ListItem `json:"messages"`
+	HasMore   bool       `json:"has_more"`
+	NextAfter uint64     `json:"next_after,omitempty"`
+}
+
+const (
+	listDefault = 20
+	listMax     = 100
+	// listScanPages bounds how many inbox pages a channel/thread filter
+	// reads before answering with has_more.
+	listScanPages = 10
+)
+
+func (h *handlers) list(ctx context.Context, _ *mcp.CallToolRequest, in ListInput) (*mcp.CallToolResult, ListOutput, error) {
+	limit := in.Limit
+	switch {
+	case limit <= 0:
+		limit = listDefault
+	case limit > listMax:
+		return nil, ListOutput{}, fmt.Errorf("list_messages: limit %d, at most %d", limit, listMax)
+	}
+	q := fsm.InboxQuery{Unread: in.Unread, From: in.From, Priority: in.Priority, After: in.After, Limit: limit}
+	out := ListOutput{Messages: []ListItem{}}
+	for range listScanPages {
+		page, err := h.c.Inbox(ctx, h.cfg.Agent, q, transport.Strong)
+		if err != nil {
+			return nil, ListOutput{}, toolErr("list_messages", err)
+		}
+		for _, e := range page.Messages {
+			thread := e.ThreadID
+			if thread == "" {
+				thread = e.ID
+			}
+			if (in.Channel != "" && e.Channel != in.Channel) || (in.Thread != "" && thread != in.Thread) {
+				continue
+			}
+			out.Messages = append(out.Messages, ListItem{
+				ID: e.ID, From: e.From, Title: titleOf(&e.Message), Priority: e.Priority, Type: e.Type,
+				Channel: e.Channel, Thread: thread, Time: e.Timestamp.UTC().Format(time.RFC3339), Read: e.Read,
+			})
+			if len(out.Messages) == limit {
+				out.HasMore, out.NextAfter = true, e.Seq
+				return nil, out, nil
+			}
+		}
+		out.HasMore, out.NextAfter = page.HasMore, page.NextAfter
+		if !page.HasMore {
+			break
+		}
+		q.After = page.NextAfter
+	}
+	return nil, out, nil
+}
+
+// titleOf is the title, or the start of the text for untitled messages.
+func titleOf(m *fsm.Message) string {
+	if m.Title != "" {
+		return m.Title
+	}
+	t := strings.Join(strings.Fields(m.Content.Text), " ")
+	if r := []rune(t); len(r) > 60 {
+		return string(r[:60]) + "…"
+	}
+	return t
+}
+
+// IDInput names one message.
+type IDInput struct {
+	ID string `json:"id"`
+}
+
+// MessageOutput is a full message. Read is true when the message is in
+// the agent's inbox (and is now marked read there).
+type MessageOutput struct {
+	ID         string   `json:"id"`
+	Seq        uint64   `json:"seq"`
+	Time       string   `json:"time"`
+	Channel    string   `json:"channel"`
+	From       string   `json:"from"`
+	To         []string `json:"to"`
+	Type       string   `json:"type,omitempty"`
+	Title      string   `json:"title,omitempty"`
+	Priority   string   `json:"priority,omitempty"`
+	Text       string   `json:"text"`
+	Code       string   `json:"code,omitempty"`
+	Artifacts  []string `json:"artifacts,omitempty"`
+	InReplyTo  string   `json:"in_reply_to,omitempty"`
+	Thread     string   `json:"thread,omitempty"`
+	NeedsReply bool     `json:"requires_response,omitempty"`
+	Metadata   string   `json:"metadata,omitempty"`
+	Read       bool     `json:"read"`
+}
+
+func (h *handlers) read(ctx context.Context, _ *mcp.CallToolRequest, in IDInput) (*mcp.CallToolResult, MessageOutput, error) {
+	m, err := h.c.Message(ctx, in.ID, transport.Strong)
+	if err != nil {
+		return nil, MessageOutput{}, toolErr("read_message", err)
+	}
+	out := MessageOutput{
+		ID: m.ID, Seq: m.Seq, Time: m.Timestamp.UTC().Format(time.RFC3339), Channel: m.Channel, From: m.From,
+		To: m.To, Type: m.Type, Title: m.Title, Priority: m.Priority, Text: m.Content.Text, Code: m.Content.Code,
+		Artifacts: m.Content.Artifacts, InReplyTo: m.InReplyTo, Thread: m.ThreadID, NeedsReply: m.RequiresResponse,
+		Metadata: string(m.Metadata),
+	}
+	if out.To == nil {
+		out.To = []string{}
+	}
+	if out.Thread == "" {
+		out.Thread = m.ID
+	}
+	switch _, err := h.c.MarkRead(ctx, h.cfg.Agent, m.ID, 0); {
+	case err == nil:
+		out.Read = true
+	case errors.Is(err, fsm.ErrNotFound):
+		// Not addressed to this agent (a channel message it looked up):
+		// there is nothing to mark, and the message is still worth showing.
+	default:
+		return nil, MessageOutput{}, toolErr("read_message: mark read", err)
+	}
+	return nil, out, nil
+}
+
+// ReplyInput is the argument of reply_to_message.
+type ReplyInput struct {
+	ID       string `json:"id" jsonschema:"message answered"`
+	Text     string `json:"text"`
+	Priority string `json:"priority,omitempty"`
+}
+
+func (h *handlers) reply(ctx context.Context, _ *mcp.CallToolRequest, in ReplyInput) (*mcp.CallToolResult, SendOutput, error) {
+	p, err := h.c.Message(ctx, in.ID, transport.Strong)
+	if err != nil {
+		return nil, SendOutput{}, toolErr("reply_to_message", err)
+	}
+	title := p.Title
+	if title != "" && !strings.HasPrefix(title, "Re: ") {
+		title = "Re: " + title
+	}
+	typ := ""
+	if p.Type == "request" || p.Type == "review" {
+		typ = "response"
+	}
+	out, err := h.post(ctx, &fsm.Message{
+		Channel:   p.Channel,
+		To:        fsm.Recipients{p.From},
+		Title:     title,
+		Content:   fsm.Content{Text: in.Text},
+		Priority:  in.Priority,
+		Type:      typ,
+		InReplyTo: p.ID,
+		ThreadID:  p.ThreadID,
+	})
+	return nil, out, err
+}
+
+// WhoInput is the (empty) argument of who.
+type WhoInput struct{}
+
+// WhoItem is one agent's presence.
+type WhoItem struct {
+	Agent    string `json:"agent"`
+	State    string `json:"state"`
+	Substate string `json:"substate,omitempty"`
+	Channel  string `json:"channel,omitempty"`
+	Task     string `json:"task,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	Seen     string `json:"last_seen"`
+}
+
+// WhoOutput lists every agent the node knows of, sorted by id.
+type WhoOutput struct {
+	Agents []WhoItem `json:"agents"`
+}
+
+func (h *handlers) who(ctx context.Context, _ *mcp.CallToolRequest, _ WhoInput) (*mcp.CallToolResult, WhoOutput, error) {
+	ps, err := h.c.Presence(ctx)
+	if err != nil {
+		return nil, WhoOutput{}, toolErr("who", err)
+	}
+	out := WhoOutput{Agents: []WhoItem{}}
+	for _, p := range ps {
+		out.Agents = append(out.Agents, WhoItem{Agent: p.AgentID, State: p.State, Substate: p.Substate,
+			Channel: p.Channel, Task: p.Task, Reason: p.Reason, Seen: p.Timestamp.UTC().Format(time.RFC3339)})
+	}
+	return nil, out, nil
+}
+
+// LockInput is the argument of lock.
+type LockInput struct {
+	Action string `json:"action" jsonschema:"acquire|renew|release|check"`
+	Path   string `json:"path"`
+	TTL    string `json:"ttl,omitempty" jsonschema:"acquire/renew, e.g. 5m (default)"`
+	Token  uint64 `json:"token,omitempty" jsonschema:"from acquire; renew/release/check"`
+}
+
+// LockOutput is the outcome of a lock action: Outcome is the state
+// machine's (granted, extended, released) or, for check, "current" or
+// "not_current"; Holder, Token and Expires describe the lease.
+type LockOutput struct {
+	Outcome string `json:"outcome"`
+	Path    string `json:"path"`
+	Holder  string `json:"holder,omitempty"`
+	Token   uint64 `json:"token,omitempty"`
+	Expires string `json:"expires,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// DefaultLockTTL is the lease of an acquire or renew that gives no ttl.
+const DefaultLockTTL = 5 * time.Minute
+
+func (h *handlers) lock(ctx context.Context, _ *mcp.CallToolRequest, in LockInput) (*mcp.CallToolResult, LockOutput, error) {
+	ttl := DefaultLockTTL
+	if in.TTL != "" {
+		d, err := time.ParseDuration(in.TTL)
+		if err != nil {
+			return nil, LockOutput{}, fmt.Errorf("lock: ttl %q is not a duration like 30s or 5m", in.TTL)
+		}
+		ttl = d
+	}
+	var (
+		res *fsm.LockResult
+		err error
+	)
+	switch in.Action {
+	case "acquire":
+		res, err = h.c.AcquireLock(ctx, fsm.LockAcquireCommand{Path: in.Path, Holder: h.cfg.Agent, TTL: fsm.LockTTL(ttl)})
+	case "renew":
+		res, err = h.c.RenewLock(ctx, fsm.LockRenewCommand{Path: in.Path, Holder: h.cfg.Agent, Token: in.Token, TTL: fsm.LockTTL(ttl)})
+	case "release":
+		res, err = h.c.ReleaseLock(ctx, fsm.LockReleaseCommand{Path: in.Path, Holder: h.cfg.Agent, Token: in.Token})
+	case "check":
+		chk, err := h.c.CheckLock(ctx, in.Path, in.Token, transport.Strong)
+		if err != nil {
+			return nil, LockOutput{}, toolErr("lock check", err)
+		}
+		out := LockOutput{Outcome: "not_current", Path: chk.Path, Holder: chk.Holder, Token: chk.Token, Reason: chk.Reason}
+		if chk.Current {
+			out.Outcome = "current"
+		}
+		if !chk.ExpiresAt.IsZero() {
+			out.Expires = chk.ExpiresAt.UTC().Format(time.RFC3339)
+		}
+		return nil, out, nil
+	default:
+		return nil, LockOutput{}, fmt.Errorf("lock: action %q, want acquire, renew, release or check", in.Action)
+	}
+	if err != nil {
+		return nil, LockOutput{}, toolErr("lock "+in.Action, err)
+	}
+	out := LockOutput{Outcome: res.Outcome, Path: in.Path, Reason: res.Message}
+	if l := res.Lock; l != nil {
+		out.Holder, out.Token, out.Expires = l.Holder, l.Token, l.ExpiresAt.UTC().Format(time.RFC3339)
+	}
+	return nil, out, nil
+}
+
+// toolErr is the error a tool returns for a failed API call: the API's own
+// message (which names the field or the conflict) prefixed by the tool, so
+// the model can correct its call. The SDK turns it into an IsError result.
+func toolErr(tool string, err error) error {
+	var api *transport.APIError
+	if errors.As(err, &api) {
+		return fmt.Errorf("%s: %s (%s)", tool, api.Message, api.Code)
+	}
+	return fmt.Errorf("%s: %w", tool, err)
+}

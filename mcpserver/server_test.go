@@ -1,0 +1,72 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/maos-project/maos/transport"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func TestNewRefusesBadConfig(t *testing.T) {
+	if _, err := New(Config{Agent: "bad id", Client: transport.NewClient("127.0.0.1:1", nil)}); err == nil || !strings.Contains(err.Error(), "bad id") {
+		t.Errorf("New with a bad agent id: %v", err)
+	}
+	if _, err := New(Config{Agent: "claude"}); err == nil {
+		t.Error("New without a client: nil error")
+	}
+}
+
+// TestToolsAreSmall lists the tools and bounds what their definitions cost
+// the model: six tools, each with a short description and input schema.
+func TestToolsAreSmall(t *testing.T) {
+	ctx := context.Background()
+	srv, err := New(Config{Agent: "claude", Client: transport.NewClient("127.0.0.1:1", nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Tools) != 6 {
+		t.Fatalf("%d tools, want 6", len(res.Tools))
+	}
+	total := 0
+	for _, tl := range res.Tools {
+		b, _ := json.Marshal(tl)
+		total += len(b)
+		if len(tl.Description) > 80 || tl.InputSchema == nil {
+			t.Errorf("tool %s: description %q (max 80), input schema %v", tl.Name, tl.Description, tl.InputSchema)
+		}
+	}
+	if total > 8000 {
+		t.Errorf("tool definitions are %d bytes of JSON, want at most 8000", total)
+	}
+	// A node that cannot be reached is a tool error, not a protocol error.
+	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolWho, Arguments: map[string]any{}})
+	if err != nil || !r.IsError {
+		t.Fatalf("who with no node = %v, %+v; want a tool error", err, r)
+	}
+	if txt := r.Content[0].(*mcp.TextContent).Text; !strings.Contains(txt, "who:") {
+		t.Errorf("who error %q does not name the tool", txt)
+	}
+	// A limit over the maximum is refused before any request.
+	r, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolList, Arguments: map[string]any{"limit": 500}})
+	if err != nil || !r.IsError || !strings.Contains(r.Content[0].(*mcp.TextContent).Text, "at most 100") {
+		t.Fatalf("list limit 500 = %v, %+v", err, r)
+	}
+}
