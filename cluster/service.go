@@ -33,53 +33,29 @@ func (n *Node) Send(ctx context.Context, m *fsm.Message) (*fsm.SendResult, error
 		})
 }
 
-// read serves a query: Local from this node's state; Strong only after the
-// leader has confirmed its leadership and applied everything committed
-// before the read began (a follower hands the whole read to the leader).
-func read[T any](ctx context.Context, n *Node, c transport.Consistency,
-	query func() (T, error), remote func(context.Context, *transport.Client) (T, error),
-) (T, error) {
-	if c != transport.Strong {
-		return query()
-	}
-	return leaderDo(ctx, n, false, func(ctx context.Context) (T, error) {
-		var zero T
-		if err := n.linearize(ctx); err != nil {
-			return zero, err
-		}
-		return query()
-	}, remote)
-}
-
-// linearize makes a leader's next local read linearizable (the read-index
-// method): confirm leadership and wait until the state has applied the
-// commit index noted before the confirmation.
-func (n *Node) linearize(ctx context.Context) error {
-	idx, err := n.readIndex(ctx)
-	if err != nil {
-		return err
-	}
-	return n.fsm.WaitApplied(ctx, idx)
-}
-
-// Message returns one message by id.
+// Message returns one message by id; with Strong, after Linearize.
 func (n *Node) Message(ctx context.Context, id string, c transport.Consistency) (*fsm.Message, error) {
-	return read(ctx, n, c, func() (*fsm.Message, error) { return n.fsm.Message(id) },
-		func(ctx context.Context, cl *transport.Client) (*fsm.Message, error) { return cl.Message(ctx, id, c) })
+	if err := n.Linearize(ctx, c); err != nil {
+		return nil, err
+	}
+	return n.fsm.Message(id)
 }
 
-// ChannelPage returns a page of a channel's log.
+// ChannelPage returns a page of a channel's log; with Strong, after
+// Linearize.
 func (n *Node) ChannelPage(ctx context.Context, channel string, after uint64, limit int, c transport.Consistency) (fsm.Page, error) {
-	return read(ctx, n, c, func() (fsm.Page, error) { return n.fsm.ChannelPage(channel, after, limit) },
-		func(ctx context.Context, cl *transport.Client) (fsm.Page, error) {
-			return cl.ChannelPage(ctx, channel, after, limit, c)
-		})
+	if err := n.Linearize(ctx, c); err != nil {
+		return fsm.Page{}, err
+	}
+	return n.fsm.ChannelPage(channel, after, limit)
 }
 
-// Channels lists the channels.
+// Channels lists the channels; with Strong, after Linearize.
 func (n *Node) Channels(ctx context.Context, c transport.Consistency) ([]fsm.ChannelInfo, error) {
-	return read(ctx, n, c, n.fsm.Channels,
-		func(ctx context.Context, cl *transport.Client) ([]fsm.ChannelInfo, error) { return cl.Channels(ctx, c) })
+	if err := n.Linearize(ctx, c); err != nil {
+		return nil, err
+	}
+	return n.fsm.Channels()
 }
 
 // Status is this node's view of the cluster.
