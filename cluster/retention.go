@@ -15,8 +15,8 @@ import (
 // messages; its time is the entry's, never a node's clock.
 var trimInterval = time.Minute
 
-// trimLoop proposes a trim for every channel with a retention policy, once
-// per trimInterval, while this node leads. A channel with more to trim than
+// trimLoop proposes a trim for every channel with a retention policy that
+// has something to trim, once per trimInterval, while this node leads. A channel with more to trim than
 // one entry removes (fsm.MaxTrimPerEntry) is trimmed again at once, up to a
 // bound, so a large backlog drains without one huge batch.
 func (n *Node) trimLoop() {
@@ -38,7 +38,11 @@ func (n *Node) trimLoop() {
 			continue
 		}
 		for _, p := range policies {
-			n.trimChannel(p.Channel)
+			// Propose only when something is due, so an idle policy costs
+			// no log entry a minute.
+			if due, err := n.fsm.TrimDue(p.Channel, n.cfg.Now()); err == nil && due {
+				n.trimChannel(p.Channel)
+			}
 		}
 	}
 }

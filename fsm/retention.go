@@ -249,3 +249,28 @@ func (f *FSM) RetentionOf(channel string) (Retention, error) {
 	})
 	return r, err
 }
+
+// TrimDue reports whether trimming channel as of now would remove
+// anything. It is the leader's hint for proposing a trim only when one is
+// due (now is the leader's clock); the trim entry itself decides what goes
+// from its own timestamp.
+func (f *FSM) TrimDue(channel string, now time.Time) (bool, error) {
+	due := false
+	err := f.view(func(tx *bbolt.Tx) error {
+		r, ok := loadRetention(tx, channel)
+		cv := tx.Bucket(bucketChannels).Get([]byte(channel))
+		if !ok || len(cv) != 24 {
+			return nil
+		}
+		if r.MaxMessages > 0 && binary.BigEndian.Uint64(cv[:8]) > r.MaxMessages {
+			due = true
+			return nil
+		}
+		if r.MaxAge > 0 {
+			first, err := getMessage(tx, binary.BigEndian.Uint64(cv[8:16]))
+			due = err == nil && first.Timestamp.Before(now.Add(-r.MaxAge))
+		}
+		return nil
+	})
+	return due, err
+}

@@ -125,3 +125,26 @@ func dataOnly(d string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+func TestTrimDue(t *testing.T) {
+	b := newMbox(t)
+	first := b.send(b.msg("codex", "one", "claude"))
+	b.send(b.msg("codex", "two", "claude"))
+	if due, err := b.f.TrimDue("general", first.Timestamp); err != nil || due {
+		t.Fatalf("no policy: due=%v, %v", due, err)
+	}
+	b.ok(OpSetRetention, SetRetentionCommand{Channel: "general", MaxMessages: 2, MaxAge: "1h"})
+	if due, _ := b.f.TrimDue("general", first.Timestamp.Add(time.Hour)); due {
+		t.Fatal("due with 2 of 2 messages, the oldest exactly 1h old")
+	}
+	if due, _ := b.f.TrimDue("general", first.Timestamp.Add(time.Hour+1)); !due {
+		t.Fatal("not due with the oldest message past max_age")
+	}
+	b.send(b.msg("codex", "three", "claude"))
+	if due, _ := b.f.TrimDue("general", first.Timestamp); !due {
+		t.Fatal("not due with 3 messages over max_messages 2")
+	}
+	if due, _ := b.f.TrimDue("nochannel", first.Timestamp); due {
+		t.Fatal("due for an unknown channel")
+	}
+}
