@@ -139,6 +139,7 @@ func (n *Node) raftConfig(logger hclog.Logger) (*raft.Config, error) {
 	// Group commit: many proposals per append and per FSM batch.
 	rc.MaxAppendEntries = 512
 	rc.BatchApplyCh = true
+	rc.CommitTimeout = n.cfg.CommitTimeout
 	if n.cfg.HeartbeatTimeout > 0 {
 		rc.HeartbeatTimeout = n.cfg.HeartbeatTimeout
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"path"
-	"regexp"
 	"strings"
 
 	"go.etcd.io/bbolt"
@@ -39,20 +38,35 @@ type recipient struct {
 	role string // its registered role; "" for an id that has not registered
 }
 
-// mentionRE finds "@name" not preceded by a name character (so an e-mail
-// address is not a mention). The name is checked with ValidName after
-// trailing punctuation is cut ("@claude." ends a sentence).
-var mentionRE = regexp.MustCompile(`(?:^|[^A-Za-z0-9._-])@([A-Za-z0-9][A-Za-z0-9._-]*)`)
-
-// mentions returns the distinct valid agent ids mentioned in text, in
-// order of appearance, at most max of them.
+// mentions returns the distinct valid agent ids mentioned in text as
+// "@name", in order of appearance, at most max of them. An "@" preceded by
+// a name character (an e-mail address) is not a mention, and trailing
+// punctuation is cut before the name is checked with ValidName ("@claude."
+// ends a sentence). A hand scan rather than a regexp: every send's text
+// goes through it at apply, on every node.
 func mentions(text string, max int) []string {
 	var out []string
-	seen := map[string]bool{}
-	for _, sm := range mentionRE.FindAllStringSubmatch(text, -1) {
-		name := strings.TrimRight(sm[1], ".-_")
+	var seen map[string]bool
+	for i := 0; i < len(text); {
+		at := strings.IndexByte(text[i:], '@')
+		if at < 0 {
+			break
+		}
+		at += i
+		end := at + 1
+		for end < len(text) && isMentionByte(text[end]) {
+			end++
+		}
+		i = end
+		if (at > 0 && isMentionByte(text[at-1])) || end == at+1 || !isAlnum(text[at+1]) {
+			continue
+		}
+		name := strings.TrimRight(text[at+1:end], ".-_")
 		if !ValidName(name) || seen[name] {
 			continue
+		}
+		if seen == nil {
+			seen = map[string]bool{}
 		}
 		seen[name] = true
 		out = append(out, name)
@@ -61,6 +75,12 @@ func mentions(text string, max int) []string {
 		}
 	}
 	return out
+}
+
+// isMentionByte reports whether c may appear in a mentioned name as written
+// ([A-Za-z0-9._-]; ValidName then insists on lower case).
+func isMentionByte(c byte) bool {
+	return isAlnum(c) || ('A' <= c && c <= 'Z') || c == '.' || c == '_' || c == '-'
 }
 
 // resolveRecipients turns m's "to" and the @mentions of its text into

@@ -1,7 +1,9 @@
 package fsm
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -20,9 +22,21 @@ const (
 // CommandVersion is the envelope version this build writes and the highest
 // it applies. An entry with a higher version fails to apply with an error
 // result rather than being half-understood.
-const CommandVersion = 1
+//
+// Version 1 is a JSON object {"v":1,"op","ts","body"}; version 2 is binary,
+// because decoding a JSON envelope scans the whole body twice more before
+// the op decodes it: byte 0x02, uvarint len(op), op, varint ts, then the
+// body's JSON to the end. An entry's first byte tells them apart ('{' or
+// 0x02), so logs written by version 1 still apply.
+const CommandVersion = 2
 
-// Command is the envelope of every Raft log entry: {"v","op","ts","body"}.
+// envelopeV2 is the first byte of a version-2 entry.
+const envelopeV2 = 0x02
+
+// maxOpLen bounds an op name in a binary envelope.
+const maxOpLen = 64
+
+// Command is a decoded log entry.
 type Command struct {
 	V  int   `json:"v"`
 	Op Op    `json:"op"`
@@ -32,22 +46,49 @@ type Command struct {
 }
 
 // Encode builds the log entry bytes for op with body, stamped with ts
-// (Unix nanoseconds) by the proposing node.
+// (Unix nanoseconds) by the proposing node, in envelope version 2.
 func Encode(op Op, ts int64, body any) ([]byte, error) {
+	if len(op) == 0 || len(op) > maxOpLen {
+		return nil, fmt.Errorf("fsm: encode: op %q: must be 1..%d bytes", op, maxOpLen)
+	}
 	b, err := json.Marshal(body)
 	if err != nil {
 		return nil, fmt.Errorf("fsm: encode %s: %w", op, err)
 	}
-	return json.Marshal(Command{V: CommandVersion, Op: op, TS: ts, Body: b})
+	out := make([]byte, 0, 1+binary.MaxVarintLen64*2+len(op)+len(b))
+	out = append(out, envelopeV2)
+	out = binary.AppendUvarint(out, uint64(len(op)))
+	out = append(out, op...)
+	out = binary.AppendVarint(out, ts)
+	return append(out, b...), nil
 }
 
 func decode(data []byte) (Command, error) {
+	if len(data) > 0 && data[0] == envelopeV2 {
+		return decodeV2(data[1:])
+	}
 	var c Command
 	if err := json.Unmarshal(data, &c); err != nil {
 		return c, fmt.Errorf("fsm: decode command: %w", err)
 	}
-	if c.V < 1 || c.V > CommandVersion {
-		return c, fmt.Errorf("fsm: command version %d, this build applies 1..%d", c.V, CommandVersion)
+	if c.V != 1 {
+		return c, fmt.Errorf("fsm: command version %d in a JSON envelope, this build applies 1..%d", c.V, CommandVersion)
 	}
+	return c, nil
+}
+
+func decodeV2(b []byte) (Command, error) {
+	c := Command{V: 2}
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n == 0 || n > maxOpLen || uint64(len(b)-k) < n {
+		return c, errors.New("fsm: decode command: bad op length in a version 2 envelope")
+	}
+	c.Op, b = Op(b[k:k+int(n)]), b[k+int(n):]
+	ts, k := binary.Varint(b)
+	if k <= 0 {
+		return c, errors.New("fsm: decode command: bad timestamp in a version 2 envelope")
+	}
+	// The body is validated once, by the op's own decoder.
+	c.TS, c.Body = ts, b[k:]
 	return c, nil
 }
