@@ -20,20 +20,33 @@ func (n *Node) Apply(ctx context.Context, op fsm.Op, body any) (json.RawMessage,
 		return nil, err
 	}
 	return leaderDo(ctx, n, true,
-		func(context.Context) (json.RawMessage, error) {
-			res, err := applyAs[any](n, data)
-			if err != nil {
-				return nil, err
-			}
-			out, err := json.Marshal(res)
-			if err != nil {
-				return nil, fmt.Errorf("cluster: encode %s result: %w", op, err)
-			}
-			return out, nil
-		},
+		func(context.Context) (json.RawMessage, error) { return n.applyJSON(data) },
 		func(ctx context.Context, c *transport.Client) (json.RawMessage, error) {
-			return c.Apply(ctx, op, body)
+			return c.ApplyEntry(ctx, data)
 		})
+}
+
+// ApplyEntry commits an entry a follower encoded and forwarded: leader
+// only, never forwarded again (transport.EntryApplier).
+func (n *Node) ApplyEntry(ctx context.Context, entry []byte) (json.RawMessage, error) {
+	if n.raft.State() != raft.Leader {
+		return nil, fmt.Errorf("%w: node %s (leader is %q)", transport.ErrNotLeader, n.cfg.NodeID, n.leaderID())
+	}
+	return n.applyJSON(entry)
+}
+
+// applyJSON commits an encoded entry on the leader and returns the state
+// machine's result as JSON.
+func (n *Node) applyJSON(data []byte) (json.RawMessage, error) {
+	res, err := applyAs[any](n, data)
+	if err != nil {
+		return nil, err
+	}
+	out, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: encode an entry's result: %w", err)
+	}
+	return out, nil
 }
 
 // Linearize makes the next local read see every entry committed before the

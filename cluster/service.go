@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -25,11 +26,15 @@ func (n *Node) Send(ctx context.Context, m *fsm.Message) (*fsm.SendResult, error
 	return leaderDo(ctx, n, true,
 		func(context.Context) (*fsm.SendResult, error) { return applyAs[*fsm.SendResult](n, data) },
 		func(ctx context.Context, c *transport.Client) (*fsm.SendResult, error) {
-			r, err := c.Send(ctx, m)
+			raw, err := c.ApplyEntry(ctx, data)
 			if err != nil {
 				return nil, err
 			}
-			return &fsm.SendResult{ID: r.ID, Seq: r.Seq, Timestamp: r.Timestamp, Blocked: r.Blocked}, nil
+			var r fsm.SendResult
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return nil, fmt.Errorf("cluster: forwarded send: decode the leader's result: %w", err)
+			}
+			return &r, nil
 		})
 }
 

@@ -185,7 +185,7 @@ func (c *Client) doRaw(ctx context.Context, method, path string, q url.Values, h
 	for k, vs := range h {
 		req.Header[k] = vs
 	}
-	if in != nil {
+	if in != nil && req.Header.Get("Content-Type") == "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.forwarded {

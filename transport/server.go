@@ -81,6 +81,7 @@ func NewServer(svc Service, opts ServerOptions) *Server {
 	s.mux.HandleFunc("PUT /v1/cluster/config", s.setConfig)
 	s.mux.HandleFunc("POST /v1/internal/apply", s.internalApply)
 	s.mux.HandleFunc("GET /v1/internal/read-index", s.readIndex)
+	s.mux.HandleFunc("POST /v1/internal/entry", s.internalEntry)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &APIError{Status: http.StatusNotFound, Code: CodeNotFound,
 			Message: fmt.Sprintf("no endpoint %s %s; see README.md for the API", r.Method, r.URL.Path)})

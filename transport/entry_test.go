@@ -1,0 +1,108 @@
+package transport_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+)
+
+// entryService is the fake with transport.EntryApplier: it records the
+// entries it is given and answers with result or err.
+type entryService struct {
+	*fakeService
+	entries [][]byte
+	result  json.RawMessage
+	err     error
+}
+
+func (s *entryService) ApplyEntry(ctx context.Context, entry []byte) (json.RawMessage, error) {
+	s.entries = append(s.entries, bytes.Clone(entry))
+	return s.result, s.err
+}
+
+func serveEntries(t *testing.T, svc transport.Service) *transport.Client {
+	t.Helper()
+	srv := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{Logger: discard}))
+	t.Cleanup(srv.Close)
+	return transport.NewClient(srv.URL, nil)
+}
+
+func TestApplyEntryRelaysTheEntryAndTheResult(t *testing.T) {
+	svc := &entryService{fakeService: newFake(), result: json.RawMessage(`{"id":"m1","seq":7}`)}
+	c := serveEntries(t, svc)
+	entry, err := fsm.Encode(fsm.OpSend, 1, fsm.SendCommand{Message: fsm.Message{ID: "m1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.ApplyEntry(context.Background(), entry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != `{"id":"m1","seq":7}` {
+		t.Errorf("result = %s", got)
+	}
+	if len(svc.entries) != 1 || !bytes.Equal(svc.entries[0], entry) {
+		t.Errorf("the service got %q, want the entry as sent", svc.entries)
+	}
+}
+
+func TestApplyEntryErrorsKeepTheirKind(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want error
+	}{
+		{fmt.Errorf("fsm: apply send: id m1: %w", fsm.ErrConflict), fsm.ErrConflict},
+		{fmt.Errorf("%w: node n2", transport.ErrNotLeader), transport.ErrNotLeader},
+		{fmt.Errorf("fsm: %w", fsm.ErrForbidden), fsm.ErrForbidden},
+	} {
+		svc := &entryService{fakeService: newFake(), err: tc.err}
+		_, err := serveEntries(t, svc).ApplyEntry(context.Background(), []byte{2, 4, 's', 'e', 'n', 'd', 0, '{', '}'})
+		if !errors.Is(err, tc.want) {
+			t.Errorf("service error %v: client got %v, want one matching %v", tc.err, err, tc.want)
+		}
+	}
+}
+
+func TestInternalEntryRefusesBadRequests(t *testing.T) {
+	svc := &entryService{fakeService: newFake(), result: json.RawMessage(`{}`)}
+	srv := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{Logger: discard}))
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct {
+		name, ctype, body string
+		status            int
+		code              string
+	}{
+		{"JSON content type", "application/json", "{}", http.StatusBadRequest, transport.CodeBadRequest},
+		{"no content type", "", "x", http.StatusBadRequest, transport.CodeBadRequest},
+		{"empty", transport.ContentTypeEntry, "", http.StatusBadRequest, transport.CodeBadRequest},
+		{"over the limit", transport.ContentTypeEntry, strings.Repeat("x", 2<<20+1), http.StatusRequestEntityTooLarge, transport.CodeTooLarge},
+	} {
+		h := http.Header{}
+		if tc.ctype != "" {
+			h.Set("Content-Type", tc.ctype)
+		}
+		r := do(t, http.MethodPost, srv.URL+"/v1/internal/entry", tc.body, h)
+		if r.status != tc.status || !strings.Contains(string(r.body), `"code":"`+tc.code+`"`) {
+			t.Errorf("%s: %d %s, want %d with code %s", tc.name, r.status, r.body, tc.status, tc.code)
+		}
+	}
+	if len(svc.entries) != 0 {
+		t.Errorf("refused requests reached the service: %q", svc.entries)
+	}
+}
+
+func TestInternalEntryWithoutAnApplier(t *testing.T) {
+	_, err := serveEntries(t, newFake()).ApplyEntry(context.Background(), []byte{2})
+	if !errors.Is(err, fsm.ErrNotFound) || !strings.Contains(fmt.Sprint(err), "does not apply forwarded entries") {
+		t.Errorf("err = %v, want the node to say it does not apply entries", err)
+	}
+}
