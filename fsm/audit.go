@@ -44,8 +44,12 @@ type AuditEvent struct {
 	Text      string `json:"text"`
 	MessageID string `json:"message_id,omitempty"`
 	// Private marks an event about a private message; readers other than
-	// its parties see a redacted line.
+	// its parties and moderators see RedactEvent's line instead.
 	Private bool `json:"private,omitempty"`
+	// Readers, on a Private event, are the agents besides From who may read
+	// the message: those it was delivered to and those its "to" names by
+	// id (see Viewer.CanReadEvent). Empty on other events.
+	Readers []string `json:"readers,omitempty"`
 }
 
 // Line renders the event in the seed audit format.

@@ -26,7 +26,8 @@ type OverviewEntry struct {
 	Recipients []string `json:"recipients,omitempty"`
 	Type       string   `json:"type,omitempty"`
 	Priority   string   `json:"priority,omitempty"`
-	// Title is "(private)" for a private message.
+	// Title is PrivateText for a private message read on a node without
+	// authentication; a reader who may read the message sees its title.
 	Title   string `json:"title,omitempty"`
 	Private bool   `json:"private,omitempty"`
 }
@@ -38,9 +39,10 @@ type OverviewPage struct {
 	HasMore bool `json:"has_more"`
 }
 
-// PrivateText replaces the title of a private message in the overview
-// (and the text of its audit events on the API) until readers
-// authenticate.
+// PrivateText stands for what is hidden of a private message: its title
+// in the overview and the text of its audit events, for readers who are
+// not authenticated (a node without --auth), and the text of a redacted
+// audit event (RedactEvent).
 const PrivateText = "(private)"
 
 // overviewHeaders is the part of a stored message the overview decodes:
@@ -59,22 +61,32 @@ type overviewHeaders struct {
 	Visibility string     `json:"visibility"`
 }
 
-func overviewEntry(data []byte) (OverviewEntry, error) {
+// overviewEntry decodes the headers of a stored message as viewer sees
+// them: ok is false when viewer may not read it. A nil viewer gets every
+// entry, private titles as PrivateText.
+func overviewEntry(viewer *Viewer, data []byte) (e OverviewEntry, ok bool, err error) {
 	var h overviewHeaders
 	if err := json.Unmarshal(data, &h); err != nil {
-		return OverviewEntry{}, err
+		return OverviewEntry{}, false, err
 	}
-	e := OverviewEntry{
+	e = OverviewEntry{
 		Seq: h.Seq, ID: h.ID, Timestamp: h.Timestamp, Channel: h.Channel, From: h.From,
 		To: []string(h.To), Recipients: h.Recipients, Type: h.Type, Priority: h.Priority, Title: h.Title,
 	}
 	if e.To == nil {
 		e.To = []string{}
 	}
-	if h.Visibility == "private" {
-		e.Private, e.Title = true, PrivateText
+	if h.Visibility == VisibilityPrivate {
+		m := Message{From: h.From, To: h.To, Recipients: h.Recipients, Visibility: h.Visibility}
+		if !viewer.CanRead(&m) {
+			return OverviewEntry{}, false, nil
+		}
+		e.Private = true
+		if viewer == nil {
+			e.Title = PrivateText
+		}
 	}
-	return e, nil
+	return e, true, nil
 }
 
 // Overview returns up to limit messages with seq > after, in seq order, as
@@ -82,8 +94,21 @@ func overviewEntry(data []byte) (OverviewEntry, error) {
 // the channel index), else of every channel (from the log itself). limit
 // ≤ 0 means DefaultPageLimit; it is capped at MaxPageLimit. It reads
 // limit+1 keys and limit messages whatever the log's size. An unknown
-// channel yields an empty page.
+// channel yields an empty page. Private messages are listed with their
+// title as PrivateText: this is the overview of a node without
+// authentication (OverviewFor with a nil Viewer).
 func (f *FSM) Overview(channel string, after uint64, limit int) (OverviewPage, error) {
+	return f.OverviewFor(nil, channel, after, limit)
+}
+
+// OverviewFor is Overview as viewer sees it. A nil viewer sees what
+// Overview lists. Otherwise the private messages viewer may not read
+// (Viewer.CanRead) are left out and those it may read keep their title
+// (marked Private). The page reads on past the messages it leaves out
+// until it holds limit entries, so a page with HasMore always ends on an
+// entry whose seq is the next cursor; the price is that a page also costs
+// the messages it skipped.
+func (f *FSM) OverviewFor(viewer *Viewer, channel string, after uint64, limit int) (OverviewPage, error) {
 	if limit <= 0 {
 		limit = DefaultPageLimit
 	}
@@ -97,11 +122,13 @@ func (f *FSM) Overview(channel string, after uint64, limit int) (OverviewPage, e
 		if data == nil {
 			return fmt.Errorf("message at seq %d: %w", seq, ErrNotFound)
 		}
-		e, err := overviewEntry(data)
+		e, ok, err := overviewEntry(viewer, data)
 		if err != nil {
 			return fmt.Errorf("message at seq %d: decode: %w", seq, err)
 		}
-		page.Messages = append(page.Messages, e)
+		if ok {
+			page.Messages = append(page.Messages, e)
+		}
 		return nil
 	}
 	err := f.view(func(tx *bbolt.Tx) error {

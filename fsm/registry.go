@@ -35,4 +35,9 @@ var registry = map[Op]applyFunc{
 
 	// Watchers: cursor.go.
 	OpSetCursor: applySetCursor,
+
+	// Authentication: token_create.go, token_revoke.go, denial.go.
+	OpCreateToken: applyCreateToken,
+	OpRevokeToken: applyRevokeToken,
+	OpAuditDenial: applyAuditDenial,
 }

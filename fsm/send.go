@@ -62,7 +62,8 @@ func contentHash(m *Message) ([32]byte, error) {
 // A stored message gets its resolved Recipients, a thread_id if it is a reply
 // sent without one, an inbox entry and a "delivered" receipt per delivered
 // recipient, a "blocked" receipt per blocked one, its thread entry, the
-// "answered" receipt on its parent, and a MESSAGE audit line.
+// "answered" receipt on its parent, and a MESSAGE audit line. The audit
+// lines of a private message carry its readers (markPrivate).
 func applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 	var cmd SendCommand
 	if err := json.Unmarshal(body, &cmd); err != nil {
@@ -106,7 +107,7 @@ func applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 		fromRole = sender.Role
 	} else if readConfig(tx).StrictSenders {
 		reason := fmt.Sprintf("sender %s is not a registered agent and strict_senders is on: register it first (maosctl agents register %s --role ROLE)", m.From, m.From)
-		audit(tx, index, ts, AuditEvent{Kind: AuditBlocked, From: m.From, To: m.To, Label: "BLOCKED", Text: reason, MessageID: m.ID})
+		audit(tx, index, ts, markPrivate(AuditEvent{Kind: AuditBlocked, From: m.From, To: m.To, Label: "BLOCKED", Text: reason, MessageID: m.ID}, &m, nil))
 		return nil, fmt.Errorf("fsm: apply send: %w: %s", ErrForbidden, reason)
 	}
 	delivered, blocked := rcpts, []BlockedRecipient(nil)
@@ -126,7 +127,7 @@ func applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 	}
 	blockedAudit := func() {
 		for _, b := range blocked {
-			audit(tx, index, ts, AuditEvent{Kind: AuditBlocked, From: m.From, To: []string{b.ID}, Label: "BLOCKED", Text: b.Reason, MessageID: m.ID})
+			audit(tx, index, ts, markPrivate(AuditEvent{Kind: AuditBlocked, From: m.From, To: []string{b.ID}, Label: "BLOCKED", Text: b.Reason, MessageID: m.ID}, &m, delivered))
 		}
 	}
 	if len(rcpts) > 0 && len(delivered) == 0 {
@@ -147,7 +148,7 @@ func applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 		a := Agent{ID: m.From, Role: DefaultRole, Auto: true, RegisteredAt: now, UpdatedAt: now, Index: index}
 		putAgent(tx, nil, &a)
 		audit(tx, index, ts, AuditEvent{Kind: AuditAgent, From: a.ID, Label: "REGISTER",
-			Text: "role " + a.Role + " (registered by its first send)", MessageID: m.ID})
+			Text: "role " + a.Role + " (registered by its first send)", MessageID: auditMessageID(&m)})
 	}
 	m.Seq = index
 	if m.Timestamp.IsZero() {
@@ -206,8 +207,8 @@ func applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 	if text == "" {
 		text = firstLine(m.Content.Text, 120)
 	}
-	audit(tx, index, ts, AuditEvent{Kind: AuditMessage, From: m.From, To: m.Recipients, Label: strings.ToUpper(m.Type),
-		Text: text, MessageID: m.ID, Private: m.Visibility == "private"})
+	audit(tx, index, ts, markPrivate(AuditEvent{Kind: AuditMessage, From: m.From, To: m.Recipients, Label: strings.ToUpper(m.Type),
+		Text: text, MessageID: m.ID}, &m, delivered))
 	blockedAudit()
 	return &SendResult{ID: m.ID, Seq: index, Timestamp: m.Timestamp, Blocked: blocked}, nil
 }

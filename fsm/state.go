@@ -42,10 +42,15 @@ var (
 	bucketRetention   = []byte("retention")
 	bucketCursors     = []byte("cursors")
 
+	// Bearer tokens (tokens.go): id → token record; SHA-256 hex → id.
+	bucketTokens      = []byte("tokens")
+	bucketTokenHashes = []byte("token_hashes")
+
 	allBuckets = [][]byte{
 		bucketMeta, bucketMessages, bucketIDs, bucketChannels, bucketChannelIndex, bucketNodes,
 		bucketAgents, bucketAgentIndex, bucketInbox, bucketInboxCounts, bucketInboxUnread, bucketReadMarks, bucketReceipts,
 		bucketThreads, bucketAudit, bucketConfig, bucketRules, bucketBulletin, bucketLocks, bucketRetention, bucketCursors,
+		bucketTokens, bucketTokenHashes,
 	}
 
 	keyAppliedIndex = []byte("applied_index")

@@ -1,0 +1,90 @@
+package fsm
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+// OpCreateToken stores a new bearer token (body: CreateTokenCommand).
+const OpCreateToken Op = "create_token"
+
+// AuditToken is the audit kind of token creation and revocation.
+const AuditToken = "token"
+
+// CreateTokenCommand creates a token: the proposer generated the secret
+// and the id, and sends only the secret's hash.
+type CreateTokenCommand struct {
+	ID    string `json:"id"`    // a ValidName, not BootstrapTokenID
+	Agent string `json:"agent"` // a ValidName: the agent it speaks for
+	Role  string `json:"role"`  // one of TokenRoles
+	Hash  string `json:"hash"`  // HashToken(secret): 64 lowercase hex
+	// By names the token that created it (for the audit trail), optional.
+	By string `json:"by,omitempty"`
+}
+
+// Validate checks every field, naming the one at fault.
+func (c *CreateTokenCommand) Validate() error {
+	if !ValidName(c.ID) {
+		return fieldErr("id", "%q must match %s", c.ID, nameRE)
+	}
+	if c.ID == BootstrapTokenID {
+		return fieldErr("id", "%q is reserved for the admin bootstrap token", c.ID)
+	}
+	if !ValidName(c.Agent) {
+		return fieldErr("agent", "%q must match %s", c.Agent, nameRE)
+	}
+	if !slices.Contains(TokenRoles, c.Role) {
+		return fieldErr("role", "%q is not one of %s", c.Role, strings.Join(TokenRoles, ", "))
+	}
+	if !validHash(c.Hash) {
+		return fieldErr("hash", "want the SHA-256 of the secret as 64 lowercase hex digits, got %d bytes", len(c.Hash))
+	}
+	if c.By != "" && !ValidName(c.By) {
+		return fieldErr("by", "%q must match %s", c.By, nameRE)
+	}
+	return nil
+}
+
+// applyCreateToken stores the token and its hash mapping and returns the
+// *Token. A retry of the same command (same id, agent, role and hash, not
+// revoked since) returns the token again; any other reuse of the id or of
+// the hash, a revoked token's included, is a conflict.
+func applyCreateToken(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
+	var cmd CreateTokenCommand
+	if err := json.Unmarshal(body, &cmd); err != nil {
+		return nil, fmt.Errorf("fsm: apply create_token: decode: %w", err)
+	}
+	if err := cmd.Validate(); err != nil {
+		return nil, fmt.Errorf("fsm: apply create_token: %w", err)
+	}
+	prev, err := loadToken(tx, cmd.ID)
+	if err != nil {
+		return nil, err
+	}
+	if prev != nil {
+		if !prev.Revoked() && prev.Agent == cmd.Agent && prev.Role == cmd.Role && prev.Hash == cmd.Hash {
+			return &prev.Token, nil
+		}
+		return nil, fmt.Errorf("fsm: apply create_token: token id %s exists: %w", cmd.ID, ErrConflict)
+	}
+	hashes := tx.Bucket(bucketTokenHashes)
+	if other := hashes.Get([]byte(cmd.Hash)); other != nil {
+		return nil, fmt.Errorf("fsm: apply create_token: token %s: its hash is token %s's: %w", cmd.ID, other, ErrConflict)
+	}
+	rec := &tokenRecord{Token: Token{ID: cmd.ID, Agent: cmd.Agent, Role: cmd.Role, CreatedAt: time.Unix(0, ts).UTC()}, Hash: cmd.Hash}
+	putToken(tx, rec)
+	if err := hashes.Put([]byte(cmd.Hash), []byte(cmd.ID)); err != nil {
+		panic(fmt.Sprintf("fsm: apply create_token: put hash: %v", err))
+	}
+	text := fmt.Sprintf("token %s created for %s, role %s", cmd.ID, cmd.Agent, cmd.Role)
+	if cmd.By != "" {
+		text += " by token " + cmd.By
+	}
+	audit(tx, index, ts, AuditEvent{Kind: AuditToken, From: cmd.Agent, Label: "TOKEN_CREATE", Text: text})
+	return &rec.Token, nil
+}

@@ -1,0 +1,240 @@
+package fsm
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestViewerCanRead(t *testing.T) {
+	private := Message{From: "codex", To: Recipients{"claude", "role:reviewer", "rex", "all"},
+		Recipients: []string{"claude", "ray"}, Visibility: VisibilityPrivate}
+	public := private
+	public.Visibility = VisibilityPublic
+	legacy := private
+	legacy.Visibility = "" // stored before visibility was normalized: public
+	for _, c := range []struct {
+		name string
+		v    *Viewer
+		m    *Message
+		want bool
+	}{
+		{"nil viewer reads private", nil, &private, true},
+		{"moderator", &Viewer{Agent: "boss", Moderator: true}, &private, true},
+		{"moderator without agent", &Viewer{Moderator: true}, &private, true},
+		{"sender", &Viewer{Agent: "codex"}, &private, true},
+		{"recipient named by id", &Viewer{Agent: "claude"}, &private, true},
+		{"recipient through a role", &Viewer{Agent: "ray"}, &private, true},
+		{"named by id but not delivered (blocked)", &Viewer{Agent: "rex"}, &private, true},
+		{"third agent", &Viewer{Agent: "gemini"}, &private, false},
+		{"no agent, not moderator", &Viewer{}, &private, false},
+		{`an agent called "all" is not named by "all"`, &Viewer{Agent: "all"}, &private, false},
+		{"third agent, public", &Viewer{Agent: "gemini"}, &public, true},
+		{"third agent, no visibility", &Viewer{Agent: "gemini"}, &legacy, true},
+	} {
+		if got := c.v.CanRead(c.m); got != c.want {
+			t.Errorf("%s: CanRead = %t, want %t", c.name, got, c.want)
+		}
+	}
+}
+
+func TestViewerCanReadEvent(t *testing.T) {
+	ev := AuditEvent{Kind: AuditMessage, From: "codex", To: []string{"claude"}, Readers: []string{"claude", "rex"}, Private: true}
+	old := AuditEvent{Kind: AuditMessage, From: "codex", To: []string{"claude"}, Private: true} // before Readers
+	pub := AuditEvent{Kind: AuditMessage, From: "codex", To: []string{"claude"}}
+	for _, c := range []struct {
+		name string
+		v    *Viewer
+		e    *AuditEvent
+		want bool
+	}{
+		{"nil viewer", nil, &ev, true},
+		{"moderator", &Viewer{Moderator: true}, &ev, true},
+		{"sender", &Viewer{Agent: "codex"}, &ev, true},
+		{"recipient", &Viewer{Agent: "claude"}, &ev, true},
+		{"reader not in to", &Viewer{Agent: "rex"}, &ev, true},
+		{"third agent", &Viewer{Agent: "gemini"}, &ev, false},
+		{"no agent", &Viewer{}, &ev, false},
+		{"old event, recipient", &Viewer{Agent: "claude"}, &old, true},
+		{"old event, third agent", &Viewer{Agent: "rex"}, &old, false},
+		{"public event, third agent", &Viewer{Agent: "gemini"}, &pub, true},
+	} {
+		if got := c.v.CanReadEvent(c.e); got != c.want {
+			t.Errorf("%s: CanReadEvent = %t, want %t", c.name, got, c.want)
+		}
+	}
+}
+
+func TestRedactEvent(t *testing.T) {
+	at := time.Date(2025, 10, 20, 14, 30, 45, 0, time.UTC)
+	ev := AuditEvent{Seq: 7, Index: 42, Time: at, Kind: AuditMessage, From: "triage", To: []string{"orchestrator"},
+		Label: "CHAT", Text: "secret plans", MessageID: "msg-20251020-143045-triage-0badf00d", Private: true, Readers: []string{"orchestrator"}}
+	r := RedactEvent(ev)
+	if r.Seq != 7 || r.Index != 42 || !r.Time.Equal(at) || r.Kind != AuditMessage || !r.Private {
+		t.Errorf("redacted event lost its place: %+v", r)
+	}
+	if got, want := r.Line(), "[2025-10-20T14:30:45Z] MESSAGE: (private)"; got != want {
+		t.Errorf("line = %q, want %q", got, want)
+	}
+	data, _ := json.Marshal(r)
+	for _, leak := range []string{"triage", "orchestrator", "secret", "CHAT", "msg-"} {
+		if strings.Contains(string(data), leak) {
+			t.Errorf("redacted event %s leaks %q", data, leak)
+		}
+	}
+	pub := ev
+	pub.Private = false
+	if got := RedactEvent(pub); got.Text != "secret plans" || got.From != "triage" {
+		t.Errorf("a public event was redacted: %+v", got)
+	}
+}
+
+// The audit events of a private send record it: Private and the readers,
+// on the message line and on the lines of recipients the rules blocked;
+// the sender's registration by that send does not name the message.
+func TestPrivateSendAudit(t *testing.T) {
+	b := newMbox(t)
+	b.register("tina", "tester")
+	b.register("rex", "reviewer")
+	b.register("dev", "developer")
+	b.register("dan", "developer")
+	b.ok(OpSetRules, rulesTesterReviewer)
+	auditBefore := len(b.auditLines())
+
+	m := b.msg("tina", "results attached", "rex", "role:developer")
+	m.Visibility = VisibilityPrivate
+	b.send(m)
+	pub := b.msg("tina", "public note", "dev")
+	b.send(pub)
+	first := b.msg("newbie", "hello in private", "dev")
+	first.Visibility = VisibilityPrivate
+	b.send(first) // registers newbie
+
+	p, err := b.f.Audit(0, MaxPageLimit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := p.Events[auditBefore:]
+	if len(evs) != 5 {
+		t.Fatalf("events = %+v, want message, blocked, message, register, message", evs)
+	}
+	msgEv, blockedEv, pubEv, regEv, firstEv := evs[0], evs[1], evs[2], evs[3], evs[4]
+	if msgEv.Kind != AuditMessage || !msgEv.Private || !slices.Equal(msgEv.To, []string{"dan", "dev"}) ||
+		!slices.Equal(msgEv.Readers, []string{"dan", "dev", "rex"}) {
+		t.Errorf("private message event = %+v, want private with readers dan, dev, rex", msgEv)
+	}
+	if blockedEv.Kind != AuditBlocked || !blockedEv.Private || !slices.Equal(blockedEv.Readers, msgEv.Readers) {
+		t.Errorf("blocked event = %+v, want private with the message's readers", blockedEv)
+	}
+	if pubEv.Private || pubEv.Readers != nil || pubEv.Text != "public note" {
+		t.Errorf("public message event = %+v, want it unmarked", pubEv)
+	}
+	if regEv.Label != "REGISTER" || regEv.From != "newbie" || regEv.MessageID != "" || regEv.Private {
+		t.Errorf("registration by a private send = %+v, want no message id", regEv)
+	}
+	if !firstEv.Private || !slices.Equal(firstEv.Readers, []string{"dev"}) {
+		t.Errorf("first send event = %+v", firstEv)
+	}
+	// Every one of them is hidden from a third agent and readable by a party.
+	dan, gina := &Viewer{Agent: "dan"}, &Viewer{Agent: "gina"}
+	for _, e := range []AuditEvent{msgEv, blockedEv, firstEv} {
+		if gina.CanReadEvent(&e) {
+			t.Errorf("gina reads %+v", e)
+		}
+	}
+	if !dan.CanReadEvent(&msgEv) || !dan.CanReadEvent(&blockedEv) || dan.CanReadEvent(&firstEv) {
+		t.Errorf("dan reads the wrong events")
+	}
+	// The stored message and its audit line agree on who reads them.
+	stored, err := b.f.Message(m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []string{"tina", "rex", "dev", "dan"} {
+		v := &Viewer{Agent: a}
+		if !v.CanRead(stored) || !v.CanReadEvent(&msgEv) {
+			t.Errorf("%s cannot read the message or its line", a)
+		}
+	}
+}
+
+// A strict_senders refusal of a private send is a private BLOCKED line.
+func TestPrivateStrictSendersAudit(t *testing.T) {
+	b := newMbox(t)
+	b.register("alice", "reviewer")
+	b.ok(OpSetConfig, SetConfigCommand{Key: "strict_senders", Value: []byte("true")})
+	m := b.msg("mallory", "let me in", "alice")
+	m.Visibility = VisibilityPrivate
+	b.sendErr(m)
+	p, err := b.f.Audit(0, MaxPageLimit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := p.Events[len(p.Events)-1]
+	if last.Kind != AuditBlocked || !last.Private || !slices.Equal(last.Readers, []string{"alice"}) {
+		t.Errorf("blocked event = %+v, want private with reader alice", last)
+	}
+}
+
+func TestOverviewFor(t *testing.T) {
+	f := overviewLog(t) // #4 private codex → claude, on channel a
+	codex, claude, gemini, mod := &Viewer{Agent: "codex"}, &Viewer{Agent: "claude"}, &Viewer{Agent: "gemini"}, &Viewer{Moderator: true}
+	for _, c := range []struct {
+		name    string
+		v       *Viewer
+		channel string
+		after   uint64
+		limit   int
+		want    []uint64
+		more    bool
+	}{
+		{"third agent, all", gemini, "", 0, 10, []uint64{1, 2, 3, 5, 6, 7}, false},
+		// The page reads on past #4 to hold three entries.
+		{"third agent, page over the private one", gemini, "", 2, 3, []uint64{3, 5, 6}, true},
+		{"third agent, channel a", gemini, "a", 0, 3, []uint64{1, 3, 6}, false},
+		{"third agent, only the private one left", gemini, "a", 3, 1, []uint64{6}, false},
+		{"sender", codex, "a", 0, 10, []uint64{1, 3, 4, 6}, false},
+		{"recipient", claude, "", 3, 1, []uint64{4}, true},
+		{"moderator", mod, "", 3, 2, []uint64{4, 5}, true},
+		{"no viewer", nil, "a", 0, 10, []uint64{1, 3, 4, 6}, false},
+	} {
+		p, err := f.OverviewFor(c.v, c.channel, c.after, c.limit)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := overviewSeqs(p); !slices.Equal(got, c.want) || p.HasMore != c.more {
+			t.Errorf("%s: seqs %v more %t, want %v %t", c.name, got, p.HasMore, c.want, c.more)
+		}
+		for _, e := range p.Messages {
+			if e.Seq != 4 {
+				continue
+			}
+			wantTitle := "private plans"
+			if c.v == nil {
+				wantTitle = PrivateText
+			}
+			if !e.Private || e.Title != wantTitle {
+				t.Errorf("%s: private entry %+v, want title %q", c.name, e, wantTitle)
+			}
+		}
+	}
+	// Paging a third agent's view by the last seq reaches every public entry once.
+	var got []uint64
+	after := uint64(0)
+	for range 10 {
+		p, err := f.OverviewFor(gemini, "", after, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, overviewSeqs(p)...)
+		if !p.HasMore {
+			break
+		}
+		after = p.Messages[len(p.Messages)-1].Seq
+	}
+	if !slices.Equal(got, []uint64{1, 2, 3, 5, 6, 7}) {
+		t.Errorf("paged = %v", got)
+	}
+}
