@@ -23,6 +23,7 @@ type Client struct {
 	base      string // "http://host:port"
 	hc        *http.Client
 	forwarded bool
+	token     string // bearer secret (WithToken); "" sends none
 }
 
 // NewClient returns a client for the node at addr ("host:port" or a URL).
@@ -191,6 +192,7 @@ func (c *Client) doRaw(ctx context.Context, method, path string, q url.Values, h
 	if c.forwarded {
 		req.Header.Set(HeaderForwarded, "1")
 	}
+	c.setAuth(req)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return fmt.Errorf("transport: %s %s: %w", method, u, err)
@@ -207,6 +209,7 @@ func (c *Client) doRaw(ctx context.Context, method, path string, q url.Values, h
 				Message: fmt.Sprintf("%s %s: %s", method, u, strings.TrimSpace(string(data)))}
 		}
 		eb.Error.Status = resp.StatusCode
+		eb.Error.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"))
 		if resp.StatusCode == http.StatusConflict && conflict != nil {
 			return conflict(eb.Error, data)
 		}

@@ -50,6 +50,7 @@ func (c *Client) Stream(ctx context.Context, q StreamQuery, fn func(StreamEvent)
 		return fmt.Errorf("transport: stream %s: %w", u, err)
 	}
 	req.Header.Set("Accept", "text/event-stream")
+	c.setAuth(req)
 	if q.After > 0 {
 		req.Header.Set("Last-Event-ID", strconv.FormatUint(q.After, 10))
 	}
@@ -63,6 +64,7 @@ func (c *Client) Stream(ctx context.Context, q StreamQuery, fn func(StreamEvent)
 		var eb ErrorBody
 		if json.Unmarshal(data, &eb) == nil && eb.Error != nil && eb.Error.Code != "" {
 			eb.Error.Status = resp.StatusCode
+			eb.Error.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"))
 			return eb.Error
 		}
 		return &APIError{Status: resp.StatusCode, Code: CodeInternal, Message: fmt.Sprintf("stream %s: %s", u, strings.TrimSpace(string(data)))}

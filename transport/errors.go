@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/maos-project/maos/fsm"
 )
@@ -26,6 +27,13 @@ var (
 	ErrBadRequest = errors.New("bad request")
 	// ErrNotReady: the node cannot serve yet (no leader, catching up). 503.
 	ErrNotReady = errors.New("not ready")
+	// ErrUnauthorized: the request has no valid bearer token (missing,
+	// malformed, unknown or revoked). 401 with WWW-Authenticate: Bearer.
+	// (A valid token not allowed to do something is fsm.ErrForbidden, 403.)
+	ErrUnauthorized = errors.New("unauthorized")
+	// ErrRateLimited: the caller is over a rate or concurrency limit
+	// (Limits). 429 with Retry-After; RetryAfter(err) reads it back.
+	ErrRateLimited = errors.New("rate limited")
 )
 
 // Error codes of the wire body {"error":{"code","message"}}.
@@ -41,6 +49,8 @@ const (
 	CodeNotLeader      = "not_leader"
 	CodeOutcomeUnknown = "outcome_unknown"
 	CodeNotReady       = "not_ready"
+	CodeUnauthorized   = "unauthorized"
+	CodeRateLimited    = "rate_limited"
 	CodeInternal       = "internal"
 )
 
@@ -60,6 +70,8 @@ var codes = map[string]struct {
 	CodeNotLeader:      {http.StatusServiceUnavailable, ErrNotLeader},
 	CodeOutcomeUnknown: {http.StatusServiceUnavailable, ErrOutcomeUnknown},
 	CodeNotReady:       {http.StatusServiceUnavailable, ErrNotReady},
+	CodeUnauthorized:   {http.StatusUnauthorized, ErrUnauthorized},
+	CodeRateLimited:    {http.StatusTooManyRequests, ErrRateLimited},
 	CodeInternal:       {http.StatusInternalServerError, nil},
 }
 
@@ -68,6 +80,9 @@ type APIError struct {
 	Status  int    `json:"-"`
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// RetryAfter is the answer's Retry-After (a 429's, whole seconds); 0
+	// when it had none.
+	RetryAfter time.Duration `json:"-"`
 }
 
 func (e *APIError) Error() string {
@@ -120,10 +135,14 @@ func toAPIError(err error) *APIError {
 		code = CodeNoLeader
 	case errors.Is(err, ErrNotReady):
 		code = CodeNotReady
+	case errors.Is(err, ErrRateLimited):
+		code = CodeRateLimited
 	case errors.Is(err, ErrTooLarge):
 		code = CodeTooLarge
 	case errors.Is(err, ErrBadRequest):
 		code = CodeBadRequest
+	case errors.Is(err, ErrUnauthorized):
+		code = CodeUnauthorized
 	}
 	return &APIError{Status: codes[code].status, Code: code, Message: err.Error()}
 }

@@ -32,6 +32,14 @@ type ServerOptions struct {
 	// Interrupt sends ESC to a local agent's terminal pane; nil when this
 	// node hosts no such agent. maosd sets it from its --agents file.
 	Interrupt func(ctx context.Context, agent string) error
+	// Limits bound what one agent can make this node do (send rate,
+	// recipients, open streams); the zero value limits nothing but bodies.
+	// NewServer panics if Limits.Validate fails.
+	Limits Limits
+	// Auth turns on bearer-token authentication and per-route
+	// authorization (auth.go); nil serves every request unauthenticated
+	// and unrestricted.
+	Auth *AuthConfig
 }
 
 // maxControlBytes caps the bodies of the cluster endpoints.
@@ -41,7 +49,11 @@ const maxControlBytes = 64 << 10
 type Server struct {
 	svc  Service
 	opts ServerOptions
-	mux  *http.ServeMux
+	mux  *routeMux
+	// limits holds the rate-limit state of opts.Limits.
+	limits *limiter
+	// auth authenticates and authorizes requests; nil when opts.Auth is.
+	auth *authState
 }
 
 // NewServer returns the API handler for svc.
@@ -58,7 +70,7 @@ func NewServer(svc Service, opts ServerOptions) *Server {
 	if opts.KeepAlive <= 0 {
 		opts.KeepAlive = DefaultKeepAlive
 	}
-	s := &Server{svc: svc, opts: opts, mux: http.NewServeMux()}
+	s := &Server{svc: svc, opts: opts, mux: newRouteMux(opts.MaxMessageBytes), limits: newLimiter(opts.Limits)}
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 	s.mux.HandleFunc("POST /v1/messages", s.send)
@@ -77,6 +89,7 @@ func NewServer(svc Service, opts ServerOptions) *Server {
 	s.coordinationRoutes()
 	s.retentionRoutes()
 	s.presenceRoutes()
+	s.tokenRoutes()
 	s.mux.HandleFunc("GET /v1/cluster/config", s.getConfig)
 	s.mux.HandleFunc("PUT /v1/cluster/config", s.setConfig)
 	s.mux.HandleFunc("POST /v1/internal/apply", s.internalApply)
@@ -86,11 +99,18 @@ func NewServer(svc Service, opts ServerOptions) *Server {
 		s.writeError(w, r, &APIError{Status: http.StatusNotFound, Code: CodeNotFound,
 			Message: fmt.Sprintf("no endpoint %s %s; see README.md for the API", r.Method, r.URL.Path)})
 	})
+	if opts.Auth != nil {
+		s.auth = newAuthState(s, opts.Auth) // after every route: each gets its rule
+	}
 	return s
 }
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := requireNodeCert(r); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	if r.Header.Get(HeaderForwarded) != "" {
 		r = r.WithContext(WithForwarded(r.Context()))
 	}
@@ -100,6 +120,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p := r.URL.EscapedPath(); r.Method != http.MethodConnect && p != cleanPath(p) {
 		s.writeError(w, r, &APIError{Status: http.StatusNotFound, Code: CodeNotFound,
 			Message: fmt.Sprintf("no endpoint %s %s: the path has an empty, . or .. segment", r.Method, p)})
+		return
+	}
+	if s.auth != nil {
+		s.auth.serve(w, r) // 401 and 403 here; then s.mux
 		return
 	}
 	s.mux.ServeHTTP(w, r)
@@ -143,8 +167,18 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m.Normalize(s.opts.Now())
+	if err := s.checkRecipients(r, &m); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	if err := m.Validate(); err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	if !s.mayActAs(w, r, "from", m.From) {
+		return
+	}
+	if !s.allowSend(w, r, m.From) {
 		return
 	}
 	res, err := s.svc.Send(r.Context(), &m)
@@ -162,6 +196,9 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m, err := s.svc.Message(r.Context(), r.PathValue("id"), c)
+	if err == nil && !viewerFrom(r.Context()).CanRead(m) {
+		err = errHiddenMessage(r.PathValue("id"))
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -204,7 +241,15 @@ func (s *Server) channelMessages(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fmt.Errorf("%w: limit: must be 1..%d", ErrBadRequest, fsm.MaxPageLimit))
 		return
 	}
-	page, err := s.svc.ChannelPage(r.Context(), r.PathValue("channel"), after, int(limit), c)
+	// Private messages the reader may not read are left out; the first read
+	// is at the asked consistency, any further one reads on from there.
+	var page fsm.Page
+	page.Messages, page.HasMore, err = visibleMessages(viewerFrom(r.Context()), after, int(limit),
+		func(after uint64, limit int) ([]*fsm.Message, bool, error) {
+			p, err := s.svc.ChannelPage(r.Context(), r.PathValue("channel"), after, limit, c)
+			c = Local
+			return p.Messages, p.HasMore, err
+		})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -369,6 +414,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	// A 503 from /readyz is an answer pollers expect while a node starts.
 	if api.Status >= 500 && r.URL.Path != "/readyz" && !errors.Is(r.Context().Err(), context.Canceled) {
 		s.opts.Logger.Warn("request failed", "method", r.Method, "path", r.URL.Path, "status", api.Status, "error", err)
+	}
+	if api.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.FormatInt(retrySeconds(api.RetryAfter), 10))
 	}
 	writeJSON(w, api.Status, ErrorBody{Error: api})
 }

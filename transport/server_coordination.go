@@ -195,6 +195,9 @@ func (s *Server) acquireLock(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if !s.mayActAs(w, r, "holder", cmd.Holder) {
+		return
+	}
 	s.proposeLock(w, r, fsm.OpLockAcquire, cmd)
 }
 
@@ -204,6 +207,9 @@ func (s *Server) renewLock(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if !s.mayActAs(w, r, "holder", cmd.Holder) {
+		return
+	}
 	s.proposeLock(w, r, fsm.OpLockRenew, cmd)
 }
 
@@ -211,6 +217,9 @@ func (s *Server) releaseLock(w http.ResponseWriter, r *http.Request) {
 	var cmd fsm.LockReleaseCommand
 	if err := decodeLockBody(w, r, &cmd); err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	if field, who := releaseActor(cmd); !s.mayActAs(w, r, field, who) {
 		return
 	}
 	s.proposeLock(w, r, fsm.OpLockRelease, cmd)

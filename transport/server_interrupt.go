@@ -41,6 +41,12 @@ func (s *Server) interruptAgent(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if !s.mayActAs(w, r, "from", req.From) {
+		return
+	}
+	if !s.allowSend(w, r, req.From) {
+		return
+	}
 	ctx := r.Context()
 	if !IsForwarded(ctx) {
 		if err := mayInterrupt(s.svc.State(), req.From, agent); err != nil {
@@ -85,7 +91,7 @@ func (s *Server) interruptAgent(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fmt.Errorf("interrupt %s: its node %s is not an alive member: %w", agent, p.Node, fsm.ErrNotFound))
 		return
 	}
-	res, err := NewClient(addr, nil).Forwarding().InterruptAgent(ctx, agent, req)
+	res, err := NewClient(addr, nil).Forwarding().WithToken(s.peerToken()).InterruptAgent(ctx, agent, req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -100,6 +100,9 @@ func (s *Server) registerAgent(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if !s.mayActAs(w, r, "id", cmd.ID) {
+		return
+	}
 	s.propose(w, r, fsm.OpRegisterAgent, cmd)
 }
 
@@ -177,7 +180,10 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.query(w, r, func(f *fsm.FSM) (any, error) { return f.Inbox(agent, iq) })
+	s.query(w, r, func(f *fsm.FSM) (any, error) {
+		page, err := f.Inbox(agent, iq)
+		return visibleInbox(viewerFrom(r.Context()), page), err
+	})
 }
 
 func (s *Server) inboxCounts(w http.ResponseWriter, r *http.Request) {
@@ -225,12 +231,12 @@ func (s *Server) thread(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	s.query(w, r, func(f *fsm.FSM) (any, error) { return f.Thread(id, after, limit) })
+	s.query(w, r, func(f *fsm.FSM) (any, error) { return visibleThread(f, viewerFrom(r.Context()), id, after, limit) })
 }
 
 func (s *Server) receipts(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	s.query(w, r, func(f *fsm.FSM) (any, error) { return f.Receipts(id) })
+	s.query(w, r, func(f *fsm.FSM) (any, error) { return visibleReceipts(f, viewerFrom(r.Context()), id) })
 }
 
 // cursor serves GET /v1/agents/{id}/cursor: the seq of the last message the

@@ -71,8 +71,9 @@ func (q *RulesCheckRequest) Validate() error {
 }
 
 // RedactAudit hides what an event says about a private message: its text
-// becomes fsm.PrivateText. (Readers are not authenticated yet, so every
-// reader gets the redacted form.)
+// becomes fsm.PrivateText. It is what a reader on a node without
+// authentication sees; an authenticated reader sees the whole event if it
+// may read the message, else fsm.RedactEvent's line.
 func RedactAudit(e fsm.AuditEvent) fsm.AuditEvent {
 	if e.Private {
 		e.Text = fsm.PrivateText
@@ -153,8 +154,9 @@ func (s *Server) auditTrail(w http.ResponseWriter, r *http.Request) {
 			return nil, err
 		}
 		out := AuditResponse{Events: make([]AuditEntry, len(page.Events)), HasMore: page.HasMore}
+		v := viewerFrom(r.Context())
 		for i, e := range page.Events {
-			e = RedactAudit(e)
+			e = auditFor(v, e)
 			out.Events[i] = AuditEntry{AuditEvent: e, Line: e.Line()}
 		}
 		return out, nil
@@ -172,7 +174,7 @@ func (s *Server) overviewPage(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fmt.Errorf("%w: channel: %q is not a channel name (^[a-z0-9][a-z0-9._-]{0,63}$)", ErrBadRequest, channel))
 		return
 	}
-	s.query(w, r, func(f *fsm.FSM) (any, error) { return f.Overview(channel, after, limit) })
+	s.query(w, r, func(f *fsm.FSM) (any, error) { return f.OverviewFor(viewerFrom(r.Context()), channel, after, limit) })
 }
 
 // oversightPageParams reads ?after= (a seq, default 0) and ?limit= (1 to

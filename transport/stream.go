@@ -51,6 +51,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	release, ok := s.acquireStream(w, r, agent)
+	if !ok {
+		return
+	}
+	defer release()
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		s.writeError(w, r, errors.New("streaming is not supported by this connection"))
@@ -65,6 +70,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 
 	keepAlive := time.NewTicker(s.opts.KeepAlive)
 	defer keepAlive.Stop()
+	viewer := viewerFrom(r.Context())
 	ready := false
 	for {
 		state := s.svc.State()
@@ -78,6 +84,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		for _, m := range msgs {
+			// A private message the reader may not read is passed over, not
+			// sent: after still moves past it, and a resume from the last id
+			// sent passes over it again.
+			if !viewer.CanRead(m) {
+				after = m.Seq
+				continue
+			}
 			data, err := json.Marshal(m)
 			if err != nil {
 				continue

@@ -1,0 +1,555 @@
+package transport
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/maos-project/maos/fsm"
+)
+
+// Authentication and authorization (maosd --auth).
+//
+// Every request but GET /healthz and /readyz carries Authorization:
+// Bearer <secret>. The secret is either this node's admin bootstrap token
+// (AuthConfig.AdminToken) or one whose SHA-256 the replicated state holds
+// (fsm.TokenByHash, read on this node's own state on every request: no
+// cache, so a revoke is refused here as soon as this node applies it).
+// Anything else is 401. The request then carries an Identity
+// (IdentityFrom), and routeRules decides per route what it may do: 403
+// otherwise. Handlers check the agent a body names (a message's "from", a
+// lock's holder) with mayActAs. Every refusal of a presented token is
+// proposed to the audit trail (fsm.OpAuditDenial), folded and
+// rate-bounded by a denialCoalescer.
+
+// AuthConfig turns authentication on: ServerOptions.Auth.
+type AuthConfig struct {
+	// AdminToken is the admin bootstrap secret (maosd --admin-token-file):
+	// it authenticates as Identity{Role: RoleAdmin, TokenID: "bootstrap"}
+	// on this node, and is what nodes present to each other. "" means
+	// none: only replicated tokens authenticate.
+	AdminToken string
+}
+
+// Token secret limits.
+const (
+	// MaxTokenLen bounds a bearer secret, in bytes.
+	MaxTokenLen = 512
+	// MinAdminTokenLen is the shortest admin bootstrap token accepted.
+	MinAdminTokenLen = 16
+)
+
+// Validate checks the admin token: "" or MinAdminTokenLen..MaxTokenLen
+// bytes of RFC 6750 token characters (A-Z a-z 0-9 - . _ ~ + / and
+// trailing =), which is what a client can send in the header.
+func (c *AuthConfig) Validate() error {
+	t := c.AdminToken
+	switch {
+	case t == "":
+		return nil
+	case len(t) < MinAdminTokenLen || len(t) > MaxTokenLen:
+		return &fsm.FieldError{Field: "admin_token", Reason: fmt.Sprintf("%d bytes, want %d..%d", len(t), MinAdminTokenLen, MaxTokenLen)}
+	case !isToken68(t):
+		return &fsm.FieldError{Field: "admin_token", Reason: "has characters a bearer token cannot carry; use A-Z a-z 0-9 - . _ ~ + / (e.g. openssl rand -hex 32)"}
+	}
+	return nil
+}
+
+// peerToken is the secret this node presents when it calls another node
+// (an interrupt relayed to the agent's node): the admin bootstrap token,
+// or "" when the node runs without auth.
+func (s *Server) peerToken() string {
+	if s.opts.Auth == nil {
+		return ""
+	}
+	return s.opts.Auth.AdminToken
+}
+
+// authState is a server's authentication state; nil when auth is off.
+type authState struct {
+	s        *Server
+	admin    [sha256.Size]byte // SHA-256 of the admin token
+	hasAdmin bool
+	// routes is a mux with the API's own patterns whose handlers check
+	// the route's rule (with the path values set) and then serve s.mux.
+	routes  *http.ServeMux
+	denials *denialCoalescer
+
+	nodeMu sync.Mutex
+	node   string // this node's id, for denial lines; "" until known
+}
+
+// newAuthState builds the auth state for s, whose routes must all be
+// registered: every one gets its rule, or admin-only if it has none.
+func newAuthState(s *Server, cfg *AuthConfig) *authState {
+	a := &authState{s: s, routes: http.NewServeMux(), denials: newDenialCoalescer()}
+	if cfg.AdminToken != "" {
+		a.admin, a.hasAdmin = sha256.Sum256([]byte(cfg.AdminToken)), true
+	}
+	for _, rt := range s.Routes() {
+		a.routes.Handle(rt.Pattern, a.authorize(rt.Pattern, s.mux))
+	}
+	return a
+}
+
+// publicPath reports whether path is served without a token: the probes
+// load balancers and orchestrators call.
+func publicPath(path string) bool { return path == "/healthz" || path == "/readyz" }
+
+// serve authenticates r, then routes it through the authorization mux.
+func (a *authState) serve(w http.ResponseWriter, r *http.Request) {
+	if publicPath(r.URL.Path) {
+		a.s.mux.ServeHTTP(w, r)
+		return
+	}
+	id, ok := a.authenticate(w, r)
+	if !ok {
+		return
+	}
+	r = r.WithContext(WithIdentity(r.Context(), id))
+	// A forwarded request skips checks and limits the first node applied;
+	// only a node (an admin token) may claim to be one.
+	if IsForwarded(r.Context()) && !id.IsAdmin() {
+		a.forbid(w, r, id, "carries "+HeaderForwarded+", which only nodes send: needs an admin token")
+		return
+	}
+	a.routes.ServeHTTP(w, r)
+}
+
+// authenticate returns the identity of r's bearer token, or answers 401
+// (auditing a presented but bad token) and returns false.
+func (a *authState) authenticate(w http.ResponseWriter, r *http.Request) (*Identity, bool) {
+	values := r.Header.Values("Authorization")
+	if len(values) == 0 {
+		a.unauthorized(w, r, "missing bearer token: send Authorization: Bearer <token>", false)
+		return nil, false
+	}
+	secret, problem := parseBearer(values)
+	if problem != "" {
+		a.unauthorized(w, r, problem, false)
+		a.deny(r, denial{who: "malformed", reason: problem})
+		return nil, false
+	}
+	sum := sha256.Sum256([]byte(secret))
+	if a.hasAdmin && subtle.ConstantTimeCompare(sum[:], a.admin[:]) == 1 {
+		return &Identity{Role: RoleAdmin, TokenID: fsm.BootstrapTokenID}, true
+	}
+	hash := fsm.HashToken(secret)
+	var tok *fsm.Token
+	err := fsm.ErrNotFound
+	if st := a.s.svc.State(); st != nil {
+		tok, err = st.TokenByHash(hash)
+	}
+	var revoked *fsm.RevokedTokenError
+	switch {
+	case errors.As(err, &revoked):
+		a.unauthorized(w, r, "the bearer token was revoked", true)
+		a.deny(r, denial{who: revoked.Token.ID, agent: revoked.Token.Agent, tokenID: revoked.Token.ID, reason: "revoked token"})
+		return nil, false
+	case errors.Is(err, fsm.ErrNotFound):
+		a.unauthorized(w, r, "unknown bearer token", true)
+		// The hash prefix tells repeated tries of one secret apart from
+		// many secrets, without anything usable about the secret.
+		a.deny(r, denial{who: "sha256:" + hash[:12], reason: "unknown token (sha256 " + hash[:12] + "…)"})
+		return nil, false
+	case err != nil:
+		a.s.writeError(w, r, fmt.Errorf("authenticate: %w", err))
+		return nil, false
+	}
+	return &Identity{Agent: tok.Agent, Role: Role(tok.Role), TokenID: tok.ID}, true
+}
+
+// unauthorized answers 401 with WWW-Authenticate (RFC 6750 §3).
+func (a *authState) unauthorized(w http.ResponseWriter, r *http.Request, msg string, invalid bool) {
+	v := `Bearer realm="maos"`
+	if invalid {
+		v += `, error="invalid_token"`
+	}
+	w.Header().Set("WWW-Authenticate", v)
+	a.s.writeError(w, r, &APIError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: msg})
+}
+
+// parseBearer returns the secret of an Authorization header, or why the
+// header is not one usable bearer credential.
+func parseBearer(values []string) (secret, problem string) {
+	if len(values) != 1 {
+		return "", fmt.Sprintf("%d Authorization headers: send one", len(values))
+	}
+	scheme, cred, ok := strings.Cut(strings.Trim(values[0], " \t"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", `the Authorization header is not "Bearer <token>"`
+	}
+	cred = strings.Trim(cred, " \t")
+	switch {
+	case cred == "":
+		return "", "empty bearer token"
+	case len(cred) > MaxTokenLen:
+		return "", fmt.Sprintf("bearer token of %d bytes, at most %d", len(cred), MaxTokenLen)
+	case !isToken68(cred):
+		return "", "the bearer token has characters outside A-Z a-z 0-9 - . _ ~ + / ="
+	}
+	return cred, ""
+}
+
+// isToken68 reports whether s is an RFC 6750 b64token: token characters,
+// then only '=' padding.
+func isToken68(s string) bool {
+	i := 0
+	for ; i < len(s); i++ {
+		c := s[i]
+		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' ||
+			c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/') {
+			break
+		}
+	}
+	if i == 0 {
+		return false
+	}
+	for ; i < len(s); i++ {
+		if s[i] != '=' {
+			return false
+		}
+	}
+	return true
+}
+
+// access is what a route asks of the identity. The zero value is admin:
+// a route nobody classified fails closed.
+type access int
+
+const (
+	accessAdmin  access = iota // an admin token
+	accessAny                  // any valid token; the handler checks the agents a body names (mayActAs)
+	accessActor                // the agent param names is the token's own; admins act as anyone
+	accessReader               // the agent param names is the token's own, or the token moderates
+	accessPublic               // no token
+)
+
+// routeRule is a route's access and, for actor and reader, where the
+// agent is named: a path value ("id") or a query parameter ("?agent"). A
+// query parameter left out names nobody and asks nothing.
+type routeRule struct {
+	access access
+	param  string
+}
+
+var (
+	ruleAny    = routeRule{access: accessAny}
+	ruleAdmin  = routeRule{access: accessAdmin}
+	rulePublic = routeRule{access: accessPublic}
+)
+
+// routeRules classifies every route of the API. Reads of shared state
+// (channels, threads, agents, the bulletin, locks, status, audit) need any
+// valid token; private messages in them are filtered per reader by the
+// handlers (visibility.go). A new route must be added here: without a rule
+// it is admin-only, and TestEveryRouteHasARule fails.
+var routeRules = map[string]routeRule{
+	"GET /healthz": rulePublic,
+	"GET /readyz":  rulePublic,
+	"/":            ruleAny, // the JSON 404
+
+	"POST /v1/messages":                   ruleAny, // from: mayActAs
+	"GET /v1/messages/{id}":               ruleAny,
+	"GET /v1/messages/{id}/receipts":      ruleAny,
+	"GET /v1/channels":                    ruleAny,
+	"GET /v1/channels/{channel}/messages": ruleAny,
+	"GET /v1/threads/{id}":                ruleAny,
+	"GET /v1/stream":                      {access: accessReader, param: "?agent"},
+
+	"POST /v1/agents":                  ruleAny, // id: mayActAs
+	"GET /v1/agents":                   ruleAny,
+	"GET /v1/roles":                    ruleAny,
+	"GET /v1/agents/{id}":              ruleAny,
+	"DELETE /v1/agents/{id}":           {access: accessActor, param: "id"},
+	"GET /v1/agents/{id}/inbox":        {access: accessReader, param: "id"},
+	"GET /v1/agents/{id}/inbox/counts": {access: accessReader, param: "id"},
+	"POST /v1/agents/{id}/read":        {access: accessActor, param: "id"},
+	"GET /v1/agents/{id}/cursor":       {access: accessReader, param: "id"},
+	"PUT /v1/agents/{id}/cursor":       {access: accessActor, param: "id"},
+	"POST /v1/agents/{id}/interrupt":   ruleAny, // from: mayActAs
+
+	"PUT /v1/presence/{agent}": {access: accessActor, param: "agent"},
+	"GET /v1/presence":         ruleAny,
+	"GET /v1/presence/{agent}": ruleAny,
+	"GET /v1/cluster/members":  ruleAny,
+
+	"GET /v1/bulletin":                     ruleAny,
+	"PUT /v1/bulletin":                     {access: accessActor, param: "?by"},
+	"PATCH /v1/bulletin":                   {access: accessActor, param: "?by"},
+	"POST /v1/locks":                       ruleAny, // holder: mayActAs
+	"POST /v1/locks/renew":                 ruleAny, // holder: mayActAs
+	"POST /v1/locks/release":               ruleAny, // holder or by: mayActAs
+	"GET /v1/locks":                        ruleAny,
+	"POST /v1/locks/check":                 ruleAny,
+	"GET /v1/rules":                        ruleAny,
+	"POST /v1/rules/check":                 ruleAny,
+	"GET /v1/audit":                        ruleAny,
+	"GET /v1/overview":                     ruleAny,
+	"GET /v1/cluster/status":               ruleAny,
+	"GET /v1/cluster/config":               ruleAny,
+	"GET /v1/channels/{channel}/retention": ruleAny,
+
+	"PUT /v1/rules":                        ruleAdmin,
+	"DELETE /v1/rules":                     ruleAdmin,
+	"PUT /v1/cluster/config":               ruleAdmin,
+	"POST /v1/cluster/join":                ruleAdmin,
+	"DELETE /v1/cluster/nodes/{id}":        ruleAdmin,
+	"POST /v1/cluster/snapshot":            ruleAdmin,
+	"POST /v1/cluster/transfer-leadership": ruleAdmin,
+	"PUT /v1/channels/{channel}/retention": ruleAdmin,
+	"POST /v1/channels/{channel}/trim":     ruleAdmin,
+	"POST /v1/tokens":                      ruleAdmin,
+	"GET /v1/tokens":                       ruleAdmin,
+	"DELETE /v1/tokens/{id}":               ruleAdmin,
+	"POST /v1/internal/apply":              ruleAdmin,
+	"GET /v1/internal/read-index":          ruleAdmin,
+	"POST /v1/internal/entry":              ruleAdmin,
+}
+
+// agent is the agent the rule's param names in r ("" for none).
+func (rule routeRule) agent(r *http.Request) string {
+	if q, ok := strings.CutPrefix(rule.param, "?"); ok {
+		return r.URL.Query().Get(q)
+	}
+	return r.PathValue(rule.param)
+}
+
+// authorize wraps next (the API mux) in pattern's rule.
+func (a *authState) authorize(pattern string, next http.Handler) http.Handler {
+	rule := routeRules[pattern] // missing: the zero rule, admin only
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := IdentityFrom(r.Context())
+		if need := rule.check(r, id); need != "" {
+			a.forbid(w, r, id, need)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// check returns "" when id may call the route, else what it would need.
+func (rule routeRule) check(r *http.Request, id *Identity) string {
+	switch rule.access {
+	case accessPublic, accessAny:
+		return ""
+	case accessAdmin:
+		if id.IsAdmin() {
+			return ""
+		}
+		return "needs an admin token"
+	}
+	agent := rule.agent(r)
+	switch {
+	case agent == "" || id.IsAdmin() || (id != nil && id.Agent == agent):
+		return ""
+	case rule.access == accessReader && id.Moderates():
+		return ""
+	case rule.access == accessReader:
+		return fmt.Sprintf("reads agent %s's inbox: needs that agent's token or a moderator's", clip(agent, fsm.MaxIDLen))
+	default:
+		return fmt.Sprintf("acts as agent %s: needs that agent's token or an admin's", clip(agent, fsm.MaxIDLen))
+	}
+}
+
+// mayActAs reports whether the request may act as agent, which the body
+// names in field (a message's "from", a lock's "holder"): the token's own
+// agent, or any agent for an admin. If not it answers 403, audits the
+// denial and returns false. Without auth it is always true.
+func (s *Server) mayActAs(w http.ResponseWriter, r *http.Request, field, agent string) bool {
+	id := IdentityFrom(r.Context())
+	if s.auth == nil || id.IsAdmin() || (id != nil && id.Agent == agent) {
+		return true
+	}
+	s.auth.forbid(w, r, id, fmt.Sprintf("%s %q is not this token's agent: a token acts only for its own agent", field, clip(agent, fsm.MaxIDLen)))
+	return false
+}
+
+// forbid answers 403 saying what was needed, and audits it.
+func (a *authState) forbid(w http.ResponseWriter, r *http.Request, id *Identity, need string) {
+	if id == nil {
+		// Only an unauthenticated request has none, and serve never lets
+		// one through; refuse rather than guess.
+		a.unauthorized(w, r, "missing bearer token: send Authorization: Bearer <token>", false)
+		return
+	}
+	whose := "the admin bootstrap token"
+	if id.TokenID != fsm.BootstrapTokenID {
+		whose = fmt.Sprintf("token %s of agent %s, role %s", id.TokenID, id.Agent, id.Role)
+	}
+	a.s.writeError(w, r, &APIError{Status: http.StatusForbidden, Code: CodeForbidden,
+		Message: fmt.Sprintf("%s %s %s; the request carries %s", r.Method, r.URL.Path, need, whose)})
+	a.deny(r, denial{who: id.TokenID, agent: id.Agent, tokenID: id.TokenID, reason: need})
+}
+
+// denial is one refused request before it is folded.
+type denial struct {
+	who            string // the coalescing key with reason: a token id, a hash prefix, "malformed"
+	agent, tokenID string
+	reason         string
+}
+
+// deny queues the denial for the audit trail; it never blocks the request.
+func (a *authState) deny(r *http.Request, d denial) {
+	cmd := fsm.AuditDenialCommand{
+		Agent:   clip(d.agent, fsm.MaxDenialIDLen),
+		TokenID: clip(d.tokenID, fsm.MaxDenialIDLen),
+		Method:  clip(r.Method, fsm.MaxDenialMethodLen),
+		Path:    clip(r.URL.Path, fsm.MaxDenialPathLen),
+		Reason:  clip(d.reason, fsm.MaxDenialReasonLen),
+		Count:   1,
+	}
+	if a.denials.add(denialKey{who: d.who, reason: cmd.Reason}, cmd) {
+		go a.drain()
+	}
+}
+
+// denialApplyTimeout bounds one proposal of a denial line.
+const denialApplyTimeout = 10 * time.Second
+
+// drain proposes queued denials as the budget allows, until none is left.
+func (a *authState) drain() {
+	for {
+		cmd, wait := a.denials.next(time.Now())
+		if cmd == nil && wait == 0 {
+			return
+		}
+		if cmd == nil {
+			t := time.NewTimer(wait)
+			<-t.C
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), denialApplyTimeout)
+		cmd.Node = a.nodeID(ctx)
+		if _, err := a.s.svc.Apply(ctx, fsm.OpAuditDenial, cmd); err != nil {
+			a.s.opts.Logger.Warn("auth: could not audit a refused request", "reason", cmd.Reason, "count", cmd.Count, "error", err)
+		}
+		cancel()
+	}
+}
+
+// nodeID is this node's id, asked of the service once it answers.
+func (a *authState) nodeID(ctx context.Context) string {
+	a.nodeMu.Lock()
+	defer a.nodeMu.Unlock()
+	if a.node == "" {
+		if st, err := a.s.svc.Status(ctx); err == nil {
+			a.node = clip(st.NodeID, fsm.MaxDenialIDLen)
+		}
+	}
+	return a.node
+}
+
+// clip makes s valid UTF-8 of at most n bytes, cut on a rune boundary.
+func clip(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// Denial audit budget: at most denialRate lines a second from one node
+// (denialBurst at once), at most denialMaxKeys distinct (who, reason)
+// pairs waiting; more pairs fold into one overflow line.
+const (
+	denialRate    = 10.0
+	denialBurst   = 10.0
+	denialMaxKeys = 1024
+)
+
+// denialKey is what folds denials into one line: who and why.
+type denialKey struct{ who, reason string }
+
+// overflowKey collects the denials that found the queue full.
+var overflowKey = denialKey{who: "*", reason: "more refused requests than the audit queue holds (other tokens or reasons)"}
+
+// denialCoalescer folds refused requests into audit lines and paces them:
+// a token bucket of rate lines per second (burst at once) decides when the
+// next line may be proposed; until then every denial with the same key
+// adds to the waiting line's Count. So an attacker hammering the API adds
+// at most rate lines a second to the log, and every refused request is
+// still counted in one of them.
+type denialCoalescer struct {
+	rate, burst float64
+	maxKeys     int
+
+	mu      sync.Mutex
+	pending map[denialKey]*fsm.AuditDenialCommand
+	order   []denialKey // pending keys, oldest first
+	tokens  float64
+	last    time.Time // when tokens was last refilled; zero: full
+	running bool      // a drain owns the queue
+}
+
+func newDenialCoalescer() *denialCoalescer {
+	return &denialCoalescer{rate: denialRate, burst: denialBurst, maxKeys: denialMaxKeys,
+		pending: map[denialKey]*fsm.AuditDenialCommand{}, tokens: denialBurst}
+}
+
+// add folds cmd (Count 1) into the waiting line with its key, or queues
+// it. It returns true when no drain is running: the caller starts one.
+func (c *denialCoalescer) add(key denialKey, cmd fsm.AuditDenialCommand) (start bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p, ok := c.pending[key]; ok {
+		p.Count = min(p.Count+cmd.Count, fsm.MaxDenialCount)
+	} else if len(c.pending) >= c.maxKeys {
+		if p, ok := c.pending[overflowKey]; ok {
+			p.Count = min(p.Count+cmd.Count, fsm.MaxDenialCount)
+		} else {
+			c.pending[overflowKey] = &fsm.AuditDenialCommand{Reason: overflowKey.reason, Count: cmd.Count}
+			c.order = append(c.order, overflowKey)
+		}
+	} else {
+		c.pending[key] = &cmd
+		c.order = append(c.order, key)
+	}
+	start = !c.running
+	c.running = true
+	return start
+}
+
+// next takes the oldest waiting line if the budget allows one at now. It
+// returns (nil, d) when the budget refills in d, and (nil, 0) when nothing
+// waits, which ends the drain: the next add starts another.
+func (c *denialCoalescer) next(now time.Time) (*fsm.AuditDenialCommand, time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.order) == 0 {
+		c.running = false
+		return nil, 0
+	}
+	if !c.last.IsZero() {
+		c.tokens = min(c.burst, c.tokens+now.Sub(c.last).Seconds()*c.rate)
+	}
+	c.last = now
+	if c.tokens < 1 {
+		return nil, max(time.Duration((1-c.tokens)/c.rate*float64(time.Second)), time.Millisecond)
+	}
+	c.tokens--
+	key := c.order[0]
+	c.order = c.order[1:]
+	cmd := c.pending[key]
+	delete(c.pending, key)
+	return cmd, 0
+}
+
+// releaseActor is who a lock release acts as: "by" for a forced release,
+// else the holder.
+func releaseActor(c fsm.LockReleaseCommand) (field, agent string) {
+	if c.Force {
+		return "by", c.By
+	}
+	return "holder", c.Holder
+}

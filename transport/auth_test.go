@@ -1,0 +1,575 @@
+package transport_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+)
+
+// The secrets of the auth tests' tokens.
+const (
+	adminSecret = "admin-bootstrap-0123456789abcdef"
+	aliceSecret = "maos_alice-0123456789"
+	bobSecret   = "maos_bob-0123456789"
+	rexSecret   = "maos_rex-moderator-0123456789" // rex moderates
+	opsSecret   = "maos_ops-admin-0123456789"     // ops has an admin token
+)
+
+// authService is the fake service with a real state machine behind Send
+// and Apply, as a one-node cluster: each write is applied at the next
+// index. After the test it refuses writes (a denial line proposed late
+// must not reach a closed state).
+type authService struct {
+	*fakeService
+	st *fsm.FSM
+
+	mu     sync.Mutex
+	index  uint64
+	closed bool
+	ops    map[fsm.Op]int // applied commands by op (refused ones too)
+	sends  int
+}
+
+func (s *authService) applyOp(op fsm.Op, body any) (any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errors.New("authService: test over")
+	}
+	s.index++
+	s.ops[op]++
+	data, err := fsm.Encode(op, time.Now().UnixNano(), body)
+	if err != nil {
+		return nil, err
+	}
+	res := s.st.ApplyBatch([]*raft.Log{{Index: s.index, Term: 1, Type: raft.LogCommand, Data: data}})[0]
+	if err, ok := res.(error); ok {
+		return nil, err
+	}
+	return res, nil
+}
+
+func (s *authService) Send(ctx context.Context, m *fsm.Message) (*fsm.SendResult, error) {
+	s.mu.Lock()
+	s.sends++
+	s.mu.Unlock()
+	res, err := s.applyOp(fsm.OpSend, fsm.SendCommand{Message: *m})
+	if err != nil {
+		return nil, err
+	}
+	return res.(*fsm.SendResult), nil
+}
+
+func (s *authService) Apply(ctx context.Context, op fsm.Op, body any) (json.RawMessage, error) {
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	s.fakeService.mu.Lock()
+	s.fakeService.applied = append(s.fakeService.applied, transport.ApplyRequest{Op: op, Body: raw})
+	s.fakeService.mu.Unlock()
+	res, err := s.applyOp(op, json.RawMessage(raw))
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(res)
+}
+
+func (s *authService) State() *fsm.FSM { return s.st }
+
+// writes is how many commands other than audit_denial were applied, and
+// sends how many messages were sent.
+func (s *authService) writes() (writes, sends int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for op, n := range s.ops {
+		if op != fsm.OpAuditDenial && op != fsm.OpSend {
+			writes += n
+		}
+	}
+	return writes, s.sends
+}
+
+type authEnv struct {
+	t   testing.TB
+	svc *authService
+	srv *transport.Server
+	url string
+}
+
+// newAuthEnv serves the API with auth (nil: off) in front of a real state
+// holding the tokens of alice and bob (agents), rex (moderator) and ops
+// (admin), and the agents alice, bob and carol.
+func newAuthEnv(t testing.TB, auth *transport.AuthConfig) *authEnv {
+	t.Helper()
+	st, err := fsm.Open(filepath.Join(t.TempDir(), "state.db"), fsm.Options{Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	svc := &authService{fakeService: newFake(), st: st, ops: map[fsm.Op]int{}}
+	t.Cleanup(func() {
+		svc.mu.Lock()
+		svc.closed = true
+		svc.mu.Unlock()
+	})
+	for _, tok := range []struct{ id, agent, role, secret string }{
+		{"tok-alice", "alice", fsm.TokenRoleAgent, aliceSecret},
+		{"tok-bob", "bob", fsm.TokenRoleAgent, bobSecret},
+		{"tok-rex", "rex", fsm.TokenRoleModerator, rexSecret},
+		{"tok-ops", "ops", fsm.TokenRoleAdmin, opsSecret},
+	} {
+		if _, err := svc.applyOp(fsm.OpCreateToken, fsm.CreateTokenCommand{ID: tok.id, Agent: tok.agent, Role: tok.role, Hash: fsm.HashToken(tok.secret)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, a := range []string{"alice", "bob", "carol"} {
+		if _, err := svc.applyOp(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: a, Role: "engineer"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc.ops = map[fsm.Op]int{} // count what the test does, not the setup
+	srv := transport.NewServer(svc, transport.ServerOptions{Logger: discard, Auth: auth})
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	return &authEnv{t: t, svc: svc, srv: srv, url: hs.URL}
+}
+
+// as sends one request with the bearer secret ("" for none).
+func (e *authEnv) as(secret, method, path, body string) reply {
+	e.t.Helper()
+	h := http.Header{}
+	if secret != "" {
+		h.Set("Authorization", "Bearer "+secret)
+	}
+	return do(e.t, method, e.url+path, body, h)
+}
+
+func (e *authEnv) client(secret string) *transport.Client {
+	return transport.NewClient(e.url, nil).WithToken(secret)
+}
+
+// denials is the DENIED part of the audit trail.
+func (e *authEnv) denials() []fsm.AuditEvent {
+	e.t.Helper()
+	p, err := e.svc.st.Audit(0, fsm.MaxPageLimit)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var out []fsm.AuditEvent
+	for _, ev := range p.Events {
+		if ev.Kind == fsm.AuditDenied {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// deniedCount sums the requests the DENIED lines matching match count
+// ("N times" on a line folding several).
+func deniedCount(evs []fsm.AuditEvent, match string) int {
+	n := 0
+	for _, ev := range evs {
+		if !strings.Contains(ev.Line(), match) {
+			continue
+		}
+		c := 1
+		if i := strings.LastIndex(ev.Text, " times)"); i > 0 {
+			j := strings.LastIndex(ev.Text[:i], " ")
+			fmt.Sscan(ev.Text[j+1:i], &c)
+		}
+		n += c
+	}
+	return n
+}
+
+// waitDenied polls the trail until the DENIED lines matching match count
+// want requests, and fails if they count more or never get there.
+func (e *authEnv) waitDenied(match string, want int) []fsm.AuditEvent {
+	e.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		evs := e.denials()
+		got := deniedCount(evs, match)
+		if got > want {
+			e.t.Fatalf("%d denied requests matching %q audited, want %d: %v", got, match, want, evs)
+		}
+		if got == want {
+			return evs
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("%d denied requests matching %q audited after 10 s, want %d: %v", got, match, want, evs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func wantUnauthorized(t *testing.T, r reply, invalidToken bool) string {
+	t.Helper()
+	msg := wantError(t, r, http.StatusUnauthorized, transport.CodeUnauthorized)
+	h := r.header.Get("WWW-Authenticate")
+	if !strings.HasPrefix(h, "Bearer ") || strings.Contains(h, `error="invalid_token"`) != invalidToken {
+		t.Errorf("WWW-Authenticate %q (invalid token: %t)", h, invalidToken)
+	}
+	return msg
+}
+
+func TestAuthOffIsUnrestricted(t *testing.T) {
+	e := newAuthEnv(t, nil)
+	// No token, a garbage token: both as before auth existed.
+	for _, secret := range []string{"", "not a token"} {
+		wantOK(t, e.as(secret, "POST", "/v1/cluster/snapshot", ""), nil)
+		wantOK(t, e.as(secret, "GET", "/v1/agents/bob/inbox", ""), nil)
+		wantOK(t, e.as(secret, "POST", "/v1/messages", `{"from":"bob","to":["alice"],"channel":"general","content":{"text":"hi"}}`), nil)
+		wantOK(t, e.as(secret, "GET", "/v1/tokens", ""), nil)
+	}
+	if _, sends := e.svc.writes(); sends != 2 {
+		t.Errorf("%d sends, want 2", sends)
+	}
+	if d := e.denials(); len(d) != 0 {
+		t.Errorf("denials audited without auth: %v", d)
+	}
+}
+
+func TestAuthRefusesMissingAndBadTokens(t *testing.T) {
+	e := newAuthEnv(t, &transport.AuthConfig{AdminToken: adminSecret})
+	// The probes need no token.
+	wantOK(t, e.as("", "GET", "/healthz", ""), nil)
+	wantOK(t, e.as("", "GET", "/readyz", ""), nil)
+
+	msg := wantUnauthorized(t, e.as("", "GET", "/v1/channels", ""), false)
+	if !strings.Contains(msg, "Authorization: Bearer") {
+		t.Errorf("401 message %q does not say what to send", msg)
+	}
+	// Not even an unknown endpoint answers without a token.
+	wantUnauthorized(t, e.as("", "GET", "/v1/nothing-here", ""), false)
+	// A forwarded request is authenticated like any other, and only a
+	// node (an admin token) may mark one: it skips checks done upstream.
+	wantUnauthorized(t, do(t, "GET", e.url+"/v1/channels", "", http.Header{transport.HeaderForwarded: {"1"}}), false)
+	fwd := func(secret string) reply {
+		return do(t, "GET", e.url+"/v1/channels", "", http.Header{transport.HeaderForwarded: {"1"}, "Authorization": {"Bearer " + secret}})
+	}
+	if msg := wantError(t, fwd(aliceSecret), http.StatusForbidden, transport.CodeForbidden); !strings.Contains(msg, transport.HeaderForwarded) {
+		t.Errorf("403 message %q does not name the header", msg)
+	}
+	wantOK(t, fwd(adminSecret), nil)
+	wantOK(t, fwd(opsSecret), nil)
+	e.waitDenied("X-Maos-Forwarded", 1)
+
+	for _, tt := range []struct {
+		name   string
+		header []string
+		token  bool // a well-formed token that is not valid
+	}{
+		{"basic scheme", []string{"Basic YWxpY2U6cHc="}, false},
+		{"no credential", []string{"Bearer"}, false},
+		{"empty credential", []string{"Bearer   "}, false},
+		{"space inside", []string{"Bearer maos_a maos_b"}, false},
+		{"non-token characters", []string{"Bearer maos_\u00e9t\u00e9"}, false},
+		{"padding in the middle", []string{"Bearer ab=cd"}, false},
+		{"too long", []string{"Bearer " + strings.Repeat("A", transport.MaxTokenLen+1)}, false},
+		{"two headers", []string{"Bearer " + aliceSecret, "Bearer " + aliceSecret}, false},
+		{"unknown token", []string{"Bearer maos_never-issued"}, true},
+		{"admin token with a typo", []string{"Bearer " + adminSecret + "x"}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			wantUnauthorized(t, do(t, "GET", e.url+"/v1/channels", "", http.Header{"Authorization": tt.header}), tt.token)
+		})
+	}
+	// The scheme is case-insensitive (RFC 7235).
+	wantOK(t, do(t, "GET", e.url+"/v1/channels", "", http.Header{"Authorization": {"bEaReR " + aliceSecret}}), nil)
+
+	// A revoked token is refused at once (no cache), and the trail names it.
+	wantOK(t, e.as(bobSecret, "GET", "/v1/channels", ""), nil)
+	wantOK(t, e.as(adminSecret, "DELETE", "/v1/tokens/tok-bob", ""), nil)
+	wantUnauthorized(t, e.as(bobSecret, "GET", "/v1/channels", ""), true)
+
+	// Every presented bad token was audited (the missing ones were not):
+	// eight malformed headers, two unknown tokens, one revoked; and the
+	// forwarded mark of an agent.
+	e.waitDenied("DENIED", 12)
+	evs := e.waitDenied("revoked token", 1)
+	if n := deniedCount(evs, "token tok-bob"); n != 1 {
+		t.Errorf("the revoked token's line does not name tok-bob: %v", evs)
+	}
+	if n := deniedCount(evs, "unknown token (sha256 "); n != 2 {
+		t.Errorf("%d unknown-token denials, want 2: %v", n, evs)
+	}
+	for _, ev := range evs {
+		if strings.Contains(ev.Text, aliceSecret) || strings.Contains(ev.Text, "never-issued") || strings.Contains(ev.Text, adminSecret) {
+			t.Errorf("a denial line shows a secret: %s", ev.Line())
+		}
+		if !strings.Contains(ev.Text, "node n1") {
+			t.Errorf("a denial line does not name the node: %s", ev.Line())
+		}
+	}
+}
+
+func TestAuthImpersonationRefused(t *testing.T) {
+	e := newAuthEnv(t, &transport.AuthConfig{AdminToken: adminSecret})
+	// alice's token, each write naming bob as the acting agent.
+	for _, tt := range []struct{ method, path, body, field string }{
+		{"POST", "/v1/messages", `{"from":"bob","to":["carol"],"channel":"general","content":{"text":"hi"}}`, `from "bob"`},
+		{"POST", "/v1/agents", `{"id":"bob","role":"engineer"}`, `id "bob"`},
+		{"DELETE", "/v1/agents/bob", "", "acts as agent bob"},
+		{"POST", "/v1/agents/bob/read", `{"upto":1}`, "acts as agent bob"},
+		{"PUT", "/v1/agents/bob/cursor", `{"seq":1}`, "acts as agent bob"},
+		{"PUT", "/v1/presence/bob", `{"status":"AWAKE"}`, "acts as agent bob"},
+		{"POST", "/v1/agents/carol/interrupt", `{"from":"bob","reason":"stop"}`, `from "bob"`},
+		{"POST", "/v1/locks", `{"path":"src/a.go","holder":"bob","ttl":"1m"}`, `holder "bob"`},
+		{"POST", "/v1/locks/renew", `{"path":"src/a.go","holder":"bob","token":1,"ttl":"1m"}`, `holder "bob"`},
+		{"POST", "/v1/locks/release", `{"path":"src/a.go","holder":"bob","token":1}`, `holder "bob"`},
+		{"POST", "/v1/locks/release", `{"path":"src/a.go","force":true,"by":"bob"}`, `by "bob"`},
+		{"PUT", "/v1/bulletin?by=bob", `{"system_status":"normal"}`, "acts as agent bob"},
+		{"PATCH", "/v1/bulletin?by=bob", `{"system_status":"normal"}`, "acts as agent bob"},
+	} {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			msg := wantError(t, e.as(aliceSecret, tt.method, tt.path, tt.body), http.StatusForbidden, transport.CodeForbidden)
+			if !strings.Contains(msg, tt.field) || !strings.Contains(msg, "tok-alice") {
+				t.Errorf("403 message %q does not name %s and the token", msg, tt.field)
+			}
+		})
+	}
+	if writes, sends := e.svc.writes(); writes != 0 || sends != 0 {
+		t.Errorf("refused requests reached the log: %d writes, %d sends", writes, sends)
+	}
+	evs := e.waitDenied("[alice] DENIED", 13)
+	if n := deniedCount(evs, `POST /v1/messages: from "bob" is not this token's agent`); n != 1 {
+		t.Errorf("the impersonated send is not on the trail as such: %v", evs)
+	}
+
+	// The same writes as herself go through; an admin may act as anyone.
+	wantOK(t, e.as(aliceSecret, "POST", "/v1/messages", `{"from":"alice","to":["carol"],"channel":"general","content":{"text":"hi"}}`), nil)
+	wantOK(t, e.as(aliceSecret, "POST", "/v1/locks", `{"path":"src/a.go","holder":"alice","ttl":"1m"}`), nil)
+	wantOK(t, e.as(aliceSecret, "PUT", "/v1/bulletin?by=alice", `{"system_status":"normal"}`), nil)
+	wantOK(t, e.as(aliceSecret, "PUT", "/v1/bulletin", `{"system_status":"normal"}`), nil)
+	wantOK(t, e.as(opsSecret, "POST", "/v1/messages", `{"from":"bob","to":["carol"],"channel":"general","content":{"text":"import"}}`), nil)
+	wantOK(t, e.as(adminSecret, "PUT", "/v1/agents/bob/cursor", `{"seq":1}`), nil)
+	// A moderator reads everything but speaks only for itself.
+	wantError(t, e.as(rexSecret, "POST", "/v1/messages", `{"from":"bob","to":["carol"],"channel":"general","content":{"text":"hi"}}`), http.StatusForbidden, transport.CodeForbidden)
+	if _, sends := e.svc.writes(); sends != 2 {
+		t.Errorf("%d sends, want 2", sends)
+	}
+}
+
+func TestAuthInboxReads(t *testing.T) {
+	e := newAuthEnv(t, &transport.AuthConfig{AdminToken: adminSecret})
+	wantOK(t, e.as(adminSecret, "POST", "/v1/messages", `{"from":"alice","to":["bob"],"channel":"general","content":{"text":"for bob"}}`), nil)
+	paths := []string{"/v1/agents/bob/inbox", "/v1/agents/bob/inbox/counts", "/v1/agents/bob/cursor"}
+	for _, p := range paths {
+		msg := wantError(t, e.as(aliceSecret, "GET", p, ""), http.StatusForbidden, transport.CodeForbidden)
+		if !strings.Contains(msg, "reads agent bob's inbox") || !strings.Contains(msg, "moderator") {
+			t.Errorf("GET %s: 403 message %q does not say what is needed", p, msg)
+		}
+		for _, secret := range []string{bobSecret, rexSecret, opsSecret, adminSecret} {
+			wantOK(t, e.as(secret, "GET", p, ""), nil)
+		}
+	}
+	var page fsm.InboxPage
+	wantOK(t, e.as(rexSecret, "GET", "/v1/agents/bob/inbox", ""), &page)
+	if len(page.Messages) != 1 {
+		t.Errorf("the moderator sees %d messages in bob's inbox, want 1", len(page.Messages))
+	}
+	// A stream of bob's inbox is an inbox read too; a stream of
+	// everything needs only a token.
+	err := e.client(aliceSecret).Stream(context.Background(), transport.StreamQuery{Agent: "bob"}, func(transport.StreamEvent) error { return nil })
+	if !errors.Is(err, fsm.ErrForbidden) {
+		t.Errorf("alice streaming bob's inbox: %v, want 403", err)
+	}
+	for _, secret := range []string{aliceSecret, bobSecret} {
+		q := transport.StreamQuery{Agent: "bob"}
+		if secret == aliceSecret {
+			q = transport.StreamQuery{}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		stop := errors.New("stop")
+		err := e.client(secret).Stream(ctx, q, func(ev transport.StreamEvent) error {
+			if ev.Ready {
+				return stop
+			}
+			return nil
+		})
+		cancel()
+		if !errors.Is(err, stop) {
+			t.Errorf("stream %+v with a valid token: %v, want it to reach ready", q, err)
+		}
+	}
+	e.waitDenied("reads agent bob's inbox", 4)
+}
+
+func TestAuthAdminOnlyEndpoints(t *testing.T) {
+	e := newAuthEnv(t, &transport.AuthConfig{AdminToken: adminSecret})
+	admin := []struct{ method, path, body string }{
+		{"POST", "/v1/cluster/join", `{"node_id":"n3","raft_addr":"127.0.0.1:8003","api_addr":"127.0.0.1:7003"}`},
+		{"DELETE", "/v1/cluster/nodes/n2", ""},
+		{"POST", "/v1/cluster/snapshot", ""},
+		{"POST", "/v1/cluster/transfer-leadership", ""},
+		{"PUT", "/v1/cluster/config", `{"key":"strict_senders","value":false}`},
+		{"PUT", "/v1/rules", `{"rules":[]}`},
+		{"DELETE", "/v1/rules", ""},
+		{"PUT", "/v1/channels/general/retention", `{"max_messages":10}`},
+		{"POST", "/v1/channels/general/trim", ""},
+		{"POST", "/v1/tokens", `{"agent":"carol"}`},
+		{"GET", "/v1/tokens", ""},
+		{"DELETE", "/v1/tokens/tok-bob", ""},
+		{"POST", "/v1/internal/apply", `{"op":"set_cursor","body":{"agent":"alice","seq":1}}`},
+		{"GET", "/v1/internal/read-index", ""},
+	}
+	for _, secret := range []string{aliceSecret, rexSecret} {
+		for _, ep := range admin {
+			msg := wantError(t, e.as(secret, ep.method, ep.path, ep.body), http.StatusForbidden, transport.CodeForbidden)
+			if !strings.Contains(msg, "needs an admin token") {
+				t.Errorf("%s %s: 403 message %q does not say an admin token is needed", ep.method, ep.path, msg)
+			}
+		}
+	}
+	if writes, _ := e.svc.writes(); writes != 0 {
+		t.Errorf("refused admin requests applied %d commands", writes)
+	}
+	if n := len(e.svc.callsTo("Join")) + len(e.svc.callsTo("Remove")) + len(e.svc.callsTo("Snapshot")) + len(e.svc.callsTo("TransferLeadership")); n != 0 {
+		t.Errorf("refused cluster operations reached the service %d times", n)
+	}
+	// Every refusal is counted on the trail, folded or not.
+	e.waitDenied("[alice] DENIED", len(admin))
+	e.waitDenied("[rex] DENIED", len(admin))
+
+	for _, secret := range []string{adminSecret, opsSecret} {
+		for _, ep := range admin {
+			r := e.as(secret, ep.method, ep.path, ep.body)
+			if r.status == http.StatusUnauthorized || r.status == http.StatusForbidden || r.status >= 500 {
+				t.Errorf("%s %s with an admin token: %d %s", ep.method, ep.path, r.status, r.body)
+			}
+		}
+	}
+	if len(e.svc.callsTo("Join")) != 2 || len(e.svc.callsTo("Snapshot")) != 2 {
+		t.Errorf("admin cluster operations did not reach the service")
+	}
+}
+
+func TestAuthTokensAPI(t *testing.T) {
+	e := newAuthEnv(t, &transport.AuthConfig{AdminToken: adminSecret})
+	ctx := context.Background()
+	admin := e.client(adminSecret)
+
+	created, err := admin.CreateToken(ctx, "carol", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.Agent != "carol" || created.Role != fsm.TokenRoleAgent || !strings.HasPrefix(created.ID, "tok-") ||
+		!strings.HasPrefix(created.Token, transport.TokenSecretPrefix) || len(created.Token) != 48 || created.CreatedAt.IsZero() {
+		t.Fatalf("created %+v", created)
+	}
+	// Only the hash was proposed.
+	var proposed string
+	e.svc.fakeService.mu.Lock()
+	for _, a := range e.svc.fakeService.applied {
+		if a.Op == fsm.OpCreateToken {
+			proposed = string(a.Body)
+		}
+	}
+	e.svc.fakeService.mu.Unlock()
+	if strings.Contains(proposed, created.Token) || !strings.Contains(proposed, fsm.HashToken(created.Token)) {
+		t.Errorf("the proposed command %s carries the secret, or not its hash", proposed)
+	}
+
+	// The secret works at once, for carol only.
+	carol := e.client(created.Token)
+	if _, err := carol.Send(ctx, msg("", "carol", "general", "hello", "alice")); err != nil {
+		t.Errorf("send as carol with her new token: %v", err)
+	}
+	if _, err := carol.Send(ctx, msg("", "alice", "general", "hello", "bob")); !errors.Is(err, fsm.ErrForbidden) {
+		t.Errorf("send as alice with carol's token: %v, want 403", err)
+	}
+
+	// The listing shows it and never a secret or a hash.
+	list, err := admin.Tokens(ctx)
+	if err != nil || len(list) != 5 {
+		t.Fatalf("Tokens() = %+v, %v; want 5", list, err)
+	}
+	raw := e.as(adminSecret, "GET", "/v1/tokens", "")
+	if strings.Contains(string(raw.body), created.Token) || strings.Contains(string(raw.body), fsm.HashToken(created.Token)) ||
+		strings.Contains(string(raw.body), "hash") {
+		t.Errorf("GET /v1/tokens shows a secret or hash: %s", raw.body)
+	}
+	r := e.as(adminSecret, "POST", "/v1/tokens", `{"agent":"carol","role":"moderator"}`)
+	if r.header.Get("Cache-Control") != "no-store" {
+		t.Errorf("POST /v1/tokens Cache-Control %q, want no-store", r.header.Get("Cache-Control"))
+	}
+
+	// Revoke: refused on the next request, revoking again is fine.
+	if err := admin.RevokeToken(ctx, created.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := carol.Channels(ctx, transport.Local); !errors.Is(err, transport.ErrUnauthorized) {
+		t.Errorf("revoked token: %v, want ErrUnauthorized", err)
+	}
+	err = carol.Stream(ctx, transport.StreamQuery{}, func(transport.StreamEvent) error { return nil })
+	if !errors.Is(err, transport.ErrUnauthorized) {
+		t.Errorf("stream with a revoked token: %v, want ErrUnauthorized", err)
+	}
+	if err := admin.RevokeToken(ctx, created.ID); err != nil {
+		t.Errorf("second revoke: %v", err)
+	}
+	if err := admin.RevokeToken(ctx, "tok-nope"); !errors.Is(err, fsm.ErrNotFound) {
+		t.Errorf("revoke of an unknown id: %v, want ErrNotFound", err)
+	}
+	list, _ = admin.Tokens(ctx)
+	for _, tok := range list {
+		if tok.ID == created.ID && !tok.Revoked() {
+			t.Errorf("the listing shows %s live after its revoke", tok.ID)
+		}
+	}
+
+	// Bad requests name the field; an agent token may not create tokens.
+	for body, field := range map[string]string{
+		`{"agent":"carol","role":"root"}`: "role",
+		`{"agent":"Carol Smith"}`:         "agent",
+		`{}`:                              "agent",
+	} {
+		msg := wantError(t, e.as(adminSecret, "POST", "/v1/tokens", body), http.StatusBadRequest, transport.CodeInvalid)
+		if !strings.HasPrefix(msg, field+":") {
+			t.Errorf("POST %s: message %q does not name %s", body, msg, field)
+		}
+	}
+	if _, err := e.client(aliceSecret).CreateToken(ctx, "alice", fsm.TokenRoleAdmin); !errors.Is(err, fsm.ErrForbidden) {
+		t.Errorf("an agent creating an admin token: %v, want 403", err)
+	}
+	// Without a token the client says so.
+	if _, err := transport.NewClient(e.url, nil).Tokens(ctx); !errors.Is(err, transport.ErrUnauthorized) {
+		t.Errorf("no token: %v, want ErrUnauthorized", err)
+	}
+}
+
+func TestAuthConfigValidate(t *testing.T) {
+	for _, tt := range []struct {
+		token string
+		ok    bool
+	}{
+		{"", true},
+		{adminSecret, true},
+		{"0123456789abcdef0123456789abcdef", true},
+		{"short", false},
+		{strings.Repeat("a", transport.MaxTokenLen+1), false},
+		{"has spaces in it, sixteen+", false},
+		{"line\nbreak-0123456789", false},
+	} {
+		err := (&transport.AuthConfig{AdminToken: tt.token}).Validate()
+		var fe *fsm.FieldError
+		if (err == nil) != tt.ok || (err != nil && (!errors.As(err, &fe) || fe.Field != "admin_token")) {
+			t.Errorf("Validate(%q) = %v, want ok %t", tt.token, err, tt.ok)
+		}
+	}
+}

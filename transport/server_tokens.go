@@ -1,0 +1,138 @@
+package transport
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/maos-project/maos/fsm"
+)
+
+// The token endpoints (admin only; see routeRules):
+//
+//	POST   /v1/tokens       {"agent","role"} → TokenCreated (the secret, this once)
+//	GET    /v1/tokens       → TokensResponse (every token, revoked ones with revoked_at; never a secret or hash)
+//	DELETE /v1/tokens/{id}  → the revoked fsm.Token (revoking twice is 200; an unknown id 404)
+//
+// The node that serves POST generates the secret and the id and proposes
+// only the secret's SHA-256: the secret is in the answer and nowhere else.
+
+// TokenSecretPrefix starts every generated secret, so one pasted by
+// mistake is easy to recognise (and to scan for).
+const TokenSecretPrefix = "maos_"
+
+// TokenRequest is the body of POST /v1/tokens.
+type TokenRequest struct {
+	Agent string `json:"agent"`
+	// Role is fsm.TokenRoleAgent (the default when empty),
+	// fsm.TokenRoleModerator or fsm.TokenRoleAdmin.
+	Role string `json:"role,omitempty"`
+}
+
+// TokenCreated is the answer to POST /v1/tokens. Token is the secret to
+// send as Authorization: Bearer; it is not stored and cannot be shown
+// again.
+type TokenCreated struct {
+	ID        string    `json:"id"`
+	Agent     string    `json:"agent"`
+	Role      string    `json:"role"`
+	CreatedAt time.Time `json:"created_at"`
+	Token     string    `json:"token"`
+}
+
+// TokensResponse is the body of GET /v1/tokens.
+type TokensResponse struct {
+	Tokens []fsm.Token `json:"tokens"`
+}
+
+func (s *Server) tokenRoutes() {
+	s.mux.HandleFunc("POST /v1/tokens", s.createToken)
+	s.mux.HandleFunc("GET /v1/tokens", s.listTokens)
+	s.mux.HandleFunc("DELETE /v1/tokens/{id}", s.revokeToken)
+}
+
+// newTokenSecret returns a new secret: the prefix and 32 random bytes,
+// base64url without padding (48 characters).
+func newTokenSecret() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("transport: token secret: %w", err)
+	}
+	return TokenSecretPrefix + base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
+// newTokenID returns a new token id, "tok-" and 16 hex digits.
+func newTokenID() (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("transport: token id: %w", err)
+	}
+	return "tok-" + hex.EncodeToString(b[:]), nil
+}
+
+// creatorID names the token a request carries, for the audit trail.
+func creatorID(r *http.Request) string {
+	if id := IdentityFrom(r.Context()); id != nil {
+		return id.TokenID
+	}
+	return ""
+}
+
+func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
+	var req TokenRequest
+	if err := decodeBody(w, r, maxControlBytes, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if req.Role == "" {
+		req.Role = fsm.TokenRoleAgent
+	}
+	secret, err := newTokenSecret()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	id, err := newTokenID()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	cmd := fsm.CreateTokenCommand{ID: id, Agent: req.Agent, Role: req.Role, Hash: fsm.HashToken(secret), By: creatorID(r)}
+	if err := cmd.Validate(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	raw, err := s.svc.Apply(r.Context(), fsm.OpCreateToken, cmd)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var tok fsm.Token
+	if err := json.Unmarshal(raw, &tok); err != nil || tok.ID != id {
+		s.writeError(w, r, fmt.Errorf("transport: unexpected %s result %.200s (%v)", fsm.OpCreateToken, raw, err))
+		return
+	}
+	// The one answer that holds a secret: no cache may keep it.
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, TokenCreated{ID: tok.ID, Agent: tok.Agent, Role: tok.Role, CreatedAt: tok.CreatedAt, Token: secret})
+}
+
+func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
+	s.query(w, r, func(f *fsm.FSM) (any, error) {
+		list, err := f.Tokens()
+		return TokensResponse{Tokens: list}, err
+	})
+}
+
+func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
+	cmd := fsm.RevokeTokenCommand{ID: r.PathValue("id"), By: creatorID(r)}
+	if err := cmd.Validate(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.propose(w, r, fsm.OpRevokeToken, cmd)
+}
