@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -27,10 +28,12 @@ const (
 	// otherwise.
 	MaosctlDefaultTimeout = 15 * time.Second
 
-	ctlEnvAddr    = "MAOS_ADDR"
-	ctlEnvTimeout = "MAOS_TIMEOUT"
-	ctlEnvAgent   = "MAOS_AGENT_ID"
-	ctlEnvChannel = "MAOS_CHANNEL"
+	ctlEnvAddr      = "MAOS_ADDR"
+	ctlEnvTimeout   = "MAOS_TIMEOUT"
+	ctlEnvAgent     = "MAOS_AGENT_ID"
+	ctlEnvChannel   = "MAOS_CHANNEL"
+	ctlEnvToken     = "MAOS_TOKEN"
+	ctlEnvTokenFile = "MAOS_TOKEN_FILE"
 )
 
 // ctlUsageError is a mistake on the command line (a missing flag, an extra
@@ -69,7 +72,11 @@ func ctlCommandPath(c *cli.Context) string {
 // failed; MaosctlExitCode turns it into the process exit status.
 //
 // Global flags: --addr (or $MAOS_ADDR, default 127.0.0.1:7070), --json,
-// --timeout (or $MAOS_TIMEOUT, default 15s, bounds each API call).
+// --timeout (or $MAOS_TIMEOUT, default 15s, bounds each API call), --token
+// (or $MAOS_TOKEN) and --token-file (or $MAOS_TOKEN_FILE), the bearer token
+// of a cluster running with --auth; --ca (or $MAOS_CA) to speak https and
+// verify the node, --cert/--key (or $MAOS_CERT/$MAOS_KEY) to present a
+// client certificate.
 func MaosctlApp() *cli.App {
 	app := &cli.App{
 		Name:  "maosctl",
@@ -85,7 +92,15 @@ unless --strong asks for a read that sees every acknowledged send.
 
 Point it at a node with --addr or MAOS_ADDR. Agents usually export
 MAOS_AGENT_ID and MAOS_CHANNEL so that 'maosctl send' needs only --to and
---text. Add --json to any command for machine-readable output.`,
+--text. Add --json to any command for machine-readable output.
+
+A cluster started with maosd --auth wants a bearer token on every call: set
+MAOS_TOKEN (or --token, or --token-file/MAOS_TOKEN_FILE naming a file that
+holds it) to a token from 'maosctl token create'. An agent's token speaks
+only for that agent. See 'maosctl token --help'.
+
+A cluster started with maosd --tls-cert/--tls-key/--tls-ca serves https:
+give --ca (or MAOS_CA) the cluster's CA certificate to verify the node.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{
 				Name:    "addr",
@@ -100,13 +115,40 @@ MAOS_AGENT_ID and MAOS_CHANNEL so that 'maosctl send' needs only --to and
 				EnvVars: []string{ctlEnvTimeout},
 				Value:   MaosctlDefaultTimeout,
 			},
+			&cli.StringFlag{
+				Name:    "token",
+				Usage:   "bearer `TOKEN` for a cluster running with --auth (wins over --token-file)",
+				EnvVars: []string{ctlEnvToken},
+			},
+			&cli.StringFlag{
+				Name:    "token-file",
+				Usage:   "`FILE` holding the bearer token on one line",
+				EnvVars: []string{ctlEnvTokenFile},
+			},
+			&cli.StringFlag{
+				Name:    "ca",
+				Usage:   "`FILE` of the CA certificate(s) (PEM) that sign the nodes' certificates: speak https, verify the node against it",
+				EnvVars: []string{ctlEnvCA},
+			},
+			&cli.StringFlag{
+				Name:    "cert",
+				Usage:   "client certificate `FILE` (PEM) signed by --ca, for node-to-node endpoints (agents need none)",
+				EnvVars: []string{ctlEnvCert},
+			},
+			&cli.StringFlag{
+				Name:    "key",
+				Usage:   "private key `FILE` (PEM) of --cert",
+				EnvVars: []string{ctlEnvKey},
+			},
 		},
+		Before: ctlBefore(ctlLoadToken, ctlLoadTLS),
 		Commands: slices.Concat([]*cli.Command{
 			ctlSendCommand(),
 			ctlGetCommand(),
 			ctlReadCommand(),
 			ctlChannelsCommand(),
 			ctlClusterCommand(),
+			ctlTokenCommand(),
 		}, ctlMailboxCommands(), ctlOversightCommands(), ctlCoordinationCommands(), ctlPresenceCommands()),
 		Action:               ctlNoCommand,
 		Writer:               os.Stdout,
@@ -152,7 +194,7 @@ func ctlSetUsageHandler(cmds []*cli.Command) {
 func ctlOnUsageError(c *cli.Context, err error, isSubcommand bool) error {
 	msg := err.Error()
 	if isSubcommand {
-		for _, g := range []string{"addr", "timeout"} {
+		for _, g := range []string{"addr", "timeout", "token", "token-file", "ca", "cert", "key"} {
 			if strings.HasSuffix(msg, "not defined: -"+g) {
 				msg += fmt.Sprintf("; --%s is a global flag and goes before the command: maosctl --%s ... %s",
 					g, g, strings.TrimPrefix(ctlCommandPath(c), c.App.Name+" "))
@@ -193,9 +235,9 @@ func ctlAddr(c *cli.Context) string {
 	return MaosctlDefaultAddr
 }
 
-// ctlClient is the API client for --addr.
+// ctlClient is the API client for --addr, carrying the --token.
 func ctlClient(c *cli.Context) *transport.Client {
-	return transport.NewClient(ctlAddr(c), nil)
+	return ctlNewClient(c, ctlAddr(c), nil).WithToken(ctlToken(c))
 }
 
 // ctlCall returns the context of one API call: the command's context bounded
@@ -229,6 +271,9 @@ func ctlAPIError(c *cli.Context, err error) error {
 	if err == nil {
 		return nil
 	}
+	if e := ctlTLSHint(c, err); e != nil {
+		return e
+	}
 	addr := ctlAddr(c)
 	unreachable := func(why any) error {
 		return &ctlError{err: err, msg: fmt.Sprintf("cannot reach a maos node at %s (%v): is maosd running there? "+
@@ -240,6 +285,8 @@ func ctlAPIError(c *cli.Context, err error) error {
 		dns *net.DNSError
 	)
 	switch {
+	case errors.As(err, &api) && api.Status == http.StatusUnauthorized:
+		return &ctlError{err: err, msg: err.Error() + "; " + ctlUnauthorizedHint(c)}
 	case errors.As(err, &api):
 		return err
 	case errors.Is(err, context.DeadlineExceeded):

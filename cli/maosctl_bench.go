@@ -132,10 +132,10 @@ func ctlBenchClients(c *cli.Context) []*transport.Client {
 	if len(addrs) == 0 {
 		addrs = ctlSplitList([]string{ctlAddr(ctlRoot(c))})
 	}
-	shared := &http.Client{Transport: transport.NewHTTPTransport()}
+	shared := &http.Client{Transport: ctlHTTPTransport(c)}
 	out := make([]*transport.Client, len(addrs))
 	for i, a := range addrs {
-		out[i] = transport.NewClient(a, shared)
+		out[i] = ctlNewClient(c, a, shared).WithToken(ctlToken(c))
 	}
 	return out
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/maos-project/maos/mcpserver"
-	"github.com/maos-project/maos/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/urfave/cli/v2"
 )
@@ -52,10 +51,10 @@ func ctlMCP(c *cli.Context) error {
 	if err := ctlRequire(c, "agent"); err != nil {
 		return err
 	}
-	hc := &http.Client{Transport: transport.NewHTTPTransport(), Timeout: ctlRoot(c).Duration("timeout")}
+	hc := &http.Client{Transport: ctlHTTPTransport(c), Timeout: ctlRoot(c).Duration("timeout")}
 	srv, err := mcpserver.New(mcpserver.Config{
 		Agent:   strings.TrimSpace(c.String("agent")),
-		Client:  transport.NewClient(ctlAddr(c), hc),
+		Client:  ctlNewClient(c, ctlAddr(c), hc).WithToken(ctlToken(c)),
 		Channel: strings.TrimSpace(c.String("channel")),
 	})
 	if err != nil {

@@ -2,11 +2,13 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -46,6 +48,21 @@ every node: a key is 16, 24 or 32 random bytes in base64 (openssl rand
 -base64 32). A node whose key does not match the cluster's cannot join, and
 says why.
 
+Without --auth anyone who can reach the API can send as any agent and read
+every inbox: that is only for a single-node local setup, and maosd warns
+about it at start. Give every node of a multi-host cluster --auth and the
+SAME --admin-token-file (one line, openssl rand -base64 32 > admin.token;
+chmod 600 admin.token): every request then needs "Authorization: Bearer
+TOKEN", nodes call each other with the admin token, and agents get their
+own tokens from 'maosctl token create'.
+
+With --tls-cert, --tls-key and --tls-ca (all three; one CA signs every
+node's certificate, which needs SANs for the addresses peers and clients
+dial, e.g. IP:10.0.0.5) the API serves https, nodes present their
+certificates to each other, and Raft runs over mutual TLS: a node without a
+certificate from that CA can neither join nor reach Raft. Clients verify
+the API with maosctl --ca. Gossip is encrypted by --gossip-key, not TLS.
+
 A node restarted from its data dir rejoins its cluster (Raft and gossip) on
 its own; --join is only read the first time. Every flag also reads the
 environment variable shown.`,
@@ -72,10 +89,29 @@ environment variable shown.`,
 				Usage: "IP:port peers reach gossip on (default: --gossip-addr)"},
 			&cli.StringFlag{Name: "gossip-key", EnvVars: []string{"MAOS_GOSSIP_KEY"},
 				Usage: "base64 key of 16, 24 or 32 bytes encrypting gossip, the same on every node (default: none, gossip in the clear)"},
+			&cli.BoolFlag{Name: "auth", EnvVars: []string{"MAOS_AUTH"},
+				Usage: "require a bearer token on every API request (needs --admin-token-file); use it on every multi-host cluster"},
+			&cli.StringFlag{Name: "admin-token-file", EnvVars: []string{"MAOS_ADMIN_TOKEN_FILE"},
+				Usage: "`FILE` holding the admin bootstrap token on one line, chmod 600; required with --auth, the same file on every node"},
+			&cli.StringFlag{Name: "tls-cert", EnvVars: []string{"MAOS_TLS_CERT"},
+				Usage: "this node's certificate `FILE` (PEM), signed by --tls-ca, with SANs for its API and Raft addresses; with --tls-key and --tls-ca: https API, mutual TLS between nodes"},
+			&cli.StringFlag{Name: "tls-key", EnvVars: []string{"MAOS_TLS_KEY"},
+				Usage: "the private key `FILE` of --tls-cert (PEM)"},
+			&cli.StringFlag{Name: "tls-ca", EnvVars: []string{"MAOS_TLS_CA"},
+				Usage: "`FILE` of the CA certificate(s) that sign every node's certificate (PEM)"},
 			&cli.DurationFlag{Name: "presence-ttl", EnvVars: []string{"MAOS_PRESENCE_TTL"}, Value: cluster.DefaultPresenceTTL,
 				Usage: "an agent with no heartbeat for this long shows OFFLINE (\"heartbeat lapsed\")"},
 			&cli.Int64Flag{Name: "max-message-bytes", EnvVars: []string{"MAOS_MAX_MESSAGE_BYTES"}, Value: fsm.DefaultMaxBytes,
 				Usage: "largest accepted message body, in bytes"},
+			&cli.Float64Flag{Name: "send-rate", EnvVars: []string{"MAOS_SEND_RATE"},
+				Usage: "messages (and interrupts) per second one agent may send through this node, a token bucket's refill; " +
+					"0 = unlimited. A multi-host cluster with --auth should set it (e.g. 20)"},
+			&cli.IntFlag{Name: "send-burst", EnvVars: []string{"MAOS_SEND_BURST"}, DefaultText: "twice --send-rate, at least 1",
+				Usage: "sends one idle agent may make at once before --send-rate applies"},
+			&cli.IntFlag{Name: "max-recipients", EnvVars: []string{"MAOS_MAX_RECIPIENTS"}, Value: fsm.MaxRecipients,
+				Usage: fmt.Sprintf("most entries in a message's \"to\", 1..%d", fsm.MaxRecipients)},
+			&cli.IntFlag{Name: "max-streams-per-agent", EnvVars: []string{"MAOS_MAX_STREAMS_PER_AGENT"}, Value: 16,
+				Usage: "most event streams (GET /v1/stream) one agent may hold open on this node; 0 = unlimited"},
 			&cli.StringFlag{Name: "agents", EnvVars: []string{"MAOS_AGENTS"},
 				Usage: "watcher config (YAML, a top-level agents: list): run these agents' watchers against this node once it is ready"},
 			&cli.StringFlag{Name: "log-level", EnvVars: []string{"MAOS_LOG_LEVEL"}, Value: "info",
@@ -213,6 +249,10 @@ func runMaosd(c *cli.Context) error {
 	if c.Int64("max-message-bytes") <= 0 {
 		return cli.Exit("maosd: --max-message-bytes must be positive", 2)
 	}
+	limits, err := limitFlags(c)
+	if err != nil {
+		return cli.Exit("maosd: "+err.Error(), 2)
+	}
 	if _, err := advertised("raft-addr", c.String("raft-addr"), c.String("raft-advertise")); err != nil {
 		return cli.Exit("maosd: "+err.Error(), 2)
 	}
@@ -224,6 +264,14 @@ func runMaosd(c *cli.Context) error {
 		}
 	}
 	gossipAddr, gossipKey, err := gossipFlags(c)
+	if err != nil {
+		return cli.Exit("maosd: "+err.Error(), 2)
+	}
+	adminToken, err := authFlags(c, logger)
+	if err != nil {
+		return cli.Exit("maosd: "+err.Error(), 2)
+	}
+	serverTLS, clientTLS, err := tlsFlags(c)
 	if err != nil {
 		return cli.Exit("maosd: "+err.Error(), 2)
 	}
@@ -243,6 +291,9 @@ func runMaosd(c *cli.Context) error {
 		RaftAddr:      c.String("raft-addr"),
 		RaftAdvertise: c.String("raft-advertise"),
 		APIAddr:       apiAddr,
+		AdminToken:    adminToken,
+		ServerTLS:     serverTLS,
+		ClientTLS:     clientTLS,
 		Logger:        logger,
 
 		GossipAddr:      gossipAddr,
@@ -253,7 +304,10 @@ func runMaosd(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit("maosd: "+err.Error(), 1)
 	}
-	if len(gossipKey) == 0 {
+	if len(gossipKey) == 0 && serverTLS != nil {
+		logger.Warn("TLS secures the API and Raft, but gossip is not encrypted: anyone who can reach --gossip-addr can read agent presence and join the gossip; "+
+			"give every node the same --gossip-key (openssl rand -base64 32)", "gossip_addr", node.GossipAddr())
+	} else if len(gossipKey) == 0 {
 		logger.Warn("gossip is not encrypted: anyone who can reach --gossip-addr can read agent presence and join the gossip; "+
 			"give every node the same --gossip-key (openssl rand -base64 32)", "gossip_addr", node.GossipAddr())
 	}
@@ -263,9 +317,12 @@ func runMaosd(c *cli.Context) error {
 		}
 	}
 
-	srvOpts := transport.ServerOptions{MaxMessageBytes: c.Int64("max-message-bytes"), Logger: logger}
+	srvOpts := transport.ServerOptions{MaxMessageBytes: c.Int64("max-message-bytes"), Logger: logger, Limits: limits}
 	if agents != nil {
 		srvOpts.Interrupt = agents.Interrupt
+	}
+	if adminToken != "" {
+		srvOpts.Auth = &transport.AuthConfig{AdminToken: adminToken}
 	}
 	srv := &http.Server{
 		Handler:           transport.NewServer(node, srvOpts),
@@ -273,7 +330,11 @@ func runMaosd(c *cli.Context) error {
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	apiLn := ln
+	if serverTLS != nil {
+		apiLn = tls.NewListener(ln, serverTLS)
+	}
+	go func() { serveErr <- srv.Serve(apiLn) }()
 
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -297,7 +358,9 @@ func runMaosd(c *cli.Context) error {
 		}
 	}
 	logger.Info("maosd ready to serve", "node_id", node.ID(), "api_addr", apiAddr,
-		"raft_addr", node.RaftAddr(), "gossip_addr", node.GossipAddr(), "data_dir", c.String("data-dir"))
+		"send_rate", limits.SendRate, "send_burst", limits.SendBurst, "max_recipients", limits.MaxRecipients,
+		"max_streams_per_agent", limits.MaxStreamsPerAgent,
+		"raft_addr", node.RaftAddr(), "gossip_addr", node.GossipAddr(), "data_dir", c.String("data-dir"), "auth", adminToken != "")
 
 	// Watchers run against this node's own API and stop before it closes,
 	// so they can set their agents OFFLINE.
@@ -307,7 +370,13 @@ func runMaosd(c *cli.Context) error {
 	if agents != nil {
 		go func() {
 			defer close(watchersDone)
-			_ = watcher.Run(watchCtx, agents, watcher.Options{Client: transport.NewClient(apiAddr, nil), Logger: logger})
+			// One client speaks for several agents: with auth it needs the
+			// admin token.
+			cl := apiClient(apiAddr, clientTLS)
+			if adminToken != "" {
+				cl = cl.WithToken(adminToken)
+			}
+			_ = watcher.Run(watchCtx, agents, watcher.Options{Client: cl, Logger: logger})
 		}()
 		logger.Info("watchers started", "agents", len(agents.Agents), "file", c.String("agents"))
 	} else {
@@ -329,4 +398,33 @@ func runMaosd(c *cli.Context) error {
 	_ = srv.Shutdown(shutdownCtx)
 	closeNode()
 	return nil
+}
+
+// limitFlags reads the abuse limits: --send-rate (≥ 0, 0 unlimited),
+// --send-burst (≥ 0, 0 twice the rate, at least 1; only with a rate),
+// --max-recipients (1..fsm.MaxRecipients), --max-streams-per-agent (≥ 0,
+// 0 unlimited). The error names the flag.
+func limitFlags(c *cli.Context) (transport.Limits, error) {
+	l := transport.Limits{
+		SendRate:           c.Float64("send-rate"),
+		SendBurst:          c.Int("send-burst"),
+		MaxRecipients:      c.Int("max-recipients"),
+		MaxStreamsPerAgent: c.Int("max-streams-per-agent"),
+	}
+	switch {
+	case math.IsNaN(l.SendRate) || math.IsInf(l.SendRate, 0) || l.SendRate < 0:
+		return l, fmt.Errorf("--send-rate %v: want sends per second per agent, ≥ 0 (0: unlimited)", l.SendRate)
+	case l.SendBurst < 0:
+		return l, fmt.Errorf("--send-burst %d: want ≥ 0 (0: twice --send-rate, at least 1)", l.SendBurst)
+	case l.SendBurst > 0 && l.SendRate == 0:
+		return l, fmt.Errorf("--send-burst %d has no effect without --send-rate", l.SendBurst)
+	case l.MaxRecipients < 1 || l.MaxRecipients > fsm.MaxRecipients:
+		return l, fmt.Errorf("--max-recipients %d: want 1..%d", l.MaxRecipients, fsm.MaxRecipients)
+	case l.MaxStreamsPerAgent < 0:
+		return l, fmt.Errorf("--max-streams-per-agent %d: want ≥ 0 (0: unlimited)", l.MaxStreamsPerAgent)
+	}
+	if l.SendRate > 0 && l.SendBurst == 0 {
+		l.SendBurst = transport.DefaultSendBurst(l.SendRate)
+	}
+	return l, nil
 }

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
 )
 
 // Config describes one node. NodeID, DataDir, RaftAddr and APIAddr are
@@ -27,6 +29,25 @@ type Config struct {
 	// APIAddr is the host:port other nodes and clients reach this node's
 	// HTTP API on (the advertised address, registered in the log).
 	APIAddr string
+
+	// AdminToken is the admin bootstrap bearer token of a cluster that runs
+	// with auth (maosd --auth). The node sends it on every call it makes to
+	// another node's API -- forwarded writes and strong reads, join, status
+	// -- so every node of such a cluster must hold the same one. "" sends no
+	// token, for a cluster without auth.
+	AdminToken string
+
+	// ServerTLS and ClientTLS, both set or both nil, secure the node's
+	// network with the cluster CA (transport.TLSFiles builds both). The
+	// Raft transport serves with a clone of ServerTLS that requires and
+	// verifies a client certificate, and dials peers with ClientTLS, which
+	// must carry the node's certificate; calls to other nodes' APIs
+	// (forwarding, join, read index, status) go over https with ClientTLS.
+	// Peers are dialed at their advertised addresses, so each node's
+	// certificate needs SANs for its Raft and API addresses. nil: plain TCP
+	// and http.
+	ServerTLS *tls.Config
+	ClientTLS *tls.Config
 
 	Logger *slog.Logger
 
@@ -136,6 +157,11 @@ func (c *Config) Validate() error {
 	}
 	if err := checkAdvertise("API address", c.APIAddr); err != nil {
 		return err
+	}
+	// A token the peers' servers would refuse as malformed fails here, not
+	// as a 401 on every forwarded call.
+	if err := (&transport.AuthConfig{AdminToken: c.AdminToken}).Validate(); err != nil {
+		return fmt.Errorf("cluster: admin token: %w", err)
 	}
 	return c.validateGossip()
 }

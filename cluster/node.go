@@ -63,11 +63,17 @@ func Open(cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := cfg.validateTLS(); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("cluster: data dir: %w", err)
 	}
 	n := &Node{cfg: cfg, logger: cfg.Logger.With("node", cfg.NodeID), shutdown: make(chan struct{}), leaderChanged: make(chan struct{})}
 	n.httpc = &http.Client{Transport: transport.NewHTTPTransport()}
+	if cfg.ClientTLS != nil {
+		n.httpc = &http.Client{Transport: transport.NewHTTPTransportTLS(cfg.ClientTLS)}
+	}
 	ok := false
 	defer func() {
 		if !ok {
@@ -87,6 +93,9 @@ func Open(cfg Config) (*Node, error) {
 	stream, err := newStreamLayer(cfg.RaftAddr, cfg.RaftAdvertise)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.ServerTLS != nil {
+		stream.useTLS(cfg.ServerTLS, cfg.ClientTLS, n.logger)
 	}
 	n.raftBind = stream.boundAddr().String()
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
@@ -121,7 +130,7 @@ func Open(cfg Config) (*Node, error) {
 	}
 	ok = true
 	n.logger.Info("node open", "data_dir", cfg.DataDir, "raft_addr", n.cfg.RaftAdvertise, "raft_bind", n.raftBind,
-		"api_addr", cfg.APIAddr, "gossip_addr", n.GossipAddr(), "gossip_encrypted", len(cfg.GossipKey) > 0,
+		"api_addr", cfg.APIAddr, "gossip_addr", n.GossipAddr(), "gossip_encrypted", len(cfg.GossipKey) > 0, "tls", cfg.ServerTLS != nil,
 		"existing_state", n.hasState, "applied_index", n.fsm.AppliedIndex())
 	n.wg.Add(1)
 	go n.watchLeadership()
@@ -261,7 +270,20 @@ func (n *Node) JoinVia(ctx context.Context, addrs []string) error {
 	}
 }
 
-func (n *Node) client(addr string) *transport.Client { return transport.NewClient(addr, n.httpc) }
+// client is a client of another node's API at addr, carrying the admin
+// token when the cluster runs with auth: forwarding, join and status calls
+// between nodes act for several agents, so they need the admin role.
+func (n *Node) client(addr string) *transport.Client {
+	c := transport.NewClient(addr, n.httpc)
+	if n.cfg.ClientTLS != nil {
+		// Registered and --join addresses are host:port: https to them.
+		c = transport.NewClientTLS(addr, n.httpc)
+	}
+	if n.cfg.AdminToken != "" {
+		c = c.WithToken(n.cfg.AdminToken)
+	}
+	return c
+}
 
 // Close leaves the node stopped with everything flushed and the data dir
 // unlocked. A leader first hands leadership to a follower (bounded to a

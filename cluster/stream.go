@@ -1,8 +1,13 @@
 package cluster
 
 import (
+	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -17,13 +22,28 @@ import (
 // source address. Any other bind (a routable IP, a wildcard) dials as the
 // kernel chooses, exactly as before.
 //
-// It is the one place Raft's connections are made, so a TLS stream layer
-// would replace it.
+// With TLS (useTLS) both directions are mutually authenticated: an
+// accepted connection must present a client certificate signed by the
+// cluster CA, and a dialed peer must present a server certificate signed
+// by it whose SANs hold the address dialed -- peers dial each other by the
+// advertised Raft address, usually IP:port, so node certificates carry IP
+// SANs. Handshakes are bounded in both directions, so a peer that never
+// completes one costs a goroutine for handshakeTimeout, never raft's
+// progress.
 type streamLayer struct {
 	ln        *net.TCPListener
 	advertise net.Addr // what peers dial; nil: the bound address
 	localIP   net.IP   // source IP for loopback peers; nil: the kernel's choice
+
+	serverTLS        *tls.Config // nil: plain TCP
+	clientTLS        *tls.Config
+	handshakeTimeout time.Duration
+	logger           *slog.Logger
 }
+
+// defaultHandshakeTimeout bounds a TLS handshake on an accepted Raft
+// connection (a dial is bounded by raft's own dial timeout).
+const defaultHandshakeTimeout = 5 * time.Second
 
 // newStreamLayer listens on bind (host:port; port 0 picks a free one).
 // advertise, if not empty, is the host:port peers reach this node on;
@@ -63,7 +83,36 @@ func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 	if s.localIP != nil && sameFamilyLoopback(string(address), s.localIP) {
 		d.LocalAddr = &net.TCPAddr{IP: s.localIP}
 	}
-	return d.Dial("tcp", string(address))
+	if s.clientTLS == nil {
+		return d.Dial("tcp", string(address))
+	}
+	if timeout <= 0 {
+		timeout = s.handshakeTimeout
+	}
+	// The context bounds the TCP connect and the handshake together. An
+	// empty ServerName is filled in with the host dialed, IP or name.
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	td := tls.Dialer{NetDialer: &d, Config: s.clientTLS}
+	c, err := td.DialContext(ctx, "tcp", string(address))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: raft TLS dial %s: %w", address, err)
+	}
+	return c, nil
+}
+
+// useTLS makes the layer speak TLS: server (a node's API ServerConfig)
+// with client certificates required and verified for every accepted
+// connection, client (a node's ClientConfig, with its certificate) for
+// every dial. Both must be set; call it before the layer is used.
+func (s *streamLayer) useTLS(server, client *tls.Config, logger *slog.Logger) {
+	s.serverTLS = server.Clone()
+	s.serverTLS.ClientAuth = tls.RequireAndVerifyClientCert
+	s.clientTLS = client.Clone()
+	if s.handshakeTimeout == 0 {
+		s.handshakeTimeout = defaultHandshakeTimeout
+	}
+	s.logger = logger
 }
 
 // sameFamilyLoopback reports whether address is an IP:port whose IP is a
@@ -78,8 +127,59 @@ func sameFamilyLoopback(address string, local net.IP) bool {
 	return ip != nil && ip.IsLoopback() && (ip.To4() != nil) == (local.To4() != nil)
 }
 
-// Accept implements net.Listener.
-func (s *streamLayer) Accept() (net.Conn, error) { return s.ln.Accept() }
+// Accept implements net.Listener. With TLS the handshake is not done here
+// -- that would hold up raft's accept loop behind one slow peer -- but on
+// the connection's first Read or Write, on raft's goroutine for it, within
+// handshakeTimeout.
+func (s *streamLayer) Accept() (net.Conn, error) {
+	c, err := s.ln.Accept()
+	if err != nil || s.serverTLS == nil {
+		return c, err
+	}
+	return &serverTLSConn{Conn: tls.Server(c, s.serverTLS), timeout: s.handshakeTimeout, logger: s.logger}, nil
+}
+
+// serverTLSConn is an accepted Raft connection whose handshake runs,
+// bounded, before its first Read or Write.
+type serverTLSConn struct {
+	*tls.Conn
+	timeout time.Duration
+	logger  *slog.Logger
+	done    atomic.Bool
+}
+
+func (c *serverTLSConn) handshake() error {
+	if c.done.Load() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	// tls.Conn serialises concurrent handshakes: a second caller waits for
+	// the first and gets its result.
+	if err := c.Conn.HandshakeContext(ctx); err != nil {
+		if c.logger != nil && !errors.Is(err, net.ErrClosed) {
+			c.logger.Warn("refused a Raft connection: TLS handshake failed (a peer without a node certificate signed by the cluster CA?)",
+				"remote", c.RemoteAddr().String(), "error", err)
+		}
+		return fmt.Errorf("cluster: raft TLS handshake with %s: %w", c.RemoteAddr(), err)
+	}
+	c.done.Store(true)
+	return nil
+}
+
+func (c *serverTLSConn) Read(b []byte) (int, error) {
+	if err := c.handshake(); err != nil {
+		return 0, err
+	}
+	return c.Conn.Read(b)
+}
+
+func (c *serverTLSConn) Write(b []byte) (int, error) {
+	if err := c.handshake(); err != nil {
+		return 0, err
+	}
+	return c.Conn.Write(b)
+}
 
 // Close implements net.Listener.
 func (s *streamLayer) Close() error { return s.ln.Close() }
@@ -96,3 +196,25 @@ func (s *streamLayer) Addr() net.Addr {
 // boundAddr is the address actually listened on (the port a port-0 bind
 // got).
 func (s *streamLayer) boundAddr() net.Addr { return s.ln.Addr() }
+
+// validateTLS checks Config.ServerTLS and ClientTLS: both or neither, a
+// certificate on each side (a node presents its own when it dials), and
+// the CA to verify peers against on each side.
+func (c *Config) validateTLS() error {
+	sc, cc := c.ServerTLS, c.ClientTLS
+	switch {
+	case sc == nil && cc == nil:
+		return nil
+	case sc == nil || cc == nil:
+		return errors.New("cluster: TLS: set both the server and the client TLS config, or neither")
+	case len(sc.Certificates) == 0 && sc.GetCertificate == nil:
+		return errors.New("cluster: server TLS config has no certificate (the node's --tls-cert)")
+	case sc.ClientCAs == nil:
+		return errors.New("cluster: server TLS config has no ClientCAs: Raft verifies its peers' certificates against the cluster CA (--tls-ca)")
+	case len(cc.Certificates) == 0 && cc.GetClientCertificate == nil:
+		return errors.New("cluster: client TLS config has no certificate: a node presents its own (--tls-cert) to its peers")
+	case cc.RootCAs == nil:
+		return errors.New("cluster: client TLS config has no RootCAs: a node verifies its peers against the cluster CA (--tls-ca), not the system's roots")
+	}
+	return nil
+}
