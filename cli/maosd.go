@@ -317,7 +317,8 @@ func runMaosd(c *cli.Context) error {
 		}
 	}
 
-	srvOpts := transport.ServerOptions{MaxMessageBytes: c.Int64("max-message-bytes"), Logger: logger, Limits: limits}
+	srvOpts := transport.ServerOptions{MaxMessageBytes: c.Int64("max-message-bytes"), Logger: logger, Limits: limits,
+		PeerClient: node.PeerClient}
 	if agents != nil {
 		srvOpts.Interrupt = agents.Interrupt
 	}

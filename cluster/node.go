@@ -273,6 +273,11 @@ func (n *Node) JoinVia(ctx context.Context, addrs []string) error {
 // client is a client of another node's API at addr, carrying the admin
 // token when the cluster runs with auth: forwarding, join and status calls
 // between nodes act for several agents, so they need the admin role.
+// PeerClient returns a client for another node's API at addr: https when
+// the node has TLS, with the admin token when it has one. maosd gives it
+// to the API server for the requests it relays.
+func (n *Node) PeerClient(addr string) *transport.Client { return n.client(addr) }
+
 func (n *Node) client(addr string) *transport.Client {
 	c := transport.NewClient(addr, n.httpc)
 	if n.cfg.ClientTLS != nil {

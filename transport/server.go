@@ -32,6 +32,11 @@ type ServerOptions struct {
 	// Interrupt sends ESC to a local agent's terminal pane; nil when this
 	// node hosts no such agent. maosd sets it from its --agents file.
 	Interrupt func(ctx context.Context, agent string) error
+	// PeerClient returns a client for another node's API at addr (host:port),
+	// speaking the cluster's scheme (TLS) and carrying its node credentials,
+	// for requests this node relays (an interrupt to the agent's node). nil
+	// means plain HTTP with the admin token of Auth, if any.
+	PeerClient func(addr string) *Client
 	// Limits bound what one agent can make this node do (send rate,
 	// recipients, open streams); the zero value limits nothing but bodies.
 	// NewServer panics if Limits.Validate fails.

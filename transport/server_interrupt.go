@@ -91,7 +91,7 @@ func (s *Server) interruptAgent(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fmt.Errorf("interrupt %s: its node %s is not an alive member: %w", agent, p.Node, fsm.ErrNotFound))
 		return
 	}
-	res, err := NewClient(addr, nil).Forwarding().WithToken(s.peerToken()).InterruptAgent(ctx, agent, req)
+	res, err := s.peerClient(addr).Forwarding().InterruptAgent(ctx, agent, req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -134,4 +134,12 @@ func (c *Client) InterruptAgent(ctx context.Context, agent string, req Interrupt
 	var out InterruptResponse
 	err := c.do(ctx, http.MethodPost, "/v1/agents/"+url.PathEscape(agent)+"/interrupt", nil, req, &out)
 	return out, err
+}
+
+// peerClient is ServerOptions.PeerClient, or its plain-HTTP default.
+func (s *Server) peerClient(addr string) *Client {
+	if s.opts.PeerClient != nil {
+		return s.opts.PeerClient(addr)
+	}
+	return NewClient(addr, nil).WithToken(s.peerToken())
 }

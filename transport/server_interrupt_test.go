@@ -49,7 +49,11 @@ func TestInterruptRoutesToHostingNode(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	entry := serve(t, entryFake, transport.ServerOptions{})
+	var peers []string
+	entry := serve(t, entryFake, transport.ServerOptions{PeerClient: func(addr string) *transport.Client {
+		peers = append(peers, addr)
+		return transport.NewClient(addr, nil)
+	}})
 	c := transport.NewClient(entry.URL, nil)
 	ctx := context.Background()
 
@@ -64,6 +68,9 @@ func TestInterruptRoutesToHostingNode(t *testing.T) {
 	mu.Unlock()
 	if calls := hostFake.callsTo("AgentPresence"); len(calls) != 1 || !calls[0].forwarded {
 		t.Fatalf("the hosting node saw %+v, want one forwarded request", calls)
+	}
+	if len(peers) != 1 || peers[0] != hostAddr {
+		t.Fatalf("relayed through PeerClient(%q), want one call for %s", peers, hostAddr)
 	}
 
 	for _, tt := range []struct {
