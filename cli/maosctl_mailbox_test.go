@@ -418,10 +418,10 @@ func TestMaosctlSendBlockedAndStrict(t *testing.T) {
 	e.fail([]string{"send", "--from", "tina", "--to", "rex", "--channel", "qa", "--text", "x"}, "testers go through the developer", "403")
 
 	// strict_senders through the config command.
-	if out := e.ok("cluster", "config", "get"); out != "strict_senders: false\n" {
+	if out := e.ok("cluster", "config", "get"); out != "auth_required: false\nstrict_senders: false\n" {
 		t.Errorf("config get printed %q", out)
 	}
-	if out := e.ok("cluster", "config", "set", "strict_senders", "true"); out != "strict_senders: true\n" {
+	if out := e.ok("cluster", "config", "set", "strict_senders", "true"); out != "auth_required: false\nstrict_senders: true\n" {
 		t.Errorf("config set printed %q", out)
 	}
 	if out := e.ok("cluster", "config", "get", "strict_senders"); out != "true\n" {

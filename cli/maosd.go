@@ -304,6 +304,10 @@ func runMaosd(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit("maosd: "+err.Error(), 1)
 	}
+	if err := checkAuthRequired(node, adminToken); err != nil {
+		_ = node.Close()
+		return cli.Exit("maosd: "+err.Error(), 1)
+	}
 	if len(gossipKey) == 0 && serverTLS != nil {
 		logger.Warn("TLS secures the API and Raft, but gossip is not encrypted: anyone who can reach --gossip-addr can read agent presence and join the gossip; "+
 			"give every node the same --gossip-key (openssl rand -base64 32)", "gossip_addr", node.GossipAddr())

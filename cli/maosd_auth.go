@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/maos-project/maos/cluster"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -92,4 +93,23 @@ func readSecretFile(path string) (string, fs.FileMode, error) {
 		return "", 0, fmt.Errorf("%s: the token has a blank or control character at byte %d; tokens are printable, without spaces", path, i)
 	}
 	return secret, st.Mode(), nil
+}
+
+// checkAuthRequired refuses to run a node without --auth whose cluster
+// records that it runs with authentication (fsm.ClusterConfig.AuthRequired,
+// set by a leader started with --auth).
+func checkAuthRequired(node *cluster.Node, adminToken string) error {
+	if adminToken != "" {
+		return nil
+	}
+	cfg, err := node.State().Config()
+	if err != nil {
+		return fmt.Errorf("read the cluster config: %w", err)
+	}
+	if cfg.AuthRequired {
+		return errors.New("this node's cluster runs with authentication (cluster config auth_required=true) but --auth is not set: " +
+			"restart it with --auth --admin-token-file FILE (the same file as the other nodes); " +
+			"to run the whole cluster without auth, an admin sets it off first: maosctl cluster config set auth_required false")
+	}
+	return nil
 }

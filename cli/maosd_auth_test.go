@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -181,5 +183,54 @@ func TestMaosdAuthEndToEnd(t *testing.T) {
 	}
 	if r := run("--token", tok.Token, "channels"); r.err == nil || !strings.Contains(r.err.Error(), "401") {
 		t.Errorf("channels with the revoked token: err=%v; want 401", r.err)
+	}
+}
+
+// A cluster started with --auth records auth_required; the same node
+// restarted without --auth refuses to start and says how to fix it.
+func TestMaosdRestartWithoutAuthRefused(t *testing.T) {
+	ctlClearAuthEnv(t)
+	ctlClearTokenEnv(t)
+	secret := strings.Repeat("k", 44)
+	admin := writeTokenFile(t, secret+"\n", 0o600)
+	dir := filepath.Join(t.TempDir(), "data")
+	start := func(ctx context.Context, log *lockedBuffer, args ...string) <-chan error {
+		app := MaosdApp()
+		app.ErrWriter, app.Writer = log, log
+		app.ExitErrHandler = func(*cli.Context, error) {}
+		done := make(chan error, 1)
+		go func() {
+			done <- app.RunContext(ctx, append([]string{"maosd", "--data-dir", dir, "--http-addr", "127.0.0.1:0",
+				"--raft-addr", "127.0.0.1:0", "--log-format", "json"}, args...))
+		}()
+		return done
+	}
+
+	var log1 lockedBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := start(ctx, &log1, "--auth", "--admin-token-file", admin)
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(log1.String(), "auth_required=true") {
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("the leader did not record auth_required within 20s; log:\n%s", log1.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("maosd did not stop within 15s")
+	}
+
+	var log2 lockedBuffer
+	select {
+	case err := <-start(context.Background(), &log2):
+		if err == nil || !strings.Contains(err.Error(), "auth_required=true") || !strings.Contains(err.Error(), "--auth --admin-token-file") {
+			t.Fatalf("restart without --auth: %v; want a refusal naming auth_required and --auth", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("maosd without --auth on an auth cluster's data dir did not exit within 20s")
 	}
 }

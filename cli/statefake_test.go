@@ -24,7 +24,14 @@ func (s *ctlFakeService) withState(t testing.TB) *ctlFakeService {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { f.Close() })
+	// Detached under the lock before it closes: the API server may still
+	// propose in the background (denial audit lines) as the test ends.
+	t.Cleanup(func() {
+		s.mu.Lock()
+		s.state = nil
+		s.mu.Unlock()
+		f.Close()
+	})
 	s.mu.Lock()
 	s.state = f
 	s.mu.Unlock()

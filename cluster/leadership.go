@@ -66,7 +66,29 @@ func (n *Node) establishLeadership() error {
 	}
 	n.readyTerm.v.CompareAndSwap(n.readyTerm.v.Load(), term)
 	n.logger.Info("leading", "term", term)
+	if n.cfg.AdminToken != "" {
+		n.requireAuth()
+	}
 	return nil
+}
+
+// requireAuth records in the cluster config that the cluster runs with
+// authentication, once: a member restarted without --auth then refuses to
+// start. Best effort: a failure is logged and retried next term.
+func (n *Node) requireAuth() {
+	if cfg, err := n.fsm.Config(); err != nil || cfg.AuthRequired {
+		return
+	}
+	data, err := fsm.Encode(fsm.OpSetConfig, n.cfg.Now().UnixNano(),
+		fsm.SetConfigCommand{Key: "auth_required", Value: []byte("true")})
+	if err == nil {
+		_, err = applyAs[*fsm.ClusterConfig](n, data)
+	}
+	if err != nil {
+		n.logger.Warn("could not record auth_required in the cluster config", "error", err)
+		return
+	}
+	n.logger.Info("cluster config: auth_required=true (members restarted without --auth will refuse to start)")
 }
 
 // leaderChange returns a channel closed at the next leader change this node

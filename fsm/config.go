@@ -20,17 +20,25 @@ type ClusterConfig struct {
 	// StrictSenders refuses sends from agents that are not registered
 	// (403) instead of registering them on the spot. Default false.
 	StrictSenders bool `json:"strict_senders"`
+	// AuthRequired records that the cluster runs with authentication: a
+	// leader started with --auth sets it, and a node restarted without
+	// --auth then refuses to start rather than serve its copy of the
+	// mailbox to anyone. Default false.
+	AuthRequired bool `json:"auth_required"`
 }
 
 // configKeys lists the settings and checks a value for each.
 var configKeys = map[string]func(json.RawMessage) error{
-	"strict_senders": func(v json.RawMessage) error {
-		var b bool
-		if json.Unmarshal(v, &b) != nil {
-			return fmt.Errorf("want true or false")
-		}
-		return nil
-	},
+	"strict_senders": checkBool,
+	"auth_required":  checkBool,
+}
+
+func checkBool(v json.RawMessage) error {
+	var b bool
+	if json.Unmarshal(v, &b) != nil {
+		return fmt.Errorf("want true or false")
+	}
+	return nil
 }
 
 // ConfigKeys lists the known setting names.
@@ -84,6 +92,9 @@ func readConfig(tx *bbolt.Tx) ClusterConfig {
 	b := tx.Bucket(bucketConfig)
 	if v := b.Get([]byte("strict_senders")); v != nil {
 		_ = json.Unmarshal(v, &cfg.StrictSenders)
+	}
+	if v := b.Get([]byte("auth_required")); v != nil {
+		_ = json.Unmarshal(v, &cfg.AuthRequired)
 	}
 	return cfg
 }
