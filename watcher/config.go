@@ -67,6 +67,11 @@ type AgentConfig struct {
 	TmuxTarget      string            `yaml:"tmux_target"`
 	MaxThreadDepth  int               `yaml:"max_thread_depth"` // default 8
 	Guardrails      string            `yaml:"guardrails"`       // text the default prompt includes
+	// TokenFile holds the agent's own bearer token (maosctl token create
+	// --agent ID) for a cluster run with --auth: the watcher's requests
+	// for this agent carry it, and so does the model CLI (MAOS_TOKEN).
+	// Without it the agent uses the watcher's client as given.
+	TokenFile string `yaml:"token_file"`
 
 	tmpl *template.Template
 }

@@ -86,10 +86,27 @@ func Run(ctx context.Context, f *File, opts Options) error {
 	if opts.Heartbeat <= 0 {
 		opts.Heartbeat = 10 * time.Second
 	}
+	// Every token is read before any watcher starts: a bad file stops the
+	// run rather than leave some agents unwatched.
+	tokens := make([]string, len(f.Agents))
+	for i, a := range f.Agents {
+		if a.TokenFile == "" {
+			continue
+		}
+		tok, err := readTokenFile(a.TokenFile)
+		if err != nil {
+			return &ConfigError{Field: fmt.Sprintf("agents[%d].token_file", i), Reason: err.Error()}
+		}
+		tokens[i] = tok
+	}
 	var wg sync.WaitGroup
 	var out sync.Mutex // serialises dry-run lines of several agents
 	for i := range f.Agents {
-		w := &agentWatcher{cfg: &f.Agents[i], opts: opts, c: opts.Client, dryMu: &out,
+		c := opts.Client
+		if tokens[i] != "" {
+			c = c.WithToken(tokens[i])
+		}
+		w := &agentWatcher{cfg: &f.Agents[i], opts: opts, c: c, token: tokens[i], dryMu: &out,
 			log: opts.Logger.With("agent", f.Agents[i].ID)}
 		wg.Add(1)
 		go func() {
@@ -105,6 +122,7 @@ type agentWatcher struct {
 	cfg   *AgentConfig
 	opts  Options
 	c     *transport.Client
+	token string // the agent's own token (token_file), "" for none
 	log   *slog.Logger
 	dryMu *sync.Mutex
 
@@ -499,6 +517,9 @@ func (w *agentWatcher) invoke(ctx context.Context, m *fsm.Message, prompt string
 	inv := Invocation{Argv: w.cfg.Command, Stdin: prompt, Workdir: w.cfg.Workdir, Timeout: time.Duration(w.cfg.Timeout),
 		Env: []string{"MAOS_AGENT_ID=" + w.cfg.ID, "MAOS_AGENT_ROLE=" + w.cfg.Role, "MAOS_SESSION_ID=" + m.Channel,
 			"MAOS_ADDR=" + w.opts.Addr, "MAOS_MESSAGE_ID=" + m.ID}}
+	if w.token != "" {
+		inv.Env = append(inv.Env, "MAOS_TOKEN="+w.token)
+	}
 	for k, v := range w.cfg.Env {
 		inv.Env = append(inv.Env, k+"="+v)
 	}
@@ -599,4 +620,20 @@ func (w *agentWatcher) heartbeat(ctx context.Context) {
 			w.presence(ctx, transport.PresenceAwake, sub, "")
 		}
 	}
+}
+
+// readTokenFile reads a bearer token: one line, trimmed, not empty.
+func readTokenFile(name string) (string, error) {
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return "", err
+	}
+	tok := strings.TrimSpace(string(data))
+	switch {
+	case tok == "":
+		return "", fmt.Errorf("%s is empty", name)
+	case strings.ContainsAny(tok, " \t\r\n"):
+		return "", fmt.Errorf("%s: want one token on one line", name)
+	}
+	return tok, nil
 }
