@@ -99,6 +99,8 @@ environment variable shown.`,
 				Usage: "the private key `FILE` of --tls-cert (PEM)"},
 			&cli.StringFlag{Name: "tls-ca", EnvVars: []string{"MAOS_TLS_CA"},
 				Usage: "`FILE` of the CA certificate(s) that sign every node's certificate (PEM)"},
+			&cli.DurationFlag{Name: "raft-commit-timeout", EnvVars: []string{"MAOS_RAFT_COMMIT_TIMEOUT"}, Value: cluster.DefaultCommitTimeout,
+				Usage: "how soon an idle leader tells followers the commit index, so their streams deliver (1ms..1s; lower is faster delivery on followers for more idle RPCs)"},
 			&cli.DurationFlag{Name: "presence-ttl", EnvVars: []string{"MAOS_PRESENCE_TTL"}, Value: cluster.DefaultPresenceTTL,
 				Usage: "an agent with no heartbeat for this long shows OFFLINE (\"heartbeat lapsed\")"},
 			&cli.Int64Flag{Name: "max-message-bytes", EnvVars: []string{"MAOS_MAX_MESSAGE_BYTES"}, Value: fsm.DefaultMaxBytes,
@@ -203,6 +205,9 @@ func gossipFlags(c *cli.Context) (string, []byte, error) {
 			return "", nil, fmt.Errorf("--gossip-advertise %q: want the IP:port peers reach gossip on", adv)
 		}
 	}
+	if d := c.Duration("raft-commit-timeout"); d < time.Millisecond || d > time.Second {
+		return "", nil, fmt.Errorf("--raft-commit-timeout %s: want 1ms..1s", d)
+	}
 	if c.Duration("presence-ttl") <= 0 {
 		return "", nil, fmt.Errorf("--presence-ttl must be positive, not %s", c.Duration("presence-ttl"))
 	}
@@ -300,6 +305,7 @@ func runMaosd(c *cli.Context) error {
 		GossipAdvertise: c.String("gossip-advertise"),
 		GossipKey:       gossipKey,
 		PresenceTTL:     c.Duration("presence-ttl"),
+		CommitTimeout:   c.Duration("raft-commit-timeout"),
 	})
 	if err != nil {
 		return cli.Exit("maosd: "+err.Error(), 1)

@@ -75,6 +75,8 @@ func TestMaosdRefusesBadFlags(t *testing.T) {
 		{[]string{"--http-addr", "0.0.0.0:0"}, "--http-advertise"},
 		{[]string{"--max-message-bytes", "0"}, "--max-message-bytes"},
 		{[]string{"--log-level", "loud"}, "--log-level"},
+		{[]string{"--raft-commit-timeout", "500us"}, "--raft-commit-timeout"},
+		{[]string{"--raft-commit-timeout", "2s"}, "--raft-commit-timeout"},
 	}
 	for _, tt := range tests {
 		app := MaosdApp()

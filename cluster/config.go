@@ -141,6 +141,9 @@ const DefaultPresenceTTL = 30 * time.Second
 
 // Validate checks the config, naming the field at fault.
 func (c *Config) Validate() error {
+	if c.CommitTimeout != 0 && (c.CommitTimeout < time.Millisecond || c.CommitTimeout > time.Second) {
+		return fmt.Errorf("cluster: commit timeout %s: want 1ms..1s (--raft-commit-timeout)", c.CommitTimeout)
+	}
 	if !fsm.ValidName(c.NodeID) {
 		return fmt.Errorf("cluster: node id %q must match ^[a-z0-9][a-z0-9._-]{0,63}$", c.NodeID)
 	}

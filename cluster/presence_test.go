@@ -485,6 +485,7 @@ func TestGossipConfigValidate(t *testing.T) {
 		{"advertise host name", func(c *Config) { c.GossipAddr = "0.0.0.0:7072"; c.GossipAdvertise = "example.com:7072" }, "not a host name"},
 		{"short key", func(c *Config) { c.GossipAddr = "127.0.0.1:0"; c.GossipKey = []byte("short") }, "16, 24 or 32 bytes"},
 		{"negative ttl", func(c *Config) { c.PresenceTTL = -time.Second }, "negative"},
+		{"commit timeout under raft's floor", func(c *Config) { c.CommitTimeout = 500 * time.Microsecond }, "want 1ms..1s"},
 	}
 	for _, tc := range cases {
 		cfg := testConfig("n1", t.TempDir(), "127.0.0.1:7070")
