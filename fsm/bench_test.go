@@ -73,3 +73,48 @@ func BenchmarkApplySingle(b *testing.B) { benchmarkApply(b, 1) }
 // BenchmarkApplyBatch64 applies 64 sends of 1 KiB per ApplyBatch call, as
 // raft's BatchingFSM does under load.
 func BenchmarkApplyBatch64(b *testing.B) { benchmarkApply(b, 64) }
+
+// BenchmarkPageAtScale reads a 50-message page of a channel (its first and
+// its last) and of an inbox from a state holding N messages: with bbolt's
+// B+trees keyed by seq, a page costs a seek and 50 reads whatever N is.
+// The cluster-level figure at 1,000,000 messages is in docs/PERFORMANCE.md.
+func BenchmarkPageAtScale(b *testing.B) {
+	for _, n := range []int{1_000, 100_000} {
+		b.Run(fmt.Sprintf("msgs=%d", n), func(b *testing.B) {
+			f, _ := openTemp(b)
+			entries := newBenchEntries(b)
+			logs := make([]*raft.Log, 1000)
+			for entries.next < uint64(n) {
+				entries.fill(logs)
+				f.ApplyBatch(logs)
+			}
+			last := entries.next
+			for _, tc := range []struct {
+				name string
+				read func() (int, error)
+			}{
+				{"channel-first", func() (int, error) {
+					p, err := f.ChannelPage("bench", 0, 50)
+					return len(p.Messages), err
+				}},
+				{"channel-last", func() (int, error) {
+					p, err := f.ChannelPage("bench", last-50, 50)
+					return len(p.Messages), err
+				}},
+				{"inbox-first", func() (int, error) {
+					p, err := f.Inbox("claude", InboxQuery{Limit: 50})
+					return len(p.Messages), err
+				}},
+			} {
+				b.Run(tc.name, func(b *testing.B) {
+					b.ReportAllocs()
+					for b.Loop() {
+						if got, err := tc.read(); err != nil || got != 50 {
+							b.Fatalf("page of %d messages, %v; want 50", got, err)
+						}
+					}
+				})
+			}
+		})
+	}
+}
