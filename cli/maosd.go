@@ -120,6 +120,8 @@ environment variable shown.`,
 				Usage: "debug, info, warn or error"},
 			&cli.StringFlag{Name: "log-format", EnvVars: []string{"MAOS_LOG_FORMAT"}, Value: "text",
 				Usage: "text or json"},
+			&cli.StringFlag{Name: "debug-addr", EnvVars: []string{"MAOS_DEBUG_ADDR"},
+				Usage: "loopback `IP:PORT` to serve Go's pprof profiles on (/debug/pprof/; block and mutex sampling on); off by default"},
 		},
 		Action: runMaosd,
 	}
@@ -285,6 +287,13 @@ func runMaosd(c *cli.Context) error {
 		return cli.Exit(fmt.Sprintf("maosd: --http-addr: %v", err), 1)
 	}
 	defer ln.Close()
+	if a := c.String("debug-addr"); a != "" {
+		dln, err := serveDebug(a, logger)
+		if err != nil {
+			return cli.Exit("maosd: "+err.Error(), 2)
+		}
+		defer dln.Close()
+	}
 	apiAddr, err := advertised("http-addr", ln.Addr().String(), c.String("http-advertise"))
 	if err != nil {
 		return cli.Exit("maosd: "+err.Error(), 2)

@@ -77,6 +77,8 @@ func TestMaosdRefusesBadFlags(t *testing.T) {
 		{[]string{"--log-level", "loud"}, "--log-level"},
 		{[]string{"--raft-commit-timeout", "500us"}, "--raft-commit-timeout"},
 		{[]string{"--raft-commit-timeout", "2s"}, "--raft-commit-timeout"},
+		{[]string{"--debug-addr", "0.0.0.0:0"}, "--debug-addr"},
+		{[]string{"--debug-addr", "nonsense"}, "--debug-addr"},
 	}
 	for _, tt := range tests {
 		app := MaosdApp()
