@@ -327,11 +327,17 @@ func (n *Node) release() error {
 	if n.trans != nil {
 		errs = append(errs, n.trans.Close())
 	}
+	var storeErr, fsmErr error
 	if n.store != nil {
-		errs = append(errs, n.store.Close())
+		storeErr = n.store.Close()
+		errs = append(errs, storeErr)
 	}
 	if n.fsm != nil {
-		errs = append(errs, n.fsm.Close())
+		fsmErr = n.fsm.Close()
+		errs = append(errs, fsmErr)
+	}
+	if n.store != nil && n.fsm != nil && storeErr == nil && fsmErr == nil {
+		errs = append(errs, putCleanMarker(n.cfg.DataDir))
 	}
 	if n.httpc != nil {
 		n.httpc.CloseIdleConnections()

@@ -101,6 +101,18 @@ func readBoltMeta(f *os.File, off int64) (boltMeta, error) {
 // past lockTimeout as an error wrapping bbolt's ErrTimeout. Warnings are
 // things worth logging that do not stop the open.
 func CheckFile(path string, lockTimeout time.Duration) (warnings []string, err error) {
+	return checkFile(path, lockTimeout, true)
+}
+
+// CheckMeta is CheckFile without the walk of every page: the meta pages,
+// the page size and the file's length only. It reads two pages, so it
+// suits a file its last writer closed cleanly; CheckFile reads the whole
+// file (half a minute for 3 GB on a cold cache).
+func CheckMeta(path string) (warnings []string, err error) {
+	return checkFile(path, 0, false)
+}
+
+func checkFile(path string, lockTimeout time.Duration, walk bool) (warnings []string, err error) {
 	corrupt := func(format string, args ...any) error {
 		return &CorruptError{Path: path, Reason: fmt.Sprintf(format, args...)}
 	}
@@ -166,6 +178,9 @@ func CheckFile(path string, lockTimeout time.Duration) (warnings []string, err e
 	}
 	if need := cur.pgid * ps; uint64(size) < need {
 		return warnings, corrupt("truncated: %d bytes, but its pages reach byte %d (%d pages of %d bytes)", size, need, cur.pgid, ps)
+	}
+	if !walk {
+		return warnings, nil
 	}
 
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: lockTimeout})

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"math/rand/v2"
@@ -185,5 +186,43 @@ func TestOpenWithTornNewestMeta(t *testing.T) {
 	mustSendResult(t, applyOne(f, entry))
 	if got := dump(t, f); got != want {
 		t.Errorf("state after re-applying the lost entry differs from before")
+	}
+}
+
+// CheckMeta reads the meta pages and the length only: it catches what
+// those show (truncation, bad meta pages) and leaves the interior to
+// CheckFile -- or, for a file closed cleanly, to bbolt's own open.
+func TestCheckMeta(t *testing.T) {
+	path, data, _ := closedStateFile(t, 200)
+	if w, err := CheckMeta(path); err != nil || len(w) != 0 {
+		t.Fatalf("CheckMeta(healthy) = %q, %v", w, err)
+	}
+	l := layoutOf(t, data)
+	for _, tc := range []struct {
+		name    string
+		damaged []byte
+		want    string // "" for no error
+	}{
+		{"truncated", data[:l.hwm*l.pageSize/2+123], "truncated"},
+		{"both meta pages", append(garbage(2*l.pageSize, 3), data[2*l.pageSize:]...), "both meta pages are invalid"},
+		{"root page overwritten", func() []byte {
+			b := bytes.Clone(data)
+			copy(b[l.root*l.pageSize:], garbage(l.pageSize, 1))
+			return b
+		}(), ""},
+	} {
+		if err := os.WriteFile(path, tc.damaged, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := CheckMeta(path)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: CheckMeta = %v, want no error (it does not read the interior)", tc.name, err)
+		case tc.want != "" && (!errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: CheckMeta = %v, want a corrupt error saying %q", tc.name, err, tc.want)
+		}
+		if _, err := CheckFile(path, 0); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: CheckFile = %v, want it corrupt", tc.name, err)
+		}
 	}
 }

@@ -42,6 +42,10 @@ type Options struct {
 	// LockTimeout bounds the wait for the state file's lock; a second
 	// process opening the same file fails after it. Zero means 1 s.
 	LockTimeout time.Duration
+	// CleanlyClosed says the file's last writer closed it (the caller
+	// knows, from a marker of its own): Open then checks its meta pages
+	// (CheckMeta) instead of reading every page (CheckFile).
+	CleanlyClosed bool
 }
 
 // Open opens (or creates) the state file at path. It fails fast with a
@@ -57,7 +61,11 @@ func Open(path string, opts Options) (*FSM, error) {
 		opts.LockTimeout = time.Second
 	}
 	f := &FSM{path: path, logger: opts.Logger, lockTimeout: opts.LockTimeout, notify: make(chan struct{})}
-	warnings, err := CheckFile(path, opts.LockTimeout)
+	check := CheckFile
+	if opts.CleanlyClosed {
+		check = func(path string, _ time.Duration) ([]string, error) { return CheckMeta(path) }
+	}
+	warnings, err := check(path, opts.LockTimeout)
 	for _, w := range warnings {
 		opts.Logger.Warn("fsm: state file: " + w)
 	}
