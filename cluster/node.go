@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -337,7 +338,13 @@ func (n *Node) release() error {
 		errs = append(errs, fsmErr)
 	}
 	if n.store != nil && n.fsm != nil && storeErr == nil && fsmErr == nil {
-		errs = append(errs, putCleanMarker(n.cfg.DataDir))
+		// The state file wrote its free list as it closed; the raft log's
+		// store cannot, so it is reopened once to do it.
+		err := fsm.PersistFreelist(filepath.Join(n.cfg.DataDir, raftDBFile))
+		if err == nil {
+			err = putCleanMarker(n.cfg.DataDir)
+		}
+		errs = append(errs, err)
 	}
 	if n.httpc != nil {
 		n.httpc.CloseIdleConnections()

@@ -161,9 +161,13 @@ func TestOpenWithTornNewestMeta(t *testing.T) {
 	entry := sendEntry(t, last, baseTS+int64(last), testMessage("last-one", "alpha", "the last batch"))
 	mustSendResult(t, applyOne(f, entry))
 	want := dump(t, f)
-	if err := f.Close(); err != nil {
+	// A crash right after the last batch: the file is left without the
+	// free-list commit of a clean Close, so the newest meta page is the
+	// batch's.
+	if err := f.db.Close(); err != nil {
 		t.Fatal(err)
 	}
+	f.db = nil
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -224,5 +228,42 @@ func TestCheckMeta(t *testing.T) {
 		if _, err := CheckFile(path, 0); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s: CheckFile = %v, want it corrupt", tc.name, err)
 		}
+	}
+}
+
+// A clean Close writes the free list, so the next open reads it from its
+// page instead of reading every page of the file; a crash leaves none.
+func TestCloseWritesTheFreelist(t *testing.T) {
+	freelistOf := func(path string) uint64 {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := layoutOf(t, b)
+		return binary.NativeEndian.Uint64(b[int64(l.newestMeta)*l.pageSize+16+32:])
+	}
+	const noFreelist = ^uint64(0)
+	path := filepath.Join(t.TempDir(), "state.db")
+	f := openAt(t, path)
+	fillChannels(t, f, 20)
+	if err := f.db.Close(); err != nil { // a crash: no Close
+		t.Fatal(err)
+	}
+	f.db = nil
+	if got := freelistOf(path); got != noFreelist {
+		t.Fatalf("after a crash the newest meta names free-list page %d, want none", got)
+	}
+	f = openAt(t, path)
+	fillChannels(t, f, 5)
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := freelistOf(path); got == noFreelist {
+		t.Fatal("a clean Close left no free list: the next open reads every page")
+	}
+	f = openAt(t, path)
+	defer f.Close()
+	if got := f.AppliedIndex(); got == 0 {
+		t.Fatal("reopened state lost its applied index")
 	}
 }

@@ -134,9 +134,38 @@ func (f *FSM) Close() error {
 	if f.db == nil {
 		return nil
 	}
-	err := f.db.Close()
+	err := persistFreelist(f.db)
+	err = errors.Join(err, f.db.Close())
 	f.db = nil
 	return err
+}
+
+// persistFreelist writes db's free list with one empty commit, so the next
+// open (NoFreelistSync) reads it from its page instead of rebuilding it by
+// reading every page of the file: 40 s for 4 GB on a cold cache. A crash
+// leaves no written free list, and the next open rebuilds it as before.
+func persistFreelist(db *bbolt.DB) error {
+	db.NoFreelistSync = false
+	if err := db.Update(func(*bbolt.Tx) error { return nil }); err != nil {
+		return fmt.Errorf("fsm: write the free list: %w", err)
+	}
+	return nil
+}
+
+// PersistFreelist opens the bbolt file at path (closed by its owner), writes
+// its free list (see FSM.Close) and closes it: for files opened by other
+// code, such as raft-boltdb's log store, which has no hook at close.
+func PersistFreelist(path string) error {
+	var db *bbolt.DB
+	err := SafeOpen(path, func() (err error) {
+		// NoFreelistSync false: bbolt writes the list as it opens.
+		db, err = bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second, FreelistType: bbolt.FreelistMapType})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("fsm: write the free list of %s: %w", path, err)
+	}
+	return db.Close()
 }
 
 // AppliedIndex is the Raft index of the last entry applied to the state.
