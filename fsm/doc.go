@@ -3,7 +3,8 @@
 // state, the queries served from that state, and snapshot/restore.
 //
 // The model: every write is one Raft log entry holding a versioned Command
-// envelope {v, op, ts, body}. The proposing node stamps ts; Apply never reads
+// envelope {v, op, ts, body} (version 2 is binary: op and ts before the
+// body's JSON; see Encode). The proposing node stamps ts; Apply never reads
 // the local clock, random numbers or anything outside the entry and the
 // state, so every node that applies the same entries holds the same state.
 // A message's seq is the Raft index of the entry that stored it, which gives
