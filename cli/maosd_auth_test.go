@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -67,21 +68,9 @@ func TestMaosdRefusesBadAuthFlags(t *testing.T) {
 		{[]string{"--auth", "--admin-token-file", t.TempDir()}, []string{"--admin-token-file", "not a regular file"}},
 	}
 	for _, tt := range tests {
-		app := MaosdApp()
-		var stderr bytes.Buffer
-		app.ErrWriter = &stderr
-		app.ExitErrHandler = func(*cli.Context, error) {}
-		args := append([]string{"maosd", "--data-dir", dir, "--http-addr", "127.0.0.1:0", "--raft-addr", "127.0.0.1:0"}, tt.args...)
-		err := app.Run(args)
-		for _, w := range tt.want {
-			if err == nil || !strings.Contains(err.Error(), w) {
-				t.Errorf("maosd %v: err = %v, want it to say %q", tt.args, err, w)
-			}
-		}
+		checkSays(t, fmt.Sprintf("maosd %v", tt.args), startRefused(dir, tt.args...), tt.want...)
 	}
-	if _, err := os.Stat(dir); !os.IsNotExist(err) {
-		t.Errorf("a refused start created the data dir (stat: %v)", err)
-	}
+	checkNoDataDir(t, dir)
 }
 
 // authFlagsLog runs authFlags on maosd's flags parsed from args and returns

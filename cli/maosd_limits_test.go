@@ -3,12 +3,9 @@ package cli
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/urfave/cli/v2"
 
 	"github.com/maos-project/maos/fsm"
 )
@@ -32,21 +29,9 @@ func TestMaosdRefusesBadLimitFlags(t *testing.T) {
 		{[]string{"--max-streams-per-agent", "-3"}, []string{"--max-streams-per-agent -3", "≥ 0"}},
 	}
 	for _, tt := range tests {
-		app := MaosdApp()
-		var stderr bytes.Buffer
-		app.ErrWriter = &stderr
-		app.ExitErrHandler = func(*cli.Context, error) {}
-		args := append([]string{"maosd", "--data-dir", dir, "--http-addr", "127.0.0.1:0", "--raft-addr", "127.0.0.1:0"}, tt.args...)
-		err := app.Run(args)
-		for _, w := range tt.want {
-			if err == nil || !strings.Contains(err.Error(), w) {
-				t.Errorf("maosd %v: err = %v, want it to say %q", tt.args, err, w)
-			}
-		}
+		checkSays(t, fmt.Sprintf("maosd %v", tt.args), startRefused(dir, tt.args...), tt.want...)
 	}
-	if _, err := os.Stat(dir); !os.IsNotExist(err) {
-		t.Errorf("a refused start created the data dir (stat: %v)", err)
-	}
+	checkNoDataDir(t, dir)
 }
 
 // The ready line carries the effective limits: the defaults, and a rate

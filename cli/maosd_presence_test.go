@@ -5,14 +5,12 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"os"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/urfave/cli/v2"
 )
 
 // maosd refuses bad gossip flags before touching the data dir, naming the
@@ -34,21 +32,9 @@ func TestMaosdRefusesBadGossipFlags(t *testing.T) {
 		{[]string{"--raft-addr", "localhost:7071"}, []string{"--gossip-addr", "no IP"}},
 	}
 	for _, tt := range tests {
-		app := MaosdApp()
-		var stderr bytes.Buffer
-		app.ErrWriter = &stderr
-		app.ExitErrHandler = func(*cli.Context, error) {}
-		args := append([]string{"maosd", "--data-dir", dir, "--http-addr", "127.0.0.1:0", "--raft-addr", "127.0.0.1:0"}, tt.args...)
-		err := app.Run(args)
-		for _, w := range tt.want {
-			if err == nil || !strings.Contains(err.Error(), w) {
-				t.Errorf("maosd %v: err = %v, want it to say %q", tt.args, err, w)
-			}
-		}
+		checkSays(t, fmt.Sprintf("maosd %v", tt.args), startRefused(dir, tt.args...), tt.want...)
 	}
-	if _, err := os.Stat(dir); !os.IsNotExist(err) {
-		t.Errorf("a refused start created the data dir (stat: %v)", err)
-	}
+	checkNoDataDir(t, dir)
 }
 
 // lockedBuffer is an io.Writer a test can read while maosd writes to it.

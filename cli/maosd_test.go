@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,16 +83,33 @@ func TestMaosdRefusesBadFlags(t *testing.T) {
 		{[]string{"--debug-addr", "nonsense"}, "--debug-addr"},
 	}
 	for _, tt := range tests {
-		app := MaosdApp()
-		var stderr bytes.Buffer
-		app.ErrWriter = &stderr
-		app.ExitErrHandler = func(*cli.Context, error) {}
-		args := append([]string{"maosd", "--data-dir", dir, "--http-addr", "127.0.0.1:0", "--raft-addr", "127.0.0.1:0"}, tt.args...)
-		err := app.Run(args)
-		if err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("maosd %v: err = %v, want it to name %s", tt.args, err, tt.want)
+		checkSays(t, fmt.Sprintf("maosd %v", tt.args), startRefused(dir, tt.args...), tt.want)
+	}
+	checkNoDataDir(t, dir)
+}
+
+// startRefused runs maosd with args after --data-dir dir and loopback
+// port-0 addresses, for command lines it must refuse, and returns its error.
+func startRefused(dir string, args ...string) error {
+	app := MaosdApp()
+	app.ErrWriter = io.Discard
+	app.ExitErrHandler = func(*cli.Context, error) {}
+	return app.Run(append([]string{"maosd", "--data-dir", dir, "--http-addr", "127.0.0.1:0", "--raft-addr", "127.0.0.1:0"}, args...))
+}
+
+// checkSays fails t unless err says each of want; what names the case.
+func checkSays(t *testing.T, what string, err error, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("%s: err = %v, want it to say %q", what, err, w)
 		}
 	}
+}
+
+// checkNoDataDir fails t if a refused start created dir.
+func checkNoDataDir(t *testing.T, dir string) {
+	t.Helper()
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("a refused start created the data dir (stat: %v)", err)
 	}

@@ -1,16 +1,14 @@
 package cli
 
 import (
-	"bytes"
 	"crypto/x509"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/urfave/cli/v2"
 
 	"github.com/maos-project/maos/testing/tlstest"
 	"github.com/maos-project/maos/transport"
@@ -47,24 +45,12 @@ func TestMaosdRefusesBadTLSFlags(t *testing.T) {
 		for i := 0; i+1 < len(tt.env); i += 2 {
 			t.Setenv(tt.env[i], tt.env[i+1])
 		}
-		app := MaosdApp()
-		var stderr bytes.Buffer
-		app.ErrWriter = &stderr
-		app.ExitErrHandler = func(*cli.Context, error) {}
-		args := append([]string{"maosd", "--data-dir", dir, "--http-addr", "127.0.0.1:0", "--raft-addr", "127.0.0.1:0"}, tt.args...)
-		err := app.Run(args)
-		for _, w := range tt.want {
-			if err == nil || !strings.Contains(err.Error(), w) {
-				t.Errorf("maosd %v (env %v): err = %v, want it to say %q", tt.args, tt.env, err, w)
-			}
-		}
+		checkSays(t, fmt.Sprintf("maosd %v (env %v)", tt.args, tt.env), startRefused(dir, tt.args...), tt.want...)
 		for i := 0; i+1 < len(tt.env); i += 2 {
 			t.Setenv(tt.env[i], "")
 		}
 	}
-	if _, err := os.Stat(dir); !os.IsNotExist(err) {
-		t.Errorf("a refused start created the data dir (stat: %v)", err)
-	}
+	checkNoDataDir(t, dir)
 }
 
 // Two maosd nodes with TLS: the second joins the first over https, maosctl
