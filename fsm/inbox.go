@@ -179,14 +179,13 @@ func applyMarkRead(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, erro
 	}
 	marked := 0
 	if cmd.ID != "" {
+		// One answer for an unknown id and for one in another inbox: the
+		// second must not tell an agent that a private message exists.
 		v := tx.Bucket(bucketIDs).Get([]byte(cmd.ID))
-		if len(v) < 8 {
-			return nil, fmt.Errorf("fsm: apply mark_read: message %s: %w", cmd.ID, ErrNotFound)
-		}
-		seq := binary.BigEndian.Uint64(v[:8])
-		if tx.Bucket(bucketInbox).Get(inboxKey(cmd.Agent, seq)) == nil {
+		if len(v) < 8 || tx.Bucket(bucketInbox).Get(inboxKey(cmd.Agent, binary.BigEndian.Uint64(v[:8]))) == nil {
 			return nil, fmt.Errorf("fsm: apply mark_read: message %s is not in %s's inbox: %w", cmd.ID, cmd.Agent, ErrNotFound)
 		}
+		seq := binary.BigEndian.Uint64(v[:8])
 		if markRead(tx, cmd.Agent, seq, ts) {
 			marked++
 		}

@@ -211,7 +211,7 @@ func TestMarkReadRefusals(t *testing.T) {
 		{"both", MarkReadCommand{Agent: "alice", ID: r.ID, Upto: 3}, ErrInvalid, "upto", "not both"},
 		{"bad id", MarkReadCommand{Agent: "alice", ID: "no spaces allowed"}, ErrInvalid, "id", "must be a message id"},
 		{"unknown agent", MarkReadCommand{Agent: "zed", Upto: 5}, ErrNotFound, "", "agent zed: not registered"},
-		{"unknown message", MarkReadCommand{Agent: "alice", ID: "msg-nope"}, ErrNotFound, "", "message msg-nope"},
+		{"unknown message", MarkReadCommand{Agent: "alice", ID: "msg-nope"}, ErrNotFound, "", "message msg-nope is not in alice's inbox"},
 		{"not in the inbox", MarkReadCommand{Agent: "alice", ID: other.ID}, ErrNotFound, "", "is not in alice's inbox"},
 	}
 	for _, tt := range tests {
