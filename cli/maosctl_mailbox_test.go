@@ -440,3 +440,39 @@ func TestMaosctlSendBlockedAndStrict(t *testing.T) {
 		t.Errorf("a refused set changed the setting")
 	}
 }
+
+// send --private stores a private message; a reply to one is private too.
+func TestMaosctlPrivateSendAndReply(t *testing.T) {
+	e := newCtlMailEnv(t)
+	e.reviewers()
+	stored := func(id string) *fsm.Message {
+		t.Helper()
+		m, err := e.svc.State().Message(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	public := e.send("review", "codex", "alice", "hello")
+	if v := stored(public).Visibility; v != fsm.VisibilityPublic {
+		t.Errorf("a plain send has visibility %q, want public", v)
+	}
+	secret := e.send("review", "codex", "alice", "the password is swordfish", "--private")
+	if v := stored(secret).Visibility; v != fsm.VisibilityPrivate {
+		t.Fatalf("send --private has visibility %q, want private", v)
+	}
+	rm := ctlSendIDRE.FindStringSubmatch(e.ok("reply", secret, "--from", "alice", "--text", "noted"))
+	if rm == nil {
+		t.Fatal("reply printed no id")
+	}
+	if v := stored(rm[1]).Visibility; v != fsm.VisibilityPrivate {
+		t.Errorf("a reply to a private message has visibility %q, want private", v)
+	}
+	rm = ctlSendIDRE.FindStringSubmatch(e.ok("reply", public, "--from", "alice", "--text", "psst", "--private"))
+	if rm == nil {
+		t.Fatal("reply printed no id")
+	}
+	if v := stored(rm[1]).Visibility; v != fsm.VisibilityPrivate {
+		t.Errorf("reply --private has visibility %q, want private", v)
+	}
+}

@@ -36,6 +36,7 @@ the reply's id and seq; with --json, the API's answer.`,
 			&cli.StringFlag{Name: "type", Usage: "message `TYPE` (default response)"},
 			&cli.StringFlag{Name: "priority", Usage: "`PRIORITY`: urgent, high, normal, low (default normal)"},
 			&cli.StringFlag{Name: "id", Usage: "reply `ID` to use instead of a generated one (makes retries safe)"},
+			&cli.BoolFlag{Name: "private", Usage: "visibility private (see send --help); a reply to a private message is private whatever this says"},
 			ctlJSONFlag(),
 		},
 		Action: ctlReply,
@@ -84,6 +85,11 @@ func ctlReply(c *cli.Context) error {
 	}
 	if m.ThreadID == "" {
 		m.ThreadID = orig.ID
+	}
+	// A private exchange stays private: the answer quotes the question's
+	// subject to the same people.
+	if c.Bool("private") || orig.Visibility == fsm.VisibilityPrivate {
+		m.Visibility = fsm.VisibilityPrivate
 	}
 	if m.ID == "" && fsm.ValidName(from) {
 		m.ID = fsm.NewID(from, time.Now())

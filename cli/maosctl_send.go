@@ -51,6 +51,7 @@ prints one object: the send's answer plus "wait" {"state","pending","receipts"}.
 			&cli.StringFlag{Name: "type", Usage: "message `TYPE`: chat, request, response, review, status, ... (default chat)"},
 			&cli.StringFlag{Name: "priority", Usage: "`PRIORITY`: urgent, high, normal, low (default normal)"},
 			&cli.StringFlag{Name: "reply-to", Usage: "`ID` of the message this one answers (sets in_reply_to)"},
+			&cli.BoolFlag{Name: "private", Usage: "visibility private: only the sender, the recipients and moderators read it; on a cluster with --auth everyone else never sees it (channel, overview, stream) and the audit keeps a redacted line"},
 			&cli.StringFlag{Name: "id", Usage: "message `ID` to use instead of a generated one (makes retries safe across runs)"},
 			&cli.StringFlag{Name: "wait", Usage: "after sending, wait until every recipient got to `STATE`: read or answered"},
 			&cli.DurationFlag{Name: "timeout", Usage: "with --wait: give up after `DURATION` and exit 1 naming who did not get there (default 60s)"},
@@ -97,6 +98,9 @@ func ctlSend(c *cli.Context) error {
 		Priority:  strings.TrimSpace(c.String("priority")),
 		Content:   fsm.Content{Text: text},
 		InReplyTo: strings.TrimSpace(c.String("reply-to")),
+	}
+	if c.Bool("private") {
+		m.Visibility = fsm.VisibilityPrivate
 	}
 	if m.ID == "" && fsm.ValidName(from) {
 		// Fixed before the first try, so the outcome of a timed-out send

@@ -160,7 +160,18 @@ func TestMCPRoundTrip(t *testing.T) {
 	if nm, err := node.client.Message(ctx, note.ID, transport.Strong); err != nil || nm.Channel != "ops" || nm.From != "claude" {
 		t.Fatalf("send_message stored %+v, %v; want channel ops from claude", nm, err)
 	}
+	// private: true stores a private message, and a reply to it is private.
+	var secret mcpserver.SendOutput
+	mcpCall(t, ctx, cs, mcpserver.ToolSend, map[string]any{"to": []string{"codex"}, "text": "the key is in vault", "private": true}, &secret)
+	if sm, err := node.client.Message(ctx, secret.ID, transport.Strong); err != nil || sm.Visibility != fsm.VisibilityPrivate {
+		t.Fatalf("send_message private=true stored %+v, %v; want visibility private", sm, err)
+	}
 	codex := mcpSession(t, ctx, "codex", c.leader())
+	var secretReply mcpserver.SendOutput
+	mcpCall(t, ctx, codex, mcpserver.ToolReply, map[string]any{"id": secret.ID, "text": "got it"}, &secretReply)
+	if rm, err := node.client.Message(ctx, secretReply.ID, transport.Strong); err != nil || rm.Visibility != fsm.VisibilityPrivate {
+		t.Fatalf("reply_to_message to a private message stored %+v, %v; want visibility private", rm, err)
+	}
 	var thread mcpserver.ListOutput
 	mcpCall(t, ctx, codex, mcpserver.ToolList, map[string]any{"thread": sent.ID}, &thread)
 	if len(thread.Messages) != 1 || thread.Messages[0].ID != reply.ID {

@@ -87,6 +87,7 @@ type SendInput struct {
 	Type     string   `json:"type,omitempty" jsonschema:"chat|request|review|status..."`
 	ReplyTo  string   `json:"reply_to,omitempty" jsonschema:"id answered"`
 	Channel  string   `json:"channel,omitempty"`
+	Private  bool     `json:"private,omitempty" jsonschema:"only the sender, recipients and moderators may read it"`
 }
 
 // SendOutput is where a message was stored; Blocked lists the recipients
@@ -108,7 +109,7 @@ func (h *handlers) send(ctx context.Context, _ *mcp.CallToolRequest, in SendInpu
 	if ch == "" {
 		ch = h.cfg.Channel
 	}
-	out, err := h.post(ctx, &fsm.Message{
+	m := &fsm.Message{
 		Channel:   ch,
 		To:        in.To,
 		Title:     in.Title,
@@ -116,7 +117,11 @@ func (h *handlers) send(ctx context.Context, _ *mcp.CallToolRequest, in SendInpu
 		Priority:  in.Priority,
 		Type:      in.Type,
 		InReplyTo: in.ReplyTo,
-	})
+	}
+	if in.Private {
+		m.Visibility = fsm.VisibilityPrivate
+	}
+	out, err := h.post(ctx, m)
 	return nil, out, err
 }
 
@@ -314,6 +319,8 @@ func (h *handlers) reply(ctx context.Context, _ *mcp.CallToolRequest, in ReplyIn
 		Type:      typ,
 		InReplyTo: p.ID,
 		ThreadID:  p.ThreadID,
+		// A private exchange stays private.
+		Visibility: p.Visibility,
 	})
 	return nil, out, err
 }
