@@ -12,7 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/maos-project/maos/testing/bench"
+	"github.com/maos-project/maos/bench"
 	"github.com/maos-project/maos/transport"
 	"github.com/urfave/cli/v2"
 )

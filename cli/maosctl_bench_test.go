@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/maos-project/maos/testing/bench"
+	"github.com/maos-project/maos/bench"
 )
 
 func TestMaosctlBenchSendCountJSON(t *testing.T) {
