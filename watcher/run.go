@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -55,7 +56,7 @@ func Exec(ctx context.Context, inv Invocation) Result {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = procAttr()
 	cmd.Cancel = func() error {
 		// The group id is the child's pid (Setpgid with Pgid 0).
 		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
@@ -63,7 +64,12 @@ func Exec(ctx context.Context, inv Invocation) Result {
 	// A grandchild that escaped the group could hold the pipes open; do
 	// not wait for it forever.
 	cmd.WaitDelay = 2 * time.Second
+	// Linux sends the parent-death signal when the thread that started the
+	// child exits, not the process: keep this goroutine on its thread
+	// until the child is reaped.
+	runtime.LockOSThread()
 	err := cmd.Run()
+	runtime.UnlockOSThread()
 	res := Result{ExitCode: -1, Stderr: lastLines(stderr.String(), StderrLines)}
 	if cmd.ProcessState != nil && cmd.ProcessState.Exited() {
 		res.ExitCode = cmd.ProcessState.ExitCode()
