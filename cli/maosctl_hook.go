@@ -19,11 +19,16 @@ const (
 	// ctlHookDefaultMaxTime bounds all of a hook's requests: the coding
 	// agent waits for the hook before it goes on.
 	ctlHookDefaultMaxTime = 2 * time.Second
-	// ctlHookMaxPages bounds the unread pages a digest reads (of
-	// fsm.MaxPageLimit each); the rest is counted as left out.
-	ctlHookMaxPages = 5
 	// ctlHookMaxInput bounds the hook JSON read from stdin.
 	ctlHookMaxInput = 4 << 20
+)
+
+// How much unread mail a digest reads: ctlHookMaxPages pages of
+// ctlHookPageLimit, newest first; the rest is counted as left out.
+// Variables so a test can make them small.
+var (
+	ctlHookMaxPages  = 5
+	ctlHookPageLimit = fsm.MaxPageLimit
 )
 
 // ctlHookInput is the part of the hook's stdin JSON maosctl reads. Claude
@@ -221,12 +226,14 @@ func ctlHookIdentity(agent, addr string) string {
 		"reply: maosctl reply ID --from %s --text T.\n", agent, addr, agent, agent)
 }
 
-// ctlFetchUnread reads agent's unread messages (of priority, if given), up
-// to ctlHookMaxPages pages, and the total from the counters when more
-// remain. An agent without an inbox has no mail.
+// ctlFetchUnread reads agent's unread messages (of priority, if given),
+// newest first, up to ctlHookMaxPages pages, and the total from the
+// counters when more remain. An agent without an inbox has no mail.
 func ctlFetchUnread(ctx context.Context, client *transport.Client, agent, priority string) (ctlDigestInput, error) {
 	in := ctlDigestInput{Agent: agent}
-	q := fsm.InboxQuery{Unread: true, Priority: priority, Limit: fsm.MaxPageLimit}
+	// Newest first, so that past the pages read it is the oldest mail
+	// that is left out of the digest, not the newest.
+	q := fsm.InboxQuery{Unread: true, Priority: priority, Limit: ctlHookPageLimit, Newest: true}
 	for range ctlHookMaxPages {
 		page, err := client.Inbox(ctx, agent, q, transport.Local)
 		if ctlIsNotFound(err) {
@@ -242,7 +249,7 @@ func ctlFetchUnread(ctx context.Context, client *transport.Client, agent, priori
 			in.TotalUnread = len(in.Messages)
 			return in, nil
 		}
-		q.After = page.NextAfter
+		q.Before = page.NextBefore
 	}
 	counts, err := client.InboxCounts(ctx, agent, transport.Local)
 	if err != nil {

@@ -1,14 +1,17 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
 )
 
 // newHookEnv is a CLI env on a real state machine with alice registered.
@@ -262,5 +265,28 @@ func TestStatusLineStoppedCluster(t *testing.T) {
 	r = ctlRunApp(ln.Addr().String(), "", "status-line", "--agent", "alice", "--max-time", "100ms")
 	if r.err != nil || r.out != ctlStatusLineOffline+"\n" {
 		t.Errorf("silent node: err=%v out=%q stderr=%q (after %s)", r.err, r.out, r.errOut, time.Since(start))
+	}
+}
+
+// Past the pages a digest reads it is the oldest mail that is left out,
+// counted, never the newest.
+func TestDigestReadsNewestFirst(t *testing.T) {
+	pages, limit := ctlHookMaxPages, ctlHookPageLimit
+	ctlHookMaxPages, ctlHookPageLimit = 2, 2
+	t.Cleanup(func() { ctlHookMaxPages, ctlHookPageLimit = pages, limit })
+	e := newHookEnv(t)
+	for i := 1; i <= 6; i++ {
+		e.mail(fmt.Sprintf("msg-%d", i), "bob", "normal", fmt.Sprintf("note %d", i), "")
+	}
+	in, err := ctlFetchUnread(context.Background(), transport.NewClient(e.addr, nil), "alice", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range in.Messages {
+		ids = append(ids, m.ID)
+	}
+	if want := []string{"msg-6", "msg-5", "msg-4", "msg-3"}; !slices.Equal(ids, want) || in.TotalUnread != 6 {
+		t.Errorf("read %v of %d unread, want %v of 6", ids, in.TotalUnread, want)
 	}
 }

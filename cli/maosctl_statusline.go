@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/urfave/cli/v2"
 )
@@ -90,47 +88,29 @@ func ctlStatusLine(c *cli.Context) error {
 	return err
 }
 
-// ctlFetchStatus reads the inbox counters and the bulletin concurrently.
-// Online is true when either answered. An inbox that does not exist (404)
-// counts as empty; a bulletin that cannot be read leaves its fields blank.
+// ctlFetchStatus reads the inbox counters and the bulletin in one request
+// (GET /v1/agents/{id}/summary). Online is true when the node answered; an
+// agent with no inbox counts as empty.
 func ctlFetchStatus(ctx context.Context, client *transport.Client, agent string) ctlStatus {
 	st := ctlStatus{Agent: agent}
-	var (
-		wg               sync.WaitGroup
-		counts           fsm.InboxCounts
-		bull             fsm.Bulletin
-		countErr, bulErr error
-	)
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		counts, countErr = client.InboxCounts(ctx, agent, transport.Local)
-	}()
-	go func() {
-		defer wg.Done()
-		bull, bulErr = client.Bulletin(ctx, transport.Local)
-	}()
-	wg.Wait()
+	sum, err := client.AgentSummary(ctx, agent, transport.Local)
 	var api *transport.APIError
-	countsAnswered := countErr == nil || errors.As(countErr, &api)
-	bulletinAnswered := bulErr == nil || errors.As(bulErr, &api)
-	st.Online = countsAnswered || bulletinAnswered
-	switch {
-	case countErr == nil:
-		st.Unread = counts.Unread
-		st.Urgent = counts.UnreadByPriority["urgent"]
-	case countsAnswered && !ctlIsNotFound(countErr):
-		st.InboxError = countErr.Error()
+	st.Online = err == nil || errors.As(err, &api)
+	if err != nil {
+		if st.Online {
+			st.InboxError = err.Error()
+		}
+		return st
 	}
-	if bulErr == nil {
-		var doc struct {
-			SystemStatus any `json:"system_status"`
-			CurrentPhase any `json:"current_phase"`
-		}
-		if json.Unmarshal(bull.Doc, &doc) == nil {
-			st.SystemStatus = ctlStatusText(doc.SystemStatus)
-			st.CurrentPhase = ctlStatusText(doc.CurrentPhase)
-		}
+	st.Unread = sum.Counts.Unread
+	st.Urgent = sum.Counts.UnreadByPriority["urgent"]
+	var doc struct {
+		SystemStatus any `json:"system_status"`
+		CurrentPhase any `json:"current_phase"`
+	}
+	if json.Unmarshal(sum.Bulletin.Doc, &doc) == nil {
+		st.SystemStatus = ctlStatusText(doc.SystemStatus)
+		st.CurrentPhase = ctlStatusText(doc.CurrentPhase)
 	}
 	return st
 }

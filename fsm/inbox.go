@@ -258,6 +258,11 @@ type InboxQuery struct {
 	From     string `json:"from,omitempty"`
 	After    uint64 `json:"after,omitempty"` // seq, exclusive
 	Limit    int    `json:"limit,omitempty"` // ≤ 0: DefaultPageLimit; capped at MaxPageLimit
+	// Newest lists newest first, from Before (exclusive; 0: the newest
+	// entry) down to After; the next page is the same query with
+	// Before=NextBefore.
+	Newest bool   `json:"newest,omitempty"`
+	Before uint64 `json:"before,omitempty"`
 }
 
 // Validate checks the filters.
@@ -273,6 +278,12 @@ func (q *InboxQuery) Validate() error {
 	}
 	if q.Limit > MaxPageLimit {
 		return fieldErr("limit", "%d, at most %d", q.Limit, MaxPageLimit)
+	}
+	if q.Before != 0 && !q.Newest {
+		return fieldErr("before", "only with newest (oldest-first pages go on with after)")
+	}
+	if q.Before != 0 && q.Before <= q.After+1 {
+		return fieldErr("before", "%d leaves nothing after %d", q.Before, q.After)
 	}
 	return nil
 }
@@ -291,8 +302,9 @@ type InboxPage struct {
 	// page is the same query with after=NextAfter.
 	HasMore bool `json:"has_more"`
 	// NextAfter is the seq of the last entry read (matching or not), 0 if
-	// none was.
-	NextAfter uint64 `json:"next_after"`
+	// none was; for a Newest query, NextBefore is.
+	NextAfter  uint64 `json:"next_after"`
+	NextBefore uint64 `json:"next_before,omitempty"`
 }
 
 // Inbox returns a page of agent's inbox: entries with seq > q.After that
@@ -326,14 +338,22 @@ func (f *FSM) Inbox(agent string, q InboxQuery) (InboxPage, error) {
 		prefix := append([]byte(agent), 0)
 		scanned := 0
 		c := tx.Bucket(bucket).Cursor()
-		for k, v := c.Seek(inboxKey(agent, q.After+1)); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		first, next := inboxRange(c, agent, prefix, q)
+		for k, v := first(); k != nil && bytes.HasPrefix(k, prefix); k, v = next() {
+			seq := binary.BigEndian.Uint64(k[len(prefix):])
+			if q.Newest && seq <= q.After {
+				return nil
+			}
 			if len(page.Messages) == limit || scanned == MaxInboxScan {
 				page.HasMore = true
 				return nil
 			}
 			scanned++
-			seq := binary.BigEndian.Uint64(k[len(prefix):])
-			page.NextAfter = seq
+			if q.Newest {
+				page.NextBefore = seq
+			} else {
+				page.NextAfter = seq
+			}
 			prio := v[len(v)-1]
 			if wantPrio >= 0 && int(prio) != wantPrio {
 				continue
@@ -354,6 +374,25 @@ func (f *FSM) Inbox(agent string, q InboxQuery) (InboxPage, error) {
 		return nil
 	})
 	return page, err
+}
+
+// inboxRange returns how to walk agent's entries in c for q: oldest first
+// from After, or newest first from Before.
+func inboxRange(c *bbolt.Cursor, agent string, prefix []byte, q InboxQuery) (first, next func() ([]byte, []byte)) {
+	if !q.Newest {
+		return func() ([]byte, []byte) { return c.Seek(inboxKey(agent, q.After+1)) }, c.Next
+	}
+	return func() ([]byte, []byte) {
+		// The first key at or past the bound, then one step back.
+		bound := inboxKey(agent, q.Before)
+		if q.Before == 0 {
+			bound = append(bytes.Clone(prefix[:len(prefix)-1]), 1) // past every key of agent
+		}
+		if k, _ := c.Seek(bound); k == nil {
+			return c.Last()
+		}
+		return c.Prev()
+	}, c.Prev
 }
 
 // entryTime is the entry time ts as a UTC time, zero for 0.

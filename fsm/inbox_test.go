@@ -105,6 +105,43 @@ func TestInboxPagesFollowNextAfter(t *testing.T) {
 	}
 }
 
+// Newest pages walk the same entries backwards, follow NextBefore, stop
+// at After, and leave other agents' entries out at both ends.
+func TestInboxNewestFirst(t *testing.T) {
+	b := newMbox(t)
+	s := fillInbox(b)
+	b.send(b.msg("codex", "after alice's", "zoe")) // a key past alice's
+	var got []uint64
+	q := InboxQuery{From: "codex", Limit: 1, Newest: true}
+	for pages := 0; ; pages++ {
+		if pages > len(s) {
+			t.Fatal("paging does not end")
+		}
+		p := b.inbox("alice", q)
+		got = append(got, seqs(p)...)
+		if !p.HasMore {
+			break
+		}
+		q.Before = p.NextBefore
+	}
+	if want := []uint64{s[5], s[2], s[0]}; !slices.Equal(got, want) {
+		t.Errorf("newest pages gave %v, want %v", got, want)
+	}
+	all := seqs(b.inbox("alice", InboxQuery{Newest: true, Limit: MaxPageLimit}))
+	if len(all) != len(s) || !slices.IsSortedFunc(all, func(a, b uint64) int { return int(b) - int(a) }) {
+		t.Errorf("newest page %v, want all %d of alice's entries newest first", all, len(s))
+	}
+	if got := seqs(b.inbox("alice", InboxQuery{Newest: true, After: s[2], Limit: MaxPageLimit})); !slices.Equal(got, all[:len(all)-3]) {
+		t.Errorf("newest with after=%d gave %v, want %v", s[2], got, all[:len(all)-3])
+	}
+	for _, bad := range []InboxQuery{{Before: 5}, {Newest: true, After: 4, Before: 5}} {
+		var fe *FieldError
+		if _, err := b.f.Inbox("alice", bad); !errors.As(err, &fe) || fe.Field != "before" {
+			t.Errorf("Inbox(%+v) = %v, want a FieldError on before", bad, err)
+		}
+	}
+}
+
 func TestInboxScanIsBounded(t *testing.T) {
 	b := newMbox(t)
 	// MaxInboxScan+5 messages from codex, then one from claude: a query

@@ -171,3 +171,13 @@ func IsForwarded(ctx context.Context) bool {
 
 // HeaderForwarded marks a request forwarded by a node.
 const HeaderForwarded = "X-Maos-Forwarded"
+
+// AgentSummary is the body of GET /v1/agents/{id}/summary: what a status
+// line shows, read in one request. HasInbox is false (and Counts zero) for
+// an agent that never registered nor received mail.
+type AgentSummary struct {
+	Agent    string          `json:"agent"`
+	HasInbox bool            `json:"has_inbox"`
+	Counts   fsm.InboxCounts `json:"counts"`
+	Bulletin fsm.Bulletin    `json:"bulletin"`
+}

@@ -271,6 +271,7 @@ var routeRules = map[string]routeRule{
 	"DELETE /v1/agents/{id}":           {access: accessActor, param: "id"},
 	"GET /v1/agents/{id}/inbox":        {access: accessReader, param: "id"},
 	"GET /v1/agents/{id}/inbox/counts": {access: accessReader, param: "id"},
+	"GET /v1/agents/{id}/summary":      {access: accessReader, param: "id"},
 	"POST /v1/agents/{id}/read":        {access: accessActor, param: "id"},
 	"GET /v1/agents/{id}/cursor":       {access: accessReader, param: "id"},
 	"PUT /v1/agents/{id}/cursor":       {access: accessActor, param: "id"},

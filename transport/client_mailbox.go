@@ -73,8 +73,22 @@ func (c *Client) Inbox(ctx context.Context, agent string, q fsm.InboxQuery, cons
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
 	}
+	if q.Newest {
+		v.Set("order", "newest")
+	}
+	if q.Before > 0 {
+		v.Set("before", strconv.FormatUint(q.Before, 10))
+	}
 	var out fsm.InboxPage
 	err := c.do(ctx, http.MethodGet, "/v1/agents/"+url.PathEscape(agent)+"/inbox", v, nil, &out)
+	return out, err
+}
+
+// AgentSummary returns agent's inbox counters and the bulletin in one
+// request (for status lines).
+func (c *Client) AgentSummary(ctx context.Context, agent string, cons Consistency) (AgentSummary, error) {
+	var out AgentSummary
+	err := c.do(ctx, http.MethodGet, "/v1/agents/"+url.PathEscape(agent)+"/summary", consQuery(cons), nil, &out)
 	return out, err
 }
 

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -51,6 +52,7 @@ func (s *Server) mailboxRoutes() {
 	s.mux.HandleFunc("GET /v1/roles", s.roles)
 	s.mux.HandleFunc("GET /v1/agents/{id}/inbox", s.inbox)
 	s.mux.HandleFunc("GET /v1/agents/{id}/inbox/counts", s.inboxCounts)
+	s.mux.HandleFunc("GET /v1/agents/{id}/summary", s.agentSummary)
 	s.mux.HandleFunc("POST /v1/agents/{id}/read", s.markRead)
 	s.mux.HandleFunc("GET /v1/threads/{id}", s.thread)
 	s.mux.HandleFunc("GET /v1/messages/{id}/receipts", s.receipts)
@@ -157,11 +159,23 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	if err := checkParams(q, "unread", "priority", "type", "from", "after", "limit"); err != nil {
+	if err := checkParams(q, "unread", "priority", "type", "from", "after", "before", "order", "limit"); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	iq := fsm.InboxQuery{Priority: q.Get("priority"), Type: q.Get("type"), From: q.Get("from")}
+	switch o := q.Get("order"); o {
+	case "", "oldest":
+	case "newest":
+		iq.Newest = true
+	default:
+		s.writeError(w, r, fmt.Errorf("%w: order: %q is not oldest or newest", ErrBadRequest, o))
+		return
+	}
+	if iq.Before, err = uintParam(q.Get("before"), "before", 0, 1<<63); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	if v := q.Get("unread"); v != "" {
 		if iq.Unread, err = strconv.ParseBool(v); err != nil {
 			s.writeError(w, r, fmt.Errorf("%w: unread: %q is not true or false", ErrBadRequest, v))
@@ -183,6 +197,32 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 	s.query(w, r, func(f *fsm.FSM) (any, error) {
 		page, err := f.Inbox(agent, iq)
 		return visibleInbox(viewerFrom(r.Context()), page), err
+	})
+}
+
+// agentSummary serves what a status line shows in one request: the inbox
+// counters (zero for an agent with no inbox) and the bulletin.
+func (s *Server) agentSummary(w http.ResponseWriter, r *http.Request) {
+	agent, err := pathAgent(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.query(w, r, func(f *fsm.FSM) (any, error) {
+		out := AgentSummary{Agent: agent, HasInbox: true}
+		counts, err := f.InboxCounts(agent)
+		switch {
+		case errors.Is(err, fsm.ErrNotFound):
+			out.HasInbox = false
+		case err != nil:
+			return nil, err
+		default:
+			out.Counts = counts
+		}
+		if out.Bulletin, err = f.Bulletin(); err != nil {
+			return nil, err
+		}
+		return out, nil
 	})
 }
 
