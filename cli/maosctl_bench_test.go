@@ -41,7 +41,7 @@ func TestMaosctlBenchSendCountJSON(t *testing.T) {
 	if rep.Latency.P50Ms > rep.Latency.P99Ms || rep.Latency.P99Ms > rep.Latency.MaxMs {
 		t.Errorf("percentiles out of order: %+v", rep.Latency)
 	}
-	if n, _ := e.svc.counts(); n != 20 {
+	if n := e.svc.NumStored(); n != 20 {
 		t.Errorf("the node stored %d messages, want 20", n)
 	}
 }
@@ -61,7 +61,7 @@ func TestMaosctlBenchSendTableAndAddrList(t *testing.T) {
 	if !strings.Contains(r.out, "5 in ") {
 		t.Errorf("table does not report 5 sends:\n%s", r.out)
 	}
-	if n, _ := e.svc.counts(); n != 5 {
+	if n := e.svc.NumStored(); n != 5 {
 		t.Errorf("stored %d messages, want 5", n)
 	}
 }
@@ -85,7 +85,7 @@ func TestMaosctlBenchUsageErrors(t *testing.T) {
 			t.Errorf("%v: err=%v stderr=%q, want an error naming %q", tt.args, r.err, r.errOut, tt.want)
 		}
 	}
-	if n, _ := e.svc.counts(); n != 0 {
+	if n := e.svc.NumStored(); n != 0 {
 		t.Errorf("usage errors stored %d messages", n)
 	}
 }

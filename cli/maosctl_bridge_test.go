@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,25 +14,7 @@ import (
 
 	"github.com/maos-project/maos/bridge"
 	"github.com/maos-project/maos/fsm"
-	"github.com/maos-project/maos/transport"
 )
-
-// ctlBridgeService reads channel pages from the real state machine too, so
-// mirror sees what import and send stored.
-type ctlBridgeService struct{ ctlMailService }
-
-func (s ctlBridgeService) ChannelPage(_ context.Context, channel string, after uint64, limit int, _ transport.Consistency) (fsm.Page, error) {
-	return s.State().ChannelPage(channel, after, limit)
-}
-
-func newCtlBridgeEnv(t *testing.T) *ctlEnv {
-	t.Helper()
-	e := newCtlMailEnv(t)
-	srv := httptest.NewServer(transport.NewServer(ctlBridgeService{ctlMailService{e.svc}}, transport.ServerOptions{}))
-	t.Cleanup(srv.Close)
-	e.addr = srv.Listener.Addr().String()
-	return e
-}
 
 // bridgeSend stores a message without running maosctl (a second app run
 // would race with a running mirror -f on urfave/cli's shared flags).
@@ -93,7 +74,7 @@ func TestMaosctlImportEachLayoutTwice(t *testing.T) {
 		{"adr008", 4, 4, 0},
 	} {
 		t.Run(tc.dir, func(t *testing.T) {
-			e := newCtlBridgeEnv(t)
+			e := newCtlMailEnv(t)
 			dir := filepath.Join("..", "bridge", "testdata", tc.dir)
 			rep, r := importReport(t, e, dir)
 			if r.err != nil || r.errOut != "" {
@@ -146,14 +127,14 @@ func countMessages(t *testing.T, e *ctlEnv) int {
 }
 
 func TestMaosctlImportThreadsAndFields(t *testing.T) {
-	e := newCtlBridgeEnv(t)
+	e := newCtlMailEnv(t)
 	e.ok("import", "--channel", "triage", filepath.Join("..", "bridge", "testdata", "adr008"))
 	st := e.svc.State()
 	chans, _ := st.Channels()
 	if len(chans) != 1 || chans[0].Name != "triage" {
 		t.Fatalf("channels %+v, want only triage (--channel for files without session_id)", chans)
 	}
-	e2 := newCtlBridgeEnv(t)
+	e2 := newCtlMailEnv(t)
 	e2.ok("import", filepath.Join("..", "bridge", "testdata", "channel"))
 	reply, err := e2.svc.State().Message("msg-20260111-163315-claude-4c78")
 	if err != nil {
@@ -166,7 +147,7 @@ func TestMaosctlImportThreadsAndFields(t *testing.T) {
 }
 
 func TestMaosctlImportBrokenFileSkipped(t *testing.T) {
-	e := newCtlBridgeEnv(t)
+	e := newCtlMailEnv(t)
 	dir := copyTree(t, filepath.Join("..", "bridge", "testdata", "channel"))
 	ch := filepath.Join(dir, "agent-os-paper")
 	os.WriteFile(filepath.Join(ch, "msg-20260111-170000-gemini-dead.json"), []byte(`{"id": "msg-x", "from": "gemini", "to":`), 0o644)
@@ -259,7 +240,7 @@ done`
 }
 
 func TestMaosctlMirrorJQWatcher(t *testing.T) {
-	e := newCtlBridgeEnv(t)
+	e := newCtlMailEnv(t)
 	e.ok("import", filepath.Join("..", "bridge", "testdata", "channel"))
 	dir := filepath.Join(t.TempDir(), "agent-os-paper")
 	out := e.ok("mirror", "--channel", "agent-os-paper", "--dir", dir)
@@ -307,7 +288,7 @@ func TestMaosctlMirrorJQWatcher(t *testing.T) {
 }
 
 func TestMaosctlMirrorFollow(t *testing.T) {
-	e := newCtlBridgeEnv(t)
+	e := newCtlMailEnv(t)
 	dir := t.TempDir()
 	first := e.send("ops", "codex", "claude", "before")
 	// A file already there stays as it is, and following resumes after it.

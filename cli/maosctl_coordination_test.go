@@ -15,7 +15,7 @@ import (
 func newCoordCtlEnv(t *testing.T) *ctlEnv {
 	t.Helper()
 	e := newCtlEnv(t)
-	e.svc.withState(t)
+	e.svc.WithState(t)
 	return e
 }
 

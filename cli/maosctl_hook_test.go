@@ -18,7 +18,7 @@ import (
 func newHookEnv(t *testing.T) *ctlEnv {
 	t.Helper()
 	e := newCtlEnv(t)
-	e.svc.withState(t)
+	e.svc.WithState(t)
 	e.apply(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "alice", Role: "reviewer"})
 	return e
 }

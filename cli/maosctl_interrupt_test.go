@@ -38,7 +38,7 @@ func interruptMessage(t *testing.T, e *ctlEnv, id string) fsm.Message {
 
 func TestMaosctlInterruptSendsUrgentMessage(t *testing.T) {
 	e := interruptEnv(t)
-	e.svc.setPresence(transport.Presence{AgentID: "claude", Node: "n2", State: "AWAKE", Substate: "WORKING", Channel: "dev"})
+	e.svc.SetPresence(transport.Presence{AgentID: "claude", Node: "n2", State: "AWAKE", Substate: "WORKING", Channel: "dev"})
 	var res ctlInterruptResult
 	out := e.ok("--json", "interrupt", "claude", "--from", "master", "--reason", "stop:\nthe spec changed")
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
@@ -74,7 +74,7 @@ func TestMaosctlInterruptSendsUrgentMessage(t *testing.T) {
 
 func TestMaosctlInterruptRefusedByRules(t *testing.T) {
 	e := interruptEnv(t)
-	e.svc.setPresence(transport.Presence{AgentID: "claude", Node: "n1", State: "AWAKE", Channel: "dev"})
+	e.svc.SetPresence(transport.Presence{AgentID: "claude", Node: "n1", State: "AWAKE", Channel: "dev"})
 	// tester may not message claude; the tmux target would fail if tried.
 	e.fail([]string{"interrupt", "claude", "--from", "tester", "--reason", "stop", "--tmux-target", "nosuch:0.0",
 		"--tmux-socket", filepath.Join(t.TempDir(), "none")},

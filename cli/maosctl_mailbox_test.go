@@ -14,40 +14,21 @@ import (
 
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/transport/transporttest"
 	"github.com/urfave/cli/v2"
 )
 
-// ctlMailService puts sends and message reads on the fake's real state
-// machine too, so the mailbox commands see resolved recipients, inboxes,
-// threads and receipts.
-type ctlMailService struct{ *ctlFakeService }
-
-func (s ctlMailService) Send(ctx context.Context, m *fsm.Message) (*fsm.SendResult, error) {
-	raw, err := s.Apply(ctx, fsm.OpSend, fsm.SendCommand{Message: *m})
-	if err != nil {
-		return nil, err
-	}
-	var r fsm.SendResult
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
-}
-
-func (s ctlMailService) Message(_ context.Context, id string, _ transport.Consistency) (*fsm.Message, error) {
-	return s.State().Message(id)
-}
-
 // newCtlMailEnv is newCtlEnv with every write and read on a real state
-// machine.
+// machine, sends and message reads included, so the mailbox commands see
+// resolved recipients, inboxes, threads and receipts.
 func newCtlMailEnv(t *testing.T) *ctlEnv {
 	t.Helper()
 	for _, k := range []string{ctlEnvAddr, ctlEnvAgent, ctlEnvChannel, ctlEnvTimeout} {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
 	}
-	svc := newCtlFakeService().withState(t)
-	srv := httptest.NewServer(transport.NewServer(ctlMailService{svc}, transport.ServerOptions{}))
+	svc := newCtlService(transporttest.MessagesOnState()).WithState(t)
+	srv := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{}))
 	t.Cleanup(srv.Close)
 	return &ctlEnv{t: t, svc: svc, addr: srv.Listener.Addr().String()}
 }

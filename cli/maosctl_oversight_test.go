@@ -22,7 +22,7 @@ import (
 func newOversightEnv(t *testing.T) *ctlEnv {
 	t.Helper()
 	e := newCtlEnv(t)
-	e.svc.withState(t)
+	e.svc.WithState(t)
 	return e
 }
 

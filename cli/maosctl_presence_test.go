@@ -16,9 +16,9 @@ func TestMaosctlWhoTable(t *testing.T) {
 		t.Errorf("who with no agents printed %q", out)
 	}
 	now := time.Now().UTC()
-	e.svc.setPresence(transport.Presence{AgentID: "claude", Node: "n1", State: "AWAKE", Substate: "WORKING", Channel: "review",
+	e.svc.SetPresence(transport.Presence{AgentID: "claude", Node: "n1", State: "AWAKE", Substate: "WORKING", Channel: "review",
 		PID: 42, Task: "reviewing PR 12", Timestamp: now.Add(-4 * time.Second), Version: 7, Origin: "n1"})
-	e.svc.setPresence(transport.Presence{AgentID: "codex", Node: "n2", State: "OFFLINE", Reason: "node n2 dead",
+	e.svc.SetPresence(transport.Presence{AgentID: "codex", Node: "n2", State: "OFFLINE", Reason: "node n2 dead",
 		Timestamp: now.Add(-3 * time.Minute), Version: 9, Origin: "n1"})
 	out := e.ok("who")
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
@@ -43,7 +43,7 @@ func TestMaosctlWhoTable(t *testing.T) {
 func TestMaosctlWhoJSON(t *testing.T) {
 	e := newCtlEnv(t)
 	ts := time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC)
-	e.svc.setPresence(transport.Presence{AgentID: "claude", Node: "n1", State: "AWAKE", Substate: "IDLE", Timestamp: ts, Version: 3, Origin: "n1"})
+	e.svc.SetPresence(transport.Presence{AgentID: "claude", Node: "n1", State: "AWAKE", Substate: "IDLE", Timestamp: ts, Version: 3, Origin: "n1"})
 	var list transport.PresenceResponse
 	dec := json.NewDecoder(strings.NewReader(e.ok("who", "--json")))
 	dec.DisallowUnknownFields()

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -11,163 +10,25 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/transport/transporttest"
 	"github.com/urfave/cli/v2"
 )
 
-// ctlFakeService is an in-memory transport.Service: one seq counter, sends
-// idempotent by id (same content → same seq, other content → conflict).
-type ctlFakeService struct {
-	mu     sync.Mutex
-	seq    uint64
-	byID   map[string]*fsm.Message
-	log    []*fsm.Message // in seq order
-	pages  int            // ChannelPage calls
-	status transport.Status
-	joins  []transport.JoinRequest
-	state  *fsm.FSM // see withState
-	index  uint64   // last index Apply used
-}
-
-func newCtlFakeService() *ctlFakeService {
-	return &ctlFakeService{
-		byID: map[string]*fsm.Message{},
-		status: transport.Status{
-			NodeID: "n1", State: "leader", LeaderID: "n1", LeaderAPIAddr: "127.0.0.1:7070",
-			Term: 3, CommitIndex: 42, AppliedIndex: 41, LastIndex: 42,
-			APIAddr: "127.0.0.1:7070", RaftAddr: "127.0.0.1:7000",
-			Voters: []transport.Voter{
-				{ID: "n1", RaftAddr: "127.0.0.1:7000", APIAddr: "127.0.0.1:7070", Suffrage: "voter"},
-				{ID: "n2", RaftAddr: "127.0.0.1:7001", APIAddr: "127.0.0.1:7071", Suffrage: "voter"},
-			},
-		},
-	}
-}
-
-func ctlSameContent(a, b *fsm.Message) bool {
-	x, y := *a, *b
-	x.Seq, y.Seq = 0, 0
-	x.Timestamp, y.Timestamp = time.Time{}, time.Time{}
-	return reflect.DeepEqual(x, y)
-}
-
-func (f *ctlFakeService) Send(_ context.Context, m *fsm.Message) (*fsm.SendResult, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if old, ok := f.byID[m.ID]; ok {
-		if !ctlSameContent(old, m) {
-			return nil, fmt.Errorf("send %s: %w", m.ID, fsm.ErrConflict)
-		}
-		return &fsm.SendResult{ID: old.ID, Seq: old.Seq, Timestamp: old.Timestamp, Duplicate: true}, nil
-	}
-	f.seq++
-	cp := *m
-	cp.Seq = f.seq
-	cp.Timestamp = time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC).Add(time.Duration(f.seq) * time.Second)
-	f.byID[cp.ID] = &cp
-	f.log = append(f.log, &cp)
-	return &fsm.SendResult{ID: cp.ID, Seq: cp.Seq, Timestamp: cp.Timestamp}, nil
-}
-
-func (f *ctlFakeService) Message(_ context.Context, id string, _ transport.Consistency) (*fsm.Message, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	m, ok := f.byID[id]
-	if !ok {
-		return nil, fmt.Errorf("message %s: %w", id, fsm.ErrNotFound)
-	}
-	cp := *m
-	return &cp, nil
-}
-
-func (f *ctlFakeService) ChannelPage(_ context.Context, channel string, after uint64, limit int, _ transport.Consistency) (fsm.Page, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.pages++
-	page := fsm.Page{Messages: []*fsm.Message{}}
-	for _, m := range f.log {
-		if m.Channel != channel || m.Seq <= after {
-			continue
-		}
-		if len(page.Messages) == limit {
-			page.HasMore = true
-			break
-		}
-		cp := *m
-		page.Messages = append(page.Messages, &cp)
-	}
-	return page, nil
-}
-
-func (f *ctlFakeService) Channels(context.Context, transport.Consistency) ([]fsm.ChannelInfo, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	idx := map[string]int{}
-	out := []fsm.ChannelInfo{}
-	for _, m := range f.log {
-		i, ok := idx[m.Channel]
-		if !ok {
-			i = len(out)
-			idx[m.Channel] = i
-			out = append(out, fsm.ChannelInfo{Name: m.Channel, FirstSeq: m.Seq})
-		}
-		out[i].Count++
-		out[i].LastSeq = m.Seq
-	}
-	return out, nil
-}
-
-// stored returns the message stored under id, or nil.
-func (f *ctlFakeService) stored(id string) *fsm.Message {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.byID[id]
-}
-
-// counts returns how many messages are stored and how many pages were read.
-func (f *ctlFakeService) counts() (messages, pages int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.log), f.pages
-}
-
-func (f *ctlFakeService) Status(context.Context) (transport.Status, error) { return f.status, nil }
-func (f *ctlFakeService) Ready(context.Context) error                      { return nil }
-
-func (f *ctlFakeService) Join(_ context.Context, req transport.JoinRequest) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.joins = append(f.joins, req)
-	return nil
-}
-
-func (f *ctlFakeService) Remove(_ context.Context, id string) error {
-	if id != "n2" {
-		return fmt.Errorf("node %s: %w", id, fsm.ErrNotFound)
-	}
-	return nil
-}
-
-func (f *ctlFakeService) Snapshot(context.Context) (transport.SnapshotResponse, error) {
-	return transport.SnapshotResponse{NodeID: "n1", ID: "3-42-1700000000", Index: 42, Term: 3}, nil
-}
-
-func (f *ctlFakeService) TransferLeadership(_ context.Context, to string) (transport.TransferResponse, error) {
-	if to == "" {
-		to = "n2"
-	}
-	return transport.TransferResponse{LeaderID: to}, nil
+// newCtlService is the fake node the maosctl tests talk to. Its state
+// machine, once a test calls WithState, applies its first entry at index
+// 1001, so an index in the output cannot pass for a count.
+func newCtlService(opts ...transporttest.Option) *transporttest.Service {
+	return transporttest.New(append([]transporttest.Option{transporttest.FirstIndex(1001)}, opts...)...)
 }
 
 // ctlEnv is a fake node behind a loopback HTTP server.
 type ctlEnv struct {
 	t    *testing.T
-	svc  *ctlFakeService
+	svc  *transporttest.Service
 	addr string
 }
 
@@ -178,7 +39,7 @@ func newCtlEnv(t *testing.T) *ctlEnv {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
 	}
-	svc := newCtlFakeService()
+	svc := newCtlService()
 	srv := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{}))
 	t.Cleanup(srv.Close)
 	return &ctlEnv{t: t, svc: svc, addr: srv.Listener.Addr().String()}
@@ -237,7 +98,7 @@ func TestMaosctlSendPrintsIDAndSeq(t *testing.T) {
 	if m[2] != "1" {
 		t.Errorf("seq = %s, want 1", m[2])
 	}
-	got := e.svc.stored(m[1])
+	got := e.svc.Stored(m[1])
 	if got == nil {
 		t.Fatalf("message %s not stored", m[1])
 	}
@@ -272,7 +133,7 @@ func TestMaosctlSendFields(t *testing.T) {
 	e.ok("send", "--from", "codex", "--to", "claude, gemini", "--to", "role:reviewer", "--channel", "review",
 		"--text", "look", "--title", "Retry logic", "--type", "request", "--priority", "high",
 		"--reply-to", "msg-1", "--id", "msg-fixed-1")
-	m := e.svc.stored("msg-fixed-1")
+	m := e.svc.Stored("msg-fixed-1")
 	if m == nil {
 		t.Fatal("--id not used")
 	}
@@ -301,7 +162,7 @@ func TestMaosctlSendEnvDefaults(t *testing.T) {
 	if m == nil {
 		t.Fatalf("send printed %q", out)
 	}
-	if got := e.svc.stored(m[1]); got.Channel != "ops" || got.From != "codex" {
+	if got := e.svc.Stored(m[1]); got.Channel != "ops" || got.From != "codex" {
 		t.Errorf("stored %+v", got)
 	}
 }
@@ -316,7 +177,7 @@ func TestMaosctlSendTextFromStdin(t *testing.T) {
 	if m == nil {
 		t.Fatalf("send printed %q", r.out)
 	}
-	if got := e.svc.stored(m[1]).Content.Text; got != "line one\nline two" {
+	if got := e.svc.Stored(m[1]).Content.Text; got != "line one\nline two" {
 		t.Errorf("text = %q", got)
 	}
 }
@@ -412,7 +273,7 @@ func TestMaosctlReadAllPages(t *testing.T) {
 		t.Errorf("no hint at the next page on stderr: %q", r.errOut)
 	}
 
-	_, before := e.svc.counts()
+	before := len(e.svc.CallsTo("ChannelPage"))
 	out := e.ok("read", "--channel", "big", "--limit", "3", "--all")
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	if len(lines) != 7 {
@@ -423,7 +284,7 @@ func TestMaosctlReadAllPages(t *testing.T) {
 			t.Errorf("line %d = %q", i, l)
 		}
 	}
-	if _, after := e.svc.counts(); after-before != 3 {
+	if after := len(e.svc.CallsTo("ChannelPage")); after-before != 3 {
 		t.Errorf("--all fetched %d pages, want 3", after-before)
 	}
 
@@ -451,7 +312,7 @@ func TestMaosctlChannels(t *testing.T) {
 	if len(lines) != 3 {
 		t.Fatalf("channels printed:\n%s", out)
 	}
-	for i, want := range [][]string{{"NAME", "COUNT", "FIRST", "LAST"}, {"review", "2", "1", "3"}, {"ops", "1", "2", "2"}} {
+	for i, want := range [][]string{{"NAME", "COUNT", "FIRST", "LAST"}, {"ops", "1", "2", "2"}, {"review", "2", "1", "3"}} {
 		if got := strings.Fields(lines[i]); !reflect.DeepEqual(got, want) {
 			t.Errorf("line %d = %q, want %q", i, got, want)
 		}
@@ -461,7 +322,7 @@ func TestMaosctlChannels(t *testing.T) {
 	if err := json.Unmarshal([]byte(e.ok("--json", "channels")), &list); err != nil {
 		t.Fatal(err)
 	}
-	if len(list) != 2 || list[0] != (fsm.ChannelInfo{Name: "review", Count: 2, FirstSeq: 1, LastSeq: 3}) {
+	if len(list) != 2 || list[1] != (fsm.ChannelInfo{Name: "review", Count: 2, FirstSeq: 1, LastSeq: 3}) {
 		t.Errorf("channels --json = %+v", list)
 	}
 }
@@ -474,7 +335,7 @@ func TestMaosctlClusterStatus(t *testing.T) {
 		`(?m)^term:\s+3$`, `(?m)^commit index:\s+42$`, `(?m)^applied index:\s+41$`,
 		`(?m)^\s+ID\s+RAFT ADDR\s+API ADDR`,
 		`(?m)^\* n1\s+127\.0\.0\.1:7000\s+127\.0\.0\.1:7070\s+voter$`,
-		`(?m)^  n2\s+127\.0\.0\.1:7001\s+127\.0\.0\.1:7071\s+voter$`,
+		`(?m)^  n2\s+127\.0\.0\.1:7001\s+127\.0\.0\.1:7071\s+nonvoter$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Errorf("cluster status lacks %s:\n%s", re, out)
@@ -485,8 +346,8 @@ func TestMaosctlClusterStatus(t *testing.T) {
 	if err := json.Unmarshal([]byte(e.ok("--json", "cluster", "status")), &st); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(st, e.svc.status) {
-		t.Errorf("cluster status --json = %+v, want %+v", st, e.svc.status)
+	if want := transporttest.DefaultStatus(); !reflect.DeepEqual(st, want) {
+		t.Errorf("cluster status --json = %+v, want %+v", st, want)
 	}
 }
 
@@ -497,10 +358,7 @@ func TestMaosctlClusterAdmin(t *testing.T) {
 		t.Errorf("join printed %q", out)
 	}
 	want := []transport.JoinRequest{{NodeID: "n3", RaftAddr: "127.0.0.1:7002", APIAddr: "127.0.0.1:7072"}}
-	e.svc.mu.Lock()
-	joins := e.svc.joins
-	e.svc.mu.Unlock()
-	if !reflect.DeepEqual(joins, want) {
+	if joins := e.svc.Joined(); !reflect.DeepEqual(joins, want) {
 		t.Errorf("joins = %+v", joins)
 	}
 	if out := e.ok("cluster", "remove", "n2"); out != "removed n2\n" {
@@ -521,6 +379,7 @@ func TestMaosctlClusterAdmin(t *testing.T) {
 func TestMaosctlErrors(t *testing.T) {
 	e := newCtlEnv(t)
 	e.ok("send", "--from", "codex", "--to", "claude", "--channel", "review", "--text", "one", "--id", "msg-dup-1")
+	e.svc.Fail("Remove", fmt.Errorf("node n9: %w", fsm.ErrNotFound))
 
 	tests := []struct {
 		name  string
@@ -574,8 +433,11 @@ func TestMaosctlErrors(t *testing.T) {
 			}
 		})
 	}
-	if n, _ := e.svc.counts(); n != 1 {
+	if n := e.svc.NumStored(); n != 1 {
 		t.Errorf("%d messages stored, want 1", n)
+	}
+	if c := e.svc.CallsTo("Remove"); len(c) != 1 || c[0].Arg != "n9" {
+		t.Errorf("remove calls %+v, want one for n9", c)
 	}
 }
 

@@ -2,21 +2,17 @@ package transport_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/transport/transporttest"
 )
 
 // The secrets of the auth tests' tokens.
@@ -28,84 +24,9 @@ const (
 	opsSecret   = "maos_ops-admin-0123456789"     // ops has an admin token
 )
 
-// authService is the fake service with a real state machine behind Send
-// and Apply, as a one-node cluster: each write is applied at the next
-// index. After the test it refuses writes (a denial line proposed late
-// must not reach a closed state).
-type authService struct {
-	*fakeService
-	st *fsm.FSM
-
-	mu     sync.Mutex
-	index  uint64
-	closed bool
-	ops    map[fsm.Op]int // applied commands by op (refused ones too)
-	sends  int
-}
-
-func (s *authService) applyOp(op fsm.Op, body any) (any, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, errors.New("authService: test over")
-	}
-	s.index++
-	s.ops[op]++
-	data, err := fsm.Encode(op, time.Now().UnixNano(), body)
-	if err != nil {
-		return nil, err
-	}
-	res := s.st.ApplyBatch([]*raft.Log{{Index: s.index, Term: 1, Type: raft.LogCommand, Data: data}})[0]
-	if err, ok := res.(error); ok {
-		return nil, err
-	}
-	return res, nil
-}
-
-func (s *authService) Send(ctx context.Context, m *fsm.Message) (*fsm.SendResult, error) {
-	s.mu.Lock()
-	s.sends++
-	s.mu.Unlock()
-	res, err := s.applyOp(fsm.OpSend, fsm.SendCommand{Message: *m})
-	if err != nil {
-		return nil, err
-	}
-	return res.(*fsm.SendResult), nil
-}
-
-func (s *authService) Apply(ctx context.Context, op fsm.Op, body any) (json.RawMessage, error) {
-	raw, err := json.Marshal(body)
-	if err != nil {
-		return nil, err
-	}
-	s.fakeService.mu.Lock()
-	s.fakeService.applied = append(s.fakeService.applied, transport.ApplyRequest{Op: op, Body: raw})
-	s.fakeService.mu.Unlock()
-	res, err := s.applyOp(op, json.RawMessage(raw))
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(res)
-}
-
-func (s *authService) State() *fsm.FSM { return s.st }
-
-// writes is how many commands other than audit_denial were applied, and
-// sends how many messages were sent.
-func (s *authService) writes() (writes, sends int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for op, n := range s.ops {
-		if op != fsm.OpAuditDenial && op != fsm.OpSend {
-			writes += n
-		}
-	}
-	return writes, s.sends
-}
-
 type authEnv struct {
 	t   testing.TB
-	svc *authService
+	svc *transporttest.Service // sends and writes on a real state machine
 	srv *transport.Server
 	url string
 }
@@ -115,37 +36,38 @@ type authEnv struct {
 // (admin), and the agents alice, bob and carol.
 func newAuthEnv(t testing.TB, auth *transport.AuthConfig) *authEnv {
 	t.Helper()
-	st, err := fsm.Open(filepath.Join(t.TempDir(), "state.db"), fsm.Options{Logger: discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	svc := &authService{fakeService: newFake(), st: st, ops: map[fsm.Op]int{}}
-	t.Cleanup(func() {
-		svc.mu.Lock()
-		svc.closed = true
-		svc.mu.Unlock()
-	})
+	// The setup is applied directly: the calls the tests count are theirs.
+	svc := transporttest.New(transporttest.MessagesOnState()).WithState(t)
 	for _, tok := range []struct{ id, agent, role, secret string }{
 		{"tok-alice", "alice", fsm.TokenRoleAgent, aliceSecret},
 		{"tok-bob", "bob", fsm.TokenRoleAgent, bobSecret},
 		{"tok-rex", "rex", fsm.TokenRoleModerator, rexSecret},
 		{"tok-ops", "ops", fsm.TokenRoleAdmin, opsSecret},
 	} {
-		if _, err := svc.applyOp(fsm.OpCreateToken, fsm.CreateTokenCommand{ID: tok.id, Agent: tok.agent, Role: tok.role, Hash: fsm.HashToken(tok.secret)}); err != nil {
+		if _, err := svc.ApplyCommand(fsm.OpCreateToken, fsm.CreateTokenCommand{ID: tok.id, Agent: tok.agent, Role: tok.role, Hash: fsm.HashToken(tok.secret)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, a := range []string{"alice", "bob", "carol"} {
-		if _, err := svc.applyOp(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: a, Role: "engineer"}); err != nil {
+		if _, err := svc.ApplyCommand(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: a, Role: "engineer"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	svc.ops = map[fsm.Op]int{} // count what the test does, not the setup
 	srv := transport.NewServer(svc, transport.ServerOptions{Logger: discard, Auth: auth})
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	return &authEnv{t: t, svc: svc, srv: srv, url: hs.URL}
+}
+
+// writes is how many commands other than audit_denial and send reached
+// Apply (refused ones too), and sends how many messages were sent.
+func (e *authEnv) writes() (writes, sends int) {
+	for _, c := range e.svc.CallsTo("Apply") {
+		if op := fsm.Op(c.Arg); op != fsm.OpAuditDenial && op != fsm.OpSend {
+			writes++
+		}
+	}
+	return writes, len(e.svc.CallsTo("Send"))
 }
 
 // as sends one request with the bearer secret ("" for none).
@@ -165,7 +87,7 @@ func (e *authEnv) client(secret string) *transport.Client {
 // denials is the DENIED part of the audit trail.
 func (e *authEnv) denials() []fsm.AuditEvent {
 	e.t.Helper()
-	p, err := e.svc.st.Audit(0, fsm.MaxPageLimit)
+	p, err := e.svc.State().Audit(0, fsm.MaxPageLimit)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -236,7 +158,7 @@ func TestAuthOffIsUnrestricted(t *testing.T) {
 		wantOK(t, e.as(secret, "POST", "/v1/messages", `{"from":"bob","to":["alice"],"channel":"general","content":{"text":"hi"}}`), nil)
 		wantOK(t, e.as(secret, "GET", "/v1/tokens", ""), nil)
 	}
-	if _, sends := e.svc.writes(); sends != 2 {
+	if _, sends := e.writes(); sends != 2 {
 		t.Errorf("%d sends, want 2", sends)
 	}
 	if d := e.denials(); len(d) != 0 {
@@ -343,7 +265,7 @@ func TestAuthImpersonationRefused(t *testing.T) {
 			}
 		})
 	}
-	if writes, sends := e.svc.writes(); writes != 0 || sends != 0 {
+	if writes, sends := e.writes(); writes != 0 || sends != 0 {
 		t.Errorf("refused requests reached the log: %d writes, %d sends", writes, sends)
 	}
 	evs := e.waitDenied("[alice] DENIED", 13)
@@ -360,7 +282,7 @@ func TestAuthImpersonationRefused(t *testing.T) {
 	wantOK(t, e.as(adminSecret, "PUT", "/v1/agents/bob/cursor", `{"seq":1}`), nil)
 	// A moderator reads everything but speaks only for itself.
 	wantError(t, e.as(rexSecret, "POST", "/v1/messages", `{"from":"bob","to":["carol"],"channel":"general","content":{"text":"hi"}}`), http.StatusForbidden, transport.CodeForbidden)
-	if _, sends := e.svc.writes(); sends != 2 {
+	if _, sends := e.writes(); sends != 2 {
 		t.Errorf("%d sends, want 2", sends)
 	}
 }
@@ -436,10 +358,10 @@ func TestAuthAdminOnlyEndpoints(t *testing.T) {
 			}
 		}
 	}
-	if writes, _ := e.svc.writes(); writes != 0 {
+	if writes, _ := e.writes(); writes != 0 {
 		t.Errorf("refused admin requests applied %d commands", writes)
 	}
-	if n := len(e.svc.callsTo("Join")) + len(e.svc.callsTo("Remove")) + len(e.svc.callsTo("Snapshot")) + len(e.svc.callsTo("TransferLeadership")); n != 0 {
+	if n := len(e.svc.CallsTo("Join")) + len(e.svc.CallsTo("Remove")) + len(e.svc.CallsTo("Snapshot")) + len(e.svc.CallsTo("TransferLeadership")); n != 0 {
 		t.Errorf("refused cluster operations reached the service %d times", n)
 	}
 	// Every refusal is counted on the trail, folded or not.
@@ -454,7 +376,7 @@ func TestAuthAdminOnlyEndpoints(t *testing.T) {
 			}
 		}
 	}
-	if len(e.svc.callsTo("Join")) != 2 || len(e.svc.callsTo("Snapshot")) != 2 {
+	if len(e.svc.CallsTo("Join")) != 2 || len(e.svc.CallsTo("Snapshot")) != 2 {
 		t.Errorf("admin cluster operations did not reach the service")
 	}
 }
@@ -474,13 +396,11 @@ func TestAuthTokensAPI(t *testing.T) {
 	}
 	// Only the hash was proposed.
 	var proposed string
-	e.svc.fakeService.mu.Lock()
-	for _, a := range e.svc.fakeService.applied {
+	for _, a := range e.svc.Applied() {
 		if a.Op == fsm.OpCreateToken {
 			proposed = string(a.Body)
 		}
 	}
-	e.svc.fakeService.mu.Unlock()
 	if strings.Contains(proposed, created.Token) || !strings.Contains(proposed, fsm.HashToken(created.Token)) {
 		t.Errorf("the proposed command %s carries the secret, or not its hash", proposed)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/transport/transporttest"
 )
 
 func TestNewClientAddr(t *testing.T) {
@@ -32,7 +33,7 @@ func TestNewClientAddr(t *testing.T) {
 // TestClientRoundTrip drives every client method against the server and
 // checks both what the service received and what the client returned.
 func TestClientRoundTrip(t *testing.T) {
-	f := newFake()
+	f := transporttest.New()
 	srv := serve(t, f, transport.ServerOptions{})
 	// A bare host:port, as operators give it.
 	c := transport.NewClient(strings.TrimPrefix(srv.URL, "http://"), nil)
@@ -70,8 +71,8 @@ func TestClientRoundTrip(t *testing.T) {
 	if _, err := c.Message(ctx, "m3", transport.Strong); err != nil {
 		t.Fatal(err)
 	}
-	mc := f.callsTo("Message")
-	if len(mc) != 2 || mc[0].cons != transport.Local || mc[1].cons != transport.Strong {
+	mc := f.CallsTo("Message")
+	if len(mc) != 2 || mc[0].Cons != transport.Local || mc[1].Cons != transport.Strong {
 		t.Errorf("Message calls %+v, want local then strong", mc)
 	}
 
@@ -89,9 +90,9 @@ func TestClientRoundTrip(t *testing.T) {
 	if len(page.Messages) != 3 || page.HasMore {
 		t.Errorf("full page has %d messages, has_more %v; want 3, false", len(page.Messages), page.HasMore)
 	}
-	pc := f.callsTo("ChannelPage")
-	if len(pc) != 2 || pc[0] != (call{method: "ChannelPage", arg: "general", after: 1, limit: 1, cons: transport.Strong}) ||
-		pc[1] != (call{method: "ChannelPage", arg: "general", after: 0, limit: fsm.DefaultPageLimit, cons: transport.Local}) {
+	pc := f.CallsTo("ChannelPage")
+	if len(pc) != 2 || pc[0] != (transporttest.Call{Method: "ChannelPage", Arg: "general", After: 1, Limit: 1, Cons: transport.Strong}) ||
+		pc[1] != (transporttest.Call{Method: "ChannelPage", Arg: "general", After: 0, Limit: fsm.DefaultPageLimit, Cons: transport.Local}) {
 		t.Errorf("ChannelPage calls %+v", pc)
 	}
 
@@ -121,17 +122,17 @@ func TestClientRoundTrip(t *testing.T) {
 	if err := c.Join(ctx, join); err != nil {
 		t.Fatal(err)
 	}
-	if j := f.joined(); len(j) != 1 || j[0] != join {
+	if j := f.Joined(); len(j) != 1 || j[0] != join {
 		t.Errorf("joined %+v", j)
 	}
 	if err := c.Remove(ctx, "n4"); err != nil {
 		t.Fatal(err)
 	}
-	if r := f.removedIDs(); !slices.Equal(r, []string{"n4"}) {
+	if r := f.Removed(); !slices.Equal(r, []string{"n4"}) {
 		t.Errorf("removed %v", r)
 	}
 	snap, err := c.Snapshot(ctx)
-	if err != nil || snap.Index != 12 || snap.NodeID != "n1" {
+	if err != nil || snap.Index != 42 || snap.NodeID != "n1" {
 		t.Errorf("snapshot %+v, %v", snap, err)
 	}
 	tr, err := c.TransferLeadership(ctx, "")
@@ -142,7 +143,7 @@ func TestClientRoundTrip(t *testing.T) {
 	if err != nil || tr.LeaderID != "n3" {
 		t.Errorf("transfer to n3: %+v, %v", tr, err)
 	}
-	if got := f.transfersTo(); !slices.Equal(got, []string{"", "n3"}) {
+	if got := f.Transfers(); !slices.Equal(got, []string{"", "n3"}) {
 		t.Errorf("transfers %q", got)
 	}
 }
@@ -154,7 +155,7 @@ func TestClientErrors(t *testing.T) {
 	unknown := fmt.Errorf("cluster: send: leader lost: %w", transport.ErrOutcomeUnknown)
 	cases := []struct {
 		name    string
-		setup   func(f *fakeService)
+		setup   func(f *transporttest.Service)
 		max     int64
 		call    func(ctx context.Context, c *transport.Client) error
 		is      error // nil: no sentinel must match
@@ -164,7 +165,7 @@ func TestClientErrors(t *testing.T) {
 	}{
 		{
 			name: "conflict",
-			setup: func(f *fakeService) {
+			setup: func(f *transporttest.Service) {
 				_, _ = f.Send(context.Background(), msg("m1", "alice", "general", "first", "bob"))
 			},
 			call: func(ctx context.Context, c *transport.Client) error {
@@ -191,7 +192,7 @@ func TestClientErrors(t *testing.T) {
 		},
 		{
 			name:  "no leader",
-			setup: func(f *fakeService) { f.fail("Send", transport.ErrNoLeader) },
+			setup: func(f *transporttest.Service) { f.Fail("Send", transport.ErrNoLeader) },
 			call: func(ctx context.Context, c *transport.Client) error {
 				_, err := c.Send(ctx, msg("m1", "alice", "general", "x", "bob"))
 				return err
@@ -200,7 +201,7 @@ func TestClientErrors(t *testing.T) {
 		},
 		{
 			name:  "outcome unknown",
-			setup: func(f *fakeService) { f.fail("Send", unknown) },
+			setup: func(f *transporttest.Service) { f.Fail("Send", unknown) },
 			call: func(ctx context.Context, c *transport.Client) error {
 				_, err := c.Send(ctx, msg("m1", "alice", "general", "x", "bob"))
 				return err
@@ -209,7 +210,7 @@ func TestClientErrors(t *testing.T) {
 		},
 		{
 			name:  "not leader",
-			setup: func(f *fakeService) { f.fail("Remove", transport.ErrNotLeader) },
+			setup: func(f *transporttest.Service) { f.Fail("Remove", transport.ErrNotLeader) },
 			call:  func(ctx context.Context, c *transport.Client) error { return c.Remove(ctx, "n2") },
 			is:    transport.ErrNotLeader, status: 503, code: "not_leader",
 		},
@@ -247,13 +248,13 @@ func TestClientErrors(t *testing.T) {
 		},
 		{
 			name:  "not ready",
-			setup: func(f *fakeService) { f.fail("Ready", errors.New("catching up")) },
+			setup: func(f *transporttest.Service) { f.Fail("Ready", errors.New("catching up")) },
 			call:  func(ctx context.Context, c *transport.Client) error { return c.Ready(ctx) },
 			is:    transport.ErrNotReady, status: 503, code: "not_ready", message: "catching up",
 		},
 		{
 			name:  "relayed APIError",
-			setup: func(f *fakeService) { f.fail("Send", relayed) },
+			setup: func(f *transporttest.Service) { f.Fail("Send", relayed) },
 			call: func(ctx context.Context, c *transport.Client) error {
 				_, err := c.Send(ctx, msg("m1", "alice", "general", "x", "bob"))
 				return err
@@ -262,7 +263,7 @@ func TestClientErrors(t *testing.T) {
 		},
 		{
 			name:  "internal",
-			setup: func(f *fakeService) { f.fail("Snapshot", errors.New("disk full")) },
+			setup: func(f *transporttest.Service) { f.Fail("Snapshot", errors.New("disk full")) },
 			call: func(ctx context.Context, c *transport.Client) error {
 				_, err := c.Snapshot(ctx)
 				return err
@@ -274,7 +275,7 @@ func TestClientErrors(t *testing.T) {
 		transport.ErrOutcomeUnknown, transport.ErrTooLarge, transport.ErrBadRequest, transport.ErrNotReady}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFake()
+			f := transporttest.New()
 			if tc.setup != nil {
 				tc.setup(f)
 			}
@@ -338,7 +339,7 @@ func TestClientNonAPIAnswers(t *testing.T) {
 // TestClientForwarding: Forwarding marks requests with HeaderForwarded, so
 // the service sees IsForwarded; the client it was made from stays plain.
 func TestClientForwarding(t *testing.T) {
-	f := newFake()
+	f := transporttest.New()
 	srv := serve(t, f, transport.ServerOptions{})
 	plain := transport.NewClient(srv.URL, nil)
 	fwd := plain.Forwarding()
@@ -369,11 +370,11 @@ func TestClientForwarding(t *testing.T) {
 		// plain, forwarding, plain again: Forwarding must not change plain.
 		for i, c := range []*transport.Client{plain, fwd, plain} {
 			_ = op.call(c)
-			calls := f.callsTo(op.svc)
+			calls := f.CallsTo(op.svc)
 			if len(calls) != i+1 {
 				t.Fatalf("%s: service got %d calls, want %d", op.svc, len(calls), i+1)
 			}
-			if got, want := calls[i].forwarded, c == fwd; got != want {
+			if got, want := calls[i].Forwarded, c == fwd; got != want {
 				t.Errorf("%s via client %d: IsForwarded = %v, want %v", op.svc, i, got, want)
 			}
 		}
@@ -417,7 +418,7 @@ func TestClientClosedPort(t *testing.T) {
 }
 
 func TestClientCanceledContext(t *testing.T) {
-	f := newFake()
+	f := transporttest.New()
 	srv := serve(t, f, transport.ServerOptions{})
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
@@ -425,7 +426,7 @@ func TestClientCanceledContext(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("send with a canceled context: %v, want context.Canceled", err)
 	}
-	if f.numStored() != 0 {
+	if f.NumStored() != 0 {
 		t.Errorf("a canceled send was stored")
 	}
 }
@@ -433,7 +434,7 @@ func TestClientCanceledContext(t *testing.T) {
 // TestClientConcurrentSends shares one client between goroutines: every send
 // gets its own seq, 1..n without gaps.
 func TestClientConcurrentSends(t *testing.T) {
-	f := newFake()
+	f := transporttest.New()
 	srv := serve(t, f, transport.ServerOptions{})
 	c := transport.NewClient(srv.URL, nil)
 	const workers, each = 8, 16

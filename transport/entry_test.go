@@ -13,12 +13,13 @@ import (
 
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/transport/transporttest"
 )
 
 // entryService is the fake with transport.EntryApplier: it records the
 // entries it is given and answers with result or err.
 type entryService struct {
-	*fakeService
+	*transporttest.Service
 	entries [][]byte
 	result  json.RawMessage
 	err     error
@@ -37,7 +38,7 @@ func serveEntries(t *testing.T, svc transport.Service) *transport.Client {
 }
 
 func TestApplyEntryRelaysTheEntryAndTheResult(t *testing.T) {
-	svc := &entryService{fakeService: newFake(), result: json.RawMessage(`{"id":"m1","seq":7}`)}
+	svc := &entryService{Service: transporttest.New(), result: json.RawMessage(`{"id":"m1","seq":7}`)}
 	c := serveEntries(t, svc)
 	entry, err := fsm.Encode(fsm.OpSend, 1, fsm.SendCommand{Message: fsm.Message{ID: "m1"}})
 	if err != nil {
@@ -64,7 +65,7 @@ func TestApplyEntryErrorsKeepTheirKind(t *testing.T) {
 		{fmt.Errorf("%w: node n2", transport.ErrNotLeader), transport.ErrNotLeader},
 		{fmt.Errorf("fsm: %w", fsm.ErrForbidden), fsm.ErrForbidden},
 	} {
-		svc := &entryService{fakeService: newFake(), err: tc.err}
+		svc := &entryService{Service: transporttest.New(), err: tc.err}
 		_, err := serveEntries(t, svc).ApplyEntry(context.Background(), []byte{2, 4, 's', 'e', 'n', 'd', 0, '{', '}'})
 		if !errors.Is(err, tc.want) {
 			t.Errorf("service error %v: client got %v, want one matching %v", tc.err, err, tc.want)
@@ -73,7 +74,7 @@ func TestApplyEntryErrorsKeepTheirKind(t *testing.T) {
 }
 
 func TestInternalEntryRefusesBadRequests(t *testing.T) {
-	svc := &entryService{fakeService: newFake(), result: json.RawMessage(`{}`)}
+	svc := &entryService{Service: transporttest.New(), result: json.RawMessage(`{}`)}
 	srv := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{Logger: discard}))
 	t.Cleanup(srv.Close)
 	for _, tc := range []struct {
@@ -101,7 +102,7 @@ func TestInternalEntryRefusesBadRequests(t *testing.T) {
 }
 
 func TestInternalEntryWithoutAnApplier(t *testing.T) {
-	_, err := serveEntries(t, newFake()).ApplyEntry(context.Background(), []byte{2})
+	_, err := serveEntries(t, transporttest.New()).ApplyEntry(context.Background(), []byte{2})
 	if !errors.Is(err, fsm.ErrNotFound) || !strings.Contains(fmt.Sprint(err), "does not apply forwarded entries") {
 		t.Errorf("err = %v, want the node to say it does not apply entries", err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/transport/transporttest"
 )
 
 // FuzzSendBody posts arbitrary bytes to POST /v1/messages. The handler must
@@ -50,12 +51,12 @@ func FuzzSendBody(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		svc := newFake()
+		svc := transporttest.New()
 		// "dup" is stored, so a send reusing it with other content is a 409.
 		if _, err := svc.Send(context.Background(), msg("dup", "alice", "general", "same", "bob")); err != nil {
 			t.Fatal(err)
 		}
-		before := svc.count()
+		before := svc.Count()
 		h := transport.NewServer(svc, transport.ServerOptions{MaxMessageBytes: maxBytes, Logger: discard})
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/messages", bytes.NewReader(body)))
@@ -67,7 +68,7 @@ func FuzzSendBody(f *testing.F) {
 		if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
 			t.Errorf("Content-Type %q", ct)
 		}
-		reached := svc.count() - before
+		reached := svc.Count() - before
 		switch rec.Code {
 		case http.StatusOK:
 			var res transport.SendResponse
@@ -81,7 +82,7 @@ func FuzzSendBody(f *testing.F) {
 				t.Fatalf("accepted %d bytes, over the limit of %d", len(body), maxBytes)
 			}
 			// What the service got passes the state machine's own validation.
-			m := svc.stored(res.Seq)
+			m := svc.StoredSeq(res.Seq)
 			if m == nil || m.ID != res.ID {
 				t.Fatalf("answer %+v but stored %+v", res, m)
 			}
@@ -143,7 +144,7 @@ func FuzzJoinBody(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		svc := newFake()
+		svc := transporttest.New()
 		h := transport.NewServer(svc, transport.ServerOptions{Logger: discard})
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/cluster/join", bytes.NewReader(body)))
@@ -151,15 +152,15 @@ func FuzzJoinBody(f *testing.F) {
 		if !json.Valid(out) {
 			t.Fatalf("status %d with a body that is not JSON: %q", rec.Code, out)
 		}
-		joined := svc.joined()
+		joined := svc.Joined()
 		switch rec.Code {
 		case http.StatusOK:
 			var ans map[string]string
 			if err := json.Unmarshal(out, &ans); err != nil || len(ans) != 1 {
 				t.Fatalf("200 with %s (%v)", out, err)
 			}
-			if len(joined) != 1 || svc.count() != 1 {
-				t.Fatalf("200 after %d service calls, %d joins", svc.count(), len(joined))
+			if len(joined) != 1 || svc.Count() != 1 {
+				t.Fatalf("200 after %d service calls, %d joins", svc.Count(), len(joined))
 			}
 			req := joined[0]
 			if ans["joined"] != req.NodeID {
@@ -188,8 +189,8 @@ func FuzzJoinBody(f *testing.F) {
 			if !slices.Contains(want, code) {
 				t.Fatalf("status %d with code %q", rec.Code, code)
 			}
-			if svc.count() != 0 {
-				t.Fatalf("status %d after %d service calls", rec.Code, svc.count())
+			if svc.Count() != 0 {
+				t.Fatalf("status %d after %d service calls", rec.Code, svc.Count())
 			}
 		default:
 			t.Fatalf("status %d: %s", rec.Code, out)
@@ -241,7 +242,7 @@ func FuzzQueryParams(f *testing.F) {
 			}
 			return // not a request a client could send
 		}
-		svc := newFake()
+		svc := transporttest.New()
 		h := transport.NewServer(svc, transport.ServerOptions{Logger: discard})
 		req := httptest.NewRequest(http.MethodGet, "/", nil)
 		req.URL, req.RequestURI = u, target
@@ -251,7 +252,7 @@ func FuzzQueryParams(f *testing.F) {
 		if !json.Valid(out) {
 			t.Fatalf("%s: status %d with a body that is not JSON: %q", target, rec.Code, out)
 		}
-		calls := svc.callsTo("ChannelPage")
+		calls := svc.CallsTo("ChannelPage")
 		switch rec.Code {
 		case http.StatusOK:
 			var page fsm.Page
@@ -262,15 +263,15 @@ func FuzzQueryParams(f *testing.F) {
 				t.Fatalf("%s: 200 after %d ChannelPage calls", target, len(calls))
 			}
 			c := calls[0]
-			if c.limit < 1 || c.limit > fsm.MaxPageLimit || c.after > 1<<63 || (c.cons != transport.Local && c.cons != transport.Strong) {
-				t.Fatalf("%s: the service got after %d limit %d consistency %q", target, c.after, c.limit, c.cons)
+			if c.Limit < 1 || c.Limit > fsm.MaxPageLimit || c.After > 1<<63 || (c.Cons != transport.Local && c.Cons != transport.Strong) {
+				t.Fatalf("%s: the service got after %d limit %d consistency %q", target, c.After, c.Limit, c.Cons)
 			}
 		case http.StatusBadRequest:
 			if code, _ := errorOf(t, out); code != transport.CodeBadRequest {
 				t.Fatalf("%s: 400 with code %q", target, code)
 			}
-			if svc.count() != 0 {
-				t.Fatalf("%s: 400 after %d service calls", target, svc.count())
+			if svc.Count() != 0 {
+				t.Fatalf("%s: 400 after %d service calls", target, svc.Count())
 			}
 		case http.StatusNotFound:
 			if code, _ := errorOf(t, out); code != transport.CodeNotFound {
@@ -302,17 +303,17 @@ func FuzzQueryParams(f *testing.F) {
 			// canonical. "/": ServeMux unescapes %2F to "/", which it
 			// takes for a trailing slash, and no {channel} matches. None
 			// is a channel name; no endpoint.
-			if rec.Code != http.StatusNotFound || svc.count() != 0 {
-				t.Fatalf("%s: status %d after %d service calls, want 404 and none", target, rec.Code, svc.count())
+			if rec.Code != http.StatusNotFound || svc.Count() != 0 {
+				t.Fatalf("%s: status %d after %d service calls, want 404 and none", target, rec.Code, svc.Count())
 			}
 		case okAfter && okLimit && okCons:
 			if rec.Code != http.StatusOK {
 				t.Fatalf("%s: status %d for valid parameters: %s", target, rec.Code, out)
 			}
 			c := calls[0]
-			if c.arg != ch || c.after != wantAfter || c.limit != wantLimit || c.cons != wantCons {
+			if c.Arg != ch || c.After != wantAfter || c.Limit != wantLimit || c.Cons != wantCons {
 				t.Fatalf("%s: the service got channel %q after %d limit %d consistency %q; want %q %d %d %q",
-					target, c.arg, c.after, c.limit, c.cons, ch, wantAfter, wantLimit, wantCons)
+					target, c.Arg, c.After, c.Limit, c.Cons, ch, wantAfter, wantLimit, wantCons)
 			}
 		case rec.Code != http.StatusBadRequest:
 			t.Fatalf("%s: status %d for after %q limit %q consistency %q, want 400", target, rec.Code, after, limit, cons)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/transport/transporttest"
 )
 
 // sendBody is a valid send from from to n recipients.
@@ -43,7 +44,7 @@ func asAgent(h http.Handler, role transport.Role) http.Handler {
 // an error naming the limit; the refused send never reaches the service;
 // other agents are unaffected; once the bucket refills it may send again.
 func TestSendRateLimit(t *testing.T) {
-	fake := newFake()
+	fake := transporttest.New()
 	srv := serve(t, fake, transport.ServerOptions{Limits: transport.Limits{SendRate: 20, SendBurst: 2}})
 	url := srv.URL + "/v1/messages"
 	for i := range 2 {
@@ -64,7 +65,7 @@ func TestSendRateLimit(t *testing.T) {
 			t.Errorf("429 body = %s %q, want code %s and a message with %q", code, msg, transport.CodeRateLimited, want)
 		}
 	}
-	if n := fake.numStored(); n != 2 {
+	if n := fake.NumStored(); n != 2 {
 		t.Errorf("the service stored %d messages, want the 2 allowed", n)
 	}
 	if r := do(t, "POST", url, sendBody("w2", 1), nil); r.status != http.StatusOK {
@@ -100,7 +101,7 @@ func TestSendRateLimit(t *testing.T) {
 // Retry-After rounds the wait up to whole seconds: at 0.25/s the next token
 // is 4 s away.
 func TestSendRateRetryAfterRoundsUp(t *testing.T) {
-	srv := serve(t, newFake(), transport.ServerOptions{Limits: transport.Limits{SendRate: 0.25}})
+	srv := serve(t, transporttest.New(), transport.ServerOptions{Limits: transport.Limits{SendRate: 0.25}})
 	url := srv.URL + "/v1/messages"
 	if r := do(t, "POST", url, sendBody("w1", 1), nil); r.status != http.StatusOK {
 		t.Fatalf("first send = %d %s", r.status, r.body)
@@ -117,7 +118,7 @@ func TestSendRateRetryAfterRoundsUp(t *testing.T) {
 // A forwarded send was limited by the node that took it: the leader
 // neither refuses it nor charges it to the agent's bucket.
 func TestSendRateSkipsForwarded(t *testing.T) {
-	fake := newFake()
+	fake := transporttest.New()
 	srv := serve(t, fake, transport.ServerOptions{Limits: transport.Limits{SendRate: 0.01, SendBurst: 1}})
 	url := srv.URL + "/v1/messages"
 	fwd := http.Header{transport.HeaderForwarded: {"1"}}
@@ -145,7 +146,7 @@ func TestSendRateForgedForwardIsLimited(t *testing.T) {
 		{transport.RoleModerator, http.StatusTooManyRequests},
 		{transport.RoleAdmin, http.StatusOK},
 	} {
-		srv := httptest.NewServer(asAgent(transport.NewServer(newFake(), transport.ServerOptions{
+		srv := httptest.NewServer(asAgent(transport.NewServer(transporttest.New(), transport.ServerOptions{
 			Logger: discard, Limits: transport.Limits{SendRate: 0.01, SendBurst: 1}}), tc.role))
 		h := http.Header{"X-Test-Agent": {"w1"}, transport.HeaderForwarded: {"1"}}
 		do(t, "POST", srv.URL+"/v1/messages", sendBody("w1", 1), h)
@@ -158,7 +159,7 @@ func TestSendRateForgedForwardIsLimited(t *testing.T) {
 
 // With auth the bucket is the identity's agent, whatever "from" says.
 func TestSendRateKeysOnIdentity(t *testing.T) {
-	srv := httptest.NewServer(asAgent(transport.NewServer(newFake(), transport.ServerOptions{
+	srv := httptest.NewServer(asAgent(transport.NewServer(transporttest.New(), transport.ServerOptions{
 		Logger: discard, Limits: transport.Limits{SendRate: 0.01, SendBurst: 1}}), transport.RoleAdmin))
 	t.Cleanup(srv.Close)
 	h := http.Header{"X-Test-Agent": {"ops"}}
@@ -176,7 +177,7 @@ func TestSendRateKeysOnIdentity(t *testing.T) {
 
 // An interrupt draws on the same bucket as sends.
 func TestInterruptIsRateLimited(t *testing.T) {
-	fake := newFake()
+	fake := transporttest.New()
 	newStreamState(t, fake)
 	srv := serve(t, fake, transport.ServerOptions{Limits: transport.Limits{SendRate: 0.01, SendBurst: 1}})
 	if r := do(t, "POST", srv.URL+"/v1/messages", sendBody("boss", 1), nil); r.status != http.StatusOK {
@@ -290,7 +291,7 @@ func TestMaxRecipients(t *testing.T) {
 		{0, fsm.MaxRecipients, http.StatusOK, ""},
 		{0, fsm.MaxRecipients + 1, http.StatusBadRequest, fmt.Sprintf("at most %d", fsm.MaxRecipients)},
 	} {
-		fake := newFake()
+		fake := transporttest.New()
 		srv := serve(t, fake, transport.ServerOptions{Limits: transport.Limits{MaxRecipients: tc.limit}})
 		r := do(t, "POST", srv.URL+"/v1/messages", sendBody("w1", tc.n), nil)
 		if r.status != tc.want {
@@ -303,7 +304,7 @@ func TestMaxRecipients(t *testing.T) {
 		if code, msg := errorOf(t, r.body); code != transport.CodeInvalid || !strings.Contains(msg, tc.msg) {
 			t.Errorf("limit %d, %d recipients: %s %q, want invalid with %q", tc.limit, tc.n, code, msg, tc.msg)
 		}
-		if fake.numStored() != 0 {
+		if fake.NumStored() != 0 {
 			t.Errorf("limit %d: a refused send was stored", tc.limit)
 		}
 	}
@@ -341,7 +342,7 @@ func TestLimitsValidate(t *testing.T) {
 			t.Errorf("NewServer with a negative burst: panic %v, want one naming SendBurst", p)
 		}
 	}()
-	transport.NewServer(newFake(), transport.ServerOptions{Limits: transport.Limits{SendBurst: -1}})
+	transport.NewServer(transporttest.New(), transport.ServerOptions{Limits: transport.Limits{SendBurst: -1}})
 }
 
 func TestDefaultSendBurst(t *testing.T) {
@@ -383,7 +384,7 @@ func openStream(t *testing.T, c *transport.Client, q transport.StreamQuery) (clo
 // Streams past the per-agent cap get 429 with Retry-After; the count is per
 // agent; closing a stream frees its slot.
 func TestMaxStreamsPerAgent(t *testing.T) {
-	fake := newFake()
+	fake := transporttest.New()
 	newStreamState(t, fake)
 	srv := serve(t, fake, transport.ServerOptions{Limits: transport.Limits{MaxStreamsPerAgent: 2}})
 	c := transport.NewClient(srv.URL, nil)
@@ -438,7 +439,7 @@ func TestMaxStreamsPerAgent(t *testing.T) {
 // A stream with no agent counts against its client's IP without auth, and
 // against the identity's agent with it.
 func TestMaxStreamsKeys(t *testing.T) {
-	fake := newFake()
+	fake := transporttest.New()
 	newStreamState(t, fake)
 	srv := httptest.NewServer(asAgent(transport.NewServer(fake, transport.ServerOptions{
 		Logger: discard, Limits: transport.Limits{MaxStreamsPerAgent: 1}}), transport.RoleModerator))
@@ -494,7 +495,7 @@ func bounded(t *testing.T, r *http.Request) *http.Request {
 // test.
 func TestEveryRouteCapsItsBody(t *testing.T) {
 	const maxMsg = 1000
-	fake := newFake()
+	fake := transporttest.New()
 	newStreamState(t, fake) // handlers that read the state have one
 	s := transport.NewServer(fake, transport.ServerOptions{Logger: discard, MaxMessageBytes: maxMsg})
 	routes := s.Routes()
@@ -573,7 +574,7 @@ func TestEveryRouteCapsItsBody(t *testing.T) {
 
 // A chunked body (no Content-Length) is capped while the handler reads it.
 func TestChunkedBodyCapped(t *testing.T) {
-	s := transport.NewServer(newFake(), transport.ServerOptions{Logger: discard, MaxMessageBytes: 1000})
+	s := transport.NewServer(transporttest.New(), transport.ServerOptions{Logger: discard, MaxMessageBytes: 1000})
 	for _, tc := range []struct {
 		method, path string
 		size         int

@@ -6,58 +6,41 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/transport/transporttest"
 )
 
 // coordEnv is the API in front of the fake service with a real state
-// machine: Apply encodes the command stamped with the env's clock (set by
-// the test, so lease expiry is exact) and applies it at the next index.
+// machine: Apply stamps the command with the env's clock (set by the test,
+// so lease expiry is exact) and applies it at the next index.
 type coordEnv struct {
 	t      *testing.T
-	fake   *fakeService
+	fake   *transporttest.Service
 	state  *fsm.FSM
 	url    string
 	client *transport.Client
 
-	mu    sync.Mutex
-	index uint64
-	ts    int64
+	mu sync.Mutex
+	ts int64
 }
 
 var coordT0 = time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC).UnixNano()
 
 func newCoordEnv(t *testing.T) *coordEnv {
 	t.Helper()
-	st, err := fsm.Open(filepath.Join(t.TempDir(), "state.db"), fsm.Options{Logger: discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	e := &coordEnv{t: t, fake: newFake(), state: st, ts: coordT0}
-	e.fake.state = st
-	e.fake.applyFn = func(op fsm.Op, raw json.RawMessage) (any, error) {
+	e := &coordEnv{t: t, ts: coordT0}
+	e.fake = transporttest.New(transporttest.Clock(func(uint64) time.Time {
 		e.mu.Lock()
 		defer e.mu.Unlock()
-		e.index++
-		data, err := fsm.Encode(op, e.ts, raw)
-		if err != nil {
-			return nil, err
-		}
-		res := st.ApplyBatch([]*raft.Log{{Index: e.index, Term: 1, Type: raft.LogCommand, Data: data}})[0]
-		if err, ok := res.(error); ok {
-			return nil, err
-		}
-		return res, nil
-	}
+		return time.Unix(0, e.ts)
+	})).WithState(t)
+	e.state = e.fake.State()
 	srv := serve(t, e.fake, transport.ServerOptions{})
 	e.url = srv.URL
 	e.client = transport.NewClient(srv.URL, nil)
@@ -92,7 +75,7 @@ func (e *coordEnv) dataDump() string {
 	return strings.Join(keep, "")
 }
 
-func (e *coordEnv) applies() int { return len(e.fake.callsTo("Apply")) }
+func (e *coordEnv) applies() int { return len(e.fake.CallsTo("Apply")) }
 
 // coordError decodes {"error":{code,message}} and whatever else the body has.
 func coordError(t *testing.T, r reply) (code, msg string, rest map[string]json.RawMessage) {
@@ -186,7 +169,7 @@ func TestBulletinHTTP(t *testing.T) {
 	if err != nil || got.Version != 8 {
 		t.Errorf("client GET = %+v, %v", got, err)
 	}
-	if calls := e.fake.callsTo("Linearize"); len(calls) == 0 || calls[len(calls)-1].cons != transport.Strong {
+	if calls := e.fake.CallsTo("Linearize"); len(calls) == 0 || calls[len(calls)-1].Cons != transport.Strong {
 		t.Errorf("strong GET did not linearize: %+v", calls)
 	}
 }
@@ -402,8 +385,8 @@ func TestLocksHTTPBadInput(t *testing.T) {
 // TestCoordinationUnexpectedResult: an apply answer that is not a lock or
 // bulletin result is a 500, never mistaken for a grant.
 func TestCoordinationUnexpectedResult(t *testing.T) {
-	f := newFake()
-	f.applyFn = func(fsm.Op, json.RawMessage) (any, error) { return map[string]any{}, nil }
+	f := transporttest.New()
+	f.OnApply(func(fsm.Op, json.RawMessage) (any, error) { return map[string]any{}, nil })
 	srv := serve(t, f, transport.ServerOptions{})
 	for _, tc := range []struct{ method, path, body string }{
 		{"POST", "/v1/locks", `{"path":"db","holder":"codex","ttl":"1m"}`},
@@ -416,7 +399,7 @@ func TestCoordinationUnexpectedResult(t *testing.T) {
 		}
 	}
 	// Service errors pass through with their status.
-	f.fail("Apply", transport.ErrNoLeader)
+	f.Fail("Apply", transport.ErrNoLeader)
 	r := do(t, "POST", srv.URL+"/v1/locks", `{"path":"db","holder":"codex","ttl":"1m"}`, nil)
 	if code, _ := errorOf(t, r.body); r.status != 503 || code != transport.CodeNoLeader {
 		t.Errorf("no leader = %d %s", r.status, r.body)

@@ -6,18 +6,16 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
-
-	"github.com/hashicorp/raft"
 
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/transport/transporttest"
 )
 
 // Node A gets the interrupt; presence places the agent on n2, so A
 // forwards it to n2, whose hook (its watchers' panes) presses ESC.
 func TestInterruptRoutesToHostingNode(t *testing.T) {
-	hostFake := newFake()
+	hostFake := transporttest.New()
 	var mu sync.Mutex
 	var pressed []string
 	host := serve(t, hostFake, transport.ServerOptions{Interrupt: func(_ context.Context, agent string) error {
@@ -27,26 +25,21 @@ func TestInterruptRoutesToHostingNode(t *testing.T) {
 		return nil
 	}})
 	hostAddr := strings.TrimPrefix(host.URL, "http://")
-	hp := hostFake.presence()
-	hp.members.NodeID = "n2"
-	hp.recs["claude"] = transport.Presence{AgentID: "claude", Node: "n2", State: "AWAKE"}
+	hostFake.EditMembers(func(m *transport.MembersResponse) { m.NodeID = "n2" })
+	hostFake.SetPresence(transport.Presence{AgentID: "claude", Node: "n2", State: "AWAKE"})
 
-	entryFake := newFake()
-	ep := entryFake.presence()
-	ep.members.Members[1] = transport.Member{NodeID: "n2", Status: "alive", APIAddr: hostAddr}
-	ep.recs["claude"] = transport.Presence{AgentID: "claude", Node: "n2", State: "AWAKE"}
-	ep.recs["ghost"] = transport.Presence{AgentID: "ghost", Node: "n9", State: "AWAKE"}
-	st := newStreamState(t, entryFake) // a real state machine: roles and rules
+	entryFake := transporttest.New()
+	entryFake.EditMembers(func(m *transport.MembersResponse) {
+		m.Members[1] = transport.Member{NodeID: "n2", Status: "alive", APIAddr: hostAddr}
+	})
+	entryFake.SetPresence(transport.Presence{AgentID: "claude", Node: "n2", State: "AWAKE"})
+	entryFake.SetPresence(transport.Presence{AgentID: "ghost", Node: "n9", State: "AWAKE"})
+	entryFake.WithState(t) // a real state machine: roles and rules
 	for _, a := range []fsm.RegisterAgentCommand{{ID: "master", Role: "master"}, {ID: "worker", Role: "worker"}} {
-		st.idx++
-		data, err := fsm.Encode(fsm.OpRegisterAgent, time.Now().UnixNano(), a)
-		if err != nil {
+		if res, err := entryFake.ApplyCommand(fsm.OpRegisterAgent, a); err != nil {
 			t.Fatal(err)
-		}
-		if res := st.f.ApplyBatch([]*raft.Log{{Index: st.idx, Type: raft.LogCommand, Data: data}})[0]; res == nil {
+		} else if res == nil {
 			t.Fatal("register: nil result")
-		} else if err, ok := res.(error); ok {
-			t.Fatal(err)
 		}
 	}
 	var peers []string
@@ -66,7 +59,7 @@ func TestInterruptRoutesToHostingNode(t *testing.T) {
 		t.Fatalf("ESC pressed for %v, want [claude]", pressed)
 	}
 	mu.Unlock()
-	if calls := hostFake.callsTo("AgentPresence"); len(calls) != 1 || !calls[0].forwarded {
+	if calls := hostFake.CallsTo("AgentPresence"); len(calls) != 1 || !calls[0].Forwarded {
 		t.Fatalf("the hosting node saw %+v, want one forwarded request", calls)
 	}
 	if len(peers) != 1 || peers[0] != hostAddr {
@@ -90,7 +83,7 @@ func TestInterruptRoutesToHostingNode(t *testing.T) {
 		}
 	}
 	// A node that runs no watcher with panes says so.
-	ep.recs["local"] = transport.Presence{AgentID: "local", Node: "n1", State: "AWAKE"}
+	entryFake.SetPresence(transport.Presence{AgentID: "local", Node: "n1", State: "AWAKE"})
 	if _, err := c.InterruptAgent(ctx, "local", transport.InterruptRequest{From: "master"}); !errors.Is(err, fsm.ErrNotFound) {
 		t.Errorf("interrupt with no local panes: %v", err)
 	}

@@ -3,85 +3,40 @@ package transport_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/transport/transporttest"
 )
 
-// mailService is the fake service with a real state machine behind every
-// write, sends included: Send and Apply encode the command and apply it at
-// the next index, as a one-node cluster would.
-type mailService struct {
-	*fakeService
-	st *fsm.FSM
-
-	mu    sync.Mutex
-	index uint64
-	ts    int64
+// newMailService is the fake with a real state machine behind every write,
+// sends included, and every message read, as a one-node cluster would: the
+// entry at index i is stamped transporttest.Epoch + i ms.
+func newMailService(t *testing.T) *transporttest.Service {
+	t.Helper()
+	return transporttest.New(transporttest.MessagesOnState(), transporttest.Clock(func(i uint64) time.Time {
+		return transporttest.Epoch.Add(time.Duration(i) * time.Millisecond)
+	})).WithState(t)
 }
-
-func (s *mailService) applyOp(op fsm.Op, body any) (any, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.index++
-	s.ts += int64(time.Millisecond)
-	data, err := fsm.Encode(op, s.ts, body)
-	if err != nil {
-		return nil, err
-	}
-	res := s.st.ApplyBatch([]*raft.Log{{Index: s.index, Term: 1, Type: raft.LogCommand, Data: data}})[0]
-	if err, ok := res.(error); ok {
-		return nil, err
-	}
-	return res, nil
-}
-
-func (s *mailService) Send(_ context.Context, m *fsm.Message) (*fsm.SendResult, error) {
-	res, err := s.applyOp(fsm.OpSend, fsm.SendCommand{Message: *m})
-	if err != nil {
-		return nil, err
-	}
-	return res.(*fsm.SendResult), nil
-}
-
-func (s *mailService) Apply(_ context.Context, op fsm.Op, body any) (json.RawMessage, error) {
-	res, err := s.applyOp(op, body)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(res)
-}
-
-func (s *mailService) State() *fsm.FSM { return s.st }
 
 type mailEnv struct {
 	t      *testing.T
-	svc    *mailService
+	svc    *transporttest.Service
 	url    string
 	client *transport.Client
 }
 
 func newMailEnv(t *testing.T) *mailEnv {
 	t.Helper()
-	st, err := fsm.Open(filepath.Join(t.TempDir(), "state.db"), fsm.Options{Logger: discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	svc := &mailService{fakeService: newFake(), st: st, ts: time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC).UnixNano()}
+	svc := newMailService(t)
 	srv := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{Logger: discard}))
 	t.Cleanup(srv.Close)
 	return &mailEnv{t: t, svc: svc, url: srv.URL, client: transport.NewClient(srv.URL, nil)}
@@ -95,7 +50,7 @@ func (e *mailEnv) do(method, path, body string) reply {
 func (e *mailEnv) dump() string {
 	e.t.Helper()
 	var buf bytes.Buffer
-	if err := e.svc.st.Dump(&buf); err != nil {
+	if err := e.svc.State().Dump(&buf); err != nil {
 		e.t.Fatal(err)
 	}
 	var keep []string
@@ -343,7 +298,7 @@ func TestMailboxStrictSendersAndBlocked(t *testing.T) {
 
 	// Rules: a partly blocked send answers the blocked list; a fully
 	// blocked one is a 403 with the reason.
-	if _, err := e.svc.applyOp(fsm.OpSetRules, fsm.SetRulesCommand{Rules: &fsm.RulesDocument{
+	if _, err := e.svc.ApplyCommand(fsm.OpSetRules, fsm.SetRulesCommand{Rules: &fsm.RulesDocument{
 		Forbidden: []fsm.ForbiddenRule{{From: "role:tester", To: "role:reviewer", Reason: "testers go through the developer"}},
 	}}); err != nil {
 		t.Fatal(err)

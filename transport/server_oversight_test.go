@@ -7,68 +7,39 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/transport/transporttest"
 )
 
 // oversightEnv is the API in front of a fake whose Apply and reads use a
 // real state machine: entry i is stamped oversightT0 + (i-1)·15s.
 type oversightEnv struct {
 	t     *testing.T
-	fake  *fakeService
+	fake  *transporttest.Service
 	srv   *httptest.Server
 	state *fsm.FSM
-	mu    sync.Mutex
-	index uint64
 }
 
 var oversightT0 = time.Date(2025, 10, 20, 14, 30, 0, 0, time.UTC)
 
 func newOversightEnv(t *testing.T) *oversightEnv {
 	t.Helper()
-	st, err := fsm.Open(filepath.Join(t.TempDir(), "state.db"), fsm.Options{Logger: discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	e := &oversightEnv{t: t, fake: newFake(), state: st}
-	e.fake.state = st
-	e.fake.applyFn = func(op fsm.Op, raw json.RawMessage) (any, error) {
-		res := e.applyRaw(op, raw)
-		if err, ok := res.(error); ok {
-			return nil, err
-		}
-		return res, nil
-	}
-	e.srv = serve(t, e.fake, transport.ServerOptions{})
-	return e
-}
-
-func (e *oversightEnv) applyRaw(op fsm.Op, body any) any {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.index++
-	ts := oversightT0.Add(time.Duration(e.index-1) * 15 * time.Second).UnixNano()
-	data, err := fsm.Encode(op, ts, body)
-	if err != nil {
-		e.t.Fatalf("encode %s: %v", op, err)
-	}
-	return e.state.ApplyBatch([]*raft.Log{{Index: e.index, Type: raft.LogCommand, Data: data}})[0]
+	fake := transporttest.New(transporttest.Clock(func(i uint64) time.Time {
+		return oversightT0.Add(time.Duration(i-1) * 15 * time.Second)
+	})).WithState(t)
+	return &oversightEnv{t: t, fake: fake, srv: serve(t, fake, transport.ServerOptions{}), state: fake.State()}
 }
 
 // apply applies a command directly and fails the test if it is refused.
 func (e *oversightEnv) apply(op fsm.Op, body any) any {
 	e.t.Helper()
-	res := e.applyRaw(op, body)
-	if err, ok := res.(error); ok {
+	res, err := e.fake.ApplyCommand(op, body)
+	if err != nil {
 		e.t.Fatalf("apply %s: %v", op, err)
 	}
 	return res
@@ -203,7 +174,7 @@ func TestRulesPutBadInput(t *testing.T) {
 		t.Fatalf("PUT: %d %s", r.status, r.body)
 	}
 	before := e.rulesState()
-	applies := len(e.fake.callsTo("Apply"))
+	applies := len(e.fake.CallsTo("Apply"))
 	var dumpBefore strings.Builder
 	if err := e.state.Dump(&dumpBefore); err != nil {
 		t.Fatal(err)
@@ -266,7 +237,7 @@ func TestRulesPutBadInput(t *testing.T) {
 	}
 
 	// Nothing was proposed, nothing changed.
-	if n := len(e.fake.callsTo("Apply")); n != applies {
+	if n := len(e.fake.CallsTo("Apply")); n != applies {
 		t.Errorf("%d commands proposed for bad input", n-applies)
 	}
 	b1, _ := json.Marshal(before)

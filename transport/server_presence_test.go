@@ -11,12 +11,13 @@ import (
 
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/transport/transporttest"
 )
 
 // A heartbeat in the seed format (watcher_pid, lower-case state) is
 // normalized before the service sees it, and the stored record comes back.
 func TestPutPresenceNormalizes(t *testing.T) {
-	f := newFake()
+	f := transporttest.New()
 	srv := serve(t, f, transport.ServerOptions{})
 	r := do(t, http.MethodPut, srv.URL+"/v1/presence/codex",
 		`{"agent_id":"codex","state":"awake","watcher_pid":12345,"channel":"agent-os-paper","task":"review <PR 12> & merge"}`, nil)
@@ -31,21 +32,21 @@ func TestPutPresenceNormalizes(t *testing.T) {
 		got.Channel != "agent-os-paper" || got.Version != 1 || got.Node != "n1" {
 		t.Errorf("answered %+v", got)
 	}
-	ups := f.presenceUpdates()
+	ups := f.PresenceUpdates()
 	if len(ups) != 1 {
 		t.Fatalf("service got %d updates, want 1", len(ups))
 	}
 	if u := ups[0]; u.State != "AWAKE" || u.Substate != "IDLE" || u.PID != 12345 || u.WatcherPID != 0 || u.Task != "review <PR 12> & merge" {
 		t.Errorf("service got %+v, want it normalized", u)
 	}
-	if c := f.callsTo("PutPresence"); len(c) != 1 || c[0].arg != "codex" {
+	if c := f.CallsTo("PutPresence"); len(c) != 1 || c[0].Arg != "codex" {
 		t.Errorf("PutPresence calls %+v", c)
 	}
 }
 
 // Bad heartbeats get a 400 naming the field, and never reach the service.
 func TestPutPresenceRefusesBadInput(t *testing.T) {
-	f := newFake()
+	f := transporttest.New()
 	srv := serve(t, f, transport.ServerOptions{})
 	long := strings.Repeat("x", transport.MaxPresenceTask+1)
 	cases := []struct {
@@ -80,14 +81,14 @@ func TestPutPresenceRefusesBadInput(t *testing.T) {
 			}
 		})
 	}
-	if n := len(f.callsTo("PutPresence")); n != 0 {
+	if n := len(f.CallsTo("PutPresence")); n != 0 {
 		t.Errorf("the service was called %d times for refused heartbeats", n)
 	}
 }
 
 // Errors of the service map to their status codes.
 func TestPutPresenceServiceErrors(t *testing.T) {
-	f := newFake()
+	f := transporttest.New()
 	srv := serve(t, f, transport.ServerOptions{})
 	cases := []struct {
 		err    error
@@ -99,7 +100,7 @@ func TestPutPresenceServiceErrors(t *testing.T) {
 		{errors.New("boom"), http.StatusInternalServerError, "internal"},
 	}
 	for _, tc := range cases {
-		f.fail("PutPresence", tc.err)
+		f.Fail("PutPresence", tc.err)
 		r := do(t, http.MethodPut, srv.URL+"/v1/presence/codex", `{"state":"AWAKE"}`, nil)
 		code, _ := errorOf(t, r.body)
 		if r.status != tc.status || code != tc.code {
@@ -109,7 +110,7 @@ func TestPutPresenceServiceErrors(t *testing.T) {
 }
 
 func TestGetPresence(t *testing.T) {
-	f := newFake()
+	f := transporttest.New()
 	srv := serve(t, f, transport.ServerOptions{})
 	// Empty: a list, not null.
 	r := do(t, http.MethodGet, srv.URL+"/v1/presence", "", nil)
@@ -141,7 +142,7 @@ func TestGetPresence(t *testing.T) {
 }
 
 func TestMembersEndpoint(t *testing.T) {
-	f := newFake()
+	f := transporttest.New()
 	srv := serve(t, f, transport.ServerOptions{})
 	r := do(t, http.MethodGet, srv.URL+"/v1/cluster/members", "", nil)
 	var res map[string]any
@@ -151,7 +152,7 @@ func TestMembersEndpoint(t *testing.T) {
 	if got := keys(res); strings.Join(got, ",") != "encrypted,members,node_id" {
 		t.Errorf("members body has keys %v", got)
 	}
-	f.fail("Members", errors.New("gossip is down"))
+	f.Fail("Members", errors.New("gossip is down"))
 	r = do(t, http.MethodGet, srv.URL+"/v1/cluster/members", "", nil)
 	if code, msg := errorOf(t, r.body); r.status != http.StatusInternalServerError || !strings.Contains(msg, "gossip is down") {
 		t.Errorf("failing members: %d %s %s", r.status, code, msg)
@@ -160,7 +161,7 @@ func TestMembersEndpoint(t *testing.T) {
 
 // The client's presence methods against the server and the fake.
 func TestClientPresenceRoundTrip(t *testing.T) {
-	f := newFake()
+	f := transporttest.New()
 	srv := serve(t, f, transport.ServerOptions{})
 	c := transport.NewClient(srv.URL, nil)
 	ctx := t.Context()
@@ -186,8 +187,9 @@ func TestClientPresenceRoundTrip(t *testing.T) {
 	if _, err := c.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "LOST"}); !errors.Is(err, fsm.ErrInvalid) {
 		t.Errorf("bad state: %v, want invalid", err)
 	}
+	f.EditMembers(func(m *transport.MembersResponse) { m.Encrypted = true })
 	m, err := c.Members(ctx)
-	if err != nil || m.NodeID != "n1" || !m.Encrypted || len(m.Members) != 2 || m.Members[1].Status != "dead" || m.Members[0].GossipAddr != "127.0.0.1:9001" {
+	if err != nil || m.NodeID != "n1" || !m.Encrypted || len(m.Members) != 3 || m.Members[1].Status != "dead" || m.Members[0].GossipAddr != "127.0.0.1:7072" {
 		t.Errorf("members = %+v, %v", m, err)
 	}
 }

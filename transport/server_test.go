@@ -13,6 +13,7 @@ import (
 
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/transport/transporttest"
 )
 
 const validBody = `{"from":"alice","channel":"general","to":["bob"],"content":{"text":"hello"}}`
@@ -86,7 +87,7 @@ func TestSendSuccess(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFake()
+			f := transporttest.New()
 			srv := serve(t, f, transport.ServerOptions{Now: func() time.Time { return now }, MaxMessageBytes: tc.max})
 			r := do(t, "POST", srv.URL+"/v1/messages", tc.body, nil)
 			var raw map[string]json.RawMessage
@@ -101,10 +102,10 @@ func TestSendSuccess(t *testing.T) {
 			if res.Seq != 1 {
 				t.Errorf("seq %d, want 1", res.Seq)
 			}
-			if n := len(f.callsTo("Send")); n != 1 {
+			if n := len(f.CallsTo("Send")); n != 1 {
 				t.Fatalf("service saw %d sends, want 1", n)
 			}
-			m := f.stored(1)
+			m := f.StoredSeq(1)
 			if m == nil {
 				t.Fatal("nothing stored")
 			}
@@ -117,7 +118,7 @@ func TestSendSuccess(t *testing.T) {
 }
 
 func TestSendSeqAndIdempotency(t *testing.T) {
-	f := newFake()
+	f := transporttest.New()
 	srv := serve(t, f, transport.ServerOptions{})
 	send := func(body string) reply { return do(t, "POST", srv.URL+"/v1/messages", body, nil) }
 
@@ -139,7 +140,7 @@ func TestSendSeqAndIdempotency(t *testing.T) {
 	if !strings.Contains(msg, "m2") {
 		t.Errorf("conflict message %q does not name the id", msg)
 	}
-	if n := f.numStored(); n != 3 {
+	if n := f.NumStored(); n != 3 {
 		t.Errorf("%d messages stored, want 3", n)
 	}
 }
@@ -186,7 +187,7 @@ func TestSendRejected(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFake()
+			f := transporttest.New()
 			srv := serve(t, f, transport.ServerOptions{MaxMessageBytes: tc.max})
 			msg := wantError(t, do(t, "POST", srv.URL+"/v1/messages", tc.body, nil), tc.status, tc.code)
 			if !strings.Contains(msg, tc.message) {
@@ -195,7 +196,7 @@ func TestSendRejected(t *testing.T) {
 			if !strings.HasPrefix(msg, tc.prefix) {
 				t.Errorf("message %q does not start with %q", msg, tc.prefix)
 			}
-			if n := f.count(); n != 0 {
+			if n := f.Count(); n != 0 {
 				t.Errorf("the service got %d calls for a rejected send, want 0", n)
 			}
 		})
@@ -227,14 +228,14 @@ func TestSendServiceErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFake()
-			f.fail("Send", tc.err)
+			f := transporttest.New()
+			f.Fail("Send", tc.err)
 			srv := serve(t, f, transport.ServerOptions{})
 			msg := wantError(t, do(t, "POST", srv.URL+"/v1/messages", validBody, nil), tc.status, tc.code)
 			if tc.message != "" && msg != tc.message {
 				t.Errorf("message %q, want %q", msg, tc.message)
 			}
-			if n := len(f.callsTo("Send")); n != 1 {
+			if n := len(f.CallsTo("Send")); n != 1 {
 				t.Errorf("service saw %d sends, want 1", n)
 			}
 		})
@@ -242,7 +243,7 @@ func TestSendServiceErrors(t *testing.T) {
 }
 
 func TestGetMessage(t *testing.T) {
-	f := newFake()
+	f := transporttest.New()
 	stored, err := f.Send(t.Context(), msg("msg-20261121-103000-alice-0a1b2c3d", "alice", "general", "hi", "bob"))
 	if err != nil {
 		t.Fatal(err)
@@ -255,22 +256,22 @@ func TestGetMessage(t *testing.T) {
 		if m.ID != stored.ID || m.Seq != stored.Seq || m.Content.Text != "hi" || !m.Timestamp.Equal(stored.Timestamp) {
 			t.Errorf("got %+v, want the stored message %+v", m, stored)
 		}
-		c := f.callsTo("Message")
+		c := f.CallsTo("Message")
 		if len(c) == 0 {
 			t.Fatal("service not called")
 		}
-		if last := c[len(c)-1]; last.arg != stored.ID || last.cons != transport.Local {
+		if last := c[len(c)-1]; last.Arg != stored.ID || last.Cons != transport.Local {
 			t.Errorf("service called with %+v, want id %s and local", last, stored.ID)
 		}
 	})
 	t.Run("strong", func(t *testing.T) {
 		wantOK(t, do(t, "GET", srv.URL+"/v1/messages/"+stored.ID+"?consistency=strong", "", nil), nil)
-		c := f.callsTo("Message")
+		c := f.CallsTo("Message")
 		if len(c) == 0 {
 			t.Fatal("service not called")
 		}
-		if last := c[len(c)-1]; last.cons != transport.Strong {
-			t.Errorf("consistency %q reached the service, want strong", last.cons)
+		if last := c[len(c)-1]; last.Cons != transport.Strong {
+			t.Errorf("consistency %q reached the service, want strong", last.Cons)
 		}
 	})
 	t.Run("not found", func(t *testing.T) {
@@ -280,24 +281,24 @@ func TestGetMessage(t *testing.T) {
 		}
 	})
 	t.Run("bad consistency", func(t *testing.T) {
-		before := len(f.callsTo("Message"))
+		before := len(f.CallsTo("Message"))
 		msg := wantError(t, do(t, "GET", srv.URL+"/v1/messages/"+stored.ID+"?consistency=bogus", "", nil), 400, "bad_request")
 		if !strings.Contains(msg, "bogus") {
 			t.Errorf("message %q does not name the value", msg)
 		}
-		if after := len(f.callsTo("Message")); after != before {
+		if after := len(f.CallsTo("Message")); after != before {
 			t.Errorf("service called for a bad request")
 		}
 	})
 	t.Run("no leader for a strong read", func(t *testing.T) {
-		f.fail("Message", transport.ErrNoLeader)
-		defer f.fail("Message", nil)
+		f.Fail("Message", transport.ErrNoLeader)
+		defer f.Fail("Message", nil)
 		wantError(t, do(t, "GET", srv.URL+"/v1/messages/"+stored.ID+"?consistency=strong", "", nil), 503, "no_leader")
 	})
 }
 
 func TestChannels(t *testing.T) {
-	f := newFake()
+	f := transporttest.New()
 	for i, ch := range []string{"general", "ops", "general"} {
 		if _, err := f.Send(t.Context(), msg(fmt.Sprintf("m%d", i), "alice", ch, "x", "bob")); err != nil {
 			t.Fatal(err)
@@ -312,18 +313,18 @@ func TestChannels(t *testing.T) {
 	}
 
 	wantOK(t, do(t, "GET", srv.URL+"/v1/channels?consistency=strong", "", nil), nil)
-	c := f.callsTo("Channels")
-	if len(c) != 2 || c[0].cons != transport.Local || c[1].cons != transport.Strong {
+	c := f.CallsTo("Channels")
+	if len(c) != 2 || c[0].Cons != transport.Local || c[1].Cons != transport.Strong {
 		t.Errorf("service calls %+v, want local then strong", c)
 	}
 	wantError(t, do(t, "GET", srv.URL+"/v1/channels?consistency=eventual", "", nil), 400, "bad_request")
-	if n := len(f.callsTo("Channels")); n != 2 {
+	if n := len(f.CallsTo("Channels")); n != 2 {
 		t.Errorf("service got %d calls, want 2: the bad request must not reach it", n)
 	}
 }
 
 func TestChannelMessages(t *testing.T) {
-	f := newFake()
+	f := transporttest.New()
 	for i := range 5 {
 		if _, err := f.Send(t.Context(), msg(fmt.Sprintf("m%d", i+1), "alice", "general", "x", "bob")); err != nil {
 			t.Fatal(err)
@@ -356,9 +357,9 @@ func TestChannelMessages(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			before := len(f.callsTo("ChannelPage"))
+			before := len(f.CallsTo("ChannelPage"))
 			r := do(t, "GET", srv.URL+"/v1/channels/general/messages?"+tc.query, "", nil)
-			calls := f.callsTo("ChannelPage")
+			calls := f.CallsTo("ChannelPage")
 			if tc.errStatus != 0 {
 				msg := wantError(t, r, tc.errStatus, "bad_request")
 				if !strings.Contains(msg, tc.errWords) {
@@ -375,7 +376,7 @@ func TestChannelMessages(t *testing.T) {
 				t.Fatalf("service got %d calls, want 1", len(calls)-before)
 			}
 			c := calls[len(calls)-1]
-			if c.arg != "general" || c.after != tc.after || c.limit != tc.limit || c.cons != tc.cons {
+			if c.Arg != "general" || c.After != tc.after || c.Limit != tc.limit || c.Cons != tc.cons {
 				t.Errorf("service called with %+v, want general after %d limit %d %s", c, tc.after, tc.limit, tc.cons)
 			}
 			var seqs []uint64
@@ -390,7 +391,7 @@ func TestChannelMessages(t *testing.T) {
 }
 
 func TestClusterStatus(t *testing.T) {
-	f := newFake()
+	f := transporttest.New()
 	srv := serve(t, f, transport.ServerOptions{})
 	var st transport.Status
 	wantOK(t, do(t, "GET", srv.URL+"/v1/cluster/status", "", nil), &st)
@@ -399,7 +400,7 @@ func TestClusterStatus(t *testing.T) {
 		st.AppliedIndex != want.AppliedIndex || !slices.Equal(st.Voters, want.Voters) {
 		t.Errorf("status %+v, want %+v", st, want)
 	}
-	f.fail("Status", errors.New("raft is shut down"))
+	f.Fail("Status", errors.New("raft is shut down"))
 	wantError(t, do(t, "GET", srv.URL+"/v1/cluster/status", "", nil), 500, "internal")
 }
 
@@ -429,8 +430,8 @@ func TestJoin(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFake()
-			f.fail("Join", tc.svcErr)
+			f := transporttest.New()
+			f.Fail("Join", tc.svcErr)
 			srv := serve(t, f, transport.ServerOptions{})
 			r := do(t, "POST", srv.URL+"/v1/cluster/join", tc.body, nil)
 			if tc.status == 200 {
@@ -440,7 +441,7 @@ func TestJoin(t *testing.T) {
 					t.Errorf("answer %v, want joined n4", got)
 				}
 				want := transport.JoinRequest{NodeID: "n4", RaftAddr: "127.0.0.1:8004", APIAddr: "127.0.0.1:7004"}
-				if j := f.joined(); len(j) != 1 || j[0] != want {
+				if j := f.Joined(); len(j) != 1 || j[0] != want {
 					t.Errorf("service joined %+v, want %+v", j, want)
 				}
 				return
@@ -453,7 +454,7 @@ func TestJoin(t *testing.T) {
 			if tc.svcErr != nil {
 				wantCalls = 1
 			}
-			if n := f.count(); n != wantCalls {
+			if n := f.Count(); n != wantCalls {
 				t.Errorf("service got %d calls, want %d", n, wantCalls)
 			}
 		})
@@ -461,29 +462,29 @@ func TestJoin(t *testing.T) {
 }
 
 func TestRemove(t *testing.T) {
-	f := newFake()
+	f := transporttest.New()
 	srv := serve(t, f, transport.ServerOptions{})
 	var got map[string]string
 	wantOK(t, do(t, "DELETE", srv.URL+"/v1/cluster/nodes/n3", "", nil), &got)
-	if got["removed"] != "n3" || !slices.Equal(f.removedIDs(), []string{"n3"}) {
-		t.Errorf("answer %v, service removed %v; want n3", got, f.removedIDs())
+	if got["removed"] != "n3" || !slices.Equal(f.Removed(), []string{"n3"}) {
+		t.Errorf("answer %v, service removed %v; want n3", got, f.Removed())
 	}
-	f.fail("Remove", fmt.Errorf("node n9: %w", fsm.ErrNotFound))
+	f.Fail("Remove", fmt.Errorf("node n9: %w", fsm.ErrNotFound))
 	wantError(t, do(t, "DELETE", srv.URL+"/v1/cluster/nodes/n9", "", nil), 404, "not_found")
-	f.fail("Remove", transport.ErrNotLeader)
+	f.Fail("Remove", transport.ErrNotLeader)
 	wantError(t, do(t, "DELETE", srv.URL+"/v1/cluster/nodes/n9", "", nil), 503, "not_leader")
 }
 
 func TestSnapshot(t *testing.T) {
-	f := newFake()
+	f := transporttest.New()
 	srv := serve(t, f, transport.ServerOptions{})
 	var got transport.SnapshotResponse
 	wantOK(t, do(t, "POST", srv.URL+"/v1/cluster/snapshot", "", nil), &got)
-	want := transport.SnapshotResponse{NodeID: "n1", ID: "3-12-1700000000000", Index: 12, Term: 3}
+	want := transport.SnapshotResponse{NodeID: "n1", ID: "3-42-1700000000000", Index: 42, Term: 3}
 	if got != want {
 		t.Errorf("snapshot %+v, want %+v", got, want)
 	}
-	f.fail("Snapshot", errors.New("nothing new to snapshot"))
+	f.Fail("Snapshot", errors.New("nothing new to snapshot"))
 	msg := wantError(t, do(t, "POST", srv.URL+"/v1/cluster/snapshot", "", nil), 500, "internal")
 	if msg != "nothing new to snapshot" {
 		t.Errorf("message %q", msg)
@@ -507,27 +508,27 @@ func TestTransferLeadership(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFake()
+			f := transporttest.New()
 			srv := serve(t, f, transport.ServerOptions{})
 			r := do(t, "POST", srv.URL+"/v1/cluster/transfer-leadership", tc.body, nil)
 			if tc.status != 200 {
 				wantError(t, r, tc.status, tc.code)
-				if f.count() != 0 {
+				if f.Count() != 0 {
 					t.Errorf("a bad request reached the service")
 				}
 				return
 			}
 			var got transport.TransferResponse
 			wantOK(t, r, &got)
-			if got.LeaderID != tc.leader || !slices.Equal(f.transfersTo(), []string{tc.to}) {
-				t.Errorf("answer %+v, service saw %q; want leader %q, to %q", got, f.transfersTo(), tc.leader, tc.to)
+			if got.LeaderID != tc.leader || !slices.Equal(f.Transfers(), []string{tc.to}) {
+				t.Errorf("answer %+v, service saw %q; want leader %q, to %q", got, f.Transfers(), tc.leader, tc.to)
 			}
 		})
 	}
 }
 
 func TestHealthAndReady(t *testing.T) {
-	f := newFake()
+	f := transporttest.New()
 	srv := serve(t, f, transport.ServerOptions{})
 
 	var h map[string]string
@@ -550,7 +551,7 @@ func TestHealthAndReady(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f.fail("Ready", tc.err)
+			f.Fail("Ready", tc.err)
 			r := do(t, "GET", srv.URL+"/readyz", "", nil)
 			if tc.status == 200 {
 				var got map[string]string
@@ -569,7 +570,7 @@ func TestHealthAndReady(t *testing.T) {
 }
 
 func TestUnknownEndpoint(t *testing.T) {
-	f := newFake()
+	f := transporttest.New()
 	srv := serve(t, f, transport.ServerOptions{})
 	for _, tc := range []struct{ method, path string }{
 		{"GET", "/"},
@@ -589,7 +590,7 @@ func TestUnknownEndpoint(t *testing.T) {
 			}
 		})
 	}
-	if f.count() != 0 {
+	if f.Count() != 0 {
 		t.Errorf("unknown endpoints reached the service")
 	}
 }
@@ -615,15 +616,15 @@ func TestForwardedHeader(t *testing.T) {
 		want := header != nil
 		for _, rq := range reqs {
 			t.Run(fmt.Sprintf("%s%s/forwarded=%v", rq.method, rq.path, want), func(t *testing.T) {
-				f := newFake()
+				f := transporttest.New()
 				srv := serve(t, f, transport.ServerOptions{})
 				do(t, rq.method, srv.URL+rq.path, rq.body, header)
-				c := f.callsTo(rq.svc)
+				c := f.CallsTo(rq.svc)
 				if len(c) != 1 {
 					t.Fatalf("service got %d %s calls, want 1", len(c), rq.svc)
 				}
-				if c[0].forwarded != want {
-					t.Errorf("IsForwarded = %v, want %v", c[0].forwarded, want)
+				if c[0].Forwarded != want {
+					t.Errorf("IsForwarded = %v, want %v", c[0].Forwarded, want)
 				}
 			})
 		}

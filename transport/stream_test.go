@@ -6,47 +6,36 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/transport/transporttest"
 )
 
 // streamState is a real state machine behind the fake, fed by hand.
 type streamState struct {
-	t   *testing.T
-	f   *fsm.FSM
-	idx uint64
+	t    *testing.T
+	fake *transporttest.Service
+	n    int
 }
 
-func newStreamState(t *testing.T, fake *fakeService) *streamState {
-	f, err := fsm.Open(filepath.Join(t.TempDir(), "state.db"), fsm.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	fake.state = f
-	return &streamState{t: t, f: f}
+func newStreamState(t *testing.T, fake *transporttest.Service) *streamState {
+	fake.WithState(t)
+	return &streamState{t: t, fake: fake}
 }
 
 func (s *streamState) send(from, channel string, to ...string) uint64 {
 	s.t.Helper()
-	s.idx++
-	m := fsm.Message{ID: fmt.Sprintf("msg-%d", s.idx), From: from, To: to, Channel: channel, Content: fsm.Content{Text: "hi"}}
+	s.n++
+	m := fsm.Message{ID: fmt.Sprintf("msg-%d", s.n), From: from, To: to, Channel: channel, Content: fsm.Content{Text: "hi"}}
 	m.Normalize(time.Now())
-	data, err := fsm.Encode(fsm.OpSend, time.Now().UnixNano(), fsm.SendCommand{Message: m})
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	res := s.f.ApplyBatch([]*raft.Log{{Index: s.idx, Type: raft.LogCommand, Data: data}})[0]
+	res, err := s.fake.ApplyCommand(fsm.OpSend, fsm.SendCommand{Message: m})
 	r, ok := res.(*fsm.SendResult)
-	if !ok {
-		s.t.Fatalf("send: %v", res)
+	if err != nil || !ok {
+		s.t.Fatalf("send: %v, %v", res, err)
 	}
 	return r.Seq
 }
@@ -90,7 +79,7 @@ func collect(t *testing.T, c *transport.Client, q transport.StreamQuery, after f
 }
 
 func TestStreamBacklogLiveAndResume(t *testing.T) {
-	fake := newFake()
+	fake := transporttest.New()
 	st := newStreamState(t, fake)
 	srv := serve(t, fake, transport.ServerOptions{})
 	c := transport.NewClient(srv.URL, nil)
@@ -126,7 +115,7 @@ func TestStreamBacklogLiveAndResume(t *testing.T) {
 }
 
 func TestStreamKeepAliveAndBadInput(t *testing.T) {
-	fake := newFake()
+	fake := transporttest.New()
 	newStreamState(t, fake)
 	srv := serve(t, fake, transport.ServerOptions{KeepAlive: 20 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

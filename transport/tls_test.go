@@ -18,6 +18,7 @@ import (
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/testing/tlstest"
 	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/transport/transporttest"
 )
 
 func tlsFiles(f tlstest.Files) transport.TLSFiles {
@@ -131,7 +132,7 @@ func TestNewClientTLSScheme(t *testing.T) {
 
 // serveTLS starts the API in front of f over TLS with the server config of
 // node.
-func serveTLS(t *testing.T, f *fakeService, node tlstest.Files) *httptest.Server {
+func serveTLS(t *testing.T, f *transporttest.Service, node tlstest.Files) *httptest.Server {
 	t.Helper()
 	sc, err := tlsFiles(node).ServerConfig()
 	if err != nil {
@@ -157,7 +158,7 @@ func tlsClient(t *testing.T, files transport.TLSFiles) *http.Client {
 func TestTLSAPINodeRequestsNeedAClientCertificate(t *testing.T) {
 	ca := tlstest.NewCA(t, "maos-test")
 	node := ca.Node(t, "n1")
-	f := newFake()
+	f := transporttest.New()
 	srv := serveTLS(t, f, node)
 	base := "https://" + srv.Listener.Addr().String()
 	agent := tlsClient(t, transport.TLSFiles{CA: node.CA})
@@ -211,7 +212,7 @@ func TestTLSAPINodeRequestsNeedAClientCertificate(t *testing.T) {
 		})
 	}
 	// Only the requests with a node certificate reached the service.
-	if joins, reads := len(f.joined()), len(f.callsTo("ReadIndex")); joins != 1 || reads != 2 {
+	if joins, reads := len(f.Joined()), len(f.CallsTo("ReadIndex")); joins != 1 || reads != 2 {
 		t.Errorf("the service saw %d joins and %d read-index calls, want 1 and 2", joins, reads)
 	}
 	// Agents need no certificate for the rest of the API.
@@ -231,7 +232,7 @@ func TestTLSAPINodeRequestsNeedAClientCertificate(t *testing.T) {
 // Over plain HTTP there are no certificates to check: node requests pass
 // as before.
 func TestPlainAPIDoesNotAskForCertificates(t *testing.T) {
-	f := newFake()
+	f := transporttest.New()
 	srv := serve(t, f, transport.ServerOptions{})
 	if r := do(t, http.MethodGet, srv.URL+"/v1/internal/read-index", "", nil); r.status != http.StatusOK {
 		t.Errorf("plain read index: %d %s", r.status, r.body)
@@ -240,7 +241,7 @@ func TestPlainAPIDoesNotAskForCertificates(t *testing.T) {
 
 func TestTLSAPIRefusesClientsWithoutTheCA(t *testing.T) {
 	ca := tlstest.NewCA(t, "maos-test")
-	srv := serveTLS(t, newFake(), ca.Node(t, "n1"))
+	srv := serveTLS(t, transporttest.New(), ca.Node(t, "n1"))
 	addr := srv.Listener.Addr().String()
 	ctx := context.Background()
 

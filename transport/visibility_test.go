@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -15,23 +14,8 @@ import (
 
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/transport/transporttest"
 )
-
-// visService serves every read from the real state machine the mail
-// service applies to (the fake's own message list stays empty).
-type visService struct{ *mailService }
-
-func (s *visService) Message(_ context.Context, id string, _ transport.Consistency) (*fsm.Message, error) {
-	return s.st.Message(id)
-}
-
-func (s *visService) ChannelPage(_ context.Context, channel string, after uint64, limit int, _ transport.Consistency) (fsm.Page, error) {
-	return s.st.ChannelPage(channel, after, limit)
-}
-
-func (s *visService) Channels(context.Context, transport.Consistency) ([]fsm.ChannelInfo, error) {
-	return s.st.Channels()
-}
 
 // asHeader names the identity visEnv injects into a request: an agent, or
 // "boss", a moderator. No header: no identity, as on a node without --auth.
@@ -39,7 +23,7 @@ const asHeader = "X-Test-As"
 
 type visEnv struct {
 	t   *testing.T
-	svc *visService
+	svc *transporttest.Service
 	url string
 }
 
@@ -52,12 +36,7 @@ type visMsgs struct {
 
 func newVisEnv(t *testing.T) *visEnv {
 	t.Helper()
-	st, err := fsm.Open(filepath.Join(t.TempDir(), "state.db"), fsm.Options{Logger: discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	svc := &visService{&mailService{fakeService: newFake(), st: st, ts: time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC).UnixNano()}}
+	svc := newMailService(t) // every read on the real state machine too
 	api := transport.NewServer(svc, transport.ServerOptions{Logger: discard, KeepAlive: time.Hour})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if as := r.Header.Get(asHeader); as != "" {
@@ -72,7 +51,7 @@ func newVisEnv(t *testing.T) *visEnv {
 	t.Cleanup(srv.Close)
 	e := &visEnv{t: t, svc: svc, url: srv.URL}
 	for _, a := range []string{"alice", "bob", "carol", "boss"} {
-		if _, err := svc.applyOp(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: a, Role: "agent"}); err != nil {
+		if _, err := svc.ApplyCommand(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: a, Role: "agent"}); err != nil {
 			t.Fatal(err)
 		}
 	}
