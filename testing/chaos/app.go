@@ -53,6 +53,7 @@ Nemeses: ` + nemesisDocs(),
 			&cli.Int64Flag{Name: "seed", Usage: "random seed (default: from the clock; printed in the report)"},
 			&cli.IntFlag{Name: "watchers", Usage: "watcher agents per node (maosd --agents, the stub model as CLI); every request to them must get exactly one reply (0: none)"},
 			&cli.StringFlag{Name: "stubmodel", Usage: "stub model binary `PATH` for --watchers (default: stubmodel beside this program, then bin/stubmodel)"},
+			&cli.BoolFlag{Name: "secure", Usage: "run every node with --auth, TLS (API and Raft) and a gossip key"},
 			&cli.StringFlag{Name: "out", Value: "chaos-out", Usage: "`DIR` for the reports (one subdirectory per scenario)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the reports as JSON lines instead of text"},
 		},
@@ -141,7 +142,7 @@ func runApp(c *cli.Context) error {
 			Maosd: maosd, Nodes: c.Int("nodes"), Nemeses: sc,
 			Clients: c.Int("clients"), Readers: c.Int("readers"), Channels: c.Int("channels"),
 			Warmup: c.Duration("warmup"), Hold: c.Duration("hold"), Gap: c.Duration("gap"),
-			Watchers: c.Int("watchers"), StubModel: stub,
+			Watchers: c.Int("watchers"), StubModel: stub, Secure: c.Bool("secure"),
 			Seed: c.Int64("seed"), OutDir: out, Logf: logf,
 		})
 		if rep != nil {

@@ -36,6 +36,10 @@ type Config struct {
 	// client then sends them requests throughout, and after the faults
 	// every request must get exactly one reply (Report.Watchers).
 	Watchers int
+	// Secure runs the cluster with --auth, TLS and a gossip key
+	// (harness.Options.Secure); the workload then speaks https with the
+	// admin token.
+	Secure bool
 	// StubModel is the stub model binary (testing/stubmodel); required
 	// when Watchers > 0.
 	StubModel string
@@ -104,7 +108,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		Nodes: cfg.Nodes, Started: time.Now(), Seed: cfg.Seed}
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6d616f73))
 
-	hopts := harness.Options{Maosd: cfg.Maosd, Nodes: cfg.Nodes, Partitionable: true, Logf: cfg.Logf}
+	hopts := harness.Options{Maosd: cfg.Maosd, Nodes: cfg.Nodes, Partitionable: true, Secure: cfg.Secure, Logf: cfg.Logf}
 	var agents []string
 	if cfg.Watchers > 0 {
 		var err error
@@ -117,7 +121,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("chaos: start cluster: %w", err)
 	}
 	defer c.Close()
-	cfg.Logf("cluster of %d up in %s", cfg.Nodes, c.Dir)
+	cfg.Logf("cluster of %d up in %s (secure: %v)", cfg.Nodes, c.Dir, cfg.Secure)
 
 	h := NewHistory()
 	wctx, stopLoad := context.WithCancel(ctx)

@@ -56,6 +56,16 @@ type Options struct {
 	// 127.0.0.1 and is never proxied, so forwarding between nodes and the
 	// harness's own requests are not cut: a partition is of Raft only.
 	Partitionable bool
+	// Secure runs the cluster with authentication and TLS, as a
+	// multi-host deployment should: the harness makes a Security in
+	// Dir/security (a CA, a certificate per node with the SANs 127.0.0.1
+	// and the node's Raft IP, an admin token file, a gossip key) and starts
+	// every maosd with --auth --admin-token-file, --tls-cert --tls-key
+	// --tls-ca and --gossip-key. Its own clients (Node.Client: readiness,
+	// status, the cluster-wide waits, SendWithRetry) speak https verified
+	// against the CA and present the admin token. The Raft proxies of a
+	// Partitionable cluster forward the TLS bytes as they are.
+	Secure bool
 	// Name names the cluster's directory (default "cluster"; NewCluster
 	// uses the test's name).
 	Name string
@@ -83,6 +93,7 @@ type Cluster struct {
 
 	t     testing.TB // nil for StartCluster
 	opts  Options
+	sec   *Security // nil unless Options.Secure
 	mu    sync.Mutex
 	nodes []*Node
 	sides [][]string // the current partition, by node id; nil when whole
@@ -167,8 +178,20 @@ func newCluster(opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("harness: cluster dir: %w", err)
 	}
-	return &Cluster{Dir: dir, opts: opts}, nil
+	c := &Cluster{Dir: dir, opts: opts}
+	if opts.Secure {
+		if c.sec, err = NewSecurity(filepath.Join(dir, "security")); err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, err
+		}
+	}
+	return c, nil
 }
+
+// Security is the material of a cluster started with Options.Secure (the
+// CA file a client verifies the nodes against, the admin token), nil for
+// one without.
+func (c *Cluster) Security() *Security { return c.sec }
 
 // start adds the nodes and waits for a leader and every node ready.
 func (c *Cluster) start() error {
@@ -254,6 +277,16 @@ func (c *Cluster) AddNode() (*Node, error) {
 			return nil, fmt.Errorf("harness: add %s: %w", id, err)
 		}
 		cfg.RaftIP, cfg.RaftProxy = raftIP(k), p
+	}
+	if c.sec != nil {
+		var err error
+		if cfg.Security, err = c.sec.Node(id, cfg.RaftIP); err != nil {
+			c.mu.Unlock()
+			if cfg.RaftProxy != nil {
+				_ = cfg.RaftProxy.Close()
+			}
+			return nil, fmt.Errorf("harness: add %s: %w", id, err)
+		}
 	}
 	n, err := NewNode(cfg)
 	if err != nil {
@@ -474,6 +507,10 @@ type SendOptions struct {
 	AttemptTimeout time.Duration
 	// OnError, if set, is called with every failed attempt.
 	OnError func(n *Node, err error)
+	// Token, if set, is the bearer token every attempt presents instead
+	// of the harness's own (the admin token of a Secure cluster): an
+	// agent's token, to send as that agent.
+	Token string
 }
 
 // SendResult is what SendWithRetry got.
@@ -519,6 +556,9 @@ func (c *Cluster) SendWithRetry(ctx context.Context, m *fsm.Message, o SendOptio
 		if cl := n.Client(); cl == nil {
 			lastErr = fmt.Errorf("%s was never started", n.ID)
 		} else {
+			if o.Token != "" {
+				cl = cl.WithToken(o.Token)
+			}
 			actx, cancel := context.WithTimeout(ctx, o.AttemptTimeout)
 			resp, err := cl.Send(actx, m)
 			cancel()

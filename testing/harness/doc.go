@@ -35,6 +35,18 @@
 //	...
 //	harness.NoErr(t, c.Heal())
 //
+// Options.Secure runs a cluster as a multi-host deployment should: the
+// harness writes a CA, a certificate per node (SANs 127.0.0.1 and the
+// node's Raft IP), an admin token file and a gossip key (Cluster.Security)
+// and starts every maosd with --auth, TLS and --gossip-key; its own
+// clients speak https verified against the CA with the admin token, and a
+// test sends as an agent with SendOptions.Token or Client().WithToken.
+//
+//	c := harness.NewCluster(t, harness.Options{Maosd: maosd, Nodes: 3, Secure: true})
+//	tok, err := c.Nodes()[0].Client().CreateToken(ctx, "alice", "")
+//	...
+//	res, err := c.SendWithRetry(ctx, m, harness.SendOptions{Token: tok.Token})
+//
 // Rules the harness keeps, so tests built on it stay reliable on a loaded
 // CI machine:
 //

@@ -3,6 +3,7 @@ package harness
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,6 +62,8 @@ type Node struct {
 	to     timeouts
 	raftIP string // "" for 127.0.0.1
 	proxy  *Proxy // nil: Raft is not proxied
+	sec    *NodeSecurity
+	tlsCfg *tls.Config // the harness's client TLS; nil without Security
 
 	op sync.Mutex // serialises lifecycle operations
 
@@ -119,6 +122,11 @@ type NodeConfig struct {
 	// target is set to the node's real Raft address as soon as the node
 	// logs it (OpenMessage). The caller owns the proxy and closes it.
 	RaftProxy *Proxy
+	// Security, if set, starts the node with authentication and TLS (its
+	// flags come after ExtraArgs, so they win), and makes the harness's
+	// own client of the node (Client) speak https, verifying the node
+	// against Security.TLS.CA, with the admin token.
+	Security *NodeSecurity
 }
 
 // NewNode returns a node that is not started yet. Most tests use
@@ -142,6 +150,18 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		to:      timeouts{start: cfg.StartTimeout, stop: cfg.StopTimeout},
 		raftIP:  cfg.RaftIP,
 		proxy:   cfg.RaftProxy,
+	}
+	if cfg.Security != nil {
+		if err := cfg.Security.validate(); err != nil {
+			return nil, fmt.Errorf("harness: node %s: %w", cfg.ID, err)
+		}
+		sec := *cfg.Security
+		n.sec = &sec
+		tc, err := transport.TLSFiles{CA: sec.TLS.CA, CAFlag: "NodeSecurity.TLS.CA"}.ClientConfig()
+		if err != nil {
+			return nil, fmt.Errorf("harness: node %s: %w", cfg.ID, err)
+		}
+		n.tlsCfg = tc
 	}
 	if n.to.start <= 0 {
 		n.to.start = 30 * time.Second
@@ -199,7 +219,9 @@ func (n *Node) RaftIP() string {
 func (n *Node) Proxy() *Proxy { return n.proxy }
 
 // Client is an API client for the node; nil before the first start. It
-// stays valid across restarts (the address does not change).
+// stays valid across restarts (the address does not change). For a node
+// with Security it speaks https, verifying the node against the CA, and
+// presents the admin token; WithToken gives one that presents another.
 func (n *Node) Client() *transport.Client {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -296,6 +318,9 @@ func (n *Node) args() []string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	args := append([]string(nil), n.extra...)
+	if n.sec != nil {
+		args = append(args, n.sec.args()...)
+	}
 	args = append(args, "--node-id", n.ID, "--data-dir", n.DataDir, "--log-format", "json")
 	gossip := n.gossipAddr
 	if gossip == "" {
@@ -369,8 +394,13 @@ func (n *Node) launch(deadline time.Time) (retry bool, err error) {
 		}
 		if first {
 			n.apiAddr, n.raftAddr, n.raftBind, n.gossipAddr = r.APIAddr, r.RaftAddr, bind, r.GossipAddr
-			n.hc = &http.Client{Transport: transport.NewHTTPTransport()}
-			n.client = transport.NewClient(n.apiAddr, n.hc)
+			if n.sec != nil {
+				n.hc = &http.Client{Transport: transport.NewHTTPTransportTLS(n.tlsCfg)}
+				n.client = transport.NewClientTLS(n.apiAddr, n.hc).WithToken(n.sec.AdminToken)
+			} else {
+				n.hc = &http.Client{Transport: transport.NewHTTPTransport()}
+				n.client = transport.NewClient(n.apiAddr, n.hc)
+			}
 		} else if r.APIAddr != n.apiAddr || r.RaftAddr != n.raftAddr || n.raftBind != "" && bind != n.raftBind ||
 			n.gossipAddr != "" && r.GossipAddr != n.gossipAddr {
 			return false, fmt.Errorf("harness: restart of %s serves api %s raft %s (bound on %s) gossip %s, want api %s raft %s (bound on %s) gossip %s",
