@@ -263,3 +263,27 @@ func TestAuthConfigRefusesBadAdminToken(t *testing.T) {
 		}
 	}
 }
+
+// A token created or revoked through a follower takes effect on that
+// follower by the time the call returns: the follower answers only once it
+// has applied what the leader committed.
+func TestAuthTokenChangesHoldAtOnceOnTheNodeThatServedThem(t *testing.T) {
+	c := newAuthCluster(t, 3)
+	f := c.follower()
+	for i := range 5 {
+		tok, err := f.client.CreateToken(ctxT(t), fmt.Sprintf("agent%d", i), string(transport.RoleAgent))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl := transport.NewClient(f.api, nil).WithToken(tok.Token)
+		if !tokenAccepted(t, cl) {
+			t.Fatalf("follower %s refused token %s right after creating it", f.id, tok.ID)
+		}
+		if err := f.client.RevokeToken(ctxT(t), tok.ID); err != nil {
+			t.Fatal(err)
+		}
+		if tokenAccepted(t, cl) {
+			t.Fatalf("follower %s accepted token %s right after revoking it", f.id, tok.ID)
+		}
+	}
+}

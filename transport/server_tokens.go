@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
@@ -116,6 +117,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fmt.Errorf("transport: unexpected %s result %.200s (%v)", fsm.OpCreateToken, raw, err))
 		return
 	}
+	s.catchUp(r, "token create")
 	// The one answer that holds a secret: no cache may keep it.
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, TokenCreated{ID: tok.ID, Agent: tok.Agent, Role: tok.Role, CreatedAt: tok.CreatedAt, Token: secret})
@@ -134,5 +136,27 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.propose(w, r, fsm.OpRevokeToken, cmd)
+	res, err := s.svc.Apply(r.Context(), fsm.OpRevokeToken, cmd)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.catchUp(r, "token revoke")
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(res)
+}
+
+// catchUp waits (briefly) until this node has applied what the leader has
+// committed, so that a token just created through this node works here at
+// once, and one just revoked is refused here at once: a forwarded write
+// is answered when the leader has applied it, which can be a few ms
+// before this node does. The write is committed either way; a failure
+// here is only logged.
+func (s *Server) catchUp(r *http.Request, what string) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.svc.Linearize(ctx, Strong); err != nil {
+		s.opts.Logger.Warn(what+": committed, but this node did not catch up with the leader", "error", err)
+	}
 }
