@@ -88,7 +88,9 @@ environment variable shown.`,
 			&cli.StringFlag{Name: "gossip-advertise", EnvVars: []string{"MAOS_GOSSIP_ADVERTISE"},
 				Usage: "IP:port peers reach gossip on (default: --gossip-addr)"},
 			&cli.StringFlag{Name: "gossip-key", EnvVars: []string{"MAOS_GOSSIP_KEY"},
-				Usage: "base64 key of 16, 24 or 32 bytes encrypting gossip, the same on every node (default: none, gossip in the clear)"},
+				Usage: "base64 key of 16, 24 or 32 bytes encrypting gossip, the same on every node (default: none, gossip in the clear); a flag shows in the process list, so prefer --gossip-key-file"},
+			&cli.StringFlag{Name: "gossip-key-file", EnvVars: []string{"MAOS_GOSSIP_KEY_FILE"},
+				Usage: "`FILE` holding the --gossip-key on one line (mode 0600; openssl rand -base64 32 > gossip.key)"},
 			&cli.BoolFlag{Name: "auth", EnvVars: []string{"MAOS_AUTH"},
 				Usage: "require a bearer token on every API request (needs --admin-token-file); use it on every multi-host cluster"},
 			&cli.StringFlag{Name: "admin-token-file", EnvVars: []string{"MAOS_ADMIN_TOKEN_FILE"},
@@ -213,19 +215,29 @@ func gossipFlags(c *cli.Context) (string, []byte, error) {
 	if c.Duration("presence-ttl") <= 0 {
 		return "", nil, fmt.Errorf("--presence-ttl must be positive, not %s", c.Duration("presence-ttl"))
 	}
-	raw := strings.TrimSpace(c.String("gossip-key"))
+	raw, from := strings.TrimSpace(c.String("gossip-key")), "--gossip-key (or $MAOS_GOSSIP_KEY)"
+	if file := strings.TrimSpace(c.String("gossip-key-file")); file != "" {
+		if raw != "" {
+			return "", nil, errors.New("--gossip-key and --gossip-key-file both given; give one")
+		}
+		var err error
+		if raw, _, err = readSecretFile(file); err != nil {
+			return "", nil, fmt.Errorf("--gossip-key-file: %w", err)
+		}
+		from = "--gossip-key-file " + file
+	}
 	if raw == "" {
 		return addr, nil, nil
 	}
 	key, err := base64.StdEncoding.DecodeString(raw)
 	if err != nil {
-		return "", nil, fmt.Errorf("--gossip-key (or $MAOS_GOSSIP_KEY) is not base64: %v", err)
+		return "", nil, fmt.Errorf("%s is not base64: %v", from, err)
 	}
 	switch len(key) {
 	case 16, 24, 32:
 		return addr, key, nil
 	}
-	return "", nil, fmt.Errorf("--gossip-key (or $MAOS_GOSSIP_KEY) decodes to %d bytes; want 16, 24 or 32 (openssl rand -base64 32)", len(key))
+	return "", nil, fmt.Errorf("%s decodes to %d bytes; want 16, 24 or 32 (openssl rand -base64 32)", from, len(key))
 }
 
 // defaultGossipAddr is the --raft-addr IP with the next port (port 0 stays

@@ -28,6 +28,10 @@ func TestMaosdRefusesBadGossipFlags(t *testing.T) {
 		{[]string{"--gossip-addr", "0.0.0.0:7072", "--gossip-advertise", "host:7072"}, []string{"--gossip-advertise", "IP:port"}},
 		{[]string{"--gossip-key", "not base64!"}, []string{"--gossip-key", "not base64"}},
 		{[]string{"--gossip-key", short}, []string{"--gossip-key", "10 bytes", "16, 24 or 32"}},
+		{[]string{"--gossip-key-file", writeTokenFile(t, short+"\n", 0o600)}, []string{"--gossip-key-file", "10 bytes", "16, 24 or 32"}},
+		{[]string{"--gossip-key-file", writeTokenFile(t, "", 0o600)}, []string{"--gossip-key-file", "is empty"}},
+		{[]string{"--gossip-key-file", filepath.Join(t.TempDir(), "missing")}, []string{"--gossip-key-file", "no such file"}},
+		{[]string{"--gossip-key", short, "--gossip-key-file", writeTokenFile(t, short, 0o600)}, []string{"both given"}},
 		{[]string{"--presence-ttl", "0s"}, []string{"--presence-ttl", "positive"}},
 		{[]string{"--raft-addr", "localhost:7071"}, []string{"--gossip-addr", "no IP"}},
 	}
@@ -148,5 +152,14 @@ func TestMaosdGossipKeyFromEnv(t *testing.T) {
 	}
 	if !strings.Contains(log, `"gossip_encrypted":true`) {
 		t.Errorf("the node open line does not say gossip is encrypted:\n%s", log)
+	}
+}
+
+// A key from --gossip-key-file encrypts gossip like --gossip-key.
+func TestMaosdGossipKeyFromFile(t *testing.T) {
+	key := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))
+	_, log := runMaosdUntilReady(t, nil, "--gossip-addr", "127.0.0.1:0", "--gossip-key-file", writeTokenFile(t, key+"\n", 0o600))
+	if strings.Contains(log, "gossip is not encrypted") || !strings.Contains(log, `"gossip_encrypted":true`) {
+		t.Errorf("--gossip-key-file did not encrypt gossip:\n%s", log)
 	}
 }

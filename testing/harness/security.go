@@ -32,15 +32,17 @@ type Security struct {
 	// file (mode 0600) every maosd reads it from (--admin-token-file).
 	AdminToken     string
 	AdminTokenFile string
-	// GossipKey is the base64 of the 32-byte gossip key (--gossip-key).
-	GossipKey string
+	// GossipKey is the base64 of the 32-byte gossip key, and GossipKeyFile
+	// the file (mode 0600) every maosd reads it from (--gossip-key-file).
+	GossipKey     string
+	GossipKeyFile string
 
 	ca *tlstest.CA
 }
 
 // NodeSecurity starts a node with authentication and TLS (NodeConfig.Security):
 // maosd gets --auth --admin-token-file, --tls-cert --tls-key --tls-ca and
-// --gossip-key, and the harness's own client of the node speaks https,
+// --gossip-key-file, and the harness's own client of the node speaks https,
 // verifying the node against TLS.CA, and presents AdminToken.
 type NodeSecurity struct {
 	// TLS is the node's certificate, its key and the CA; all three are
@@ -51,8 +53,8 @@ type NodeSecurity struct {
 	// AdminToken is what the harness's client presents: the secret in
 	// AdminTokenFile. Required.
 	AdminToken string
-	// GossipKey is given to --gossip-key when not "".
-	GossipKey string
+	// GossipKeyFile is given to --gossip-key-file when not "".
+	GossipKeyFile string
 }
 
 // validate names the first missing field.
@@ -72,8 +74,8 @@ func (s *NodeSecurity) validate() error {
 func (s *NodeSecurity) args() []string {
 	args := []string{"--auth", "--admin-token-file", s.AdminTokenFile,
 		"--tls-cert", s.TLS.Cert, "--tls-key", s.TLS.Key, "--tls-ca", s.TLS.CA}
-	if s.GossipKey != "" {
-		args = append(args, "--gossip-key", s.GossipKey)
+	if s.GossipKeyFile != "" {
+		args = append(args, "--gossip-key-file", s.GossipKeyFile)
 	}
 	return args
 }
@@ -98,6 +100,9 @@ func NewSecurity(dir string) (*Security, error) {
 		return nil, err
 	}
 	if s.GossipKey, err = randomBase64(32); err != nil {
+		return nil, err
+	}
+	if s.GossipKeyFile, err = writeSecret(dir, "gossip.key", []byte(s.GossipKey+"\n")); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -136,7 +141,7 @@ func (s *Security) Node(id string, ips ...string) (*NodeSecurity, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &NodeSecurity{TLS: f, AdminTokenFile: s.AdminTokenFile, AdminToken: s.AdminToken, GossipKey: s.GossipKey}, nil
+	return &NodeSecurity{TLS: f, AdminTokenFile: s.AdminTokenFile, AdminToken: s.AdminToken, GossipKeyFile: s.GossipKeyFile}, nil
 }
 
 // ClientTLS is a client TLS config that verifies the nodes against the CA

@@ -190,7 +190,7 @@ func TestSecureNodeArgs(t *testing.T) {
 	}
 	NoErr(t, n.Restart())
 	want := "--log-level debug --auth --admin-token-file " + s.AdminTokenFile + " --tls-cert " + sec.TLS.Cert +
-		" --tls-key " + sec.TLS.Key + " --tls-ca " + s.CAFile + " --gossip-key " + s.GossipKey + " --node-id n1 "
+		" --tls-key " + sec.TLS.Key + " --tls-ca " + s.CAFile + " --gossip-key-file " + s.GossipKeyFile + " --node-id n1 "
 	starts := strings.Split(n.LogTail(1000), "=== harness: start #")
 	if len(starts) != 3 {
 		t.Fatalf("want 2 starts in the log:\n%s", n.LogTail(1000))
