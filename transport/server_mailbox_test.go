@@ -314,3 +314,42 @@ func TestMailboxStrictSendersAndBlocked(t *testing.T) {
 		t.Errorf("403 message %q lacks the rule's reason", msg403)
 	}
 }
+
+// order=newest pages an inbox backwards with before=; bad values are 400s
+// naming the parameter. The summary serves counters and bulletin together.
+func TestInboxNewestAndSummary(t *testing.T) {
+	e := newMailEnv(t)
+	e.register("alice", "reviewer")
+	var seqs []uint64
+	for i := range 3 {
+		seqs = append(seqs, e.send(&fsm.Message{From: "bob", To: fsm.Recipients{"alice"}, Channel: "c", Content: fsm.Content{Text: fmt.Sprint(i)}}).Seq)
+	}
+	ctx := context.Background()
+	page, err := e.client.Inbox(ctx, "alice", fsm.InboxQuery{Newest: true, Limit: 2}, transport.Local)
+	if err != nil || len(page.Messages) != 2 || page.Messages[0].Seq != seqs[2] || page.Messages[1].Seq != seqs[1] || !page.HasMore {
+		t.Fatalf("newest page = %+v, %v", page, err)
+	}
+	page, err = e.client.Inbox(ctx, "alice", fsm.InboxQuery{Newest: true, Limit: 2, Before: page.NextBefore}, transport.Local)
+	if err != nil || len(page.Messages) != 1 || page.Messages[0].Seq != seqs[0] || page.HasMore {
+		t.Fatalf("second newest page = %+v, %v", page, err)
+	}
+	for _, tc := range []struct{ query, code, field string }{
+		{"order=sideways", transport.CodeBadRequest, "order"},
+		{"before=3", transport.CodeInvalid, "before"},
+		{"order=newest&before=x", transport.CodeBadRequest, "before"},
+	} {
+		msg := wantError(t, e.do("GET", "/v1/agents/alice/inbox?"+tc.query, ""), http.StatusBadRequest, tc.code)
+		if !strings.Contains(msg, tc.field) {
+			t.Errorf("?%s: %q does not name %s", tc.query, msg, tc.field)
+		}
+	}
+
+	sum, err := e.client.AgentSummary(ctx, "alice", transport.Local)
+	if err != nil || !sum.HasInbox || sum.Counts.Unread != 3 || sum.Agent != "alice" {
+		t.Errorf("summary of alice = %+v, %v", sum, err)
+	}
+	sum, err = e.client.AgentSummary(ctx, "nobody", transport.Local)
+	if err != nil || sum.HasInbox || sum.Counts.Unread != 0 {
+		t.Errorf("summary of an agent without an inbox = %+v, %v; want has_inbox false", sum, err)
+	}
+}
