@@ -122,6 +122,8 @@ environment variable shown.`,
 				Usage: "debug, info, warn or error"},
 			&cli.StringFlag{Name: "log-format", EnvVars: []string{"MAOS_LOG_FORMAT"}, Value: "text",
 				Usage: "text or json"},
+			&cli.BoolFlag{Name: "insecure-no-auth", EnvVars: []string{"MAOS_INSECURE_NO_AUTH"},
+				Usage: "serve the API on a non-loopback address without --auth (anyone who reaches it can send as any agent and read every inbox); refused otherwise"},
 			&cli.StringFlag{Name: "debug-addr", EnvVars: []string{"MAOS_DEBUG_ADDR"},
 				Usage: "loopback `IP:PORT` to serve Go's pprof profiles on (/debug/pprof/; block and mutex sampling on); off by default"},
 		},
@@ -308,6 +310,9 @@ func runMaosd(c *cli.Context) error {
 	}
 	apiAddr, err := advertised("http-addr", ln.Addr().String(), c.String("http-advertise"))
 	if err != nil {
+		return cli.Exit("maosd: "+err.Error(), 2)
+	}
+	if err := checkOpenAPI(ln.Addr(), adminToken != "", c.Bool("insecure-no-auth")); err != nil {
 		return cli.Exit("maosd: "+err.Error(), 2)
 	}
 

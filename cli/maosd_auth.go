@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 	"strings"
 	"unicode"
@@ -112,4 +113,18 @@ func checkAuthRequired(node *cluster.Node, adminToken string) error {
 			"to run the whole cluster without auth, an admin sets it off first: maosctl cluster config set auth_required false")
 	}
 	return nil
+}
+
+// checkOpenAPI refuses an API listening beyond loopback without --auth:
+// authentication is off only for the local default (127.0.0.1), unless the
+// operator says --insecure-no-auth.
+func checkOpenAPI(bound net.Addr, auth, insecure bool) error {
+	if auth || insecure {
+		return nil
+	}
+	if tcp, ok := bound.(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("--http-addr %s is reachable from other hosts and --auth is off: start every node with "+
+		"--auth --admin-token-file FILE (README, Authentication), or say --insecure-no-auth to serve it open anyway", bound)
 }

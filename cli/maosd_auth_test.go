@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -221,5 +222,36 @@ func TestMaosdRestartWithoutAuthRefused(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("maosd without --auth on an auth cluster's data dir did not exit within 20s")
+	}
+}
+
+// Without --auth the API may listen on loopback only, unless the operator
+// says --insecure-no-auth.
+func TestMaosdRefusesOpenAPIWithoutAuth(t *testing.T) {
+	ctlClearAuthEnv(t)
+	t.Setenv("MAOS_INSECURE_NO_AUTH", "")
+	dir := filepath.Join(t.TempDir(), "data")
+	err := startRefused(dir, "--http-addr", "0.0.0.0:0", "--http-advertise", "127.0.0.1:7070")
+	checkSays(t, "maosd on 0.0.0.0 without --auth", err, "--http-addr", "reachable from other hosts", "--auth --admin-token-file", "--insecure-no-auth")
+	checkNoDataDir(t, dir)
+
+	loop := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 7070}
+	wild := &net.TCPAddr{IP: net.IPv4zero, Port: 7070}
+	lan := &net.TCPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 7070}
+	for _, tc := range []struct {
+		addr           net.Addr
+		auth, insecure bool
+		wantErr        bool
+	}{
+		{loop, false, false, false},
+		{wild, false, false, true},
+		{lan, false, false, true},
+		{lan, true, false, false},
+		{lan, false, true, false},
+		{&net.TCPAddr{IP: net.IPv6loopback, Port: 7070}, false, false, false},
+	} {
+		if err := checkOpenAPI(tc.addr, tc.auth, tc.insecure); (err != nil) != tc.wantErr {
+			t.Errorf("checkOpenAPI(%s, auth=%v, insecure=%v) = %v, want error %v", tc.addr, tc.auth, tc.insecure, err, tc.wantErr)
+		}
 	}
 }
