@@ -129,6 +129,9 @@ func (a *authState) authenticate(w http.ResponseWriter, r *http.Request) (*Ident
 	values := r.Header.Values("Authorization")
 	if len(values) == 0 {
 		a.unauthorized(w, r, "missing bearer token: send Authorization: Bearer <token>", false)
+		// Folded like the others: a scanner's many requests are one line
+		// with a count.
+		a.deny(r, denial{who: "anonymous", reason: "missing bearer token"})
 		return nil, false
 	}
 	secret, problem := parseBearer(values)

@@ -219,10 +219,11 @@ func TestAuthRefusesMissingAndBadTokens(t *testing.T) {
 	wantOK(t, e.as(adminSecret, "DELETE", "/v1/tokens/tok-bob", ""), nil)
 	wantUnauthorized(t, e.as(bobSecret, "GET", "/v1/channels", ""), true)
 
-	// Every presented bad token was audited (the missing ones were not):
-	// eight malformed headers, two unknown tokens, one revoked; and the
+	// Every refusal was audited: three requests without a token, eight
+	// malformed headers, two unknown tokens, one revoked; and the
 	// forwarded mark of an agent.
-	e.waitDenied("DENIED", 12)
+	e.waitDenied("missing bearer token", 3)
+	e.waitDenied("DENIED", 15)
 	evs := e.waitDenied("revoked token", 1)
 	if n := deniedCount(evs, "token tok-bob"); n != 1 {
 		t.Errorf("the revoked token's line does not name tok-bob: %v", evs)
