@@ -12,7 +12,8 @@ import (
 )
 
 // Apply proposes op with body through Raft: on the leader directly, from a
-// follower through the leader's /v1/internal/apply, retried through
+// follower as the encoded entry through the leader's /v1/internal/entry
+// (transport.EntryApplier), retried through
 // elections like Send. The result is the state machine's answer as JSON.
 func (n *Node) Apply(ctx context.Context, op fsm.Op, body any) (json.RawMessage, error) {
 	data, err := fsm.Encode(op, n.cfg.Now().UnixNano(), body)
