@@ -84,22 +84,33 @@ func TestInboxFilters(t *testing.T) {
 	}
 }
 
+// pageAll reads agent's inbox page by page from q, following the page's
+// cursor (NextAfter, or NextBefore for Newest), and fails t if it takes
+// more than max pages.
+func pageAll(t *testing.T, b *mbox, agent string, q InboxQuery, max int) []uint64 {
+	t.Helper()
+	var got []uint64
+	for pages := 0; ; pages++ {
+		if pages > max {
+			t.Fatal("paging does not end")
+		}
+		p := b.inbox(agent, q)
+		got = append(got, seqs(p)...)
+		if !p.HasMore {
+			return got
+		}
+		if q.Newest {
+			q.Before = p.NextBefore
+		} else {
+			q.After = p.NextAfter
+		}
+	}
+}
+
 func TestInboxPagesFollowNextAfter(t *testing.T) {
 	b := newMbox(t)
 	s := fillInbox(b)
-	var got []uint64
-	q := InboxQuery{From: "codex", Limit: 1}
-	for pages := 0; ; pages++ {
-		if pages > len(s) {
-			t.Fatal("paging does not end")
-		}
-		p := b.inbox("alice", q)
-		got = append(got, seqs(p)...)
-		if !p.HasMore {
-			break
-		}
-		q.After = p.NextAfter
-	}
+	got := pageAll(t, b, "alice", InboxQuery{From: "codex", Limit: 1}, len(s))
 	if want := []uint64{s[0], s[2], s[5]}; !slices.Equal(got, want) {
 		t.Errorf("pages gave %v, want %v", got, want)
 	}
@@ -111,19 +122,7 @@ func TestInboxNewestFirst(t *testing.T) {
 	b := newMbox(t)
 	s := fillInbox(b)
 	b.send(b.msg("codex", "after alice's", "zoe")) // a key past alice's
-	var got []uint64
-	q := InboxQuery{From: "codex", Limit: 1, Newest: true}
-	for pages := 0; ; pages++ {
-		if pages > len(s) {
-			t.Fatal("paging does not end")
-		}
-		p := b.inbox("alice", q)
-		got = append(got, seqs(p)...)
-		if !p.HasMore {
-			break
-		}
-		q.Before = p.NextBefore
-	}
+	got := pageAll(t, b, "alice", InboxQuery{From: "codex", Limit: 1, Newest: true}, len(s))
 	if want := []uint64{s[5], s[2], s[0]}; !slices.Equal(got, want) {
 		t.Errorf("newest pages gave %v, want %v", got, want)
 	}
