@@ -101,6 +101,8 @@ environment variable shown.`,
 				Usage: "the private key `FILE` of --tls-cert (PEM)"},
 			&cli.StringFlag{Name: "tls-ca", EnvVars: []string{"MAOS_TLS_CA"},
 				Usage: "`FILE` of the CA certificate(s) that sign every node's certificate (PEM)"},
+			&cli.Uint64Flag{Name: "snapshot-threshold", EnvVars: []string{"MAOS_SNAPSHOT_THRESHOLD"}, Value: cluster.DefaultSnapshotThreshold,
+				Usage: "log entries since the last snapshot that make a new one (a snapshot copies the whole state file; higher writes less, keeps a longer raft log)"},
 			&cli.DurationFlag{Name: "raft-commit-timeout", EnvVars: []string{"MAOS_RAFT_COMMIT_TIMEOUT"}, Value: cluster.DefaultCommitTimeout,
 				Usage: "how soon an idle leader tells followers the commit index, so their streams deliver (1ms..1s; lower is faster delivery on followers for more idle RPCs)"},
 			&cli.DurationFlag{Name: "presence-ttl", EnvVars: []string{"MAOS_PRESENCE_TTL"}, Value: cluster.DefaultPresenceTTL,
@@ -210,6 +212,9 @@ func gossipFlags(c *cli.Context) (string, []byte, error) {
 		if err != nil || net.ParseIP(ahost) == nil || aport == "" || aport == "0" {
 			return "", nil, fmt.Errorf("--gossip-advertise %q: want the IP:port peers reach gossip on", adv)
 		}
+	}
+	if n := c.Uint64("snapshot-threshold"); n < 1024 {
+		return "", nil, fmt.Errorf("--snapshot-threshold %d: want at least 1024 entries", n)
 	}
 	if d := c.Duration("raft-commit-timeout"); d < time.Millisecond || d > time.Second {
 		return "", nil, fmt.Errorf("--raft-commit-timeout %s: want 1ms..1s", d)
@@ -327,11 +332,12 @@ func runMaosd(c *cli.Context) error {
 		ClientTLS:     clientTLS,
 		Logger:        logger,
 
-		GossipAddr:      gossipAddr,
-		GossipAdvertise: c.String("gossip-advertise"),
-		GossipKey:       gossipKey,
-		PresenceTTL:     c.Duration("presence-ttl"),
-		CommitTimeout:   c.Duration("raft-commit-timeout"),
+		GossipAddr:        gossipAddr,
+		GossipAdvertise:   c.String("gossip-advertise"),
+		GossipKey:         gossipKey,
+		PresenceTTL:       c.Duration("presence-ttl"),
+		CommitTimeout:     c.Duration("raft-commit-timeout"),
+		SnapshotThreshold: c.Uint64("snapshot-threshold"),
 	})
 	if err != nil {
 		return cli.Exit("maosd: "+err.Error(), 1)

@@ -80,6 +80,7 @@ func TestMaosdRefusesBadFlags(t *testing.T) {
 		{[]string{"--raft-commit-timeout", "500us"}, "--raft-commit-timeout"},
 		{[]string{"--raft-commit-timeout", "2s"}, "--raft-commit-timeout"},
 		{[]string{"--debug-addr", "0.0.0.0:0"}, "--debug-addr"},
+		{[]string{"--snapshot-threshold", "10"}, "--snapshot-threshold"},
 		{[]string{"--debug-addr", "nonsense"}, "--debug-addr"},
 	}
 	for _, tt := range tests {

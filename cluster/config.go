@@ -68,8 +68,8 @@ type Config struct {
 	// committed, so this bounds delivery to a follower's watchers.
 	CommitTimeout time.Duration
 	// SnapshotThreshold is how many entries since the last snapshot trigger
-	// a new one (default 8192); SnapshotInterval how often that is checked
-	// (default 120 s).
+	// a new one (default DefaultSnapshotThreshold); SnapshotInterval how
+	// often that is checked (default raft's 120 s, randomised up to twice).
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
 	// Now is the clock that stamps proposed commands and presence
@@ -125,6 +125,9 @@ func (c *Config) setDefaults() {
 	if c.CommitTimeout == 0 {
 		c.CommitTimeout = DefaultCommitTimeout
 	}
+	if c.SnapshotThreshold == 0 {
+		c.SnapshotThreshold = DefaultSnapshotThreshold
+	}
 	if c.GossipReconnectInterval == 0 {
 		c.GossipReconnectInterval = 10 * time.Second
 	}
@@ -135,6 +138,12 @@ func (c *Config) setDefaults() {
 // idle leader sends each follower an empty AppendEntries every 2-4 ms, a
 // few hundred small RPCs a second.
 const DefaultCommitTimeout = 2 * time.Millisecond
+
+// DefaultSnapshotThreshold is Config.SnapshotThreshold's default. A
+// snapshot copies the whole state file, so raft's 8192 meant writing ~400
+// KB of snapshot per 1 KiB message once a million messages were stored;
+// 65536 is an eighth of that, for a raft log of ~100 MB between snapshots.
+const DefaultSnapshotThreshold = 65536
 
 // DefaultPresenceTTL is Config.PresenceTTL's default.
 const DefaultPresenceTTL = 30 * time.Second
