@@ -157,7 +157,7 @@ func (a *authState) authenticate(w http.ResponseWriter, r *http.Request) (*Ident
 		a.deny(r, denial{who: revoked.Token.ID, agent: revoked.Token.Agent, tokenID: revoked.Token.ID, reason: "revoked token"})
 		return nil, false
 	case errors.Is(err, fsm.ErrNotFound):
-		a.unauthorized(w, r, "unknown bearer token", true)
+		a.unauthorized(w, r, "unknown bearer token (a token created through another node a moment ago may not have reached this one yet: retry in a few ms)", true)
 		// The hash prefix tells repeated tries of one secret apart from
 		// many secrets, without anything usable about the secret.
 		a.deny(r, denial{who: "sha256:" + hash[:12], reason: "unknown token (sha256 " + hash[:12] + "…)"})
