@@ -24,7 +24,7 @@ test: vet
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 2000x ./fsm ./cluster
+	$(GO) test -run '^$$' -bench . -benchtime 2000x ./fsm ./transport ./cluster
 
 demo: build
 	./scripts/demo.sh
