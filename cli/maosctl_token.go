@@ -34,7 +34,8 @@ role:
                inbox (acting as anyone else is refused, 403); channels,
                threads and the other shared reads are open to any token
    moderator   an agent that also reads every inbox and every private
-               message (an operator's supervisor)
+               message (an operator's supervisor; --role supervisor is
+               taken as moderator)
    admin       everything, including cluster operations: join, remove,
                snapshot, rules and tokens. The admin bootstrap token of
                maosd --admin-token-file is an admin token.
@@ -86,6 +87,10 @@ func ctlTokenCreate(c *cli.Context) error {
 		return err
 	}
 	role := strings.TrimSpace(c.String("role"))
+	if role == "supervisor" {
+		// The and the seed systems' name for a moderator.
+		role = string(transport.RoleModerator)
+	}
 	if !slices.Contains(ctlTokenRoles, role) {
 		return ctlUsagef(c, "--role %q is not one of %s", role, strings.Join(ctlTokenRoles, ", "))
 	}

@@ -328,3 +328,17 @@ func TestMaosctlTokenReachesEveryClient(t *testing.T) {
 	}
 	check("mcp")
 }
+
+// --role supervisor is the moderator role under the name the issue and
+// the seed systems use.
+func TestMaosctlTokenSupervisorIsModerator(t *testing.T) {
+	e := newCtlAuthEnv(t)
+	r := e.as(ctlTestAdminToken, "--json", "token", "create", "--agent", "lead", "--role", "supervisor")
+	var tok transport.TokenCreated
+	if r.err != nil || json.Unmarshal([]byte(r.out), &tok) != nil || tok.Role != string(transport.RoleModerator) {
+		t.Fatalf("token create --role supervisor = %q, %v; want a moderator token", r.out, r.err)
+	}
+	if r := e.as(ctlTestAdminToken, "token", "create", "--agent", "lead", "--role", "boss"); r.err == nil || !strings.Contains(r.err.Error(), `--role "boss"`) {
+		t.Errorf("token create --role boss: %v; want a usage error naming the role", r.err)
+	}
+}
