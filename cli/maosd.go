@@ -27,6 +27,9 @@ import (
 	"github.com/maos-project/maos/watcher"
 )
 
+// maxMessageBytesLimit bounds --max-message-bytes.
+const maxMessageBytesLimit = 16 << 20
+
 // MaosdApp builds the maosd command: one maos node.
 func MaosdApp() *cli.App {
 	return &cli.App{
@@ -272,8 +275,8 @@ func runMaosd(c *cli.Context) error {
 	if !fsm.ValidName(c.String("node-id")) {
 		return cli.Exit(fmt.Sprintf("maosd: --node-id %q must match ^[a-z0-9][a-z0-9._-]{0,63}$", c.String("node-id")), 2)
 	}
-	if c.Int64("max-message-bytes") <= 0 {
-		return cli.Exit("maosd: --max-message-bytes must be positive", 2)
+	if n := c.Int64("max-message-bytes"); n <= 0 || n > maxMessageBytesLimit {
+		return cli.Exit(fmt.Sprintf("maosd: --max-message-bytes %d: want 1..%d (16 MiB): every message is a raft entry that every node writes and sends", n, maxMessageBytesLimit), 2)
 	}
 	limits, err := limitFlags(c)
 	if err != nil {

@@ -76,6 +76,7 @@ func TestMaosdRefusesBadFlags(t *testing.T) {
 		{[]string{"--raft-addr", "0.0.0.0:0"}, "--raft-advertise"},
 		{[]string{"--http-addr", "0.0.0.0:0"}, "--http-advertise"},
 		{[]string{"--max-message-bytes", "0"}, "--max-message-bytes"},
+		{[]string{"--max-message-bytes", "16777217"}, "want 1..16777216"},
 		{[]string{"--log-level", "loud"}, "--log-level"},
 		{[]string{"--raft-commit-timeout", "500us"}, "--raft-commit-timeout"},
 		{[]string{"--raft-commit-timeout", "2s"}, "--raft-commit-timeout"},

@@ -512,6 +512,7 @@ func TestEveryRouteCapsItsBody(t *testing.T) {
 		"POST /v1/locks/check":     16 << 10,
 		"PUT /v1/presence/{agent}": 4 << 10,
 		"POST /v1/internal/apply":  2 << 20,
+		"POST /v1/internal/entry":  2 << 20,
 		"POST /v1/cluster/join":    64 << 10,
 		"DELETE /v1/agents/{id}":   64 << 10,
 	}
@@ -590,6 +591,24 @@ func TestChunkedBodyCapped(t *testing.T) {
 		s.ServeHTTP(rec, req)
 		if rec.Code != http.StatusRequestEntityTooLarge {
 			t.Errorf("%s %s chunked, %d bytes: %d %s, want 413", tc.method, tc.path, len(body), rec.Code, rec.Body)
+		}
+	}
+}
+
+// A forwarded write may carry a message at --max-message-bytes re-encoded
+// (up to 6 bytes a character): its ceiling grows with the message limit.
+func TestForwardCeilingFollowsMaxMessageBytes(t *testing.T) {
+	for _, tc := range []struct {
+		maxMsg, want int64
+	}{
+		{100 << 10, 2 << 20},
+		{1 << 20, 8 << 20},
+	} {
+		s := transport.NewServer(transporttest.New(), transport.ServerOptions{Logger: discard, MaxMessageBytes: tc.maxMsg})
+		for _, rt := range s.Routes() {
+			if (rt.Pattern == "POST /v1/internal/entry" || rt.Pattern == "POST /v1/internal/apply") && rt.MaxBodyBytes != tc.want {
+				t.Errorf("max message %d: %s ceiling %d, want %d", tc.maxMsg, rt.Pattern, rt.MaxBodyBytes, tc.want)
+			}
 		}
 	}
 }

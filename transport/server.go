@@ -439,7 +439,7 @@ const maxApplyBytes = 2 << 20
 // internalApply serves a command a follower forwarded to this node.
 func (s *Server) internalApply(w http.ResponseWriter, r *http.Request) {
 	var req ApplyRequest
-	if err := decodeBody(w, r, maxApplyBytes, &req); err != nil {
+	if err := decodeBody(w, r, s.mux.forwardLimit(), &req); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
