@@ -3,12 +3,14 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"strings"
 
 	"github.com/maos-project/maos/mcpserver"
+	"github.com/maos-project/maos/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/urfave/cli/v2"
 )
@@ -52,9 +54,11 @@ func ctlMCP(c *cli.Context) error {
 		return err
 	}
 	hc := &http.Client{Transport: ctlHTTPTransport(c), Timeout: ctlRoot(c).Duration("timeout")}
+	agent := strings.TrimSpace(c.String("agent"))
+	client := ctlNewClient(c, ctlAddr(c), hc).WithToken(ctlToken(c))
 	srv, err := mcpserver.New(mcpserver.Config{
-		Agent:   strings.TrimSpace(c.String("agent")),
-		Client:  ctlNewClient(c, ctlAddr(c), hc).WithToken(ctlToken(c)),
+		Agent:   agent,
+		Client:  client,
 		Channel: strings.TrimSpace(c.String("channel")),
 	})
 	if err != nil {
@@ -63,6 +67,9 @@ func ctlMCP(c *cli.Context) error {
 	ctx := c.Context
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	if err := ctlCheckSpeaksFor(ctx, client, agent); err != nil {
+		return ctlAPIError(c, err)
 	}
 	var tr mcp.Transport = &mcp.StdioTransport{}
 	if c.App.Reader != os.Stdin || c.App.Writer != os.Stdout {
@@ -80,3 +87,20 @@ func ctlMCP(c *cli.Context) error {
 type ctlNopWriteCloser struct{ io.Writer }
 
 func (ctlNopWriteCloser) Close() error { return nil }
+
+// ctlCheckSpeaksFor fails fast when the token cannot act as agent (a
+// token of another agent), instead of every tool call answering 403. An
+// unreachable node is not an error here: the tools report it when used.
+func ctlCheckSpeaksFor(ctx context.Context, client *transport.Client, agent string) error {
+	me, err := client.WhoAmI(ctx)
+	var api *transport.APIError
+	switch {
+	case err != nil && !errors.As(err, &api):
+		return nil
+	case err != nil:
+		return err
+	case !me.MaySpeakFor(agent):
+		return fmt.Errorf("--agent %s: the token (MAOS_TOKEN) is agent %s's (role %s), so every tool would be refused; use %s's token", agent, me.Agent, me.Role, agent)
+	}
+	return nil
+}

@@ -50,6 +50,7 @@ used beyond its role gets 403; both are audited.`,
 			ctlTokenCreateCommand(),
 			ctlTokenListCommand(),
 			ctlTokenRevokeCommand(),
+			ctlTokenWhoamiCommand(),
 		},
 		Action: ctlNoCommand,
 	}
@@ -182,6 +183,45 @@ func ctlTokenRevoke(c *cli.Context) error {
 		return ctlPrintJSON(c.App.Writer, map[string]string{"revoked": id})
 	}
 	_, err = fmt.Fprintf(c.App.Writer, "revoked %s\n", id)
+	return err
+}
+
+func ctlTokenWhoamiCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "whoami",
+		Usage: "show the agent and role the token maosctl sends speaks for",
+		UsageText: `maosctl token whoami [--json]
+
+   maosctl --token-file codex.token token whoami`,
+		Description: `Asks the node who the token maosctl sends (--token, $MAOS_TOKEN or
+--token-file) is: its agent, role and id. Prints "auth off" for a node
+without --auth. A missing, wrong or revoked token gets 401.`,
+		Flags:  []cli.Flag{ctlJSONFlag()},
+		Action: ctlTokenWhoami,
+	}
+}
+
+func ctlTokenWhoami(c *cli.Context) error {
+	if err := ctlNoArgs(c); err != nil {
+		return err
+	}
+	ctx, cancel := ctlCall(c)
+	defer cancel()
+	me, err := ctlClient(c).WhoAmI(ctx)
+	if err != nil {
+		return ctlAPIError(c, err)
+	}
+	if ctlJSON(c) {
+		return ctlPrintJSON(c.App.Writer, me)
+	}
+	switch {
+	case !me.Auth:
+		_, err = fmt.Fprintln(c.App.Writer, "auth off: the node takes every request as unrestricted")
+	case me.Agent == "":
+		_, err = fmt.Fprintf(c.App.Writer, "admin bootstrap token (role %s, id %s)\n", me.Role, me.TokenID)
+	default:
+		_, err = fmt.Fprintf(c.App.Writer, "agent %s, role %s, token %s\n", me.Agent, me.Role, me.TokenID)
+	}
 	return err
 }
 

@@ -342,3 +342,35 @@ func TestMaosctlTokenSupervisorIsModerator(t *testing.T) {
 		t.Errorf("token create --role boss: %v; want a usage error naming the role", r.err)
 	}
 }
+
+// token whoami names the token's agent and role; maosctl mcp refuses to
+// start with another agent's token instead of failing every tool call.
+func TestMaosctlTokenWhoamiAndMCPCheck(t *testing.T) {
+	e := newCtlAuthEnv(t)
+	codex := e.createToken("codex", "agent")
+	if r := e.as(codex.Token, "token", "whoami"); r.err != nil || r.out != "agent codex, role agent, token "+codex.ID+"\n" {
+		t.Errorf("whoami with codex's token: %q, %v", r.out, r.err)
+	}
+	if r := e.as(ctlTestAdminToken, "token", "whoami"); r.err != nil || !strings.HasPrefix(r.out, "admin bootstrap token (role admin") {
+		t.Errorf("whoami with the admin token: %q, %v", r.out, r.err)
+	}
+	var me transport.WhoAmI
+	if r := e.as(codex.Token, "--json", "token", "whoami"); r.err != nil || json.Unmarshal([]byte(r.out), &me) != nil ||
+		me != (transport.WhoAmI{Auth: true, Agent: "codex", Role: transport.RoleAgent, TokenID: codex.ID}) {
+		t.Errorf("whoami --json: %q, %v", r.out, r.err)
+	}
+	if r := e.as("maos_nope", "token", "whoami"); r.err == nil || !strings.Contains(r.err.Error(), "401") {
+		t.Errorf("whoami with an unknown token: %v; want 401", r.err)
+	}
+	if r := e.as(codex.Token, "mcp", "--agent", "claude"); r.err == nil || !strings.Contains(r.err.Error(), "agent codex's") {
+		t.Errorf("mcp --agent claude with codex's token: %v; want a refusal naming whose token it is", r.err)
+	}
+}
+
+// Without --auth whoami says so.
+func TestMaosctlTokenWhoamiAuthOff(t *testing.T) {
+	e := newCtlEnv(t)
+	if out := e.ok("token", "whoami"); !strings.HasPrefix(out, "auth off") {
+		t.Errorf("whoami without auth: %q", out)
+	}
+}

@@ -181,3 +181,19 @@ type AgentSummary struct {
 	Counts   fsm.InboxCounts `json:"counts"`
 	Bulletin fsm.Bulletin    `json:"bulletin"`
 }
+
+// WhoAmI is the body of GET /v1/whoami: whether the node authenticates,
+// and if so the agent, role and token id of the request's bearer token
+// (Agent "" for the admin bootstrap token).
+type WhoAmI struct {
+	Auth    bool   `json:"auth"`
+	Agent   string `json:"agent,omitempty"`
+	Role    Role   `json:"role,omitempty"`
+	TokenID string `json:"token_id,omitempty"`
+}
+
+// MaySpeakFor reports whether this identity may act as agent: auth is off,
+// the token is agent's, or it is an admin token.
+func (w WhoAmI) MaySpeakFor(agent string) bool {
+	return !w.Auth || w.Agent == agent || w.Role == RoleAdmin
+}

@@ -298,6 +298,7 @@ var routeRules = map[string]routeRule{
 	"GET /v1/audit":                        ruleAny,
 	"GET /v1/overview":                     ruleAny,
 	"GET /v1/cluster/status":               ruleAny,
+	"GET /v1/whoami":                       ruleAny,
 	"GET /v1/cluster/config":               ruleAny,
 	"GET /v1/channels/{channel}/retention": ruleAny,
 

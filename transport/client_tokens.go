@@ -23,6 +23,13 @@ func (c *Client) setAuth(req *http.Request) {
 	}
 }
 
+// WhoAmI returns who the client's token speaks for (GET /v1/whoami).
+func (c *Client) WhoAmI(ctx context.Context) (WhoAmI, error) {
+	var out WhoAmI
+	err := c.do(ctx, http.MethodGet, "/v1/whoami", nil, nil, &out)
+	return out, err
+}
+
 // CreateToken creates a token for agent with role ("" for
 // fsm.TokenRoleAgent) and returns it with its secret, which no later call
 // can show again. Needs an admin token.

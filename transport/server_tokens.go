@@ -54,6 +54,19 @@ func (s *Server) tokenRoutes() {
 	s.mux.HandleFunc("POST /v1/tokens", s.createToken)
 	s.mux.HandleFunc("GET /v1/tokens", s.listTokens)
 	s.mux.HandleFunc("DELETE /v1/tokens/{id}", s.revokeToken)
+	s.mux.HandleFunc("GET /v1/whoami", s.whoami)
+}
+
+// whoami answers who the request's token speaks for: for a client (an MCP
+// server, a hook) to check it holds the token of the agent it acts as
+// before it acts. Without --auth: {"auth": false}.
+func (s *Server) whoami(w http.ResponseWriter, r *http.Request) {
+	id := IdentityFrom(r.Context())
+	if id == nil {
+		writeJSON(w, http.StatusOK, WhoAmI{})
+		return
+	}
+	writeJSON(w, http.StatusOK, WhoAmI{Auth: true, Agent: id.Agent, Role: id.Role, TokenID: id.TokenID})
 }
 
 // newTokenSecret returns a new secret: the prefix and 32 random bytes,
