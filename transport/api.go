@@ -143,13 +143,6 @@ type Service interface {
 	Members(ctx context.Context) (MembersResponse, error)
 }
 
-// ApplyRequest is the body of POST /v1/internal/apply: a command a
-// follower forwards to the leader.
-type ApplyRequest struct {
-	Op   fsm.Op          `json:"op"`
-	Body json.RawMessage `json:"body"`
-}
-
 // ReadIndexResponse is the body of GET /v1/internal/read-index.
 type ReadIndexResponse struct {
 	Index uint64 `json:"index"`

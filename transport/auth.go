@@ -314,7 +314,6 @@ var routeRules = map[string]routeRule{
 	"POST /v1/tokens":                      ruleAdmin,
 	"GET /v1/tokens":                       ruleAdmin,
 	"DELETE /v1/tokens/{id}":               ruleAdmin,
-	"POST /v1/internal/apply":              ruleAdmin,
 	"GET /v1/internal/read-index":          ruleAdmin,
 	"POST /v1/internal/entry":              ruleAdmin,
 }

@@ -35,7 +35,7 @@ func FuzzAuthorizationHeader(f *testing.F) {
 		{"Bearer ===", "/healthz", 0},
 		{"Bearer " + strings.Repeat("A", 600), "/readyz", 3},
 		{"Bearer \x00\xff", "/v1/tokens/\xff", 3},
-		{"Bearer " + adminSecret, "//v1//internal/apply", 1},
+		{"Bearer " + adminSecret, "//v1//internal/entry", 1},
 	} {
 		f.Add(seed.header, seed.path, seed.method)
 	}

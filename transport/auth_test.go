@@ -348,7 +348,7 @@ func TestAuthAdminOnlyEndpoints(t *testing.T) {
 		{"POST", "/v1/tokens", `{"agent":"carol"}`},
 		{"GET", "/v1/tokens", ""},
 		{"DELETE", "/v1/tokens/tok-bob", ""},
-		{"POST", "/v1/internal/apply", `{"op":"set_cursor","body":{"agent":"alice","seq":1}}`},
+		{"POST", "/v1/internal/entry", "x"},
 		{"GET", "/v1/internal/read-index", ""},
 	}
 	for _, secret := range []string{aliceSecret, rexSecret} {

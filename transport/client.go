@@ -224,18 +224,6 @@ func (c *Client) doRaw(ctx context.Context, method, path string, q url.Values, h
 	return nil
 }
 
-// Apply forwards one command to the node (normally the leader) and returns
-// the state machine's result as JSON.
-func (c *Client) Apply(ctx context.Context, op fsm.Op, body any) (json.RawMessage, error) {
-	b, err := json.Marshal(body)
-	if err != nil {
-		return nil, fmt.Errorf("transport: encode %s: %w", op, err)
-	}
-	var out json.RawMessage
-	err = c.do(ctx, http.MethodPost, "/v1/internal/apply", nil, ApplyRequest{Op: op, Body: b}, &out)
-	return out, err
-}
-
 // ReadIndex asks the node (the leader) for a confirmed read index.
 func (c *Client) ReadIndex(ctx context.Context) (uint64, error) {
 	var out ReadIndexResponse

@@ -34,13 +34,13 @@ func (s *Server) internalEntry(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fmt.Errorf("%w: Content-Type: want %s, got %q", ErrBadRequest, ContentTypeEntry, ct))
 		return
 	}
-	limit := s.mux.forwardLimit()
-	entry, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	// The route's ceiling (routeMux.forwardLimit) already bounds the body.
+	entry, err := io.ReadAll(r.Body)
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
 		s.writeError(w, r, &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
-			Message: fmt.Sprintf("entry over the limit of %d bytes", limit)})
+			Message: fmt.Sprintf("entry over the limit of %d bytes", tooBig.Limit)})
 		return
 	case err != nil:
 		s.writeError(w, r, fmt.Errorf("%w: read entry: %v", ErrBadRequest, err))

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -96,13 +97,30 @@ func TestInternalEntryRefusesBadRequests(t *testing.T) {
 			t.Errorf("%s: %d %s, want %d with code %s", tc.name, r.status, r.body, tc.status, tc.code)
 		}
 	}
+	// A chunked body declares no length: the handler meets the ceiling as
+	// it reads.
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/v1/internal/entry", io.MultiReader(strings.NewReader(strings.Repeat("x", 2<<20+1))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", transport.ContentTypeEntry)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "entry over the limit of 2097152 bytes") {
+		t.Errorf("chunked entry over the limit: %d %s", resp.StatusCode, body)
+	}
 	if len(svc.entries) != 0 {
 		t.Errorf("refused requests reached the service: %q", svc.entries)
 	}
 }
 
 func TestInternalEntryWithoutAnApplier(t *testing.T) {
-	_, err := serveEntries(t, transporttest.New()).ApplyEntry(context.Background(), []byte{2})
+	// The interface alone: the fake's own ApplyEntry is hidden.
+	_, err := serveEntries(t, struct{ transport.Service }{transporttest.New()}).ApplyEntry(context.Background(), []byte{2})
 	if !errors.Is(err, fsm.ErrNotFound) || !strings.Contains(fmt.Sprint(err), "does not apply forwarded entries") {
 		t.Errorf("err = %v, want the node to say it does not apply entries", err)
 	}

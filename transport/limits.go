@@ -381,18 +381,21 @@ var largeBodies = map[string]bodyCap{
 	"PUT /v1/presence/{agent}": {maxPresenceBytes, ""},
 }
 
-// forwardLimit caps a write one node forwards to another (an encoded entry
-// or a command by name): a message at --max-message-bytes as re-encoded by
-// Go's JSON (which may write a 1-byte character as 6, "\u003c"), with
-// room for the envelope; at least maxApplyBytes.
-func (m *routeMux) forwardLimit() int64 { return max(maxApplyBytes, 8*m.maxMessageBytes) }
+// minForwardLimit is the least forwardLimit: 2 MiB.
+const minForwardLimit = 2 << 20
+
+// forwardLimit caps an encoded entry one node forwards to another: a
+// message at --max-message-bytes as re-encoded by Go's JSON (which may
+// write a 1-byte character as 6, "\u003c"), with room for the envelope;
+// at least minForwardLimit.
+func (m *routeMux) forwardLimit() int64 { return max(minForwardLimit, 8*m.maxMessageBytes) }
 
 // bodyCap is the ceiling of pattern's bodies.
 func (m *routeMux) bodyCap(pattern string) bodyCap {
 	switch pattern {
 	case "POST /v1/messages":
 		return bodyCap{m.maxMessageBytes, " (--max-message-bytes)"}
-	case "POST /v1/internal/entry", "POST /v1/internal/apply":
+	case "POST /v1/internal/entry":
 		return bodyCap{m.forwardLimit(), " (a forwarded write: 8 × --max-message-bytes, at least 2 MiB)"}
 	}
 	if c, ok := largeBodies[pattern]; ok {

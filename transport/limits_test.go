@@ -511,7 +511,6 @@ func TestEveryRouteCapsItsBody(t *testing.T) {
 		"POST /v1/locks/release":   16 << 10,
 		"POST /v1/locks/check":     16 << 10,
 		"PUT /v1/presence/{agent}": 4 << 10,
-		"POST /v1/internal/apply":  2 << 20,
 		"POST /v1/internal/entry":  2 << 20,
 		"POST /v1/cluster/join":    64 << 10,
 		"DELETE /v1/agents/{id}":   64 << 10,
@@ -606,7 +605,7 @@ func TestForwardCeilingFollowsMaxMessageBytes(t *testing.T) {
 	} {
 		s := transport.NewServer(transporttest.New(), transport.ServerOptions{Logger: discard, MaxMessageBytes: tc.maxMsg})
 		for _, rt := range s.Routes() {
-			if (rt.Pattern == "POST /v1/internal/entry" || rt.Pattern == "POST /v1/internal/apply") && rt.MaxBodyBytes != tc.want {
+			if rt.Pattern == "POST /v1/internal/entry" && rt.MaxBodyBytes != tc.want {
 				t.Errorf("max message %d: %s ceiling %d, want %d", tc.maxMsg, rt.Pattern, rt.MaxBodyBytes, tc.want)
 			}
 		}

@@ -97,7 +97,6 @@ func NewServer(svc Service, opts ServerOptions) *Server {
 	s.tokenRoutes()
 	s.mux.HandleFunc("GET /v1/cluster/config", s.getConfig)
 	s.mux.HandleFunc("PUT /v1/cluster/config", s.setConfig)
-	s.mux.HandleFunc("POST /v1/internal/apply", s.internalApply)
 	s.mux.HandleFunc("GET /v1/internal/read-index", s.readIndex)
 	s.mux.HandleFunc("POST /v1/internal/entry", s.internalEntry)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -430,24 +429,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
-}
-
-// maxApplyBytes caps a forwarded command: a message at the node's limit
-// plus its envelope.
-const maxApplyBytes = 2 << 20
-
-// internalApply serves a command a follower forwarded to this node.
-func (s *Server) internalApply(w http.ResponseWriter, r *http.Request) {
-	var req ApplyRequest
-	if err := decodeBody(w, r, s.mux.forwardLimit(), &req); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if req.Op == "" {
-		s.writeError(w, r, &fsm.FieldError{Field: "op", Reason: "required"})
-		return
-	}
-	s.propose(w, r, req.Op, req.Body)
 }
 
 func (s *Server) readIndex(w http.ResponseWriter, r *http.Request) {

@@ -253,11 +253,15 @@ func TestRulesPutBadInput(t *testing.T) {
 	}
 }
 
-// A document that passes the handler but is refused by apply (here: sent
-// through the internal apply endpoint) answers 400 and changes nothing.
+// A document that passes no handler but reaches apply (here: a forwarded
+// entry, as a follower sends one) is refused there: 400, nothing changed.
 func TestRulesRefusedAtApply(t *testing.T) {
 	e := newOversightEnv(t)
-	r := e.do("POST", "/v1/internal/apply", `{"op":"set_rules","body":{"rules":{"preset":"flat"}}}`, nil)
+	entry, err := fsm.Encode(fsm.OpSetRules, 1, json.RawMessage(`{"rules":{"preset":"flat"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := e.do("POST", "/v1/internal/entry", string(entry), http.Header{"Content-Type": {transport.ContentTypeEntry}})
 	if r.status != 400 {
 		t.Fatalf("status %d: %s", r.status, r.body)
 	}

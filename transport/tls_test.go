@@ -184,7 +184,6 @@ func TestTLSAPINodeRequestsNeedAClientCertificate(t *testing.T) {
 	}
 	fwd := http.Header{transport.HeaderForwarded: {"1"}}
 	join := `{"node_id":"n9","raft_addr":"127.0.0.1:9","api_addr":"127.0.0.1:8"}`
-	apply := `{"op":"send","body":{}}`
 	for _, tc := range []struct {
 		name         string
 		method, path string
@@ -192,7 +191,7 @@ func TestTLSAPINodeRequestsNeedAClientCertificate(t *testing.T) {
 		h            http.Header
 	}{
 		{"read index", http.MethodGet, "/v1/internal/read-index", "", nil},
-		{"apply", http.MethodPost, "/v1/internal/apply", apply, nil},
+		{"entry", http.MethodPost, "/v1/internal/entry", "x", http.Header{"Content-Type": {transport.ContentTypeEntry}}},
 		{"escaped internal path", http.MethodGet, "/v1/%69nternal/read-index", "", nil},
 		{"join", http.MethodPost, "/v1/cluster/join", join, nil},
 		{"forwarded send", http.MethodPost, "/v1/messages", `{"from":"a","to":["b"],"channel":"c","content":{"text":"x"}}`, fwd},

@@ -99,7 +99,7 @@ type Service struct {
 	joins     []transport.JoinRequest
 	removed   []string
 	transfers []string
-	applied   []transport.ApplyRequest
+	applied   []Command
 	applyFn   func(fsm.Op, json.RawMessage) (any, error)
 
 	stateful bool     // WithState was called; stays set after the test
@@ -201,12 +201,39 @@ func (s *Service) ApplyCommand(op fsm.Op, body any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.applyLocked(data)
+}
+
+// applyLocked applies an encoded entry at the next index; s.mu is held and
+// the state is open.
+func (s *Service) applyLocked(data []byte) (any, error) {
+	idx := s.firstIndex + s.entries
 	s.entries++
 	res := s.state.ApplyBatch([]*raft.Log{{Index: idx, Term: 1, Type: raft.LogCommand, Data: data}})[0]
 	if err, ok := res.(error); ok {
 		return nil, err
 	}
 	return res, nil
+}
+
+// ApplyEntry applies an encoded log entry (fsm.Encode) to the state
+// machine of WithState, as a leader does with a follower's forwarded entry
+// (transport.EntryApplier). It is recorded as a call.
+func (s *Service) ApplyEntry(ctx context.Context, entry []byte) (json.RawMessage, error) {
+	if err := s.record(ctx, Call{Method: "ApplyEntry"}); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.state == nil {
+		s.mu.Unlock()
+		return nil, errors.New("fake: no state machine; call WithState")
+	}
+	res, err := s.applyLocked(entry)
+	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(res)
 }
 
 // messageState is the state machine the message methods read under
@@ -314,9 +341,15 @@ func (s *Service) Transfers() []string {
 	return slices.Clone(s.transfers)
 }
 
+// Command is one command Apply received: its op and its body as JSON.
+type Command struct {
+	Op   fsm.Op
+	Body json.RawMessage
+}
+
 // Applied returns the commands Apply received (not ApplyCommand's), with
 // their bodies as JSON, in order.
-func (s *Service) Applied() []transport.ApplyRequest {
+func (s *Service) Applied() []Command {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.applied)
@@ -509,7 +542,7 @@ func (s *Service) Apply(ctx context.Context, op fsm.Op, body any) (json.RawMessa
 		return nil, err
 	}
 	s.mu.Lock()
-	s.applied = append(s.applied, transport.ApplyRequest{Op: op, Body: raw})
+	s.applied = append(s.applied, Command{Op: op, Body: raw})
 	fn, stateful := s.applyFn, s.stateful
 	s.mu.Unlock()
 	var res any = map[string]string{"op": string(op)}
