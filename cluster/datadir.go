@@ -49,11 +49,7 @@ func (n *Node) openStores(hclogger hclog.Logger) error {
 	if err != nil {
 		return err
 	}
-	check := fsm.CheckFile
-	if clean {
-		check = func(path string, _ time.Duration) ([]string, error) { return fsm.CheckMeta(path) }
-	}
-	warnings, err := check(raftPath, time.Second)
+	warnings, err := fsm.CheckAfterClose(raftPath, time.Second, clean)
 	for _, w := range warnings {
 		n.logger.Warn("raft log: " + w)
 	}

@@ -228,6 +228,12 @@ func TestCheckMeta(t *testing.T) {
 		if _, err := CheckFile(path, 0); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s: CheckFile = %v, want it corrupt", tc.name, err)
 		}
+		if _, err := CheckAfterClose(path, 0, false); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: CheckAfterClose after a crash = %v, want it corrupt", tc.name, err)
+		}
+		if _, err := CheckAfterClose(path, 0, true); (err != nil) != (tc.want != "") {
+			t.Errorf("%s: CheckAfterClose after a clean close = %v, want CheckMeta's answer", tc.name, err)
+		}
 	}
 }
 

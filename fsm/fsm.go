@@ -61,11 +61,7 @@ func Open(path string, opts Options) (*FSM, error) {
 		opts.LockTimeout = time.Second
 	}
 	f := &FSM{path: path, logger: opts.Logger, lockTimeout: opts.LockTimeout, notify: make(chan struct{})}
-	check := CheckFile
-	if opts.CleanlyClosed {
-		check = func(path string, _ time.Duration) ([]string, error) { return CheckMeta(path) }
-	}
-	warnings, err := check(path, opts.LockTimeout)
+	warnings, err := CheckAfterClose(path, opts.LockTimeout, opts.CleanlyClosed)
 	for _, w := range warnings {
 		opts.Logger.Warn("fsm: state file: " + w)
 	}
