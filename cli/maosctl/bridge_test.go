@@ -75,7 +75,7 @@ func TestMaosctlImportEachLayoutTwice(t *testing.T) {
 	} {
 		t.Run(tc.dir, func(t *testing.T) {
 			e := newCtlMailEnv(t)
-			dir := filepath.Join("..", "bridge", "testdata", tc.dir)
+			dir := filepath.Join("..", "..", "bridge", "testdata", tc.dir)
 			rep, r := importReport(t, e, dir)
 			if r.err != nil || r.errOut != "" {
 				t.Fatalf("first import: %v %q", r.err, r.errOut)
@@ -128,14 +128,14 @@ func countMessages(t *testing.T, e *ctlEnv) int {
 
 func TestMaosctlImportThreadsAndFields(t *testing.T) {
 	e := newCtlMailEnv(t)
-	e.ok("import", "--channel", "triage", filepath.Join("..", "bridge", "testdata", "adr008"))
+	e.ok("import", "--channel", "triage", filepath.Join("..", "..", "bridge", "testdata", "adr008"))
 	st := e.svc.State()
 	chans, _ := st.Channels()
 	if len(chans) != 1 || chans[0].Name != "triage" {
 		t.Fatalf("channels %+v, want only triage (--channel for files without session_id)", chans)
 	}
 	e2 := newCtlMailEnv(t)
-	e2.ok("import", filepath.Join("..", "bridge", "testdata", "channel"))
+	e2.ok("import", filepath.Join("..", "..", "bridge", "testdata", "channel"))
 	reply, err := e2.svc.State().Message("msg-20260111-163315-claude-4c78")
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +148,7 @@ func TestMaosctlImportThreadsAndFields(t *testing.T) {
 
 func TestMaosctlImportBrokenFileSkipped(t *testing.T) {
 	e := newCtlMailEnv(t)
-	dir := copyTree(t, filepath.Join("..", "bridge", "testdata", "channel"))
+	dir := copyTree(t, filepath.Join("..", "..", "bridge", "testdata", "channel"))
 	ch := filepath.Join(dir, "agent-os-paper")
 	os.WriteFile(filepath.Join(ch, "msg-20260111-170000-gemini-dead.json"), []byte(`{"id": "msg-x", "from": "gemini", "to":`), 0o644)
 	os.WriteFile(filepath.Join(ch, "msg-20260111-170100-gemini-beef.json"), []byte(`{"from":"gemini","to":"codex","content":{"text":"ok"},"timestamp":"soon"}`), 0o644)
@@ -157,7 +157,7 @@ func TestMaosctlImportBrokenFileSkipped(t *testing.T) {
 		[]byte(`{"id":"msg-20260111-163300-codex-a1b2","timestamp":"2026-01-11T17:02:00Z","from":"codex","to":"claude","content":"other"}`), 0o644)
 	for run := 0; run < 2; run++ {
 		r := e.run("", "import", dir)
-		if r.err == nil || MaosctlExitCode(r.err) != 1 {
+		if r.err == nil || ExitCode(r.err) != 1 {
 			t.Fatalf("run %d: err %v, want exit 1", run, r.err)
 		}
 		for _, w := range []string{
@@ -241,7 +241,7 @@ done`
 
 func TestMaosctlMirrorJQWatcher(t *testing.T) {
 	e := newCtlMailEnv(t)
-	e.ok("import", filepath.Join("..", "bridge", "testdata", "channel"))
+	e.ok("import", filepath.Join("..", "..", "bridge", "testdata", "channel"))
 	dir := filepath.Join(t.TempDir(), "agent-os-paper")
 	out := e.ok("mirror", "--channel", "agent-os-paper", "--dir", dir)
 	if n := strings.Count(out, "\n"); n != 3 {
@@ -303,7 +303,7 @@ func TestMaosctlMirrorFollow(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var out syncBuffer
-	app := MaosctlApp()
+	app := App()
 	app.Writer, app.ErrWriter = &out, &out
 	done := make(chan error, 1)
 	go func() {

@@ -24,7 +24,7 @@ func newCoordCtlEnv(t *testing.T) *ctlEnv {
 func (e *ctlEnv) fails(stdin string, args []string, want ...string) {
 	e.t.Helper()
 	r := e.run(stdin, args...)
-	if r.err == nil || MaosctlExitCode(r.err) != 1 || !strings.HasPrefix(r.errOut, "maosctl: ") {
+	if r.err == nil || ExitCode(r.err) != 1 || !strings.HasPrefix(r.errOut, "maosctl: ") {
 		e.t.Errorf("maosctl %s: err=%v stderr=%q, want a failure", strings.Join(args, " "), r.err, r.errOut)
 		return
 	}

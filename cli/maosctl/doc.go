@@ -1,6 +1,6 @@
-// Package cli builds the command lines of maos with urfave/cli/v2: the
-// node daemon maosd and the admin and agent client maosctl (MaosctlApp).
-// The cmd/ mains only build an app here and run it.
+// Package maosctl builds maosctl, the admin and agent client of a maos
+// cluster, with urfave/cli/v2: App is the whole command line, one file per
+// verb (send.go, inbox.go, ...). cmd/maosctl only runs it.
 //
 // maosctl talks to any node through transport.Client: flags and environment
 // variables (MAOS_ADDR, MAOS_AGENT_ID, MAOS_CHANNEL, MAOS_TIMEOUT) choose the

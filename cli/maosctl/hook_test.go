@@ -252,7 +252,7 @@ func TestStatusLineStoppedCluster(t *testing.T) {
 	newCtlEnv(t) // clears the environment
 	addr := closedAddr(t)
 	r := ctlRunApp(addr, "", "status-line", "--agent", "alice")
-	if r.err != nil || MaosctlExitCode(r.err) != 0 || r.out != ctlStatusLineOffline+"\n" || r.errOut != "" {
+	if r.err != nil || ExitCode(r.err) != 0 || r.out != ctlStatusLineOffline+"\n" || r.errOut != "" {
 		t.Errorf("stopped cluster: err=%v out=%q stderr=%q", r.err, r.out, r.errOut)
 	}
 	// A node that accepts but never answers: the offline marker after --max-time.

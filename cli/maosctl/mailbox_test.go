@@ -38,7 +38,7 @@ func newCtlMailEnv(t *testing.T) *ctlEnv {
 func (e *ctlEnv) fail(args []string, want ...string) {
 	e.t.Helper()
 	r := e.run("", args...)
-	if r.err == nil || MaosctlExitCode(r.err) != 1 {
+	if r.err == nil || ExitCode(r.err) != 1 {
 		e.t.Fatalf("maosctl %s: err = %v, want a failure; stdout %q", strings.Join(args, " "), r.err, r.out)
 	}
 	if !strings.HasPrefix(r.errOut, "maosctl: ") {
@@ -361,7 +361,7 @@ func TestMaosctlSendWait(t *testing.T) {
 
 func TestMaosctlSendGlobalTimeoutStillBoundsTheCall(t *testing.T) {
 	newCtlEnv(t)
-	app := MaosctlApp()
+	app := App()
 	var global, local time.Duration
 	for _, cmd := range app.Commands {
 		if cmd.Name == "send" {

@@ -21,12 +21,12 @@ import (
 
 // Defaults and environment variables of maosctl.
 const (
-	// MaosctlDefaultAddr is the API address maosctl talks to when neither
+	// DefaultAddr is the API address maosctl talks to when neither
 	// --addr nor $MAOS_ADDR is given.
-	MaosctlDefaultAddr = "127.0.0.1:7070"
-	// MaosctlDefaultTimeout bounds each API call unless --timeout says
+	DefaultAddr = "127.0.0.1:7070"
+	// DefaultTimeout bounds each API call unless --timeout says
 	// otherwise.
-	MaosctlDefaultTimeout = 15 * time.Second
+	DefaultTimeout = 15 * time.Second
 
 	ctlEnvAddr      = "MAOS_ADDR"
 	ctlEnvTimeout   = "MAOS_TIMEOUT"
@@ -65,11 +65,11 @@ func ctlCommandPath(c *cli.Context) string {
 	return strings.Join(path, " ")
 }
 
-// MaosctlApp builds the maosctl command line: the admin and agent client of
+// App builds the maosctl command line: the admin and agent client of
 // a maos cluster. It writes results to app.Writer, errors to app.ErrWriter
 // as "maosctl: <message>", and reads `--text -` from app.Reader; tests swap
 // those. Run returns a non-nil error (already printed) when the command
-// failed; MaosctlExitCode turns it into the process exit status.
+// failed; ExitCode turns it into the process exit status.
 //
 // Global flags: --addr (or $MAOS_ADDR, default 127.0.0.1:7070), --json,
 // --timeout (or $MAOS_TIMEOUT, default 15s, bounds each API call), --token
@@ -77,7 +77,7 @@ func ctlCommandPath(c *cli.Context) string {
 // of a cluster running with --auth; --ca (or $MAOS_CA) to speak https and
 // verify the node, --cert/--key (or $MAOS_CERT/$MAOS_KEY) to present a
 // client certificate.
-func MaosctlApp() *cli.App {
+func App() *cli.App {
 	app := &cli.App{
 		Name:  "maosctl",
 		Usage: "send and read messages of a maos cluster, and administer its nodes",
@@ -106,14 +106,14 @@ give --ca (or MAOS_CA) the cluster's CA certificate to verify the node.`,
 				Name:    "addr",
 				Usage:   "API address `HOST:PORT` (or URL) of any maosd node",
 				EnvVars: []string{ctlEnvAddr},
-				Value:   MaosctlDefaultAddr,
+				Value:   DefaultAddr,
 			},
 			ctlJSONFlag(),
 			&cli.DurationFlag{
 				Name:    "timeout",
 				Usage:   "give up on each API call after `DURATION`",
 				EnvVars: []string{ctlEnvTimeout},
-				Value:   MaosctlDefaultTimeout,
+				Value:   DefaultTimeout,
 			},
 			&cli.StringFlag{
 				Name:    "token",
@@ -172,10 +172,10 @@ give --ca (or MAOS_CA) the cluster's CA certificate to verify the node.`,
 	return app
 }
 
-// MaosctlExitCode is the process exit status for an error returned by
-// MaosctlApp().Run: 0 for nil, 1 for any error (usage, API or connection),
+// ExitCode is the process exit status for an error returned by
+// App().Run: 0 for nil, 1 for any error (usage, API or connection),
 // which Run has already printed to the app's ErrWriter.
-func MaosctlExitCode(err error) int {
+func ExitCode(err error) int {
 	if err == nil {
 		return 0
 	}
@@ -232,7 +232,7 @@ func ctlAddr(c *cli.Context) string {
 	if a := strings.TrimSpace(c.String("addr")); a != "" {
 		return a
 	}
-	return MaosctlDefaultAddr
+	return DefaultAddr
 }
 
 // ctlClient is the API client for --addr, carrying the --token.

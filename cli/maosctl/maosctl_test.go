@@ -57,7 +57,7 @@ func (e *ctlEnv) run(stdin string, args ...string) ctlResult {
 
 func ctlRunApp(addr, stdin string, args ...string) ctlResult {
 	var out, errOut bytes.Buffer
-	app := MaosctlApp()
+	app := App()
 	app.Writer = &out
 	app.ErrWriter = &errOut
 	app.Reader = strings.NewReader(stdin)
@@ -417,7 +417,7 @@ func TestMaosctlErrors(t *testing.T) {
 			if r.err == nil {
 				t.Fatalf("succeeded: stdout %q", r.out)
 			}
-			if code := MaosctlExitCode(r.err); code != 1 {
+			if code := ExitCode(r.err); code != 1 {
 				t.Errorf("exit code %d, want 1", code)
 			}
 			if !strings.HasPrefix(r.errOut, "maosctl: ") || strings.Count(r.errOut, "maosctl: ") != 1 {
@@ -451,7 +451,7 @@ func TestMaosctlUnreachable(t *testing.T) {
 	ln.Close() // nothing listens there now
 
 	r := ctlRunApp(addr, "", "cluster", "status")
-	if r.err == nil || MaosctlExitCode(r.err) != 1 {
+	if r.err == nil || ExitCode(r.err) != 1 {
 		t.Fatalf("err = %v", r.err)
 	}
 	for _, w := range []string{"maosctl: ", addr, "--addr", "MAOS_ADDR"} {
@@ -465,7 +465,7 @@ func TestMaosctlAddrFromEnv(t *testing.T) {
 	e := newCtlEnv(t)
 	t.Setenv(ctlEnvAddr, e.addr)
 	var out, errOut bytes.Buffer
-	app := MaosctlApp()
+	app := App()
 	app.Writer, app.ErrWriter = &out, &errOut
 	if err := app.Run([]string{"maosctl", "cluster", "status"}); err != nil {
 		t.Fatalf("%v: %s", err, errOut.String())
@@ -484,10 +484,10 @@ func TestMaosctlHelpTeaches(t *testing.T) {
 			walk(c.Subcommands)
 		}
 	}
-	walk(MaosctlApp().Commands)
+	walk(App().Commands)
 	// Every top-level command of README's maosctl table is there.
 	have := map[string]bool{}
-	for _, c := range MaosctlApp().Commands {
+	for _, c := range App().Commands {
 		have[c.Name] = true
 	}
 	for _, name := range []string{"send", "get", "read", "channels", "cluster", "agents", "inbox", "show",

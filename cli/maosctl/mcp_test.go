@@ -29,7 +29,7 @@ func TestMaosctlMCPSpeaksProtocol(t *testing.T) {
 	e := newCtlEnv(t)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	app := MaosctlApp()
+	app := App()
 	app.Reader, app.Writer, app.ErrWriter = inR, outW, io.Discard
 	done := make(chan error, 1)
 	go func() {

@@ -194,8 +194,8 @@ func TestMaosctlRulesErrors(t *testing.T) {
 		if r.err == nil || !strings.HasPrefix(r.errOut, "maosctl: ") || !strings.Contains(r.errOut, c.want) {
 			t.Errorf("%v: err=%v stderr=%q, want %q", c.args, r.err, r.errOut, c.want)
 		}
-		if MaosctlExitCode(r.err) != 1 {
-			t.Errorf("%v: exit %d", c.args, MaosctlExitCode(r.err))
+		if ExitCode(r.err) != 1 {
+			t.Errorf("%v: exit %d", c.args, ExitCode(r.err))
 		}
 	}
 	if st := ctlRulesJSON(t, e); st.Index != 1001 || st.Rules == nil || st.Rules.Preset != "hierarchical" {
@@ -318,7 +318,7 @@ func TestMaosctlAuditFollow(t *testing.T) {
 	oversightSend(t, e, "msg-1", "codex", "general", "first", "", "claude")
 
 	var out, errOut syncBuffer
-	app := MaosctlApp()
+	app := App()
 	app.Writer, app.ErrWriter = &out, &errOut
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

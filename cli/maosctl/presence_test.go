@@ -101,7 +101,7 @@ func TestMaosctlPresenceErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		r := e.run("", tc.args...)
-		if r.err == nil || MaosctlExitCode(r.err) != 1 || r.out != "" {
+		if r.err == nil || ExitCode(r.err) != 1 || r.out != "" {
 			t.Errorf("%v: err=%v out=%q, want exit 1 and no output", tc.args, r.err, r.out)
 		}
 		for _, w := range tc.want {

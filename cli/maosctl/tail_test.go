@@ -48,7 +48,7 @@ func TestMaosctlTailFollow(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var out syncBuffer
-	app := MaosctlApp()
+	app := App()
 	app.Writer, app.ErrWriter = &out, &out
 	done := make(chan error, 1)
 	go func() { done <- app.RunContext(ctx, []string{"maosctl", "--addr", e.addr, "tail", "-f"}) }()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/maos-project/maos/cli/internal/secretfile"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -238,7 +239,7 @@ func ctlLoadToken(c *cli.Context) error {
 	if strings.TrimSpace(c.String("token")) != "" || file == "" {
 		return nil
 	}
-	secret, _, err := readSecretFile(file)
+	secret, _, err := secretfile.Read(file)
 	if err != nil {
 		return fmt.Errorf("--token-file (or $%s): %w", ctlEnvTokenFile, err)
 	}

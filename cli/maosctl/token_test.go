@@ -294,7 +294,7 @@ func TestMaosctlTokenReachesEveryClient(t *testing.T) {
 
 	// mcp builds its own client: one tool call must carry the token too.
 	inR, inW := io.Pipe()
-	app := MaosctlApp()
+	app := App()
 	app.Reader, app.Writer, app.ErrWriter = inR, io.Discard, io.Discard
 	done := make(chan error, 1)
 	go func() {

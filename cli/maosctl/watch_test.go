@@ -65,7 +65,7 @@ func TestMaosctlWatchDryRun(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			var out, errOut syncBuffer
-			app := MaosctlApp()
+			app := App()
 			app.Writer, app.ErrWriter = &out, &errOut
 			args := []string{"maosctl", "--addr", e.addr, "watch", "--config", cfg, "--dry-run"}
 			if asJSON {

@@ -3,24 +3,16 @@ package maosd
 import (
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"log/slog"
 	"net"
-	"os"
 	"strings"
-	"unicode"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/maos-project/maos/cli/internal/secretfile"
 	"github.com/maos-project/maos/cluster"
 	"github.com/maos-project/maos/transport"
 )
-
-// maxTokenFileBytes bounds what is read of a token file (--admin-token-file,
-// maosctl --token-file), so a wrong path (a log, a binary) fails fast
-// instead of becoming a huge header.
-const maxTokenFileBytes = 4 << 10
 
 // authFlags checks --auth and --admin-token-file and returns the admin
 // bootstrap token, "" when auth is off. It warns through logger when the
@@ -40,7 +32,7 @@ func authFlags(c *cli.Context, logger *slog.Logger) (string, error) {
 		return "", errors.New("--auth needs --admin-token-file FILE (or $MAOS_ADMIN_TOKEN_FILE): the admin bootstrap token, " +
 			"the same file on every node; make one with: openssl rand -base64 32 > admin.token && chmod 600 admin.token")
 	}
-	secret, mode, err := readSecretFile(file)
+	secret, mode, err := secretfile.Read(file)
 	if err != nil {
 		return "", fmt.Errorf("--admin-token-file: %w", err)
 	}
@@ -57,43 +49,6 @@ func authFlags(c *cli.Context, logger *slog.Logger) (string, error) {
 			"file", file, "mode", fmt.Sprintf("%04o", mode.Perm()))
 	}
 	return secret, nil
-}
-
-// readSecretFile reads a bearer token kept alone on one line of the file
-// at path (surrounding blanks and the final newline trimmed) and returns it
-// with the file's mode. It refuses an empty file, more than one line, a
-// token with spaces or control characters, and files over 4 KiB.
-func readSecretFile(path string) (string, fs.FileMode, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", 0, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return "", 0, err
-	}
-	if !st.Mode().IsRegular() {
-		return "", 0, fmt.Errorf("%s is not a regular file", path)
-	}
-	raw, err := io.ReadAll(io.LimitReader(f, maxTokenFileBytes+1))
-	if err != nil {
-		return "", 0, fmt.Errorf("read %s: %w", path, err)
-	}
-	if len(raw) > maxTokenFileBytes {
-		return "", 0, fmt.Errorf("%s is larger than %d bytes; a token file holds one token on one line", path, maxTokenFileBytes)
-	}
-	secret := strings.TrimSpace(string(raw))
-	if secret == "" {
-		return "", 0, fmt.Errorf("%s is empty; put the token on one line (openssl rand -base64 32 > %s)", path, path)
-	}
-	if strings.ContainsAny(secret, "\r\n") {
-		return "", 0, fmt.Errorf("%s holds more than one line; a token file holds one token on one line", path)
-	}
-	if i := strings.IndexFunc(secret, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }); i >= 0 {
-		return "", 0, fmt.Errorf("%s: the token has a blank or control character at byte %d; tokens are printable, without spaces", path, i)
-	}
-	return secret, st.Mode(), nil
 }
 
 // checkAuthRequired refuses to run a node without --auth whose cluster

@@ -84,7 +84,7 @@ func authFlagsLog(t *testing.T, args ...string) (string, error, string) {
 		tok string
 		err error
 	)
-	app := MaosdApp()
+	app := App()
 	app.ErrWriter = io.Discard
 	app.ExitErrHandler = func(*cli.Context, error) {}
 	app.Action = func(c *cli.Context) error {
@@ -141,7 +141,7 @@ func TestMaosdAuthFlagsWarn(t *testing.T) {
 // sends as its agent only, and stops working once revoked.
 func TestMaosdAuthEndToEnd(t *testing.T) {
 	ctlClearAuthEnv(t)
-	ctlClearTokenEnv(t)
+	clearMaosctlEnv(t)
 	admin := writeTokenFile(t, strings.Repeat("k", 44)+"\n", 0o600)
 	ready, log := runMaosdUntilReady(t, nil, "--auth", "--admin-token-file", admin)
 	if ready["auth"] != true {
@@ -151,7 +151,7 @@ func TestMaosdAuthEndToEnd(t *testing.T) {
 		t.Errorf("maosd --auth warned that auth is off:\n%s", log)
 	}
 	addr, _ := ready["api_addr"].(string)
-	run := func(args ...string) ctlResult { return ctlRunApp(addr, "", args...) }
+	run := func(args ...string) maosctlResult { return runMaosctl(addr, args...) }
 
 	if r := run("channels"); r.err == nil || !strings.Contains(r.err.Error(), "401") || !strings.Contains(r.err.Error(), "MAOS_TOKEN") {
 		t.Fatalf("channels without a token: err=%v; want 401 with the MAOS_TOKEN hint", r.err)
@@ -180,12 +180,12 @@ func TestMaosdAuthEndToEnd(t *testing.T) {
 // restarted without --auth refuses to start and says how to fix it.
 func TestMaosdRestartWithoutAuthRefused(t *testing.T) {
 	ctlClearAuthEnv(t)
-	ctlClearTokenEnv(t)
+	clearMaosctlEnv(t)
 	secret := strings.Repeat("k", 44)
 	admin := writeTokenFile(t, secret+"\n", 0o600)
 	dir := filepath.Join(t.TempDir(), "data")
 	start := func(ctx context.Context, log *lockedBuffer, args ...string) <-chan error {
-		app := MaosdApp()
+		app := App()
 		app.ErrWriter, app.Writer = log, log
 		app.ExitErrHandler = func(*cli.Context, error) {}
 		done := make(chan error, 1)

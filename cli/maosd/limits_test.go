@@ -56,7 +56,7 @@ func TestMaosdLogsLimits(t *testing.T) {
 
 // --help tells multi-host operators to set a send rate.
 func TestMaosdHelpMentionsSendRate(t *testing.T) {
-	app := MaosdApp()
+	app := App()
 	var out bytes.Buffer
 	app.Writer = &out
 	if err := app.Run([]string{"maosd", "--help"}); err != nil {

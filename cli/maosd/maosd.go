@@ -21,6 +21,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/maos-project/maos/cli/internal/secretfile"
 	"github.com/maos-project/maos/cluster"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
@@ -30,8 +31,8 @@ import (
 // maxMessageBytesLimit bounds --max-message-bytes.
 const maxMessageBytesLimit = 16 << 20
 
-// MaosdApp builds the maosd command: one maos node.
-func MaosdApp() *cli.App {
+// App builds the maosd command: one maos node.
+func App() *cli.App {
 	return &cli.App{
 		Name:  "maosd",
 		Usage: "run one node of a maos mailbox cluster",
@@ -231,7 +232,7 @@ func gossipFlags(c *cli.Context) (string, []byte, error) {
 			return "", nil, errors.New("--gossip-key and --gossip-key-file both given; give one")
 		}
 		var err error
-		if raw, _, err = readSecretFile(file); err != nil {
+		if raw, _, err = secretfile.Read(file); err != nil {
 			return "", nil, fmt.Errorf("--gossip-key-file: %w", err)
 		}
 		from = "--gossip-key-file " + file

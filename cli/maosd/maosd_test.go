@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/maos-project/maos/cli/maosctl"
 	"github.com/maos-project/maos/fsm"
 )
 
@@ -93,7 +94,7 @@ func TestMaosdRefusesBadFlags(t *testing.T) {
 // startRefused runs maosd with args after --data-dir dir and loopback
 // port-0 addresses, for command lines it must refuse, and returns its error.
 func startRefused(dir string, args ...string) error {
-	app := MaosdApp()
+	app := App()
 	app.ErrWriter = io.Discard
 	app.ExitErrHandler = func(*cli.Context, error) {}
 	return app.Run(append([]string{"maosd", "--data-dir", dir, "--http-addr", "127.0.0.1:0", "--raft-addr", "127.0.0.1:0"}, args...))
@@ -114,5 +115,30 @@ func checkNoDataDir(t *testing.T, dir string) {
 	t.Helper()
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("a refused start created the data dir (stat: %v)", err)
+	}
+}
+
+// maosctlResult is what one maosctl run printed and returned.
+type maosctlResult struct {
+	out, errOut string
+	err         error
+}
+
+// runMaosctl runs maosctl --addr addr args... in this process: the client
+// the end-to-end tests drive a running maosd with.
+func runMaosctl(addr string, args ...string) maosctlResult {
+	var out, errOut bytes.Buffer
+	app := maosctl.App()
+	app.Writer, app.ErrWriter, app.Reader = &out, &errOut, strings.NewReader("")
+	err := app.Run(append([]string{"maosctl", "--addr", addr}, args...))
+	return maosctlResult{out: out.String(), errOut: errOut.String(), err: err}
+}
+
+// clearMaosctlEnv keeps the caller's maosctl token and TLS variables out
+// of a test.
+func clearMaosctlEnv(t *testing.T) {
+	for _, k := range []string{"MAOS_TOKEN", "MAOS_TOKEN_FILE", "MAOS_CA", "MAOS_CERT", "MAOS_KEY"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
 	}
 }

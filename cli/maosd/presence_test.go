@@ -68,7 +68,7 @@ func runMaosdUntilReady(t *testing.T, env []string, args ...string) (map[string]
 		t.Setenv(env[i], env[i+1])
 	}
 	var log lockedBuffer
-	app := MaosdApp()
+	app := App()
 	app.ErrWriter = &log
 	app.Writer = &log
 	ctx, cancel := context.WithCancel(context.Background())
