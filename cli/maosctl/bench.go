@@ -17,7 +17,7 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func ctlBenchCommand() *cli.Command {
+func benchCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "bench",
 		Usage: "measure a running cluster: send throughput and latency, delivery latency, fan-out",
@@ -35,26 +35,26 @@ uniform sample past that; count, min, mean and max are exact).
 
 It writes to the cluster: messages on channel "bench" (or --channel) from
 "bench-sender", and for fanout agents bench-a-000... of role "bench".`,
-		Subcommands: []*cli.Command{ctlBenchSendCommand(), ctlBenchDeliveryCommand(), ctlBenchFanoutCommand()},
-		Action:      ctlNoCommand,
+		Subcommands: []*cli.Command{benchSendCommand(), benchDeliveryCommand(), benchFanoutCommand()},
+		Action:      noCommand,
 	}
 }
 
-func ctlBenchAddrFlag() cli.Flag {
+func benchAddrFlag() cli.Flag {
 	return &cli.StringSliceFlag{Name: "addr", Usage: "node API `ADDRESSES` to drive, comma-separated or repeated (default: the global --addr)"}
 }
 
-func ctlBenchCommonFlags() []cli.Flag {
+func benchCommonFlags() []cli.Flag {
 	return []cli.Flag{
-		ctlBenchAddrFlag(),
+		benchAddrFlag(),
 		&cli.IntFlag{Name: "size", Value: bench.DefaultSize, Usage: "message text `BYTES`"},
 		&cli.StringFlag{Name: "channel", Usage: "channel `NAME` (default bench)"},
 		&cli.StringSliceFlag{Name: "to", Usage: "recipient `ID`s (default bench-sink)"},
-		ctlJSONFlag(),
+		jsonFlag(),
 	}
 }
 
-func ctlBenchSendCommand() *cli.Command {
+func benchSendCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "send",
 		Usage: "closed-loop senders: sends/s and send-acknowledged latency",
@@ -69,16 +69,16 @@ latency of each acknowledged send (p50/p95/p99/max), failures counted by
 kind (the API's error code, timeout, connection_refused, network). A failed
 send is not retried; the sender pauses 10ms and goes on. Ctrl-C stops the
 run and prints the report of what ran.`,
-		Flags: append(ctlBenchCommonFlags(),
+		Flags: append(benchCommonFlags(),
 			&cli.IntFlag{Name: "concurrency", Aliases: []string{"c"}, Value: 1, Usage: "`C` closed-loop senders"},
 			&cli.DurationFlag{Name: "duration", Usage: "run for `D` (e.g. 15s)"},
 			&cli.IntFlag{Name: "count", Usage: "or: `N` sends in all"},
 		),
-		Action: ctlBenchSend,
+		Action: benchSend,
 	}
 }
 
-func ctlBenchDeliveryCommand() *cli.Command {
+func benchDeliveryCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "delivery",
 		Usage: "end-to-end latency: send on the first node, event on a stream on the last",
@@ -91,14 +91,14 @@ the first --addr one at a time, each waiting for its event. Reports the
 latency from the start of each send to its event on the stream, and the
 sends' acknowledged latency. An event missing after --timeout counts as
 not_delivered.`,
-		Flags: append(ctlBenchCommonFlags(),
+		Flags: append(benchCommonFlags(),
 			&cli.IntFlag{Name: "count", Value: 1000, Usage: "`N` messages"},
 		),
-		Action: ctlBenchDelivery,
+		Action: benchDelivery,
 	}
 }
 
-func ctlBenchFanoutCommand() *cli.Command {
+func benchFanoutCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "fanout",
 		Usage: "one send to every agent: time until every inbox has it",
@@ -112,37 +112,37 @@ every inbox has it, for at most --wait. Reports the time from the send to
 the poll round that saw the last inbox (its resolution is one round,
 reported too) and lists inboxes that never got it.`,
 		Flags: []cli.Flag{
-			ctlBenchAddrFlag(),
+			benchAddrFlag(),
 			&cli.IntFlag{Name: "agents", Value: 100, Usage: fmt.Sprintf("`N` agents to register (1..%d)", bench.MaxFanoutAgents)},
 			&cli.StringFlag{Name: "to", Value: "all", Usage: "`RECIPIENT`: all or role:bench"},
 			&cli.IntFlag{Name: "size", Value: bench.DefaultSize, Usage: "message text `BYTES`"},
 			&cli.StringFlag{Name: "channel", Usage: "channel `NAME` (default bench)"},
 			&cli.DurationFlag{Name: "wait", Value: 30 * time.Second, Usage: "give up on the inboxes after `D`"},
-			ctlJSONFlag(),
+			jsonFlag(),
 		},
-		Action: ctlBenchFanout,
+		Action: benchFanout,
 	}
 }
 
-// ctlBenchClients are the clients of the nodes to drive: the command's --addr
+// benchClients are the clients of the nodes to drive: the command's --addr
 // list, else the global --addr (which may be a comma-separated list too).
 // They share one pooled transport.
-func ctlBenchClients(c *cli.Context) []*transport.Client {
-	addrs := ctlSplitList(c.StringSlice("addr"))
+func benchClients(c *cli.Context) []*transport.Client {
+	addrs := splitList(c.StringSlice("addr"))
 	if len(addrs) == 0 {
-		addrs = ctlSplitList([]string{ctlAddr(ctlRoot(c))})
+		addrs = splitList([]string{nodeAddr(rootContext(c))})
 	}
-	shared := &http.Client{Transport: ctlHTTPTransport(c)}
+	shared := &http.Client{Transport: httpTransport(c)}
 	out := make([]*transport.Client, len(addrs))
 	for i, a := range addrs {
-		out[i] = ctlNewClient(c, a, shared).WithToken(ctlToken(c))
+		out[i] = newAPIClient(c, a, shared).WithToken(bearerToken(c))
 	}
 	return out
 }
 
-// ctlBenchContext is the command's context, ended by Ctrl-C so a run can be
+// benchContext is the command's context, ended by Ctrl-C so a run can be
 // cut short and still report.
-func ctlBenchContext(c *cli.Context) (context.Context, context.CancelFunc) {
+func benchContext(c *cli.Context) (context.Context, context.CancelFunc) {
 	ctx := c.Context
 	if ctx == nil {
 		ctx = context.Background()
@@ -150,50 +150,50 @@ func ctlBenchContext(c *cli.Context) (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(ctx, os.Interrupt)
 }
 
-func ctlBenchMsgFlags(c *cli.Context) (size int, channel string, to []string, err error) {
+func benchMsgFlags(c *cli.Context) (size int, channel string, to []string, err error) {
 	size = c.Int("size")
 	if size < 1 {
-		return 0, "", nil, ctlUsagef(c, "--size %d: must be at least 1", size)
+		return 0, "", nil, usagef(c, "--size %d: must be at least 1", size)
 	}
-	return size, strings.TrimSpace(c.String("channel")), ctlSplitList(c.StringSlice("to")), nil
+	return size, strings.TrimSpace(c.String("channel")), splitList(c.StringSlice("to")), nil
 }
 
-func ctlBenchProgress(w io.Writer, what string) func(bench.Progress) {
+func benchProgress(w io.Writer, what string) func(bench.Progress) {
 	return func(p bench.Progress) {
 		fmt.Fprintf(w, "%5.0fs  %s %d  errors %d  %.0f/s  p50 %.2fms\n",
 			p.Elapsed.Seconds(), what, p.Done, p.Errors, p.Rate, float64(p.P50)/float64(time.Millisecond))
 	}
 }
 
-func ctlBenchSend(c *cli.Context) error {
-	if err := ctlNoArgs(c); err != nil {
+func benchSend(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
-	size, channel, to, err := ctlBenchMsgFlags(c)
+	size, channel, to, err := benchMsgFlags(c)
 	if err != nil {
 		return err
 	}
 	conc, dur, count := c.Int("concurrency"), c.Duration("duration"), c.Int("count")
 	switch {
 	case conc < 1:
-		return ctlUsagef(c, "--concurrency %d: must be at least 1", conc)
+		return usagef(c, "--concurrency %d: must be at least 1", conc)
 	case dur < 0 || count < 0:
-		return ctlUsagef(c, "--duration and --count must not be negative")
+		return usagef(c, "--duration and --count must not be negative")
 	case (dur > 0) == (count > 0):
-		return ctlUsagef(c, "give exactly one of --duration and --count")
+		return usagef(c, "give exactly one of --duration and --count")
 	}
-	ctx, cancel := ctlBenchContext(c)
+	ctx, cancel := benchContext(c)
 	defer cancel()
 	rep, err := bench.RunSend(ctx, bench.SendOptions{
-		Clients: ctlBenchClients(c), Concurrency: conc, Size: size, Duration: dur, Count: count,
-		Channel: channel, To: to, CallTimeout: ctlRoot(c).Duration("timeout"),
-		Progress: ctlBenchProgress(c.App.ErrWriter, "sends"),
+		Clients: benchClients(c), Concurrency: conc, Size: size, Duration: dur, Count: count,
+		Channel: channel, To: to, CallTimeout: rootContext(c).Duration("timeout"),
+		Progress: benchProgress(c.App.ErrWriter, "sends"),
 	})
 	if err != nil {
 		return err
 	}
-	if ctlJSON(c) {
-		if err := ctlPrintJSON(c.App.Writer, rep); err != nil {
+	if wantJSON(c) {
+		if err := printJSON(c.App.Writer, rep); err != nil {
 			return err
 		}
 	} else {
@@ -203,24 +203,24 @@ func ctlBenchSend(c *cli.Context) error {
 		fmt.Fprintf(tw, "size\t%d bytes\n", rep.SizeBytes)
 		fmt.Fprintf(tw, "sends\t%d in %.2fs\n", rep.Sends, rep.ElapsedSeconds)
 		fmt.Fprintf(tw, "sends/s\t%.0f\n", rep.SendsPerSecond)
-		ctlBenchLatencyRows(tw, "latency", rep.Latency)
-		ctlBenchErrorRows(tw, rep.Errors, rep.ErrorsByKind)
+		benchLatencyRows(tw, "latency", rep.Latency)
+		benchErrorRows(tw, rep.Errors, rep.ErrorsByKind)
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 	}
-	return ctlBenchFailed(rep.Sends, rep.Errors)
+	return benchFailed(rep.Sends, rep.Errors)
 }
 
-// ctlBenchFailed makes a run in which nothing succeeded exit 1.
-func ctlBenchFailed(ok, errs uint64) error {
+// benchFailed makes a run in which nothing succeeded exit 1.
+func benchFailed(ok, errs uint64) error {
 	if ok == 0 && errs > 0 {
 		return fmt.Errorf("bench: all %d operations failed", errs)
 	}
 	return nil
 }
 
-func ctlBenchLatencyRows(w io.Writer, name string, l bench.Latency) {
+func benchLatencyRows(w io.Writer, name string, l bench.Latency) {
 	fmt.Fprintf(w, "%s p50\t%.3f ms\n", name, l.P50Ms)
 	fmt.Fprintf(w, "%s p95\t%.3f ms\n", name, l.P95Ms)
 	fmt.Fprintf(w, "%s p99\t%.3f ms\n", name, l.P99Ms)
@@ -228,7 +228,7 @@ func ctlBenchLatencyRows(w io.Writer, name string, l bench.Latency) {
 	fmt.Fprintf(w, "%s mean\t%.3f ms\n", name, l.MeanMs)
 }
 
-func ctlBenchErrorRows(w io.Writer, n uint64, kinds map[string]uint64) {
+func benchErrorRows(w io.Writer, n uint64, kinds map[string]uint64) {
 	fmt.Fprintf(w, "errors\t%d\n", n)
 	keys := make([]string, 0, len(kinds))
 	for k := range kinds {
@@ -240,29 +240,29 @@ func ctlBenchErrorRows(w io.Writer, n uint64, kinds map[string]uint64) {
 	}
 }
 
-func ctlBenchDelivery(c *cli.Context) error {
-	if err := ctlNoArgs(c); err != nil {
+func benchDelivery(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
-	size, channel, to, err := ctlBenchMsgFlags(c)
+	size, channel, to, err := benchMsgFlags(c)
 	if err != nil {
 		return err
 	}
 	if n := c.Int("count"); n < 1 {
-		return ctlUsagef(c, "--count %d: must be at least 1", n)
+		return usagef(c, "--count %d: must be at least 1", n)
 	}
-	cls := ctlBenchClients(c)
-	ctx, cancel := ctlBenchContext(c)
+	cls := benchClients(c)
+	ctx, cancel := benchContext(c)
 	defer cancel()
 	rep, err := bench.RunDelivery(ctx, bench.DeliveryOptions{
 		Send: cls[0], Stream: cls[len(cls)-1], Count: c.Int("count"), Size: size, Channel: channel, To: to,
-		CallTimeout: ctlRoot(c).Duration("timeout"), Progress: ctlBenchProgress(c.App.ErrWriter, "delivered"),
+		CallTimeout: rootContext(c).Duration("timeout"), Progress: benchProgress(c.App.ErrWriter, "delivered"),
 	})
 	if err != nil {
 		return err
 	}
-	if ctlJSON(c) {
-		if err := ctlPrintJSON(c.App.Writer, rep); err != nil {
+	if wantJSON(c) {
+		if err := printJSON(c.App.Writer, rep); err != nil {
 			return err
 		}
 	} else {
@@ -270,41 +270,41 @@ func ctlBenchDelivery(c *cli.Context) error {
 		fmt.Fprintf(tw, "send node\t%s\n", rep.SendNode)
 		fmt.Fprintf(tw, "stream node\t%s\n", rep.StreamNode)
 		fmt.Fprintf(tw, "delivered\t%d of %d in %.2fs\n", rep.Delivered, rep.Count, rep.ElapsedSeconds)
-		ctlBenchLatencyRows(tw, "send→event", rep.Latency)
-		ctlBenchLatencyRows(tw, "send ack", rep.SendLatency)
-		ctlBenchErrorRows(tw, rep.Errors, rep.ErrorsByKind)
+		benchLatencyRows(tw, "send→event", rep.Latency)
+		benchLatencyRows(tw, "send ack", rep.SendLatency)
+		benchErrorRows(tw, rep.Errors, rep.ErrorsByKind)
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 	}
-	return ctlBenchFailed(rep.Delivered, rep.Errors)
+	return benchFailed(rep.Delivered, rep.Errors)
 }
 
-func ctlBenchFanout(c *cli.Context) error {
-	if err := ctlNoArgs(c); err != nil {
+func benchFanout(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
 	n := c.Int("agents")
 	if n < 1 || n > bench.MaxFanoutAgents {
-		return ctlUsagef(c, "--agents %d: must be 1..%d", n, bench.MaxFanoutAgents)
+		return usagef(c, "--agents %d: must be 1..%d", n, bench.MaxFanoutAgents)
 	}
 	if c.Int("size") < 1 {
-		return ctlUsagef(c, "--size %d: must be at least 1", c.Int("size"))
+		return usagef(c, "--size %d: must be at least 1", c.Int("size"))
 	}
-	cls := ctlBenchClients(c)
-	ctx, cancel := ctlBenchContext(c)
+	cls := benchClients(c)
+	ctx, cancel := benchContext(c)
 	defer cancel()
 	fmt.Fprintf(c.App.ErrWriter, "registering %d agents on %s, polling inboxes on %s\n", n, cls[0].Addr(), cls[len(cls)-1].Addr())
 	rep, err := bench.RunFanout(ctx, bench.FanoutOptions{
 		Send: cls[0], Poll: cls[len(cls)-1], Agents: n, To: strings.TrimSpace(c.String("to")),
 		Channel: strings.TrimSpace(c.String("channel")), Size: c.Int("size"),
-		Timeout: c.Duration("wait"), CallTimeout: ctlRoot(c).Duration("timeout"),
+		Timeout: c.Duration("wait"), CallTimeout: rootContext(c).Duration("timeout"),
 	})
 	if err != nil {
-		return ctlAPIError(ctlRoot(c), err)
+		return apiError(rootContext(c), err)
 	}
-	if ctlJSON(c) {
-		if err := ctlPrintJSON(c.App.Writer, rep); err != nil {
+	if wantJSON(c) {
+		if err := printJSON(c.App.Writer, rep); err != nil {
 			return err
 		}
 	} else {

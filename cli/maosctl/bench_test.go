@@ -8,8 +8,8 @@ import (
 	"github.com/maos-project/maos/bench"
 )
 
-func TestMaosctlBenchSendCountJSON(t *testing.T) {
-	e := newCtlEnv(t)
+func TestBenchSendCountJSON(t *testing.T) {
+	e := newTestEnv(t)
 	r := e.run("", "bench", "send", "--count", "20", "--concurrency", "3", "--size", "64", "--json")
 	if r.err != nil {
 		t.Fatalf("bench send: %v stderr=%q", r.err, r.errOut)
@@ -46,8 +46,8 @@ func TestMaosctlBenchSendCountJSON(t *testing.T) {
 	}
 }
 
-func TestMaosctlBenchSendTableAndAddrList(t *testing.T) {
-	e := newCtlEnv(t)
+func TestBenchSendTableAndAddrList(t *testing.T) {
+	e := newTestEnv(t)
 	// The same node twice in --addr: senders alternate between the entries.
 	r := e.run("", "bench", "send", "--addr", e.addr+","+e.addr, "--count", "5", "--concurrency", "2", "--channel", "perf")
 	if r.err != nil {
@@ -66,8 +66,8 @@ func TestMaosctlBenchSendTableAndAddrList(t *testing.T) {
 	}
 }
 
-func TestMaosctlBenchUsageErrors(t *testing.T) {
-	e := newCtlEnv(t)
+func TestBenchUsageErrors(t *testing.T) {
+	e := newTestEnv(t)
 	for _, tt := range []struct {
 		args []string
 		want string
@@ -90,9 +90,9 @@ func TestMaosctlBenchUsageErrors(t *testing.T) {
 	}
 }
 
-func TestMaosctlBenchSendAllFailExits1(t *testing.T) {
+func TestBenchSendAllFailExits1(t *testing.T) {
 	// Nothing listens on the address: every send fails, the report says so, exit 1.
-	r := ctlRunApp("127.0.0.1:1", "", "bench", "send", "--count", "3", "--json")
+	r := runApp("127.0.0.1:1", "", "bench", "send", "--count", "3", "--json")
 	if r.err == nil || !strings.Contains(r.errOut, "all 3 operations failed") {
 		t.Fatalf("err=%v stderr=%q", r.err, r.errOut)
 	}
@@ -102,8 +102,8 @@ func TestMaosctlBenchSendAllFailExits1(t *testing.T) {
 	}
 }
 
-func TestMaosctlBenchDelivery(t *testing.T) {
-	e := newCtlMailEnv(t)
+func TestBenchDelivery(t *testing.T) {
+	e := newMailEnv(t)
 	r := e.run("", "--timeout", "10s", "bench", "delivery", "--count", "5", "--size", "32", "--json")
 	if r.err != nil {
 		t.Fatalf("bench delivery: %v stderr=%q", r.err, r.errOut)
@@ -118,8 +118,8 @@ func TestMaosctlBenchDelivery(t *testing.T) {
 	}
 }
 
-func TestMaosctlBenchFanout(t *testing.T) {
-	e := newCtlMailEnv(t)
+func TestBenchFanout(t *testing.T) {
+	e := newMailEnv(t)
 	r := e.run("", "bench", "fanout", "--agents", "12", "--to", "role:bench", "--wait", "10s")
 	if r.err != nil {
 		t.Fatalf("bench fanout: %v stderr=%q", r.err, r.errOut)

@@ -18,7 +18,7 @@ import (
 
 // bridgeSend stores a message without running maosctl (a second app run
 // would race with a running mirror -f on urfave/cli's shared flags).
-func bridgeSend(t *testing.T, e *ctlEnv, channel, from, to, text string) string {
+func bridgeSend(t *testing.T, e *testEnv, channel, from, to, text string) string {
 	t.Helper()
 	m := fsm.Message{From: from, To: fsm.Recipients{to}, Channel: channel, Content: fsm.Content{Text: text}}
 	m.Normalize(time.Now())
@@ -52,7 +52,7 @@ func copyTree(t *testing.T, src string) string {
 	return dst
 }
 
-func importReport(t *testing.T, e *ctlEnv, args ...string) (bridge.Report, ctlResult) {
+func importReport(t *testing.T, e *testEnv, args ...string) (bridge.Report, runResult) {
 	t.Helper()
 	r := e.run("", append([]string{"--json", "import"}, args...)...)
 	var rep bridge.Report
@@ -62,7 +62,7 @@ func importReport(t *testing.T, e *ctlEnv, args ...string) (bridge.Report, ctlRe
 	return rep, r
 }
 
-func TestMaosctlImportEachLayoutTwice(t *testing.T) {
+func TestImportEachLayoutTwice(t *testing.T) {
 	for _, tc := range []struct {
 		dir      string
 		files    int // message files
@@ -74,7 +74,7 @@ func TestMaosctlImportEachLayoutTwice(t *testing.T) {
 		{"adr008", 4, 4, 0},
 	} {
 		t.Run(tc.dir, func(t *testing.T) {
-			e := newCtlMailEnv(t)
+			e := newMailEnv(t)
 			dir := filepath.Join("..", "..", "bridge", "testdata", tc.dir)
 			rep, r := importReport(t, e, dir)
 			if r.err != nil || r.errOut != "" {
@@ -113,7 +113,7 @@ func TestMaosctlImportEachLayoutTwice(t *testing.T) {
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
-func countMessages(t *testing.T, e *ctlEnv) int {
+func countMessages(t *testing.T, e *testEnv) int {
 	t.Helper()
 	chans, err := e.svc.State().Channels()
 	if err != nil {
@@ -126,15 +126,15 @@ func countMessages(t *testing.T, e *ctlEnv) int {
 	return n
 }
 
-func TestMaosctlImportThreadsAndFields(t *testing.T) {
-	e := newCtlMailEnv(t)
+func TestImportThreadsAndFields(t *testing.T) {
+	e := newMailEnv(t)
 	e.ok("import", "--channel", "triage", filepath.Join("..", "..", "bridge", "testdata", "adr008"))
 	st := e.svc.State()
 	chans, _ := st.Channels()
 	if len(chans) != 1 || chans[0].Name != "triage" {
 		t.Fatalf("channels %+v, want only triage (--channel for files without session_id)", chans)
 	}
-	e2 := newCtlMailEnv(t)
+	e2 := newMailEnv(t)
 	e2.ok("import", filepath.Join("..", "..", "bridge", "testdata", "channel"))
 	reply, err := e2.svc.State().Message("msg-20260111-163315-claude-4c78")
 	if err != nil {
@@ -146,8 +146,8 @@ func TestMaosctlImportThreadsAndFields(t *testing.T) {
 	}
 }
 
-func TestMaosctlImportBrokenFileSkipped(t *testing.T) {
-	e := newCtlMailEnv(t)
+func TestImportBrokenFileSkipped(t *testing.T) {
+	e := newMailEnv(t)
 	dir := copyTree(t, filepath.Join("..", "..", "bridge", "testdata", "channel"))
 	ch := filepath.Join(dir, "agent-os-paper")
 	os.WriteFile(filepath.Join(ch, "msg-20260111-170000-gemini-dead.json"), []byte(`{"id": "msg-x", "from": "gemini", "to":`), 0o644)
@@ -239,8 +239,8 @@ done`
 	return lines
 }
 
-func TestMaosctlMirrorJQWatcher(t *testing.T) {
-	e := newCtlMailEnv(t)
+func TestMirrorJQWatcher(t *testing.T) {
+	e := newMailEnv(t)
 	e.ok("import", filepath.Join("..", "..", "bridge", "testdata", "channel"))
 	dir := filepath.Join(t.TempDir(), "agent-os-paper")
 	out := e.ok("mirror", "--channel", "agent-os-paper", "--dir", dir)
@@ -287,8 +287,8 @@ func TestMaosctlMirrorJQWatcher(t *testing.T) {
 	e.fail([]string{"mirror", "--channel", "Bad!", "--dir", dir}, "--channel")
 }
 
-func TestMaosctlMirrorFollow(t *testing.T) {
-	e := newCtlMailEnv(t)
+func TestMirrorFollow(t *testing.T) {
+	e := newMailEnv(t)
 	dir := t.TempDir()
 	first := e.send("ops", "codex", "claude", "before")
 	// A file already there stays as it is, and following resumes after it.

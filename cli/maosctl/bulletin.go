@@ -17,7 +17,7 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func ctlBulletinCommand() *cli.Command {
+func bulletinCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "bulletin",
 		Usage: "read and change the global bulletin every agent sees",
@@ -38,23 +38,23 @@ Every advisory lock shows in shared_resources as an entry with
 "managed_by": "lock"; such entries are maintained by the lock commands and
 dropped from what you write, so get, edit and put back is safe.`,
 		Subcommands: []*cli.Command{
-			ctlBulletinGetCommand(),
-			ctlBulletinSetCommand(),
-			ctlBulletinEditCommand(),
+			bulletinGetCommand(),
+			bulletinSetCommand(),
+			bulletinEditCommand(),
 		},
-		Action: ctlNoCommand,
+		Action: noCommand,
 	}
 }
 
-func ctlBulletinWriteFlags() []cli.Flag {
+func bulletinWriteFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "if-version", Usage: "apply only if the bulletin is still at `VERSION` (0: never written)"},
-		&cli.StringFlag{Name: "by", Usage: "your agent `ID`, recorded in the audit trail", EnvVars: []string{ctlEnvAgent}},
-		ctlJSONFlag(),
+		&cli.StringFlag{Name: "by", Usage: "your agent `ID`, recorded in the audit trail", EnvVars: []string{envAgent}},
+		jsonFlag(),
 	}
 }
 
-func ctlBulletinGetCommand() *cli.Command {
+func bulletinGetCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "get",
 		Usage: "print the bulletin, or one of its keys",
@@ -69,28 +69,28 @@ anything else as JSON; a key the bulletin lacks is an error.
 
 With --json, the API's object {"version","updated_at","updated_by","as_of",
 "bulletin"} (or, with KEY, the key's JSON value).`,
-		Flags:  []cli.Flag{ctlStrongFlag(), ctlJSONFlag()},
-		Action: ctlBulletinGet,
+		Flags:  []cli.Flag{strongFlag(), jsonFlag()},
+		Action: bulletinGet,
 	}
 }
 
-func ctlBulletinGet(c *cli.Context) error {
-	pos, err := ctlTrailingFlags(c)
+func bulletinGet(c *cli.Context) error {
+	pos, err := trailingFlags(c)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 1 {
-		return ctlUsagef(c, "unexpected argument %q (get takes at most one KEY)", pos[1])
+		return usagef(c, "unexpected argument %q (get takes at most one KEY)", pos[1])
 	}
-	ctx, cancel := ctlCall(c)
+	ctx, cancel := call(c)
 	defer cancel()
-	b, err := ctlClient(c).Bulletin(ctx, ctlConsistency(c))
+	b, err := apiClient(c).Bulletin(ctx, consistency(c))
 	if err != nil {
-		return ctlAPIError(c, err)
+		return apiError(c, err)
 	}
 	if len(pos) == 0 {
-		if ctlJSON(c) {
-			return ctlPrintJSON(c.App.Writer, b)
+		if wantJSON(c) {
+			return printJSON(c.App.Writer, b)
 		}
 		var buf bytes.Buffer
 		if err := json.Indent(&buf, b.Doc, "", "  "); err != nil {
@@ -120,7 +120,7 @@ func ctlBulletinGet(c *cli.Context) error {
 		return fmt.Errorf("the bulletin has no key %q (keys: %s)", pos[0], strings.Join(keys, ", "))
 	}
 	var s string
-	if !ctlJSON(c) && json.Unmarshal(v, &s) == nil {
+	if !wantJSON(c) && json.Unmarshal(v, &s) == nil {
 		_, err = fmt.Fprintln(c.App.Writer, s)
 		return err
 	}
@@ -132,7 +132,7 @@ func ctlBulletinGet(c *cli.Context) error {
 	return err
 }
 
-func ctlBulletinSetCommand() *cli.Command {
+func bulletinSetCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "set",
 		Usage: "set one top-level key of the bulletin",
@@ -149,19 +149,19 @@ merged into the key's object rather than replacing it, so
 "set shared_resources '{"db":"free"}'" leaves the other resources alone.
 
 Prints "bulletin version N: changed KEY"; with --json, the API's result.`,
-		Flags:  ctlBulletinWriteFlags(),
-		Action: ctlBulletinSet,
+		Flags:  bulletinWriteFlags(),
+		Action: bulletinSet,
 	}
 }
 
-func ctlBulletinSet(c *cli.Context) error {
-	args, err := ctlArgs(c, "key", "value")
+func bulletinSet(c *cli.Context) error {
+	args, err := positionalArgs(c, "key", "value")
 	if err != nil {
 		return err
 	}
 	key, value := args[0], args[1]
 	if key == "" {
-		return ctlUsagef(c, "KEY is empty")
+		return usagef(c, "KEY is empty")
 	}
 	raw := json.RawMessage(value)
 	if !json.Valid(raw) {
@@ -171,10 +171,10 @@ func ctlBulletinSet(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("bulletin set: %w", err)
 	}
-	return ctlBulletinWrite(c, http.MethodPatch, patch)
+	return bulletinWrite(c, http.MethodPatch, patch)
 }
 
-func ctlBulletinEditCommand() *cli.Command {
+func bulletinEditCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "edit",
 		Usage: "replace the bulletin with a JSON file (or merge it with --merge)",
@@ -193,16 +193,16 @@ KEYS"; with --json, the API's result.`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "JSON `FILE` with the document; - for stdin (required)"},
 			&cli.BoolFlag{Name: "merge", Usage: "merge FILE into the bulletin instead of replacing it"},
-		}, ctlBulletinWriteFlags()...),
-		Action: ctlBulletinEdit,
+		}, bulletinWriteFlags()...),
+		Action: bulletinEdit,
 	}
 }
 
-func ctlBulletinEdit(c *cli.Context) error {
-	if err := ctlNoArgs(c); err != nil {
+func bulletinEdit(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
-	if err := ctlRequire(c, "file"); err != nil {
+	if err := require(c, "file"); err != nil {
 		return err
 	}
 	name := c.String("file")
@@ -212,7 +212,7 @@ func ctlBulletinEdit(c *cli.Context) error {
 	)
 	if name == "-" {
 		if c.App.Reader == nil {
-			return ctlUsagef(c, "--file -: no standard input")
+			return usagef(c, "--file -: no standard input")
 		}
 		data, err = io.ReadAll(c.App.Reader)
 	} else {
@@ -230,22 +230,22 @@ func ctlBulletinEdit(c *cli.Context) error {
 	if c.Bool("merge") {
 		method = http.MethodPatch
 	}
-	return ctlBulletinWrite(c, method, data)
+	return bulletinWrite(c, method, data)
 }
 
-// ctlBulletinWrite sends a PUT or PATCH with --if-version and --by.
-func ctlBulletinWrite(c *cli.Context, method string, doc []byte) error {
+// bulletinWrite sends a PUT or PATCH with --if-version and --by.
+func bulletinWrite(c *cli.Context, method string, doc []byte) error {
 	opts := transport.BulletinWrite{By: strings.TrimSpace(c.String("by"))}
 	if s := strings.TrimSpace(c.String("if-version")); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
-			return ctlUsagef(c, "--if-version: %q is not a version (a whole number, as 'maosctl bulletin get' prints)", s)
+			return usagef(c, "--if-version: %q is not a version (a whole number, as 'maosctl bulletin get' prints)", s)
 		}
 		opts.IfVersion = &v
 	}
-	ctx, cancel := ctlCall(c)
+	ctx, cancel := call(c)
 	defer cancel()
-	cl := ctlClient(c)
+	cl := apiClient(c)
 	var (
 		res fsm.BulletinResult
 		err error
@@ -256,10 +256,10 @@ func ctlBulletinWrite(c *cli.Context, method string, doc []byte) error {
 		res, err = cl.PatchBulletin(ctx, doc, opts)
 	}
 	if err != nil {
-		return ctlAPIError(c, err)
+		return apiError(c, err)
 	}
-	if ctlJSON(c) {
-		return ctlPrintJSON(c.App.Writer, res)
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, res)
 	}
 	what := "no change"
 	if len(res.Changed) > 0 {

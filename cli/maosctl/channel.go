@@ -6,10 +6,10 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// ctlChannelCommand is `maosctl channel`: per-channel settings.
-func ctlChannelCommand() *cli.Command {
+// channelCommand is `maosctl channel`: per-channel settings.
+func channelCommand() *cli.Command {
 	chFlag := func() cli.Flag {
-		return &cli.StringFlag{Name: "channel", Usage: "channel `NAME` (required)", EnvVars: []string{ctlEnvChannel}}
+		return &cli.StringFlag{Name: "channel", Usage: "channel `NAME` (required)", EnvVars: []string{envChannel}}
 	}
 	return &cli.Command{
 		Name:  "channel",
@@ -26,7 +26,7 @@ a policy trims at once. Trimmed messages leave the channel log, inboxes,
 threads and receipts on every node alike; their ids stay reserved, so a late
 retry of a trimmed send is still not stored twice, and the audit trail keeps
 their lines.`,
-		Action: ctlNoCommand,
+		Action: noCommand,
 		Subcommands: []*cli.Command{
 			{
 				Name:  "set-retention",
@@ -39,19 +39,19 @@ removes the policy. --max-age is a duration (1m to 100 years).`,
 				Flags: []cli.Flag{chFlag(),
 					&cli.StringFlag{Name: "max-age", Usage: "remove messages older than `DURATION` (e.g. 720h)"},
 					&cli.Uint64Flag{Name: "max-messages", Usage: "keep at most `N` messages"},
-					ctlJSONFlag()},
+					jsonFlag()},
 				Action: func(c *cli.Context) error {
-					if err := ctlRequire(c, "channel"); err != nil {
+					if err := require(c, "channel"); err != nil {
 						return err
 					}
-					ctx, cancel := ctlCall(c)
+					ctx, cancel := call(c)
 					defer cancel()
-					res, err := ctlClient(c).SetRetention(ctx, c.String("channel"), c.String("max-age"), c.Uint64("max-messages"))
+					res, err := apiClient(c).SetRetention(ctx, c.String("channel"), c.String("max-age"), c.Uint64("max-messages"))
 					if err != nil {
-						return ctlAPIError(c, err)
+						return apiError(c, err)
 					}
-					if ctlJSON(c) {
-						return ctlPrintJSON(c.App.Writer, res)
+					if wantJSON(c) {
+						return printJSON(c.App.Writer, res)
 					}
 					fmt.Fprintf(c.App.Writer, "channel %s: max_age %v, max_messages %d; trimmed %d now (%d in all)\n",
 						res.Channel, res.Retention.MaxAge, res.Retention.MaxMessages, res.Trimmed, res.Retention.Trimmed)
@@ -63,19 +63,19 @@ removes the policy. --max-age is a duration (1m to 100 years).`,
 				Usage:       "show a channel's retention policy and what it trimmed",
 				UsageText:   "maosctl channel retention --channel C [--strong]\n\n   maosctl channel retention --channel ops --json",
 				Description: `Prints the policy and the count of messages trimmed so far.`,
-				Flags:       []cli.Flag{chFlag(), ctlStrongFlag(), ctlJSONFlag()},
+				Flags:       []cli.Flag{chFlag(), strongFlag(), jsonFlag()},
 				Action: func(c *cli.Context) error {
-					if err := ctlRequire(c, "channel"); err != nil {
+					if err := require(c, "channel"); err != nil {
 						return err
 					}
-					ctx, cancel := ctlCall(c)
+					ctx, cancel := call(c)
 					defer cancel()
-					r, err := ctlClient(c).Retention(ctx, c.String("channel"), ctlConsistency(c))
+					r, err := apiClient(c).Retention(ctx, c.String("channel"), consistency(c))
 					if err != nil {
-						return ctlAPIError(c, err)
+						return apiError(c, err)
 					}
-					if ctlJSON(c) {
-						return ctlPrintJSON(c.App.Writer, r)
+					if wantJSON(c) {
+						return printJSON(c.App.Writer, r)
 					}
 					fmt.Fprintf(c.App.Writer, "channel %s: max_age %v, max_messages %d, trimmed %d (newest trimmed seq %d)\n",
 						r.Channel, r.MaxAge, r.MaxMessages, r.Trimmed, r.LastTrimSeq)
@@ -87,19 +87,19 @@ removes the policy. --max-age is a duration (1m to 100 years).`,
 				Usage:       "apply a channel's retention policy now",
 				UsageText:   "maosctl channel trim --channel C\n\n   maosctl channel trim --channel ops",
 				Description: `Prints how many messages were removed.`,
-				Flags:       []cli.Flag{chFlag(), ctlJSONFlag()},
+				Flags:       []cli.Flag{chFlag(), jsonFlag()},
 				Action: func(c *cli.Context) error {
-					if err := ctlRequire(c, "channel"); err != nil {
+					if err := require(c, "channel"); err != nil {
 						return err
 					}
-					ctx, cancel := ctlCall(c)
+					ctx, cancel := call(c)
 					defer cancel()
-					res, err := ctlClient(c).Trim(ctx, c.String("channel"))
+					res, err := apiClient(c).Trim(ctx, c.String("channel"))
 					if err != nil {
-						return ctlAPIError(c, err)
+						return apiError(c, err)
 					}
-					if ctlJSON(c) {
-						return ctlPrintJSON(c.App.Writer, res)
+					if wantJSON(c) {
+						return printJSON(c.App.Writer, res)
 					}
 					fmt.Fprintf(c.App.Writer, "channel %s: trimmed %d (up to seq %d)\n", res.Channel, res.Trimmed, res.UpToSeq)
 					return nil

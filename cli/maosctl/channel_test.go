@@ -11,8 +11,8 @@ import (
 	"github.com/maos-project/maos/fsm"
 )
 
-func TestMaosctlChannelRetention(t *testing.T) {
-	e := newCtlEnv(t)
+func TestChannelRetention(t *testing.T) {
+	e := newTestEnv(t)
 	e.svc.WithState(t)
 	for i := range 4 {
 		m := fsm.Message{From: "codex", To: fsm.Recipients{"claude"}, Channel: "ops", Content: fsm.Content{Text: fmt.Sprint(i)}}

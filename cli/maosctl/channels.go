@@ -8,7 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func ctlChannelsCommand() *cli.Command {
+func channelsCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "channels",
 		Usage: "list the channels with their message counts",
@@ -20,26 +20,26 @@ func ctlChannelsCommand() *cli.Command {
 holds and the seq of its oldest and newest message (read it with
 'maosctl read --channel NAME'). With --json, an array of
 {"name","count","first_seq","last_seq"} objects ([] when there are none).`,
-		Flags:  []cli.Flag{ctlStrongFlag(), ctlJSONFlag()},
-		Action: ctlChannels,
+		Flags:  []cli.Flag{strongFlag(), jsonFlag()},
+		Action: channels,
 	}
 }
 
-func ctlChannels(c *cli.Context) error {
-	if err := ctlNoArgs(c); err != nil {
+func channels(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
-	ctx, cancel := ctlCall(c)
+	ctx, cancel := call(c)
 	defer cancel()
-	list, err := ctlClient(c).Channels(ctx, ctlConsistency(c))
+	list, err := apiClient(c).Channels(ctx, consistency(c))
 	if err != nil {
-		return ctlAPIError(c, err)
+		return apiError(c, err)
 	}
 	if list == nil {
 		list = []fsm.ChannelInfo{}
 	}
-	if ctlJSON(c) {
-		return ctlPrintJSON(c.App.Writer, list)
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, list)
 	}
 	tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tCOUNT\tFIRST\tLAST")

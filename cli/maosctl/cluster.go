@@ -9,7 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func ctlClusterCommand() *cli.Command {
+func clusterCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "cluster",
 		Usage: "inspect and change the cluster: status, join, remove, snapshot, transfer-leadership",
@@ -21,18 +21,18 @@ func ctlClusterCommand() *cli.Command {
 configuration (join, remove, transfer-leadership) are carried out by the
 leader; any node accepts them and forwards them.`,
 		Subcommands: []*cli.Command{
-			ctlClusterStatusCommand(),
-			ctlClusterJoinCommand(),
-			ctlClusterRemoveCommand(),
-			ctlClusterSnapshotCommand(),
-			ctlClusterTransferCommand(),
-			ctlClusterConfigCommand(),
+			clusterStatusCommand(),
+			clusterJoinCommand(),
+			clusterRemoveCommand(),
+			clusterSnapshotCommand(),
+			clusterTransferCommand(),
+			clusterConfigCommand(),
 		},
-		Action: ctlNoCommand,
+		Action: noCommand,
 	}
 }
 
-func ctlClusterStatusCommand() *cli.Command {
+func clusterStatusCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "status",
 		Usage: "show the node's view of the cluster: state, leader, term, indexes, voters",
@@ -44,26 +44,26 @@ func ctlClusterStatusCommand() *cli.Command {
 term, its commit, applied and last log indexes, then the voters of the Raft
 configuration with their Raft and API addresses; '*' marks the leader.
 With --json, the status object of GET /v1/cluster/status.`,
-		Flags:  []cli.Flag{ctlJSONFlag()},
-		Action: ctlClusterStatus,
+		Flags:  []cli.Flag{jsonFlag()},
+		Action: clusterStatus,
 	}
 }
 
-func ctlClusterStatus(c *cli.Context) error {
-	if err := ctlNoArgs(c); err != nil {
+func clusterStatus(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
-	ctx, cancel := ctlCall(c)
+	ctx, cancel := call(c)
 	defer cancel()
-	st, err := ctlClient(c).Status(ctx)
+	st, err := apiClient(c).Status(ctx)
 	if err != nil {
-		return ctlAPIError(c, err)
+		return apiError(c, err)
 	}
 	if st.Voters == nil {
 		st.Voters = []transport.Voter{}
 	}
-	if ctlJSON(c) {
-		return ctlPrintJSON(c.App.Writer, st)
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, st)
 	}
 	w := c.App.Writer
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
@@ -74,16 +74,16 @@ func ctlClusterStatus(c *cli.Context) error {
 	case st.LeaderAPIAddr != "":
 		leader += " (api " + st.LeaderAPIAddr + ")"
 	}
-	fmt.Fprintf(tw, "node:\t%s\n", ctlOr(st.NodeID, "-"))
-	fmt.Fprintf(tw, "state:\t%s\n", ctlOr(st.State, "-"))
+	fmt.Fprintf(tw, "node:\t%s\n", or(st.NodeID, "-"))
+	fmt.Fprintf(tw, "state:\t%s\n", or(st.State, "-"))
 	fmt.Fprintf(tw, "leader:\t%s\n", leader)
 	fmt.Fprintf(tw, "term:\t%d\n", st.Term)
 	fmt.Fprintf(tw, "commit index:\t%d\n", st.CommitIndex)
 	fmt.Fprintf(tw, "applied index:\t%d\n", st.AppliedIndex)
 	fmt.Fprintf(tw, "last index:\t%d\n", st.LastIndex)
 	if st.APIAddr != "" || st.RaftAddr != "" {
-		fmt.Fprintf(tw, "api addr:\t%s\n", ctlOr(st.APIAddr, "-"))
-		fmt.Fprintf(tw, "raft addr:\t%s\n", ctlOr(st.RaftAddr, "-"))
+		fmt.Fprintf(tw, "api addr:\t%s\n", or(st.APIAddr, "-"))
+		fmt.Fprintf(tw, "raft addr:\t%s\n", or(st.RaftAddr, "-"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -96,19 +96,19 @@ func ctlClusterStatus(c *cli.Context) error {
 		if v.ID != "" && v.ID == st.LeaderID {
 			mark = "*"
 		}
-		fmt.Fprintf(tw, "%s %s\t%s\t%s\t%s\n", mark, v.ID, ctlOr(v.RaftAddr, "-"), ctlOr(v.APIAddr, "-"), ctlOr(v.Suffrage, "-"))
+		fmt.Fprintf(tw, "%s %s\t%s\t%s\t%s\n", mark, v.ID, or(v.RaftAddr, "-"), or(v.APIAddr, "-"), or(v.Suffrage, "-"))
 	}
 	return tw.Flush()
 }
 
-func ctlOr(s, def string) string {
+func or(s, def string) string {
 	if s == "" {
 		return def
 	}
 	return s
 }
 
-func ctlClusterJoinCommand() *cli.Command {
+func clusterJoinCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "join",
 		Usage: "add a node to the cluster as a voter",
@@ -122,17 +122,17 @@ voter. Start the new node's maosd first; it catches up from the leader.`,
 			&cli.StringFlag{Name: "node-id", Usage: "`ID` of the node to add (required)"},
 			&cli.StringFlag{Name: "raft-addr", Usage: "its advertised Raft `HOST:PORT` (required)"},
 			&cli.StringFlag{Name: "api-addr", Usage: "its advertised API `HOST:PORT` (required)"},
-			ctlJSONFlag(),
+			jsonFlag(),
 		},
-		Action: ctlClusterJoin,
+		Action: clusterJoin,
 	}
 }
 
-func ctlClusterJoin(c *cli.Context) error {
-	if err := ctlNoArgs(c); err != nil {
+func clusterJoin(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
-	if err := ctlRequire(c, "node-id", "raft-addr", "api-addr"); err != nil {
+	if err := require(c, "node-id", "raft-addr", "api-addr"); err != nil {
 		return err
 	}
 	req := transport.JoinRequest{
@@ -140,19 +140,19 @@ func ctlClusterJoin(c *cli.Context) error {
 		RaftAddr: strings.TrimSpace(c.String("raft-addr")),
 		APIAddr:  strings.TrimSpace(c.String("api-addr")),
 	}
-	ctx, cancel := ctlCall(c)
+	ctx, cancel := call(c)
 	defer cancel()
-	if err := ctlClient(c).Join(ctx, req); err != nil {
-		return ctlAPIError(c, err)
+	if err := apiClient(c).Join(ctx, req); err != nil {
+		return apiError(c, err)
 	}
-	if ctlJSON(c) {
-		return ctlPrintJSON(c.App.Writer, map[string]string{"joined": req.NodeID})
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, map[string]string{"joined": req.NodeID})
 	}
 	_, err := fmt.Fprintf(c.App.Writer, "joined %s (raft %s, api %s)\n", req.NodeID, req.RaftAddr, req.APIAddr)
 	return err
 }
 
-func ctlClusterRemoveCommand() *cli.Command {
+func clusterRemoveCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "remove",
 		Usage:     "remove a node from the cluster",
@@ -163,30 +163,30 @@ func ctlClusterRemoveCommand() *cli.Command {
 		Description: `Asks the leader (through the node at --addr) to remove the server ID from
 the Raft configuration. Remove a node before retiring it for good, so the
 quorum is counted without it.`,
-		Flags:  []cli.Flag{ctlJSONFlag()},
-		Action: ctlClusterRemove,
+		Flags:  []cli.Flag{jsonFlag()},
+		Action: clusterRemove,
 	}
 }
 
-func ctlClusterRemove(c *cli.Context) error {
-	args, err := ctlArgs(c, "id")
+func clusterRemove(c *cli.Context) error {
+	args, err := positionalArgs(c, "id")
 	if err != nil {
 		return err
 	}
 	id := args[0]
-	ctx, cancel := ctlCall(c)
+	ctx, cancel := call(c)
 	defer cancel()
-	if err := ctlClient(c).Remove(ctx, id); err != nil {
-		return ctlAPIError(c, err)
+	if err := apiClient(c).Remove(ctx, id); err != nil {
+		return apiError(c, err)
 	}
-	if ctlJSON(c) {
-		return ctlPrintJSON(c.App.Writer, map[string]string{"removed": id})
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, map[string]string{"removed": id})
 	}
 	_, err = fmt.Fprintf(c.App.Writer, "removed %s\n", id)
 	return err
 }
 
-func ctlClusterSnapshotCommand() *cli.Command {
+func clusterSnapshotCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "snapshot",
 		Usage: "make the node at --addr take a Raft snapshot now",
@@ -196,30 +196,30 @@ func ctlClusterSnapshotCommand() *cli.Command {
 		Description: `Makes the node at --addr snapshot its state now (nodes also do it on their
 own), which lets it compact its Raft log. Prints the snapshot's id and the
 index and term it covers; with --json, the API's object.`,
-		Flags:  []cli.Flag{ctlJSONFlag()},
-		Action: ctlClusterSnapshot,
+		Flags:  []cli.Flag{jsonFlag()},
+		Action: clusterSnapshot,
 	}
 }
 
-func ctlClusterSnapshot(c *cli.Context) error {
-	if err := ctlNoArgs(c); err != nil {
+func clusterSnapshot(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
-	ctx, cancel := ctlCall(c)
+	ctx, cancel := call(c)
 	defer cancel()
-	res, err := ctlClient(c).Snapshot(ctx)
+	res, err := apiClient(c).Snapshot(ctx)
 	if err != nil {
-		return ctlAPIError(c, err)
+		return apiError(c, err)
 	}
-	if ctlJSON(c) {
-		return ctlPrintJSON(c.App.Writer, res)
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, res)
 	}
 	_, err = fmt.Fprintf(c.App.Writer, "snapshot %s of node %s at index %d term %d\n",
-		ctlOr(res.ID, "-"), ctlOr(res.NodeID, "-"), res.Index, res.Term)
+		or(res.ID, "-"), or(res.NodeID, "-"), res.Index, res.Term)
 	return err
 }
 
-func ctlClusterTransferCommand() *cli.Command {
+func clusterTransferCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "transfer-leadership",
 		Usage: "make the leader hand over to another voter",
@@ -232,25 +232,25 @@ follower Raft picks. Use it before restarting the leader's host. Prints the
 leader afterwards; with --json, {"leader_id": ...}.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "to", Usage: "`ID` of the voter to hand over to (default: Raft picks)"},
-			ctlJSONFlag(),
+			jsonFlag(),
 		},
-		Action: ctlClusterTransfer,
+		Action: clusterTransfer,
 	}
 }
 
-func ctlClusterTransfer(c *cli.Context) error {
-	if err := ctlNoArgs(c); err != nil {
+func clusterTransfer(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
-	ctx, cancel := ctlCall(c)
+	ctx, cancel := call(c)
 	defer cancel()
-	res, err := ctlClient(c).TransferLeadership(ctx, strings.TrimSpace(c.String("to")))
+	res, err := apiClient(c).TransferLeadership(ctx, strings.TrimSpace(c.String("to")))
 	if err != nil {
-		return ctlAPIError(c, err)
+		return apiError(c, err)
 	}
-	if ctlJSON(c) {
-		return ctlPrintJSON(c.App.Writer, res)
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, res)
 	}
-	_, err = fmt.Fprintf(c.App.Writer, "leader is now %s\n", ctlOr(res.LeaderID, "unknown"))
+	_, err = fmt.Fprintf(c.App.Writer, "leader is now %s\n", or(res.LeaderID, "unknown"))
 	return err
 }

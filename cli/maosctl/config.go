@@ -11,7 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func ctlClusterConfigCommand() *cli.Command {
+func clusterConfigCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "config",
 		Usage: "read and change the replicated cluster settings",
@@ -38,8 +38,8 @@ Settings:
    maosctl cluster config get strict_senders`,
 				Description: `Prints "KEY: VALUE" for every setting, or the value of KEY alone. With
 --json, the settings object (or KEY's JSON value).`,
-				Flags:  []cli.Flag{ctlStrongFlag(), ctlJSONFlag()},
-				Action: ctlConfigGet,
+				Flags:  []cli.Flag{strongFlag(), jsonFlag()},
+				Action: configGet,
 			},
 			{
 				Name:      "set",
@@ -52,16 +52,16 @@ Settings:
 a string otherwise. An unknown key or a value of the wrong kind is refused,
 naming the known keys. Prints the settings after the change; with --json,
 the settings object. The change goes into the audit trail.`,
-				Flags:  []cli.Flag{ctlJSONFlag()},
-				Action: ctlConfigSet,
+				Flags:  []cli.Flag{jsonFlag()},
+				Action: configSet,
 			},
 		},
-		Action: ctlNoCommand,
+		Action: noCommand,
 	}
 }
 
-// ctlConfigMap is the settings object as KEY → JSON value.
-func ctlConfigMap(cfg fsm.ClusterConfig) (map[string]json.RawMessage, error) {
+// configMap is the settings object as KEY → JSON value.
+func configMap(cfg fsm.ClusterConfig) (map[string]json.RawMessage, error) {
 	b, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, err
@@ -70,11 +70,11 @@ func ctlConfigMap(cfg fsm.ClusterConfig) (map[string]json.RawMessage, error) {
 	return m, json.Unmarshal(b, &m)
 }
 
-func ctlPrintConfig(c *cli.Context, cfg fsm.ClusterConfig) error {
-	if ctlJSON(c) {
-		return ctlPrintJSON(c.App.Writer, cfg)
+func printConfig(c *cli.Context, cfg fsm.ClusterConfig) error {
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, cfg)
 	}
-	m, err := ctlConfigMap(cfg)
+	m, err := configMap(cfg)
 	if err != nil {
 		return err
 	}
@@ -91,53 +91,53 @@ func ctlPrintConfig(c *cli.Context, cfg fsm.ClusterConfig) error {
 	return nil
 }
 
-func ctlConfigGet(c *cli.Context) error {
-	pos, err := ctlTrailingFlags(c)
+func configGet(c *cli.Context) error {
+	pos, err := trailingFlags(c)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 1 {
-		return ctlUsagef(c, "unexpected argument %q", pos[1])
+		return usagef(c, "unexpected argument %q", pos[1])
 	}
-	ctx, cancel := ctlCall(c)
+	ctx, cancel := call(c)
 	defer cancel()
-	cfg, err := ctlClient(c).Config(ctx, ctlConsistency(c))
+	cfg, err := apiClient(c).Config(ctx, consistency(c))
 	if err != nil {
-		return ctlAPIError(c, err)
+		return apiError(c, err)
 	}
 	if len(pos) == 0 {
-		return ctlPrintConfig(c, cfg)
+		return printConfig(c, cfg)
 	}
-	m, err := ctlConfigMap(cfg)
+	m, err := configMap(cfg)
 	if err != nil {
 		return err
 	}
 	v, ok := m[pos[0]]
 	if !ok {
-		return ctlUsagef(c, "unknown setting %q; known: %s", pos[0], strings.Join(fsm.ConfigKeys(), ", "))
+		return usagef(c, "unknown setting %q; known: %s", pos[0], strings.Join(fsm.ConfigKeys(), ", "))
 	}
 	_, err = fmt.Fprintf(c.App.Writer, "%s\n", v)
 	return err
 }
 
-func ctlConfigSet(c *cli.Context) error {
-	args, err := ctlArgs(c, "key", "value")
+func configSet(c *cli.Context) error {
+	args, err := positionalArgs(c, "key", "value")
 	if err != nil {
 		return err
 	}
 	key, raw := args[0], args[1]
 	if !slices.Contains(fsm.ConfigKeys(), key) {
-		return ctlUsagef(c, "unknown setting %q; known: %s", key, strings.Join(fsm.ConfigKeys(), ", "))
+		return usagef(c, "unknown setting %q; known: %s", key, strings.Join(fsm.ConfigKeys(), ", "))
 	}
 	var value any = raw
 	if json.Valid([]byte(raw)) {
 		value = json.RawMessage(raw)
 	}
-	ctx, cancel := ctlCall(c)
+	ctx, cancel := call(c)
 	defer cancel()
-	cfg, err := ctlClient(c).SetConfig(ctx, key, value)
+	cfg, err := apiClient(c).SetConfig(ctx, key, value)
 	if err != nil {
-		return ctlAPIError(c, err)
+		return apiError(c, err)
 	}
-	return ctlPrintConfig(c, cfg)
+	return printConfig(c, cfg)
 }

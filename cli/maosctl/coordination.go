@@ -2,9 +2,9 @@ package maosctl
 
 import "github.com/urfave/cli/v2"
 
-// ctlCoordinationCommands are the maosctl commands of the coordination
+// coordinationCommands are the maosctl commands of the coordination
 // group: the global bulletin (maosctl_bulletin.go) and advisory locks
 // (maosctl_lock.go).
-func ctlCoordinationCommands() []*cli.Command {
-	return []*cli.Command{ctlBulletinCommand(), ctlLockCommand(), ctlInterruptCommand()}
+func coordinationCommands() []*cli.Command {
+	return []*cli.Command{bulletinCommand(), lockCommand(), interruptCommand()}
 }

@@ -12,16 +12,16 @@ import (
 	"github.com/maos-project/maos/fsm"
 )
 
-func newCoordCtlEnv(t *testing.T) *ctlEnv {
+func newCoordEnv(t *testing.T) *testEnv {
 	t.Helper()
-	e := newCtlEnv(t)
+	e := newTestEnv(t)
 	e.svc.WithState(t)
 	return e
 }
 
 // fails runs args and fails the test unless the command failed with a
 // "maosctl: " message on stderr containing every want.
-func (e *ctlEnv) fails(stdin string, args []string, want ...string) {
+func (e *testEnv) fails(stdin string, args []string, want ...string) {
 	e.t.Helper()
 	r := e.run(stdin, args...)
 	if r.err == nil || ExitCode(r.err) != 1 || !strings.HasPrefix(r.errOut, "maosctl: ") {
@@ -35,8 +35,8 @@ func (e *ctlEnv) fails(stdin string, args []string, want ...string) {
 	}
 }
 
-func TestMaosctlBulletin(t *testing.T) {
-	e := newCoordCtlEnv(t)
+func TestBulletin(t *testing.T) {
+	e := newCoordEnv(t)
 	out := e.ok("bulletin", "get")
 	if !strings.HasPrefix(out, "version 0\n{\n") || !strings.Contains(out, `"system_status": "normal"`) {
 		t.Errorf("empty bulletin printed %q", out)
@@ -89,8 +89,8 @@ func TestMaosctlBulletin(t *testing.T) {
 	}
 }
 
-func TestMaosctlBulletinEdit(t *testing.T) {
-	e := newCoordCtlEnv(t)
+func TestBulletinEdit(t *testing.T) {
+	e := newCoordEnv(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "status.json")
 	if err := os.WriteFile(file, []byte(`{"system_status":"maintenance","current_phase":"upgrade","warnings":["n2 down"]}`), 0o600); err != nil {
@@ -147,8 +147,8 @@ func TestMaosctlBulletinEdit(t *testing.T) {
 	e.fails("", []string{"bulletin", "nope"}, `unknown command "nope"`)
 }
 
-func TestMaosctlLock(t *testing.T) {
-	e := newCoordCtlEnv(t)
+func TestLock(t *testing.T) {
+	e := newCoordEnv(t)
 	grantRE := regexp.MustCompile(`^granted src/retry\.go to codex: token (\d+), expires 20\d\d-\S+Z\n$`)
 	m := grantRE.FindStringSubmatch(e.ok("lock", "acquire", "--path", "src/retry.go", "--holder", "codex", "--ttl", "10m"))
 	if m == nil {
@@ -161,7 +161,7 @@ func TestMaosctlLock(t *testing.T) {
 		`lock "src/retry.go" is held by codex (token `+token+`) until`, "wait for it")
 
 	// The holder again: extended, same token. $MAOS_AGENT_ID is the default holder.
-	t.Setenv(ctlEnvAgent, "codex")
+	t.Setenv(envAgent, "codex")
 	if out := e.ok("lock", "acquire", "--path", "src/retry.go", "--ttl", "20m"); !strings.HasPrefix(out, "extended src/retry.go to codex: token "+token+",") {
 		t.Errorf("re-acquire printed %q", out)
 	}
@@ -214,8 +214,8 @@ func TestMaosctlLock(t *testing.T) {
 	}
 }
 
-func TestMaosctlLockUsage(t *testing.T) {
-	e := newCoordCtlEnv(t)
+func TestLockUsage(t *testing.T) {
+	e := newCoordEnv(t)
 	tests := []struct {
 		args []string
 		want []string

@@ -9,7 +9,7 @@ import (
 	"github.com/maos-project/maos/fsm"
 )
 
-// DigestMaxChars is the largest digest ctlDigest writes: Claude Code caps
+// DigestMaxChars is the largest digest digest writes: Claude Code caps
 // the additionalContext a hook may inject at 10,000 characters and drops
 // the rest, so the digest must fit whole, footer included.
 const DigestMaxChars = 10000
@@ -18,16 +18,16 @@ const DigestMaxChars = 10000
 // cannot push every other message out of the digest.
 const digestTitleMax = 160
 
-// ctlDigestInput is what a digest summarises: the unread messages fetched
+// digestInput is what a digest summarises: the unread messages fetched
 // (in any order) and how many unread messages the inbox holds in all
 // (≥ len(Messages); the difference was not fetched and counts as left out).
-type ctlDigestInput struct {
+type digestInput struct {
 	Agent       string
 	Messages    []fsm.Message
 	TotalUnread int
 }
 
-// ctlDigest renders unread mail for a model's context, at most maxChars
+// digest renders unread mail for a model's context, at most maxChars
 // bytes (so at most maxChars characters):
 //
 //	N unread messages for AGENT (U urgent), urgent first, then newest first:
@@ -39,7 +39,7 @@ type ctlDigestInput struct {
 // line of the thread's first message in that order, with a count. Lines
 // that do not fit are dropped from the end; the footer counts the messages
 // they held plus those never fetched. With no unread message it returns "".
-func ctlDigest(in ctlDigestInput, maxChars int) string {
+func digest(in digestInput, maxChars int) string {
 	total := max(in.TotalUnread, len(in.Messages))
 	if total == 0 {
 		return ""
@@ -85,7 +85,7 @@ func ctlDigest(in ctlDigestInput, maxChars int) string {
 		groups = append(groups, g)
 	}
 
-	header := fmt.Sprintf("%d unread %s for %s", total, ctlPlural(total, "message", "messages"), in.Agent)
+	header := fmt.Sprintf("%d unread %s for %s", total, plural(total, "message", "messages"), in.Agent)
 	if urgent > 0 {
 		header += fmt.Sprintf(" (%d urgent)", urgent)
 	}
@@ -98,7 +98,7 @@ func ctlDigest(in ctlDigestInput, maxChars int) string {
 	b.WriteString(header)
 	shown := 0
 	for _, g := range groups {
-		line := ctlDigestLine(g.head, g.count)
+		line := digestLine(g.head, g.count)
 		if b.Len()+len(line)+len(footer(total-shown-g.count)) > maxChars {
 			break
 		}
@@ -108,14 +108,14 @@ func ctlDigest(in ctlDigestInput, maxChars int) string {
 	b.WriteString(footer(total - shown))
 	if b.Len() > maxChars {
 		// Only a cap smaller than header and footer gets here.
-		return ctlTruncateUTF8(b.String(), maxChars)
+		return truncateUTF8(b.String(), maxChars)
 	}
 	return b.String()
 }
 
-// ctlDigestLine is one digest line: "- ID from FROM [PRIORITY] TITLE", with
+// digestLine is one digest line: "- ID from FROM [PRIORITY] TITLE", with
 // the fold count of its thread when count > 1.
-func ctlDigestLine(m fsm.Message, count int) string {
+func digestLine(m fsm.Message, count int) string {
 	prio := m.Priority
 	if prio == "" {
 		prio = "normal"
@@ -142,8 +142,8 @@ func ctlDigestLine(m fsm.Message, count int) string {
 	return line + "\n"
 }
 
-// ctlTruncateUTF8 cuts s to at most n bytes without splitting a rune.
-func ctlTruncateUTF8(s string, n int) string {
+// truncateUTF8 cuts s to at most n bytes without splitting a rune.
+func truncateUTF8(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
@@ -153,7 +153,7 @@ func ctlTruncateUTF8(s string, n int) string {
 	return s[:n]
 }
 
-func ctlPlural(n int, one, many string) string {
+func plural(n int, one, many string) string {
 	if n == 1 {
 		return one
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func ctlGetCommand() *cli.Command {
+func getCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "get",
 		Usage:     "show one message by id",
@@ -27,24 +27,24 @@ then the text. With --json, the message object as the API returns it.
 
 A node answers from its own state, which may be a few entries behind; --strong
 waits for the leader so a message acknowledged by any node is found.`,
-		Flags:  []cli.Flag{ctlStrongFlag(), ctlJSONFlag()},
-		Action: ctlGet,
+		Flags:  []cli.Flag{strongFlag(), jsonFlag()},
+		Action: get,
 	}
 }
 
-func ctlGet(c *cli.Context) error {
-	args, err := ctlArgs(c, "id")
+func get(c *cli.Context) error {
+	args, err := positionalArgs(c, "id")
 	if err != nil {
 		return err
 	}
-	ctx, cancel := ctlCall(c)
+	ctx, cancel := call(c)
 	defer cancel()
-	m, err := ctlClient(c).Message(ctx, args[0], ctlConsistency(c))
+	m, err := apiClient(c).Message(ctx, args[0], consistency(c))
 	if err != nil {
-		return ctlAPIError(c, err)
+		return apiError(c, err)
 	}
-	if ctlJSON(c) {
-		return ctlPrintJSON(c.App.Writer, m)
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, m)
 	}
 	// When "to" named a role, a glob, "all" or the text @mentioned agents,
 	// show whom it was delivered to as well.
@@ -52,12 +52,12 @@ func ctlGet(c *cli.Context) error {
 	if len(m.Recipients) > 0 && !slices.Equal(m.To, m.Recipients) {
 		shown.To = fsm.Recipients{strings.Join(m.To, ", ") + " → " + strings.Join(m.Recipients, ", ")}
 	}
-	return ctlPrintMessage(c.App.Writer, &shown)
+	return printMessage(c.App.Writer, &shown)
 }
 
-// ctlTime formats a message time for people: RFC 3339 in UTC, with
+// formatTime formats a message time for people: RFC 3339 in UTC, with
 // milliseconds when full is true.
-func ctlTime(t time.Time, full bool) string {
+func formatTime(t time.Time, full bool) string {
 	if t.IsZero() {
 		return "-"
 	}
@@ -67,8 +67,8 @@ func ctlTime(t time.Time, full bool) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-// ctlPrintMessage writes m as header lines, a blank line and its text.
-func ctlPrintMessage(w io.Writer, m *fsm.Message) error {
+// printMessage writes m as header lines, a blank line and its text.
+func printMessage(w io.Writer, m *fsm.Message) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
 	line := func(k, v string) {
 		fmt.Fprintf(tw, "%s:\t%s\n", k, v)
@@ -80,7 +80,7 @@ func ctlPrintMessage(w io.Writer, m *fsm.Message) error {
 	}
 	line("id", m.ID)
 	line("seq", fmt.Sprint(m.Seq))
-	line("time", ctlTime(m.Timestamp, true))
+	line("time", formatTime(m.Timestamp, true))
 	line("channel", m.Channel)
 	line("from", m.From)
 	line("to", strings.Join(m.To, ", "))

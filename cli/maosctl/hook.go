@@ -16,47 +16,47 @@ import (
 
 // Hook limits.
 const (
-	// ctlHookDefaultMaxTime bounds all of a hook's requests: the coding
+	// hookDefaultMaxTime bounds all of a hook's requests: the coding
 	// agent waits for the hook before it goes on.
-	ctlHookDefaultMaxTime = 2 * time.Second
-	// ctlHookMaxInput bounds the hook JSON read from stdin.
-	ctlHookMaxInput = 4 << 20
+	hookDefaultMaxTime = 2 * time.Second
+	// hookMaxInput bounds the hook JSON read from stdin.
+	hookMaxInput = 4 << 20
 )
 
-// How much unread mail a digest reads: ctlHookMaxPages pages of
-// ctlHookPageLimit, newest first; the rest is counted as left out.
+// How much unread mail a digest reads: hookMaxPages pages of
+// hookPageLimit, newest first; the rest is counted as left out.
 // Variables so a test can make them small.
 var (
-	ctlHookMaxPages  = 5
-	ctlHookPageLimit = fsm.MaxPageLimit
+	hookMaxPages  = 5
+	hookPageLimit = fsm.MaxPageLimit
 )
 
-// ctlHookInput is the part of the hook's stdin JSON maosctl reads. Claude
+// hookInput is the part of the hook's stdin JSON maosctl reads. Claude
 // Code and Codex both send hook_event_name, and stop_hook_active on Stop
 // (true when the agent is already continuing because a Stop hook blocked).
-type ctlHookInput struct {
+type hookInput struct {
 	HookEventName  string `json:"hook_event_name"`
 	StopHookActive bool   `json:"stop_hook_active"`
 }
 
-// ctlHookContextOutput is the answer to SessionStart and UserPromptSubmit:
+// hookContextOutput is the answer to SessionStart and UserPromptSubmit:
 // text added to the model's context.
-type ctlHookContextOutput struct {
+type hookContextOutput struct {
 	HookSpecificOutput struct {
 		HookEventName     string `json:"hookEventName"`
 		AdditionalContext string `json:"additionalContext"`
 	} `json:"hookSpecificOutput"`
 }
 
-// ctlHookStopOutput is the answer to Stop that keeps the agent working:
+// hookStopOutput is the answer to Stop that keeps the agent working:
 // reason is shown to the model (Claude Code) or becomes its continuation
 // prompt (Codex).
-type ctlHookStopOutput struct {
+type hookStopOutput struct {
 	Decision string `json:"decision"`
 	Reason   string `json:"reason"`
 }
 
-func ctlHookCommand() *cli.Command {
+func hookCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "hook",
 		Usage: "coding-agent hooks: tell Claude Code or Codex about unread mail",
@@ -65,13 +65,13 @@ func ctlHookCommand() *cli.Command {
    echo '{"hook_event_name":"SessionStart"}' | maosctl hook claude-code --agent claude`,
 		Description: `Run by the coding agent's hooks with the hook's JSON on stdin.`,
 		Subcommands: []*cli.Command{
-			ctlHookDialectCommand("claude-code", "Claude Code", `~/.claude/settings.json (or .claude/settings.json):
+			hookDialectCommand("claude-code", "Claude Code", `~/.claude/settings.json (or .claude/settings.json):
 
    {"hooks": {
       "SessionStart":     [{"hooks": [{"type": "command", "command": "maosctl hook claude-code --agent claude"}]}],
       "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "maosctl hook claude-code --agent claude"}]}],
       "Stop":             [{"hooks": [{"type": "command", "command": "maosctl hook claude-code --agent claude"}]}]}}`),
-			ctlHookDialectCommand("codex", "Codex", `~/.codex/hooks.json (hooks on in config.toml: [features] hooks = true, or
+			hookDialectCommand("codex", "Codex", `~/.codex/hooks.json (hooks on in config.toml: [features] hooks = true, or
 codex_hooks = true on older versions):
 
    {"hooks": {
@@ -83,11 +83,11 @@ Codex's older 'notify' program (config.toml notify = [...]) gets a JSON
 argument after each turn and its output is ignored, so it cannot add
 context; use the hooks above.`),
 		},
-		Action: ctlNoCommand,
+		Action: noCommand,
 	}
 }
 
-func ctlHookDialectCommand(name, product, setup string) *cli.Command {
+func hookDialectCommand(name, product, setup string) *cli.Command {
 	return &cli.Command{
 		Name:  name,
 		Usage: "answer a " + product + " hook (JSON on stdin) with the agent's unread mail",
@@ -117,29 +117,29 @@ blocks the agent.
 
 Register it in ` + setup,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "agent", Usage: "agent `ID` the coding agent works as (required)", EnvVars: []string{ctlEnvAgent}},
-			&cli.DurationFlag{Name: "max-time", Usage: "give up on the mailbox after `DURATION`", Value: ctlHookDefaultMaxTime},
+			&cli.StringFlag{Name: "agent", Usage: "agent `ID` the coding agent works as (required)", EnvVars: []string{envAgent}},
+			&cli.DurationFlag{Name: "max-time", Usage: "give up on the mailbox after `DURATION`", Value: hookDefaultMaxTime},
 		},
-		Action: ctlHook,
+		Action: hook,
 	}
 }
 
-func ctlHook(c *cli.Context) error {
-	if err := ctlNoArgs(c); err != nil {
+func hook(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
-	if err := ctlRequire(c, "agent"); err != nil {
+	if err := require(c, "agent"); err != nil {
 		return err
 	}
 	agent := strings.TrimSpace(c.String("agent"))
-	raw, err := io.ReadAll(io.LimitReader(c.App.Reader, ctlHookMaxInput+1))
+	raw, err := io.ReadAll(io.LimitReader(c.App.Reader, hookMaxInput+1))
 	if err != nil {
 		return fmt.Errorf("hook: read stdin: %w", err)
 	}
-	if len(raw) > ctlHookMaxInput {
-		return fmt.Errorf("hook: stdin is over %d bytes", ctlHookMaxInput)
+	if len(raw) > hookMaxInput {
+		return fmt.Errorf("hook: stdin is over %d bytes", hookMaxInput)
 	}
-	var in ctlHookInput
+	var in hookInput
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return fmt.Errorf("hook: stdin is not the hook's JSON object: %w", err)
 	}
@@ -155,16 +155,16 @@ func ctlHook(c *cli.Context) error {
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	client := ctlClient(c)
-	out, err := ctlHookAnswer(ctx, client, agent, in)
+	client := apiClient(c)
+	out, err := hookAnswer(ctx, client, agent, in)
 	if err != nil {
 		// Never fail the agent's turn over the mailbox: note it, exit 0.
-		fmt.Fprintf(c.App.ErrWriter, "%s: hook %s: %v\n", c.App.Name, in.HookEventName, ctlAPIError(c, err))
+		fmt.Fprintf(c.App.ErrWriter, "%s: hook %s: %v\n", c.App.Name, in.HookEventName, apiError(c, err))
 		if in.HookEventName != "SessionStart" {
 			return nil
 		}
 		// The identity is still worth giving at session start.
-		out = ctlHookContext(in.HookEventName, ctlHookIdentity(agent, client.Addr())+
+		out = hookContext(in.HookEventName, hookIdentity(agent, client.Addr())+
 			fmt.Sprintf("The maos mailbox did not answer (%v); check mail later with: maosctl inbox --agent %s --unread\n", err, agent))
 	}
 	if out == nil {
@@ -178,11 +178,11 @@ func ctlHook(c *cli.Context) error {
 	return nil
 }
 
-// ctlHookAnswer is the JSON value to print for in, or nil for none.
-func ctlHookAnswer(ctx context.Context, client *transport.Client, agent string, in ctlHookInput) (any, error) {
+// hookAnswer is the JSON value to print for in, or nil for none.
+func hookAnswer(ctx context.Context, client *transport.Client, agent string, in hookInput) (any, error) {
 	switch in.HookEventName {
 	case "SessionStart", "UserPromptSubmit":
-		dig, err := ctlFetchUnread(ctx, client, agent, "")
+		dig, err := fetchUnread(ctx, client, agent, "")
 		if err != nil {
 			return nil, err
 		}
@@ -190,15 +190,15 @@ func ctlHookAnswer(ctx context.Context, client *transport.Client, agent string, 
 			if in.HookEventName == "UserPromptSubmit" {
 				return nil, nil
 			}
-			return ctlHookContext(in.HookEventName, ctlHookIdentity(agent, client.Addr())+"No unread mail.\n"), nil
+			return hookContext(in.HookEventName, hookIdentity(agent, client.Addr())+"No unread mail.\n"), nil
 		}
-		id := ctlHookIdentity(agent, client.Addr())
-		return ctlHookContext(in.HookEventName, id+ctlDigest(dig, DigestMaxChars-len(id))), nil
+		id := hookIdentity(agent, client.Addr())
+		return hookContext(in.HookEventName, id+digest(dig, DigestMaxChars-len(id))), nil
 	case "Stop":
 		if in.StopHookActive {
 			return nil, nil
 		}
-		dig, err := ctlFetchUnread(ctx, client, agent, "urgent")
+		dig, err := fetchUnread(ctx, client, agent, "urgent")
 		if err != nil {
 			return nil, err
 		}
@@ -208,35 +208,35 @@ func ctlHookAnswer(ctx context.Context, client *transport.Client, agent string, 
 		head := fmt.Sprintf("Urgent unread mail waits for maos agent %s: read it (maosctl show ID), act or answer "+
 			"(maosctl reply ID --from %s --text T), mark it read (maosctl read-mark --agent %s ID), then stop.\n",
 			agent, agent, agent)
-		return ctlHookStopOutput{Decision: "block", Reason: head + ctlDigest(dig, DigestMaxChars-len(head))}, nil
+		return hookStopOutput{Decision: "block", Reason: head + digest(dig, DigestMaxChars-len(head))}, nil
 	}
 	return nil, nil
 }
 
-func ctlHookContext(event, text string) ctlHookContextOutput {
-	var out ctlHookContextOutput
+func hookContext(event, text string) hookContextOutput {
+	var out hookContextOutput
 	out.HookSpecificOutput.HookEventName = event
 	out.HookSpecificOutput.AdditionalContext = text
 	return out
 }
 
-// ctlHookIdentity tells the model who it is on the mailbox and how to use it.
-func ctlHookIdentity(agent, addr string) string {
+// hookIdentity tells the model who it is on the mailbox and how to use it.
+func hookIdentity(agent, addr string) string {
 	return fmt.Sprintf("You are maos agent %s (mailbox at %s). Send: maosctl send --from %s --to B --text T; "+
 		"reply: maosctl reply ID --from %s --text T.\n", agent, addr, agent, agent)
 }
 
-// ctlFetchUnread reads agent's unread messages (of priority, if given),
-// newest first, up to ctlHookMaxPages pages, and the total from the
+// fetchUnread reads agent's unread messages (of priority, if given),
+// newest first, up to hookMaxPages pages, and the total from the
 // counters when more remain. An agent without an inbox has no mail.
-func ctlFetchUnread(ctx context.Context, client *transport.Client, agent, priority string) (ctlDigestInput, error) {
-	in := ctlDigestInput{Agent: agent}
+func fetchUnread(ctx context.Context, client *transport.Client, agent, priority string) (digestInput, error) {
+	in := digestInput{Agent: agent}
 	// Newest first, so that past the pages read it is the oldest mail
 	// that is left out of the digest, not the newest.
-	q := fsm.InboxQuery{Unread: true, Priority: priority, Limit: ctlHookPageLimit, Newest: true}
-	for range ctlHookMaxPages {
+	q := fsm.InboxQuery{Unread: true, Priority: priority, Limit: hookPageLimit, Newest: true}
+	for range hookMaxPages {
 		page, err := client.Inbox(ctx, agent, q, transport.Local)
-		if ctlIsNotFound(err) {
+		if isNotFound(err) {
 			return in, nil
 		}
 		if err != nil {

@@ -15,16 +15,16 @@ import (
 )
 
 // newHookEnv is a CLI env on a real state machine with alice registered.
-func newHookEnv(t *testing.T) *ctlEnv {
+func newHookEnv(t *testing.T) *testEnv {
 	t.Helper()
-	e := newCtlEnv(t)
+	e := newTestEnv(t)
 	e.svc.WithState(t)
 	e.apply(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "alice", Role: "reviewer"})
 	return e
 }
 
 // mail stores a message to alice and returns its id.
-func (e *ctlEnv) mail(id, from, prio, title, replyTo string) string {
+func (e *testEnv) mail(id, from, prio, title, replyTo string) string {
 	e.t.Helper()
 	m := fsm.Message{
 		ID: id, Channel: "work", Type: "request", From: from, To: fsm.Recipients{"alice"}, Priority: prio,
@@ -44,7 +44,7 @@ func TestDigestOrderAndFolding(t *testing.T) {
 		{ID: "m5", Seq: 5, From: "erin", Priority: "urgent", Title: "fire 2"},
 		{ID: "m6", Seq: 6, From: "bob", Priority: "normal", Title: "re: re: old", ThreadID: "m1"},
 	}
-	got := ctlDigest(ctlDigestInput{Agent: "alice", Messages: msgs, TotalUnread: 6}, DigestMaxChars)
+	got := digest(digestInput{Agent: "alice", Messages: msgs, TotalUnread: 6}, DigestMaxChars)
 	want := `6 unread messages for alice (2 urgent), urgent first, then newest first:
 - m5 from erin [urgent] fire 2
 - m2 from carol [urgent] fire
@@ -55,11 +55,11 @@ func TestDigestOrderAndFolding(t *testing.T) {
 	if got != want {
 		t.Errorf("digest:\n%s\nwant:\n%s", got, want)
 	}
-	if d := ctlDigest(ctlDigestInput{Agent: "alice"}, DigestMaxChars); d != "" {
+	if d := digest(digestInput{Agent: "alice"}, DigestMaxChars); d != "" {
 		t.Errorf("empty digest = %q", d)
 	}
 	// Messages never fetched count as left out.
-	got = ctlDigest(ctlDigestInput{Agent: "alice", Messages: msgs[:1], TotalUnread: 9}, DigestMaxChars)
+	got = digest(digestInput{Agent: "alice", Messages: msgs[:1], TotalUnread: 9}, DigestMaxChars)
 	if !strings.Contains(got, "9 unread messages") || !strings.Contains(got, "\n8 left out.") {
 		t.Errorf("partial digest:\n%s", got)
 	}
@@ -71,15 +71,15 @@ func TestDigestTruncatesExactlyAtCap(t *testing.T) {
 		msgs = append(msgs, fsm.Message{ID: fmt.Sprintf("msg-%04d", i), Seq: uint64(i + 1), From: "bob",
 			Priority: "normal", Title: strings.Repeat("t", 30) + fmt.Sprint(i)})
 	}
-	in := ctlDigestInput{Agent: "alice", Messages: msgs, TotalUnread: len(msgs)}
-	full := ctlDigest(in, 1<<20)
+	in := digestInput{Agent: "alice", Messages: msgs, TotalUnread: len(msgs)}
+	full := digest(in, 1<<20)
 	if !strings.HasSuffix(strings.SplitAfterN(full, "\n", 402)[401], "0 left out. Read: maosctl inbox --agent alice --unread; one message: maosctl show ID; a thread: maosctl thread ID; then: maosctl read-mark --agent alice ID\n") {
 		t.Fatalf("full digest does not end with the footer")
 	}
 	if len(full) <= DigestMaxChars {
 		t.Fatalf("fixture too small: %d chars", len(full))
 	}
-	capped := ctlDigest(in, DigestMaxChars)
+	capped := digest(in, DigestMaxChars)
 	if len(capped) > DigestMaxChars {
 		t.Fatalf("digest is %d chars, over the cap %d", len(capped), DigestMaxChars)
 	}
@@ -95,31 +95,31 @@ func TestDigestTruncatesExactlyAtCap(t *testing.T) {
 	// Exactly at the cap: a cap of the digest's own length keeps every
 	// line; one byte less drops one.
 	n := len(capped)
-	if got := ctlDigest(in, n); got != capped {
+	if got := digest(in, n); got != capped {
 		t.Errorf("cap %d changed the digest", n)
 	}
-	one := ctlDigest(in, n-1)
+	one := digest(in, n-1)
 	if len(one) > n-1 || strings.Count(one, "\n") != strings.Count(capped, "\n")-1 {
 		t.Errorf("cap %d: %d chars, %d lines; want one line fewer than %d", n-1, len(one), strings.Count(one, "\n"), strings.Count(capped, "\n"))
 	}
 	// A single line that would overflow by one byte is left out.
 	m := []fsm.Message{msgs[0]}
-	all := ctlDigest(ctlDigestInput{Agent: "alice", Messages: m, TotalUnread: 1}, 1<<20)
-	if got := ctlDigest(ctlDigestInput{Agent: "alice", Messages: m, TotalUnread: 1}, len(all)); got != all {
+	all := digest(digestInput{Agent: "alice", Messages: m, TotalUnread: 1}, 1<<20)
+	if got := digest(digestInput{Agent: "alice", Messages: m, TotalUnread: 1}, len(all)); got != all {
 		t.Errorf("at cap: %q", got)
 	}
-	if got := ctlDigest(ctlDigestInput{Agent: "alice", Messages: m, TotalUnread: 1}, len(all)-1); strings.Contains(got, "msg-0000") || !strings.Contains(got, "\n1 left out.") {
+	if got := digest(digestInput{Agent: "alice", Messages: m, TotalUnread: 1}, len(all)-1); strings.Contains(got, "msg-0000") || !strings.Contains(got, "\n1 left out.") {
 		t.Errorf("one under cap: %q", got)
 	}
 	// Huge titles are shortened so one message cannot fill the digest.
-	long := ctlDigestLine(fsm.Message{ID: "x", From: "y", Title: strings.Repeat("é", 5000)}, 1)
+	long := digestLine(fsm.Message{ID: "x", From: "y", Title: strings.Repeat("é", 5000)}, 1)
 	if len([]rune(long)) > digestTitleMax+40 {
 		t.Errorf("long title line is %d runes", len([]rune(long)))
 	}
 }
 
 // hook runs `maosctl hook DIALECT --agent alice` with stdin and returns stdout.
-func (e *ctlEnv) hook(dialect, stdin string) ctlResult {
+func (e *testEnv) hook(dialect, stdin string) runResult {
 	e.t.Helper()
 	return e.run(stdin, "hook", dialect, "--agent", "alice")
 }
@@ -207,15 +207,15 @@ func closedAddr(t *testing.T) string {
 }
 
 func TestHookOffline(t *testing.T) {
-	newCtlEnv(t) // clears the environment
+	newTestEnv(t) // clears the environment
 	addr := closedAddr(t)
-	r := ctlRunApp(addr, `{"hook_event_name":"SessionStart"}`, "hook", "claude-code", "--agent", "alice")
+	r := runApp(addr, `{"hook_event_name":"SessionStart"}`, "hook", "claude-code", "--agent", "alice")
 	if r.err != nil || !strings.Contains(r.out, `"additionalContext":"You are maos agent alice (`) ||
 		!strings.Contains(r.out, "The maos mailbox did not answer") || !strings.Contains(r.errOut, "maosctl: hook SessionStart: cannot reach") {
 		t.Errorf("offline SessionStart: err=%v out=%q stderr=%q", r.err, r.out, r.errOut)
 	}
 	for _, ev := range []string{"UserPromptSubmit", "Stop"} {
-		r := ctlRunApp(addr, `{"hook_event_name":"`+ev+`"}`, "hook", "codex", "--agent", "alice")
+		r := runApp(addr, `{"hook_event_name":"`+ev+`"}`, "hook", "codex", "--agent", "alice")
 		if r.err != nil || r.out != "" || !strings.Contains(r.errOut, "cannot reach") {
 			t.Errorf("offline %s: err=%v out=%q stderr=%q", ev, r.err, r.out, r.errOut)
 		}
@@ -236,9 +236,9 @@ func TestStatusLine(t *testing.T) {
 		t.Errorf("with mail: %q", out)
 	}
 	e.ok("bulletin", "set", "system_status", "degraded")
-	var st ctlStatus
+	var st status
 	if err := json.Unmarshal([]byte(e.ok("--json", "status-line", "--agent", "alice")), &st); err != nil ||
-		st != (ctlStatus{Online: true, Agent: "alice", Unread: 3, Urgent: 1, SystemStatus: "degraded", CurrentPhase: "implementation"}) {
+		st != (status{Online: true, Agent: "alice", Unread: 3, Urgent: 1, SystemStatus: "degraded", CurrentPhase: "implementation"}) {
 		t.Errorf("--json: %+v %v", st, err)
 	}
 	// An agent without an inbox has no mail, not an error.
@@ -249,10 +249,10 @@ func TestStatusLine(t *testing.T) {
 }
 
 func TestStatusLineStoppedCluster(t *testing.T) {
-	newCtlEnv(t) // clears the environment
+	newTestEnv(t) // clears the environment
 	addr := closedAddr(t)
-	r := ctlRunApp(addr, "", "status-line", "--agent", "alice")
-	if r.err != nil || ExitCode(r.err) != 0 || r.out != ctlStatusLineOffline+"\n" || r.errOut != "" {
+	r := runApp(addr, "", "status-line", "--agent", "alice")
+	if r.err != nil || ExitCode(r.err) != 0 || r.out != statusLineOffline+"\n" || r.errOut != "" {
 		t.Errorf("stopped cluster: err=%v out=%q stderr=%q", r.err, r.out, r.errOut)
 	}
 	// A node that accepts but never answers: the offline marker after --max-time.
@@ -262,8 +262,8 @@ func TestStatusLineStoppedCluster(t *testing.T) {
 	}
 	defer ln.Close()
 	start := time.Now()
-	r = ctlRunApp(ln.Addr().String(), "", "status-line", "--agent", "alice", "--max-time", "100ms")
-	if r.err != nil || r.out != ctlStatusLineOffline+"\n" {
+	r = runApp(ln.Addr().String(), "", "status-line", "--agent", "alice", "--max-time", "100ms")
+	if r.err != nil || r.out != statusLineOffline+"\n" {
 		t.Errorf("silent node: err=%v out=%q stderr=%q (after %s)", r.err, r.out, r.errOut, time.Since(start))
 	}
 }
@@ -271,14 +271,14 @@ func TestStatusLineStoppedCluster(t *testing.T) {
 // Past the pages a digest reads it is the oldest mail that is left out,
 // counted, never the newest.
 func TestDigestReadsNewestFirst(t *testing.T) {
-	pages, limit := ctlHookMaxPages, ctlHookPageLimit
-	ctlHookMaxPages, ctlHookPageLimit = 2, 2
-	t.Cleanup(func() { ctlHookMaxPages, ctlHookPageLimit = pages, limit })
+	pages, limit := hookMaxPages, hookPageLimit
+	hookMaxPages, hookPageLimit = 2, 2
+	t.Cleanup(func() { hookMaxPages, hookPageLimit = pages, limit })
 	e := newHookEnv(t)
 	for i := 1; i <= 6; i++ {
 		e.mail(fmt.Sprintf("msg-%d", i), "bob", "normal", fmt.Sprintf("note %d", i), "")
 	}
-	in, err := ctlFetchUnread(context.Background(), transport.NewClient(e.addr, nil), "alice", "")
+	in, err := fetchUnread(context.Background(), transport.NewClient(e.addr, nil), "alice", "")
 	if err != nil {
 		t.Fatal(err)
 	}

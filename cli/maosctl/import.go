@@ -8,7 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func ctlImportCommand() *cli.Command {
+func importCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "import",
 		Usage: "send the messages of a file-based mailbox or channel folder",
@@ -36,28 +36,28 @@ with --json, the report {"imported":[{file,layout,id,seq,already}],
 "skipped":[{file,reason}],"ignored":[...]}.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "channel", Usage: "channel `NAME` for files that name none"},
-			ctlJSONFlag(),
+			jsonFlag(),
 		},
-		Action: ctlImport,
+		Action: runImport,
 	}
 }
 
-func ctlImport(c *cli.Context) error {
-	args, err := ctlArgs(c, "DIR")
+func runImport(c *cli.Context) error {
+	args, err := positionalArgs(c, "DIR")
 	if err != nil {
 		return err
 	}
 	dir := args[0]
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return ctlUsagef(c, "DIR %q is not a folder", dir)
+		return usagef(c, "DIR %q is not a folder", dir)
 	}
 	ch := c.String("channel")
 	if ch != "" && bridge.SanitizeName(ch) != ch {
-		return ctlUsagef(c, "--channel %q is not a channel name (lower-case letters, digits, ., _, -; at most 64)", ch)
+		return usagef(c, "--channel %q is not a channel name (lower-case letters, digits, ., _, -; at most 64)", ch)
 	}
 	// Each request is bounded by the client's own timeout: the whole
 	// import may take longer than --timeout.
-	rep, err := bridge.Import(c.Context, ctlClient(c), dir, bridge.Options{Channel: ch})
+	rep, err := bridge.Import(c.Context, apiClient(c), dir, bridge.Options{Channel: ch})
 	if err != nil && rep == nil {
 		return err
 	}
@@ -65,15 +65,15 @@ func ctlImport(c *cli.Context) error {
 		fmt.Fprintf(c.App.ErrWriter, "maosctl: skipped %s: %s\n", s.File, s.Reason)
 	}
 	imported, already := rep.Counts()
-	if ctlJSON(c) {
-		if perr := ctlPrintJSON(c.App.Writer, rep); perr != nil {
+	if wantJSON(c) {
+		if perr := printJSON(c.App.Writer, rep); perr != nil {
 			return perr
 		}
 	} else {
 		fmt.Fprintf(c.App.Writer, "imported %d, already there %d, skipped %d, ignored %d\n", imported, already, len(rep.Skipped), len(rep.Ignored))
 	}
 	if err != nil {
-		return ctlAPIError(c, err)
+		return apiError(c, err)
 	}
 	if len(rep.Skipped) > 0 {
 		return fmt.Errorf("%d file(s) skipped (named above); fix them and re-run: what is imported stays", len(rep.Skipped))

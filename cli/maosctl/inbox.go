@@ -9,7 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func ctlInboxCommand() *cli.Command {
+func inboxCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "inbox",
 		Usage: "list an agent's inbox, or its counts",
@@ -29,7 +29,7 @@ by priority).
 a short page (the hint on stderr says where to go on, or use --all).
 With --json, an array of messages, each with "read".`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "agent", Usage: "agent `ID` whose inbox to read (required)", EnvVars: []string{ctlEnvAgent}},
+			&cli.StringFlag{Name: "agent", Usage: "agent `ID` whose inbox to read (required)", EnvVars: []string{envAgent}},
 			&cli.BoolFlag{Name: "unread", Usage: "only unread messages"},
 			&cli.StringFlag{Name: "priority", Usage: "only messages of `PRIORITY` (urgent, high, normal, low)"},
 			&cli.StringFlag{Name: "type", Usage: "only messages of `TYPE`"},
@@ -38,31 +38,31 @@ With --json, an array of messages, each with "read".`,
 			&cli.IntFlag{Name: "limit", Usage: "at most `N` messages per page (1-1000)", Value: fsm.DefaultPageLimit},
 			&cli.BoolFlag{Name: "all", Usage: "follow pages until the end of the inbox"},
 			&cli.BoolFlag{Name: "counts", Usage: "print the inbox counters instead of messages"},
-			ctlStrongFlag(),
-			ctlJSONFlag(),
+			strongFlag(),
+			jsonFlag(),
 		},
-		Action: ctlInbox,
+		Action: inbox,
 	}
 }
 
-func ctlInbox(c *cli.Context) error {
-	if err := ctlNoArgs(c); err != nil {
+func inbox(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
-	if err := ctlRequire(c, "agent"); err != nil {
+	if err := require(c, "agent"); err != nil {
 		return err
 	}
 	agent := strings.TrimSpace(c.String("agent"))
-	client := ctlClient(c)
+	client := apiClient(c)
 	if c.Bool("counts") {
-		ctx, cancel := ctlCall(c)
+		ctx, cancel := call(c)
 		defer cancel()
-		counts, err := client.InboxCounts(ctx, agent, ctlConsistency(c))
+		counts, err := client.InboxCounts(ctx, agent, consistency(c))
 		if err != nil {
-			return ctlAPIError(c, err)
+			return apiError(c, err)
 		}
-		if ctlJSON(c) {
-			return ctlPrintJSON(c.App.Writer, counts)
+		if wantJSON(c) {
+			return printJSON(c.App.Writer, counts)
 		}
 		var by []string
 		for _, p := range fsm.Priorities {
@@ -73,7 +73,7 @@ func ctlInbox(c *cli.Context) error {
 	}
 	limit := c.Int("limit")
 	if limit < 1 || limit > fsm.MaxPageLimit {
-		return ctlUsagef(c, "--limit %d: want 1 to %d", limit, fsm.MaxPageLimit)
+		return usagef(c, "--limit %d: want 1 to %d", limit, fsm.MaxPageLimit)
 	}
 	q := fsm.InboxQuery{
 		Unread:   c.Bool("unread"),
@@ -83,14 +83,14 @@ func ctlInbox(c *cli.Context) error {
 		After:    c.Uint64("after"),
 		Limit:    limit,
 	}
-	asJSON := ctlJSON(c)
+	asJSON := wantJSON(c)
 	out := []fsm.InboxEntry{}
 	for {
-		ctx, cancel := ctlCall(c)
-		page, err := client.Inbox(ctx, agent, q, ctlConsistency(c))
+		ctx, cancel := call(c)
+		page, err := client.Inbox(ctx, agent, q, consistency(c))
 		cancel()
 		if err != nil {
-			return ctlAPIError(c, err)
+			return apiError(c, err)
 		}
 		if asJSON {
 			out = append(out, page.Messages...)
@@ -101,7 +101,7 @@ func ctlInbox(c *cli.Context) error {
 				if !e.Read {
 					mark = "*"
 				}
-				if _, err := fmt.Fprintf(c.App.Writer, "%s %s\n", mark, ctlMessageLine(&e.Message)); err != nil {
+				if _, err := fmt.Fprintf(c.App.Writer, "%s %s\n", mark, messageLine(&e.Message)); err != nil {
 					return err
 				}
 			}
@@ -121,12 +121,12 @@ func ctlInbox(c *cli.Context) error {
 		}
 	}
 	if asJSON {
-		return ctlPrintJSON(c.App.Writer, out)
+		return printJSON(c.App.Writer, out)
 	}
 	return nil
 }
 
-func ctlShowCommand() *cli.Command {
+func showCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "show",
 		Usage:     "show one message, whole, with whom it was delivered to",
@@ -139,12 +139,12 @@ func ctlShowCommand() *cli.Command {
 glob, "all" or the text @mentioned agents, the "to" line also shows the
 agents it was delivered to ("role:reviewer → alice, bob"). With --json, the
 message object, whose "recipients" holds that list.`,
-		Flags:  []cli.Flag{ctlStrongFlag(), ctlJSONFlag()},
-		Action: ctlGet,
+		Flags:  []cli.Flag{strongFlag(), jsonFlag()},
+		Action: get,
 	}
 }
 
-func ctlReadMarkCommand() *cli.Command {
+func readMarkCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "read-mark",
 		Usage:     "mark one message, or everything up to a seq, read in an agent's inbox",
@@ -159,20 +159,20 @@ and marking a read message again changes nothing. The sender sees the read
 time in 'maosctl receipts'. Prints how many messages changed and the unread
 count left; with --json, {"agent","marked","counts"}.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "agent", Usage: "agent `ID` whose inbox it is (required)", EnvVars: []string{ctlEnvAgent}},
+			&cli.StringFlag{Name: "agent", Usage: "agent `ID` whose inbox it is (required)", EnvVars: []string{envAgent}},
 			&cli.StringFlag{Name: "upto", Usage: "mark everything up to and including `SEQ` read"},
-			ctlJSONFlag(),
+			jsonFlag(),
 		},
-		Action: ctlReadMark,
+		Action: readMark,
 	}
 }
 
-func ctlReadMark(c *cli.Context) error {
-	pos, err := ctlTrailingFlags(c)
+func readMark(c *cli.Context) error {
+	pos, err := trailingFlags(c)
 	if err != nil {
 		return err
 	}
-	if err := ctlRequire(c, "agent"); err != nil {
+	if err := require(c, "agent"); err != nil {
 		return err
 	}
 	var id string
@@ -180,27 +180,27 @@ func ctlReadMark(c *cli.Context) error {
 	uptoFlag := strings.TrimSpace(c.String("upto"))
 	switch {
 	case len(pos) > 1:
-		return ctlUsagef(c, "unexpected argument %q", pos[1])
+		return usagef(c, "unexpected argument %q", pos[1])
 	case len(pos) == 1 && uptoFlag != "":
-		return ctlUsagef(c, "give a message ID or --upto SEQ, not both")
+		return usagef(c, "give a message ID or --upto SEQ, not both")
 	case len(pos) == 1:
 		id = pos[0]
 	case uptoFlag != "":
 		if upto, err = strconv.ParseUint(uptoFlag, 10, 64); err != nil || upto == 0 {
-			return ctlUsagef(c, "--upto %q: want a seq, a whole number from 1", uptoFlag)
+			return usagef(c, "--upto %q: want a seq, a whole number from 1", uptoFlag)
 		}
 	default:
-		return ctlUsagef(c, "missing ID (or --upto SEQ)")
+		return usagef(c, "missing ID (or --upto SEQ)")
 	}
 	agent := strings.TrimSpace(c.String("agent"))
-	ctx, cancel := ctlCall(c)
+	ctx, cancel := call(c)
 	defer cancel()
-	res, err := ctlClient(c).MarkRead(ctx, agent, id, upto)
+	res, err := apiClient(c).MarkRead(ctx, agent, id, upto)
 	if err != nil {
-		return ctlAPIError(c, err)
+		return apiError(c, err)
 	}
-	if ctlJSON(c) {
-		return ctlPrintJSON(c.App.Writer, res)
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, res)
 	}
 	_, err = fmt.Fprintf(c.App.Writer, "marked %d read; %s has %d unread\n", res.Marked, res.Agent, res.Counts.Unread)
 	return err

@@ -15,12 +15,12 @@ import (
 
 // Shape of the message 'maosctl interrupt' posts.
 const (
-	ctlInterruptType     = "alert"
-	ctlInterruptPriority = "urgent"
-	ctlInterruptPrefix   = "[INTERRUPT] "
+	interruptType     = "alert"
+	interruptPriority = "urgent"
+	interruptPrefix   = "[INTERRUPT] "
 )
 
-func ctlInterruptCommand() *cli.Command {
+func interruptCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "interrupt",
 		Usage: "stop an agent: an urgent [INTERRUPT] message, and ESC to its tmux pane",
@@ -51,18 +51,18 @@ Prints the message's id and seq, the agent's node and whether ESC was sent;
 with --json {"agent","node","message","escape","tmux_target"}.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "reason", Usage: "why the agent must stop: the message says \"[INTERRUPT] `REASON`\" (required)"},
-			&cli.StringFlag{Name: "from", Usage: "sender agent `ID` (required)", EnvVars: []string{ctlEnvAgent}},
-			&cli.StringFlag{Name: "channel", Usage: "channel `NAME` of the message (default: the agent's presence channel)", EnvVars: []string{ctlEnvChannel}},
+			&cli.StringFlag{Name: "from", Usage: "sender agent `ID` (required)", EnvVars: []string{envAgent}},
+			&cli.StringFlag{Name: "channel", Usage: "channel `NAME` of the message (default: the agent's presence channel)", EnvVars: []string{envChannel}},
 			&cli.StringFlag{Name: "tmux-target", Usage: "also send ESC to the agent's tmux pane `SESSION:WINDOW.PANE` on this host"},
 			&cli.StringFlag{Name: "tmux-socket", Usage: "`PATH` of the tmux server's socket (tmux -S); default: the user's server"},
-			ctlJSONFlag(),
+			jsonFlag(),
 		},
-		Action: ctlInterrupt,
+		Action: interrupt,
 	}
 }
 
-// ctlInterruptResult is what 'maosctl interrupt --json' prints.
-type ctlInterruptResult struct {
+// interruptResult is what 'maosctl interrupt --json' prints.
+type interruptResult struct {
 	Agent      string                  `json:"agent"`
 	Node       string                  `json:"node,omitempty"` // from the agent's presence; "" if none
 	Message    *transport.SendResponse `json:"message"`
@@ -70,35 +70,35 @@ type ctlInterruptResult struct {
 	TmuxTarget string                  `json:"tmux_target,omitempty"`
 }
 
-func ctlInterrupt(c *cli.Context) error {
-	args, err := ctlArgs(c, "agent")
+func interrupt(c *cli.Context) error {
+	args, err := positionalArgs(c, "agent")
 	if err != nil {
 		return err
 	}
-	if err := ctlRequire(c, "reason", "from"); err != nil {
+	if err := require(c, "reason", "from"); err != nil {
 		return err
 	}
 	agent := strings.TrimSpace(args[0])
 	from := strings.TrimSpace(c.String("from"))
 	if !fsm.ValidName(agent) {
-		return ctlUsagef(c, "AGENT %q is not an agent id", agent)
+		return usagef(c, "AGENT %q is not an agent id", agent)
 	}
 	if !fsm.ValidName(from) {
-		return ctlUsagef(c, "--from %q is not an agent id", from)
+		return usagef(c, "--from %q is not an agent id", from)
 	}
 	if from == agent {
-		return ctlUsagef(c, "--from %s: an agent cannot interrupt itself", from)
+		return usagef(c, "--from %s: an agent cannot interrupt itself", from)
 	}
 	reason := strings.TrimSpace(c.String("reason"))
 	target := strings.TrimSpace(c.String("tmux-target"))
-	root := ctlRoot(c)
-	cl := ctlClient(c)
+	root := rootContext(c)
+	cl := apiClient(c)
 
-	ctx, cancel := ctlCall(root)
+	ctx, cancel := call(root)
 	defer cancel()
 	check, err := cl.CheckRules(ctx, transport.RulesCheckRequest{From: from, To: agent}, transport.Local)
 	if err != nil {
-		return ctlAPIError(root, err)
+		return apiError(root, err)
 	}
 	if !check.Allowed {
 		why := check.Reason
@@ -108,7 +108,7 @@ func ctlInterrupt(c *cli.Context) error {
 		return fmt.Errorf("%s may not interrupt %s: %s (nothing was sent)", from, agent, why)
 	}
 
-	res := ctlInterruptResult{Agent: agent, TmuxTarget: target}
+	res := interruptResult{Agent: agent, TmuxTarget: target}
 	channel := strings.TrimSpace(c.String("channel"))
 	p, err := cl.AgentPresence(ctx, agent)
 	switch {
@@ -118,10 +118,10 @@ func ctlInterrupt(c *cli.Context) error {
 			channel = p.Channel
 		}
 	case !errors.Is(err, fsm.ErrNotFound):
-		return ctlAPIError(root, err)
+		return apiError(root, err)
 	}
 	if channel == "" {
-		return ctlUsagef(c, "missing required flag --channel (or set $%s): the agent's presence names no channel", ctlEnvChannel)
+		return usagef(c, "missing required flag --channel (or set $%s): the agent's presence names no channel", envChannel)
 	}
 
 	m := &fsm.Message{
@@ -129,14 +129,14 @@ func ctlInterrupt(c *cli.Context) error {
 		Channel:  channel,
 		From:     from,
 		To:       fsm.Recipients{agent},
-		Type:     ctlInterruptType,
-		Priority: ctlInterruptPriority,
-		Title:    ctlInterruptTitle(reason),
-		Content:  fsm.Content{Text: ctlInterruptPrefix + reason},
+		Type:     interruptType,
+		Priority: interruptPriority,
+		Title:    interruptTitle(reason),
+		Content:  fsm.Content{Text: interruptPrefix + reason},
 	}
 	sent, err := cl.Send(ctx, m)
 	if err != nil {
-		return ctlAPIError(root, err)
+		return apiError(root, err)
 	}
 	// One recipient: if the rules changed since the check and block it, the
 	// send itself fails (403) and no ESC is sent.
@@ -166,8 +166,8 @@ func ctlInterrupt(c *cli.Context) error {
 		}
 	}
 
-	if ctlJSON(c) {
-		return ctlPrintJSON(c.App.Writer, res)
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, res)
 	}
 	w := c.App.Writer
 	fmt.Fprintf(w, "interrupt %s: %s seq=%d\n", agent, sent.ID, sent.Seq)
@@ -183,10 +183,10 @@ func ctlInterrupt(c *cli.Context) error {
 	return err2
 }
 
-// ctlInterruptTitle is "[INTERRUPT] reason" cut to fsm.MaxTitleLen bytes
+// interruptTitle is "[INTERRUPT] reason" cut to fsm.MaxTitleLen bytes
 // on a rune boundary: the audit trail shows titles, so it shows why.
-func ctlInterruptTitle(reason string) string {
-	t := ctlInterruptPrefix + strings.Join(strings.Fields(reason), " ")
+func interruptTitle(reason string) string {
+	t := interruptPrefix + strings.Join(strings.Fields(reason), " ")
 	for len(t) > fsm.MaxTitleLen {
 		_, size := utf8.DecodeLastRuneInString(t)
 		t = t[:len(t)-size]

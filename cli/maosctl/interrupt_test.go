@@ -17,9 +17,9 @@ import (
 // reads too, the
 // hierarchical rules (workers talk only to the orchestrator role, which
 // may message anyone), and agents registered with their roles.
-func interruptEnv(t *testing.T) *ctlEnv {
+func interruptEnv(t *testing.T) *testEnv {
 	t.Helper()
-	e := newCtlMailEnv(t)
+	e := newMailEnv(t)
 	for id, role := range map[string]string{"master": "orchestrator", "claude": "developer", "tester": "tester"} {
 		oversightApply(t, e, fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: id, Role: role})
 	}
@@ -27,7 +27,7 @@ func interruptEnv(t *testing.T) *ctlEnv {
 	return e
 }
 
-func interruptMessage(t *testing.T, e *ctlEnv, id string) fsm.Message {
+func interruptMessage(t *testing.T, e *testEnv, id string) fsm.Message {
 	t.Helper()
 	var m fsm.Message
 	if err := json.Unmarshal([]byte(e.ok("--json", "get", id)), &m); err != nil {
@@ -36,10 +36,10 @@ func interruptMessage(t *testing.T, e *ctlEnv, id string) fsm.Message {
 	return m
 }
 
-func TestMaosctlInterruptSendsUrgentMessage(t *testing.T) {
+func TestInterruptSendsUrgentMessage(t *testing.T) {
 	e := interruptEnv(t)
 	e.svc.SetPresence(transport.Presence{AgentID: "claude", Node: "n2", State: "AWAKE", Substate: "WORKING", Channel: "dev"})
-	var res ctlInterruptResult
+	var res interruptResult
 	out := e.ok("--json", "interrupt", "claude", "--from", "master", "--reason", "stop:\nthe spec changed")
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("interrupt --json: %v\n%s", err, out)
@@ -58,8 +58,8 @@ func TestMaosctlInterruptSendsUrgentMessage(t *testing.T) {
 	}
 
 	// Text output; sender and channel from the environment.
-	t.Setenv(ctlEnvAgent, "master")
-	t.Setenv(ctlEnvChannel, "ops")
+	t.Setenv(envAgent, "master")
+	t.Setenv(envChannel, "ops")
 	out = e.ok("interrupt", "claude", "--reason", "wrong branch")
 	lines := strings.Split(out, "\n")
 	if len(lines) != 4 || !strings.HasPrefix(lines[0], "interrupt claude: msg-") || lines[1] != "agent claude is on node n2" ||
@@ -72,7 +72,7 @@ func TestMaosctlInterruptSendsUrgentMessage(t *testing.T) {
 	}
 }
 
-func TestMaosctlInterruptRefusedByRules(t *testing.T) {
+func TestInterruptRefusedByRules(t *testing.T) {
 	e := interruptEnv(t)
 	e.svc.SetPresence(transport.Presence{AgentID: "claude", Node: "n1", State: "AWAKE", Channel: "dev"})
 	// tester may not message claude; the tmux target would fail if tried.
@@ -84,7 +84,7 @@ func TestMaosctlInterruptRefusedByRules(t *testing.T) {
 	}
 }
 
-func TestMaosctlInterruptUsage(t *testing.T) {
+func TestInterruptUsage(t *testing.T) {
 	e := interruptEnv(t)
 	e.fail([]string{"interrupt", "--from", "master", "--reason", "x"}, "missing AGENT")
 	e.fail([]string{"interrupt", "claude", "--from", "master"}, "missing required flag --reason")
@@ -98,7 +98,7 @@ func TestMaosctlInterruptUsage(t *testing.T) {
 	}
 }
 
-func TestMaosctlInterruptSendsEscapeToPane(t *testing.T) {
+func TestInterruptSendsEscapeToPane(t *testing.T) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Fatalf("tmux is needed by this test (.ci/run installs it): %v", err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func ctlLockCommand() *cli.Command {
+func lockCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "lock",
 		Usage: "advisory locks (leases) on shared files and resources",
@@ -38,64 +38,64 @@ bulletin's shared_resources.
 
 --holder defaults to $MAOS_AGENT_ID.`,
 		Subcommands: []*cli.Command{
-			ctlLockAcquireCommand(),
-			ctlLockRenewCommand(),
-			ctlLockReleaseCommand(),
-			ctlLockListCommand(),
-			ctlLockCheckCommand(),
+			lockAcquireCommand(),
+			lockRenewCommand(),
+			lockReleaseCommand(),
+			lockListCommand(),
+			lockCheckCommand(),
 		},
-		Action: ctlNoCommand,
+		Action: noCommand,
 	}
 }
 
-func ctlLockPathFlag() cli.Flag {
+func lockPathFlag() cli.Flag {
 	return &cli.StringFlag{Name: "path", Usage: "the locked file or resource `PATH` (required)"}
 }
 
-func ctlLockHolderFlag(usage string) cli.Flag {
-	return &cli.StringFlag{Name: "holder", Usage: usage, EnvVars: []string{ctlEnvAgent}}
+func lockHolderFlag(usage string) cli.Flag {
+	return &cli.StringFlag{Name: "holder", Usage: usage, EnvVars: []string{envAgent}}
 }
 
-func ctlLockTokenFlag(usage string) cli.Flag {
+func lockTokenFlag(usage string) cli.Flag {
 	return &cli.StringFlag{Name: "token", Usage: usage}
 }
 
-func ctlLockTTLFlag() cli.Flag {
+func lockTTLFlag() cli.Flag {
 	return &cli.StringFlag{Name: "ttl", Usage: "lease `DURATION`: 90s, 10m, 2h (1s to 24h) or a number of seconds (required)"}
 }
 
-// ctlLockToken parses --token; required reports a missing one.
-func ctlLockToken(c *cli.Context, required bool) (uint64, error) {
+// lockToken parses --token; required reports a missing one.
+func lockToken(c *cli.Context, required bool) (uint64, error) {
 	s := strings.TrimSpace(c.String("token"))
 	if s == "" {
 		if required {
-			return 0, ctlUsagef(c, "missing required flag --token (the token 'maosctl lock acquire' printed)")
+			return 0, usagef(c, "missing required flag --token (the token 'maosctl lock acquire' printed)")
 		}
 		return 0, nil
 	}
 	v, err := strconv.ParseUint(s, 10, 64)
 	if err != nil || v == 0 {
-		return 0, ctlUsagef(c, "--token: %q is not a lock token (a whole number from 1)", s)
+		return 0, usagef(c, "--token: %q is not a lock token (a whole number from 1)", s)
 	}
 	return v, nil
 }
 
-// ctlLockTTL parses --ttl: a Go duration or a number of seconds. The
+// lockTTL parses --ttl: a Go duration or a number of seconds. The
 // server checks the limits.
-func ctlLockTTL(c *cli.Context) (fsm.LockTTL, error) {
+func lockTTL(c *cli.Context) (fsm.LockTTL, error) {
 	s := strings.TrimSpace(c.String("ttl"))
 	if d, err := time.ParseDuration(s); err == nil {
 		return fsm.LockTTL(d), nil
 	}
 	var ttl fsm.LockTTL
 	if _, err := strconv.ParseFloat(s, 64); err != nil || ttl.UnmarshalJSON([]byte(s)) != nil {
-		return 0, ctlUsagef(c, "--ttl: %q is not a duration like 90s, 10m, 2h or a number of seconds", s)
+		return 0, usagef(c, "--ttl: %q is not a duration like 90s, 10m, 2h or a number of seconds", s)
 	}
 	return ttl, nil
 }
 
-// ctlLockError is ctlAPIError that, for a refusal, adds what to do.
-func ctlLockError(c *cli.Context, err error) error {
+// lockError is apiError that, for a refusal, adds what to do.
+func lockError(c *cli.Context, err error) error {
 	var refused *transport.LockRefusedError
 	if errors.As(err, &refused) {
 		hint := ""
@@ -105,15 +105,15 @@ func ctlLockError(c *cli.Context, err error) error {
 		case fsm.LockLapsed, fsm.LockStaleToken:
 			hint = "; your lease is gone: acquire the lock again and redo what it guarded"
 		}
-		return &ctlError{err: err, msg: refused.API.Message + hint}
+		return &userError{err: err, msg: refused.API.Message + hint}
 	}
-	return ctlAPIError(c, err)
+	return apiError(c, err)
 }
 
-// ctlPrintLockResult prints "granted PATH to HOLDER: token N, expires T".
-func ctlPrintLockResult(c *cli.Context, res *fsm.LockResult) error {
-	if ctlJSON(c) {
-		return ctlPrintJSON(c.App.Writer, res)
+// printLockResult prints "granted PATH to HOLDER: token N, expires T".
+func printLockResult(c *cli.Context, res *fsm.LockResult) error {
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, res)
 	}
 	l := res.Lock
 	var err error
@@ -127,7 +127,7 @@ func ctlPrintLockResult(c *cli.Context, res *fsm.LockResult) error {
 	return err
 }
 
-func ctlLockAcquireCommand() *cli.Command {
+func lockAcquireCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "acquire",
 		Usage: "take a lock for a time to live",
@@ -142,37 +142,37 @@ its token ("extended ..."). If another holder's lease is live, fails
 naming the holder, its token and its expiry. With --json, the API's
 {"outcome","lock":{"path","holder","token","acquired_at","expires_at",...}}.`,
 		Flags: []cli.Flag{
-			ctlLockPathFlag(),
-			ctlLockHolderFlag("agent `ID` taking the lock (required)"),
-			ctlLockTTLFlag(),
-			ctlJSONFlag(),
+			lockPathFlag(),
+			lockHolderFlag("agent `ID` taking the lock (required)"),
+			lockTTLFlag(),
+			jsonFlag(),
 		},
-		Action: ctlLockAcquire,
+		Action: lockAcquire,
 	}
 }
 
-func ctlLockAcquire(c *cli.Context) error {
-	if err := ctlNoArgs(c); err != nil {
+func lockAcquire(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
-	if err := ctlRequire(c, "path", "holder", "ttl"); err != nil {
+	if err := require(c, "path", "holder", "ttl"); err != nil {
 		return err
 	}
-	ttl, err := ctlLockTTL(c)
+	ttl, err := lockTTL(c)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := ctlCall(c)
+	ctx, cancel := call(c)
 	defer cancel()
-	res, err := ctlClient(c).AcquireLock(ctx, fsm.LockAcquireCommand{
+	res, err := apiClient(c).AcquireLock(ctx, fsm.LockAcquireCommand{
 		Path: c.String("path"), Holder: strings.TrimSpace(c.String("holder")), TTL: ttl})
 	if err != nil {
-		return ctlLockError(c, err)
+		return lockError(c, err)
 	}
-	return ctlPrintLockResult(c, res)
+	return printLockResult(c, res)
 }
 
-func ctlLockRenewCommand() *cli.Command {
+func lockRenewCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "renew",
 		Usage: "extend a lock you hold",
@@ -184,45 +184,45 @@ can renew, with the current token, and only while the lease is live: a
 lease that has run out is gone even if nobody took it (acquire it again,
 for a new token). Prints "extended PATH to ID: token N, expires TIME".`,
 		Flags: []cli.Flag{
-			ctlLockPathFlag(),
-			ctlLockHolderFlag("agent `ID` holding the lock (required)"),
-			ctlLockTokenFlag("the lease's `TOKEN` (required)"),
-			ctlLockTTLFlag(),
-			ctlJSONFlag(),
+			lockPathFlag(),
+			lockHolderFlag("agent `ID` holding the lock (required)"),
+			lockTokenFlag("the lease's `TOKEN` (required)"),
+			lockTTLFlag(),
+			jsonFlag(),
 		},
-		Action: ctlLockRenew,
+		Action: lockRenew,
 	}
 }
 
-func ctlLockRenew(c *cli.Context) error {
-	if err := ctlNoArgs(c); err != nil {
+func lockRenew(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
-	if err := ctlRequire(c, "path", "holder"); err != nil {
+	if err := require(c, "path", "holder"); err != nil {
 		return err
 	}
-	token, err := ctlLockToken(c, true)
+	token, err := lockToken(c, true)
 	if err != nil {
 		return err
 	}
-	if err := ctlRequire(c, "ttl"); err != nil {
+	if err := require(c, "ttl"); err != nil {
 		return err
 	}
-	ttl, err := ctlLockTTL(c)
+	ttl, err := lockTTL(c)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := ctlCall(c)
+	ctx, cancel := call(c)
 	defer cancel()
-	res, err := ctlClient(c).RenewLock(ctx, fsm.LockRenewCommand{
+	res, err := apiClient(c).RenewLock(ctx, fsm.LockRenewCommand{
 		Path: c.String("path"), Holder: strings.TrimSpace(c.String("holder")), Token: token, TTL: ttl})
 	if err != nil {
-		return ctlLockError(c, err)
+		return lockError(c, err)
 	}
-	return ctlPrintLockResult(c, res)
+	return printLockResult(c, res)
 }
 
-func ctlLockReleaseCommand() *cli.Command {
+func lockReleaseCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "release",
 		Usage: "give a lock up (or break it with --force)",
@@ -237,60 +237,60 @@ holder's lease (an operator's tool); --by names you in the audit trail,
 and --holder/--token, if given, must still match, so you break the lease
 you meant to. Prints "released PATH (held by ID, token N)".`,
 		Flags: []cli.Flag{
-			ctlLockPathFlag(),
+			lockPathFlag(),
 			// No EnvVars: $MAOS_AGENT_ID is the default holder only
-			// without --force (see ctlLockRelease).
+			// without --force (see lockRelease).
 			&cli.StringFlag{Name: "holder", Usage: "agent `ID` holding the lock (required without --force; default $MAOS_AGENT_ID)"},
-			ctlLockTokenFlag("the lease's `TOKEN` (required without --force)"),
+			lockTokenFlag("the lease's `TOKEN` (required without --force)"),
 			&cli.BoolFlag{Name: "force", Usage: "release whoever holds the lock"},
 			&cli.StringFlag{Name: "by", Usage: "with --force: your `ID` for the audit trail (required with --force)"},
-			ctlJSONFlag(),
+			jsonFlag(),
 		},
-		Action: ctlLockRelease,
+		Action: lockRelease,
 	}
 }
 
-func ctlLockRelease(c *cli.Context) error {
-	if err := ctlNoArgs(c); err != nil {
+func lockRelease(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
-	if err := ctlRequire(c, "path"); err != nil {
+	if err := require(c, "path"); err != nil {
 		return err
 	}
 	cmd := fsm.LockReleaseCommand{Path: c.String("path"), Holder: strings.TrimSpace(c.String("holder")), Force: c.Bool("force")}
 	if cmd.Force {
 		// A --holder given with --force pins the lease to break;
 		// $MAOS_AGENT_ID, the operator's own id, does not.
-		if err := ctlRequire(c, "by"); err != nil {
+		if err := require(c, "by"); err != nil {
 			return err
 		}
 		cmd.By = strings.TrimSpace(c.String("by"))
 	} else {
 		if c.String("by") != "" {
-			return ctlUsagef(c, "--by goes with --force")
+			return usagef(c, "--by goes with --force")
 		}
 		if cmd.Holder == "" {
-			cmd.Holder = strings.TrimSpace(os.Getenv(ctlEnvAgent))
+			cmd.Holder = strings.TrimSpace(os.Getenv(envAgent))
 		}
 		if cmd.Holder == "" {
-			return ctlUsagef(c, "missing required flag --holder (or set $%s)", ctlEnvAgent)
+			return usagef(c, "missing required flag --holder (or set $%s)", envAgent)
 		}
 	}
-	token, err := ctlLockToken(c, !cmd.Force)
+	token, err := lockToken(c, !cmd.Force)
 	if err != nil {
 		return err
 	}
 	cmd.Token = token
-	ctx, cancel := ctlCall(c)
+	ctx, cancel := call(c)
 	defer cancel()
-	res, err := ctlClient(c).ReleaseLock(ctx, cmd)
+	res, err := apiClient(c).ReleaseLock(ctx, cmd)
 	if err != nil {
-		return ctlLockError(c, err)
+		return lockError(c, err)
 	}
-	return ctlPrintLockResult(c, res)
+	return printLockResult(c, res)
 }
 
-func ctlLockListCommand() *cli.Command {
+func lockListCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "list",
 		Usage: "list the locks",
@@ -307,33 +307,33 @@ taken over. With --json, the API's {"locks":[...],"has_more","as_of"}.`,
 			&cli.StringFlag{Name: "prefix", Usage: "only paths starting with `PREFIX`"},
 			&cli.StringFlag{Name: "holder", Usage: "only locks held by agent `ID`"},
 			&cli.IntFlag{Name: "limit", Usage: "print at most `N` locks (default all)"},
-			ctlStrongFlag(),
-			ctlJSONFlag(),
+			strongFlag(),
+			jsonFlag(),
 		},
-		Action: ctlLockList,
+		Action: lockList,
 	}
 }
 
-func ctlLockList(c *cli.Context) error {
-	if err := ctlNoArgs(c); err != nil {
+func lockList(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
 	limit := c.Int("limit")
 	if limit < 0 {
-		return ctlUsagef(c, "--limit: %d is negative", limit)
+		return usagef(c, "--limit: %d is negative", limit)
 	}
 	q := fsm.LockQuery{Prefix: c.String("prefix"), Holder: strings.TrimSpace(c.String("holder"))}
-	cl := ctlClient(c)
+	cl := apiClient(c)
 	all := fsm.LockPage{Locks: []fsm.Lock{}}
 	for {
 		if limit > 0 {
 			q.Limit = min(limit-len(all.Locks), fsm.MaxPageLimit)
 		}
-		ctx, cancel := ctlCall(c)
-		page, err := cl.Locks(ctx, q, ctlConsistency(c))
+		ctx, cancel := call(c)
+		page, err := cl.Locks(ctx, q, consistency(c))
 		cancel()
 		if err != nil {
-			return ctlAPIError(c, err)
+			return apiError(c, err)
 		}
 		all.Locks = append(all.Locks, page.Locks...)
 		all.AsOf = page.AsOf
@@ -343,8 +343,8 @@ func ctlLockList(c *cli.Context) error {
 		}
 		q.After = page.Locks[len(page.Locks)-1].Path
 	}
-	if ctlJSON(c) {
-		return ctlPrintJSON(c.App.Writer, all)
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, all)
 	}
 	if len(all.Locks) == 0 {
 		return nil
@@ -361,7 +361,7 @@ func ctlLockList(c *cli.Context) error {
 	return tw.Flush()
 }
 
-func ctlLockCheckCommand() *cli.Command {
+func lockCheckCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "check",
 		Usage: "exit 0 if a token is still the current grant of a lock, 1 if not",
@@ -377,41 +377,41 @@ already moved. With --json, prints the API's answer
 {"path","current","holder","token","expires_at","expired","as_of","reason"}
 and still exits 1 when not current.`,
 		Flags: []cli.Flag{
-			ctlLockPathFlag(),
-			ctlLockTokenFlag("the `TOKEN` to check (required)"),
-			ctlStrongFlag(),
-			ctlJSONFlag(),
+			lockPathFlag(),
+			lockTokenFlag("the `TOKEN` to check (required)"),
+			strongFlag(),
+			jsonFlag(),
 		},
-		Action: ctlLockCheck,
+		Action: lockCheck,
 	}
 }
 
-func ctlLockCheck(c *cli.Context) error {
-	if err := ctlNoArgs(c); err != nil {
+func lockCheck(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
-	if err := ctlRequire(c, "path"); err != nil {
+	if err := require(c, "path"); err != nil {
 		return err
 	}
-	token, err := ctlLockToken(c, true)
+	token, err := lockToken(c, true)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := ctlCall(c)
+	ctx, cancel := call(c)
 	defer cancel()
-	res, err := ctlClient(c).CheckLock(ctx, c.String("path"), token, ctlConsistency(c))
+	res, err := apiClient(c).CheckLock(ctx, c.String("path"), token, consistency(c))
 	if err != nil {
-		return ctlAPIError(c, err)
+		return apiError(c, err)
 	}
-	if ctlJSON(c) {
-		if err := ctlPrintJSON(c.App.Writer, res); err != nil {
+	if wantJSON(c) {
+		if err := printJSON(c.App.Writer, res); err != nil {
 			return err
 		}
 	}
 	if !res.Current {
 		return fmt.Errorf("token %d is not current for %s: %s", token, res.Path, res.Reason)
 	}
-	if ctlJSON(c) {
+	if wantJSON(c) {
 		return nil
 	}
 	_, err = fmt.Fprintf(c.App.Writer, "current: %s held by %s (token %d) until %s\n",

@@ -10,30 +10,30 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// ctlMailboxCommands are the maosctl commands of the mailbox group: the
+// mailboxCommands are the maosctl commands of the mailbox group: the
 // agent registry (here), inboxes and read marks (maosctl_inbox.go), replies,
 // threads and receipts (maosctl_reply.go).
-func ctlMailboxCommands() []*cli.Command {
+func mailboxCommands() []*cli.Command {
 	return []*cli.Command{
-		ctlAgentsCommand(),
-		ctlInboxCommand(),
-		ctlShowCommand(),
-		ctlReadMarkCommand(),
-		ctlReplyCommand(),
-		ctlThreadCommand(),
-		ctlReceiptsCommand(),
-		ctlChannelCommand(),
-		ctlTailCommand(),
-		ctlWatchCommand(),
-		ctlBenchCommand(),
-		ctlImportCommand(),
-		ctlMirrorCommand(),
-		ctlMCPCommand(),
-		ctlStatusLineCommand(), ctlHookCommand(),
+		agentsCommand(),
+		inboxCommand(),
+		showCommand(),
+		readMarkCommand(),
+		replyCommand(),
+		threadCommand(),
+		receiptsCommand(),
+		channelCommand(),
+		tailCommand(),
+		watchCommand(),
+		benchCommand(),
+		importCommand(),
+		mirrorCommand(),
+		mcpCommand(),
+		statusLineCommand(), hookCommand(),
 	}
 }
 
-func ctlAgentsCommand() *cli.Command {
+func agentsCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "agents",
 		Usage: "the agent registry: list, register, unregister, find, roles",
@@ -50,17 +50,17 @@ A sender that is not registered is registered on the spot with role "agent",
 unless the cluster setting strict_senders is on
 (maosctl cluster config set strict_senders true): then its sends are refused.`,
 		Subcommands: []*cli.Command{
-			ctlAgentsListCommand("list", false),
-			ctlAgentsRegisterCommand(),
-			ctlAgentsUnregisterCommand(),
-			ctlAgentsListCommand("find", true),
-			ctlAgentsRolesCommand(),
+			agentsListCommand("list", false),
+			agentsRegisterCommand(),
+			agentsUnregisterCommand(),
+			agentsListCommand("find", true),
+			agentsRolesCommand(),
 		},
-		Action: ctlNoCommand,
+		Action: noCommand,
 	}
 }
 
-func ctlAgentsListCommand(name string, find bool) *cli.Command {
+func agentsListCommand(name string, find bool) *cli.Command {
 	cmd := &cli.Command{
 		Name:  name,
 		Usage: "list registered agents, optionally of a role or with a capability",
@@ -74,10 +74,10 @@ both). With --json, an array of agent objects.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "role", Usage: "only agents of role `R`"},
 			&cli.StringFlag{Name: "capability", Usage: "only agents with capability `C`"},
-			ctlStrongFlag(),
-			ctlJSONFlag(),
+			strongFlag(),
+			jsonFlag(),
 		},
-		Action: func(c *cli.Context) error { return ctlAgentsList(c, find) },
+		Action: func(c *cli.Context) error { return agentsList(c, find) },
 	}
 	if find {
 		cmd.Usage = "find agents by role or capability"
@@ -91,22 +91,22 @@ both), as 'agents list' does. One of --role and --capability is required.`
 	return cmd
 }
 
-func ctlAgentsList(c *cli.Context, find bool) error {
-	if err := ctlNoArgs(c); err != nil {
+func agentsList(c *cli.Context, find bool) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
 	q := fsm.AgentQuery{Role: strings.TrimSpace(c.String("role")), Capability: strings.TrimSpace(c.String("capability")), Limit: fsm.MaxPageLimit}
 	if find && q.Role == "" && q.Capability == "" {
-		return ctlUsagef(c, "give --role or --capability")
+		return usagef(c, "give --role or --capability")
 	}
-	client := ctlClient(c)
+	client := apiClient(c)
 	var agents []fsm.Agent
 	for {
-		ctx, cancel := ctlCall(c)
-		page, err := client.Agents(ctx, q, ctlConsistency(c))
+		ctx, cancel := call(c)
+		page, err := client.Agents(ctx, q, consistency(c))
 		cancel()
 		if err != nil {
-			return ctlAPIError(c, err)
+			return apiError(c, err)
 		}
 		agents = append(agents, page.Agents...)
 		if !page.HasMore || len(page.Agents) == 0 {
@@ -117,8 +117,8 @@ func ctlAgentsList(c *cli.Context, find bool) error {
 	if agents == nil {
 		agents = []fsm.Agent{}
 	}
-	if ctlJSON(c) {
-		return ctlPrintJSON(c.App.Writer, agents)
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, agents)
 	}
 	if len(agents) == 0 {
 		return nil
@@ -130,14 +130,14 @@ func ctlAgentsList(c *cli.Context, find bool) error {
 		if a.Auto {
 			role += " (auto)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.ID, role, ctlOr(strings.Join(a.Capabilities, ","), "-"),
-			ctlOr(a.Node, "-"), ctlOr(ctlFirstLine(a.Description, 60), "-"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.ID, role, or(strings.Join(a.Capabilities, ","), "-"),
+			or(a.Node, "-"), or(firstLine(a.Description, 60), "-"))
 	}
 	return tw.Flush()
 }
 
-// ctlFirstLine is the first line of s, cut to n runes with "…".
-func ctlFirstLine(s string, n int) string {
+// firstLine is the first line of s, cut to n runes with "…".
+func firstLine(s string, n int) string {
 	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
 		s = s[:i]
 	}
@@ -147,7 +147,7 @@ func ctlFirstLine(s string, n int) string {
 	return s
 }
 
-func ctlAgentsRegisterCommand() *cli.Command {
+func agentsRegisterCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "register",
 		Usage:     "register an agent (again: replace its role, capabilities, description, node)",
@@ -166,32 +166,32 @@ stored agent object.`,
 			&cli.StringFlag{Name: "capability", Usage: "capabilities `C[,D]`, comma-separated"},
 			&cli.StringFlag{Name: "description", Usage: "free `TEXT` about the agent"},
 			&cli.StringFlag{Name: "node", Usage: "`NODE` id the agent's watcher runs next to"},
-			ctlJSONFlag(),
+			jsonFlag(),
 		},
-		Action: ctlAgentsRegister,
+		Action: agentsRegister,
 	}
 }
 
-func ctlAgentsRegister(c *cli.Context) error {
-	args, err := ctlArgs(c, "id")
+func agentsRegister(c *cli.Context) error {
+	args, err := positionalArgs(c, "id")
 	if err != nil {
 		return err
 	}
 	cmd := fsm.RegisterAgentCommand{
 		ID:           args[0],
 		Role:         strings.TrimSpace(c.String("role")),
-		Capabilities: ctlSplitList([]string{c.String("capability")}),
+		Capabilities: splitList([]string{c.String("capability")}),
 		Description:  c.String("description"),
 		Node:         strings.TrimSpace(c.String("node")),
 	}
-	ctx, cancel := ctlCall(c)
+	ctx, cancel := call(c)
 	defer cancel()
-	a, err := ctlClient(c).RegisterAgent(ctx, cmd)
+	a, err := apiClient(c).RegisterAgent(ctx, cmd)
 	if err != nil {
-		return ctlAPIError(c, err)
+		return apiError(c, err)
 	}
-	if ctlJSON(c) {
-		return ctlPrintJSON(c.App.Writer, a)
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, a)
 	}
 	line := fmt.Sprintf("registered %s (role %s", a.ID, a.Role)
 	if len(a.Capabilities) > 0 {
@@ -204,7 +204,7 @@ func ctlAgentsRegister(c *cli.Context) error {
 	return err
 }
 
-func ctlAgentsUnregisterCommand() *cli.Command {
+func agentsUnregisterCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "unregister",
 		Usage:     "remove an agent from the registry (its inbox stays)",
@@ -216,30 +216,30 @@ func ctlAgentsUnregisterCommand() *cli.Command {
 globs. Its inbox and read marks stay (messages sent to its id still arrive),
 and registering it again brings it back. The unregistration goes into the
 audit trail.`,
-		Flags:  []cli.Flag{ctlJSONFlag()},
-		Action: ctlAgentsUnregister,
+		Flags:  []cli.Flag{jsonFlag()},
+		Action: agentsUnregister,
 	}
 }
 
-func ctlAgentsUnregister(c *cli.Context) error {
-	args, err := ctlArgs(c, "id")
+func agentsUnregister(c *cli.Context) error {
+	args, err := positionalArgs(c, "id")
 	if err != nil {
 		return err
 	}
-	ctx, cancel := ctlCall(c)
+	ctx, cancel := call(c)
 	defer cancel()
-	a, err := ctlClient(c).UnregisterAgent(ctx, args[0])
+	a, err := apiClient(c).UnregisterAgent(ctx, args[0])
 	if err != nil {
-		return ctlAPIError(c, err)
+		return apiError(c, err)
 	}
-	if ctlJSON(c) {
-		return ctlPrintJSON(c.App.Writer, a)
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, a)
 	}
 	_, err = fmt.Fprintf(c.App.Writer, "unregistered %s (role %s)\n", a.ID, a.Role)
 	return err
 }
 
-func ctlAgentsRolesCommand() *cli.Command {
+func agentsRolesCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "roles",
 		Usage: "role summary: each role and how many agents have it",
@@ -249,26 +249,26 @@ func ctlAgentsRolesCommand() *cli.Command {
    maosctl --json agents roles | jq .reviewer`,
 		Description: `Prints each role with its number of registered agents, by role name. With
 --json, an object role → count.`,
-		Flags:  []cli.Flag{ctlStrongFlag(), ctlJSONFlag()},
-		Action: ctlAgentsRoles,
+		Flags:  []cli.Flag{strongFlag(), jsonFlag()},
+		Action: agentsRoles,
 	}
 }
 
-func ctlAgentsRoles(c *cli.Context) error {
-	if err := ctlNoArgs(c); err != nil {
+func agentsRoles(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
-	ctx, cancel := ctlCall(c)
+	ctx, cancel := call(c)
 	defer cancel()
-	roles, err := ctlClient(c).Roles(ctx, ctlConsistency(c))
+	roles, err := apiClient(c).Roles(ctx, consistency(c))
 	if err != nil {
-		return ctlAPIError(c, err)
+		return apiError(c, err)
 	}
 	if roles == nil {
 		roles = map[string]uint64{}
 	}
-	if ctlJSON(c) {
-		return ctlPrintJSON(c.App.Writer, roles)
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, roles)
 	}
 	if len(roles) == 0 {
 		return nil

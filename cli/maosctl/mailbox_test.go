@@ -18,24 +18,24 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// newCtlMailEnv is newCtlEnv with every write and read on a real state
+// newMailEnv is newTestEnv with every write and read on a real state
 // machine, sends and message reads included, so the mailbox commands see
 // resolved recipients, inboxes, threads and receipts.
-func newCtlMailEnv(t *testing.T) *ctlEnv {
+func newMailEnv(t *testing.T) *testEnv {
 	t.Helper()
-	for _, k := range []string{ctlEnvAddr, ctlEnvAgent, ctlEnvChannel, ctlEnvTimeout} {
+	for _, k := range []string{envAddr, envAgent, envChannel, envTimeout} {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
 	}
-	svc := newCtlService(transporttest.MessagesOnState()).WithState(t)
+	svc := newService(transporttest.MessagesOnState()).WithState(t)
 	srv := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{}))
 	t.Cleanup(srv.Close)
-	return &ctlEnv{t: t, svc: svc, addr: srv.Listener.Addr().String()}
+	return &testEnv{t: t, svc: svc, addr: srv.Listener.Addr().String()}
 }
 
 // fail runs args, which must fail with exit 1, one "maosctl: " line on
 // stderr containing every want, and nothing on stdout.
-func (e *ctlEnv) fail(args []string, want ...string) {
+func (e *testEnv) fail(args []string, want ...string) {
 	e.t.Helper()
 	r := e.run("", args...)
 	if r.err == nil || ExitCode(r.err) != 1 {
@@ -54,21 +54,21 @@ func (e *ctlEnv) fail(args []string, want ...string) {
 	}
 }
 
-func (e *ctlEnv) apply(op fsm.Op, body any) {
+func (e *testEnv) apply(op fsm.Op, body any) {
 	e.t.Helper()
 	if _, err := e.svc.Apply(context.Background(), op, body); err != nil {
 		e.t.Fatalf("apply %s: %v", op, err)
 	}
 }
 
-func (e *ctlEnv) reviewers() {
+func (e *testEnv) reviewers() {
 	e.t.Helper()
 	e.ok("agents", "register", "alice", "--role", "reviewer", "--capability", "go,review")
 	e.ok("agents", "register", "bob", "--role", "reviewer")
 }
 
-func TestMaosctlAgents(t *testing.T) {
-	e := newCtlMailEnv(t)
+func TestAgents(t *testing.T) {
+	e := newMailEnv(t)
 	out := e.ok("agents", "register", "alice", "--role", "reviewer", "--capability", "go, review", "--node", "n1", "--description", "reads diffs\nsecond line")
 	if out != "registered alice (role reviewer, capabilities go,review, node n1)\n" {
 		t.Errorf("register printed %q", out)
@@ -130,8 +130,8 @@ func TestMaosctlAgents(t *testing.T) {
 	e.fail([]string{"agents", "list", "--role", "Bad Role"}, "role: must match", "400")
 }
 
-func TestMaosctlInboxAndReadMark(t *testing.T) {
-	e := newCtlMailEnv(t)
+func TestInboxAndReadMark(t *testing.T) {
+	e := newMailEnv(t)
 	e.reviewers()
 	id1 := e.send("review", "codex", "role:reviewer", "first review", "--priority", "urgent", "--title", "Retry")
 	id2 := e.send("review", "claude", "alice", "second", "--type", "status")
@@ -200,11 +200,11 @@ func TestMaosctlInboxAndReadMark(t *testing.T) {
 	}
 
 	// The agent from the environment.
-	t.Setenv(ctlEnvAgent, "bob")
+	t.Setenv(envAgent, "bob")
 	if out := e.ok("inbox", "--counts"); !strings.HasPrefix(out, "bob: 2 messages") {
 		t.Errorf("inbox with MAOS_AGENT_ID printed %q", out)
 	}
-	os.Unsetenv(ctlEnvAgent)
+	os.Unsetenv(envAgent)
 
 	e.fail([]string{"inbox"}, "--agent", "MAOS_AGENT_ID")
 	e.fail([]string{"inbox", "--agent", "zed"}, "agent zed", "404")
@@ -218,8 +218,8 @@ func TestMaosctlInboxAndReadMark(t *testing.T) {
 	e.fail([]string{"read-mark", "--agent", "zed", "--upto", "9"}, "agent zed", "404")
 }
 
-func TestMaosctlShowReplyThreadReceipts(t *testing.T) {
-	e := newCtlMailEnv(t)
+func TestShowReplyThreadReceipts(t *testing.T) {
+	e := newMailEnv(t)
 	e.reviewers()
 	root := e.send("review", "codex", "role:reviewer", "please review @carol", "--title", "Retry logic")
 
@@ -240,7 +240,7 @@ func TestMaosctlShowReplyThreadReceipts(t *testing.T) {
 	}
 
 	out = e.ok("reply", root, "--from", "alice", "--text", "looks good")
-	rm := ctlSendIDRE.FindStringSubmatch(out)
+	rm := sendIDRE.FindStringSubmatch(out)
 	if rm == nil {
 		t.Fatalf("reply printed %q", out)
 	}
@@ -256,7 +256,7 @@ func TestMaosctlShowReplyThreadReceipts(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("reply to reply: %v %s", r.err, r.errOut)
 	}
-	r2 := ctlSendIDRE.FindStringSubmatch(r.out)
+	r2 := sendIDRE.FindStringSubmatch(r.out)
 	if r2 == nil {
 		t.Fatalf("reply printed %q", r.out)
 	}
@@ -295,14 +295,14 @@ func TestMaosctlShowReplyThreadReceipts(t *testing.T) {
 	e.fail([]string{"receipts"}, "missing ID")
 }
 
-var ctlSendIDRE = regexp.MustCompile(`^(msg-\S+) seq=\d+\n`)
+var sendIDRE = regexp.MustCompile(`^(msg-\S+) seq=\d+\n`)
 
-func TestMaosctlSendWait(t *testing.T) {
-	e := newCtlMailEnv(t)
+func TestSendWait(t *testing.T) {
+	e := newMailEnv(t)
 	e.reviewers()
 
 	// Another agent reads while the sender waits.
-	done := make(chan ctlResult, 1)
+	done := make(chan runResult, 1)
 	go func() {
 		done <- e.run("", "send", "--from", "codex", "--to", "role:reviewer", "--channel", "review", "--text", "read me",
 			"--id", "msg-wait-1", "--wait", "read", "--timeout", "30s")
@@ -341,7 +341,7 @@ func TestMaosctlSendWait(t *testing.T) {
 	e.apply(fsm.OpMarkRead, fsm.MarkReadCommand{Agent: "alice", ID: "msg-wait-3"})
 	r = e.run("", "--json", "send", "--from", "codex", "--to", "alice", "--channel", "review", "--text", "again",
 		"--id", "msg-wait-4", "--wait", "read", "--timeout", "200ms")
-	var out ctlSendWait
+	var out sendWait
 	if err := json.Unmarshal([]byte(r.out), &out); err != nil {
 		t.Fatalf("--json wait printed %q: %v", r.out, err)
 	}
@@ -359,14 +359,14 @@ func TestMaosctlSendWait(t *testing.T) {
 	}
 }
 
-func TestMaosctlSendGlobalTimeoutStillBoundsTheCall(t *testing.T) {
-	newCtlEnv(t)
+func TestSendGlobalTimeoutStillBoundsTheCall(t *testing.T) {
+	newTestEnv(t)
 	app := App()
 	var global, local time.Duration
 	for _, cmd := range app.Commands {
 		if cmd.Name == "send" {
 			cmd.Action = func(c *cli.Context) error {
-				global, local = ctlRoot(c).Duration("timeout"), c.Duration("timeout")
+				global, local = rootContext(c).Duration("timeout"), c.Duration("timeout")
 				return nil
 			}
 		}
@@ -379,8 +379,8 @@ func TestMaosctlSendGlobalTimeoutStillBoundsTheCall(t *testing.T) {
 	}
 }
 
-func TestMaosctlSendBlockedAndStrict(t *testing.T) {
-	e := newCtlMailEnv(t)
+func TestSendBlockedAndStrict(t *testing.T) {
+	e := newMailEnv(t)
 	e.ok("agents", "register", "tina", "--role", "tester")
 	e.ok("agents", "register", "rex", "--role", "reviewer")
 	e.ok("agents", "register", "dev", "--role", "developer")
@@ -423,8 +423,8 @@ func TestMaosctlSendBlockedAndStrict(t *testing.T) {
 }
 
 // send --private stores a private message; a reply to one is private too.
-func TestMaosctlPrivateSendAndReply(t *testing.T) {
-	e := newCtlMailEnv(t)
+func TestPrivateSendAndReply(t *testing.T) {
+	e := newMailEnv(t)
 	e.reviewers()
 	stored := func(id string) *fsm.Message {
 		t.Helper()
@@ -442,14 +442,14 @@ func TestMaosctlPrivateSendAndReply(t *testing.T) {
 	if v := stored(secret).Visibility; v != fsm.VisibilityPrivate {
 		t.Fatalf("send --private has visibility %q, want private", v)
 	}
-	rm := ctlSendIDRE.FindStringSubmatch(e.ok("reply", secret, "--from", "alice", "--text", "noted"))
+	rm := sendIDRE.FindStringSubmatch(e.ok("reply", secret, "--from", "alice", "--text", "noted"))
 	if rm == nil {
 		t.Fatal("reply printed no id")
 	}
 	if v := stored(rm[1]).Visibility; v != fsm.VisibilityPrivate {
 		t.Errorf("a reply to a private message has visibility %q, want private", v)
 	}
-	rm = ctlSendIDRE.FindStringSubmatch(e.ok("reply", public, "--from", "alice", "--text", "psst", "--private"))
+	rm = sendIDRE.FindStringSubmatch(e.ok("reply", public, "--from", "alice", "--text", "psst", "--private"))
 	if rm == nil {
 		t.Fatal("reply printed no id")
 	}

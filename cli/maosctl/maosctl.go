@@ -28,28 +28,28 @@ const (
 	// otherwise.
 	DefaultTimeout = 15 * time.Second
 
-	ctlEnvAddr      = "MAOS_ADDR"
-	ctlEnvTimeout   = "MAOS_TIMEOUT"
-	ctlEnvAgent     = "MAOS_AGENT_ID"
-	ctlEnvChannel   = "MAOS_CHANNEL"
-	ctlEnvToken     = "MAOS_TOKEN"
-	ctlEnvTokenFile = "MAOS_TOKEN_FILE"
+	envAddr      = "MAOS_ADDR"
+	envTimeout   = "MAOS_TIMEOUT"
+	envAgent     = "MAOS_AGENT_ID"
+	envChannel   = "MAOS_CHANNEL"
+	envToken     = "MAOS_TOKEN"
+	envTokenFile = "MAOS_TOKEN_FILE"
 )
 
-// ctlUsageError is a mistake on the command line (a missing flag, an extra
+// usageError is a mistake on the command line (a missing flag, an extra
 // argument). It exits 1 like every other maosctl error; the type lets the
 // message carry a hint at --help.
-type ctlUsageError struct{ msg string }
+type usageError struct{ msg string }
 
-func (e *ctlUsageError) Error() string { return e.msg }
+func (e *usageError) Error() string { return e.msg }
 
-func ctlUsagef(c *cli.Context, format string, args ...any) error {
+func usagef(c *cli.Context, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
-	return &ctlUsageError{msg: fmt.Sprintf("%s (see '%s --help')", msg, ctlCommandPath(c))}
+	return &usageError{msg: fmt.Sprintf("%s (see '%s --help')", msg, commandPath(c))}
 }
 
-// ctlCommandPath is "maosctl cluster join" for the command c runs.
-func ctlCommandPath(c *cli.Context) string {
+// commandPath is "maosctl cluster join" for the command c runs.
+func commandPath(c *cli.Context) string {
 	var names []string
 	for _, x := range c.Lineage() {
 		if x.Command != nil && x.Command.Name != "" {
@@ -105,60 +105,60 @@ give --ca (or MAOS_CA) the cluster's CA certificate to verify the node.`,
 			&cli.StringFlag{
 				Name:    "addr",
 				Usage:   "API address `HOST:PORT` (or URL) of any maosd node",
-				EnvVars: []string{ctlEnvAddr},
+				EnvVars: []string{envAddr},
 				Value:   DefaultAddr,
 			},
-			ctlJSONFlag(),
+			jsonFlag(),
 			&cli.DurationFlag{
 				Name:    "timeout",
 				Usage:   "give up on each API call after `DURATION`",
-				EnvVars: []string{ctlEnvTimeout},
+				EnvVars: []string{envTimeout},
 				Value:   DefaultTimeout,
 			},
 			&cli.StringFlag{
 				Name:    "token",
 				Usage:   "bearer `TOKEN` for a cluster running with --auth (wins over --token-file)",
-				EnvVars: []string{ctlEnvToken},
+				EnvVars: []string{envToken},
 			},
 			&cli.StringFlag{
 				Name:    "token-file",
 				Usage:   "`FILE` holding the bearer token on one line",
-				EnvVars: []string{ctlEnvTokenFile},
+				EnvVars: []string{envTokenFile},
 			},
 			&cli.StringFlag{
 				Name:    "ca",
 				Usage:   "`FILE` of the CA certificate(s) (PEM) that sign the nodes' certificates: speak https, verify the node against it",
-				EnvVars: []string{ctlEnvCA},
+				EnvVars: []string{envCA},
 			},
 			&cli.StringFlag{
 				Name:    "cert",
 				Usage:   "client certificate `FILE` (PEM) signed by --ca, for node-to-node endpoints (agents need none)",
-				EnvVars: []string{ctlEnvCert},
+				EnvVars: []string{envCert},
 			},
 			&cli.StringFlag{
 				Name:    "key",
 				Usage:   "private key `FILE` (PEM) of --cert",
-				EnvVars: []string{ctlEnvKey},
+				EnvVars: []string{envKey},
 			},
 		},
-		Before: ctlBefore(ctlLoadToken, ctlLoadTLS),
+		Before: chainBefore(loadToken, loadTLS),
 		Commands: slices.Concat([]*cli.Command{
-			ctlSendCommand(),
-			ctlGetCommand(),
-			ctlReadCommand(),
-			ctlChannelsCommand(),
-			ctlClusterCommand(),
-			ctlTokenCommand(),
-		}, ctlMailboxCommands(), ctlOversightCommands(), ctlCoordinationCommands(), ctlPresenceCommands()),
-		Action:               ctlNoCommand,
+			sendCommand(),
+			getCommand(),
+			readCommand(),
+			channelsCommand(),
+			clusterCommand(),
+			tokenCommand(),
+		}, mailboxCommands(), oversightCommands(), coordinationCommands(), presenceCommands()),
+		Action:               noCommand,
 		Writer:               os.Stdout,
 		ErrWriter:            os.Stderr,
 		Reader:               os.Stdin,
 		HideVersion:          true,
 		EnableBashCompletion: true,
 	}
-	app.OnUsageError = ctlOnUsageError
-	ctlSetUsageHandler(app.Commands)
+	app.OnUsageError = onUsageError
+	setUsageHandler(app.Commands)
 	app.ExitErrHandler = func(c *cli.Context, err error) {
 		if err == nil {
 			return
@@ -182,43 +182,43 @@ func ExitCode(err error) int {
 	return 1
 }
 
-// ctlSetUsageHandler routes flag-parsing errors of every command through
+// setUsageHandler routes flag-parsing errors of every command through
 // ExitErrHandler, so they are printed as "maosctl: ..." on stderr.
-func ctlSetUsageHandler(cmds []*cli.Command) {
+func setUsageHandler(cmds []*cli.Command) {
 	for _, cmd := range cmds {
-		cmd.OnUsageError = ctlOnUsageError
-		ctlSetUsageHandler(cmd.Subcommands)
+		cmd.OnUsageError = onUsageError
+		setUsageHandler(cmd.Subcommands)
 	}
 }
 
-func ctlOnUsageError(c *cli.Context, err error, isSubcommand bool) error {
+func onUsageError(c *cli.Context, err error, isSubcommand bool) error {
 	msg := err.Error()
 	if isSubcommand {
 		for _, g := range []string{"addr", "timeout", "token", "token-file", "ca", "cert", "key"} {
 			if strings.HasSuffix(msg, "not defined: -"+g) {
 				msg += fmt.Sprintf("; --%s is a global flag and goes before the command: maosctl --%s ... %s",
-					g, g, strings.TrimPrefix(ctlCommandPath(c), c.App.Name+" "))
+					g, g, strings.TrimPrefix(commandPath(c), c.App.Name+" "))
 			}
 		}
 	}
-	return ctlUsagef(c, "%s", msg)
+	return usagef(c, "%s", msg)
 }
 
-// ctlNoCommand is the action of a command that needs a subcommand: help
+// noCommand is the action of a command that needs a subcommand: help
 // when none is given, a usage error naming the unknown one otherwise.
-func ctlNoCommand(c *cli.Context) error {
+func noCommand(c *cli.Context) error {
 	if c.Args().Present() {
-		return ctlUsagef(c, "unknown command %q", c.Args().First())
+		return usagef(c, "unknown command %q", c.Args().First())
 	}
 	return cli.ShowSubcommandHelp(c)
 }
 
-func ctlJSONFlag() *cli.BoolFlag {
+func jsonFlag() *cli.BoolFlag {
 	return &cli.BoolFlag{Name: "json", Usage: "print the API's JSON objects instead of text"}
 }
 
-// ctlJSON reports whether --json was given globally or to the command.
-func ctlJSON(c *cli.Context) bool {
+// wantJSON reports whether --json was given globally or to the command.
+func wantJSON(c *cli.Context) bool {
 	for _, x := range c.Lineage() {
 		if x.App != nil && x.Bool("json") {
 			return true
@@ -227,22 +227,22 @@ func ctlJSON(c *cli.Context) bool {
 	return false
 }
 
-// ctlAddr is the --addr the user gave (or its default).
-func ctlAddr(c *cli.Context) string {
+// nodeAddr is the --addr the user gave (or its default).
+func nodeAddr(c *cli.Context) string {
 	if a := strings.TrimSpace(c.String("addr")); a != "" {
 		return a
 	}
 	return DefaultAddr
 }
 
-// ctlClient is the API client for --addr, carrying the --token.
-func ctlClient(c *cli.Context) *transport.Client {
-	return ctlNewClient(c, ctlAddr(c), nil).WithToken(ctlToken(c))
+// apiClient is the API client for --addr, carrying the --token.
+func apiClient(c *cli.Context) *transport.Client {
+	return newAPIClient(c, nodeAddr(c), nil).WithToken(bearerToken(c))
 }
 
-// ctlCall returns the context of one API call: the command's context bounded
+// call returns the context of one API call: the command's context bounded
 // by --timeout.
-func ctlCall(c *cli.Context) (context.Context, context.CancelFunc) {
+func call(c *cli.Context) (context.Context, context.CancelFunc) {
 	ctx := c.Context
 	if ctx == nil {
 		ctx = context.Background()
@@ -254,30 +254,30 @@ func ctlCall(c *cli.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, d)
 }
 
-// ctlError is an error whose message is written for the user while the
+// userError is an error whose message is written for the user while the
 // cause stays reachable through errors.Is/As.
-type ctlError struct {
+type userError struct {
 	msg string
 	err error
 }
 
-func (e *ctlError) Error() string { return e.msg }
-func (e *ctlError) Unwrap() error { return e.err }
+func (e *userError) Error() string { return e.msg }
+func (e *userError) Unwrap() error { return e.err }
 
-// ctlAPIError turns an error of a transport.Client call into the message
+// apiError turns an error of a transport.Client call into the message
 // maosctl prints: the server's words for an API error, the address and a
 // hint when the node cannot be reached or does not answer in time.
-func ctlAPIError(c *cli.Context, err error) error {
+func apiError(c *cli.Context, err error) error {
 	if err == nil {
 		return nil
 	}
-	if e := ctlTLSHint(c, err); e != nil {
+	if e := tlsHint(c, err); e != nil {
 		return e
 	}
-	addr := ctlAddr(c)
+	addr := nodeAddr(c)
 	unreachable := func(why any) error {
-		return &ctlError{err: err, msg: fmt.Sprintf("cannot reach a maos node at %s (%v): is maosd running there? "+
-			"Set --addr or %s to a node's API address", addr, why, ctlEnvAddr)}
+		return &userError{err: err, msg: fmt.Sprintf("cannot reach a maos node at %s (%v): is maosd running there? "+
+			"Set --addr or %s to a node's API address", addr, why, envAddr)}
 	}
 	var (
 		api *transport.APIError
@@ -286,11 +286,11 @@ func ctlAPIError(c *cli.Context, err error) error {
 	)
 	switch {
 	case errors.As(err, &api) && api.Status == http.StatusUnauthorized:
-		return &ctlError{err: err, msg: err.Error() + "; " + ctlUnauthorizedHint(c)}
+		return &userError{err: err, msg: err.Error() + "; " + unauthorizedHint(c)}
 	case errors.As(err, &api):
 		return err
 	case errors.Is(err, context.DeadlineExceeded):
-		return &ctlError{err: err, msg: fmt.Sprintf("no answer from %s within %s (raise --timeout, or check the node)",
+		return &userError{err: err, msg: fmt.Sprintf("no answer from %s within %s (raise --timeout, or check the node)",
 			addr, c.Duration("timeout"))}
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return unreachable("connection refused")
@@ -302,8 +302,8 @@ func ctlAPIError(c *cli.Context, err error) error {
 	return fmt.Errorf("%s: %w", addr, err)
 }
 
-// ctlPrintJSON writes v as indented JSON and a newline.
-func ctlPrintJSON(w io.Writer, v any) error {
+// printJSON writes v as indented JSON and a newline.
+func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
@@ -313,35 +313,35 @@ func ctlPrintJSON(w io.Writer, v any) error {
 	return nil
 }
 
-// ctlRequire returns a usage error naming the first flag among names whose
+// require returns a usage error naming the first flag among names whose
 // value is empty (flags set from an empty environment variable count as
 // missing).
-func ctlRequire(c *cli.Context, names ...string) error {
+func require(c *cli.Context, names ...string) error {
 	for _, name := range names {
 		var empty bool
-		if _, ok := ctlFlag(c, name).(*cli.StringSliceFlag); ok {
-			empty = len(ctlSplitList(c.StringSlice(name))) == 0
+		if _, ok := commandFlag(c, name).(*cli.StringSliceFlag); ok {
+			empty = len(splitList(c.StringSlice(name))) == 0
 		} else {
 			empty = strings.TrimSpace(c.String(name)) == ""
 		}
 		if empty {
-			return ctlUsagef(c, "missing required flag --%s%s", name, ctlEnvHint(c, name))
+			return usagef(c, "missing required flag --%s%s", name, envHint(c, name))
 		}
 	}
 	return nil
 }
 
-// ctlEnvHint is " (or set $VAR)" when the flag name of c's command reads an
+// envHint is " (or set $VAR)" when the flag name of c's command reads an
 // environment variable.
-func ctlEnvHint(c *cli.Context, name string) string {
-	if ev, ok := ctlFlag(c, name).(interface{ GetEnvVars() []string }); ok && len(ev.GetEnvVars()) > 0 {
+func envHint(c *cli.Context, name string) string {
+	if ev, ok := commandFlag(c, name).(interface{ GetEnvVars() []string }); ok && len(ev.GetEnvVars()) > 0 {
 		return " (or set $" + strings.Join(ev.GetEnvVars(), " or $") + ")"
 	}
 	return ""
 }
 
-// ctlFlag is the flag of c's command called name, or nil.
-func ctlFlag(c *cli.Context, name string) cli.Flag {
+// commandFlag is the flag of c's command called name, or nil.
+func commandFlag(c *cli.Context, name string) cli.Flag {
 	if c.Command == nil {
 		return nil
 	}
@@ -355,9 +355,9 @@ func ctlFlag(c *cli.Context, name string) cli.Flag {
 	return nil
 }
 
-// ctlSplitList flattens repeated and comma-separated values, dropping
+// splitList flattens repeated and comma-separated values, dropping
 // blanks: ["a,b", " c "] → [a b c].
-func ctlSplitList(vals []string) []string {
+func splitList(vals []string) []string {
 	var out []string
 	for _, v := range vals {
 		for _, p := range strings.Split(v, ",") {
@@ -369,28 +369,28 @@ func ctlSplitList(vals []string) []string {
 	return out
 }
 
-// ctlArgs returns the positional arguments of c, exactly want of them, named
+// positionalArgs returns the positional arguments of c, exactly want of them, named
 // by names for the error message. Flags of the command that follow the
 // arguments ("get ID --strong") are applied too, since the flag package
 // stops at the first argument.
-func ctlArgs(c *cli.Context, names ...string) ([]string, error) {
-	pos, err := ctlTrailingFlags(c)
+func positionalArgs(c *cli.Context, names ...string) ([]string, error) {
+	pos, err := trailingFlags(c)
 	if err != nil {
 		return nil, err
 	}
 	if len(pos) < len(names) {
-		return nil, ctlUsagef(c, "missing %s", strings.ToUpper(names[len(pos)]))
+		return nil, usagef(c, "missing %s", strings.ToUpper(names[len(pos)]))
 	}
 	if len(pos) > len(names) {
-		return nil, ctlUsagef(c, "unexpected argument %q", pos[len(names)])
+		return nil, usagef(c, "unexpected argument %q", pos[len(names)])
 	}
 	return pos, nil
 }
 
-// ctlTrailingFlags splits c's arguments into positional ones and the
+// trailingFlags splits c's arguments into positional ones and the
 // command's boolean and string flags given among or after them, and sets the
 // latter on c.
-func ctlTrailingFlags(c *cli.Context) ([]string, error) {
+func trailingFlags(c *cli.Context) ([]string, error) {
 	args := c.Args().Slice()
 	var pos []string
 	for len(args) > 0 {
@@ -416,12 +416,12 @@ func ctlTrailingFlags(c *cli.Context) ([]string, error) {
 			}
 		}
 		if err := fs.Parse(args); err != nil {
-			return nil, ctlUsagef(c, "%v", err)
+			return nil, usagef(c, "%v", err)
 		}
 		var setErr error
 		fs.Visit(func(f *flag.Flag) {
 			if err := c.Set(f.Name, f.Value.String()); err != nil && setErr == nil {
-				setErr = ctlUsagef(c, "flag --%s: %v", f.Name, err)
+				setErr = usagef(c, "flag --%s: %v", f.Name, err)
 			}
 		})
 		if setErr != nil {
@@ -437,23 +437,23 @@ func ctlTrailingFlags(c *cli.Context) ([]string, error) {
 	return pos, nil
 }
 
-// ctlNoArgs fails when c got positional arguments it does not take.
-func ctlNoArgs(c *cli.Context) error {
+// noArgs fails when c got positional arguments it does not take.
+func noArgs(c *cli.Context) error {
 	if c.Args().Present() {
-		return ctlUsagef(c, "unexpected argument %q (flags go before arguments)", c.Args().First())
+		return usagef(c, "unexpected argument %q (flags go before arguments)", c.Args().First())
 	}
 	return nil
 }
 
-// ctlConsistency is Strong when --strong was given.
-func ctlConsistency(c *cli.Context) transport.Consistency {
+// consistency is Strong when --strong was given.
+func consistency(c *cli.Context) transport.Consistency {
 	if c.Bool("strong") {
 		return transport.Strong
 	}
 	return transport.Local
 }
 
-func ctlStrongFlag() *cli.BoolFlag {
+func strongFlag() *cli.BoolFlag {
 	return &cli.BoolFlag{
 		Name:  "strong",
 		Usage: "strongly consistent read: confirmed by the leader, sees every acknowledged send",

@@ -18,55 +18,55 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// newCtlService is the fake node the maosctl tests talk to. Its state
+// newService is the fake node the maosctl tests talk to. Its state
 // machine, once a test calls WithState, applies its first entry at index
 // 1001, so an index in the output cannot pass for a count.
-func newCtlService(opts ...transporttest.Option) *transporttest.Service {
+func newService(opts ...transporttest.Option) *transporttest.Service {
 	return transporttest.New(append([]transporttest.Option{transporttest.FirstIndex(1001)}, opts...)...)
 }
 
-// ctlEnv is a fake node behind a loopback HTTP server.
-type ctlEnv struct {
+// testEnv is a fake node behind a loopback HTTP server.
+type testEnv struct {
 	t    *testing.T
 	svc  *transporttest.Service
 	addr string
 }
 
-func newCtlEnv(t *testing.T) *ctlEnv {
+func newTestEnv(t *testing.T) *testEnv {
 	t.Helper()
 	// The flags read these; keep the caller's environment out of the tests.
-	for _, k := range []string{ctlEnvAddr, ctlEnvAgent, ctlEnvChannel, ctlEnvTimeout} {
+	for _, k := range []string{envAddr, envAgent, envChannel, envTimeout} {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
 	}
-	svc := newCtlService()
+	svc := newService()
 	srv := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{}))
 	t.Cleanup(srv.Close)
-	return &ctlEnv{t: t, svc: svc, addr: srv.Listener.Addr().String()}
+	return &testEnv{t: t, svc: svc, addr: srv.Listener.Addr().String()}
 }
 
-type ctlResult struct {
+type runResult struct {
 	out, errOut string
 	err         error
 }
 
 // run runs maosctl --addr <fake> args... with stdin as its input.
-func (e *ctlEnv) run(stdin string, args ...string) ctlResult {
-	return ctlRunApp(e.addr, stdin, args...)
+func (e *testEnv) run(stdin string, args ...string) runResult {
+	return runApp(e.addr, stdin, args...)
 }
 
-func ctlRunApp(addr, stdin string, args ...string) ctlResult {
+func runApp(addr, stdin string, args ...string) runResult {
 	var out, errOut bytes.Buffer
 	app := App()
 	app.Writer = &out
 	app.ErrWriter = &errOut
 	app.Reader = strings.NewReader(stdin)
 	err := app.Run(append([]string{"maosctl", "--addr", addr}, args...))
-	return ctlResult{out: out.String(), errOut: errOut.String(), err: err}
+	return runResult{out: out.String(), errOut: errOut.String(), err: err}
 }
 
 // ok runs args and fails the test unless the command succeeded.
-func (e *ctlEnv) ok(args ...string) string {
+func (e *testEnv) ok(args ...string) string {
 	e.t.Helper()
 	r := e.run("", args...)
 	if r.err != nil || r.errOut != "" {
@@ -76,7 +76,7 @@ func (e *ctlEnv) ok(args ...string) string {
 }
 
 // send posts a message and returns its id.
-func (e *ctlEnv) send(channel, from, to, text string, extra ...string) string {
+func (e *testEnv) send(channel, from, to, text string, extra ...string) string {
 	e.t.Helper()
 	args := append([]string{"--json", "send", "--channel", channel, "--from", from, "--to", to, "--text", text}, extra...)
 	var res transport.SendResponse
@@ -86,12 +86,12 @@ func (e *ctlEnv) send(channel, from, to, text string, extra ...string) string {
 	return res.ID
 }
 
-var ctlSendLineRE = regexp.MustCompile(`^(msg-\d{8}-\d{6}-codex-[0-9a-f]{8}) seq=(\d+)\n$`)
+var sendLineRE = regexp.MustCompile(`^(msg-\d{8}-\d{6}-codex-[0-9a-f]{8}) seq=(\d+)\n$`)
 
-func TestMaosctlSendPrintsIDAndSeq(t *testing.T) {
-	e := newCtlEnv(t)
+func TestSendPrintsIDAndSeq(t *testing.T) {
+	e := newTestEnv(t)
 	out := e.ok("send", "--from", "codex", "--to", "claude", "--channel", "review", "--text", "@claude please review")
-	m := ctlSendLineRE.FindStringSubmatch(out)
+	m := sendLineRE.FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("send printed %q, want \"msg-... seq=N\"", out)
 	}
@@ -108,8 +108,8 @@ func TestMaosctlSendPrintsIDAndSeq(t *testing.T) {
 	}
 }
 
-func TestMaosctlSendJSON(t *testing.T) {
-	e := newCtlEnv(t)
+func TestSendJSON(t *testing.T) {
+	e := newTestEnv(t)
 	e.send("review", "codex", "claude", "first")
 	for _, args := range [][]string{
 		{"--json", "send", "--from", "codex", "--to", "claude", "--channel", "review", "--text", "hi"},
@@ -128,8 +128,8 @@ func TestMaosctlSendJSON(t *testing.T) {
 	}
 }
 
-func TestMaosctlSendFields(t *testing.T) {
-	e := newCtlEnv(t)
+func TestSendFields(t *testing.T) {
+	e := newTestEnv(t)
 	e.ok("send", "--from", "codex", "--to", "claude, gemini", "--to", "role:reviewer", "--channel", "review",
 		"--text", "look", "--title", "Retry logic", "--type", "request", "--priority", "high",
 		"--reply-to", "msg-1", "--id", "msg-fixed-1")
@@ -153,12 +153,12 @@ func TestMaosctlSendFields(t *testing.T) {
 	}
 }
 
-func TestMaosctlSendEnvDefaults(t *testing.T) {
-	e := newCtlEnv(t)
-	t.Setenv(ctlEnvAgent, "codex")
-	t.Setenv(ctlEnvChannel, "ops")
+func TestSendEnvDefaults(t *testing.T) {
+	e := newTestEnv(t)
+	t.Setenv(envAgent, "codex")
+	t.Setenv(envChannel, "ops")
 	out := e.ok("send", "--to", "claude", "--text", "from env")
-	m := ctlSendLineRE.FindStringSubmatch(out)
+	m := sendLineRE.FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("send printed %q", out)
 	}
@@ -167,13 +167,13 @@ func TestMaosctlSendEnvDefaults(t *testing.T) {
 	}
 }
 
-func TestMaosctlSendTextFromStdin(t *testing.T) {
-	e := newCtlEnv(t)
+func TestSendTextFromStdin(t *testing.T) {
+	e := newTestEnv(t)
 	r := e.run("line one\nline two\n", "send", "--from", "codex", "--to", "claude", "--channel", "review", "--text", "-")
 	if r.err != nil {
 		t.Fatalf("send: %v: %s", r.err, r.errOut)
 	}
-	m := ctlSendLineRE.FindStringSubmatch(r.out)
+	m := sendLineRE.FindStringSubmatch(r.out)
 	if m == nil {
 		t.Fatalf("send printed %q", r.out)
 	}
@@ -182,8 +182,8 @@ func TestMaosctlSendTextFromStdin(t *testing.T) {
 	}
 }
 
-func TestMaosctlGet(t *testing.T) {
-	e := newCtlEnv(t)
+func TestGet(t *testing.T) {
+	e := newTestEnv(t)
 	id := e.send("review", "codex", "claude,gemini", "@claude please review\nsecond line",
 		"--title", "Retry logic", "--type", "request", "--priority", "high")
 
@@ -215,8 +215,8 @@ func TestMaosctlGet(t *testing.T) {
 	}
 }
 
-func TestMaosctlRead(t *testing.T) {
-	e := newCtlEnv(t)
+func TestRead(t *testing.T) {
+	e := newTestEnv(t)
 	id1 := e.send("review", "codex", "claude", "first line\nmore", "--title", "Plan")
 	e.send("other", "codex", "claude", "elsewhere")
 	e.send("review", "claude", "codex,gemini", "reply", "--type", "response")
@@ -255,8 +255,8 @@ func TestMaosctlRead(t *testing.T) {
 	}
 }
 
-func TestMaosctlReadAllPages(t *testing.T) {
-	e := newCtlEnv(t)
+func TestReadAllPages(t *testing.T) {
+	e := newTestEnv(t)
 	for i := range 7 {
 		e.send("big", "codex", "claude", fmt.Sprintf("message %d", i))
 	}
@@ -298,8 +298,8 @@ func TestMaosctlReadAllPages(t *testing.T) {
 	}
 }
 
-func TestMaosctlChannels(t *testing.T) {
-	e := newCtlEnv(t)
+func TestChannels(t *testing.T) {
+	e := newTestEnv(t)
 	if out := strings.TrimSpace(e.ok("--json", "channels")); out != "[]" {
 		t.Errorf("channels --json with none = %q", out)
 	}
@@ -327,8 +327,8 @@ func TestMaosctlChannels(t *testing.T) {
 	}
 }
 
-func TestMaosctlClusterStatus(t *testing.T) {
-	e := newCtlEnv(t)
+func TestClusterStatus(t *testing.T) {
+	e := newTestEnv(t)
 	out := e.ok("cluster", "status")
 	for _, re := range []string{
 		`(?m)^node:\s+n1$`, `(?m)^state:\s+leader$`, `(?m)^leader:\s+n1 \(api 127\.0\.0\.1:7070\)$`,
@@ -351,8 +351,8 @@ func TestMaosctlClusterStatus(t *testing.T) {
 	}
 }
 
-func TestMaosctlClusterAdmin(t *testing.T) {
-	e := newCtlEnv(t)
+func TestClusterAdmin(t *testing.T) {
+	e := newTestEnv(t)
 	out := e.ok("cluster", "join", "--node-id", "n3", "--raft-addr", "127.0.0.1:7002", "--api-addr", "127.0.0.1:7072")
 	if !strings.Contains(out, "joined n3") {
 		t.Errorf("join printed %q", out)
@@ -376,8 +376,8 @@ func TestMaosctlClusterAdmin(t *testing.T) {
 	}
 }
 
-func TestMaosctlErrors(t *testing.T) {
-	e := newCtlEnv(t)
+func TestErrors(t *testing.T) {
+	e := newTestEnv(t)
 	e.ok("send", "--from", "codex", "--to", "claude", "--channel", "review", "--text", "one", "--id", "msg-dup-1")
 	e.svc.Fail("Remove", fmt.Errorf("node n9: %w", fsm.ErrNotFound))
 
@@ -441,8 +441,8 @@ func TestMaosctlErrors(t *testing.T) {
 	}
 }
 
-func TestMaosctlUnreachable(t *testing.T) {
-	newCtlEnv(t) // clears the environment
+func TestUnreachable(t *testing.T) {
+	newTestEnv(t) // clears the environment
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -450,7 +450,7 @@ func TestMaosctlUnreachable(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there now
 
-	r := ctlRunApp(addr, "", "cluster", "status")
+	r := runApp(addr, "", "cluster", "status")
 	if r.err == nil || ExitCode(r.err) != 1 {
 		t.Fatalf("err = %v", r.err)
 	}
@@ -461,9 +461,9 @@ func TestMaosctlUnreachable(t *testing.T) {
 	}
 }
 
-func TestMaosctlAddrFromEnv(t *testing.T) {
-	e := newCtlEnv(t)
-	t.Setenv(ctlEnvAddr, e.addr)
+func TestAddrFromEnv(t *testing.T) {
+	e := newTestEnv(t)
+	t.Setenv(envAddr, e.addr)
 	var out, errOut bytes.Buffer
 	app := App()
 	app.Writer, app.ErrWriter = &out, &errOut
@@ -475,7 +475,7 @@ func TestMaosctlAddrFromEnv(t *testing.T) {
 	}
 }
 
-func TestMaosctlHelpTeaches(t *testing.T) {
+func TestHelpTeaches(t *testing.T) {
 	var all []*cli.Command
 	var walk func(cmds []*cli.Command)
 	walk = func(cmds []*cli.Command) {

@@ -15,7 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func ctlMCPCommand() *cli.Command {
+func mcpCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "mcp",
 		Usage: "run a Model Context Protocol server on stdio for one agent",
@@ -39,42 +39,42 @@ A refused call comes back to the model as a tool error carrying the API's
 message. The global --timeout bounds each API call. Diagnostics go to
 stderr; stdout carries only the protocol.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "agent", Usage: "agent `ID` every tool acts as (required)", EnvVars: []string{ctlEnvAgent}},
-			&cli.StringFlag{Name: "channel", Usage: "default `CHANNEL` of send_message", Value: mcpserver.DefaultChannel, EnvVars: []string{ctlEnvChannel}},
+			&cli.StringFlag{Name: "agent", Usage: "agent `ID` every tool acts as (required)", EnvVars: []string{envAgent}},
+			&cli.StringFlag{Name: "channel", Usage: "default `CHANNEL` of send_message", Value: mcpserver.DefaultChannel, EnvVars: []string{envChannel}},
 		},
-		Action: ctlMCP,
+		Action: runMCP,
 	}
 }
 
-func ctlMCP(c *cli.Context) error {
-	if err := ctlNoArgs(c); err != nil {
+func runMCP(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
-	if err := ctlRequire(c, "agent"); err != nil {
+	if err := require(c, "agent"); err != nil {
 		return err
 	}
-	hc := &http.Client{Transport: ctlHTTPTransport(c), Timeout: ctlRoot(c).Duration("timeout")}
+	hc := &http.Client{Transport: httpTransport(c), Timeout: rootContext(c).Duration("timeout")}
 	agent := strings.TrimSpace(c.String("agent"))
-	client := ctlNewClient(c, ctlAddr(c), hc).WithToken(ctlToken(c))
+	client := newAPIClient(c, nodeAddr(c), hc).WithToken(bearerToken(c))
 	srv, err := mcpserver.New(mcpserver.Config{
 		Agent:   agent,
 		Client:  client,
 		Channel: strings.TrimSpace(c.String("channel")),
 	})
 	if err != nil {
-		return ctlUsagef(c, "--agent: %v", err)
+		return usagef(c, "--agent: %v", err)
 	}
 	ctx := c.Context
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if err := ctlCheckSpeaksFor(ctx, client, agent); err != nil {
-		return ctlAPIError(c, err)
+	if err := checkSpeaksFor(ctx, client, agent); err != nil {
+		return apiError(c, err)
 	}
 	var tr mcp.Transport = &mcp.StdioTransport{}
 	if c.App.Reader != os.Stdin || c.App.Writer != os.Stdout {
 		// Embedded (tests): speak over the app's own streams.
-		tr = &mcp.IOTransport{Reader: io.NopCloser(c.App.Reader), Writer: ctlNopWriteCloser{c.App.Writer}}
+		tr = &mcp.IOTransport{Reader: io.NopCloser(c.App.Reader), Writer: nopWriteCloser{c.App.Writer}}
 	}
 	err = srv.Run(ctx, tr)
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "EOF") {
@@ -84,14 +84,14 @@ func ctlMCP(c *cli.Context) error {
 	return err
 }
 
-type ctlNopWriteCloser struct{ io.Writer }
+type nopWriteCloser struct{ io.Writer }
 
-func (ctlNopWriteCloser) Close() error { return nil }
+func (nopWriteCloser) Close() error { return nil }
 
-// ctlCheckSpeaksFor fails fast when the token cannot act as agent (a
+// checkSpeaksFor fails fast when the token cannot act as agent (a
 // token of another agent), instead of every tool call answering 403. An
 // unreachable node is not an error here: the tools report it when used.
-func ctlCheckSpeaksFor(ctx context.Context, client *transport.Client, agent string) error {
+func checkSpeaksFor(ctx context.Context, client *transport.Client, agent string) error {
 	me, err := client.WhoAmI(ctx)
 	var api *transport.APIError
 	switch {

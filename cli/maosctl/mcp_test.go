@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-func TestMaosctlMCPRequiresAgent(t *testing.T) {
-	e := newCtlEnv(t)
+func TestMCPRequiresAgent(t *testing.T) {
+	e := newTestEnv(t)
 	r := e.run("", "mcp")
 	if r.err == nil || !strings.Contains(r.errOut+r.err.Error(), "--agent") {
 		t.Fatalf("mcp without --agent: err=%v stderr=%q; want a usage error naming --agent", r.err, r.errOut)
@@ -22,11 +22,11 @@ func TestMaosctlMCPRequiresAgent(t *testing.T) {
 	}
 }
 
-// TestMaosctlMCPSpeaksProtocol runs the command with JSON-RPC on its input
+// TestMCPSpeaksProtocol runs the command with JSON-RPC on its input
 // and reads the answers: initialize, tools/list (the six tools), and a
 // tools/call against the fake node; closing the input ends it cleanly.
-func TestMaosctlMCPSpeaksProtocol(t *testing.T) {
-	e := newCtlEnv(t)
+func TestMCPSpeaksProtocol(t *testing.T) {
+	e := newTestEnv(t)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	app := App()

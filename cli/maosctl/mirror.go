@@ -8,7 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func ctlMirrorCommand() *cli.Command {
+func mirrorCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "mirror",
 		Usage: "keep a channel folder of msg-*.json files for file-polling watchers",
@@ -26,34 +26,34 @@ writes what is there and exits; with -f it follows the channel's stream
 until interrupted, reconnecting after the last message it wrote.
 It prints each file written; with --json, one {"file","id","seq"} per line.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "channel", Usage: "channel `NAME` (required)", EnvVars: []string{ctlEnvChannel}},
+			&cli.StringFlag{Name: "channel", Usage: "channel `NAME` (required)", EnvVars: []string{envChannel}},
 			&cli.StringFlag{Name: "dir", Usage: "`DIR` to keep (required; created if missing)"},
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep following the channel"},
-			ctlJSONFlag(),
+			jsonFlag(),
 		},
-		Action: ctlMirror,
+		Action: mirror,
 	}
 }
 
-func ctlMirror(c *cli.Context) error {
-	if err := ctlNoArgs(c); err != nil {
+func mirror(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
-	if err := ctlRequire(c, "channel", "dir"); err != nil {
+	if err := require(c, "channel", "dir"); err != nil {
 		return err
 	}
 	if !fsm.ValidName(c.String("channel")) {
-		return ctlUsagef(c, "--channel %q is not a channel name (lower-case letters, digits, ., _, -; at most 64)", c.String("channel"))
+		return usagef(c, "--channel %q is not a channel name (lower-case letters, digits, ., _, -; at most 64)", c.String("channel"))
 	}
-	asJSON := ctlJSON(c)
+	asJSON := wantJSON(c)
 	var werr error
-	mr := &bridge.Mirror{Client: ctlClient(c), Channel: c.String("channel"), Dir: c.String("dir")}
+	mr := &bridge.Mirror{Client: apiClient(c), Channel: c.String("channel"), Dir: c.String("dir")}
 	mr.OnWrite = func(path string, m *fsm.Message) {
 		if werr != nil {
 			return
 		}
 		if asJSON {
-			werr = ctlPrintJSONLine(c.App.Writer, map[string]any{"file": path, "id": m.ID, "seq": m.Seq})
+			werr = printJSONLine(c.App.Writer, map[string]any{"file": path, "id": m.ID, "seq": m.Seq})
 		} else {
 			_, werr = fmt.Fprintln(c.App.Writer, path)
 		}
@@ -65,12 +65,12 @@ func ctlMirror(c *cli.Context) error {
 	if c.Bool("follow") {
 		err = mr.Follow(c.Context)
 	} else {
-		ctx, cancel := ctlCall(c)
+		ctx, cancel := call(c)
 		defer cancel()
 		_, err = mr.Once(ctx)
 	}
 	if err != nil {
-		return ctlAPIError(c, err)
+		return apiError(c, err)
 	}
 	return werr
 }

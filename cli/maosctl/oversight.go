@@ -20,13 +20,13 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// ctlOversightCommands are the maosctl commands of the oversight group:
+// oversightCommands are the maosctl commands of the oversight group:
 // rules, audit and overview.
-func ctlOversightCommands() []*cli.Command {
-	return []*cli.Command{ctlRulesCommand(), ctlAuditCommand(), ctlOverviewCommand()}
+func oversightCommands() []*cli.Command {
+	return []*cli.Command{rulesCommand(), auditCommand(), overviewCommand()}
 }
 
-func ctlRulesCommand() *cli.Command {
+func rulesCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "rules",
 		Usage: "show, set, remove and test the communication rules (who may message whom)",
@@ -50,16 +50,16 @@ for the sender and for the recipient; a pair no list speaks about gets the
 document's default (deny when it has allow lists, allow when it only
 forbids). See README.md, "Communication rules".`,
 		Subcommands: []*cli.Command{
-			ctlRulesGetCommand(),
-			ctlRulesSetCommand(),
-			ctlRulesClearCommand(),
-			ctlRulesCheckCommand(),
+			rulesGetCommand(),
+			rulesSetCommand(),
+			rulesClearCommand(),
+			rulesCheckCommand(),
 		},
-		Action: ctlNoCommand,
+		Action: noCommand,
 	}
 }
 
-func ctlRulesGetCommand() *cli.Command {
+func rulesGetCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "get",
 		Usage: "print the rules document (YAML, ready for 'rules set -f')",
@@ -71,35 +71,35 @@ func ctlRulesGetCommand() *cli.Command {
 rule mentions gets, then the document as YAML. With no document, says so.
 With --json, the API's object {"rules","default","index","updated_at"}
 ("rules" is null when there is no document).`,
-		Flags:  []cli.Flag{ctlStrongFlag(), ctlJSONFlag()},
-		Action: ctlRulesGet,
+		Flags:  []cli.Flag{strongFlag(), jsonFlag()},
+		Action: rulesGet,
 	}
 }
 
-func ctlRulesGet(c *cli.Context) error {
-	if err := ctlNoArgs(c); err != nil {
+func rulesGet(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
-	ctx, cancel := ctlCall(c)
+	ctx, cancel := call(c)
 	defer cancel()
-	st, err := ctlClient(c).Rules(ctx, ctlConsistency(c))
+	st, err := apiClient(c).Rules(ctx, consistency(c))
 	if err != nil {
-		return ctlAPIError(c, err)
+		return apiError(c, err)
 	}
-	if ctlJSON(c) {
-		return ctlPrintJSON(c.App.Writer, st)
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, st)
 	}
 	w := c.App.Writer
 	if st.Rules == nil {
 		msg := "no rules document: everyone may message everyone"
 		if st.Index > 0 {
-			msg += fmt.Sprintf(" (removed at index %d, %s)", st.Index, ctlTime(st.UpdatedAt, false))
+			msg += fmt.Sprintf(" (removed at index %d, %s)", st.Index, formatTime(st.UpdatedAt, false))
 		}
 		_, err := fmt.Fprintln(w, msg)
 		return err
 	}
 	if _, err := fmt.Fprintf(w, "# rules set at index %d, %s; a pair no rule mentions: %s\n",
-		st.Index, ctlTime(st.UpdatedAt, false), st.Default); err != nil {
+		st.Index, formatTime(st.UpdatedAt, false), st.Default); err != nil {
 		return err
 	}
 	data, err := ctlRulesYAML(st.Rules)
@@ -181,7 +181,7 @@ func ctlRulesYAML(d *fsm.RulesDocument) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-func ctlRulesSetCommand() *cli.Command {
+func rulesSetCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "set",
 		Usage: "replace the rules with a YAML or JSON file, or with a preset",
@@ -214,14 +214,14 @@ Prints "rules set at index N: SUMMARY"; with --json, the API's answer.`,
 			&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "YAML or JSON `FILE` with the document; - for stdin"},
 			&cli.StringFlag{Name: "preset", Usage: "set the preset `NAME` (hierarchical) instead of a file"},
 			&cli.StringFlag{Name: "orchestrator-role", Usage: "with --preset hierarchical: the `ROLE` workers may send to (default orchestrator)"},
-			ctlJSONFlag(),
+			jsonFlag(),
 		},
-		Action: ctlRulesSet,
+		Action: rulesSet,
 	}
 }
 
-func ctlRulesSet(c *cli.Context) error {
-	if err := ctlNoArgs(c); err != nil {
+func rulesSet(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
 	name, preset := c.String("file"), strings.TrimSpace(c.String("preset"))
@@ -229,42 +229,42 @@ func ctlRulesSet(c *cli.Context) error {
 	var doc *fsm.RulesDocument
 	switch {
 	case name != "" && preset != "":
-		return ctlUsagef(c, "give -f FILE or --preset, not both")
+		return usagef(c, "give -f FILE or --preset, not both")
 	case name == "" && preset == "":
-		return ctlUsagef(c, "missing -f FILE (or --preset hierarchical)")
+		return usagef(c, "missing -f FILE (or --preset hierarchical)")
 	case orch != "" && preset == "":
-		return ctlUsagef(c, "--orchestrator-role goes with --preset hierarchical; in a file, write orchestrator_role")
+		return usagef(c, "--orchestrator-role goes with --preset hierarchical; in a file, write orchestrator_role")
 	case preset != "":
 		doc = &fsm.RulesDocument{Preset: preset, OrchestratorRole: orch}
 		if err := doc.Validate(); err != nil {
-			return ctlUsagef(c, "--preset %s: %v", preset, err)
+			return usagef(c, "--preset %s: %v", preset, err)
 		}
 	default:
 		var err error
-		if doc, err = ctlReadRules(c, name); err != nil {
+		if doc, err = readRules(c, name); err != nil {
 			return err
 		}
 	}
-	ctx, cancel := ctlCall(c)
+	ctx, cancel := call(c)
 	defer cancel()
-	st, err := ctlClient(c).SetRules(ctx, doc)
+	st, err := apiClient(c).SetRules(ctx, doc)
 	if err != nil {
-		return ctlAPIError(c, err)
+		return apiError(c, err)
 	}
-	if ctlJSON(c) {
-		return ctlPrintJSON(c.App.Writer, st)
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, st)
 	}
 	_, err = fmt.Fprintf(c.App.Writer, "rules set at index %d: %s\n", st.Index, st.Rules.Summary())
 	return err
 }
 
-// ctlReadRules reads and checks the rules document in the file name (- for
+// readRules reads and checks the rules document in the file name (- for
 // stdin).
-func ctlReadRules(c *cli.Context, name string) (*fsm.RulesDocument, error) {
+func readRules(c *cli.Context, name string) (*fsm.RulesDocument, error) {
 	var r io.Reader
 	if name == "-" {
 		if c.App.Reader == nil {
-			return nil, ctlUsagef(c, "-f -: no standard input")
+			return nil, usagef(c, "-f -: no standard input")
 		}
 		r = c.App.Reader
 	} else {
@@ -288,12 +288,12 @@ func ctlReadRules(c *cli.Context, name string) (*fsm.RulesDocument, error) {
 	if err != nil {
 		// The server's words without the "bad request:" of the wire.
 		msg := strings.TrimPrefix(err.Error(), transport.ErrBadRequest.Error()+": ")
-		return nil, &ctlError{err: err, msg: fmt.Sprintf("%s: %s", name, msg)}
+		return nil, &userError{err: err, msg: fmt.Sprintf("%s: %s", name, msg)}
 	}
 	return doc, nil
 }
 
-func ctlRulesClearCommand() *cli.Command {
+func rulesClearCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "clear",
 		Usage: "remove the rules document: everyone may message everyone",
@@ -303,29 +303,29 @@ func ctlRulesClearCommand() *cli.Command {
 		Description: `Removes the rules document through the log; the removal is a RULES line of
 the audit trail. Prints "rules removed at index N"; with --json, the API's
 answer.`,
-		Flags:  []cli.Flag{ctlJSONFlag()},
-		Action: ctlRulesClear,
+		Flags:  []cli.Flag{jsonFlag()},
+		Action: rulesClear,
 	}
 }
 
-func ctlRulesClear(c *cli.Context) error {
-	if err := ctlNoArgs(c); err != nil {
+func rulesClear(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
-	ctx, cancel := ctlCall(c)
+	ctx, cancel := call(c)
 	defer cancel()
-	st, err := ctlClient(c).ClearRules(ctx)
+	st, err := apiClient(c).ClearRules(ctx)
 	if err != nil {
-		return ctlAPIError(c, err)
+		return apiError(c, err)
 	}
-	if ctlJSON(c) {
-		return ctlPrintJSON(c.App.Writer, st)
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, st)
 	}
 	_, err = fmt.Fprintf(c.App.Writer, "rules removed at index %d: everyone may message everyone\n", st.Index)
 	return err
 }
 
-func ctlRulesCheckCommand() *cli.Command {
+func rulesCheckCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "check",
 		Usage: "say whether one agent may message another under the current rules",
@@ -342,22 +342,22 @@ Prints "allowed: A (role R) → B (role S)" or "blocked: A (role R) → B (role 
 REASON". The exit status is 0 either way; scripts read --json
 ({"from","from_role","to","to_role","allowed","reason"}).`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "from", Usage: "sender agent `ID` (required)", EnvVars: []string{ctlEnvAgent}},
+			&cli.StringFlag{Name: "from", Usage: "sender agent `ID` (required)", EnvVars: []string{envAgent}},
 			&cli.StringFlag{Name: "to", Usage: "recipient agent `ID` (required)"},
 			&cli.StringFlag{Name: "from-role", Usage: "check as if the sender had `ROLE`"},
 			&cli.StringFlag{Name: "to-role", Usage: "check as if the recipient had `ROLE`"},
-			ctlStrongFlag(),
-			ctlJSONFlag(),
+			strongFlag(),
+			jsonFlag(),
 		},
-		Action: ctlRulesCheck,
+		Action: rulesCheck,
 	}
 }
 
-func ctlRulesCheck(c *cli.Context) error {
-	if err := ctlNoArgs(c); err != nil {
+func rulesCheck(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
-	if err := ctlRequire(c, "from", "to"); err != nil {
+	if err := require(c, "from", "to"); err != nil {
 		return err
 	}
 	req := transport.RulesCheckRequest{
@@ -366,14 +366,14 @@ func ctlRulesCheck(c *cli.Context) error {
 		FromRole: strings.TrimSpace(c.String("from-role")),
 		ToRole:   strings.TrimSpace(c.String("to-role")),
 	}
-	ctx, cancel := ctlCall(c)
+	ctx, cancel := call(c)
 	defer cancel()
-	res, err := ctlClient(c).CheckRules(ctx, req, ctlConsistency(c))
+	res, err := apiClient(c).CheckRules(ctx, req, consistency(c))
 	if err != nil {
-		return ctlAPIError(c, err)
+		return apiError(c, err)
 	}
-	if ctlJSON(c) {
-		return ctlPrintJSON(c.App.Writer, res)
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, res)
 	}
 	who := func(id, role string) string {
 		if role == "" {
@@ -390,10 +390,10 @@ func ctlRulesCheck(c *cli.Context) error {
 	return err
 }
 
-// ctlAuditPollEvery is how often 'audit -f' asks for new events.
-const ctlAuditPollEvery = time.Second
+// auditPollEvery is how often 'audit -f' asks for new events.
+const auditPollEvery = time.Second
 
-func ctlAuditCommand() *cli.Command {
+func auditCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "audit",
 		Usage: "print the audit trail: messages, blocked sends, registrations, rule and lock changes",
@@ -418,26 +418,26 @@ Pages hold %d events.`, fsm.MaxPageLimit),
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing new events until interrupted"},
 			&cli.Uint64Flag{Name: "after", Usage: "only events with a seq above `SEQ`"},
 			&cli.IntFlag{Name: "limit", Usage: "stop after `N` events (not with -f)"},
-			&cli.DurationFlag{Name: "interval", Usage: "with -f, ask for new events every `DURATION`", Value: ctlAuditPollEvery},
-			ctlStrongFlag(),
-			ctlJSONFlag(),
+			&cli.DurationFlag{Name: "interval", Usage: "with -f, ask for new events every `DURATION`", Value: auditPollEvery},
+			strongFlag(),
+			jsonFlag(),
 		},
-		Action: ctlAudit,
+		Action: audit,
 	}
 }
 
-func ctlAudit(c *cli.Context) error {
-	if err := ctlNoArgs(c); err != nil {
+func audit(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
 	follow, limit := c.Bool("follow"), c.Int("limit")
 	switch {
 	case limit < 0:
-		return ctlUsagef(c, "--limit %d: must be a positive number of events", limit)
+		return usagef(c, "--limit %d: must be a positive number of events", limit)
 	case follow && limit > 0:
-		return ctlUsagef(c, "--limit stops the listing; -f never stops: give one of them")
+		return usagef(c, "--limit stops the listing; -f never stops: give one of them")
 	case c.Duration("interval") <= 0:
-		return ctlUsagef(c, "--interval %s: must be positive", c.Duration("interval"))
+		return usagef(c, "--interval %s: must be positive", c.Duration("interval"))
 	}
 	ctx := c.Context
 	if ctx == nil {
@@ -449,7 +449,7 @@ func ctlAudit(c *cli.Context) error {
 		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 		defer stop()
 	}
-	client, cons, asJSON := ctlClient(c), ctlConsistency(c), ctlJSON(c)
+	client, cons, asJSON := apiClient(c), consistency(c), wantJSON(c)
 	after, printed := c.Uint64("after"), 0
 	var timer *time.Timer
 	for {
@@ -457,14 +457,14 @@ func ctlAudit(c *cli.Context) error {
 		if limit > 0 {
 			want = min(want, limit-printed)
 		}
-		callCtx, cancel := ctlCallWith(c, ctx)
+		callCtx, cancel := callWith(c, ctx)
 		page, err := client.Audit(callCtx, after, want, cons)
 		cancel()
 		if err != nil {
 			if follow && ctx.Err() != nil {
 				return nil
 			}
-			return ctlAPIError(c, err)
+			return apiError(c, err)
 		}
 		for _, e := range page.Events {
 			if e.Seq <= after {
@@ -513,15 +513,15 @@ func ctlAudit(c *cli.Context) error {
 	}
 }
 
-// ctlCallWith is ctlCall with parent instead of the command's context.
-func ctlCallWith(c *cli.Context, parent context.Context) (context.Context, context.CancelFunc) {
+// callWith is call with parent instead of the command's context.
+func callWith(c *cli.Context, parent context.Context) (context.Context, context.CancelFunc) {
 	if d := c.Duration("timeout"); d > 0 {
 		return context.WithTimeout(parent, d)
 	}
 	return context.WithCancel(parent)
 }
 
-func ctlOverviewCommand() *cli.Command {
+func overviewCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "overview",
 		Usage: "list every message's headers (no content): the supervisor's view",
@@ -546,31 +546,31 @@ a JSON array of {"seq","id","timestamp","channel","from","to","recipients",
 			&cli.Uint64Flag{Name: "after", Usage: "only messages with a seq above `SEQ`"},
 			&cli.IntFlag{Name: "limit", Usage: fmt.Sprintf("at most `N` messages per page (default %d, max %d)", fsm.DefaultPageLimit, fsm.MaxPageLimit)},
 			&cli.BoolFlag{Name: "all", Usage: "follow pages until the end"},
-			ctlStrongFlag(),
-			ctlJSONFlag(),
+			strongFlag(),
+			jsonFlag(),
 		},
-		Action: ctlOverview,
+		Action: overview,
 	}
 }
 
-func ctlOverview(c *cli.Context) error {
-	if err := ctlNoArgs(c); err != nil {
+func overview(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
 	limit := c.Int("limit")
 	if limit < 0 || limit > fsm.MaxPageLimit {
-		return ctlUsagef(c, "--limit %d: must be 1..%d (0 for the default %d)", limit, fsm.MaxPageLimit, fsm.DefaultPageLimit)
+		return usagef(c, "--limit %d: must be 1..%d (0 for the default %d)", limit, fsm.MaxPageLimit, fsm.DefaultPageLimit)
 	}
 	channel := strings.TrimSpace(c.String("channel"))
-	after, all, asJSON := c.Uint64("after"), c.Bool("all"), ctlJSON(c)
-	client, cons := ctlClient(c), ctlConsistency(c)
+	after, all, asJSON := c.Uint64("after"), c.Bool("all"), wantJSON(c)
+	client, cons := apiClient(c), consistency(c)
 	out := []fsm.OverviewEntry{}
 	for {
-		ctx, cancel := ctlCall(c)
+		ctx, cancel := call(c)
 		page, err := client.Overview(ctx, channel, after, limit, cons)
 		cancel()
 		if err != nil {
-			return ctlAPIError(c, err)
+			return apiError(c, err)
 		}
 		for _, m := range page.Messages {
 			if m.Seq <= after {
@@ -579,7 +579,7 @@ func ctlOverview(c *cli.Context) error {
 			after = m.Seq
 			if asJSON {
 				out = append(out, m)
-			} else if _, err := fmt.Fprintln(c.App.Writer, ctlOverviewLine(m)); err != nil {
+			} else if _, err := fmt.Fprintln(c.App.Writer, overviewLine(m)); err != nil {
 				return err
 			}
 		}
@@ -601,13 +601,13 @@ func ctlOverview(c *cli.Context) error {
 		}
 	}
 	if asJSON {
-		return ctlPrintJSON(c.App.Writer, out)
+		return printJSON(c.App.Writer, out)
 	}
 	return nil
 }
 
-// ctlOverviewLine is "#SEQ TIME CHANNEL: FROM → TO [TYPE/PRIORITY] TITLE (ID)".
-func ctlOverviewLine(m fsm.OverviewEntry) string {
+// overviewLine is "#SEQ TIME CHANNEL: FROM → TO [TYPE/PRIORITY] TITLE (ID)".
+func overviewLine(m fsm.OverviewEntry) string {
 	to := m.Recipients
 	if len(to) == 0 {
 		to = m.To
@@ -616,6 +616,6 @@ func ctlOverviewLine(m fsm.OverviewEntry) string {
 	if title == "" {
 		title = "(no title)"
 	}
-	return fmt.Sprintf("#%d %s %s: %s → %s [%s/%s] %s (%s)", m.Seq, ctlTime(m.Timestamp, false), m.Channel,
+	return fmt.Sprintf("#%d %s %s: %s → %s [%s/%s] %s (%s)", m.Seq, formatTime(m.Timestamp, false), m.Channel,
 		m.From, strings.Join(to, ","), m.Type, m.Priority, title, m.ID)
 }

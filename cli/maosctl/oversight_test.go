@@ -19,22 +19,22 @@ import (
 
 // newOversightEnv is a fake node with a real state machine behind Apply
 // and the read endpoints.
-func newOversightEnv(t *testing.T) *ctlEnv {
+func newOversightEnv(t *testing.T) *testEnv {
 	t.Helper()
-	e := newCtlEnv(t)
+	e := newTestEnv(t)
 	e.svc.WithState(t)
 	return e
 }
 
 // oversightApply applies a command to the fake's state machine.
-func oversightApply(t *testing.T, e *ctlEnv, op fsm.Op, body any) {
+func oversightApply(t *testing.T, e *testEnv, op fsm.Op, body any) {
 	t.Helper()
 	if _, err := e.svc.Apply(context.Background(), op, body); err != nil {
 		t.Fatalf("apply %s: %v", op, err)
 	}
 }
 
-func oversightSend(t *testing.T, e *ctlEnv, id, from, channel, title, visibility string, to ...string) {
+func oversightSend(t *testing.T, e *testEnv, id, from, channel, title, visibility string, to ...string) {
 	t.Helper()
 	m := fsm.Message{ID: id, From: from, Channel: channel, To: to, Title: title, Visibility: visibility,
 		Type: "request", Content: fsm.Content{Text: "content of " + id}}
@@ -51,7 +51,7 @@ func writeFile(t *testing.T, name, data string) string {
 	return p
 }
 
-const ctlSeedRules = `allowed_interactions:
+const seedRules = `allowed_interactions:
   master_agent:
     can_send_to: ["*"]
     can_receive_from: ["*"]
@@ -73,7 +73,7 @@ forbidden_interactions:
     reason: "Should go through developer first"
 `
 
-func ctlRulesJSON(t *testing.T, e *ctlEnv) fsm.RulesState {
+func rulesJSON(t *testing.T, e *testEnv) fsm.RulesState {
 	t.Helper()
 	var st fsm.RulesState
 	out := e.ok("--json", "rules", "get")
@@ -83,17 +83,17 @@ func ctlRulesJSON(t *testing.T, e *ctlEnv) fsm.RulesState {
 	return st
 }
 
-func TestMaosctlRulesSetGetCheck(t *testing.T) {
+func TestRulesSetGetCheck(t *testing.T) {
 	e := newOversightEnv(t)
 	if out := e.ok("rules", "get"); out != "no rules document: everyone may message everyone\n" {
 		t.Errorf("rules get before any: %q", out)
 	}
-	file := writeFile(t, "communication_rules.yaml", ctlSeedRules)
+	file := writeFile(t, "communication_rules.yaml", seedRules)
 	out := e.ok("rules", "set", "-f", file)
 	if out != "rules set at index 1001: 5 agent entries, 1 forbidden, default deny\n" {
 		t.Errorf("rules set printed %q", out)
 	}
-	first := ctlRulesJSON(t, e)
+	first := rulesJSON(t, e)
 	if first.Rules == nil || len(first.Rules.AllowedInteractions) != 4 || first.Rules.AllowedInteractions["tester_agent"].CanReceiveFrom == nil {
 		t.Fatalf("stored %+v", first.Rules)
 	}
@@ -109,7 +109,7 @@ func TestMaosctlRulesSetGetCheck(t *testing.T) {
 		}
 	}
 	e.ok("rules", "set", "-f", writeFile(t, "again.yml", out))
-	again := ctlRulesJSON(t, e)
+	again := rulesJSON(t, e)
 	b1, _ := json.Marshal(first.Rules)
 	b2, _ := json.Marshal(again.Rules)
 	if !bytes.Equal(b1, b2) || again.Index != 1002 {
@@ -154,12 +154,12 @@ func TestMaosctlRulesSetGetCheck(t *testing.T) {
 	if out := e.ok("rules", "get"); !strings.HasPrefix(out, "no rules document: everyone may message everyone (removed at index 1005, ") {
 		t.Errorf("rules get after clear: %q", out)
 	}
-	if st := ctlRulesJSON(t, e); st.Rules != nil || st.Default != "allow" {
+	if st := rulesJSON(t, e); st.Rules != nil || st.Default != "allow" {
 		t.Errorf("after clear: %+v", st)
 	}
 }
 
-func TestMaosctlRulesErrors(t *testing.T) {
+func TestRulesErrors(t *testing.T) {
 	e := newOversightEnv(t)
 	e.ok("rules", "set", "--preset", "hierarchical")
 	dir := t.TempDir()
@@ -198,14 +198,14 @@ func TestMaosctlRulesErrors(t *testing.T) {
 			t.Errorf("%v: exit %d", c.args, ExitCode(r.err))
 		}
 	}
-	if st := ctlRulesJSON(t, e); st.Index != 1001 || st.Rules == nil || st.Rules.Preset != "hierarchical" {
+	if st := rulesJSON(t, e); st.Index != 1001 || st.Rules == nil || st.Rules.Preset != "hierarchical" {
 		t.Errorf("the rules changed: %+v", st)
 	}
 }
 
-var ctlAuditLineRE = regexp.MustCompile(`^\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\] `)
+var auditLineRE = regexp.MustCompile(`^\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\] `)
 
-func TestMaosctlAudit(t *testing.T) {
+func TestAudit(t *testing.T) {
 	e := newOversightEnv(t)
 	oversightApply(t, e, fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "orchestrator", Role: "orchestrator"})
 	oversightSend(t, e, "msg-1", "orchestrator", "issues", "Triage new issue #123", "", "triage")
@@ -221,11 +221,11 @@ func TestMaosctlAudit(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	var rest []string
 	for _, l := range lines {
-		if !ctlAuditLineRE.MatchString(l) {
+		if !auditLineRE.MatchString(l) {
 			t.Errorf("line %q does not start with [TIME]", l)
 			continue
 		}
-		rest = append(rest, ctlAuditLineRE.ReplaceAllString(l, ""))
+		rest = append(rest, auditLineRE.ReplaceAllString(l, ""))
 	}
 	got := strings.Join(rest, "\n")
 	for _, want := range []string{
@@ -313,7 +313,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func TestMaosctlAuditFollow(t *testing.T) {
+func TestAuditFollow(t *testing.T) {
 	e := newOversightEnv(t)
 	oversightSend(t, e, "msg-1", "codex", "general", "first", "", "claude")
 
@@ -349,18 +349,18 @@ func TestMaosctlAuditFollow(t *testing.T) {
 	}
 }
 
-func TestMaosctlAuditFollowUnreachable(t *testing.T) {
+func TestAuditFollowUnreachable(t *testing.T) {
 	// No node at all: the first call fails, and -f says so (exit 1) rather
 	// than retrying in silence.
-	r := ctlRunApp("127.0.0.1:1", "", "audit", "-f", "--interval", "10ms")
+	r := runApp("127.0.0.1:1", "", "audit", "-f", "--interval", "10ms")
 	if r.err == nil || !strings.Contains(r.errOut, "cannot reach a maos node at 127.0.0.1:1") {
 		t.Errorf("err=%v stderr=%q", r.err, r.errOut)
 	}
 }
 
-var ctlOverviewLineRE = regexp.MustCompile(`^#(\d+) \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ (\S+): (\S+) → (\S+) \[request/normal\] (.*) \((msg-\d)\)$`)
+var overviewLineRE = regexp.MustCompile(`^#(\d+) \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ (\S+): (\S+) → (\S+) \[request/normal\] (.*) \((msg-\d)\)$`)
 
-func TestMaosctlOverview(t *testing.T) {
+func TestOverview(t *testing.T) {
 	e := newOversightEnv(t)
 	for i, ch := range []string{"a", "b", "a", "b", "a"} {
 		vis := ""
@@ -375,9 +375,9 @@ func TestMaosctlOverview(t *testing.T) {
 		t.Fatalf("overview printed %d lines:\n%s", len(lines), out)
 	}
 	for i, l := range lines {
-		m := ctlOverviewLineRE.FindStringSubmatch(l)
+		m := overviewLineRE.FindStringSubmatch(l)
 		if m == nil {
-			t.Errorf("line %q does not match %s", l, ctlOverviewLineRE)
+			t.Errorf("line %q does not match %s", l, overviewLineRE)
 			continue
 		}
 		title := fmt.Sprintf("title %d", i+1)
@@ -425,8 +425,8 @@ func TestMaosctlOverview(t *testing.T) {
 	}
 }
 
-func TestMaosctlOversightHelp(t *testing.T) {
-	e := newCtlEnv(t)
+func TestOversightHelp(t *testing.T) {
+	e := newTestEnv(t)
 	for _, c := range []struct {
 		args  []string
 		wants []string

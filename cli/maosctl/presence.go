@@ -10,12 +10,12 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// ctlPresenceCommands: who is awake, and the gossip members.
-func ctlPresenceCommands() []*cli.Command {
-	return []*cli.Command{ctlWhoCommand(), ctlMembersCommand()}
+// presenceCommands: who is awake, and the gossip members.
+func presenceCommands() []*cli.Command {
+	return []*cli.Command{whoCommand(), membersCommand()}
 }
 
-func ctlWhoCommand() *cli.Command {
+func whoCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "who",
 		Usage:     "show which agents are awake, what they do, and on which node",
@@ -37,52 +37,52 @@ watchers send heartbeats with PUT /v1/presence/AGENT.
 With AGENT, only that agent (an error if the node has no record of it). With
 --json, the object of GET /v1/presence ({"agents":[...]}) or, with AGENT, of
 GET /v1/presence/AGENT.`,
-		Flags:  []cli.Flag{ctlJSONFlag()},
-		Action: ctlWho,
+		Flags:  []cli.Flag{jsonFlag()},
+		Action: who,
 	}
 }
 
-func ctlWho(c *cli.Context) error {
-	pos, err := ctlTrailingFlags(c)
+func who(c *cli.Context) error {
+	pos, err := trailingFlags(c)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 1 {
-		return ctlUsagef(c, "unexpected argument %q (who takes at most one AGENT)", pos[1])
+		return usagef(c, "unexpected argument %q (who takes at most one AGENT)", pos[1])
 	}
-	ctx, cancel := ctlCall(c)
+	ctx, cancel := call(c)
 	defer cancel()
 	var list []transport.Presence
 	if len(pos) == 1 {
-		p, err := ctlClient(c).AgentPresence(ctx, pos[0])
+		p, err := apiClient(c).AgentPresence(ctx, pos[0])
 		if err != nil {
-			return ctlAPIError(c, err)
+			return apiError(c, err)
 		}
-		if ctlJSON(c) {
-			return ctlPrintJSON(c.App.Writer, p)
+		if wantJSON(c) {
+			return printJSON(c.App.Writer, p)
 		}
 		list = []transport.Presence{p}
 	} else {
-		if list, err = ctlClient(c).Presence(ctx); err != nil {
-			return ctlAPIError(c, err)
+		if list, err = apiClient(c).Presence(ctx); err != nil {
+			return apiError(c, err)
 		}
 		if list == nil {
 			list = []transport.Presence{}
 		}
-		if ctlJSON(c) {
-			return ctlPrintJSON(c.App.Writer, transport.PresenceResponse{Agents: list})
+		if wantJSON(c) {
+			return printJSON(c.App.Writer, transport.PresenceResponse{Agents: list})
 		}
 	}
 	if len(list) == 0 {
 		fmt.Fprintln(c.App.Writer, "no agent has sent a heartbeat")
 		return nil
 	}
-	return ctlPrintWho(c.App.Writer, list, time.Now())
+	return printWho(c.App.Writer, list, time.Now())
 }
 
-// ctlPrintWho writes the who table; now is the time last seen is measured
+// printWho writes the who table; now is the time last seen is measured
 // from.
-func ctlPrintWho(w io.Writer, list []transport.Presence, now time.Time) error {
+func printWho(w io.Writer, list []transport.Presence, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT\tSTATE\tSUBSTATE\tNODE\tCHANNEL\tLAST SEEN\tTASK")
 	for _, p := range list {
@@ -90,15 +90,15 @@ func ctlPrintWho(w io.Writer, list []transport.Presence, now time.Time) error {
 		if p.Reason != "" {
 			state += " (" + p.Reason + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.AgentID, state, ctlOr(p.Substate, "-"), ctlOr(p.Node, "-"),
-			ctlOr(p.Channel, "-"), ctlAgo(now, p.Timestamp), ctlOr(p.Task, "-"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.AgentID, state, or(p.Substate, "-"), or(p.Node, "-"),
+			or(p.Channel, "-"), ago(now, p.Timestamp), or(p.Task, "-"))
 	}
 	return tw.Flush()
 }
 
-// ctlAgo is how long before now t was, for people: "4s ago", "3m ago",
+// ago is how long before now t was, for people: "4s ago", "3m ago",
 // "2h5m ago", "3d ago"; "just now" for a time in the future (clock skew).
-func ctlAgo(now, t time.Time) string {
+func ago(now, t time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
@@ -117,7 +117,7 @@ func ctlAgo(now, t time.Time) string {
 	}
 }
 
-func ctlMembersCommand() *cli.Command {
+func membersCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "members",
 		Usage: "list the gossip members with their status and addresses",
@@ -132,33 +132,33 @@ API and Raft addresses and its maosd version. '*' marks the node
 that answered. Raft membership is 'maosctl cluster status'.
 
 With --json, the object of GET /v1/cluster/members.`,
-		Flags:  []cli.Flag{ctlJSONFlag()},
-		Action: ctlMembers,
+		Flags:  []cli.Flag{jsonFlag()},
+		Action: members,
 	}
 }
 
-func ctlMembers(c *cli.Context) error {
-	if err := ctlNoArgs(c); err != nil {
+func members(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
-	ctx, cancel := ctlCall(c)
+	ctx, cancel := call(c)
 	defer cancel()
-	res, err := ctlClient(c).Members(ctx)
+	res, err := apiClient(c).Members(ctx)
 	if err != nil {
-		return ctlAPIError(c, err)
+		return apiError(c, err)
 	}
 	if res.Members == nil {
 		res.Members = []transport.Member{}
 	}
-	if ctlJSON(c) {
-		return ctlPrintJSON(c.App.Writer, res)
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, res)
 	}
 	w := c.App.Writer
 	enc := "no (start every maosd with the same --gossip-key to encrypt it)"
 	if res.Encrypted {
 		enc = "yes"
 	}
-	fmt.Fprintf(w, "gossip seen from %s; encrypted: %s\n\n", ctlOr(res.NodeID, "-"), enc)
+	fmt.Fprintf(w, "gossip seen from %s; encrypted: %s\n\n", or(res.NodeID, "-"), enc)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  NODE\tSTATUS\tGOSSIP ADDR\tAPI ADDR\tRAFT ADDR\tVERSION")
 	for _, m := range res.Members {
@@ -166,8 +166,8 @@ func ctlMembers(c *cli.Context) error {
 		if m.NodeID == res.NodeID {
 			mark = "*"
 		}
-		fmt.Fprintf(tw, "%s %s\t%s\t%s\t%s\t%s\t%s\n", mark, m.NodeID, ctlOr(m.Status, "-"), ctlOr(m.GossipAddr, "-"),
-			ctlOr(m.APIAddr, "-"), ctlOr(m.RaftAddr, "-"), ctlOr(m.Version, "-"))
+		fmt.Fprintf(tw, "%s %s\t%s\t%s\t%s\t%s\t%s\n", mark, m.NodeID, or(m.Status, "-"), or(m.GossipAddr, "-"),
+			or(m.APIAddr, "-"), or(m.RaftAddr, "-"), or(m.Version, "-"))
 	}
 	return tw.Flush()
 }

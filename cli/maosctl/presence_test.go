@@ -10,8 +10,8 @@ import (
 	"github.com/maos-project/maos/transport"
 )
 
-func TestMaosctlWhoTable(t *testing.T) {
-	e := newCtlEnv(t)
+func TestWhoTable(t *testing.T) {
+	e := newTestEnv(t)
 	if out := e.ok("who"); !strings.Contains(out, "no agent has sent a heartbeat") {
 		t.Errorf("who with no agents printed %q", out)
 	}
@@ -40,8 +40,8 @@ func TestMaosctlWhoTable(t *testing.T) {
 	}
 }
 
-func TestMaosctlWhoJSON(t *testing.T) {
-	e := newCtlEnv(t)
+func TestWhoJSON(t *testing.T) {
+	e := newTestEnv(t)
 	ts := time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC)
 	e.svc.SetPresence(transport.Presence{AgentID: "claude", Node: "n1", State: "AWAKE", Substate: "IDLE", Timestamp: ts, Version: 3, Origin: "n1"})
 	var list transport.PresenceResponse
@@ -58,14 +58,14 @@ func TestMaosctlWhoJSON(t *testing.T) {
 		t.Errorf("who --json claude = %+v, %v", one, err)
 	}
 	// Empty: a list, not null, so scripts can iterate.
-	e2 := newCtlEnv(t)
+	e2 := newTestEnv(t)
 	if out := strings.TrimSpace(e2.ok("who", "--json")); !strings.Contains(out, `"agents": []`) {
 		t.Errorf("empty who --json = %s", out)
 	}
 }
 
-func TestMaosctlMembers(t *testing.T) {
-	e := newCtlEnv(t)
+func TestMembers(t *testing.T) {
+	e := newTestEnv(t)
 	out := e.ok("members")
 	for _, re := range []string{
 		`(?m)^gossip seen from n1; encrypted: no \(start every maosd with the same --gossip-key`,
@@ -89,8 +89,8 @@ func TestMaosctlMembers(t *testing.T) {
 	}
 }
 
-func TestMaosctlPresenceErrors(t *testing.T) {
-	e := newCtlEnv(t)
+func TestPresenceErrors(t *testing.T) {
+	e := newTestEnv(t)
 	cases := []struct {
 		args []string
 		want []string
@@ -111,13 +111,13 @@ func TestMaosctlPresenceErrors(t *testing.T) {
 		}
 	}
 	// No node at the address: the error says so and names it.
-	r := ctlRunApp("127.0.0.1:1", "", "members")
+	r := runApp("127.0.0.1:1", "", "members")
 	if r.err == nil || !strings.Contains(r.errOut, "cannot reach a maos node at 127.0.0.1:1") {
 		t.Errorf("members against a closed port: err=%v stderr=%q", r.err, r.errOut)
 	}
 }
 
-func TestCtlAgo(t *testing.T) {
+func TestAgo(t *testing.T) {
 	now := time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		d    time.Duration
@@ -126,11 +126,11 @@ func TestCtlAgo(t *testing.T) {
 		{-5 * time.Second, "just now"}, {0, "just now"}, {59 * time.Second, "59s ago"}, {61 * time.Second, "1m ago"},
 		{2*time.Hour + 5*time.Minute, "2h5m ago"}, {50 * time.Hour, "2d ago"},
 	} {
-		if got := ctlAgo(now, now.Add(-tc.d)); got != tc.want {
-			t.Errorf("ctlAgo(-%s) = %q, want %q", tc.d, got, tc.want)
+		if got := ago(now, now.Add(-tc.d)); got != tc.want {
+			t.Errorf("ago(-%s) = %q, want %q", tc.d, got, tc.want)
 		}
 	}
-	if got := ctlAgo(now, time.Time{}); got != "-" {
-		t.Errorf("ctlAgo(zero) = %q, want -", got)
+	if got := ago(now, time.Time{}); got != "-" {
+		t.Errorf("ago(zero) = %q, want -", got)
 	}
 }

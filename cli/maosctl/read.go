@@ -8,7 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func ctlReadCommand() *cli.Command {
+func readCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "read",
 		Usage: "list a channel's messages in log order",
@@ -27,42 +27,42 @@ Use 'maosctl get ID' for the whole message. A page holds --limit messages
 With --json, a JSON array of message objects ([] when there are none).`,
 			fsm.DefaultPageLimit, fsm.MaxPageLimit),
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "channel", Usage: "channel `NAME` (required)", EnvVars: []string{ctlEnvChannel}},
+			&cli.StringFlag{Name: "channel", Usage: "channel `NAME` (required)", EnvVars: []string{envChannel}},
 			&cli.Uint64Flag{Name: "after", Usage: "only messages with a seq above `SEQ`"},
 			&cli.IntFlag{Name: "limit", Usage: fmt.Sprintf("at most `N` messages per page (default %d, max %d)", fsm.DefaultPageLimit, fsm.MaxPageLimit)},
 			&cli.BoolFlag{Name: "all", Usage: "follow pages until the end of the channel"},
-			ctlStrongFlag(),
-			ctlJSONFlag(),
+			strongFlag(),
+			jsonFlag(),
 		},
-		Action: ctlRead,
+		Action: read,
 	}
 }
 
-func ctlRead(c *cli.Context) error {
-	if err := ctlNoArgs(c); err != nil {
+func read(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
-	if err := ctlRequire(c, "channel"); err != nil {
+	if err := require(c, "channel"); err != nil {
 		return err
 	}
 	limit := c.Int("limit")
 	if limit < 0 || limit > fsm.MaxPageLimit {
-		return ctlUsagef(c, "--limit %d: must be 1..%d (0 for the default %d)", limit, fsm.MaxPageLimit, fsm.DefaultPageLimit)
+		return usagef(c, "--limit %d: must be 1..%d (0 for the default %d)", limit, fsm.MaxPageLimit, fsm.DefaultPageLimit)
 	}
 	channel := strings.TrimSpace(c.String("channel"))
 	after := c.Uint64("after")
-	asJSON := ctlJSON(c)
+	asJSON := wantJSON(c)
 	all := c.Bool("all")
-	client := ctlClient(c)
-	cons := ctlConsistency(c)
+	client := apiClient(c)
+	cons := consistency(c)
 
 	out := []*fsm.Message{}
 	for {
-		ctx, cancel := ctlCall(c)
+		ctx, cancel := call(c)
 		page, err := client.ChannelPage(ctx, channel, after, limit, cons)
 		cancel()
 		if err != nil {
-			return ctlAPIError(c, err)
+			return apiError(c, err)
 		}
 		for _, m := range page.Messages {
 			if m.Seq <= after {
@@ -74,7 +74,7 @@ func ctlRead(c *cli.Context) error {
 			out = append(out, page.Messages...)
 		} else {
 			for _, m := range page.Messages {
-				if _, err := fmt.Fprintln(c.App.Writer, ctlMessageLine(m)); err != nil {
+				if _, err := fmt.Fprintln(c.App.Writer, messageLine(m)); err != nil {
 					return err
 				}
 			}
@@ -94,16 +94,16 @@ func ctlRead(c *cli.Context) error {
 		}
 	}
 	if asJSON {
-		return ctlPrintJSON(c.App.Writer, out)
+		return printJSON(c.App.Writer, out)
 	}
 	return nil
 }
 
-// ctlMessageLine is the one-line form of m:
+// messageLine is the one-line form of m:
 // "#SEQ TIME FROM → TO [TYPE/PRIORITY] TITLE: first line of the text".
-func ctlMessageLine(m *fsm.Message) string {
+func messageLine(m *fsm.Message) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "#%d %s %s → %s [%s/%s] ", m.Seq, ctlTime(m.Timestamp, false),
+	fmt.Fprintf(&b, "#%d %s %s → %s [%s/%s] ", m.Seq, formatTime(m.Timestamp, false),
 		m.From, strings.Join(m.To, ","), m.Type, m.Priority)
 	if m.Title != "" {
 		b.WriteString(m.Title)

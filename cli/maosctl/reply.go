@@ -15,7 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func ctlReplyCommand() *cli.Command {
+func replyCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "reply",
 		Usage:     "answer a message: to its sender, in its channel and thread",
@@ -30,41 +30,41 @@ conversation and the original sender's 'maosctl receipts' shows it answered.
 The type defaults to "response". --text - reads the text from stdin. Prints
 the reply's id and seq; with --json, the API's answer.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "from", Usage: "replying agent `ID` (required)", EnvVars: []string{ctlEnvAgent}},
+			&cli.StringFlag{Name: "from", Usage: "replying agent `ID` (required)", EnvVars: []string{envAgent}},
 			&cli.StringFlag{Name: "text", Usage: "reply `TEXT`; - reads it from stdin (required)"},
 			&cli.StringFlag{Name: "title", Usage: "one-line `TITLE`"},
 			&cli.StringFlag{Name: "type", Usage: "message `TYPE` (default response)"},
 			&cli.StringFlag{Name: "priority", Usage: "`PRIORITY`: urgent, high, normal, low (default normal)"},
 			&cli.StringFlag{Name: "id", Usage: "reply `ID` to use instead of a generated one (makes retries safe)"},
 			&cli.BoolFlag{Name: "private", Usage: "visibility private (see send --help); a reply to a private message is private whatever this says"},
-			ctlJSONFlag(),
+			jsonFlag(),
 		},
-		Action: ctlReply,
+		Action: reply,
 	}
 }
 
-func ctlReply(c *cli.Context) error {
-	args, err := ctlArgs(c, "id")
+func reply(c *cli.Context) error {
+	args, err := positionalArgs(c, "id")
 	if err != nil {
 		return err
 	}
-	if err := ctlRequire(c, "from", "text"); err != nil {
+	if err := require(c, "from", "text"); err != nil {
 		return err
 	}
 	text := c.String("text")
 	if text == "-" {
-		if text, err = ctlReadStdin(c); err != nil {
+		if text, err = readStdin(c); err != nil {
 			return err
 		}
 	}
-	client := ctlClient(c)
-	ctx, cancel := ctlCall(c)
+	client := apiClient(c)
+	ctx, cancel := call(c)
 	defer cancel()
 	// Strong: the message may have been acknowledged by another node a
 	// moment ago.
 	orig, err := client.Message(ctx, args[0], transport.Strong)
 	if err != nil {
-		return ctlAPIError(c, err)
+		return apiError(c, err)
 	}
 	from := strings.TrimSpace(c.String("from"))
 	typ := strings.TrimSpace(c.String("type"))
@@ -96,20 +96,20 @@ func ctlReply(c *cli.Context) error {
 	}
 	res, err := client.Send(ctx, m)
 	if err != nil {
-		return ctlAPIError(c, err)
+		return apiError(c, err)
 	}
-	if ctlJSON(c) {
-		return ctlPrintJSON(c.App.Writer, res)
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, res)
 	}
 	_, err = fmt.Fprintf(c.App.Writer, "%s seq=%d\n", res.ID, res.Seq)
 	return err
 }
 
-// ctlReadStdin reads the text of --text - from the app's input.
-func ctlReadStdin(c *cli.Context) (string, error) {
+// readStdin reads the text of --text - from the app's input.
+func readStdin(c *cli.Context) (string, error) {
 	r := c.App.Reader
 	if r == nil {
-		return "", ctlUsagef(c, "--text -: no standard input")
+		return "", usagef(c, "--text -: no standard input")
 	}
 	b, err := io.ReadAll(r)
 	if err != nil {
@@ -117,12 +117,12 @@ func ctlReadStdin(c *cli.Context) (string, error) {
 	}
 	text := strings.TrimRight(string(b), "\r\n")
 	if strings.TrimSpace(text) == "" {
-		return "", ctlUsagef(c, "--text -: standard input was empty")
+		return "", usagef(c, "--text -: standard input was empty")
 	}
 	return text, nil
 }
 
-func ctlThreadCommand() *cli.Command {
+func threadCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "thread",
 		Usage:     "show a conversation: a message and every reply, in order",
@@ -134,26 +134,26 @@ func ctlThreadCommand() *cli.Command {
 		Description: `Prints every message of the thread ID belongs to (ID may be the root or any
 reply), in log order, one line each as 'maosctl read' does. With --json, an
 array of messages.`,
-		Flags:  []cli.Flag{ctlStrongFlag(), ctlJSONFlag()},
-		Action: ctlThread,
+		Flags:  []cli.Flag{strongFlag(), jsonFlag()},
+		Action: thread,
 	}
 }
 
-func ctlThread(c *cli.Context) error {
-	args, err := ctlArgs(c, "id")
+func thread(c *cli.Context) error {
+	args, err := positionalArgs(c, "id")
 	if err != nil {
 		return err
 	}
-	client := ctlClient(c)
+	client := apiClient(c)
 	id := args[0]
 	var after uint64
 	out := []*fsm.Message{}
 	for {
-		ctx, cancel := ctlCall(c)
-		page, err := client.Thread(ctx, id, after, fsm.MaxPageLimit, ctlConsistency(c))
+		ctx, cancel := call(c)
+		page, err := client.Thread(ctx, id, after, fsm.MaxPageLimit, consistency(c))
 		cancel()
 		if err != nil {
-			return ctlAPIError(c, err)
+			return apiError(c, err)
 		}
 		out = append(out, page.Messages...)
 		if !page.HasMore || len(page.Messages) == 0 {
@@ -161,18 +161,18 @@ func ctlThread(c *cli.Context) error {
 		}
 		id, after = page.ThreadID, page.Messages[len(page.Messages)-1].Seq
 	}
-	if ctlJSON(c) {
-		return ctlPrintJSON(c.App.Writer, out)
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, out)
 	}
 	for _, m := range out {
-		if _, err := fmt.Fprintln(c.App.Writer, ctlMessageLine(m)); err != nil {
+		if _, err := fmt.Fprintln(c.App.Writer, messageLine(m)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func ctlReceiptsCommand() *cli.Command {
+func receiptsCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "receipts",
 		Usage:     "show, per recipient, whether a message was delivered, read, answered",
@@ -189,29 +189,29 @@ With --json, {"id","seq","from","receipts":[...]}.
 
 To wait until every recipient read or answered, send with
 'maosctl send --wait read|answered'.`,
-		Flags:  []cli.Flag{ctlStrongFlag(), ctlJSONFlag()},
-		Action: ctlReceipts,
+		Flags:  []cli.Flag{strongFlag(), jsonFlag()},
+		Action: receipts,
 	}
 }
 
-func ctlReceipts(c *cli.Context) error {
-	args, err := ctlArgs(c, "id")
+func receipts(c *cli.Context) error {
+	args, err := positionalArgs(c, "id")
 	if err != nil {
 		return err
 	}
-	ctx, cancel := ctlCall(c)
+	ctx, cancel := call(c)
 	defer cancel()
-	rc, err := ctlClient(c).Receipts(ctx, args[0], ctlConsistency(c))
+	rc, err := apiClient(c).Receipts(ctx, args[0], consistency(c))
 	if err != nil {
-		return ctlAPIError(c, err)
+		return apiError(c, err)
 	}
-	if ctlJSON(c) {
-		return ctlPrintJSON(c.App.Writer, rc)
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, rc)
 	}
-	return ctlPrintReceipts(c, rc.Receipts)
+	return printReceipts(c, rc.Receipts)
 }
 
-func ctlPrintReceipts(c *cli.Context, receipts []fsm.Receipt) error {
+func printReceipts(c *cli.Context, receipts []fsm.Receipt) error {
 	if len(receipts) == 0 {
 		_, err := fmt.Fprintln(c.App.Writer, "no recipients")
 		return err
@@ -223,16 +223,16 @@ func ctlPrintReceipts(c *cli.Context, receipts []fsm.Receipt) error {
 		if r.Blocked != "" {
 			note = r.Blocked
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Agent, r.State, ctlTime(r.DeliveredAt, false),
-			ctlTime(r.ReadAt, false), ctlTime(r.AnsweredAt, false), ctlOr(note, "-"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Agent, r.State, formatTime(r.DeliveredAt, false),
+			formatTime(r.ReadAt, false), formatTime(r.AnsweredAt, false), or(note, "-"))
 	}
 	return tw.Flush()
 }
 
-// ctlRoot is the context of the app's own flags (the global ones) above
+// rootContext is the context of the app's own flags (the global ones) above
 // c, or c if there is none: a command with a flag named like a global one
 // (send's --timeout) reads the global value through it.
-func ctlRoot(c *cli.Context) *cli.Context {
+func rootContext(c *cli.Context) *cli.Context {
 	for _, x := range c.Lineage()[1:] {
 		if x.Command == nil {
 			continue
@@ -246,11 +246,11 @@ func ctlRoot(c *cli.Context) *cli.Context {
 	return c
 }
 
-// ctlWaitStates are the states 'send --wait' accepts.
-var ctlWaitStates = []string{fsm.ReceiptRead, fsm.ReceiptAnswered}
+// waitStates are the states 'send --wait' accepts.
+var waitStates = []string{fsm.ReceiptRead, fsm.ReceiptAnswered}
 
-// ctlSendWait is the outcome of 'send --wait' for --json.
-type ctlSendWait struct {
+// sendWait is the outcome of 'send --wait' for --json.
+type sendWait struct {
 	transport.SendResponse
 	Wait struct {
 		State    string        `json:"state"`
@@ -259,13 +259,13 @@ type ctlSendWait struct {
 	} `json:"wait"`
 }
 
-// ctlWaitReceipts polls the receipts of id (strong reads) until every
+// waitReceipts polls the receipts of id (strong reads) until every
 // recipient that was not blocked reached state, or timeout passes. It
 // returns the last receipts and the recipients still pending. Each poll is
 // bounded by the global --timeout.
-func ctlWaitReceipts(c *cli.Context, id, state string, timeout time.Duration) ([]fsm.Receipt, []string, error) {
-	root := ctlRoot(c)
-	client := ctlClient(c)
+func waitReceipts(c *cli.Context, id, state string, timeout time.Duration) ([]fsm.Receipt, []string, error) {
+	root := rootContext(c)
+	client := apiClient(c)
 	ctx := c.Context
 	if ctx == nil {
 		ctx = context.Background()
@@ -297,7 +297,7 @@ func ctlWaitReceipts(c *cli.Context, id, state string, timeout time.Duration) ([
 		case errors.Is(err, fsm.ErrNotFound):
 			// Not applied on the node yet: keep polling.
 		default:
-			return last, pending, ctlAPIError(root, err)
+			return last, pending, apiError(root, err)
 		}
 		t := time.NewTimer(delay)
 		select {

@@ -13,7 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func ctlSendCommand() *cli.Command {
+func sendCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "send",
 		Usage: "post a message to a channel",
@@ -43,9 +43,9 @@ prints one object: the send's answer plus "wait" {"state","pending","receipts"}.
 
    maosctl send --from codex --to role:reviewer --channel review --text "please review" --wait answered --timeout 10m`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "from", Usage: "sender agent `ID` (required)", EnvVars: []string{ctlEnvAgent}},
+			&cli.StringFlag{Name: "from", Usage: "sender agent `ID` (required)", EnvVars: []string{envAgent}},
 			&cli.StringSliceFlag{Name: "to", Usage: "recipient `ID`s: agent ids, all, role:NAME, globs; repeat or comma-separate (required)"},
-			&cli.StringFlag{Name: "channel", Usage: "channel `NAME` (required)", EnvVars: []string{ctlEnvChannel}},
+			&cli.StringFlag{Name: "channel", Usage: "channel `NAME` (required)", EnvVars: []string{envChannel}},
 			&cli.StringFlag{Name: "text", Usage: "message `TEXT`; - reads it from stdin (required)"},
 			&cli.StringFlag{Name: "title", Usage: "one-line `TITLE`"},
 			&cli.StringFlag{Name: "type", Usage: "message `TYPE`: chat, request, response, review, status, ... (default chat)"},
@@ -55,20 +55,20 @@ prints one object: the send's answer plus "wait" {"state","pending","receipts"}.
 			&cli.StringFlag{Name: "id", Usage: "message `ID` to use instead of a generated one (makes retries safe across runs)"},
 			&cli.StringFlag{Name: "wait", Usage: "after sending, wait until every recipient got to `STATE`: read or answered"},
 			&cli.DurationFlag{Name: "timeout", Usage: "with --wait: give up after `DURATION` and exit 1 naming who did not get there (default 60s)"},
-			ctlJSONFlag(),
+			jsonFlag(),
 		},
-		Action: ctlSend,
+		Action: send,
 	}
 }
 
-func ctlSend(c *cli.Context) error {
-	if err := ctlNoArgs(c); err != nil {
+func send(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
-	if err := ctlRequire(c, "from", "to", "channel", "text"); err != nil {
+	if err := require(c, "from", "to", "channel", "text"); err != nil {
 		return err
 	}
-	wait, waitTimeout, err := ctlSendWaitFlags(c)
+	wait, waitTimeout, err := sendWaitFlags(c)
 	if err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func ctlSend(c *cli.Context) error {
 	if text == "-" {
 		r := c.App.Reader
 		if r == nil {
-			return ctlUsagef(c, "--text -: no standard input")
+			return usagef(c, "--text -: no standard input")
 		}
 		b, err := io.ReadAll(r)
 		if err != nil {
@@ -84,7 +84,7 @@ func ctlSend(c *cli.Context) error {
 		}
 		text = strings.TrimRight(string(b), "\r\n")
 		if strings.TrimSpace(text) == "" {
-			return ctlUsagef(c, "--text -: standard input was empty")
+			return usagef(c, "--text -: standard input was empty")
 		}
 	}
 	from := strings.TrimSpace(c.String("from"))
@@ -92,7 +92,7 @@ func ctlSend(c *cli.Context) error {
 		ID:        strings.TrimSpace(c.String("id")),
 		Channel:   strings.TrimSpace(c.String("channel")),
 		From:      from,
-		To:        ctlSplitList(c.StringSlice("to")),
+		To:        splitList(c.StringSlice("to")),
 		Type:      strings.TrimSpace(c.String("type")),
 		Title:     c.String("title"),
 		Priority:  strings.TrimSpace(c.String("priority")),
@@ -108,12 +108,12 @@ func ctlSend(c *cli.Context) error {
 		m.ID = fsm.NewID(from, time.Now())
 	}
 	// The global --timeout bounds the call: send's own --timeout is --wait's.
-	ctx, cancel := ctlCall(ctlRoot(c))
+	ctx, cancel := call(rootContext(c))
 	defer cancel()
-	res, err := ctlClient(c).Send(ctx, m)
+	res, err := apiClient(c).Send(ctx, m)
 	if err != nil {
-		maybe := ctlMaybeCommitted(err)
-		err = ctlAPIError(ctlRoot(c), err)
+		maybe := maybeCommitted(err)
+		err = apiError(rootContext(c), err)
 		if maybe && m.ID != "" {
 			err = fmt.Errorf("%w\nthe message may or may not be stored: check with 'maosctl get %s'; "+
 				"retrying with --id %s is safe", err, m.ID, m.ID)
@@ -121,17 +121,17 @@ func ctlSend(c *cli.Context) error {
 		return err
 	}
 	if wait != "" {
-		return ctlSendAndWait(c, res, wait, waitTimeout)
+		return sendAndWait(c, res, wait, waitTimeout)
 	}
-	if ctlJSON(c) {
-		return ctlPrintJSON(c.App.Writer, res)
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, res)
 	}
-	return ctlPrintSent(c, res)
+	return printSent(c, res)
 }
 
-// ctlMaybeCommitted reports whether a send that failed with err (as the
+// maybeCommitted reports whether a send that failed with err (as the
 // client returned it) may nevertheless have been stored.
-func ctlMaybeCommitted(err error) bool {
+func maybeCommitted(err error) bool {
 	var api *transport.APIError
 	if errors.As(err, &api) {
 		if errors.Is(err, transport.ErrOutcomeUnknown) {

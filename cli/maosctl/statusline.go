@@ -13,15 +13,15 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// ctlStatusLineOffline is what status-line prints when no node answers in
+// statusLineOffline is what status-line prints when no node answers in
 // time: a status bar must never show an error or stall.
-const ctlStatusLineOffline = "📭 maos offline"
+const statusLineOffline = "📭 maos offline"
 
-// ctlStatusLineDefaultMaxTime bounds status-line's requests: status bars
+// statusLineDefaultMaxTime bounds status-line's requests: status bars
 // run the command on every refresh, so a dead node must cost little.
-const ctlStatusLineDefaultMaxTime = 300 * time.Millisecond
+const statusLineDefaultMaxTime = 300 * time.Millisecond
 
-func ctlStatusLineCommand() *cli.Command {
+func statusLineCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "status-line",
 		Usage: "one line for a status bar: unread mail, system status, phase",
@@ -43,16 +43,16 @@ exits 0, so a status bar shows the marker instead of an error. An agent
 without an inbox shows "📬 0 new". With --json, an object with online,
 unread, urgent, system_status and current_phase.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "agent", Usage: "agent `ID` whose inbox to count (required)", EnvVars: []string{ctlEnvAgent}},
-			&cli.DurationFlag{Name: "max-time", Usage: "give up after `DURATION` and print the offline marker", Value: ctlStatusLineDefaultMaxTime},
-			ctlJSONFlag(),
+			&cli.StringFlag{Name: "agent", Usage: "agent `ID` whose inbox to count (required)", EnvVars: []string{envAgent}},
+			&cli.DurationFlag{Name: "max-time", Usage: "give up after `DURATION` and print the offline marker", Value: statusLineDefaultMaxTime},
+			jsonFlag(),
 		},
-		Action: ctlStatusLine,
+		Action: statusLine,
 	}
 }
 
-// ctlStatus is the status line's data (its --json form).
-type ctlStatus struct {
+// status is the status line's data (its --json form).
+type status struct {
 	Online       bool   `json:"online"`
 	Agent        string `json:"agent"`
 	Unread       uint64 `json:"unread"`
@@ -63,11 +63,11 @@ type ctlStatus struct {
 	InboxError string `json:"inbox_error,omitempty"`
 }
 
-func ctlStatusLine(c *cli.Context) error {
-	if err := ctlNoArgs(c); err != nil {
+func statusLine(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
-	if err := ctlRequire(c, "agent"); err != nil {
+	if err := require(c, "agent"); err != nil {
 		return err
 	}
 	agent := strings.TrimSpace(c.String("agent"))
@@ -80,19 +80,19 @@ func ctlStatusLine(c *cli.Context) error {
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	st := ctlFetchStatus(ctx, ctlClient(c), agent)
-	if ctlJSON(c) {
-		return ctlPrintJSON(c.App.Writer, st)
+	st := fetchStatus(ctx, apiClient(c), agent)
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, st)
 	}
-	_, err := fmt.Fprintln(c.App.Writer, ctlFormatStatus(st))
+	_, err := fmt.Fprintln(c.App.Writer, formatStatus(st))
 	return err
 }
 
-// ctlFetchStatus reads the inbox counters and the bulletin in one request
+// fetchStatus reads the inbox counters and the bulletin in one request
 // (GET /v1/agents/{id}/summary). Online is true when the node answered; an
 // agent with no inbox counts as empty.
-func ctlFetchStatus(ctx context.Context, client *transport.Client, agent string) ctlStatus {
-	st := ctlStatus{Agent: agent}
+func fetchStatus(ctx context.Context, client *transport.Client, agent string) status {
+	st := status{Agent: agent}
 	sum, err := client.AgentSummary(ctx, agent, transport.Local)
 	var api *transport.APIError
 	st.Online = err == nil || errors.As(err, &api)
@@ -109,15 +109,15 @@ func ctlFetchStatus(ctx context.Context, client *transport.Client, agent string)
 		CurrentPhase any `json:"current_phase"`
 	}
 	if json.Unmarshal(sum.Bulletin.Doc, &doc) == nil {
-		st.SystemStatus = ctlStatusText(doc.SystemStatus)
-		st.CurrentPhase = ctlStatusText(doc.CurrentPhase)
+		st.SystemStatus = statusText(doc.SystemStatus)
+		st.CurrentPhase = statusText(doc.CurrentPhase)
 	}
 	return st
 }
 
-// ctlStatusText renders a bulletin value for one line: strings as they
+// statusText renders a bulletin value for one line: strings as they
 // are, anything else as compact JSON, whitespace folded.
-func ctlStatusText(v any) string {
+func statusText(v any) string {
 	var s string
 	switch x := v.(type) {
 	case nil:
@@ -131,10 +131,10 @@ func ctlStatusText(v any) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-// ctlFormatStatus is the status line of st.
-func ctlFormatStatus(st ctlStatus) string {
+// formatStatus is the status line of st.
+func formatStatus(st status) string {
 	if !st.Online {
-		return ctlStatusLineOffline
+		return statusLineOffline
 	}
 	parts := []string{fmt.Sprintf("📬 %d new", st.Unread)}
 	if st.InboxError != "" {
@@ -151,8 +151,8 @@ func ctlFormatStatus(st ctlStatus) string {
 	return strings.Join(parts, " | ")
 }
 
-// ctlIsNotFound reports whether err is the API's 404.
-func ctlIsNotFound(err error) bool {
+// isNotFound reports whether err is the API's 404.
+func isNotFound(err error) bool {
 	var api *transport.APIError
 	return errors.As(err, &api) && api.Status == http.StatusNotFound
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/maos-project/maos/transport"
 )
 
-func ctlTailCommand() *cli.Command {
+func tailCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "tail",
 		Usage: "print messages as the node stores them (Server-Sent Events)",
@@ -35,14 +35,14 @@ repeat) if the connection drops. --json prints one message object per line.`,
 			&cli.StringFlag{Name: "agent", Usage: "only agent `ID`'s inbox"},
 			&cli.Uint64Flag{Name: "after", Usage: "start after `SEQ`"},
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing new messages"},
-			ctlJSONFlag(),
+			jsonFlag(),
 		},
-		Action: ctlTail,
+		Action: tail,
 	}
 }
 
-// ctlTailLine renders a message in the audit trail's style.
-func ctlTailLine(m *fsm.Message) string {
+// tailLine renders a message in the audit trail's style.
+func tailLine(m *fsm.Message) string {
 	to := strings.Join(m.To, ",")
 	text := m.Title
 	if text == "" {
@@ -52,16 +52,16 @@ func ctlTailLine(m *fsm.Message) string {
 		strings.ToUpper(m.Type), m.Seq, text)
 }
 
-func ctlTail(c *cli.Context) error {
-	if err := ctlNoArgs(c); err != nil {
+func tail(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
 	q := transport.StreamQuery{Channel: c.String("channel"), Agent: c.String("agent"), After: c.Uint64("after")}
-	follow, asJSON := c.Bool("follow"), ctlJSON(c)
+	follow, asJSON := c.Bool("follow"), wantJSON(c)
 	ctx := c.Context
 	if !follow {
 		var cancel context.CancelFunc
-		ctx, cancel = ctlCall(c)
+		ctx, cancel = call(c)
 		defer cancel()
 	}
 	errCaughtUp := errors.New("caught up")
@@ -74,12 +74,12 @@ func ctlTail(c *cli.Context) error {
 		}
 		q.After = ev.Seq
 		if asJSON {
-			return ctlPrintJSONLine(c.App.Writer, ev.Message)
+			return printJSONLine(c.App.Writer, ev.Message)
 		}
-		_, err := fmt.Fprintln(c.App.Writer, ctlTailLine(ev.Message))
+		_, err := fmt.Fprintln(c.App.Writer, tailLine(ev.Message))
 		return err
 	}
-	client := ctlClient(c)
+	client := apiClient(c)
 	for attempt := 0; ; attempt++ {
 		err := client.Stream(ctx, q, show)
 		switch {
@@ -91,11 +91,11 @@ func ctlTail(c *cli.Context) error {
 			if err == nil {
 				err = errors.New("the node closed the stream")
 			}
-			return ctlAPIError(c, err)
+			return apiError(c, err)
 		}
 		var api *transport.APIError
 		if errors.As(err, &api) && api.Status < 500 {
-			return ctlAPIError(c, err) // bad input: reconnecting will not help
+			return apiError(c, err) // bad input: reconnecting will not help
 		}
 		fmt.Fprintf(c.App.ErrWriter, "maosctl: stream interrupted (%v); resuming after #%d\n", err, q.After)
 		select {
@@ -106,7 +106,7 @@ func ctlTail(c *cli.Context) error {
 	}
 }
 
-// ctlPrintJSONLine prints v as one line of JSON.
-func ctlPrintJSONLine(w io.Writer, v any) error {
+// printJSONLine prints v as one line of JSON.
+func printJSONLine(w io.Writer, v any) error {
 	return json.NewEncoder(w).Encode(v)
 }

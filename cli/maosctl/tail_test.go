@@ -10,7 +10,7 @@ import (
 	"github.com/maos-project/maos/fsm"
 )
 
-func ctlSeed(t *testing.T, e *ctlEnv, channel, text string) {
+func seed(t *testing.T, e *testEnv, channel, text string) {
 	t.Helper()
 	m := fsm.Message{From: "codex", To: fsm.Recipients{"claude"}, Channel: channel, Title: text, Content: fsm.Content{Text: text}}
 	m.Normalize(time.Now())
@@ -19,11 +19,11 @@ func ctlSeed(t *testing.T, e *ctlEnv, channel, text string) {
 	}
 }
 
-func TestMaosctlTailBacklog(t *testing.T) {
-	e := newCtlEnv(t)
+func TestTailBacklog(t *testing.T) {
+	e := newTestEnv(t)
 	e.svc.WithState(t)
-	ctlSeed(t, e, "ops", "first")
-	ctlSeed(t, e, "dev", "second")
+	seed(t, e, "ops", "first")
+	seed(t, e, "dev", "second")
 	out := e.ok("tail", "--channel", "ops")
 	if !strings.Contains(out, "[codex→claude] CHAT #") || !strings.Contains(out, ": first") || strings.Contains(out, "second") {
 		t.Fatalf("tail --channel ops printed %q", out)
@@ -41,10 +41,10 @@ func TestMaosctlTailBacklog(t *testing.T) {
 	}
 }
 
-func TestMaosctlTailFollow(t *testing.T) {
-	e := newCtlEnv(t)
+func TestTailFollow(t *testing.T) {
+	e := newTestEnv(t)
 	e.svc.WithState(t)
-	ctlSeed(t, e, "ops", "before")
+	seed(t, e, "ops", "before")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var out syncBuffer
@@ -65,7 +65,7 @@ func TestMaosctlTailFollow(t *testing.T) {
 		}
 	}
 	wait(": before")
-	ctlSeed(t, e, "ops", "after")
+	seed(t, e, "ops", "after")
 	wait(": after")
 	cancel()
 	if err := <-done; err != nil {

@@ -15,20 +15,20 @@ import (
 
 // Environment variables of maosctl's TLS flags.
 const (
-	ctlEnvCA   = "MAOS_CA"
-	ctlEnvCert = "MAOS_CERT"
-	ctlEnvKey  = "MAOS_KEY"
+	envCA   = "MAOS_CA"
+	envCert = "MAOS_CERT"
+	envKey  = "MAOS_KEY"
 )
 
-// ctlTLSMeta is the App.Metadata key of the client TLS config ctlLoadTLS
+// tlsMeta is the App.Metadata key of the client TLS config loadTLS
 // built (absent without --ca).
-const ctlTLSMeta = "maosctl.tls"
+const tlsMeta = "maosctl.tls"
 
-// ctlLoadTLS loads --ca, --cert and --key before any command runs, so a
+// loadTLS loads --ca, --cert and --key before any command runs, so a
 // bad file is reported once, naming the flag, whatever the command. With
 // --ca every client speaks https to a host:port --addr; an http:// --addr
 // contradicts it and is refused.
-func ctlLoadTLS(c *cli.Context) error {
+func loadTLS(c *cli.Context) error {
 	files := transport.TLSFiles{
 		Cert: strings.TrimSpace(c.String("cert")), Key: strings.TrimSpace(c.String("key")), CA: strings.TrimSpace(c.String("ca")),
 		CertFlag: "--cert", KeyFlag: "--key", CAFlag: "--ca",
@@ -37,9 +37,9 @@ func ctlLoadTLS(c *cli.Context) error {
 		return nil
 	}
 	if files.CA == "" {
-		return fmt.Errorf("--ca (or $%s) is required with --cert/--key: the CA certificate to verify the node against", ctlEnvCA)
+		return fmt.Errorf("--ca (or $%s) is required with --cert/--key: the CA certificate to verify the node against", envCA)
 	}
-	if a := ctlAddr(c); strings.HasPrefix(strings.ToLower(a), "http://") {
+	if a := nodeAddr(c); strings.HasPrefix(strings.ToLower(a), "http://") {
 		return fmt.Errorf("--addr %s is plain http but --ca asks for TLS: give https://HOST:PORT or HOST:PORT", a)
 	}
 	cfg, err := files.ClientConfig()
@@ -49,40 +49,40 @@ func ctlLoadTLS(c *cli.Context) error {
 	if c.App.Metadata == nil {
 		c.App.Metadata = map[string]any{}
 	}
-	c.App.Metadata[ctlTLSMeta] = cfg
+	c.App.Metadata[tlsMeta] = cfg
 	return nil
 }
 
-// ctlTLSConfig is the client TLS config of --ca, nil without it.
-func ctlTLSConfig(c *cli.Context) *tls.Config {
-	cfg, _ := c.App.Metadata[ctlTLSMeta].(*tls.Config)
+// tlsConfig is the client TLS config of --ca, nil without it.
+func tlsConfig(c *cli.Context) *tls.Config {
+	cfg, _ := c.App.Metadata[tlsMeta].(*tls.Config)
 	return cfg
 }
 
-// ctlHTTPTransport is the pooled transport of maosctl's clients, speaking
+// httpTransport is the pooled transport of maosctl's clients, speaking
 // TLS with --ca (and --cert) when given.
-func ctlHTTPTransport(c *cli.Context) *http.Transport {
-	if cfg := ctlTLSConfig(c); cfg != nil {
+func httpTransport(c *cli.Context) *http.Transport {
+	if cfg := tlsConfig(c); cfg != nil {
 		return transport.NewHTTPTransportTLS(cfg)
 	}
 	return transport.NewHTTPTransport()
 }
 
-// ctlNewClient is the one place maosctl makes an API client for addr:
+// newAPIClient is the one place maosctl makes an API client for addr:
 // https with --ca (a bare host:port gets https://), hc's transport built
-// by ctlHTTPTransport (nil: a new one).
-func ctlNewClient(c *cli.Context, addr string, hc *http.Client) *transport.Client {
+// by httpTransport (nil: a new one).
+func newAPIClient(c *cli.Context, addr string, hc *http.Client) *transport.Client {
 	if hc == nil {
-		hc = &http.Client{Transport: ctlHTTPTransport(c)}
+		hc = &http.Client{Transport: httpTransport(c)}
 	}
-	if ctlTLSConfig(c) != nil {
+	if tlsConfig(c) != nil {
 		return transport.NewClientTLS(addr, hc)
 	}
 	return transport.NewClient(addr, hc)
 }
 
-// ctlBefore runs each hook in turn, stopping at the first error.
-func ctlBefore(hooks ...cli.BeforeFunc) cli.BeforeFunc {
+// chainBefore runs each hook in turn, stopping at the first error.
+func chainBefore(hooks ...cli.BeforeFunc) cli.BeforeFunc {
 	return func(c *cli.Context) error {
 		for _, h := range hooks {
 			if err := h(c); err != nil {
@@ -93,10 +93,10 @@ func ctlBefore(hooks ...cli.BeforeFunc) cli.BeforeFunc {
 	}
 }
 
-// ctlTLSHint explains the two TLS mistakes a user makes: plain http to a
+// tlsHint explains the two TLS mistakes a user makes: plain http to a
 // node serving https (no --ca), and https without the cluster's CA (or
 // with another one). nil for any other error.
-func ctlTLSHint(c *cli.Context, err error) error {
+func tlsHint(c *cli.Context, err error) error {
 	var (
 		api     *transport.APIError
 		unknown x509.UnknownAuthorityError
@@ -104,13 +104,13 @@ func ctlTLSHint(c *cli.Context, err error) error {
 	)
 	switch {
 	case errors.As(err, &api) && api.Status == http.StatusBadRequest && strings.Contains(api.Message, "HTTP request to an HTTPS server"):
-		return &ctlError{err: err, msg: fmt.Sprintf("%s serves https (maosd --tls-cert): give --ca FILE (or $%s), the cluster's CA certificate",
-			ctlAddr(c), ctlEnvCA)}
+		return &userError{err: err, msg: fmt.Sprintf("%s serves https (maosd --tls-cert): give --ca FILE (or $%s), the cluster's CA certificate",
+			nodeAddr(c), envCA)}
 	case errors.As(err, &unknown):
-		return &ctlError{err: err, msg: fmt.Sprintf("%s: the node's certificate is not signed by a CA maosctl trusts (%v): give --ca FILE (or $%s), the CA that signs the nodes' certificates",
-			ctlAddr(c), err, ctlEnvCA)}
+		return &userError{err: err, msg: fmt.Sprintf("%s: the node's certificate is not signed by a CA maosctl trusts (%v): give --ca FILE (or $%s), the CA that signs the nodes' certificates",
+			nodeAddr(c), err, envCA)}
 	case errors.As(err, &name):
-		return &ctlError{err: err, msg: fmt.Sprintf("%s: %v: the node's certificate needs a SAN for the address dialed", ctlAddr(c), name.Error())}
+		return &userError{err: err, msg: fmt.Sprintf("%s: %v: the node's certificate needs a SAN for the address dialed", nodeAddr(c), name.Error())}
 	}
 	return nil
 }

@@ -8,8 +8,8 @@ import (
 )
 
 // maosctl's TLS flags are checked before any command runs.
-func TestMaosctlRefusesBadTLSFlags(t *testing.T) {
-	for _, k := range []string{ctlEnvCA, ctlEnvCert, ctlEnvKey} {
+func TestRefusesBadTLSFlags(t *testing.T) {
+	for _, k := range []string{envCA, envCert, envKey} {
 		t.Setenv(k, "")
 	}
 	ca := tlstest.NewCA(t, "maos-test")
@@ -24,7 +24,7 @@ func TestMaosctlRefusesBadTLSFlags(t *testing.T) {
 		{"127.0.0.1:1", []string{"--ca", node.CA, "--cert", node.Cert}, []string{"--key is required with --cert"}},
 		{"http://127.0.0.1:1", []string{"--ca", node.CA}, []string{"--addr http://127.0.0.1:1", "plain http", "--ca"}},
 	} {
-		r := ctlRunApp(tc.addr, "", append(tc.args, "cluster", "status")...)
+		r := runApp(tc.addr, "", append(tc.args, "cluster", "status")...)
 		for _, w := range tc.want {
 			if r.err == nil || !strings.Contains(r.errOut, w) {
 				t.Errorf("maosctl --addr %s %v: err %v, stderr %q; want it to say %q", tc.addr, tc.args, r.err, r.errOut, w)

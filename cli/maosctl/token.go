@@ -12,10 +12,10 @@ import (
 	"github.com/maos-project/maos/transport"
 )
 
-// ctlTokenRoles are the roles 'token create --role' accepts.
-var ctlTokenRoles = []string{string(transport.RoleAgent), string(transport.RoleModerator), string(transport.RoleAdmin)}
+// tokenRoles are the roles 'token create --role' accepts.
+var tokenRoles = []string{string(transport.RoleAgent), string(transport.RoleModerator), string(transport.RoleAdmin)}
 
-func ctlTokenCommand() *cli.Command {
+func tokenCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "token",
 		Usage: "create, list and revoke the bearer tokens of a cluster running with --auth",
@@ -48,16 +48,16 @@ refused by each node as soon as it applies the revoke, well within a second
 of the revoke committing. Missing, wrong or revoked tokens get 401; a token
 used beyond its role gets 403; both are audited.`,
 		Subcommands: []*cli.Command{
-			ctlTokenCreateCommand(),
-			ctlTokenListCommand(),
-			ctlTokenRevokeCommand(),
-			ctlTokenWhoamiCommand(),
+			tokenCreateCommand(),
+			tokenListCommand(),
+			tokenRevokeCommand(),
+			tokenWhoamiCommand(),
 		},
-		Action: ctlNoCommand,
+		Action: noCommand,
 	}
 }
 
-func ctlTokenCreateCommand() *cli.Command {
+func tokenCreateCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "create",
 		Usage: "make a new token for an agent and print its secret, once",
@@ -74,18 +74,18 @@ admin token.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "agent", Usage: "agent `ID` the token speaks for (required)"},
 			&cli.StringFlag{Name: "role", Value: string(transport.RoleAgent),
-				Usage: "`ROLE` of the token: " + strings.Join(ctlTokenRoles, ", ")},
-			ctlJSONFlag(),
+				Usage: "`ROLE` of the token: " + strings.Join(tokenRoles, ", ")},
+			jsonFlag(),
 		},
-		Action: ctlTokenCreate,
+		Action: tokenCreate,
 	}
 }
 
-func ctlTokenCreate(c *cli.Context) error {
-	if err := ctlNoArgs(c); err != nil {
+func tokenCreate(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
-	if err := ctlRequire(c, "agent"); err != nil {
+	if err := require(c, "agent"); err != nil {
 		return err
 	}
 	role := strings.TrimSpace(c.String("role"))
@@ -93,17 +93,17 @@ func ctlTokenCreate(c *cli.Context) error {
 		// The issue's and the seed systems' name for a moderator.
 		role = string(transport.RoleModerator)
 	}
-	if !slices.Contains(ctlTokenRoles, role) {
-		return ctlUsagef(c, "--role %q is not one of %s", role, strings.Join(ctlTokenRoles, ", "))
+	if !slices.Contains(tokenRoles, role) {
+		return usagef(c, "--role %q is not one of %s", role, strings.Join(tokenRoles, ", "))
 	}
-	ctx, cancel := ctlCall(c)
+	ctx, cancel := call(c)
 	defer cancel()
-	tok, err := ctlClient(c).CreateToken(ctx, strings.TrimSpace(c.String("agent")), role)
+	tok, err := apiClient(c).CreateToken(ctx, strings.TrimSpace(c.String("agent")), role)
 	if err != nil {
-		return ctlAPIError(c, err)
+		return apiError(c, err)
 	}
-	if ctlJSON(c) {
-		return ctlPrintJSON(c.App.Writer, tok)
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, tok)
 	}
 	if _, err := fmt.Fprintln(c.App.Writer, tok.Token); err != nil {
 		return err
@@ -113,7 +113,7 @@ func ctlTokenCreate(c *cli.Context) error {
 	return err
 }
 
-func ctlTokenListCommand() *cli.Command {
+func tokenListCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "list",
 		Usage: "list the tokens: id, agent, role, created, revoked",
@@ -124,36 +124,36 @@ func ctlTokenListCommand() *cli.Command {
 role and the times it was created and revoked ("-" while it is valid). The
 secrets are not stored, so they cannot be listed. With --json, the API's
 array of token objects. Needs an admin token.`,
-		Flags:  []cli.Flag{ctlJSONFlag()},
-		Action: ctlTokenList,
+		Flags:  []cli.Flag{jsonFlag()},
+		Action: tokenList,
 	}
 }
 
-func ctlTokenList(c *cli.Context) error {
-	if err := ctlNoArgs(c); err != nil {
+func tokenList(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
-	ctx, cancel := ctlCall(c)
+	ctx, cancel := call(c)
 	defer cancel()
-	list, err := ctlClient(c).Tokens(ctx)
+	list, err := apiClient(c).Tokens(ctx)
 	if err != nil {
-		return ctlAPIError(c, err)
+		return apiError(c, err)
 	}
-	if ctlJSON(c) {
+	if wantJSON(c) {
 		if list == nil {
-			return ctlPrintJSON(c.App.Writer, []any{})
+			return printJSON(c.App.Writer, []any{})
 		}
-		return ctlPrintJSON(c.App.Writer, list)
+		return printJSON(c.App.Writer, list)
 	}
 	tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tAGENT\tROLE\tCREATED\tREVOKED")
 	for _, t := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.ID, ctlOr(t.Agent, "-"), t.Role, ctlTime(t.CreatedAt, false), ctlTime(t.RevokedAt, false))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.ID, or(t.Agent, "-"), t.Role, formatTime(t.CreatedAt, false), formatTime(t.RevokedAt, false))
 	}
 	return tw.Flush()
 }
 
-func ctlTokenRevokeCommand() *cli.Command {
+func tokenRevokeCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "revoke",
 		Usage: "revoke a token: every node refuses it once the revoke is committed",
@@ -164,30 +164,30 @@ func ctlTokenRevokeCommand() *cli.Command {
 returns once the revoke is committed; every node then refuses the token
 (401) within about a second. Revoking a revoked token is not an error.
 Needs an admin token.`,
-		Flags:  []cli.Flag{ctlJSONFlag()},
-		Action: ctlTokenRevoke,
+		Flags:  []cli.Flag{jsonFlag()},
+		Action: tokenRevoke,
 	}
 }
 
-func ctlTokenRevoke(c *cli.Context) error {
-	args, err := ctlArgs(c, "id")
+func tokenRevoke(c *cli.Context) error {
+	args, err := positionalArgs(c, "id")
 	if err != nil {
 		return err
 	}
 	id := strings.TrimSpace(args[0])
-	ctx, cancel := ctlCall(c)
+	ctx, cancel := call(c)
 	defer cancel()
-	if err := ctlClient(c).RevokeToken(ctx, id); err != nil {
-		return ctlAPIError(c, err)
+	if err := apiClient(c).RevokeToken(ctx, id); err != nil {
+		return apiError(c, err)
 	}
-	if ctlJSON(c) {
-		return ctlPrintJSON(c.App.Writer, map[string]string{"revoked": id})
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, map[string]string{"revoked": id})
 	}
 	_, err = fmt.Fprintf(c.App.Writer, "revoked %s\n", id)
 	return err
 }
 
-func ctlTokenWhoamiCommand() *cli.Command {
+func tokenWhoamiCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "whoami",
 		Usage: "show the agent and role the token maosctl sends speaks for",
@@ -197,23 +197,23 @@ func ctlTokenWhoamiCommand() *cli.Command {
 		Description: `Asks the node who the token maosctl sends (--token, $MAOS_TOKEN or
 --token-file) is: its agent, role and id. Prints "auth off" for a node
 without --auth. A missing, wrong or revoked token gets 401.`,
-		Flags:  []cli.Flag{ctlJSONFlag()},
-		Action: ctlTokenWhoami,
+		Flags:  []cli.Flag{jsonFlag()},
+		Action: tokenWhoami,
 	}
 }
 
-func ctlTokenWhoami(c *cli.Context) error {
-	if err := ctlNoArgs(c); err != nil {
+func tokenWhoami(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
-	ctx, cancel := ctlCall(c)
+	ctx, cancel := call(c)
 	defer cancel()
-	me, err := ctlClient(c).WhoAmI(ctx)
+	me, err := apiClient(c).WhoAmI(ctx)
 	if err != nil {
-		return ctlAPIError(c, err)
+		return apiError(c, err)
 	}
-	if ctlJSON(c) {
-		return ctlPrintJSON(c.App.Writer, me)
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, me)
 	}
 	switch {
 	case !me.Auth:
@@ -226,33 +226,33 @@ func ctlTokenWhoami(c *cli.Context) error {
 	return err
 }
 
-// ctlToken is the bearer token of the global --token (or $MAOS_TOKEN, or
-// the content of --token-file, loaded by ctlLoadToken); "" for none.
-func ctlToken(c *cli.Context) string {
-	return strings.TrimSpace(ctlRoot(c).String("token"))
+// bearerToken is the bearer token of the global --token (or $MAOS_TOKEN, or
+// the content of --token-file, loaded by loadToken); "" for none.
+func bearerToken(c *cli.Context) string {
+	return strings.TrimSpace(rootContext(c).String("token"))
 }
 
-// ctlLoadToken reads --token-file into --token when no --token is given,
-// so every client built by ctlClient carries it. It is the app's Before.
-func ctlLoadToken(c *cli.Context) error {
+// loadToken reads --token-file into --token when no --token is given,
+// so every client built by apiClient carries it. It is the app's Before.
+func loadToken(c *cli.Context) error {
 	file := strings.TrimSpace(c.String("token-file"))
 	if strings.TrimSpace(c.String("token")) != "" || file == "" {
 		return nil
 	}
 	secret, _, err := secretfile.Read(file)
 	if err != nil {
-		return fmt.Errorf("--token-file (or $%s): %w", ctlEnvTokenFile, err)
+		return fmt.Errorf("--token-file (or $%s): %w", envTokenFile, err)
 	}
 	return c.Set("token", secret)
 }
 
-// ctlUnauthorizedHint tells the user what to do about a 401: give a token,
+// unauthorizedHint tells the user what to do about a 401: give a token,
 // or a valid one.
-func ctlUnauthorizedHint(c *cli.Context) string {
-	if ctlToken(c) == "" {
+func unauthorizedHint(c *cli.Context) string {
+	if bearerToken(c) == "" {
 		return fmt.Sprintf("the node runs with --auth: set %s (or --token, or --token-file/$%s) to a token from 'maosctl token create'",
-			ctlEnvToken, ctlEnvTokenFile)
+			envToken, envTokenFile)
 	}
 	return fmt.Sprintf("the token given (--token, $%s or --token-file) was refused: it may be revoked, mistyped or from "+
-		"another cluster; set %s to a valid one ('maosctl token create' by an admin)", ctlEnvToken, ctlEnvToken)
+		"another cluster; set %s to a valid one ('maosctl token create' by an admin)", envToken, envToken)
 }

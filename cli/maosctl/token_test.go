@@ -16,26 +16,26 @@ import (
 	"github.com/maos-project/maos/transport"
 )
 
-// ctlTestAdminToken is the admin bootstrap token of newCtlAuthEnv.
-const ctlTestAdminToken = "cli-test-admin-token-0123456789abcdef"
+// testAdminToken is the admin bootstrap token of newAuthEnv.
+const testAdminToken = "cli-test-admin-token-0123456789abcdef"
 
-// ctlClearTokenEnv keeps the caller's token variables out of a test.
-func ctlClearTokenEnv(t *testing.T) {
-	for _, k := range []string{ctlEnvToken, ctlEnvTokenFile} {
+// clearTokenEnv keeps the caller's token variables out of a test.
+func clearTokenEnv(t *testing.T) {
+	for _, k := range []string{envToken, envTokenFile} {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
 	}
 }
 
-// newCtlAuthEnv is newCtlEnv with a real state machine and auth on: the
-// API wants bearer tokens and ctlTestAdminToken is the admin one.
-func newCtlAuthEnv(t *testing.T) *ctlEnv {
+// newAuthEnv is newTestEnv with a real state machine and auth on: the
+// API wants bearer tokens and testAdminToken is the admin one.
+func newAuthEnv(t *testing.T) *testEnv {
 	t.Helper()
-	e := newCtlEnv(t)
-	ctlClearTokenEnv(t)
+	e := newTestEnv(t)
+	clearTokenEnv(t)
 	e.svc.WithState(t)
 	srv := httptest.NewServer(transport.NewServer(e.svc, transport.ServerOptions{
-		Auth: &transport.AuthConfig{AdminToken: ctlTestAdminToken},
+		Auth: &transport.AuthConfig{AdminToken: testAdminToken},
 	}))
 	t.Cleanup(srv.Close)
 	e.addr = srv.Listener.Addr().String()
@@ -43,15 +43,15 @@ func newCtlAuthEnv(t *testing.T) *ctlEnv {
 }
 
 // as runs args with --token tok.
-func (e *ctlEnv) as(tok string, args ...string) ctlResult {
+func (e *testEnv) as(tok string, args ...string) runResult {
 	return e.run("", append([]string{"--token", tok}, args...)...)
 }
 
 // createToken makes a token for agent with role through the admin token
 // and returns what --json printed.
-func (e *ctlEnv) createToken(agent, role string) transport.TokenCreated {
+func (e *testEnv) createToken(agent, role string) transport.TokenCreated {
 	e.t.Helper()
-	r := e.as(ctlTestAdminToken, "--json", "token", "create", "--agent", agent, "--role", role)
+	r := e.as(testAdminToken, "--json", "token", "create", "--agent", agent, "--role", role)
 	if r.err != nil {
 		e.t.Fatalf("token create --agent %s: %v stderr=%q", agent, r.err, r.errOut)
 	}
@@ -68,9 +68,9 @@ func (e *ctlEnv) createToken(agent, role string) transport.TokenCreated {
 // create prints the secret alone on stdout and the id and the
 // cannot-be-shown-again notice on stderr; the secret then works; list shows
 // the token without its secret; revoke makes the node refuse it.
-func TestMaosctlTokenCreateListRevoke(t *testing.T) {
-	e := newCtlAuthEnv(t)
-	r := e.as(ctlTestAdminToken, "token", "create", "--agent", "codex")
+func TestTokenCreateListRevoke(t *testing.T) {
+	e := newAuthEnv(t)
+	r := e.as(testAdminToken, "token", "create", "--agent", "codex")
 	if r.err != nil {
 		t.Fatalf("token create: %v stderr=%q", r.err, r.errOut)
 	}
@@ -88,7 +88,7 @@ func TestMaosctlTokenCreateListRevoke(t *testing.T) {
 		t.Fatalf("send with the new token: %v stderr=%q", r.err, r.errOut)
 	}
 
-	r = e.as(ctlTestAdminToken, "token", "list")
+	r = e.as(testAdminToken, "token", "list")
 	if r.err != nil {
 		t.Fatalf("token list: %v stderr=%q", r.err, r.errOut)
 	}
@@ -121,11 +121,11 @@ func TestMaosctlTokenCreateListRevoke(t *testing.T) {
 		}
 	}
 
-	r = e.as(ctlTestAdminToken, "token", "revoke", codexID)
+	r = e.as(testAdminToken, "token", "revoke", codexID)
 	if r.err != nil || r.out != "revoked "+codexID+"\n" {
 		t.Fatalf("token revoke %s: out=%q err=%v stderr=%q", codexID, r.out, r.err, r.errOut)
 	}
-	r = e.as(ctlTestAdminToken, "--json", "token", "list")
+	r = e.as(testAdminToken, "--json", "token", "list")
 	var list []fsm.Token
 	if err := json.Unmarshal([]byte(r.out), &list); err != nil || r.err != nil {
 		t.Fatalf("token list --json = %q, %v: %v", r.out, r.err, err)
@@ -142,8 +142,8 @@ func TestMaosctlTokenCreateListRevoke(t *testing.T) {
 }
 
 // Bad command lines fail before calling the node, naming the flag.
-func TestMaosctlTokenUsageErrors(t *testing.T) {
-	e := newCtlAuthEnv(t)
+func TestTokenUsageErrors(t *testing.T) {
+	e := newAuthEnv(t)
 	for _, tc := range []struct {
 		args []string
 		want []string
@@ -156,22 +156,22 @@ func TestMaosctlTokenUsageErrors(t *testing.T) {
 		{[]string{"token", "frobnicate"}, []string{`unknown command "frobnicate"`}},
 		{[]string{"channels", "--token", "x"}, []string{"--token is a global flag"}},
 	} {
-		r := e.as(ctlTestAdminToken, tc.args...)
+		r := e.as(testAdminToken, tc.args...)
 		for _, w := range tc.want {
 			if r.err == nil || !strings.Contains(r.err.Error(), w) {
 				t.Errorf("maosctl %v: err=%v; want it to say %q", tc.args, r.err, w)
 			}
 		}
 	}
-	if r := e.as(ctlTestAdminToken, "--json", "token", "list"); r.err != nil || strings.TrimSpace(r.out) != "[]" {
+	if r := e.as(testAdminToken, "--json", "token", "list"); r.err != nil || strings.TrimSpace(r.out) != "[]" {
 		t.Errorf("token list after refused commands = %q, %v; want none created", r.out, r.err)
 	}
 }
 
 // A 401 says what to do: without a token, set MAOS_TOKEN; with a bad one,
 // that it was refused. An agent's token cannot manage tokens (403).
-func TestMaosctlUnauthorizedHints(t *testing.T) {
-	e := newCtlAuthEnv(t)
+func TestUnauthorizedHints(t *testing.T) {
+	e := newAuthEnv(t)
 	r := e.run("", "channels")
 	if r.err == nil || !strings.Contains(r.err.Error(), "401") || !strings.Contains(r.err.Error(), "set MAOS_TOKEN") ||
 		!strings.Contains(r.errOut, "maosctl token create") {
@@ -191,11 +191,11 @@ func TestMaosctlUnauthorizedHints(t *testing.T) {
 // The token comes from --token, $MAOS_TOKEN, --token-file or
 // $MAOS_TOKEN_FILE; --token wins over a file, which is then not read; a
 // bad file is refused naming --token-file.
-func TestMaosctlTokenSources(t *testing.T) {
-	e := newCtlAuthEnv(t)
+func TestTokenSources(t *testing.T) {
+	e := newAuthEnv(t)
 	dir := t.TempDir()
 	good := filepath.Join(dir, "admin.token")
-	if err := os.WriteFile(good, []byte("  "+ctlTestAdminToken+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(good, []byte("  "+testAdminToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	empty := filepath.Join(dir, "empty.token")
@@ -209,14 +209,14 @@ func TestMaosctlTokenSources(t *testing.T) {
 		}
 	}
 	listOK("--token-file", "--token-file", good)
-	listOK("--token over a missing --token-file", "--token", ctlTestAdminToken, "--token-file", filepath.Join(dir, "missing"))
+	listOK("--token over a missing --token-file", "--token", testAdminToken, "--token-file", filepath.Join(dir, "missing"))
 
-	t.Setenv(ctlEnvTokenFile, good)
+	t.Setenv(envTokenFile, good)
 	listOK("$MAOS_TOKEN_FILE")
-	t.Setenv(ctlEnvTokenFile, "")
-	t.Setenv(ctlEnvToken, ctlTestAdminToken)
+	t.Setenv(envTokenFile, "")
+	t.Setenv(envToken, testAdminToken)
 	listOK("$MAOS_TOKEN")
-	t.Setenv(ctlEnvToken, "")
+	t.Setenv(envToken, "")
 
 	for _, tc := range []struct{ file, want string }{
 		{empty, "is empty"},
@@ -231,15 +231,15 @@ func TestMaosctlTokenSources(t *testing.T) {
 	}
 }
 
-// ctlHeaderRecorder serves the fake node and records the Authorization
+// headerRecorder serves the fake node and records the Authorization
 // header of every request.
-type ctlHeaderRecorder struct {
+type headerRecorder struct {
 	mu   sync.Mutex
 	seen map[string]string // path -> Authorization
 	next http.Handler
 }
 
-func (h *ctlHeaderRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *headerRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
 	h.seen[r.URL.Path] = r.Header.Get("Authorization")
 	h.mu.Unlock()
@@ -247,7 +247,7 @@ func (h *ctlHeaderRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // take returns what was recorded since the last take and forgets it.
-func (h *ctlHeaderRecorder) take() map[string]string {
+func (h *headerRecorder) take() map[string]string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := h.seen
@@ -258,11 +258,11 @@ func (h *ctlHeaderRecorder) take() map[string]string {
 // Every client maosctl builds carries the global token: the shared one
 // (send, status-line, and watch, hook and the others through it), bench's
 // and mcp's.
-func TestMaosctlTokenReachesEveryClient(t *testing.T) {
-	e := newCtlEnv(t)
-	ctlClearTokenEnv(t)
+func TestTokenReachesEveryClient(t *testing.T) {
+	e := newTestEnv(t)
+	clearTokenEnv(t)
 	e.svc.WithState(t)
-	rec := &ctlHeaderRecorder{seen: map[string]string{}, next: transport.NewServer(e.svc, transport.ServerOptions{})}
+	rec := &headerRecorder{seen: map[string]string{}, next: transport.NewServer(e.svc, transport.ServerOptions{})}
 	srv := httptest.NewServer(rec)
 	t.Cleanup(srv.Close)
 	addr := srv.Listener.Addr().String()
@@ -281,7 +281,7 @@ func TestMaosctlTokenReachesEveryClient(t *testing.T) {
 	}
 	run := func(args ...string) {
 		t.Helper()
-		if r := ctlRunApp(addr, "", append([]string{"--token", tok}, args...)...); r.err != nil {
+		if r := runApp(addr, "", append([]string{"--token", tok}, args...)...); r.err != nil {
 			t.Fatalf("maosctl %v: %v stderr=%q", args, r.err, r.errOut)
 		}
 	}
@@ -331,27 +331,27 @@ func TestMaosctlTokenReachesEveryClient(t *testing.T) {
 
 // --role supervisor is the moderator role under the name the issue and
 // the seed systems use.
-func TestMaosctlTokenSupervisorIsModerator(t *testing.T) {
-	e := newCtlAuthEnv(t)
-	r := e.as(ctlTestAdminToken, "--json", "token", "create", "--agent", "lead", "--role", "supervisor")
+func TestTokenSupervisorIsModerator(t *testing.T) {
+	e := newAuthEnv(t)
+	r := e.as(testAdminToken, "--json", "token", "create", "--agent", "lead", "--role", "supervisor")
 	var tok transport.TokenCreated
 	if r.err != nil || json.Unmarshal([]byte(r.out), &tok) != nil || tok.Role != string(transport.RoleModerator) {
 		t.Fatalf("token create --role supervisor = %q, %v; want a moderator token", r.out, r.err)
 	}
-	if r := e.as(ctlTestAdminToken, "token", "create", "--agent", "lead", "--role", "boss"); r.err == nil || !strings.Contains(r.err.Error(), `--role "boss"`) {
+	if r := e.as(testAdminToken, "token", "create", "--agent", "lead", "--role", "boss"); r.err == nil || !strings.Contains(r.err.Error(), `--role "boss"`) {
 		t.Errorf("token create --role boss: %v; want a usage error naming the role", r.err)
 	}
 }
 
 // token whoami names the token's agent and role; maosctl mcp refuses to
 // start with another agent's token instead of failing every tool call.
-func TestMaosctlTokenWhoamiAndMCPCheck(t *testing.T) {
-	e := newCtlAuthEnv(t)
+func TestTokenWhoamiAndMCPCheck(t *testing.T) {
+	e := newAuthEnv(t)
 	codex := e.createToken("codex", "agent")
 	if r := e.as(codex.Token, "token", "whoami"); r.err != nil || r.out != "agent codex, role agent, token "+codex.ID+"\n" {
 		t.Errorf("whoami with codex's token: %q, %v", r.out, r.err)
 	}
-	if r := e.as(ctlTestAdminToken, "token", "whoami"); r.err != nil || !strings.HasPrefix(r.out, "admin bootstrap token (role admin") {
+	if r := e.as(testAdminToken, "token", "whoami"); r.err != nil || !strings.HasPrefix(r.out, "admin bootstrap token (role admin") {
 		t.Errorf("whoami with the admin token: %q, %v", r.out, r.err)
 	}
 	var me transport.WhoAmI
@@ -368,8 +368,8 @@ func TestMaosctlTokenWhoamiAndMCPCheck(t *testing.T) {
 }
 
 // Without --auth whoami says so.
-func TestMaosctlTokenWhoamiAuthOff(t *testing.T) {
-	e := newCtlEnv(t)
+func TestTokenWhoamiAuthOff(t *testing.T) {
+	e := newTestEnv(t)
 	if out := e.ok("token", "whoami"); !strings.HasPrefix(out, "auth off") {
 		t.Errorf("whoami without auth: %q", out)
 	}

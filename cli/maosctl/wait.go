@@ -10,32 +10,32 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// ctlDefaultWaitTimeout bounds 'send --wait' unless its --timeout says
+// defaultWaitTimeout bounds 'send --wait' unless its --timeout says
 // otherwise.
-const ctlDefaultWaitTimeout = 60 * time.Second
+const defaultWaitTimeout = 60 * time.Second
 
-// ctlSendWaitFlags checks send's --wait and --timeout before anything is
+// sendWaitFlags checks send's --wait and --timeout before anything is
 // sent: the state to wait for ("" for none) and how long.
-func ctlSendWaitFlags(c *cli.Context) (string, time.Duration, error) {
+func sendWaitFlags(c *cli.Context) (string, time.Duration, error) {
 	wait := strings.TrimSpace(c.String("wait"))
-	timeout := ctlDefaultWaitTimeout
+	timeout := defaultWaitTimeout
 	if c.IsSet("timeout") {
 		if wait == "" {
-			return "", 0, ctlUsagef(c, "--timeout goes with --wait; the global --timeout (each API call) goes before the command: maosctl --timeout D send ...")
+			return "", 0, usagef(c, "--timeout goes with --wait; the global --timeout (each API call) goes before the command: maosctl --timeout D send ...")
 		}
 		if timeout = c.Duration("timeout"); timeout <= 0 {
-			return "", 0, ctlUsagef(c, "--timeout %s: want a positive duration such as 60s or 10m", timeout)
+			return "", 0, usagef(c, "--timeout %s: want a positive duration such as 60s or 10m", timeout)
 		}
 	}
-	if wait != "" && !slices.Contains(ctlWaitStates, wait) {
-		return "", 0, ctlUsagef(c, "--wait %q: want %s", wait, strings.Join(ctlWaitStates, " or "))
+	if wait != "" && !slices.Contains(waitStates, wait) {
+		return "", 0, usagef(c, "--wait %q: want %s", wait, strings.Join(waitStates, " or "))
 	}
 	return wait, timeout, nil
 }
 
-// ctlPrintSent prints a send's answer: "ID seq=N", then a line per
+// printSent prints a send's answer: "ID seq=N", then a line per
 // recipient the rules blocked.
-func ctlPrintSent(c *cli.Context, res *transport.SendResponse) error {
+func printSent(c *cli.Context, res *transport.SendResponse) error {
 	if _, err := fmt.Fprintf(c.App.Writer, "%s seq=%d\n", res.ID, res.Seq); err != nil {
 		return err
 	}
@@ -47,25 +47,25 @@ func ctlPrintSent(c *cli.Context, res *transport.SendResponse) error {
 	return nil
 }
 
-// ctlSendAndWait waits for the receipts of a sent message and reports.
-func ctlSendAndWait(c *cli.Context, res *transport.SendResponse, state string, timeout time.Duration) error {
-	asJSON := ctlJSON(c)
+// sendAndWait waits for the receipts of a sent message and reports.
+func sendAndWait(c *cli.Context, res *transport.SendResponse, state string, timeout time.Duration) error {
+	asJSON := wantJSON(c)
 	if !asJSON {
-		if err := ctlPrintSent(c, res); err != nil {
+		if err := printSent(c, res); err != nil {
 			return err
 		}
 	}
-	receipts, pending, err := ctlWaitReceipts(c, res.ID, state, timeout)
+	receipts, pending, err := waitReceipts(c, res.ID, state, timeout)
 	if err != nil {
 		return err
 	}
 	if asJSON {
-		out := ctlSendWait{SendResponse: *res}
+		out := sendWait{SendResponse: *res}
 		out.Wait.State, out.Wait.Pending, out.Wait.Receipts = state, pending, receipts
 		if out.Wait.Pending == nil {
 			out.Wait.Pending = []string{}
 		}
-		if err := ctlPrintJSON(c.App.Writer, out); err != nil {
+		if err := printJSON(c.App.Writer, out); err != nil {
 			return err
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func ctlWatchCommand() *cli.Command {
+func watchCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "watch",
 		Usage: "run watcher agents: hand each agent's mail to its model CLI and post the answers",
@@ -43,17 +43,17 @@ policy (or why it is skipped); with --json one object per line
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "config", Usage: "watcher config `FILE` (YAML; required)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "only print which agent would take each message, with which policy"},
-			ctlJSONFlag(),
+			jsonFlag(),
 		},
-		Action: ctlWatch,
+		Action: watch,
 	}
 }
 
-func ctlWatch(c *cli.Context) error {
-	if err := ctlNoArgs(c); err != nil {
+func watch(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
 		return err
 	}
-	if err := ctlRequire(c, "config"); err != nil {
+	if err := require(c, "config"); err != nil {
 		return err
 	}
 	f, err := watcher.LoadFile(c.String("config"))
@@ -63,9 +63,9 @@ func ctlWatch(c *cli.Context) error {
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	out := c.App.Writer
-	opts := watcher.Options{Client: ctlClient(c), Logger: slog.New(slog.NewTextHandler(c.App.ErrWriter, nil))}
+	opts := watcher.Options{Client: apiClient(c), Logger: slog.New(slog.NewTextHandler(c.App.ErrWriter, nil))}
 	if c.Bool("dry-run") {
-		asJSON := ctlJSON(c)
+		asJSON := wantJSON(c)
 		opts.DryRun = func(d watcher.Decision) {
 			if asJSON {
 				b, _ := json.Marshal(d)

@@ -15,8 +15,8 @@ import (
 	"github.com/maos-project/maos/watcher"
 )
 
-func TestMaosctlWatchRefusesBadInput(t *testing.T) {
-	e := newCtlEnv(t)
+func TestWatchRefusesBadInput(t *testing.T) {
+	e := newTestEnv(t)
 	e.fail([]string{"watch"}, "--config")
 	e.fail([]string{"watch", "--config", filepath.Join(t.TempDir(), "missing.yaml")}, "missing.yaml")
 	bad := filepath.Join(t.TempDir(), "agents.yaml")
@@ -30,10 +30,10 @@ func TestMaosctlWatchRefusesBadInput(t *testing.T) {
 // watch --dry-run prints, for each incoming message, which local agent
 // takes it with which policy (or why it skips it), and runs, registers
 // and acknowledges nothing.
-func TestMaosctlWatchDryRun(t *testing.T) {
+func TestWatchDryRun(t *testing.T) {
 	for _, asJSON := range []bool{false, true} {
 		t.Run(fmt.Sprintf("json=%v", asJSON), func(t *testing.T) {
-			e := newCtlEnv(t)
+			e := newTestEnv(t)
 			e.svc.WithState(t)
 			dir := t.TempDir()
 			marker := filepath.Join(dir, "ran")

@@ -19,8 +19,8 @@ import (
 	"github.com/maos-project/maos/transport"
 )
 
-// ctlClearAuthEnv keeps the caller's maosd auth variables out of a test.
-func ctlClearAuthEnv(t *testing.T) {
+// clearAuthEnv keeps the caller's maosd auth variables out of a test.
+func clearAuthEnv(t *testing.T) {
 	for _, k := range []string{"MAOS_AUTH", "MAOS_ADMIN_TOKEN_FILE"} {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
@@ -43,8 +43,8 @@ func writeTokenFile(t *testing.T, content string, perm os.FileMode) string {
 
 // maosd refuses bad auth flags before touching the data dir, naming the
 // flag and saying what it wants.
-func TestMaosdRefusesBadAuthFlags(t *testing.T) {
-	ctlClearAuthEnv(t)
+func TestRefusesBadAuthFlags(t *testing.T) {
+	clearAuthEnv(t)
 	dir := filepath.Join(t.TempDir(), "data")
 	good := writeTokenFile(t, strings.Repeat("a", 44)+"\n", 0o600)
 	tests := []struct {
@@ -100,8 +100,8 @@ func authFlagsLog(t *testing.T, args ...string) (string, error, string) {
 // The token is read trimmed from the file (or $MAOS_ADMIN_TOKEN_FILE with
 // $MAOS_AUTH); a file other users can read gets a warning, a 0600 one none;
 // auth off gets the warning that anyone can send as any agent.
-func TestMaosdAuthFlagsWarn(t *testing.T) {
-	ctlClearAuthEnv(t)
+func TestAuthFlagsWarn(t *testing.T) {
+	clearAuthEnv(t)
 	secret := strings.Repeat("s", 44)
 	private := writeTokenFile(t, "  "+secret+"\r\n", 0o600)
 	tok, err, log := authFlagsLog(t, "--auth", "--admin-token-file", private)
@@ -122,7 +122,7 @@ func TestMaosdAuthFlagsWarn(t *testing.T) {
 	if !strings.Contains(log, "level=WARN") || !strings.Contains(log, "chmod 600") || !strings.Contains(log, "mode=0644") {
 		t.Errorf("a 0644 token file logged no warning naming chmod 600 and its mode:\n%s", log)
 	}
-	ctlClearAuthEnv(t)
+	clearAuthEnv(t)
 
 	tok, err, log = authFlagsLog(t)
 	if err != nil || tok != "" {
@@ -139,8 +139,8 @@ func TestMaosdAuthFlagsWarn(t *testing.T) {
 // auth-off warning; without a token the API answers 401 (and maosctl hints
 // at MAOS_TOKEN); the admin token file makes agent tokens; an agent's token
 // sends as its agent only, and stops working once revoked.
-func TestMaosdAuthEndToEnd(t *testing.T) {
-	ctlClearAuthEnv(t)
+func TestAuthEndToEnd(t *testing.T) {
+	clearAuthEnv(t)
 	clearMaosctlEnv(t)
 	admin := writeTokenFile(t, strings.Repeat("k", 44)+"\n", 0o600)
 	ready, log := runMaosdUntilReady(t, nil, "--auth", "--admin-token-file", admin)
@@ -178,8 +178,8 @@ func TestMaosdAuthEndToEnd(t *testing.T) {
 
 // A cluster started with --auth records auth_required; the same node
 // restarted without --auth refuses to start and says how to fix it.
-func TestMaosdRestartWithoutAuthRefused(t *testing.T) {
-	ctlClearAuthEnv(t)
+func TestRestartWithoutAuthRefused(t *testing.T) {
+	clearAuthEnv(t)
 	clearMaosctlEnv(t)
 	secret := strings.Repeat("k", 44)
 	admin := writeTokenFile(t, secret+"\n", 0o600)
@@ -227,8 +227,8 @@ func TestMaosdRestartWithoutAuthRefused(t *testing.T) {
 
 // Without --auth the API may listen on loopback only, unless the operator
 // says --insecure-no-auth.
-func TestMaosdRefusesOpenAPIWithoutAuth(t *testing.T) {
-	ctlClearAuthEnv(t)
+func TestRefusesOpenAPIWithoutAuth(t *testing.T) {
+	clearAuthEnv(t)
 	t.Setenv("MAOS_INSECURE_NO_AUTH", "")
 	dir := filepath.Join(t.TempDir(), "data")
 	err := startRefused(dir, "--http-addr", "0.0.0.0:0", "--http-advertise", "127.0.0.1:7070")

@@ -9,7 +9,7 @@ import (
 )
 
 // --debug-addr serves pprof on its own listener; the API does not.
-func TestMaosdDebugAddrServesPprof(t *testing.T) {
+func TestDebugAddrServesPprof(t *testing.T) {
 	ready, log := runMaosdUntilReady(t, nil, "--debug-addr", "127.0.0.1:0")
 	var debugAddr string
 	for _, line := range strings.Split(log, "\n") {

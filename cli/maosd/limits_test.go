@@ -12,7 +12,7 @@ import (
 
 // maosd refuses bad limit flags before touching the data dir, naming the
 // flag and what it wants.
-func TestMaosdRefusesBadLimitFlags(t *testing.T) {
+func TestRefusesBadLimitFlags(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	tests := []struct {
 		args []string
@@ -36,7 +36,7 @@ func TestMaosdRefusesBadLimitFlags(t *testing.T) {
 
 // The ready line carries the effective limits: the defaults, and a rate
 // from the environment with its derived burst.
-func TestMaosdLogsLimits(t *testing.T) {
+func TestLogsLimits(t *testing.T) {
 	ready, _ := runMaosdUntilReady(t, nil)
 	want := map[string]float64{"send_rate": 0, "send_burst": 0, "max_recipients": fsm.MaxRecipients, "max_streams_per_agent": 16}
 	for k, v := range want {
@@ -55,7 +55,7 @@ func TestMaosdLogsLimits(t *testing.T) {
 }
 
 // --help tells multi-host operators to set a send rate.
-func TestMaosdHelpMentionsSendRate(t *testing.T) {
+func TestHelpMentionsSendRate(t *testing.T) {
 	app := App()
 	var out bytes.Buffer
 	app.Writer = &out

@@ -67,7 +67,7 @@ func TestDefaultNodeIDIsValid(t *testing.T) {
 }
 
 // maosd refuses bad flags before touching the data dir, naming the flag.
-func TestMaosdRefusesBadFlags(t *testing.T) {
+func TestRefusesBadFlags(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	tests := []struct {
 		args []string

@@ -15,7 +15,7 @@ import (
 
 // maosd refuses bad gossip flags before touching the data dir, naming the
 // flag and saying what it wants.
-func TestMaosdRefusesBadGossipFlags(t *testing.T) {
+func TestRefusesBadGossipFlags(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	short := base64.StdEncoding.EncodeToString([]byte("0123456789"))
 	tests := []struct {
@@ -129,7 +129,7 @@ func TestDefaultGossipAddr(t *testing.T) {
 // Gossip on port 0 (derived from --raft-addr 127.0.0.1:0): the ready line
 // carries the bound gossip address, and without a key the log warns that
 // gossip is not encrypted.
-func TestMaosdGossipWarnsWhenUnencrypted(t *testing.T) {
+func TestGossipWarnsWhenUnencrypted(t *testing.T) {
 	ready, log := runMaosdUntilReady(t, nil)
 	addr, _ := ready["gossip_addr"].(string)
 	if !strings.HasPrefix(addr, "127.0.0.1:") || strings.HasSuffix(addr, ":0") {
@@ -141,7 +141,7 @@ func TestMaosdGossipWarnsWhenUnencrypted(t *testing.T) {
 }
 
 // A key from the environment encrypts gossip, and there is no warning.
-func TestMaosdGossipKeyFromEnv(t *testing.T) {
+func TestGossipKeyFromEnv(t *testing.T) {
 	key := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{5}, 32))
 	ready, log := runMaosdUntilReady(t, []string{"MAOS_GOSSIP_KEY", key}, "--gossip-addr", "127.0.0.1:0")
 	if addr, _ := ready["gossip_addr"].(string); addr == "" {
@@ -156,7 +156,7 @@ func TestMaosdGossipKeyFromEnv(t *testing.T) {
 }
 
 // A key from --gossip-key-file encrypts gossip like --gossip-key.
-func TestMaosdGossipKeyFromFile(t *testing.T) {
+func TestGossipKeyFromFile(t *testing.T) {
 	key := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))
 	_, log := runMaosdUntilReady(t, nil, "--gossip-addr", "127.0.0.1:0", "--gossip-key-file", writeTokenFile(t, key+"\n", 0o600))
 	if strings.Contains(log, "gossip is not encrypted") || !strings.Contains(log, `"gossip_encrypted":true`) {

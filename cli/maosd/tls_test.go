@@ -16,7 +16,7 @@ import (
 
 // maosd refuses incomplete or bad TLS flags before touching the data dir,
 // naming the flag and saying what is wrong.
-func TestMaosdRefusesBadTLSFlags(t *testing.T) {
+func TestRefusesBadTLSFlags(t *testing.T) {
 	for _, k := range []string{"MAOS_TLS_CERT", "MAOS_TLS_KEY", "MAOS_TLS_CA"} {
 		t.Setenv(k, "")
 	}
@@ -56,7 +56,7 @@ func TestMaosdRefusesBadTLSFlags(t *testing.T) {
 // Two maosd nodes with TLS: the second joins the first over https, maosctl
 // with --ca sees both voters, maosctl without it cannot talk to the node,
 // and the log warns that gossip is not encrypted.
-func TestMaosdServesTLS(t *testing.T) {
+func TestServesTLS(t *testing.T) {
 	for _, k := range []string{"MAOS_TLS_CERT", "MAOS_TLS_KEY", "MAOS_TLS_CA"} {
 		t.Setenv(k, "")
 	}
