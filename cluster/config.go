@@ -149,10 +149,17 @@ const DefaultSnapshotThreshold = 65536
 // DefaultPresenceTTL is Config.PresenceTTL's default.
 const DefaultPresenceTTL = 30 * time.Second
 
-// MinSnapshotThreshold is the least Config.SnapshotThreshold Validate
-// takes: a snapshot copies the whole state file, so a smaller threshold
-// would copy it every few writes.
-const MinSnapshotThreshold = 1024
+// Bounds Validate puts on Config fields (0 in either means the default).
+const (
+	// MinSnapshotThreshold is the least SnapshotThreshold: a snapshot
+	// copies the whole state file, so a smaller threshold would copy it
+	// every few writes.
+	MinSnapshotThreshold = 1024
+	// MinCommitTimeout and MaxCommitTimeout bound CommitTimeout: raft's
+	// floor, and a follower's streams would deliver up to that late.
+	MinCommitTimeout = time.Millisecond
+	MaxCommitTimeout = time.Second
+)
 
 // FieldError is a Config field Validate refuses. Field is the field's name
 // in Config ("APIAddr", "GossipKey"); Err says why without naming the
@@ -207,8 +214,8 @@ func (c *Config) Validate() error {
 		return &FieldError{Field: "AdminToken", Err: err}
 	}
 	switch {
-	case c.CommitTimeout != 0 && (c.CommitTimeout < time.Millisecond || c.CommitTimeout > time.Second):
-		return fieldErr("CommitTimeout", "%s: want 1ms..1s", c.CommitTimeout)
+	case c.CommitTimeout != 0 && (c.CommitTimeout < MinCommitTimeout || c.CommitTimeout > MaxCommitTimeout):
+		return fieldErr("CommitTimeout", "%s: want %s..%s", c.CommitTimeout, MinCommitTimeout, MaxCommitTimeout)
 	case c.SnapshotThreshold != 0 && c.SnapshotThreshold < MinSnapshotThreshold:
 		return fieldErr("SnapshotThreshold", "%d: want at least %d entries", c.SnapshotThreshold, MinSnapshotThreshold)
 	case c.PresenceTTL < 0:

@@ -60,7 +60,7 @@ func TestRefusesBadAuthFlags(t *testing.T) {
 		{[]string{"--auth", "--admin-token-file", writeTokenFile(t, "0123456789 abcdef0", 0o600)},
 			[]string{"--admin-token-file", "blank or control character"}},
 		{[]string{"--auth", "--admin-token-file", writeTokenFile(t, "short\n", 0o600)},
-			[]string{"--admin-token-file", "5 characters", "want 16 to 512"}},
+			[]string{"--admin-token-file", "5 bytes", "want 16..512"}},
 		{[]string{"--auth", "--admin-token-file", writeTokenFile(t, "0123456789abcdef!<>\n", 0o600)},
 			[]string{"--admin-token-file", "cannot carry"}},
 		{[]string{"--auth", "--admin-token-file", writeTokenFile(t, strings.Repeat("a", 5000), 0o600)},
@@ -69,7 +69,9 @@ func TestRefusesBadAuthFlags(t *testing.T) {
 		{[]string{"--auth", "--admin-token-file", t.TempDir()}, []string{"--admin-token-file", "not a regular file"}},
 	}
 	for _, tt := range tests {
-		checkSays(t, fmt.Sprintf("maosd %v", tt.args), startRefused(dir, tt.args...), tt.want...)
+		err := startRefused(dir, tt.args...)
+		checkSays(t, fmt.Sprintf("maosd %v", tt.args), err, tt.want...)
+		checkStatus(t, fmt.Sprintf("maosd %v", tt.args), err, 2)
 	}
 	checkNoDataDir(t, dir)
 }
@@ -220,6 +222,7 @@ func TestRestartWithoutAuthRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "auth_required=true") || !strings.Contains(err.Error(), "--auth --admin-token-file") {
 			t.Fatalf("restart without --auth: %v; want a refusal naming auth_required and --auth", err)
 		}
+		checkStatus(t, "restart without --auth", err, 1)
 	case <-time.After(20 * time.Second):
 		t.Fatal("maosd without --auth on an auth cluster's data dir did not exit within 20s")
 	}
@@ -233,6 +236,7 @@ func TestRefusesOpenAPIWithoutAuth(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	err := startRefused(dir, "--http-addr", "0.0.0.0:0", "--http-advertise", "127.0.0.1:7070")
 	checkSays(t, "maosd on 0.0.0.0 without --auth", err, "--http-addr", "reachable from other hosts", "--auth --admin-token-file", "--insecure-no-auth")
+	checkStatus(t, "maosd on 0.0.0.0 without --auth", err, 2)
 	checkNoDataDir(t, dir)
 
 	loop := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 7070}

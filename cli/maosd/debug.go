@@ -8,6 +8,8 @@ import (
 	"net/http/pprof"
 	"runtime"
 	"time"
+
+	"github.com/maos-project/maos/hostport"
 )
 
 // Sampling rates while --debug-addr is set: one blocking event per 100 µs
@@ -17,17 +19,24 @@ const (
 	debugMutexFraction = 100
 )
 
-// serveDebug serves Go's pprof endpoints (/debug/pprof/) on addr, a
-// listener of its own so the API never exposes them. It returns the
-// listener (closed by the caller) or why it could not listen.
+// checkDebugAddr refuses a --debug-addr that is not a loopback IP:port:
+// profiles show the process's memory.
+func checkDebugAddr(addr string) error {
+	if err := hostport.Check(addr, hostport.Listen|hostport.IP); err != nil {
+		return fmt.Errorf("--debug-addr: %w", err)
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	if !net.ParseIP(host).IsLoopback() {
+		return fmt.Errorf("--debug-addr %q: want a loopback IP (127.0.0.1): profiles show the process's memory", addr)
+	}
+	return nil
+}
+
+// serveDebug serves Go's pprof endpoints (/debug/pprof/) on addr (checked
+// by checkDebugAddr), a listener of its own so the API never exposes them.
+// It returns the listener (closed by the caller) or why it could not
+// listen.
 func serveDebug(addr string, logger *slog.Logger) (net.Listener, error) {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, fmt.Errorf("--debug-addr %q: want host:port", addr)
-	}
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return nil, fmt.Errorf("--debug-addr %q: want a loopback IP (127.0.0.1): profiles show the process's memory", addr)
-	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--debug-addr: %w", err)

@@ -29,7 +29,9 @@ func TestRefusesBadLimitFlags(t *testing.T) {
 		{[]string{"--max-streams-per-agent", "-3"}, []string{"--max-streams-per-agent -3", "≥ 0"}},
 	}
 	for _, tt := range tests {
-		checkSays(t, fmt.Sprintf("maosd %v", tt.args), startRefused(dir, tt.args...), tt.want...)
+		err := startRefused(dir, tt.args...)
+		checkSays(t, fmt.Sprintf("maosd %v", tt.args), err, tt.want...)
+		checkStatus(t, fmt.Sprintf("maosd %v", tt.args), err, 2)
 	}
 	checkNoDataDir(t, dir)
 }

@@ -3,33 +3,22 @@ package maosd
 import (
 	"context"
 	"crypto/tls"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"math"
 	"net"
 	"net/http"
-	"os"
 	"os/signal"
-	"regexp"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/maos-project/maos/cli/internal/secretfile"
 	"github.com/maos-project/maos/cluster"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/watcher"
 )
-
-// maxMessageBytesLimit bounds --max-message-bytes.
-const maxMessageBytesLimit = 16 << 20
 
 // App builds the maosd command: one maos node.
 func App() *cli.App {
@@ -133,345 +122,224 @@ environment variable shown.`,
 			&cli.StringFlag{Name: "debug-addr", EnvVars: []string{"MAOS_DEBUG_ADDR"},
 				Usage: "loopback `IP:PORT` to serve Go's pprof profiles on (/debug/pprof/; block and mutex sampling on); off by default"},
 		},
-		Action: runMaosd,
+		Action: run,
 	}
 }
 
-var invalidIDChars = regexp.MustCompile(`[^a-z0-9._-]+`)
-
-// defaultNodeID derives a valid node id from the hostname.
-func defaultNodeID() string {
-	h, err := os.Hostname()
+// run is maosd in the steps of a node's life: read the flags into a
+// config, create the node (listen, validate, open), start serving, join
+// the cluster, start the watchers, wait for a signal, shut down.
+func run(c *cli.Context) error {
+	cfg, err := readConfig(c)
 	if err != nil {
-		return "maos"
+		return refused(err)
 	}
-	id := strings.Trim(invalidIDChars.ReplaceAllString(strings.ToLower(h), "-"), "-._")
-	if len(id) > 64 {
-		id = id[:64]
-	}
-	if !fsm.ValidName(id) {
-		return "maos"
-	}
-	return id
-}
-
-func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level: %q is not debug, info, warn or error", level)
-	}
-	opts := &slog.HandlerOptions{Level: lvl}
-	switch format {
-	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
-	}
-	return nil, fmt.Errorf("--log-format: %q is not text or json", format)
-}
-
-// advertised returns the address peers should dial for a listener bound at
-// bound, refusing a wildcard bind without an explicit advertise address.
-func advertised(flag, bound, advertise string) (string, error) {
-	if advertise != "" {
-		return advertise, nil
-	}
-	host, _, err := net.SplitHostPort(bound)
+	d, err := create(cfg)
 	if err != nil {
-		return "", fmt.Errorf("--%s %q is not host:port", flag, bound)
+		return err
 	}
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		return "", fmt.Errorf("--%s %s binds every interface; also give --%s HOST:PORT that peers can reach",
-			flag, bound, strings.Replace(flag, "-addr", "-advertise", 1))
-	}
-	return bound, nil
-}
-
-// gossipFlags checks --gossip-addr, --gossip-advertise, --gossip-key and
-// --presence-ttl, naming the flag at fault, and returns the gossip address
-// and the decoded key (nil without one). Without --gossip-addr gossip
-// listens on the --raft-addr IP, one port up (127.0.0.1:7072 with the
-// defaults), so nodes started on one host with distinct Raft ports get
-// distinct gossip ports too.
-func gossipFlags(c *cli.Context) (string, []byte, error) {
-	addr := c.String("gossip-addr")
-	if !c.IsSet("gossip-addr") || addr == "" {
-		var err error
-		if addr, err = defaultGossipAddr(c.String("raft-addr")); err != nil {
-			return "", nil, err
-		}
-	}
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", nil, fmt.Errorf("--gossip-addr %q is not IP:port", addr)
-	}
-	if net.ParseIP(host) == nil {
-		return "", nil, fmt.Errorf("--gossip-addr %q: want an IP address, not a host name (memberlist binds an IP)", addr)
-	}
-	if _, err := advertised("gossip-addr", addr, c.String("gossip-advertise")); err != nil {
-		return "", nil, err
-	}
-	if adv := c.String("gossip-advertise"); adv != "" {
-		ahost, aport, err := net.SplitHostPort(adv)
-		if err != nil || net.ParseIP(ahost) == nil || aport == "" || aport == "0" {
-			return "", nil, fmt.Errorf("--gossip-advertise %q: want the IP:port peers reach gossip on", adv)
-		}
-	}
-	if n := c.Uint64("snapshot-threshold"); n < 1024 {
-		return "", nil, fmt.Errorf("--snapshot-threshold %d: want at least 1024 entries", n)
-	}
-	if d := c.Duration("raft-commit-timeout"); d < time.Millisecond || d > time.Second {
-		return "", nil, fmt.Errorf("--raft-commit-timeout %s: want 1ms..1s", d)
-	}
-	if c.Duration("presence-ttl") <= 0 {
-		return "", nil, fmt.Errorf("--presence-ttl must be positive, not %s", c.Duration("presence-ttl"))
-	}
-	raw, from := strings.TrimSpace(c.String("gossip-key")), "--gossip-key (or $MAOS_GOSSIP_KEY)"
-	if file := strings.TrimSpace(c.String("gossip-key-file")); file != "" {
-		if raw != "" {
-			return "", nil, errors.New("--gossip-key and --gossip-key-file both given; give one")
-		}
-		var err error
-		if raw, _, err = secretfile.Read(file); err != nil {
-			return "", nil, fmt.Errorf("--gossip-key-file: %w", err)
-		}
-		from = "--gossip-key-file " + file
-	}
-	if raw == "" {
-		return addr, nil, nil
-	}
-	key, err := base64.StdEncoding.DecodeString(raw)
-	if err != nil {
-		return "", nil, fmt.Errorf("%s is not base64: %v", from, err)
-	}
-	switch len(key) {
-	case 16, 24, 32:
-		return addr, key, nil
-	}
-	return "", nil, fmt.Errorf("%s decodes to %d bytes; want 16, 24 or 32 (openssl rand -base64 32)", from, len(key))
-}
-
-// defaultGossipAddr is the --raft-addr IP with the next port (port 0 stays
-// 0: a free one).
-func defaultGossipAddr(raftAddr string) (string, error) {
-	host, port, err := net.SplitHostPort(raftAddr)
-	p, perr := strconv.Atoi(port)
-	if err != nil || perr != nil || p < 0 || p >= 65535 {
-		return "", fmt.Errorf("--gossip-addr: cannot derive it from --raft-addr %q; give --gossip-addr IP:PORT", raftAddr)
-	}
-	if net.ParseIP(host) == nil {
-		return "", fmt.Errorf("--gossip-addr: --raft-addr %q has no IP to listen on for gossip; give --gossip-addr IP:PORT", raftAddr)
-	}
-	if p > 0 {
-		p++
-	}
-	return net.JoinHostPort(host, strconv.Itoa(p)), nil
-}
-
-func runMaosd(c *cli.Context) error {
-	logger, err := newLogger(c.App.ErrWriter, c.String("log-level"), c.String("log-format"))
-	if err != nil {
-		return cli.Exit("maosd: "+err.Error(), 2)
-	}
-	if !fsm.ValidName(c.String("node-id")) {
-		return cli.Exit(fmt.Sprintf("maosd: --node-id %q must match ^[a-z0-9][a-z0-9._-]{0,63}$", c.String("node-id")), 2)
-	}
-	if n := c.Int64("max-message-bytes"); n <= 0 || n > maxMessageBytesLimit {
-		return cli.Exit(fmt.Sprintf("maosd: --max-message-bytes %d: want 1..%d (16 MiB): every message is a raft entry that every node writes and sends", n, maxMessageBytesLimit), 2)
-	}
-	limits, err := limitFlags(c)
-	if err != nil {
-		return cli.Exit("maosd: "+err.Error(), 2)
-	}
-	if _, err := advertised("raft-addr", c.String("raft-addr"), c.String("raft-advertise")); err != nil {
-		return cli.Exit("maosd: "+err.Error(), 2)
-	}
-	// A bad watcher config fails before anything is opened.
-	var agents *watcher.File
-	if name := c.String("agents"); name != "" {
-		if agents, err = watcher.LoadFile(name); err != nil {
-			return cli.Exit("maosd: --agents: "+err.Error(), 2)
-		}
-	}
-	gossipAddr, gossipKey, err := gossipFlags(c)
-	if err != nil {
-		return cli.Exit("maosd: "+err.Error(), 2)
-	}
-	adminToken, err := authFlags(c, logger)
-	if err != nil {
-		return cli.Exit("maosd: "+err.Error(), 2)
-	}
-	serverTLS, clientTLS, err := tlsFlags(c)
-	if err != nil {
-		return cli.Exit("maosd: "+err.Error(), 2)
-	}
-	ln, err := net.Listen("tcp", c.String("http-addr"))
-	if err != nil {
-		return cli.Exit(fmt.Sprintf("maosd: --http-addr: %v", err), 1)
-	}
-	defer ln.Close()
-	if a := c.String("debug-addr"); a != "" {
-		dln, err := serveDebug(a, logger)
-		if err != nil {
-			return cli.Exit("maosd: "+err.Error(), 2)
-		}
-		defer dln.Close()
-	}
-	apiAddr, err := advertised("http-addr", ln.Addr().String(), c.String("http-advertise"))
-	if err != nil {
-		return cli.Exit("maosd: "+err.Error(), 2)
-	}
-	if err := checkOpenAPI(ln.Addr(), adminToken != "", c.Bool("insecure-no-auth")); err != nil {
-		return cli.Exit("maosd: "+err.Error(), 2)
-	}
-
-	node, err := cluster.Open(cluster.Config{
-		NodeID:        c.String("node-id"),
-		DataDir:       c.String("data-dir"),
-		RaftAddr:      c.String("raft-addr"),
-		RaftAdvertise: c.String("raft-advertise"),
-		APIAddr:       apiAddr,
-		AdminToken:    adminToken,
-		ServerTLS:     serverTLS,
-		ClientTLS:     clientTLS,
-		Logger:        logger,
-
-		GossipAddr:        gossipAddr,
-		GossipAdvertise:   c.String("gossip-advertise"),
-		GossipKey:         gossipKey,
-		PresenceTTL:       c.Duration("presence-ttl"),
-		CommitTimeout:     c.Duration("raft-commit-timeout"),
-		SnapshotThreshold: c.Uint64("snapshot-threshold"),
-	})
-	if err != nil {
-		return cli.Exit("maosd: "+err.Error(), 1)
-	}
-	if err := checkAuthRequired(node, adminToken); err != nil {
-		_ = node.Close()
-		return cli.Exit("maosd: "+err.Error(), 1)
-	}
-	if len(gossipKey) == 0 && serverTLS != nil {
-		logger.Warn("TLS secures the API and Raft, but gossip is not encrypted: anyone who can reach --gossip-addr can read agent presence and join the gossip; "+
-			"give every node the same --gossip-key (openssl rand -base64 32)", "gossip_addr", node.GossipAddr())
-	} else if len(gossipKey) == 0 {
-		logger.Warn("gossip is not encrypted: anyone who can reach --gossip-addr can read agent presence and join the gossip; "+
-			"give every node the same --gossip-key (openssl rand -base64 32)", "gossip_addr", node.GossipAddr())
-	}
-	closeNode := func() {
-		if err := node.Close(); err != nil {
-			logger.Error("close", "error", err)
-		}
-	}
-
-	srvOpts := transport.ServerOptions{MaxMessageBytes: c.Int64("max-message-bytes"), Logger: logger, Limits: limits,
-		PeerClient: node.PeerClient}
-	if agents != nil {
-		srvOpts.Interrupt = agents.Interrupt
-	}
-	if adminToken != "" {
-		srvOpts.Auth = &transport.AuthConfig{AdminToken: adminToken}
-	}
-	srv := &http.Server{
-		Handler:           transport.NewServer(node, srvOpts),
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
-	serveErr := make(chan error, 1)
-	apiLn := ln
-	if serverTLS != nil {
-		apiLn = tls.NewListener(ln, serverTLS)
-	}
-	go func() { serveErr <- srv.Serve(apiLn) }()
-
+	d.start()
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-
-	join := c.StringSlice("join")
-	switch {
-	case node.HasState():
-		if len(join) > 0 {
-			logger.Info("data dir holds cluster state; rejoining on our own and ignoring --join", "join", join)
-		}
-	case len(join) == 0:
-		if err := node.Bootstrap(); err != nil {
-			closeNode()
-			return cli.Exit("maosd: "+err.Error(), 1)
-		}
-	default:
-		if err := node.JoinVia(ctx, join); err != nil {
-			_ = srv.Close()
-			closeNode()
-			return cli.Exit("maosd: "+err.Error(), 1)
-		}
+	if err := d.join(ctx); err != nil {
+		d.close()
+		return failed(err)
 	}
-	logger.Info("maosd ready to serve", "node_id", node.ID(), "api_addr", apiAddr,
-		"send_rate", limits.SendRate, "send_burst", limits.SendBurst, "max_recipients", limits.MaxRecipients,
-		"max_streams_per_agent", limits.MaxStreamsPerAgent,
-		"raft_addr", node.RaftAddr(), "gossip_addr", node.GossipAddr(), "data_dir", c.String("data-dir"), "auth", adminToken != "")
-
-	// Watchers run against this node's own API and stop before it closes,
-	// so they can set their agents OFFLINE.
-	watchCtx, stopWatchers := context.WithCancel(ctx)
-	defer stopWatchers()
-	watchersDone := make(chan struct{})
-	if agents != nil {
-		go func() {
-			defer close(watchersDone)
-			// One client speaks for several agents: with auth it needs the
-			// admin token.
-			cl := apiClient(apiAddr, clientTLS)
-			if adminToken != "" {
-				cl = cl.WithToken(adminToken)
-			}
-			_ = watcher.Run(watchCtx, agents, watcher.Options{Client: cl, Logger: logger})
-		}()
-		logger.Info("watchers started", "agents", len(agents.Agents), "file", c.String("agents"))
-	} else {
-		close(watchersDone)
-	}
-
-	select {
-	case <-ctx.Done():
-		logger.Info("signal received; shutting down")
-	case err := <-serveErr:
-		if !errors.Is(err, http.ErrServerClosed) {
-			logger.Error("http server failed", "error", err)
-		}
-	}
-	stopWatchers()
-	<-watchersDone
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(shutdownCtx)
-	closeNode()
+	d.logReady()
+	d.startWatchers(ctx)
+	d.wait(ctx)
+	d.shutdown()
 	return nil
 }
 
-// limitFlags reads the abuse limits: --send-rate (≥ 0, 0 unlimited),
-// --send-burst (≥ 0, 0 twice the rate, at least 1; only with a rate),
-// --max-recipients (1..fsm.MaxRecipients), --max-streams-per-agent (≥ 0,
-// 0 unlimited). The error names the flag.
-func limitFlags(c *cli.Context) (transport.Limits, error) {
-	l := transport.Limits{
-		SendRate:           c.Float64("send-rate"),
-		SendBurst:          c.Int("send-burst"),
-		MaxRecipients:      c.Int("max-recipients"),
-		MaxStreamsPerAgent: c.Int("max-streams-per-agent"),
+// refused is the exit of a command line maosd refuses: status 2.
+func refused(err error) error { return cli.Exit("maosd: "+err.Error(), 2) }
+
+// failed is the exit of a node that could not start: status 1.
+func failed(err error) error { return cli.Exit("maosd: "+err.Error(), 1) }
+
+// daemon is one running maosd: the API listener, the node and the HTTP
+// server in front of it, and the watchers of --agents.
+type daemon struct {
+	cfg     *config
+	logger  *slog.Logger
+	apiLn   net.Listener
+	debugLn net.Listener // nil without --debug-addr
+	node    *cluster.Node
+	srv     *http.Server
+	served  chan error // what srv.Serve returned
+
+	stopWatchers context.CancelFunc
+	watchersDone chan struct{}
+}
+
+// create binds the API, completes the node's config with the address it
+// is reached on (--http-advertise, else the bound address), validates
+// it, refuses an API open beyond loopback without auth, binds
+// --debug-addr and opens the node. Its error is the cli.Exit to return:
+// status 2 for a flag at fault, 1 for a node that cannot start.
+func create(cfg *config) (*daemon, error) {
+	d := &daemon{cfg: cfg, logger: cfg.node.Logger}
+	ok := false
+	defer func() {
+		if !ok {
+			d.close()
+		}
+	}()
+	var err error
+	if d.apiLn, err = net.Listen("tcp", cfg.httpAddr); err != nil {
+		return nil, failed(fmt.Errorf("--http-addr: %w", err))
 	}
+	cfg.node.APIAddr = cfg.httpAdvertise
+	if cfg.node.APIAddr == "" {
+		cfg.node.APIAddr = d.apiLn.Addr().String()
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, refused(err)
+	}
+	if err := checkOpenAPI(d.apiLn.Addr(), cfg.node.AdminToken != "", cfg.insecureNoAuth); err != nil {
+		return nil, refused(err)
+	}
+	if cfg.debugAddr != "" {
+		if d.debugLn, err = serveDebug(cfg.debugAddr, d.logger); err != nil {
+			return nil, refused(err)
+		}
+	}
+	if d.node, err = cluster.Open(cfg.node); err != nil {
+		return nil, failed(err)
+	}
+	if err := checkAuthRequired(d.node, cfg.node.AdminToken); err != nil {
+		return nil, failed(err)
+	}
+	d.warnGossip()
+
+	opts := transport.ServerOptions{MaxMessageBytes: cfg.maxMessageBytes, Logger: d.logger, Limits: cfg.limits,
+		PeerClient: d.node.PeerClient}
+	if cfg.agents != nil {
+		opts.Interrupt = cfg.agents.Interrupt
+	}
+	if cfg.node.AdminToken != "" {
+		opts.Auth = &transport.AuthConfig{AdminToken: cfg.node.AdminToken}
+	}
+	d.srv = &http.Server{
+		Handler:           transport.NewServer(d.node, opts),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(d.logger.Handler(), slog.LevelWarn),
+	}
+	ok = true
+	return d, nil
+}
+
+// warnGossip warns that gossip runs in the clear without --gossip-key.
+func (d *daemon) warnGossip() {
+	if len(d.cfg.node.GossipKey) > 0 {
+		return
+	}
+	if d.cfg.node.ServerTLS != nil {
+		d.logger.Warn("TLS secures the API and Raft, but gossip is not encrypted: anyone who can reach --gossip-addr can read agent presence and join the gossip; "+
+			"give every node the same --gossip-key (openssl rand -base64 32)", "gossip_addr", d.node.GossipAddr())
+		return
+	}
+	d.logger.Warn("gossip is not encrypted: anyone who can reach --gossip-addr can read agent presence and join the gossip; "+
+		"give every node the same --gossip-key (openssl rand -base64 32)", "gossip_addr", d.node.GossipAddr())
+}
+
+// start serves the API in the background, https with TLS.
+func (d *daemon) start() {
+	ln := d.apiLn
+	if d.cfg.node.ServerTLS != nil {
+		ln = tls.NewListener(ln, d.cfg.node.ServerTLS)
+	}
+	d.served = make(chan error, 1)
+	go func() { d.served <- d.srv.Serve(ln) }()
+}
+
+// join makes the node a member: from its data dir it rejoins on its own;
+// without --join it bootstraps a new cluster; else it joins through a
+// member of --join.
+func (d *daemon) join(ctx context.Context) error {
 	switch {
-	case math.IsNaN(l.SendRate) || math.IsInf(l.SendRate, 0) || l.SendRate < 0:
-		return l, fmt.Errorf("--send-rate %v: want sends per second per agent, ≥ 0 (0: unlimited)", l.SendRate)
-	case l.SendBurst < 0:
-		return l, fmt.Errorf("--send-burst %d: want ≥ 0 (0: twice --send-rate, at least 1)", l.SendBurst)
-	case l.SendBurst > 0 && l.SendRate == 0:
-		return l, fmt.Errorf("--send-burst %d has no effect without --send-rate", l.SendBurst)
-	case l.MaxRecipients < 1 || l.MaxRecipients > fsm.MaxRecipients:
-		return l, fmt.Errorf("--max-recipients %d: want 1..%d", l.MaxRecipients, fsm.MaxRecipients)
-	case l.MaxStreamsPerAgent < 0:
-		return l, fmt.Errorf("--max-streams-per-agent %d: want ≥ 0 (0: unlimited)", l.MaxStreamsPerAgent)
+	case d.node.HasState():
+		if len(d.cfg.join) > 0 {
+			d.logger.Info("data dir holds cluster state; rejoining on our own and ignoring --join", "join", d.cfg.join)
+		}
+		return nil
+	case len(d.cfg.join) == 0:
+		return d.node.Bootstrap()
 	}
-	if l.SendRate > 0 && l.SendBurst == 0 {
-		l.SendBurst = transport.DefaultSendBurst(l.SendRate)
+	return d.node.JoinVia(ctx, d.cfg.join)
+}
+
+func (d *daemon) logReady() {
+	l := d.cfg.limits
+	d.logger.Info("maosd ready to serve", "node_id", d.node.ID(), "api_addr", d.cfg.node.APIAddr,
+		"send_rate", l.SendRate, "send_burst", l.SendBurst, "max_recipients", l.MaxRecipients,
+		"max_streams_per_agent", l.MaxStreamsPerAgent,
+		"raft_addr", d.node.RaftAddr(), "gossip_addr", d.node.GossipAddr(), "data_dir", d.cfg.node.DataDir,
+		"auth", d.cfg.node.AdminToken != "")
+}
+
+// startWatchers runs the watchers of --agents against this node's own API
+// until ctx ends or shutdown stops them.
+func (d *daemon) startWatchers(ctx context.Context) {
+	ctx, d.stopWatchers = context.WithCancel(ctx)
+	d.watchersDone = make(chan struct{})
+	if d.cfg.agents == nil {
+		close(d.watchersDone)
+		return
 	}
-	return l, nil
+	go func() {
+		defer close(d.watchersDone)
+		// One client speaks for several agents: with auth it needs the
+		// admin token.
+		cl := apiClient(d.cfg.node.APIAddr, d.cfg.node.ClientTLS)
+		if d.cfg.node.AdminToken != "" {
+			cl = cl.WithToken(d.cfg.node.AdminToken)
+		}
+		_ = watcher.Run(ctx, d.cfg.agents, watcher.Options{Client: cl, Logger: d.logger})
+	}()
+	d.logger.Info("watchers started", "agents", len(d.cfg.agents.Agents), "file", d.cfg.agentsFile)
+}
+
+// wait returns on a signal (ctx's end) or when the API server stops.
+func (d *daemon) wait(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+		d.logger.Info("signal received; shutting down")
+	case err := <-d.served:
+		if !errors.Is(err, http.ErrServerClosed) {
+			d.logger.Error("http server failed", "error", err)
+		}
+	}
+}
+
+// shutdown stops the watchers first, so they can set their agents OFFLINE
+// through the API, then the API (5 s for requests in flight), then the
+// node.
+func (d *daemon) shutdown() {
+	d.stopWatchers()
+	<-d.watchersDone
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = d.srv.Shutdown(ctx)
+	d.close()
+}
+
+// close releases whatever create and start took; safe on a daemon
+// create gave up on half way.
+func (d *daemon) close() {
+	if d.srv != nil {
+		_ = d.srv.Close()
+	}
+	if d.node != nil {
+		if err := d.node.Close(); err != nil {
+			d.logger.Error("close", "error", err)
+		}
+	}
+	if d.debugLn != nil {
+		_ = d.debugLn.Close()
+	}
+	if d.apiLn != nil {
+		_ = d.apiLn.Close()
+	}
 }

@@ -2,41 +2,77 @@ package maosd
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/maos-project/maos/cli/maosctl"
+	"github.com/maos-project/maos/cluster"
 	"github.com/maos-project/maos/fsm"
 )
 
-func TestAdvertised(t *testing.T) {
-	tests := []struct {
-		flag, bound, adv string
-		want, wantErr    string
-	}{
-		{"http-addr", "127.0.0.1:7070", "", "127.0.0.1:7070", ""},
-		{"http-addr", "0.0.0.0:7070", "10.0.0.5:7070", "10.0.0.5:7070", ""},
-		{"http-addr", "0.0.0.0:7070", "", "", "--http-addr 0.0.0.0:7070 binds every interface; also give --http-advertise"},
-		{"raft-addr", "[::]:7071", "", "", "--raft-advertise"},
-		{"raft-addr", ":7071", "", "", "binds every interface"},
-		{"raft-addr", "nonsense", "", "", `--raft-addr "nonsense" is not host:port`},
+// validate words cluster.Config.Validate's field errors for the command
+// line: the flag the field came from, then why; a wildcard listen address
+// taken as the advertised one says which advertise flag to give.
+func TestValidateNamesFlags(t *testing.T) {
+	base := func() *config {
+		return &config{
+			node: cluster.Config{NodeID: "n1", DataDir: "d", RaftAddr: "127.0.0.1:0", APIAddr: "127.0.0.1:7070",
+				GossipAddr: "127.0.0.1:0"},
+			httpAddr: "127.0.0.1:7070", gossipKeyFrom: "--gossip-key-file key.txt", adminTokenFile: "admin.token",
+		}
 	}
-	for _, tt := range tests {
-		got, err := advertised(tt.flag, tt.bound, tt.adv)
-		if tt.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("advertised(%q, %q, %q) error = %v, want it to contain %q", tt.flag, tt.bound, tt.adv, err, tt.wantErr)
+	for _, tc := range []struct {
+		name  string
+		tweak func(*config)
+		want  string // "" accepted
+	}{
+		{"valid", func(*config) {}, ""},
+		{"wildcard api with advertise", func(c *config) {
+			c.httpAddr, c.httpAdvertise, c.node.APIAddr = "0.0.0.0:7070", "10.0.0.5:7070", "10.0.0.5:7070"
+		}, ""},
+		{"wildcard api without advertise", func(c *config) { c.httpAddr, c.node.APIAddr = "0.0.0.0:7070", "0.0.0.0:7070" },
+			"--http-addr 0.0.0.0:7070 binds every interface; also give --http-advertise HOST:PORT that peers can reach"},
+		{"bad api advertise", func(c *config) { c.httpAdvertise, c.node.APIAddr = "nonsense", "nonsense" },
+			`--http-advertise: "nonsense" is not host:port`},
+		{"raft on every v6 interface", func(c *config) { c.node.RaftAddr = "[::]:7071" },
+			"--raft-addr [::]:7071 binds every interface; also give --raft-advertise HOST:PORT that peers can reach"},
+		{"raft without host", func(c *config) { c.node.RaftAddr = ":7071" }, "--raft-addr :7071 binds every interface"},
+		{"raft not host:port", func(c *config) { c.node.RaftAddr = "nonsense" }, `--raft-addr: "nonsense" is not host:port`},
+		{"raft advertise wildcard", func(c *config) { c.node.RaftAdvertise = "0.0.0.0:7071" },
+			`--raft-advertise: "0.0.0.0:7071": want a host peers can reach, not a wildcard`},
+		{"node id", func(c *config) { c.node.NodeID = "Bad ID" }, `--node-id: "Bad ID" must match ^[a-z0-9][a-z0-9._-]{0,63}$`},
+		{"no data dir", func(c *config) { c.node.DataDir = "" }, "--data-dir: required"},
+		{"short admin token", func(c *config) { c.node.AdminToken = "short" }, "--admin-token-file admin.token: 5 bytes, want 16..512"},
+		{"commit timeout", func(c *config) { c.node.CommitTimeout = 2 * time.Second }, "--raft-commit-timeout: 2s: want 1ms..1s"},
+		{"snapshot threshold", func(c *config) { c.node.SnapshotThreshold = 10 }, "--snapshot-threshold: 10: want at least 1024 entries"},
+		{"negative presence ttl", func(c *config) { c.node.PresenceTTL = -time.Second }, "--presence-ttl: -1s is negative"},
+		{"gossip on every interface", func(c *config) { c.node.GossipAddr = "0.0.0.0:7072" },
+			"--gossip-addr 0.0.0.0:7072 binds every interface; also give --gossip-advertise HOST:PORT"},
+		{"gossip host name", func(c *config) { c.node.GossipAddr = "localhost:7072" }, `--gossip-addr: "localhost:7072": want an IP address, not a host name`},
+		{"gossip advertise host name", func(c *config) { c.node.GossipAdvertise = "host:7072" }, `--gossip-advertise: "host:7072": want an IP address`},
+		{"short gossip key", func(c *config) { c.node.GossipKey = make([]byte, 10) },
+			"--gossip-key-file key.txt: 10 bytes: want 16, 24 or 32 bytes (AES-128, -192 or -256) (openssl rand -base64 32)"},
+	} {
+		cfg := base()
+		tc.tweak(cfg)
+		err := cfg.validate()
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%s: validate() = %v, want nil", tc.name, err)
 			}
 			continue
 		}
-		if err != nil || got != tt.want {
-			t.Errorf("advertised(%q, %q, %q) = %q, %v; want %q", tt.flag, tt.bound, tt.adv, got, err, tt.want)
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%s: validate() = %v, want it to start %q", tc.name, err, tc.want)
 		}
 	}
 }
@@ -84,11 +120,42 @@ func TestRefusesBadFlags(t *testing.T) {
 		{[]string{"--debug-addr", "0.0.0.0:0"}, "--debug-addr"},
 		{[]string{"--snapshot-threshold", "10"}, "--snapshot-threshold"},
 		{[]string{"--debug-addr", "nonsense"}, "--debug-addr"},
+		{[]string{"--http-advertise", "nonsense"}, `--http-advertise: "nonsense" is not host:port`},
+		{[]string{"--raft-addr", "nonsense", "--gossip-addr", "127.0.0.1:0"}, `--raft-addr: "nonsense" is not host:port`},
+		{[]string{"--raft-advertise", "10.0.0.5:0"}, `--raft-advertise: "10.0.0.5:0": port must be 1..65535`},
+		{[]string{"--raft-commit-timeout", "0s"}, "--raft-commit-timeout: 0s: want 1ms..1s"},
+		{[]string{"--snapshot-threshold", "0"}, "--snapshot-threshold: 0: want at least 1024 entries"},
 	}
 	for _, tt := range tests {
-		checkSays(t, fmt.Sprintf("maosd %v", tt.args), startRefused(dir, tt.args...), tt.want)
+		err := startRefused(dir, tt.args...)
+		checkSays(t, fmt.Sprintf("maosd %v", tt.args), err, tt.want)
+		checkStatus(t, fmt.Sprintf("maosd %v", tt.args), err, 2)
 	}
 	checkNoDataDir(t, dir)
+}
+
+// A node that cannot start (here: its API port is taken) exits with
+// status 1, naming the flag, before it touches the data dir.
+func TestCannotListenExits1(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	dir := filepath.Join(t.TempDir(), "data")
+	err = startRefused(dir, "--http-addr", ln.Addr().String())
+	checkSays(t, "maosd on a taken port", err, "--http-addr", "address already in use")
+	checkStatus(t, "maosd on a taken port", err, 1)
+	checkNoDataDir(t, dir)
+}
+
+// checkStatus fails t unless err is a cli.ExitCoder with status code.
+func checkStatus(t *testing.T, what string, err error, code int) {
+	t.Helper()
+	var ec cli.ExitCoder
+	if !errors.As(err, &ec) || ec.ExitCode() != code {
+		t.Errorf("%s: err = %v, want exit status %d", what, err, code)
+	}
 }
 
 // startRefused runs maosd with args after --data-dir dir and loopback

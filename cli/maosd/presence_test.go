@@ -25,7 +25,7 @@ func TestRefusesBadGossipFlags(t *testing.T) {
 		{[]string{"--gossip-addr", "localhost:7072"}, []string{"--gossip-addr", "not a host name"}},
 		{[]string{"--gossip-addr", "127.0.0.1"}, []string{"--gossip-addr", "IP:port"}},
 		{[]string{"--gossip-addr", "0.0.0.0:7072"}, []string{"--gossip-advertise"}},
-		{[]string{"--gossip-addr", "0.0.0.0:7072", "--gossip-advertise", "host:7072"}, []string{"--gossip-advertise", "IP:port"}},
+		{[]string{"--gossip-addr", "0.0.0.0:7072", "--gossip-advertise", "host:7072"}, []string{"--gossip-advertise", "want an IP address"}},
 		{[]string{"--gossip-key", "not base64!"}, []string{"--gossip-key", "not base64"}},
 		{[]string{"--gossip-key", short}, []string{"--gossip-key", "10 bytes", "16, 24 or 32"}},
 		{[]string{"--gossip-key-file", writeTokenFile(t, short+"\n", 0o600)}, []string{"--gossip-key-file", "10 bytes", "16, 24 or 32"}},
@@ -36,7 +36,9 @@ func TestRefusesBadGossipFlags(t *testing.T) {
 		{[]string{"--raft-addr", "localhost:7071"}, []string{"--gossip-addr", "no IP"}},
 	}
 	for _, tt := range tests {
-		checkSays(t, fmt.Sprintf("maosd %v", tt.args), startRefused(dir, tt.args...), tt.want...)
+		err := startRefused(dir, tt.args...)
+		checkSays(t, fmt.Sprintf("maosd %v", tt.args), err, tt.want...)
+		checkStatus(t, fmt.Sprintf("maosd %v", tt.args), err, 2)
 	}
 	checkNoDataDir(t, dir)
 }

@@ -45,7 +45,9 @@ func TestRefusesBadTLSFlags(t *testing.T) {
 		for i := 0; i+1 < len(tt.env); i += 2 {
 			t.Setenv(tt.env[i], tt.env[i+1])
 		}
-		checkSays(t, fmt.Sprintf("maosd %v (env %v)", tt.args, tt.env), startRefused(dir, tt.args...), tt.want...)
+		err := startRefused(dir, tt.args...)
+		checkSays(t, fmt.Sprintf("maosd %v (env %v)", tt.args, tt.env), err, tt.want...)
+		checkStatus(t, fmt.Sprintf("maosd %v (env %v)", tt.args, tt.env), err, 2)
 		for i := 0; i+1 < len(tt.env); i += 2 {
 			t.Setenv(tt.env[i], "")
 		}
