@@ -134,7 +134,7 @@ func (cfg *config) validate() error {
 		return fmt.Errorf("%s %s binds every interface; also give %s HOST:PORT that peers can reach", flag, addr.Addr, advertise)
 	}
 	if fe.Field == "GossipKey" {
-		return fmt.Errorf("%s: %w (openssl rand -base64 32)", flag, fe.Err)
+		return fmt.Errorf("%s: %w; make one with: openssl rand -base64 32", flag, fe.Err)
 	}
 	return fmt.Errorf("%s: %w", flag, fe.Err)
 }

@@ -60,7 +60,7 @@ func TestValidateNamesFlags(t *testing.T) {
 		{"gossip host name", func(c *config) { c.node.GossipAddr = "localhost:7072" }, `--gossip-addr: "localhost:7072": want an IP address, not a host name`},
 		{"gossip advertise host name", func(c *config) { c.node.GossipAdvertise = "host:7072" }, `--gossip-advertise: "host:7072": want an IP address`},
 		{"short gossip key", func(c *config) { c.node.GossipKey = make([]byte, 10) },
-			"--gossip-key-file key.txt: 10 bytes: want 16, 24 or 32 bytes (AES-128, -192 or -256) (openssl rand -base64 32)"},
+			"--gossip-key-file key.txt: 10 bytes: want 16, 24 or 32 bytes (AES-128, -192 or -256); make one with: openssl rand -base64 32"},
 	} {
 		cfg := base()
 		tc.tweak(cfg)
