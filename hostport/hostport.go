@@ -1,7 +1,8 @@
 // Package hostport is the one check of the host:port addresses maos
-// listens on and hands to peers: maosd's flags (through cluster.Config),
-// cluster.Config.Validate and the join endpoint of the API all call Check.
-// It imports only the standard library, so every layer may use it.
+// listens on and hands to peers: cluster.Config.Validate (and through it
+// maosd's address flags), maosd's --debug-addr and the API's join
+// endpoint all call Check. It imports only the standard library, so every
+// layer may use it.
 package hostport
 
 import (
