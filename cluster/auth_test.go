@@ -255,7 +255,8 @@ func TestAuthConfigRefusesBadAdminToken(t *testing.T) {
 			t.Errorf("Open with admin token %q succeeded; want it refused", tok)
 			continue
 		}
-		if !strings.Contains(err.Error(), "admin token") || !strings.Contains(err.Error(), "admin_token") {
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != "AdminToken" || !strings.Contains(err.Error(), "AdminToken") {
 			t.Errorf("Open with admin token %q: err = %v; want it to name the admin token", tok, err)
 		}
 		if _, serr := os.Stat(dir); !os.IsNotExist(serr) {

@@ -2,15 +2,15 @@ package cluster
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"strconv"
 	"time"
 
 	"github.com/hashicorp/memberlist"
 
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/hostport"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -68,7 +68,8 @@ type Config struct {
 	// committed, so this bounds delivery to a follower's watchers.
 	CommitTimeout time.Duration
 	// SnapshotThreshold is how many entries since the last snapshot trigger
-	// a new one (default DefaultSnapshotThreshold); SnapshotInterval how
+	// a new one (default DefaultSnapshotThreshold, at least
+	// MinSnapshotThreshold); SnapshotInterval how
 	// often that is checked (default raft's 120 s, randomised up to twice).
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
@@ -90,8 +91,8 @@ type Config struct {
 	// with a key and one without cannot gossip with each other.
 	GossipKey []byte
 	// PresenceTTL is how long an AWAKE agent stays AWAKE without a
-	// heartbeat (default 30 s); after it the agent shows OFFLINE,
-	// "heartbeat lapsed", on every node.
+	// heartbeat (default 30 s; negative is refused); after it the agent
+	// shows OFFLINE, "heartbeat lapsed", on every node.
 	PresenceTTL time.Duration
 	// Gossip timing; zero keeps memberlist's LAN defaults (probe every 1 s
 	// with a 500 ms timeout, suspicion multiplier 4, gossip every 200 ms,
@@ -148,85 +149,115 @@ const DefaultSnapshotThreshold = 65536
 // DefaultPresenceTTL is Config.PresenceTTL's default.
 const DefaultPresenceTTL = 30 * time.Second
 
-// Validate checks the config, naming the field at fault.
+// Bounds Validate puts on Config fields (0 in either means the default).
+const (
+	// MinSnapshotThreshold is the least SnapshotThreshold: a snapshot
+	// copies the whole state file, so a smaller threshold would copy it
+	// every few writes.
+	MinSnapshotThreshold = 1024
+	// MinCommitTimeout and MaxCommitTimeout bound CommitTimeout: raft's
+	// floor, and a follower's streams would deliver up to that late.
+	MinCommitTimeout = time.Millisecond
+	MaxCommitTimeout = time.Second
+)
+
+// FieldError is a Config field Validate refuses. Field is the field's name
+// in Config ("APIAddr", "GossipKey"); Err says why without naming the
+// field, so a caller that fills Config from elsewhere (maosd from its
+// flags) can put its own name in front. For an address Err wraps the
+// *hostport.Error, so errors.Is(err, hostport.ErrWildcard) and the like
+// tell the cases apart.
+type FieldError struct {
+	Field string
+	Err   error
+}
+
+func (e *FieldError) Error() string { return "cluster: " + e.Field + ": " + e.Err.Error() }
+func (e *FieldError) Unwrap() error { return e.Err }
+
+func fieldErr(field, format string, args ...any) error {
+	return &FieldError{Field: field, Err: fmt.Errorf(format, args...)}
+}
+
+// Validate checks the config and returns the first field at fault as a
+// *FieldError. Zero durations and thresholds stand for their defaults and
+// pass. Addresses: RaftAddr and GossipAddr are listened on (port 0 picks a
+// free one), and advertised as bound unless RaftAdvertise or
+// GossipAdvertise is set, so without one they must not be a wildcard;
+// RaftAdvertise, GossipAdvertise and APIAddr are dialed by peers (port
+// 1..65535, no wildcard); gossip addresses are IP:port (memberlist binds
+// an IP). Open calls it; a caller may call it first to fail before
+// anything is opened.
 func (c *Config) Validate() error {
-	if c.CommitTimeout != 0 && (c.CommitTimeout < time.Millisecond || c.CommitTimeout > time.Second) {
-		return fmt.Errorf("cluster: commit timeout %s: want 1ms..1s (--raft-commit-timeout)", c.CommitTimeout)
-	}
 	if !fsm.ValidName(c.NodeID) {
-		return fmt.Errorf("cluster: node id %q must match ^[a-z0-9][a-z0-9._-]{0,63}$", c.NodeID)
+		return fieldErr("NodeID", "%q must match ^[a-z0-9][a-z0-9._-]{0,63}$", c.NodeID)
 	}
 	if c.DataDir == "" {
-		return fmt.Errorf("cluster: data dir is required")
+		return fieldErr("DataDir", "required")
 	}
 	if c.RaftAddr == "" {
-		return fmt.Errorf("cluster: raft address is required")
+		return fieldErr("RaftAddr", "required")
 	}
-	if c.RaftAdvertise != "" {
-		if err := checkAdvertise("raft advertise address", c.RaftAdvertise); err != nil {
-			return err
-		}
-	}
-	if err := checkAdvertise("API address", c.APIAddr); err != nil {
+	if err := checkBind("RaftAddr", c.RaftAddr, "RaftAdvertise", c.RaftAdvertise, hostport.Listen); err != nil {
 		return err
+	}
+	if err := hostport.Check(c.APIAddr, hostport.Dial); err != nil {
+		return &FieldError{Field: "APIAddr", Err: err}
 	}
 	// A token the peers' servers would refuse as malformed fails here, not
 	// as a 401 on every forwarded call.
 	if err := (&transport.AuthConfig{AdminToken: c.AdminToken}).Validate(); err != nil {
-		return fmt.Errorf("cluster: admin token: %w", err)
+		var fe *fsm.FieldError
+		if errors.As(err, &fe) {
+			return fieldErr("AdminToken", "%s", fe.Reason)
+		}
+		return &FieldError{Field: "AdminToken", Err: err}
+	}
+	switch {
+	case c.CommitTimeout != 0 && (c.CommitTimeout < MinCommitTimeout || c.CommitTimeout > MaxCommitTimeout):
+		return fieldErr("CommitTimeout", "%s: want %s..%s", c.CommitTimeout, MinCommitTimeout, MaxCommitTimeout)
+	case c.SnapshotThreshold != 0 && c.SnapshotThreshold < MinSnapshotThreshold:
+		return fieldErr("SnapshotThreshold", "%d: want at least %d entries", c.SnapshotThreshold, MinSnapshotThreshold)
+	case c.PresenceTTL < 0:
+		return fieldErr("PresenceTTL", "%s is negative; want a positive duration", c.PresenceTTL)
 	}
 	return c.validateGossip()
 }
 
 // validateGossip checks the gossip settings: IP:port addresses (memberlist
 // takes no host names), an advertise address when the bind is a wildcard,
-// a key memberlist accepts, a TTL that is not negative.
+// a key memberlist accepts.
 func (c *Config) validateGossip() error {
-	if c.PresenceTTL < 0 {
-		return fmt.Errorf("cluster: presence TTL %s is negative", c.PresenceTTL)
-	}
 	if c.GossipAddr == "" {
 		return nil
 	}
-	host, port, err := net.SplitHostPort(c.GossipAddr)
-	if err != nil || port == "" {
-		return fmt.Errorf("cluster: gossip address %q is not IP:port", c.GossipAddr)
-	}
-	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return fmt.Errorf("cluster: gossip address %q: port must be 0..65535", c.GossipAddr)
-	}
-	ip := net.ParseIP(host)
-	if ip == nil {
-		return fmt.Errorf("cluster: gossip address %q: want an IP address, not a host name (memberlist binds an IP)", c.GossipAddr)
-	}
-	if c.GossipAdvertise != "" {
-		if err := checkAdvertise("gossip advertise address", c.GossipAdvertise); err != nil {
-			return err
-		}
-		ahost, _, _ := net.SplitHostPort(c.GossipAdvertise)
-		if net.ParseIP(ahost) == nil {
-			return fmt.Errorf("cluster: gossip advertise address %q: want an IP address, not a host name", c.GossipAdvertise)
-		}
-	} else if ip.IsUnspecified() {
-		return fmt.Errorf("cluster: gossip address %q is a wildcard; give a gossip advertise address peers can reach", c.GossipAddr)
+	if err := checkBind("GossipAddr", c.GossipAddr, "GossipAdvertise", c.GossipAdvertise, hostport.IP); err != nil {
+		return err
 	}
 	if len(c.GossipKey) > 0 {
 		if err := memberlist.ValidateKey(c.GossipKey); err != nil {
-			return fmt.Errorf("cluster: gossip key of %d bytes: want 16, 24 or 32 bytes (AES-128, -192 or -256)", len(c.GossipKey))
+			return fieldErr("GossipKey", "%d bytes: want 16, 24 or 32 bytes (AES-128, -192 or -256)", len(c.GossipKey))
 		}
 	}
 	return nil
 }
 
-// checkAdvertise refuses an address peers could not dial: empty, not
-// host:port, or a wildcard host such as 0.0.0.0.
-func checkAdvertise(what, addr string) error {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil || port == "" || port == "0" {
-		return fmt.Errorf("cluster: %s %q is not host:port", what, addr)
+// checkBind checks a listen address bind (field) and its advertise
+// address (advField, "" for none) under rule (hostport.IP or Listen).
+// Without an advertise address the bound one is advertised, so it must
+// name one host: a wildcard is refused, saying which field to set.
+func checkBind(field, bind, advField, advertise string, rule hostport.Rule) error {
+	if err := hostport.Check(bind, rule); err != nil {
+		return &FieldError{Field: field, Err: err}
 	}
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		return fmt.Errorf("cluster: %s %q is a wildcard; advertise an address peers can reach", what, addr)
+	if advertise != "" {
+		if err := hostport.Check(advertise, rule|hostport.Dial); err != nil {
+			return &FieldError{Field: advField, Err: err}
+		}
+		return nil
+	}
+	if err := hostport.Check(bind, rule|hostport.Specific); err != nil {
+		return &FieldError{Field: field, Err: fmt.Errorf("%w; set %s to the address peers reach", err, advField)}
 	}
 	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"path"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/hostport"
 )
 
 // ServerOptions configure NewServer.
@@ -375,18 +375,8 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) erro
 // (host:port with a host that is not a wildcard and a port 1..65535), or
 // "" if it is one.
 func checkHostPort(addr string) string {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Sprintf("%q is not host:port", addr)
-	}
-	if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
-		return fmt.Sprintf("%q: port must be 1..65535", addr)
-	}
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		return fmt.Sprintf("%q: want a host peers can reach, not a wildcard", addr)
-	}
-	if strings.IndexFunc(host, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
-		return fmt.Sprintf("%q: the host has spaces or control characters", addr)
+	if err := hostport.Check(addr, hostport.Dial); err != nil {
+		return err.Error()
 	}
 	return ""
 }

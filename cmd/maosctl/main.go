@@ -6,11 +6,11 @@ package main
 import (
 	"os"
 
-	maoscli "github.com/maos-project/maos/cli"
+	"github.com/maos-project/maos/cli/maosctl"
 )
 
 func main() {
-	if err := maoscli.MaosctlApp().Run(os.Args); err != nil {
-		os.Exit(maoscli.MaosctlExitCode(err))
+	if err := maosctl.App().Run(os.Args); err != nil {
+		os.Exit(maosctl.ExitCode(err))
 	}
 }

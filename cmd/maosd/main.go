@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"os"
 
-	maoscli "github.com/maos-project/maos/cli"
+	"github.com/maos-project/maos/cli/maosd"
 )
 
 func main() {
-	if err := maoscli.MaosdApp().Run(os.Args); err != nil {
+	if err := maosd.App().Run(os.Args); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

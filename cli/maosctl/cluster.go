@@ -1,0 +1,256 @@
+package maosctl
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/maos-project/maos/transport"
+	"github.com/urfave/cli/v2"
+)
+
+func clusterCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "cluster",
+		Usage: "inspect and change the cluster: status, join, remove, snapshot, transfer-leadership",
+		UsageText: `maosctl cluster COMMAND [flags] [args]
+
+   maosctl cluster status
+   maosctl --addr 10.0.0.1:7070 cluster join --node-id n4 --raft-addr 10.0.0.4:7000 --api-addr 10.0.0.4:7070`,
+		Description: `Administers the Raft cluster through the node at --addr. Changes to the
+configuration (join, remove, transfer-leadership) are carried out by the
+leader; any node accepts them and forwards them.`,
+		Subcommands: []*cli.Command{
+			clusterStatusCommand(),
+			clusterJoinCommand(),
+			clusterRemoveCommand(),
+			clusterSnapshotCommand(),
+			clusterTransferCommand(),
+			clusterConfigCommand(),
+		},
+		Action: noCommand,
+	}
+}
+
+func clusterStatusCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "status",
+		Usage: "show the node's view of the cluster: state, leader, term, indexes, voters",
+		UsageText: `maosctl cluster status
+
+   maosctl --addr 10.0.0.2:7070 cluster status
+   maosctl --json cluster status | jq -r .leader_id`,
+		Description: `Prints the answering node's id and Raft state, the leader it knows, the
+term, its commit, applied and last log indexes, then the voters of the Raft
+configuration with their Raft and API addresses; '*' marks the leader.
+With --json, the status object of GET /v1/cluster/status.`,
+		Flags:  []cli.Flag{jsonFlag()},
+		Action: clusterStatus,
+	}
+}
+
+func clusterStatus(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	ctx, cancel := call(c)
+	defer cancel()
+	st, err := apiClient(c).Status(ctx)
+	if err != nil {
+		return apiError(c, err)
+	}
+	if st.Voters == nil {
+		st.Voters = []transport.Voter{}
+	}
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, st)
+	}
+	w := c.App.Writer
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+	leader := st.LeaderID
+	switch {
+	case leader == "":
+		leader = "none known (election running, or no quorum)"
+	case st.LeaderAPIAddr != "":
+		leader += " (api " + st.LeaderAPIAddr + ")"
+	}
+	fmt.Fprintf(tw, "node:\t%s\n", or(st.NodeID, "-"))
+	fmt.Fprintf(tw, "state:\t%s\n", or(st.State, "-"))
+	fmt.Fprintf(tw, "leader:\t%s\n", leader)
+	fmt.Fprintf(tw, "term:\t%d\n", st.Term)
+	fmt.Fprintf(tw, "commit index:\t%d\n", st.CommitIndex)
+	fmt.Fprintf(tw, "applied index:\t%d\n", st.AppliedIndex)
+	fmt.Fprintf(tw, "last index:\t%d\n", st.LastIndex)
+	if st.APIAddr != "" || st.RaftAddr != "" {
+		fmt.Fprintf(tw, "api addr:\t%s\n", or(st.APIAddr, "-"))
+		fmt.Fprintf(tw, "raft addr:\t%s\n", or(st.RaftAddr, "-"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  ID\tRAFT ADDR\tAPI ADDR\tSUFFRAGE")
+	for _, v := range st.Voters {
+		mark := " "
+		if v.ID != "" && v.ID == st.LeaderID {
+			mark = "*"
+		}
+		fmt.Fprintf(tw, "%s %s\t%s\t%s\t%s\n", mark, v.ID, or(v.RaftAddr, "-"), or(v.APIAddr, "-"), or(v.Suffrage, "-"))
+	}
+	return tw.Flush()
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func clusterJoinCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "join",
+		Usage: "add a node to the cluster as a voter",
+		UsageText: `maosctl cluster join --node-id ID --raft-addr HOST:PORT --api-addr HOST:PORT
+
+   maosctl --addr 10.0.0.1:7070 cluster join --node-id n4 --raft-addr 10.0.0.4:7000 --api-addr 10.0.0.4:7070`,
+		Description: `Asks the node at --addr (any member; it forwards to the leader) to add the
+server ID, reachable at --raft-addr for Raft and --api-addr for the API, as a
+voter. Start the new node's maosd first; it catches up from the leader.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "node-id", Usage: "`ID` of the node to add (required)"},
+			&cli.StringFlag{Name: "raft-addr", Usage: "its advertised Raft `HOST:PORT` (required)"},
+			&cli.StringFlag{Name: "api-addr", Usage: "its advertised API `HOST:PORT` (required)"},
+			jsonFlag(),
+		},
+		Action: clusterJoin,
+	}
+}
+
+func clusterJoin(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	if err := require(c, "node-id", "raft-addr", "api-addr"); err != nil {
+		return err
+	}
+	req := transport.JoinRequest{
+		NodeID:   strings.TrimSpace(c.String("node-id")),
+		RaftAddr: strings.TrimSpace(c.String("raft-addr")),
+		APIAddr:  strings.TrimSpace(c.String("api-addr")),
+	}
+	ctx, cancel := call(c)
+	defer cancel()
+	if err := apiClient(c).Join(ctx, req); err != nil {
+		return apiError(c, err)
+	}
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, map[string]string{"joined": req.NodeID})
+	}
+	_, err := fmt.Fprintf(c.App.Writer, "joined %s (raft %s, api %s)\n", req.NodeID, req.RaftAddr, req.APIAddr)
+	return err
+}
+
+func clusterRemoveCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "remove",
+		Usage:     "remove a node from the cluster",
+		ArgsUsage: "ID",
+		UsageText: `maosctl cluster remove ID
+
+   maosctl cluster remove n4`,
+		Description: `Asks the leader (through the node at --addr) to remove the server ID from
+the Raft configuration. Remove a node before retiring it for good, so the
+quorum is counted without it.`,
+		Flags:  []cli.Flag{jsonFlag()},
+		Action: clusterRemove,
+	}
+}
+
+func clusterRemove(c *cli.Context) error {
+	args, err := positionalArgs(c, "id")
+	if err != nil {
+		return err
+	}
+	id := args[0]
+	ctx, cancel := call(c)
+	defer cancel()
+	if err := apiClient(c).Remove(ctx, id); err != nil {
+		return apiError(c, err)
+	}
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, map[string]string{"removed": id})
+	}
+	_, err = fmt.Fprintf(c.App.Writer, "removed %s\n", id)
+	return err
+}
+
+func clusterSnapshotCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "snapshot",
+		Usage: "make the node at --addr take a Raft snapshot now",
+		UsageText: `maosctl cluster snapshot
+
+   maosctl --addr 10.0.0.2:7070 cluster snapshot`,
+		Description: `Makes the node at --addr snapshot its state now (nodes also do it on their
+own), which lets it compact its Raft log. Prints the snapshot's id and the
+index and term it covers; with --json, the API's object.`,
+		Flags:  []cli.Flag{jsonFlag()},
+		Action: clusterSnapshot,
+	}
+}
+
+func clusterSnapshot(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	ctx, cancel := call(c)
+	defer cancel()
+	res, err := apiClient(c).Snapshot(ctx)
+	if err != nil {
+		return apiError(c, err)
+	}
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, res)
+	}
+	_, err = fmt.Fprintf(c.App.Writer, "snapshot %s of node %s at index %d term %d\n",
+		or(res.ID, "-"), or(res.NodeID, "-"), res.Index, res.Term)
+	return err
+}
+
+func clusterTransferCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "transfer-leadership",
+		Usage: "make the leader hand over to another voter",
+		UsageText: `maosctl cluster transfer-leadership [--to ID]
+
+   maosctl cluster transfer-leadership            # to the most up-to-date follower
+   maosctl cluster transfer-leadership --to n2`,
+		Description: `Asks the leader to hand leadership over, to --to if given, otherwise to the
+follower Raft picks. Use it before restarting the leader's host. Prints the
+leader afterwards; with --json, {"leader_id": ...}.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "to", Usage: "`ID` of the voter to hand over to (default: Raft picks)"},
+			jsonFlag(),
+		},
+		Action: clusterTransfer,
+	}
+}
+
+func clusterTransfer(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	ctx, cancel := call(c)
+	defer cancel()
+	res, err := apiClient(c).TransferLeadership(ctx, strings.TrimSpace(c.String("to")))
+	if err != nil {
+		return apiError(c, err)
+	}
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, res)
+	}
+	_, err = fmt.Fprintf(c.App.Writer, "leader is now %s\n", or(res.LeaderID, "unknown"))
+	return err
+}

@@ -1,0 +1,266 @@
+package maosctl
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+	"github.com/urfave/cli/v2"
+)
+
+// Hook limits.
+const (
+	// hookDefaultMaxTime bounds all of a hook's requests: the coding
+	// agent waits for the hook before it goes on.
+	hookDefaultMaxTime = 2 * time.Second
+	// hookMaxInput bounds the hook JSON read from stdin.
+	hookMaxInput = 4 << 20
+)
+
+// How much unread mail a digest reads: hookMaxPages pages of
+// hookPageLimit, newest first; the rest is counted as left out.
+// Variables so a test can make them small.
+var (
+	hookMaxPages  = 5
+	hookPageLimit = fsm.MaxPageLimit
+)
+
+// hookInput is the part of the hook's stdin JSON maosctl reads. Claude
+// Code and Codex both send hook_event_name, and stop_hook_active on Stop
+// (true when the agent is already continuing because a Stop hook blocked).
+type hookInput struct {
+	HookEventName  string `json:"hook_event_name"`
+	StopHookActive bool   `json:"stop_hook_active"`
+}
+
+// hookContextOutput is the answer to SessionStart and UserPromptSubmit:
+// text added to the model's context.
+type hookContextOutput struct {
+	HookSpecificOutput struct {
+		HookEventName     string `json:"hookEventName"`
+		AdditionalContext string `json:"additionalContext"`
+	} `json:"hookSpecificOutput"`
+}
+
+// hookStopOutput is the answer to Stop that keeps the agent working:
+// reason is shown to the model (Claude Code) or becomes its continuation
+// prompt (Codex).
+type hookStopOutput struct {
+	Decision string `json:"decision"`
+	Reason   string `json:"reason"`
+}
+
+func hookCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "hook",
+		Usage: "coding-agent hooks: tell Claude Code or Codex about unread mail",
+		UsageText: `maosctl hook claude-code|codex --agent A
+
+   echo '{"hook_event_name":"SessionStart"}' | maosctl hook claude-code --agent claude`,
+		Description: `Run by the coding agent's hooks with the hook's JSON on stdin.`,
+		Subcommands: []*cli.Command{
+			hookDialectCommand("claude-code", "Claude Code", `~/.claude/settings.json (or .claude/settings.json):
+
+   {"hooks": {
+      "SessionStart":     [{"hooks": [{"type": "command", "command": "maosctl hook claude-code --agent claude"}]}],
+      "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "maosctl hook claude-code --agent claude"}]}],
+      "Stop":             [{"hooks": [{"type": "command", "command": "maosctl hook claude-code --agent claude"}]}]}}`),
+			hookDialectCommand("codex", "Codex", `~/.codex/hooks.json (hooks on in config.toml: [features] hooks = true, or
+codex_hooks = true on older versions):
+
+   {"hooks": {
+      "SessionStart":     [{"hooks": [{"type": "command", "command": "maosctl hook codex --agent codex"}]}],
+      "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "maosctl hook codex --agent codex"}]}],
+      "Stop":             [{"hooks": [{"type": "command", "command": "maosctl hook codex --agent codex"}]}]}}
+
+Codex's older 'notify' program (config.toml notify = [...]) gets a JSON
+argument after each turn and its output is ignored, so it cannot add
+context; use the hooks above.`),
+		},
+		Action: noCommand,
+	}
+}
+
+func hookDialectCommand(name, product, setup string) *cli.Command {
+	return &cli.Command{
+		Name:  name,
+		Usage: "answer a " + product + " hook (JSON on stdin) with the agent's unread mail",
+		UsageText: fmt.Sprintf(`maosctl hook %s --agent A [--max-time 2s]
+
+   echo '{"hook_event_name":"UserPromptSubmit"}' | maosctl hook %s --agent claude`, name, name),
+		Description: `Reads the hook's JSON on stdin and answers on stdout:
+
+SessionStart       {"hookSpecificOutput":{"hookEventName":"SessionStart",
+                   "additionalContext":"You are maos agent A … digest"}}:
+                   the agent's identity and a digest of its unread mail
+                   (always, even with no mail).
+UserPromptSubmit   the same, but only when unread mail waits.
+Stop               {"decision":"block","reason":"… urgent digest"} when
+                   urgent unread mail waits, so the agent reads it before
+                   it stops; nothing when stop_hook_active is true (the
+                   agent already continues because of a Stop hook), so it
+                   cannot loop.
+other events       nothing.
+
+The digest lists unread messages urgent first, then newest first, one line
+each (id, from, priority, title), one line per thread with a count, at most
+10,000 characters, and ends with how many were left out and the commands
+to read them. When no node answers within --max-time the hook prints
+nothing (a short note on stderr) and exits 0: a mailbox outage never
+blocks the agent.
+
+Register it in ` + setup,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "agent", Usage: "agent `ID` the coding agent works as (required)", EnvVars: []string{envAgent}},
+			&cli.DurationFlag{Name: "max-time", Usage: "give up on the mailbox after `DURATION`", Value: hookDefaultMaxTime},
+		},
+		Action: hook,
+	}
+}
+
+func hook(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	if err := require(c, "agent"); err != nil {
+		return err
+	}
+	agent := strings.TrimSpace(c.String("agent"))
+	raw, err := io.ReadAll(io.LimitReader(c.App.Reader, hookMaxInput+1))
+	if err != nil {
+		return fmt.Errorf("hook: read stdin: %w", err)
+	}
+	if len(raw) > hookMaxInput {
+		return fmt.Errorf("hook: stdin is over %d bytes", hookMaxInput)
+	}
+	var in hookInput
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return fmt.Errorf("hook: stdin is not the hook's JSON object: %w", err)
+	}
+	if in.HookEventName == "" {
+		return fmt.Errorf("hook: stdin JSON has no hook_event_name")
+	}
+	ctx := c.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if d := c.Duration("max-time"); d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	client := apiClient(c)
+	out, err := hookAnswer(ctx, client, agent, in)
+	if err != nil {
+		// Never fail the agent's turn over the mailbox: note it, exit 0.
+		fmt.Fprintf(c.App.ErrWriter, "%s: hook %s: %v\n", c.App.Name, in.HookEventName, apiError(c, err))
+		if in.HookEventName != "SessionStart" {
+			return nil
+		}
+		// The identity is still worth giving at session start.
+		out = hookContext(in.HookEventName, hookIdentity(agent, client.Addr())+
+			fmt.Sprintf("The maos mailbox did not answer (%v); check mail later with: maosctl inbox --agent %s --unread\n", err, agent))
+	}
+	if out == nil {
+		return nil
+	}
+	enc := json.NewEncoder(c.App.Writer)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(out); err != nil {
+		return fmt.Errorf("hook: write answer: %w", err)
+	}
+	return nil
+}
+
+// hookAnswer is the JSON value to print for in, or nil for none.
+func hookAnswer(ctx context.Context, client *transport.Client, agent string, in hookInput) (any, error) {
+	switch in.HookEventName {
+	case "SessionStart", "UserPromptSubmit":
+		dig, err := fetchUnread(ctx, client, agent, "")
+		if err != nil {
+			return nil, err
+		}
+		if len(dig.Messages) == 0 && dig.TotalUnread == 0 {
+			if in.HookEventName == "UserPromptSubmit" {
+				return nil, nil
+			}
+			return hookContext(in.HookEventName, hookIdentity(agent, client.Addr())+"No unread mail.\n"), nil
+		}
+		id := hookIdentity(agent, client.Addr())
+		return hookContext(in.HookEventName, id+digest(dig, DigestMaxChars-len(id))), nil
+	case "Stop":
+		if in.StopHookActive {
+			return nil, nil
+		}
+		dig, err := fetchUnread(ctx, client, agent, "urgent")
+		if err != nil {
+			return nil, err
+		}
+		if len(dig.Messages) == 0 && dig.TotalUnread == 0 {
+			return nil, nil
+		}
+		head := fmt.Sprintf("Urgent unread mail waits for maos agent %s: read it (maosctl show ID), act or answer "+
+			"(maosctl reply ID --from %s --text T), mark it read (maosctl read-mark --agent %s ID), then stop.\n",
+			agent, agent, agent)
+		return hookStopOutput{Decision: "block", Reason: head + digest(dig, DigestMaxChars-len(head))}, nil
+	}
+	return nil, nil
+}
+
+func hookContext(event, text string) hookContextOutput {
+	var out hookContextOutput
+	out.HookSpecificOutput.HookEventName = event
+	out.HookSpecificOutput.AdditionalContext = text
+	return out
+}
+
+// hookIdentity tells the model who it is on the mailbox and how to use it.
+func hookIdentity(agent, addr string) string {
+	return fmt.Sprintf("You are maos agent %s (mailbox at %s). Send: maosctl send --from %s --to B --text T; "+
+		"reply: maosctl reply ID --from %s --text T.\n", agent, addr, agent, agent)
+}
+
+// fetchUnread reads agent's unread messages (of priority, if given),
+// newest first, up to hookMaxPages pages, and the total from the
+// counters when more remain. An agent without an inbox has no mail.
+func fetchUnread(ctx context.Context, client *transport.Client, agent, priority string) (digestInput, error) {
+	in := digestInput{Agent: agent}
+	// Newest first, so that past the pages read it is the oldest mail
+	// that is left out of the digest, not the newest.
+	q := fsm.InboxQuery{Unread: true, Priority: priority, Limit: hookPageLimit, Newest: true}
+	for range hookMaxPages {
+		page, err := client.Inbox(ctx, agent, q, transport.Local)
+		if isNotFound(err) {
+			return in, nil
+		}
+		if err != nil {
+			return in, fmt.Errorf("read inbox of %s: %w", agent, err)
+		}
+		for _, e := range page.Messages {
+			in.Messages = append(in.Messages, e.Message)
+		}
+		if !page.HasMore {
+			in.TotalUnread = len(in.Messages)
+			return in, nil
+		}
+		q.Before = page.NextBefore
+	}
+	counts, err := client.InboxCounts(ctx, agent, transport.Local)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return in, err
+		}
+		return in, fmt.Errorf("inbox counts of %s: %w", agent, err)
+	}
+	in.TotalUnread = int(counts.Unread)
+	if priority != "" {
+		in.TotalUnread = int(counts.UnreadByPriority[priority])
+	}
+	return in, nil
+}

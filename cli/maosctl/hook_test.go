@@ -1,0 +1,292 @@
+package maosctl
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+)
+
+// newHookEnv is a CLI env on a real state machine with alice registered.
+func newHookEnv(t *testing.T) *testEnv {
+	t.Helper()
+	e := newTestEnv(t)
+	e.svc.WithState(t)
+	e.apply(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "alice", Role: "reviewer"})
+	return e
+}
+
+// mail stores a message to alice and returns its id.
+func (e *testEnv) mail(id, from, prio, title, replyTo string) string {
+	e.t.Helper()
+	m := fsm.Message{
+		ID: id, Channel: "work", Type: "request", From: from, To: fsm.Recipients{"alice"}, Priority: prio,
+		Title: title, InReplyTo: replyTo, Content: fsm.Content{Text: "body of " + title},
+	}
+	m.Normalize(time.Now())
+	e.apply(fsm.OpSend, fsm.SendCommand{Message: m})
+	return id
+}
+
+func TestDigestOrderAndFolding(t *testing.T) {
+	msgs := []fsm.Message{
+		{ID: "m1", Seq: 1, From: "bob", Priority: "normal", Title: "old"},
+		{ID: "m2", Seq: 2, From: "carol", Priority: "urgent", Title: "fire"},
+		{ID: "m3", Seq: 3, From: "bob", Priority: "low", Title: "re: old", ThreadID: "m1"},
+		{ID: "m4", Seq: 4, From: "dave", Priority: "high", Title: "new\nline"},
+		{ID: "m5", Seq: 5, From: "erin", Priority: "urgent", Title: "fire 2"},
+		{ID: "m6", Seq: 6, From: "bob", Priority: "normal", Title: "re: re: old", ThreadID: "m1"},
+	}
+	got := digest(digestInput{Agent: "alice", Messages: msgs, TotalUnread: 6}, DigestMaxChars)
+	want := `6 unread messages for alice (2 urgent), urgent first, then newest first:
+- m5 from erin [urgent] fire 2
+- m2 from carol [urgent] fire
+- m6 from bob [normal] re: re: old (+2 more unread in thread m1)
+- m4 from dave [high] new line
+0 left out. Read: maosctl inbox --agent alice --unread; one message: maosctl show ID; a thread: maosctl thread ID; then: maosctl read-mark --agent alice ID
+`
+	if got != want {
+		t.Errorf("digest:\n%s\nwant:\n%s", got, want)
+	}
+	if d := digest(digestInput{Agent: "alice"}, DigestMaxChars); d != "" {
+		t.Errorf("empty digest = %q", d)
+	}
+	// Messages never fetched count as left out.
+	got = digest(digestInput{Agent: "alice", Messages: msgs[:1], TotalUnread: 9}, DigestMaxChars)
+	if !strings.Contains(got, "9 unread messages") || !strings.Contains(got, "\n8 left out.") {
+		t.Errorf("partial digest:\n%s", got)
+	}
+}
+
+func TestDigestTruncatesExactlyAtCap(t *testing.T) {
+	var msgs []fsm.Message
+	for i := range 400 {
+		msgs = append(msgs, fsm.Message{ID: fmt.Sprintf("msg-%04d", i), Seq: uint64(i + 1), From: "bob",
+			Priority: "normal", Title: strings.Repeat("t", 30) + fmt.Sprint(i)})
+	}
+	in := digestInput{Agent: "alice", Messages: msgs, TotalUnread: len(msgs)}
+	full := digest(in, 1<<20)
+	if !strings.HasSuffix(strings.SplitAfterN(full, "\n", 402)[401], "0 left out. Read: maosctl inbox --agent alice --unread; one message: maosctl show ID; a thread: maosctl thread ID; then: maosctl read-mark --agent alice ID\n") {
+		t.Fatalf("full digest does not end with the footer")
+	}
+	if len(full) <= DigestMaxChars {
+		t.Fatalf("fixture too small: %d chars", len(full))
+	}
+	capped := digest(in, DigestMaxChars)
+	if len(capped) > DigestMaxChars {
+		t.Fatalf("digest is %d chars, over the cap %d", len(capped), DigestMaxChars)
+	}
+	lines := strings.Split(strings.TrimSuffix(capped, "\n"), "\n")
+	shown := len(lines) - 2
+	if want := fmt.Sprintf("%d left out. Read: maosctl inbox --agent alice --unread;", 400-shown); !strings.HasPrefix(lines[len(lines)-1], want) {
+		t.Errorf("footer %q, want prefix %q", lines[len(lines)-1], want)
+	}
+	// Newest first: the first line is the last message.
+	if !strings.HasPrefix(lines[1], "- msg-0399 ") {
+		t.Errorf("first line %q", lines[1])
+	}
+	// Exactly at the cap: a cap of the digest's own length keeps every
+	// line; one byte less drops one.
+	n := len(capped)
+	if got := digest(in, n); got != capped {
+		t.Errorf("cap %d changed the digest", n)
+	}
+	one := digest(in, n-1)
+	if len(one) > n-1 || strings.Count(one, "\n") != strings.Count(capped, "\n")-1 {
+		t.Errorf("cap %d: %d chars, %d lines; want one line fewer than %d", n-1, len(one), strings.Count(one, "\n"), strings.Count(capped, "\n"))
+	}
+	// A single line that would overflow by one byte is left out.
+	m := []fsm.Message{msgs[0]}
+	all := digest(digestInput{Agent: "alice", Messages: m, TotalUnread: 1}, 1<<20)
+	if got := digest(digestInput{Agent: "alice", Messages: m, TotalUnread: 1}, len(all)); got != all {
+		t.Errorf("at cap: %q", got)
+	}
+	if got := digest(digestInput{Agent: "alice", Messages: m, TotalUnread: 1}, len(all)-1); strings.Contains(got, "msg-0000") || !strings.Contains(got, "\n1 left out.") {
+		t.Errorf("one under cap: %q", got)
+	}
+	// Huge titles are shortened so one message cannot fill the digest.
+	long := digestLine(fsm.Message{ID: "x", From: "y", Title: strings.Repeat("é", 5000)}, 1)
+	if len([]rune(long)) > digestTitleMax+40 {
+		t.Errorf("long title line is %d runes", len([]rune(long)))
+	}
+}
+
+// hook runs `maosctl hook DIALECT --agent alice` with stdin and returns stdout.
+func (e *testEnv) hook(dialect, stdin string) runResult {
+	e.t.Helper()
+	return e.run(stdin, "hook", dialect, "--agent", "alice")
+}
+
+func TestHookGolden(t *testing.T) {
+	e := newHookEnv(t)
+	identity := fmt.Sprintf("You are maos agent alice (mailbox at http://%s). Send: maosctl send --from alice --to B --text T; reply: maosctl reply ID --from alice --text T.\\n", e.addr)
+	footer := "0 left out. Read: maosctl inbox --agent alice --unread; one message: maosctl show ID; a thread: maosctl thread ID; then: maosctl read-mark --agent alice ID\\n"
+
+	for _, dialect := range []string{"claude-code", "codex"} {
+		// No mail: SessionStart still tells the identity; the others are silent.
+		if r := e.hook(dialect, `{"hook_event_name":"SessionStart","source":"startup"}`); r.err != nil ||
+			r.out != `{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"`+identity+`No unread mail.\n"}}`+"\n" {
+			t.Errorf("%s SessionStart, no mail: err=%v out=%q", dialect, r.err, r.out)
+		}
+		for _, ev := range []string{`{"hook_event_name":"UserPromptSubmit","prompt":"hi"}`, `{"hook_event_name":"Stop","stop_hook_active":false}`} {
+			if r := e.hook(dialect, ev); r.err != nil || r.out != "" {
+				t.Errorf("%s %s, no mail: err=%v out=%q", dialect, ev, r.err, r.out)
+			}
+		}
+	}
+
+	e.mail("msg-1", "bob", "normal", "please review", "")
+	for _, dialect := range []string{"claude-code", "codex"} {
+		digest := "1 unread message for alice, urgent first, then newest first:\\n- msg-1 from bob [normal] please review\\n" + footer
+		for _, ev := range []string{"SessionStart", "UserPromptSubmit"} {
+			want := `{"hookSpecificOutput":{"hookEventName":"` + ev + `","additionalContext":"` + identity + digest + `"}}` + "\n"
+			if r := e.hook(dialect, `{"session_id":"s","hook_event_name":"`+ev+`"}`); r.err != nil || r.out != want {
+				t.Errorf("%s %s:\n got %q\nwant %q (err %v)", dialect, ev, r.out, want, r.err)
+			}
+		}
+		// Stop without urgent mail: the agent may stop.
+		if r := e.hook(dialect, `{"hook_event_name":"Stop","stop_hook_active":false}`); r.err != nil || r.out != "" {
+			t.Errorf("%s Stop without urgent mail: err=%v out=%q", dialect, r.err, r.out)
+		}
+	}
+
+	e.mail("msg-2", "carol", "urgent", "prod is down", "")
+	e.mail("msg-3", "carol", "urgent", "still down", "msg-2")
+	for _, dialect := range []string{"claude-code", "codex"} {
+		want := `{"decision":"block","reason":"Urgent unread mail waits for maos agent alice: read it (maosctl show ID), act or answer (maosctl reply ID --from alice --text T), mark it read (maosctl read-mark --agent alice ID), then stop.\n` +
+			`2 unread messages for alice (2 urgent), urgent first, then newest first:\n- msg-3 from carol [urgent] still down (+1 more unread in thread msg-2)\n` + footer + `"}` + "\n"
+		if r := e.hook(dialect, `{"hook_event_name":"Stop","stop_hook_active":false}`); r.err != nil || r.out != want {
+			t.Errorf("%s Stop with urgent mail:\n got %q\nwant %q (err %v)", dialect, r.out, want, r.err)
+		}
+		// Already continuing because of a Stop hook: never block again.
+		if r := e.hook(dialect, `{"hook_event_name":"Stop","stop_hook_active":true}`); r.err != nil || r.out != "" {
+			t.Errorf("%s Stop with stop_hook_active: err=%v out=%q", dialect, r.err, r.out)
+		}
+		// Events the hook does not handle: nothing, exit 0.
+		for _, ev := range []string{"PreToolUse", "Notification", "SomethingNew"} {
+			if r := e.hook(dialect, `{"hook_event_name":"`+ev+`"}`); r.err != nil || r.out != "" || r.errOut != "" {
+				t.Errorf("%s %s: err=%v out=%q stderr=%q", dialect, ev, r.err, r.out, r.errOut)
+			}
+		}
+	}
+
+	// The answers are the documented JSON shapes, nothing more.
+	var got map[string]map[string]string
+	if err := json.Unmarshal([]byte(e.hook("codex", `{"hook_event_name":"UserPromptSubmit"}`).out), &got); err != nil ||
+		len(got) != 1 || len(got["hookSpecificOutput"]) != 2 || !strings.Contains(got["hookSpecificOutput"]["additionalContext"], "- msg-3 from carol [urgent] still down (+1 more unread in thread msg-2)\n- msg-1 from bob [normal] please review\n") {
+		t.Errorf("codex UserPromptSubmit: %v %v", got, err)
+	}
+}
+
+func TestHookBadInput(t *testing.T) {
+	e := newHookEnv(t)
+	e.fails("", []string{"hook", "claude-code", "--agent", "alice"}, "not the hook's JSON")
+	e.fails(`[1]`, []string{"hook", "codex", "--agent", "alice"}, "not the hook's JSON")
+	e.fails(`{"session_id":"s"}`, []string{"hook", "claude-code", "--agent", "alice"}, "no hook_event_name")
+	e.fails(`{"hook_event_name":"Stop"}`, []string{"hook", "claude-code"}, "missing required flag --agent")
+	e.fails(`{}`, []string{"hook", "gemini", "--agent", "alice"}, `unknown command "gemini"`)
+}
+
+// closedAddr is a loopback address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+func TestHookOffline(t *testing.T) {
+	newTestEnv(t) // clears the environment
+	addr := closedAddr(t)
+	r := runApp(addr, `{"hook_event_name":"SessionStart"}`, "hook", "claude-code", "--agent", "alice")
+	if r.err != nil || !strings.Contains(r.out, `"additionalContext":"You are maos agent alice (`) ||
+		!strings.Contains(r.out, "The maos mailbox did not answer") || !strings.Contains(r.errOut, "maosctl: hook SessionStart: cannot reach") {
+		t.Errorf("offline SessionStart: err=%v out=%q stderr=%q", r.err, r.out, r.errOut)
+	}
+	for _, ev := range []string{"UserPromptSubmit", "Stop"} {
+		r := runApp(addr, `{"hook_event_name":"`+ev+`"}`, "hook", "codex", "--agent", "alice")
+		if r.err != nil || r.out != "" || !strings.Contains(r.errOut, "cannot reach") {
+			t.Errorf("offline %s: err=%v out=%q stderr=%q", ev, r.err, r.out, r.errOut)
+		}
+	}
+}
+
+func TestStatusLine(t *testing.T) {
+	e := newHookEnv(t)
+	// No bulletin written: the default system_status, no phase.
+	if out := e.ok("status-line", "--agent", "alice"); out != "📬 0 new | 🌐 normal\n" {
+		t.Errorf("empty: %q", out)
+	}
+	e.mail("msg-1", "bob", "normal", "a", "")
+	e.mail("msg-2", "bob", "urgent", "b", "")
+	e.mail("msg-3", "bob", "low", "c", "")
+	e.ok("bulletin", "set", "current_phase", "implementation")
+	if out := e.ok("status-line", "--agent", "alice"); out != "📬 3 new (1 urgent) | 🌐 normal | phase: implementation\n" {
+		t.Errorf("with mail: %q", out)
+	}
+	e.ok("bulletin", "set", "system_status", "degraded")
+	var st status
+	if err := json.Unmarshal([]byte(e.ok("--json", "status-line", "--agent", "alice")), &st); err != nil ||
+		st != (status{Online: true, Agent: "alice", Unread: 3, Urgent: 1, SystemStatus: "degraded", CurrentPhase: "implementation"}) {
+		t.Errorf("--json: %+v %v", st, err)
+	}
+	// An agent without an inbox has no mail, not an error.
+	if out := e.ok("status-line", "--agent", "nobody"); out != "📬 0 new | 🌐 degraded | phase: implementation\n" {
+		t.Errorf("unknown agent: %q", out)
+	}
+	e.fails("", []string{"status-line"}, "missing required flag --agent")
+}
+
+func TestStatusLineStoppedCluster(t *testing.T) {
+	newTestEnv(t) // clears the environment
+	addr := closedAddr(t)
+	r := runApp(addr, "", "status-line", "--agent", "alice")
+	if r.err != nil || ExitCode(r.err) != 0 || r.out != statusLineOffline+"\n" || r.errOut != "" {
+		t.Errorf("stopped cluster: err=%v out=%q stderr=%q", r.err, r.out, r.errOut)
+	}
+	// A node that accepts but never answers: the offline marker after --max-time.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	start := time.Now()
+	r = runApp(ln.Addr().String(), "", "status-line", "--agent", "alice", "--max-time", "100ms")
+	if r.err != nil || r.out != statusLineOffline+"\n" {
+		t.Errorf("silent node: err=%v out=%q stderr=%q (after %s)", r.err, r.out, r.errOut, time.Since(start))
+	}
+}
+
+// Past the pages a digest reads it is the oldest mail that is left out,
+// counted, never the newest.
+func TestDigestReadsNewestFirst(t *testing.T) {
+	pages, limit := hookMaxPages, hookPageLimit
+	hookMaxPages, hookPageLimit = 2, 2
+	t.Cleanup(func() { hookMaxPages, hookPageLimit = pages, limit })
+	e := newHookEnv(t)
+	for i := 1; i <= 6; i++ {
+		e.mail(fmt.Sprintf("msg-%d", i), "bob", "normal", fmt.Sprintf("note %d", i), "")
+	}
+	in, err := fetchUnread(context.Background(), transport.NewClient(e.addr, nil), "alice", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range in.Messages {
+		ids = append(ids, m.ID)
+	}
+	if want := []string{"msg-6", "msg-5", "msg-4", "msg-3"}; !slices.Equal(ids, want) || in.TotalUnread != 6 {
+		t.Errorf("read %v of %d unread, want %v of 6", ids, in.TotalUnread, want)
+	}
+}

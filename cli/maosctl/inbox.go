@@ -1,0 +1,207 @@
+package maosctl
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/urfave/cli/v2"
+)
+
+func inboxCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "inbox",
+		Usage: "list an agent's inbox, or its counts",
+		UsageText: `maosctl inbox --agent A [--unread] [--priority P] [--type T] [--from F] [--after SEQ] [--limit N] [--all] [--counts]
+
+   maosctl inbox --agent claude --unread
+   maosctl inbox --agent claude --priority urgent --counts
+   maosctl --json inbox --agent claude --unread --all | jq -r '.[].id'`,
+		Description: `Lists the messages delivered to agent A, oldest first, one line each:
+"* #SEQ TIME FROM → TO [TYPE/PRIORITY] TITLE: first line", where "*" marks
+an unread message. Reading never deletes: use 'maosctl read-mark' to mark
+messages read. --counts prints the counters instead (total, unread, unread
+by priority).
+
+--unread and --priority are answered from the inbox index; --type and
+--from read each message of the range, so on a large inbox they may return
+a short page (the hint on stderr says where to go on, or use --all).
+With --json, an array of messages, each with "read".`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "agent", Usage: "agent `ID` whose inbox to read (required)", EnvVars: []string{envAgent}},
+			&cli.BoolFlag{Name: "unread", Usage: "only unread messages"},
+			&cli.StringFlag{Name: "priority", Usage: "only messages of `PRIORITY` (urgent, high, normal, low)"},
+			&cli.StringFlag{Name: "type", Usage: "only messages of `TYPE`"},
+			&cli.StringFlag{Name: "from", Usage: "only messages from agent `ID`"},
+			&cli.Uint64Flag{Name: "after", Usage: "only messages after `SEQ`"},
+			&cli.IntFlag{Name: "limit", Usage: "at most `N` messages per page (1-1000)", Value: fsm.DefaultPageLimit},
+			&cli.BoolFlag{Name: "all", Usage: "follow pages until the end of the inbox"},
+			&cli.BoolFlag{Name: "counts", Usage: "print the inbox counters instead of messages"},
+			strongFlag(),
+			jsonFlag(),
+		},
+		Action: inbox,
+	}
+}
+
+func inbox(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	if err := require(c, "agent"); err != nil {
+		return err
+	}
+	agent := strings.TrimSpace(c.String("agent"))
+	client := apiClient(c)
+	if c.Bool("counts") {
+		ctx, cancel := call(c)
+		defer cancel()
+		counts, err := client.InboxCounts(ctx, agent, consistency(c))
+		if err != nil {
+			return apiError(c, err)
+		}
+		if wantJSON(c) {
+			return printJSON(c.App.Writer, counts)
+		}
+		var by []string
+		for _, p := range fsm.Priorities {
+			by = append(by, fmt.Sprintf("%s %d", p, counts.UnreadByPriority[p]))
+		}
+		_, err = fmt.Fprintf(c.App.Writer, "%s: %d messages, %d unread (%s)\n", counts.Agent, counts.Total, counts.Unread, strings.Join(by, ", "))
+		return err
+	}
+	limit := c.Int("limit")
+	if limit < 1 || limit > fsm.MaxPageLimit {
+		return usagef(c, "--limit %d: want 1 to %d", limit, fsm.MaxPageLimit)
+	}
+	q := fsm.InboxQuery{
+		Unread:   c.Bool("unread"),
+		Priority: strings.TrimSpace(c.String("priority")),
+		Type:     strings.TrimSpace(c.String("type")),
+		From:     strings.TrimSpace(c.String("from")),
+		After:    c.Uint64("after"),
+		Limit:    limit,
+	}
+	asJSON := wantJSON(c)
+	out := []fsm.InboxEntry{}
+	for {
+		ctx, cancel := call(c)
+		page, err := client.Inbox(ctx, agent, q, consistency(c))
+		cancel()
+		if err != nil {
+			return apiError(c, err)
+		}
+		if asJSON {
+			out = append(out, page.Messages...)
+		} else {
+			for i := range page.Messages {
+				e := &page.Messages[i]
+				mark := " "
+				if !e.Read {
+					mark = "*"
+				}
+				if _, err := fmt.Fprintf(c.App.Writer, "%s %s\n", mark, messageLine(&e.Message)); err != nil {
+					return err
+				}
+			}
+		}
+		if !page.HasMore {
+			break
+		}
+		if page.NextAfter <= q.After {
+			return fmt.Errorf("inbox %s: the node said more entries follow #%d but did not move on", agent, q.After)
+		}
+		q.After = page.NextAfter
+		if !c.Bool("all") {
+			if !asJSON {
+				fmt.Fprintf(c.App.ErrWriter, "(more after #%d: add --after %d, or --all)\n", q.After, q.After)
+			}
+			break
+		}
+	}
+	if asJSON {
+		return printJSON(c.App.Writer, out)
+	}
+	return nil
+}
+
+func showCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "show",
+		Usage:     "show one message, whole, with whom it was delivered to",
+		ArgsUsage: "ID",
+		UsageText: `maosctl show ID [--strong]
+
+   maosctl show msg-20261121-103000-codex-9f3a61c2
+   maosctl --json show msg-20261121-103000-codex-9f3a61c2 | jq .recipients`,
+		Description: `Prints the whole message as 'maosctl get' does; when "to" named a role, a
+glob, "all" or the text @mentioned agents, the "to" line also shows the
+agents it was delivered to ("role:reviewer → alice, bob"). With --json, the
+message object, whose "recipients" holds that list.`,
+		Flags:  []cli.Flag{strongFlag(), jsonFlag()},
+		Action: get,
+	}
+}
+
+func readMarkCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "read-mark",
+		Usage:     "mark one message, or everything up to a seq, read in an agent's inbox",
+		ArgsUsage: "[ID]",
+		UsageText: `maosctl read-mark --agent A ID | --upto SEQ
+
+   maosctl read-mark --agent claude msg-20261121-103000-codex-9f3a61c2
+   maosctl read-mark --agent claude --upto 1042`,
+		Description: `Marks message ID read in agent A's inbox, or with --upto every message up
+to and including seq SEQ. Read state is per agent; marking never deletes,
+and marking a read message again changes nothing. The sender sees the read
+time in 'maosctl receipts'. Prints how many messages changed and the unread
+count left; with --json, {"agent","marked","counts"}.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "agent", Usage: "agent `ID` whose inbox it is (required)", EnvVars: []string{envAgent}},
+			&cli.StringFlag{Name: "upto", Usage: "mark everything up to and including `SEQ` read"},
+			jsonFlag(),
+		},
+		Action: readMark,
+	}
+}
+
+func readMark(c *cli.Context) error {
+	pos, err := trailingFlags(c)
+	if err != nil {
+		return err
+	}
+	if err := require(c, "agent"); err != nil {
+		return err
+	}
+	var id string
+	var upto uint64
+	uptoFlag := strings.TrimSpace(c.String("upto"))
+	switch {
+	case len(pos) > 1:
+		return usagef(c, "unexpected argument %q", pos[1])
+	case len(pos) == 1 && uptoFlag != "":
+		return usagef(c, "give a message ID or --upto SEQ, not both")
+	case len(pos) == 1:
+		id = pos[0]
+	case uptoFlag != "":
+		if upto, err = strconv.ParseUint(uptoFlag, 10, 64); err != nil || upto == 0 {
+			return usagef(c, "--upto %q: want a seq, a whole number from 1", uptoFlag)
+		}
+	default:
+		return usagef(c, "missing ID (or --upto SEQ)")
+	}
+	agent := strings.TrimSpace(c.String("agent"))
+	ctx, cancel := call(c)
+	defer cancel()
+	res, err := apiClient(c).MarkRead(ctx, agent, id, upto)
+	if err != nil {
+		return apiError(c, err)
+	}
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, res)
+	}
+	_, err = fmt.Fprintf(c.App.Writer, "marked %d read; %s has %d unread\n", res.Marked, res.Agent, res.Counts.Unread)
+	return err
+}

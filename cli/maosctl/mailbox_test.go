@@ -1,0 +1,459 @@
+package maosctl
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/transport/transporttest"
+	"github.com/urfave/cli/v2"
+)
+
+// newMailEnv is newTestEnv with every write and read on a real state
+// machine, sends and message reads included, so the mailbox commands see
+// resolved recipients, inboxes, threads and receipts.
+func newMailEnv(t *testing.T) *testEnv {
+	t.Helper()
+	for _, k := range []string{envAddr, envAgent, envChannel, envTimeout} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	svc := newService(transporttest.MessagesOnState()).WithState(t)
+	srv := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{}))
+	t.Cleanup(srv.Close)
+	return &testEnv{t: t, svc: svc, addr: srv.Listener.Addr().String()}
+}
+
+// fail runs args, which must fail with exit 1, one "maosctl: " line on
+// stderr containing every want, and nothing on stdout.
+func (e *testEnv) fail(args []string, want ...string) {
+	e.t.Helper()
+	r := e.run("", args...)
+	if r.err == nil || ExitCode(r.err) != 1 {
+		e.t.Fatalf("maosctl %s: err = %v, want a failure; stdout %q", strings.Join(args, " "), r.err, r.out)
+	}
+	if !strings.HasPrefix(r.errOut, "maosctl: ") {
+		e.t.Errorf("maosctl %s: stderr %q does not start with \"maosctl: \"", strings.Join(args, " "), r.errOut)
+	}
+	for _, w := range want {
+		if !strings.Contains(r.errOut, w) {
+			e.t.Errorf("maosctl %s: stderr %q lacks %q", strings.Join(args, " "), r.errOut, w)
+		}
+	}
+	if r.out != "" {
+		e.t.Errorf("maosctl %s: stdout %q, want nothing", strings.Join(args, " "), r.out)
+	}
+}
+
+func (e *testEnv) apply(op fsm.Op, body any) {
+	e.t.Helper()
+	if _, err := e.svc.Apply(context.Background(), op, body); err != nil {
+		e.t.Fatalf("apply %s: %v", op, err)
+	}
+}
+
+func (e *testEnv) reviewers() {
+	e.t.Helper()
+	e.ok("agents", "register", "alice", "--role", "reviewer", "--capability", "go,review")
+	e.ok("agents", "register", "bob", "--role", "reviewer")
+}
+
+func TestAgents(t *testing.T) {
+	e := newMailEnv(t)
+	out := e.ok("agents", "register", "alice", "--role", "reviewer", "--capability", "go, review", "--node", "n1", "--description", "reads diffs\nsecond line")
+	if out != "registered alice (role reviewer, capabilities go,review, node n1)\n" {
+		t.Errorf("register printed %q", out)
+	}
+	e.ok("agents", "register", "--role", "reviewer", "bob")
+	e.ok("agents", "register", "carol", "--capability", "go")
+
+	lines := strings.Split(strings.TrimSpace(e.ok("agents", "list")), "\n")
+	want := [][]string{
+		{"ID", "ROLE", "CAPABILITIES", "NODE", "DESCRIPTION"},
+		{"alice", "reviewer", "go,review", "n1", "reads", "diffs"},
+		{"bob", "reviewer", "-", "-", "-"},
+		{"carol", "agent", "go", "-", "-"},
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("agents list printed %d lines:\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+	for i := range want {
+		if got := strings.Fields(lines[i]); !slices.Equal(got, want[i]) {
+			t.Errorf("line %d = %q, want %q", i, got, want[i])
+		}
+	}
+
+	var agents []fsm.Agent
+	if err := json.Unmarshal([]byte(e.ok("--json", "agents", "find", "--capability", "go")), &agents); err != nil {
+		t.Fatal(err)
+	}
+	if len(agents) != 2 || agents[0].ID != "alice" || agents[1].ID != "carol" {
+		t.Errorf("find --capability go = %+v", agents)
+	}
+	out = e.ok("agents", "find", "--role", "reviewer", "--capability", "go")
+	if !strings.Contains(out, "alice") || strings.Contains(out, "bob") || strings.Contains(out, "carol") {
+		t.Errorf("find --role reviewer --capability go printed:\n%s", out)
+	}
+	if out := e.ok("agents", "find", "--role", "nobody"); out != "" {
+		t.Errorf("find with no match printed %q", out)
+	}
+	if out := strings.TrimSpace(e.ok("--json", "agents", "list", "--role", "nobody")); out != "[]" {
+		t.Errorf("empty --json list = %q", out)
+	}
+
+	out = e.ok("agents", "roles")
+	if !regexp.MustCompile(`(?m)^agent\s+1$`).MatchString(out) || !regexp.MustCompile(`(?m)^reviewer\s+2$`).MatchString(out) {
+		t.Errorf("roles printed:\n%s", out)
+	}
+	var roles map[string]uint64
+	if err := json.Unmarshal([]byte(e.ok("--json", "agents", "roles")), &roles); err != nil || roles["reviewer"] != 2 {
+		t.Errorf("roles --json = %v, %v", roles, err)
+	}
+
+	if out := e.ok("agents", "unregister", "bob"); out != "unregistered bob (role reviewer)\n" {
+		t.Errorf("unregister printed %q", out)
+	}
+	e.fail([]string{"agents", "unregister", "bob"}, "agent bob", "404")
+	e.fail([]string{"agents", "find"}, "--role or --capability")
+	e.fail([]string{"agents", "register"}, "missing ID")
+	e.fail([]string{"agents", "register", "Bad"}, "id: must match", "400")
+	e.fail([]string{"agents", "register", "x", "--capability", "C++"}, "capabilities[0]", "400")
+	e.fail([]string{"agents", "list", "--role", "Bad Role"}, "role: must match", "400")
+}
+
+func TestInboxAndReadMark(t *testing.T) {
+	e := newMailEnv(t)
+	e.reviewers()
+	id1 := e.send("review", "codex", "role:reviewer", "first review", "--priority", "urgent", "--title", "Retry")
+	id2 := e.send("review", "claude", "alice", "second", "--type", "status")
+	id3 := e.send("review", "codex", "[ab]*", "third")
+
+	out := e.ok("inbox", "--agent", "alice")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "* #") || !strings.Contains(lines[0], "codex → role:reviewer [chat/urgent] Retry: first review") ||
+		!strings.Contains(lines[1], "claude → alice [status/normal] second") {
+		t.Errorf("inbox printed:\n%s", out)
+	}
+	for args, wantN := range map[string]int{"--unread": 3, "--priority=urgent": 1, "--from=claude": 1, "--type=status": 1} {
+		out := e.ok("inbox", "--agent", "alice", args)
+		if n := strings.Count(out, "\n"); n != wantN {
+			t.Errorf("inbox %s printed %d lines, want %d:\n%s", args, n, wantN, out)
+		}
+	}
+	if out := e.ok("inbox", "--agent", "bob"); strings.Count(out, "\n") != 2 {
+		t.Errorf("bob's inbox:\n%s", out)
+	}
+
+	out = e.ok("inbox", "--agent", "alice", "--counts")
+	if out != "alice: 3 messages, 3 unread (urgent 1, high 0, normal 2, low 0)\n" {
+		t.Errorf("counts printed %q", out)
+	}
+
+	if out := e.ok("read-mark", "--agent", "alice", id1); out != "marked 1 read; alice has 2 unread\n" {
+		t.Errorf("read-mark printed %q", out)
+	}
+	// Flags after the id work too; a second mark changes nothing.
+	if out := e.ok("read-mark", id1, "--agent", "alice"); out != "marked 0 read; alice has 2 unread\n" {
+		t.Errorf("read-mark again printed %q", out)
+	}
+	m2, _ := e.svc.State().Message(id2)
+	var res fsm.MarkReadResult
+	if err := json.Unmarshal([]byte(e.ok("--json", "read-mark", "--agent", "alice", "--upto", strconv.FormatUint(m2.Seq, 10))), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Marked != 1 || res.Counts.Unread != 1 || res.Counts.ReadUpto != m2.Seq {
+		t.Errorf("read-mark --upto = %+v", res)
+	}
+	out = e.ok("inbox", "--agent", "alice")
+	if !strings.HasPrefix(out, "  #") || strings.Count(out, "* #") != 1 {
+		t.Errorf("inbox after marks:\n%s", out)
+	}
+	var entries []fsm.InboxEntry
+	if err := json.Unmarshal([]byte(e.ok("--json", "inbox", "--agent", "alice", "--unread")), &entries); err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].ID != id3 || entries[0].Read {
+		t.Errorf("inbox --unread --json = %+v", entries)
+	}
+	if c := e.svc.State(); c != nil {
+		if counts, _ := c.InboxCounts("bob"); counts.Unread != 2 {
+			t.Errorf("bob's unread = %d, want 2: read marks are per agent", counts.Unread)
+		}
+	}
+
+	// Paging: one page and a hint, or every page with --all.
+	r := e.run("", "inbox", "--agent", "alice", "--limit", "2")
+	if strings.Count(r.out, "\n") != 2 || !strings.Contains(r.errOut, "--after") {
+		t.Errorf("one page: stdout %q stderr %q", r.out, r.errOut)
+	}
+	if out := e.ok("inbox", "--agent", "alice", "--limit", "1", "--all"); strings.Count(out, "\n") != 3 {
+		t.Errorf("--all printed:\n%s", out)
+	}
+
+	// The agent from the environment.
+	t.Setenv(envAgent, "bob")
+	if out := e.ok("inbox", "--counts"); !strings.HasPrefix(out, "bob: 2 messages") {
+		t.Errorf("inbox with MAOS_AGENT_ID printed %q", out)
+	}
+	os.Unsetenv(envAgent)
+
+	e.fail([]string{"inbox"}, "--agent", "MAOS_AGENT_ID")
+	e.fail([]string{"inbox", "--agent", "zed"}, "agent zed", "404")
+	e.fail([]string{"inbox", "--agent", "alice", "--priority", "asap"}, "priority", "400")
+	e.fail([]string{"inbox", "--agent", "alice", "--limit", "0"}, "--limit")
+	e.fail([]string{"read-mark", "--agent", "alice"}, "missing ID (or --upto SEQ)")
+	e.fail([]string{"read-mark", "--agent", "alice", id1, "--upto", "3"}, "not both")
+	e.fail([]string{"read-mark", "--agent", "alice", "--upto", "soon"}, `--upto "soon"`)
+	e.fail([]string{"read-mark", id1}, "--agent")
+	e.fail([]string{"read-mark", "--agent", "alice", "msg-nope"}, "msg-nope", "404")
+	e.fail([]string{"read-mark", "--agent", "zed", "--upto", "9"}, "agent zed", "404")
+}
+
+func TestShowReplyThreadReceipts(t *testing.T) {
+	e := newMailEnv(t)
+	e.reviewers()
+	root := e.send("review", "codex", "role:reviewer", "please review @carol", "--title", "Retry logic")
+
+	out := e.ok("show", root)
+	for _, want := range []string{"to:", "role:reviewer → alice, bob", "title:", "Retry logic", "\n\nplease review @carol\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show lacks %q:\n%s", want, out)
+		}
+	}
+	var m fsm.Message
+	if err := json.Unmarshal([]byte(e.ok("--json", "show", root)), &m); err != nil || !slices.Equal(m.Recipients, []string{"alice", "bob"}) {
+		t.Errorf("show --json recipients = %q, %v", m.Recipients, err)
+	}
+	// A plain id shows as written.
+	plain := e.send("review", "codex", "alice", "hi")
+	if out := e.ok("show", plain); !regexp.MustCompile(`(?m)^to:\s+alice$`).MatchString(out) {
+		t.Errorf("show of a plain send:\n%s", out)
+	}
+
+	out = e.ok("reply", root, "--from", "alice", "--text", "looks good")
+	rm := sendIDRE.FindStringSubmatch(out)
+	if rm == nil {
+		t.Fatalf("reply printed %q", out)
+	}
+	reply, err := e.svc.State().Message(rm[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reply.InReplyTo != root || reply.ThreadID != root || reply.Channel != "review" || !slices.Equal(reply.To, []string{"codex"}) || reply.Type != "response" {
+		t.Errorf("reply = %+v", reply)
+	}
+	// A reply to the reply stays in the root's thread; text from stdin.
+	r := e.run("second thoughts\n", "reply", rm[1], "--from", "codex", "--text", "-", "--type", "question")
+	if r.err != nil {
+		t.Fatalf("reply to reply: %v %s", r.err, r.errOut)
+	}
+	r2 := sendIDRE.FindStringSubmatch(r.out)
+	if r2 == nil {
+		t.Fatalf("reply printed %q", r.out)
+	}
+	if m, _ := e.svc.State().Message(r2[1]); m.ThreadID != root || m.Content.Text != "second thoughts" || !slices.Equal(m.To, []string{"alice"}) {
+		t.Errorf("reply to reply = %+v", m)
+	}
+
+	lines := strings.Split(strings.TrimSuffix(e.ok("thread", r2[1]), "\n"), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], "Retry logic: please review") || !strings.Contains(lines[1], "alice → codex [response/normal] looks good") ||
+		!strings.Contains(lines[2], "codex → alice [question/normal] second thoughts") {
+		t.Errorf("thread printed:\n%s", strings.Join(lines, "\n"))
+	}
+	var msgs []fsm.Message
+	if err := json.Unmarshal([]byte(e.ok("--json", "thread", root)), &msgs); err != nil || len(msgs) != 3 {
+		t.Errorf("thread --json: %d messages, %v", len(msgs), err)
+	}
+
+	out = e.ok("receipts", root)
+	for _, re := range []string{`(?m)^AGENT\s+STATE\s+DELIVERED\s+READ\s+ANSWERED\s+NOTE$`,
+		`(?m)^alice\s+answered\s+\S+Z\s+-\s+\S+Z\s+` + regexp.QuoteMeta(rm[1]) + `$`, `(?m)^bob\s+delivered\s+\S+Z\s+-\s+-\s+-$`} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("receipts lacks %s:\n%s", re, out)
+		}
+	}
+	var rc fsm.Receipts
+	if err := json.Unmarshal([]byte(e.ok("--json", "receipts", root)), &rc); err != nil || len(rc.Receipts) != 2 || rc.Receipts[0].State != fsm.ReceiptAnswered {
+		t.Errorf("receipts --json = %+v, %v", rc, err)
+	}
+
+	e.fail([]string{"show", "msg-nope"}, "msg-nope", "404")
+	e.fail([]string{"reply", "msg-nope", "--from", "alice", "--text", "x"}, "msg-nope", "404")
+	e.fail([]string{"reply", root, "--text", "x"}, "--from")
+	e.fail([]string{"reply", root, "--from", "alice"}, "--text")
+	e.fail([]string{"thread", "msg-nope"}, "msg-nope", "404")
+	e.fail([]string{"receipts", "msg-nope"}, "msg-nope", "404")
+	e.fail([]string{"receipts"}, "missing ID")
+}
+
+var sendIDRE = regexp.MustCompile(`^(msg-\S+) seq=\d+\n`)
+
+func TestSendWait(t *testing.T) {
+	e := newMailEnv(t)
+	e.reviewers()
+
+	// Another agent reads while the sender waits.
+	done := make(chan runResult, 1)
+	go func() {
+		done <- e.run("", "send", "--from", "codex", "--to", "role:reviewer", "--channel", "review", "--text", "read me",
+			"--id", "msg-wait-1", "--wait", "read", "--timeout", "30s")
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := e.svc.State().Message("msg-wait-1"); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the send never arrived")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	e.apply(fsm.OpMarkRead, fsm.MarkReadCommand{Agent: "alice", ID: "msg-wait-1"})
+	reply := &fsm.Message{ID: "msg-wait-2", From: "bob", To: fsm.Recipients{"codex"}, Channel: "review", Content: fsm.Content{Text: "answered"},
+		InReplyTo: "msg-wait-1", Type: "response", Priority: "normal", Visibility: "public"}
+	e.apply(fsm.OpSend, fsm.SendCommand{Message: *reply})
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("send --wait read: %v %s", r.err, r.errOut)
+	}
+	if !regexp.MustCompile(`^msg-wait-1 seq=\d+\nread by alice, bob\n$`).MatchString(r.out) {
+		t.Errorf("send --wait read printed %q", r.out)
+	}
+
+	// Nobody answers: exit 1 naming who did not, after the send line.
+	r = e.run("", "send", "--from", "codex", "--to", "alice,bob", "--channel", "review", "--text", "answer me",
+		"--id", "msg-wait-3", "--wait", "answered", "--timeout", "300ms")
+	if r.err == nil || !strings.HasPrefix(r.out, "msg-wait-3 seq=") ||
+		!strings.Contains(r.errOut, "maosctl: not answered within 300ms by alice, bob") || !strings.Contains(r.errOut, "maosctl receipts msg-wait-3") {
+		t.Errorf("timed-out wait: err %v stdout %q stderr %q", r.err, r.out, r.errOut)
+	}
+
+	// --json: one object with the receipts.
+	e.apply(fsm.OpMarkRead, fsm.MarkReadCommand{Agent: "alice", ID: "msg-wait-3"})
+	r = e.run("", "--json", "send", "--from", "codex", "--to", "alice", "--channel", "review", "--text", "again",
+		"--id", "msg-wait-4", "--wait", "read", "--timeout", "200ms")
+	var out sendWait
+	if err := json.Unmarshal([]byte(r.out), &out); err != nil {
+		t.Fatalf("--json wait printed %q: %v", r.out, err)
+	}
+	if r.err == nil || out.ID != "msg-wait-4" || out.Wait.State != "read" || !slices.Equal(out.Wait.Pending, []string{"alice"}) || len(out.Wait.Receipts) != 1 {
+		t.Errorf("--json wait = %+v, err %v", out, r.err)
+	}
+
+	// Bad flags are refused before anything is sent.
+	before := e.svc.State().AppliedIndex()
+	e.fail([]string{"send", "--from", "codex", "--to", "alice", "--channel", "review", "--text", "x", "--wait", "delivered"}, `--wait "delivered"`, "read or answered")
+	e.fail([]string{"send", "--from", "codex", "--to", "alice", "--channel", "review", "--text", "x", "--timeout", "5s"}, "--timeout goes with --wait")
+	e.fail([]string{"send", "--from", "codex", "--to", "alice", "--channel", "review", "--text", "x", "--wait", "read", "--timeout", "0s"}, "positive duration")
+	if after := e.svc.State().AppliedIndex(); after != before {
+		t.Errorf("refused sends applied entries: %d → %d", before, after)
+	}
+}
+
+func TestSendGlobalTimeoutStillBoundsTheCall(t *testing.T) {
+	newTestEnv(t)
+	app := App()
+	var global, local time.Duration
+	for _, cmd := range app.Commands {
+		if cmd.Name == "send" {
+			cmd.Action = func(c *cli.Context) error {
+				global, local = rootContext(c).Duration("timeout"), c.Duration("timeout")
+				return nil
+			}
+		}
+	}
+	if err := app.Run([]string{"maosctl", "--timeout", "7s", "send", "--wait", "read", "--timeout", "2m"}); err != nil {
+		t.Fatal(err)
+	}
+	if global != 7*time.Second || local != 2*time.Minute {
+		t.Errorf("global %s local %s, want 7s and 2m", global, local)
+	}
+}
+
+func TestSendBlockedAndStrict(t *testing.T) {
+	e := newMailEnv(t)
+	e.ok("agents", "register", "tina", "--role", "tester")
+	e.ok("agents", "register", "rex", "--role", "reviewer")
+	e.ok("agents", "register", "dev", "--role", "developer")
+	e.apply(fsm.OpSetRules, fsm.SetRulesCommand{Rules: &fsm.RulesDocument{
+		Forbidden: []fsm.ForbiddenRule{{From: "tina", To: "rex", Reason: "testers go through the developer"}},
+	}})
+	out := e.ok("send", "--from", "tina", "--to", "rex,dev", "--channel", "qa", "--text", "results")
+	if !regexp.MustCompile(`^msg-\S+ seq=\d+\nblocked rex: testers go through the developer\n$`).MatchString(out) {
+		t.Errorf("partly blocked send printed %q", out)
+	}
+	var res transport.SendResponse
+	if err := json.Unmarshal([]byte(e.ok("--json", "send", "--from", "tina", "--to", "rex,dev", "--channel", "qa", "--text", "again")), &res); err != nil ||
+		len(res.Blocked) != 1 || res.Blocked[0].ID != "rex" {
+		t.Errorf("--json blocked = %+v, %v", res, err)
+	}
+	e.fail([]string{"send", "--from", "tina", "--to", "rex", "--channel", "qa", "--text", "x"}, "testers go through the developer", "403")
+
+	// strict_senders through the config command.
+	if out := e.ok("cluster", "config", "get"); out != "auth_required: false\nstrict_senders: false\n" {
+		t.Errorf("config get printed %q", out)
+	}
+	if out := e.ok("cluster", "config", "set", "strict_senders", "true"); out != "auth_required: false\nstrict_senders: true\n" {
+		t.Errorf("config set printed %q", out)
+	}
+	if out := e.ok("cluster", "config", "get", "strict_senders"); out != "true\n" {
+		t.Errorf("config get strict_senders printed %q", out)
+	}
+	var cfg fsm.ClusterConfig
+	if err := json.Unmarshal([]byte(e.ok("--json", "cluster", "config", "get")), &cfg); err != nil || !cfg.StrictSenders {
+		t.Errorf("config get --json = %+v, %v", cfg, err)
+	}
+	e.fail([]string{"send", "--from", "mallory", "--to", "dev", "--channel", "qa", "--text", "x"}, "mallory", "strict_senders", "403")
+	e.fail([]string{"cluster", "config", "set", "strict_senders", "maybe"}, "value", "want true or false", "400")
+	e.fail([]string{"cluster", "config", "set", "loose", "1"}, `unknown setting "loose"`, "strict_senders")
+	e.fail([]string{"cluster", "config", "get", "loose"}, `unknown setting "loose"`)
+	e.fail([]string{"cluster", "config", "set", "strict_senders"}, "missing VALUE")
+	if cfg, _ := e.svc.State().Config(); !cfg.StrictSenders {
+		t.Errorf("a refused set changed the setting")
+	}
+}
+
+// send --private stores a private message; a reply to one is private too.
+func TestPrivateSendAndReply(t *testing.T) {
+	e := newMailEnv(t)
+	e.reviewers()
+	stored := func(id string) *fsm.Message {
+		t.Helper()
+		m, err := e.svc.State().Message(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	public := e.send("review", "codex", "alice", "hello")
+	if v := stored(public).Visibility; v != fsm.VisibilityPublic {
+		t.Errorf("a plain send has visibility %q, want public", v)
+	}
+	secret := e.send("review", "codex", "alice", "the password is swordfish", "--private")
+	if v := stored(secret).Visibility; v != fsm.VisibilityPrivate {
+		t.Fatalf("send --private has visibility %q, want private", v)
+	}
+	rm := sendIDRE.FindStringSubmatch(e.ok("reply", secret, "--from", "alice", "--text", "noted"))
+	if rm == nil {
+		t.Fatal("reply printed no id")
+	}
+	if v := stored(rm[1]).Visibility; v != fsm.VisibilityPrivate {
+		t.Errorf("a reply to a private message has visibility %q, want private", v)
+	}
+	rm = sendIDRE.FindStringSubmatch(e.ok("reply", public, "--from", "alice", "--text", "psst", "--private"))
+	if rm == nil {
+		t.Fatal("reply printed no id")
+	}
+	if v := stored(rm[1]).Visibility; v != fsm.VisibilityPrivate {
+		t.Errorf("reply --private has visibility %q, want private", v)
+	}
+}

@@ -1,0 +1,461 @@
+package maosctl
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/maos-project/maos/transport"
+	"github.com/urfave/cli/v2"
+)
+
+// Defaults and environment variables of maosctl.
+const (
+	// DefaultAddr is the API address maosctl talks to when neither
+	// --addr nor $MAOS_ADDR is given.
+	DefaultAddr = "127.0.0.1:7070"
+	// DefaultTimeout bounds each API call unless --timeout says
+	// otherwise.
+	DefaultTimeout = 15 * time.Second
+
+	envAddr      = "MAOS_ADDR"
+	envTimeout   = "MAOS_TIMEOUT"
+	envAgent     = "MAOS_AGENT_ID"
+	envChannel   = "MAOS_CHANNEL"
+	envToken     = "MAOS_TOKEN"
+	envTokenFile = "MAOS_TOKEN_FILE"
+)
+
+// usageError is a mistake on the command line (a missing flag, an extra
+// argument). It exits 1 like every other maosctl error; the type lets the
+// message carry a hint at --help.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(c *cli.Context, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	return &usageError{msg: fmt.Sprintf("%s (see '%s --help')", msg, commandPath(c))}
+}
+
+// commandPath is "maosctl cluster join" for the command c runs.
+func commandPath(c *cli.Context) string {
+	var names []string
+	for _, x := range c.Lineage() {
+		if x.Command != nil && x.Command.Name != "" {
+			names = append(names, x.Command.Name)
+		}
+	}
+	path := []string{c.App.Name}
+	for i := len(names) - 1; i >= 0; i-- {
+		if names[i] != c.App.Name {
+			path = append(path, names[i])
+		}
+	}
+	return strings.Join(path, " ")
+}
+
+// App builds the maosctl command line: the admin and agent client of
+// a maos cluster. It writes results to app.Writer, errors to app.ErrWriter
+// as "maosctl: <message>", and reads `--text -` from app.Reader; tests swap
+// those. Run returns a non-nil error (already printed) when the command
+// failed; ExitCode turns it into the process exit status.
+//
+// Global flags: --addr (or $MAOS_ADDR, default 127.0.0.1:7070), --json,
+// --timeout (or $MAOS_TIMEOUT, default 15s, bounds each API call), --token
+// (or $MAOS_TOKEN) and --token-file (or $MAOS_TOKEN_FILE), the bearer token
+// of a cluster running with --auth; --ca (or $MAOS_CA) to speak https and
+// verify the node, --cert/--key (or $MAOS_CERT/$MAOS_KEY) to present a
+// client certificate.
+func App() *cli.App {
+	app := &cli.App{
+		Name:  "maosctl",
+		Usage: "send and read messages of a maos cluster, and administer its nodes",
+		UsageText: `maosctl [--addr HOST:PORT] [--json] [--timeout D] COMMAND [flags] [args]
+
+   maosctl send --from codex --to claude --channel review --text "@claude please review"
+   maosctl read --channel review --after 40
+   maosctl --addr 10.0.0.2:7070 cluster status`,
+		Description: `maosctl talks to any maosd node through its HTTP API (v1). Writes are
+forwarded to the leader by the node; reads are served by the node itself
+unless --strong asks for a read that sees every acknowledged send.
+
+Point it at a node with --addr or MAOS_ADDR. Agents usually export
+MAOS_AGENT_ID and MAOS_CHANNEL so that 'maosctl send' needs only --to and
+--text. Add --json to any command for machine-readable output.
+
+A cluster started with maosd --auth wants a bearer token on every call: set
+MAOS_TOKEN (or --token, or --token-file/MAOS_TOKEN_FILE naming a file that
+holds it) to a token from 'maosctl token create'. An agent's token speaks
+only for that agent. See 'maosctl token --help'.
+
+A cluster started with maosd --tls-cert/--tls-key/--tls-ca serves https:
+give --ca (or MAOS_CA) the cluster's CA certificate to verify the node.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{
+				Name:    "addr",
+				Usage:   "API address `HOST:PORT` (or URL) of any maosd node",
+				EnvVars: []string{envAddr},
+				Value:   DefaultAddr,
+			},
+			jsonFlag(),
+			&cli.DurationFlag{
+				Name:    "timeout",
+				Usage:   "give up on each API call after `DURATION`",
+				EnvVars: []string{envTimeout},
+				Value:   DefaultTimeout,
+			},
+			&cli.StringFlag{
+				Name:    "token",
+				Usage:   "bearer `TOKEN` for a cluster running with --auth (wins over --token-file)",
+				EnvVars: []string{envToken},
+			},
+			&cli.StringFlag{
+				Name:    "token-file",
+				Usage:   "`FILE` holding the bearer token on one line",
+				EnvVars: []string{envTokenFile},
+			},
+			&cli.StringFlag{
+				Name:    "ca",
+				Usage:   "`FILE` of the CA certificate(s) (PEM) that sign the nodes' certificates: speak https, verify the node against it",
+				EnvVars: []string{envCA},
+			},
+			&cli.StringFlag{
+				Name:    "cert",
+				Usage:   "client certificate `FILE` (PEM) signed by --ca, for node-to-node endpoints (agents need none)",
+				EnvVars: []string{envCert},
+			},
+			&cli.StringFlag{
+				Name:    "key",
+				Usage:   "private key `FILE` (PEM) of --cert",
+				EnvVars: []string{envKey},
+			},
+		},
+		Before: chainBefore(loadToken, loadTLS),
+		Commands: slices.Concat([]*cli.Command{
+			sendCommand(),
+			getCommand(),
+			readCommand(),
+			channelsCommand(),
+			clusterCommand(),
+			tokenCommand(),
+		}, mailboxCommands(), oversightCommands(), coordinationCommands(), presenceCommands()),
+		Action:               noCommand,
+		Writer:               os.Stdout,
+		ErrWriter:            os.Stderr,
+		Reader:               os.Stdin,
+		HideVersion:          true,
+		EnableBashCompletion: true,
+	}
+	app.OnUsageError = onUsageError
+	setUsageHandler(app.Commands)
+	app.ExitErrHandler = func(c *cli.Context, err error) {
+		if err == nil {
+			return
+		}
+		w := c.App.ErrWriter
+		if w == nil {
+			w = os.Stderr
+		}
+		fmt.Fprintf(w, "%s: %s\n", c.App.Name, err)
+	}
+	return app
+}
+
+// ExitCode is the process exit status for an error returned by
+// App().Run: 0 for nil, 1 for any error (usage, API or connection),
+// which Run has already printed to the app's ErrWriter.
+func ExitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	return 1
+}
+
+// setUsageHandler routes flag-parsing errors of every command through
+// ExitErrHandler, so they are printed as "maosctl: ..." on stderr.
+func setUsageHandler(cmds []*cli.Command) {
+	for _, cmd := range cmds {
+		cmd.OnUsageError = onUsageError
+		setUsageHandler(cmd.Subcommands)
+	}
+}
+
+func onUsageError(c *cli.Context, err error, isSubcommand bool) error {
+	msg := err.Error()
+	if isSubcommand {
+		for _, g := range []string{"addr", "timeout", "token", "token-file", "ca", "cert", "key"} {
+			if strings.HasSuffix(msg, "not defined: -"+g) {
+				msg += fmt.Sprintf("; --%s is a global flag and goes before the command: maosctl --%s ... %s",
+					g, g, strings.TrimPrefix(commandPath(c), c.App.Name+" "))
+			}
+		}
+	}
+	return usagef(c, "%s", msg)
+}
+
+// noCommand is the action of a command that needs a subcommand: help
+// when none is given, a usage error naming the unknown one otherwise.
+func noCommand(c *cli.Context) error {
+	if c.Args().Present() {
+		return usagef(c, "unknown command %q", c.Args().First())
+	}
+	return cli.ShowSubcommandHelp(c)
+}
+
+func jsonFlag() *cli.BoolFlag {
+	return &cli.BoolFlag{Name: "json", Usage: "print the API's JSON objects instead of text"}
+}
+
+// wantJSON reports whether --json was given globally or to the command.
+func wantJSON(c *cli.Context) bool {
+	for _, x := range c.Lineage() {
+		if x.App != nil && x.Bool("json") {
+			return true
+		}
+	}
+	return false
+}
+
+// nodeAddr is the --addr the user gave (or its default).
+func nodeAddr(c *cli.Context) string {
+	if a := strings.TrimSpace(c.String("addr")); a != "" {
+		return a
+	}
+	return DefaultAddr
+}
+
+// apiClient is the API client for --addr, carrying the --token.
+func apiClient(c *cli.Context) *transport.Client {
+	return newAPIClient(c, nodeAddr(c), nil).WithToken(bearerToken(c))
+}
+
+// call returns the context of one API call: the command's context bounded
+// by --timeout.
+func call(c *cli.Context) (context.Context, context.CancelFunc) {
+	ctx := c.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	d := c.Duration("timeout")
+	if d <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+// userError is an error whose message is written for the user while the
+// cause stays reachable through errors.Is/As.
+type userError struct {
+	msg string
+	err error
+}
+
+func (e *userError) Error() string { return e.msg }
+func (e *userError) Unwrap() error { return e.err }
+
+// apiError turns an error of a transport.Client call into the message
+// maosctl prints: the server's words for an API error, the address and a
+// hint when the node cannot be reached or does not answer in time.
+func apiError(c *cli.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if e := tlsHint(c, err); e != nil {
+		return e
+	}
+	addr := nodeAddr(c)
+	unreachable := func(why any) error {
+		return &userError{err: err, msg: fmt.Sprintf("cannot reach a maos node at %s (%v): is maosd running there? "+
+			"Set --addr or %s to a node's API address", addr, why, envAddr)}
+	}
+	var (
+		api *transport.APIError
+		op  *net.OpError
+		dns *net.DNSError
+	)
+	switch {
+	case errors.As(err, &api) && api.Status == http.StatusUnauthorized:
+		return &userError{err: err, msg: err.Error() + "; " + unauthorizedHint(c)}
+	case errors.As(err, &api):
+		return err
+	case errors.Is(err, context.DeadlineExceeded):
+		return &userError{err: err, msg: fmt.Sprintf("no answer from %s within %s (raise --timeout, or check the node)",
+			addr, c.Duration("timeout"))}
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return unreachable("connection refused")
+	case errors.As(err, &dns):
+		return unreachable(dns)
+	case errors.As(err, &op) && op.Op == "dial":
+		return unreachable(op.Err)
+	}
+	return fmt.Errorf("%s: %w", addr, err)
+}
+
+// printJSON writes v as indented JSON and a newline.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("encode JSON: %w", err)
+	}
+	return nil
+}
+
+// require returns a usage error naming the first flag among names whose
+// value is empty (flags set from an empty environment variable count as
+// missing).
+func require(c *cli.Context, names ...string) error {
+	for _, name := range names {
+		var empty bool
+		if _, ok := commandFlag(c, name).(*cli.StringSliceFlag); ok {
+			empty = len(splitList(c.StringSlice(name))) == 0
+		} else {
+			empty = strings.TrimSpace(c.String(name)) == ""
+		}
+		if empty {
+			return usagef(c, "missing required flag --%s%s", name, envHint(c, name))
+		}
+	}
+	return nil
+}
+
+// envHint is " (or set $VAR)" when the flag name of c's command reads an
+// environment variable.
+func envHint(c *cli.Context, name string) string {
+	if ev, ok := commandFlag(c, name).(interface{ GetEnvVars() []string }); ok && len(ev.GetEnvVars()) > 0 {
+		return " (or set $" + strings.Join(ev.GetEnvVars(), " or $") + ")"
+	}
+	return ""
+}
+
+// commandFlag is the flag of c's command called name, or nil.
+func commandFlag(c *cli.Context, name string) cli.Flag {
+	if c.Command == nil {
+		return nil
+	}
+	for _, f := range c.Command.Flags {
+		for _, n := range f.Names() {
+			if n == name {
+				return f
+			}
+		}
+	}
+	return nil
+}
+
+// splitList flattens repeated and comma-separated values, dropping
+// blanks: ["a,b", " c "] → [a b c].
+func splitList(vals []string) []string {
+	var out []string
+	for _, v := range vals {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// positionalArgs returns the positional arguments of c, exactly want of them, named
+// by names for the error message. Flags of the command that follow the
+// arguments ("get ID --strong") are applied too, since the flag package
+// stops at the first argument.
+func positionalArgs(c *cli.Context, names ...string) ([]string, error) {
+	pos, err := trailingFlags(c)
+	if err != nil {
+		return nil, err
+	}
+	if len(pos) < len(names) {
+		return nil, usagef(c, "missing %s", strings.ToUpper(names[len(pos)]))
+	}
+	if len(pos) > len(names) {
+		return nil, usagef(c, "unexpected argument %q", pos[len(names)])
+	}
+	return pos, nil
+}
+
+// trailingFlags splits c's arguments into positional ones and the
+// command's boolean and string flags given among or after them, and sets the
+// latter on c.
+func trailingFlags(c *cli.Context) ([]string, error) {
+	args := c.Args().Slice()
+	var pos []string
+	for len(args) > 0 {
+		a := args[0]
+		switch {
+		case a == "--":
+			return append(pos, args[1:]...), nil
+		case a == "-" || !strings.HasPrefix(a, "-"):
+			pos = append(pos, a)
+			args = args[1:]
+			continue
+		}
+		fs := flag.NewFlagSet(c.Command.Name, flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		for _, f := range c.Command.Flags {
+			for _, n := range f.Names() {
+				switch f.(type) {
+				case *cli.BoolFlag:
+					fs.Bool(n, false, "")
+				case *cli.StringFlag:
+					fs.String(n, "", "")
+				}
+			}
+		}
+		if err := fs.Parse(args); err != nil {
+			return nil, usagef(c, "%v", err)
+		}
+		var setErr error
+		fs.Visit(func(f *flag.Flag) {
+			if err := c.Set(f.Name, f.Value.String()); err != nil && setErr == nil {
+				setErr = usagef(c, "flag --%s: %v", f.Name, err)
+			}
+		})
+		if setErr != nil {
+			return nil, setErr
+		}
+		rest := fs.Args()
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			// flag.Parse consumed "--": everything after it is positional.
+			return append(pos, rest...), nil
+		}
+		args = rest
+	}
+	return pos, nil
+}
+
+// noArgs fails when c got positional arguments it does not take.
+func noArgs(c *cli.Context) error {
+	if c.Args().Present() {
+		return usagef(c, "unexpected argument %q (flags go before arguments)", c.Args().First())
+	}
+	return nil
+}
+
+// consistency is Strong when --strong was given.
+func consistency(c *cli.Context) transport.Consistency {
+	if c.Bool("strong") {
+		return transport.Strong
+	}
+	return transport.Local
+}
+
+func strongFlag() *cli.BoolFlag {
+	return &cli.BoolFlag{
+		Name:  "strong",
+		Usage: "strongly consistent read: confirmed by the leader, sees every acknowledged send",
+	}
+}

@@ -1,0 +1,507 @@
+package maosctl
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http/httptest"
+	"os"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/transport/transporttest"
+	"github.com/urfave/cli/v2"
+)
+
+// newService is the fake node the maosctl tests talk to. Its state
+// machine, once a test calls WithState, applies its first entry at index
+// 1001, so an index in the output cannot pass for a count.
+func newService(opts ...transporttest.Option) *transporttest.Service {
+	return transporttest.New(append([]transporttest.Option{transporttest.FirstIndex(1001)}, opts...)...)
+}
+
+// testEnv is a fake node behind a loopback HTTP server.
+type testEnv struct {
+	t    *testing.T
+	svc  *transporttest.Service
+	addr string
+}
+
+func newTestEnv(t *testing.T) *testEnv {
+	t.Helper()
+	// The flags read these; keep the caller's environment out of the tests.
+	for _, k := range []string{envAddr, envAgent, envChannel, envTimeout} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	svc := newService()
+	srv := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{}))
+	t.Cleanup(srv.Close)
+	return &testEnv{t: t, svc: svc, addr: srv.Listener.Addr().String()}
+}
+
+type runResult struct {
+	out, errOut string
+	err         error
+}
+
+// run runs maosctl --addr <fake> args... with stdin as its input.
+func (e *testEnv) run(stdin string, args ...string) runResult {
+	return runApp(e.addr, stdin, args...)
+}
+
+func runApp(addr, stdin string, args ...string) runResult {
+	var out, errOut bytes.Buffer
+	app := App()
+	app.Writer = &out
+	app.ErrWriter = &errOut
+	app.Reader = strings.NewReader(stdin)
+	err := app.Run(append([]string{"maosctl", "--addr", addr}, args...))
+	return runResult{out: out.String(), errOut: errOut.String(), err: err}
+}
+
+// ok runs args and fails the test unless the command succeeded.
+func (e *testEnv) ok(args ...string) string {
+	e.t.Helper()
+	r := e.run("", args...)
+	if r.err != nil || r.errOut != "" {
+		e.t.Fatalf("maosctl %s: err=%v stderr=%q", strings.Join(args, " "), r.err, r.errOut)
+	}
+	return r.out
+}
+
+// send posts a message and returns its id.
+func (e *testEnv) send(channel, from, to, text string, extra ...string) string {
+	e.t.Helper()
+	args := append([]string{"--json", "send", "--channel", channel, "--from", from, "--to", to, "--text", text}, extra...)
+	var res transport.SendResponse
+	if err := json.Unmarshal([]byte(e.ok(args...)), &res); err != nil {
+		e.t.Fatalf("send: %v", err)
+	}
+	return res.ID
+}
+
+var sendLineRE = regexp.MustCompile(`^(msg-\d{8}-\d{6}-codex-[0-9a-f]{8}) seq=(\d+)\n$`)
+
+func TestSendPrintsIDAndSeq(t *testing.T) {
+	e := newTestEnv(t)
+	out := e.ok("send", "--from", "codex", "--to", "claude", "--channel", "review", "--text", "@claude please review")
+	m := sendLineRE.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("send printed %q, want \"msg-... seq=N\"", out)
+	}
+	if m[2] != "1" {
+		t.Errorf("seq = %s, want 1", m[2])
+	}
+	got := e.svc.Stored(m[1])
+	if got == nil {
+		t.Fatalf("message %s not stored", m[1])
+	}
+	if got.Content.Text != "@claude please review" || got.From != "codex" || got.Channel != "review" ||
+		!reflect.DeepEqual([]string(got.To), []string{"claude"}) {
+		t.Errorf("stored %+v", got)
+	}
+}
+
+func TestSendJSON(t *testing.T) {
+	e := newTestEnv(t)
+	e.send("review", "codex", "claude", "first")
+	for _, args := range [][]string{
+		{"--json", "send", "--from", "codex", "--to", "claude", "--channel", "review", "--text", "hi"},
+		{"send", "--json", "--from", "codex", "--to", "claude", "--channel", "review", "--text", "hi"},
+	} {
+		out := e.ok(args...)
+		var res transport.SendResponse
+		dec := json.NewDecoder(strings.NewReader(out))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&res); err != nil {
+			t.Fatalf("%v: output %q is not a SendResponse: %v", args, out, err)
+		}
+		if res.ID == "" || res.Seq < 2 || res.Timestamp.IsZero() {
+			t.Errorf("%v: response %+v", args, res)
+		}
+	}
+}
+
+func TestSendFields(t *testing.T) {
+	e := newTestEnv(t)
+	e.ok("send", "--from", "codex", "--to", "claude, gemini", "--to", "role:reviewer", "--channel", "review",
+		"--text", "look", "--title", "Retry logic", "--type", "request", "--priority", "high",
+		"--reply-to", "msg-1", "--id", "msg-fixed-1")
+	m := e.svc.Stored("msg-fixed-1")
+	if m == nil {
+		t.Fatal("--id not used")
+	}
+	want := []string{"claude", "gemini", "role:reviewer"}
+	if !reflect.DeepEqual([]string(m.To), want) {
+		t.Errorf("to = %q, want %q", m.To, want)
+	}
+	if m.Title != "Retry logic" || m.Type != "request" || m.Priority != "high" || m.InReplyTo != "msg-1" {
+		t.Errorf("stored %+v", m)
+	}
+	// Resending the same id and content is idempotent: same seq.
+	out := e.ok("send", "--from", "codex", "--to", "claude,gemini,role:reviewer", "--channel", "review",
+		"--text", "look", "--title", "Retry logic", "--type", "request", "--priority", "high",
+		"--reply-to", "msg-1", "--id", "msg-fixed-1")
+	if out != "msg-fixed-1 seq=1\n" {
+		t.Errorf("resend printed %q", out)
+	}
+}
+
+func TestSendEnvDefaults(t *testing.T) {
+	e := newTestEnv(t)
+	t.Setenv(envAgent, "codex")
+	t.Setenv(envChannel, "ops")
+	out := e.ok("send", "--to", "claude", "--text", "from env")
+	m := sendLineRE.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("send printed %q", out)
+	}
+	if got := e.svc.Stored(m[1]); got.Channel != "ops" || got.From != "codex" {
+		t.Errorf("stored %+v", got)
+	}
+}
+
+func TestSendTextFromStdin(t *testing.T) {
+	e := newTestEnv(t)
+	r := e.run("line one\nline two\n", "send", "--from", "codex", "--to", "claude", "--channel", "review", "--text", "-")
+	if r.err != nil {
+		t.Fatalf("send: %v: %s", r.err, r.errOut)
+	}
+	m := sendLineRE.FindStringSubmatch(r.out)
+	if m == nil {
+		t.Fatalf("send printed %q", r.out)
+	}
+	if got := e.svc.Stored(m[1]).Content.Text; got != "line one\nline two" {
+		t.Errorf("text = %q", got)
+	}
+}
+
+func TestGet(t *testing.T) {
+	e := newTestEnv(t)
+	id := e.send("review", "codex", "claude,gemini", "@claude please review\nsecond line",
+		"--title", "Retry logic", "--type", "request", "--priority", "high")
+
+	out := e.ok("get", id)
+	for _, want := range []string{
+		"id:", id, "seq:", "1", "time:", "2026-11-21T10:30:01.000Z", "channel:", "review",
+		"from:", "codex", "to:", "claude, gemini", "type:", "request", "priority:", "high",
+		"title:", "Retry logic", "\n\n@claude please review\nsecond line\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("get output lacks %q:\n%s", want, out)
+		}
+	}
+
+	// Flags after the id work too, and --json prints the message object.
+	out = e.ok("get", id, "--strong", "--json")
+	var m fsm.Message
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatalf("get --json: %v\n%s", err, out)
+	}
+	if m.ID != id || m.Seq != 1 || m.Title != "Retry logic" || m.Content.Text != "@claude please review\nsecond line" {
+		t.Errorf("get --json = %+v", m)
+	}
+
+	r := e.run("", "get", "msg-nope")
+	if r.err == nil || !strings.Contains(r.errOut, "maosctl: ") || !strings.Contains(r.errOut, "msg-nope") ||
+		!strings.Contains(r.errOut, "404") {
+		t.Errorf("get unknown: err=%v stderr=%q", r.err, r.errOut)
+	}
+}
+
+func TestRead(t *testing.T) {
+	e := newTestEnv(t)
+	id1 := e.send("review", "codex", "claude", "first line\nmore", "--title", "Plan")
+	e.send("other", "codex", "claude", "elsewhere")
+	e.send("review", "claude", "codex,gemini", "reply", "--type", "response")
+
+	out := e.ok("read", "--channel", "review")
+	want := "#1 2026-11-21T10:30:01Z codex → claude [chat/normal] Plan: first line\n" +
+		"#3 2026-11-21T10:30:03Z claude → codex,gemini [response/normal] reply\n"
+	if out != want {
+		t.Errorf("read printed\n%s\nwant\n%s", out, want)
+	}
+
+	out = e.ok("read", "--channel", "review", "--after", "1")
+	if !strings.HasPrefix(out, "#3 ") || strings.Count(out, "\n") != 1 {
+		t.Errorf("read --after 1 printed %q", out)
+	}
+
+	out = e.ok("--json", "read", "--channel", "review")
+	var msgs []fsm.Message
+	if err := json.Unmarshal([]byte(out), &msgs); err != nil {
+		t.Fatalf("read --json: %v\n%s", err, out)
+	}
+	if len(msgs) != 2 || msgs[0].ID != id1 || msgs[1].Seq != 3 {
+		t.Errorf("read --json = %+v", msgs)
+	}
+
+	for _, args := range [][]string{
+		{"--json", "read", "--channel", "empty"},
+		{"read", "--json", "--channel", "review", "--after", "3"},
+	} {
+		if out := e.ok(args...); strings.TrimSpace(out) != "[]" {
+			t.Errorf("%v printed %q, want []", args, out)
+		}
+	}
+	if out := e.ok("read", "--channel", "empty"); out != "" {
+		t.Errorf("read of an empty channel printed %q", out)
+	}
+}
+
+func TestReadAllPages(t *testing.T) {
+	e := newTestEnv(t)
+	for i := range 7 {
+		e.send("big", "codex", "claude", fmt.Sprintf("message %d", i))
+	}
+
+	// Without --all: one page and a hint on stderr.
+	r := e.run("", "read", "--channel", "big", "--limit", "3")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if n := strings.Count(r.out, "\n"); n != 3 {
+		t.Errorf("one page printed %d lines:\n%s", n, r.out)
+	}
+	if !strings.Contains(r.errOut, "--after 3") {
+		t.Errorf("no hint at the next page on stderr: %q", r.errOut)
+	}
+
+	before := len(e.svc.CallsTo("ChannelPage"))
+	out := e.ok("read", "--channel", "big", "--limit", "3", "--all")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != 7 {
+		t.Fatalf("--all printed %d lines:\n%s", len(lines), out)
+	}
+	for i, l := range lines {
+		if !strings.HasPrefix(l, fmt.Sprintf("#%d ", i+1)) || !strings.HasSuffix(l, fmt.Sprintf("message %d", i)) {
+			t.Errorf("line %d = %q", i, l)
+		}
+	}
+	if after := len(e.svc.CallsTo("ChannelPage")); after-before != 3 {
+		t.Errorf("--all fetched %d pages, want 3", after-before)
+	}
+
+	out = e.ok("--json", "read", "--channel", "big", "--limit", "2", "--all", "--after", "1")
+	var msgs []fsm.Message
+	if err := json.Unmarshal([]byte(out), &msgs); err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 6 || msgs[0].Seq != 2 || msgs[5].Seq != 7 {
+		t.Errorf("--json --all returned %d messages: %+v", len(msgs), msgs)
+	}
+}
+
+func TestChannels(t *testing.T) {
+	e := newTestEnv(t)
+	if out := strings.TrimSpace(e.ok("--json", "channels")); out != "[]" {
+		t.Errorf("channels --json with none = %q", out)
+	}
+	e.send("review", "codex", "claude", "a")
+	e.send("ops", "codex", "claude", "b")
+	e.send("review", "codex", "claude", "c")
+
+	out := e.ok("channels")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("channels printed:\n%s", out)
+	}
+	for i, want := range [][]string{{"NAME", "COUNT", "FIRST", "LAST"}, {"ops", "1", "2", "2"}, {"review", "2", "1", "3"}} {
+		if got := strings.Fields(lines[i]); !reflect.DeepEqual(got, want) {
+			t.Errorf("line %d = %q, want %q", i, got, want)
+		}
+	}
+
+	var list []fsm.ChannelInfo
+	if err := json.Unmarshal([]byte(e.ok("--json", "channels")), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[1] != (fsm.ChannelInfo{Name: "review", Count: 2, FirstSeq: 1, LastSeq: 3}) {
+		t.Errorf("channels --json = %+v", list)
+	}
+}
+
+func TestClusterStatus(t *testing.T) {
+	e := newTestEnv(t)
+	out := e.ok("cluster", "status")
+	for _, re := range []string{
+		`(?m)^node:\s+n1$`, `(?m)^state:\s+leader$`, `(?m)^leader:\s+n1 \(api 127\.0\.0\.1:7070\)$`,
+		`(?m)^term:\s+3$`, `(?m)^commit index:\s+42$`, `(?m)^applied index:\s+41$`,
+		`(?m)^\s+ID\s+RAFT ADDR\s+API ADDR`,
+		`(?m)^\* n1\s+127\.0\.0\.1:7000\s+127\.0\.0\.1:7070\s+voter$`,
+		`(?m)^  n2\s+127\.0\.0\.1:7001\s+127\.0\.0\.1:7071\s+nonvoter$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("cluster status lacks %s:\n%s", re, out)
+		}
+	}
+
+	var st transport.Status
+	if err := json.Unmarshal([]byte(e.ok("--json", "cluster", "status")), &st); err != nil {
+		t.Fatal(err)
+	}
+	if want := transporttest.DefaultStatus(); !reflect.DeepEqual(st, want) {
+		t.Errorf("cluster status --json = %+v, want %+v", st, want)
+	}
+}
+
+func TestClusterAdmin(t *testing.T) {
+	e := newTestEnv(t)
+	out := e.ok("cluster", "join", "--node-id", "n3", "--raft-addr", "127.0.0.1:7002", "--api-addr", "127.0.0.1:7072")
+	if !strings.Contains(out, "joined n3") {
+		t.Errorf("join printed %q", out)
+	}
+	want := []transport.JoinRequest{{NodeID: "n3", RaftAddr: "127.0.0.1:7002", APIAddr: "127.0.0.1:7072"}}
+	if joins := e.svc.Joined(); !reflect.DeepEqual(joins, want) {
+		t.Errorf("joins = %+v", joins)
+	}
+	if out := e.ok("cluster", "remove", "n2"); out != "removed n2\n" {
+		t.Errorf("remove printed %q", out)
+	}
+	if out := e.ok("cluster", "snapshot"); !strings.Contains(out, "3-42-1700000000") || !strings.Contains(out, "index 42") {
+		t.Errorf("snapshot printed %q", out)
+	}
+	if out := e.ok("cluster", "transfer-leadership", "--to", "n2"); out != "leader is now n2\n" {
+		t.Errorf("transfer printed %q", out)
+	}
+	var tr transport.TransferResponse
+	if err := json.Unmarshal([]byte(e.ok("--json", "cluster", "transfer-leadership")), &tr); err != nil || tr.LeaderID != "n2" {
+		t.Errorf("transfer --json: %+v, %v", tr, err)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	e := newTestEnv(t)
+	e.ok("send", "--from", "codex", "--to", "claude", "--channel", "review", "--text", "one", "--id", "msg-dup-1")
+	e.svc.Fail("Remove", fmt.Errorf("node n9: %w", fsm.ErrNotFound))
+
+	tests := []struct {
+		name  string
+		stdin string
+		args  []string
+		want  []string // substrings of stderr
+	}{
+		{"missing from", "", []string{"send", "--to", "claude", "--channel", "review", "--text", "x"},
+			[]string{"--from", "MAOS_AGENT_ID"}},
+		{"missing text", "", []string{"send", "--from", "codex", "--to", "claude", "--channel", "review"},
+			[]string{"--text"}},
+		{"missing to", "", []string{"send", "--from", "codex", "--to", " , ", "--channel", "review", "--text", "x"},
+			[]string{"--to"}},
+		{"empty stdin", "\n", []string{"send", "--from", "codex", "--to", "claude", "--channel", "review", "--text", "-"},
+			[]string{"--text -", "standard input was empty"}},
+		{"conflict", "", []string{"send", "--from", "codex", "--to", "claude", "--channel", "review", "--text", "two", "--id", "msg-dup-1"},
+			[]string{"send msg-dup-1: id already used with other content", "409"}},
+		{"invalid", "", []string{"send", "--from", "codex", "--to", "claude", "--channel", "Bad Channel", "--text", "x"},
+			[]string{"channel: must match", "400"}},
+		{"missing channel", "", []string{"read"}, []string{"--channel", "MAOS_CHANNEL"}},
+		{"unknown flag", "", []string{"read", "--bogus"}, []string{"bogus", "maosctl read --help"}},
+		{"extra arg", "", []string{"channels", "extra"}, []string{`"extra"`}},
+		{"get without id", "", []string{"get"}, []string{"ID"}},
+		{"join without raft addr", "", []string{"cluster", "join", "--node-id", "n3", "--api-addr", "127.0.0.1:1"},
+			[]string{"--raft-addr"}},
+		{"remove unknown", "", []string{"cluster", "remove", "n9"}, []string{"node n9", "404"}},
+		{"unknown command", "", []string{"frobnicate"}, []string{`"frobnicate"`}},
+		{"global flag after command", "", []string{"cluster", "status", "--timeout", "1s"},
+			[]string{"-timeout", "goes before the command", "maosctl --timeout ... cluster status"}},
+		{"bad limit", "", []string{"read", "--channel", "x", "--limit", "-1"}, []string{"--limit"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := e.run(tt.stdin, tt.args...)
+			if r.err == nil {
+				t.Fatalf("succeeded: stdout %q", r.out)
+			}
+			if code := ExitCode(r.err); code != 1 {
+				t.Errorf("exit code %d, want 1", code)
+			}
+			if !strings.HasPrefix(r.errOut, "maosctl: ") || strings.Count(r.errOut, "maosctl: ") != 1 {
+				t.Errorf("stderr %q: want one line starting with \"maosctl: \"", r.errOut)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(r.errOut, w) {
+					t.Errorf("stderr %q lacks %q", r.errOut, w)
+				}
+			}
+			if r.out != "" {
+				t.Errorf("stdout %q, want nothing", r.out)
+			}
+		})
+	}
+	if n := e.svc.NumStored(); n != 1 {
+		t.Errorf("%d messages stored, want 1", n)
+	}
+	if c := e.svc.CallsTo("Remove"); len(c) != 1 || c[0].Arg != "n9" {
+		t.Errorf("remove calls %+v, want one for n9", c)
+	}
+}
+
+func TestUnreachable(t *testing.T) {
+	newTestEnv(t) // clears the environment
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+
+	r := runApp(addr, "", "cluster", "status")
+	if r.err == nil || ExitCode(r.err) != 1 {
+		t.Fatalf("err = %v", r.err)
+	}
+	for _, w := range []string{"maosctl: ", addr, "--addr", "MAOS_ADDR"} {
+		if !strings.Contains(r.errOut, w) {
+			t.Errorf("stderr %q lacks %q", r.errOut, w)
+		}
+	}
+}
+
+func TestAddrFromEnv(t *testing.T) {
+	e := newTestEnv(t)
+	t.Setenv(envAddr, e.addr)
+	var out, errOut bytes.Buffer
+	app := App()
+	app.Writer, app.ErrWriter = &out, &errOut
+	if err := app.Run([]string{"maosctl", "cluster", "status"}); err != nil {
+		t.Fatalf("%v: %s", err, errOut.String())
+	}
+	if !strings.Contains(out.String(), "node:") {
+		t.Errorf("status printed %q", out.String())
+	}
+}
+
+func TestHelpTeaches(t *testing.T) {
+	var all []*cli.Command
+	var walk func(cmds []*cli.Command)
+	walk = func(cmds []*cli.Command) {
+		for _, c := range cmds {
+			all = append(all, c)
+			walk(c.Subcommands)
+		}
+	}
+	walk(App().Commands)
+	// Every top-level command of README's maosctl table is there.
+	have := map[string]bool{}
+	for _, c := range App().Commands {
+		have[c.Name] = true
+	}
+	for _, name := range []string{"send", "get", "read", "channels", "cluster", "agents", "inbox", "show",
+		"read-mark", "reply", "thread", "receipts", "rules", "audit", "overview", "bulletin", "lock"} {
+		if !have[name] {
+			t.Errorf("maosctl has no %q command", name)
+		}
+	}
+	for _, cmd := range all {
+		if cmd.Usage == "" || cmd.UsageText == "" || cmd.Description == "" {
+			t.Errorf("command %s lacks Usage, UsageText or Description", cmd.Name)
+		}
+		if !strings.Contains(cmd.UsageText, "\n   maosctl ") && !strings.Contains(cmd.UsageText, "| maosctl ") {
+			t.Errorf("command %s has no example line in UsageText", cmd.Name)
+		}
+	}
+}

@@ -1,0 +1,106 @@
+package maosctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/maos-project/maos/mcpserver"
+	"github.com/maos-project/maos/transport"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/urfave/cli/v2"
+)
+
+func mcpCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "mcp",
+		Usage: "run a Model Context Protocol server on stdio for one agent",
+		UsageText: `maosctl [--addr HOST:PORT] mcp --agent A [--channel CH]
+
+   maosctl --addr 127.0.0.1:7070 mcp --agent claude --channel review
+   claude mcp add maos -- maosctl --addr 127.0.0.1:7070 mcp --agent claude`,
+		Description: `Speaks MCP (JSON-RPC, one message a line) on stdin/stdout, so a coding
+agent's CLI can start it as a tool server. Every tool acts as agent A and
+talks to the node at --addr (any node; writes are forwarded to the leader):
+
+   send_message      send to ids, all, role:NAME (channel: --channel unless given)
+   list_messages     A's inbox: ids and titles, no bodies (unread, from, priority,
+                     channel, thread filters)
+   read_message      one message in full; marks it read in A's inbox
+   reply_to_message  reply to the sender, same channel and thread
+   who               presence of every agent
+   lock              acquire, renew, release or check a file lock lease
+
+A refused call comes back to the model as a tool error carrying the API's
+message. The global --timeout bounds each API call. Diagnostics go to
+stderr; stdout carries only the protocol.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "agent", Usage: "agent `ID` every tool acts as (required)", EnvVars: []string{envAgent}},
+			&cli.StringFlag{Name: "channel", Usage: "default `CHANNEL` of send_message", Value: mcpserver.DefaultChannel, EnvVars: []string{envChannel}},
+		},
+		Action: runMCP,
+	}
+}
+
+func runMCP(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	if err := require(c, "agent"); err != nil {
+		return err
+	}
+	hc := &http.Client{Transport: httpTransport(c), Timeout: rootContext(c).Duration("timeout")}
+	agent := strings.TrimSpace(c.String("agent"))
+	client := newAPIClient(c, nodeAddr(c), hc).WithToken(bearerToken(c))
+	srv, err := mcpserver.New(mcpserver.Config{
+		Agent:   agent,
+		Client:  client,
+		Channel: strings.TrimSpace(c.String("channel")),
+	})
+	if err != nil {
+		return usagef(c, "--agent: %v", err)
+	}
+	ctx := c.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := checkSpeaksFor(ctx, client, agent); err != nil {
+		return apiError(c, err)
+	}
+	var tr mcp.Transport = &mcp.StdioTransport{}
+	if c.App.Reader != os.Stdin || c.App.Writer != os.Stdout {
+		// Embedded (tests): speak over the app's own streams.
+		tr = &mcp.IOTransport{Reader: io.NopCloser(c.App.Reader), Writer: nopWriteCloser{c.App.Writer}}
+	}
+	err = srv.Run(ctx, tr)
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "EOF") {
+		// The client closing stdin is the normal end of a session.
+		return nil
+	}
+	return err
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// checkSpeaksFor fails fast when the token cannot act as agent (a
+// token of another agent), instead of every tool call answering 403. An
+// unreachable node is not an error here: the tools report it when used.
+func checkSpeaksFor(ctx context.Context, client *transport.Client, agent string) error {
+	me, err := client.WhoAmI(ctx)
+	var api *transport.APIError
+	switch {
+	case err != nil && !errors.As(err, &api):
+		return nil
+	case err != nil:
+		return err
+	case !me.MaySpeakFor(agent):
+		return fmt.Errorf("--agent %s: the token (MAOS_TOKEN) is agent %s's (role %s), so every tool would be refused; use %s's token", agent, me.Agent, me.Role, agent)
+	}
+	return nil
+}

@@ -1,0 +1,76 @@
+package maosctl
+
+import (
+	"fmt"
+
+	"github.com/maos-project/maos/bridge"
+	"github.com/maos-project/maos/fsm"
+	"github.com/urfave/cli/v2"
+)
+
+func mirrorCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "mirror",
+		Usage: "keep a channel folder of msg-*.json files for file-polling watchers",
+		UsageText: `maosctl mirror --channel CH --dir DIR [-f] [--json]
+
+   maosctl mirror --channel agent-os-paper --dir /mnt/shared/collab/channels/agent-os-paper -f`,
+		Description: `Writes each message of the channel to DIR as ID.json in the channel layout's
+shape (id, seq, timestamp, session_id, from, to, type,
+content{text,code,artifacts}, metadata), so watcher scripts that poll the
+folder with jq keep working. A file is written to a hidden .tmp file and
+then put in place; an existing file is never rewritten.
+
+It starts after the newest file present (the highest "seq"). Without -f it
+writes what is there and exits; with -f it follows the channel's stream
+until interrupted, reconnecting after the last message it wrote.
+It prints each file written; with --json, one {"file","id","seq"} per line.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "channel", Usage: "channel `NAME` (required)", EnvVars: []string{envChannel}},
+			&cli.StringFlag{Name: "dir", Usage: "`DIR` to keep (required; created if missing)"},
+			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep following the channel"},
+			jsonFlag(),
+		},
+		Action: mirror,
+	}
+}
+
+func mirror(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	if err := require(c, "channel", "dir"); err != nil {
+		return err
+	}
+	if !fsm.ValidName(c.String("channel")) {
+		return usagef(c, "--channel %q is not a channel name (lower-case letters, digits, ., _, -; at most 64)", c.String("channel"))
+	}
+	asJSON := wantJSON(c)
+	var werr error
+	mr := &bridge.Mirror{Client: apiClient(c), Channel: c.String("channel"), Dir: c.String("dir")}
+	mr.OnWrite = func(path string, m *fsm.Message) {
+		if werr != nil {
+			return
+		}
+		if asJSON {
+			werr = printJSONLine(c.App.Writer, map[string]any{"file": path, "id": m.ID, "seq": m.Seq})
+		} else {
+			_, werr = fmt.Fprintln(c.App.Writer, path)
+		}
+	}
+	mr.OnRetry = func(err error, after uint64) {
+		fmt.Fprintf(c.App.ErrWriter, "maosctl: stream interrupted (%v); resuming after #%d\n", err, after)
+	}
+	var err error
+	if c.Bool("follow") {
+		err = mr.Follow(c.Context)
+	} else {
+		ctx, cancel := call(c)
+		defer cancel()
+		_, err = mr.Once(ctx)
+	}
+	if err != nil {
+		return apiError(c, err)
+	}
+	return werr
+}

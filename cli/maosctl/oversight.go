@@ -1,0 +1,621 @@
+package maosctl
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+	"github.com/urfave/cli/v2"
+	"gopkg.in/yaml.v3"
+)
+
+// oversightCommands are the maosctl commands of the oversight group:
+// rules, audit and overview.
+func oversightCommands() []*cli.Command {
+	return []*cli.Command{rulesCommand(), auditCommand(), overviewCommand()}
+}
+
+func rulesCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "rules",
+		Usage: "show, set, remove and test the communication rules (who may message whom)",
+		UsageText: `maosctl rules COMMAND [flags]
+
+   maosctl rules set -f communication_rules.yaml
+   maosctl rules set --preset hierarchical
+   maosctl rules check --from tester_agent --to reviewer_agent
+   maosctl rules get`,
+		Description: `The rules document is replicated: every node refuses the same sends. A
+send to a recipient the rules refuse is not delivered to it; the sender gets
+the rule's reason (403 when every recipient is refused) and the attempt is a
+BLOCKED line of 'maosctl audit'. With no document, everyone may message
+everyone.
+
+The document (YAML or JSON) gives, per agent id, role:NAME, glob or *,
+can_send_to and can_receive_from lists, plus forbidden entries
+{from, to, reason} that override every allow. Precedence: forbidden first;
+then the most specific subject's list (agent id over role over glob over *)
+for the sender and for the recipient; a pair no list speaks about gets the
+document's default (deny when it has allow lists, allow when it only
+forbids). See README.md, "Communication rules".`,
+		Subcommands: []*cli.Command{
+			rulesGetCommand(),
+			rulesSetCommand(),
+			rulesClearCommand(),
+			rulesCheckCommand(),
+		},
+		Action: noCommand,
+	}
+}
+
+func rulesGetCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "get",
+		Usage: "print the rules document (YAML, ready for 'rules set -f')",
+		UsageText: `maosctl rules get [--strong]
+
+   maosctl rules get > rules.yaml && $EDITOR rules.yaml && maosctl rules set -f rules.yaml
+   maosctl --json rules get | jq .default`,
+		Description: `Prints a comment line saying when the rules were set and what a pair no
+rule mentions gets, then the document as YAML. With no document, says so.
+With --json, the API's object {"rules","default","index","updated_at"}
+("rules" is null when there is no document).`,
+		Flags:  []cli.Flag{strongFlag(), jsonFlag()},
+		Action: rulesGet,
+	}
+}
+
+func rulesGet(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	ctx, cancel := call(c)
+	defer cancel()
+	st, err := apiClient(c).Rules(ctx, consistency(c))
+	if err != nil {
+		return apiError(c, err)
+	}
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, st)
+	}
+	w := c.App.Writer
+	if st.Rules == nil {
+		msg := "no rules document: everyone may message everyone"
+		if st.Index > 0 {
+			msg += fmt.Sprintf(" (removed at index %d, %s)", st.Index, formatTime(st.UpdatedAt, false))
+		}
+		_, err := fmt.Fprintln(w, msg)
+		return err
+	}
+	if _, err := fmt.Fprintf(w, "# rules set at index %d, %s; a pair no rule mentions: %s\n",
+		st.Index, formatTime(st.UpdatedAt, false), st.Default); err != nil {
+		return err
+	}
+	data, err := ctlRulesYAML(st.Rules)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(data)
+	return err
+}
+
+// ctlRulesYAMLAgent and ctlRulesYAMLDoc give the YAML form its field
+// order; a list is a pointer so that an empty list ([]: nobody) is kept
+// and a missing one (nothing said) is left out.
+type ctlRulesYAMLAgent struct {
+	Agent          string    `yaml:"agent,omitempty"`
+	CanSendTo      *[]string `yaml:"can_send_to,omitempty,flow"`
+	CanReceiveFrom *[]string `yaml:"can_receive_from,omitempty,flow"`
+}
+
+type ctlRulesYAMLForbidden struct {
+	From   string `yaml:"from"`
+	To     string `yaml:"to"`
+	Reason string `yaml:"reason,omitempty"`
+}
+
+type ctlRulesYAMLDoc struct {
+	Preset                string                       `yaml:"preset,omitempty"`
+	OrchestratorRole      string                       `yaml:"orchestrator_role,omitempty"`
+	Default               string                       `yaml:"default,omitempty"`
+	Agents                []ctlRulesYAMLAgent          `yaml:"agents,omitempty"`
+	AllowedInteractions   map[string]ctlRulesYAMLAgent `yaml:"allowed_interactions,omitempty"`
+	Forbidden             []ctlRulesYAMLForbidden      `yaml:"forbidden,omitempty"`
+	ForbiddenInteractions []ctlRulesYAMLForbidden      `yaml:"forbidden_interactions,omitempty"`
+}
+
+// ctlRulesYAML renders d as YAML that 'rules set -f' reads back to the
+// same document.
+func ctlRulesYAML(d *fsm.RulesDocument) ([]byte, error) {
+	agent := func(a fsm.AgentRule) ctlRulesYAMLAgent {
+		out := ctlRulesYAMLAgent{Agent: a.Agent}
+		if a.CanSendTo != nil {
+			out.CanSendTo = &a.CanSendTo
+		}
+		if a.CanReceiveFrom != nil {
+			out.CanReceiveFrom = &a.CanReceiveFrom
+		}
+		return out
+	}
+	forbidden := func(list []fsm.ForbiddenRule) []ctlRulesYAMLForbidden {
+		var out []ctlRulesYAMLForbidden
+		for _, f := range list {
+			out = append(out, ctlRulesYAMLForbidden(f))
+		}
+		return out
+	}
+	y := ctlRulesYAMLDoc{Preset: d.Preset, OrchestratorRole: d.OrchestratorRole, Default: d.Default,
+		Forbidden: forbidden(d.Forbidden), ForbiddenInteractions: forbidden(d.ForbiddenInteractions)}
+	for _, a := range d.Agents {
+		y.Agents = append(y.Agents, agent(a))
+	}
+	if len(d.AllowedInteractions) > 0 {
+		y.AllowedInteractions = map[string]ctlRulesYAMLAgent{}
+		for k, a := range d.AllowedInteractions {
+			y.AllowedInteractions[k] = agent(a)
+		}
+	}
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(y); err != nil {
+		return nil, fmt.Errorf("render the rules as YAML: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("render the rules as YAML: %w", err)
+	}
+	if bytes.Equal(bytes.TrimSpace(buf.Bytes()), []byte("{}")) {
+		return []byte("{}  # an empty document: everything is allowed\n"), nil
+	}
+	return buf.Bytes(), nil
+}
+
+func rulesSetCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "set",
+		Usage: "replace the rules with a YAML or JSON file, or with a preset",
+		UsageText: `maosctl rules set -f FILE
+maosctl rules set --preset hierarchical [--orchestrator-role ROLE]
+
+   maosctl rules set -f communication_rules.yaml
+   maosctl rules set --preset hierarchical --orchestrator-role lead`,
+		Description: fmt.Sprintf(`Replaces the whole rules document. FILE (- reads standard input) is YAML,
+or JSON when it ends in .json or starts with '{'; quote "*" in YAML. It is
+checked before it is sent: an error names the field, as in
+"agents[2].can_send_to[0]: bad glob ...". Limits: %d KiB, %d agent entries,
+%d forbidden entries, %d selectors per list.
+
+  agents:
+    - agent: developer_agent            # an agent id, role:NAME, a glob or "*"
+      can_send_to: [master_agent, reviewer_agent]
+      can_receive_from: ["*"]
+  forbidden:
+    - {from: tester_agent, to: reviewer_agent, reason: Should go through developer first}
+
+The seed form (allowed_interactions: {ID: {can_send_to, ...}} and
+forbidden_interactions) is read too. --preset hierarchical sets a document
+in which workers may send only to the orchestrator role
+(--orchestrator-role, default orchestrator) and orchestrators to everyone.
+
+Prints "rules set at index N: SUMMARY"; with --json, the API's answer.`,
+			fsm.MaxRulesBytes>>10, fsm.MaxRuleEntries, fsm.MaxRuleEntries, fsm.MaxRuleSelectors),
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "YAML or JSON `FILE` with the document; - for stdin"},
+			&cli.StringFlag{Name: "preset", Usage: "set the preset `NAME` (hierarchical) instead of a file"},
+			&cli.StringFlag{Name: "orchestrator-role", Usage: "with --preset hierarchical: the `ROLE` workers may send to (default orchestrator)"},
+			jsonFlag(),
+		},
+		Action: rulesSet,
+	}
+}
+
+func rulesSet(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	name, preset := c.String("file"), strings.TrimSpace(c.String("preset"))
+	orch := strings.TrimSpace(c.String("orchestrator-role"))
+	var doc *fsm.RulesDocument
+	switch {
+	case name != "" && preset != "":
+		return usagef(c, "give -f FILE or --preset, not both")
+	case name == "" && preset == "":
+		return usagef(c, "missing -f FILE (or --preset hierarchical)")
+	case orch != "" && preset == "":
+		return usagef(c, "--orchestrator-role goes with --preset hierarchical; in a file, write orchestrator_role")
+	case preset != "":
+		doc = &fsm.RulesDocument{Preset: preset, OrchestratorRole: orch}
+		if err := doc.Validate(); err != nil {
+			return usagef(c, "--preset %s: %v", preset, err)
+		}
+	default:
+		var err error
+		if doc, err = readRules(c, name); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := call(c)
+	defer cancel()
+	st, err := apiClient(c).SetRules(ctx, doc)
+	if err != nil {
+		return apiError(c, err)
+	}
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, st)
+	}
+	_, err = fmt.Fprintf(c.App.Writer, "rules set at index %d: %s\n", st.Index, st.Rules.Summary())
+	return err
+}
+
+// readRules reads and checks the rules document in the file name (- for
+// stdin).
+func readRules(c *cli.Context, name string) (*fsm.RulesDocument, error) {
+	var r io.Reader
+	if name == "-" {
+		if c.App.Reader == nil {
+			return nil, usagef(c, "-f -: no standard input")
+		}
+		r = c.App.Reader
+	} else {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, fmt.Errorf("read -f: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	data, err := io.ReadAll(io.LimitReader(r, fsm.MaxRulesBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read -f %s: %w", name, err)
+	}
+	if len(data) > fsm.MaxRulesBytes {
+		return nil, fmt.Errorf("%s: over the limit of %d bytes (%d KiB) for a rules document", name, fsm.MaxRulesBytes, fsm.MaxRulesBytes>>10)
+	}
+	ext := strings.ToLower(filepath.Ext(name))
+	asYAML := ext == ".yaml" || ext == ".yml" || (ext != ".json" && !bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")))
+	doc, err := transport.ParseRules(data, asYAML)
+	if err != nil {
+		// The server's words without the "bad request:" of the wire.
+		msg := strings.TrimPrefix(err.Error(), transport.ErrBadRequest.Error()+": ")
+		return nil, &userError{err: err, msg: fmt.Sprintf("%s: %s", name, msg)}
+	}
+	return doc, nil
+}
+
+func rulesClearCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "clear",
+		Usage: "remove the rules document: everyone may message everyone",
+		UsageText: `maosctl rules clear
+
+   maosctl rules get > rules-backup.yaml && maosctl rules clear`,
+		Description: `Removes the rules document through the log; the removal is a RULES line of
+the audit trail. Prints "rules removed at index N"; with --json, the API's
+answer.`,
+		Flags:  []cli.Flag{jsonFlag()},
+		Action: rulesClear,
+	}
+}
+
+func rulesClear(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	ctx, cancel := call(c)
+	defer cancel()
+	st, err := apiClient(c).ClearRules(ctx)
+	if err != nil {
+		return apiError(c, err)
+	}
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, st)
+	}
+	_, err = fmt.Fprintf(c.App.Writer, "rules removed at index %d: everyone may message everyone\n", st.Index)
+	return err
+}
+
+func rulesCheckCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "check",
+		Usage: "say whether one agent may message another under the current rules",
+		UsageText: `maosctl rules check --from A --to B [--from-role ROLE] [--to-role ROLE] [--strong]
+
+   maosctl rules check --from tester_agent --to reviewer_agent
+   maosctl rules check --from newbie --from-role engineer --to boss   # what if newbie were an engineer`,
+		Description: `Asks the node whether a message from A to B would pass the rules now,
+with the roles a send would use: each agent's registered role ("agent" for an
+unregistered sender, which a send registers so; none for an unregistered
+recipient). --from-role and --to-role replace them.
+
+Prints "allowed: A (role R) → B (role S)" or "blocked: A (role R) → B (role S):
+REASON". The exit status is 0 either way; scripts read --json
+({"from","from_role","to","to_role","allowed","reason"}).`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "from", Usage: "sender agent `ID` (required)", EnvVars: []string{envAgent}},
+			&cli.StringFlag{Name: "to", Usage: "recipient agent `ID` (required)"},
+			&cli.StringFlag{Name: "from-role", Usage: "check as if the sender had `ROLE`"},
+			&cli.StringFlag{Name: "to-role", Usage: "check as if the recipient had `ROLE`"},
+			strongFlag(),
+			jsonFlag(),
+		},
+		Action: rulesCheck,
+	}
+}
+
+func rulesCheck(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	if err := require(c, "from", "to"); err != nil {
+		return err
+	}
+	req := transport.RulesCheckRequest{
+		From:     strings.TrimSpace(c.String("from")),
+		To:       strings.TrimSpace(c.String("to")),
+		FromRole: strings.TrimSpace(c.String("from-role")),
+		ToRole:   strings.TrimSpace(c.String("to-role")),
+	}
+	ctx, cancel := call(c)
+	defer cancel()
+	res, err := apiClient(c).CheckRules(ctx, req, consistency(c))
+	if err != nil {
+		return apiError(c, err)
+	}
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, res)
+	}
+	who := func(id, role string) string {
+		if role == "" {
+			return id + " (no role)"
+		}
+		return id + " (role " + role + ")"
+	}
+	pair := who(res.From, res.FromRole) + " → " + who(res.To, res.ToRole)
+	if res.Allowed {
+		_, err = fmt.Fprintf(c.App.Writer, "allowed: %s\n", pair)
+	} else {
+		_, err = fmt.Fprintf(c.App.Writer, "blocked: %s: %s\n", pair, res.Reason)
+	}
+	return err
+}
+
+// auditPollEvery is how often 'audit -f' asks for new events.
+const auditPollEvery = time.Second
+
+func auditCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "audit",
+		Usage: "print the audit trail: messages, blocked sends, registrations, rule and lock changes",
+		UsageText: `maosctl audit [-f] [--after SEQ] [--limit N] [--strong]
+
+   maosctl audit                       # the whole trail, oldest first
+   maosctl audit -f --after 1200       # from event 1201 on, then follow
+   maosctl audit | grep BLOCKED`,
+		Description: fmt.Sprintf(`Prints one line per event in the seed format:
+
+   [2025-10-20T14:30:00Z] [orchestrator→triage] TASK_ASSIGN: Triage new issue #123
+   [2025-10-20T14:31:02Z] [tester_agent→reviewer_agent] BLOCKED: Should go through developer first
+
+The trail is derived from the log, so every node prints the same one and
+nobody can edit it. Events about private messages show "(private)" instead
+of their text. --after SEQ starts after event SEQ; --limit N stops after N
+events (a hint on stderr gives the --after to go on). -f follows: once at
+the end, it asks for new events every second (--interval) until Ctrl-C.
+With --json, one JSON object per line: the event with its "seq" and "line".
+Pages hold %d events.`, fsm.MaxPageLimit),
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing new events until interrupted"},
+			&cli.Uint64Flag{Name: "after", Usage: "only events with a seq above `SEQ`"},
+			&cli.IntFlag{Name: "limit", Usage: "stop after `N` events (not with -f)"},
+			&cli.DurationFlag{Name: "interval", Usage: "with -f, ask for new events every `DURATION`", Value: auditPollEvery},
+			strongFlag(),
+			jsonFlag(),
+		},
+		Action: audit,
+	}
+}
+
+func audit(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	follow, limit := c.Bool("follow"), c.Int("limit")
+	switch {
+	case limit < 0:
+		return usagef(c, "--limit %d: must be a positive number of events", limit)
+	case follow && limit > 0:
+		return usagef(c, "--limit stops the listing; -f never stops: give one of them")
+	case c.Duration("interval") <= 0:
+		return usagef(c, "--interval %s: must be positive", c.Duration("interval"))
+	}
+	ctx := c.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if follow {
+		// Ctrl-C ends following normally, with exit status 0.
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
+	}
+	client, cons, asJSON := apiClient(c), consistency(c), wantJSON(c)
+	after, printed := c.Uint64("after"), 0
+	var timer *time.Timer
+	for {
+		want := fsm.MaxPageLimit
+		if limit > 0 {
+			want = min(want, limit-printed)
+		}
+		callCtx, cancel := callWith(c, ctx)
+		page, err := client.Audit(callCtx, after, want, cons)
+		cancel()
+		if err != nil {
+			if follow && ctx.Err() != nil {
+				return nil
+			}
+			return apiError(c, err)
+		}
+		for _, e := range page.Events {
+			if e.Seq <= after {
+				return fmt.Errorf("audit: the node returned event %d in a page after %d", e.Seq, after)
+			}
+			after = e.Seq
+			if asJSON {
+				b, err := json.Marshal(e)
+				if err != nil {
+					return fmt.Errorf("encode JSON: %w", err)
+				}
+				b = append(b, '\n')
+				_, err = c.App.Writer.Write(b)
+			} else {
+				_, err = fmt.Fprintln(c.App.Writer, e.Line)
+			}
+			if err != nil {
+				return err
+			}
+			printed++
+		}
+		if page.HasMore {
+			if limit > 0 && printed >= limit {
+				fmt.Fprintf(c.App.ErrWriter, "(more after event %d: maosctl audit --after %d)\n", after, after)
+				return nil
+			}
+			if len(page.Events) == 0 {
+				return fmt.Errorf("audit: the node said more events follow %d but sent none", after)
+			}
+			continue
+		}
+		if !follow {
+			return nil
+		}
+		if timer == nil {
+			timer = time.NewTimer(c.Duration("interval"))
+			defer timer.Stop()
+		} else {
+			timer.Reset(c.Duration("interval"))
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C:
+		}
+	}
+}
+
+// callWith is call with parent instead of the command's context.
+func callWith(c *cli.Context, parent context.Context) (context.Context, context.CancelFunc) {
+	if d := c.Duration("timeout"); d > 0 {
+		return context.WithTimeout(parent, d)
+	}
+	return context.WithCancel(parent)
+}
+
+func overviewCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "overview",
+		Usage: "list every message's headers (no content): the supervisor's view",
+		UsageText: `maosctl overview [--channel CH] [--after SEQ] [--limit N] [--all] [--strong]
+
+   maosctl overview                        # the first page of every channel, in log order
+   maosctl overview --channel review --all
+   maosctl get msg-20261121-103000-codex-9f3a61c2   # the whole message`,
+		Description: fmt.Sprintf(`Prints one line per message, oldest first, without its content:
+
+   #SEQ TIME CHANNEL: FROM → TO [TYPE/PRIORITY] TITLE (ID)
+
+TO is the delivery list when the message has one, "to" as written
+otherwise. A private message's title shows as "(private)". The whole
+message is one 'maosctl get ID' away. A page holds --limit messages
+(default %d, at most %d); when more follow, a hint on stderr gives the
+--after to continue from, and --all fetches page after page. With --json,
+a JSON array of {"seq","id","timestamp","channel","from","to","recipients",
+"type","priority","title"} objects.`, fsm.DefaultPageLimit, fsm.MaxPageLimit),
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "channel", Usage: "only the messages of channel `NAME`"},
+			&cli.Uint64Flag{Name: "after", Usage: "only messages with a seq above `SEQ`"},
+			&cli.IntFlag{Name: "limit", Usage: fmt.Sprintf("at most `N` messages per page (default %d, max %d)", fsm.DefaultPageLimit, fsm.MaxPageLimit)},
+			&cli.BoolFlag{Name: "all", Usage: "follow pages until the end"},
+			strongFlag(),
+			jsonFlag(),
+		},
+		Action: overview,
+	}
+}
+
+func overview(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	limit := c.Int("limit")
+	if limit < 0 || limit > fsm.MaxPageLimit {
+		return usagef(c, "--limit %d: must be 1..%d (0 for the default %d)", limit, fsm.MaxPageLimit, fsm.DefaultPageLimit)
+	}
+	channel := strings.TrimSpace(c.String("channel"))
+	after, all, asJSON := c.Uint64("after"), c.Bool("all"), wantJSON(c)
+	client, cons := apiClient(c), consistency(c)
+	out := []fsm.OverviewEntry{}
+	for {
+		ctx, cancel := call(c)
+		page, err := client.Overview(ctx, channel, after, limit, cons)
+		cancel()
+		if err != nil {
+			return apiError(c, err)
+		}
+		for _, m := range page.Messages {
+			if m.Seq <= after {
+				return fmt.Errorf("overview: the node returned #%d in a page after #%d", m.Seq, after)
+			}
+			after = m.Seq
+			if asJSON {
+				out = append(out, m)
+			} else if _, err := fmt.Fprintln(c.App.Writer, overviewLine(m)); err != nil {
+				return err
+			}
+		}
+		if !page.HasMore {
+			break
+		}
+		if !all {
+			if !asJSON {
+				again := "maosctl overview"
+				if channel != "" {
+					again += " --channel " + channel
+				}
+				fmt.Fprintf(c.App.ErrWriter, "(more after #%d: %s --after %d, or --all)\n", after, again, after)
+			}
+			break
+		}
+		if len(page.Messages) == 0 {
+			return errors.New("overview: the node said more messages follow but sent none")
+		}
+	}
+	if asJSON {
+		return printJSON(c.App.Writer, out)
+	}
+	return nil
+}
+
+// overviewLine is "#SEQ TIME CHANNEL: FROM → TO [TYPE/PRIORITY] TITLE (ID)".
+func overviewLine(m fsm.OverviewEntry) string {
+	to := m.Recipients
+	if len(to) == 0 {
+		to = m.To
+	}
+	title := m.Title
+	if title == "" {
+		title = "(no title)"
+	}
+	return fmt.Sprintf("#%d %s %s: %s → %s [%s/%s] %s (%s)", m.Seq, formatTime(m.Timestamp, false), m.Channel,
+		m.From, strings.Join(to, ","), m.Type, m.Priority, title, m.ID)
+}

@@ -1,0 +1,173 @@
+package maosctl
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/maos-project/maos/transport"
+	"github.com/urfave/cli/v2"
+)
+
+// presenceCommands: who is awake, and the gossip members.
+func presenceCommands() []*cli.Command {
+	return []*cli.Command{whoCommand(), membersCommand()}
+}
+
+func whoCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "who",
+		Usage:     "show which agents are awake, what they do, and on which node",
+		ArgsUsage: "[AGENT]",
+		UsageText: `maosctl who [AGENT]
+
+   maosctl who
+   maosctl who codex
+   maosctl --json who | jq -r '.agents[] | select(.state == "AWAKE") | .agent_id'`,
+		Description: `Prints one line per agent the node knows of: agent, state, substate, node,
+channel, last seen (time since its last heartbeat) and task. An agent whose
+heartbeat lapsed (maosd --presence-ttl) or whose node died or left shows
+OFFLINE with the reason in parentheses.
+
+Presence travels by gossip, not through the Raft log: any node answers, and a
+heartbeat reaches every node within a fraction of a second. Agents and their
+watchers send heartbeats with PUT /v1/presence/AGENT.
+
+With AGENT, only that agent (an error if the node has no record of it). With
+--json, the object of GET /v1/presence ({"agents":[...]}) or, with AGENT, of
+GET /v1/presence/AGENT.`,
+		Flags:  []cli.Flag{jsonFlag()},
+		Action: who,
+	}
+}
+
+func who(c *cli.Context) error {
+	pos, err := trailingFlags(c)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 1 {
+		return usagef(c, "unexpected argument %q (who takes at most one AGENT)", pos[1])
+	}
+	ctx, cancel := call(c)
+	defer cancel()
+	var list []transport.Presence
+	if len(pos) == 1 {
+		p, err := apiClient(c).AgentPresence(ctx, pos[0])
+		if err != nil {
+			return apiError(c, err)
+		}
+		if wantJSON(c) {
+			return printJSON(c.App.Writer, p)
+		}
+		list = []transport.Presence{p}
+	} else {
+		if list, err = apiClient(c).Presence(ctx); err != nil {
+			return apiError(c, err)
+		}
+		if list == nil {
+			list = []transport.Presence{}
+		}
+		if wantJSON(c) {
+			return printJSON(c.App.Writer, transport.PresenceResponse{Agents: list})
+		}
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(c.App.Writer, "no agent has sent a heartbeat")
+		return nil
+	}
+	return printWho(c.App.Writer, list, time.Now())
+}
+
+// printWho writes the who table; now is the time last seen is measured
+// from.
+func printWho(w io.Writer, list []transport.Presence, now time.Time) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tSTATE\tSUBSTATE\tNODE\tCHANNEL\tLAST SEEN\tTASK")
+	for _, p := range list {
+		state := p.State
+		if p.Reason != "" {
+			state += " (" + p.Reason + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.AgentID, state, or(p.Substate, "-"), or(p.Node, "-"),
+			or(p.Channel, "-"), ago(now, p.Timestamp), or(p.Task, "-"))
+	}
+	return tw.Flush()
+}
+
+// ago is how long before now t was, for people: "4s ago", "3m ago",
+// "2h5m ago", "3d ago"; "just now" for a time in the future (clock skew).
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := now.Sub(t)
+	switch {
+	case d < time.Second:
+		return "just now"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds ago", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d/time.Minute))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh%dm ago", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	default:
+		return fmt.Sprintf("%dd ago", int(d/(24*time.Hour)))
+	}
+}
+
+func membersCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "members",
+		Usage: "list the gossip members with their status and addresses",
+		UsageText: `maosctl members
+
+   maosctl members
+   maosctl --json members | jq -r '.members[] | select(.status != "alive") | .node_id'`,
+		Description: `Prints the answering node's view of gossip membership: each node with its
+status (alive; dead: declared dead by gossip failure detection, about five
+seconds after it stopped answering; left: shut down cleanly), its gossip,
+API and Raft addresses and its maosd version. '*' marks the node
+that answered. Raft membership is 'maosctl cluster status'.
+
+With --json, the object of GET /v1/cluster/members.`,
+		Flags:  []cli.Flag{jsonFlag()},
+		Action: members,
+	}
+}
+
+func members(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	ctx, cancel := call(c)
+	defer cancel()
+	res, err := apiClient(c).Members(ctx)
+	if err != nil {
+		return apiError(c, err)
+	}
+	if res.Members == nil {
+		res.Members = []transport.Member{}
+	}
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, res)
+	}
+	w := c.App.Writer
+	enc := "no (start every maosd with the same --gossip-key to encrypt it)"
+	if res.Encrypted {
+		enc = "yes"
+	}
+	fmt.Fprintf(w, "gossip seen from %s; encrypted: %s\n\n", or(res.NodeID, "-"), enc)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  NODE\tSTATUS\tGOSSIP ADDR\tAPI ADDR\tRAFT ADDR\tVERSION")
+	for _, m := range res.Members {
+		mark := " "
+		if m.NodeID == res.NodeID {
+			mark = "*"
+		}
+		fmt.Fprintf(tw, "%s %s\t%s\t%s\t%s\t%s\t%s\n", mark, m.NodeID, or(m.Status, "-"), or(m.GossipAddr, "-"),
+			or(m.APIAddr, "-"), or(m.RaftAddr, "-"), or(m.Version, "-"))
+	}
+	return tw.Flush()
+}

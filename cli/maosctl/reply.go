@@ -1,0 +1,314 @@
+package maosctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+	"github.com/urfave/cli/v2"
+)
+
+func replyCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "reply",
+		Usage:     "answer a message: to its sender, in its channel and thread",
+		ArgsUsage: "ID",
+		UsageText: `maosctl reply ID --from A --text T [--title T] [--type T] [--priority P] [--id ID]
+
+   maosctl reply msg-20261121-103000-codex-9f3a61c2 --from claude --text "looks good, one nit in retry.go"
+   go test ./... 2>&1 | maosctl reply msg-20261121-103000-codex-9f3a61c2 --from claude --type task_result --text -`,
+		Description: `Sends a reply to message ID: to its sender, in its channel, with in_reply_to
+set to ID and thread_id to the thread's root, so 'maosctl thread' shows the
+conversation and the original sender's 'maosctl receipts' shows it answered.
+The type defaults to "response". --text - reads the text from stdin. Prints
+the reply's id and seq; with --json, the API's answer.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "from", Usage: "replying agent `ID` (required)", EnvVars: []string{envAgent}},
+			&cli.StringFlag{Name: "text", Usage: "reply `TEXT`; - reads it from stdin (required)"},
+			&cli.StringFlag{Name: "title", Usage: "one-line `TITLE`"},
+			&cli.StringFlag{Name: "type", Usage: "message `TYPE` (default response)"},
+			&cli.StringFlag{Name: "priority", Usage: "`PRIORITY`: urgent, high, normal, low (default normal)"},
+			&cli.StringFlag{Name: "id", Usage: "reply `ID` to use instead of a generated one (makes retries safe)"},
+			&cli.BoolFlag{Name: "private", Usage: "visibility private (see send --help); a reply to a private message is private whatever this says"},
+			jsonFlag(),
+		},
+		Action: reply,
+	}
+}
+
+func reply(c *cli.Context) error {
+	args, err := positionalArgs(c, "id")
+	if err != nil {
+		return err
+	}
+	if err := require(c, "from", "text"); err != nil {
+		return err
+	}
+	text := c.String("text")
+	if text == "-" {
+		if text, err = readStdin(c); err != nil {
+			return err
+		}
+	}
+	client := apiClient(c)
+	ctx, cancel := call(c)
+	defer cancel()
+	// Strong: the message may have been acknowledged by another node a
+	// moment ago.
+	orig, err := client.Message(ctx, args[0], transport.Strong)
+	if err != nil {
+		return apiError(c, err)
+	}
+	from := strings.TrimSpace(c.String("from"))
+	typ := strings.TrimSpace(c.String("type"))
+	if typ == "" {
+		typ = "response"
+	}
+	m := &fsm.Message{
+		ID:        strings.TrimSpace(c.String("id")),
+		Channel:   orig.Channel,
+		From:      from,
+		To:        fsm.Recipients{orig.From},
+		Type:      typ,
+		Title:     c.String("title"),
+		Priority:  strings.TrimSpace(c.String("priority")),
+		Content:   fsm.Content{Text: text},
+		InReplyTo: orig.ID,
+		ThreadID:  orig.ThreadID,
+	}
+	if m.ThreadID == "" {
+		m.ThreadID = orig.ID
+	}
+	// A private exchange stays private: the answer quotes the question's
+	// subject to the same people.
+	if c.Bool("private") || orig.Visibility == fsm.VisibilityPrivate {
+		m.Visibility = fsm.VisibilityPrivate
+	}
+	if m.ID == "" && fsm.ValidName(from) {
+		m.ID = fsm.NewID(from, time.Now())
+	}
+	res, err := client.Send(ctx, m)
+	if err != nil {
+		return apiError(c, err)
+	}
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, res)
+	}
+	_, err = fmt.Fprintf(c.App.Writer, "%s seq=%d\n", res.ID, res.Seq)
+	return err
+}
+
+// readStdin reads the text of --text - from the app's input.
+func readStdin(c *cli.Context) (string, error) {
+	r := c.App.Reader
+	if r == nil {
+		return "", usagef(c, "--text -: no standard input")
+	}
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return "", fmt.Errorf("read --text from stdin: %w", err)
+	}
+	text := strings.TrimRight(string(b), "\r\n")
+	if strings.TrimSpace(text) == "" {
+		return "", usagef(c, "--text -: standard input was empty")
+	}
+	return text, nil
+}
+
+func threadCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "thread",
+		Usage:     "show a conversation: a message and every reply, in order",
+		ArgsUsage: "ID",
+		UsageText: `maosctl thread ID [--strong]
+
+   maosctl thread msg-20261121-103000-codex-9f3a61c2
+   maosctl --json thread msg-20261121-103000-codex-9f3a61c2 | jq -r '.[].from'`,
+		Description: `Prints every message of the thread ID belongs to (ID may be the root or any
+reply), in log order, one line each as 'maosctl read' does. With --json, an
+array of messages.`,
+		Flags:  []cli.Flag{strongFlag(), jsonFlag()},
+		Action: thread,
+	}
+}
+
+func thread(c *cli.Context) error {
+	args, err := positionalArgs(c, "id")
+	if err != nil {
+		return err
+	}
+	client := apiClient(c)
+	id := args[0]
+	var after uint64
+	out := []*fsm.Message{}
+	for {
+		ctx, cancel := call(c)
+		page, err := client.Thread(ctx, id, after, fsm.MaxPageLimit, consistency(c))
+		cancel()
+		if err != nil {
+			return apiError(c, err)
+		}
+		out = append(out, page.Messages...)
+		if !page.HasMore || len(page.Messages) == 0 {
+			break
+		}
+		id, after = page.ThreadID, page.Messages[len(page.Messages)-1].Seq
+	}
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, out)
+	}
+	for _, m := range out {
+		if _, err := fmt.Fprintln(c.App.Writer, messageLine(m)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func receiptsCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "receipts",
+		Usage:     "show, per recipient, whether a message was delivered, read, answered",
+		ArgsUsage: "ID",
+		UsageText: `maosctl receipts ID [--strong]
+
+   maosctl receipts msg-20261121-103000-codex-9f3a61c2
+   maosctl --json receipts msg-20261121-103000-codex-9f3a61c2 | jq -r '.receipts[] | select(.state=="delivered") | .agent'`,
+		Description: `"Sent" is not "delivered": for each recipient the message was resolved to,
+prints its state and when it got there: delivered (in its inbox), read
+(marked read), answered (a reply with in_reply_to arrived from it), or
+blocked (the communication rules kept it out, with the rule's reason).
+With --json, {"id","seq","from","receipts":[...]}.
+
+To wait until every recipient read or answered, send with
+'maosctl send --wait read|answered'.`,
+		Flags:  []cli.Flag{strongFlag(), jsonFlag()},
+		Action: receipts,
+	}
+}
+
+func receipts(c *cli.Context) error {
+	args, err := positionalArgs(c, "id")
+	if err != nil {
+		return err
+	}
+	ctx, cancel := call(c)
+	defer cancel()
+	rc, err := apiClient(c).Receipts(ctx, args[0], consistency(c))
+	if err != nil {
+		return apiError(c, err)
+	}
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, rc)
+	}
+	return printReceipts(c, rc.Receipts)
+}
+
+func printReceipts(c *cli.Context, receipts []fsm.Receipt) error {
+	if len(receipts) == 0 {
+		_, err := fmt.Fprintln(c.App.Writer, "no recipients")
+		return err
+	}
+	tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tSTATE\tDELIVERED\tREAD\tANSWERED\tNOTE")
+	for _, r := range receipts {
+		note := r.ReplyID
+		if r.Blocked != "" {
+			note = r.Blocked
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Agent, r.State, formatTime(r.DeliveredAt, false),
+			formatTime(r.ReadAt, false), formatTime(r.AnsweredAt, false), or(note, "-"))
+	}
+	return tw.Flush()
+}
+
+// rootContext is the context of the app's own flags (the global ones) above
+// c, or c if there is none: a command with a flag named like a global one
+// (send's --timeout) reads the global value through it.
+func rootContext(c *cli.Context) *cli.Context {
+	for _, x := range c.Lineage()[1:] {
+		if x.Command == nil {
+			continue
+		}
+		for _, f := range x.Command.Flags {
+			if slices.Contains(f.Names(), "timeout") {
+				return x
+			}
+		}
+	}
+	return c
+}
+
+// waitStates are the states 'send --wait' accepts.
+var waitStates = []string{fsm.ReceiptRead, fsm.ReceiptAnswered}
+
+// sendWait is the outcome of 'send --wait' for --json.
+type sendWait struct {
+	transport.SendResponse
+	Wait struct {
+		State    string        `json:"state"`
+		Pending  []string      `json:"pending"` // recipients that did not get there in time
+		Receipts []fsm.Receipt `json:"receipts"`
+	} `json:"wait"`
+}
+
+// waitReceipts polls the receipts of id (strong reads) until every
+// recipient that was not blocked reached state, or timeout passes. It
+// returns the last receipts and the recipients still pending. Each poll is
+// bounded by the global --timeout.
+func waitReceipts(c *cli.Context, id, state string, timeout time.Duration) ([]fsm.Receipt, []string, error) {
+	root := rootContext(c)
+	client := apiClient(c)
+	ctx := c.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	delay := 100 * time.Millisecond
+	var last []fsm.Receipt
+	var pending []string
+	for {
+		call, callCancel := ctx, context.CancelFunc(func() {})
+		if d := root.Duration("timeout"); d > 0 {
+			call, callCancel = context.WithTimeout(ctx, d)
+		}
+		rc, err := client.Receipts(call, id, transport.Strong)
+		callCancel()
+		switch {
+		case err == nil:
+			last, pending = rc.Receipts, nil
+			for _, r := range rc.Receipts {
+				if r.State != fsm.ReceiptBlocked && !r.Reached(state) {
+					pending = append(pending, r.Agent)
+				}
+			}
+			if len(pending) == 0 {
+				return last, nil, nil
+			}
+		case ctx.Err() != nil:
+		case errors.Is(err, fsm.ErrNotFound):
+			// Not applied on the node yet: keep polling.
+		default:
+			return last, pending, apiError(root, err)
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			if last == nil {
+				return nil, nil, fmt.Errorf("waited %s for message %s to be %s: could not read its receipts", timeout, id, state)
+			}
+			return last, pending, nil
+		case <-t.C:
+		}
+		delay = min(2*delay, 2*time.Second)
+	}
+}

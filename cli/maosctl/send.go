@@ -1,0 +1,150 @@
+package maosctl
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+	"github.com/urfave/cli/v2"
+)
+
+func sendCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "send",
+		Usage: "post a message to a channel",
+		UsageText: `maosctl send --from A --to B[,C] --channel CH --text T [--title T] [--type T] [--priority P] [--reply-to ID] [--id ID]
+
+   maosctl send --from codex --to claude --channel review --text "@claude please review"
+   git diff | maosctl send --to claude,gemini --type review --priority high --title "retry logic" --text -`,
+		Description: `Posts one message and prints its id and its place in the log ("msg-... seq=42");
+with --json, the API's answer {"id","seq","timestamp"}.
+
+--to takes agent ids, "all", "role:NAME" or globs like "engineer_*"; give it
+several times or comma-separated. --text - reads the text from stdin.
+
+The id is fixed before the first try (generated as msg-YYYYMMDD-HHMMSS-FROM-HEX
+unless --id gives one), so repeating a send with the same --id never stores
+the message twice; the same id with other content is refused as a conflict.
+
+The communication rules may keep a message from some recipients: they are
+listed after the id ("blocked ID: reason"; in --json, "blocked"). If they
+block every recipient the send fails (403) and nothing is stored.
+
+--wait read|answered then waits until every recipient marked the message
+read (or answered it) / answered it, polling its receipts, for at most
+--timeout (default 60s; the global --timeout still bounds each API call);
+it exits 1 naming the recipients that did not get there. With --json it
+prints one object: the send's answer plus "wait" {"state","pending","receipts"}.
+
+   maosctl send --from codex --to role:reviewer --channel review --text "please review" --wait answered --timeout 10m`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "from", Usage: "sender agent `ID` (required)", EnvVars: []string{envAgent}},
+			&cli.StringSliceFlag{Name: "to", Usage: "recipient `ID`s: agent ids, all, role:NAME, globs; repeat or comma-separate (required)"},
+			&cli.StringFlag{Name: "channel", Usage: "channel `NAME` (required)", EnvVars: []string{envChannel}},
+			&cli.StringFlag{Name: "text", Usage: "message `TEXT`; - reads it from stdin (required)"},
+			&cli.StringFlag{Name: "title", Usage: "one-line `TITLE`"},
+			&cli.StringFlag{Name: "type", Usage: "message `TYPE`: chat, request, response, review, status, ... (default chat)"},
+			&cli.StringFlag{Name: "priority", Usage: "`PRIORITY`: urgent, high, normal, low (default normal)"},
+			&cli.StringFlag{Name: "reply-to", Usage: "`ID` of the message this one answers (sets in_reply_to)"},
+			&cli.BoolFlag{Name: "private", Usage: "visibility private: only the sender, the recipients and moderators read it; on a cluster with --auth everyone else never sees it (channel, overview, stream) and the audit keeps a redacted line"},
+			&cli.StringFlag{Name: "id", Usage: "message `ID` to use instead of a generated one (makes retries safe across runs)"},
+			&cli.StringFlag{Name: "wait", Usage: "after sending, wait until every recipient got to `STATE`: read or answered"},
+			&cli.DurationFlag{Name: "timeout", Usage: "with --wait: give up after `DURATION` and exit 1 naming who did not get there (default 60s)"},
+			jsonFlag(),
+		},
+		Action: send,
+	}
+}
+
+func send(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	if err := require(c, "from", "to", "channel", "text"); err != nil {
+		return err
+	}
+	wait, waitTimeout, err := sendWaitFlags(c)
+	if err != nil {
+		return err
+	}
+	text := c.String("text")
+	if text == "-" {
+		r := c.App.Reader
+		if r == nil {
+			return usagef(c, "--text -: no standard input")
+		}
+		b, err := io.ReadAll(r)
+		if err != nil {
+			return fmt.Errorf("read --text from stdin: %w", err)
+		}
+		text = strings.TrimRight(string(b), "\r\n")
+		if strings.TrimSpace(text) == "" {
+			return usagef(c, "--text -: standard input was empty")
+		}
+	}
+	from := strings.TrimSpace(c.String("from"))
+	m := &fsm.Message{
+		ID:        strings.TrimSpace(c.String("id")),
+		Channel:   strings.TrimSpace(c.String("channel")),
+		From:      from,
+		To:        splitList(c.StringSlice("to")),
+		Type:      strings.TrimSpace(c.String("type")),
+		Title:     c.String("title"),
+		Priority:  strings.TrimSpace(c.String("priority")),
+		Content:   fsm.Content{Text: text},
+		InReplyTo: strings.TrimSpace(c.String("reply-to")),
+	}
+	if c.Bool("private") {
+		m.Visibility = fsm.VisibilityPrivate
+	}
+	if m.ID == "" && fsm.ValidName(from) {
+		// Fixed before the first try, so the outcome of a timed-out send
+		// can be checked (maosctl get ID) and the send retried with --id.
+		m.ID = fsm.NewID(from, time.Now())
+	}
+	// The global --timeout bounds the call: send's own --timeout is --wait's.
+	ctx, cancel := call(rootContext(c))
+	defer cancel()
+	res, err := apiClient(c).Send(ctx, m)
+	if err != nil {
+		maybe := maybeCommitted(err)
+		err = apiError(rootContext(c), err)
+		if maybe && m.ID != "" {
+			err = fmt.Errorf("%w\nthe message may or may not be stored: check with 'maosctl get %s'; "+
+				"retrying with --id %s is safe", err, m.ID, m.ID)
+		}
+		return err
+	}
+	if wait != "" {
+		return sendAndWait(c, res, wait, waitTimeout)
+	}
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, res)
+	}
+	return printSent(c, res)
+}
+
+// maybeCommitted reports whether a send that failed with err (as the
+// client returned it) may nevertheless have been stored.
+func maybeCommitted(err error) bool {
+	var api *transport.APIError
+	if errors.As(err, &api) {
+		if errors.Is(err, transport.ErrOutcomeUnknown) {
+			return true
+		}
+		// 4xx were refused before proposing; no_leader and not_ready
+		// before proposing too. Any other 5xx is unknown.
+		return api.Status >= 500 && !errors.Is(err, transport.ErrNoLeader) && !errors.Is(err, transport.ErrNotReady)
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return false // the request never left
+	}
+	// A timeout or a connection lost mid-request.
+	return true
+}

@@ -1,0 +1,79 @@
+package maosctl
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os/signal"
+	"syscall"
+
+	"github.com/maos-project/maos/watcher"
+	"github.com/urfave/cli/v2"
+)
+
+func watchCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "watch",
+		Usage: "run watcher agents: hand each agent's mail to its model CLI and post the answers",
+		UsageText: `maosctl watch --config FILE [--dry-run] [--json]
+
+   maosctl --addr 127.0.0.1:7070 watch --config agents.yaml
+   maosctl watch --config agents.yaml --dry-run`,
+		Description: `Runs one watcher per agent of the YAML file (a top-level "agents:" list; the
+same file maosd --agents takes) against --addr (any node) until Ctrl-C. Each
+watcher registers its agent, keeps its presence (AWAKE/IDLE, WORKING while the
+CLI runs, OFFLINE on exit), streams the agent's inbox after its replicated
+cursor, runs the command with the rendered prompt on stdin and posts the
+answer as a reply (type response, or task_result for a task_assign); after
+the retries fail it posts an incident reply. The reply id is derived from
+(agent, message id), so a restart never answers twice.
+
+   agents:
+     - id: worker_1
+       role: worker
+       command: ["claude", "--print"]
+       timeout: 5m
+       retries: 3
+       policy: {mode: fork, max_forks: 2, overrides: [{priority: urgent, mode: interrupt}]}
+
+--dry-run runs nothing, posts nothing and leaves the cursors alone: it prints,
+for each incoming message, which local agent would take it and with which
+policy (or why it is skipped); with --json one object per line
+{"seq","id","from","agent","take","policy","reason"}.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "config", Usage: "watcher config `FILE` (YAML; required)"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "only print which agent would take each message, with which policy"},
+			jsonFlag(),
+		},
+		Action: watch,
+	}
+}
+
+func watch(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	if err := require(c, "config"); err != nil {
+		return err
+	}
+	f, err := watcher.LoadFile(c.String("config"))
+	if err != nil {
+		return fmt.Errorf("--config %s: %w", c.String("config"), err)
+	}
+	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	out := c.App.Writer
+	opts := watcher.Options{Client: apiClient(c), Logger: slog.New(slog.NewTextHandler(c.App.ErrWriter, nil))}
+	if c.Bool("dry-run") {
+		asJSON := wantJSON(c)
+		opts.DryRun = func(d watcher.Decision) {
+			if asJSON {
+				b, _ := json.Marshal(d)
+				fmt.Fprintln(out, string(b))
+				return
+			}
+			fmt.Fprintln(out, d.String())
+		}
+	}
+	return watcher.Run(ctx, f, opts)
+}

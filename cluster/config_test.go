@@ -1,0 +1,54 @@
+package cluster
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/maos-project/maos/hostport"
+)
+
+// Validate names the Config field at fault and says why; address errors
+// carry hostport's kinds, so callers can tell a wildcard from a typo.
+func TestConfigValidateFields(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		tweak func(*Config)
+		field string
+		kind  error // nil: any
+		says  string
+	}{
+		{"bad node id", func(c *Config) { c.NodeID = "Bad ID" }, "NodeID", nil, `"Bad ID" must match`},
+		{"no data dir", func(c *Config) { c.DataDir = "" }, "DataDir", nil, "required"},
+		{"no raft addr", func(c *Config) { c.RaftAddr = "" }, "RaftAddr", nil, "required"},
+		{"raft addr not host:port", func(c *Config) { c.RaftAddr = "nonsense" }, "RaftAddr", hostport.ErrSyntax, `"nonsense" is not host:port`},
+		{"raft wildcard without advertise", func(c *Config) { c.RaftAddr = "0.0.0.0:0" }, "RaftAddr", hostport.ErrWildcard, "set RaftAdvertise"},
+		{"raft empty host without advertise", func(c *Config) { c.RaftAddr = ":7071" }, "RaftAddr", hostport.ErrWildcard, "not a wildcard"},
+		{"raft advertise port 0", func(c *Config) { c.RaftAdvertise = "10.0.0.5:0" }, "RaftAdvertise", hostport.ErrPort, "port must be 1..65535"},
+		{"raft advertise wildcard", func(c *Config) { c.RaftAddr, c.RaftAdvertise = "0.0.0.0:0", "0.0.0.0:7071" }, "RaftAdvertise", hostport.ErrWildcard, "not a wildcard"},
+		{"api addr empty", func(c *Config) { c.APIAddr = "" }, "APIAddr", hostport.ErrSyntax, "is not host:port"},
+		{"api addr port 0", func(c *Config) { c.APIAddr = "127.0.0.1:0" }, "APIAddr", hostport.ErrPort, "port must be 1..65535"},
+		{"api addr wildcard", func(c *Config) { c.APIAddr = "[::]:7070" }, "APIAddr", hostport.ErrWildcard, "not a wildcard"},
+		{"admin token too short", func(c *Config) { c.AdminToken = "short" }, "AdminToken", nil, "5 bytes, want 16..512"},
+		{"admin token characters", func(c *Config) { c.AdminToken = "0123456789abcdef!<>" }, "AdminToken", nil, "cannot carry"},
+		{"commit timeout over 1s", func(c *Config) { c.CommitTimeout = 2 * time.Second }, "CommitTimeout", nil, "2s: want 1ms..1s"},
+		{"snapshot threshold under the floor", func(c *Config) { c.SnapshotThreshold = 10 }, "SnapshotThreshold", nil, "10: want at least 1024 entries"},
+		{"gossip advertise port 0", func(c *Config) { c.GossipAddr, c.GossipAdvertise = "0.0.0.0:0", "10.0.0.5:0" }, "GossipAdvertise", hostport.ErrPort, "port must be 1..65535"},
+		{"gossip wildcard without advertise", func(c *Config) { c.GossipAddr = "[::]:0" }, "GossipAddr", hostport.ErrWildcard, "set GossipAdvertise"},
+	} {
+		cfg := testConfig("n1", t.TempDir(), "127.0.0.1:7070")
+		tc.tweak(&cfg)
+		err := cfg.Validate()
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != tc.field || !strings.Contains(err.Error(), tc.says) ||
+			!strings.HasPrefix(err.Error(), "cluster: "+tc.field+": ") || (tc.kind != nil && !errors.Is(err, tc.kind)) {
+			t.Errorf("%s: Validate() = %v (%T), want a FieldError for %s saying %q (kind %v)", tc.name, err, err, tc.field, tc.says, tc.kind)
+		}
+	}
+	cfg := testConfig("n1", t.TempDir(), "127.0.0.1:7070")
+	cfg.RaftAddr, cfg.RaftAdvertise, cfg.SnapshotThreshold = "0.0.0.0:0", "node-1.example:7071", MinSnapshotThreshold
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("a wildcard raft bind with a host name to advertise was refused: %v", err)
+	}
+}
