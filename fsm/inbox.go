@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -17,14 +16,15 @@ import (
 // has not marked it read. dropMessageIndexes removes them.
 //
 // bucketInbox: agent ‖ 0x00 ‖ seq (8 bytes BE) → [flags, priority]:
-// flags bit 0 is "read"; priority is the message's index in Priorities
-// (0 urgent … 3 low), so ?priority= filters without reading the message.
+// flags bit 0 is "read"; priority is the message's priority byte
+// (priorityByte: 0 urgent … 3 low), so ?priority= filters without reading
+// the message.
 //
 // bucketInboxUnread: agent ‖ 0x00 ‖ seq (8) → [priority], for the entries
 // not yet read: ?unread=true and "mark read up to SEQ" read this range only.
 //
 // bucketInboxCounts: agent → total (8) ‖ unread (8) ‖ unread by priority
-// (4 × 8, in Priorities order): 48 bytes, kept exact at apply so counts
+// (4 × 8, by priority byte): 48 bytes, kept exact at apply so counts
 // cost one key.
 //
 // bucketReadMarks: agent → seq (8): the highest "read up to" mark given.
@@ -46,14 +46,6 @@ const inboxRead = 1 // flags bit
 // inboxKey is agent ‖ 0x00 ‖ seq.
 func inboxKey(agent string, seq uint64) []byte { return channelIndexKey(agent, seq) }
 
-// priorityByte is p's index in Priorities; unknown values count as normal.
-func priorityByte(p string) byte {
-	if i := slices.Index(Priorities, p); i >= 0 {
-		return byte(i)
-	}
-	return byte(slices.Index(Priorities, DefaultPriority))
-}
-
 // InboxCounts are an agent's inbox counters.
 type InboxCounts struct {
 	Agent  string `json:"agent"`
@@ -61,14 +53,14 @@ type InboxCounts struct {
 	Unread uint64 `json:"unread"`
 	// UnreadByPriority has a key for every priority (urgent, high, normal,
 	// low), zeros included.
-	UnreadByPriority map[string]uint64 `json:"unread_by_priority"`
+	UnreadByPriority map[Priority]uint64 `json:"unread_by_priority"`
 	// ReadUpto is the highest "read up to" mark given, 0 for none.
 	ReadUpto uint64 `json:"read_upto"`
 }
 
-type countsRec [2 + len4]uint64
-
-const len4 = 4 // len(Priorities), a constant for the array type
+// countsRec is an inbox_counts value: total, unread, then unread by
+// priority byte.
+type countsRec [2 + numPriorities]uint64
 
 func getCounts(b *bbolt.Bucket, agent string) (countsRec, bool) {
 	var c countsRec
@@ -225,10 +217,10 @@ func inboxExists(tx *bbolt.Tx, agent string) error {
 
 func readCounts(tx *bbolt.Tx, agent string) InboxCounts {
 	c, _ := getCounts(tx.Bucket(bucketInboxCounts), agent)
-	out := InboxCounts{Agent: agent, Total: c[0], Unread: c[1], UnreadByPriority: map[string]uint64{},
+	out := InboxCounts{Agent: agent, Total: c[0], Unread: c[1], UnreadByPriority: map[Priority]uint64{},
 		ReadUpto: getU64(tx.Bucket(bucketReadMarks), []byte(agent))}
-	for i, p := range Priorities {
-		out.UnreadByPriority[p] = c[2+i]
+	for _, p := range Priorities {
+		out.UnreadByPriority[p] = c[2+int(priorityByte(p))]
 	}
 	return out
 }
@@ -252,12 +244,12 @@ func (f *FSM) InboxCounts(agent string) (InboxCounts, error) {
 // value); Type and From read each message of the range scanned, at most
 // MaxInboxScan entries per query.
 type InboxQuery struct {
-	Unread   bool   `json:"unread,omitempty"`
-	Priority string `json:"priority,omitempty"`
-	Type     string `json:"type,omitempty"`
-	From     string `json:"from,omitempty"`
-	After    uint64 `json:"after,omitempty"` // seq, exclusive
-	Limit    int    `json:"limit,omitempty"` // ≤ 0: DefaultPageLimit; capped at MaxPageLimit
+	Unread   bool     `json:"unread,omitempty"`
+	Priority Priority `json:"priority,omitempty"`
+	Type     string   `json:"type,omitempty"`
+	From     string   `json:"from,omitempty"`
+	After    uint64   `json:"after,omitempty"` // seq, exclusive
+	Limit    int      `json:"limit,omitempty"` // ≤ 0: DefaultPageLimit; capped at MaxPageLimit
 	// Newest lists newest first, from Before (exclusive; 0: the newest
 	// entry) down to After; the next page is the same query with
 	// Before=NextBefore.
@@ -267,8 +259,8 @@ type InboxQuery struct {
 
 // Validate checks the filters.
 func (q *InboxQuery) Validate() error {
-	if q.Priority != "" && !slices.Contains(Priorities, q.Priority) {
-		return fieldErr("priority", "must be one of %v", Priorities)
+	if q.Priority != "" && !ValidPriority(q.Priority) {
+		return fieldErr("priority", "must be one of %s", priorityList())
 	}
 	if q.Type != "" && !ValidName(q.Type) {
 		return fieldErr("type", "must match %s", nameRE)

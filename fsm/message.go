@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"path"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -46,7 +45,7 @@ type Message struct {
 	Recipients []string `json:"recipients,omitempty"`
 	Type       string   `json:"type,omitempty"`
 	Title      string   `json:"title,omitempty"`
-	Priority   string   `json:"priority,omitempty"`
+	Priority   Priority `json:"priority,omitempty"`
 	Content    Content  `json:"content"`
 	Tags       []string `json:"tags,omitempty"`
 	// InReplyTo is the id of the message this one answers.
@@ -93,9 +92,6 @@ func (r *Recipients) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Priorities in the order a watcher should serve them.
-var Priorities = []string{"urgent", "high", "normal", "low"}
-
 // Limits on a message. The size limit is configured per node
 // (--max-message-bytes) and checked on the wire; these are fixed.
 const (
@@ -106,7 +102,7 @@ const (
 	MaxArtifacts     = 256  // entries in "content.artifacts"
 	MaxTitleLen      = 1024 // bytes
 	DefaultMaxBytes  = 100 << 10
-	DefaultPriority  = "normal"
+	DefaultPriority  = PriorityNormal
 	DefaultType      = "chat"
 	VisibilityPublic = "public"
 )
@@ -230,8 +226,8 @@ func (m *Message) Validate() error {
 	if !ValidName(m.Type) {
 		return fieldErr("type", "must match %s", nameRE)
 	}
-	if !slices.Contains(Priorities, m.Priority) {
-		return fieldErr("priority", "must be one of %s", strings.Join(Priorities, ", "))
+	if !ValidPriority(m.Priority) {
+		return fieldErr("priority", "must be one of %s", priorityList())
 	}
 	if m.Visibility != "public" && m.Visibility != "private" {
 		return fieldErr("visibility", "must be public or private")

@@ -25,7 +25,7 @@ type OverviewEntry struct {
 	To         []string `json:"to"`
 	Recipients []string `json:"recipients,omitempty"`
 	Type       string   `json:"type,omitempty"`
-	Priority   string   `json:"priority,omitempty"`
+	Priority   Priority `json:"priority,omitempty"`
 	// Title is PrivateText for a private message read on a node without
 	// authentication; a reader who may read the message sees its title.
 	Title   string `json:"title,omitempty"`
@@ -56,7 +56,7 @@ type overviewHeaders struct {
 	To         Recipients `json:"to"`
 	Recipients []string   `json:"recipients"`
 	Type       string     `json:"type"`
-	Priority   string     `json:"priority"`
+	Priority   Priority   `json:"priority"`
 	Title      string     `json:"title"`
 	Visibility string     `json:"visibility"`
 }

@@ -149,7 +149,7 @@ type finished struct {
 }
 
 func (it *item) urgentInterrupt() bool {
-	return it.mode == PolicyInterrupt && it.m.Priority == "urgent"
+	return it.mode == PolicyInterrupt && it.m.Priority == fsm.PriorityUrgent
 }
 
 // retry calls fn until it succeeds or ctx ends, backing off up to 5s.
@@ -457,7 +457,7 @@ func (w *agentWatcher) handle(ctx context.Context, m *fsm.Message) error {
 		reply.Content.Text = res.Output
 	} else {
 		reply.Type = "incident"
-		reply.Priority = "high"
+		reply.Priority = fsm.PriorityHigh
 		reply.Title = truncate("incident: "+w.cfg.ID+" could not answer "+m.ID, fsm.MaxTitleLen)
 		reply.Content.Text = incidentText(w.cfg.ID, m.ID, attempts, res)
 		w.log.Warn("watcher: giving up; posting an incident", "id", m.ID, "attempts", attempts, "err", res.Err)
@@ -481,7 +481,7 @@ func (w *agentWatcher) deliverTmux(ctx context.Context, m *fsm.Message, replyID 
 	if err != nil {
 		w.log.Warn("watcher: tmux delivery failed; posting an incident", "id", m.ID, "target", w.cfg.TmuxTarget, "err", err)
 		return w.post(ctx, &fsm.Message{ID: replyID, Channel: m.Channel, From: w.cfg.ID, To: fsm.Recipients{m.From},
-			InReplyTo: m.ID, Type: "incident", Priority: "high",
+			InReplyTo: m.ID, Type: "incident", Priority: fsm.PriorityHigh,
 			Title:   truncate("incident: "+w.cfg.ID+" could not deliver "+m.ID, fsm.MaxTitleLen),
 			Content: fsm.Content{Text: fmt.Sprintf("tmux delivery to %s failed: %v", w.cfg.TmuxTarget, err)}})
 	}
