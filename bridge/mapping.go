@@ -273,7 +273,7 @@ func Map(f File, raw []byte, opt Options) (*fsm.Message, error) {
 	return m, nil
 }
 
-// SanitizeName maps s onto the maos name rule ^[a-z0-9][a-z0-9._-]{0,63}$:
+// SanitizeName maps s onto the maos name rule (fsm.NamePattern):
 // lower-cased, every other character "-", leading non-alphanumerics
 // dropped, cut at 64 bytes. It returns "" when nothing is left.
 func SanitizeName(s string) string {

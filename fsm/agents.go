@@ -97,7 +97,7 @@ func (c *RegisterAgentCommand) Normalize() {
 }
 
 // Validate checks the command: id, role, each capability and node (if set)
-// must match ^[a-z0-9][a-z0-9._-]{0,63}$; at most MaxCapabilities
+// must be a ValidName (NamePattern); at most MaxCapabilities
 // capabilities; a description of at most MaxDescriptionLen bytes without
 // control characters other than newline and tab. The error is a
 // *FieldError.
@@ -106,17 +106,17 @@ func (c *RegisterAgentCommand) Validate() error {
 		return fieldErr("id", "required")
 	}
 	if !ValidName(c.ID) {
-		return fieldErr("id", "must match %s", nameRE)
+		return NameError("id", c.ID)
 	}
 	if !ValidName(c.Role) {
-		return fieldErr("role", "must match %s", nameRE)
+		return NameError("role", c.Role)
 	}
 	if len(c.Capabilities) > MaxCapabilities {
 		return fieldErr("capabilities", "%d entries, at most %d", len(c.Capabilities), MaxCapabilities)
 	}
 	for i, cp := range c.Capabilities {
 		if !ValidName(cp) {
-			return fieldErr(fmt.Sprintf("capabilities[%d]", i), "must match %s", nameRE)
+			return NameError(fmt.Sprintf("capabilities[%d]", i), cp)
 		}
 	}
 	if len(c.Description) > MaxDescriptionLen {
@@ -126,7 +126,7 @@ func (c *RegisterAgentCommand) Validate() error {
 		return fieldErr("description", "must not contain control characters other than newline and tab")
 	}
 	if c.Node != "" && !ValidName(c.Node) {
-		return fieldErr("node", "must match %s", nameRE)
+		return NameError("node", c.Node)
 	}
 	return nil
 }
@@ -142,7 +142,7 @@ func (c *UnregisterAgentCommand) Validate() error {
 		return fieldErr("id", "required")
 	}
 	if !ValidName(c.ID) {
-		return fieldErr("id", "must match %s", nameRE)
+		return NameError("id", c.ID)
 	}
 	return nil
 }
@@ -304,7 +304,7 @@ type AgentQuery struct {
 func (q *AgentQuery) Validate() error {
 	for _, f := range []struct{ name, v string }{{"role", q.Role}, {"capability", q.Capability}, {"after", q.After}} {
 		if f.v != "" && !ValidName(f.v) {
-			return fieldErr(f.name, "must match %s", nameRE)
+			return NameError(f.name, f.v)
 		}
 	}
 	return nil

@@ -86,7 +86,7 @@ type BulletinCommand struct {
 // MaxBulletinBytes. A patch's result is checked again when it is applied.
 func (c *BulletinCommand) Validate() error {
 	if c.By != "" && !ValidName(c.By) {
-		return fieldErr("by", "%q must match %s", c.By, nameRE)
+		return NameError("by", c.By)
 	}
 	doc, err := decodeBulletin(c.Doc)
 	if err != nil {

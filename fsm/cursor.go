@@ -31,7 +31,7 @@ type Cursor struct {
 // Validate checks the agent id.
 func (c *SetCursorCommand) Validate() error {
 	if !ValidName(c.Agent) {
-		return fieldErr("agent", "must match %s", nameRE)
+		return NameError("agent", c.Agent)
 	}
 	return nil
 }

@@ -136,7 +136,7 @@ func (c *MarkReadCommand) Validate() error {
 		return fieldErr("agent", "required")
 	}
 	if !ValidName(c.Agent) {
-		return fieldErr("agent", "must match %s", nameRE)
+		return NameError("agent", c.Agent)
 	}
 	switch {
 	case c.ID == "" && c.Upto == 0:
@@ -263,10 +263,10 @@ func (q *InboxQuery) Validate() error {
 		return fieldErr("priority", "must be one of %s", priorityList())
 	}
 	if q.Type != "" && !ValidName(q.Type) {
-		return fieldErr("type", "must match %s", nameRE)
+		return NameError("type", q.Type)
 	}
 	if q.From != "" && !ValidName(q.From) {
-		return fieldErr("from", "must match %s", nameRE)
+		return NameError("from", q.From)
 	}
 	if q.Limit > MaxPageLimit {
 		return fieldErr("limit", "%d, at most %d", q.Limit, MaxPageLimit)

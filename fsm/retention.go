@@ -60,7 +60,7 @@ const (
 // Validate checks the command and returns the parsed age.
 func (c *SetRetentionCommand) Validate() (time.Duration, error) {
 	if !ValidName(c.Channel) {
-		return 0, fieldErr("channel", "must match %s", nameRE)
+		return 0, NameError("channel", c.Channel)
 	}
 	var age time.Duration
 	if c.MaxAge != "" {
@@ -137,7 +137,7 @@ func applyTrim(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 		return nil, fmt.Errorf("fsm: apply trim: decode: %w", err)
 	}
 	if !ValidName(cmd.Channel) {
-		return nil, fmt.Errorf("fsm: apply trim: %w", fieldErr("channel", "must match %s", nameRE))
+		return nil, fmt.Errorf("fsm: apply trim: %w", NameError("channel", cmd.Channel))
 	}
 	r, ok := loadRetention(tx, cmd.Channel)
 	if !ok {

@@ -30,13 +30,13 @@ type CreateTokenCommand struct {
 // Validate checks every field, naming the one at fault.
 func (c *CreateTokenCommand) Validate() error {
 	if !ValidName(c.ID) {
-		return fieldErr("id", "%q must match %s", c.ID, nameRE)
+		return NameError("id", c.ID)
 	}
 	if c.ID == BootstrapTokenID {
 		return fieldErr("id", "%q is reserved for the admin bootstrap token", c.ID)
 	}
 	if !ValidName(c.Agent) {
-		return fieldErr("agent", "%q must match %s", c.Agent, nameRE)
+		return NameError("agent", c.Agent)
 	}
 	if !slices.Contains(TokenRoles, c.Role) {
 		return fieldErr("role", "%q is not one of %s", c.Role, strings.Join(TokenRoles, ", "))
@@ -45,7 +45,7 @@ func (c *CreateTokenCommand) Validate() error {
 		return fieldErr("hash", "want the SHA-256 of the secret as 64 lowercase hex digits, got %d bytes", len(c.Hash))
 	}
 	if c.By != "" && !ValidName(c.By) {
-		return fieldErr("by", "%q must match %s", c.By, nameRE)
+		return NameError("by", c.By)
 	}
 	return nil
 }

@@ -174,17 +174,17 @@ func (a *AgentConfig) validate(p string) error {
 		return &ConfigError{Field: p + "." + field, Reason: fmt.Sprintf(format, args...)}
 	}
 	if !fsm.ValidName(a.ID) {
-		return bad("id", "must match ^[a-z0-9][a-z0-9._-]{0,63}$ (got %q)", a.ID)
+		return bad("id", "%s", fsm.NameRule(a.ID))
 	}
 	if a.Role == "" {
 		a.Role = fsm.DefaultRole
 	}
 	if !fsm.ValidName(a.Role) {
-		return bad("role", "must match ^[a-z0-9][a-z0-9._-]{0,63}$ (got %q)", a.Role)
+		return bad("role", "%s", fsm.NameRule(a.Role))
 	}
 	for j, c := range a.Channels {
 		if !fsm.ValidName(c) {
-			return bad(fmt.Sprintf("channels[%d]", j), "must match ^[a-z0-9][a-z0-9._-]{0,63}$ (got %q)", c)
+			return bad(fmt.Sprintf("channels[%d]", j), "%s", fsm.NameRule(c))
 		}
 	}
 	if a.Delivery == "" {
