@@ -194,10 +194,7 @@ func applyUnregisterAgent(tx *bbolt.Tx, index uint64, ts int64, body []byte) (an
 	if prev == nil {
 		return nil, fmt.Errorf("fsm: apply unregister_agent: agent %s: %w", cmd.ID, ErrNotFound)
 	}
-	dropAgentIndex(tx, prev)
-	if err := tx.Bucket(bucketAgents).Delete([]byte(prev.ID)); err != nil {
-		panic(fmt.Sprintf("fsm: apply unregister_agent: delete: %v", err))
-	}
+	deleteAgent(tx, prev)
 	audit(tx, index, ts, AuditEvent{Kind: AuditAgent, From: prev.ID, Label: "UNREGISTER", Text: "role " + prev.Role})
 	return prev, nil
 }
@@ -245,6 +242,12 @@ func putAgent(tx *bbolt.Tx, prev, a *Agent) {
 	}
 	countKey := append([]byte{idxRoleCount}, a.Role...)
 	mustPut(idx, countKey, u64(getU64(idx, countKey)+1))
+}
+
+// deleteAgent removes a and its index entries.
+func deleteAgent(tx *bbolt.Tx, a *Agent) {
+	dropAgentIndex(tx, a)
+	mustDelete(tx.Bucket(bucketAgents), []byte(a.ID))
 }
 
 // dropAgentIndex deletes a's index entries and its count in its role.

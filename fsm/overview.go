@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -142,10 +141,7 @@ func (f *FSM) OverviewFor(viewer *Viewer, channel string, after uint64, limit in
 			}
 			return nil
 		}
-		prefix := append([]byte(channel), 0)
-		c := tx.Bucket(bucketChannelIndex).Cursor()
-		for k, _ := c.Seek(channelIndexKey(channel, after+1)); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			seq := binary.BigEndian.Uint64(k[len(prefix):])
+		for seq := range seqsAfter(tx.Bucket(bucketChannelIndex), channel, after) {
 			if err := add(seq, msgs.Get(u64(seq))); err != nil {
 				return err
 			}

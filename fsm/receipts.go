@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -68,11 +67,11 @@ func recordAnswer(tx *bbolt.Tx, m *Message, ts int64) {
 	if m.InReplyTo == "" {
 		return
 	}
-	v := tx.Bucket(bucketIDs).Get([]byte(m.InReplyTo))
-	if len(v) < 8 {
+	parent, ok := getID(tx, m.InReplyTo)
+	if !ok {
 		return
 	}
-	updateReceipt(tx, binary.BigEndian.Uint64(v[:8]), m.From, func(r *receiptRec) {
+	updateReceipt(tx, parent.seq, m.From, func(r *receiptRec) {
 		if r.AnsweredAt == 0 && r.Blocked == "" {
 			r.AnsweredAt, r.ReplyID = ts, m.ID
 		}
@@ -140,11 +139,11 @@ type Receipts struct {
 func (f *FSM) Receipts(id string) (Receipts, error) {
 	out := Receipts{ID: id, Receipts: []Receipt{}}
 	err := f.view(func(tx *bbolt.Tx) error {
-		v := tx.Bucket(bucketIDs).Get([]byte(id))
-		if len(v) < 8 {
+		rec, ok := getID(tx, id)
+		if !ok {
 			return fmt.Errorf("fsm: receipts of %s: message %w", id, ErrNotFound)
 		}
-		out.Seq = binary.BigEndian.Uint64(v[:8])
+		out.Seq = rec.seq
 		m, err := getMessage(tx, out.Seq)
 		if err != nil {
 			return fmt.Errorf("fsm: receipts of %s: %w", id, err)

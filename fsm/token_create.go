@@ -72,15 +72,12 @@ func applyCreateToken(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, e
 		}
 		return nil, fmt.Errorf("fsm: apply create_token: token id %s exists: %w", cmd.ID, ErrConflict)
 	}
-	hashes := tx.Bucket(bucketTokenHashes)
-	if other := hashes.Get([]byte(cmd.Hash)); other != nil {
+	if other, ok := tokenIDByHash(tx, cmd.Hash); ok {
 		return nil, fmt.Errorf("fsm: apply create_token: token %s: its hash is token %s's: %w", cmd.ID, other, ErrConflict)
 	}
 	rec := &tokenRecord{Token: Token{ID: cmd.ID, Agent: cmd.Agent, Role: cmd.Role, CreatedAt: time.Unix(0, ts).UTC()}, Hash: cmd.Hash}
 	putToken(tx, rec)
-	if err := hashes.Put([]byte(cmd.Hash), []byte(cmd.ID)); err != nil {
-		panic(fmt.Sprintf("fsm: apply create_token: put hash: %v", err))
-	}
+	putTokenHash(tx, rec.Hash, rec.ID)
 	text := fmt.Sprintf("token %s created for %s, role %s", cmd.ID, cmd.Agent, cmd.Role)
 	if cmd.By != "" {
 		text += " by token " + cmd.By
