@@ -78,6 +78,11 @@ func applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 	if prev, ok := getID(tx, m.ID); ok {
 		return resend(tx, &m, prev, sum)
 	}
+	parent, err := parentOf(tx, &m)
+	if err != nil {
+		return nil, fmt.Errorf("fsm: apply send: in_reply_to: %w", err)
+	}
+	fillThread(&m, parent)
 
 	rcpts, err := resolveRecipients(tx, &m)
 	if err != nil {
@@ -106,9 +111,6 @@ func applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 			reasons[i] = b.ID + ": " + b.Reason
 		}
 		return nil, fmt.Errorf("fsm: apply send: %w: the rules block every recipient: %s", ErrForbidden, strings.Join(reasons, "; "))
-	}
-	if err := fillThread(tx, &m); err != nil {
-		return nil, fmt.Errorf("fsm: apply send: thread: %w", err)
 	}
 
 	// Everything is checked: write.

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 
 	"go.etcd.io/bbolt"
@@ -32,23 +33,30 @@ func dropFromThread(tx *bbolt.Tx, thread string, seq uint64) {
 	mustDelete(tx.Bucket(bucketThreads), channelIndexKey(thread, seq))
 }
 
-// fillThread sets the thread_id of a reply sent without one: the parent's
-// thread if the parent is stored, otherwise the parent's id.
-func fillThread(tx *bbolt.Tx, m *Message) error {
+// parentOf reads the message m answers (in_reply_to): nil when m answers
+// nothing, or a message never stored or trimmed by retention.
+func parentOf(tx *bbolt.Tx, m *Message) (*Message, error) {
+	if m.InReplyTo == "" {
+		return nil, nil
+	}
+	parent, err := messageByID(tx, m.InReplyTo)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	return parent, err
+}
+
+// fillThread sets the thread_id of a reply sent without one: its parent's
+// thread if the parent is stored (parent not nil), otherwise the parent's
+// id.
+func fillThread(m, parent *Message) {
 	if m.ThreadID != "" || m.InReplyTo == "" {
-		return nil
+		return
 	}
 	m.ThreadID = m.InReplyTo
-	rec, ok := getID(tx, m.InReplyTo)
-	if !ok {
-		return nil
+	if parent != nil {
+		m.ThreadID = threadOf(parent)
 	}
-	parent, err := getMessage(tx, rec.seq)
-	if err != nil {
-		return err
-	}
-	m.ThreadID = threadOf(parent)
-	return nil
 }
 
 // ThreadPage is one page of a thread in seq order.
