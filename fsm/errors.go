@@ -3,7 +3,6 @@ package fsm
 import (
 	"errors"
 	"fmt"
-	"unicode/utf8"
 )
 
 // Sentinel errors that callers branch on. Errors returned by apply and by the
@@ -50,11 +49,7 @@ const NamePattern = `^[a-z0-9][a-z0-9._-]{0,63}$`
 // than MaxNameLen bytes is quoted cut to MaxNameLen bytes and "…".
 func NameRule(value string) string {
 	if len(value) > MaxNameLen {
-		cut := MaxNameLen
-		for cut > 0 && !utf8.RuneStart(value[cut]) {
-			cut--
-		}
-		value = value[:cut] + "…"
+		value = cutUTF8(value, MaxNameLen) + "…"
 	}
 	return fmt.Sprintf("must match %s (got %q)", NamePattern, value)
 }
