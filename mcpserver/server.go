@@ -302,26 +302,11 @@ func (h *handlers) reply(ctx context.Context, _ *mcp.CallToolRequest, in ReplyIn
 	if err != nil {
 		return nil, SendOutput{}, toolErr("reply_to_message", err)
 	}
-	title := p.Title
-	if title != "" && !strings.HasPrefix(title, "Re: ") {
-		title = "Re: " + title
+	r := fsm.NewReply(p, h.cfg.Agent, in.Text)
+	if in.Priority != "" {
+		r.Priority = in.Priority
 	}
-	typ := ""
-	if p.Type == "request" || p.Type == "review" {
-		typ = "response"
-	}
-	out, err := h.post(ctx, &fsm.Message{
-		Channel:   p.Channel,
-		To:        fsm.Recipients{p.From},
-		Title:     title,
-		Content:   fsm.Content{Text: in.Text},
-		Priority:  in.Priority,
-		Type:      typ,
-		InReplyTo: p.ID,
-		ThreadID:  p.ThreadID,
-		// A private exchange stays private.
-		Visibility: p.Visibility,
-	})
+	out, err := h.post(ctx, r)
 	return nil, out, err
 }
 
