@@ -104,10 +104,10 @@ func getCounts(tx *bbolt.Tx, agent string) countsRec {
 	return c
 }
 
-// updateCounts applies fn to agent's counters.
-func updateCounts(tx *bbolt.Tx, agent string, fn func(*countsRec)) {
-	c := getCounts(tx, agent)
-	fn(&c)
+// putCounts writes agent's counters. (Callers get, change and put rather
+// than pass a func: a closure over the record would put it on the heap,
+// once per delivery.)
+func putCounts(tx *bbolt.Tx, agent string, c countsRec) {
 	v := make([]byte, 0, 8*len(c))
 	for _, n := range c {
 		v = binary.BigEndian.AppendUint64(v, n)
@@ -135,7 +135,9 @@ func deliver(tx *bbolt.Tx, agent string, seq uint64, prio byte) {
 	k := inboxKey(agent, seq)
 	mustPut(tx.Bucket(bucketInbox), k, inboxEntry{prio: prio}.encode())
 	mustPut(tx.Bucket(bucketInboxUnread), k, []byte{prio})
-	updateCounts(tx, agent, func(c *countsRec) { c.added(prio) })
+	c := getCounts(tx, agent)
+	c.added(prio)
+	putCounts(tx, agent, c)
 }
 
 // removeFromInbox deletes agent's entry for message seq, if there is one,
@@ -145,7 +147,9 @@ func removeFromInbox(tx *bbolt.Tx, agent string, seq uint64) {
 	if !ok {
 		return
 	}
-	updateCounts(tx, agent, func(c *countsRec) { c.removed(e) })
+	c := getCounts(tx, agent)
+	c.removed(e)
+	putCounts(tx, agent, c)
 	k := inboxKey(agent, seq)
 	mustDelete(tx.Bucket(bucketInbox), k)
 	mustDelete(tx.Bucket(bucketInboxUnread), k)
@@ -163,7 +167,9 @@ func markRead(tx *bbolt.Tx, agent string, seq uint64, ts int64) bool {
 	e.read = true
 	mustPut(tx.Bucket(bucketInbox), k, e.encode())
 	mustDelete(tx.Bucket(bucketInboxUnread), k)
-	updateCounts(tx, agent, func(c *countsRec) { c.read(e.prio) })
+	c := getCounts(tx, agent)
+	c.read(e.prio)
+	putCounts(tx, agent, c)
 	updateReceipt(tx, seq, agent, func(r *receiptRec) {
 		if r.ReadAt == 0 {
 			r.ReadAt = ts
