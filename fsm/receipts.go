@@ -46,6 +46,21 @@ func putReceipt(tx *bbolt.Tx, seq uint64, agent string, r receiptRec) {
 	mustPut(tx.Bucket(bucketReceipts), receiptKey(seq, agent), data)
 }
 
+// deleteReceipts deletes every receipt of the message at seq.
+func deleteReceipts(tx *bbolt.Tx, seq uint64) {
+	receipts := tx.Bucket(bucketReceipts)
+	prefix := u64(seq)
+	// Collect first: the cursor must not walk keys being deleted.
+	var keys [][]byte
+	c := receipts.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		keys = append(keys, bytes.Clone(k))
+	}
+	for _, k := range keys {
+		mustDelete(receipts, k)
+	}
+}
+
 // updateReceipt applies fn to the receipt of (seq, agent), if there is one.
 func updateReceipt(tx *bbolt.Tx, seq uint64, agent string, fn func(*receiptRec)) {
 	v := tx.Bucket(bucketReceipts).Get(receiptKey(seq, agent))

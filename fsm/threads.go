@@ -116,15 +116,6 @@ func dropMessageIndexes(tx *bbolt.Tx, m *Message) {
 	for _, agent := range m.Recipients {
 		removeFromInbox(tx, agent, m.Seq)
 	}
-	receipts := tx.Bucket(bucketReceipts)
-	prefix := u64(m.Seq)
-	var keys [][]byte
-	c := receipts.Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		keys = append(keys, bytes.Clone(k))
-	}
-	for _, k := range keys {
-		mustDelete(receipts, k)
-	}
+	deleteReceipts(tx, m.Seq)
 	dropFromThread(tx, threadOf(m), m.Seq)
 }
