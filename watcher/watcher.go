@@ -282,7 +282,7 @@ func (w *agentWatcher) loop(ctx context.Context, cursor uint64, msgs <-chan *fsm
 			pick = urgent
 			if serial != nil && !serial.urgentInterrupt() && !serial.preempted {
 				w.log.Info("watcher: urgent message preempts the running invocation",
-					"urgent", urgent.m.ID, "preempted", serial.m.ID)
+					"id", urgent.m.ID, "preempted", serial.m.ID)
 				serial.preempted = true
 				serial.cancel()
 			}
