@@ -11,8 +11,8 @@ import "strings"
 //
 // Priority is an alias of string while the cli still assigns plain
 // strings to Message.Priority and InboxQuery.Priority; making it a defined
-// type is removing the "=" (every other package already converts where it
-// reads a string from outside).
+// type is removing the "=" and converting there (fsm, watcher, mcpserver,
+// bridge and transport's code already compile either way).
 type Priority = string
 
 // The priorities.
