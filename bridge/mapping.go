@@ -197,7 +197,7 @@ func Map(f File, raw []byte, opt Options) (*fsm.Message, error) {
 	m.Title = cleanTitle(title)
 	if p, _ := s("priority"); p != "" {
 		m.Priority = mapPriority(p)
-		if m.Priority != p {
+		if string(m.Priority) != p {
 			setMeta("original_priority", p)
 		}
 	}
@@ -273,7 +273,7 @@ func Map(f File, raw []byte, opt Options) (*fsm.Message, error) {
 	return m, nil
 }
 
-// SanitizeName maps s onto the maos name rule ^[a-z0-9][a-z0-9._-]{0,63}$:
+// SanitizeName maps s onto the maos name rule (fsm.NamePattern):
 // lower-cased, every other character "-", leading non-alphanumerics
 // dropped, cut at 64 bytes. It returns "" when nothing is left.
 func SanitizeName(s string) string {
@@ -392,12 +392,12 @@ func recipients(obj map[string]json.RawMessage) ([]string, error) {
 	return nil, nil
 }
 
-func mapPriority(p string) string {
-	switch l := strings.ToLower(p); l {
-	case "urgent", "high", "normal", "low":
+func mapPriority(p string) fsm.Priority {
+	switch l := fsm.Priority(strings.ToLower(p)); {
+	case fsm.ValidPriority(l):
 		return l
-	case "critical":
-		return "urgent"
+	case l == "critical":
+		return fsm.PriorityUrgent
 	}
 	return fsm.DefaultPriority
 }

@@ -102,7 +102,7 @@ func TestAddressingRefusals(t *testing.T) {
 		{"glob matching nobody", "codex", []string{"qa_*"}, "to[0]", `"qa_*" matches no agent`},
 		{"glob matching only the sender", "dave", []string{"d*"}, "to[0]", `"d*" matches no agent`},
 		{"bad glob", "codex", []string{"alice", "eng[ineer"}, "to[1]", `"eng[ineer" is not a valid glob`},
-		{"plain id too long", "codex", []string{strings.Repeat("a", 65)}, "to[0]", "is not a valid agent id"},
+		{"plain id too long", "codex", []string{strings.Repeat("a", 65)}, "to[0]", "not a valid agent id: must match " + NamePattern + ` (got "aaaa`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

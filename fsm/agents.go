@@ -97,7 +97,7 @@ func (c *RegisterAgentCommand) Normalize() {
 }
 
 // Validate checks the command: id, role, each capability and node (if set)
-// must match ^[a-z0-9][a-z0-9._-]{0,63}$; at most MaxCapabilities
+// must be a ValidName (NamePattern); at most MaxCapabilities
 // capabilities; a description of at most MaxDescriptionLen bytes without
 // control characters other than newline and tab. The error is a
 // *FieldError.
@@ -106,17 +106,17 @@ func (c *RegisterAgentCommand) Validate() error {
 		return fieldErr("id", "required")
 	}
 	if !ValidName(c.ID) {
-		return fieldErr("id", "must match %s", nameRE)
+		return NameError("id", c.ID)
 	}
 	if !ValidName(c.Role) {
-		return fieldErr("role", "must match %s", nameRE)
+		return NameError("role", c.Role)
 	}
 	if len(c.Capabilities) > MaxCapabilities {
 		return fieldErr("capabilities", "%d entries, at most %d", len(c.Capabilities), MaxCapabilities)
 	}
 	for i, cp := range c.Capabilities {
 		if !ValidName(cp) {
-			return fieldErr(fmt.Sprintf("capabilities[%d]", i), "must match %s", nameRE)
+			return NameError(fmt.Sprintf("capabilities[%d]", i), cp)
 		}
 	}
 	if len(c.Description) > MaxDescriptionLen {
@@ -126,7 +126,7 @@ func (c *RegisterAgentCommand) Validate() error {
 		return fieldErr("description", "must not contain control characters other than newline and tab")
 	}
 	if c.Node != "" && !ValidName(c.Node) {
-		return fieldErr("node", "must match %s", nameRE)
+		return NameError("node", c.Node)
 	}
 	return nil
 }
@@ -142,7 +142,7 @@ func (c *UnregisterAgentCommand) Validate() error {
 		return fieldErr("id", "required")
 	}
 	if !ValidName(c.ID) {
-		return fieldErr("id", "must match %s", nameRE)
+		return NameError("id", c.ID)
 	}
 	return nil
 }
@@ -194,10 +194,7 @@ func applyUnregisterAgent(tx *bbolt.Tx, index uint64, ts int64, body []byte) (an
 	if prev == nil {
 		return nil, fmt.Errorf("fsm: apply unregister_agent: agent %s: %w", cmd.ID, ErrNotFound)
 	}
-	dropAgentIndex(tx, prev)
-	if err := tx.Bucket(bucketAgents).Delete([]byte(prev.ID)); err != nil {
-		panic(fmt.Sprintf("fsm: apply unregister_agent: delete: %v", err))
-	}
+	deleteAgent(tx, prev)
 	audit(tx, index, ts, AuditEvent{Kind: AuditAgent, From: prev.ID, Label: "UNREGISTER", Text: "role " + prev.Role})
 	return prev, nil
 }
@@ -245,6 +242,12 @@ func putAgent(tx *bbolt.Tx, prev, a *Agent) {
 	}
 	countKey := append([]byte{idxRoleCount}, a.Role...)
 	mustPut(idx, countKey, u64(getU64(idx, countKey)+1))
+}
+
+// deleteAgent removes a and its index entries.
+func deleteAgent(tx *bbolt.Tx, a *Agent) {
+	dropAgentIndex(tx, a)
+	mustDelete(tx.Bucket(bucketAgents), []byte(a.ID))
 }
 
 // dropAgentIndex deletes a's index entries and its count in its role.
@@ -304,7 +307,7 @@ type AgentQuery struct {
 func (q *AgentQuery) Validate() error {
 	for _, f := range []struct{ name, v string }{{"role", q.Role}, {"capability", q.Capability}, {"after", q.After}} {
 		if f.v != "" && !ValidName(f.v) {
-			return fieldErr(f.name, "must match %s", nameRE)
+			return NameError(f.name, f.v)
 		}
 	}
 	return nil

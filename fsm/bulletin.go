@@ -86,7 +86,7 @@ type BulletinCommand struct {
 // MaxBulletinBytes. A patch's result is checked again when it is applied.
 func (c *BulletinCommand) Validate() error {
 	if c.By != "" && !ValidName(c.By) {
-		return fieldErr("by", "%q must match %s", c.By, nameRE)
+		return NameError("by", c.By)
 	}
 	doc, err := decodeBulletin(c.Doc)
 	if err != nil {
@@ -267,6 +267,16 @@ func loadBulletin(tx *bbolt.Tx) (map[string]any, uint64, error) {
 	return doc, version, nil
 }
 
+// putBulletin stores the document data (canonical JSON) as version index,
+// written at entry time ts by by.
+func putBulletin(tx *bbolt.Tx, data []byte, index uint64, ts int64, by string) {
+	b := tx.Bucket(bucketBulletin)
+	mustPut(b, keyBulletinDoc, data)
+	mustPut(b, keyBulletinVersion, u64(index))
+	mustPut(b, keyBulletinUpdatedAt, u64(uint64(ts)))
+	mustPut(b, keyBulletinUpdatedBy, []byte(by))
+}
+
 // lockResource is a lock's entry in shared_resources.
 type lockResource struct {
 	ManagedBy  string    `json:"managed_by"` // always "lock"
@@ -351,17 +361,7 @@ func applySetBulletin(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, e
 	}
 	changed := changedKeys(old, next)
 
-	b := tx.Bucket(bucketBulletin)
-	for _, kv := range [][2][]byte{
-		{keyBulletinDoc, data},
-		{keyBulletinVersion, u64(index)},
-		{keyBulletinUpdatedAt, u64(uint64(ts))},
-		{keyBulletinUpdatedBy, []byte(cmd.By)},
-	} {
-		if err := b.Put(kv[0], kv[1]); err != nil {
-			panic(fmt.Sprintf("fsm: apply set_bulletin: put %s: %v", kv[0], err))
-		}
-	}
+	putBulletin(tx, data, index, ts, cmd.By)
 	mode := "replaced"
 	if cmd.Merge {
 		mode = "merged"

@@ -77,9 +77,7 @@ func applySetConfig(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, err
 	if err := cmd.Validate(); err != nil {
 		return nil, fmt.Errorf("fsm: apply set_config: %w", err)
 	}
-	if err := tx.Bucket(bucketConfig).Put([]byte(cmd.Key), cmd.Value); err != nil {
-		panic(fmt.Sprintf("fsm: apply set_config: put: %v", err))
-	}
+	mustPut(tx.Bucket(bucketConfig), []byte(cmd.Key), cmd.Value)
 	audit(tx, index, ts, AuditEvent{Kind: AuditConfig, Label: "CONFIG", Text: cmd.Key + "=" + string(cmd.Value)})
 	cfg := readConfig(tx)
 	return &cfg, nil

@@ -31,7 +31,7 @@ type Cursor struct {
 // Validate checks the agent id.
 func (c *SetCursorCommand) Validate() error {
 	if !ValidName(c.Agent) {
-		return fieldErr("agent", "must match %s", nameRE)
+		return NameError("agent", c.Agent)
 	}
 	return nil
 }
@@ -44,15 +44,17 @@ func applySetCursor(tx *bbolt.Tx, _ uint64, _ int64, body []byte) (any, error) {
 	if err := cmd.Validate(); err != nil {
 		return nil, fmt.Errorf("fsm: apply set_cursor: %w", err)
 	}
-	b := tx.Bucket(bucketCursors)
-	cur := getU64(b, []byte(cmd.Agent))
+	cur := getCursor(tx, cmd.Agent)
 	if cmd.Seq > cur {
-		if err := b.Put([]byte(cmd.Agent), u64(cmd.Seq)); err != nil {
-			panic(fmt.Sprintf("fsm: apply set_cursor: put: %v", err))
-		}
+		mustPut(tx.Bucket(bucketCursors), []byte(cmd.Agent), u64(cmd.Seq))
 		cur = cmd.Seq
 	}
 	return &Cursor{Agent: cmd.Agent, Seq: cur}, nil
+}
+
+// getCursor reads agent's cursor, 0 when its watcher never recorded one.
+func getCursor(tx *bbolt.Tx, agent string) uint64 {
+	return getU64(tx.Bucket(bucketCursors), []byte(agent))
 }
 
 // CursorOf returns an agent's cursor (Seq 0 when its watcher never
@@ -60,7 +62,7 @@ func applySetCursor(tx *bbolt.Tx, _ uint64, _ int64, body []byte) (any, error) {
 func (f *FSM) CursorOf(agent string) (Cursor, error) {
 	c := Cursor{Agent: agent}
 	err := f.view(func(tx *bbolt.Tx) error {
-		c.Seq = getU64(tx.Bucket(bucketCursors), []byte(agent))
+		c.Seq = getCursor(tx, agent)
 		return nil
 	})
 	return c, err

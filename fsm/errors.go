@@ -39,3 +39,23 @@ func (e *FieldError) Unwrap() error { return ErrInvalid }
 func fieldErr(field, format string, args ...any) error {
 	return &FieldError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
+
+// NamePattern is the rule for agent ids, roles, channels, types, tags and
+// node ids (ValidName), as messages quote it.
+const NamePattern = `^[a-z0-9][a-z0-9._-]{0,63}$`
+
+// NameRule is the reason a value is not a name, for any error that says
+// so: `must match ^[a-z0-9][a-z0-9._-]{0,63}$ (got "Alice")`. A value longer
+// than MaxNameLen bytes is quoted cut to MaxNameLen bytes and "…".
+func NameRule(value string) string {
+	if len(value) > MaxNameLen {
+		value = cutUTF8(value, MaxNameLen) + "…"
+	}
+	return fmt.Sprintf("must match %s (got %q)", NamePattern, value)
+}
+
+// NameError is the *FieldError (wrapping ErrInvalid) for field whose value
+// is not a ValidName: `FIELD: must match ^…$ (got "VALUE")`.
+func NameError(field, value string) error {
+	return &FieldError{Field: field, Reason: NameRule(value)}
+}

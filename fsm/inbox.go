@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -17,14 +16,15 @@ import (
 // has not marked it read. dropMessageIndexes removes them.
 //
 // bucketInbox: agent ‖ 0x00 ‖ seq (8 bytes BE) → [flags, priority]:
-// flags bit 0 is "read"; priority is the message's index in Priorities
-// (0 urgent … 3 low), so ?priority= filters without reading the message.
+// flags bit 0 is "read"; priority is the message's priority byte
+// (priorityByte: 0 urgent … 3 low), so ?priority= filters without reading
+// the message.
 //
 // bucketInboxUnread: agent ‖ 0x00 ‖ seq (8) → [priority], for the entries
 // not yet read: ?unread=true and "mark read up to SEQ" read this range only.
 //
 // bucketInboxCounts: agent → total (8) ‖ unread (8) ‖ unread by priority
-// (4 × 8, in Priorities order): 48 bytes, kept exact at apply so counts
+// (4 × 8, by priority byte): 48 bytes, kept exact at apply so counts
 // cost one key.
 //
 // bucketReadMarks: agent → seq (8): the highest "read up to" mark given.
@@ -46,12 +46,33 @@ const inboxRead = 1 // flags bit
 // inboxKey is agent ‖ 0x00 ‖ seq.
 func inboxKey(agent string, seq uint64) []byte { return channelIndexKey(agent, seq) }
 
-// priorityByte is p's index in Priorities; unknown values count as normal.
-func priorityByte(p string) byte {
-	if i := slices.Index(Priorities, p); i >= 0 {
-		return byte(i)
+// inboxEntry is an inbox value: whether the agent read the message, and
+// the message's priority byte.
+type inboxEntry struct {
+	read bool
+	prio byte
+}
+
+// decodeInboxEntry reads an inbox value; ok is false for a damaged one.
+func decodeInboxEntry(v []byte) (e inboxEntry, ok bool) {
+	if len(v) != 2 {
+		return e, false
 	}
-	return byte(slices.Index(Priorities, DefaultPriority))
+	return inboxEntry{read: v[0]&inboxRead != 0, prio: v[1]}, true
+}
+
+func (e inboxEntry) encode() []byte {
+	var flags byte
+	if e.read {
+		flags |= inboxRead
+	}
+	return []byte{flags, e.prio}
+}
+
+// getInboxEntry reads agent's entry for message seq; ok is false when the
+// message is not in agent's inbox.
+func getInboxEntry(tx *bbolt.Tx, agent string, seq uint64) (inboxEntry, bool) {
+	return decodeInboxEntry(tx.Bucket(bucketInbox).Get(inboxKey(agent, seq)))
 }
 
 // InboxCounts are an agent's inbox counters.
@@ -61,66 +82,94 @@ type InboxCounts struct {
 	Unread uint64 `json:"unread"`
 	// UnreadByPriority has a key for every priority (urgent, high, normal,
 	// low), zeros included.
-	UnreadByPriority map[string]uint64 `json:"unread_by_priority"`
+	UnreadByPriority map[Priority]uint64 `json:"unread_by_priority"`
 	// ReadUpto is the highest "read up to" mark given, 0 for none.
 	ReadUpto uint64 `json:"read_upto"`
 }
 
-type countsRec [2 + len4]uint64
+// countsRec is an inbox_counts value: total, unread, then unread by
+// priority byte.
+type countsRec [2 + numPriorities]uint64
 
-const len4 = 4 // len(Priorities), a constant for the array type
-
-func getCounts(b *bbolt.Bucket, agent string) (countsRec, bool) {
+// getCounts reads agent's counters, zero for an agent with no inbox.
+func getCounts(tx *bbolt.Tx, agent string) countsRec {
 	var c countsRec
-	v := b.Get([]byte(agent))
+	v := tx.Bucket(bucketInboxCounts).Get([]byte(agent))
 	if len(v) != 8*len(c) {
-		return c, false
+		return c
 	}
 	for i := range c {
 		c[i] = binary.BigEndian.Uint64(v[8*i:])
 	}
-	return c, true
+	return c
 }
 
-func putCounts(b *bbolt.Bucket, agent string, c countsRec) {
+// putCounts writes agent's counters. (Callers get, change and put rather
+// than pass a func: a closure over the record would put it on the heap,
+// once per delivery.)
+func putCounts(tx *bbolt.Tx, agent string, c countsRec) {
 	v := make([]byte, 0, 8*len(c))
 	for _, n := range c {
-		v = append(v, u64(n)...)
+		v = binary.BigEndian.AppendUint64(v, n)
 	}
-	mustPut(b, []byte(agent), v)
+	mustPut(tx.Bucket(bucketInboxCounts), []byte(agent), v)
 }
 
-// deliver appends message seq (of priority prio) to agent's inbox, unread.
+// added counts a new unread entry of priority byte prio.
+func (c *countsRec) added(prio byte) { c[0]++; c[1]++; c[2+int(prio)]++ }
+
+// read counts an unread entry of priority byte prio read.
+func (c *countsRec) read(prio byte) { c[1]--; c[2+int(prio)]-- }
+
+// removed counts entry e gone.
+func (c *countsRec) removed(e inboxEntry) {
+	c[0]--
+	if !e.read {
+		c.read(e.prio)
+	}
+}
+
+// deliver appends message seq (of priority byte prio) to agent's inbox,
+// unread.
 func deliver(tx *bbolt.Tx, agent string, seq uint64, prio byte) {
 	k := inboxKey(agent, seq)
-	mustPut(tx.Bucket(bucketInbox), k, []byte{0, prio})
+	mustPut(tx.Bucket(bucketInbox), k, inboxEntry{prio: prio}.encode())
 	mustPut(tx.Bucket(bucketInboxUnread), k, []byte{prio})
-	counts := tx.Bucket(bucketInboxCounts)
-	c, _ := getCounts(counts, agent)
-	c[0]++
-	c[1]++
-	c[2+int(prio)]++
-	putCounts(counts, agent, c)
+	c := getCounts(tx, agent)
+	c.added(prio)
+	putCounts(tx, agent, c)
+}
+
+// removeFromInbox deletes agent's entry for message seq, if there is one,
+// and counts it gone.
+func removeFromInbox(tx *bbolt.Tx, agent string, seq uint64) {
+	e, ok := getInboxEntry(tx, agent, seq)
+	if !ok {
+		return
+	}
+	c := getCounts(tx, agent)
+	c.removed(e)
+	putCounts(tx, agent, c)
+	k := inboxKey(agent, seq)
+	mustDelete(tx.Bucket(bucketInbox), k)
+	mustDelete(tx.Bucket(bucketInboxUnread), k)
 }
 
 // markRead marks agent's entry for seq read at ts and records the read
 // receipt. It reports whether the entry existed unread: an entry read
 // before is left as it is, so counts are never decremented twice.
 func markRead(tx *bbolt.Tx, agent string, seq uint64, ts int64) bool {
-	k := inboxKey(agent, seq)
-	inbox := tx.Bucket(bucketInbox)
-	v := inbox.Get(k)
-	if len(v) != 2 || v[0]&inboxRead != 0 {
+	e, ok := getInboxEntry(tx, agent, seq)
+	if !ok || e.read {
 		return false
 	}
-	prio := v[1]
-	mustPut(inbox, k, []byte{v[0] | inboxRead, prio})
+	k := inboxKey(agent, seq)
+	e.read = true
+	mustPut(tx.Bucket(bucketInbox), k, e.encode())
 	mustDelete(tx.Bucket(bucketInboxUnread), k)
-	counts := tx.Bucket(bucketInboxCounts)
-	c, _ := getCounts(counts, agent)
-	c[1]--
-	c[2+int(prio)]--
-	putCounts(counts, agent, c)
+	c := getCounts(tx, agent)
+	c.read(e.prio)
+	putCounts(tx, agent, c)
 	updateReceipt(tx, seq, agent, func(r *receiptRec) {
 		if r.ReadAt == 0 {
 			r.ReadAt = ts
@@ -144,7 +193,7 @@ func (c *MarkReadCommand) Validate() error {
 		return fieldErr("agent", "required")
 	}
 	if !ValidName(c.Agent) {
-		return fieldErr("agent", "must match %s", nameRE)
+		return NameError("agent", c.Agent)
 	}
 	switch {
 	case c.ID == "" && c.Upto == 0:
@@ -181,21 +230,20 @@ func applyMarkRead(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, erro
 	if cmd.ID != "" {
 		// One answer for an unknown id and for one in another inbox: the
 		// second must not tell an agent that a private message exists.
-		v := tx.Bucket(bucketIDs).Get([]byte(cmd.ID))
-		if len(v) < 8 || tx.Bucket(bucketInbox).Get(inboxKey(cmd.Agent, binary.BigEndian.Uint64(v[:8]))) == nil {
+		rec, ok := getID(tx, cmd.ID)
+		if ok {
+			_, ok = getInboxEntry(tx, cmd.Agent, rec.seq)
+		}
+		if !ok {
 			return nil, fmt.Errorf("fsm: apply mark_read: message %s is not in %s's inbox: %w", cmd.ID, cmd.Agent, ErrNotFound)
 		}
-		seq := binary.BigEndian.Uint64(v[:8])
-		if markRead(tx, cmd.Agent, seq, ts) {
+		if markRead(tx, cmd.Agent, rec.seq, ts) {
 			marked++
 		}
 	} else {
 		// Collect first: the cursor must not walk keys being deleted.
-		prefix := append([]byte(cmd.Agent), 0)
 		var seqs []uint64
-		c := tx.Bucket(bucketInboxUnread).Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			seq := binary.BigEndian.Uint64(k[len(prefix):])
+		for seq := range seqsAfter(tx.Bucket(bucketInboxUnread), cmd.Agent, 0) {
 			if seq > cmd.Upto {
 				break
 			}
@@ -206,12 +254,21 @@ func applyMarkRead(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, erro
 				marked++
 			}
 		}
-		marks := tx.Bucket(bucketReadMarks)
-		if cmd.Upto > getU64(marks, []byte(cmd.Agent)) {
-			mustPut(marks, []byte(cmd.Agent), u64(cmd.Upto))
-		}
+		raiseReadMark(tx, cmd.Agent, cmd.Upto)
 	}
 	return &MarkReadResult{Agent: cmd.Agent, Marked: marked, Counts: readCounts(tx, cmd.Agent)}, nil
+}
+
+// readMark is the highest "read up to" mark agent gave, 0 for none.
+func readMark(tx *bbolt.Tx, agent string) uint64 {
+	return getU64(tx.Bucket(bucketReadMarks), []byte(agent))
+}
+
+// raiseReadMark records the mark upto for agent unless it gave a higher one.
+func raiseReadMark(tx *bbolt.Tx, agent string, upto uint64) {
+	if upto > readMark(tx, agent) {
+		mustPut(tx.Bucket(bucketReadMarks), []byte(agent), u64(upto))
+	}
 }
 
 // inboxExists returns an error wrapping ErrNotFound when agent is neither
@@ -224,11 +281,11 @@ func inboxExists(tx *bbolt.Tx, agent string) error {
 }
 
 func readCounts(tx *bbolt.Tx, agent string) InboxCounts {
-	c, _ := getCounts(tx.Bucket(bucketInboxCounts), agent)
-	out := InboxCounts{Agent: agent, Total: c[0], Unread: c[1], UnreadByPriority: map[string]uint64{},
-		ReadUpto: getU64(tx.Bucket(bucketReadMarks), []byte(agent))}
-	for i, p := range Priorities {
-		out.UnreadByPriority[p] = c[2+i]
+	c := getCounts(tx, agent)
+	out := InboxCounts{Agent: agent, Total: c[0], Unread: c[1], UnreadByPriority: map[Priority]uint64{},
+		ReadUpto: readMark(tx, agent)}
+	for _, p := range Priorities {
+		out.UnreadByPriority[p] = c[2+int(priorityByte(p))]
 	}
 	return out
 }
@@ -252,12 +309,12 @@ func (f *FSM) InboxCounts(agent string) (InboxCounts, error) {
 // value); Type and From read each message of the range scanned, at most
 // MaxInboxScan entries per query.
 type InboxQuery struct {
-	Unread   bool   `json:"unread,omitempty"`
-	Priority string `json:"priority,omitempty"`
-	Type     string `json:"type,omitempty"`
-	From     string `json:"from,omitempty"`
-	After    uint64 `json:"after,omitempty"` // seq, exclusive
-	Limit    int    `json:"limit,omitempty"` // ≤ 0: DefaultPageLimit; capped at MaxPageLimit
+	Unread   bool     `json:"unread,omitempty"`
+	Priority Priority `json:"priority,omitempty"`
+	Type     string   `json:"type,omitempty"`
+	From     string   `json:"from,omitempty"`
+	After    uint64   `json:"after,omitempty"` // seq, exclusive
+	Limit    int      `json:"limit,omitempty"` // ≤ 0: DefaultPageLimit; capped at MaxPageLimit
 	// Newest lists newest first, from Before (exclusive; 0: the newest
 	// entry) down to After; the next page is the same query with
 	// Before=NextBefore.
@@ -267,14 +324,14 @@ type InboxQuery struct {
 
 // Validate checks the filters.
 func (q *InboxQuery) Validate() error {
-	if q.Priority != "" && !slices.Contains(Priorities, q.Priority) {
-		return fieldErr("priority", "must be one of %v", Priorities)
+	if q.Priority != "" && !ValidPriority(q.Priority) {
+		return fieldErr("priority", "must be one of %s", priorityList())
 	}
 	if q.Type != "" && !ValidName(q.Type) {
-		return fieldErr("type", "must match %s", nameRE)
+		return NameError("type", q.Type)
 	}
 	if q.From != "" && !ValidName(q.From) {
-		return fieldErr("from", "must match %s", nameRE)
+		return NameError("from", q.From)
 	}
 	if q.Limit > MaxPageLimit {
 		return fieldErr("limit", "%d, at most %d", q.Limit, MaxPageLimit)
@@ -366,8 +423,8 @@ func (f *FSM) Inbox(agent string, q InboxQuery) (InboxPage, error) {
 				continue
 			}
 			read := true
-			if fl := inbox.Get(k); len(fl) == 2 {
-				read = fl[0]&inboxRead != 0
+			if e, ok := decodeInboxEntry(inbox.Get(k)); ok {
+				read = e.read
 			}
 			page.Messages = append(page.Messages, InboxEntry{Message: *m, Read: read})
 		}

@@ -17,7 +17,11 @@ import (
 // type and sender.
 func fillInbox(b *mbox) []uint64 {
 	var out []uint64
-	for _, s := range []struct{ from, prio, typ string }{
+	for _, s := range []struct {
+		from string
+		prio Priority
+		typ  string
+	}{
 		{"codex", "urgent", "request"}, {"claude", "normal", "chat"}, {"codex", "low", "status"},
 		{"claude", "urgent", "chat"}, {"gemini", "high", "request"}, {"codex", "normal", "chat"},
 	} {
@@ -169,11 +173,11 @@ func TestInboxScanIsBounded(t *testing.T) {
 func TestInboxCountsAndMarkRead(t *testing.T) {
 	b := newMbox(t)
 	b.register("alice", "reviewer")
-	wantCounts := func(total, unread uint64, byPrio map[string]uint64, upto uint64) {
+	wantCounts := func(total, unread uint64, byPrio map[Priority]uint64, upto uint64) {
 		t.Helper()
 		c := b.counts("alice")
 		want := InboxCounts{Agent: "alice", Total: total, Unread: unread,
-			UnreadByPriority: map[string]uint64{"urgent": 0, "high": 0, "normal": 0, "low": 0}, ReadUpto: upto}
+			UnreadByPriority: map[Priority]uint64{"urgent": 0, "high": 0, "normal": 0, "low": 0}, ReadUpto: upto}
 		maps.Copy(want.UnreadByPriority, byPrio)
 		if c.Agent != want.Agent || c.Total != want.Total || c.Unread != want.Unread || c.ReadUpto != want.ReadUpto ||
 			!maps.Equal(c.UnreadByPriority, want.UnreadByPriority) {
@@ -182,7 +186,7 @@ func TestInboxCountsAndMarkRead(t *testing.T) {
 	}
 	wantCounts(0, 0, nil, 0)
 	s := fillInbox(b) // urgent normal low urgent high normal
-	wantCounts(6, 6, map[string]uint64{"urgent": 2, "normal": 2, "low": 1, "high": 1}, 0)
+	wantCounts(6, 6, map[Priority]uint64{"urgent": 2, "normal": 2, "low": 1, "high": 1}, 0)
 
 	// One message.
 	m4, err := b.f.Inbox("alice", InboxQuery{After: s[2], Limit: 1})
@@ -193,26 +197,26 @@ func TestInboxCountsAndMarkRead(t *testing.T) {
 	if res.Marked != 1 || res.Counts.Unread != 5 {
 		t.Errorf("mark one = %+v", res)
 	}
-	wantCounts(6, 5, map[string]uint64{"urgent": 1, "normal": 2, "low": 1, "high": 1}, 0)
+	wantCounts(6, 5, map[Priority]uint64{"urgent": 1, "normal": 2, "low": 1, "high": 1}, 0)
 	// Again: nothing changes, counts are not decremented twice.
 	res = b.ok(OpMarkRead, MarkReadCommand{Agent: "alice", ID: m4.Messages[0].ID}).(*MarkReadResult)
 	if res.Marked != 0 {
 		t.Errorf("marking a read message again marked %d", res.Marked)
 	}
-	wantCounts(6, 5, map[string]uint64{"urgent": 1, "normal": 2, "low": 1, "high": 1}, 0)
+	wantCounts(6, 5, map[Priority]uint64{"urgent": 1, "normal": 2, "low": 1, "high": 1}, 0)
 
 	// Up to s[4]: s[0], s[1], s[2], s[4] (s[3] was read already).
 	res = b.ok(OpMarkRead, MarkReadCommand{Agent: "alice", Upto: s[4]}).(*MarkReadResult)
 	if res.Marked != 4 {
 		t.Errorf("upto marked %d, want 4", res.Marked)
 	}
-	wantCounts(6, 1, map[string]uint64{"normal": 1}, s[4])
+	wantCounts(6, 1, map[Priority]uint64{"normal": 1}, s[4])
 	// Up to a lower seq: nothing to do, the mark stays.
 	res = b.ok(OpMarkRead, MarkReadCommand{Agent: "alice", Upto: s[1]}).(*MarkReadResult)
 	if res.Marked != 0 {
 		t.Errorf("lower upto marked %d", res.Marked)
 	}
-	wantCounts(6, 1, map[string]uint64{"normal": 1}, s[4])
+	wantCounts(6, 1, map[Priority]uint64{"normal": 1}, s[4])
 	// Past the end.
 	b.ok(OpMarkRead, MarkReadCommand{Agent: "alice", Upto: 1 << 40})
 	wantCounts(6, 0, nil, 1<<40)

@@ -163,7 +163,7 @@ func validLockParties(path, holder string) error {
 		if holder == "" {
 			return fieldErr("holder", "required: the agent id taking the lock")
 		}
-		return fieldErr("holder", "%q must match %s", holder, nameRE)
+		return NameError("holder", holder)
 	}
 	return nil
 }
@@ -223,10 +223,10 @@ func (c *LockReleaseCommand) Validate() error {
 	}
 	if c.Force {
 		if !ValidName(c.By) {
-			return fieldErr("by", "required with force: who breaks the lease (an id matching %s), for the audit trail", nameRE)
+			return fieldErr("by", "required with force: who breaks the lease (an id matching %s), for the audit trail", NamePattern)
 		}
 		if c.Holder != "" && !ValidName(c.Holder) {
-			return fieldErr("holder", "%q must match %s", c.Holder, nameRE)
+			return NameError("holder", c.Holder)
 		}
 		return nil
 	}
@@ -237,7 +237,7 @@ func (c *LockReleaseCommand) Validate() error {
 		if c.Holder == "" {
 			return fieldErr("holder", "required (or force with by)")
 		}
-		return fieldErr("holder", "%q must match %s", c.Holder, nameRE)
+		return NameError("holder", c.Holder)
 	}
 	if c.Token == 0 {
 		return fieldErr("token", "required: the fencing token the grant returned")
@@ -264,7 +264,7 @@ func (c *ReleaseHolderLocksCommand) Validate() error {
 	}
 	for i, h := range c.Holders {
 		if !ValidName(h) {
-			return fieldErr(fmt.Sprintf("holders[%d]", i), "%q must match %s", h, nameRE)
+			return NameError(fmt.Sprintf("holders[%d]", i), h)
 		}
 	}
 	if len(c.Reason) > MaxTitleLen {
@@ -599,7 +599,7 @@ func (f *FSM) Locks(q LockQuery) (LockPage, error) {
 	limit = min(limit, MaxPageLimit)
 	page := LockPage{Locks: []Lock{}}
 	if q.Holder != "" && !ValidName(q.Holder) {
-		return page, fmt.Errorf("fsm: locks: %w", fieldErr("holder", "%q must match %s", q.Holder, nameRE))
+		return page, fmt.Errorf("fsm: locks: %w", NameError("holder", q.Holder))
 	}
 	var prefix []byte
 	if q.Holder != "" {

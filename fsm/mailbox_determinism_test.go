@@ -42,7 +42,7 @@ func mailboxLog(tb testing.TB, seed uint64, n int) []*raft.Log {
 			m := testMessage(fmt.Sprintf("msg-20261121-103000-%s-%08x", from, idx), pick([]string{"general", "ops"}),
 				fmt.Sprintf("@%s text %d", pick(agents), idx))
 			m.From, m.To = from, to
-			m.Priority = pick(Priorities)
+			m.Priority = Priorities[rng.IntN(len(Priorities))]
 			if len(sent) > 0 && rng.IntN(3) == 0 {
 				m.InReplyTo = sent[rng.IntN(len(sent))]
 			}
@@ -170,7 +170,7 @@ func TestMailboxDeterministicAcrossBatchSplits(t *testing.T) {
 			continue
 		}
 		var total, unread uint64
-		byPrio := map[string]uint64{}
+		byPrio := map[Priority]uint64{}
 		for after := uint64(0); ; {
 			p, err := singles.Inbox(a, InboxQuery{After: after, Limit: MaxPageLimit})
 			if err != nil {

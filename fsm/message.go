@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"path"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -46,7 +45,7 @@ type Message struct {
 	Recipients []string `json:"recipients,omitempty"`
 	Type       string   `json:"type,omitempty"`
 	Title      string   `json:"title,omitempty"`
-	Priority   string   `json:"priority,omitempty"`
+	Priority   Priority `json:"priority,omitempty"`
 	Content    Content  `json:"content"`
 	Tags       []string `json:"tags,omitempty"`
 	// InReplyTo is the id of the message this one answers.
@@ -93,9 +92,6 @@ func (r *Recipients) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Priorities in the order a watcher should serve them.
-var Priorities = []string{"urgent", "high", "normal", "low"}
-
 // Limits on a message. The size limit is configured per node
 // (--max-message-bytes) and checked on the wire; these are fixed.
 const (
@@ -106,14 +102,15 @@ const (
 	MaxArtifacts     = 256  // entries in "content.artifacts"
 	MaxTitleLen      = 1024 // bytes
 	DefaultMaxBytes  = 100 << 10
-	DefaultPriority  = "normal"
+	DefaultPriority  = PriorityNormal
 	DefaultType      = "chat"
 	VisibilityPublic = "public"
 )
 
 var (
-	// nameRE is the rule for agent ids, channel names, types and tags.
-	nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+	// nameRE is NamePattern compiled: the rules compiler's messages quote
+	// it, the tests check ValidName against it.
+	nameRE = regexp.MustCompile(NamePattern)
 	// idRE admits generated ids and the ids of the seed systems (uuids,
 	// "msg_001"); it stays a safe URL path segment.
 	idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
@@ -121,8 +118,8 @@ var (
 	recipientRE = regexp.MustCompile(`^(\*|role:[a-z0-9][a-z0-9._-]{0,63}|[a-z0-9*?\[][a-z0-9._*?\[\]^-]{0,127})$`)
 )
 
-// ValidName reports whether s is a valid agent id or channel name:
-// ^[a-z0-9][a-z0-9._-]{0,63}$.
+// ValidName reports whether s is a valid agent id or channel name: whether
+// it matches NamePattern. NameError says why it does not.
 func ValidName(s string) bool {
 	// By hand: it runs several times per send on every node.
 	if len(s) == 0 || len(s) > MaxNameLen || !isAlnum(s[0]) {
@@ -180,7 +177,7 @@ func (m *Message) Validate() error {
 		return fieldErr("from", "required")
 	}
 	if !ValidName(m.From) {
-		return fieldErr("from", "must match %s", nameRE)
+		return NameError("from", m.From)
 	}
 	if m.ID == "" {
 		return fieldErr("id", "required")
@@ -195,7 +192,7 @@ func (m *Message) Validate() error {
 		return fieldErr("channel", "required")
 	}
 	if !ValidName(m.Channel) {
-		return fieldErr("channel", "must match %s", nameRE)
+		return NameError("channel", m.Channel)
 	}
 	if len(m.To) == 0 {
 		return fieldErr("to", "required: at least one recipient")
@@ -215,23 +212,23 @@ func (m *Message) Validate() error {
 			}
 		case kindAgent:
 			if !ValidName(r) {
-				return fieldErr(fmt.Sprintf("to[%d]", i), "%q is not a valid agent id: must match %s", r, nameRE)
+				return fieldErr(fmt.Sprintf("to[%d]", i), "not a valid agent id: %s", NameRule(r))
 			}
 		}
 	}
 	for i, r := range m.Recipients {
 		if !ValidName(r) {
-			return fieldErr(fmt.Sprintf("recipients[%d]", i), "must match %s", nameRE)
+			return NameError(fmt.Sprintf("recipients[%d]", i), r)
 		}
 	}
 	if strings.TrimSpace(m.Content.Text) == "" {
 		return fieldErr("content.text", "required")
 	}
 	if !ValidName(m.Type) {
-		return fieldErr("type", "must match %s", nameRE)
+		return NameError("type", m.Type)
 	}
-	if !slices.Contains(Priorities, m.Priority) {
-		return fieldErr("priority", "must be one of %s", strings.Join(Priorities, ", "))
+	if !ValidPriority(m.Priority) {
+		return fieldErr("priority", "must be one of %s", priorityList())
 	}
 	if m.Visibility != "public" && m.Visibility != "private" {
 		return fieldErr("visibility", "must be public or private")
@@ -247,7 +244,7 @@ func (m *Message) Validate() error {
 	}
 	for i, t := range m.Tags {
 		if !ValidName(t) {
-			return fieldErr(fmt.Sprintf("tags[%d]", i), "must match %s", nameRE)
+			return NameError(fmt.Sprintf("tags[%d]", i), t)
 		}
 	}
 	if len(m.Content.Artifacts) > MaxArtifacts {

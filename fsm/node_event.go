@@ -41,7 +41,7 @@ var nodeEventLabels = map[string]string{
 // the field at fault.
 func (c *NodeEventCommand) Validate() error {
 	if !ValidName(c.NodeID) {
-		return fieldErr("node_id", "%q must match ^[a-z0-9][a-z0-9._-]{0,63}$", c.NodeID)
+		return NameError("node_id", c.NodeID)
 	}
 	if _, ok := nodeEventLabels[c.Event]; !ok {
 		return fieldErr("event", "%q is not join, leave or dead", c.Event)

@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -25,7 +24,7 @@ type OverviewEntry struct {
 	To         []string `json:"to"`
 	Recipients []string `json:"recipients,omitempty"`
 	Type       string   `json:"type,omitempty"`
-	Priority   string   `json:"priority,omitempty"`
+	Priority   Priority `json:"priority,omitempty"`
 	// Title is PrivateText for a private message read on a node without
 	// authentication; a reader who may read the message sees its title.
 	Title   string `json:"title,omitempty"`
@@ -56,7 +55,7 @@ type overviewHeaders struct {
 	To         Recipients `json:"to"`
 	Recipients []string   `json:"recipients"`
 	Type       string     `json:"type"`
-	Priority   string     `json:"priority"`
+	Priority   Priority   `json:"priority"`
 	Title      string     `json:"title"`
 	Visibility string     `json:"visibility"`
 }
@@ -142,10 +141,7 @@ func (f *FSM) OverviewFor(viewer *Viewer, channel string, after uint64, limit in
 			}
 			return nil
 		}
-		prefix := append([]byte(channel), 0)
-		c := tx.Bucket(bucketChannelIndex).Cursor()
-		for k, _ := c.Seek(channelIndexKey(channel, after+1)); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			seq := binary.BigEndian.Uint64(k[len(prefix):])
+		for seq := range seqsAfter(tx.Bucket(bucketChannelIndex), channel, after) {
 			if err := add(seq, msgs.Get(u64(seq))); err != nil {
 				return err
 			}

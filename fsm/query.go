@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -32,29 +31,17 @@ type ChannelInfo struct {
 	LastSeq  uint64 `json:"last_seq"`  // seq of the newest message
 }
 
-func getMessage(tx *bbolt.Tx, seq uint64) (*Message, error) {
-	v := tx.Bucket(bucketMessages).Get(u64(seq))
-	if v == nil {
-		return nil, fmt.Errorf("message at seq %d: %w", seq, ErrNotFound)
-	}
-	var m Message
-	if err := json.Unmarshal(v, &m); err != nil {
-		return nil, fmt.Errorf("message at seq %d: decode: %w", seq, err)
-	}
-	return &m, nil
-}
-
 // Message returns the message with the given id, or an error wrapping
 // ErrNotFound.
 func (f *FSM) Message(id string) (*Message, error) {
 	var m *Message
 	err := f.view(func(tx *bbolt.Tx) error {
-		v := tx.Bucket(bucketIDs).Get([]byte(id))
-		if len(v) < 8 {
+		rec, ok := getID(tx, id)
+		if !ok {
 			return fmt.Errorf("fsm: message %s: %w", id, ErrNotFound)
 		}
 		var err error
-		m, err = getMessage(tx, binary.BigEndian.Uint64(v[:8]))
+		m, err = getMessage(tx, rec.seq)
 		return err
 	})
 	return m, err
@@ -70,15 +57,13 @@ func (f *FSM) ChannelPage(channel string, after uint64, limit int) (Page, error)
 	}
 	limit = min(limit, MaxPageLimit)
 	page := Page{Messages: []*Message{}}
-	prefix := append([]byte(channel), 0)
 	err := f.view(func(tx *bbolt.Tx) error {
-		c := tx.Bucket(bucketChannelIndex).Cursor()
-		for k, _ := c.Seek(channelIndexKey(channel, after+1)); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		for seq := range seqsAfter(tx.Bucket(bucketChannelIndex), channel, after) {
 			if len(page.Messages) == limit {
 				page.HasMore = true
 				return nil
 			}
-			m, err := getMessage(tx, binary.BigEndian.Uint64(k[len(prefix):]))
+			m, err := getMessage(tx, seq)
 			if err != nil {
 				return fmt.Errorf("fsm: channel %s: %w", channel, err)
 			}
@@ -120,15 +105,11 @@ func (f *FSM) Channels() ([]ChannelInfo, error) {
 	out := []ChannelInfo{}
 	err := f.view(func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketChannels).ForEach(func(k, v []byte) error {
-			if len(v) != 24 {
+			rec, ok := decodeChannel(v)
+			if !ok {
 				return fmt.Errorf("fsm: channel %s: bad record", k)
 			}
-			out = append(out, ChannelInfo{
-				Name:     string(k),
-				Count:    binary.BigEndian.Uint64(v[:8]),
-				FirstSeq: binary.BigEndian.Uint64(v[8:16]),
-				LastSeq:  binary.BigEndian.Uint64(v[16:]),
-			})
+			out = append(out, ChannelInfo{Name: string(k), Count: rec.count, FirstSeq: rec.first, LastSeq: rec.last})
 			return nil
 		})
 	})

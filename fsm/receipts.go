@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -47,6 +46,21 @@ func putReceipt(tx *bbolt.Tx, seq uint64, agent string, r receiptRec) {
 	mustPut(tx.Bucket(bucketReceipts), receiptKey(seq, agent), data)
 }
 
+// deleteReceipts deletes every receipt of the message at seq.
+func deleteReceipts(tx *bbolt.Tx, seq uint64) {
+	receipts := tx.Bucket(bucketReceipts)
+	prefix := u64(seq)
+	// Collect first: the cursor must not walk keys being deleted.
+	var keys [][]byte
+	c := receipts.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		keys = append(keys, bytes.Clone(k))
+	}
+	for _, k := range keys {
+		mustDelete(receipts, k)
+	}
+}
+
 // updateReceipt applies fn to the receipt of (seq, agent), if there is one.
 func updateReceipt(tx *bbolt.Tx, seq uint64, agent string, fn func(*receiptRec)) {
 	v := tx.Bucket(bucketReceipts).Get(receiptKey(seq, agent))
@@ -68,11 +82,11 @@ func recordAnswer(tx *bbolt.Tx, m *Message, ts int64) {
 	if m.InReplyTo == "" {
 		return
 	}
-	v := tx.Bucket(bucketIDs).Get([]byte(m.InReplyTo))
-	if len(v) < 8 {
+	parent, ok := getID(tx, m.InReplyTo)
+	if !ok {
 		return
 	}
-	updateReceipt(tx, binary.BigEndian.Uint64(v[:8]), m.From, func(r *receiptRec) {
+	updateReceipt(tx, parent.seq, m.From, func(r *receiptRec) {
 		if r.AnsweredAt == 0 && r.Blocked == "" {
 			r.AnsweredAt, r.ReplyID = ts, m.ID
 		}
@@ -140,11 +154,11 @@ type Receipts struct {
 func (f *FSM) Receipts(id string) (Receipts, error) {
 	out := Receipts{ID: id, Receipts: []Receipt{}}
 	err := f.view(func(tx *bbolt.Tx) error {
-		v := tx.Bucket(bucketIDs).Get([]byte(id))
-		if len(v) < 8 {
+		rec, ok := getID(tx, id)
+		if !ok {
 			return fmt.Errorf("fsm: receipts of %s: message %w", id, ErrNotFound)
 		}
-		out.Seq = binary.BigEndian.Uint64(v[:8])
+		out.Seq = rec.seq
 		m, err := getMessage(tx, out.Seq)
 		if err != nil {
 			return fmt.Errorf("fsm: receipts of %s: %w", id, err)

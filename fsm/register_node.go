@@ -41,12 +41,15 @@ func applyRegisterNode(tx *bbolt.Tx, index uint64, _ int64, body []byte) (any, e
 		return nil, fmt.Errorf("fsm: apply register_node: %w", fieldErr("api_addr", "required"))
 	}
 	info := NodeInfo{NodeID: cmd.NodeID, APIAddr: cmd.APIAddr, RaftAddr: cmd.RaftAddr, Index: index}
+	putNode(tx, &info)
+	return &info, nil
+}
+
+// putNode stores a node's record (bucketNodes: node id → NodeInfo JSON).
+func putNode(tx *bbolt.Tx, info *NodeInfo) {
 	data, err := json.Marshal(info)
 	if err != nil {
-		return nil, fmt.Errorf("fsm: apply register_node: encode: %w", err)
+		panic(fmt.Sprintf("fsm: node %s: encode: %v", info.NodeID, err))
 	}
-	if err := tx.Bucket(bucketNodes).Put([]byte(cmd.NodeID), data); err != nil {
-		panic(fmt.Sprintf("fsm: apply register_node: put: %v", err))
-	}
-	return &info, nil
+	mustPut(tx.Bucket(bucketNodes), []byte(info.NodeID), data)
 }

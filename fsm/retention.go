@@ -1,8 +1,6 @@
 package fsm
 
 import (
-	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -60,7 +58,7 @@ const (
 // Validate checks the command and returns the parsed age.
 func (c *SetRetentionCommand) Validate() (time.Duration, error) {
 	if !ValidName(c.Channel) {
-		return 0, fieldErr("channel", "must match %s", nameRE)
+		return 0, NameError("channel", c.Channel)
 	}
 	var age time.Duration
 	if c.MaxAge != "" {
@@ -137,7 +135,7 @@ func applyTrim(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 		return nil, fmt.Errorf("fsm: apply trim: decode: %w", err)
 	}
 	if !ValidName(cmd.Channel) {
-		return nil, fmt.Errorf("fsm: apply trim: %w", fieldErr("channel", "must match %s", nameRE))
+		return nil, fmt.Errorf("fsm: apply trim: %w", NameError("channel", cmd.Channel))
 	}
 	r, ok := loadRetention(tx, cmd.Channel)
 	if !ok {
@@ -155,22 +153,17 @@ func applyTrim(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 // its line.
 func trim(tx *bbolt.Tx, index uint64, ts int64, r Retention) *TrimResult {
 	res := &TrimResult{Channel: r.Channel}
-	chans := tx.Bucket(bucketChannels)
-	cv := chans.Get([]byte(r.Channel))
-	if len(cv) != 24 || (r.MaxAge == 0 && r.MaxMessages == 0) {
+	ch, ok := getChannel(tx, r.Channel)
+	if !ok || (r.MaxAge == 0 && r.MaxMessages == 0) {
 		res.Retention = r
 		return res
 	}
-	count := binary.BigEndian.Uint64(cv[:8])
-	last := binary.BigEndian.Uint64(cv[16:])
+	count := ch.count
 	cutoff := ts - int64(r.MaxAge)
-	prefix := append([]byte(r.Channel), 0)
-	idx := tx.Bucket(bucketChannelIndex)
-	var drop [][]byte
+	// Collect first: the cursor must not walk keys being deleted.
+	var drop []uint64
 	var newFirst uint64
-	c := idx.Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		seq := binary.BigEndian.Uint64(k[len(prefix):])
+	for seq := range seqsAfter(tx.Bucket(bucketChannelIndex), r.Channel, 0) {
 		remaining := count - uint64(len(drop))
 		overCount := r.MaxMessages > 0 && remaining > r.MaxMessages
 		tooOld := false
@@ -187,27 +180,22 @@ func trim(tx *bbolt.Tx, index uint64, ts int64, r Retention) *TrimResult {
 			newFirst = seq
 			break
 		}
-		drop = append(drop, bytes.Clone(k))
+		drop = append(drop, seq)
 	}
-	for _, k := range drop {
-		seq := binary.BigEndian.Uint64(k[len(prefix):])
+	for _, seq := range drop {
 		if m, err := getMessage(tx, seq); err == nil {
 			dropMessageIndexes(tx, m)
 		}
-		mustDelete(tx.Bucket(bucketMessages), u64(seq))
-		mustDelete(idx, k)
+		deleteMessage(tx, seq)
+		removeFromChannel(tx, r.Channel, seq)
 		res.UpToSeq = seq
 	}
 	res.Trimmed = len(drop)
 	if res.Trimmed > 0 {
 		if left := count - uint64(len(drop)); left == 0 {
-			mustDelete(chans, []byte(r.Channel))
+			deleteChannel(tx, r.Channel)
 		} else {
-			v := make([]byte, 0, 24)
-			v = append(append(append(v, u64(left)...), u64(newFirst)...), u64(last)...)
-			if err := chans.Put([]byte(r.Channel), v); err != nil {
-				panic(fmt.Sprintf("fsm: trim: put channel: %v", err))
-			}
+			putChannel(tx, r.Channel, channelRecord{count: left, first: newFirst, last: ch.last})
 		}
 		r.Trimmed += uint64(res.Trimmed)
 		r.LastTrimSeq = res.UpToSeq
@@ -258,16 +246,16 @@ func (f *FSM) TrimDue(channel string, now time.Time) (bool, error) {
 	due := false
 	err := f.view(func(tx *bbolt.Tx) error {
 		r, ok := loadRetention(tx, channel)
-		cv := tx.Bucket(bucketChannels).Get([]byte(channel))
-		if !ok || len(cv) != 24 {
+		ch, hasMessages := getChannel(tx, channel)
+		if !ok || !hasMessages {
 			return nil
 		}
-		if r.MaxMessages > 0 && binary.BigEndian.Uint64(cv[:8]) > r.MaxMessages {
+		if r.MaxMessages > 0 && ch.count > r.MaxMessages {
 			due = true
 			return nil
 		}
 		if r.MaxAge > 0 {
-			first, err := getMessage(tx, binary.BigEndian.Uint64(cv[8:16]))
+			first, err := getMessage(tx, ch.first)
 			due = err == nil && first.Timestamp.Before(now.Add(-r.MaxAge))
 		}
 		return nil

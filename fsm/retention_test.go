@@ -54,6 +54,30 @@ func TestRetentionMaxMessages(t *testing.T) {
 	}
 }
 
+// A reply to a message retention trimmed is stored, in the thread its
+// in_reply_to names: the parent's own thread is gone with it.
+func TestReplyToTrimmedMessage(t *testing.T) {
+	b := newMbox(t)
+	first := b.msg("codex", "one", "claude")
+	b.send(first)
+	b.send(b.msg("codex", "two", "claude"))
+	b.ok(OpSetRetention, SetRetentionCommand{Channel: "general", MaxMessages: 1})
+	if _, err := b.f.Message(first.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the first message was not trimmed: %v", err)
+	}
+	reply := b.msg("claude", "about one", "codex")
+	reply.InReplyTo = first.ID
+	res := b.send(reply)
+	got, err := b.f.Message(reply.ID)
+	if err != nil || got.Seq != res.Seq || got.ThreadID != first.ID {
+		t.Fatalf("reply = %+v, %v; want it stored at %d in thread %s", got, err, res.Seq, first.ID)
+	}
+	page, err := b.f.Thread(first.ID, 0, 10)
+	if err != nil || len(page.Messages) != 1 || page.Messages[0].ID != reply.ID {
+		t.Fatalf("thread %s = %+v, %v; want the reply alone", first.ID, page, err)
+	}
+}
+
 func containsLabel(lines []string, label string) bool {
 	for _, l := range lines {
 		if strings.Contains(l, "] "+label) {

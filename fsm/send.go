@@ -1,9 +1,7 @@
 package fsm
 
 import (
-	"bytes"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,6 +48,8 @@ func contentHash(m *Message) ([32]byte, error) {
 //
 //   - an id stored before answers its original place (same content) or is a
 //     conflict (other content);
+//   - a reply gets its thread (fillThread) and, when it answers a private
+//     message, is made private whatever the client set (inheritPrivacy);
 //   - the recipients are resolved against the registry (resolveRecipients;
 //     a role or glob that matches nobody is a *FieldError);
 //   - a sender that is not registered is refused with ErrForbidden when
@@ -77,22 +77,15 @@ func applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fsm: apply send: hash: %w", err)
 	}
-	ids := tx.Bucket(bucketIDs)
-	if prev := ids.Get([]byte(m.ID)); prev != nil {
-		if len(prev) != 40 || !bytes.Equal(prev[8:], sum[:]) {
-			return nil, fmt.Errorf("fsm: apply send: id %s: %w", m.ID, ErrConflict)
-		}
-		seq := binary.BigEndian.Uint64(prev[:8])
-		res := &SendResult{ID: m.ID, Seq: seq, Blocked: blockedOf(tx, seq), Duplicate: true}
-		// A message trimmed by retention keeps its id, so a late retry
-		// still answers the original seq instead of storing it again.
-		if stored, err := getMessage(tx, seq); err == nil {
-			res.Timestamp = stored.Timestamp
-		} else if !errors.Is(err, ErrNotFound) {
-			return nil, fmt.Errorf("fsm: apply send: %w", err)
-		}
-		return res, nil
+	if prev, ok := getID(tx, m.ID); ok {
+		return resend(tx, &m, prev, sum)
 	}
+	parent, err := parentOf(tx, &m)
+	if err != nil {
+		return nil, fmt.Errorf("fsm: apply send: in_reply_to: %w", err)
+	}
+	fillThread(&m, parent)
+	inheritPrivacy(&m, parent)
 
 	rcpts, err := resolveRecipients(tx, &m)
 	if err != nil {
@@ -110,90 +103,32 @@ func applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 		audit(tx, index, ts, markPrivate(AuditEvent{Kind: AuditBlocked, From: m.From, To: m.To, Label: "BLOCKED", Text: reason, MessageID: m.ID}, &m, nil))
 		return nil, fmt.Errorf("fsm: apply send: %w: %s", ErrForbidden, reason)
 	}
-	delivered, blocked := rcpts, []BlockedRecipient(nil)
-	rules, err := loadRules(tx)
+	delivered, blocked, err := applyRules(tx, &m, fromRole, rcpts)
 	if err != nil {
 		return nil, fmt.Errorf("fsm: apply send: rules: %w", err)
 	}
-	if rules != nil {
-		delivered = nil
-		for _, r := range rcpts {
-			if ok, reason := rules.Allows(m.From, fromRole, r.id, r.role); ok {
-				delivered = append(delivered, r)
-			} else {
-				blocked = append(blocked, BlockedRecipient{ID: r.id, Reason: reason})
-			}
-		}
-	}
-	blockedAudit := func() {
-		for _, b := range blocked {
-			audit(tx, index, ts, markPrivate(AuditEvent{Kind: AuditBlocked, From: m.From, To: []string{b.ID}, Label: "BLOCKED", Text: b.Reason, MessageID: m.ID}, &m, delivered))
-		}
-	}
 	if len(rcpts) > 0 && len(delivered) == 0 {
-		blockedAudit()
+		auditBlocked(tx, index, ts, &m, delivered, blocked)
 		reasons := make([]string, len(blocked))
 		for i, b := range blocked {
 			reasons[i] = b.ID + ": " + b.Reason
 		}
 		return nil, fmt.Errorf("fsm: apply send: %w: the rules block every recipient: %s", ErrForbidden, strings.Join(reasons, "; "))
 	}
-	if err := fillThread(tx, &m); err != nil {
-		return nil, fmt.Errorf("fsm: apply send: thread: %w", err)
-	}
 
 	// Everything is checked: write.
 	if sender == nil {
-		now := time.Unix(0, ts).UTC()
-		a := Agent{ID: m.From, Role: DefaultRole, Auto: true, RegisteredAt: now, UpdatedAt: now, Index: index}
-		putAgent(tx, nil, &a)
-		audit(tx, index, ts, AuditEvent{Kind: AuditAgent, From: a.ID, Label: "REGISTER",
-			Text: "role " + a.Role + " (registered by its first send)", MessageID: auditMessageID(&m)})
+		registerBySend(tx, index, ts, &m)
 	}
 	m.Seq = index
 	if m.Timestamp.IsZero() {
 		m.Timestamp = time.Unix(0, ts).UTC()
 	}
-	m.Recipients = make([]string, len(delivered))
-	for i, r := range delivered {
-		m.Recipients[i] = r.id
+	m.Recipients = nil
+	for _, r := range delivered {
+		m.Recipients = append(m.Recipients, r.id)
 	}
-	if len(m.Recipients) == 0 {
-		m.Recipients = nil
-	}
-	data, err := json.Marshal(&m)
-	if err != nil {
-		panic(fmt.Sprintf("fsm: apply send: encode: %v", err))
-	}
-	seqKey := u64(index)
-	chans := tx.Bucket(bucketChannels)
-	var count, first uint64
-	if v := chans.Get([]byte(m.Channel)); len(v) == 24 {
-		count = binary.BigEndian.Uint64(v[:8])
-		first = binary.BigEndian.Uint64(v[8:16])
-	} else {
-		first = index
-	}
-	chanVal := make([]byte, 0, 24)
-	chanVal = append(append(append(chanVal, u64(count+1)...), u64(first)...), seqKey...)
-	idVal := append(append(make([]byte, 0, 40), seqKey...), sum[:]...)
-
-	for _, w := range []struct {
-		bucket []byte
-		k, v   []byte
-	}{
-		{bucketMessages, seqKey, data},
-		{bucketIDs, []byte(m.ID), idVal},
-		{bucketChannels, []byte(m.Channel), chanVal},
-		{bucketChannelIndex, channelIndexKey(m.Channel, index), nil},
-		{bucketThreads, channelIndexKey(threadOf(&m), index), nil},
-	} {
-		if err := tx.Bucket(w.bucket).Put(w.k, w.v); err != nil {
-			// A bbolt Put fails only on programming errors (empty key, key
-			// too large) or a read-only tx; the batch is abandoned.
-			panic(fmt.Sprintf("fsm: apply send: put %s: %v", w.bucket, err))
-		}
-	}
+	storeMessage(tx, &m, sum)
 	prio := priorityByte(m.Priority)
 	for _, r := range delivered {
 		deliver(tx, r.id, index, prio)
@@ -209,6 +144,60 @@ func applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 	}
 	audit(tx, index, ts, markPrivate(AuditEvent{Kind: AuditMessage, From: m.From, To: m.Recipients, Label: strings.ToUpper(m.Type),
 		Text: text, MessageID: m.ID}, &m, delivered))
-	blockedAudit()
+	auditBlocked(tx, index, ts, &m, delivered, blocked)
 	return &SendResult{ID: m.ID, Seq: index, Timestamp: m.Timestamp, Blocked: blocked}, nil
+}
+
+// resend answers a send of an id stored before (prev): the original place
+// when sum matches the stored hash (a retry), else ErrConflict. A message
+// trimmed by retention keeps its id, so a late retry still answers the
+// original seq instead of storing it again.
+func resend(tx *bbolt.Tx, m *Message, prev idRecord, sum [32]byte) (*SendResult, error) {
+	if prev.sum != sum {
+		return nil, fmt.Errorf("fsm: apply send: id %s: %w", m.ID, ErrConflict)
+	}
+	res := &SendResult{ID: m.ID, Seq: prev.seq, Blocked: blockedOf(tx, prev.seq), Duplicate: true}
+	if stored, err := getMessage(tx, prev.seq); err == nil {
+		res.Timestamp = stored.Timestamp
+	} else if !errors.Is(err, ErrNotFound) {
+		return nil, fmt.Errorf("fsm: apply send: %w", err)
+	}
+	return res, nil
+}
+
+// applyRules splits the resolved recipients of m, sent by an agent of
+// fromRole, into those the rules document (if any) lets it reach and those
+// it blocks, with the rule's reason.
+func applyRules(tx *bbolt.Tx, m *Message, fromRole string, rcpts []recipient) ([]recipient, []BlockedRecipient, error) {
+	rules, err := loadRules(tx)
+	if err != nil || rules == nil {
+		return rcpts, nil, err
+	}
+	var delivered []recipient
+	var blocked []BlockedRecipient
+	for _, r := range rcpts {
+		if ok, reason := rules.Allows(m.From, fromRole, r.id, r.role); ok {
+			delivered = append(delivered, r)
+		} else {
+			blocked = append(blocked, BlockedRecipient{ID: r.id, Reason: reason})
+		}
+	}
+	return delivered, blocked, nil
+}
+
+// auditBlocked writes one BLOCKED line per recipient the rules kept m from.
+func auditBlocked(tx *bbolt.Tx, index uint64, ts int64, m *Message, delivered []recipient, blocked []BlockedRecipient) {
+	for _, b := range blocked {
+		audit(tx, index, ts, markPrivate(AuditEvent{Kind: AuditBlocked, From: m.From, To: []string{b.ID}, Label: "BLOCKED", Text: b.Reason, MessageID: m.ID}, m, delivered))
+	}
+}
+
+// registerBySend registers the sender of m, unknown so far, with the
+// default role: the first send of an agent registers it.
+func registerBySend(tx *bbolt.Tx, index uint64, ts int64, m *Message) {
+	now := time.Unix(0, ts).UTC()
+	a := Agent{ID: m.From, Role: DefaultRole, Auto: true, RegisteredAt: now, UpdatedAt: now, Index: index}
+	putAgent(tx, nil, &a)
+	audit(tx, index, ts, AuditEvent{Kind: AuditAgent, From: a.ID, Label: "REGISTER",
+		Text: "role " + a.Role + " (registered by its first send)", MessageID: auditMessageID(m)})
 }

@@ -12,20 +12,19 @@ import (
 var (
 	// bucketMeta: "applied_index", "applied_term" → u64; "last_ts" → i64.
 	bucketMeta = []byte("meta")
-	// bucketMessages: seq → message JSON.
-	bucketMessages = []byte("messages")
-	// bucketIDs: message id → seq (8 bytes) + SHA-256 of the sent form (32).
-	bucketIDs = []byte("ids")
-	// bucketChannels: channel → count (8) + first seq (8) + last seq (8).
-	bucketChannels = []byte("channels")
-	// bucketChannelIndex: channel + 0x00 + seq → empty.
+	// The message log (messages.go): seq → message JSON; message id → seq
+	// and hash; channel → counts; channel ‖ 0x00 ‖ seq → empty.
+	bucketMessages     = []byte("messages")
+	bucketIDs          = []byte("ids")
+	bucketChannels     = []byte("channels")
 	bucketChannelIndex = []byte("channel_index")
 	// bucketNodes: node id → NodeInfo JSON.
 	bucketNodes = []byte("nodes")
 
 	// The mailbox model. Each bucket's key and value format is documented
 	// beside the code that owns it (agents.go, inbox.go, receipts.go,
-	// audit.go, config.go, rules.go, bulletin.go, locks.go, retention.go).
+	// threads.go, audit.go, config.go, rules.go, bulletin.go, locks.go,
+	// retention.go, cursor.go).
 	bucketAgents      = []byte("agents")
 	bucketAgentIndex  = []byte("agent_index")
 	bucketInbox       = []byte("inbox")
@@ -70,13 +69,6 @@ func getU64(b *bbolt.Bucket, key []byte) uint64 {
 		return 0
 	}
 	return binary.BigEndian.Uint64(v)
-}
-
-func channelIndexKey(channel string, seq uint64) []byte {
-	k := make([]byte, 0, len(channel)+9)
-	k = append(k, channel...)
-	k = append(k, 0)
-	return append(k, u64(seq)...)
 }
 
 func createBuckets(tx *bbolt.Tx) error {

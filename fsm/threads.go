@@ -2,7 +2,7 @@ package fsm
 
 import (
 	"bytes"
-	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"go.etcd.io/bbolt"
@@ -23,23 +23,40 @@ func threadOf(m *Message) string {
 	return m.ID
 }
 
-// fillThread sets the thread_id of a reply sent without one: the parent's
-// thread if the parent is stored, otherwise the parent's id.
-func fillThread(tx *bbolt.Tx, m *Message) error {
+// addToThread adds message seq to thread.
+func addToThread(tx *bbolt.Tx, thread string, seq uint64) {
+	mustPut(tx.Bucket(bucketThreads), channelIndexKey(thread, seq), nil)
+}
+
+// dropFromThread removes message seq from thread.
+func dropFromThread(tx *bbolt.Tx, thread string, seq uint64) {
+	mustDelete(tx.Bucket(bucketThreads), channelIndexKey(thread, seq))
+}
+
+// parentOf reads the message m answers (in_reply_to): nil when m answers
+// nothing, or a message never stored or trimmed by retention.
+func parentOf(tx *bbolt.Tx, m *Message) (*Message, error) {
+	if m.InReplyTo == "" {
+		return nil, nil
+	}
+	parent, err := messageByID(tx, m.InReplyTo)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	return parent, err
+}
+
+// fillThread sets the thread_id of a reply sent without one: its parent's
+// thread if the parent is stored (parent not nil), otherwise the parent's
+// id.
+func fillThread(m, parent *Message) {
 	if m.ThreadID != "" || m.InReplyTo == "" {
-		return nil
+		return
 	}
 	m.ThreadID = m.InReplyTo
-	v := tx.Bucket(bucketIDs).Get([]byte(m.InReplyTo))
-	if len(v) < 8 {
-		return nil
+	if parent != nil {
+		m.ThreadID = threadOf(parent)
 	}
-	parent, err := getMessage(tx, binary.BigEndian.Uint64(v[:8]))
-	if err != nil {
-		return err
-	}
-	m.ThreadID = threadOf(parent)
-	return nil
 }
 
 // ThreadPage is one page of a thread in seq order.
@@ -63,24 +80,22 @@ func (f *FSM) Thread(id string, after uint64, limit int) (ThreadPage, error) {
 		threads := tx.Bucket(bucketThreads)
 		prefix := append([]byte(id), 0)
 		if k, _ := threads.Cursor().Seek(prefix); k == nil || !bytes.HasPrefix(k, prefix) {
-			v := tx.Bucket(bucketIDs).Get([]byte(id))
-			if len(v) < 8 {
+			rec, ok := getID(tx, id)
+			if !ok {
 				return fmt.Errorf("fsm: thread %s: %w", id, ErrNotFound)
 			}
-			m, err := getMessage(tx, binary.BigEndian.Uint64(v[:8]))
+			m, err := getMessage(tx, rec.seq)
 			if err != nil {
 				return fmt.Errorf("fsm: thread %s: %w", id, err)
 			}
 			page.ThreadID = threadOf(m)
-			prefix = append([]byte(page.ThreadID), 0)
 		}
-		c := threads.Cursor()
-		for k, _ := c.Seek(channelIndexKey(page.ThreadID, after+1)); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		for seq := range seqsAfter(threads, page.ThreadID, after) {
 			if len(page.Messages) == limit {
 				page.HasMore = true
 				return nil
 			}
-			m, err := getMessage(tx, binary.BigEndian.Uint64(k[len(prefix):]))
+			m, err := getMessage(tx, seq)
 			if err != nil {
 				return fmt.Errorf("fsm: thread %s: %w", page.ThreadID, err)
 			}
@@ -98,32 +113,9 @@ func (f *FSM) Thread(id string, after uint64, limit int) (ThreadPage, error) {
 // and the audit trail to the caller. Retention calls it for each trimmed
 // message inside its apply transaction.
 func dropMessageIndexes(tx *bbolt.Tx, m *Message) {
-	inbox, unread, counts := tx.Bucket(bucketInbox), tx.Bucket(bucketInboxUnread), tx.Bucket(bucketInboxCounts)
 	for _, agent := range m.Recipients {
-		k := inboxKey(agent, m.Seq)
-		v := inbox.Get(k)
-		if len(v) != 2 {
-			continue
-		}
-		c, _ := getCounts(counts, agent)
-		c[0]--
-		if v[0]&inboxRead == 0 {
-			c[1]--
-			c[2+int(v[1])]--
-		}
-		putCounts(counts, agent, c)
-		mustDelete(inbox, k)
-		mustDelete(unread, k)
+		removeFromInbox(tx, agent, m.Seq)
 	}
-	receipts := tx.Bucket(bucketReceipts)
-	prefix := u64(m.Seq)
-	var keys [][]byte
-	c := receipts.Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		keys = append(keys, bytes.Clone(k))
-	}
-	for _, k := range keys {
-		mustDelete(receipts, k)
-	}
-	mustDelete(tx.Bucket(bucketThreads), channelIndexKey(threadOf(m), m.Seq))
+	deleteReceipts(tx, m.Seq)
+	dropFromThread(tx, threadOf(m), m.Seq)
 }

@@ -30,13 +30,13 @@ type CreateTokenCommand struct {
 // Validate checks every field, naming the one at fault.
 func (c *CreateTokenCommand) Validate() error {
 	if !ValidName(c.ID) {
-		return fieldErr("id", "%q must match %s", c.ID, nameRE)
+		return NameError("id", c.ID)
 	}
 	if c.ID == BootstrapTokenID {
 		return fieldErr("id", "%q is reserved for the admin bootstrap token", c.ID)
 	}
 	if !ValidName(c.Agent) {
-		return fieldErr("agent", "%q must match %s", c.Agent, nameRE)
+		return NameError("agent", c.Agent)
 	}
 	if !slices.Contains(TokenRoles, c.Role) {
 		return fieldErr("role", "%q is not one of %s", c.Role, strings.Join(TokenRoles, ", "))
@@ -45,7 +45,7 @@ func (c *CreateTokenCommand) Validate() error {
 		return fieldErr("hash", "want the SHA-256 of the secret as 64 lowercase hex digits, got %d bytes", len(c.Hash))
 	}
 	if c.By != "" && !ValidName(c.By) {
-		return fieldErr("by", "%q must match %s", c.By, nameRE)
+		return NameError("by", c.By)
 	}
 	return nil
 }
@@ -72,15 +72,12 @@ func applyCreateToken(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, e
 		}
 		return nil, fmt.Errorf("fsm: apply create_token: token id %s exists: %w", cmd.ID, ErrConflict)
 	}
-	hashes := tx.Bucket(bucketTokenHashes)
-	if other := hashes.Get([]byte(cmd.Hash)); other != nil {
+	if other, ok := tokenIDByHash(tx, cmd.Hash); ok {
 		return nil, fmt.Errorf("fsm: apply create_token: token %s: its hash is token %s's: %w", cmd.ID, other, ErrConflict)
 	}
 	rec := &tokenRecord{Token: Token{ID: cmd.ID, Agent: cmd.Agent, Role: cmd.Role, CreatedAt: time.Unix(0, ts).UTC()}, Hash: cmd.Hash}
 	putToken(tx, rec)
-	if err := hashes.Put([]byte(cmd.Hash), []byte(cmd.ID)); err != nil {
-		panic(fmt.Sprintf("fsm: apply create_token: put hash: %v", err))
-	}
+	putTokenHash(tx, rec.Hash, rec.ID)
 	text := fmt.Sprintf("token %s created for %s, role %s", cmd.ID, cmd.Agent, cmd.Role)
 	if cmd.By != "" {
 		text += " by token " + cmd.By

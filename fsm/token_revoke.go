@@ -21,10 +21,10 @@ type RevokeTokenCommand struct {
 // Validate checks the id (and by), naming the field at fault.
 func (c *RevokeTokenCommand) Validate() error {
 	if !ValidName(c.ID) {
-		return fieldErr("id", "%q must match %s", c.ID, nameRE)
+		return NameError("id", c.ID)
 	}
 	if c.By != "" && !ValidName(c.By) {
-		return fieldErr("by", "%q must match %s", c.By, nameRE)
+		return NameError("by", c.By)
 	}
 	return nil
 }

@@ -92,14 +92,25 @@ func loadToken(tx *bbolt.Tx, id string) (*tokenRecord, error) {
 	return &rec, nil
 }
 
+// putToken stores rec (a new token, or a revoked one rewritten).
 func putToken(tx *bbolt.Tx, rec *tokenRecord) {
 	data, err := json.Marshal(rec)
 	if err != nil {
 		panic(fmt.Sprintf("fsm: token %s: encode: %v", rec.ID, err))
 	}
-	if err := tx.Bucket(bucketTokens).Put([]byte(rec.ID), data); err != nil {
-		panic(fmt.Sprintf("fsm: token %s: put: %v", rec.ID, err))
-	}
+	mustPut(tx.Bucket(bucketTokens), []byte(rec.ID), data)
+}
+
+// putTokenHash maps hash to the token id, for good: a revoke keeps it.
+func putTokenHash(tx *bbolt.Tx, hash, id string) {
+	mustPut(tx.Bucket(bucketTokenHashes), []byte(hash), []byte(id))
+}
+
+// tokenIDByHash is the id of the token whose secret hashes to hash, live
+// or revoked; ok is false when no token has it.
+func tokenIDByHash(tx *bbolt.Tx, hash string) (id string, ok bool) {
+	v := tx.Bucket(bucketTokenHashes).Get([]byte(hash))
+	return string(v), v != nil
 }
 
 // RevokedTokenError is TokenByHash's answer for a revoked token. It wraps
@@ -121,11 +132,11 @@ func (e *RevokedTokenError) Unwrap() error { return ErrNotFound }
 func (f *FSM) TokenByHash(hash string) (*Token, error) {
 	var tok *Token
 	err := f.view(func(tx *bbolt.Tx) error {
-		id := tx.Bucket(bucketTokenHashes).Get([]byte(hash))
-		if id == nil {
+		id, ok := tokenIDByHash(tx, hash)
+		if !ok {
 			return fmt.Errorf("fsm: token: %w", ErrNotFound)
 		}
-		rec, err := loadToken(tx, string(id))
+		rec, err := loadToken(tx, id)
 		if err != nil {
 			return err
 		}

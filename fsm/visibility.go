@@ -111,6 +111,17 @@ func markPrivate(ev AuditEvent, m *Message, delivered []recipient) AuditEvent {
 	return ev
 }
 
+// inheritPrivacy makes m private when it answers a private message
+// (parent, nil for none): an answer usually quotes what only the parties
+// may read, so no client, whatever it sets, stores one readable by all.
+// The reply's own parties (its sender and recipients) read it; the
+// original's other parties do not, unless the reply names them.
+func inheritPrivacy(m, parent *Message) {
+	if parent != nil && parent.Visibility == VisibilityPrivate {
+		m.Visibility = VisibilityPrivate
+	}
+}
+
 // auditMessageID is the message id an audit event that is not itself
 // about m's content (the sender's registration by its first send) may
 // name: none for a private m, whose id alone would tell a reader of the

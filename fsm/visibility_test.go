@@ -238,3 +238,92 @@ func TestOverviewFor(t *testing.T) {
 		t.Errorf("paged = %v", got)
 	}
 }
+
+// A reply to a private message is stored private whatever the client set:
+// its parties read it, an agent who is neither its party nor a moderator
+// does not (message, overview, audit), and a retry of the send as the
+// client sent it is the same send, not a conflict.
+func TestReplyToPrivateIsPrivate(t *testing.T) {
+	b := newMbox(t)
+	for _, a := range []string{"alice", "bob", "carol"} {
+		b.register(a, "agent")
+	}
+	secret := b.msg("alice", "the plan, between us", "bob")
+	secret.Visibility, secret.Title = VisibilityPrivate, "plan"
+	b.send(secret)
+	auditBefore := len(b.auditLines())
+
+	// bob's client leaks: a public answer quoting the plan. So does a
+	// non-party who learnt the id.
+	reply := b.msg("bob", "agreed: the plan is fine", "alice")
+	reply.InReplyTo, reply.Title, reply.Visibility = secret.ID, "Re: plan", VisibilityPublic
+	res := b.send(reply)
+	nosy := b.msg("carol", "what plan?", "alice")
+	nosy.InReplyTo = secret.ID
+	b.send(nosy)
+
+	stored, err := b.f.Message(reply.ID)
+	if err != nil || stored.Visibility != VisibilityPrivate {
+		t.Fatalf("reply stored %+v, %v; want visibility private", stored, err)
+	}
+	for agent, want := range map[string]bool{"alice": true, "bob": true, "carol": false} {
+		if got := (&Viewer{Agent: agent}).CanRead(stored); got != want {
+			t.Errorf("%s reads the reply: %t, want %t", agent, got, want)
+		}
+	}
+	if !(&Viewer{Agent: "dave", Moderator: true}).CanRead(stored) {
+		t.Errorf("a moderator cannot read the reply")
+	}
+	if n, err := b.f.Message(nosy.ID); err != nil || n.Visibility != VisibilityPrivate || (&Viewer{Agent: "bob"}).CanRead(n) {
+		t.Errorf("carol's reply stored %+v, %v; want private, unreadable by bob", n, err)
+	}
+	ov, err := b.f.OverviewFor(&Viewer{Agent: "carol"}, "", 0, MaxPageLimit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ov.Messages {
+		if e.ID == reply.ID {
+			t.Errorf("carol's overview lists the reply: %+v", e)
+		}
+	}
+
+	// The audit line of the reply is private, readable by its parties,
+	// redacted for carol.
+	p, err := b.f.Audit(0, MaxPageLimit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var line *AuditEvent
+	for i := range p.Events[auditBefore:] {
+		if e := &p.Events[auditBefore+i]; e.MessageID == reply.ID {
+			line = e
+		}
+	}
+	if line == nil || !line.Private || !slices.Equal(line.Readers, []string{"alice"}) {
+		t.Fatalf("audit line of the reply = %+v; want private with readers [alice]", line)
+	}
+	if (&Viewer{Agent: "carol"}).CanReadEvent(line) || !(&Viewer{Agent: "alice"}).CanReadEvent(line) {
+		t.Errorf("audit line visibility: carol %t, alice %t; want false, true",
+			(&Viewer{Agent: "carol"}).CanReadEvent(line), (&Viewer{Agent: "alice"}).CanReadEvent(line))
+	}
+	if red := RedactEvent(*line); strings.Contains(red.Line(), "plan") || red.MessageID != "" {
+		t.Errorf("redacted line %q (id %q) leaks the reply", red.Line(), red.MessageID)
+	}
+
+	// A retry of bob's send, public as his client sent it, is the same
+	// send.
+	again := b.send(reply)
+	if !again.Duplicate || again.Seq != res.Seq {
+		t.Errorf("retry = %+v, want a duplicate of seq %d", again, res.Seq)
+	}
+
+	// A reply to a public message keeps the visibility it was sent with.
+	open := b.msg("alice", "lunch?", "bob")
+	b.send(open)
+	answer := b.msg("bob", "yes", "alice")
+	answer.InReplyTo = open.ID
+	b.send(answer)
+	if a, err := b.f.Message(answer.ID); err != nil || a.Visibility != VisibilityPublic {
+		t.Errorf("reply to a public message stored %+v, %v; want public", a, err)
+	}
+}

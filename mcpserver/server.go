@@ -80,14 +80,14 @@ type handlers struct {
 
 // SendInput is the argument of send_message.
 type SendInput struct {
-	To       []string `json:"to" jsonschema:"recipients"`
-	Title    string   `json:"title,omitempty"`
-	Text     string   `json:"text"`
-	Priority string   `json:"priority,omitempty" jsonschema:"urgent|high|normal|low"`
-	Type     string   `json:"type,omitempty" jsonschema:"chat|request|review|status..."`
-	ReplyTo  string   `json:"reply_to,omitempty" jsonschema:"id answered"`
-	Channel  string   `json:"channel,omitempty"`
-	Private  bool     `json:"private,omitempty" jsonschema:"only the sender, recipients and moderators may read it"`
+	To       []string     `json:"to" jsonschema:"recipients"`
+	Title    string       `json:"title,omitempty"`
+	Text     string       `json:"text"`
+	Priority fsm.Priority `json:"priority,omitempty" jsonschema:"urgent|high|normal|low"`
+	Type     string       `json:"type,omitempty" jsonschema:"chat|request|review|status..."`
+	ReplyTo  string       `json:"reply_to,omitempty" jsonschema:"id answered"`
+	Channel  string       `json:"channel,omitempty"`
+	Private  bool         `json:"private,omitempty" jsonschema:"only the sender, recipients and moderators may read it"`
 }
 
 // SendOutput is where a message was stored; Blocked lists the recipients
@@ -144,26 +144,26 @@ func (h *handlers) post(ctx context.Context, m *fsm.Message) (SendOutput, error)
 // ListInput filters list_messages. Channel and Thread are matched on the
 // page the inbox endpoint returns.
 type ListInput struct {
-	Unread   bool   `json:"unread,omitempty"`
-	From     string `json:"from,omitempty"`
-	Priority string `json:"priority,omitempty"`
-	Channel  string `json:"channel,omitempty"`
-	Thread   string `json:"thread,omitempty" jsonschema:"thread root id"`
-	After    uint64 `json:"after,omitempty" jsonschema:"next_after of the previous page"`
-	Limit    int    `json:"limit,omitempty" jsonschema:"default 20, max 100"`
+	Unread   bool         `json:"unread,omitempty"`
+	From     string       `json:"from,omitempty"`
+	Priority fsm.Priority `json:"priority,omitempty"`
+	Channel  string       `json:"channel,omitempty"`
+	Thread   string       `json:"thread,omitempty" jsonschema:"thread root id"`
+	After    uint64       `json:"after,omitempty" jsonschema:"next_after of the previous page"`
+	Limit    int          `json:"limit,omitempty" jsonschema:"default 20, max 100"`
 }
 
 // ListItem is one inbox entry without its body.
 type ListItem struct {
-	ID       string `json:"id"`
-	From     string `json:"from"`
-	Title    string `json:"title"`
-	Priority string `json:"priority,omitempty"`
-	Type     string `json:"type,omitempty"`
-	Channel  string `json:"channel"`
-	Thread   string `json:"thread,omitempty"`
-	Time     string `json:"time"`
-	Read     bool   `json:"read"`
+	ID       string       `json:"id"`
+	From     string       `json:"from"`
+	Title    string       `json:"title"`
+	Priority fsm.Priority `json:"priority,omitempty"`
+	Type     string       `json:"type,omitempty"`
+	Channel  string       `json:"channel"`
+	Thread   string       `json:"thread,omitempty"`
+	Time     string       `json:"time"`
+	Read     bool         `json:"read"`
 }
 
 // ListOutput is a page of the inbox; NextAfter continues it when HasMore.
@@ -242,23 +242,23 @@ type IDInput struct {
 // MessageOutput is a full message. Read is true when the message is in
 // the agent's inbox (and is now marked read there).
 type MessageOutput struct {
-	ID         string   `json:"id"`
-	Seq        uint64   `json:"seq"`
-	Time       string   `json:"time"`
-	Channel    string   `json:"channel"`
-	From       string   `json:"from"`
-	To         []string `json:"to"`
-	Type       string   `json:"type,omitempty"`
-	Title      string   `json:"title,omitempty"`
-	Priority   string   `json:"priority,omitempty"`
-	Text       string   `json:"text"`
-	Code       string   `json:"code,omitempty"`
-	Artifacts  []string `json:"artifacts,omitempty"`
-	InReplyTo  string   `json:"in_reply_to,omitempty"`
-	Thread     string   `json:"thread,omitempty"`
-	NeedsReply bool     `json:"requires_response,omitempty"`
-	Metadata   string   `json:"metadata,omitempty"`
-	Read       bool     `json:"read"`
+	ID         string       `json:"id"`
+	Seq        uint64       `json:"seq"`
+	Time       string       `json:"time"`
+	Channel    string       `json:"channel"`
+	From       string       `json:"from"`
+	To         []string     `json:"to"`
+	Type       string       `json:"type,omitempty"`
+	Title      string       `json:"title,omitempty"`
+	Priority   fsm.Priority `json:"priority,omitempty"`
+	Text       string       `json:"text"`
+	Code       string       `json:"code,omitempty"`
+	Artifacts  []string     `json:"artifacts,omitempty"`
+	InReplyTo  string       `json:"in_reply_to,omitempty"`
+	Thread     string       `json:"thread,omitempty"`
+	NeedsReply bool         `json:"requires_response,omitempty"`
+	Metadata   string       `json:"metadata,omitempty"`
+	Read       bool         `json:"read"`
 }
 
 func (h *handlers) read(ctx context.Context, _ *mcp.CallToolRequest, in IDInput) (*mcp.CallToolResult, MessageOutput, error) {
@@ -292,9 +292,9 @@ func (h *handlers) read(ctx context.Context, _ *mcp.CallToolRequest, in IDInput)
 
 // ReplyInput is the argument of reply_to_message.
 type ReplyInput struct {
-	ID       string `json:"id" jsonschema:"message answered"`
-	Text     string `json:"text"`
-	Priority string `json:"priority,omitempty"`
+	ID       string       `json:"id" jsonschema:"message answered"`
+	Text     string       `json:"text"`
+	Priority fsm.Priority `json:"priority,omitempty"`
 }
 
 func (h *handlers) reply(ctx context.Context, _ *mcp.CallToolRequest, in ReplyInput) (*mcp.CallToolResult, SendOutput, error) {
@@ -302,26 +302,11 @@ func (h *handlers) reply(ctx context.Context, _ *mcp.CallToolRequest, in ReplyIn
 	if err != nil {
 		return nil, SendOutput{}, toolErr("reply_to_message", err)
 	}
-	title := p.Title
-	if title != "" && !strings.HasPrefix(title, "Re: ") {
-		title = "Re: " + title
+	r := fsm.NewReply(p, h.cfg.Agent, in.Text)
+	if in.Priority != "" {
+		r.Priority = in.Priority
 	}
-	typ := ""
-	if p.Type == "request" || p.Type == "review" {
-		typ = "response"
-	}
-	out, err := h.post(ctx, &fsm.Message{
-		Channel:   p.Channel,
-		To:        fsm.Recipients{p.From},
-		Title:     title,
-		Content:   fsm.Content{Text: in.Text},
-		Priority:  in.Priority,
-		Type:      typ,
-		InReplyTo: p.ID,
-		ThreadID:  p.ThreadID,
-		// A private exchange stays private.
-		Visibility: p.Visibility,
-	})
+	out, err := h.post(ctx, r)
 	return nil, out, err
 }
 

@@ -62,7 +62,7 @@ func (c *Client) Inbox(ctx context.Context, agent string, q fsm.InboxQuery, cons
 	if q.Unread {
 		v.Set("unread", "true")
 	}
-	for k, s := range map[string]string{"priority": q.Priority, "type": q.Type, "from": q.From} {
+	for k, s := range map[string]string{"priority": string(q.Priority), "type": q.Type, "from": q.From} {
 		if s != "" {
 			v.Set(k, s)
 		}

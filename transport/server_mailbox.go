@@ -163,7 +163,7 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	iq := fsm.InboxQuery{Priority: q.Get("priority"), Type: q.Get("type"), From: q.Get("from")}
+	iq := fsm.InboxQuery{Priority: fsm.Priority(q.Get("priority")), Type: q.Get("type"), From: q.Get("from")}
 	switch o := q.Get("order"); o {
 	case "", "oldest":
 	case "newest":

@@ -79,9 +79,9 @@ type AgentConfig struct {
 // Match holds the optional filters applied after the for-us test; an empty
 // list admits everything.
 type Match struct {
-	Types      []string `yaml:"types"`
-	Priorities []string `yaml:"priorities"`
-	From       []string `yaml:"from"` // sender globs (path.Match syntax)
+	Types      []string       `yaml:"types"`
+	Priorities []fsm.Priority `yaml:"priorities"`
+	From       []string       `yaml:"from"` // sender globs (path.Match syntax)
 }
 
 // Policy is how an agent's messages are delivered.
@@ -95,10 +95,10 @@ type Policy struct {
 // Override picks another mode for messages that match all its non-empty
 // fields; the first matching override wins.
 type Override struct {
-	From     string `yaml:"from"` // sender glob
-	Priority string `yaml:"priority"`
-	Tag      string `yaml:"tag"`
-	Mode     string `yaml:"mode"`
+	From     string       `yaml:"from"` // sender glob
+	Priority fsm.Priority `yaml:"priority"`
+	Tag      string       `yaml:"tag"`
+	Mode     string       `yaml:"mode"`
 }
 
 // Duration is a time.Duration written as "90s", "5m" in YAML.
@@ -174,17 +174,17 @@ func (a *AgentConfig) validate(p string) error {
 		return &ConfigError{Field: p + "." + field, Reason: fmt.Sprintf(format, args...)}
 	}
 	if !fsm.ValidName(a.ID) {
-		return bad("id", "must match ^[a-z0-9][a-z0-9._-]{0,63}$ (got %q)", a.ID)
+		return bad("id", "%s", fsm.NameRule(a.ID))
 	}
 	if a.Role == "" {
 		a.Role = fsm.DefaultRole
 	}
 	if !fsm.ValidName(a.Role) {
-		return bad("role", "must match ^[a-z0-9][a-z0-9._-]{0,63}$ (got %q)", a.Role)
+		return bad("role", "%s", fsm.NameRule(a.Role))
 	}
 	for j, c := range a.Channels {
 		if !fsm.ValidName(c) {
-			return bad(fmt.Sprintf("channels[%d]", j), "must match ^[a-z0-9][a-z0-9._-]{0,63}$ (got %q)", c)
+			return bad(fmt.Sprintf("channels[%d]", j), "%s", fsm.NameRule(c))
 		}
 	}
 	if a.Delivery == "" {
@@ -229,7 +229,7 @@ func (a *AgentConfig) validate(p string) error {
 		return bad("max_thread_depth", "must be 1..1000 (got %d)", a.MaxThreadDepth)
 	}
 	for j, pr := range a.Match.Priorities {
-		if !slices.Contains(fsm.Priorities, pr) {
+		if !fsm.ValidPriority(pr) {
 			return bad(fmt.Sprintf("match.priorities[%d]", j), "must be one of %v (got %q)", fsm.Priorities, pr)
 		}
 	}
@@ -264,7 +264,7 @@ func (a *AgentConfig) validate(p string) error {
 				return bad(op+"from", "bad glob %q: %v", o.From, err)
 			}
 		}
-		if o.Priority != "" && !slices.Contains(fsm.Priorities, o.Priority) {
+		if o.Priority != "" && !fsm.ValidPriority(o.Priority) {
 			return bad(op+"priority", "must be one of %v (got %q)", fsm.Priorities, o.Priority)
 		}
 		if o.From == "" && o.Priority == "" && o.Tag == "" {

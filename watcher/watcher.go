@@ -149,7 +149,7 @@ type finished struct {
 }
 
 func (it *item) urgentInterrupt() bool {
-	return it.mode == PolicyInterrupt && it.m.Priority == "urgent"
+	return it.mode == PolicyInterrupt && it.m.Priority == fsm.PriorityUrgent
 }
 
 // retry calls fn until it succeeds or ctx ends, backing off up to 5s.
@@ -282,7 +282,7 @@ func (w *agentWatcher) loop(ctx context.Context, cursor uint64, msgs <-chan *fsm
 			pick = urgent
 			if serial != nil && !serial.urgentInterrupt() && !serial.preempted {
 				w.log.Info("watcher: urgent message preempts the running invocation",
-					"urgent", urgent.m.ID, "preempted", serial.m.ID)
+					"id", urgent.m.ID, "preempted", serial.m.ID)
 				serial.preempted = true
 				serial.cancel()
 			}
@@ -422,7 +422,7 @@ func (w *agentWatcher) handle(ctx context.Context, m *fsm.Message) error {
 		return nil
 	}
 	if w.cfg.Delivery == DeliveryTmux {
-		return w.deliverTmux(ctx, m, replyID)
+		return w.deliverTmux(ctx, m)
 	}
 	var ctxMsgs []*fsm.Message
 	if n := *w.cfg.ContextMessages; n > 0 {
@@ -445,30 +445,36 @@ func (w *agentWatcher) handle(ctx context.Context, m *fsm.Message) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	reply := &fsm.Message{ID: replyID, Channel: m.Channel, From: w.cfg.ID, To: fsm.Recipients{m.From},
-		InReplyTo: m.ID, Type: "response", Priority: fsm.DefaultPriority}
-	if m.Type == "task_assign" {
-		reply.Type = "task_result"
-	}
-	if m.Title != "" {
-		reply.Title = truncate("Re: "+m.Title, fsm.MaxTitleLen)
-	}
-	if res.Err == nil {
-		reply.Content.Text = res.Output
-	} else {
-		reply.Type = "incident"
-		reply.Priority = "high"
-		reply.Title = truncate("incident: "+w.cfg.ID+" could not answer "+m.ID, fsm.MaxTitleLen)
-		reply.Content.Text = incidentText(w.cfg.ID, m.ID, attempts, res)
+	if res.Err != nil {
 		w.log.Warn("watcher: giving up; posting an incident", "id", m.ID, "attempts", attempts, "err", res.Err)
+		return w.post(ctx, incident(m, w.cfg.ID, "could not answer", incidentText(w.cfg.ID, m.ID, attempts, res)))
 	}
-	return w.post(ctx, reply)
+	return w.post(ctx, answer(m, w.cfg.ID, res.Output))
+}
+
+// answer is agent's reply to m with the model's output: fsm.NewReply
+// (response, task_result for a task_assign; private when m is) with the
+// id ReplyID derives, so a re-post after a crash is stored once.
+func answer(m *fsm.Message, agent, output string) *fsm.Message {
+	r := fsm.NewReply(m, agent, output)
+	r.ID = ReplyID(agent, m.ID)
+	return r
+}
+
+// incident is agent's report to m's sender that it could not do what
+// (answer, deliver) m: an answer of type incident, priority high, titled
+// "incident: AGENT WHAT ID", in place of the answer (same id).
+func incident(m *fsm.Message, agent, what, text string) *fsm.Message {
+	r := answer(m, agent, text)
+	r.Type, r.Priority = "incident", fsm.PriorityHigh
+	r.Title = truncate("incident: "+agent+" "+what+" "+m.ID, fsm.MaxTitleLen)
+	return r
 }
 
 // deliverTmux types "[FROM: sender] title — text" into the agent's pane
 // and marks the message read; a delivery tmux cannot confirm is reported
 // to the sender as an incident, never as delivered.
-func (w *agentWatcher) deliverTmux(ctx context.Context, m *fsm.Message, replyID string) error {
+func (w *agentWatcher) deliverTmux(ctx context.Context, m *fsm.Message) error {
 	line := "[FROM: " + m.From + "] "
 	if m.Title != "" {
 		line += m.Title + " — "
@@ -480,10 +486,7 @@ func (w *agentWatcher) deliverTmux(ctx context.Context, m *fsm.Message, replyID 
 	}
 	if err != nil {
 		w.log.Warn("watcher: tmux delivery failed; posting an incident", "id", m.ID, "target", w.cfg.TmuxTarget, "err", err)
-		return w.post(ctx, &fsm.Message{ID: replyID, Channel: m.Channel, From: w.cfg.ID, To: fsm.Recipients{m.From},
-			InReplyTo: m.ID, Type: "incident", Priority: "high",
-			Title:   truncate("incident: "+w.cfg.ID+" could not deliver "+m.ID, fsm.MaxTitleLen),
-			Content: fsm.Content{Text: fmt.Sprintf("tmux delivery to %s failed: %v", w.cfg.TmuxTarget, err)}})
+		return w.post(ctx, incident(m, w.cfg.ID, "could not deliver", fmt.Sprintf("tmux delivery to %s failed: %v", w.cfg.TmuxTarget, err)))
 	}
 	if !w.retry(ctx, "mark read", func() error {
 		_, err := w.c.MarkRead(ctx, w.cfg.ID, m.ID, 0)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -275,5 +276,30 @@ func TestReplyIDIsStableAndValid(t *testing.T) {
 	m.Normalize(time.Now())
 	if err := m.Validate(); err != nil {
 		t.Fatalf("reply id of the longest agent id is invalid: %v", err)
+	}
+}
+
+// The watcher's answer and incident are fsm.NewReply with the derived id:
+// an answer to a private message is private, a task_assign gets a
+// task_result, an incident keeps the id, the thread and the privacy.
+func TestAnswerAndIncident(t *testing.T) {
+	m := &fsm.Message{ID: "msg-1", Channel: "dev", From: "lead1", To: fsm.Recipients{"bob"}, Type: "task_assign",
+		Title: "the plan", ThreadID: "msg-0", Visibility: fsm.VisibilityPrivate, Priority: fsm.PriorityUrgent}
+	a := answer(m, "bob", "done")
+	if a.ID != ReplyID("bob", "msg-1") || a.From != "bob" || !slices.Equal(a.To, []string{"lead1"}) || a.Channel != "dev" ||
+		a.InReplyTo != "msg-1" || a.ThreadID != "msg-0" || a.Type != "task_result" || a.Title != "Re: the plan" ||
+		a.Visibility != fsm.VisibilityPrivate || a.Priority != fsm.PriorityNormal || a.Content.Text != "done" {
+		t.Errorf("answer = %+v", a)
+	}
+	i := incident(m, "bob", "could not answer", "exit 1")
+	if i.ID != a.ID || i.Type != "incident" || i.Priority != fsm.PriorityHigh || i.Title != "incident: bob could not answer msg-1" ||
+		i.Visibility != fsm.VisibilityPrivate || i.ThreadID != "msg-0" || i.Content.Text != "exit 1" {
+		t.Errorf("incident = %+v", i)
+	}
+	for _, r := range []*fsm.Message{a, i} {
+		r.Normalize(time.Now())
+		if err := r.Validate(); err != nil {
+			t.Errorf("%s does not validate: %v", r.Type, err)
+		}
 	}
 }

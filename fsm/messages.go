@@ -1,0 +1,182 @@
+package fsm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"iter"
+
+	"go.etcd.io/bbolt"
+)
+
+// The message log: typed accessors over the buckets a stored message
+// lives in, so apply functions and queries read and write messages, ids,
+// channels and index entries rather than byte layouts.
+//
+//	messages:      seq (8 bytes BE) → message JSON
+//	ids:           message id → seq (8) ‖ SHA-256 of the sent form (32)
+//	channels:      channel → count (8) ‖ first seq (8) ‖ last seq (8)
+//	channel_index: channel ‖ 0x00 ‖ seq (8) → empty
+//
+// A trimmed message loses its messages and channel_index entries and
+// keeps its ids entry, so its id is never stored again.
+
+// getMessage reads the message stored at seq, or an error wrapping
+// ErrNotFound.
+func getMessage(tx *bbolt.Tx, seq uint64) (*Message, error) {
+	v := tx.Bucket(bucketMessages).Get(u64(seq))
+	if v == nil {
+		return nil, fmt.Errorf("message at seq %d: %w", seq, ErrNotFound)
+	}
+	var m Message
+	if err := json.Unmarshal(v, &m); err != nil {
+		return nil, fmt.Errorf("message at seq %d: decode: %w", seq, err)
+	}
+	return &m, nil
+}
+
+// putMessage stores m, which apply has given its seq, under that seq.
+func putMessage(tx *bbolt.Tx, m *Message) {
+	data, err := json.Marshal(m)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: message %s: encode: %v", m.ID, err))
+	}
+	mustPut(tx.Bucket(bucketMessages), u64(m.Seq), data)
+}
+
+// deleteMessage removes the message stored at seq.
+func deleteMessage(tx *bbolt.Tx, seq uint64) { mustDelete(tx.Bucket(bucketMessages), u64(seq)) }
+
+// idRecord is an ids value: where the id is stored and the SHA-256 of the
+// message as sent (contentHash).
+type idRecord struct {
+	seq uint64
+	sum [32]byte
+}
+
+// getID reads the record of message id; ok is false for an id never
+// stored. A value of another size than 40 bytes (a damaged file) reads as
+// seq 0 with a zero sum, which no send matches.
+func getID(tx *bbolt.Tx, id string) (rec idRecord, ok bool) {
+	v := tx.Bucket(bucketIDs).Get([]byte(id))
+	if v == nil {
+		return rec, false
+	}
+	if len(v) == 8+len(rec.sum) {
+		rec.seq = binary.BigEndian.Uint64(v)
+		copy(rec.sum[:], v[8:])
+	}
+	return rec, true
+}
+
+// putID records that message id is stored at rec.seq.
+func putID(tx *bbolt.Tx, id string, rec idRecord) {
+	v := make([]byte, 8, 8+len(rec.sum))
+	binary.BigEndian.PutUint64(v, rec.seq)
+	mustPut(tx.Bucket(bucketIDs), []byte(id), append(v, rec.sum[:]...))
+}
+
+// messageByID reads the message with id, or an error wrapping ErrNotFound
+// (never stored, or trimmed).
+func messageByID(tx *bbolt.Tx, id string) (*Message, error) {
+	rec, ok := getID(tx, id)
+	if !ok {
+		return nil, fmt.Errorf("message %s: %w", id, ErrNotFound)
+	}
+	return getMessage(tx, rec.seq)
+}
+
+// channelRecord is a channels value.
+type channelRecord struct {
+	count, first, last uint64
+}
+
+// channelRecordLen is the size of a channels value.
+const channelRecordLen = 24
+
+// decodeChannel reads a channels value; ok is false for a damaged one.
+func decodeChannel(v []byte) (rec channelRecord, ok bool) {
+	if len(v) != channelRecordLen {
+		return rec, false
+	}
+	return channelRecord{
+		count: binary.BigEndian.Uint64(v),
+		first: binary.BigEndian.Uint64(v[8:]),
+		last:  binary.BigEndian.Uint64(v[16:]),
+	}, true
+}
+
+// getChannel reads the record of channel; ok is false for a channel with
+// no message stored (or a damaged record).
+func getChannel(tx *bbolt.Tx, channel string) (channelRecord, bool) {
+	return decodeChannel(tx.Bucket(bucketChannels).Get([]byte(channel)))
+}
+
+// putChannel writes the record of channel.
+func putChannel(tx *bbolt.Tx, channel string, rec channelRecord) {
+	v := make([]byte, channelRecordLen)
+	binary.BigEndian.PutUint64(v, rec.count)
+	binary.BigEndian.PutUint64(v[8:], rec.first)
+	binary.BigEndian.PutUint64(v[16:], rec.last)
+	mustPut(tx.Bucket(bucketChannels), []byte(channel), v)
+}
+
+// deleteChannel removes the record of channel (its last message went).
+func deleteChannel(tx *bbolt.Tx, channel string) {
+	mustDelete(tx.Bucket(bucketChannels), []byte(channel))
+}
+
+// channelIndexKey is channel ‖ 0x00 ‖ seq; inbox and thread keys have the
+// same shape.
+func channelIndexKey(channel string, seq uint64) []byte {
+	k := make([]byte, 0, len(channel)+9)
+	k = append(k, channel...)
+	k = append(k, 0)
+	return append(k, u64(seq)...)
+}
+
+// seqsAfter yields, oldest first, the seqs above after that b, a bucket
+// keyed name ‖ 0x00 ‖ seq (channel_index, threads, inbox), holds under
+// name. It reads one key per seq yielded, plus one.
+func seqsAfter(b *bbolt.Bucket, name string, after uint64) iter.Seq[uint64] {
+	return func(yield func(uint64) bool) {
+		prefix := append([]byte(name), 0)
+		c := b.Cursor()
+		for k, _ := c.Seek(channelIndexKey(name, after+1)); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			if !yield(binary.BigEndian.Uint64(k[len(prefix):])) {
+				return
+			}
+		}
+	}
+}
+
+// removeFromChannel deletes message seq's channel index entry; the
+// channel's record is the caller's (trim rewrites it once).
+func removeFromChannel(tx *bbolt.Tx, channel string, seq uint64) {
+	mustDelete(tx.Bucket(bucketChannelIndex), channelIndexKey(channel, seq))
+}
+
+// appendToChannel adds message seq, the newest, to channel: its index
+// entry and its record (count, first, last).
+func appendToChannel(tx *bbolt.Tx, channel string, seq uint64) {
+	rec, ok := getChannel(tx, channel)
+	if !ok {
+		rec = channelRecord{first: seq}
+	}
+	rec.count++
+	rec.last = seq
+	putChannel(tx, channel, rec)
+	mustPut(tx.Bucket(bucketChannelIndex), channelIndexKey(channel, seq), nil)
+}
+
+// storeMessage writes a checked message m (seq, timestamp and recipients
+// set) and the indexes every message has: its id with sum (contentHash of
+// the sent form), its channel and its thread. Inboxes and receipts are
+// the caller's: they depend on the rules' verdicts.
+func storeMessage(tx *bbolt.Tx, m *Message, sum [32]byte) {
+	putMessage(tx, m)
+	putID(tx, m.ID, idRecord{seq: m.Seq, sum: sum})
+	appendToChannel(tx, m.Channel, m.Seq)
+	addToThread(tx, threadOf(m), m.Seq)
+}
