@@ -44,9 +44,19 @@ func (e *benchEntries) fill(logs []*raft.Log) {
 	}
 }
 
-func benchmarkApply(b *testing.B, perBatch int) {
+func benchmarkApply(b *testing.B, perBatch int, rules *RulesDocument) {
 	f, _ := openTemp(b)
 	entries := newBenchEntries(b)
+	if rules != nil {
+		entries.next++
+		data, err := Encode(OpSetRules, baseTS, SetRulesCommand{Rules: rules})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err, ok := applyOne(f, &raft.Log{Type: raft.LogCommand, Index: entries.next, Term: 1, Data: data}).(error); ok {
+			b.Fatal(err)
+		}
+	}
 	logs := make([]*raft.Log, perBatch)
 	b.SetBytes(int64(perBatch * len(entries.template)))
 	b.ReportAllocs()
@@ -68,11 +78,25 @@ func benchmarkApply(b *testing.B, perBatch int) {
 
 // BenchmarkApplySingle applies one 1 KiB send per ApplyBatch call: one
 // bbolt transaction (and fsync) per message.
-func BenchmarkApplySingle(b *testing.B) { benchmarkApply(b, 1) }
+func BenchmarkApplySingle(b *testing.B) { benchmarkApply(b, 1, nil) }
 
 // BenchmarkApplyBatch64 applies 64 sends of 1 KiB per ApplyBatch call, as
 // raft's BatchingFSM does under load.
-func BenchmarkApplyBatch64(b *testing.B) { benchmarkApply(b, 64) }
+func BenchmarkApplyBatch64(b *testing.B) { benchmarkApply(b, 64, nil) }
+
+// BenchmarkApplyBatch64Rules is BenchmarkApplyBatch64 under a rules
+// document that allows the sends: each one looks up the compiled rules and
+// checks its recipient.
+func BenchmarkApplyBatch64Rules(b *testing.B) {
+	benchmarkApply(b, 64, &RulesDocument{
+		Agents: []AgentRule{
+			{Agent: "bench", CanSendTo: []string{"claude", "role:lead"}},
+			{Agent: "role:lead", CanSendTo: []string{"*"}},
+			{Agent: "engineer_*", CanSendTo: []string{"role:lead"}, CanReceiveFrom: []string{"*"}},
+		},
+		Forbidden: []ForbiddenRule{{From: "*", To: "vault", Reason: "read-only"}},
+	})
+}
 
 // BenchmarkPageAtScale reads a 50-message page of a channel (its first and
 // its last) and of an inbox from a state holding N messages: with bbolt's
@@ -116,5 +140,29 @@ func BenchmarkPageAtScale(b *testing.B) {
 				})
 			}
 		})
+	}
+}
+
+// BenchmarkCheckRules answers one rules check (POST /v1/rules/check): a
+// read transaction, the compiled rules looked up by the stored document's
+// hash, two role lookups and Allows.
+func BenchmarkCheckRules(b *testing.B) {
+	f, _ := openTemp(b)
+	data, err := Encode(OpSetRules, baseTS, SetRulesCommand{Rules: &RulesDocument{
+		Agents:    []AgentRule{{Agent: "role:lead", CanSendTo: []string{"*"}}, {Agent: "*", CanSendTo: []string{"role:lead"}}},
+		Forbidden: []ForbiddenRule{{From: "*", To: "vault", Reason: "read-only"}},
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err, ok := applyOne(f, &raft.Log{Type: raft.LogCommand, Index: 1, Term: 1, Data: data}).(error); ok {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		c, err := f.CheckRules("w1", "engineer", "w2", "engineer")
+		if err != nil || c.Allowed {
+			b.Fatalf("CheckRules = %+v, %v; want refused", c, err)
+		}
 	}
 }
