@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/maos-project/maos/rules"
+	"go.etcd.io/bbolt"
 )
 
 // benchEntries makes send entries with 1 KiB of text and unique ids. It
@@ -44,12 +46,12 @@ func (e *benchEntries) fill(logs []*raft.Log) {
 	}
 }
 
-func benchmarkApply(b *testing.B, perBatch int, rules *RulesDocument) {
+func benchmarkApply(b *testing.B, perBatch int, doc *rules.Document) {
 	f, _ := openTemp(b)
 	entries := newBenchEntries(b)
-	if rules != nil {
+	if doc != nil {
 		entries.next++
-		data, err := Encode(OpSetRules, baseTS, SetRulesCommand{Rules: rules})
+		data, err := Encode(OpSetRules, baseTS, SetRulesCommand{Rules: doc})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -88,13 +90,13 @@ func BenchmarkApplyBatch64(b *testing.B) { benchmarkApply(b, 64, nil) }
 // document that allows the sends: each one looks up the compiled rules and
 // checks its recipient.
 func BenchmarkApplyBatch64Rules(b *testing.B) {
-	benchmarkApply(b, 64, &RulesDocument{
-		Agents: []AgentRule{
+	benchmarkApply(b, 64, &rules.Document{
+		Agents: []rules.AgentRule{
 			{Agent: "bench", CanSendTo: []string{"claude", "role:lead"}},
 			{Agent: "role:lead", CanSendTo: []string{"*"}},
 			{Agent: "engineer_*", CanSendTo: []string{"role:lead"}, CanReceiveFrom: []string{"*"}},
 		},
-		Forbidden: []ForbiddenRule{{From: "*", To: "vault", Reason: "read-only"}},
+		Forbidden: []rules.ForbiddenRule{{From: "*", To: "vault", Reason: "read-only"}},
 	})
 }
 
@@ -148,9 +150,9 @@ func BenchmarkPageAtScale(b *testing.B) {
 // hash, two role lookups and Allows.
 func BenchmarkCheckRules(b *testing.B) {
 	f, _ := openTemp(b)
-	data, err := Encode(OpSetRules, baseTS, SetRulesCommand{Rules: &RulesDocument{
-		Agents:    []AgentRule{{Agent: "role:lead", CanSendTo: []string{"*"}}, {Agent: "*", CanSendTo: []string{"role:lead"}}},
-		Forbidden: []ForbiddenRule{{From: "*", To: "vault", Reason: "read-only"}},
+	data, err := Encode(OpSetRules, baseTS, SetRulesCommand{Rules: &rules.Document{
+		Agents:    []rules.AgentRule{{Agent: "role:lead", CanSendTo: []string{"*"}}, {Agent: "*", CanSendTo: []string{"role:lead"}}},
+		Forbidden: []rules.ForbiddenRule{{From: "*", To: "vault", Reason: "read-only"}},
 	}})
 	if err != nil {
 		b.Fatal(err)
@@ -164,5 +166,31 @@ func BenchmarkCheckRules(b *testing.B) {
 		if err != nil || c.Allowed {
 			b.Fatalf("CheckRules = %+v, %v; want refused", c, err)
 		}
+	}
+}
+
+// BenchmarkLoadRules is the lookup every send makes under a rules
+// document: read the stored document's hash and find its compiled form.
+func BenchmarkLoadRules(b *testing.B) {
+	f, _ := openTemp(b)
+	data, err := Encode(OpSetRules, baseTS, SetRulesCommand{Rules: &rules.Document{
+		Forbidden: []rules.ForbiddenRule{{From: "*", To: "vault", Reason: "read-only"}},
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err, ok := applyOne(f, &raft.Log{Type: raft.LogCommand, Index: 1, Term: 1, Data: data}).(error); ok {
+		b.Fatal(err)
+	}
+	if err := f.view(func(tx *bbolt.Tx) error {
+		b.ReportAllocs()
+		for b.Loop() {
+			if r, err := f.rules.load(tx); r == nil || err != nil {
+				b.Fatalf("load = %v, %v", r, err)
+			}
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/maos-project/maos/rules"
 )
 
 // Message is one entry of the mail log. Its JSON form is the union of the
@@ -99,7 +101,6 @@ var Priorities = []string{"urgent", "high", "normal", "low"}
 // Limits on a message. The size limit is configured per node
 // (--max-message-bytes) and checked on the wire; these are fixed.
 const (
-	MaxNameLen       = 64   // agent ids, channels, types, tags
 	MaxIDLen         = 128  // message ids
 	MaxRecipients    = 256  // entries in "to"
 	MaxTags          = 64   // entries in "tags"
@@ -111,9 +112,12 @@ const (
 	VisibilityPublic = "public"
 )
 
+// MaxNameLen bounds agent ids, channels, types and tags, in bytes.
+const MaxNameLen = rules.MaxNameLen
+
 var (
 	// nameRE is the rule for agent ids, channel names, types and tags.
-	nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+	nameRE = regexp.MustCompile(rules.NamePattern)
 	// idRE admits generated ids and the ids of the seed systems (uuids,
 	// "msg_001"); it stays a safe URL path segment.
 	idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
@@ -123,18 +127,7 @@ var (
 
 // ValidName reports whether s is a valid agent id or channel name:
 // ^[a-z0-9][a-z0-9._-]{0,63}$.
-func ValidName(s string) bool {
-	// By hand: it runs several times per send on every node.
-	if len(s) == 0 || len(s) > MaxNameLen || !isAlnum(s[0]) {
-		return false
-	}
-	for i := 1; i < len(s); i++ {
-		if c := s[i]; !isAlnum(c) && c != '.' && c != '_' && c != '-' {
-			return false
-		}
-	}
-	return true
-}
+func ValidName(s string) bool { return rules.ValidName(s) }
 
 // isAlnum reports whether c is in [a-z0-9].
 func isAlnum(c byte) bool { return ('a' <= c && c <= 'z') || ('0' <= c && c <= '9') }

@@ -64,7 +64,7 @@ func contentHash(m *Message) ([32]byte, error) {
 // recipient, a "blocked" receipt per blocked one, its thread entry, the
 // "answered" receipt on its parent, and a MESSAGE audit line. The audit
 // lines of a private message carry its readers (markPrivate).
-func applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
+func (f *FSM) applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 	var cmd SendCommand
 	if err := json.Unmarshal(body, &cmd); err != nil {
 		return nil, fmt.Errorf("fsm: apply send: decode: %w", err)
@@ -111,7 +111,7 @@ func applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 		return nil, fmt.Errorf("fsm: apply send: %w: %s", ErrForbidden, reason)
 	}
 	delivered, blocked := rcpts, []BlockedRecipient(nil)
-	rules, err := loadRules(tx)
+	rules, err := f.rules.load(tx)
 	if err != nil {
 		return nil, fmt.Errorf("fsm: apply send: rules: %w", err)
 	}
