@@ -74,6 +74,7 @@ func TestSetRulesCommandValidate(t *testing.T) {
 		{SetRulesCommand{Rules: doc, Clear: true}, "clear", "not both"},
 		{SetRulesCommand{Rules: &rules.Document{Preset: "flat"}}, "preset", "unknown preset"},
 		{SetRulesCommand{Rules: &rules.Document{Agents: []rules.AgentRule{{Agent: "role:Boss", CanSendTo: []string{}}}}}, "agents[0].agent", `role "Boss" must match`},
+		{SetRulesCommand{Rules: &rules.Document{Interrupt: []string{"role:Boss"}}}, "interrupt[0]", `role "Boss" must match`},
 		{SetRulesCommand{Rules: big}, "rules", fmt.Sprintf("at most %d", rules.MaxBytes)},
 	} {
 		// The document's errors too are fsm's: a *FieldError wrapping
@@ -180,9 +181,23 @@ func TestApplySetRules(t *testing.T) {
 		t.Errorf("stored after clear: %s", stored)
 	}
 
+	// An interrupt list is stored with the document and counted in the audit.
+	doc, err = parseRulesJSON(t, `{"interrupt": ["role:lead"], "forbidden": [{"from": "a", "to": "b"}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st = mustRulesState(t, applyOne(f, rulesEntry(t, 4, baseTS+3, SetRulesCommand{Rules: doc})))
+	if st.Rules == nil || strings.Join(st.Rules.Interrupt, ",") != "role:lead" || st.Default != rules.Allow {
+		t.Errorf("set_rules with interrupt: %+v", st)
+	}
+	if stored := storedRules(t, f); stored != `{"interrupt":["role:lead"],"forbidden":[{"from":"a","to":"b"}]}` {
+		t.Errorf("stored %s", stored)
+	}
+
 	want := []string{
 		"[2026-11-21T10:30:00Z] RULES: replaced: preset hierarchical, 0 agent entries, 1 forbidden, default deny",
 		"[2026-11-21T10:30:00Z] RULES: removed: everyone may message everyone",
+		"[2026-11-21T10:30:00Z] RULES: replaced: 0 agent entries, 1 forbidden, 1 interrupt entry, default allow",
 	}
 	if got := auditLines(t, f); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("audit:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

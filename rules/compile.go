@@ -224,7 +224,8 @@ type compiledForbidden struct {
 }
 
 // Compiled is a compiled rules document: immutable, safe for concurrent
-// use. A nil *Compiled is "no document": everyone may message everyone.
+// use. A nil *Compiled is "no document": everyone may message everyone,
+// and the default interrupt rule holds.
 type Compiled struct {
 	doc            *Document
 	allowByDefault bool
@@ -234,6 +235,9 @@ type Compiled struct {
 	// into forbidden in document order.
 	fromID, fromRole map[string][]int
 	fromOther        []int // globs and "*"
+	// interrupt is the document's interrupt list; nil when it gives none
+	// (then defaultInterrupt decides).
+	interrupt *interruptRule
 }
 
 // ruleEntry is one agent rule with where it comes from.
@@ -246,7 +250,7 @@ type ruleEntry struct {
 // change it afterwards). A refusal is a *FieldError naming the first field
 // that breaks a rule, in a fixed order (preset, orchestrator_role,
 // default, the entry counts, agents, allowed_interactions by sorted key,
-// forbidden, forbidden_interactions); a nil d is one on "rules".
+// forbidden, forbidden_interactions, interrupt); a nil d is one on "rules".
 // Compiling costs in proportion to the document; callers that check many
 // sends against one document compile it once (fsm caches it by hash).
 func Compile(d *Document) (*Compiled, error) {
@@ -389,6 +393,11 @@ func Compile(d *Document) (*Compiled, error) {
 			}
 		}
 	}
+	interrupt, err := compileInterrupt(d.Interrupt, "interrupt")
+	if err != nil {
+		return nil, err
+	}
+	r.interrupt = interrupt
 	return r, nil
 }
 

@@ -51,7 +51,7 @@ func TestDecodeYAMLAndJSONAgree(t *testing.T) {
 	}
 	// Every field, both syntaxes.
 	const full = `{"preset": "hierarchical", "orchestrator_role": "lead", "default": "allow",
-	  "agents": [{"agent": "x", "can_send_to": [], "can_receive_from": "*"}],
+	  "interrupt": ["role:lead", "ops"], "agents": [{"agent": "x", "can_send_to": [], "can_receive_from": "*"}],
 	  "allowed_interactions": {"y": {"can_send_to": ["x"]}}, "forbidden": [{"from": "a", "to": "b", "reason": "r"}],
 	  "forbidden_interactions": [{"from": "c", "to": "d"}]}`
 	fromJSON, err := Decode([]byte(full), JSON)
@@ -63,6 +63,7 @@ func TestDecodeYAMLAndJSONAgree(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &Document{Preset: "hierarchical", OrchestratorRole: "lead", Default: "allow",
+		Interrupt:             []string{"role:lead", "ops"},
 		Agents:                []AgentRule{{Agent: "x", CanSendTo: []string{}, CanReceiveFrom: []string{"*"}}},
 		AllowedInteractions:   map[string]AgentRule{"y": {CanSendTo: []string{"x"}}},
 		Forbidden:             []ForbiddenRule{{From: "a", To: "b", Reason: "r"}},
@@ -121,7 +122,8 @@ func TestDecodeYAMLFieldErrors(t *testing.T) {
 // The stored form is the document's JSON: a document that comes back from
 // it (as fsm reads its state) compiles to the same answers.
 func TestDocumentJSONRoundTrip(t *testing.T) {
-	for _, doc := range []string{seedRulesJSON, precedenceDoc, `{"agents": [{"agent": "x", "can_send_to": []}]}`} {
+	for _, doc := range []string{seedRulesJSON, precedenceDoc, `{"agents": [{"agent": "x", "can_send_to": []}]}`,
+		`{"interrupt": []}`, `{"interrupt": ["role:lead"], "preset": "hierarchical"}`} {
 		d, err := decodeJSON(t, doc)
 		if err != nil {
 			t.Fatal(err)
@@ -138,9 +140,20 @@ func TestDocumentJSONRoundTrip(t *testing.T) {
 			t.Errorf("through JSON:\n%+v\nwant\n%+v", &back, d)
 		}
 	}
-	// [] (nobody) and a missing list (nothing said) stay apart.
-	d, _ := decodeJSON(t, `{"agents": [{"agent": "x", "can_send_to": []}]}`)
-	if data, _ := json.Marshal(d); string(data) != `{"agents":[{"agent":"x","can_send_to":[]}]}` {
-		t.Errorf("stored form %s", data)
+	// [] (nobody) and a missing list (nothing said) stay apart; without an
+	// interrupt list the stored bytes are what they were before the list
+	// existed.
+	for doc, want := range map[string]string{
+		`{"agents": [{"agent": "x", "can_send_to": []}]}`: `{"agents":[{"agent":"x","can_send_to":[]}]}`,
+		`{"default": "deny"}`:                             `{"default":"deny"}`,
+		`{"default": "deny", "interrupt": []}`:            `{"default":"deny","interrupt":[]}`,
+	} {
+		d, err := decodeJSON(t, doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if data, _ := json.Marshal(d); string(data) != want {
+			t.Errorf("%s: stored form %s, want %s", doc, data, want)
+		}
 	}
 }

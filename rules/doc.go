@@ -1,7 +1,8 @@
 // Package rules is maos's communication-rules document: who may message
-// whom. It decodes the document (Decode, JSON or YAML), writes it back
-// (EncodeYAML), validates it and compiles it (Compile) into a value that
-// answers per pair (Compiled.Allows). It is pure: no storage, no clock, no
+// whom, and who may interrupt. It decodes the document (Decode, JSON or
+// YAML), writes it back (EncodeYAML), validates it and compiles it
+// (Compile) into a value that answers per pair (Compiled.Allows) and per
+// sender (Compiled.MayInterrupt). It is pure: no storage, no clock, no
 // network; the answers are functions of the document and the arguments,
 // so every node that holds the same document refuses the same sends.
 //
@@ -16,6 +17,7 @@
 //	preset: hierarchical            # optional; the only preset so far
 //	orchestrator_role: orchestrator # optional, with the preset; default "orchestrator"
 //	default: deny                   # optional: allow | deny, for pairs no list speaks about
+//	interrupt: [master_agent, "role:lead"] # optional: who may interrupt (see below)
 //	agents:                         # per subject: who it may send to, hear from
 //	  - agent: developer_agent
 //	    can_send_to: [master_agent, reviewer_agent, "role:tester"]
@@ -31,8 +33,8 @@
 // the seed file communication_rules.yaml. A list may be given as one string
 // ("*"); null or a missing list says nothing, [] allows nobody.
 //
-// Selectors (subjects, list entries, from and to of forbidden entries):
-// an agent id ("codex"), "role:NAME" (every agent
+// Selectors (subjects, list entries, from and to of forbidden entries,
+// interrupt entries): an agent id ("codex"), "role:NAME" (every agent
 // registered with that role), a glob matched against agent ids with
 // path.Match ("engineer_*", "qa-?", "[ab]*"), or "*" (also "all") for
 // every agent. An agent that is not registered has no role, so role
@@ -73,6 +75,17 @@
 // orchestrators, an orchestrator to anyone; a more specific entry (a role,
 // a glob, an id) refines that for its subjects, and forbidden entries
 // still override.
+//
+// # Interrupts
+//
+// Interrupt authority is its own rule, not a consequence of the lists: an
+// agent the lists let message another may still not interrupt it. The
+// interrupt list admits whoever one of its selectors matches; without it
+// (and with no document) only the roles master, orchestrator and
+// supervisor may interrupt, whatever the preset's orchestrator_role; an
+// empty list lets nobody. Moderators are the caller's business (a token's
+// privilege, not a rule of the document). The refusal names the rule:
+// "interrupt: only roles master, orchestrator, supervisor may interrupt".
 //
 // # Limits and errors
 //

@@ -9,7 +9,7 @@ import (
 const (
 	MaxBytes       = 256 << 10 // the document, as sent and as stored (JSON)
 	MaxEntries     = 1000      // agents + allowed_interactions; forbidden + forbidden_interactions
-	MaxSelectors   = 1000      // entries of one can_send_to or can_receive_from list
+	MaxSelectors   = 1000      // entries of one can_send_to, can_receive_from or interrupt list
 	MaxSelectorLen = 128       // bytes of one selector
 	MaxReasonLen   = 1024      // bytes of a forbidden entry's reason
 
@@ -32,6 +32,10 @@ type Document struct {
 	// Default is "allow", "deny" or "" (deny for an allowlist document,
 	// allow for a document with forbidden entries only).
 	Default string `json:"default,omitempty"`
+	// Interrupt lists who may interrupt an agent (selectors, as in the
+	// allow lists). nil says nothing: the roles master, orchestrator and
+	// supervisor may (see MayInterrupt); an empty list lets nobody.
+	Interrupt []string `json:"interrupt,omitzero"`
 	// Agents lists per-subject allow lists.
 	Agents []AgentRule `json:"agents,omitempty"`
 	// AllowedInteractions is the seed form of Agents: subject → lists (the
@@ -76,7 +80,9 @@ func (d *Document) EffectiveDefault() string {
 }
 
 // Summary is a one-line description for audit lines and the CLI:
-// "preset hierarchical, 2 agent entries, 1 forbidden, default deny".
+// "preset hierarchical, 2 agent entries, 1 forbidden, default deny"; a
+// document with an interrupt list adds "N interrupt entries" before the
+// default.
 func (d *Document) Summary() string {
 	var parts []string
 	if d.Preset != "" {
@@ -88,8 +94,11 @@ func (d *Document) Summary() string {
 	}
 	parts = append(parts,
 		plural(len(d.Agents)+len(d.AllowedInteractions), "agent entry", "agent entries"),
-		fmt.Sprintf("%d forbidden", len(d.Forbidden)+len(d.ForbiddenInteractions)),
-		"default "+d.EffectiveDefault())
+		fmt.Sprintf("%d forbidden", len(d.Forbidden)+len(d.ForbiddenInteractions)))
+	if d.Interrupt != nil {
+		parts = append(parts, plural(len(d.Interrupt), "interrupt entry", "interrupt entries"))
+	}
+	parts = append(parts, "default "+d.EffectiveDefault())
 	return strings.Join(parts, ", ")
 }
 

@@ -26,6 +26,7 @@ type yamlDocument struct {
 	Preset                string               `yaml:"preset,omitempty"`
 	OrchestratorRole      string               `yaml:"orchestrator_role,omitempty"`
 	Default               string               `yaml:"default,omitempty"`
+	Interrupt             *[]string            `yaml:"interrupt,omitempty,flow"`
 	Agents                []yamlAgent          `yaml:"agents,omitempty"`
 	AllowedInteractions   map[string]yamlAgent `yaml:"allowed_interactions,omitempty"`
 	Forbidden             []yamlForbidden      `yaml:"forbidden,omitempty"`
@@ -36,7 +37,8 @@ type yamlDocument struct {
 // Decode(…, YAML) reads back to the same document: the fields in the
 // order of the package documentation, lists of selectors on one line,
 // allowed_interactions by sorted subject. An empty document is "{}" with
-// a comment.
+// a comment, and a document without an interrupt list ends with a comment
+// saying who may interrupt then.
 func EncodeYAML(d *Document) ([]byte, error) {
 	if d == nil {
 		return nil, fieldErr("rules", "required")
@@ -58,7 +60,7 @@ func EncodeYAML(d *Document) ([]byte, error) {
 		return out
 	}
 	y := yamlDocument{Preset: d.Preset, OrchestratorRole: d.OrchestratorRole, Default: d.Default,
-		Forbidden: forbidden(d.Forbidden), ForbiddenInteractions: forbidden(d.ForbiddenInteractions)}
+		Interrupt: list(d.Interrupt), Forbidden: forbidden(d.Forbidden), ForbiddenInteractions: forbidden(d.ForbiddenInteractions)}
 	for _, a := range d.Agents {
 		y.Agents = append(y.Agents, agent(a))
 	}
@@ -79,7 +81,10 @@ func EncodeYAML(d *Document) ([]byte, error) {
 	}
 	out := buf.Bytes()
 	if bytes.Equal(bytes.TrimSpace(out), []byte("{}")) {
-		out = []byte("{}  # an empty document: everything is allowed\n")
+		out = []byte("{}  # an empty document: everyone may message everyone\n")
+	}
+	if d.Interrupt == nil {
+		out = append(out, "# no interrupt list: "+defaultInterruptWho+"\n"...)
 	}
 	return out, nil
 }

@@ -13,6 +13,8 @@ func TestEncodeYAMLRoundTrip(t *testing.T) {
 		seedRulesJSON, precedenceDoc, `{}`,
 		`{"preset": "hierarchical", "orchestrator_role": "lead", "default": "allow"}`,
 		`{"agents": [{"agent": "x", "can_receive_from": []}]}`,
+		`{"preset": "hierarchical", "orchestrator_role": "lead", "default": "allow", "interrupt": ["role:lead", "ops-*"]}`,
+		`{"interrupt": [], "agents": [{"agent": "x", "can_receive_from": []}]}`,
 		`{"allowed_interactions": {"z": {"can_send_to": "*"}, "a": {"can_receive_from": ["role:qa"]}},
 		  "forbidden": [{"from": "*", "to": "vault"}]}`,
 	} {
@@ -41,7 +43,7 @@ func TestEncodeYAMLRoundTrip(t *testing.T) {
 func TestEncodeYAMLShape(t *testing.T) {
 	d, err := decodeJSON(t, `{"forbidden_interactions": [{"from": "t", "to": "r", "reason": "go through d"}],
 	  "agents": [{"agent": "engineer_*", "can_send_to": "role:lead"}, {"agent": "x", "can_receive_from": []}],
-	  "default": "deny", "preset": "hierarchical"}`)
+	  "interrupt": ["role:lead"], "default": "deny", "preset": "hierarchical"}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,6 +53,7 @@ func TestEncodeYAMLShape(t *testing.T) {
 	}
 	want := `preset: hierarchical
 default: deny
+interrupt: ['role:lead']
 agents:
   - agent: engineer_*
     can_send_to: ['role:lead']
@@ -65,9 +68,12 @@ forbidden_interactions:
 		t.Errorf("EncodeYAML:\n%s\nwant\n%s", out, want)
 	}
 
+	// Without an interrupt list, a comment says who may interrupt.
 	for doc, want := range map[string]string{
-		`{}`:                  "{}  # an empty document: everything is allowed\n",
-		`{"default": "deny"}`: "default: deny\n",
+		`{}`: "{}  # an empty document: everyone may message everyone\n" +
+			"# no interrupt list: only roles master, orchestrator, supervisor may interrupt\n",
+		`{"default": "deny"}`: "default: deny\n# no interrupt list: only roles master, orchestrator, supervisor may interrupt\n",
+		`{"interrupt": []}`:   "interrupt: []\n",
 	} {
 		d, err := decodeJSON(t, doc)
 		if err != nil {

@@ -11,7 +11,7 @@ import (
 // the two documented error kinds; it never panics.
 func FuzzDecode(f *testing.F) {
 	for _, s := range []string{seedRulesJSON, seedRulesYAML, precedenceDoc, `{}`, `[]`, "",
-		`{"preset": "hierarchical", "orchestrator_role": "lead"}`, "default: deny\n",
+		`{"interrupt": ["role:lead", "ops-*"], "preset": "hierarchical"}`, "interrupt: []\n",
 		"agents:\n  - {agent: x, can_send_to: '*'}\n", "a: &x [1]\nb: *x\n", "1: x\n"} {
 		f.Add([]byte(s), true)
 		f.Add([]byte(s), false)
