@@ -22,10 +22,10 @@ const DefaultInterruptReason = "interrupt: " + defaultInterruptWho
 
 const defaultInterruptWho = "only roles master, orchestrator, supervisor may interrupt"
 
-// defaultInterrupt is the rule without an interrupt list.
+// defaultInterrupt is the rule without an interrupt list: the roles of
+// defaultInterruptWho.
 var defaultInterrupt = &interruptRule{
-	set: ruleSet{roles: map[string]struct{}{"master": {}, "orchestrator": {}, "supervisor": {}},
-		shown: []string{"role:master", "role:orchestrator", "role:supervisor"}},
+	set:    ruleSet{roles: map[string]struct{}{"master": {}, "orchestrator": {}, "supervisor": {}}},
 	reason: DefaultInterruptReason,
 }
 
