@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/maos-project/maos/rules"
+	"go.etcd.io/bbolt"
 )
 
 // benchEntries makes send entries with 1 KiB of text and unique ids. It
@@ -44,9 +46,19 @@ func (e *benchEntries) fill(logs []*raft.Log) {
 	}
 }
 
-func benchmarkApply(b *testing.B, perBatch int) {
+func benchmarkApply(b *testing.B, perBatch int, doc *rules.Document) {
 	f, _ := openTemp(b)
 	entries := newBenchEntries(b)
+	if doc != nil {
+		entries.next++
+		data, err := Encode(OpSetRules, baseTS, SetRulesCommand{Rules: doc})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err, ok := applyOne(f, &raft.Log{Type: raft.LogCommand, Index: entries.next, Term: 1, Data: data}).(error); ok {
+			b.Fatal(err)
+		}
+	}
 	logs := make([]*raft.Log, perBatch)
 	b.SetBytes(int64(perBatch * len(entries.template)))
 	b.ReportAllocs()
@@ -68,11 +80,25 @@ func benchmarkApply(b *testing.B, perBatch int) {
 
 // BenchmarkApplySingle applies one 1 KiB send per ApplyBatch call: one
 // bbolt transaction (and fsync) per message.
-func BenchmarkApplySingle(b *testing.B) { benchmarkApply(b, 1) }
+func BenchmarkApplySingle(b *testing.B) { benchmarkApply(b, 1, nil) }
 
 // BenchmarkApplyBatch64 applies 64 sends of 1 KiB per ApplyBatch call, as
 // raft's BatchingFSM does under load.
-func BenchmarkApplyBatch64(b *testing.B) { benchmarkApply(b, 64) }
+func BenchmarkApplyBatch64(b *testing.B) { benchmarkApply(b, 64, nil) }
+
+// BenchmarkApplyBatch64Rules is BenchmarkApplyBatch64 under a rules
+// document that allows the sends: each one looks up the compiled rules and
+// checks its recipient.
+func BenchmarkApplyBatch64Rules(b *testing.B) {
+	benchmarkApply(b, 64, &rules.Document{
+		Agents: []rules.AgentRule{
+			{Agent: "bench", CanSendTo: []string{"claude", "role:lead"}},
+			{Agent: "role:lead", CanSendTo: []string{"*"}},
+			{Agent: "engineer_*", CanSendTo: []string{"role:lead"}, CanReceiveFrom: []string{"*"}},
+		},
+		Forbidden: []rules.ForbiddenRule{{From: "*", To: "vault", Reason: "read-only"}},
+	})
+}
 
 // BenchmarkPageAtScale reads a 50-message page of a channel (its first and
 // its last) and of an inbox from a state holding N messages: with bbolt's
@@ -116,5 +142,55 @@ func BenchmarkPageAtScale(b *testing.B) {
 				})
 			}
 		})
+	}
+}
+
+// BenchmarkCheckRules answers one rules check (POST /v1/rules/check): a
+// read transaction, the compiled rules looked up by the stored document's
+// hash, two role lookups and Allows.
+func BenchmarkCheckRules(b *testing.B) {
+	f, _ := openTemp(b)
+	data, err := Encode(OpSetRules, baseTS, SetRulesCommand{Rules: &rules.Document{
+		Agents:    []rules.AgentRule{{Agent: "role:lead", CanSendTo: []string{"*"}}, {Agent: "*", CanSendTo: []string{"role:lead"}}},
+		Forbidden: []rules.ForbiddenRule{{From: "*", To: "vault", Reason: "read-only"}},
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err, ok := applyOne(f, &raft.Log{Type: raft.LogCommand, Index: 1, Term: 1, Data: data}).(error); ok {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		c, err := f.CheckRules("w1", "engineer", "w2", "engineer")
+		if err != nil || c.Allowed {
+			b.Fatalf("CheckRules = %+v, %v; want refused", c, err)
+		}
+	}
+}
+
+// BenchmarkLoadRules is the lookup every send makes under a rules
+// document: read the stored document's hash and find its compiled form.
+func BenchmarkLoadRules(b *testing.B) {
+	f, _ := openTemp(b)
+	data, err := Encode(OpSetRules, baseTS, SetRulesCommand{Rules: &rules.Document{
+		Forbidden: []rules.ForbiddenRule{{From: "*", To: "vault", Reason: "read-only"}},
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err, ok := applyOne(f, &raft.Log{Type: raft.LogCommand, Index: 1, Term: 1, Data: data}).(error); ok {
+		b.Fatal(err)
+	}
+	if err := f.view(func(tx *bbolt.Tx) error {
+		b.ReportAllocs()
+		for b.Loop() {
+			if r, err := f.rules.load(tx); r == nil || err != nil {
+				b.Fatalf("load = %v, %v", r, err)
+			}
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
 	}
 }

@@ -3,6 +3,8 @@ package fsm
 import (
 	"errors"
 	"fmt"
+
+	"github.com/maos-project/maos/rules"
 )
 
 // Sentinel errors that callers branch on. Errors returned by apply and by the
@@ -42,7 +44,7 @@ func fieldErr(field, format string, args ...any) error {
 
 // NamePattern is the rule for agent ids, roles, channels, types, tags and
 // node ids (ValidName), as messages quote it.
-const NamePattern = `^[a-z0-9][a-z0-9._-]{0,63}$`
+const NamePattern = rules.NamePattern
 
 // NameRule is the reason a value is not a name, for any error that says
 // so: `must match ^[a-z0-9][a-z0-9._-]{0,63}$ (got "Alice")`. A value longer

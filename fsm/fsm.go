@@ -31,6 +31,9 @@ type FSM struct {
 
 	applied atomic.Uint64
 
+	ops   map[Op]applyFunc // registry(), built by Open
+	rules rulesCache
+
 	notifyMu sync.Mutex
 	notify   chan struct{} // closed and replaced after every applied batch
 }
@@ -61,6 +64,7 @@ func Open(path string, opts Options) (*FSM, error) {
 		opts.LockTimeout = time.Second
 	}
 	f := &FSM{path: path, logger: opts.Logger, lockTimeout: opts.LockTimeout, notify: make(chan struct{})}
+	f.ops = f.registry()
 	warnings, err := CheckAfterClose(path, opts.LockTimeout, opts.CleanlyClosed)
 	for _, w := range warnings {
 		opts.Logger.Warn("fsm: state file: " + w)
@@ -234,7 +238,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 				results[i] = err
 				continue
 			}
-			fn, ok := registry[cmd.Op]
+			fn, ok := f.ops[cmd.Op]
 			if !ok {
 				results[i] = fmt.Errorf("fsm: unknown op %q at index %d", cmd.Op, l.Index)
 				continue

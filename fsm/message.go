@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/maos-project/maos/rules"
 )
 
 // Message is one entry of the mail log. Its JSON form is the union of the
@@ -95,7 +97,6 @@ func (r *Recipients) UnmarshalJSON(b []byte) error {
 // Limits on a message. The size limit is configured per node
 // (--max-message-bytes) and checked on the wire; these are fixed.
 const (
-	MaxNameLen       = 64   // agent ids, channels, types, tags
 	MaxIDLen         = 128  // message ids
 	MaxRecipients    = 256  // entries in "to"
 	MaxTags          = 64   // entries in "tags"
@@ -106,6 +107,9 @@ const (
 	DefaultType      = "chat"
 	VisibilityPublic = "public"
 )
+
+// MaxNameLen bounds agent ids, channels, types and tags, in bytes.
+const MaxNameLen = rules.MaxNameLen
 
 var (
 	// nameRE is NamePattern compiled: the rules compiler's messages quote
@@ -120,18 +124,7 @@ var (
 
 // ValidName reports whether s is a valid agent id or channel name: whether
 // it matches NamePattern. NameError says why it does not.
-func ValidName(s string) bool {
-	// By hand: it runs several times per send on every node.
-	if len(s) == 0 || len(s) > MaxNameLen || !isAlnum(s[0]) {
-		return false
-	}
-	for i := 1; i < len(s); i++ {
-		if c := s[i]; !isAlnum(c) && c != '.' && c != '_' && c != '-' {
-			return false
-		}
-	}
-	return true
-}
+func ValidName(s string) bool { return rules.ValidName(s) }
 
 // isAlnum reports whether c is in [a-z0-9].
 func isAlnum(c byte) bool { return ('a' <= c && c <= 'z') || ('0' <= c && c <= '9') }

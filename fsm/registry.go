@@ -9,35 +9,39 @@ import "go.etcd.io/bbolt"
 // result or an error value (never panics on bad input).
 type applyFunc func(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error)
 
-// registry maps each op to its apply function.
-var registry = map[Op]applyFunc{
-	OpSend:         applySend,
-	OpRegisterNode: applyRegisterNode,
-	OpSetConfig:    applySetConfig,
-	OpNodeEvent:    applyNodeEvent,
-	OpSetRules:     applySetRules,
+// registry maps each op to its apply function. Open builds it once per
+// FSM: the ops that read the rules are methods, for the FSM's
+// compiled-rules cache.
+func (f *FSM) registry() map[Op]applyFunc {
+	return map[Op]applyFunc{
+		OpSend:         f.applySend,
+		OpRegisterNode: applyRegisterNode,
+		OpSetConfig:    applySetConfig,
+		OpNodeEvent:    applyNodeEvent,
+		OpSetRules:     f.applySetRules,
 
-	// Mailbox: agents.go, inbox.go.
-	OpRegisterAgent:   applyRegisterAgent,
-	OpUnregisterAgent: applyUnregisterAgent,
-	OpMarkRead:        applyMarkRead,
+		// Mailbox: agents.go, inbox.go.
+		OpRegisterAgent:   applyRegisterAgent,
+		OpUnregisterAgent: applyUnregisterAgent,
+		OpMarkRead:        applyMarkRead,
 
-	// Coordination: bulletin.go, locks.go.
-	OpSetBulletin:        applySetBulletin,
-	OpLockAcquire:        applyLockAcquire,
-	OpLockRenew:          applyLockRenew,
-	OpLockRelease:        applyLockRelease,
-	OpReleaseHolderLocks: applyReleaseHolderLocks,
+		// Coordination: bulletin.go, locks.go.
+		OpSetBulletin:        applySetBulletin,
+		OpLockAcquire:        applyLockAcquire,
+		OpLockRenew:          applyLockRenew,
+		OpLockRelease:        applyLockRelease,
+		OpReleaseHolderLocks: applyReleaseHolderLocks,
 
-	// Retention: retention.go.
-	OpSetRetention: applySetRetention,
-	OpTrim:         applyTrim,
+		// Retention: retention.go.
+		OpSetRetention: applySetRetention,
+		OpTrim:         applyTrim,
 
-	// Watchers: cursor.go.
-	OpSetCursor: applySetCursor,
+		// Watchers: cursor.go.
+		OpSetCursor: applySetCursor,
 
-	// Authentication: token_create.go, token_revoke.go, denial.go.
-	OpCreateToken: applyCreateToken,
-	OpRevokeToken: applyRevokeToken,
-	OpAuditDenial: applyAuditDenial,
+		// Authentication: token_create.go, token_revoke.go, denial.go.
+		OpCreateToken: applyCreateToken,
+		OpRevokeToken: applyRevokeToken,
+		OpAuditDenial: applyAuditDenial,
+	}
 }

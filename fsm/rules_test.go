@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,227 +10,32 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/maos-project/maos/rules"
 	"go.etcd.io/bbolt"
 )
 
-// parseRulesJSON decodes a document written as JSON the way the API does:
-// into a generic tree, then DecodeRules.
-func parseRulesJSON(tb testing.TB, doc string) (*RulesDocument, error) {
+// The document's format and decisions are tested in package rules; these
+// tests are the state machine's: the command, its apply, the stored
+// document, its compiled form per FSM, and sends checked at apply.
+
+// parseRulesJSON decodes a document written as JSON, as the API does.
+func parseRulesJSON(tb testing.TB, doc string) (*rules.Document, error) {
 	tb.Helper()
-	var v any
-	if err := json.Unmarshal([]byte(doc), &v); err != nil {
-		tb.Fatalf("test document is not JSON: %v\n%s", err, doc)
-	}
-	return DecodeRules(v)
+	return rules.Decode([]byte(doc), rules.JSON)
 }
 
-// mustRules compiles a JSON document, bypassing the cache.
-func mustRules(tb testing.TB, doc string) *Rules {
-	tb.Helper()
-	d, err := parseRulesJSON(tb, doc)
-	if err != nil {
-		tb.Fatalf("DecodeRules: %v\n%s", err, doc)
-	}
-	r, err := compileRules(d)
-	if err != nil {
-		tb.Fatalf("compileRules: %v", err)
-	}
-	return r
-}
-
-type pairCase struct {
-	name             string
-	from, fromRole   string
-	to, toRole       string
-	allowed          bool
-	reason           string // the whole reason, when refused
-	reasonContaining string // or a part of it
-}
-
-func checkPairs(t *testing.T, r *Rules, cases []pairCase) {
-	t.Helper()
-	for _, c := range cases {
-		ok, reason := r.Allows(c.from, c.fromRole, c.to, c.toRole)
-		if ok != c.allowed {
-			t.Errorf("%s: Allows(%s/%s → %s/%s) = %t (%q), want %t", c.name, c.from, c.fromRole, c.to, c.toRole, ok, reason, c.allowed)
-			continue
-		}
-		switch {
-		case c.allowed && reason != "":
-			t.Errorf("%s: allowed with a reason %q", c.name, reason)
-		case !c.allowed && c.reason != "" && reason != c.reason:
-			t.Errorf("%s: reason %q, want %q", c.name, reason, c.reason)
-		case !c.allowed && c.reasonContaining != "" && !strings.Contains(reason, c.reasonContaining):
-			t.Errorf("%s: reason %q, want it to contain %q", c.name, reason, c.reasonContaining)
-		case !c.allowed && reason == "":
-			t.Errorf("%s: refused without a reason", c.name)
-		}
-	}
-}
-
+// precedenceDoc is a document with refusals of every kind (see
+// rules.TestRulesPrecedence for what it decides).
 const precedenceDoc = `{
   "agents": [
     {"agent": "*",             "can_send_to": ["role:lead"]},
     {"agent": "engineer_*",    "can_send_to": ["engineer_*", "role:lead"]},
-    {"agent": "role:lead",     "can_send_to": ["*"]},
-    {"agent": "engineer_boss", "can_send_to": "*"},
-    {"agent": "role:qa",       "can_send_to": ["role:lead", "dev"]},
-    {"agent": "qa1",           "can_receive_from": ["role:lead"]},
-    {"agent": "secret",        "can_receive_from": []},
-    {"agent": "eng?_x",        "can_send_to": ["dev"]}
+    {"agent": "role:lead",     "can_send_to": ["*"]}
   ],
-  "forbidden": [
-    {"from": "role:lead",  "to": "intern", "reason": "leads do not page interns"},
-    {"from": "*",          "to": "vault",  "reason": "vault is read-only"},
-    {"from": "engineer_?", "to": "lead2",  "reason": "first"},
-    {"from": "engineer_1", "to": "lead2",  "reason": "second"},
-    {"from": "dev",        "to": "role:qa"}
-  ]
+  "forbidden": [{"from": "*", "to": "vault", "reason": "vault is read-only"}]
 }`
 
-func TestRulesPrecedence(t *testing.T) {
-	r := mustRules(t, precedenceDoc)
-	checkPairs(t, r, []pairCase{
-		// Forbidden over allowed, whatever the specificity of the allow.
-		{name: "forbidden over a role's *", from: "lead1", fromRole: "lead", to: "intern", toRole: "agent",
-			reason: "leads do not page interns"},
-		{name: "forbidden * over an id's *", from: "engineer_boss", fromRole: "agent", to: "vault", toRole: "lead",
-			reason: "vault is read-only"},
-		{name: "first forbidden entry in document order", from: "engineer_1", fromRole: "agent", to: "lead2", toRole: "lead",
-			reason: "first"},
-		{name: "forbidden without a reason", from: "dev", fromRole: "agent", to: "qa2", toRole: "qa",
-			reason: "forbidden by forbidden[4]: dev → role:qa"},
-		{name: "forbidden does not touch other pairs", from: "engineer_1", fromRole: "agent", to: "lead3", toRole: "lead", allowed: true},
-
-		// An id over a glob.
-		{name: "id over glob", from: "engineer_boss", fromRole: "agent", to: "dev", toRole: "agent", allowed: true},
-		{name: "glob without the id entry", from: "engineer_2", fromRole: "agent", to: "dev", toRole: "agent",
-			reason: "engineer_2 (role agent) may send only to engineer_*, role:lead (agents[1].can_send_to)"},
-		// A glob over *.
-		{name: "glob over *", from: "engineer_2", fromRole: "agent", to: "engineer_3", toRole: "agent", allowed: true},
-		{name: "* alone", from: "bob", fromRole: "agent", to: "engineer_3", toRole: "agent",
-			reason: "bob (role agent) may send only to role:lead (agents[0].can_send_to)"},
-		{name: "* admits its list", from: "bob", fromRole: "agent", to: "lead1", toRole: "lead", allowed: true},
-		// Two globs select the sender: either list admits.
-		{name: "two globs, the second admits", from: "eng1_x", fromRole: "agent", to: "dev", toRole: "agent", allowed: true},
-		{name: "two globs, neither admits", from: "engineer_x", fromRole: "agent", to: "bob", toRole: "agent",
-			reasonContaining: "may send only to engineer_*, role:lead (agents[1].can_send_to)"},
-		// A role over a glob and over *.
-		{name: "role over glob", from: "engineer_7", fromRole: "lead", to: "dev", toRole: "agent", allowed: true},
-		{name: "role over *", from: "qa2", fromRole: "qa", to: "dev", toRole: "agent", allowed: true},
-		{name: "role list refuses", from: "qa2", fromRole: "qa", to: "engineer_2", toRole: "agent",
-			reason: "qa2 (role qa) may send only to role:lead, dev (agents[4].can_send_to)"},
-		// An id entry with only can_receive_from keeps its role's can_send_to.
-		{name: "per-list specificity", from: "qa1", fromRole: "qa", to: "dev", toRole: "agent", allowed: true},
-		{name: "per-list specificity refuses by role", from: "qa1", fromRole: "qa", to: "bob", toRole: "agent",
-			reasonContaining: "(agents[4].can_send_to)"},
-		// The recipient's list.
-		{name: "recipient admits", from: "lead1", fromRole: "lead", to: "qa1", toRole: "qa", allowed: true},
-		{name: "recipient refuses", from: "engineer_boss", fromRole: "agent", to: "qa1", toRole: "qa",
-			reason: "qa1 (role qa) accepts messages only from role:lead (agents[5].can_receive_from)"},
-		{name: "empty list admits nobody", from: "lead1", fromRole: "lead", to: "secret", toRole: "agent",
-			reason: "secret (role agent) accepts messages only from nobody (agents[6].can_receive_from)"},
-		// Unregistered agents have no role: role selectors never match them.
-		{name: "unregistered sender under *", from: "ghost", fromRole: "", to: "lead1", toRole: "lead", allowed: true},
-		{name: "unregistered recipient is no lead", from: "bob", fromRole: "agent", to: "ghost", toRole: "",
-			reason: "bob (role agent) may send only to role:lead (agents[0].can_send_to)"},
-	})
-}
-
-func TestRulesForbiddenOrderAcrossIndexes(t *testing.T) {
-	// The id-indexed entry comes first in the document this time.
-	r := mustRules(t, `{"forbidden": [
-	  {"from": "engineer_1", "to": "lead2", "reason": "by id"},
-	  {"from": "role:eng",   "to": "lead2", "reason": "by role"},
-	  {"from": "*",          "to": "lead2", "reason": "by star"}],
-	 "forbidden_interactions": [{"from": "x", "to": "y", "reason": "seed name"}]}`)
-	checkPairs(t, r, []pairCase{
-		{name: "id entry first", from: "engineer_1", fromRole: "eng", to: "lead2", reason: "by id"},
-		{name: "role entry", from: "engineer_2", fromRole: "eng", to: "lead2", reason: "by role"},
-		{name: "star entry", from: "other", fromRole: "", to: "lead2", reason: "by star"},
-		{name: "forbidden_interactions count", from: "x", to: "y", reason: "seed name"},
-		// Only forbidden entries: a denylist, the rest is allowed.
-		{name: "denylist default", from: "x", to: "z", allowed: true},
-	})
-}
-
-func TestRulesDefault(t *testing.T) {
-	for _, c := range []struct {
-		name, doc string
-		want      string // EffectiveDefault
-		allowed   bool   // a → b, which no list mentions
-	}{
-		{"allow list", `{"agents": [{"agent": "c", "can_send_to": ["d"]}]}`, RulesDeny, false},
-		{"seed form", `{"allowed_interactions": {"c": {"can_send_to": ["d"]}}}`, RulesDeny, false},
-		{"allow list, default allow", `{"default": "allow", "agents": [{"agent": "c", "can_send_to": ["d"]}]}`, RulesAllow, true},
-		{"denylist", `{"forbidden": [{"from": "c", "to": "d"}]}`, RulesAllow, true},
-		{"denylist, default deny", `{"default": "deny", "forbidden": [{"from": "c", "to": "d"}]}`, RulesDeny, false},
-		{"empty document", `{}`, RulesAllow, true},
-		{"preset", `{"preset": "hierarchical", "default": "allow"}`, RulesAllow, false}, // the preset governs every sender
-	} {
-		d, err := parseRulesJSON(t, c.doc)
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		if got := d.EffectiveDefault(); got != c.want {
-			t.Errorf("%s: EffectiveDefault = %s, want %s", c.name, got, c.want)
-		}
-		r, err := compileRules(d)
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		ok, reason := r.Allows("a", "agent", "b", "agent")
-		if ok != c.allowed {
-			t.Errorf("%s: a → b allowed = %t (%q), want %t", c.name, ok, reason, c.allowed)
-		}
-		if !ok && c.want == RulesDeny && reason != "no rule allows a → b, and the rules' default is deny" {
-			t.Errorf("%s: reason %q", c.name, reason)
-		}
-	}
-	var nilRules *Rules
-	if ok, reason := nilRules.Allows("a", "", "b", ""); !ok || reason != "" {
-		t.Errorf("no document: Allows = %t %q, want true", ok, reason)
-	}
-	if got := (*RulesDocument)(nil).EffectiveDefault(); got != RulesAllow {
-		t.Errorf("no document: default %s", got)
-	}
-}
-
-func TestRulesPresetHierarchical(t *testing.T) {
-	r := mustRules(t, `{"preset": "hierarchical"}`)
-	checkPairs(t, r, []pairCase{
-		{name: "orchestrator to a worker", from: "boss", fromRole: "orchestrator", to: "w1", toRole: "agent", allowed: true},
-		{name: "orchestrator to an unregistered agent", from: "boss", fromRole: "orchestrator", to: "ghost", allowed: true},
-		{name: "worker to the orchestrator", from: "w1", fromRole: "engineer", to: "boss", toRole: "orchestrator", allowed: true},
-		{name: "unregistered to the orchestrator", from: "ghost", to: "boss", toRole: "orchestrator", allowed: true},
-		{name: "worker to a worker", from: "w1", fromRole: "engineer", to: "w2", toRole: "engineer",
-			reason: "w1 (role engineer) may send only to role:orchestrator (preset hierarchical)"},
-		{name: "worker to an unregistered agent", from: "w1", fromRole: "engineer", to: "ghost",
-			reasonContaining: "may send only to role:orchestrator"},
-	})
-
-	r = mustRules(t, `{"preset": "hierarchical", "orchestrator_role": "lead"}`)
-	checkPairs(t, r, []pairCase{
-		{name: "custom role sends to all", from: "l", fromRole: "lead", to: "w", toRole: "agent", allowed: true},
-		{name: "orchestrator role is just a worker now", from: "o", fromRole: "orchestrator", to: "w", toRole: "agent",
-			reason: "o (role orchestrator) may send only to role:lead (preset hierarchical)"},
-	})
-
-	// Refined by a more specific entry, overridden by forbidden.
-	r = mustRules(t, `{"preset": "hierarchical",
-	  "agents": [{"agent": "role:reviewer", "can_send_to": ["role:orchestrator", "role:engineer"]}],
-	  "forbidden": [{"from": "role:orchestrator", "to": "intern", "reason": "let them learn"}]}`)
-	checkPairs(t, r, []pairCase{
-		{name: "reviewer refined", from: "rv", fromRole: "reviewer", to: "e", toRole: "engineer", allowed: true},
-		{name: "engineer still hierarchical", from: "e", fromRole: "engineer", to: "rv", toRole: "reviewer",
-			reasonContaining: "preset hierarchical"},
-		{name: "forbidden over the preset", from: "boss", fromRole: "orchestrator", to: "intern", toRole: "agent",
-			reason: "let them learn"},
-	})
-}
-
-// The seed file communication_rules.yaml, as JSON, and the same rules in
-// the agents form decide every pair alike.
+// seedRulesJSON is the seed file communication_rules.yaml as JSON.
 const seedRulesJSON = `{
   "allowed_interactions": {
     "master_agent":    {"can_send_to": ["*"], "can_receive_from": ["*"]},
@@ -242,109 +48,16 @@ const seedRulesJSON = `{
   ]
 }`
 
-func TestRulesSeedFormAndAgentsFormAgree(t *testing.T) {
-	seed := mustRules(t, seedRulesJSON)
-	checkPairs(t, seed, []pairCase{
-		{name: "example 2", from: "developer_agent", to: "reviewer_agent", allowed: true},
-		{name: "example 3", from: "tester_agent", to: "reviewer_agent", reason: "Should go through developer first"},
-		{name: "receive list", from: "developer_agent", to: "tester_agent", allowed: true},
-		{name: "reviewer to tester", from: "reviewer_agent", to: "tester_agent",
-			reason: "reviewer_agent may send only to master_agent, developer_agent (allowed_interactions.reviewer_agent.can_send_to)"},
-	})
-	list := mustRules(t, `{
-	  "agents": [
-	    {"agent": "tester_agent",    "can_send_to": ["master_agent", "developer_agent"], "can_receive_from": ["master_agent", "developer_agent"]},
-	    {"agent": "master_agent",    "can_send_to": "*", "can_receive_from": "*"},
-	    {"agent": "reviewer_agent",  "can_send_to": ["master_agent", "developer_agent"], "can_receive_from": ["master_agent", "developer_agent"]},
-	    {"agent": "developer_agent", "can_send_to": ["master_agent", "reviewer_agent", "tester_agent"], "can_receive_from": ["master_agent", "reviewer_agent"]}
-	  ],
-	  "forbidden": [{"from": "tester_agent", "to": "reviewer_agent", "reason": "Should go through developer first"}]
-	}`)
-	names := []string{"master_agent", "developer_agent", "reviewer_agent", "tester_agent", "newbie"}
-	for _, a := range names {
-		for _, b := range names {
-			ok1, _ := seed.Allows(a, "agent", b, "agent")
-			ok2, _ := list.Allows(a, "agent", b, "agent")
-			if ok1 != ok2 {
-				t.Errorf("%s → %s: seed form %t, agents form %t", a, b, ok1, ok2)
-			}
-		}
-	}
-}
-
-func TestRulesBadDocuments(t *testing.T) {
-	long := strings.Repeat("a", MaxSelectorLen+1)
-	many := func(n int, f func(i int) string) string {
-		parts := make([]string, n)
-		for i := range parts {
-			parts[i] = f(i)
-		}
-		return strings.Join(parts, ",")
-	}
-	for _, c := range []struct {
-		doc, field, reason string
-	}{
-		{`[]`, "rules", "want an object"},
-		{`{"agnets": []}`, "agnets", "unknown field; known here: agents, allowed_interactions, default"},
-		{`{"agents": {"x": 1}}`, "agents", "want a list"},
-		{`{"agents": ["x"]}`, "agents[0]", "want an object"},
-		{`{"agents": [{"agent": "a", "can_send_to": ["b"]}, {"agent": "c", "can_send_to": []},
-		   {"agent": "d", "can_send_to": ["a["]}]}`, "agents[2].can_send_to[0]", `bad glob "a[": syntax error in pattern`},
-		{`{"agents": [{"agent": "x", "can_send_to": ["Eng*"]}]}`, "agents[0].can_send_to[0]", `bad glob "Eng*": character "E"`},
-		{`{"agents": [{"can_send_to": ["*"]}]}`, "agents[0].agent", "required"},
-		{`{"agents": [{"agent": "x"}]}`, "agents[0]", "give can_send_to or can_receive_from"},
-		{`{"agents": [{"agent": "x", "can_send_to": null}]}`, "agents[0]", "give can_send_to or can_receive_from"},
-		{`{"agents": [{"agent": "x", "can_send_to": [1]}]}`, "agents[0].can_send_to[0]", "want a string, got a number (1)"},
-		{`{"agents": [{"agent": "x", "can_send_to": {"a": 1}}]}`, "agents[0].can_send_to", "want a list, got an object"},
-		{`{"agents": [{"agent": "x", "can_sendto": []}]}`, "agents[0].can_sendto", "unknown field; known here: agent, can_receive_from, can_send_to"},
-		{`{"agents": [{"agent": "Bad Name", "can_send_to": []}]}`, "agents[0].agent", `"Bad Name" is not an agent id`},
-		{`{"agents": [{"agent": "role:Bad", "can_send_to": []}]}`, "agents[0].agent", `role "Bad" must match`},
-		{`{"agents": [{"agent": "x", "can_receive_from": [""]}]}`, "agents[0].can_receive_from[0]", "empty"},
-		{`{"agents": [{"agent": "x", "can_receive_from": ["` + long + `"]}]}`, "agents[0].can_receive_from[0]", "129 bytes, at most 128"},
-		{`{"agents": [{"agent": true, "can_send_to": []}]}`, "agents[0].agent", "want a string, got a boolean"},
-		{`{"allowed_interactions": {"dev": {"can_send_to": ["x"], "agent": "y"}}}`, "allowed_interactions.dev.agent", "unknown field"},
-		{`{"allowed_interactions": {"Bad Key": {"can_send_to": ["x"]}}}`, `allowed_interactions["Bad Key"]`, "is not an agent id"},
-		{`{"allowed_interactions": {"dev": {"can_send_to": ["x["]}}}`, "allowed_interactions.dev.can_send_to[0]", "bad glob"},
-		{`{"allowed_interactions": ["dev"]}`, "allowed_interactions", "want an object"},
-		{`{"forbidden": [{"from": "a"}]}`, "forbidden[0].to", "empty"},
-		{`{"forbidden": [{"from": "a", "to": "b", "reason": "two\nlines"}]}`, "forbidden[0].reason", "one line"},
-		{`{"forbidden": [{"from": "a", "to": "b", "reason": "` + strings.Repeat("r", MaxReasonLen+1) + `"}]}`, "forbidden[0].reason", "1025 bytes, at most 1024"},
-		{`{"forbidden": [{"from": "a", "to": "b"}], "forbidden_interactions": [{"from": "a", "to": "b", "why": "x"}]}`, "forbidden_interactions[0].why", "unknown field"},
-		{`{"forbidden_interactions": [{"from": "a", "to": "b["}]}`, "forbidden_interactions[0].to", "bad glob"},
-		{`{"preset": "flat"}`, "preset", `unknown preset "flat"; known: hierarchical`},
-		{`{"preset": 1}`, "preset", "want a string"},
-		{`{"orchestrator_role": "boss"}`, "orchestrator_role", "only with preset hierarchical"},
-		{`{"preset": "hierarchical", "orchestrator_role": "Boss"}`, "orchestrator_role", "must match"},
-		{`{"default": "maybe"}`, "default", `"maybe": want allow or deny`},
-		{`{"agents": [` + many(MaxRuleEntries+1, func(i int) string { return fmt.Sprintf(`{"agent": "a%d", "can_send_to": []}`, i) }) + `]}`,
-			"agents", "1001 entries with allowed_interactions, at most 1000"},
-		{`{"agents": [{"agent": "a", "can_send_to": [` + many(MaxRuleSelectors+1, func(i int) string { return fmt.Sprintf(`"b%d"`, i) }) + `]}]}`,
-			"agents[0].can_send_to", "1001 entries, at most 1000"},
-		{`{"forbidden": [` + many(MaxRuleEntries+1, func(i int) string { return fmt.Sprintf(`{"from": "a%d", "to": "b"}`, i) }) + `]}`,
-			"forbidden", "1001 entries with forbidden_interactions, at most 1000"},
-	} {
-		_, err := parseRulesJSON(t, c.doc)
-		var fe *FieldError
-		if !errors.As(err, &fe) || !errors.Is(err, ErrInvalid) {
-			t.Errorf("%.80s: err = %v, want a *FieldError", c.doc, err)
-			continue
-		}
-		if fe.Field != c.field || !strings.Contains(fe.Reason, c.reason) {
-			t.Errorf("%.80s: error %q, want field %s with %q", c.doc, err, c.field, c.reason)
-		}
-	}
-}
-
 func TestSetRulesCommandValidate(t *testing.T) {
 	doc, err := parseRulesJSON(t, `{"preset": "hierarchical"}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A document over MaxRulesBytes as JSON, with every entry in its limits.
+	// A document over rules.MaxBytes as JSON, with every entry in its limits.
 	var agents []string
 	for i := range 3 {
 		var sels []string
-		for j := range MaxRuleSelectors {
+		for j := range rules.MaxSelectors {
 			sels = append(sels, fmt.Sprintf(`"%c*%098d"`, 'a'+i, j))
 		}
 		agents = append(agents, fmt.Sprintf(`{"agent": "a%d", "can_send_to": [%s]}`, i, strings.Join(sels, ",")))
@@ -359,12 +72,16 @@ func TestSetRulesCommandValidate(t *testing.T) {
 	}{
 		{SetRulesCommand{}, "rules", "required"},
 		{SetRulesCommand{Rules: doc, Clear: true}, "clear", "not both"},
-		{SetRulesCommand{Rules: &RulesDocument{Preset: "flat"}}, "preset", "unknown preset"},
-		{SetRulesCommand{Rules: big}, "rules", fmt.Sprintf("at most %d", MaxRulesBytes)},
+		{SetRulesCommand{Rules: &rules.Document{Preset: "flat"}}, "preset", "unknown preset"},
+		{SetRulesCommand{Rules: &rules.Document{Agents: []rules.AgentRule{{Agent: "role:Boss", CanSendTo: []string{}}}}}, "agents[0].agent", `role "Boss" must match`},
+		{SetRulesCommand{Rules: &rules.Document{Interrupt: []string{"role:Boss"}}}, "interrupt[0]", `role "Boss" must match`},
+		{SetRulesCommand{Rules: big}, "rules", fmt.Sprintf("at most %d", rules.MaxBytes)},
 	} {
+		// The document's errors too are fsm's: a *FieldError wrapping
+		// ErrInvalid, as every refused command's.
 		err := c.cmd.Validate()
 		var fe *FieldError
-		if !errors.As(err, &fe) || fe.Field != c.field || !strings.Contains(fe.Reason, c.cause) {
+		if !errors.As(err, &fe) || !errors.Is(err, ErrInvalid) || fe.Field != c.field || !strings.Contains(fe.Reason, c.cause) {
 			t.Errorf("Validate(%+v) = %v, want %s: ...%s", c.cmd.Clear, err, c.field, c.cause)
 		}
 	}
@@ -372,60 +89,6 @@ func TestSetRulesCommandValidate(t *testing.T) {
 		if err := ok.Validate(); err != nil {
 			t.Errorf("Validate(%+v) = %v", ok, err)
 		}
-	}
-}
-
-// The compiled form is a function of the document only: compiled twice,
-// from documents whose maps were written in another order, asked twice,
-// the answers and reasons are the same.
-func TestRulesAllowsDeterministic(t *testing.T) {
-	a := mustRules(t, precedenceDoc)
-	b := mustRules(t, precedenceDoc)
-	seedA := mustRules(t, seedRulesJSON)
-	seedB := mustRules(t, `{
-	  "forbidden_interactions": [{"from": "tester_agent", "to": "reviewer_agent", "reason": "Should go through developer first"}],
-	  "allowed_interactions": {
-	    "tester_agent":    {"can_receive_from": ["master_agent", "developer_agent"], "can_send_to": ["master_agent", "developer_agent"]},
-	    "reviewer_agent":  {"can_receive_from": ["master_agent", "developer_agent"], "can_send_to": ["master_agent", "developer_agent"]},
-	    "developer_agent": {"can_receive_from": ["master_agent", "reviewer_agent"], "can_send_to": ["master_agent", "reviewer_agent", "tester_agent"]},
-	    "master_agent":    {"can_receive_from": ["*"], "can_send_to": ["*"]}
-	  }}`)
-	ids := []string{"lead1", "engineer_1", "engineer_boss", "eng1_x", "qa1", "qa2", "dev", "secret", "vault", "intern", "ghost",
-		"master_agent", "developer_agent", "reviewer_agent", "tester_agent"}
-	roles := []string{"", "agent", "lead", "qa"}
-	n := 0
-	for _, from := range ids {
-		for _, fr := range roles {
-			for _, to := range ids {
-				for _, tr := range roles {
-					for _, p := range [][2]*Rules{{a, b}, {seedA, seedB}} {
-						ok1, r1 := p[0].Allows(from, fr, to, tr)
-						ok2, r2 := p[1].Allows(from, fr, to, tr)
-						ok3, r3 := p[0].Allows(from, fr, to, tr)
-						if ok1 != ok2 || r1 != r2 || ok1 != ok3 || r1 != r3 {
-							t.Fatalf("%s/%s → %s/%s: %t %q, %t %q, %t %q", from, fr, to, tr, ok1, r1, ok2, r2, ok3, r3)
-						}
-						if !ok1 {
-							n++
-						}
-					}
-				}
-			}
-		}
-	}
-	if n == 0 {
-		t.Fatal("no pair was refused: the grid tests nothing")
-	}
-}
-
-func TestRulesAllowsDoesNotAllocate(t *testing.T) {
-	r := mustRules(t, precedenceDoc)
-	allocs := testing.AllocsPerRun(100, func() {
-		r.Allows("engineer_2", "agent", "engineer_3", "agent")
-		r.Allows("lead1", "lead", "qa1", "qa")
-	})
-	if allocs != 0 {
-		t.Errorf("Allows allocates %.0f times per allowed pair, want 0", allocs)
 	}
 }
 
@@ -474,7 +137,7 @@ func auditLines(tb testing.TB, f *FSM) []string {
 
 func TestApplySetRules(t *testing.T) {
 	f, _ := openTemp(t)
-	if st, err := f.Rules(); err != nil || st.Rules != nil || st.Default != RulesAllow || st.Index != 0 || !st.UpdatedAt.IsZero() {
+	if st, err := f.Rules(); err != nil || st.Rules != nil || st.Default != rules.Allow || st.Index != 0 || !st.UpdatedAt.IsZero() {
 		t.Fatalf("Rules before any = %+v, %v", st, err)
 	}
 	doc, err := parseRulesJSON(t, `{"preset": "hierarchical", "forbidden": [{"from": "*", "to": "vault", "reason": "read-only"}]}`)
@@ -482,12 +145,16 @@ func TestApplySetRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := mustRulesState(t, applyOne(f, rulesEntry(t, 1, baseTS, SetRulesCommand{Rules: doc})))
-	if st.Index != 1 || st.Default != RulesDeny || st.UpdatedAt.UnixNano() != baseTS || st.Rules == nil || st.Rules.Preset != PresetHierarchical {
+	if st.Index != 1 || st.Default != rules.Deny || st.UpdatedAt.UnixNano() != baseTS || st.Rules == nil || st.Rules.Preset != rules.PresetHierarchical {
 		t.Errorf("set_rules result %+v", st)
 	}
 	got, err := f.Rules()
 	if err != nil || got.Index != 1 || got.Rules == nil || len(got.Rules.Forbidden) != 1 || got.Rules.Forbidden[0].Reason != "read-only" {
 		t.Errorf("Rules() = %+v, %v", got, err)
+	}
+	// The stored form: the document's JSON and its SHA-256.
+	if stored := storedRules(t, f); stored != `{"preset":"hierarchical","forbidden":[{"from":"*","to":"vault","reason":"read-only"}]}` {
+		t.Errorf("stored %s", stored)
 	}
 
 	// A refused document changes nothing, not even the audit trail.
@@ -504,16 +171,33 @@ func TestApplySetRules(t *testing.T) {
 
 	// Clear: no document, and the time of the change is kept.
 	st = mustRulesState(t, applyOne(f, rulesEntry(t, 3, baseTS+2, SetRulesCommand{Clear: true})))
-	if st.Rules != nil || st.Default != RulesAllow || st.Index != 3 {
+	if st.Rules != nil || st.Default != rules.Allow || st.Index != 3 {
 		t.Errorf("clear result %+v", st)
 	}
 	if chk, err := f.CheckRules("w1", "", "w2", ""); err != nil || !chk.Allowed {
 		t.Errorf("after clear: %+v, %v", chk, err)
 	}
+	if stored := storedRules(t, f); stored != "" {
+		t.Errorf("stored after clear: %s", stored)
+	}
+
+	// An interrupt list is stored with the document and counted in the audit.
+	doc, err = parseRulesJSON(t, `{"interrupt": ["role:lead"], "forbidden": [{"from": "a", "to": "b"}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st = mustRulesState(t, applyOne(f, rulesEntry(t, 4, baseTS+3, SetRulesCommand{Rules: doc})))
+	if st.Rules == nil || strings.Join(st.Rules.Interrupt, ",") != "role:lead" || st.Default != rules.Allow {
+		t.Errorf("set_rules with interrupt: %+v", st)
+	}
+	if stored := storedRules(t, f); stored != `{"interrupt":["role:lead"],"forbidden":[{"from":"a","to":"b"}]}` {
+		t.Errorf("stored %s", stored)
+	}
 
 	want := []string{
 		"[2026-11-21T10:30:00Z] RULES: replaced: preset hierarchical, 0 agent entries, 1 forbidden, default deny",
 		"[2026-11-21T10:30:00Z] RULES: removed: everyone may message everyone",
+		"[2026-11-21T10:30:00Z] RULES: replaced: 0 agent entries, 1 forbidden, 1 interrupt entry, default allow",
 	}
 	if got := auditLines(t, f); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("audit:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -524,6 +208,24 @@ func TestApplySetRules(t *testing.T) {
 			t.Errorf("event %+v, want kind rules, label RULES", e)
 		}
 	}
+}
+
+// storedRules is the stored document's JSON ("" for none), checked
+// against its stored SHA-256.
+func storedRules(tb testing.TB, f *FSM) string {
+	tb.Helper()
+	var out string
+	if err := f.view(func(tx *bbolt.Tx) error {
+		data, sum := rulesBucketOf(tx).document()
+		if data != nil && sum != sha256.Sum256(data) {
+			tb.Errorf("stored sum %x, want the SHA-256 of %s", sum, data)
+		}
+		out = string(data)
+		return nil
+	}); err != nil {
+		tb.Fatal(err)
+	}
+	return out
 }
 
 func TestCheckRulesUsesRegisteredRoles(t *testing.T) {
@@ -563,30 +265,32 @@ func TestCheckRulesUsesRegisteredRoles(t *testing.T) {
 	}
 }
 
+// loadCompiled reads f's compiled rules as an apply or a query does.
+func loadCompiled(tb testing.TB, f *FSM) *rules.Compiled {
+	tb.Helper()
+	var r *rules.Compiled
+	if err := f.view(func(tx *bbolt.Tx) error {
+		var err error
+		r, err = f.rules.load(tx)
+		return err
+	}); err != nil {
+		tb.Fatal(err)
+	}
+	return r
+}
+
 func TestLoadRulesCachesByContent(t *testing.T) {
 	f, _ := openTemp(t)
 	doc, _ := parseRulesJSON(t, `{"forbidden": [{"from": "a", "to": "b", "reason": "cache test"}]}`)
 	applyOne(f, rulesEntry(t, 1, baseTS, SetRulesCommand{Rules: doc}))
-	load := func() *Rules {
-		var r *Rules
-		if err := f.view(func(tx *bbolt.Tx) error {
-			var err error
-			r, err = loadRules(tx)
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
+	load := func() *rules.Compiled { return loadCompiled(t, f) }
 	r1, r2 := load(), load()
 	if r1 == nil || r1 != r2 {
-		t.Fatalf("loadRules twice: %p %p, want the same cached value", r1, r2)
+		t.Fatalf("load twice: %p %p, want the same cached value", r1, r2)
 	}
-	// Not in the cache (another process, a restart): compiled again from
-	// the stored bytes, to an equal answer.
-	rulesCache.Lock()
-	clear(rulesCache.m)
-	rulesCache.Unlock()
+	// Not in the cache (a restart): compiled again from the stored bytes,
+	// to an equal answer.
+	f.rules.last.Store(nil)
 	r3 := load()
 	if r3 == r1 {
 		t.Fatal("the cache was cleared, yet the same value came back")
@@ -603,6 +307,66 @@ func TestLoadRulesCachesByContent(t *testing.T) {
 	if ok, _ := load().Allows("a", "", "b", ""); !ok {
 		t.Error("the replaced document still refuses a → b")
 	}
+	// Removed: no rules, whatever the cache holds.
+	applyOne(f, rulesEntry(t, 3, baseTS, SetRulesCommand{Clear: true}))
+	if r := load(); r != nil {
+		t.Errorf("after clear: %p, want no rules", r)
+	}
+}
+
+// The cache belongs to its FSM: two state machines in one process (the
+// nodes of a test cluster) holding the same document compile it each, and
+// one's document never answers for the other.
+func TestRulesCachePerFSM(t *testing.T) {
+	one, _ := openTemp(t)
+	two, _ := openTemp(t)
+	doc, _ := parseRulesJSON(t, `{"forbidden": [{"from": "a", "to": "b", "reason": "shared?"}]}`)
+	applyOne(one, rulesEntry(t, 1, baseTS, SetRulesCommand{Rules: doc}))
+	applyOne(two, rulesEntry(t, 1, baseTS, SetRulesCommand{Rules: doc}))
+	r1, r2 := loadCompiled(t, one), loadCompiled(t, two)
+	if r1 == nil || r2 == nil || r1 == r2 {
+		t.Fatalf("compiled rules %p and %p: want one value per FSM", r1, r2)
+	}
+	other, _ := parseRulesJSON(t, `{"forbidden": [{"from": "a", "to": "c", "reason": "two's own"}]}`)
+	applyOne(two, rulesEntry(t, 2, baseTS, SetRulesCommand{Rules: other}))
+	if loadCompiled(t, one) != r1 {
+		t.Error("a set_rules on another FSM evicted this one's compiled rules")
+	}
+	if ok, reason := loadCompiled(t, two).Allows("a", "", "c", ""); ok || reason != "two's own" {
+		t.Errorf("two: %t %q", ok, reason)
+	}
+}
+
+// A stored document that no longer decodes or compiles (a damaged state
+// file) fails every read and send that needs it, naming the cause; it is
+// never taken for "no rules".
+func TestLoadRulesDamagedDocument(t *testing.T) {
+	for _, c := range []struct{ stored, want string }{
+		{`{"agents": [`, "fsm: rules: decode the stored document: "},
+		{`{"preset": "flat"}`, `fsm: rules: the stored document: preset: unknown preset "flat"`},
+	} {
+		f, _ := openTemp(t)
+		if err := f.db.Update(func(tx *bbolt.Tx) error {
+			rulesBucketOf(tx).put([]byte(c.stored))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Rules(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Rules() = %v, want %q", c.stored, err, c.want)
+		}
+		if _, err := f.CheckRules("a", "", "b", ""); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: CheckRules = %v, want %q", c.stored, err, c.want)
+		}
+		m := testMessage(msgID(1), "general", "hello")
+		err := mustError(t, applyOne(f, sendEntry(t, 1, baseTS, m)))
+		if !strings.Contains(err.Error(), "fsm: apply send: rules: "+c.want) {
+			t.Errorf("%s: send = %v, want %q", c.stored, err, c.want)
+		}
+		if n := channelCount(t, f, "general"); n != 0 {
+			t.Errorf("%s: the send stored %d messages", c.stored, n)
+		}
+	}
 }
 
 func TestRulesConcurrentReaders(t *testing.T) {
@@ -615,9 +379,7 @@ func TestRulesConcurrentReaders(t *testing.T) {
 		wg.Go(func() {
 			for i := range 200 {
 				if i%50 == 0 && g%2 == 0 {
-					rulesCache.Lock()
-					clear(rulesCache.m)
-					rulesCache.Unlock()
+					f.rules.last.Store(nil)
 				}
 				c, err := f.CheckRules("engineer_2", "agent", "dev", "agent")
 				if err != nil || c.Allowed || !strings.Contains(c.Reason, "agents[1].can_send_to") {

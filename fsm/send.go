@@ -64,7 +64,7 @@ func contentHash(m *Message) ([32]byte, error) {
 // recipient, a "blocked" receipt per blocked one, its thread entry, the
 // "answered" receipt on its parent, and a MESSAGE audit line. The audit
 // lines of a private message carry its readers (markPrivate).
-func applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
+func (f *FSM) applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 	var cmd SendCommand
 	if err := json.Unmarshal(body, &cmd); err != nil {
 		return nil, fmt.Errorf("fsm: apply send: decode: %w", err)
@@ -103,7 +103,7 @@ func applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 		audit(tx, index, ts, markPrivate(AuditEvent{Kind: AuditBlocked, From: m.From, To: m.To, Label: "BLOCKED", Text: reason, MessageID: m.ID}, &m, nil))
 		return nil, fmt.Errorf("fsm: apply send: %w: %s", ErrForbidden, reason)
 	}
-	delivered, blocked, err := applyRules(tx, &m, fromRole, rcpts)
+	delivered, blocked, err := f.applyRules(tx, &m, fromRole, rcpts)
 	if err != nil {
 		return nil, fmt.Errorf("fsm: apply send: rules: %w", err)
 	}
@@ -168,8 +168,8 @@ func resend(tx *bbolt.Tx, m *Message, prev idRecord, sum [32]byte) (*SendResult,
 // applyRules splits the resolved recipients of m, sent by an agent of
 // fromRole, into those the rules document (if any) lets it reach and those
 // it blocks, with the rule's reason.
-func applyRules(tx *bbolt.Tx, m *Message, fromRole string, rcpts []recipient) ([]recipient, []BlockedRecipient, error) {
-	rules, err := loadRules(tx)
+func (f *FSM) applyRules(tx *bbolt.Tx, m *Message, fromRole string, rcpts []recipient) ([]recipient, []BlockedRecipient, error) {
+	rules, err := f.rules.load(tx)
 	if err != nil || rules == nil {
 		return rcpts, nil, err
 	}

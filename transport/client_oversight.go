@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/rules"
 )
 
 // Rules returns the communication-rules document and when it was last
@@ -17,9 +18,9 @@ func (c *Client) Rules(ctx context.Context, cons Consistency) (fsm.RulesState, e
 	return out, err
 }
 
-// SetRules replaces the rules document (sent as JSON; ParseRules reads one
-// from a file) and returns the rules as committed.
-func (c *Client) SetRules(ctx context.Context, doc *fsm.RulesDocument) (fsm.RulesState, error) {
+// SetRules replaces the rules document (sent as JSON; rules.Decode reads
+// one from a file) and returns the rules as committed.
+func (c *Client) SetRules(ctx context.Context, doc *rules.Document) (fsm.RulesState, error) {
 	var out fsm.RulesState
 	err := c.do(ctx, http.MethodPut, "/v1/rules", nil, doc, &out)
 	return out, err

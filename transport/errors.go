@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/rules"
 )
 
 // Sentinel errors of the cluster layer, mapped to status codes on the wire.
@@ -116,9 +117,12 @@ func toAPIError(err error) *APIError {
 	}
 	code := CodeInternal
 	var fe *fsm.FieldError
+	var rfe *rules.FieldError
 	switch {
 	case errors.As(err, &fe):
 		return &APIError{Status: http.StatusBadRequest, Code: CodeInvalid, Message: fe.Error()}
+	case errors.As(err, &rfe):
+		return &APIError{Status: http.StatusBadRequest, Code: CodeInvalid, Message: rfe.Error()}
 	case errors.Is(err, fsm.ErrConflict):
 		code = CodeConflict
 	case errors.Is(err, fsm.ErrForbidden):

@@ -1,18 +1,14 @@
 package transport
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
-	"slices"
-	"strings"
 
 	"github.com/maos-project/maos/fsm"
-	"gopkg.in/yaml.v3"
+	"github.com/maos-project/maos/rules"
 )
 
 // The oversight endpoints: the communication rules, the audit trail and
@@ -26,10 +22,11 @@ import (
 //	GET    /v1/audit?after=&limit=   → AuditResponse {"events":[{...,"line"}],"has_more"}
 //	GET    /v1/overview?channel=&after=&limit= → fsm.OverviewPage {"messages":[...],"has_more"}
 //
-// A rules document is checked whole before it is proposed: a bad one is
-// 400 naming the field ("agents[2].can_send_to[0]: bad glob ..."), one over
-// fsm.MaxRulesBytes 413, and nothing changes. The format and the precedence
-// of the rules are documented in fsm/rules.go.
+// A rules document is read by rules.Decode and checked whole before it is
+// proposed: one that does not parse is 400 bad_request, one that breaks a
+// rule 400 invalid naming the field ("agents[2].can_send_to[0]: bad glob
+// ..."), one over rules.MaxBytes 413, and nothing changes. The format and
+// the precedence of the rules are documented in package rules.
 
 // AuditEntry is one event of the audit trail with its line in the seed
 // format: "[2025-10-20T14:30:00Z] [orchestrator→triage] TASK_ASSIGN: Triage new issue #123".
@@ -96,23 +93,26 @@ func (s *Server) rulesGet(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) rulesPut(w http.ResponseWriter, r *http.Request) {
-	asYAML, err := rulesFormat(r.Header.Get("Content-Type"))
+	format, err := rulesFormat(r.Header.Get("Content-Type"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, fsm.MaxRulesBytes))
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, rules.MaxBytes))
 	if err != nil {
 		if errors.As(err, new(*http.MaxBytesError)) {
 			err = &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
-				Message: fmt.Sprintf("rules document over the limit of %d bytes (256 KiB)", fsm.MaxRulesBytes)}
+				Message: fmt.Sprintf("rules document over the limit of %d bytes (256 KiB)", rules.MaxBytes)}
 		} else {
 			err = fmt.Errorf("%w: read the body: %v", ErrBadRequest, err)
 		}
 		s.writeError(w, r, err)
 		return
 	}
-	doc, err := ParseRules(data, asYAML)
+	doc, err := rules.Decode(data, format)
+	if errors.Is(err, rules.ErrMalformed) {
+		err = fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -195,119 +195,21 @@ func oversightPageParams(r *http.Request) (uint64, int, error) {
 	return after, int(limit), nil
 }
 
-// rulesFormat tells from a Content-Type whether a rules document is YAML:
+// rulesFormat tells from a Content-Type how a rules document is written:
 // application/json (or none) is JSON; application/yaml, text/yaml and
 // their x- forms are YAML; anything else is refused with 415.
-func rulesFormat(contentType string) (yamlInput bool, err error) {
+func rulesFormat(contentType string) (rules.Format, error) {
 	if contentType == "" {
-		return false, nil
+		return rules.JSON, nil
 	}
 	mt, _, perr := mime.ParseMediaType(contentType)
 	switch {
 	case perr != nil:
 	case mt == "application/json":
-		return false, nil
+		return rules.JSON, nil
 	case mt == "application/yaml" || mt == "application/x-yaml" || mt == "text/yaml" || mt == "text/x-yaml":
-		return true, nil
+		return rules.YAML, nil
 	}
-	return false, &APIError{Status: http.StatusUnsupportedMediaType, Code: CodeBadRequest,
+	return rules.JSON, &APIError{Status: http.StatusUnsupportedMediaType, Code: CodeBadRequest,
 		Message: fmt.Sprintf("Content-Type %q: send the rules as application/json, application/yaml or text/yaml", contentType)}
-}
-
-// ParseRules reads a rules document written in JSON or (yamlInput) YAML
-// and validates it (see fsm.DecodeRules). A document that does not parse,
-// is empty or holds several YAML documents is an error wrapping
-// ErrBadRequest; one that parses but breaks a rule is a *fsm.FieldError
-// naming the field by its path. The size limit (fsm.MaxRulesBytes) is the
-// caller's to enforce.
-func ParseRules(data []byte, yamlInput bool) (*fsm.RulesDocument, error) {
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, fmt.Errorf("%w: empty rules document (to remove the rules, DELETE /v1/rules)", ErrBadRequest)
-	}
-	var v any
-	if yamlInput {
-		dec := yaml.NewDecoder(bytes.NewReader(data))
-		if err := dec.Decode(&v); err != nil {
-			hint := ""
-			if strings.Contains(err.Error(), "did not find expected alphabetic or numeric character") {
-				hint = ` (quote "*": unquoted, it starts a YAML alias)`
-			}
-			return nil, fmt.Errorf("%w: malformed YAML: %v%s", ErrBadRequest, err, hint)
-		}
-		var extra any
-		if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%w: several YAML documents (---): send one", ErrBadRequest)
-		}
-		var err error
-		if v, err = yamlTree(v, ""); err != nil {
-			return nil, err
-		}
-	} else {
-		dec := json.NewDecoder(bytes.NewReader(data))
-		if err := dec.Decode(&v); err != nil {
-			return nil, fmt.Errorf("%w: malformed JSON: %v", ErrBadRequest, err)
-		}
-		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%w: trailing data after the JSON document", ErrBadRequest)
-		}
-	}
-	return fsm.DecodeRules(v)
-}
-
-// yamlTree turns the maps yaml.v3 decodes with non-string keys into the
-// map[string]any tree fsm.DecodeRules reads, refusing keys that are not
-// strings.
-func yamlTree(v any, path string) (any, error) {
-	at := func(k string) string {
-		if path == "" {
-			return k
-		}
-		return path + "." + k
-	}
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			t, err := yamlTree(e, at(k))
-			if err != nil {
-				return nil, err
-			}
-			x[k] = t
-		}
-		return x, nil
-	case map[any]any:
-		var bad []string
-		for k := range x {
-			if _, ok := k.(string); !ok {
-				bad = append(bad, fmt.Sprint(k))
-			}
-		}
-		if len(bad) > 0 {
-			slices.Sort(bad) // the same error every time
-			if path == "" {
-				path = "rules"
-			}
-			return nil, &fsm.FieldError{Field: path, Reason: fmt.Sprintf("key %s is not a string (quote it)", bad[0])}
-		}
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			ks := k.(string)
-			t, err := yamlTree(e, at(ks))
-			if err != nil {
-				return nil, err
-			}
-			out[ks] = t
-		}
-		return out, nil
-	case []any:
-		for i, e := range x {
-			t, err := yamlTree(e, fmt.Sprintf("%s[%d]", path, i))
-			if err != nil {
-				return nil, err
-			}
-			x[i] = t
-		}
-		return x, nil
-	default:
-		return v, nil
-	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/rules"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
 )
@@ -430,7 +431,7 @@ func TestOversightClient(t *testing.T) {
 	e := newOversightEnv(t)
 	ctx := context.Background()
 	c := transport.NewClient(e.srv.URL, nil)
-	doc, err := transport.ParseRules([]byte(seedRulesYAML), true)
+	doc, err := rules.Decode([]byte(seedRulesYAML), rules.YAML)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,7 +446,7 @@ func TestOversightClient(t *testing.T) {
 	if err != nil || chk.Allowed || chk.Reason != "Should go through developer first" {
 		t.Errorf("CheckRules: %+v, %v", chk, err)
 	}
-	_, err = c.SetRules(ctx, &fsm.RulesDocument{Preset: "flat"})
+	_, err = c.SetRules(ctx, &rules.Document{Preset: "flat"})
 	if !errors.Is(err, fsm.ErrInvalid) || !strings.Contains(err.Error(), "preset") {
 		t.Errorf("SetRules(bad) = %v", err)
 	}

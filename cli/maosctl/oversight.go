@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/rules"
 	"github.com/maos-project/maos/transport"
 	"github.com/urfave/cli/v2"
-	"gopkg.in/yaml.v3"
 )
 
 // oversightCommands are the maosctl commands of the oversight group:
@@ -102,83 +102,12 @@ func rulesGet(c *cli.Context) error {
 		st.Index, formatTime(st.UpdatedAt, false), st.Default); err != nil {
 		return err
 	}
-	data, err := ctlRulesYAML(st.Rules)
+	data, err := rules.EncodeYAML(st.Rules)
 	if err != nil {
 		return err
 	}
 	_, err = w.Write(data)
 	return err
-}
-
-// ctlRulesYAMLAgent and ctlRulesYAMLDoc give the YAML form its field
-// order; a list is a pointer so that an empty list ([]: nobody) is kept
-// and a missing one (nothing said) is left out.
-type ctlRulesYAMLAgent struct {
-	Agent          string    `yaml:"agent,omitempty"`
-	CanSendTo      *[]string `yaml:"can_send_to,omitempty,flow"`
-	CanReceiveFrom *[]string `yaml:"can_receive_from,omitempty,flow"`
-}
-
-type ctlRulesYAMLForbidden struct {
-	From   string `yaml:"from"`
-	To     string `yaml:"to"`
-	Reason string `yaml:"reason,omitempty"`
-}
-
-type ctlRulesYAMLDoc struct {
-	Preset                string                       `yaml:"preset,omitempty"`
-	OrchestratorRole      string                       `yaml:"orchestrator_role,omitempty"`
-	Default               string                       `yaml:"default,omitempty"`
-	Agents                []ctlRulesYAMLAgent          `yaml:"agents,omitempty"`
-	AllowedInteractions   map[string]ctlRulesYAMLAgent `yaml:"allowed_interactions,omitempty"`
-	Forbidden             []ctlRulesYAMLForbidden      `yaml:"forbidden,omitempty"`
-	ForbiddenInteractions []ctlRulesYAMLForbidden      `yaml:"forbidden_interactions,omitempty"`
-}
-
-// ctlRulesYAML renders d as YAML that 'rules set -f' reads back to the
-// same document.
-func ctlRulesYAML(d *fsm.RulesDocument) ([]byte, error) {
-	agent := func(a fsm.AgentRule) ctlRulesYAMLAgent {
-		out := ctlRulesYAMLAgent{Agent: a.Agent}
-		if a.CanSendTo != nil {
-			out.CanSendTo = &a.CanSendTo
-		}
-		if a.CanReceiveFrom != nil {
-			out.CanReceiveFrom = &a.CanReceiveFrom
-		}
-		return out
-	}
-	forbidden := func(list []fsm.ForbiddenRule) []ctlRulesYAMLForbidden {
-		var out []ctlRulesYAMLForbidden
-		for _, f := range list {
-			out = append(out, ctlRulesYAMLForbidden(f))
-		}
-		return out
-	}
-	y := ctlRulesYAMLDoc{Preset: d.Preset, OrchestratorRole: d.OrchestratorRole, Default: d.Default,
-		Forbidden: forbidden(d.Forbidden), ForbiddenInteractions: forbidden(d.ForbiddenInteractions)}
-	for _, a := range d.Agents {
-		y.Agents = append(y.Agents, agent(a))
-	}
-	if len(d.AllowedInteractions) > 0 {
-		y.AllowedInteractions = map[string]ctlRulesYAMLAgent{}
-		for k, a := range d.AllowedInteractions {
-			y.AllowedInteractions[k] = agent(a)
-		}
-	}
-	var buf bytes.Buffer
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(y); err != nil {
-		return nil, fmt.Errorf("render the rules as YAML: %w", err)
-	}
-	if err := enc.Close(); err != nil {
-		return nil, fmt.Errorf("render the rules as YAML: %w", err)
-	}
-	if bytes.Equal(bytes.TrimSpace(buf.Bytes()), []byte("{}")) {
-		return []byte("{}  # an empty document: everything is allowed\n"), nil
-	}
-	return buf.Bytes(), nil
 }
 
 func rulesSetCommand() *cli.Command {
@@ -259,8 +188,8 @@ func rulesSet(c *cli.Context) error {
 }
 
 // readRules reads and checks the rules document in the file name (- for
-// stdin).
-func readRules(c *cli.Context, name string) (*fsm.RulesDocument, error) {
+// stdin): YAML, or JSON when it ends in .json or starts with '{'.
+func readRules(c *cli.Context, name string) (*rules.Document, error) {
 	var r io.Reader
 	if name == "-" {
 		if c.App.Reader == nil {
@@ -275,20 +204,21 @@ func readRules(c *cli.Context, name string) (*fsm.RulesDocument, error) {
 		defer f.Close()
 		r = f
 	}
-	data, err := io.ReadAll(io.LimitReader(r, fsm.MaxRulesBytes+1))
+	data, err := io.ReadAll(io.LimitReader(r, rules.MaxBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("read -f %s: %w", name, err)
 	}
-	if len(data) > fsm.MaxRulesBytes {
-		return nil, fmt.Errorf("%s: over the limit of %d bytes (%d KiB) for a rules document", name, fsm.MaxRulesBytes, fsm.MaxRulesBytes>>10)
+	if len(data) > rules.MaxBytes {
+		return nil, fmt.Errorf("%s: over the limit of %d bytes (%d KiB) for a rules document", name, rules.MaxBytes, rules.MaxBytes>>10)
 	}
 	ext := strings.ToLower(filepath.Ext(name))
-	asYAML := ext == ".yaml" || ext == ".yml" || (ext != ".json" && !bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")))
-	doc, err := transport.ParseRules(data, asYAML)
+	format := rules.JSON
+	if ext == ".yaml" || ext == ".yml" || (ext != ".json" && !bytes.HasPrefix(bytes.TrimSpace(data), []byte("{"))) {
+		format = rules.YAML
+	}
+	doc, err := rules.Decode(data, format)
 	if err != nil {
-		// The server's words without the "bad request:" of the wire.
-		msg := strings.TrimPrefix(err.Error(), transport.ErrBadRequest.Error()+": ")
-		return nil, &userError{err: err, msg: fmt.Sprintf("%s: %s", name, msg)}
+		return nil, &userError{err: err, msg: fmt.Sprintf("%s: %v", name, err)}
 	}
 	return doc, nil
 }
