@@ -325,7 +325,7 @@ type InboxQuery struct {
 // Validate checks the filters.
 func (q *InboxQuery) Validate() error {
 	if q.Priority != "" && !ValidPriority(q.Priority) {
-		return fieldErr("priority", "must be one of %s", priorityList())
+		return fieldErr("priority", "must be one of %s", PriorityList())
 	}
 	if q.Type != "" && !ValidName(q.Type) {
 		return NameError("type", q.Type)

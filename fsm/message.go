@@ -228,7 +228,7 @@ func (m *Message) Validate() error {
 		return NameError("type", m.Type)
 	}
 	if !ValidPriority(m.Priority) {
-		return fieldErr("priority", "must be one of %s", priorityList())
+		return fieldErr("priority", "must be one of %s", PriorityList())
 	}
 	if m.Visibility != "public" && m.Visibility != "private" {
 		return fieldErr("visibility", "must be public or private")

@@ -47,7 +47,7 @@ func digest(in digestInput, maxChars int) string {
 	msgs := slices.Clone(in.Messages)
 	// Urgent first, then newest first: seq is the cluster's total order.
 	slices.SortStableFunc(msgs, func(a, b fsm.Message) int {
-		if ua, ub := a.Priority == "urgent", b.Priority == "urgent"; ua != ub {
+		if ua, ub := a.Priority == fsm.PriorityUrgent, b.Priority == fsm.PriorityUrgent; ua != ub {
 			if ua {
 				return -1
 			}
@@ -69,7 +69,7 @@ func digest(in digestInput, maxChars int) string {
 	byThread := map[string]*group{}
 	urgent := 0
 	for _, m := range msgs {
-		if m.Priority == "urgent" {
+		if m.Priority == fsm.PriorityUrgent {
 			urgent++
 		}
 		key := m.ThreadID
@@ -118,7 +118,7 @@ func digest(in digestInput, maxChars int) string {
 func digestLine(m fsm.Message, count int) string {
 	prio := m.Priority
 	if prio == "" {
-		prio = "normal"
+		prio = fsm.PriorityNormal
 	}
 	title := m.Title
 	if title == "" {

@@ -198,7 +198,7 @@ func hookAnswer(ctx context.Context, client *transport.Client, agent string, in 
 		if in.StopHookActive {
 			return nil, nil
 		}
-		dig, err := fetchUnread(ctx, client, agent, "urgent")
+		dig, err := fetchUnread(ctx, client, agent, fsm.PriorityUrgent)
 		if err != nil {
 			return nil, err
 		}
@@ -229,7 +229,7 @@ func hookIdentity(agent, addr string) string {
 // fetchUnread reads agent's unread messages (of priority, if given),
 // newest first, up to hookMaxPages pages, and the total from the
 // counters when more remain. An agent without an inbox has no mail.
-func fetchUnread(ctx context.Context, client *transport.Client, agent, priority string) (digestInput, error) {
+func fetchUnread(ctx context.Context, client *transport.Client, agent string, priority fsm.Priority) (digestInput, error) {
 	in := digestInput{Agent: agent}
 	// Newest first, so that past the pages read it is the oldest mail
 	// that is left out of the digest, not the newest.

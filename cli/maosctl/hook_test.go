@@ -24,7 +24,7 @@ func newHookEnv(t *testing.T) *testEnv {
 }
 
 // mail stores a message to alice and returns its id.
-func (e *testEnv) mail(id, from, prio, title, replyTo string) string {
+func (e *testEnv) mail(id, from string, prio fsm.Priority, title, replyTo string) string {
 	e.t.Helper()
 	m := fsm.Message{
 		ID: id, Channel: "work", Type: "request", From: from, To: fsm.Recipients{"alice"}, Priority: prio,

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/urfave/cli/v2"
 )
@@ -458,4 +459,14 @@ func strongFlag() *cli.BoolFlag {
 		Name:  "strong",
 		Usage: "strongly consistent read: confirmed by the leader, sees every acknowledged send",
 	}
+}
+
+// priorityFlag is the --priority of a message a command sends.
+func priorityFlag() *cli.StringFlag {
+	return &cli.StringFlag{Name: "priority", Usage: fmt.Sprintf("`PRIORITY`: %s (default %s)", fsm.PriorityList(), fsm.PriorityNormal)}
+}
+
+// flagPriority is --priority as given, trimmed ("" when not given).
+func flagPriority(c *cli.Context) fsm.Priority {
+	return fsm.Priority(strings.TrimSpace(c.String("priority")))
 }

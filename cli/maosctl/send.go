@@ -49,7 +49,7 @@ prints one object: the send's answer plus "wait" {"state","pending","receipts"}.
 			&cli.StringFlag{Name: "text", Usage: "message `TEXT`; - reads it from stdin (required)"},
 			&cli.StringFlag{Name: "title", Usage: "one-line `TITLE`"},
 			&cli.StringFlag{Name: "type", Usage: "message `TYPE`: chat, request, response, review, status, ... (default chat)"},
-			&cli.StringFlag{Name: "priority", Usage: "`PRIORITY`: urgent, high, normal, low (default normal)"},
+			priorityFlag(),
 			&cli.StringFlag{Name: "reply-to", Usage: "`ID` of the message this one answers (sets in_reply_to)"},
 			&cli.BoolFlag{Name: "private", Usage: "visibility private: only the sender, the recipients and moderators read it; on a cluster with --auth everyone else never sees it (channel, overview, stream) and the audit keeps a redacted line"},
 			&cli.StringFlag{Name: "id", Usage: "message `ID` to use instead of a generated one (makes retries safe across runs)"},
@@ -95,7 +95,7 @@ func send(c *cli.Context) error {
 		To:        splitList(c.StringSlice("to")),
 		Type:      strings.TrimSpace(c.String("type")),
 		Title:     c.String("title"),
-		Priority:  strings.TrimSpace(c.String("priority")),
+		Priority:  flagPriority(c),
 		Content:   fsm.Content{Text: text},
 		InReplyTo: strings.TrimSpace(c.String("reply-to")),
 	}
