@@ -9,6 +9,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -502,6 +503,47 @@ func TestHelpTeaches(t *testing.T) {
 		}
 		if !strings.Contains(cmd.UsageText, "\n   maosctl ") && !strings.Contains(cmd.UsageText, "| maosctl ") {
 			t.Errorf("command %s has no example line in UsageText", cmd.Name)
+		}
+	}
+}
+
+// Each flag's help states its default once, in every command: a default
+// written into the usage of a flag that also has a value prints two
+// ("(default 60s) (default: 0s)").
+func TestHelpStatesEachDefaultOnce(t *testing.T) {
+	newTestEnv(t) // clears the environment the defaults read
+	var walk func(path []string, cmds []*cli.Command)
+	helps := map[string]string{"maosctl": runApp("127.0.0.1:1", "", "--help").out}
+	walk = func(path []string, cmds []*cli.Command) {
+		for _, c := range cmds {
+			p := append(slices.Clone(path), c.Name)
+			helps["maosctl "+strings.Join(p, " ")] = runApp("127.0.0.1:1", "", append(p, "--help")...).out
+			walk(p, c.Subcommands)
+		}
+	}
+	walk(nil, App().Commands)
+	flags := 0
+	for cmd, help := range helps {
+		for _, line := range strings.Split(help, "\n") {
+			if !strings.HasPrefix(strings.TrimSpace(line), "-") {
+				continue
+			}
+			flags++
+			if strings.Count(line, "(default") > 1 {
+				t.Errorf("%s --help: two defaults: %s", cmd, strings.TrimSpace(line))
+			}
+		}
+	}
+	if len(helps) < 60 || flags < 200 {
+		t.Fatalf("walked %d commands, %d flag lines; did the help format change?", len(helps), flags)
+	}
+	for cmd, want := range map[string]string{
+		"maosctl send":      "give up after DURATION and exit 1 naming who did not get there (default: 1m0s)",
+		"maosctl read":      "at most N messages per page (1-1000) (default: 100)",
+		"maosctl lock list": "print at most N locks (default: all)",
+	} {
+		if !strings.Contains(helps[cmd], want) {
+			t.Errorf("%s --help lacks %q:\n%s", cmd, want, helps[cmd])
 		}
 	}
 }
