@@ -115,10 +115,15 @@ func toAPIError(err error) *APIError {
 		return &out
 	}
 	code := CodeInternal
-	var fe *fsm.FieldError
+	var (
+		fe *fsm.FieldError
+		nf *fsm.NotFoundError
+	)
 	switch {
 	case errors.As(err, &fe):
 		return &APIError{Status: http.StatusBadRequest, Code: CodeInvalid, Message: fe.Error()}
+	case errors.As(err, &nf):
+		return &APIError{Status: http.StatusNotFound, Code: CodeNotFound, Message: nf.Error()}
 	case errors.Is(err, fsm.ErrConflict):
 		code = CodeConflict
 	case errors.Is(err, fsm.ErrForbidden):

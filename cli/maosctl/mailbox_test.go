@@ -484,3 +484,30 @@ func TestPrivateSendAndReply(t *testing.T) {
 		t.Errorf("reply --private has visibility %q, want private", v)
 	}
 }
+
+// What a node did not find is said in the user's words, whichever command
+// asked: no package or operation name (the API's message, built by fsm).
+func TestNotFoundSaysWhat(t *testing.T) {
+	e := newMailEnv(t)
+	e.reviewers()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"get", "msg-x"}, "maosctl: message msg-x: not found (404 not_found)\n"},
+		{[]string{"show", "msg-x"}, "maosctl: message msg-x: not found (404 not_found)\n"},
+		{[]string{"receipts", "msg-x"}, "maosctl: message msg-x: not found (404 not_found)\n"},
+		{[]string{"thread", "msg-x"}, "maosctl: thread msg-x: not found (404 not_found)\n"},
+		{[]string{"reply", "msg-x", "--from", "alice", "--text", "t"}, "maosctl: message msg-x: not found (404 not_found)\n"},
+		{[]string{"agents", "unregister", "zed"}, "maosctl: agent zed: not found (404 not_found)\n"},
+		{[]string{"inbox", "--agent", "zed"}, "maosctl: agent zed: not registered and never sent a message: not found (404 not_found)\n"},
+		{[]string{"read-mark", "--agent", "alice", "msg-x"}, "maosctl: message msg-x is not in alice's inbox: not found (404 not_found)\n"},
+		{[]string{"lock", "release", "--path", "a.go", "--holder", "alice", "--token", "3"}, `maosctl: no lock on "a.go" (released, or never granted): not found (404 not_found)` + "\n"},
+		{[]string{"channel", "retention", "--channel", "c"}, "maosctl: channel c has no retention policy: not found (404 not_found)\n"},
+	} {
+		r := e.run("", tc.args...)
+		if r.err == nil || r.errOut != tc.want {
+			t.Errorf("maosctl %s: err=%v stderr %q, want %q", strings.Join(tc.args, " "), r.err, r.errOut, tc.want)
+		}
+	}
+}
