@@ -7,12 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/maos-project/maos/fsm"
@@ -266,8 +264,10 @@ func (e *userError) Error() string { return e.msg }
 func (e *userError) Unwrap() error { return e.err }
 
 // apiError turns an error of a transport.Client call into the message
-// maosctl prints: the server's words for an API error, the address and a
-// hint when the node cannot be reached or does not answer in time.
+// maosctl prints: the server's words for an API error, the client's words
+// (transport.UnreachableError, as the MCP tools say it) and where to set
+// the address when the node cannot be reached, a hint when it does not
+// answer in time.
 func apiError(c *cli.Context, err error) error {
 	if err == nil {
 		return nil
@@ -276,14 +276,9 @@ func apiError(c *cli.Context, err error) error {
 		return e
 	}
 	addr := nodeAddr(c)
-	unreachable := func(why any) error {
-		return &userError{err: err, msg: fmt.Sprintf("cannot reach a maos node at %s (%v): is maosd running there? "+
-			"Set --addr or %s to a node's API address", addr, why, envAddr)}
-	}
 	var (
-		api *transport.APIError
-		op  *net.OpError
-		dns *net.DNSError
+		api         *transport.APIError
+		unreachable *transport.UnreachableError
 	)
 	switch {
 	case errors.As(err, &api) && api.Status == http.StatusUnauthorized:
@@ -293,12 +288,8 @@ func apiError(c *cli.Context, err error) error {
 	case errors.Is(err, context.DeadlineExceeded):
 		return &userError{err: err, msg: fmt.Sprintf("no answer from %s within %s (raise --timeout, or check the node)",
 			addr, c.Duration("timeout"))}
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return unreachable("connection refused")
-	case errors.As(err, &dns):
-		return unreachable(dns)
-	case errors.As(err, &op) && op.Op == "dial":
-		return unreachable(op.Err)
+	case errors.As(err, &unreachable):
+		return &userError{err: err, msg: fmt.Sprintf("%v Set --addr or %s to a node's API address", unreachable, envAddr)}
 	}
 	return fmt.Errorf("%s: %w", addr, err)
 }
