@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/hostport"
 	"github.com/maos-project/maos/transport"
 	"github.com/urfave/cli/v2"
 )
@@ -140,7 +142,7 @@ give --ca (or MAOS_CA) the cluster's CA certificate to verify the node.`,
 				EnvVars: []string{envKey},
 			},
 		},
-		Before: chainBefore(loadToken, loadTLS),
+		Before: chainBefore(checkAddrFlag, loadToken, loadTLS),
 		Commands: slices.Concat([]*cli.Command{
 			sendCommand(),
 			getCommand(),
@@ -224,6 +226,57 @@ func wantJSON(c *cli.Context) bool {
 		}
 	}
 	return false
+}
+
+// checkAddr checks one API address as --addr takes it: HOST:PORT (port
+// 1..65535), or a URL http(s)://HOST[:PORT][/PATH]. The error names flag
+// and says the form wanted.
+func checkAddr(flag, addr string) error {
+	const want = "want HOST:PORT (e.g. 127.0.0.1:7070) or http(s)://HOST:PORT"
+	if !strings.Contains(addr, "://") {
+		if err := hostport.Check(addr, hostport.Port); err != nil {
+			return fmt.Errorf("%s: %w; %s", flag, err, want)
+		}
+		return nil
+	}
+	u, err := url.Parse(addr)
+	switch {
+	case err != nil:
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("%s: %q is not a URL (%v); %s", flag, addr, err, want)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("%s: %q: scheme %q; %s", flag, addr, u.Scheme, want)
+	case u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "":
+		return fmt.Errorf("%s: %q: want a host, and no user, query or fragment; %s", flag, addr, want)
+	case u.Port() != "":
+		if err := hostport.Check(u.Host, hostport.Port); err != nil {
+			return fmt.Errorf("%s: %w; %s", flag, err, want)
+		}
+	}
+	return nil
+}
+
+// checkAddrFlag is the app's check of the global --addr, before any
+// command runs: a list (HOST:PORT,HOST:PORT) only for bench. The hook
+// checks it itself, as it notes every problem on stderr and exits 0.
+func checkAddrFlag(c *cli.Context) error {
+	flag := "--addr (or $" + envAddr + ")"
+	addrs := []string{nodeAddr(c)}
+	switch c.Args().First() {
+	case "hook":
+		return nil
+	case "bench":
+		addrs = splitList(addrs)
+	}
+	for _, a := range addrs {
+		if err := checkAddr(flag, a); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // nodeAddr is the --addr the user gave (or its default).

@@ -547,3 +547,40 @@ func TestHelpStatesEachDefaultOnce(t *testing.T) {
 		}
 	}
 }
+
+// A malformed --addr is refused before any request, naming the flag and
+// the form it wants, not as a URL parser's error.
+func TestMalformedAddr(t *testing.T) {
+	e := newTestEnv(t)
+	const want = "; want HOST:PORT (e.g. 127.0.0.1:7070) or http(s)://HOST:PORT\n"
+	for addr, why := range map[string]string{
+		"http://[bad":        `"http://[bad" is not a URL (missing ']' in host)`,
+		"foo bar":            `"foo bar" is not host:port`,
+		"localhost":          `"localhost" is not host:port`,
+		"127.0.0.1:notaport": `"127.0.0.1:notaport": port must be 1..65535`,
+		"127.0.0.1:99999":    `"127.0.0.1:99999": port must be 1..65535`,
+		"ftp://h:1":          `"ftp://h:1": scheme "ftp"`,
+		"://h":               `"://h" is not a URL (missing protocol scheme)`,
+		"http://h:0":         `"h:0": port must be 1..65535`,
+		"http://u@h:1":       `"http://u@h:1": want a host, and no user, query or fragment`,
+		"a:1,b:2":            `"a:1,b:2" is not host:port`,
+	} {
+		r := runApp(addr, "", "cluster", "status")
+		if r.err == nil || r.errOut != "maosctl: --addr (or $MAOS_ADDR): "+why+want {
+			t.Errorf("--addr %q: err=%v stderr %q, want %q", addr, r.err, r.errOut, why)
+		}
+	}
+	r := e.run("", "bench", "send", "--addr", e.addr+",nonsense", "--count", "1")
+	if r.err == nil || !strings.HasPrefix(r.errOut, `maosctl: bench --addr: "nonsense" is not host:port; want HOST:PORT`) {
+		t.Errorf("bench --addr with a bad entry: err=%v stderr %q", r.err, r.errOut)
+	}
+	if n := len(e.svc.CallsTo("Send")); n != 0 {
+		t.Errorf("%d sends reached the node", n)
+	}
+	// The forms it takes.
+	for _, addr := range []string{e.addr, "http://" + e.addr, "http://" + e.addr + "/"} {
+		if r := runApp(addr, "", "cluster", "status"); r.err != nil {
+			t.Errorf("--addr %q: %v %s", addr, r.err, r.errOut)
+		}
+	}
+}
