@@ -107,6 +107,11 @@ const (
 	VisibilityPublic = "public"
 )
 
+// DefaultChannel is the channel a client sends to when nothing names one
+// (maosctl send without --channel or $MAOS_CHANNEL, the MCP send_message).
+// The API itself wants a channel on every message.
+const DefaultChannel = "general"
+
 var (
 	// nameRE is NamePattern compiled: the rules compiler's messages quote
 	// it, the tests check ValidName against it.

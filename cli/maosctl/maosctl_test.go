@@ -166,6 +166,21 @@ func TestSendEnvDefaults(t *testing.T) {
 	if got := e.svc.Stored(m[1]); got.Channel != "ops" || got.From != "codex" {
 		t.Errorf("stored %+v", got)
 	}
+	// Without --channel or $MAOS_CHANNEL (unset, or set empty): the
+	// default channel.
+	for _, set := range []bool{false, true} {
+		os.Unsetenv(envChannel)
+		if set {
+			t.Setenv(envChannel, "")
+		}
+		m := sendLineRE.FindStringSubmatch(e.ok("send", "--to", "claude", "--text", "no channel"))
+		if m == nil {
+			t.Fatal("send without a channel printed no id")
+		}
+		if got := e.svc.Stored(m[1]); got.Channel != fsm.DefaultChannel || fsm.DefaultChannel != "general" {
+			t.Errorf("$MAOS_CHANNEL set=%t: stored in %q, want general", set, got.Channel)
+		}
+	}
 }
 
 func TestSendTextFromStdin(t *testing.T) {

@@ -17,7 +17,7 @@ func sendCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "send",
 		Usage: "post a message to a channel",
-		UsageText: `maosctl send --from A --to B[,C] --channel CH --text T [--title T] [--type T] [--priority P] [--reply-to ID] [--id ID]
+		UsageText: `maosctl send --from A --to B[,C] [--channel CH] --text T [--title T] [--type T] [--priority P] [--reply-to ID] [--id ID]
 
    maosctl send --from codex --to claude --channel review --text "@claude please review"
    git diff | maosctl send --to claude,gemini --type review --priority high --title "retry logic" --text -`,
@@ -26,6 +26,7 @@ with --json, the API's answer {"id","seq","timestamp"}.
 
 --to takes agent ids, "all", "role:NAME" or globs like "engineer_*"; give it
 several times or comma-separated. --text - reads the text from stdin.
+--channel defaults to $MAOS_CHANNEL, else "` + fsm.DefaultChannel + `".
 
 The id is fixed before the first try (generated as msg-YYYYMMDD-HHMMSS-FROM-HEX
 unless --id gives one), so repeating a send with the same --id never stores
@@ -45,7 +46,7 @@ prints one object: the send's answer plus "wait" {"state","pending","receipts"}.
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "from", Usage: "sender agent `ID` (required)", EnvVars: []string{envAgent}},
 			&cli.StringSliceFlag{Name: "to", Usage: "recipient `ID`s: agent ids, all, role:NAME, globs; repeat or comma-separate (required)"},
-			&cli.StringFlag{Name: "channel", Usage: "channel `NAME` (required)", EnvVars: []string{envChannel}},
+			&cli.StringFlag{Name: "channel", Usage: "channel `NAME`", EnvVars: []string{envChannel}, Value: fsm.DefaultChannel},
 			&cli.StringFlag{Name: "text", Usage: "message `TEXT`; - reads it from stdin (required)"},
 			&cli.StringFlag{Name: "title", Usage: "one-line `TITLE`"},
 			&cli.StringFlag{Name: "type", Usage: "message `TYPE`: chat, request, response, review, status, ... (default chat)"},
@@ -65,7 +66,7 @@ func send(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	if err := require(c, "from", "to", "channel", "text"); err != nil {
+	if err := require(c, "from", "to", "text"); err != nil {
 		return err
 	}
 	wait, waitTimeout, err := sendWaitFlags(c)
@@ -90,7 +91,7 @@ func send(c *cli.Context) error {
 	from := strings.TrimSpace(c.String("from"))
 	m := &fsm.Message{
 		ID:        strings.TrimSpace(c.String("id")),
-		Channel:   strings.TrimSpace(c.String("channel")),
+		Channel:   or(strings.TrimSpace(c.String("channel")), fsm.DefaultChannel),
 		From:      from,
 		To:        splitList(c.StringSlice("to")),
 		Type:      strings.TrimSpace(c.String("type")),
