@@ -23,6 +23,7 @@ const digestTitleMax = 160
 // (≥ len(Messages); the difference was not fetched and counts as left out).
 type digestInput struct {
 	Agent       string
+	Ctl         string // how the commands it names start (ctlCommand); "" is "maosctl"
 	Messages    []fsm.Message
 	TotalUnread int
 }
@@ -90,9 +91,10 @@ func digest(in digestInput, maxChars int) string {
 		header += fmt.Sprintf(" (%d urgent)", urgent)
 	}
 	header += ", urgent first, then newest first:\n"
+	ctl := or(in.Ctl, "maosctl")
 	footer := func(left int) string {
-		return fmt.Sprintf("%d left out. Read: maosctl inbox --agent %s --unread; one message: maosctl show ID; "+
-			"a thread: maosctl thread ID; then: maosctl read-mark --agent %s ID\n", left, in.Agent, in.Agent)
+		return fmt.Sprintf("%d left out. Read: %s inbox --agent %s --unread; one message: %s show ID; "+
+			"a thread: %s thread ID; then: %s read-mark --agent %s ID\n", left, ctl, in.Agent, ctl, ctl, ctl, in.Agent)
 	}
 	var b strings.Builder
 	b.WriteString(header)
