@@ -2,16 +2,22 @@
 GO      ?= go
 BIN     := bin
 PKGS    := ./...
+# make install puts maosd and maosctl in $(DESTDIR)$(PREFIX)/bin.
+PREFIX  ?= /usr/local
+DESTDIR ?=
+# Where scripts/demo.sh makes its temporary directories (maos-demo.XXXXXX).
+DEMO_TMP = $(or $(TMPDIR),/tmp)
 
-.PHONY: help build test vet bench demo chaos clean
+.PHONY: help build install test vet bench demo chaos clean
 
 help:
-	@echo "make build   build bin/maosd, bin/maosctl and bin/maos-chaos"
-	@echo "make test    go vet + go test -race (what CI runs)"
-	@echo "make demo    a local 3-node cluster with watcher agents (a stub model) answering a task"
-	@echo "make bench   run the Go benchmarks (figures: docs/PERFORMANCE.md)"
-	@echo "make chaos   the full chaos run: every nemesis on 3 and on 5 nodes (docs/RELIABILITY.md)"
-	@echo "make clean   remove bin/ and demo leftovers"
+	@echo "make build    build bin/maosd, bin/maosctl, bin/maos-chaos and bin/stubmodel (the demo's stub model)"
+	@echo "make install  install maosd and maosctl into \$$(DESTDIR)\$$(PREFIX)/bin (PREFIX=$(PREFIX))"
+	@echo "make test     go vet + go test -race (what CI runs)"
+	@echo "make demo     a local 3-node cluster with watcher agents (a stub model) answering a task"
+	@echo "make bench    run the Go benchmarks (figures: docs/PERFORMANCE.md)"
+	@echo "make chaos    the full chaos run: every nemesis on 3 and on 5 nodes (docs/RELIABILITY.md)"
+	@echo "make clean    remove bin/, maos-data, chaos-out and the demo's temporary directories"
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/maosd ./cmd/maosctl ./cmd/maos-chaos ./testing/stubmodel
@@ -25,6 +31,10 @@ test: vet
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2000x ./fsm ./transport ./cluster
+
+install: build
+	install -d "$(DESTDIR)$(PREFIX)/bin"
+	install -m 0755 $(BIN)/maosd $(BIN)/maosctl "$(DESTDIR)$(PREFIX)/bin/"
 
 demo: build
 	./scripts/demo.sh
@@ -40,4 +50,4 @@ chaos: build
 	$(CHAOS) --nodes 3 --together --hold 4s --out chaos-out
 
 clean:
-	rm -rf $(BIN) maos-data chaos-out
+	rm -rf $(BIN) maos-data chaos-out "$(DEMO_TMP)"/maos-demo.*

@@ -190,7 +190,7 @@ func fieldErr(field, format string, args ...any) error {
 // anything is opened.
 func (c *Config) Validate() error {
 	if !fsm.ValidName(c.NodeID) {
-		return fieldErr("NodeID", "%q must match ^[a-z0-9][a-z0-9._-]{0,63}$", c.NodeID)
+		return fieldErr("NodeID", "%s", fsm.NameRule(c.NodeID))
 	}
 	if c.DataDir == "" {
 		return fieldErr("DataDir", "required")

@@ -19,7 +19,7 @@ func TestConfigValidateFields(t *testing.T) {
 		kind  error // nil: any
 		says  string
 	}{
-		{"bad node id", func(c *Config) { c.NodeID = "Bad ID" }, "NodeID", nil, `"Bad ID" must match`},
+		{"bad node id", func(c *Config) { c.NodeID = "Bad ID" }, "NodeID", nil, `must match ^[a-z0-9][a-z0-9._-]{0,63}$ (got "Bad ID")`},
 		{"no data dir", func(c *Config) { c.DataDir = "" }, "DataDir", nil, "required"},
 		{"no raft addr", func(c *Config) { c.RaftAddr = "" }, "RaftAddr", nil, "required"},
 		{"raft addr not host:port", func(c *Config) { c.RaftAddr = "nonsense" }, "RaftAddr", hostport.ErrSyntax, `"nonsense" is not host:port`},

@@ -61,7 +61,7 @@ func readFile(t *testing.T, p string) string {
 
 func sendTo(t *testing.T, c *transport.Client, id, to, priority string) *fsm.Message {
 	t.Helper()
-	m := &fsm.Message{ID: id, Channel: "dev", From: "lead", To: fsm.Recipients{to}, Priority: priority,
+	m := &fsm.Message{ID: id, Channel: "dev", From: "lead", To: fsm.Recipients{to}, Priority: fsm.Priority(priority),
 		Title: "job " + id, Content: fsm.Content{Text: "please do " + id}}
 	resp, err := c.Send(context.Background(), m)
 	if err != nil {

@@ -192,7 +192,7 @@ func applyUnregisterAgent(tx *bbolt.Tx, index uint64, ts int64, body []byte) (an
 		return nil, fmt.Errorf("fsm: apply unregister_agent: %w", err)
 	}
 	if prev == nil {
-		return nil, fmt.Errorf("fsm: apply unregister_agent: agent %s: %w", cmd.ID, ErrNotFound)
+		return nil, fmt.Errorf("fsm: apply unregister_agent: %w", notFound("agent %s", cmd.ID))
 	}
 	deleteAgent(tx, prev)
 	audit(tx, index, ts, AuditEvent{Kind: AuditAgent, From: prev.ID, Label: "UNREGISTER", Text: "role " + prev.Role})
@@ -328,7 +328,7 @@ func (f *FSM) Agent(id string) (*Agent, error) {
 			return fmt.Errorf("fsm: %w", err)
 		}
 		if a == nil {
-			return fmt.Errorf("fsm: agent %s: %w", id, ErrNotFound)
+			return notFound("agent %s", id)
 		}
 		return nil
 	})

@@ -26,6 +26,32 @@ var (
 	ErrCorrupt = errors.New("damaged file")
 )
 
+// NotFoundError is ErrNotFound worded for whoever asked: "message
+// msg-x: not found". The API answers with these words alone, not with the
+// context wrapped around them on the way (as it does for a *FieldError),
+// so no client shows a package or an operation's name.
+type NotFoundError struct {
+	What string // what is missing, and why if it helps: "message msg-x", `no lock on "a.go" (released, or never granted)`
+}
+
+func (e *NotFoundError) Error() string { return e.What + ": not found" }
+
+// Unwrap lets errors.Is(err, ErrNotFound) match.
+func (e *NotFoundError) Unwrap() error { return ErrNotFound }
+
+func notFound(format string, args ...any) error {
+	return &NotFoundError{What: fmt.Sprintf(format, args...)}
+}
+
+// MessageNotFound is the *NotFoundError for message id: not stored, or
+// trimmed. transport answers the same for a message the reader may not
+// read, so the answer does not tell that it exists.
+func MessageNotFound(id string) error { return notFound("message %s", id) }
+
+// ThreadNotFound is the *NotFoundError for id that is neither a thread
+// nor a stored message (or one the reader may not read, as above).
+func ThreadNotFound(id string) error { return notFound("thread %s", id) }
+
 // FieldError says which field of a message is wrong and why. It wraps
 // ErrInvalid.
 type FieldError struct {

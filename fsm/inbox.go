@@ -235,7 +235,7 @@ func applyMarkRead(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, erro
 			_, ok = getInboxEntry(tx, cmd.Agent, rec.seq)
 		}
 		if !ok {
-			return nil, fmt.Errorf("fsm: apply mark_read: message %s is not in %s's inbox: %w", cmd.ID, cmd.Agent, ErrNotFound)
+			return nil, fmt.Errorf("fsm: apply mark_read: %w", notFound("message %s is not in %s's inbox", cmd.ID, cmd.Agent))
 		}
 		if markRead(tx, cmd.Agent, rec.seq, ts) {
 			marked++
@@ -277,7 +277,7 @@ func inboxExists(tx *bbolt.Tx, agent string) error {
 	if tx.Bucket(bucketInboxCounts).Get([]byte(agent)) != nil || tx.Bucket(bucketAgents).Get([]byte(agent)) != nil {
 		return nil
 	}
-	return fmt.Errorf("agent %s: not registered and never sent a message: %w", agent, ErrNotFound)
+	return notFound("agent %s: not registered and never sent a message", agent)
 }
 
 func readCounts(tx *bbolt.Tx, agent string) InboxCounts {
@@ -325,7 +325,7 @@ type InboxQuery struct {
 // Validate checks the filters.
 func (q *InboxQuery) Validate() error {
 	if q.Priority != "" && !ValidPriority(q.Priority) {
-		return fieldErr("priority", "must be one of %s", priorityList())
+		return fieldErr("priority", "must be one of %s", PriorityList())
 	}
 	if q.Type != "" && !ValidName(q.Type) {
 		return NameError("type", q.Type)

@@ -472,7 +472,7 @@ func applyLockRenew(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, err
 		return nil, fmt.Errorf("fsm: apply lock_renew: %w", err)
 	}
 	if !held {
-		return nil, fmt.Errorf("fsm: apply lock_renew: no lock on %q (released, or never granted): %w", cmd.Path, ErrNotFound)
+		return nil, fmt.Errorf("fsm: apply lock_renew: %w", notFound("no lock on %q (released, or never granted)", cmd.Path))
 	}
 	if refused := checkGrant(cmd.Path, &cur, cmd.Holder, cmd.Token, ts); refused != nil {
 		return refused, nil
@@ -503,7 +503,7 @@ func applyLockRelease(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, e
 		return nil, fmt.Errorf("fsm: apply lock_release: %w", err)
 	}
 	if !held {
-		return nil, fmt.Errorf("fsm: apply lock_release: no lock on %q (released, or never granted): %w", cmd.Path, ErrNotFound)
+		return nil, fmt.Errorf("fsm: apply lock_release: %w", notFound("no lock on %q (released, or never granted)", cmd.Path))
 	}
 	if refused := checkGrant(cmd.Path, &cur, cmd.Holder, cmd.Token, ts); refused != nil {
 		return refused, nil

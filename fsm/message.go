@@ -111,6 +111,11 @@ const (
 // MaxNameLen bounds agent ids, channels, types and tags, in bytes.
 const MaxNameLen = rules.MaxNameLen
 
+// DefaultChannel is the channel a client sends to when nothing names one
+// (maosctl send without --channel or $MAOS_CHANNEL, the MCP send_message).
+// The API itself wants a channel on every message.
+const DefaultChannel = "general"
+
 var (
 	// nameRE is NamePattern compiled: the rules compiler's messages quote
 	// it, the tests check ValidName against it.
@@ -221,7 +226,7 @@ func (m *Message) Validate() error {
 		return NameError("type", m.Type)
 	}
 	if !ValidPriority(m.Priority) {
-		return fieldErr("priority", "must be one of %s", priorityList())
+		return fieldErr("priority", "must be one of %s", PriorityList())
 	}
 	if m.Visibility != "public" && m.Visibility != "private" {
 		return fieldErr("visibility", "must be public or private")

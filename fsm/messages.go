@@ -82,7 +82,7 @@ func putID(tx *bbolt.Tx, id string, rec idRecord) {
 func messageByID(tx *bbolt.Tx, id string) (*Message, error) {
 	rec, ok := getID(tx, id)
 	if !ok {
-		return nil, fmt.Errorf("message %s: %w", id, ErrNotFound)
+		return nil, MessageNotFound(id)
 	}
 	return getMessage(tx, rec.seq)
 }

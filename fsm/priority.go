@@ -7,13 +7,9 @@ import "strings"
 // in the API) and in a stored message it is the name; in the inbox index
 // (an entry's value, an unread entry's value, the order of the unread
 // counters) it is its byte (priorityByte), fixed here because the state
-// file holds it.
-//
-// Priority is an alias of string while the cli still assigns plain
-// strings to Message.Priority and InboxQuery.Priority; making it a defined
-// type is removing the "=" and converting there (fsm, watcher, mcpserver,
-// bridge and transport's code already compile either way).
-type Priority = string
+// file holds it. A defined type, so a plain string (a flag, a query
+// parameter) becomes one only where the code says so.
+type Priority string
 
 // The priorities.
 const (
@@ -55,9 +51,9 @@ func priorityByte(p Priority) byte {
 	return 2
 }
 
-// priorityList is the priorities as an error message lists them:
-// "urgent, high, normal, low".
-func priorityList() string {
+// PriorityList is the priorities as an error message or a flag's help
+// lists them: "urgent, high, normal, low".
+func PriorityList() string {
 	names := make([]string, len(Priorities))
 	for i, p := range Priorities {
 		names[i] = string(p)

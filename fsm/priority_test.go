@@ -1,6 +1,9 @@
 package fsm
 
-import "testing"
+import (
+	"reflect"
+	"testing"
+)
 
 // The inbox index stores a priority as its byte: the values are part of
 // the state file's format and must never move.
@@ -33,7 +36,15 @@ func TestPriorityBytesAreFixed(t *testing.T) {
 			t.Errorf("Priorities[%d] = %s has byte %d: the list must be in byte order", i, p, priorityByte(p))
 		}
 	}
-	if got, want := priorityList(), "urgent, high, normal, low"; got != want {
-		t.Errorf("priorityList() = %q, want %q", got, want)
+	if got, want := PriorityList(), "urgent, high, normal, low"; got != want {
+		t.Errorf("PriorityList() = %q, want %q", got, want)
+	}
+}
+
+// Priority is a defined type: a plain string (a flag, a query parameter)
+// is not a priority until converted, so no caller passes one unchecked.
+func TestPriorityIsADefinedType(t *testing.T) {
+	if typ := reflect.TypeOf(PriorityUrgent); typ == reflect.TypeOf("") || typ.Name() != "Priority" {
+		t.Errorf("PriorityUrgent has type %v, want fsm.Priority (not string)", typ)
 	}
 }

@@ -38,7 +38,7 @@ func (f *FSM) Message(id string) (*Message, error) {
 	err := f.view(func(tx *bbolt.Tx) error {
 		rec, ok := getID(tx, id)
 		if !ok {
-			return fmt.Errorf("fsm: message %s: %w", id, ErrNotFound)
+			return MessageNotFound(id)
 		}
 		var err error
 		m, err = getMessage(tx, rec.seq)
@@ -139,7 +139,7 @@ func (f *FSM) Node(id string) (NodeInfo, error) {
 	err := f.view(func(tx *bbolt.Tx) error {
 		v := tx.Bucket(bucketNodes).Get([]byte(id))
 		if v == nil {
-			return fmt.Errorf("fsm: node %s: %w", id, ErrNotFound)
+			return notFound("node %s", id)
 		}
 		return json.Unmarshal(v, &n)
 	})

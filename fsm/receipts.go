@@ -156,7 +156,7 @@ func (f *FSM) Receipts(id string) (Receipts, error) {
 	err := f.view(func(tx *bbolt.Tx) error {
 		rec, ok := getID(tx, id)
 		if !ok {
-			return fmt.Errorf("fsm: receipts of %s: message %w", id, ErrNotFound)
+			return MessageNotFound(id)
 		}
 		out.Seq = rec.seq
 		m, err := getMessage(tx, out.Seq)

@@ -139,7 +139,7 @@ func applyTrim(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 	}
 	r, ok := loadRetention(tx, cmd.Channel)
 	if !ok {
-		return nil, fmt.Errorf("fsm: apply trim: channel %s has no retention policy: %w", cmd.Channel, ErrNotFound)
+		return nil, fmt.Errorf("fsm: apply trim: %w", notFound("channel %s has no retention policy", cmd.Channel))
 	}
 	return trim(tx, index, ts, r), nil
 }
@@ -231,7 +231,7 @@ func (f *FSM) RetentionOf(channel string) (Retention, error) {
 	err := f.view(func(tx *bbolt.Tx) error {
 		var ok bool
 		if r, ok = loadRetention(tx, channel); !ok {
-			return fmt.Errorf("fsm: channel %s has no retention policy: %w", channel, ErrNotFound)
+			return notFound("channel %s has no retention policy", channel)
 		}
 		return nil
 	})

@@ -82,7 +82,7 @@ func (f *FSM) Thread(id string, after uint64, limit int) (ThreadPage, error) {
 		if k, _ := threads.Cursor().Seek(prefix); k == nil || !bytes.HasPrefix(k, prefix) {
 			rec, ok := getID(tx, id)
 			if !ok {
-				return fmt.Errorf("fsm: thread %s: %w", id, ErrNotFound)
+				return ThreadNotFound(id)
 			}
 			m, err := getMessage(tx, rec.seq)
 			if err != nil {

@@ -45,7 +45,7 @@ func applyRevokeToken(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, e
 		return nil, err
 	}
 	if rec == nil {
-		return nil, fmt.Errorf("fsm: apply revoke_token: token %s: %w", cmd.ID, ErrNotFound)
+		return nil, fmt.Errorf("fsm: apply revoke_token: %w", notFound("token %s", cmd.ID))
 	}
 	if rec.Revoked() {
 		return &rec.Token, nil

@@ -19,17 +19,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// DefaultChannel is the channel a new message goes to when neither the
-// call nor Config names one.
-const DefaultChannel = "general"
-
 // Config binds a server to an agent and a node.
 type Config struct {
 	// Agent is the identity every tool acts as (sender, inbox, lock holder).
 	Agent string
 	// Client talks to any node of the cluster.
 	Client *transport.Client
-	// Channel is the default channel of send_message; "" is DefaultChannel.
+	// Channel is the default channel of send_message; "" is
+	// fsm.DefaultChannel.
 	Channel string
 	// Version is reported in the server's implementation info.
 	Version string
@@ -55,7 +52,7 @@ func New(cfg Config) (*mcp.Server, error) {
 		return nil, errors.New("mcpserver: no client")
 	}
 	if cfg.Channel == "" {
-		cfg.Channel = DefaultChannel
+		cfg.Channel = fsm.DefaultChannel
 	}
 	if cfg.Version == "" {
 		cfg.Version = "dev"

@@ -61,8 +61,10 @@ func TestToolsAreSmall(t *testing.T) {
 	if err != nil || !r.IsError {
 		t.Fatalf("who with no node = %v, %+v; want a tool error", err, r)
 	}
-	if txt := r.Content[0].(*mcp.TextContent).Text; !strings.Contains(txt, "who:") {
-		t.Errorf("who error %q does not name the tool", txt)
+	// In the words maosctl uses (transport.UnreachableError), not a raw
+	// dial error.
+	if txt, want := r.Content[0].(*mcp.TextContent).Text, "who: cannot reach a maos node at http://127.0.0.1:1 (connection refused): is maosd running there?"; txt != want {
+		t.Errorf("who error %q, want %q", txt, want)
 	}
 	// A limit over the maximum is refused before any request.
 	r, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolList, Arguments: map[string]any{"limit": 500}})

@@ -10,9 +10,14 @@
 #   DEMO_BASE_PORT  first port (default 27070); nodes use BASE, BASE+10, BASE+20
 #                   for HTTP and the next port up for Raft
 #   DEMO_KEEP=1     keep the cluster running until Ctrl-C
+#   BIN             where maosd, maosctl and stubmodel are (default bin,
+#                   what make build writes)
+#   TMPDIR          where the demo's directory maos-demo.XXXXXX goes
+#                   (default /tmp; make clean removes it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-bin}
+stubmodel="$(cd "$BIN" && pwd)/stubmodel"
 base=${DEMO_BASE_PORT:-27070}
 dir=$(mktemp -d "${TMPDIR:-/tmp}/maos-demo.XXXXXX")
 pids=()
@@ -20,7 +25,7 @@ pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  echo "stopped ${#pids[@]} nodes; logs and data were in $dir"
+  echo "stopped ${#pids[@]} nodes; logs and data were in $dir (make clean removes it)"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -60,7 +65,7 @@ agents() {
   - id: $id
     role: $role
     channels: [demo]
-    command: ["$PWD/$BIN/stubmodel"]
+    command: ["$stubmodel"]
     timeout: 30s
     retries: 1
 YAML
@@ -73,6 +78,7 @@ agents "$dir/n1.yaml" supervisor:orchestrator:question
 agents "$dir/n2.yaml" worker1:worker
 agents "$dir/n3.yaml" worker2:worker reviewer:reviewer
 
+echo "== the watcher agents answer through a stub model ($BIN/stubmodel: a canned answer, no network, no API key)"
 echo "== starting 3 nodes in $dir"
 start 1 --agents "$dir/n1.yaml"
 wait_for 100 ctl --addr "$(api 1)" cluster status
@@ -117,6 +123,17 @@ ctl --addr "$(api 3)" audit --strong
 echo
 echo "== cluster status from $follower"
 ctl --addr "$follower" cluster status
+
+cat <<EOF
+
+== the agents above ran a stub model ($BIN/stubmodel). To have a watcher run a real
+   model CLI instead, give its entry in the agents YAML (maosd --agents FILE, or
+   maosctl watch --config FILE; here: $dir/n2.yaml) that CLI as its command;
+   the prompt goes to its stdin and its answer is posted as the reply:
+     command: ["claude", "-p"]            # Claude Code
+     command: ["codex", "exec", "-"]      # Codex ("-": the prompt from stdin)
+   with a timeout a model needs (timeout: 10m).
+EOF
 
 if [ "${DEMO_KEEP:-}" = 1 ]; then
   echo

@@ -195,7 +195,7 @@ func (c *Client) doRaw(ctx context.Context, method, path string, q url.Values, h
 	c.setAuth(req)
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("transport: %s %s: %w", method, u, err)
+		return c.requestError(method, u, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)

@@ -56,7 +56,7 @@ func (c *Client) Stream(ctx context.Context, q StreamQuery, fn func(StreamEvent)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("transport: stream %s: %w", u, err)
+		return c.requestError(http.MethodGet, u, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

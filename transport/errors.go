@@ -116,13 +116,18 @@ func toAPIError(err error) *APIError {
 		return &out
 	}
 	code := CodeInternal
-	var fe *fsm.FieldError
-	var rfe *rules.FieldError
+	var (
+		fe  *fsm.FieldError
+		rfe *rules.FieldError
+		nf  *fsm.NotFoundError
+	)
 	switch {
 	case errors.As(err, &fe):
 		return &APIError{Status: http.StatusBadRequest, Code: CodeInvalid, Message: fe.Error()}
 	case errors.As(err, &rfe):
 		return &APIError{Status: http.StatusBadRequest, Code: CodeInvalid, Message: rfe.Error()}
+	case errors.As(err, &nf):
+		return &APIError{Status: http.StatusNotFound, Code: CodeNotFound, Message: nf.Error()}
 	case errors.Is(err, fsm.ErrConflict):
 		code = CodeConflict
 	case errors.Is(err, fsm.ErrForbidden):

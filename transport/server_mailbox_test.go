@@ -142,7 +142,7 @@ func TestMailboxInboxEndpoints(t *testing.T) {
 	var sent []*transport.SendResponse
 	for i, p := range []string{"urgent", "normal", "urgent", "low"} {
 		m := msg("", "codex", "review", fmt.Sprintf("review %d", i), "role:reviewer")
-		m.Priority = p
+		m.Priority = fsm.Priority(p)
 		if i == 3 {
 			m.From, m.Type = "claude", "status"
 		}

@@ -220,6 +220,7 @@ func TestSendServiceErrors(t *testing.T) {
 		{name: "conflict", err: fmt.Errorf("fsm: apply send: %w", fsm.ErrConflict), status: 409, code: "conflict"},
 		{name: "field error", err: fmt.Errorf("fsm: apply send: %w", &fsm.FieldError{Field: "to[0]", Reason: "no such agent"}), status: 400, code: "invalid", message: "to[0]: no such agent"},
 		{name: "not found", err: fsm.ErrNotFound, status: 404, code: "not_found"},
+		{name: "not found, in fsm's words", err: fmt.Errorf("fsm: apply send: %w", fsm.MessageNotFound("msg-x")), status: 404, code: "not_found", message: "message msg-x: not found"},
 		{name: "relayed APIError", err: &transport.APIError{Status: 409, Code: "conflict", Message: "x"}, status: 409, code: "conflict", message: "x"},
 		{name: "relayed APIError wrapped", err: fmt.Errorf("forward to n2: %w", &transport.APIError{Status: 503, Code: "no_leader", Message: "leader said so"}), status: 503, code: "no_leader", message: "leader said so"},
 		{name: "relayed APIError without status", err: &transport.APIError{Code: "not_found", Message: "gone"}, status: 404, code: "not_found", message: "gone"},

@@ -2,7 +2,6 @@ package transport
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/maos-project/maos/fsm"
 )
@@ -31,7 +30,7 @@ func viewerFrom(ctx context.Context) *fsm.Viewer {
 // gives for an id that is not stored, so the answer does not tell that it
 // exists.
 func errHiddenMessage(id string) error {
-	return fmt.Errorf("fsm: message %s: %w", id, fsm.ErrNotFound)
+	return fsm.MessageNotFound(id)
 }
 
 // visibleMessages is a page of up to limit messages with seq > after that
@@ -115,7 +114,7 @@ func visibleInbox(v *fsm.Viewer, page fsm.InboxPage) fsm.InboxPage {
 func visibleReceipts(f *fsm.FSM, v *fsm.Viewer, id string) (fsm.Receipts, error) {
 	if v != nil {
 		if m, err := f.Message(id); err == nil && !v.CanRead(m) {
-			return fsm.Receipts{}, fmt.Errorf("fsm: receipts of %s: message %w", id, fsm.ErrNotFound)
+			return fsm.Receipts{}, errHiddenMessage(id)
 		}
 	}
 	rs, err := f.Receipts(id)
@@ -142,7 +141,7 @@ func visibleThread(f *fsm.FSM, v *fsm.Viewer, id string, after uint64, limit int
 		return f.Thread(id, after, limit)
 	}
 	if m, err := f.Message(id); err == nil && !v.CanRead(m) {
-		return fsm.ThreadPage{}, fmt.Errorf("fsm: thread %s: %w", id, fsm.ErrNotFound)
+		return fsm.ThreadPage{}, fsm.ThreadNotFound(id)
 	}
 	page := fsm.ThreadPage{ThreadID: id}
 	var err error

@@ -231,13 +231,21 @@ func TestPrivateMessageReadPaths(t *testing.T) {
 			t.Errorf("carol: thread page after p1 = %v", got)
 		}
 		r = e.get("carol", "/v1/threads/msg-s")
-		wantError(t, r, http.StatusNotFound, transport.CodeNotFound)
+		hidden := wantError(t, r, http.StatusNotFound, transport.CodeNotFound)
+		absent := wantError(t, e.get("carol", "/v1/threads/msg-x"), http.StatusNotFound, transport.CodeNotFound)
+		if strings.ReplaceAll(hidden, "msg-s", "ID") != strings.ReplaceAll(absent, "msg-x", "ID") {
+			t.Errorf("hidden thread %q differs from absent %q", hidden, absent)
+		}
 		noLeak(t, "thread 404", r.body)
 	})
 
 	t.Run("receipts", func(t *testing.T) {
 		r := e.get("carol", "/v1/messages/msg-s/receipts")
-		wantError(t, r, http.StatusNotFound, transport.CodeNotFound)
+		hidden := wantError(t, r, http.StatusNotFound, transport.CodeNotFound)
+		absent := wantError(t, e.get("carol", "/v1/messages/msg-x/receipts"), http.StatusNotFound, transport.CodeNotFound)
+		if strings.ReplaceAll(hidden, "msg-s", "ID") != strings.ReplaceAll(absent, "msg-x", "ID") {
+			t.Errorf("hidden receipts %q differ from absent %q", hidden, absent)
+		}
 		noLeak(t, "receipts 404", r.body)
 		for _, as := range []string{"alice", "boss"} {
 			var rs fsm.Receipts

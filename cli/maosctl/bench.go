@@ -127,7 +127,7 @@ reported too) and lists inboxes that never got it.`,
 // benchClients are the clients of the nodes to drive: the command's --addr
 // list, else the global --addr (which may be a comma-separated list too).
 // They share one pooled transport.
-func benchClients(c *cli.Context) []*transport.Client {
+func benchClients(c *cli.Context) ([]*transport.Client, error) {
 	addrs := splitList(c.StringSlice("addr"))
 	if len(addrs) == 0 {
 		addrs = splitList([]string{nodeAddr(rootContext(c))})
@@ -135,9 +135,12 @@ func benchClients(c *cli.Context) []*transport.Client {
 	shared := &http.Client{Transport: httpTransport(c)}
 	out := make([]*transport.Client, len(addrs))
 	for i, a := range addrs {
+		if err := checkAddr("bench --addr", a); err != nil {
+			return nil, usagef(c, "%v", err)
+		}
 		out[i] = newAPIClient(c, a, shared).WithToken(bearerToken(c))
 	}
-	return out
+	return out, nil
 }
 
 // benchContext is the command's context, ended by Ctrl-C so a run can be
@@ -182,10 +185,14 @@ func benchSend(c *cli.Context) error {
 	case (dur > 0) == (count > 0):
 		return usagef(c, "give exactly one of --duration and --count")
 	}
+	cls, err := benchClients(c)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := benchContext(c)
 	defer cancel()
 	rep, err := bench.RunSend(ctx, bench.SendOptions{
-		Clients: benchClients(c), Concurrency: conc, Size: size, Duration: dur, Count: count,
+		Clients: cls, Concurrency: conc, Size: size, Duration: dur, Count: count,
 		Channel: channel, To: to, CallTimeout: rootContext(c).Duration("timeout"),
 		Progress: benchProgress(c.App.ErrWriter, "sends"),
 	})
@@ -251,7 +258,10 @@ func benchDelivery(c *cli.Context) error {
 	if n := c.Int("count"); n < 1 {
 		return usagef(c, "--count %d: must be at least 1", n)
 	}
-	cls := benchClients(c)
+	cls, err := benchClients(c)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := benchContext(c)
 	defer cancel()
 	rep, err := bench.RunDelivery(ctx, bench.DeliveryOptions{
@@ -291,7 +301,10 @@ func benchFanout(c *cli.Context) error {
 	if c.Int("size") < 1 {
 		return usagef(c, "--size %d: must be at least 1", c.Int("size"))
 	}
-	cls := benchClients(c)
+	cls, err := benchClients(c)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := benchContext(c)
 	defer cancel()
 	fmt.Fprintf(c.App.ErrWriter, "registering %d agents on %s, polling inboxes on %s\n", n, cls[0].Addr(), cls[len(cls)-1].Addr())

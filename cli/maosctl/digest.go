@@ -23,6 +23,7 @@ const digestTitleMax = 160
 // (≥ len(Messages); the difference was not fetched and counts as left out).
 type digestInput struct {
 	Agent       string
+	Ctl         string // how the commands it names start (ctlCommand); "" is "maosctl"
 	Messages    []fsm.Message
 	TotalUnread int
 }
@@ -47,7 +48,7 @@ func digest(in digestInput, maxChars int) string {
 	msgs := slices.Clone(in.Messages)
 	// Urgent first, then newest first: seq is the cluster's total order.
 	slices.SortStableFunc(msgs, func(a, b fsm.Message) int {
-		if ua, ub := a.Priority == "urgent", b.Priority == "urgent"; ua != ub {
+		if ua, ub := a.Priority == fsm.PriorityUrgent, b.Priority == fsm.PriorityUrgent; ua != ub {
 			if ua {
 				return -1
 			}
@@ -69,7 +70,7 @@ func digest(in digestInput, maxChars int) string {
 	byThread := map[string]*group{}
 	urgent := 0
 	for _, m := range msgs {
-		if m.Priority == "urgent" {
+		if m.Priority == fsm.PriorityUrgent {
 			urgent++
 		}
 		key := m.ThreadID
@@ -90,9 +91,10 @@ func digest(in digestInput, maxChars int) string {
 		header += fmt.Sprintf(" (%d urgent)", urgent)
 	}
 	header += ", urgent first, then newest first:\n"
+	ctl := or(in.Ctl, "maosctl")
 	footer := func(left int) string {
-		return fmt.Sprintf("%d left out. Read: maosctl inbox --agent %s --unread; one message: maosctl show ID; "+
-			"a thread: maosctl thread ID; then: maosctl read-mark --agent %s ID\n", left, in.Agent, in.Agent)
+		return fmt.Sprintf("%d left out. Read: %s inbox --agent %s --unread; one message: %s show ID; "+
+			"a thread: %s thread ID; then: %s read-mark --agent %s ID\n", left, ctl, in.Agent, ctl, ctl, ctl, in.Agent)
 	}
 	var b strings.Builder
 	b.WriteString(header)
@@ -118,7 +120,7 @@ func digest(in digestInput, maxChars int) string {
 func digestLine(m fsm.Message, count int) string {
 	prio := m.Priority
 	if prio == "" {
-		prio = "normal"
+		prio = fsm.PriorityNormal
 	}
 	title := m.Title
 	if title == "" {

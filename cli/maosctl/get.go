@@ -85,7 +85,7 @@ func printMessage(w io.Writer, m *fsm.Message) error {
 	line("from", m.From)
 	line("to", strings.Join(m.To, ", "))
 	line("type", m.Type)
-	line("priority", m.Priority)
+	line("priority", string(m.Priority))
 	line("title", m.Title)
 	opt("in reply to", m.InReplyTo)
 	opt("thread", m.ThreadID)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -111,9 +112,16 @@ other events       nothing.
 The digest lists unread messages urgent first, then newest first, one line
 each (id, from, priority, title), one line per thread with a count, at most
 10,000 characters, and ends with how many were left out and the commands
-to read them. When no node answers within --max-time the hook prints
-nothing (a short note on stderr) and exits 0: a mailbox outage never
-blocks the agent.
+to read them. Every command printed runs as printed: it carries this
+command line's --addr, --ca, --cert, --key and --token-file (not ones from
+the environment, which the agent's shell has too; never --token).
+
+The hook never fails the agent's turn: stdin that is not the hook's JSON,
+no --agent, a malformed --addr, or no node answering within --max-time is
+one line on stderr and exit 0. With no node answering, SessionStart still
+gives the agent's identity and says the mailbox did not answer; the other
+events print nothing. Only a command line that does not parse (an unknown
+flag or dialect) exits 1.
 
 Register it in ` + setup,
 		Flags: []cli.Flag{
@@ -128,23 +136,23 @@ func hook(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
+	// A hook never fails the agent's turn: from here on every problem is
+	// one line on stderr, nothing on stdout, and exit 0.
+	note := func(event string, err error) error {
+		fmt.Fprintf(c.App.ErrWriter, "%s: %s: %s\n", c.App.Name, strings.TrimSpace("hook "+event),
+			strings.ReplaceAll(err.Error(), "\n", " "))
+		return nil
+	}
 	if err := require(c, "agent"); err != nil {
-		return err
+		return note("", err)
+	}
+	if err := checkAddr("--addr (or $"+envAddr+")", nodeAddr(c)); err != nil {
+		return note("", err)
 	}
 	agent := strings.TrimSpace(c.String("agent"))
-	raw, err := io.ReadAll(io.LimitReader(c.App.Reader, hookMaxInput+1))
+	in, err := readHookInput(c.App.Reader)
 	if err != nil {
-		return fmt.Errorf("hook: read stdin: %w", err)
-	}
-	if len(raw) > hookMaxInput {
-		return fmt.Errorf("hook: stdin is over %d bytes", hookMaxInput)
-	}
-	var in hookInput
-	if err := json.Unmarshal(raw, &in); err != nil {
-		return fmt.Errorf("hook: stdin is not the hook's JSON object: %w", err)
-	}
-	if in.HookEventName == "" {
-		return fmt.Errorf("hook: stdin JSON has no hook_event_name")
+		return note("", err)
 	}
 	ctx := c.Context
 	if ctx == nil {
@@ -156,16 +164,16 @@ func hook(c *cli.Context) error {
 		defer cancel()
 	}
 	client := apiClient(c)
-	out, err := hookAnswer(ctx, client, agent, in)
+	ctl := ctlCommand(c)
+	out, err := hookAnswer(ctx, client, ctl, agent, in)
 	if err != nil {
-		// Never fail the agent's turn over the mailbox: note it, exit 0.
-		fmt.Fprintf(c.App.ErrWriter, "%s: hook %s: %v\n", c.App.Name, in.HookEventName, apiError(c, err))
+		note(in.HookEventName, apiError(c, err))
 		if in.HookEventName != "SessionStart" {
 			return nil
 		}
 		// The identity is still worth giving at session start.
-		out = hookContext(in.HookEventName, hookIdentity(agent, client.Addr())+
-			fmt.Sprintf("The maos mailbox did not answer (%v); check mail later with: maosctl inbox --agent %s --unread\n", err, agent))
+		out = hookContext(in.HookEventName, hookIdentity(ctl, agent, client.Addr())+
+			fmt.Sprintf("The maos mailbox did not answer (%v); check mail later with: %s inbox --agent %s --unread\n", err, ctl, agent))
 	}
 	if out == nil {
 		return nil
@@ -173,41 +181,64 @@ func hook(c *cli.Context) error {
 	enc := json.NewEncoder(c.App.Writer)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(out); err != nil {
-		return fmt.Errorf("hook: write answer: %w", err)
+		return note(in.HookEventName, fmt.Errorf("write the answer: %w", err))
 	}
 	return nil
 }
 
-// hookAnswer is the JSON value to print for in, or nil for none.
-func hookAnswer(ctx context.Context, client *transport.Client, agent string, in hookInput) (any, error) {
+// readHookInput reads the hook's JSON from r: at most hookMaxInput bytes,
+// one object with a hook_event_name.
+func readHookInput(r io.Reader) (hookInput, error) {
+	var in hookInput
+	raw, err := io.ReadAll(io.LimitReader(r, hookMaxInput+1))
+	if err != nil {
+		return in, fmt.Errorf("read stdin: %w", err)
+	}
+	if len(raw) > hookMaxInput {
+		return in, fmt.Errorf("stdin is over %d bytes", hookMaxInput)
+	}
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return in, fmt.Errorf("stdin is not the hook's JSON object: %w", err)
+	}
+	if in.HookEventName == "" {
+		return in, errors.New("stdin JSON has no hook_event_name")
+	}
+	return in, nil
+}
+
+// hookAnswer is the JSON value to print for in, or nil for none. ctl
+// starts every command it names (ctlCommand).
+func hookAnswer(ctx context.Context, client *transport.Client, ctl, agent string, in hookInput) (any, error) {
 	switch in.HookEventName {
 	case "SessionStart", "UserPromptSubmit":
 		dig, err := fetchUnread(ctx, client, agent, "")
 		if err != nil {
 			return nil, err
 		}
+		id := hookIdentity(ctl, agent, client.Addr())
 		if len(dig.Messages) == 0 && dig.TotalUnread == 0 {
 			if in.HookEventName == "UserPromptSubmit" {
 				return nil, nil
 			}
-			return hookContext(in.HookEventName, hookIdentity(agent, client.Addr())+"No unread mail.\n"), nil
+			return hookContext(in.HookEventName, id+"No unread mail.\n"), nil
 		}
-		id := hookIdentity(agent, client.Addr())
+		dig.Ctl = ctl
 		return hookContext(in.HookEventName, id+digest(dig, DigestMaxChars-len(id))), nil
 	case "Stop":
 		if in.StopHookActive {
 			return nil, nil
 		}
-		dig, err := fetchUnread(ctx, client, agent, "urgent")
+		dig, err := fetchUnread(ctx, client, agent, fsm.PriorityUrgent)
 		if err != nil {
 			return nil, err
 		}
 		if len(dig.Messages) == 0 && dig.TotalUnread == 0 {
 			return nil, nil
 		}
-		head := fmt.Sprintf("Urgent unread mail waits for maos agent %s: read it (maosctl show ID), act or answer "+
-			"(maosctl reply ID --from %s --text T), mark it read (maosctl read-mark --agent %s ID), then stop.\n",
-			agent, agent, agent)
+		head := fmt.Sprintf("Urgent unread mail waits for maos agent %s: read it (%s show ID), act or answer "+
+			"(%s reply ID --from %s --text T), mark it read (%s read-mark --agent %s ID), then stop.\n",
+			agent, ctl, ctl, agent, ctl, agent)
+		dig.Ctl = ctl
 		return hookStopOutput{Decision: "block", Reason: head + digest(dig, DigestMaxChars-len(head))}, nil
 	}
 	return nil, nil
@@ -221,15 +252,47 @@ func hookContext(event, text string) hookContextOutput {
 }
 
 // hookIdentity tells the model who it is on the mailbox and how to use it.
-func hookIdentity(agent, addr string) string {
-	return fmt.Sprintf("You are maos agent %s (mailbox at %s). Send: maosctl send --from %s --to B --text T; "+
-		"reply: maosctl reply ID --from %s --text T.\n", agent, addr, agent, agent)
+func hookIdentity(ctl, agent, addr string) string {
+	return fmt.Sprintf("You are maos agent %s (mailbox at %s). Send: %s send --from %s --to B --text T; "+
+		"reply: %s reply ID --from %s --text T.\n", agent, addr, ctl, agent, ctl, agent)
+}
+
+// ctlCommand is how every command a hook prints starts, so that it runs
+// as printed: "maosctl", then the global flags of the hook's own command
+// line that reach the same node (--addr, --ca, --cert, --key,
+// --token-file), shell-quoted. A value that came from the environment is
+// left out (the agent's shell has it too), and so is a --token: a secret
+// never goes into the model's context.
+func ctlCommand(c *cli.Context) string {
+	parts := []string{"maosctl"}
+	for _, f := range []struct{ name, env string }{
+		{"addr", envAddr}, {"ca", envCA}, {"cert", envCert}, {"key", envKey}, {"token-file", envTokenFile},
+	} {
+		v := strings.TrimSpace(c.String(f.name))
+		if v == "" || !c.IsSet(f.name) || v == os.Getenv(f.env) {
+			continue
+		}
+		parts = append(parts, "--"+f.name, shellQuote(v))
+	}
+	return strings.Join(parts, " ")
+}
+
+// shellQuote is s as one word of a POSIX shell: as it is when it holds
+// only letters, digits and -_./:@%+=, and single-quoted otherwise.
+func shellQuote(s string) string {
+	plain := s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@%+=", r))
+	}) < 0
+	if plain {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // fetchUnread reads agent's unread messages (of priority, if given),
 // newest first, up to hookMaxPages pages, and the total from the
 // counters when more remain. An agent without an inbox has no mail.
-func fetchUnread(ctx context.Context, client *transport.Client, agent, priority string) (digestInput, error) {
+func fetchUnread(ctx context.Context, client *transport.Client, agent string, priority fsm.Priority) (digestInput, error) {
 	in := digestInput{Agent: agent}
 	// Newest first, so that past the pages read it is the oldest mail
 	// that is left out of the digest, not the newest.

@@ -1,10 +1,14 @@
 package maosctl
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
+	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -24,7 +28,7 @@ func newHookEnv(t *testing.T) *testEnv {
 }
 
 // mail stores a message to alice and returns its id.
-func (e *testEnv) mail(id, from, prio, title, replyTo string) string {
+func (e *testEnv) mail(id, from string, prio fsm.Priority, title, replyTo string) string {
 	e.t.Helper()
 	m := fsm.Message{
 		ID: id, Channel: "work", Type: "request", From: from, To: fsm.Recipients{"alice"}, Priority: prio,
@@ -126,6 +130,8 @@ func (e *testEnv) hook(dialect, stdin string) runResult {
 
 func TestHookGolden(t *testing.T) {
 	e := newHookEnv(t)
+	// The agent's shell has $MAOS_ADDR too: the commands need no --addr.
+	t.Setenv(envAddr, e.addr)
 	identity := fmt.Sprintf("You are maos agent alice (mailbox at http://%s). Send: maosctl send --from alice --to B --text T; reply: maosctl reply ID --from alice --text T.\\n", e.addr)
 	footer := "0 left out. Read: maosctl inbox --agent alice --unread; one message: maosctl show ID; a thread: maosctl thread ID; then: maosctl read-mark --agent alice ID\\n"
 
@@ -185,13 +191,40 @@ func TestHookGolden(t *testing.T) {
 	}
 }
 
+// A hook never fails the agent's turn: input it cannot use, no agent, a
+// malformed address are one line on stderr, nothing on stdout, exit 0.
+// Only a command line that does not parse (here: an unknown dialect)
+// exits 1, so setting the hook up shows the mistake.
 func TestHookBadInput(t *testing.T) {
 	e := newHookEnv(t)
-	e.fails("", []string{"hook", "claude-code", "--agent", "alice"}, "not the hook's JSON")
-	e.fails(`[1]`, []string{"hook", "codex", "--agent", "alice"}, "not the hook's JSON")
-	e.fails(`{"session_id":"s"}`, []string{"hook", "claude-code", "--agent", "alice"}, "no hook_event_name")
-	e.fails(`{"hook_event_name":"Stop"}`, []string{"hook", "claude-code"}, "missing required flag --agent")
+	for _, tc := range []struct {
+		stdin string
+		args  []string
+		want  string
+	}{
+		{"", []string{"--agent", "alice"}, "maosctl: hook: stdin is not the hook's JSON object: unexpected end of JSON input\n"},
+		{`[1]`, []string{"--agent", "alice"}, "maosctl: hook: stdin is not the hook's JSON object: json: cannot unmarshal array into Go value of type maosctl.hookInput\n"},
+		{`{"hook_event_name":`, []string{"--agent", "alice"}, "maosctl: hook: stdin is not the hook's JSON object: unexpected end of JSON input\n"},
+		{`{"session_id":"s"}`, []string{"--agent", "alice"}, "maosctl: hook: stdin JSON has no hook_event_name\n"},
+		{`{"hook_event_name":"Stop"}`, nil, "maosctl: hook: missing required flag --agent (or set $MAOS_AGENT_ID) (see 'maosctl hook claude-code --help')\n"},
+		{strings.Repeat(" ", hookMaxInput+1), []string{"--agent", "alice"}, fmt.Sprintf("maosctl: hook: stdin is over %d bytes\n", hookMaxInput)},
+	} {
+		for _, dialect := range []string{"claude-code", "codex"} {
+			r := e.run(tc.stdin, append([]string{"hook", dialect}, tc.args...)...)
+			want := strings.ReplaceAll(tc.want, "claude-code", dialect)
+			if r.err != nil || r.out != "" || r.errOut != want {
+				t.Errorf("hook %s %v, stdin %.40q: err=%v stdout %q stderr %q, want exit 0, no output, stderr %q",
+					dialect, tc.args, tc.stdin, r.err, r.out, r.errOut, want)
+			}
+		}
+	}
+	// A malformed address (a flag or $MAOS_ADDR) is noted the same way.
+	r := runApp("127.0.0.1:notaport", `{"hook_event_name":"SessionStart"}`, "hook", "claude-code", "--agent", "alice")
+	if want := `maosctl: hook: --addr (or $MAOS_ADDR): "127.0.0.1:notaport": port must be 1..65535; want HOST:PORT (e.g. 127.0.0.1:7070) or http(s)://HOST:PORT` + "\n"; r.err != nil || r.out != "" || r.errOut != want {
+		t.Errorf("hook with a malformed --addr: err=%v stdout %q stderr %q, want %q", r.err, r.out, r.errOut, want)
+	}
 	e.fails(`{}`, []string{"hook", "gemini", "--agent", "alice"}, `unknown command "gemini"`)
+	e.fails(`{}`, []string{"hook", "codex", "--agent", "alice", "extra"}, `unexpected argument "extra"`)
 }
 
 // closedAddr is a loopback address nothing listens on.
@@ -206,18 +239,107 @@ func closedAddr(t *testing.T) string {
 	return addr
 }
 
+// With no node answering, the hook exits 0 with one line on stderr; at
+// SessionStart it still tells the agent who it is and that the mailbox did
+// not answer (as README says), other events print nothing.
 func TestHookOffline(t *testing.T) {
 	newTestEnv(t) // clears the environment
 	addr := closedAddr(t)
+	t.Setenv(envAddr, addr)
+	unreachable := "cannot reach a maos node at http://" + addr + " (connection refused): is maosd running there?"
 	r := runApp(addr, `{"hook_event_name":"SessionStart"}`, "hook", "claude-code", "--agent", "alice")
-	if r.err != nil || !strings.Contains(r.out, `"additionalContext":"You are maos agent alice (`) ||
-		!strings.Contains(r.out, "The maos mailbox did not answer") || !strings.Contains(r.errOut, "maosctl: hook SessionStart: cannot reach") {
-		t.Errorf("offline SessionStart: err=%v out=%q stderr=%q", r.err, r.out, r.errOut)
+	want := `{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"You are maos agent alice (mailbox at http://` + addr +
+		`). Send: maosctl send --from alice --to B --text T; reply: maosctl reply ID --from alice --text T.\n` +
+		`The maos mailbox did not answer (read inbox of alice: ` + unreachable + `); check mail later with: maosctl inbox --agent alice --unread\n"}}` + "\n"
+	if r.err != nil || r.out != want || r.errOut != "maosctl: hook SessionStart: "+unreachable+" Set --addr or MAOS_ADDR to a node's API address\n" {
+		t.Errorf("offline SessionStart: err=%v\n out=%q\nwant %q\nstderr=%q", r.err, r.out, want, r.errOut)
 	}
 	for _, ev := range []string{"UserPromptSubmit", "Stop"} {
 		r := runApp(addr, `{"hook_event_name":"`+ev+`"}`, "hook", "codex", "--agent", "alice")
-		if r.err != nil || r.out != "" || !strings.Contains(r.errOut, "cannot reach") {
+		if r.err != nil || r.out != "" || r.errOut != "maosctl: hook "+ev+": "+unreachable+" Set --addr or MAOS_ADDR to a node's API address\n" {
 			t.Errorf("offline %s: err=%v out=%q stderr=%q", ev, r.err, r.out, r.errOut)
+		}
+	}
+}
+
+// printedCommandRE finds the maosctl commands in a hook's answer: each
+// ends at ";", ")", a line's end or a sentence's final ".".
+var printedCommandRE = regexp.MustCompile(`maosctl [^;()\n]*`)
+
+// Every command a hook or its digest prints runs as printed: each is taken
+// from the answers (with mail, urgent mail, and with the mailbox failing),
+// its placeholders given real values (ID a message of alice's, B an agent,
+// T a text), and run through maosctl against the node with nothing added:
+// once with the address in $MAOS_ADDR (shared with the agent's shell), once
+// with it on the hook's command line (so the commands carry --addr).
+func TestHookCommandsRunAsPrinted(t *testing.T) {
+	e := newMailEnv(t)
+	e.apply(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "alice", Role: "reviewer"})
+	e.mail("msg-1", "bob", fsm.PriorityNormal, "please review", "")
+	e.mail("msg-2", "carol", fsm.PriorityUrgent, "prod is down", "")
+	e.mail("msg-3", "carol", fsm.PriorityUrgent, "still down", "msg-2")
+
+	run := func(stdin string, args ...string) runResult {
+		var out, errOut bytes.Buffer
+		app := App()
+		app.Writer, app.ErrWriter, app.Reader = &out, &errOut, strings.NewReader(stdin)
+		err := app.Run(append([]string{"maosctl"}, args...))
+		return runResult{out: out.String(), errOut: errOut.String(), err: err}
+	}
+	for _, viaEnv := range []bool{true, false} {
+		os.Unsetenv(envAddr)
+		hookArgs := []string{"--addr", e.addr, "hook", "claude-code", "--agent", "alice"}
+		if viaEnv {
+			t.Setenv(envAddr, e.addr)
+			hookArgs = hookArgs[2:]
+		}
+		answer := func(event string) string {
+			t.Helper()
+			r := run(`{"hook_event_name":"`+event+`"}`, hookArgs...)
+			var out struct {
+				HookSpecificOutput struct{ AdditionalContext string } `json:"hookSpecificOutput"`
+				Reason             string                             `json:"reason"`
+			}
+			if err := json.Unmarshal([]byte(r.out), &out); err != nil || r.err != nil {
+				t.Fatalf("hook %s: %v %v stderr %q", event, err, r.err, r.errOut)
+			}
+			return out.HookSpecificOutput.AdditionalContext + out.Reason
+		}
+		texts := []string{answer("SessionStart"), answer("Stop")}
+		e.svc.Fail("Linearize", errors.New("the disk is slow"))
+		texts = append(texts, answer("SessionStart"))
+		e.svc.Fail("Linearize", nil)
+		if !strings.Contains(texts[2], "did not answer") {
+			t.Fatalf("the failing mailbox was answered: %s", texts[2])
+		}
+
+		seen := map[string]bool{}
+		for _, text := range texts {
+			for _, cmd := range printedCommandRE.FindAllString(text, -1) {
+				words := strings.Fields(strings.TrimSuffix(strings.TrimSpace(cmd), "."))
+				if !viaEnv && (len(words) < 3 || words[1] != "--addr" || words[2] != e.addr) {
+					t.Errorf("%q: the hook got --addr on its command line, the command does not carry it", cmd)
+				}
+				for i, w := range words {
+					words[i] = map[string]string{"ID": "msg-1", "B": "bob", "T": "hello"}[w]
+					if words[i] == "" {
+						words[i] = w
+					}
+				}
+				verb := words[1]
+				if !viaEnv {
+					verb = words[3]
+				}
+				seen[verb] = true
+				if r := run("", words[1:]...); r.err != nil || r.errOut != "" {
+					t.Errorf("printed %q, ran %q: err=%v stderr %q", cmd, words, r.err, r.errOut)
+				}
+			}
+		}
+		for _, verb := range []string{"send", "reply", "inbox", "show", "thread", "read-mark"} {
+			if !seen[verb] {
+				t.Errorf("$MAOS_ADDR=%t: no printed %q command was found (saw %v)", viaEnv, verb, seen)
+			}
 		}
 	}
 }
@@ -288,5 +410,29 @@ func TestDigestReadsNewestFirst(t *testing.T) {
 	}
 	if want := []string{"msg-6", "msg-5", "msg-4", "msg-3"}; !slices.Equal(ids, want) || in.TotalUnread != 6 {
 		t.Errorf("read %v of %d unread, want %v of 6", ids, in.TotalUnread, want)
+	}
+}
+
+// The commands a hook prints carry its command line's --addr (and TLS
+// and token-file paths), shell-quoted, but never a --token: a secret
+// does not go into the model's context.
+func TestHookCommandsCarryNoSecret(t *testing.T) {
+	e := newHookEnv(t)
+	r := e.run(`{"hook_event_name":"SessionStart"}`, "--token", "s3cret-token", "hook", "codex", "--agent", "alice")
+	if r.err != nil || strings.Contains(r.out, "s3cret") || !strings.Contains(r.out, "Send: maosctl --addr "+e.addr+" send --from alice") {
+		t.Errorf("hook with --token: err=%v out=%q", r.err, r.out)
+	}
+	for in, want := range map[string]string{
+		"127.0.0.1:7070":      "127.0.0.1:7070",
+		"https://h:7070/maos": "https://h:7070/maos",
+		"/etc/maos/ca.pem":    "/etc/maos/ca.pem",
+		"my ca.pem":           "'my ca.pem'",
+		"it's":                `'it'\''s'`,
+		"$HOME/x":             "'$HOME/x'",
+		"":                    "''",
+	} {
+		if got := shellQuote(in); got != want {
+			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
+		}
 	}
 }

@@ -31,7 +31,7 @@ With --json, an array of messages, each with "read".`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "agent", Usage: "agent `ID` whose inbox to read (required)", EnvVars: []string{envAgent}},
 			&cli.BoolFlag{Name: "unread", Usage: "only unread messages"},
-			&cli.StringFlag{Name: "priority", Usage: "only messages of `PRIORITY` (urgent, high, normal, low)"},
+			&cli.StringFlag{Name: "priority", Usage: "only messages of `PRIORITY` (" + fsm.PriorityList() + ")"},
 			&cli.StringFlag{Name: "type", Usage: "only messages of `TYPE`"},
 			&cli.StringFlag{Name: "from", Usage: "only messages from agent `ID`"},
 			&cli.Uint64Flag{Name: "after", Usage: "only messages after `SEQ`"},
@@ -77,7 +77,7 @@ func inbox(c *cli.Context) error {
 	}
 	q := fsm.InboxQuery{
 		Unread:   c.Bool("unread"),
-		Priority: strings.TrimSpace(c.String("priority")),
+		Priority: flagPriority(c),
 		Type:     strings.TrimSpace(c.String("type")),
 		From:     strings.TrimSpace(c.String("from")),
 		After:    c.Uint64("after"),

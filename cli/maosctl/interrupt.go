@@ -16,7 +16,7 @@ import (
 // Shape of the message 'maosctl interrupt' posts.
 const (
 	interruptType     = "alert"
-	interruptPriority = "urgent"
+	interruptPriority = fsm.PriorityUrgent
 	interruptPrefix   = "[INTERRUPT] "
 )
 

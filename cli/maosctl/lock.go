@@ -306,7 +306,7 @@ taken over. With --json, the API's {"locks":[...],"has_more","as_of"}.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "prefix", Usage: "only paths starting with `PREFIX`"},
 			&cli.StringFlag{Name: "holder", Usage: "only locks held by agent `ID`"},
-			&cli.IntFlag{Name: "limit", Usage: "print at most `N` locks (default all)"},
+			&cli.IntFlag{Name: "limit", Usage: "print at most `N` locks", DefaultText: "all"},
 			strongFlag(),
 			jsonFlag(),
 		},

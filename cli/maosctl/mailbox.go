@@ -156,7 +156,7 @@ func agentsRegisterCommand() *cli.Command {
 
    maosctl agents register reviewer_1 --role reviewer --capability go,review --node n2
    maosctl agents register orchestrator --role orchestrator --description "assigns the work"`,
-		Description: `Registers agent ID (^[a-z0-9][a-z0-9._-]{0,63}$) with role R (default
+		Description: `Registers agent ID (` + fsm.NamePattern + `) with role R (default
 "agent"), capabilities (comma-separated), a description and the node its
 watcher runs next to. Registering an id again replaces those fields. The
 registration goes into the audit trail. Prints the agent; with --json, the

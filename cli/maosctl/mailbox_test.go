@@ -248,7 +248,8 @@ func TestShowReplyThreadReceipts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if reply.InReplyTo != root || reply.ThreadID != root || reply.Channel != "review" || !slices.Equal(reply.To, []string{"codex"}) || reply.Type != "response" {
+	if reply.InReplyTo != root || reply.ThreadID != root || reply.Channel != "review" || !slices.Equal(reply.To, []string{"codex"}) ||
+		reply.Type != "response" || reply.Title != "Re: Retry logic" || reply.Priority != fsm.PriorityNormal || reply.Visibility != fsm.VisibilityPublic {
 		t.Errorf("reply = %+v", reply)
 	}
 	// A reply to the reply stays in the root's thread; text from stdin.
@@ -260,13 +261,39 @@ func TestShowReplyThreadReceipts(t *testing.T) {
 	if r2 == nil {
 		t.Fatalf("reply printed %q", r.out)
 	}
-	if m, _ := e.svc.State().Message(r2[1]); m.ThreadID != root || m.Content.Text != "second thoughts" || !slices.Equal(m.To, []string{"alice"}) {
+	if m, _ := e.svc.State().Message(r2[1]); m.ThreadID != root || m.Content.Text != "second thoughts" || !slices.Equal(m.To, []string{"alice"}) ||
+		m.Type != "question" || m.Title != "Re: Retry logic" {
 		t.Errorf("reply to reply = %+v", m)
+	}
+	// The flags given override the built reply; a task_assign is answered
+	// with a task_result.
+	task := e.send("review", "codex", "alice", "do it", "--type", "task_assign", "--title", "Job")
+	r3 := sendIDRE.FindStringSubmatch(e.ok("reply", task, "--from", "alice", "--text", "done"))
+	if r3 == nil {
+		t.Fatal("reply to a task printed no id")
+	}
+	if m, _ := e.svc.State().Message(r3[1]); m.Type != "task_result" || m.Title != "Re: Job" || m.Priority != fsm.PriorityNormal {
+		t.Errorf("reply to a task_assign = %+v", m)
+	}
+	r4 := sendIDRE.FindStringSubmatch(e.ok("reply", task, "--from", "alice", "--text", "more", "--title", "Status",
+		"--type", "status", "--priority", "high", "--id", "msg-reply-4"))
+	if r4 == nil || r4[1] != "msg-reply-4" {
+		t.Fatalf("reply --id printed %v", r4)
+	}
+	if m, _ := e.svc.State().Message(r4[1]); m.Type != "status" || m.Title != "Status" || m.Priority != fsm.PriorityHigh || m.InReplyTo != task {
+		t.Errorf("reply with --title --type --priority = %+v", m)
+	}
+	r5 := sendIDRE.FindStringSubmatch(e.ok("reply", task, "--from", "alice", "--text", "untitled", "--title", ""))
+	if r5 == nil {
+		t.Fatal("reply --title '' printed no id")
+	}
+	if m, _ := e.svc.State().Message(r5[1]); m.Title != "" {
+		t.Errorf("reply --title '' has title %q, want none", m.Title)
 	}
 
 	lines := strings.Split(strings.TrimSuffix(e.ok("thread", r2[1]), "\n"), "\n")
-	if len(lines) != 3 || !strings.Contains(lines[0], "Retry logic: please review") || !strings.Contains(lines[1], "alice → codex [response/normal] looks good") ||
-		!strings.Contains(lines[2], "codex → alice [question/normal] second thoughts") {
+	if len(lines) != 3 || !strings.Contains(lines[0], "Retry logic: please review") || !strings.Contains(lines[1], "alice → codex [response/normal] Re: Retry logic: looks good") ||
+		!strings.Contains(lines[2], "codex → alice [question/normal] Re: Retry logic: second thoughts") {
 		t.Errorf("thread printed:\n%s", strings.Join(lines, "\n"))
 	}
 	var msgs []fsm.Message
@@ -455,5 +482,32 @@ func TestPrivateSendAndReply(t *testing.T) {
 	}
 	if v := stored(rm[1]).Visibility; v != fsm.VisibilityPrivate {
 		t.Errorf("reply --private has visibility %q, want private", v)
+	}
+}
+
+// What a node did not find is said in the user's words, whichever command
+// asked: no package or operation name (the API's message, built by fsm).
+func TestNotFoundSaysWhat(t *testing.T) {
+	e := newMailEnv(t)
+	e.reviewers()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"get", "msg-x"}, "maosctl: message msg-x: not found (404 not_found)\n"},
+		{[]string{"show", "msg-x"}, "maosctl: message msg-x: not found (404 not_found)\n"},
+		{[]string{"receipts", "msg-x"}, "maosctl: message msg-x: not found (404 not_found)\n"},
+		{[]string{"thread", "msg-x"}, "maosctl: thread msg-x: not found (404 not_found)\n"},
+		{[]string{"reply", "msg-x", "--from", "alice", "--text", "t"}, "maosctl: message msg-x: not found (404 not_found)\n"},
+		{[]string{"agents", "unregister", "zed"}, "maosctl: agent zed: not found (404 not_found)\n"},
+		{[]string{"inbox", "--agent", "zed"}, "maosctl: agent zed: not registered and never sent a message: not found (404 not_found)\n"},
+		{[]string{"read-mark", "--agent", "alice", "msg-x"}, "maosctl: message msg-x is not in alice's inbox: not found (404 not_found)\n"},
+		{[]string{"lock", "release", "--path", "a.go", "--holder", "alice", "--token", "3"}, `maosctl: no lock on "a.go" (released, or never granted): not found (404 not_found)` + "\n"},
+		{[]string{"channel", "retention", "--channel", "c"}, "maosctl: channel c has no retention policy: not found (404 not_found)\n"},
+	} {
+		r := e.run("", tc.args...)
+		if r.err == nil || r.errOut != tc.want {
+			t.Errorf("maosctl %s: err=%v stderr %q, want %q", strings.Join(tc.args, " "), r.err, r.errOut, tc.want)
+		}
 	}
 }

@@ -7,14 +7,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/hostport"
 	"github.com/maos-project/maos/transport"
 	"github.com/urfave/cli/v2"
 )
@@ -141,7 +142,7 @@ give --ca (or MAOS_CA) the cluster's CA certificate to verify the node.`,
 				EnvVars: []string{envKey},
 			},
 		},
-		Before: chainBefore(loadToken, loadTLS),
+		Before: chainBefore(checkAddrFlag, loadToken, loadTLS),
 		Commands: slices.Concat([]*cli.Command{
 			sendCommand(),
 			getCommand(),
@@ -227,6 +228,57 @@ func wantJSON(c *cli.Context) bool {
 	return false
 }
 
+// checkAddr checks one API address as --addr takes it: HOST:PORT (port
+// 1..65535), or a URL http(s)://HOST[:PORT][/PATH]. The error names flag
+// and says the form wanted.
+func checkAddr(flag, addr string) error {
+	const want = "want HOST:PORT (e.g. 127.0.0.1:7070) or http(s)://HOST:PORT"
+	if !strings.Contains(addr, "://") {
+		if err := hostport.Check(addr, hostport.Port); err != nil {
+			return fmt.Errorf("%s: %w; %s", flag, err, want)
+		}
+		return nil
+	}
+	u, err := url.Parse(addr)
+	switch {
+	case err != nil:
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("%s: %q is not a URL (%v); %s", flag, addr, err, want)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("%s: %q: scheme %q; %s", flag, addr, u.Scheme, want)
+	case u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "":
+		return fmt.Errorf("%s: %q: want a host, and no user, query or fragment; %s", flag, addr, want)
+	case u.Port() != "":
+		if err := hostport.Check(u.Host, hostport.Port); err != nil {
+			return fmt.Errorf("%s: %w; %s", flag, err, want)
+		}
+	}
+	return nil
+}
+
+// checkAddrFlag is the app's check of the global --addr, before any
+// command runs: a list (HOST:PORT,HOST:PORT) only for bench. The hook
+// checks it itself, as it notes every problem on stderr and exits 0.
+func checkAddrFlag(c *cli.Context) error {
+	flag := "--addr (or $" + envAddr + ")"
+	addrs := []string{nodeAddr(c)}
+	switch c.Args().First() {
+	case "hook":
+		return nil
+	case "bench":
+		addrs = splitList(addrs)
+	}
+	for _, a := range addrs {
+		if err := checkAddr(flag, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // nodeAddr is the --addr the user gave (or its default).
 func nodeAddr(c *cli.Context) string {
 	if a := strings.TrimSpace(c.String("addr")); a != "" {
@@ -265,8 +317,10 @@ func (e *userError) Error() string { return e.msg }
 func (e *userError) Unwrap() error { return e.err }
 
 // apiError turns an error of a transport.Client call into the message
-// maosctl prints: the server's words for an API error, the address and a
-// hint when the node cannot be reached or does not answer in time.
+// maosctl prints: the server's words for an API error, the client's words
+// (transport.UnreachableError, as the MCP tools say it) and where to set
+// the address when the node cannot be reached, a hint when it does not
+// answer in time.
 func apiError(c *cli.Context, err error) error {
 	if err == nil {
 		return nil
@@ -275,14 +329,9 @@ func apiError(c *cli.Context, err error) error {
 		return e
 	}
 	addr := nodeAddr(c)
-	unreachable := func(why any) error {
-		return &userError{err: err, msg: fmt.Sprintf("cannot reach a maos node at %s (%v): is maosd running there? "+
-			"Set --addr or %s to a node's API address", addr, why, envAddr)}
-	}
 	var (
-		api *transport.APIError
-		op  *net.OpError
-		dns *net.DNSError
+		api         *transport.APIError
+		unreachable *transport.UnreachableError
 	)
 	switch {
 	case errors.As(err, &api) && api.Status == http.StatusUnauthorized:
@@ -292,12 +341,8 @@ func apiError(c *cli.Context, err error) error {
 	case errors.Is(err, context.DeadlineExceeded):
 		return &userError{err: err, msg: fmt.Sprintf("no answer from %s within %s (raise --timeout, or check the node)",
 			addr, c.Duration("timeout"))}
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return unreachable("connection refused")
-	case errors.As(err, &dns):
-		return unreachable(dns)
-	case errors.As(err, &op) && op.Op == "dial":
-		return unreachable(op.Err)
+	case errors.As(err, &unreachable):
+		return &userError{err: err, msg: fmt.Sprintf("%v Set --addr or %s to a node's API address", unreachable, envAddr)}
 	}
 	return fmt.Errorf("%s: %w", addr, err)
 }
@@ -458,4 +503,14 @@ func strongFlag() *cli.BoolFlag {
 		Name:  "strong",
 		Usage: "strongly consistent read: confirmed by the leader, sees every acknowledged send",
 	}
+}
+
+// priorityFlag is the --priority of a message a command sends.
+func priorityFlag() *cli.StringFlag {
+	return &cli.StringFlag{Name: "priority", Usage: fmt.Sprintf("`PRIORITY`: %s (default %s)", fsm.PriorityList(), fsm.PriorityNormal)}
+}
+
+// flagPriority is --priority as given, trimmed ("" when not given).
+func flagPriority(c *cli.Context) fsm.Priority {
+	return fsm.Priority(strings.TrimSpace(c.String("priority")))
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -164,6 +165,21 @@ func TestSendEnvDefaults(t *testing.T) {
 	}
 	if got := e.svc.Stored(m[1]); got.Channel != "ops" || got.From != "codex" {
 		t.Errorf("stored %+v", got)
+	}
+	// Without --channel or $MAOS_CHANNEL (unset, or set empty): the
+	// default channel.
+	for _, set := range []bool{false, true} {
+		os.Unsetenv(envChannel)
+		if set {
+			t.Setenv(envChannel, "")
+		}
+		m := sendLineRE.FindStringSubmatch(e.ok("send", "--to", "claude", "--text", "no channel"))
+		if m == nil {
+			t.Fatal("send without a channel printed no id")
+		}
+		if got := e.svc.Stored(m[1]); got.Channel != fsm.DefaultChannel || fsm.DefaultChannel != "general" {
+			t.Errorf("$MAOS_CHANNEL set=%t: stored in %q, want general", set, got.Channel)
+		}
 	}
 }
 
@@ -454,10 +470,10 @@ func TestUnreachable(t *testing.T) {
 	if r.err == nil || ExitCode(r.err) != 1 {
 		t.Fatalf("err = %v", r.err)
 	}
-	for _, w := range []string{"maosctl: ", addr, "--addr", "MAOS_ADDR"} {
-		if !strings.Contains(r.errOut, w) {
-			t.Errorf("stderr %q lacks %q", r.errOut, w)
-		}
+	want := "maosctl: cannot reach a maos node at http://" + addr + " (connection refused): is maosd running there? " +
+		"Set --addr or MAOS_ADDR to a node's API address\n"
+	if r.errOut != want {
+		t.Errorf("stderr %q, want %q", r.errOut, want)
 	}
 }
 
@@ -502,6 +518,84 @@ func TestHelpTeaches(t *testing.T) {
 		}
 		if !strings.Contains(cmd.UsageText, "\n   maosctl ") && !strings.Contains(cmd.UsageText, "| maosctl ") {
 			t.Errorf("command %s has no example line in UsageText", cmd.Name)
+		}
+	}
+}
+
+// Each flag's help states its default once, in every command: a default
+// written into the usage of a flag that also has a value prints two
+// ("(default 60s) (default: 0s)").
+func TestHelpStatesEachDefaultOnce(t *testing.T) {
+	newTestEnv(t) // clears the environment the defaults read
+	var walk func(path []string, cmds []*cli.Command)
+	helps := map[string]string{"maosctl": runApp("127.0.0.1:1", "", "--help").out}
+	walk = func(path []string, cmds []*cli.Command) {
+		for _, c := range cmds {
+			p := append(slices.Clone(path), c.Name)
+			helps["maosctl "+strings.Join(p, " ")] = runApp("127.0.0.1:1", "", append(p, "--help")...).out
+			walk(p, c.Subcommands)
+		}
+	}
+	walk(nil, App().Commands)
+	flags := 0
+	for cmd, help := range helps {
+		for _, line := range strings.Split(help, "\n") {
+			if !strings.HasPrefix(strings.TrimSpace(line), "-") {
+				continue
+			}
+			flags++
+			if strings.Count(line, "(default") > 1 {
+				t.Errorf("%s --help: two defaults: %s", cmd, strings.TrimSpace(line))
+			}
+		}
+	}
+	if len(helps) < 60 || flags < 200 {
+		t.Fatalf("walked %d commands, %d flag lines; did the help format change?", len(helps), flags)
+	}
+	for cmd, want := range map[string]string{
+		"maosctl send":      "give up after DURATION and exit 1 naming who did not get there (default: 1m0s)",
+		"maosctl read":      "at most N messages per page (1-1000) (default: 100)",
+		"maosctl lock list": "print at most N locks (default: all)",
+	} {
+		if !strings.Contains(helps[cmd], want) {
+			t.Errorf("%s --help lacks %q:\n%s", cmd, want, helps[cmd])
+		}
+	}
+}
+
+// A malformed --addr is refused before any request, naming the flag and
+// the form it wants, not as a URL parser's error.
+func TestMalformedAddr(t *testing.T) {
+	e := newTestEnv(t)
+	const want = "; want HOST:PORT (e.g. 127.0.0.1:7070) or http(s)://HOST:PORT\n"
+	for addr, why := range map[string]string{
+		"http://[bad":        `"http://[bad" is not a URL (missing ']' in host)`,
+		"foo bar":            `"foo bar" is not host:port`,
+		"localhost":          `"localhost" is not host:port`,
+		"127.0.0.1:notaport": `"127.0.0.1:notaport": port must be 1..65535`,
+		"127.0.0.1:99999":    `"127.0.0.1:99999": port must be 1..65535`,
+		"ftp://h:1":          `"ftp://h:1": scheme "ftp"`,
+		"://h":               `"://h" is not a URL (missing protocol scheme)`,
+		"http://h:0":         `"h:0": port must be 1..65535`,
+		"http://u@h:1":       `"http://u@h:1": want a host, and no user, query or fragment`,
+		"a:1,b:2":            `"a:1,b:2" is not host:port`,
+	} {
+		r := runApp(addr, "", "cluster", "status")
+		if r.err == nil || r.errOut != "maosctl: --addr (or $MAOS_ADDR): "+why+want {
+			t.Errorf("--addr %q: err=%v stderr %q, want %q", addr, r.err, r.errOut, why)
+		}
+	}
+	r := e.run("", "bench", "send", "--addr", e.addr+",nonsense", "--count", "1")
+	if r.err == nil || !strings.HasPrefix(r.errOut, `maosctl: bench --addr: "nonsense" is not host:port; want HOST:PORT`) {
+		t.Errorf("bench --addr with a bad entry: err=%v stderr %q", r.err, r.errOut)
+	}
+	if n := len(e.svc.CallsTo("Send")); n != 0 {
+		t.Errorf("%d sends reached the node", n)
+	}
+	// The forms it takes.
+	for _, addr := range []string{e.addr, "http://" + e.addr, "http://" + e.addr + "/"} {
+		if r := runApp(addr, "", "cluster", "status"); r.err != nil {
+			t.Errorf("--addr %q: %v %s", addr, r.err, r.errOut)
 		}
 	}
 }

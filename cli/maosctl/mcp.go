@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/mcpserver"
 	"github.com/maos-project/maos/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -40,7 +41,7 @@ message. The global --timeout bounds each API call. Diagnostics go to
 stderr; stdout carries only the protocol.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "agent", Usage: "agent `ID` every tool acts as (required)", EnvVars: []string{envAgent}},
-			&cli.StringFlag{Name: "channel", Usage: "default `CHANNEL` of send_message", Value: mcpserver.DefaultChannel, EnvVars: []string{envChannel}},
+			&cli.StringFlag{Name: "channel", Usage: "default `CHANNEL` of send_message", Value: fsm.DefaultChannel, EnvVars: []string{envChannel}},
 		},
 		Action: runMCP,
 	}

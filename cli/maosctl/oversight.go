@@ -474,7 +474,7 @@ a JSON array of {"seq","id","timestamp","channel","from","to","recipients",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "channel", Usage: "only the messages of channel `NAME`"},
 			&cli.Uint64Flag{Name: "after", Usage: "only messages with a seq above `SEQ`"},
-			&cli.IntFlag{Name: "limit", Usage: fmt.Sprintf("at most `N` messages per page (default %d, max %d)", fsm.DefaultPageLimit, fsm.MaxPageLimit)},
+			&cli.IntFlag{Name: "limit", Usage: fmt.Sprintf("at most `N` messages per page (1-%d)", fsm.MaxPageLimit), Value: fsm.DefaultPageLimit},
 			&cli.BoolFlag{Name: "all", Usage: "follow pages until the end"},
 			strongFlag(),
 			jsonFlag(),

@@ -353,7 +353,7 @@ func TestAuditFollowUnreachable(t *testing.T) {
 	// No node at all: the first call fails, and -f says so (exit 1) rather
 	// than retrying in silence.
 	r := runApp("127.0.0.1:1", "", "audit", "-f", "--interval", "10ms")
-	if r.err == nil || !strings.Contains(r.errOut, "cannot reach a maos node at 127.0.0.1:1") {
+	if r.err == nil || !strings.Contains(r.errOut, "cannot reach a maos node at http://127.0.0.1:1 (connection refused)") {
 		t.Errorf("err=%v stderr=%q", r.err, r.errOut)
 	}
 }

@@ -112,7 +112,7 @@ func TestPresenceErrors(t *testing.T) {
 	}
 	// No node at the address: the error says so and names it.
 	r := runApp("127.0.0.1:1", "", "members")
-	if r.err == nil || !strings.Contains(r.errOut, "cannot reach a maos node at 127.0.0.1:1") {
+	if r.err == nil || !strings.Contains(r.errOut, "cannot reach a maos node at http://127.0.0.1:1 (connection refused)") {
 		t.Errorf("members against a closed port: err=%v stderr=%q", r.err, r.errOut)
 	}
 }

@@ -29,7 +29,7 @@ With --json, a JSON array of message objects ([] when there are none).`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "channel", Usage: "channel `NAME` (required)", EnvVars: []string{envChannel}},
 			&cli.Uint64Flag{Name: "after", Usage: "only messages with a seq above `SEQ`"},
-			&cli.IntFlag{Name: "limit", Usage: fmt.Sprintf("at most `N` messages per page (default %d, max %d)", fsm.DefaultPageLimit, fsm.MaxPageLimit)},
+			&cli.IntFlag{Name: "limit", Usage: fmt.Sprintf("at most `N` messages per page (1-%d)", fsm.MaxPageLimit), Value: fsm.DefaultPageLimit},
 			&cli.BoolFlag{Name: "all", Usage: "follow pages until the end of the channel"},
 			strongFlag(),
 			jsonFlag(),

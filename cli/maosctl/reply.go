@@ -27,14 +27,17 @@ func replyCommand() *cli.Command {
 		Description: `Sends a reply to message ID: to its sender, in its channel, with in_reply_to
 set to ID and thread_id to the thread's root, so 'maosctl thread' shows the
 conversation and the original sender's 'maosctl receipts' shows it answered.
-The type defaults to "response". --text - reads the text from stdin. Prints
-the reply's id and seq; with --json, the API's answer.`,
+Unless --title, --type or --priority say otherwise it is titled "Re: " and
+the original's title, of type "response" ("task_result" for a task_assign),
+priority normal: the reply every client builds (the MCP tool, a watcher).
+A reply to a private message is private. --text - reads the text from
+stdin. Prints the reply's id and seq; with --json, the API's answer.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "from", Usage: "replying agent `ID` (required)", EnvVars: []string{envAgent}},
 			&cli.StringFlag{Name: "text", Usage: "reply `TEXT`; - reads it from stdin (required)"},
-			&cli.StringFlag{Name: "title", Usage: "one-line `TITLE`"},
-			&cli.StringFlag{Name: "type", Usage: "message `TYPE` (default response)"},
-			&cli.StringFlag{Name: "priority", Usage: "`PRIORITY`: urgent, high, normal, low (default normal)"},
+			&cli.StringFlag{Name: "title", Usage: "one-line `TITLE` (default \"Re: \" and the original's)"},
+			&cli.StringFlag{Name: "type", Usage: "message `TYPE` (default response, task_result for a task_assign)"},
+			priorityFlag(),
 			&cli.StringFlag{Name: "id", Usage: "reply `ID` to use instead of a generated one (makes retries safe)"},
 			&cli.BoolFlag{Name: "private", Usage: "visibility private (see send --help); a reply to a private message is private whatever this says"},
 			jsonFlag(),
@@ -67,28 +70,19 @@ func reply(c *cli.Context) error {
 		return apiError(c, err)
 	}
 	from := strings.TrimSpace(c.String("from"))
-	typ := strings.TrimSpace(c.String("type"))
-	if typ == "" {
-		typ = "response"
+	// The one reply builder every client uses; the flags given override it.
+	m := fsm.NewReply(orig, from, text)
+	m.ID = strings.TrimSpace(c.String("id"))
+	if c.IsSet("title") {
+		m.Title = c.String("title")
 	}
-	m := &fsm.Message{
-		ID:        strings.TrimSpace(c.String("id")),
-		Channel:   orig.Channel,
-		From:      from,
-		To:        fsm.Recipients{orig.From},
-		Type:      typ,
-		Title:     c.String("title"),
-		Priority:  strings.TrimSpace(c.String("priority")),
-		Content:   fsm.Content{Text: text},
-		InReplyTo: orig.ID,
-		ThreadID:  orig.ThreadID,
+	if typ := strings.TrimSpace(c.String("type")); typ != "" {
+		m.Type = typ
 	}
-	if m.ThreadID == "" {
-		m.ThreadID = orig.ID
+	if p := flagPriority(c); p != "" {
+		m.Priority = p
 	}
-	// A private exchange stays private: the answer quotes the question's
-	// subject to the same people.
-	if c.Bool("private") || orig.Visibility == fsm.VisibilityPrivate {
+	if c.Bool("private") {
 		m.Visibility = fsm.VisibilityPrivate
 	}
 	if m.ID == "" && fsm.ValidName(from) {

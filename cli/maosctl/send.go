@@ -17,7 +17,7 @@ func sendCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "send",
 		Usage: "post a message to a channel",
-		UsageText: `maosctl send --from A --to B[,C] --channel CH --text T [--title T] [--type T] [--priority P] [--reply-to ID] [--id ID]
+		UsageText: `maosctl send --from A --to B[,C] [--channel CH] --text T [--title T] [--type T] [--priority P] [--reply-to ID] [--id ID]
 
    maosctl send --from codex --to claude --channel review --text "@claude please review"
    git diff | maosctl send --to claude,gemini --type review --priority high --title "retry logic" --text -`,
@@ -26,6 +26,7 @@ with --json, the API's answer {"id","seq","timestamp"}.
 
 --to takes agent ids, "all", "role:NAME" or globs like "engineer_*"; give it
 several times or comma-separated. --text - reads the text from stdin.
+--channel defaults to $MAOS_CHANNEL, else "` + fsm.DefaultChannel + `".
 
 The id is fixed before the first try (generated as msg-YYYYMMDD-HHMMSS-FROM-HEX
 unless --id gives one), so repeating a send with the same --id never stores
@@ -45,16 +46,16 @@ prints one object: the send's answer plus "wait" {"state","pending","receipts"}.
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "from", Usage: "sender agent `ID` (required)", EnvVars: []string{envAgent}},
 			&cli.StringSliceFlag{Name: "to", Usage: "recipient `ID`s: agent ids, all, role:NAME, globs; repeat or comma-separate (required)"},
-			&cli.StringFlag{Name: "channel", Usage: "channel `NAME` (required)", EnvVars: []string{envChannel}},
+			&cli.StringFlag{Name: "channel", Usage: "channel `NAME`", EnvVars: []string{envChannel}, Value: fsm.DefaultChannel},
 			&cli.StringFlag{Name: "text", Usage: "message `TEXT`; - reads it from stdin (required)"},
 			&cli.StringFlag{Name: "title", Usage: "one-line `TITLE`"},
 			&cli.StringFlag{Name: "type", Usage: "message `TYPE`: chat, request, response, review, status, ... (default chat)"},
-			&cli.StringFlag{Name: "priority", Usage: "`PRIORITY`: urgent, high, normal, low (default normal)"},
+			priorityFlag(),
 			&cli.StringFlag{Name: "reply-to", Usage: "`ID` of the message this one answers (sets in_reply_to)"},
 			&cli.BoolFlag{Name: "private", Usage: "visibility private: only the sender, the recipients and moderators read it; on a cluster with --auth everyone else never sees it (channel, overview, stream) and the audit keeps a redacted line"},
 			&cli.StringFlag{Name: "id", Usage: "message `ID` to use instead of a generated one (makes retries safe across runs)"},
 			&cli.StringFlag{Name: "wait", Usage: "after sending, wait until every recipient got to `STATE`: read or answered"},
-			&cli.DurationFlag{Name: "timeout", Usage: "with --wait: give up after `DURATION` and exit 1 naming who did not get there (default 60s)"},
+			&cli.DurationFlag{Name: "timeout", Usage: "with --wait: give up after `DURATION` and exit 1 naming who did not get there", Value: defaultWaitTimeout},
 			jsonFlag(),
 		},
 		Action: send,
@@ -65,7 +66,7 @@ func send(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	if err := require(c, "from", "to", "channel", "text"); err != nil {
+	if err := require(c, "from", "to", "text"); err != nil {
 		return err
 	}
 	wait, waitTimeout, err := sendWaitFlags(c)
@@ -90,12 +91,12 @@ func send(c *cli.Context) error {
 	from := strings.TrimSpace(c.String("from"))
 	m := &fsm.Message{
 		ID:        strings.TrimSpace(c.String("id")),
-		Channel:   strings.TrimSpace(c.String("channel")),
+		Channel:   or(strings.TrimSpace(c.String("channel")), fsm.DefaultChannel),
 		From:      from,
 		To:        splitList(c.StringSlice("to")),
 		Type:      strings.TrimSpace(c.String("type")),
 		Title:     c.String("title"),
-		Priority:  strings.TrimSpace(c.String("priority")),
+		Priority:  flagPriority(c),
 		Content:   fsm.Content{Text: text},
 		InReplyTo: strings.TrimSpace(c.String("reply-to")),
 	}

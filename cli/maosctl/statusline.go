@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/urfave/cli/v2"
 )
@@ -103,7 +104,7 @@ func fetchStatus(ctx context.Context, client *transport.Client, agent string) st
 		return st
 	}
 	st.Unread = sum.Counts.Unread
-	st.Urgent = sum.Counts.UnreadByPriority["urgent"]
+	st.Urgent = sum.Counts.UnreadByPriority[fsm.PriorityUrgent]
 	var doc struct {
 		SystemStatus any `json:"system_status"`
 		CurrentPhase any `json:"current_phase"`

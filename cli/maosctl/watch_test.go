@@ -50,7 +50,7 @@ func TestWatchDryRun(t *testing.T) {
 			if err := os.WriteFile(cfg, []byte(yml), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			send := func(id, to, typ, prio string) {
+			send := func(id, to, typ string, prio fsm.Priority) {
 				t.Helper()
 				m := fsm.Message{ID: id, From: "codex", To: fsm.Recipients{to}, Channel: "dev", Type: typ, Priority: prio,
 					Content: fsm.Content{Text: "text of " + id}}

@@ -62,7 +62,7 @@ environment variable shown.`,
 		HideHelpCommand: true,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "node-id", EnvVars: []string{"MAOS_NODE_ID"}, Value: defaultNodeID(),
-				Usage: "unique node id, ^[a-z0-9][a-z0-9._-]{0,63}$ (default: from the hostname)"},
+				Usage: "unique node id, " + fsm.NamePattern, DefaultText: "from the hostname"},
 			&cli.StringFlag{Name: "data-dir", EnvVars: []string{"MAOS_DATA_DIR"}, Value: "./maos-data",
 				Usage: "directory for the Raft log, snapshots and state"},
 			&cli.StringFlag{Name: "http-addr", EnvVars: []string{"MAOS_HTTP_ADDR"}, Value: "127.0.0.1:7070",

@@ -49,7 +49,7 @@ func TestValidateNamesFlags(t *testing.T) {
 		{"raft not host:port", func(c *config) { c.node.RaftAddr = "nonsense" }, `--raft-addr: "nonsense" is not host:port`},
 		{"raft advertise wildcard", func(c *config) { c.node.RaftAdvertise = "0.0.0.0:7071" },
 			`--raft-advertise: "0.0.0.0:7071": want a host peers can reach, not a wildcard`},
-		{"node id", func(c *config) { c.node.NodeID = "Bad ID" }, `--node-id: "Bad ID" must match ^[a-z0-9][a-z0-9._-]{0,63}$`},
+		{"node id", func(c *config) { c.node.NodeID = "Bad ID" }, `--node-id: must match ^[a-z0-9][a-z0-9._-]{0,63}$ (got "Bad ID")`},
 		{"no data dir", func(c *config) { c.node.DataDir = "" }, "--data-dir: required"},
 		{"short admin token", func(c *config) { c.node.AdminToken = "short" }, "--admin-token-file admin.token: 5 bytes, want 16..512"},
 		{"commit timeout", func(c *config) { c.node.CommitTimeout = 2 * time.Second }, "--raft-commit-timeout: 2s: want 1ms..1s"},
@@ -207,5 +207,32 @@ func clearMaosctlEnv(t *testing.T) {
 	for _, k := range []string{"MAOS_TOKEN", "MAOS_TOKEN_FILE", "MAOS_CA", "MAOS_CERT", "MAOS_KEY"} {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
+	}
+}
+
+// Each flag's help states its default once: a default written into the
+// usage text of a flag that also has a value would print two.
+func TestHelpStatesEachDefaultOnce(t *testing.T) {
+	var out bytes.Buffer
+	app := App()
+	app.Writer = &out
+	if err := app.Run([]string{"maosd", "--help"}); err != nil {
+		t.Fatal(err)
+	}
+	flags := 0
+	for _, line := range strings.Split(out.String(), "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "--") {
+			continue
+		}
+		flags++
+		if strings.Count(line, "(default") > 1 {
+			t.Errorf("two defaults: %s", strings.TrimSpace(line))
+		}
+	}
+	if flags < 20 {
+		t.Fatalf("help lists %d flags; did the format change?\n%s", flags, out.String())
+	}
+	if !strings.Contains(out.String(), "--node-id value                unique node id, "+fsm.NamePattern+" (default: from the hostname)") {
+		t.Errorf("--node-id help:\n%s", out.String())
 	}
 }
