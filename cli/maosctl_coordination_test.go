@@ -15,7 +15,6 @@ import (
 func newCoordCtlEnv(t *testing.T) *ctlEnv {
 	t.Helper()
 	e := newCtlEnv(t)
-	e.svc.WithState(t)
 	return e
 }
 

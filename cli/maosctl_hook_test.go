@@ -18,7 +18,6 @@ import (
 func newHookEnv(t *testing.T) *ctlEnv {
 	t.Helper()
 	e := newCtlEnv(t)
-	e.svc.WithState(t)
 	e.apply(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "alice", Role: "reviewer"})
 	return e
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
-	"github.com/maos-project/maos/transport/transporttest"
 	"github.com/urfave/cli/v2"
 )
 
@@ -27,7 +26,7 @@ func newCtlMailEnv(t *testing.T) *ctlEnv {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
 	}
-	svc := newCtlService(transporttest.MessagesOnState()).WithState(t)
+	svc := newCtlService(t)
 	srv := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{}))
 	t.Cleanup(srv.Close)
 	return &ctlEnv{t: t, svc: svc, addr: srv.Listener.Addr().String()}
@@ -350,11 +349,11 @@ func TestMaosctlSendWait(t *testing.T) {
 	}
 
 	// Bad flags are refused before anything is sent.
-	before := e.svc.State().AppliedIndex()
+	before := e.svc.FSM().AppliedIndex()
 	e.fail([]string{"send", "--from", "codex", "--to", "alice", "--channel", "review", "--text", "x", "--wait", "delivered"}, `--wait "delivered"`, "read or answered")
 	e.fail([]string{"send", "--from", "codex", "--to", "alice", "--channel", "review", "--text", "x", "--timeout", "5s"}, "--timeout goes with --wait")
 	e.fail([]string{"send", "--from", "codex", "--to", "alice", "--channel", "review", "--text", "x", "--wait", "read", "--timeout", "0s"}, "positive duration")
-	if after := e.svc.State().AppliedIndex(); after != before {
+	if after := e.svc.FSM().AppliedIndex(); after != before {
 		t.Errorf("refused sends applied entries: %d → %d", before, after)
 	}
 }

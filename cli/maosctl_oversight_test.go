@@ -22,7 +22,6 @@ import (
 func newOversightEnv(t *testing.T) *ctlEnv {
 	t.Helper()
 	e := newCtlEnv(t)
-	e.svc.WithState(t)
 	return e
 }
 

@@ -21,7 +21,6 @@ func ctlSeed(t *testing.T, e *ctlEnv, channel, text string) {
 
 func TestMaosctlTailBacklog(t *testing.T) {
 	e := newCtlEnv(t)
-	e.svc.WithState(t)
 	ctlSeed(t, e, "ops", "first")
 	ctlSeed(t, e, "dev", "second")
 	out := e.ok("tail", "--channel", "ops")
@@ -43,7 +42,6 @@ func TestMaosctlTailBacklog(t *testing.T) {
 
 func TestMaosctlTailFollow(t *testing.T) {
 	e := newCtlEnv(t)
-	e.svc.WithState(t)
 	ctlSeed(t, e, "ops", "before")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

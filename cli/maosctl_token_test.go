@@ -33,7 +33,6 @@ func newCtlAuthEnv(t *testing.T) *ctlEnv {
 	t.Helper()
 	e := newCtlEnv(t)
 	ctlClearTokenEnv(t)
-	e.svc.WithState(t)
 	srv := httptest.NewServer(transport.NewServer(e.svc, transport.ServerOptions{
 		Auth: &transport.AuthConfig{AdminToken: ctlTestAdminToken},
 	}))
@@ -261,7 +260,6 @@ func (h *ctlHeaderRecorder) take() map[string]string {
 func TestMaosctlTokenReachesEveryClient(t *testing.T) {
 	e := newCtlEnv(t)
 	ctlClearTokenEnv(t)
-	e.svc.WithState(t)
 	rec := &ctlHeaderRecorder{seen: map[string]string{}, next: transport.NewServer(e.svc, transport.ServerOptions{})}
 	srv := httptest.NewServer(rec)
 	t.Cleanup(srv.Close)

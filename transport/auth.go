@@ -145,11 +145,7 @@ func (a *authState) authenticate(w http.ResponseWriter, r *http.Request) (*Ident
 		return &Identity{Role: RoleAdmin, TokenID: fsm.BootstrapTokenID}, true
 	}
 	hash := fsm.HashToken(secret)
-	var tok *fsm.Token
-	err := fsm.ErrNotFound
-	if st := a.s.svc.State(); st != nil {
-		tok, err = st.TokenByHash(hash)
-	}
+	tok, err := a.s.state.TokenByHash(hash)
 	var revoked *fsm.RevokedTokenError
 	switch {
 	case errors.As(err, &revoked):
@@ -432,19 +428,19 @@ func (a *authState) drain() {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), denialApplyTimeout)
 		cmd.Node = a.nodeID(ctx)
-		if _, err := a.s.svc.Apply(ctx, fsm.OpAuditDenial, cmd); err != nil {
+		if _, err := a.s.prop.Apply(ctx, fsm.OpAuditDenial, cmd); err != nil {
 			a.s.opts.Logger.Warn("auth: could not audit a refused request", "reason", cmd.Reason, "count", cmd.Count, "error", err)
 		}
 		cancel()
 	}
 }
 
-// nodeID is this node's id, asked of the service once it answers.
+// nodeID is this node's id, asked of the node's Membership once it answers.
 func (a *authState) nodeID(ctx context.Context) string {
 	a.nodeMu.Lock()
 	defer a.nodeMu.Unlock()
 	if a.node == "" {
-		if st, err := a.s.svc.Status(ctx); err == nil {
+		if st, err := a.s.cluster.Status(ctx); err == nil {
 			a.node = clip(st.NodeID, fsm.MaxDenialIDLen)
 		}
 	}

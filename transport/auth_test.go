@@ -37,7 +37,7 @@ type authEnv struct {
 func newAuthEnv(t testing.TB, auth *transport.AuthConfig) *authEnv {
 	t.Helper()
 	// The setup is applied directly: the calls the tests count are theirs.
-	svc := transporttest.New(transporttest.MessagesOnState()).WithState(t)
+	svc := transporttest.New(t)
 	for _, tok := range []struct{ id, agent, role, secret string }{
 		{"tok-alice", "alice", fsm.TokenRoleAgent, aliceSecret},
 		{"tok-bob", "bob", fsm.TokenRoleAgent, bobSecret},
@@ -67,7 +67,7 @@ func (e *authEnv) writes() (writes, sends int) {
 			writes++
 		}
 	}
-	return writes, len(e.svc.CallsTo("Send"))
+	return writes, sendCalls(e.svc)
 }
 
 // as sends one request with the bearer secret ("" for none).

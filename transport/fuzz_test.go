@@ -2,7 +2,6 @@ package transport_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -51,11 +50,9 @@ func FuzzSendBody(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		svc := transporttest.New()
+		svc := transporttest.New(t)
 		// "dup" is stored, so a send reusing it with other content is a 409.
-		if _, err := svc.Send(context.Background(), msg("dup", "alice", "general", "same", "bob")); err != nil {
-			t.Fatal(err)
-		}
+		store(t, svc, msg("dup", "alice", "general", "same", "bob"))
 		before := svc.Count()
 		h := transport.NewServer(svc, transport.ServerOptions{MaxMessageBytes: maxBytes, Logger: discard})
 		rec := httptest.NewRecorder()
@@ -144,7 +141,7 @@ func FuzzJoinBody(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		svc := transporttest.New()
+		svc := transporttest.New(t)
 		h := transport.NewServer(svc, transport.ServerOptions{Logger: discard})
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/cluster/join", bytes.NewReader(body)))
@@ -242,8 +239,9 @@ func FuzzQueryParams(f *testing.F) {
 			}
 			return // not a request a client could send
 		}
-		svc := transporttest.New()
-		h := transport.NewServer(svc, transport.ServerOptions{Logger: discard})
+		svc := transporttest.New(t)
+		b, pages := recordPages(svc)
+		h := transport.NewServer(b, transport.ServerOptions{Logger: discard})
 		req := httptest.NewRequest(http.MethodGet, "/", nil)
 		req.URL, req.RequestURI = u, target
 		rec := httptest.NewRecorder()
@@ -252,26 +250,27 @@ func FuzzQueryParams(f *testing.F) {
 		if !json.Valid(out) {
 			t.Fatalf("%s: status %d with a body that is not JSON: %q", target, rec.Code, out)
 		}
-		calls := svc.CallsTo("ChannelPage")
+		calls := pages()
+		lin := svc.CallsTo("Linearize")
 		switch rec.Code {
 		case http.StatusOK:
 			var page fsm.Page
 			if err := json.Unmarshal(out, &page); err != nil || page.Messages == nil {
 				t.Fatalf("%s: 200 with %s (%v)", target, out, err)
 			}
-			if len(calls) != 1 {
-				t.Fatalf("%s: 200 after %d ChannelPage calls", target, len(calls))
+			if len(calls) != 1 || len(lin) != 1 {
+				t.Fatalf("%s: 200 after %d ChannelPage reads, %d Linearize calls", target, len(calls), len(lin))
 			}
 			c := calls[0]
-			if c.Limit < 1 || c.Limit > fsm.MaxPageLimit || c.After > 1<<63 || (c.Cons != transport.Local && c.Cons != transport.Strong) {
-				t.Fatalf("%s: the service got after %d limit %d consistency %q", target, c.After, c.Limit, c.Cons)
+			if c.Limit < 1 || c.Limit > fsm.MaxPageLimit || c.After > 1<<63 || (lin[0].Cons != transport.Local && lin[0].Cons != transport.Strong) {
+				t.Fatalf("%s: the state was read after %d limit %d consistency %q", target, c.After, c.Limit, lin[0].Cons)
 			}
 		case http.StatusBadRequest:
 			if code, _ := errorOf(t, out); code != transport.CodeBadRequest {
 				t.Fatalf("%s: 400 with code %q", target, code)
 			}
-			if svc.Count() != 0 {
-				t.Fatalf("%s: 400 after %d service calls", target, svc.Count())
+			if svc.Count() != 0 || len(calls) != 0 {
+				t.Fatalf("%s: 400 after %d service calls, %d reads", target, svc.Count(), len(calls))
 			}
 		case http.StatusNotFound:
 			if code, _ := errorOf(t, out); code != transport.CodeNotFound {
@@ -303,7 +302,7 @@ func FuzzQueryParams(f *testing.F) {
 			// canonical. "/": ServeMux unescapes %2F to "/", which it
 			// takes for a trailing slash, and no {channel} matches. None
 			// is a channel name; no endpoint.
-			if rec.Code != http.StatusNotFound || svc.Count() != 0 {
+			if rec.Code != http.StatusNotFound || svc.Count() != 0 || len(calls) != 0 {
 				t.Fatalf("%s: status %d after %d service calls, want 404 and none", target, rec.Code, svc.Count())
 			}
 		case okAfter && okLimit && okCons:
@@ -311,9 +310,9 @@ func FuzzQueryParams(f *testing.F) {
 				t.Fatalf("%s: status %d for valid parameters: %s", target, rec.Code, out)
 			}
 			c := calls[0]
-			if c.Arg != ch || c.After != wantAfter || c.Limit != wantLimit || c.Cons != wantCons {
-				t.Fatalf("%s: the service got channel %q after %d limit %d consistency %q; want %q %d %d %q",
-					target, c.Arg, c.After, c.Limit, c.Cons, ch, wantAfter, wantLimit, wantCons)
+			if c.Channel != ch || c.After != wantAfter || c.Limit != wantLimit || lin[0].Cons != wantCons {
+				t.Fatalf("%s: the state was read at channel %q after %d limit %d consistency %q; want %q %d %d %q",
+					target, c.Channel, c.After, c.Limit, lin[0].Cons, ch, wantAfter, wantLimit, wantCons)
 			}
 		case rec.Code != http.StatusBadRequest:
 			t.Fatalf("%s: status %d for after %q limit %q consistency %q, want 400", target, rec.Code, after, limit, cons)

@@ -72,7 +72,7 @@ func (s *Server) coordinationRoutes() {
 }
 
 func (s *Server) getBulletin(w http.ResponseWriter, r *http.Request) {
-	s.query(w, r, func(f *fsm.FSM) (any, error) { return f.Bulletin() })
+	s.query(w, r, func(st Reader) (any, error) { return st.Bulletin() })
 }
 
 // setBulletin serves PUT (merge false) and PATCH (merge true).
@@ -82,7 +82,7 @@ func (s *Server) setBulletin(w http.ResponseWriter, r *http.Request, merge bool)
 		s.writeError(w, r, err)
 		return
 	}
-	raw, err := s.svc.Apply(r.Context(), fsm.OpSetBulletin, cmd)
+	raw, err := s.prop.Apply(r.Context(), fsm.OpSetBulletin, cmd)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -228,7 +228,7 @@ func (s *Server) releaseLock(w http.ResponseWriter, r *http.Request) {
 // proposeLock commits a lock command and answers 200 with the result, or
 // 409 with LockConflictBody when the state machine refused it.
 func (s *Server) proposeLock(w http.ResponseWriter, r *http.Request, op fsm.Op, body any) {
-	raw, err := s.svc.Apply(r.Context(), op, body)
+	raw, err := s.prop.Apply(r.Context(), op, body)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -268,7 +268,7 @@ func (s *Server) listLocks(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lq.Limit = int(limit)
-	s.query(w, r, func(f *fsm.FSM) (any, error) { return f.Locks(lq) })
+	s.query(w, r, func(st Reader) (any, error) { return st.Locks(lq) })
 }
 
 func (s *Server) checkLock(w http.ResponseWriter, r *http.Request) {
@@ -277,5 +277,5 @@ func (s *Server) checkLock(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.query(w, r, func(f *fsm.FSM) (any, error) { return f.CheckLock(cmd.Path, cmd.Token) })
+	s.query(w, r, func(st Reader) (any, error) { return st.CheckLock(cmd.Path, cmd.Token) })
 }

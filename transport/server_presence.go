@@ -35,7 +35,7 @@ func (s *Server) putPresence(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	p, err := s.svc.PutPresence(r.Context(), agent, u)
+	p, err := s.presence.PutPresence(r.Context(), agent, u)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -44,7 +44,7 @@ func (s *Server) putPresence(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listPresence(w http.ResponseWriter, r *http.Request) {
-	list, err := s.svc.Presence(r.Context())
+	list, err := s.presence.Presence(r.Context())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -56,7 +56,7 @@ func (s *Server) listPresence(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getPresence(w http.ResponseWriter, r *http.Request) {
-	p, err := s.svc.AgentPresence(r.Context(), r.PathValue("agent"))
+	p, err := s.presence.AgentPresence(r.Context(), r.PathValue("agent"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -65,7 +65,7 @@ func (s *Server) getPresence(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) members(w http.ResponseWriter, r *http.Request) {
-	res, err := s.svc.Members(r.Context())
+	res, err := s.cluster.Members(r.Context())
 	if err != nil {
 		s.writeError(w, r, err)
 		return

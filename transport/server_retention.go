@@ -15,7 +15,7 @@ func (s *Server) retentionRoutes() {
 
 func (s *Server) getRetention(w http.ResponseWriter, r *http.Request) {
 	ch := r.PathValue("channel")
-	s.query(w, r, func(f *fsm.FSM) (any, error) { return f.RetentionOf(ch) })
+	s.query(w, r, func(st Reader) (any, error) { return st.RetentionOf(ch) })
 }
 
 // setRetention sets a channel's policy, body {"max_age":"720h","max_messages":N},

@@ -120,7 +120,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	raw, err := s.svc.Apply(r.Context(), fsm.OpCreateToken, cmd)
+	raw, err := s.prop.Apply(r.Context(), fsm.OpCreateToken, cmd)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -137,8 +137,8 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
-	s.query(w, r, func(f *fsm.FSM) (any, error) {
-		list, err := f.Tokens()
+	s.query(w, r, func(st Reader) (any, error) {
+		list, err := st.Tokens()
 		return TokensResponse{Tokens: list}, err
 	})
 }
@@ -149,7 +149,7 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	res, err := s.svc.Apply(r.Context(), fsm.OpRevokeToken, cmd)
+	res, err := s.prop.Apply(r.Context(), fsm.OpRevokeToken, cmd)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -169,7 +169,7 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
 func (s *Server) catchUp(r *http.Request, what string) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	if err := s.svc.Linearize(ctx, Strong); err != nil {
+	if err := s.prop.Linearize(ctx, Strong); err != nil {
 		s.opts.Logger.Warn(what+": committed, but this node did not catch up with the leader", "error", err)
 	}
 }
