@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"context"
 	"time"
 
 	"github.com/maos-project/maos/fsm"
@@ -93,20 +92,6 @@ type TransferResponse struct {
 // ReadIndexResponse is the body of GET /v1/internal/read-index.
 type ReadIndexResponse struct {
 	Index uint64 `json:"index"`
-}
-
-type forwardedKey struct{}
-
-// WithForwarded marks ctx as serving a request another node forwarded: the
-// service must answer it itself or fail with ErrNotLeader, never forward.
-func WithForwarded(ctx context.Context) context.Context {
-	return context.WithValue(ctx, forwardedKey{}, true)
-}
-
-// IsForwarded reports whether ctx was marked by WithForwarded.
-func IsForwarded(ctx context.Context) bool {
-	v, _ := ctx.Value(forwardedKey{}).(bool)
-	return v
 }
 
 // HeaderForwarded marks a request forwarded by a node.

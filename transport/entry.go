@@ -22,7 +22,7 @@ func (s *Server) internalEntry(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fmt.Errorf("%w: Content-Type: want %s, got %q", ErrBadRequest, ContentTypeEntry, ct))
 		return
 	}
-	// The route's ceiling (routeMux.forwardLimit) already bounds the body.
+	// The route's ceiling (forwardLimit, routes.go) already bounds the body.
 	entry, err := io.ReadAll(r.Body)
 	var tooBig *http.MaxBytesError
 	switch {

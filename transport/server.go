@@ -57,7 +57,11 @@ type Server struct {
 	cluster  Membership
 	presence PresenceStore
 	opts     ServerOptions
-	mux      *routeMux
+	// mux matches a request to its route, once; table is the routes
+	// (routes.go), byPattern the same by pattern.
+	mux       *http.ServeMux
+	table     []route
+	byPattern map[string]*route
 	// limits holds the rate-limit state of opts.Limits.
 	limits *limiter
 	// auth authenticates and authorizes requests; nil when opts.Auth is.
@@ -78,51 +82,21 @@ func NewServer(b Backend, opts ServerOptions) *Server {
 	if opts.KeepAlive <= 0 {
 		opts.KeepAlive = DefaultKeepAlive
 	}
-	s := &Server{prop: b, cluster: b, presence: b, opts: opts, mux: newRouteMux(opts.MaxMessageBytes), limits: newLimiter(opts.Limits)}
-	if b != nil {
-		s.state = b.State()
-	}
-	s.mux.HandleFunc("GET /healthz", s.healthz)
-	s.mux.HandleFunc("GET /readyz", s.readyz)
-	s.mux.HandleFunc("POST /v1/messages", s.send)
-	s.mux.HandleFunc("GET /v1/messages/{id}", s.getMessage)
-	s.mux.HandleFunc("GET /v1/channels", s.channels)
-	s.mux.HandleFunc("GET /v1/channels/{channel}/messages", s.channelMessages)
-	s.mux.HandleFunc("GET /v1/cluster/status", s.status)
-	s.mux.HandleFunc("POST /v1/cluster/join", s.join)
-	s.mux.HandleFunc("DELETE /v1/cluster/nodes/{id}", s.remove)
-	s.mux.HandleFunc("POST /v1/cluster/snapshot", s.snapshot)
-	s.mux.HandleFunc("POST /v1/cluster/transfer-leadership", s.transfer)
-	s.mux.HandleFunc("GET /v1/stream", s.stream)
-	s.mux.HandleFunc("POST /v1/agents/{id}/interrupt", s.interruptAgent)
-	s.mailboxRoutes()
-	s.oversightRoutes()
-	s.coordinationRoutes()
-	s.retentionRoutes()
-	s.presenceRoutes()
-	s.tokenRoutes()
-	s.mux.HandleFunc("GET /v1/cluster/config", s.getConfig)
-	s.mux.HandleFunc("PUT /v1/cluster/config", s.setConfig)
-	s.mux.HandleFunc("GET /v1/internal/read-index", s.readIndex)
-	s.mux.HandleFunc("POST /v1/internal/entry", s.internalEntry)
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, &APIError{Status: http.StatusNotFound, Code: CodeNotFound,
-			Message: fmt.Sprintf("no endpoint %s %s; see README.md for the API", r.Method, r.URL.Path)})
-	})
+	s := &Server{prop: b, state: b.State(), cluster: b, presence: b, opts: opts, limits: newLimiter(opts.Limits)}
 	if opts.Auth != nil {
-		s.auth = newAuthState(s, opts.Auth) // after every route: each gets its rule
+		s.auth = newAuthState(s, opts.Auth)
 	}
+	s.register(s.routes())
 	return s
 }
 
-// ServeHTTP implements http.Handler.
+// ServeHTTP implements http.Handler: it refuses what no route may see,
+// then the mux matches the request's route once and runs its pass
+// (routes.go).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := requireNodeCert(r); err != nil {
 		s.writeError(w, r, err)
 		return
-	}
-	if r.Header.Get(HeaderForwarded) != "" {
-		r = r.WithContext(WithForwarded(r.Context()))
 	}
 	// The mux answers a path with an empty, "." or ".." segment with a
 	// redirect to its cleaned form and an HTML body. No endpoint has such a
@@ -130,10 +104,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p := r.URL.EscapedPath(); r.Method != http.MethodConnect && p != cleanPath(p) {
 		s.writeError(w, r, &APIError{Status: http.StatusNotFound, Code: CodeNotFound,
 			Message: fmt.Sprintf("no endpoint %s %s: the path has an empty, . or .. segment", r.Method, p)})
-		return
-	}
-	if s.auth != nil {
-		s.auth.serve(w, r) // 401 and 403 here; then s.mux
 		return
 	}
 	s.mux.ServeHTTP(w, r)
@@ -185,10 +155,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if !s.mayActAs(w, r, "from", m.From) {
-		return
-	}
-	if !s.allowSend(w, r, m.From) {
+	if !s.admit(w, r, "from", m.From) {
 		return
 	}
 	// The state machine's fsm.SendResult is SendResponse on the wire.

@@ -41,10 +41,7 @@ func (s *Server) interruptAgent(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if !s.mayActAs(w, r, "from", req.From) {
-		return
-	}
-	if !s.allowSend(w, r, req.From) {
+	if !s.admit(w, r, "from", req.From) {
 		return
 	}
 	ctx := r.Context()

@@ -41,23 +41,6 @@ type MarkReadRequest struct {
 	Upto uint64 `json:"upto,omitempty"`
 }
 
-// mailboxRoutes registers the mailbox endpoints.
-func (s *Server) mailboxRoutes() {
-	s.mux.HandleFunc("POST /v1/agents", s.registerAgent)
-	s.mux.HandleFunc("GET /v1/agents", s.listAgents)
-	s.mux.HandleFunc("GET /v1/agents/{id}", s.getAgent)
-	s.mux.HandleFunc("DELETE /v1/agents/{id}", s.unregisterAgent)
-	s.mux.HandleFunc("GET /v1/agents/{id}/cursor", s.cursor)
-	s.mux.HandleFunc("PUT /v1/agents/{id}/cursor", s.setCursor)
-	s.mux.HandleFunc("GET /v1/roles", s.roles)
-	s.mux.HandleFunc("GET /v1/agents/{id}/inbox", s.inbox)
-	s.mux.HandleFunc("GET /v1/agents/{id}/inbox/counts", s.inboxCounts)
-	s.mux.HandleFunc("GET /v1/agents/{id}/summary", s.agentSummary)
-	s.mux.HandleFunc("POST /v1/agents/{id}/read", s.markRead)
-	s.mux.HandleFunc("GET /v1/threads/{id}", s.thread)
-	s.mux.HandleFunc("GET /v1/messages/{id}/receipts", s.receipts)
-}
-
 // pathAgent is the {id} of the path, checked as an agent id.
 func pathAgent(r *http.Request) (string, error) {
 	id := r.PathValue("id")
@@ -102,7 +85,7 @@ func (s *Server) registerAgent(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if !s.mayActAs(w, r, "id", cmd.ID) {
+	if !s.admit(w, r, "id", cmd.ID) {
 		return
 	}
 	s.propose(w, r, fsm.OpRegisterAgent, cmd)

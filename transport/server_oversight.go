@@ -81,16 +81,6 @@ func RedactAudit(e fsm.AuditEvent) fsm.AuditEvent {
 	return e
 }
 
-// oversightRoutes registers the oversight endpoints.
-func (s *Server) oversightRoutes() {
-	s.mux.HandleFunc("GET /v1/rules", s.rulesGet)
-	s.mux.HandleFunc("PUT /v1/rules", s.rulesPut)
-	s.mux.HandleFunc("DELETE /v1/rules", s.rulesDelete)
-	s.mux.HandleFunc("POST /v1/rules/check", s.rulesCheck)
-	s.mux.HandleFunc("GET /v1/audit", s.auditTrail)
-	s.mux.HandleFunc("GET /v1/overview", s.overviewPage)
-}
-
 func (s *Server) rulesGet(w http.ResponseWriter, r *http.Request) {
 	s.query(w, r, func(st Reader) (any, error) { return st.Rules() })
 }

@@ -8,20 +8,14 @@ import (
 // hundred bytes.
 const maxPresenceBytes = 4 << 10
 
-// presenceRoutes: agent presence and gossip membership. Presence is soft
-// state carried by gossip, so every one of these is answered by the node
-// it reaches, without the leader.
+// The presence endpoints: agent presence and gossip membership. Presence
+// is soft state carried by gossip, so every one of these is answered by
+// the node it reaches, without the leader.
 //
 //	PUT /v1/presence/{agent}   heartbeat (PresenceUpdate) → the stored Presence
 //	GET /v1/presence           PresenceResponse, every agent this node knows
 //	GET /v1/presence/{agent}   Presence; 404 if unknown
 //	GET /v1/cluster/members    MembersResponse
-func (s *Server) presenceRoutes() {
-	s.mux.HandleFunc("PUT /v1/presence/{agent}", s.putPresence)
-	s.mux.HandleFunc("GET /v1/presence", s.listPresence)
-	s.mux.HandleFunc("GET /v1/presence/{agent}", s.getPresence)
-	s.mux.HandleFunc("GET /v1/cluster/members", s.members)
-}
 
 func (s *Server) putPresence(w http.ResponseWriter, r *http.Request) {
 	var u PresenceUpdate

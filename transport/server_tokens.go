@@ -13,7 +13,7 @@ import (
 	"github.com/maos-project/maos/fsm"
 )
 
-// The token endpoints (admin only; see routeRules):
+// The token endpoints (admin only; see routes.go):
 //
 //	POST   /v1/tokens       {"agent","role"} → TokenCreated (the secret, this once)
 //	GET    /v1/tokens       → TokensResponse (every token, revoked ones with revoked_at; never a secret or hash)
@@ -48,13 +48,6 @@ type TokenCreated struct {
 // TokensResponse is the body of GET /v1/tokens.
 type TokensResponse struct {
 	Tokens []fsm.Token `json:"tokens"`
-}
-
-func (s *Server) tokenRoutes() {
-	s.mux.HandleFunc("POST /v1/tokens", s.createToken)
-	s.mux.HandleFunc("GET /v1/tokens", s.listTokens)
-	s.mux.HandleFunc("DELETE /v1/tokens/{id}", s.revokeToken)
-	s.mux.HandleFunc("GET /v1/whoami", s.whoami)
 }
 
 // whoami answers who the request's token speaks for: for a client (an MCP

@@ -51,7 +51,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	release, ok := s.acquireStream(w, r, agent)
+	release, ok := s.admitStream(w, r, agent)
 	if !ok {
 		return
 	}
