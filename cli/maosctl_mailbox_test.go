@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"os"
 	"regexp"
 	"slices"
@@ -17,19 +16,12 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// newCtlMailEnv is newCtlEnv with every write and read on a real state
-// machine, sends and message reads included, so the mailbox commands see
-// resolved recipients, inboxes, threads and receipts.
+// newCtlMailEnv is newCtlEnv: every fake node has a real state machine,
+// so the mailbox commands see resolved recipients, inboxes, threads and
+// receipts.
 func newCtlMailEnv(t *testing.T) *ctlEnv {
 	t.Helper()
-	for _, k := range []string{ctlEnvAddr, ctlEnvAgent, ctlEnvChannel, ctlEnvTimeout} {
-		t.Setenv(k, "")
-		os.Unsetenv(k)
-	}
-	svc := newCtlService(t)
-	srv := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{}))
-	t.Cleanup(srv.Close)
-	return &ctlEnv{t: t, svc: svc, addr: srv.Listener.Addr().String()}
+	return newCtlEnv(t)
 }
 
 // fail runs args, which must fail with exit 1, one "maosctl: " line on

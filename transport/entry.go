@@ -42,9 +42,7 @@ func (s *Server) internalEntry(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(res)
+	writeRawJSON(w, res)
 }
 
 // ApplyEntry sends an encoded log entry to the node (the leader) and returns

@@ -381,6 +381,13 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// writeRawJSON answers 200 with res, JSON as the state machine encoded it.
+func writeRawJSON(w http.ResponseWriter, res json.RawMessage) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(res)
+}
+
 func (s *Server) readIndex(w http.ResponseWriter, r *http.Request) {
 	idx, err := s.prop.ReadIndex(r.Context())
 	if err != nil {
@@ -397,9 +404,7 @@ func (s *Server) propose(w http.ResponseWriter, r *http.Request, op fsm.Op, body
 		s.writeError(w, r, err)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(res)
+	writeRawJSON(w, res)
 }
 
 // query answers a read at the request's ?consistency= from the node's

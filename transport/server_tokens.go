@@ -148,9 +148,7 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.catchUp(r, "token revoke")
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(res)
+	writeRawJSON(w, res)
 }
 
 // catchUp waits (briefly) until this node has applied what the leader has
