@@ -13,8 +13,9 @@ import (
 
 // Apply proposes op with body through Raft: on the leader directly, from a
 // follower as the encoded entry through the leader's /v1/internal/entry
-// (transport.EntryApplier), retried through
-// elections like Send. The result is the state machine's answer as JSON.
+// (ApplyEntry there), retried through elections (leaderDo). The result is
+// the state machine's answer as JSON. Every write of the API, sends
+// included, comes this way.
 func (n *Node) Apply(ctx context.Context, op fsm.Op, body any) (json.RawMessage, error) {
 	data, err := fsm.Encode(op, n.cfg.Now().UnixNano(), body)
 	if err != nil {
@@ -28,7 +29,7 @@ func (n *Node) Apply(ctx context.Context, op fsm.Op, body any) (json.RawMessage,
 }
 
 // ApplyEntry commits an entry a follower encoded and forwarded: leader
-// only, never forwarded again (transport.EntryApplier).
+// only, never forwarded again.
 func (n *Node) ApplyEntry(ctx context.Context, entry []byte) (json.RawMessage, error) {
 	if n.raft.State() != raft.Leader {
 		return nil, fmt.Errorf("%w: node %s (leader is %q)", transport.ErrNotLeader, n.cfg.NodeID, n.leaderID())
@@ -91,5 +92,6 @@ func (n *Node) readIndex(context.Context) (uint64, error) {
 	return commit, nil
 }
 
-// State is the node's state machine.
-func (n *Node) State() *fsm.FSM { return n.fsm }
+// State is the node's state machine as the API reads it: read-only, after
+// Linearize. (FSM is the whole of it, for the node's owner.)
+func (n *Node) State() transport.Reader { return n.fsm }

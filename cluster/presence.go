@@ -290,7 +290,7 @@ func marshalCompact(v any) ([]byte, error) {
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
-// --- transport.Service: presence and membership ---
+// --- transport.PresenceStore, and Members of transport.Membership ---
 
 // PutPresence records a heartbeat accepted by this node and gossips it.
 // The handler has normalized and validated u; it is checked again here, as

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -13,55 +12,10 @@ import (
 	"github.com/maos-project/maos/transport"
 )
 
-var _ transport.Service = (*Node)(nil)
-
-// Send commits m through Raft (forwarding to the leader from a follower) and
-// returns where it is stored. m must be normalized and validated; its id is
-// fixed, so a retry after ErrOutcomeUnknown is deduplicated.
-func (n *Node) Send(ctx context.Context, m *fsm.Message) (*fsm.SendResult, error) {
-	data, err := fsm.Encode(fsm.OpSend, n.cfg.Now().UnixNano(), fsm.SendCommand{Message: *m})
-	if err != nil {
-		return nil, err
-	}
-	return leaderDo(ctx, n, true,
-		func(context.Context) (*fsm.SendResult, error) { return applyAs[*fsm.SendResult](n, data) },
-		func(ctx context.Context, c *transport.Client) (*fsm.SendResult, error) {
-			raw, err := c.ApplyEntry(ctx, data)
-			if err != nil {
-				return nil, err
-			}
-			var r fsm.SendResult
-			if err := json.Unmarshal(raw, &r); err != nil {
-				return nil, fmt.Errorf("cluster: forwarded send: decode the leader's result: %w", err)
-			}
-			return &r, nil
-		})
-}
-
-// Message returns one message by id; with Strong, after Linearize.
-func (n *Node) Message(ctx context.Context, id string, c transport.Consistency) (*fsm.Message, error) {
-	if err := n.Linearize(ctx, c); err != nil {
-		return nil, err
-	}
-	return n.fsm.Message(id)
-}
-
-// ChannelPage returns a page of a channel's log; with Strong, after
-// Linearize.
-func (n *Node) ChannelPage(ctx context.Context, channel string, after uint64, limit int, c transport.Consistency) (fsm.Page, error) {
-	if err := n.Linearize(ctx, c); err != nil {
-		return fsm.Page{}, err
-	}
-	return n.fsm.ChannelPage(channel, after, limit)
-}
-
-// Channels lists the channels; with Strong, after Linearize.
-func (n *Node) Channels(ctx context.Context, c transport.Consistency) ([]fsm.ChannelInfo, error) {
-	if err := n.Linearize(ctx, c); err != nil {
-		return nil, err
-	}
-	return n.fsm.Channels()
-}
+// A Node is what the API serves (transport.NewServer): its proposer
+// (apply.go), its state, its membership (here) and its presence
+// (presence.go).
+var _ transport.Backend = (*Node)(nil)
 
 // Status is this node's view of the cluster.
 func (n *Node) Status(ctx context.Context) (transport.Status, error) {

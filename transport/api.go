@@ -1,8 +1,6 @@
 package transport
 
 import (
-	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/maos-project/maos/fsm"
@@ -91,75 +89,9 @@ type TransferResponse struct {
 	LeaderID string `json:"leader_id"`
 }
 
-// Service is what the HTTP handlers need from a node. cluster.Node
-// implements it. Methods return the sentinel errors of this package and of
-// fsm (ErrNotFound, ErrConflict, ErrInvalid) for the handlers to map to
-// status codes.
-type Service interface {
-	// Send commits m (already normalized and validated) and returns where
-	// it is stored. A non-leader forwards it to the leader unless ctx is
-	// marked Forwarded.
-	Send(ctx context.Context, m *fsm.Message) (*fsm.SendResult, error)
-	Message(ctx context.Context, id string, c Consistency) (*fsm.Message, error)
-	ChannelPage(ctx context.Context, channel string, after uint64, limit int, c Consistency) (fsm.Page, error)
-	Channels(ctx context.Context, c Consistency) ([]fsm.ChannelInfo, error)
-	Status(ctx context.Context) (Status, error)
-	// Ready returns nil when the node has a known leader and has applied
-	// what it knows to be committed; otherwise an error saying why not.
-	Ready(ctx context.Context) error
-	Join(ctx context.Context, req JoinRequest) error
-	Remove(ctx context.Context, nodeID string) error
-	Snapshot(ctx context.Context) (SnapshotResponse, error)
-	TransferLeadership(ctx context.Context, to string) (TransferResponse, error)
-
-	// Apply proposes one command through Raft (forwarding from a follower,
-	// as Send does) and returns the state machine's result as JSON. The
-	// handler has validated body; apply validates it again.
-	Apply(ctx context.Context, op fsm.Op, body any) (json.RawMessage, error)
-	// Linearize returns, for Strong, once this node's state holds every
-	// entry committed before the call (a follower asks the leader for its
-	// read index and waits to apply it); for Local at once.
-	Linearize(ctx context.Context, c Consistency) error
-	// ReadIndex is the leader's half of Linearize: it confirms leadership
-	// with a quorum and returns the commit index. ErrNotLeader elsewhere.
-	ReadIndex(ctx context.Context) (uint64, error)
-	// State is the node's state machine, for reads after Linearize.
-	State() *fsm.FSM
-
-	// PutPresence records a heartbeat of agent, accepted by this node, and
-	// gossips it: u is normalized and validated by the handler; a
-	// *fsm.FieldError (node, timestamp) or an error wrapping
-	// fsm.ErrConflict (an explicit timestamp older than the recorded one)
-	// refuses it. Presence is soft state: it never reaches the Raft log.
-	PutPresence(ctx context.Context, agent string, u PresenceUpdate) (Presence, error)
-	// Presence lists every agent this node knows of, sorted by id, as seen
-	// now: an AWAKE agent whose heartbeat lapsed or whose node is dead or
-	// left shows OFFLINE with the reason.
-	Presence(ctx context.Context) ([]Presence, error)
-	// AgentPresence is one agent's entry of Presence; fsm.ErrNotFound if
-	// the node has no record of it.
-	AgentPresence(ctx context.Context, agent string) (Presence, error)
-	// Members lists the gossip members this node knows of.
-	Members(ctx context.Context) (MembersResponse, error)
-}
-
 // ReadIndexResponse is the body of GET /v1/internal/read-index.
 type ReadIndexResponse struct {
 	Index uint64 `json:"index"`
-}
-
-type forwardedKey struct{}
-
-// WithForwarded marks ctx as serving a request another node forwarded: the
-// service must answer it itself or fail with ErrNotLeader, never forward.
-func WithForwarded(ctx context.Context) context.Context {
-	return context.WithValue(ctx, forwardedKey{}, true)
-}
-
-// IsForwarded reports whether ctx was marked by WithForwarded.
-func IsForwarded(ctx context.Context) bool {
-	v, _ := ctx.Value(forwardedKey{}).(bool)
-	return v
 }
 
 // HeaderForwarded marks a request forwarded by a node.

@@ -23,10 +23,10 @@ import (
 // (fsm.TokenByHash, read on this node's own state on every request: no
 // cache, so a revoke is refused here as soon as this node applies it).
 // Anything else is 401. The request then carries an Identity
-// (IdentityFrom), and routeRules decides per route what it may do: 403
-// otherwise. Handlers check the agent a body names (a message's "from", a
-// lock's holder) with mayActAs. Every refusal of a presented token is
-// proposed to the audit trail (fsm.OpAuditDenial), folded and
+// (IdentityFrom), and its route's rule (routes.go) decides what it may do:
+// 403 otherwise. Handlers check the agent a body names (a message's
+// "from", a lock's holder) with admit. Every refusal of a presented token
+// is proposed to the audit trail (fsm.OpAuditDenial), folded and
 // rate-bounded by a denialCoalescer.
 
 // AuthConfig turns authentication on: ServerOptions.Auth.
@@ -77,50 +77,19 @@ type authState struct {
 	s        *Server
 	admin    [sha256.Size]byte // SHA-256 of the admin token
 	hasAdmin bool
-	// routes is a mux with the API's own patterns whose handlers check
-	// the route's rule (with the path values set) and then serve s.mux.
-	routes  *http.ServeMux
-	denials *denialCoalescer
+	denials  *denialCoalescer
 
 	nodeMu sync.Mutex
 	node   string // this node's id, for denial lines; "" until known
 }
 
-// newAuthState builds the auth state for s, whose routes must all be
-// registered: every one gets its rule, or admin-only if it has none.
+// newAuthState builds the auth state for s.
 func newAuthState(s *Server, cfg *AuthConfig) *authState {
-	a := &authState{s: s, routes: http.NewServeMux(), denials: newDenialCoalescer()}
+	a := &authState{s: s, denials: newDenialCoalescer()}
 	if cfg.AdminToken != "" {
 		a.admin, a.hasAdmin = sha256.Sum256([]byte(cfg.AdminToken)), true
 	}
-	for _, rt := range s.Routes() {
-		a.routes.Handle(rt.Pattern, a.authorize(rt.Pattern, s.mux))
-	}
 	return a
-}
-
-// publicPath reports whether path is served without a token: the probes
-// load balancers and orchestrators call.
-func publicPath(path string) bool { return path == "/healthz" || path == "/readyz" }
-
-// serve authenticates r, then routes it through the authorization mux.
-func (a *authState) serve(w http.ResponseWriter, r *http.Request) {
-	if publicPath(r.URL.Path) {
-		a.s.mux.ServeHTTP(w, r)
-		return
-	}
-	id, ok := a.authenticate(w, r)
-	if !ok {
-		return
-	}
-	r = r.WithContext(WithIdentity(r.Context(), id))
-	// A forwarded request skips checks and limits the first node applied;
-	// only a node (an admin token) may claim to be one.
-	if IsForwarded(r.Context()) && !id.IsAdmin() {
-		a.forbid(w, r, id, "carries "+HeaderForwarded+", which only nodes send: needs an admin token")
-		return
-	}
-	a.routes.ServeHTTP(w, r)
 }
 
 // authenticate returns the identity of r's bearer token, or answers 401
@@ -145,11 +114,7 @@ func (a *authState) authenticate(w http.ResponseWriter, r *http.Request) (*Ident
 		return &Identity{Role: RoleAdmin, TokenID: fsm.BootstrapTokenID}, true
 	}
 	hash := fsm.HashToken(secret)
-	var tok *fsm.Token
-	err := fsm.ErrNotFound
-	if st := a.s.svc.State(); st != nil {
-		tok, err = st.TokenByHash(hash)
-	}
+	tok, err := a.s.state.TokenByHash(hash)
 	var revoked *fsm.RevokedTokenError
 	switch {
 	case errors.As(err, &revoked):
@@ -223,16 +188,18 @@ func isToken68(s string) bool {
 	return true
 }
 
-// access is what a route asks of the identity. The zero value is admin:
-// a route nobody classified fails closed.
+// access is what a route asks of the identity. The zero value is a route
+// nobody classified: it is admin only (it fails closed), and
+// TestEveryRouteHasARule fails until it is classified.
 type access int
 
 const (
-	accessAdmin  access = iota // an admin token
-	accessAny                  // any valid token; the handler checks the agents a body names (mayActAs)
-	accessActor                // the agent param names is the token's own; admins act as anyone
-	accessReader               // the agent param names is the token's own, or the token moderates
-	accessPublic               // no token
+	accessUnclassified access = iota // as accessAdmin
+	accessAdmin                      // an admin token
+	accessAny                        // any valid token; the handler checks the agents a body names (admit)
+	accessActor                      // the agent param names is the token's own; admins act as anyone
+	accessReader                     // the agent param names is the token's own, or the token moderates
+	accessPublic                     // no token
 )
 
 // routeRule is a route's access and, for actor and reader, where the
@@ -249,74 +216,13 @@ var (
 	rulePublic = routeRule{access: accessPublic}
 )
 
-// routeRules classifies every route of the API. Reads of shared state
-// (channels, threads, agents, the bulletin, locks, status, audit) need any
-// valid token; private messages in them are filtered per reader by the
-// handlers (visibility.go). A new route must be added here: without a rule
-// it is admin-only, and TestEveryRouteHasARule fails.
-var routeRules = map[string]routeRule{
-	"GET /healthz": rulePublic,
-	"GET /readyz":  rulePublic,
-	"/":            ruleAny, // the JSON 404
+// actor is the rule of a route that acts as the agent param names: a path
+// value ("id") or a query parameter ("?by").
+func actor(param string) routeRule { return routeRule{access: accessActor, param: param} }
 
-	"POST /v1/messages":                   ruleAny, // from: mayActAs
-	"GET /v1/messages/{id}":               ruleAny,
-	"GET /v1/messages/{id}/receipts":      ruleAny,
-	"GET /v1/channels":                    ruleAny,
-	"GET /v1/channels/{channel}/messages": ruleAny,
-	"GET /v1/threads/{id}":                ruleAny,
-	"GET /v1/stream":                      {access: accessReader, param: "?agent"},
-
-	"POST /v1/agents":                  ruleAny, // id: mayActAs
-	"GET /v1/agents":                   ruleAny,
-	"GET /v1/roles":                    ruleAny,
-	"GET /v1/agents/{id}":              ruleAny,
-	"DELETE /v1/agents/{id}":           {access: accessActor, param: "id"},
-	"GET /v1/agents/{id}/inbox":        {access: accessReader, param: "id"},
-	"GET /v1/agents/{id}/inbox/counts": {access: accessReader, param: "id"},
-	"GET /v1/agents/{id}/summary":      {access: accessReader, param: "id"},
-	"POST /v1/agents/{id}/read":        {access: accessActor, param: "id"},
-	"GET /v1/agents/{id}/cursor":       {access: accessReader, param: "id"},
-	"PUT /v1/agents/{id}/cursor":       {access: accessActor, param: "id"},
-	"POST /v1/agents/{id}/interrupt":   ruleAny, // from: mayActAs
-
-	"PUT /v1/presence/{agent}": {access: accessActor, param: "agent"},
-	"GET /v1/presence":         ruleAny,
-	"GET /v1/presence/{agent}": ruleAny,
-	"GET /v1/cluster/members":  ruleAny,
-
-	"GET /v1/bulletin":                     ruleAny,
-	"PUT /v1/bulletin":                     {access: accessActor, param: "?by"},
-	"PATCH /v1/bulletin":                   {access: accessActor, param: "?by"},
-	"POST /v1/locks":                       ruleAny, // holder: mayActAs
-	"POST /v1/locks/renew":                 ruleAny, // holder: mayActAs
-	"POST /v1/locks/release":               ruleAny, // holder or by: mayActAs
-	"GET /v1/locks":                        ruleAny,
-	"POST /v1/locks/check":                 ruleAny,
-	"GET /v1/rules":                        ruleAny,
-	"POST /v1/rules/check":                 ruleAny,
-	"GET /v1/audit":                        ruleAny,
-	"GET /v1/overview":                     ruleAny,
-	"GET /v1/cluster/status":               ruleAny,
-	"GET /v1/whoami":                       ruleAny,
-	"GET /v1/cluster/config":               ruleAny,
-	"GET /v1/channels/{channel}/retention": ruleAny,
-
-	"PUT /v1/rules":                        ruleAdmin,
-	"DELETE /v1/rules":                     ruleAdmin,
-	"PUT /v1/cluster/config":               ruleAdmin,
-	"POST /v1/cluster/join":                ruleAdmin,
-	"DELETE /v1/cluster/nodes/{id}":        ruleAdmin,
-	"POST /v1/cluster/snapshot":            ruleAdmin,
-	"POST /v1/cluster/transfer-leadership": ruleAdmin,
-	"PUT /v1/channels/{channel}/retention": ruleAdmin,
-	"POST /v1/channels/{channel}/trim":     ruleAdmin,
-	"POST /v1/tokens":                      ruleAdmin,
-	"GET /v1/tokens":                       ruleAdmin,
-	"DELETE /v1/tokens/{id}":               ruleAdmin,
-	"GET /v1/internal/read-index":          ruleAdmin,
-	"POST /v1/internal/entry":              ruleAdmin,
-}
+// reader is the rule of a route that reads what the agent param names
+// keeps to itself (an inbox, a cursor): its own token or a moderator's.
+func reader(param string) routeRule { return routeRule{access: accessReader, param: param} }
 
 // agent is the agent the rule's param names in r ("" for none).
 func (rule routeRule) agent(r *http.Request) string {
@@ -326,25 +232,12 @@ func (rule routeRule) agent(r *http.Request) string {
 	return r.PathValue(rule.param)
 }
 
-// authorize wraps next (the API mux) in pattern's rule.
-func (a *authState) authorize(pattern string, next http.Handler) http.Handler {
-	rule := routeRules[pattern] // missing: the zero rule, admin only
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := IdentityFrom(r.Context())
-		if need := rule.check(r, id); need != "" {
-			a.forbid(w, r, id, need)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
 // check returns "" when id may call the route, else what it would need.
 func (rule routeRule) check(r *http.Request, id *Identity) string {
 	switch rule.access {
 	case accessPublic, accessAny:
 		return ""
-	case accessAdmin:
+	case accessAdmin, accessUnclassified:
 		if id.IsAdmin() {
 			return ""
 		}
@@ -363,12 +256,12 @@ func (rule routeRule) check(r *http.Request, id *Identity) string {
 	}
 }
 
-// mayActAs reports whether the request may act as agent, which the body
-// names in field (a message's "from", a lock's "holder"): the token's own
-// agent, or any agent for an admin. If not it answers 403, audits the
-// denial and returns false. Without auth it is always true.
-func (s *Server) mayActAs(w http.ResponseWriter, r *http.Request, field, agent string) bool {
-	id := IdentityFrom(r.Context())
+// mayActAs reports whether the request of caller c may act as agent, which
+// the body names in field (a message's "from", a lock's "holder"): the
+// token's own agent, or any agent for an admin. If not it answers 403,
+// audits the denial and returns false. Without auth it is always true.
+func (s *Server) mayActAs(w http.ResponseWriter, r *http.Request, c caller, field, agent string) bool {
+	id := c.id
 	if s.auth == nil || id.IsAdmin() || (id != nil && id.Agent == agent) {
 		return true
 	}
@@ -379,8 +272,9 @@ func (s *Server) mayActAs(w http.ResponseWriter, r *http.Request, field, agent s
 // forbid answers 403 saying what was needed, and audits it.
 func (a *authState) forbid(w http.ResponseWriter, r *http.Request, id *Identity, need string) {
 	if id == nil {
-		// Only an unauthenticated request has none, and serve never lets
-		// one through; refuse rather than guess.
+		// Only an unauthenticated request has none, and a route's pass
+		// lets none through but to a public route; refuse rather than
+		// guess.
 		a.unauthorized(w, r, "missing bearer token: send Authorization: Bearer <token>", false)
 		return
 	}
@@ -432,19 +326,19 @@ func (a *authState) drain() {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), denialApplyTimeout)
 		cmd.Node = a.nodeID(ctx)
-		if _, err := a.s.svc.Apply(ctx, fsm.OpAuditDenial, cmd); err != nil {
+		if _, err := a.s.prop.Apply(ctx, fsm.OpAuditDenial, cmd); err != nil {
 			a.s.opts.Logger.Warn("auth: could not audit a refused request", "reason", cmd.Reason, "count", cmd.Count, "error", err)
 		}
 		cancel()
 	}
 }
 
-// nodeID is this node's id, asked of the service once it answers.
+// nodeID is this node's id, asked of the node's Membership once it answers.
 func (a *authState) nodeID(ctx context.Context) string {
 	a.nodeMu.Lock()
 	defer a.nodeMu.Unlock()
 	if a.node == "" {
-		if st, err := a.s.svc.Status(ctx); err == nil {
+		if st, err := a.s.cluster.Status(ctx); err == nil {
 			a.node = clip(st.NodeID, fsm.MaxDenialIDLen)
 		}
 	}

@@ -2,53 +2,87 @@ package transport
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/maos-project/maos/fsm"
 )
 
-// TestEveryRouteHasARule keeps routeRules in step with the routes: a
-// route without a rule is admin-only, which is safe but surely not what
-// its author meant; a rule without a route is a renamed route.
+// TestEveryRouteHasARule keeps the route table classified: a route
+// without a rule is admin-only, which is safe but surely not what its
+// author meant.
 func TestEveryRouteHasARule(t *testing.T) {
-	s := NewServer(nil, ServerOptions{Auth: &AuthConfig{}})
-	registered := map[string]bool{}
-	for _, rt := range s.Routes() {
-		registered[rt.Pattern] = true
-		if _, ok := routeRules[rt.Pattern]; !ok {
-			t.Errorf("route %q has no rule in routeRules (auth.go): classify it", rt.Pattern)
+	s := &Server{opts: ServerOptions{MaxMessageBytes: fsm.DefaultMaxBytes}}
+	seen := map[string]bool{}
+	for _, rt := range s.routes() {
+		switch {
+		case seen[rt.pattern]:
+			t.Errorf("route %q is in the table twice", rt.pattern)
+		case rt.rule.access == accessUnclassified:
+			t.Errorf("route %q has no rule (routes.go): classify it", rt.pattern)
+		case (rt.rule.access == accessActor || rt.rule.access == accessReader) && rt.rule.param == "":
+			t.Errorf("route %q acts as or reads an agent its rule does not locate", rt.pattern)
+		case rt.rule.access != accessActor && rt.rule.access != accessReader && rt.rule.param != "":
+			t.Errorf("route %q: param %q on a rule (access %d) that reads no agent", rt.pattern, rt.rule.param, rt.rule.access)
+		case rt.handle == nil:
+			t.Errorf("route %q has no handler", rt.pattern)
 		}
+		seen[rt.pattern] = true
 	}
-	for p := range routeRules {
-		if !registered[p] {
-			t.Errorf("routeRules has %q, which is not a route", p)
-		}
-	}
-	if len(registered) < 50 {
-		t.Errorf("only %d routes registered; Routes() lost some", len(registered))
+	if len(seen) < 50 {
+		t.Errorf("only %d routes in the table; routes() lost some", len(seen))
 	}
 }
 
-// An unclassified route fails closed.
+// tokenReader is a state holding bearer tokens and nothing else.
+type tokenReader struct {
+	Reader
+	tokens map[string]*fsm.Token // by hash
+}
+
+func (r tokenReader) TokenByHash(hash string) (*fsm.Token, error) {
+	if tok, ok := r.tokens[hash]; ok {
+		return tok, nil
+	}
+	return nil, fsm.ErrNotFound
+}
+
+// An unclassified route fails closed: only an admin token passes it.
 func TestUnclassifiedRouteIsAdminOnly(t *testing.T) {
-	a := &authState{s: &Server{}, denials: newDenialCoalescer()}
-	a.denials.running = true // keep the denial queued: no service to drain into
+	const admin, alice, rex = "admin-secret-0123456789", "alice-secret", "rex-secret"
+	s := &Server{
+		opts: ServerOptions{MaxMessageBytes: fsm.DefaultMaxBytes, Logger: slog.New(slog.DiscardHandler)},
+		state: tokenReader{tokens: map[string]*fsm.Token{
+			fsm.HashToken(alice): {ID: "t1", Agent: "alice", Role: fsm.TokenRoleAgent},
+			fsm.HashToken(rex):   {ID: "t2", Agent: "rex", Role: fsm.TokenRoleModerator},
+		}},
+	}
+	s.auth = newAuthState(s, &AuthConfig{AdminToken: admin})
+	s.auth.denials.running = true // keep denials queued: no node to propose them to
 	served := 0
-	h := a.authorize("POST /v1/brand-new", http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ }))
-	for _, id := range []*Identity{{Agent: "alice", Role: RoleAgent, TokenID: "t1"}, {Agent: "rex", Role: RoleModerator, TokenID: "t2"}} {
+	s.register([]route{{pattern: "POST /v1/brand-new", handle: func(http.ResponseWriter, *http.Request) { served++ }}})
+	for _, secret := range []string{alice, rex} {
 		w := httptest.NewRecorder()
-		h.ServeHTTP(w, httptest.NewRequestWithContext(WithIdentity(t.Context(), id), "POST", "/v1/brand-new", nil))
-		if w.Code != http.StatusForbidden {
-			t.Errorf("%s on an unclassified route: %d, want 403", id.Role, w.Code)
+		r := httptest.NewRequest("POST", "/v1/brand-new", nil)
+		r.Header.Set("Authorization", "Bearer "+secret)
+		s.ServeHTTP(w, r)
+		if w.Code != http.StatusForbidden || !strings.Contains(w.Body.String(), "needs an admin token") {
+			t.Errorf("%s on an unclassified route: %d %s, want 403 needing an admin token", secret, w.Code, w.Body)
 		}
 	}
 	w := httptest.NewRecorder()
-	h.ServeHTTP(w, httptest.NewRequestWithContext(WithIdentity(t.Context(), &Identity{Role: RoleAdmin, TokenID: "bootstrap"}), "POST", "/v1/brand-new", nil))
+	r := httptest.NewRequest("POST", "/v1/brand-new", nil)
+	r.Header.Set("Authorization", "Bearer "+admin)
+	s.ServeHTTP(w, r)
 	if w.Code != http.StatusOK || served != 1 {
 		t.Errorf("admin on an unclassified route: %d (served %d), want it served", w.Code, served)
+	}
+	if n := len(s.auth.denials.pending); n != 2 {
+		t.Errorf("%d denials queued for the audit, want 2", n)
 	}
 }
 

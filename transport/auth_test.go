@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,7 +38,7 @@ type authEnv struct {
 func newAuthEnv(t testing.TB, auth *transport.AuthConfig) *authEnv {
 	t.Helper()
 	// The setup is applied directly: the calls the tests count are theirs.
-	svc := transporttest.New(transporttest.MessagesOnState()).WithState(t)
+	svc := transporttest.New(t)
 	for _, tok := range []struct{ id, agent, role, secret string }{
 		{"tok-alice", "alice", fsm.TokenRoleAgent, aliceSecret},
 		{"tok-bob", "bob", fsm.TokenRoleAgent, bobSecret},
@@ -67,7 +68,7 @@ func (e *authEnv) writes() (writes, sends int) {
 			writes++
 		}
 	}
-	return writes, len(e.svc.CallsTo("Send"))
+	return writes, sendCalls(e.svc)
 }
 
 // as sends one request with the bearer secret ("" for none).
@@ -168,9 +169,12 @@ func TestAuthOffIsUnrestricted(t *testing.T) {
 
 func TestAuthRefusesMissingAndBadTokens(t *testing.T) {
 	e := newAuthEnv(t, &transport.AuthConfig{AdminToken: adminSecret})
-	// The probes need no token.
+	// The probes need no token; their paths answer another method with
+	// the JSON 404, without a token either.
 	wantOK(t, e.as("", "GET", "/healthz", ""), nil)
 	wantOK(t, e.as("", "GET", "/readyz", ""), nil)
+	wantError(t, e.as("", "POST", "/healthz", ""), http.StatusNotFound, transport.CodeNotFound)
+	wantError(t, e.as("", "DELETE", "/readyz", ""), http.StatusNotFound, transport.CodeNotFound)
 
 	msg := wantUnauthorized(t, e.as("", "GET", "/v1/channels", ""), false)
 	if !strings.Contains(msg, "Authorization: Bearer") {
@@ -491,6 +495,56 @@ func TestAuthConfigValidate(t *testing.T) {
 		var fe *fsm.FieldError
 		if (err == nil) != tt.ok || (err != nil && (!errors.As(err, &fe) || fe.Field != "admin_token")) {
 			t.Errorf("Validate(%q) = %v, want ok %t", tt.token, err, tt.ok)
+		}
+	}
+}
+
+// tokenCounter is a state that counts its token lookups.
+type tokenCounter struct {
+	transport.Reader
+	n atomic.Int64
+}
+
+func (c *tokenCounter) TokenByHash(hash string) (*fsm.Token, error) {
+	c.n.Add(1)
+	return c.Reader.TokenByHash(hash)
+}
+
+// countingTokens is a node whose state counts token lookups.
+type countingTokens struct {
+	*transporttest.Service
+	state *tokenCounter
+}
+
+func (b countingTokens) State() transport.Reader { return b.state }
+
+// A request's identity is resolved once, however many checks use it: the
+// route's rule, the agent the body names, the send limit, the reads.
+func TestAuthIdentityResolvedOnce(t *testing.T) {
+	e := newAuthEnv(t, &transport.AuthConfig{AdminToken: adminSecret})
+	state := &tokenCounter{Reader: e.svc.State()}
+	srv := httptest.NewServer(transport.NewServer(countingTokens{Service: e.svc, state: state}, transport.ServerOptions{
+		Logger: discard, Auth: &transport.AuthConfig{AdminToken: adminSecret},
+		Limits: transport.Limits{SendRate: 100, MaxRecipients: 10}}))
+	t.Cleanup(srv.Close)
+	h := http.Header{"Authorization": {"Bearer " + aliceSecret}}
+	for _, tc := range []struct {
+		method, path, body string
+		status             int
+	}{
+		{"POST", "/v1/messages", `{"from":"alice","to":["bob"],"channel":"general","content":{"text":"hi"}}`, http.StatusOK},
+		{"POST", "/v1/messages", `{"from":"bob","to":["alice"],"channel":"general","content":{"text":"hi"}}`, http.StatusForbidden},
+		{"GET", "/v1/agents/alice/inbox", "", http.StatusOK},
+		{"GET", "/v1/agents/bob/inbox", "", http.StatusForbidden},
+		{"POST", "/v1/locks", `{"path":"src/a.go","holder":"alice","ttl":"1m"}`, http.StatusOK},
+	} {
+		before := state.n.Load()
+		r := do(t, tc.method, srv.URL+tc.path, tc.body, h)
+		if r.status != tc.status {
+			t.Fatalf("%s %s: %d %s, want %d", tc.method, tc.path, r.status, r.body, tc.status)
+		}
+		if n := state.n.Load() - before; n != 1 {
+			t.Errorf("%s %s: %d token lookups, want 1", tc.method, tc.path, n)
 		}
 	}
 }

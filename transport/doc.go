@@ -1,9 +1,10 @@
 // Package transport is maos's wire: the HTTP/JSON API v1 (server handlers
-// and the Go client), its error bodies and the consumer-side Service
-// interface the handlers serve through.
+// and the Go client), its error bodies and the small consumer-side
+// interfaces the handlers serve through (service.go: Proposer, Reader,
+// Membership, PresenceStore; together a Backend).
 //
-// The server never imports cluster: cluster.Node implements Service and the
-// cli wires it in. A request a node forwards to the leader carries the
+// The server never imports cluster: cluster.Node implements Backend and
+// the cli wires it in. A request a node forwards to the leader carries the
 // header X-Maos-Forwarded, which tells the receiving node to answer itself
 // (or say it is not the leader) rather than forward again, so a request
 // crosses at most one hop.

@@ -9,32 +9,20 @@ import (
 	"net/http"
 )
 
-// EntryApplier is implemented by a Service that can commit a log entry a
-// follower already encoded (fsm.Encode). Forwarding the entry itself spares
-// the leader decoding, validating and re-encoding the request a second
-// time: on a 3-node cluster two sends in three take this path.
-type EntryApplier interface {
-	// ApplyEntry commits entry on the leader and returns the state
-	// machine's result as JSON. A non-leader answers ErrNotLeader.
-	ApplyEntry(ctx context.Context, entry []byte) (json.RawMessage, error)
-}
-
 // ContentTypeEntry marks a request body that is one encoded log entry.
 const ContentTypeEntry = "application/vnd.maos.entry"
 
-// internalEntry serves POST /v1/internal/entry: body one encoded entry.
+// internalEntry serves POST /v1/internal/entry: body one encoded entry, a
+// write a follower forwards as it encoded it (Proposer.ApplyEntry).
+// Forwarding the entry itself spares the leader decoding, validating and
+// re-encoding the request a second time: on a 3-node cluster two sends in
+// three take this path.
 func (s *Server) internalEntry(w http.ResponseWriter, r *http.Request) {
-	ea, ok := s.svc.(EntryApplier)
-	if !ok {
-		s.writeError(w, r, &APIError{Status: http.StatusNotFound, Code: CodeNotFound,
-			Message: "this node does not apply forwarded entries"})
-		return
-	}
 	if ct := r.Header.Get("Content-Type"); ct != ContentTypeEntry {
 		s.writeError(w, r, fmt.Errorf("%w: Content-Type: want %s, got %q", ErrBadRequest, ContentTypeEntry, ct))
 		return
 	}
-	// The route's ceiling (routeMux.forwardLimit) already bounds the body.
+	// The route's ceiling (forwardLimit, routes.go) already bounds the body.
 	entry, err := io.ReadAll(r.Body)
 	var tooBig *http.MaxBytesError
 	switch {
@@ -49,14 +37,12 @@ func (s *Server) internalEntry(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fmt.Errorf("%w: empty entry", ErrBadRequest))
 		return
 	}
-	res, err := ea.ApplyEntry(r.Context(), entry)
+	res, err := s.prop.ApplyEntry(r.Context(), entry)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(res)
+	writeRawJSON(w, res)
 }
 
 // ApplyEntry sends an encoded log entry to the node (the leader) and returns

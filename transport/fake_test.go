@@ -23,7 +23,7 @@ var discard = slog.New(slog.DiscardHandler)
 
 // serve starts a loopback HTTP server for the API in front of f, usually
 // a *transporttest.Service.
-func serve(t testing.TB, f transport.Service, opts transport.ServerOptions) *httptest.Server {
+func serve(t testing.TB, f transport.Backend, opts transport.ServerOptions) *httptest.Server {
 	t.Helper()
 	if opts.Logger == nil {
 		opts.Logger = discard

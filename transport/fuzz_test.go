@@ -2,7 +2,6 @@ package transport_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -21,7 +20,9 @@ import (
 // FuzzSendBody posts arbitrary bytes to POST /v1/messages. The handler must
 // never panic and must answer 200 with {"id","seq","timestamp"}, or an error
 // status of the send endpoint (400, 409, 413) with the error envelope; only a
-// 200 or a 409 may have reached the service.
+// 200, a 409, or the state machine's refusal of a recipient that resolves
+// to no agent (done at apply, against the registry) may have reached the
+// node: every other 400 is the handler's.
 func FuzzSendBody(f *testing.F) {
 	const maxBytes = 2048
 	for _, seed := range []string{
@@ -50,14 +51,14 @@ func FuzzSendBody(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
+	// One node for every input (a state machine is a file to open): "dup"
+	// is stored, so a send reusing it with other content is a 409, and so
+	// is one reusing the id of an earlier input's send.
+	svc := transporttest.New(f)
+	store(f, svc, msg("dup", "alice", "general", "same", "bob"))
+	h := transport.NewServer(svc, transport.ServerOptions{MaxMessageBytes: maxBytes, Logger: discard})
 	f.Fuzz(func(t *testing.T, body []byte) {
-		svc := transporttest.New()
-		// "dup" is stored, so a send reusing it with other content is a 409.
-		if _, err := svc.Send(context.Background(), msg("dup", "alice", "general", "same", "bob")); err != nil {
-			t.Fatal(err)
-		}
 		before := svc.Count()
-		h := transport.NewServer(svc, transport.ServerOptions{MaxMessageBytes: maxBytes, Logger: discard})
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/messages", bytes.NewReader(body)))
 
@@ -91,7 +92,7 @@ func FuzzSendBody(f *testing.F) {
 				t.Fatalf("the service got an invalid message: %v", err)
 			}
 		case http.StatusBadRequest, http.StatusConflict, http.StatusRequestEntityTooLarge:
-			code, _ := errorOf(t, out)
+			code, message := errorOf(t, out)
 			want := map[int][]string{
 				400: {transport.CodeBadRequest, transport.CodeUnknownField, transport.CodeInvalid},
 				409: {transport.CodeConflict},
@@ -100,8 +101,9 @@ func FuzzSendBody(f *testing.F) {
 			if !slices.Contains(want, code) {
 				t.Fatalf("status %d with code %q", rec.Code, code)
 			}
-			if wantReached := btoi(rec.Code == http.StatusConflict); reached != wantReached {
-				t.Fatalf("status %d after %d service calls, want %d", rec.Code, reached, wantReached)
+			resolved := code == transport.CodeInvalid && strings.HasPrefix(message, "to[") && strings.Contains(message, "matches no agent")
+			if wantReached := btoi(rec.Code == http.StatusConflict || resolved); reached != wantReached {
+				t.Fatalf("status %d (%s) after %d service calls, want %d", rec.Code, message, reached, wantReached)
 			}
 			if rec.Code == http.StatusRequestEntityTooLarge && len(body) <= maxBytes {
 				t.Fatalf("413 for %d bytes, limit %d", len(body), maxBytes)
@@ -143,24 +145,25 @@ func FuzzJoinBody(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
+	svc := transporttest.New(f) // one node for every input; counts are differences
+	h := transport.NewServer(svc, transport.ServerOptions{Logger: discard})
 	f.Fuzz(func(t *testing.T, body []byte) {
-		svc := transporttest.New()
-		h := transport.NewServer(svc, transport.ServerOptions{Logger: discard})
+		calls, joins := svc.Count(), len(svc.Joined())
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/cluster/join", bytes.NewReader(body)))
 		out := rec.Body.Bytes()
 		if !json.Valid(out) {
 			t.Fatalf("status %d with a body that is not JSON: %q", rec.Code, out)
 		}
-		joined := svc.Joined()
+		joined, reached := svc.Joined()[joins:], svc.Count()-calls
 		switch rec.Code {
 		case http.StatusOK:
 			var ans map[string]string
 			if err := json.Unmarshal(out, &ans); err != nil || len(ans) != 1 {
 				t.Fatalf("200 with %s (%v)", out, err)
 			}
-			if len(joined) != 1 || svc.Count() != 1 {
-				t.Fatalf("200 after %d service calls, %d joins", svc.Count(), len(joined))
+			if len(joined) != 1 || reached != 1 {
+				t.Fatalf("200 after %d service calls, %d joins", reached, len(joined))
 			}
 			req := joined[0]
 			if ans["joined"] != req.NodeID {
@@ -189,8 +192,8 @@ func FuzzJoinBody(f *testing.F) {
 			if !slices.Contains(want, code) {
 				t.Fatalf("status %d with code %q", rec.Code, code)
 			}
-			if svc.Count() != 0 {
-				t.Fatalf("status %d after %d service calls", rec.Code, svc.Count())
+			if reached != 0 {
+				t.Fatalf("status %d after %d service calls", rec.Code, reached)
 			}
 		default:
 			t.Fatalf("status %d: %s", rec.Code, out)
@@ -229,6 +232,9 @@ func FuzzQueryParams(f *testing.F) {
 	} {
 		f.Add(s.ch, s.after, s.limit, s.cons, s.raw)
 	}
+	svc := transporttest.New(f) // one node for every input; counts are differences
+	b, pages := recordPages(svc)
+	h := transport.NewServer(b, transport.ServerOptions{Logger: discard})
 	f.Fuzz(func(t *testing.T, ch, after, limit, cons string, raw bool) {
 		esc := url.QueryEscape
 		if raw {
@@ -242,8 +248,7 @@ func FuzzQueryParams(f *testing.F) {
 			}
 			return // not a request a client could send
 		}
-		svc := transporttest.New()
-		h := transport.NewServer(svc, transport.ServerOptions{Logger: discard})
+		reads, calls, lins := len(pages()), svc.Count(), len(svc.CallsTo("Linearize"))
 		req := httptest.NewRequest(http.MethodGet, "/", nil)
 		req.URL, req.RequestURI = u, target
 		rec := httptest.NewRecorder()
@@ -252,26 +257,26 @@ func FuzzQueryParams(f *testing.F) {
 		if !json.Valid(out) {
 			t.Fatalf("%s: status %d with a body that is not JSON: %q", target, rec.Code, out)
 		}
-		calls := svc.CallsTo("ChannelPage")
+		pageReads, lin, reached := pages()[reads:], svc.CallsTo("Linearize")[lins:], svc.Count()-calls
 		switch rec.Code {
 		case http.StatusOK:
 			var page fsm.Page
 			if err := json.Unmarshal(out, &page); err != nil || page.Messages == nil {
 				t.Fatalf("%s: 200 with %s (%v)", target, out, err)
 			}
-			if len(calls) != 1 {
-				t.Fatalf("%s: 200 after %d ChannelPage calls", target, len(calls))
+			if len(pageReads) != 1 || len(lin) != 1 {
+				t.Fatalf("%s: 200 after %d ChannelPage reads, %d Linearize calls", target, len(pageReads), len(lin))
 			}
-			c := calls[0]
-			if c.Limit < 1 || c.Limit > fsm.MaxPageLimit || c.After > 1<<63 || (c.Cons != transport.Local && c.Cons != transport.Strong) {
-				t.Fatalf("%s: the service got after %d limit %d consistency %q", target, c.After, c.Limit, c.Cons)
+			c := pageReads[0]
+			if c.Limit < 1 || c.Limit > fsm.MaxPageLimit || c.After > 1<<63 || (lin[0].Cons != transport.Local && lin[0].Cons != transport.Strong) {
+				t.Fatalf("%s: the state was read after %d limit %d consistency %q", target, c.After, c.Limit, lin[0].Cons)
 			}
 		case http.StatusBadRequest:
 			if code, _ := errorOf(t, out); code != transport.CodeBadRequest {
 				t.Fatalf("%s: 400 with code %q", target, code)
 			}
-			if svc.Count() != 0 {
-				t.Fatalf("%s: 400 after %d service calls", target, svc.Count())
+			if reached != 0 || len(pageReads) != 0 {
+				t.Fatalf("%s: 400 after %d service calls, %d reads", target, reached, len(pageReads))
 			}
 		case http.StatusNotFound:
 			if code, _ := errorOf(t, out); code != transport.CodeNotFound {
@@ -303,17 +308,17 @@ func FuzzQueryParams(f *testing.F) {
 			// canonical. "/": ServeMux unescapes %2F to "/", which it
 			// takes for a trailing slash, and no {channel} matches. None
 			// is a channel name; no endpoint.
-			if rec.Code != http.StatusNotFound || svc.Count() != 0 {
-				t.Fatalf("%s: status %d after %d service calls, want 404 and none", target, rec.Code, svc.Count())
+			if rec.Code != http.StatusNotFound || reached != 0 || len(pageReads) != 0 {
+				t.Fatalf("%s: status %d after %d service calls, want 404 and none", target, rec.Code, reached)
 			}
 		case okAfter && okLimit && okCons:
 			if rec.Code != http.StatusOK {
 				t.Fatalf("%s: status %d for valid parameters: %s", target, rec.Code, out)
 			}
-			c := calls[0]
-			if c.Arg != ch || c.After != wantAfter || c.Limit != wantLimit || c.Cons != wantCons {
-				t.Fatalf("%s: the service got channel %q after %d limit %d consistency %q; want %q %d %d %q",
-					target, c.Arg, c.After, c.Limit, c.Cons, ch, wantAfter, wantLimit, wantCons)
+			c := pageReads[0]
+			if c.Channel != ch || c.After != wantAfter || c.Limit != wantLimit || lin[0].Cons != wantCons {
+				t.Fatalf("%s: the state was read at channel %q after %d limit %d consistency %q; want %q %d %d %q",
+					target, c.Channel, c.After, c.Limit, lin[0].Cons, ch, wantAfter, wantLimit, wantCons)
 			}
 		case rec.Code != http.StatusBadRequest:
 			t.Fatalf("%s: status %d for after %q limit %q consistency %q, want 400", target, rec.Code, after, limit, cons)

@@ -34,16 +34,55 @@ func (id *Identity) Moderates() bool {
 // IsAdmin reports whether the identity may run cluster operations.
 func (id *Identity) IsAdmin() bool { return id != nil && id.Role == RoleAdmin }
 
-type identityKey struct{}
+// caller is who a request speaks for, resolved once per request by its
+// route's pass (routes.go) and kept in its context: the identity of its
+// bearer token (nil without --auth), whether a node forwarded it, and
+// whether the node that took it already applied this node's limits (a
+// request a node forwarded: with auth, only one carrying an admin token).
+type caller struct {
+	id        *Identity
+	forwarded bool
+	limited   bool
+}
 
-// WithIdentity returns ctx carrying id.
+type callerKey struct{}
+
+// callerFrom is ctx's caller; the zero caller (no identity, not
+// forwarded) when ctx has none.
+func callerFrom(ctx context.Context) caller {
+	c, _ := ctx.Value(callerKey{}).(*caller)
+	if c == nil {
+		return caller{}
+	}
+	return *c
+}
+
+// withCaller returns ctx carrying c, with c.limited worked out from the
+// rest.
+func withCaller(ctx context.Context, c caller) context.Context {
+	c.limited = c.forwarded && (c.id == nil || c.id.IsAdmin())
+	return context.WithValue(ctx, callerKey{}, &c)
+}
+
+// WithIdentity returns ctx carrying id as the request's identity.
 func WithIdentity(ctx context.Context, id *Identity) context.Context {
-	return context.WithValue(ctx, identityKey{}, id)
+	c := callerFrom(ctx)
+	c.id = id
+	return withCaller(ctx, c)
 }
 
 // IdentityFrom returns the identity an authenticated request carries, or
 // nil when the node runs without --auth: nil means unrestricted.
-func IdentityFrom(ctx context.Context) *Identity {
-	id, _ := ctx.Value(identityKey{}).(*Identity)
-	return id
+func IdentityFrom(ctx context.Context) *Identity { return callerFrom(ctx).id }
+
+// WithForwarded marks ctx as serving a request another node forwarded: the
+// node must answer it itself or fail with ErrNotLeader, never forward.
+func WithForwarded(ctx context.Context) context.Context {
+	c := callerFrom(ctx)
+	c.forwarded = true
+	return withCaller(ctx, c)
 }
+
+// IsForwarded reports whether ctx serves a request another node forwarded
+// (HeaderForwarded, or WithForwarded).
+func IsForwarded(ctx context.Context) bool { return callerFrom(ctx).forwarded }

@@ -266,17 +266,26 @@ func (s *Server) writeRateLimited(w http.ResponseWriter, r *http.Request, secs i
 		RetryAfter: time.Duration(secs) * time.Second, Message: msg})
 }
 
+// limitKind is the per-agent limit a route draws on (routes.go).
+type limitKind int
+
+const (
+	limitNone   limitKind = iota
+	limitSend             // a token of the agent's send bucket (Limits.SendRate)
+	limitStream           // one of the agent's open-stream slots (Limits.MaxStreamsPerAgent), held while the stream runs
+)
+
 // allowSend charges one message-producing write to its agent (the
 // identity's, else from) and reports whether it may proceed; if not, it
 // has answered 429.
-func (s *Server) allowSend(w http.ResponseWriter, r *http.Request, from string) bool {
+func (s *Server) allowSend(w http.ResponseWriter, r *http.Request, c caller, from string) bool {
 	l := s.limits
-	if l.sends == nil || limitedUpstream(r) {
+	if l.sends == nil || c.limited {
 		return true
 	}
 	key := from
-	if id := IdentityFrom(r.Context()); id != nil && id.Agent != "" {
-		key = id.Agent
+	if c.id != nil && c.id.Agent != "" {
+		key = c.id.Agent
 	}
 	d := l.sends.Allow(key, l.now())
 	if d == 0 {
@@ -288,29 +297,21 @@ func (s *Server) allowSend(w http.ResponseWriter, r *http.Request, from string) 
 	return false
 }
 
-// limitedUpstream reports whether r was forwarded by the node that took it
-// and limited it there. With auth only a node's (admin) token vouches for
-// that: an agent cannot skip its limits by setting the forwarding header.
-func limitedUpstream(r *http.Request) bool {
-	id := IdentityFrom(r.Context())
-	return IsForwarded(r.Context()) && (id == nil || id.IsAdmin())
-}
-
 // checkRecipients refuses a "to" longer than the node allows, naming the
 // field and the limit. Forwarded sends were checked where they arrived.
 func (s *Server) checkRecipients(r *http.Request, m *fsm.Message) error {
-	if n := len(m.To); n > s.limits.cfg.MaxRecipients && !limitedUpstream(r) {
+	if n := len(m.To); n > s.limits.cfg.MaxRecipients && !callerFrom(r.Context()).limited {
 		return &fsm.FieldError{Field: "to", Reason: fmt.Sprintf("%d recipients, at most %d (--max-recipients)", n, s.limits.cfg.MaxRecipients)}
 	}
 	return nil
 }
 
-// acquireStream takes a stream slot for the request's agent (the
-// identity's, else ?agent=, else the remote IP). It returns the release
-// func, or false after answering 429.
-func (s *Server) acquireStream(w http.ResponseWriter, r *http.Request, agent string) (func(), bool) {
+// admitStream takes a slot of the stream route's limit for the request's
+// agent (the identity's, else ?agent=, else the remote IP). It returns the
+// release func, or false after answering 429.
+func (s *Server) admitStream(w http.ResponseWriter, r *http.Request, agent string) (func(), bool) {
 	l := s.limits
-	if l.streams == nil {
+	if l.streams == nil || s.routeOf(r).limit != limitStream {
 		return func() {}, true
 	}
 	who := "agent " + agent
@@ -329,108 +330,4 @@ func (s *Server) acquireStream(w http.ResponseWriter, r *http.Request, agent str
 		return nil, false
 	}
 	return func() { l.streams.release(who) }, true
-}
-
-// Route is one registered endpoint and the most body it reads.
-type Route struct {
-	// Pattern is as registered on http.ServeMux: "METHOD /path/{param}".
-	Pattern string
-	// MaxBodyBytes is the body ceiling: a request declaring a longer body
-	// is refused with 413 before its handler runs, and the handler cannot
-	// read past it.
-	MaxBodyBytes int64
-}
-
-// Routes lists the registered endpoints in registration order.
-func (s *Server) Routes() []Route {
-	out := make([]Route, len(s.mux.routes))
-	copy(out, s.mux.routes)
-	return out
-}
-
-// routeMux is an http.ServeMux that caps the body of every request at its
-// route's ceiling, so no handler can read an unbounded body whatever it
-// does with it, and remembers its routes.
-type routeMux struct {
-	*http.ServeMux
-	maxMessageBytes int64
-	routes          []Route
-}
-
-func newRouteMux(maxMessageBytes int64) *routeMux {
-	return &routeMux{ServeMux: http.NewServeMux(), maxMessageBytes: maxMessageBytes}
-}
-
-// bodyCap is a route's body ceiling and what it stands for.
-type bodyCap struct {
-	limit int64
-	why   string // appended to the 413 message
-}
-
-// largeBodies are the routes whose bodies may exceed maxControlBytes (or
-// must stay under a smaller ceiling); every other route, including those
-// that take no body, is capped at maxControlBytes.
-var largeBodies = map[string]bodyCap{
-	"PUT /v1/rules":            {fsm.MaxRulesBytes, fmt.Sprintf(" (a rules document is at most %d bytes, 256 KiB)", fsm.MaxRulesBytes)},
-	"PUT /v1/bulletin":         {maxBulletinBody, fmt.Sprintf(" (the bulletin is capped at %d bytes)", fsm.MaxBulletinBytes)},
-	"PATCH /v1/bulletin":       {maxBulletinBody, fmt.Sprintf(" (the bulletin is capped at %d bytes)", fsm.MaxBulletinBytes)},
-	"POST /v1/locks":           {maxLockBody, fmt.Sprintf(" (a lock path is at most %d bytes)", fsm.MaxLockPathLen)},
-	"POST /v1/locks/renew":     {maxLockBody, fmt.Sprintf(" (a lock path is at most %d bytes)", fsm.MaxLockPathLen)},
-	"POST /v1/locks/release":   {maxLockBody, fmt.Sprintf(" (a lock path is at most %d bytes)", fsm.MaxLockPathLen)},
-	"POST /v1/locks/check":     {maxLockBody, fmt.Sprintf(" (a lock path is at most %d bytes)", fsm.MaxLockPathLen)},
-	"PUT /v1/presence/{agent}": {maxPresenceBytes, ""},
-}
-
-// minForwardLimit is the least forwardLimit: 2 MiB.
-const minForwardLimit = 2 << 20
-
-// forwardLimit caps an encoded entry one node forwards to another: a
-// message at --max-message-bytes as re-encoded by Go's JSON (which may
-// write a 1-byte character as 6, "\u003c"), with room for the envelope;
-// at least minForwardLimit.
-func (m *routeMux) forwardLimit() int64 { return max(minForwardLimit, 8*m.maxMessageBytes) }
-
-// bodyCap is the ceiling of pattern's bodies.
-func (m *routeMux) bodyCap(pattern string) bodyCap {
-	switch pattern {
-	case "POST /v1/messages":
-		return bodyCap{m.maxMessageBytes, " (--max-message-bytes)"}
-	case "POST /v1/internal/entry":
-		return bodyCap{m.forwardLimit(), " (a forwarded write: 8 × --max-message-bytes, at least 2 MiB)"}
-	}
-	if c, ok := largeBodies[pattern]; ok {
-		return c
-	}
-	return bodyCap{maxControlBytes, ""}
-}
-
-// Handle registers h for pattern behind the route's body ceiling.
-func (m *routeMux) Handle(pattern string, h http.Handler) {
-	c := m.bodyCap(pattern)
-	m.routes = append(m.routes, Route{Pattern: pattern, MaxBodyBytes: c.limit})
-	m.ServeMux.Handle(pattern, capBody(pattern, c, h))
-}
-
-// HandleFunc registers h for pattern behind the route's body ceiling.
-func (m *routeMux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
-	m.Handle(pattern, http.HandlerFunc(h))
-}
-
-// capBody refuses a declared body over the ceiling with 413 and caps an
-// undeclared (chunked) one; a handler that reads past the cap gets an
-// *http.MaxBytesError, which decodeBody turns into 413. A handler that
-// never reads its body leaves it unread, and net/http closes the
-// connection rather than drain much of it.
-func capBody(pattern string, c bodyCap, h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > c.limit {
-			writeJSON(w, http.StatusRequestEntityTooLarge, ErrorBody{Error: &APIError{Code: CodeTooLarge,
-				Message: fmt.Sprintf("request body of %d bytes over the limit of %d bytes for %s%s", r.ContentLength, c.limit, pattern, c.why)}})
-			return
-		}
-		if r.Body != nil && r.Body != http.NoBody {
-			r.Body = http.MaxBytesReader(w, r.Body, c.limit)
-		}
-		h.ServeHTTP(w, r)
-	})
 }

@@ -44,7 +44,7 @@ func asAgent(h http.Handler, role transport.Role) http.Handler {
 // an error naming the limit; the refused send never reaches the service;
 // other agents are unaffected; once the bucket refills it may send again.
 func TestSendRateLimit(t *testing.T) {
-	fake := transporttest.New()
+	fake := transporttest.New(t)
 	srv := serve(t, fake, transport.ServerOptions{Limits: transport.Limits{SendRate: 20, SendBurst: 2}})
 	url := srv.URL + "/v1/messages"
 	for i := range 2 {
@@ -101,7 +101,7 @@ func TestSendRateLimit(t *testing.T) {
 // Retry-After rounds the wait up to whole seconds: at 0.25/s the next token
 // is 4 s away.
 func TestSendRateRetryAfterRoundsUp(t *testing.T) {
-	srv := serve(t, transporttest.New(), transport.ServerOptions{Limits: transport.Limits{SendRate: 0.25}})
+	srv := serve(t, transporttest.New(t), transport.ServerOptions{Limits: transport.Limits{SendRate: 0.25}})
 	url := srv.URL + "/v1/messages"
 	if r := do(t, "POST", url, sendBody("w1", 1), nil); r.status != http.StatusOK {
 		t.Fatalf("first send = %d %s", r.status, r.body)
@@ -118,7 +118,7 @@ func TestSendRateRetryAfterRoundsUp(t *testing.T) {
 // A forwarded send was limited by the node that took it: the leader
 // neither refuses it nor charges it to the agent's bucket.
 func TestSendRateSkipsForwarded(t *testing.T) {
-	fake := transporttest.New()
+	fake := transporttest.New(t)
 	srv := serve(t, fake, transport.ServerOptions{Limits: transport.Limits{SendRate: 0.01, SendBurst: 1}})
 	url := srv.URL + "/v1/messages"
 	fwd := http.Header{transport.HeaderForwarded: {"1"}}
@@ -146,7 +146,7 @@ func TestSendRateForgedForwardIsLimited(t *testing.T) {
 		{transport.RoleModerator, http.StatusTooManyRequests},
 		{transport.RoleAdmin, http.StatusOK},
 	} {
-		srv := httptest.NewServer(asAgent(transport.NewServer(transporttest.New(), transport.ServerOptions{
+		srv := httptest.NewServer(asAgent(transport.NewServer(transporttest.New(t), transport.ServerOptions{
 			Logger: discard, Limits: transport.Limits{SendRate: 0.01, SendBurst: 1}}), tc.role))
 		h := http.Header{"X-Test-Agent": {"w1"}, transport.HeaderForwarded: {"1"}}
 		do(t, "POST", srv.URL+"/v1/messages", sendBody("w1", 1), h)
@@ -159,7 +159,7 @@ func TestSendRateForgedForwardIsLimited(t *testing.T) {
 
 // With auth the bucket is the identity's agent, whatever "from" says.
 func TestSendRateKeysOnIdentity(t *testing.T) {
-	srv := httptest.NewServer(asAgent(transport.NewServer(transporttest.New(), transport.ServerOptions{
+	srv := httptest.NewServer(asAgent(transport.NewServer(transporttest.New(t), transport.ServerOptions{
 		Logger: discard, Limits: transport.Limits{SendRate: 0.01, SendBurst: 1}}), transport.RoleAdmin))
 	t.Cleanup(srv.Close)
 	h := http.Header{"X-Test-Agent": {"ops"}}
@@ -177,7 +177,7 @@ func TestSendRateKeysOnIdentity(t *testing.T) {
 
 // An interrupt draws on the same bucket as sends.
 func TestInterruptIsRateLimited(t *testing.T) {
-	fake := transporttest.New()
+	fake := transporttest.New(t)
 	newStreamState(t, fake)
 	srv := serve(t, fake, transport.ServerOptions{Limits: transport.Limits{SendRate: 0.01, SendBurst: 1}})
 	if r := do(t, "POST", srv.URL+"/v1/messages", sendBody("boss", 1), nil); r.status != http.StatusOK {
@@ -291,7 +291,7 @@ func TestMaxRecipients(t *testing.T) {
 		{0, fsm.MaxRecipients, http.StatusOK, ""},
 		{0, fsm.MaxRecipients + 1, http.StatusBadRequest, fmt.Sprintf("at most %d", fsm.MaxRecipients)},
 	} {
-		fake := transporttest.New()
+		fake := transporttest.New(t)
 		srv := serve(t, fake, transport.ServerOptions{Limits: transport.Limits{MaxRecipients: tc.limit}})
 		r := do(t, "POST", srv.URL+"/v1/messages", sendBody("w1", tc.n), nil)
 		if r.status != tc.want {
@@ -342,7 +342,7 @@ func TestLimitsValidate(t *testing.T) {
 			t.Errorf("NewServer with a negative burst: panic %v, want one naming SendBurst", p)
 		}
 	}()
-	transport.NewServer(transporttest.New(), transport.ServerOptions{Limits: transport.Limits{SendBurst: -1}})
+	transport.NewServer(transporttest.New(t), transport.ServerOptions{Limits: transport.Limits{SendBurst: -1}})
 }
 
 func TestDefaultSendBurst(t *testing.T) {
@@ -384,7 +384,7 @@ func openStream(t *testing.T, c *transport.Client, q transport.StreamQuery) (clo
 // Streams past the per-agent cap get 429 with Retry-After; the count is per
 // agent; closing a stream frees its slot.
 func TestMaxStreamsPerAgent(t *testing.T) {
-	fake := transporttest.New()
+	fake := transporttest.New(t)
 	newStreamState(t, fake)
 	srv := serve(t, fake, transport.ServerOptions{Limits: transport.Limits{MaxStreamsPerAgent: 2}})
 	c := transport.NewClient(srv.URL, nil)
@@ -439,7 +439,7 @@ func TestMaxStreamsPerAgent(t *testing.T) {
 // A stream with no agent counts against its client's IP without auth, and
 // against the identity's agent with it.
 func TestMaxStreamsKeys(t *testing.T) {
-	fake := transporttest.New()
+	fake := transporttest.New(t)
 	newStreamState(t, fake)
 	srv := httptest.NewServer(asAgent(transport.NewServer(fake, transport.ServerOptions{
 		Logger: discard, Limits: transport.Limits{MaxStreamsPerAgent: 1}}), transport.RoleModerator))
@@ -495,7 +495,7 @@ func bounded(t *testing.T, r *http.Request) *http.Request {
 // test.
 func TestEveryRouteCapsItsBody(t *testing.T) {
 	const maxMsg = 1000
-	fake := transporttest.New()
+	fake := transporttest.New(t)
 	newStreamState(t, fake) // handlers that read the state have one
 	s := transport.NewServer(fake, transport.ServerOptions{Logger: discard, MaxMessageBytes: maxMsg})
 	routes := s.Routes()
@@ -574,7 +574,7 @@ func TestEveryRouteCapsItsBody(t *testing.T) {
 
 // A chunked body (no Content-Length) is capped while the handler reads it.
 func TestChunkedBodyCapped(t *testing.T) {
-	s := transport.NewServer(transporttest.New(), transport.ServerOptions{Logger: discard, MaxMessageBytes: 1000})
+	s := transport.NewServer(transporttest.New(t), transport.ServerOptions{Logger: discard, MaxMessageBytes: 1000})
 	for _, tc := range []struct {
 		method, path string
 		size         int
@@ -603,7 +603,7 @@ func TestForwardCeilingFollowsMaxMessageBytes(t *testing.T) {
 		{100 << 10, 2 << 20},
 		{1 << 20, 8 << 20},
 	} {
-		s := transport.NewServer(transporttest.New(), transport.ServerOptions{Logger: discard, MaxMessageBytes: tc.maxMsg})
+		s := transport.NewServer(transporttest.New(t), transport.ServerOptions{Logger: discard, MaxMessageBytes: tc.maxMsg})
 		for _, rt := range s.Routes() {
 			if rt.Pattern == "POST /v1/internal/entry" && rt.MaxBodyBytes != tc.want {
 				t.Errorf("max message %d: %s ceiling %d, want %d", tc.maxMsg, rt.Pattern, rt.MaxBodyBytes, tc.want)

@@ -50,19 +50,26 @@ type ServerOptions struct {
 // maxControlBytes caps the bodies of the cluster endpoints.
 const maxControlBytes = 64 << 10
 
-// Server is the HTTP API v1 in front of a Service.
+// Server is the HTTP API v1 in front of a node (a Backend).
 type Server struct {
-	svc  Service
-	opts ServerOptions
-	mux  *routeMux
+	prop     Proposer
+	state    Reader
+	cluster  Membership
+	presence PresenceStore
+	opts     ServerOptions
+	// mux matches a request to its route, once; table is the routes
+	// (routes.go), byPattern the same by pattern.
+	mux       *http.ServeMux
+	table     []route
+	byPattern map[string]*route
 	// limits holds the rate-limit state of opts.Limits.
 	limits *limiter
 	// auth authenticates and authorizes requests; nil when opts.Auth is.
 	auth *authState
 }
 
-// NewServer returns the API handler for svc.
-func NewServer(svc Service, opts ServerOptions) *Server {
+// NewServer returns the API handler for the node b.
+func NewServer(b Backend, opts ServerOptions) *Server {
 	if opts.MaxMessageBytes <= 0 {
 		opts.MaxMessageBytes = fsm.DefaultMaxBytes
 	}
@@ -75,48 +82,21 @@ func NewServer(svc Service, opts ServerOptions) *Server {
 	if opts.KeepAlive <= 0 {
 		opts.KeepAlive = DefaultKeepAlive
 	}
-	s := &Server{svc: svc, opts: opts, mux: newRouteMux(opts.MaxMessageBytes), limits: newLimiter(opts.Limits)}
-	s.mux.HandleFunc("GET /healthz", s.healthz)
-	s.mux.HandleFunc("GET /readyz", s.readyz)
-	s.mux.HandleFunc("POST /v1/messages", s.send)
-	s.mux.HandleFunc("GET /v1/messages/{id}", s.getMessage)
-	s.mux.HandleFunc("GET /v1/channels", s.channels)
-	s.mux.HandleFunc("GET /v1/channels/{channel}/messages", s.channelMessages)
-	s.mux.HandleFunc("GET /v1/cluster/status", s.status)
-	s.mux.HandleFunc("POST /v1/cluster/join", s.join)
-	s.mux.HandleFunc("DELETE /v1/cluster/nodes/{id}", s.remove)
-	s.mux.HandleFunc("POST /v1/cluster/snapshot", s.snapshot)
-	s.mux.HandleFunc("POST /v1/cluster/transfer-leadership", s.transfer)
-	s.mux.HandleFunc("GET /v1/stream", s.stream)
-	s.mux.HandleFunc("POST /v1/agents/{id}/interrupt", s.interruptAgent)
-	s.mailboxRoutes()
-	s.oversightRoutes()
-	s.coordinationRoutes()
-	s.retentionRoutes()
-	s.presenceRoutes()
-	s.tokenRoutes()
-	s.mux.HandleFunc("GET /v1/cluster/config", s.getConfig)
-	s.mux.HandleFunc("PUT /v1/cluster/config", s.setConfig)
-	s.mux.HandleFunc("GET /v1/internal/read-index", s.readIndex)
-	s.mux.HandleFunc("POST /v1/internal/entry", s.internalEntry)
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, &APIError{Status: http.StatusNotFound, Code: CodeNotFound,
-			Message: fmt.Sprintf("no endpoint %s %s; see README.md for the API", r.Method, r.URL.Path)})
-	})
+	s := &Server{prop: b, state: b.State(), cluster: b, presence: b, opts: opts, limits: newLimiter(opts.Limits)}
 	if opts.Auth != nil {
-		s.auth = newAuthState(s, opts.Auth) // after every route: each gets its rule
+		s.auth = newAuthState(s, opts.Auth)
 	}
+	s.register(s.routes())
 	return s
 }
 
-// ServeHTTP implements http.Handler.
+// ServeHTTP implements http.Handler: it refuses what no route may see,
+// then the mux matches the request's route once and runs its pass
+// (routes.go).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := requireNodeCert(r); err != nil {
 		s.writeError(w, r, err)
 		return
-	}
-	if r.Header.Get(HeaderForwarded) != "" {
-		r = r.WithContext(WithForwarded(r.Context()))
 	}
 	// The mux answers a path with an empty, "." or ".." segment with a
 	// redirect to its cleaned form and an HTML body. No endpoint has such a
@@ -124,10 +104,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p := r.URL.EscapedPath(); r.Method != http.MethodConnect && p != cleanPath(p) {
 		s.writeError(w, r, &APIError{Status: http.StatusNotFound, Code: CodeNotFound,
 			Message: fmt.Sprintf("no endpoint %s %s: the path has an empty, . or .. segment", r.Method, p)})
-		return
-	}
-	if s.auth != nil {
-		s.auth.serve(w, r) // 401 and 403 here; then s.mux
 		return
 	}
 	s.mux.ServeHTTP(w, r)
@@ -154,7 +130,7 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	if err := s.svc.Ready(r.Context()); err != nil {
+	if err := s.cluster.Ready(r.Context()); err != nil {
 		if !errors.Is(err, ErrNotReady) {
 			err = fmt.Errorf("%w: %w", ErrNotReady, err)
 		}
@@ -179,57 +155,32 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if !s.mayActAs(w, r, "from", m.From) {
+	if !s.admit(w, r, "from", m.From) {
 		return
 	}
-	if !s.allowSend(w, r, m.From) {
-		return
-	}
-	res, err := s.svc.Send(r.Context(), &m)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, SendResponse{ID: res.ID, Seq: res.Seq, Timestamp: res.Timestamp, Blocked: res.Blocked})
+	// The state machine's fsm.SendResult is SendResponse on the wire.
+	s.propose(w, r, fsm.OpSend, fsm.SendCommand{Message: m})
 }
 
 func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
-	c, err := consistency(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	m, err := s.svc.Message(r.Context(), r.PathValue("id"), c)
-	if err == nil && !viewerFrom(r.Context()).CanRead(m) {
-		err = errHiddenMessage(r.PathValue("id"))
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, m)
+	id := r.PathValue("id")
+	s.query(w, r, func(st Reader) (any, error) {
+		m, err := st.Message(id)
+		if err == nil && !viewerFrom(r.Context()).CanRead(m) {
+			return nil, errHiddenMessage(id)
+		}
+		return m, err
+	})
 }
 
 func (s *Server) channels(w http.ResponseWriter, r *http.Request) {
-	c, err := consistency(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	list, err := s.svc.Channels(r.Context(), c)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, ChannelsResponse{Channels: list})
+	s.query(w, r, func(st Reader) (any, error) {
+		list, err := st.Channels()
+		return ChannelsResponse{Channels: list}, err
+	})
 }
 
 func (s *Server) channelMessages(w http.ResponseWriter, r *http.Request) {
-	c, err := consistency(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	q := r.URL.Query()
 	after, err := uintParam(q.Get("after"), "after", 0, 1<<63)
 	if err != nil {
@@ -245,24 +196,23 @@ func (s *Server) channelMessages(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fmt.Errorf("%w: limit: must be 1..%d", ErrBadRequest, fsm.MaxPageLimit))
 		return
 	}
-	// Private messages the reader may not read are left out; the first read
-	// is at the asked consistency, any further one reads on from there.
-	var page fsm.Page
-	page.Messages, page.HasMore, err = visibleMessages(viewerFrom(r.Context()), after, int(limit),
-		func(after uint64, limit int) ([]*fsm.Message, bool, error) {
-			p, err := s.svc.ChannelPage(r.Context(), r.PathValue("channel"), after, limit, c)
-			c = Local
-			return p.Messages, p.HasMore, err
-		})
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, page)
+	// Private messages the reader may not read are left out: after the
+	// read at the asked consistency, further pages read on from there.
+	channel := r.PathValue("channel")
+	s.query(w, r, func(st Reader) (any, error) {
+		var page fsm.Page
+		var err error
+		page.Messages, page.HasMore, err = visibleMessages(viewerFrom(r.Context()), after, int(limit),
+			func(after uint64, limit int) ([]*fsm.Message, bool, error) {
+				p, err := st.ChannelPage(channel, after, limit)
+				return p.Messages, p.HasMore, err
+			})
+		return page, err
+	})
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
-	st, err := s.svc.Status(r.Context())
+	st, err := s.cluster.Status(r.Context())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -294,7 +244,7 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if err := s.svc.Join(r.Context(), req); err != nil {
+	if err := s.cluster.Join(r.Context(), req); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -303,7 +253,7 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) remove(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if err := s.svc.Remove(r.Context(), id); err != nil {
+	if err := s.cluster.Remove(r.Context(), id); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -311,7 +261,7 @@ func (s *Server) remove(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {
-	res, err := s.svc.Snapshot(r.Context())
+	res, err := s.cluster.Snapshot(r.Context())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -327,7 +277,7 @@ func (s *Server) transfer(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	res, err := s.svc.TransferLeadership(r.Context(), req.NodeID)
+	res, err := s.cluster.TransferLeadership(r.Context(), req.NodeID)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -421,8 +371,15 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// writeRawJSON answers 200 with res, JSON as the state machine encoded it.
+func writeRawJSON(w http.ResponseWriter, res json.RawMessage) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(res)
+}
+
 func (s *Server) readIndex(w http.ResponseWriter, r *http.Request) {
-	idx, err := s.svc.ReadIndex(r.Context())
+	idx, err := s.prop.ReadIndex(r.Context())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -432,29 +389,27 @@ func (s *Server) readIndex(w http.ResponseWriter, r *http.Request) {
 
 // propose commits op with body and answers with the state machine's result.
 func (s *Server) propose(w http.ResponseWriter, r *http.Request, op fsm.Op, body any) {
-	res, err := s.svc.Apply(r.Context(), op, body)
+	res, err := s.prop.Apply(r.Context(), op, body)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(res)
+	writeRawJSON(w, res)
 }
 
 // query answers a read at the request's ?consistency= from the node's
 // state: fn runs after Linearize.
-func (s *Server) query(w http.ResponseWriter, r *http.Request, fn func(*fsm.FSM) (any, error)) {
+func (s *Server) query(w http.ResponseWriter, r *http.Request, fn func(Reader) (any, error)) {
 	c, err := consistency(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if err := s.svc.Linearize(r.Context(), c); err != nil {
+	if err := s.prop.Linearize(r.Context(), c); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	v, err := fn(s.svc.State())
+	v, err := fn(s.state)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -463,7 +418,7 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request, fn func(*fsm.FSM)
 }
 
 func (s *Server) getConfig(w http.ResponseWriter, r *http.Request) {
-	s.query(w, r, func(f *fsm.FSM) (any, error) { return f.Config() })
+	s.query(w, r, func(st Reader) (any, error) { return st.Config() })
 }
 
 // setConfig changes one cluster setting: body {"key","value"}.

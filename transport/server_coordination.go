@@ -59,21 +59,12 @@ type LockConflictBody struct {
 	Lock    *fsm.Lock `json:"lock,omitempty"`
 }
 
-// coordinationRoutes registers the coordination endpoints.
-func (s *Server) coordinationRoutes() {
-	s.mux.HandleFunc("GET /v1/bulletin", s.getBulletin)
-	s.mux.HandleFunc("PUT /v1/bulletin", func(w http.ResponseWriter, r *http.Request) { s.setBulletin(w, r, false) })
-	s.mux.HandleFunc("PATCH /v1/bulletin", func(w http.ResponseWriter, r *http.Request) { s.setBulletin(w, r, true) })
-	s.mux.HandleFunc("POST /v1/locks", s.acquireLock)
-	s.mux.HandleFunc("POST /v1/locks/renew", s.renewLock)
-	s.mux.HandleFunc("POST /v1/locks/release", s.releaseLock)
-	s.mux.HandleFunc("GET /v1/locks", s.listLocks)
-	s.mux.HandleFunc("POST /v1/locks/check", s.checkLock)
+func (s *Server) getBulletin(w http.ResponseWriter, r *http.Request) {
+	s.query(w, r, func(st Reader) (any, error) { return st.Bulletin() })
 }
 
-func (s *Server) getBulletin(w http.ResponseWriter, r *http.Request) {
-	s.query(w, r, func(f *fsm.FSM) (any, error) { return f.Bulletin() })
-}
+func (s *Server) putBulletin(w http.ResponseWriter, r *http.Request)   { s.setBulletin(w, r, false) }
+func (s *Server) patchBulletin(w http.ResponseWriter, r *http.Request) { s.setBulletin(w, r, true) }
 
 // setBulletin serves PUT (merge false) and PATCH (merge true).
 func (s *Server) setBulletin(w http.ResponseWriter, r *http.Request, merge bool) {
@@ -82,7 +73,7 @@ func (s *Server) setBulletin(w http.ResponseWriter, r *http.Request, merge bool)
 		s.writeError(w, r, err)
 		return
 	}
-	raw, err := s.svc.Apply(r.Context(), fsm.OpSetBulletin, cmd)
+	raw, err := s.prop.Apply(r.Context(), fsm.OpSetBulletin, cmd)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -195,7 +186,7 @@ func (s *Server) acquireLock(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if !s.mayActAs(w, r, "holder", cmd.Holder) {
+	if !s.admit(w, r, "holder", cmd.Holder) {
 		return
 	}
 	s.proposeLock(w, r, fsm.OpLockAcquire, cmd)
@@ -207,7 +198,7 @@ func (s *Server) renewLock(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if !s.mayActAs(w, r, "holder", cmd.Holder) {
+	if !s.admit(w, r, "holder", cmd.Holder) {
 		return
 	}
 	s.proposeLock(w, r, fsm.OpLockRenew, cmd)
@@ -219,7 +210,7 @@ func (s *Server) releaseLock(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if field, who := releaseActor(cmd); !s.mayActAs(w, r, field, who) {
+	if field, who := releaseActor(cmd); !s.admit(w, r, field, who) {
 		return
 	}
 	s.proposeLock(w, r, fsm.OpLockRelease, cmd)
@@ -228,7 +219,7 @@ func (s *Server) releaseLock(w http.ResponseWriter, r *http.Request) {
 // proposeLock commits a lock command and answers 200 with the result, or
 // 409 with LockConflictBody when the state machine refused it.
 func (s *Server) proposeLock(w http.ResponseWriter, r *http.Request, op fsm.Op, body any) {
-	raw, err := s.svc.Apply(r.Context(), op, body)
+	raw, err := s.prop.Apply(r.Context(), op, body)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -268,7 +259,7 @@ func (s *Server) listLocks(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	lq.Limit = int(limit)
-	s.query(w, r, func(f *fsm.FSM) (any, error) { return f.Locks(lq) })
+	s.query(w, r, func(st Reader) (any, error) { return st.Locks(lq) })
 }
 
 func (s *Server) checkLock(w http.ResponseWriter, r *http.Request) {
@@ -277,5 +268,5 @@ func (s *Server) checkLock(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.query(w, r, func(f *fsm.FSM) (any, error) { return f.CheckLock(cmd.Path, cmd.Token) })
+	s.query(w, r, func(st Reader) (any, error) { return st.CheckLock(cmd.Path, cmd.Token) })
 }

@@ -35,12 +35,12 @@ var coordT0 = time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC).UnixNano()
 func newCoordEnv(t *testing.T) *coordEnv {
 	t.Helper()
 	e := &coordEnv{t: t, ts: coordT0}
-	e.fake = transporttest.New(transporttest.Clock(func(uint64) time.Time {
+	e.fake = transporttest.New(t, transporttest.Clock(func(uint64) time.Time {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		return time.Unix(0, e.ts)
-	})).WithState(t)
-	e.state = e.fake.State()
+	}))
+	e.state = e.fake.FSM()
 	srv := serve(t, e.fake, transport.ServerOptions{})
 	e.url = srv.URL
 	e.client = transport.NewClient(srv.URL, nil)
@@ -385,7 +385,7 @@ func TestLocksHTTPBadInput(t *testing.T) {
 // TestCoordinationUnexpectedResult: an apply answer that is not a lock or
 // bulletin result is a 500, never mistaken for a grant.
 func TestCoordinationUnexpectedResult(t *testing.T) {
-	f := transporttest.New()
+	f := transporttest.New(t)
 	f.OnApply(func(fsm.Op, json.RawMessage) (any, error) { return map[string]any{}, nil })
 	srv := serve(t, f, transport.ServerOptions{})
 	for _, tc := range []struct{ method, path, body string }{

@@ -41,25 +41,22 @@ func (s *Server) interruptAgent(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if !s.mayActAs(w, r, "from", req.From) {
-		return
-	}
-	if !s.allowSend(w, r, req.From) {
+	if !s.admit(w, r, "from", req.From) {
 		return
 	}
 	ctx := r.Context()
 	if !IsForwarded(ctx) {
-		if err := mayInterrupt(s.svc.State(), req.From, agent); err != nil {
+		if err := mayInterrupt(s.state, req.From, agent); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
 	}
-	p, err := s.svc.AgentPresence(ctx, agent)
+	p, err := s.presence.AgentPresence(ctx, agent)
 	if err != nil {
 		s.writeError(w, r, fmt.Errorf("interrupt %s: no presence, so no host to reach: %w", agent, err))
 		return
 	}
-	me, err := s.svc.Members(ctx)
+	me, err := s.cluster.Members(ctx)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -106,7 +103,7 @@ var InterruptRoles = []string{"master", "orchestrator"}
 // the rules let message the agent may interrupt it; without one (when
 // everyone may message everyone) only the master and orchestrator roles
 // may. A refusal wraps fsm.ErrForbidden and names the reason.
-func mayInterrupt(state *fsm.FSM, from, agent string) error {
+func mayInterrupt(state Reader, from, agent string) error {
 	rs, err := state.Rules()
 	if err != nil {
 		return err

@@ -15,7 +15,7 @@ import (
 // Node A gets the interrupt; presence places the agent on n2, so A
 // forwards it to n2, whose hook (its watchers' panes) presses ESC.
 func TestInterruptRoutesToHostingNode(t *testing.T) {
-	hostFake := transporttest.New()
+	hostFake := transporttest.New(t)
 	var mu sync.Mutex
 	var pressed []string
 	host := serve(t, hostFake, transport.ServerOptions{Interrupt: func(_ context.Context, agent string) error {
@@ -28,13 +28,12 @@ func TestInterruptRoutesToHostingNode(t *testing.T) {
 	hostFake.EditMembers(func(m *transport.MembersResponse) { m.NodeID = "n2" })
 	hostFake.SetPresence(transport.Presence{AgentID: "claude", Node: "n2", State: "AWAKE"})
 
-	entryFake := transporttest.New()
+	entryFake := transporttest.New(t)
 	entryFake.EditMembers(func(m *transport.MembersResponse) {
 		m.Members[1] = transport.Member{NodeID: "n2", Status: "alive", APIAddr: hostAddr}
 	})
 	entryFake.SetPresence(transport.Presence{AgentID: "claude", Node: "n2", State: "AWAKE"})
 	entryFake.SetPresence(transport.Presence{AgentID: "ghost", Node: "n9", State: "AWAKE"})
-	entryFake.WithState(t) // a real state machine: roles and rules
 	for _, a := range []fsm.RegisterAgentCommand{{ID: "master", Role: "master"}, {ID: "worker", Role: "worker"}} {
 		if res, err := entryFake.ApplyCommand(fsm.OpRegisterAgent, a); err != nil {
 			t.Fatal(err)

@@ -41,23 +41,6 @@ type MarkReadRequest struct {
 	Upto uint64 `json:"upto,omitempty"`
 }
 
-// mailboxRoutes registers the mailbox endpoints.
-func (s *Server) mailboxRoutes() {
-	s.mux.HandleFunc("POST /v1/agents", s.registerAgent)
-	s.mux.HandleFunc("GET /v1/agents", s.listAgents)
-	s.mux.HandleFunc("GET /v1/agents/{id}", s.getAgent)
-	s.mux.HandleFunc("DELETE /v1/agents/{id}", s.unregisterAgent)
-	s.mux.HandleFunc("GET /v1/agents/{id}/cursor", s.cursor)
-	s.mux.HandleFunc("PUT /v1/agents/{id}/cursor", s.setCursor)
-	s.mux.HandleFunc("GET /v1/roles", s.roles)
-	s.mux.HandleFunc("GET /v1/agents/{id}/inbox", s.inbox)
-	s.mux.HandleFunc("GET /v1/agents/{id}/inbox/counts", s.inboxCounts)
-	s.mux.HandleFunc("GET /v1/agents/{id}/summary", s.agentSummary)
-	s.mux.HandleFunc("POST /v1/agents/{id}/read", s.markRead)
-	s.mux.HandleFunc("GET /v1/threads/{id}", s.thread)
-	s.mux.HandleFunc("GET /v1/messages/{id}/receipts", s.receipts)
-}
-
 // pathAgent is the {id} of the path, checked as an agent id.
 func pathAgent(r *http.Request) (string, error) {
 	id := r.PathValue("id")
@@ -102,7 +85,7 @@ func (s *Server) registerAgent(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if !s.mayActAs(w, r, "id", cmd.ID) {
+	if !s.admit(w, r, "id", cmd.ID) {
 		return
 	}
 	s.propose(w, r, fsm.OpRegisterAgent, cmd)
@@ -123,7 +106,7 @@ func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.query(w, r, func(f *fsm.FSM) (any, error) { return f.Agent(id) })
+	s.query(w, r, func(st Reader) (any, error) { return st.Agent(id) })
 }
 
 func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
@@ -142,12 +125,12 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.query(w, r, func(f *fsm.FSM) (any, error) { return f.Agents(aq) })
+	s.query(w, r, func(st Reader) (any, error) { return st.Agents(aq) })
 }
 
 func (s *Server) roles(w http.ResponseWriter, r *http.Request) {
-	s.query(w, r, func(f *fsm.FSM) (any, error) {
-		roles, err := f.Roles()
+	s.query(w, r, func(st Reader) (any, error) {
+		roles, err := st.Roles()
 		return RolesResponse{Roles: roles}, err
 	})
 }
@@ -194,8 +177,8 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.query(w, r, func(f *fsm.FSM) (any, error) {
-		page, err := f.Inbox(agent, iq)
+	s.query(w, r, func(st Reader) (any, error) {
+		page, err := st.Inbox(agent, iq)
 		return visibleInbox(viewerFrom(r.Context()), page), err
 	})
 }
@@ -208,9 +191,9 @@ func (s *Server) agentSummary(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.query(w, r, func(f *fsm.FSM) (any, error) {
+	s.query(w, r, func(st Reader) (any, error) {
 		out := AgentSummary{Agent: agent, HasInbox: true}
-		counts, err := f.InboxCounts(agent)
+		counts, err := st.InboxCounts(agent)
 		switch {
 		case errors.Is(err, fsm.ErrNotFound):
 			out.HasInbox = false
@@ -219,7 +202,7 @@ func (s *Server) agentSummary(w http.ResponseWriter, r *http.Request) {
 		default:
 			out.Counts = counts
 		}
-		if out.Bulletin, err = f.Bulletin(); err != nil {
+		if out.Bulletin, err = st.Bulletin(); err != nil {
 			return nil, err
 		}
 		return out, nil
@@ -232,7 +215,7 @@ func (s *Server) inboxCounts(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.query(w, r, func(f *fsm.FSM) (any, error) { return f.InboxCounts(agent) })
+	s.query(w, r, func(st Reader) (any, error) { return st.InboxCounts(agent) })
 }
 
 func (s *Server) markRead(w http.ResponseWriter, r *http.Request) {
@@ -271,12 +254,12 @@ func (s *Server) thread(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	s.query(w, r, func(f *fsm.FSM) (any, error) { return visibleThread(f, viewerFrom(r.Context()), id, after, limit) })
+	s.query(w, r, func(st Reader) (any, error) { return visibleThread(st, viewerFrom(r.Context()), id, after, limit) })
 }
 
 func (s *Server) receipts(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	s.query(w, r, func(f *fsm.FSM) (any, error) { return visibleReceipts(f, viewerFrom(r.Context()), id) })
+	s.query(w, r, func(st Reader) (any, error) { return visibleReceipts(st, viewerFrom(r.Context()), id) })
 }
 
 // cursor serves GET /v1/agents/{id}/cursor: the seq of the last message the
@@ -287,7 +270,7 @@ func (s *Server) cursor(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, &fsm.FieldError{Field: "id", Reason: "must match ^[a-z0-9][a-z0-9._-]{0,63}$"})
 		return
 	}
-	s.query(w, r, func(f *fsm.FSM) (any, error) { return f.CursorOf(id) })
+	s.query(w, r, func(st Reader) (any, error) { return st.CursorOf(id) })
 }
 
 // setCursor serves PUT /v1/agents/{id}/cursor, body {"seq":N}; the cursor

@@ -22,9 +22,9 @@ import (
 // entry at index i is stamped transporttest.Epoch + i ms.
 func newMailService(t *testing.T) *transporttest.Service {
 	t.Helper()
-	return transporttest.New(transporttest.MessagesOnState(), transporttest.Clock(func(i uint64) time.Time {
+	return transporttest.New(t, transporttest.Clock(func(i uint64) time.Time {
 		return transporttest.Epoch.Add(time.Duration(i) * time.Millisecond)
-	})).WithState(t)
+	}))
 }
 
 type mailEnv struct {
@@ -50,7 +50,7 @@ func (e *mailEnv) do(method, path, body string) reply {
 func (e *mailEnv) dump() string {
 	e.t.Helper()
 	var buf bytes.Buffer
-	if err := e.svc.State().Dump(&buf); err != nil {
+	if err := e.svc.FSM().Dump(&buf); err != nil {
 		e.t.Fatal(err)
 	}
 	var keep []string

@@ -78,18 +78,8 @@ func RedactAudit(e fsm.AuditEvent) fsm.AuditEvent {
 	return e
 }
 
-// oversightRoutes registers the oversight endpoints.
-func (s *Server) oversightRoutes() {
-	s.mux.HandleFunc("GET /v1/rules", s.rulesGet)
-	s.mux.HandleFunc("PUT /v1/rules", s.rulesPut)
-	s.mux.HandleFunc("DELETE /v1/rules", s.rulesDelete)
-	s.mux.HandleFunc("POST /v1/rules/check", s.rulesCheck)
-	s.mux.HandleFunc("GET /v1/audit", s.auditTrail)
-	s.mux.HandleFunc("GET /v1/overview", s.overviewPage)
-}
-
 func (s *Server) rulesGet(w http.ResponseWriter, r *http.Request) {
-	s.query(w, r, func(f *fsm.FSM) (any, error) { return f.Rules() })
+	s.query(w, r, func(st Reader) (any, error) { return st.Rules() })
 }
 
 func (s *Server) rulesPut(w http.ResponseWriter, r *http.Request) {
@@ -139,7 +129,7 @@ func (s *Server) rulesCheck(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.query(w, r, func(f *fsm.FSM) (any, error) { return f.CheckRules(req.From, req.FromRole, req.To, req.ToRole) })
+	s.query(w, r, func(st Reader) (any, error) { return st.CheckRules(req.From, req.FromRole, req.To, req.ToRole) })
 }
 
 func (s *Server) auditTrail(w http.ResponseWriter, r *http.Request) {
@@ -148,8 +138,8 @@ func (s *Server) auditTrail(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.query(w, r, func(f *fsm.FSM) (any, error) {
-		page, err := f.Audit(after, limit)
+	s.query(w, r, func(st Reader) (any, error) {
+		page, err := st.Audit(after, limit)
 		if err != nil {
 			return nil, err
 		}
@@ -174,7 +164,7 @@ func (s *Server) overviewPage(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fmt.Errorf("%w: channel: %q is not a channel name (^[a-z0-9][a-z0-9._-]{0,63}$)", ErrBadRequest, channel))
 		return
 	}
-	s.query(w, r, func(f *fsm.FSM) (any, error) { return f.OverviewFor(viewerFrom(r.Context()), channel, after, limit) })
+	s.query(w, r, func(st Reader) (any, error) { return st.OverviewFor(viewerFrom(r.Context()), channel, after, limit) })
 }
 
 // oversightPageParams reads ?after= (a seq, default 0) and ?limit= (1 to

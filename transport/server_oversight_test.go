@@ -30,10 +30,10 @@ var oversightT0 = time.Date(2025, 10, 20, 14, 30, 0, 0, time.UTC)
 
 func newOversightEnv(t *testing.T) *oversightEnv {
 	t.Helper()
-	fake := transporttest.New(transporttest.Clock(func(i uint64) time.Time {
+	fake := transporttest.New(t, transporttest.Clock(func(i uint64) time.Time {
 		return oversightT0.Add(time.Duration(i-1) * 15 * time.Second)
-	})).WithState(t)
-	return &oversightEnv{t: t, fake: fake, srv: serve(t, fake, transport.ServerOptions{}), state: fake.State()}
+	}))
+	return &oversightEnv{t: t, fake: fake, srv: serve(t, fake, transport.ServerOptions{}), state: fake.FSM()}
 }
 
 // apply applies a command directly and fails the test if it is refused.

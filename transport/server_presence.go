@@ -8,20 +8,14 @@ import (
 // hundred bytes.
 const maxPresenceBytes = 4 << 10
 
-// presenceRoutes: agent presence and gossip membership. Presence is soft
-// state carried by gossip, so every one of these is answered by the node
-// it reaches, without the leader.
+// The presence endpoints: agent presence and gossip membership. Presence
+// is soft state carried by gossip, so every one of these is answered by
+// the node it reaches, without the leader.
 //
 //	PUT /v1/presence/{agent}   heartbeat (PresenceUpdate) → the stored Presence
 //	GET /v1/presence           PresenceResponse, every agent this node knows
 //	GET /v1/presence/{agent}   Presence; 404 if unknown
 //	GET /v1/cluster/members    MembersResponse
-func (s *Server) presenceRoutes() {
-	s.mux.HandleFunc("PUT /v1/presence/{agent}", s.putPresence)
-	s.mux.HandleFunc("GET /v1/presence", s.listPresence)
-	s.mux.HandleFunc("GET /v1/presence/{agent}", s.getPresence)
-	s.mux.HandleFunc("GET /v1/cluster/members", s.members)
-}
 
 func (s *Server) putPresence(w http.ResponseWriter, r *http.Request) {
 	var u PresenceUpdate
@@ -35,7 +29,7 @@ func (s *Server) putPresence(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	p, err := s.svc.PutPresence(r.Context(), agent, u)
+	p, err := s.presence.PutPresence(r.Context(), agent, u)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -44,7 +38,7 @@ func (s *Server) putPresence(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listPresence(w http.ResponseWriter, r *http.Request) {
-	list, err := s.svc.Presence(r.Context())
+	list, err := s.presence.Presence(r.Context())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -56,7 +50,7 @@ func (s *Server) listPresence(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getPresence(w http.ResponseWriter, r *http.Request) {
-	p, err := s.svc.AgentPresence(r.Context(), r.PathValue("agent"))
+	p, err := s.presence.AgentPresence(r.Context(), r.PathValue("agent"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -65,7 +59,7 @@ func (s *Server) getPresence(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) members(w http.ResponseWriter, r *http.Request) {
-	res, err := s.svc.Members(r.Context())
+	res, err := s.cluster.Members(r.Context())
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -17,7 +17,7 @@ import (
 // A heartbeat in the seed format (watcher_pid, lower-case state) is
 // normalized before the service sees it, and the stored record comes back.
 func TestPutPresenceNormalizes(t *testing.T) {
-	f := transporttest.New()
+	f := transporttest.New(t)
 	srv := serve(t, f, transport.ServerOptions{})
 	r := do(t, http.MethodPut, srv.URL+"/v1/presence/codex",
 		`{"agent_id":"codex","state":"awake","watcher_pid":12345,"channel":"agent-os-paper","task":"review <PR 12> & merge"}`, nil)
@@ -46,7 +46,7 @@ func TestPutPresenceNormalizes(t *testing.T) {
 
 // Bad heartbeats get a 400 naming the field, and never reach the service.
 func TestPutPresenceRefusesBadInput(t *testing.T) {
-	f := transporttest.New()
+	f := transporttest.New(t)
 	srv := serve(t, f, transport.ServerOptions{})
 	long := strings.Repeat("x", transport.MaxPresenceTask+1)
 	cases := []struct {
@@ -88,7 +88,7 @@ func TestPutPresenceRefusesBadInput(t *testing.T) {
 
 // Errors of the service map to their status codes.
 func TestPutPresenceServiceErrors(t *testing.T) {
-	f := transporttest.New()
+	f := transporttest.New(t)
 	srv := serve(t, f, transport.ServerOptions{})
 	cases := []struct {
 		err    error
@@ -110,7 +110,7 @@ func TestPutPresenceServiceErrors(t *testing.T) {
 }
 
 func TestGetPresence(t *testing.T) {
-	f := transporttest.New()
+	f := transporttest.New(t)
 	srv := serve(t, f, transport.ServerOptions{})
 	// Empty: a list, not null.
 	r := do(t, http.MethodGet, srv.URL+"/v1/presence", "", nil)
@@ -142,7 +142,7 @@ func TestGetPresence(t *testing.T) {
 }
 
 func TestMembersEndpoint(t *testing.T) {
-	f := transporttest.New()
+	f := transporttest.New(t)
 	srv := serve(t, f, transport.ServerOptions{})
 	r := do(t, http.MethodGet, srv.URL+"/v1/cluster/members", "", nil)
 	var res map[string]any
@@ -161,7 +161,7 @@ func TestMembersEndpoint(t *testing.T) {
 
 // The client's presence methods against the server and the fake.
 func TestClientPresenceRoundTrip(t *testing.T) {
-	f := transporttest.New()
+	f := transporttest.New(t)
 	srv := serve(t, f, transport.ServerOptions{})
 	c := transport.NewClient(srv.URL, nil)
 	ctx := t.Context()

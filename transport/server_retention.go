@@ -6,16 +6,9 @@ import (
 	"github.com/maos-project/maos/fsm"
 )
 
-// retentionRoutes registers the per-channel retention endpoints.
-func (s *Server) retentionRoutes() {
-	s.mux.HandleFunc("GET /v1/channels/{channel}/retention", s.getRetention)
-	s.mux.HandleFunc("PUT /v1/channels/{channel}/retention", s.setRetention)
-	s.mux.HandleFunc("POST /v1/channels/{channel}/trim", s.trimChannel)
-}
-
 func (s *Server) getRetention(w http.ResponseWriter, r *http.Request) {
 	ch := r.PathValue("channel")
-	s.query(w, r, func(f *fsm.FSM) (any, error) { return f.RetentionOf(ch) })
+	s.query(w, r, func(st Reader) (any, error) { return st.RetentionOf(ch) })
 }
 
 // setRetention sets a channel's policy, body {"max_age":"720h","max_messages":N},

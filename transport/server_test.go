@@ -87,7 +87,11 @@ func TestSendSuccess(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := transporttest.New()
+			f := transporttest.New(t)
+			// Entry 1: the agent "role:reviewer" resolves to.
+			if _, err := f.ApplyCommand(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "rita", Role: "reviewer"}); err != nil {
+				t.Fatal(err)
+			}
 			srv := serve(t, f, transport.ServerOptions{Now: func() time.Time { return now }, MaxMessageBytes: tc.max})
 			r := do(t, "POST", srv.URL+"/v1/messages", tc.body, nil)
 			var raw map[string]json.RawMessage
@@ -99,13 +103,13 @@ func TestSendSuccess(t *testing.T) {
 			if err := json.Unmarshal(r.body, &res); err != nil {
 				t.Fatal(err)
 			}
-			if res.Seq != 1 {
-				t.Errorf("seq %d, want 1", res.Seq)
+			if res.Seq != 2 {
+				t.Errorf("seq %d, want 2", res.Seq)
 			}
-			if n := len(f.CallsTo("Send")); n != 1 {
+			if n := sendCalls(f); n != 1 {
 				t.Fatalf("service saw %d sends, want 1", n)
 			}
-			m := f.StoredSeq(1)
+			m := f.StoredSeq(2)
 			if m == nil {
 				t.Fatal("nothing stored")
 			}
@@ -118,7 +122,7 @@ func TestSendSuccess(t *testing.T) {
 }
 
 func TestSendSeqAndIdempotency(t *testing.T) {
-	f := transporttest.New()
+	f := transporttest.New(t)
 	srv := serve(t, f, transport.ServerOptions{})
 	send := func(body string) reply { return do(t, "POST", srv.URL+"/v1/messages", body, nil) }
 
@@ -187,7 +191,7 @@ func TestSendRejected(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := transporttest.New()
+			f := transporttest.New(t)
 			srv := serve(t, f, transport.ServerOptions{MaxMessageBytes: tc.max})
 			msg := wantError(t, do(t, "POST", srv.URL+"/v1/messages", tc.body, nil), tc.status, tc.code)
 			if !strings.Contains(msg, tc.message) {
@@ -229,14 +233,14 @@ func TestSendServiceErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := transporttest.New()
-			f.Fail("Send", tc.err)
+			f := transporttest.New(t)
+			f.Fail("Apply", tc.err)
 			srv := serve(t, f, transport.ServerOptions{})
 			msg := wantError(t, do(t, "POST", srv.URL+"/v1/messages", validBody, nil), tc.status, tc.code)
 			if tc.message != "" && msg != tc.message {
 				t.Errorf("message %q, want %q", msg, tc.message)
 			}
-			if n := len(f.CallsTo("Send")); n != 1 {
+			if n := sendCalls(f); n != 1 {
 				t.Errorf("service saw %d sends, want 1", n)
 			}
 		})
@@ -244,11 +248,8 @@ func TestSendServiceErrors(t *testing.T) {
 }
 
 func TestGetMessage(t *testing.T) {
-	f := transporttest.New()
-	stored, err := f.Send(t.Context(), msg("msg-20261121-103000-alice-0a1b2c3d", "alice", "general", "hi", "bob"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := transporttest.New(t)
+	stored := store(t, f, msg("msg-20261121-103000-alice-0a1b2c3d", "alice", "general", "hi", "bob"))
 	srv := serve(t, f, transport.ServerOptions{})
 
 	t.Run("found", func(t *testing.T) {
@@ -257,17 +258,17 @@ func TestGetMessage(t *testing.T) {
 		if m.ID != stored.ID || m.Seq != stored.Seq || m.Content.Text != "hi" || !m.Timestamp.Equal(stored.Timestamp) {
 			t.Errorf("got %+v, want the stored message %+v", m, stored)
 		}
-		c := f.CallsTo("Message")
+		c := f.CallsTo("Linearize")
 		if len(c) == 0 {
 			t.Fatal("service not called")
 		}
-		if last := c[len(c)-1]; last.Arg != stored.ID || last.Cons != transport.Local {
-			t.Errorf("service called with %+v, want id %s and local", last, stored.ID)
+		if last := c[len(c)-1]; last.Cons != transport.Local {
+			t.Errorf("read linearized with %+v, want local", last)
 		}
 	})
 	t.Run("strong", func(t *testing.T) {
 		wantOK(t, do(t, "GET", srv.URL+"/v1/messages/"+stored.ID+"?consistency=strong", "", nil), nil)
-		c := f.CallsTo("Message")
+		c := f.CallsTo("Linearize")
 		if len(c) == 0 {
 			t.Fatal("service not called")
 		}
@@ -282,28 +283,26 @@ func TestGetMessage(t *testing.T) {
 		}
 	})
 	t.Run("bad consistency", func(t *testing.T) {
-		before := len(f.CallsTo("Message"))
+		before := f.Count()
 		msg := wantError(t, do(t, "GET", srv.URL+"/v1/messages/"+stored.ID+"?consistency=bogus", "", nil), 400, "bad_request")
 		if !strings.Contains(msg, "bogus") {
 			t.Errorf("message %q does not name the value", msg)
 		}
-		if after := len(f.CallsTo("Message")); after != before {
+		if after := f.Count(); after != before {
 			t.Errorf("service called for a bad request")
 		}
 	})
 	t.Run("no leader for a strong read", func(t *testing.T) {
-		f.Fail("Message", transport.ErrNoLeader)
-		defer f.Fail("Message", nil)
+		f.Fail("Linearize", transport.ErrNoLeader)
+		defer f.Fail("Linearize", nil)
 		wantError(t, do(t, "GET", srv.URL+"/v1/messages/"+stored.ID+"?consistency=strong", "", nil), 503, "no_leader")
 	})
 }
 
 func TestChannels(t *testing.T) {
-	f := transporttest.New()
+	f := transporttest.New(t)
 	for i, ch := range []string{"general", "ops", "general"} {
-		if _, err := f.Send(t.Context(), msg(fmt.Sprintf("m%d", i), "alice", ch, "x", "bob")); err != nil {
-			t.Fatal(err)
-		}
+		store(t, f, msg(fmt.Sprintf("m%d", i), "alice", ch, "x", "bob"))
 	}
 	srv := serve(t, f, transport.ServerOptions{})
 	var got transport.ChannelsResponse
@@ -314,24 +313,23 @@ func TestChannels(t *testing.T) {
 	}
 
 	wantOK(t, do(t, "GET", srv.URL+"/v1/channels?consistency=strong", "", nil), nil)
-	c := f.CallsTo("Channels")
+	c := f.CallsTo("Linearize")
 	if len(c) != 2 || c[0].Cons != transport.Local || c[1].Cons != transport.Strong {
 		t.Errorf("service calls %+v, want local then strong", c)
 	}
 	wantError(t, do(t, "GET", srv.URL+"/v1/channels?consistency=eventual", "", nil), 400, "bad_request")
-	if n := len(f.CallsTo("Channels")); n != 2 {
+	if n := f.Count(); n != 2 {
 		t.Errorf("service got %d calls, want 2: the bad request must not reach it", n)
 	}
 }
 
 func TestChannelMessages(t *testing.T) {
-	f := transporttest.New()
+	f := transporttest.New(t)
 	for i := range 5 {
-		if _, err := f.Send(t.Context(), msg(fmt.Sprintf("m%d", i+1), "alice", "general", "x", "bob")); err != nil {
-			t.Fatal(err)
-		}
+		store(t, f, msg(fmt.Sprintf("m%d", i+1), "alice", "general", "x", "bob"))
 	}
-	srv := serve(t, f, transport.ServerOptions{})
+	b, pages := recordPages(f)
+	srv := serve(t, b, transport.ServerOptions{})
 	cases := []struct {
 		name      string
 		query     string
@@ -358,27 +356,27 @@ func TestChannelMessages(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			before := len(f.CallsTo("ChannelPage"))
+			before, linBefore := len(pages()), len(f.CallsTo("Linearize"))
 			r := do(t, "GET", srv.URL+"/v1/channels/general/messages?"+tc.query, "", nil)
-			calls := f.CallsTo("ChannelPage")
+			calls, lin := pages(), f.CallsTo("Linearize")
 			if tc.errStatus != 0 {
 				msg := wantError(t, r, tc.errStatus, "bad_request")
 				if !strings.Contains(msg, tc.errWords) {
 					t.Errorf("message %q does not name %q", msg, tc.errWords)
 				}
-				if len(calls) != before {
+				if len(calls) != before || len(lin) != linBefore {
 					t.Errorf("a bad request reached the service")
 				}
 				return
 			}
 			var page fsm.Page
 			wantOK(t, r, &page)
-			if len(calls) != before+1 {
-				t.Fatalf("service got %d calls, want 1", len(calls)-before)
+			if len(calls) != before+1 || len(lin) != linBefore+1 {
+				t.Fatalf("state read %d times after %d Linearize calls, want 1 and 1", len(calls)-before, len(lin)-linBefore)
 			}
 			c := calls[len(calls)-1]
-			if c.Arg != "general" || c.After != tc.after || c.Limit != tc.limit || c.Cons != tc.cons {
-				t.Errorf("service called with %+v, want general after %d limit %d %s", c, tc.after, tc.limit, tc.cons)
+			if c.Channel != "general" || c.After != tc.after || c.Limit != tc.limit || lin[len(lin)-1].Cons != tc.cons {
+				t.Errorf("state read %+v at %s, want general after %d limit %d %s", c, lin[len(lin)-1].Cons, tc.after, tc.limit, tc.cons)
 			}
 			var seqs []uint64
 			for _, m := range page.Messages {
@@ -392,7 +390,7 @@ func TestChannelMessages(t *testing.T) {
 }
 
 func TestClusterStatus(t *testing.T) {
-	f := transporttest.New()
+	f := transporttest.New(t)
 	srv := serve(t, f, transport.ServerOptions{})
 	var st transport.Status
 	wantOK(t, do(t, "GET", srv.URL+"/v1/cluster/status", "", nil), &st)
@@ -431,7 +429,7 @@ func TestJoin(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := transporttest.New()
+			f := transporttest.New(t)
 			f.Fail("Join", tc.svcErr)
 			srv := serve(t, f, transport.ServerOptions{})
 			r := do(t, "POST", srv.URL+"/v1/cluster/join", tc.body, nil)
@@ -463,7 +461,7 @@ func TestJoin(t *testing.T) {
 }
 
 func TestRemove(t *testing.T) {
-	f := transporttest.New()
+	f := transporttest.New(t)
 	srv := serve(t, f, transport.ServerOptions{})
 	var got map[string]string
 	wantOK(t, do(t, "DELETE", srv.URL+"/v1/cluster/nodes/n3", "", nil), &got)
@@ -477,7 +475,7 @@ func TestRemove(t *testing.T) {
 }
 
 func TestSnapshot(t *testing.T) {
-	f := transporttest.New()
+	f := transporttest.New(t)
 	srv := serve(t, f, transport.ServerOptions{})
 	var got transport.SnapshotResponse
 	wantOK(t, do(t, "POST", srv.URL+"/v1/cluster/snapshot", "", nil), &got)
@@ -509,7 +507,7 @@ func TestTransferLeadership(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := transporttest.New()
+			f := transporttest.New(t)
 			srv := serve(t, f, transport.ServerOptions{})
 			r := do(t, "POST", srv.URL+"/v1/cluster/transfer-leadership", tc.body, nil)
 			if tc.status != 200 {
@@ -529,7 +527,7 @@ func TestTransferLeadership(t *testing.T) {
 }
 
 func TestHealthAndReady(t *testing.T) {
-	f := transporttest.New()
+	f := transporttest.New(t)
 	srv := serve(t, f, transport.ServerOptions{})
 
 	var h map[string]string
@@ -571,7 +569,7 @@ func TestHealthAndReady(t *testing.T) {
 }
 
 func TestUnknownEndpoint(t *testing.T) {
-	f := transporttest.New()
+	f := transporttest.New(t)
 	srv := serve(t, f, transport.ServerOptions{})
 	for _, tc := range []struct{ method, path string }{
 		{"GET", "/"},
@@ -602,10 +600,10 @@ func TestForwardedHeader(t *testing.T) {
 	reqs := []struct {
 		method, path, body, svc string
 	}{
-		{"POST", "/v1/messages", validBody, "Send"},
-		{"GET", "/v1/messages/m1", "", "Message"},
-		{"GET", "/v1/channels", "", "Channels"},
-		{"GET", "/v1/channels/general/messages", "", "ChannelPage"},
+		{"POST", "/v1/messages", validBody, "Apply"},
+		{"GET", "/v1/messages/m1", "", "Linearize"},
+		{"GET", "/v1/channels", "", "Linearize"},
+		{"GET", "/v1/channels/general/messages", "", "Linearize"},
 		{"GET", "/v1/cluster/status", "", "Status"},
 		{"GET", "/readyz", "", "Ready"},
 		{"POST", "/v1/cluster/join", `{"node_id":"n4","raft_addr":"a:1","api_addr":"a:2"}`, "Join"},
@@ -617,7 +615,7 @@ func TestForwardedHeader(t *testing.T) {
 		want := header != nil
 		for _, rq := range reqs {
 			t.Run(fmt.Sprintf("%s%s/forwarded=%v", rq.method, rq.path, want), func(t *testing.T) {
-				f := transporttest.New()
+				f := transporttest.New(t)
 				srv := serve(t, f, transport.ServerOptions{})
 				do(t, rq.method, srv.URL+rq.path, rq.body, header)
 				c := f.CallsTo(rq.svc)

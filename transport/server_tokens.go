@@ -13,7 +13,7 @@ import (
 	"github.com/maos-project/maos/fsm"
 )
 
-// The token endpoints (admin only; see routeRules):
+// The token endpoints (admin only; see routes.go):
 //
 //	POST   /v1/tokens       {"agent","role"} → TokenCreated (the secret, this once)
 //	GET    /v1/tokens       → TokensResponse (every token, revoked ones with revoked_at; never a secret or hash)
@@ -48,13 +48,6 @@ type TokenCreated struct {
 // TokensResponse is the body of GET /v1/tokens.
 type TokensResponse struct {
 	Tokens []fsm.Token `json:"tokens"`
-}
-
-func (s *Server) tokenRoutes() {
-	s.mux.HandleFunc("POST /v1/tokens", s.createToken)
-	s.mux.HandleFunc("GET /v1/tokens", s.listTokens)
-	s.mux.HandleFunc("DELETE /v1/tokens/{id}", s.revokeToken)
-	s.mux.HandleFunc("GET /v1/whoami", s.whoami)
 }
 
 // whoami answers who the request's token speaks for: for a client (an MCP
@@ -120,7 +113,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	raw, err := s.svc.Apply(r.Context(), fsm.OpCreateToken, cmd)
+	raw, err := s.prop.Apply(r.Context(), fsm.OpCreateToken, cmd)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -137,8 +130,8 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
-	s.query(w, r, func(f *fsm.FSM) (any, error) {
-		list, err := f.Tokens()
+	s.query(w, r, func(st Reader) (any, error) {
+		list, err := st.Tokens()
 		return TokensResponse{Tokens: list}, err
 	})
 }
@@ -149,15 +142,13 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	res, err := s.svc.Apply(r.Context(), fsm.OpRevokeToken, cmd)
+	res, err := s.prop.Apply(r.Context(), fsm.OpRevokeToken, cmd)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	s.catchUp(r, "token revoke")
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(res)
+	writeRawJSON(w, res)
 }
 
 // catchUp waits (briefly) until this node has applied what the leader has
@@ -169,7 +160,7 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
 func (s *Server) catchUp(r *http.Request, what string) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	if err := s.svc.Linearize(ctx, Strong); err != nil {
+	if err := s.prop.Linearize(ctx, Strong); err != nil {
 		s.opts.Logger.Warn(what+": committed, but this node did not catch up with the leader", "error", err)
 	}
 }

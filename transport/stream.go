@@ -51,7 +51,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	release, ok := s.acquireStream(w, r, agent)
+	release, ok := s.admitStream(w, r, agent)
 	if !ok {
 		return
 	}
@@ -73,7 +73,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	viewer := viewerFrom(r.Context())
 	ready := false
 	for {
-		state := s.svc.State()
+		state := s.state
 		changed := state.Changed() // before reading, so nothing applied in between is missed
 		msgs, more, err := streamRead(state, agent, channel, after)
 		if err != nil {
@@ -121,7 +121,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 // streamRead returns the next messages after seq for the stream's filter
 // and whether more are ready. An agent with no inbox yet has nothing to
 // send (its inbox starts with its first message).
-func streamRead(state *fsm.FSM, agent, channel string, after uint64) ([]*fsm.Message, bool, error) {
+func streamRead(state Reader, agent, channel string, after uint64) ([]*fsm.Message, bool, error) {
 	if agent == "" {
 		var page fsm.Page
 		var err error

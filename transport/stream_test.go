@@ -15,7 +15,7 @@ import (
 	"github.com/maos-project/maos/transport/transporttest"
 )
 
-// streamState is a real state machine behind the fake, fed by hand.
+// streamState feeds the fake's state machine by hand.
 type streamState struct {
 	t    *testing.T
 	fake *transporttest.Service
@@ -23,7 +23,6 @@ type streamState struct {
 }
 
 func newStreamState(t *testing.T, fake *transporttest.Service) *streamState {
-	fake.WithState(t)
 	return &streamState{t: t, fake: fake}
 }
 
@@ -79,7 +78,7 @@ func collect(t *testing.T, c *transport.Client, q transport.StreamQuery, after f
 }
 
 func TestStreamBacklogLiveAndResume(t *testing.T) {
-	fake := transporttest.New()
+	fake := transporttest.New(t)
 	st := newStreamState(t, fake)
 	srv := serve(t, fake, transport.ServerOptions{})
 	c := transport.NewClient(srv.URL, nil)
@@ -115,7 +114,7 @@ func TestStreamBacklogLiveAndResume(t *testing.T) {
 }
 
 func TestStreamKeepAliveAndBadInput(t *testing.T) {
-	fake := transporttest.New()
+	fake := transporttest.New(t)
 	newStreamState(t, fake)
 	srv := serve(t, fake, transport.ServerOptions{KeepAlive: 20 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

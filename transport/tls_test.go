@@ -158,7 +158,7 @@ func tlsClient(t *testing.T, files transport.TLSFiles) *http.Client {
 func TestTLSAPINodeRequestsNeedAClientCertificate(t *testing.T) {
 	ca := tlstest.NewCA(t, "maos-test")
 	node := ca.Node(t, "n1")
-	f := transporttest.New()
+	f := transporttest.New(t)
 	srv := serveTLS(t, f, node)
 	base := "https://" + srv.Listener.Addr().String()
 	agent := tlsClient(t, transport.TLSFiles{CA: node.CA})
@@ -231,7 +231,7 @@ func TestTLSAPINodeRequestsNeedAClientCertificate(t *testing.T) {
 // Over plain HTTP there are no certificates to check: node requests pass
 // as before.
 func TestPlainAPIDoesNotAskForCertificates(t *testing.T) {
-	f := transporttest.New()
+	f := transporttest.New(t)
 	srv := serve(t, f, transport.ServerOptions{})
 	if r := do(t, http.MethodGet, srv.URL+"/v1/internal/read-index", "", nil); r.status != http.StatusOK {
 		t.Errorf("plain read index: %d %s", r.status, r.body)
@@ -240,7 +240,7 @@ func TestPlainAPIDoesNotAskForCertificates(t *testing.T) {
 
 func TestTLSAPIRefusesClientsWithoutTheCA(t *testing.T) {
 	ca := tlstest.NewCA(t, "maos-test")
-	srv := serveTLS(t, transporttest.New(), ca.Node(t, "n1"))
+	srv := serveTLS(t, transporttest.New(t), ca.Node(t, "n1"))
 	addr := srv.Listener.Addr().String()
 	ctx := context.Background()
 

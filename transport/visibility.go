@@ -111,7 +111,7 @@ func visibleInbox(v *fsm.Viewer, page fsm.InboxPage) fsm.InboxPage {
 // found, in fsm's words, when v may not read the message; otherwise with
 // the reply id of an answered receipt left out when v may not read that
 // reply.
-func visibleReceipts(f *fsm.FSM, v *fsm.Viewer, id string) (fsm.Receipts, error) {
+func visibleReceipts(f Reader, v *fsm.Viewer, id string) (fsm.Receipts, error) {
 	if v != nil {
 		if m, err := f.Message(id); err == nil && !v.CanRead(m) {
 			return fsm.Receipts{}, errHiddenMessage(id)
@@ -136,7 +136,7 @@ func visibleReceipts(f *fsm.FSM, v *fsm.Viewer, id string) (fsm.Receipts, error)
 // by the id of a message v may not read is not found, as if it did not
 // exist; a thread is reached through the id of any message of it v may
 // read.
-func visibleThread(f *fsm.FSM, v *fsm.Viewer, id string, after uint64, limit int) (fsm.ThreadPage, error) {
+func visibleThread(f Reader, v *fsm.Viewer, id string, after uint64, limit int) (fsm.ThreadPage, error) {
 	if v == nil {
 		return f.Thread(id, after, limit)
 	}

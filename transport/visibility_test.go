@@ -36,7 +36,7 @@ type visMsgs struct {
 
 func newVisEnv(t *testing.T) *visEnv {
 	t.Helper()
-	svc := newMailService(t) // every read on the real state machine too
+	svc := newMailService(t)
 	api := transport.NewServer(svc, transport.ServerOptions{Logger: discard, KeepAlive: time.Hour})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if as := r.Header.Get(asHeader); as != "" {
@@ -66,10 +66,7 @@ func (e *visEnv) send(id, from, to, title, text, visibility, inReplyTo string) *
 	if err := m.Validate(); err != nil {
 		e.t.Fatal(err)
 	}
-	res, err := e.svc.Send(context.Background(), m)
-	if err != nil {
-		e.t.Fatalf("send %s: %v", id, err)
-	}
+	res := store(e.t, e.svc, m)
 	return &transport.SendResponse{ID: res.ID, Seq: res.Seq}
 }
 

@@ -13,7 +13,6 @@ import (
 
 func TestChannelRetention(t *testing.T) {
 	e := newTestEnv(t)
-	e.svc.WithState(t)
 	for i := range 4 {
 		m := fsm.Message{From: "codex", To: fsm.Recipients{"claude"}, Channel: "ops", Content: fsm.Content{Text: fmt.Sprint(i)}}
 		m.Normalize(time.Now())

@@ -15,7 +15,6 @@ import (
 func newCoordEnv(t *testing.T) *testEnv {
 	t.Helper()
 	e := newTestEnv(t)
-	e.svc.WithState(t)
 	return e
 }
 

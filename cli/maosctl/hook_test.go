@@ -22,7 +22,6 @@ import (
 func newHookEnv(t *testing.T) *testEnv {
 	t.Helper()
 	e := newTestEnv(t)
-	e.svc.WithState(t)
 	e.apply(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "alice", Role: "reviewer"})
 	return e
 }

@@ -3,7 +3,6 @@ package maosctl
 import (
 	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"os"
 	"regexp"
 	"slices"
@@ -14,23 +13,15 @@ import (
 
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
-	"github.com/maos-project/maos/transport/transporttest"
 	"github.com/urfave/cli/v2"
 )
 
-// newMailEnv is newTestEnv with every write and read on a real state
-// machine, sends and message reads included, so the mailbox commands see
-// resolved recipients, inboxes, threads and receipts.
+// newMailEnv is newTestEnv: every fake node has a real state machine, so
+// the mailbox commands see resolved recipients, inboxes, threads and
+// receipts.
 func newMailEnv(t *testing.T) *testEnv {
 	t.Helper()
-	for _, k := range []string{envAddr, envAgent, envChannel, envTimeout} {
-		t.Setenv(k, "")
-		os.Unsetenv(k)
-	}
-	svc := newService(transporttest.MessagesOnState()).WithState(t)
-	srv := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{}))
-	t.Cleanup(srv.Close)
-	return &testEnv{t: t, svc: svc, addr: srv.Listener.Addr().String()}
+	return newTestEnv(t)
 }
 
 // fail runs args, which must fail with exit 1, one "maosctl: " line on
@@ -377,11 +368,11 @@ func TestSendWait(t *testing.T) {
 	}
 
 	// Bad flags are refused before anything is sent.
-	before := e.svc.State().AppliedIndex()
+	before := e.svc.FSM().AppliedIndex()
 	e.fail([]string{"send", "--from", "codex", "--to", "alice", "--channel", "review", "--text", "x", "--wait", "delivered"}, `--wait "delivered"`, "read or answered")
 	e.fail([]string{"send", "--from", "codex", "--to", "alice", "--channel", "review", "--text", "x", "--timeout", "5s"}, "--timeout goes with --wait")
 	e.fail([]string{"send", "--from", "codex", "--to", "alice", "--channel", "review", "--text", "x", "--wait", "read", "--timeout", "0s"}, "positive duration")
-	if after := e.svc.State().AppliedIndex(); after != before {
+	if after := e.svc.FSM().AppliedIndex(); after != before {
 		t.Errorf("refused sends applied entries: %d → %d", before, after)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
@@ -20,10 +21,10 @@ import (
 )
 
 // newService is the fake node the maosctl tests talk to. Its state
-// machine, once a test calls WithState, applies its first entry at index
-// 1001, so an index in the output cannot pass for a count.
-func newService(opts ...transporttest.Option) *transporttest.Service {
-	return transporttest.New(append([]transporttest.Option{transporttest.FirstIndex(1001)}, opts...)...)
+// machine applies its first entry at index 1001, so an index in the output
+// cannot pass for a count.
+func newService(t testing.TB) *transporttest.Service {
+	return transporttest.New(t, transporttest.FirstIndex(1001))
 }
 
 // testEnv is a fake node behind a loopback HTTP server.
@@ -40,7 +41,7 @@ func newTestEnv(t *testing.T) *testEnv {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
 	}
-	svc := newService()
+	svc := newService(t)
 	srv := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{}))
 	t.Cleanup(srv.Close)
 	return &testEnv{t: t, svc: svc, addr: srv.Listener.Addr().String()}
@@ -96,8 +97,8 @@ func TestSendPrintsIDAndSeq(t *testing.T) {
 	if m == nil {
 		t.Fatalf("send printed %q, want \"msg-... seq=N\"", out)
 	}
-	if m[2] != "1" {
-		t.Errorf("seq = %s, want 1", m[2])
+	if m[2] != "1001" {
+		t.Errorf("seq = %s, want 1001", m[2])
 	}
 	got := e.svc.Stored(m[1])
 	if got == nil {
@@ -131,6 +132,7 @@ func TestSendJSON(t *testing.T) {
 
 func TestSendFields(t *testing.T) {
 	e := newTestEnv(t)
+	e.apply(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "rita", Role: "reviewer"}) // at 1001
 	e.ok("send", "--from", "codex", "--to", "claude, gemini", "--to", "role:reviewer", "--channel", "review",
 		"--text", "look", "--title", "Retry logic", "--type", "request", "--priority", "high",
 		"--reply-to", "msg-1", "--id", "msg-fixed-1")
@@ -149,7 +151,7 @@ func TestSendFields(t *testing.T) {
 	out := e.ok("send", "--from", "codex", "--to", "claude,gemini,role:reviewer", "--channel", "review",
 		"--text", "look", "--title", "Retry logic", "--type", "request", "--priority", "high",
 		"--reply-to", "msg-1", "--id", "msg-fixed-1")
-	if out != "msg-fixed-1 seq=1\n" {
+	if out != "msg-fixed-1 seq=1002\n" {
 		t.Errorf("resend printed %q", out)
 	}
 }
@@ -205,7 +207,7 @@ func TestGet(t *testing.T) {
 
 	out := e.ok("get", id)
 	for _, want := range []string{
-		"id:", id, "seq:", "1", "time:", "2026-11-21T10:30:01.000Z", "channel:", "review",
+		"id:", id, "seq:", "1001", "time:", e.svc.Stored(id).Timestamp.UTC().Format("2006-01-02T15:04:05.000Z"), "channel:", "review",
 		"from:", "codex", "to:", "claude, gemini", "type:", "request", "priority:", "high",
 		"title:", "Retry logic", "\n\n@claude please review\nsecond line\n",
 	} {
@@ -220,7 +222,7 @@ func TestGet(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &m); err != nil {
 		t.Fatalf("get --json: %v\n%s", err, out)
 	}
-	if m.ID != id || m.Seq != 1 || m.Title != "Retry logic" || m.Content.Text != "@claude please review\nsecond line" {
+	if m.ID != id || m.Seq != 1001 || m.Title != "Retry logic" || m.Content.Text != "@claude please review\nsecond line" {
 		t.Errorf("get --json = %+v", m)
 	}
 
@@ -235,18 +237,19 @@ func TestRead(t *testing.T) {
 	e := newTestEnv(t)
 	id1 := e.send("review", "codex", "claude", "first line\nmore", "--title", "Plan")
 	e.send("other", "codex", "claude", "elsewhere")
-	e.send("review", "claude", "codex,gemini", "reply", "--type", "response")
+	id3 := e.send("review", "claude", "codex,gemini", "reply", "--type", "response")
 
 	out := e.ok("read", "--channel", "review")
-	want := "#1 2026-11-21T10:30:01Z codex → claude [chat/normal] Plan: first line\n" +
-		"#3 2026-11-21T10:30:03Z claude → codex,gemini [response/normal] reply\n"
+	at := func(id string) string { return e.svc.Stored(id).Timestamp.UTC().Format(time.RFC3339) }
+	want := "#1001 " + at(id1) + " codex → claude [chat/normal] Plan: first line\n" +
+		"#1003 " + at(id3) + " claude → codex,gemini [response/normal] reply\n"
 	if out != want {
 		t.Errorf("read printed\n%s\nwant\n%s", out, want)
 	}
 
-	out = e.ok("read", "--channel", "review", "--after", "1")
-	if !strings.HasPrefix(out, "#3 ") || strings.Count(out, "\n") != 1 {
-		t.Errorf("read --after 1 printed %q", out)
+	out = e.ok("read", "--channel", "review", "--after", "1001")
+	if !strings.HasPrefix(out, "#1003 ") || strings.Count(out, "\n") != 1 {
+		t.Errorf("read --after 1001 printed %q", out)
 	}
 
 	out = e.ok("--json", "read", "--channel", "review")
@@ -254,13 +257,13 @@ func TestRead(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &msgs); err != nil {
 		t.Fatalf("read --json: %v\n%s", err, out)
 	}
-	if len(msgs) != 2 || msgs[0].ID != id1 || msgs[1].Seq != 3 {
+	if len(msgs) != 2 || msgs[0].ID != id1 || msgs[1].Seq != 1003 {
 		t.Errorf("read --json = %+v", msgs)
 	}
 
 	for _, args := range [][]string{
 		{"--json", "read", "--channel", "empty"},
-		{"read", "--json", "--channel", "review", "--after", "3"},
+		{"read", "--json", "--channel", "review", "--after", "1003"},
 	} {
 		if out := e.ok(args...); strings.TrimSpace(out) != "[]" {
 			t.Errorf("%v printed %q, want []", args, out)
@@ -285,31 +288,31 @@ func TestReadAllPages(t *testing.T) {
 	if n := strings.Count(r.out, "\n"); n != 3 {
 		t.Errorf("one page printed %d lines:\n%s", n, r.out)
 	}
-	if !strings.Contains(r.errOut, "--after 3") {
+	if !strings.Contains(r.errOut, "--after 1003") {
 		t.Errorf("no hint at the next page on stderr: %q", r.errOut)
 	}
 
-	before := len(e.svc.CallsTo("ChannelPage"))
+	before := len(e.svc.CallsTo("Linearize"))
 	out := e.ok("read", "--channel", "big", "--limit", "3", "--all")
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	if len(lines) != 7 {
 		t.Fatalf("--all printed %d lines:\n%s", len(lines), out)
 	}
 	for i, l := range lines {
-		if !strings.HasPrefix(l, fmt.Sprintf("#%d ", i+1)) || !strings.HasSuffix(l, fmt.Sprintf("message %d", i)) {
+		if !strings.HasPrefix(l, fmt.Sprintf("#%d ", i+1001)) || !strings.HasSuffix(l, fmt.Sprintf("message %d", i)) {
 			t.Errorf("line %d = %q", i, l)
 		}
 	}
-	if after := len(e.svc.CallsTo("ChannelPage")); after-before != 3 {
+	if after := len(e.svc.CallsTo("Linearize")); after-before != 3 {
 		t.Errorf("--all fetched %d pages, want 3", after-before)
 	}
 
-	out = e.ok("--json", "read", "--channel", "big", "--limit", "2", "--all", "--after", "1")
+	out = e.ok("--json", "read", "--channel", "big", "--limit", "2", "--all", "--after", "1001")
 	var msgs []fsm.Message
 	if err := json.Unmarshal([]byte(out), &msgs); err != nil {
 		t.Fatal(err)
 	}
-	if len(msgs) != 6 || msgs[0].Seq != 2 || msgs[5].Seq != 7 {
+	if len(msgs) != 6 || msgs[0].Seq != 1002 || msgs[5].Seq != 1007 {
 		t.Errorf("--json --all returned %d messages: %+v", len(msgs), msgs)
 	}
 }
@@ -328,7 +331,7 @@ func TestChannels(t *testing.T) {
 	if len(lines) != 3 {
 		t.Fatalf("channels printed:\n%s", out)
 	}
-	for i, want := range [][]string{{"NAME", "COUNT", "FIRST", "LAST"}, {"ops", "1", "2", "2"}, {"review", "2", "1", "3"}} {
+	for i, want := range [][]string{{"NAME", "COUNT", "FIRST", "LAST"}, {"ops", "1", "1002", "1002"}, {"review", "2", "1001", "1003"}} {
 		if got := strings.Fields(lines[i]); !reflect.DeepEqual(got, want) {
 			t.Errorf("line %d = %q, want %q", i, got, want)
 		}
@@ -338,7 +341,7 @@ func TestChannels(t *testing.T) {
 	if err := json.Unmarshal([]byte(e.ok("--json", "channels")), &list); err != nil {
 		t.Fatal(err)
 	}
-	if len(list) != 2 || list[1] != (fsm.ChannelInfo{Name: "review", Count: 2, FirstSeq: 1, LastSeq: 3}) {
+	if len(list) != 2 || list[1] != (fsm.ChannelInfo{Name: "review", Count: 2, FirstSeq: 1001, LastSeq: 1003}) {
 		t.Errorf("channels --json = %+v", list)
 	}
 }
@@ -412,7 +415,7 @@ func TestErrors(t *testing.T) {
 		{"empty stdin", "\n", []string{"send", "--from", "codex", "--to", "claude", "--channel", "review", "--text", "-"},
 			[]string{"--text -", "standard input was empty"}},
 		{"conflict", "", []string{"send", "--from", "codex", "--to", "claude", "--channel", "review", "--text", "two", "--id", "msg-dup-1"},
-			[]string{"send msg-dup-1: id already used with other content", "409"}},
+			[]string{"msg-dup-1: id already used with other content", "409"}},
 		{"invalid", "", []string{"send", "--from", "codex", "--to", "claude", "--channel", "Bad Channel", "--text", "x"},
 			[]string{"channel: must match", "400"}},
 		{"missing channel", "", []string{"read"}, []string{"--channel", "MAOS_CHANNEL"}},

@@ -22,7 +22,6 @@ import (
 func newOversightEnv(t *testing.T) *testEnv {
 	t.Helper()
 	e := newTestEnv(t)
-	e.svc.WithState(t)
 	return e
 }
 

@@ -21,7 +21,6 @@ func seed(t *testing.T, e *testEnv, channel, text string) {
 
 func TestTailBacklog(t *testing.T) {
 	e := newTestEnv(t)
-	e.svc.WithState(t)
 	seed(t, e, "ops", "first")
 	seed(t, e, "dev", "second")
 	out := e.ok("tail", "--channel", "ops")
@@ -43,7 +42,6 @@ func TestTailBacklog(t *testing.T) {
 
 func TestTailFollow(t *testing.T) {
 	e := newTestEnv(t)
-	e.svc.WithState(t)
 	seed(t, e, "ops", "before")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -33,7 +33,6 @@ func newAuthEnv(t *testing.T) *testEnv {
 	t.Helper()
 	e := newTestEnv(t)
 	clearTokenEnv(t)
-	e.svc.WithState(t)
 	srv := httptest.NewServer(transport.NewServer(e.svc, transport.ServerOptions{
 		Auth: &transport.AuthConfig{AdminToken: testAdminToken},
 	}))
@@ -261,7 +260,6 @@ func (h *headerRecorder) take() map[string]string {
 func TestTokenReachesEveryClient(t *testing.T) {
 	e := newTestEnv(t)
 	clearTokenEnv(t)
-	e.svc.WithState(t)
 	rec := &headerRecorder{seen: map[string]string{}, next: transport.NewServer(e.svc, transport.ServerOptions{})}
 	srv := httptest.NewServer(rec)
 	t.Cleanup(srv.Close)

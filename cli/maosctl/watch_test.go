@@ -34,7 +34,6 @@ func TestWatchDryRun(t *testing.T) {
 	for _, asJSON := range []bool{false, true} {
 		t.Run(fmt.Sprintf("json=%v", asJSON), func(t *testing.T) {
 			e := newTestEnv(t)
-			e.svc.WithState(t)
 			dir := t.TempDir()
 			marker := filepath.Join(dir, "ran")
 			cfg := filepath.Join(dir, "agents.yaml")

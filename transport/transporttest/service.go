@@ -1,16 +1,16 @@
-// Package transporttest provides Service, an in-memory transport.Service
+// Package transporttest provides Service, a one-node transport.Backend
 // for the tests of the HTTP API, its client and the commands built on them
 // (package cli). It is a test helper, as net/http/httptest is: only
 // _test.go files import it.
 //
-// By default Service keeps messages in memory and answers the cluster
-// methods with a fixed two-node view. WithState puts a real fsm.FSM behind
-// Apply and State, as a one-node cluster would; MessagesOnState puts the
-// message methods on it too.
+// Service has one mode. A real fsm.FSM in the test's temporary directory
+// applies every proposed command at the next index, as a one-node cluster
+// would, so what a handler proposes is what the reads see (resolved
+// recipients, inboxes, threads, dedup by id). Membership and presence are
+// simple fakes: a fixed two-node view, and heartbeats recorded by agent.
 package transporttest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,22 +29,20 @@ import (
 	"github.com/maos-project/maos/transport"
 )
 
-// Epoch is the fake's clock: a message sent without a timestamp is stamped
-// Epoch + seq seconds, and a heartbeat without one Epoch + version seconds.
+// Epoch is the fake's presence clock: a heartbeat without a timestamp is
+// stamped Epoch + version seconds. Tests that want fixed entry timestamps
+// pass a Clock built on it.
 var Epoch = time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC)
 
 // Call is one method call the fake received. Forwarded is
-// transport.IsForwarded(ctx); Cons is set by the reads; Arg is the
-// message id (Send, Message), channel (ChannelPage), node id (Join,
-// Remove, TransferLeadership), op (Apply) or agent (PutPresence,
-// AgentPresence); After and Limit are ChannelPage's.
+// transport.IsForwarded(ctx); Cons is Linearize's consistency; Arg is the
+// op (Apply), node id (Join, Remove, TransferLeadership) or agent
+// (PutPresence, AgentPresence).
 type Call struct {
 	Method    string
 	Forwarded bool
 	Cons      transport.Consistency
 	Arg       string
-	After     uint64
-	Limit     int
 }
 
 // Option configures a Service at New.
@@ -63,38 +61,29 @@ func Clock(fn func(index uint64) time.Time) Option {
 	return func(s *Service) { s.clock = fn }
 }
 
-// MessagesOnState routes Send, Message, ChannelPage and Channels to the
-// state machine of WithState: sends are applied as fsm.OpSend, so the
-// reads see resolved recipients, inboxes and threads. Without WithState
-// those methods fail.
-func MessagesOnState() Option {
-	return func(s *Service) { s.messagesOnState = true }
-}
-
-// Service is an in-memory transport.Service, safe for concurrent use.
+// Service is a one-node transport.Backend, safe for concurrent use.
 //
-// Without state: messages get seq 1, 2, 3... in send order; a send is
-// idempotent on its id (the same content answers the stored seq with
-// Duplicate set, other content an error wrapping fsm.ErrConflict); Status
-// is DefaultStatus; Join, Remove and TransferLeadership record their
-// argument; Apply records the command and answers {"op": op} (or what
-// OnApply's function says); Linearize and Ready answer nil; ReadIndex the
-// status's commit index. Presence records heartbeats by agent with
-// versions 1, 2, 3... and Members answers DefaultMembers.
+// Proposer: Apply and ApplyEntry apply to the state machine (Apply first
+// records the command, see Applied, and answers OnApply's function
+// instead if one is set); Linearize answers nil; ReadIndex the status's
+// commit index. Reader (State): the state machine itself. Membership:
+// Status is DefaultStatus; Join, Remove and TransferLeadership record
+// their argument; Members answers DefaultMembers. Presence: heartbeats by
+// agent with versions 1, 2, 3...
 //
 // Every call is recorded with whether ctx was marked forwarded (CallsTo),
 // and Fail makes a method return an error before it does anything else.
+// Reads of the state are not calls: they go to the state machine.
 type Service struct {
-	firstIndex      uint64
-	clock           func(uint64) time.Time
-	messagesOnState bool
+	firstIndex uint64
+	clock      func(uint64) time.Time
+	fsm        *fsm.FSM
 
 	mu        sync.Mutex
+	closed    bool // the test is over: the state machine is closed
+	entries   uint64
 	errs      map[string]error
 	calls     []Call
-	msgs      []*fsm.Message    // msgs[seq-1]
-	byID      map[string]uint64 // id → seq
-	sums      map[string][]byte // id → canonical sent form
 	status    transport.Status
 	joins     []transport.JoinRequest
 	removed   []string
@@ -102,25 +91,23 @@ type Service struct {
 	applied   []Command
 	applyFn   func(fsm.Op, json.RawMessage) (any, error)
 
-	stateful bool     // WithState was called; stays set after the test
-	state    *fsm.FSM // nil once the test is over
-	entries  uint64   // entries applied to state
-
 	presence map[string]transport.Presence
 	updates  []transport.PresenceUpdate
 	version  uint64
 	members  transport.MembersResponse
 }
 
-var _ transport.Service = (*Service)(nil)
+var _ transport.Backend = (*Service)(nil)
 
-// New returns an empty Service.
-func New(opts ...Option) *Service {
+// New returns a Service whose state machine is empty, in t's temporary
+// directory. When t ends the state machine closes; the API server may
+// still propose in the background (denial audit lines), and such late
+// writes then fail instead of reaching a closed file.
+func New(t testing.TB, opts ...Option) *Service {
+	t.Helper()
 	s := &Service{
 		firstIndex: 1,
 		errs:       map[string]error{},
-		byID:       map[string]uint64{},
-		sums:       map[string][]byte{},
 		status:     DefaultStatus(),
 		presence:   map[string]transport.Presence{},
 		members:    DefaultMembers(),
@@ -128,6 +115,17 @@ func New(opts ...Option) *Service {
 	for _, o := range opts {
 		o(s)
 	}
+	f, err := fsm.Open(filepath.Join(t.TempDir(), "state.db"), fsm.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.fsm = f
+	t.Cleanup(func() {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		f.Close()
+	})
 	return s
 }
 
@@ -155,29 +153,10 @@ func DefaultMembers() transport.MembersResponse {
 	}}
 }
 
-// WithState opens a real state machine in t's temporary directory and puts
-// it behind Apply (entries applied one at a time at the next index, as a
-// one-node cluster would) and State. When t ends it is detached, under the
-// lock, before it closes: the API server may still propose in the
-// background (denial audit lines), and such late writes then fail instead
-// of reaching a closed file. It returns s.
-func (s *Service) WithState(t testing.TB) *Service {
-	t.Helper()
-	f, err := fsm.Open(filepath.Join(t.TempDir(), "state.db"), fsm.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		s.mu.Lock()
-		s.state = nil
-		s.mu.Unlock()
-		f.Close()
-	})
-	s.mu.Lock()
-	s.state, s.stateful = f, true
-	s.mu.Unlock()
-	return s
-}
+// --- test helpers: setup and inspection, not calls ---
+
+// FSM is the state machine, for a test's own reads (AppliedIndex...).
+func (s *Service) FSM() *fsm.FSM { return s.fsm }
 
 // ApplyCommand applies one command to the state machine at the next index,
 // as Apply does, but is not a call: it is not recorded and Fail does not
@@ -186,16 +165,9 @@ func (s *Service) WithState(t testing.TB) *Service {
 func (s *Service) ApplyCommand(op fsm.Op, body any) (any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.state == nil {
-		if s.stateful {
-			return nil, errors.New("fake: the test is over; the state machine is closed")
-		}
-		return nil, errors.New("fake: no state machine; call WithState")
-	}
-	idx := s.firstIndex + s.entries
 	ts := time.Now()
 	if s.clock != nil {
-		ts = s.clock(idx)
+		ts = s.clock(s.firstIndex + s.entries)
 	}
 	data, err := fsm.Encode(op, ts.UnixNano(), body)
 	if err != nil {
@@ -204,48 +176,21 @@ func (s *Service) ApplyCommand(op fsm.Op, body any) (any, error) {
 	return s.applyLocked(data)
 }
 
-// applyLocked applies an encoded entry at the next index; s.mu is held and
-// the state is open.
+// applyLocked applies an encoded entry at the next index; s.mu is held.
 func (s *Service) applyLocked(data []byte) (any, error) {
+	if s.closed {
+		return nil, errors.New("fake: the test is over; the state machine is closed")
+	}
 	idx := s.firstIndex + s.entries
 	s.entries++
-	res := s.state.ApplyBatch([]*raft.Log{{Index: idx, Term: 1, Type: raft.LogCommand, Data: data}})[0]
+	res := s.fsm.ApplyBatch([]*raft.Log{{Index: idx, Term: 1, Type: raft.LogCommand, Data: data}})[0]
 	if err, ok := res.(error); ok {
 		return nil, err
 	}
 	return res, nil
 }
 
-// ApplyEntry applies an encoded log entry (fsm.Encode) to the state
-// machine of WithState, as a leader does with a follower's forwarded entry
-// (transport.EntryApplier). It is recorded as a call.
-func (s *Service) ApplyEntry(ctx context.Context, entry []byte) (json.RawMessage, error) {
-	if err := s.record(ctx, Call{Method: "ApplyEntry"}); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	if s.state == nil {
-		s.mu.Unlock()
-		return nil, errors.New("fake: no state machine; call WithState")
-	}
-	res, err := s.applyLocked(entry)
-	s.mu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(res)
-}
-
-// messageState is the state machine the message methods read under
-// MessagesOnState.
-func (s *Service) messageState() (*fsm.FSM, error) {
-	if st := s.State(); st != nil {
-		return st, nil
-	}
-	return nil, errors.New("fake: MessagesOnState without a state machine; call WithState")
-}
-
-// Fail makes method (a Service method name, e.g. "Send") return err from
+// Fail makes method (a Service method name, e.g. "Apply") return err from
 // now on, before it does anything else; nil clears it.
 func (s *Service) Fail(method string, err error) {
 	s.mu.Lock()
@@ -253,8 +198,8 @@ func (s *Service) Fail(method string, err error) {
 	s.errs[method] = err
 }
 
-// OnApply makes Apply answer fn(op, body as JSON) instead of applying or
-// echoing the command; fn runs without the lock.
+// OnApply makes Apply answer fn(op, body as JSON) instead of applying the
+// command; fn runs without the lock.
 func (s *Service) OnApply(fn func(op fsm.Op, body json.RawMessage) (any, error)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -290,35 +235,38 @@ func (s *Service) Count() int {
 	return len(s.calls)
 }
 
-// Stored returns a copy of the message Send stored under id, or nil.
+// Stored returns the message stored under id, or nil.
 func (s *Service) Stored(id string) *fsm.Message {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	seq, ok := s.byID[id]
-	if !ok {
+	m, err := s.fsm.Message(id)
+	if err != nil {
 		return nil
 	}
-	m := *s.msgs[seq-1]
-	return &m
+	return m
 }
 
-// StoredSeq returns a copy of the message Send stored at seq, or nil.
+// StoredSeq returns the message stored at seq, or nil.
 func (s *Service) StoredSeq(seq uint64) *fsm.Message {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if seq == 0 || seq > uint64(len(s.msgs)) {
+	if seq == 0 {
 		return nil
 	}
-	m := *s.msgs[seq-1]
-	return &m
+	p, err := s.fsm.MessagesAfter(seq-1, 1)
+	if err != nil || len(p.Messages) == 0 || p.Messages[0].Seq != seq {
+		return nil
+	}
+	return p.Messages[0]
 }
 
-// NumStored is the number of messages Send stored (not counting those
-// applied to the state machine).
+// NumStored is the number of messages the state machine holds.
 func (s *Service) NumStored() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.msgs)
+	n := 0
+	for after := uint64(0); ; {
+		p, err := s.fsm.MessagesAfter(after, fsm.MaxPageLimit)
+		if err != nil || len(p.Messages) == 0 {
+			return n
+		}
+		n += len(p.Messages)
+		after = p.Messages[len(p.Messages)-1].Seq
+	}
 }
 
 // Joined, Removed and Transfers return copies of what Join, Remove and
@@ -347,130 +295,100 @@ type Command struct {
 	Body json.RawMessage
 }
 
-// Applied returns the commands Apply received (not ApplyCommand's), with
-// their bodies as JSON, in order.
+// Applied returns the commands Apply received (not ApplyCommand's nor
+// ApplyEntry's), with their bodies as JSON, in order.
 func (s *Service) Applied() []Command {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.applied)
 }
 
-func (s *Service) Send(ctx context.Context, m *fsm.Message) (*fsm.SendResult, error) {
-	if err := s.record(ctx, Call{Method: "Send", Arg: m.ID}); err != nil {
+// PresenceUpdates returns the heartbeats PutPresence received, as the
+// handler passed them, in order.
+func (s *Service) PresenceUpdates() []transport.PresenceUpdate {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.updates)
+}
+
+// SetPresence stores p as it is, e.g. an OFFLINE agent or one on another
+// node; it is not a call.
+func (s *Service) SetPresence(p transport.Presence) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.presence[p.AgentID] = p
+}
+
+// EditMembers changes what Members answers.
+func (s *Service) EditMembers(fn func(*transport.MembersResponse)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fn(&s.members)
+}
+
+// --- transport.Proposer ---
+
+// Apply records the command (Applied) and answers OnApply's function if
+// one is set, else the state machine's result as JSON (its refusal as the
+// error).
+func (s *Service) Apply(ctx context.Context, op fsm.Op, body any) (json.RawMessage, error) {
+	if err := s.record(ctx, Call{Method: "Apply", Arg: string(op)}); err != nil {
 		return nil, err
 	}
-	if s.messagesOnState {
-		res, err := s.ApplyCommand(fsm.OpSend, fsm.SendCommand{Message: *m})
-		if err != nil {
-			return nil, err
-		}
-		r, ok := res.(*fsm.SendResult)
-		if !ok {
-			return nil, fmt.Errorf("fake: send %s: the state machine answered %T", m.ID, res)
-		}
-		return r, nil
-	}
-	c := *m
-	c.Seq = 0
-	sum, err := json.Marshal(&c)
+	raw, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if seq, ok := s.byID[m.ID]; ok {
-		if !bytes.Equal(s.sums[m.ID], sum) {
-			return nil, fmt.Errorf("fake: send %s: %w", m.ID, fsm.ErrConflict)
-		}
-		prev := s.msgs[seq-1]
-		return &fsm.SendResult{ID: prev.ID, Seq: seq, Timestamp: prev.Timestamp, Duplicate: true}, nil
+	s.applied = append(s.applied, Command{Op: op, Body: raw})
+	fn := s.applyFn
+	s.mu.Unlock()
+	var res any
+	if fn != nil {
+		res, err = fn(op, raw)
+	} else {
+		res, err = s.ApplyCommand(op, json.RawMessage(raw))
 	}
-	c.Seq = uint64(len(s.msgs) + 1)
-	if c.Timestamp.IsZero() {
-		c.Timestamp = Epoch.Add(time.Duration(c.Seq) * time.Second)
-	}
-	s.msgs = append(s.msgs, &c)
-	s.byID[c.ID] = c.Seq
-	s.sums[c.ID] = sum
-	return &fsm.SendResult{ID: c.ID, Seq: c.Seq, Timestamp: c.Timestamp}, nil
-}
-
-func (s *Service) Message(ctx context.Context, id string, cons transport.Consistency) (*fsm.Message, error) {
-	if err := s.record(ctx, Call{Method: "Message", Arg: id, Cons: cons}); err != nil {
+	if err != nil {
 		return nil, err
 	}
-	if s.messagesOnState {
-		st, err := s.messageState()
-		if err != nil {
-			return nil, err
-		}
-		return st.Message(id)
-	}
-	if m := s.Stored(id); m != nil {
-		return m, nil
-	}
-	return nil, fmt.Errorf("fake: message %s: %w", id, fsm.ErrNotFound)
+	return json.Marshal(res)
 }
 
-func (s *Service) ChannelPage(ctx context.Context, channel string, after uint64, limit int, cons transport.Consistency) (fsm.Page, error) {
-	if err := s.record(ctx, Call{Method: "ChannelPage", Arg: channel, After: after, Limit: limit, Cons: cons}); err != nil {
-		return fsm.Page{}, err
+// ApplyEntry applies an encoded log entry (fsm.Encode), as a leader does
+// with a follower's forwarded entry.
+func (s *Service) ApplyEntry(ctx context.Context, entry []byte) (json.RawMessage, error) {
+	if err := s.record(ctx, Call{Method: "ApplyEntry"}); err != nil {
+		return nil, err
 	}
-	if s.messagesOnState {
-		st, err := s.messageState()
-		if err != nil {
-			return fsm.Page{}, err
-		}
-		return st.ChannelPage(channel, after, limit)
+	s.mu.Lock()
+	res, err := s.applyLocked(entry)
+	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(res)
+}
+
+func (s *Service) Linearize(ctx context.Context, c transport.Consistency) error {
+	return s.record(ctx, Call{Method: "Linearize", Cons: c})
+}
+
+func (s *Service) ReadIndex(ctx context.Context) (uint64, error) {
+	if err := s.record(ctx, Call{Method: "ReadIndex"}); err != nil {
+		return 0, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	page := fsm.Page{Messages: []*fsm.Message{}}
-	for _, m := range s.msgs {
-		if m.Channel != channel || m.Seq <= after {
-			continue
-		}
-		if len(page.Messages) == limit {
-			page.HasMore = true
-			break
-		}
-		c := *m
-		page.Messages = append(page.Messages, &c)
-	}
-	return page, nil
+	return s.status.CommitIndex, nil
 }
 
-// Channels answers the channels by name, as the state machine does.
-func (s *Service) Channels(ctx context.Context, cons transport.Consistency) ([]fsm.ChannelInfo, error) {
-	if err := s.record(ctx, Call{Method: "Channels", Cons: cons}); err != nil {
-		return nil, err
-	}
-	if s.messagesOnState {
-		st, err := s.messageState()
-		if err != nil {
-			return nil, err
-		}
-		return st.Channels()
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	by := map[string]*fsm.ChannelInfo{}
-	for _, m := range s.msgs {
-		ci := by[m.Channel]
-		if ci == nil {
-			ci = &fsm.ChannelInfo{Name: m.Channel, FirstSeq: m.Seq}
-			by[m.Channel] = ci
-		}
-		ci.Count++
-		ci.LastSeq = m.Seq
-	}
-	out := []fsm.ChannelInfo{}
-	for _, ci := range by {
-		out = append(out, *ci)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
-}
+// --- transport.Backend's reader ---
+
+// State is the state machine, as the server reads it.
+func (s *Service) State() transport.Reader { return s.fsm }
+
+// --- transport.Membership ---
 
 func (s *Service) Status(ctx context.Context) (transport.Status, error) {
 	if err := s.record(ctx, Call{Method: "Status"}); err != nil {
@@ -530,77 +448,18 @@ func (s *Service) TransferLeadership(ctx context.Context, to string) (transport.
 	return transport.TransferResponse{LeaderID: leader}, nil
 }
 
-// Apply records the command (Applied) and answers, in this order of
-// precedence: OnApply's function; the state machine's result once
-// WithState was called (an error after the test); {"op": op}.
-func (s *Service) Apply(ctx context.Context, op fsm.Op, body any) (json.RawMessage, error) {
-	if err := s.record(ctx, Call{Method: "Apply", Arg: string(op)}); err != nil {
-		return nil, err
-	}
-	raw, err := json.Marshal(body)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	s.applied = append(s.applied, Command{Op: op, Body: raw})
-	fn, stateful := s.applyFn, s.stateful
-	s.mu.Unlock()
-	var res any = map[string]string{"op": string(op)}
-	switch {
-	case fn != nil:
-		res, err = fn(op, raw)
-	case stateful:
-		res, err = s.ApplyCommand(op, json.RawMessage(raw))
-	}
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(res)
-}
-
-func (s *Service) Linearize(ctx context.Context, c transport.Consistency) error {
-	return s.record(ctx, Call{Method: "Linearize", Cons: c})
-}
-
-func (s *Service) ReadIndex(ctx context.Context) (uint64, error) {
-	if err := s.record(ctx, Call{Method: "ReadIndex"}); err != nil {
-		return 0, err
+func (s *Service) Members(ctx context.Context) (transport.MembersResponse, error) {
+	if err := s.record(ctx, Call{Method: "Members"}); err != nil {
+		return transport.MembersResponse{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.status.CommitIndex, nil
+	res := s.members
+	res.Members = slices.Clone(res.Members)
+	return res, nil
 }
 
-// State is the state machine of WithState; nil without one and after the
-// test.
-func (s *Service) State() *fsm.FSM {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.state
-}
-
-// PresenceUpdates returns the heartbeats PutPresence received, as the
-// handler passed them, in order.
-func (s *Service) PresenceUpdates() []transport.PresenceUpdate {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.updates)
-}
-
-// SetPresence stores p as it is, e.g. an OFFLINE agent or one on another
-// node; it is not a call.
-func (s *Service) SetPresence(p transport.Presence) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.presence[p.AgentID] = p
-}
-
-// EditMembers changes what Members answers.
-func (s *Service) EditMembers(fn func(*transport.MembersResponse)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	fn(&s.members)
-}
+// --- transport.PresenceStore ---
 
 // PutPresence stores the heartbeat on node n1 at the next version, stamped
 // Epoch + version seconds unless it carries a timestamp.
@@ -649,15 +508,4 @@ func (s *Service) AgentPresence(ctx context.Context, agent string) (transport.Pr
 		return p, fmt.Errorf("fake: presence of %s: %w", agent, fsm.ErrNotFound)
 	}
 	return p, nil
-}
-
-func (s *Service) Members(ctx context.Context) (transport.MembersResponse, error) {
-	if err := s.record(ctx, Call{Method: "Members"}); err != nil {
-		return transport.MembersResponse{}, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	res := s.members
-	res.Members = slices.Clone(res.Members)
-	return res, nil
 }

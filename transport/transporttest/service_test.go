@@ -13,143 +13,193 @@ import (
 	"github.com/maos-project/maos/transport/transporttest"
 )
 
-// msg is a normalized message from alice to bob on general.
-func msg(id, text string) *fsm.Message {
-	m := &fsm.Message{ID: id, From: "alice", To: fsm.Recipients{"bob"}, Channel: "general", Content: fsm.Content{Text: text}}
+// send is a normalized send command from alice to bob on general.
+func send(id, text string) fsm.SendCommand {
+	m := fsm.Message{ID: id, From: "alice", To: fsm.Recipients{"bob"}, Channel: "general", Content: fsm.Content{Text: text}}
 	m.Normalize(time.Now())
-	return m
+	return fsm.SendCommand{Message: m}
 }
 
-func TestSendIsIdempotentByID(t *testing.T) {
-	s := transporttest.New()
+// result returns the function that decodes a send's answer, failing t on
+// an error.
+func result(t *testing.T) func(json.RawMessage, error) fsm.SendResult {
+	return func(raw json.RawMessage, err error) fsm.SendResult {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r fsm.SendResult
+		if err := json.Unmarshal(raw, &r); err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		return r
+	}
+}
+
+func TestApplySendsThroughTheStateMachine(t *testing.T) {
+	s := transporttest.New(t)
 	ctx := context.Background()
-	first, err := s.Send(ctx, msg("m1", "hi"))
-	if err != nil || first.Seq != 1 || first.Duplicate || !first.Timestamp.Equal(transporttest.Epoch.Add(time.Second)) {
-		t.Fatalf("first send = %+v, %v", first, err)
+	first := result(t)(s.Apply(ctx, fsm.OpSend, send("m1", "hi")))
+	if first.Seq != 1 || first.ID != "m1" {
+		t.Fatalf("first send = %+v", first)
 	}
-	again, err := s.Send(ctx, msg("m1", "hi"))
-	if err != nil || again.Seq != 1 || !again.Duplicate || !again.Timestamp.Equal(first.Timestamp) {
-		t.Errorf("resend = %+v, %v; want seq 1, duplicate", again, err)
+	// A retry is a new entry that answers the stored seq.
+	if again := result(t)(s.Apply(ctx, fsm.OpSend, send("m1", "hi"))); again.Seq != 1 || !again.Timestamp.Equal(first.Timestamp) {
+		t.Errorf("resend = %+v; want seq 1", again)
 	}
-	if _, err := s.Send(ctx, msg("m1", "other")); !errors.Is(err, fsm.ErrConflict) {
+	if _, err := s.Apply(ctx, fsm.OpSend, send("m1", "other")); !errors.Is(err, fsm.ErrConflict) {
 		t.Errorf("resend with other content: %v, want conflict", err)
 	}
-	given := msg("m2", "stamped")
-	given.Timestamp = time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
-	if res, err := s.Send(ctx, given); err != nil || res.Seq != 2 || !res.Timestamp.Equal(given.Timestamp) {
-		t.Errorf("send with a timestamp = %+v, %v; want seq 2 keeping it", res, err)
+	if second := result(t)(s.Apply(ctx, fsm.OpSend, send("m2", "two"))); second.Seq != 4 {
+		t.Errorf("second message at seq %d, want 4 (the log's index)", second.Seq)
 	}
 	if n := s.NumStored(); n != 2 {
 		t.Errorf("%d stored, want 2", n)
 	}
-	if m := s.StoredSeq(2); m == nil || m.ID != "m2" {
-		t.Errorf("StoredSeq(2) = %+v", m)
+	if m := s.StoredSeq(4); m == nil || m.ID != "m2" {
+		t.Errorf("StoredSeq(4) = %+v", m)
 	}
-	if s.Stored("m3") != nil || s.StoredSeq(3) != nil || s.StoredSeq(0) != nil {
-		t.Error("a message that was never sent is stored")
+	if m := s.Stored("m1"); m == nil || m.Seq != 1 || m.Content.Text != "hi" {
+		t.Errorf("Stored(m1) = %+v", m)
 	}
-	if _, err := s.Message(ctx, "m3", transport.Local); !errors.Is(err, fsm.ErrNotFound) {
-		t.Errorf("unknown message: %v, want not found", err)
+	if s.Stored("m3") != nil || s.StoredSeq(2) != nil || s.StoredSeq(0) != nil {
+		t.Error("a message that was never stored is found")
+	}
+	// What the server reads is the same state.
+	if m, err := s.State().Message("m2"); err != nil || m.Seq != 4 {
+		t.Errorf("State().Message = %+v, %v", m, err)
+	}
+	if a := s.Applied(); len(a) != 4 || a[0].Op != fsm.OpSend {
+		t.Errorf("Applied = %+v, want the 4 sends", a)
 	}
 }
 
 func TestFailAndCalls(t *testing.T) {
-	s := transporttest.New()
+	s := transporttest.New(t)
 	boom := errors.New("boom")
-	s.Fail("Send", boom)
-	if _, err := s.Send(transport.WithForwarded(context.Background()), msg("m1", "hi")); !errors.Is(err, boom) {
-		t.Fatalf("send: %v, want the injected error", err)
+	s.Fail("Apply", boom)
+	if _, err := s.Apply(transport.WithForwarded(context.Background()), fsm.OpSend, send("m1", "hi")); !errors.Is(err, boom) {
+		t.Fatalf("apply: %v, want the injected error", err)
 	}
-	if s.NumStored() != 0 {
-		t.Error("a failed send stored its message")
+	if s.NumStored() != 0 || len(s.Applied()) != 0 {
+		t.Error("a failed apply stored its message")
 	}
-	s.Fail("Send", nil)
-	if _, err := s.Send(context.Background(), msg("m1", "hi")); err != nil {
-		t.Fatalf("send after Fail(nil): %v", err)
+	s.Fail("Apply", nil)
+	if _, err := s.Apply(context.Background(), fsm.OpSend, send("m1", "hi")); err != nil {
+		t.Fatalf("apply after Fail(nil): %v", err)
 	}
-	calls := s.CallsTo("Send")
-	if len(calls) != 2 || !calls[0].Forwarded || calls[1].Forwarded || calls[0].Arg != "m1" {
-		t.Errorf("calls %+v, want a forwarded then a direct send of m1", calls)
+	calls := s.CallsTo("Apply")
+	if len(calls) != 2 || !calls[0].Forwarded || calls[1].Forwarded || calls[0].Arg != string(fsm.OpSend) {
+		t.Errorf("calls %+v, want a forwarded then a direct send", calls)
 	}
-	if s.Count() != 2 {
-		t.Errorf("Count = %d, want 2", s.Count())
+	if err := s.Linearize(context.Background(), transport.Strong); err != nil {
+		t.Fatal(err)
+	}
+	if c := s.CallsTo("Linearize"); len(c) != 1 || c[0].Cons != transport.Strong {
+		t.Errorf("Linearize calls %+v", c)
+	}
+	if s.Count() != 3 {
+		t.Errorf("Count = %d, want 3", s.Count())
+	}
+	// Setup is not a call.
+	if _, err := s.ApplyCommand(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "bob", Role: "dev"}); err != nil || s.Count() != 3 {
+		t.Errorf("ApplyCommand: %v, Count %d", err, s.Count())
 	}
 }
 
-func TestApplyWithoutState(t *testing.T) {
-	s := transporttest.New()
+func TestOnApply(t *testing.T) {
+	s := transporttest.New(t)
 	ctx := context.Background()
+	s.OnApply(func(op fsm.Op, body json.RawMessage) (any, error) {
+		if string(body) != `{"agent":"alice"}` {
+			return nil, errors.New("body " + string(body))
+		}
+		return map[string]string{"seen": string(op)}, nil
+	})
 	raw, err := s.Apply(ctx, fsm.OpSetCursor, map[string]any{"agent": "alice"})
-	if err != nil || string(raw) != `{"op":"set_cursor"}` {
-		t.Errorf("Apply = %s, %v; want the op echoed", raw, err)
+	if err != nil || string(raw) != `{"seen":"set_cursor"}` {
+		t.Errorf("Apply = %s, %v; want OnApply's answer", raw, err)
 	}
 	if a := s.Applied(); len(a) != 1 || a[0].Op != fsm.OpSetCursor || string(a[0].Body) != `{"agent":"alice"}` {
 		t.Errorf("Applied = %+v", a)
 	}
-	s.OnApply(func(op fsm.Op, body json.RawMessage) (any, error) { return nil, errors.New("refused " + string(op)) })
-	if _, err := s.Apply(ctx, fsm.OpSetCursor, struct{}{}); err == nil || err.Error() != "refused set_cursor" {
-		t.Errorf("Apply with OnApply: %v", err)
-	}
-	if _, err := s.ApplyCommand(fsm.OpSetCursor, struct{}{}); err == nil || !strings.Contains(err.Error(), "call WithState") {
-		t.Errorf("ApplyCommand without state: %v", err)
-	}
-	if s.State() != nil {
-		t.Error("State without WithState is not nil")
-	}
-	m := transporttest.New(transporttest.MessagesOnState())
-	if _, err := m.Send(ctx, msg("m1", "hi")); err == nil || !strings.Contains(err.Error(), "WithState") {
-		t.Errorf("MessagesOnState send without state: %v", err)
-	}
-	if _, err := m.Channels(ctx, transport.Local); err == nil || !strings.Contains(err.Error(), "WithState") {
-		t.Errorf("MessagesOnState channels without state: %v", err)
+	if s.FSM().AppliedIndex() != 0 {
+		t.Error("OnApply's command reached the state machine")
 	}
 }
 
-func TestWithState(t *testing.T) {
+func TestApplyEntry(t *testing.T) {
+	s := transporttest.New(t, transporttest.FirstIndex(7))
+	entry, err := fsm.Encode(fsm.OpSend, time.Now().UnixNano(), send("m1", "hi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := result(t)(s.ApplyEntry(context.Background(), entry)); r.Seq != 7 {
+		t.Errorf("entry applied at %d, want 7", r.Seq)
+	}
+	if _, err := s.ApplyEntry(context.Background(), []byte{2}); err == nil {
+		t.Error("a malformed entry was applied")
+	}
+	if c := s.CallsTo("ApplyEntry"); len(c) != 2 || len(s.Applied()) != 0 {
+		t.Errorf("calls %+v, applied %+v: want two ApplyEntry calls, no Apply", c, s.Applied())
+	}
+}
+
+func TestIndexesAndClock(t *testing.T) {
 	var stamped []uint64
 	var s *transporttest.Service
 	t.Run("open", func(t *testing.T) {
-		s = transporttest.New(transporttest.FirstIndex(101), transporttest.MessagesOnState(),
+		s = transporttest.New(t, transporttest.FirstIndex(101),
 			transporttest.Clock(func(i uint64) time.Time {
 				stamped = append(stamped, i)
 				return transporttest.Epoch.Add(time.Duration(i) * time.Minute)
-			})).WithState(t)
+			}))
 		ctx := context.Background()
 		if _, err := s.ApplyCommand(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "bob", Role: "dev"}); err != nil {
 			t.Fatal(err)
 		}
-		res, err := s.Send(ctx, msg("m1", "hi"))
-		if err != nil || res.Seq != 102 || !res.Timestamp.Equal(transporttest.Epoch.Add(102*time.Minute)) {
-			t.Fatalf("send = %+v, %v; want seq 102 stamped by the clock", res, err)
-		}
-		if m, err := s.Message(ctx, "m1", transport.Strong); err != nil || m.Seq != 102 {
-			t.Errorf("message = %+v, %v", m, err)
-		}
-		if p, err := s.ChannelPage(ctx, "general", 0, 10, transport.Local); err != nil || len(p.Messages) != 1 {
-			t.Errorf("page = %+v, %v", p, err)
+		res := result(t)(s.Apply(ctx, fsm.OpSend, send("m1", "hi")))
+		if res.Seq != 102 || !res.Timestamp.Equal(transporttest.Epoch.Add(102*time.Minute)) {
+			t.Fatalf("send = %+v; want seq 102 stamped by the clock", res)
 		}
 		if _, err := s.Apply(ctx, fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "Bad Name"}); !errors.Is(err, fsm.ErrInvalid) {
 			t.Errorf("a refused command: %v, want invalid", err)
-		}
-		if s.State() == nil || s.NumStored() != 0 {
-			t.Errorf("state %v, %d in the in-memory store", s.State(), s.NumStored())
 		}
 	})
 	if len(stamped) < 2 || stamped[0] != 101 || stamped[1] != 102 {
 		t.Errorf("clock saw indexes %v, want 101, 102...", stamped)
 	}
-	// The test that opened it is over: detached, writes refused.
-	if s.State() != nil {
-		t.Error("State after the test is not nil")
-	}
+	// The test that opened it is over: writes refused, not applied to a
+	// closed file.
 	if _, err := s.Apply(context.Background(), fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "carol", Role: "dev"}); err == nil ||
 		!strings.Contains(err.Error(), "test is over") {
 		t.Errorf("Apply after the test: %v, want it refused", err)
 	}
 }
 
+func TestMembership(t *testing.T) {
+	s := transporttest.New(t)
+	ctx := context.Background()
+	if st, err := s.Status(ctx); err != nil || st.NodeID != "n1" || len(st.Voters) != 2 {
+		t.Errorf("status = %+v, %v", st, err)
+	}
+	join := transport.JoinRequest{NodeID: "n4", RaftAddr: "a:1", APIAddr: "a:2"}
+	if err := s.Join(ctx, join); err != nil || len(s.Joined()) != 1 || s.Joined()[0] != join {
+		t.Errorf("join: %v, joined %+v", err, s.Joined())
+	}
+	if err := s.Remove(ctx, "n4"); err != nil || len(s.Removed()) != 1 {
+		t.Errorf("remove: %v, removed %v", err, s.Removed())
+	}
+	if tr, err := s.TransferLeadership(ctx, ""); err != nil || tr.LeaderID != "n2" || len(s.Transfers()) != 1 {
+		t.Errorf("transfer = %+v, %v", tr, err)
+	}
+	if idx, err := s.ReadIndex(ctx); err != nil || idx != transporttest.DefaultStatus().CommitIndex {
+		t.Errorf("read index = %d, %v", idx, err)
+	}
+}
+
 func TestPresence(t *testing.T) {
-	s := transporttest.New()
+	s := transporttest.New(t)
 	ctx := context.Background()
 	p, err := s.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "AWAKE", Substate: "IDLE"})
 	if err != nil || p.Version != 1 || p.Node != "n1" || !p.Timestamp.Equal(transporttest.Epoch.Add(time.Second)) {

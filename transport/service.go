@@ -1,0 +1,130 @@
+package transport
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/maos-project/maos/fsm"
+)
+
+// The handlers' view of the node they serve, in four small consumer-side
+// interfaces (in the style of rqlite's http.Store and http.Cluster): a
+// Proposer for writes and linearizable reads, a Reader for the node's own
+// state, Membership for the cluster and its administration, and a
+// PresenceStore for agent presence. cluster.Node implements them;
+// transporttest.Service is the fake the tests serve through.
+//
+// Every write is an fsm command through Proposer.Apply and every read goes
+// through Reader after Proposer.Linearize, so a new endpoint is an fsm op
+// or query and a route: no method here or in cluster grows with it (a new
+// query is one line in Reader, which *fsm.FSM already implements).
+
+// Proposer puts commands into the replicated log and makes local reads
+// linearizable. Methods return the sentinel errors of this package and of
+// fsm (ErrNotFound, ErrConflict, ErrInvalid, ErrNotLeader...) for the
+// handlers to map to status codes.
+type Proposer interface {
+	// Apply proposes one command (fsm.Encode's op and body) through Raft
+	// and returns the state machine's result as JSON. A follower forwards
+	// it to the leader as the encoded entry (ApplyEntry there), unless ctx
+	// is marked forwarded (IsForwarded). The handler has validated body;
+	// apply validates it again.
+	Apply(ctx context.Context, op fsm.Op, body any) (json.RawMessage, error)
+	// ApplyEntry commits an entry a follower already encoded (fsm.Encode)
+	// and returns the state machine's result as JSON: the leader's half of
+	// a forwarded Apply. A non-leader answers ErrNotLeader.
+	ApplyEntry(ctx context.Context, entry []byte) (json.RawMessage, error)
+	// Linearize returns, for Strong, once this node's state holds every
+	// entry committed before the call (a follower asks the leader for its
+	// read index and waits to apply it); for Local at once.
+	Linearize(ctx context.Context, c Consistency) error
+	// ReadIndex is the leader's half of Linearize: it confirms leadership
+	// with a quorum and returns the commit index. ErrNotLeader elsewhere.
+	ReadIndex(ctx context.Context) (uint64, error)
+}
+
+// Reader is the node's own replicated state as the handlers read it,
+// after Proposer.Linearize: the queries of *fsm.FSM they use, and nothing
+// that changes the state. Each method is the fsm.FSM method of the same
+// name (see there for shapes and errors).
+type Reader interface {
+	Message(id string) (*fsm.Message, error)
+	MessagesAfter(after uint64, limit int) (fsm.Page, error)
+	ChannelPage(channel string, after uint64, limit int) (fsm.Page, error)
+	Channels() ([]fsm.ChannelInfo, error)
+	Thread(id string, after uint64, limit int) (fsm.ThreadPage, error)
+	Receipts(id string) (fsm.Receipts, error)
+	Inbox(agent string, q fsm.InboxQuery) (fsm.InboxPage, error)
+	InboxCounts(agent string) (fsm.InboxCounts, error)
+	CursorOf(agent string) (fsm.Cursor, error)
+
+	Agent(id string) (*fsm.Agent, error)
+	Agents(q fsm.AgentQuery) (fsm.AgentPage, error)
+	Roles() (map[string]uint64, error)
+
+	Bulletin() (fsm.Bulletin, error)
+	Locks(q fsm.LockQuery) (fsm.LockPage, error)
+	CheckLock(path string, token uint64) (fsm.LockCheck, error)
+
+	Rules() (fsm.RulesState, error)
+	CheckRules(from, fromRole, to, toRole string) (fsm.RulesCheck, error)
+	Audit(after uint64, limit int) (fsm.AuditPage, error)
+	OverviewFor(viewer *fsm.Viewer, channel string, after uint64, limit int) (fsm.OverviewPage, error)
+
+	Config() (fsm.ClusterConfig, error)
+	RetentionOf(channel string) (fsm.Retention, error)
+	Tokens() ([]fsm.Token, error)
+	TokenByHash(hash string) (*fsm.Token, error)
+
+	// Changed is closed after the next applied batch: streams wait on it.
+	Changed() <-chan struct{}
+}
+
+var _ Reader = (*fsm.FSM)(nil)
+
+// Membership is the Raft cluster as this node sees it, its
+// administration, and the gossip members.
+type Membership interface {
+	Status(ctx context.Context) (Status, error)
+	// Ready returns nil when the node has a known leader and has applied
+	// what it knows to be committed; otherwise an error saying why not.
+	Ready(ctx context.Context) error
+	// Join adds a voter and records its API address (forwarded to the
+	// leader from a follower, as Apply is).
+	Join(ctx context.Context, req JoinRequest) error
+	Remove(ctx context.Context, nodeID string) error
+	Snapshot(ctx context.Context) (SnapshotResponse, error)
+	TransferLeadership(ctx context.Context, to string) (TransferResponse, error)
+	// Members lists the gossip members this node knows of.
+	Members(ctx context.Context) (MembersResponse, error)
+}
+
+// PresenceStore is agent presence: soft state carried by gossip, answered
+// by the node a request reaches, never in the Raft log.
+type PresenceStore interface {
+	// PutPresence records a heartbeat of agent, accepted by this node, and
+	// gossips it: u is normalized and validated by the handler; a
+	// *fsm.FieldError (node, timestamp) or an error wrapping
+	// fsm.ErrConflict (an explicit timestamp older than the recorded one)
+	// refuses it.
+	PutPresence(ctx context.Context, agent string, u PresenceUpdate) (Presence, error)
+	// Presence lists every agent this node knows of, sorted by id, as seen
+	// now: an AWAKE agent whose heartbeat lapsed or whose node is dead or
+	// left shows OFFLINE with the reason.
+	Presence(ctx context.Context) ([]Presence, error)
+	// AgentPresence is one agent's entry of Presence; fsm.ErrNotFound if
+	// the node has no record of it.
+	AgentPresence(ctx context.Context, agent string) (Presence, error)
+}
+
+// Backend is what NewServer serves: the four parts, from one value.
+// cluster.Node implements it. The server keeps the parts apart, and each
+// handler uses only the part it needs.
+type Backend interface {
+	Proposer
+	Membership
+	PresenceStore
+	// State is the node's own state machine, read-only, for reads after
+	// Linearize. It is asked once, when the server is made.
+	State() Reader
+}
