@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/maos-project/maos/rules"
 )
 
 // registry used by the addressing tests: sender codex (writer) and five
@@ -220,8 +222,8 @@ func TestStrictSenders(t *testing.T) {
 }
 
 // rulesTesterReviewer forbids tester → reviewer (by role) with a reason.
-var rulesTesterReviewer = SetRulesCommand{Rules: &RulesDocument{
-	Forbidden: []ForbiddenRule{{From: "role:tester", To: "role:reviewer", Reason: "testers go through the developer first"}},
+var rulesTesterReviewer = SetRulesCommand{Rules: &rules.Document{
+	Forbidden: []rules.ForbiddenRule{{From: "role:tester", To: "role:reviewer", Reason: "testers go through the developer first"}},
 }}
 
 func TestRulesBlockEveryRecipient(t *testing.T) {

@@ -24,19 +24,6 @@ import (
 // OpSetRules replaces or removes the rules document (body: SetRulesCommand).
 const OpSetRules Op = "set_rules"
 
-// The document's types and limits under the names callers of fsm used
-// before package rules held them; new code names rules' own.
-type (
-	RulesDocument = rules.Document
-	ForbiddenRule = rules.ForbiddenRule
-)
-
-const (
-	MaxRulesBytes    = rules.MaxBytes
-	MaxRuleEntries   = rules.MaxEntries
-	MaxRuleSelectors = rules.MaxSelectors
-)
-
 // --- storage ---
 
 // rulesBucket is the rules bucket of one transaction:

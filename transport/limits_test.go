@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/rules"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
 )
@@ -503,7 +504,7 @@ func TestEveryRouteCapsItsBody(t *testing.T) {
 	// lost registration fails here.
 	want := map[string]int64{
 		"POST /v1/messages":        maxMsg,
-		"PUT /v1/rules":            fsm.MaxRulesBytes,
+		"PUT /v1/rules":            rules.MaxBytes,
 		"PUT /v1/bulletin":         fsm.MaxBulletinBytes + 4<<10,
 		"PATCH /v1/bulletin":       fsm.MaxBulletinBytes + 4<<10,
 		"POST /v1/locks":           16 << 10,

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/rules"
 )
 
 // A request's one pass through the server: ServeHTTP refuses what no route
@@ -40,7 +41,7 @@ func (s *Server) routes() []route {
 	var (
 		messageBody  = bodyCap{s.opts.MaxMessageBytes, " (--max-message-bytes)"}
 		entryBody    = bodyCap{forwardLimit(s.opts.MaxMessageBytes), " (a forwarded write: 8 × --max-message-bytes, at least 2 MiB)"}
-		rulesBody    = bodyCap{fsm.MaxRulesBytes, fmt.Sprintf(" (a rules document is at most %d bytes, 256 KiB)", fsm.MaxRulesBytes)}
+		rulesBody    = bodyCap{rules.MaxBytes, fmt.Sprintf(" (a rules document is at most %d bytes, 256 KiB)", rules.MaxBytes)}
 		bulletinBody = bodyCap{maxBulletinBody, fmt.Sprintf(" (the bulletin is capped at %d bytes)", fsm.MaxBulletinBytes)}
 		lockBody     = bodyCap{maxLockBody, fmt.Sprintf(" (a lock path is at most %d bytes)", fsm.MaxLockPathLen)}
 		presenceBody = bodyCap{maxPresenceBytes, ""}

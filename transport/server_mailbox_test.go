@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/rules"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
 )
@@ -298,8 +299,8 @@ func TestMailboxStrictSendersAndBlocked(t *testing.T) {
 
 	// Rules: a partly blocked send answers the blocked list; a fully
 	// blocked one is a 403 with the reason.
-	if _, err := e.svc.ApplyCommand(fsm.OpSetRules, fsm.SetRulesCommand{Rules: &fsm.RulesDocument{
-		Forbidden: []fsm.ForbiddenRule{{From: "role:tester", To: "role:reviewer", Reason: "testers go through the developer"}},
+	if _, err := e.svc.ApplyCommand(fsm.OpSetRules, fsm.SetRulesCommand{Rules: &rules.Document{
+		Forbidden: []rules.ForbiddenRule{{From: "role:tester", To: "role:reviewer", Reason: "testers go through the developer"}},
 	}}); err != nil {
 		t.Fatal(err)
 	}

@@ -181,7 +181,7 @@ func TestRulesPutBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	big := `{"forbidden":[` + strings.Repeat(`{"from":"a","to":"b","reason":"padding padding padding"},`, fsm.MaxRulesBytes/50) + `{"from":"a","to":"b"}]}`
+	big := `{"forbidden":[` + strings.Repeat(`{"from":"a","to":"b","reason":"padding padding padding"},`, rules.MaxBytes/50) + `{"from":"a","to":"b"}]}`
 	for _, c := range []struct {
 		name, ct, body string
 		status         int
@@ -216,7 +216,7 @@ func TestRulesPutBadInput(t *testing.T) {
 			t.Errorf("%s: %s %q, want %s containing %q", c.name, code, msg, c.code, c.message)
 		}
 	}
-	if len(big) <= fsm.MaxRulesBytes {
+	if len(big) <= rules.MaxBytes {
 		t.Fatalf("the oversized document is only %d bytes", len(big))
 	}
 	for _, c := range []struct {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/rules"
 	"github.com/maos-project/maos/transport"
 	"github.com/urfave/cli/v2"
 )
@@ -402,8 +403,8 @@ func TestSendBlockedAndStrict(t *testing.T) {
 	e.ok("agents", "register", "tina", "--role", "tester")
 	e.ok("agents", "register", "rex", "--role", "reviewer")
 	e.ok("agents", "register", "dev", "--role", "developer")
-	e.apply(fsm.OpSetRules, fsm.SetRulesCommand{Rules: &fsm.RulesDocument{
-		Forbidden: []fsm.ForbiddenRule{{From: "tina", To: "rex", Reason: "testers go through the developer"}},
+	e.apply(fsm.OpSetRules, fsm.SetRulesCommand{Rules: &rules.Document{
+		Forbidden: []rules.ForbiddenRule{{From: "tina", To: "rex", Reason: "testers go through the developer"}},
 	}})
 	out := e.ok("send", "--from", "tina", "--to", "rex,dev", "--channel", "qa", "--text", "results")
 	if !regexp.MustCompile(`^msg-\S+ seq=\d+\nblocked rex: testers go through the developer\n$`).MatchString(out) {

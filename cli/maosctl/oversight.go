@@ -138,7 +138,7 @@ in which workers may send only to the orchestrator role
 (--orchestrator-role, default orchestrator) and orchestrators to everyone.
 
 Prints "rules set at index N: SUMMARY"; with --json, the API's answer.`,
-			fsm.MaxRulesBytes>>10, fsm.MaxRuleEntries, fsm.MaxRuleEntries, fsm.MaxRuleSelectors),
+			rules.MaxBytes>>10, rules.MaxEntries, rules.MaxEntries, rules.MaxSelectors),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Usage: "YAML or JSON `FILE` with the document; - for stdin"},
 			&cli.StringFlag{Name: "preset", Usage: "set the preset `NAME` (hierarchical) instead of a file"},
@@ -155,7 +155,7 @@ func rulesSet(c *cli.Context) error {
 	}
 	name, preset := c.String("file"), strings.TrimSpace(c.String("preset"))
 	orch := strings.TrimSpace(c.String("orchestrator-role"))
-	var doc *fsm.RulesDocument
+	var doc *rules.Document
 	switch {
 	case name != "" && preset != "":
 		return usagef(c, "give -f FILE or --preset, not both")
@@ -164,7 +164,7 @@ func rulesSet(c *cli.Context) error {
 	case orch != "" && preset == "":
 		return usagef(c, "--orchestrator-role goes with --preset hierarchical; in a file, write orchestrator_role")
 	case preset != "":
-		doc = &fsm.RulesDocument{Preset: preset, OrchestratorRole: orch}
+		doc = &rules.Document{Preset: preset, OrchestratorRole: orch}
 		if err := doc.Validate(); err != nil {
 			return usagef(c, "--preset %s: %v", preset, err)
 		}

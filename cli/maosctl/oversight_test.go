@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/rules"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -178,7 +179,7 @@ func TestRulesErrors(t *testing.T) {
 		{[]string{"rules", "set", "-f", bad("unknown.json", `{"agents": [], "colour": "red"}`)}, "colour: unknown field"},
 		{[]string{"rules", "set", "-f", bad("broken.yaml", "agents: [\n")}, "broken.yaml: malformed YAML"},
 		{[]string{"rules", "set", "-f", bad("star.yaml", "agents:\n  - agent: x\n    can_send_to: [*]\n")}, `quote "*"`},
-		{[]string{"rules", "set", "-f", bad("big.yaml", "# "+strings.Repeat("x", fsm.MaxRulesBytes)+"\n")}, "over the limit of 262144 bytes (256 KiB)"},
+		{[]string{"rules", "set", "-f", bad("big.yaml", "# "+strings.Repeat("x", rules.MaxBytes)+"\n")}, "over the limit of 262144 bytes (256 KiB)"},
 		{[]string{"rules", "set", "-f", filepath.Join(dir, "missing.yaml")}, "read -f"},
 		{[]string{"rules", "set"}, "missing -f FILE (or --preset hierarchical)"},
 		{[]string{"rules", "set", "-f", badGlob, "--preset", "hierarchical"}, "give -f FILE or --preset, not both"},
