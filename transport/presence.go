@@ -106,13 +106,13 @@ func (u *PresenceUpdate) Normalize() {
 // naming the field at fault and its limit.
 func (u *PresenceUpdate) Validate(agent string) error {
 	if !fsm.ValidName(agent) {
-		return &fsm.FieldError{Field: "agent_id", Reason: fmt.Sprintf("%q must match ^[a-z0-9][a-z0-9._-]{0,63}$", agent)}
+		return fsm.NameError("agent_id", agent)
 	}
 	if u.AgentID != "" && u.AgentID != agent {
 		return &fsm.FieldError{Field: "agent_id", Reason: fmt.Sprintf("%q differs from the agent in the path, %q", u.AgentID, agent)}
 	}
 	if u.Node != "" && !fsm.ValidName(u.Node) {
-		return &fsm.FieldError{Field: "node", Reason: fmt.Sprintf("%q must match ^[a-z0-9][a-z0-9._-]{0,63}$", u.Node)}
+		return fsm.NameError("node", u.Node)
 	}
 	switch u.State {
 	case PresenceAwake:
@@ -134,7 +134,7 @@ func (u *PresenceUpdate) Validate(agent string) error {
 		return &fsm.FieldError{Field: "reason", Reason: "only an OFFLINE agent has a reason; leave it out or set state OFFLINE"}
 	}
 	if u.Channel != "" && !fsm.ValidName(u.Channel) {
-		return &fsm.FieldError{Field: "channel", Reason: fmt.Sprintf("%q must match ^[a-z0-9][a-z0-9._-]{0,63}$", u.Channel)}
+		return fsm.NameError("channel", u.Channel)
 	}
 	if u.PID < 0 {
 		return &fsm.FieldError{Field: "pid", Reason: fmt.Sprintf("%d is negative", u.PID)}

@@ -233,7 +233,7 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if !fsm.ValidName(req.NodeID) {
-		s.writeError(w, r, &fsm.FieldError{Field: "node_id", Reason: "must match ^[a-z0-9][a-z0-9._-]{0,63}$"})
+		s.writeError(w, r, fsm.NameError("node_id", req.NodeID))
 		return
 	}
 	// Raft adds the address to the configuration as given: one nobody can

@@ -37,7 +37,7 @@ func (s *Server) interruptAgent(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, f := range []struct{ name, v string }{{"id", agent}, {"from", req.From}} {
 		if !fsm.ValidName(f.v) {
-			s.writeError(w, r, &fsm.FieldError{Field: f.name, Reason: "must match ^[a-z0-9][a-z0-9._-]{0,63}$"})
+			s.writeError(w, r, fsm.NameError(f.name, f.v))
 			return
 		}
 	}

@@ -45,7 +45,7 @@ type MarkReadRequest struct {
 func pathAgent(r *http.Request) (string, error) {
 	id := r.PathValue("id")
 	if !fsm.ValidName(id) {
-		return "", &fsm.FieldError{Field: "agent", Reason: fmt.Sprintf("%q in the path must match ^[a-z0-9][a-z0-9._-]{0,63}$", id)}
+		return "", fsm.NameError("agent", id)
 	}
 	return id, nil
 }
@@ -267,7 +267,7 @@ func (s *Server) receipts(w http.ResponseWriter, r *http.Request) {
 func (s *Server) cursor(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if !fsm.ValidName(id) {
-		s.writeError(w, r, &fsm.FieldError{Field: "id", Reason: "must match ^[a-z0-9][a-z0-9._-]{0,63}$"})
+		s.writeError(w, r, fsm.NameError("id", id))
 		return
 	}
 	s.query(w, r, func(st Reader) (any, error) { return st.CursorOf(id) })

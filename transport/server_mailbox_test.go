@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -239,7 +240,7 @@ func TestMailboxBadInput(t *testing.T) {
 		{"register long description", "POST", "/v1/agents", `{"id":"x","description":"` + strings.Repeat("d", fsm.MaxDescriptionLen+1) + `"}`, 400, transport.CodeInvalid, "description: 4097 bytes, at most 4096"},
 		{"register unknown field", "POST", "/v1/agents", `{"id":"x","rol":"y"}`, 400, transport.CodeUnknownField, "rol"},
 		{"unregister unknown", "DELETE", "/v1/agents/zed", "", 404, transport.CodeNotFound, "agent zed"},
-		{"agent bad id", "GET", "/v1/agents/Zed", "", 400, transport.CodeInvalid, `"Zed" in the path must match`},
+		{"agent bad id", "GET", "/v1/agents/Zed", "", 400, transport.CodeInvalid, `agent: must match ^[a-z0-9][a-z0-9._-]{0,63}$ (got "Zed")`},
 		{"agents bad role", "GET", "/v1/agents?role=Role", "", 400, transport.CodeInvalid, "role: must match"},
 		{"agents bad limit", "GET", "/v1/agents?limit=0", "", 400, transport.CodeBadRequest, "limit"},
 		{"agents unknown param", "GET", "/v1/agents?rol=x", "", 400, transport.CodeBadRequest, `unknown query parameter "rol"`},
@@ -274,6 +275,37 @@ func TestMailboxBadInput(t *testing.T) {
 				t.Errorf("the refused request changed the state")
 			}
 		})
+	}
+}
+
+// Every name a request carries (path, query or body) is refused in the
+// one wording of fsm.NameError: the field, the rule and the value given.
+func TestBadNamesQuoteTheRuleAndTheValue(t *testing.T) {
+	e := newMailEnv(t)
+	rule := func(field, value string) string {
+		return field + ": must match " + fsm.NamePattern + " (got " + strconv.Quote(value) + ")"
+	}
+	for _, tt := range []struct {
+		method, path, body string
+		code, want         string
+	}{
+		{"GET", "/v1/agents/Zed", "", transport.CodeInvalid, rule("agent", "Zed")},
+		{"GET", "/v1/agents/Zed/cursor", "", transport.CodeInvalid, rule("id", "Zed")},
+		{"GET", "/v1/stream?agent=Zed", "", transport.CodeInvalid, rule("agent", "Zed")},
+		{"GET", "/v1/stream?channel=C%20D", "", transport.CodeInvalid, rule("channel", "C D")},
+		{"POST", "/v1/channels/Bad/trim", "", transport.CodeInvalid, rule("channel", "Bad")},
+		{"GET", "/v1/overview?channel=Bad", "", transport.CodeBadRequest, rule("channel", "Bad")},
+		{"POST", "/v1/rules/check", `{"from":"a","to":"B B"}`, transport.CodeInvalid, rule("to", "B B")},
+		{"POST", "/v1/cluster/join", `{"node_id":"N1","raft_addr":"127.0.0.1:7071","api_addr":"127.0.0.1:7070"}`, transport.CodeInvalid, rule("node_id", "N1")},
+		{"PUT", "/v1/presence/Zed", `{"state":"AWAKE"}`, transport.CodeInvalid, rule("agent_id", "Zed")},
+		{"PUT", "/v1/presence/alice", `{"state":"AWAKE","node":"N2"}`, transport.CodeInvalid, rule("node", "N2")},
+		{"PUT", "/v1/presence/alice", `{"state":"AWAKE","channel":"Dev"}`, transport.CodeInvalid, rule("channel", "Dev")},
+		{"POST", "/v1/agents/Zed/interrupt", `{"from":"master","reason":"x"}`, transport.CodeInvalid, rule("id", "Zed")},
+	} {
+		msg := wantError(t, e.do(tt.method, tt.path, tt.body), http.StatusBadRequest, tt.code)
+		if !strings.Contains(msg, tt.want) {
+			t.Errorf("%s %s: %q, want %q", tt.method, tt.path, msg, tt.want)
+		}
 	}
 }
 

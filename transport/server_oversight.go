@@ -61,7 +61,7 @@ func (q *RulesCheckRequest) Validate() error {
 		case f.v == "" && f.required:
 			return &fsm.FieldError{Field: f.name, Reason: "required: an agent id"}
 		case f.v != "" && !fsm.ValidName(f.v):
-			return &fsm.FieldError{Field: f.name, Reason: "must match ^[a-z0-9][a-z0-9._-]{0,63}$"}
+			return fsm.NameError(f.name, f.v)
 		}
 	}
 	return nil
@@ -161,7 +161,7 @@ func (s *Server) overviewPage(w http.ResponseWriter, r *http.Request) {
 	}
 	channel := r.URL.Query().Get("channel")
 	if channel != "" && !fsm.ValidName(channel) {
-		s.writeError(w, r, fmt.Errorf("%w: channel: %q is not a channel name (^[a-z0-9][a-z0-9._-]{0,63}$)", ErrBadRequest, channel))
+		s.writeError(w, r, fmt.Errorf("%w: channel: %s", ErrBadRequest, fsm.NameRule(channel)))
 		return
 	}
 	s.query(w, r, func(st Reader) (any, error) { return st.OverviewFor(viewerFrom(r.Context()), channel, after, limit) })

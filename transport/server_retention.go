@@ -36,7 +36,7 @@ func (s *Server) setRetention(w http.ResponseWriter, r *http.Request) {
 func (s *Server) trimChannel(w http.ResponseWriter, r *http.Request) {
 	cmd := fsm.TrimCommand{Channel: r.PathValue("channel")}
 	if !fsm.ValidName(cmd.Channel) {
-		s.writeError(w, r, &fsm.FieldError{Field: "channel", Reason: "must match ^[a-z0-9][a-z0-9._-]{0,63}$"})
+		s.writeError(w, r, fsm.NameError("channel", cmd.Channel))
 		return
 	}
 	s.propose(w, r, fsm.OpTrim, cmd)

@@ -38,7 +38,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	agent, channel := q.Get("agent"), q.Get("channel")
 	for _, f := range []struct{ name, v string }{{"agent", agent}, {"channel", channel}} {
 		if f.v != "" && !fsm.ValidName(f.v) {
-			s.writeError(w, r, &fsm.FieldError{Field: f.name, Reason: "must match ^[a-z0-9][a-z0-9._-]{0,63}$"})
+			s.writeError(w, r, fsm.NameError(f.name, f.v))
 			return
 		}
 	}

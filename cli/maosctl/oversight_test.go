@@ -415,7 +415,7 @@ func TestOverview(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"overview", "--channel", "Bad Name"}, "is not a channel name"},
+		{[]string{"overview", "--channel", "Bad Name"}, `channel: must match ^[a-z0-9][a-z0-9._-]{0,63}$ (got "Bad Name")`},
 		{[]string{"overview", "--limit", "5000"}, "--limit 5000: must be 1..1000"},
 	} {
 		r := e.run("", c.args...)
