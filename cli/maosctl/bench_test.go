@@ -103,7 +103,7 @@ func TestBenchSendAllFailExits1(t *testing.T) {
 }
 
 func TestBenchDelivery(t *testing.T) {
-	e := newMailEnv(t)
+	e := newTestEnv(t)
 	r := e.run("", "--timeout", "10s", "bench", "delivery", "--count", "5", "--size", "32", "--json")
 	if r.err != nil {
 		t.Fatalf("bench delivery: %v stderr=%q", r.err, r.errOut)
@@ -119,7 +119,7 @@ func TestBenchDelivery(t *testing.T) {
 }
 
 func TestBenchFanout(t *testing.T) {
-	e := newMailEnv(t)
+	e := newTestEnv(t)
 	r := e.run("", "bench", "fanout", "--agents", "12", "--to", "role:bench", "--wait", "10s")
 	if r.err != nil {
 		t.Fatalf("bench fanout: %v stderr=%q", r.err, r.errOut)

@@ -74,7 +74,7 @@ func TestImportEachLayoutTwice(t *testing.T) {
 		{"adr008", 4, 4, 0},
 	} {
 		t.Run(tc.dir, func(t *testing.T) {
-			e := newMailEnv(t)
+			e := newTestEnv(t)
 			dir := filepath.Join("..", "..", "bridge", "testdata", tc.dir)
 			rep, r := importReport(t, e, dir)
 			if r.err != nil || r.errOut != "" {
@@ -127,14 +127,14 @@ func countMessages(t *testing.T, e *testEnv) int {
 }
 
 func TestImportThreadsAndFields(t *testing.T) {
-	e := newMailEnv(t)
+	e := newTestEnv(t)
 	e.ok("import", "--channel", "triage", filepath.Join("..", "..", "bridge", "testdata", "adr008"))
 	st := e.svc.State()
 	chans, _ := st.Channels()
 	if len(chans) != 1 || chans[0].Name != "triage" {
 		t.Fatalf("channels %+v, want only triage (--channel for files without session_id)", chans)
 	}
-	e2 := newMailEnv(t)
+	e2 := newTestEnv(t)
 	e2.ok("import", filepath.Join("..", "..", "bridge", "testdata", "channel"))
 	reply, err := e2.svc.State().Message("msg-20260111-163315-claude-4c78")
 	if err != nil {
@@ -147,7 +147,7 @@ func TestImportThreadsAndFields(t *testing.T) {
 }
 
 func TestImportBrokenFileSkipped(t *testing.T) {
-	e := newMailEnv(t)
+	e := newTestEnv(t)
 	dir := copyTree(t, filepath.Join("..", "..", "bridge", "testdata", "channel"))
 	ch := filepath.Join(dir, "agent-os-paper")
 	os.WriteFile(filepath.Join(ch, "msg-20260111-170000-gemini-dead.json"), []byte(`{"id": "msg-x", "from": "gemini", "to":`), 0o644)
@@ -240,7 +240,7 @@ done`
 }
 
 func TestMirrorJQWatcher(t *testing.T) {
-	e := newMailEnv(t)
+	e := newTestEnv(t)
 	e.ok("import", filepath.Join("..", "..", "bridge", "testdata", "channel"))
 	dir := filepath.Join(t.TempDir(), "agent-os-paper")
 	out := e.ok("mirror", "--channel", "agent-os-paper", "--dir", dir)
@@ -288,7 +288,7 @@ func TestMirrorJQWatcher(t *testing.T) {
 }
 
 func TestMirrorFollow(t *testing.T) {
-	e := newMailEnv(t)
+	e := newTestEnv(t)
 	dir := t.TempDir()
 	first := e.send("ops", "codex", "claude", "before")
 	// A file already there stays as it is, and following resumes after it.

@@ -12,12 +12,6 @@ import (
 	"github.com/maos-project/maos/fsm"
 )
 
-func newCoordEnv(t *testing.T) *testEnv {
-	t.Helper()
-	e := newTestEnv(t)
-	return e
-}
-
 // fails runs args and fails the test unless the command failed with a
 // "maosctl: " message on stderr containing every want.
 func (e *testEnv) fails(stdin string, args []string, want ...string) {
@@ -35,7 +29,7 @@ func (e *testEnv) fails(stdin string, args []string, want ...string) {
 }
 
 func TestBulletin(t *testing.T) {
-	e := newCoordEnv(t)
+	e := newTestEnv(t)
 	out := e.ok("bulletin", "get")
 	if !strings.HasPrefix(out, "version 0\n{\n") || !strings.Contains(out, `"system_status": "normal"`) {
 		t.Errorf("empty bulletin printed %q", out)
@@ -89,7 +83,7 @@ func TestBulletin(t *testing.T) {
 }
 
 func TestBulletinEdit(t *testing.T) {
-	e := newCoordEnv(t)
+	e := newTestEnv(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "status.json")
 	if err := os.WriteFile(file, []byte(`{"system_status":"maintenance","current_phase":"upgrade","warnings":["n2 down"]}`), 0o600); err != nil {
@@ -147,7 +141,7 @@ func TestBulletinEdit(t *testing.T) {
 }
 
 func TestLock(t *testing.T) {
-	e := newCoordEnv(t)
+	e := newTestEnv(t)
 	grantRE := regexp.MustCompile(`^granted src/retry\.go to codex: token (\d+), expires 20\d\d-\S+Z\n$`)
 	m := grantRE.FindStringSubmatch(e.ok("lock", "acquire", "--path", "src/retry.go", "--holder", "codex", "--ttl", "10m"))
 	if m == nil {
@@ -214,7 +208,7 @@ func TestLock(t *testing.T) {
 }
 
 func TestLockUsage(t *testing.T) {
-	e := newCoordEnv(t)
+	e := newTestEnv(t)
 	tests := []struct {
 		args []string
 		want []string

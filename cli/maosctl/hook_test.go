@@ -272,7 +272,7 @@ var printedCommandRE = regexp.MustCompile(`maosctl [^;()\n]*`)
 // once with the address in $MAOS_ADDR (shared with the agent's shell), once
 // with it on the hook's command line (so the commands carry --addr).
 func TestHookCommandsRunAsPrinted(t *testing.T) {
-	e := newMailEnv(t)
+	e := newTestEnv(t)
 	e.apply(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "alice", Role: "reviewer"})
 	e.mail("msg-1", "bob", fsm.PriorityNormal, "please review", "")
 	e.mail("msg-2", "carol", fsm.PriorityUrgent, "prod is down", "")

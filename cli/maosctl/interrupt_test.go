@@ -19,9 +19,9 @@ import (
 // may message anyone), and agents registered with their roles.
 func interruptEnv(t *testing.T) *testEnv {
 	t.Helper()
-	e := newMailEnv(t)
+	e := newTestEnv(t)
 	for id, role := range map[string]string{"master": "orchestrator", "claude": "developer", "tester": "tester"} {
-		oversightApply(t, e, fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: id, Role: role})
+		e.apply(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: id, Role: role})
 	}
 	e.ok("rules", "set", "--preset", "hierarchical", "--orchestrator-role", "orchestrator")
 	return e

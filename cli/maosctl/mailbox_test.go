@@ -17,14 +17,6 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// newMailEnv is newTestEnv: every fake node has a real state machine, so
-// the mailbox commands see resolved recipients, inboxes, threads and
-// receipts.
-func newMailEnv(t *testing.T) *testEnv {
-	t.Helper()
-	return newTestEnv(t)
-}
-
 // fail runs args, which must fail with exit 1, one "maosctl: " line on
 // stderr containing every want, and nothing on stdout.
 func (e *testEnv) fail(args []string, want ...string) {
@@ -60,7 +52,7 @@ func (e *testEnv) reviewers() {
 }
 
 func TestAgents(t *testing.T) {
-	e := newMailEnv(t)
+	e := newTestEnv(t)
 	out := e.ok("agents", "register", "alice", "--role", "reviewer", "--capability", "go, review", "--node", "n1", "--description", "reads diffs\nsecond line")
 	if out != "registered alice (role reviewer, capabilities go,review, node n1)\n" {
 		t.Errorf("register printed %q", out)
@@ -123,7 +115,7 @@ func TestAgents(t *testing.T) {
 }
 
 func TestInboxAndReadMark(t *testing.T) {
-	e := newMailEnv(t)
+	e := newTestEnv(t)
 	e.reviewers()
 	id1 := e.send("review", "codex", "role:reviewer", "first review", "--priority", "urgent", "--title", "Retry")
 	id2 := e.send("review", "claude", "alice", "second", "--type", "status")
@@ -211,7 +203,7 @@ func TestInboxAndReadMark(t *testing.T) {
 }
 
 func TestShowReplyThreadReceipts(t *testing.T) {
-	e := newMailEnv(t)
+	e := newTestEnv(t)
 	e.reviewers()
 	root := e.send("review", "codex", "role:reviewer", "please review @carol", "--title", "Retry logic")
 
@@ -317,7 +309,7 @@ func TestShowReplyThreadReceipts(t *testing.T) {
 var sendIDRE = regexp.MustCompile(`^(msg-\S+) seq=\d+\n`)
 
 func TestSendWait(t *testing.T) {
-	e := newMailEnv(t)
+	e := newTestEnv(t)
 	e.reviewers()
 
 	// Another agent reads while the sender waits.
@@ -399,7 +391,7 @@ func TestSendGlobalTimeoutStillBoundsTheCall(t *testing.T) {
 }
 
 func TestSendBlockedAndStrict(t *testing.T) {
-	e := newMailEnv(t)
+	e := newTestEnv(t)
 	e.ok("agents", "register", "tina", "--role", "tester")
 	e.ok("agents", "register", "rex", "--role", "reviewer")
 	e.ok("agents", "register", "dev", "--role", "developer")
@@ -443,7 +435,7 @@ func TestSendBlockedAndStrict(t *testing.T) {
 
 // send --private stores a private message; a reply to one is private too.
 func TestPrivateSendAndReply(t *testing.T) {
-	e := newMailEnv(t)
+	e := newTestEnv(t)
 	e.reviewers()
 	stored := func(id string) *fsm.Message {
 		t.Helper()
@@ -480,7 +472,7 @@ func TestPrivateSendAndReply(t *testing.T) {
 // What a node did not find is said in the user's words, whichever command
 // asked: no package or operation name (the API's message, built by fsm).
 func TestNotFoundSaysWhat(t *testing.T) {
-	e := newMailEnv(t)
+	e := newTestEnv(t)
 	e.reviewers()
 	for _, tc := range []struct {
 		args []string

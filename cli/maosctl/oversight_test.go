@@ -18,28 +18,12 @@ import (
 	"github.com/maos-project/maos/transport"
 )
 
-// newOversightEnv is a fake node with a real state machine behind Apply
-// and the read endpoints.
-func newOversightEnv(t *testing.T) *testEnv {
-	t.Helper()
-	e := newTestEnv(t)
-	return e
-}
-
-// oversightApply applies a command to the fake's state machine.
-func oversightApply(t *testing.T, e *testEnv, op fsm.Op, body any) {
-	t.Helper()
-	if _, err := e.svc.Apply(context.Background(), op, body); err != nil {
-		t.Fatalf("apply %s: %v", op, err)
-	}
-}
-
 func oversightSend(t *testing.T, e *testEnv, id, from, channel, title, visibility string, to ...string) {
 	t.Helper()
 	m := fsm.Message{ID: id, From: from, Channel: channel, To: to, Title: title, Visibility: visibility,
 		Type: "request", Content: fsm.Content{Text: "content of " + id}}
 	m.Normalize(time.Now())
-	oversightApply(t, e, fsm.OpSend, fsm.SendCommand{Message: m})
+	e.apply(fsm.OpSend, fsm.SendCommand{Message: m})
 }
 
 func writeFile(t *testing.T, name, data string) string {
@@ -84,7 +68,7 @@ func rulesJSON(t *testing.T, e *testEnv) fsm.RulesState {
 }
 
 func TestRulesSetGetCheck(t *testing.T) {
-	e := newOversightEnv(t)
+	e := newTestEnv(t)
 	if out := e.ok("rules", "get"); out != "no rules document: everyone may message everyone\n" {
 		t.Errorf("rules get before any: %q", out)
 	}
@@ -160,7 +144,7 @@ func TestRulesSetGetCheck(t *testing.T) {
 }
 
 func TestRulesErrors(t *testing.T) {
-	e := newOversightEnv(t)
+	e := newTestEnv(t)
 	e.ok("rules", "set", "--preset", "hierarchical")
 	dir := t.TempDir()
 	bad := func(name, data string) string {
@@ -206,8 +190,8 @@ func TestRulesErrors(t *testing.T) {
 var auditLineRE = regexp.MustCompile(`^\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\] `)
 
 func TestAudit(t *testing.T) {
-	e := newOversightEnv(t)
-	oversightApply(t, e, fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "orchestrator", Role: "orchestrator"})
+	e := newTestEnv(t)
+	e.apply(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "orchestrator", Role: "orchestrator"})
 	oversightSend(t, e, "msg-1", "orchestrator", "issues", "Triage new issue #123", "", "triage")
 	oversightSend(t, e, "msg-2", "triage", "issues", "secret plans", "private", "orchestrator")
 	e.ok("rules", "set", "-f", writeFile(t, "r.json", `{"forbidden": [{"from": "triage", "to": "orchestrator", "reason": "busy"}]}`))
@@ -314,7 +298,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func TestAuditFollow(t *testing.T) {
-	e := newOversightEnv(t)
+	e := newTestEnv(t)
 	oversightSend(t, e, "msg-1", "codex", "general", "first", "", "claude")
 
 	var out, errOut syncBuffer
@@ -361,7 +345,7 @@ func TestAuditFollowUnreachable(t *testing.T) {
 var overviewLineRE = regexp.MustCompile(`^#(\d+) \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ (\S+): (\S+) → (\S+) \[request/normal\] (.*) \((msg-\d)\)$`)
 
 func TestOverview(t *testing.T) {
-	e := newOversightEnv(t)
+	e := newTestEnv(t)
 	for i, ch := range []string{"a", "b", "a", "b", "a"} {
 		vis := ""
 		if i == 1 {
