@@ -67,7 +67,7 @@ func sendTo(t *testing.T, c *transport.Client, id, to, priority string) *fsm.Mes
 	if err != nil {
 		t.Fatalf("send %s: %v", id, err)
 	}
-	m.Seq = resp.Seq
+	m.Seq, m.Timestamp = resp.Seq, resp.Timestamp
 	return m
 }
 
@@ -76,7 +76,7 @@ func oneReply(t *testing.T, c *transport.Client, agent string, m *fsm.Message) *
 	t.Helper()
 	waitFor(t, 30*time.Second, "a reply to "+m.ID, func() bool { return len(repliesTo(t, c, m.ID)) > 0 })
 	r := repliesTo(t, c, m.ID)
-	if len(r) != 1 || r[0].ID != watcher.ReplyID(agent, m.ID) || r[0].Type != "response" {
+	if len(r) != 1 || r[0].ID != watcher.ReplyID(agent, m) || r[0].Type != "response" {
 		t.Fatalf("replies to %s: %+v", m.ID, r)
 	}
 	return r[0]
@@ -369,9 +369,9 @@ agents:
 	if got, want := readFile(t, out), line1+"\n"+line2+"\n"; got != want {
 		t.Fatalf("pane received:\n%q\nwant:\n%q", got, want)
 	}
-	for _, id := range []string{"t1", "t2"} {
-		if _, err := cl.Message(ctx, watcher.ReplyID("tina", id), transport.Strong); err == nil {
-			t.Fatalf("a tmux delivery of %s posted a reply", id)
+	for _, m := range []*fsm.Message{m1, m2} {
+		if _, err := cl.Message(ctx, watcher.ReplyID("tina", m), transport.Strong); err == nil {
+			t.Fatalf("a tmux delivery of %s posted a reply", m.ID)
 		}
 	}
 }

@@ -104,7 +104,7 @@ agents:
 		if err != nil {
 			t.Fatalf("send %s: %v", id, err)
 		}
-		m.Seq = resp.Seq
+		m.Seq, m.Timestamp = resp.Seq, resp.Timestamp
 		return m
 	}
 	// Not for bob: another recipient, and bob's own message.
@@ -114,7 +114,7 @@ agents:
 	m1 := send("job-1", "chat")
 	waitFor(t, 30*time.Second, "a reply to job-1", func() bool { return len(repliesTo(t, nodeA.client, m1.ID)) > 0 })
 	r := repliesTo(t, nodeA.client, m1.ID)
-	if len(r) != 1 || r[0].ID != watcher.ReplyID("bob", m1.ID) || r[0].From != "bob" || r[0].Type != "response" ||
+	if len(r) != 1 || r[0].ID != watcher.ReplyID("bob", m1) || r[0].From != "bob" || r[0].Type != "response" ||
 		r[0].Channel != "dev" || r[0].Content.Text != "stub answer to job-1" || len(r[0].To) != 1 || r[0].To[0] != "lead" {
 		t.Fatalf("replies to job-1: %+v", r)
 	}
@@ -148,7 +148,11 @@ agents:
 	if got, want := string(data), "job-1 worker dev\njob-2 worker dev\n"; got != want {
 		t.Fatalf("invocations:\n%s\nwant:\n%s", got, want)
 	}
-	if _, err := nodeA.client.Message(ctx, watcher.ReplyID("bob", "other-1"), transport.Strong); err == nil {
+	other, err := nodeA.client.Message(ctx, "other-1", transport.Strong)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nodeA.client.Message(ctx, watcher.ReplyID("bob", other), transport.Strong); err == nil {
 		t.Fatal("the watcher answered a message not meant for bob")
 	}
 }

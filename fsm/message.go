@@ -3,6 +3,7 @@ package fsm
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -139,7 +140,22 @@ func isAlnum(c byte) bool { return ('a' <= c && c <= 'z') || ('0' <= c && c <= '
 func NewID(from string, t time.Time) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
-	return fmt.Sprintf("msg-%s-%s-%s", t.UTC().Format("20060102-150405"), from, hex.EncodeToString(b[:]))
+	return seedID(from, t, b[:])
+}
+
+// DerivedID returns a message id in the seed format whose hex part is
+// derived, not random: msg-YYYYMMDD-HHMMSS-{from}-{16 hex digits}, the
+// first 8 bytes of the SHA-256 of key, with t in UTC. The same from, t and
+// key give the same id, so a client that derives an id from what it
+// answers stores its answer once however often it retries.
+func DerivedID(from string, t time.Time, key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return seedID(from, t, sum[:8])
+}
+
+// seedID is msg-YYYYMMDD-HHMMSS-{from}-{hex of suffix}, t in UTC.
+func seedID(from string, t time.Time, suffix []byte) string {
+	return "msg-" + t.UTC().Format("20060102-150405") + "-" + from + "-" + hex.EncodeToString(suffix)
 }
 
 // Normalize fills the defaults of a message about to be sent: an id (from

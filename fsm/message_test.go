@@ -184,6 +184,22 @@ func TestNewIDFormat(t *testing.T) {
 	}
 }
 
+// A derived id has the seed format with 16 hex digits that depend on the
+// key alone: the same inputs, the same id.
+func TestDerivedIDFormat(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 999, time.FixedZone("X", -3600))
+	id := DerivedID("bob", at, "bob\x00msg-1")
+	if !regexp.MustCompile(`^msg-20260102-040405-bob-[0-9a-f]{16}$`).MatchString(id) || !idRE.MatchString(id) {
+		t.Errorf("DerivedID = %q", id)
+	}
+	if again := DerivedID("bob", at.UTC(), "bob\x00msg-1"); again != id {
+		t.Errorf("DerivedID again = %q, want %q", again, id)
+	}
+	if other := DerivedID("bob", at, "bob\x00msg-2"); other[len(other)-16:] == id[len(id)-16:] {
+		t.Errorf("two keys gave the same hex: %q, %q", id, other)
+	}
+}
+
 func TestRecipientsUnmarshal(t *testing.T) {
 	tests := []struct {
 		name    string

@@ -2,8 +2,6 @@ package watcher
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -59,12 +57,13 @@ func (d Decision) String() string {
 	return fmt.Sprintf("seq=%d id=%s from=%s -> %s skip (%s)", d.Seq, d.ID, d.From, d.Agent, d.Reason)
 }
 
-// ReplyID is the id of the reply (answer or incident) agent posts to the
-// message msgID: the same on every host and every attempt, so a re-post
-// after a crash is stored once.
-func ReplyID(agent, msgID string) string {
-	sum := sha256.Sum256([]byte(msgID))
-	return "re-" + agent + "-" + hex.EncodeToString(sum[:8])
+// ReplyID is the id of the reply (answer or incident) agent posts to m, in
+// the seed format: fsm.DerivedID of agent, m's stored timestamp (the date
+// and time part) and agent and m's id (the hex part). It depends only on
+// agent and what the log stored for m, so it is the same on every host,
+// every attempt and after a restart, and a re-post is stored once.
+func ReplyID(agent string, m *fsm.Message) string {
+	return fsm.DerivedID(agent, m.Timestamp, agent+"\x00"+m.ID)
 }
 
 // Run runs one watcher per agent of f against opts.Client until ctx ends,
@@ -410,7 +409,7 @@ func (w *agentWatcher) dryRun(it *item) {
 // handle answers one message; it returns an error only when ctx ended
 // before the reply was posted (the message must be handled again).
 func (w *agentWatcher) handle(ctx context.Context, m *fsm.Message) error {
-	replyID := ReplyID(w.cfg.ID, m.ID)
+	replyID := ReplyID(w.cfg.ID, m)
 	if _, err := w.c.Message(ctx, replyID, transport.Local); err == nil {
 		w.log.Info("watcher: already answered", "id", m.ID, "reply", replyID)
 		return nil
@@ -457,7 +456,7 @@ func (w *agentWatcher) handle(ctx context.Context, m *fsm.Message) error {
 // id ReplyID derives, so a re-post after a crash is stored once.
 func answer(m *fsm.Message, agent, output string) *fsm.Message {
 	r := fsm.NewReply(m, agent, output)
-	r.ID = ReplyID(agent, m.ID)
+	r.ID = ReplyID(agent, m)
 	return r
 }
 

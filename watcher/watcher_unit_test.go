@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -267,14 +268,29 @@ func zombie(pid int) bool {
 	return i > 0 && len(s) > i+2 && s[i+2] == 'Z'
 }
 
-func TestReplyIDIsStableAndValid(t *testing.T) {
-	a, b := ReplyID("bob", "msg-1"), ReplyID("bob", "msg-1")
-	if a != b || a == ReplyID("bob", "msg-2") || a == ReplyID("amy", "msg-1") {
-		t.Fatalf("reply ids: %s %s", a, b)
+// A reply id has the seed format, msg-YYYYMMDD-HHMMSS-{agent}-{hex}, with
+// the handled message's stored time, and is derived from the agent and the
+// message alone: a retry or a restart computes the same id.
+func TestReplyIDIsSeedFormatStableAndValid(t *testing.T) {
+	ts := time.Date(2026, 11, 21, 10, 30, 5, 123456789, time.FixedZone("CET", 3600))
+	m := &fsm.Message{ID: "msg-1", Timestamp: ts}
+	id := ReplyID("bob", m)
+	if !regexp.MustCompile(`^msg-20261121-093005-bob-[0-9a-f]{16}$`).MatchString(id) {
+		t.Fatalf("ReplyID = %s, want msg-20261121-093005-bob-{16 hex digits} (the message's time in UTC)", id)
 	}
-	m := &fsm.Message{ID: ReplyID(strings.Repeat("a", 64), "x"), Channel: "c", From: "a", To: fsm.Recipients{"b"}, Content: fsm.Content{Text: "t"}}
-	m.Normalize(time.Now())
-	if err := m.Validate(); err != nil {
+	again := &fsm.Message{ID: "msg-1", Timestamp: ts.UTC(), Seq: 9, Content: fsm.Content{Text: "as streamed"}}
+	if ReplyID("bob", again) != id {
+		t.Errorf("the same message read again gives %s, want %s", ReplyID("bob", again), id)
+	}
+	for _, other := range []string{ReplyID("amy", m), ReplyID("bob", &fsm.Message{ID: "msg-2", Timestamp: ts})} {
+		if other == id || strings.HasSuffix(other, id[len(id)-16:]) {
+			t.Errorf("%s and %s share their hex part", id, other)
+		}
+	}
+	long := &fsm.Message{ID: ReplyID(strings.Repeat("a", 64), &fsm.Message{ID: strings.Repeat("x", fsm.MaxIDLen), Timestamp: ts}),
+		Channel: "c", From: "a", To: fsm.Recipients{"b"}, Content: fsm.Content{Text: "t"}}
+	long.Normalize(time.Now())
+	if err := long.Validate(); err != nil {
 		t.Fatalf("reply id of the longest agent id is invalid: %v", err)
 	}
 }
@@ -286,7 +302,7 @@ func TestAnswerAndIncident(t *testing.T) {
 	m := &fsm.Message{ID: "msg-1", Channel: "dev", From: "lead1", To: fsm.Recipients{"bob"}, Type: "task_assign",
 		Title: "the plan", ThreadID: "msg-0", Visibility: fsm.VisibilityPrivate, Priority: fsm.PriorityUrgent}
 	a := answer(m, "bob", "done")
-	if a.ID != ReplyID("bob", "msg-1") || a.From != "bob" || !slices.Equal(a.To, []string{"lead1"}) || a.Channel != "dev" ||
+	if a.ID != ReplyID("bob", m) || a.From != "bob" || !slices.Equal(a.To, []string{"lead1"}) || a.Channel != "dev" ||
 		a.InReplyTo != "msg-1" || a.ThreadID != "msg-0" || a.Type != "task_result" || a.Title != "Re: the plan" ||
 		a.Visibility != fsm.VisibilityPrivate || a.Priority != fsm.PriorityNormal || a.Content.Text != "done" {
 		t.Errorf("answer = %+v", a)

@@ -269,7 +269,7 @@ func checkWatcherViews(names []string, views []*watcherView, acked map[string]ui
 				note("%s: request %s has %d replies: %s", name, id, len(rs), strings.Join(ids, "; "))
 			}
 			for _, r := range rs {
-				if len(q.To) != 1 || r.From != q.To[0] || r.ID != watcher.ReplyID(q.To[0], id) {
+				if len(q.To) != 1 || r.From != q.To[0] || r.ID != watcher.ReplyID(q.To[0], q) {
 					orphans[r.ID] = true
 					note("%s: reply %s from %s to request %s (to %v) is not the reply the addressee derives", name, r.ID, r.From, id, q.To)
 				}

@@ -21,8 +21,10 @@ func view(requests []string, replies ...*fsm.Message) *watcherView {
 	return v
 }
 
+// reply is from's answer to the request to, as view stores the requests
+// (no timestamp).
 func reply(from, to string) *fsm.Message {
-	return &fsm.Message{ID: watcher.ReplyID(from, to), From: from, InReplyTo: to, Type: "response"}
+	return &fsm.Message{ID: watcher.ReplyID(from, &fsm.Message{ID: to}), From: from, InReplyTo: to, Type: "response"}
 }
 
 // Each violation the watcher check knows is found, on the node it is on;
@@ -46,11 +48,11 @@ func TestCheckWatcherViews(t *testing.T) {
 		{"answered twice", view([]string{"q1", "q2"}, reply("a", "q1"), reply("a", "q2"), reply("b", "q2")),
 			func(c *WatcherCheck) []string { return c.Duplicated }, "q2"},
 		{"reply from another agent", view([]string{"q1", "q2"}, reply("a", "q1"), reply("b", "q2")),
-			func(c *WatcherCheck) []string { return c.Orphans }, watcher.ReplyID("b", "q2")},
+			func(c *WatcherCheck) []string { return c.Orphans }, reply("b", "q2").ID},
 		{"reply with another id", view([]string{"q1", "q2"}, reply("a", "q1"), wrongID),
 			func(c *WatcherCheck) []string { return c.Orphans }, "re-a-other"},
 		{"reply without request", view([]string{"q1", "q2"}, reply("a", "q1"), reply("a", "q2"), reply("a", "q9")),
-			func(c *WatcherCheck) []string { return c.Orphans }, watcher.ReplyID("a", "q9")},
+			func(c *WatcherCheck) []string { return c.Orphans }, reply("a", "q9").ID},
 		{"lost request", view([]string{"q1"}, reply("a", "q1")), func(c *WatcherCheck) []string { return c.Lost }, "q2"},
 	}
 	for _, tt := range tests {

@@ -74,7 +74,7 @@ func TestWatcherSurvivesSIGKILL(t *testing.T) {
 
 	// Killed mid-invocation: no reply yet and the cursor is still before
 	// m1, so what follows proves the restarted watcher took it up again.
-	r1 := watcher.ReplyID(agent, m1.ID)
+	r1 := replyIDOf(t, n1, agent, m1.ID)
 	if m, err := getMessage(n1, r1); err == nil {
 		t.Fatalf("%s was already answered (%s at seq %d) when %s was killed: the kill was not mid-invocation", m1.ID, m.ID, m.Seq, host)
 	} else if !errors.Is(err, fsm.ErrNotFound) {
@@ -113,7 +113,7 @@ func TestWatcherSurvivesSIGKILL(t *testing.T) {
 			}
 		}
 		for _, q := range []*fsm.Message{m1, m2} {
-			if got, want := replies[q.ID], watcher.ReplyID(agent, q.ID); len(got) != 1 || got[0] != want {
+			if got, want := replies[q.ID], replyIDOf(t, n, agent, q.ID); len(got) != 1 || got[0] != want {
 				t.Errorf("%s: replies to %s = %v, want exactly [%s]", n.ID, q.ID, got, want)
 			}
 		}
@@ -123,6 +123,15 @@ func TestWatcherSurvivesSIGKILL(t *testing.T) {
 	}
 	t.Logf("%s killed while %s ran on %s (seq %d); after the restart it was answered once, then %s too",
 		host, agent, m1.ID, seq1, m2.ID)
+}
+
+// replyIDOf is the id of agent's reply to the message id as n stores it
+// (watcher.ReplyID takes the stored timestamp).
+func replyIDOf(t *testing.T, n *harness.Node, agent, id string) string {
+	t.Helper()
+	m, err := getMessage(n, id)
+	harness.NoErr(t, err)
+	return watcher.ReplyID(agent, m)
 }
 
 // getMessage reads one message by id from n, strongly.
@@ -146,7 +155,7 @@ func cursorOf(t *testing.T, n *harness.Node, agent string) uint64 {
 // the stub's answer, addressed back to q's sender in q's channel.
 func waitReply(t *testing.T, n *harness.Node, agent string, q *fsm.Message) {
 	t.Helper()
-	id := watcher.ReplyID(agent, q.ID)
+	id := replyIDOf(t, n, agent, q.ID)
 	var r *fsm.Message
 	harness.NoErr(t, harness.WaitFor(watcherWait, fmt.Sprintf("%s's reply %s to %s on %s", agent, id, q.ID, n.ID), func() error {
 		var err error
