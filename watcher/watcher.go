@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -106,7 +107,7 @@ func Run(ctx context.Context, f *File, opts Options) error {
 			c = c.WithToken(tokens[i])
 		}
 		w := &agentWatcher{cfg: &f.Agents[i], opts: opts, c: c, token: tokens[i], dryMu: &out,
-			log: opts.Logger.With("agent", f.Agents[i].ID)}
+			log: opts.Logger.With("agent", f.Agents[i].ID), busyChanged: make(chan struct{}, 1)}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -125,8 +126,13 @@ type agentWatcher struct {
 	log   *slog.Logger
 	dryMu *sync.Mutex
 
-	mu      sync.Mutex
-	working int // invocations running, for presence
+	// The messages whose invocations run now, in the order they started:
+	// presence says WORKING on the first while there is one, IDLE after
+	// the last one ended. Only heartbeat publishes it; busyChanged (one
+	// slot) wakes it when the list changes.
+	mu          sync.Mutex
+	answering   []string
+	busyChanged chan struct{}
 }
 
 // item is one inbox message the watcher tracks until the cursor passes it.
@@ -190,12 +196,18 @@ func (w *agentWatcher) run(ctx context.Context) {
 			return
 		}
 		w.presence(ctx, transport.PresenceAwake, transport.SubstateIdle, "")
+		beating := make(chan struct{})
+		go func() {
+			defer close(beating)
+			w.heartbeat(ctx)
+		}()
 		defer func() {
+			// After the heartbeat's last update, so OFFLINE is the last word.
+			<-beating
 			octx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			defer cancel()
 			w.presence(octx, transport.PresenceOffline, "", "")
 		}()
-		go w.heartbeat(ctx)
 		if !w.retry(ctx, "read cursor", func() error {
 			cur, err := w.c.Cursor(ctx, id, transport.Strong)
 			cursor = cur.Seq
@@ -438,9 +450,9 @@ func (w *agentWatcher) handle(ctx context.Context, m *fsm.Message) error {
 		w.log.Warn("watcher: skipping message: prompt does not render", "id", m.ID, "err", err)
 		return nil
 	}
-	w.setWorking(ctx, +1, m)
+	w.setWorking(m, true)
 	res, attempts := w.invoke(ctx, m, prompt)
-	w.setWorking(ctx, -1, m)
+	w.setWorking(m, false)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -594,17 +606,44 @@ func (w *agentWatcher) presence(ctx context.Context, state, sub, task string) {
 	}
 }
 
-func (w *agentWatcher) setWorking(ctx context.Context, delta int, m *fsm.Message) {
+// setWorking records that the invocation for m started (on) or ended
+// (its retries included), and wakes the heartbeat to publish it now.
+func (w *agentWatcher) setWorking(m *fsm.Message, on bool) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.working += delta
-	if w.working > 0 {
-		w.presence(ctx, transport.PresenceAwake, transport.SubstateWorking, truncate("answering "+m.ID, transport.MaxPresenceTask))
-	} else {
-		w.presence(ctx, transport.PresenceAwake, transport.SubstateIdle, "")
+	if on {
+		w.answering = append(w.answering, m.ID)
+	} else if i := slices.Index(w.answering, m.ID); i >= 0 {
+		w.answering = slices.Delete(w.answering, i, i+1)
+	}
+	w.mu.Unlock()
+	select {
+	case w.busyChanged <- struct{}{}:
+	default: // a wake-up is pending; it publishes the latest list
 	}
 }
 
+// busy is what presence says of the running invocations: WORKING and
+// "answering ID" (the oldest, and how many more) while any runs, else
+// IDLE with no task.
+func (w *agentWatcher) busy() (substate, task string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch n := len(w.answering); n {
+	case 0:
+		return transport.SubstateIdle, ""
+	case 1:
+		task = "answering " + w.answering[0]
+	default:
+		task = fmt.Sprintf("answering %s (and %d more)", w.answering[0], n-1)
+	}
+	return transport.SubstateWorking, truncate(task, transport.MaxPresenceTask)
+}
+
+// heartbeat is the one writer of the agent's AWAKE presence while the
+// watcher runs: every Heartbeat, and at once when an invocation starts
+// or ends. One writer, reading the list when it writes, means the last
+// update always says what runs now: an invocation that ended never shows
+// as WORKING after it, whatever the order in which updates were due.
 func (w *agentWatcher) heartbeat(ctx context.Context) {
 	t := time.NewTicker(w.opts.Heartbeat)
 	defer t.Stop()
@@ -612,15 +651,11 @@ func (w *agentWatcher) heartbeat(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-w.busyChanged:
 		case <-t.C:
-			w.mu.Lock()
-			sub := transport.SubstateIdle
-			if w.working > 0 {
-				sub = transport.SubstateWorking
-			}
-			w.mu.Unlock()
-			w.presence(ctx, transport.PresenceAwake, sub, "")
 		}
+		sub, task := w.busy()
+		w.presence(ctx, transport.PresenceAwake, sub, task)
 	}
 }
 
