@@ -52,6 +52,18 @@ func MessageNotFound(id string) error { return notFound("message %s", id) }
 // nor a stored message (or one the reader may not read, as above).
 func ThreadNotFound(id string) error { return notFound("thread %s", id) }
 
+// ForbiddenError is ErrForbidden worded by the rule that refuses: "interrupt:
+// only roles master, orchestrator, supervisor may interrupt". As for a
+// *NotFoundError, the API answers with these words alone.
+type ForbiddenError struct {
+	Reason string
+}
+
+func (e *ForbiddenError) Error() string { return e.Reason }
+
+// Unwrap lets errors.Is(err, ErrForbidden) match.
+func (e *ForbiddenError) Unwrap() error { return ErrForbidden }
+
 // FieldError says which field of a message is wrong and why. It wraps
 // ErrInvalid.
 type FieldError struct {

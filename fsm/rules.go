@@ -259,6 +259,9 @@ type RulesCheck struct {
 	ToRole   string `json:"to_role"`
 	Allowed  bool   `json:"allowed"`
 	Reason   string `json:"reason,omitempty"` // why not, when not allowed
+	// Interrupt is true for CheckInterrupt's answer: may From interrupt
+	// an agent (To and ToRole are empty)?
+	Interrupt bool `json:"interrupt,omitempty"`
 }
 
 // CheckRules answers whether a message from from to to would pass the

@@ -16,6 +16,10 @@ import (
 // the client set one).
 type SendCommand struct {
 	Message Message `json:"message"`
+	// Interrupt, when set, makes the message an interrupt's alert: apply
+	// refuses it unless the sender may interrupt (checkInterrupt). Only
+	// the API's interrupt endpoint sets it.
+	Interrupt *Interrupt `json:"interrupt,omitempty"`
 }
 
 // SendResult is what applying a send returns: where the message is stored.
@@ -32,13 +36,18 @@ type SendResult struct {
 
 // contentHash is the SHA-256 of the message as sent (seq zero, timestamp as
 // the client gave it), so a retry of the same send matches and a reuse of
-// the id for something else does not.
-func contentHash(m *Message) ([32]byte, error) {
+// the id for something else does not. An interrupt's alert hashes with a
+// suffix, so an ordinary message cannot pass for a stored interrupt (and
+// be answered as its retry) or the other way round.
+func contentHash(m *Message, interrupt bool) ([32]byte, error) {
 	c := *m
 	c.Seq = 0
 	b, err := json.Marshal(&c)
 	if err != nil {
 		return [32]byte{}, err
+	}
+	if interrupt {
+		b = append(b, "\x00interrupt"...)
 	}
 	return sha256.Sum256(b), nil
 }
@@ -46,6 +55,8 @@ func contentHash(m *Message) ([32]byte, error) {
 // applySend stores a message and delivers it. In order, before anything is
 // written:
 //
+//   - an interrupt's alert (cmd.Interrupt) is refused unless its sender may
+//     interrupt (checkInterrupt), whether or not its id is stored;
 //   - an id stored before answers its original place (same content) or is a
 //     conflict (other content);
 //   - a reply gets its thread (fillThread) and, when it answers a private
@@ -57,8 +68,8 @@ func contentHash(m *Message) ([32]byte, error) {
 //   - the rules, if any, decide per recipient; if they block every one, the
 //     send fails with ErrForbidden and the reasons.
 //
-// Refusals by strict_senders and the rules leave one BLOCKED audit line per
-// refused recipient (the deliberate trace of an attempt) and nothing else.
+// Refusals by interrupt authority, strict_senders and the rules leave one
+// BLOCKED audit line per refused recipient (the deliberate trace of an attempt) and nothing else.
 // A stored message gets its resolved Recipients, a thread_id if it is a reply
 // sent without one, an inbox entry and a "delivered" receipt per delivered
 // recipient, a "blocked" receipt per blocked one, its thread entry, the
@@ -73,7 +84,12 @@ func (f *FSM) applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any,
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("fsm: apply send: %w", err)
 	}
-	sum, err := contentHash(&m)
+	if cmd.Interrupt != nil {
+		if err := f.checkInterrupt(tx, index, ts, &m, cmd.Interrupt); err != nil {
+			return nil, fmt.Errorf("fsm: apply send: %w", err)
+		}
+	}
+	sum, err := contentHash(&m, cmd.Interrupt != nil)
 	if err != nil {
 		return nil, fmt.Errorf("fsm: apply send: hash: %w", err)
 	}
@@ -101,7 +117,7 @@ func (f *FSM) applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any,
 	} else if readConfig(tx).StrictSenders {
 		reason := fmt.Sprintf("sender %s is not a registered agent and strict_senders is on: register it first (maosctl agents register %s --role ROLE)", m.From, m.From)
 		audit(tx, index, ts, markPrivate(AuditEvent{Kind: AuditBlocked, From: m.From, To: m.To, Label: "BLOCKED", Text: reason, MessageID: m.ID}, &m, nil))
-		return nil, fmt.Errorf("fsm: apply send: %w: %s", ErrForbidden, reason)
+		return nil, fmt.Errorf("fsm: apply send: %w", &ForbiddenError{Reason: reason})
 	}
 	delivered, blocked, err := f.applyRules(tx, &m, fromRole, rcpts)
 	if err != nil {
@@ -113,7 +129,7 @@ func (f *FSM) applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any,
 		for i, b := range blocked {
 			reasons[i] = b.ID + ": " + b.Reason
 		}
-		return nil, fmt.Errorf("fsm: apply send: %w: the rules block every recipient: %s", ErrForbidden, strings.Join(reasons, "; "))
+		return nil, fmt.Errorf("fsm: apply send: %w", &ForbiddenError{Reason: "the rules block every recipient: " + strings.Join(reasons, "; ")})
 	}
 
 	// Everything is checked: write.

@@ -1,0 +1,99 @@
+package fsm
+
+// Interrupts in the state machine. An interrupt (seed 000: only the
+// master interrupts) is an urgent "[INTERRUPT] reason" alert to one agent,
+// followed by ESC in the agent's terminal pane. The alert is an ordinary
+// send carrying Interrupt, which only the API's interrupt endpoint sets,
+// and apply checks the sender's authority before anything is stored; the
+// ESC follows only once the alert committed. Who may interrupt is package
+// rules' Compiled.MayInterrupt.
+
+import (
+	"strings"
+
+	"go.etcd.io/bbolt"
+)
+
+// Interrupt marks a send as an interrupt's alert (SendCommand.Interrupt).
+// POST /v1/agents/{id}/interrupt alone sets it: POST /v1/messages decodes
+// a Message, which has no such field.
+type Interrupt struct {
+	// Moderator is true when the request's bearer token is a moderator's
+	// (or an admin's), which may always interrupt. The node that
+	// authenticated the request sets it; without authentication no
+	// caller is one.
+	Moderator bool `json:"moderator,omitempty"`
+}
+
+// The shape of an interrupt's alert (NewInterrupt).
+const (
+	InterruptType   = "alert"
+	InterruptPrefix = "[INTERRUPT] "
+)
+
+// NewInterrupt is from's alert to agent that it must stop, as the API's
+// interrupt endpoint proposes it: in channel, type alert, priority urgent,
+// text "[INTERRUPT] " and reason, titled the same with the reason on one
+// line and cut to MaxTitleLen bytes (the audit trail shows titles, so it
+// shows why). The ID is left empty: the caller sets one, fixed before the
+// first attempt, or Normalize generates it.
+func NewInterrupt(from, agent, channel, reason string) *Message {
+	return &Message{
+		Channel:  channel,
+		From:     from,
+		To:       Recipients{agent},
+		Type:     InterruptType,
+		Priority: PriorityUrgent,
+		Title:    cutUTF8(InterruptPrefix+strings.Join(strings.Fields(reason), " "), MaxTitleLen),
+		Content:  Content{Text: InterruptPrefix + reason},
+	}
+}
+
+// checkInterrupt decides whether the sender of m, an interrupt's alert
+// marked mark, may interrupt: a moderator always; anyone else by the rules
+// document stored in tx (rules.Compiled.MayInterrupt, which without a
+// document or an interrupt list admits the roles master, orchestrator and
+// supervisor) with the sender's registered role (none when it is not
+// registered). The alert must name one agent in "to" (a *FieldError). A
+// refusal writes one BLOCKED audit line, and nothing else, and returns a
+// *ForbiddenError in the rule's words.
+func (f *FSM) checkInterrupt(tx *bbolt.Tx, index uint64, ts int64, m *Message, mark *Interrupt) error {
+	if len(m.To) != 1 || recipientKind(m.To[0]) != kindAgent {
+		return fieldErr("to", "an interrupt names one agent, not %q", strings.Join(m.To, ","))
+	}
+	if mark.Moderator {
+		return nil
+	}
+	role, _ := rulesAgentRole(tx, m.From)
+	r, err := f.rules.load(tx)
+	if err != nil {
+		return err
+	}
+	ok, reason := r.MayInterrupt(m.From, role)
+	if ok {
+		return nil
+	}
+	audit(tx, index, ts, markPrivate(AuditEvent{Kind: AuditBlocked, From: m.From, To: m.To, Label: "BLOCKED", Text: reason, MessageID: m.ID}, m, nil))
+	return &ForbiddenError{Reason: reason}
+}
+
+// CheckInterrupt answers whether from may interrupt an agent now, as an
+// interrupt's apply would decide for a caller that is not a moderator:
+// with from's registered role (none when it is not registered), or
+// fromRole when not "" ("what if"). The answer's To and ToRole are empty
+// and Interrupt is true.
+func (f *FSM) CheckInterrupt(from, fromRole string) (RulesCheck, error) {
+	out := RulesCheck{From: from, FromRole: fromRole, Interrupt: true}
+	err := f.view(func(tx *bbolt.Tx) error {
+		r, err := f.rules.load(tx)
+		if err != nil {
+			return err
+		}
+		if out.FromRole == "" {
+			out.FromRole, _ = rulesAgentRole(tx, from)
+		}
+		out.Allowed, out.Reason = r.MayInterrupt(out.From, out.FromRole)
+		return nil
+	})
+	return out, err
+}

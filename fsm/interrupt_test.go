@@ -1,0 +1,183 @@
+package fsm
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/maos-project/maos/rules"
+)
+
+// interruptMsg is from's interrupt alert to agent, id from the counter.
+func (b *mbox) interruptMsg(from, agent string) Message {
+	m := *NewInterrupt(from, agent, "ops", "stop: the spec changed")
+	m.ID = b.msg(from, "x").ID
+	m.Normalize(time.Unix(0, b.ts))
+	return m
+}
+
+func (b *mbox) interrupt(m Message, moderator bool) any {
+	b.t.Helper()
+	return b.apply(OpSend, SendCommand{Message: m, Interrupt: &Interrupt{Moderator: moderator}})
+}
+
+// refused checks that applying the interrupt m was refused in the words
+// of want, stored nothing and left exactly one BLOCKED audit line.
+func (b *mbox) refused(m Message, moderator bool, want string) {
+	b.t.Helper()
+	before := dumpWithout(b.t, b.f, string(bucketAudit))
+	auditBefore := len(b.auditLines())
+	err := mustError(b.t, b.interrupt(m, moderator))
+	var fe *ForbiddenError
+	if !errors.Is(err, ErrForbidden) || !errors.As(err, &fe) || fe.Error() != want {
+		b.t.Fatalf("interrupt from %s = %v, want a ForbiddenError saying %q", m.From, err, want)
+	}
+	if after := dumpWithout(b.t, b.f, string(bucketAudit)); after != before {
+		b.t.Errorf("a refused interrupt from %s stored more than an audit line", m.From)
+	}
+	if _, err := b.f.Message(m.ID); !errors.Is(err, ErrNotFound) {
+		b.t.Errorf("the refused alert %s is stored: %v", m.ID, err)
+	}
+	lines := b.auditLines()[auditBefore:]
+	if wantLine := "[" + m.From + "→" + m.To[0] + "] BLOCKED: " + want; len(lines) != 1 || !strings.HasSuffix(lines[0], wantLine) {
+		b.t.Errorf("audit after the refusal = %q, want one line ending %q", lines, wantLine)
+	}
+}
+
+// allowed checks that the interrupt m was stored and delivered.
+func (b *mbox) allowed(m Message, moderator bool) *SendResult {
+	b.t.Helper()
+	r := b.interrupt(m, moderator)
+	res, ok := r.(*SendResult)
+	if !ok {
+		b.t.Fatalf("interrupt from %s refused: %v", m.From, r)
+	}
+	stored, err := b.f.Message(m.ID)
+	if err != nil || stored.Type != InterruptType || stored.Priority != PriorityUrgent || len(stored.Recipients) != 1 || stored.Recipients[0] != m.To[0] {
+		b.t.Fatalf("stored alert %+v, %v", stored, err)
+	}
+	return res
+}
+
+// Without a document only the roles master, orchestrator and supervisor
+// may interrupt; a refusal stores nothing but its BLOCKED line.
+// (mbox applies the encoded entry, the bytes a follower forwards to the
+// leader, so the mark travels with it.)
+func TestInterruptAuthorityDefault(t *testing.T) {
+	b := newMbox(t)
+	for id, role := range map[string]string{"boss": "master", "orch": "orchestrator", "sup": "supervisor", "dev": "developer", "claude": "developer"} {
+		b.register(id, role)
+	}
+	for _, from := range []string{"dev", "stranger"} {
+		b.refused(b.interruptMsg(from, "claude"), false, rules.DefaultInterruptReason)
+	}
+	if _, err := b.f.Agent("stranger"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a refused interrupt registered its sender: %v", err)
+	}
+	for _, from := range []string{"boss", "orch", "sup"} {
+		b.allowed(b.interruptMsg(from, "claude"), false)
+	}
+	// A moderator's token may, whatever its agent's role.
+	b.allowed(b.interruptMsg("dev", "claude"), true)
+	if c := b.counts("claude"); c.Unread != 4 || c.UnreadByPriority[PriorityUrgent] != 4 {
+		t.Errorf("claude's counts = %+v, want the 4 allowed alerts, urgent", c)
+	}
+}
+
+// A document that only forbids one pair hands out no ESC power; its
+// interrupt list, when it has one, decides alone.
+func TestInterruptAuthorityByDocument(t *testing.T) {
+	b := newMbox(t)
+	for id, role := range map[string]string{"boss": "master", "dev": "developer", "ops": "operator", "claude": "developer"} {
+		b.register(id, role)
+	}
+	b.ok(OpSetRules, SetRulesCommand{Rules: &rules.Document{
+		Forbidden: []rules.ForbiddenRule{{From: "role:tester", To: "role:reviewer", Reason: "testers go through the developer"}},
+	}})
+	if chk, err := b.f.CheckRules("dev", "", "claude", ""); err != nil || !chk.Allowed {
+		t.Fatal("the document should let dev message claude")
+	}
+	b.refused(b.interruptMsg("dev", "claude"), false, rules.DefaultInterruptReason)
+	b.allowed(b.interruptMsg("boss", "claude"), false)
+
+	b.ok(OpSetRules, SetRulesCommand{Rules: &rules.Document{Interrupt: []string{"role:operator"}}})
+	b.allowed(b.interruptMsg("ops", "claude"), false)
+	b.refused(b.interruptMsg("boss", "claude"), false, "interrupt: only role:operator may interrupt")
+
+	b.ok(OpSetRules, SetRulesCommand{Rules: &rules.Document{Interrupt: []string{}}})
+	b.refused(b.interruptMsg("ops", "claude"), false, "interrupt: the list is empty, nobody may interrupt")
+	b.allowed(b.interruptMsg("ops", "claude"), true)
+
+	// Authority to interrupt is not a pass through the lists: the alert is
+	// a message, refused like one when the rules keep it from the agent.
+	b.ok(OpSetRules, SetRulesCommand{Rules: &rules.Document{Interrupt: []string{"boss"},
+		Forbidden: []rules.ForbiddenRule{{From: "boss", To: "claude", Reason: "boss leaves claude alone"}}}})
+	err := mustError(t, b.interrupt(b.interruptMsg("boss", "claude"), false))
+	if !errors.Is(err, ErrForbidden) || !strings.Contains(err.Error(), "boss leaves claude alone") {
+		t.Errorf("an interrupt the lists forbid = %v", err)
+	}
+
+	// CheckInterrupt answers the same, with the role it used.
+	b.ok(OpSetRules, SetRulesCommand{Rules: &rules.Document{Interrupt: []string{"role:operator", "boss"}}})
+	for _, c := range []struct {
+		from, role string
+		want       bool
+		usedRole   string
+	}{{"ops", "", true, "operator"}, {"boss", "", true, "master"}, {"dev", "", false, "developer"}, {"dev", "operator", true, "operator"}, {"nobody", "", false, ""}} {
+		got, err := b.f.CheckInterrupt(c.from, c.role)
+		if err != nil || got.Allowed != c.want || got.FromRole != c.usedRole || !got.Interrupt || got.To != "" ||
+			(!c.want && got.Reason != "interrupt: only role:operator, boss may interrupt") {
+			t.Errorf("CheckInterrupt(%s, %q) = %+v, %v", c.from, c.role, got, err)
+		}
+	}
+}
+
+// The alert's id is fixed before the first attempt: a retry answers the
+// first seq and stores nothing; an ordinary message cannot pass for an
+// interrupt of the same id, nor the other way round.
+func TestInterruptIdempotentAndMarked(t *testing.T) {
+	b := newMbox(t)
+	b.register("boss", "master")
+	b.register("claude", "developer")
+	m := b.interruptMsg("boss", "claude")
+	first := b.allowed(m, false)
+	again, ok := b.interrupt(m, false).(*SendResult)
+	if !ok || again.Seq != first.Seq || !again.Duplicate {
+		t.Fatalf("retried interrupt = %+v, want the first seq %d as a duplicate", again, first.Seq)
+	}
+	if c := b.counts("claude"); c.Total != 1 {
+		t.Errorf("claude holds %d messages after a retry, want 1", c.Total)
+	}
+	if err := b.sendErr(m); !errors.Is(err, ErrConflict) {
+		t.Errorf("an ordinary send of the interrupt's id and content = %v, want a conflict", err)
+	}
+
+	// A plain message shaped like an alert, then an interrupt with its id.
+	plain := b.interruptMsg("boss", "claude")
+	b.send(plain)
+	if err := mustError(t, b.interrupt(plain, false)); !errors.Is(err, ErrConflict) {
+		t.Errorf("an interrupt reusing an ordinary message's id = %v, want a conflict", err)
+	}
+
+	// An interrupt names one agent.
+	wide := b.interruptMsg("boss", "claude")
+	wide.To = Recipients{"role:developer"}
+	var fe *FieldError
+	if err := mustError(t, b.interrupt(wide, false)); !errors.As(err, &fe) || fe.Field != "to" {
+		t.Errorf("an interrupt to a role = %v, want a FieldError on to", err)
+	}
+}
+
+func TestNewInterrupt(t *testing.T) {
+	m := NewInterrupt("boss", "claude", "ops", "stop:\nthe spec  changed")
+	if m.From != "boss" || len(m.To) != 1 || m.To[0] != "claude" || m.Channel != "ops" || m.Type != "alert" ||
+		m.Priority != PriorityUrgent || m.Content.Text != "[INTERRUPT] stop:\nthe spec  changed" ||
+		m.Title != "[INTERRUPT] stop: the spec changed" || m.ID != "" {
+		t.Errorf("NewInterrupt = %+v", m)
+	}
+	long := NewInterrupt("boss", "claude", "ops", strings.Repeat("é", MaxTitleLen))
+	if len(long.Title) > MaxTitleLen || !strings.HasPrefix(long.Title, InterruptPrefix+"é") || !strings.HasSuffix(long.Title, "é") {
+		t.Errorf("a long reason's title is %d bytes: %q…", len(long.Title), long.Title[:40])
+	}
+}
