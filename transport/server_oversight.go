@@ -18,7 +18,7 @@ import (
 //	PUT    /v1/rules                 body: the rules document, JSON or YAML (Content-Type
 //	                                 application/yaml or text/yaml) → fsm.RulesState
 //	DELETE /v1/rules                 remove the document (everyone may message everyone) → fsm.RulesState
-//	POST   /v1/rules/check           {"from","to","from_role","to_role"} → fsm.RulesCheck {"allowed","reason",...}
+//	POST   /v1/rules/check           {"from","to","from_role","to_role"} or {"from","interrupt":true} → fsm.RulesCheck {"allowed","reason",...}
 //	GET    /v1/audit?after=&limit=   → AuditResponse {"events":[{...,"line"}],"has_more"}
 //	GET    /v1/overview?channel=&after=&limit= → fsm.OverviewPage {"messages":[...],"has_more"}
 //
@@ -42,21 +42,28 @@ type AuditResponse struct {
 	HasMore bool         `json:"has_more"`
 }
 
-// RulesCheckRequest is the body of POST /v1/rules/check. FromRole and
-// ToRole, when given, replace the registered roles ("what if").
+// RulesCheckRequest is the body of POST /v1/rules/check: may From message
+// To, or, with Interrupt (and no To), may From interrupt an agent?
+// FromRole and ToRole, when given, replace the registered roles ("what
+// if").
 type RulesCheckRequest struct {
-	From     string `json:"from"`
-	To       string `json:"to"`
-	FromRole string `json:"from_role,omitempty"`
-	ToRole   string `json:"to_role,omitempty"`
+	From      string `json:"from"`
+	To        string `json:"to,omitempty"`
+	FromRole  string `json:"from_role,omitempty"`
+	ToRole    string `json:"to_role,omitempty"`
+	Interrupt bool   `json:"interrupt,omitempty"`
 }
 
-// Validate checks the ids and roles are names.
+// Validate checks the ids and roles are names, and that a check names a
+// recipient or asks about interrupting, not both.
 func (q *RulesCheckRequest) Validate() error {
+	if q.Interrupt && (q.To != "" || q.ToRole != "") {
+		return &fsm.FieldError{Field: "interrupt", Reason: "asks who may interrupt any agent: leave to and to_role out"}
+	}
 	for _, f := range []struct {
 		name, v  string
 		required bool
-	}{{"from", q.From, true}, {"to", q.To, true}, {"from_role", q.FromRole, false}, {"to_role", q.ToRole, false}} {
+	}{{"from", q.From, true}, {"to", q.To, !q.Interrupt}, {"from_role", q.FromRole, false}, {"to_role", q.ToRole, false}} {
 		switch {
 		case f.v == "" && f.required:
 			return &fsm.FieldError{Field: f.name, Reason: "required: an agent id"}
@@ -129,7 +136,12 @@ func (s *Server) rulesCheck(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.query(w, r, func(st Reader) (any, error) { return st.CheckRules(req.From, req.FromRole, req.To, req.ToRole) })
+	s.query(w, r, func(st Reader) (any, error) {
+		if req.Interrupt {
+			return st.CheckInterrupt(req.From, req.FromRole)
+		}
+		return st.CheckRules(req.From, req.FromRole, req.To, req.ToRole)
+	})
 }
 
 func (s *Server) auditTrail(w http.ResponseWriter, r *http.Request) {

@@ -100,6 +100,47 @@ forbidden_interactions:
     reason: "Should go through developer first"
 `
 
+// {"interrupt":true} asks who may interrupt: the default roles without a
+// document's list, the list with one; the sender's registered role unless
+// from_role says otherwise.
+func TestRulesCheckInterrupt(t *testing.T) {
+	e := newOversightEnv(t)
+	e.apply(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "boss", Role: "master"})
+	e.apply(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "dev", Role: "developer"})
+	check := func(body string) fsm.RulesCheck {
+		t.Helper()
+		r := e.do("POST", "/v1/rules/check", body, nil)
+		if r.status != 200 {
+			t.Fatalf("check %s: %d %s", body, r.status, r.body)
+		}
+		var c fsm.RulesCheck
+		if err := json.Unmarshal(r.body, &c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	for _, c := range []struct {
+		body, role, reason string
+		allowed            bool
+	}{
+		{`{"from":"boss","interrupt":true}`, "master", "", true},
+		{`{"from":"dev","interrupt":true}`, "developer", rules.DefaultInterruptReason, false},
+		{`{"from":"dev","from_role":"supervisor","interrupt":true}`, "supervisor", "", true},
+		{`{"from":"nobody","interrupt":true}`, "", rules.DefaultInterruptReason, false},
+	} {
+		if got := check(c.body); got.Allowed != c.allowed || got.FromRole != c.role || got.Reason != c.reason || !got.Interrupt || got.To != "" {
+			t.Errorf("check %s = %+v", c.body, got)
+		}
+	}
+	e.apply(fsm.OpSetRules, fsm.SetRulesCommand{Rules: &rules.Document{Interrupt: []string{"dev"}}})
+	if got := check(`{"from":"boss","interrupt":true}`); got.Allowed || got.Reason != "interrupt: only dev may interrupt" {
+		t.Errorf("boss under interrupt: [dev] = %+v", got)
+	}
+	if got := check(`{"from":"dev","interrupt":true}`); !got.Allowed {
+		t.Errorf("dev under interrupt: [dev] = %+v", got)
+	}
+}
+
 func TestRulesPutYAMLAndJSON(t *testing.T) {
 	e := newOversightEnv(t)
 	if st := e.rulesState(); st.Rules != nil || st.Default != "allow" || st.Index != 0 {
@@ -226,6 +267,9 @@ func TestRulesPutBadInput(t *testing.T) {
 		{"bad to", `{"from":"a","to":"B B"}`, "invalid", "to: must match"},
 		{"bad role", `{"from":"a","to":"b","to_role":"role:x"}`, "invalid", "to_role: must match"},
 		{"unknown field", `{"from":"a","to":"b","as":"c"}`, "unknown_field", `unknown field "as"`},
+		{"missing to", `{"from":"a"}`, "invalid", "to: required"},
+		{"interrupt and to", `{"from":"a","to":"b","interrupt":true}`, "invalid", "interrupt: asks who may interrupt any agent"},
+		{"interrupt and to_role", `{"from":"a","to_role":"x","interrupt":true}`, "invalid", "leave to and to_role out"},
 	} {
 		r := e.do("POST", "/v1/rules/check", c.body, nil)
 		if r.status != 400 {

@@ -68,6 +68,7 @@ type Reader interface {
 
 	Rules() (fsm.RulesState, error)
 	CheckRules(from, fromRole, to, toRole string) (fsm.RulesCheck, error)
+	CheckInterrupt(from, fromRole string) (fsm.RulesCheck, error)
 	Audit(after uint64, limit int) (fsm.AuditPage, error)
 	OverviewFor(viewer *fsm.Viewer, channel string, after uint64, limit int) (fsm.OverviewPage, error)
 

@@ -258,24 +258,35 @@ func rulesClear(c *cli.Context) error {
 func rulesCheckCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "check",
-		Usage: "say whether one agent may message another under the current rules",
+		Usage: "say whether one agent may message another (or interrupt) under the current rules",
 		UsageText: `maosctl rules check --from A --to B [--from-role ROLE] [--to-role ROLE] [--strong]
+   maosctl rules check --interrupt --from A [--from-role ROLE] [--strong]
 
    maosctl rules check --from tester_agent --to reviewer_agent
-   maosctl rules check --from newbie --from-role engineer --to boss   # what if newbie were an engineer`,
+   maosctl rules check --from newbie --from-role engineer --to boss   # what if newbie were an engineer
+   maosctl rules check --interrupt --from lead                         # may lead interrupt an agent?`,
 		Description: `Asks the node whether a message from A to B would pass the rules now,
 with the roles a send would use: each agent's registered role ("agent" for an
 unregistered sender, which a send registers so; none for an unregistered
 recipient). --from-role and --to-role replace them.
 
+With --interrupt (and no --to) it asks instead whether A may interrupt an
+agent (maosctl interrupt): by the document's interrupt: list, or without one
+the roles master, orchestrator and supervisor, with A's registered role (none
+when it is not registered). A moderator's token may always interrupt, which
+this check does not see.
+
 Prints "allowed: A (role R) → B (role S)" or "blocked: A (role R) → B (role S):
-REASON". The exit status is 0 either way; scripts read --json
-({"from","from_role","to","to_role","allowed","reason"}).`,
+REASON" (with --interrupt "allowed: A (role R) may interrupt" or "blocked: A
+(role R) may not interrupt: REASON"). The exit status is 0 either way;
+scripts read --json ({"from","from_role","to","to_role","allowed","reason"},
+and "interrupt": true).`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "from", Usage: "sender agent `ID` (required)", EnvVars: []string{envAgent}},
-			&cli.StringFlag{Name: "to", Usage: "recipient agent `ID` (required)"},
+			&cli.StringFlag{Name: "to", Usage: "recipient agent `ID` (required without --interrupt)"},
 			&cli.StringFlag{Name: "from-role", Usage: "check as if the sender had `ROLE`"},
 			&cli.StringFlag{Name: "to-role", Usage: "check as if the recipient had `ROLE`"},
+			&cli.BoolFlag{Name: "interrupt", Usage: "ask whether the sender may interrupt an agent, not message one"},
 			strongFlag(),
 			jsonFlag(),
 		},
@@ -287,14 +298,19 @@ func rulesCheck(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	if err := require(c, "from", "to"); err != nil {
+	need := []string{"from", "to"}
+	if c.Bool("interrupt") {
+		need = need[:1] // the node refuses --to with --interrupt
+	}
+	if err := require(c, need...); err != nil {
 		return err
 	}
 	req := transport.RulesCheckRequest{
-		From:     strings.TrimSpace(c.String("from")),
-		To:       strings.TrimSpace(c.String("to")),
-		FromRole: strings.TrimSpace(c.String("from-role")),
-		ToRole:   strings.TrimSpace(c.String("to-role")),
+		From:      strings.TrimSpace(c.String("from")),
+		To:        strings.TrimSpace(c.String("to")),
+		FromRole:  strings.TrimSpace(c.String("from-role")),
+		ToRole:    strings.TrimSpace(c.String("to-role")),
+		Interrupt: c.Bool("interrupt"),
 	}
 	ctx, cancel := call(c)
 	defer cancel()
@@ -310,6 +326,14 @@ func rulesCheck(c *cli.Context) error {
 			return id + " (no role)"
 		}
 		return id + " (role " + role + ")"
+	}
+	if res.Interrupt {
+		if res.Allowed {
+			_, err = fmt.Fprintf(c.App.Writer, "allowed: %s may interrupt\n", who(res.From, res.FromRole))
+		} else {
+			_, err = fmt.Fprintf(c.App.Writer, "blocked: %s may not interrupt: %s\n", who(res.From, res.FromRole), res.Reason)
+		}
+		return err
 	}
 	pair := who(res.From, res.FromRole) + " → " + who(res.To, res.ToRole)
 	if res.Allowed {

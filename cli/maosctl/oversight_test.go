@@ -132,6 +132,23 @@ func TestRulesSetGetCheck(t *testing.T) {
 		t.Errorf("under the preset: %q", out)
 	}
 
+	// Interrupting is its own rule: the preset lets lead message everyone,
+	// but without an interrupt list only the default roles may interrupt.
+	for _, c := range []struct{ args, want string }{
+		{"--interrupt --from w1 --from-role lead", "blocked: w1 (role lead) may not interrupt: " + rules.DefaultInterruptReason + "\n"},
+		{"--interrupt --from w1 --from-role supervisor", "allowed: w1 (role supervisor) may interrupt\n"},
+		{"--interrupt --from w1", "blocked: w1 (no role) may not interrupt: " + rules.DefaultInterruptReason + "\n"},
+	} {
+		if out := e.ok(append([]string{"rules", "check"}, strings.Fields(c.args)...)...); out != c.want {
+			t.Errorf("rules check %s:\n%q\nwant\n%q", c.args, out, c.want)
+		}
+	}
+	var ichk fsm.RulesCheck
+	if err := json.Unmarshal([]byte(e.ok("rules", "check", "--json", "--interrupt", "--from", "w1")), &ichk); err != nil ||
+		!ichk.Interrupt || ichk.Allowed || ichk.Reason != rules.DefaultInterruptReason {
+		t.Errorf("rules check --interrupt --json: %+v, %v", ichk, err)
+	}
+
 	if out := e.ok("rules", "clear"); out != "rules removed at index 1005: everyone may message everyone\n" {
 		t.Errorf("rules clear: %q", out)
 	}
@@ -170,6 +187,8 @@ func TestRulesErrors(t *testing.T) {
 		{[]string{"rules", "set", "--preset", "flat"}, `--preset flat: preset: unknown preset "flat"; known: hierarchical`},
 		{[]string{"rules", "set", "--orchestrator-role", "lead", "-f", badGlob}, "--orchestrator-role goes with --preset"},
 		{[]string{"rules", "check", "--from", "a"}, "missing required flag --to"},
+		{[]string{"rules", "check", "--interrupt"}, "missing required flag --from"},
+		{[]string{"rules", "check", "--interrupt", "--from", "a", "--to", "b"}, "interrupt: asks who may interrupt any agent"},
 		{[]string{"rules", "check", "--from", "A B", "--to", "b"}, "from: must match"},
 		{[]string{"rules", "get", "extra"}, `unexpected argument "extra"`},
 		{[]string{"rules", "frob"}, `unknown command "frob"`},
