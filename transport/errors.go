@@ -120,6 +120,7 @@ func toAPIError(err error) *APIError {
 		fe  *fsm.FieldError
 		rfe *rules.FieldError
 		nf  *fsm.NotFoundError
+		fbe *fsm.ForbiddenError
 	)
 	switch {
 	case errors.As(err, &fe):
@@ -128,6 +129,8 @@ func toAPIError(err error) *APIError {
 		return &APIError{Status: http.StatusBadRequest, Code: CodeInvalid, Message: rfe.Error()}
 	case errors.As(err, &nf):
 		return &APIError{Status: http.StatusNotFound, Code: CodeNotFound, Message: nf.Error()}
+	case errors.As(err, &fbe):
+		return &APIError{Status: http.StatusForbidden, Code: CodeForbidden, Message: fbe.Error()}
 	case errors.Is(err, fsm.ErrConflict):
 		code = CodeConflict
 	case errors.Is(err, fsm.ErrForbidden):

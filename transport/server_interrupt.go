@@ -2,32 +2,63 @@ package transport
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
+	"strings"
+	"time"
 
 	"github.com/maos-project/maos/fsm"
 )
 
 // InterruptRequest is the body of POST /v1/agents/{id}/interrupt.
 type InterruptRequest struct {
-	From   string `json:"from"`
+	// From is the interrupting agent (the token's own, with --auth).
+	From string `json:"from"`
+	// Reason says why: the alert's text is "[INTERRUPT] " and Reason.
 	Reason string `json:"reason"`
+	// Channel is where the alert is posted; default the channel of the
+	// agent's presence.
+	Channel string `json:"channel,omitempty"`
+	// ID is the alert's id, fixed by the caller before its first attempt so
+	// that a retry stores the alert once; generated when empty.
+	ID string `json:"id,omitempty"`
+	// LocalPane says the caller presses ESC in a pane of its own (maosctl
+	// interrupt --tmux-target): the node posts the alert only.
+	LocalPane bool `json:"local_pane,omitempty"`
 }
 
-// InterruptResponse says which node sent the ESC.
+// InterruptResponse is the answer of an interrupt whose alert committed:
+// the alert's place in the log (ID, Seq, Timestamp), the node presence
+// places the agent on ("" without presence), and whether ESC reached the
+// agent's pane; when not, NoEscape says why (no presence, no pane on the
+// node, LocalPane).
 type InterruptResponse struct {
-	Agent string `json:"agent"`
-	Node  string `json:"node"`
+	Agent     string    `json:"agent"`
+	Node      string    `json:"node,omitempty"`
+	ID        string    `json:"id,omitempty"`
+	Seq       uint64    `json:"seq,omitempty"`
+	Timestamp time.Time `json:"timestamp,omitzero"`
+	Escape    bool      `json:"escape"`
+	NoEscape  string    `json:"no_escape,omitempty"`
 }
 
-// interruptAgent serves POST /v1/agents/{id}/interrupt: ESC to the agent's
-// terminal pane. The node that hosts the agent (from presence) does it
-// through its ServerOptions.Interrupt hook (maosd wires the tmux panes of
-// its --agents file); any other node forwards the request there, once.
-// The urgent "[INTERRUPT] reason" message that goes with it is an ordinary
-// send, made (and checked against the rules) by the caller first.
+// interruptAgent serves POST /v1/agents/{id}/interrupt, the one way to
+// interrupt an agent: it proposes the urgent "[INTERRUPT] reason" alert
+// (fsm.NewInterrupt) as a send marked fsm.Interrupt, which apply refuses
+// (403 in the rule's words, a BLOCKED audit line, nothing stored) unless
+// the sender may interrupt, and only once the alert committed sends ESC to
+// the agent's pane: through this node's ServerOptions.Interrupt hook when
+// presence places the agent here, else relayed to the node that hosts it.
+// A relayed request (forwarded) only presses ESC.
+//
+// A pane that cannot be reached because there is none (no presence, a
+// node without panes for the agent, a host that is not alive) is a 200
+// with escape false and the reason: the alert is the interrupt. Any other
+// failure to press ESC is an error whose message names the stored alert;
+// retrying with the same id stores nothing more and presses again.
 func (s *Server) interruptAgent(w http.ResponseWriter, r *http.Request) {
 	agent := r.PathValue("id")
 	var req InterruptRequest
@@ -35,98 +66,155 @@ func (s *Server) interruptAgent(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	for _, f := range []struct{ name, v string }{{"id", agent}, {"from", req.From}} {
-		if !fsm.ValidName(f.v) {
-			s.writeError(w, r, fsm.NameError(f.name, f.v))
-			return
-		}
+	if err := req.validate(agent); err != nil {
+		s.writeError(w, r, err)
+		return
 	}
 	if !s.admit(w, r, "from", req.From) {
 		return
 	}
 	ctx := r.Context()
-	if !IsForwarded(ctx) {
-		if err := mayInterrupt(s.state, req.From, agent); err != nil {
+	if IsForwarded(ctx) {
+		// The node that took the request committed the alert.
+		if err := s.pressLocal(ctx, agent); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-	}
-	p, err := s.presence.AgentPresence(ctx, agent)
-	if err != nil {
-		s.writeError(w, r, fmt.Errorf("interrupt %s: no presence, so no host to reach: %w", agent, err))
+		me, err := s.cluster.Members(ctx)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, InterruptResponse{Agent: agent, Node: me.NodeID, Escape: true})
 		return
 	}
-	me, err := s.cluster.Members(ctx)
+
+	p, perr := s.presence.AgentPresence(ctx, agent)
+	if perr != nil && !errors.Is(perr, fsm.ErrNotFound) {
+		s.writeError(w, r, perr)
+		return
+	}
+	if req.Channel == "" && perr == nil {
+		req.Channel = p.Channel
+	}
+	if req.Channel == "" {
+		s.writeError(w, r, &fsm.FieldError{Field: "channel", Reason: "required: the presence of " + agent + " names no channel to post the alert in"})
+		return
+	}
+	m := fsm.NewInterrupt(req.From, agent, req.Channel, req.Reason)
+	m.ID = req.ID
+	m.Normalize(s.opts.Now())
+	if err := m.Validate(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	raw, err := s.prop.Apply(ctx, fsm.OpSend, fsm.SendCommand{Message: *m,
+		Interrupt: &fsm.Interrupt{Moderator: IdentityFrom(ctx).Moderates()}})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if p.Node == me.NodeID {
-		if s.opts.Interrupt == nil {
-			s.writeError(w, r, fmt.Errorf("interrupt %s: node %s runs no watcher with a terminal pane: %w", agent, p.Node, fsm.ErrNotFound))
+	var sent fsm.SendResult
+	if err := json.Unmarshal(raw, &sent); err != nil {
+		s.writeError(w, r, fmt.Errorf("interrupt %s: decode the alert's result: %w", agent, err))
+		return
+	}
+	res := InterruptResponse{Agent: agent, ID: sent.ID, Seq: sent.Seq, Timestamp: sent.Timestamp}
+	if perr == nil {
+		res.Node = p.Node
+	}
+	s.opts.Logger.Info("interrupt alert committed", "agent", agent, "from", req.From, "id", sent.ID, "seq", sent.Seq)
+
+	// The alert is in the log: now ESC.
+	switch {
+	case req.LocalPane:
+		res.NoEscape = "the caller presses ESC in its own pane"
+	case perr != nil:
+		res.NoEscape = fmt.Sprintf("%s has no presence, so no node to reach its pane", agent)
+	default:
+		err = s.press(ctx, agent, p.Node, req)
+		var nf *noPaneError
+		switch {
+		case err == nil:
+			res.Escape = true
+		case errors.As(err, &nf) || errors.Is(err, fsm.ErrNotFound):
+			res.NoEscape = err.Error()
+		default:
+			s.writeError(w, r, fmt.Errorf("interrupt %s: alert %s stored (seq %d), but no ESC: %w", agent, sent.ID, sent.Seq, err))
 			return
 		}
-		if err := s.opts.Interrupt(ctx, agent); err != nil {
-			s.writeError(w, r, fmt.Errorf("interrupt %s on node %s: %w", agent, p.Node, err))
-			return
-		}
-		s.opts.Logger.Info("interrupted agent", "agent", agent, "from", req.From, "reason", req.Reason)
-		writeJSON(w, http.StatusOK, InterruptResponse{Agent: agent, Node: p.Node})
-		return
-	}
-	if IsForwarded(ctx) {
-		s.writeError(w, r, fmt.Errorf("interrupt %s: forwarded here, but presence places it on %s: %w", agent, p.Node, ErrNotLeader))
-		return
-	}
-	var addr string
-	for _, m := range me.Members {
-		if m.NodeID == p.Node && m.Status == MemberAlive {
-			addr = m.APIAddr
-		}
-	}
-	if addr == "" {
-		s.writeError(w, r, fmt.Errorf("interrupt %s: its node %s is not an alive member: %w", agent, p.Node, fsm.ErrNotFound))
-		return
-	}
-	res, err := s.peerClient(addr).Forwarding().InterruptAgent(ctx, agent, req)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
 	}
 	writeJSON(w, http.StatusOK, res)
 }
 
-// InterruptRoles may interrupt any agent when no rules document exists.
-var InterruptRoles = []string{"master", "orchestrator"}
-
-// mayInterrupt applies the interrupt rule: with a rules document, whoever
-// the rules let message the agent may interrupt it; without one (when
-// everyone may message everyone) only the master and orchestrator roles
-// may. A refusal wraps fsm.ErrForbidden and names the reason.
-func mayInterrupt(state Reader, from, agent string) error {
-	rs, err := state.Rules()
-	if err != nil {
-		return err
-	}
-	chk, err := state.CheckRules(from, "", agent, "")
-	if err != nil {
-		return err
-	}
-	if rs.Rules != nil {
-		if !chk.Allowed {
-			return fmt.Errorf("%s may not interrupt %s: %s: %w", from, agent, chk.Reason, fsm.ErrForbidden)
-		}
-		return nil
-	}
-	if !slices.Contains(InterruptRoles, chk.FromRole) {
-		return fmt.Errorf("%s (role %q) may not interrupt %s: without a rules document only the roles %v may: %w",
-			from, chk.FromRole, agent, InterruptRoles, fsm.ErrForbidden)
+// validate checks the request for agent (the path's id): names, a reason,
+// a channel and an id if given, and that nobody interrupts itself.
+func (q *InterruptRequest) validate(agent string) error {
+	q.Reason = strings.TrimSpace(q.Reason)
+	switch {
+	case !fsm.ValidName(agent):
+		return fsm.NameError("id", agent)
+	case q.From == "":
+		return &fsm.FieldError{Field: "from", Reason: "required: the interrupting agent"}
+	case !fsm.ValidName(q.From):
+		return fsm.NameError("from", q.From)
+	case q.From == agent:
+		return &fsm.FieldError{Field: "from", Reason: "is the agent to interrupt: an agent cannot interrupt itself"}
+	case q.Reason == "":
+		return &fsm.FieldError{Field: "reason", Reason: "required: why the agent must stop"}
+	case q.Channel != "" && !fsm.ValidName(q.Channel):
+		return fsm.NameError("channel", q.Channel)
 	}
 	return nil
 }
 
-// InterruptAgent asks the cluster to send ESC to agent's pane on the node
-// that hosts it.
+// noPaneError says why ESC could not be pressed because there is no pane
+// to press it in: not a failure of the interrupt.
+type noPaneError struct{ why string }
+
+func (e *noPaneError) Error() string { return e.why }
+
+// press sends ESC to agent's pane on node: here through the Interrupt
+// hook, elsewhere relayed to that node (as a forwarded request, which
+// only presses).
+func (s *Server) press(ctx context.Context, agent, node string, req InterruptRequest) error {
+	me, err := s.cluster.Members(ctx)
+	if err != nil {
+		return err
+	}
+	if node == me.NodeID {
+		return s.pressLocal(ctx, agent)
+	}
+	var addr string
+	for _, m := range me.Members {
+		if m.NodeID == node && m.Status == MemberAlive {
+			addr = m.APIAddr
+		}
+	}
+	if addr == "" {
+		return &noPaneError{fmt.Sprintf("its node %s is not an alive member", node)}
+	}
+	_, err = s.peerClient(addr).Forwarding().InterruptAgent(ctx, agent, req)
+	return err
+}
+
+// pressLocal sends ESC to agent's pane on this node, through the
+// Interrupt hook; fsm.ErrNotFound when this node has no pane for it.
+func (s *Server) pressLocal(ctx context.Context, agent string) error {
+	if s.opts.Interrupt == nil {
+		return fmt.Errorf("node runs no watcher with a terminal pane for %s: %w", agent, fsm.ErrNotFound)
+	}
+	if err := s.opts.Interrupt(ctx, agent); err != nil {
+		return fmt.Errorf("ESC to %s's pane: %w", agent, err)
+	}
+	s.opts.Logger.Info("interrupted agent", "agent", agent)
+	return nil
+}
+
+// InterruptAgent interrupts agent: its urgent alert, then ESC to its pane
+// on the node that hosts it (see InterruptRequest and InterruptResponse).
+// A sender that may not interrupt is an error wrapping fsm.ErrForbidden
+// whose message is the rule's.
 func (c *Client) InterruptAgent(ctx context.Context, agent string, req InterruptRequest) (InterruptResponse, error) {
 	var out InterruptResponse
 	err := c.do(ctx, http.MethodPost, "/v1/agents/"+url.PathEscape(agent)+"/interrupt", nil, req, &out)

@@ -1,23 +1,14 @@
 package maosctl
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/watcher"
 	"github.com/urfave/cli/v2"
-)
-
-// Shape of the message 'maosctl interrupt' posts.
-const (
-	interruptType     = "alert"
-	interruptPriority = fsm.PriorityUrgent
-	interruptPrefix   = "[INTERRUPT] "
 )
 
 func interruptCommand() *cli.Command {
@@ -28,24 +19,27 @@ func interruptCommand() *cli.Command {
 
    maosctl interrupt claude --from master --reason "stop: the spec changed, re-read #plan"
    maosctl interrupt claude --reason "wrong branch" --tmux-target agents:0.1`,
-		Description: `Checks with the communication rules (POST /v1/rules/check) that the sender
-may message AGENT, and refuses (exit 1, nothing sent) if not: by default only
-the roles the rules let message an agent (a master or orchestrator) can
-interrupt it.
-
-It then posts an urgent message (type alert, priority urgent) from --from (or
+		Description: `Interrupts AGENT in one request (POST /v1/agents/AGENT/interrupt):
+the node posts an urgent message (type alert, priority urgent) from --from (or
 $MAOS_AGENT_ID) to AGENT whose text is "[INTERRUPT] R", on --channel (or
-$MAOS_CHANNEL, or else the channel of the agent's presence). That message is
-the interrupt's record in the audit trail: it is posted before any ESC is
-sent, so no interrupt goes unrecorded. (A watcher whose delivery policy is
-interrupt preempts the agent's running invocation on an urgent message.)
-
-Then it sends ESC to the agent's terminal pane: through the node that hosts
+$MAOS_CHANNEL, or else the channel of the agent's presence), and only once it
+is stored sends ESC to the agent's terminal pane, through the node that hosts
 the agent (found through presence), whose watcher (maosd --agents, delivery
-tmux) knows the pane; an agent without a pane gets the urgent message only.
-With --tmux-target, maosctl sends ESC to that tmux pane on this host instead;
---tmux-socket names the tmux server's socket (tmux -S) when it is not the
-default one.
+tmux) knows the pane. An agent without a pane gets the urgent message only.
+(A watcher whose delivery policy is interrupt preempts the agent's running
+invocation on an urgent message.)
+
+Interrupting is its own right, apart from messaging: by default only agents
+of the roles master, orchestrator and supervisor, and moderators' tokens, may;
+a rules document's interrupt: list replaces the roles (README, Communication
+rules; 'maosctl rules check --interrupt --from A' asks). A refusal stores
+nothing but a BLOCKED line in the audit trail, sends no ESC and exits 1 with
+the rule's words.
+
+With --tmux-target, maosctl sends ESC to that tmux pane on this host instead,
+after the node stored the message; --tmux-socket names the tmux server's
+socket (tmux -S) when it is not the default one. The message's id is fixed
+before the request, so a retried interrupt is stored once.
 
 Prints the message's id and seq, the agent's node and whether ESC was sent;
 with --json {"agent","node","message","escape","tmux_target"}.`,
@@ -80,116 +74,46 @@ func interrupt(c *cli.Context) error {
 	}
 	agent := strings.TrimSpace(args[0])
 	from := strings.TrimSpace(c.String("from"))
-	if !fsm.ValidName(agent) {
-		return usagef(c, "AGENT %q is not an agent id", agent)
-	}
-	if !fsm.ValidName(from) {
-		return usagef(c, "--from %q is not an agent id", from)
-	}
-	if from == agent {
-		return usagef(c, "--from %s: an agent cannot interrupt itself", from)
-	}
-	reason := strings.TrimSpace(c.String("reason"))
 	target := strings.TrimSpace(c.String("tmux-target"))
 	root := rootContext(c)
-	cl := apiClient(c)
 
 	ctx, cancel := call(root)
 	defer cancel()
-	check, err := cl.CheckRules(ctx, transport.RulesCheckRequest{From: from, To: agent}, transport.Local)
+	ir, err := apiClient(c).InterruptAgent(ctx, agent, transport.InterruptRequest{
+		From:      from,
+		Reason:    c.String("reason"),
+		Channel:   strings.TrimSpace(c.String("channel")),
+		ID:        fsm.NewID(from, time.Now()),
+		LocalPane: target != "",
+	})
 	if err != nil {
 		return apiError(root, err)
 	}
-	if !check.Allowed {
-		why := check.Reason
-		if why == "" {
-			why = "the communication rules do not allow it"
-		}
-		return fmt.Errorf("%s may not interrupt %s: %s (nothing was sent)", from, agent, why)
-	}
-
-	res := interruptResult{Agent: agent, TmuxTarget: target}
-	channel := strings.TrimSpace(c.String("channel"))
-	p, err := cl.AgentPresence(ctx, agent)
-	switch {
-	case err == nil:
-		res.Node = p.Node
-		if channel == "" {
-			channel = p.Channel
-		}
-	case !errors.Is(err, fsm.ErrNotFound):
-		return apiError(root, err)
-	}
-	if channel == "" {
-		return usagef(c, "missing required flag --channel (or set $%s): the agent's presence names no channel", envChannel)
-	}
-
-	m := &fsm.Message{
-		ID:       fsm.NewID(from, time.Now()),
-		Channel:  channel,
-		From:     from,
-		To:       fsm.Recipients{agent},
-		Type:     interruptType,
-		Priority: interruptPriority,
-		Title:    interruptTitle(reason),
-		Content:  fsm.Content{Text: interruptPrefix + reason},
-	}
-	sent, err := cl.Send(ctx, m)
-	if err != nil {
-		return apiError(root, err)
-	}
-	// One recipient: if the rules changed since the check and block it, the
-	// send itself fails (403) and no ESC is sent.
-	res.Message = sent
-
-	// After the message, so that every ESC has its record in the log.
-	noESC := ""
-	switch {
-	case target != "":
+	res := interruptResult{Agent: agent, Node: ir.Node, TmuxTarget: target, Escape: ir.Escape,
+		Message: &transport.SendResponse{ID: ir.ID, Seq: ir.Seq, Timestamp: ir.Timestamp}}
+	noESC := ir.NoEscape
+	if target != "" {
+		// The message is stored: now ESC in the pane on this host.
 		if err := (watcher.Tmux{Socket: strings.TrimSpace(c.String("tmux-socket"))}).Interrupt(ctx, target); err != nil {
-			return fmt.Errorf("message %s seq=%d sent, but no ESC: %w", sent.ID, sent.Seq, err)
+			return fmt.Errorf("message %s seq=%d sent, but no ESC: %w", ir.ID, ir.Seq, err)
 		}
 		res.Escape = true
-	default:
-		// Through the node that hosts the agent: its watcher knows the pane.
-		_, err := cl.InterruptAgent(ctx, agent, transport.InterruptRequest{From: from, Reason: reason})
-		switch {
-		case err == nil:
-			res.Escape = true
-			target = "on node " + res.Node
-		case errors.Is(err, fsm.ErrNotFound):
-			// No pane to press ESC in (a command watcher, or no watcher):
-			// the urgent message is the whole interrupt.
-			noESC = err.Error()
-		default:
-			return fmt.Errorf("message %s seq=%d sent, but no ESC: %w", sent.ID, sent.Seq, err)
-		}
+	} else if ir.Escape {
+		target = "on node " + ir.Node
 	}
 
 	if wantJSON(c) {
 		return printJSON(c.App.Writer, res)
 	}
 	w := c.App.Writer
-	fmt.Fprintf(w, "interrupt %s: %s seq=%d\n", agent, sent.ID, sent.Seq)
+	fmt.Fprintf(w, "interrupt %s: %s seq=%d\n", agent, ir.ID, ir.Seq)
 	if res.Node != "" {
 		fmt.Fprintf(w, "agent %s is on node %s\n", agent, res.Node)
 	}
-	var err2 error
 	if res.Escape {
-		_, err2 = fmt.Fprintf(w, "ESC sent to tmux pane %s\n", target)
+		_, err = fmt.Fprintf(w, "ESC sent to tmux pane %s\n", target)
 	} else {
-		_, err2 = fmt.Fprintf(w, "no ESC sent: %s\n", noESC)
+		_, err = fmt.Fprintf(w, "no ESC sent: %s\n", noESC)
 	}
-	return err2
-}
-
-// interruptTitle is "[INTERRUPT] reason" cut to fsm.MaxTitleLen bytes
-// on a rune boundary: the audit trail shows titles, so it shows why.
-func interruptTitle(reason string) string {
-	t := interruptPrefix + strings.Join(strings.Fields(reason), " ")
-	for len(t) > fsm.MaxTitleLen {
-		_, size := utf8.DecodeLastRuneInString(t)
-		t = t[:len(t)-size]
-	}
-	return t
+	return err
 }

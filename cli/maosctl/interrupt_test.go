@@ -1,7 +1,9 @@
 package maosctl
 
 import (
+	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,7 +12,9 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/rules"
 	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/watcher"
 )
 
 // interruptEnv is a fake node with a real state machine behind sends and
@@ -72,33 +76,54 @@ func TestInterruptSendsUrgentMessage(t *testing.T) {
 	}
 }
 
-func TestInterruptRefusedByRules(t *testing.T) {
+// Messaging is not interrupting: under the hierarchical rules claude (a
+// developer) may message master, and tester may not message claude; neither
+// may interrupt. A refusal is the rule's words, stores nothing, sends no
+// ESC (the tmux target would fail if tried) and leaves a BLOCKED line.
+func TestInterruptRefusedWithoutAuthority(t *testing.T) {
 	e := interruptEnv(t)
 	e.svc.SetPresence(transport.Presence{AgentID: "claude", Node: "n1", State: "AWAKE", Channel: "dev"})
-	// tester may not message claude; the tmux target would fail if tried.
-	e.fail([]string{"interrupt", "claude", "--from", "tester", "--reason", "stop", "--tmux-target", "nosuch:0.0",
-		"--tmux-socket", filepath.Join(t.TempDir(), "none")},
-		"tester may not interrupt claude", "nothing was sent")
-	if audit := e.ok("audit"); strings.Contains(audit, "INTERRUPT") {
-		t.Errorf("a refused interrupt left a message:\n%s", audit)
+	e.svc.SetPresence(transport.Presence{AgentID: "master", Node: "n1", State: "AWAKE", Channel: "dev"})
+	if out := e.ok("rules", "check", "--from", "claude", "--to", "master"); !strings.HasPrefix(out, "allowed:") {
+		t.Fatalf("the rules should let claude message master: %q", out)
+	}
+	before := e.svc.NumStored()
+	for _, tt := range []struct{ from, agent string }{{"tester", "claude"}, {"claude", "master"}} {
+		e.fail([]string{"interrupt", tt.agent, "--from", tt.from, "--reason", "stop", "--tmux-target", "nosuch:0.0",
+			"--tmux-socket", filepath.Join(t.TempDir(), "none")},
+			rules.DefaultInterruptReason, "403")
+		if audit := e.ok("audit"); !strings.Contains(audit, "["+tt.from+"→"+tt.agent+"] BLOCKED: "+rules.DefaultInterruptReason) {
+			t.Errorf("no BLOCKED line for %s interrupting %s:\n%s", tt.from, tt.agent, audit)
+		}
+	}
+	if n := e.svc.NumStored(); n != before {
+		t.Errorf("refused interrupts stored %d messages", n-before)
+	}
+	if audit := e.ok("audit"); strings.Contains(audit, "ALERT") {
+		t.Errorf("a refused interrupt left an alert:\n%s", audit)
 	}
 }
 
 func TestInterruptUsage(t *testing.T) {
 	e := interruptEnv(t)
+	before := e.svc.NumStored()
 	e.fail([]string{"interrupt", "--from", "master", "--reason", "x"}, "missing AGENT")
 	e.fail([]string{"interrupt", "claude", "--from", "master"}, "missing required flag --reason")
 	e.fail([]string{"interrupt", "claude", "--reason", "x"}, "missing required flag --from", "$MAOS_AGENT_ID")
 	e.fail([]string{"interrupt", "master", "--from", "master", "--reason", "x"}, "cannot interrupt itself")
-	e.fail([]string{"interrupt", "bad id!", "--from", "master", "--reason", "x"}, "not an agent id")
+	e.fail([]string{"interrupt", "bad_id!", "--from", "master", "--reason", "x"}, `id: must match`, `(got "bad_id!")`)
 	// No --channel and no presence to take one from.
-	e.fail([]string{"interrupt", "claude", "--from", "master", "--reason", "x"}, "missing required flag --channel")
-	if audit := e.ok("audit"); strings.Contains(audit, "INTERRUPT") {
-		t.Errorf("a failed interrupt left a message:\n%s", audit)
+	e.fail([]string{"interrupt", "claude", "--from", "master", "--reason", "x"}, "channel: required", "presence of claude")
+	if n := e.svc.NumStored(); n != before {
+		t.Errorf("failed interrupts stored %d messages", n-before)
 	}
 }
 
-func TestInterruptSendsEscapeToPane(t *testing.T) {
+// tmuxPane starts a private tmux server with a pane that records every
+// byte it gets, raw, and returns the server's socket, the pane and a
+// function reading what the pane got so far.
+func tmuxPane(t *testing.T) (sock, pane string, got func() string) {
+	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Fatalf("tmux is needed by this test (.ci/run installs it): %v", err)
 	}
@@ -106,46 +131,95 @@ func TestInterruptSendsEscapeToPane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sock, ready, got := filepath.Join(dir, "s"), filepath.Join(dir, "ready"), filepath.Join(dir, "bytes")
+	sock, ready, bytesFile := filepath.Join(dir, "s"), filepath.Join(dir, "ready"), filepath.Join(dir, "bytes")
 	t.Cleanup(func() {
 		_ = exec.Command("tmux", "-S", sock, "kill-server").Run()
 		os.RemoveAll(dir)
 	})
-	// A session that keeps the server up after the pane below exits.
-	if out, err := exec.Command("tmux", "-S", sock, "-f", "/dev/null", "new-session", "-d", "-s", "keep",
-		"sleep", "600").CombinedOutput(); err != nil {
-		t.Fatalf("tmux new-session: %v: %s", err, out)
-	}
-	// A pane whose program writes the first byte it gets to a file.
-	script := `stty raw -echo && : > '` + ready + `' && exec dd bs=1 count=1 of='` + got + `' 2>/dev/null`
+	script := `stty raw -echo && : > '` + ready + `' && exec cat > '` + bytesFile + `'`
 	if out, err := exec.Command("tmux", "-S", sock, "-f", "/dev/null", "new-session", "-d", "-s", "agents",
 		"sh", "-c", script).CombinedOutput(); err != nil {
 		t.Fatalf("tmux new-session: %v: %s", err, out)
 	}
-	readFile := func(p string) string {
-		for i := 0; i < 400; i++ {
-			if b, err := os.ReadFile(p); err == nil && len(b) > 0 || err == nil && p == ready {
-				return string(b)
-			}
-			time.Sleep(25 * time.Millisecond)
+	for i := 0; ; i++ {
+		if _, err := os.Stat(ready); err == nil {
+			break
 		}
-		t.Fatalf("%s never written", p)
-		return ""
+		if i == 400 {
+			t.Fatal("the pane never started")
+		}
+		time.Sleep(25 * time.Millisecond)
 	}
-	readFile(ready)
+	return sock, "agents:0.0", func() string {
+		b, _ := os.ReadFile(bytesFile)
+		return string(b)
+	}
+}
 
+// waitBytes waits until got() is want, and a little longer to see that
+// nothing follows it.
+func waitBytes(t *testing.T, got func() string, want string) {
+	t.Helper()
+	for i := 0; got() != want; i++ {
+		if i == 400 {
+			t.Fatalf("the pane got %q, want %q", got(), want)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if g := got(); g != want {
+		t.Fatalf("the pane got %q, want %q", g, want)
+	}
+}
+
+// --tmux-target: ESC in a pane on this host, once the node stored the
+// alert; a refused interrupt presses nothing.
+func TestInterruptSendsEscapeToLocalPane(t *testing.T) {
+	sock, pane, got := tmuxPane(t)
 	e := interruptEnv(t)
+	e.fail([]string{"interrupt", "claude", "--from", "tester", "--channel", "dev", "--reason", "stop",
+		"--tmux-target", pane, "--tmux-socket", sock}, rules.DefaultInterruptReason)
 	out := e.ok("interrupt", "claude", "--from", "master", "--channel", "dev", "--reason", "stop",
-		"--tmux-target", "agents:0.0", "--tmux-socket", sock)
+		"--tmux-target", pane, "--tmux-socket", sock)
 	if !strings.Contains(out, "ESC sent to tmux pane agents:0.0\n") {
 		t.Errorf("interrupt printed %q", out)
 	}
-	if b := readFile(got); b != "\x1b" {
-		t.Errorf("pane got %q, want ESC", b)
-	}
+	waitBytes(t, got, "\x1b")
 
 	// A pane that is not there: the message went out, the error says so
 	// and names the pane.
 	e.fail([]string{"interrupt", "claude", "--from", "master", "--channel", "dev", "--reason", "again",
 		"--tmux-target", "nosuch:0.0", "--tmux-socket", sock}, "sent, but no ESC", `"nosuch:0.0"`, "can't find")
+}
+
+// Without --tmux-target the node that hosts the agent presses ESC, after
+// the alert is stored; a refused interrupt stores nothing (so no watcher
+// types anything) and presses nothing.
+func TestInterruptSendsEscapeThroughTheNode(t *testing.T) {
+	sock, pane, got := tmuxPane(t)
+	e := interruptEnv(t)
+	var storedAtESC []int
+	srv := httptest.NewServer(transport.NewServer(e.svc, transport.ServerOptions{
+		Interrupt: func(ctx context.Context, agent string) error {
+			storedAtESC = append(storedAtESC, e.svc.NumStored())
+			return watcher.Tmux{Socket: sock}.Interrupt(ctx, pane)
+		},
+	}))
+	t.Cleanup(srv.Close)
+	e.addr = srv.Listener.Addr().String()
+	e.svc.SetPresence(transport.Presence{AgentID: "claude", Node: "n1", State: "AWAKE", Channel: "dev"})
+
+	before := e.svc.NumStored()
+	e.fail([]string{"interrupt", "claude", "--from", "tester", "--reason", "stop"}, rules.DefaultInterruptReason)
+	if n := e.svc.NumStored(); n != before || len(storedAtESC) != 0 {
+		t.Fatalf("a refused interrupt stored %d messages and pressed ESC %d times", n-before, len(storedAtESC))
+	}
+	out := e.ok("interrupt", "claude", "--from", "master", "--reason", "stop")
+	if !strings.Contains(out, "agent claude is on node n1\n") || !strings.Contains(out, "ESC sent to tmux pane on node n1\n") {
+		t.Errorf("interrupt printed %q", out)
+	}
+	waitBytes(t, got, "\x1b")
+	if len(storedAtESC) != 1 || storedAtESC[0] != before+1 {
+		t.Errorf("ESC pressed with %v messages stored, want once after the alert (%d)", storedAtESC, before+1)
+	}
 }
