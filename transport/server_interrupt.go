@@ -76,7 +76,7 @@ func (s *Server) interruptAgent(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	if IsForwarded(ctx) {
 		// The node that took the request committed the alert.
-		if err := s.pressLocal(ctx, agent); err != nil {
+		if err := s.pressLocal(ctx, agent, req.ID); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -132,6 +132,7 @@ func (s *Server) interruptAgent(w http.ResponseWriter, r *http.Request) {
 	case perr != nil:
 		res.NoEscape = fmt.Sprintf("%s has no presence, so no node to reach its pane", agent)
 	default:
+		req.ID = sent.ID // the relayed request names the alert it follows
 		err = s.press(ctx, agent, p.Node, req)
 		var nf *noPaneError
 		switch {
@@ -183,7 +184,7 @@ func (s *Server) press(ctx context.Context, agent, node string, req InterruptReq
 		return err
 	}
 	if node == me.NodeID {
-		return s.pressLocal(ctx, agent)
+		return s.pressLocal(ctx, agent, req.ID)
 	}
 	var addr string
 	for _, m := range me.Members {
@@ -199,15 +200,16 @@ func (s *Server) press(ctx context.Context, agent, node string, req InterruptReq
 }
 
 // pressLocal sends ESC to agent's pane on this node, through the
-// Interrupt hook; fsm.ErrNotFound when this node has no pane for it.
-func (s *Server) pressLocal(ctx context.Context, agent string) error {
+// Interrupt hook, after the alert alertID; fsm.ErrNotFound when this node
+// has no pane for it.
+func (s *Server) pressLocal(ctx context.Context, agent, alertID string) error {
 	if s.opts.Interrupt == nil {
 		return fmt.Errorf("node runs no watcher with a terminal pane for %s: %w", agent, fsm.ErrNotFound)
 	}
 	if err := s.opts.Interrupt(ctx, agent); err != nil {
 		return fmt.Errorf("ESC to %s's pane: %w", agent, err)
 	}
-	s.opts.Logger.Info("interrupted agent", "agent", agent)
+	s.opts.Logger.Info("interrupted agent", "agent", agent, "alert", alertID)
 	return nil
 }
 
