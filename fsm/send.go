@@ -69,7 +69,8 @@ func contentHash(m *Message, interrupt bool) ([32]byte, error) {
 //     send fails with ErrForbidden and the reasons.
 //
 // Refusals by interrupt authority, strict_senders and the rules leave one
-// BLOCKED audit line per refused recipient (the deliberate trace of an attempt) and nothing else.
+// BLOCKED audit line per refused recipient (the deliberate trace of an
+// attempt) and nothing else.
 // A stored message gets its resolved Recipients, a thread_id if it is a reply
 // sent without one, an inbox entry and a "delivered" receipt per delivered
 // recipient, a "blocked" receipt per blocked one, its thread entry, the
