@@ -1,10 +1,8 @@
-package cluster
+package cluster_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/cluster"
+	"github.com/maos-project/maos/cluster/clustertest"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
@@ -20,70 +20,30 @@ import (
 // the same on every node as maosd --admin-token-file requires.
 const testAdminToken = "auth-test-admin-token-0123456789abcdef"
 
-// startAuthNode is startNode with auth on: the API requires bearer tokens
-// (testAdminToken is the admin one) and the node calls its peers with
-// adminToken ("" to start one that does not know it). The node's client
-// carries the admin token.
-func startAuthNode(t testing.TB, id, dir, adminToken string, join []string) (*testNode, error) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
+// withAuth turns the API's auth on (testAdminToken is the admin token,
+// which the node's client carries) and has the node call its peers with
+// nodeToken ("" for a node that does not know the cluster's).
+func withAuth(nodeToken string) clustertest.Option {
+	return func(s *clustertest.Setup) {
+		s.Config.AdminToken = nodeToken
+		s.Auth = &transport.AuthConfig{AdminToken: testAdminToken}
 	}
-	cfg := testConfig(id, dir, ln.Addr().String())
-	cfg.AdminToken = adminToken
-	node, err := Open(cfg)
-	if err != nil {
-		ln.Close()
-		t.Fatalf("open %s: %v", id, err)
-	}
-	tn := &testNode{Node: node, t: t, id: id, dir: dir, api: ln.Addr().String(), ln: ln,
-		client: transport.NewClient(ln.Addr().String(), nil).WithToken(testAdminToken)}
-	tn.srv = &http.Server{Handler: transport.NewServer(node, transport.ServerOptions{
-		Logger: cfg.Logger, Auth: &transport.AuthConfig{AdminToken: testAdminToken},
-	})}
-	go tn.srv.Serve(ln)
-	t.Cleanup(tn.stop)
-	if len(join) == 0 {
-		if err := node.Bootstrap(); err != nil {
-			t.Fatalf("bootstrap %s: %v", id, err)
-		}
-		return tn, nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	return tn, node.JoinVia(ctx, join)
 }
 
 // newAuthCluster starts n nodes with auth on, the first bootstrapping and
 // the others joining it -- which itself needs the admin token between
 // nodes.
-func newAuthCluster(t testing.TB, n int) *testCluster {
+func newAuthCluster(t testing.TB, n int) *clustertest.Cluster {
 	t.Helper()
-	c := &testCluster{t: t}
-	base := t.TempDir()
-	for i := range n {
-		var join []string
-		if i > 0 {
-			join = []string{c.nodes[0].api}
-		}
-		id := fmt.Sprintf("n%d", i+1)
-		tn, err := startAuthNode(t, id, filepath.Join(base, id), testAdminToken, join)
-		if err != nil {
-			t.Fatalf("join %s: %v", id, err)
-		}
-		c.nodes = append(c.nodes, tn)
-	}
-	c.waitReady()
-	return c
+	return clustertest.New(t, n, withAuth(testAdminToken))
 }
 
 // agentClients creates a token for agent (role agent) through the admin
 // client of the leader and returns its id with one client per node that
 // carries it, once every node has applied the token.
-func agentClients(t *testing.T, c *testCluster, agent string) (string, []*transport.Client) {
+func agentClients(t *testing.T, c *clustertest.Cluster, agent string) (string, []*transport.Client) {
 	t.Helper()
-	tok, err := c.leader().client.CreateToken(ctxT(t), agent, string(transport.RoleAgent))
+	tok, err := c.Leader().Client.CreateToken(clustertest.Context(t), agent, string(transport.RoleAgent))
 	if err != nil {
 		t.Fatalf("create token for %s: %v", agent, err)
 	}
@@ -91,9 +51,9 @@ func agentClients(t *testing.T, c *testCluster, agent string) (string, []*transp
 		t.Fatalf("created token = %+v; want an id, a secret and agent %s", tok, agent)
 	}
 	var out []*transport.Client
-	for _, n := range c.nodes {
-		cl := transport.NewClient(n.api, nil).WithToken(tok.Token)
-		waitFor(t, 5*time.Second, "node "+n.id+" to accept the new token", func() bool {
+	for _, n := range c.Nodes {
+		cl := transport.NewClient(n.Addr, nil).WithToken(tok.Token)
+		clustertest.WaitFor(t, 5*time.Second, "node "+n.ID()+" to accept the new token", func() bool {
 			return tokenAccepted(t, cl)
 		})
 		out = append(out, cl)
@@ -105,7 +65,7 @@ func agentClients(t *testing.T, c *testCluster, agent string) (string, []*transp
 // local read any valid token may make succeeds; 401 means not.
 func tokenAccepted(t *testing.T, cl *transport.Client) bool {
 	t.Helper()
-	_, err := cl.Channels(ctxT(t), transport.Local)
+	_, err := cl.Channels(clustertest.Context(t), transport.Local)
 	if err != nil && apiStatus(err) != http.StatusUnauthorized {
 		t.Fatalf("read channels on %s: %v", cl.Addr(), err)
 	}
@@ -126,29 +86,29 @@ func apiStatus(err error) int {
 func TestAuthFollowerForwardsAuthenticatedSend(t *testing.T) {
 	c := newAuthCluster(t, 3)
 	_, clients := agentClients(t, c, "codex")
-	f := c.follower()
+	f := c.Follower()
 	var fc *transport.Client
-	for i, n := range c.nodes {
+	for i, n := range c.Nodes {
 		if n == f {
 			fc = clients[i]
 		}
 	}
-	m := msg("codex", "general", "hello through a follower")
-	res, err := fc.Send(ctxT(t), m)
+	m := clustertest.Msg("codex", "general", "hello through a follower")
+	res, err := fc.Send(clustertest.Context(t), m)
 	if err != nil {
-		t.Fatalf("send through follower %s: %v", f.id, err)
+		t.Fatalf("send through follower %s: %v", f.ID(), err)
 	}
 	if res.ID != m.ID || res.Seq == 0 {
 		t.Fatalf("send = %+v; want id %s with a seq", res, m.ID)
 	}
-	got, err := c.leader().client.Message(ctxT(t), m.ID, transport.Strong)
+	got, err := c.Leader().Client.Message(clustertest.Context(t), m.ID, transport.Strong)
 	if err != nil || got.From != "codex" {
 		t.Fatalf("strong read of %s on the leader = %+v, %v; want it committed from codex", m.ID, got, err)
 	}
-	for _, n := range c.nodes {
-		_, err := transport.NewClient(n.api, nil).Channels(ctxT(t), transport.Local)
+	for _, n := range c.Nodes {
+		_, err := transport.NewClient(n.Addr, nil).Channels(clustertest.Context(t), transport.Local)
 		if apiStatus(err) != http.StatusUnauthorized {
-			t.Errorf("node %s without a token: err = %v; want 401", n.id, err)
+			t.Errorf("node %s without a token: err = %v; want 401", n.ID(), err)
 		}
 	}
 }
@@ -158,18 +118,18 @@ func TestAuthFollowerForwardsAuthenticatedSend(t *testing.T) {
 func TestAuthImpersonationRefusedOnEveryNode(t *testing.T) {
 	c := newAuthCluster(t, 3)
 	_, clients := agentClients(t, c, "codex")
-	l, f := c.leader(), c.follower()
-	for i, n := range c.nodes {
+	l, f := c.Leader(), c.Follower()
+	for i, n := range c.Nodes {
 		if n != l && n != f {
 			continue
 		}
-		m := msg("claude", "general", "I am not claude")
-		_, err := clients[i].Send(ctxT(t), m)
+		m := clustertest.Msg("claude", "general", "I am not claude")
+		_, err := clients[i].Send(clustertest.Context(t), m)
 		if apiStatus(err) != http.StatusForbidden {
-			t.Errorf("codex sending as claude through %s: err = %v; want 403", n.id, err)
+			t.Errorf("codex sending as claude through %s: err = %v; want 403", n.ID(), err)
 		}
-		if _, err := l.client.Message(ctxT(t), m.ID, transport.Strong); !errors.Is(err, fsm.ErrNotFound) {
-			t.Errorf("refused message %s through %s: strong read err = %v; want not found", m.ID, n.id, err)
+		if _, err := l.Client.Message(clustertest.Context(t), m.ID, transport.Strong); !errors.Is(err, fsm.ErrNotFound) {
+			t.Errorf("refused message %s through %s: strong read err = %v; want not found", m.ID, n.ID(), err)
 		}
 	}
 }
@@ -182,22 +142,22 @@ func TestAuthRevokedTokenRefusedOnEveryNodeWithinOneSecond(t *testing.T) {
 	id, clients := agentClients(t, c, "codex")
 	// Revoke through a follower: the call returns once the leader has
 	// committed it, and the followers learn it only through the log.
-	if err := c.follower().client.RevokeToken(ctxT(t), id); err != nil {
+	if err := c.Follower().Client.RevokeToken(clustertest.Context(t), id); err != nil {
 		t.Fatalf("revoke %s: %v", id, err)
 	}
 	deadline := time.Now().Add(time.Second)
 	for i, cl := range clients {
 		for tokenAccepted(t, cl) {
 			if time.Now().After(deadline) {
-				t.Fatalf("node %s still accepts token %s more than 1s after the revoke committed", c.nodes[i].id, id)
+				t.Fatalf("node %s still accepts token %s more than 1s after the revoke committed", c.Nodes[i].ID(), id)
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
 	// The revoked token stays refused, writes included.
 	for i, cl := range clients {
-		if _, err := cl.Send(ctxT(t), msg("codex", "general", "after revoke")); apiStatus(err) != http.StatusUnauthorized {
-			t.Errorf("send with the revoked token through %s: err = %v; want 401", c.nodes[i].id, err)
+		if _, err := cl.Send(clustertest.Context(t), clustertest.Msg("codex", "general", "after revoke")); apiStatus(err) != http.StatusUnauthorized {
+			t.Errorf("send with the revoked token through %s: err = %v; want 401", c.Nodes[i].ID(), err)
 		}
 	}
 }
@@ -208,19 +168,19 @@ func TestAuthAgentTokenCannotCallAdminEndpoints(t *testing.T) {
 	c := newAuthCluster(t, 3)
 	_, clients := agentClients(t, c, "codex")
 	for i, cl := range clients {
-		id := c.nodes[i].id
-		if _, err := cl.Snapshot(ctxT(t)); apiStatus(err) != http.StatusForbidden {
+		id := c.Nodes[i].ID()
+		if _, err := cl.Snapshot(clustertest.Context(t)); apiStatus(err) != http.StatusForbidden {
 			t.Errorf("snapshot on %s with an agent token: err = %v; want 403", id, err)
 		}
-		err := cl.Join(ctxT(t), transport.JoinRequest{NodeID: "intruder", RaftAddr: "127.0.0.1:1", APIAddr: "127.0.0.1:2"})
+		err := cl.Join(clustertest.Context(t), transport.JoinRequest{NodeID: "intruder", RaftAddr: "127.0.0.1:1", APIAddr: "127.0.0.1:2"})
 		if apiStatus(err) != http.StatusForbidden {
 			t.Errorf("join on %s with an agent token: err = %v; want 403", id, err)
 		}
-		if _, err := cl.CreateToken(ctxT(t), "codex", string(transport.RoleAdmin)); apiStatus(err) != http.StatusForbidden {
+		if _, err := cl.CreateToken(clustertest.Context(t), "codex", string(transport.RoleAdmin)); apiStatus(err) != http.StatusForbidden {
 			t.Errorf("token create on %s with an agent token: err = %v; want 403", id, err)
 		}
 	}
-	if n := c.leader().voterCount(); n != 3 {
+	if n := c.Leader().Voters(); n != 3 {
 		t.Errorf("voters after the refused joins = %d; want 3", n)
 	}
 }
@@ -232,11 +192,11 @@ func TestAuthJoinWithoutAdminTokenRefused(t *testing.T) {
 	// JoinVia retries what is not final until its 30 s context ends, and
 	// then wraps only the text of the last error: a 401 here means the
 	// refusal was final at once.
-	_, err := startAuthNode(t, "n9", filepath.Join(t.TempDir(), "n9"), "", []string{c.nodes[0].api})
+	_, err := clustertest.StartJoin(t, "n9", filepath.Join(t.TempDir(), "n9"), "", []string{c.Nodes[0].Addr}, withAuth(""))
 	if apiStatus(err) != http.StatusUnauthorized {
 		t.Fatalf("join without the admin token: err = %v; want 401", err)
 	}
-	if n := c.nodes[0].voterCount(); n != 1 {
+	if n := c.Nodes[0].Voters(); n != 1 {
 		t.Errorf("voters after the refused join = %d; want 1", n)
 	}
 }
@@ -247,15 +207,15 @@ func TestAuthJoinWithoutAdminTokenRefused(t *testing.T) {
 func TestAuthConfigRefusesBadAdminToken(t *testing.T) {
 	for _, tok := range []string{"short", "0123456789abcdef 0123", "0123456789abcdef!<>"} {
 		dir := filepath.Join(t.TempDir(), "data")
-		cfg := testConfig("n1", dir, "127.0.0.1:7070")
+		cfg := clustertest.Config("n1", dir, "127.0.0.1:7070")
 		cfg.AdminToken = tok
-		n, err := Open(cfg)
+		n, err := cluster.Open(cfg)
 		if err == nil {
 			n.Close()
 			t.Errorf("Open with admin token %q succeeded; want it refused", tok)
 			continue
 		}
-		var fe *FieldError
+		var fe *cluster.FieldError
 		if !errors.As(err, &fe) || fe.Field != "AdminToken" || !strings.Contains(err.Error(), "AdminToken") {
 			t.Errorf("Open with admin token %q: err = %v; want it to name the admin token", tok, err)
 		}
@@ -270,21 +230,21 @@ func TestAuthConfigRefusesBadAdminToken(t *testing.T) {
 // has applied what the leader committed.
 func TestAuthTokenChangesHoldAtOnceOnTheNodeThatServedThem(t *testing.T) {
 	c := newAuthCluster(t, 3)
-	f := c.follower()
+	f := c.Follower()
 	for i := range 5 {
-		tok, err := f.client.CreateToken(ctxT(t), fmt.Sprintf("agent%d", i), string(transport.RoleAgent))
+		tok, err := f.Client.CreateToken(clustertest.Context(t), fmt.Sprintf("agent%d", i), string(transport.RoleAgent))
 		if err != nil {
 			t.Fatal(err)
 		}
-		cl := transport.NewClient(f.api, nil).WithToken(tok.Token)
+		cl := transport.NewClient(f.Addr, nil).WithToken(tok.Token)
 		if !tokenAccepted(t, cl) {
-			t.Fatalf("follower %s refused token %s right after creating it", f.id, tok.ID)
+			t.Fatalf("follower %s refused token %s right after creating it", f.ID(), tok.ID)
 		}
-		if err := f.client.RevokeToken(ctxT(t), tok.ID); err != nil {
+		if err := f.Client.RevokeToken(clustertest.Context(t), tok.ID); err != nil {
 			t.Fatal(err)
 		}
 		if tokenAccepted(t, cl) {
-			t.Fatalf("follower %s accepted token %s right after revoking it", f.id, tok.ID)
+			t.Fatalf("follower %s accepted token %s right after revoking it", f.ID(), tok.ID)
 		}
 	}
 }

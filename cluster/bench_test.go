@@ -1,4 +1,4 @@
-package cluster
+package cluster_test
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/cluster/clustertest"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
@@ -29,19 +30,19 @@ func BenchmarkSend(b *testing.B) {
 	}
 	for _, bc := range cases {
 		b.Run(bc.name, func(b *testing.B) {
-			c := newTestCluster(b, 3)
+			c := clustertest.New(b, 3)
 			var targets []*transport.Client
 			switch bc.target {
 			case "leader":
-				targets = []*transport.Client{c.leader().client}
+				targets = []*transport.Client{c.Leader().Client}
 			case "follower":
-				targets = []*transport.Client{c.follower().client}
+				targets = []*transport.Client{c.Follower().Client}
 			default:
-				for _, n := range c.nodes {
-					targets = append(targets, n.client)
+				for _, n := range c.Nodes {
+					targets = append(targets, n.Client)
 				}
 			}
-			ctx := ctxT(b)
+			ctx := clustertest.Context(b)
 			var next atomic.Int64
 			var wg sync.WaitGroup
 			errs := make(chan error, bc.concurrency)

@@ -1,4 +1,4 @@
-package cluster
+package cluster_test
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/cluster"
+	"github.com/maos-project/maos/cluster/clustertest"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
@@ -15,11 +17,11 @@ import (
 // inbox, and each reviewer reads its inbox from another node; read marks
 // and receipts made on one node are seen on the others.
 func TestRoleSendThroughFollowerReadFromOtherNodes(t *testing.T) {
-	c := newTestCluster(t, 3)
-	ctx := ctxT(t)
-	sender := c.follower()
-	var others []*testNode
-	for _, n := range c.nodes {
+	c := clustertest.New(t, 3)
+	ctx := clustertest.Context(t)
+	sender := c.Follower()
+	var others []*clustertest.Node
+	for _, n := range c.Nodes {
 		if n != sender {
 			others = append(others, n)
 		}
@@ -30,45 +32,45 @@ func TestRoleSendThroughFollowerReadFromOtherNodes(t *testing.T) {
 		{ID: "reviewer_2", Role: "reviewer"},
 		{ID: "engineer_1", Role: "engineer"},
 	} {
-		if _, err := c.nodes[i%3].client.RegisterAgent(ctx, a); err != nil {
-			t.Fatalf("register %s through %s: %v", a.ID, c.nodes[i%3].id, err)
+		if _, err := c.Nodes[i%3].Client.RegisterAgent(ctx, a); err != nil {
+			t.Fatalf("register %s through %s: %v", a.ID, c.Nodes[i%3].ID(), err)
 		}
 	}
 
-	m := msg("codex", "review", "please review the retry logic")
+	m := clustertest.Msg("codex", "review", "please review the retry logic")
 	m.To = fsm.Recipients{"role:reviewer"}
-	res, err := sender.client.Send(ctx, m)
+	res, err := sender.Client.Send(ctx, m)
 	if err != nil {
-		t.Fatalf("send through follower %s: %v", sender.id, err)
+		t.Fatalf("send through follower %s: %v", sender.ID(), err)
 	}
 
 	for i, reviewer := range []string{"reviewer_1", "reviewer_2"} {
 		node := others[i]
-		page, err := node.client.Inbox(ctx, reviewer, fsm.InboxQuery{Unread: true}, transport.Strong)
+		page, err := node.Client.Inbox(ctx, reviewer, fsm.InboxQuery{Unread: true}, transport.Strong)
 		if err != nil {
-			t.Fatalf("%s's inbox on %s: %v", reviewer, node.id, err)
+			t.Fatalf("%s's inbox on %s: %v", reviewer, node.ID(), err)
 		}
 		if len(page.Messages) != 1 || page.Messages[0].ID != res.ID || page.Messages[0].Seq != res.Seq || page.Messages[0].Read {
-			t.Fatalf("%s's inbox on %s = %+v, want message %s unread", reviewer, node.id, page.Messages, res.ID)
+			t.Fatalf("%s's inbox on %s = %+v, want message %s unread", reviewer, node.ID(), page.Messages, res.ID)
 		}
 		if got := page.Messages[0].Recipients; !slices.Equal(got, []string{"reviewer_1", "reviewer_2"}) {
-			t.Errorf("recipients on %s = %q", node.id, got)
+			t.Errorf("recipients on %s = %q", node.ID(), got)
 		}
-		counts, err := node.client.InboxCounts(ctx, reviewer, transport.Strong)
+		counts, err := node.Client.InboxCounts(ctx, reviewer, transport.Strong)
 		if err != nil || counts.Total != 1 || counts.Unread != 1 {
-			t.Errorf("%s's counts on %s = %+v, %v", reviewer, node.id, counts, err)
+			t.Errorf("%s's counts on %s = %+v, %v", reviewer, node.ID(), counts, err)
 		}
 	}
-	if counts, err := others[0].client.InboxCounts(ctx, "engineer_1", transport.Strong); err != nil || counts.Total != 0 {
+	if counts, err := others[0].Client.InboxCounts(ctx, "engineer_1", transport.Strong); err != nil || counts.Total != 0 {
 		t.Errorf("engineer_1 got the reviewers' message: %+v, %v", counts, err)
 	}
 
 	// reviewer_1 marks it read through one node; the sender sees the read
 	// receipt through another.
-	if _, err := others[0].client.MarkRead(ctx, "reviewer_1", res.ID, 0); err != nil {
+	if _, err := others[0].Client.MarkRead(ctx, "reviewer_1", res.ID, 0); err != nil {
 		t.Fatalf("mark read: %v", err)
 	}
-	rc, err := others[1].client.Receipts(ctx, res.ID, transport.Strong)
+	rc, err := others[1].Client.Receipts(ctx, res.ID, transport.Strong)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,9 +83,9 @@ func TestRoleSendThroughFollowerReadFromOtherNodes(t *testing.T) {
 	}
 
 	// Every node converges on the same inboxes with local reads.
-	waitFor(t, 10*time.Second, "reviewer_1's read mark on every node", func() bool {
-		for _, n := range c.nodes {
-			counts, err := n.client.InboxCounts(ctx, "reviewer_1", transport.Local)
+	clustertest.WaitFor(t, 10*time.Second, "reviewer_1's read mark on every node", func() bool {
+		for _, n := range c.Nodes {
+			counts, err := n.Client.InboxCounts(ctx, "reviewer_1", transport.Local)
 			if err != nil || counts.Unread != 0 || counts.Total != 1 {
 				return false
 			}
@@ -93,12 +95,12 @@ func TestRoleSendThroughFollowerReadFromOtherNodes(t *testing.T) {
 
 	// A role nobody has is refused with 400 through the follower too, and
 	// nothing is stored.
-	bad := msg("codex", "review", "anyone?")
+	bad := clustertest.Msg("codex", "review", "anyone?")
 	bad.To = fsm.Recipients{"role:nobody"}
-	if _, err := sender.client.Send(ctx, bad); !isAPI(err, transport.CodeInvalid) {
+	if _, err := sender.Client.Send(ctx, bad); !isAPI(err, transport.CodeInvalid) {
 		t.Errorf("send to role:nobody = %v, want 400 invalid", err)
 	}
-	if _, err := c.leader().client.Message(ctx, bad.ID, transport.Strong); !errors.Is(err, fsm.ErrNotFound) {
+	if _, err := c.Leader().Client.Message(ctx, bad.ID, transport.Strong); !errors.Is(err, fsm.ErrNotFound) {
 		t.Errorf("refused message is stored: %v", err)
 	}
 }
@@ -106,39 +108,42 @@ func TestRoleSendThroughFollowerReadFromOtherNodes(t *testing.T) {
 // The leader trims channels with a retention policy on its own, and every
 // node removes the same messages.
 func TestLeaderTrimsRetention(t *testing.T) {
-	old := trimInterval
-	trimInterval = 50 * time.Millisecond
-	t.Cleanup(func() { trimInterval = old })
-	c := newTestCluster(t, 3)
-	ctx := ctxT(t)
-	f := c.follower()
+	cluster.SetTrimInterval(t, 50*time.Millisecond)
+	c := clustertest.New(t, 3)
+	ctx := clustertest.Context(t)
+	f := c.Follower()
 	for i := range 5 {
-		if _, err := f.client.Send(ctx, msg("codex", "ops", fmt.Sprint(i))); err != nil {
+		if _, err := f.Client.Send(ctx, clustertest.Msg("codex", "ops", fmt.Sprint(i))); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// The policy is set with max_messages 5, so the immediate trim keeps
 	// all; two more sends push the channel over, and only the leader's
 	// periodic trim can bring it back to 5.
-	if _, err := f.client.SetRetention(ctx, "ops", "", 5); err != nil {
+	if _, err := f.Client.SetRetention(ctx, "ops", "", 5); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 2 {
-		if _, err := f.client.Send(ctx, msg("codex", "ops", fmt.Sprint("late", i))); err != nil {
+		if _, err := f.Client.Send(ctx, clustertest.Msg("codex", "ops", fmt.Sprint("late", i))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 20*time.Second, "every node trimmed ops to 5 messages", func() bool {
-		for _, n := range c.nodes {
-			chans, err := n.fsm.Channels()
+	clustertest.WaitFor(t, 20*time.Second, "every node trimmed ops to 5 messages", func() bool {
+		for _, n := range c.Nodes {
+			chans, err := n.FSM().Channels()
 			if err != nil || len(chans) != 1 || chans[0].Count != 5 {
 				return false
 			}
 		}
 		return true
 	})
-	r, err := c.nodes[0].client.Retention(ctx, "ops", transport.Strong)
+	r, err := c.Nodes[0].Client.Retention(ctx, "ops", transport.Strong)
 	if err != nil || r.Trimmed != 2 {
 		t.Fatalf("retention = %+v, %v; want 2 trimmed", r, err)
 	}
+}
+
+func isAPI(err error, code string) bool {
+	var api *transport.APIError
+	return errors.As(err, &api) && api.Code == code
 }

@@ -1,4 +1,4 @@
-package cluster
+package cluster_test
 
 import (
 	"bytes"
@@ -12,16 +12,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/memberlist"
-
+	"github.com/maos-project/maos/cluster"
+	"github.com/maos-project/maos/cluster/clustertest"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
 
-// withGossip runs a node's gossip on a free loopback port with fast
+// fastGossip runs a node's gossip on a free loopback port with fast
 // timing: a dead node is declared dead in one to two seconds instead of
 // memberlist's LAN five.
-func withGossip(c *Config) {
+func fastGossip(c *cluster.Config) {
 	c.GossipAddr = "127.0.0.1:0"
 	c.GossipProbeInterval = 250 * time.Millisecond
 	c.GossipProbeTimeout = 150 * time.Millisecond
@@ -31,7 +31,11 @@ func withGossip(c *Config) {
 	c.GossipReconnectInterval = 500 * time.Millisecond
 }
 
-func withKey(key []byte) func(*Config) { return func(c *Config) { c.GossipKey = key } }
+var withGossip = clustertest.WithConfig(fastGossip)
+
+func withKey(key []byte) clustertest.Option {
+	return clustertest.WithConfig(func(c *cluster.Config) { c.GossipKey = key })
+}
 
 // syncBuffer is a log destination tests can read while nodes write.
 type syncBuffer struct {
@@ -51,18 +55,21 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-func withLog(buf *syncBuffer) func(*Config) {
-	return func(c *Config) {
-		c.Logger = slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
+// logTo is a debug-level logger writing into buf.
+func logTo(buf *syncBuffer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+func withLog(buf *syncBuffer) clustertest.Option {
+	return clustertest.WithConfig(func(c *cluster.Config) { c.Logger = logTo(buf) })
 }
 
 // presenceOn reads agent's presence from n's API.
-func presenceOn(t testing.TB, n *testNode, agent string) (transport.Presence, error) {
+func presenceOn(t testing.TB, n *clustertest.Node, agent string) (transport.Presence, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return n.client.AgentPresence(ctx, agent)
+	return n.Client.AgentPresence(ctx, agent)
 }
 
 // poll checks cond every 10 ms until it holds, or fails after timeout with
@@ -80,12 +87,12 @@ func poll(t testing.TB, timeout time.Duration, what string, last func() string, 
 
 // waitPresence polls every node's API until agent's record there
 // satisfies ok, and fails naming the node that did not.
-func waitPresence(t testing.TB, nodes []*testNode, agent, what string, ok func(transport.Presence) bool) {
+func waitPresence(t testing.TB, nodes []*clustertest.Node, agent, what string, ok func(transport.Presence) bool) {
 	t.Helper()
 	for _, n := range nodes {
 		var last transport.Presence
 		var lastErr error
-		poll(t, 15*time.Second, what+" on "+n.id, func() string { return fmt.Sprintf("%+v, %v", last, lastErr) }, func() bool {
+		poll(t, 15*time.Second, what+" on "+n.ID(), func() string { return fmt.Sprintf("%+v, %v", last, lastErr) }, func() bool {
 			last, lastErr = presenceOn(t, n, agent)
 			return lastErr == nil && ok(last)
 		})
@@ -93,10 +100,10 @@ func waitPresence(t testing.TB, nodes []*testNode, agent, what string, ok func(t
 }
 
 // waitMembers polls until n sees each listed member in the given status.
-func waitMembers(t testing.TB, n *testNode, want map[string]string) {
+func waitMembers(t testing.TB, n *clustertest.Node, want map[string]string) {
 	t.Helper()
 	var last []transport.Member
-	poll(t, 15*time.Second, fmt.Sprintf("members %v on %s", want, n.id), func() string { return fmt.Sprintf("%+v", last) }, func() bool {
+	poll(t, 15*time.Second, fmt.Sprintf("members %v on %s", want, n.ID()), func() string { return fmt.Sprintf("%+v", last) }, func() bool {
 		res, err := n.Members(context.Background())
 		if err != nil {
 			return false
@@ -115,28 +122,16 @@ func waitMembers(t testing.TB, n *testNode, want map[string]string) {
 	})
 }
 
-// memberNode is the memberlist node named id as from sees it.
-func memberNode(t testing.TB, from *testNode, id string) *memberlist.Node {
-	t.Helper()
-	for _, m := range from.gossip.ml.Load().Members() {
-		if m.Name == id {
-			return m
-		}
-	}
-	t.Fatalf("%s does not know gossip member %s", from.id, id)
-	return nil
-}
-
 // A presence set on one node is visible on the others; a newer update wins
 // everywhere; an older record, delivered again over gossip or in a state
 // exchange, never overwrites a newer one; concurrent updates on two nodes
 // converge to the same record everywhere.
 func TestPresenceGossip(t *testing.T) {
-	c := newTestCluster(t, 3, withGossip)
-	a, b, cc := c.nodes[0], c.nodes[1], c.nodes[2]
-	ctx := ctxT(t)
+	c := clustertest.New(t, 3, withGossip)
+	a, b, cc := c.Nodes[0], c.Nodes[1], c.Nodes[2]
+	ctx := clustertest.Context(t)
 	all := map[string]string{"n1": "alive", "n2": "alive", "n3": "alive"}
-	for _, n := range c.nodes {
+	for _, n := range c.Nodes {
 		waitMembers(t, n, all)
 	}
 	// Node metadata carries each node's API and Raft addresses.
@@ -145,13 +140,13 @@ func TestPresenceGossip(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range res.Members {
-		n := c.nodes[int(m.NodeID[1]-'1')]
-		if m.APIAddr != n.api || m.RaftAddr != n.RaftAddr() || m.GossipAddr != n.GossipAddr() || m.Version == "" {
-			t.Errorf("member %+v, want api %s raft %s gossip %s and a version", m, n.api, n.RaftAddr(), n.GossipAddr())
+		n := c.Nodes[int(m.NodeID[1]-'1')]
+		if m.APIAddr != n.Addr || m.RaftAddr != n.RaftAddr() || m.GossipAddr != n.GossipAddr() || m.Version == "" {
+			t.Errorf("member %+v, want api %s raft %s gossip %s and a version", m, n.Addr, n.RaftAddr(), n.GossipAddr())
 		}
 	}
 
-	p1, err := a.client.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "AWAKE", Substate: "WORKING",
+	p1, err := a.Client.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "AWAKE", Substate: "WORKING",
 		Channel: "review", PID: 4242, Task: "reviewing PR 12"})
 	if err != nil {
 		t.Fatal(err)
@@ -159,51 +154,45 @@ func TestPresenceGossip(t *testing.T) {
 	if p1.Node != "n1" || p1.Origin != "n1" || p1.Version == 0 {
 		t.Fatalf("put on n1 answered %+v", p1)
 	}
-	waitPresence(t, c.nodes, "codex", "the record put on n1", func(p transport.Presence) bool { return p == p1 })
+	waitPresence(t, c.Nodes, "codex", "the record put on n1", func(p transport.Presence) bool { return p == p1 })
 
 	// The same agent heartbeats through n2 now: a newer version, everywhere.
-	p2, err := b.client.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "AWAKE", Substate: "IDLE", Channel: "review"})
+	p2, err := b.Client.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "AWAKE", Substate: "IDLE", Channel: "review"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !p2.Newer(&p1) || p2.Node != "n2" {
 		t.Fatalf("update on n2 %+v is not newer than %+v", p2, p1)
 	}
-	waitPresence(t, c.nodes, "codex", "the newer record put on n2", func(p transport.Presence) bool { return p == p2 })
+	waitPresence(t, c.Nodes, "codex", "the newer record put on n2", func(p transport.Presence) bool { return p == p2 })
 
 	// The older record arrives again: as a gossip message on n2 and n3, and
 	// in a push/pull state on n1. Each node counts it stale and keeps p2.
-	old, err := encodePresenceMsg(p1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	staleB, staleC, staleA := b.presence.staleCount(), cc.presence.staleCount(), a.presence.staleCount()
-	for _, to := range []*testNode{b, cc} {
-		if err := a.gossip.ml.Load().SendReliable(memberNode(t, a, to.id), old); err != nil {
+	staleB, staleC, staleA := b.StalePresence(), cc.StalePresence(), a.StalePresence()
+	for _, to := range []*clustertest.Node{b, cc} {
+		if err := a.GossipPresence(to.ID(), p1); err != nil {
 			t.Fatal(err)
 		}
 	}
-	state, err := marshalCompact([]transport.Presence{p1})
-	if err != nil {
+	if err := a.MergePresenceState([]transport.Presence{p1}); err != nil {
 		t.Fatal(err)
 	}
-	a.gossip.MergeRemoteState(append([]byte{statePresence}, state...), false)
-	waitFor(t, 10*time.Second, "n2 and n3 to receive the stale record", func() bool {
-		return b.presence.staleCount() > staleB && cc.presence.staleCount() > staleC
+	clustertest.WaitFor(t, 10*time.Second, "n2 and n3 to receive the stale record", func() bool {
+		return b.StalePresence() > staleB && cc.StalePresence() > staleC
 	})
-	if a.presence.staleCount() <= staleA {
+	if a.StalePresence() <= staleA {
 		t.Errorf("n1 did not count the stale record of the state exchange")
 	}
-	for _, n := range c.nodes {
+	for _, n := range c.Nodes {
 		if got, err := presenceOn(t, n, "codex"); err != nil || got != p2 {
-			t.Errorf("%s after the stale record: %+v, %v; want %+v", n.id, got, err, p2)
+			t.Errorf("%s after the stale record: %+v, %v; want %+v", n.ID(), got, err, p2)
 		}
 	}
 
 	// A heartbeat carrying its own time, older than the recorded one: 409,
 	// nothing changes.
 	before := p2.Timestamp.Add(-time.Second)
-	_, err = cc.client.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "OFFLINE", Timestamp: &before})
+	_, err = cc.Client.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "OFFLINE", Timestamp: &before})
 	if !errors.Is(err, fsm.ErrConflict) {
 		t.Errorf("older timestamped heartbeat: %v, want a conflict", err)
 	}
@@ -215,11 +204,11 @@ func TestPresenceGossip(t *testing.T) {
 	// one, the newer by (version, origin).
 	var wg sync.WaitGroup
 	res2 := make([]transport.Presence, 2)
-	for i, n := range []*testNode{a, cc} {
+	for i, n := range []*clustertest.Node{a, cc} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res2[i], _ = n.client.PutPresence(ctx, "gemini", transport.PresenceUpdate{State: "AWAKE", Task: "from " + n.id})
+			res2[i], _ = n.Client.PutPresence(ctx, "gemini", transport.PresenceUpdate{State: "AWAKE", Task: "from " + n.ID()})
 		}()
 	}
 	wg.Wait()
@@ -230,20 +219,20 @@ func TestPresenceGossip(t *testing.T) {
 	if res2[1].Newer(&winner) {
 		winner = res2[1]
 	}
-	waitPresence(t, c.nodes, "gemini", "the newer of two concurrent updates", func(p transport.Presence) bool { return p == winner })
+	waitPresence(t, c.Nodes, "gemini", "the newer of two concurrent updates", func(p transport.Presence) bool { return p == winner })
 
 	// Heartbeats never reach the Raft log.
-	if a.fsm.AppliedIndex() != b.fsm.AppliedIndex() && b.fsm.AppliedIndex() != cc.fsm.AppliedIndex() {
-		t.Logf("applied indexes differ (catching up): %d %d %d", a.fsm.AppliedIndex(), b.fsm.AppliedIndex(), cc.fsm.AppliedIndex())
+	if a.FSM().AppliedIndex() != b.FSM().AppliedIndex() && b.FSM().AppliedIndex() != cc.FSM().AppliedIndex() {
+		t.Logf("applied indexes differ (catching up): %d %d %d", a.FSM().AppliedIndex(), b.FSM().AppliedIndex(), cc.FSM().AppliedIndex())
 	}
-	for _, n := range c.nodes {
-		page, err := n.fsm.Audit(0, 100)
+	for _, n := range c.Nodes {
+		page, err := n.FSM().Audit(0, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, ev := range page.Events {
 			if ev.Kind != fsm.AuditNode {
-				t.Errorf("%s: audit event %+v: presence must not reach the log", n.id, ev)
+				t.Errorf("%s: audit event %+v: presence must not reach the log", n.ID(), ev)
 			}
 		}
 	}
@@ -254,30 +243,30 @@ func TestPresenceGossip(t *testing.T) {
 // down: the same with "left" and NODE_LEAVE. Restarted from its data dir,
 // it rejoins gossip on its own.
 func TestPresenceNodeDeadLeftAndBack(t *testing.T) {
-	c := newTestCluster(t, 3, withGossip)
-	ctx := ctxT(t)
-	leader := c.leader()
-	var fs []*testNode
-	for _, n := range c.nodes {
+	c := clustertest.New(t, 3, withGossip)
+	ctx := clustertest.Context(t)
+	leader := c.Leader()
+	var fs []*clustertest.Node
+	for _, n := range c.Nodes {
 		if n != leader {
 			fs = append(fs, n)
 		}
 	}
 	crashed, stopped := fs[0], fs[1]
-	for _, n := range c.nodes {
+	for _, n := range c.Nodes {
 		waitMembers(t, n, map[string]string{"n1": "alive", "n2": "alive", "n3": "alive"})
 	}
-	for agent, n := range map[string]*testNode{"lead-agent": leader, "crash-agent": crashed, "stop-agent": stopped} {
-		if _, err := n.client.PutPresence(ctx, agent, transport.PresenceUpdate{State: "AWAKE", Substate: "WORKING", Task: "busy"}); err != nil {
+	for agent, n := range map[string]*clustertest.Node{"lead-agent": leader, "crash-agent": crashed, "stop-agent": stopped} {
+		if _, err := n.Client.PutPresence(ctx, agent, transport.PresenceUpdate{State: "AWAKE", Substate: "WORKING", Task: "busy"}); err != nil {
 			t.Fatal(err)
 		}
-		waitPresence(t, c.nodes, agent, "AWAKE", func(p transport.Presence) bool { return p.State == "AWAKE" })
+		waitPresence(t, c.Nodes, agent, "AWAKE", func(p transport.Presence) bool { return p.State == "AWAKE" })
 	}
 
 	// Each node's joining was audited once.
-	waitAudit(t, leader, 0, map[string]string{"NODE_JOIN": crashed.id})
-	waitAudit(t, leader, 0, map[string]string{"NODE_JOIN": stopped.id})
-	page, err := leader.fsm.Audit(0, 1000)
+	waitAudit(t, leader, 0, map[string]string{"NODE_JOIN": crashed.ID()})
+	waitAudit(t, leader, 0, map[string]string{"NODE_JOIN": stopped.ID()})
+	page, err := leader.FSM().Audit(0, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,66 +274,66 @@ func TestPresenceNodeDeadLeftAndBack(t *testing.T) {
 
 	// The crash-agent holds a lock; when its node is declared dead the
 	// leader releases it through the log.
-	grant, err := leader.client.AcquireLock(ctx, fsm.LockAcquireCommand{Path: "src/retry.go", Holder: "crash-agent", TTL: fsm.LockTTL(time.Hour)})
+	grant, err := leader.Client.AcquireLock(ctx, fsm.LockAcquireCommand{Path: "src/retry.go", Holder: "crash-agent", TTL: fsm.LockTTL(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	// The crashed node's gossip stops without a word (its Raft and API go on).
-	if err := crashed.gossip.shutdown(); err != nil {
+	if err := crashed.StopGossip(); err != nil {
 		t.Fatal(err)
 	}
-	dead := "node " + crashed.id + " dead"
-	survivors := []*testNode{leader, stopped}
+	dead := "node " + crashed.ID() + " dead"
+	survivors := []*clustertest.Node{leader, stopped}
 	waitPresence(t, survivors, "crash-agent", "OFFLINE, "+dead, func(p transport.Presence) bool {
 		return p.State == "OFFLINE" && p.Reason == dead && p.Substate == "" && p.Task == "busy"
 	})
 	for _, n := range survivors {
-		waitMembers(t, n, map[string]string{crashed.id: "dead", leader.id: "alive", stopped.id: "alive"})
+		waitMembers(t, n, map[string]string{crashed.ID(): "dead", leader.ID(): "alive", stopped.ID(): "alive"})
 		if p, err := presenceOn(t, n, "lead-agent"); err != nil || p.State != "AWAKE" {
-			t.Errorf("%s: lead-agent %+v, %v; want it AWAKE", n.id, p, err)
+			t.Errorf("%s: lead-agent %+v, %v; want it AWAKE", n.ID(), p, err)
 		}
 	}
 
-	waitFor(t, 20*time.Second, "the dead node's agent's lock released", func() bool {
-		chk, err := leader.client.CheckLock(ctx, "src/retry.go", grant.Lock.Token, transport.Strong)
+	clustertest.WaitFor(t, 20*time.Second, "the dead node's agent's lock released", func() bool {
+		chk, err := leader.Client.CheckLock(ctx, "src/retry.go", grant.Lock.Token, transport.Strong)
 		return err == nil && !chk.Current
 	})
 
 	// The other follower shuts down: its agents are OFFLINE, "left".
-	stopped.stop()
-	left := "node " + stopped.id + " left"
-	waitPresence(t, []*testNode{leader}, "stop-agent", "OFFLINE, "+left, func(p transport.Presence) bool {
+	stopped.Stop()
+	left := "node " + stopped.ID() + " left"
+	waitPresence(t, []*clustertest.Node{leader}, "stop-agent", "OFFLINE, "+left, func(p transport.Presence) bool {
 		return p.State == "OFFLINE" && p.Reason == left
 	})
-	waitMembers(t, leader, map[string]string{stopped.id: "left"})
+	waitMembers(t, leader, map[string]string{stopped.ID(): "left"})
 
 	// The leader recorded both in the audit trail, once each.
-	waitAudit(t, leader, mark, map[string]string{"NODE_DEAD": crashed.id, "NODE_LEAVE": stopped.id})
+	waitAudit(t, leader, mark, map[string]string{"NODE_DEAD": crashed.ID(), "NODE_LEAVE": stopped.ID()})
 
 	// Back from its data dir with no --join: it rejoins gossip by itself,
 	// and the leader audits the join.
-	back := startNode(t, stopped.id, stopped.dir, "", nil, withGossip)
-	c.nodes[int(stopped.id[1]-'1')] = back
-	waitMembers(t, leader, map[string]string{back.id: "alive"})
-	waitMembers(t, back, map[string]string{leader.id: "alive"})
-	waitAudit(t, leader, mark, map[string]string{"NODE_JOIN": back.id})
+	back := clustertest.Start(t, stopped.ID(), stopped.Dir, "", nil, withGossip)
+	c.Nodes[int(stopped.ID()[1]-'1')] = back
+	waitMembers(t, leader, map[string]string{back.ID(): "alive"})
+	waitMembers(t, back, map[string]string{leader.ID(): "alive"})
+	waitAudit(t, leader, mark, map[string]string{"NODE_JOIN": back.ID()})
 	// Its old agent stays OFFLINE until it heartbeats again, and then the
 	// new heartbeat wins over the OFFLINE record written by the others.
-	p, err := back.client.PutPresence(ctx, "stop-agent", transport.PresenceUpdate{State: "AWAKE"})
+	p, err := back.Client.PutPresence(ctx, "stop-agent", transport.PresenceUpdate{State: "AWAKE"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitPresence(t, []*testNode{leader, back}, "stop-agent", "AWAKE again", func(q transport.Presence) bool { return q == p })
+	waitPresence(t, []*clustertest.Node{leader, back}, "stop-agent", "AWAKE again", func(q transport.Presence) bool { return q == p })
 }
 
 // waitAudit polls n's audit trail until it holds, after seq after, a node
 // event with each label, for the given node, exactly once.
-func waitAudit(t testing.TB, n *testNode, after uint64, want map[string]string) {
+func waitAudit(t testing.TB, n *clustertest.Node, after uint64, want map[string]string) {
 	t.Helper()
 	var last []fsm.AuditEvent
-	poll(t, 15*time.Second, fmt.Sprintf("audit %v on %s", want, n.id), func() string { return fmt.Sprintf("%+v", last) }, func() bool {
-		page, err := n.fsm.Audit(after, 1000)
+	poll(t, 15*time.Second, fmt.Sprintf("audit %v on %s", want, n.ID()), func() string { return fmt.Sprintf("%+v", last) }, func() bool {
+		page, err := n.FSM().Audit(after, 1000)
 		if err != nil {
 			return false
 		}
@@ -367,27 +356,27 @@ func waitAudit(t testing.TB, n *testNode, after uint64, want map[string]string) 
 // An AWAKE agent without a heartbeat for the TTL shows OFFLINE, "heartbeat
 // lapsed"; a new heartbeat brings it back.
 func TestPresenceTTL(t *testing.T) {
-	n := startNode(t, "n1", filepath.Join(t.TempDir(), "n1"), "", nil, withGossip,
-		func(c *Config) { c.PresenceTTL = 300 * time.Millisecond })
-	ctx := ctxT(t)
-	p, err := n.client.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "AWAKE"})
+	n := clustertest.Start(t, "n1", filepath.Join(t.TempDir(), "n1"), "", nil, withGossip,
+		clustertest.WithConfig(func(c *cluster.Config) { c.PresenceTTL = 300 * time.Millisecond }))
+	ctx := clustertest.Context(t)
+	p, err := n.Client.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "AWAKE"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitPresence(t, []*testNode{n}, "codex", "lapsed", func(q transport.Presence) bool {
+	waitPresence(t, []*clustertest.Node{n}, "codex", "lapsed", func(q transport.Presence) bool {
 		return q.State == "OFFLINE" && q.Reason == "heartbeat lapsed" && q.Version == p.Version
 	})
-	list, err := n.client.Presence(ctx)
+	list, err := n.Client.Presence(ctx)
 	if err != nil || len(list) != 1 || list[0].Reason != "heartbeat lapsed" {
 		t.Errorf("list = %+v, %v", list, err)
 	}
 	// A heartbeat whose own time is already past the TTL is refused.
 	stale := time.Now().Add(-time.Second)
-	if _, err := n.client.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "AWAKE", Timestamp: &stale}); !errors.Is(err, fsm.ErrInvalid) ||
+	if _, err := n.Client.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "AWAKE", Timestamp: &stale}); !errors.Is(err, fsm.ErrInvalid) ||
 		!strings.Contains(err.Error(), "TTL") {
 		t.Errorf("lapsed heartbeat: %v, want invalid naming the TTL", err)
 	}
-	if _, err := n.client.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "AWAKE"}); err != nil {
+	if _, err := n.Client.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "AWAKE"}); err != nil {
 		t.Fatal(err)
 	}
 	if q, err := presenceOn(t, n, "codex"); err != nil || q.State != "AWAKE" {
@@ -400,8 +389,8 @@ func TestPresenceTTL(t *testing.T) {
 func TestGossipKeyMismatch(t *testing.T) {
 	key := bytes.Repeat([]byte{7}, 32)
 	var seedLog syncBuffer
-	seed := startNode(t, "n1", filepath.Join(t.TempDir(), "n1"), "", nil, withGossip, withKey(key), withLog(&seedLog))
-	waitFor(t, 10*time.Second, "n1 ready", func() bool { return seed.Ready(context.Background()) == nil })
+	seed := clustertest.Start(t, "n1", filepath.Join(t.TempDir(), "n1"), "", nil, withGossip, withKey(key), withLog(&seedLog))
+	clustertest.WaitFor(t, 10*time.Second, "n1 ready", func() bool { return seed.Ready(context.Background()) == nil })
 
 	cases := []struct {
 		name, id string
@@ -414,20 +403,20 @@ func TestGossipKeyMismatch(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var log syncBuffer
-			cfg := testConfig(tc.id, filepath.Join(t.TempDir(), tc.id), "127.0.0.1:1")
-			withGossip(&cfg)
-			withLog(&log)(&cfg)
+			cfg := clustertest.Config(tc.id, filepath.Join(t.TempDir(), tc.id), "127.0.0.1:1")
+			fastGossip(&cfg)
+			cfg.Logger = logTo(&log)
 			cfg.GossipKey = tc.key
-			node, err := Open(cfg)
+			node, err := cluster.Open(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer node.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			err = node.JoinVia(ctx, []string{seed.api})
-			if !errors.Is(err, ErrGossipRefused) {
-				t.Fatalf("join: %v, want ErrGossipRefused", err)
+			err = node.JoinVia(ctx, []string{seed.Addr})
+			if !errors.Is(err, cluster.ErrGossipRefused) {
+				t.Fatalf("join: %v, want cluster.ErrGossipRefused", err)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {
@@ -437,7 +426,7 @@ func TestGossipKeyMismatch(t *testing.T) {
 					t.Errorf("the joining node's log lacks %q:\n%s", w, log.String())
 				}
 			}
-			if n := seed.voterCount(); n != 1 {
+			if n := seed.Voters(); n != 1 {
 				t.Errorf("n1 has %d voters after a refused join, want 1", n)
 			}
 			res, _ := seed.Members(context.Background())
@@ -458,11 +447,11 @@ func TestGossipKeyMismatch(t *testing.T) {
 func TestJoinThroughGossipAddress(t *testing.T) {
 	base := t.TempDir()
 	key := bytes.Repeat([]byte{3}, 16)
-	a := startNode(t, "n1", filepath.Join(base, "n1"), "", nil, withGossip, withKey(key))
-	waitFor(t, 10*time.Second, "n1 ready", func() bool { return a.Ready(context.Background()) == nil })
-	b := startNode(t, "n2", filepath.Join(base, "n2"), "", []string{a.GossipAddr()}, withGossip, withKey(key))
-	waitFor(t, 15*time.Second, "n2 a voter and ready", func() bool {
-		return a.voterCount() == 2 && b.Ready(context.Background()) == nil
+	a := clustertest.Start(t, "n1", filepath.Join(base, "n1"), "", nil, withGossip, withKey(key))
+	clustertest.WaitFor(t, 10*time.Second, "n1 ready", func() bool { return a.Ready(context.Background()) == nil })
+	b := clustertest.Start(t, "n2", filepath.Join(base, "n2"), "", []string{a.GossipAddr()}, withGossip, withKey(key))
+	clustertest.WaitFor(t, 15*time.Second, "n2 a voter and ready", func() bool {
+		return a.Voters() == 2 && b.Ready(context.Background()) == nil
 	})
 	waitMembers(t, a, map[string]string{"n1": "alive", "n2": "alive"})
 	st, err := b.Status(context.Background())
@@ -475,26 +464,26 @@ func TestJoinThroughGossipAddress(t *testing.T) {
 func TestGossipConfigValidate(t *testing.T) {
 	cases := []struct {
 		name  string
-		tweak func(*Config)
+		tweak func(*cluster.Config)
 		want  string
 	}{
-		{"host name", func(c *Config) { c.GossipAddr = "localhost:7072" }, "want an IP address"},
-		{"no port", func(c *Config) { c.GossipAddr = "127.0.0.1" }, "not IP:port"},
-		{"bad port", func(c *Config) { c.GossipAddr = "127.0.0.1:99999" }, "port must be"},
-		{"wildcard without advertise", func(c *Config) { c.GossipAddr = "0.0.0.0:7072" }, "wildcard"},
-		{"advertise host name", func(c *Config) { c.GossipAddr = "0.0.0.0:7072"; c.GossipAdvertise = "example.com:7072" }, "not a host name"},
-		{"short key", func(c *Config) { c.GossipAddr = "127.0.0.1:0"; c.GossipKey = []byte("short") }, "16, 24 or 32 bytes"},
-		{"negative ttl", func(c *Config) { c.PresenceTTL = -time.Second }, "negative"},
-		{"commit timeout under raft's floor", func(c *Config) { c.CommitTimeout = 500 * time.Microsecond }, "want 1ms..1s"},
+		{"host name", func(c *cluster.Config) { c.GossipAddr = "localhost:7072" }, "want an IP address"},
+		{"no port", func(c *cluster.Config) { c.GossipAddr = "127.0.0.1" }, "not IP:port"},
+		{"bad port", func(c *cluster.Config) { c.GossipAddr = "127.0.0.1:99999" }, "port must be"},
+		{"wildcard without advertise", func(c *cluster.Config) { c.GossipAddr = "0.0.0.0:7072" }, "wildcard"},
+		{"advertise host name", func(c *cluster.Config) { c.GossipAddr = "0.0.0.0:7072"; c.GossipAdvertise = "example.com:7072" }, "not a host name"},
+		{"short key", func(c *cluster.Config) { c.GossipAddr = "127.0.0.1:0"; c.GossipKey = []byte("short") }, "16, 24 or 32 bytes"},
+		{"negative ttl", func(c *cluster.Config) { c.PresenceTTL = -time.Second }, "negative"},
+		{"commit timeout under raft's floor", func(c *cluster.Config) { c.CommitTimeout = 500 * time.Microsecond }, "want 1ms..1s"},
 	}
 	for _, tc := range cases {
-		cfg := testConfig("n1", t.TempDir(), "127.0.0.1:7070")
+		cfg := clustertest.Config("n1", t.TempDir(), "127.0.0.1:7070")
 		tc.tweak(&cfg)
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: Validate() = %v, want it to say %q", tc.name, err, tc.want)
 		}
 	}
-	cfg := testConfig("n1", t.TempDir(), "127.0.0.1:7070")
+	cfg := clustertest.Config("n1", t.TempDir(), "127.0.0.1:7070")
 	cfg.GossipAddr, cfg.GossipAdvertise, cfg.GossipKey = "0.0.0.0:0", "10.0.0.1:7072", make([]byte, 24)
 	if err := cfg.Validate(); err != nil {
 		t.Errorf("a valid gossip config was refused: %v", err)

@@ -1,10 +1,7 @@
 package cluster
 
 import (
-	"context"
-	"fmt"
 	"net"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -137,40 +134,4 @@ func TestSameFamilyLoopback(t *testing.T) {
 			t.Errorf("sameFamilyLoopback(%q, %s) = %v, want %v", tc.addr, tc.local, got, tc.want)
 		}
 	}
-}
-
-// A cluster whose nodes each bind Raft on their own loopback IP forms,
-// replicates, and reports the bound address.
-func TestClusterOnDistinctLoopbackIPs(t *testing.T) {
-	ips := []string{"127.0.0.31", "127.0.0.32", "127.0.0.33"}
-	needLoopbackIPs(t, ips...)
-	base := t.TempDir()
-	c := &testCluster{t: t}
-	for i, ip := range ips {
-		id := fmt.Sprintf("n%d", i+1)
-		var join []string
-		if i > 0 {
-			join = []string{c.nodes[0].api}
-		}
-		n := startNode(t, id, filepath.Join(base, id), "", join, func(cfg *Config) { cfg.RaftAddr = ip + ":0" })
-		if host, port, _ := net.SplitHostPort(n.RaftAddr()); host != ip || port == "0" || n.RaftBindAddr() != n.RaftAddr() {
-			t.Fatalf("%s: raft addr %s bind %s, want %s with a real port", id, n.RaftAddr(), n.RaftBindAddr(), ip)
-		}
-		c.nodes = append(c.nodes, n)
-	}
-	c.waitReady()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	res, err := c.follower().client.Send(ctx, msg("codex", "ips", "hello"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 10*time.Second, "the send applied on every node", func() bool {
-		for _, n := range c.nodes {
-			if n.fsm.AppliedIndex() < res.Seq {
-				return false
-			}
-		}
-		return true
-	})
 }

@@ -87,7 +87,7 @@ func TestWatcherSurvivesSIGKILL(t *testing.T) {
 	harness.NoErr(t, c.WaitReady())
 
 	waitReply(t, n2, agent, m1)
-	waitCursor(t, n1, agent, seq1)
+	waitCursor(t, n1.Client(), agent, seq1)
 
 	m2 := &fsm.Message{ID: "msg-watch-2", Channel: ch, From: "bob", To: fsm.Recipients{agent},
 		Content: fsm.Content{Text: "second question, asked after the restart"}}
@@ -95,7 +95,7 @@ func TestWatcherSurvivesSIGKILL(t *testing.T) {
 		sends[id] = s
 	}
 	waitReply(t, n1, agent, m2)
-	waitCursor(t, n2, agent, sends[m2.ID].seq)
+	waitCursor(t, n2.Client(), agent, sends[m2.ID].seq)
 
 	// Exactly one reply each, on every node: the channel holds the two
 	// questions and the two answers, nothing else.
@@ -169,13 +169,13 @@ func waitReply(t *testing.T, n *harness.Node, agent string, q *fsm.Message) {
 	}
 }
 
-// waitCursor polls n until agent's cursor is at or past seq.
-func waitCursor(t *testing.T, n *harness.Node, agent string, seq uint64) {
+// waitCursor polls the node of cl until agent's cursor is at or past seq.
+func waitCursor(t *testing.T, cl *transport.Client, agent string, seq uint64) {
 	t.Helper()
-	harness.NoErr(t, harness.WaitFor(watcherWait, fmt.Sprintf("%s's cursor to pass seq %d on %s", agent, seq, n.ID), func() error {
+	harness.NoErr(t, harness.WaitFor(watcherWait, fmt.Sprintf("%s's cursor to pass seq %d on %s", agent, seq, cl.Addr()), func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 		defer cancel()
-		cur, err := n.Client().Cursor(ctx, agent, transport.Strong)
+		cur, err := cl.Cursor(ctx, agent, transport.Strong)
 		if err != nil {
 			return err
 		}

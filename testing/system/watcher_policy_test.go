@@ -1,4 +1,4 @@
-package cluster
+package system
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/cluster/clustertest"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/watcher"
@@ -74,20 +75,12 @@ func sendTo(t *testing.T, c *transport.Client, id, to, priority string) *fsm.Mes
 // oneReply waits for the reply to m and checks it is the only one.
 func oneReply(t *testing.T, c *transport.Client, agent string, m *fsm.Message) *fsm.Message {
 	t.Helper()
-	waitFor(t, 30*time.Second, "a reply to "+m.ID, func() bool { return len(repliesTo(t, c, m.ID)) > 0 })
+	clustertest.WaitFor(t, 30*time.Second, "a reply to "+m.ID, func() bool { return len(repliesTo(t, c, m.ID)) > 0 })
 	r := repliesTo(t, c, m.ID)
 	if len(r) != 1 || r[0].ID != watcher.ReplyID(agent, m) || r[0].Type != "response" {
 		t.Fatalf("replies to %s: %+v", m.ID, r)
 	}
 	return r[0]
-}
-
-func waitCursor(t *testing.T, c *transport.Client, agent string, seq uint64) {
-	t.Helper()
-	waitFor(t, 30*time.Second, fmt.Sprintf("%s's cursor at %d", agent, seq), func() bool {
-		cur, err := c.Cursor(context.Background(), agent, transport.Strong)
-		return err == nil && cur.Seq >= seq
-	})
 }
 
 // gone reports whether pid is dead (or a zombie nobody reaped yet).
@@ -108,8 +101,7 @@ func gone(pid int) bool {
 // the running CLI is killed, the urgent message is answered first, and the
 // cancelled message is run again and answered exactly once.
 func TestWatcherInterruptPolicyPreempts(t *testing.T) {
-	stub := buildStubModel(t)
-	c := newTestCluster(t, 3)
+	c := clustertest.New(t, 3)
 	dir := t.TempDir()
 	// The first run of "slow" starts a grandchild and waits for it (300 s,
 	// far past the test's bounds): only a kill of the group ends it.
@@ -122,8 +114,8 @@ if [ "$MAOS_MESSAGE_ID" = slow ] && [ ! -e $D/slow.once ]; then
   wait
 fi
 exec %s
-`, dir, stub))
-	startWatcher(t, c.nodes[2].client, fmt.Sprintf(`
+`, dir, stubmodelBin))
+	startWatcher(t, c.Nodes[2].Client, fmt.Sprintf(`
 agents:
   - id: bob
     command: ["sh", %q]
@@ -131,11 +123,11 @@ agents:
     retries: 0
     policy: {mode: interrupt}
 `, script))
-	waitRegistered(t, c.nodes[0].client, "bob")
-	cl := c.nodes[0].client
+	waitRegistered(t, c.Nodes[0].Client, "bob")
+	cl := c.Nodes[0].Client
 	slow := sendTo(t, cl, "slow", "bob", "normal")
 	pidFile := filepath.Join(dir, "child.pid")
-	waitFor(t, 30*time.Second, "the slow invocation running", func() bool { return readFile(t, pidFile) != "" })
+	clustertest.WaitFor(t, 30*time.Second, "the slow invocation running", func() bool { return readFile(t, pidFile) != "" })
 	child, err := strconv.Atoi(strings.TrimSpace(readFile(t, pidFile)))
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +142,7 @@ agents:
 	if ru.Content.Text != "stub answer to urgent" || rs.Content.Text != "stub answer to slow" {
 		t.Fatalf("answers: %q, %q", ru.Content.Text, rs.Content.Text)
 	}
-	waitFor(t, 10*time.Second, "the preempted group's grandchild killed", func() bool { return gone(child) })
+	clustertest.WaitFor(t, 10*time.Second, "the preempted group's grandchild killed", func() bool { return gone(child) })
 	waitCursor(t, cl, "bob", urgent.Seq)
 	if got, want := readFile(t, filepath.Join(dir, "log")), "start slow\nstart urgent\nstart slow\n"; got != want {
 		t.Fatalf("invocations:\n%swant:\n%s", got, want)
@@ -167,7 +159,7 @@ agents:
 // while the first three are held); each is answered once; the cursor
 // stays before a message still running even when later ones are done.
 func TestWatcherForkPolicyConcurrentUpToMaxForks(t *testing.T) {
-	c := newTestCluster(t, 3)
+	c := clustertest.New(t, 3)
 	dir := t.TempDir()
 	script := writeScript(t, dir, fmt.Sprintf(`D=%s
 id=$MAOS_MESSAGE_ID
@@ -189,7 +181,7 @@ done
 rm -f $D/running.$id
 echo "done $id"
 `, dir))
-	startWatcher(t, c.nodes[1].client, fmt.Sprintf(`
+	startWatcher(t, c.Nodes[1].Client, fmt.Sprintf(`
 agents:
   - id: forky
     command: ["sh", %q]
@@ -197,7 +189,7 @@ agents:
     retries: 0
     policy: {mode: fork, max_forks: 3}
 `, script))
-	cl := c.nodes[0].client
+	cl := c.Nodes[0].Client
 	waitRegistered(t, cl, "forky")
 	var msgs []*fsm.Message
 	for i := 1; i <= 5; i++ {
@@ -205,7 +197,7 @@ agents:
 	}
 	// f1..f3 run at once (the barrier) and are held; f4 and f5 may only
 	// start when f2 and f3 end, after release2.
-	waitFor(t, 30*time.Second, "three invocations started", func() bool {
+	clustertest.WaitFor(t, 30*time.Second, "three invocations started", func() bool {
 		for _, id := range []string{"f1", "f2", "f3"} {
 			if _, err := os.Stat(filepath.Join(dir, "started."+id)); err != nil {
 				return false
@@ -271,22 +263,21 @@ agents:
 // none ran before the burst was over. Then they run one at a time in
 // seq order.
 func TestWatcherQueueIdleAfterWaitsForQuiet(t *testing.T) {
-	stub := buildStubModel(t)
-	c := newTestCluster(t, 3)
+	c := clustertest.New(t, 3)
 	dir := t.TempDir()
 	script := writeScript(t, dir, fmt.Sprintf(`D=%s
 if [ -e $D/sent ]; then w=after; else w=before; fi
 echo "$MAOS_MESSAGE_ID $w" >> $D/log
 exec %s
-`, dir, stub))
-	startWatcher(t, c.nodes[2].client, fmt.Sprintf(`
+`, dir, stubmodelBin))
+	startWatcher(t, c.Nodes[2].Client, fmt.Sprintf(`
 agents:
   - id: calm
     command: ["sh", %q]
     context_messages: 0
     policy: {mode: queue, idle_after: 3s}
 `, script))
-	cl := c.nodes[0].client
+	cl := c.Nodes[0].Client
 	waitRegistered(t, cl, "calm")
 	var msgs []*fsm.Message
 	for i := 1; i <= 3; i++ {
@@ -332,23 +323,23 @@ func TestWatcherTmuxDelivery(t *testing.T) {
 		"-x", "200", "-y", "50", "sh", "-c", script).CombinedOutput(); err != nil {
 		t.Fatalf("tmux new-session: %v: %s", err, b)
 	}
-	waitFor(t, 10*time.Second, "the pane's reader", func() bool { _, err := os.Stat(ready); return err == nil })
+	clustertest.WaitFor(t, 10*time.Second, "the pane's reader", func() bool { _, err := os.Stat(ready); return err == nil })
 
-	c := newTestCluster(t, 3)
-	startWatcherOpts(t, c.nodes[2].client, `
+	c := clustertest.New(t, 3)
+	startWatcherOpts(t, c.Nodes[2].Client, `
 agents:
   - id: tina
     delivery: tmux
     tmux_target: "tina:0.0"
 `, watcher.Options{Tmux: watcher.Tmux{Socket: sock, Confirm: 5 * time.Second}})
-	cl := c.nodes[0].client
+	cl := c.Nodes[0].Client
 	waitRegistered(t, cl, "tina")
 	ctx := context.Background()
 
 	m1 := sendTo(t, cl, "t1", "tina", "normal")
 	line1 := "[FROM: lead] job t1 — please do t1"
-	waitFor(t, 30*time.Second, "t1 typed into the pane", func() bool { return strings.Contains(readFile(t, out), line1) })
-	waitFor(t, 30*time.Second, "t1 marked read", func() bool {
+	clustertest.WaitFor(t, 30*time.Second, "t1 typed into the pane", func() bool { return strings.Contains(readFile(t, out), line1) })
+	clustertest.WaitFor(t, 30*time.Second, "t1 marked read", func() bool {
 		p, err := cl.Inbox(ctx, "tina", fsm.InboxQuery{}, transport.Strong)
 		return err == nil && len(p.Messages) == 1 && p.Messages[0].ID == "t1" && p.Messages[0].Read
 	})
@@ -357,7 +348,7 @@ agents:
 	// moved on) and is typed once too.
 	m2 := sendTo(t, cl, "t2", "tina", "normal")
 	line2 := "[FROM: lead] job t2 — please do t2"
-	waitFor(t, 30*time.Second, "t2 typed into the pane", func() bool { return strings.Contains(readFile(t, out), line2) })
+	clustertest.WaitFor(t, 30*time.Second, "t2 typed into the pane", func() bool { return strings.Contains(readFile(t, out), line2) })
 	waitCursor(t, cl, "tina", m2.Seq)
 	r, err := cl.Receipts(ctx, "t2", transport.Strong)
 	if err != nil {

@@ -1,4 +1,4 @@
-package cluster
+package system
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/cluster/clustertest"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/mcpserver"
 	"github.com/maos-project/maos/transport"
@@ -16,9 +17,9 @@ import (
 
 // mcpSession connects the SDK's client to a maos MCP server for agent,
 // backed by node, over in-memory transports.
-func mcpSession(t *testing.T, ctx context.Context, agent string, node *testNode) *mcp.ClientSession {
+func mcpSession(t *testing.T, ctx context.Context, agent string, node *clustertest.Node) *mcp.ClientSession {
 	t.Helper()
-	srv, err := mcpserver.New(mcpserver.Config{Agent: agent, Client: node.client, Channel: "ops"})
+	srv, err := mcpserver.New(mcpserver.Config{Agent: agent, Client: node.Client, Channel: "ops"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,11 +72,11 @@ func mcpText(res *mcp.CallToolResult) string {
 // bodies), reads (body, marked read) and replies (to the sender, in the
 // thread); a bad id comes back as a tool error with the API's message.
 func TestMCPRoundTrip(t *testing.T) {
-	c := newTestCluster(t, 3)
-	ctx := ctxT(t)
-	node := c.follower()
+	c := clustertest.New(t, 3)
+	ctx := clustertest.Context(t)
+	node := c.Follower()
 	for _, id := range []string{"claude", "codex"} {
-		if _, err := c.leader().client.RegisterAgent(ctx, fsm.RegisterAgentCommand{ID: id}); err != nil {
+		if _, err := c.Leader().Client.RegisterAgent(ctx, fsm.RegisterAgentCommand{ID: id}); err != nil {
 			t.Fatalf("register %s: %v", id, err)
 		}
 	}
@@ -99,9 +100,9 @@ func TestMCPRoundTrip(t *testing.T) {
 	}
 
 	// codex writes to claude through another node.
-	m := msg("codex", "review", "the retry loop never backs off; see client.go:88")
+	m := clustertest.Msg("codex", "review", "the retry loop never backs off; see client.go:88")
 	m.To, m.Title, m.Type, m.Priority = fsm.Recipients{"claude"}, "retry logic", "request", "high"
-	sent, err := c.leader().client.Send(ctx, m)
+	sent, err := c.Leader().Client.Send(ctx, m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +125,7 @@ func TestMCPRoundTrip(t *testing.T) {
 		t.Fatalf("list_messages channel=elsewhere = %+v", none)
 	}
 
-	before, err := node.client.InboxCounts(ctx, "claude", transport.Strong)
+	before, err := node.Client.InboxCounts(ctx, "claude", transport.Strong)
 	if err != nil || before.Unread != 1 {
 		t.Fatalf("counts before read = %+v, %v", before, err)
 	}
@@ -133,14 +134,14 @@ func TestMCPRoundTrip(t *testing.T) {
 	if read.Text != m.Content.Text || read.From != "codex" || read.Channel != "review" || !read.Read {
 		t.Fatalf("read_message = %+v", read)
 	}
-	after, err := node.client.InboxCounts(ctx, "claude", transport.Strong)
+	after, err := node.Client.InboxCounts(ctx, "claude", transport.Strong)
 	if err != nil || after.Unread != 0 || after.Total != 1 {
 		t.Fatalf("counts after read = %+v, %v; want 0 unread of 1", after, err)
 	}
 
 	var reply mcpserver.SendOutput
 	mcpCall(t, ctx, cs, mcpserver.ToolReply, map[string]any{"id": sent.ID, "text": "added exponential backoff"}, &reply)
-	got, err := c.leader().client.Message(ctx, reply.ID, transport.Strong)
+	got, err := c.Leader().Client.Message(ctx, reply.ID, transport.Strong)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func TestMCPRoundTrip(t *testing.T) {
 		got.ThreadID != sent.ID || got.Channel != "review" || got.Title != "Re: retry logic" || got.Type != "response" {
 		t.Fatalf("reply = %+v", got)
 	}
-	inbox, err := node.client.Inbox(ctx, "codex", fsm.InboxQuery{Unread: true}, transport.Strong)
+	inbox, err := node.Client.Inbox(ctx, "codex", fsm.InboxQuery{Unread: true}, transport.Strong)
 	if err != nil || len(inbox.Messages) != 1 || inbox.Messages[0].ID != reply.ID {
 		t.Fatalf("codex's inbox = %+v, %v; want the reply", inbox, err)
 	}
@@ -157,19 +158,19 @@ func TestMCPRoundTrip(t *testing.T) {
 	// codex's own session lists the reply by its thread (the root's id).
 	var note mcpserver.SendOutput
 	mcpCall(t, ctx, cs, mcpserver.ToolSend, map[string]any{"to": []string{"codex"}, "text": "done", "title": "status"}, &note)
-	if nm, err := node.client.Message(ctx, note.ID, transport.Strong); err != nil || nm.Channel != "ops" || nm.From != "claude" {
+	if nm, err := node.Client.Message(ctx, note.ID, transport.Strong); err != nil || nm.Channel != "ops" || nm.From != "claude" {
 		t.Fatalf("send_message stored %+v, %v; want channel ops from claude", nm, err)
 	}
 	// private: true stores a private message, and a reply to it is private.
 	var secret mcpserver.SendOutput
 	mcpCall(t, ctx, cs, mcpserver.ToolSend, map[string]any{"to": []string{"codex"}, "text": "the key is in vault", "private": true}, &secret)
-	if sm, err := node.client.Message(ctx, secret.ID, transport.Strong); err != nil || sm.Visibility != fsm.VisibilityPrivate {
+	if sm, err := node.Client.Message(ctx, secret.ID, transport.Strong); err != nil || sm.Visibility != fsm.VisibilityPrivate {
 		t.Fatalf("send_message private=true stored %+v, %v; want visibility private", sm, err)
 	}
-	codex := mcpSession(t, ctx, "codex", c.leader())
+	codex := mcpSession(t, ctx, "codex", c.Leader())
 	var secretReply mcpserver.SendOutput
 	mcpCall(t, ctx, codex, mcpserver.ToolReply, map[string]any{"id": secret.ID, "text": "got it"}, &secretReply)
-	if rm, err := node.client.Message(ctx, secretReply.ID, transport.Strong); err != nil || rm.Visibility != fsm.VisibilityPrivate {
+	if rm, err := node.Client.Message(ctx, secretReply.ID, transport.Strong); err != nil || rm.Visibility != fsm.VisibilityPrivate {
 		t.Fatalf("reply_to_message to a private message stored %+v, %v; want visibility private", rm, err)
 	}
 	var thread mcpserver.ListOutput
@@ -217,10 +218,10 @@ func TestMCPRoundTrip(t *testing.T) {
 	}
 
 	// who lists the heartbeats the node knows of.
-	if _, err := node.client.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "AWAKE", Substate: "WORKING", Task: "backoff"}); err != nil {
+	if _, err := node.Client.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "AWAKE", Substate: "WORKING", Task: "backoff"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "codex's presence on the MCP server's node", func() bool {
+	clustertest.WaitFor(t, 10*time.Second, "codex's presence on the MCP server's node", func() bool {
 		var who mcpserver.WhoOutput
 		mcpCall(t, ctx, cs, mcpserver.ToolWho, map[string]any{}, &who)
 		return slices.ContainsFunc(who.Agents, func(w mcpserver.WhoItem) bool { return w.Agent == "codex" && w.Task == "backoff" })

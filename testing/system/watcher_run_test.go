@@ -1,4 +1,4 @@
-package cluster
+package system
 
 import (
 	"context"
@@ -6,26 +6,16 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/cluster/clustertest"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/watcher"
 )
-
-// buildStubModel builds testing/stubmodel into a temp dir.
-func buildStubModel(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "stubmodel")
-	if out, err := exec.Command("go", "build", "-o", bin, "../testing/stubmodel").CombinedOutput(); err != nil {
-		t.Fatalf("build stub model: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // startWatcher runs watcher.Run for cfg against c until the returned stop
 // is called (which waits for Run to return).
@@ -74,16 +64,15 @@ func repliesTo(t *testing.T, c *transport.Client, id string) []*fsm.Message {
 
 func waitRegistered(t *testing.T, c *transport.Client, id string) {
 	t.Helper()
-	waitFor(t, 30*time.Second, id+" registered", func() bool {
+	clustertest.WaitFor(t, 30*time.Second, id+" registered", func() bool {
 		_, err := c.Agent(context.Background(), id, transport.Strong)
 		return err == nil
 	})
 }
 
 func TestWatcherAnswersOnceAcrossNodesAndResumesAfterCursor(t *testing.T) {
-	stub := buildStubModel(t)
-	c := newTestCluster(t, 3)
-	nodeA, nodeC := c.nodes[0], c.nodes[2]
+	c := clustertest.New(t, 3)
+	nodeA, nodeC := c.Nodes[0], c.Nodes[2]
 	logFile := filepath.Join(t.TempDir(), "invocations")
 	cfg := fmt.Sprintf(`
 agents:
@@ -91,16 +80,16 @@ agents:
     role: worker
     command: ["sh", "-c", "echo \"$MAOS_MESSAGE_ID $MAOS_AGENT_ROLE $MAOS_SESSION_ID\" >> %s; exec %s --json"]
     context_messages: 3
-`, logFile, stub)
-	stop := startWatcher(t, nodeC.client, cfg)
-	waitRegistered(t, nodeA.client, "bob")
+`, logFile, stubmodelBin)
+	stop := startWatcher(t, nodeC.Client, cfg)
+	waitRegistered(t, nodeA.Client, "bob")
 	ctx := context.Background()
 
 	send := func(id, typ string) *fsm.Message {
 		t.Helper()
 		m := &fsm.Message{ID: id, Channel: "dev", From: "lead", To: fsm.Recipients{"role:worker"}, Type: typ,
 			Title: "job " + id, Content: fsm.Content{Text: "please do " + id}}
-		resp, err := nodeA.client.Send(ctx, m)
+		resp, err := nodeA.Client.Send(ctx, m)
 		if err != nil {
 			t.Fatalf("send %s: %v", id, err)
 		}
@@ -108,37 +97,37 @@ agents:
 		return m
 	}
 	// Not for bob: another recipient, and bob's own message.
-	if _, err := nodeA.client.Send(ctx, &fsm.Message{ID: "other-1", Channel: "dev", From: "lead", To: fsm.Recipients{"amy"}, Content: fsm.Content{Text: "hi amy"}}); err != nil {
+	if _, err := nodeA.Client.Send(ctx, &fsm.Message{ID: "other-1", Channel: "dev", From: "lead", To: fsm.Recipients{"amy"}, Content: fsm.Content{Text: "hi amy"}}); err != nil {
 		t.Fatal(err)
 	}
 	m1 := send("job-1", "chat")
-	waitFor(t, 30*time.Second, "a reply to job-1", func() bool { return len(repliesTo(t, nodeA.client, m1.ID)) > 0 })
-	r := repliesTo(t, nodeA.client, m1.ID)
+	clustertest.WaitFor(t, 30*time.Second, "a reply to job-1", func() bool { return len(repliesTo(t, nodeA.Client, m1.ID)) > 0 })
+	r := repliesTo(t, nodeA.Client, m1.ID)
 	if len(r) != 1 || r[0].ID != watcher.ReplyID("bob", m1) || r[0].From != "bob" || r[0].Type != "response" ||
 		r[0].Channel != "dev" || r[0].Content.Text != "stub answer to job-1" || len(r[0].To) != 1 || r[0].To[0] != "lead" {
 		t.Fatalf("replies to job-1: %+v", r)
 	}
-	waitFor(t, 30*time.Second, "cursor past job-1", func() bool {
-		cur, err := nodeA.client.Cursor(ctx, "bob", transport.Strong)
+	clustertest.WaitFor(t, 30*time.Second, "cursor past job-1", func() bool {
+		cur, err := nodeA.Client.Cursor(ctx, "bob", transport.Strong)
 		return err == nil && cur.Seq >= m1.Seq
 	})
 	stop()
 
 	// The restarted watcher (against another node) resumes after the cursor:
 	// job-1 is not run again, job-2 (a task) gets a task_result.
-	stop2 := startWatcher(t, c.nodes[1].client, cfg)
+	stop2 := startWatcher(t, c.Nodes[1].Client, cfg)
 	m2 := send("job-2", "task_assign")
-	waitFor(t, 30*time.Second, "a reply to job-2", func() bool { return len(repliesTo(t, nodeA.client, m2.ID)) > 0 })
-	r2 := repliesTo(t, nodeA.client, m2.ID)
+	clustertest.WaitFor(t, 30*time.Second, "a reply to job-2", func() bool { return len(repliesTo(t, nodeA.Client, m2.ID)) > 0 })
+	r2 := repliesTo(t, nodeA.Client, m2.ID)
 	if len(r2) != 1 || r2[0].Type != "task_result" || r2[0].Content.Text != "stub answer to job-2" {
 		t.Fatalf("replies to job-2: %+v", r2)
 	}
-	waitFor(t, 30*time.Second, "cursor past job-2", func() bool {
-		cur, err := nodeA.client.Cursor(ctx, "bob", transport.Strong)
+	clustertest.WaitFor(t, 30*time.Second, "cursor past job-2", func() bool {
+		cur, err := nodeA.Client.Cursor(ctx, "bob", transport.Strong)
 		return err == nil && cur.Seq >= m2.Seq
 	})
 	stop2()
-	if n := len(repliesTo(t, nodeA.client, m1.ID)); n != 1 {
+	if n := len(repliesTo(t, nodeA.Client, m1.ID)); n != 1 {
 		t.Fatalf("job-1 has %d replies after the restart, want 1", n)
 	}
 	data, err := os.ReadFile(logFile)
@@ -148,32 +137,31 @@ agents:
 	if got, want := string(data), "job-1 worker dev\njob-2 worker dev\n"; got != want {
 		t.Fatalf("invocations:\n%s\nwant:\n%s", got, want)
 	}
-	other, err := nodeA.client.Message(ctx, "other-1", transport.Strong)
+	other, err := nodeA.Client.Message(ctx, "other-1", transport.Strong)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := nodeA.client.Message(ctx, watcher.ReplyID("bob", other), transport.Strong); err == nil {
+	if _, err := nodeA.Client.Message(ctx, watcher.ReplyID("bob", other), transport.Strong); err == nil {
 		t.Fatal("the watcher answered a message not meant for bob")
 	}
 }
 
 func TestWatcherRetriesThenPostsIncident(t *testing.T) {
-	stub := buildStubModel(t)
-	c := newTestCluster(t, 3)
+	c := clustertest.New(t, 3)
 	logFile := filepath.Join(t.TempDir(), "attempts")
-	startWatcher(t, c.nodes[2].client, fmt.Sprintf(`
+	startWatcher(t, c.Nodes[2].Client, fmt.Sprintf(`
 agents:
   - id: flaky
     command: ["sh", "-c", "echo try >> %s; exec %s --fail"]
     retries: 2
-`, logFile, stub))
-	waitRegistered(t, c.nodes[0].client, "flaky")
+`, logFile, stubmodelBin))
+	waitRegistered(t, c.Nodes[0].Client, "flaky")
 	m := &fsm.Message{ID: "ask-1", Channel: "dev", From: "lead", To: fsm.Recipients{"flaky"}, Content: fsm.Content{Text: "answer me"}}
-	if _, err := c.nodes[0].client.Send(context.Background(), m); err != nil {
+	if _, err := c.Nodes[0].Client.Send(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "an incident reply", func() bool { return len(repliesTo(t, c.nodes[0].client, m.ID)) > 0 })
-	r := repliesTo(t, c.nodes[0].client, m.ID)
+	clustertest.WaitFor(t, 30*time.Second, "an incident reply", func() bool { return len(repliesTo(t, c.Nodes[0].Client, m.ID)) > 0 })
+	r := repliesTo(t, c.Nodes[0].Client, m.ID)
 	if len(r) != 1 || r[0].Type != "incident" || !strings.Contains(r[0].Content.Text, "exit code: 3") ||
 		!strings.Contains(r[0].Content.Text, "failing as asked (--fail)") || !strings.Contains(r[0].Content.Text, "after 3 attempt(s)") {
 		t.Fatalf("incident: %+v", r)

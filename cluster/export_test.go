@@ -1,0 +1,72 @@
+package cluster
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/maos-project/maos/transport"
+)
+
+// What the cluster's own external tests (package cluster_test, which run
+// nodes through cluster/clustertest) reach inside a node for. Test builds
+// only.
+
+// CleanMarkerFile is the name of the clean-close marker in a data dir.
+const CleanMarkerFile = cleanMarkerFile
+
+// NeedLoopbackIPs and NodeTLS are the internal tests' helpers of the same
+// names (stream_test.go, tls_internal_test.go).
+var (
+	NeedLoopbackIPs = needLoopbackIPs
+	NodeTLS         = nodeTLS
+)
+
+// SetTrimInterval makes the leader's retention trim run every d until the
+// test ends.
+func SetTrimInterval(t testing.TB, d time.Duration) {
+	old := trimInterval
+	trimInterval = d
+	t.Cleanup(func() { trimInterval = old })
+}
+
+// RaftTransport is the node's Raft network transport, to send RPCs by
+// hand.
+func (n *Node) RaftTransport() *raft.NetworkTransport { return n.trans }
+
+// StalePresence is how many received presence records the node dropped
+// as not newer than the one it holds.
+func (n *Node) StalePresence() uint64 { return n.presence.staleCount() }
+
+// GossipPresence sends p to the gossip member named to, as a presence
+// message of the broadcast queue would arrive.
+func (n *Node) GossipPresence(to string, p transport.Presence) error {
+	msg, err := encodePresenceMsg(p)
+	if err != nil {
+		return err
+	}
+	ml := n.gossip.ml.Load()
+	for _, m := range ml.Members() {
+		if m.Name == to {
+			return ml.SendReliable(m, msg)
+		}
+	}
+	return fmt.Errorf("%s does not know gossip member %s", n.ID(), to)
+}
+
+// MergePresenceState hands the node ps as the presence part of a remote
+// push/pull state.
+func (n *Node) MergePresenceState(ps []transport.Presence) error {
+	state, err := marshalCompact(ps)
+	if err != nil {
+		return err
+	}
+	n.gossip.MergeRemoteState(append([]byte{statePresence}, state...), false)
+	return nil
+}
+
+// StopGossip shuts the node's gossip down without a word to the others,
+// as a crash would; Raft and the API go on.
+func (n *Node) StopGossip() error { return n.gossip.shutdown() }

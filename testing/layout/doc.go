@@ -1,0 +1,5 @@
+// Package layout holds the code to the layout table of the repository's
+// DESIGN.md: its test lists every package of the module with `go list`
+// and fails when a package imports a maos package its row does not allow.
+// The table is the one source of truth; the package is tests only.
+package layout
