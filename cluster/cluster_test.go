@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/maos-project/maos/cluster"
 	"github.com/maos-project/maos/cluster/clustertest"
 	"github.com/maos-project/maos/fsm"
@@ -447,4 +448,17 @@ func TestClusterOnDistinctLoopbackIPs(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// Replication never takes raft's pipelined path: its two unbuffered
+// channels can deadlock after a follower's Success=false, leaving a
+// follower that gets heartbeats but no entries and a Shutdown that never
+// returns (see the comment where node.go builds the transport).
+func TestRaftTransportDoesNotPipeline(t *testing.T) {
+	c := clustertest.New(t, 1)
+	n := c.Nodes[0]
+	_, err := n.RaftTransport().AppendEntriesPipeline("peer", "127.0.0.1:1")
+	if !errors.Is(err, raft.ErrPipelineReplicationNotSupported) {
+		t.Fatalf("AppendEntriesPipeline = %v, want raft.ErrPipelineReplicationNotSupported", err)
+	}
 }

@@ -101,6 +101,14 @@ func Open(cfg Config) (*Node, error) {
 	n.raftBind = stream.boundAddr().String()
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: stream, MaxPool: 5, Timeout: 10 * time.Second, Logger: hclogger,
+		// No pipelined replication: with MaxRPCsInFlight 2 its two channels
+		// are unbuffered, and a follower's Success=false can leave the send
+		// loop parked on one while the decoder parks on the other; the
+		// follower then gets heartbeats but never another entry, and
+		// Shutdown waits forever (seen here as a Close that hung in
+		// netPipeline.AppendEntries/decodeResponses; grafana/pyroscope#5518).
+		// Synchronous AppendEntries cost little with batching (raft#541).
+		MaxRPCsInFlight: 1,
 	})
 	n.cfg.RaftAdvertise = string(n.trans.LocalAddr())
 
