@@ -11,6 +11,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/maos-project/maos/fsm"
@@ -66,6 +67,12 @@ type Server struct {
 	limits *limiter
 	// auth authenticates and authorizes requests; nil when opts.Auth is.
 	auth *authState
+	// denials folds and paces the refusals the audit trail records
+	// (auth.go: deny); node is this node's id for their lines, "" until
+	// known.
+	denials *denialCoalescer
+	nodeMu  sync.Mutex
+	node    string
 }
 
 // NewServer returns the API handler for the node b.
@@ -82,7 +89,8 @@ func NewServer(b Backend, opts ServerOptions) *Server {
 	if opts.KeepAlive <= 0 {
 		opts.KeepAlive = DefaultKeepAlive
 	}
-	s := &Server{prop: b, state: b.State(), cluster: b, presence: b, opts: opts, limits: newLimiter(opts.Limits)}
+	s := &Server{prop: b, state: b.State(), cluster: b, presence: b, opts: opts, limits: newLimiter(opts.Limits),
+		denials: newDenialCoalescer()}
 	if opts.Auth != nil {
 		s.auth = newAuthState(s, opts.Auth)
 	}
