@@ -166,6 +166,9 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 	if !s.admit(w, r, "from", m.From) {
 		return
 	}
+	if !s.guardSecrets(w, r, m.From, messageFields(&m), m.Validate) {
+		return
+	}
 	// The state machine's fsm.SendResult is SendResponse on the wire.
 	s.propose(w, r, fsm.OpSend, fsm.SendCommand{Message: m})
 }
