@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/maos-project/maos/dialect"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
@@ -53,17 +54,17 @@ func (r *Report) Counts() (imported, already int) {
 }
 
 // Import sends every message file under root (Scan) to the cluster behind c,
-// mapped by Map, in timestamp order (files without one first, then path
+// mapped by dialect.Map with the file's Place, in timestamp order (files without one first, then path
 // order) so a parent is stored before its replies. A file that cannot be
 // read, mapped, or that the cluster refuses (4xx: invalid, an id already
 // holding another message, blocked by the rules) is added to Skipped and
 // nothing of it is stored. Import returns an error, with the report so far,
 // only when the cluster could not be asked (unreachable, 5xx, ctx done):
 // then the file being sent may or may not be stored, and re-running is safe.
-func Import(ctx context.Context, c *transport.Client, root string, opt Options) (*Report, error) {
+func Import(ctx context.Context, c *transport.Client, root string, opt dialect.Options) (*Report, error) {
 	if opt.Fallback == "" {
 		if abs, err := filepath.Abs(root); err == nil {
-			opt.Fallback = SanitizeName(filepath.Base(abs))
+			opt.Fallback = dialect.SanitizeName(filepath.Base(abs))
 		}
 	}
 	files, ignored, err := Scan(root)
@@ -85,7 +86,7 @@ func Import(ctx context.Context, c *transport.Client, root string, opt Options) 
 			rep.Skipped = append(rep.Skipped, Skipped{File: f.Rel, Reason: err.Error()})
 			continue
 		}
-		m, err := Map(f, raw, opt)
+		m, err := dialect.Map(raw, f.Place(), opt)
 		if err != nil {
 			rep.Skipped = append(rep.Skipped, Skipped{File: f.Rel, Reason: err.Error()})
 			continue

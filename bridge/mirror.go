@@ -96,7 +96,7 @@ func FileName(id string) string { return id + ".json" }
 // free. It reports whether it wrote the file; an existing file is never
 // opened for writing.
 func WriteFile(dir string, m *fsm.Message) (bool, error) {
-	if !idRE.MatchString(m.ID) {
+	if !fsm.ValidID(m.ID) {
 		return false, fmt.Errorf("bridge: mirror: message id %q is not a safe file name", m.ID)
 	}
 	final := filepath.Join(dir, FileName(m.ID))

@@ -131,6 +131,11 @@ var (
 // it matches NamePattern. NameError says why it does not.
 func ValidName(s string) bool { return rules.ValidName(s) }
 
+// ValidID reports whether s may be a message id
+// (^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$, the rule Validate applies to id,
+// in_reply_to and thread_id): also a safe file name and URL path segment.
+func ValidID(s string) bool { return idRE.MatchString(s) }
+
 // isAlnum reports whether c is in [a-z0-9].
 func isAlnum(c byte) bool { return ('a' <= c && c <= 'z') || ('0' <= c && c <= '9') }
 
