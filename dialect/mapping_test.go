@@ -33,4 +33,3 @@ func TestSanitizeName(t *testing.T) {
 		}
 	}
 }
-
