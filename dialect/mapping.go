@@ -290,7 +290,7 @@ func Map(raw []byte, p Place, opt Options) (*fsm.Message, error) {
 			}
 		}
 	}
-	if v, _ := s("visibility"); v == fsm.VisibilityPublic || v == fsm.VisibilityPrivate {
+	if v, _ := s("visibility"); v == fsm.VisibilityPublic || v == fsm.VisibilityPrivate || v == fsm.VisibilityModerators {
 		m.Visibility = v
 	}
 

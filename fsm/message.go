@@ -58,7 +58,9 @@ type Message struct {
 	ThreadID         string `json:"thread_id,omitempty"`
 	CorrelationID    string `json:"correlation_id,omitempty"`
 	RequiresResponse bool   `json:"requires_response,omitempty"`
-	// Visibility is "public" (the default) or "private".
+	// Visibility is "public" (the default), "private" (its parties and
+	// moderators read it) or "moderators" (moderators, its sender and the
+	// agents "to" names by id); see visibility.go.
 	Visibility string `json:"visibility,omitempty"`
 	// Metadata is free-form JSON kept as sent (compacted).
 	Metadata json.RawMessage `json:"metadata,omitempty"`
@@ -233,8 +235,8 @@ func (m *Message) Validate() error {
 	if !ValidPriority(m.Priority) {
 		return fieldErr("priority", "must be one of %s", PriorityList())
 	}
-	if m.Visibility != "public" && m.Visibility != "private" {
-		return fieldErr("visibility", "must be public or private")
+	if m.Visibility != VisibilityPublic && m.Visibility != VisibilityPrivate && m.Visibility != VisibilityModerators {
+		return fieldErr("visibility", "must be public, private or moderators")
 	}
 	if len(m.Title) > MaxTitleLen {
 		return fieldErr("title", "%d bytes, at most %d", len(m.Title), MaxTitleLen)

@@ -348,3 +348,28 @@ func TestMirrorFollow(t *testing.T) {
 		t.Errorf("%s: %s (%v)", path, b, err)
 	}
 }
+
+// A seed 004 code-of-conduct flag imported from a file is stored for
+// moderators only, as the same JSON posted to the API is.
+func TestImportCoCFlagIsForModerators(t *testing.T) {
+	e := newMailEnv(t)
+	raw, err := os.ReadFile(filepath.Join("..", "..", "dialect", "testdata", "seed004_coc.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "shared", "messages", "inbox", "orchestrator")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "flag.json"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, r := importReport(t, e, "--channel", "moderation", filepath.Dir(filepath.Dir(filepath.Dir(dir))))
+	if r.err != nil || len(rep.Imported) != 1 {
+		t.Fatalf("import: %+v, err %v, stderr %q", rep, r.err, r.errOut)
+	}
+	m := e.svc.Stored(rep.Imported[0].ID)
+	if m == nil || m.Visibility != fsm.VisibilityModerators || m.Type != fsm.TypeCoCViolationFlag || m.From != "community" {
+		t.Errorf("stored %+v, want a coc_violation_flag for moderators", m)
+	}
+}
