@@ -3,6 +3,7 @@ package maosctl
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -371,5 +372,37 @@ func TestImportCoCFlagIsForModerators(t *testing.T) {
 	m := e.svc.Stored(rep.Imported[0].ID)
 	if m == nil || m.Visibility != fsm.VisibilityModerators || m.Type != fsm.TypeCoCViolationFlag || m.From != "community" {
 		t.Errorf("stored %+v, want a coc_violation_flag for moderators", m)
+	}
+}
+
+// mirror never writes a private message into the folder (a folder has no
+// per-reader access control), and says so: a line for each one and the
+// count.
+func TestMirrorSaysWhatItSkipped(t *testing.T) {
+	e := newMailEnv(t)
+	pub := e.send("ops", "codex", "claude", "public")
+	priv := e.send("ops", "codex", "claude", "between us", "--private")
+	dir := filepath.Join(t.TempDir(), "ops")
+	r := e.run("", "mirror", "--channel", "ops", "--dir", dir)
+	if r.err != nil {
+		t.Fatalf("mirror: %v, stderr %q", r.err, r.errOut)
+	}
+	if r.out != filepath.Join(dir, pub+".json")+"\n" {
+		t.Errorf("mirror printed %q, want only the public file", r.out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, priv+".json")); !os.IsNotExist(err) {
+		t.Errorf("the private message was written (stat: %v)", err)
+	}
+	m, err := e.svc.State().Message(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("maosctl: skipped #%d %s: private, and a shared folder would show it to every reader\n", m.Seq, priv),
+		"maosctl: skipped 1 message(s) not for everyone (private or for moderators only)\n",
+	} {
+		if !strings.Contains(r.errOut, want) {
+			t.Errorf("stderr %q lacks %q", r.errOut, want)
+		}
 	}
 }
