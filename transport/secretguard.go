@@ -85,7 +85,7 @@ func (s *Server) guardSecrets(w http.ResponseWriter, r *http.Request, agent stri
 	s.deny(r, denial{who: "secret:" + agent, agent: agent, tokenID: tokenID,
 		reason: what + ": refused by secret_guard (the secret is not recorded)"})
 	s.writeError(w, r, &APIError{Status: http.StatusUnprocessableEntity, Code: CodeSecretFound,
-		Message: what + ": a message is copied to every node and kept until retention trims it, so secrets are refused " +
+		Message: what + ": what a node stores is copied to every node and kept until retention trims it, so secrets are refused " +
 			"(cluster setting secret_guard is refuse); remove it and send again, or point to where the secret is kept"})
 	return false
 }
