@@ -61,6 +61,8 @@ func (l Limits) Validate() error {
 		return &fsm.FieldError{Field: "SendRate", Reason: fmt.Sprintf("%v: want a finite number of sends per second ≥ 0 (0: unlimited)", l.SendRate)}
 	case l.SendBurst < 0:
 		return &fsm.FieldError{Field: "SendBurst", Reason: fmt.Sprintf("%d: want ≥ 0 (0: twice the rate)", l.SendBurst)}
+	case l.SendBurst > 0 && l.SendRate == 0:
+		return &fsm.FieldError{Field: "SendBurst", Reason: fmt.Sprintf("%d: has no effect without a send rate", l.SendBurst)}
 	case l.MaxRecipients < 0 || l.MaxRecipients > fsm.MaxRecipients:
 		return &fsm.FieldError{Field: "MaxRecipients", Reason: fmt.Sprintf("%d: want 0..%d (0: %d)", l.MaxRecipients, fsm.MaxRecipients, fsm.MaxRecipients)}
 	case l.MaxStreamsPerAgent < 0:

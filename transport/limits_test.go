@@ -322,6 +322,7 @@ func TestLimitsValidate(t *testing.T) {
 		{transport.Limits{SendRate: math.NaN()}, "SendRate"},
 		{transport.Limits{SendRate: math.Inf(1)}, "SendRate"},
 		{transport.Limits{SendBurst: -1}, "SendBurst"},
+		{transport.Limits{SendBurst: 5}, "SendBurst"}, // a burst without a rate limits nothing
 		{transport.Limits{MaxRecipients: -1}, "MaxRecipients"},
 		{transport.Limits{MaxRecipients: fsm.MaxRecipients + 1}, "MaxRecipients"},
 		{transport.Limits{MaxStreamsPerAgent: -1}, "MaxStreamsPerAgent"},

@@ -18,6 +18,7 @@ import (
 	"github.com/maos-project/maos/dialect"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/hostport"
+	"github.com/maos-project/maos/secrets"
 )
 
 // ServerOptions configure NewServer.
@@ -91,6 +92,10 @@ func NewServer(b Backend, opts ServerOptions) *Server {
 	if opts.KeepAlive <= 0 {
 		opts.KeepAlive = DefaultKeepAlive
 	}
+	// Compile the secret rules now, not on the first send, which would
+	// otherwise wait ~0.2 s (and, rate-limited, find its bucket refilled).
+	// A rule set that cannot load is the scan's error to report.
+	_ = secrets.Warm()
 	s := &Server{prop: b, state: b.State(), cluster: b, presence: b, opts: opts, limits: newLimiter(opts.Limits),
 		denials: newDenialCoalescer()}
 	if opts.Auth != nil {

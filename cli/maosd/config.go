@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net"
 	"os"
 	"regexp"
@@ -275,10 +274,10 @@ func gossipKey(c *cli.Context) ([]byte, string, error) {
 	return key, from, nil
 }
 
-// limitFlags reads the abuse limits: --send-rate (≥ 0, 0 unlimited),
-// --send-burst (≥ 0, 0 twice the rate, at least 1; only with a rate),
-// --max-recipients (1..fsm.MaxRecipients), --max-streams-per-agent (≥ 0,
-// 0 unlimited). The error names the flag.
+// limitFlags reads the abuse limits (--send-rate, --send-burst,
+// --max-recipients, --max-streams-per-agent) and checks them with
+// transport.Limits.Validate, the one check of them; the error names the
+// flag.
 func limitFlags(c *cli.Context) (transport.Limits, error) {
 	l := transport.Limits{
 		SendRate:           c.Float64("send-rate"),
@@ -286,20 +285,20 @@ func limitFlags(c *cli.Context) (transport.Limits, error) {
 		MaxRecipients:      c.Int("max-recipients"),
 		MaxStreamsPerAgent: c.Int("max-streams-per-agent"),
 	}
-	switch {
-	case math.IsNaN(l.SendRate) || math.IsInf(l.SendRate, 0) || l.SendRate < 0:
-		return l, fmt.Errorf("--send-rate %v: want sends per second per agent, ≥ 0 (0: unlimited)", l.SendRate)
-	case l.SendBurst < 0:
-		return l, fmt.Errorf("--send-burst %d: want ≥ 0 (0: twice --send-rate, at least 1)", l.SendBurst)
-	case l.SendBurst > 0 && l.SendRate == 0:
-		return l, fmt.Errorf("--send-burst %d has no effect without --send-rate", l.SendBurst)
-	case l.MaxRecipients < 1 || l.MaxRecipients > fsm.MaxRecipients:
-		return l, fmt.Errorf("--max-recipients %d: want 1..%d", l.MaxRecipients, fsm.MaxRecipients)
-	case l.MaxStreamsPerAgent < 0:
-		return l, fmt.Errorf("--max-streams-per-agent %d: want ≥ 0 (0: unlimited)", l.MaxStreamsPerAgent)
+	if err := l.Validate(); err != nil {
+		var fe *fsm.FieldError
+		if !errors.As(err, &fe) {
+			return l, err
+		}
+		flag := map[string]string{"SendRate": "--send-rate", "SendBurst": "--send-burst",
+			"MaxRecipients": "--max-recipients", "MaxStreamsPerAgent": "--max-streams-per-agent"}[fe.Field]
+		return l, fmt.Errorf("%s %s", flag, fe.Reason)
 	}
 	if l.SendRate > 0 && l.SendBurst == 0 {
 		l.SendBurst = transport.DefaultSendBurst(l.SendRate)
+	}
+	if l.MaxRecipients == 0 {
+		l.MaxRecipients = fsm.MaxRecipients
 	}
 	return l, nil
 }
