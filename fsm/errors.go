@@ -64,6 +64,22 @@ func (e *ForbiddenError) Error() string { return e.Reason }
 // Unwrap lets errors.Is(err, ErrForbidden) match.
 func (e *ForbiddenError) Unwrap() error { return ErrForbidden }
 
+// ConflictError is ErrConflict worded for whoever asked: "id msg-x is
+// already stored with other content: send it with a new id". The API
+// answers with these words alone, like a *NotFoundError.
+type ConflictError struct {
+	Reason string
+}
+
+func (e *ConflictError) Error() string { return e.Reason }
+
+// Unwrap lets errors.Is(err, ErrConflict) match.
+func (e *ConflictError) Unwrap() error { return ErrConflict }
+
+func conflict(format string, args ...any) error {
+	return &ConflictError{Reason: fmt.Sprintf(format, args...)}
+}
+
 // FieldError says which field of a message is wrong and why. It wraps
 // ErrInvalid.
 type FieldError struct {

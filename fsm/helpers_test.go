@@ -152,10 +152,21 @@ func resultString(r any) string {
 	case *NodeInfo:
 		return fmt.Sprintf("node %+v", *v)
 	case error:
-		return "error " + v.Error()
+		return errorString(v)
 	default:
 		return fmt.Sprintf("unexpected %T", v)
 	}
+}
+
+// errorString renders an apply error with the sentinel it wraps first,
+// so a test can count refusals by kind whatever their words.
+func errorString(err error) string {
+	for _, s := range []error{ErrConflict, ErrForbidden, ErrNotFound, ErrInvalid} {
+		if errors.Is(err, s) {
+			return "error [" + s.Error() + "] " + err.Error()
+		}
+	}
+	return "error " + err.Error()
 }
 
 func isErr(r any, target error) bool {

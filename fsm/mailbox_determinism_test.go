@@ -80,7 +80,7 @@ func mailboxLog(tb testing.TB, seed uint64, n int) []*raft.Log {
 // renderResult renders any apply result for comparison.
 func renderResult(r any) string {
 	if err, ok := r.(error); ok {
-		return "error " + err.Error()
+		return errorString(err)
 	}
 	if sr, ok := r.(*SendResult); ok {
 		return fmt.Sprintf("%s dup=%t", mustMarshal(sr), sr.Duplicate)

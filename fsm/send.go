@@ -172,7 +172,7 @@ func (f *FSM) applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any,
 // original seq instead of storing it again.
 func resend(tx *bbolt.Tx, m *Message, prev idRecord, sum [32]byte) (*SendResult, error) {
 	if prev.sum != sum {
-		return nil, fmt.Errorf("fsm: apply send: id %s: %w", m.ID, ErrConflict)
+		return nil, fmt.Errorf("fsm: apply send: %w", conflict("id %s is already stored with other content: a retry must send the same message; new content needs a new id", m.ID))
 	}
 	res := &SendResult{ID: m.ID, Seq: prev.seq, Blocked: blockedOf(tx, prev.seq), Duplicate: true}
 	if stored, err := getMessage(tx, prev.seq); err == nil {

@@ -70,10 +70,10 @@ func applyCreateToken(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, e
 		if !prev.Revoked() && prev.Agent == cmd.Agent && prev.Role == cmd.Role && prev.Hash == cmd.Hash {
 			return &prev.Token, nil
 		}
-		return nil, fmt.Errorf("fsm: apply create_token: token id %s exists: %w", cmd.ID, ErrConflict)
+		return nil, fmt.Errorf("fsm: apply create_token: %w", conflict("token id %s exists: pick another id", cmd.ID))
 	}
 	if other, ok := tokenIDByHash(tx, cmd.Hash); ok {
-		return nil, fmt.Errorf("fsm: apply create_token: token %s: its hash is token %s's: %w", cmd.ID, other, ErrConflict)
+		return nil, fmt.Errorf("fsm: apply create_token: %w", conflict("token %s: its secret is token %s's: make a new secret", cmd.ID, other))
 	}
 	rec := &tokenRecord{Token: Token{ID: cmd.ID, Agent: cmd.Agent, Role: cmd.Role, CreatedAt: time.Unix(0, ts).UTC()}, Hash: cmd.Hash}
 	putToken(tx, rec)

@@ -415,7 +415,7 @@ func TestErrors(t *testing.T) {
 		{"empty stdin", "\n", []string{"send", "--from", "codex", "--to", "claude", "--channel", "review", "--text", "-"},
 			[]string{"--text -", "standard input was empty"}},
 		{"conflict", "", []string{"send", "--from", "codex", "--to", "claude", "--channel", "review", "--text", "two", "--id", "msg-dup-1"},
-			[]string{"msg-dup-1: id already used with other content", "409"}},
+			[]string{"id msg-dup-1 is already stored with other content", "409"}},
 		{"invalid", "", []string{"send", "--from", "codex", "--to", "claude", "--channel", "Bad Channel", "--text", "x"},
 			[]string{"channel: must match", "400"}},
 		{"missing channel", "", []string{"read"}, []string{"--channel", "MAOS_CHANNEL"}},
