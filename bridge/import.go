@@ -111,11 +111,11 @@ func Import(ctx context.Context, c *transport.Client, root string, opt dialect.O
 	if len(todo) > 0 {
 		who, err := c.WhoAmI(ctx)
 		if err != nil {
-			return rep, fmt.Errorf("bridge: import: %w", err)
+			return rep, fmt.Errorf("import: %w", err)
 		}
 		for _, t := range todo {
 			if !who.MaySpeakFor(t.m.From) {
-				return rep, fmt.Errorf("bridge: import %s: its sender is %s, but the token speaks for agent %s (role %s): "+
+				return rep, fmt.Errorf("import %s: its sender is %s, but the token speaks for agent %s (role %s): "+
 					"an import sends as each file's sender, which needs an admin token; nothing was sent", t.f.Rel, t.m.From, who.Agent, who.Role)
 			}
 		}
@@ -124,7 +124,7 @@ func Import(ctx context.Context, c *transport.Client, root string, opt dialect.O
 		_, err := c.Message(ctx, t.m.ID, transport.Strong)
 		already := err == nil
 		if err != nil && !errors.Is(err, fsm.ErrNotFound) {
-			return rep, fmt.Errorf("bridge: import %s: look up %s: %w", t.f.Rel, t.m.ID, err)
+			return rep, fmt.Errorf("import %s: look up %s: %w", t.f.Rel, t.m.ID, err)
 		}
 		res, err := sendPaced(ctx, c, t.m)
 		if err != nil {
@@ -138,7 +138,7 @@ func Import(ctx context.Context, c *transport.Client, root string, opt dialect.O
 				rep.Skipped = append(rep.Skipped, Skipped{File: t.f.Rel, Reason: reason})
 				continue
 			}
-			return rep, fmt.Errorf("bridge: import %s: send %s: %w", t.f.Rel, t.m.ID, err)
+			return rep, fmt.Errorf("import %s: send %s: %w", t.f.Rel, t.m.ID, err)
 		}
 		rep.Imported = append(rep.Imported, Imported{File: t.f.Rel, Layout: t.f.Layout, ID: res.ID, Seq: res.Seq, Already: already})
 	}

@@ -62,7 +62,7 @@ func (f File) Place() dialect.Place {
 func Scan(root string) (files []File, ignored []string, err error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
-		return nil, nil, fmt.Errorf("bridge: scan %s: %w", root, err)
+		return nil, nil, fmt.Errorf("scan %s: %w", root, err)
 	}
 	err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -94,7 +94,7 @@ func Scan(root string) (files []File, ignored []string, err error) {
 		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("bridge: scan %s: %w", root, err)
+		return nil, nil, fmt.Errorf("scan %s: %w", root, err)
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Rel < files[j].Rel })
 	return files, ignored, nil

@@ -97,7 +97,7 @@ func FileName(id string) string { return id + ".json" }
 // opened for writing.
 func WriteFile(dir string, m *fsm.Message) (bool, error) {
 	if !fsm.ValidID(m.ID) {
-		return false, fmt.Errorf("bridge: mirror: message id %q is not a safe file name", m.ID)
+		return false, fmt.Errorf("mirror: message id %q is not a safe file name", m.ID)
 	}
 	final := filepath.Join(dir, FileName(m.ID))
 	if _, err := os.Lstat(final); err == nil {
@@ -105,11 +105,11 @@ func WriteFile(dir string, m *fsm.Message) (bool, error) {
 	}
 	data, err := json.MarshalIndent(ToFile(m), "", "  ")
 	if err != nil {
-		return false, fmt.Errorf("bridge: mirror %s: encode: %w", m.ID, err)
+		return false, fmt.Errorf("mirror %s: encode: %w", m.ID, err)
 	}
 	tmp, err := os.CreateTemp(dir, "."+FileName(m.ID)+".*.tmp")
 	if err != nil {
-		return false, fmt.Errorf("bridge: mirror %s: %w", m.ID, err)
+		return false, fmt.Errorf("mirror %s: %w", m.ID, err)
 	}
 	defer os.Remove(tmp.Name())
 	_, err = tmp.Write(append(data, '\n'))
@@ -120,7 +120,7 @@ func WriteFile(dir string, m *fsm.Message) (bool, error) {
 		err = cerr
 	}
 	if err != nil {
-		return false, fmt.Errorf("bridge: mirror %s: write %s: %w", m.ID, tmp.Name(), err)
+		return false, fmt.Errorf("mirror %s: write %s: %w", m.ID, tmp.Name(), err)
 	}
 	if err := os.Link(tmp.Name(), final); err != nil {
 		if errors.Is(err, fs.ErrExist) {
@@ -130,7 +130,7 @@ func WriteFile(dir string, m *fsm.Message) (bool, error) {
 			return false, nil
 		}
 		if err := os.Rename(tmp.Name(), final); err != nil {
-			return false, fmt.Errorf("bridge: mirror %s: %w", m.ID, err)
+			return false, fmt.Errorf("mirror %s: %w", m.ID, err)
 		}
 	}
 	return true, nil
@@ -145,7 +145,7 @@ func NewestSeq(dir string) (uint64, error) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("bridge: mirror: read %s: %w", dir, err)
+		return 0, fmt.Errorf("mirror: read %s: %w", dir, err)
 	}
 	var newest uint64
 	for _, e := range entries {
@@ -155,7 +155,7 @@ func NewestSeq(dir string) (uint64, error) {
 		}
 		b, err := os.ReadFile(filepath.Join(dir, n))
 		if err != nil {
-			return 0, fmt.Errorf("bridge: mirror: %w", err)
+			return 0, fmt.Errorf("mirror: %w", err)
 		}
 		var f struct {
 			Seq uint64 `json:"seq"`
@@ -220,10 +220,10 @@ func (mr *Mirror) write(m *fsm.Message) error {
 // start creates the folder and returns the seq to resume after.
 func (mr *Mirror) start() (uint64, error) {
 	if !fsm.ValidName(mr.Channel) {
-		return 0, fmt.Errorf("bridge: mirror: channel %q is not a channel name", mr.Channel)
+		return 0, fmt.Errorf("mirror: channel %q is not a channel name", mr.Channel)
 	}
 	if err := os.MkdirAll(mr.Dir, 0o755); err != nil {
-		return 0, fmt.Errorf("bridge: mirror: %w", err)
+		return 0, fmt.Errorf("mirror: %w", err)
 	}
 	return NewestSeq(mr.Dir)
 }
@@ -238,7 +238,7 @@ func (mr *Mirror) Once(ctx context.Context) (uint64, error) {
 	for {
 		page, err := mr.Client.ChannelPage(ctx, mr.Channel, after, pageSize, transport.Strong)
 		if err != nil {
-			return after, fmt.Errorf("bridge: mirror %s: %w", mr.Channel, err)
+			return after, fmt.Errorf("mirror %s: %w", mr.Channel, err)
 		}
 		for _, m := range page.Messages {
 			if err := mr.write(m); err != nil {
@@ -284,7 +284,7 @@ func (mr *Mirror) Follow(ctx context.Context) error {
 			return we.err
 		}
 		if errors.As(err, &api) && api.Status < 500 {
-			return fmt.Errorf("bridge: mirror %s: %w", mr.Channel, err)
+			return fmt.Errorf("mirror %s: %w", mr.Channel, err)
 		}
 		if err == nil {
 			err = errors.New("the node closed the stream")
