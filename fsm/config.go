@@ -25,18 +25,42 @@ type ClusterConfig struct {
 	// --auth then refuses to start rather than serve its copy of the
 	// mailbox to anyone. Default false.
 	AuthRequired bool `json:"auth_required"`
+	// EscalationTarget also receives the incident of a task that failed
+	// because its lease expired max_attempts times: an agent id or
+	// role:NAME. Default "": the task's creator alone.
+	EscalationTarget string `json:"escalation_target"`
 }
 
 // configKeys lists the settings and checks a value for each.
 var configKeys = map[string]func(json.RawMessage) error{
-	"strict_senders": checkBool,
-	"auth_required":  checkBool,
+	"strict_senders":    checkBool,
+	"auth_required":     checkBool,
+	"escalation_target": checkEscalationTarget,
 }
 
 func checkBool(v json.RawMessage) error {
 	var b bool
 	if json.Unmarshal(v, &b) != nil {
 		return fmt.Errorf("want true or false")
+	}
+	return nil
+}
+
+// checkEscalationTarget wants "" (unset), an agent id other than
+// SystemSender, or role:NAME.
+func checkEscalationTarget(v json.RawMessage) error {
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		return fmt.Errorf("want a string: an agent id or role:NAME (\"\" unsets it)")
+	}
+	name, isRole := strings.CutPrefix(s, RolePrefix)
+	switch {
+	case s == "":
+		return nil
+	case !ValidName(name):
+		return fmt.Errorf("%q: want an agent id or role:NAME; %s", s, NameRule(name))
+	case !isRole && s == SystemSender:
+		return fmt.Errorf("%q is maos itself; name an agent or role:NAME", s)
 	}
 	return nil
 }
@@ -93,6 +117,9 @@ func readConfig(tx *bbolt.Tx) ClusterConfig {
 	}
 	if v := b.Get([]byte("auth_required")); v != nil {
 		_ = json.Unmarshal(v, &cfg.AuthRequired)
+	}
+	if v := b.Get([]byte("escalation_target")); v != nil {
+		_ = json.Unmarshal(v, &cfg.EscalationTarget)
 	}
 	return cfg
 }

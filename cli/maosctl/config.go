@@ -26,7 +26,10 @@ Settings:
    strict_senders  true: refuse sends from agents that are not registered (403
                    naming them, recorded in the audit trail as BLOCKED);
                    false (the default): register such a sender on the spot
-                   with role "agent".`,
+                   with role "agent".
+   escalation_target  an agent id or role:NAME that also gets the incident of
+                   a task whose lease expired max_attempts times ("" : the
+                   task's creator alone).`,
 		Subcommands: []*cli.Command{
 			{
 				Name:      "get",
