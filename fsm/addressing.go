@@ -13,11 +13,11 @@ import (
 type recipientKindT int
 
 const (
-	kindAgent recipientKindT = iota // a plain agent id
-	kindAll                         // "all" or "*": every registered agent but the sender
-	kindRole                        // "role:NAME": every agent of the role but the sender
-	kindCapability                  // "capability:NAME": every agent with the capability but the sender
-	kindGlob                        // a path.Match pattern over registered agent ids
+	kindAgent      recipientKindT = iota // a plain agent id
+	kindAll                              // "all" or "*": every registered agent but the sender
+	kindRole                             // "role:NAME": every agent of the role but the sender
+	kindCapability                       // "capability:NAME": every agent with the capability but the sender
+	kindGlob                             // a path.Match pattern over registered agent ids
 )
 
 // recipientKind classifies one "to" entry (already matching recipientRE).
