@@ -111,7 +111,8 @@ func (k taskKeys) index(b *bbolt.Bucket, seq uint64, put bool) {
 	}
 }
 
-// getTask reads the task stored at seq.
+// getTask reads the task stored at seq; a record that does not decode
+// (a damaged file) is an error, never a panic later.
 func getTask(tx *bbolt.Tx, seq uint64) (*Task, error) {
 	v := tx.Bucket(bucketTasks).Get(u64(seq))
 	if v == nil {
@@ -120,6 +121,10 @@ func getTask(tx *bbolt.Tx, seq uint64) (*Task, error) {
 	var t Task
 	if err := json.Unmarshal(v, &t); err != nil {
 		return nil, fmt.Errorf("task at seq %d: decode: %w", seq, err)
+	}
+	if t.State == TaskRunning && t.LeaseExpires == nil {
+		// Every running task has a lease: the commands rely on it.
+		return nil, fmt.Errorf("task at seq %d: decode: running without a lease", seq)
 	}
 	return &t, nil
 }

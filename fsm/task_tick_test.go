@@ -209,3 +209,47 @@ func TestTaskOutboxUndeliverable(t *testing.T) {
 		t.Error("the damaged entry is still queued")
 	}
 }
+
+// A damaged task record is an error of the command that reads it, which
+// then changes nothing, not a crash of the node.
+func TestTaskDamagedRecord(t *testing.T) {
+	b := newTaskBox(t)
+	c := b.newTask("rita")
+	b.create(c)
+	b.claim(c.ID, "rita")
+	task := b.task(c.ID)
+	task.LeaseExpires, task.History = nil, nil
+	data, _ := json.Marshal(task)
+	if err := b.f.db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketTasks).Put(u64(task.Seq), data) }); err != nil {
+		t.Fatal(err)
+	}
+	before := dataDump(t, b.f)
+	for _, body := range []struct {
+		op   Op
+		body any
+	}{
+		{OpTaskClaim, TaskClaimCommand{ID: c.ID, Agent: "rita"}},
+		{OpTaskProgress, TaskProgressCommand{ID: c.ID, Agent: "rita", Fence: task.Fence}},
+	} {
+		if err := mustError(t, b.apply(body.op, body.body)); !strings.Contains(err.Error(), "running without a lease") {
+			t.Errorf("%s on a damaged task: %v", body.op, err)
+		}
+	}
+	if dataDump(t, b.f) != before {
+		t.Error("a refused command over a damaged task changed the state")
+	}
+	if err := b.f.db.Update(func(tx *bbolt.Tx) error { return tx.Bucket(bucketTasks).Put(u64(task.Seq), []byte("{")) }); err != nil {
+		t.Fatal(err)
+	}
+	before = dataDump(t, b.f)
+	b.jump(b.now().Add(time.Hour))
+	if err := mustError(t, b.apply(OpTaskTick, TaskTickCommand{})); !strings.Contains(err.Error(), "decode") {
+		t.Errorf("tick over a damaged task: %v", err)
+	}
+	if _, err := b.f.Task(c.ID); err == nil || !strings.Contains(err.Error(), "decode") {
+		t.Errorf("Task of a damaged record: %v", err)
+	}
+	if dataDump(t, b.f) != before {
+		t.Error("a command over a damaged task changed the state")
+	}
+}
