@@ -10,7 +10,7 @@ import (
 type taskFixture struct {
 	*taskBox
 	ready, running, waiting, succeeded, failed, cancelled, backoff, lapsed string
-	fence, lapsedFence                                                   uint64 // of running, of lapsed
+	fence, lapsedFence                                                     uint64 // of running, of lapsed
 }
 
 func newTaskFixture(t *testing.T) *taskFixture {
