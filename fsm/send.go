@@ -62,7 +62,7 @@ func contentHash(m *Message, interrupt bool) ([32]byte, error) {
 //   - a reply gets its thread (fillThread) and, when it answers a private
 //     message, is made private whatever the client set (inheritPrivacy);
 //   - the recipients are resolved against the registry (resolveRecipients;
-//     a role or glob that matches nobody is a *FieldError);
+//     a role, capability or glob that matches nobody is a *FieldError);
 //   - a sender that is not registered is refused with ErrForbidden when
 //     strict_senders is on, otherwise registered on the spot (role "agent");
 //   - the rules, if any, decide per recipient; a recipient they block gets
