@@ -12,7 +12,8 @@ import (
 var (
 	// ErrNotFound: no message (or node) with that key.
 	ErrNotFound = errors.New("not found")
-	// ErrConflict: a send reused an id that is stored with other content.
+	// ErrConflict: a send reused an id that is stored with other content,
+	// or a task command does not fit the task's state (*ConflictError).
 	ErrConflict = errors.New("id already used with other content")
 	// ErrInvalid: a command or message failed validation; wrapped by a
 	// *FieldError naming the field.
@@ -64,9 +65,10 @@ func (e *ForbiddenError) Error() string { return e.Reason }
 // Unwrap lets errors.Is(err, ErrForbidden) match.
 func (e *ForbiddenError) Unwrap() error { return ErrForbidden }
 
-// ConflictError is ErrConflict worded for whoever asked: "id msg-x is
-// already stored with other content: send it with a new id". The API
-// answers with these words alone, like a *NotFoundError.
+// ConflictError is ErrConflict worded for the caller: what the state is
+// and what to do ("task t1 is running, claimed by rita (fence 17) until
+// …: wait for it to end or expire"). As for a *NotFoundError, the API
+// answers with these words alone.
 type ConflictError struct {
 	Reason string
 }
