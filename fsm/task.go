@@ -1,0 +1,591 @@
+package fsm
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Tasks: typed work with a lifecycle, on the same log as messages.
+//
+// A task is created by one agent for an agent, a role queue ("role:NAME")
+// or a capability queue ("capability:NAME"); exactly one agent of the queue
+// claims it. The names and shapes come from seed 004 (task_delegation,
+// task_completion, timeouts, retries with backoff 1-2-4-8-16 s,
+// escalation) and seed 002 (§3 handoff/progress/completed/blocked, §7
+// dependencies).
+//
+//	waiting ──(every dependency succeeded)──▶ ready ──claim──▶ running
+//	   │                                        ▲                 │
+//	   │ a dependency failed or was cancelled   │ lease expired   │ complete
+//	   ▼                                        │ (attempt < max, ├──▶ succeeded
+//	 failed ◀──────── lease expired at max ─────┴── after backoff) ├──▶ failed
+//	                                                              handoff ──▶ ready (new assignee)
+//	 cancel (by its creator): waiting, ready or running ──▶ cancelled
+//
+// Time. Every decision uses the timestamp of the entry being applied, never
+// a node's clock, like locks: a claim at entry time T with timeout D holds
+// the lease for [T, T+D). A lease that lapses is noticed by the leader,
+// which proposes OpTaskTick; its apply expires every lease whose end is at
+// or before the tick's time. Backoff after the k-th expiry is
+// TaskBackoff(k): the task is ready again but not claimable before
+// ReadyAt.
+//
+// Fencing. A claim's Fence is the Raft index of the entry that granted it.
+// Progress, completion and handoff name the fence they act under; one that
+// is not the current claim's is refused with ErrConflict, so a claimant
+// whose lease lapsed (its node died, it hung) cannot finish a task another
+// agent now runs.
+
+// The task ops.
+const (
+	// OpTaskCreate creates a task and posts its task_delegation message
+	// (body: TaskCreateCommand).
+	OpTaskCreate Op = "task_create"
+	// OpTaskClaim makes an agent of the task's queue its claimant
+	// (body: TaskClaimCommand).
+	OpTaskClaim Op = "task_claim"
+	// OpTaskProgress records progress and renews the lease
+	// (body: TaskProgressCommand).
+	OpTaskProgress Op = "task_progress"
+	// OpTaskComplete ends a running task with a completion and posts the
+	// task_completion reply to its creator (body: TaskCompleteCommand).
+	OpTaskComplete Op = "task_complete"
+	// OpTaskHandoff hands a running task to another assignee: back to
+	// ready, for the new one (body: TaskHandoffCommand).
+	OpTaskHandoff Op = "task_handoff"
+	// OpTaskCancel cancels a task that has not ended (body:
+	// TaskCancelCommand).
+	OpTaskCancel Op = "task_cancel"
+	// OpTaskTick expires, at the entry's time, every lease that ended: the
+	// leader proposes it when its state says one did (body: TaskTickCommand).
+	OpTaskTick Op = "task_tick"
+)
+
+// TaskState is where a task is in its lifecycle.
+type TaskState string
+
+// The task states. The last three are final.
+const (
+	TaskWaiting   TaskState = "waiting"   // a dependency has not succeeded yet
+	TaskReady     TaskState = "ready"     // claimable (from ReadyAt on)
+	TaskRunning   TaskState = "running"   // claimed, under a lease
+	TaskSucceeded TaskState = "succeeded" // completed with success or partial_success
+	TaskFailed    TaskState = "failed"    // completed with failure, timed out at max attempts, or a dependency failed
+	TaskCancelled TaskState = "cancelled" // cancelled by its creator
+)
+
+// TaskStates lists the states in lifecycle order.
+var TaskStates = []TaskState{TaskWaiting, TaskReady, TaskRunning, TaskSucceeded, TaskFailed, TaskCancelled}
+
+// Final reports whether no transition leaves s.
+func (s TaskState) Final() bool {
+	return s == TaskSucceeded || s == TaskFailed || s == TaskCancelled
+}
+
+// Completion statuses (seed 004 task_completion "status").
+const (
+	TaskStatusSuccess          = "success"
+	TaskStatusFailure          = "failure"
+	TaskStatusPartialSuccess   = "partial_success"
+	TaskStatusRequiresApproval = "requires_approval"
+)
+
+// TaskStatuses lists the completion statuses.
+var TaskStatuses = []string{TaskStatusSuccess, TaskStatusFailure, TaskStatusPartialSuccess, TaskStatusRequiresApproval}
+
+// Error types maos itself sets on a failed task (seed 004 error.error_type).
+const (
+	TaskErrorTimeout          = "timeout"           // the lease expired max_attempts times
+	TaskErrorDependencyFailed = "dependency_failed" // a task it depends on failed or was cancelled
+)
+
+// Task limits and defaults.
+const (
+	DefaultTaskTimeout     = 300 * time.Second // a claim's lease (timeout_seconds)
+	MaxTaskTimeoutSeconds  = 7 * 24 * 3600
+	DefaultTaskMaxAttempts = 5
+	MaxTaskAttempts        = 100
+	MaxTaskDependencies    = 64
+	MaxTaskTextBytes       = 64 << 10 // description, result
+	MaxTaskJSONBytes       = 64 << 10 // context, flags, metrics, outputs, each action
+	MaxTaskActions         = 50       // actions_taken
+	MaxTaskListEntries     = 256      // next_steps, outputs
+	MaxTaskNoteRunes       = 1000     // rationale, reason, progress message, error fields
+)
+
+// taskBackoff is seed 004's retry schedule.
+var taskBackoff = []time.Duration{1 * time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second}
+
+// TaskBackoff is how long a task whose lease expired for the k-th time
+// (k ≥ 1) waits before it may be claimed again: 1, 2, 4, 8, then 16 s.
+func TaskBackoff(k int) time.Duration {
+	if k < 1 {
+		k = 1
+	}
+	if k > len(taskBackoff) {
+		k = len(taskBackoff)
+	}
+	return taskBackoff[k-1]
+}
+
+// Task is a task as the state holds it and the API returns it.
+type Task struct {
+	ID    string `json:"id"`
+	Seq   uint64 `json:"seq"` // index of the entry that created it
+	From  string `json:"from"`
+	To    string `json:"to"` // agent, "role:NAME" or "capability:NAME"
+	Title string `json:"title"`
+	// Description is the work, in words (seed 004 task.description).
+	Description    string          `json:"description,omitempty"`
+	Priority       Priority        `json:"priority"`
+	Context        json.RawMessage `json:"context,omitempty"`
+	DependsOn      []string        `json:"depends_on,omitempty"`
+	TimeoutSeconds int             `json:"timeout_seconds"`
+	MaxAttempts    int             `json:"max_attempts"`
+	RequiresHITL   bool            `json:"requires_hitl,omitempty"`
+	Channel        string          `json:"channel"`
+	// MessageID is the task_delegation message that announced it.
+	MessageID string `json:"message_id"`
+
+	State     TaskState `json:"state"`
+	ClaimedBy string    `json:"claimed_by,omitempty"`
+	// Attempt counts the claims so far (0 before the first).
+	Attempt int `json:"attempt"`
+	// Expiries counts the leases that lapsed; it picks the backoff.
+	Expiries     int        `json:"expiries,omitempty"`
+	Fence        uint64     `json:"fence,omitempty"`
+	LeaseExpires *time.Time `json:"lease_expires,omitempty"`
+	// ReadyAt is when a ready task may be claimed (after a backoff).
+	ReadyAt *time.Time `json:"ready_at,omitempty"`
+	// Progress is the claimant's last report, 0..1, and its words.
+	Progress        *float64        `json:"progress,omitempty"`
+	ProgressMessage string          `json:"progress_message,omitempty"`
+	Completion      *TaskCompletion `json:"completion,omitempty"`
+
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+	// History is every transition, oldest first; filled by the one-task
+	// query (GET /v1/tasks/{id}), left out of lists.
+	History []TaskEvent `json:"history,omitempty"`
+}
+
+// TaskEvent is one transition in a task's history.
+type TaskEvent struct {
+	Seq   uint64    `json:"seq"` // index of the entry
+	Time  time.Time `json:"time"`
+	Actor string    `json:"actor"` // the agent, or "maos" for expiry and cascades
+	// Event is what happened: created, claimed, progress, completed,
+	// handoff, cancelled, expired, ready (dependencies met), failed
+	// (a dependency failed, or the last lease expired).
+	Event string    `json:"event"`
+	State TaskState `json:"state"` // the state after it
+	// Detail is the event's words: a reason, a progress message, the
+	// completion status, the new assignee.
+	Detail string `json:"detail,omitempty"`
+}
+
+// TaskCompletion is seed 004's task_completion body.
+type TaskCompletion struct {
+	Status          string            `json:"status"`
+	Result          string            `json:"result,omitempty"`
+	ConfidenceScore *float64          `json:"confidence_score,omitempty"`
+	ExecutionTimeMS int64             `json:"execution_time_ms,omitempty"`
+	ActionsTaken    []json.RawMessage `json:"actions_taken,omitempty"`
+	Rationale       string            `json:"rationale,omitempty"`
+	NextSteps       []string          `json:"next_steps,omitempty"`
+	Flags           json.RawMessage   `json:"flags,omitempty"`
+	Metrics         json.RawMessage   `json:"metrics,omitempty"`
+	Outputs         []string          `json:"outputs,omitempty"`
+	Error           *TaskError        `json:"error,omitempty"`
+}
+
+// TaskError is seed 004's task_completion "error".
+type TaskError struct {
+	ErrorType       string `json:"error_type"`
+	ErrorMessage    string `json:"error_message,omitempty"`
+	ErrorCode       string `json:"error_code,omitempty"`
+	RetryCount      int    `json:"retry_count,omitempty"`
+	IsRecoverable   bool   `json:"is_recoverable,omitempty"`
+	SuggestedAction string `json:"suggested_action,omitempty"`
+}
+
+// TaskCreateCommand is the body of OpTaskCreate and of POST /v1/tasks.
+// Normalize fills the defaults; ID is fixed by the client (or the
+// accepting node) before the first try, so a retried create is stored once.
+type TaskCreateCommand struct {
+	ID             string          `json:"id"`
+	From           string          `json:"from"`
+	To             string          `json:"to"`
+	Title          string          `json:"title"`
+	Description    string          `json:"description,omitempty"`
+	Priority       Priority        `json:"priority,omitempty"`
+	Context        json.RawMessage `json:"context,omitempty"`
+	DependsOn      []string        `json:"depends_on,omitempty"`
+	TimeoutSeconds int             `json:"timeout_seconds,omitempty"`
+	MaxAttempts    int             `json:"max_attempts,omitempty"`
+	RequiresHITL   bool            `json:"requires_hitl,omitempty"`
+	Channel        string          `json:"channel,omitempty"`
+}
+
+// NewTaskID returns a task id: task-YYYYMMDD-HHMMSS-{from}-{8 hex digits},
+// t in UTC.
+func NewTaskID(from string, t time.Time) string {
+	return "task" + strings.TrimPrefix(NewID(from, t), "msg")
+}
+
+// Normalize fills the defaults: an id (from now), priority normal, the
+// default timeout and attempts, the default channel; compacts context.
+func (c *TaskCreateCommand) Normalize(now time.Time) {
+	if c.ID == "" && ValidName(c.From) {
+		c.ID = NewTaskID(c.From, now)
+	}
+	if c.Priority == "" {
+		c.Priority = DefaultPriority
+	}
+	if c.TimeoutSeconds == 0 {
+		c.TimeoutSeconds = int(DefaultTaskTimeout / time.Second)
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultTaskMaxAttempts
+	}
+	if c.Channel == "" {
+		c.Channel = DefaultChannel
+	}
+	c.Context = compactRaw(c.Context)
+}
+
+// Validate checks a normalized create: each error is a *FieldError naming
+// the field and the limit.
+func (c *TaskCreateCommand) Validate() error {
+	if !idRE.MatchString(c.ID) {
+		return fieldErr("id", "%q: want 1..%d of A-Z a-z 0-9 . _ : - starting with a letter or digit", c.ID, MaxIDLen)
+	}
+	if !ValidName(c.From) {
+		return NameError("from", c.From)
+	}
+	if err := validTaskAssignee("to", c.To); err != nil {
+		return err
+	}
+	if strings.TrimSpace(c.Title) == "" {
+		return fieldErr("title", "required")
+	}
+	if len(c.Title) > MaxTitleLen {
+		return fieldErr("title", "%d bytes, at most %d", len(c.Title), MaxTitleLen)
+	}
+	if len(c.Description) > MaxTaskTextBytes {
+		return fieldErr("description", "%d bytes, at most %d", len(c.Description), MaxTaskTextBytes)
+	}
+	if !ValidPriority(c.Priority) {
+		return fieldErr("priority", "%q: want one of %s", c.Priority, PriorityList())
+	}
+	if err := validTaskJSON("context", c.Context); err != nil {
+		return err
+	}
+	if len(c.DependsOn) > MaxTaskDependencies {
+		return fieldErr("depends_on", "%d tasks, at most %d", len(c.DependsOn), MaxTaskDependencies)
+	}
+	for i, d := range c.DependsOn {
+		f := fmt.Sprintf("depends_on[%d]", i)
+		switch {
+		case !idRE.MatchString(d):
+			return fieldErr(f, "%q is not a task id", d)
+		case d == c.ID:
+			return fieldErr(f, "a task cannot depend on itself")
+		case slices.Contains(c.DependsOn[:i], d):
+			return fieldErr(f, "%q is listed twice", d)
+		}
+	}
+	if c.TimeoutSeconds < 1 || c.TimeoutSeconds > MaxTaskTimeoutSeconds {
+		return fieldErr("timeout_seconds", "%d: want 1..%d", c.TimeoutSeconds, MaxTaskTimeoutSeconds)
+	}
+	if c.MaxAttempts < 1 || c.MaxAttempts > MaxTaskAttempts {
+		return fieldErr("max_attempts", "%d: want 1..%d", c.MaxAttempts, MaxTaskAttempts)
+	}
+	if !ValidName(c.Channel) {
+		return NameError("channel", c.Channel)
+	}
+	return nil
+}
+
+// TaskClaimCommand is the body of OpTaskClaim (POST /v1/tasks/{id}/claim).
+type TaskClaimCommand struct {
+	ID    string `json:"id"`
+	Agent string `json:"agent"`
+}
+
+// Validate checks the claim's fields.
+func (c *TaskClaimCommand) Validate() error {
+	if err := validTaskRef(c.ID); err != nil {
+		return err
+	}
+	if !ValidName(c.Agent) {
+		return NameError("agent", c.Agent)
+	}
+	return nil
+}
+
+// TaskProgressCommand is the body of OpTaskProgress (POST
+// /v1/tasks/{id}/progress): seed 002 §6 {"type":"status","message",
+// "progress"}. It renews the lease from the entry's time.
+type TaskProgressCommand struct {
+	ID       string   `json:"id"`
+	Agent    string   `json:"agent"`
+	Fence    uint64   `json:"fence"`
+	Message  string   `json:"message,omitempty"`
+	Progress *float64 `json:"progress,omitempty"`
+}
+
+// Validate checks the report's fields and limits.
+func (c *TaskProgressCommand) Validate() error {
+	if err := validClaimant(c.ID, c.Agent, c.Fence); err != nil {
+		return err
+	}
+	if err := validNote("message", c.Message); err != nil {
+		return err
+	}
+	return validUnit("progress", c.Progress)
+}
+
+// TaskCompleteCommand is the body of OpTaskComplete (POST
+// /v1/tasks/{id}/complete): the claimant's completion under its fence.
+type TaskCompleteCommand struct {
+	ID         string         `json:"id"`
+	Agent      string         `json:"agent"`
+	Fence      uint64         `json:"fence"`
+	Completion TaskCompletion `json:"completion"`
+}
+
+// Validate checks the claimant and every completion field.
+func (c *TaskCompleteCommand) Validate() error {
+	if err := validClaimant(c.ID, c.Agent, c.Fence); err != nil {
+		return err
+	}
+	return c.Completion.Validate()
+}
+
+// Validate checks a completion against seed 004's fields and maos' limits.
+func (tc *TaskCompletion) Validate() error {
+	if !slices.Contains(TaskStatuses, tc.Status) {
+		return fieldErr("status", "%q: want one of %s", tc.Status, strings.Join(TaskStatuses, ", "))
+	}
+	if len(tc.Result) > MaxTaskTextBytes {
+		return fieldErr("result", "%d bytes, at most %d", len(tc.Result), MaxTaskTextBytes)
+	}
+	if err := validUnit("confidence_score", tc.ConfidenceScore); err != nil {
+		return err
+	}
+	if tc.ExecutionTimeMS < 0 {
+		return fieldErr("execution_time_ms", "%d: must not be negative", tc.ExecutionTimeMS)
+	}
+	if len(tc.ActionsTaken) > MaxTaskActions {
+		return fieldErr("actions_taken", "%d actions, at most %d", len(tc.ActionsTaken), MaxTaskActions)
+	}
+	for i, a := range tc.ActionsTaken {
+		if err := validTaskJSON(fmt.Sprintf("actions_taken[%d]", i), a); err != nil {
+			return err
+		}
+	}
+	if err := validNote("rationale", tc.Rationale); err != nil {
+		return err
+	}
+	for _, l := range []struct {
+		name string
+		list []string
+	}{{"next_steps", tc.NextSteps}, {"outputs", tc.Outputs}} {
+		if len(l.list) > MaxTaskListEntries {
+			return fieldErr(l.name, "%d entries, at most %d", len(l.list), MaxTaskListEntries)
+		}
+		for i, s := range l.list {
+			if err := validNote(fmt.Sprintf("%s[%d]", l.name, i), s); err != nil {
+				return err
+			}
+		}
+	}
+	for _, j := range []struct {
+		name string
+		v    json.RawMessage
+	}{{"flags", tc.Flags}, {"metrics", tc.Metrics}} {
+		if err := validTaskJSON(j.name, j.v); err != nil {
+			return err
+		}
+	}
+	if e := tc.Error; e != nil {
+		if strings.TrimSpace(e.ErrorType) == "" {
+			return fieldErr("error.error_type", "required in an error")
+		}
+		for _, f := range []struct{ name, v string }{{"error.error_type", e.ErrorType}, {"error.error_message", e.ErrorMessage},
+			{"error.error_code", e.ErrorCode}, {"error.suggested_action", e.SuggestedAction}} {
+			if err := validNote(f.name, f.v); err != nil {
+				return err
+			}
+		}
+		if e.RetryCount < 0 {
+			return fieldErr("error.retry_count", "%d: must not be negative", e.RetryCount)
+		}
+	}
+	return nil
+}
+
+// TaskHandoffCommand is the body of OpTaskHandoff (POST
+// /v1/tasks/{id}/handoff): the claimant gives the task to To, which gets it
+// ready (seed 002 §3 Handoff).
+type TaskHandoffCommand struct {
+	ID     string `json:"id"`
+	Agent  string `json:"agent"`
+	Fence  uint64 `json:"fence"`
+	To     string `json:"to"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Validate checks the claimant, the new assignee and the reason.
+func (c *TaskHandoffCommand) Validate() error {
+	if err := validClaimant(c.ID, c.Agent, c.Fence); err != nil {
+		return err
+	}
+	if err := validTaskAssignee("to", c.To); err != nil {
+		return err
+	}
+	return validNote("reason", c.Reason)
+}
+
+// TaskCancelCommand is the body of OpTaskCancel (POST
+// /v1/tasks/{id}/cancel). Only the task's creator cancels it.
+type TaskCancelCommand struct {
+	ID     string `json:"id"`
+	From   string `json:"from"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Validate checks the cancel's fields.
+func (c *TaskCancelCommand) Validate() error {
+	if err := validTaskRef(c.ID); err != nil {
+		return err
+	}
+	if !ValidName(c.From) {
+		return NameError("from", c.From)
+	}
+	return validNote("reason", c.Reason)
+}
+
+// TaskTickCommand is the body of OpTaskTick: no fields; the entry's time
+// is the tick's.
+type TaskTickCommand struct{}
+
+// TaskResult is what every task command answers: the task's state after
+// the entry, and for a claim the lease it holds.
+type TaskResult struct {
+	ID           string     `json:"id"`
+	Seq          uint64     `json:"seq"` // index of the entry that made this state
+	State        TaskState  `json:"state"`
+	Attempt      int        `json:"attempt,omitempty"`
+	Fence        uint64     `json:"fence,omitempty"`
+	LeaseExpires *time.Time `json:"lease_expires,omitempty"`
+}
+
+// TaskQuery selects tasks for GET /v1/tasks; empty fields match all.
+// Tasks come in creation order, after After (a task's Seq), at most Limit.
+type TaskQuery struct {
+	State     TaskState `json:"state,omitempty"`
+	To        string    `json:"to,omitempty"`
+	From      string    `json:"from,omitempty"`
+	ClaimedBy string    `json:"claimed_by,omitempty"`
+	After     uint64    `json:"after,omitempty"`
+	Limit     int       `json:"limit,omitempty"`
+}
+
+// TaskPage is one page of a task list.
+type TaskPage struct {
+	Tasks   []*Task `json:"tasks"`
+	HasMore bool    `json:"has_more"`
+}
+
+// Task assignee prefixes: a work queue that exactly one matching agent
+// claims.
+const (
+	RolePrefix       = "role:"
+	CapabilityPrefix = "capability:"
+)
+
+// validTaskAssignee checks an agent id, role:NAME or capability:NAME.
+func validTaskAssignee(field, to string) error {
+	name, prefixed := strings.CutPrefix(to, RolePrefix)
+	if !prefixed {
+		name, prefixed = strings.CutPrefix(to, CapabilityPrefix)
+	}
+	if !ValidName(name) {
+		if prefixed {
+			return NameError(field, to)
+		}
+		return fieldErr(field, "%q: want an agent id, role:NAME or capability:NAME (%s)", to, NamePattern)
+	}
+	return nil
+}
+
+func validTaskRef(id string) error {
+	if !idRE.MatchString(id) {
+		return fieldErr("id", "%q is not a task id", id)
+	}
+	return nil
+}
+
+func validClaimant(id, agent string, fence uint64) error {
+	if err := validTaskRef(id); err != nil {
+		return err
+	}
+	if !ValidName(agent) {
+		return NameError("agent", agent)
+	}
+	if fence == 0 {
+		return fieldErr("fence", "required: the fence of your claim (from the claim's answer)")
+	}
+	return nil
+}
+
+func validNote(field, s string) error {
+	if n := utf8.RuneCountInString(s); n > MaxTaskNoteRunes {
+		return fieldErr(field, "%d characters, at most %d", n, MaxTaskNoteRunes)
+	}
+	if !utf8.ValidString(s) {
+		return fieldErr(field, "not valid UTF-8")
+	}
+	return nil
+}
+
+func validUnit(field string, v *float64) error {
+	if v != nil && !(*v >= 0 && *v <= 1) {
+		return fieldErr(field, "%v: want 0..1", *v)
+	}
+	return nil
+}
+
+func validTaskJSON(field string, v json.RawMessage) error {
+	if len(v) == 0 {
+		return nil
+	}
+	if len(v) > MaxTaskJSONBytes {
+		return fieldErr(field, "%d bytes, at most %d", len(v), MaxTaskJSONBytes)
+	}
+	if !json.Valid(v) {
+		return fieldErr(field, "not valid JSON")
+	}
+	return nil
+}
+
+// compactRaw is v without insignificant space, nil for null or empty, so
+// the same task sent twice hashes the same. Invalid JSON is returned as it
+// is, for Validate to refuse.
+func compactRaw(v json.RawMessage) json.RawMessage {
+	if len(v) == 0 || string(bytes.TrimSpace(v)) == "null" {
+		return nil
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, v) != nil {
+		return v
+	}
+	return buf.Bytes()
+}
