@@ -11,17 +11,11 @@ import (
 	"github.com/maos-project/maos/fsm"
 )
 
-// Seed 004's task messages: a task_delegation posted to the API creates a
-// task and a task_completion completes one, instead of being stored as
-// messages (the task's own delegation and completion messages are then
-// made by the state machine).
-const (
-	TypeTaskDelegation = "task_delegation"
-	TypeTaskCompletion = "task_completion"
-)
-
 // TaskMessage is a seed 004 task message mapped onto a task command:
-// exactly one of Create and Complete is set.
+// exactly one of Create and Complete is set. Posted to the API, a
+// task_delegation creates a task and a task_completion completes one,
+// instead of being stored as messages (the state machine then makes the
+// task's own delegation and completion messages).
 type TaskMessage struct {
 	// Create is a task_delegation's task, normalized only as far as the
 	// body says (the API's send fills the id and defaults).
@@ -91,13 +85,13 @@ func MapTask(raw []byte) (*TaskMessage, error) {
 		return nil, err
 	}
 	switch typ {
-	case TypeTaskDelegation:
+	case fsm.TypeTaskDelegation:
 		c, err := mapTaskCreate(obj)
 		if err != nil {
 			return nil, err
 		}
 		return &TaskMessage{Create: c}, nil
-	case TypeTaskCompletion:
+	case fsm.TypeTaskCompletion:
 		c, err := mapTaskCompletion(obj)
 		if err != nil {
 			return nil, err
