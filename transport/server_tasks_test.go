@@ -451,9 +451,9 @@ func TestStreamTaskEvents(t *testing.T) {
 		}
 		return out
 	}
-	a := e.create(fsm.TaskCreateCommand{ID: "t-a", To: "rita", Channel: "ops"})           // delegation message + created
+	a := e.create(fsm.TaskCreateCommand{ID: "t-a", To: "rita", Channel: "ops"})                    // delegation message + created
 	b := e.create(fsm.TaskCreateCommand{ID: "t-b", To: "role:tester", DependsOn: []string{"t-a"}}) // waiting
-	claim := e.claim("t-a", "rita")                                                          // task event only
+	claim := e.claim("t-a", "rita")                                                                // task event only
 	cancel, err := e.c.CancelTask(context.Background(), fsm.TaskCancelCommand{ID: "t-a", From: "lead"})
 	if err != nil {
 		t.Fatal(err)
