@@ -628,3 +628,33 @@ func TestStreamTaskEventsReadsAgree(t *testing.T) {
 		t.Errorf("events %v, want the entry's message, then its task event", ids)
 	}
 }
+
+// A report after the lease lapsed is refused even before any tick expired
+// it: the entry's time decides, not whether the leader ticked yet.
+func TestTaskLapsedLeaseRefused(t *testing.T) {
+	var mu sync.Mutex
+	now := transporttest.Epoch
+	e := newTaskEnv(t, transporttest.Clock(func(uint64) time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}))
+	ctx := context.Background()
+	e.create(fsm.TaskCreateCommand{ID: "t-lease", To: "rita", TimeoutSeconds: 10})
+	claim := e.claim("t-lease", "rita")
+	// (Entry times are made to increase by a nanosecond at least.)
+	if d := claim.LeaseExpires.Sub(transporttest.Epoch.Add(10 * time.Second)); d < 0 || d > time.Millisecond {
+		t.Fatalf("lease until %v", claim.LeaseExpires)
+	}
+	mu.Lock()
+	now = now.Add(11 * time.Second)
+	mu.Unlock()
+	_, err := e.c.TaskProgress(ctx, fsm.TaskProgressCommand{ID: "t-lease", Agent: "rita", Fence: claim.Fence, Message: "still here"})
+	wantRefused(t, "progress after the lease", err, http.StatusConflict, fsm.ErrConflict, "lease")
+	_, err = e.c.CompleteTask(ctx, fsm.TaskCompleteCommand{ID: "t-lease", Agent: "rita", Fence: claim.Fence,
+		Completion: fsm.TaskCompletion{Status: fsm.TaskStatusSuccess}})
+	wantRefused(t, "complete after the lease", err, http.StatusConflict, fsm.ErrConflict, "lease")
+	if got := e.task("t-lease"); got.State != fsm.TaskRunning || got.Completion != nil {
+		t.Errorf("the refused reports changed the task: %+v", got)
+	}
+}
