@@ -242,14 +242,28 @@ func (a *taskOp) allMet(d *Task) (bool, error) {
 	return true, nil
 }
 
-// mayClaim refuses (a *ForbiddenError) an agent that is not of t's queue:
-// for an agent id, that agent; for role:NAME, an agent registered with
-// that role; for capability:NAME, one registered with that capability.
+// InQueue reports whether agent is of the task queue to: the agent to
+// names, or, for role:NAME or capability:NAME, an agent registered (a,
+// nil when it is not) with that role or capability. A claim is held to it
+// (mayClaim), and the stream's ?agent= filter carries the tasks of the
+// agent's queues by it.
+func InQueue(agent string, a *Agent, to string) bool {
+	if role, ok := strings.CutPrefix(to, RolePrefix); ok {
+		return a != nil && a.Role == role
+	}
+	if capability, ok := strings.CutPrefix(to, CapabilityPrefix); ok {
+		return a != nil && slices.Contains(a.Capabilities, capability)
+	}
+	return agent == to
+}
+
+// mayClaim refuses (a *ForbiddenError) an agent that is not of t's queue
+// (InQueue), saying why.
 func mayClaim(tx *bbolt.Tx, t *Task, agent string) error {
-	role, isRole := strings.CutPrefix(t.To, RolePrefix)
-	capability, isCap := strings.CutPrefix(t.To, CapabilityPrefix)
+	isRole := strings.HasPrefix(t.To, RolePrefix)
+	isCap := strings.HasPrefix(t.To, CapabilityPrefix)
 	if !isRole && !isCap {
-		if agent != t.To {
+		if !InQueue(agent, nil, t.To) {
 			return &ForbiddenError{Reason: fmt.Sprintf("task %s is for %s, not %s", t.ID, t.To, agent)}
 		}
 		return nil
@@ -259,6 +273,8 @@ func mayClaim(tx *bbolt.Tx, t *Task, agent string) error {
 		return err
 	}
 	switch {
+	case InQueue(agent, a, t.To):
+		return nil
 	case a == nil:
 		what := "capability"
 		if isRole {
@@ -266,14 +282,12 @@ func mayClaim(tx *bbolt.Tx, t *Task, agent string) error {
 		}
 		return &ForbiddenError{Reason: fmt.Sprintf("task %s is for %s and %s is not a registered agent: register it with that %s first",
 			t.ID, t.To, agent, what)}
-	case isRole && a.Role != role:
+	case isRole:
 		return &ForbiddenError{Reason: fmt.Sprintf("task %s is for %s and %s has role %s", t.ID, t.To, agent, a.Role)}
-	case isCap && !slices.Contains(a.Capabilities, capability):
-		has := "none"
-		if len(a.Capabilities) > 0 {
-			has = strings.Join(a.Capabilities, ", ")
-		}
-		return &ForbiddenError{Reason: fmt.Sprintf("task %s is for %s and %s has not that capability (registered with: %s)", t.ID, t.To, agent, has)}
 	}
-	return nil
+	has := "none"
+	if len(a.Capabilities) > 0 {
+		has = strings.Join(a.Capabilities, ", ")
+	}
+	return &ForbiddenError{Reason: fmt.Sprintf("task %s is for %s and %s has not that capability (registered with: %s)", t.ID, t.To, agent, has)}
 }

@@ -72,6 +72,10 @@ type Reader interface {
 	Audit(after uint64, limit int) (fsm.AuditPage, error)
 	OverviewFor(viewer *fsm.Viewer, channel string, after uint64, limit int) (fsm.OverviewPage, error)
 
+	Task(id string) (*fsm.Task, error)
+	Tasks(q fsm.TaskQuery) (fsm.TaskPage, error)
+	TaskEvents(after uint64, limit int) (fsm.TaskUpdatePage, error)
+
 	Config() (fsm.ClusterConfig, error)
 	RetentionOf(channel string) (fsm.Retention, error)
 	Tokens() ([]fsm.Token, error)
@@ -79,6 +83,11 @@ type Reader interface {
 
 	// Changed is closed after the next applied batch: streams wait on it.
 	Changed() <-chan struct{}
+	// AppliedIndex is the index of the last applied entry, stored after
+	// its batch committed: a stream that reads messages and task events
+	// apart goes no further than the index it read first, so the two reads
+	// agree.
+	AppliedIndex() uint64
 }
 
 var _ Reader = (*fsm.FSM)(nil)
