@@ -189,7 +189,7 @@ func (w *agentWatcher) run(ctx context.Context) {
 	var cursor uint64
 	if w.opts.DryRun == nil {
 		if !w.retry(ctx, "register agent", func() error {
-			_, err := w.c.RegisterAgent(ctx, fsm.RegisterAgentCommand{ID: id, Role: w.cfg.Role,
+			_, err := w.c.RegisterAgent(ctx, fsm.RegisterAgentCommand{ID: id, Role: w.cfg.Role, Capabilities: w.cfg.Capabilities(),
 				Description: "watched by maos watcher (" + w.cfg.Delivery + ")"})
 			return err
 		}) {
