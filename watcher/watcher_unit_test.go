@@ -275,6 +275,37 @@ func TestExecAnswerJSONAndFailures(t *testing.T) {
 	}
 }
 
+// OnLine sees each stdout line while the command still runs (the second
+// line is printed only once the test saw the first), and the last line
+// without a newline at the end; Stdout keeps what a JSON answer's result
+// replaces in Output.
+func TestExecPassesLinesAsPrinted(t *testing.T) {
+	gate := filepath.Join(t.TempDir(), "gate")
+	var got []string
+	res := Exec(context.Background(), Invocation{
+		Argv:    []string{"sh", "-c", `echo one; while [ ! -e '` + gate + `' ]; do sleep 0.01; done; printf 'two\r\n{"result": "three"}'`},
+		Timeout: 30 * time.Second,
+		OnLine: func(l string) {
+			got = append(got, l)
+			if l == "one" {
+				if err := os.WriteFile(gate, nil, 0o600); err != nil {
+					t.Error(err)
+				}
+			}
+		},
+	})
+	if res.Err != nil || !slices.Equal(got, []string{"one", "two", `{"result": "three"}`}) {
+		t.Fatalf("lines %q, result %+v", got, res)
+	}
+	if res.Stdout != "one\ntwo\r\n{\"result\": \"three\"}" || res.Output != res.Stdout {
+		t.Errorf("Stdout %q Output %q: want both the whole output", res.Stdout, res.Output)
+	}
+	res = Exec(context.Background(), Invocation{Argv: []string{"sh", "-c", `echo '  {"result": "x"} '`}, Timeout: 30 * time.Second})
+	if res.Output != "x" || res.Stdout != `{"result": "x"}` {
+		t.Errorf("JSON answer: Output %q Stdout %q, want x and the JSON as printed", res.Output, res.Stdout)
+	}
+}
+
 func TestExecTimeoutKillsProcessGroup(t *testing.T) {
 	stub := buildStub(t)
 	res := Exec(context.Background(), Invocation{Argv: []string{stub, "--hang"}, Stdin: "x", Timeout: 2 * time.Second})
