@@ -126,13 +126,18 @@ type agentWatcher struct {
 	log   *slog.Logger
 	dryMu *sync.Mutex
 
-	// The messages whose invocations run now, in the order they started:
-	// presence says WORKING on the first while there is one, IDLE after
-	// the last one ended. Only heartbeat publishes it; busyChanged (one
-	// slot) wakes it when the list changes.
+	// What runs now, in the order it started ("answering ID", "doing task
+	// ID"): presence says WORKING on the first while there is one, IDLE
+	// after the last one ended. Only heartbeat publishes it, with the task
+	// counters; busyChanged (one slot) wakes it when either changes.
 	mu          sync.Mutex
-	answering   []string
+	working     []string
+	stats       taskStats
 	busyChanged chan struct{}
+
+	// tasks is the task API (the client); taskOffers feeds taskLoop.
+	tasks      taskAPI
+	taskOffers chan taskOffer
 }
 
 // item is one inbox message the watcher tracks until the cursor passes it.
@@ -450,9 +455,10 @@ func (w *agentWatcher) handle(ctx context.Context, m *fsm.Message) error {
 		w.log.Warn("watcher: skipping message: prompt does not render", "id", m.ID, "err", err)
 		return nil
 	}
-	w.setWorking(m, true)
-	res, attempts := w.invoke(ctx, m, prompt)
-	w.setWorking(m, false)
+	label := "answering " + m.ID
+	w.setWorking(label, true)
+	res, attempts := w.invoke(ctx, w.invocation(prompt, "MAOS_SESSION_ID="+m.Channel, "MAOS_MESSAGE_ID="+m.ID), m.ID, nil)
+	w.setWorking(label, false)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -526,29 +532,41 @@ func incidentText(agent, id string, attempts int, res Result) string {
 	return b.String()
 }
 
-// invoke runs the command up to 1+retries times with exponential backoff.
-func (w *agentWatcher) invoke(ctx context.Context, m *fsm.Message, prompt string) (Result, int) {
+// invocation is the agent's command with prompt on stdin, its workdir
+// and timeout, and the environment every run gets (MAOS_AGENT_ID,
+// MAOS_AGENT_ROLE, MAOS_ADDR, MAOS_TOKEN with a token file) with env
+// added; the agent's env: entries come last, so they win.
+func (w *agentWatcher) invocation(prompt string, env ...string) Invocation {
 	inv := Invocation{Argv: w.cfg.Command, Stdin: prompt, Workdir: w.cfg.Workdir, Timeout: time.Duration(w.cfg.Timeout),
-		Env: []string{"MAOS_AGENT_ID=" + w.cfg.ID, "MAOS_AGENT_ROLE=" + w.cfg.Role, "MAOS_SESSION_ID=" + m.Channel,
-			"MAOS_ADDR=" + w.opts.Addr, "MAOS_MESSAGE_ID=" + m.ID}}
+		Env: append([]string{"MAOS_AGENT_ID=" + w.cfg.ID, "MAOS_AGENT_ROLE=" + w.cfg.Role, "MAOS_ADDR=" + w.opts.Addr}, env...)}
 	if w.token != "" {
 		inv.Env = append(inv.Env, "MAOS_TOKEN="+w.token)
 	}
 	for k, v := range w.cfg.Env {
 		inv.Env = append(inv.Env, k+"="+v)
 	}
+	return inv
+}
+
+// invoke runs inv up to 1+retries times with exponential backoff, for
+// what (a message or task id, for the log). accept, if set, sees each
+// result and may set its Err, which makes the run a failed attempt.
+func (w *agentWatcher) invoke(ctx context.Context, inv Invocation, what string, accept func(*Result)) (Result, int) {
 	var res Result
 	attempts := 0
 	for i := 0; i <= *w.cfg.Retries; i++ {
 		if i > 0 {
 			d := w.opts.BackoffBase << min(i-1, 4) // base×1, 2, 4, 8, 16
-			w.log.Info("watcher: retrying", "id", m.ID, "attempt", i+1, "in", d, "err", res.Err)
+			w.log.Info("watcher: retrying", "id", what, "attempt", i+1, "in", d, "err", res.Err)
 			if !sleepCtx(ctx, d) {
 				return res, attempts
 			}
 		}
 		attempts++
 		res = Exec(ctx, inv)
+		if accept != nil && ctx.Err() == nil {
+			accept(&res)
+		}
 		if res.Err == nil || ctx.Err() != nil {
 			return res, attempts
 		}
@@ -606,35 +624,41 @@ func (w *agentWatcher) presence(ctx context.Context, state, sub, task string) {
 	}
 }
 
-// setWorking records that the invocation for m started (on) or ended
-// (its retries included), and wakes the heartbeat to publish it now.
-func (w *agentWatcher) setWorking(m *fsm.Message, on bool) {
+// setWorking records that the run labelled label ("answering ID",
+// "doing task ID") started (on) or ended (its retries included), and
+// wakes the heartbeat to publish it now.
+func (w *agentWatcher) setWorking(label string, on bool) {
 	w.mu.Lock()
 	if on {
-		w.answering = append(w.answering, m.ID)
-	} else if i := slices.Index(w.answering, m.ID); i >= 0 {
-		w.answering = slices.Delete(w.answering, i, i+1)
+		w.working = append(w.working, label)
+	} else if i := slices.Index(w.working, label); i >= 0 {
+		w.working = slices.Delete(w.working, i, i+1)
 	}
 	w.mu.Unlock()
+	w.wakeHeartbeat()
+}
+
+// wakeHeartbeat has the heartbeat publish presence now.
+func (w *agentWatcher) wakeHeartbeat() {
 	select {
 	case w.busyChanged <- struct{}{}:
-	default: // a wake-up is pending; it publishes the latest list
+	default: // a wake-up is pending; it publishes the latest state
 	}
 }
 
 // busy is what presence says of the running invocations: WORKING and
-// "answering ID" (the oldest, and how many more) while any runs, else
-// IDLE with no task.
+// the oldest one's label (and how many more) while any runs, else IDLE
+// with no task.
 func (w *agentWatcher) busy() (substate, task string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	switch n := len(w.answering); n {
+	switch n := len(w.working); n {
 	case 0:
 		return transport.SubstateIdle, ""
 	case 1:
-		task = "answering " + w.answering[0]
+		task = w.working[0]
 	default:
-		task = fmt.Sprintf("answering %s (and %d more)", w.answering[0], n-1)
+		task = fmt.Sprintf("%s (and %d more)", w.working[0], n-1)
 	}
 	return transport.SubstateWorking, truncate(task, transport.MaxPresenceTask)
 }
