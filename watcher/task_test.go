@@ -112,6 +112,29 @@ echo '{"type":"complete","result":"partial_success","outputs":["out/report.md","
 	}
 }
 
+// The stub model's task mode (--progress) is read as a task's CLI
+// reports: its status lines renew the lease, its answer is the result,
+// its artifact the output.
+func TestTaskStubModelReports(t *testing.T) {
+	stub := buildStub(t)
+	api := newFakeTasks()
+	w, _ := taskWatcher(t, fmt.Sprintf("agents:\n- {id: bob, command: [%q, --progress, '2', --sleep, 1s], context_messages: 0}\n", stub), api)
+	api.add(fsm.Task{ID: "task-stub", To: "bob", Title: "t"})
+	offer(t, w, taskOffer{id: "task-stub"})
+	api.wait(t, "the completion", func(f *fakeTasks) bool { return len(f.completes) > 0 })
+	c := api.completes[0].Completion
+	if c.Status != fsm.TaskStatusSuccess || c.Result != "stub answer to task-stub" || !slices.Equal(c.Outputs, []string{"stub/task-stub.txt"}) {
+		t.Errorf("completion %+v", c)
+	}
+	var msgs []string
+	for _, p := range api.progress {
+		msgs = append(msgs, p.Message)
+	}
+	if !slices.Contains(msgs, "step 2 of 2") {
+		t.Errorf("progress %q, want the stub's status lines", msgs)
+	}
+}
+
 // A CLI that keeps failing completes the task with failure after the
 // retries: the error type, exit code, retries and the last stderr lines.
 func TestTaskFailingCLIFailsAfterRetries(t *testing.T) {
