@@ -8,9 +8,10 @@
 //   - adr008: the messages/inbox/{agent}/ and messages/outbox/{agent}/ tree.
 //
 // Import (import.go) reads any of them, maps each dialect onto fsm.Message
-// (mapping.go) and sends it with transport.Client.Send; the mapping is a pure
-// function of the file's bytes and place, so a second import is answered by
-// the idempotent send (same id, same content) and adds nothing. Mirror
-// (mirror.go) keeps a channel folder in the channel layout, one file per
-// message, never rewriting one.
+// (package dialect, given the file's Place) and sends it with
+// transport.Client.Send; the mapping is a pure function of the file's bytes
+// and place, so a second import is answered by the idempotent send (same
+// id, same content) and adds nothing. Mirror (mirror.go) keeps a channel
+// folder in the channel layout, one file per public message, never
+// rewriting one.
 package bridge

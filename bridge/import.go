@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
+	"time"
 
+	"github.com/maos-project/maos/dialect"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
@@ -52,18 +55,30 @@ func (r *Report) Counts() (imported, already int) {
 	return imported, already
 }
 
-// Import sends every message file under root (Scan) to the cluster behind c,
-// mapped by Map, in timestamp order (files without one first, then path
-// order) so a parent is stored before its replies. A file that cannot be
-// read, mapped, or that the cluster refuses (4xx: invalid, an id already
-// holding another message, blocked by the rules) is added to Skipped and
-// nothing of it is stored. Import returns an error, with the report so far,
-// only when the cluster could not be asked (unreachable, 5xx, ctx done):
-// then the file being sent may or may not be stored, and re-running is safe.
-func Import(ctx context.Context, c *transport.Client, root string, opt Options) (*Report, error) {
+// Import sends every message file under root (Scan) to the cluster behind
+// c, mapped by dialect.Map with the file's Place, in timestamp order
+// (files without one first, then path order) so a parent is stored before
+// its replies. A file that cannot be read, mapped, or that the cluster
+// refuses (4xx: invalid, an id already holding another message, blocked
+// by the rules, a secret) is added to Skipped and nothing of it is
+// stored.
+//
+// What refuses the caller rather than a file stops the import at once:
+// a token the node does not take (401), and a token that may not send as
+// some file's sender (an import sends as each file's sender, which takes
+// an admin token on a cluster with --auth; checked against
+// GET /v1/whoami before anything is sent). A send over the node's rate
+// (429) waits as Retry-After says and tries the file again, at most
+// rateRetries times and never longer than maxRateWait at once; past that
+// the import stops.
+//
+// Import returns an error, with the report so far, when it stops or when
+// the cluster could not be asked (unreachable, 5xx, ctx done): then the
+// file being sent may or may not be stored, and re-running is safe.
+func Import(ctx context.Context, c *transport.Client, root string, opt dialect.Options) (*Report, error) {
 	if opt.Fallback == "" {
 		if abs, err := filepath.Abs(root); err == nil {
-			opt.Fallback = SanitizeName(filepath.Base(abs))
+			opt.Fallback = dialect.SanitizeName(filepath.Base(abs))
 		}
 	}
 	files, ignored, err := Scan(root)
@@ -85,7 +100,7 @@ func Import(ctx context.Context, c *transport.Client, root string, opt Options) 
 			rep.Skipped = append(rep.Skipped, Skipped{File: f.Rel, Reason: err.Error()})
 			continue
 		}
-		m, err := Map(f, raw, opt)
+		m, err := dialect.Map(raw, f.Place(), opt)
 		if err != nil {
 			rep.Skipped = append(rep.Skipped, Skipped{File: f.Rel, Reason: err.Error()})
 			continue
@@ -93,16 +108,29 @@ func Import(ctx context.Context, c *transport.Client, root string, opt Options) 
 		todo = append(todo, mapped{f, m})
 	}
 	sort.SliceStable(todo, func(i, j int) bool { return todo[i].m.Timestamp.Before(todo[j].m.Timestamp) })
+	if len(todo) > 0 {
+		who, err := c.WhoAmI(ctx)
+		if err != nil {
+			return rep, fmt.Errorf("bridge: import: %w", err)
+		}
+		for _, t := range todo {
+			if !who.MaySpeakFor(t.m.From) {
+				return rep, fmt.Errorf("bridge: import %s: its sender is %s, but the token speaks for agent %s (role %s): "+
+					"an import sends as each file's sender, which needs an admin token; nothing was sent", t.f.Rel, t.m.From, who.Agent, who.Role)
+			}
+		}
+	}
 	for _, t := range todo {
 		_, err := c.Message(ctx, t.m.ID, transport.Strong)
 		already := err == nil
 		if err != nil && !errors.Is(err, fsm.ErrNotFound) {
 			return rep, fmt.Errorf("bridge: import %s: look up %s: %w", t.f.Rel, t.m.ID, err)
 		}
-		res, err := c.Send(ctx, t.m)
+		res, err := sendPaced(ctx, c, t.m)
 		if err != nil {
 			var api *transport.APIError
-			if errors.As(err, &api) && api.Status >= 400 && api.Status < 500 {
+			if errors.As(err, &api) && api.Status >= 400 && api.Status < 500 &&
+				api.Status != http.StatusUnauthorized && api.Status != http.StatusTooManyRequests {
 				reason := api.Message
 				if errors.Is(err, fsm.ErrConflict) {
 					reason = fmt.Sprintf("id %s already holds a different message (%s)", t.m.ID, api.Message)
@@ -115,4 +143,42 @@ func Import(ctx context.Context, c *transport.Client, root string, opt Options) 
 		rep.Imported = append(rep.Imported, Imported{File: t.f.Rel, Layout: t.f.Layout, ID: res.ID, Seq: res.Seq, Already: already})
 	}
 	return rep, nil
+}
+
+// The bounds of waiting out a node's send rate (429) during an import.
+const (
+	// rateRetries is how many times one file is sent again after a 429.
+	rateRetries = 10
+	// maxRateWait is the longest one wait: a node asking for more stops
+	// the import (its --send-rate is too low for one).
+	maxRateWait = 30 * time.Second
+	// minRateWait is the wait when Retry-After says 0 or nothing.
+	minRateWait = 100 * time.Millisecond
+)
+
+// sendPaced sends m, and after a 429 waits as its Retry-After says and
+// sends it again (the same id: a send that did commit is answered as
+// such), within rateRetries and maxRateWait. Any other error, or a 429
+// past those bounds, is returned.
+func sendPaced(ctx context.Context, c *transport.Client, m *fsm.Message) (*transport.SendResponse, error) {
+	for try := 0; ; try++ {
+		res, err := c.Send(ctx, m)
+		if !errors.Is(err, transport.ErrRateLimited) {
+			return res, err
+		}
+		wait := max(transport.RetryAfter(err), minRateWait)
+		switch {
+		case wait > maxRateWait:
+			return nil, fmt.Errorf("the node asks to wait %s before the next send (over %s: lower the import's pace or raise --send-rate): %w", wait, maxRateWait, err)
+		case try == rateRetries:
+			return nil, fmt.Errorf("still over the node's send rate after %d tries: %w", try+1, err)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
 }

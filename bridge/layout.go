@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/maos-project/maos/dialect"
 )
 
 // Layout names the folder layout a message file was found in.
@@ -33,6 +35,23 @@ type File struct {
 	Agent string
 	// Folder is the channel folder's name (channel layout).
 	Folder string
+}
+
+// Place is what the file's place says about its message, for
+// dialect.Map: its name; the outbox's agent as the sender, the inbox's as
+// the recipient; the channel folder's name.
+func (f File) Place() dialect.Place {
+	p := dialect.Place{FileName: filepath.Base(f.Path)}
+	switch {
+	case f.Box == "outbox":
+		p.Sender = f.Agent
+	case f.Box == "inbox":
+		p.Recipient = f.Agent
+	}
+	if f.Layout == LayoutChannel {
+		p.Folder = f.Folder
+	}
+	return p
 }
 
 // Scan walks root and classifies every *.json file: files in an inbox/ or

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/dialect"
 	"github.com/maos-project/maos/fsm"
 )
 
@@ -23,11 +24,11 @@ func scanMap(t *testing.T, root string) (map[string]*fsm.Message, []string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := Map(f, raw, Options{Fallback: "fallback"})
+		m, err := dialect.Map(raw, f.Place(), dialect.Options{Fallback: "fallback"})
 		if err != nil {
 			t.Fatalf("%s: %v", f.Rel, err)
 		}
-		m2, _ := Map(f, raw, Options{Fallback: "fallback"})
+		m2, _ := dialect.Map(raw, f.Place(), dialect.Options{Fallback: "fallback"})
 		a, _ := json.Marshal(m)
 		b, _ := json.Marshal(m2)
 		if string(a) != string(b) {
@@ -113,34 +114,6 @@ func TestMapADR008AndOrchestrator(t *testing.T) {
 	if !strings.HasPrefix(m.ID, "imp-") || md["original_id"] != "task completion #1" || m.InReplyTo != "7f9c2ba4-e88f-4d2a-b1a0-5c3d9e8f1a22" ||
 		!strings.HasPrefix(m.Content.Text, "Applied 'bug' label") || md["status"] != "success" {
 		t.Errorf("completion = %+v meta %v", m, md)
-	}
-}
-
-func TestMapRefusals(t *testing.T) {
-	for _, tc := range []struct{ body, want string }{
-		{`[1,2]`, "not a JSON object"},
-		{`{"from":"a","content":"x"`, "not a JSON object"},
-		{`{"to":"b","content":"x"}`, "from: missing"},
-		{`{"from":"a","content":"x"}`, "to: missing"},
-		{`{"from":"a","to":"b","content":"x","timestamp":"yesterday"}`, "timestamp"},
-		{`{"from":"a","to":"b","content":7}`, "content"},
-		{`{"from":"???","to":"b","content":"x"}`, "from"},
-		{`{"from":"a","to":["b",3],"content":"x"}`, "to"},
-		{`{"from":"a","to":"b","id":7,"content":"x"}`, "id: want a string"},
-	} {
-		f := File{Path: "/x/ch/other.json", Layout: LayoutChannel, Folder: "ch"}
-		_, err := Map(f, []byte(tc.body), Options{})
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("Map(%s) = %v, want an error with %q", tc.body, err, tc.want)
-		}
-	}
-}
-
-func TestSanitizeName(t *testing.T) {
-	for in, want := range map[string]string{"Agent Name": "agent-name", "_x": "x", "QC-1": "qc-1", "!!!": "", strings.Repeat("a", 70): strings.Repeat("a", 64)} {
-		if got := SanitizeName(in); got != want || (got != "" && !fsm.ValidName(got)) {
-			t.Errorf("SanitizeName(%q) = %q, want %q", in, got, want)
-		}
 	}
 }
 

@@ -96,7 +96,7 @@ func FileName(id string) string { return id + ".json" }
 // free. It reports whether it wrote the file; an existing file is never
 // opened for writing.
 func WriteFile(dir string, m *fsm.Message) (bool, error) {
-	if !idRE.MatchString(m.ID) {
+	if !fsm.ValidID(m.ID) {
 		return false, fmt.Errorf("bridge: mirror: message id %q is not a safe file name", m.ID)
 	}
 	final := filepath.Join(dir, FileName(m.ID))
@@ -168,24 +168,40 @@ func NewestSeq(dir string) (uint64, error) {
 }
 
 // Mirror keeps dir a copy of a channel in the channel layout.
+//
+// A folder has no per-reader access control: whoever reads it reads every
+// file. So the mirror writes only the messages everyone may read, and
+// skips (and counts) those that are private or for moderators only,
+// whatever its token lets it read.
 type Mirror struct {
 	Client  *transport.Client
 	Channel string
 	Dir     string
 	// OnWrite, if set, is called after each file written (path, message).
 	OnWrite func(path string, m *fsm.Message)
+	// OnSkip, if set, is called for each message not written because it
+	// is not public.
+	OnSkip func(m *fsm.Message)
 	// OnRetry, if set, is called by Follow before it reconnects a broken
 	// stream (the error, the seq it resumes after).
 	OnRetry func(err error, after uint64)
 	// Written and Present count files written and messages whose file was
-	// already there.
-	Written, Present int
+	// already there; Skipped counts the messages not written because they
+	// are private or for moderators only.
+	Written, Present, Skipped int
 }
 
 // pageSize is how many messages one channel page asks for.
 const pageSize = 200
 
 func (mr *Mirror) write(m *fsm.Message) error {
+	if !m.Public() {
+		mr.Skipped++
+		if mr.OnSkip != nil {
+			mr.OnSkip(m)
+		}
+		return nil
+	}
 	ok, err := WriteFile(mr.Dir, m)
 	if err != nil {
 		return err

@@ -103,7 +103,7 @@ func (s *presenceStore) put(agent string, u transport.PresenceUpdate) (transport
 	}
 	rec := transport.Presence{
 		AgentID: agent, Node: s.self, State: u.State, Substate: u.Substate, Channel: u.Channel,
-		PID: u.PID, Task: u.Task, Reason: u.Reason, Timestamp: ts.UTC(), Origin: s.self,
+		PID: u.PID, Task: u.Task, Reason: u.Reason, AgentHealth: u.AgentHealth, Timestamp: ts.UTC(), Origin: s.self,
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -118,7 +118,7 @@ func (s *presenceStore) put(agent string, u transport.PresenceUpdate) (transport
 	}
 	if len(wire) > transport.MaxPresenceWire {
 		return transport.Presence{}, &fsm.FieldError{Field: "task", Reason: fmt.Sprintf(
-			"the record would take %d bytes on the gossip wire, over the limit of %d; shorten task or reason",
+			"the record would take %d bytes on the gossip wire, over the limit of %d; shorten task, reason or last_error",
 			len(wire), transport.MaxPresenceWire)}
 	}
 	s.recs[agent] = rec
@@ -159,7 +159,8 @@ func (s *presenceStore) merge(p transport.Presence) (bool, error) {
 // checkRecord validates a record received from a peer as strictly as a
 // heartbeat from an agent.
 func checkRecord(p *transport.Presence) error {
-	u := transport.PresenceUpdate{State: p.State, Substate: p.Substate, Channel: p.Channel, PID: p.PID, Task: p.Task, Reason: p.Reason}
+	u := transport.PresenceUpdate{State: p.State, Substate: p.Substate, Channel: p.Channel, PID: p.PID, Task: p.Task, Reason: p.Reason,
+		AgentHealth: p.AgentHealth}
 	if err := u.Validate(p.AgentID); err != nil {
 		return fmt.Errorf("presence of %q from %q: %w", p.AgentID, p.Origin, err)
 	}
@@ -198,7 +199,8 @@ func (s *presenceStore) markNodeOffline(node, reason string) int {
 		if p.Node != node || p.State != transport.PresenceAwake {
 			continue
 		}
-		p.State, p.Substate, p.Reason, p.Origin = transport.PresenceOffline, "", reason, s.self
+		p.MarkOffline(reason)
+		p.Origin = s.self
 		p.Version = s.tick(now)
 		s.recs[id] = p
 		if s.broadcast != nil {
@@ -218,11 +220,11 @@ func (s *presenceStore) view(p transport.Presence, now time.Time, nodeStatus fun
 	}
 	switch st := nodeStatus(p.Node); st {
 	case transport.MemberDead, transport.MemberLeft:
-		p.State, p.Substate, p.Reason = transport.PresenceOffline, "", reasonNode(p.Node, st)
+		p.MarkOffline(reasonNode(p.Node, st))
 		return p
 	}
 	if now.Sub(p.Timestamp) > s.ttl {
-		p.State, p.Substate, p.Reason = transport.PresenceOffline, "", reasonLapsed
+		p.MarkOffline(reasonLapsed)
 	}
 	return p
 }

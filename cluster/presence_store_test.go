@@ -142,7 +142,8 @@ func TestPresenceMergeRefusesBadRecords(t *testing.T) {
 func TestPresenceView(t *testing.T) {
 	clk := &fakeClock{t: t0}
 	s := newPresenceStore("n1", 30*time.Second, clk.now)
-	if _, err := s.put("codex", transport.PresenceUpdate{State: "AWAKE", Substate: "WORKING", Task: "x"}); err != nil {
+	if _, err := s.put("codex", transport.PresenceUpdate{State: "AWAKE", Substate: "WORKING", Task: "x",
+		AgentHealth: transport.AgentHealth{TasksSucceeded: 2}}); err != nil {
 		t.Fatal(err)
 	}
 	status := map[string]string{}
@@ -150,7 +151,8 @@ func TestPresenceView(t *testing.T) {
 	check := func(what, state, sub, reason string) {
 		t.Helper()
 		p, ok := s.get("codex", st)
-		if !ok || p.State != state || p.Substate != sub || p.Reason != reason {
+		// An OFFLINE view carries no task health (Presence.MarkOffline).
+		if !ok || p.State != state || p.Substate != sub || p.Reason != reason || (p.TasksSucceeded == 2) != (state == "AWAKE") {
 			t.Errorf("%s: %+v (found %v), want %s/%s %q", what, p, ok, state, sub, reason)
 		}
 	}
@@ -181,7 +183,8 @@ func TestPresenceMarkNodeOffline(t *testing.T) {
 	var sent []transport.Presence
 	s.broadcast = func(p transport.Presence) { sent = append(sent, p) }
 	for _, r := range []transport.Presence{
-		{AgentID: "a", Node: "n2", State: "AWAKE", Substate: "WORKING", Task: "t", Timestamp: t0, Version: 10, Origin: "n2"},
+		{AgentID: "a", Node: "n2", State: "AWAKE", Substate: "WORKING", Task: "t", Timestamp: t0, Version: 10, Origin: "n2",
+			AgentHealth: transport.AgentHealth{TasksRunning: 1, TasksFailed: 1, LastError: "boom"}},
 		{AgentID: "b", Node: "n2", State: "OFFLINE", Timestamp: t0, Version: 11, Origin: "n2"},
 		{AgentID: "c", Node: "n3", State: "AWAKE", Substate: "IDLE", Timestamp: t0, Version: 12, Origin: "n3"},
 	} {
@@ -193,7 +196,8 @@ func TestPresenceMarkNodeOffline(t *testing.T) {
 		t.Fatalf("marked %d, want 1 (only n2's AWAKE agent)", n)
 	}
 	a, _ := s.get("a", noStatus)
-	if a.State != "OFFLINE" || a.Substate != "" || a.Reason != "node n2 dead" || a.Origin != "n1" || a.Version <= 12 || a.Task != "t" || !a.Timestamp.Equal(t0) {
+	if a.State != "OFFLINE" || a.Substate != "" || a.Reason != "node n2 dead" || a.Origin != "n1" || a.Version <= 12 || a.Task != "t" || !a.Timestamp.Equal(t0) ||
+		a.AgentHealth != (transport.AgentHealth{}) {
 		t.Errorf("a after its node died: %+v", a)
 	}
 	if len(sent) != 1 || sent[0] != a {

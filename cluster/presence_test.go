@@ -146,12 +146,14 @@ func TestPresenceGossip(t *testing.T) {
 		}
 	}
 
+	// The watcher's task health travels with the record.
 	p1, err := a.Client.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "AWAKE", Substate: "WORKING",
-		Channel: "review", PID: 4242, Task: "reviewing PR 12"})
+		Channel: "review", PID: 4242, Task: "reviewing PR 12",
+		AgentHealth: transport.AgentHealth{TasksRunning: 1, TasksSucceeded: 7, TasksFailed: 2, LastError: "exit status 1", MeanDurationMS: 1500}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p1.Node != "n1" || p1.Origin != "n1" || p1.Version == 0 {
+	if p1.Node != "n1" || p1.Origin != "n1" || p1.Version == 0 || p1.TasksSucceeded != 7 || p1.LastError != "exit status 1" {
 		t.Fatalf("put on n1 answered %+v", p1)
 	}
 	waitPresence(t, c.Nodes, "codex", "the record put on n1", func(p transport.Presence) bool { return p == p1 })

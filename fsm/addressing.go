@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"go.etcd.io/bbolt"
@@ -94,7 +95,9 @@ func isMentionByte(c byte) bool {
 //     every registered agent whose id it matches but the sender; one that
 //     matches nobody is a *FieldError on "to[i]";
 //   - "@id" in content.text adds a registered agent other than the sender
-//     (a mention of an id nobody registered is taken for prose).
+//     (a mention of an id nobody registered is taken for prose);
+//   - a message for moderators only goes to the agents "to" names by id
+//     and no one else (the other forms are still checked).
 //
 // The list is deduplicated, in the order the forms name the agents; within
 // a form, in id order. The cost is the agents each form covers: a role reads
@@ -159,6 +162,9 @@ func resolveRecipients(tx *bbolt.Tx, m *Message) ([]recipient, error) {
 		if v := agents.Get([]byte(id)); v != nil {
 			add(id, agentRole(v))
 		}
+	}
+	if m.Visibility == VisibilityModerators {
+		out = slices.DeleteFunc(out, func(r recipient) bool { return !namesAgent(m.To, r.id) })
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package fsm
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -25,12 +26,52 @@ type ClusterConfig struct {
 	// --auth then refuses to start rather than serve its copy of the
 	// mailbox to anyone. Default false.
 	AuthRequired bool `json:"auth_required"`
+	// SecretGuard is what the node that accepts a send does with a secret
+	// (an API key, a token) found in its title, text or code: refuse it
+	// (the default), redact it, or let it through. The node decides
+	// before it proposes, never at apply (see package secrets).
+	SecretGuard SecretGuard `json:"secret_guard"`
 }
+
+// SecretGuard is the value of the secret_guard setting.
+type SecretGuard string
+
+// The secret_guard values.
+const (
+	// SecretGuardRefuse refuses a send holding a secret: 422 naming the
+	// field and the detection rule, never the secret. The default.
+	SecretGuardRefuse SecretGuard = "refuse"
+	// SecretGuardRedact stores the message with each secret replaced by
+	// "[REDACTED:rule]".
+	SecretGuardRedact SecretGuard = "redact"
+	// SecretGuardOff stores the message as sent.
+	SecretGuardOff SecretGuard = "off"
+)
+
+// secretGuards are the secret_guard values, in the order errors list them.
+var secretGuards = []SecretGuard{SecretGuardRefuse, SecretGuardRedact, SecretGuardOff}
 
 // configKeys lists the settings and checks a value for each.
 var configKeys = map[string]func(json.RawMessage) error{
 	"strict_senders": checkBool,
 	"auth_required":  checkBool,
+	"secret_guard":   checkSecretGuard,
+}
+
+func checkSecretGuard(v json.RawMessage) error {
+	var s SecretGuard
+	if json.Unmarshal(v, &s) != nil || !slices.Contains(secretGuards, s) {
+		return fmt.Errorf("want %q, %q or %q, got %s", SecretGuardRefuse, SecretGuardRedact, SecretGuardOff, clipValue(v))
+	}
+	return nil
+}
+
+// clipValue is a value as an error quotes it: at most 40 bytes.
+func clipValue(v json.RawMessage) string {
+	if len(v) > 40 {
+		return cutUTF8(string(v), 40) + "…"
+	}
+	return string(v)
 }
 
 func checkBool(v json.RawMessage) error {
@@ -86,13 +127,16 @@ func applySetConfig(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, err
 // readConfig reads the settings inside a transaction; unset ones keep
 // their defaults.
 func readConfig(tx *bbolt.Tx) ClusterConfig {
-	var cfg ClusterConfig
+	cfg := ClusterConfig{SecretGuard: SecretGuardRefuse}
 	b := tx.Bucket(bucketConfig)
 	if v := b.Get([]byte("strict_senders")); v != nil {
 		_ = json.Unmarshal(v, &cfg.StrictSenders)
 	}
 	if v := b.Get([]byte("auth_required")); v != nil {
 		_ = json.Unmarshal(v, &cfg.AuthRequired)
+	}
+	if v := b.Get([]byte("secret_guard")); v != nil {
+		_ = json.Unmarshal(v, &cfg.SecretGuard)
 	}
 	return cfg
 }

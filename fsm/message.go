@@ -59,7 +59,9 @@ type Message struct {
 	ThreadID         string `json:"thread_id,omitempty"`
 	CorrelationID    string `json:"correlation_id,omitempty"`
 	RequiresResponse bool   `json:"requires_response,omitempty"`
-	// Visibility is "public" (the default) or "private".
+	// Visibility is "public" (the default), "private" (its parties and
+	// moderators read it) or "moderators" (moderators, its sender and the
+	// agents "to" names by id); see visibility.go.
 	Visibility string `json:"visibility,omitempty"`
 	// Metadata is free-form JSON kept as sent (compacted).
 	Metadata json.RawMessage `json:"metadata,omitempty"`
@@ -131,6 +133,11 @@ var (
 // ValidName reports whether s is a valid agent id or channel name: whether
 // it matches NamePattern. NameError says why it does not.
 func ValidName(s string) bool { return rules.ValidName(s) }
+
+// ValidID reports whether s may be a message id
+// (^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$, the rule Validate applies to id,
+// in_reply_to and thread_id): also a safe file name and URL path segment.
+func ValidID(s string) bool { return idRE.MatchString(s) }
 
 // isAlnum reports whether c is in [a-z0-9].
 func isAlnum(c byte) bool { return ('a' <= c && c <= 'z') || ('0' <= c && c <= '9') }
@@ -244,8 +251,8 @@ func (m *Message) Validate() error {
 	if !ValidPriority(m.Priority) {
 		return fieldErr("priority", "must be one of %s", PriorityList())
 	}
-	if m.Visibility != "public" && m.Visibility != "private" {
-		return fieldErr("visibility", "must be public or private")
+	if m.Visibility != VisibilityPublic && m.Visibility != VisibilityPrivate && m.Visibility != VisibilityModerators {
+		return fieldErr("visibility", "must be public, private or moderators")
 	}
 	if len(m.Title) > MaxTitleLen {
 		return fieldErr("title", "%d bytes, at most %d", len(m.Title), MaxTitleLen)

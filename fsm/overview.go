@@ -75,7 +75,7 @@ func overviewEntry(viewer *Viewer, data []byte) (e OverviewEntry, ok bool, err e
 	if e.To == nil {
 		e.To = []string{}
 	}
-	if h.Visibility == VisibilityPrivate {
+	if restricted(h.Visibility) {
 		m := Message{From: h.From, To: h.To, Recipients: h.Recipients, Visibility: h.Visibility}
 		if !viewer.CanRead(&m) {
 			return OverviewEntry{}, false, nil

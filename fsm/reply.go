@@ -14,8 +14,8 @@ const replyTitlePrefix = "Re: "
 // InReplyTo orig, titled "Re: " and orig's title (none for an untitled
 // orig, no second "Re: ", cut to MaxTitleLen bytes), of type
 // "task_result" for a "task_assign" and "response" otherwise,
-// priority normal, and private when orig is (the state machine makes it
-// so anyway; see applySend). The ID is left empty: the caller sets one
+// priority normal, and private or for moderators when orig is (the state
+// machine makes it so anyway; see applySend). The ID is left empty: the caller sets one
 // (derived, so that a retry is stored once) or the send generates it.
 func NewReply(orig *Message, from, text string) *Message {
 	r := &Message{
@@ -30,8 +30,8 @@ func NewReply(orig *Message, from, text string) *Message {
 		ThreadID:   threadOf(orig),
 		Visibility: VisibilityPublic,
 	}
-	if orig.Visibility == VisibilityPrivate {
-		r.Visibility = VisibilityPrivate
+	if !orig.Public() {
+		r.Visibility = orig.Visibility
 	}
 	return r
 }

@@ -33,6 +33,7 @@ func TestNewReply(t *testing.T) {
 		{"a task_assign gets a task_result", func(m *Message) { m.Type = "task_assign" }, func(r *Message) bool { return r.Type == "task_result" }},
 		{"a chat gets a response", func(m *Message) { m.Type = "chat" }, func(r *Message) bool { return r.Type == "response" }},
 		{"private stays private", func(m *Message) { m.Visibility = VisibilityPrivate }, func(r *Message) bool { return r.Visibility == VisibilityPrivate }},
+		{"for moderators stays for moderators", func(m *Message) { m.Visibility = VisibilityModerators }, func(r *Message) bool { return r.Visibility == VisibilityModerators }},
 		{"no visibility is public", func(m *Message) { m.Visibility = "" }, func(r *Message) bool { return r.Visibility == VisibilityPublic }},
 		{"a long title is cut on a character", func(m *Message) { m.Title = strings.Repeat("é", MaxTitleLen) }, func(r *Message) bool {
 			return len(r.Title) <= MaxTitleLen && len(r.Title) > MaxTitleLen-2 && utf8.ValidString(r.Title) && strings.HasPrefix(r.Title, "Re: é")

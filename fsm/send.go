@@ -59,8 +59,9 @@ func contentHash(m *Message, interrupt bool) ([32]byte, error) {
 //     interrupt (checkInterrupt), whether or not its id is stored;
 //   - an id stored before answers its original place (same content) or is a
 //     conflict (other content);
-//   - a reply gets its thread (fillThread) and, when it answers a private
-//     message, is made private whatever the client set (inheritPrivacy);
+//   - a reply gets its thread (fillThread); a reply to a private message
+//     is made private, a code-of-conduct flag or a reply to one for
+//     moderators only, whatever the client set (settleVisibility);
 //   - the recipients are resolved against the registry (resolveRecipients;
 //     a role or glob that matches nobody is a *FieldError);
 //   - a sender that is not registered is refused with ErrForbidden when
@@ -102,7 +103,7 @@ func (f *FSM) applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any,
 		return nil, fmt.Errorf("fsm: apply send: in_reply_to: %w", err)
 	}
 	fillThread(&m, parent)
-	inheritPrivacy(&m, parent)
+	settleVisibility(&m, parent)
 
 	rcpts, err := resolveRecipients(tx, &m)
 	if err != nil {

@@ -15,6 +15,8 @@ func TestViewerCanRead(t *testing.T) {
 	public.Visibility = VisibilityPublic
 	legacy := private
 	legacy.Visibility = "" // stored before visibility was normalized: public
+	mods := private
+	mods.Visibility = VisibilityModerators
 	for _, c := range []struct {
 		name string
 		v    *Viewer
@@ -32,6 +34,16 @@ func TestViewerCanRead(t *testing.T) {
 		{"no agent, not moderator", &Viewer{}, &private, false},
 		{`an agent called "all" is not named by "all"`, &Viewer{Agent: "all"}, &private, false},
 		{"third agent, public", &Viewer{Agent: "gemini"}, &public, true},
+		// For moderators: the sender and the agents "to" names by id; not
+		// the agents reached through "all", a role or a mention.
+		{"moderators: moderator", &Viewer{Agent: "boss", Moderator: true}, &mods, true},
+		{"moderators: sender", &Viewer{Agent: "codex"}, &mods, true},
+		{"moderators: named by id", &Viewer{Agent: "claude"}, &mods, true},
+		{"moderators: named by id, blocked", &Viewer{Agent: "rex"}, &mods, true},
+		{"moderators: a recipient through a role", &Viewer{Agent: "ray"}, &mods, false},
+		{"moderators: third agent", &Viewer{Agent: "gemini"}, &mods, false},
+		{"moderators: no agent", &Viewer{}, &mods, false},
+		{"moderators: nil viewer", nil, &mods, true},
 		{"third agent, no visibility", &Viewer{Agent: "gemini"}, &legacy, true},
 	} {
 		if got := c.v.CanRead(c.m); got != c.want {
@@ -325,5 +337,94 @@ func TestReplyToPrivateIsPrivate(t *testing.T) {
 	b.send(answer)
 	if a, err := b.f.Message(answer.ID); err != nil || a.Visibility != VisibilityPublic {
 		t.Errorf("reply to a public message stored %+v, %v; want public", a, err)
+	}
+}
+
+// Seed 004's code-of-conduct flag is stored for moderators only whatever
+// its sender set: by its type, by metadata.privacy_level in any case, or
+// asked for. It reaches the inboxes of the agents "to" names by id and no
+// one else ("all", a role, a mention); its audit lines are private with
+// those readers; an answer to it is for moderators too; a retry is the
+// same send.
+func TestModeratorsOnlyAtApply(t *testing.T) {
+	b := newMbox(t)
+	for _, a := range []string{"community", "orchestrator", "triage", "scribe"} {
+		b.register(a, "agent")
+	}
+	b.register("lead", "orchestrator")
+	auditBefore := len(b.auditLines())
+
+	flag := b.msg("community", "harassment in issue #123, see @scribe", "orchestrator", "all", "role:orchestrator")
+	flag.Type, flag.Visibility = TypeCoCViolationFlag, VisibilityPublic
+	res := b.send(flag)
+	byLevel := b.msg("community", "flag by privacy level", "orchestrator")
+	byLevel.Type, byLevel.Metadata = "report", []byte(`{"privacy_level":"private_to_moderators","severity":"high"}`)
+	b.send(byLevel)
+	asked := b.msg("community", "asked for", "triage")
+	asked.Visibility = VisibilityModerators
+	b.send(asked)
+	plain := b.msg("community", "a plain report", "orchestrator")
+	plain.Metadata = []byte(`{"privacy_level":"PUBLIC"}`)
+	b.send(plain)
+
+	for _, id := range []string{flag.ID, byLevel.ID, asked.ID} {
+		m, err := b.f.Message(id)
+		if err != nil || m.Visibility != VisibilityModerators {
+			t.Errorf("%s stored %+v, %v; want visibility moderators", id, m, err)
+		}
+	}
+	if m, _ := b.f.Message(plain.ID); m.Visibility != VisibilityPublic {
+		t.Errorf("a plain report stored %s", m.Visibility)
+	}
+	stored, _ := b.f.Message(flag.ID)
+	if !slices.Equal(stored.Recipients, []string{"orchestrator"}) {
+		t.Errorf("flag delivered to %v, want only orchestrator (named by id)", stored.Recipients)
+	}
+	for agent, want := range map[string]uint64{"orchestrator": 3, "triage": 1, "scribe": 0, "lead": 0} {
+		if c := b.counts(agent); c.Total != want {
+			t.Errorf("%s's inbox holds %d, want %d", agent, c.Total, want)
+		}
+	}
+	for agent, want := range map[string]bool{"community": true, "orchestrator": true, "lead": false, "scribe": false, "triage": false} {
+		if got := (&Viewer{Agent: agent}).CanRead(stored); got != want {
+			t.Errorf("%s reads the flag: %t, want %t", agent, got, want)
+		}
+	}
+	p, err := b.f.Audit(0, MaxPageLimit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := p.Events[auditBefore]
+	if ev.MessageID != flag.ID || !ev.Private || !slices.Equal(ev.Readers, []string{"orchestrator"}) {
+		t.Errorf("flag's audit line = %+v, want private with reader orchestrator", ev)
+	}
+	if (&Viewer{Agent: "lead"}).CanReadEvent(&ev) {
+		t.Errorf("lead reads the flag's audit line")
+	}
+
+	// An answer to the flag, public as its client sent it, is for
+	// moderators too; the retry of the flag is the same send.
+	answer := b.msg("orchestrator", "escalated", "community")
+	answer.InReplyTo, answer.Visibility = flag.ID, VisibilityPublic
+	b.send(answer)
+	if a, _ := b.f.Message(answer.ID); a.Visibility != VisibilityModerators || (&Viewer{Agent: "lead"}).CanRead(a) {
+		t.Errorf("answer stored %+v; want for moderators, unreadable by lead", a)
+	}
+	if again := b.send(flag); !again.Duplicate || again.Seq != res.Seq {
+		t.Errorf("retry of the flag = %+v, want a duplicate of seq %d", again, res.Seq)
+	}
+	// The overview of a third agent leaves them out; a moderator's shows them.
+	ov, err := b.f.OverviewFor(&Viewer{Agent: "lead"}, "", 0, MaxPageLimit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ov.Messages {
+		if e.ID == flag.ID || e.ID == answer.ID || e.ID == byLevel.ID {
+			t.Errorf("lead's overview lists %s", e.ID)
+		}
+	}
+	ov, _ = b.f.OverviewFor(&Viewer{Moderator: true}, "", 0, MaxPageLimit)
+	if len(ov.Messages) != 5 {
+		t.Errorf("a moderator's overview lists %d messages, want 5", len(ov.Messages))
 	}
 }

@@ -3,10 +3,12 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/transport/transporttest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -70,5 +72,46 @@ func TestToolsAreSmall(t *testing.T) {
 	r, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolList, Arguments: map[string]any{"limit": 500}})
 	if err != nil || !r.IsError || !strings.Contains(r.Content[0].(*mcp.TextContent).Text, "at most 100") {
 		t.Fatalf("list limit 500 = %v, %+v", err, r)
+	}
+}
+
+// connect serves the tools of agent against a fake one-node cluster and
+// returns the client session.
+func connect(t *testing.T, agent string) *mcp.ClientSession {
+	t.Helper()
+	ctx := context.Background()
+	hs := httptest.NewServer(transport.NewServer(transporttest.New(t), transport.ServerOptions{}))
+	t.Cleanup(hs.Close)
+	srv, err := New(Config{Agent: agent, Client: transport.NewClient(hs.Listener.Addr().String(), nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// A message holding a secret is a tool error that names the field and the
+// detection rule, as the API does, and never repeats the secret.
+func TestSendWithSecretIsToolError(t *testing.T) {
+	cs := connect(t, "claude")
+	pat := "ghp_" + "R8bXw2LqT9vKc4ZmN7yPj3HsDf6GaU1eVo5k"
+	r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: ToolSend,
+		Arguments: map[string]any{"to": []string{"codex"}, "text": "push with " + pat}})
+	if err != nil || !r.IsError {
+		t.Fatalf("send with a secret = %v, %+v; want a tool error", err, r)
+	}
+	txt := r.Content[0].(*mcp.TextContent).Text
+	if !strings.Contains(txt, "content.text holds a secret (gitleaks rule github-pat)") || strings.Contains(txt, pat) {
+		t.Errorf("tool error %q: want the field and rule, not the secret", txt)
 	}
 }

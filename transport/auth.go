@@ -27,7 +27,8 @@ import (
 // 403 otherwise. Handlers check the agent a body names (a message's
 // "from", a lock's holder) with admit. Every refusal of a presented token
 // is proposed to the audit trail (fsm.OpAuditDenial), folded and
-// rate-bounded by a denialCoalescer.
+// rate-bounded by the server's denialCoalescer (Server.deny), which other
+// refusals worth a trace (a send holding a secret) share.
 
 // AuthConfig turns authentication on: ServerOptions.Auth.
 type AuthConfig struct {
@@ -77,15 +78,11 @@ type authState struct {
 	s        *Server
 	admin    [sha256.Size]byte // SHA-256 of the admin token
 	hasAdmin bool
-	denials  *denialCoalescer
-
-	nodeMu sync.Mutex
-	node   string // this node's id, for denial lines; "" until known
 }
 
 // newAuthState builds the auth state for s.
 func newAuthState(s *Server, cfg *AuthConfig) *authState {
-	a := &authState{s: s, denials: newDenialCoalescer()}
+	a := &authState{s: s}
 	if cfg.AdminToken != "" {
 		a.admin, a.hasAdmin = sha256.Sum256([]byte(cfg.AdminToken)), true
 	}
@@ -100,13 +97,13 @@ func (a *authState) authenticate(w http.ResponseWriter, r *http.Request) (*Ident
 		a.unauthorized(w, r, "missing bearer token: send Authorization: Bearer <token>", false)
 		// Folded like the others: a scanner's many requests are one line
 		// with a count.
-		a.deny(r, denial{who: "anonymous", reason: "missing bearer token"})
+		a.s.deny(r, denial{who: "anonymous", reason: "missing bearer token"})
 		return nil, false
 	}
 	secret, problem := parseBearer(values)
 	if problem != "" {
 		a.unauthorized(w, r, problem, false)
-		a.deny(r, denial{who: "malformed", reason: problem})
+		a.s.deny(r, denial{who: "malformed", reason: problem})
 		return nil, false
 	}
 	sum := sha256.Sum256([]byte(secret))
@@ -119,13 +116,13 @@ func (a *authState) authenticate(w http.ResponseWriter, r *http.Request) (*Ident
 	switch {
 	case errors.As(err, &revoked):
 		a.unauthorized(w, r, "the bearer token was revoked", true)
-		a.deny(r, denial{who: revoked.Token.ID, agent: revoked.Token.Agent, tokenID: revoked.Token.ID, reason: "revoked token"})
+		a.s.deny(r, denial{who: revoked.Token.ID, agent: revoked.Token.Agent, tokenID: revoked.Token.ID, reason: "revoked token"})
 		return nil, false
 	case errors.Is(err, fsm.ErrNotFound):
 		a.unauthorized(w, r, "unknown bearer token (a token created through another node a moment ago may not have reached this one yet: retry in a few ms)", true)
 		// The hash prefix tells repeated tries of one secret apart from
 		// many secrets, without anything usable about the secret.
-		a.deny(r, denial{who: "sha256:" + hash[:12], reason: "unknown token (sha256 " + hash[:12] + "…)"})
+		a.s.deny(r, denial{who: "sha256:" + hash[:12], reason: "unknown token (sha256 " + hash[:12] + "…)"})
 		return nil, false
 	case err != nil:
 		a.s.writeError(w, r, fmt.Errorf("authenticate: %w", err))
@@ -284,7 +281,7 @@ func (a *authState) forbid(w http.ResponseWriter, r *http.Request, id *Identity,
 	}
 	a.s.writeError(w, r, &APIError{Status: http.StatusForbidden, Code: CodeForbidden,
 		Message: fmt.Sprintf("%s %s %s; the request carries %s", r.Method, r.URL.Path, need, whose)})
-	a.deny(r, denial{who: id.TokenID, agent: id.Agent, tokenID: id.TokenID, reason: need})
+	a.s.deny(r, denial{who: id.TokenID, agent: id.Agent, tokenID: id.TokenID, reason: need})
 }
 
 // denial is one refused request before it is folded.
@@ -294,8 +291,9 @@ type denial struct {
 	reason         string
 }
 
-// deny queues the denial for the audit trail; it never blocks the request.
-func (a *authState) deny(r *http.Request, d denial) {
+// deny queues the denial for the audit trail (a DENIED line, folded and
+// paced by the denial coalescer); it never blocks the request.
+func (s *Server) deny(r *http.Request, d denial) {
 	cmd := fsm.AuditDenialCommand{
 		Agent:   clip(d.agent, fsm.MaxDenialIDLen),
 		TokenID: clip(d.tokenID, fsm.MaxDenialIDLen),
@@ -304,18 +302,19 @@ func (a *authState) deny(r *http.Request, d denial) {
 		Reason:  clip(d.reason, fsm.MaxDenialReasonLen),
 		Count:   1,
 	}
-	if a.denials.add(denialKey{who: d.who, reason: cmd.Reason}, cmd) {
-		go a.drain()
+	if s.denials.add(denialKey{who: d.who, reason: cmd.Reason}, cmd) {
+		go s.drainDenials()
 	}
 }
 
 // denialApplyTimeout bounds one proposal of a denial line.
 const denialApplyTimeout = 10 * time.Second
 
-// drain proposes queued denials as the budget allows, until none is left.
-func (a *authState) drain() {
+// drainDenials proposes queued denials as the budget allows, until none
+// is left.
+func (s *Server) drainDenials() {
 	for {
-		cmd, wait := a.denials.next(time.Now())
+		cmd, wait := s.denials.next(time.Now())
 		if cmd == nil && wait == 0 {
 			return
 		}
@@ -325,24 +324,24 @@ func (a *authState) drain() {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), denialApplyTimeout)
-		cmd.Node = a.nodeID(ctx)
-		if _, err := a.s.prop.Apply(ctx, fsm.OpAuditDenial, cmd); err != nil {
-			a.s.opts.Logger.Warn("auth: could not audit a refused request", "reason", cmd.Reason, "count", cmd.Count, "error", err)
+		cmd.Node = s.nodeID(ctx)
+		if _, err := s.prop.Apply(ctx, fsm.OpAuditDenial, cmd); err != nil {
+			s.opts.Logger.Warn("could not audit a refused request", "reason", cmd.Reason, "count", cmd.Count, "error", err)
 		}
 		cancel()
 	}
 }
 
 // nodeID is this node's id, asked of the node's Membership once it answers.
-func (a *authState) nodeID(ctx context.Context) string {
-	a.nodeMu.Lock()
-	defer a.nodeMu.Unlock()
-	if a.node == "" {
-		if st, err := a.s.cluster.Status(ctx); err == nil {
-			a.node = clip(st.NodeID, fsm.MaxDenialIDLen)
+func (s *Server) nodeID(ctx context.Context) string {
+	s.nodeMu.Lock()
+	defer s.nodeMu.Unlock()
+	if s.node == "" {
+		if st, err := s.cluster.Status(ctx); err == nil {
+			s.node = clip(st.NodeID, fsm.MaxDenialIDLen)
 		}
 	}
-	return a.node
+	return s.node
 }
 
 // clip makes s valid UTF-8 of at most n bytes, cut on a rune boundary.

@@ -60,9 +60,10 @@ func TestUnclassifiedRouteIsAdminOnly(t *testing.T) {
 			fsm.HashToken(alice): {ID: "t1", Agent: "alice", Role: fsm.TokenRoleAgent},
 			fsm.HashToken(rex):   {ID: "t2", Agent: "rex", Role: fsm.TokenRoleModerator},
 		}},
+		denials: newDenialCoalescer(),
 	}
 	s.auth = newAuthState(s, &AuthConfig{AdminToken: admin})
-	s.auth.denials.running = true // keep denials queued: no node to propose them to
+	s.denials.running = true // keep denials queued: no node to propose them to
 	served := 0
 	s.register([]route{{pattern: "POST /v1/brand-new", handle: func(http.ResponseWriter, *http.Request) { served++ }}})
 	for _, secret := range []string{alice, rex} {
@@ -81,7 +82,7 @@ func TestUnclassifiedRouteIsAdminOnly(t *testing.T) {
 	if w.Code != http.StatusOK || served != 1 {
 		t.Errorf("admin on an unclassified route: %d (served %d), want it served", w.Code, served)
 	}
-	if n := len(s.auth.denials.pending); n != 2 {
+	if n := len(s.denials.pending); n != 2 {
 		t.Errorf("%d denials queued for the audit, want 2", n)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/secrets"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
 )
@@ -27,10 +28,15 @@ func (s sendStub) Apply(context.Context, fsm.Op, any) (json.RawMessage, error) {
 
 // BenchmarkServeSend is the API's share of a send on the node a client
 // reached, without the network or Raft: decode the 1 KiB body, normalize,
-// validate, authorize, propose it (to a stub answering a fixed result),
-// and write the answer. Run with -benchmem; figures in
-// docs/PERFORMANCE.md.
+// validate, authorize, scan it for secrets (secret_guard refuse, the
+// default), propose it (to a stub answering a fixed result), and write
+// the answer. Run with -benchmem; figures in docs/PERFORMANCE.md.
 func BenchmarkServeSend(b *testing.B) {
+	// As maosd does at start: the rules compile once per process, which is
+	// not a send's cost.
+	if err := secrets.Warm(); err != nil {
+		b.Fatal(err)
+	}
 	for _, auth := range []bool{false, true} {
 		b.Run(fmt.Sprintf("auth=%v", auth), func(b *testing.B) {
 			svc := sendStub{Service: transporttest.New(b), result: json.RawMessage(`{"id":"msg-bench-1","seq":7,"timestamp":"2026-11-21T10:30:00Z"}`)}

@@ -30,6 +30,15 @@ func (c *Client) AgentPresence(ctx context.Context, agent string) (Presence, err
 	return out, err
 }
 
+// AgentHealth returns one agent's health report (its presence and its
+// watcher's task counts); an error matching fsm.ErrNotFound if the node
+// knows no such agent.
+func (c *Client) AgentHealth(ctx context.Context, agent string) (HealthReport, error) {
+	var out HealthReport
+	err := c.do(ctx, http.MethodGet, "/v1/agents/"+url.PathEscape(agent)+"/health", nil, nil, &out)
+	return out, err
+}
+
 // Members returns the node's view of gossip membership.
 func (c *Client) Members(ctx context.Context) (MembersResponse, error) {
 	var out MembersResponse

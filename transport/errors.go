@@ -52,6 +52,7 @@ const (
 	CodeNotReady       = "not_ready"
 	CodeUnauthorized   = "unauthorized"
 	CodeRateLimited    = "rate_limited"
+	CodeSecretFound    = "secret_found"
 	CodeInternal       = "internal"
 )
 
@@ -73,6 +74,7 @@ var codes = map[string]struct {
 	CodeNotReady:       {http.StatusServiceUnavailable, ErrNotReady},
 	CodeUnauthorized:   {http.StatusUnauthorized, ErrUnauthorized},
 	CodeRateLimited:    {http.StatusTooManyRequests, ErrRateLimited},
+	CodeSecretFound:    {http.StatusUnprocessableEntity, ErrSecretFound},
 	CodeInternal:       {http.StatusInternalServerError, nil},
 }
 
@@ -149,6 +151,8 @@ func toAPIError(err error) *APIError {
 		code = CodeNotReady
 	case errors.Is(err, ErrRateLimited):
 		code = CodeRateLimited
+	case errors.Is(err, ErrSecretFound):
+		code = CodeSecretFound
 	case errors.Is(err, ErrTooLarge):
 		code = CodeTooLarge
 	case errors.Is(err, ErrBadRequest):

@@ -25,9 +25,10 @@ const (
 // 1400 bytes, less its own headers), so its JSON form is capped at
 // MaxPresenceWire bytes; the field caps keep an ordinary record far below.
 const (
-	MaxPresenceTask   = 256  // bytes of Presence.Task
-	MaxPresenceReason = 128  // bytes of Presence.Reason
-	MaxPresenceWire   = 1000 // bytes of one record's JSON on the gossip wire
+	MaxPresenceTask      = 256  // bytes of Presence.Task
+	MaxPresenceReason    = 128  // bytes of Presence.Reason
+	MaxPresenceLastError = 128  // bytes of AgentHealth.LastError
+	MaxPresenceWire      = 1000 // bytes of one record's JSON on the gossip wire
 	// MaxPresenceAhead is how far in the future a heartbeat's own
 	// timestamp may be, to allow for clock skew between hosts.
 	MaxPresenceAhead = time.Minute
@@ -53,11 +54,92 @@ type Presence struct {
 	// Reason says why an agent is OFFLINE: "heartbeat lapsed", "node n2
 	// dead", "node n2 left", or what the agent itself said.
 	Reason string `json:"reason,omitempty"`
+	// AgentHealth is what the agent's watcher reports of its tasks.
+	AgentHealth
 	// Timestamp is the last heartbeat: when the node accepted it, or the
 	// heartbeat's own timestamp if it carried one.
 	Timestamp time.Time `json:"timestamp"`
 	Version   uint64    `json:"version"`
 	Origin    string    `json:"origin"` // node that wrote this version
+}
+
+// AgentHealth is seed 004's agent_health_check as a watcher reports it in
+// each heartbeat of its agent: counts since the watcher started, the last
+// task error (one line, at most MaxPresenceLastError bytes) and the mean
+// run time of the finished tasks in milliseconds. A heartbeat without them
+// (an agent with no watcher) leaves them zero.
+type AgentHealth struct {
+	TasksRunning   int    `json:"tasks_running,omitempty"`
+	TasksSucceeded int    `json:"tasks_succeeded,omitempty"`
+	TasksFailed    int    `json:"tasks_failed,omitempty"`
+	LastError      string `json:"last_error,omitempty"`
+	MeanDurationMS int64  `json:"mean_duration_ms,omitempty"`
+}
+
+// validate checks the counts are not negative and the error is one line.
+func (h *AgentHealth) validate() error {
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"tasks_running", int64(h.TasksRunning)}, {"tasks_succeeded", int64(h.TasksSucceeded)},
+		{"tasks_failed", int64(h.TasksFailed)}, {"mean_duration_ms", h.MeanDurationMS}} {
+		if f.v < 0 {
+			return &fsm.FieldError{Field: f.name, Reason: fmt.Sprintf("%d is negative", f.v)}
+		}
+	}
+	if reason := checkLine(h.LastError, MaxPresenceLastError); reason != "" {
+		return &fsm.FieldError{Field: "last_error", Reason: reason}
+	}
+	return nil
+}
+
+// Agent health statuses (seed 004 agent_health_check "status").
+const (
+	HealthHealthy  = "healthy"
+	HealthDegraded = "degraded"
+	HealthError    = "error"
+)
+
+// HealthReport is the body of GET /v1/agents/{id}/health: the agent's
+// presence and its watcher's task counts, with a status in seed 004's
+// words and the share of finished tasks that failed.
+type HealthReport struct {
+	AgentID  string `json:"agent_id"`
+	Status   string `json:"status"` // healthy, degraded or error (Presence.Health says when)
+	State    string `json:"state"`
+	Substate string `json:"substate,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	Node     string `json:"node"`
+	Task     string `json:"task,omitempty"`
+	AgentHealth
+	// ErrorRatePercentage is tasks_failed of the finished tasks, 0..100.
+	ErrorRatePercentage float64   `json:"error_rate_percentage"`
+	LastSeen            time.Time `json:"last_seen"`
+}
+
+// Health is p's health report: status "error" when the agent is OFFLINE
+// (Reason says why; its task counts are gone with its watcher), "degraded" when it is BLOCKED or more of its finished
+// tasks failed than succeeded, else "healthy".
+func (p *Presence) Health() HealthReport {
+	r := HealthReport{AgentID: p.AgentID, Status: HealthHealthy, State: p.State, Substate: p.Substate, Reason: p.Reason,
+		Node: p.Node, Task: p.Task, AgentHealth: p.AgentHealth, LastSeen: p.Timestamp}
+	if done := p.TasksSucceeded + p.TasksFailed; done > 0 {
+		r.ErrorRatePercentage = 100 * float64(p.TasksFailed) / float64(done)
+	}
+	switch {
+	case p.State != PresenceAwake:
+		r.Status = HealthError
+	case p.Substate == SubstateBlocked || p.TasksFailed > p.TasksSucceeded:
+		r.Status = HealthDegraded
+	}
+	return r
+}
+
+// MarkOffline makes p OFFLINE for reason: no substate, and no task health
+// (the counts of a watcher that is gone are stale, and an OFFLINE record
+// with its reason must still fit a gossip packet).
+func (p *Presence) MarkOffline(reason string) {
+	p.State, p.Substate, p.Reason, p.AgentHealth = PresenceOffline, "", reason, AgentHealth{}
 }
 
 // Newer reports whether p supersedes q (another record of the same agent).
@@ -71,7 +153,8 @@ func (p *Presence) Newer(q *Presence) bool {
 // PresenceUpdate is the body of PUT /v1/presence/{agent}: a heartbeat. Only
 // state is required. agent_id and node may be given as a check (they must
 // match the path and the answering node); watcher_pid is the seed format's
-// name for pid.
+// name for pid; tasks_running, tasks_succeeded, tasks_failed, last_error
+// and mean_duration_ms are the watcher's AgentHealth.
 type PresenceUpdate struct {
 	AgentID    string `json:"agent_id,omitempty"`
 	Node       string `json:"node,omitempty"`
@@ -82,6 +165,8 @@ type PresenceUpdate struct {
 	WatcherPID int    `json:"watcher_pid,omitempty"`
 	Task       string `json:"task,omitempty"`
 	Reason     string `json:"reason,omitempty"`
+	// AgentHealth is the watcher's report of the agent's tasks.
+	AgentHealth
 	// Timestamp, if given, is the heartbeat's own time; it may be at most
 	// MaxPresenceAhead in the future and no older than the presence TTL.
 	// Without it the node stamps the heartbeat with its clock.
@@ -89,7 +174,8 @@ type PresenceUpdate struct {
 }
 
 // Normalize upper-cases state and substate, takes pid from watcher_pid
-// when only that is given, and defaults an AWAKE agent's substate to IDLE.
+// when only that is given, defaults an AWAKE agent's substate to IDLE and
+// drops an OFFLINE agent's task health (as Presence.MarkOffline does).
 func (u *PresenceUpdate) Normalize() {
 	u.State = strings.ToUpper(strings.TrimSpace(u.State))
 	u.Substate = strings.ToUpper(strings.TrimSpace(u.Substate))
@@ -99,6 +185,9 @@ func (u *PresenceUpdate) Normalize() {
 	u.WatcherPID = 0
 	if u.State == PresenceAwake && u.Substate == "" {
 		u.Substate = SubstateIdle
+	}
+	if u.State == PresenceOffline {
+		u.AgentHealth = AgentHealth{}
 	}
 }
 
@@ -145,7 +234,7 @@ func (u *PresenceUpdate) Validate(agent string) error {
 	if reason := checkLine(u.Reason, MaxPresenceReason); reason != "" {
 		return &fsm.FieldError{Field: "reason", Reason: reason}
 	}
-	return nil
+	return u.AgentHealth.validate()
 }
 
 // checkLine returns why s is not one line of printable UTF-8 of at most

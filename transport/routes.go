@@ -82,6 +82,7 @@ func (s *Server) routes() []route {
 		{pattern: "PUT /v1/presence/{agent}", rule: actor("agent"), body: presenceBody, handle: s.putPresence},
 		{pattern: "GET /v1/presence", rule: ruleAny, handle: s.listPresence},
 		{pattern: "GET /v1/presence/{agent}", rule: ruleAny, handle: s.getPresence},
+		{pattern: "GET /v1/agents/{id}/health", rule: ruleAny, handle: s.agentHealth},
 		{pattern: "GET /v1/cluster/members", rule: ruleAny, handle: s.members},
 
 		// The bulletin and locks (server_coordination.go).

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,8 +12,10 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/maos-project/maos/dialect"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/hostport"
 )
@@ -66,6 +69,12 @@ type Server struct {
 	limits *limiter
 	// auth authenticates and authorizes requests; nil when opts.Auth is.
 	auth *authState
+	// denials folds and paces the refusals the audit trail records
+	// (auth.go: deny); node is this node's id for their lines, "" until
+	// known.
+	denials *denialCoalescer
+	nodeMu  sync.Mutex
+	node    string
 }
 
 // NewServer returns the API handler for the node b.
@@ -82,7 +91,8 @@ func NewServer(b Backend, opts ServerOptions) *Server {
 	if opts.KeepAlive <= 0 {
 		opts.KeepAlive = DefaultKeepAlive
 	}
-	s := &Server{prop: b, state: b.State(), cluster: b, presence: b, opts: opts, limits: newLimiter(opts.Limits)}
+	s := &Server{prop: b, state: b.State(), cluster: b, presence: b, opts: opts, limits: newLimiter(opts.Limits),
+		denials: newDenialCoalescer()}
 	if opts.Auth != nil {
 		s.auth = newAuthState(s, opts.Auth)
 	}
@@ -141,8 +151,8 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) send(w http.ResponseWriter, r *http.Request) {
-	var m fsm.Message
-	if err := decodeBody(w, r, s.opts.MaxMessageBytes, &m); err != nil {
+	m, err := decodeMessage(w, r, s.opts.MaxMessageBytes)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -156,6 +166,9 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.admit(w, r, "from", m.From) {
+		return
+	}
+	if !s.guardSecrets(w, r, m.From, messageFields(&m), m.Validate) {
 		return
 	}
 	// The state machine's fsm.SendResult is SendResponse on the wire.
@@ -285,10 +298,59 @@ func (s *Server) transfer(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
+// decodeMessage reads the body of POST /v1/messages, at most limit bytes:
+// a message in maos's own format, decoded as decodeBody does (an unknown
+// field is an error naming it), or, when that fails and the body has a
+// field only the seeds' dialects have (dialect.Is: session_id, subject,
+// message_type, ...), a message in one of those formats, mapped by
+// dialect.Map as maosctl import maps a file. A body in the native format
+// costs nothing more than before; one that is neither gets the native
+// format's error.
+func decodeMessage(w http.ResponseWriter, r *http.Request, limit int64) (fsm.Message, error) {
+	var buf bytes.Buffer
+	if r.ContentLength > 0 && r.ContentLength <= limit {
+		buf.Grow(int(r.ContentLength) + bytes.MinRead)
+	}
+	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit)); err != nil {
+		return fsm.Message{}, bodyError(err, limit)
+	}
+	raw := buf.Bytes()
+	var m fsm.Message
+	err := decodeJSON(bytes.NewReader(raw), limit, &m)
+	if err == nil {
+		return m, nil
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		// Not one JSON object: say what is wrong with it as such
+		// (trailing data, a syntax error), not with its first field.
+		var v json.RawMessage
+		if serr := decodeJSON(bytes.NewReader(raw), limit, &v); serr != nil {
+			return fsm.Message{}, serr
+		}
+		return fsm.Message{}, err
+	}
+	if !dialect.Is(obj) {
+		return fsm.Message{}, err
+	}
+	dm, err := dialect.Map(raw, dialect.Place{}, dialect.Options{})
+	if err != nil {
+		return fsm.Message{}, err
+	}
+	return *dm, nil
+}
+
 // decodeBody reads one JSON object of at most limit bytes into v, refusing
 // unknown fields and trailing data.
 func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	return decodeJSON(http.MaxBytesReader(w, r.Body, limit), limit, v)
+}
+
+// decodeJSON reads one JSON object from rd (a body capped at limit bytes)
+// into v, refusing unknown fields and trailing data; the error is the
+// API's answer.
+func decodeJSON(rd io.Reader, limit int64, v any) error {
+	dec := json.NewDecoder(rd)
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
 	if err == nil {
@@ -306,9 +368,14 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) erro
 	if err == nil {
 		return nil
 	}
-	var tooBig *http.MaxBytesError
+	return bodyError(err, limit)
+}
+
+// bodyError is the API's answer to err, met reading or decoding a body
+// capped at limit bytes.
+func bodyError(err error, limit int64) error {
 	switch {
-	case errors.As(err, &tooBig):
+	case errors.As(err, new(*http.MaxBytesError)):
 		return &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
 			Message: fmt.Sprintf("request body over the limit of %d bytes (--max-message-bytes)", limit)}
 	case strings.HasPrefix(err.Error(), "json: unknown field "):

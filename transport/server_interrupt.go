@@ -108,6 +108,10 @@ func (s *Server) interruptAgent(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	// The reason is text the alert stores, like any message's.
+	if !s.guardSecrets(w, r, req.From, messageFields(m), m.Validate) {
+		return
+	}
 	raw, err := s.prop.Apply(ctx, fsm.OpSend, fsm.SendCommand{Message: *m,
 		Interrupt: &fsm.Interrupt{Moderator: IdentityFrom(ctx).Moderates()}})
 	if err != nil {

@@ -292,3 +292,22 @@ func TestInterruptRoutesToHostingNode(t *testing.T) {
 		}
 	}
 }
+
+// The interrupt's reason is stored text like any message's: a secret in it
+// is refused (422, secret_guard's default) before anything is stored or
+// pressed.
+func TestInterruptReasonIsGuardedForSecrets(t *testing.T) {
+	fake, c, hook := interruptNode(t, nil)
+	before := fake.NumStored()
+	_, err := c.InterruptAgent(context.Background(), "claude", transport.InterruptRequest{From: "master", Reason: "use " + fakeGitHubPAT})
+	var apiErr *transport.APIError
+	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusUnprocessableEntity || strings.Contains(apiErr.Message, fakeGitHubPAT) {
+		t.Fatalf("interrupt with a secret = %v, want 422 not echoing it", err)
+	}
+	if n := fake.NumStored(); n != before {
+		t.Errorf("%d messages stored, want %d", n, before)
+	}
+	if pressed, _ := hook.presses(); len(pressed) != 0 {
+		t.Errorf("ESC pressed %v for a refused interrupt", pressed)
+	}
+}

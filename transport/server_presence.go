@@ -15,6 +15,7 @@ const maxPresenceBytes = 4 << 10
 //	PUT /v1/presence/{agent}   heartbeat (PresenceUpdate) → the stored Presence
 //	GET /v1/presence           PresenceResponse, every agent this node knows
 //	GET /v1/presence/{agent}   Presence; 404 if unknown
+//	GET /v1/agents/{id}/health HealthReport (Presence.Health); 404 if unknown
 //	GET /v1/cluster/members    MembersResponse
 
 func (s *Server) putPresence(w http.ResponseWriter, r *http.Request) {
@@ -56,6 +57,15 @@ func (s *Server) getPresence(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, p)
+}
+
+func (s *Server) agentHealth(w http.ResponseWriter, r *http.Request) {
+	p, err := s.presence.AgentPresence(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p.Health())
 }
 
 func (s *Server) members(w http.ResponseWriter, r *http.Request) {

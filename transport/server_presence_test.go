@@ -65,6 +65,11 @@ func TestPutPresenceRefusesBadInput(t *testing.T) {
 		{"task too long", "codex", `{"state":"AWAKE","task":"` + long + `"}`, "invalid", "task"},
 		{"task with a newline", "codex", `{"state":"AWAKE","task":"two\nlines"}`, "invalid", "task"},
 		{"reason too long", "codex", `{"state":"OFFLINE","reason":"` + strings.Repeat("r", transport.MaxPresenceReason+1) + `"}`, "invalid", "reason"},
+		{"negative tasks_failed", "codex", `{"state":"AWAKE","tasks_failed":-1}`, "invalid", "tasks_failed"},
+		{"negative tasks_running", "codex", `{"state":"AWAKE","tasks_running":-2}`, "invalid", "tasks_running"},
+		{"negative mean_duration_ms", "codex", `{"state":"AWAKE","mean_duration_ms":-5}`, "invalid", "mean_duration_ms"},
+		{"last_error too long", "codex", `{"state":"AWAKE","last_error":"` + strings.Repeat("e", transport.MaxPresenceLastError+1) + `"}`, "invalid", "last_error"},
+		{"last_error with a newline", "codex", `{"state":"AWAKE","last_error":"two\nlines"}`, "invalid", "last_error"},
 		{"unknown field", "codex", `{"state":"AWAKE","version":99}`, "unknown_field", "version"},
 		{"not JSON", "codex", `{"state":`, "bad_request", ""},
 		{"body too large", "codex", `{"state":"AWAKE","task":"` + strings.Repeat("y", 5000) + `"}`, "too_large", ""},
@@ -196,16 +201,22 @@ func TestClientPresenceRoundTrip(t *testing.T) {
 
 // A record at the field limits stays under the gossip wire limit unless
 // the task is made of characters JSON must escape: the node checks the
-// encoded size (cluster tests), and this pins the arithmetic.
+// encoded size (cluster tests), and this pins the arithmetic. An AWAKE
+// record carries the watcher's task health; an OFFLINE one, whether the
+// agent said so (with a reason at its limit) or its node died, does not.
 func TestPresenceRecordFitsAPacket(t *testing.T) {
 	p := transport.Presence{
 		AgentID: strings.Repeat("a", 64), Node: strings.Repeat("n", 64), State: "AWAKE", Substate: "WORKING",
 		Channel: strings.Repeat("c", 64), PID: 1 << 30, Task: strings.Repeat("t", transport.MaxPresenceTask),
+		AgentHealth: transport.AgentHealth{TasksRunning: 1 << 30, TasksSucceeded: 1 << 30, TasksFailed: 1 << 30,
+			LastError: strings.Repeat("e", transport.MaxPresenceLastError), MeanDurationMS: 1 << 40},
 		Timestamp: time.Date(2026, 11, 21, 10, 30, 0, 123456789, time.UTC), Version: 1 << 62, Origin: strings.Repeat("o", 64),
 	}
-	offline := p
-	offline.State, offline.Substate, offline.Reason = "OFFLINE", "", strings.Repeat("r", transport.MaxPresenceReason)
-	for _, rec := range []transport.Presence{p, offline} {
+	said := p
+	said.MarkOffline(strings.Repeat("r", transport.MaxPresenceReason))
+	nodeDied := p
+	nodeDied.MarkOffline("node " + strings.Repeat("n", 64) + " dead")
+	for _, rec := range []transport.Presence{p, said, nodeDied} {
 		b, err := json.Marshal(rec)
 		if err != nil {
 			t.Fatal(err)
@@ -214,4 +225,68 @@ func TestPresenceRecordFitsAPacket(t *testing.T) {
 			t.Errorf("a %s record at the field limits is %d bytes on the wire, over %d", rec.State, len(b)+1, transport.MaxPresenceWire)
 		}
 	}
+	if said.State != "OFFLINE" || said.Substate != "" || said.AgentHealth != (transport.AgentHealth{}) {
+		t.Errorf("MarkOffline left %+v", said)
+	}
+	u := transport.PresenceUpdate{State: "offline", AgentHealth: p.AgentHealth}
+	if u.Normalize(); u.AgentHealth != (transport.AgentHealth{}) {
+		t.Errorf("an OFFLINE heartbeat keeps its task health %+v", u.AgentHealth)
+	}
+}
+
+// A heartbeat's task counts come back in the presence record and in the
+// agent's health report, whose status follows Presence.Health's rule.
+func TestAgentHealth(t *testing.T) {
+	f := transporttest.New(t)
+	srv := serve(t, f, transport.ServerOptions{})
+	c := transport.NewClient(srv.URL, nil)
+	ctx := t.Context()
+	if _, err := c.AgentHealth(ctx, "codex"); !errors.Is(err, fsm.ErrNotFound) {
+		t.Errorf("health of an unknown agent: %v, want not found", err)
+	}
+	r := do(t, http.MethodPut, srv.URL+"/v1/presence/codex",
+		`{"state":"AWAKE","substate":"WORKING","task":"task-1","tasks_running":1,"tasks_succeeded":3,"tasks_failed":1,"last_error":"exit status 2","mean_duration_ms":2340}`, nil)
+	if r.status != http.StatusOK {
+		t.Fatalf("put: %d %s", r.status, r.body)
+	}
+	var p transport.Presence
+	if err := json.Unmarshal(r.body, &p); err != nil {
+		t.Fatal(err)
+	}
+	want := transport.AgentHealth{TasksRunning: 1, TasksSucceeded: 3, TasksFailed: 1, LastError: "exit status 2", MeanDurationMS: 2340}
+	if p.AgentHealth != want {
+		t.Errorf("stored health %+v, want %+v", p.AgentHealth, want)
+	}
+	r = do(t, http.MethodGet, srv.URL+"/v1/agents/codex/health", "", nil)
+	var raw map[string]any
+	if err := json.Unmarshal(r.body, &raw); err != nil || r.status != http.StatusOK {
+		t.Fatalf("health: %d %s", r.status, r.body)
+	}
+	if raw["status"] != "healthy" || raw["tasks_succeeded"] != 3.0 || raw["error_rate_percentage"] != 25.0 || raw["mean_duration_ms"] != 2340.0 ||
+		raw["last_error"] != "exit status 2" || raw["node"] != "n1" || raw["task"] != "task-1" {
+		t.Errorf("health body %s", r.body)
+	}
+	for _, tc := range []struct{ body, status string }{
+		{`{"state":"AWAKE","tasks_succeeded":1,"tasks_failed":2}`, transport.HealthDegraded},
+		{`{"state":"AWAKE","substate":"BLOCKED"}`, transport.HealthDegraded},
+		{`{"state":"OFFLINE","reason":"stopped"}`, transport.HealthError},
+		{`{"state":"AWAKE","tasks_succeeded":2,"tasks_failed":2}`, transport.HealthHealthy},
+	} {
+		if _, err := c.PutPresence(ctx, "codex", mustUpdate(t, tc.body)); err != nil {
+			t.Fatal(err)
+		}
+		h, err := c.AgentHealth(ctx, "codex")
+		if err != nil || h.Status != tc.status || h.AgentID != "codex" {
+			t.Errorf("after %s: health %+v, %v; want status %s", tc.body, h, err, tc.status)
+		}
+	}
+}
+
+func mustUpdate(t *testing.T, body string) transport.PresenceUpdate {
+	t.Helper()
+	var u transport.PresenceUpdate
+	if err := json.Unmarshal([]byte(body), &u); err != nil {
+		t.Fatal(err)
+	}
+	return u
 }

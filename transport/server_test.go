@@ -185,6 +185,13 @@ func TestSendRejected(t *testing.T) {
 		{name: "seq set", body: `{"seq":7,"from":"alice","channel":"general","to":["bob"],"content":{"text":"x"}}`, status: 400, code: "invalid", prefix: "seq:"},
 		{name: "bad priority", body: `{"from":"alice","channel":"general","to":["bob"],"priority":"asap","content":{"text":"x"}}`, status: 400, code: "invalid", prefix: "priority:"},
 		{name: "null body", body: `null`, status: 400, code: "invalid", prefix: "from:"},
+		// A body with a seed's marker field is mapped as that dialect:
+		// its refusals name the field too.
+		{name: "dialect without a sender", body: `{"session_id":"general","to":"bob","content":{"text":"x"}}`, status: 400, code: "invalid", prefix: "from:"},
+		{name: "dialect without a channel", body: `{"message_type":"request","from_agent":"a","to_agent":"b","body":"x"}`, status: 400, code: "invalid", prefix: "channel:"},
+		{name: "dialect with a bad content", body: `{"session_id":"general","from":"a","to":"b","content":7}`, status: 400, code: "invalid", prefix: "content:"},
+		{name: "dialect with a bad timestamp", body: `{"subject":"s","from":"a","to":"b","channel":"c","body":"x","timestamp":"soon"}`, status: 400, code: "invalid", prefix: "timestamp:"},
+		{name: "dialect, trailing data", body: `{"session_id":"general","from":"a","to":"b","content":"x"} x`, status: 400, code: "bad_request", message: "trailing"},
 		{name: "over a small limit", body: bodyOfSize(513), max: 512, status: 413, code: "too_large", message: "512"},
 		{name: "over the default limit", body: bodyOfSize(overDefault), status: 413, code: "too_large", message: fmt.Sprint(fsm.DefaultMaxBytes)},
 		{name: "trailing data over the limit", body: bodyOfSize(500) + strings.Repeat(" ", 20) + "{}", max: 512, status: 413, code: "too_large"},

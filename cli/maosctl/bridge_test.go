@@ -3,6 +3,7 @@ package maosctl
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -346,5 +347,62 @@ func TestMirrorFollow(t *testing.T) {
 	b, _ := os.ReadFile(path)
 	if err := json.Unmarshal(b, &f); err != nil || f.From != "claude" || f.To != "codex" || f.Content.Text != "after" || f.SessionID != "ops" {
 		t.Errorf("%s: %s (%v)", path, b, err)
+	}
+}
+
+// A seed 004 code-of-conduct flag imported from a file is stored for
+// moderators only, as the same JSON posted to the API is.
+func TestImportCoCFlagIsForModerators(t *testing.T) {
+	e := newTestEnv(t)
+	raw, err := os.ReadFile(filepath.Join("..", "..", "dialect", "testdata", "seed004_coc.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "shared", "messages", "inbox", "orchestrator")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "flag.json"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, r := importReport(t, e, "--channel", "moderation", filepath.Dir(filepath.Dir(filepath.Dir(dir))))
+	if r.err != nil || len(rep.Imported) != 1 {
+		t.Fatalf("import: %+v, err %v, stderr %q", rep, r.err, r.errOut)
+	}
+	m := e.svc.Stored(rep.Imported[0].ID)
+	if m == nil || m.Visibility != fsm.VisibilityModerators || m.Type != fsm.TypeCoCViolationFlag || m.From != "community" {
+		t.Errorf("stored %+v, want a coc_violation_flag for moderators", m)
+	}
+}
+
+// mirror never writes a private message into the folder (a folder has no
+// per-reader access control), and says so: a line for each one and the
+// count.
+func TestMirrorSaysWhatItSkipped(t *testing.T) {
+	e := newTestEnv(t)
+	pub := e.send("ops", "codex", "claude", "public")
+	priv := e.send("ops", "codex", "claude", "between us", "--private")
+	dir := filepath.Join(t.TempDir(), "ops")
+	r := e.run("", "mirror", "--channel", "ops", "--dir", dir)
+	if r.err != nil {
+		t.Fatalf("mirror: %v, stderr %q", r.err, r.errOut)
+	}
+	if r.out != filepath.Join(dir, pub+".json")+"\n" {
+		t.Errorf("mirror printed %q, want only the public file", r.out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, priv+".json")); !os.IsNotExist(err) {
+		t.Errorf("the private message was written (stat: %v)", err)
+	}
+	m, err := e.svc.State().Message(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("maosctl: skipped #%d %s: private, and a shared folder would show it to every reader\n", m.Seq, priv),
+		"maosctl: skipped 1 message(s) not for everyone (private or for moderators only)\n",
+	} {
+		if !strings.Contains(r.errOut, want) {
+			t.Errorf("stderr %q lacks %q", r.errOut, want)
+		}
 	}
 }

@@ -18,7 +18,8 @@ func clusterConfigCommand() *cli.Command {
 		UsageText: `maosctl cluster config get [KEY] | set KEY VALUE
 
    maosctl cluster config get
-   maosctl cluster config set strict_senders true`,
+   maosctl cluster config set strict_senders true
+   maosctl cluster config set secret_guard redact`,
 		Description: `Cluster settings are replicated through the log like messages: a change made
 through any node applies on every node, from that point of the log on.
 
@@ -26,7 +27,15 @@ Settings:
    strict_senders  true: refuse sends from agents that are not registered (403
                    naming them, recorded in the audit trail as BLOCKED);
                    false (the default): register such a sender on the spot
-                   with role "agent".`,
+                   with role "agent".
+   secret_guard    what a node does with a secret (an API key, a token:
+                   gitleaks' rules) found in a message's title, text or code:
+                   refuse (the default: 422 naming the field and the rule,
+                   never the secret; a DENIED line in the audit trail),
+                   redact (store it with each secret replaced by
+                   [REDACTED:rule]) or off (store it as sent).
+   auth_required   set by a leader running with --auth; false takes the
+                   cluster off auth on purpose (README: Authentication).`,
 		Subcommands: []*cli.Command{
 			{
 				Name:      "get",

@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/maos-project/maos/bridge"
+	"github.com/maos-project/maos/dialect"
 	"github.com/urfave/cli/v2"
 )
 
@@ -52,12 +53,12 @@ func runImport(c *cli.Context) error {
 		return usagef(c, "DIR %q is not a folder", dir)
 	}
 	ch := c.String("channel")
-	if ch != "" && bridge.SanitizeName(ch) != ch {
+	if ch != "" && dialect.SanitizeName(ch) != ch {
 		return usagef(c, "--channel %q is not a channel name (lower-case letters, digits, ., _, -; at most 64)", ch)
 	}
 	// Each request is bounded by the client's own timeout: the whole
 	// import may take longer than --timeout.
-	rep, err := bridge.Import(c.Context, apiClient(c), dir, bridge.Options{Channel: ch})
+	rep, err := bridge.Import(c.Context, apiClient(c), dir, dialect.Options{Channel: ch})
 	if err != nil && rep == nil {
 		return err
 	}

@@ -24,7 +24,11 @@ then put in place; an existing file is never rewritten.
 It starts after the newest file present (the highest "seq"). Without -f it
 writes what is there and exits; with -f it follows the channel's stream
 until interrupted, reconnecting after the last message it wrote.
-It prints each file written; with --json, one {"file","id","seq"} per line.`,
+It prints each file written; with --json, one {"file","id","seq"} per line.
+
+A folder has no per-reader access control, so private messages and those
+for moderators only are never written, whatever the token may read; each
+one skipped is a line on stderr, and the count is the last line.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "channel", Usage: "channel `NAME` (required)", EnvVars: []string{envChannel}},
 			&cli.StringFlag{Name: "dir", Usage: "`DIR` to keep (required; created if missing)"},
@@ -58,6 +62,9 @@ func mirror(c *cli.Context) error {
 			_, werr = fmt.Fprintln(c.App.Writer, path)
 		}
 	}
+	mr.OnSkip = func(m *fsm.Message) {
+		fmt.Fprintf(c.App.ErrWriter, "maosctl: skipped #%d %s: %s, and a shared folder would show it to every reader\n", m.Seq, m.ID, visibilityWords(m))
+	}
 	mr.OnRetry = func(err error, after uint64) {
 		fmt.Fprintf(c.App.ErrWriter, "maosctl: stream interrupted (%v); resuming after #%d\n", err, after)
 	}
@@ -69,8 +76,19 @@ func mirror(c *cli.Context) error {
 		defer cancel()
 		_, err = mr.Once(ctx)
 	}
+	if mr.Skipped > 0 {
+		fmt.Fprintf(c.App.ErrWriter, "maosctl: skipped %d message(s) not for everyone (private or for moderators only)\n", mr.Skipped)
+	}
 	if err != nil {
 		return apiError(c, err)
 	}
 	return werr
+}
+
+// visibilityWords says who may read m, which is not public.
+func visibilityWords(m *fsm.Message) string {
+	if m.Visibility == fsm.VisibilityModerators {
+		return "for moderators only"
+	}
+	return "private"
 }

@@ -1,6 +1,7 @@
 package maosctl
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -20,11 +21,13 @@ func whoCommand() *cli.Command {
 		Name:      "who",
 		Usage:     "show which agents are awake, what they do, and on which node",
 		ArgsUsage: "[AGENT]",
-		UsageText: `maosctl who [AGENT]
+		UsageText: `maosctl who [--health] [AGENT]
 
    maosctl who
    maosctl who codex
-   maosctl --json who | jq -r '.agents[] | select(.state == "AWAKE") | .agent_id'`,
+   maosctl who --health
+   maosctl --json who | jq -r '.agents[] | select(.state == "AWAKE") | .agent_id'
+   maosctl --json who --health reviewer-1 | jq .status`,
 		Description: `Prints one line per agent the node knows of: agent, state, substate, node,
 channel, last seen (time since its last heartbeat) and task. An agent whose
 heartbeat lapsed (maosd --presence-ttl) or whose node died or left shows
@@ -36,8 +39,16 @@ watchers send heartbeats with PUT /v1/presence/AGENT.
 
 With AGENT, only that agent (an error if the node has no record of it). With
 --json, the object of GET /v1/presence ({"agents":[...]}) or, with AGENT, of
-GET /v1/presence/AGENT.`,
-		Flags:  []cli.Flag{jsonFlag()},
+GET /v1/presence/AGENT.
+
+--health prints the agents' health instead (seed 004's agent_health_check):
+status, the tasks their watchers report running, succeeded and failed, the
+share that failed, the mean run time and the last error. Status is "error"
+for an OFFLINE agent, "degraded" for one BLOCKED or with more failed tasks
+than succeeded ones, else "healthy". With --json, the health reports
+({"agents":[...]}) or, with AGENT, GET /v1/agents/AGENT/health.`,
+		Flags: []cli.Flag{jsonFlag(),
+			&cli.BoolFlag{Name: "health", Usage: "print each agent's task health (status, counts, mean run time, last error)"}},
 		Action: who,
 	}
 }
@@ -52,6 +63,9 @@ func who(c *cli.Context) error {
 	}
 	ctx, cancel := call(c)
 	defer cancel()
+	if c.Bool("health") {
+		return whoHealth(ctx, c, pos)
+	}
 	var list []transport.Presence
 	if len(pos) == 1 {
 		p, err := apiClient(c).AgentPresence(ctx, pos[0])
@@ -92,6 +106,55 @@ func printWho(w io.Writer, list []transport.Presence, now time.Time) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.AgentID, state, or(p.Substate, "-"), or(p.Node, "-"),
 			or(p.Channel, "-"), ago(now, p.Timestamp), or(p.Task, "-"))
+	}
+	return tw.Flush()
+}
+
+// whoHealth is 'who --health': the health report of AGENT (pos[0]) or of
+// every agent the node knows of.
+func whoHealth(ctx context.Context, c *cli.Context, pos []string) error {
+	var reports []transport.HealthReport
+	if len(pos) == 1 {
+		h, err := apiClient(c).AgentHealth(ctx, pos[0])
+		if err != nil {
+			return apiError(c, err)
+		}
+		if wantJSON(c) {
+			return printJSON(c.App.Writer, h)
+		}
+		reports = append(reports, h)
+	} else {
+		list, err := apiClient(c).Presence(ctx)
+		if err != nil {
+			return apiError(c, err)
+		}
+		reports = []transport.HealthReport{}
+		for i := range list {
+			reports = append(reports, list[i].Health())
+		}
+		if wantJSON(c) {
+			return printJSON(c.App.Writer, struct {
+				Agents []transport.HealthReport `json:"agents"`
+			}{reports})
+		}
+	}
+	if len(reports) == 0 {
+		fmt.Fprintln(c.App.Writer, "no agent has sent a heartbeat")
+		return nil
+	}
+	tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tSTATUS\tRUNNING\tSUCCEEDED\tFAILED\tERROR RATE\tMEAN\tLAST ERROR")
+	for _, h := range reports {
+		status := h.Status
+		if h.Reason != "" {
+			status += " (" + h.Reason + ")"
+		}
+		mean := "-"
+		if h.MeanDurationMS > 0 {
+			mean = (time.Duration(h.MeanDurationMS) * time.Millisecond).String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.0f%%\t%s\t%s\n", h.AgentID, status, h.TasksRunning, h.TasksSucceeded,
+			h.TasksFailed, h.ErrorRatePercentage, mean, or(h.LastError, "-"))
 	}
 	return tw.Flush()
 }

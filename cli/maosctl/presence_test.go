@@ -64,6 +64,47 @@ func TestWhoJSON(t *testing.T) {
 	}
 }
 
+// who --health: each agent's status by Presence.Health's rule, its task
+// counts, error rate, mean run time and last error; --json the reports.
+func TestWhoHealth(t *testing.T) {
+	e := newTestEnv(t)
+	now := time.Now().UTC()
+	e.svc.SetPresence(transport.Presence{AgentID: "claude", Node: "n1", State: "AWAKE", Substate: "WORKING", Timestamp: now,
+		AgentHealth: transport.AgentHealth{TasksRunning: 1, TasksSucceeded: 3, TasksFailed: 1, LastError: "exit status 2", MeanDurationMS: 2500},
+		Version:     7, Origin: "n1"})
+	e.svc.SetPresence(transport.Presence{AgentID: "codex", Node: "n2", State: "OFFLINE", Reason: "node n2 dead",
+		Timestamp: now, Version: 9, Origin: "n1"})
+	e.svc.SetPresence(transport.Presence{AgentID: "gemini", Node: "n1", State: "AWAKE", Substate: "IDLE", Timestamp: now,
+		AgentHealth: transport.AgentHealth{TasksFailed: 2}, Version: 10, Origin: "n1"})
+	out := e.ok("who", "--health")
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("who --health printed %d lines, want a header and 3 agents:\n%s", len(lines), out)
+	}
+	for i, re := range []string{
+		`^AGENT\s+STATUS\s+RUNNING\s+SUCCEEDED\s+FAILED\s+ERROR RATE\s+MEAN\s+LAST ERROR$`,
+		`^claude\s+healthy\s+1\s+3\s+1\s+25%\s+2\.5s\s+exit status 2$`,
+		`^codex\s+error \(node n2 dead\)\s+0\s+0\s+0\s+0%\s+-\s+-$`,
+		`^gemini\s+degraded\s+0\s+0\s+2\s+100%\s+-\s+-$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(lines[i]) {
+			t.Errorf("line %d = %q, want it to match %s", i, lines[i], re)
+		}
+	}
+	var one transport.HealthReport
+	if err := json.Unmarshal([]byte(e.ok("--json", "who", "--health", "claude")), &one); err != nil ||
+		one.AgentID != "claude" || one.Status != "healthy" || one.TasksSucceeded != 3 || one.ErrorRatePercentage != 25 {
+		t.Errorf("who --json --health claude = %+v, %v", one, err)
+	}
+	var all struct {
+		Agents []transport.HealthReport `json:"agents"`
+	}
+	if err := json.Unmarshal([]byte(e.ok("who", "--health", "--json")), &all); err != nil || len(all.Agents) != 3 || all.Agents[2].Status != "degraded" {
+		t.Errorf("who --health --json = %+v, %v", all, err)
+	}
+	e.fail([]string{"who", "--health", "nobody"}, "not found")
+}
+
 func TestMembers(t *testing.T) {
 	e := newTestEnv(t)
 	out := e.ok("members")

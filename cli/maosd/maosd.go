@@ -16,6 +16,7 @@ import (
 
 	"github.com/maos-project/maos/cluster"
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/secrets"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/watcher"
 )
@@ -152,6 +153,9 @@ func run(c *cli.Context) error {
 	return nil
 }
 
+// warmSecrets is secrets.Warm; a test replaces it.
+var warmSecrets = secrets.Warm
+
 // refused is the exit of a command line maosd refuses: status 2.
 func refused(err error) error { return cli.Exit("maosd: "+err.Error(), 2) }
 
@@ -204,6 +208,12 @@ func create(cfg *config) (*daemon, error) {
 		if d.debugLn, err = serveDebug(cfg.debugAddr, d.logger); err != nil {
 			return nil, refused(err)
 		}
+	}
+	// The secret detector compiles its rules once per process: now, so the
+	// first send does not pay for it. A node that cannot load them would
+	// refuse every send under the default secret_guard.
+	if err := warmSecrets(); err != nil {
+		return nil, failed(fmt.Errorf("secret detection: %w", err))
 	}
 	if d.node, err = cluster.Open(cfg.node); err != nil {
 		return nil, failed(err)

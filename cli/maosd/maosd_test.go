@@ -236,3 +236,16 @@ func TestHelpStatesEachDefaultOnce(t *testing.T) {
 		t.Errorf("--node-id help:\n%s", out.String())
 	}
 }
+
+// A node whose secret detector cannot load its rules does not start (it
+// would refuse every send under the default secret_guard), exits 1
+// saying why, and leaves the data dir untouched.
+func TestSecretDetectorWarmedAtStart(t *testing.T) {
+	defer func(f func() error) { warmSecrets = f }(warmSecrets)
+	warmSecrets = func() error { return errors.New("secrets: load the gitleaks rules: broken") }
+	dir := filepath.Join(t.TempDir(), "data")
+	err := startRefused(dir)
+	checkSays(t, "maosd with broken secret rules", err, "secret detection", "broken")
+	checkStatus(t, "maosd with broken secret rules", err, 1)
+	checkNoDataDir(t, dir)
+}

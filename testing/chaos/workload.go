@@ -235,6 +235,16 @@ func sleepOrDone(ctx context.Context, d time.Duration) {
 	}
 }
 
+// randomText is n random letters and digits, the body of a workload
+// message.
+func randomText(r *rand.Rand, n int) []byte {
+	text := make([]byte, n)
+	for i := range text {
+		text[i] = letters[r.IntN(len(letters))]
+	}
+	return text
+}
+
 func randBetween(r *rand.Rand, lo, hi time.Duration) time.Duration {
 	return lo + time.Duration(r.Int64N(int64(hi-lo)+1))
 }
@@ -243,10 +253,7 @@ func (w *workload) sender(ctx context.Context, client int) {
 	r := w.rng(client)
 	from := fmt.Sprintf("%s-c%d", w.cfg.Prefix, client)
 	for n := 1; ctx.Err() == nil; n++ {
-		text := make([]byte, w.cfg.TextBytes)
-		for i := range text {
-			text[i] = letters[r.IntN(len(letters))]
-		}
+		text := randomText(r, w.cfg.TextBytes)
 		id := fmt.Sprintf("%s-c%d-%d", w.cfg.Prefix, client, n)
 		m := &fsm.Message{
 			ID:      id,

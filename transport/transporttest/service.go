@@ -476,7 +476,7 @@ func (s *Service) PutPresence(ctx context.Context, agent string, u transport.Pre
 		ts = *u.Timestamp
 	}
 	p := transport.Presence{AgentID: agent, Node: "n1", State: u.State, Substate: u.Substate, Channel: u.Channel,
-		PID: u.PID, Task: u.Task, Reason: u.Reason, Timestamp: ts, Version: s.version, Origin: "n1"}
+		PID: u.PID, Task: u.Task, Reason: u.Reason, AgentHealth: u.AgentHealth, Timestamp: ts, Version: s.version, Origin: "n1"}
 	s.presence[agent] = p
 	return p, nil
 }

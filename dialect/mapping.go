@@ -1,4 +1,4 @@
-package bridge
+package dialect
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -18,19 +17,36 @@ import (
 	"github.com/maos-project/maos/fsm"
 )
 
+// Place is what a message's location says about it where its body does
+// not: the folder layout of a file import reads. The zero Place is a
+// message posted to the API, which has none.
+type Place struct {
+	// FileName is the file's base name ("" for a message not read from a
+	// file). A msg*.json stem is the id of a file that has none, a
+	// channel file's msg-YYYYMMDD-HHMMSS- prefix its timestamp; a file
+	// with neither id nor such a stem is "imp-" and a hash of its bytes.
+	FileName string
+	// Sender is the outbox's agent: the sender of a message whose body
+	// names none.
+	Sender string
+	// Recipient is the inbox's agent: the recipient of a message whose
+	// body names none.
+	Recipient string
+	// Folder is the channel folder's name: the channel of a message whose
+	// body names none and Options.Channel is "".
+	Folder string
+}
+
 // Options are the defaults of a mapping.
 type Options struct {
-	// Channel is the channel of a message whose file names none
-	// (no session_id or channel field). Empty means: the channel folder's
-	// name for the channel layout, else Fallback.
+	// Channel is the channel of a message whose body names none (no
+	// session_id or channel field). Empty means: Place.Folder, else
+	// Fallback.
 	Channel string
-	// Fallback is the last-resort channel (the import root's name,
+	// Fallback is the last-resort channel (an import root's name,
 	// sanitised); Map fails if it is needed and empty.
 	Fallback string
 }
-
-// idRE is fsm's rule for message ids (fsm/message.go).
-var idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
 
 // channelFileRE is the seed's channel file name; its date and time give a
 // timestamp to a file that has none.
@@ -43,35 +59,61 @@ var consumed = []string{"id", "message_id", "timestamp", "session_id", "channel"
 	"subject", "content", "body", "priority", "in_reply_to", "thread_id",
 	"correlation_id", "requires_response", "tags", "visibility", "metadata"}
 
-// Map turns one message file (its bytes raw, found at f) into the message to
-// send. The result depends only on raw, f's place and opt, so mapping the
-// same file twice gives the same message (and the same content hash).
+// markers are the top-level fields only the seeds' dialects have: seed
+// 001's session_id, seed 002's subject, body and context, seed 004's
+// message_type, message_id, from_agent, to_agent and privacy_level.
+var markers = []string{"session_id", "subject", "body", "context",
+	"message_type", "message_id", "from_agent", "to_agent", "privacy_level"}
+
+// Is reports whether obj, a message's top-level fields, is in one of the
+// seeds' dialects rather than maos's own format: it has a marker field
+// (markers), or a content that is a string (the mailbox format of seed
+// 000). A body in maos's own format has none of them, so its unknown
+// fields stay errors (a typo must not vanish into metadata).
+func Is(obj map[string]json.RawMessage) bool {
+	for _, k := range markers {
+		if _, ok := obj[k]; ok {
+			return true
+		}
+	}
+	c := bytes.TrimSpace(obj["content"])
+	return len(c) > 0 && c[0] == '"'
+}
+
+// Map turns one message in any of the seeds' dialects (raw, a JSON
+// object), found at p, into the message to send. The result depends only
+// on raw, p and opt, so mapping the same file twice gives the same
+// message (and the same content hash).
 //
 // Fields, first present wins:
-//   - id: id, message_id, the file name's stem (msg*.json), else
-//     "imp-" + 16 hex digits of the file's SHA-256. An id that breaks the
+//   - id: id, message_id, the file name's stem (msg*.json), else for a
+//     file "imp-" + 16 hex digits of its SHA-256, for a message not read
+//     from a file none (the send generates one). An id that breaks the
 //     maos id rule becomes "imp-" + 16 hex digits of its SHA-256, the
 //     original kept as metadata.original_id;
-//   - from: from, from_agent, the outbox's agent; to: to, to_agent, the
-//     inbox's agent. Names are lower-cased and every character outside
-//     [a-z0-9._-] becomes "-" (originals kept as metadata.original_from /
+//   - from: from, from_agent, p.Sender; to: to, to_agent, p.Recipient.
+//     Names are lower-cased and every character outside [a-z0-9._-]
+//     becomes "-" (originals kept as metadata.original_from /
 //     original_to when that changed them);
-//   - channel: session_id, channel, opt.Channel, the channel folder's name,
-//     opt.Fallback (sanitised like names);
+//   - channel: session_id, channel, opt.Channel, p.Folder, opt.Fallback
+//     (sanitised like names);
 //   - type: type, message_type; title: title, subject;
 //   - content: a string, or {text, code, artifacts}; without text: body,
 //     text, message, rationale, description, task.description, else the
-//     whole file as compact JSON;
+//     whole body as compact JSON;
 //   - priority: urgent/high/normal/low ("critical" → urgent, "medium" and
 //     anything else → normal, the original kept as metadata.original_priority);
 //   - in_reply_to: in_reply_to or metadata.in_reply_to; thread_id,
 //     correlation_id, requires_response, tags, visibility as named;
 //   - timestamp: RFC 3339 (a zone-less time is UTC) or Unix seconds, else
 //     the channel file name's date, else none (the cluster stamps it);
-//   - metadata: the file's metadata object plus every other field.
+//   - metadata: the body's metadata object plus every other field (seed
+//     004's privacy_level among them: the state machine reads it there).
 //
-// The error names the field that could not be mapped.
-func Map(f File, raw []byte, opt Options) (*fsm.Message, error) {
+// The result is checked as fsm would check it (Normalize, Validate). The
+// error is a *fsm.FieldError naming the field that could not be mapped,
+// or says the body is not a JSON object.
+func Map(raw []byte, p Place, opt Options) (*fsm.Message, error) {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return nil, fmt.Errorf("not a JSON object: %w", err)
@@ -108,30 +150,32 @@ func Map(f File, raw []byte, opt Options) (*fsm.Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	if id == "" {
-		stem := strings.TrimSuffix(filepath.Base(f.Path), ".json")
-		if strings.HasPrefix(stem, "msg") && idRE.MatchString(stem) {
+	if id == "" && p.FileName != "" {
+		stem := strings.TrimSuffix(p.FileName, ".json")
+		if strings.HasPrefix(stem, "msg") && fsm.ValidID(stem) {
 			id = stem
 		} else {
 			id = "imp-" + hash16(raw)
 		}
 	}
-	m.ID = mapID(id, "original_id", setMeta)
+	if id != "" {
+		m.ID = mapID(id, "original_id", setMeta)
+	}
 
 	// from, to
 	from, err := s("from", "from_agent")
 	if err != nil {
 		return nil, err
 	}
-	if from == "" && f.Box == "outbox" {
-		from = f.Agent
+	if from == "" {
+		from = p.Sender
 	}
 	if from == "" {
-		return nil, errors.New("from: missing (no from or from_agent field, not in an outbox)")
+		return nil, fieldErr("from", "missing: no from or from_agent field%s", p.where(" (not in an outbox)"))
 	}
 	m.From = SanitizeName(from)
 	if m.From == "" {
-		return nil, fmt.Errorf("from: %q has no letter or digit", from)
+		return nil, fieldErr("from", "%q has no letter or digit", from)
 	}
 	if m.From != from {
 		setMeta("original_from", from)
@@ -140,17 +184,17 @@ func Map(f File, raw []byte, opt Options) (*fsm.Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(to) == 0 && f.Box == "inbox" {
-		to = []string{f.Agent}
+	if len(to) == 0 && p.Recipient != "" {
+		to = []string{p.Recipient}
 	}
 	if len(to) == 0 {
-		return nil, errors.New("to: missing (no to or to_agent field, not in an inbox)")
+		return nil, fieldErr("to", "missing: no to or to_agent field%s", p.where(" (not in an inbox)"))
 	}
 	changed := false
 	for _, r := range to {
 		n := sanitizeRecipient(r)
 		if n == "" {
-			return nil, fmt.Errorf("to: %q has no letter or digit", r)
+			return nil, fieldErr("to", "%q has no letter or digit", r)
 		}
 		changed = changed || n != r
 		if !slices.Contains(m.To, n) {
@@ -167,7 +211,7 @@ func Map(f File, raw []byte, opt Options) (*fsm.Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, c := range []string{ch, opt.Channel, folderOf(f), opt.Fallback} {
+	for _, c := range []string{ch, opt.Channel, p.Folder, opt.Fallback} {
 		if c != "" {
 			ch = c
 			break
@@ -175,12 +219,11 @@ func Map(f File, raw []byte, opt Options) (*fsm.Message, error) {
 	}
 	m.Channel = SanitizeName(ch)
 	if m.Channel == "" {
-		return nil, errors.New("channel: none (no session_id or channel field); give a default channel")
+		return nil, fieldErr("channel", "missing: no session_id or channel field%s", p.where("; give a default channel"))
 	}
-	if m.Channel != ch && ch != opt.Channel && ch != folderOf(f) && ch != opt.Fallback {
+	if m.Channel != ch && ch != opt.Channel && ch != p.Folder && ch != opt.Fallback {
 		setMeta("original_session_id", ch)
 	}
-
 	// type, title, priority
 	typ, err := s("type", "message_type")
 	if err != nil {
@@ -239,7 +282,7 @@ func Map(f File, raw []byte, opt Options) (*fsm.Message, error) {
 	if v, ok := obj["tags"]; ok && !isNull(v) {
 		var tags []string
 		if err := json.Unmarshal(v, &tags); err != nil {
-			return nil, errors.New("tags: want a list of strings")
+			return nil, fieldErr("tags", "want a list of strings")
 		}
 		for _, t := range tags {
 			if n := SanitizeName(t); n != "" && !slices.Contains(m.Tags, n) && len(m.Tags) < fsm.MaxTags {
@@ -247,12 +290,12 @@ func Map(f File, raw []byte, opt Options) (*fsm.Message, error) {
 			}
 		}
 	}
-	if v, _ := s("visibility"); v == "private" || v == "public" {
+	if v, _ := s("visibility"); v == fsm.VisibilityPublic || v == fsm.VisibilityPrivate || v == fsm.VisibilityModerators {
 		m.Visibility = v
 	}
 
 	// timestamp
-	ts, err := timestamp(obj, f)
+	ts, err := timestamp(obj, p)
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +304,7 @@ func Map(f File, raw []byte, opt Options) (*fsm.Message, error) {
 	if len(meta) > 0 {
 		b, err := json.Marshal(meta) // keys sorted, values compacted
 		if err != nil {
-			return nil, fmt.Errorf("metadata: %w", err)
+			return nil, fieldErr("metadata", "%v", err)
 		}
 		m.Metadata = b
 	}
@@ -329,7 +372,7 @@ func sanitizeRecipient(r string) string {
 // mapID keeps an id that meets the maos rule and otherwise derives one from
 // its hash, keeping the original under metadata key.
 func mapID(id, key string, setMeta func(k, v string)) string {
-	if idRE.MatchString(id) {
+	if fsm.ValidID(id) {
 		return id
 	}
 	setMeta(key, id)
@@ -339,13 +382,6 @@ func mapID(id, key string, setMeta func(k, v string)) string {
 func hash16(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
-}
-
-func folderOf(f File) string {
-	if f.Layout == LayoutChannel {
-		return f.Folder
-	}
-	return ""
 }
 
 func isNull(v json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(v), []byte("null")) }
@@ -360,7 +396,7 @@ func firstString(obj map[string]json.RawMessage, keys ...string) (string, error)
 		}
 		var s string
 		if err := json.Unmarshal(v, &s); err != nil {
-			return "", fmt.Errorf("%s: want a string, got %s", k, truncate(string(v), 40))
+			return "", fieldErr(k, "want a string, got %s", truncate(string(v), 40))
 		}
 		if s = strings.TrimSpace(s); s != "" {
 			return s, nil
@@ -377,7 +413,7 @@ func recipients(obj map[string]json.RawMessage) ([]string, error) {
 		}
 		var r fsm.Recipients
 		if err := json.Unmarshal(v, &r); err != nil {
-			return nil, fmt.Errorf("%s: want a string or a list of strings", k)
+			return nil, fieldErr(k, "want a string or a list of strings")
 		}
 		var out []string
 		for _, s := range r {
@@ -414,7 +450,7 @@ func mapContent(obj map[string]json.RawMessage, raw []byte, c *fsm.Content) erro
 				Artifacts []json.RawMessage `json:"artifacts"`
 			}
 			if err := json.Unmarshal(v, &o); err != nil {
-				return errors.New("content: want a string or {text, code, artifacts}")
+				return fieldErr("content", "want a string or {text, code, artifacts}")
 			}
 			if o.Text != nil {
 				c.Text = *o.Text
@@ -453,13 +489,13 @@ func mapContent(obj map[string]json.RawMessage, raw []byte, c *fsm.Content) erro
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
-		return fmt.Errorf("content: %w", err)
+		return fieldErr("content", "%v", err)
 	}
 	c.Text = buf.String()
 	return nil
 }
 
-func timestamp(obj map[string]json.RawMessage, f File) (time.Time, error) {
+func timestamp(obj map[string]json.RawMessage, p Place) (time.Time, error) {
 	if v, ok := obj["timestamp"]; ok && !isNull(v) {
 		var s string
 		if json.Unmarshal(v, &s) == nil {
@@ -468,16 +504,16 @@ func timestamp(obj map[string]json.RawMessage, f File) (time.Time, error) {
 					return t.UTC(), nil
 				}
 			}
-			return time.Time{}, fmt.Errorf("timestamp: %q is not an ISO-8601 time", truncate(s, 40))
+			return time.Time{}, fieldErr("timestamp", "%q is not an ISO-8601 time", truncate(s, 40))
 		}
 		var n float64
 		if json.Unmarshal(v, &n) == nil && n > 0 {
 			sec := int64(n)
 			return time.Unix(sec, int64((n-float64(sec))*1e9)/1e6*1e6).UTC(), nil
 		}
-		return time.Time{}, fmt.Errorf("timestamp: want an ISO-8601 string or Unix seconds, got %s", truncate(string(v), 40))
+		return time.Time{}, fieldErr("timestamp", "want an ISO-8601 string or Unix seconds, got %s", truncate(string(v), 40))
 	}
-	if m := channelFileRE.FindStringSubmatch(filepath.Base(f.Path)); m != nil {
+	if m := channelFileRE.FindStringSubmatch(p.FileName); m != nil {
 		if t, err := time.Parse("20060102-150405", m[1]); err == nil {
 			return t.UTC(), nil
 		}
@@ -504,4 +540,18 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// fieldErr is the *fsm.FieldError (wrapping fsm.ErrInvalid) for field.
+func fieldErr(field, format string, args ...any) error {
+	return &fsm.FieldError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// where is note for a message read from a file, "" for one posted to the
+// API: what the file's place could have said.
+func (p Place) where(note string) string {
+	if p.FileName == "" {
+		return ""
+	}
+	return note
 }

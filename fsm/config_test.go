@@ -1,0 +1,49 @@
+package fsm
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// secret_guard is "refuse" until set, takes refuse, redact and off, and
+// refuses anything else naming the setting and the values, at the proposer
+// (Validate) and again at apply.
+func TestSecretGuardSetting(t *testing.T) {
+	b := newMbox(t)
+	cfg, err := b.f.Config()
+	if err != nil || cfg.SecretGuard != SecretGuardRefuse {
+		t.Fatalf("default config = %+v, %v; want secret_guard refuse", cfg, err)
+	}
+	for _, v := range []SecretGuard{SecretGuardRedact, SecretGuardOff, SecretGuardRefuse} {
+		raw, _ := json.Marshal(v)
+		res := b.ok(OpSetConfig, SetConfigCommand{Key: "secret_guard", Value: raw}).(*ClusterConfig)
+		if res.SecretGuard != v {
+			t.Errorf("set %s answered %+v", v, res)
+		}
+		if cfg, _ := b.f.Config(); cfg.SecretGuard != v {
+			t.Errorf("after set %s, Config = %+v", v, cfg)
+		}
+	}
+	for _, bad := range []string{`"REFUSE"`, `"warn"`, `true`, `""`, `null`, `"` + strings.Repeat("x", 100) + `"`} {
+		cmd := SetConfigCommand{Key: "secret_guard", Value: json.RawMessage(bad)}
+		err := cmd.Validate()
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != "value" || !strings.Contains(err.Error(), `secret_guard: want "refuse", "redact" or "off"`) {
+			t.Errorf("Validate(%s) = %v, want a value error naming the three values", bad, err)
+		}
+		if len(err.Error()) > 200 {
+			t.Errorf("Validate(%s): error of %d bytes quotes too much: %v", bad, len(err.Error()), err)
+		}
+		if _, err := b.apply(OpSetConfig, cmd).(error); !err {
+			t.Errorf("apply of secret_guard=%s was not refused", bad)
+		}
+	}
+	if cfg, _ := b.f.Config(); cfg.SecretGuard != SecretGuardRefuse {
+		t.Errorf("refused values changed the setting: %+v", cfg)
+	}
+	if !strings.Contains(strings.Join(ConfigKeys(), ","), "secret_guard") {
+		t.Errorf("ConfigKeys() = %v, want secret_guard among them", ConfigKeys())
+	}
+}

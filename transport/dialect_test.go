@@ -1,0 +1,109 @@
+package transport_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/transport/transporttest"
+)
+
+// seedBody is a seed's example message, as package dialect's tests keep
+// it (copied from shared/seeds).
+func seedBody(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "dialect", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// POST /v1/messages takes the JSON the seeds' agents write to files, each
+// dialect mapped as maosctl import maps it; maos's own format keeps
+// refusing unknown fields.
+func TestSendSeedDialects(t *testing.T) {
+	svc := transporttest.New(t)
+	srv := serve(t, svc, transport.ServerOptions{})
+	post := func(body string) transport.SendResponse {
+		t.Helper()
+		var res transport.SendResponse
+		wantOK(t, do(t, "POST", srv.URL+"/v1/messages", body, nil), &res)
+		return res
+	}
+	stored := func(id string) (*fsm.Message, map[string]any) {
+		t.Helper()
+		m, err := svc.State().Message(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		md := map[string]any{}
+		if len(m.Metadata) > 0 {
+			if err := json.Unmarshal(m.Metadata, &md); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return m, md
+	}
+
+	// Seed 001: session_id is the channel, content{text,code,artifacts}.
+	res := post(seedBody(t, "seed001.json"))
+	m, md := stored(res.ID)
+	if res.ID != "msg-20260111-163315-claude-4c78" || m.Channel != "agent-os-paper" || m.From != "claude" || m.To[0] != "codex" ||
+		m.Content.Text != "Your message text here" || md["mode"] != "chat" || md["turn"] != "claude" {
+		t.Errorf("seed 001 stored %+v meta %v", m, md)
+	}
+
+	// Seed 002: subject/body/context; it names no channel, so it needs one.
+	body := seedBody(t, "seed002.json")
+	msg := wantError(t, do(t, "POST", srv.URL+"/v1/messages", body, nil), http.StatusBadRequest, transport.CodeInvalid)
+	if !strings.HasPrefix(msg, "channel:") {
+		t.Errorf("seed 002 without a channel: %q", msg)
+	}
+	res = post(strings.Replace(body, `"type"`, `"channel": "design", "type"`, 1))
+	m, md = stored(res.ID)
+	if m.ID != "msg_abc123" || m.Channel != "design" || m.Title != "API endpoint clarification" ||
+		!strings.HasPrefix(m.Content.Text, "Can you clarify the authentication flow") || m.ThreadID != "thread_xyz789" ||
+		md["context"] == nil {
+		t.Errorf("seed 002 stored %+v meta %v", m, md)
+	}
+
+	// Seed 004: message_type, message_id, from_agent, to_agent; the rest
+	// under metadata.
+	res = post(strings.Replace(seedBody(t, "seed004_completion.json"), `"task_id"`, `"session_id": "triage", "task_id"`, 1))
+	m, md = stored(res.ID)
+	if m.ID != "unique_uuid_2" || m.Type != "task_completion" || m.From != "triage" || m.To[0] != "orchestrator" ||
+		md["task_id"] != "original_task_id" || md["status"] != "success" || md["requires_human_review"] != false {
+		t.Errorf("seed 004 stored %+v meta %v", m, md)
+	}
+
+	// Seed 000: content a string.
+	res = post(`{"from":"master_agent","to":["developer_agent"],"channel":"dev","type":"instruction","content":"Please review module X","correlation_id":"task_123"}`)
+	if m, _ := stored(res.ID); m.Content.Text != "Please review module X" || m.CorrelationID != "task_123" || !strings.HasPrefix(res.ID, "msg-") {
+		t.Errorf("seed 000 stored %+v (id %s)", m, res.ID)
+	}
+
+	// The native format: a typo is still an error naming it.
+	msg = wantError(t, do(t, "POST", srv.URL+"/v1/messages", `{"from":"a","to":"b","channel":"c","tittle":"x","content":{"text":"x"}}`, nil),
+		http.StatusBadRequest, transport.CodeUnknownField)
+	if !strings.Contains(msg, `"tittle"`) {
+		t.Errorf("typo: %q", msg)
+	}
+}
+
+// With auth, a dialect's sender (from_agent) is checked against the token
+// like a native "from".
+func TestSendDialectSenderIsAuthorized(t *testing.T) {
+	e := newAuthEnv(t, &transport.AuthConfig{AdminToken: adminSecret})
+	body := `{"message_type":"request","from_agent":"bob","to_agent":"carol","channel":"ops","body":"hi"}`
+	msg := wantError(t, e.as(aliceSecret, "POST", "/v1/messages", body), http.StatusForbidden, transport.CodeForbidden)
+	if !strings.Contains(msg, `from "bob" is not this token's agent`) {
+		t.Errorf("403 message %q", msg)
+	}
+	wantOK(t, e.as(bobSecret, "POST", "/v1/messages", body), nil)
+}
