@@ -1,6 +1,12 @@
 package watcher
 
-import "time"
+import (
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/maos-project/maos/transport"
+)
 
 // taskStats are an agent's task counters since its watcher started, for
 // its heartbeats (seed 004's agent_health_check): guarded by
@@ -12,15 +18,6 @@ type taskStats struct {
 	lastError string
 	reported  int           // completions accepted, which the mean is over
 	total     time.Duration // their durations, claim to report
-}
-
-// Health is a snapshot of an agent's task counters.
-type Health struct {
-	TasksRunning   int
-	TasksSucceeded int
-	TasksFailed    int
-	LastError      string // the last failure's words, "" for none yet
-	MeanDurationMS int64  // over the reported completions, 0 before one
 }
 
 // taskRunning counts a task run starting (+1) or ending (-1).
@@ -52,14 +49,22 @@ func (w *agentWatcher) taskEnded(succeeded bool, d time.Duration, lastErr string
 	w.wakeHeartbeat()
 }
 
-// health is the counters now.
-func (w *agentWatcher) health() Health {
+// health is the counters now, as a heartbeat carries them: the last
+// error on one line, cut to what presence keeps.
+func (w *agentWatcher) health() transport.AgentHealth {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	h := Health{TasksRunning: w.stats.running, TasksSucceeded: w.stats.succeeded, TasksFailed: w.stats.failed,
-		LastError: w.stats.lastError}
+	h := transport.AgentHealth{TasksRunning: w.stats.running, TasksSucceeded: w.stats.succeeded, TasksFailed: w.stats.failed,
+		LastError: oneLine(w.stats.lastError, transport.MaxPresenceLastError)}
 	if w.stats.reported > 0 {
 		h.MeanDurationMS = (w.stats.total / time.Duration(w.stats.reported)).Milliseconds()
 	}
 	return h
+}
+
+// oneLine is s with each run of control characters (newlines, tabs) and
+// spaces made one space, trimmed, cut to at most n bytes of whole runes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")
+	return truncate(s, n)
 }

@@ -618,7 +618,11 @@ func (w *agentWatcher) threadDepth(ctx context.Context, m *fsm.Message) int {
 }
 
 func (w *agentWatcher) presence(ctx context.Context, state, sub, task string) {
-	_, err := w.c.PutPresence(ctx, w.cfg.ID, transport.PresenceUpdate{State: state, Substate: sub, PID: os.Getpid(), Task: task})
+	u := transport.PresenceUpdate{State: state, Substate: sub, PID: os.Getpid(), Task: task}
+	if state == transport.PresenceAwake {
+		u.AgentHealth = w.health()
+	}
+	_, err := w.c.PutPresence(ctx, w.cfg.ID, u)
 	if err != nil && ctx.Err() == nil {
 		w.log.Warn("watcher: presence update failed", "state", state, "substate", sub, "err", err)
 	}
@@ -664,8 +668,8 @@ func (w *agentWatcher) busy() (substate, task string) {
 }
 
 // heartbeat is the one writer of the agent's AWAKE presence while the
-// watcher runs: every Heartbeat, and at once when an invocation starts
-// or ends. One writer, reading the list when it writes, means the last
+// watcher runs, with its task counters: every Heartbeat, and at once when
+// an invocation starts or ends or a task's end is counted. One writer, reading the list when it writes, means the last
 // update always says what runs now: an invocation that ended never shows
 // as WORKING after it, whatever the order in which updates were due.
 func (w *agentWatcher) heartbeat(ctx context.Context) {
