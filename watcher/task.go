@@ -53,12 +53,13 @@ type taskOffer struct {
 // again.
 const maxTaskTries = 6
 
-// taskMessageID returns the task id a message's metadata names
-// ({"task_id": ID}, as on task_delegation, handoff and task_completion
-// messages), "" for none. Such messages belong to the task path: they are
-// never answered as mail.
+// taskMessageID returns the task a message hands to its recipients: the
+// task_id in the metadata of a task_delegation or handoff message, "" for
+// any other message. Such messages belong to the task path, never
+// answered as mail (a reply would reach the creator as chat); the task's
+// completion and incidents, reports to its creator, are mail.
 func taskMessageID(m *fsm.Message) string {
-	if len(m.Metadata) == 0 {
+	if (m.Type != "task_delegation" && m.Type != "handoff") || len(m.Metadata) == 0 {
 		return ""
 	}
 	var md struct {

@@ -506,14 +506,24 @@ func TestTaskStopHandsQueueTasksBack(t *testing.T) {
 	}
 }
 
-// Messages that belong to a task carry its id in their metadata.
+// The messages that hand a task to its recipients (delegation, handoff)
+// name it in their metadata; every other message is mail.
 func TestTaskMessageID(t *testing.T) {
 	for _, c := range []struct {
-		md   string
-		want string
-	}{{`{"task_id":"task-1"}`, "task-1"}, {`{"other":1}`, ""}, {``, ""}, {`[1]`, ""}, {`{"task_id":7}`, ""}} {
-		if got := taskMessageID(&fsm.Message{Metadata: json.RawMessage(c.md)}); got != c.want {
-			t.Errorf("taskMessageID(%s) = %q, want %q", c.md, got, c.want)
+		typ, md string
+		want    string
+	}{
+		{"task_delegation", `{"task_id":"task-1"}`, "task-1"},
+		{"handoff", `{"task_id":"task-1","from_claim":7}`, "task-1"},
+		{"task_completion", `{"task_id":"task-1"}`, ""},
+		{"incident", `{"task_id":"task-1"}`, ""},
+		{"task_delegation", `{"other":1}`, ""},
+		{"task_delegation", ``, ""},
+		{"task_delegation", `[1]`, ""},
+		{"task_delegation", `{"task_id":7}`, ""},
+	} {
+		if got := taskMessageID(&fsm.Message{Type: c.typ, Metadata: json.RawMessage(c.md)}); got != c.want {
+			t.Errorf("taskMessageID(%s %s) = %q, want %q", c.typ, c.md, got, c.want)
 		}
 	}
 }
