@@ -18,8 +18,9 @@ import (
 // could not tell they are caught up.
 func (n *Node) watchLeadership() {
 	defer n.wg.Done()
-	n.wg.Add(1) // legal here: this goroutine is itself counted
+	n.wg.Add(2) // legal here: this goroutine is itself counted
 	go n.trimLoop()
+	go n.taskTickLoop()
 	obsCh := make(chan raft.Observation, 16)
 	obs := raft.NewObserver(obsCh, false, func(o *raft.Observation) bool {
 		switch o.Data.(type) {

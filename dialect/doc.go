@@ -3,7 +3,9 @@
 // string), seed 001's channel files (session_id, content{text, code,
 // artifacts}), seed 002's ADR-008 messages (subject, body, context) and
 // seed 004's orchestrator messages (message_type, message_id,
-// from_agent, to_agent; the rest kept under metadata).
+// from_agent, to_agent; the rest kept under metadata). Seed 004's
+// task_delegation and task_completion map onto task commands instead
+// (MapTask), for the API to create and complete tasks.
 //
 // It is the one mapping behind both ways such a message enters maos:
 // maosctl import reads files (package bridge supplies the file's Place)

@@ -14,10 +14,11 @@ import (
 type recipientKindT int
 
 const (
-	kindAgent recipientKindT = iota // a plain agent id
-	kindAll                         // "all" or "*": every registered agent but the sender
-	kindRole                        // "role:NAME": every agent of the role but the sender
-	kindGlob                        // a path.Match pattern over registered agent ids
+	kindAgent      recipientKindT = iota // a plain agent id
+	kindAll                              // "all" or "*": every registered agent but the sender
+	kindRole                             // "role:NAME": every agent of the role but the sender
+	kindCapability                       // "capability:NAME": every agent with the capability but the sender
+	kindGlob                             // a path.Match pattern over registered agent ids
 )
 
 // recipientKind classifies one "to" entry (already matching recipientRE).
@@ -25,8 +26,10 @@ func recipientKind(r string) recipientKindT {
 	switch {
 	case r == "all" || r == "*":
 		return kindAll
-	case strings.HasPrefix(r, "role:"):
+	case strings.HasPrefix(r, RolePrefix):
 		return kindRole
+	case strings.HasPrefix(r, CapabilityPrefix):
+		return kindCapability
 	case strings.ContainsAny(r, "*?["):
 		return kindGlob
 	}
@@ -91,19 +94,23 @@ func isMentionByte(c byte) bool {
 //     starts filling before its watcher starts);
 //   - "all" and "*" are every registered agent but the sender (none is not
 //     an error: the message still goes to the channel);
-//   - "role:NAME" is every agent of that role but the sender, and a glob
-//     every registered agent whose id it matches but the sender; one that
-//     matches nobody is a *FieldError on "to[i]";
+//   - "role:NAME" is every agent of that role but the sender,
+//     "capability:NAME" every agent registered with that capability but
+//     the sender, and a glob every registered agent whose id it matches
+//     but the sender; one that matches nobody is a *FieldError on "to[i]",
+//     unless emptyOK (a task's queue may have no agent yet: the message
+//     then goes to the channel alone);
 //   - "@id" in content.text adds a registered agent other than the sender
 //     (a mention of an id nobody registered is taken for prose);
 //   - a message for moderators only goes to the agents "to" names by id
 //     and no one else (the other forms are still checked).
 //
 // The list is deduplicated, in the order the forms name the agents; within
-// a form, in id order. The cost is the agents each form covers: a role reads
-// its index range, a glob the id range of its literal prefix, "all" every
-// agent.
-func resolveRecipients(tx *bbolt.Tx, m *Message) ([]recipient, error) {
+// a form, in id order. The cost is the agents each form covers: a role or
+// a capability reads its index range (a capability also each match's
+// record, for its role), a glob the id range of its literal prefix, "all"
+// every agent.
+func resolveRecipients(tx *bbolt.Tx, m *Message, emptyOK bool) ([]recipient, error) {
 	agents := tx.Bucket(bucketAgents)
 	index := tx.Bucket(bucketAgentIndex)
 	seen := map[string]bool{}
@@ -135,8 +142,22 @@ func resolveRecipients(tx *bbolt.Tx, m *Message) ([]recipient, error) {
 					add(id, role)
 				}
 			}
-			if n == 0 {
+			if n == 0 && !emptyOK {
 				return nil, fieldErr(field, "%q matches no agent: no registered agent other than the sender has role %q", r, role)
+			}
+		case kindCapability:
+			capability := strings.TrimPrefix(r, CapabilityPrefix)
+			prefix := agentIndexPrefix(idxCapability, capability)
+			n := 0
+			c := index.Cursor()
+			for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+				if id := string(k[len(prefix):]); id != m.From {
+					n++
+					add(id, agentRole(agents.Get([]byte(id))))
+				}
+			}
+			if n == 0 && !emptyOK {
+				return nil, fieldErr(field, "%q matches no agent: no registered agent other than the sender has capability %q", r, capability)
 			}
 		case kindGlob:
 			lit := []byte(r[:strings.IndexAny(r, "*?[")])
@@ -148,7 +169,7 @@ func resolveRecipients(tx *bbolt.Tx, m *Message) ([]recipient, error) {
 					add(string(k), agentRole(v))
 				}
 			}
-			if n == 0 {
+			if n == 0 && !emptyOK {
 				return nil, fieldErr(field, "%q matches no agent: no registered agent other than the sender matches the glob", r)
 			}
 		default:

@@ -18,7 +18,7 @@ func addressingRegistry(b *mbox) {
 	b.register("carol", "engineer", "go")
 	b.register("engineer_1", "engineer")
 	b.register("engineer_2", "engineer")
-	b.register("dave", "lead")
+	b.register("dave", "lead", "plan")
 }
 
 func TestAddressingForms(t *testing.T) {
@@ -48,6 +48,9 @@ func TestAddressingForms(t *testing.T) {
 		{"duplicates collapse", "codex", []string{"alice", "role:reviewer", "a*"}, "@alice @bob", []string{"alice", "bob"}},
 		{"explicit self", "codex", []string{"codex"}, "note to self", []string{"codex"}},
 		{"forms mixed", "codex", []string{"zed", "role:lead", "engineer_2"}, "@carol", []string{"zed", "dave", "engineer_2", "carol"}},
+		{"capability", "codex", []string{"capability:go"}, "hi", []string{"alice", "carol"}},
+		{"capability excludes the sender", "alice", []string{"capability:review"}, "hi", []string{"bob"}},
+		{"capability and role overlap", "codex", []string{"capability:review", "role:engineer"}, "hi", []string{"alice", "bob", "carol", "engineer_1", "engineer_2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -102,6 +105,9 @@ func TestAddressingRefusals(t *testing.T) {
 		{"role with no agents", "codex", []string{"alice", "role:tester"}, "to[1]", `"role:tester" matches no agent`},
 		{"role with only the sender", "dave", []string{"role:lead"}, "to[0]", `"role:lead" matches no agent`},
 		{"glob matching nobody", "codex", []string{"qa_*"}, "to[0]", `"qa_*" matches no agent`},
+		{"capability with no agents", "codex", []string{"capability:rust"}, "to[0]", `"capability:rust" matches no agent: no registered agent other than the sender has capability "rust"`},
+		{"capability with only the sender", "dave", []string{"alice", "capability:plan"}, "to[1]", `"capability:plan" matches no agent`},
+		{"bad capability", "codex", []string{"capability:Go"}, "to[0]", `"capability:Go" is not an agent id, "all", "*", "role:NAME", "capability:NAME" or a glob`},
 		{"glob matching only the sender", "dave", []string{"d*"}, "to[0]", `"d*" matches no agent`},
 		{"bad glob", "codex", []string{"alice", "eng[ineer"}, "to[1]", `"eng[ineer" is not a valid glob`},
 		{"plain id too long", "codex", []string{strings.Repeat("a", 65)}, "to[0]", "not a valid agent id: must match " + NamePattern + ` (got "aaaa`},

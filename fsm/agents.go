@@ -45,6 +45,16 @@ const (
 	MaxDescriptionLen = 4096
 )
 
+// SystemSender is the reserved agent id of the messages maos makes itself
+// (a task's cascade and timeout replies, incidents). It is never
+// registered, and no agent may register or send as it (a *FieldError).
+const SystemSender = "maos"
+
+// reservedName is the refusal of SystemSender in field.
+func reservedName(field string) error {
+	return fieldErr(field, "%q is reserved for the messages maos itself sends; pick another agent id", SystemSender)
+}
+
 // Index key kinds of bucketAgentIndex.
 const (
 	idxRole       = 'r'
@@ -97,7 +107,7 @@ func (c *RegisterAgentCommand) Normalize() {
 }
 
 // Validate checks the command: id, role, each capability and node (if set)
-// must be a ValidName (NamePattern); at most MaxCapabilities
+// must be a ValidName (NamePattern), the id not SystemSender; at most MaxCapabilities
 // capabilities; a description of at most MaxDescriptionLen bytes without
 // control characters other than newline and tab. The error is a
 // *FieldError.
@@ -107,6 +117,9 @@ func (c *RegisterAgentCommand) Validate() error {
 	}
 	if !ValidName(c.ID) {
 		return NameError("id", c.ID)
+	}
+	if c.ID == SystemSender {
+		return reservedName("id")
 	}
 	if !ValidName(c.Role) {
 		return NameError("role", c.Role)

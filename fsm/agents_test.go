@@ -136,6 +136,7 @@ func TestRegisterAgentRefusals(t *testing.T) {
 		{"long description", RegisterAgentCommand{ID: "alice", Description: strings.Repeat("d", MaxDescriptionLen+1)}, "description"},
 		{"control characters", RegisterAgentCommand{ID: "alice", Description: "bell\a"}, "description"},
 		{"bad node", RegisterAgentCommand{ID: "alice", Node: "Node 1"}, "node"},
+		{"the reserved sender", RegisterAgentCommand{ID: SystemSender, Role: "orchestrator"}, "id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -31,6 +31,10 @@ type ClusterConfig struct {
 	// (the default), redact it, or let it through. The node decides
 	// before it proposes, never at apply (see package secrets).
 	SecretGuard SecretGuard `json:"secret_guard"`
+	// EscalationTarget also receives the incident of a task that failed
+	// because its lease expired max_attempts times: an agent id or
+	// role:NAME. Default "": the task's creator alone.
+	EscalationTarget string `json:"escalation_target"`
 }
 
 // SecretGuard is the value of the secret_guard setting.
@@ -53,9 +57,10 @@ var secretGuards = []SecretGuard{SecretGuardRefuse, SecretGuardRedact, SecretGua
 
 // configKeys lists the settings and checks a value for each.
 var configKeys = map[string]func(json.RawMessage) error{
-	"strict_senders": checkBool,
-	"auth_required":  checkBool,
-	"secret_guard":   checkSecretGuard,
+	"strict_senders":    checkBool,
+	"auth_required":     checkBool,
+	"secret_guard":      checkSecretGuard,
+	"escalation_target": checkEscalationTarget,
 }
 
 func checkSecretGuard(v json.RawMessage) error {
@@ -78,6 +83,25 @@ func checkBool(v json.RawMessage) error {
 	var b bool
 	if json.Unmarshal(v, &b) != nil {
 		return fmt.Errorf("want true or false")
+	}
+	return nil
+}
+
+// checkEscalationTarget wants "" (unset), an agent id other than
+// SystemSender, or role:NAME.
+func checkEscalationTarget(v json.RawMessage) error {
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		return fmt.Errorf("want a string: an agent id or role:NAME (\"\" unsets it)")
+	}
+	name, isRole := strings.CutPrefix(s, RolePrefix)
+	switch {
+	case s == "":
+		return nil
+	case !ValidName(name):
+		return fmt.Errorf("%q: want an agent id or role:NAME; %s", s, NameRule(name))
+	case !isRole && s == SystemSender:
+		return fmt.Errorf("%q is maos itself; name an agent or role:NAME", s)
 	}
 	return nil
 }
@@ -137,6 +161,9 @@ func readConfig(tx *bbolt.Tx) ClusterConfig {
 	}
 	if v := b.Get([]byte("secret_guard")); v != nil {
 		_ = json.Unmarshal(v, &cfg.SecretGuard)
+	}
+	if v := b.Get([]byte("escalation_target")); v != nil {
+		_ = json.Unmarshal(v, &cfg.EscalationTarget)
 	}
 	return cfg
 }

@@ -12,7 +12,8 @@ import (
 var (
 	// ErrNotFound: no message (or node) with that key.
 	ErrNotFound = errors.New("not found")
-	// ErrConflict: a send reused an id that is stored with other content.
+	// ErrConflict: a send reused an id that is stored with other content,
+	// or a task command does not fit the task's state (*ConflictError).
 	ErrConflict = errors.New("id already used with other content")
 	// ErrInvalid: a command or message failed validation; wrapped by a
 	// *FieldError naming the field.
@@ -63,6 +64,23 @@ func (e *ForbiddenError) Error() string { return e.Reason }
 
 // Unwrap lets errors.Is(err, ErrForbidden) match.
 func (e *ForbiddenError) Unwrap() error { return ErrForbidden }
+
+// ConflictError is ErrConflict worded for the caller: what the state is
+// and what to do ("task t1 is running, claimed by rita (fence 17) until
+// …: wait for it to end or expire"). As for a *NotFoundError, the API
+// answers with these words alone.
+type ConflictError struct {
+	Reason string
+}
+
+func (e *ConflictError) Error() string { return e.Reason }
+
+// Unwrap lets errors.Is(err, ErrConflict) match.
+func (e *ConflictError) Unwrap() error { return ErrConflict }
+
+func conflict(format string, args ...any) error {
+	return &ConflictError{Reason: fmt.Sprintf(format, args...)}
+}
 
 // FieldError says which field of a message is wrong and why. It wraps
 // ErrInvalid.

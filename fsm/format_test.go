@@ -11,8 +11,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/maos-project/maos/rules"
 )
 
 // formatMailboxEntries is how many entries of the mailbox log formatLog starts with.
@@ -75,6 +77,66 @@ func formatLog(tb testing.TB) []*raft.Log {
 	return logs
 }
 
+// formatTaskLog is the fixed tail after formatLog that touches every task
+// op and every task bucket, and the send path's additions (capability
+// addressing, reroute_blocked_to, escalation_target), from index start+1
+// and time ts on. It ends with a task running (a lease) and a message
+// queued (the outbox).
+func formatTaskLog(tb testing.TB, start uint64, ts int64) []*raft.Log {
+	tb.Helper()
+	var logs []*raft.Log
+	idx := start
+	add := func(d time.Duration, op Op, body any) uint64 {
+		idx++
+		ts += int64(d)
+		logs = append(logs, opEntry(tb, idx, ts, op, body))
+		return idx
+	}
+	ms := time.Millisecond
+	add(ms, OpSetConfig, SetConfigCommand{Key: "escalation_target", Value: json.RawMessage(`"role:supervisor"`)})
+	add(ms, OpRegisterAgent, RegisterAgentCommand{ID: "boss", Role: "orchestrator"})
+	add(ms, OpRegisterAgent, RegisterAgentCommand{ID: "rita", Role: "reviewer", Capabilities: []string{"go"}})
+	add(ms, OpRegisterAgent, RegisterAgentCommand{ID: "sam", Role: "supervisor"})
+	task := func(id, to string, timeout, attempts int, deps ...string) TaskCreateCommand {
+		c := TaskCreateCommand{ID: id, From: "boss", To: to, Title: "format " + id, Description: "pin " + id,
+			Context: json.RawMessage(`{"n":1}`), DependsOn: deps, TimeoutSeconds: timeout, MaxAttempts: attempts}
+		c.Normalize(time.Unix(0, baseTS))
+		return c
+	}
+	add(ms, OpTaskCreate, task("fa", "role:reviewer", 60, 3))
+	add(ms, OpTaskCreate, task("fb", "capability:go", 60, 3, "fa"))
+	add(ms, OpTaskCreate, task("fc", "rita", 1, 1))
+	add(ms, OpTaskCreate, task("fd", "rita", 60, 3, "fc"))
+	fence := add(ms, OpTaskClaim, TaskClaimCommand{ID: "fa", Agent: "rita"})
+	add(ms, OpTaskProgress, TaskProgressCommand{ID: "fa", Agent: "rita", Fence: fence, Message: "reading", Progress: ptr(0.5)})
+	add(ms, OpTaskComplete, TaskCompleteCommand{ID: "fa", Agent: "rita", Fence: fence,
+		Completion: TaskCompletion{Status: TaskStatusSuccess, Result: "fine", ConfidenceScore: ptr(0.9), Outputs: []string{"a.md"}}})
+	fence = add(ms, OpTaskClaim, TaskClaimCommand{ID: "fb", Agent: "rita"})
+	add(ms, OpTaskHandoff, TaskHandoffCommand{ID: "fb", Agent: "rita", Fence: fence, To: "rita", Reason: "later"})
+	add(ms, OpTaskClaim, TaskClaimCommand{ID: "fb", Agent: "rita"})
+	add(ms, OpTaskClaim, TaskClaimCommand{ID: "fc", Agent: "rita"})
+	add(2*time.Second, OpTaskTick, TaskTickCommand{})
+	add(ms, OpTaskTick, TaskTickCommand{})
+	add(ms, OpTaskCreate, task("fe", "rita", 60, 3))
+	add(ms, OpTaskCreate, task("ff", "rita", 60, 3, "fe"))
+	add(ms, OpTaskCancel, TaskCancelCommand{ID: "fe", From: "boss", Reason: "scrapped"})
+	m := testMessage("msg-20261121-113000-boss-00000001", "general", "anyone with go?")
+	m.From, m.To = "boss", Recipients{"capability:go"}
+	add(ms, OpSend, SendCommand{Message: m})
+	add(ms, OpSetRules, SetRulesCommand{Rules: &rules.Document{Preset: rules.PresetHierarchical, RerouteBlockedTo: "boss"}})
+	m = testMessage("msg-20261121-113000-rita-00000002", "general", "psst")
+	m.From, m.To = "rita", Recipients{"sam"}
+	add(ms, OpSend, SendCommand{Message: m})
+	return logs
+}
+
+// taskBucket reports whether name is one of the task buckets, which
+// formatLog leaves empty and formatTaskLog fills.
+func taskBucket(name string) bool { return strings.HasPrefix(name, "task") }
+
+// afterTasks prefixes the golden lines pinned after formatTaskLog.
+const afterTasks = "after-tasks "
+
 // bucketDigests is, per bucket of f, its number of keys and the SHA-256 of
 // its Dump lines: "bucket keys sha256".
 func bucketDigests(tb testing.TB, f *FSM) []string {
@@ -109,6 +171,10 @@ func bucketDigests(tb testing.TB, f *FSM) []string {
 // testdata/state_format.golden was written. Existing state files and
 // snapshots are read by the current code, so a change here is a change of
 // the on-disk format and needs a migration, not a new golden file.
+//
+// The golden file has two parts: the buckets but the task ones after
+// formatLog (the lines written before tasks existed, unchanged), then,
+// prefixed "after-tasks ", every bucket after formatTaskLog too.
 func TestStateFormatUnchanged(t *testing.T) {
 	f, _ := openTemp(t)
 	logs := formatLog(t)
@@ -120,11 +186,23 @@ func TestStateFormatUnchanged(t *testing.T) {
 			t.Fatalf("entry %d: %v", i+1, err)
 		}
 	}
-	got := bucketDigests(t, f)
-	for _, line := range got {
-		if strings.Contains(line, " 0 ") {
-			t.Errorf("the format log leaves bucket %s empty: it pins nothing there", strings.Fields(line)[0])
+	var got []string
+	for _, line := range bucketDigests(t, f) {
+		if !taskBucket(strings.Fields(line)[0]) {
+			got = append(got, line)
 		}
+	}
+	tail := formatTaskLog(t, uint64(len(logs)), baseTS+int64(len(logs)+1)*1000)
+	for i, r := range f.ApplyBatch(tail) {
+		if err, failed := r.(error); failed {
+			t.Fatalf("task entry %d: %v", i+1, err)
+		}
+	}
+	for _, line := range bucketDigests(t, f) {
+		if strings.Contains(line, " 0 ") {
+			t.Errorf("the format logs leave bucket %s empty: they pin nothing there", strings.Fields(line)[0])
+		}
+		got = append(got, afterTasks+line)
 	}
 	path := filepath.Join("testdata", "state_format.golden")
 	if *updateFormat {
@@ -142,7 +220,7 @@ func TestStateFormatUnchanged(t *testing.T) {
 		want = append(want, sc.Text())
 	}
 	if len(want) != len(got) {
-		t.Fatalf("%d buckets, golden file has %d", len(got), len(want))
+		t.Fatalf("%d lines, golden file has %d", len(got), len(want))
 	}
 	for i := range got {
 		if got[i] != want[i] {

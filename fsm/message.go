@@ -37,7 +37,8 @@ type Message struct {
 	// Channel groups a conversation ("session_id" in the seed format).
 	Channel string `json:"channel"`
 	From    string `json:"from"`
-	// To lists recipients: agent ids, "all" or "*", "role:NAME" or a glob.
+	// To lists recipients: agent ids, "all" or "*", "role:NAME",
+	// "capability:NAME" or a glob.
 	// A single JSON string is accepted as a one-element list.
 	To Recipients `json:"to"`
 	// Recipients is the resolved delivery list: the agents whose inboxes
@@ -126,8 +127,9 @@ var (
 	// idRE admits generated ids and the ids of the seed systems (uuids,
 	// "msg_001"); it stays a safe URL path segment.
 	idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
-	// recipientRE admits agent ids, "all", "*", "role:NAME" and globs.
-	recipientRE = regexp.MustCompile(`^(\*|role:[a-z0-9][a-z0-9._-]{0,63}|[a-z0-9*?\[][a-z0-9._*?\[\]^-]{0,127})$`)
+	// recipientRE admits agent ids, "all", "*", "role:NAME",
+	// "capability:NAME" and globs.
+	recipientRE = regexp.MustCompile(`^(\*|role:[a-z0-9][a-z0-9._-]{0,63}|capability:[a-z0-9][a-z0-9._-]{0,63}|[a-z0-9*?\[][a-z0-9._*?\[\]^-]{0,127})$`)
 )
 
 // ValidName reports whether s is a valid agent id or channel name: whether
@@ -223,7 +225,7 @@ func (m *Message) Validate() error {
 	}
 	for i, r := range m.To {
 		if !recipientRE.MatchString(r) {
-			return fieldErr(fmt.Sprintf("to[%d]", i), "%q is not an agent id, \"all\", \"*\", \"role:NAME\" or a glob", r)
+			return fieldErr(fmt.Sprintf("to[%d]", i), "%q is not an agent id, \"all\", \"*\", \"role:NAME\", \"capability:NAME\" or a glob", r)
 		}
 		switch recipientKind(r) {
 		case kindGlob:

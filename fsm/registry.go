@@ -43,5 +43,14 @@ func (f *FSM) registry() map[Op]applyFunc {
 		OpCreateToken: applyCreateToken,
 		OpRevokeToken: applyRevokeToken,
 		OpAuditDenial: applyAuditDenial,
+
+		// Tasks: task_create.go, task_claim.go, … task_tick.go.
+		OpTaskCreate:   f.applyTaskCreate,
+		OpTaskClaim:    f.applyTaskClaim,
+		OpTaskProgress: f.applyTaskProgress,
+		OpTaskComplete: f.applyTaskComplete,
+		OpTaskHandoff:  f.applyTaskHandoff,
+		OpTaskCancel:   f.applyTaskCancel,
+		OpTaskTick:     f.applyTaskTick,
 	}
 }

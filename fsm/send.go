@@ -66,8 +66,10 @@ func contentHash(m *Message, interrupt bool) ([32]byte, error) {
 //     a role or glob that matches nobody is a *FieldError);
 //   - a sender that is not registered is refused with ErrForbidden when
 //     strict_senders is on, otherwise registered on the spot (role "agent");
-//   - the rules, if any, decide per recipient; if they block every one, the
-//     send fails with ErrForbidden and the reasons.
+//   - the rules, if any, decide per recipient; a recipient they block gets
+//     no copy, which goes to the document's reroute_blocked_to instead if
+//     it names an agent (reroute); if they block every one and nothing is
+//     rerouted, the send fails with ErrForbidden and the reasons.
 //
 // Refusals by interrupt authority, strict_senders and the rules leave one
 // BLOCKED audit line per refused recipient (the deliberate trace of an
@@ -75,13 +77,33 @@ func contentHash(m *Message, interrupt bool) ([32]byte, error) {
 // A stored message gets its resolved Recipients, a thread_id if it is a reply
 // sent without one, an inbox entry and a "delivered" receipt per delivered
 // recipient, a "blocked" receipt per blocked one, its thread entry, the
-// "answered" receipt on its parent, and a MESSAGE audit line. The audit
-// lines of a private message carry its readers (markPrivate).
+// "answered" receipt on its parent, a MESSAGE audit line, its BLOCKED
+// lines and, if it was rerouted, a REROUTED line. The audit lines of a
+// private message carry its readers (markPrivate).
+//
+// A message from SystemSender is refused here: only apply makes those
+// (send, for a task).
 func (f *FSM) applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 	var cmd SendCommand
 	if err := json.Unmarshal(body, &cmd); err != nil {
 		return nil, fmt.Errorf("fsm: apply send: decode: %w", err)
 	}
+	if cmd.Message.From == SystemSender {
+		return nil, fmt.Errorf("fsm: apply send: %w", reservedName("from"))
+	}
+	res, err := f.send(tx, index, ts, &cmd, false)
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// send is applySend's work, and the one way apply stores a message: a
+// client's (applySend) or one a task command makes (forTask). A task's
+// message may go to a queue no agent serves yet (resolveRecipients'
+// emptyOK); one from SystemSender is the system's own: never registered,
+// never refused by strict_senders or the rules.
+func (f *FSM) send(tx *bbolt.Tx, index uint64, ts int64, cmd *SendCommand, forTask bool) (*SendResult, error) {
 	m := cmd.Message
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("fsm: apply send: %w", err)
@@ -105,7 +127,7 @@ func (f *FSM) applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any,
 	fillThread(&m, parent)
 	settleVisibility(&m, parent)
 
-	rcpts, err := resolveRecipients(tx, &m)
+	rcpts, err := resolveRecipients(tx, &m, forTask)
 	if err != nil {
 		return nil, fmt.Errorf("fsm: apply send: %w", err)
 	}
@@ -116,7 +138,7 @@ func (f *FSM) applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any,
 	fromRole := DefaultRole
 	if sender != nil {
 		fromRole = sender.Role
-	} else if readConfig(tx).StrictSenders {
+	} else if m.From != SystemSender && readConfig(tx).StrictSenders {
 		reason := fmt.Sprintf("sender %s is not a registered agent and strict_senders is on: register it first (maosctl agents register %s --role ROLE)", m.From, m.From)
 		audit(tx, index, ts, markPrivate(AuditEvent{Kind: AuditBlocked, From: m.From, To: m.To, Label: "BLOCKED", Text: reason, MessageID: m.ID}, &m, nil))
 		return nil, fmt.Errorf("fsm: apply send: %w", &ForbiddenError{Reason: reason})
@@ -124,6 +146,12 @@ func (f *FSM) applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any,
 	delivered, blocked, err := f.applyRules(tx, &m, fromRole, rcpts)
 	if err != nil {
 		return nil, fmt.Errorf("fsm: apply send: rules: %w", err)
+	}
+	var via *rerouted
+	if len(blocked) > 0 {
+		if delivered, via, err = f.reroute(tx, &m, delivered, blocked); err != nil {
+			return nil, fmt.Errorf("fsm: apply send: rules: %w", err)
+		}
 	}
 	if len(rcpts) > 0 && len(delivered) == 0 {
 		auditBlocked(tx, index, ts, &m, delivered, blocked)
@@ -135,7 +163,7 @@ func (f *FSM) applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any,
 	}
 
 	// Everything is checked: write.
-	if sender == nil {
+	if sender == nil && m.From != SystemSender {
 		registerBySend(tx, index, ts, &m)
 	}
 	m.Seq = index
@@ -163,6 +191,7 @@ func (f *FSM) applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any,
 	audit(tx, index, ts, markPrivate(AuditEvent{Kind: AuditMessage, From: m.From, To: m.Recipients, Label: strings.ToUpper(m.Type),
 		Text: text, MessageID: m.ID}, &m, delivered))
 	auditBlocked(tx, index, ts, &m, delivered, blocked)
+	via.audit(tx, index, ts, &m, delivered)
 	return &SendResult{ID: m.ID, Seq: index, Timestamp: m.Timestamp, Blocked: blocked}, nil
 }
 
@@ -185,8 +214,12 @@ func resend(tx *bbolt.Tx, m *Message, prev idRecord, sum [32]byte) (*SendResult,
 
 // applyRules splits the resolved recipients of m, sent by an agent of
 // fromRole, into those the rules document (if any) lets it reach and those
-// it blocks, with the rule's reason.
+// it blocks, with the rule's reason. The rules do not speak to
+// SystemSender's messages.
 func (f *FSM) applyRules(tx *bbolt.Tx, m *Message, fromRole string, rcpts []recipient) ([]recipient, []BlockedRecipient, error) {
+	if m.From == SystemSender {
+		return rcpts, nil, nil
+	}
 	rules, err := f.rules.load(tx)
 	if err != nil || rules == nil {
 		return rcpts, nil, err

@@ -45,11 +45,20 @@ var (
 	bucketTokens      = []byte("tokens")
 	bucketTokenHashes = []byte("token_hashes")
 
+	// Tasks (task_store.go documents each layout).
+	bucketTasks       = []byte("tasks")
+	bucketTaskIDs     = []byte("task_ids")
+	bucketTaskIndex   = []byte("task_index")
+	bucketTaskHistory = []byte("task_history")
+	bucketTaskEvents  = []byte("task_events")
+	bucketTaskOutbox  = []byte("task_outbox")
+
 	allBuckets = [][]byte{
 		bucketMeta, bucketMessages, bucketIDs, bucketChannels, bucketChannelIndex, bucketNodes,
 		bucketAgents, bucketAgentIndex, bucketInbox, bucketInboxCounts, bucketInboxUnread, bucketReadMarks, bucketReceipts,
 		bucketThreads, bucketAudit, bucketConfig, bucketRules, bucketBulletin, bucketLocks, bucketRetention, bucketCursors,
 		bucketTokens, bucketTokenHashes,
+		bucketTasks, bucketTaskIDs, bucketTaskIndex, bucketTaskHistory, bucketTaskEvents, bucketTaskOutbox,
 	}
 
 	keyAppliedIndex = []byte("applied_index")

@@ -265,8 +265,8 @@ func (c *TaskCreateCommand) Validate() error {
 	if !idRE.MatchString(c.ID) {
 		return fieldErr("id", "%q: want 1..%d of A-Z a-z 0-9 . _ : - starting with a letter or digit", c.ID, MaxIDLen)
 	}
-	if !ValidName(c.From) {
-		return NameError("from", c.From)
+	if err := validAgent("from", c.From); err != nil {
+		return err
 	}
 	if err := validTaskAssignee("to", c.To); err != nil {
 		return err
@@ -323,10 +323,7 @@ func (c *TaskClaimCommand) Validate() error {
 	if err := validTaskRef(c.ID); err != nil {
 		return err
 	}
-	if !ValidName(c.Agent) {
-		return NameError("agent", c.Agent)
-	}
-	return nil
+	return validAgent("agent", c.Agent)
 }
 
 // TaskProgressCommand is the body of OpTaskProgress (POST
@@ -466,8 +463,8 @@ func (c *TaskCancelCommand) Validate() error {
 	if err := validTaskRef(c.ID); err != nil {
 		return err
 	}
-	if !ValidName(c.From) {
-		return NameError("from", c.From)
+	if err := validAgent("from", c.From); err != nil {
+		return err
 	}
 	return validNote("reason", c.Reason)
 }
@@ -511,7 +508,8 @@ const (
 	CapabilityPrefix = "capability:"
 )
 
-// validTaskAssignee checks an agent id, role:NAME or capability:NAME.
+// validTaskAssignee checks an agent id (not SystemSender), role:NAME or
+// capability:NAME.
 func validTaskAssignee(field, to string) error {
 	name, prefixed := strings.CutPrefix(to, RolePrefix)
 	if !prefixed {
@@ -522,6 +520,21 @@ func validTaskAssignee(field, to string) error {
 			return NameError(field, to)
 		}
 		return fieldErr(field, "%q: want an agent id, role:NAME or capability:NAME (%s)", to, NamePattern)
+	}
+	if to == SystemSender {
+		return reservedName(field)
+	}
+	return nil
+}
+
+// validAgent checks an agent id acting on a task: a name, not
+// SystemSender.
+func validAgent(field, id string) error {
+	if !ValidName(id) {
+		return NameError(field, id)
+	}
+	if id == SystemSender {
+		return reservedName(field)
 	}
 	return nil
 }
@@ -537,8 +550,8 @@ func validClaimant(id, agent string, fence uint64) error {
 	if err := validTaskRef(id); err != nil {
 		return err
 	}
-	if !ValidName(agent) {
-		return NameError("agent", agent)
+	if err := validAgent("agent", agent); err != nil {
+		return err
 	}
 	if fence == 0 {
 		return fieldErr("fence", "required: the fence of your claim (from the claim's answer)")

@@ -50,6 +50,8 @@ func TestTaskCreateValidate(t *testing.T) {
 		{"timeout", "timeout_seconds", func(c *TaskCreateCommand) { c.TimeoutSeconds = -1 }},
 		{"attempts", "max_attempts", func(c *TaskCreateCommand) { c.MaxAttempts = MaxTaskAttempts + 1 }},
 		{"channel", "channel", func(c *TaskCreateCommand) { c.Channel = "Ops" }},
+		{"from maos", "from", func(c *TaskCreateCommand) { c.From = SystemSender }},
+		{"to maos", "to", func(c *TaskCreateCommand) { c.To = SystemSender }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := validTaskCreate()
@@ -112,6 +114,22 @@ func TestTaskBackoff(t *testing.T) {
 	for k, w := range want {
 		if got := TaskBackoff(k); got != w {
 			t.Errorf("TaskBackoff(%d) = %v, want %v", k, got, w)
+		}
+	}
+}
+
+// maos is the system's sender: no task command acts as it.
+func TestTaskCommandsRefuseTheSystemSender(t *testing.T) {
+	for name, err := range map[string]error{
+		"claim":    (&TaskClaimCommand{ID: "t1", Agent: SystemSender}).Validate(),
+		"progress": (&TaskProgressCommand{ID: "t1", Agent: SystemSender, Fence: 1}).Validate(),
+		"complete": (&TaskCompleteCommand{ID: "t1", Agent: SystemSender, Fence: 1, Completion: TaskCompletion{Status: TaskStatusSuccess}}).Validate(),
+		"handoff":  (&TaskHandoffCommand{ID: "t1", Agent: "rita", Fence: 1, To: SystemSender}).Validate(),
+		"cancel":   (&TaskCancelCommand{ID: "t1", From: SystemSender}).Validate(),
+	} {
+		var fe *FieldError
+		if !errors.As(err, &fe) || !strings.Contains(fe.Reason, `"maos" is reserved`) {
+			t.Errorf("%s as maos: %v, want a field error saying maos is reserved", name, err)
 		}
 	}
 }

@@ -1,5 +1,6 @@
 // Package mcpserver is maos as a Model Context Protocol server: a handful of
-// small tools (send, list, read, reply, who, lock) bound to one agent
+// small tools (send, list, read, reply, who, lock, and create, list and
+// complete tasks) bound to one agent
 // identity and backed by a maos node's HTTP API, so a coding agent uses its
 // mailbox through tool calls instead of shelling out to maosctl.
 //
@@ -40,6 +41,10 @@ const (
 	ToolReply = "reply_to_message"
 	ToolWho   = "who"
 	ToolLock  = "lock"
+
+	ToolCreateTask   = "create_task"
+	ToolListTasks    = "list_tasks"
+	ToolCompleteTask = "complete_task"
 )
 
 // New returns an MCP server exposing the maos tools for cfg.Agent. It
@@ -59,7 +64,7 @@ func New(cfg Config) (*mcp.Server, error) {
 	}
 	h := &handlers{cfg: cfg, c: cfg.Client}
 	s := mcp.NewServer(&mcp.Implementation{Name: "maos", Version: cfg.Version}, &mcp.ServerOptions{
-		Instructions: "maos mailbox for agent " + cfg.Agent + ": messages from other agents, presence, file locks.",
+		Instructions: "maos mailbox for agent " + cfg.Agent + ": messages from other agents, presence, file locks, tasks.",
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: ToolSend, Description: "Send a message to agents (ids, all, role:NAME)."}, h.send)
 	mcp.AddTool(s, &mcp.Tool{Name: ToolList, Description: "List your inbox: ids and titles, oldest first."}, h.list)
@@ -67,6 +72,9 @@ func New(cfg Config) (*mcp.Server, error) {
 	mcp.AddTool(s, &mcp.Tool{Name: ToolReply, Description: "Reply to a message's sender in its thread."}, h.reply)
 	mcp.AddTool(s, &mcp.Tool{Name: ToolWho, Description: "Who is online: agents' presence."}, h.who)
 	mcp.AddTool(s, &mcp.Tool{Name: ToolLock, Description: "File lock lease: acquire, renew, release or check."}, h.lock)
+	mcp.AddTool(s, &mcp.Tool{Name: ToolCreateTask, Description: "Delegate a task to an agent or a queue (role:NAME, capability:NAME)."}, h.createTask)
+	mcp.AddTool(s, &mcp.Tool{Name: ToolListTasks, Description: "List tasks by state, assignee, creator or claimant."}, h.listTasks)
+	mcp.AddTool(s, &mcp.Tool{Name: ToolCompleteTask, Description: "Finish a task of yours with its result; claims it if still ready."}, h.completeTask)
 	return s, nil
 }
 
@@ -406,6 +414,130 @@ func (h *handlers) lock(ctx context.Context, _ *mcp.CallToolRequest, in LockInpu
 		out.Holder, out.Token, out.Expires = l.Holder, l.Token, l.ExpiresAt.UTC().Format(time.RFC3339)
 	}
 	return nil, out, nil
+}
+
+// CreateTaskInput is the argument of create_task.
+type CreateTaskInput struct {
+	To          string       `json:"to" jsonschema:"agent id, role:NAME or capability:NAME"`
+	Title       string       `json:"title"`
+	Description string       `json:"description,omitempty"`
+	DependsOn   []string     `json:"depends_on,omitempty" jsonschema:"task ids that must succeed first"`
+	Priority    fsm.Priority `json:"priority,omitempty" jsonschema:"urgent|high|normal|low"`
+}
+
+// TaskOutput is a task's id and state after a tool acted on it.
+type TaskOutput struct {
+	ID    string        `json:"id"`
+	State fsm.TaskState `json:"state"`
+}
+
+func (h *handlers) createTask(ctx context.Context, _ *mcp.CallToolRequest, in CreateTaskInput) (*mcp.CallToolResult, TaskOutput, error) {
+	cmd := fsm.TaskCreateCommand{ID: fsm.NewTaskID(h.cfg.Agent, time.Now()), From: h.cfg.Agent, To: in.To, Title: in.Title,
+		Description: in.Description, DependsOn: in.DependsOn, Priority: in.Priority, Channel: h.cfg.Channel}
+	res, err := h.c.CreateTask(ctx, cmd)
+	if err != nil {
+		return nil, TaskOutput{}, toolErr(ToolCreateTask, err)
+	}
+	return nil, TaskOutput{ID: res.ID, State: res.State}, nil
+}
+
+// ListTasksInput filters list_tasks; every filter given must match.
+type ListTasksInput struct {
+	State     fsm.TaskState `json:"state,omitempty" jsonschema:"waiting|ready|running|succeeded|failed|cancelled"`
+	To        string        `json:"to,omitempty"`
+	From      string        `json:"from,omitempty"`
+	ClaimedBy string        `json:"claimed_by,omitempty"`
+	After     uint64        `json:"after,omitempty" jsonschema:"next_after of the previous page"`
+	Limit     int           `json:"limit,omitempty" jsonschema:"default 20, max 100"`
+}
+
+// TaskItem is one task without its history or description; Status is its
+// completion's, for an ended task.
+type TaskItem struct {
+	ID        string        `json:"id"`
+	Title     string        `json:"title"`
+	State     fsm.TaskState `json:"state"`
+	From      string        `json:"from"`
+	To        string        `json:"to"`
+	ClaimedBy string        `json:"claimed_by,omitempty"`
+	Attempt   int           `json:"attempt,omitempty"`
+	Status    string        `json:"status,omitempty"`
+}
+
+// ListTasksOutput is a page of tasks, oldest first.
+type ListTasksOutput struct {
+	Tasks     []TaskItem `json:"tasks"`
+	HasMore   bool       `json:"has_more"`
+	NextAfter uint64     `json:"next_after,omitempty"`
+}
+
+func (h *handlers) listTasks(ctx context.Context, _ *mcp.CallToolRequest, in ListTasksInput) (*mcp.CallToolResult, ListTasksOutput, error) {
+	limit := in.Limit
+	switch {
+	case limit <= 0:
+		limit = listDefault
+	case limit > listMax:
+		return nil, ListTasksOutput{}, fmt.Errorf("%s: limit %d, at most %d", ToolListTasks, limit, listMax)
+	}
+	page, err := h.c.Tasks(ctx, fsm.TaskQuery{State: in.State, To: in.To, From: in.From, ClaimedBy: in.ClaimedBy, After: in.After, Limit: limit})
+	if err != nil {
+		return nil, ListTasksOutput{}, toolErr(ToolListTasks, err)
+	}
+	out := ListTasksOutput{Tasks: []TaskItem{}, HasMore: page.HasMore}
+	for _, t := range page.Tasks {
+		it := TaskItem{ID: t.ID, Title: t.Title, State: t.State, From: t.From, To: t.To, ClaimedBy: t.ClaimedBy, Attempt: t.Attempt}
+		if t.Completion != nil {
+			it.Status = t.Completion.Status
+		}
+		out.Tasks = append(out.Tasks, it)
+		out.NextAfter = t.Seq
+	}
+	if !out.HasMore {
+		out.NextAfter = 0
+	}
+	return nil, out, nil
+}
+
+// CompleteTaskInput is the argument of complete_task.
+type CompleteTaskInput struct {
+	ID         string   `json:"id"`
+	Status     string   `json:"status,omitempty" jsonschema:"success (default)|partial_success|failure|requires_approval"`
+	Result     string   `json:"result"`
+	Confidence *float64 `json:"confidence,omitempty" jsonschema:"0..1"`
+	Error      string   `json:"error,omitempty" jsonschema:"what went wrong, for failure"`
+}
+
+// completeTask ends a task as the bound agent: under its claim if it runs
+// the task, else after claiming it (a ready task of its queue), so a model
+// finishes a task in one call; the API refuses what is not its to finish.
+func (h *handlers) completeTask(ctx context.Context, _ *mcp.CallToolRequest, in CompleteTaskInput) (*mcp.CallToolResult, TaskOutput, error) {
+	tc := fsm.TaskCompletion{Status: in.Status, Result: in.Result, ConfidenceScore: in.Confidence}
+	if tc.Status == "" {
+		tc.Status = fsm.TaskStatusSuccess
+	}
+	if tc.Status == fsm.TaskStatusFailure {
+		tc.Error = &fsm.TaskError{ErrorType: "task_error", ErrorMessage: in.Error}
+	}
+	if err := tc.Validate(); err != nil {
+		return nil, TaskOutput{}, toolErr(ToolCompleteTask, err)
+	}
+	t, err := h.c.Task(ctx, in.ID)
+	if err != nil {
+		return nil, TaskOutput{}, toolErr(ToolCompleteTask, err)
+	}
+	fence := t.Fence
+	if t.State != fsm.TaskRunning || t.ClaimedBy != h.cfg.Agent {
+		claim, err := h.c.ClaimTask(ctx, in.ID, h.cfg.Agent)
+		if err != nil {
+			return nil, TaskOutput{}, toolErr(ToolCompleteTask+": claim", err)
+		}
+		fence = claim.Fence
+	}
+	res, err := h.c.CompleteTask(ctx, fsm.TaskCompleteCommand{ID: in.ID, Agent: h.cfg.Agent, Fence: fence, Completion: tc})
+	if err != nil {
+		return nil, TaskOutput{}, toolErr(ToolCompleteTask, err)
+	}
+	return nil, TaskOutput{ID: res.ID, State: res.State}, nil
 }
 
 // toolErr is the error a tool returns for a failed API call: the API's own

@@ -22,7 +22,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 }
 
 // TestToolsAreSmall lists the tools and bounds what their definitions cost
-// the model: six tools, each with a short description and input schema.
+// the model: nine tools, each with a short description and input schema.
 func TestToolsAreSmall(t *testing.T) {
 	ctx := context.Background()
 	srv, err := New(Config{Agent: "claude", Client: transport.NewClient("127.0.0.1:1", nil)})
@@ -44,8 +44,8 @@ func TestToolsAreSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Tools) != 6 {
-		t.Fatalf("%d tools, want 6", len(res.Tools))
+	if len(res.Tools) != 9 {
+		t.Fatalf("%d tools, want 9", len(res.Tools))
 	}
 	total := 0
 	for _, tl := range res.Tools {
@@ -79,10 +79,24 @@ func TestToolsAreSmall(t *testing.T) {
 // returns the client session.
 func connect(t *testing.T, agent string) *mcp.ClientSession {
 	t.Helper()
-	ctx := context.Background()
+	return session(t, serveFake(t), agent)
+}
+
+// serveFake serves the API of a fake one-node cluster and returns its
+// address.
+func serveFake(t *testing.T) string {
+	t.Helper()
 	hs := httptest.NewServer(transport.NewServer(transporttest.New(t), transport.ServerOptions{}))
 	t.Cleanup(hs.Close)
-	srv, err := New(Config{Agent: agent, Client: transport.NewClient(hs.Listener.Addr().String(), nil)})
+	return hs.Listener.Addr().String()
+}
+
+// session serves the tools of agent against the node at addr and returns
+// the client session.
+func session(t *testing.T, addr, agent string) *mcp.ClientSession {
+	t.Helper()
+	ctx := context.Background()
+	srv, err := New(Config{Agent: agent, Client: transport.NewClient(addr, nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,5 +127,80 @@ func TestSendWithSecretIsToolError(t *testing.T) {
 	txt := r.Content[0].(*mcp.TextContent).Text
 	if !strings.Contains(txt, "content.text holds a secret (gitleaks rule github-pat)") || strings.Contains(txt, pat) {
 		t.Errorf("tool error %q: want the field and rule, not the secret", txt)
+	}
+}
+
+// call calls tool with args and decodes its structured result into out,
+// or returns the tool error's text.
+func call(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any, out any) string {
+	t.Helper()
+	r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	if r.IsError {
+		return r.Content[0].(*mcp.TextContent).Text
+	}
+	b, err := json.Marshal(r.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		t.Fatalf("%s: %s: %v", tool, b, err)
+	}
+	return ""
+}
+
+// The task tools: lead delegates, rita finishes in one call (claiming the
+// ready task first), lead lists the outcome; what is not rita's to finish
+// is a tool error in the API's words.
+func TestTaskTools(t *testing.T) {
+	addr := serveFake(t)
+	lead, rita := session(t, addr, "lead"), session(t, addr, "rita")
+	var created TaskOutput
+	if e := call(t, lead, ToolCreateTask, map[string]any{"to": "rita", "title": "review PR 12", "description": "in #review"}, &created); e != "" {
+		t.Fatal(e)
+	}
+	if !strings.HasPrefix(created.ID, "task-") || !strings.Contains(created.ID, "-lead-") || created.State != "ready" {
+		t.Fatalf("create_task = %+v", created)
+	}
+	var other TaskOutput
+	if e := call(t, lead, ToolCreateTask, map[string]any{"to": "bob", "title": "not rita's", "depends_on": []string{created.ID}}, &other); e != "" || other.State != "waiting" {
+		t.Fatalf("create_task with a dependency = %+v, %q", other, e)
+	}
+	var list ListTasksOutput
+	if e := call(t, rita, ToolListTasks, map[string]any{"to": "rita", "state": "ready"}, &list); e != "" || len(list.Tasks) != 1 ||
+		list.Tasks[0].ID != created.ID || list.Tasks[0].From != "lead" || list.HasMore {
+		t.Fatalf("list_tasks = %+v, %q", list, e)
+	}
+	if e := call(t, rita, ToolCompleteTask, map[string]any{"id": created.ID, "status": "done", "result": "x"}, &TaskOutput{}); !strings.Contains(e, "status") {
+		t.Errorf("complete_task with a bad status: %q", e)
+	}
+	if e := call(t, rita, ToolCompleteTask, map[string]any{"id": other.ID, "result": "x"}, &TaskOutput{}); !strings.Contains(e, "complete_task: claim:") || !strings.Contains(e, "(forbidden)") {
+		t.Errorf("complete_task of another's task: %q", e)
+	}
+	var done TaskOutput
+	if e := call(t, rita, ToolCompleteTask, map[string]any{"id": created.ID, "result": "LGTM", "confidence": 0.9}, &done); e != "" || done.State != "succeeded" {
+		t.Fatalf("complete_task = %+v, %q", done, e)
+	}
+	// The dependent is ready now: bob, its assignee, ends it as failed.
+	bob := session(t, addr, "bob")
+	var failed TaskOutput
+	if e := call(t, bob, ToolCompleteTask, map[string]any{"id": other.ID, "status": "failure", "result": "no", "error": "CI is red"}, &failed); e != "" || failed.State != "failed" {
+		t.Fatalf("complete_task failure = %+v, %q", failed, e)
+	}
+	if e := call(t, lead, ToolListTasks, map[string]any{"from": "lead", "limit": 1}, &list); e != "" || len(list.Tasks) != 1 || !list.HasMore ||
+		list.Tasks[0].Status != "success" || list.NextAfter == 0 {
+		t.Fatalf("list_tasks page 1 = %+v, %q", list, e)
+	}
+	if e := call(t, lead, ToolListTasks, map[string]any{"from": "lead", "after": list.NextAfter}, &list); e != "" || len(list.Tasks) != 1 ||
+		list.Tasks[0].ID != other.ID || list.Tasks[0].Status != "failure" || list.HasMore {
+		t.Fatalf("list_tasks page 2 = %+v, %q", list, e)
+	}
+	if e := call(t, lead, ToolListTasks, map[string]any{"limit": 500}, &list); !strings.Contains(e, "at most 100") {
+		t.Errorf("list_tasks limit 500: %q", e)
+	}
+	if e := call(t, lead, ToolListTasks, map[string]any{"state": "done"}, &list); !strings.Contains(e, "state") {
+		t.Errorf("list_tasks bad state: %q", e)
 	}
 }

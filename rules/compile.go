@@ -240,6 +240,16 @@ type Compiled struct {
 	interrupt *interruptRule
 }
 
+// RerouteBlockedTo is the agent that receives the copies the rules block
+// (the document's reroute_blocked_to), "" when blocked copies are dropped
+// or for a nil r.
+func (r *Compiled) RerouteBlockedTo() string {
+	if r == nil {
+		return ""
+	}
+	return r.doc.RerouteBlockedTo
+}
+
 // ruleEntry is one agent rule with where it comes from.
 type ruleEntry struct {
 	rule AgentRule
@@ -249,8 +259,9 @@ type ruleEntry struct {
 // Compile validates d and builds its compiled form, which keeps d (do not
 // change it afterwards). A refusal is a *FieldError naming the first field
 // that breaks a rule, in a fixed order (preset, orchestrator_role,
-// default, the entry counts, agents, allowed_interactions by sorted key,
-// forbidden, forbidden_interactions, interrupt); a nil d is one on "rules".
+// default, reroute_blocked_to, the entry counts, agents,
+// allowed_interactions by sorted key, forbidden, forbidden_interactions,
+// interrupt); a nil d is one on "rules".
 // Compiling costs in proportion to the document; callers that check many
 // sends against one document compile it once (fsm caches it by hash).
 func Compile(d *Document) (*Compiled, error) {
@@ -280,6 +291,9 @@ func Compile(d *Document) (*Compiled, error) {
 		return nil, fieldErr("default", "%q: want allow or deny", d.Default)
 	}
 	r.allowByDefault = d.EffectiveDefault() == Allow
+	if to := d.RerouteBlockedTo; to != "" && !ValidName(to) {
+		return nil, fieldErr("reroute_blocked_to", "%q is not an agent id (%s)", to, NamePattern)
+	}
 
 	if n := len(d.Agents) + len(d.AllowedInteractions); n > MaxEntries {
 		return nil, fieldErr("agents", "%d entries with allowed_interactions, at most %d", n, MaxEntries)

@@ -140,7 +140,7 @@ func decodeTree(v any) (*Document, error) {
 	}
 	var d Document
 	err := walkKeys(top, "", []string{"agents", "allowed_interactions", "default", "forbidden",
-		"forbidden_interactions", "interrupt", "orchestrator_role", "preset"}, func(k string, v any, p string) error {
+		"forbidden_interactions", "interrupt", "orchestrator_role", "preset", "reroute_blocked_to"}, func(k string, v any, p string) error {
 		var err error
 		switch k {
 		case "preset":
@@ -149,6 +149,8 @@ func decodeTree(v any) (*Document, error) {
 			d.OrchestratorRole, err = decodeString(v, p)
 		case "default":
 			d.Default, err = decodeString(v, p)
+		case "reroute_blocked_to":
+			d.RerouteBlockedTo, err = decodeString(v, p)
 		case "interrupt":
 			d.Interrupt, err = decodeSelectors(v, p)
 		case "agents":

@@ -17,6 +17,7 @@
 //	preset: hierarchical            # optional; the only preset so far
 //	orchestrator_role: orchestrator # optional, with the preset; default "orchestrator"
 //	default: deny                   # optional: allow | deny, for pairs no list speaks about
+//	reroute_blocked_to: orchestrator # optional: gets what the rules block, instead of nobody
 //	interrupt: [master_agent, "role:lead"] # optional: who may interrupt (see below)
 //	agents:                         # per subject: who it may send to, hear from
 //	  - agent: developer_agent
@@ -75,6 +76,15 @@
 // orchestrators, an orchestrator to anyone; a more specific entry (a role,
 // a glob, an id) refines that for its subjects, and forbidden entries
 // still override.
+//
+// # Rerouting
+//
+// reroute_blocked_to (an agent id; seed 004's hub) changes what a refusal
+// does, not who is refused: a message the rules block for a recipient is
+// delivered to that agent instead of being dropped, so a hub orchestrator
+// sees (and may forward) what workers may not send each other. The
+// document only names the agent; the storer (fsm) delivers the copy and
+// marks it. Without it, a blocked copy goes nowhere.
 //
 // # Interrupts
 //

@@ -45,6 +45,10 @@ type Document struct {
 	Forbidden []ForbiddenRule `json:"forbidden,omitempty"`
 	// ForbiddenInteractions is the seed name of Forbidden; both count.
 	ForbiddenInteractions []ForbiddenRule `json:"forbidden_interactions,omitempty"`
+	// RerouteBlockedTo, an agent id, receives the copy of a message the
+	// rules block for a recipient instead of dropping it (seed 004's hub:
+	// "reroute_blocked_to: orchestrator"). "" drops blocked copies.
+	RerouteBlockedTo string `json:"reroute_blocked_to,omitempty"`
 }
 
 // AgentRule gives the allow lists of the agents its subject selects. A nil
@@ -81,8 +85,8 @@ func (d *Document) EffectiveDefault() string {
 
 // Summary is a one-line description for audit lines and the CLI:
 // "preset hierarchical, 2 agent entries, 1 forbidden, default deny"; a
-// document with an interrupt list adds "N interrupt entries" before the
-// default.
+// document with an interrupt list adds "N interrupt entries", one with
+// reroute_blocked_to "blocked rerouted to ID", before the default.
 func (d *Document) Summary() string {
 	var parts []string
 	if d.Preset != "" {
@@ -97,6 +101,9 @@ func (d *Document) Summary() string {
 		fmt.Sprintf("%d forbidden", len(d.Forbidden)+len(d.ForbiddenInteractions)))
 	if d.Interrupt != nil {
 		parts = append(parts, plural(len(d.Interrupt), "interrupt entry", "interrupt entries"))
+	}
+	if d.RerouteBlockedTo != "" {
+		parts = append(parts, "blocked rerouted to "+d.RerouteBlockedTo)
 	}
 	parts = append(parts, "default "+d.EffectiveDefault())
 	return strings.Join(parts, ", ")

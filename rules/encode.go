@@ -26,6 +26,7 @@ type yamlDocument struct {
 	Preset                string               `yaml:"preset,omitempty"`
 	OrchestratorRole      string               `yaml:"orchestrator_role,omitempty"`
 	Default               string               `yaml:"default,omitempty"`
+	RerouteBlockedTo      string               `yaml:"reroute_blocked_to,omitempty"`
 	Interrupt             *[]string            `yaml:"interrupt,omitempty,flow"`
 	Agents                []yamlAgent          `yaml:"agents,omitempty"`
 	AllowedInteractions   map[string]yamlAgent `yaml:"allowed_interactions,omitempty"`
@@ -60,7 +61,8 @@ func EncodeYAML(d *Document) ([]byte, error) {
 		return out
 	}
 	y := yamlDocument{Preset: d.Preset, OrchestratorRole: d.OrchestratorRole, Default: d.Default,
-		Interrupt: list(d.Interrupt), Forbidden: forbidden(d.Forbidden), ForbiddenInteractions: forbidden(d.ForbiddenInteractions)}
+		Interrupt: list(d.Interrupt), Forbidden: forbidden(d.Forbidden), ForbiddenInteractions: forbidden(d.ForbiddenInteractions),
+		RerouteBlockedTo: d.RerouteBlockedTo}
 	for _, a := range d.Agents {
 		y.Agents = append(y.Agents, agent(a))
 	}

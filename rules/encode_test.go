@@ -15,6 +15,7 @@ func TestEncodeYAMLRoundTrip(t *testing.T) {
 		`{"agents": [{"agent": "x", "can_receive_from": []}]}`,
 		`{"preset": "hierarchical", "orchestrator_role": "lead", "default": "allow", "interrupt": ["role:lead", "ops-*"]}`,
 		`{"interrupt": [], "agents": [{"agent": "x", "can_receive_from": []}]}`,
+		`{"reroute_blocked_to": "orchestrator", "forbidden": [{"from": "*", "to": "vault"}]}`,
 		`{"allowed_interactions": {"z": {"can_send_to": "*"}, "a": {"can_receive_from": ["role:qa"]}},
 		  "forbidden": [{"from": "*", "to": "vault"}]}`,
 	} {

@@ -12,7 +12,7 @@ import (
 func FuzzDecode(f *testing.F) {
 	for _, s := range []string{seedRulesJSON, seedRulesYAML, precedenceDoc, `{}`, `[]`, "",
 		`{"interrupt": ["role:lead", "ops-*"], "preset": "hierarchical"}`, "interrupt: []\n",
-		"agents:\n  - {agent: x, can_send_to: '*'}\n", "a: &x [1]\nb: *x\n", "1: x\n"} {
+		"agents:\n  - {agent: x, can_send_to: '*'}\n", "reroute_blocked_to: hub\n", "a: &x [1]\nb: *x\n", "1: x\n"} {
 		f.Add([]byte(s), true)
 		f.Add([]byte(s), false)
 	}

@@ -16,23 +16,37 @@ import (
 
 // StreamQuery selects what a stream carries; see GET /v1/stream.
 type StreamQuery struct {
-	Agent   string // the agent's inbox ("" for none)
+	Agent   string // the agent's inbox, and its tasks ("" for none)
 	Channel string // one channel ("" for all)
 	After   uint64 // start after this seq; sent as Last-Event-ID
+	// Resume, if set, is the Last-Event-ID to start after, winning over
+	// After: the last non-empty StreamEvent.ID seen ("N" or "N:task").
+	Resume string
+	// Tasks says whether task events come: "" for messages alone (what a
+	// stream carried before tasks), StreamTasksAll for task events
+	// interleaved with messages, StreamTasksOnly for task events alone.
+	Tasks string
 }
 
-// StreamEvent is one event of a stream: a message, or Ready (with Seq the
-// last seq of the backlog) once the stream caught up.
+// StreamEvent is one event of a stream: a message, a task update, or
+// Ready (with Seq the last index of the backlog) once the stream caught
+// up.
 type StreamEvent struct {
 	Ready   bool
-	Seq     uint64
+	Seq     uint64 // the message's seq, or the index of the task update's entry
 	Message *fsm.Message
+	Task    *fsm.TaskUpdate
+	// ID is the event's SSE id: "N" for a message, "N:task" for the last
+	// task update of entry N, "" for a task update that is not its entry's
+	// last (resume from the last non-empty ID: no gap, no repeat).
+	ID string
 }
 
 // Stream opens GET /v1/stream and calls fn for every event until ctx ends,
 // the server closes the stream, or fn returns an error (which Stream
-// returns). To resume after an error, call it again with After set to the
-// last Seq fn saw: the server resumes with no gap and no repeat.
+// returns). To resume after an error, call it again with Resume set to
+// the last non-empty ID fn saw (or, for a stream of messages alone, After
+// set to the last Seq): the server resumes with no gap and no repeat.
 func (c *Client) Stream(ctx context.Context, q StreamQuery, fn func(StreamEvent) error) error {
 	v := url.Values{}
 	if q.Agent != "" {
@@ -41,6 +55,11 @@ func (c *Client) Stream(ctx context.Context, q StreamQuery, fn func(StreamEvent)
 	if q.Channel != "" {
 		v.Set("channel", q.Channel)
 	}
+	tasks := q.Tasks
+	if tasks == "" {
+		tasks = StreamTasksNone
+	}
+	v.Set("tasks", tasks)
 	u := c.base + "/v1/stream"
 	if len(v) > 0 {
 		u += "?" + v.Encode()
@@ -51,7 +70,10 @@ func (c *Client) Stream(ctx context.Context, q StreamQuery, fn func(StreamEvent)
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	c.setAuth(req)
-	if q.After > 0 {
+	switch {
+	case q.Resume != "":
+		req.Header.Set("Last-Event-ID", q.Resume)
+	case q.After > 0:
 		req.Header.Set("Last-Event-ID", strconv.FormatUint(q.After, 10))
 	}
 	resp, err := c.hc.Do(req)
@@ -116,7 +138,13 @@ func dispatchEvent(event, id, data string, fn func(StreamEvent) error) error {
 		if err := json.Unmarshal([]byte(data), &m); err != nil {
 			return fmt.Errorf("transport: stream: bad message event %s: %w", id, err)
 		}
-		return fn(StreamEvent{Seq: m.Seq, Message: &m})
+		return fn(StreamEvent{Seq: m.Seq, Message: &m, ID: id})
+	case EventTask:
+		var u fsm.TaskUpdate
+		if err := json.Unmarshal([]byte(data), &u); err != nil || u.Task == nil {
+			return fmt.Errorf("transport: stream: bad task event %s: %.200s (%v)", id, data, err)
+		}
+		return fn(StreamEvent{Seq: u.Event.Seq, Task: &u, ID: id})
 	}
 	return nil // an event this client does not know
 }

@@ -73,13 +73,19 @@ func TestSendSeedDialects(t *testing.T) {
 		t.Errorf("seed 002 stored %+v meta %v", m, md)
 	}
 
-	// Seed 004: message_type, message_id, from_agent, to_agent; the rest
-	// under metadata.
-	res = post(strings.Replace(seedBody(t, "seed004_completion.json"), `"task_id"`, `"session_id": "triage", "task_id"`, 1))
+	// Seed 004's other messages: message_type, message_id, from_agent,
+	// to_agent; the rest under metadata. (Its task_delegation and
+	// task_completion are tasks: TestSendSeedTasks.)
+	res = post(strings.Replace(seedBody(t, "seed004_coc.json"), `"privacy_level"`, `"session_id": "moderation", "privacy_level"`, 1))
 	m, md = stored(res.ID)
-	if m.ID != "unique_uuid_2" || m.Type != "task_completion" || m.From != "triage" || m.To[0] != "orchestrator" ||
-		md["task_id"] != "original_task_id" || md["status"] != "success" || md["requires_human_review"] != false {
+	if m.ID != "unique_uuid" || m.Type != "coc_violation_flag" || m.From != "community" || m.To[0] != "orchestrator" ||
+		md["privacy_level"] != "PRIVATE_TO_MODERATORS" || md["violation"] == nil {
 		t.Errorf("seed 004 stored %+v meta %v", m, md)
+	}
+	// A task_completion is no longer stored as a message: it names a task.
+	msg = wantError(t, do(t, "POST", srv.URL+"/v1/messages", seedBody(t, "seed004_completion.json"), nil), http.StatusNotFound, transport.CodeNotFound)
+	if msg != "task original_task_id: not found" {
+		t.Errorf("seed 004 completion of no task: %q", msg)
 	}
 
 	// Seed 000: content a string.

@@ -123,6 +123,7 @@ func toAPIError(err error) *APIError {
 		rfe *rules.FieldError
 		nf  *fsm.NotFoundError
 		fbe *fsm.ForbiddenError
+		ce  *fsm.ConflictError
 	)
 	switch {
 	case errors.As(err, &fe):
@@ -133,6 +134,8 @@ func toAPIError(err error) *APIError {
 		return &APIError{Status: http.StatusNotFound, Code: CodeNotFound, Message: nf.Error()}
 	case errors.As(err, &fbe):
 		return &APIError{Status: http.StatusForbidden, Code: CodeForbidden, Message: fbe.Error()}
+	case errors.As(err, &ce):
+		return &APIError{Status: http.StatusConflict, Code: CodeConflict, Message: ce.Error()}
 	case errors.Is(err, fsm.ErrConflict):
 		code = CodeConflict
 	case errors.Is(err, fsm.ErrForbidden):

@@ -29,9 +29,10 @@ import (
 // stream's ?agent=). Without --auth a client can claim any name, so there
 // the limits only slow down a well-behaved client gone wrong.
 type Limits struct {
-	// SendRate is how many message-producing writes (POST /v1/messages and
-	// POST /v1/agents/{id}/interrupt) one agent may make per second: the
-	// refill rate of its token bucket. 0 means unlimited.
+	// SendRate is how many message-producing writes (POST /v1/messages,
+	// POST /v1/agents/{id}/interrupt, and a task's create, complete and
+	// handoff) one agent may make per second: the refill rate of its token
+	// bucket. 0 means unlimited.
 	SendRate float64
 	// SendBurst is the bucket's size: how many such writes an idle agent
 	// may make at once. 0 means DefaultSendBurst(SendRate).

@@ -45,6 +45,7 @@ func (s *Server) routes() []route {
 		bulletinBody = bodyCap{maxBulletinBody, fmt.Sprintf(" (the bulletin is capped at %d bytes)", fsm.MaxBulletinBytes)}
 		lockBody     = bodyCap{maxLockBody, fmt.Sprintf(" (a lock path is at most %d bytes)", fsm.MaxLockPathLen)}
 		presenceBody = bodyCap{maxPresenceBytes, ""}
+		taskBody     = bodyCap{maxTaskBody, taskBodyWhy}
 	)
 	return []route{
 		{pattern: "GET /healthz", rule: rulePublic, handle: s.healthz},
@@ -63,6 +64,16 @@ func (s *Server) routes() []route {
 		{pattern: "GET /v1/channels/{channel}/messages", rule: ruleAny, handle: s.channelMessages},
 		{pattern: "GET /v1/threads/{id}", rule: ruleAny, handle: s.thread},
 		{pattern: "GET /v1/stream", rule: reader("?agent"), limit: limitStream, handle: s.stream},
+
+		// Tasks (server_tasks.go); the stream carries their events.
+		{pattern: "POST /v1/tasks", rule: ruleAny, body: taskBody, limit: limitSend, handle: s.createTask}, // from: admit
+		{pattern: "GET /v1/tasks", rule: ruleAny, handle: s.listTasks},
+		{pattern: "GET /v1/tasks/{id}", rule: ruleAny, handle: s.getTask},
+		{pattern: "POST /v1/tasks/{id}/claim", rule: ruleAny, body: taskBody, handle: s.claimTask},                         // agent: admit
+		{pattern: "POST /v1/tasks/{id}/progress", rule: ruleAny, body: taskBody, handle: s.taskProgress},                   // agent: admit
+		{pattern: "POST /v1/tasks/{id}/complete", rule: ruleAny, body: taskBody, limit: limitSend, handle: s.completeTask}, // agent: admit
+		{pattern: "POST /v1/tasks/{id}/handoff", rule: ruleAny, body: taskBody, limit: limitSend, handle: s.handoffTask},   // agent: admit
+		{pattern: "POST /v1/tasks/{id}/cancel", rule: ruleAny, body: taskBody, handle: s.cancelTask},                       // from: admit
 
 		// Agents, inboxes and cursors (server_mailbox.go, server_interrupt.go).
 		{pattern: "POST /v1/agents", rule: ruleAny, handle: s.registerAgent}, // id: admit

@@ -151,9 +151,13 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) send(w http.ResponseWriter, r *http.Request) {
-	m, err := decodeMessage(w, r, s.opts.MaxMessageBytes)
+	m, task, err := decodeMessage(w, r, s.opts.MaxMessageBytes)
 	if err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	if task != nil {
+		s.sendTask(w, r, task)
 		return
 	}
 	m.Normalize(s.opts.Now())
@@ -303,22 +307,24 @@ func (s *Server) transfer(w http.ResponseWriter, r *http.Request) {
 // field is an error naming it), or, when that fails and the body has a
 // field only the seeds' dialects have (dialect.Is: session_id, subject,
 // message_type, ...), a message in one of those formats, mapped by
-// dialect.Map as maosctl import maps a file. A body in the native format
-// costs nothing more than before; one that is neither gets the native
-// format's error.
-func decodeMessage(w http.ResponseWriter, r *http.Request, limit int64) (fsm.Message, error) {
+// dialect.Map as maosctl import maps a file; except a seed 004
+// task_delegation or task_completion, which is a task command
+// (dialect.MapTask) returned instead of a message. A body in the native
+// format costs nothing more than before; one that is neither gets the
+// native format's error.
+func decodeMessage(w http.ResponseWriter, r *http.Request, limit int64) (fsm.Message, *dialect.TaskMessage, error) {
 	var buf bytes.Buffer
 	if r.ContentLength > 0 && r.ContentLength <= limit {
 		buf.Grow(int(r.ContentLength) + bytes.MinRead)
 	}
 	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit)); err != nil {
-		return fsm.Message{}, bodyError(err, limit)
+		return fsm.Message{}, nil, bodyError(err, limit)
 	}
 	raw := buf.Bytes()
 	var m fsm.Message
 	err := decodeJSON(bytes.NewReader(raw), limit, &m)
 	if err == nil {
-		return m, nil
+		return m, nil, nil
 	}
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(raw, &obj) != nil {
@@ -326,18 +332,21 @@ func decodeMessage(w http.ResponseWriter, r *http.Request, limit int64) (fsm.Mes
 		// (trailing data, a syntax error), not with its first field.
 		var v json.RawMessage
 		if serr := decodeJSON(bytes.NewReader(raw), limit, &v); serr != nil {
-			return fsm.Message{}, serr
+			return fsm.Message{}, nil, serr
 		}
-		return fsm.Message{}, err
+		return fsm.Message{}, nil, err
 	}
 	if !dialect.Is(obj) {
-		return fsm.Message{}, err
+		return fsm.Message{}, nil, err
+	}
+	if task, err := dialect.MapTask(raw); task != nil || err != nil {
+		return fsm.Message{}, task, err
 	}
 	dm, err := dialect.Map(raw, dialect.Place{}, dialect.Options{})
 	if err != nil {
-		return fsm.Message{}, err
+		return fsm.Message{}, nil, err
 	}
-	return *dm, nil
+	return *dm, nil, nil
 }
 
 // decodeBody reads one JSON object of at most limit bytes into v, refusing

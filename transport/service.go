@@ -72,6 +72,10 @@ type Reader interface {
 	Audit(after uint64, limit int) (fsm.AuditPage, error)
 	OverviewFor(viewer *fsm.Viewer, channel string, after uint64, limit int) (fsm.OverviewPage, error)
 
+	Task(id string) (*fsm.Task, error)
+	Tasks(q fsm.TaskQuery) (fsm.TaskPage, error)
+	TaskEvents(after uint64, limit int) (fsm.TaskUpdatePage, error)
+
 	Config() (fsm.ClusterConfig, error)
 	RetentionOf(channel string) (fsm.Retention, error)
 	Tokens() ([]fsm.Token, error)

@@ -35,7 +35,10 @@ Settings:
                    redact (store it with each secret replaced by
                    [REDACTED:rule]) or off (store it as sent).
    auth_required   set by a leader running with --auth; false takes the
-                   cluster off auth on purpose (README: Authentication).`,
+                   cluster off auth on purpose (README: Authentication).
+   escalation_target  an agent id or role:NAME that also gets the incident of
+                   a task whose lease expired max_attempts times ("" : the
+                   task's creator alone).`,
 		Subcommands: []*cli.Command{
 			{
 				Name:      "get",

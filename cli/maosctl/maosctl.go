@@ -145,6 +145,7 @@ give --ca (or MAOS_CA) the cluster's CA certificate to verify the node.`,
 		Before: chainBefore(checkAddrFlag, loadToken, loadTLS),
 		Commands: slices.Concat([]*cli.Command{
 			sendCommand(),
+			taskCommand(),
 			getCommand(),
 			readCommand(),
 			channelsCommand(),
@@ -161,7 +162,8 @@ give --ca (or MAOS_CA) the cluster's CA certificate to verify the node.`,
 	app.OnUsageError = onUsageError
 	setUsageHandler(app.Commands)
 	app.ExitErrHandler = func(c *cli.Context, err error) {
-		if err == nil {
+		var st *exitStatus
+		if err == nil || (errors.As(err, &st) && st.msg == "") {
 			return
 		}
 		w := c.App.ErrWriter
@@ -174,13 +176,33 @@ give --ca (or MAOS_CA) the cluster's CA certificate to verify the node.`,
 }
 
 // ExitCode is the process exit status for an error returned by
-// App().Run: 0 for nil, 1 for any error (usage, API or connection),
-// which Run has already printed to the app's ErrWriter.
+// App().Run: 0 for nil, the status a command chose for its outcome (task
+// wait: 1 failed or cancelled, 2 timed out), 1 for any other error (usage,
+// API or connection), which Run has already printed to the app's
+// ErrWriter.
 func ExitCode(err error) int {
-	if err == nil {
+	var st *exitStatus
+	switch {
+	case err == nil:
 		return 0
+	case errors.As(err, &st):
+		return st.code
 	}
 	return 1
+}
+
+// exitStatus is an outcome a command reports by its exit status rather
+// than as an error: msg, if any, is printed like an error's.
+type exitStatus struct {
+	code int
+	msg  string
+}
+
+func (e *exitStatus) Error() string {
+	if e.msg == "" {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.msg
 }
 
 // setUsageHandler routes flag-parsing errors of every command through
@@ -433,8 +455,7 @@ func positionalArgs(c *cli.Context, names ...string) ([]string, error) {
 }
 
 // trailingFlags splits c's arguments into positional ones and the
-// command's boolean and string flags given among or after them, and sets the
-// latter on c.
+// command's flags given among or after them, and sets the latter on c.
 func trailingFlags(c *cli.Context) ([]string, error) {
 	args := c.Args().Slice()
 	var pos []string
@@ -450,14 +471,18 @@ func trailingFlags(c *cli.Context) ([]string, error) {
 		}
 		fs := flag.NewFlagSet(c.Command.Name, flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
+		given := map[string]*flagValues{}
 		for _, f := range c.Command.Flags {
 			for _, n := range f.Names() {
-				switch f.(type) {
-				case *cli.BoolFlag:
+				if _, ok := f.(*cli.BoolFlag); ok {
 					fs.Bool(n, false, "")
-				case *cli.StringFlag:
-					fs.String(n, "", "")
+					continue
 				}
+				// Every other kind takes a value, which c.Set parses as
+				// the flag's own type (a repeated slice flag: each one).
+				v := &flagValues{}
+				given[n] = v
+				fs.Var(v, n, "")
 			}
 		}
 		if err := fs.Parse(args); err != nil {
@@ -465,8 +490,14 @@ func trailingFlags(c *cli.Context) ([]string, error) {
 		}
 		var setErr error
 		fs.Visit(func(f *flag.Flag) {
-			if err := c.Set(f.Name, f.Value.String()); err != nil && setErr == nil {
-				setErr = usagef(c, "flag --%s: %v", f.Name, err)
+			vals := []string{f.Value.String()}
+			if v, ok := given[f.Name]; ok {
+				vals = *v
+			}
+			for _, val := range vals {
+				if err := c.Set(f.Name, val); err != nil && setErr == nil {
+					setErr = usagef(c, "flag --%s: %v", f.Name, err)
+				}
 			}
 		})
 		if setErr != nil {
@@ -481,6 +512,12 @@ func trailingFlags(c *cli.Context) ([]string, error) {
 	}
 	return pos, nil
 }
+
+// flagValues collects each value a flag is given, in order.
+type flagValues []string
+
+func (v *flagValues) String() string     { return strings.Join(*v, ",") }
+func (v *flagValues) Set(s string) error { *v = append(*v, s); return nil }
 
 // noArgs fails when c got positional arguments it does not take.
 func noArgs(c *cli.Context) error {

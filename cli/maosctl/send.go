@@ -73,20 +73,9 @@ func send(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	text := c.String("text")
-	if text == "-" {
-		r := c.App.Reader
-		if r == nil {
-			return usagef(c, "--text -: no standard input")
-		}
-		b, err := io.ReadAll(r)
-		if err != nil {
-			return fmt.Errorf("read --text from stdin: %w", err)
-		}
-		text = strings.TrimRight(string(b), "\r\n")
-		if strings.TrimSpace(text) == "" {
-			return usagef(c, "--text -: standard input was empty")
-		}
+	text, err := textFlag(c, "text")
+	if err != nil {
+		return err
 	}
 	from := strings.TrimSpace(c.String("from"))
 	m := &fsm.Message{
@@ -128,6 +117,28 @@ func send(c *cli.Context) error {
 		return printJSON(c.App.Writer, res)
 	}
 	return printSent(c, res)
+}
+
+// textFlag is the value of the text flag name, read from stdin when it is
+// "-" (trailing line ends dropped; empty input is a usage error).
+func textFlag(c *cli.Context, name string) (string, error) {
+	text := c.String(name)
+	if text != "-" {
+		return text, nil
+	}
+	r := c.App.Reader
+	if r == nil {
+		return "", usagef(c, "--%s -: no standard input", name)
+	}
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return "", fmt.Errorf("read --%s from stdin: %w", name, err)
+	}
+	text = strings.TrimRight(string(b), "\r\n")
+	if strings.TrimSpace(text) == "" {
+		return "", usagef(c, "--%s -: standard input was empty", name)
+	}
+	return text, nil
 }
 
 // maybeCommitted reports whether a send that failed with err (as the

@@ -1,0 +1,239 @@
+package maosctl
+
+import (
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/maos-project/maos/fsm"
+)
+
+// createTask runs task create with args and returns the task's id.
+func (e *testEnv) createTask(args ...string) string {
+	e.t.Helper()
+	var res fsm.TaskResult
+	if err := json.Unmarshal([]byte(e.ok(append([]string{"--json", "task", "create"}, args...)...)), &res); err != nil {
+		e.t.Fatal(err)
+	}
+	return res.ID
+}
+
+// claimTask claims id as agent and returns the fence.
+func (e *testEnv) claimTask(id, agent string) string {
+	e.t.Helper()
+	var res fsm.TaskResult
+	if err := json.Unmarshal([]byte(e.ok("--json", "task", "claim", id, "--agent", agent)), &res); err != nil {
+		e.t.Fatal(err)
+	}
+	return strconv.FormatUint(res.Fence, 10)
+}
+
+func TestTaskCreateListShow(t *testing.T) {
+	e := newTestEnv(t)
+	e.reviewers()
+	r := e.run("the diff is in #review\n", "task", "create", "--from", "lead", "--to", "role:reviewer", "--title", "review PR 12",
+		"--description", "-", "--timeout", "5m", "--max-attempts", "3", "--context", `{"pr": 12}`, "--priority", "high")
+	if r.err != nil {
+		t.Fatalf("create: %v %s", r.err, r.errOut)
+	}
+	m := regexp.MustCompile(`^created (task-\d{8}-\d{6}-lead-[0-9a-f]{8}): ready \(seq (\d+)\)\n$`).FindStringSubmatch(r.out)
+	if m == nil {
+		t.Fatalf("create printed %q", r.out)
+	}
+	id := m[1]
+	got, err := e.svc.State().Task(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Description != "the diff is in #review" || got.TimeoutSeconds != 300 || got.MaxAttempts != 3 || string(got.Context) != `{"pr":12}` ||
+		got.Priority != fsm.PriorityHigh || got.Channel != fsm.DefaultChannel || got.From != "lead" {
+		t.Errorf("stored %+v", got)
+	}
+	other := e.createTask("--from", "lead", "--to", "alice", "--title", "write the notes", "--id", "t-notes", "--channel", "docs")
+	dep := e.createTask("--from", "lead", "--to", "capability:go", "--title", "merge", "--depends-on", id+",t-notes")
+	if d, _ := e.svc.State().Task(dep); d.State != fsm.TaskWaiting || len(d.DependsOn) != 2 || other != "t-notes" {
+		t.Errorf("dependent %+v", d)
+	}
+
+	out := e.ok("task", "list")
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if len(lines) != 4 || !regexp.MustCompile(`^ID\s+STATE\s+TO\s+CLAIMED BY\s+ATTEMPT\s+TITLE$`).MatchString(lines[0]) ||
+		!regexp.MustCompile(`^`+id+`\s+ready\s+role:reviewer\s+-\s+0/3\s+review PR 12$`).MatchString(lines[1]) ||
+		!regexp.MustCompile(`^`+dep+`\s+waiting\s+capability:go\s+-\s+0/5\s+merge$`).MatchString(lines[3]) {
+		t.Errorf("task list printed:\n%s", out)
+	}
+	if out := e.ok("task", "list", "--state", "waiting"); strings.Count(out, "\n") != 2 || !strings.Contains(out, dep) {
+		t.Errorf("list --state waiting:\n%s", out)
+	}
+	if out := e.ok("task", "list", "--limit", "1"); !strings.Contains(out, "more: maosctl task list --after "+m[2]) {
+		t.Errorf("list --limit 1:\n%s", out)
+	}
+	if out := e.ok("task", "list", "--claimed-by", "bob"); out != "no tasks\n" {
+		t.Errorf("list --claimed-by bob: %q", out)
+	}
+	var page fsm.TaskPage
+	if err := json.Unmarshal([]byte(e.ok("task", "list", "--to", "alice", "--json")), &page); err != nil || len(page.Tasks) != 1 || page.Tasks[0].ID != "t-notes" {
+		t.Errorf("list --json --to alice: %+v, %v", page, err)
+	}
+
+	out = e.ok("task", "show", id)
+	for _, want := range []string{id + " ready", "title: review PR 12", "from: lead → role:reviewer, channel general, priority high",
+		"lease: 5m0s per claim, attempt 0 of 3", `context: {"pr":12}`, "\nthe diff is in #review\n", "\nhistory:\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show lacks %q:\n%s", want, out)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^  \S+Z\s+#\d+\s+lead\s+created\s+ready\s+for role:reviewer$`).MatchString(out) {
+		t.Errorf("show's history:\n%s", out)
+	}
+	if out := e.ok("task", "show", dep); !strings.Contains(out, "depends on: "+id+", t-notes") || !strings.Contains(out, dep+" waiting") {
+		t.Errorf("show of the dependent:\n%s", out)
+	}
+	var one fsm.Task
+	if err := json.Unmarshal([]byte(e.ok("--json", "task", "show", id)), &one); err != nil || one.ID != id || len(one.History) != 1 {
+		t.Errorf("show --json: %+v, %v", one, err)
+	}
+
+	e.fail([]string{"task", "create", "--from", "lead", "--title", "x"}, "missing required flag --to")
+	e.fail([]string{"task", "create", "--from", "lead", "--to", "alice", "--title", "x", "--timeout", "1500ms"}, "--timeout 1.5s: want whole seconds")
+	e.fail([]string{"task", "create", "--from", "lead", "--to", "alice", "--title", "x", "--max-attempts", "0"}, "--max-attempts 0")
+	e.fail([]string{"task", "create", "--from", "lead", "--to", "alice", "--title", "x", "--context", "{pr:12}"}, "--context: not valid JSON")
+	e.fail([]string{"task", "create", "--from", "lead", "--to", "alice", "--title", "x", "--depends-on", "t-ghost"}, "task t-ghost (depends_on[0]): not found")
+	e.fail([]string{"task", "create", "--from", "lead", "--to", "role:", "--title", "x"}, "to:")
+	e.fail([]string{"task", "show"}, "missing ID")
+	e.fail([]string{"task", "show", "t-ghost"}, "task t-ghost: not found")
+	e.fail([]string{"task", "list", "--state", "done"}, "state")
+}
+
+func TestTaskClaimantVerbs(t *testing.T) {
+	e := newTestEnv(t)
+	e.reviewers()
+	id := e.createTask("--from", "lead", "--to", "role:reviewer", "--title", "review", "--timeout", "10m")
+	e.fail([]string{"task", "claim", id, "--agent", "carol"}, "carol is not a registered agent")
+	out := e.ok("task", "claim", id, "--agent", "alice")
+	m := regexp.MustCompile(`^claimed ` + id + `: attempt 1, fence (\d+), lease until \S+Z\n$`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("claim printed %q", out)
+	}
+	fence := m[1]
+	e.fail([]string{"task", "claim", id, "--agent", "bob"}, "claimed by alice", "409")
+	e.fail([]string{"task", "progress", id, "--agent", "alice"}, "missing required flag --fence")
+	e.fail([]string{"task", "progress", id, "--agent", "alice", "--fence", "x"}, `--fence: "x" is not a fence`)
+	e.fail([]string{"task", "progress", id, "--agent", "alice", "--fence", "999999"}, "409")
+	// Flags after the id, of every kind.
+	if out := e.ok("task", "progress", id, "--agent", "alice", "--fence", fence, "--message", "half way", "--progress", "0.5"); !strings.HasPrefix(out, "progress on "+id+": lease until ") {
+		t.Errorf("progress printed %q", out)
+	}
+	e.fail([]string{"task", "complete", id, "--agent", "alice", "--fence", fence, "--status", "failure"}, "use 'maosctl task fail'")
+	out = e.ok("task", "complete", id, "--agent", "alice", "--fence", fence, "--result", "LGTM", "--confidence", "0.9",
+		"--output", "notes.md", "--output", "diff.patch", "--next-step", "merge it", "--execution-time", "2.5s", "--metrics", `{"tokens_used":12}`)
+	if out != "completed "+id+": succeeded\n" {
+		t.Errorf("complete printed %q", out)
+	}
+	got, _ := e.svc.State().Task(id)
+	if tc := got.Completion; tc == nil || tc.Result != "LGTM" || *tc.ConfidenceScore != 0.9 || strings.Join(tc.Outputs, ",") != "notes.md,diff.patch" ||
+		tc.NextSteps[0] != "merge it" || tc.ExecutionTimeMS != 2500 || string(tc.Metrics) != `{"tokens_used":12}` || got.ProgressMessage != "half way" {
+		t.Errorf("completed %+v completion %+v", got, got.Completion)
+	}
+	if out := e.ok("task", "show", id); !strings.Contains(out, "completion: success (0.9)") || !strings.Contains(out, "result: LGTM") ||
+		!strings.Contains(out, "output: diff.patch") || !strings.Contains(out, "progress: 50% half way") ||
+		!regexp.MustCompile(`(?m)^  \S+\s+#\d+\s+alice\s+completed\s+succeeded\s+success \(0\.9\)$`).MatchString(out) {
+		t.Errorf("show after completion:\n%s", out)
+	}
+
+	// fail, with seed 004's error fields.
+	f := e.createTask("--from", "lead", "--to", "bob", "--title", "run CI")
+	ff := e.claimTask(f, "bob")
+	e.fail([]string{"task", "fail", f, "--agent", "bob", "--fence", ff}, "missing required flag --error")
+	if out := e.ok("task", "fail", f, "--agent", "bob", "--fence", ff, "--error", "CI is red", "--error-type", "ci_failed",
+		"--error-code", "E1", "--recoverable", "--suggested-action", "retry"); out != "failed "+f+": failed\n" {
+		t.Errorf("fail printed %q", out)
+	}
+	if got, _ := e.svc.State().Task(f); got.Completion.Error == nil || *got.Completion.Error != (fsm.TaskError{ErrorType: "ci_failed",
+		ErrorMessage: "CI is red", ErrorCode: "E1", IsRecoverable: true, SuggestedAction: "retry"}) {
+		t.Errorf("failed %+v", got.Completion)
+	}
+
+	// handoff, then the new assignee claims; cancel by the creator only.
+	h := e.createTask("--from", "lead", "--to", "alice", "--title", "design")
+	hf := e.claimTask(h, "alice")
+	e.fail([]string{"task", "handoff", h, "--agent", "alice", "--fence", hf}, "missing required flag --to")
+	if out := e.ok("task", "handoff", h, "--agent", "alice", "--fence", hf, "--to", "bob", "--reason", "bob knows it"); out != "handed "+h+" to bob: ready\n" {
+		t.Errorf("handoff printed %q", out)
+	}
+	var res fsm.TaskResult
+	if err := json.Unmarshal([]byte(e.ok("--json", "task", "claim", h, "--agent", "bob")), &res); err != nil || res.Attempt != 2 || res.State != fsm.TaskRunning {
+		t.Errorf("claim after handoff --json: %+v, %v", res, err)
+	}
+	e.fail([]string{"task", "cancel", h, "--from", "bob"}, "403")
+	if out := e.ok("task", "cancel", h, "--from", "lead", "--reason", "not needed"); out != "cancelled "+h+"\n" {
+		t.Errorf("cancel printed %q", out)
+	}
+	// A retried cancel answers the same; a task that ended otherwise is 409.
+	if out := e.ok("task", "cancel", h, "--from", "lead"); out != "cancelled "+h+"\n" {
+		t.Errorf("cancel again printed %q", out)
+	}
+	e.fail([]string{"task", "cancel", id, "--from", "lead"}, "has ended (succeeded", "409")
+}
+
+// task wait: 0 succeeded, 1 failed or cancelled, 2 timed out, printing the
+// outcome; a task that ends while it waits is seen on the stream.
+func TestTaskWait(t *testing.T) {
+	e := newTestEnv(t)
+	wait := func(args ...string) runResult {
+		t.Helper()
+		return e.run("", append([]string{"task", "wait"}, args...)...)
+	}
+	ok := e.createTask("--from", "lead", "--to", "rita", "--title", "t")
+	okf := e.claimTask(ok, "rita")
+	e.ok("task", "complete", ok, "--agent", "rita", "--fence", okf, "--result", "done\nfine", "--confidence", "0.97")
+	if r := wait(ok); r.err != nil || r.out != ok+" succeeded: success (0.97): done fine\n" {
+		t.Errorf("wait on a succeeded task: %v %q %q", r.err, r.out, r.errOut)
+	}
+
+	bad := e.createTask("--from", "lead", "--to", "rita", "--title", "t")
+	e.ok("task", "fail", bad, "--agent", "rita", "--fence", e.claimTask(bad, "rita"), "--error", "it broke", "--error-type", "crash")
+	if r := wait(bad); ExitCode(r.err) != 1 || r.out != bad+" failed: failure: crash: it broke\n" || r.errOut != "" {
+		t.Errorf("wait on a failed task: exit %d %q %q", ExitCode(r.err), r.out, r.errOut)
+	}
+	gone := e.createTask("--from", "lead", "--to", "rita", "--title", "t")
+	e.ok("task", "cancel", gone, "--from", "lead")
+	if r := wait(gone, "--json"); ExitCode(r.err) != 1 || !strings.Contains(r.out, `"state": "cancelled"`) {
+		t.Errorf("wait --json on a cancelled task: exit %d %q %q", ExitCode(r.err), r.out, r.errOut)
+	}
+
+	slow := e.createTask("--from", "lead", "--to", "rita", "--title", "t")
+	start := time.Now()
+	if r := wait(slow, "--timeout", "300ms"); ExitCode(r.err) != 2 || r.out != slow+" still ready after 300ms\n" || r.errOut != "" {
+		t.Errorf("wait that timed out: exit %d %q %q", ExitCode(r.err), r.out, r.errOut)
+	}
+	if d := time.Since(start); d < 300*time.Millisecond || d > 5*time.Second {
+		t.Errorf("the 300ms wait took %s", d)
+	}
+
+	// Live: the task ends while wait follows the stream.
+	done := make(chan runResult, 1)
+	go func() { done <- e.run("", "task", "wait", slow, "--timeout", "20s") }()
+	time.Sleep(100 * time.Millisecond)
+	sf := e.claimTask(slow, "rita")
+	select {
+	case r := <-done:
+		t.Fatalf("wait returned before the task ended: %v %q", r.err, r.out)
+	case <-time.After(100 * time.Millisecond):
+	}
+	e.ok("task", "complete", slow, "--agent", "rita", "--fence", sf, "--status", "partial_success")
+	select {
+	case r := <-done:
+		if r.err != nil || r.out != slow+" succeeded: partial_success\n" {
+			t.Errorf("live wait: %v %q %q", r.err, r.out, r.errOut)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("wait did not see the task end")
+	}
+
+	e.fail([]string{"task", "wait", "t-ghost"}, "task t-ghost: not found")
+	e.fail([]string{"task", "wait", slow, "--timeout", "-1s"}, "--timeout -1s: want a positive duration")
+}

@@ -1,0 +1,95 @@
+package cluster_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/maos-project/maos/cluster/clustertest"
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+)
+
+// The leader expires lapsed leases by itself: nobody proposes anything
+// after the claims, and still a task with attempts left is ready again
+// and one at its last attempt fails with a timeout, its dependents with
+// it; the messages the state machine sends about them (the creator's
+// replies, the incident to the escalation target) are delivered by the
+// ticks that follow; then the loop rests, proposing nothing more.
+func TestLeaderExpiresLapsedLeases(t *testing.T) {
+	c := clustertest.New(t, 3)
+	ctx := clustertest.Context(t)
+	cl := c.Follower().Client // writes forwarded, reads strong: any node will do
+	if _, err := cl.RegisterAgent(ctx, fsm.RegisterAgentCommand{ID: "sup", Role: "supervisor"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.SetConfig(ctx, "escalation_target", "role:supervisor"); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []fsm.TaskCreateCommand{
+		{ID: "t-retry", From: "lead", To: "rita", Title: "retried", TimeoutSeconds: 1, MaxAttempts: 2},
+		{ID: "t-last", From: "lead", To: "rita", Title: "last attempt", TimeoutSeconds: 1, MaxAttempts: 1},
+		{ID: "t-dep1", From: "lead", To: "rita", Title: "after t-last", DependsOn: []string{"t-last"}},
+		{ID: "t-dep2", From: "lead", To: "rita", Title: "after t-last too", DependsOn: []string{"t-last"}},
+	} {
+		if _, err := cl.CreateTask(ctx, cmd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"t-retry", "t-last"} {
+		if _, err := cl.ClaimTask(ctx, id, "rita"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	task := func(id string) *fsm.Task {
+		t.Helper()
+		tk, err := cl.Task(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tk
+	}
+	clustertest.WaitFor(t, 15*time.Second, "both leases expired", func() bool {
+		return task("t-retry").State == fsm.TaskReady && task("t-last").State == fsm.TaskFailed
+	})
+	if r := task("t-retry"); r.Expiries != 1 || r.ClaimedBy != "" || r.ReadyAt == nil || r.Attempt != 1 {
+		t.Errorf("t-retry after its lease lapsed: %+v", r)
+	}
+	if l := task("t-last"); l.Completion == nil || l.Completion.Error == nil || l.Completion.Error.ErrorType != fsm.TaskErrorTimeout {
+		t.Errorf("t-last after its last lease lapsed: %+v", l)
+	}
+	for _, id := range []string{"t-dep1", "t-dep2"} {
+		if d := task(id); d.State != fsm.TaskFailed || d.Completion.Error.ErrorType != fsm.TaskErrorDependencyFailed {
+			t.Errorf("%s: %+v", id, d)
+		}
+	}
+	// The queued messages arrive, one a tick: three completion replies to
+	// lead, the incident to lead and to sup.
+	types := func(agent string) []string {
+		page, err := cl.Inbox(ctx, agent, fsm.InboxQuery{Limit: 100}, transport.Strong)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, m := range page.Messages {
+			if m.From == fsm.SystemSender {
+				out = append(out, m.Type)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	clustertest.WaitFor(t, 10*time.Second, "the replies and the incident", func() bool {
+		return slices.Equal(types("lead"), []string{fsm.TypeTaskIncident, fsm.TypeTaskCompletion, fsm.TypeTaskCompletion, fsm.TypeTaskCompletion}) &&
+			slices.Equal(types("sup"), []string{fsm.TypeTaskIncident})
+	})
+	// Then nothing is due and the leader proposes nothing more.
+	st, err := cl.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if st2, err := cl.Status(ctx); err != nil || st2.CommitIndex != st.CommitIndex {
+		t.Errorf("commit index moved from %d to %d (%v) with nothing due", st.CommitIndex, st2.CommitIndex, err)
+	}
+}

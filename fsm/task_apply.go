@@ -1,0 +1,293 @@
+package fsm
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+// What every task command's apply shares: the entry it runs in, the
+// checks of a claimant, the plan of the changes one entry makes (the
+// command's own task and the dependents that end or become ready with
+// it), and the commit of that plan. An apply checks and plans first, with
+// no write; sends its own message, if any, through send (which refuses or
+// stores it); then commits the plan, which cannot fail.
+
+// taskOp is one task command being applied.
+type taskOp struct {
+	f     *FSM
+	tx    *bbolt.Tx
+	op    Op
+	index uint64
+	ts    int64
+	// plan is what the entry changes, in order; bySeq finds a planned
+	// task, so a later step of the plan sees the earlier ones.
+	plan  []taskChange
+	bySeq map[uint64]int
+}
+
+// taskChange is one task's transition in an entry, and the message
+// SystemSender sends about it (queued), if any.
+type taskChange struct {
+	before taskKeys
+	t      *Task
+	ev     TaskEvent
+	queued []Message
+}
+
+func (f *FSM) taskOp(tx *bbolt.Tx, op Op, index uint64, ts int64) *taskOp {
+	return &taskOp{f: f, tx: tx, op: op, index: index, ts: ts}
+}
+
+// now is the entry's time.
+func (a *taskOp) now() time.Time { return time.Unix(0, a.ts).UTC() }
+
+// at is the entry's time plus d, as a stored time.
+func (a *taskOp) at(d time.Duration) *time.Time {
+	t := time.Unix(0, addTTL(a.ts, d)).UTC()
+	return &t
+}
+
+// errorf wraps err with the op, for the log; the API answers with the
+// inner error's words.
+func (a *taskOp) errorf(err error) error { return fmt.Errorf("fsm: apply %s: %w", a.op, err) }
+
+// event is the history event of a transition by actor in this entry.
+func (a *taskOp) event(actor, event, detail string) TaskEvent {
+	return TaskEvent{Seq: a.index, Time: a.now(), Actor: actor, Event: event, Detail: detail}
+}
+
+// load reads task seq as the plan leaves it so far.
+func (a *taskOp) load(seq uint64) (*Task, error) {
+	if i, ok := a.bySeq[seq]; ok {
+		return a.plan[i].t, nil
+	}
+	return getTask(a.tx, seq)
+}
+
+// loadID reads task id as the plan leaves it so far, or a *NotFoundError.
+func (a *taskOp) loadID(id string) (*Task, error) {
+	rec, ok := getTaskID(a.tx, id)
+	if !ok {
+		return nil, TaskNotFound(id)
+	}
+	return a.load(rec.seq)
+}
+
+// change plans t's transition: before is its keys before the entry
+// changed it (keysOf, taken before the change).
+func (a *taskOp) change(before taskKeys, t *Task, ev TaskEvent, queued ...Message) {
+	if _, dup := a.bySeq[t.Seq]; dup {
+		panic(fmt.Sprintf("fsm: apply %s: task %s changes twice in one entry", a.op, t.ID))
+	}
+	if a.bySeq == nil {
+		a.bySeq = map[uint64]int{}
+	}
+	a.bySeq[t.Seq] = len(a.plan)
+	a.plan = append(a.plan, taskChange{before: before, t: t, ev: ev, queued: queued})
+}
+
+// commit writes the plan in order and queues its messages.
+func (a *taskOp) commit() {
+	var n uint32
+	for _, c := range a.plan {
+		putTask(a.tx, c.before, c.t, c.ev)
+		for i := range c.queued {
+			queue(a.tx, a.index, n, a.ts, &c.queued[i])
+			n++
+		}
+	}
+}
+
+// send stores m, a message of this task command, through the one send
+// path (addressing, rules, inboxes, receipts, audit). A refusal (the
+// rules, strict_senders) refuses the command.
+func (a *taskOp) send(m *Message) error {
+	if _, err := a.f.send(a.tx, a.index, a.ts, &SendCommand{Message: *m}, true); err != nil {
+		return fmt.Errorf("its %s message: %w", m.Type, err)
+	}
+	return nil
+}
+
+// result is the command's answer for t after the entry.
+func (a *taskOp) result(t *Task) *TaskResult {
+	return &TaskResult{ID: t.ID, Seq: a.index, State: t.State, Attempt: t.Attempt, Fence: t.Fence, LeaseExpires: t.LeaseExpires}
+}
+
+// checkClaimant refuses a report from anyone but the current claimant of
+// t under its current fence, with its lease live at the entry's time: a
+// *ConflictError saying what the state is and what to do. A lease that
+// lapsed is refused before any tick expired it.
+func (a *taskOp) checkClaimant(t *Task, agent string, fence uint64) error {
+	switch {
+	case t.State.Final():
+		return conflict("task %s has ended (%s%s): nothing to report", t.ID, t.State, endedHow(t))
+	case t.State != TaskRunning:
+		return conflict("task %s is %s, not running: claim it first", t.ID, t.State)
+	case t.ClaimedBy != agent:
+		return conflict("task %s is claimed by %s (fence %d), not %s: your claim was lost; stop working on it", t.ID, t.ClaimedBy, t.Fence, agent)
+	case t.Fence != fence:
+		return conflict("task %s: fence %d is not the current claim's (%d): your claim was lost; stop working on it", t.ID, fence, t.Fence)
+	case !a.now().Before(*t.LeaseExpires):
+		return conflict("task %s: your lease (fence %d) ended at %s, before this report at %s: the task goes back to its queue; claim it again when it is ready",
+			t.ID, fence, stamp(*t.LeaseExpires), stamp(a.now()))
+	}
+	return nil
+}
+
+// endedHow words how a final task ended, after its state: ", success",
+// ", timeout" (the error type when there is one); "" for a cancelled task.
+func endedHow(t *Task) string {
+	c := t.Completion
+	switch {
+	case c == nil:
+		return ""
+	case c.Error != nil && c.Error.ErrorType != "":
+		return ", " + c.Error.ErrorType
+	default:
+		return ", " + c.Status
+	}
+}
+
+// stamp is a time as messages show it.
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// depMet reports whether a dependency d counts as done: succeeded with
+// success or partial_success (requires_approval waits for its approval).
+func depMet(d *Task) bool {
+	return d.State == TaskSucceeded && d.Completion != nil &&
+		(d.Completion.Status == TaskStatusSuccess || d.Completion.Status == TaskStatusPartialSuccess)
+}
+
+// depBroken reports whether a dependency d can never be met.
+func depBroken(d *Task) bool { return d.State == TaskFailed || d.State == TaskCancelled }
+
+// dependencyFailed is the completion of a task whose dependency d failed
+// or was cancelled.
+func dependencyFailed(d *Task) *TaskCompletion {
+	msg := fmt.Sprintf("task %s, which it depends on, %s", d.ID, brokenHow(d))
+	return &TaskCompletion{Status: TaskStatusFailure, Result: msg,
+		Error: &TaskError{ErrorType: TaskErrorDependencyFailed, ErrorMessage: msg, SuggestedAction: "fix or recreate " + d.ID + ", then create this task again"}}
+}
+
+// brokenHow words how a dependency ended: "failed", "failed (timeout)",
+// "was cancelled".
+func brokenHow(d *Task) string {
+	if d.State == TaskCancelled {
+		return "was cancelled"
+	}
+	if c := d.Completion; c != nil && c.Error != nil && c.Error.ErrorType != "" {
+		return "failed (" + c.Error.ErrorType + ")"
+	}
+	return "failed"
+}
+
+// cascade plans what t's end (t already planned) does to the tasks that
+// depend on it, recursively: a succeeded t makes each waiting dependent
+// whose dependencies are now all met ready; a failed or cancelled t fails
+// each waiting dependent with dependency_failed naming it (and then
+// theirs), each with its completion reply to its creator from
+// SystemSender. Dependents are visited breadth first in creation order.
+func (a *taskOp) cascade(t *Task) error {
+	ended := []*Task{t}
+	for len(ended) > 0 {
+		cur := ended[0]
+		ended = ended[1:]
+		for _, seq := range dependents(a.tx, cur.Seq) {
+			d, err := a.load(seq)
+			if err != nil {
+				return err
+			}
+			if d.State != TaskWaiting {
+				continue
+			}
+			before := keysOf(d)
+			switch {
+			case depBroken(cur):
+				d.State = TaskFailed
+				d.Completion = dependencyFailed(cur)
+				a.change(before, d, a.event(SystemSender, "failed", TaskErrorDependencyFailed+": "+d.Completion.Error.ErrorMessage),
+					completionReply(d, SystemSender, a.ts))
+				ended = append(ended, d)
+			case depMet(cur):
+				met, err := a.allMet(d)
+				if err != nil {
+					return err
+				}
+				if met {
+					d.State = TaskReady
+					a.change(before, d, a.event(SystemSender, "ready", "its dependencies succeeded: "+strings.Join(d.DependsOn, ", ")))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// allMet reports whether every dependency of d is met, as the plan leaves
+// them.
+func (a *taskOp) allMet(d *Task) (bool, error) {
+	for _, id := range d.DependsOn {
+		dep, err := a.loadID(id)
+		if err != nil {
+			return false, err
+		}
+		if !depMet(dep) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// InQueue reports whether agent is of the task queue to: the agent to
+// names, or, for role:NAME or capability:NAME, an agent registered (a,
+// nil when it is not) with that role or capability. A claim is held to it
+// (mayClaim), and the stream's ?agent= filter carries the tasks of the
+// agent's queues by it.
+func InQueue(agent string, a *Agent, to string) bool {
+	if role, ok := strings.CutPrefix(to, RolePrefix); ok {
+		return a != nil && a.Role == role
+	}
+	if capability, ok := strings.CutPrefix(to, CapabilityPrefix); ok {
+		return a != nil && slices.Contains(a.Capabilities, capability)
+	}
+	return agent == to
+}
+
+// mayClaim refuses (a *ForbiddenError) an agent that is not of t's queue
+// (InQueue), saying why.
+func mayClaim(tx *bbolt.Tx, t *Task, agent string) error {
+	isRole := strings.HasPrefix(t.To, RolePrefix)
+	isCap := strings.HasPrefix(t.To, CapabilityPrefix)
+	if !isRole && !isCap {
+		if !InQueue(agent, nil, t.To) {
+			return &ForbiddenError{Reason: fmt.Sprintf("task %s is for %s, not %s", t.ID, t.To, agent)}
+		}
+		return nil
+	}
+	a, err := loadAgent(tx, agent)
+	if err != nil {
+		return err
+	}
+	switch {
+	case InQueue(agent, a, t.To):
+		return nil
+	case a == nil:
+		what := "capability"
+		if isRole {
+			what = "role"
+		}
+		return &ForbiddenError{Reason: fmt.Sprintf("task %s is for %s and %s is not a registered agent: register it with that %s first",
+			t.ID, t.To, agent, what)}
+	case isRole:
+		return &ForbiddenError{Reason: fmt.Sprintf("task %s is for %s and %s has role %s", t.ID, t.To, agent, a.Role)}
+	}
+	has := "none"
+	if len(a.Capabilities) > 0 {
+		has = strings.Join(a.Capabilities, ", ")
+	}
+	return &ForbiddenError{Reason: fmt.Sprintf("task %s is for %s and %s has not that capability (registered with: %s)", t.ID, t.To, agent, has)}
+}

@@ -1,0 +1,273 @@
+package fsm
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/maos-project/maos/rules"
+)
+
+// taskLog builds n entries of task work from a fixed seed, after a few
+// registrations: creates (with dependencies, some unknown; retried and
+// conflicting), claims by agents in and out of the queues, progress,
+// completions, handoffs and cancels under fences that are current, stale
+// or made up, retries of earlier entries, ticks, the escalation target
+// and a rules document with reroute_blocked_to switched on and off.
+// Entries are ~200 ms apart with proposer clocks off by up to ±300 ms, so
+// leases of 2 to 5 s lapse and backoffs pass within the log.
+func taskLog(tb testing.TB, seed uint64, n int) []*raft.Log {
+	tb.Helper()
+	rng := rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d))
+	pick := func(s []string) string { return s[rng.IntN(len(s))] }
+	agents := []string{"rita", "rex", "eve", "zed"}
+	var logs []*raft.Log
+	idx := uint64(0)
+	ts := func() int64 {
+		return baseTS + int64(idx)*int64(200*time.Millisecond) + rng.Int64N(int64(600*time.Millisecond)) - int64(300*time.Millisecond)
+	}
+	add := func(op Op, body any) {
+		idx++
+		logs = append(logs, opEntry(tb, idx, ts(), op, body))
+	}
+	add(OpRegisterAgent, RegisterAgentCommand{ID: "boss", Role: "orchestrator"})
+	add(OpRegisterAgent, RegisterAgentCommand{ID: "ann", Role: "orchestrator"})
+	add(OpRegisterAgent, RegisterAgentCommand{ID: "rita", Role: "reviewer", Capabilities: []string{"go"}})
+	add(OpRegisterAgent, RegisterAgentCommand{ID: "rex", Role: "reviewer"})
+	add(OpRegisterAgent, RegisterAgentCommand{ID: "eve", Role: "engineer", Capabilities: []string{"go"}})
+	add(OpRegisterAgent, RegisterAgentCommand{ID: "sam", Role: "supervisor"})
+
+	type claim struct {
+		task, agent string
+		fence       uint64
+	}
+	var tasks []TaskCreateCommand
+	var claims []claim
+	for len(logs) < n {
+		k := rng.IntN(100)
+		switch {
+		case k < 18 || len(tasks) == 0:
+			c := TaskCreateCommand{ID: fmt.Sprintf("task-%d", idx+1), From: pick([]string{"boss", "ann"}),
+				To: pick(append(agents, "role:reviewer", "capability:go", "role:nobody")), Title: fmt.Sprintf("job %d", idx+1),
+				TimeoutSeconds: 2 + rng.IntN(4), MaxAttempts: 1 + rng.IntN(3)}
+			for range rng.IntN(3) / 2 {
+				if len(tasks) > 0 {
+					if d := tasks[rng.IntN(len(tasks))].ID; !strings.Contains(strings.Join(c.DependsOn, ","), d) {
+						c.DependsOn = append(c.DependsOn, d)
+					}
+				}
+			}
+			if rng.IntN(15) == 0 {
+				c.DependsOn = append(c.DependsOn, "task-missing")
+			}
+			c.Normalize(time.Unix(0, baseTS))
+			tasks = append(tasks, c)
+			add(OpTaskCreate, c)
+		case k < 21:
+			c := tasks[rng.IntN(len(tasks))]
+			if rng.IntN(2) == 0 {
+				c.Title += " (edited)"
+			}
+			add(OpTaskCreate, c)
+		case k < 40:
+			t := tasks[len(tasks)-1-rng.IntN(min(len(tasks), 8))]
+			id, agent := t.ID, pick(agents)
+			if rng.IntN(5) > 0 { // mostly an agent of the queue
+				switch t.To {
+				case "role:reviewer":
+					agent = pick([]string{"rita", "rex"})
+				case "capability:go":
+					agent = pick([]string{"rita", "eve"})
+				case "role:nobody":
+				default:
+					agent = t.To
+				}
+			}
+			claims = append(claims, claim{id, agent, idx + 1})
+			add(OpTaskClaim, TaskClaimCommand{ID: id, Agent: agent})
+		case k < 52 && len(claims) > 0:
+			c := claims[len(claims)-1-rng.IntN(min(len(claims), 2))]
+			add(OpTaskProgress, TaskProgressCommand{ID: c.task, Agent: c.agent, Fence: c.fence, Message: "working", Progress: ptr(rng.Float64())})
+		case k < 66 && len(claims) > 0:
+			c := claims[len(claims)-1-rng.IntN(min(len(claims), 2))]
+			status := TaskStatuses[rng.IntN(len(TaskStatuses))]
+			comp := TaskCompletion{Status: status, Result: "result", ConfidenceScore: ptr(float64(rng.IntN(100)) / 100)}
+			if status == TaskStatusFailure {
+				comp.Error = &TaskError{ErrorType: "api_error", ErrorMessage: "upstream 503"}
+			}
+			add(OpTaskComplete, TaskCompleteCommand{ID: c.task, Agent: c.agent, Fence: c.fence, Completion: comp})
+		case k < 71 && len(claims) > 0:
+			c := claims[len(claims)-1-rng.IntN(min(len(claims), 2))]
+			add(OpTaskHandoff, TaskHandoffCommand{ID: c.task, Agent: c.agent, Fence: c.fence, To: pick(append(agents, "role:reviewer")), Reason: "over to you"})
+		case k < 76:
+			t := tasks[rng.IntN(len(tasks))]
+			from := t.From
+			if rng.IntN(4) == 0 {
+				from = "rex"
+			}
+			add(OpTaskCancel, TaskCancelCommand{ID: t.ID, From: from, Reason: "no longer needed"})
+		case k < 92:
+			add(OpTaskTick, TaskTickCommand{})
+		case k < 95:
+			prev := logs[6+rng.IntN(len(logs)-6)]
+			idx++
+			logs = append(logs, &raft.Log{Type: raft.LogCommand, Index: idx, Term: 1, Data: prev.Data})
+		case k < 97:
+			add(OpSetConfig, SetConfigCommand{Key: "escalation_target", Value: json.RawMessage(pick([]string{`""`, `"sam"`, `"role:supervisor"`}))})
+		default:
+			if rng.IntN(2) == 0 {
+				add(OpSetRules, SetRulesCommand{Rules: &rules.Document{
+					Forbidden:        []rules.ForbiddenRule{{From: "rex", To: "boss", Reason: "rex reports to ann"}},
+					RerouteBlockedTo: "ann"}})
+			} else {
+				add(OpSetRules, SetRulesCommand{Clear: true})
+			}
+		}
+	}
+	return logs
+}
+
+// taskOutcome classifies a result of taskLog for the coverage check.
+func taskOutcome(r any) string {
+	switch v := r.(type) {
+	case *TaskResult:
+		return "state " + string(v.State)
+	case *TaskTickResult:
+		switch {
+		case len(v.Failed) > 0:
+			return "tick failed"
+		case len(v.Expired) > 0:
+			return "tick expired"
+		case v.Delivered != "":
+			return "tick delivered"
+		}
+		return "tick idle"
+	case error:
+		for _, e := range []error{ErrConflict, ErrForbidden, ErrNotFound, ErrInvalid} {
+			if isErr(v, e) {
+				return "refused " + e.Error()
+			}
+		}
+		return "error " + v.Error()
+	case nil:
+		return "nil"
+	}
+	return fmt.Sprintf("%T", r)
+}
+
+func TestTasksDeterministicAcrossBatchSplits(t *testing.T) {
+	const n = 700
+	logs := taskLog(t, 21, n)
+	apply := func(sizes func() int) (*FSM, []string) {
+		f, _ := openTemp(t)
+		var out []string
+		rest := logs
+		for len(rest) > 0 {
+			k := min(max(sizes(), 1), len(rest))
+			for _, r := range f.ApplyBatch(rest[:k]) {
+				out = append(out, renderResult(r))
+			}
+			rest = rest[k:]
+		}
+		return f, out
+	}
+	singles, resSingles := apply(func() int { return 1 })
+	rng := rand.New(rand.NewPCG(5, 11))
+	random, resRandom := apply(func() int { return 1 + rng.IntN(60) })
+	whole, resWhole := apply(func() int { return n })
+
+	// The log must reach every path, or equal dumps say little.
+	seen := map[string]int{}
+	f, _ := openTemp(t)
+	for _, l := range logs {
+		seen[taskOutcome(applyOne(f, l))]++
+	}
+	for _, want := range []string{"state ready", "state waiting", "state failed", "state running", "state succeeded", "state cancelled",
+		"tick expired", "tick failed", "tick delivered", "tick idle",
+		"refused " + ErrConflict.Error(), "refused " + ErrForbidden.Error(), "refused " + ErrNotFound.Error()} {
+		if seen[want] == 0 {
+			t.Errorf("the task log never gives %q (outcomes: %v)", want, seen)
+		}
+	}
+	for k := range seen {
+		if strings.HasPrefix(k, "error ") {
+			t.Errorf("unexpected outcome %q", k)
+		}
+	}
+
+	for i := range resSingles {
+		if resSingles[i] != resRandom[i] || resSingles[i] != resWhole[i] {
+			t.Errorf("entry %d: results differ:\nsingles %s\nrandom  %s\nwhole   %s", i+1, resSingles[i], resRandom[i], resWhole[i])
+		}
+	}
+	want := dump(t, singles)
+	if dump(t, random) != want || dump(t, whole) != want {
+		t.Errorf("Dump differs across batch splits")
+	}
+	if dump(t, f) != want {
+		t.Errorf("Dump differs from single entries applied one by one")
+	}
+}
+
+// A node restarted mid-log, and one restored from a snapshot, end with the
+// state and the answers of a node that did neither.
+func TestTasksSurviveRestartAndSnapshot(t *testing.T) {
+	const n = 400
+	logs := taskLog(t, 33, n)
+	ref, _ := openTemp(t)
+	applyChunks(ref, logs, func() int { return 1 })
+
+	path := filepath.Join(t.TempDir(), "state.db")
+	f := openAt(t, path)
+	applyChunks(f, logs[:250], func() int { return 25 })
+	sink := takeSnapshot(t, f)
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f = openAt(t, path)
+	defer func() { _ = f.Close() }()
+	for i, r := range f.ApplyBatch(logs[:250]) {
+		if r != nil {
+			t.Fatalf("replayed entry %d: %s, want nil", i+1, renderResult(r))
+		}
+	}
+	applyChunks(f, logs[250:], func() int { return 13 })
+
+	restored, _ := openTemp(t)
+	if err := restored.Restore(sink.Reader()); err != nil {
+		t.Fatal(err)
+	}
+	applyChunks(restored, logs[240:], func() int { return 40 })
+
+	want := dump(t, ref)
+	if dump(t, f) != want {
+		t.Error("the restarted node's state differs")
+	}
+	if dump(t, restored) != want {
+		t.Error("the restored node's state differs")
+	}
+	for name, g := range map[string]*FSM{"restarted": f, "restored": restored} {
+		for _, id := range []string{"task-7", "task-50", "task-200"} {
+			a, errA := ref.Task(id)
+			b, errB := g.Task(id)
+			if mustMarshal(a) != mustMarshal(b) || fmt.Sprint(errA) != fmt.Sprint(errB) {
+				t.Errorf("%s: Task(%s) differs", name, id)
+			}
+		}
+		pa, _ := ref.TaskEvents(0, MaxPageLimit)
+		pb, _ := g.TaskEvents(0, MaxPageLimit)
+		if len(pa.Updates) == 0 || mustMarshal(pa) != mustMarshal(pb) {
+			t.Errorf("%s: TaskEvents differ (%d updates in the reference)", name, len(pa.Updates))
+		}
+		da, okA := ref.NextTaskDeadline()
+		db, okB := g.NextTaskDeadline()
+		if !da.Equal(db) || okA != okB {
+			t.Errorf("%s: NextTaskDeadline %s %t, want %s %t", name, db, okB, da, okA)
+		}
+	}
+}

@@ -1,0 +1,130 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// taskBox applies task commands to a fresh state machine (mbox: one entry
+// at a time, 1 µs apart unless a test moves the clock) with a small farm
+// registered: boss (orchestrator), rita and rex (reviewer; rita also
+// knows go), eve (engineer; go and rust).
+type taskBox struct {
+	*mbox
+	n int // task ids handed out
+}
+
+func newTaskBox(t *testing.T) *taskBox {
+	t.Helper()
+	b := &taskBox{mbox: newMbox(t)}
+	b.register("boss", "orchestrator")
+	b.register("rita", "reviewer", "go")
+	b.register("rex", "reviewer")
+	b.register("eve", "engineer", "go", "rust")
+	return b
+}
+
+// now is the time of the last applied entry.
+func (b *taskBox) now() time.Time { return time.Unix(0, b.ts).UTC() }
+
+// jump makes the next entry's time at (it is stamped at the next apply).
+func (b *taskBox) jump(at time.Time) { b.ts = at.UnixNano() - 1000 }
+
+// newTask is a valid create from boss to to, its id from the counter.
+func (b *taskBox) newTask(to string, deps ...string) TaskCreateCommand {
+	b.n++
+	c := TaskCreateCommand{ID: fmt.Sprintf("task-%d", b.n), From: "boss", To: to, Title: fmt.Sprintf("Task %d", b.n),
+		Description: fmt.Sprintf("do thing %d", b.n), DependsOn: deps, TimeoutSeconds: 10, MaxAttempts: 3}
+	c.Normalize(b.now())
+	return c
+}
+
+func mustTaskResult(tb testing.TB, r any) *TaskResult {
+	tb.Helper()
+	res, ok := r.(*TaskResult)
+	if !ok {
+		tb.Fatalf("result = %T (%v), want *TaskResult", r, r)
+	}
+	return res
+}
+
+func (b *taskBox) create(c TaskCreateCommand) *TaskResult {
+	b.t.Helper()
+	return mustTaskResult(b.t, b.ok(OpTaskCreate, c))
+}
+
+func (b *taskBox) claim(id, agent string) *TaskResult {
+	b.t.Helper()
+	return mustTaskResult(b.t, b.ok(OpTaskClaim, TaskClaimCommand{ID: id, Agent: agent}))
+}
+
+func (b *taskBox) complete(id, agent string, fence uint64, c TaskCompletion) *TaskResult {
+	b.t.Helper()
+	return mustTaskResult(b.t, b.ok(OpTaskComplete, TaskCompleteCommand{ID: id, Agent: agent, Fence: fence, Completion: c}))
+}
+
+func (b *taskBox) succeed(id, agent string, fence uint64) *TaskResult {
+	b.t.Helper()
+	return b.complete(id, agent, fence, TaskCompletion{Status: TaskStatusSuccess, Result: "done"})
+}
+
+func (b *taskBox) tick() *TaskTickResult {
+	b.t.Helper()
+	r, ok := b.ok(OpTaskTick, TaskTickCommand{}).(*TaskTickResult)
+	if !ok {
+		b.t.Fatal("tick result is not a *TaskTickResult")
+	}
+	return r
+}
+
+func (b *taskBox) task(id string) *Task {
+	b.t.Helper()
+	t, err := b.f.Task(id)
+	if err != nil {
+		b.t.Fatalf("Task(%s): %v", id, err)
+	}
+	return t
+}
+
+// refused applies a command that must be refused with target, whose
+// words contain want, and change nothing but (for sends the rules refuse)
+// the audit trail.
+func (b *taskBox) refused(op Op, body any, target error, want string) error {
+	b.t.Helper()
+	before := dumpWithout(b.t, b.f, string(bucketAudit))
+	err := mustError(b.t, b.apply(op, body))
+	if !errors.Is(err, target) || !strings.Contains(err.Error(), want) {
+		b.t.Errorf("%s %+v: %v, want %v saying %q", op, body, err, target, want)
+	}
+	if dumpWithout(b.t, b.f, string(bucketAudit)) != before {
+		b.t.Errorf("%s refused, yet the state changed", op)
+	}
+	return err
+}
+
+// events lists a task's history as "actor event state" strings.
+func events(t *Task) []string {
+	var out []string
+	for _, e := range t.History {
+		out = append(out, e.Actor+" "+e.Event+" "+string(e.State))
+	}
+	return out
+}
+
+// lastMessage is the newest message stored.
+func (b *taskBox) lastMessage() *Message {
+	b.t.Helper()
+	p, err := b.f.MessagesAfter(0, MaxPageLimit)
+	if err != nil || len(p.Messages) == 0 {
+		b.t.Fatalf("MessagesAfter: %d messages, %v", len(p.Messages), err)
+	}
+	return p.Messages[len(p.Messages)-1]
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func itoa(n uint64) string { return strconv.FormatUint(n, 10) }

@@ -1,0 +1,193 @@
+package fsm
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+// A task is also visible as messages, so inboxes, watchers, hooks and the
+// audit keep working: its creation posts a task_delegation to its
+// assignee, its end a task_completion reply to its creator, a handoff a
+// handoff message to the new assignee, and a timeout an incident to the
+// creator and the cluster's escalation_target. Their ids are derived
+// (DerivedID) from the sender, the entry's time and the task, so each is
+// stored once.
+//
+// One entry stores one message (a message's seq is its entry's index).
+// A command's own message (delegation, completion by the claimant,
+// handoff) is stored in its entry; the messages SystemSender sends about
+// other tasks (the replies of dependents a cascade fails, a timeout's
+// reply and incident) are queued in task_outbox and stored by the ticks
+// that follow, one per tick, oldest first. NextTaskDeadline counts a
+// queued message as due at once, so the leader ticks until the outbox is
+// empty.
+
+// The message types of tasks.
+const (
+	TypeTaskDelegation = "task_delegation"
+	TypeTaskCompletion = "task_completion"
+	TypeTaskHandoff    = "handoff"
+	TypeTaskIncident   = "incident"
+)
+
+// MetaTaskID is the metadata key naming the task of a delegation,
+// handoff or incident message.
+const MetaTaskID = "task_id"
+
+// taskMeta is the metadata {"task_id": id} (and fields), in key order.
+func taskMeta(id string, extra map[string]any) json.RawMessage {
+	m := map[string]any{MetaTaskID: id}
+	for k, v := range extra {
+		m[k] = v
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: task %s: encode metadata: %v", id, err))
+	}
+	return b
+}
+
+// textOr is s, or alt when s is blank: a message needs text.
+func textOr(s, alt string) string {
+	for _, r := range s {
+		if r != ' ' && r != '\t' && r != '\n' && r != '\r' {
+			return s
+		}
+	}
+	return alt
+}
+
+// delegation is the task_delegation message of t, from its creator to its
+// assignee: title, description as text (the title when there is none),
+// correlation_id and metadata naming the task.
+func delegation(t *Task) Message {
+	return Message{
+		ID:            DerivedID(t.From, t.Created, "task:"+t.ID),
+		Channel:       t.Channel,
+		From:          t.From,
+		To:            Recipients{t.To},
+		Type:          TypeTaskDelegation,
+		Title:         t.Title,
+		Priority:      t.Priority,
+		Content:       Content{Text: textOr(t.Description, t.Title)},
+		CorrelationID: t.ID,
+		Visibility:    VisibilityPublic,
+		Metadata:      taskMeta(t.ID, nil),
+	}
+}
+
+// completionTitle is "<status> (<confidence>) <title>", or "<status>
+// <title>" without a confidence, cut to MaxTitleLen: the audit line is
+// TASK_COMPLETION: success (0.97) Review the retry logic.
+func completionTitle(c *TaskCompletion, title string) string {
+	return cutUTF8(completionHead(c)+" "+title, MaxTitleLen)
+}
+
+// completionHead is "<status> (<confidence>)", or "<status>".
+func completionHead(c *TaskCompletion) string {
+	if c.ConfidenceScore == nil {
+		return c.Status
+	}
+	return c.Status + " (" + strconv.FormatFloat(*c.ConfidenceScore, 'f', -1, 64) + ")"
+}
+
+// completionReply is the task_completion reply to t's creator from from
+// (the claimant, or SystemSender) at ts, answering the delegation: its
+// result as text (the error's message, or the title, when there is none)
+// and the completion as metadata.
+func completionReply(t *Task, from string, ts int64) Message {
+	c := t.Completion
+	meta, err := json.Marshal(c)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: task %s: encode the completion: %v", t.ID, err))
+	}
+	text := c.Result
+	if c.Error != nil {
+		text = textOr(text, c.Error.ErrorMessage)
+	}
+	title := completionTitle(c, t.Title)
+	return Message{
+		ID:            DerivedID(from, time.Unix(0, ts), "task-done:"+t.ID),
+		Channel:       t.Channel,
+		From:          from,
+		To:            Recipients{t.From},
+		Type:          TypeTaskCompletion,
+		Title:         title,
+		Priority:      t.Priority,
+		Content:       Content{Text: textOr(text, title)},
+		InReplyTo:     t.MessageID,
+		CorrelationID: t.ID,
+		Visibility:    VisibilityPublic,
+		Metadata:      meta,
+	}
+}
+
+// handoffMessage is agent's handoff of t (claimed under fence) to its new
+// assignee t.To at ts, with reason: seed 002 §3 Handoff.
+func handoffMessage(t *Task, agent string, fence uint64, ts int64, reason string) Message {
+	return Message{
+		ID:            DerivedID(agent, time.Unix(0, ts), "task-handoff:"+t.ID+":"+strconv.FormatUint(fence, 10)),
+		Channel:       t.Channel,
+		From:          agent,
+		To:            Recipients{t.To},
+		Type:          TypeTaskHandoff,
+		Title:         t.Title,
+		Priority:      t.Priority,
+		Content:       Content{Text: textOr(reason, "handed over by "+agent+": "+t.Title)},
+		InReplyTo:     t.MessageID,
+		CorrelationID: t.ID,
+		Visibility:    VisibilityPublic,
+		Metadata:      taskMeta(t.ID, map[string]any{"from_claim": fence, "reason": reason}),
+	}
+}
+
+// incident is SystemSender's high-priority incident about t, which failed
+// with a timeout at ts, to its creator and to target (the cluster's
+// escalation_target; "" or the creator: the creator alone).
+func incident(t *Task, ts int64, target string) Message {
+	to := Recipients{t.From}
+	if target != "" && target != t.From {
+		to = append(to, target)
+	}
+	title := cutUTF8(fmt.Sprintf("timed out after %d attempts: %s", t.Attempt, t.Title), MaxTitleLen)
+	return Message{
+		ID:       DerivedID(SystemSender, time.Unix(0, ts), "task-incident:"+t.ID),
+		Channel:  t.Channel,
+		From:     SystemSender,
+		To:       to,
+		Type:     TypeTaskIncident,
+		Title:    title,
+		Priority: PriorityHigh,
+		Content: Content{Text: fmt.Sprintf("Task %s (%q, for %s) failed: %s. Look at why its claimants did not finish it, then create it again.",
+			t.ID, t.Title, t.To, t.Completion.Error.ErrorMessage)},
+		InReplyTo:     t.MessageID,
+		CorrelationID: t.ID,
+		Visibility:    VisibilityPublic,
+		Metadata:      taskMeta(t.ID, map[string]any{"error": t.Completion.Error}),
+	}
+}
+
+// deliverQueued stores the oldest queued message, if any, in entry index
+// at ts, and returns its id ("" when the outbox is empty). A message that
+// cannot be stored (it does not decode; its id was taken by a client's
+// message with other content) is dropped with an UNDELIVERED audit line,
+// so it cannot block the ones behind it; the tick goes on either way.
+func (f *FSM) deliverQueued(tx *bbolt.Tx, index uint64, ts int64) string {
+	q, ok, err := dequeue(tx)
+	if !ok {
+		return ""
+	}
+	if err == nil {
+		var res *SendResult
+		if res, err = f.send(tx, index, ts, &SendCommand{Message: q.Message}, true); err == nil {
+			return res.ID
+		}
+	}
+	audit(tx, index, ts, AuditEvent{Kind: AuditOther, From: SystemSender, To: q.Message.To, Label: "UNDELIVERED",
+		Text: firstLine(fmt.Sprintf("%s %s: %v", q.Message.Type, q.Message.ID, err), 300), MessageID: q.Message.ID})
+	return ""
+}

@@ -1,0 +1,216 @@
+package fsm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+// Task returns task id with its history, oldest event first, or a
+// *NotFoundError.
+func (f *FSM) Task(id string) (*Task, error) {
+	var t *Task
+	err := f.view(func(tx *bbolt.Tx) error {
+		var err error
+		if t, err = taskByID(tx, id); err != nil {
+			return err
+		}
+		t.History, err = history(tx, t.Seq)
+		return err
+	})
+	return t, err
+}
+
+// Validate checks the query's names (a *FieldError naming the field).
+func (q *TaskQuery) Validate() error {
+	if q.State != "" && !slices.Contains(TaskStates, q.State) {
+		return fieldErr("state", "%q: want one of waiting, ready, running, succeeded, failed, cancelled", q.State)
+	}
+	if q.To != "" {
+		if err := validTaskAssignee("to", q.To); err != nil {
+			return err
+		}
+	}
+	for _, f := range []struct{ name, v string }{{"from", q.From}, {"claimed_by", q.ClaimedBy}} {
+		if f.v != "" && !ValidName(f.v) {
+			return NameError(f.name, f.v)
+		}
+	}
+	return nil
+}
+
+// Tasks returns a page of tasks in creation order, with Seq > q.After,
+// that match every filter of q, without their history. Limit ≤ 0 means
+// DefaultPageLimit; it is capped at MaxPageLimit.
+//
+// It reads one index range and the tasks in it: that of a state still
+// live (waiting, ready, running) when q names one, else claimed_by, to,
+// from, a final state, in that order of preference (the likely smaller
+// set first); with no filter, the tasks themselves. The other filters
+// are checked on each task read, so a page costs the tasks of that range
+// it skips as well as those it returns.
+func (f *FSM) Tasks(q TaskQuery) (TaskPage, error) {
+	page := TaskPage{Tasks: []*Task{}}
+	if err := q.Validate(); err != nil {
+		return page, err
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = DefaultPageLimit
+	}
+	limit = min(limit, MaxPageLimit)
+	var kind byte
+	var name string
+	switch {
+	case q.State != "" && !q.State.Final():
+		kind, name = tidxState, string(q.State)
+	case q.ClaimedBy != "":
+		kind, name = tidxClaimedBy, q.ClaimedBy
+	case q.To != "":
+		kind, name = tidxTo, q.To
+	case q.From != "":
+		kind, name = tidxFrom, q.From
+	case q.State != "":
+		kind, name = tidxState, string(q.State)
+	}
+	match := func(t *Task) bool {
+		return (q.State == "" || t.State == q.State) && (q.To == "" || t.To == q.To) &&
+			(q.From == "" || t.From == q.From) && (q.ClaimedBy == "" || t.ClaimedBy == q.ClaimedBy)
+	}
+	err := f.view(func(tx *bbolt.Tx) error {
+		next := taskSeqsAfter(tx, kind, name, q.After)
+		for seq, ok := next(); ok; seq, ok = next() {
+			t, err := getTask(tx, seq)
+			if err != nil {
+				return fmt.Errorf("fsm: tasks: %w", err)
+			}
+			if !match(t) {
+				continue
+			}
+			if len(page.Tasks) == limit {
+				page.HasMore = true
+				return nil
+			}
+			page.Tasks = append(page.Tasks, t)
+		}
+		return nil
+	})
+	return page, err
+}
+
+// taskSeqsAfter returns a function yielding, in order, the seqs above
+// after of the tasks under kind ‖ name ‖ 0x00 in task_index, or (kind 0)
+// of every task.
+func taskSeqsAfter(tx *bbolt.Tx, kind byte, name string, after uint64) func() (uint64, bool) {
+	var c *bbolt.Cursor
+	var prefix, start []byte
+	if kind == 0 {
+		c, start = tx.Bucket(bucketTasks).Cursor(), u64(after+1)
+	} else {
+		c, start = tx.Bucket(bucketTaskIndex).Cursor(), taskIndexKey(kind, name, after+1)
+		prefix = start[:len(start)-8]
+	}
+	var k []byte
+	first := true
+	return func() (uint64, bool) {
+		if first {
+			k, _ = c.Seek(start)
+			first = false
+		} else {
+			k, _ = c.Next()
+		}
+		if k == nil || !bytes.HasPrefix(k, prefix) || len(k) != len(prefix)+8 {
+			return 0, false
+		}
+		return binary.BigEndian.Uint64(k[len(prefix):]), true
+	}
+}
+
+// TaskUpdate is one task event with the task as it stood right after the
+// entry that made it (without history): the data of the stream's "task"
+// events, {"event": …, "task": …}.
+type TaskUpdate struct {
+	Event TaskEvent `json:"event"`
+	Task  *Task     `json:"task"`
+}
+
+// TaskUpdatePage is a page of task updates in entry order.
+type TaskUpdatePage struct {
+	Updates []TaskUpdate `json:"updates"`
+	// HasMore is true when entries after the page's last made updates.
+	HasMore bool `json:"has_more"`
+}
+
+// TaskEvents returns the task updates of the entries after index after,
+// oldest first: every task an entry changed, in the order of its seq, with
+// the event (Event.Seq is the entry's index). A page holds whole entries
+// only: it ends at the first entry boundary where it holds limit updates
+// or more (≤ 0: DefaultPageLimit; capped at MaxPageLimit), so it may hold
+// more when one entry (a tick, a cascade) changed many tasks, and resuming
+// after the last update's Event.Seq loses nothing. It reads the updates it
+// returns and, per update, the task's unchanging fields.
+func (f *FSM) TaskEvents(after uint64, limit int) (TaskUpdatePage, error) {
+	if limit <= 0 {
+		limit = DefaultPageLimit
+	}
+	limit = min(limit, MaxPageLimit)
+	page := TaskUpdatePage{Updates: []TaskUpdate{}}
+	err := f.view(func(tx *bbolt.Tx) error {
+		c := tx.Bucket(bucketTaskEvents).Cursor()
+		var at uint64
+		for k, v := c.Seek(u64(after + 1)); k != nil; k, v = c.Next() {
+			index, seq := binary.BigEndian.Uint64(k), binary.BigEndian.Uint64(k[8:])
+			if index != at && len(page.Updates) >= limit {
+				page.HasMore = true
+				return nil
+			}
+			at = index
+			u, err := taskUpdate(tx, seq, index, v)
+			if err != nil {
+				return fmt.Errorf("fsm: task events: %w", err)
+			}
+			page.Updates = append(page.Updates, u)
+		}
+		return nil
+	})
+	return page, err
+}
+
+// taskUpdate builds the update of task seq at entry index from its stored
+// snapshot v: the event from the history, the snapshot with the fields it
+// leaves out (description, context: they never change) from the task.
+func taskUpdate(tx *bbolt.Tx, seq, index uint64, v []byte) (TaskUpdate, error) {
+	var u TaskUpdate
+	var snap Task
+	if err := json.Unmarshal(v, &snap); err != nil {
+		return u, fmt.Errorf("task at seq %d, index %d: decode: %w", seq, index, err)
+	}
+	cur, err := getTask(tx, seq)
+	if err != nil {
+		return u, err
+	}
+	snap.Description, snap.Context = cur.Description, cur.Context
+	if u.Event, err = eventAt(tx, seq, index); err != nil {
+		return u, err
+	}
+	u.Task = &snap
+	return u, nil
+}
+
+// NextTaskDeadline is when the next tick has work: the earliest lease end
+// of a running task, or, when a message SystemSender sends is queued, the
+// time of the entry that queued it (due at once). ok is false when there
+// is none (or the state is closed). The leader proposes OpTaskTick once
+// this is at or before its clock. It reads two keys.
+func (f *FSM) NextTaskDeadline() (deadline time.Time, ok bool) {
+	_ = f.view(func(tx *bbolt.Tx) error {
+		deadline, ok = nextDue(tx)
+		return nil
+	})
+	return deadline, ok
+}

@@ -1,0 +1,276 @@
+package transport
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/maos-project/maos/dialect"
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/secrets"
+)
+
+// The task endpoints (fsm/task.go has the lifecycle and the fields):
+//
+//	POST /v1/tasks                    fsm.TaskCreateCommand → fsm.TaskResult {id, seq, state}
+//	GET  /v1/tasks?state=&to=&from=&claimed_by=&after=&limit= → fsm.TaskPage {tasks, has_more}
+//	GET  /v1/tasks/{id}               fsm.Task, with its history
+//	POST /v1/tasks/{id}/claim         {agent} → fsm.TaskResult {state:"running", attempt, fence, lease_expires}
+//	POST /v1/tasks/{id}/progress      {agent, fence, message, progress} → fsm.TaskResult (the lease renewed)
+//	POST /v1/tasks/{id}/complete      {agent, fence, completion} → fsm.TaskResult
+//	POST /v1/tasks/{id}/handoff       {agent, fence, to, reason} → fsm.TaskResult (ready, for the new assignee)
+//	POST /v1/tasks/{id}/cancel        {from, reason} → fsm.TaskResult
+//
+// A body may repeat the path's id as "id"; another id is 400. Every write
+// is validated (the command's Validate: 400 naming the field and the
+// limit), admitted for the agent it acts as (agent, or from for create
+// and cancel: a token acts only for its own agent, an admin for anyone),
+// its text scanned for secrets (a create's title and description, a
+// completion's result and rationale) and proposed. The state machine
+// decides the rest: 409 for a claim another agent holds, a stale fence, a
+// lapsed lease or a task that ended; 403 for a claimant outside the
+// task's queue or a cancel by another than the creator; 404 for an
+// unknown task or dependency.
+
+// maxTaskBody caps a task request: a description or result and a context
+// at their 64 KiB limits, with room for the other fields; small enough
+// that the entry a follower forwards stays under the forwarded ceiling.
+const maxTaskBody = 256 << 10
+
+// taskBodyWhy ends a task request's 413.
+const taskBodyWhy = " (a task's text and JSON fields are at most 64 KiB each)"
+
+// decodeTaskBody reads a task request's body into v (unknown fields
+// refused), its 413 saying what caps it.
+func decodeTaskBody(w http.ResponseWriter, r *http.Request, v any) error {
+	err := decodeBody(w, r, maxTaskBody, v)
+	var api *APIError
+	if errors.As(err, &api) && api.Code == CodeTooLarge {
+		api.Message = fmt.Sprintf("request body over the limit of %d bytes%s", maxTaskBody, taskBodyWhy)
+	}
+	return err
+}
+
+func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
+	var cmd fsm.TaskCreateCommand
+	if err := decodeTaskBody(w, r, &cmd); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if res, ok := s.proposeCreate(w, r, cmd); ok {
+		writeJSON(w, http.StatusOK, res)
+	}
+}
+
+// proposeCreate normalizes, validates, admits, guards and proposes a
+// create; false means it has answered.
+func (s *Server) proposeCreate(w http.ResponseWriter, r *http.Request, cmd fsm.TaskCreateCommand) (fsm.TaskResult, bool) {
+	cmd.Normalize(s.opts.Now())
+	if err := cmd.Validate(); err != nil {
+		s.writeError(w, r, err)
+		return fsm.TaskResult{}, false
+	}
+	if !s.admit(w, r, "from", cmd.From) {
+		return fsm.TaskResult{}, false
+	}
+	fields := []secrets.Field{{Name: "title", Text: &cmd.Title}, {Name: "description", Text: &cmd.Description}}
+	if !s.guardSecrets(w, r, cmd.From, fields, cmd.Validate) {
+		return fsm.TaskResult{}, false
+	}
+	return s.proposeTask(w, r, fsm.OpTaskCreate, cmd)
+}
+
+func (s *Server) claimTask(w http.ResponseWriter, r *http.Request) {
+	var cmd fsm.TaskClaimCommand
+	if !s.decodeTaskCommand(w, r, &cmd, &cmd.ID) || !s.admit(w, r, "agent", cmd.Agent) {
+		return
+	}
+	s.answerTask(w, r, fsm.OpTaskClaim, cmd)
+}
+
+func (s *Server) taskProgress(w http.ResponseWriter, r *http.Request) {
+	var cmd fsm.TaskProgressCommand
+	if !s.decodeTaskCommand(w, r, &cmd, &cmd.ID) || !s.admit(w, r, "agent", cmd.Agent) {
+		return
+	}
+	s.answerTask(w, r, fsm.OpTaskProgress, cmd)
+}
+
+func (s *Server) completeTask(w http.ResponseWriter, r *http.Request) {
+	var cmd fsm.TaskCompleteCommand
+	if !s.decodeTaskCommand(w, r, &cmd, &cmd.ID) || !s.admit(w, r, "agent", cmd.Agent) {
+		return
+	}
+	if res, ok := s.proposeComplete(w, r, cmd); ok {
+		writeJSON(w, http.StatusOK, res)
+	}
+}
+
+// proposeComplete guards and proposes a validated, admitted completion;
+// false means it has answered.
+func (s *Server) proposeComplete(w http.ResponseWriter, r *http.Request, cmd fsm.TaskCompleteCommand) (fsm.TaskResult, bool) {
+	fields := []secrets.Field{{Name: "completion.result", Text: &cmd.Completion.Result},
+		{Name: "completion.rationale", Text: &cmd.Completion.Rationale}}
+	if !s.guardSecrets(w, r, cmd.Agent, fields, cmd.Validate) {
+		return fsm.TaskResult{}, false
+	}
+	return s.proposeTask(w, r, fsm.OpTaskComplete, cmd)
+}
+
+func (s *Server) handoffTask(w http.ResponseWriter, r *http.Request) {
+	var cmd fsm.TaskHandoffCommand
+	if !s.decodeTaskCommand(w, r, &cmd, &cmd.ID) || !s.admit(w, r, "agent", cmd.Agent) {
+		return
+	}
+	s.answerTask(w, r, fsm.OpTaskHandoff, cmd)
+}
+
+func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request) {
+	var cmd fsm.TaskCancelCommand
+	if !s.decodeTaskCommand(w, r, &cmd, &cmd.ID) || !s.admit(w, r, "from", cmd.From) {
+		return
+	}
+	s.answerTask(w, r, fsm.OpTaskCancel, cmd)
+}
+
+// decodeTaskCommand reads the body of POST /v1/tasks/{id}/VERB into cmd,
+// whose id field is id: the path's id, which a body may repeat but not
+// contradict; then validates it. false means it has answered.
+func (s *Server) decodeTaskCommand(w http.ResponseWriter, r *http.Request, cmd interface{ Validate() error }, id *string) bool {
+	if err := decodeTaskBody(w, r, cmd); err != nil {
+		s.writeError(w, r, err)
+		return false
+	}
+	path := r.PathValue("id")
+	if *id != "" && *id != path {
+		s.writeError(w, r, &fsm.FieldError{Field: "id", Reason: fmt.Sprintf("%q differs from the task in the path, %q; leave it out", *id, path)})
+		return false
+	}
+	*id = path
+	if err := cmd.Validate(); err != nil {
+		s.writeError(w, r, err)
+		return false
+	}
+	return true
+}
+
+// answerTask proposes op and answers with its fsm.TaskResult.
+func (s *Server) answerTask(w http.ResponseWriter, r *http.Request, op fsm.Op, body any) {
+	if res, ok := s.proposeTask(w, r, op, body); ok {
+		writeJSON(w, http.StatusOK, res)
+	}
+}
+
+// proposeTask commits a task command and decodes its fsm.TaskResult;
+// false means it has answered with the error.
+func (s *Server) proposeTask(w http.ResponseWriter, r *http.Request, op fsm.Op, body any) (fsm.TaskResult, bool) {
+	raw, err := s.prop.Apply(r.Context(), op, body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return fsm.TaskResult{}, false
+	}
+	var res fsm.TaskResult
+	if err := json.Unmarshal(raw, &res); err != nil || res.ID == "" {
+		s.writeError(w, r, fmt.Errorf("transport: unexpected %s result %.200s (%v)", op, raw, err))
+		return fsm.TaskResult{}, false
+	}
+	return res, true
+}
+
+func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	s.query(w, r, func(st Reader) (any, error) { return st.Task(id) })
+}
+
+func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
+	q, err := taskQuery(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.query(w, r, func(st Reader) (any, error) {
+		page, err := st.Tasks(q)
+		if err == nil && page.Tasks == nil {
+			page.Tasks = []*fsm.Task{}
+		}
+		return page, err
+	})
+}
+
+// taskQuery reads GET /v1/tasks' parameters; a bad one is 400 naming it.
+func taskQuery(r *http.Request) (fsm.TaskQuery, error) {
+	v := r.URL.Query()
+	q := fsm.TaskQuery{State: fsm.TaskState(v.Get("state")), To: v.Get("to"), From: v.Get("from"), ClaimedBy: v.Get("claimed_by")}
+	after, err := uintParam(v.Get("after"), "after", 0, 1<<63)
+	if err != nil {
+		return q, err
+	}
+	limit, err := uintParam(v.Get("limit"), "limit", fsm.DefaultPageLimit, fsm.MaxPageLimit)
+	if err != nil {
+		return q, err
+	}
+	if limit == 0 {
+		return q, fmt.Errorf("%w: limit: must be 1..%d", ErrBadRequest, fsm.MaxPageLimit)
+	}
+	q.After, q.Limit = after, int(limit)
+	return q, q.Validate()
+}
+
+// Seed 004's task messages on POST /v1/messages (dialect.MapTask).
+
+// TaskMessageResponse answers a seed 004 task_delegation or
+// task_completion posted to POST /v1/messages: what it did to which task
+// (Action "created" or "completed") and the task's state after it.
+type TaskMessageResponse struct {
+	Action string `json:"action"`
+	fsm.TaskResult
+}
+
+// Actions of a TaskMessageResponse.
+const (
+	TaskActionCreated   = "created"
+	TaskActionCompleted = "completed"
+)
+
+// sendTask serves a seed 004 task message: a delegation creates the task
+// as POST /v1/tasks does; a completion, which carries no fence, completes
+// it as POST /v1/tasks/{id}/complete does under the current claim's fence,
+// and only when its sender (admitted first, as any sender) is the current
+// claimant (409 otherwise): a strong read finds the claim, and the state
+// machine still refuses it if the claim moved on before the entry.
+func (s *Server) sendTask(w http.ResponseWriter, r *http.Request, tm *dialect.TaskMessage) {
+	if tm.Create != nil {
+		if res, ok := s.proposeCreate(w, r, *tm.Create); ok {
+			writeJSON(w, http.StatusOK, TaskMessageResponse{Action: TaskActionCreated, TaskResult: res})
+		}
+		return
+	}
+	cmd := *tm.Complete
+	if !s.admit(w, r, "from_agent", cmd.Agent) {
+		return
+	}
+	if err := s.prop.Linearize(r.Context(), Strong); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	t, err := s.state.Task(cmd.ID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if t.State != fsm.TaskRunning || t.ClaimedBy != cmd.Agent {
+		how := string(t.State)
+		if t.ClaimedBy != "" {
+			how += ", claimed by " + t.ClaimedBy
+		}
+		s.writeError(w, r, &APIError{Status: http.StatusConflict, Code: CodeConflict, Message: fmt.Sprintf(
+			"task %s is %s: a task_completion without a fence is taken from the task's current claimant only (%s is not)",
+			t.ID, how, cmd.Agent)})
+		return
+	}
+	cmd.Fence = t.Fence
+	if res, ok := s.proposeComplete(w, r, cmd); ok {
+		writeJSON(w, http.StatusOK, TaskMessageResponse{Action: TaskActionCompleted, TaskResult: res})
+	}
+}

@@ -1,0 +1,570 @@
+package transport_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/transport/transporttest"
+)
+
+// taskEnv is the API over a real state machine with the agents of the
+// task tests: lead (role lead), rita and rex (reviewers, rita with
+// capability go), tess (tester).
+type taskEnv struct {
+	t   *testing.T
+	svc *transporttest.Service
+	url string
+	c   *transport.Client
+}
+
+func newTaskEnv(t *testing.T, opts ...transporttest.Option) *taskEnv {
+	t.Helper()
+	svc := transporttest.New(t, opts...)
+	for _, a := range []fsm.RegisterAgentCommand{
+		{ID: "lead", Role: "lead"}, {ID: "rita", Role: "reviewer", Capabilities: []string{"go"}},
+		{ID: "rex", Role: "reviewer"}, {ID: "tess", Role: "tester"},
+	} {
+		if _, err := svc.ApplyCommand(fsm.OpRegisterAgent, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := serve(t, svc, transport.ServerOptions{})
+	return &taskEnv{t: t, svc: svc, url: srv.URL, c: transport.NewClient(srv.URL, nil)}
+}
+
+func (e *taskEnv) create(cmd fsm.TaskCreateCommand) fsm.TaskResult {
+	e.t.Helper()
+	if cmd.From == "" {
+		cmd.From = "lead"
+	}
+	if cmd.Title == "" {
+		cmd.Title = "review PR 12"
+	}
+	res, err := e.c.CreateTask(context.Background(), cmd)
+	if err != nil {
+		e.t.Fatalf("create %+v: %v", cmd, err)
+	}
+	return res
+}
+
+func (e *taskEnv) claim(id, agent string) fsm.TaskResult {
+	e.t.Helper()
+	res, err := e.c.ClaimTask(context.Background(), id, agent)
+	if err != nil {
+		e.t.Fatalf("claim %s as %s: %v", id, agent, err)
+	}
+	return res
+}
+
+func (e *taskEnv) task(id string) *fsm.Task {
+	e.t.Helper()
+	t, err := e.c.Task(context.Background(), id)
+	if err != nil {
+		e.t.Fatalf("task %s: %v", id, err)
+	}
+	return t
+}
+
+// wantRefused checks err is an *APIError of status that errors.Is
+// matches sentinel, its message containing each of words.
+func wantRefused(t *testing.T, what string, err error, status int, sentinel error, words ...string) {
+	t.Helper()
+	var api *transport.APIError
+	if !errors.As(err, &api) || api.Status != status || !errors.Is(err, sentinel) {
+		t.Errorf("%s: %v, want %d matching %v", what, err, status, sentinel)
+		return
+	}
+	for _, w := range words {
+		if !strings.Contains(api.Message, w) {
+			t.Errorf("%s: message %q lacks %q", what, api.Message, w)
+		}
+	}
+	if strings.Contains(api.Message, "fsm: apply") {
+		t.Errorf("%s: message %q carries the apply's context", what, api.Message)
+	}
+}
+
+func events(t *fsm.Task) []string {
+	var out []string
+	for _, e := range t.History {
+		out = append(out, e.Event)
+	}
+	return out
+}
+
+// A task's life through the client: create, list, claim (one winner, a
+// retried claim answers the same), progress, complete under the fence;
+// every refusal maps to the sentinel the client's callers match.
+func TestTaskLifecycle(t *testing.T) {
+	e := newTaskEnv(t)
+	ctx := context.Background()
+	res := e.create(fsm.TaskCreateCommand{ID: "t-review", To: "role:reviewer", Description: "the diff is in #review"})
+	if res.ID != "t-review" || res.State != fsm.TaskReady || res.Seq == 0 {
+		t.Fatalf("create answered %+v", res)
+	}
+	// The same create again answers the same; other content is a conflict.
+	if again := e.create(fsm.TaskCreateCommand{ID: "t-review", To: "role:reviewer", Description: "the diff is in #review"}); again != res {
+		t.Errorf("repeated create answered %+v, want %+v", again, res)
+	}
+	_, err := e.c.CreateTask(ctx, fsm.TaskCreateCommand{ID: "t-review", From: "lead", To: "role:tester", Title: "other"})
+	wantRefused(t, "create with a taken id", err, http.StatusConflict, fsm.ErrConflict, "t-review")
+
+	page, err := e.c.Tasks(ctx, fsm.TaskQuery{State: fsm.TaskReady, To: "role:reviewer"})
+	if err != nil || len(page.Tasks) != 1 || page.Tasks[0].ID != "t-review" || page.HasMore || page.Tasks[0].History != nil {
+		t.Fatalf("ready reviewer tasks = %+v, %v", page, err)
+	}
+	if page, err := e.c.Tasks(ctx, fsm.TaskQuery{State: fsm.TaskRunning}); err != nil || len(page.Tasks) != 0 {
+		t.Errorf("running tasks = %+v, %v; want none", page, err)
+	}
+
+	_, err = e.c.ClaimTask(ctx, "t-review", "tess")
+	wantRefused(t, "claim by a tester", err, http.StatusForbidden, fsm.ErrForbidden, "tess")
+	claim := e.claim("t-review", "rita")
+	if claim.State != fsm.TaskRunning || claim.Attempt != 1 || claim.Fence == 0 || claim.LeaseExpires == nil {
+		t.Fatalf("claim answered %+v", claim)
+	}
+	if again := e.claim("t-review", "rita"); again.Fence != claim.Fence || again.Attempt != 1 {
+		t.Errorf("retried claim answered %+v, want the claim %+v", again, claim)
+	}
+	_, err = e.c.ClaimTask(ctx, "t-review", "rex")
+	wantRefused(t, "claim of a running task", err, http.StatusConflict, fsm.ErrConflict, "claimed by rita")
+
+	p := 0.5
+	_, err = e.c.TaskProgress(ctx, fsm.TaskProgressCommand{ID: "t-review", Agent: "rita", Fence: claim.Fence + 100, Message: "half"})
+	wantRefused(t, "progress under another fence", err, http.StatusConflict, fsm.ErrConflict)
+	prog, err := e.c.TaskProgress(ctx, fsm.TaskProgressCommand{ID: "t-review", Agent: "rita", Fence: claim.Fence, Message: "half way", Progress: &p})
+	if err != nil || prog.State != fsm.TaskRunning || prog.LeaseExpires == nil || prog.LeaseExpires.Before(*claim.LeaseExpires) {
+		t.Fatalf("progress = %+v, %v", prog, err)
+	}
+
+	conf := 0.97
+	done := fsm.TaskCompletion{Status: fsm.TaskStatusSuccess, Result: "LGTM", ConfidenceScore: &conf}
+	_, err = e.c.CompleteTask(ctx, fsm.TaskCompleteCommand{ID: "t-review", Agent: "rex", Fence: claim.Fence, Completion: done})
+	wantRefused(t, "complete by another", err, http.StatusConflict, fsm.ErrConflict)
+	end, err := e.c.CompleteTask(ctx, fsm.TaskCompleteCommand{ID: "t-review", Agent: "rita", Fence: claim.Fence, Completion: done})
+	if err != nil || end.State != fsm.TaskSucceeded {
+		t.Fatalf("complete = %+v, %v", end, err)
+	}
+	got := e.task("t-review")
+	if got.State != fsm.TaskSucceeded || got.Completion == nil || got.Completion.Result != "LGTM" || *got.Completion.ConfidenceScore != 0.97 ||
+		!slices.Equal(events(got), []string{"created", "claimed", "progress", "completed"}) || got.ClaimedBy != "rita" {
+		t.Errorf("task after completion: %+v events %v", got, events(got))
+	}
+	_, err = e.c.CompleteTask(ctx, fsm.TaskCompleteCommand{ID: "t-review", Agent: "rita", Fence: claim.Fence,
+		Completion: fsm.TaskCompletion{Status: fsm.TaskStatusFailure, Error: &fsm.TaskError{ErrorType: "late"}}})
+	wantRefused(t, "a second, different completion", err, http.StatusConflict, fsm.ErrConflict)
+	_, err = e.c.CancelTask(ctx, fsm.TaskCancelCommand{ID: "t-review", From: "lead"})
+	wantRefused(t, "cancel of an ended task", err, http.StatusConflict, fsm.ErrConflict)
+
+	// Unknown tasks and dependencies are 404 naming them.
+	_, err = e.c.Task(ctx, "t-nope")
+	wantRefused(t, "unknown task", err, http.StatusNotFound, fsm.ErrNotFound, "t-nope")
+	_, err = e.c.ClaimTask(ctx, "t-nope", "rita")
+	wantRefused(t, "claim of an unknown task", err, http.StatusNotFound, fsm.ErrNotFound, "t-nope")
+	_, err = e.c.CreateTask(ctx, fsm.TaskCreateCommand{From: "lead", To: "rita", Title: "x", DependsOn: []string{"t-review", "t-ghost"}})
+	wantRefused(t, "create depending on an unknown task", err, http.StatusNotFound, fsm.ErrNotFound, "t-ghost")
+}
+
+// Dependencies, cancel (creator only) and handoff through the API.
+func TestTaskDependenciesCancelHandoff(t *testing.T) {
+	e := newTaskEnv(t)
+	ctx := context.Background()
+	e.create(fsm.TaskCreateCommand{ID: "t-design", To: "rita"})
+	dep := e.create(fsm.TaskCreateCommand{ID: "t-build", To: "capability:go", DependsOn: []string{"t-design"}})
+	if dep.State != fsm.TaskWaiting {
+		t.Fatalf("dependent created %s, want waiting", dep.State)
+	}
+	_, err := e.c.ClaimTask(ctx, "t-build", "rita")
+	wantRefused(t, "claim of a waiting task", err, http.StatusConflict, fsm.ErrConflict, "waiting")
+	_, err = e.c.CancelTask(ctx, fsm.TaskCancelCommand{ID: "t-design", From: "rita", Reason: "not mine"})
+	wantRefused(t, "cancel by another than the creator", err, http.StatusForbidden, fsm.ErrForbidden)
+	c, err := e.c.CancelTask(ctx, fsm.TaskCancelCommand{ID: "t-design", From: "lead", Reason: "superseded"})
+	if err != nil || c.State != fsm.TaskCancelled {
+		t.Fatalf("cancel = %+v, %v", c, err)
+	}
+	if b := e.task("t-build"); b.State != fsm.TaskFailed || b.Completion == nil || b.Completion.Error == nil ||
+		b.Completion.Error.ErrorType != fsm.TaskErrorDependencyFailed || !strings.Contains(b.Completion.Error.ErrorMessage, "t-design") {
+		t.Errorf("dependent of a cancelled task: %+v", b)
+	}
+
+	e.create(fsm.TaskCreateCommand{ID: "t-hand", To: "rita"})
+	claim := e.claim("t-hand", "rita")
+	_, err = e.c.HandoffTask(ctx, fsm.TaskHandoffCommand{ID: "t-hand", Agent: "rita", Fence: claim.Fence + 1, To: "role:tester"})
+	wantRefused(t, "handoff under a stale fence", err, http.StatusConflict, fsm.ErrConflict)
+	h, err := e.c.HandoffTask(ctx, fsm.TaskHandoffCommand{ID: "t-hand", Agent: "rita", Fence: claim.Fence, To: "role:tester", Reason: "needs a test plan"})
+	if err != nil || h.State != fsm.TaskReady {
+		t.Fatalf("handoff = %+v, %v", h, err)
+	}
+	if got := e.task("t-hand"); got.To != "role:tester" || got.ClaimedBy != "" {
+		t.Errorf("after handoff: %+v", got)
+	}
+	_, err = e.c.ClaimTask(ctx, "t-hand", "rita")
+	wantRefused(t, "claim by the old assignee", err, http.StatusForbidden, fsm.ErrForbidden)
+	if c := e.claim("t-hand", "tess"); c.Attempt != 2 {
+		t.Errorf("the tester's claim: %+v, want attempt 2", c)
+	}
+}
+
+// Bad input is 400 naming the field (or the parameter) and the limit,
+// and never reaches the log; an oversized body is 413 saying the cap.
+func TestTaskRoutesRefuseBadInput(t *testing.T) {
+	e := newTaskEnv(t)
+	e.create(fsm.TaskCreateCommand{ID: "t-1", To: "rita"})
+	before := len(e.svc.CallsTo("Apply"))
+	for _, tc := range []struct {
+		method, path, body string
+		code, words        string
+	}{
+		{"POST", "/v1/tasks", `{"from":"lead","to":"rita"}`, transport.CodeInvalid, "title: required"},
+		{"POST", "/v1/tasks", `{"from":"lead","to":"rita","title":"t","priority":"asap"}`, transport.CodeInvalid, "priority"},
+		{"POST", "/v1/tasks", `{"from":"lead","to":"rita","title":"t","timeout_seconds":-1}`, transport.CodeInvalid, "timeout_seconds"},
+		{"POST", "/v1/tasks", `{"from":"lead","to":"rita","title":"t","max_attempts":1000}`, transport.CodeInvalid, "max_attempts: 1000: want 1..100"},
+		{"POST", "/v1/tasks", `{"from":"lead","to":"role:Bad","title":"t"}`, transport.CodeInvalid, "to"},
+		{"POST", "/v1/tasks", `{"from":"lead","to":"rita","title":"t","depends_on":["t-1","t-1"]}`, transport.CodeInvalid, "depends_on[1]"},
+		{"POST", "/v1/tasks", `{"from":"lead","to":"rita","title":"t","context":{]}`, transport.CodeBadRequest, "malformed JSON"},
+		{"POST", "/v1/tasks", `{"from":"lead","to":"rita","title":"t","tittle":"x"}`, transport.CodeUnknownField, `"tittle"`},
+		{"POST", "/v1/tasks/t-1/claim", `{"agent":"rita","id":"t-2"}`, transport.CodeInvalid, `id: "t-2" differs from the task in the path`},
+		{"POST", "/v1/tasks/t-1/claim", `{"agent":"Rita"}`, transport.CodeInvalid, "agent"},
+		{"POST", "/v1/tasks/t-1/progress", `{"agent":"rita"}`, transport.CodeInvalid, "fence: required"},
+		{"POST", "/v1/tasks/t-1/progress", `{"agent":"rita","fence":3,"progress":2}`, transport.CodeInvalid, "progress: 2: want 0..1"},
+		{"POST", "/v1/tasks/t-1/complete", `{"agent":"rita","fence":3,"completion":{"status":"done"}}`, transport.CodeInvalid, "status"},
+		{"POST", "/v1/tasks/t-1/complete", `{"agent":"rita","fence":3,"completion":{"status":"success","confidence_score":1.5}}`, transport.CodeInvalid, "confidence_score"},
+		{"POST", "/v1/tasks/t-1/complete", `{"agent":"rita","fence":3,"completion":{"status":"success","rationale":"` + strings.Repeat("r", 1001) + `"}}`,
+			transport.CodeInvalid, "rationale: 1001 characters, at most 1000"},
+		{"POST", "/v1/tasks/t-1/handoff", `{"agent":"rita","fence":3,"to":""}`, transport.CodeInvalid, "to"},
+		{"POST", "/v1/tasks/t-1/cancel", `{"reason":"x"}`, transport.CodeInvalid, "from"},
+		{"POST", "/v1/tasks/t-1/cancel", `{"from":"lead"} {}`, transport.CodeBadRequest, "trailing data"},
+		{"GET", "/v1/tasks?state=done", "", transport.CodeInvalid, "state"},
+		{"GET", "/v1/tasks?to=role:", "", transport.CodeInvalid, "to"},
+		{"GET", "/v1/tasks?claimed_by=Rita", "", transport.CodeInvalid, "claimed_by"},
+		{"GET", "/v1/tasks?limit=0", "", transport.CodeBadRequest, "limit"},
+		{"GET", "/v1/tasks?after=x", "", transport.CodeBadRequest, "after"},
+	} {
+		r := do(t, tc.method, e.url+tc.path, tc.body, nil)
+		if r.status != http.StatusBadRequest {
+			t.Errorf("%s %s %.80s: %d %s, want 400", tc.method, tc.path, tc.body, r.status, r.body)
+			continue
+		}
+		if msg := wantError(t, r, http.StatusBadRequest, tc.code); !strings.Contains(msg, tc.words) {
+			t.Errorf("%s %s %.80s: message %q lacks %q", tc.method, tc.path, tc.body, msg, tc.words)
+		}
+	}
+	// A body over the task cap: 413, declared or not.
+	big := `{"from":"lead","to":"rita","title":"t","description":"` + strings.Repeat("d", 300<<10) + `"}`
+	msg := wantError(t, do(t, "POST", e.url+"/v1/tasks", big, nil), http.StatusRequestEntityTooLarge, transport.CodeTooLarge)
+	if !strings.Contains(msg, "262144 bytes") || !strings.Contains(msg, "64 KiB") {
+		t.Errorf("413 message %q", msg)
+	}
+	if n := len(e.svc.CallsTo("Apply")); n != before {
+		t.Errorf("%d refused requests reached Apply", n-before)
+	}
+	// A description over its limit is the state machine's field error.
+	long := `{"from":"lead","to":"rita","title":"t","description":"` + strings.Repeat("d", fsm.MaxTaskTextBytes+1) + `"}`
+	if msg := wantError(t, do(t, "POST", e.url+"/v1/tasks", long, nil), http.StatusBadRequest, transport.CodeInvalid); !strings.Contains(msg, "description") {
+		t.Errorf("long description: %q", msg)
+	}
+}
+
+// With auth the acting agent (from, agent) must be the token's own;
+// admins act as anyone; reads need a token. Refusals reach no log entry.
+func TestTaskAuthorization(t *testing.T) {
+	e := newAuthEnv(t, &transport.AuthConfig{AdminToken: adminSecret})
+	ctx := context.Background()
+	for _, tt := range []struct{ method, path, body, field string }{
+		{"POST", "/v1/tasks", `{"from":"bob","to":"carol","title":"t"}`, `from "bob"`},
+		{"POST", "/v1/tasks/t-1/claim", `{"agent":"bob"}`, `agent "bob"`},
+		{"POST", "/v1/tasks/t-1/progress", `{"agent":"bob","fence":1}`, `agent "bob"`},
+		{"POST", "/v1/tasks/t-1/complete", `{"agent":"bob","fence":1,"completion":{"status":"success"}}`, `agent "bob"`},
+		{"POST", "/v1/tasks/t-1/handoff", `{"agent":"bob","fence":1,"to":"carol"}`, `agent "bob"`},
+		{"POST", "/v1/tasks/t-1/cancel", `{"from":"bob"}`, `from "bob"`},
+		{"POST", "/v1/messages", `{"message_type":"task_delegation","from_agent":"bob","to_agent":"carol","title":"t"}`, `from "bob"`},
+		{"POST", "/v1/messages", `{"message_type":"task_completion","from_agent":"bob","task_id":"t-1","status":"success"}`, `from_agent "bob"`},
+	} {
+		msg := wantError(t, e.as(aliceSecret, tt.method, tt.path, tt.body), http.StatusForbidden, transport.CodeForbidden)
+		if !strings.Contains(msg, tt.field) || !strings.Contains(msg, "tok-alice") {
+			t.Errorf("%s %s: 403 message %q does not name %s and the token", tt.method, tt.path, msg, tt.field)
+		}
+	}
+	if writes, sends := e.writes(); writes != 0 || sends != 0 {
+		t.Errorf("refused requests reached the log: %d writes, %d sends", writes, sends)
+	}
+	wantUnauthorized(t, e.as("", "GET", "/v1/tasks", ""), false)
+	wantUnauthorized(t, e.as("", "GET", "/v1/tasks/t-1", ""), false)
+
+	// As herself alice creates; an admin creates for bob and cancels as
+	// the creator; bob claims and completes with his own token.
+	alice, bob, admin := e.client(aliceSecret), e.client(bobSecret), e.client(adminSecret)
+	if _, err := alice.CreateTask(ctx, fsm.TaskCreateCommand{ID: "t-a", From: "alice", To: "bob", Title: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CreateTask(ctx, fsm.TaskCreateCommand{ID: "t-b", From: "bob", To: "carol", Title: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := admin.CancelTask(ctx, fsm.TaskCancelCommand{ID: "t-b", From: "bob"}); err != nil || res.State != fsm.TaskCancelled {
+		t.Errorf("admin cancel as the creator: %+v, %v", res, err)
+	}
+	claim, err := bob.ClaimTask(ctx, "t-a", "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := bob.CompleteTask(ctx, fsm.TaskCompleteCommand{ID: "t-a", Agent: "bob", Fence: claim.Fence,
+		Completion: fsm.TaskCompletion{Status: fsm.TaskStatusSuccess}}); err != nil || res.State != fsm.TaskSucceeded {
+		t.Errorf("bob completes: %+v, %v", res, err)
+	}
+	if page, err := alice.Tasks(ctx, fsm.TaskQuery{}); err != nil || len(page.Tasks) != 2 {
+		t.Errorf("alice lists %+v, %v", page, err)
+	}
+}
+
+// The secret guard covers a task's title and description and a
+// completion's result and rationale: refused (422 naming the field) or,
+// with redact, stored redacted.
+func TestTaskSecretGuard(t *testing.T) {
+	e := newTaskEnv(t)
+	ctx := context.Background()
+	pat := "ghp_" + "R8bXw2LqT9vKc4ZmN7yPj3HsDf6GaU1eVo5k"
+	_, err := e.c.CreateTask(ctx, fsm.TaskCreateCommand{From: "lead", To: "rita", Title: "t", Description: "push with " + pat})
+	wantRefused(t, "create with a secret", err, http.StatusUnprocessableEntity, transport.ErrSecretFound, "description holds a secret (gitleaks rule github-pat)")
+	if err != nil && strings.Contains(err.Error(), pat) {
+		t.Errorf("the refusal repeats the secret: %v", err)
+	}
+	e.create(fsm.TaskCreateCommand{ID: "t-s", To: "rita"})
+	claim := e.claim("t-s", "rita")
+	_, err = e.c.CompleteTask(ctx, fsm.TaskCompleteCommand{ID: "t-s", Agent: "rita", Fence: claim.Fence,
+		Completion: fsm.TaskCompletion{Status: fsm.TaskStatusSuccess, Rationale: "used " + pat}})
+	wantRefused(t, "completion with a secret", err, http.StatusUnprocessableEntity, transport.ErrSecretFound, "completion.rationale holds a secret")
+
+	if _, err := e.svc.ApplyCommand(fsm.OpSetConfig, fsm.SetConfigCommand{Key: "secret_guard", Value: json.RawMessage(`"redact"`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.c.CompleteTask(ctx, fsm.TaskCompleteCommand{ID: "t-s", Agent: "rita", Fence: claim.Fence,
+		Completion: fsm.TaskCompletion{Status: fsm.TaskStatusSuccess, Result: "token " + pat}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.task("t-s").Completion.Result; got != "token [REDACTED:github-pat]" {
+		t.Errorf("redacted result %q", got)
+	}
+}
+
+// Seed 004's task_delegation and task_completion, posted as-is to POST
+// /v1/messages, create and complete tasks; the answer says which.
+func TestSendSeedTasks(t *testing.T) {
+	e := newTaskEnv(t)
+	post := func(body string) transport.TaskMessageResponse {
+		t.Helper()
+		var res transport.TaskMessageResponse
+		wantOK(t, do(t, "POST", e.url+"/v1/messages", body, nil), &res)
+		return res
+	}
+	res := post(seedBody(t, "seed004_delegation.json"))
+	if res.Action != transport.TaskActionCreated || res.ID != "unique_uuid" || res.State != fsm.TaskReady || res.Seq == 0 {
+		t.Fatalf("delegation answered %+v", res)
+	}
+	task := e.task("unique_uuid")
+	var ctxFields map[string]any
+	if err := json.Unmarshal(task.Context, &ctxFields); err != nil {
+		t.Fatal(err)
+	}
+	if task.From != "orchestrator" || task.To != "concierge-triage-lifecycle-scribe-community" || task.TimeoutSeconds != 300 ||
+		task.Description != "Human-readable task description" || ctxFields["event_context"] == nil || task.Channel != fsm.DefaultChannel {
+		t.Errorf("seed task %+v context %s", task, task.Context)
+	}
+	if m, err := e.svc.State().Message(task.MessageID); err != nil || m.Type != fsm.TypeTaskDelegation || m.To[0] != task.To {
+		t.Errorf("its delegation message: %+v, %v", m, err)
+	}
+
+	failure := seedBody(t, "seed004_completion_failure.json")
+	msg := wantError(t, do(t, "POST", e.url+"/v1/messages", failure, nil), http.StatusNotFound, transport.CodeNotFound)
+	if msg != "task original_task_id: not found" {
+		t.Errorf("completion of an unknown task: %q", msg)
+	}
+	e.create(fsm.TaskCreateCommand{ID: "original_task_id", From: "orchestrator", To: "lifecycle", Title: "run CI"})
+	msg = wantError(t, do(t, "POST", e.url+"/v1/messages", failure, nil), http.StatusConflict, transport.CodeConflict)
+	if !strings.Contains(msg, "task original_task_id is ready") || !strings.Contains(msg, "current claimant only") {
+		t.Errorf("completion of an unclaimed task: %q", msg)
+	}
+	claim := e.claim("original_task_id", "lifecycle")
+	res = post(failure)
+	if res.Action != transport.TaskActionCompleted || res.ID != "original_task_id" || res.State != fsm.TaskFailed {
+		t.Fatalf("completion answered %+v", res)
+	}
+	done := e.task("original_task_id")
+	if tc := done.Completion; tc == nil || tc.Error == nil || tc.Error.ErrorCode != "ERR_001" || tc.ExecutionTimeMS != 5000 ||
+		done.Fence != claim.Fence || !strings.HasPrefix(tc.Rationale, "Explanation") {
+		t.Errorf("completed task %+v completion %+v", done, done.Completion)
+	}
+	// The task ended: a second completion is refused, saying its state.
+	msg = wantError(t, do(t, "POST", e.url+"/v1/messages", failure, nil), http.StatusConflict, transport.CodeConflict)
+	if !strings.Contains(msg, "is failed, claimed by lifecycle") {
+		t.Errorf("second completion: %q", msg)
+	}
+	// The success example lists its status choices: 400 naming the field.
+	msg = wantError(t, do(t, "POST", e.url+"/v1/messages", seedBody(t, "seed004_completion_success.json"), nil), http.StatusBadRequest, transport.CodeInvalid)
+	if !strings.HasPrefix(msg, "status:") {
+		t.Errorf("status placeholder: %q", msg)
+	}
+}
+
+// Task events come on the stream in entry order with the messages (an
+// entry's message first), ids N and N:task; a resume after N sends N's
+// task events, after N:task the next entry's; ?agent, ?channel and
+// ?tasks= filter them; a client that asks for no tasks gets none.
+func TestStreamTaskEvents(t *testing.T) {
+	e := newTaskEnv(t)
+	type got struct {
+		kind string
+		seq  uint64
+		id   string
+		what string // message type, or task id and event
+	}
+	collect := func(q transport.StreamQuery) []got {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		var out []got
+		errDone := errors.New("done")
+		err := e.c.Stream(ctx, q, func(ev transport.StreamEvent) error {
+			switch {
+			case ev.Ready:
+				return errDone
+			case ev.Message != nil:
+				out = append(out, got{"message", ev.Seq, ev.ID, ev.Message.Type})
+			case ev.Task != nil:
+				if ev.Task.Event.Seq != ev.Seq || ev.Task.Task == nil {
+					t.Errorf("task event %+v", ev)
+				}
+				out = append(out, got{"task", ev.Seq, ev.ID, ev.Task.Task.ID + " " + ev.Task.Event.Event})
+			}
+			return nil
+		})
+		if !errors.Is(err, errDone) {
+			t.Fatalf("stream %+v ended with %v after %v", q, err, out)
+		}
+		return out
+	}
+	a := e.create(fsm.TaskCreateCommand{ID: "t-a", To: "rita", Channel: "ops"})           // delegation message + created
+	b := e.create(fsm.TaskCreateCommand{ID: "t-b", To: "role:tester", DependsOn: []string{"t-a"}}) // waiting
+	claim := e.claim("t-a", "rita")                                                          // task event only
+	cancel, err := e.c.CancelTask(context.Background(), fsm.TaskCancelCommand{ID: "t-a", From: "lead"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The cancel's entry changed both tasks: t-a cancelled, t-b failed.
+	all := collect(transport.StreamQuery{Tasks: transport.StreamTasksAll})
+	want := []got{
+		{"message", a.Seq, strconvU(a.Seq), fsm.TypeTaskDelegation}, {"task", a.Seq, strconvU(a.Seq) + ":task", "t-a created"},
+		{"message", b.Seq, strconvU(b.Seq), fsm.TypeTaskDelegation}, {"task", b.Seq, strconvU(b.Seq) + ":task", "t-b created"},
+		{"task", claim.Fence, strconvU(claim.Fence) + ":task", "t-a claimed"},
+		{"task", cancel.Seq, "", "t-a cancelled"}, {"task", cancel.Seq, strconvU(cancel.Seq) + ":task", "t-b failed"},
+	}
+	// Entries after the cancel (the ticks' queued replies) are not asked
+	// for here: only the prefix is checked.
+	if len(all) < len(want) || !slices.Equal(all[:len(want)], want) {
+		t.Fatalf("stream\n got %v\nwant %v", all, want)
+	}
+	// Resume after N sends N's task event; after N:task, the next entry.
+	if r := collect(transport.StreamQuery{Tasks: transport.StreamTasksAll, Resume: strconvU(a.Seq)}); len(r) < 2 || r[0] != want[1] || r[1] != want[2] {
+		t.Errorf("resume after %d: %v", a.Seq, r)
+	}
+	if r := collect(transport.StreamQuery{Tasks: transport.StreamTasksAll, Resume: strconvU(a.Seq) + ":task"}); len(r) < 1 || r[0] != want[2] {
+		t.Errorf("resume after %d:task: %v", a.Seq, r)
+	}
+	// Task events alone.
+	only := collect(transport.StreamQuery{Tasks: transport.StreamTasksOnly})
+	for _, g := range only {
+		if g.kind != "task" {
+			t.Errorf("tasks=only carried %+v", g)
+		}
+	}
+	if len(only) != 5 {
+		t.Errorf("tasks=only: %v, want the 5 task events", only)
+	}
+	// The default client stream carries no task events.
+	for _, g := range collect(transport.StreamQuery{}) {
+		if g.kind != "message" {
+			t.Errorf("a stream without Tasks carried %+v", g)
+		}
+	}
+	// ?channel: only ops's task (t-a); its delegation message too.
+	for _, g := range collect(transport.StreamQuery{Channel: "ops", Tasks: transport.StreamTasksAll}) {
+		if g.kind == "task" && !strings.HasPrefix(g.what, "t-a ") {
+			t.Errorf("channel ops carried %+v", g)
+		}
+	}
+	// ?agent=tess: t-b is for role:tester, her role; t-a is not hers.
+	// The failing t-b's event is the last of its entry and carries the id.
+	tess := collect(transport.StreamQuery{Agent: "tess", Tasks: transport.StreamTasksOnly})
+	if len(tess) != 2 || tess[0].what != "t-b created" || tess[1].what != "t-b failed" || tess[1].id != strconvU(cancel.Seq)+":task" {
+		t.Errorf("tess's task events: %v", tess)
+	}
+	// ?agent=rita: t-a (hers); lead: both (the creator).
+	if r := collect(transport.StreamQuery{Agent: "rita", Tasks: transport.StreamTasksOnly}); len(r) != 3 {
+		t.Errorf("rita's task events: %v", r)
+	}
+	if r := collect(transport.StreamQuery{Agent: "lead", Tasks: transport.StreamTasksOnly}); len(r) != 5 {
+		t.Errorf("lead's task events: %v", r)
+	}
+	// A bad ?tasks= or Last-Event-ID is 400.
+	wantError(t, do(t, "GET", e.url+"/v1/stream?tasks=some", "", nil), http.StatusBadRequest, transport.CodeBadRequest)
+	wantError(t, do(t, "GET", e.url+"/v1/stream", "", http.Header{"Last-Event-ID": {"7:tasks"}}), http.StatusBadRequest, transport.CodeBadRequest)
+}
+
+func strconvU(v uint64) string { return strconv.FormatUint(v, 10) }
+
+// Across pages (more entries than one read takes) the order holds: each
+// entry's message, then its task event; and an event applied after the
+// stream caught up is pushed to it.
+func TestStreamTaskEventsAcrossPagesAndLive(t *testing.T) {
+	e := newTaskEnv(t)
+	const n = 300 // over the stream's page of 256
+	for i := range n {
+		if _, err := e.svc.ApplyCommand(fsm.OpTaskCreate, fsm.TaskCreateCommand{ID: "t-" + strconv.Itoa(i), From: "lead", To: "rita",
+			Title: "t", Priority: fsm.DefaultPriority, TimeoutSeconds: 60, MaxAttempts: 1, Channel: fsm.DefaultChannel}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var ids []string
+	live := false
+	errDone := errors.New("done")
+	err := e.c.Stream(ctx, transport.StreamQuery{Tasks: transport.StreamTasksAll}, func(ev transport.StreamEvent) error {
+		if ev.Ready {
+			live = true
+			go func() {
+				if _, err := e.c.CreateTask(ctx, fsm.TaskCreateCommand{ID: "t-live", From: "lead", To: "rita", Title: "t"}); err != nil {
+					t.Errorf("create t-live: %v", err)
+				}
+			}()
+			return nil
+		}
+		ids = append(ids, ev.ID)
+		if live && ev.Task != nil && ev.Task.Task.ID == "t-live" {
+			return errDone
+		}
+		return nil
+	})
+	if !errors.Is(err, errDone) {
+		t.Fatalf("stream: %v after %d events", err, len(ids))
+	}
+	if len(ids) != 2*(n+1) {
+		t.Fatalf("%d events, want %d", len(ids), 2*(n+1))
+	}
+	var last uint64
+	for i := 0; i < len(ids); i += 2 {
+		seq, err := strconv.ParseUint(ids[i], 10, 64)
+		if err != nil || seq <= last || ids[i+1] != ids[i]+":task" {
+			t.Fatalf("events %d, %d: %q, %q after seq %d", i, i+1, ids[i], ids[i+1], last)
+		}
+		last = seq
+	}
+}
