@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -37,8 +36,9 @@ type taskAPI interface {
 	HandoffTask(ctx context.Context, cmd fsm.TaskHandoffCommand) (fsm.TaskResult, error)
 }
 
-// taskOffer is a task the watcher may claim: as a task event showed it,
-// or only its id (from a message), to be read before the claim.
+// taskOffer is a task the watcher may claim: as a task update showed it
+// (which the loop filters on), or only its id (from a message). It is
+// read again before the claim.
 type taskOffer struct {
 	id   string
 	task *fsm.Task
@@ -59,16 +59,15 @@ const maxTaskTries = 6
 // answered as mail (a reply would reach the creator as chat); the task's
 // completion and incidents, reports to its creator, are mail.
 func taskMessageID(m *fsm.Message) string {
-	if (m.Type != "task_delegation" && m.Type != "handoff") || len(m.Metadata) == 0 {
+	if (m.Type != fsm.TypeTaskDelegation && m.Type != fsm.TypeTaskHandoff) || len(m.Metadata) == 0 {
 		return ""
 	}
-	var md struct {
-		TaskID string `json:"task_id"`
-	}
-	if json.Unmarshal(m.Metadata, &md) != nil {
+	var md map[string]json.RawMessage
+	var id string
+	if json.Unmarshal(m.Metadata, &md) != nil || json.Unmarshal(md[fsm.MetaTaskID], &id) != nil {
 		return ""
 	}
-	return md.TaskID
+	return id
 }
 
 // offerTask hands o to the task loop; false when ctx ended first.
@@ -194,19 +193,18 @@ func (w *agentWatcher) claimable(t *fsm.Task) bool {
 	return t.State == fsm.TaskReady && w.mine(t.To)
 }
 
-// takeTask claims the offered task and does it. It returns the offer to
+// takeTask reads the offered task, claims it and does it. It returns the offer to
 // try again later (a read that failed, a claim refused while the task
 // still looked ready, a task not claimable before its ReadyAt), else nil.
 func (w *agentWatcher) takeTask(ctx context.Context, o taskOffer) *taskOffer {
-	t := o.task
-	if t == nil || o.tries > 0 {
-		var err error
-		if t, err = w.tasks.Task(ctx, o.id); err != nil {
-			if ctx.Err() != nil || errors.Is(err, fsm.ErrNotFound) {
-				return nil
-			}
-			return w.reoffer(o, "read task", err)
+	// Read it whole (an update on the stream lacks the description and
+	// context) and as it is now (a replayed update may be long stale).
+	t, err := w.tasks.Task(ctx, o.id)
+	if err != nil {
+		if ctx.Err() != nil || errors.Is(err, fsm.ErrNotFound) {
+			return nil
 		}
+		return w.reoffer(o, "read task", err)
 	}
 	switch {
 	case !w.mine(t.To):
@@ -353,8 +351,10 @@ func (w *agentWatcher) work(ctx context.Context, t *fsm.Task, claim fsm.TaskResu
 			if dt, ok = w.waitTask(ctx, dt, l.every); !ok {
 				return fsm.TaskCompletion{}, false
 			}
-			if !dependencyMet(dt) {
-				return dependencyFailed(dt, msSince(start)), true
+			if !fsm.DependencyMet(dt) {
+				c := *fsm.DependencyFailed(dt)
+				c.ExecutionTimeMS = msSince(start)
+				return c, true
 			}
 			waited[dt.ID] = true
 			deps = append(deps, dt)
@@ -409,7 +409,7 @@ func (w *agentWatcher) readDependency(ctx context.Context, id string) (t *fsm.Ta
 // (failed, cancelled); ok false when ctx ended first.
 func (w *agentWatcher) waitTask(ctx context.Context, t *fsm.Task, poll time.Duration) (*fsm.Task, bool) {
 	poll = min(poll, time.Second)
-	for !dependencyMet(t) && t.State != fsm.TaskFailed && t.State != fsm.TaskCancelled {
+	for !fsm.DependencyMet(t) && !fsm.DependencyBroken(t) {
 		if !sleepCtx(ctx, poll) {
 			return nil, false
 		}
@@ -420,21 +420,6 @@ func (w *agentWatcher) waitTask(ctx context.Context, t *fsm.Task, poll time.Dura
 		}
 	}
 	return t, true
-}
-
-// dependencyMet is the fsm's rule for a dependency: succeeded with
-// success or partial_success (requires_approval waits for its approval).
-func dependencyMet(t *fsm.Task) bool {
-	return t.State == fsm.TaskSucceeded && t.Completion != nil &&
-		(t.Completion.Status == fsm.TaskStatusSuccess || t.Completion.Status == fsm.TaskStatusPartialSuccess)
-}
-
-// dependencyFailed fails a task whose CLI waited for dep, which failed or
-// was cancelled: the error type the fsm gives its own dependents.
-func dependencyFailed(dep *fsm.Task, executionMS int64) fsm.TaskCompletion {
-	msg := cutRunes(fmt.Sprintf("task %s, which it waited for, is %s", dep.ID, dep.State), fsm.MaxTaskNoteRunes)
-	return fsm.TaskCompletion{Status: fsm.TaskStatusFailure, Result: msg, ExecutionTimeMS: executionMS,
-		Error: &fsm.TaskError{ErrorType: fsm.TaskErrorDependencyFailed, ErrorMessage: msg}}
 }
 
 // taskPrompt renders the agent's prompt for t, with the channel's recent
@@ -460,7 +445,7 @@ func (w *agentWatcher) taskPrompt(ctx context.Context, t *fsm.Task, deps []*fsm.
 // the text.
 func taskMessage(t *fsm.Task) *fsm.Message {
 	return &fsm.Message{ID: t.MessageID, Seq: t.Seq, Timestamp: t.Created, Channel: t.Channel, From: t.From,
-		To: fsm.Recipients{t.To}, Type: "task_delegation", Priority: t.Priority, Title: t.Title,
+		To: fsm.Recipients{t.To}, Type: fsm.TypeTaskDelegation, Priority: t.Priority, Title: t.Title,
 		Content: fsm.Content{Text: t.Description}}
 }
 

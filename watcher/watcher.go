@@ -107,7 +107,8 @@ func Run(ctx context.Context, f *File, opts Options) error {
 			c = c.WithToken(tokens[i])
 		}
 		w := &agentWatcher{cfg: &f.Agents[i], opts: opts, c: c, token: tokens[i], dryMu: &out,
-			log: opts.Logger.With("agent", f.Agents[i].ID), busyChanged: make(chan struct{}, 1)}
+			log: opts.Logger.With("agent", f.Agents[i].ID), busyChanged: make(chan struct{}, 1),
+			tasks: c, taskOffers: make(chan taskOffer)}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -221,35 +222,59 @@ func (w *agentWatcher) run(ctx context.Context) {
 			return
 		}
 	}
-	w.log.Info("watcher: started", "after", cursor, "mode", w.cfg.Policy.Mode)
+	w.log.Info("watcher: started", "after", cursor, "mode", w.cfg.Policy.Mode, "queues", w.cfg.Queues())
+	if w.opts.DryRun == nil {
+		tasksDone := make(chan struct{})
+		go func() {
+			defer close(tasksDone)
+			w.taskLoop(ctx)
+		}()
+		defer func() { <-tasksDone }() // its runs end (and hand back) before OFFLINE
+		go w.listTasks(ctx)
+	}
 	msgs := make(chan *fsm.Message)
 	go w.stream(ctx, cursor, msgs)
 	w.loop(ctx, cursor, msgs)
 	w.log.Info("watcher: stopped")
 }
 
-// stream feeds msgs from the agent's inbox after after, reconnecting after
-// the last seq it passed on.
+// stream feeds msgs from the agent's inbox after after and, unless in a
+// dry run, offers the task loop the updates of the agent's tasks (the
+// stream's ?agent= carries those of its queues), reconnecting after the
+// last event it passed on.
 func (w *agentWatcher) stream(ctx context.Context, after uint64, msgs chan<- *fsm.Message) {
+	q := transport.StreamQuery{Agent: w.cfg.ID, After: after, Tasks: transport.StreamTasksAll}
+	if w.opts.DryRun != nil {
+		q.Tasks = transport.StreamTasksNone
+	}
 	delay := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		err := w.c.Stream(ctx, transport.StreamQuery{Agent: w.cfg.ID, After: after}, func(ev transport.StreamEvent) error {
-			if ev.Message == nil {
+		err := w.c.Stream(ctx, q, func(ev transport.StreamEvent) error {
+			switch {
+			case ev.Message != nil:
+				select {
+				case msgs <- ev.Message:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			case ev.Task != nil && ev.Task.Task != nil:
+				t := ev.Task.Task
+				if !w.offerTask(ctx, taskOffer{id: t.ID, task: t}) {
+					return ctx.Err()
+				}
+			default:
 				return nil
 			}
-			select {
-			case msgs <- ev.Message:
-				after = ev.Seq
-				delay = 100 * time.Millisecond
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
+			if ev.ID != "" {
+				q.Resume = ev.ID
 			}
+			delay = 100 * time.Millisecond
+			return nil
 		})
 		if ctx.Err() != nil {
 			return
 		}
-		w.log.Warn("watcher: stream ended; reconnecting", "after", after, "err", err)
+		w.log.Warn("watcher: stream ended; reconnecting", "after", q.Resume, "err", err)
 		if !sleepCtx(ctx, delay) {
 			return
 		}
@@ -350,6 +375,13 @@ func (w *agentWatcher) loop(ctx context.Context, cursor uint64, msgs <-chan *fsm
 			if err := malformed(m); err != nil {
 				w.log.Warn("watcher: skipping malformed message", "seq", m.Seq, "id", m.ID, "err", err)
 				it.done = true
+			} else if id := taskMessageID(m); id != "" {
+				// The task's state, not the cursor, says whether it is done.
+				w.log.Debug("watcher: a task handed over; offered to the task loop", "id", m.ID, "task", id)
+				it.done = true
+				if !w.offerTask(ctx, taskOffer{id: id}) {
+					continue
+				}
 			} else {
 				var reason string
 				it.forUs, reason = w.cfg.ForUs(m)
@@ -415,6 +447,8 @@ func (w *agentWatcher) dryRun(it *item) {
 	d := Decision{Seq: it.m.Seq, ID: it.m.ID, From: it.m.From, Agent: w.cfg.ID}
 	if err := malformed(it.m); err != nil {
 		d.Reason = "malformed: " + err.Error()
+	} else if id := taskMessageID(it.m); id != "" {
+		d.Reason = ReasonTask + " " + id
 	} else if d.Take, d.Reason = w.cfg.ForUs(it.m); d.Take {
 		d.Policy = it.mode
 	}
