@@ -102,6 +102,8 @@ func checkEscalationTarget(v json.RawMessage) error {
 		return fmt.Errorf("%q: want an agent id or role:NAME; %s", s, NameRule(name))
 	case !isRole && s == SystemSender:
 		return fmt.Errorf("%q is maos itself; name an agent or role:NAME", s)
+	case !isRole && recipientKind(s) == kindAll:
+		return fmt.Errorf("%q would page every agent; name an agent or role:NAME", s)
 	}
 	return nil
 }

@@ -63,6 +63,7 @@ func TestEscalationTargetSetting(t *testing.T) {
 		{`"capability:go"`, `"capability:go": want an agent id or role:NAME`},
 		{`"role:Sup"`, `"role:Sup": want an agent id or role:NAME; must match`},
 		{`"maos"`, `"maos" is maos itself`},
+		{`"all"`, `"all" would page every agent`},
 		{`7`, "want a string"},
 	} {
 		err := mustError(t, b.apply(OpSetConfig, SetConfigCommand{Key: "escalation_target", Value: json.RawMessage(tc.v)}))

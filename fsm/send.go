@@ -63,7 +63,7 @@ func contentHash(m *Message, interrupt bool) ([32]byte, error) {
 //     is made private, a code-of-conduct flag or a reply to one for
 //     moderators only, whatever the client set (settleVisibility);
 //   - the recipients are resolved against the registry (resolveRecipients;
-//     a role or glob that matches nobody is a *FieldError);
+//     a role, capability or glob that matches nobody is a *FieldError);
 //   - a sender that is not registered is refused with ErrForbidden when
 //     strict_senders is on, otherwise registered on the spot (role "agent");
 //   - the rules, if any, decide per recipient; a recipient they block gets

@@ -508,8 +508,8 @@ const (
 	CapabilityPrefix = "capability:"
 )
 
-// validTaskAssignee checks an agent id (not SystemSender), role:NAME or
-// capability:NAME.
+// validTaskAssignee checks an agent id (not SystemSender, not "all",
+// which addresses everyone), role:NAME or capability:NAME.
 func validTaskAssignee(field, to string) error {
 	name, prefixed := strings.CutPrefix(to, RolePrefix)
 	if !prefixed {
@@ -523,6 +523,9 @@ func validTaskAssignee(field, to string) error {
 	}
 	if to == SystemSender {
 		return reservedName(field)
+	}
+	if recipientKind(to) == kindAll {
+		return fieldErr(field, "%q addresses every agent; a task goes to one agent, role:NAME or capability:NAME", to)
 	}
 	return nil
 }

@@ -48,12 +48,14 @@ func TestTaskCreatePostsTheDelegation(t *testing.T) {
 		t.Errorf("audit line %q, want %q", lines[len(lines)-1], want)
 	}
 
-	// Without a description the title is the text.
-	c = b.newTask("eve")
-	c.Description = ""
-	b.create(c)
-	if m := b.lastMessage(); m.Content.Text != c.Title || !slices.Equal(m.Recipients, []string{"eve"}) {
-		t.Errorf("delegation without description = %+v", m)
+	// Without a description (or a blank one) the title is the text.
+	for _, desc := range []string{"", " \u00a0\n"} {
+		c = b.newTask("eve")
+		c.Description = desc
+		b.create(c)
+		if m := b.lastMessage(); m.Content.Text != c.Title || !slices.Equal(m.Recipients, []string{"eve"}) {
+			t.Errorf("delegation with description %q = %+v", desc, m)
+		}
 	}
 }
 

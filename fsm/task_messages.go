@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -51,14 +52,13 @@ func taskMeta(id string, extra map[string]any) json.RawMessage {
 	return b
 }
 
-// textOr is s, or alt when s is blank: a message needs text.
+// textOr is s, or alt when s is blank (as Message.Validate judges it): a
+// message needs text.
 func textOr(s, alt string) string {
-	for _, r := range s {
-		if r != ' ' && r != '\t' && r != '\n' && r != '\r' {
-			return s
-		}
+	if strings.TrimSpace(s) == "" {
+		return alt
 	}
-	return alt
+	return s
 }
 
 // delegation is the task_delegation message of t, from its creator to its

@@ -52,6 +52,7 @@ func TestTaskCreateValidate(t *testing.T) {
 		{"channel", "channel", func(c *TaskCreateCommand) { c.Channel = "Ops" }},
 		{"from maos", "from", func(c *TaskCreateCommand) { c.From = SystemSender }},
 		{"to maos", "to", func(c *TaskCreateCommand) { c.To = SystemSender }},
+		{"to all", "to", func(c *TaskCreateCommand) { c.To = "all" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := validTaskCreate()

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -451,9 +452,9 @@ func TestStreamTaskEvents(t *testing.T) {
 		}
 		return out
 	}
-	a := e.create(fsm.TaskCreateCommand{ID: "t-a", To: "rita", Channel: "ops"})           // delegation message + created
+	a := e.create(fsm.TaskCreateCommand{ID: "t-a", To: "rita", Channel: "ops"})                    // delegation message + created
 	b := e.create(fsm.TaskCreateCommand{ID: "t-b", To: "role:tester", DependsOn: []string{"t-a"}}) // waiting
-	claim := e.claim("t-a", "rita")                                                          // task event only
+	claim := e.claim("t-a", "rita")                                                                // task event only
 	cancel, err := e.c.CancelTask(context.Background(), fsm.TaskCancelCommand{ID: "t-a", From: "lead"})
 	if err != nil {
 		t.Fatal(err)
@@ -536,12 +537,16 @@ func TestStreamTaskEventsAcrossPagesAndLive(t *testing.T) {
 	defer cancel()
 	var ids []string
 	live := false
+	var creating sync.WaitGroup
+	defer creating.Wait()
 	errDone := errors.New("done")
 	err := e.c.Stream(ctx, transport.StreamQuery{Tasks: transport.StreamTasksAll}, func(ev transport.StreamEvent) error {
 		if ev.Ready {
 			live = true
+			creating.Add(1)
 			go func() {
-				if _, err := e.c.CreateTask(ctx, fsm.TaskCreateCommand{ID: "t-live", From: "lead", To: "rita", Title: "t"}); err != nil {
+				defer creating.Done()
+				if _, err := e.c.CreateTask(context.Background(), fsm.TaskCreateCommand{ID: "t-live", From: "lead", To: "rita", Title: "t"}); err != nil {
 					t.Errorf("create t-live: %v", err)
 				}
 			}()
@@ -566,5 +571,90 @@ func TestStreamTaskEventsAcrossPagesAndLive(t *testing.T) {
 			t.Fatalf("events %d, %d: %q, %q after seq %d", i, i+1, ids[i], ids[i+1], last)
 		}
 		last = seq
+	}
+}
+
+// racingState applies an entry (a task's create: its delegation message
+// and its task event) right after the stream's first message read, as a
+// batch applied between the stream's two reads would.
+type racingState struct {
+	transport.Reader
+	once  sync.Once
+	apply func()
+}
+
+func (r *racingState) MessagesAfter(after uint64, limit int) (fsm.Page, error) {
+	p, err := r.Reader.MessagesAfter(after, limit)
+	r.once.Do(r.apply)
+	return p, err
+}
+
+type racingNode struct {
+	*transporttest.Service
+	state *racingState
+}
+
+func (n racingNode) State() transport.Reader { return n.state }
+
+// An entry applied between the stream's message read and its task read
+// is not half sent: its message still goes first, then its task event.
+func TestStreamTaskEventsReadsAgree(t *testing.T) {
+	e := newTaskEnv(t)
+	state := &racingState{Reader: e.svc.State(), apply: func() {
+		if _, err := e.svc.ApplyCommand(fsm.OpTaskCreate, fsm.TaskCreateCommand{ID: "t-race", From: "lead", To: "rita", Title: "t",
+			Priority: fsm.DefaultPriority, TimeoutSeconds: 60, MaxAttempts: 1, Channel: fsm.DefaultChannel}); err != nil {
+			t.Error(err)
+		}
+	}}
+	srv := serve(t, racingNode{Service: e.svc, state: state}, transport.ServerOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var ids []string
+	errDone := errors.New("done")
+	err := transport.NewClient(srv.URL, nil).Stream(ctx, transport.StreamQuery{Tasks: transport.StreamTasksAll}, func(ev transport.StreamEvent) error {
+		if ev.Ready {
+			return nil
+		}
+		ids = append(ids, ev.ID)
+		if ev.Task != nil {
+			return errDone
+		}
+		return nil
+	})
+	if !errors.Is(err, errDone) {
+		t.Fatalf("stream: %v after %v", err, ids)
+	}
+	if len(ids) != 2 || ids[1] != ids[0]+":task" {
+		t.Errorf("events %v, want the entry's message, then its task event", ids)
+	}
+}
+
+// A report after the lease lapsed is refused even before any tick expired
+// it: the entry's time decides, not whether the leader ticked yet.
+func TestTaskLapsedLeaseRefused(t *testing.T) {
+	var mu sync.Mutex
+	now := transporttest.Epoch
+	e := newTaskEnv(t, transporttest.Clock(func(uint64) time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}))
+	ctx := context.Background()
+	e.create(fsm.TaskCreateCommand{ID: "t-lease", To: "rita", TimeoutSeconds: 10})
+	claim := e.claim("t-lease", "rita")
+	// (Entry times are made to increase by a nanosecond at least.)
+	if d := claim.LeaseExpires.Sub(transporttest.Epoch.Add(10 * time.Second)); d < 0 || d > time.Millisecond {
+		t.Fatalf("lease until %v", claim.LeaseExpires)
+	}
+	mu.Lock()
+	now = now.Add(11 * time.Second)
+	mu.Unlock()
+	_, err := e.c.TaskProgress(ctx, fsm.TaskProgressCommand{ID: "t-lease", Agent: "rita", Fence: claim.Fence, Message: "still here"})
+	wantRefused(t, "progress after the lease", err, http.StatusConflict, fsm.ErrConflict, "lease")
+	_, err = e.c.CompleteTask(ctx, fsm.TaskCompleteCommand{ID: "t-lease", Agent: "rita", Fence: claim.Fence,
+		Completion: fsm.TaskCompletion{Status: fsm.TaskStatusSuccess}})
+	wantRefused(t, "complete after the lease", err, http.StatusConflict, fsm.ErrConflict, "lease")
+	if got := e.task("t-lease"); got.State != fsm.TaskRunning || got.Completion != nil {
+		t.Errorf("the refused reports changed the task: %+v", got)
 	}
 }

@@ -83,6 +83,11 @@ type Reader interface {
 
 	// Changed is closed after the next applied batch: streams wait on it.
 	Changed() <-chan struct{}
+	// AppliedIndex is the index of the last applied entry, stored after
+	// its batch committed: a stream that reads messages and task events
+	// apart goes no further than the index it read first, so the two reads
+	// agree.
+	AppliedIndex() uint64
 }
 
 var _ Reader = (*fsm.FSM)(nil)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -162,9 +161,12 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 
 // streamOnce writes the events of one read of the state after pos, in
 // entry order, moves pos past what it passed, and reports whether more
-// are ready. A read that stops short (a full page of messages or of task
-// updates) bounds how far the other may go, so the order holds across
-// pages.
+// are ready. Messages and task updates are two reads, so neither goes past
+// the applied index taken before them (an entry applied in between would
+// otherwise show its task event without its message); and a read that
+// stops short (a full page of messages or of task updates) bounds how far
+// the other may go, so the order holds across pages. What is left out is
+// the next call's: it was applied after the caller took Changed.
 func (s *Server) streamOnce(w io.Writer, state Reader, viewer *fsm.Viewer, agent, channel, tasks string, pos *streamPos) (bool, error) {
 	var (
 		msgs       []*fsm.Message
@@ -172,7 +174,7 @@ func (s *Server) streamOnce(w io.Writer, state Reader, viewer *fsm.Viewer, agent
 		msgMore    bool
 		upMore     bool
 		err        error
-		bound      = uint64(math.MaxUint64)
+		bound      = state.AppliedIndex()
 		agentEntry *fsm.Agent
 	)
 	if tasks != StreamTasksOnly {
@@ -180,7 +182,7 @@ func (s *Server) streamOnce(w io.Writer, state Reader, viewer *fsm.Viewer, agent
 			return false, err
 		}
 		if msgMore && len(msgs) > 0 {
-			bound = msgs[len(msgs)-1].Seq
+			bound = min(bound, msgs[len(msgs)-1].Seq)
 		}
 	}
 	if tasks != StreamTasksNone {
