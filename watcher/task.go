@@ -42,8 +42,8 @@ type taskAPI interface {
 type taskOffer struct {
 	id   string
 	task *fsm.Task
-	// resume: a task this agent claimed before a restart (from the start's
-	// list); claiming it again answers the current claim.
+	// resume: a task this agent holds (from the start's list), offered
+	// though it is not ready; claiming it again answers the current claim.
 	resume    bool
 	notBefore time.Time
 	tries     int // re-offers after a refused claim or a failed read
