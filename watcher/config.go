@@ -296,6 +296,10 @@ func (a *AgentConfig) validate(p string) error {
 // tasks), none twice. A bare agent id is refused: an agent claims the
 // tasks addressed to it anyway, and no other agent's.
 func (a *AgentConfig) validateClaim(bad func(field, format string, args ...any) error) error {
+	if len(a.Claim) > 0 && !a.DoesTasks() {
+		return bad("claim", "agent %s: a %s agent's watcher runs no tasks (its session claims them with maosctl task claim); claim needs delivery %s",
+			a.ID, a.Delivery, DeliveryCommand)
+	}
 	if n := len(a.Capabilities()); n > fsm.MaxCapabilities {
 		return bad("claim", "agent %s: %d capability queues, at most %d", a.ID, n, fsm.MaxCapabilities)
 	}
@@ -318,6 +322,12 @@ func (a *AgentConfig) validateClaim(bad func(field, format string, args ...any) 
 	}
 	return nil
 }
+
+// DoesTasks reports whether the agent's watcher claims and runs its
+// tasks: with delivery command. A tmux agent's session claims its own
+// (maosctl task claim), so its delegations are typed into the pane like
+// any mail.
+func (a *AgentConfig) DoesTasks() bool { return a.Delivery == DeliveryCommand }
 
 // Capabilities is what the watcher registers the agent with: the names of
 // its capability:NAME claim entries, so the API lets it claim those queues.

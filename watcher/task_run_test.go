@@ -75,20 +75,23 @@ func TestRunDoesTasks(t *testing.T) {
 	})
 }
 
-// A dry run reports a delegation as a task, not mail to take.
+// A dry run reports a delegation as a task, not mail to take; for a tmux
+// agent, whose session claims its own tasks, it is mail to type in.
 func TestDryRunNamesTasks(t *testing.T) {
 	svc := transporttest.New(t)
 	srv := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{}))
 	t.Cleanup(srv.Close)
 	cl := transport.NewClient(srv.URL, nil)
 	ctx := context.Background()
-	if _, err := cl.RegisterAgent(ctx, fsm.RegisterAgentCommand{ID: "bob"}); err != nil {
-		t.Fatal(err)
+	for _, a := range []string{"bob", "tom"} {
+		if _, err := cl.RegisterAgent(ctx, fsm.RegisterAgentCommand{ID: a}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cl.CreateTask(ctx, fsm.TaskCreateCommand{ID: "task-" + a, From: "lead", To: a, Title: "t"}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := cl.CreateTask(ctx, fsm.TaskCreateCommand{ID: "task-dry", From: "lead", To: "bob", Title: "t"}); err != nil {
-		t.Fatal(err)
-	}
-	f, err := Parse([]byte("agents: [{id: bob, command: [x]}]"))
+	f, err := Parse([]byte(`agents: [{id: bob, command: [x]}, {id: tom, delivery: tmux, tmux_target: "s:0.0"}]`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,18 +106,29 @@ func TestDryRunNamesTasks(t *testing.T) {
 			mu.Unlock()
 		}})
 	}()
-	waitFor(t, "a decision", func() bool {
+	waitFor(t, "a decision of each agent", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(got) > 0
+		return len(got) >= 2
 	})
 	cancel()
 	<-done
-	if d := got[0]; d.Take || d.Reason != ReasonTask+" task-dry" || !strings.HasPrefix(d.ID, "msg-") {
-		t.Errorf("decision %+v; want a skip naming the task", d)
+	for _, d := range got {
+		switch d.Agent {
+		case "bob":
+			if d.Take || d.Reason != ReasonTask+" task-bob" || !strings.HasPrefix(d.ID, "msg-") {
+				t.Errorf("bob: decision %+v; want a skip naming the task", d)
+			}
+		case "tom":
+			if !d.Take || d.Reason != ReasonAddressed {
+				t.Errorf("tom: decision %+v; want the delegation taken as mail", d)
+			}
+		}
 	}
-	if task, _ := cl.Task(ctx, "task-dry"); task.State != fsm.TaskReady {
-		t.Errorf("a dry run claimed: %s", task.State)
+	for _, a := range []string{"bob", "tom"} {
+		if task, _ := cl.Task(ctx, "task-"+a); task.State != fsm.TaskReady {
+			t.Errorf("a dry run claimed task-%s: %s", a, task.State)
+		}
 	}
 }
 

@@ -223,7 +223,7 @@ func (w *agentWatcher) run(ctx context.Context) {
 		}
 	}
 	w.log.Info("watcher: started", "after", cursor, "mode", w.cfg.Policy.Mode, "queues", w.cfg.Queues())
-	if w.opts.DryRun == nil {
+	if w.doesTasks() {
 		tasksDone := make(chan struct{})
 		go func() {
 			defer close(tasksDone)
@@ -238,14 +238,18 @@ func (w *agentWatcher) run(ctx context.Context) {
 	w.log.Info("watcher: stopped")
 }
 
-// stream feeds msgs from the agent's inbox after after and, unless in a
-// dry run, offers the task loop the updates of the agent's tasks (the
+// doesTasks reports whether this watcher claims and runs tasks: not in
+// a dry run, not for a tmux agent.
+func (w *agentWatcher) doesTasks() bool { return w.opts.DryRun == nil && w.cfg.DoesTasks() }
+
+// stream feeds msgs from the agent's inbox after after and, when it does
+// tasks, offers the task loop the updates of the agent's tasks (the
 // stream's ?agent= carries those of its queues), reconnecting after the
 // last event it passed on.
 func (w *agentWatcher) stream(ctx context.Context, after uint64, msgs chan<- *fsm.Message) {
-	q := transport.StreamQuery{Agent: w.cfg.ID, After: after, Tasks: transport.StreamTasksAll}
-	if w.opts.DryRun != nil {
-		q.Tasks = transport.StreamTasksNone
+	q := transport.StreamQuery{Agent: w.cfg.ID, After: after, Tasks: transport.StreamTasksNone}
+	if w.doesTasks() {
+		q.Tasks = transport.StreamTasksAll
 	}
 	delay := 100 * time.Millisecond
 	for ctx.Err() == nil {
@@ -375,7 +379,7 @@ func (w *agentWatcher) loop(ctx context.Context, cursor uint64, msgs <-chan *fsm
 			if err := malformed(m); err != nil {
 				w.log.Warn("watcher: skipping malformed message", "seq", m.Seq, "id", m.ID, "err", err)
 				it.done = true
-			} else if id := taskMessageID(m); id != "" {
+			} else if id := taskMessageID(m); id != "" && w.cfg.DoesTasks() {
 				// The task's state, not the cursor, says whether it is done.
 				w.log.Debug("watcher: a task handed over; offered to the task loop", "id", m.ID, "task", id)
 				it.done = true
@@ -447,7 +451,7 @@ func (w *agentWatcher) dryRun(it *item) {
 	d := Decision{Seq: it.m.Seq, ID: it.m.ID, From: it.m.From, Agent: w.cfg.ID}
 	if err := malformed(it.m); err != nil {
 		d.Reason = "malformed: " + err.Error()
-	} else if id := taskMessageID(it.m); id != "" {
+	} else if id := taskMessageID(it.m); id != "" && w.cfg.DoesTasks() {
 		d.Reason = ReasonTask + " " + id
 	} else if d.Take, d.Reason = w.cfg.ForUs(it.m); d.Take {
 		d.Policy = it.mode

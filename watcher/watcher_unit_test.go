@@ -210,6 +210,8 @@ agents:
 		{`agents: [{id: bob, command: [x], claim: ["amy"]}]`, "agents[0].claim[0]", `agent bob: "amy": want role:NAME or capability:NAME`},
 		{`agents: [{id: bob, command: [x], claim: ["capability:go", "capability:go"]}]`, "agents[0].claim[1]",
 			`agent bob: "capability:go" is listed twice`},
+		{`agents: [{id: bob, delivery: tmux, tmux_target: "s:0.0", claim: ["capability:go"]}]`, "agents[0].claim",
+			`agent bob: a tmux agent's watcher runs no tasks`},
 		{`agents: [{id: bob, command: [x], claim: [` + strings.Join(many, ", ") + `]}]`, "agents[0].claim",
 			fmt.Sprintf("agent bob: %d capability queues, at most %d", fsm.MaxCapabilities+1, fsm.MaxCapabilities)},
 	}
