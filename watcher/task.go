@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
 )
 
 // Tasks. Besides answering mail, a watcher does the tasks of its agent's
@@ -450,9 +451,9 @@ func taskMessage(t *fsm.Task) *fsm.Message {
 }
 
 // complete reports comp under the claim's fence, retrying transient
-// errors. A completion the fsm would refuse becomes a failure naming the
-// field; a conflict means the claim lapsed and another attempt owns the
-// task now: the work is dropped.
+// errors. A completion the fsm would refuse, or the node does (too large),
+// becomes a failure naming why; a conflict means the claim lapsed and
+// another attempt owns the task now: the work is dropped.
 func (w *agentWatcher) complete(ctx context.Context, t *fsm.Task, claim fsm.TaskResult, comp fsm.TaskCompletion, start time.Time) {
 	cmd := fsm.TaskCompleteCommand{ID: t.ID, Agent: w.cfg.ID, Fence: claim.Fence, Completion: comp}
 	if err := cmd.Validate(); err != nil {
@@ -460,6 +461,7 @@ func (w *agentWatcher) complete(ctx context.Context, t *fsm.Task, claim fsm.Task
 		cmd.Completion = invalidCompletion(comp, err)
 	}
 	delay := 100 * time.Millisecond
+	fellBack := false // once: a failure in place of a refused completion
 	for {
 		_, err := w.tasks.CompleteTask(ctx, cmd)
 		switch {
@@ -480,6 +482,13 @@ func (w *agentWatcher) complete(ctx context.Context, t *fsm.Task, claim fsm.Task
 				"task", t.ID, "fence", claim.Fence, "err", err)
 			w.taskEnded(false, 0, "completion of task "+t.ID+" refused: "+err.Error())
 			return
+		case !fellBack && (errors.Is(err, fsm.ErrInvalid) || errors.Is(err, transport.ErrTooLarge)):
+			// What the CLI reported does not fit (over the node's body
+			// limit, say): report that, small, rather than leave the task
+			// to lapse and run again.
+			w.log.Warn("watcher: the completion was refused; reporting a failure", "task", t.ID, "err", err)
+			cmd.Completion, fellBack = invalidCompletion(comp, err), true
+			continue
 		case errors.Is(err, fsm.ErrInvalid), errors.Is(err, fsm.ErrForbidden), errors.Is(err, fsm.ErrNotFound):
 			w.log.Warn("watcher: completion refused; dropping the work", "task", t.ID, "err", err)
 			w.taskEnded(false, 0, "completion of task "+t.ID+" refused: "+err.Error())

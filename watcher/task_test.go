@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
 )
 
 // script is an agent config whose command is sh -c script; extra lines
@@ -182,6 +183,41 @@ func TestTaskEmptyAndInvalidReports(t *testing.T) {
 	if c := api2.completes[0].Completion; c.Status != fsm.TaskStatusFailure || c.Error.ErrorType != ErrorTypeInvalidCompletion ||
 		!strings.Contains(c.Error.ErrorMessage, "confidence_score") || c.Result != "done" {
 		t.Errorf("invalid: %+v %+v", c, c.Error)
+	}
+}
+
+// A completion the node refuses as too large is reported again as a
+// failure saying so, small, once; the task does not lapse to run again.
+func TestTaskRefusedCompletionFallsBackToAFailure(t *testing.T) {
+	api := newFakeTasks()
+	w, _ := taskWatcher(t, script("bob", `echo done`), api)
+	api.add(fsm.Task{ID: "task-big", To: "bob", Title: "t"})
+	api.onComplete = func(cmd fsm.TaskCompleteCommand) error {
+		if cmd.Completion.Status == fsm.TaskStatusSuccess {
+			return fmt.Errorf("body over 256 KiB: %w", transport.ErrTooLarge)
+		}
+		return nil
+	}
+	offer(t, w, taskOffer{id: "task-big"})
+	api.wait(t, "the task ended", func(f *fakeTasks) bool { return f.tasks["task-big"].State.Final() })
+	if len(api.completes) != 2 {
+		t.Fatalf("%d completions sent, want the refused one and its failure", len(api.completes))
+	}
+	c := api.completes[1].Completion
+	if c.Status != fsm.TaskStatusFailure || c.Error == nil || c.Error.ErrorType != ErrorTypeInvalidCompletion ||
+		!strings.Contains(c.Error.ErrorMessage, "too large") || c.Result != "done" {
+		t.Errorf("fallback %+v error %+v", c, c.Error)
+	}
+
+	// Refused again: dropped, not retried for ever.
+	api2 := newFakeTasks()
+	w2, _ := taskWatcher(t, script("bob", `echo done`), api2)
+	api2.add(fsm.Task{ID: "task-bad", To: "bob", Title: "t"})
+	api2.onComplete = func(fsm.TaskCompleteCommand) error { return fmt.Errorf("no: %w", fsm.ErrInvalid) }
+	offer(t, w2, taskOffer{id: "task-bad"})
+	api2.wait(t, "the work dropped", func(*fakeTasks) bool { return w2.health().TasksFailed == 1 })
+	if len(api2.completes) != 2 {
+		t.Errorf("%d completions sent, want 2", len(api2.completes))
 	}
 }
 
