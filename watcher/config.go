@@ -4,7 +4,9 @@
 // message whether it is meant for the agent, runs the configured command
 // with a rendered prompt on stdin, posts the reply with an id derived from
 // (agent, message id) so a re-post after a crash is harmless, and then
-// moves the cursor past the message.
+// moves the cursor past the message. It also claims and does the tasks of
+// the agent's queues (task.go): the CLI runs under a renewed lease and
+// its stdout, plain or seed 002 §6 JSON lines, is the completion.
 package watcher
 
 import (
