@@ -155,19 +155,22 @@ func endedHow(t *Task) string {
 // stamp is a time as messages show it.
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
-// depMet reports whether a dependency d counts as done: succeeded with
-// success or partial_success (requires_approval waits for its approval).
-func depMet(d *Task) bool {
+// DependencyMet reports whether a dependency d counts as done: succeeded
+// with success or partial_success (requires_approval waits for its
+// approval). Apply holds depends_on to it, and a watcher the tasks its
+// CLI says it waits for.
+func DependencyMet(d *Task) bool {
 	return d.State == TaskSucceeded && d.Completion != nil &&
 		(d.Completion.Status == TaskStatusSuccess || d.Completion.Status == TaskStatusPartialSuccess)
 }
 
-// depBroken reports whether a dependency d can never be met.
-func depBroken(d *Task) bool { return d.State == TaskFailed || d.State == TaskCancelled }
+// DependencyBroken reports whether a dependency d can never be met.
+func DependencyBroken(d *Task) bool { return d.State == TaskFailed || d.State == TaskCancelled }
 
-// dependencyFailed is the completion of a task whose dependency d failed
-// or was cancelled.
-func dependencyFailed(d *Task) *TaskCompletion {
+// DependencyFailed is the completion of a task whose dependency d failed
+// or was cancelled (DependencyBroken): error_type dependency_failed,
+// naming d and how it ended.
+func DependencyFailed(d *Task) *TaskCompletion {
 	msg := fmt.Sprintf("task %s, which it depends on, %s", d.ID, brokenHow(d))
 	return &TaskCompletion{Status: TaskStatusFailure, Result: msg,
 		Error: &TaskError{ErrorType: TaskErrorDependencyFailed, ErrorMessage: msg, SuggestedAction: "fix or recreate " + d.ID + ", then create this task again"}}
@@ -206,13 +209,13 @@ func (a *taskOp) cascade(t *Task) error {
 			}
 			before := keysOf(d)
 			switch {
-			case depBroken(cur):
+			case DependencyBroken(cur):
 				d.State = TaskFailed
-				d.Completion = dependencyFailed(cur)
+				d.Completion = DependencyFailed(cur)
 				a.change(before, d, a.event(SystemSender, "failed", TaskErrorDependencyFailed+": "+d.Completion.Error.ErrorMessage),
 					completionReply(d, SystemSender, a.ts))
 				ended = append(ended, d)
-			case depMet(cur):
+			case DependencyMet(cur):
 				met, err := a.allMet(d)
 				if err != nil {
 					return err
@@ -235,7 +238,7 @@ func (a *taskOp) allMet(d *Task) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		if !depMet(dep) {
+		if !DependencyMet(dep) {
 			return false, nil
 		}
 	}

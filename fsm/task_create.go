@@ -57,11 +57,11 @@ func (f *FSM) applyTaskCreate(tx *bbolt.Tx, index uint64, ts int64, body []byte)
 			return nil, a.errorf(err)
 		}
 		switch {
-		case depBroken(d):
+		case DependencyBroken(d):
 			if broken == nil {
 				broken = d
 			}
-		case !depMet(d):
+		case !DependencyMet(d):
 			waiting = append(waiting, id)
 		}
 	}
@@ -75,7 +75,7 @@ func (f *FSM) applyTaskCreate(tx *bbolt.Tx, index uint64, ts int64, body []byte)
 	switch {
 	case broken != nil:
 		t.State = TaskFailed
-		t.Completion = dependencyFailed(broken)
+		t.Completion = DependencyFailed(broken)
 		detail += "; " + TaskErrorDependencyFailed + ": " + t.Completion.Error.ErrorMessage
 	case len(waiting) > 0:
 		t.State = TaskWaiting

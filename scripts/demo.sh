@@ -3,9 +3,11 @@
 # spread over the nodes (a supervisor, two workers and a reviewer, each
 # answering through the stub model CLI, so no network or model API is
 # needed). The supervisor assigns a task through a follower, both workers
-# answer, the reviewer votes; the conversation is read back from every
-# node, then `maosctl who` and the audit trail. Stops every node it started
-# (also on Ctrl-C).
+# answer, the reviewer votes; then it delegates a task to the role:worker
+# queue (one worker claims it) and a review that depends on it (waiting
+# until the work succeeded). The conversation is read back from every
+# node, then `maosctl who --health` and the audit trail. Stops every node
+# it started (also on Ctrl-C).
 #
 #   DEMO_BASE_PORT  first port (default 27070); nodes use BASE, BASE+10, BASE+20
 #                   for HTTP and the next port up for Raft
@@ -55,7 +57,9 @@ start() {
   echo "started n$i (pid $!): api $(api "$i"), raft $(raft "$i")"
 }
 
-# agents FILE ID:ROLE[:TYPES] ...: a watcher config answering through the stub model.
+# agents FILE ID:ROLE[:TYPES] ...: a watcher config answering through the
+# stub model (which takes 1 s, so a dependent task is seen waiting); each
+# agent also claims the tasks of its role's queue.
 agents() {
   local file=$1; shift
   echo "agents:" >"$file"
@@ -65,9 +69,10 @@ agents() {
   - id: $id
     role: $role
     channels: [demo]
-    command: ["$stubmodel"]
+    command: ["$stubmodel", "--sleep", "1s"]
     timeout: 30s
     retries: 1
+    claim: ["role:$role"]
 YAML
     if [ -n "$types" ]; then echo "    match: {types: [$types]}" >>"$file"; fi
   done
@@ -106,6 +111,18 @@ ctl --addr "$follower" send --from supervisor --to role:reviewer --channel demo 
   --title "Vote on the retry change" --text "Both workers answered; approve or reject."
 wait_for 150 count_type response 1
 
+echo
+echo "== the supervisor delegates the work to the role:worker queue, and its review to role:reviewer, after it"
+ctl --addr "$follower" task create --from supervisor --id demo-impl --to role:worker --channel demo \
+  --title "Implement the retry backoff" --description "Add a capped exponential backoff to the client retries."
+ctl --addr "$follower" task create --from supervisor --id demo-review --to role:reviewer --channel demo \
+  --title "Review the retry backoff" --description "Check the backoff is capped and jittered." --depends-on demo-impl
+ctl --addr "$follower" task wait demo-review --timeout 60s
+echo
+echo "== the two tasks: one worker claimed the work, the review ran once it succeeded"
+ctl --addr "$follower" task list --from supervisor
+ctl --addr "$follower" task show demo-review
+
 for i in 1 2 3; do
   echo
   echo "== channel demo read back from n$i ($(api "$i"), strong)"
@@ -113,8 +130,8 @@ for i in 1 2 3; do
 done
 
 echo
-echo "== who is awake (from n1)"
-ctl --addr "$(api 1)" who
+echo "== who is awake, and how their tasks went (from n1)"
+ctl --addr "$(api 1)" who --health
 
 echo
 echo "== audit trail (from n3)"

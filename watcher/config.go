@@ -4,7 +4,9 @@
 // message whether it is meant for the agent, runs the configured command
 // with a rendered prompt on stdin, posts the reply with an id derived from
 // (agent, message id) so a re-post after a crash is harmless, and then
-// moves the cursor past the message.
+// moves the cursor past the message. It also claims and does the tasks of
+// the agent's queues (task.go): the CLI runs under a renewed lease and
+// its stdout, plain or seed 002 §6 JSON lines, is the completion.
 package watcher
 
 import (
@@ -72,6 +74,10 @@ type AgentConfig struct {
 	// for this agent carry it, and so does the model CLI (MAOS_TOKEN).
 	// Without it the agent uses the watcher's client as given.
 	TokenFile string `yaml:"token_file"`
+	// Claim lists the task queues the agent takes work from besides the
+	// tasks addressed to it: "role:NAME" (its own role) and
+	// "capability:NAME" (registered as the agent's capabilities).
+	Claim []string `yaml:"claim"`
 
 	tmpl *template.Template
 }
@@ -271,6 +277,9 @@ func (a *AgentConfig) validate(p string) error {
 			return bad(op[:len(op)-1], "needs from, priority or tag")
 		}
 	}
+	if err := a.validateClaim(bad); err != nil {
+		return err
+	}
 	src := a.Prompt
 	if src == "" {
 		src = DefaultPrompt
@@ -281,6 +290,63 @@ func (a *AgentConfig) validate(p string) error {
 	}
 	a.tmpl = t
 	return nil
+}
+
+// validateClaim checks the claim entries: each a queue in fsm's assignee
+// forms (fsm.RolePrefix or fsm.CapabilityPrefix and a valid name), a role
+// only the agent's own (the API lets an agent claim no other role's
+// tasks), none twice. A bare agent id is refused: an agent claims the
+// tasks addressed to it anyway, and no other agent's.
+func (a *AgentConfig) validateClaim(bad func(field, format string, args ...any) error) error {
+	if len(a.Claim) > 0 && !a.DoesTasks() {
+		return bad("claim", "agent %s: a %s agent's watcher runs no tasks (its session claims them with maosctl task claim); claim needs delivery %s",
+			a.ID, a.Delivery, DeliveryCommand)
+	}
+	if n := len(a.Capabilities()); n > fsm.MaxCapabilities {
+		return bad("claim", "agent %s: %d capability queues, at most %d", a.ID, n, fsm.MaxCapabilities)
+	}
+	for j, q := range a.Claim {
+		field := fmt.Sprintf("claim[%d]", j)
+		role, isRole := strings.CutPrefix(q, fsm.RolePrefix)
+		capability, isCap := strings.CutPrefix(q, fsm.CapabilityPrefix)
+		switch {
+		case isRole && !fsm.ValidName(role):
+			return bad(field, "agent %s: %q: the role %s", a.ID, q, fsm.NameRule(role))
+		case isCap && !fsm.ValidName(capability):
+			return bad(field, "agent %s: %q: the capability %s", a.ID, q, fsm.NameRule(capability))
+		case isRole && role != a.Role:
+			return bad(field, "agent %s: %q is not its role (%q): an agent claims only its own role's queue", a.ID, q, a.Role)
+		case !isRole && !isCap:
+			return bad(field, "agent %s: %q: want role:NAME or capability:NAME (tasks addressed to %s are claimed without an entry)", a.ID, q, a.ID)
+		case slices.Contains(a.Claim[:j], q):
+			return bad(field, "agent %s: %q is listed twice", a.ID, q)
+		}
+	}
+	return nil
+}
+
+// DoesTasks reports whether the agent's watcher claims and runs its
+// tasks: with delivery command. A tmux agent's session claims its own
+// (maosctl task claim), so its delegations are typed into the pane like
+// any mail.
+func (a *AgentConfig) DoesTasks() bool { return a.Delivery == DeliveryCommand }
+
+// Capabilities is what the watcher registers the agent with: the names of
+// its capability:NAME claim entries, so the API lets it claim those queues.
+func (a *AgentConfig) Capabilities() []string {
+	var out []string
+	for _, q := range a.Claim {
+		if c, ok := strings.CutPrefix(q, fsm.CapabilityPrefix); ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Queues is every task assignee the agent claims: its id, then its claim
+// entries.
+func (a *AgentConfig) Queues() []string {
+	return append([]string{a.ID}, a.Claim...)
 }
 
 func validMode(m *string, fill bool) error {

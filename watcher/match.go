@@ -21,6 +21,9 @@ const (
 	ReasonType      = "type filtered" // match.types
 	ReasonPriority  = "priority filtered"
 	ReasonFrom      = "sender filtered"
+	// ReasonTask: a task_delegation or handoff, which the task loop claims
+	// (or not) by the agent's queues; the dry run names the task after it.
+	ReasonTask = "task"
 )
 
 // ForUs decides whether m is meant for the agent, in order: never its own

@@ -108,3 +108,40 @@ func TestPresenceIdleOnceTheLastInvocationEnds(t *testing.T) {
 		}
 	}
 }
+
+// Heartbeats carry the agent's task counters (seed 004's
+// agent_health_check): the last error on one line, cut to what presence
+// keeps; OFFLINE carries none.
+func TestHeartbeatCarriesTaskHealth(t *testing.T) {
+	svc := transporttest.New(t)
+	srv := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{}))
+	t.Cleanup(srv.Close)
+	f, err := Parse([]byte("agents: [{id: w, command: [x]}]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &agentWatcher{cfg: &f.Agents[0], c: transport.NewClient(srv.URL, nil), log: slog.New(slog.DiscardHandler),
+		busyChanged: make(chan struct{}, 1)}
+	w.taskRunning(1)
+	w.taskEnded(true, 300*time.Millisecond, "")
+	w.taskEnded(true, 100*time.Millisecond, "")
+	w.taskEnded(false, 0, "task t-9 failed: cli_error: exit 3\nlast stderr lines:\n\tboom "+strings.Repeat("é", 100))
+	ctx := context.Background()
+	w.presence(ctx, transport.PresenceAwake, transport.SubstateWorking, "doing task t-10")
+	p, err := w.c.AgentPresence(ctx, "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := p.AgentHealth
+	if h.TasksRunning != 1 || h.TasksSucceeded != 2 || h.TasksFailed != 1 || h.MeanDurationMS != 200 {
+		t.Errorf("health %+v; want 1 running, 2 succeeded, 1 failed, a mean of 200 ms over the two reported", h)
+	}
+	if !strings.HasPrefix(h.LastError, "task t-9 failed: cli_error: exit 3 last stderr lines: boom éé") ||
+		len(h.LastError) > transport.MaxPresenceLastError || strings.ContainsAny(h.LastError, "\n\t") {
+		t.Errorf("last_error %q: want one line of at most %d bytes", h.LastError, transport.MaxPresenceLastError)
+	}
+	w.presence(ctx, transport.PresenceOffline, "", "")
+	if p, _ := w.c.AgentPresence(ctx, "w"); p.AgentHealth != (transport.AgentHealth{}) {
+		t.Errorf("OFFLINE presence carries health %+v", p.AgentHealth)
+	}
+}

@@ -10,7 +10,8 @@ import (
 )
 
 // DefaultPrompt is the prompt template used when an agent sets none. Its
-// "id: " line carries the message id (the stub model answers with it).
+// "id: " line carries the message or task id (the stub model answers
+// with it). A task's prompt says how to report on stdout (seed 002 §6).
 const DefaultPrompt = `You are {{.Agent}}, an agent with the role "{{.Role}}" in a multi-agent team that talks through the maos mailbox.
 {{- if .Guardrails}}
 
@@ -24,6 +25,32 @@ Recent messages in channel {{.Message.Channel}}:
 [{{.From}} → {{join .Recipients ", "}}] {{.Title}}{{if .Title}} — {{end}}{{.Content.Text}}
 {{- end}}
 {{- end}}
+{{- if .Task}}
+{{- if .Dependencies}}
+
+Tasks this one depends on:
+{{- range .Dependencies}}
+- {{.ID}} "{{.Title}}": {{.State}}{{with .Completion}} ({{.Status}}){{if .Result}}: {{.Result}}{{end}}{{end}}
+{{- end}}
+{{- end}}
+
+Task to do:
+id: {{.Task.ID}}
+from: {{.Task.From}}
+priority: {{.Task.Priority}}
+title: {{.Task.Title}}
+{{- if .Task.Context}}
+context: {{printf "%s" .Task.Context}}
+{{- end}}
+
+{{.Task.Description}}
+
+Do the task, then print its result as text. You may also print JSON lines:
+{"type":"status","message":"...","progress":0.5} while you work,
+{"type":"artifact","path":"...","description":"..."} for each file you make,
+{"type":"dependency","waiting_for":"TASK_ID","reason":"..."} to wait for another task and be run again once it succeeded,
+{"type":"complete","result":"success|partial_success|failure","outputs":["..."]} at the end.
+{{- else}}
 
 Message to answer:
 id: {{.Message.ID}}
@@ -41,6 +68,7 @@ title: {{.Message.Title}}
 {{- end}}
 
 Answer with the text of your reply only.
+{{- end}}
 `
 
 // PromptData is what a prompt template sees.
@@ -51,7 +79,14 @@ type PromptData struct {
 	// Context is up to context_messages messages of the channel stored
 	// before Message, oldest first.
 	Context []*fsm.Message
+	// Message is the message to answer; for a task, its task_delegation
+	// message (from the creator, the title, the description as text).
 	Message *fsm.Message
+	// Task is the task to do, nil for a message.
+	Task *fsm.Task
+	// Dependencies are the tasks Task depends on (its depends_on, then
+	// those its CLI waited for), as they ended.
+	Dependencies []*fsm.Task
 }
 
 // Render executes the agent's prompt template.

@@ -24,11 +24,16 @@ type Invocation struct {
 	Workdir string
 	Env     []string // added to the watcher's environment
 	Timeout time.Duration
+	// OnLine, if set, is called with each line of stdout (without its
+	// newline) as the command prints it, from one goroutine, in order;
+	// it must not block for long (the command's output waits on it).
+	OnLine func(line string)
 }
 
 // Result is what one invocation gave.
 type Result struct {
 	Output   string   // trimmed stdout, or its JSON "result" field
+	Stdout   string   // trimmed stdout, as printed
 	ExitCode int      // -1 when the process did not exit on its own
 	Stderr   []string // the last StderrLines lines of stderr
 	TimedOut bool
@@ -54,7 +59,8 @@ func Exec(ctx context.Context, inv Invocation) Result {
 	cmd.Env = append(os.Environ(), inv.Env...)
 	cmd.Stdin = strings.NewReader(inv.Stdin)
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
+	lines := &lineWriter{buf: &stdout, fn: inv.OnLine}
+	cmd.Stdout = lines
 	cmd.Stderr = &stderr
 	cmd.SysProcAttr = procAttr()
 	cmd.Cancel = func() error {
@@ -70,7 +76,8 @@ func Exec(ctx context.Context, inv Invocation) Result {
 	runtime.LockOSThread()
 	err := cmd.Run()
 	runtime.UnlockOSThread()
-	res := Result{ExitCode: -1, Stderr: lastLines(stderr.String(), StderrLines)}
+	lines.flush()
+	res := Result{ExitCode: -1, Stderr: lastLines(stderr.String(), StderrLines), Stdout: strings.TrimSpace(stdout.String())}
 	if cmd.ProcessState != nil && cmd.ProcessState.Exited() {
 		res.ExitCode = cmd.ProcessState.ExitCode()
 	}
@@ -91,6 +98,38 @@ func Exec(ctx context.Context, inv Invocation) Result {
 		res.Err = ErrEmptyOutput
 	}
 	return res
+}
+
+// lineWriter keeps what is written in buf and, with fn set, calls fn with
+// every complete line as it arrives; flush passes on a last line that had
+// no newline. exec writes from one goroutine, and flush runs after it ended.
+type lineWriter struct {
+	buf  *bytes.Buffer
+	fn   func(string)
+	from int // start of the line not yet passed to fn
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.buf.Write(p)
+	if w.fn == nil {
+		return len(p), nil
+	}
+	for {
+		rest := w.buf.Bytes()[w.from:]
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		w.fn(strings.TrimSuffix(string(rest[:i]), "\r"))
+		w.from += i + 1
+	}
+}
+
+func (w *lineWriter) flush() {
+	if rest := w.buf.Bytes()[w.from:]; w.fn != nil && len(rest) > 0 {
+		w.from += len(rest)
+		w.fn(strings.TrimSuffix(string(rest), "\r"))
+	}
 }
 
 // extractResult trims out; if it is a JSON object with a string "result"

@@ -107,7 +107,8 @@ func Run(ctx context.Context, f *File, opts Options) error {
 			c = c.WithToken(tokens[i])
 		}
 		w := &agentWatcher{cfg: &f.Agents[i], opts: opts, c: c, token: tokens[i], dryMu: &out,
-			log: opts.Logger.With("agent", f.Agents[i].ID), busyChanged: make(chan struct{}, 1)}
+			log: opts.Logger.With("agent", f.Agents[i].ID), busyChanged: make(chan struct{}, 1),
+			tasks: c, taskOffers: make(chan taskOffer)}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -126,13 +127,18 @@ type agentWatcher struct {
 	log   *slog.Logger
 	dryMu *sync.Mutex
 
-	// The messages whose invocations run now, in the order they started:
-	// presence says WORKING on the first while there is one, IDLE after
-	// the last one ended. Only heartbeat publishes it; busyChanged (one
-	// slot) wakes it when the list changes.
+	// What runs now, in the order it started ("answering ID", "doing task
+	// ID"): presence says WORKING on the first while there is one, IDLE
+	// after the last one ended. Only heartbeat publishes it, with the task
+	// counters; busyChanged (one slot) wakes it when either changes.
 	mu          sync.Mutex
-	answering   []string
+	working     []string
+	stats       taskStats
 	busyChanged chan struct{}
+
+	// tasks is the task API (the client); taskOffers feeds taskLoop.
+	tasks      taskAPI
+	taskOffers chan taskOffer
 }
 
 // item is one inbox message the watcher tracks until the cursor passes it.
@@ -189,7 +195,7 @@ func (w *agentWatcher) run(ctx context.Context) {
 	var cursor uint64
 	if w.opts.DryRun == nil {
 		if !w.retry(ctx, "register agent", func() error {
-			_, err := w.c.RegisterAgent(ctx, fsm.RegisterAgentCommand{ID: id, Role: w.cfg.Role,
+			_, err := w.c.RegisterAgent(ctx, fsm.RegisterAgentCommand{ID: id, Role: w.cfg.Role, Capabilities: w.cfg.Capabilities(),
 				Description: "watched by maos watcher (" + w.cfg.Delivery + ")"})
 			return err
 		}) {
@@ -216,35 +222,63 @@ func (w *agentWatcher) run(ctx context.Context) {
 			return
 		}
 	}
-	w.log.Info("watcher: started", "after", cursor, "mode", w.cfg.Policy.Mode)
+	w.log.Info("watcher: started", "after", cursor, "mode", w.cfg.Policy.Mode, "queues", w.cfg.Queues())
+	if w.doesTasks() {
+		tasksDone := make(chan struct{})
+		go func() {
+			defer close(tasksDone)
+			w.taskLoop(ctx)
+		}()
+		defer func() { <-tasksDone }() // its runs end (and hand back) before OFFLINE
+		go w.listTasks(ctx)
+	}
 	msgs := make(chan *fsm.Message)
 	go w.stream(ctx, cursor, msgs)
 	w.loop(ctx, cursor, msgs)
 	w.log.Info("watcher: stopped")
 }
 
-// stream feeds msgs from the agent's inbox after after, reconnecting after
-// the last seq it passed on.
+// doesTasks reports whether this watcher claims and runs tasks: not in
+// a dry run, not for a tmux agent.
+func (w *agentWatcher) doesTasks() bool { return w.opts.DryRun == nil && w.cfg.DoesTasks() }
+
+// stream feeds msgs from the agent's inbox after after and, when it does
+// tasks, offers the task loop the updates of the agent's tasks (the
+// stream's ?agent= carries those of its queues), reconnecting after the
+// last event it passed on.
 func (w *agentWatcher) stream(ctx context.Context, after uint64, msgs chan<- *fsm.Message) {
+	q := transport.StreamQuery{Agent: w.cfg.ID, After: after, Tasks: transport.StreamTasksNone}
+	if w.doesTasks() {
+		q.Tasks = transport.StreamTasksAll
+	}
 	delay := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		err := w.c.Stream(ctx, transport.StreamQuery{Agent: w.cfg.ID, After: after}, func(ev transport.StreamEvent) error {
-			if ev.Message == nil {
+		err := w.c.Stream(ctx, q, func(ev transport.StreamEvent) error {
+			switch {
+			case ev.Message != nil:
+				select {
+				case msgs <- ev.Message:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			case ev.Task != nil && ev.Task.Task != nil:
+				t := ev.Task.Task
+				if !w.offerTask(ctx, taskOffer{id: t.ID, task: t}) {
+					return ctx.Err()
+				}
+			default:
 				return nil
 			}
-			select {
-			case msgs <- ev.Message:
-				after = ev.Seq
-				delay = 100 * time.Millisecond
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
+			if ev.ID != "" {
+				q.Resume = ev.ID
 			}
+			delay = 100 * time.Millisecond
+			return nil
 		})
 		if ctx.Err() != nil {
 			return
 		}
-		w.log.Warn("watcher: stream ended; reconnecting", "after", after, "err", err)
+		w.log.Warn("watcher: stream ended; reconnecting", "after", q.Resume, "err", err)
 		if !sleepCtx(ctx, delay) {
 			return
 		}
@@ -345,6 +379,13 @@ func (w *agentWatcher) loop(ctx context.Context, cursor uint64, msgs <-chan *fsm
 			if err := malformed(m); err != nil {
 				w.log.Warn("watcher: skipping malformed message", "seq", m.Seq, "id", m.ID, "err", err)
 				it.done = true
+			} else if id := taskMessageID(m); id != "" && w.cfg.DoesTasks() {
+				// The task's state, not the cursor, says whether it is done.
+				w.log.Debug("watcher: a task handed over; offered to the task loop", "id", m.ID, "task", id)
+				it.done = true
+				if !w.offerTask(ctx, taskOffer{id: id}) {
+					continue
+				}
 			} else {
 				var reason string
 				it.forUs, reason = w.cfg.ForUs(m)
@@ -410,6 +451,8 @@ func (w *agentWatcher) dryRun(it *item) {
 	d := Decision{Seq: it.m.Seq, ID: it.m.ID, From: it.m.From, Agent: w.cfg.ID}
 	if err := malformed(it.m); err != nil {
 		d.Reason = "malformed: " + err.Error()
+	} else if id := taskMessageID(it.m); id != "" && w.cfg.DoesTasks() {
+		d.Reason = ReasonTask + " " + id
 	} else if d.Take, d.Reason = w.cfg.ForUs(it.m); d.Take {
 		d.Policy = it.mode
 	}
@@ -450,9 +493,10 @@ func (w *agentWatcher) handle(ctx context.Context, m *fsm.Message) error {
 		w.log.Warn("watcher: skipping message: prompt does not render", "id", m.ID, "err", err)
 		return nil
 	}
-	w.setWorking(m, true)
-	res, attempts := w.invoke(ctx, m, prompt)
-	w.setWorking(m, false)
+	label := "answering " + m.ID
+	w.setWorking(label, true)
+	res, attempts := w.invoke(ctx, w.invocation(prompt, "MAOS_SESSION_ID="+m.Channel, "MAOS_MESSAGE_ID="+m.ID), m.ID, nil)
+	w.setWorking(label, false)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -526,29 +570,41 @@ func incidentText(agent, id string, attempts int, res Result) string {
 	return b.String()
 }
 
-// invoke runs the command up to 1+retries times with exponential backoff.
-func (w *agentWatcher) invoke(ctx context.Context, m *fsm.Message, prompt string) (Result, int) {
+// invocation is the agent's command with prompt on stdin, its workdir
+// and timeout, and the environment every run gets (MAOS_AGENT_ID,
+// MAOS_AGENT_ROLE, MAOS_ADDR, MAOS_TOKEN with a token file) with env
+// added; the agent's env: entries come last, so they win.
+func (w *agentWatcher) invocation(prompt string, env ...string) Invocation {
 	inv := Invocation{Argv: w.cfg.Command, Stdin: prompt, Workdir: w.cfg.Workdir, Timeout: time.Duration(w.cfg.Timeout),
-		Env: []string{"MAOS_AGENT_ID=" + w.cfg.ID, "MAOS_AGENT_ROLE=" + w.cfg.Role, "MAOS_SESSION_ID=" + m.Channel,
-			"MAOS_ADDR=" + w.opts.Addr, "MAOS_MESSAGE_ID=" + m.ID}}
+		Env: append([]string{"MAOS_AGENT_ID=" + w.cfg.ID, "MAOS_AGENT_ROLE=" + w.cfg.Role, "MAOS_ADDR=" + w.opts.Addr}, env...)}
 	if w.token != "" {
 		inv.Env = append(inv.Env, "MAOS_TOKEN="+w.token)
 	}
 	for k, v := range w.cfg.Env {
 		inv.Env = append(inv.Env, k+"="+v)
 	}
+	return inv
+}
+
+// invoke runs inv up to 1+retries times with exponential backoff, for
+// what (a message or task id, for the log). accept, if set, sees each
+// result and may set its Err, which makes the run a failed attempt.
+func (w *agentWatcher) invoke(ctx context.Context, inv Invocation, what string, accept func(*Result)) (Result, int) {
 	var res Result
 	attempts := 0
 	for i := 0; i <= *w.cfg.Retries; i++ {
 		if i > 0 {
 			d := w.opts.BackoffBase << min(i-1, 4) // base×1, 2, 4, 8, 16
-			w.log.Info("watcher: retrying", "id", m.ID, "attempt", i+1, "in", d, "err", res.Err)
+			w.log.Info("watcher: retrying", "id", what, "attempt", i+1, "in", d, "err", res.Err)
 			if !sleepCtx(ctx, d) {
 				return res, attempts
 			}
 		}
 		attempts++
 		res = Exec(ctx, inv)
+		if accept != nil && ctx.Err() == nil {
+			accept(&res)
+		}
 		if res.Err == nil || ctx.Err() != nil {
 			return res, attempts
 		}
@@ -600,48 +656,58 @@ func (w *agentWatcher) threadDepth(ctx context.Context, m *fsm.Message) int {
 }
 
 func (w *agentWatcher) presence(ctx context.Context, state, sub, task string) {
-	_, err := w.c.PutPresence(ctx, w.cfg.ID, transport.PresenceUpdate{State: state, Substate: sub, PID: os.Getpid(), Task: task})
+	u := transport.PresenceUpdate{State: state, Substate: sub, PID: os.Getpid(), Task: task}
+	if state == transport.PresenceAwake {
+		u.AgentHealth = w.health()
+	}
+	_, err := w.c.PutPresence(ctx, w.cfg.ID, u)
 	if err != nil && ctx.Err() == nil {
 		w.log.Warn("watcher: presence update failed", "state", state, "substate", sub, "err", err)
 	}
 }
 
-// setWorking records that the invocation for m started (on) or ended
-// (its retries included), and wakes the heartbeat to publish it now.
-func (w *agentWatcher) setWorking(m *fsm.Message, on bool) {
+// setWorking records that the run labelled label ("answering ID",
+// "doing task ID") started (on) or ended (its retries included), and
+// wakes the heartbeat to publish it now.
+func (w *agentWatcher) setWorking(label string, on bool) {
 	w.mu.Lock()
 	if on {
-		w.answering = append(w.answering, m.ID)
-	} else if i := slices.Index(w.answering, m.ID); i >= 0 {
-		w.answering = slices.Delete(w.answering, i, i+1)
+		w.working = append(w.working, label)
+	} else if i := slices.Index(w.working, label); i >= 0 {
+		w.working = slices.Delete(w.working, i, i+1)
 	}
 	w.mu.Unlock()
+	w.wakeHeartbeat()
+}
+
+// wakeHeartbeat has the heartbeat publish presence now.
+func (w *agentWatcher) wakeHeartbeat() {
 	select {
 	case w.busyChanged <- struct{}{}:
-	default: // a wake-up is pending; it publishes the latest list
+	default: // a wake-up is pending; it publishes the latest state
 	}
 }
 
 // busy is what presence says of the running invocations: WORKING and
-// "answering ID" (the oldest, and how many more) while any runs, else
-// IDLE with no task.
+// the oldest one's label (and how many more) while any runs, else IDLE
+// with no task.
 func (w *agentWatcher) busy() (substate, task string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	switch n := len(w.answering); n {
+	switch n := len(w.working); n {
 	case 0:
 		return transport.SubstateIdle, ""
 	case 1:
-		task = "answering " + w.answering[0]
+		task = w.working[0]
 	default:
-		task = fmt.Sprintf("answering %s (and %d more)", w.answering[0], n-1)
+		task = fmt.Sprintf("%s (and %d more)", w.working[0], n-1)
 	}
 	return transport.SubstateWorking, truncate(task, transport.MaxPresenceTask)
 }
 
 // heartbeat is the one writer of the agent's AWAKE presence while the
-// watcher runs: every Heartbeat, and at once when an invocation starts
-// or ends. One writer, reading the list when it writes, means the last
+// watcher runs, with its task counters: every Heartbeat, and at once when
+// an invocation starts or ends or a task's end is counted. One writer, reading the list when it writes, means the last
 // update always says what runs now: an invocation that ended never shows
 // as WORKING after it, whatever the order in which updates were due.
 func (w *agentWatcher) heartbeat(ctx context.Context) {

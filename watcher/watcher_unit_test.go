@@ -3,6 +3,7 @@ package watcher
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -158,6 +159,8 @@ func TestConfigValidation(t *testing.T) {
 		{`agents: [{id: a, delivery: carrier-pigeon, command: [x]}]`, "agents[0].delivery"},
 		{`agents: [{id: a, command: [x], prompt: "{{.Nope"}]`, "agents[0].prompt"},
 		{`agents: [{id: a, command: [x], max_thread_depth: -2}]`, "agents[0].max_thread_depth"},
+		{`agents: [{id: a, command: [x], claim: ["role:Bad"]}]`, "agents[0].claim[0]"},
+		{`agents: [{id: a, command: [x], claim: ["capability:go", "capability:"]}]`, "agents[0].claim[1]"},
 	}
 	for _, c := range cases {
 		_, err := Parse([]byte(c.yml))
@@ -171,6 +174,53 @@ func TestConfigValidation(t *testing.T) {
 	}
 	if _, err := Parse([]byte("agents: [{id: a, command: [x], timeout: soon}]")); err == nil || !strings.Contains(err.Error(), "duration") {
 		t.Errorf("bad duration: err = %v", err)
+	}
+}
+
+// Claim entries are queues in fsm's assignee forms: a role only the
+// agent's own, capabilities registered with it; every refusal names the
+// agent and the entry.
+func TestConfigClaim(t *testing.T) {
+	a := agent(t, `
+agents:
+  - id: bob
+    role: reviewer
+    command: [x]
+    claim: ["role:reviewer", "capability:go", "capability:sql"]
+`)
+	if got, want := a.Queues(), []string{"bob", "role:reviewer", "capability:go", "capability:sql"}; !slices.Equal(got, want) {
+		t.Errorf("Queues = %v, want %v", got, want)
+	}
+	if got, want := a.Capabilities(), []string{"go", "sql"}; !slices.Equal(got, want) {
+		t.Errorf("Capabilities = %v, want %v", got, want)
+	}
+	if none := agent(t, "agents: [{id: amy, command: [x]}]"); !slices.Equal(none.Queues(), []string{"amy"}) || none.Capabilities() != nil {
+		t.Errorf("no claim: queues %v capabilities %v, want [amy] and none", none.Queues(), none.Capabilities())
+	}
+	var many []string
+	for i := range fsm.MaxCapabilities + 1 {
+		many = append(many, fmt.Sprintf("%q", fmt.Sprintf("capability:c%d", i)))
+	}
+	cases := []struct{ yml, field, words string }{
+		{`agents: [{id: bob, role: reviewer, command: [x], claim: ["role:writer"]}]`, "agents[0].claim[0]",
+			`agent bob: "role:writer" is not its role ("reviewer")`},
+		{`agents: [{id: bob, command: [x], claim: ["role:agent", "capability:Go"]}]`, "agents[0].claim[1]",
+			`agent bob: "capability:Go": the capability must match`},
+		{`agents: [{id: bob, command: [x], claim: ["role:"]}]`, "agents[0].claim[0]", `agent bob: "role:": the role must match`},
+		{`agents: [{id: bob, command: [x], claim: ["amy"]}]`, "agents[0].claim[0]", `agent bob: "amy": want role:NAME or capability:NAME`},
+		{`agents: [{id: bob, command: [x], claim: ["capability:go", "capability:go"]}]`, "agents[0].claim[1]",
+			`agent bob: "capability:go" is listed twice`},
+		{`agents: [{id: bob, delivery: tmux, tmux_target: "s:0.0", claim: ["capability:go"]}]`, "agents[0].claim",
+			`agent bob: a tmux agent's watcher runs no tasks`},
+		{`agents: [{id: bob, command: [x], claim: [` + strings.Join(many, ", ") + `]}]`, "agents[0].claim",
+			fmt.Sprintf("agent bob: %d capability queues, at most %d", fsm.MaxCapabilities+1, fsm.MaxCapabilities)},
+	}
+	for _, c := range cases {
+		_, err := Parse([]byte(c.yml))
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Field != c.field || !strings.Contains(ce.Reason, c.words) {
+			t.Errorf("Parse(%.80s) = %v; want a ConfigError on %s saying %q", c.yml, err, c.field, c.words)
+		}
 	}
 }
 
@@ -224,6 +274,37 @@ func TestExecAnswerJSONAndFailures(t *testing.T) {
 	res = Exec(ctx, Invocation{Argv: []string{"sh", "-c", `echo "$MAOS_AGENT_ID/$X"`}, Env: []string{"MAOS_AGENT_ID=bob", "X=y"}, Timeout: 30 * time.Second})
 	if res.Output != "bob/y" {
 		t.Fatalf("env: %+v", res)
+	}
+}
+
+// OnLine sees each stdout line while the command still runs (the second
+// line is printed only once the test saw the first), and the last line
+// without a newline at the end; Stdout keeps what a JSON answer's result
+// replaces in Output.
+func TestExecPassesLinesAsPrinted(t *testing.T) {
+	gate := filepath.Join(t.TempDir(), "gate")
+	var got []string
+	res := Exec(context.Background(), Invocation{
+		Argv:    []string{"sh", "-c", `echo one; while [ ! -e '` + gate + `' ]; do sleep 0.01; done; printf 'two\r\n{"result": "three"}'`},
+		Timeout: 30 * time.Second,
+		OnLine: func(l string) {
+			got = append(got, l)
+			if l == "one" {
+				if err := os.WriteFile(gate, nil, 0o600); err != nil {
+					t.Error(err)
+				}
+			}
+		},
+	})
+	if res.Err != nil || !slices.Equal(got, []string{"one", "two", `{"result": "three"}`}) {
+		t.Fatalf("lines %q, result %+v", got, res)
+	}
+	if res.Stdout != "one\ntwo\r\n{\"result\": \"three\"}" || res.Output != res.Stdout {
+		t.Errorf("Stdout %q Output %q: want both the whole output", res.Stdout, res.Output)
+	}
+	res = Exec(context.Background(), Invocation{Argv: []string{"sh", "-c", `echo '  {"result": "x"} '`}, Timeout: 30 * time.Second})
+	if res.Output != "x" || res.Stdout != `{"result": "x"}` {
+		t.Errorf("JSON answer: Output %q Stdout %q, want x and the JSON as printed", res.Output, res.Stdout)
 	}
 }
 

@@ -28,12 +28,21 @@ answer as a reply (type response, or task_result for a task_assign); after
 the retries fail it posts an incident reply. The reply id is derived from
 (agent, message id), so a restart never answers twice.
 
+It also does tasks (maosctl task): those addressed to the agent and those of
+the queues its claim: entries name (role:NAME, its own role; capability:NAME).
+It claims one when idle, runs the command with the task as the prompt,
+renews the lease while it runs and reports the completion: plain text is a
+success, seed 002 JSON lines on stdout ({"type":"status"|"artifact"|
+"dependency"|"complete",...}) report progress, outputs, a task to wait for
+and the completion.
+
    agents:
      - id: worker_1
        role: worker
        command: ["claude", "--print"]
        timeout: 5m
        retries: 3
+       claim: ["role:worker", "capability:go"]
        policy: {mode: fork, max_forks: 2, overrides: [{priority: urgent, mode: interrupt}]}
 
 --dry-run runs nothing, posts nothing and leaves the cursors alone: it prints,

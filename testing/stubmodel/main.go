@@ -9,7 +9,9 @@
 // Flags: --fail (write a line to stderr, exit 3), --hang (start a child
 // process that sleeps, then sleep until killed: tests check the whole
 // process group dies), --json (print {"result": ANSWER}), --sleep D (wait D
-// before answering), --empty (print nothing, exit 0).
+// before answering), --empty (print nothing, exit 0), --progress N (report
+// as a task's CLI does, seed 002 §6: N status lines spread over --sleep,
+// then the answer, an artifact line and a complete line).
 package main
 
 import (
@@ -31,6 +33,7 @@ func main() {
 	asJSON := flag.Bool("json", false, `print {"result": ANSWER}`)
 	sleep := flag.Duration("sleep", 0, "wait this long before answering")
 	empty := flag.Bool("empty", false, "print nothing and exit 0")
+	steps := flag.Int("progress", 0, "print this many seed 002 §6 status lines over --sleep, then the answer, an artifact and a complete line")
 	flag.Parse()
 
 	prompt, err := io.ReadAll(os.Stdin)
@@ -50,7 +53,13 @@ func main() {
 			time.Sleep(time.Hour)
 		}
 	}
-	if *sleep > 0 {
+	for i := 1; i <= *steps; i++ {
+		b, _ := json.Marshal(map[string]any{"type": "status", "message": fmt.Sprintf("step %d of %d", i, *steps),
+			"progress": float64(i) / float64(*steps+1)})
+		fmt.Println(string(b))
+		time.Sleep(*sleep / time.Duration(*steps))
+	}
+	if *sleep > 0 && *steps == 0 {
 		time.Sleep(*sleep)
 	}
 	if *fail {
@@ -60,7 +69,15 @@ func main() {
 	if *empty {
 		return
 	}
-	answer := "stub answer to " + messageID(string(prompt))
+	id := messageID(string(prompt))
+	answer := "stub answer to " + id
+	if *steps > 0 {
+		path := "stub/" + id + ".txt"
+		art, _ := json.Marshal(map[string]string{"type": "artifact", "path": path, "description": "the stub's answer"})
+		done, _ := json.Marshal(map[string]any{"type": "complete", "result": "success", "outputs": []string{path}})
+		fmt.Printf("%s\n%s\n%s\n", answer, art, done)
+		return
+	}
 	if *asJSON {
 		b, _ := json.Marshal(map[string]string{"result": answer})
 		fmt.Println(string(b))

@@ -120,6 +120,10 @@ func TestDemo(t *testing.T) {
 	for _, want := range []string{
 		"== the watcher agents answer through a stub model",
 		"TASK_RESULT: Re: Retry logic",
+		"created demo-review: waiting",
+		"demo-review succeeded: success: stub answer to demo-review",
+		"TASK_COMPLETION: success Implement the retry backoff",
+		"TASK_COMPLETION: success Review the retry backoff",
 		`command: ["claude", "-p"]`,
 		`command: ["codex", "exec", "-"]`,
 		"stopped 3 nodes; logs and data were in " + tmp + "/maos-demo.",

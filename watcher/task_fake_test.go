@@ -1,0 +1,309 @@
+package watcher
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/maos-project/maos/fsm"
+)
+
+// fakeTasks is the task API of TASKS.md in memory, for the watcher's unit
+// tests: claims only by an agent of the task's queue (403), of a ready
+// task from its ReadyAt (409), a retried claim by the claimant answers
+// its claim; progress, complete and handoff only by the claimant with the
+// current fence (409); fences count up. Hooks may refuse a call first.
+type fakeTasks struct {
+	mu     sync.Mutex
+	tasks  map[string]*fsm.Task
+	queues map[string][]string // agent → the assignees it may claim
+	index  uint64
+
+	reads     []string // task ids read, in order
+	claims    []string // "task agent", in order
+	progress  []fsm.TaskProgressCommand
+	completes []fsm.TaskCompleteCommand
+	handoffs  []fsm.TaskHandoffCommand
+	queries   []fsm.TaskQuery
+
+	// Hooks, called under mu; a non-nil error is the answer.
+	onClaim    func(id, agent string) error
+	onProgress func(fsm.TaskProgressCommand) error
+	onComplete func(fsm.TaskCompleteCommand) error
+	changed    chan struct{} // closed and renewed on every change
+}
+
+func newFakeTasks() *fakeTasks {
+	return &fakeTasks{tasks: map[string]*fsm.Task{}, queues: map[string][]string{}, changed: make(chan struct{})}
+}
+
+func (f *fakeTasks) changedLocked() {
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// add stores a task (normalized like a create), ready unless state says.
+func (f *fakeTasks) add(t fsm.Task) *fsm.Task {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.index++
+	if t.State == "" {
+		t.State = fsm.TaskReady
+	}
+	if t.TimeoutSeconds == 0 {
+		t.TimeoutSeconds = 300
+	}
+	if t.MaxAttempts == 0 {
+		t.MaxAttempts = fsm.DefaultTaskMaxAttempts
+	}
+	if t.Priority == "" {
+		t.Priority = fsm.DefaultPriority
+	}
+	if t.Channel == "" {
+		t.Channel = fsm.DefaultChannel
+	}
+	if t.From == "" {
+		t.From = "lead"
+	}
+	t.Seq, t.MessageID, t.Created = f.index, "msg-of-"+t.ID, time.Now()
+	f.tasks[t.ID] = &t
+	f.changedLocked()
+	return &t
+}
+
+// set changes a stored task under the lock.
+func (f *fakeTasks) set(id string, fn func(*fsm.Task)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f.tasks[id])
+	f.changedLocked()
+}
+
+func (f *fakeTasks) get(id string) fsm.Task {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return *f.tasks[id]
+}
+
+// wait polls cond under the lock until it holds (bounded).
+func (f *fakeTasks) wait(t *testing.T, what string, cond func(*fakeTasks) bool) {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		f.mu.Lock()
+		ok, ch := cond(f), f.changed
+		f.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("%s: not within 20s", what)
+		}
+	}
+}
+
+func conflict(format string, args ...any) error {
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), fsm.ErrConflict)
+}
+
+func (f *fakeTasks) Task(_ context.Context, id string) (*fsm.Task, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reads = append(f.reads, id)
+	defer f.changedLocked()
+	t, ok := f.tasks[id]
+	if !ok {
+		return nil, fmt.Errorf("task %s: %w", id, fsm.ErrNotFound)
+	}
+	c := *t
+	return &c, nil
+}
+
+func (f *fakeTasks) Tasks(_ context.Context, q fsm.TaskQuery) (fsm.TaskPage, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.queries = append(f.queries, q)
+	var out []*fsm.Task
+	for _, t := range f.tasks {
+		if (q.State == "" || t.State == q.State) && (q.To == "" || t.To == q.To) &&
+			(q.ClaimedBy == "" || t.ClaimedBy == q.ClaimedBy) && t.Seq > q.After {
+			c := *t
+			out = append(out, &c)
+		}
+	}
+	slices.SortFunc(out, func(a, b *fsm.Task) int { return int(a.Seq) - int(b.Seq) })
+	return fsm.TaskPage{Tasks: out}, nil
+}
+
+func (f *fakeTasks) ClaimTask(_ context.Context, id, agent string) (fsm.TaskResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.claims = append(f.claims, id+" "+agent)
+	defer f.changedLocked()
+	if f.onClaim != nil {
+		if err := f.onClaim(id, agent); err != nil {
+			return fsm.TaskResult{}, err
+		}
+	}
+	t, ok := f.tasks[id]
+	switch {
+	case !ok:
+		return fsm.TaskResult{}, fmt.Errorf("task %s: %w", id, fsm.ErrNotFound)
+	case t.To != agent && !slices.Contains(f.queues[agent], t.To):
+		return fsm.TaskResult{}, fmt.Errorf("%s is not of %s: %w", agent, t.To, fsm.ErrForbidden)
+	case t.State == fsm.TaskRunning && t.ClaimedBy == agent:
+		return fsm.TaskResult{ID: id, State: t.State, Attempt: t.Attempt, Fence: t.Fence, LeaseExpires: t.LeaseExpires}, nil
+	case t.State != fsm.TaskReady:
+		return fsm.TaskResult{}, conflict("task %s is %s (claimed by %q)", id, t.State, t.ClaimedBy)
+	case t.ReadyAt != nil && time.Now().Before(*t.ReadyAt):
+		return fsm.TaskResult{}, conflict("task %s is ready at %s", id, t.ReadyAt)
+	}
+	f.index++
+	lease := time.Now().Add(time.Duration(t.TimeoutSeconds) * time.Second)
+	t.State, t.ClaimedBy, t.Fence, t.LeaseExpires = fsm.TaskRunning, agent, f.index, &lease
+	t.Attempt++
+	return fsm.TaskResult{ID: id, Seq: f.index, State: t.State, Attempt: t.Attempt, Fence: t.Fence, LeaseExpires: t.LeaseExpires}, nil
+}
+
+// claimant checks the claimant and fence of a report.
+func (f *fakeTasks) claimant(id, agent string, fence uint64) (*fsm.Task, error) {
+	t, ok := f.tasks[id]
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("task %s: %w", id, fsm.ErrNotFound)
+	case t.State != fsm.TaskRunning || t.ClaimedBy != agent || t.Fence != fence:
+		return nil, conflict("task %s is %s, claimed by %q under fence %d, not %s under %d", id, t.State, t.ClaimedBy, t.Fence, agent, fence)
+	}
+	return t, nil
+}
+
+func (f *fakeTasks) TaskProgress(_ context.Context, cmd fsm.TaskProgressCommand) (fsm.TaskResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	defer f.changedLocked()
+	if err := cmd.Validate(); err != nil {
+		return fsm.TaskResult{}, err
+	}
+	f.progress = append(f.progress, cmd)
+	if f.onProgress != nil {
+		if err := f.onProgress(cmd); err != nil {
+			return fsm.TaskResult{}, err
+		}
+	}
+	t, err := f.claimant(cmd.ID, cmd.Agent, cmd.Fence)
+	if err != nil {
+		return fsm.TaskResult{}, err
+	}
+	f.index++
+	t.ProgressMessage, t.Progress = cmd.Message, cmd.Progress
+	return fsm.TaskResult{ID: t.ID, Seq: f.index, State: t.State, Attempt: t.Attempt, Fence: t.Fence}, nil
+}
+
+func (f *fakeTasks) CompleteTask(_ context.Context, cmd fsm.TaskCompleteCommand) (fsm.TaskResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	defer f.changedLocked()
+	if err := cmd.Validate(); err != nil {
+		return fsm.TaskResult{}, err
+	}
+	f.completes = append(f.completes, cmd)
+	if f.onComplete != nil {
+		if err := f.onComplete(cmd); err != nil {
+			return fsm.TaskResult{}, err
+		}
+	}
+	t, err := f.claimant(cmd.ID, cmd.Agent, cmd.Fence)
+	if err != nil {
+		return fsm.TaskResult{}, err
+	}
+	f.index++
+	t.State = fsm.TaskSucceeded
+	if cmd.Completion.Status == fsm.TaskStatusFailure {
+		t.State = fsm.TaskFailed
+	}
+	c := cmd.Completion
+	t.Completion = &c
+	return fsm.TaskResult{ID: t.ID, Seq: f.index, State: t.State}, nil
+}
+
+func (f *fakeTasks) HandoffTask(_ context.Context, cmd fsm.TaskHandoffCommand) (fsm.TaskResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	defer f.changedLocked()
+	if err := cmd.Validate(); err != nil {
+		return fsm.TaskResult{}, err
+	}
+	f.handoffs = append(f.handoffs, cmd)
+	t, err := f.claimant(cmd.ID, cmd.Agent, cmd.Fence)
+	if err != nil {
+		return fsm.TaskResult{}, err
+	}
+	f.index++
+	t.State, t.To, t.ClaimedBy, t.Fence, t.LeaseExpires = fsm.TaskReady, cmd.To, "", 0, nil
+	return fsm.TaskResult{ID: t.ID, Seq: f.index, State: t.State}, nil
+}
+
+// taskWatcher is the watcher of the config's first agent on api, with
+// its task loop running until the test ends; logs go to the test's log.
+func taskWatcher(t *testing.T, yml string, api taskAPI) (*agentWatcher, context.CancelFunc) {
+	t.Helper()
+	f, err := Parse([]byte(yml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &f.Agents[0]
+	w := &agentWatcher{cfg: a, opts: Options{Addr: "http://maos.invalid", BackoffBase: 10 * time.Millisecond},
+		log:   slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})).With("agent", a.ID),
+		tasks: api, taskOffers: make(chan taskOffer), busyChanged: make(chan struct{}, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.taskLoop(ctx)
+	}()
+	stop := func() {
+		cancel()
+		<-done
+	}
+	t.Cleanup(stop)
+	return w, stop
+}
+
+// testWriter sends log lines to t.Log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
+// offer hands a task (or only its id) to w's task loop.
+func offer(t *testing.T, w *agentWatcher, o taskOffer) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if !w.offerTask(ctx, o) {
+		t.Fatalf("offering %s: the task loop does not take it", o.id)
+	}
+}
+
+// waitExists polls (bounded) until path exists.
+func waitExists(t *testing.T, path string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not created within 20s", path)
+		}
+	}
+}

@@ -1,0 +1,155 @@
+package watcher
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/transport/transporttest"
+)
+
+// Run does tasks against the real API (one node on a real FSM): one
+// created before it started (the list at start) and one to a capability
+// queue of its claim entries (the stream's task update; the agent is
+// registered with the capability, so the claim is allowed). The
+// delegation messages are not answered as mail, and the heartbeats count
+// both tasks.
+func TestRunDoesTasks(t *testing.T) {
+	svc := transporttest.New(t)
+	srv := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{}))
+	t.Cleanup(srv.Close)
+	cl := transport.NewClient(srv.URL, nil)
+	ctx := context.Background()
+	create := func(id, to string) {
+		t.Helper()
+		if _, err := cl.CreateTask(ctx, fsm.TaskCreateCommand{ID: id, From: "lead", To: to, Title: "job " + id, Description: "do " + id}); err != nil {
+			t.Fatalf("create %s: %v", id, err)
+		}
+	}
+	create("task-early", "bob")
+
+	f, err := Parse(fmt.Appendf(nil, "agents:\n- {id: bob, role: reviewer, claim: [\"capability:go\"], command: [%q, --progress, '1'], context_messages: 0}\n", buildStub(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(runCtx, f, Options{Client: cl, Logger: slog.New(slog.DiscardHandler), BackoffBase: 10 * time.Millisecond,
+			Heartbeat: 20 * time.Millisecond})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	waitTaskState(t, cl, "task-early", fsm.TaskSucceeded)
+	a, err := cl.Agent(ctx, "bob", transport.Local)
+	if err != nil || !slices.Equal(a.Capabilities, []string{"go"}) {
+		t.Fatalf("bob registered as %+v (%v), want capability go", a, err)
+	}
+	create("task-go", "capability:go")
+	for _, id := range []string{"task-early", "task-go"} {
+		task := waitTaskState(t, cl, id, fsm.TaskSucceeded)
+		c := task.Completion
+		if task.ClaimedBy != "bob" || c.Status != fsm.TaskStatusSuccess || c.Result != "stub answer to "+id ||
+			!slices.Equal(c.Outputs, []string{"stub/" + id + ".txt"}) {
+			t.Errorf("%s: claimed by %q, completion %+v", id, task.ClaimedBy, c)
+		}
+		if d := svc.Stored(task.MessageID); d == nil {
+			t.Errorf("%s: no delegation message", id)
+		} else if r := svc.Stored(ReplyID("bob", d)); r != nil {
+			t.Errorf("%s: the delegation was answered as mail: %+v", id, r)
+		}
+	}
+	waitFor(t, "the heartbeats count both tasks", func() bool {
+		p, err := cl.AgentPresence(ctx, "bob")
+		return err == nil && p.TasksSucceeded == 2 && p.TasksRunning == 0 && p.MeanDurationMS > 0
+	})
+}
+
+// A dry run reports a delegation as a task, not mail to take; for a tmux
+// agent, whose session claims its own tasks, it is mail to type in.
+func TestDryRunNamesTasks(t *testing.T) {
+	svc := transporttest.New(t)
+	srv := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{}))
+	t.Cleanup(srv.Close)
+	cl := transport.NewClient(srv.URL, nil)
+	ctx := context.Background()
+	for _, a := range []string{"bob", "tom"} {
+		if _, err := cl.RegisterAgent(ctx, fsm.RegisterAgentCommand{ID: a}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cl.CreateTask(ctx, fsm.TaskCreateCommand{ID: "task-" + a, From: "lead", To: a, Title: "t"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := Parse([]byte(`agents: [{id: bob, command: [x]}, {id: tom, delivery: tmux, tmux_target: "s:0.0"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var got []Decision
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(runCtx, f, Options{Client: cl, Logger: slog.New(slog.DiscardHandler), DryRun: func(d Decision) {
+			mu.Lock()
+			got = append(got, d)
+			mu.Unlock()
+		}})
+	}()
+	waitFor(t, "a decision of each agent", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got) >= 2
+	})
+	cancel()
+	<-done
+	for _, d := range got {
+		switch d.Agent {
+		case "bob":
+			if d.Take || d.Reason != ReasonTask+" task-bob" || !strings.HasPrefix(d.ID, "msg-") {
+				t.Errorf("bob: decision %+v; want a skip naming the task", d)
+			}
+		case "tom":
+			if !d.Take || d.Reason != ReasonAddressed {
+				t.Errorf("tom: decision %+v; want the delegation taken as mail", d)
+			}
+		}
+	}
+	for _, a := range []string{"bob", "tom"} {
+		if task, _ := cl.Task(ctx, "task-"+a); task.State != fsm.TaskReady {
+			t.Errorf("a dry run claimed task-%s: %s", a, task.State)
+		}
+	}
+}
+
+// waitTaskState polls until task id is in state (bounded).
+func waitTaskState(t *testing.T, cl *transport.Client, id string, state fsm.TaskState) *fsm.Task {
+	t.Helper()
+	var task *fsm.Task
+	waitFor(t, "task "+id+" "+string(state), func() bool {
+		var err error
+		task, err = cl.Task(context.Background(), id)
+		return err == nil && task.State == state
+	})
+	return task
+}
+
+// waitFor polls cond (bounded: 20 s).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 20s", what)
+		}
+	}
+}

@@ -1,0 +1,616 @@
+package watcher
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+)
+
+// script is an agent config whose command is sh -c script; extra lines
+// (indented for the agent) follow.
+func script(id, sh string, extra ...string) string {
+	y := fmt.Sprintf("agents:\n  - id: %s\n    role: reviewer\n    command: [sh, -c, %q]\n    context_messages: 0\n", id, sh)
+	for _, e := range extra {
+		y += "    " + e + "\n"
+	}
+	return y
+}
+
+// A task addressed to the agent is claimed and run with its prompt (the
+// title, description, context, role and guardrails) and the task's
+// environment; plain text is a success with that text.
+func TestTaskPlainTextSucceeds(t *testing.T) {
+	dir := t.TempDir()
+	api := newFakeTasks()
+	w, _ := taskWatcher(t, script("bob", `cat > `+dir+`/prompt; env | grep ^MAOS_ | sort > `+dir+`/env; echo "  reviewed: fine  "`,
+		"guardrails: never push to main"), api)
+	api.add(fsm.Task{ID: "task-1", To: "bob", Title: "review the parser", Description: "look at parse.go",
+		Context: json.RawMessage(`{"pr":42}`), Priority: fsm.PriorityHigh})
+	offer(t, w, taskOffer{id: "task-1"})
+	api.wait(t, "the completion", func(f *fakeTasks) bool { return len(f.completes) > 0 })
+
+	c := api.completes[0]
+	if c.ID != "task-1" || c.Agent != "bob" || c.Fence != api.get("task-1").Fence || c.Fence == 0 {
+		t.Errorf("completed %s by %s under fence %d; want task-1 by bob under the claim's fence %d", c.ID, c.Agent, c.Fence, api.get("task-1").Fence)
+	}
+	if c.Completion.Status != fsm.TaskStatusSuccess || c.Completion.Result != "reviewed: fine" || c.Completion.Error != nil {
+		t.Errorf("completion %+v; want success with the trimmed text", c.Completion)
+	}
+	if got := api.get("task-1").State; got != fsm.TaskSucceeded {
+		t.Errorf("task state %s, want succeeded", got)
+	}
+	prompt, _ := os.ReadFile(filepath.Join(dir, "prompt"))
+	for _, want := range []string{"You are bob", `role "reviewer"`, "never push to main", "id: task-1", "from: lead",
+		"priority: high", "title: review the parser", `context: {"pr":42}`, "look at parse.go", `{"type":"complete"`} {
+		if !strings.Contains(string(prompt), want) {
+			t.Errorf("prompt lacks %q:\n%s", want, prompt)
+		}
+	}
+	if strings.Contains(string(prompt), "Message to answer") {
+		t.Errorf("a task's prompt is the message prompt:\n%s", prompt)
+	}
+	env, _ := os.ReadFile(filepath.Join(dir, "env"))
+	for _, want := range []string{"MAOS_AGENT_ID=bob", "MAOS_AGENT_ROLE=reviewer", "MAOS_MESSAGE_ID=msg-of-task-1",
+		"MAOS_TASK_ATTEMPT=1", fmt.Sprintf("MAOS_TASK_FENCE=%d", c.Fence), "MAOS_TASK_ID=task-1", "MAOS_SESSION_ID=general"} {
+		if !strings.Contains(string(env), want+"\n") {
+			t.Errorf("the CLI's environment lacks %s:\n%s", want, env)
+		}
+	}
+	api.wait(t, "the run's end counted", func(*fakeTasks) bool { return w.health().TasksRunning == 0 })
+	if h := w.health(); h.TasksSucceeded != 1 || h.TasksFailed != 0 || h.LastError != "" || h.MeanDurationMS <= 0 {
+		t.Errorf("health %+v; want 1 succeeded", h)
+	}
+}
+
+// Status lines renew the lease as they come (with their words and
+// progress); artifacts and the complete line make the completion. The
+// lease is renewed on its period too, every third of timeout_seconds.
+func TestTaskStatusLinesAndCompleteLine(t *testing.T) {
+	gate := filepath.Join(t.TempDir(), "gate")
+	api := newFakeTasks()
+	w, _ := taskWatcher(t, script("bob", `
+echo '{"type":"status","message":"reading","progress":0.25}'
+while [ ! -e '`+gate+`' ]; do sleep 0.01; done
+echo 'some notes'
+echo '{"type":"artifact","path":"out/report.md","description":"the report"}'
+echo '{"type":"status","message":"too far","progress":7}'
+echo '{"type":"complete","result":"partial_success","outputs":["out/report.md","out/extra.txt"],"confidence_score":0.9,"rationale":"half of it"}'
+`), api)
+	api.add(fsm.Task{ID: "task-2", To: "bob", Title: "t", TimeoutSeconds: 1})
+	offer(t, w, taskOffer{id: "task-2"})
+	api.wait(t, "the status line as progress", func(f *fakeTasks) bool {
+		return len(f.progress) > 0 && f.progress[0].Message == "reading"
+	})
+	if p := api.progress[0]; p.Progress == nil || *p.Progress != 0.25 || p.Fence != api.get("task-2").Fence || p.Agent != "bob" {
+		t.Errorf("first progress %+v; want reading at 0.25 under bob's fence", p)
+	}
+	api.wait(t, "two renewals on the period", func(f *fakeTasks) bool { return len(f.progress) >= 3 })
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	api.wait(t, "the completion", func(f *fakeTasks) bool { return len(f.completes) > 0 })
+	c := api.completes[0].Completion
+	if c.Status != fsm.TaskStatusPartialSuccess || c.Result != "some notes" || c.Rationale != "half of it" ||
+		c.ConfidenceScore == nil || *c.ConfidenceScore != 0.9 || !slices.Equal(c.Outputs, []string{"out/report.md", "out/extra.txt"}) {
+		t.Errorf("completion %+v", c)
+	}
+	if c.ExecutionTimeMS <= 0 {
+		t.Errorf("execution_time_ms %d, want the time it took", c.ExecutionTimeMS)
+	}
+	for _, p := range api.progress {
+		if p.Message == "too far" && p.Progress != nil {
+			t.Errorf("a progress of 7 was passed on: %+v", p)
+		}
+	}
+}
+
+// The stub model's task mode (--progress) is read as a task's CLI
+// reports: its status lines renew the lease, its answer is the result,
+// its artifact the output.
+func TestTaskStubModelReports(t *testing.T) {
+	stub := buildStub(t)
+	api := newFakeTasks()
+	w, _ := taskWatcher(t, fmt.Sprintf("agents:\n- {id: bob, command: [%q, --progress, '2', --sleep, 1s], context_messages: 0}\n", stub), api)
+	api.add(fsm.Task{ID: "task-stub", To: "bob", Title: "t"})
+	offer(t, w, taskOffer{id: "task-stub"})
+	api.wait(t, "the completion", func(f *fakeTasks) bool { return len(f.completes) > 0 })
+	c := api.completes[0].Completion
+	if c.Status != fsm.TaskStatusSuccess || c.Result != "stub answer to task-stub" || !slices.Equal(c.Outputs, []string{"stub/task-stub.txt"}) {
+		t.Errorf("completion %+v", c)
+	}
+	var msgs []string
+	for _, p := range api.progress {
+		msgs = append(msgs, p.Message)
+	}
+	if !slices.Contains(msgs, "step 2 of 2") {
+		t.Errorf("progress %q, want the stub's status lines", msgs)
+	}
+}
+
+// A CLI that keeps failing completes the task with failure after the
+// retries: the error type, exit code, retries and the last stderr lines.
+func TestTaskFailingCLIFailsAfterRetries(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "tries")
+	api := newFakeTasks()
+	w, _ := taskWatcher(t, script("bob", `echo try >> `+log+`; echo "it broke" >&2; exit 3`, "retries: 2"), api)
+	api.add(fsm.Task{ID: "task-3", To: "bob", Title: "t"})
+	offer(t, w, taskOffer{id: "task-3"})
+	api.wait(t, "the completion", func(f *fakeTasks) bool { return len(f.completes) > 0 })
+	c := api.completes[0].Completion
+	if c.Status != fsm.TaskStatusFailure || c.Error == nil || c.Error.ErrorType != ErrorTypeCLI || c.Error.ErrorCode != "exit 3" ||
+		c.Error.RetryCount != 2 || !strings.Contains(c.Error.ErrorMessage, "it broke") || !c.Error.IsRecoverable {
+		t.Errorf("completion %+v error %+v", c, c.Error)
+	}
+	if data, _ := os.ReadFile(log); strings.Count(string(data), "try") != 3 {
+		t.Errorf("%d runs, want 1 + 2 retries", strings.Count(string(data), "try"))
+	}
+	if api.get("task-3").State != fsm.TaskFailed {
+		t.Errorf("task is %s, want failed", api.get("task-3").State)
+	}
+	api.wait(t, "the run's end counted", func(*fakeTasks) bool { return w.health().TasksRunning == 0 })
+	if h := w.health(); h.TasksFailed != 1 || !strings.Contains(h.LastError, "task task-3 failed: cli_error") {
+		t.Errorf("health %+v", h)
+	}
+}
+
+// A run that prints nothing usable (no text, no §6 line that reports) is
+// a failed attempt, retried, then empty_output; a complete line with a
+// value out of bounds is reported as a failure naming the field.
+func TestTaskEmptyAndInvalidReports(t *testing.T) {
+	api := newFakeTasks()
+	w, _ := taskWatcher(t, script("bob", `echo '{"type":"status","message":"hm"}'`, "retries: 1"), api)
+	api.add(fsm.Task{ID: "task-e", To: "bob", Title: "t"})
+	offer(t, w, taskOffer{id: "task-e"})
+	api.wait(t, "the completion", func(f *fakeTasks) bool { return len(f.completes) > 0 })
+	if c := api.completes[0].Completion; c.Status != fsm.TaskStatusFailure || c.Error.ErrorType != ErrorTypeEmptyOutput || c.Error.RetryCount != 1 {
+		t.Errorf("empty: %+v %+v", c, c.Error)
+	}
+
+	api2 := newFakeTasks()
+	w2, _ := taskWatcher(t, script("bob", `echo done; echo '{"type":"complete","result":"success","confidence_score":2}'`), api2)
+	api2.add(fsm.Task{ID: "task-i", To: "bob", Title: "t"})
+	offer(t, w2, taskOffer{id: "task-i"})
+	api2.wait(t, "the completion", func(f *fakeTasks) bool { return len(f.completes) > 0 })
+	if c := api2.completes[0].Completion; c.Status != fsm.TaskStatusFailure || c.Error.ErrorType != ErrorTypeInvalidCompletion ||
+		!strings.Contains(c.Error.ErrorMessage, "confidence_score") || c.Result != "done" {
+		t.Errorf("invalid: %+v %+v", c, c.Error)
+	}
+}
+
+// A completion the node refuses as too large is reported again as a
+// failure saying so, small, once; the task does not lapse to run again.
+func TestTaskRefusedCompletionFallsBackToAFailure(t *testing.T) {
+	api := newFakeTasks()
+	w, _ := taskWatcher(t, script("bob", `echo done`), api)
+	api.add(fsm.Task{ID: "task-big", To: "bob", Title: "t"})
+	api.onComplete = func(cmd fsm.TaskCompleteCommand) error {
+		if cmd.Completion.Status == fsm.TaskStatusSuccess {
+			return fmt.Errorf("body over 256 KiB: %w", transport.ErrTooLarge)
+		}
+		return nil
+	}
+	offer(t, w, taskOffer{id: "task-big"})
+	api.wait(t, "the task ended", func(f *fakeTasks) bool { return f.tasks["task-big"].State.Final() })
+	if len(api.completes) != 2 {
+		t.Fatalf("%d completions sent, want the refused one and its failure", len(api.completes))
+	}
+	c := api.completes[1].Completion
+	if c.Status != fsm.TaskStatusFailure || c.Error == nil || c.Error.ErrorType != ErrorTypeInvalidCompletion ||
+		!strings.Contains(c.Error.ErrorMessage, "too large") || c.Result != "done" {
+		t.Errorf("fallback %+v error %+v", c, c.Error)
+	}
+
+	// Refused again: dropped, not retried for ever.
+	api2 := newFakeTasks()
+	w2, _ := taskWatcher(t, script("bob", `echo done`), api2)
+	api2.add(fsm.Task{ID: "task-bad", To: "bob", Title: "t"})
+	api2.onComplete = func(fsm.TaskCompleteCommand) error { return fmt.Errorf("no: %w", fsm.ErrInvalid) }
+	offer(t, w2, taskOffer{id: "task-bad"})
+	api2.wait(t, "the work dropped", func(*fakeTasks) bool { return w2.health().TasksFailed == 1 })
+	if len(api2.completes) != 2 {
+		t.Errorf("%d completions sent, want 2", len(api2.completes))
+	}
+}
+
+// A renewal refused with 409 means the claim is lost: the run is
+// cancelled and nothing is reported. A completion refused with 409 (the
+// lease lapsed before the report) is dropped, not retried.
+func TestTaskLostClaimDropsTheWork(t *testing.T) {
+	started := filepath.Join(t.TempDir(), "started")
+	api := newFakeTasks()
+	w, _ := taskWatcher(t, script("bob", `touch `+started+`; sleep 30; echo late`), api)
+	api.add(fsm.Task{ID: "task-4", To: "bob", Title: "t", TimeoutSeconds: 1})
+	offer(t, w, taskOffer{id: "task-4"})
+	api.wait(t, "the run", func(f *fakeTasks) bool {
+		_, err := os.Stat(started)
+		return err == nil
+	})
+	// Another agent's claim took over after a lapse.
+	api.set("task-4", func(t *fsm.Task) { t.ClaimedBy, t.Fence = "amy", t.Fence+100 })
+	begin := time.Now()
+	api.wait(t, "the watcher to stop the run", func(f *fakeTasks) bool {
+		return w.health().TasksRunning == 0 && w.health().TasksFailed == 1
+	})
+	if d := time.Since(begin); d > 10*time.Second {
+		t.Errorf("the run went on %s after the claim was lost", d)
+	}
+	if len(api.completes) != 0 || len(api.handoffs) != 0 {
+		t.Errorf("a lost claim reported: completes %+v handoffs %+v", api.completes, api.handoffs)
+	}
+	if h := w.health(); !strings.Contains(h.LastError, "lost the claim of task task-4") {
+		t.Errorf("health %+v", h)
+	}
+
+	api2 := newFakeTasks()
+	w2, _ := taskWatcher(t, script("bob", `echo done`), api2)
+	api2.add(fsm.Task{ID: "task-5", To: "bob", Title: "t"})
+	api2.onComplete = func(cmd fsm.TaskCompleteCommand) error { return conflict("lease lapsed at fence %d", cmd.Fence) }
+	offer(t, w2, taskOffer{id: "task-5"})
+	api2.wait(t, "the refused completion counted", func(f *fakeTasks) bool { return w2.health().TasksFailed == 1 })
+	if len(api2.completes) != 1 {
+		t.Errorf("%d completions sent, want 1: a refused one is not retried", len(api2.completes))
+	}
+	if h := w2.health(); !strings.Contains(h.LastError, "completion of task task-5 refused") || h.MeanDurationMS != 0 {
+		t.Errorf("health %+v", h)
+	}
+}
+
+// Losing the claim race is normal: the task, read again, is another's,
+// and the watcher moves on without running anything.
+func TestTaskClaimRaceLost(t *testing.T) {
+	ran := filepath.Join(t.TempDir(), "ran")
+	api := newFakeTasks()
+	w, _ := taskWatcher(t, script("bob", `touch `+ran+`; echo x`, `claim: ["role:reviewer"]`), api)
+	api.queues["bob"] = []string{"role:reviewer"}
+	api.add(fsm.Task{ID: "task-6", To: "role:reviewer", Title: "t"})
+	api.onClaim = func(id, _ string) error {
+		t := api.tasks[id]
+		t.State, t.ClaimedBy, t.Fence = fsm.TaskRunning, "amy", 99
+		return conflict("task %s is running, claimed by amy", id)
+	}
+	offer(t, w, taskOffer{id: "task-6"})
+	api.wait(t, "the claim and the read after it", func(f *fakeTasks) bool { return len(f.claims) == 1 })
+	// The loop is idle again: a second task is claimed and run.
+	api.onClaim = nil
+	api.add(fsm.Task{ID: "task-7", To: "bob", Title: "t"})
+	offer(t, w, taskOffer{id: "task-7"})
+	api.wait(t, "task-7 done", func(f *fakeTasks) bool { return len(f.completes) == 1 })
+	if !slices.Equal(api.claims, []string{"task-6 bob", "task-7 bob"}) || api.completes[0].ID != "task-7" {
+		t.Errorf("claims %v completes %+v; want one claim of task-6 (lost) and task-7 done", api.claims, api.completes)
+	}
+}
+
+// A claim whose answer was lost (it committed, the connection broke) is
+// not left to lapse: the task, read again, is the agent's, and claiming
+// again answers that claim; the task runs once, under its fence.
+func TestTaskClaimAnswerLost(t *testing.T) {
+	api := newFakeTasks()
+	w, _ := taskWatcher(t, script("bob", `echo ok`), api)
+	api.add(fsm.Task{ID: "t-lost", To: "bob", Title: "t"})
+	api.onClaim = func(id, agent string) error {
+		api.onClaim = nil
+		api.mu.Unlock() // the claim commits...
+		_, err := api.ClaimTask(t.Context(), id, agent)
+		api.mu.Lock()
+		if err != nil {
+			t.Error(err)
+		}
+		return errors.New("connection reset") // ...and its answer is lost
+	}
+	offer(t, w, taskOffer{id: "t-lost"})
+	api.wait(t, "done", func(f *fakeTasks) bool { return len(f.completes) == 1 })
+	if len(api.claims) != 3 || api.completes[0].Fence != api.get("t-lost").Fence {
+		t.Errorf("claims %v completes %+v; want the lost claim, its commit and the retried claim answering it", api.claims, api.completes)
+	}
+}
+
+// Only the agent's queues are claimed: its id and its claim entries; a
+// task event that shows a task not ready, or of another queue, is not.
+func TestTaskOnlyOurQueues(t *testing.T) {
+	api := newFakeTasks()
+	w, _ := taskWatcher(t, script("bob", `echo ok`, `claim: ["capability:go"]`), api)
+	api.queues["bob"] = []string{"role:reviewer", "capability:go"}
+	for _, tk := range []fsm.Task{
+		{ID: "t-role", To: "role:reviewer", Title: "t"}, // bob's role, but not in claim:
+		{ID: "t-amy", To: "amy", Title: "t"},
+		{ID: "t-wait", To: "bob", Title: "t", State: fsm.TaskWaiting},
+		{ID: "t-go", To: "capability:go", Title: "t"},
+	} {
+		task := api.add(tk)
+		offer(t, w, taskOffer{id: task.ID, task: task})
+	}
+	offer(t, w, taskOffer{id: "t-role"}) // by id: read, then refused as not ours
+	api.wait(t, "t-go done", func(f *fakeTasks) bool { return len(f.completes) == 1 })
+	api.wait(t, "t-role read", func(f *fakeTasks) bool { return slices.Contains(f.reads, "t-role") })
+	if !slices.Equal(api.claims, []string{"t-go bob"}) {
+		t.Errorf("claims %v, want only t-go", api.claims)
+	}
+}
+
+// At start the watcher offers what the stream after its cursor may not
+// show: the ready tasks of each queue, and the tasks it held before a
+// restart, which it claims again (the claim answers the current one) and
+// runs under the same fence.
+func TestTaskListAtStartResumesOwnClaims(t *testing.T) {
+	api := newFakeTasks()
+	w, _ := taskWatcher(t, script("bob", `echo "again: $MAOS_TASK_ATTEMPT"`, `claim: ["role:reviewer"]`), api)
+	api.queues["bob"] = []string{"role:reviewer"}
+	api.add(fsm.Task{ID: "t-held", To: "role:reviewer", Title: "t"})
+	held, err := api.ClaimTask(t.Context(), "t-held", "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	api.add(fsm.Task{ID: "t-ready", To: "role:reviewer", Title: "t"})
+	api.add(fsm.Task{ID: "t-other", To: "amy", Title: "t"})
+	w.listTasks(t.Context())
+	api.wait(t, "both done", func(f *fakeTasks) bool { return len(f.completes) == 2 })
+	byID := map[string]fsm.TaskCompleteCommand{}
+	for _, c := range api.completes {
+		byID[c.ID] = c
+	}
+	if c := byID["t-held"]; c.Fence != held.Fence || c.Completion.Result != "again: 1" {
+		t.Errorf("t-held completed %+v; want under its fence %d", c, held.Fence)
+	}
+	if _, ok := byID["t-ready"]; !ok {
+		t.Errorf("t-ready not done: %+v", api.completes)
+	}
+	want := []fsm.TaskQuery{{State: fsm.TaskRunning, ClaimedBy: "bob", Limit: fsm.MaxPageLimit},
+		{State: fsm.TaskReady, To: "bob", Limit: fsm.MaxPageLimit}, {State: fsm.TaskReady, To: "role:reviewer", Limit: fsm.MaxPageLimit}}
+	if !slices.Equal(api.queries, want) {
+		t.Errorf("queries %+v, want %+v", api.queries, want)
+	}
+}
+
+// A task whose backoff has not passed is claimed once it has, not before
+// (the fake refuses an early claim).
+func TestTaskClaimedFromReadyAt(t *testing.T) {
+	api := newFakeTasks()
+	w, _ := taskWatcher(t, script("bob", `echo ok`), api)
+	at := time.Now().Add(500 * time.Millisecond)
+	task := api.add(fsm.Task{ID: "t-later", To: "bob", Title: "t", ReadyAt: &at})
+	offer(t, w, taskOffer{id: task.ID, task: task})
+	api.wait(t, "done", func(f *fakeTasks) bool { return len(f.completes) == 1 })
+	if !slices.Equal(api.claims, []string{"t-later bob"}) {
+		t.Errorf("claims %v, want one, at its ready_at", api.claims)
+	}
+}
+
+// With the queue policy one task runs at a time: the second is claimed
+// only once the first ended; with fork, up to max_forks at once.
+func TestTaskSlots(t *testing.T) {
+	gate := t.TempDir()
+	run := `touch ` + gate + `/"$MAOS_TASK_ID".started; while [ ! -e ` + gate + `/"$MAOS_TASK_ID" ]; do sleep 0.01; done; echo ok`
+	api := newFakeTasks()
+	w, _ := taskWatcher(t, script("bob", run), api)
+	for _, id := range []string{"s-1", "s-2"} {
+		api.add(fsm.Task{ID: id, To: "bob", Title: "t"})
+		offer(t, w, taskOffer{id: id})
+	}
+	api.wait(t, "s-1 claimed", func(f *fakeTasks) bool { return len(f.claims) == 1 })
+	waitExists(t, filepath.Join(gate, "s-1.started"))
+	if len(api.claims) != 1 {
+		t.Fatalf("claims %v while s-1 runs under the queue policy", api.claims)
+	}
+	if err := os.WriteFile(filepath.Join(gate, "s-1"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	api.wait(t, "s-2 claimed after s-1", func(f *fakeTasks) bool { return len(f.claims) == 2 })
+	if err := os.WriteFile(filepath.Join(gate, "s-2"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	api.wait(t, "both done", func(f *fakeTasks) bool { return len(f.completes) == 2 })
+
+	forks := newFakeTasks()
+	wf, _ := taskWatcher(t, script("bob", run, "policy: {mode: fork, max_forks: 2}"), forks)
+	for _, id := range []string{"f-1", "f-2", "f-3"} {
+		forks.add(fsm.Task{ID: id, To: "bob", Title: "t"})
+		offer(t, wf, taskOffer{id: id})
+	}
+	forks.wait(t, "two claimed at once", func(f *fakeTasks) bool { return len(f.claims) == 2 })
+	for _, id := range []string{"f-1", "f-2"} {
+		waitExists(t, filepath.Join(gate, id+".started"))
+	}
+	if len(forks.claims) != 2 || wf.health().TasksRunning != 2 {
+		t.Fatalf("claims %v running %d; want max_forks 2", forks.claims, wf.health().TasksRunning)
+	}
+	for _, id := range []string{"f-1", "f-2", "f-3"} {
+		if err := os.WriteFile(filepath.Join(gate, id), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	forks.wait(t, "all done", func(f *fakeTasks) bool { return len(f.completes) == 3 })
+}
+
+// A dependency line naming a task makes the run wait (the lease renewed,
+// a progress note naming it) until that task succeeded, then run again
+// with its result in the prompt; one that failed fails the task with
+// dependency_failed. A dependency on an agent is a note: with text the
+// run succeeds, without it the task fails as blocked.
+func TestTaskDependencyLines(t *testing.T) {
+	dir := t.TempDir()
+	// The first run waits for dep; the second (its prompt holds dep's
+	// result) answers.
+	sh := `p=$(cat); echo "$p" > ` + dir + `/prompt-$MAOS_TASK_ID
+case "$p" in
+  *"dep result"*) echo "used the dep" ;;
+  *) echo '{"type":"dependency","waiting_for":"dep-'$MAOS_TASK_ID'","reason":"need the schema"}' ;;
+esac`
+	api := newFakeTasks()
+	w, _ := taskWatcher(t, script("bob", sh, "policy: {mode: fork}"), api)
+	for _, id := range []string{"ok", "bad"} {
+		api.add(fsm.Task{ID: "dep-" + id, To: "amy", Title: "the schema", State: fsm.TaskRunning, ClaimedBy: "amy", Fence: 1})
+		api.add(fsm.Task{ID: id, To: "bob", Title: "t", TimeoutSeconds: 1})
+		offer(t, w, taskOffer{id: id})
+	}
+	api.wait(t, "both waiting", func(f *fakeTasks) bool {
+		n := 0
+		for _, p := range f.progress {
+			if p.Message == "waiting for task dep-"+p.ID+": need the schema" {
+				n++
+			}
+		}
+		return n >= 2
+	})
+	api.set("dep-ok", func(t *fsm.Task) {
+		t.State, t.Completion = fsm.TaskSucceeded, &fsm.TaskCompletion{Status: fsm.TaskStatusSuccess, Result: "dep result"}
+	})
+	api.set("dep-bad", func(t *fsm.Task) {
+		t.State, t.Completion = fsm.TaskFailed, &fsm.TaskCompletion{Status: fsm.TaskStatusFailure}
+	})
+	api.wait(t, "both done", func(f *fakeTasks) bool { return len(f.completes) == 2 })
+	for _, c := range api.completes {
+		switch c.ID {
+		case "ok":
+			if c.Completion.Status != fsm.TaskStatusSuccess || c.Completion.Result != "used the dep" {
+				t.Errorf("ok: %+v", c.Completion)
+			}
+		case "bad":
+			if c.Completion.Status != fsm.TaskStatusFailure || c.Completion.Error == nil ||
+				c.Completion.Error.ErrorType != fsm.TaskErrorDependencyFailed || !strings.Contains(c.Completion.Error.ErrorMessage, "dep-bad") {
+				t.Errorf("bad: %+v", c.Completion)
+			}
+		}
+	}
+	prompt, _ := os.ReadFile(filepath.Join(dir, "prompt-ok"))
+	if !strings.Contains(string(prompt), `- dep-ok "the schema": succeeded (success): dep result`) {
+		t.Errorf("the second run's prompt lacks the dependency's result:\n%s", prompt)
+	}
+
+	agents := newFakeTasks()
+	wa, _ := taskWatcher(t, script("bob", `echo '{"type":"dependency","waiting_for":"amy","reason":"need review"}'; [ "$MAOS_TASK_ID" = texty ] && echo "did what I could"; true`,
+		"policy: {mode: fork}"), agents)
+	for _, id := range []string{"texty", "mute"} {
+		agents.add(fsm.Task{ID: id, To: "bob", Title: "t"})
+		offer(t, wa, taskOffer{id: id})
+	}
+	agents.wait(t, "both done", func(f *fakeTasks) bool { return len(f.completes) == 2 })
+	for _, c := range agents.completes {
+		switch c.ID {
+		case "texty":
+			if c.Completion.Status != fsm.TaskStatusSuccess || c.Completion.Result != "did what I could" {
+				t.Errorf("texty: %+v", c.Completion)
+			}
+		case "mute":
+			if c.Completion.Status != fsm.TaskStatusFailure || c.Completion.Error == nil || c.Completion.Error.ErrorType != ErrorTypeBlocked ||
+				c.Completion.Error.ErrorMessage != "waiting for amy: need review" || !strings.Contains(c.Completion.Error.SuggestedAction, "handoff") {
+				t.Errorf("mute: %+v %+v", c.Completion, c.Completion.Error)
+			}
+		}
+	}
+	if !slices.ContainsFunc(agents.progress, func(p fsm.TaskProgressCommand) bool { return p.Message == "waiting for agent amy: need review" }) {
+		t.Errorf("no progress note naming the agent: %+v", agents.progress)
+	}
+}
+
+// A watcher stopping mid-task hands a queue's task back to its queue
+// under its fence, and leaves a task addressed to its agent claimed.
+func TestTaskStopHandsQueueTasksBack(t *testing.T) {
+	gate := t.TempDir()
+	api := newFakeTasks()
+	w, stop := taskWatcher(t, script("bob", `touch `+gate+`/"$MAOS_TASK_ID"; sleep 30`, `claim: ["role:reviewer"]`, "policy: {mode: fork}"), api)
+	api.queues["bob"] = []string{"role:reviewer"}
+	for _, tk := range []fsm.Task{{ID: "q", To: "role:reviewer", Title: "t"}, {ID: "own", To: "bob", Title: "t"}} {
+		api.add(tk)
+		offer(t, w, taskOffer{id: tk.ID})
+	}
+	for _, id := range []string{"q", "own"} {
+		waitExists(t, filepath.Join(gate, id))
+	}
+	fence := api.get("q").Fence
+	stop()
+	if len(api.handoffs) != 1 || api.handoffs[0].ID != "q" || api.handoffs[0].To != "role:reviewer" || api.handoffs[0].Fence != fence ||
+		!strings.Contains(api.handoffs[0].Reason, "the watcher of bob stopped") {
+		t.Errorf("handoffs %+v; want q back to role:reviewer under fence %d", api.handoffs, fence)
+	}
+	if got := api.get("q"); got.State != fsm.TaskReady {
+		t.Errorf("q is %s, want ready", got.State)
+	}
+	if got := api.get("own"); got.State != fsm.TaskRunning || got.ClaimedBy != "bob" {
+		t.Errorf("own is %s by %q, want still bob's", got.State, got.ClaimedBy)
+	}
+	if len(api.completes) != 0 {
+		t.Errorf("a stopped run reported: %+v", api.completes)
+	}
+}
+
+// The messages that hand a task to its recipients (delegation, handoff)
+// name it in their metadata; every other message is mail.
+func TestTaskMessageID(t *testing.T) {
+	for _, c := range []struct {
+		typ, md string
+		want    string
+	}{
+		{"task_delegation", `{"task_id":"task-1"}`, "task-1"},
+		{"handoff", `{"task_id":"task-1","from_claim":7}`, "task-1"},
+		{"task_completion", `{"task_id":"task-1"}`, ""},
+		{"incident", `{"task_id":"task-1"}`, ""},
+		{"task_delegation", `{"other":1}`, ""},
+		{"task_delegation", ``, ""},
+		{"task_delegation", `[1]`, ""},
+		{"task_delegation", `{"task_id":7}`, ""},
+	} {
+		if got := taskMessageID(&fsm.Message{Type: c.typ, Metadata: json.RawMessage(c.md)}); got != c.want {
+			t.Errorf("taskMessageID(%s %s) = %q, want %q", c.typ, c.md, got, c.want)
+		}
+	}
+}
+
+// Seed 002 §6 lines, and what a run's whole stdout reports.
+func TestParseTaskReport(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		ok   bool
+		typ  string
+	}{
+		{`{"type": "status", "message": "m", "progress": 0.1}`, true, LineStatus},
+		{`  {"type":"artifact","path":"a"}  `, true, LineArtifact},
+		{`{"type":"dependency","waiting_for":"x"}`, true, LineDependency},
+		{`{"type":"complete","result":"success"}`, true, LineComplete},
+		{`{"type":"other"}`, false, ""},
+		{`{"result":"text"}`, false, ""},
+		{`{"type":"complete","result":5}`, false, ""},
+		{`plain {"type":"status"}`, false, ""},
+		{`{"type":"status"`, false, ""},
+	} {
+		l, ok := ParseStatusLine(c.line)
+		if ok != c.ok || l.Type != c.typ {
+			t.Errorf("ParseStatusLine(%s) = %q, %v; want %q, %v", c.line, l.Type, ok, c.typ, c.ok)
+		}
+	}
+	r := ParseTaskReport(`intro
+{"type":"artifact","path":"a.txt"}
+{"type":"artifact","path":"a.txt"}
+{"type":"dependency","waiting_for":"t-1","reason":"r"}
+{"type":"complete","result":"done it","status":"partial_success"}
+outro`)
+	if r.Text != "intro\noutro" || !slices.Equal(r.Outputs, []string{"a.txt"}) || len(r.Dependencies) != 1 ||
+		r.Dependencies[0] != (Dependency{WaitingFor: "t-1", Reason: "r"}) || r.Complete == nil ||
+		r.Complete.Status != fsm.TaskStatusPartialSuccess || r.Complete.Result != "done it" {
+		t.Errorf("report %+v complete %+v", r, r.Complete)
+	}
+	// Seed 002's "result": "success" is the status; the text is the result.
+	c := ParseTaskReport("the answer\n{\"type\":\"complete\",\"result\":\"success\",\"outputs\":[\"b\"]}").completion(5)
+	if c.Status != fsm.TaskStatusSuccess || c.Result != "the answer" || !slices.Equal(c.Outputs, []string{"b"}) || c.ExecutionTimeMS != 5 {
+		t.Errorf("completion %+v", c)
+	}
+	// claude --output-format json: the result field is the text.
+	if r := ParseTaskReport(`{"result": "from json", "cost": 1}`); r.Text != "from json" {
+		t.Errorf("json answer: %q", r.Text)
+	}
+	if !ParseTaskReport(`{"type":"status","message":"m"}`).empty() || ParseTaskReport(`{"type":"artifact","path":"p"}`).empty() {
+		t.Error("empty(): want status lines alone to report nothing, an artifact something")
+	}
+	long := strings.Repeat("x", fsm.MaxTaskTextBytes) + "END"
+	if c := ParseTaskReport(long).completion(1); len(c.Result) != fsm.MaxTaskTextBytes || !strings.HasSuffix(c.Result, "END") {
+		t.Errorf("a long text is cut to its last %d bytes: %d bytes", fsm.MaxTaskTextBytes, len(c.Result))
+	}
+}
