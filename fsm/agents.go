@@ -181,11 +181,8 @@ func applyRegisterAgent(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any,
 
 func applyUnregisterAgent(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 	var cmd UnregisterAgentCommand
-	if err := json.Unmarshal(body, &cmd); err != nil {
-		return nil, fmt.Errorf("fsm: apply unregister_agent: decode: %w", err)
-	}
-	if err := cmd.Validate(); err != nil {
-		return nil, fmt.Errorf("fsm: apply unregister_agent: %w", err)
+	if err := decodeCommand(OpUnregisterAgent, body, &cmd); err != nil {
+		return nil, err
 	}
 	prev, err := loadAgent(tx, cmd.ID)
 	if err != nil {

@@ -406,11 +406,8 @@ func lockAudit(path string, r *lockRecord) string {
 
 func applyLockAcquire(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 	var cmd LockAcquireCommand
-	if err := json.Unmarshal(body, &cmd); err != nil {
-		return nil, fmt.Errorf("fsm: apply lock_acquire: decode: %w", err)
-	}
-	if err := cmd.Validate(); err != nil {
-		return nil, fmt.Errorf("fsm: apply lock_acquire: %w", err)
+	if err := decodeCommand(OpLockAcquire, body, &cmd); err != nil {
+		return nil, err
 	}
 	b := tx.Bucket(bucketLocks)
 	cur, held, err := getLock(b, cmd.Path)
@@ -460,11 +457,8 @@ func checkGrant(path string, cur *lockRecord, holder string, token uint64, ts in
 
 func applyLockRenew(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 	var cmd LockRenewCommand
-	if err := json.Unmarshal(body, &cmd); err != nil {
-		return nil, fmt.Errorf("fsm: apply lock_renew: decode: %w", err)
-	}
-	if err := cmd.Validate(); err != nil {
-		return nil, fmt.Errorf("fsm: apply lock_renew: %w", err)
+	if err := decodeCommand(OpLockRenew, body, &cmd); err != nil {
+		return nil, err
 	}
 	b := tx.Bucket(bucketLocks)
 	cur, held, err := getLock(b, cmd.Path)
@@ -491,11 +485,8 @@ func applyLockRenew(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, err
 
 func applyLockRelease(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 	var cmd LockReleaseCommand
-	if err := json.Unmarshal(body, &cmd); err != nil {
-		return nil, fmt.Errorf("fsm: apply lock_release: decode: %w", err)
-	}
-	if err := cmd.Validate(); err != nil {
-		return nil, fmt.Errorf("fsm: apply lock_release: %w", err)
+	if err := decodeCommand(OpLockRelease, body, &cmd); err != nil {
+		return nil, err
 	}
 	b := tx.Bucket(bucketLocks)
 	cur, held, err := getLock(b, cmd.Path)
@@ -523,11 +514,8 @@ func applyLockRelease(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, e
 // node's cleanup proposed twice must be.
 func applyReleaseHolderLocks(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 	var cmd ReleaseHolderLocksCommand
-	if err := json.Unmarshal(body, &cmd); err != nil {
-		return nil, fmt.Errorf("fsm: apply release_holder_locks: decode: %w", err)
-	}
-	if err := cmd.Validate(); err != nil {
-		return nil, fmt.Errorf("fsm: apply release_holder_locks: %w", err)
+	if err := decodeCommand(OpReleaseHolderLocks, body, &cmd); err != nil {
+		return nil, err
 	}
 	b := tx.Bucket(bucketLocks)
 	type victim struct {
