@@ -111,13 +111,8 @@ func (c *RegisterAgentCommand) Validate() error {
 	if !ValidName(c.Role) {
 		return NameError("role", c.Role)
 	}
-	if len(c.Capabilities) > MaxCapabilities {
-		return fieldErr("capabilities", "%d entries, at most %d", len(c.Capabilities), MaxCapabilities)
-	}
-	for i, cp := range c.Capabilities {
-		if !ValidName(cp) {
-			return NameError(fmt.Sprintf("capabilities[%d]", i), cp)
-		}
+	if err := checkNames("capabilities", c.Capabilities, MaxCapabilities, "entries"); err != nil {
+		return err
 	}
 	if len(c.Description) > MaxDescriptionLen {
 		return fieldErr("description", "%d bytes, at most %d", len(c.Description), MaxDescriptionLen)

@@ -259,13 +259,8 @@ func (c *ReleaseHolderLocksCommand) Validate() error {
 	if len(c.Holders) == 0 {
 		return fieldErr("holders", "required: at least one agent id")
 	}
-	if len(c.Holders) > MaxReleaseHolders {
-		return fieldErr("holders", "%d entries, at most %d", len(c.Holders), MaxReleaseHolders)
-	}
-	for i, h := range c.Holders {
-		if !ValidName(h) {
-			return NameError(fmt.Sprintf("holders[%d]", i), h)
-		}
+	if err := checkNames("holders", c.Holders, MaxReleaseHolders, "entries"); err != nil {
+		return err
 	}
 	if len(c.Reason) > MaxTitleLen {
 		return fieldErr("reason", "%d bytes, at most %d", len(c.Reason), MaxTitleLen)
