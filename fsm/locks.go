@@ -436,18 +436,27 @@ func applyLockAcquire(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, e
 	return &LockResult{Outcome: LockGranted, Lock: rec.view(cmd.Path, ts), Previous: prev}, nil
 }
 
-// checkGrant refuses holder/token that are not the lease's; "" holder
-// skips the holder check (forced release), 0 token the token check.
-func checkGrant(path string, cur *lockRecord, holder string, token uint64, ts int64) *LockResult {
+// currentGrant loads the lease on path that a renew or release (op) acts
+// on. No lease is an error wrapping ErrNotFound; a holder or token that is
+// not the lease's is a refusal ("" holder skips the holder check, for a
+// forced release; 0 token the token check).
+func currentGrant(b *bbolt.Bucket, op Op, path, holder string, token uint64, ts int64) (lockRecord, *LockResult, error) {
+	cur, held, err := getLock(b, path)
+	if err != nil {
+		return cur, nil, fmt.Errorf("fsm: apply %s: %w", op, err)
+	}
+	if !held {
+		return cur, nil, fmt.Errorf("fsm: apply %s: %w", op, notFound("no lock on %q (released, or never granted)", path))
+	}
 	switch {
 	case holder != "" && cur.Holder != holder:
-		return &LockResult{Outcome: LockNotHolder, Lock: cur.view(path, ts),
-			Message: fmt.Sprintf("lock %q is held by %s (token %d), not %s", path, cur.Holder, cur.Token, holder)}
+		return cur, &LockResult{Outcome: LockNotHolder, Lock: cur.view(path, ts),
+			Message: fmt.Sprintf("lock %q is held by %s (token %d), not %s", path, cur.Holder, cur.Token, holder)}, nil
 	case token != 0 && cur.Token != token:
-		return &LockResult{Outcome: LockStaleToken, Lock: cur.view(path, ts),
-			Message: fmt.Sprintf("lock %q: token %d is not the current grant's (%d); acquire it again", path, token, cur.Token)}
+		return cur, &LockResult{Outcome: LockStaleToken, Lock: cur.view(path, ts),
+			Message: fmt.Sprintf("lock %q: token %d is not the current grant's (%d); acquire it again", path, token, cur.Token)}, nil
 	}
-	return nil
+	return cur, nil, nil
 }
 
 func applyLockRenew(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
@@ -456,14 +465,11 @@ func applyLockRenew(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, err
 		return nil, err
 	}
 	b := tx.Bucket(bucketLocks)
-	cur, held, err := getLock(b, cmd.Path)
+	cur, refused, err := currentGrant(b, OpLockRenew, cmd.Path, cmd.Holder, cmd.Token, ts)
 	if err != nil {
-		return nil, fmt.Errorf("fsm: apply lock_renew: %w", err)
+		return nil, err
 	}
-	if !held {
-		return nil, fmt.Errorf("fsm: apply lock_renew: %w", notFound("no lock on %q (released, or never granted)", cmd.Path))
-	}
-	if refused := checkGrant(cmd.Path, &cur, cmd.Holder, cmd.Token, ts); refused != nil {
+	if refused != nil {
 		return refused, nil
 	}
 	if cur.expiredAt(ts) {
@@ -484,14 +490,11 @@ func applyLockRelease(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, e
 		return nil, err
 	}
 	b := tx.Bucket(bucketLocks)
-	cur, held, err := getLock(b, cmd.Path)
+	cur, refused, err := currentGrant(b, OpLockRelease, cmd.Path, cmd.Holder, cmd.Token, ts)
 	if err != nil {
-		return nil, fmt.Errorf("fsm: apply lock_release: %w", err)
+		return nil, err
 	}
-	if !held {
-		return nil, fmt.Errorf("fsm: apply lock_release: %w", notFound("no lock on %q (released, or never granted)", cmd.Path))
-	}
-	if refused := checkGrant(cmd.Path, &cur, cmd.Holder, cmd.Token, ts); refused != nil {
+	if refused != nil {
 		return refused, nil
 	}
 	deleteLock(b, "lock_release", cmd.Path, cur.Holder)
