@@ -334,11 +334,7 @@ func (f *FSM) Agents(q AgentQuery) (AgentPage, error) {
 	if err := q.Validate(); err != nil {
 		return AgentPage{}, err
 	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = DefaultPageLimit
-	}
-	limit = min(limit, MaxPageLimit)
+	limit := pageLimit(q.Limit)
 	page := AgentPage{Agents: []Agent{}}
 	err := f.view(func(tx *bbolt.Tx) error {
 		var c *bbolt.Cursor

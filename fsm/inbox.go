@@ -370,10 +370,7 @@ func (f *FSM) Inbox(agent string, q InboxQuery) (InboxPage, error) {
 	if err := q.Validate(); err != nil {
 		return InboxPage{}, err
 	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = DefaultPageLimit
-	}
+	limit := pageLimit(q.Limit)
 	page := InboxPage{Agent: agent, Messages: []InboxEntry{}}
 	var wantPrio int = -1
 	if q.Priority != "" {

@@ -578,11 +578,7 @@ func lastTS(tx *bbolt.Tx) int64 { return int64(getU64(tx.Bucket(bucketMeta), key
 // the path (or, with Holder, the holder) index, whatever the number of
 // locks.
 func (f *FSM) Locks(q LockQuery) (LockPage, error) {
-	limit := q.Limit
-	if limit <= 0 {
-		limit = DefaultPageLimit
-	}
-	limit = min(limit, MaxPageLimit)
+	limit := pageLimit(q.Limit)
 	page := LockPage{Locks: []Lock{}}
 	if q.Holder != "" && !ValidName(q.Holder) {
 		return page, fmt.Errorf("fsm: locks: %w", NameError("holder", q.Holder))
