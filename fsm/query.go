@@ -122,16 +122,10 @@ func (f *FSM) Channels() ([]ChannelInfo, error) {
 
 // Nodes returns every registered node, by node id.
 func (f *FSM) Nodes() ([]NodeInfo, error) {
-	out := []NodeInfo{}
-	err := f.view(func(tx *bbolt.Tx) error {
-		return tx.Bucket(bucketNodes).ForEach(func(_, v []byte) error {
-			var n NodeInfo
-			if err := json.Unmarshal(v, &n); err != nil {
-				return err
-			}
-			out = append(out, n)
-			return nil
-		})
+	var out []NodeInfo
+	err := f.view(func(tx *bbolt.Tx) (err error) {
+		out, err = decodeAll[NodeInfo](tx.Bucket(bucketNodes), "node")
+		return err
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].NodeID < out[j].NodeID })
 	return out, err
