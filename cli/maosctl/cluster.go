@@ -129,10 +129,7 @@ voter. Start the new node's maosd first; it catches up from the leader.`,
 }
 
 func clusterJoin(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
-	if err := require(c, "node-id", "raft-addr", "api-addr"); err != nil {
+	if err := noArgs(c, "node-id", "raft-addr", "api-addr"); err != nil {
 		return err
 	}
 	req := transport.JoinRequest{

@@ -46,10 +46,7 @@ With --json, an array of messages, each with "read".`,
 }
 
 func inbox(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
-	if err := require(c, "agent"); err != nil {
+	if err := noArgs(c, "agent"); err != nil {
 		return err
 	}
 	agent := strings.TrimSpace(c.String("agent"))

@@ -152,10 +152,7 @@ naming the holder, its token and its expiry. With --json, the API's
 }
 
 func lockAcquire(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
-	if err := require(c, "path", "holder", "ttl"); err != nil {
+	if err := noArgs(c, "path", "holder", "ttl"); err != nil {
 		return err
 	}
 	ttl, err := lockTTL(c)
@@ -195,10 +192,7 @@ for a new token). Prints "extended PATH to ID: token N, expires TIME".`,
 }
 
 func lockRenew(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
-	if err := require(c, "path", "holder"); err != nil {
+	if err := noArgs(c, "path", "holder"); err != nil {
 		return err
 	}
 	token, err := lockToken(c, true)
@@ -251,10 +245,7 @@ you meant to. Prints "released PATH (held by ID, token N)".`,
 }
 
 func lockRelease(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
-	if err := require(c, "path"); err != nil {
+	if err := noArgs(c, "path"); err != nil {
 		return err
 	}
 	cmd := fsm.LockReleaseCommand{Path: c.String("path"), Holder: strings.TrimSpace(c.String("holder")), Force: c.Bool("force")}
@@ -387,10 +378,7 @@ and still exits 1 when not current.`,
 }
 
 func lockCheck(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
-	if err := require(c, "path"); err != nil {
+	if err := noArgs(c, "path"); err != nil {
 		return err
 	}
 	token, err := lockToken(c, true)

@@ -482,12 +482,14 @@ func trailingFlags(c *cli.Context) ([]string, error) {
 	return pos, nil
 }
 
-// noArgs fails when c got positional arguments it does not take.
-func noArgs(c *cli.Context) error {
+// noArgs checks a command that takes flags only: it fails when c got
+// positional arguments, then when one of the required flags is missing
+// (require's error).
+func noArgs(c *cli.Context, required ...string) error {
 	if c.Args().Present() {
 		return usagef(c, "unexpected argument %q (flags go before arguments)", c.Args().First())
 	}
-	return nil
+	return require(c, required...)
 }
 
 // consistency is Strong when --strong was given.

@@ -295,14 +295,11 @@ and "interrupt": true).`,
 }
 
 func rulesCheck(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
 	need := []string{"from", "to"}
 	if c.Bool("interrupt") {
 		need = need[:1] // the node refuses --to with --interrupt
 	}
-	if err := require(c, need...); err != nil {
+	if err := noArgs(c, need...); err != nil {
 		return err
 	}
 	req := transport.RulesCheckRequest{

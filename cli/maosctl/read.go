@@ -39,10 +39,7 @@ With --json, a JSON array of message objects ([] when there are none).`,
 }
 
 func read(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
-	if err := require(c, "channel"); err != nil {
+	if err := noArgs(c, "channel"); err != nil {
 		return err
 	}
 	limit := c.Int("limit")

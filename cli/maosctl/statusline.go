@@ -65,10 +65,7 @@ type status struct {
 }
 
 func statusLine(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
-	if err := require(c, "agent"); err != nil {
+	if err := noArgs(c, "agent"); err != nil {
 		return err
 	}
 	agent := strings.TrimSpace(c.String("agent"))

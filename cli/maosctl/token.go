@@ -82,10 +82,7 @@ admin token.`,
 }
 
 func tokenCreate(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
-	if err := require(c, "agent"); err != nil {
+	if err := noArgs(c, "agent"); err != nil {
 		return err
 	}
 	role := strings.TrimSpace(c.String("role"))
