@@ -95,8 +95,7 @@ func reply(c *cli.Context) error {
 	if wantJSON(c) {
 		return printJSON(c.App.Writer, res)
 	}
-	_, err = fmt.Fprintf(c.App.Writer, "%s seq=%d\n", res.ID, res.Seq)
-	return err
+	return printSent(c, res)
 }
 
 // readStdin reads the text of --text - from the app's input.

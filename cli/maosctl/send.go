@@ -3,7 +3,6 @@ package maosctl
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"strings"
 	"time"
@@ -72,17 +71,8 @@ func send(c *cli.Context) error {
 	}
 	text := c.String("text")
 	if text == "-" {
-		r := c.App.Reader
-		if r == nil {
-			return usagef(c, "--text -: no standard input")
-		}
-		b, err := io.ReadAll(r)
-		if err != nil {
-			return fmt.Errorf("read --text from stdin: %w", err)
-		}
-		text = strings.TrimRight(string(b), "\r\n")
-		if strings.TrimSpace(text) == "" {
-			return usagef(c, "--text -: standard input was empty")
+		if text, err = readStdin(c); err != nil {
+			return err
 		}
 	}
 	from := strings.TrimSpace(c.String("from"))
