@@ -142,11 +142,7 @@ func clusterJoin(c *cli.Context) error {
 	if err := apiClient(c).Join(ctx, req); err != nil {
 		return apiError(c, err)
 	}
-	if wantJSON(c) {
-		return printJSON(c.App.Writer, map[string]string{"joined": req.NodeID})
-	}
-	_, err := fmt.Fprintf(c.App.Writer, "joined %s (raft %s, api %s)\n", req.NodeID, req.RaftAddr, req.APIAddr)
-	return err
+	return printResult(c, map[string]string{"joined": req.NodeID}, "joined %s (raft %s, api %s)\n", req.NodeID, req.RaftAddr, req.APIAddr)
 }
 
 func clusterRemoveCommand() *cli.Command {
@@ -176,11 +172,7 @@ func clusterRemove(c *cli.Context) error {
 	if err := apiClient(c).Remove(ctx, id); err != nil {
 		return apiError(c, err)
 	}
-	if wantJSON(c) {
-		return printJSON(c.App.Writer, map[string]string{"removed": id})
-	}
-	_, err = fmt.Fprintf(c.App.Writer, "removed %s\n", id)
-	return err
+	return printResult(c, map[string]string{"removed": id}, "removed %s\n", id)
 }
 
 func clusterSnapshotCommand() *cli.Command {
@@ -208,12 +200,8 @@ func clusterSnapshot(c *cli.Context) error {
 	if err != nil {
 		return apiError(c, err)
 	}
-	if wantJSON(c) {
-		return printJSON(c.App.Writer, res)
-	}
-	_, err = fmt.Fprintf(c.App.Writer, "snapshot %s of node %s at index %d term %d\n",
+	return printResult(c, res, "snapshot %s of node %s at index %d term %d\n",
 		or(res.ID, "-"), or(res.NodeID, "-"), res.Index, res.Term)
-	return err
 }
 
 func clusterTransferCommand() *cli.Command {
@@ -245,9 +233,5 @@ func clusterTransfer(c *cli.Context) error {
 	if err != nil {
 		return apiError(c, err)
 	}
-	if wantJSON(c) {
-		return printJSON(c.App.Writer, res)
-	}
-	_, err = fmt.Fprintf(c.App.Writer, "leader is now %s\n", or(res.LeaderID, "unknown"))
-	return err
+	return printResult(c, res, "leader is now %s\n", or(res.LeaderID, "unknown"))
 }

@@ -196,9 +196,5 @@ func readMark(c *cli.Context) error {
 	if err != nil {
 		return apiError(c, err)
 	}
-	if wantJSON(c) {
-		return printJSON(c.App.Writer, res)
-	}
-	_, err = fmt.Fprintf(c.App.Writer, "marked %d read; %s has %d unread\n", res.Marked, res.Agent, res.Counts.Unread)
-	return err
+	return printResult(c, res, "marked %d read; %s has %d unread\n", res.Marked, res.Agent, res.Counts.Unread)
 }

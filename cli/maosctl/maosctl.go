@@ -358,6 +358,16 @@ func printJSON(w io.Writer, v any) error {
 	return nil
 }
 
+// printResult prints the outcome of a command: v, the API's answer, as
+// JSON under --json, else the line format makes of args.
+func printResult(c *cli.Context, v any, format string, args ...any) error {
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, v)
+	}
+	_, err := fmt.Fprintf(c.App.Writer, format, args...)
+	return err
+}
+
 // require returns a usage error naming the first flag among names whose
 // value is empty (flags set from an empty environment variable count as
 // missing).

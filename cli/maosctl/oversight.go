@@ -180,11 +180,7 @@ func rulesSet(c *cli.Context) error {
 	if err != nil {
 		return apiError(c, err)
 	}
-	if wantJSON(c) {
-		return printJSON(c.App.Writer, st)
-	}
-	_, err = fmt.Fprintf(c.App.Writer, "rules set at index %d: %s\n", st.Index, st.Rules.Summary())
-	return err
+	return printResult(c, st, "rules set at index %d: %s\n", st.Index, st.Rules.Summary())
 }
 
 // readRules reads and checks the rules document in the file name (- for
@@ -248,11 +244,7 @@ func rulesClear(c *cli.Context) error {
 	if err != nil {
 		return apiError(c, err)
 	}
-	if wantJSON(c) {
-		return printJSON(c.App.Writer, st)
-	}
-	_, err = fmt.Fprintf(c.App.Writer, "rules removed at index %d: everyone may message everyone\n", st.Index)
-	return err
+	return printResult(c, st, "rules removed at index %d: everyone may message everyone\n", st.Index)
 }
 
 func rulesCheckCommand() *cli.Command {
