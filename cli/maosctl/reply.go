@@ -188,15 +188,9 @@ To wait until every recipient read or answered, send with
 }
 
 func receipts(c *cli.Context) error {
-	args, err := positionalArgs(c, "id")
+	rc, err := readByID(c, apiClient(c).Receipts)
 	if err != nil {
 		return err
-	}
-	ctx, cancel := call(c)
-	defer cancel()
-	rc, err := apiClient(c).Receipts(ctx, args[0], consistency(c))
-	if err != nil {
-		return apiError(c, err)
 	}
 	if wantJSON(c) {
 		return printJSON(c.App.Writer, rc)
