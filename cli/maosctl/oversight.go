@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -500,53 +499,22 @@ func overview(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	limit := c.Int("limit")
-	if limit < 0 || limit > fsm.MaxPageLimit {
-		return usagef(c, "--limit %d: must be 1..%d (0 for the default %d)", limit, fsm.MaxPageLimit, fsm.DefaultPageLimit)
+	limit, err := pageLimitFlag(c)
+	if err != nil {
+		return err
 	}
 	channel := strings.TrimSpace(c.String("channel"))
-	after, all, asJSON := c.Uint64("after"), c.Bool("all"), wantJSON(c)
+	again := "maosctl overview"
+	if channel != "" {
+		again += " --channel " + channel
+	}
 	client, cons := apiClient(c), consistency(c)
-	out := []fsm.OverviewEntry{}
-	for {
-		ctx, cancel := call(c)
-		page, err := client.Overview(ctx, channel, after, limit, cons)
-		cancel()
-		if err != nil {
-			return apiError(c, err)
-		}
-		for _, m := range page.Messages {
-			if m.Seq <= after {
-				return fmt.Errorf("overview: the node returned #%d in a page after #%d", m.Seq, after)
-			}
-			after = m.Seq
-			if asJSON {
-				out = append(out, m)
-			} else if _, err := fmt.Fprintln(c.App.Writer, overviewLine(m)); err != nil {
-				return err
-			}
-		}
-		if !page.HasMore {
-			break
-		}
-		if !all {
-			if !asJSON {
-				again := "maosctl overview"
-				if channel != "" {
-					again += " --channel " + channel
-				}
-				fmt.Fprintf(c.App.ErrWriter, "(more after #%d: %s --after %d, or --all)\n", after, again, after)
-			}
-			break
-		}
-		if len(page.Messages) == 0 {
-			return errors.New("overview: the node said more messages follow but sent none")
-		}
-	}
-	if asJSON {
-		return printJSON(c.App.Writer, out)
-	}
-	return nil
+	return listPages(c, "overview", again,
+		func(ctx context.Context, after uint64) ([]fsm.OverviewEntry, bool, error) {
+			page, err := client.Overview(ctx, channel, after, limit, cons)
+			return page.Messages, page.HasMore, err
+		},
+		func(m fsm.OverviewEntry) uint64 { return m.Seq }, overviewLine)
 }
 
 // overviewLine is "#SEQ TIME CHANNEL: FROM → TO [TYPE/PRIORITY] TITLE (ID)".
