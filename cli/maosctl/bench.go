@@ -146,11 +146,7 @@ func benchClients(c *cli.Context) ([]*transport.Client, error) {
 // benchContext is the command's context, ended by Ctrl-C so a run can be
 // cut short and still report.
 func benchContext(c *cli.Context) (context.Context, context.CancelFunc) {
-	ctx := c.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	return signal.NotifyContext(ctx, os.Interrupt)
+	return signal.NotifyContext(commandContext(c), os.Interrupt)
 }
 
 func benchMsgFlags(c *cli.Context) (size int, channel string, to []string, err error) {

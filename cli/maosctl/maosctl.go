@@ -295,15 +295,29 @@ func apiClient(c *cli.Context) *transport.Client {
 // call returns the context of one API call: the command's context bounded
 // by --timeout.
 func call(c *cli.Context) (context.Context, context.CancelFunc) {
-	ctx := c.Context
-	if ctx == nil {
-		ctx = context.Background()
+	return callWith(c, commandContext(c))
+}
+
+// callWith is call with parent instead of the command's context.
+func callWith(c *cli.Context, parent context.Context) (context.Context, context.CancelFunc) {
+	return within(parent, c.Duration("timeout"))
+}
+
+// commandContext is the context the command runs in (Background when the
+// app was run without one).
+func commandContext(c *cli.Context) context.Context {
+	if c.Context != nil {
+		return c.Context
 	}
-	d := c.Duration("timeout")
-	if d <= 0 {
-		return context.WithCancel(ctx)
+	return context.Background()
+}
+
+// within is parent bounded by d; no bound when d is 0 or less.
+func within(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d > 0 {
+		return context.WithTimeout(parent, d)
 	}
-	return context.WithTimeout(ctx, d)
+	return context.WithCancel(parent)
 }
 
 // userError is an error whose message is written for the user while the

@@ -62,10 +62,7 @@ func runMCP(c *cli.Context) error {
 	if err != nil {
 		return usagef(c, "--agent: %v", err)
 	}
-	ctx := c.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx := commandContext(c)
 	if err := checkSpeaksFor(ctx, client, agent); err != nil {
 		return apiError(c, err)
 	}

@@ -381,10 +381,7 @@ func audit(c *cli.Context) error {
 	case c.Duration("interval") <= 0:
 		return usagef(c, "--interval %s: must be positive", c.Duration("interval"))
 	}
-	ctx := c.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx := commandContext(c)
 	if follow {
 		// Ctrl-C ends following normally, with exit status 0.
 		var stop context.CancelFunc
@@ -453,14 +450,6 @@ func audit(c *cli.Context) error {
 		case <-timer.C:
 		}
 	}
-}
-
-// callWith is call with parent instead of the command's context.
-func callWith(c *cli.Context, parent context.Context) (context.Context, context.CancelFunc) {
-	if d := c.Duration("timeout"); d > 0 {
-		return context.WithTimeout(parent, d)
-	}
-	return context.WithCancel(parent)
 }
 
 func overviewCommand() *cli.Command {

@@ -253,20 +253,13 @@ type sendWait struct {
 func waitReceipts(c *cli.Context, id, state string, timeout time.Duration) ([]fsm.Receipt, []string, error) {
 	root := rootContext(c)
 	client := apiClient(c)
-	ctx := c.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(commandContext(c), timeout)
 	defer cancel()
 	delay := 100 * time.Millisecond
 	var last []fsm.Receipt
 	var pending []string
 	for {
-		call, callCancel := ctx, context.CancelFunc(func() {})
-		if d := root.Duration("timeout"); d > 0 {
-			call, callCancel = context.WithTimeout(ctx, d)
-		}
+		call, callCancel := callWith(root, ctx)
 		rc, err := client.Receipts(call, id, transport.Strong)
 		callCancel()
 		switch {
