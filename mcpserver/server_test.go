@@ -25,21 +25,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 // the model: six tools, each with a short description and input schema.
 func TestToolsAreSmall(t *testing.T) {
 	ctx := context.Background()
-	srv, err := New(Config{Agent: "claude", Client: transport.NewClient("127.0.0.1:1", nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connectTo(t, "claude", "127.0.0.1:1") // no node there
 	res, err := cs.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -79,10 +65,17 @@ func TestToolsAreSmall(t *testing.T) {
 // returns the client session.
 func connect(t *testing.T, agent string) *mcp.ClientSession {
 	t.Helper()
-	ctx := context.Background()
 	hs := httptest.NewServer(transport.NewServer(transporttest.New(t), transport.ServerOptions{}))
 	t.Cleanup(hs.Close)
-	srv, err := New(Config{Agent: agent, Client: transport.NewClient(hs.Listener.Addr().String(), nil)})
+	return connectTo(t, agent, hs.Listener.Addr().String())
+}
+
+// connectTo serves the tools of agent against the node at addr and
+// returns the client session; both ends close when the test ends.
+func connectTo(t *testing.T, agent, addr string) *mcp.ClientSession {
+	t.Helper()
+	ctx := context.Background()
+	srv, err := New(Config{Agent: agent, Client: transport.NewClient(addr, nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
