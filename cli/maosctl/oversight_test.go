@@ -297,46 +297,18 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// waitFor polls until cond holds, for at most 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestAuditFollow(t *testing.T) {
 	e := newTestEnv(t)
 	oversightSend(t, e, "msg-1", "codex", "general", "first", "", "claude")
 
-	var out, errOut syncBuffer
-	app := App()
-	app.Writer, app.ErrWriter = &out, &errOut
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- app.RunContext(ctx, []string{"maosctl", "--addr", e.addr, "audit", "-f", "--interval", "10ms"})
-	}()
-	waitFor(t, "the first event", func() bool {
-		return strings.Contains(out.String(), "CHAT") || strings.Contains(out.String(), "REQUEST: first")
+	f := e.follow("audit", "-f", "--interval", "10ms")
+	f.waitUntil(func() bool {
+		return strings.Contains(f.out.String(), "CHAT") || strings.Contains(f.out.String(), "REQUEST: first")
 	})
 	oversightSend(t, e, "msg-2", "codex", "general", "second", "", "claude")
-	waitFor(t, "the event sent while following", func() bool { return strings.Contains(out.String(), "REQUEST: second") })
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("audit -f ended with %v (stderr %q), want a clean exit", err, errOut.String())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("audit -f did not stop when its context ended")
-	}
-	got := out.String()
+	f.waitFor("REQUEST: second")
+	f.stop()
+	got := f.out.String()
 	if strings.Count(got, "REQUEST: first") != 1 || strings.Count(got, "REQUEST: second") != 1 {
 		t.Errorf("events printed twice or not at all:\n%s", got)
 	}
