@@ -73,6 +73,16 @@ func checkParams(q url.Values, known ...string) error {
 	return nil
 }
 
+// pageParams reads a page's ?after= (a seq, default 0) and ?limit= (see
+// pageLimit).
+func pageParams(q url.Values) (after uint64, limit int, err error) {
+	if after, err = uintParam(q.Get("after"), "after", 0, 1<<63); err != nil {
+		return 0, 0, err
+	}
+	limit, err = pageLimit(q)
+	return after, limit, err
+}
+
 // pageLimit reads ?limit= (1..MaxPageLimit, default DefaultPageLimit).
 func pageLimit(q url.Values) (int, error) {
 	limit, err := uintParam(q.Get("limit"), "limit", fsm.DefaultPageLimit, fsm.MaxPageLimit)
@@ -239,12 +249,7 @@ func (s *Server) thread(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	after, err := uintParam(q.Get("after"), "after", 0, 1<<63)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	limit, err := pageLimit(q)
+	after, limit, err := pageParams(q)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
