@@ -63,6 +63,29 @@ func channelDir(t *testing.T, sender string, count int) string {
 	return root
 }
 
+// refuseSends is a wrap for newNode: it lets the first ok sends (POST
+// /v1/messages) through and answers every later one with status and an
+// API error (code, message), counting every send in *sends. A 429 says
+// Retry-After: 0.
+func refuseSends(sends *int, ok, status int, code, message string) func(http.Handler) http.Handler {
+	return func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost && r.URL.Path == "/v1/messages" {
+				if *sends++; *sends > ok {
+					if status == http.StatusTooManyRequests {
+						w.Header().Set("Retry-After", "0")
+					}
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(status)
+					fmt.Fprintf(w, `{"error":{"code":%q,"message":%q}}`, code, message)
+					return
+				}
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+}
+
 // stored counts the messages in the node's state.
 func (n *node) stored(t *testing.T) int {
 	t.Helper()
@@ -110,20 +133,7 @@ func TestImportRateWaitIsBounded(t *testing.T) {
 	}
 
 	tries := 0
-	always429 := func(h http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method == http.MethodPost && r.URL.Path == "/v1/messages" {
-				tries++
-				w.Header().Set("Retry-After", "0")
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusTooManyRequests)
-				fmt.Fprint(w, `{"error":{"code":"rate_limited","message":"over the send rate"}}`)
-				return
-			}
-			h.ServeHTTP(w, r)
-		})
-	}
-	n = newNode(t, transport.ServerOptions{}, always429)
+	n = newNode(t, transport.ServerOptions{}, refuseSends(&tries, 0, http.StatusTooManyRequests, "rate_limited", "over the send rate"))
 	rep, err = Import(context.Background(), n.client(""), channelDir(t, "codex", 3), dialect.Options{})
 	if !errors.Is(err, transport.ErrRateLimited) || !strings.Contains(err.Error(), "after 11 tries") {
 		t.Fatalf("import against a node always at its rate: %v", err)
@@ -143,20 +153,7 @@ func TestImportStopsOnUnauthorized(t *testing.T) {
 	}
 
 	sends := 0
-	revokedMidway := func(h http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method == http.MethodPost && r.URL.Path == "/v1/messages" {
-				if sends++; sends > 1 {
-					w.Header().Set("Content-Type", "application/json")
-					w.WriteHeader(http.StatusUnauthorized)
-					fmt.Fprint(w, `{"error":{"code":"unauthorized","message":"the bearer token was revoked"}}`)
-					return
-				}
-			}
-			h.ServeHTTP(w, r)
-		})
-	}
-	n = newNode(t, transport.ServerOptions{}, revokedMidway)
+	n = newNode(t, transport.ServerOptions{}, refuseSends(&sends, 1, http.StatusUnauthorized, "unauthorized", "the bearer token was revoked"))
 	rep, err = Import(context.Background(), n.client(""), channelDir(t, "codex", 3), dialect.Options{})
 	if !errors.Is(err, transport.ErrUnauthorized) || len(rep.Skipped) != 0 || len(rep.Imported) != 1 || sends != 2 {
 		t.Fatalf("token revoked midway: %v, report %+v, %d sends; want the error after 2 sends, 1 imported, none skipped", err, rep, sends)

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +11,10 @@ import (
 	"github.com/maos-project/maos/fsm"
 )
 
+// scanMap scans root and maps each file it finds at its place. What a
+// body gives its message is package dialect's to test; these tests check
+// what the folder layout adds: which files are messages, and each one's
+// place (the channel folder, the outbox's sender, the file name's id).
 func scanMap(t *testing.T, root string) (map[string]*fsm.Message, []string) {
 	t.Helper()
 	files, ignored, err := Scan(root)
@@ -28,26 +31,9 @@ func scanMap(t *testing.T, root string) (map[string]*fsm.Message, []string) {
 		if err != nil {
 			t.Fatalf("%s: %v", f.Rel, err)
 		}
-		m2, _ := dialect.Map(raw, f.Place(), dialect.Options{Fallback: "fallback"})
-		a, _ := json.Marshal(m)
-		b, _ := json.Marshal(m2)
-		if string(a) != string(b) {
-			t.Fatalf("%s: mapping not deterministic:\n%s\n%s", f.Rel, a, b)
-		}
 		out[f.Rel] = m
 	}
 	return out, ignored
-}
-
-func meta(t *testing.T, m *fsm.Message) map[string]any {
-	t.Helper()
-	v := map[string]any{}
-	if len(m.Metadata) > 0 {
-		if err := json.Unmarshal(m.Metadata, &v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return v
 }
 
 func TestMapMailboxLayout(t *testing.T) {
@@ -66,11 +52,8 @@ func TestMapMailboxLayout(t *testing.T) {
 	if string(a) != string(b) {
 		t.Errorf("inbox and outbox copies map differently:\n%s\n%s", a, b)
 	}
-	m = got["mailboxes/master_agent/inbox/msg_002.json"]
-	md := meta(t, m)
-	if m.From != "developer-agent" || md["original_from"] != "Developer Agent" || m.Priority != "normal" ||
-		md["original_priority"] != "medium" || m.Title != "Code review request for login feature" || m.To[0] != "*" {
-		t.Errorf("msg_002 = %+v meta %v", m, md)
+	if m := got["mailboxes/master_agent/inbox/msg_002.json"]; m.Channel != "fallback" || m.ID != "msg_002" {
+		t.Errorf("msg_002 = %+v", m)
 	}
 	m = got["mailboxes/developer_agent/outbox/msg_003.json"]
 	if m.From != "developer_agent" || m.ID != "msg_003" || m.Priority != "urgent" {
@@ -80,11 +63,8 @@ func TestMapMailboxLayout(t *testing.T) {
 
 func TestMapChannelLayout(t *testing.T) {
 	got, _ := scanMap(t, "testdata/channel")
-	m := got["agent-os-paper/msg-20260111-163315-claude-4c78.json"]
-	if m.Channel != "agent-os-paper" || m.InReplyTo != "msg-20260111-163300-codex-a1b2" ||
-		m.Content.Code != `fmt.Println("draft")` || len(m.Content.Artifacts) != 1 ||
-		m.Timestamp.Nanosecond() != 123e6 || meta(t, m)["turn"] != "claude" {
-		t.Errorf("claude msg = %+v", m)
+	if len(got) != 3 {
+		t.Fatalf("got %d files", len(got))
 	}
 	// No session_id: the folder's name.
 	if m := got["agent-os-paper/msg-20260111-155709-qc-1-b4f6.json"]; m.Channel != "agent-os-paper" || m.To[0] != "all" {
@@ -92,28 +72,18 @@ func TestMapChannelLayout(t *testing.T) {
 	}
 }
 
+// The ADR 008 layout: inbox and outbox folders per agent, files named
+// by time, sender and id; every message file is found.
 func TestMapADR008AndOrchestrator(t *testing.T) {
-	got, _ := scanMap(t, "testdata/adr008")
-	m := got["shared/messages/inbox/agent_engineer_002/1705314600-agent_architect_001-msg_abc123.json"]
-	md := meta(t, m)
-	if m.Title != "API endpoint clarification" || !strings.HasPrefix(m.Content.Text, "Can you clarify") ||
-		m.ThreadID != "thread_xyz789" || md["context"] == nil {
-		t.Errorf("adr msg = %+v meta %v", m, md)
+	got, ignored := scanMap(t, "testdata/adr008")
+	if len(got) != 4 || len(ignored) != 0 {
+		t.Fatalf("got %d files, ignored %v", len(got), ignored)
 	}
-	if m := got["shared/messages/inbox/agent_engineer_002/1705315000.5-agent_architect_001-msg_1705315000.5.json"]; m.Timestamp.Nanosecond() != 5e8 {
-		t.Errorf("zone-less timestamp = %v", m.Timestamp)
+	if m := got["shared/messages/inbox/agent_engineer_002/1705314600-agent_architect_001-msg_abc123.json"]; m.ID != "msg_abc123" || m.Channel != "fallback" {
+		t.Errorf("adr msg = %+v", m)
 	}
-	m = got["shared/messages/outbox/orchestrator/20251020T143000Z-triage-task.json"]
-	md = meta(t, m)
-	if m.ID != "7f9c2ba4-e88f-4d2a-b1a0-5c3d9e8f1a22" || m.From != "orchestrator" || m.To[0] != "triage" ||
-		m.Type != "task_delegation" || m.Content.Text != "Triage new issue #123" || md["task"] == nil {
-		t.Errorf("delegation = %+v meta %v", m, md)
-	}
-	m = got["shared/messages/inbox/orchestrator/20251020T143015Z-triage-done.json"]
-	md = meta(t, m)
-	if !strings.HasPrefix(m.ID, "imp-") || md["original_id"] != "task completion #1" || m.InReplyTo != "7f9c2ba4-e88f-4d2a-b1a0-5c3d9e8f1a22" ||
-		!strings.HasPrefix(m.Content.Text, "Applied 'bug' label") || md["status"] != "success" {
-		t.Errorf("completion = %+v meta %v", m, md)
+	if m := got["shared/messages/outbox/orchestrator/20251020T143000Z-triage-task.json"]; m.From != "orchestrator" || m.Channel != "fallback" {
+		t.Errorf("delegation = %+v", m)
 	}
 }
 

@@ -124,13 +124,8 @@ func (c *RegisterAgentCommand) Validate() error {
 	if !ValidName(c.Role) {
 		return NameError("role", c.Role)
 	}
-	if len(c.Capabilities) > MaxCapabilities {
-		return fieldErr("capabilities", "%d entries, at most %d", len(c.Capabilities), MaxCapabilities)
-	}
-	for i, cp := range c.Capabilities {
-		if !ValidName(cp) {
-			return NameError(fmt.Sprintf("capabilities[%d]", i), cp)
-		}
+	if err := checkNames("capabilities", c.Capabilities, MaxCapabilities, "entries"); err != nil {
+		return err
 	}
 	if len(c.Description) > MaxDescriptionLen {
 		return fieldErr("description", "%d bytes, at most %d", len(c.Description), MaxDescriptionLen)
@@ -194,11 +189,8 @@ func applyRegisterAgent(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any,
 
 func applyUnregisterAgent(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 	var cmd UnregisterAgentCommand
-	if err := json.Unmarshal(body, &cmd); err != nil {
-		return nil, fmt.Errorf("fsm: apply unregister_agent: decode: %w", err)
-	}
-	if err := cmd.Validate(); err != nil {
-		return nil, fmt.Errorf("fsm: apply unregister_agent: %w", err)
+	if err := decodeCommand(OpUnregisterAgent, body, &cmd); err != nil {
+		return nil, err
 	}
 	prev, err := loadAgent(tx, cmd.ID)
 	if err != nil {
@@ -355,11 +347,7 @@ func (f *FSM) Agents(q AgentQuery) (AgentPage, error) {
 	if err := q.Validate(); err != nil {
 		return AgentPage{}, err
 	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = DefaultPageLimit
-	}
-	limit = min(limit, MaxPageLimit)
+	limit := pageLimit(q.Limit)
 	page := AgentPage{Agents: []Agent{}}
 	err := f.view(func(tx *bbolt.Tx) error {
 		var c *bbolt.Cursor

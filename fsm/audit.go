@@ -108,10 +108,7 @@ type AuditPage struct {
 // Audit returns up to limit events with seq > after, oldest first (limit as
 // for ChannelPage).
 func (f *FSM) Audit(after uint64, limit int) (AuditPage, error) {
-	if limit <= 0 {
-		limit = DefaultPageLimit
-	}
-	limit = min(limit, MaxPageLimit)
+	limit = pageLimit(limit)
 	page := AuditPage{Events: []AuditEvent{}}
 	err := f.view(func(tx *bbolt.Tx) error {
 		c := tx.Bucket(bucketAudit).Cursor()

@@ -328,11 +328,8 @@ func bulletinView(tx *bbolt.Tx, at int64) (Bulletin, error) {
 
 func applySetBulletin(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 	var cmd BulletinCommand
-	if err := json.Unmarshal(body, &cmd); err != nil {
-		return nil, fmt.Errorf("fsm: apply set_bulletin: decode: %w", err)
-	}
-	if err := cmd.Validate(); err != nil {
-		return nil, fmt.Errorf("fsm: apply set_bulletin: %w", err)
+	if err := decodeCommand(OpSetBulletin, body, &cmd); err != nil {
+		return nil, err
 	}
 	cur, version, err := loadBulletin(tx)
 	if err != nil {

@@ -92,3 +92,20 @@ func decodeV2(b []byte) (Command, error) {
 	c.TS, c.Body = ts, b[k:]
 	return c, nil
 }
+
+// validator is a command body that checks itself (a *FieldError on bad input).
+type validator interface{ Validate() error }
+
+// decodeCommand is the first step of an apply function: it decodes an
+// entry's JSON body into cmd and checks it, so every op refuses bad input
+// the same way, before it writes anything. Errors are "fsm: apply OP:
+// decode: ..." or "fsm: apply OP: <the *FieldError>".
+func decodeCommand(op Op, body []byte, cmd validator) error {
+	if err := json.Unmarshal(body, cmd); err != nil {
+		return fmt.Errorf("fsm: apply %s: decode: %w", op, err)
+	}
+	if err := cmd.Validate(); err != nil {
+		return fmt.Errorf("fsm: apply %s: %w", op, err)
+	}
+	return nil
+}

@@ -138,11 +138,8 @@ func (c *SetConfigCommand) Validate() error {
 
 func applySetConfig(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 	var cmd SetConfigCommand
-	if err := json.Unmarshal(body, &cmd); err != nil {
-		return nil, fmt.Errorf("fsm: apply set_config: decode: %w", err)
-	}
-	if err := cmd.Validate(); err != nil {
-		return nil, fmt.Errorf("fsm: apply set_config: %w", err)
+	if err := decodeCommand(OpSetConfig, body, &cmd); err != nil {
+		return nil, err
 	}
 	mustPut(tx.Bucket(bucketConfig), []byte(cmd.Key), cmd.Value)
 	audit(tx, index, ts, AuditEvent{Kind: AuditConfig, Label: "CONFIG", Text: cmd.Key + "=" + string(cmd.Value)})

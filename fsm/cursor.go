@@ -1,9 +1,6 @@
 package fsm
 
 import (
-	"encoding/json"
-	"fmt"
-
 	"go.etcd.io/bbolt"
 )
 
@@ -38,11 +35,8 @@ func (c *SetCursorCommand) Validate() error {
 
 func applySetCursor(tx *bbolt.Tx, _ uint64, _ int64, body []byte) (any, error) {
 	var cmd SetCursorCommand
-	if err := json.Unmarshal(body, &cmd); err != nil {
-		return nil, fmt.Errorf("fsm: apply set_cursor: decode: %w", err)
-	}
-	if err := cmd.Validate(); err != nil {
-		return nil, fmt.Errorf("fsm: apply set_cursor: %w", err)
+	if err := decodeCommand(OpSetCursor, body, &cmd); err != nil {
+		return nil, err
 	}
 	cur := getCursor(tx, cmd.Agent)
 	if cmd.Seq > cur {

@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -75,11 +74,8 @@ func (c *AuditDenialCommand) Validate() error {
 // applyAuditDenial appends one DENIED line and returns the command.
 func applyAuditDenial(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 	var cmd AuditDenialCommand
-	if err := json.Unmarshal(body, &cmd); err != nil {
-		return nil, fmt.Errorf("fsm: apply audit_denial: decode: %w", err)
-	}
-	if err := cmd.Validate(); err != nil {
-		return nil, fmt.Errorf("fsm: apply audit_denial: %w", err)
+	if err := decodeCommand(OpAuditDenial, body, &cmd); err != nil {
+		return nil, err
 	}
 	audit(tx, index, ts, AuditEvent{Kind: AuditDenied, From: cmd.Agent, Label: "DENIED", Text: denialText(&cmd)})
 	return &cmd, nil

@@ -64,13 +64,18 @@ func mixedLog(tb testing.TB, seed uint64, start uint64, n int) []*raft.Log {
 }
 
 // applyChunks applies logs in batches whose sizes come from sizes (cycled)
-// and returns the rendered results in log order.
+// and returns the results in log order, rendered by resultString.
 func applyChunks(f *FSM, logs []*raft.Log, sizes func() int) []string {
+	return applyChunksWith(f, logs, sizes, resultString)
+}
+
+// applyChunksWith is applyChunks with the results rendered by render.
+func applyChunksWith(f *FSM, logs []*raft.Log, sizes func() int, render func(any) string) []string {
 	var out []string
 	for len(logs) > 0 {
 		n := min(max(sizes(), 1), len(logs))
 		for _, r := range f.ApplyBatch(logs[:n]) {
-			out = append(out, resultString(r))
+			out = append(out, render(r))
 		}
 		logs = logs[n:]
 	}

@@ -112,6 +112,21 @@ func NameRule(value string) string {
 	return fmt.Sprintf("must match %s (got %q)", NamePattern, value)
 }
 
+// checkNames checks a list field of names: at most max entries ("FIELD: 70
+// NOUN, at most 64"), each a ValidName ("FIELD[i]: must match ..."). The
+// error is a *FieldError.
+func checkNames(field string, names []string, max int, noun string) error {
+	if len(names) > max {
+		return fieldErr(field, "%d %s, at most %d", len(names), noun, max)
+	}
+	for i, n := range names {
+		if !ValidName(n) {
+			return NameError(fmt.Sprintf("%s[%d]", field, i), n)
+		}
+	}
+	return nil
+}
+
 // NameError is the *FieldError (wrapping ErrInvalid) for field whose value
 // is not a ValidName: `FIELD: must match ^…$ (got "VALUE")`.
 func NameError(field, value string) error {

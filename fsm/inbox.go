@@ -3,7 +3,6 @@ package fsm
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -217,11 +216,8 @@ type MarkReadResult struct {
 
 func applyMarkRead(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 	var cmd MarkReadCommand
-	if err := json.Unmarshal(body, &cmd); err != nil {
-		return nil, fmt.Errorf("fsm: apply mark_read: decode: %w", err)
-	}
-	if err := cmd.Validate(); err != nil {
-		return nil, fmt.Errorf("fsm: apply mark_read: %w", err)
+	if err := decodeCommand(OpMarkRead, body, &cmd); err != nil {
+		return nil, err
 	}
 	if err := inboxExists(tx, cmd.Agent); err != nil {
 		return nil, fmt.Errorf("fsm: apply mark_read: %w", err)
@@ -374,10 +370,7 @@ func (f *FSM) Inbox(agent string, q InboxQuery) (InboxPage, error) {
 	if err := q.Validate(); err != nil {
 		return InboxPage{}, err
 	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = DefaultPageLimit
-	}
+	limit := pageLimit(q.Limit)
 	page := InboxPage{Agent: agent, Messages: []InboxEntry{}}
 	var wantPrio int = -1
 	if q.Priority != "" {

@@ -259,13 +259,8 @@ func (c *ReleaseHolderLocksCommand) Validate() error {
 	if len(c.Holders) == 0 {
 		return fieldErr("holders", "required: at least one agent id")
 	}
-	if len(c.Holders) > MaxReleaseHolders {
-		return fieldErr("holders", "%d entries, at most %d", len(c.Holders), MaxReleaseHolders)
-	}
-	for i, h := range c.Holders {
-		if !ValidName(h) {
-			return NameError(fmt.Sprintf("holders[%d]", i), h)
-		}
+	if err := checkNames("holders", c.Holders, MaxReleaseHolders, "entries"); err != nil {
+		return err
 	}
 	if len(c.Reason) > MaxTitleLen {
 		return fieldErr("reason", "%d bytes, at most %d", len(c.Reason), MaxTitleLen)
@@ -406,11 +401,8 @@ func lockAudit(path string, r *lockRecord) string {
 
 func applyLockAcquire(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 	var cmd LockAcquireCommand
-	if err := json.Unmarshal(body, &cmd); err != nil {
-		return nil, fmt.Errorf("fsm: apply lock_acquire: decode: %w", err)
-	}
-	if err := cmd.Validate(); err != nil {
-		return nil, fmt.Errorf("fsm: apply lock_acquire: %w", err)
+	if err := decodeCommand(OpLockAcquire, body, &cmd); err != nil {
+		return nil, err
 	}
 	b := tx.Bucket(bucketLocks)
 	cur, held, err := getLock(b, cmd.Path)
@@ -444,37 +436,40 @@ func applyLockAcquire(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, e
 	return &LockResult{Outcome: LockGranted, Lock: rec.view(cmd.Path, ts), Previous: prev}, nil
 }
 
-// checkGrant refuses holder/token that are not the lease's; "" holder
-// skips the holder check (forced release), 0 token the token check.
-func checkGrant(path string, cur *lockRecord, holder string, token uint64, ts int64) *LockResult {
+// currentGrant loads the lease on path that a renew or release (op) acts
+// on. No lease is an error wrapping ErrNotFound; a holder or token that is
+// not the lease's is a refusal ("" holder skips the holder check, for a
+// forced release; 0 token the token check).
+func currentGrant(b *bbolt.Bucket, op Op, path, holder string, token uint64, ts int64) (lockRecord, *LockResult, error) {
+	cur, held, err := getLock(b, path)
+	if err != nil {
+		return cur, nil, fmt.Errorf("fsm: apply %s: %w", op, err)
+	}
+	if !held {
+		return cur, nil, fmt.Errorf("fsm: apply %s: %w", op, notFound("no lock on %q (released, or never granted)", path))
+	}
 	switch {
 	case holder != "" && cur.Holder != holder:
-		return &LockResult{Outcome: LockNotHolder, Lock: cur.view(path, ts),
-			Message: fmt.Sprintf("lock %q is held by %s (token %d), not %s", path, cur.Holder, cur.Token, holder)}
+		return cur, &LockResult{Outcome: LockNotHolder, Lock: cur.view(path, ts),
+			Message: fmt.Sprintf("lock %q is held by %s (token %d), not %s", path, cur.Holder, cur.Token, holder)}, nil
 	case token != 0 && cur.Token != token:
-		return &LockResult{Outcome: LockStaleToken, Lock: cur.view(path, ts),
-			Message: fmt.Sprintf("lock %q: token %d is not the current grant's (%d); acquire it again", path, token, cur.Token)}
+		return cur, &LockResult{Outcome: LockStaleToken, Lock: cur.view(path, ts),
+			Message: fmt.Sprintf("lock %q: token %d is not the current grant's (%d); acquire it again", path, token, cur.Token)}, nil
 	}
-	return nil
+	return cur, nil, nil
 }
 
 func applyLockRenew(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 	var cmd LockRenewCommand
-	if err := json.Unmarshal(body, &cmd); err != nil {
-		return nil, fmt.Errorf("fsm: apply lock_renew: decode: %w", err)
-	}
-	if err := cmd.Validate(); err != nil {
-		return nil, fmt.Errorf("fsm: apply lock_renew: %w", err)
+	if err := decodeCommand(OpLockRenew, body, &cmd); err != nil {
+		return nil, err
 	}
 	b := tx.Bucket(bucketLocks)
-	cur, held, err := getLock(b, cmd.Path)
+	cur, refused, err := currentGrant(b, OpLockRenew, cmd.Path, cmd.Holder, cmd.Token, ts)
 	if err != nil {
-		return nil, fmt.Errorf("fsm: apply lock_renew: %w", err)
+		return nil, err
 	}
-	if !held {
-		return nil, fmt.Errorf("fsm: apply lock_renew: %w", notFound("no lock on %q (released, or never granted)", cmd.Path))
-	}
-	if refused := checkGrant(cmd.Path, &cur, cmd.Holder, cmd.Token, ts); refused != nil {
+	if refused != nil {
 		return refused, nil
 	}
 	if cur.expiredAt(ts) {
@@ -491,21 +486,15 @@ func applyLockRenew(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, err
 
 func applyLockRelease(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 	var cmd LockReleaseCommand
-	if err := json.Unmarshal(body, &cmd); err != nil {
-		return nil, fmt.Errorf("fsm: apply lock_release: decode: %w", err)
-	}
-	if err := cmd.Validate(); err != nil {
-		return nil, fmt.Errorf("fsm: apply lock_release: %w", err)
+	if err := decodeCommand(OpLockRelease, body, &cmd); err != nil {
+		return nil, err
 	}
 	b := tx.Bucket(bucketLocks)
-	cur, held, err := getLock(b, cmd.Path)
+	cur, refused, err := currentGrant(b, OpLockRelease, cmd.Path, cmd.Holder, cmd.Token, ts)
 	if err != nil {
-		return nil, fmt.Errorf("fsm: apply lock_release: %w", err)
+		return nil, err
 	}
-	if !held {
-		return nil, fmt.Errorf("fsm: apply lock_release: %w", notFound("no lock on %q (released, or never granted)", cmd.Path))
-	}
-	if refused := checkGrant(cmd.Path, &cur, cmd.Holder, cmd.Token, ts); refused != nil {
+	if refused != nil {
 		return refused, nil
 	}
 	deleteLock(b, "lock_release", cmd.Path, cur.Holder)
@@ -523,11 +512,8 @@ func applyLockRelease(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, e
 // node's cleanup proposed twice must be.
 func applyReleaseHolderLocks(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 	var cmd ReleaseHolderLocksCommand
-	if err := json.Unmarshal(body, &cmd); err != nil {
-		return nil, fmt.Errorf("fsm: apply release_holder_locks: decode: %w", err)
-	}
-	if err := cmd.Validate(); err != nil {
-		return nil, fmt.Errorf("fsm: apply release_holder_locks: %w", err)
+	if err := decodeCommand(OpReleaseHolderLocks, body, &cmd); err != nil {
+		return nil, err
 	}
 	b := tx.Bucket(bucketLocks)
 	type victim struct {
@@ -592,11 +578,7 @@ func lastTS(tx *bbolt.Tx) int64 { return int64(getU64(tx.Bucket(bucketMeta), key
 // the path (or, with Holder, the holder) index, whatever the number of
 // locks.
 func (f *FSM) Locks(q LockQuery) (LockPage, error) {
-	limit := q.Limit
-	if limit <= 0 {
-		limit = DefaultPageLimit
-	}
-	limit = min(limit, MaxPageLimit)
+	limit := pageLimit(q.Limit)
 	page := LockPage{Locks: []Lock{}}
 	if q.Holder != "" && !ValidName(q.Holder) {
 		return page, fmt.Errorf("fsm: locks: %w", NameError("holder", q.Holder))

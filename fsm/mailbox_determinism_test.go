@@ -101,16 +101,7 @@ func TestMailboxDeterministicAcrossBatchSplits(t *testing.T) {
 	logs := mailboxLog(t, 7, n)
 	apply := func(sizes func() int) (*FSM, []string) {
 		f, _ := openTemp(t)
-		var out []string
-		rest := logs
-		for len(rest) > 0 {
-			k := min(max(sizes(), 1), len(rest))
-			for _, r := range f.ApplyBatch(rest[:k]) {
-				out = append(out, renderResult(r))
-			}
-			rest = rest[k:]
-		}
-		return f, out
+		return f, applyChunksWith(f, logs, sizes, renderResult)
 	}
 	singles, resSingles := apply(func() int { return 1 })
 	rng := rand.New(rand.NewPCG(3, 9))

@@ -262,13 +262,8 @@ func (m *Message) Validate() error {
 	if strings.IndexFunc(m.Title, unicode.IsControl) >= 0 {
 		return fieldErr("title", "must not contain control characters")
 	}
-	if len(m.Tags) > MaxTags {
-		return fieldErr("tags", "%d tags, at most %d", len(m.Tags), MaxTags)
-	}
-	for i, t := range m.Tags {
-		if !ValidName(t) {
-			return NameError(fmt.Sprintf("tags[%d]", i), t)
-		}
+	if err := checkNames("tags", m.Tags, MaxTags, "tags"); err != nil {
+		return err
 	}
 	if len(m.Content.Artifacts) > MaxArtifacts {
 		return fieldErr("content.artifacts", "%d entries, at most %d", len(m.Content.Artifacts), MaxArtifacts)

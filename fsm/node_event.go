@@ -1,8 +1,6 @@
 package fsm
 
 import (
-	"encoding/json"
-	"fmt"
 	"unicode/utf8"
 
 	"go.etcd.io/bbolt"
@@ -59,11 +57,8 @@ func (c *NodeEventCommand) Validate() error {
 // audit trail and returns the command.
 func applyNodeEvent(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 	var cmd NodeEventCommand
-	if err := json.Unmarshal(body, &cmd); err != nil {
-		return nil, fmt.Errorf("fsm: apply node_event: decode: %w", err)
-	}
-	if err := cmd.Validate(); err != nil {
-		return nil, fmt.Errorf("fsm: apply node_event: %w", err)
+	if err := decodeCommand(OpNodeEvent, body, &cmd); err != nil {
+		return nil, err
 	}
 	audit(tx, index, ts, AuditEvent{Kind: AuditNode, Label: nodeEventLabels[cmd.Event], From: cmd.NodeID, Text: cmd.Reason})
 	return &cmd, nil

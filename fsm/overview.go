@@ -108,10 +108,7 @@ func (f *FSM) Overview(channel string, after uint64, limit int) (OverviewPage, e
 // entry whose seq is the next cursor; the price is that a page also costs
 // the messages it skipped.
 func (f *FSM) OverviewFor(viewer *Viewer, channel string, after uint64, limit int) (OverviewPage, error) {
-	if limit <= 0 {
-		limit = DefaultPageLimit
-	}
-	limit = min(limit, MaxPageLimit)
+	limit = pageLimit(limit)
 	page := OverviewPage{Messages: []OverviewEntry{}}
 	add := func(seq uint64, data []byte) error {
 		if len(page.Messages) == limit {

@@ -10,11 +10,21 @@ import (
 	"go.etcd.io/bbolt"
 )
 
-// Query limits for a channel page.
+// Query limits for a page of any list (a channel, an inbox, the audit
+// trail, agents, locks, threads).
 const (
 	DefaultPageLimit = 100
 	MaxPageLimit     = 1000
 )
+
+// pageLimit is the size of a page asked for with limit: DefaultPageLimit
+// for 0 or less, at most MaxPageLimit.
+func pageLimit(limit int) int {
+	if limit <= 0 {
+		return DefaultPageLimit
+	}
+	return min(limit, MaxPageLimit)
+}
 
 // Page is one page of a channel's log in seq order.
 type Page struct {
@@ -52,10 +62,7 @@ func (f *FSM) Message(id string) (*Message, error) {
 // It reads limit+1 index keys and limit messages, whatever the log's size.
 // An unknown channel yields an empty page.
 func (f *FSM) ChannelPage(channel string, after uint64, limit int) (Page, error) {
-	if limit <= 0 {
-		limit = DefaultPageLimit
-	}
-	limit = min(limit, MaxPageLimit)
+	limit = pageLimit(limit)
 	page := Page{Messages: []*Message{}}
 	err := f.view(func(tx *bbolt.Tx) error {
 		for seq := range seqsAfter(tx.Bucket(bucketChannelIndex), channel, after) {
@@ -77,10 +84,7 @@ func (f *FSM) ChannelPage(channel string, after uint64, limit int) (Page, error)
 // MessagesAfter returns up to limit messages of every channel with seq >
 // after, in seq order (limit as for ChannelPage). It reads limit+1 keys.
 func (f *FSM) MessagesAfter(after uint64, limit int) (Page, error) {
-	if limit <= 0 {
-		limit = DefaultPageLimit
-	}
-	limit = min(limit, MaxPageLimit)
+	limit = pageLimit(limit)
 	page := Page{Messages: []*Message{}}
 	err := f.view(func(tx *bbolt.Tx) error {
 		c := tx.Bucket(bucketMessages).Cursor()
@@ -118,16 +122,10 @@ func (f *FSM) Channels() ([]ChannelInfo, error) {
 
 // Nodes returns every registered node, by node id.
 func (f *FSM) Nodes() ([]NodeInfo, error) {
-	out := []NodeInfo{}
-	err := f.view(func(tx *bbolt.Tx) error {
-		return tx.Bucket(bucketNodes).ForEach(func(_, v []byte) error {
-			var n NodeInfo
-			if err := json.Unmarshal(v, &n); err != nil {
-				return err
-			}
-			out = append(out, n)
-			return nil
-		})
+	var out []NodeInfo
+	err := f.view(func(tx *bbolt.Tx) (err error) {
+		out, err = decodeAll[NodeInfo](tx.Bucket(bucketNodes), "node")
+		return err
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].NodeID < out[j].NodeID })
 	return out, err

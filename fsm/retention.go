@@ -209,16 +209,10 @@ func trim(tx *bbolt.Tx, index uint64, ts int64, r Retention) *TrimResult {
 
 // Retentions lists every channel policy, by channel.
 func (f *FSM) Retentions() ([]Retention, error) {
-	out := []Retention{}
-	err := f.view(func(tx *bbolt.Tx) error {
-		return tx.Bucket(bucketRetention).ForEach(func(_, v []byte) error {
-			var r Retention
-			if err := json.Unmarshal(v, &r); err != nil {
-				return err
-			}
-			out = append(out, r)
-			return nil
-		})
+	var out []Retention
+	err := f.view(func(tx *bbolt.Tx) (err error) {
+		out, err = decodeAll[Retention](tx.Bucket(bucketRetention), "retention of channel")
+		return err
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].Channel < out[j].Channel })
 	return out, err

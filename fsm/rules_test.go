@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -35,18 +36,20 @@ const precedenceDoc = `{
   "forbidden": [{"from": "*", "to": "vault", "reason": "vault is read-only"}]
 }`
 
-// seedRulesJSON is the seed file communication_rules.yaml as JSON.
-const seedRulesJSON = `{
-  "allowed_interactions": {
-    "master_agent":    {"can_send_to": ["*"], "can_receive_from": ["*"]},
-    "developer_agent": {"can_send_to": ["master_agent", "reviewer_agent", "tester_agent"], "can_receive_from": ["master_agent", "reviewer_agent"]},
-    "reviewer_agent":  {"can_send_to": ["master_agent", "developer_agent"], "can_receive_from": ["master_agent", "developer_agent"]},
-    "tester_agent":    {"can_send_to": ["master_agent", "developer_agent"], "can_receive_from": ["master_agent", "developer_agent"]}
-  },
-  "forbidden_interactions": [
-    {"from": "tester_agent", "to": "reviewer_agent", "reason": "Should go through developer first"}
-  ]
-}`
+// seedRules is the seed's communication_rules.yaml, decoded: the one copy
+// of the file, which package rules keeps in its testdata.
+func seedRules(tb testing.TB) *rules.Document {
+	tb.Helper()
+	b, err := os.ReadFile("../rules/testdata/communication_rules.yaml")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	doc, err := rules.Decode(b, rules.YAML)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return doc
+}
 
 func TestSetRulesCommandValidate(t *testing.T) {
 	doc, err := parseRulesJSON(t, `{"preset": "hierarchical"}`)
@@ -402,7 +405,7 @@ func TestRulesApplyDeterministicAcrossBatches(t *testing.T) {
 	var logs []*raft.Log
 	idx := uint64(0)
 	next := func() uint64 { idx++; return idx }
-	doc1, _ := parseRulesJSON(t, seedRulesJSON)
+	doc1 := seedRules(t)
 	doc2, _ := parseRulesJSON(t, `{"preset": "hierarchical"}`)
 	logs = append(logs,
 		agentEntry(t, next(), baseTS, "master_agent", "orchestrator"),
@@ -454,7 +457,7 @@ func rulesResult(tb testing.TB, r any) string {
 // End to end: a send checked against the rules at apply time.
 func TestSendHonoursRules(t *testing.T) {
 	f, _ := openTemp(t)
-	doc, _ := parseRulesJSON(t, seedRulesJSON)
+	doc := seedRules(t)
 	for i, l := range []*raft.Log{
 		agentEntry(t, 1, baseTS, "master_agent", "orchestrator"),
 		agentEntry(t, 2, baseTS, "tester_agent", "qa"),

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 
 	"go.etcd.io/bbolt"
@@ -78,6 +79,21 @@ func getU64(b *bbolt.Bucket, key []byte) uint64 {
 		return 0
 	}
 	return binary.BigEndian.Uint64(v)
+}
+
+// decodeAll decodes every value of b, each a JSON record, in key order;
+// what names a record in the error ("fsm: node n1: decode: ...").
+func decodeAll[T any](b *bbolt.Bucket, what string) ([]T, error) {
+	out := []T{}
+	err := b.ForEach(func(k, v []byte) error {
+		var rec T
+		if err := json.Unmarshal(v, &rec); err != nil {
+			return fmt.Errorf("fsm: %s %s: decode: %w", what, k, err)
+		}
+		out = append(out, rec)
+		return nil
+	})
+	return out, err
 }
 
 func createBuckets(tx *bbolt.Tx) error {

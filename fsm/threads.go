@@ -71,10 +71,7 @@ type ThreadPage struct {
 // thread: its thread is returned. An id that is neither is an error wrapping
 // ErrNotFound. It reads limit+1 index keys and limit messages.
 func (f *FSM) Thread(id string, after uint64, limit int) (ThreadPage, error) {
-	if limit <= 0 {
-		limit = DefaultPageLimit
-	}
-	limit = min(limit, MaxPageLimit)
+	limit = pageLimit(limit)
 	page := ThreadPage{ThreadID: id, Messages: []*Message{}}
 	err := f.view(func(tx *bbolt.Tx) error {
 		threads := tx.Bucket(bucketThreads)

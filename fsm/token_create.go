@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -56,11 +55,8 @@ func (c *CreateTokenCommand) Validate() error {
 // the hash, a revoked token's included, is a conflict.
 func applyCreateToken(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 	var cmd CreateTokenCommand
-	if err := json.Unmarshal(body, &cmd); err != nil {
-		return nil, fmt.Errorf("fsm: apply create_token: decode: %w", err)
-	}
-	if err := cmd.Validate(); err != nil {
-		return nil, fmt.Errorf("fsm: apply create_token: %w", err)
+	if err := decodeCommand(OpCreateToken, body, &cmd); err != nil {
+		return nil, err
 	}
 	prev, err := loadToken(tx, cmd.ID)
 	if err != nil {

@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -34,11 +33,8 @@ func (c *RevokeTokenCommand) Validate() error {
 // it as it stands; an unknown id is ErrNotFound.
 func applyRevokeToken(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 	var cmd RevokeTokenCommand
-	if err := json.Unmarshal(body, &cmd); err != nil {
-		return nil, fmt.Errorf("fsm: apply revoke_token: decode: %w", err)
-	}
-	if err := cmd.Validate(); err != nil {
-		return nil, fmt.Errorf("fsm: apply revoke_token: %w", err)
+	if err := decodeCommand(OpRevokeToken, body, &cmd); err != nil {
+		return nil, err
 	}
 	rec, err := loadToken(tx, cmd.ID)
 	if err != nil {

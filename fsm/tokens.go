@@ -156,14 +156,11 @@ func (f *FSM) TokenByHash(hash string) (*Token, error) {
 func (f *FSM) Tokens() ([]Token, error) {
 	out := []Token{}
 	err := f.view(func(tx *bbolt.Tx) error {
-		return tx.Bucket(bucketTokens).ForEach(func(k, v []byte) error {
-			var rec tokenRecord
-			if err := json.Unmarshal(v, &rec); err != nil {
-				return fmt.Errorf("fsm: token %s: decode: %w", k, err)
-			}
+		recs, err := decodeAll[tokenRecord](tx.Bucket(bucketTokens), "token")
+		for _, rec := range recs {
 			out = append(out, rec.Token)
-			return nil
-		})
+		}
+		return err
 	})
 	return out, err
 }

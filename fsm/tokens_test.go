@@ -299,15 +299,7 @@ func TestTokensDeterministicAndSnapshotted(t *testing.T) {
 	logs := tokenLog(t, 11, n)
 	apply := func(sizes func() int) (*FSM, []string) {
 		f, _ := openTemp(t)
-		var out []string
-		for rest := logs; len(rest) > 0; {
-			k := min(max(sizes(), 1), len(rest))
-			for _, r := range f.ApplyBatch(rest[:k]) {
-				out = append(out, renderResult(r))
-			}
-			rest = rest[k:]
-		}
-		return f, out
+		return f, applyChunksWith(f, logs, sizes, renderResult)
 	}
 	singles, resSingles := apply(func() int { return 1 })
 	rng := rand.New(rand.NewPCG(5, 6))

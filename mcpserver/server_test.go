@@ -25,21 +25,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 // the model: nine tools, each with a short description and input schema.
 func TestToolsAreSmall(t *testing.T) {
 	ctx := context.Background()
-	srv, err := New(Config{Agent: "claude", Client: transport.NewClient("127.0.0.1:1", nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := session(t, "127.0.0.1:1", "claude") // no node there
 	res, err := cs.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)

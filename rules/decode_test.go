@@ -3,39 +3,27 @@ package rules
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
 )
 
-const seedRulesYAML = `# communication_rules.yaml, as the seed writes it
-allowed_interactions:
-  master_agent:
-    can_send_to: ["*"]  # Master can communicate with all
-    can_receive_from: ["*"]
-
-  developer_agent:
-    can_send_to: ["master_agent", "reviewer_agent", "tester_agent"]
-    can_receive_from: ["master_agent", "reviewer_agent"]
-
-  reviewer_agent:
-    can_send_to: ["master_agent", "developer_agent"]
-    can_receive_from: ["master_agent", "developer_agent"]
-
-  tester_agent:
-    can_send_to: ["master_agent", "developer_agent"]
-    can_receive_from: ["master_agent", "developer_agent"]
-
-forbidden_interactions:
-  # Explicit denial rules (override allows)
-  - from: "tester_agent"
-    to: "reviewer_agent"
-    reason: "Should go through developer first"
-`
+// seedRulesYAML is the seed's communication_rules.yaml as the seed writes
+// it, comments and all: testdata/communication_rules.yaml, which the tests
+// of fsm and transport read too.
+func seedRulesYAML(tb testing.TB) string {
+	tb.Helper()
+	b, err := os.ReadFile("testdata/communication_rules.yaml")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(b)
+}
 
 // The seed file in YAML and its JSON form decode to the same document.
 func TestDecodeYAMLAndJSONAgree(t *testing.T) {
-	y, err := Decode([]byte(seedRulesYAML), YAML)
+	y, err := Decode([]byte(seedRulesYAML(t)), YAML)
 	if err != nil {
 		t.Fatal(err)
 	}

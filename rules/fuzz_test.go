@@ -10,7 +10,7 @@ import (
 // as YAML that reads back to the same document, or is refused with one of
 // the two documented error kinds; it never panics.
 func FuzzDecode(f *testing.F) {
-	for _, s := range []string{seedRulesJSON, seedRulesYAML, precedenceDoc, `{}`, `[]`, "",
+	for _, s := range []string{seedRulesJSON, seedRulesYAML(f), precedenceDoc, `{}`, `[]`, "",
 		`{"interrupt": ["role:lead", "ops-*"], "preset": "hierarchical"}`, "interrupt: []\n",
 		"agents:\n  - {agent: x, can_send_to: '*'}\n", "reroute_blocked_to: hub\n", "a: &x [1]\nb: *x\n", "1: x\n"} {
 		f.Add([]byte(s), true)

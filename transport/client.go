@@ -83,16 +83,8 @@ func (c *Client) Message(ctx context.Context, id string, cons Consistency) (*fsm
 
 // ChannelPage fetches up to limit messages of channel after seq after.
 func (c *Client) ChannelPage(ctx context.Context, channel string, after uint64, limit int, cons Consistency) (fsm.Page, error) {
-	q := consQuery(cons)
-	if after > 0 {
-		q.Set("after", strconv.FormatUint(after, 10))
-	}
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
-	var out fsm.Page
-	err := c.do(ctx, http.MethodGet, "/v1/channels/"+url.PathEscape(channel)+"/messages", q, nil, &out)
-	return out, err
+	q := listQuery(cons, limit, map[string]string{"after": seqParam(after)})
+	return request[fsm.Page](ctx, c, http.MethodGet, "/v1/channels/"+url.PathEscape(channel)+"/messages", q, nil)
 }
 
 // Channels lists the channels with their counts.
@@ -104,9 +96,7 @@ func (c *Client) Channels(ctx context.Context, cons Consistency) ([]fsm.ChannelI
 
 // Status returns the node's view of the cluster.
 func (c *Client) Status(ctx context.Context) (Status, error) {
-	var out Status
-	err := c.do(ctx, http.MethodGet, "/v1/cluster/status", nil, nil, &out)
-	return out, err
+	return request[Status](ctx, c, http.MethodGet, "/v1/cluster/status", nil, nil)
 }
 
 // Health returns nil when the process answers /healthz.
@@ -131,16 +121,12 @@ func (c *Client) Remove(ctx context.Context, nodeID string) error {
 
 // Snapshot makes this node take a snapshot now.
 func (c *Client) Snapshot(ctx context.Context) (SnapshotResponse, error) {
-	var out SnapshotResponse
-	err := c.do(ctx, http.MethodPost, "/v1/cluster/snapshot", nil, nil, &out)
-	return out, err
+	return request[SnapshotResponse](ctx, c, http.MethodPost, "/v1/cluster/snapshot", nil, nil)
 }
 
 // TransferLeadership asks the leader to hand over to nodeID ("" for any).
 func (c *Client) TransferLeadership(ctx context.Context, nodeID string) (TransferResponse, error) {
-	var out TransferResponse
-	err := c.do(ctx, http.MethodPost, "/v1/cluster/transfer-leadership", nil, TransferRequest{NodeID: nodeID}, &out)
-	return out, err
+	return request[TransferResponse](ctx, c, http.MethodPost, "/v1/cluster/transfer-leadership", nil, TransferRequest{NodeID: nodeID})
 }
 
 func consQuery(c Consistency) url.Values {
@@ -149,6 +135,29 @@ func consQuery(c Consistency) url.Values {
 		q.Set("consistency", string(c))
 	}
 	return q
+}
+
+// listQuery is the query of a list read: the consistency, each of params
+// that is set (not ""), and limit when above 0 (0: the server's default).
+func listQuery(cons Consistency, limit int, params map[string]string) url.Values {
+	q := consQuery(cons)
+	for k, v := range params {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	return q
+}
+
+// seqParam is a seq as a query parameter; 0 is "", left out.
+func seqParam(seq uint64) string {
+	if seq == 0 {
+		return ""
+	}
+	return strconv.FormatUint(seq, 10)
 }
 
 // do sends one request with a JSON body (in, nil for none) and decodes
@@ -163,6 +172,14 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 		raw = b
 	}
 	return c.doRaw(ctx, method, path, q, nil, raw, out, nil)
+}
+
+// request is do for a call whose answer is a T: it returns the decoded
+// answer.
+func request[T any](ctx context.Context, c *Client, method, path string, q url.Values, in any) (T, error) {
+	var out T
+	err := c.do(ctx, method, path, q, in, &out)
+	return out, err
 }
 
 // doRaw sends one request with extra headers and a body already encoded as
@@ -233,9 +250,7 @@ func (c *Client) ReadIndex(ctx context.Context) (uint64, error) {
 
 // Config returns the cluster settings.
 func (c *Client) Config(ctx context.Context, cons Consistency) (fsm.ClusterConfig, error) {
-	var out fsm.ClusterConfig
-	err := c.do(ctx, http.MethodGet, "/v1/cluster/config", consQuery(cons), nil, &out)
-	return out, err
+	return request[fsm.ClusterConfig](ctx, c, http.MethodGet, "/v1/cluster/config", consQuery(cons), nil)
 }
 
 // SetConfig changes one cluster setting (value is any JSON value) and

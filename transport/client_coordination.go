@@ -51,9 +51,7 @@ func (e *LockRefusedError) Unwrap() error { return e.API }
 
 // Bulletin reads the bulletin.
 func (c *Client) Bulletin(ctx context.Context, cons Consistency) (fsm.Bulletin, error) {
-	var out fsm.Bulletin
-	err := c.doRaw(ctx, http.MethodGet, "/v1/bulletin", consQuery(cons), nil, nil, &out, nil)
-	return out, err
+	return request[fsm.Bulletin](ctx, c, http.MethodGet, "/v1/bulletin", consQuery(cons), nil)
 }
 
 // PutBulletin replaces the bulletin with doc (a JSON object; lock entries
@@ -126,27 +124,11 @@ func (c *Client) lockCall(ctx context.Context, path string, cmd any) (*fsm.LockR
 
 // Locks lists locks (see fsm.LockQuery; Limit 0 means the server's default).
 func (c *Client) Locks(ctx context.Context, lq fsm.LockQuery, cons Consistency) (fsm.LockPage, error) {
-	q := consQuery(cons)
-	for k, v := range map[string]string{"prefix": lq.Prefix, "holder": lq.Holder, "after": lq.After} {
-		if v != "" {
-			q.Set(k, v)
-		}
-	}
-	if lq.Limit > 0 {
-		q.Set("limit", strconv.Itoa(lq.Limit))
-	}
-	var out fsm.LockPage
-	err := c.doRaw(ctx, http.MethodGet, "/v1/locks", q, nil, nil, &out, nil)
-	return out, err
+	q := listQuery(cons, lq.Limit, map[string]string{"prefix": lq.Prefix, "holder": lq.Holder, "after": lq.After})
+	return request[fsm.LockPage](ctx, c, http.MethodGet, "/v1/locks", q, nil)
 }
 
 // CheckLock asks whether token is the current, unexpired grant of path.
 func (c *Client) CheckLock(ctx context.Context, path string, token uint64, cons Consistency) (fsm.LockCheck, error) {
-	in, err := json.Marshal(fsm.LockCheckCommand{Path: path, Token: token})
-	if err != nil {
-		return fsm.LockCheck{}, fmt.Errorf("transport: encode check: %w", err)
-	}
-	var out fsm.LockCheck
-	err = c.doRaw(ctx, http.MethodPost, "/v1/locks/check", consQuery(cons), nil, in, &out, nil)
-	return out, err
+	return request[fsm.LockCheck](ctx, c, http.MethodPost, "/v1/locks/check", consQuery(cons), fsm.LockCheckCommand{Path: path, Token: token})
 }

@@ -9,9 +9,7 @@ import (
 // PutPresence sends a heartbeat of agent to the node, which gossips it to
 // the others, and returns the record as stored (with its version).
 func (c *Client) PutPresence(ctx context.Context, agent string, u PresenceUpdate) (Presence, error) {
-	var out Presence
-	err := c.do(ctx, http.MethodPut, "/v1/presence/"+url.PathEscape(agent), nil, u, &out)
-	return out, err
+	return request[Presence](ctx, c, http.MethodPut, "/v1/presence/"+url.PathEscape(agent), nil, u)
 }
 
 // Presence lists every agent the node knows of, sorted by id, with the
@@ -25,9 +23,7 @@ func (c *Client) Presence(ctx context.Context) ([]Presence, error) {
 // AgentPresence returns one agent's presence; an error matching
 // fsm.ErrNotFound if the node knows no such agent.
 func (c *Client) AgentPresence(ctx context.Context, agent string) (Presence, error) {
-	var out Presence
-	err := c.do(ctx, http.MethodGet, "/v1/presence/"+url.PathEscape(agent), nil, nil, &out)
-	return out, err
+	return request[Presence](ctx, c, http.MethodGet, "/v1/presence/"+url.PathEscape(agent), nil, nil)
 }
 
 // AgentHealth returns one agent's health report (its presence and its
@@ -41,7 +37,5 @@ func (c *Client) AgentHealth(ctx context.Context, agent string) (HealthReport, e
 
 // Members returns the node's view of gossip membership.
 func (c *Client) Members(ctx context.Context) (MembersResponse, error) {
-	var out MembersResponse
-	err := c.do(ctx, http.MethodGet, "/v1/cluster/members", nil, nil, &out)
-	return out, err
+	return request[MembersResponse](ctx, c, http.MethodGet, "/v1/cluster/members", nil, nil)
 }

@@ -10,9 +10,7 @@ import (
 
 // Retention returns a channel's retention policy.
 func (c *Client) Retention(ctx context.Context, channel string, cons Consistency) (fsm.Retention, error) {
-	var out fsm.Retention
-	err := c.do(ctx, http.MethodGet, "/v1/channels/"+url.PathEscape(channel)+"/retention", consQuery(cons), nil, &out)
-	return out, err
+	return request[fsm.Retention](ctx, c, http.MethodGet, "/v1/channels/"+url.PathEscape(channel)+"/retention", consQuery(cons), nil)
 }
 
 // SetRetention sets a channel's policy (maxAge a Go duration, "" for none;
@@ -26,7 +24,5 @@ func (c *Client) SetRetention(ctx context.Context, channel, maxAge string, maxMe
 
 // Trim applies a channel's policy now.
 func (c *Client) Trim(ctx context.Context, channel string) (fsm.TrimResult, error) {
-	var out fsm.TrimResult
-	err := c.do(ctx, http.MethodPost, "/v1/channels/"+url.PathEscape(channel)+"/trim", nil, nil, &out)
-	return out, err
+	return request[fsm.TrimResult](ctx, c, http.MethodPost, "/v1/channels/"+url.PathEscape(channel)+"/trim", nil, nil)
 }

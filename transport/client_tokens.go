@@ -25,9 +25,7 @@ func (c *Client) setAuth(req *http.Request) {
 
 // WhoAmI returns who the client's token speaks for (GET /v1/whoami).
 func (c *Client) WhoAmI(ctx context.Context) (WhoAmI, error) {
-	var out WhoAmI
-	err := c.do(ctx, http.MethodGet, "/v1/whoami", nil, nil, &out)
-	return out, err
+	return request[WhoAmI](ctx, c, http.MethodGet, "/v1/whoami", nil, nil)
 }
 
 // CreateToken creates a token for agent with role ("" for

@@ -203,19 +203,9 @@ func (s *Server) channels(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) channelMessages(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	after, err := uintParam(q.Get("after"), "after", 0, 1<<63)
+	after, limit, err := pageParams(r.URL.Query())
 	if err != nil {
 		s.writeError(w, r, err)
-		return
-	}
-	limit, err := uintParam(q.Get("limit"), "limit", fsm.DefaultPageLimit, fsm.MaxPageLimit)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if limit == 0 {
-		s.writeError(w, r, fmt.Errorf("%w: limit: must be 1..%d", ErrBadRequest, fsm.MaxPageLimit))
 		return
 	}
 	// Private messages the reader may not read are left out: after the

@@ -181,39 +181,32 @@ func decodeLockBody(w http.ResponseWriter, r *http.Request, v interface{ Validat
 }
 
 func (s *Server) acquireLock(w http.ResponseWriter, r *http.Request) {
-	var cmd fsm.LockAcquireCommand
-	if err := decodeLockBody(w, r, &cmd); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if !s.admit(w, r, "holder", cmd.Holder) {
-		return
-	}
-	s.proposeLock(w, r, fsm.OpLockAcquire, cmd)
+	serveLock(s, w, r, fsm.OpLockAcquire, func(c fsm.LockAcquireCommand) (string, string) { return "holder", c.Holder })
 }
 
 func (s *Server) renewLock(w http.ResponseWriter, r *http.Request) {
-	var cmd fsm.LockRenewCommand
-	if err := decodeLockBody(w, r, &cmd); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if !s.admit(w, r, "holder", cmd.Holder) {
-		return
-	}
-	s.proposeLock(w, r, fsm.OpLockRenew, cmd)
+	serveLock(s, w, r, fsm.OpLockRenew, func(c fsm.LockRenewCommand) (string, string) { return "holder", c.Holder })
 }
 
 func (s *Server) releaseLock(w http.ResponseWriter, r *http.Request) {
-	var cmd fsm.LockReleaseCommand
-	if err := decodeLockBody(w, r, &cmd); err != nil {
+	serveLock(s, w, r, fsm.OpLockRelease, releaseActor)
+}
+
+// serveLock serves one lock command of type C: decode and check the body,
+// admit the agent who acts (actor gives its field and id), propose op.
+func serveLock[C any, P interface {
+	*C
+	Validate() error
+}](s *Server, w http.ResponseWriter, r *http.Request, op fsm.Op, actor func(C) (field, id string)) {
+	var cmd C
+	if err := decodeLockBody(w, r, P(&cmd)); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if field, who := releaseActor(cmd); !s.admit(w, r, field, who) {
+	if field, who := actor(cmd); !s.admit(w, r, field, who) {
 		return
 	}
-	s.proposeLock(w, r, fsm.OpLockRelease, cmd)
+	s.proposeLock(w, r, op, cmd)
 }
 
 // proposeLock commits a lock command and answers 200 with the result, or

@@ -174,41 +174,25 @@ func TestBulletinHTTP(t *testing.T) {
 	}
 }
 
-// TestBulletinHTTPBadInput: each bad request is a clear 4xx naming what to
-// fix, and none changes the state.
-func TestBulletinHTTPBadInput(t *testing.T) {
-	e := newCoordEnv(t)
-	e.do("PUT", "/v1/bulletin", `{"shared_resources":{"a":"`+strings.Repeat("x", fsm.MaxBulletinBytes/2)+`"}}`, nil)
-	tests := []struct {
-		name, method, body string
-		h                  http.Header
-		status             int
-		code, mention      string
-		proposes           bool // validation at apply (a patch's merged result)
-	}{
-		{"malformed JSON", "PUT", `{"a":`, nil, 400, "invalid", "malformed JSON", false},
-		{"an array", "PATCH", `[1]`, nil, 400, "invalid", "got an array", false},
-		{"null", "PUT", `null`, nil, 400, "invalid", "got null", false},
-		{"empty", "PUT", ``, nil, 400, "bad_request", "empty body", false},
-		{"bad system_status", "PATCH", `{"system_status":"on fire"}`, nil, 400, "invalid", "system_status: want one of normal, degraded, maintenance", false},
-		{"warnings not an array", "PUT", `{"warnings":"x"}`, nil, 400, "invalid", "warnings", false},
-		{"if_version not a number", "PATCH", `{"if_version":"3"}`, nil, 400, "invalid", "if_version", false},
-		{"negative if_version", "PATCH", `{"if_version":-1}`, nil, 400, "invalid", "if_version", false},
-		{"bad If-Match", "PATCH", `{"a":1}`, http.Header{"If-Match": {"abc"}}, 400, "bad_request", "If-Match", false},
-		{"If-Match and if_version disagree", "PATCH", `{"a":1,"if_version":2}`, http.Header{"If-Match": {`"1"`}}, 400, "bad_request", "disagree", false},
-		{"bad by", "PATCH", `{"a":1}`, nil, 400, "invalid", "by", false},
-		{"body over the limit", "PUT", `{"a":"` + strings.Repeat("x", fsm.MaxBulletinBytes+5<<10) + `"}`, nil, 413, "too_large", "capped at 65536 bytes", false},
-		{"document over the limit", "PUT", `{"a":"` + strings.Repeat("x", fsm.MaxBulletinBytes) + `"}`, nil, 400, "invalid", "limit of 65536 bytes", false},
-		{"patch result over the limit", "PATCH", `{"b":"` + strings.Repeat("y", fsm.MaxBulletinBytes/2) + `"}`, nil, 400, "invalid", "limit of 65536 bytes", true},
-	}
+// refusal is a request the coordination API must refuse: with status and
+// code, mention in the message, and having reached the state machine or
+// not (proposes: refused at apply, such as a patch's merged result).
+type refusal struct {
+	name, method, path, body string
+	h                        http.Header
+	status                   int
+	code, mention            string
+	proposes                 bool
+}
+
+// checkRefusals sends each request and checks it is refused as it says,
+// leaving the state as it was.
+func (e *coordEnv) checkRefusals(t *testing.T, tests []refusal) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := "/v1/bulletin"
-			if tt.name == "bad by" {
-				path += "?by=Not%20An%20Id"
-			}
 			before, applies := e.dataDump(), e.applies()
-			r := e.do(tt.method, path, tt.body, tt.h)
+			r := e.do(tt.method, tt.path, tt.body, tt.h)
 			code, msg, _ := coordError(t, r)
 			if r.status != tt.status || code != tt.code || !strings.Contains(msg, tt.mention) {
 				t.Errorf("= %d %s %q, want %d %s mentioning %q", r.status, code, msg, tt.status, tt.code, tt.mention)
@@ -221,6 +205,29 @@ func TestBulletinHTTPBadInput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBulletinHTTPBadInput: each bad request is a clear 4xx naming what to
+// fix, and none changes the state.
+func TestBulletinHTTPBadInput(t *testing.T) {
+	e := newCoordEnv(t)
+	e.do("PUT", "/v1/bulletin", `{"shared_resources":{"a":"`+strings.Repeat("x", fsm.MaxBulletinBytes/2)+`"}}`, nil)
+	e.checkRefusals(t, []refusal{
+		{"malformed JSON", "PUT", "/v1/bulletin", `{"a":`, nil, 400, "invalid", "malformed JSON", false},
+		{"an array", "PATCH", "/v1/bulletin", `[1]`, nil, 400, "invalid", "got an array", false},
+		{"null", "PUT", "/v1/bulletin", `null`, nil, 400, "invalid", "got null", false},
+		{"empty", "PUT", "/v1/bulletin", ``, nil, 400, "bad_request", "empty body", false},
+		{"bad system_status", "PATCH", "/v1/bulletin", `{"system_status":"on fire"}`, nil, 400, "invalid", "system_status: want one of normal, degraded, maintenance", false},
+		{"warnings not an array", "PUT", "/v1/bulletin", `{"warnings":"x"}`, nil, 400, "invalid", "warnings", false},
+		{"if_version not a number", "PATCH", "/v1/bulletin", `{"if_version":"3"}`, nil, 400, "invalid", "if_version", false},
+		{"negative if_version", "PATCH", "/v1/bulletin", `{"if_version":-1}`, nil, 400, "invalid", "if_version", false},
+		{"bad If-Match", "PATCH", "/v1/bulletin", `{"a":1}`, http.Header{"If-Match": {"abc"}}, 400, "bad_request", "If-Match", false},
+		{"If-Match and if_version disagree", "PATCH", "/v1/bulletin", `{"a":1,"if_version":2}`, http.Header{"If-Match": {`"1"`}}, 400, "bad_request", "disagree", false},
+		{"bad by", "PATCH", "/v1/bulletin?by=Not%20An%20Id", `{"a":1}`, nil, 400, "invalid", "by", false},
+		{"body over the limit", "PUT", "/v1/bulletin", `{"a":"` + strings.Repeat("x", fsm.MaxBulletinBytes+5<<10) + `"}`, nil, 413, "too_large", "capped at 65536 bytes", false},
+		{"document over the limit", "PUT", "/v1/bulletin", `{"a":"` + strings.Repeat("x", fsm.MaxBulletinBytes) + `"}`, nil, 400, "invalid", "limit of 65536 bytes", false},
+		{"patch result over the limit", "PATCH", "/v1/bulletin", `{"b":"` + strings.Repeat("y", fsm.MaxBulletinBytes/2) + `"}`, nil, 400, "invalid", "limit of 65536 bytes", true},
+	})
 }
 
 func TestLocksHTTP(t *testing.T) {
@@ -335,51 +342,30 @@ func TestLocksHTTPBadInput(t *testing.T) {
 	e := newCoordEnv(t)
 	e.do("POST", "/v1/locks", `{"path":"db","holder":"codex","ttl":"1m"}`, nil)
 	long := strings.Repeat("a", fsm.MaxLockPathLen+1)
-	tests := []struct {
-		name, method, path, body string
-		status                   int
-		code, mention            string
-		proposes                 bool
-	}{
-		{"unknown field", "POST", "/v1/locks", `{"path":"x","holder":"codex","ttl":"1m","mode":"x"}`, 400, "unknown_field", "mode", false},
-		{"no path", "POST", "/v1/locks", `{"holder":"codex","ttl":"1m"}`, 400, "invalid", "path: required", false},
-		{"path too long", "POST", "/v1/locks", `{"path":"` + long + `","holder":"codex","ttl":"1m"}`, 400, "invalid", "at most 1024", false},
-		{"path with a control character", "POST", "/v1/locks", `{"path":"a\u0007b","holder":"codex","ttl":"1m"}`, 400, "invalid", "control characters", false},
-		{"bad holder", "POST", "/v1/locks", `{"path":"x","holder":"Codex","ttl":"1m"}`, 400, "invalid", "holder", false},
-		{"ttl not a duration", "POST", "/v1/locks", `{"path":"x","holder":"codex","ttl":"soon"}`, 400, "bad_request", "ttl", false},
-		{"ttl too short", "POST", "/v1/locks", `{"path":"x","holder":"codex","ttl":0.5}`, 400, "invalid", "outside the limits 1s to 24h0m0s", false},
-		{"ttl too long", "POST", "/v1/locks", `{"path":"x","holder":"codex","ttl":"48h"}`, 400, "invalid", "outside the limits 1s to 24h0m0s", false},
-		{"no ttl", "POST", "/v1/locks", `{"path":"x","holder":"codex"}`, 400, "invalid", "ttl: required", false},
-		{"body too large", "POST", "/v1/locks", `{"path":"` + strings.Repeat("b", 20<<10) + `"}`, 413, "too_large", "lock path is at most 1024", false},
-		{"renew without token", "POST", "/v1/locks/renew", `{"path":"db","holder":"codex","ttl":"1m"}`, 400, "invalid", "token", false},
-		{"renew of an unknown lock", "POST", "/v1/locks/renew", `{"path":"nope","holder":"codex","token":1,"ttl":"1m"}`, 404, "not_found", `no lock on "nope"`, true},
-		{"renew with a stale token", "POST", "/v1/locks/renew", `{"path":"db","holder":"codex","token":9,"ttl":"1m"}`, 409, "conflict", "token 9 is not the current", true},
-		{"release without holder", "POST", "/v1/locks/release", `{"path":"db","token":1}`, 400, "invalid", "holder: required", false},
-		{"forced release without by", "POST", "/v1/locks/release", `{"path":"db","force":true}`, 400, "invalid", "by: required with force", false},
-		{"release of an unknown lock", "POST", "/v1/locks/release", `{"path":"nope","holder":"codex","token":1}`, 404, "not_found", "no lock", true},
-		{"check without token", "POST", "/v1/locks/check", `{"path":"db"}`, 400, "invalid", "token", false},
-		{"check malformed", "POST", "/v1/locks/check", `{"path":`, 400, "bad_request", "malformed JSON", false},
-		{"list with a bad holder", "GET", "/v1/locks?holder=Bad!", "", 400, "bad_request", "holder", false},
-		{"list with a bad limit", "GET", "/v1/locks?limit=5000", "", 400, "bad_request", "limit", false},
-		{"list with a long prefix", "GET", "/v1/locks?prefix=" + long, "", 400, "bad_request", "prefix", false},
-		{"list with a bad consistency", "GET", "/v1/locks?consistency=eventual", "", 400, "bad_request", "consistency", false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			before, applies := e.dataDump(), e.applies()
-			r := e.do(tt.method, tt.path, tt.body, nil)
-			code, msg, _ := coordError(t, r)
-			if r.status != tt.status || code != tt.code || !strings.Contains(msg, tt.mention) {
-				t.Errorf("= %d %s %q, want %d %s mentioning %q", r.status, code, msg, tt.status, tt.code, tt.mention)
-			}
-			if e.dataDump() != before {
-				t.Error("the refused request changed the state")
-			}
-			if proposed := e.applies() > applies; proposed != tt.proposes {
-				t.Errorf("proposed = %t, want %t", proposed, tt.proposes)
-			}
-		})
-	}
+	e.checkRefusals(t, []refusal{
+		{"unknown field", "POST", "/v1/locks", `{"path":"x","holder":"codex","ttl":"1m","mode":"x"}`, nil, 400, "unknown_field", "mode", false},
+		{"no path", "POST", "/v1/locks", `{"holder":"codex","ttl":"1m"}`, nil, 400, "invalid", "path: required", false},
+		{"path too long", "POST", "/v1/locks", `{"path":"` + long + `","holder":"codex","ttl":"1m"}`, nil, 400, "invalid", "at most 1024", false},
+		{"path with a control character", "POST", "/v1/locks", `{"path":"a\u0007b","holder":"codex","ttl":"1m"}`, nil, 400, "invalid", "control characters", false},
+		{"bad holder", "POST", "/v1/locks", `{"path":"x","holder":"Codex","ttl":"1m"}`, nil, 400, "invalid", "holder", false},
+		{"ttl not a duration", "POST", "/v1/locks", `{"path":"x","holder":"codex","ttl":"soon"}`, nil, 400, "bad_request", "ttl", false},
+		{"ttl too short", "POST", "/v1/locks", `{"path":"x","holder":"codex","ttl":0.5}`, nil, 400, "invalid", "outside the limits 1s to 24h0m0s", false},
+		{"ttl too long", "POST", "/v1/locks", `{"path":"x","holder":"codex","ttl":"48h"}`, nil, 400, "invalid", "outside the limits 1s to 24h0m0s", false},
+		{"no ttl", "POST", "/v1/locks", `{"path":"x","holder":"codex"}`, nil, 400, "invalid", "ttl: required", false},
+		{"body too large", "POST", "/v1/locks", `{"path":"` + strings.Repeat("b", 20<<10) + `"}`, nil, 413, "too_large", "lock path is at most 1024", false},
+		{"renew without token", "POST", "/v1/locks/renew", `{"path":"db","holder":"codex","ttl":"1m"}`, nil, 400, "invalid", "token", false},
+		{"renew of an unknown lock", "POST", "/v1/locks/renew", `{"path":"nope","holder":"codex","token":1,"ttl":"1m"}`, nil, 404, "not_found", `no lock on "nope"`, true},
+		{"renew with a stale token", "POST", "/v1/locks/renew", `{"path":"db","holder":"codex","token":9,"ttl":"1m"}`, nil, 409, "conflict", "token 9 is not the current", true},
+		{"release without holder", "POST", "/v1/locks/release", `{"path":"db","token":1}`, nil, 400, "invalid", "holder: required", false},
+		{"forced release without by", "POST", "/v1/locks/release", `{"path":"db","force":true}`, nil, 400, "invalid", "by: required with force", false},
+		{"release of an unknown lock", "POST", "/v1/locks/release", `{"path":"nope","holder":"codex","token":1}`, nil, 404, "not_found", "no lock", true},
+		{"check without token", "POST", "/v1/locks/check", `{"path":"db"}`, nil, 400, "invalid", "token", false},
+		{"check malformed", "POST", "/v1/locks/check", `{"path":`, nil, 400, "bad_request", "malformed JSON", false},
+		{"list with a bad holder", "GET", "/v1/locks?holder=Bad!", "", nil, 400, "bad_request", "holder", false},
+		{"list with a bad limit", "GET", "/v1/locks?limit=5000", "", nil, 400, "bad_request", "limit", false},
+		{"list with a long prefix", "GET", "/v1/locks?prefix=" + long, "", nil, 400, "bad_request", "prefix", false},
+		{"list with a bad consistency", "GET", "/v1/locks?consistency=eventual", "", nil, 400, "bad_request", "consistency", false},
+	})
 }
 
 // TestCoordinationUnexpectedResult: an apply answer that is not a lock or

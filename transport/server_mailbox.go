@@ -50,6 +50,17 @@ func pathAgent(r *http.Request) (string, error) {
 	return id, nil
 }
 
+// queryAgent answers a read about the agent the path names (pathAgent's
+// check first, then query's).
+func queryAgent[T any](s *Server, w http.ResponseWriter, r *http.Request, read func(st Reader, agent string) (T, error)) {
+	agent, err := pathAgent(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.query(w, r, func(st Reader) (any, error) { return read(st, agent) })
+}
+
 // checkParams refuses query parameters other than known (and consistency),
 // so a misspelt filter is an error rather than a silently wider answer.
 func checkParams(q url.Values, known ...string) error {
@@ -60,6 +71,16 @@ func checkParams(q url.Values, known ...string) error {
 		}
 	}
 	return nil
+}
+
+// pageParams reads a page's ?after= (a seq, default 0) and ?limit= (see
+// pageLimit).
+func pageParams(q url.Values) (after uint64, limit int, err error) {
+	if after, err = uintParam(q.Get("after"), "after", 0, 1<<63); err != nil {
+		return 0, 0, err
+	}
+	limit, err = pageLimit(q)
+	return after, limit, err
 }
 
 // pageLimit reads ?limit= (1..MaxPageLimit, default DefaultPageLimit).
@@ -101,12 +122,7 @@ func (s *Server) unregisterAgent(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
-	id, err := pathAgent(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.query(w, r, func(st Reader) (any, error) { return st.Agent(id) })
+	queryAgent(s, w, r, Reader.Agent)
 }
 
 func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
@@ -186,12 +202,7 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 // agentSummary serves what a status line shows in one request: the inbox
 // counters (zero for an agent with no inbox) and the bulletin.
 func (s *Server) agentSummary(w http.ResponseWriter, r *http.Request) {
-	agent, err := pathAgent(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.query(w, r, func(st Reader) (any, error) {
+	queryAgent(s, w, r, func(st Reader, agent string) (any, error) {
 		out := AgentSummary{Agent: agent, HasInbox: true}
 		counts, err := st.InboxCounts(agent)
 		switch {
@@ -210,12 +221,7 @@ func (s *Server) agentSummary(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) inboxCounts(w http.ResponseWriter, r *http.Request) {
-	agent, err := pathAgent(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.query(w, r, func(st Reader) (any, error) { return st.InboxCounts(agent) })
+	queryAgent(s, w, r, Reader.InboxCounts)
 }
 
 func (s *Server) markRead(w http.ResponseWriter, r *http.Request) {
@@ -243,12 +249,7 @@ func (s *Server) thread(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	after, err := uintParam(q.Get("after"), "after", 0, 1<<63)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	limit, err := pageLimit(q)
+	after, limit, err := pageParams(q)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

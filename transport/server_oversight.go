@@ -145,7 +145,7 @@ func (s *Server) rulesCheck(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) auditTrail(w http.ResponseWriter, r *http.Request) {
-	after, limit, err := oversightPageParams(r)
+	after, limit, err := pageParams(r.URL.Query())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -166,7 +166,7 @@ func (s *Server) auditTrail(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) overviewPage(w http.ResponseWriter, r *http.Request) {
-	after, limit, err := oversightPageParams(r)
+	after, limit, err := pageParams(r.URL.Query())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -177,24 +177,6 @@ func (s *Server) overviewPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.query(w, r, func(st Reader) (any, error) { return st.OverviewFor(viewerFrom(r.Context()), channel, after, limit) })
-}
-
-// oversightPageParams reads ?after= (a seq, default 0) and ?limit= (1 to
-// fsm.MaxPageLimit, default fsm.DefaultPageLimit).
-func oversightPageParams(r *http.Request) (uint64, int, error) {
-	q := r.URL.Query()
-	after, err := uintParam(q.Get("after"), "after", 0, 1<<63)
-	if err != nil {
-		return 0, 0, err
-	}
-	limit, err := uintParam(q.Get("limit"), "limit", fsm.DefaultPageLimit, fsm.MaxPageLimit)
-	if err != nil {
-		return 0, 0, err
-	}
-	if limit == 0 {
-		return 0, 0, fmt.Errorf("%w: limit: must be 1..%d", ErrBadRequest, fsm.MaxPageLimit)
-	}
-	return after, int(limit), nil
 }
 
 // rulesFormat tells from a Content-Type how a rules document is written:

@@ -115,6 +115,20 @@ func ids(t *testing.T, r reply) []string {
 // noLeak fails when a body carries the private message, its title or
 // text, or an event about it. (Its id may appear in a 404 as the id asked
 // for.)
+// hiddenAsAbsent gets path as carol, who may not see the message id it
+// names, and fails unless the answer is a 404 worded as for absent, an id
+// that does not exist, at the same path. It returns carol's answer.
+func (e *visEnv) hiddenAsAbsent(t *testing.T, path, id, absent string) reply {
+	t.Helper()
+	r := e.get("carol", path)
+	hidden := wantError(t, r, http.StatusNotFound, transport.CodeNotFound)
+	other := wantError(t, e.get("carol", strings.Replace(path, id, absent, 1)), http.StatusNotFound, transport.CodeNotFound)
+	if strings.ReplaceAll(hidden, id, "ID") != strings.ReplaceAll(other, absent, "ID") {
+		t.Errorf("%s: carol's 404 %q differs from an absent one's %q", path, hidden, other)
+	}
+	return r
+}
+
 func noLeak(t *testing.T, what string, body []byte) {
 	t.Helper()
 	for _, s := range []string{`"id":"msg-s"`, `"message_id":"msg-s"`, "secret", "bob→alice"} {
@@ -134,13 +148,7 @@ func TestPrivateMessageReadPaths(t *testing.T) {
 	public := []string{"msg-p1", "msg-p2", "msg-p3"}
 
 	t.Run("get", func(t *testing.T) {
-		r := e.get("carol", "/v1/messages/msg-s")
-		hidden := wantError(t, r, http.StatusNotFound, transport.CodeNotFound)
-		absent := wantError(t, e.get("carol", "/v1/messages/msg-x"), http.StatusNotFound, transport.CodeNotFound)
-		if strings.ReplaceAll(hidden, "msg-s", "ID") != strings.ReplaceAll(absent, "msg-x", "ID") {
-			t.Errorf("hidden %q differs from absent %q", hidden, absent)
-		}
-		noLeak(t, "404", r.body)
+		noLeak(t, "404", e.hiddenAsAbsent(t, "/v1/messages/msg-s", "msg-s", "msg-x").body)
 		for _, as := range []string{"", "alice", "bob", "boss"} {
 			var m fsm.Message
 			wantOK(t, e.get(as, "/v1/messages/msg-s"), &m)
@@ -227,23 +235,11 @@ func TestPrivateMessageReadPaths(t *testing.T) {
 		if got := ids(t, r); !slices.Equal(got, []string{"msg-p2"}) {
 			t.Errorf("carol: thread page after p1 = %v", got)
 		}
-		r = e.get("carol", "/v1/threads/msg-s")
-		hidden := wantError(t, r, http.StatusNotFound, transport.CodeNotFound)
-		absent := wantError(t, e.get("carol", "/v1/threads/msg-x"), http.StatusNotFound, transport.CodeNotFound)
-		if strings.ReplaceAll(hidden, "msg-s", "ID") != strings.ReplaceAll(absent, "msg-x", "ID") {
-			t.Errorf("hidden thread %q differs from absent %q", hidden, absent)
-		}
-		noLeak(t, "thread 404", r.body)
+		noLeak(t, "thread 404", e.hiddenAsAbsent(t, "/v1/threads/msg-s", "msg-s", "msg-x").body)
 	})
 
 	t.Run("receipts", func(t *testing.T) {
-		r := e.get("carol", "/v1/messages/msg-s/receipts")
-		hidden := wantError(t, r, http.StatusNotFound, transport.CodeNotFound)
-		absent := wantError(t, e.get("carol", "/v1/messages/msg-x/receipts"), http.StatusNotFound, transport.CodeNotFound)
-		if strings.ReplaceAll(hidden, "msg-s", "ID") != strings.ReplaceAll(absent, "msg-x", "ID") {
-			t.Errorf("hidden receipts %q differ from absent %q", hidden, absent)
-		}
-		noLeak(t, "receipts 404", r.body)
+		noLeak(t, "receipts 404", e.hiddenAsAbsent(t, "/v1/messages/msg-s/receipts", "msg-s", "msg-x").body)
 		for _, as := range []string{"alice", "boss"} {
 			var rs fsm.Receipts
 			wantOK(t, e.get(as, "/v1/messages/msg-s/receipts"), &rs)

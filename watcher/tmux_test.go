@@ -80,49 +80,39 @@ func (s *tmuxServer) catSession(name string) (target, out string) {
 	return target, out
 }
 
-func TestTmuxDeliverArrivesExactlyOnce(t *testing.T) {
-	s := newTmuxServer(t)
+// deliverEach delivers texts in order to a pane running catSession and
+// returns what its program read once it read a line per text (more, if a
+// text arrived twice).
+func (s *tmuxServer) deliverEach(texts ...string) string {
+	s.t.Helper()
 	target, out := s.catSession("agent")
-	ctx := context.Background()
-	if err := s.tm.Deliver(ctx, target, "[FROM: codex] review — please look at retry.go"); err != nil {
-		t.Fatalf("Deliver: %v", err)
-	}
-	// A second message, once it arrived, shows the first came once.
-	if err := s.tm.Deliver(ctx, target, "second"); err != nil {
-		t.Fatalf("Deliver second: %v", err)
-	}
-	got := waitFile(t, out, func(s string) bool { return strings.Contains(s, "second\n") })
-	if want := "[FROM: codex] review — please look at retry.go\nsecond\n"; got != want {
-		t.Errorf("pane program read %q, want %q", got, want)
-	}
-}
-
-func TestTmuxDeliverMultiLineIsOneLine(t *testing.T) {
-	s := newTmuxServer(t)
-	target, out := s.catSession("agent")
-	if err := s.tm.Deliver(context.Background(), target, "line one\nline two\r\n\tthree\n"); err != nil {
-		t.Fatalf("Deliver: %v", err)
-	}
-	got := waitFile(t, out, func(s string) bool { return s != "" })
-	if want := "line one line two  three\n"; got != want {
-		t.Errorf("pane program read %q, want %q", got, want)
-	}
-}
-
-func TestTmuxDeliverLiteralText(t *testing.T) {
-	// Text that tmux would otherwise parse: a leading dash (a flag), a key
-	// name, a trailing ";" (a command separator).
-	s := newTmuxServer(t)
-	target, out := s.catSession("agent")
-	ctx := context.Background()
-	for _, text := range []string{"-t x Enter C-c", `ends with;`, `ends with\;`} {
-		if err := s.tm.Deliver(ctx, target, text); err != nil {
-			t.Fatalf("Deliver %q: %v", text, err)
+	for _, text := range texts {
+		if err := s.tm.Deliver(context.Background(), target, text); err != nil {
+			s.t.Fatalf("Deliver %q: %v", text, err)
 		}
 	}
-	got := waitFile(t, out, func(s string) bool { return strings.Count(s, "\n") == 3 })
-	if want := "-t x Enter C-c\nends with;\nends with\\;\n"; got != want {
-		t.Errorf("pane program read %q, want %q", got, want)
+	return waitFile(s.t, out, func(got string) bool { return strings.Count(got, "\n") >= len(texts) })
+}
+
+func TestTmuxDeliver(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		texts []string
+		want  string
+	}{
+		// A second message, once it arrived, shows the first came once.
+		{"arrives exactly once", []string{"[FROM: codex] review — please look at retry.go", "second"},
+			"[FROM: codex] review — please look at retry.go\nsecond\n"},
+		{"multi-line is one line", []string{"line one\nline two\r\n\tthree\n"}, "line one line two  three\n"},
+		// Text that tmux would otherwise parse: a leading dash (a flag), a
+		// key name, a trailing ";" (a command separator).
+		{"literal text", []string{"-t x Enter C-c", `ends with;`, `ends with\;`}, "-t x Enter C-c\nends with;\nends with\\;\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := newTmuxServer(t).deliverEach(c.texts...); got != c.want {
+				t.Errorf("pane program read %q, want %q", got, c.want)
+			}
+		})
 	}
 }
 

@@ -146,11 +146,7 @@ func benchClients(c *cli.Context) ([]*transport.Client, error) {
 // benchContext is the command's context, ended by Ctrl-C so a run can be
 // cut short and still report.
 func benchContext(c *cli.Context) (context.Context, context.CancelFunc) {
-	ctx := c.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	return signal.NotifyContext(ctx, os.Interrupt)
+	return signal.NotifyContext(commandContext(c), os.Interrupt)
 }
 
 func benchMsgFlags(c *cli.Context) (size int, channel string, to []string, err error) {
@@ -199,12 +195,7 @@ func benchSend(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if wantJSON(c) {
-		if err := printJSON(c.App.Writer, rep); err != nil {
-			return err
-		}
-	} else {
-		tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+	if err := printReport(c, rep, func(tw io.Writer) {
 		fmt.Fprintf(tw, "nodes\t%s\n", strings.Join(rep.Nodes, ","))
 		fmt.Fprintf(tw, "concurrency\t%d\n", rep.Concurrency)
 		fmt.Fprintf(tw, "size\t%d bytes\n", rep.SizeBytes)
@@ -212,11 +203,21 @@ func benchSend(c *cli.Context) error {
 		fmt.Fprintf(tw, "sends/s\t%.0f\n", rep.SendsPerSecond)
 		benchLatencyRows(tw, "latency", rep.Latency)
 		benchErrorRows(tw, rep.Errors, rep.ErrorsByKind)
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+	}); err != nil {
+		return err
 	}
 	return benchFailed(rep.Sends, rep.Errors)
+}
+
+// printReport prints a bench report: as JSON under --json, else as the
+// two-column table rows writes to tw.
+func printReport(c *cli.Context, rep any, rows func(tw io.Writer)) error {
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, rep)
+	}
+	tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+	rows(tw)
+	return tw.Flush()
 }
 
 // benchFailed makes a run in which nothing succeeded exit 1.
@@ -271,21 +272,15 @@ func benchDelivery(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if wantJSON(c) {
-		if err := printJSON(c.App.Writer, rep); err != nil {
-			return err
-		}
-	} else {
-		tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+	if err := printReport(c, rep, func(tw io.Writer) {
 		fmt.Fprintf(tw, "send node\t%s\n", rep.SendNode)
 		fmt.Fprintf(tw, "stream node\t%s\n", rep.StreamNode)
 		fmt.Fprintf(tw, "delivered\t%d of %d in %.2fs\n", rep.Delivered, rep.Count, rep.ElapsedSeconds)
 		benchLatencyRows(tw, "send→event", rep.Latency)
 		benchLatencyRows(tw, "send ack", rep.SendLatency)
 		benchErrorRows(tw, rep.Errors, rep.ErrorsByKind)
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+	}); err != nil {
+		return err
 	}
 	return benchFailed(rep.Delivered, rep.Errors)
 }
@@ -316,12 +311,7 @@ func benchFanout(c *cli.Context) error {
 	if err != nil {
 		return apiError(rootContext(c), err)
 	}
-	if wantJSON(c) {
-		if err := printJSON(c.App.Writer, rep); err != nil {
-			return err
-		}
-	} else {
-		tw := tabwriter.NewWriter(c.App.Writer, 0, 4, 2, ' ', 0)
+	if err := printReport(c, rep, func(tw io.Writer) {
 		fmt.Fprintf(tw, "send node\t%s\n", rep.SendNode)
 		fmt.Fprintf(tw, "poll node\t%s\n", rep.PollNode)
 		fmt.Fprintf(tw, "message\t%s seq=%d to %s\n", rep.MessageID, rep.Seq, rep.To)
@@ -330,9 +320,8 @@ func benchFanout(c *cli.Context) error {
 		fmt.Fprintf(tw, "in every inbox\t%.3f ms\n", rep.AllDeliveredMs)
 		fmt.Fprintf(tw, "poll rounds\t%d (%.3f ms each)\n", rep.PollRounds, rep.PollRoundMs)
 		fmt.Fprintf(tw, "delivered\t%d of %d\n", rep.Delivered, rep.Agents)
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+	}); err != nil {
+		return err
 	}
 	if rep.Delivered < rep.Agents {
 		return fmt.Errorf("bench: %d of %d inboxes did not get %s within %s (first: %s)",

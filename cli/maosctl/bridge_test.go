@@ -301,43 +301,21 @@ func TestMirrorFollow(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := stamps(t, dir)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	var out syncBuffer
-	app := App()
-	app.Writer, app.ErrWriter = &out, &out
-	done := make(chan error, 1)
-	go func() {
-		done <- app.RunContext(ctx, []string{"maosctl", "--addr", e.addr, "mirror", "--channel", "ops", "--dir", dir, "-f"})
-	}()
+	mirror := e.follow("mirror", "--channel", "ops", "--dir", dir, "-f")
 	second := bridgeSend(t, e, "ops", "claude", "codex", "after")
 	bridgeSend(t, e, "other", "claude", "codex", "elsewhere")
 	waitFile := func(path string) {
 		t.Helper()
-		for {
-			if _, err := os.Stat(path); err == nil {
-				return
-			}
-			select {
-			case err := <-done:
-				t.Fatalf("mirror -f ended (%v): %q", err, out.String())
-			case <-ctx.Done():
-				t.Fatalf("no %s: %q", path, out.String())
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
+		mirror.waitUntil(func() bool { _, err := os.Stat(path); return err == nil })
 	}
 	path := filepath.Join(dir, second+".json")
 	waitFile(path)
 	// The stream is live now: this one arrives while following.
 	third := bridgeSend(t, e, "ops", "codex", "claude", "live")
 	waitFile(filepath.Join(dir, third+".json"))
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("mirror -f after Ctrl-C: %v", err)
-	}
-	if want := path + "\n" + filepath.Join(dir, third+".json") + "\n"; out.String() != want {
-		t.Errorf("mirror -f printed %q, want %q", out.String(), want)
+	mirror.stop()
+	if want := path + "\n" + filepath.Join(dir, third+".json") + "\n"; mirror.out.String() != want || mirror.errOut.String() != "" {
+		t.Errorf("mirror -f printed %q (stderr %q), want %q", mirror.out.String(), mirror.errOut.String(), want)
 	}
 	after := stamps(t, dir)
 	if len(after) != 3 || after[first+".json"] != before[first+".json"] {

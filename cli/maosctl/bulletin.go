@@ -199,10 +199,7 @@ KEYS"; with --json, the API's result.`,
 }
 
 func bulletinEdit(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
-	if err := require(c, "file"); err != nil {
+	if err := noArgs(c, "file"); err != nil {
 		return err
 	}
 	name := c.String("file")

@@ -129,10 +129,7 @@ voter. Start the new node's maosd first; it catches up from the leader.`,
 }
 
 func clusterJoin(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
-	if err := require(c, "node-id", "raft-addr", "api-addr"); err != nil {
+	if err := noArgs(c, "node-id", "raft-addr", "api-addr"); err != nil {
 		return err
 	}
 	req := transport.JoinRequest{
@@ -145,11 +142,7 @@ func clusterJoin(c *cli.Context) error {
 	if err := apiClient(c).Join(ctx, req); err != nil {
 		return apiError(c, err)
 	}
-	if wantJSON(c) {
-		return printJSON(c.App.Writer, map[string]string{"joined": req.NodeID})
-	}
-	_, err := fmt.Fprintf(c.App.Writer, "joined %s (raft %s, api %s)\n", req.NodeID, req.RaftAddr, req.APIAddr)
-	return err
+	return printResult(c, map[string]string{"joined": req.NodeID}, "joined %s (raft %s, api %s)\n", req.NodeID, req.RaftAddr, req.APIAddr)
 }
 
 func clusterRemoveCommand() *cli.Command {
@@ -179,11 +172,7 @@ func clusterRemove(c *cli.Context) error {
 	if err := apiClient(c).Remove(ctx, id); err != nil {
 		return apiError(c, err)
 	}
-	if wantJSON(c) {
-		return printJSON(c.App.Writer, map[string]string{"removed": id})
-	}
-	_, err = fmt.Fprintf(c.App.Writer, "removed %s\n", id)
-	return err
+	return printResult(c, map[string]string{"removed": id}, "removed %s\n", id)
 }
 
 func clusterSnapshotCommand() *cli.Command {
@@ -211,12 +200,8 @@ func clusterSnapshot(c *cli.Context) error {
 	if err != nil {
 		return apiError(c, err)
 	}
-	if wantJSON(c) {
-		return printJSON(c.App.Writer, res)
-	}
-	_, err = fmt.Fprintf(c.App.Writer, "snapshot %s of node %s at index %d term %d\n",
+	return printResult(c, res, "snapshot %s of node %s at index %d term %d\n",
 		or(res.ID, "-"), or(res.NodeID, "-"), res.Index, res.Term)
-	return err
 }
 
 func clusterTransferCommand() *cli.Command {
@@ -248,9 +233,5 @@ func clusterTransfer(c *cli.Context) error {
 	if err != nil {
 		return apiError(c, err)
 	}
-	if wantJSON(c) {
-		return printJSON(c.App.Writer, res)
-	}
-	_, err = fmt.Fprintf(c.App.Writer, "leader is now %s\n", or(res.LeaderID, "unknown"))
-	return err
+	return printResult(c, res, "leader is now %s\n", or(res.LeaderID, "unknown"))
 }

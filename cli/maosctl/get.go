@@ -1,6 +1,7 @@
 package maosctl
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
 	"github.com/urfave/cli/v2"
 )
 
@@ -33,15 +35,9 @@ waits for the leader so a message acknowledged by any node is found.`,
 }
 
 func get(c *cli.Context) error {
-	args, err := positionalArgs(c, "id")
+	m, err := readByID(c, apiClient(c).Message)
 	if err != nil {
 		return err
-	}
-	ctx, cancel := call(c)
-	defer cancel()
-	m, err := apiClient(c).Message(ctx, args[0], consistency(c))
-	if err != nil {
-		return apiError(c, err)
 	}
 	if wantJSON(c) {
 		return printJSON(c.App.Writer, m)
@@ -53,6 +49,24 @@ func get(c *cli.Context) error {
 		shown.To = fsm.Recipients{strings.Join(m.To, ", ") + " → " + strings.Join(m.Recipients, ", ")}
 	}
 	return printMessage(c.App.Writer, &shown)
+}
+
+// readByID reads what the command's one ID argument names with read (a
+// Client method such as Message or Receipts), bounded by --timeout, at the
+// consistency --strong asks for. Errors are usage errors or apiError's.
+func readByID[T any](c *cli.Context, read func(context.Context, string, transport.Consistency) (T, error)) (T, error) {
+	var zero T
+	args, err := positionalArgs(c, "id")
+	if err != nil {
+		return zero, err
+	}
+	ctx, cancel := call(c)
+	defer cancel()
+	v, err := read(ctx, args[0], consistency(c))
+	if err != nil {
+		return zero, apiError(c, err)
+	}
+	return v, nil
 }
 
 // formatTime formats a message time for people: RFC 3339 in UTC, with

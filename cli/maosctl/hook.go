@@ -154,15 +154,8 @@ func hook(c *cli.Context) error {
 	if err != nil {
 		return note("", err)
 	}
-	ctx := c.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	if d := c.Duration("max-time"); d > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d)
-		defer cancel()
-	}
+	ctx, cancel := within(commandContext(c), c.Duration("max-time"))
+	defer cancel()
 	client := apiClient(c)
 	ctl := ctlCommand(c)
 	out, err := hookAnswer(ctx, client, ctl, agent, in)

@@ -46,10 +46,7 @@ With --json, an array of messages, each with "read".`,
 }
 
 func inbox(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
-	if err := require(c, "agent"); err != nil {
+	if err := noArgs(c, "agent"); err != nil {
 		return err
 	}
 	agent := strings.TrimSpace(c.String("agent"))
@@ -199,9 +196,5 @@ func readMark(c *cli.Context) error {
 	if err != nil {
 		return apiError(c, err)
 	}
-	if wantJSON(c) {
-		return printJSON(c.App.Writer, res)
-	}
-	_, err = fmt.Fprintf(c.App.Writer, "marked %d read; %s has %d unread\n", res.Marked, res.Agent, res.Counts.Unread)
-	return err
+	return printResult(c, res, "marked %d read; %s has %d unread\n", res.Marked, res.Agent, res.Counts.Unread)
 }

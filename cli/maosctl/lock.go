@@ -1,6 +1,7 @@
 package maosctl
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -80,9 +81,12 @@ func lockToken(c *cli.Context, required bool) (uint64, error) {
 	return v, nil
 }
 
-// lockTTL parses --ttl: a Go duration or a number of seconds. The
-// server checks the limits.
+// lockTTL parses --ttl, which is required: a Go duration or a number of
+// seconds. The server checks the limits.
 func lockTTL(c *cli.Context) (fsm.LockTTL, error) {
+	if err := require(c, "ttl"); err != nil {
+		return 0, err
+	}
 	s := strings.TrimSpace(c.String("ttl"))
 	if d, err := time.ParseDuration(s); err == nil {
 		return fsm.LockTTL(d), nil
@@ -108,6 +112,19 @@ func lockError(c *cli.Context, err error) error {
 		return &userError{err: err, msg: refused.API.Message + hint}
 	}
 	return apiError(c, err)
+}
+
+// lockRequest sends cmd with send (the Client's AcquireLock, RenewLock or
+// ReleaseLock), bounded by --timeout, and prints the result; a refusal's
+// error says what to do (lockError).
+func lockRequest[C any](c *cli.Context, send func(*transport.Client, context.Context, C) (*fsm.LockResult, error), cmd C) error {
+	ctx, cancel := call(c)
+	defer cancel()
+	res, err := send(apiClient(c), ctx, cmd)
+	if err != nil {
+		return lockError(c, err)
+	}
+	return printLockResult(c, res)
 }
 
 // printLockResult prints "granted PATH to HOLDER: token N, expires T".
@@ -152,24 +169,15 @@ naming the holder, its token and its expiry. With --json, the API's
 }
 
 func lockAcquire(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
-	if err := require(c, "path", "holder", "ttl"); err != nil {
+	if err := noArgs(c, "path", "holder"); err != nil {
 		return err
 	}
 	ttl, err := lockTTL(c)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := call(c)
-	defer cancel()
-	res, err := apiClient(c).AcquireLock(ctx, fsm.LockAcquireCommand{
+	return lockRequest(c, (*transport.Client).AcquireLock, fsm.LockAcquireCommand{
 		Path: c.String("path"), Holder: strings.TrimSpace(c.String("holder")), TTL: ttl})
-	if err != nil {
-		return lockError(c, err)
-	}
-	return printLockResult(c, res)
 }
 
 func lockRenewCommand() *cli.Command {
@@ -195,31 +203,19 @@ for a new token). Prints "extended PATH to ID: token N, expires TIME".`,
 }
 
 func lockRenew(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
-	if err := require(c, "path", "holder"); err != nil {
+	if err := noArgs(c, "path", "holder"); err != nil {
 		return err
 	}
 	token, err := lockToken(c, true)
 	if err != nil {
 		return err
 	}
-	if err := require(c, "ttl"); err != nil {
-		return err
-	}
 	ttl, err := lockTTL(c)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := call(c)
-	defer cancel()
-	res, err := apiClient(c).RenewLock(ctx, fsm.LockRenewCommand{
+	return lockRequest(c, (*transport.Client).RenewLock, fsm.LockRenewCommand{
 		Path: c.String("path"), Holder: strings.TrimSpace(c.String("holder")), Token: token, TTL: ttl})
-	if err != nil {
-		return lockError(c, err)
-	}
-	return printLockResult(c, res)
 }
 
 func lockReleaseCommand() *cli.Command {
@@ -251,10 +247,7 @@ you meant to. Prints "released PATH (held by ID, token N)".`,
 }
 
 func lockRelease(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
-	if err := require(c, "path"); err != nil {
+	if err := noArgs(c, "path"); err != nil {
 		return err
 	}
 	cmd := fsm.LockReleaseCommand{Path: c.String("path"), Holder: strings.TrimSpace(c.String("holder")), Force: c.Bool("force")}
@@ -281,13 +274,7 @@ func lockRelease(c *cli.Context) error {
 		return err
 	}
 	cmd.Token = token
-	ctx, cancel := call(c)
-	defer cancel()
-	res, err := apiClient(c).ReleaseLock(ctx, cmd)
-	if err != nil {
-		return lockError(c, err)
-	}
-	return printLockResult(c, res)
+	return lockRequest(c, (*transport.Client).ReleaseLock, cmd)
 }
 
 func lockListCommand() *cli.Command {
@@ -387,10 +374,7 @@ and still exits 1 when not current.`,
 }
 
 func lockCheck(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
-	if err := require(c, "path"); err != nil {
+	if err := noArgs(c, "path"); err != nil {
 		return err
 	}
 	token, err := lockToken(c, true)

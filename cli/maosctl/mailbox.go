@@ -232,11 +232,7 @@ func agentsUnregister(c *cli.Context) error {
 	if err != nil {
 		return apiError(c, err)
 	}
-	if wantJSON(c) {
-		return printJSON(c.App.Writer, a)
-	}
-	_, err = fmt.Fprintf(c.App.Writer, "unregistered %s (role %s)\n", a.ID, a.Role)
-	return err
+	return printResult(c, a, "unregistered %s (role %s)\n", a.ID, a.Role)
 }
 
 func agentsRolesCommand() *cli.Command {

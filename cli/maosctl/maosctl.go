@@ -317,15 +317,29 @@ func apiClient(c *cli.Context) *transport.Client {
 // call returns the context of one API call: the command's context bounded
 // by --timeout.
 func call(c *cli.Context) (context.Context, context.CancelFunc) {
-	ctx := c.Context
-	if ctx == nil {
-		ctx = context.Background()
+	return callWith(c, commandContext(c))
+}
+
+// callWith is call with parent instead of the command's context.
+func callWith(c *cli.Context, parent context.Context) (context.Context, context.CancelFunc) {
+	return within(parent, c.Duration("timeout"))
+}
+
+// commandContext is the context the command runs in (Background when the
+// app was run without one).
+func commandContext(c *cli.Context) context.Context {
+	if c.Context != nil {
+		return c.Context
 	}
-	d := c.Duration("timeout")
-	if d <= 0 {
-		return context.WithCancel(ctx)
+	return context.Background()
+}
+
+// within is parent bounded by d; no bound when d is 0 or less.
+func within(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d > 0 {
+		return context.WithTimeout(parent, d)
 	}
-	return context.WithTimeout(ctx, d)
+	return context.WithCancel(parent)
 }
 
 // userError is an error whose message is written for the user while the
@@ -378,6 +392,16 @@ func printJSON(w io.Writer, v any) error {
 		return fmt.Errorf("encode JSON: %w", err)
 	}
 	return nil
+}
+
+// printResult prints the outcome of a command: v, the API's answer, as
+// JSON under --json, else the line format makes of args.
+func printResult(c *cli.Context, v any, format string, args ...any) error {
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, v)
+	}
+	_, err := fmt.Fprintf(c.App.Writer, format, args...)
+	return err
 }
 
 // require returns a usage error naming the first flag among names whose
@@ -519,12 +543,14 @@ type flagValues []string
 func (v *flagValues) String() string     { return strings.Join(*v, ",") }
 func (v *flagValues) Set(s string) error { *v = append(*v, s); return nil }
 
-// noArgs fails when c got positional arguments it does not take.
-func noArgs(c *cli.Context) error {
+// noArgs checks a command that takes flags only: it fails when c got
+// positional arguments, then when one of the required flags is missing
+// (require's error).
+func noArgs(c *cli.Context, required ...string) error {
 	if c.Args().Present() {
 		return usagef(c, "unexpected argument %q (flags go before arguments)", c.Args().First())
 	}
-	return nil
+	return require(c, required...)
 }
 
 // consistency is Strong when --strong was given.

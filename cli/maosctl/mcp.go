@@ -48,10 +48,7 @@ stderr; stdout carries only the protocol.`,
 }
 
 func runMCP(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
-	if err := require(c, "agent"); err != nil {
+	if err := noArgs(c, "agent"); err != nil {
 		return err
 	}
 	hc := &http.Client{Transport: httpTransport(c), Timeout: rootContext(c).Duration("timeout")}
@@ -65,10 +62,7 @@ func runMCP(c *cli.Context) error {
 	if err != nil {
 		return usagef(c, "--agent: %v", err)
 	}
-	ctx := c.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx := commandContext(c)
 	if err := checkSpeaksFor(ctx, client, agent); err != nil {
 		return apiError(c, err)
 	}

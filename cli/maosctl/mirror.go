@@ -40,10 +40,7 @@ one skipped is a line on stderr, and the count is the last line.`,
 }
 
 func mirror(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
-	if err := require(c, "channel", "dir"); err != nil {
+	if err := noArgs(c, "channel", "dir"); err != nil {
 		return err
 	}
 	if !fsm.ValidName(c.String("channel")) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -180,11 +179,7 @@ func rulesSet(c *cli.Context) error {
 	if err != nil {
 		return apiError(c, err)
 	}
-	if wantJSON(c) {
-		return printJSON(c.App.Writer, st)
-	}
-	_, err = fmt.Fprintf(c.App.Writer, "rules set at index %d: %s\n", st.Index, st.Rules.Summary())
-	return err
+	return printResult(c, st, "rules set at index %d: %s\n", st.Index, st.Rules.Summary())
 }
 
 // readRules reads and checks the rules document in the file name (- for
@@ -248,11 +243,7 @@ func rulesClear(c *cli.Context) error {
 	if err != nil {
 		return apiError(c, err)
 	}
-	if wantJSON(c) {
-		return printJSON(c.App.Writer, st)
-	}
-	_, err = fmt.Fprintf(c.App.Writer, "rules removed at index %d: everyone may message everyone\n", st.Index)
-	return err
+	return printResult(c, st, "rules removed at index %d: everyone may message everyone\n", st.Index)
 }
 
 func rulesCheckCommand() *cli.Command {
@@ -295,14 +286,11 @@ and "interrupt": true).`,
 }
 
 func rulesCheck(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
 	need := []string{"from", "to"}
 	if c.Bool("interrupt") {
 		need = need[:1] // the node refuses --to with --interrupt
 	}
-	if err := require(c, need...); err != nil {
+	if err := noArgs(c, need...); err != nil {
 		return err
 	}
 	req := transport.RulesCheckRequest{
@@ -393,10 +381,7 @@ func audit(c *cli.Context) error {
 	case c.Duration("interval") <= 0:
 		return usagef(c, "--interval %s: must be positive", c.Duration("interval"))
 	}
-	ctx := c.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
+	ctx := commandContext(c)
 	if follow {
 		// Ctrl-C ends following normally, with exit status 0.
 		var stop context.CancelFunc
@@ -467,14 +452,6 @@ func audit(c *cli.Context) error {
 	}
 }
 
-// callWith is call with parent instead of the command's context.
-func callWith(c *cli.Context, parent context.Context) (context.Context, context.CancelFunc) {
-	if d := c.Duration("timeout"); d > 0 {
-		return context.WithTimeout(parent, d)
-	}
-	return context.WithCancel(parent)
-}
-
 func overviewCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "overview",
@@ -511,53 +488,22 @@ func overview(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	limit := c.Int("limit")
-	if limit < 0 || limit > fsm.MaxPageLimit {
-		return usagef(c, "--limit %d: must be 1..%d (0 for the default %d)", limit, fsm.MaxPageLimit, fsm.DefaultPageLimit)
+	limit, err := pageLimitFlag(c)
+	if err != nil {
+		return err
 	}
 	channel := strings.TrimSpace(c.String("channel"))
-	after, all, asJSON := c.Uint64("after"), c.Bool("all"), wantJSON(c)
+	again := "maosctl overview"
+	if channel != "" {
+		again += " --channel " + channel
+	}
 	client, cons := apiClient(c), consistency(c)
-	out := []fsm.OverviewEntry{}
-	for {
-		ctx, cancel := call(c)
-		page, err := client.Overview(ctx, channel, after, limit, cons)
-		cancel()
-		if err != nil {
-			return apiError(c, err)
-		}
-		for _, m := range page.Messages {
-			if m.Seq <= after {
-				return fmt.Errorf("overview: the node returned #%d in a page after #%d", m.Seq, after)
-			}
-			after = m.Seq
-			if asJSON {
-				out = append(out, m)
-			} else if _, err := fmt.Fprintln(c.App.Writer, overviewLine(m)); err != nil {
-				return err
-			}
-		}
-		if !page.HasMore {
-			break
-		}
-		if !all {
-			if !asJSON {
-				again := "maosctl overview"
-				if channel != "" {
-					again += " --channel " + channel
-				}
-				fmt.Fprintf(c.App.ErrWriter, "(more after #%d: %s --after %d, or --all)\n", after, again, after)
-			}
-			break
-		}
-		if len(page.Messages) == 0 {
-			return errors.New("overview: the node said more messages follow but sent none")
-		}
-	}
-	if asJSON {
-		return printJSON(c.App.Writer, out)
-	}
-	return nil
+	return listPages(c, "overview", again,
+		func(ctx context.Context, after uint64) ([]fsm.OverviewEntry, bool, error) {
+			page, err := client.Overview(ctx, channel, after, limit, cons)
+			return page.Messages, page.HasMore, err
+		},
+		func(m fsm.OverviewEntry) uint64 { return m.Seq }, overviewLine)
 }
 
 // overviewLine is "#SEQ TIME CHANNEL: FROM → TO [TYPE/PRIORITY] TITLE (ID)".

@@ -1,6 +1,7 @@
 package maosctl
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -39,64 +40,21 @@ With --json, a JSON array of message objects ([] when there are none).`,
 }
 
 func read(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
+	if err := noArgs(c, "channel"); err != nil {
 		return err
 	}
-	if err := require(c, "channel"); err != nil {
+	limit, err := pageLimitFlag(c)
+	if err != nil {
 		return err
-	}
-	limit := c.Int("limit")
-	if limit < 0 || limit > fsm.MaxPageLimit {
-		return usagef(c, "--limit %d: must be 1..%d (0 for the default %d)", limit, fsm.MaxPageLimit, fsm.DefaultPageLimit)
 	}
 	channel := strings.TrimSpace(c.String("channel"))
-	after := c.Uint64("after")
-	asJSON := wantJSON(c)
-	all := c.Bool("all")
-	client := apiClient(c)
-	cons := consistency(c)
-
-	out := []*fsm.Message{}
-	for {
-		ctx, cancel := call(c)
-		page, err := client.ChannelPage(ctx, channel, after, limit, cons)
-		cancel()
-		if err != nil {
-			return apiError(c, err)
-		}
-		for _, m := range page.Messages {
-			if m.Seq <= after {
-				return fmt.Errorf("channel %s: the node returned #%d in a page after #%d", channel, m.Seq, after)
-			}
-			after = m.Seq
-		}
-		if asJSON {
-			out = append(out, page.Messages...)
-		} else {
-			for _, m := range page.Messages {
-				if _, err := fmt.Fprintln(c.App.Writer, messageLine(m)); err != nil {
-					return err
-				}
-			}
-		}
-		if !page.HasMore {
-			break
-		}
-		if !all {
-			if !asJSON {
-				fmt.Fprintf(c.App.ErrWriter, "(more after #%d: maosctl read --channel %s --after %d, or --all)\n",
-					after, channel, after)
-			}
-			break
-		}
-		if len(page.Messages) == 0 {
-			return fmt.Errorf("channel %s: the node said more messages follow #%d but sent none", channel, after)
-		}
-	}
-	if asJSON {
-		return printJSON(c.App.Writer, out)
-	}
-	return nil
+	client, cons := apiClient(c), consistency(c)
+	return listPages(c, "channel "+channel, "maosctl read --channel "+channel,
+		func(ctx context.Context, after uint64) ([]*fsm.Message, bool, error) {
+			page, err := client.ChannelPage(ctx, channel, after, limit, cons)
+			return page.Messages, page.HasMore, err
+		},
+		func(m *fsm.Message) uint64 { return m.Seq }, messageLine)
 }
 
 // messageLine is the one-line form of m:

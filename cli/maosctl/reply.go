@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -54,11 +53,9 @@ func reply(c *cli.Context) error {
 	if err := require(c, "from", "text"); err != nil {
 		return err
 	}
-	text := c.String("text")
-	if text == "-" {
-		if text, err = readStdin(c); err != nil {
-			return err
-		}
+	text, err := textFlag(c, "text")
+	if err != nil {
+		return err
 	}
 	client := apiClient(c)
 	ctx, cancel := call(c)
@@ -95,25 +92,7 @@ func reply(c *cli.Context) error {
 	if wantJSON(c) {
 		return printJSON(c.App.Writer, res)
 	}
-	_, err = fmt.Fprintf(c.App.Writer, "%s seq=%d\n", res.ID, res.Seq)
-	return err
-}
-
-// readStdin reads the text of --text - from the app's input.
-func readStdin(c *cli.Context) (string, error) {
-	r := c.App.Reader
-	if r == nil {
-		return "", usagef(c, "--text -: no standard input")
-	}
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return "", fmt.Errorf("read --text from stdin: %w", err)
-	}
-	text := strings.TrimRight(string(b), "\r\n")
-	if strings.TrimSpace(text) == "" {
-		return "", usagef(c, "--text -: standard input was empty")
-	}
-	return text, nil
+	return printSent(c, res)
 }
 
 func threadCommand() *cli.Command {
@@ -189,15 +168,9 @@ To wait until every recipient read or answered, send with
 }
 
 func receipts(c *cli.Context) error {
-	args, err := positionalArgs(c, "id")
+	rc, err := readByID(c, apiClient(c).Receipts)
 	if err != nil {
 		return err
-	}
-	ctx, cancel := call(c)
-	defer cancel()
-	rc, err := apiClient(c).Receipts(ctx, args[0], consistency(c))
-	if err != nil {
-		return apiError(c, err)
 	}
 	if wantJSON(c) {
 		return printJSON(c.App.Writer, rc)
@@ -260,20 +233,13 @@ type sendWait struct {
 func waitReceipts(c *cli.Context, id, state string, timeout time.Duration) ([]fsm.Receipt, []string, error) {
 	root := rootContext(c)
 	client := apiClient(c)
-	ctx := c.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(commandContext(c), timeout)
 	defer cancel()
 	delay := 100 * time.Millisecond
 	var last []fsm.Receipt
 	var pending []string
 	for {
-		call, callCancel := ctx, context.CancelFunc(func() {})
-		if d := root.Duration("timeout"); d > 0 {
-			call, callCancel = context.WithTimeout(ctx, d)
-		}
+		call, callCancel := callWith(root, ctx)
 		rc, err := client.Receipts(call, id, transport.Strong)
 		callCancel()
 		switch {

@@ -63,10 +63,7 @@ prints one object: the send's answer plus "wait" {"state","pending","receipts"}.
 }
 
 func send(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
-	if err := require(c, "from", "to", "text"); err != nil {
+	if err := noArgs(c, "from", "to", "text"); err != nil {
 		return err
 	}
 	wait, waitTimeout, err := sendWaitFlags(c)

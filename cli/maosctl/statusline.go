@@ -65,22 +65,12 @@ type status struct {
 }
 
 func statusLine(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
-	if err := require(c, "agent"); err != nil {
+	if err := noArgs(c, "agent"); err != nil {
 		return err
 	}
 	agent := strings.TrimSpace(c.String("agent"))
-	ctx := c.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	if d := c.Duration("max-time"); d > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d)
-		defer cancel()
-	}
+	ctx, cancel := within(commandContext(c), c.Duration("max-time"))
+	defer cancel()
 	st := fetchStatus(ctx, apiClient(c), agent)
 	if wantJSON(c) {
 		return printJSON(c.App.Writer, st)

@@ -43,33 +43,12 @@ func TestTailBacklog(t *testing.T) {
 func TestTailFollow(t *testing.T) {
 	e := newTestEnv(t)
 	seed(t, e, "ops", "before")
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	var out syncBuffer
-	app := App()
-	app.Writer, app.ErrWriter = &out, &out
-	done := make(chan error, 1)
-	go func() { done <- app.RunContext(ctx, []string{"maosctl", "--addr", e.addr, "tail", "-f"}) }()
-	wait := func(what string) {
-		t.Helper()
-		for !strings.Contains(out.String(), what) {
-			select {
-			case err := <-done:
-				t.Fatalf("tail -f ended (%v) before printing %q: %q", err, what, out.String())
-			case <-ctx.Done():
-				t.Fatalf("no %q in %q", what, out.String())
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
-	}
-	wait(": before")
+	f := e.follow("tail", "-f")
+	f.waitFor(": before")
 	seed(t, e, "ops", "after")
-	wait(": after")
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("tail -f after Ctrl-C: %v", err)
-	}
-	if n := strings.Count(out.String(), "\n"); n != 2 {
-		t.Fatalf("tail -f printed %d lines, want 2: %q", n, out.String())
+	f.waitFor(": after")
+	f.stop()
+	if n := strings.Count(f.out.String(), "\n"); n != 2 || f.errOut.String() != "" {
+		t.Fatalf("tail -f printed %d lines, want 2: %q (stderr %q)", n, f.out.String(), f.errOut.String())
 	}
 }

@@ -82,10 +82,7 @@ admin token.`,
 }
 
 func tokenCreate(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
-	if err := require(c, "agent"); err != nil {
+	if err := noArgs(c, "agent"); err != nil {
 		return err
 	}
 	role := strings.TrimSpace(c.String("role"))
@@ -180,11 +177,7 @@ func tokenRevoke(c *cli.Context) error {
 	if err := apiClient(c).RevokeToken(ctx, id); err != nil {
 		return apiError(c, err)
 	}
-	if wantJSON(c) {
-		return printJSON(c.App.Writer, map[string]string{"revoked": id})
-	}
-	_, err = fmt.Fprintf(c.App.Writer, "revoked %s\n", id)
-	return err
+	return printResult(c, map[string]string{"revoked": id}, "revoked %s\n", id)
 }
 
 func tokenWhoamiCommand() *cli.Command {

@@ -59,10 +59,7 @@ policy (or why it is skipped); with --json one object per line
 }
 
 func watch(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
-	if err := require(c, "config"); err != nil {
+	if err := noArgs(c, "config"); err != nil {
 		return err
 	}
 	f, err := watcher.LoadFile(c.String("config"))

@@ -61,38 +61,21 @@ func TestWatchDryRun(t *testing.T) {
 			send("d1", "bob", "chat", "normal")
 			send("d2", "amy", "chat", "urgent")
 
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			var out, errOut syncBuffer
-			app := App()
-			app.Writer, app.ErrWriter = &out, &errOut
-			args := []string{"maosctl", "--addr", e.addr, "watch", "--config", cfg, "--dry-run"}
+			args := []string{"watch", "--config", cfg, "--dry-run"}
 			if asJSON {
 				args = append(args, "--json")
 			}
-			done := make(chan error, 1)
-			go func() { done <- app.RunContext(ctx, args) }()
-			wait := func(n int) {
-				t.Helper()
-				for strings.Count(out.String(), "\n") < n {
-					select {
-					case err := <-done:
-						t.Fatalf("watch --dry-run ended (%v) before printing %d lines: %q %s", err, n, out.String(), errOut.String())
-					case <-ctx.Done():
-						t.Fatalf("%d lines wanted, got %q (stderr %s)", n, out.String(), errOut.String())
-					case <-time.After(10 * time.Millisecond):
-					}
-				}
+			f := e.follow(args...)
+			printed := func(n int) func() bool {
+				return func() bool { return strings.Count(f.out.String(), "\n") >= n }
 			}
-			wait(2) // the backlog
+			f.waitUntil(printed(2)) // the backlog
 			send("d3", "amy", "chat", "normal")
 			send("d4", "amy", "response", "normal")
-			wait(4) // pushed while running
-			cancel()
-			if err := <-done; err != nil {
-				t.Fatalf("watch --dry-run after Ctrl-C: %v", err)
-			}
-			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			f.waitUntil(printed(4)) // pushed while running
+			f.stop()
+			out := f.out.String()
+			lines := strings.Split(strings.TrimSpace(out), "\n")
 			want := map[string]string{ // by message id
 				"d1": "id=d1 from=codex -> bob policy=fork (addressed)",
 				"d2": "id=d2 from=codex -> amy policy=interrupt (addressed)",
@@ -100,7 +83,7 @@ func TestWatchDryRun(t *testing.T) {
 				"d4": "id=d4 from=codex -> amy skip (type filtered)",
 			}
 			if len(lines) != len(want) {
-				t.Fatalf("%d lines, want %d: %q", len(lines), len(want), out.String())
+				t.Fatalf("%d lines, want %d: %q", len(lines), len(want), out)
 			}
 			for _, l := range lines {
 				if asJSON {

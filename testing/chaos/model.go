@@ -169,32 +169,36 @@ func (s linState) step(logs map[string]*chanLog, in linInput, out linOutput) (bo
 	return false, s
 }
 
+// groupBy splits items by key (called once per item, in order): the groups
+// in the order their key first appears, each in the items' order.
+func groupBy[T any](items []T, key func(T) string) [][]T {
+	byKey := map[string][]T{}
+	var order []string
+	for _, it := range items {
+		k := key(it)
+		if _, ok := byKey[k]; !ok {
+			order = append(order, k)
+		}
+		byKey[k] = append(byKey[k], it)
+	}
+	out := make([][]T, 0, len(order))
+	for _, k := range order {
+		out = append(out, byKey[k])
+	}
+	return out
+}
+
 // newModel returns the porcupine model over the channel logs.
 func newModel(logs map[string]*chanLog) porcupine.Model {
 	return porcupine.Model{
 		Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
-			byChan := map[string][]porcupine.Operation{}
-			var order []string
-			for _, op := range history {
-				ch := op.Input.(linInput).Channel
-				if _, ok := byChan[ch]; !ok {
-					order = append(order, ch)
-				}
-				byChan[ch] = append(byChan[ch], op)
-			}
-			out := make([][]porcupine.Operation, 0, len(order))
-			for _, ch := range order {
-				out = append(out, byChan[ch])
-			}
-			return out
+			return groupBy(history, func(op porcupine.Operation) string { return op.Input.(linInput).Channel })
 		},
 		PartitionEvent: func(history []porcupine.Event) [][]porcupine.Event {
 			// Calls carry the input, returns only the output: group a
 			// return with its call by Id.
 			chanOf := map[int]string{}
-			byChan := map[string][]porcupine.Event{}
-			var order []string
-			for _, ev := range history {
+			return groupBy(history, func(ev porcupine.Event) string {
 				ch, ok := chanOf[ev.Id]
 				if ev.Kind == porcupine.CallEvent || !ok {
 					if in, isIn := ev.Value.(linInput); isIn {
@@ -202,16 +206,8 @@ func newModel(logs map[string]*chanLog) porcupine.Model {
 						chanOf[ev.Id] = ch
 					}
 				}
-				if _, ok := byChan[ch]; !ok {
-					order = append(order, ch)
-				}
-				byChan[ch] = append(byChan[ch], ev)
-			}
-			out := make([][]porcupine.Event, 0, len(order))
-			for _, ch := range order {
-				out = append(out, byChan[ch])
-			}
-			return out
+				return ch
+			})
 		},
 		Init: func() interface{} { return linState{} },
 		Step: func(state, input, output interface{}) (bool, interface{}) {

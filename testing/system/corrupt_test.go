@@ -90,14 +90,7 @@ func TestCorruptDataDir(t *testing.T) {
 func runCorruptCase(t *testing.T, tc corruptCase) {
 	c := harness.NewCluster(t, harness.Options{Maosd: maosdBin, Nodes: 3})
 	const ch = "corrupt"
-	batch := func(tag string, n int) []*fsm.Message {
-		var out []*fsm.Message
-		for i := range n {
-			out = append(out, &fsm.Message{ID: fmt.Sprintf("msg-%s-%03d", tag, i), Channel: ch, From: "alice",
-				To: fsm.Recipients{"bob"}, Content: fsm.Content{Text: fmt.Sprintf("%s %d", tag, i)}})
-		}
-		return out
-	}
+	batch := func(tag string, n int) []*fsm.Message { return taggedBatch("msg", ch, "alice", "bob", tag, n) }
 	merge := func(dst, src map[string]*sent) {
 		for id, s := range src {
 			dst[id] = s

@@ -160,29 +160,35 @@ func (g *loadGen) halt(timeout time.Duration) error {
 func TestKillLeaderUnderLoad(t *testing.T) {
 	c := harness.NewCluster(t, harness.Options{Maosd: maosdBin, Nodes: 3})
 	channels := []string{"load-a", "load-b"}
-	const (
-		workers    = 6
-		maxEach    = 5000 // a bound; the phases below end the load much sooner
-		perMessage = 30 * time.Second
-		phase      = 30 * time.Second
-		step       = 200 // acknowledgements that make a phase
-	)
-	g := startLoad(c, workers, maxEach, channels, perMessage)
-	defer func() { _ = g.halt(perMessage + 10*time.Second) }()
-	killLeaderUnderLoad(t, c, g, channels, 3*step/2, step, phase, perMessage, 50)
+	g := startLoad(c, loadWorkers, loadMaxEach, channels, loadPerMessage)
+	killLeaderUnderLoad(t, c, g, channels, 3*loadStep/2, 50)
 }
+
+// The load of the kill-leader tests: loadWorkers senders, each bounded to
+// loadMaxEach messages (the phases end the load much sooner), every send
+// retried for loadPerMessage; a phase waits up to loadPhase for loadStep
+// more acknowledgements.
+const (
+	loadWorkers    = 6
+	loadMaxEach    = 5000
+	loadPerMessage = 30 * time.Second
+	loadPhase      = 30 * time.Second
+	loadStep       = 200
+)
 
 // killLeaderUnderLoad is the scenario of the kill-leader tests, with g's
 // senders running: after warm acknowledgements SIGKILL the leader, wait
-// for step more on the new one, restart the old one from its data dir,
-// wait for step more, stop the load and let the nodes converge. Then every
+// for loadStep more on the new one, restart the old one from its data dir,
+// wait for loadStep more, stop the load (g is stopped however the
+// scenario ends) and let the nodes converge. Then every
 // acknowledged send must be stored exactly once, at its seq, identically on
 // every node -- by channel, and by id for the sends that needed retries and
 // a sample of about sample others -- and the run must have exercised
 // failover (some sends acknowledged after retries).
-func killLeaderUnderLoad(t *testing.T, c *harness.Cluster, g *loadGen, channels []string, warm, step int64, phase, perMessage time.Duration, sample int) {
+func killLeaderUnderLoad(t *testing.T, c *harness.Cluster, g *loadGen, channels []string, warm int64, sample int) {
 	t.Helper()
-	harness.NoErr(t, g.waitAcked(warm, phase, "load before the kill"))
+	defer func() { _ = g.halt(loadPerMessage + 10*time.Second) }()
+	harness.NoErr(t, g.waitAcked(warm, loadPhase, "load before the kill"))
 	old, err := c.Leader()
 	harness.NoErr(t, err)
 	atKill := g.acked.Load()
@@ -196,16 +202,16 @@ func killLeaderUnderLoad(t *testing.T, c *harness.Cluster, g *loadGen, channels 
 		t.Fatalf("leader is still %s after it was killed", old.ID)
 	}
 	base := g.acked.Load()
-	harness.NoErr(t, g.waitAcked(base+step, phase, "sends to succeed again after the kill"))
+	harness.NoErr(t, g.waitAcked(base+loadStep, loadPhase, "sends to succeed again after the kill"))
 	t.Logf("new leader %s; %d more sends acknowledged %s after the kill",
-		next.ID, step, time.Since(killedAt).Round(time.Millisecond))
+		next.ID, loadStep, time.Since(killedAt).Round(time.Millisecond))
 
 	harness.NoErr(t, old.Restart())
-	harness.NoErr(t, old.WaitReady(phase))
+	harness.NoErr(t, old.WaitReady(loadPhase))
 	base = g.acked.Load()
-	harness.NoErr(t, g.waitAcked(base+step, phase, "sends after the restart of "+old.ID))
+	harness.NoErr(t, g.waitAcked(base+loadStep, loadPhase, "sends after the restart of "+old.ID))
 
-	harness.NoErr(t, g.halt(perMessage+10*time.Second))
+	harness.NoErr(t, g.halt(loadPerMessage+10*time.Second))
 	if err := g.failed(); err != nil {
 		t.Fatal(err)
 	}

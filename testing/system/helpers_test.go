@@ -14,6 +14,18 @@ import (
 	"github.com/maos-project/maos/transport"
 )
 
+// taggedBatch is n messages from → to in channel ch, with ids PREFIX-TAG-000,
+// PREFIX-TAG-001, ... and texts "TAG 0", "TAG 1", ...: the load of the
+// fault tests, tagged by the phase that sends it.
+func taggedBatch(prefix, ch, from, to, tag string, n int) []*fsm.Message {
+	out := make([]*fsm.Message, 0, n)
+	for i := range n {
+		out = append(out, &fsm.Message{ID: fmt.Sprintf("%s-%s-%03d", prefix, tag, i), Channel: ch, From: from,
+			To: fsm.Recipients{to}, Content: fsm.Content{Text: fmt.Sprintf("%s %d", tag, i)}})
+	}
+	return out
+}
+
 // readTimeout bounds one read request of a check.
 const readTimeout = 20 * time.Second
 

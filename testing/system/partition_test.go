@@ -3,7 +3,6 @@ package system
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"slices"
 	"testing"
@@ -36,14 +35,7 @@ func TestPartitionedLeaderIsReplaced(t *testing.T) {
 		}
 	}
 	const ch = "partition"
-	batch := func(tag string, k int) []*fsm.Message {
-		var out []*fsm.Message
-		for i := range k {
-			out = append(out, &fsm.Message{ID: fmt.Sprintf("msg-%s-%03d", tag, i), Channel: ch, From: "alice",
-				To: fsm.Recipients{"bob"}, Content: fsm.Content{Text: tag + " " + fmt.Sprint(i)}})
-		}
-		return out
-	}
+	batch := func(tag string, n int) []*fsm.Message { return taggedBatch("msg", ch, "alice", "bob", tag, n) }
 	sends := sendAll(t, c, batch("before", 10), 30*time.Second, harness.SendOptions{})
 
 	old, err := c.Leader()

@@ -1,7 +1,6 @@
 package system
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -17,14 +16,7 @@ import (
 func TestPausedFollowerAndGracefulLeaderStop(t *testing.T) {
 	c := harness.NewCluster(t, harness.Options{Maosd: maosdBin, Nodes: 3})
 	const ch = "pause"
-	batch := func(tag string, n int) []*fsm.Message {
-		var out []*fsm.Message
-		for i := range n {
-			out = append(out, &fsm.Message{ID: fmt.Sprintf("msg-%s-%03d", tag, i), Channel: ch, From: "alice",
-				To: fsm.Recipients{"bob"}, Content: fsm.Content{Text: tag + " " + fmt.Sprint(i)}})
-		}
-		return out
-	}
+	batch := func(tag string, n int) []*fsm.Message { return taggedBatch("msg", ch, "alice", "bob", tag, n) }
 	leader, err := c.Leader()
 	harness.NoErr(t, err)
 	follower := c.Others(leader)[0]

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -20,13 +19,7 @@ import (
 func TestRestartWholeCluster(t *testing.T) {
 	c := harness.NewCluster(t, harness.Options{Maosd: maosdBin, Nodes: 3})
 	const ch = "restart"
-	var msgs []*fsm.Message
-	for i := range 60 {
-		msgs = append(msgs, &fsm.Message{
-			ID: fmt.Sprintf("msg-restart-%03d", i), Channel: ch, From: "alice", To: fsm.Recipients{"bob"},
-			Content: fsm.Content{Text: fmt.Sprintf("before the crash %d", i)},
-		})
-	}
+	msgs := taggedBatch("msg", ch, "alice", "bob", "restart", 60)
 	sends := sendAll(t, c, msgs, 30*time.Second, harness.SendOptions{})
 	var maxSeq uint64
 	for _, s := range sends {

@@ -93,18 +93,8 @@ func TestSecureClusterKillLeaderUnderLoad(t *testing.T) {
 	tokens := createAgentTokens(t, c, "alice", "bob")
 	alice, bob := tokens[0], tokens[1]
 	channels := []string{"secure-alice", "secure-bob"}
-
-	const (
-		workers    = 6
-		maxEach    = 5000 // a bound; the phases below end the load much sooner
-		perMessage = 30 * time.Second
-		phase      = 30 * time.Second
-		step       = 200 // acknowledgements that make a phase
-	)
-	g := startAgentLoad(c, tokens, workers, maxEach, perMessage)
-	defer func() { _ = g.halt(perMessage + 10*time.Second) }()
-
-	killLeaderUnderLoad(t, c, g, channels, step, step, phase, perMessage, 30)
+	g := startAgentLoad(c, tokens, loadWorkers, loadMaxEach, loadPerMessage)
+	killLeaderUnderLoad(t, c, g, channels, loadStep, 30)
 	for kind, n := range g.errKinds {
 		if kind == transport.CodeUnauthorized || kind == transport.CodeForbidden {
 			t.Errorf("%d send attempts with a valid agent token were refused with %s", n, kind)
@@ -319,13 +309,8 @@ func TestSecureClusterPartitionHeal(t *testing.T) {
 	begin := time.Now()
 	c := harness.NewCluster(t, harness.Options{Maosd: maosdBin, Nodes: 3, Secure: true, Partitionable: true})
 	tokens := createAgentTokens(t, c, "carol")
-	batch := func(tag string, k int) []*fsm.Message {
-		out := make([]*fsm.Message, 0, k)
-		for i := range k {
-			out = append(out, &fsm.Message{ID: fmt.Sprintf("sec-%s-%03d", tag, i), Channel: "secure-partition",
-				From: "carol", To: fsm.Recipients{"sink"}, Content: fsm.Content{Text: fmt.Sprintf("%s %d", tag, i)}})
-		}
-		return out
+	batch := func(tag string, n int) []*fsm.Message {
+		return taggedBatch("sec", "secure-partition", "carol", "sink", tag, n)
 	}
 	sends := sendAll(t, c, batch("before", 10), 30*time.Second, harness.SendOptions{Token: tokens[0].secret})
 

@@ -62,21 +62,13 @@ func readFile(t *testing.T, p string) string {
 
 func sendTo(t *testing.T, c *transport.Client, id, to, priority string) *fsm.Message {
 	t.Helper()
-	m := &fsm.Message{ID: id, Channel: "dev", From: "lead", To: fsm.Recipients{to}, Priority: fsm.Priority(priority),
-		Title: "job " + id, Content: fsm.Content{Text: "please do " + id}}
-	resp, err := c.Send(context.Background(), m)
-	if err != nil {
-		t.Fatalf("send %s: %v", id, err)
-	}
-	m.Seq, m.Timestamp = resp.Seq, resp.Timestamp
-	return m
+	return sendJob(t, c, &fsm.Message{ID: id, To: fsm.Recipients{to}, Priority: fsm.Priority(priority)})
 }
 
 // oneReply waits for the reply to m and checks it is the only one.
 func oneReply(t *testing.T, c *transport.Client, agent string, m *fsm.Message) *fsm.Message {
 	t.Helper()
-	clustertest.WaitFor(t, 30*time.Second, "a reply to "+m.ID, func() bool { return len(repliesTo(t, c, m.ID)) > 0 })
-	r := repliesTo(t, c, m.ID)
+	r := awaitReplies(t, c, m)
 	if len(r) != 1 || r[0].ID != watcher.ReplyID(agent, m) || r[0].Type != "response" {
 		t.Fatalf("replies to %s: %+v", m.ID, r)
 	}
@@ -147,11 +139,7 @@ agents:
 	if got, want := readFile(t, filepath.Join(dir, "log")), "start slow\nstart urgent\nstart slow\n"; got != want {
 		t.Fatalf("invocations:\n%swant:\n%s", got, want)
 	}
-	for _, m := range []*fsm.Message{slow, urgent} {
-		if n := len(repliesTo(t, cl, m.ID)); n != 1 {
-			t.Fatalf("%s has %d replies, want 1", m.ID, n)
-		}
-	}
+	answeredOnce(t, cl, slow, urgent)
 }
 
 // Fork: messages run concurrently up to max_forks (a barrier only the
@@ -250,11 +238,7 @@ agents:
 			t.Fatalf("%d invocations ran at once, max_forks is 3:\n%s", running, strings.Join(lines, "\n"))
 		}
 	}
-	for _, m := range msgs {
-		if n := len(repliesTo(t, cl, m.ID)); n != 1 {
-			t.Fatalf("%s has %d replies, want 1", m.ID, n)
-		}
-	}
+	answeredOnce(t, cl, msgs...)
 }
 
 // Queue with idle_after: nothing runs while messages keep arriving. The

@@ -62,6 +62,37 @@ func repliesTo(t *testing.T, c *transport.Client, id string) []*fsm.Message {
 	return out
 }
 
+// awaitReplies waits (30 s at most) for a reply to m and returns the
+// replies to it.
+func awaitReplies(t *testing.T, c *transport.Client, m *fsm.Message) []*fsm.Message {
+	t.Helper()
+	clustertest.WaitFor(t, 30*time.Second, "a reply to "+m.ID, func() bool { return len(repliesTo(t, c, m.ID)) > 0 })
+	return repliesTo(t, c, m.ID)
+}
+
+// answeredOnce fails the test unless each of msgs has exactly one reply.
+func answeredOnce(t *testing.T, c *transport.Client, msgs ...*fsm.Message) {
+	t.Helper()
+	for _, m := range msgs {
+		if n := len(repliesTo(t, c, m.ID)); n != 1 {
+			t.Fatalf("%s has %d replies, want 1", m.ID, n)
+		}
+	}
+}
+
+// sendJob sends m from lead in channel dev, titled "job ID" with the text
+// "please do ID", and returns it with its seq and time.
+func sendJob(t *testing.T, c *transport.Client, m *fsm.Message) *fsm.Message {
+	t.Helper()
+	m.Channel, m.From, m.Title, m.Content = "dev", "lead", "job "+m.ID, fsm.Content{Text: "please do " + m.ID}
+	resp, err := c.Send(context.Background(), m)
+	if err != nil {
+		t.Fatalf("send %s: %v", m.ID, err)
+	}
+	m.Seq, m.Timestamp = resp.Seq, resp.Timestamp
+	return m
+}
+
 func waitRegistered(t *testing.T, c *transport.Client, id string) {
 	t.Helper()
 	clustertest.WaitFor(t, 30*time.Second, id+" registered", func() bool {
@@ -87,22 +118,14 @@ agents:
 
 	send := func(id, typ string) *fsm.Message {
 		t.Helper()
-		m := &fsm.Message{ID: id, Channel: "dev", From: "lead", To: fsm.Recipients{"role:worker"}, Type: typ,
-			Title: "job " + id, Content: fsm.Content{Text: "please do " + id}}
-		resp, err := nodeA.Client.Send(ctx, m)
-		if err != nil {
-			t.Fatalf("send %s: %v", id, err)
-		}
-		m.Seq, m.Timestamp = resp.Seq, resp.Timestamp
-		return m
+		return sendJob(t, nodeA.Client, &fsm.Message{ID: id, To: fsm.Recipients{"role:worker"}, Type: typ})
 	}
 	// Not for bob: another recipient, and bob's own message.
 	if _, err := nodeA.Client.Send(ctx, &fsm.Message{ID: "other-1", Channel: "dev", From: "lead", To: fsm.Recipients{"amy"}, Content: fsm.Content{Text: "hi amy"}}); err != nil {
 		t.Fatal(err)
 	}
 	m1 := send("job-1", "chat")
-	clustertest.WaitFor(t, 30*time.Second, "a reply to job-1", func() bool { return len(repliesTo(t, nodeA.Client, m1.ID)) > 0 })
-	r := repliesTo(t, nodeA.Client, m1.ID)
+	r := awaitReplies(t, nodeA.Client, m1)
 	if len(r) != 1 || r[0].ID != watcher.ReplyID("bob", m1) || r[0].From != "bob" || r[0].Type != "response" ||
 		r[0].Channel != "dev" || r[0].Content.Text != "stub answer to job-1" || len(r[0].To) != 1 || r[0].To[0] != "lead" {
 		t.Fatalf("replies to job-1: %+v", r)
@@ -117,8 +140,7 @@ agents:
 	// job-1 is not run again, job-2 (a task) gets a task_result.
 	stop2 := startWatcher(t, c.Nodes[1].Client, cfg)
 	m2 := send("job-2", "task_assign")
-	clustertest.WaitFor(t, 30*time.Second, "a reply to job-2", func() bool { return len(repliesTo(t, nodeA.Client, m2.ID)) > 0 })
-	r2 := repliesTo(t, nodeA.Client, m2.ID)
+	r2 := awaitReplies(t, nodeA.Client, m2)
 	if len(r2) != 1 || r2[0].Type != "task_result" || r2[0].Content.Text != "stub answer to job-2" {
 		t.Fatalf("replies to job-2: %+v", r2)
 	}
@@ -160,8 +182,7 @@ agents:
 	if _, err := c.Nodes[0].Client.Send(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
-	clustertest.WaitFor(t, 30*time.Second, "an incident reply", func() bool { return len(repliesTo(t, c.Nodes[0].Client, m.ID)) > 0 })
-	r := repliesTo(t, c.Nodes[0].Client, m.ID)
+	r := awaitReplies(t, c.Nodes[0].Client, m)
 	if len(r) != 1 || r[0].Type != "incident" || !strings.Contains(r[0].Content.Text, "exit code: 3") ||
 		!strings.Contains(r[0].Content.Text, "failing as asked (--fail)") || !strings.Contains(r[0].Content.Text, "after 3 attempt(s)") {
 		t.Fatalf("incident: %+v", r)
