@@ -46,11 +46,11 @@ func (f *FSM) registry() map[Op]applyFunc {
 
 		// Tasks: task_create.go, task_claim.go, … task_tick.go.
 		OpTaskCreate:   f.applyTaskCreate,
-		OpTaskClaim:    f.applyTaskClaim,
-		OpTaskProgress: f.applyTaskProgress,
-		OpTaskComplete: f.applyTaskComplete,
-		OpTaskHandoff:  f.applyTaskHandoff,
-		OpTaskCancel:   f.applyTaskCancel,
+		OpTaskClaim:    onTask(f, OpTaskClaim, (*taskOp).claim),
+		OpTaskProgress: onTask(f, OpTaskProgress, (*taskOp).progress),
+		OpTaskComplete: onTask(f, OpTaskComplete, (*taskOp).complete),
+		OpTaskHandoff:  onTask(f, OpTaskHandoff, (*taskOp).handoff),
+		OpTaskCancel:   onTask(f, OpTaskCancel, (*taskOp).cancel),
 		OpTaskTick:     f.applyTaskTick,
 	}
 }

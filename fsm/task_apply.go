@@ -117,6 +117,51 @@ func (a *taskOp) result(t *Task) *TaskResult {
 	return &TaskResult{ID: t.ID, Seq: a.index, State: t.State, Attempt: t.Attempt, Fence: t.Fence, LeaseExpires: t.LeaseExpires}
 }
 
+// taskCommand is the body of a command on one stored task.
+type taskCommand interface {
+	validator
+	taskID() string
+}
+
+func (c *TaskClaimCommand) taskID() string    { return c.ID }
+func (c *TaskProgressCommand) taskID() string { return c.ID }
+func (c *TaskCompleteCommand) taskID() string { return c.ID }
+func (c *TaskHandoffCommand) taskID() string  { return c.ID }
+func (c *TaskCancelCommand) taskID() string   { return c.ID }
+
+// onTask makes the apply function of op, a command C on one stored task.
+// Its first step is every such command's: a taskOp for the entry, the
+// body decoded and checked into a C (decodeCommand), the task it names
+// read (a *NotFoundError); then do checks the rest, plans, sends and
+// commits. Errors are wrapped with the op.
+func onTask[C any, P interface {
+	*C
+	taskCommand
+}](f *FSM, op Op, do func(a *taskOp, cmd P, t *Task) (any, error)) applyFunc {
+	return func(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
+		a := f.taskOp(tx, op, index, ts)
+		var cmd C
+		if err := decodeCommand(op, body, P(&cmd)); err != nil {
+			return nil, err
+		}
+		t, err := taskByID(tx, P(&cmd).taskID())
+		if err != nil {
+			return nil, a.errorf(err)
+		}
+		return do(a, &cmd, t)
+	}
+}
+
+// retried answers a retry of the command that ended t as that command
+// answered: t's state after its last transition, at that entry.
+func (a *taskOp) retried(t *Task) (any, error) {
+	last, err := lastEvent(a.tx, t.Seq)
+	if err != nil {
+		return nil, a.errorf(err)
+	}
+	return &TaskResult{ID: t.ID, Seq: last.Seq, State: t.State, Attempt: t.Attempt, Fence: t.Fence}, nil
+}
+
 // checkClaimant refuses a report from anyone but the current claimant of
 // t under its current fence, with its lease live at the entry's time: a
 // *ConflictError saying what the state is and what to do. A lease that

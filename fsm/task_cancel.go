@@ -1,38 +1,23 @@
 package fsm
 
 import (
-	"encoding/json"
 	"fmt"
-
-	"go.etcd.io/bbolt"
 )
 
-// applyTaskCancel cancels a task that has not ended: waiting, ready or
+// cancel cancels a task that has not ended: waiting, ready or
 // running (its lease ends with it; its claimant learns from the 409 of its
 // next report). Only the creator cancels (a *ForbiddenError otherwise;
 // the API lets an admin act as the creator); a task that ended otherwise
 // is a *ConflictError. Its dependents fail (cascade). Cancelling a
 // cancelled task again, as a retry does, answers its state and changes
 // nothing.
-func (f *FSM) applyTaskCancel(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
-	a := f.taskOp(tx, OpTaskCancel, index, ts)
-	var cmd TaskCancelCommand
-	if err := json.Unmarshal(body, &cmd); err != nil {
-		return nil, a.errorf(fmt.Errorf("decode: %w", err))
-	}
-	if err := cmd.Validate(); err != nil {
-		return nil, a.errorf(err)
-	}
-	t, err := taskByID(tx, cmd.ID)
-	if err != nil {
-		return nil, a.errorf(err)
-	}
+func (a *taskOp) cancel(cmd *TaskCancelCommand, t *Task) (any, error) {
 	if cmd.From != t.From {
 		return nil, a.errorf(&ForbiddenError{Reason: fmt.Sprintf("task %s was created by %s: only its creator cancels it, not %s", t.ID, t.From, cmd.From)})
 	}
 	switch {
 	case t.State == TaskCancelled:
-		last, err := lastEvent(tx, t.Seq)
+		last, err := lastEvent(a.tx, t.Seq)
 		if err != nil {
 			return nil, a.errorf(err)
 		}

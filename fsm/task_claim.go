@@ -1,15 +1,12 @@
 package fsm
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
-
-	"go.etcd.io/bbolt"
 )
 
-// applyTaskClaim makes an agent of the task's queue its claimant: running,
+// claim makes an agent of the task's queue its claimant: running,
 // claimed_by the agent, attempt+1, fence = the entry's index, the lease
 // to the entry's time + timeout_seconds. The agent must be of the queue
 // (mayClaim: a *ForbiddenError), and the task ready and past its ready_at
@@ -18,20 +15,8 @@ import (
 // live, answers the current claim and changes nothing. A running task
 // whose lease lapsed is not taken over here: the tick expires it first,
 // so attempts and backoff are counted once.
-func (f *FSM) applyTaskClaim(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
-	a := f.taskOp(tx, OpTaskClaim, index, ts)
-	var cmd TaskClaimCommand
-	if err := json.Unmarshal(body, &cmd); err != nil {
-		return nil, a.errorf(fmt.Errorf("decode: %w", err))
-	}
-	if err := cmd.Validate(); err != nil {
-		return nil, a.errorf(err)
-	}
-	t, err := taskByID(tx, cmd.ID)
-	if err != nil {
-		return nil, a.errorf(err)
-	}
-	if err := mayClaim(tx, t, cmd.Agent); err != nil {
+func (a *taskOp) claim(cmd *TaskClaimCommand, t *Task) (any, error) {
+	if err := mayClaim(a.tx, t, cmd.Agent); err != nil {
 		return nil, a.errorf(err)
 	}
 	now := a.now()
@@ -56,7 +41,7 @@ func (f *FSM) applyTaskClaim(tx *bbolt.Tx, index uint64, ts int64, body []byte) 
 		return nil, a.errorf(conflict("task %s has ended (%s%s): nothing to claim", t.ID, t.State, endedHow(t)))
 	}
 	before := keysOf(t)
-	t.State, t.ClaimedBy, t.Fence = TaskRunning, cmd.Agent, index
+	t.State, t.ClaimedBy, t.Fence = TaskRunning, cmd.Agent, a.index
 	t.Attempt++
 	t.LeaseExpires = a.at(time.Duration(t.TimeoutSeconds) * time.Second)
 	t.ReadyAt, t.Progress, t.ProgressMessage = nil, nil, ""

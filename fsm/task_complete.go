@@ -3,12 +3,9 @@ package fsm
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
-
-	"go.etcd.io/bbolt"
 )
 
-// applyTaskComplete ends a running task with the claimant's completion
+// complete ends a running task with the claimant's completion
 // and posts its task_completion reply to the creator. Only the current
 // claimant under its current fence, its lease live at the entry's time,
 // completes (checkClaimant). success and partial_success make it
@@ -19,25 +16,9 @@ import (
 //
 // A retried complete (the same claimant, fence and completion) of the
 // task it ended answers the stored result and changes nothing.
-func (f *FSM) applyTaskComplete(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
-	a := f.taskOp(tx, OpTaskComplete, index, ts)
-	var cmd TaskCompleteCommand
-	if err := json.Unmarshal(body, &cmd); err != nil {
-		return nil, a.errorf(fmt.Errorf("decode: %w", err))
-	}
-	if err := cmd.Validate(); err != nil {
-		return nil, a.errorf(err)
-	}
-	t, err := taskByID(tx, cmd.ID)
-	if err != nil {
-		return nil, a.errorf(err)
-	}
+func (a *taskOp) complete(cmd *TaskCompleteCommand, t *Task) (any, error) {
 	if t.State.Final() && t.ClaimedBy == cmd.Agent && t.Fence == cmd.Fence && sameCompletion(t.Completion, &cmd.Completion) {
-		last, err := lastEvent(tx, t.Seq)
-		if err != nil {
-			return nil, a.errorf(err)
-		}
-		return &TaskResult{ID: t.ID, Seq: last.Seq, State: t.State, Attempt: t.Attempt, Fence: t.Fence}, nil
+		return a.retried(t)
 	}
 	if err := a.checkClaimant(t, cmd.Agent, cmd.Fence); err != nil {
 		return nil, a.errorf(err)
@@ -53,7 +34,7 @@ func (f *FSM) applyTaskComplete(tx *bbolt.Tx, index uint64, ts int64, body []byt
 	if err := a.cascade(t); err != nil {
 		return nil, a.errorf(err)
 	}
-	m := completionReply(t, cmd.Agent, ts)
+	m := completionReply(t, cmd.Agent, a.ts)
 	if err := a.send(&m); err != nil {
 		return nil, a.errorf(err)
 	}

@@ -1,9 +1,7 @@
 package fsm
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 
 	"go.etcd.io/bbolt"
@@ -28,11 +26,8 @@ import (
 func (f *FSM) applyTaskCreate(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 	a := f.taskOp(tx, OpTaskCreate, index, ts)
 	var cmd TaskCreateCommand
-	if err := json.Unmarshal(body, &cmd); err != nil {
-		return nil, a.errorf(fmt.Errorf("decode: %w", err))
-	}
-	if err := cmd.Validate(); err != nil {
-		return nil, a.errorf(err)
+	if err := decodeCommand(a.op, body, &cmd); err != nil {
+		return nil, err
 	}
 	sum := createSum(&cmd)
 	if rec, ok := getTaskID(tx, cmd.ID); ok {

@@ -1,31 +1,14 @@
 package fsm
 
-import (
-	"encoding/json"
-	"fmt"
+import ()
 
-	"go.etcd.io/bbolt"
-)
-
-// applyTaskHandoff gives a running task to another assignee (seed 002 §3
+// handoff gives a running task to another assignee (seed 002 §3
 // Handoff): back to ready, for the new to, its claim (claimed_by, fence,
 // lease) cleared, and a handoff message from the claimant to the new
 // assignee. Only the current claimant under its current fence, its lease
 // live, hands off (checkClaimant). The message goes through send: the
 // rules may refuse it, and with it the handoff.
-func (f *FSM) applyTaskHandoff(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
-	a := f.taskOp(tx, OpTaskHandoff, index, ts)
-	var cmd TaskHandoffCommand
-	if err := json.Unmarshal(body, &cmd); err != nil {
-		return nil, a.errorf(fmt.Errorf("decode: %w", err))
-	}
-	if err := cmd.Validate(); err != nil {
-		return nil, a.errorf(err)
-	}
-	t, err := taskByID(tx, cmd.ID)
-	if err != nil {
-		return nil, a.errorf(err)
-	}
+func (a *taskOp) handoff(cmd *TaskHandoffCommand, t *Task) (any, error) {
 	if err := a.checkClaimant(t, cmd.Agent, cmd.Fence); err != nil {
 		return nil, a.errorf(err)
 	}
@@ -38,7 +21,7 @@ func (f *FSM) applyTaskHandoff(tx *bbolt.Tx, index uint64, ts int64, body []byte
 		detail += ": " + cmd.Reason
 	}
 	a.change(before, t, a.event(cmd.Agent, "handoff", detail))
-	m := handoffMessage(t, cmd.Agent, cmd.Fence, ts, cmd.Reason)
+	m := handoffMessage(t, cmd.Agent, cmd.Fence, a.ts, cmd.Reason)
 	if err := a.send(&m); err != nil {
 		return nil, a.errorf(err)
 	}

@@ -1,30 +1,15 @@
 package fsm
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
-
-	"go.etcd.io/bbolt"
 )
 
-// applyTaskProgress records the claimant's progress (seed 002 §6 status)
+// progress records the claimant's progress (seed 002 §6 status)
 // and renews its lease to the entry's time + timeout_seconds. Only the
 // current claimant under its current fence, its lease live at the entry's
 // time, may report (checkClaimant: a *ConflictError otherwise).
-func (f *FSM) applyTaskProgress(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
-	a := f.taskOp(tx, OpTaskProgress, index, ts)
-	var cmd TaskProgressCommand
-	if err := json.Unmarshal(body, &cmd); err != nil {
-		return nil, a.errorf(fmt.Errorf("decode: %w", err))
-	}
-	if err := cmd.Validate(); err != nil {
-		return nil, a.errorf(err)
-	}
-	t, err := taskByID(tx, cmd.ID)
-	if err != nil {
-		return nil, a.errorf(err)
-	}
+func (a *taskOp) progress(cmd *TaskProgressCommand, t *Task) (any, error) {
 	if err := a.checkClaimant(t, cmd.Agent, cmd.Fence); err != nil {
 		return nil, a.errorf(err)
 	}
