@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -320,10 +321,7 @@ type TaskClaimCommand struct {
 
 // Validate checks the claim's fields.
 func (c *TaskClaimCommand) Validate() error {
-	if err := validTaskRef(c.ID); err != nil {
-		return err
-	}
-	return validAgent("agent", c.Agent)
+	return cmp.Or(validTaskRef(c.ID), validAgent("agent", c.Agent))
 }
 
 // TaskProgressCommand is the body of OpTaskProgress (POST
@@ -339,13 +337,7 @@ type TaskProgressCommand struct {
 
 // Validate checks the report's fields and limits.
 func (c *TaskProgressCommand) Validate() error {
-	if err := validClaimant(c.ID, c.Agent, c.Fence); err != nil {
-		return err
-	}
-	if err := validNote("message", c.Message); err != nil {
-		return err
-	}
-	return validUnit("progress", c.Progress)
+	return cmp.Or(validClaimant(c.ID, c.Agent, c.Fence), validNote("message", c.Message), validUnit("progress", c.Progress))
 }
 
 // TaskCompleteCommand is the body of OpTaskComplete (POST
@@ -359,10 +351,7 @@ type TaskCompleteCommand struct {
 
 // Validate checks the claimant and every completion field.
 func (c *TaskCompleteCommand) Validate() error {
-	if err := validClaimant(c.ID, c.Agent, c.Fence); err != nil {
-		return err
-	}
-	return c.Completion.Validate()
+	return cmp.Or(validClaimant(c.ID, c.Agent, c.Fence), c.Completion.Validate())
 }
 
 // Validate checks a completion against seed 004's fields and maos' limits.
@@ -441,13 +430,7 @@ type TaskHandoffCommand struct {
 
 // Validate checks the claimant, the new assignee and the reason.
 func (c *TaskHandoffCommand) Validate() error {
-	if err := validClaimant(c.ID, c.Agent, c.Fence); err != nil {
-		return err
-	}
-	if err := validTaskAssignee("to", c.To); err != nil {
-		return err
-	}
-	return validNote("reason", c.Reason)
+	return cmp.Or(validClaimant(c.ID, c.Agent, c.Fence), validTaskAssignee("to", c.To), validNote("reason", c.Reason))
 }
 
 // TaskCancelCommand is the body of OpTaskCancel (POST
@@ -460,13 +443,7 @@ type TaskCancelCommand struct {
 
 // Validate checks the cancel's fields.
 func (c *TaskCancelCommand) Validate() error {
-	if err := validTaskRef(c.ID); err != nil {
-		return err
-	}
-	if err := validAgent("from", c.From); err != nil {
-		return err
-	}
-	return validNote("reason", c.Reason)
+	return cmp.Or(validTaskRef(c.ID), validAgent("from", c.From), validNote("reason", c.Reason))
 }
 
 // TaskTickCommand is the body of OpTaskTick: no fields; the entry's time
@@ -549,11 +526,9 @@ func validTaskRef(id string) error {
 	return nil
 }
 
+// validClaimant checks the task, agent and fence of a claimant's report.
 func validClaimant(id, agent string, fence uint64) error {
-	if err := validTaskRef(id); err != nil {
-		return err
-	}
-	if err := validAgent("agent", agent); err != nil {
+	if err := cmp.Or(validTaskRef(id), validAgent("agent", agent)); err != nil {
 		return err
 	}
 	if fence == 0 {
