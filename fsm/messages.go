@@ -25,15 +25,22 @@ import (
 // getMessage reads the message stored at seq, or an error wrapping
 // ErrNotFound.
 func getMessage(tx *bbolt.Tx, seq uint64) (*Message, error) {
-	v := tx.Bucket(bucketMessages).Get(u64(seq))
+	return getRecord[Message](tx.Bucket(bucketMessages), seq, "message")
+}
+
+// getRecord reads the JSON record at seq in b (messages, tasks), what
+// naming it in errors: one wrapping ErrNotFound when there is none, a
+// decode error for a damaged one.
+func getRecord[T any](b *bbolt.Bucket, seq uint64, what string) (*T, error) {
+	v := b.Get(u64(seq))
 	if v == nil {
-		return nil, fmt.Errorf("message at seq %d: %w", seq, ErrNotFound)
+		return nil, fmt.Errorf("%s at seq %d: %w", what, seq, ErrNotFound)
 	}
-	var m Message
-	if err := json.Unmarshal(v, &m); err != nil {
-		return nil, fmt.Errorf("message at seq %d: decode: %w", seq, err)
+	var x T
+	if err := json.Unmarshal(v, &x); err != nil {
+		return nil, fmt.Errorf("%s at seq %d: decode: %w", what, seq, err)
 	}
-	return &m, nil
+	return &x, nil
 }
 
 // putMessage stores m, which apply has given its seq, under that seq.
@@ -48,18 +55,20 @@ func putMessage(tx *bbolt.Tx, m *Message) {
 // deleteMessage removes the message stored at seq.
 func deleteMessage(tx *bbolt.Tx, seq uint64) { mustDelete(tx.Bucket(bucketMessages), u64(seq)) }
 
-// idRecord is an ids value: where the id is stored and the SHA-256 of the
-// message as sent (contentHash).
+// idRecord is an ids or task_ids value, seq (8) ‖ sum (32): where the id
+// is stored and the SHA-256 of what was sent under it (a message's
+// contentHash, a task's createSum), so a retry matches and other content
+// under the same id does not.
 type idRecord struct {
 	seq uint64
 	sum [32]byte
 }
 
-// getID reads the record of message id; ok is false for an id never
-// stored. A value of another size than 40 bytes (a damaged file) reads as
-// seq 0 with a zero sum, which no send matches.
-func getID(tx *bbolt.Tx, id string) (rec idRecord, ok bool) {
-	v := tx.Bucket(bucketIDs).Get([]byte(id))
+// readIDRecord reads the record of id in b (ids or task_ids); ok is false
+// for an id never stored. A value of another size than 40 bytes (a
+// damaged file) reads as seq 0 with a zero sum, which no retry matches.
+func readIDRecord(b *bbolt.Bucket, id string) (rec idRecord, ok bool) {
+	v := b.Get([]byte(id))
 	if v == nil {
 		return rec, false
 	}
@@ -70,12 +79,18 @@ func getID(tx *bbolt.Tx, id string) (rec idRecord, ok bool) {
 	return rec, true
 }
 
-// putID records that message id is stored at rec.seq.
-func putID(tx *bbolt.Tx, id string, rec idRecord) {
+// writeIDRecord records in b (ids or task_ids) that id is stored at rec.seq.
+func writeIDRecord(b *bbolt.Bucket, id string, rec idRecord) {
 	v := make([]byte, 8, 8+len(rec.sum))
 	binary.BigEndian.PutUint64(v, rec.seq)
-	mustPut(tx.Bucket(bucketIDs), []byte(id), append(v, rec.sum[:]...))
+	mustPut(b, []byte(id), append(v, rec.sum[:]...))
 }
+
+// getID reads the record of message id (readIDRecord).
+func getID(tx *bbolt.Tx, id string) (idRecord, bool) { return readIDRecord(tx.Bucket(bucketIDs), id) }
+
+// putID records that message id is stored at rec.seq.
+func putID(tx *bbolt.Tx, id string, rec idRecord) { writeIDRecord(tx.Bucket(bucketIDs), id, rec) }
 
 // messageByID reads the message with id, or an error wrapping ErrNotFound
 // (never stored, or trimmed).

@@ -114,39 +114,21 @@ func (k taskKeys) index(b *bbolt.Bucket, seq uint64, put bool) {
 // getTask reads the task stored at seq; a record that does not decode
 // (a damaged file) is an error, never a panic later.
 func getTask(tx *bbolt.Tx, seq uint64) (*Task, error) {
-	v := tx.Bucket(bucketTasks).Get(u64(seq))
-	if v == nil {
-		return nil, fmt.Errorf("task at seq %d: %w", seq, ErrNotFound)
-	}
-	var t Task
-	if err := json.Unmarshal(v, &t); err != nil {
-		return nil, fmt.Errorf("task at seq %d: decode: %w", seq, err)
+	t, err := getRecord[Task](tx.Bucket(bucketTasks), seq, "task")
+	if err != nil {
+		return nil, err
 	}
 	if t.State == TaskRunning && t.LeaseExpires == nil {
 		// Every running task has a lease: the commands rely on it.
 		return nil, fmt.Errorf("task at seq %d: decode: running without a lease", seq)
 	}
-	return &t, nil
+	return t, nil
 }
 
-// taskID is a task_ids record: where the task is stored and the SHA-256 of
-// the create command that made it.
-type taskID struct {
-	seq uint64
-	sum [32]byte
-}
-
-// getTaskID reads the record of task id; ok is false for an id never used.
-func getTaskID(tx *bbolt.Tx, id string) (rec taskID, ok bool) {
-	v := tx.Bucket(bucketTaskIDs).Get([]byte(id))
-	if v == nil {
-		return rec, false
-	}
-	if len(v) == 8+len(rec.sum) {
-		rec.seq = binary.BigEndian.Uint64(v)
-		copy(rec.sum[:], v[8:])
-	}
-	return rec, true
+// getTaskID reads the task_ids record of task id (readIDRecord): where
+// the task is stored and the SHA-256 of the create that made it.
+func getTaskID(tx *bbolt.Tx, id string) (idRecord, bool) {
+	return readIDRecord(tx.Bucket(bucketTaskIDs), id)
 }
 
 // taskByID reads task id, or a *NotFoundError naming it.
@@ -174,9 +156,7 @@ func createSum(c *TaskCreateCommand) [32]byte {
 // addTaskID records the id of a new task t (its seq set), created by a
 // command hashing to sum, and its dependency keys; putTask writes the rest.
 func addTaskID(tx *bbolt.Tx, t *Task, sum [32]byte) {
-	v := make([]byte, 8, 8+len(sum))
-	binary.BigEndian.PutUint64(v, t.Seq)
-	mustPut(tx.Bucket(bucketTaskIDs), []byte(t.ID), append(v, sum[:]...))
+	writeIDRecord(tx.Bucket(bucketTaskIDs), t.ID, idRecord{seq: t.Seq, sum: sum})
 	idx := tx.Bucket(bucketTaskIndex)
 	for _, d := range t.DependsOn {
 		rec, _ := getTaskID(tx, d) // checked by the create
