@@ -187,12 +187,9 @@ const (
 )
 
 func (h *handlers) list(ctx context.Context, _ *mcp.CallToolRequest, in ListInput) (*mcp.CallToolResult, ListOutput, error) {
-	limit := in.Limit
-	switch {
-	case limit <= 0:
-		limit = listDefault
-	case limit > listMax:
-		return nil, ListOutput{}, fmt.Errorf("list_messages: limit %d, at most %d", limit, listMax)
+	limit, err := listLimit("list_messages", in.Limit)
+	if err != nil {
+		return nil, ListOutput{}, err
 	}
 	q := fsm.InboxQuery{Unread: in.Unread, From: in.From, Priority: in.Priority, After: in.After, Limit: limit}
 	out := ListOutput{Messages: []ListItem{}}
@@ -225,6 +222,18 @@ func (h *handlers) list(ctx context.Context, _ *mcp.CallToolRequest, in ListInpu
 		q.After = page.NextAfter
 	}
 	return nil, out, nil
+}
+
+// listLimit is a list tool's page size: listDefault for none, an error
+// naming the tool and the limit above listMax.
+func listLimit(tool string, limit int) (int, error) {
+	switch {
+	case limit <= 0:
+		return listDefault, nil
+	case limit > listMax:
+		return 0, fmt.Errorf("%s: limit %d, at most %d", tool, limit, listMax)
+	}
+	return limit, nil
 }
 
 // titleOf is the title, or the start of the text for untitled messages.
@@ -472,12 +481,9 @@ type ListTasksOutput struct {
 }
 
 func (h *handlers) listTasks(ctx context.Context, _ *mcp.CallToolRequest, in ListTasksInput) (*mcp.CallToolResult, ListTasksOutput, error) {
-	limit := in.Limit
-	switch {
-	case limit <= 0:
-		limit = listDefault
-	case limit > listMax:
-		return nil, ListTasksOutput{}, fmt.Errorf("%s: limit %d, at most %d", ToolListTasks, limit, listMax)
+	limit, err := listLimit(ToolListTasks, in.Limit)
+	if err != nil {
+		return nil, ListTasksOutput{}, err
 	}
 	page, err := h.c.Tasks(ctx, fsm.TaskQuery{State: in.State, To: in.To, From: in.From, ClaimedBy: in.ClaimedBy, After: in.After, Limit: limit})
 	if err != nil {
