@@ -81,22 +81,6 @@ func (s *Server) proposeCreate(w http.ResponseWriter, r *http.Request, cmd fsm.T
 	return s.proposeTask(w, r, fsm.OpTaskCreate, cmd)
 }
 
-func (s *Server) claimTask(w http.ResponseWriter, r *http.Request) {
-	var cmd fsm.TaskClaimCommand
-	if !s.decodeTaskCommand(w, r, &cmd, &cmd.ID) || !s.admit(w, r, "agent", cmd.Agent) {
-		return
-	}
-	s.answerTask(w, r, fsm.OpTaskClaim, cmd)
-}
-
-func (s *Server) taskProgress(w http.ResponseWriter, r *http.Request) {
-	var cmd fsm.TaskProgressCommand
-	if !s.decodeTaskCommand(w, r, &cmd, &cmd.ID) || !s.admit(w, r, "agent", cmd.Agent) {
-		return
-	}
-	s.answerTask(w, r, fsm.OpTaskProgress, cmd)
-}
-
 func (s *Server) completeTask(w http.ResponseWriter, r *http.Request) {
 	var cmd fsm.TaskCompleteCommand
 	if !s.decodeTaskCommand(w, r, &cmd, &cmd.ID) || !s.admit(w, r, "agent", cmd.Agent) {
@@ -118,20 +102,36 @@ func (s *Server) proposeComplete(w http.ResponseWriter, r *http.Request, cmd fsm
 	return s.proposeTask(w, r, fsm.OpTaskComplete, cmd)
 }
 
-func (s *Server) handoffTask(w http.ResponseWriter, r *http.Request) {
-	var cmd fsm.TaskHandoffCommand
-	if !s.decodeTaskCommand(w, r, &cmd, &cmd.ID) || !s.admit(w, r, "agent", cmd.Agent) {
-		return
+// actOnTask serves POST /v1/tasks/{id}/VERB for op, whose command C names
+// its task and the agent it acts as where ref points (field is that
+// agent's name in the body): the body read into a C (decodeTaskCommand),
+// the agent admitted, the command proposed and its fsm.TaskResult
+// answered.
+func actOnTask[C any, P interface {
+	*C
+	Validate() error
+}](s *Server, w http.ResponseWriter, r *http.Request, op fsm.Op, field string, ref func(P) (id, agent *string)) {
+	cmd := P(new(C))
+	id, agent := ref(cmd)
+	if s.decodeTaskCommand(w, r, cmd, id) && s.admit(w, r, field, *agent) {
+		s.answerTask(w, r, op, cmd)
 	}
-	s.answerTask(w, r, fsm.OpTaskHandoff, cmd)
+}
+
+func (s *Server) claimTask(w http.ResponseWriter, r *http.Request) {
+	actOnTask(s, w, r, fsm.OpTaskClaim, "agent", func(c *fsm.TaskClaimCommand) (id, agent *string) { return &c.ID, &c.Agent })
+}
+
+func (s *Server) taskProgress(w http.ResponseWriter, r *http.Request) {
+	actOnTask(s, w, r, fsm.OpTaskProgress, "agent", func(c *fsm.TaskProgressCommand) (id, agent *string) { return &c.ID, &c.Agent })
+}
+
+func (s *Server) handoffTask(w http.ResponseWriter, r *http.Request) {
+	actOnTask(s, w, r, fsm.OpTaskHandoff, "agent", func(c *fsm.TaskHandoffCommand) (id, agent *string) { return &c.ID, &c.Agent })
 }
 
 func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request) {
-	var cmd fsm.TaskCancelCommand
-	if !s.decodeTaskCommand(w, r, &cmd, &cmd.ID) || !s.admit(w, r, "from", cmd.From) {
-		return
-	}
-	s.answerTask(w, r, fsm.OpTaskCancel, cmd)
+	actOnTask(s, w, r, fsm.OpTaskCancel, "from", func(c *fsm.TaskCancelCommand) (id, agent *string) { return &c.ID, &c.From })
 }
 
 // decodeTaskCommand reads the body of POST /v1/tasks/{id}/VERB into cmd,
@@ -202,18 +202,10 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 func taskQuery(r *http.Request) (fsm.TaskQuery, error) {
 	v := r.URL.Query()
 	q := fsm.TaskQuery{State: fsm.TaskState(v.Get("state")), To: v.Get("to"), From: v.Get("from"), ClaimedBy: v.Get("claimed_by")}
-	after, err := uintParam(v.Get("after"), "after", 0, 1<<63)
-	if err != nil {
+	var err error
+	if q.After, q.Limit, err = pageParams(v); err != nil {
 		return q, err
 	}
-	limit, err := uintParam(v.Get("limit"), "limit", fsm.DefaultPageLimit, fsm.MaxPageLimit)
-	if err != nil {
-		return q, err
-	}
-	if limit == 0 {
-		return q, fmt.Errorf("%w: limit: must be 1..%d", ErrBadRequest, fsm.MaxPageLimit)
-	}
-	q.After, q.Limit = after, int(limit)
 	return q, q.Validate()
 }
 
