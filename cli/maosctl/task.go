@@ -59,13 +59,14 @@ default to $MAOS_AGENT_ID. Add --json for the API's objects.`,
 	}
 }
 
-// taskID is the command's one positional argument, the task's id.
-func taskID(c *cli.Context) (string, error) {
+// taskID is the command's one positional argument, the task's id; then
+// the flags named by required must be given (require).
+func taskID(c *cli.Context, required ...string) (string, error) {
 	pos, err := positionalArgs(c, "ID")
 	if err != nil {
 		return "", err
 	}
-	return pos[0], nil
+	return pos[0], require(c, required...)
 }
 
 // jsonFlagValue is the JSON object or value of flag name ("" for none),
@@ -394,11 +395,8 @@ API's answer {"id","seq","state"}.`,
 }
 
 func taskCancel(c *cli.Context) error {
-	id, err := taskID(c)
+	id, err := taskID(c, "from")
 	if err != nil {
-		return err
-	}
-	if err := require(c, "from"); err != nil {
 		return err
 	}
 	ctx, cancel := call(c)
@@ -413,9 +411,5 @@ func printTaskResult(c *cli.Context, res fsm.TaskResult, err error, format strin
 	if err != nil {
 		return apiError(rootContext(c), err)
 	}
-	if wantJSON(c) {
-		return printJSON(c.App.Writer, res)
-	}
-	_, err = fmt.Fprintf(c.App.Writer, format, args...)
-	return err
+	return printResult(c, res, format, args...)
 }

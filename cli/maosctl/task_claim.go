@@ -20,12 +20,10 @@ func taskFenceFlag() cli.Flag {
 	return &cli.StringFlag{Name: "fence", Usage: "the claim's `FENCE`, as 'task claim' printed it (required)"}
 }
 
-// claimant reads the task id, --agent and --fence of a claimant's verb.
-func claimant(c *cli.Context) (id, agent string, fence uint64, err error) {
-	if id, err = taskID(c); err != nil {
-		return
-	}
-	if err = require(c, "agent", "fence"); err != nil {
+// claimant reads the task id, --agent and --fence of a claimant's verb,
+// and requires the flags also names after those.
+func claimant(c *cli.Context, also ...string) (id, agent string, fence uint64, err error) {
+	if id, err = taskID(c, append([]string{"agent", "fence"}, also...)...); err != nil {
 		return
 	}
 	s := strings.TrimSpace(c.String("fence"))
@@ -67,11 +65,8 @@ saying which). Claiming again a task you hold answers your claim.`,
 }
 
 func taskClaim(c *cli.Context) error {
-	id, err := taskID(c)
+	id, err := taskID(c, "agent")
 	if err != nil {
-		return err
-	}
-	if err := require(c, "agent"); err != nil {
 		return err
 	}
 	ctx, cancel := call(c)
@@ -149,6 +144,14 @@ func completion(c *cli.Context, status string) (fsm.TaskCompletion, error) {
 	return tc, nil
 }
 
+// postCompletion sends a complete (or fail) and prints "DONE ID: STATE".
+func postCompletion(c *cli.Context, cmd fsm.TaskCompleteCommand, done string) error {
+	ctx, cancel := call(c)
+	defer cancel()
+	res, err := apiClient(c).CompleteTask(ctx, cmd)
+	return printTaskResult(c, res, err, "%s %s: %s\n", done, res.ID, res.State)
+}
+
 func taskCompleteCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "complete",
@@ -191,10 +194,7 @@ func taskComplete(c *cli.Context) error {
 		v := c.Float64("confidence")
 		tc.ConfidenceScore = &v
 	}
-	ctx, cancel := call(c)
-	defer cancel()
-	res, err := apiClient(c).CompleteTask(ctx, fsm.TaskCompleteCommand{ID: id, Agent: agent, Fence: fence, Completion: tc})
-	return printTaskResult(c, res, err, "completed %s: %s\n", res.ID, res.State)
+	return postCompletion(c, fsm.TaskCompleteCommand{ID: id, Agent: agent, Fence: fence, Completion: tc}, "completed")
 }
 
 func taskFailCommand() *cli.Command {
@@ -221,11 +221,8 @@ Fence and lease are checked as for 'task complete'.`,
 }
 
 func taskFail(c *cli.Context) error {
-	id, agent, fence, err := claimant(c)
+	id, agent, fence, err := claimant(c, "error")
 	if err != nil {
-		return err
-	}
-	if err := require(c, "error"); err != nil {
 		return err
 	}
 	tc, err := completion(c, fsm.TaskStatusFailure)
@@ -234,10 +231,7 @@ func taskFail(c *cli.Context) error {
 	}
 	tc.Error = &fsm.TaskError{ErrorType: strings.TrimSpace(c.String("error-type")), ErrorMessage: c.String("error"),
 		ErrorCode: c.String("error-code"), IsRecoverable: c.Bool("recoverable"), SuggestedAction: c.String("suggested-action")}
-	ctx, cancel := call(c)
-	defer cancel()
-	res, err := apiClient(c).CompleteTask(ctx, fsm.TaskCompleteCommand{ID: id, Agent: agent, Fence: fence, Completion: tc})
-	return printTaskResult(c, res, err, "failed %s: %s\n", res.ID, res.State)
+	return postCompletion(c, fsm.TaskCompleteCommand{ID: id, Agent: agent, Fence: fence, Completion: tc}, "failed")
 }
 
 func taskHandoffCommand() *cli.Command {
@@ -259,11 +253,8 @@ checked as for 'task complete'.`,
 }
 
 func taskHandoff(c *cli.Context) error {
-	id, agent, fence, err := claimant(c)
+	id, agent, fence, err := claimant(c, "to")
 	if err != nil {
-		return err
-	}
-	if err := require(c, "to"); err != nil {
 		return err
 	}
 	to := strings.TrimSpace(c.String("to"))
