@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,17 +12,13 @@ import (
 
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
-	"github.com/maos-project/maos/transport/transporttest"
 )
 
 // Presence follows the invocations: WORKING on what runs now, never on
 // what was answered, and IDLE once the last fork ended; every heartbeat
 // in between keeps the task.
 func TestPresenceIdleOnceTheLastInvocationEnds(t *testing.T) {
-	svc := transporttest.New(t)
-	srv := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{}))
-	t.Cleanup(srv.Close)
-	cl := transport.NewClient(srv.URL, nil)
+	svc, cl := apiNode(t)
 
 	// Each invocation waits until the test creates the file named after
 	// its message.
@@ -113,14 +108,12 @@ func TestPresenceIdleOnceTheLastInvocationEnds(t *testing.T) {
 // agent_health_check): the last error on one line, cut to what presence
 // keeps; OFFLINE carries none.
 func TestHeartbeatCarriesTaskHealth(t *testing.T) {
-	svc := transporttest.New(t)
-	srv := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{}))
-	t.Cleanup(srv.Close)
+	_, cl := apiNode(t)
 	f, err := Parse([]byte("agents: [{id: w, command: [x]}]"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &agentWatcher{cfg: &f.Agents[0], c: transport.NewClient(srv.URL, nil), log: slog.New(slog.DiscardHandler),
+	w := &agentWatcher{cfg: &f.Agents[0], c: cl, log: slog.New(slog.DiscardHandler),
 		busyChanged: make(chan struct{}, 1)}
 	w.taskRunning(1)
 	w.taskEnded(true, 300*time.Millisecond, "")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
-	"github.com/maos-project/maos/transport/transporttest"
 )
 
 // Run does tasks against the real API (one node on a real FSM): one
@@ -23,10 +21,7 @@ import (
 // delegation messages are not answered as mail, and the heartbeats count
 // both tasks.
 func TestRunDoesTasks(t *testing.T) {
-	svc := transporttest.New(t)
-	srv := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{}))
-	t.Cleanup(srv.Close)
-	cl := transport.NewClient(srv.URL, nil)
+	svc, cl := apiNode(t)
 	ctx := context.Background()
 	create := func(id, to string) {
 		t.Helper()
@@ -78,10 +73,7 @@ func TestRunDoesTasks(t *testing.T) {
 // A dry run reports a delegation as a task, not mail to take; for a tmux
 // agent, whose session claims its own tasks, it is mail to type in.
 func TestDryRunNamesTasks(t *testing.T) {
-	svc := transporttest.New(t)
-	srv := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{}))
-	t.Cleanup(srv.Close)
-	cl := transport.NewClient(srv.URL, nil)
+	_, cl := apiNode(t)
 	ctx := context.Background()
 	for _, a := range []string{"bob", "tom"} {
 		if _, err := cl.RegisterAgent(ctx, fsm.RegisterAgentCommand{ID: a}); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,8 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/transport/transporttest"
 )
 
 var (
@@ -26,6 +29,15 @@ var (
 )
 
 // buildStub builds testing/stubmodel once per test binary.
+// apiNode is one node's API over a real state machine (transporttest)
+// and a client of it.
+func apiNode(t *testing.T) (*transporttest.Service, *transport.Client) {
+	svc := transporttest.New(t)
+	srv := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{}))
+	t.Cleanup(srv.Close)
+	return svc, transport.NewClient(srv.URL, nil)
+}
+
 func buildStub(t *testing.T) string {
 	t.Helper()
 	stubOnce.Do(func() {
