@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"os"
 	"strings"
 	"sync"
@@ -53,14 +54,19 @@ func echoServer(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// needLoopbackIPs skips the test unless every given 127.0.0.0/8 address
-// can be bound (Linux routes the whole block to lo; macOS only 127.0.0.1).
+// needLoopbackIPs checks that every given 127.0.0.0/8 address can be
+// bound. Linux routes the whole block to lo, so there (and in CI) a failure
+// is a broken machine and fails the test; macOS binds only 127.0.0.1, so
+// elsewhere the test is skipped, saying why.
 func needLoopbackIPs(t *testing.T, ips ...string) {
 	t.Helper()
 	for _, ip := range ips {
 		ln, err := net.Listen("tcp", ip+":0")
 		if err != nil {
-			t.Skipf("cannot bind loopback address %s here: %v", ip, err)
+			if runtime.GOOS == "linux" {
+				t.Fatalf("cannot bind loopback address %s, which Linux routes to lo: %v", ip, err)
+			}
+			t.Skipf("cannot bind loopback address %s on %s: %v", ip, runtime.GOOS, err)
 		}
 		ln.Close()
 	}
