@@ -277,7 +277,7 @@ func decodeCommandSeeds(tb testing.TB) [][]byte {
 		enc(OpTaskCreate, baseTS+5000, TaskCreateCommand{ID: "task-3", From: SystemSender, To: "all", Title: "x"}),
 		enc(OpTaskClaim, baseTS+5000, TaskClaimCommand{ID: "task-1", Agent: "claude"}),
 		enc(OpTaskComplete, baseTS+5000, TaskCompleteCommand{ID: "task-1", Agent: "claude", Fence: 4, Completion: TaskCompletion{Status: TaskStatusSuccess}}),
-		enc(OpTaskTick, math.MaxInt64, TaskTickCommand{}),
+		enc(OpTick, math.MaxInt64, TickCommand{}),
 		[]byte("\x02\x09task_tick\x02null"),
 		[]byte("\x02\x0btask_create\x02{\"id\":\"t\",\"depends_on\":[\"t\"]}"),
 		[]byte(`{"v":1,"op":"set_rules","ts":1,"body":{}}`),

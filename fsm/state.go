@@ -52,14 +52,14 @@ var (
 	bucketTaskIndex   = []byte("task_index")
 	bucketTaskHistory = []byte("task_history")
 	bucketTaskEvents  = []byte("task_events")
-	bucketTaskOutbox  = []byte("task_outbox")
+	bucketOutbox      = []byte("task_outbox")
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketMessages, bucketIDs, bucketChannels, bucketChannelIndex, bucketNodes,
 		bucketAgents, bucketAgentIndex, bucketInbox, bucketInboxCounts, bucketInboxUnread, bucketReadMarks, bucketReceipts,
 		bucketThreads, bucketAudit, bucketConfig, bucketRules, bucketBulletin, bucketLocks, bucketRetention, bucketCursors,
 		bucketTokens, bucketTokenHashes,
-		bucketTasks, bucketTaskIDs, bucketTaskIndex, bucketTaskHistory, bucketTaskEvents, bucketTaskOutbox,
+		bucketTasks, bucketTaskIDs, bucketTaskIndex, bucketTaskHistory, bucketTaskEvents, bucketOutbox,
 	}
 
 	keyAppliedIndex = []byte("applied_index")

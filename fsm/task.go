@@ -31,7 +31,7 @@ import (
 // Time. Every decision uses the timestamp of the entry being applied, never
 // a node's clock, like locks: a claim at entry time T with timeout D holds
 // the lease for [T, T+D). A lease that lapses is noticed by the leader,
-// which proposes OpTaskTick; its apply expires every lease whose end is at
+// which proposes OpTick (tick.go); its apply expires every lease whose end is at
 // or before the tick's time. Backoff after the k-th expiry is
 // TaskBackoff(k): the task is ready again but not claimable before
 // ReadyAt.
@@ -62,9 +62,6 @@ const (
 	// OpTaskCancel cancels a task that has not ended (body:
 	// TaskCancelCommand).
 	OpTaskCancel Op = "task_cancel"
-	// OpTaskTick expires, at the entry's time, every lease that ended: the
-	// leader proposes it when its state says one did (body: TaskTickCommand).
-	OpTaskTick Op = "task_tick"
 )
 
 // TaskState is where a task is in its lifecycle.
@@ -445,10 +442,6 @@ type TaskCancelCommand struct {
 func (c *TaskCancelCommand) Validate() error {
 	return cmp.Or(validTaskRef(c.ID), validAgent("from", c.From), validNote("reason", c.Reason))
 }
-
-// TaskTickCommand is the body of OpTaskTick: no fields; the entry's time
-// is the tick's.
-type TaskTickCommand struct{}
 
 // TaskResult is what every task command answers: the task's state after
 // the entry, and for a claim the lease it holds.

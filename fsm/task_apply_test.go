@@ -357,7 +357,7 @@ func TestTaskCancel(t *testing.T) {
 	if res.State != TaskCancelled || res.LeaseExpires != nil {
 		t.Errorf("cancel = %+v", res)
 	}
-	if _, ok := b.f.NextTaskDeadline(); ok {
+	if _, ok := b.f.NextDeadline(); ok {
 		t.Error("a cancelled task's lease is still due")
 	}
 	task := b.task(c.ID)
@@ -393,7 +393,7 @@ func TestTaskCancel(t *testing.T) {
 
 func TestTaskCommandsDecodeErrors(t *testing.T) {
 	b := newTaskBox(t)
-	for _, op := range []Op{OpTaskCreate, OpTaskClaim, OpTaskProgress, OpTaskComplete, OpTaskHandoff, OpTaskCancel, OpTaskTick} {
+	for _, op := range []Op{OpTaskCreate, OpTaskClaim, OpTaskProgress, OpTaskComplete, OpTaskHandoff, OpTaskCancel, OpTick} {
 		b.idx++
 		b.ts += 1000
 		l := opEntry(t, b.idx, b.ts, op, nil)

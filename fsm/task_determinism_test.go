@@ -112,7 +112,7 @@ func taskLog(tb testing.TB, seed uint64, n int) []*raft.Log {
 			}
 			add(OpTaskCancel, TaskCancelCommand{ID: t.ID, From: from, Reason: "no longer needed"})
 		case k < 92:
-			add(OpTaskTick, TaskTickCommand{})
+			add(OpTick, TickCommand{})
 		case k < 95:
 			prev := logs[6+rng.IntN(len(logs)-6)]
 			idx++
@@ -137,7 +137,7 @@ func taskOutcome(r any) string {
 	switch v := r.(type) {
 	case *TaskResult:
 		return "state " + string(v.State)
-	case *TaskTickResult:
+	case *TickResult:
 		switch {
 		case len(v.Failed) > 0:
 			return "tick failed"
@@ -264,10 +264,10 @@ func TestTasksSurviveRestartAndSnapshot(t *testing.T) {
 		if len(pa.Updates) == 0 || mustMarshal(pa) != mustMarshal(pb) {
 			t.Errorf("%s: TaskEvents differ (%d updates in the reference)", name, len(pa.Updates))
 		}
-		da, okA := ref.NextTaskDeadline()
-		db, okB := g.NextTaskDeadline()
+		da, okA := ref.NextDeadline()
+		db, okB := g.NextDeadline()
 		if !da.Equal(db) || okA != okB {
-			t.Errorf("%s: NextTaskDeadline %s %t, want %s %t", name, db, okB, da, okA)
+			t.Errorf("%s: NextDeadline %s %t, want %s %t", name, db, okB, da, okA)
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"time"
 
 	"go.etcd.io/bbolt"
 )
@@ -200,17 +199,4 @@ func taskUpdate(tx *bbolt.Tx, seq, index uint64, v []byte) (TaskUpdate, error) {
 	}
 	u.Task = &snap
 	return u, nil
-}
-
-// NextTaskDeadline is when the next tick has work: the earliest lease end
-// of a running task, or, when a message SystemSender sends is queued, the
-// time of the entry that queued it (due at once). ok is false when there
-// is none (or the state is closed). The leader proposes OpTaskTick once
-// this is at or before its clock. It reads two keys.
-func (f *FSM) NextTaskDeadline() (deadline time.Time, ok bool) {
-	_ = f.view(func(tx *bbolt.Tx) error {
-		deadline, ok = nextDue(tx)
-		return nil
-	})
-	return deadline, ok
 }

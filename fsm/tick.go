@@ -1,23 +1,44 @@
 package fsm
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"go.etcd.io/bbolt"
 )
 
-// TaskTickResult is what a tick did: the tasks whose lease it expired
+// One tick for every deadline. Apply never reads a clock, so nothing in
+// it notices that a task's lease lapsed, that a queued message is due or
+// that an approval's deadline passed: the leader does, from its state
+// (NextDeadline), and proposes OpTick; the tick's entry time decides what
+// is due, so every node applies the same.
+const (
+	// OpTick expires, at the entry's time, every task lease that ended,
+	// then stores the oldest queued message (body: TickCommand).
+	OpTick Op = "tick"
+	// opTaskTick is OpTick's name before approvals made the tick serve
+	// more than tasks. Logs written then hold it, so it still applies
+	// (the registry maps it to the same function); nothing proposes it.
+	opTaskTick Op = "task_tick"
+)
+
+// TickCommand is the body of OpTick: no fields; the entry's time is the
+// tick's.
+type TickCommand struct{}
+
+// TickResult is what a tick did: the tasks whose lease it expired
 // back to ready, those that failed (a timeout at max_attempts, and the
 // dependents that failed with them), and the id of the queued message it
 // delivered ("" for none).
-type TaskTickResult struct {
+type TickResult struct {
 	Expired   []string `json:"expired,omitempty"`
 	Failed    []string `json:"failed,omitempty"`
 	Delivered string   `json:"delivered,omitempty"`
 }
 
-// applyTaskTick expires, at the entry's time ts, every lease that ended
+// applyTick expires, at the entry's time ts, every lease that ended
 // at or before it (lease_expires ≤ ts), earliest first. A task with
 // attempts left (attempt < max_attempts) is ready again, its claim
 // cleared, claimable from ts + TaskBackoff(expiries); one at its last
@@ -27,13 +48,13 @@ type TaskTickResult struct {
 // fail (cascade). Then it delivers the oldest queued message, if any
 // (deliverQueued). A tick with nothing due changes nothing but the
 // applied index.
-func (f *FSM) applyTaskTick(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
-	a := f.taskOp(tx, OpTaskTick, index, ts)
-	var cmd TaskTickCommand
+func (f *FSM) applyTick(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
+	a := f.taskOp(tx, OpTick, index, ts)
+	var cmd TickCommand
 	if err := json.Unmarshal(body, &cmd); err != nil {
 		return nil, a.errorf(fmt.Errorf("decode: %w", err))
 	}
-	res := &TaskTickResult{}
+	res := &TickResult{}
 	target := readConfig(tx).EscalationTarget
 	for _, seq := range leasesUpTo(tx, ts) {
 		t, err := a.load(seq)
@@ -71,4 +92,38 @@ func (f *FSM) applyTaskTick(tx *bbolt.Tx, index uint64, ts int64, body []byte) (
 	a.commit()
 	res.Delivered = f.deliverQueued(tx, index, ts)
 	return res, nil
+}
+
+// NextDeadline is when the next tick has work: the earliest lease end
+// of a running task, or, when a message is queued, the time of the entry
+// that queued it (due at once). ok is false when there is none (or the
+// state is closed). The leader proposes OpTick once this is at or before
+// its clock. It reads two keys.
+func (f *FSM) NextDeadline() (deadline time.Time, ok bool) {
+	_ = f.view(func(tx *bbolt.Tx) error {
+		deadline, ok = nextDue(tx)
+		return nil
+	})
+	return deadline, ok
+}
+
+// nextDue is the earliest time a tick has work: the first lease end, or
+// the time of the oldest queued message, whichever is earlier.
+func nextDue(tx *bbolt.Tx) (time.Time, bool) {
+	var due int64
+	found := false
+	if k, _ := tx.Bucket(bucketTaskIndex).Cursor().Seek([]byte{tidxLease}); k != nil && k[0] == tidxLease {
+		due, found = int64(binary.BigEndian.Uint64(k[1:])), true
+	}
+	if _, v := tx.Bucket(bucketOutbox).Cursor().First(); v != nil {
+		var q queuedMessage
+		if json.Unmarshal(v, &q) != nil || !found || q.At < due {
+			// A damaged entry is due at once: the next tick removes it.
+			due, found = q.At, true
+		}
+	}
+	if !found {
+		return time.Time{}, false
+	}
+	return time.Unix(0, due).UTC(), true
 }
