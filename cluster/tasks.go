@@ -10,10 +10,11 @@ import (
 	"github.com/maos-project/maos/fsm"
 )
 
-// Task leases end by the log's time, never a node's clock, so apply cannot
-// notice that one lapsed: the leader does. Its state says when the next
-// tick has work (fsm.FSM.NextDeadline: the earliest lease end, or at
-// once while messages the state machine sends itself are queued), and the
+// Task leases and approval deadlines end by the log's time, never a
+// node's clock, so apply cannot notice that one passed: the leader does.
+// Its state says when the next tick has work (fsm.FSM.NextDeadline: the
+// earliest lease end or approval deadline, or at once while messages the
+// state machine sends itself are queued), and the
 // leader proposes fsm.OpTick when that is at or before its clock. The
 // tick's entry time, not the leader's clock, decides what expires, so
 // every node applies the same.
@@ -96,7 +97,10 @@ func (n *Node) proposeTick(now time.Time) bool {
 	if len(res.Expired)+len(res.Failed) > 0 {
 		n.logger.Info("tasks: leases expired", "ready_again", res.Expired, "failed", res.Failed)
 	}
-	if len(res.Expired)+len(res.Failed) > 0 || res.Delivered != "" {
+	if len(res.ApprovalsExpired)+len(res.ApprovalsEscalated) > 0 {
+		n.logger.Info("approvals: deadlines passed", "expired", res.ApprovalsExpired, "escalated", res.ApprovalsEscalated)
+	}
+	if res.Did() {
 		return true
 	}
 	// Nothing to do: fine if a lease was renewed meanwhile; not if the

@@ -52,6 +52,12 @@ func (f *FSM) registry() map[Op]applyFunc {
 		OpTaskHandoff:  onTask(f, OpTaskHandoff, (*taskOp).handoff),
 		OpTaskCancel:   onTask(f, OpTaskCancel, (*taskOp).cancel),
 
+		// Approvals: approval_request.go, approval_decide.go,
+		// approval_cancel.go.
+		OpApprovalRequest: f.applyApprovalRequest,
+		OpApprovalDecide:  f.applyApprovalDecide,
+		OpApprovalCancel:  f.applyApprovalCancel,
+
 		// The tick: tick.go. "task_tick" is its name in logs written
 		// before approvals (main shipped it): the same apply.
 		OpTick:     f.applyTick,

@@ -288,8 +288,7 @@ func TestTaskComplete(t *testing.T) {
 	}{
 		{TaskStatusFailure, TaskFailed, "failure "},
 		{TaskStatusPartialSuccess, TaskSucceeded, "partial_success "},
-		{TaskStatusRequiresApproval, TaskSucceeded, "requires_approval "},
-	} {
+	} { // requires_approval awaits an approval: approval_task_test.go.
 		c := b.newTask("rex")
 		b.create(c)
 		r := b.complete(c.ID, "rex", b.claim(c.ID, "rex").Fence, TaskCompletion{Status: tc.status})
