@@ -23,7 +23,7 @@ import (
 //	waiting ──(every dependency succeeded)──▶ ready ──claim──▶ running
 //	   │                                        ▲                 │
 //	   │ a dependency failed or was cancelled   │ lease expired   │ complete
-//	   ▼                                        │ (attempt < max, ├──▶ succeeded
+//	   ▼                                        │ (expiries < max,├──▶ succeeded
 //	 failed ◀──────── lease expired at max ─────┴── after backoff) ├──▶ failed
 //	                                                              handoff ──▶ ready (new assignee)
 //	                                                              requires_approval ──▶ awaiting_approval
@@ -160,9 +160,11 @@ type Task struct {
 	Context        json.RawMessage `json:"context,omitempty"`
 	DependsOn      []string        `json:"depends_on,omitempty"`
 	TimeoutSeconds int             `json:"timeout_seconds"`
-	MaxAttempts    int             `json:"max_attempts"`
-	RequiresHITL   bool            `json:"requires_hitl,omitempty"`
-	Channel        string          `json:"channel"`
+	// MaxAttempts bounds the leases that may lapse (Expiries): the one
+	// that lapses at it fails the task. A handoff uses no attempt.
+	MaxAttempts  int    `json:"max_attempts"`
+	RequiresHITL bool   `json:"requires_hitl,omitempty"`
+	Channel      string `json:"channel"`
 	// MessageID is the task_delegation message that announced it.
 	MessageID string `json:"message_id"`
 

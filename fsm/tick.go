@@ -48,10 +48,11 @@ func (r *TickResult) Did() bool {
 }
 
 // applyTick expires, at the entry's time ts, every lease that ended
-// at or before it (lease_expires ≤ ts), earliest first. A task with
-// attempts left (attempt < max_attempts) is ready again, its claim
-// cleared, claimable from ts + TaskBackoff(expiries); one at its last
-// attempt fails with error_type timeout: its completion reply goes to
+// at or before it (lease_expires ≤ ts), earliest first. A task whose
+// lapsed leases stay below max_attempts (expiries < max_attempts; claims
+// a handoff ended do not count) is ready again, its claim cleared,
+// claimable from ts + TaskBackoff(expiries); one whose lease lapses for
+// the max_attempts-th time fails with error_type timeout: its completion reply goes to
 // its creator and an incident (priority high) to its creator and the
 // cluster's escalation_target, both from SystemSender, and its dependents
 // fail (cascade). Then every pending approval whose deadline is at or
@@ -75,11 +76,11 @@ func (f *FSM) applyTick(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any,
 		holder, fence, ended := t.ClaimedBy, t.Fence, stamp(*t.LeaseExpires)
 		t.Expiries++
 		t.ClaimedBy, t.Fence, t.LeaseExpires = "", 0, nil
-		if t.Attempt < t.MaxAttempts {
+		if t.Expiries < t.MaxAttempts {
 			t.State = TaskReady
 			t.ReadyAt = a.at(TaskBackoff(t.Expiries))
-			a.change(before, t, a.event(SystemSender, "expired", fmt.Sprintf("the lease of %s (attempt %d of %d, fence %d) ended at %s; claimable again from %s",
-				holder, t.Attempt, t.MaxAttempts, fence, ended, stamp(*t.ReadyAt))))
+			a.change(before, t, a.event(SystemSender, "expired", fmt.Sprintf("the lease of %s (attempt %d, fence %d) ended at %s, lapse %d of %d; claimable again from %s",
+				holder, t.Attempt, fence, ended, t.Expiries, t.MaxAttempts, stamp(*t.ReadyAt))))
 			res.Expired = append(res.Expired, t.ID)
 			continue
 		}

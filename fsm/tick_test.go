@@ -49,7 +49,8 @@ func TestTaskLeaseExpiryBackoffAndTimeout(t *testing.T) {
 		t.Fatalf("after the first expiry: %+v, want ready from %s", task, end1.Add(time.Second))
 	}
 	last := task.History[len(task.History)-1]
-	if last.Event != "expired" || last.Actor != SystemSender || !strings.HasPrefix(last.Detail, "the lease of rita (attempt 1 of 3, fence "+itoa(first.Fence)+") ended at ") {
+	if last.Event != "expired" || last.Actor != SystemSender || !strings.HasPrefix(last.Detail, "the lease of rita (attempt 1, fence "+itoa(first.Fence)+") ended at ") ||
+		!strings.Contains(last.Detail, ", lapse 1 of 3; claimable again from ") {
 		t.Errorf("expiry event = %+v", last)
 	}
 	if _, ok := b.f.NextDeadline(); ok {
@@ -268,5 +269,36 @@ func TestLegacyTaskTickStillApplies(t *testing.T) {
 	}
 	if task := b.task(c.ID); task.State != TaskReady {
 		t.Errorf("after task_tick: %s, want ready", task.State)
+	}
+}
+
+// max_attempts bounds the leases that lapse, not the claims: claims a
+// handoff ended use none.
+func TestTaskHandoffsUseNoAttempt(t *testing.T) {
+	b := newTaskBox(t)
+	c := b.newTask("rita")
+	c.MaxAttempts = 2
+	b.create(c)
+	for range 3 {
+		cl := b.claim(c.ID, "rita")
+		b.ok(OpTaskHandoff, TaskHandoffCommand{ID: c.ID, Agent: "rita", Fence: cl.Fence, To: "rita", Reason: "later"})
+	}
+	cl := b.claim(c.ID, "rita")
+	b.jump(*cl.LeaseExpires)
+	if r := b.tick(); !slices.Equal(r.Expired, []string{c.ID}) || len(r.Failed) != 0 {
+		t.Fatalf("first lapse after three handoffs = %+v, want the task ready again", r)
+	}
+	task := b.task(c.ID)
+	if task.Attempt != 4 || task.Expiries != 1 || task.State != TaskReady {
+		t.Fatalf("after the first lapse: %+v", task)
+	}
+	b.jump(*task.ReadyAt)
+	cl = b.claim(c.ID, "rita")
+	b.jump(*cl.LeaseExpires)
+	if r := b.tick(); !slices.Equal(r.Failed, []string{c.ID}) {
+		t.Fatalf("second lapse = %+v, want the task failed (max_attempts 2)", r)
+	}
+	if task := b.task(c.ID); task.Completion.Error.ErrorType != TaskErrorTimeout || !strings.Contains(task.Completion.Error.ErrorMessage, "expired 2 times (max_attempts 2)") {
+		t.Errorf("failed task = %+v", task.Completion.Error)
 	}
 }
