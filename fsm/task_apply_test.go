@@ -336,12 +336,28 @@ func TestTaskHandoff(t *testing.T) {
 		t.Errorf("audit = %q", b.auditLines()[len(b.auditLines())-1])
 	}
 
+	// A retried handoff answers the handoff and changes nothing; the
+	// same fence to another assignee is not a retry.
+	before := dataDump(t, b.f)
+	again := mustTaskResult(t, b.ok(OpTaskHandoff, TaskHandoffCommand{ID: c.ID, Agent: "rita", Fence: cl.Fence, To: "capability:rust", Reason: "needs rust"}))
+	if *again != *res {
+		t.Errorf("retried handoff = %+v, want %+v", again, res)
+	}
+	if dataDump(t, b.f) != before {
+		t.Error("a retried handoff changed the state")
+	}
+	b.refused(OpTaskHandoff, TaskHandoffCommand{ID: c.ID, Agent: "rita", Fence: cl.Fence, To: "rex", Reason: "needs rust"}, ErrConflict, "is ready, not running")
+
 	// The old claimant's late reports are refused; the new queue claims.
 	b.refused(OpTaskComplete, TaskCompleteCommand{ID: c.ID, Agent: "rita", Fence: cl.Fence, Completion: TaskCompletion{Status: TaskStatusSuccess}},
 		ErrConflict, "is ready, not running")
 	b.refused(OpTaskClaim, TaskClaimCommand{ID: c.ID, Agent: "rita"}, ErrForbidden, "rita has not that capability")
 	if r := b.claim(c.ID, "eve"); r.Attempt != 2 {
 		t.Errorf("claim after handoff = %+v, want attempt 2", r)
+	}
+	// Still a retry once the task moved on: it answers the handoff.
+	if again := mustTaskResult(t, b.ok(OpTaskHandoff, TaskHandoffCommand{ID: c.ID, Agent: "rita", Fence: cl.Fence, To: "capability:rust", Reason: "needs rust"})); *again != *res {
+		t.Errorf("retried handoff after a new claim = %+v", again)
 	}
 }
 

@@ -124,11 +124,18 @@ func completionReply(t *Task, from string, ts int64) Message {
 	}
 }
 
+// handoffMessageID is the id of agent's handoff message of task id,
+// claimed under fence, sent at t: derived, so a retry stores it once and
+// a retried handoff finds it.
+func handoffMessageID(agent string, t time.Time, id string, fence uint64) string {
+	return DerivedID(agent, t, "task-handoff:"+id+":"+strconv.FormatUint(fence, 10))
+}
+
 // handoffMessage is agent's handoff of t (claimed under fence) to its new
 // assignee t.To at ts, with reason: seed 002 §3 Handoff.
 func handoffMessage(t *Task, agent string, fence uint64, ts int64, reason string) Message {
 	return Message{
-		ID:            DerivedID(agent, time.Unix(0, ts), "task-handoff:"+t.ID+":"+strconv.FormatUint(fence, 10)),
+		ID:            handoffMessageID(agent, time.Unix(0, ts), t.ID, fence),
 		Channel:       t.Channel,
 		From:          agent,
 		To:            Recipients{t.To},
