@@ -32,6 +32,9 @@ func (f *FSM) applyApprovalCancel(tx *bbolt.Tx, index uint64, ts int64, body []b
 		if err != nil {
 			return nil, a.errorf(err)
 		}
+		if len(hist) == 0 {
+			return nil, a.errorf(fmt.Errorf("approval at seq %d: no history", ap.Seq))
+		}
 		res := a.approvalResult(ap)
 		res.Seq = hist[len(hist)-1].Seq
 		return res, nil

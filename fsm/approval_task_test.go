@@ -214,3 +214,27 @@ func TestClientApprovalNamingATaskMovesNothing(t *testing.T) {
 		t.Errorf("task = %s after another approval naming it was rejected, want awaiting_approval", got.State)
 	}
 }
+
+// A requires_approval completion meets a dependency once its approval
+// approved it; one stored succeeded before approvals existed (no
+// approval) never does.
+func TestDependencyMetByApproval(t *testing.T) {
+	for _, tc := range []struct {
+		state      TaskState
+		status     string
+		approvalID string
+		want       bool
+	}{
+		{TaskSucceeded, TaskStatusSuccess, "", true},
+		{TaskSucceeded, TaskStatusPartialSuccess, "", true},
+		{TaskSucceeded, TaskStatusRequiresApproval, "appr-1", true},
+		{TaskSucceeded, TaskStatusRequiresApproval, "", false},
+		{TaskAwaitingApproval, TaskStatusRequiresApproval, "appr-1", false},
+		{TaskFailed, TaskStatusFailure, "appr-1", false},
+	} {
+		d := &Task{State: tc.state, ApprovalID: tc.approvalID, Completion: &TaskCompletion{Status: tc.status}}
+		if got := DependencyMet(d); got != tc.want {
+			t.Errorf("DependencyMet(%s, %s, approval %q) = %t, want %t", tc.state, tc.status, tc.approvalID, got, tc.want)
+		}
+	}
+}
