@@ -10,11 +10,12 @@ import (
 	"github.com/maos-project/maos/fsm"
 )
 
-// Task leases end by the log's time, never a node's clock, so apply cannot
-// notice that one lapsed: the leader does. Its state says when the next
-// tick has work (fsm.FSM.NextTaskDeadline: the earliest lease end, or at
-// once while messages the state machine sends itself are queued), and the
-// leader proposes fsm.OpTaskTick when that is at or before its clock. The
+// Task leases and approval deadlines end by the log's time, never a
+// node's clock, so apply cannot notice that one passed: the leader does.
+// Its state says when the next tick has work (fsm.FSM.NextDeadline: the
+// earliest lease end or approval deadline, or at once while messages the
+// state machine sends itself are queued), and the
+// leader proposes fsm.OpTick when that is at or before its clock. The
 // tick's entry time, not the leader's clock, decides what expires, so
 // every node applies the same.
 
@@ -45,7 +46,7 @@ func (n *Node) taskTickLoop() {
 		var changed <-chan struct{}
 		if leading {
 			changed = n.fsm.Changed() // before reading, so nothing applied in between is missed
-			if deadline, ok := n.fsm.NextTaskDeadline(); ok {
+			if deadline, ok := n.fsm.NextDeadline(); ok {
 				now := n.cfg.Now()
 				switch gap := now.Sub(last); {
 				case deadline.After(now):
@@ -83,12 +84,12 @@ func (n *Node) taskTickLoop() {
 func (n *Node) proposeTick(now time.Time) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.RetryTimeout)
 	defer cancel()
-	raw, err := n.Apply(ctx, fsm.OpTaskTick, fsm.TaskTickCommand{})
+	raw, err := n.Apply(ctx, fsm.OpTick, fsm.TickCommand{})
 	if err != nil {
 		n.logger.Warn("tasks: tick", "error", err)
 		return false
 	}
-	var res fsm.TaskTickResult
+	var res fsm.TickResult
 	if err := json.Unmarshal(raw, &res); err != nil {
 		n.logger.Warn("tasks: tick: unexpected result", "result", string(raw), "error", err)
 		return false
@@ -96,12 +97,15 @@ func (n *Node) proposeTick(now time.Time) bool {
 	if len(res.Expired)+len(res.Failed) > 0 {
 		n.logger.Info("tasks: leases expired", "ready_again", res.Expired, "failed", res.Failed)
 	}
-	if len(res.Expired)+len(res.Failed) > 0 || res.Delivered != "" {
+	if len(res.ApprovalsExpired)+len(res.ApprovalsEscalated) > 0 {
+		n.logger.Info("approvals: deadlines passed", "expired", res.ApprovalsExpired, "escalated", res.ApprovalsEscalated)
+	}
+	if res.Did() {
 		return true
 	}
 	// Nothing to do: fine if a lease was renewed meanwhile; not if the
 	// state still says something was due before the tick was stamped.
-	if deadline, ok := n.fsm.NextTaskDeadline(); ok && !deadline.After(now) {
+	if deadline, ok := n.fsm.NextDeadline(); ok && !deadline.After(now) {
 		n.logger.Warn("tasks: a tick did nothing although the state says one was due; waiting", "due", deadline, "wait", taskTickStall)
 		return false
 	}

@@ -93,3 +93,63 @@ func TestLeaderExpiresLapsedLeases(t *testing.T) {
 		t.Errorf("commit index moved from %d to %d (%v) with nothing due", st.CommitIndex, st2.CommitIndex, err)
 	}
 }
+
+// The same loop serves approval deadlines: nobody proposes anything after
+// the requests, and still the leader escalates one (an alert to the
+// escalation target) and then expires it, expires the other, and tells
+// the requester.
+func TestLeaderExpiresAndEscalatesApprovals(t *testing.T) {
+	c := clustertest.New(t, 3)
+	ctx := clustertest.Context(t)
+	cl := c.Follower().Client
+	if _, err := cl.RegisterAgent(ctx, fsm.RegisterAgentCommand{ID: "sup", Role: "supervisor"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.SetConfig(ctx, "escalation_target", "sup"); err != nil {
+		t.Fatal(err)
+	}
+	n := c.Follower()
+	for _, cmd := range []fsm.ApprovalRequestCommand{
+		{ID: "a-reject", From: "lead", Approvers: []string{"alice"}, Title: "expires", Action: []byte(`{"x":1}`),
+			Timeout: fsm.ApprovalTimeout(time.Second)},
+		{ID: "a-escalate", From: "lead", Approvers: []string{"alice"}, Title: "escalates", Action: []byte(`{"x":2}`),
+			Timeout: fsm.ApprovalTimeout(time.Second), OnTimeout: fsm.OnTimeoutEscalate},
+	} {
+		cmd.Normalize(time.Now())
+		if _, err := n.Apply(ctx, fsm.OpApprovalRequest, cmd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	state := func(id string) fsm.ApprovalState {
+		t.Helper()
+		ap, err := c.Leader().FSM().Approval(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ap.State
+	}
+	clustertest.WaitFor(t, 15*time.Second, "both approvals expired", func() bool {
+		return state("a-reject") == fsm.ApprovalExpired && state("a-escalate") == fsm.ApprovalExpired
+	})
+	if ap, _ := c.Leader().FSM().Approval("a-escalate"); !ap.Escalated {
+		t.Errorf("a-escalate expired without its escalation: %+v", ap)
+	}
+	fromMaos := func(agent string) []string {
+		page, err := cl.Inbox(ctx, agent, fsm.InboxQuery{Limit: 100}, transport.Strong)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, m := range page.Messages {
+			if m.From == fsm.SystemSender {
+				out = append(out, m.Type+" "+m.CorrelationID)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	clustertest.WaitFor(t, 10*time.Second, "the alert and the expiry notices", func() bool {
+		return slices.Equal(fromMaos("sup"), []string{"alert a-escalate"}) &&
+			slices.Equal(fromMaos("lead"), []string{"hitl_decision a-escalate", "hitl_decision a-reject"})
+	})
+}

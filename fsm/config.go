@@ -32,8 +32,10 @@ type ClusterConfig struct {
 	// before it proposes, never at apply (see package secrets).
 	SecretGuard SecretGuard `json:"secret_guard"`
 	// EscalationTarget also receives the incident of a task that failed
-	// because its lease expired max_attempts times: an agent id or
-	// role:NAME. Default "": the task's creator alone.
+	// because its lease expired max_attempts times, and receives the alert
+	// of an approval with on_timeout escalate whose deadline passed: an
+	// agent id or role:NAME. Default "": the task's creator alone, the
+	// approval's requester.
 	EscalationTarget string `json:"escalation_target"`
 }
 

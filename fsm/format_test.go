@@ -115,8 +115,8 @@ func formatTaskLog(tb testing.TB, start uint64, ts int64) []*raft.Log {
 	add(ms, OpTaskHandoff, TaskHandoffCommand{ID: "fb", Agent: "rita", Fence: fence, To: "rita", Reason: "later"})
 	add(ms, OpTaskClaim, TaskClaimCommand{ID: "fb", Agent: "rita"})
 	add(ms, OpTaskClaim, TaskClaimCommand{ID: "fc", Agent: "rita"})
-	add(2*time.Second, OpTaskTick, TaskTickCommand{})
-	add(ms, OpTaskTick, TaskTickCommand{})
+	add(2*time.Second, opTaskTick, TickCommand{})
+	add(ms, OpTick, TickCommand{})
 	add(ms, OpTaskCreate, task("fe", "rita", 60, 3))
 	add(ms, OpTaskCreate, task("ff", "rita", 60, 3, "fe"))
 	add(ms, OpTaskCancel, TaskCancelCommand{ID: "fe", From: "boss", Reason: "scrapped"})
@@ -130,12 +130,82 @@ func formatTaskLog(tb testing.TB, start uint64, ts int64) []*raft.Log {
 	return logs
 }
 
+// formatApprovalLog is the fixed tail after formatTaskLog that touches
+// every approval op and bucket and the tick's approval work, from index
+// start+1 and time ts on: decisions by id and by role, a modify, a
+// reject, a cancel, a task's requires_approval completion and its
+// approval, a tick that escalates one and expires another. It ends with
+// an approval pending (the deadline and pending keys).
+func formatApprovalLog(tb testing.TB, start uint64, ts int64) []*raft.Log {
+	tb.Helper()
+	var logs []*raft.Log
+	idx := start
+	add := func(d time.Duration, op Op, body any) uint64 {
+		idx++
+		ts += int64(d)
+		logs = append(logs, opEntry(tb, idx, ts, op, body))
+		return idx
+	}
+	ms := time.Millisecond
+	req := func(id, from string, approvers []string, quorum int, timeout time.Duration, onTimeout string) ApprovalRequestCommand {
+		c := ApprovalRequestCommand{ID: id, From: from, Approvers: approvers, Quorum: quorum, Title: "format " + id,
+			Action: json.RawMessage(`{"cmd":"deploy ` + id + `","n":1}`), Rationale: "pin " + id, Confidence: ptr(0.5),
+			Timeout: ApprovalTimeout(timeout), OnTimeout: onTimeout, Context: json.RawMessage(`{"why":"format"}`)}
+		c.Normalize(time.Unix(0, baseTS))
+		return c
+	}
+	hashOf := func(action string) string {
+		h, err := ActionHash(json.RawMessage(action))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return h
+	}
+	add(ms, OpSetRules, SetRulesCommand{Rules: &rules.Document{}})
+	a1 := req("pa", "boss", []string{"rita", "role:reviewer"}, 2, time.Hour, "")
+	add(ms, OpApprovalRequest, a1)
+	h1 := hashOf(string(a1.Action))
+	add(ms, OpApprovalDecide, ApprovalDecideCommand{ID: "pa", Approver: "rita", Decision: DecisionApprove, ActionHash: h1, Comment: "fine"})
+	mod := `{"cmd":"deploy pa --canary"}`
+	add(ms, OpApprovalDecide, ApprovalDecideCommand{ID: "pa", Approver: "rex", Decision: DecisionModify, ActionHash: h1, Action: json.RawMessage(mod)})
+	add(ms, OpApprovalDecide, ApprovalDecideCommand{ID: "pa", Approver: "rita", Decision: DecisionApprove, ActionHash: hashOf(mod)})
+	add(ms, OpApprovalDecide, ApprovalDecideCommand{ID: "pa", Approver: "rex", Decision: DecisionApprove, ActionHash: hashOf(mod)})
+	add(ms, OpApprovalRequest, req("pb", "boss", []string{"sam"}, 1, time.Second, OnTimeoutEscalate))
+	add(ms, OpApprovalRequest, req("pc", "boss", []string{"rita"}, 1, time.Second, ""))
+	pd := req("pd", "rita", []string{"boss"}, 1, time.Hour, "")
+	add(ms, OpApprovalRequest, pd)
+	add(ms, OpApprovalDecide, ApprovalDecideCommand{ID: "pd", Approver: "boss", Decision: DecisionReject, ActionHash: hashOf(string(pd.Action)), Comment: "no"})
+	add(ms, OpApprovalRequest, req("pe", "boss", []string{"sam"}, 1, time.Hour, ""))
+	add(ms, OpApprovalCancel, ApprovalCancelCommand{ID: "pe", From: "boss", Reason: "moot"})
+	task := TaskCreateCommand{ID: "fg", From: "boss", To: "rita", Title: "format fg", TimeoutSeconds: 60, MaxAttempts: 3}
+	task.Normalize(time.Unix(0, baseTS))
+	add(ms, OpTaskCreate, task)
+	fence := add(ms, OpTaskClaim, TaskClaimCommand{ID: "fg", Agent: "rita"})
+	proposed := `{"merge":"fg"}`
+	add(ms, OpTaskComplete, TaskCompleteCommand{ID: "fg", Agent: "rita", Fence: fence,
+		Completion: TaskCompletion{Status: TaskStatusRequiresApproval, Result: "ready to merge", ProposedAction: json.RawMessage(proposed)}})
+	taskAppr := "appr" + strings.TrimPrefix(DerivedID("rita", time.Unix(0, ts), "task-approval:fg:1:"+itoa(fence)), "msg")
+	add(ms, OpApprovalDecide, ApprovalDecideCommand{ID: taskAppr, Approver: "boss", Decision: DecisionApprove, ActionHash: hashOf(proposed)})
+	add(2*time.Second, OpTick, TickCommand{})
+	add(ms, OpApprovalRequest, req("pf", "boss", []string{"role:reviewer"}, 1, time.Hour, ""))
+	return logs
+}
+
 // taskBucket reports whether name is one of the task buckets, which
 // formatLog leaves empty and formatTaskLog fills.
 func taskBucket(name string) bool { return strings.HasPrefix(name, "task") }
 
-// afterTasks prefixes the golden lines pinned after formatTaskLog.
-const afterTasks = "after-tasks "
+// approvalBucket reports whether name is one of the approval buckets,
+// which formatLog and formatTaskLog leave empty and formatApprovalLog
+// fills.
+func approvalBucket(name string) bool { return strings.HasPrefix(name, "approval") }
+
+// afterTasks and afterApprovals prefix the golden lines pinned after
+// formatTaskLog and formatApprovalLog.
+const (
+	afterTasks     = "after-tasks "
+	afterApprovals = "after-approvals "
+)
 
 // bucketDigests is, per bucket of f, its number of keys and the SHA-256 of
 // its Dump lines: "bucket keys sha256".
@@ -172,9 +242,12 @@ func bucketDigests(tb testing.TB, f *FSM) []string {
 // snapshots are read by the current code, so a change here is a change of
 // the on-disk format and needs a migration, not a new golden file.
 //
-// The golden file has two parts: the buckets but the task ones after
-// formatLog (the lines written before tasks existed, unchanged), then,
-// prefixed "after-tasks ", every bucket after formatTaskLog too.
+// The golden file has three parts: the buckets but the task and approval
+// ones after formatLog (the lines written before tasks existed,
+// unchanged), then, prefixed "after-tasks ", every bucket but the
+// approval ones after formatTaskLog too (the lines written before
+// approvals existed, unchanged), then, prefixed "after-approvals ",
+// every bucket after formatApprovalLog.
 func TestStateFormatUnchanged(t *testing.T) {
 	f, _ := openTemp(t)
 	logs := formatLog(t)
@@ -188,7 +261,7 @@ func TestStateFormatUnchanged(t *testing.T) {
 	}
 	var got []string
 	for _, line := range bucketDigests(t, f) {
-		if !taskBucket(strings.Fields(line)[0]) {
+		if name := strings.Fields(line)[0]; !taskBucket(name) && !approvalBucket(name) {
 			got = append(got, line)
 		}
 	}
@@ -199,10 +272,22 @@ func TestStateFormatUnchanged(t *testing.T) {
 		}
 	}
 	for _, line := range bucketDigests(t, f) {
+		if !approvalBucket(strings.Fields(line)[0]) {
+			got = append(got, afterTasks+line)
+		}
+	}
+	last := tail[len(tail)-1]
+	approvals := formatApprovalLog(t, last.Index, baseTS+int64(last.Index+1)*1000+int64(len(tail))*int64(time.Second))
+	for i, r := range f.ApplyBatch(approvals) {
+		if err, failed := r.(error); failed {
+			t.Fatalf("approval entry %d: %v", i+1, err)
+		}
+	}
+	for _, line := range bucketDigests(t, f) {
 		if strings.Contains(line, " 0 ") {
 			t.Errorf("the format logs leave bucket %s empty: they pin nothing there", strings.Fields(line)[0])
 		}
-		got = append(got, afterTasks+line)
+		got = append(got, afterApprovals+line)
 	}
 	path := filepath.Join("testdata", "state_format.golden")
 	if *updateFormat {

@@ -51,6 +51,16 @@ func (f *FSM) registry() map[Op]applyFunc {
 		OpTaskComplete: onTask(f, OpTaskComplete, (*taskOp).complete),
 		OpTaskHandoff:  onTask(f, OpTaskHandoff, (*taskOp).handoff),
 		OpTaskCancel:   onTask(f, OpTaskCancel, (*taskOp).cancel),
-		OpTaskTick:     f.applyTaskTick,
+
+		// Approvals: approval_request.go, approval_decide.go,
+		// approval_cancel.go.
+		OpApprovalRequest: f.applyApprovalRequest,
+		OpApprovalDecide:  f.applyApprovalDecide,
+		OpApprovalCancel:  f.applyApprovalCancel,
+
+		// The tick: tick.go. "task_tick" is its name in logs written
+		// before approvals (main shipped it): the same apply.
+		OpTick:     f.applyTick,
+		opTaskTick: f.applyTick,
 	}
 }

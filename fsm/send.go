@@ -99,10 +99,11 @@ func (f *FSM) applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any,
 }
 
 // send is applySend's work, and the one way apply stores a message: a
-// client's (applySend) or one a task command makes (forTask). A task's
-// message may go to a queue no agent serves yet (resolveRecipients'
-// emptyOK); one from SystemSender is the system's own: never registered,
-// never refused by strict_senders or the rules.
+// client's (applySend) or one a task or approval command (or the tick)
+// makes (forTask). Such a message may go to a queue or role no agent
+// serves yet (resolveRecipients' emptyOK); one from SystemSender is the
+// system's own: never registered, never refused by strict_senders or the
+// rules.
 func (f *FSM) send(tx *bbolt.Tx, index uint64, ts int64, cmd *SendCommand, forTask bool) (*SendResult, error) {
 	m := cmd.Message
 	if err := m.Validate(); err != nil {

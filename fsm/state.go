@@ -52,14 +52,22 @@ var (
 	bucketTaskIndex   = []byte("task_index")
 	bucketTaskHistory = []byte("task_history")
 	bucketTaskEvents  = []byte("task_events")
-	bucketTaskOutbox  = []byte("task_outbox")
+	bucketOutbox      = []byte("task_outbox") // outbox.go; named when only tasks queued
+
+	// Approvals (approval_store.go documents each layout).
+	bucketApprovals       = []byte("approvals")
+	bucketApprovalIDs     = []byte("approval_ids")
+	bucketApprovalIndex   = []byte("approval_index")
+	bucketApprovalHistory = []byte("approval_history")
+	bucketApprovalEvents  = []byte("approval_events")
 
 	allBuckets = [][]byte{
 		bucketMeta, bucketMessages, bucketIDs, bucketChannels, bucketChannelIndex, bucketNodes,
 		bucketAgents, bucketAgentIndex, bucketInbox, bucketInboxCounts, bucketInboxUnread, bucketReadMarks, bucketReceipts,
 		bucketThreads, bucketAudit, bucketConfig, bucketRules, bucketBulletin, bucketLocks, bucketRetention, bucketCursors,
 		bucketTokens, bucketTokenHashes,
-		bucketTasks, bucketTaskIDs, bucketTaskIndex, bucketTaskHistory, bucketTaskEvents, bucketTaskOutbox,
+		bucketTasks, bucketTaskIDs, bucketTaskIndex, bucketTaskHistory, bucketTaskEvents, bucketOutbox,
+		bucketApprovals, bucketApprovalIDs, bucketApprovalIndex, bucketApprovalHistory, bucketApprovalEvents,
 	}
 
 	keyAppliedIndex = []byte("applied_index")

@@ -23,15 +23,18 @@ import (
 //	waiting ──(every dependency succeeded)──▶ ready ──claim──▶ running
 //	   │                                        ▲                 │
 //	   │ a dependency failed or was cancelled   │ lease expired   │ complete
-//	   ▼                                        │ (attempt < max, ├──▶ succeeded
+//	   ▼                                        │ (expiries < max,├──▶ succeeded
 //	 failed ◀──────── lease expired at max ─────┴── after backoff) ├──▶ failed
 //	                                                              handoff ──▶ ready (new assignee)
-//	 cancel (by its creator): waiting, ready or running ──▶ cancelled
+//	                                                              requires_approval ──▶ awaiting_approval
+//	 awaiting_approval ──(its approval)──▶ succeeded (approved) | failed (rejected, expired, cancelled)
+//	                   └─(modified)──▶ running again, for its claimant, with the approved action
+//	 cancel (by its creator): waiting, ready, running or awaiting_approval ──▶ cancelled
 //
 // Time. Every decision uses the timestamp of the entry being applied, never
 // a node's clock, like locks: a claim at entry time T with timeout D holds
 // the lease for [T, T+D). A lease that lapses is noticed by the leader,
-// which proposes OpTaskTick; its apply expires every lease whose end is at
+// which proposes OpTick (tick.go); its apply expires every lease whose end is at
 // or before the tick's time. Backoff after the k-th expiry is
 // TaskBackoff(k): the task is ready again but not claimable before
 // ReadyAt.
@@ -62,9 +65,6 @@ const (
 	// OpTaskCancel cancels a task that has not ended (body:
 	// TaskCancelCommand).
 	OpTaskCancel Op = "task_cancel"
-	// OpTaskTick expires, at the entry's time, every lease that ended: the
-	// leader proposes it when its state says one did (body: TaskTickCommand).
-	OpTaskTick Op = "task_tick"
 )
 
 // TaskState is where a task is in its lifecycle.
@@ -72,16 +72,19 @@ type TaskState string
 
 // The task states. The last three are final.
 const (
-	TaskWaiting   TaskState = "waiting"   // a dependency has not succeeded yet
-	TaskReady     TaskState = "ready"     // claimable (from ReadyAt on)
-	TaskRunning   TaskState = "running"   // claimed, under a lease
-	TaskSucceeded TaskState = "succeeded" // completed with success or partial_success
-	TaskFailed    TaskState = "failed"    // completed with failure, timed out at max attempts, or a dependency failed
-	TaskCancelled TaskState = "cancelled" // cancelled by its creator
+	TaskWaiting TaskState = "waiting" // a dependency has not succeeded yet
+	TaskReady   TaskState = "ready"   // claimable (from ReadyAt on)
+	TaskRunning TaskState = "running" // claimed, under a lease
+	// TaskAwaitingApproval: completed with requires_approval; its
+	// approval (ApprovalID) decides. No lease; dependents keep waiting.
+	TaskAwaitingApproval TaskState = "awaiting_approval"
+	TaskSucceeded        TaskState = "succeeded" // completed with success or partial_success
+	TaskFailed           TaskState = "failed"    // completed with failure, timed out at max attempts, or a dependency failed
+	TaskCancelled        TaskState = "cancelled" // cancelled by its creator
 )
 
 // TaskStates lists the states in lifecycle order.
-var TaskStates = []TaskState{TaskWaiting, TaskReady, TaskRunning, TaskSucceeded, TaskFailed, TaskCancelled}
+var TaskStates = []TaskState{TaskWaiting, TaskReady, TaskRunning, TaskAwaitingApproval, TaskSucceeded, TaskFailed, TaskCancelled}
 
 // Final reports whether no transition leaves s.
 func (s TaskState) Final() bool {
@@ -103,6 +106,11 @@ var TaskStatuses = []string{TaskStatusSuccess, TaskStatusFailure, TaskStatusPart
 const (
 	TaskErrorTimeout          = "timeout"           // the lease expired max_attempts times
 	TaskErrorDependencyFailed = "dependency_failed" // a task it depends on failed or was cancelled
+	// The approval of its requires_approval completion ended otherwise
+	// than approved.
+	TaskErrorApprovalRejected  = "approval_rejected"
+	TaskErrorApprovalExpired   = "approval_expired"
+	TaskErrorApprovalCancelled = "approval_cancelled"
 )
 
 // Task limits and defaults.
@@ -117,6 +125,11 @@ const (
 	MaxTaskActions         = 50       // actions_taken
 	MaxTaskListEntries     = 256      // next_steps, outputs
 	MaxTaskNoteRunes       = 1000     // rationale, reason, progress message, error fields
+	// DefaultTaskApprovalTimeout is how long the approval a
+	// requires_approval completion opens waits for the task's creator:
+	// a person's answer, not a lease's, so a day whatever the task's
+	// timeout_seconds.
+	DefaultTaskApprovalTimeout = 24 * time.Hour
 )
 
 // taskBackoff is seed 004's retry schedule.
@@ -147,9 +160,11 @@ type Task struct {
 	Context        json.RawMessage `json:"context,omitempty"`
 	DependsOn      []string        `json:"depends_on,omitempty"`
 	TimeoutSeconds int             `json:"timeout_seconds"`
-	MaxAttempts    int             `json:"max_attempts"`
-	RequiresHITL   bool            `json:"requires_hitl,omitempty"`
-	Channel        string          `json:"channel"`
+	// MaxAttempts bounds the leases that may lapse (Expiries): the one
+	// that lapses at it fails the task. A handoff uses no attempt.
+	MaxAttempts  int    `json:"max_attempts"`
+	RequiresHITL bool   `json:"requires_hitl,omitempty"`
+	Channel      string `json:"channel"`
 	// MessageID is the task_delegation message that announced it.
 	MessageID string `json:"message_id"`
 
@@ -167,6 +182,11 @@ type Task struct {
 	Progress        *float64        `json:"progress,omitempty"`
 	ProgressMessage string          `json:"progress_message,omitempty"`
 	Completion      *TaskCompletion `json:"completion,omitempty"`
+	// ApprovalID is the approval its last requires_approval completion
+	// opened; ApprovedAction the action its approver wrote when it
+	// modified it (the task then runs again to carry it out).
+	ApprovalID     string          `json:"approval_id,omitempty"`
+	ApprovedAction json.RawMessage `json:"approved_action,omitempty"`
 
 	Created time.Time `json:"created"`
 	Updated time.Time `json:"updated"`
@@ -203,6 +223,10 @@ type TaskCompletion struct {
 	Metrics         json.RawMessage   `json:"metrics,omitempty"`
 	Outputs         []string          `json:"outputs,omitempty"`
 	Error           *TaskError        `json:"error,omitempty"`
+	// ProposedAction is the action a requires_approval completion asks
+	// its creator to approve (any JSON; absent: {"task_id","result",
+	// "outputs"}). Only that status carries one.
+	ProposedAction json.RawMessage `json:"proposed_action,omitempty"`
 }
 
 // TaskError is seed 004's task_completion "error".
@@ -400,6 +424,14 @@ func (tc *TaskCompletion) Validate() error {
 			return err
 		}
 	}
+	if len(tc.ProposedAction) > 0 {
+		if tc.Status != TaskStatusRequiresApproval {
+			return fieldErr("proposed_action", "only a %s completion proposes an action (status is %q)", TaskStatusRequiresApproval, tc.Status)
+		}
+		if err := validAction("proposed_action", tc.ProposedAction); err != nil {
+			return err
+		}
+	}
 	if e := tc.Error; e != nil {
 		if strings.TrimSpace(e.ErrorType) == "" {
 			return fieldErr("error.error_type", "required in an error")
@@ -445,10 +477,6 @@ type TaskCancelCommand struct {
 func (c *TaskCancelCommand) Validate() error {
 	return cmp.Or(validTaskRef(c.ID), validAgent("from", c.From), validNote("reason", c.Reason))
 }
-
-// TaskTickCommand is the body of OpTaskTick: no fields; the entry's time
-// is the tick's.
-type TaskTickCommand struct{}
 
 // TaskResult is what every task command answers: the task's state after
 // the entry, and for a claim the lease it holds.

@@ -9,14 +9,15 @@ import (
 	"go.etcd.io/bbolt"
 )
 
-// What every task command's apply shares: the entry it runs in, the
-// checks of a claimant, the plan of the changes one entry makes (the
-// command's own task and the dependents that end or become ready with
-// it), and the commit of that plan. An apply checks and plans first, with
-// no write; sends its own message, if any, through send (which refuses or
-// stores it); then commits the plan, which cannot fail.
+// What every task and approval command's apply shares: the entry it runs
+// in, the checks of a claimant, the plan of the changes one entry makes
+// (the command's own task or approval, the task an approval decides, the
+// dependents that end or become ready with them, the messages queued, the
+// audit lines), and the commit of that plan. An apply checks and plans
+// first, with no write; sends its own message, if any, through send
+// (which refuses or stores it); then commits the plan, which cannot fail.
 
-// taskOp is one task command being applied.
+// taskOp is one task or approval command (or a tick) being applied.
 type taskOp struct {
 	f     *FSM
 	tx    *bbolt.Tx
@@ -27,6 +28,12 @@ type taskOp struct {
 	// task, so a later step of the plan sees the earlier ones.
 	plan  []taskChange
 	bySeq map[uint64]int
+	// approvals are the approvals the entry changes, in order; queued the
+	// messages it queues about them (after its tasks' own); lines the
+	// audit lines it writes about them.
+	approvals []approvalChange
+	queued    []Message
+	lines     []AuditEvent
 }
 
 // taskChange is one task's transition in an entry, and the message
@@ -90,7 +97,8 @@ func (a *taskOp) change(before taskKeys, t *Task, ev TaskEvent, queued ...Messag
 	a.plan = append(a.plan, taskChange{before: before, t: t, ev: ev, queued: queued})
 }
 
-// commit writes the plan in order and queues its messages.
+// commit writes the plan in order, queues its messages and writes its
+// audit lines.
 func (a *taskOp) commit() {
 	var n uint32
 	for _, c := range a.plan {
@@ -99,6 +107,19 @@ func (a *taskOp) commit() {
 			queue(a.tx, a.index, n, a.ts, &c.queued[i])
 			n++
 		}
+	}
+	for _, c := range a.approvals {
+		if c.isNew {
+			addApprovalID(a.tx, c.ap, c.sum)
+		}
+		putApproval(a.tx, c.before, c.ap, c.ev)
+	}
+	for i := range a.queued {
+		queue(a.tx, a.index, n, a.ts, &a.queued[i])
+		n++
+	}
+	for _, l := range a.lines {
+		audit(a.tx, a.index, a.ts, l)
 	}
 }
 
@@ -170,6 +191,8 @@ func (a *taskOp) checkClaimant(t *Task, agent string, fence uint64) error {
 	switch {
 	case t.State.Final():
 		return conflict("task %s has ended (%s%s): nothing to report", t.ID, t.State, endedHow(t))
+	case t.State == TaskAwaitingApproval:
+		return conflict("task %s awaits approval %s of its completion: nothing to report until it is decided", t.ID, t.ApprovalID)
 	case t.State != TaskRunning:
 		return conflict("task %s is %s, not running: claim it first", t.ID, t.State)
 	case t.ClaimedBy != agent:
@@ -201,12 +224,21 @@ func endedHow(t *Task) string {
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // DependencyMet reports whether a dependency d counts as done: succeeded
-// with success or partial_success (requires_approval waits for its
-// approval). Apply holds depends_on to it, and a watcher the tasks its
-// CLI says it waits for.
+// with success or partial_success, or with requires_approval once its
+// approval approved it (ApprovalID set; a task stored succeeded with that
+// status before approvals existed has none and still waits). Apply holds
+// depends_on to it, and a watcher the tasks its CLI says it waits for.
 func DependencyMet(d *Task) bool {
-	return d.State == TaskSucceeded && d.Completion != nil &&
-		(d.Completion.Status == TaskStatusSuccess || d.Completion.Status == TaskStatusPartialSuccess)
+	if d.State != TaskSucceeded || d.Completion == nil {
+		return false
+	}
+	switch d.Completion.Status {
+	case TaskStatusSuccess, TaskStatusPartialSuccess:
+		return true
+	case TaskStatusRequiresApproval:
+		return d.ApprovalID != ""
+	}
+	return false
 }
 
 // DependencyBroken reports whether a dependency d can never be met.

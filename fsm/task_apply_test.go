@@ -288,8 +288,7 @@ func TestTaskComplete(t *testing.T) {
 	}{
 		{TaskStatusFailure, TaskFailed, "failure "},
 		{TaskStatusPartialSuccess, TaskSucceeded, "partial_success "},
-		{TaskStatusRequiresApproval, TaskSucceeded, "requires_approval "},
-	} {
+	} { // requires_approval awaits an approval: approval_task_test.go.
 		c := b.newTask("rex")
 		b.create(c)
 		r := b.complete(c.ID, "rex", b.claim(c.ID, "rex").Fence, TaskCompletion{Status: tc.status})
@@ -337,12 +336,28 @@ func TestTaskHandoff(t *testing.T) {
 		t.Errorf("audit = %q", b.auditLines()[len(b.auditLines())-1])
 	}
 
+	// A retried handoff answers the handoff and changes nothing; the
+	// same fence to another assignee is not a retry.
+	before := dataDump(t, b.f)
+	again := mustTaskResult(t, b.ok(OpTaskHandoff, TaskHandoffCommand{ID: c.ID, Agent: "rita", Fence: cl.Fence, To: "capability:rust", Reason: "needs rust"}))
+	if *again != *res {
+		t.Errorf("retried handoff = %+v, want %+v", again, res)
+	}
+	if dataDump(t, b.f) != before {
+		t.Error("a retried handoff changed the state")
+	}
+	b.refused(OpTaskHandoff, TaskHandoffCommand{ID: c.ID, Agent: "rita", Fence: cl.Fence, To: "rex", Reason: "needs rust"}, ErrConflict, "is ready, not running")
+
 	// The old claimant's late reports are refused; the new queue claims.
 	b.refused(OpTaskComplete, TaskCompleteCommand{ID: c.ID, Agent: "rita", Fence: cl.Fence, Completion: TaskCompletion{Status: TaskStatusSuccess}},
 		ErrConflict, "is ready, not running")
 	b.refused(OpTaskClaim, TaskClaimCommand{ID: c.ID, Agent: "rita"}, ErrForbidden, "rita has not that capability")
 	if r := b.claim(c.ID, "eve"); r.Attempt != 2 {
 		t.Errorf("claim after handoff = %+v, want attempt 2", r)
+	}
+	// Still a retry once the task moved on: it answers the handoff.
+	if again := mustTaskResult(t, b.ok(OpTaskHandoff, TaskHandoffCommand{ID: c.ID, Agent: "rita", Fence: cl.Fence, To: "capability:rust", Reason: "needs rust"})); *again != *res {
+		t.Errorf("retried handoff after a new claim = %+v", again)
 	}
 }
 
@@ -357,7 +372,7 @@ func TestTaskCancel(t *testing.T) {
 	if res.State != TaskCancelled || res.LeaseExpires != nil {
 		t.Errorf("cancel = %+v", res)
 	}
-	if _, ok := b.f.NextTaskDeadline(); ok {
+	if _, ok := b.f.NextDeadline(); ok {
 		t.Error("a cancelled task's lease is still due")
 	}
 	task := b.task(c.ID)
@@ -393,7 +408,7 @@ func TestTaskCancel(t *testing.T) {
 
 func TestTaskCommandsDecodeErrors(t *testing.T) {
 	b := newTaskBox(t)
-	for _, op := range []Op{OpTaskCreate, OpTaskClaim, OpTaskProgress, OpTaskComplete, OpTaskHandoff, OpTaskCancel, OpTaskTick} {
+	for _, op := range []Op{OpTaskCreate, OpTaskClaim, OpTaskProgress, OpTaskComplete, OpTaskHandoff, OpTaskCancel, OpTick} {
 		b.idx++
 		b.ts += 1000
 		l := opEntry(t, b.idx, b.ts, op, nil)

@@ -4,9 +4,9 @@ import (
 	"fmt"
 )
 
-// cancel cancels a task that has not ended: waiting, ready or
+// cancel cancels a task that has not ended: waiting, ready,
 // running (its lease ends with it; its claimant learns from the 409 of its
-// next report). Only the creator cancels (a *ForbiddenError otherwise;
+// next report) or awaiting_approval (its approval is cancelled with it). Only the creator cancels (a *ForbiddenError otherwise;
 // the API lets an admin act as the creator); a task that ended otherwise
 // is a *ConflictError. Its dependents fail (cascade). Cancelling a
 // cancelled task again, as a retry does, answers its state and changes
@@ -25,6 +25,11 @@ func (a *taskOp) cancel(cmd *TaskCancelCommand, t *Task) (any, error) {
 	case t.State.Final():
 		return nil, a.errorf(conflict("task %s has ended (%s%s): nothing to cancel", t.ID, t.State, endedHow(t)))
 	}
+	if t.State == TaskAwaitingApproval {
+		if err := a.cancelTaskApproval(t, cmd.From); err != nil {
+			return nil, a.errorf(err)
+		}
+	}
 	before := keysOf(t)
 	t.State, t.LeaseExpires = TaskCancelled, nil
 	a.change(before, t, a.event(cmd.From, "cancelled", cmd.Reason))
@@ -33,4 +38,18 @@ func (a *taskOp) cancel(cmd *TaskCancelCommand, t *Task) (any, error) {
 	}
 	a.commit()
 	return a.result(t), nil
+}
+
+// cancelTaskApproval plans the cancel of the approval t awaits, by its
+// creator from, who cancels t: nobody is left to decide on it.
+func (a *taskOp) cancelTaskApproval(t *Task, from string) error {
+	ap, err := approvalByID(a.tx, t.ApprovalID)
+	if err != nil || ap.State != ApprovalPending {
+		return err
+	}
+	before := approvalKeysOf(ap)
+	ap.State = ApprovalCancelled
+	a.changeApproval(before, ap, a.approvalEvent(ap, from, "cancelled", "task "+t.ID+" was cancelled"),
+		AuditEvent{From: from, To: ap.Approvers, Label: "HITL_CANCELLED", Text: firstLine(ap.Title, 200) + " by " + from + ": task " + t.ID + " was cancelled"})
+	return nil
 }

@@ -33,6 +33,8 @@ func (a *taskOp) claim(cmd *TaskClaimCommand, t *Task) (any, error) {
 			t.ID, t.ClaimedBy, t.Fence, stamp(*t.LeaseExpires)))
 	case TaskWaiting:
 		return nil, a.errorf(conflict("task %s is waiting for its dependencies (%s): claim it once it is ready", t.ID, strings.Join(t.DependsOn, ", ")))
+	case TaskAwaitingApproval:
+		return nil, a.errorf(conflict("task %s awaits approval %s of the completion of %s: nothing to claim", t.ID, t.ApprovalID, t.ClaimedBy))
 	case TaskReady:
 		if t.ReadyAt != nil && now.Before(*t.ReadyAt) {
 			return nil, a.errorf(conflict("task %s is ready from %s (backoff after %d expired leases): claim it then", t.ID, stamp(*t.ReadyAt), t.Expiries))

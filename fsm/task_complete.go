@@ -9,15 +9,21 @@ import (
 // and posts its task_completion reply to the creator. Only the current
 // claimant under its current fence, its lease live at the entry's time,
 // completes (checkClaimant). success and partial_success make it
-// succeeded, failure failed, requires_approval succeeded with that status
-// kept (its dependents wait: only success and partial_success count as
-// met). Its dependents follow (cascade). The reply goes through send: the
-// rules may refuse it, and with it the completion.
+// succeeded, failure failed. Its dependents follow (cascade). The reply
+// goes through send: the rules may refuse it, and with it the completion.
+//
+// requires_approval makes it awaiting_approval instead (no lease; its
+// dependents keep waiting) and opens, in the same entry, the approval of
+// its proposed action by its creator (taskApprovalRequest): the
+// approval's hitl_approval_request, from the claimant to the creator in
+// reply to the delegation, is the entry's message in place of the
+// completion reply. The approval then moves the task (settleTask).
 //
 // A retried complete (the same claimant, fence and completion) of the
-// task it ended answers the stored result and changes nothing.
+// task it ended, or left awaiting its approval, answers the stored result
+// and changes nothing.
 func (a *taskOp) complete(cmd *TaskCompleteCommand, t *Task) (any, error) {
-	if t.State.Final() && t.ClaimedBy == cmd.Agent && t.Fence == cmd.Fence && sameCompletion(t.Completion, &cmd.Completion) {
+	if (t.State.Final() || t.State == TaskAwaitingApproval) && t.ClaimedBy == cmd.Agent && t.Fence == cmd.Fence && sameCompletion(t.Completion, &cmd.Completion) {
 		return a.retried(t)
 	}
 	if err := a.checkClaimant(t, cmd.Agent, cmd.Fence); err != nil {
@@ -26,6 +32,9 @@ func (a *taskOp) complete(cmd *TaskCompleteCommand, t *Task) (any, error) {
 	before := keysOf(t)
 	c := cmd.Completion
 	t.Completion, t.LeaseExpires = &c, nil
+	if c.Status == TaskStatusRequiresApproval {
+		return a.awaitApproval(cmd, t, before)
+	}
 	t.State = TaskSucceeded
 	if c.Status == TaskStatusFailure {
 		t.State = TaskFailed
@@ -36,6 +45,22 @@ func (a *taskOp) complete(cmd *TaskCompleteCommand, t *Task) (any, error) {
 	}
 	m := completionReply(t, cmd.Agent, a.ts)
 	if err := a.send(&m); err != nil {
+		return nil, a.errorf(err)
+	}
+	a.commit()
+	return a.result(t), nil
+}
+
+// awaitApproval makes t (its completion set, its lease ended; before its
+// keys) await the approval its requires_approval completion opens.
+func (a *taskOp) awaitApproval(cmd *TaskCompleteCommand, t *Task, before taskKeys) (any, error) {
+	req, err := taskApprovalRequest(t, t.Completion, a.ts)
+	if err != nil {
+		return nil, a.errorf(err)
+	}
+	t.State, t.ApprovalID, t.ApprovedAction = TaskAwaitingApproval, req.ID, nil
+	a.change(before, t, a.event(cmd.Agent, "completed", completionHead(t.Completion)+"; awaits approval "+req.ID+" by "+t.From))
+	if _, err := a.openApproval(req, t.MessageID); err != nil {
 		return nil, a.errorf(err)
 	}
 	a.commit()

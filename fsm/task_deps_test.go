@@ -95,9 +95,9 @@ func TestTaskDependencyFailureCascades(t *testing.T) {
 
 	// Each failed dependent's reply to its creator comes from maos, one
 	// per tick, in the order the cascade reached them.
-	due, ok := b.f.NextTaskDeadline()
+	due, ok := b.f.NextDeadline()
 	if !ok || due.After(b.now()) {
-		t.Errorf("NextTaskDeadline = %s, %t; want due now (%s)", due, ok, b.now())
+		t.Errorf("NextDeadline = %s, %t; want due now (%s)", due, ok, b.now())
 	}
 	var got []string
 	for range 3 {
@@ -121,7 +121,7 @@ func TestTaskDependencyFailureCascades(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("delivered\n%q\nwant\n%q", got, want)
 	}
-	if _, ok := b.f.NextTaskDeadline(); ok {
+	if _, ok := b.f.NextDeadline(); ok {
 		t.Error("the outbox is empty, yet a deadline is due")
 	}
 	if r := b.tick(); r.Delivered != "" || len(r.Expired)+len(r.Failed) != 0 {

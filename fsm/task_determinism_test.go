@@ -20,7 +20,13 @@ import (
 // or made up, retries of earlier entries, ticks, the escalation target
 // and a rules document with reroute_blocked_to switched on and off.
 // Entries are ~200 ms apart with proposer clocks off by up to ±300 ms, so
-// leases of 2 to 5 s lapse and backoffs pass within the log.
+// leases of 2 to 5 s lapse and backoffs pass within the log. Approvals
+// ride along: requests (retried, conflicting, some invalid) with 1 to 4 s
+// timeouts that expire or escalate within the log, decisions by listed
+// and unlisted agents on current and stale hashes, modifies, cancels, and
+// decisions on the approvals requires_approval completions open (their
+// ids derived from the proposer's time, which apply may have moved: then
+// they are refused as unknown).
 func taskLog(tb testing.TB, seed uint64, n int) []*raft.Log {
 	tb.Helper()
 	rng := rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d))
@@ -46,11 +52,82 @@ func taskLog(tb testing.TB, seed uint64, n int) []*raft.Log {
 		task, agent string
 		fence       uint64
 	}
+	type appr struct {
+		id, from string
+		deciders []string // who may decide it
+		hashes   []string // the action's hashes so far, first the requested one
+	}
 	var tasks []TaskCreateCommand
 	var claims []claim
+	var apprs []appr
+	var requests []ApprovalRequestCommand
+	hashOf := func(action json.RawMessage) string {
+		h, err := ActionHash(action)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return h
+	}
 	for len(logs) < n {
-		k := rng.IntN(100)
+		k := rng.IntN(120)
 		switch {
+		case k >= 100:
+			people := append(agents, "boss", "ann", "sam")
+			switch j := k - 100; {
+			case j < 5 || len(apprs) == 0:
+				c := ApprovalRequestCommand{ID: fmt.Sprintf("appr-%d", idx+1), From: pick(people), Quorum: 1 + rng.IntN(2),
+					Title: fmt.Sprintf("decide %d", idx+1), Action: json.RawMessage(fmt.Sprintf(`{"n":%d}`, idx+1)),
+					Timeout: ApprovalTimeout(time.Duration(2+rng.IntN(5)) * time.Second), OnTimeout: pick([]string{OnTimeoutReject, OnTimeoutEscalate})}
+				var deciders []string
+				for _, a := range []string{"rita", "rex", "sam", "role:reviewer"} {
+					if rng.IntN(2) == 0 {
+						c.Approvers = append(c.Approvers, a)
+						if a == "role:reviewer" {
+							a = pick([]string{"rita", "rex"})
+						}
+						deciders = append(deciders, a)
+					}
+				}
+				if rng.IntN(4) == 0 {
+					c.Options = []string{DecisionApprove, DecisionReject}
+				}
+				c.Normalize(time.Unix(0, baseTS))
+				requests = append(requests, c)
+				apprs = append(apprs, appr{c.ID, c.From, deciders, []string{hashOf(c.Action)}})
+				add(OpApprovalRequest, c)
+			case j < 7:
+				c := requests[rng.IntN(len(requests))]
+				if rng.IntN(2) == 0 {
+					c.Rationale = "changed"
+				}
+				add(OpApprovalRequest, c)
+			case j < 16:
+				ap := apprs[len(apprs)-1-rng.IntN(min(len(apprs), 4))]
+				d := ApprovalDecideCommand{ID: ap.id, Approver: pick(people), Decision: pick(Decisions), ActionHash: ap.hashes[len(ap.hashes)-1]}
+				if len(ap.deciders) > 0 && rng.IntN(4) > 0 { // mostly a listed approver
+					d.Approver = pick(ap.deciders)
+				}
+				if rng.IntN(5) == 0 {
+					d.ActionHash = ap.hashes[rng.IntN(len(ap.hashes))]
+				}
+				if d.Decision == DecisionModify {
+					d.Action = json.RawMessage(fmt.Sprintf(`{"n":%d,"modified":true}`, idx+1))
+					ap.hashes = append(ap.hashes, hashOf(d.Action))
+					for i := range apprs {
+						if apprs[i].id == ap.id {
+							apprs[i] = ap
+						}
+					}
+				}
+				add(OpApprovalDecide, d)
+			default:
+				ap := apprs[rng.IntN(len(apprs))]
+				from := ap.from
+				if rng.IntN(4) == 0 {
+					from = pick(people)
+				}
+				add(OpApprovalCancel, ApprovalCancelCommand{ID: ap.id, From: from, Reason: "moot"})
+			}
 		case k < 18 || len(tasks) == 0:
 			c := TaskCreateCommand{ID: fmt.Sprintf("task-%d", idx+1), From: pick([]string{"boss", "ann"}),
 				To: pick(append(agents, "role:reviewer", "capability:go", "role:nobody")), Title: fmt.Sprintf("job %d", idx+1),
@@ -101,6 +178,19 @@ func taskLog(tb testing.TB, seed uint64, n int) []*raft.Log {
 				comp.Error = &TaskError{ErrorType: "api_error", ErrorMessage: "upstream 503"}
 			}
 			add(OpTaskComplete, TaskCompleteCommand{ID: c.task, Agent: c.agent, Fence: c.fence, Completion: comp})
+			if status == TaskStatusRequiresApproval {
+				var env Command
+				env, _ = decode(logs[len(logs)-1].Data)
+				key := "task-approval:" + c.task + ":1:" + itoa(c.fence)
+				action, _ := json.Marshal(map[string]any{"task_id": c.task, "result": "result", "outputs": nil})
+				creator := "boss"
+				for _, t := range tasks {
+					if t.ID == c.task {
+						creator = t.From
+					}
+				}
+				apprs = append(apprs, appr{"appr" + strings.TrimPrefix(DerivedID(c.agent, time.Unix(0, env.TS), key), "msg"), c.agent, []string{creator}, []string{hashOf(action)}})
+			}
 		case k < 71 && len(claims) > 0:
 			c := claims[len(claims)-1-rng.IntN(min(len(claims), 2))]
 			add(OpTaskHandoff, TaskHandoffCommand{ID: c.task, Agent: c.agent, Fence: c.fence, To: pick(append(agents, "role:reviewer")), Reason: "over to you"})
@@ -112,7 +202,7 @@ func taskLog(tb testing.TB, seed uint64, n int) []*raft.Log {
 			}
 			add(OpTaskCancel, TaskCancelCommand{ID: t.ID, From: from, Reason: "no longer needed"})
 		case k < 92:
-			add(OpTaskTick, TaskTickCommand{})
+			add(OpTick, TickCommand{})
 		case k < 95:
 			prev := logs[6+rng.IntN(len(logs)-6)]
 			idx++
@@ -137,12 +227,20 @@ func taskOutcome(r any) string {
 	switch v := r.(type) {
 	case *TaskResult:
 		return "state " + string(v.State)
-	case *TaskTickResult:
+	case *ApprovalResult:
+		return "approval " + string(v.State)
+	case *Approval:
+		return "approval " + string(v.State)
+	case *TickResult:
 		switch {
 		case len(v.Failed) > 0:
 			return "tick failed"
 		case len(v.Expired) > 0:
 			return "tick expired"
+		case len(v.ApprovalsEscalated) > 0:
+			return "tick escalated"
+		case len(v.ApprovalsExpired) > 0:
+			return "tick approval expired"
 		case v.Delivered != "":
 			return "tick delivered"
 		}
@@ -188,7 +286,8 @@ func TestTasksDeterministicAcrossBatchSplits(t *testing.T) {
 		seen[taskOutcome(applyOne(f, l))]++
 	}
 	for _, want := range []string{"state ready", "state waiting", "state failed", "state running", "state succeeded", "state cancelled",
-		"tick expired", "tick failed", "tick delivered", "tick idle",
+		"state awaiting_approval", "approval pending", "approval approved", "approval rejected", "approval cancelled",
+		"tick expired", "tick failed", "tick delivered", "tick idle", "tick escalated", "tick approval expired", "refused " + ErrInvalid.Error(),
 		"refused " + ErrConflict.Error(), "refused " + ErrForbidden.Error(), "refused " + ErrNotFound.Error()} {
 		if seen[want] == 0 {
 			t.Errorf("the task log never gives %q (outcomes: %v)", want, seen)
@@ -215,7 +314,7 @@ func TestTasksDeterministicAcrossBatchSplits(t *testing.T) {
 }
 
 // A node restarted mid-log, and one restored from a snapshot, end with the
-// state and the answers of a node that did neither.
+// state and the answers of a node that did neither: tasks and approvals.
 func TestTasksSurviveRestartAndSnapshot(t *testing.T) {
 	const n = 400
 	logs := taskLog(t, 33, n)
@@ -264,10 +363,33 @@ func TestTasksSurviveRestartAndSnapshot(t *testing.T) {
 		if len(pa.Updates) == 0 || mustMarshal(pa) != mustMarshal(pb) {
 			t.Errorf("%s: TaskEvents differ (%d updates in the reference)", name, len(pa.Updates))
 		}
-		da, okA := ref.NextTaskDeadline()
-		db, okB := g.NextTaskDeadline()
+		ea, _ := ref.ApprovalEvents(0, MaxPageLimit)
+		eb, _ := g.ApprovalEvents(0, MaxPageLimit)
+		if len(ea.Updates) == 0 || mustMarshal(ea) != mustMarshal(eb) {
+			t.Errorf("%s: ApprovalEvents differ (%d updates in the reference)", name, len(ea.Updates))
+		}
+		la, _ := ref.Approvals(ApprovalQuery{Limit: MaxPageLimit})
+		if len(la.Approvals) == 0 {
+			t.Fatal("the log opens no approval")
+		}
+		for _, ap := range la.Approvals {
+			a, errA := ref.Approval(ap.ID)
+			b, errB := g.Approval(ap.ID)
+			if errA != nil || mustMarshal(a) != mustMarshal(b) || errB != nil {
+				t.Errorf("%s: Approval(%s) differs (%v, %v)", name, ap.ID, errA, errB)
+			}
+		}
+		for _, agent := range []string{"rita", "rex", "sam", "boss"} {
+			pa, errA := ref.PendingApprovalsFor(agent)
+			pb, errB := g.PendingApprovalsFor(agent)
+			if pa != pb || errA != nil || errB != nil {
+				t.Errorf("%s: PendingApprovalsFor(%s) = %d, want %d (%v, %v)", name, agent, pb, pa, errA, errB)
+			}
+		}
+		da, okA := ref.NextDeadline()
+		db, okB := g.NextDeadline()
 		if !da.Equal(db) || okA != okB {
-			t.Errorf("%s: NextTaskDeadline %s %t, want %s %t", name, db, okB, da, okA)
+			t.Errorf("%s: NextDeadline %s %t, want %s %t", name, db, okB, da, okA)
 		}
 	}
 }

@@ -72,11 +72,11 @@ func (b *taskBox) succeed(id, agent string, fence uint64) *TaskResult {
 	return b.complete(id, agent, fence, TaskCompletion{Status: TaskStatusSuccess, Result: "done"})
 }
 
-func (b *taskBox) tick() *TaskTickResult {
+func (b *taskBox) tick() *TickResult {
 	b.t.Helper()
-	r, ok := b.ok(OpTaskTick, TaskTickCommand{}).(*TaskTickResult)
+	r, ok := b.ok(OpTick, TickCommand{}).(*TickResult)
 	if !ok {
-		b.t.Fatal("tick result is not a *TaskTickResult")
+		b.t.Fatal("tick result is not a *TickResult")
 	}
 	return r
 }

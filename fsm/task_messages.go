@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"go.etcd.io/bbolt"
 )
 
 // A task is also visible as messages, so inboxes, watchers, hooks and the
@@ -23,7 +21,7 @@ import (
 // handoff) is stored in its entry; the messages SystemSender sends about
 // other tasks (the replies of dependents a cascade fails, a timeout's
 // reply and incident) are queued in task_outbox and stored by the ticks
-// that follow, one per tick, oldest first. NextTaskDeadline counts a
+// that follow, one per tick, oldest first. NextDeadline counts a
 // queued message as due at once, so the leader ticks until the outbox is
 // empty.
 
@@ -126,11 +124,18 @@ func completionReply(t *Task, from string, ts int64) Message {
 	}
 }
 
+// handoffMessageID is the id of agent's handoff message of task id,
+// claimed under fence, sent at t: derived, so a retry stores it once and
+// a retried handoff finds it.
+func handoffMessageID(agent string, t time.Time, id string, fence uint64) string {
+	return DerivedID(agent, t, "task-handoff:"+id+":"+strconv.FormatUint(fence, 10))
+}
+
 // handoffMessage is agent's handoff of t (claimed under fence) to its new
 // assignee t.To at ts, with reason: seed 002 §3 Handoff.
 func handoffMessage(t *Task, agent string, fence uint64, ts int64, reason string) Message {
 	return Message{
-		ID:            DerivedID(agent, time.Unix(0, ts), "task-handoff:"+t.ID+":"+strconv.FormatUint(fence, 10)),
+		ID:            handoffMessageID(agent, time.Unix(0, ts), t.ID, fence),
 		Channel:       t.Channel,
 		From:          agent,
 		To:            Recipients{t.To},
@@ -169,25 +174,4 @@ func incident(t *Task, ts int64, target string) Message {
 		Visibility:    VisibilityPublic,
 		Metadata:      taskMeta(t.ID, map[string]any{"error": t.Completion.Error}),
 	}
-}
-
-// deliverQueued stores the oldest queued message, if any, in entry index
-// at ts, and returns its id ("" when the outbox is empty). A message that
-// cannot be stored (it does not decode; its id was taken by a client's
-// message with other content) is dropped with an UNDELIVERED audit line,
-// so it cannot block the ones behind it; the tick goes on either way.
-func (f *FSM) deliverQueued(tx *bbolt.Tx, index uint64, ts int64) string {
-	q, ok, err := dequeue(tx)
-	if !ok {
-		return ""
-	}
-	if err == nil {
-		var res *SendResult
-		if res, err = f.send(tx, index, ts, &SendCommand{Message: q.Message}, true); err == nil {
-			return res.ID
-		}
-	}
-	audit(tx, index, ts, AuditEvent{Kind: AuditOther, From: SystemSender, To: q.Message.To, Label: "UNDELIVERED",
-		Text: firstLine(fmt.Sprintf("%s %s: %v", q.Message.Type, q.Message.ID, err), 300), MessageID: q.Message.ID})
-	return ""
 }

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"time"
+	"strings"
 
 	"go.etcd.io/bbolt"
 )
@@ -29,7 +29,7 @@ func (f *FSM) Task(id string) (*Task, error) {
 // Validate checks the query's names (a *FieldError naming the field).
 func (q *TaskQuery) Validate() error {
 	if q.State != "" && !slices.Contains(TaskStates, q.State) {
-		return fieldErr("state", "%q: want one of waiting, ready, running, succeeded, failed, cancelled", q.State)
+		return fieldErr("state", "%q: want one of %s", q.State, joinStates(TaskStates))
 	}
 	if q.To != "" {
 		if err := validTaskAssignee("to", q.To); err != nil {
@@ -107,14 +107,24 @@ func (f *FSM) Tasks(q TaskQuery) (TaskPage, error) {
 // after of the tasks under kind ‖ name ‖ 0x00 in task_index, or (kind 0)
 // of every task.
 func taskSeqsAfter(tx *bbolt.Tx, kind byte, name string, after uint64) func() (uint64, bool) {
-	var c *bbolt.Cursor
-	var prefix, start []byte
 	if kind == 0 {
-		c, start = tx.Bucket(bucketTasks).Cursor(), u64(after+1)
-	} else {
-		c, start = tx.Bucket(bucketTaskIndex).Cursor(), taskIndexKey(kind, name, after+1)
-		prefix = start[:len(start)-8]
+		return keySeqsAfter(tx.Bucket(bucketTasks), nil, after)
 	}
+	return indexSeqsAfter(tx.Bucket(bucketTaskIndex), kind, name, after)
+}
+
+// indexSeqsAfter yields, in order, the seqs above after under kind ‖ name
+// ‖ 0x00 in an index bucket b (task_index, approval_index).
+func indexSeqsAfter(b *bbolt.Bucket, kind byte, name string, after uint64) func() (uint64, bool) {
+	k := taskIndexKey(kind, name, 0)
+	return keySeqsAfter(b, k[:len(k)-8], after)
+}
+
+// keySeqsAfter yields, in order, the seqs above after of the keys prefix ‖
+// seq (8) in b; a nil prefix: b's keys are seqs.
+func keySeqsAfter(b *bbolt.Bucket, prefix []byte, after uint64) func() (uint64, bool) {
+	c := b.Cursor()
+	start := append(slices.Clip(prefix), u64(after+1)...)
 	var k []byte
 	first := true
 	return func() (uint64, bool) {
@@ -202,15 +212,11 @@ func taskUpdate(tx *bbolt.Tx, seq, index uint64, v []byte) (TaskUpdate, error) {
 	return u, nil
 }
 
-// NextTaskDeadline is when the next tick has work: the earliest lease end
-// of a running task, or, when a message SystemSender sends is queued, the
-// time of the entry that queued it (due at once). ok is false when there
-// is none (or the state is closed). The leader proposes OpTaskTick once
-// this is at or before its clock. It reads two keys.
-func (f *FSM) NextTaskDeadline() (deadline time.Time, ok bool) {
-	_ = f.view(func(tx *bbolt.Tx) error {
-		deadline, ok = nextDue(tx)
-		return nil
-	})
-	return deadline, ok
+// joinStates is states as a list for an error: "waiting, ready, …".
+func joinStates[S ~string](states []S) string {
+	out := make([]string, len(states))
+	for i, st := range states {
+		out[i] = string(st)
+	}
+	return strings.Join(out, ", ")
 }

@@ -153,13 +153,13 @@ func TestTaskEvents(t *testing.T) {
 	}
 }
 
-func TestNextTaskDeadlineClosed(t *testing.T) {
+func TestNextDeadlineClosed(t *testing.T) {
 	f, _ := openTemp(t)
-	if _, ok := f.NextTaskDeadline(); ok {
+	if _, ok := f.NextDeadline(); ok {
 		t.Error("an empty state has a deadline")
 	}
 	_ = f.Close()
-	if _, ok := f.NextTaskDeadline(); ok {
+	if _, ok := f.NextDeadline(); ok {
 		t.Error("a closed state has a deadline")
 	}
 	if _, err := f.Task("t"); !errors.Is(err, ErrClosed) {
@@ -168,7 +168,7 @@ func TestNextTaskDeadlineClosed(t *testing.T) {
 }
 
 // The lease index keeps the earliest end first, whatever the claim order.
-func TestNextTaskDeadlineIsTheEarliestLease(t *testing.T) {
+func TestNextDeadlineIsTheEarliestLease(t *testing.T) {
 	b := newTaskBox(t)
 	long, short := b.newTask("rita"), b.newTask("rex")
 	long.TimeoutSeconds, short.TimeoutSeconds = 600, 30
@@ -176,14 +176,14 @@ func TestNextTaskDeadlineIsTheEarliestLease(t *testing.T) {
 	b.create(short)
 	b.claim(long.ID, "rita")
 	cl := b.claim(short.ID, "rex")
-	if due, ok := b.f.NextTaskDeadline(); !ok || !due.Equal(*cl.LeaseExpires) {
-		t.Errorf("NextTaskDeadline = %s, want the short lease %s", due, cl.LeaseExpires)
+	if due, ok := b.f.NextDeadline(); !ok || !due.Equal(*cl.LeaseExpires) {
+		t.Errorf("NextDeadline = %s, want the short lease %s", due, cl.LeaseExpires)
 	}
 	// Progress moves it: the old key goes, one key per running task stays.
 	b.jump(b.now().Add(20 * time.Second))
 	pr := mustTaskResult(t, b.ok(OpTaskProgress, TaskProgressCommand{ID: short.ID, Agent: "rex", Fence: cl.Fence}))
-	if due, _ := b.f.NextTaskDeadline(); !due.Equal(*pr.LeaseExpires) {
-		t.Errorf("after progress: NextTaskDeadline = %s, want %s", due, pr.LeaseExpires)
+	if due, _ := b.f.NextDeadline(); !due.Equal(*pr.LeaseExpires) {
+		t.Errorf("after progress: NextDeadline = %s, want %s", due, pr.LeaseExpires)
 	}
 	var leases []uint64
 	_ = b.f.view(func(tx *bbolt.Tx) error {

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"go.etcd.io/bbolt"
 )
@@ -27,7 +26,6 @@ import (
 //	task_history: task seq (8) ‖ entry index (8) → TaskEvent JSON
 //	task_events:  entry index (8) ‖ task seq (8) → the task after the entry
 //	              (Task JSON without history, description and context)
-//	task_outbox:  entry index (8) ‖ n (4) → queuedMessage JSON
 //
 // A task's seq is the index of the entry that created it, so tasks, the
 // 's', 't', 'f', 'c' ranges and task_history's per-task range all come in
@@ -269,60 +267,4 @@ func leasesUpTo(tx *bbolt.Tx, ts int64) []uint64 {
 		out = append(out, binary.BigEndian.Uint64(k[9:]))
 	}
 	return out
-}
-
-// queuedMessage is an outbox value: a message SystemSender will send, and
-// the time of the entry that queued it (when it became due).
-type queuedMessage struct {
-	At      int64   `json:"at"`
-	Message Message `json:"message"`
-}
-
-// queue appends m to the outbox as the n-th message queued by entry index
-// at ts.
-func queue(tx *bbolt.Tx, index uint64, n uint32, ts int64, m *Message) {
-	data, err := json.Marshal(queuedMessage{At: ts, Message: *m})
-	if err != nil {
-		panic(fmt.Sprintf("fsm: queue message %s: encode: %v", m.ID, err))
-	}
-	k := binary.BigEndian.AppendUint32(u64(index), n)
-	mustPut(tx.Bucket(bucketTaskOutbox), k, data)
-}
-
-// dequeue removes and returns the oldest queued message; ok is false when
-// the outbox is empty. A value that does not decode is removed and
-// returned as err, so one damaged entry cannot block the rest.
-func dequeue(tx *bbolt.Tx) (q queuedMessage, ok bool, err error) {
-	b := tx.Bucket(bucketTaskOutbox)
-	k, v := b.Cursor().First()
-	if k == nil {
-		return q, false, nil
-	}
-	err = json.Unmarshal(v, &q)
-	mustDelete(b, bytes.Clone(k))
-	if err != nil {
-		return q, true, fmt.Errorf("queued message %x: decode: %w", k, err)
-	}
-	return q, true, nil
-}
-
-// nextDue is the earliest time a tick has work: the first lease end, or
-// the time of the oldest queued message, whichever is earlier.
-func nextDue(tx *bbolt.Tx) (time.Time, bool) {
-	var due int64
-	found := false
-	if k, _ := tx.Bucket(bucketTaskIndex).Cursor().Seek([]byte{tidxLease}); k != nil && k[0] == tidxLease {
-		due, found = int64(binary.BigEndian.Uint64(k[1:])), true
-	}
-	if _, v := tx.Bucket(bucketTaskOutbox).Cursor().First(); v != nil {
-		var q queuedMessage
-		if json.Unmarshal(v, &q) != nil || !found || q.At < due {
-			// A damaged entry is due at once: the next tick removes it.
-			due, found = q.At, true
-		}
-	}
-	if !found {
-		return time.Time{}, false
-	}
-	return time.Unix(0, due).UTC(), true
 }

@@ -27,8 +27,8 @@ func TestTaskLeaseExpiryBackoffAndTimeout(t *testing.T) {
 	t0 := b.now().Add(time.Second)
 	b.jump(t0)
 	first := b.claim(c.ID, "rita")
-	if due, ok := b.f.NextTaskDeadline(); !ok || !due.Equal(t0.Add(10*time.Second)) {
-		t.Fatalf("NextTaskDeadline = %s, %t; want the lease end %s", due, ok, t0.Add(10*time.Second))
+	if due, ok := b.f.NextDeadline(); !ok || !due.Equal(t0.Add(10*time.Second)) {
+		t.Fatalf("NextDeadline = %s, %t; want the lease end %s", due, ok, t0.Add(10*time.Second))
 	}
 
 	// One nanosecond before the end the lease holds.
@@ -49,10 +49,11 @@ func TestTaskLeaseExpiryBackoffAndTimeout(t *testing.T) {
 		t.Fatalf("after the first expiry: %+v, want ready from %s", task, end1.Add(time.Second))
 	}
 	last := task.History[len(task.History)-1]
-	if last.Event != "expired" || last.Actor != SystemSender || !strings.HasPrefix(last.Detail, "the lease of rita (attempt 1 of 3, fence "+itoa(first.Fence)+") ended at ") {
+	if last.Event != "expired" || last.Actor != SystemSender || !strings.HasPrefix(last.Detail, "the lease of rita (attempt 1, fence "+itoa(first.Fence)+") ended at ") ||
+		!strings.Contains(last.Detail, ", lapse 1 of 3; claimable again from ") {
 		t.Errorf("expiry event = %+v", last)
 	}
-	if _, ok := b.f.NextTaskDeadline(); ok {
+	if _, ok := b.f.NextDeadline(); ok {
 		t.Error("no lease is running, yet a deadline is due")
 	}
 	// The stale claimant is refused; the backoff holds the task back.
@@ -193,19 +194,19 @@ func TestTaskOutboxUndeliverable(t *testing.T) {
 
 	// A damaged outbox entry is due at once and dropped the same way.
 	if err := b.f.db.Update(func(tx *bbolt.Tx) error {
-		return tx.Bucket(bucketTaskOutbox).Put(append(u64(b.idx), 0, 0, 0, 0), []byte("{not json"))
+		return tx.Bucket(bucketOutbox).Put(append(u64(b.idx), 0, 0, 0, 0), []byte("{not json"))
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if due, ok := b.f.NextTaskDeadline(); !ok || !due.Equal(time.Unix(0, 0).UTC()) {
-		t.Errorf("NextTaskDeadline with a damaged entry = %s, %t; want due", due, ok)
+	if due, ok := b.f.NextDeadline(); !ok || !due.Equal(time.Unix(0, 0).UTC()) {
+		t.Errorf("NextDeadline with a damaged entry = %s, %t; want due", due, ok)
 	}
 	b.tick()
 	lines = b.auditLines()
 	if last := lines[len(lines)-1]; !strings.Contains(last, "UNDELIVERED") || !strings.Contains(last, "decode") {
 		t.Errorf("audit line %q, want UNDELIVERED with the decode error", last)
 	}
-	if _, ok := b.f.NextTaskDeadline(); ok {
+	if _, ok := b.f.NextDeadline(); ok {
 		t.Error("the damaged entry is still queued")
 	}
 }
@@ -243,7 +244,7 @@ func TestTaskDamagedRecord(t *testing.T) {
 	}
 	before = dataDump(t, b.f)
 	b.jump(b.now().Add(time.Hour))
-	if err := mustError(t, b.apply(OpTaskTick, TaskTickCommand{})); !strings.Contains(err.Error(), "decode") {
+	if err := mustError(t, b.apply(OpTick, TickCommand{})); !strings.Contains(err.Error(), "decode") {
 		t.Errorf("tick over a damaged task: %v", err)
 	}
 	if _, err := b.f.Task(c.ID); err == nil || !strings.Contains(err.Error(), "decode") {
@@ -251,5 +252,53 @@ func TestTaskDamagedRecord(t *testing.T) {
 	}
 	if dataDump(t, b.f) != before {
 		t.Error("a command over a damaged task changed the state")
+	}
+}
+
+// Logs written before the tick served approvals hold "task_tick": it
+// still applies, as the same tick.
+func TestLegacyTaskTickStillApplies(t *testing.T) {
+	b := newTaskBox(t)
+	c := b.newTask("rita")
+	b.create(c)
+	claim := b.claim(c.ID, "rita")
+	b.jump(*claim.LeaseExpires)
+	r, ok := b.ok(opTaskTick, TickCommand{}).(*TickResult)
+	if !ok || !slices.Equal(r.Expired, []string{c.ID}) {
+		t.Fatalf("task_tick at the lease end = %+v, want %s expired", r, c.ID)
+	}
+	if task := b.task(c.ID); task.State != TaskReady {
+		t.Errorf("after task_tick: %s, want ready", task.State)
+	}
+}
+
+// max_attempts bounds the leases that lapse, not the claims: claims a
+// handoff ended use none.
+func TestTaskHandoffsUseNoAttempt(t *testing.T) {
+	b := newTaskBox(t)
+	c := b.newTask("rita")
+	c.MaxAttempts = 2
+	b.create(c)
+	for range 3 {
+		cl := b.claim(c.ID, "rita")
+		b.ok(OpTaskHandoff, TaskHandoffCommand{ID: c.ID, Agent: "rita", Fence: cl.Fence, To: "rita", Reason: "later"})
+	}
+	cl := b.claim(c.ID, "rita")
+	b.jump(*cl.LeaseExpires)
+	if r := b.tick(); !slices.Equal(r.Expired, []string{c.ID}) || len(r.Failed) != 0 {
+		t.Fatalf("first lapse after three handoffs = %+v, want the task ready again", r)
+	}
+	task := b.task(c.ID)
+	if task.Attempt != 4 || task.Expiries != 1 || task.State != TaskReady {
+		t.Fatalf("after the first lapse: %+v", task)
+	}
+	b.jump(*task.ReadyAt)
+	cl = b.claim(c.ID, "rita")
+	b.jump(*cl.LeaseExpires)
+	if r := b.tick(); !slices.Equal(r.Failed, []string{c.ID}) {
+		t.Fatalf("second lapse = %+v, want the task failed (max_attempts 2)", r)
+	}
+	if task := b.task(c.ID); task.Completion.Error.ErrorType != TaskErrorTimeout || !strings.Contains(task.Completion.Error.ErrorMessage, "expired 2 times (max_attempts 2)") {
+		t.Errorf("failed task = %+v", task.Completion.Error)
 	}
 }

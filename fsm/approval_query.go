@@ -1,0 +1,259 @@
+package fsm
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+// ApprovalEvent is one event in an approval's history: its request, each
+// decision, an escalation, its expiry or cancel. The decisions of
+// Approval.Decisions are read from it.
+type ApprovalEvent struct {
+	Seq   uint64    `json:"seq"` // index of the entry
+	Time  time.Time `json:"time"`
+	Actor string    `json:"actor"` // the requester, an approver, or "maos" for the tick
+	// Event is requested, approve, reject, modify, escalated, expired or
+	// cancelled.
+	Event string        `json:"event"`
+	State ApprovalState `json:"state"` // the state after it
+	// ActionHash is the hash of the action the event was made on (a
+	// modify: the one it replaced).
+	ActionHash string `json:"action_hash"`
+	// Comment is a decision's comment or a cancel's reason.
+	Comment string `json:"comment,omitempty"`
+	// Action is a modify's new action.
+	Action json.RawMessage `json:"action,omitempty"`
+}
+
+// ApprovalUpdate is one approval event with the approval as it stood right
+// after the entry that made it (without decisions): the data of the
+// stream's "approval" events, {"event": …, "approval": …}.
+type ApprovalUpdate struct {
+	Event    ApprovalEvent `json:"event"`
+	Approval *Approval     `json:"approval"`
+}
+
+// ApprovalUpdatePage is a page of approval updates in entry order.
+type ApprovalUpdatePage struct {
+	Updates []ApprovalUpdate `json:"updates"`
+	// HasMore is true when entries after the page's last made updates.
+	HasMore bool `json:"has_more"`
+}
+
+// Approval returns approval id with its decisions (Decisions, oldest
+// first, the approvals a modify voided marked Voided), or a
+// *NotFoundError.
+func (f *FSM) Approval(id string) (*Approval, error) {
+	var ap *Approval
+	err := f.view(func(tx *bbolt.Tx) error {
+		var err error
+		if ap, err = approvalByID(tx, id); err != nil {
+			return err
+		}
+		hist, err := approvalHistory(tx, ap.Seq)
+		ap.Decisions = decisionsOf(hist)
+		return err
+	})
+	return ap, err
+}
+
+// Validate checks the query's names (a *FieldError naming the field).
+func (q *ApprovalQuery) Validate() error {
+	if q.State != "" && !slices.Contains(ApprovalStates, q.State) {
+		return fieldErr("state", "%q: want one of %s", q.State, joinStates(ApprovalStates))
+	}
+	for _, f := range []struct{ name, v string }{{"approver", q.Approver}, {"from", q.From}} {
+		if f.v != "" && !ValidName(f.v) {
+			return NameError(f.name, f.v)
+		}
+	}
+	return nil
+}
+
+// Approvals returns a page of approvals in creation order, with Seq >
+// q.After, that match every filter of q, without their decisions.
+// Approver matches the approvals that list the agent by id or by its
+// registered role. Limit ≤ 0 means DefaultPageLimit; it is capped at
+// MaxPageLimit.
+//
+// It reads one index range (two, merged, for an approver: its id and its
+// role) and the approvals in it: that of the approver, else of the
+// requester, else of the state, else the approvals themselves; the other
+// filters are checked on each approval read.
+func (f *FSM) Approvals(q ApprovalQuery) (ApprovalPage, error) {
+	page := ApprovalPage{Approvals: []*Approval{}}
+	if err := q.Validate(); err != nil {
+		return page, err
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = DefaultPageLimit
+	}
+	limit = min(limit, MaxPageLimit)
+	err := f.view(func(tx *bbolt.Tx) error {
+		var next func() (uint64, bool)
+		var who *Agent
+		switch {
+		case q.Approver != "":
+			var err error
+			if who, err = loadAgent(tx, q.Approver); err != nil {
+				return fmt.Errorf("fsm: approvals: %w", err)
+			}
+			next = approverSeqsAfter(tx, aidxApprover, q.Approver, who, q.After)
+		case q.From != "":
+			next = approvalSeqsAfter(tx, aidxFrom, q.From, q.After)
+		case q.State != "":
+			next = approvalSeqsAfter(tx, aidxState, string(q.State), q.After)
+		default:
+			next = approvalSeqsAfter(tx, 0, "", q.After)
+		}
+		for seq, ok := next(); ok; seq, ok = next() {
+			ap, err := getApproval(tx, seq)
+			if err != nil {
+				return fmt.Errorf("fsm: approvals: %w", err)
+			}
+			if (q.State != "" && ap.State != q.State) || (q.From != "" && ap.From != q.From) ||
+				(q.Approver != "" && !MayDecide(q.Approver, who, ap)) {
+				continue
+			}
+			if len(page.Approvals) == limit {
+				page.HasMore = true
+				return nil
+			}
+			page.Approvals = append(page.Approvals, ap)
+		}
+		return nil
+	})
+	return page, err
+}
+
+// PendingApprovalsFor is how many pending approvals agent may decide (by
+// id or its registered role) and has not decided on their current action:
+// the status line's "🔐 N to approve". It reads the pending approvals
+// that list the agent or its role, and their histories.
+func (f *FSM) PendingApprovalsFor(agent string) (int, error) {
+	if !ValidName(agent) {
+		return 0, NameError("agent", agent)
+	}
+	n := 0
+	err := f.view(func(tx *bbolt.Tx) error {
+		who, err := loadAgent(tx, agent)
+		if err != nil {
+			return fmt.Errorf("fsm: pending approvals: %w", err)
+		}
+		next := approverSeqsAfter(tx, aidxPending, agent, who, 0)
+	seqs:
+		for seq, ok := next(); ok; seq, ok = next() {
+			hist, err := approvalHistory(tx, seq)
+			if err != nil {
+				return fmt.Errorf("fsm: pending approvals: %w", err)
+			}
+			for _, ev := range liveDecisions(hist) {
+				if ev.Actor == agent {
+					continue seqs
+				}
+			}
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
+
+// approvalSeqsAfter yields, in order, the seqs above after under kind ‖
+// name ‖ 0x00 in approval_index, or (kind 0) of every approval.
+func approvalSeqsAfter(tx *bbolt.Tx, kind byte, name string, after uint64) func() (uint64, bool) {
+	if kind == 0 {
+		return keySeqsAfter(tx.Bucket(bucketApprovals), nil, after)
+	}
+	return indexSeqsAfter(tx.Bucket(bucketApprovalIndex), kind, name, after)
+}
+
+// approverSeqsAfter yields, in order and once each, the seqs above after
+// under kind (the approver or pending keys) for agent and for its
+// registered role (who; nil: none): two ranges merged.
+func approverSeqsAfter(tx *bbolt.Tx, kind byte, agent string, who *Agent, after uint64) func() (uint64, bool) {
+	byID := indexSeqsAfter(tx.Bucket(bucketApprovalIndex), kind, agent, after)
+	if who == nil {
+		return byID
+	}
+	byRole := indexSeqsAfter(tx.Bucket(bucketApprovalIndex), kind, RolePrefix+who.Role, after)
+	a, aok := byID()
+	b, bok := byRole()
+	return func() (uint64, bool) {
+		switch {
+		case !aok && !bok:
+			return 0, false
+		case aok && (!bok || a < b):
+			s := a
+			a, aok = byID()
+			return s, true
+		case bok && (!aok || b < a):
+			s := b
+			b, bok = byRole()
+			return s, true
+		}
+		s := a // listed by id and by role: once
+		a, aok = byID()
+		b, bok = byRole()
+		return s, true
+	}
+}
+
+// ApprovalEvents returns the approval updates of the entries after index
+// after, oldest first, as TaskEvents does for tasks (the same page rule:
+// whole entries only, at least limit updates unless the end comes first;
+// ≤ 0: DefaultPageLimit; capped at MaxPageLimit). The stream interleaves
+// them with the messages and task updates by Event.Seq.
+func (f *FSM) ApprovalEvents(after uint64, limit int) (ApprovalUpdatePage, error) {
+	if limit <= 0 {
+		limit = DefaultPageLimit
+	}
+	limit = min(limit, MaxPageLimit)
+	page := ApprovalUpdatePage{Updates: []ApprovalUpdate{}}
+	err := f.view(func(tx *bbolt.Tx) error {
+		c := tx.Bucket(bucketApprovalEvents).Cursor()
+		var at uint64
+		for k, v := c.Seek(u64(after + 1)); k != nil; k, v = c.Next() {
+			index, seq := binary.BigEndian.Uint64(k), binary.BigEndian.Uint64(k[8:])
+			if index != at && len(page.Updates) >= limit {
+				page.HasMore = true
+				return nil
+			}
+			at = index
+			u, err := approvalUpdate(tx, seq, index, v)
+			if err != nil {
+				return fmt.Errorf("fsm: approval events: %w", err)
+			}
+			page.Updates = append(page.Updates, u)
+		}
+		return nil
+	})
+	return page, err
+}
+
+// approvalUpdate builds the update of approval seq at entry index from its
+// stored snapshot v: the event from the history, the context (it never
+// changes) from the approval.
+func approvalUpdate(tx *bbolt.Tx, seq, index uint64, v []byte) (ApprovalUpdate, error) {
+	var u ApprovalUpdate
+	var snap Approval
+	if err := json.Unmarshal(v, &snap); err != nil {
+		return u, fmt.Errorf("approval at seq %d, index %d: decode: %w", seq, index, err)
+	}
+	cur, err := getApproval(tx, seq)
+	if err != nil {
+		return u, err
+	}
+	snap.Context = cur.Context
+	if u.Event, err = approvalEventAt(tx, seq, index); err != nil {
+		return u, err
+	}
+	u.Approval = &snap
+	return u, nil
+}

@@ -1,0 +1,253 @@
+package fsm
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+// Approvals in the state file: typed accessors over the approval buckets,
+// as task_store.go is for tasks.
+//
+//	approvals:          approval seq (8) → Approval JSON (no decisions)
+//	approval_ids:       approval id → seq (8) ‖ SHA-256 of the request (32)
+//	approval_index:     one kind byte, then:
+//	    's' state ‖ 0x00 ‖ seq (8)             approvals by state
+//	    'f' from ‖ 0x00 ‖ seq (8)              approvals by requester
+//	    'a' approver ‖ 0x00 ‖ seq (8)          approvals by listed approver (an id or role:NAME), as written
+//	    'p' approver ‖ 0x00 ‖ seq (8)          the same, pending approvals only
+//	    'd' deadline (8, Unix ns) ‖ seq (8)    pending approvals by deadline
+//	approval_history:   approval seq (8) ‖ entry index (8) → ApprovalEvent JSON
+//	approval_events:    entry index (8) ‖ approval seq (8) → the approval after
+//	                    the entry (Approval JSON without context and decisions)
+//
+// An approval's seq is the index of the entry that opened it, so lists come
+// in creation order. An entry makes at most one event per approval, which
+// keys approval_history and approval_events as task_history and
+// task_events are keyed. Index values are empty; the keys of an approval
+// are derived from its record (putApproval). The buckets are empty until
+// the first approval, so a state without approvals holds the same bytes
+// as before they existed.
+
+// Index key kinds of bucketApprovalIndex.
+const (
+	aidxState    = 's'
+	aidxFrom     = 'f'
+	aidxApprover = 'a'
+	aidxPending  = 'p'
+	aidxDeadline = 'd'
+)
+
+// approvalKeys is what moves in approval_index when an approval changes
+// (its requester and approvers never change).
+type approvalKeys struct {
+	state    ApprovalState
+	deadline int64 // pending only; 0: none
+}
+
+func approvalKeysOf(ap *Approval) approvalKeys {
+	k := approvalKeys{state: ap.State}
+	if ap.State == ApprovalPending {
+		k.deadline = ap.Deadline.UnixNano()
+	}
+	return k
+}
+
+// index writes (put) or deletes (!put) the moving keys k of ap.
+func (k approvalKeys) index(b *bbolt.Bucket, ap *Approval, put bool) {
+	set := func(key []byte) {
+		if put {
+			mustPut(b, key, nil)
+		} else {
+			mustDelete(b, key)
+		}
+	}
+	if k.state == "" {
+		return
+	}
+	set(taskIndexKey(aidxState, string(k.state), ap.Seq))
+	if k.state == ApprovalPending {
+		for _, a := range ap.Approvers {
+			set(taskIndexKey(aidxPending, a, ap.Seq))
+		}
+		set(taskPairKey(aidxDeadline, uint64(k.deadline), ap.Seq))
+	}
+}
+
+// getApproval reads the approval stored at seq.
+func getApproval(tx *bbolt.Tx, seq uint64) (*Approval, error) {
+	return getRecord[Approval](tx.Bucket(bucketApprovals), seq, "approval")
+}
+
+// getApprovalID reads the approval_ids record of id (readIDRecord).
+func getApprovalID(tx *bbolt.Tx, id string) (idRecord, bool) {
+	return readIDRecord(tx.Bucket(bucketApprovalIDs), id)
+}
+
+// approvalByID reads approval id, or a *NotFoundError naming it.
+func approvalByID(tx *bbolt.Tx, id string) (*Approval, error) {
+	rec, ok := getApprovalID(tx, id)
+	if !ok {
+		return nil, ApprovalNotFound(id)
+	}
+	return getApproval(tx, rec.seq)
+}
+
+// ApprovalNotFound is the *NotFoundError for approval id.
+func ApprovalNotFound(id string) error { return notFound("approval %s", id) }
+
+// requestSum is the SHA-256 of a request as applied, so a retry of the
+// same request matches and another under the same id does not.
+func requestSum(c *ApprovalRequestCommand) [32]byte {
+	b, err := json.Marshal(c)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: approval %s: encode the request: %v", c.ID, err))
+	}
+	return sha256.Sum256(b)
+}
+
+// addApprovalID records the id of a new approval ap (its seq set), opened
+// by a request hashing to sum, and its keys that never move.
+func addApprovalID(tx *bbolt.Tx, ap *Approval, sum [32]byte) {
+	writeIDRecord(tx.Bucket(bucketApprovalIDs), ap.ID, idRecord{seq: ap.Seq, sum: sum})
+	idx := tx.Bucket(bucketApprovalIndex)
+	mustPut(idx, taskIndexKey(aidxFrom, ap.From, ap.Seq), nil)
+	for _, a := range ap.Approvers {
+		mustPut(idx, taskIndexKey(aidxApprover, a, ap.Seq), nil)
+	}
+}
+
+// putApproval writes ap after a transition: its record (without
+// decisions), its keys moved from before (the zero approvalKeys for a new
+// approval), and ev (its state set from ap) in its history and in the
+// stream's index.
+func putApproval(tx *bbolt.Tx, before approvalKeys, ap *Approval, ev ApprovalEvent) {
+	ap.Updated = ev.Time
+	ap.Decisions = nil
+	ev.State = ap.State
+	data, err := json.Marshal(ap)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: approval %s: encode: %v", ap.ID, err))
+	}
+	mustPut(tx.Bucket(bucketApprovals), u64(ap.Seq), data)
+	if after := approvalKeysOf(ap); after != before {
+		idx := tx.Bucket(bucketApprovalIndex)
+		before.index(idx, ap, false)
+		after.index(idx, ap, true)
+	}
+	evData, err := json.Marshal(ev)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: approval %s: encode event: %v", ap.ID, err))
+	}
+	mustPut(tx.Bucket(bucketApprovalHistory), taskPairKey(0, ap.Seq, ev.Seq), evData)
+	snap := *ap
+	snap.Context = nil
+	snapData, err := json.Marshal(&snap)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: approval %s: encode: %v", ap.ID, err))
+	}
+	mustPut(tx.Bucket(bucketApprovalEvents), taskPairKey(0, ev.Seq, ap.Seq), snapData)
+}
+
+// approvalHistory reads the events of approval seq, oldest first.
+func approvalHistory(tx *bbolt.Tx, seq uint64) ([]ApprovalEvent, error) {
+	out := []ApprovalEvent{}
+	prefix := u64(seq)
+	c := tx.Bucket(bucketApprovalHistory).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		var ev ApprovalEvent
+		if err := json.Unmarshal(v, &ev); err != nil {
+			return nil, fmt.Errorf("approval at seq %d: event %d: decode: %w", seq, binary.BigEndian.Uint64(k[8:]), err)
+		}
+		out = append(out, ev)
+	}
+	return out, nil
+}
+
+// approvalEventAt reads the event of approval seq at entry index.
+func approvalEventAt(tx *bbolt.Tx, seq, index uint64) (ApprovalEvent, error) {
+	var ev ApprovalEvent
+	v := tx.Bucket(bucketApprovalHistory).Get(taskPairKey(0, seq, index))
+	if v == nil {
+		return ev, fmt.Errorf("approval at seq %d: no event at index %d", seq, index)
+	}
+	if err := json.Unmarshal(v, &ev); err != nil {
+		return ev, fmt.Errorf("approval at seq %d: event %d: decode: %w", seq, index, err)
+	}
+	return ev, nil
+}
+
+// approvalsDueBy lists the seqs of the pending approvals whose deadline is
+// at or before ts, earliest first.
+func approvalsDueBy(tx *bbolt.Tx, ts int64) []uint64 {
+	var out []uint64
+	c := tx.Bucket(bucketApprovalIndex).Cursor()
+	for k, _ := c.Seek([]byte{aidxDeadline}); k != nil && k[0] == aidxDeadline; k, _ = c.Next() {
+		if int64(binary.BigEndian.Uint64(k[1:])) > ts {
+			break
+		}
+		out = append(out, binary.BigEndian.Uint64(k[9:]))
+	}
+	return out
+}
+
+// firstApprovalDeadline is the earliest deadline of a pending approval.
+func firstApprovalDeadline(tx *bbolt.Tx) (int64, bool) {
+	k, _ := tx.Bucket(bucketApprovalIndex).Cursor().Seek([]byte{aidxDeadline})
+	if k == nil || k[0] != aidxDeadline {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(k[1:])), true
+}
+
+// liveDecisions are the decisions of history that count on the current
+// action: those after its last modify (the modify itself voids the
+// approvals before it).
+func liveDecisions(hist []ApprovalEvent) []ApprovalEvent {
+	start := 0
+	for i, ev := range hist {
+		if ev.Event == DecisionModify {
+			start = i + 1
+		}
+	}
+	var out []ApprovalEvent
+	for _, ev := range hist[start:] {
+		if isDecision(ev.Event) {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func isDecision(event string) bool {
+	return event == DecisionApprove || event == DecisionReject || event == DecisionModify
+}
+
+// decisionsOf are the decisions in hist, in order, the approvals a later
+// modify voided marked Voided.
+func decisionsOf(hist []ApprovalEvent) []ApprovalDecision {
+	lastModify := -1
+	for i, ev := range hist {
+		if ev.Event == DecisionModify {
+			lastModify = i
+		}
+	}
+	out := []ApprovalDecision{}
+	for i, ev := range hist {
+		if !isDecision(ev.Event) {
+			continue
+		}
+		out = append(out, ApprovalDecision{Seq: ev.Seq, Time: ev.Time, Approver: ev.Actor, Decision: ev.Event,
+			ActionHash: ev.ActionHash, Comment: ev.Comment, Action: ev.Action,
+			Voided: ev.Event == DecisionApprove && i < lastModify})
+	}
+	return out
+}
+
+// unixUTC is a Unix-ns time as a stored time.
+func unixUTC(ns int64) time.Time { return time.Unix(0, ns).UTC() }
