@@ -121,6 +121,12 @@ type Approval struct {
 	OnTimeout         string          `json:"on_timeout"`
 	TaskID            string          `json:"task_id,omitempty"`
 	Channel           string          `json:"channel"`
+	// Options are the decisions it takes (seed 004's
+	// human_decision_options); empty: all of Decisions.
+	Options []string `json:"options,omitempty"`
+	// Context is what the request said besides (a JSON object), for the
+	// approvers to read; not part of the action, so not of its hash.
+	Context json.RawMessage `json:"context,omitempty"`
 	// MessageID is the hitl_approval_request message sent to the approvers.
 	MessageID string `json:"message_id"`
 
@@ -173,6 +179,14 @@ type ApprovalRequestCommand struct {
 	OnTimeout    string          `json:"on_timeout,omitempty"`
 	TaskID       string          `json:"task_id,omitempty"`
 	Channel      string          `json:"channel,omitempty"`
+	// Options are the decisions the approval takes (seed 004's
+	// human_decision_options): a subset of Decisions that holds approve;
+	// empty means all of them. A decision outside them is refused.
+	Options []string `json:"options,omitempty"`
+	// Context is what the request says besides, a JSON object (seed 004's
+	// other fields), kept with the approval for its approvers to read; it
+	// is not the action, so not in its hash. Canonicalized by Normalize.
+	Context json.RawMessage `json:"context,omitempty"`
 }
 
 // ApprovalTimeout is a duration in JSON: a Go duration string ("10m",
@@ -245,6 +259,9 @@ func (c *ApprovalRequestCommand) Normalize(now time.Time) {
 	if canon, err := CanonicalJSON(c.Action); err == nil {
 		c.Action = canon
 	}
+	if canon, err := CanonicalJSON(c.Context); err == nil && len(c.Context) > 0 {
+		c.Context = canon
+	}
 }
 
 // Validate checks a normalized request: each error is a *FieldError naming
@@ -304,7 +321,10 @@ func (c *ApprovalRequestCommand) Validate() error {
 	if !ValidName(c.Channel) {
 		return NameError("channel", c.Channel)
 	}
-	return nil
+	if err := validOptions(c.Options); err != nil {
+		return err
+	}
+	return validContext(c.Context)
 }
 
 // ApprovalDecideCommand is the body of OpApprovalDecide (POST
@@ -460,6 +480,37 @@ func validApprovers(list []string) error {
 		case slices.Contains(list[:i], a):
 			return fieldErr(f, "%q is listed twice", a)
 		}
+	}
+	return nil
+}
+
+func validOptions(list []string) error {
+	for i, o := range list {
+		f := fmt.Sprintf("options[%d]", i)
+		switch {
+		case !slices.Contains(Decisions, o):
+			return fieldErr(f, "%q: want one of %s", o, strings.Join(Decisions, ", "))
+		case slices.Contains(list[:i], o):
+			return fieldErr(f, "%q is listed twice", o)
+		}
+	}
+	if len(list) > 0 && !slices.Contains(list, DecisionApprove) {
+		return fieldErr("options", "%s: an approval that cannot be approved; list %s (or leave options out for all)",
+			strings.Join(list, ", "), DecisionApprove)
+	}
+	return nil
+}
+
+func validContext(v json.RawMessage) error {
+	if len(v) == 0 {
+		return nil
+	}
+	canon, err := CanonicalJSON(v)
+	switch {
+	case err != nil || canon[0] != '{':
+		return fieldErr("context", "want a JSON object")
+	case len(canon) > MaxActionBytes:
+		return fieldErr("context", "%d bytes in canonical form, at most %d", len(canon), MaxActionBytes)
 	}
 	return nil
 }

@@ -50,6 +50,12 @@ func TestApprovalRequestNormalize(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatalf("valid request refused: %v", err)
 	}
+	withExtras := validApprovalRequest()
+	withExtras.Options, withExtras.Context = []string{"approve", "reject"}, json.RawMessage(`{ "url": "https://x", "a": 1 }`)
+	withExtras.Normalize(time.Now())
+	if err := withExtras.Validate(); err != nil || string(withExtras.Context) != `{"a":1,"url":"https://x"}` {
+		t.Errorf("options and context: %v, context %s", err, withExtras.Context)
+	}
 	seed := ApprovalRequestCommand{From: "triage", Approvers: []string{"alice"}, Title: "t", Action: json.RawMessage(`1`), TimeoutHours: 72}
 	seed.Normalize(time.Now())
 	if time.Duration(seed.Timeout) != 72*time.Hour || seed.TimeoutHours != 0 {
@@ -90,6 +96,14 @@ func TestApprovalRequestValidate(t *testing.T) {
 		{"both timeouts", "timeout_hours", func(c *ApprovalRequestCommand) { c.TimeoutHours = 1 }},
 		{"on_timeout", "on_timeout", func(c *ApprovalRequestCommand) { c.OnTimeout = "approve" }},
 		{"rationale", "rationale", func(c *ApprovalRequestCommand) { c.Rationale = strings.Repeat("r", MaxTaskNoteRunes+1) }},
+		{"unknown option", "options[1]", func(c *ApprovalRequestCommand) { c.Options = []string{"approve", "defer"} }},
+		{"option twice", "options[1]", func(c *ApprovalRequestCommand) { c.Options = []string{"reject", "reject"} }},
+		{"no approve option", "options", func(c *ApprovalRequestCommand) { c.Options = []string{"reject", "modify"} }},
+		{"context not an object", "context", func(c *ApprovalRequestCommand) { c.Context = json.RawMessage(`[1]`) }},
+		{"context not JSON", "context", func(c *ApprovalRequestCommand) { c.Context = json.RawMessage(`{"a"`) }},
+		{"big context", "context", func(c *ApprovalRequestCommand) {
+			c.Context = json.RawMessage(`{"a":"` + strings.Repeat("x", MaxActionBytes) + `"}`)
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := validApprovalRequest()
