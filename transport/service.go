@@ -79,6 +79,7 @@ type Reader interface {
 	Approval(id string) (*fsm.Approval, error)
 	Approvals(q fsm.ApprovalQuery) (fsm.ApprovalPage, error)
 	PendingApprovalsFor(agent string) (int, error)
+	ApprovalEvents(after uint64, limit int) (fsm.ApprovalUpdatePage, error)
 
 	Config() (fsm.ClusterConfig, error)
 	RetentionOf(channel string) (fsm.Retention, error)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -254,7 +255,7 @@ func (s *Server) streamOnce(w io.Writer, state Reader, viewer *fsm.Viewer, f str
 		}
 	}
 	if f.objects() {
-		if ups, upMore, err = readObjects(state, pos.objectsAfter()); err != nil {
+		if ups, upMore, err = readObjects(state, pos.objectsAfter(), f.kinds); err != nil {
 			return false, err
 		}
 		if upMore && len(ups) > 0 {
@@ -298,7 +299,7 @@ func (s *Server) streamOnce(w io.Writer, state Reader, viewer *fsm.Viewer, f str
 			var group []event
 			for ; j < len(ups) && ups[j].index == index; j++ {
 				u := &ups[j]
-				if !f.kinds[u.kind] || !f.carries(u, agentEntry) {
+				if !f.carries(u, agentEntry) {
 					continue
 				}
 				var data []byte
@@ -381,16 +382,50 @@ func streamRead(state Reader, agent, channel string, after uint64) ([]*fsm.Messa
 }
 
 // readObjects is the next page of object updates after index after, in
-// entry order (whole entries), and whether more are ready.
-func readObjects(state Reader, after uint64) ([]objectUpdate, bool, error) {
-	page, err := state.TaskEvents(after, streamPage)
-	if err != nil {
-		return nil, false, err
+// entry order (whole entries; an entry's task updates before its approval
+// updates), and whether more are ready. Each kind is read a page at a
+// time; where one stops short the merge stops too, at that page's last
+// entry (which it holds whole), so neither kind runs ahead of the other.
+// A kind the stream does not carry is not read.
+func readObjects(state Reader, after uint64, kinds map[string]bool) ([]objectUpdate, bool, error) {
+	var (
+		tasks     fsm.TaskUpdatePage
+		approvals fsm.ApprovalUpdatePage
+		err       error
+	)
+	if kinds[EventTask] {
+		if tasks, err = state.TaskEvents(after, streamPage); err != nil {
+			return nil, false, err
+		}
 	}
-	out := make([]objectUpdate, len(page.Updates))
-	for i := range page.Updates {
-		u := &page.Updates[i]
-		out[i] = objectUpdate{index: u.Event.Seq, kind: EventTask, task: u}
+	if kinds[EventApproval] {
+		if approvals, err = state.ApprovalEvents(after, streamPage); err != nil {
+			return nil, false, err
+		}
 	}
-	return out, page.HasMore, nil
+	bound := uint64(math.MaxUint64)
+	if n := len(tasks.Updates); tasks.HasMore && n > 0 {
+		bound = tasks.Updates[n-1].Event.Seq
+	}
+	if n := len(approvals.Updates); approvals.HasMore && n > 0 {
+		bound = min(bound, approvals.Updates[n-1].Event.Seq)
+	}
+	out := make([]objectUpdate, 0, len(tasks.Updates)+len(approvals.Updates))
+	i, j := 0, 0
+	for {
+		hasTask := i < len(tasks.Updates) && tasks.Updates[i].Event.Seq <= bound
+		hasAppr := j < len(approvals.Updates) && approvals.Updates[j].Event.Seq <= bound
+		switch {
+		case hasTask && (!hasAppr || tasks.Updates[i].Event.Seq <= approvals.Updates[j].Event.Seq):
+			u := &tasks.Updates[i]
+			out = append(out, objectUpdate{index: u.Event.Seq, kind: EventTask, task: u})
+			i++
+		case hasAppr:
+			u := &approvals.Updates[j]
+			out = append(out, objectUpdate{index: u.Event.Seq, kind: EventApproval, approval: u})
+			j++
+		default:
+			return out, tasks.HasMore || approvals.HasMore, nil
+		}
+	}
 }
