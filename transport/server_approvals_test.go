@@ -3,48 +3,30 @@ package transport_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/transport/transporttest"
 )
 
-// deploy is the action of the approval tests, and its hash.
+// The transport's half of the approvals: routing, admission, field
+// errors, the secret guard, how the state machine's answers and refusals
+// reach the wire, and the stream's approval events. What apply decides
+// (quorum, stale hashes, who may decide) is fsm's and tested there; here
+// Apply answers what a test sets (transporttest.Service.OnApply) and the
+// approval reads answer from approvalReads.
+
+// deploy is the action of the approval tests.
 var deploy = json.RawMessage(`{"cmd":"deploy","version":"2.3"}`)
-
-func (e *taskEnv) request(cmd fsm.ApprovalRequestCommand) fsm.ApprovalResult {
-	e.t.Helper()
-	if cmd.From == "" {
-		cmd.From = "tess"
-	}
-	if cmd.Title == "" {
-		cmd.Title = "deploy v2.3"
-	}
-	if cmd.Action == nil {
-		cmd.Action = deploy
-	}
-	res, err := e.c.RequestApproval(context.Background(), cmd)
-	if err != nil {
-		e.t.Fatalf("request %+v: %v", cmd, err)
-	}
-	return res
-}
-
-func (e *taskEnv) approval(id string) *fsm.Approval {
-	e.t.Helper()
-	a, err := e.c.Approval(context.Background(), id)
-	if err != nil {
-		e.t.Fatalf("approval %s: %v", id, err)
-	}
-	return a
-}
-
-func (e *taskEnv) decide(id, approver, decision, hash string) (*fsm.Approval, error) {
-	return e.c.DecideApproval(context.Background(), fsm.ApprovalDecideCommand{ID: id, Approver: approver, Decision: decision, ActionHash: hash})
-}
 
 func hashOf(t *testing.T, action json.RawMessage) string {
 	t.Helper()
@@ -55,141 +37,275 @@ func hashOf(t *testing.T, action json.RawMessage) string {
 	return h
 }
 
-// Two of three: one approval leaves it pending, the same approver again
-// and a stale hash are refused, a second distinct approver (by its role)
-// approves it; an approver it does not list is refused; a decided
-// approval takes no more decisions and cannot be cancelled.
-func TestApprovalTwoOfThree(t *testing.T) {
-	e := newTaskEnv(t)
-	ctx := context.Background()
-	h := hashOf(t, deploy)
-	req := fsm.ApprovalRequestCommand{ID: "appr-deploy", Approvers: []string{"rita", "rex", "role:lead"}, Quorum: 2,
-		Action: json.RawMessage(`{ "version": "2.3", "cmd": "deploy" }`)}
-	res := e.request(req)
-	if res.ID != "appr-deploy" || res.State != fsm.ApprovalPending || res.ActionHash != h || res.Quorum != 2 || res.Approvals != 0 || res.Seq == 0 {
-		t.Fatalf("request answered %+v, want pending on %s", res, h)
-	}
-	// The same request again answers the same; other content is a conflict.
-	if again := e.request(req); again != res {
-		t.Errorf("repeated request answered %+v, want %+v", again, res)
-	}
-	_, err := e.c.RequestApproval(ctx, fsm.ApprovalRequestCommand{ID: "appr-deploy", From: "tess", Approvers: []string{"rita"}, Title: "other", Action: deploy})
-	wantRefused(t, "request with a taken id", err, http.StatusConflict, fsm.ErrConflict, "appr-deploy")
+// approvalReads answers the approval queries from what a test put in,
+// and every other read from the real state.
+type approvalReads struct {
+	transport.Reader
+	mu        sync.Mutex
+	approvals map[string]*fsm.Approval
+	events    []fsm.ApprovalUpdate
+	pending   map[string]int
+	queries   []fsm.ApprovalQuery
+}
 
-	a, err := e.decide("appr-deploy", "rita", fsm.DecisionApprove, h)
-	if err != nil || a.State != fsm.ApprovalPending || a.Approvals != 1 || len(a.Decisions) != 1 || a.Decisions[0].Approver != "rita" {
-		t.Fatalf("rita's approval: %+v, %v", a, err)
-	}
-	_, err = e.decide("appr-deploy", "rita", fsm.DecisionApprove, h)
-	wantRefused(t, "rita again", err, http.StatusConflict, fsm.ErrConflict)
-	stale := hashOf(t, json.RawMessage(`{"cmd":"deploy","version":"2.2"}`))
-	_, err = e.decide("appr-deploy", "rex", fsm.DecisionApprove, stale)
-	wantRefused(t, "a decision on a stale hash", err, http.StatusConflict, fsm.ErrConflict, "the action changed to "+h, "look at it again")
-	_, err = e.decide("appr-deploy", "tess", fsm.DecisionApprove, h)
-	wantRefused(t, "an approver it does not list", err, http.StatusForbidden, fsm.ErrForbidden, "rita", "rex", "role:lead")
-	if a := e.approval("appr-deploy"); a.State != fsm.ApprovalPending || a.Approvals != 1 {
-		t.Fatalf("after the refusals: %+v", a)
-	}
+func (r *approvalReads) put(a *fsm.Approval) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.approvals[a.ID] = a
+}
 
-	// lead decides by its role.
-	a, err = e.decide("appr-deploy", "lead", fsm.DecisionApprove, h)
-	if err != nil || a.State != fsm.ApprovalApproved || a.Approvals != 2 || len(a.Decisions) != 2 {
-		t.Fatalf("the second approval: %+v, %v", a, err)
-	}
-	_, err = e.decide("appr-deploy", "rex", fsm.DecisionReject, h)
-	wantRefused(t, "a decision on an approved approval", err, http.StatusConflict, fsm.ErrConflict, "approved")
-	_, err = e.c.CancelApproval(ctx, fsm.ApprovalCancelCommand{ID: "appr-deploy", From: "tess"})
-	wantRefused(t, "cancel of an approved approval", err, http.StatusConflict, fsm.ErrConflict, "approved")
+// event adds an update of a, made by the entry at index.
+func (r *approvalReads) event(index uint64, a fsm.Approval) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, fsm.ApprovalUpdate{Event: fsm.ApprovalDecision{Seq: index, Approver: a.From}, Approval: &a})
+}
 
-	// Lists: by state, approver (by id and by role) and requester, without
-	// decisions; 404 for an unknown approval.
-	e.request(fsm.ApprovalRequestCommand{ID: "appr-other", From: "rita", Approvers: []string{"rex"}})
-	for _, tc := range []struct {
-		q    fsm.ApprovalQuery
-		want []string
-	}{
-		{fsm.ApprovalQuery{}, []string{"appr-deploy", "appr-other"}},
-		{fsm.ApprovalQuery{State: fsm.ApprovalApproved}, []string{"appr-deploy"}},
-		{fsm.ApprovalQuery{State: fsm.ApprovalPending, Approver: "rex"}, []string{"appr-other"}},
-		{fsm.ApprovalQuery{Approver: "lead"}, []string{"appr-deploy"}},
-		{fsm.ApprovalQuery{From: "rita"}, []string{"appr-other"}},
-		{fsm.ApprovalQuery{Limit: 1}, []string{"appr-deploy"}},
-	} {
-		page, err := e.c.Approvals(ctx, tc.q)
-		var ids []string
-		for _, a := range page.Approvals {
-			ids = append(ids, a.ID)
-			if a.Decisions != nil {
-				t.Errorf("list %+v carries decisions: %+v", tc.q, a)
+func (r *approvalReads) Approval(id string) (*fsm.Approval, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if a, ok := r.approvals[id]; ok {
+		return a, nil
+	}
+	return nil, &fsm.NotFoundError{What: "approval " + id}
+}
+
+func (r *approvalReads) Approvals(q fsm.ApprovalQuery) (fsm.ApprovalPage, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.queries = append(r.queries, q)
+	page := fsm.ApprovalPage{}
+	for _, a := range r.approvals {
+		page.Approvals = append(page.Approvals, a)
+	}
+	return page, nil
+}
+
+func (r *approvalReads) PendingApprovalsFor(agent string) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pending[agent], nil
+}
+
+func (r *approvalReads) ApprovalEvents(after uint64, limit int) (fsm.ApprovalUpdatePage, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	page := fsm.ApprovalUpdatePage{Updates: []fsm.ApprovalUpdate{}}
+	for _, u := range r.events {
+		if u.Event.Seq <= after {
+			continue
+		}
+		if n := len(page.Updates); n >= limit && page.Updates[n-1].Event.Seq != u.Event.Seq {
+			page.HasMore = true // whole entries, as fsm's pages
+			break
+		}
+		page.Updates = append(page.Updates, u)
+	}
+	return page, nil
+}
+
+type approvalNode struct {
+	*transporttest.Service
+	reads *approvalReads
+}
+
+func (n approvalNode) State() transport.Reader { return n.reads }
+
+// approvalEnv is the API over the task tests' agents (lead, rita and rex
+// reviewers, tess) with approvalReads; Apply answers approval ops as
+// answer does, by default a pending approval's result.
+type approvalEnv struct {
+	*taskEnv
+	reads *approvalReads
+}
+
+func newApprovalEnv(t *testing.T) *approvalEnv {
+	t.Helper()
+	base := newTaskEnv(t)
+	reads := &approvalReads{Reader: base.svc.State(), approvals: map[string]*fsm.Approval{}, pending: map[string]int{}}
+	srv := serve(t, approvalNode{Service: base.svc, reads: reads}, transport.ServerOptions{})
+	base.url, base.c = srv.URL, transport.NewClient(srv.URL, nil)
+	e := &approvalEnv{taskEnv: base, reads: reads}
+	e.answer(pendingResult)
+	return e
+}
+
+// answer makes Apply answer the approval ops with fn; other ops apply.
+func (e *approvalEnv) answer(fn func(op fsm.Op, body json.RawMessage) (any, error)) {
+	answerApprovals(e.t, e.svc, fn)
+}
+
+func answerApprovals(t testing.TB, svc *transporttest.Service, fn func(op fsm.Op, body json.RawMessage) (any, error)) {
+	svc.OnApply(func(op fsm.Op, body json.RawMessage) (any, error) {
+		switch op {
+		case fsm.OpApprovalRequest, fsm.OpApprovalDecide, fsm.OpApprovalCancel:
+			return fn(op, body)
+		}
+		v, err := svc.ApplyCommand(op, body)
+		if err != nil {
+			t.Logf("apply %s: %v", op, err)
+		}
+		return v, err
+	})
+}
+
+// pendingResult answers any approval op as a pending approval, its hash
+// the request's action's.
+func pendingResult(op fsm.Op, body json.RawMessage) (any, error) {
+	var cmd struct {
+		ID     string          `json:"id"`
+		Quorum int             `json:"quorum"`
+		Action json.RawMessage `json:"action"`
+	}
+	if err := json.Unmarshal(body, &cmd); err != nil {
+		return nil, err
+	}
+	h, _ := fsm.ActionHash(cmd.Action)
+	return fsm.ApprovalResult{ID: cmd.ID, Seq: 7, State: fsm.ApprovalPending, ActionHash: h, Quorum: max(cmd.Quorum, 1)}, nil
+}
+
+// proposed is the last command of op that reached Apply, decoded into v.
+func proposed[T any](t *testing.T, svc *transporttest.Service, op fsm.Op) (T, int) {
+	t.Helper()
+	var v T
+	n := 0
+	for _, c := range svc.Applied() {
+		if c.Op == op {
+			n++
+			if err := json.Unmarshal(c.Body, &v); err != nil {
+				t.Fatal(err)
 			}
 		}
-		if err != nil || !slices.Equal(ids, tc.want) || page.HasMore != (tc.q.Limit == 1) {
-			t.Errorf("list %+v = %v (has_more %v), %v; want %v", tc.q, ids, page.HasMore, err, tc.want)
-		}
 	}
-	_, err = e.c.Approval(ctx, "appr-nope")
-	wantRefused(t, "unknown approval", err, http.StatusNotFound, fsm.ErrNotFound, "appr-nope")
-	_, err = e.decide("appr-nope", "rita", fsm.DecisionApprove, h)
-	wantRefused(t, "decision on an unknown approval", err, http.StatusNotFound, fsm.ErrNotFound, "appr-nope")
+	return v, n
 }
 
-// A modify replaces the action: the approvals so far are void (kept,
-// marked), the old hash is stale, everyone decides again; one reject
-// rejects.
-func TestApprovalModifyAndReject(t *testing.T) {
-	e := newTaskEnv(t)
-	h := hashOf(t, deploy)
-	e.request(fsm.ApprovalRequestCommand{ID: "appr-m", Approvers: []string{"rita", "rex"}, Quorum: 2})
-	if _, err := e.decide("appr-m", "rita", fsm.DecisionApprove, h); err != nil {
-		t.Fatal(err)
-	}
-	canary := json.RawMessage(`{"canary":true,"cmd":"deploy","version":"2.3"}`)
-	h2 := hashOf(t, canary)
-	a, err := e.c.DecideApproval(context.Background(), fsm.ApprovalDecideCommand{ID: "appr-m", Approver: "rex", Decision: fsm.DecisionModify,
-		ActionHash: h, Comment: "canary first", Action: json.RawMessage(`{"version":"2.3","cmd":"deploy","canary":true}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a.State != fsm.ApprovalPending || a.ActionHash != h2 || string(a.Action) != string(canary) || a.Approvals != 0 ||
-		len(a.Decisions) != 2 || !a.Decisions[0].Voided || a.Decisions[1].Decision != fsm.DecisionModify || a.Decisions[1].Comment != "canary first" {
-		t.Fatalf("after the modify: %+v", a)
-	}
-	_, err = e.decide("appr-m", "rita", fsm.DecisionApprove, h)
-	wantRefused(t, "an approval of the old action", err, http.StatusConflict, fsm.ErrConflict, "the action changed to "+h2)
-	if a, err = e.decide("appr-m", "rita", fsm.DecisionApprove, h2); err != nil || a.State != fsm.ApprovalPending || a.Approvals != 1 {
-		t.Fatalf("rita approves the new action: %+v, %v", a, err)
-	}
-	if a, err = e.decide("appr-m", "rex", fsm.DecisionReject, h2); err != nil || a.State != fsm.ApprovalRejected {
-		t.Fatalf("rex rejects: %+v, %v", a, err)
-	}
-}
-
-// Only the requester cancels, a pending approval only; a retried cancel
-// answers again.
-func TestApprovalCancel(t *testing.T) {
-	e := newTaskEnv(t)
+// A request is normalized (an id fixed, the defaults, the action in
+// canonical form) before it is proposed, and answered with the state
+// machine's result; a decision and a cancel act on the path's approval,
+// the decision answered with the approval read after it, strongly.
+func TestApprovalRoutesPropose(t *testing.T) {
+	e := newApprovalEnv(t)
 	ctx := context.Background()
-	e.request(fsm.ApprovalRequestCommand{ID: "appr-c", Approvers: []string{"rita"}})
-	_, err := e.c.CancelApproval(ctx, fsm.ApprovalCancelCommand{ID: "appr-c", From: "rita", Reason: "not mine"})
-	wantRefused(t, "cancel by another", err, http.StatusForbidden, fsm.ErrForbidden)
-	res, err := e.c.CancelApproval(ctx, fsm.ApprovalCancelCommand{ID: "appr-c", From: "tess", Reason: "rolled back"})
-	if err != nil || res.State != fsm.ApprovalCancelled {
+	h := hashOf(t, deploy)
+	res, err := e.c.RequestApproval(ctx, fsm.ApprovalRequestCommand{From: "tess", Approvers: []string{"rita", "role:lead"},
+		Title: "deploy v2.3", Action: json.RawMessage(`{ "version": "2.3", "cmd": "deploy" }`), TimeoutHours: 2})
+	if err != nil || res.State != fsm.ApprovalPending || res.ActionHash != h || res.Seq != 7 {
+		t.Fatalf("request: %+v, %v", res, err)
+	}
+	cmd, n := proposed[fsm.ApprovalRequestCommand](t, e.svc, fsm.OpApprovalRequest)
+	if n != 1 || !regexp.MustCompile(`^appr-\d{8}-\d{6}-tess-[0-9a-f]{8}$`).MatchString(cmd.ID) || cmd.ID != res.ID ||
+		string(cmd.Action) != string(deploy) || cmd.Quorum != 1 || cmd.Priority != fsm.DefaultPriority ||
+		cmd.OnTimeout != fsm.OnTimeoutReject || cmd.Channel != fsm.DefaultChannel || time.Duration(cmd.Timeout) != 2*time.Hour || cmd.TimeoutHours != 0 {
+		t.Errorf("proposed %+v", cmd)
+	}
+
+	// The decision's answer is the approval as read after it.
+	decided := &fsm.Approval{ID: "appr-1", From: "tess", State: fsm.ApprovalApproved, ActionHash: h, Approvals: 1, Quorum: 1,
+		Decisions: []fsm.ApprovalDecision{{Seq: 9, Approver: "rita", Decision: fsm.DecisionApprove, ActionHash: h}}}
+	e.reads.put(decided)
+	linearized := len(e.svc.CallsTo("Linearize"))
+	a, err := e.c.DecideApproval(ctx, fsm.ApprovalDecideCommand{ID: "appr-1", Approver: "rita", Decision: fsm.DecisionApprove, ActionHash: h, Comment: "ok"})
+	if err != nil || a.State != fsm.ApprovalApproved || len(a.Decisions) != 1 || a.Decisions[0].Approver != "rita" {
+		t.Fatalf("decide: %+v, %v", a, err)
+	}
+	if dec, _ := proposed[fsm.ApprovalDecideCommand](t, e.svc, fsm.OpApprovalDecide); dec.ID != "appr-1" || dec.Comment != "ok" || dec.ActionHash != h {
+		t.Errorf("proposed decision %+v", dec)
+	}
+	calls := e.svc.CallsTo("Linearize")
+	if len(calls) <= linearized || calls[len(calls)-1].Cons != transport.Strong {
+		t.Errorf("the decision's answer was not read strongly: %+v", calls[linearized:])
+	}
+	// A modify's action is proposed in canonical form.
+	if _, err := e.c.DecideApproval(ctx, fsm.ApprovalDecideCommand{ID: "appr-1", Approver: "rita", Decision: fsm.DecisionModify, ActionHash: h,
+		Action: json.RawMessage(`{ "version": "2.3", "canary": true, "cmd": "deploy" }`)}); err != nil {
+		t.Fatal(err)
+	}
+	if dec, _ := proposed[fsm.ApprovalDecideCommand](t, e.svc, fsm.OpApprovalDecide); string(dec.Action) != `{"canary":true,"cmd":"deploy","version":"2.3"}` {
+		t.Errorf("proposed modify's action %s", dec.Action)
+	}
+	if res, err := e.c.CancelApproval(ctx, fsm.ApprovalCancelCommand{ID: "appr-1", From: "tess", Reason: "rolled back"}); err != nil || res.ID != "appr-1" {
 		t.Fatalf("cancel: %+v, %v", res, err)
 	}
-	if again, err := e.c.CancelApproval(ctx, fsm.ApprovalCancelCommand{ID: "appr-c", From: "tess", Reason: "rolled back"}); err != nil || again.State != fsm.ApprovalCancelled {
-		t.Errorf("retried cancel: %+v, %v", again, err)
+	if c, n := proposed[fsm.ApprovalCancelCommand](t, e.svc, fsm.OpApprovalCancel); n != 1 || c.ID != "appr-1" || c.From != "tess" || c.Reason != "rolled back" {
+		t.Errorf("proposed cancel %+v", c)
 	}
-	_, err = e.decide("appr-c", "rita", fsm.DecisionApprove, hashOf(t, deploy))
-	wantRefused(t, "a decision on a cancelled approval", err, http.StatusConflict, fsm.ErrConflict, "cancelled")
+}
+
+// The state machine's refusals reach the client in its words, with their
+// status: 409 conflict, 403 forbidden, 404 not found; a decision refused
+// is not read back.
+func TestApprovalRefusalsReachTheClient(t *testing.T) {
+	e := newApprovalEnv(t)
+	ctx := context.Background()
+	h := hashOf(t, deploy)
+	for _, tc := range []struct {
+		err    error
+		status int
+		is     error
+	}{
+		{&fsm.ConflictError{Reason: "approval appr-1: the action changed to sha256:abc: look at it again"}, http.StatusConflict, fsm.ErrConflict},
+		{&fsm.ForbiddenError{Reason: "approval appr-1: tess is not one of its approvers (rita, role:lead)"}, http.StatusForbidden, fsm.ErrForbidden},
+		{&fsm.NotFoundError{What: "approval appr-1"}, http.StatusNotFound, fsm.ErrNotFound},
+	} {
+		e.answer(func(fsm.Op, json.RawMessage) (any, error) { return nil, tc.err })
+		reads := len(e.svc.CallsTo("Linearize"))
+		_, err := e.c.DecideApproval(ctx, fsm.ApprovalDecideCommand{ID: "appr-1", Approver: "tess", Decision: fsm.DecisionApprove, ActionHash: h})
+		wantRefused(t, "decide", err, tc.status, tc.is, tc.err.Error())
+		if n := len(e.svc.CallsTo("Linearize")); n != reads {
+			t.Errorf("a refused decision was read back (%d reads)", n-reads)
+		}
+		_, err = e.c.CancelApproval(ctx, fsm.ApprovalCancelCommand{ID: "appr-1", From: "tess"})
+		wantRefused(t, "cancel", err, tc.status, tc.is, tc.err.Error())
+		_, err = e.c.RequestApproval(ctx, fsm.ApprovalRequestCommand{ID: "appr-1", From: "tess", Approvers: []string{"rita"}, Title: "t", Action: deploy})
+		wantRefused(t, "request", err, tc.status, tc.is, tc.err.Error())
+	}
+	// A result that is not an approval's is a 500, not a success.
+	e.answer(func(fsm.Op, json.RawMessage) (any, error) { return map[string]string{"nope": "x"}, nil })
+	_, err := e.c.CancelApproval(ctx, fsm.ApprovalCancelCommand{ID: "appr-1", From: "tess"})
+	var api *transport.APIError
+	if !errors.As(err, &api) || api.Status != http.StatusInternalServerError || !strings.Contains(api.Message, "unexpected approval_cancel result") {
+		t.Errorf("an odd result: %v, want a 500 saying so", err)
+	}
+}
+
+// Reads: one approval with its decisions (404 unknown); a list's
+// parameters reach the query, and an empty list is [] not null; the
+// summary counts the approvals the agent may decide.
+func TestApprovalReads(t *testing.T) {
+	e := newApprovalEnv(t)
+	ctx := context.Background()
+	_, err := e.c.Approval(ctx, "appr-nope")
+	wantRefused(t, "unknown approval", err, http.StatusNotFound, fsm.ErrNotFound, "approval appr-nope")
+
+	var empty map[string]json.RawMessage
+	wantOK(t, do(t, "GET", e.url+"/v1/approvals", "", nil), &empty)
+	if string(empty["approvals"]) != "[]" || string(empty["has_more"]) != "false" {
+		t.Errorf("empty list %s", empty)
+	}
+	e.reads.put(&fsm.Approval{ID: "appr-1", From: "tess", Approvers: []string{"rita"}, State: fsm.ApprovalPending,
+		Decisions: []fsm.ApprovalDecision{{Seq: 9, Approver: "rita", Decision: fsm.DecisionModify}}})
+	if a, err := e.c.Approval(ctx, "appr-1"); err != nil || a.From != "tess" || len(a.Decisions) != 1 {
+		t.Errorf("approval: %+v, %v", a, err)
+	}
+	q := fsm.ApprovalQuery{State: fsm.ApprovalPending, Approver: "rita", From: "tess", After: 4, Limit: 2}
+	if page, err := e.c.Approvals(ctx, q); err != nil || len(page.Approvals) != 1 {
+		t.Errorf("list: %+v, %v", page, err)
+	}
+	if got := e.reads.queries[len(e.reads.queries)-1]; got != q {
+		t.Errorf("the list asked %+v, want %+v", got, q)
+	}
+	e.reads.pending["rita"] = 2
+	if sum, err := e.c.AgentSummary(ctx, "rita", transport.Strong); err != nil || sum.PendingApprovals != 2 {
+		t.Errorf("rita's summary %+v, %v", sum, err)
+	}
 }
 
 // Bad input is 400 naming the field or parameter, and never reaches the
 // log; an oversized body is 413 saying the cap.
 func TestApprovalRoutesRefuseBadInput(t *testing.T) {
-	e := newTaskEnv(t)
-	e.request(fsm.ApprovalRequestCommand{ID: "appr-1", Approvers: []string{"rita"}})
+	e := newApprovalEnv(t)
 	h := hashOf(t, deploy)
-	before := len(e.svc.CallsTo("Apply"))
 	for _, tc := range []struct {
 		method, path, body string
 		code, words        string
@@ -231,13 +347,13 @@ func TestApprovalRoutesRefuseBadInput(t *testing.T) {
 	if !strings.Contains(msg, "262144 bytes for POST /v1/approvals") || !strings.Contains(msg, "64 KiB") {
 		t.Errorf("413 message %q", msg)
 	}
-	if n := len(e.svc.CallsTo("Apply")); n != before {
-		t.Errorf("%d refused requests reached Apply", n-before)
-	}
 	// An action over its limit is the state machine's field error.
 	long := `{"from":"tess","approvers":["rita"],"title":"t","action":"` + strings.Repeat("a", fsm.MaxActionBytes) + `"}`
 	if msg := wantError(t, do(t, "POST", e.url+"/v1/approvals", long, nil), http.StatusBadRequest, transport.CodeInvalid); !strings.Contains(msg, "action") {
 		t.Errorf("long action: %q", msg)
+	}
+	if n := len(e.svc.CallsTo("Apply")); n != 0 {
+		t.Errorf("%d refused requests reached Apply", n)
 	}
 }
 
@@ -245,6 +361,10 @@ func TestApprovalRoutesRefuseBadInput(t *testing.T) {
 // admins act as anyone; reads need a token. Refusals reach no log entry.
 func TestApprovalAuthorization(t *testing.T) {
 	e := newAuthEnv(t, &transport.AuthConfig{AdminToken: adminSecret})
+	reads := &approvalReads{Reader: e.svc.State(), approvals: map[string]*fsm.Approval{}}
+	hs := serve(t, approvalNode{Service: e.svc, reads: reads}, transport.ServerOptions{Auth: &transport.AuthConfig{AdminToken: adminSecret}})
+	e.url = hs.URL
+	answerApprovals(t, e.svc, pendingResult)
 	ctx := context.Background()
 	h := hashOf(t, deploy)
 	for _, tt := range []struct{ method, path, body, field string }{
@@ -264,118 +384,126 @@ func TestApprovalAuthorization(t *testing.T) {
 	wantUnauthorized(t, e.as("", "GET", "/v1/approvals", ""), false)
 	wantUnauthorized(t, e.as("", "GET", "/v1/approvals/appr-1", ""), false)
 
-	// alice asks bob and carol; bob decides as himself; an admin decides
-	// as carol and cancels as the requester.
+	// Each acts as itself, an admin as anyone: all of these are proposed.
+	reads.put(&fsm.Approval{ID: "appr-a", From: "alice", State: fsm.ApprovalPending})
 	alice, bob, admin := e.client(aliceSecret), e.client(bobSecret), e.client(adminSecret)
-	for _, id := range []string{"appr-a", "appr-b"} {
-		if _, err := alice.RequestApproval(ctx, fsm.ApprovalRequestCommand{ID: id, From: "alice", Approvers: []string{"bob", "carol"},
-			Quorum: 2, Title: "t", Action: deploy}); err != nil {
-			t.Fatal(err)
-		}
+	if _, err := alice.RequestApproval(ctx, fsm.ApprovalRequestCommand{ID: "appr-a", From: "alice", Approvers: []string{"bob", "carol"},
+		Quorum: 2, Title: "t", Action: deploy}); err != nil {
+		t.Error(err)
 	}
-	if a, err := bob.DecideApproval(ctx, fsm.ApprovalDecideCommand{ID: "appr-a", Approver: "bob", Decision: fsm.DecisionApprove, ActionHash: h}); err != nil || a.Approvals != 1 {
-		t.Errorf("bob approves: %+v, %v", a, err)
+	if _, err := bob.DecideApproval(ctx, fsm.ApprovalDecideCommand{ID: "appr-a", Approver: "bob", Decision: fsm.DecisionApprove, ActionHash: h}); err != nil {
+		t.Errorf("bob approves: %v", err)
 	}
-	if a, err := admin.DecideApproval(ctx, fsm.ApprovalDecideCommand{ID: "appr-a", Approver: "carol", Decision: fsm.DecisionApprove, ActionHash: h}); err != nil || a.State != fsm.ApprovalApproved {
-		t.Errorf("an admin approves as carol: %+v, %v", a, err)
+	if _, err := admin.DecideApproval(ctx, fsm.ApprovalDecideCommand{ID: "appr-a", Approver: "carol", Decision: fsm.DecisionApprove, ActionHash: h}); err != nil {
+		t.Errorf("an admin approves as carol: %v", err)
 	}
-	_, err := bob.CancelApproval(ctx, fsm.ApprovalCancelCommand{ID: "appr-b", From: "bob"})
-	wantRefused(t, "bob cancels alice's approval", err, http.StatusForbidden, fsm.ErrForbidden)
-	if res, err := admin.CancelApproval(ctx, fsm.ApprovalCancelCommand{ID: "appr-b", From: "alice"}); err != nil || res.State != fsm.ApprovalCancelled {
-		t.Errorf("an admin cancels as alice: %+v, %v", res, err)
+	if _, err := admin.CancelApproval(ctx, fsm.ApprovalCancelCommand{ID: "appr-a", From: "alice"}); err != nil {
+		t.Errorf("an admin cancels as alice: %v", err)
 	}
-	if page, err := bob.Approvals(ctx, fsm.ApprovalQuery{Approver: "bob"}); err != nil || len(page.Approvals) != 2 {
-		t.Errorf("bob lists %+v, %v", page, err)
+	if _, err := bob.Approvals(ctx, fsm.ApprovalQuery{Approver: "bob"}); err != nil {
+		t.Errorf("bob lists: %v", err)
+	}
+	if writes, _ := e.writes(); writes != 4 {
+		t.Errorf("%d approval commands proposed, want 4", writes)
 	}
 }
 
 // The secret guard covers a request's title, approval_needed_for,
 // rationale and action, a decision's comment and new action, a cancel's
-// reason: refused (422 naming the field) or, with redact, stored redacted
-// and hashed as stored.
+// reason: refused (422 naming the field, never the secret) or, with
+// redact, proposed redacted, the action still canonical JSON.
 func TestApprovalSecretGuard(t *testing.T) {
-	e := newTaskEnv(t)
+	e := newApprovalEnv(t)
 	ctx := context.Background()
 	pat := "ghp_" + "R8bXw2LqT9vKc4ZmN7yPj3HsDf6GaU1eVo5k"
 	withSecret := json.RawMessage(`{"cmd":"git push https://` + pat + `@github.com/o/r"}`)
+	request := func(c fsm.ApprovalRequestCommand) error {
+		c.From, c.Approvers = "tess", []string{"rita"}
+		if c.Title == "" {
+			c.Title = "t"
+		}
+		if c.Action == nil {
+			c.Action = deploy
+		}
+		_, err := e.c.RequestApproval(ctx, c)
+		return err
+	}
+	h := hashOf(t, deploy)
 	for _, tc := range []struct {
 		field string
-		cmd   fsm.ApprovalRequestCommand
+		send  func() error
 	}{
-		{"title", fsm.ApprovalRequestCommand{Title: "push with " + pat}},
-		{"approval_needed_for", fsm.ApprovalRequestCommand{ApprovalNeededFor: "push with " + pat}},
-		{"rationale", fsm.ApprovalRequestCommand{Rationale: "push with " + pat}},
-		{"action", fsm.ApprovalRequestCommand{Action: withSecret}},
+		{"title", func() error { return request(fsm.ApprovalRequestCommand{Title: "push with " + pat}) }},
+		{"approval_needed_for", func() error { return request(fsm.ApprovalRequestCommand{ApprovalNeededFor: "push with " + pat}) }},
+		{"rationale", func() error { return request(fsm.ApprovalRequestCommand{Rationale: "push with " + pat}) }},
+		{"action", func() error { return request(fsm.ApprovalRequestCommand{Action: withSecret}) }},
+		{"comment", func() error {
+			_, err := e.c.DecideApproval(ctx, fsm.ApprovalDecideCommand{ID: "appr-s", Approver: "rita", Decision: fsm.DecisionReject, ActionHash: h, Comment: "not with " + pat})
+			return err
+		}},
+		{"action", func() error {
+			_, err := e.c.DecideApproval(ctx, fsm.ApprovalDecideCommand{ID: "appr-s", Approver: "rita", Decision: fsm.DecisionModify, ActionHash: h, Action: withSecret})
+			return err
+		}},
+		{"reason", func() error {
+			_, err := e.c.CancelApproval(ctx, fsm.ApprovalCancelCommand{ID: "appr-s", From: "tess", Reason: "leaked " + pat})
+			return err
+		}},
 	} {
-		cmd := tc.cmd
-		cmd.From, cmd.Approvers = "tess", []string{"rita"}
-		cmd.Title = cmp(cmd.Title, "t")
-		if cmd.Action == nil {
-			cmd.Action = deploy
-		}
-		_, err := e.c.RequestApproval(ctx, cmd)
-		wantRefused(t, "request with a secret in "+tc.field, err, http.StatusUnprocessableEntity, transport.ErrSecretFound, tc.field+" holds a secret (gitleaks rule github-pat)")
+		err := tc.send()
+		wantRefused(t, "a secret in "+tc.field, err, http.StatusUnprocessableEntity, transport.ErrSecretFound, tc.field+" holds a secret (gitleaks rule github-pat)")
 		if err != nil && strings.Contains(err.Error(), pat) {
 			t.Errorf("the refusal repeats the secret: %v", err)
 		}
 	}
-	e.request(fsm.ApprovalRequestCommand{ID: "appr-s", Approvers: []string{"rita"}})
-	h := hashOf(t, deploy)
-	_, err := e.c.DecideApproval(ctx, fsm.ApprovalDecideCommand{ID: "appr-s", Approver: "rita", Decision: fsm.DecisionReject, ActionHash: h, Comment: "not with " + pat})
-	wantRefused(t, "a comment with a secret", err, http.StatusUnprocessableEntity, transport.ErrSecretFound, "comment holds a secret")
-	_, err = e.c.DecideApproval(ctx, fsm.ApprovalDecideCommand{ID: "appr-s", Approver: "rita", Decision: fsm.DecisionModify, ActionHash: h, Action: withSecret})
-	wantRefused(t, "a modify with a secret", err, http.StatusUnprocessableEntity, transport.ErrSecretFound, "action holds a secret")
-	_, err = e.c.CancelApproval(ctx, fsm.ApprovalCancelCommand{ID: "appr-s", From: "tess", Reason: "leaked " + pat})
-	wantRefused(t, "a reason with a secret", err, http.StatusUnprocessableEntity, transport.ErrSecretFound, "reason holds a secret")
+	for _, c := range e.svc.Applied() {
+		if c.Op != fsm.OpAuditDenial {
+			t.Fatalf("a refused request was proposed: %s %s", c.Op, c.Body)
+		}
+	}
 
 	if _, err := e.svc.ApplyCommand(fsm.OpSetConfig, fsm.SetConfigCommand{Key: "secret_guard", Value: json.RawMessage(`"redact"`)}); err != nil {
 		t.Fatal(err)
 	}
-	res := e.request(fsm.ApprovalRequestCommand{ID: "appr-r", Approvers: []string{"rita"}, Action: withSecret})
-	redacted := json.RawMessage(`{"cmd":"git push https://[REDACTED:github-pat]@github.com/o/r"}`)
-	if a := e.approval("appr-r"); string(a.Action) != string(redacted) || res.ActionHash != hashOf(t, redacted) || a.ActionHash != res.ActionHash {
-		t.Errorf("redacted action %s hash %s (answered %s), want %s hashed", a.Action, a.ActionHash, res.ActionHash, redacted)
+	redacted := `{"cmd":"git push https://[REDACTED:github-pat]@github.com/o/r"}`
+	if err := request(fsm.ApprovalRequestCommand{Action: json.RawMessage(`{ "cmd": "git push https://` + pat + `@github.com/o/r" }`), Rationale: "with " + pat}); err != nil {
+		t.Fatal(err)
 	}
-}
-
-func cmp(s, def string) string {
-	if s == "" {
-		return def
+	if cmd, _ := proposed[fsm.ApprovalRequestCommand](t, e.svc, fsm.OpApprovalRequest); string(cmd.Action) != redacted || strings.Contains(cmd.Rationale, pat) {
+		t.Errorf("proposed action %s rationale %q, want them redacted", cmd.Action, cmd.Rationale)
 	}
-	return s
+	e.reads.put(&fsm.Approval{ID: "appr-s"})
+	if _, err := e.c.DecideApproval(ctx, fsm.ApprovalDecideCommand{ID: "appr-s", Approver: "rita", Decision: fsm.DecisionModify, ActionHash: h, Action: withSecret}); err != nil {
+		t.Fatal(err)
+	}
+	if dec, _ := proposed[fsm.ApprovalDecideCommand](t, e.svc, fsm.OpApprovalDecide); string(dec.Action) != redacted {
+		t.Errorf("proposed modify's action %s, want %s", dec.Action, redacted)
+	}
 }
 
 // Seed 004's hitl_approval_request, posted as-is to POST /v1/messages,
-// opens an approval: the tagged approvers that are registered decide on
-// proposed_action, and its other fields are kept.
+// is proposed as an approval request: the tagged approvers that are
+// registered decide on proposed_action, its other fields kept; the
+// answer says it was requested.
 func TestSendSeedApproval(t *testing.T) {
-	e := newTaskEnv(t)
+	e := newApprovalEnv(t)
 	if _, err := e.svc.ApplyCommand(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "maintainer1", Role: "maintainer"}); err != nil {
 		t.Fatal(err)
 	}
 	var res transport.ApprovalMessageResponse
 	wantOK(t, do(t, "POST", e.url+"/v1/messages", seedBody(t, "seed004_approval.json"), nil), &res)
-	if res.Action != transport.ApprovalActionRequested || res.ID != "unique_uuid" || res.State != fsm.ApprovalPending || res.Quorum != 1 || res.Seq == 0 {
+	cmd, n := proposed[fsm.ApprovalRequestCommand](t, e.svc, fsm.OpApprovalRequest)
+	if res.Action != transport.ApprovalActionRequested || res.ID != "unique_uuid" || res.State != fsm.ApprovalPending || res.ActionHash != hashOf(t, cmd.Action) {
 		t.Fatalf("seed request answered %+v", res)
 	}
-	a := e.approval("unique_uuid")
 	var ctxFields map[string]any
-	if err := json.Unmarshal(a.Context, &ctxFields); err != nil {
+	if err := json.Unmarshal(cmd.Context, &ctxFields); err != nil {
 		t.Fatal(err)
 	}
-	if a.From != "triage" || !slices.Equal(a.Approvers, []string{"maintainer1"}) || a.Title != "close_duplicate_issue" ||
-		a.TimeoutSeconds != 72*3600 || !slices.Equal(a.Options, fsm.Decisions) || a.ActionHash != res.ActionHash ||
-		ctxFields["github_comment_url"] == nil || a.Confidence == nil || *a.Confidence != 0.96 {
-		t.Errorf("seed approval %+v context %s", a, a.Context)
-	}
-	if m, err := e.svc.State().Message(a.MessageID); err != nil || m.Type != "hitl_approval_request" || !slices.Equal(m.To, []string{"maintainer1"}) {
-		t.Errorf("its request message: %+v, %v", m, err)
-	}
-	// The same body again is the same approval.
-	var again transport.ApprovalMessageResponse
-	wantOK(t, do(t, "POST", e.url+"/v1/messages", seedBody(t, "seed004_approval.json"), nil), &again)
-	if again != res {
-		t.Errorf("repeated seed request answered %+v, want %+v", again, res)
+	if n != 1 || cmd.ID != "unique_uuid" || cmd.From != "triage" || !slices.Equal(cmd.Approvers, []string{"maintainer1"}) ||
+		cmd.Title != "close_duplicate_issue" || time.Duration(cmd.Timeout) != 72*time.Hour || ctxFields["github_comment_url"] == nil ||
+		cmd.Confidence == nil || *cmd.Confidence != 0.96 {
+		t.Errorf("proposed %+v context %s", cmd, cmd.Context)
 	}
 	// A field that cannot be mapped is 400 naming it.
 	bad := strings.Replace(seedBody(t, "seed004_approval.json"), `"confidence": 0.96`, `"confidence": "high"`, 1)
@@ -384,28 +512,145 @@ func TestSendSeedApproval(t *testing.T) {
 	}
 }
 
-// The summary counts the pending approvals an agent may decide and has
-// not decided: what the status line shows.
-func TestSummaryCountsApprovals(t *testing.T) {
-	e := newTaskEnv(t)
-	ctx := context.Background()
-	e.request(fsm.ApprovalRequestCommand{ID: "appr-1", Approvers: []string{"rita", "rex"}, Quorum: 2})
-	e.request(fsm.ApprovalRequestCommand{ID: "appr-2", Approvers: []string{"role:reviewer"}})
-	count := func(agent string) int {
+// The stream carries approval updates as "approval" events, interleaved
+// with messages and task updates in entry order (an entry's message, its
+// task updates, its approval updates; the last of them carrying the id
+// N:approval); ?agent= keeps the approvals the agent requested or may
+// decide (by id or role); ?events= picks the kinds, and the older
+// ?tasks= (and a client that asks for neither) gets no approval events.
+func TestStreamApprovalEvents(t *testing.T) {
+	e := newApprovalEnv(t)
+	s := newStreamState(t, e.svc)
+	m1 := s.send("tess", "general", "rita")
+	m2 := s.send("rex", "general", "rex")
+	task := e.create(fsm.TaskCreateCommand{ID: "t-a", To: "rita"})
+	a1 := fsm.Approval{ID: "appr-1", From: "tess", Approvers: []string{"rita", "role:lead"}, Channel: "general", State: fsm.ApprovalPending}
+	a2 := fsm.Approval{ID: "appr-2", From: "rex", Approvers: []string{"rex"}, Channel: "general", State: fsm.ApprovalPending}
+	a1done := a1
+	a1done.State = fsm.ApprovalApproved
+	e.reads.event(m1, a1)
+	e.reads.event(m2, a2)
+	e.reads.event(task.Seq, a1done)
+
+	type got struct{ kind, id, what string }
+	collect := func(q transport.StreamQuery) []got {
 		t.Helper()
-		sum, err := e.c.AgentSummary(ctx, agent, transport.Strong)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		var out []got
+		errDone := errors.New("done")
+		err := e.c.Stream(ctx, q, func(ev transport.StreamEvent) error {
+			switch {
+			case ev.Ready:
+				return errDone
+			case ev.Message != nil:
+				out = append(out, got{"message", ev.ID, ev.Message.From})
+			case ev.Task != nil:
+				out = append(out, got{"task", ev.ID, ev.Task.Task.ID})
+			case ev.Approval != nil:
+				if ev.Seq != ev.Approval.Event.Seq {
+					t.Errorf("approval event %+v: seq %d", ev.Approval, ev.Seq)
+				}
+				out = append(out, got{"approval", ev.ID, ev.Approval.Approval.ID + " " + string(ev.Approval.Approval.State)})
+			}
+			return nil
+		})
+		if !errors.Is(err, errDone) {
+			t.Fatalf("stream %+v ended with %v after %v", q, err, out)
+		}
+		return out
+	}
+	n := strconvU
+	all := []string{transport.EventMessage, transport.EventTask, transport.EventApproval}
+	want := []got{
+		{"message", n(m1), "tess"}, {"approval", n(m1) + ":approval", "appr-1 pending"},
+		{"message", n(m2), "rex"}, {"approval", n(m2) + ":approval", "appr-2 pending"},
+		{"message", n(task.Seq), "lead"}, {"task", "", "t-a"}, {"approval", n(task.Seq) + ":approval", "appr-1 approved"},
+	}
+	if g := collect(transport.StreamQuery{Events: all}); !slices.Equal(g, want) {
+		t.Fatalf("stream\n got %v\nwant %v", g, want)
+	}
+	// Resume after N sends N's object events; after N:approval (or
+	// N:task), the next entry.
+	for resume, from := range map[string]int{n(m1): 1, n(m1) + ":approval": 2, n(m1) + ":task": 2} {
+		if g := collect(transport.StreamQuery{Events: all, Resume: resume}); !slices.Equal(g, want[from:]) {
+			t.Errorf("resume after %s: %v, want %v", resume, g, want[from:])
+		}
+	}
+	// Approval events alone, for an agent: rita and lead (by role) see
+	// appr-1; rex sees appr-2, his own; tess appr-1, which she requested.
+	for agent, want := range map[string][]got{
+		"rita": {{"approval", n(m1) + ":approval", "appr-1 pending"}, {"approval", n(task.Seq) + ":approval", "appr-1 approved"}},
+		"lead": {{"approval", n(m1) + ":approval", "appr-1 pending"}, {"approval", n(task.Seq) + ":approval", "appr-1 approved"}},
+		"tess": {{"approval", n(m1) + ":approval", "appr-1 pending"}, {"approval", n(task.Seq) + ":approval", "appr-1 approved"}},
+		"rex":  {{"approval", n(m2) + ":approval", "appr-2 pending"}},
+	} {
+		if g := collect(transport.StreamQuery{Agent: agent, Events: []string{transport.EventApproval}}); !slices.Equal(g, want) {
+			t.Errorf("%s's approval events %v, want %v", agent, g, want)
+		}
+	}
+	if g := collect(transport.StreamQuery{Channel: "ops", Events: []string{transport.EventApproval}}); len(g) != 0 {
+		t.Errorf("channel ops carried %v", g)
+	}
+	// Older clients: ?tasks= and no choice at all carry no approval
+	// events; the task event then carries its entry's id.
+	for _, q := range []transport.StreamQuery{{}, {Tasks: transport.StreamTasksAll}, {Tasks: transport.StreamTasksOnly}} {
+		for _, g := range collect(q) {
+			if g.kind == "approval" || (g.kind == "task" && g.id != n(task.Seq)+":task") {
+				t.Errorf("stream %+v carried %+v", q, g)
+			}
+		}
+	}
+	for _, path := range []string{"/v1/stream?events=messages", "/v1/stream?events=task&tasks=all", "/v1/stream?after=3:tasks"} {
+		wantError(t, do(t, "GET", e.url+path, "", nil), http.StatusBadRequest, transport.CodeBadRequest)
+	}
+}
+
+// Across pages of both kinds, which end at different entries (two
+// approval updates an entry: their page holds half the entries the task
+// page does), the order holds: each entry's message, its task update, its
+// approval updates, the last carrying the entry's id.
+func TestStreamApprovalEventsAcrossPages(t *testing.T) {
+	e := newApprovalEnv(t)
+	const n = 300 // over the stream's page of 256
+	for i := range n {
+		res, err := e.svc.ApplyCommand(fsm.OpTaskCreate, fsm.TaskCreateCommand{ID: "t-" + strconv.Itoa(i), From: "lead", To: "rita",
+			Title: "t", Priority: fsm.DefaultPriority, TimeoutSeconds: 60, MaxAttempts: 1, Channel: fsm.DefaultChannel})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return sum.PendingApprovals
+		for _, k := range []string{"a", "b"} {
+			e.reads.event(res.(*fsm.TaskResult).Seq, fsm.Approval{ID: "appr-" + k + strconv.Itoa(i), From: "lead", Approvers: []string{"rita"}})
+		}
 	}
-	if r, x, l := count("rita"), count("rex"), count("lead"); r != 2 || x != 2 || l != 0 {
-		t.Errorf("pending approvals rita %d rex %d lead %d, want 2 2 0", r, x, l)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var ids, kinds []string
+	errDone := errors.New("done")
+	err := e.c.Stream(ctx, transport.StreamQuery{Events: transport.StreamKinds}, func(ev transport.StreamEvent) error {
+		switch {
+		case ev.Ready:
+			return errDone
+		case ev.Message != nil:
+			kinds = append(kinds, transport.EventMessage)
+		case ev.Task != nil:
+			kinds = append(kinds, transport.EventTask)
+		case ev.Approval != nil:
+			kinds = append(kinds, transport.EventApproval)
+		}
+		ids = append(ids, ev.ID)
+		return nil
+	})
+	if !errors.Is(err, errDone) || len(ids) != 4*n {
+		t.Fatalf("stream: %v after %d events, want %d", err, len(ids), 4*n)
 	}
-	if _, err := e.decide("appr-1", "rita", fsm.DecisionApprove, hashOf(t, deploy)); err != nil {
-		t.Fatal(err)
-	}
-	if r, x := count("rita"), count("rex"); r != 1 || x != 2 {
-		t.Errorf("after rita's approval: rita %d rex %d, want 1 2", r, x)
+	var last uint64
+	for i := 0; i < len(ids); i += 4 {
+		seq, err := strconv.ParseUint(ids[i], 10, 64)
+		if err != nil || seq <= last || ids[i+1] != "" || ids[i+2] != "" || ids[i+3] != ids[i]+":approval" ||
+			!slices.Equal(kinds[i:i+4], []string{transport.EventMessage, transport.EventTask, transport.EventApproval, transport.EventApproval}) {
+			t.Fatalf("events %d..%d: %q %v after seq %d", i, i+3, ids[i:i+4], kinds[i:i+4], last)
+		}
+		last = seq
 	}
 }
