@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -37,131 +36,22 @@ func hashOf(t *testing.T, action json.RawMessage) string {
 	return h
 }
 
-// approvalReads answers the approval queries from what a test put in,
-// and every other read from the real state.
-type approvalReads struct {
-	transport.Reader
-	mu        sync.Mutex
-	approvals map[string]*fsm.Approval
-	events    []fsm.ApprovalUpdate
-	pending   map[string]int
-	queries   []fsm.ApprovalQuery
-}
-
-func (r *approvalReads) put(a *fsm.Approval) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.approvals[a.ID] = a
-}
-
-// event adds an update of a, made by the entry at index.
-func (r *approvalReads) event(index uint64, a fsm.Approval) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, fsm.ApprovalUpdate{Event: fsm.ApprovalDecision{Seq: index, Approver: a.From}, Approval: &a})
-}
-
-func (r *approvalReads) Approval(id string) (*fsm.Approval, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if a, ok := r.approvals[id]; ok {
-		return a, nil
-	}
-	return nil, &fsm.NotFoundError{What: "approval " + id}
-}
-
-func (r *approvalReads) Approvals(q fsm.ApprovalQuery) (fsm.ApprovalPage, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.queries = append(r.queries, q)
-	page := fsm.ApprovalPage{}
-	for _, a := range r.approvals {
-		page.Approvals = append(page.Approvals, a)
-	}
-	return page, nil
-}
-
-func (r *approvalReads) PendingApprovalsFor(agent string) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.pending[agent], nil
-}
-
-func (r *approvalReads) ApprovalEvents(after uint64, limit int) (fsm.ApprovalUpdatePage, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	page := fsm.ApprovalUpdatePage{Updates: []fsm.ApprovalUpdate{}}
-	for _, u := range r.events {
-		if u.Event.Seq <= after {
-			continue
-		}
-		if n := len(page.Updates); n >= limit && page.Updates[n-1].Event.Seq != u.Event.Seq {
-			page.HasMore = true // whole entries, as fsm's pages
-			break
-		}
-		page.Updates = append(page.Updates, u)
-	}
-	return page, nil
-}
-
-type approvalNode struct {
-	*transporttest.Service
-	reads *approvalReads
-}
-
-func (n approvalNode) State() transport.Reader { return n.reads }
-
 // approvalEnv is the API over the task tests' agents (lead, rita and rex
-// reviewers, tess) with approvalReads; Apply answers approval ops as
-// answer does, by default a pending approval's result.
+// reviewers, tess) with transporttest's approval reads; Apply answers
+// approval ops as a pending approval's result unless a test says else.
 type approvalEnv struct {
 	*taskEnv
-	reads *approvalReads
+	reads *transporttest.ApprovalReads
 }
 
 func newApprovalEnv(t *testing.T) *approvalEnv {
 	t.Helper()
 	base := newTaskEnv(t)
-	reads := &approvalReads{Reader: base.svc.State(), approvals: map[string]*fsm.Approval{}, pending: map[string]int{}}
-	srv := serve(t, approvalNode{Service: base.svc, reads: reads}, transport.ServerOptions{})
+	node := transporttest.WithApprovalReads(base.svc)
+	srv := serve(t, node, transport.ServerOptions{})
 	base.url, base.c = srv.URL, transport.NewClient(srv.URL, nil)
-	e := &approvalEnv{taskEnv: base, reads: reads}
-	e.answer(pendingResult)
-	return e
-}
-
-// answer makes Apply answer the approval ops with fn; other ops apply.
-func (e *approvalEnv) answer(fn func(op fsm.Op, body json.RawMessage) (any, error)) {
-	answerApprovals(e.t, e.svc, fn)
-}
-
-func answerApprovals(t testing.TB, svc *transporttest.Service, fn func(op fsm.Op, body json.RawMessage) (any, error)) {
-	svc.OnApply(func(op fsm.Op, body json.RawMessage) (any, error) {
-		switch op {
-		case fsm.OpApprovalRequest, fsm.OpApprovalDecide, fsm.OpApprovalCancel:
-			return fn(op, body)
-		}
-		v, err := svc.ApplyCommand(op, body)
-		if err != nil {
-			t.Logf("apply %s: %v", op, err)
-		}
-		return v, err
-	})
-}
-
-// pendingResult answers any approval op as a pending approval, its hash
-// the request's action's.
-func pendingResult(op fsm.Op, body json.RawMessage) (any, error) {
-	var cmd struct {
-		ID     string          `json:"id"`
-		Quorum int             `json:"quorum"`
-		Action json.RawMessage `json:"action"`
-	}
-	if err := json.Unmarshal(body, &cmd); err != nil {
-		return nil, err
-	}
-	h, _ := fsm.ActionHash(cmd.Action)
-	return fsm.ApprovalResult{ID: cmd.ID, Seq: 7, State: fsm.ApprovalPending, ActionHash: h, Quorum: max(cmd.Quorum, 1)}, nil
+	base.svc.AnswerApprovals(transporttest.PendingResult)
+	return &approvalEnv{taskEnv: base, reads: node.Reads}
 }
 
 // proposed is the last command of op that reached Apply, decoded into v.
@@ -203,7 +93,7 @@ func TestApprovalRoutesPropose(t *testing.T) {
 	// The decision's answer is the approval as read after it.
 	decided := &fsm.Approval{ID: "appr-1", From: "tess", State: fsm.ApprovalApproved, ActionHash: h, Approvals: 1, Quorum: 1,
 		Decisions: []fsm.ApprovalDecision{{Seq: 9, Approver: "rita", Decision: fsm.DecisionApprove, ActionHash: h}}}
-	e.reads.put(decided)
+	e.reads.Put(decided)
 	linearized := len(e.svc.CallsTo("Linearize"))
 	a, err := e.c.DecideApproval(ctx, fsm.ApprovalDecideCommand{ID: "appr-1", Approver: "rita", Decision: fsm.DecisionApprove, ActionHash: h, Comment: "ok"})
 	if err != nil || a.State != fsm.ApprovalApproved || len(a.Decisions) != 1 || a.Decisions[0].Approver != "rita" {
@@ -248,7 +138,7 @@ func TestApprovalRefusalsReachTheClient(t *testing.T) {
 		{&fsm.ForbiddenError{Reason: "approval appr-1: tess is not one of its approvers (rita, role:lead)"}, http.StatusForbidden, fsm.ErrForbidden},
 		{&fsm.NotFoundError{What: "approval appr-1"}, http.StatusNotFound, fsm.ErrNotFound},
 	} {
-		e.answer(func(fsm.Op, json.RawMessage) (any, error) { return nil, tc.err })
+		e.svc.AnswerApprovals(func(fsm.Op, json.RawMessage) (any, error) { return nil, tc.err })
 		reads := len(e.svc.CallsTo("Linearize"))
 		_, err := e.c.DecideApproval(ctx, fsm.ApprovalDecideCommand{ID: "appr-1", Approver: "tess", Decision: fsm.DecisionApprove, ActionHash: h})
 		wantRefused(t, "decide", err, tc.status, tc.is, tc.err.Error())
@@ -261,7 +151,7 @@ func TestApprovalRefusalsReachTheClient(t *testing.T) {
 		wantRefused(t, "request", err, tc.status, tc.is, tc.err.Error())
 	}
 	// A result that is not an approval's is a 500, not a success.
-	e.answer(func(fsm.Op, json.RawMessage) (any, error) { return map[string]string{"nope": "x"}, nil })
+	e.svc.AnswerApprovals(func(fsm.Op, json.RawMessage) (any, error) { return map[string]string{"nope": "x"}, nil })
 	_, err := e.c.CancelApproval(ctx, fsm.ApprovalCancelCommand{ID: "appr-1", From: "tess"})
 	var api *transport.APIError
 	if !errors.As(err, &api) || api.Status != http.StatusInternalServerError || !strings.Contains(api.Message, "unexpected approval_cancel result") {
@@ -283,7 +173,7 @@ func TestApprovalReads(t *testing.T) {
 	if string(empty["approvals"]) != "[]" || string(empty["has_more"]) != "false" {
 		t.Errorf("empty list %s", empty)
 	}
-	e.reads.put(&fsm.Approval{ID: "appr-1", From: "tess", Approvers: []string{"rita"}, State: fsm.ApprovalPending,
+	e.reads.Put(&fsm.Approval{ID: "appr-1", From: "tess", Approvers: []string{"rita"}, State: fsm.ApprovalPending,
 		Decisions: []fsm.ApprovalDecision{{Seq: 9, Approver: "rita", Decision: fsm.DecisionModify}}})
 	if a, err := e.c.Approval(ctx, "appr-1"); err != nil || a.From != "tess" || len(a.Decisions) != 1 {
 		t.Errorf("approval: %+v, %v", a, err)
@@ -292,10 +182,10 @@ func TestApprovalReads(t *testing.T) {
 	if page, err := e.c.Approvals(ctx, q); err != nil || len(page.Approvals) != 1 {
 		t.Errorf("list: %+v, %v", page, err)
 	}
-	if got := e.reads.queries[len(e.reads.queries)-1]; got != q {
-		t.Errorf("the list asked %+v, want %+v", got, q)
+	if qs := e.reads.Queries(); qs[len(qs)-1] != q {
+		t.Errorf("the list asked %+v, want %+v", qs[len(qs)-1], q)
 	}
-	e.reads.pending["rita"] = 2
+	e.reads.SetPending("rita", 2)
 	if sum, err := e.c.AgentSummary(ctx, "rita", transport.Strong); err != nil || sum.PendingApprovals != 2 {
 		t.Errorf("rita's summary %+v, %v", sum, err)
 	}
@@ -361,10 +251,10 @@ func TestApprovalRoutesRefuseBadInput(t *testing.T) {
 // admins act as anyone; reads need a token. Refusals reach no log entry.
 func TestApprovalAuthorization(t *testing.T) {
 	e := newAuthEnv(t, &transport.AuthConfig{AdminToken: adminSecret})
-	reads := &approvalReads{Reader: e.svc.State(), approvals: map[string]*fsm.Approval{}}
-	hs := serve(t, approvalNode{Service: e.svc, reads: reads}, transport.ServerOptions{Auth: &transport.AuthConfig{AdminToken: adminSecret}})
-	e.url = hs.URL
-	answerApprovals(t, e.svc, pendingResult)
+	node := transporttest.WithApprovalReads(e.svc)
+	reads := node.Reads
+	e.url = serve(t, node, transport.ServerOptions{Auth: &transport.AuthConfig{AdminToken: adminSecret}}).URL
+	e.svc.AnswerApprovals(transporttest.PendingResult)
 	ctx := context.Background()
 	h := hashOf(t, deploy)
 	for _, tt := range []struct{ method, path, body, field string }{
@@ -385,7 +275,7 @@ func TestApprovalAuthorization(t *testing.T) {
 	wantUnauthorized(t, e.as("", "GET", "/v1/approvals/appr-1", ""), false)
 
 	// Each acts as itself, an admin as anyone: all of these are proposed.
-	reads.put(&fsm.Approval{ID: "appr-a", From: "alice", State: fsm.ApprovalPending})
+	reads.Put(&fsm.Approval{ID: "appr-a", From: "alice", State: fsm.ApprovalPending})
 	alice, bob, admin := e.client(aliceSecret), e.client(bobSecret), e.client(adminSecret)
 	if _, err := alice.RequestApproval(ctx, fsm.ApprovalRequestCommand{ID: "appr-a", From: "alice", Approvers: []string{"bob", "carol"},
 		Quorum: 2, Title: "t", Action: deploy}); err != nil {
@@ -472,7 +362,7 @@ func TestApprovalSecretGuard(t *testing.T) {
 	if cmd, _ := proposed[fsm.ApprovalRequestCommand](t, e.svc, fsm.OpApprovalRequest); string(cmd.Action) != redacted || strings.Contains(cmd.Rationale, pat) {
 		t.Errorf("proposed action %s rationale %q, want them redacted", cmd.Action, cmd.Rationale)
 	}
-	e.reads.put(&fsm.Approval{ID: "appr-s"})
+	e.reads.Put(&fsm.Approval{ID: "appr-s"})
 	if _, err := e.c.DecideApproval(ctx, fsm.ApprovalDecideCommand{ID: "appr-s", Approver: "rita", Decision: fsm.DecisionModify, ActionHash: h, Action: withSecret}); err != nil {
 		t.Fatal(err)
 	}
@@ -528,9 +418,9 @@ func TestStreamApprovalEvents(t *testing.T) {
 	a2 := fsm.Approval{ID: "appr-2", From: "rex", Approvers: []string{"rex"}, Channel: "general", State: fsm.ApprovalPending}
 	a1done := a1
 	a1done.State = fsm.ApprovalApproved
-	e.reads.event(m1, a1)
-	e.reads.event(m2, a2)
-	e.reads.event(task.Seq, a1done)
+	e.reads.Event(m1, a1)
+	e.reads.Event(m2, a2)
+	e.reads.Event(task.Seq, a1done)
 
 	type got struct{ kind, id, what string }
 	collect := func(q transport.StreamQuery) []got {
@@ -620,7 +510,7 @@ func TestStreamApprovalEventsAcrossPages(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, k := range []string{"a", "b"} {
-			e.reads.event(res.(*fsm.TaskResult).Seq, fsm.Approval{ID: "appr-" + k + strconv.Itoa(i), From: "lead", Approvers: []string{"rita"}})
+			e.reads.Event(res.(*fsm.TaskResult).Seq, fsm.Approval{ID: "appr-" + k + strconv.Itoa(i), From: "lead", Approvers: []string{"rita"}})
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
