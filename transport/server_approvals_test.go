@@ -21,8 +21,8 @@ import (
 // errors, the secret guard, how the state machine's answers and refusals
 // reach the wire, and the stream's approval events. What apply decides
 // (quorum, stale hashes, who may decide) is fsm's and tested there; here
-// Apply answers what a test sets (transporttest.Service.OnApply) and the
-// approval reads answer from approvalReads.
+// Apply answers what a test sets (transporttest's AnswerApprovals) and the
+// approval reads answer from transporttest.ApprovalReads.
 
 // deploy is the action of the approval tests.
 var deploy = json.RawMessage(`{"cmd":"deploy","version":"2.3"}`)
