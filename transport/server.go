@@ -510,6 +510,23 @@ func proposeResult[T any](s *Server, w http.ResponseWriter, r *http.Request, op 
 	return res, true
 }
 
+// pathCommand takes the id of POST /v1/{things}/{id}/VERB from the path
+// into *id (a body may repeat it, not contradict it; noun names the thing
+// in the 400), then validates the command. false means it has answered.
+func (s *Server) pathCommand(w http.ResponseWriter, r *http.Request, id *string, noun string, validate func() error) bool {
+	path := r.PathValue("id")
+	if *id != "" && *id != path {
+		s.writeError(w, r, &fsm.FieldError{Field: "id", Reason: fmt.Sprintf("%q differs from the %s in the path, %q; leave it out", *id, noun, path)})
+		return false
+	}
+	*id = path
+	if err := validate(); err != nil {
+		s.writeError(w, r, err)
+		return false
+	}
+	return true
+}
+
 // query answers a read at the request's ?consistency= from the node's
 // state: fn runs after Linearize.
 func (s *Server) query(w http.ResponseWriter, r *http.Request, fn func(Reader) (any, error)) {

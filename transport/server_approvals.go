@@ -83,7 +83,7 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cmd.Normalize()
-	if !s.approvalCommand(w, r, &cmd.ID, cmd.Validate) || !s.admit(w, r, "approver", cmd.Approver) {
+	if !s.pathCommand(w, r, &cmd.ID, "approval", cmd.Validate) || !s.admit(w, r, "approver", cmd.Approver) {
 		return
 	}
 	fields := []secrets.Field{{Name: "comment", Text: &cmd.Comment}}
@@ -125,7 +125,7 @@ func (s *Server) cancelApproval(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if !s.approvalCommand(w, r, &cmd.ID, cmd.Validate) || !s.admit(w, r, "from", cmd.From) {
+	if !s.pathCommand(w, r, &cmd.ID, "approval", cmd.Validate) || !s.admit(w, r, "from", cmd.From) {
 		return
 	}
 	fields := []secrets.Field{{Name: "reason", Text: &cmd.Reason}}
@@ -135,23 +135,6 @@ func (s *Server) cancelApproval(w http.ResponseWriter, r *http.Request) {
 	if res, ok := s.proposeApproval(w, r, fsm.OpApprovalCancel, cmd); ok {
 		writeJSON(w, http.StatusOK, res)
 	}
-}
-
-// approvalCommand takes the id of POST /v1/approvals/{id}/VERB from the
-// path (a body may repeat it, not contradict it) into *id, then validates
-// the command. false means it has answered.
-func (s *Server) approvalCommand(w http.ResponseWriter, r *http.Request, id *string, validate func() error) bool {
-	path := r.PathValue("id")
-	if *id != "" && *id != path {
-		s.writeError(w, r, &fsm.FieldError{Field: "id", Reason: fmt.Sprintf("%q differs from the approval in the path, %q; leave it out", *id, path)})
-		return false
-	}
-	*id = path
-	if err := validate(); err != nil {
-		s.writeError(w, r, err)
-		return false
-	}
-	return true
 }
 
 // proposeApproval commits an approval command and decodes its
