@@ -16,11 +16,12 @@ import (
 
 // StreamQuery selects what a stream carries; see GET /v1/stream.
 type StreamQuery struct {
-	Agent   string // the agent's inbox, and its tasks ("" for none)
+	Agent   string // the agent's inbox, tasks and approvals ("" for none)
 	Channel string // one channel ("" for all)
 	After   uint64 // start after this seq; sent as Last-Event-ID
 	// Resume, if set, is the Last-Event-ID to start after, winning over
-	// After: the last non-empty StreamEvent.ID seen ("N" or "N:task").
+	// After: the last non-empty StreamEvent.ID seen ("N", "N:task" or
+	// "N:approval").
 	Resume string
 	// Events lists the kinds of event that come (EventMessage, EventTask,
 	// EventApproval); when empty, Tasks says.
