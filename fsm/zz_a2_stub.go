@@ -1,12 +1,29 @@
 package fsm
 
-// TEMPORARY: stands in for a1-fsm's approval queries (the same
-// signatures) so that transport and maosctl build; the lead deletes this
-// file when a1-fsm merges.
+import (
+	"encoding/json"
+	"time"
+)
+
+// TEMPORARY: stands in for a1-fsm's approval queries and their types (the
+// same names, signatures and fields as a1-fsm's fsm/approval_query.go) so
+// that transport and maosctl build; the lead deletes this file when
+// a1-fsm merges.
+
+type ApprovalEvent struct {
+	Seq        uint64          `json:"seq"`
+	Time       time.Time       `json:"time"`
+	Actor      string          `json:"actor"`
+	Event      string          `json:"event"`
+	State      ApprovalState   `json:"state"`
+	ActionHash string          `json:"action_hash"`
+	Comment    string          `json:"comment,omitempty"`
+	Action     json.RawMessage `json:"action,omitempty"`
+}
 
 type ApprovalUpdate struct {
-	Event    ApprovalDecision `json:"event"`
-	Approval *Approval        `json:"approval"`
+	Event    ApprovalEvent `json:"event"`
+	Approval *Approval     `json:"approval"`
 }
 
 type ApprovalUpdatePage struct {

@@ -45,13 +45,14 @@ func (r *ApprovalReads) Put(a *fsm.Approval) {
 	r.approvals[a.ID] = a
 }
 
-// Event adds an update of a made by the entry at index, for
-// ApprovalEvents; add them in index order. A stream sends it once the
-// state has applied index.
+// Event adds an update of a made by the entry at index (its event says
+// a's state, by a's requester), for ApprovalEvents; add them in index
+// order. A stream sends it once the state has applied index.
 func (r *ApprovalReads) Event(index uint64, a fsm.Approval) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.events = append(r.events, fsm.ApprovalUpdate{Event: fsm.ApprovalDecision{Seq: index, Approver: a.From}, Approval: &a})
+	ev := fsm.ApprovalEvent{Seq: index, Actor: a.From, Event: string(a.State), State: a.State, ActionHash: a.ActionHash}
+	r.events = append(r.events, fsm.ApprovalUpdate{Event: ev, Approval: &a})
 }
 
 // SetPending makes PendingApprovalsFor(agent) answer n.
