@@ -312,7 +312,12 @@ func TestApprovalWait(t *testing.T) {
 	first := e.svc.FSM().AppliedIndex()
 	slow := fsm.Approval{ID: "appr-slow", Seq: first, Channel: "general", State: fsm.ApprovalPending, Quorum: 2, Approvals: 1,
 		ActionHash: "sha256:0123456789abcdef0123", Decisions: []fsm.ApprovalDecision{dec("alice", "approve", "")}}
-	reads.Put(&slow)
+	// Timed out: the approval as read when it gave up, with its decisions.
+	reads.Put(&fsm.Approval{ID: "appr-slow", Seq: first, Channel: "general", State: fsm.ApprovalPending, Quorum: 2})
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		reads.Put(&slow)
+	}()
 	start := time.Now()
 	if r := e.run("", "approval", "wait", "appr-slow", "--timeout", "300ms"); ExitCode(r.err) != 2 ||
 		r.out != "appr-slow still pending after 300ms (1 of 2 approvals)\n  2026-11-24T10:30:00Z alice approve on sha256:0123456789ab\n" || r.errOut != "" {

@@ -1,6 +1,7 @@
 package maosctl
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -28,9 +29,9 @@ approved, 1 when it was rejected or cancelled, 2 when it expired or
 D". With --json it prints the approval with its decisions instead, and
 exits the same.
 
-It reads the approval once and then follows its events on the node's
-stream (no polling); a stream the node closes is resumed where it
-stopped.`,
+It reads the approval, follows its events on the node's stream (no
+polling; a stream the node closes is resumed where it stopped), and when
+it ends or --timeout passes reads it once more for its decisions.`,
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "timeout", Usage: "give up after `DURATION` and exit 2 (the global --timeout still bounds each read)"},
 			jsonFlag(),
@@ -59,37 +60,44 @@ func approvalWait(c *cli.Context) error {
 		return apiError(root, err)
 	}
 	if !a.State.Final() {
-		// Follow its events after the last change the read saw: no gap.
-		q := transport.StreamQuery{Channel: a.Channel, Events: []string{transport.EventApproval},
-			Resume: strconv.FormatUint(lastChange(a), 10) + ":" + transport.EventApproval}
-		err := followStream(ctx, client, q, func(ev transport.StreamEvent) error {
-			if ev.Approval == nil || ev.Approval.Approval.ID != id {
-				return nil
-			}
-			a = ev.Approval.Approval
-			if a.State.Final() {
-				return errStreamDone
-			}
-			return nil
-		})
-		switch {
-		case err == nil:
-			// Decided: read it again for its decisions (the stream's
-			// updates leave them out); the update is the outcome if that
-			// read fails.
-			readCtx, cancelRead := call(root)
-			if full, err := client.Approval(readCtx, id); err == nil {
-				a = full
-			} else {
-				fmt.Fprintf(c.App.ErrWriter, "%s: %s is %s; its decisions could not be read: %v\n", c.App.Name, id, a.State, err)
-			}
-			cancelRead()
-		case ctx.Err() == nil:
+		a, err = followApproval(ctx, client, a)
+		if err != nil && ctx.Err() == nil {
 			return apiError(root, err)
 		}
-		// ctx ended: --timeout passed; a is as its last update left it.
+		// Decided, or --timeout passed: read it again for its decisions
+		// (the stream's updates leave them out); its last update is the
+		// outcome if that read fails.
+		readCtx, cancelRead := call(root)
+		if full, err := client.Approval(readCtx, id); err == nil {
+			a = full
+		} else {
+			fmt.Fprintf(c.App.ErrWriter, "%s: %s is %s; its decisions could not be read: %v\n", c.App.Name, id, a.State, err)
+		}
+		cancelRead()
 	}
 	return printApprovalOutcome(c, a, timeout)
+}
+
+// followApproval follows approval a (as read) on the node's stream until
+// it is final and returns it so, as its last update left it (without
+// decisions: the stream's updates leave them out). When ctx ends first it
+// returns a as last seen and ctx's error; a refusal of the stream that
+// reconnecting will not mend is returned as the error.
+func followApproval(ctx context.Context, client *transport.Client, a *fsm.Approval) (*fsm.Approval, error) {
+	// Its events after the last change the read saw: no gap.
+	q := transport.StreamQuery{Channel: a.Channel, Events: []string{transport.EventApproval},
+		Resume: strconv.FormatUint(lastChange(a), 10) + ":" + transport.EventApproval}
+	err := followStream(ctx, client, q, func(ev transport.StreamEvent) error {
+		if ev.Approval == nil || ev.Approval.Approval.ID != a.ID {
+			return nil
+		}
+		a = ev.Approval.Approval
+		if a.State.Final() {
+			return errStreamDone
+		}
+		return nil
+	})
+	return a, err
 }
 
 // lastChange is the index of the last entry the approval shows: its
