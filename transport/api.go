@@ -99,12 +99,15 @@ const HeaderForwarded = "X-Maos-Forwarded"
 
 // AgentSummary is the body of GET /v1/agents/{id}/summary: what a status
 // line shows, read in one request. HasInbox is false (and Counts zero) for
-// an agent that never registered nor received mail.
+// an agent that never registered nor received mail. PendingApprovals is
+// how many pending approvals the agent may decide and has not decided
+// (fsm.FSM.PendingApprovalsFor).
 type AgentSummary struct {
-	Agent    string          `json:"agent"`
-	HasInbox bool            `json:"has_inbox"`
-	Counts   fsm.InboxCounts `json:"counts"`
-	Bulletin fsm.Bulletin    `json:"bulletin"`
+	Agent            string          `json:"agent"`
+	HasInbox         bool            `json:"has_inbox"`
+	Counts           fsm.InboxCounts `json:"counts"`
+	PendingApprovals int             `json:"pending_approvals"`
+	Bulletin         fsm.Bulletin    `json:"bulletin"`
 }
 
 // WhoAmI is the body of GET /v1/whoami: whether the node authenticates,

@@ -16,29 +16,35 @@ import (
 
 // StreamQuery selects what a stream carries; see GET /v1/stream.
 type StreamQuery struct {
-	Agent   string // the agent's inbox, and its tasks ("" for none)
+	Agent   string // the agent's inbox, tasks and approvals ("" for none)
 	Channel string // one channel ("" for all)
 	After   uint64 // start after this seq; sent as Last-Event-ID
 	// Resume, if set, is the Last-Event-ID to start after, winning over
-	// After: the last non-empty StreamEvent.ID seen ("N" or "N:task").
+	// After: the last non-empty StreamEvent.ID seen ("N", "N:task" or
+	// "N:approval").
 	Resume string
-	// Tasks says whether task events come: "" for messages alone (what a
+	// Events lists the kinds of event that come (EventMessage, EventTask,
+	// EventApproval); when empty, Tasks says.
+	Events []string
+	// Tasks is the older form of Events: "" for messages alone (what a
 	// stream carried before tasks), StreamTasksAll for task events
 	// interleaved with messages, StreamTasksOnly for task events alone.
 	Tasks string
 }
 
-// StreamEvent is one event of a stream: a message, a task update, or
-// Ready (with Seq the last index of the backlog) once the stream caught
-// up.
+// StreamEvent is one event of a stream: a message, a task update, an
+// approval update, or Ready (with Seq the last index of the backlog) once
+// the stream caught up.
 type StreamEvent struct {
-	Ready   bool
-	Seq     uint64 // the message's seq, or the index of the task update's entry
-	Message *fsm.Message
-	Task    *fsm.TaskUpdate
-	// ID is the event's SSE id: "N" for a message, "N:task" for the last
-	// task update of entry N, "" for a task update that is not its entry's
-	// last (resume from the last non-empty ID: no gap, no repeat).
+	Ready    bool
+	Seq      uint64 // the message's seq, or the index of the update's entry
+	Message  *fsm.Message
+	Task     *fsm.TaskUpdate
+	Approval *fsm.ApprovalUpdate
+	// ID is the event's SSE id: "N" for a message, "N:task" or
+	// "N:approval" for the last object update of entry N, "" for one that
+	// is not its entry's last (resume from the last non-empty ID: no gap,
+	// no repeat).
 	ID string
 }
 
@@ -55,11 +61,14 @@ func (c *Client) Stream(ctx context.Context, q StreamQuery, fn func(StreamEvent)
 	if q.Channel != "" {
 		v.Set("channel", q.Channel)
 	}
-	tasks := q.Tasks
-	if tasks == "" {
-		tasks = StreamTasksNone
+	switch {
+	case len(q.Events) > 0:
+		v.Set("events", strings.Join(q.Events, ","))
+	case q.Tasks != "":
+		v.Set("tasks", q.Tasks)
+	default:
+		v.Set("tasks", StreamTasksNone)
 	}
-	v.Set("tasks", tasks)
 	u := c.base + "/v1/stream"
 	if len(v) > 0 {
 		u += "?" + v.Encode()
@@ -145,6 +154,12 @@ func dispatchEvent(event, id, data string, fn func(StreamEvent) error) error {
 			return fmt.Errorf("transport: stream: bad task event %s: %.200s (%v)", id, data, err)
 		}
 		return fn(StreamEvent{Seq: u.Event.Seq, Task: &u, ID: id})
+	case EventApproval:
+		var u fsm.ApprovalUpdate
+		if err := json.Unmarshal([]byte(data), &u); err != nil || u.Approval == nil {
+			return fmt.Errorf("transport: stream: bad approval event %s: %.200s (%v)", id, data, err)
+		}
+		return fn(StreamEvent{Seq: u.Event.Seq, Approval: &u, ID: id})
 	}
 	return nil // an event this client does not know
 }

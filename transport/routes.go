@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -46,6 +47,7 @@ func (s *Server) routes() []route {
 		lockBody     = bodyCap{maxLockBody, fmt.Sprintf(" (a lock path is at most %d bytes)", fsm.MaxLockPathLen)}
 		presenceBody = bodyCap{maxPresenceBytes, ""}
 		taskBody     = bodyCap{maxTaskBody, taskBodyWhy}
+		approvalBody = bodyCap{maxApprovalBody, approvalBodyWhy}
 	)
 	return []route{
 		{pattern: "GET /healthz", rule: rulePublic, handle: s.healthz},
@@ -74,6 +76,13 @@ func (s *Server) routes() []route {
 		{pattern: "POST /v1/tasks/{id}/complete", rule: ruleAny, body: taskBody, limit: limitSend, handle: s.completeTask}, // agent: admit
 		{pattern: "POST /v1/tasks/{id}/handoff", rule: ruleAny, body: taskBody, limit: limitSend, handle: s.handoffTask},   // agent: admit
 		{pattern: "POST /v1/tasks/{id}/cancel", rule: ruleAny, body: taskBody, handle: s.cancelTask},                       // from: admit
+
+		// Approvals (server_approvals.go); the stream carries their events.
+		{pattern: "POST /v1/approvals", rule: ruleAny, body: approvalBody, limit: limitSend, handle: s.requestApproval}, // from: admit
+		{pattern: "GET /v1/approvals", rule: ruleAny, handle: s.listApprovals},
+		{pattern: "GET /v1/approvals/{id}", rule: ruleAny, handle: s.getApproval},
+		{pattern: "POST /v1/approvals/{id}/decide", rule: ruleAny, body: approvalBody, limit: limitSend, handle: s.decideApproval}, // approver: admit
+		{pattern: "POST /v1/approvals/{id}/cancel", rule: ruleAny, handle: s.cancelApproval},                                       // from: admit
 
 		// Agents, inboxes and cursors (server_mailbox.go, server_interrupt.go).
 		{pattern: "POST /v1/agents", rule: ruleAny, handle: s.registerAgent}, // id: admit
@@ -198,6 +207,19 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, field, agent stri
 		return false
 	}
 	return s.routeOf(r).limit != limitSend || s.allowSend(w, r, c, agent)
+}
+
+// decodeRouteBody reads r's body into v as decodeBody does (one JSON
+// object, unknown fields refused), capped at the route's ceiling, whose
+// 413 says what the ceiling stands for.
+func (s *Server) decodeRouteBody(w http.ResponseWriter, r *http.Request, v any) error {
+	rt := s.routeOf(r)
+	err := decodeBody(w, r, rt.body.limit, v)
+	var api *APIError
+	if errors.As(err, &api) && api.Code == CodeTooLarge {
+		api.Message = fmt.Sprintf("request body over the limit of %d bytes for %s%s", rt.body.limit, rt.pattern, rt.body.why)
+	}
+	return err
 }
 
 // routeOf is the route the mux matched for r.

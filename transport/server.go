@@ -156,15 +156,20 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) send(w http.ResponseWriter, r *http.Request) {
-	m, task, err := decodeMessage(w, r, s.opts.MaxMessageBytes)
+	body, err := decodeMessage(w, r, s.opts.MaxMessageBytes, s.registered)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if task != nil {
-		s.sendTask(w, r, task)
+	switch {
+	case body.task != nil:
+		s.sendTask(w, r, body.task)
+		return
+	case body.approval != nil:
+		s.sendApproval(w, r, *body.approval)
 		return
 	}
+	m := body.msg
 	m.Normalize(s.opts.Now())
 	if err := s.checkRecipients(r, &m); err != nil {
 		s.writeError(w, r, err)
@@ -297,6 +302,21 @@ func (s *Server) transfer(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
+// sendBody is what a POST /v1/messages carried: a message, or a seed 004
+// body that is a command (a task's, an approval request).
+type sendBody struct {
+	msg      fsm.Message
+	task     *dialect.TaskMessage
+	approval *fsm.ApprovalRequestCommand
+}
+
+// registered reports whether agent id is registered, on this node's own
+// state: how a seed's tagged approvers are resolved.
+func (s *Server) registered(id string) bool {
+	_, err := s.state.Agent(id)
+	return err == nil
+}
+
 // decodeMessage reads the body of POST /v1/messages, at most limit bytes:
 // a message in maos's own format, decoded as decodeBody does (an unknown
 // field is an error naming it), or, when that fails and the body has a
@@ -304,22 +324,24 @@ func (s *Server) transfer(w http.ResponseWriter, r *http.Request) {
 // message_type, ...), a message in one of those formats, mapped by
 // dialect.Map as maosctl import maps a file; except a seed 004
 // task_delegation or task_completion, which is a task command
-// (dialect.MapTask) returned instead of a message. A body in the native
-// format costs nothing more than before; one that is neither gets the
-// native format's error.
-func decodeMessage(w http.ResponseWriter, r *http.Request, limit int64) (fsm.Message, *dialect.TaskMessage, error) {
+// (dialect.MapTask), and a hitl_approval_request, which is an approval
+// request (dialect.MapApproval, its tagged approvers resolved by
+// registered), returned instead of a message. A body in the native format
+// costs nothing more than before; one that is neither gets the native
+// format's error.
+func decodeMessage(w http.ResponseWriter, r *http.Request, limit int64, registered func(id string) bool) (sendBody, error) {
 	var buf bytes.Buffer
 	if r.ContentLength > 0 && r.ContentLength <= limit {
 		buf.Grow(int(r.ContentLength) + bytes.MinRead)
 	}
 	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit)); err != nil {
-		return fsm.Message{}, nil, bodyError(err, limit)
+		return sendBody{}, bodyError(err, limit)
 	}
 	raw := buf.Bytes()
 	var m fsm.Message
 	err := decodeJSON(bytes.NewReader(raw), limit, &m)
 	if err == nil {
-		return m, nil, nil
+		return sendBody{msg: m}, nil
 	}
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(raw, &obj) != nil {
@@ -327,21 +349,24 @@ func decodeMessage(w http.ResponseWriter, r *http.Request, limit int64) (fsm.Mes
 		// (trailing data, a syntax error), not with its first field.
 		var v json.RawMessage
 		if serr := decodeJSON(bytes.NewReader(raw), limit, &v); serr != nil {
-			return fsm.Message{}, nil, serr
+			return sendBody{}, serr
 		}
-		return fsm.Message{}, nil, err
+		return sendBody{}, err
 	}
 	if !dialect.Is(obj) {
-		return fsm.Message{}, nil, err
+		return sendBody{}, err
 	}
 	if task, err := dialect.MapTask(raw); task != nil || err != nil {
-		return fsm.Message{}, task, err
+		return sendBody{task: task}, err
+	}
+	if appr, err := dialect.MapApproval(raw, registered); appr != nil || err != nil {
+		return sendBody{approval: appr}, err
 	}
 	dm, err := dialect.Map(raw, dialect.Place{}, dialect.Options{})
 	if err != nil {
-		return fsm.Message{}, nil, err
+		return sendBody{}, err
 	}
-	return *dm, nil, nil
+	return sendBody{msg: *dm}, nil
 }
 
 // decodeBody reads one JSON object of at most limit bytes into v, refusing
@@ -466,6 +491,40 @@ func (s *Server) propose(w http.ResponseWriter, r *http.Request, op fsm.Op, body
 		return
 	}
 	writeRawJSON(w, res)
+}
+
+// proposeResult commits a command whose state machine result is a T
+// (fsm.ApprovalResult, ...) and decodes it; ok checks that it is one (an
+// id set). false means it has answered with the error.
+func proposeResult[T any](s *Server, w http.ResponseWriter, r *http.Request, op fsm.Op, body any, ok func(T) bool) (T, bool) {
+	var res T
+	raw, err := s.prop.Apply(r.Context(), op, body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return res, false
+	}
+	if err := json.Unmarshal(raw, &res); err != nil || !ok(res) {
+		s.writeError(w, r, fmt.Errorf("transport: unexpected %s result %.200s (%v)", op, raw, err))
+		return res, false
+	}
+	return res, true
+}
+
+// pathCommand takes the id of POST /v1/{things}/{id}/VERB from the path
+// into *id (a body may repeat it, not contradict it; noun names the thing
+// in the 400), then validates the command. false means it has answered.
+func (s *Server) pathCommand(w http.ResponseWriter, r *http.Request, id *string, noun string, validate func() error) bool {
+	path := r.PathValue("id")
+	if *id != "" && *id != path {
+		s.writeError(w, r, &fsm.FieldError{Field: "id", Reason: fmt.Sprintf("%q differs from the %s in the path, %q; leave it out", *id, noun, path)})
+		return false
+	}
+	*id = path
+	if err := validate(); err != nil {
+		s.writeError(w, r, err)
+		return false
+	}
+	return true
 }
 
 // query answers a read at the request's ?consistency= from the node's

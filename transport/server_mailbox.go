@@ -200,7 +200,8 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 }
 
 // agentSummary serves what a status line shows in one request: the inbox
-// counters (zero for an agent with no inbox) and the bulletin.
+// counters (zero for an agent with no inbox), the pending approvals it
+// may decide, and the bulletin.
 func (s *Server) agentSummary(w http.ResponseWriter, r *http.Request) {
 	queryAgent(s, w, r, func(st Reader, agent string) (any, error) {
 		out := AgentSummary{Agent: agent, HasInbox: true}
@@ -212,6 +213,9 @@ func (s *Server) agentSummary(w http.ResponseWriter, r *http.Request) {
 			return nil, err
 		default:
 			out.Counts = counts
+		}
+		if out.PendingApprovals, err = st.PendingApprovalsFor(agent); err != nil {
+			return nil, err
 		}
 		if out.Bulletin, err = st.Bulletin(); err != nil {
 			return nil, err

@@ -1,8 +1,6 @@
 package transport
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -41,20 +39,9 @@ const maxTaskBody = 256 << 10
 // taskBodyWhy ends a task request's 413.
 const taskBodyWhy = " (a task's text and JSON fields are at most 64 KiB each)"
 
-// decodeTaskBody reads a task request's body into v (unknown fields
-// refused), its 413 saying what caps it.
-func decodeTaskBody(w http.ResponseWriter, r *http.Request, v any) error {
-	err := decodeBody(w, r, maxTaskBody, v)
-	var api *APIError
-	if errors.As(err, &api) && api.Code == CodeTooLarge {
-		api.Message = fmt.Sprintf("request body over the limit of %d bytes%s", maxTaskBody, taskBodyWhy)
-	}
-	return err
-}
-
 func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 	var cmd fsm.TaskCreateCommand
-	if err := decodeTaskBody(w, r, &cmd); err != nil {
+	if err := s.decodeRouteBody(w, r, &cmd); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -138,21 +125,11 @@ func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request) {
 // whose id field is id: the path's id, which a body may repeat but not
 // contradict; then validates it. false means it has answered.
 func (s *Server) decodeTaskCommand(w http.ResponseWriter, r *http.Request, cmd interface{ Validate() error }, id *string) bool {
-	if err := decodeTaskBody(w, r, cmd); err != nil {
+	if err := s.decodeRouteBody(w, r, cmd); err != nil {
 		s.writeError(w, r, err)
 		return false
 	}
-	path := r.PathValue("id")
-	if *id != "" && *id != path {
-		s.writeError(w, r, &fsm.FieldError{Field: "id", Reason: fmt.Sprintf("%q differs from the task in the path, %q; leave it out", *id, path)})
-		return false
-	}
-	*id = path
-	if err := cmd.Validate(); err != nil {
-		s.writeError(w, r, err)
-		return false
-	}
-	return true
+	return s.pathCommand(w, r, id, "task", cmd.Validate)
 }
 
 // answerTask proposes op and answers with its fsm.TaskResult.
@@ -165,17 +142,7 @@ func (s *Server) answerTask(w http.ResponseWriter, r *http.Request, op fsm.Op, b
 // proposeTask commits a task command and decodes its fsm.TaskResult;
 // false means it has answered with the error.
 func (s *Server) proposeTask(w http.ResponseWriter, r *http.Request, op fsm.Op, body any) (fsm.TaskResult, bool) {
-	raw, err := s.prop.Apply(r.Context(), op, body)
-	if err != nil {
-		s.writeError(w, r, err)
-		return fsm.TaskResult{}, false
-	}
-	var res fsm.TaskResult
-	if err := json.Unmarshal(raw, &res); err != nil || res.ID == "" {
-		s.writeError(w, r, fmt.Errorf("transport: unexpected %s result %.200s (%v)", op, raw, err))
-		return fsm.TaskResult{}, false
-	}
-	return res, true
+	return proposeResult(s, w, r, op, body, func(res fsm.TaskResult) bool { return res.ID != "" })
 }
 
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {

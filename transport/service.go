@@ -76,6 +76,11 @@ type Reader interface {
 	Tasks(q fsm.TaskQuery) (fsm.TaskPage, error)
 	TaskEvents(after uint64, limit int) (fsm.TaskUpdatePage, error)
 
+	Approval(id string) (*fsm.Approval, error)
+	Approvals(q fsm.ApprovalQuery) (fsm.ApprovalPage, error)
+	PendingApprovalsFor(agent string) (int, error)
+	ApprovalEvents(after uint64, limit int) (fsm.ApprovalUpdatePage, error)
+
 	Config() (fsm.ClusterConfig, error)
 	RetentionOf(channel string) (fsm.Retention, error)
 	Tokens() ([]fsm.Token, error)

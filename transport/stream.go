@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,87 +20,144 @@ import (
 const DefaultKeepAlive = 15 * time.Second
 
 // Stream event names. A "message" event's id is the message's seq (N) and
-// its data the message JSON; a "task" event's id is N:task, N the index of
-// the entry that made it, and its data fsm.TaskUpdate {"event","task"};
-// "ready" (data {"seq":N}) is sent once, when the stream has sent every
-// event stored when it opened.
+// its data the message JSON. Object events carry what an entry did to a
+// task or an approval: a "task" event's data is fsm.TaskUpdate
+// {"event","task"}, an "approval" event's fsm.ApprovalUpdate
+// {"event","approval"}; the last object event of entry N a stream sends
+// has the id N:task or N:approval (after its kind), which both mean
+// "after all of N". "ready" (data {"seq":N}) is sent once, when the
+// stream has sent every event stored when it opened.
 const (
-	EventMessage = "message"
-	EventTask    = "task"
-	EventReady   = "ready"
+	EventMessage  = "message"
+	EventTask     = "task"
+	EventApproval = "approval"
+	EventReady    = "ready"
 )
 
-// The stream's ?tasks= values: task events interleaved with messages (the
-// default), task events alone, or messages alone.
+// StreamKinds are the kinds of event a stream carries, what ?events=
+// lists: all of them by default.
+var StreamKinds = []string{EventMessage, EventTask, EventApproval}
+
+// The stream's older ?tasks= values, from before approvals: task events
+// interleaved with messages, task events alone, or messages alone (as
+// ?events=message,task, ?events=task and ?events=message).
 const (
 	StreamTasksAll  = "all"
 	StreamTasksOnly = "only"
 	StreamTasksNone = "none"
 )
 
-// streamPage is how many messages (or task updates) one read of the state
-// hands the stream.
+// streamPage is how many messages (or object updates) one read of the
+// state hands the stream.
 const streamPage = 256
 
 // streamPos is where a stream is: index is the last entry it passed, and
-// taskDone whether it passed that entry's task events too (a message goes
-// before its entry's task events).
+// objectsDone whether it passed that entry's object events too (a message
+// goes before its entry's object events).
 type streamPos struct {
-	index    uint64
-	taskDone bool
+	index       uint64
+	objectsDone bool
 }
 
-// msgAfter and taskAfter are the reads' "after" for the position.
+// msgAfter and objectsAfter are the reads' "after" for the position.
 func (p streamPos) msgAfter() uint64 { return p.index }
-func (p streamPos) taskAfter() uint64 {
-	if p.taskDone || p.index == 0 {
+func (p streamPos) objectsAfter() uint64 {
+	if p.objectsDone || p.index == 0 {
 		return p.index
 	}
 	return p.index - 1
 }
 
 // parseStreamPos reads a Last-Event-ID or ?after=: "N" (after N's
-// message: N's task events are still to come) or "N:task" (after all of N).
+// message: N's object events are still to come) or "N:task" /
+// "N:approval" (after all of N).
 func parseStreamPos(s string) (streamPos, error) {
-	n, task := strings.CutSuffix(s, ":task")
+	n, kind, objects := strings.Cut(s, ":")
+	if objects && kind != EventTask && kind != EventApproval {
+		return streamPos{}, fmt.Errorf("%w: after (or Last-Event-ID): %q is not N, N:task or N:approval", ErrBadRequest, s)
+	}
 	v, err := uintParam(n, "after (or Last-Event-ID)", 0, 1<<63)
 	if err != nil {
-		return streamPos{}, fmt.Errorf("%w (want N or N:task)", err)
+		return streamPos{}, fmt.Errorf("%w (want N, N:task or N:approval)", err)
 	}
-	return streamPos{index: v, taskDone: task}, nil
+	return streamPos{index: v, objectsDone: objects}, nil
 }
 
-// stream serves GET /v1/stream?agent=A&channel=C&after=N&tasks=T as
+// streamFilter is what a stream carries: the kinds of event, and with
+// agent or channel set only those of that agent or channel.
+type streamFilter struct {
+	agent, channel string
+	kinds          map[string]bool
+}
+
+// objects reports whether the filter wants any object event.
+func (f streamFilter) objects() bool { return f.kinds[EventTask] || f.kinds[EventApproval] }
+
+// streamKinds reads ?events= (a comma-separated list of StreamKinds; all
+// when absent) or the older ?tasks= (all, only, none); not both.
+func streamKinds(q url.Values) (map[string]bool, error) {
+	events, tasks := q.Get("events"), q.Get("tasks")
+	kinds := map[string]bool{}
+	switch {
+	case events != "" && tasks != "":
+		return nil, fmt.Errorf("%w: events and tasks: give one (tasks= is the older form of events=)", ErrBadRequest)
+	case events != "":
+		for _, k := range strings.Split(events, ",") {
+			k = strings.TrimSpace(k)
+			if !slices.Contains(StreamKinds, k) {
+				return nil, fmt.Errorf("%w: events: %q is not one of %s", ErrBadRequest, k, strings.Join(StreamKinds, ", "))
+			}
+			kinds[k] = true
+		}
+	case tasks == "":
+		for _, k := range StreamKinds {
+			kinds[k] = true
+		}
+	case tasks == StreamTasksAll:
+		kinds[EventMessage], kinds[EventTask] = true, true
+	case tasks == StreamTasksOnly:
+		kinds[EventTask] = true
+	case tasks == StreamTasksNone:
+		kinds[EventMessage] = true
+	default:
+		return nil, fmt.Errorf("%w: tasks: %q is not %s, %s or %s", ErrBadRequest, tasks, StreamTasksAll, StreamTasksOnly, StreamTasksNone)
+	}
+	return kinds, nil
+}
+
+// stream serves GET /v1/stream?agent=A&channel=C&after=N&events=K as
 // Server-Sent Events from this node's own state, pushed as the node
 // applies entries (it waits on fsm.Changed, never polls). Messages: with
 // agent, the agent's inbox; with channel, that channel; with both, the
-// agent's inbox in that channel; with neither, every message. Task events
-// (fsm.TaskUpdate), in entry order with the messages (an entry's message
-// first): with agent, the tasks A created, holds or is of the queue of
-// (taskFor); with channel, that channel's tasks. tasks=only sends task
-// events alone, tasks=none messages alone. A reconnect sends
-// Last-Event-ID (the last id it got), which wins over ?after=, so it
-// resumes with no gap and no repeat: after N it sends N's task events,
-// after N:task the next entry's. When one entry changed several tasks,
-// only the last of its events carries the id, so a stream cut between
-// them resumes with all of them again rather than losing the rest.
+// agent's inbox in that channel; with neither, every message. Object
+// events, in entry order with the messages (an entry's message first):
+// task updates (fsm.TaskUpdate) and approval updates
+// (fsm.ApprovalUpdate); with agent, the tasks A created, holds or is of
+// the queue of (taskFor) and the approvals A requested or may decide
+// (approvalFor); with channel, that channel's. events lists the kinds to
+// send (message, task, approval; all by default; the older tasks=only is
+// tasks alone, tasks=none messages alone, tasks=all both). A reconnect
+// sends Last-Event-ID (the last id it got), which wins over ?after=, so
+// it resumes with no gap and no repeat: after N it sends N's object
+// events, after N:task (or N:approval) the next entry's. When one entry
+// changed several objects, only the last of its events carries the id, so
+// a stream cut between them resumes with all of them again rather than
+// losing the rest.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	agent, channel, tasks := q.Get("agent"), q.Get("channel"), q.Get("tasks")
-	for _, f := range []struct{ name, v string }{{"agent", agent}, {"channel", channel}} {
-		if f.v != "" && !fsm.ValidName(f.v) {
-			s.writeError(w, r, fsm.NameError(f.name, f.v))
+	f := streamFilter{agent: q.Get("agent"), channel: q.Get("channel")}
+	for _, p := range []struct{ name, v string }{{"agent", f.agent}, {"channel", f.channel}} {
+		if p.v != "" && !fsm.ValidName(p.v) {
+			s.writeError(w, r, fsm.NameError(p.name, p.v))
 			return
 		}
 	}
-	switch tasks {
-	case "":
-		tasks = StreamTasksAll
-	case StreamTasksAll, StreamTasksOnly, StreamTasksNone:
-	default:
-		s.writeError(w, r, fmt.Errorf("%w: tasks: %q is not %s, %s or %s", ErrBadRequest, tasks, StreamTasksAll, StreamTasksOnly, StreamTasksNone))
+	kinds, err := streamKinds(q)
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
+	f.kinds = kinds
 	afterText := q.Get("after")
 	if id := r.Header.Get("Last-Event-ID"); id != "" {
 		afterText = id
@@ -107,7 +167,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	release, ok := s.admitStream(w, r, agent)
+	release, ok := s.admitStream(w, r, f.agent)
 	if !ok {
 		return
 	}
@@ -131,7 +191,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	for {
 		state := s.state
 		changed := state.Changed() // before reading, so nothing applied in between is missed
-		more, err := s.streamOnce(w, state, viewer, agent, channel, tasks, &pos)
+		more, err := s.streamOnce(w, state, viewer, f, &pos)
 		if err != nil {
 			// The stream is already open: say why in a comment and end it;
 			// the client reconnects with Last-Event-ID.
@@ -159,45 +219,52 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// objectUpdate is one object event: what entry index did to a task or an
+// approval (exactly one set), and the kind of event it is sent as.
+type objectUpdate struct {
+	index    uint64
+	kind     string
+	task     *fsm.TaskUpdate
+	approval *fsm.ApprovalUpdate
+}
+
 // streamOnce writes the events of one read of the state after pos, in
 // entry order, moves pos past what it passed, and reports whether more
-// are ready. Messages and task updates are two reads, so neither goes past
-// the applied index taken before them (an entry applied in between would
-// otherwise show its task event without its message); and a read that
-// stops short (a full page of messages or of task updates) bounds how far
-// the other may go, so the order holds across pages. What is left out is
-// the next call's: it was applied after the caller took Changed.
-func (s *Server) streamOnce(w io.Writer, state Reader, viewer *fsm.Viewer, agent, channel, tasks string, pos *streamPos) (bool, error) {
+// are ready. Messages and object updates are two reads, so neither goes
+// past the applied index taken before them (an entry applied in between
+// would otherwise show its object event without its message); and a read
+// that stops short (a full page of messages or of object updates) bounds
+// how far the other may go, so the order holds across pages. What is left
+// out is the next call's: it was applied after the caller took Changed.
+func (s *Server) streamOnce(w io.Writer, state Reader, viewer *fsm.Viewer, f streamFilter, pos *streamPos) (bool, error) {
 	var (
 		msgs       []*fsm.Message
-		ups        []fsm.TaskUpdate
+		ups        []objectUpdate
 		msgMore    bool
 		upMore     bool
 		err        error
 		bound      = state.AppliedIndex()
 		agentEntry *fsm.Agent
 	)
-	if tasks != StreamTasksOnly {
-		if msgs, msgMore, err = streamRead(state, agent, channel, pos.msgAfter()); err != nil {
+	if f.kinds[EventMessage] {
+		if msgs, msgMore, err = streamRead(state, f.agent, f.channel, pos.msgAfter()); err != nil {
 			return false, err
 		}
 		if msgMore && len(msgs) > 0 {
 			bound = min(bound, msgs[len(msgs)-1].Seq)
 		}
 	}
-	if tasks != StreamTasksNone {
-		page, err := state.TaskEvents(pos.taskAfter(), streamPage)
-		if err != nil {
+	if f.objects() {
+		if ups, upMore, err = readObjects(state, pos.objectsAfter(), f.kinds); err != nil {
 			return false, err
 		}
-		ups, upMore = page.Updates, page.HasMore
 		if upMore && len(ups) > 0 {
-			bound = min(bound, ups[len(ups)-1].Event.Seq)
+			bound = min(bound, ups[len(ups)-1].index)
 		}
-		if agent != "" && len(ups) > 0 {
-			// The agent's role and capabilities, for its queues; nil if it
-			// is not registered (it is then of no role or capability queue).
-			if agentEntry, err = state.Agent(agent); err != nil && !errors.Is(err, fsm.ErrNotFound) {
+		if f.agent != "" && len(ups) > 0 {
+			// The agent's role and capabilities, for its queues and the
+			// approvals its role may decide; nil if it is not registered.
+			if agentEntry, err = state.Agent(f.agent); err != nil && !errors.Is(err, fsm.ErrNotFound) {
 				return false, err
 			}
 		}
@@ -205,9 +272,9 @@ func (s *Server) streamOnce(w io.Writer, state Reader, viewer *fsm.Viewer, agent
 	i, j := 0, 0
 	for {
 		hasMsg := i < len(msgs) && msgs[i].Seq <= bound
-		hasUp := j < len(ups) && ups[j].Event.Seq <= bound
+		hasUp := j < len(ups) && ups[j].index <= bound
 		switch {
-		case hasMsg && (!hasUp || msgs[i].Seq <= ups[j].Event.Seq):
+		case hasMsg && (!hasUp || msgs[i].Seq <= ups[j].index):
 			m := msgs[i]
 			i++
 			// A private message the reader may not read is passed over, not
@@ -223,39 +290,58 @@ func (s *Server) streamOnce(w io.Writer, state Reader, viewer *fsm.Viewer, agent
 			}
 			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", m.Seq, EventMessage, data)
 		case hasUp:
-			// Every task event of this entry, the last one sent carrying the id.
-			index := ups[j].Event.Seq
-			var group [][]byte
-			for ; j < len(ups) && ups[j].Event.Seq == index; j++ {
-				if !taskFor(&ups[j], agent, agentEntry, channel) {
+			// Every object event of this entry, the last one sent carrying the id.
+			index := ups[j].index
+			type event struct {
+				kind string
+				data []byte
+			}
+			var group []event
+			for ; j < len(ups) && ups[j].index == index; j++ {
+				u := &ups[j]
+				if !f.carries(u, agentEntry) {
 					continue
 				}
-				if data, err := json.Marshal(ups[j]); err == nil {
-					group = append(group, data)
+				var data []byte
+				if u.task != nil {
+					data, err = json.Marshal(u.task)
+				} else {
+					data, err = json.Marshal(u.approval)
+				}
+				if err == nil {
+					group = append(group, event{u.kind, data})
 				}
 			}
-			for k, data := range group {
+			for k, ev := range group {
 				if k == len(group)-1 {
-					fmt.Fprintf(w, "id: %d:task\n", index)
+					fmt.Fprintf(w, "id: %d:%s\n", index, ev.kind)
 				}
-				fmt.Fprintf(w, "event: %s\ndata: %s\n\n", EventTask, data)
+				fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.kind, ev.data)
 			}
-			*pos = streamPos{index: index, taskDone: true}
+			*pos = streamPos{index: index, objectsDone: true}
 		default:
 			return msgMore || upMore, nil
 		}
 	}
 }
 
-// taskFor reports whether a stream for agent (entry: its registration, or
-// nil) and channel carries u: with agent, a task the agent created, holds,
-// or is of the queue of (fsm.InQueue); with channel, one of that channel.
-func taskFor(u *fsm.TaskUpdate, agent string, entry *fsm.Agent, channel string) bool {
-	t := u.Task
-	if channel != "" && t.Channel != channel {
+// carries reports whether the filter's agent (entry: its registration, or
+// nil) and channel take u: a task the agent created, holds, or is of the
+// queue of (fsm.InQueue); an approval the agent requested or may decide
+// (listed by id or by its role); with channel, one of that channel.
+func (f streamFilter) carries(u *objectUpdate, entry *fsm.Agent) bool {
+	if u.task != nil {
+		t := u.task.Task
+		if f.channel != "" && t.Channel != f.channel {
+			return false
+		}
+		return f.agent == "" || t.From == f.agent || t.ClaimedBy == f.agent || fsm.InQueue(f.agent, entry, t.To)
+	}
+	a := u.approval.Approval
+	if f.channel != "" && a.Channel != f.channel {
 		return false
 	}
-	return agent == "" || t.From == agent || t.ClaimedBy == agent || fsm.InQueue(agent, entry, t.To)
+	return f.agent == "" || a.From == f.agent || slices.ContainsFunc(a.Approvers, func(x string) bool { return fsm.InQueue(f.agent, entry, x) })
 }
 
 // streamRead returns the next messages after seq for the stream's filter
@@ -292,5 +378,54 @@ func streamRead(state Reader, agent, channel string, after uint64) ([]*fsm.Messa
 			return out, page.HasMore, nil
 		}
 		after = page.NextAfter
+	}
+}
+
+// readObjects is the next page of object updates after index after, in
+// entry order (whole entries; an entry's task updates before its approval
+// updates), and whether more are ready. Each kind is read a page at a
+// time; where one stops short the merge stops too, at that page's last
+// entry (which it holds whole), so neither kind runs ahead of the other.
+// A kind the stream does not carry is not read.
+func readObjects(state Reader, after uint64, kinds map[string]bool) ([]objectUpdate, bool, error) {
+	var (
+		tasks     fsm.TaskUpdatePage
+		approvals fsm.ApprovalUpdatePage
+		err       error
+	)
+	if kinds[EventTask] {
+		if tasks, err = state.TaskEvents(after, streamPage); err != nil {
+			return nil, false, err
+		}
+	}
+	if kinds[EventApproval] {
+		if approvals, err = state.ApprovalEvents(after, streamPage); err != nil {
+			return nil, false, err
+		}
+	}
+	bound := uint64(math.MaxUint64)
+	if n := len(tasks.Updates); tasks.HasMore && n > 0 {
+		bound = tasks.Updates[n-1].Event.Seq
+	}
+	if n := len(approvals.Updates); approvals.HasMore && n > 0 {
+		bound = min(bound, approvals.Updates[n-1].Event.Seq)
+	}
+	out := make([]objectUpdate, 0, len(tasks.Updates)+len(approvals.Updates))
+	i, j := 0, 0
+	for {
+		hasTask := i < len(tasks.Updates) && tasks.Updates[i].Event.Seq <= bound
+		hasAppr := j < len(approvals.Updates) && approvals.Updates[j].Event.Seq <= bound
+		switch {
+		case hasTask && (!hasAppr || tasks.Updates[i].Event.Seq <= approvals.Updates[j].Event.Seq):
+			u := &tasks.Updates[i]
+			out = append(out, objectUpdate{index: u.Event.Seq, kind: EventTask, task: u})
+			i++
+		case hasAppr:
+			u := &approvals.Updates[j]
+			out = append(out, objectUpdate{index: u.Event.Seq, kind: EventApproval, approval: u})
+			j++
+		default:
+			return out, tasks.HasMore || approvals.HasMore, nil
+		}
 	}
 }

@@ -26,11 +26,15 @@ type digestInput struct {
 	Ctl         string // how the commands it names start (ctlCommand); "" is "maosctl"
 	Messages    []fsm.Message
 	TotalUnread int
+	// ToApprove counts the pending approvals the agent may decide and has
+	// not decided (their requests are among the messages when unread).
+	ToApprove int
 }
 
 // digest renders unread mail for a model's context, at most maxChars
 // bytes (so at most maxChars characters):
 //
+//	A approvals wait for AGENT's decision: maosctl approval list …; approve: …; reject: …
 //	N unread messages for AGENT (U urgent), urgent first, then newest first:
 //	- ID from FROM [PRIORITY] TITLE
 //	- ID from FROM [PRIORITY] TITLE (+K more unread in thread ROOT)
@@ -39,11 +43,21 @@ type digestInput struct {
 // Messages of one thread (thread_id, or the id of a root) fold into the
 // line of the thread's first message in that order, with a count. Lines
 // that do not fit are dropped from the end; the footer counts the messages
-// they held plus those never fetched. With no unread message it returns "".
+// they held plus those never fetched. The approvals line comes only when
+// approvals wait; with no unread message the digest is that line alone,
+// with neither it returns "".
 func digest(in digestInput, maxChars int) string {
+	ctl := or(in.Ctl, "maosctl")
+	approvals := ""
+	if in.ToApprove > 0 {
+		approvals = fmt.Sprintf("%d %s for %s's decision: %s approval list --approver %s --state pending; "+
+			"approve: %s approval approve ID --approver %s; reject: %s approval reject ID --approver %s "+
+			"(each shows the action and its hash first)\n",
+			in.ToApprove, plural(in.ToApprove, "approval waits", "approvals wait"), in.Agent, ctl, in.Agent, ctl, in.Agent, ctl, in.Agent)
+	}
 	total := max(in.TotalUnread, len(in.Messages))
 	if total == 0 {
-		return ""
+		return truncateUTF8(approvals, maxChars)
 	}
 	msgs := slices.Clone(in.Messages)
 	// Urgent first, then newest first: seq is the cluster's total order.
@@ -86,12 +100,11 @@ func digest(in digestInput, maxChars int) string {
 		groups = append(groups, g)
 	}
 
-	header := fmt.Sprintf("%d unread %s for %s", total, plural(total, "message", "messages"), in.Agent)
+	header := approvals + fmt.Sprintf("%d unread %s for %s", total, plural(total, "message", "messages"), in.Agent)
 	if urgent > 0 {
 		header += fmt.Sprintf(" (%d urgent)", urgent)
 	}
 	header += ", urgent first, then newest first:\n"
-	ctl := or(in.Ctl, "maosctl")
 	footer := func(left int) string {
 		return fmt.Sprintf("%d left out. Read: %s inbox --agent %s --unread; one message: %s show ID; "+
 			"a thread: %s thread ID; then: %s read-mark --agent %s ID\n", left, ctl, in.Agent, ctl, ctl, ctl, in.Agent)

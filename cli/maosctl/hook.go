@@ -100,8 +100,10 @@ func hookDialectCommand(name, product, setup string) *cli.Command {
 SessionStart       {"hookSpecificOutput":{"hookEventName":"SessionStart",
                    "additionalContext":"You are maos agent A … digest"}}:
                    the agent's identity and a digest of its unread mail
-                   (always, even with no mail).
-UserPromptSubmit   the same, but only when unread mail waits.
+                   and of the approvals waiting for its decision
+                   (always, even with neither).
+UserPromptSubmit   the same, but only when unread mail or an approval
+                   waits.
 Stop               {"decision":"block","reason":"… urgent digest"} when
                    urgent unread mail waits, so the agent reads it before
                    it stops; nothing when stop_hook_active is true (the
@@ -208,8 +210,11 @@ func hookAnswer(ctx context.Context, client *transport.Client, ctl, agent string
 		if err != nil {
 			return nil, err
 		}
+		if dig.ToApprove, err = fetchToApprove(ctx, client, agent); err != nil {
+			return nil, err
+		}
 		id := hookIdentity(ctl, agent, client.Addr())
-		if len(dig.Messages) == 0 && dig.TotalUnread == 0 {
+		if len(dig.Messages) == 0 && dig.TotalUnread == 0 && dig.ToApprove == 0 {
 			if in.HookEventName == "UserPromptSubmit" {
 				return nil, nil
 			}
@@ -280,6 +285,16 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// fetchToApprove counts the pending approvals agent may decide and has
+// not decided (GET /v1/agents/{id}/summary).
+func fetchToApprove(ctx context.Context, client *transport.Client, agent string) (int, error) {
+	sum, err := client.AgentSummary(ctx, agent, transport.Local)
+	if err != nil {
+		return 0, fmt.Errorf("approvals of %s: %w", agent, err)
+	}
+	return sum.PendingApprovals, nil
 }
 
 // fetchUnread reads agent's unread messages (of priority, if given),

@@ -146,6 +146,7 @@ give --ca (or MAOS_CA) the cluster's CA certificate to verify the node.`,
 		Commands: slices.Concat([]*cli.Command{
 			sendCommand(),
 			taskCommand(),
+			approvalCommand(),
 			getCommand(),
 			readCommand(),
 			channelsCommand(),

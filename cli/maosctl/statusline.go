@@ -25,7 +25,7 @@ const statusLineDefaultMaxTime = 300 * time.Millisecond
 func statusLineCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "status-line",
-		Usage: "one line for a status bar: unread mail, system status, phase",
+		Usage: "one line for a status bar: unread mail, approvals to decide, system status, phase",
 		UsageText: `maosctl status-line --agent A [--max-time 300ms]
 
    maosctl status-line --agent claude
@@ -33,16 +33,18 @@ func statusLineCommand() *cli.Command {
    #   "statusLine": {"type": "command", "command": "maosctl status-line --agent claude"}`,
 		Description: `Prints one line, for example
 
-   📬 3 new (1 urgent) | 🌐 normal | phase: implementation
+   📬 3 new (1 urgent) | 🔐 2 to approve | 🌐 normal | phase: implementation
 
-from the inbox counters of agent A and the bulletin's system_status and
-current_phase, read concurrently from the node at --addr (a local read).
-"(N urgent)" and "phase: …" appear only when there is something to say.
+from the inbox counters of agent A, the pending approvals A may decide and
+has not decided yet, and the bulletin's system_status and current_phase,
+read in one request from the node at --addr (a local read). "(N urgent)",
+"🔐 N to approve" and "phase: …" appear only when there is something to
+say.
 
 When no node answers within --max-time it prints "📭 maos offline" and
 exits 0, so a status bar shows the marker instead of an error. An agent
 without an inbox shows "📬 0 new". With --json, an object with online,
-unread, urgent, system_status and current_phase.`,
+unread, urgent, to_approve, system_status and current_phase.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "agent", Usage: "agent `ID` whose inbox to count (required)", EnvVars: []string{envAgent}},
 			&cli.DurationFlag{Name: "max-time", Usage: "give up after `DURATION` and print the offline marker", Value: statusLineDefaultMaxTime},
@@ -54,10 +56,13 @@ unread, urgent, system_status and current_phase.`,
 
 // status is the status line's data (its --json form).
 type status struct {
-	Online       bool   `json:"online"`
-	Agent        string `json:"agent"`
-	Unread       uint64 `json:"unread"`
-	Urgent       uint64 `json:"urgent"`
+	Online bool   `json:"online"`
+	Agent  string `json:"agent"`
+	Unread uint64 `json:"unread"`
+	Urgent uint64 `json:"urgent"`
+	// ToApprove counts the pending approvals the agent may decide and has
+	// not decided.
+	ToApprove    int    `json:"to_approve"`
 	SystemStatus string `json:"system_status,omitempty"`
 	CurrentPhase string `json:"current_phase,omitempty"`
 	// InboxError is the API's refusal of the counters (other than 404).
@@ -79,9 +84,9 @@ func statusLine(c *cli.Context) error {
 	return err
 }
 
-// fetchStatus reads the inbox counters and the bulletin in one request
-// (GET /v1/agents/{id}/summary). Online is true when the node answered; an
-// agent with no inbox counts as empty.
+// fetchStatus reads the inbox counters, the approvals to decide and the
+// bulletin in one request (GET /v1/agents/{id}/summary). Online is true
+// when the node answered; an agent with no inbox counts as empty.
 func fetchStatus(ctx context.Context, client *transport.Client, agent string) status {
 	st := status{Agent: agent}
 	sum, err := client.AgentSummary(ctx, agent, transport.Local)
@@ -95,6 +100,7 @@ func fetchStatus(ctx context.Context, client *transport.Client, agent string) st
 	}
 	st.Unread = sum.Counts.Unread
 	st.Urgent = sum.Counts.UnreadByPriority[fsm.PriorityUrgent]
+	st.ToApprove = sum.PendingApprovals
 	var doc struct {
 		SystemStatus any `json:"system_status"`
 		CurrentPhase any `json:"current_phase"`
@@ -132,6 +138,9 @@ func formatStatus(st status) string {
 		parts[0] = "📬 ?"
 	} else if st.Urgent > 0 {
 		parts[0] += fmt.Sprintf(" (%d urgent)", st.Urgent)
+	}
+	if st.ToApprove > 0 {
+		parts = append(parts, fmt.Sprintf("🔐 %d to approve", st.ToApprove))
 	}
 	if st.SystemStatus != "" {
 		parts = append(parts, "🌐 "+st.SystemStatus)

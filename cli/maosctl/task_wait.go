@@ -1,10 +1,7 @@
 package maosctl
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 	"time"
 
@@ -55,63 +52,36 @@ func taskWait(c *cli.Context) error {
 		return usagef(c, "--timeout %s: want a positive duration such as 90s or 30m", timeout)
 	}
 	root := rootContext(c)
-	ctx := c.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
-	}
+	ctx, cancel := within(commandContext(c), timeout)
+	defer cancel()
 	client := apiClient(c)
-	readCtx, cancel := call(root)
+	readCtx, cancelRead := call(root)
 	t, err := client.Task(readCtx, id)
-	cancel()
+	cancelRead()
 	if err != nil {
 		return apiError(root, err)
 	}
-	// Follow the task's events after the last one the read saw: no gap.
-	last := t.Seq
-	if n := len(t.History); n > 0 {
-		last = t.History[n-1].Seq
-	}
-	resume := strconv.FormatUint(last, 10) + ":task"
-	errEnded := errors.New("ended")
-	delay := 100 * time.Millisecond
-	for !t.State.Final() {
-		err := client.Stream(ctx, transport.StreamQuery{Channel: t.Channel, Resume: resume, Tasks: transport.StreamTasksOnly},
-			func(ev transport.StreamEvent) error {
-				if ev.ID != "" {
-					resume = ev.ID
-				}
-				if ev.Task == nil || ev.Task.Task.ID != id {
-					return nil
-				}
-				t = ev.Task.Task
-				delay = 100 * time.Millisecond
-				if t.State.Final() {
-					return errEnded
-				}
-				return nil
-			})
-		var api *transport.APIError
-		switch {
-		case errors.Is(err, errEnded):
-		case ctx.Err() != nil:
-			return printWaitOutcome(c, t, timeout)
-		case errors.As(err, &api) && api.Status < http.StatusInternalServerError && api.Status != http.StatusTooManyRequests:
-			return apiError(root, err) // bad input: reconnecting will not help
-		default:
-			// The node closed the stream or could not be reached: resume
-			// where it stopped, a little later each time.
-			select {
-			case <-ctx.Done():
-				return printWaitOutcome(c, t, timeout)
-			case <-time.After(delay):
-			}
-			delay = min(2*delay, 5*time.Second)
+	if !t.State.Final() {
+		// Follow the task's events after the last one the read saw: no gap.
+		last := t.Seq
+		if n := len(t.History); n > 0 {
+			last = t.History[n-1].Seq
 		}
+		q := transport.StreamQuery{Channel: t.Channel, Resume: strconv.FormatUint(last, 10) + ":task", Tasks: transport.StreamTasksOnly}
+		err := followStream(ctx, client, q, func(ev transport.StreamEvent) error {
+			if ev.Task == nil || ev.Task.Task.ID != id {
+				return nil
+			}
+			t = ev.Task.Task
+			if t.State.Final() {
+				return errStreamDone
+			}
+			return nil
+		})
+		if err != nil && ctx.Err() == nil {
+			return apiError(root, err)
+		}
+		// ctx ended: --timeout passed; t is as its last event left it.
 	}
 	return printWaitOutcome(c, t, timeout)
 }

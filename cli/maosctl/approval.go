@@ -1,0 +1,408 @@
+package maosctl
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/urfave/cli/v2"
+)
+
+// The approval group: what the requester does (request, cancel) and
+// anyone reads (list, show) is here; the approvers' verbs (approve,
+// reject, modify) are in approval_decide.go, the wait on the stream in
+// approval_wait.go.
+
+func approvalCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "approval",
+		Usage: "ask people to approve an exact action (k of n), decide on it, wait for the decision",
+		UsageText: `maosctl approval request|list|show|approve|reject|modify|cancel|wait [flags]
+
+   ID=$(maosctl --json approval request --from deployer --approver alice,bob,role:lead --quorum 2 \
+          --title "deploy v2.3 to prod" --action '{"cmd":"deploy","version":"2.3"}' | jq -r .id)
+   maosctl approval list --approver alice --state pending
+   maosctl approval approve $ID --approver alice       # prints the action and the hash it approves
+   maosctl approval wait $ID --timeout 1h && ./deploy.sh 2.3`,
+		Description: `An approval is a proposed action (any JSON) that quorum of the listed
+approvers (agent ids and role:NAME) must approve, kept in the cluster's log:
+
+   pending ──(quorum distinct approvals)──▶ approved
+      │ ──(one reject)──▶ rejected     ──(its timeout)──▶ expired
+      │ ──(cancel, by its requester)──▶ cancelled
+      └─(modify: the action is replaced; the approvals so far are void)
+
+Every decision names the sha256 hash of the action it was made on: one on
+an action that changed since is refused (409), so nobody approves
+something other than what they saw. Each approver counts once per action.
+With --on-timeout escalate, the cluster's escalation_target is alerted
+and the approval waits one more timeout before it expires.
+
+A request posts a hitl_approval_request message to the approvers (their
+inbox, hook digest and status line show it); the outcome posts a
+hitl_decision reply to the requester. --from and --approver default to
+$MAOS_AGENT_ID. Add --json for the API's objects.`,
+		Subcommands: []*cli.Command{
+			approvalRequestCommand(),
+			approvalListCommand(),
+			approvalShowCommand(),
+			approvalDecideCommand(fsm.DecisionApprove),
+			approvalDecideCommand(fsm.DecisionReject),
+			approvalDecideCommand(fsm.DecisionModify),
+			approvalCancelCommand(),
+			approvalWaitCommand(),
+		},
+		Action: noCommand,
+	}
+}
+
+// approvalID is the command's one positional argument, the approval's id.
+func approvalID(c *cli.Context) (string, error) {
+	pos, err := positionalArgs(c, "ID")
+	if err != nil {
+		return "", err
+	}
+	return pos[0], nil
+}
+
+// actionFlag is the JSON value of flag name; "-" reads it from stdin. A
+// value that is not JSON is a usage error.
+func actionFlag(c *cli.Context, name string) (json.RawMessage, error) {
+	text, err := textFlag(c, name)
+	if err != nil {
+		return nil, err
+	}
+	if !json.Valid([]byte(text)) {
+		var v any
+		err := json.Unmarshal([]byte(text), &v)
+		return nil, usagef(c, "--%s: not one JSON value (%v)", name, err)
+	}
+	return json.RawMessage(text), nil
+}
+
+func approvalRequestCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "request",
+		Usage: "ask approvers to approve an action",
+		UsageText: `maosctl approval request --approver A[,role:R...] --title T --action JSON|- [--from ID] [--quorum K]
+       [--needed-for WHAT] [--rationale R] [--confidence 0..1] [--priority P] [--timeout D]
+       [--on-timeout reject|escalate] [--option approve,reject,modify] [--task-id ID] [--channel C] [--id ID]
+
+   maosctl approval request --from triage --approver alice --title "close #123 as a duplicate of #456" \
+       --action '{"action_type":"close_issue","issue_number":123}' --rationale "same stack trace" --confidence 0.96
+   kubectl diff -f prod.yaml | jq -Rs '{"diff": .}' | \
+       maosctl approval request --approver role:sre --quorum 2 --title "apply prod.yaml" --action - --timeout 4h`,
+		Description: `Opens the approval and prints "requested ID: pending, 0 of K approvals,
+action sha256:… (seq N)"; with --json, the API's answer
+{"id","seq","state","action_hash","approvals","quorum"}.
+
+--approver lists agent ids and role:NAME entries (a role's agents each
+count once); --quorum of them must approve (default 1). --timeout is how
+long it waits for the decision (a Go duration, default 1h, at most 720h);
+then it expires, or with --on-timeout escalate the cluster's
+escalation_target is alerted and it waits once more. --option limits the
+decisions it takes (approve must be one). The id is fixed before the
+first try (appr-YYYYMMDD-HHMMSS-FROM-HEX unless --id gives one), so
+repeating a request with the same --id stores it once.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "from", Usage: "requester agent `ID` (required)", EnvVars: []string{envAgent}},
+			&cli.StringSliceFlag{Name: "approver", Usage: "approver agent `ID` or role:NAME; repeat or comma-separate (required)"},
+			&cli.IntFlag{Name: "quorum", Usage: "how many distinct approvers must approve: `K`", Value: 1},
+			&cli.StringFlag{Name: "title", Usage: "one-line `TITLE` (required)"},
+			&cli.StringFlag{Name: "action", Usage: "the proposed action as `JSON` (any value); - reads it from stdin (required)"},
+			&cli.StringFlag{Name: "needed-for", Usage: "what the approval is for, in a few `WORDS` (seed 004's approval_needed_for)"},
+			&cli.StringFlag{Name: "rationale", Usage: "why the action is proposed: `TEXT`"},
+			&cli.Float64Flag{Name: "confidence", Usage: "the requester's confidence, `0..1`"},
+			priorityFlag(),
+			&cli.DurationFlag{Name: "timeout", Usage: "how long it waits for a decision: `DURATION`", Value: fsm.DefaultApprovalTimeout},
+			&cli.StringFlag{Name: "on-timeout", Usage: "`WHAT` happens then: reject (it expires) or escalate", Value: fsm.OnTimeoutReject},
+			&cli.StringSliceFlag{Name: "option", Usage: "a `DECISION` it takes (approve, reject, modify); repeat or comma-separate (default all)"},
+			&cli.StringFlag{Name: "task-id", Usage: "the task `ID` it belongs to"},
+			&cli.StringFlag{Name: "channel", Usage: "channel `NAME` of its messages", EnvVars: []string{envChannel}, Value: fsm.DefaultChannel},
+			&cli.StringFlag{Name: "id", Usage: "approval `ID` to use instead of a generated one (makes retries safe across runs)"},
+			jsonFlag(),
+		},
+		Action: approvalRequest,
+	}
+}
+
+func approvalRequest(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	if err := require(c, "from", "approver", "title", "action"); err != nil {
+		return err
+	}
+	action, err := actionFlag(c, "action")
+	if err != nil {
+		return err
+	}
+	cmd := fsm.ApprovalRequestCommand{
+		ID:                strings.TrimSpace(c.String("id")),
+		From:              strings.TrimSpace(c.String("from")),
+		Approvers:         splitList(c.StringSlice("approver")),
+		Quorum:            c.Int("quorum"),
+		Title:             c.String("title"),
+		ApprovalNeededFor: c.String("needed-for"),
+		Action:            action,
+		Rationale:         c.String("rationale"),
+		Priority:          flagPriority(c),
+		Timeout:           fsm.ApprovalTimeout(c.Duration("timeout")),
+		OnTimeout:         strings.TrimSpace(c.String("on-timeout")),
+		Options:           splitList(c.StringSlice("option")),
+		TaskID:            strings.TrimSpace(c.String("task-id")),
+		Channel:           or(strings.TrimSpace(c.String("channel")), fsm.DefaultChannel),
+	}
+	if c.IsSet("confidence") {
+		v := c.Float64("confidence")
+		cmd.Confidence = &v
+	}
+	if cmd.Quorum < 1 {
+		return usagef(c, "--quorum %d: want at least 1", cmd.Quorum)
+	}
+	if cmd.ID == "" && fsm.ValidName(cmd.From) {
+		// Fixed before the first try, so a request that timed out can be
+		// checked (maosctl approval show ID) and retried with --id.
+		cmd.ID = fsm.NewApprovalID(cmd.From, time.Now())
+	}
+	// The global --timeout bounds the call: request's own is the approval's.
+	root := rootContext(c)
+	ctx, cancel := call(root)
+	defer cancel()
+	res, err := apiClient(c).RequestApproval(ctx, cmd)
+	if err != nil {
+		maybe := maybeCommitted(err)
+		err = apiError(root, err)
+		if maybe {
+			err = fmt.Errorf("%w\nthe approval may or may not be stored: check with 'maosctl approval show %s'; "+
+				"retrying with --id %s is safe", err, cmd.ID, cmd.ID)
+		}
+		return err
+	}
+	return printResult(c, res, "requested %s: %s, %d of %d approvals, action %s (seq %d)\n",
+		res.ID, res.State, res.Approvals, res.Quorum, res.ActionHash, res.Seq)
+}
+
+func approvalListCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "list",
+		Usage: "list approvals, oldest first, by state, approver or requester",
+		UsageText: `maosctl approval list [--state S] [--approver ID] [--from ID] [--after SEQ] [--limit N]
+
+   maosctl approval list --approver alice --state pending
+   maosctl --json approval list --from deployer | jq -r '.approvals[] | select(.state == "approved") | .id'`,
+		Description: `Prints one line per approval in creation order: id, state, approvals so
+far of the quorum, requester, approvers and title; then, when there are
+more, the command that lists the next page. Every filter given must
+match; --approver matches the approvals that list the agent by id or by
+its registered role. States: pending, approved, rejected, expired,
+cancelled. The read sees every write acknowledged before it. With --json,
+GET /v1/approvals's answer {"approvals","has_more"} (without decisions).`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "state", Usage: "only approvals in `STATE`"},
+			&cli.StringFlag{Name: "approver", Usage: "only approvals agent `ID` may decide"},
+			&cli.StringFlag{Name: "from", Usage: "only approvals agent `ID` requested"},
+			&cli.Uint64Flag{Name: "after", Usage: "start after the approval with seq `SEQ` (the next page)"},
+			&cli.IntFlag{Name: "limit", Usage: "at most `N` approvals (at most 1000)", Value: fsm.DefaultPageLimit},
+			jsonFlag(),
+		},
+		Action: approvalList,
+	}
+}
+
+func approvalList(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	q := fsm.ApprovalQuery{State: fsm.ApprovalState(strings.TrimSpace(c.String("state"))),
+		Approver: strings.TrimSpace(c.String("approver")), From: strings.TrimSpace(c.String("from")),
+		After: c.Uint64("after"), Limit: c.Int("limit")}
+	ctx, cancel := call(c)
+	defer cancel()
+	page, err := apiClient(c).Approvals(ctx, q)
+	if err != nil {
+		return apiError(c, err)
+	}
+	if page.Approvals == nil {
+		page.Approvals = []*fsm.Approval{}
+	}
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, page)
+	}
+	w := c.App.Writer
+	if len(page.Approvals) == 0 {
+		_, err := fmt.Fprintln(w, "no approvals")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATE\tAPPROVALS\tFROM\tAPPROVERS\tTITLE")
+	for _, a := range page.Approvals {
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\t%s\n", a.ID, a.State, a.Approvals, a.Quorum, a.From, strings.Join(a.Approvers, ","), a.Title)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if page.HasMore {
+		_, err = fmt.Fprintf(w, "more: maosctl approval list --after %d\n", page.Approvals[len(page.Approvals)-1].Seq)
+	}
+	return err
+}
+
+func approvalShowCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "show",
+		Usage: "show an approval: its action, hash and decisions",
+		UsageText: `maosctl approval show ID
+
+   maosctl approval show appr-20261124-103000-deployer-4c78a9d2
+   maosctl --json approval show $ID | jq .action`,
+		Description: `Prints the approval: state, approvals so far of the quorum, requester and
+approvers, what it is for, the rationale, the deadline, the action (as
+indented JSON) with its hash, and every decision with its time, the hash
+it was made on and its comment (a modify's with its new action; an
+approval a later modify voided is marked void). The read sees every
+decision acknowledged before it. With --json, GET /v1/approvals/ID's
+answer.`,
+		Flags:  []cli.Flag{jsonFlag()},
+		Action: approvalShow,
+	}
+}
+
+func approvalShow(c *cli.Context) error {
+	id, err := approvalID(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := call(c)
+	defer cancel()
+	a, err := apiClient(c).Approval(ctx, id)
+	if err != nil {
+		return apiError(c, err)
+	}
+	if wantJSON(c) {
+		return printJSON(c.App.Writer, a)
+	}
+	return printApproval(c.App.Writer, a)
+}
+
+// printApproval writes an approval for people: its state line, one
+// "key: value" line per field it has, the action and its decisions.
+func printApproval(w io.Writer, a *fsm.Approval) error {
+	fmt.Fprintf(w, "%s %s\n", a.ID, approvalStateLine(a))
+	fmt.Fprintf(w, "title: %s\n", a.Title)
+	fmt.Fprintf(w, "from: %s → %s, channel %s, priority %s\n", a.From, strings.Join(a.Approvers, ", "), a.Channel, a.Priority)
+	if a.ApprovalNeededFor != "" {
+		fmt.Fprintf(w, "needed for: %s\n", a.ApprovalNeededFor)
+	}
+	if a.Rationale != "" {
+		fmt.Fprintf(w, "rationale: %s\n", oneLine(a.Rationale))
+	}
+	if a.Confidence != nil {
+		fmt.Fprintf(w, "confidence: %s\n", strconv.FormatFloat(*a.Confidence, 'f', -1, 64))
+	}
+	if a.TaskID != "" {
+		fmt.Fprintf(w, "task: %s\n", a.TaskID)
+	}
+	if len(a.Options) > 0 {
+		fmt.Fprintf(w, "options: %s\n", strings.Join(a.Options, ", "))
+	}
+	fmt.Fprintf(w, "timeout: %s, then %s\n", time.Duration(a.TimeoutSeconds)*time.Second, a.OnTimeout)
+	fmt.Fprintf(w, "created: %s (seq %d), updated %s\n", a.Created.UTC().Format(time.RFC3339), a.Seq, a.Updated.UTC().Format(time.RFC3339))
+	if len(a.Context) > 0 {
+		fmt.Fprintf(w, "context: %s\n", a.Context)
+	}
+	printAction(w, a)
+	if len(a.Decisions) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\ndecisions:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, d := range a.Decisions {
+		what := d.Decision
+		if d.Voided {
+			what += " (void: the action changed)"
+		}
+		note := oneLine(d.Comment)
+		if len(d.Action) > 0 {
+			note = strings.TrimSpace(note + " new action: " + string(d.Action))
+		}
+		fmt.Fprintf(tw, "  %s\t#%d\t%s\t%s\ton %s\t%s\n", d.Time.UTC().Format(time.RFC3339), d.Seq, d.Approver, what, shortHash(d.ActionHash), note)
+	}
+	return tw.Flush()
+}
+
+// printAction writes the approval's action, indented, under its hash:
+// what an approver decides on.
+func printAction(w io.Writer, a *fsm.Approval) {
+	var pretty bytes.Buffer
+	if json.Indent(&pretty, a.Action, "  ", "  ") != nil {
+		pretty.Reset()
+		pretty.Write(a.Action)
+	}
+	fmt.Fprintf(w, "action %s:\n  %s\n", a.ActionHash, pretty.String())
+}
+
+// approvalStateLine is the state and what goes with it: "pending (1 of 2
+// approvals, until T)", "pending (escalated, until T)", "approved".
+func approvalStateLine(a *fsm.Approval) string {
+	if a.State != fsm.ApprovalPending {
+		return fmt.Sprintf("%s (%d of %d approvals)", a.State, a.Approvals, a.Quorum)
+	}
+	esc := ""
+	if a.Escalated {
+		esc = ", escalated"
+	}
+	return fmt.Sprintf("pending (%d of %d approvals%s, until %s)", a.Approvals, a.Quorum, esc, a.Deadline.UTC().Format(time.RFC3339))
+}
+
+// shortHash is "sha256:" and the first 12 hex digits, for tables.
+func shortHash(h string) string {
+	if len(h) > len("sha256:")+12 {
+		return h[:len("sha256:")+12]
+	}
+	return h
+}
+
+func approvalCancelCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "cancel",
+		Usage: "cancel a pending approval you requested",
+		UsageText: `maosctl approval cancel ID [--from ID] [--reason R]
+
+   maosctl approval cancel $ID --from deployer --reason "rolled back instead"`,
+		Description: `Cancels a pending approval; only its requester may (403 otherwise; an
+admin token acts as the requester named by --from); one already decided
+or expired is a conflict (409) saying its state, and a cancelled one
+answers again. Prints "cancelled ID"; with --json the API's answer
+{"id","seq","state","action_hash","approvals","quorum"}.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "from", Usage: "the requester's agent `ID` (required)", EnvVars: []string{envAgent}},
+			&cli.StringFlag{Name: "reason", Usage: "why, in a `SENTENCE`"},
+			jsonFlag(),
+		},
+		Action: approvalCancel,
+	}
+}
+
+func approvalCancel(c *cli.Context) error {
+	id, err := approvalID(c)
+	if err != nil {
+		return err
+	}
+	if err := require(c, "from"); err != nil {
+		return err
+	}
+	ctx, cancel := call(c)
+	defer cancel()
+	res, err := apiClient(c).CancelApproval(ctx, fsm.ApprovalCancelCommand{ID: id, From: strings.TrimSpace(c.String("from")), Reason: c.String("reason")})
+	if err != nil {
+		return apiError(c, err)
+	}
+	return printResult(c, res, "cancelled %s\n", res.ID)
+}

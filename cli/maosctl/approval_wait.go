@@ -1,0 +1,167 @@
+package maosctl
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+	"github.com/urfave/cli/v2"
+)
+
+func approvalWaitCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "wait",
+		Usage: "wait until an approval is decided; the exit status says how",
+		UsageText: `maosctl approval wait ID [--timeout D]
+
+   maosctl approval wait $ID --timeout 1h && ./deploy.sh
+   maosctl approval wait $ID; case $? in 0) echo approved;; 1) echo rejected;; 2) echo no decision;; esac`,
+		Description: `Waits until the approval is approved, rejected, cancelled or expired, and
+prints the outcome ("ID approved by alice, bob", "ID rejected by bob",
+"ID expired") and then every decision, one a line. Exits 0 when it was
+approved, 1 when it was rejected or cancelled, 2 when it expired or
+--timeout (default: none) passed first, printing "ID still pending after
+D". With --json it prints the approval with its decisions instead, and
+exits the same.
+
+It reads the approval, follows its events on the node's stream (no
+polling; a stream the node closes is resumed where it stopped), and when
+it ends or --timeout passes reads it once more for its decisions.`,
+		Flags: []cli.Flag{
+			&cli.DurationFlag{Name: "timeout", Usage: "give up after `DURATION` and exit 2 (the global --timeout still bounds each read)"},
+			jsonFlag(),
+		},
+		Action: approvalWait,
+	}
+}
+
+func approvalWait(c *cli.Context) error {
+	id, err := approvalID(c)
+	if err != nil {
+		return err
+	}
+	timeout := c.Duration("timeout")
+	if c.IsSet("timeout") && timeout <= 0 {
+		return usagef(c, "--timeout %s: want a positive duration such as 90s or 30m", timeout)
+	}
+	root := rootContext(c)
+	ctx, cancel := within(commandContext(c), timeout)
+	defer cancel()
+	client := apiClient(c)
+	readCtx, cancelRead := call(root)
+	a, err := client.Approval(readCtx, id)
+	cancelRead()
+	if err != nil {
+		return apiError(root, err)
+	}
+	if !a.State.Final() {
+		a, err = followApproval(ctx, client, a)
+		if err != nil && ctx.Err() == nil {
+			return apiError(root, err)
+		}
+		// Decided, or --timeout passed: read it again for its decisions
+		// (the stream's updates leave them out); its last update is the
+		// outcome if that read fails.
+		readCtx, cancelRead := call(root)
+		if full, err := client.Approval(readCtx, id); err == nil {
+			a = full
+		} else {
+			fmt.Fprintf(c.App.ErrWriter, "%s: %s is %s; its decisions could not be read: %v\n", c.App.Name, id, a.State, err)
+		}
+		cancelRead()
+	}
+	return printApprovalOutcome(c, a, timeout)
+}
+
+// followApproval follows approval a (as read) on the node's stream until
+// it is final and returns it so, as its last update left it (without
+// decisions: the stream's updates leave them out). When ctx ends first it
+// returns a as last seen and ctx's error; a refusal of the stream that
+// reconnecting will not mend is returned as the error.
+func followApproval(ctx context.Context, client *transport.Client, a *fsm.Approval) (*fsm.Approval, error) {
+	// Its events after the last change the read saw: no gap.
+	q := transport.StreamQuery{Channel: a.Channel, Events: []string{transport.EventApproval},
+		Resume: strconv.FormatUint(lastChange(a), 10) + ":" + transport.EventApproval}
+	err := followStream(ctx, client, q, func(ev transport.StreamEvent) error {
+		if ev.Approval == nil || ev.Approval.Approval.ID != a.ID {
+			return nil
+		}
+		a = ev.Approval.Approval
+		if a.State.Final() {
+			return errStreamDone
+		}
+		return nil
+	})
+	return a, err
+}
+
+// lastChange is the index of the last entry the approval shows: its
+// request's or its last decision's.
+func lastChange(a *fsm.Approval) uint64 {
+	last := a.Seq
+	for _, d := range a.Decisions {
+		last = max(last, d.Seq)
+	}
+	return last
+}
+
+// printApprovalOutcome prints how approval a ended (or, still pending,
+// that it had not after timeout) and its decisions, and returns the exit
+// status that says it.
+func printApprovalOutcome(c *cli.Context, a *fsm.Approval, timeout time.Duration) error {
+	code := waitTimedOut
+	line := fmt.Sprintf("%s still pending after %s (%d of %d approvals)", a.ID, timeout, a.Approvals, a.Quorum)
+	switch a.State {
+	case fsm.ApprovalApproved:
+		code, line = waitSucceeded, a.ID+" approved"
+		if who := approvers(a, fsm.DecisionApprove); len(who) > 0 {
+			line += " by " + strings.Join(who, ", ")
+		}
+	case fsm.ApprovalRejected:
+		code, line = waitFailed, a.ID+" rejected"
+		if who := approvers(a, fsm.DecisionReject); len(who) > 0 {
+			line += " by " + strings.Join(who, ", ")
+		}
+	case fsm.ApprovalCancelled:
+		code, line = waitFailed, a.ID+" cancelled"
+	case fsm.ApprovalExpired:
+		code, line = waitTimedOut, a.ID+" expired"
+	}
+	var err error
+	if wantJSON(c) {
+		err = printJSON(c.App.Writer, a)
+	} else {
+		err = printDecisions(c.App.Writer, line, a)
+	}
+	if err != nil || code == waitSucceeded {
+		return err
+	}
+	return &exitStatus{code: code}
+}
+
+// printDecisions writes line, then each decision: "  T alice approve on
+// sha256:…: comment".
+func printDecisions(w io.Writer, line string, a *fsm.Approval) error {
+	if _, err := fmt.Fprintln(w, line); err != nil {
+		return err
+	}
+	for _, d := range a.Decisions {
+		what := d.Decision
+		if d.Voided {
+			what += " (void)"
+		}
+		s := fmt.Sprintf("  %s %s %s on %s", d.Time.UTC().Format(time.RFC3339), d.Approver, what, shortHash(d.ActionHash))
+		if d.Comment != "" {
+			s += ": " + oneLine(d.Comment)
+		}
+		if _, err := fmt.Fprintln(w, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}

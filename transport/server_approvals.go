@@ -1,0 +1,224 @@
+package transport
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/secrets"
+)
+
+// The approval endpoints (fsm/approval.go has the lifecycle and the
+// fields):
+//
+//	POST /v1/approvals                 fsm.ApprovalRequestCommand → fsm.ApprovalResult {id, seq, state, action_hash, approvals, quorum}
+//	GET  /v1/approvals?state=&approver=&from=&after=&limit= → fsm.ApprovalPage {approvals, has_more}
+//	GET  /v1/approvals/{id}            fsm.Approval, with its decisions
+//	POST /v1/approvals/{id}/decide     {approver, decision, action_hash, comment, action} → fsm.Approval, with its decisions
+//	POST /v1/approvals/{id}/cancel     {from, reason} → fsm.ApprovalResult
+//
+// A body may repeat the path's id as "id"; another id is 400. Every write
+// is normalized and validated (400 naming the field and the limit),
+// admitted for the agent it acts as (from for a request and a cancel,
+// approver for a decision: a token acts only for its own agent, an admin
+// for anyone), its text scanned for secrets (title, approval_needed_for,
+// rationale, comment, reason and the action's JSON) and proposed. The
+// state machine decides the rest: 403 for an approver the approval does
+// not list or a cancel by another than the requester; 409 for an
+// approval that is no longer pending, a decision on a hash that is no
+// longer the action's, or an approver deciding twice on the same hash;
+// 404 for an unknown approval.
+
+// maxApprovalBody caps an approval request: an action and a context at
+// their 64 KiB limits, with room for the text fields; small enough that
+// the entry a follower forwards stays under the forwarded ceiling.
+const maxApprovalBody = 256 << 10
+
+// approvalBodyWhy ends an approval request's 413.
+const approvalBodyWhy = " (an approval's action is at most 64 KiB of canonical JSON)"
+
+func (s *Server) requestApproval(w http.ResponseWriter, r *http.Request) {
+	var cmd fsm.ApprovalRequestCommand
+	if err := s.decodeRouteBody(w, r, &cmd); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if res, ok := s.proposeApprovalRequest(w, r, cmd); ok {
+		writeJSON(w, http.StatusOK, res)
+	}
+}
+
+// proposeApprovalRequest normalizes, validates, admits, guards and
+// proposes a request, from POST /v1/approvals or a seed 004
+// hitl_approval_request on POST /v1/messages; false means it has
+// answered.
+func (s *Server) proposeApprovalRequest(w http.ResponseWriter, r *http.Request, cmd fsm.ApprovalRequestCommand) (fsm.ApprovalResult, bool) {
+	cmd.Normalize(s.opts.Now())
+	if err := cmd.Validate(); err != nil {
+		s.writeError(w, r, err)
+		return fsm.ApprovalResult{}, false
+	}
+	if !s.admit(w, r, "from", cmd.From) {
+		return fsm.ApprovalResult{}, false
+	}
+	fields := []secrets.Field{{Name: "title", Text: &cmd.Title},
+		{Name: "approval_needed_for", Text: &cmd.ApprovalNeededFor}, {Name: "rationale", Text: &cmd.Rationale}}
+	action := jsonField("action", &cmd.Action)
+	if !s.guardSecrets(w, r, cmd.From, append(fields, action.field()), func() error {
+		action.store()
+		cmd.Normalize(s.opts.Now())
+		return cmd.Validate()
+	}) {
+		return fsm.ApprovalResult{}, false
+	}
+	return s.proposeApproval(w, r, fsm.OpApprovalRequest, cmd)
+}
+
+func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
+	var cmd fsm.ApprovalDecideCommand
+	if err := s.decodeRouteBody(w, r, &cmd); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	cmd.Normalize()
+	if !s.pathCommand(w, r, &cmd.ID, "approval", cmd.Validate) || !s.admit(w, r, "approver", cmd.Approver) {
+		return
+	}
+	fields := []secrets.Field{{Name: "comment", Text: &cmd.Comment}}
+	var action *jsonText
+	if len(cmd.Action) > 0 {
+		action = jsonField("action", &cmd.Action)
+		fields = append(fields, action.field())
+	}
+	if !s.guardSecrets(w, r, cmd.Approver, fields, func() error {
+		if action != nil {
+			action.store()
+			cmd.Normalize()
+		}
+		return cmd.Validate()
+	}) {
+		return
+	}
+	if _, ok := s.proposeApproval(w, r, fsm.OpApprovalDecide, cmd); !ok {
+		return
+	}
+	// The answer is the approval with its decisions, as of a strong read
+	// after the decision: on a follower that forwarded it, the local
+	// state may not have applied it yet.
+	if err := s.prop.Linearize(r.Context(), Strong); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	a, err := s.state.Approval(cmd.ID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, a)
+}
+
+func (s *Server) cancelApproval(w http.ResponseWriter, r *http.Request) {
+	var cmd fsm.ApprovalCancelCommand
+	if err := s.decodeRouteBody(w, r, &cmd); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if !s.pathCommand(w, r, &cmd.ID, "approval", cmd.Validate) || !s.admit(w, r, "from", cmd.From) {
+		return
+	}
+	fields := []secrets.Field{{Name: "reason", Text: &cmd.Reason}}
+	if !s.guardSecrets(w, r, cmd.From, fields, cmd.Validate) {
+		return
+	}
+	if res, ok := s.proposeApproval(w, r, fsm.OpApprovalCancel, cmd); ok {
+		writeJSON(w, http.StatusOK, res)
+	}
+}
+
+// proposeApproval commits an approval command and decodes its
+// fsm.ApprovalResult; false means it has answered with the error.
+func (s *Server) proposeApproval(w http.ResponseWriter, r *http.Request, op fsm.Op, body any) (fsm.ApprovalResult, bool) {
+	return proposeResult(s, w, r, op, body, func(res fsm.ApprovalResult) bool { return res.ID != "" })
+}
+
+func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	s.query(w, r, func(st Reader) (any, error) { return st.Approval(id) })
+}
+
+func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
+	q, err := approvalQuery(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.query(w, r, func(st Reader) (any, error) {
+		page, err := st.Approvals(q)
+		if err == nil && page.Approvals == nil {
+			page.Approvals = []*fsm.Approval{}
+		}
+		return page, err
+	})
+}
+
+// approvalQuery reads GET /v1/approvals' parameters; an unknown or bad
+// one is 400 naming it.
+func approvalQuery(r *http.Request) (fsm.ApprovalQuery, error) {
+	v := r.URL.Query()
+	if err := checkParams(v, "state", "approver", "from", "after", "limit"); err != nil {
+		return fsm.ApprovalQuery{}, err
+	}
+	q := fsm.ApprovalQuery{State: fsm.ApprovalState(v.Get("state")), Approver: v.Get("approver"), From: v.Get("from")}
+	if q.State != "" && !slices.Contains(fsm.ApprovalStates, q.State) {
+		return q, &fsm.FieldError{Field: "state", Reason: fmt.Sprintf("%q: want one of %v", q.State, fsm.ApprovalStates)}
+	}
+	for _, f := range []struct{ name, v string }{{"approver", q.Approver}, {"from", q.From}} {
+		if f.v != "" && !fsm.ValidName(f.v) {
+			return q, fsm.NameError(f.name, f.v)
+		}
+	}
+	var err error
+	q.After, q.Limit, err = pageParams(v)
+	return q, err
+}
+
+// jsonText is a JSON field of a request as text, for the secret guard,
+// which scans and redacts strings.
+type jsonText struct {
+	name string
+	dst  *json.RawMessage
+	text string
+}
+
+func jsonField(name string, dst *json.RawMessage) *jsonText {
+	return &jsonText{name: name, dst: dst, text: string(*dst)}
+}
+
+// field is the text as the guard scans it.
+func (j *jsonText) field() secrets.Field { return secrets.Field{Name: j.name, Text: &j.text} }
+
+// store puts the (redacted) text back in the request.
+func (j *jsonText) store() { *j.dst = []byte(j.text) }
+
+// Seed 004's approval request on POST /v1/messages (dialect.MapApproval).
+
+// ApprovalMessageResponse answers a seed 004 hitl_approval_request posted
+// to POST /v1/messages: Action "requested" and the approval's result.
+type ApprovalMessageResponse struct {
+	Action string `json:"action"`
+	fsm.ApprovalResult
+}
+
+// ApprovalActionRequested is the Action of an ApprovalMessageResponse.
+const ApprovalActionRequested = "requested"
+
+// sendApproval serves a seed 004 hitl_approval_request as POST
+// /v1/approvals serves a request; the sender (from_agent) is admitted as
+// any sender.
+func (s *Server) sendApproval(w http.ResponseWriter, r *http.Request, cmd fsm.ApprovalRequestCommand) {
+	if res, ok := s.proposeApprovalRequest(w, r, cmd); ok {
+		writeJSON(w, http.StatusOK, ApprovalMessageResponse{Action: ApprovalActionRequested, ApprovalResult: res})
+	}
+}

@@ -1,0 +1,546 @@
+package transport_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/transport/transporttest"
+)
+
+// The transport's half of the approvals: routing, admission, field
+// errors, the secret guard, how the state machine's answers and refusals
+// reach the wire, and the stream's approval events. What apply decides
+// (quorum, stale hashes, who may decide) is fsm's and tested there; here
+// Apply answers what a test sets (transporttest's AnswerApprovals) and the
+// approval reads answer from transporttest.ApprovalReads.
+
+// deploy is the action of the approval tests.
+var deploy = json.RawMessage(`{"cmd":"deploy","version":"2.3"}`)
+
+func hashOf(t *testing.T, action json.RawMessage) string {
+	t.Helper()
+	h, err := fsm.ActionHash(action)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// approvalEnv is the API over the task tests' agents (lead, rita and rex
+// reviewers, tess) with transporttest's approval reads; Apply answers
+// approval ops as a pending approval's result unless a test says else.
+type approvalEnv struct {
+	*taskEnv
+	reads *transporttest.ApprovalReads
+}
+
+func newApprovalEnv(t *testing.T) *approvalEnv {
+	t.Helper()
+	base := newTaskEnv(t)
+	node := transporttest.WithApprovalReads(base.svc)
+	srv := serve(t, node, transport.ServerOptions{})
+	base.url, base.c = srv.URL, transport.NewClient(srv.URL, nil)
+	base.svc.AnswerApprovals(transporttest.PendingResult)
+	return &approvalEnv{taskEnv: base, reads: node.Reads}
+}
+
+// proposed is the last command of op that reached Apply, decoded into v.
+func proposed[T any](t *testing.T, svc *transporttest.Service, op fsm.Op) (T, int) {
+	t.Helper()
+	var v T
+	n := 0
+	for _, c := range svc.Applied() {
+		if c.Op == op {
+			n++
+			if err := json.Unmarshal(c.Body, &v); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return v, n
+}
+
+// A request is normalized (an id fixed, the defaults, the action in
+// canonical form) before it is proposed, and answered with the state
+// machine's result; a decision and a cancel act on the path's approval,
+// the decision answered with the approval read after it, strongly.
+func TestApprovalRoutesPropose(t *testing.T) {
+	e := newApprovalEnv(t)
+	ctx := context.Background()
+	h := hashOf(t, deploy)
+	res, err := e.c.RequestApproval(ctx, fsm.ApprovalRequestCommand{From: "tess", Approvers: []string{"rita", "role:lead"},
+		Title: "deploy v2.3", Action: json.RawMessage(`{ "version": "2.3", "cmd": "deploy" }`), TimeoutHours: 2})
+	if err != nil || res.State != fsm.ApprovalPending || res.ActionHash != h || res.Seq != 7 {
+		t.Fatalf("request: %+v, %v", res, err)
+	}
+	cmd, n := proposed[fsm.ApprovalRequestCommand](t, e.svc, fsm.OpApprovalRequest)
+	if n != 1 || !regexp.MustCompile(`^appr-\d{8}-\d{6}-tess-[0-9a-f]{8}$`).MatchString(cmd.ID) || cmd.ID != res.ID ||
+		string(cmd.Action) != string(deploy) || cmd.Quorum != 1 || cmd.Priority != fsm.DefaultPriority ||
+		cmd.OnTimeout != fsm.OnTimeoutReject || cmd.Channel != fsm.DefaultChannel || time.Duration(cmd.Timeout) != 2*time.Hour || cmd.TimeoutHours != 0 {
+		t.Errorf("proposed %+v", cmd)
+	}
+
+	// The decision's answer is the approval as read after it.
+	decided := &fsm.Approval{ID: "appr-1", From: "tess", State: fsm.ApprovalApproved, ActionHash: h, Approvals: 1, Quorum: 1,
+		Decisions: []fsm.ApprovalDecision{{Seq: 9, Approver: "rita", Decision: fsm.DecisionApprove, ActionHash: h}}}
+	e.reads.Put(decided)
+	linearized := len(e.svc.CallsTo("Linearize"))
+	a, err := e.c.DecideApproval(ctx, fsm.ApprovalDecideCommand{ID: "appr-1", Approver: "rita", Decision: fsm.DecisionApprove, ActionHash: h, Comment: "ok"})
+	if err != nil || a.State != fsm.ApprovalApproved || len(a.Decisions) != 1 || a.Decisions[0].Approver != "rita" {
+		t.Fatalf("decide: %+v, %v", a, err)
+	}
+	if dec, _ := proposed[fsm.ApprovalDecideCommand](t, e.svc, fsm.OpApprovalDecide); dec.ID != "appr-1" || dec.Comment != "ok" || dec.ActionHash != h {
+		t.Errorf("proposed decision %+v", dec)
+	}
+	calls := e.svc.CallsTo("Linearize")
+	if len(calls) <= linearized || calls[len(calls)-1].Cons != transport.Strong {
+		t.Errorf("the decision's answer was not read strongly: %+v", calls[linearized:])
+	}
+	// A modify's action is proposed in canonical form.
+	if _, err := e.c.DecideApproval(ctx, fsm.ApprovalDecideCommand{ID: "appr-1", Approver: "rita", Decision: fsm.DecisionModify, ActionHash: h,
+		Action: json.RawMessage(`{ "version": "2.3", "canary": true, "cmd": "deploy" }`)}); err != nil {
+		t.Fatal(err)
+	}
+	if dec, _ := proposed[fsm.ApprovalDecideCommand](t, e.svc, fsm.OpApprovalDecide); string(dec.Action) != `{"canary":true,"cmd":"deploy","version":"2.3"}` {
+		t.Errorf("proposed modify's action %s", dec.Action)
+	}
+	if res, err := e.c.CancelApproval(ctx, fsm.ApprovalCancelCommand{ID: "appr-1", From: "tess", Reason: "rolled back"}); err != nil || res.ID != "appr-1" {
+		t.Fatalf("cancel: %+v, %v", res, err)
+	}
+	if c, n := proposed[fsm.ApprovalCancelCommand](t, e.svc, fsm.OpApprovalCancel); n != 1 || c.ID != "appr-1" || c.From != "tess" || c.Reason != "rolled back" {
+		t.Errorf("proposed cancel %+v", c)
+	}
+}
+
+// The state machine's refusals reach the client in its words, with their
+// status: 409 conflict, 403 forbidden, 404 not found; a decision refused
+// is not read back.
+func TestApprovalRefusalsReachTheClient(t *testing.T) {
+	e := newApprovalEnv(t)
+	ctx := context.Background()
+	h := hashOf(t, deploy)
+	for _, tc := range []struct {
+		err    error
+		status int
+		is     error
+	}{
+		{&fsm.ConflictError{Reason: "approval appr-1: the action changed to sha256:abc: look at it again"}, http.StatusConflict, fsm.ErrConflict},
+		{&fsm.ForbiddenError{Reason: "approval appr-1: tess is not one of its approvers (rita, role:lead)"}, http.StatusForbidden, fsm.ErrForbidden},
+		{&fsm.NotFoundError{What: "approval appr-1"}, http.StatusNotFound, fsm.ErrNotFound},
+	} {
+		e.svc.AnswerApprovals(func(fsm.Op, json.RawMessage) (any, error) { return nil, tc.err })
+		reads := len(e.svc.CallsTo("Linearize"))
+		_, err := e.c.DecideApproval(ctx, fsm.ApprovalDecideCommand{ID: "appr-1", Approver: "tess", Decision: fsm.DecisionApprove, ActionHash: h})
+		wantRefused(t, "decide", err, tc.status, tc.is, tc.err.Error())
+		if n := len(e.svc.CallsTo("Linearize")); n != reads {
+			t.Errorf("a refused decision was read back (%d reads)", n-reads)
+		}
+		_, err = e.c.CancelApproval(ctx, fsm.ApprovalCancelCommand{ID: "appr-1", From: "tess"})
+		wantRefused(t, "cancel", err, tc.status, tc.is, tc.err.Error())
+		_, err = e.c.RequestApproval(ctx, fsm.ApprovalRequestCommand{ID: "appr-1", From: "tess", Approvers: []string{"rita"}, Title: "t", Action: deploy})
+		wantRefused(t, "request", err, tc.status, tc.is, tc.err.Error())
+	}
+	// A result that is not an approval's is a 500, not a success.
+	e.svc.AnswerApprovals(func(fsm.Op, json.RawMessage) (any, error) { return map[string]string{"nope": "x"}, nil })
+	_, err := e.c.CancelApproval(ctx, fsm.ApprovalCancelCommand{ID: "appr-1", From: "tess"})
+	var api *transport.APIError
+	if !errors.As(err, &api) || api.Status != http.StatusInternalServerError || !strings.Contains(api.Message, "unexpected approval_cancel result") {
+		t.Errorf("an odd result: %v, want a 500 saying so", err)
+	}
+}
+
+// Reads: one approval with its decisions (404 unknown); a list's
+// parameters reach the query, and an empty list is [] not null; the
+// summary counts the approvals the agent may decide.
+func TestApprovalReads(t *testing.T) {
+	e := newApprovalEnv(t)
+	ctx := context.Background()
+	_, err := e.c.Approval(ctx, "appr-nope")
+	wantRefused(t, "unknown approval", err, http.StatusNotFound, fsm.ErrNotFound, "approval appr-nope")
+
+	var empty map[string]json.RawMessage
+	wantOK(t, do(t, "GET", e.url+"/v1/approvals", "", nil), &empty)
+	if string(empty["approvals"]) != "[]" || string(empty["has_more"]) != "false" {
+		t.Errorf("empty list %s", empty)
+	}
+	e.reads.Put(&fsm.Approval{ID: "appr-1", From: "tess", Approvers: []string{"rita"}, State: fsm.ApprovalPending,
+		Decisions: []fsm.ApprovalDecision{{Seq: 9, Approver: "rita", Decision: fsm.DecisionModify}}})
+	if a, err := e.c.Approval(ctx, "appr-1"); err != nil || a.From != "tess" || len(a.Decisions) != 1 {
+		t.Errorf("approval: %+v, %v", a, err)
+	}
+	q := fsm.ApprovalQuery{State: fsm.ApprovalPending, Approver: "rita", From: "tess", After: 4, Limit: 2}
+	if page, err := e.c.Approvals(ctx, q); err != nil || len(page.Approvals) != 1 {
+		t.Errorf("list: %+v, %v", page, err)
+	}
+	if qs := e.reads.Queries(); qs[len(qs)-1] != q {
+		t.Errorf("the list asked %+v, want %+v", qs[len(qs)-1], q)
+	}
+	e.reads.SetPending("rita", 2)
+	if sum, err := e.c.AgentSummary(ctx, "rita", transport.Strong); err != nil || sum.PendingApprovals != 2 {
+		t.Errorf("rita's summary %+v, %v", sum, err)
+	}
+}
+
+// Bad input is 400 naming the field or parameter, and never reaches the
+// log; an oversized body is 413 saying the cap.
+func TestApprovalRoutesRefuseBadInput(t *testing.T) {
+	e := newApprovalEnv(t)
+	h := hashOf(t, deploy)
+	for _, tc := range []struct {
+		method, path, body string
+		code, words        string
+	}{
+		{"POST", "/v1/approvals", `{"from":"tess","approvers":["rita"],"action":1}`, transport.CodeInvalid, "title: required"},
+		{"POST", "/v1/approvals", `{"from":"tess","approvers":[],"title":"t","action":1}`, transport.CodeInvalid, "approvers: required"},
+		{"POST", "/v1/approvals", `{"from":"tess","approvers":["rita"],"quorum":2,"title":"t","action":1}`, transport.CodeInvalid, "quorum"},
+		{"POST", "/v1/approvals", `{"from":"tess","approvers":["rita"],"title":"t"}`, transport.CodeInvalid, "action: required"},
+		{"POST", "/v1/approvals", `{"from":"tess","approvers":["rita"],"title":"t","action":1,"timeout":"soon"}`, transport.CodeBadRequest, "timeout"},
+		{"POST", "/v1/approvals", `{"from":"tess","approvers":["rita"],"title":"t","action":1,"timeout":"1ms"}`, transport.CodeInvalid, "timeout"},
+		{"POST", "/v1/approvals", `{"from":"tess","approvers":["rita"],"title":"t","action":1,"on_timeout":"approve"}`, transport.CodeInvalid, "on_timeout"},
+		{"POST", "/v1/approvals", `{"from":"tess","approvers":["rita"],"title":"t","action":1,"options":["reject"]}`, transport.CodeInvalid, "options"},
+		{"POST", "/v1/approvals", `{"from":"tess","approvers":["rita"],"title":"t","action":1,"titel":"x"}`, transport.CodeUnknownField, `"titel"`},
+		{"POST", "/v1/approvals/appr-1/decide", `{"approver":"rita","decision":"approve","action_hash":"` + h + `","id":"appr-2"}`, transport.CodeInvalid, `id: "appr-2" differs from the approval in the path`},
+		{"POST", "/v1/approvals/appr-1/decide", `{"approver":"rita","decision":"maybe","action_hash":"` + h + `"}`, transport.CodeInvalid, "decision"},
+		{"POST", "/v1/approvals/appr-1/decide", `{"approver":"rita","decision":"approve","action_hash":"abc"}`, transport.CodeInvalid, "action_hash"},
+		{"POST", "/v1/approvals/appr-1/decide", `{"approver":"rita","decision":"modify","action_hash":"` + h + `"}`, transport.CodeInvalid, "action: required"},
+		{"POST", "/v1/approvals/appr-1/decide", `{"approver":"rita","decision":"approve","action_hash":"` + h + `","action":{}}`, transport.CodeInvalid, "only a modify"},
+		{"POST", "/v1/approvals/appr-1/cancel", `{"reason":"x"}`, transport.CodeInvalid, "from"},
+		{"POST", "/v1/approvals/appr-1/cancel", `{"from":"tess"} {}`, transport.CodeBadRequest, "trailing data"},
+		{"GET", "/v1/approvals?state=done", "", transport.CodeInvalid, "state"},
+		{"GET", "/v1/approvals?approver=Rita", "", transport.CodeInvalid, "approver"},
+		{"GET", "/v1/approvals?from=role:x", "", transport.CodeInvalid, "from"},
+		{"GET", "/v1/approvals?limit=0", "", transport.CodeBadRequest, "limit"},
+		{"GET", "/v1/approvals?after=x", "", transport.CodeBadRequest, "after"},
+		{"GET", "/v1/approvals?approvers=rita", "", transport.CodeBadRequest, "approvers"},
+	} {
+		r := do(t, tc.method, e.url+tc.path, tc.body, nil)
+		if r.status != http.StatusBadRequest {
+			t.Errorf("%s %s %.80s: %d %s, want 400", tc.method, tc.path, tc.body, r.status, r.body)
+			continue
+		}
+		if msg := wantError(t, r, http.StatusBadRequest, tc.code); !strings.Contains(msg, tc.words) {
+			t.Errorf("%s %s %.80s: message %q lacks %q", tc.method, tc.path, tc.body, msg, tc.words)
+		}
+	}
+	big := `{"from":"tess","approvers":["rita"],"title":"t","action":"` + strings.Repeat("a", 300<<10) + `"}`
+	msg := wantError(t, do(t, "POST", e.url+"/v1/approvals", big, nil), http.StatusRequestEntityTooLarge, transport.CodeTooLarge)
+	if !strings.Contains(msg, "262144 bytes for POST /v1/approvals") || !strings.Contains(msg, "64 KiB") {
+		t.Errorf("413 message %q", msg)
+	}
+	// An action over its limit is the state machine's field error.
+	long := `{"from":"tess","approvers":["rita"],"title":"t","action":"` + strings.Repeat("a", fsm.MaxActionBytes) + `"}`
+	if msg := wantError(t, do(t, "POST", e.url+"/v1/approvals", long, nil), http.StatusBadRequest, transport.CodeInvalid); !strings.Contains(msg, "action") {
+		t.Errorf("long action: %q", msg)
+	}
+	if n := len(e.svc.CallsTo("Apply")); n != 0 {
+		t.Errorf("%d refused requests reached Apply", n)
+	}
+}
+
+// With auth the acting agent (from, approver) must be the token's own;
+// admins act as anyone; reads need a token. Refusals reach no log entry.
+func TestApprovalAuthorization(t *testing.T) {
+	e := newAuthEnv(t, &transport.AuthConfig{AdminToken: adminSecret})
+	node := transporttest.WithApprovalReads(e.svc)
+	reads := node.Reads
+	e.url = serve(t, node, transport.ServerOptions{Auth: &transport.AuthConfig{AdminToken: adminSecret}}).URL
+	e.svc.AnswerApprovals(transporttest.PendingResult)
+	ctx := context.Background()
+	h := hashOf(t, deploy)
+	for _, tt := range []struct{ method, path, body, field string }{
+		{"POST", "/v1/approvals", `{"from":"bob","approvers":["carol"],"title":"t","action":1}`, `from "bob"`},
+		{"POST", "/v1/approvals/appr-1/decide", `{"approver":"bob","decision":"approve","action_hash":"` + h + `"}`, `approver "bob"`},
+		{"POST", "/v1/approvals/appr-1/cancel", `{"from":"bob"}`, `from "bob"`},
+		{"POST", "/v1/messages", `{"message_type":"hitl_approval_request","from_agent":"bob","to_agent":"carol","title":"t","proposed_action":1}`, `from "bob"`},
+	} {
+		msg := wantError(t, e.as(aliceSecret, tt.method, tt.path, tt.body), http.StatusForbidden, transport.CodeForbidden)
+		if !strings.Contains(msg, tt.field) || !strings.Contains(msg, "tok-alice") {
+			t.Errorf("%s %s: 403 message %q does not name %s and the token", tt.method, tt.path, msg, tt.field)
+		}
+	}
+	if writes, sends := e.writes(); writes != 0 || sends != 0 {
+		t.Errorf("refused requests reached the log: %d writes, %d sends", writes, sends)
+	}
+	wantUnauthorized(t, e.as("", "GET", "/v1/approvals", ""), false)
+	wantUnauthorized(t, e.as("", "GET", "/v1/approvals/appr-1", ""), false)
+
+	// Each acts as itself, an admin as anyone: all of these are proposed.
+	reads.Put(&fsm.Approval{ID: "appr-a", From: "alice", State: fsm.ApprovalPending})
+	alice, bob, admin := e.client(aliceSecret), e.client(bobSecret), e.client(adminSecret)
+	if _, err := alice.RequestApproval(ctx, fsm.ApprovalRequestCommand{ID: "appr-a", From: "alice", Approvers: []string{"bob", "carol"},
+		Quorum: 2, Title: "t", Action: deploy}); err != nil {
+		t.Error(err)
+	}
+	if _, err := bob.DecideApproval(ctx, fsm.ApprovalDecideCommand{ID: "appr-a", Approver: "bob", Decision: fsm.DecisionApprove, ActionHash: h}); err != nil {
+		t.Errorf("bob approves: %v", err)
+	}
+	if _, err := admin.DecideApproval(ctx, fsm.ApprovalDecideCommand{ID: "appr-a", Approver: "carol", Decision: fsm.DecisionApprove, ActionHash: h}); err != nil {
+		t.Errorf("an admin approves as carol: %v", err)
+	}
+	if _, err := admin.CancelApproval(ctx, fsm.ApprovalCancelCommand{ID: "appr-a", From: "alice"}); err != nil {
+		t.Errorf("an admin cancels as alice: %v", err)
+	}
+	if _, err := bob.Approvals(ctx, fsm.ApprovalQuery{Approver: "bob"}); err != nil {
+		t.Errorf("bob lists: %v", err)
+	}
+	if writes, _ := e.writes(); writes != 4 {
+		t.Errorf("%d approval commands proposed, want 4", writes)
+	}
+}
+
+// The secret guard covers a request's title, approval_needed_for,
+// rationale and action, a decision's comment and new action, a cancel's
+// reason: refused (422 naming the field, never the secret) or, with
+// redact, proposed redacted, the action still canonical JSON.
+func TestApprovalSecretGuard(t *testing.T) {
+	e := newApprovalEnv(t)
+	ctx := context.Background()
+	pat := "ghp_" + "R8bXw2LqT9vKc4ZmN7yPj3HsDf6GaU1eVo5k"
+	withSecret := json.RawMessage(`{"cmd":"git push https://` + pat + `@github.com/o/r"}`)
+	request := func(c fsm.ApprovalRequestCommand) error {
+		c.From, c.Approvers = "tess", []string{"rita"}
+		if c.Title == "" {
+			c.Title = "t"
+		}
+		if c.Action == nil {
+			c.Action = deploy
+		}
+		_, err := e.c.RequestApproval(ctx, c)
+		return err
+	}
+	h := hashOf(t, deploy)
+	for _, tc := range []struct {
+		field string
+		send  func() error
+	}{
+		{"title", func() error { return request(fsm.ApprovalRequestCommand{Title: "push with " + pat}) }},
+		{"approval_needed_for", func() error { return request(fsm.ApprovalRequestCommand{ApprovalNeededFor: "push with " + pat}) }},
+		{"rationale", func() error { return request(fsm.ApprovalRequestCommand{Rationale: "push with " + pat}) }},
+		{"action", func() error { return request(fsm.ApprovalRequestCommand{Action: withSecret}) }},
+		{"comment", func() error {
+			_, err := e.c.DecideApproval(ctx, fsm.ApprovalDecideCommand{ID: "appr-s", Approver: "rita", Decision: fsm.DecisionReject, ActionHash: h, Comment: "not with " + pat})
+			return err
+		}},
+		{"action", func() error {
+			_, err := e.c.DecideApproval(ctx, fsm.ApprovalDecideCommand{ID: "appr-s", Approver: "rita", Decision: fsm.DecisionModify, ActionHash: h, Action: withSecret})
+			return err
+		}},
+		{"reason", func() error {
+			_, err := e.c.CancelApproval(ctx, fsm.ApprovalCancelCommand{ID: "appr-s", From: "tess", Reason: "leaked " + pat})
+			return err
+		}},
+	} {
+		err := tc.send()
+		wantRefused(t, "a secret in "+tc.field, err, http.StatusUnprocessableEntity, transport.ErrSecretFound, tc.field+" holds a secret (gitleaks rule github-pat)")
+		if err != nil && strings.Contains(err.Error(), pat) {
+			t.Errorf("the refusal repeats the secret: %v", err)
+		}
+	}
+	for _, c := range e.svc.Applied() {
+		if c.Op != fsm.OpAuditDenial {
+			t.Fatalf("a refused request was proposed: %s %s", c.Op, c.Body)
+		}
+	}
+
+	if _, err := e.svc.ApplyCommand(fsm.OpSetConfig, fsm.SetConfigCommand{Key: "secret_guard", Value: json.RawMessage(`"redact"`)}); err != nil {
+		t.Fatal(err)
+	}
+	redacted := `{"cmd":"git push https://[REDACTED:github-pat]@github.com/o/r"}`
+	if err := request(fsm.ApprovalRequestCommand{Action: json.RawMessage(`{ "cmd": "git push https://` + pat + `@github.com/o/r" }`), Rationale: "with " + pat}); err != nil {
+		t.Fatal(err)
+	}
+	if cmd, _ := proposed[fsm.ApprovalRequestCommand](t, e.svc, fsm.OpApprovalRequest); string(cmd.Action) != redacted || strings.Contains(cmd.Rationale, pat) {
+		t.Errorf("proposed action %s rationale %q, want them redacted", cmd.Action, cmd.Rationale)
+	}
+	e.reads.Put(&fsm.Approval{ID: "appr-s"})
+	if _, err := e.c.DecideApproval(ctx, fsm.ApprovalDecideCommand{ID: "appr-s", Approver: "rita", Decision: fsm.DecisionModify, ActionHash: h, Action: withSecret}); err != nil {
+		t.Fatal(err)
+	}
+	if dec, _ := proposed[fsm.ApprovalDecideCommand](t, e.svc, fsm.OpApprovalDecide); string(dec.Action) != redacted {
+		t.Errorf("proposed modify's action %s, want %s", dec.Action, redacted)
+	}
+}
+
+// Seed 004's hitl_approval_request, posted as-is to POST /v1/messages,
+// is proposed as an approval request: the tagged approvers that are
+// registered decide on proposed_action, its other fields kept; the
+// answer says it was requested.
+func TestSendSeedApproval(t *testing.T) {
+	e := newApprovalEnv(t)
+	if _, err := e.svc.ApplyCommand(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "maintainer1", Role: "maintainer"}); err != nil {
+		t.Fatal(err)
+	}
+	var res transport.ApprovalMessageResponse
+	wantOK(t, do(t, "POST", e.url+"/v1/messages", seedBody(t, "seed004_approval.json"), nil), &res)
+	cmd, n := proposed[fsm.ApprovalRequestCommand](t, e.svc, fsm.OpApprovalRequest)
+	if res.Action != transport.ApprovalActionRequested || res.ID != "unique_uuid" || res.State != fsm.ApprovalPending || res.ActionHash != hashOf(t, cmd.Action) {
+		t.Fatalf("seed request answered %+v", res)
+	}
+	var ctxFields map[string]any
+	if err := json.Unmarshal(cmd.Context, &ctxFields); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 || cmd.ID != "unique_uuid" || cmd.From != "triage" || !slices.Equal(cmd.Approvers, []string{"maintainer1"}) ||
+		cmd.Title != "close_duplicate_issue" || time.Duration(cmd.Timeout) != 72*time.Hour || ctxFields["github_comment_url"] == nil ||
+		cmd.Confidence == nil || *cmd.Confidence != 0.96 {
+		t.Errorf("proposed %+v context %s", cmd, cmd.Context)
+	}
+	// A field that cannot be mapped is 400 naming it.
+	bad := strings.Replace(seedBody(t, "seed004_approval.json"), `"confidence": 0.96`, `"confidence": "high"`, 1)
+	if msg := wantError(t, do(t, "POST", e.url+"/v1/messages", bad, nil), http.StatusBadRequest, transport.CodeInvalid); !strings.HasPrefix(msg, "confidence:") {
+		t.Errorf("bad confidence: %q", msg)
+	}
+}
+
+// The stream carries approval updates as "approval" events, interleaved
+// with messages and task updates in entry order (an entry's message, its
+// task updates, its approval updates; the last of them carrying the id
+// N:approval); ?agent= keeps the approvals the agent requested or may
+// decide (by id or role); ?events= picks the kinds, and the older
+// ?tasks= (and a client that asks for neither) gets no approval events.
+func TestStreamApprovalEvents(t *testing.T) {
+	e := newApprovalEnv(t)
+	s := newStreamState(t, e.svc)
+	m1 := s.send("tess", "general", "rita")
+	m2 := s.send("rex", "general", "rex")
+	task := e.create(fsm.TaskCreateCommand{ID: "t-a", To: "rita"})
+	a1 := fsm.Approval{ID: "appr-1", From: "tess", Approvers: []string{"rita", "role:lead"}, Channel: "general", State: fsm.ApprovalPending}
+	a2 := fsm.Approval{ID: "appr-2", From: "rex", Approvers: []string{"rex"}, Channel: "general", State: fsm.ApprovalPending}
+	a1done := a1
+	a1done.State = fsm.ApprovalApproved
+	e.reads.Event(m1, a1)
+	e.reads.Event(m2, a2)
+	e.reads.Event(task.Seq, a1done)
+
+	type got struct{ kind, id, what string }
+	collect := func(q transport.StreamQuery) []got {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		var out []got
+		errDone := errors.New("done")
+		err := e.c.Stream(ctx, q, func(ev transport.StreamEvent) error {
+			switch {
+			case ev.Ready:
+				return errDone
+			case ev.Message != nil:
+				out = append(out, got{"message", ev.ID, ev.Message.From})
+			case ev.Task != nil:
+				out = append(out, got{"task", ev.ID, ev.Task.Task.ID})
+			case ev.Approval != nil:
+				if ev.Seq != ev.Approval.Event.Seq {
+					t.Errorf("approval event %+v: seq %d", ev.Approval, ev.Seq)
+				}
+				out = append(out, got{"approval", ev.ID, ev.Approval.Approval.ID + " " + string(ev.Approval.Approval.State)})
+			}
+			return nil
+		})
+		if !errors.Is(err, errDone) {
+			t.Fatalf("stream %+v ended with %v after %v", q, err, out)
+		}
+		return out
+	}
+	n := strconvU
+	all := []string{transport.EventMessage, transport.EventTask, transport.EventApproval}
+	want := []got{
+		{"message", n(m1), "tess"}, {"approval", n(m1) + ":approval", "appr-1 pending"},
+		{"message", n(m2), "rex"}, {"approval", n(m2) + ":approval", "appr-2 pending"},
+		{"message", n(task.Seq), "lead"}, {"task", "", "t-a"}, {"approval", n(task.Seq) + ":approval", "appr-1 approved"},
+	}
+	if g := collect(transport.StreamQuery{Events: all}); !slices.Equal(g, want) {
+		t.Fatalf("stream\n got %v\nwant %v", g, want)
+	}
+	// Resume after N sends N's object events; after N:approval (or
+	// N:task), the next entry.
+	for resume, from := range map[string]int{n(m1): 1, n(m1) + ":approval": 2, n(m1) + ":task": 2} {
+		if g := collect(transport.StreamQuery{Events: all, Resume: resume}); !slices.Equal(g, want[from:]) {
+			t.Errorf("resume after %s: %v, want %v", resume, g, want[from:])
+		}
+	}
+	// Approval events alone, for an agent: rita and lead (by role) see
+	// appr-1; rex sees appr-2, his own; tess appr-1, which she requested.
+	for agent, want := range map[string][]got{
+		"rita": {{"approval", n(m1) + ":approval", "appr-1 pending"}, {"approval", n(task.Seq) + ":approval", "appr-1 approved"}},
+		"lead": {{"approval", n(m1) + ":approval", "appr-1 pending"}, {"approval", n(task.Seq) + ":approval", "appr-1 approved"}},
+		"tess": {{"approval", n(m1) + ":approval", "appr-1 pending"}, {"approval", n(task.Seq) + ":approval", "appr-1 approved"}},
+		"rex":  {{"approval", n(m2) + ":approval", "appr-2 pending"}},
+	} {
+		if g := collect(transport.StreamQuery{Agent: agent, Events: []string{transport.EventApproval}}); !slices.Equal(g, want) {
+			t.Errorf("%s's approval events %v, want %v", agent, g, want)
+		}
+	}
+	if g := collect(transport.StreamQuery{Channel: "ops", Events: []string{transport.EventApproval}}); len(g) != 0 {
+		t.Errorf("channel ops carried %v", g)
+	}
+	// Older clients: ?tasks= and no choice at all carry no approval
+	// events; the task event then carries its entry's id.
+	for _, q := range []transport.StreamQuery{{}, {Tasks: transport.StreamTasksAll}, {Tasks: transport.StreamTasksOnly}} {
+		for _, g := range collect(q) {
+			if g.kind == "approval" || (g.kind == "task" && g.id != n(task.Seq)+":task") {
+				t.Errorf("stream %+v carried %+v", q, g)
+			}
+		}
+	}
+	for _, path := range []string{"/v1/stream?events=messages", "/v1/stream?events=task&tasks=all", "/v1/stream?after=3:tasks"} {
+		wantError(t, do(t, "GET", e.url+path, "", nil), http.StatusBadRequest, transport.CodeBadRequest)
+	}
+}
+
+// Across pages of both kinds, which end at different entries (two
+// approval updates an entry: their page holds half the entries the task
+// page does), the order holds: each entry's message, its task update, its
+// approval updates, the last carrying the entry's id.
+func TestStreamApprovalEventsAcrossPages(t *testing.T) {
+	e := newApprovalEnv(t)
+	const n = 300 // over the stream's page of 256
+	for i := range n {
+		res, err := e.svc.ApplyCommand(fsm.OpTaskCreate, fsm.TaskCreateCommand{ID: "t-" + strconv.Itoa(i), From: "lead", To: "rita",
+			Title: "t", Priority: fsm.DefaultPriority, TimeoutSeconds: 60, MaxAttempts: 1, Channel: fsm.DefaultChannel})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"a", "b"} {
+			e.reads.Event(res.(*fsm.TaskResult).Seq, fsm.Approval{ID: "appr-" + k + strconv.Itoa(i), From: "lead", Approvers: []string{"rita"}})
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var ids, kinds []string
+	errDone := errors.New("done")
+	err := e.c.Stream(ctx, transport.StreamQuery{Events: transport.StreamKinds}, func(ev transport.StreamEvent) error {
+		switch {
+		case ev.Ready:
+			return errDone
+		case ev.Message != nil:
+			kinds = append(kinds, transport.EventMessage)
+		case ev.Task != nil:
+			kinds = append(kinds, transport.EventTask)
+		case ev.Approval != nil:
+			kinds = append(kinds, transport.EventApproval)
+		}
+		ids = append(ids, ev.ID)
+		return nil
+	})
+	if !errors.Is(err, errDone) || len(ids) != 4*n {
+		t.Fatalf("stream: %v after %d events, want %d", err, len(ids), 4*n)
+	}
+	var last uint64
+	for i := 0; i < len(ids); i += 4 {
+		seq, err := strconv.ParseUint(ids[i], 10, 64)
+		if err != nil || seq <= last || ids[i+1] != "" || ids[i+2] != "" || ids[i+3] != ids[i]+":approval" ||
+			!slices.Equal(kinds[i:i+4], []string{transport.EventMessage, transport.EventTask, transport.EventApproval, transport.EventApproval}) {
+			t.Fatalf("events %d..%d: %q %v after seq %d", i, i+3, ids[i:i+4], kinds[i:i+4], last)
+		}
+		last = seq
+	}
+}
