@@ -11,11 +11,58 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/fsm"
+	"github.com/urfave/cli/v2"
 )
 
 // The gate's answer to a PreToolUse event: a call a gate matches files an
 // approval (or waits on a pending one for the same action), waits for the
 // decision within the gate's timeout, and is let through or denied.
+
+// hookPreToolUse answers a PreToolUse event: nothing when no gate policy
+// is set or no gate matches the call, else the gate's verdict. It never
+// fails the agent's turn, and nothing it cannot check runs unreviewed:
+// a policy it cannot read denies every call the hook sees, and a matching
+// call is denied when there is no --agent, the address is malformed, or
+// the node does not answer or refuses the request. Each of these is also
+// one line on stderr.
+func hookPreToolUse(c *cli.Context, in hookInput, note func(string, error) error) error {
+	dialect := c.Command.Name
+	deny := func(err error) error {
+		note(in.HookEventName, err)
+		return writeHookAnswer(c, in.HookEventName, gateVerdict{Reason: err.Error()}.output(dialect), note)
+	}
+	path := strings.TrimSpace(c.String("gate"))
+	if path == "" {
+		return nil
+	}
+	policy, err := loadGatePolicy(path)
+	if err != nil {
+		return deny(fmt.Errorf("%w; until it is fixed every call this hook sees is denied, so that nothing gated runs unreviewed", err))
+	}
+	g := policy.match(in.ToolName, in.ToolInput)
+	if g == nil {
+		return nil
+	}
+	refused := func(err error) error {
+		return deny(fmt.Errorf("this %s call needs an approval (%s), which could not be requested: %w", in.ToolName, g.describe(), err))
+	}
+	if err := require(c, "agent"); err != nil {
+		return refused(err)
+	}
+	if err := checkAddr("--addr (or $"+envAddr+")", nodeAddr(c)); err != nil {
+		return refused(err)
+	}
+	call := gateCall{
+		Agent: strings.TrimSpace(c.String("agent")), ToolName: in.ToolName, ToolInput: in.ToolInput,
+		Cwd: in.Cwd, SessionID: in.SessionID, ToolUseID: in.ToolUseID,
+	}
+	r := gateRun{node: newGateNode(apiClient(c)), ctl: ctlCommand(c), maxTime: c.Duration("max-time")}
+	v, err := r.decide(commandContext(c), g, call)
+	if err != nil {
+		return refused(apiError(c, err))
+	}
+	return writeHookAnswer(c, in.HookEventName, v.output(dialect), note)
+}
 
 // gateNode is what the gate needs of a node (*transport.Client through
 // clientGateNode; a fake in the tests).
