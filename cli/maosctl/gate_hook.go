@@ -56,7 +56,11 @@ func hookPreToolUse(c *cli.Context, in hookInput, note func(string, error) error
 		Agent: strings.TrimSpace(c.String("agent")), ToolName: in.ToolName, ToolInput: in.ToolInput,
 		Cwd: in.Cwd, SessionID: in.SessionID, ToolUseID: in.ToolUseID,
 	}
-	r := gateRun{node: newGateNode(apiClient(c)), ctl: ctlCommand(c), maxTime: c.Duration("max-time")}
+	node, err := gateNodeFor(apiClient(c), c.Duration("max-time"))
+	if err != nil {
+		return refused(err)
+	}
+	r := gateRun{node: node, ctl: ctlCommand(c), maxTime: c.Duration("max-time")}
 	v, err := r.decide(commandContext(c), g, call)
 	if err != nil {
 		return refused(apiError(c, err))
@@ -64,8 +68,8 @@ func hookPreToolUse(c *cli.Context, in hookInput, note func(string, error) error
 	return writeHookAnswer(c, in.HookEventName, v.output(dialect), note)
 }
 
-// gateNode is what the gate needs of a node (*transport.Client through
-// clientGateNode; a fake in the tests).
+// gateNode is what the gate needs of a node (an API client through
+// newGateNode; a fake in the tests).
 type gateNode interface {
 	RequestApproval(ctx context.Context, cmd fsm.ApprovalRequestCommand) (fsm.ApprovalResult, error)
 	Approval(ctx context.Context, id string) (*fsm.Approval, error)
@@ -242,9 +246,6 @@ func (r gateRun) file(ctx context.Context, g *gate, call gateCall, action json.R
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("request approval %s: %w", cmd.ID, err)
-	}
-	if res.ActionHash != hash {
-		return nil, fmt.Errorf("approval %s holds the action %s, not this call's %s", res.ID, res.ActionHash, hash)
 	}
 	rctx, cancel = within(ctx, r.maxTime)
 	a, err := r.node.Approval(rctx, res.ID)
