@@ -409,6 +409,12 @@ func TestGateModified(t *testing.T) {
 	if v := <-done; !gateVerdictEqual(v, want) {
 		t.Errorf("modified: %+v, want %+v", v, want)
 	}
+	// The hook run again for the same call finds the approval under its
+	// id, though its hash is now the modified action's, and answers the
+	// same.
+	if v, err := r.decide(context.Background(), g, pushCall); err != nil || !gateVerdictEqual(v, want) || len(node.order) != 1 {
+		t.Errorf("retried hook after a modify: %+v %v, %d approvals", v, err, len(node.order))
+	}
 
 	next := pushCall
 	next.ToolUseID = "toolu_03"
