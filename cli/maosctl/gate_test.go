@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -170,5 +172,36 @@ func TestGatePolicyMatch(t *testing.T) {
 	}
 	if got := p.Gates[0].describe(); got != "gate 1 (tool mcp__.*)" {
 		t.Errorf("describe %q", got)
+	}
+}
+
+// README's gate policy is examplePolicy, as these tests read it, and the
+// PreToolUse hook timeout it shows for it is above its longest gate
+// timeout plus the hook's last read, so Claude Code never stops the hook
+// before it answers.
+func TestGatePolicyREADME(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(readme)
+	if !strings.Contains(text, "```yaml\n"+examplePolicy+"```\n") {
+		t.Errorf("README has no yaml block holding examplePolicy exactly")
+	}
+	p, err := parseGatePolicy([]byte(examplePolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var longest time.Duration
+	for _, g := range p.Gates {
+		longest = max(longest, g.Timeout)
+	}
+	m := regexp.MustCompile(`"PreToolUse": \[\{"matcher": "[^"]*", "hooks": \[\{"type": "command", "timeout": (\d+),\s+"command": "maosctl hook claude-code [^"]*--gate `).FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("README shows no PreToolUse hook with a timeout and --gate")
+	}
+	secs, _ := strconv.Atoi(m[1])
+	if hook := time.Duration(secs) * time.Second; hook <= longest+hookDefaultMaxTime {
+		t.Errorf("README's hook timeout %s is not above the longest gate timeout %s plus the last read's %s", hook, longest, hookDefaultMaxTime)
 	}
 }
