@@ -33,11 +33,17 @@ var (
 )
 
 // hookInput is the part of the hook's stdin JSON maosctl reads. Claude
-// Code and Codex both send hook_event_name, and stop_hook_active on Stop
-// (true when the agent is already continuing because a Stop hook blocked).
+// Code and Codex both send hook_event_name, session_id and cwd;
+// stop_hook_active on Stop (true when the agent is already continuing
+// because a Stop hook blocked); the tool call on PreToolUse.
 type hookInput struct {
-	HookEventName  string `json:"hook_event_name"`
-	StopHookActive bool   `json:"stop_hook_active"`
+	HookEventName  string          `json:"hook_event_name"`
+	StopHookActive bool            `json:"stop_hook_active"`
+	SessionID      string          `json:"session_id"`
+	Cwd            string          `json:"cwd"`
+	ToolName       string          `json:"tool_name"`
+	ToolInput      json.RawMessage `json:"tool_input"`
+	ToolUseID      string          `json:"tool_use_id"`
 }
 
 // hookContextOutput is the answer to SessionStart and UserPromptSubmit:
@@ -60,8 +66,8 @@ type hookStopOutput struct {
 func hookCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "hook",
-		Usage: "coding-agent hooks: tell Claude Code or Codex about unread mail",
-		UsageText: `maosctl hook claude-code|codex --agent A
+		Usage: "coding-agent hooks: tell Claude Code or Codex about unread mail, gate risky tool calls on approvals",
+		UsageText: `maosctl hook claude-code|codex --agent A [--gate FILE]
 
    echo '{"hook_event_name":"SessionStart"}' | maosctl hook claude-code --agent claude`,
 		Description: `Run by the coding agent's hooks with the hook's JSON on stdin.`,
@@ -71,16 +77,25 @@ func hookCommand() *cli.Command {
    {"hooks": {
       "SessionStart":     [{"hooks": [{"type": "command", "command": "maosctl hook claude-code --agent claude"}]}],
       "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "maosctl hook claude-code --agent claude"}]}],
-      "Stop":             [{"hooks": [{"type": "command", "command": "maosctl hook claude-code --agent claude"}]}]}}`),
+      "Stop":             [{"hooks": [{"type": "command", "command": "maosctl hook claude-code --agent claude"}]}],
+      "PreToolUse":       [{"matcher": "Bash", "hooks": [{"type": "command", "timeout": 660,
+                            "command": "maosctl hook claude-code --agent claude --gate ~/.config/maos/gates.yaml"}]}]}}
+
+The PreToolUse hook's timeout (seconds) must be above the longest gate
+timeout, or Claude Code stops the hook before it answers.`),
 			hookDialectCommand("codex", "Codex", `~/.codex/hooks.json (hooks on in config.toml: [features] hooks = true, or
 codex_hooks = true on older versions):
 
    {"hooks": {
       "SessionStart":     [{"hooks": [{"type": "command", "command": "maosctl hook codex --agent codex"}]}],
       "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "maosctl hook codex --agent codex"}]}],
-      "Stop":             [{"hooks": [{"type": "command", "command": "maosctl hook codex --agent codex"}]}]}}
+      "Stop":             [{"hooks": [{"type": "command", "command": "maosctl hook codex --agent codex"}]}],
+      "PreToolUse":       [{"matcher": "Bash", "hooks": [{"type": "command", "timeout": 660,
+                            "command": "maosctl hook codex --agent codex --gate ~/.config/maos/gates.yaml"}]}]}}
 
-Codex's older 'notify' program (config.toml notify = [...]) gets a JSON
+Codex takes a PreToolUse deny, and an allow only when it changes the
+input: an approved call prints nothing and goes on under Codex's own
+approval policy. Codex's older 'notify' program (config.toml notify = [...]) gets a JSON
 argument after each turn and its output is ignored, so it cannot add
 context; use the hooks above.`),
 		},
@@ -91,8 +106,8 @@ context; use the hooks above.`),
 func hookDialectCommand(name, product, setup string) *cli.Command {
 	return &cli.Command{
 		Name:  name,
-		Usage: "answer a " + product + " hook (JSON on stdin) with the agent's unread mail",
-		UsageText: fmt.Sprintf(`maosctl hook %s --agent A [--max-time 2s]
+		Usage: "answer a " + product + " hook (JSON on stdin): the agent's unread mail, or the gate on a tool call",
+		UsageText: fmt.Sprintf(`maosctl hook %s --agent A [--max-time 2s] [--gate FILE]
 
    echo '{"hook_event_name":"UserPromptSubmit"}' | maosctl hook %s --agent claude`, name, name),
 		Description: `Reads the hook's JSON on stdin and answers on stdout:
@@ -109,6 +124,16 @@ Stop               {"decision":"block","reason":"… urgent digest"} when
                    it stops; nothing when stop_hook_active is true (the
                    agent already continues because of a Stop hook), so it
                    cannot loop.
+PreToolUse         with a gate policy (--gate), a tool call a gate matches
+                   files an approval of its exact action and waits for
+                   the decision within the gate's timeout:
+                   {"hookSpecificOutput":{"hookEventName":"PreToolUse",
+                   "permissionDecision":"allow"|"deny",
+                   "permissionDecisionReason":"maos gate: approved by
+                   alice, bob (approval ID)"}}; deny on reject (with the
+                   comment), expiry, or no decision in time (saying how
+                   to retry). A call no gate matches prints nothing (the
+                   agent's own permissions apply).
 other events       nothing.
 
 The digest lists unread messages urgent first, then newest first, one line
@@ -123,12 +148,17 @@ no --agent, a malformed --addr, or no node answering within --max-time is
 one line on stderr and exit 0. With no node answering, SessionStart still
 gives the agent's identity and says the mailbox did not answer; the other
 events print nothing. Only a command line that does not parse (an unknown
-flag or dialect) exits 1.
+flag or dialect) exits 1. PreToolUse fails closed instead: a gate policy
+that cannot be read denies every call the hook sees, and a matching call
+is denied when there is no --agent, the address is malformed, or no node
+answers or it refuses the request; the reason says why. The policy's
+format: README, "Approvals".
 
 Register it in ` + setup,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "agent", Usage: "agent `ID` the coding agent works as (required)", EnvVars: []string{envAgent}},
-			&cli.DurationFlag{Name: "max-time", Usage: "give up on the mailbox after `DURATION`", Value: hookDefaultMaxTime},
+			&cli.DurationFlag{Name: "max-time", Usage: "give up on each request to the mailbox after `DURATION`", Value: hookDefaultMaxTime},
+			&cli.StringFlag{Name: "gate", Usage: "gate policy `FILE` (YAML): which tool calls wait for an approval", EnvVars: []string{envGateFile}},
 		},
 		Action: hook,
 	}
@@ -145,6 +175,13 @@ func hook(c *cli.Context) error {
 			strings.ReplaceAll(err.Error(), "\n", " "))
 		return nil
 	}
+	in, err := readHookInput(c.App.Reader)
+	if err != nil {
+		return note("", err)
+	}
+	if in.HookEventName == "PreToolUse" {
+		return hookPreToolUse(c, in, note)
+	}
 	if err := require(c, "agent"); err != nil {
 		return note("", err)
 	}
@@ -152,10 +189,6 @@ func hook(c *cli.Context) error {
 		return note("", err)
 	}
 	agent := strings.TrimSpace(c.String("agent"))
-	in, err := readHookInput(c.App.Reader)
-	if err != nil {
-		return note("", err)
-	}
 	ctx, cancel := within(commandContext(c), c.Duration("max-time"))
 	defer cancel()
 	client := apiClient(c)
@@ -170,13 +203,19 @@ func hook(c *cli.Context) error {
 		out = hookContext(in.HookEventName, hookIdentity(ctl, agent, client.Addr())+
 			fmt.Sprintf("The maos mailbox did not answer (%v); check mail later with: %s inbox --agent %s --unread\n", err, ctl, agent))
 	}
+	return writeHookAnswer(c, in.HookEventName, out, note)
+}
+
+// writeHookAnswer prints out, the hook's answer (nil: nothing), as one
+// line of JSON.
+func writeHookAnswer(c *cli.Context, event string, out any, note func(string, error) error) error {
 	if out == nil {
 		return nil
 	}
 	enc := json.NewEncoder(c.App.Writer)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(out); err != nil {
-		return note(in.HookEventName, fmt.Errorf("write the answer: %w", err))
+		return note(event, fmt.Errorf("write the answer: %w", err))
 	}
 	return nil
 }

@@ -37,7 +37,7 @@ type testEnv struct {
 func newTestEnv(t *testing.T) *testEnv {
 	t.Helper()
 	// The flags read these; keep the caller's environment out of the tests.
-	for _, k := range []string{envAddr, envAgent, envChannel, envTimeout} {
+	for _, k := range []string{envAddr, envAgent, envChannel, envTimeout, envGateFile} {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
 	}

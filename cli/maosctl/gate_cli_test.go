@@ -1,0 +1,179 @@
+package maosctl
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+)
+
+// withGateNode puts node behind the hook's command line.
+func withGateNode(t *testing.T, node gateNode, err error) {
+	t.Helper()
+	orig := gateNodeFor
+	gateNodeFor = func(*transport.Client, time.Duration) (gateNode, error) { return node, err }
+	t.Cleanup(func() { gateNodeFor = orig })
+}
+
+func writeGatePolicy(t *testing.T, doc string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "gates.yaml")
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+const pushEvent = `{"hook_event_name":"PreToolUse","session_id":"sess-1","cwd":"/repo","tool_name":"Bash",` +
+	`"tool_input":{"command":"git push origin main","description":"Push the branch"},"tool_use_id":"toolu_01"}`
+
+func denyAnswer(reason string) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode("maos gate: " + reason) // a string always encodes
+	return `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":` +
+		strings.TrimSuffix(b.String(), "\n") + `}}` + "\n"
+}
+
+// The hook's command line end to end: a gated call files the approval of
+// the event's exact call and prints Claude Code's answer when it is
+// decided; Codex gets nothing for a plain allow and the same deny.
+func TestHookGateDecides(t *testing.T) {
+	newTestEnv(t) // clears the environment
+	node := newFakeGateNode()
+	withGateNode(t, node, nil)
+	policy := writeGatePolicy(t, examplePolicy)
+	addr := "127.0.0.1:7070" // the fake node answers; nothing is dialled
+
+	run := func(dialect, stdin string, args ...string) <-chan runResult {
+		ch := make(chan runResult, 1)
+		go func() { ch <- runApp(addr, stdin, append([]string{"hook", dialect}, args...)...) }()
+		return ch
+	}
+	done := run("claude-code", pushEvent, "--agent", "claude", "--gate", policy)
+	node.waiting(t, 1)
+	a := node.only(t)
+	want := `{"agent":"claude","cwd":"/repo","tool_input":{"command":"git push origin main","description":"Push the branch"},"tool_name":"Bash"}`
+	if string(a.Action) != want || a.From != "claude" || strings.Join(a.Approvers, ",") != "alice,role:lead" ||
+		a.ID != gateApprovalID(gateCall{Agent: "claude", SessionID: "sess-1", ToolUseID: "toolu_01"}, a.ActionHash) {
+		t.Errorf("approval filed: %+v", a)
+	}
+	node.decide(a.ID, "alice", fsm.DecisionApprove, "", nil)
+	r := <-done
+	if r.err != nil || r.errOut != "" ||
+		r.out != `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","permissionDecisionReason":"maos gate: approved by alice (approval `+a.ID+`)"}}`+"\n" {
+		t.Errorf("approved: err=%v out=%q stderr=%q", r.err, r.out, r.errOut)
+	}
+
+	// Codex, the policy from $MAOS_GATE_FILE, another call: an allow
+	// prints nothing, a reject the same deny as for Claude Code.
+	t.Setenv(envGateFile, policy)
+	for i, decision := range []string{fsm.DecisionApprove, fsm.DecisionReject} {
+		ev := strings.Replace(pushEvent, "toolu_01", "toolu_1"+string(rune('0'+i)), 1)
+		done = run("codex", ev, "--agent", "claude")
+		node.waiting(t, 2+i)
+		id := node.order[1+i]
+		node.decide(id, "bob", decision, "", nil)
+		want := ""
+		if decision == fsm.DecisionReject {
+			want = denyAnswer("rejected by bob (approval " + id + "). Do not retry this call; ask the approver or change the plan")
+		}
+		if r := <-done; r.err != nil || r.errOut != "" || r.out != want {
+			t.Errorf("codex %s: err=%v out=%q stderr=%q, want %q", decision, r.err, r.out, r.errOut, want)
+		}
+	}
+
+	// A call no gate matches, and every call with no policy: nothing, and
+	// nothing is asked of the node.
+	t.Setenv(envGateFile, "")
+	for _, args := range [][]string{
+		{"--agent", "claude", "--gate", policy},
+		{"--agent", "claude"},
+		{},
+	} {
+		for _, ev := range []string{
+			`{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"git status"}}`,
+			`{"hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"/repo/git push"}}`,
+			pushEvent,
+		} {
+			if ev == pushEvent && len(args) > 2 {
+				continue
+			}
+			if r := <-run("claude-code", ev, args...); r.err != nil || r.out != "" || r.errOut != "" {
+				t.Errorf("%v %s: err=%v out=%q stderr=%q", args, ev, r.err, r.out, r.errOut)
+			}
+		}
+	}
+	if len(node.order) != 3 {
+		t.Errorf("%d approvals filed, want 3", len(node.order))
+	}
+}
+
+// PreToolUse fails closed: what the hook cannot check denies the call,
+// saying why, on stdout (the coding agent's answer) and as one line on
+// stderr, and the hook still exits 0.
+func TestHookGateFailsClosed(t *testing.T) {
+	newTestEnv(t)
+	node := newFakeGateNode()
+	withGateNode(t, node, nil)
+	policy := writeGatePolicy(t, examplePolicy)
+	bad := writeGatePolicy(t, "gates: [{tool: Bash, match: 'git push', approvers: [alice], quorum: 2}]")
+	missing := filepath.Join(t.TempDir(), "gates.yaml")
+	const every = "; until it is fixed every call this hook sees is denied, so that nothing gated runs unreviewed"
+	const needs = "this Bash call needs an approval (gate 1 (tool Bash, match git push|rm -rf)), which could not be requested: "
+	for _, tc := range []struct {
+		name   string
+		addr   string
+		stdin  string
+		args   []string
+		reason string
+	}{
+		{"bad policy", "127.0.0.1:7070", pushEvent, []string{"--agent", "claude", "--gate", bad},
+			"gate policy " + bad + ": gates[0].quorum: 2 of 1 listed agents can never be reached: want at most 1, or list a role" + every},
+		{"bad policy, ungated call", "127.0.0.1:7070", `{"hook_event_name":"PreToolUse","tool_name":"Read"}`, []string{"--agent", "claude", "--gate", bad},
+			"gate policy " + bad + ": gates[0].quorum: 2 of 1 listed agents can never be reached: want at most 1, or list a role" + every},
+		{"missing policy", "127.0.0.1:7070", pushEvent, []string{"--agent", "claude", "--gate", missing},
+			"gate policy: open " + missing + ": no such file or directory" + every},
+		{"no agent", "127.0.0.1:7070", pushEvent, []string{"--gate", policy},
+			needs + "missing required flag --agent (or set $MAOS_AGENT_ID) (see 'maosctl hook DIALECT --help')"},
+		{"malformed address", "127.0.0.1:notaport", pushEvent, []string{"--agent", "claude", "--gate", policy},
+			needs + `--addr (or $MAOS_ADDR): "127.0.0.1:notaport": port must be 1..65535; want HOST:PORT (e.g. 127.0.0.1:7070) or http(s)://HOST:PORT`},
+	} {
+		for _, dialect := range []string{"claude-code", "codex"} {
+			reason := strings.ReplaceAll(tc.reason, "DIALECT", dialect)
+			r := runApp(tc.addr, tc.stdin, append([]string{"hook", dialect}, tc.args...)...)
+			if r.err != nil || r.out != denyAnswer(reason) || r.errOut != "maosctl: hook PreToolUse: "+reason+"\n" {
+				t.Errorf("%s, %s: err=%v\n out=%q\nwant %q\nstderr=%q", tc.name, dialect, r.err, r.out, denyAnswer(reason), r.errOut)
+			}
+		}
+	}
+	if len(node.requests) != 0 {
+		t.Errorf("%d approvals requested", len(node.requests))
+	}
+
+	// No approval client, or a node that does not answer: denied, naming it.
+	withGateNode(t, nil, errors.New("no approval client"))
+	r := runApp("127.0.0.1:7070", pushEvent, "hook", "claude-code", "--agent", "claude", "--gate", policy)
+	if want := denyAnswer(needs + "no approval client"); r.err != nil || r.out != want {
+		t.Errorf("no client: err=%v out=%q, want %q", r.err, r.out, want)
+	}
+	node.fail = &transport.UnreachableError{Addr: "http://127.0.0.1:7070", Why: errors.New("connection refused")}
+	withGateNode(t, node, nil)
+	r = runApp("127.0.0.1:7070", pushEvent, "hook", "codex", "--agent", "claude", "--gate", policy)
+	// The node's error in the words every command uses for it.
+	reason := needs + "cannot reach a maos node at http://127.0.0.1:7070 (connection refused): is maosd running there? Set --addr or MAOS_ADDR to a node's API address"
+	if r.err != nil || r.out != denyAnswer(reason) || r.errOut != "maosctl: hook PreToolUse: "+reason+"\n" {
+		t.Errorf("unreachable: err=%v\n out=%q\nwant %q\nstderr=%q", r.err, r.out, denyAnswer(reason), r.errOut)
+	}
+	var out hookPermissionOutput
+	if err := json.Unmarshal([]byte(r.out), &out); err != nil || out.HookSpecificOutput.PermissionDecision != "deny" {
+		t.Errorf("unreachable answer %q: %v", r.out, err)
+	}
+}
