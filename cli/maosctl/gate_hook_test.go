@@ -322,13 +322,48 @@ func TestGateCancelled(t *testing.T) {
 	}
 }
 
-// gateBehind is a client of e's node served through wrap.
-func (e *testEnv) gateBehind(wrap func(w http.ResponseWriter, r *http.Request, next http.Handler)) *transport.Client {
+// through serves e's node anew through wrap and returns the address.
+func (e *testEnv) through(wrap func(w http.ResponseWriter, r *http.Request, next http.Handler)) string {
 	e.t.Helper()
 	api := transport.NewServer(e.svc, transport.ServerOptions{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { wrap(w, r, api) }))
 	e.t.Cleanup(srv.Close)
-	return transport.NewClient(srv.URL, nil)
+	return srv.Listener.Addr().String()
+}
+
+// gateBehind is a client of e's node served through wrap.
+func (e *testEnv) gateBehind(wrap func(w http.ResponseWriter, r *http.Request, next http.Handler)) *transport.Client {
+	return transport.NewClient("http://"+e.through(wrap), nil)
+}
+
+// failReadsOnceFollowing is a wrap for through: once a stream is opened
+// (closing following), every read of an approval is a 503.
+func failReadsOnceFollowing(following chan struct{}) func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	var once sync.Once
+	return func(w http.ResponseWriter, req *http.Request, next http.Handler) {
+		select {
+		case <-following:
+			if strings.HasPrefix(req.URL.Path, "/v1/approvals/") {
+				refuse(w, http.StatusServiceUnavailable, "unavailable", "no leader")
+				return
+			}
+		default:
+		}
+		if req.URL.Path == "/v1/stream" {
+			once.Do(func() { close(following) })
+		}
+		next.ServeHTTP(w, req)
+	}
+}
+
+// streamOpened waits until following is closed.
+func streamOpened(t *testing.T, following chan struct{}) {
+	t.Helper()
+	select {
+	case <-following:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no stream was opened")
+	}
 }
 
 // refuse answers an API error.
@@ -407,31 +442,13 @@ func TestGateRereadFails(t *testing.T) {
 	e, r := newGateEnv(t)
 	// Once the gate follows the stream, reads of an approval fail.
 	following := make(chan struct{})
-	var once sync.Once
-	r.client = e.gateBehind(func(w http.ResponseWriter, req *http.Request, next http.Handler) {
-		select {
-		case <-following:
-			if strings.HasPrefix(req.URL.Path, "/v1/approvals/") {
-				refuse(w, http.StatusServiceUnavailable, "unavailable", "no leader")
-				return
-			}
-		default:
-		}
-		if req.URL.Path == "/v1/stream" {
-			once.Do(func() { close(following) })
-		}
-		next.ServeHTTP(w, req)
-	})
+	r.client = e.gateBehind(failReadsOnceFollowing(following))
 	var told []string
 	r.readFailed = func(a *fsm.Approval, err error) { told = append(told, a.ID+" "+string(a.State)+": "+err.Error()) }
 	g := testGate(t, "gates: [{tool: Bash, approvers: [alice]}]")
 	done := decideAsync(r, g, pushCall)
 	id := e.approvalsFiled(1)[0].ID
-	select {
-	case <-following:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the gate did not follow the stream")
-	}
+	streamOpened(t, following)
 	e.decideApproval(id, "alice", fsm.DecisionApprove, "", nil)
 	if v := <-done; !v.Allow || v.Reason != "approved (approval "+id+")" {
 		t.Errorf("verdict %+v", v)
