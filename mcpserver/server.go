@@ -10,6 +10,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -438,6 +439,8 @@ type CreateTaskInput struct {
 type TaskOutput struct {
 	ID    string        `json:"id"`
 	State fsm.TaskState `json:"state"`
+	// ApprovalID is the approval a task awaiting_approval waits for.
+	ApprovalID string `json:"approval_id,omitempty"`
 }
 
 func (h *handlers) createTask(ctx context.Context, _ *mcp.CallToolRequest, in CreateTaskInput) (*mcp.CallToolResult, TaskOutput, error) {
@@ -471,6 +474,9 @@ type TaskItem struct {
 	ClaimedBy string        `json:"claimed_by,omitempty"`
 	Attempt   int           `json:"attempt,omitempty"`
 	Status    string        `json:"status,omitempty"`
+	// ApprovalID is the approval the task awaits (awaiting_approval) or
+	// last awaited.
+	ApprovalID string `json:"approval_id,omitempty"`
 }
 
 // ListTasksOutput is a page of tasks, oldest first.
@@ -491,7 +497,7 @@ func (h *handlers) listTasks(ctx context.Context, _ *mcp.CallToolRequest, in Lis
 	}
 	out := ListTasksOutput{Tasks: []TaskItem{}, HasMore: page.HasMore}
 	for _, t := range page.Tasks {
-		it := TaskItem{ID: t.ID, Title: t.Title, State: t.State, From: t.From, To: t.To, ClaimedBy: t.ClaimedBy, Attempt: t.Attempt}
+		it := TaskItem{ID: t.ID, Title: t.Title, State: t.State, From: t.From, To: t.To, ClaimedBy: t.ClaimedBy, Attempt: t.Attempt, ApprovalID: t.ApprovalID}
 		if t.Completion != nil {
 			it.Status = t.Completion.Status
 		}
@@ -511,6 +517,9 @@ type CompleteTaskInput struct {
 	Result     string   `json:"result"`
 	Confidence *float64 `json:"confidence,omitempty" jsonschema:"0..1"`
 	Error      string   `json:"error,omitempty" jsonschema:"what went wrong, for failure"`
+	// ProposedAction is any JSON value; a RawMessage would be described
+	// to the model as an array of bytes.
+	ProposedAction any `json:"proposed_action,omitempty" jsonschema:"for requires_approval: the action the task's creator is asked to approve (any JSON; default: the task id, result and outputs)"`
 }
 
 // completeTask ends a task as the bound agent: under its claim if it runs
@@ -523,6 +532,13 @@ func (h *handlers) completeTask(ctx context.Context, _ *mcp.CallToolRequest, in 
 	}
 	if tc.Status == fsm.TaskStatusFailure {
 		tc.Error = &fsm.TaskError{ErrorType: "task_error", ErrorMessage: in.Error}
+	}
+	if in.ProposedAction != nil {
+		raw, err := json.Marshal(in.ProposedAction)
+		if err != nil {
+			return nil, TaskOutput{}, toolErr(ToolCompleteTask, fmt.Errorf("proposed_action: %w", err))
+		}
+		tc.ProposedAction = raw
 	}
 	if err := tc.Validate(); err != nil {
 		return nil, TaskOutput{}, toolErr(ToolCompleteTask, err)
@@ -543,7 +559,15 @@ func (h *handlers) completeTask(ctx context.Context, _ *mcp.CallToolRequest, in 
 	if err != nil {
 		return nil, TaskOutput{}, toolErr(ToolCompleteTask, err)
 	}
-	return nil, TaskOutput{ID: res.ID, State: res.State}, nil
+	out := TaskOutput{ID: res.ID, State: res.State}
+	if res.State == fsm.TaskAwaitingApproval {
+		// The approval's id is derived in apply: read it from the task.
+		if t, err = h.c.Task(ctx, in.ID); err != nil {
+			return nil, TaskOutput{}, toolErr(ToolCompleteTask+": the task is awaiting_approval, but reading its approval failed", err)
+		}
+		out.ApprovalID = t.ApprovalID
+	}
+	return nil, out, nil
 }
 
 // toolErr is the error a tool returns for a failed API call: the API's own

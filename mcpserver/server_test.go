@@ -3,10 +3,13 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -188,5 +191,61 @@ func TestTaskTools(t *testing.T) {
 	}
 	if e := call(t, lead, ToolListTasks, map[string]any{"state": "done"}, &list); !strings.Contains(e, "state") {
 		t.Errorf("list_tasks bad state: %q", e)
+	}
+}
+
+// complete_task with requires_approval: the task awaits an approval of
+// the proposed action by its creator, whose id the tool answers and
+// list_tasks shows; an action with another status is refused.
+func TestCompleteTaskRequiresApproval(t *testing.T) {
+	svc := transporttest.New(t)
+	// Once armed, the reads of a task after a completion fail.
+	var armed, completed atomic.Bool
+	api := transport.NewServer(svc, transport.ServerOptions{})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if armed.Load() && r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/complete") {
+			defer completed.Store(true)
+		}
+		if completed.Load() && r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/tasks/") {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"error":{"code":"unavailable","message":"no leader"}}`))
+			return
+		}
+		api.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	addr := hs.Listener.Addr().String()
+	lead, rita := session(t, addr, "lead"), session(t, addr, "rita")
+	var created TaskOutput
+	if e := call(t, lead, ToolCreateTask, map[string]any{"to": "rita", "title": "ship v2.3"}, &created); e != "" {
+		t.Fatal(e)
+	}
+	if e := call(t, rita, ToolCompleteTask, map[string]any{"id": created.ID, "result": "x", "proposed_action": map[string]any{"cmd": "deploy"}}, &TaskOutput{}); !strings.Contains(e, "proposed_action") {
+		t.Errorf("complete_task success with an action: %q", e)
+	}
+	var done TaskOutput
+	if e := call(t, rita, ToolCompleteTask, map[string]any{"id": created.ID, "status": "requires_approval", "result": "ready",
+		"proposed_action": map[string]any{"version": "2.3", "cmd": "deploy"}}, &done); e != "" || done.State != fsm.TaskAwaitingApproval || done.ApprovalID == "" {
+		t.Fatalf("complete_task requires_approval = %+v, %q", done, e)
+	}
+	a, err := svc.State().Approval(done.ApprovalID)
+	if err != nil || string(a.Action) != `{"cmd":"deploy","version":"2.3"}` || a.From != "rita" || len(a.Approvers) != 1 || a.Approvers[0] != "lead" || a.TaskID != created.ID {
+		t.Errorf("its approval %+v, %v", a, err)
+	}
+	var list ListTasksOutput
+	if e := call(t, lead, ToolListTasks, map[string]any{"state": "awaiting_approval"}, &list); e != "" || len(list.Tasks) != 1 ||
+		list.Tasks[0].ApprovalID != done.ApprovalID {
+		t.Errorf("list_tasks awaiting_approval = %+v, %q", list, e)
+	}
+	// The completion applied but the task cannot be read back: the tool
+	// says so rather than answer without the approval.
+	if e := call(t, lead, ToolCreateTask, map[string]any{"to": "rita", "title": "t"}, &created); e != "" {
+		t.Fatal(e)
+	}
+	armed.Store(true)
+	if e := call(t, rita, ToolCompleteTask, map[string]any{"id": created.ID, "status": "requires_approval", "result": "x"}, &TaskOutput{}); !strings.Contains(e, "reading its approval failed") ||
+		!strings.Contains(e, "no leader") {
+		t.Errorf("complete_task, the task unreadable afterwards: %q", e)
 	}
 }

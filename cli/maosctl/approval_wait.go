@@ -60,22 +60,40 @@ func approvalWait(c *cli.Context) error {
 		return apiError(root, err)
 	}
 	if !a.State.Final() {
-		a, err = followApproval(ctx, client, a)
+		reread := func() (context.Context, context.CancelFunc) { return call(root) }
+		a, err = awaitApproval(ctx, client, a, reread, func(a *fsm.Approval, err error) {
+			fmt.Fprintf(c.App.ErrWriter, "%s: %s is %s; its decisions could not be read: %v\n", c.App.Name, a.ID, a.State, err)
+		})
 		if err != nil && ctx.Err() == nil {
 			return apiError(root, err)
 		}
-		// Decided, or --timeout passed: read it again for its decisions
-		// (the stream's updates leave them out); its last update is the
-		// outcome if that read fails.
-		readCtx, cancelRead := call(root)
-		if full, err := client.Approval(readCtx, id); err == nil {
-			a = full
-		} else {
-			fmt.Fprintf(c.App.ErrWriter, "%s: %s is %s; its decisions could not be read: %v\n", c.App.Name, id, a.State, err)
-		}
-		cancelRead()
 	}
 	return printApprovalOutcome(c, a, timeout)
+}
+
+// awaitApproval is the wait on an approval of 'approval wait' and the
+// gate: it follows a (as read) on the node's stream until it is final or
+// ctx ends (followApproval), then reads it once more, within the context
+// reread gives, for its decisions, which the stream's updates leave out.
+// It returns the approval as it then stands and the follow's error: nil
+// when it is final, ctx's when ctx ended first (the read is made all the
+// same: it sees a decision made at the last moment), or a refusal of the
+// stream that reconnecting will not mend (then no read). A failed read
+// leaves the stream's last update and is given to readFailed.
+func awaitApproval(ctx context.Context, client *transport.Client, a *fsm.Approval,
+	reread func() (context.Context, context.CancelFunc), readFailed func(*fsm.Approval, error)) (*fsm.Approval, error) {
+	a, err := followApproval(ctx, client, a)
+	if err != nil && ctx.Err() == nil {
+		return a, err
+	}
+	rctx, cancel := reread()
+	defer cancel()
+	full, rerr := client.Approval(rctx, a.ID)
+	if rerr != nil {
+		readFailed(a, rerr)
+		return a, err
+	}
+	return full, err
 }
 
 // followApproval follows approval a (as read) on the node's stream until

@@ -2,24 +2,14 @@ package maosctl
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/maos-project/maos/fsm"
-	"github.com/maos-project/maos/transport"
 )
-
-// withGateNode puts node behind the hook's command line.
-func withGateNode(t *testing.T, node gateNode, err error) {
-	t.Helper()
-	orig := gateNodeFor
-	gateNodeFor = func(*transport.Client, time.Duration) (gateNode, error) { return node, err }
-	t.Cleanup(func() { gateNodeFor = orig })
-}
 
 func writeGatePolicy(t *testing.T, doc string) string {
 	t.Helper()
@@ -46,26 +36,22 @@ func denyAnswer(reason string) string {
 // the event's exact call and prints Claude Code's answer when it is
 // decided; Codex gets nothing for a plain allow and the same deny.
 func TestHookGateDecides(t *testing.T) {
-	newTestEnv(t) // clears the environment
-	node := newFakeGateNode()
-	withGateNode(t, node, nil)
+	e, _ := newGateEnv(t)
 	policy := writeGatePolicy(t, examplePolicy)
-	addr := "127.0.0.1:7070" // the fake node answers; nothing is dialled
 
 	run := func(dialect, stdin string, args ...string) <-chan runResult {
 		ch := make(chan runResult, 1)
-		go func() { ch <- runApp(addr, stdin, append([]string{"hook", dialect}, args...)...) }()
+		go func() { ch <- e.run(stdin, append([]string{"hook", dialect}, args...)...) }()
 		return ch
 	}
 	done := run("claude-code", pushEvent, "--agent", "claude", "--gate", policy)
-	node.waiting(t, 1)
-	a := node.only(t)
+	a := e.approvalsFiled(1)[0]
 	want := `{"agent":"claude","cwd":"/repo","tool_input":{"command":"git push origin main","description":"Push the branch"},"tool_name":"Bash"}`
 	if string(a.Action) != want || a.From != "claude" || strings.Join(a.Approvers, ",") != "alice,role:lead" ||
 		a.ID != gateApprovalID(gateCall{Agent: "claude", SessionID: "sess-1", ToolUseID: "toolu_01"}, a.ActionHash) {
 		t.Errorf("approval filed: %+v", a)
 	}
-	node.decide(a.ID, "alice", fsm.DecisionApprove, "", nil)
+	e.decideApproval(a.ID, "alice", fsm.DecisionApprove, "", nil)
 	r := <-done
 	if r.err != nil || r.errOut != "" ||
 		r.out != `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","permissionDecisionReason":"maos gate: approved by alice (approval `+a.ID+`)"}}`+"\n" {
@@ -78,12 +64,11 @@ func TestHookGateDecides(t *testing.T) {
 	for i, decision := range []string{fsm.DecisionApprove, fsm.DecisionReject} {
 		ev := strings.Replace(pushEvent, "toolu_01", "toolu_1"+string(rune('0'+i)), 1)
 		done = run("codex", ev, "--agent", "claude")
-		node.waiting(t, 2+i)
-		id := node.order[1+i]
-		node.decide(id, "bob", decision, "", nil)
+		id := e.approvalsFiled(2 + i)[1+i].ID
+		e.decideApproval(id, "carol", decision, "", nil)
 		want := ""
 		if decision == fsm.DecisionReject {
-			want = denyAnswer("rejected by bob (approval " + id + "). Do not retry this call; ask the approver or change the plan")
+			want = denyAnswer("rejected by carol (approval " + id + "). Do not retry this call; ask the approver or change the plan")
 		}
 		if r := <-done; r.err != nil || r.errOut != "" || r.out != want {
 			t.Errorf("codex %s: err=%v out=%q stderr=%q, want %q", decision, r.err, r.out, r.errOut, want)
@@ -111,18 +96,14 @@ func TestHookGateDecides(t *testing.T) {
 			}
 		}
 	}
-	if len(node.order) != 3 {
-		t.Errorf("%d approvals filed, want 3", len(node.order))
-	}
+	e.approvalsFiled(3)
 }
 
 // PreToolUse fails closed: what the hook cannot check denies the call,
 // saying why, on stdout (the coding agent's answer) and as one line on
 // stderr, and the hook still exits 0.
 func TestHookGateFailsClosed(t *testing.T) {
-	newTestEnv(t)
-	node := newFakeGateNode()
-	withGateNode(t, node, nil)
+	e := newTestEnv(t)
 	policy := writeGatePolicy(t, examplePolicy)
 	bad := writeGatePolicy(t, "gates: [{tool: Bash, match: 'git push', approvers: [alice], quorum: 2}]")
 	missing := filepath.Join(t.TempDir(), "gates.yaml")
@@ -135,13 +116,13 @@ func TestHookGateFailsClosed(t *testing.T) {
 		args   []string
 		reason string
 	}{
-		{"bad policy", "127.0.0.1:7070", pushEvent, []string{"--agent", "claude", "--gate", bad},
+		{"bad policy", e.addr, pushEvent, []string{"--agent", "claude", "--gate", bad},
 			"gate policy " + bad + ": gates[0].quorum: 2 of 1 listed agents can never be reached: want at most 1, or list a role" + every},
-		{"bad policy, ungated call", "127.0.0.1:7070", `{"hook_event_name":"PreToolUse","tool_name":"Read"}`, []string{"--agent", "claude", "--gate", bad},
+		{"bad policy, ungated call", e.addr, `{"hook_event_name":"PreToolUse","tool_name":"Read"}`, []string{"--agent", "claude", "--gate", bad},
 			"gate policy " + bad + ": gates[0].quorum: 2 of 1 listed agents can never be reached: want at most 1, or list a role" + every},
-		{"missing policy", "127.0.0.1:7070", pushEvent, []string{"--agent", "claude", "--gate", missing},
+		{"missing policy", e.addr, pushEvent, []string{"--agent", "claude", "--gate", missing},
 			"gate policy: open " + missing + ": no such file or directory" + every},
-		{"no agent", "127.0.0.1:7070", pushEvent, []string{"--gate", policy},
+		{"no agent", e.addr, pushEvent, []string{"--gate", policy},
 			needs + "missing required flag --agent (or set $MAOS_AGENT_ID) (see 'maosctl hook DIALECT --help')"},
 		{"malformed address", "127.0.0.1:notaport", pushEvent, []string{"--agent", "claude", "--gate", policy},
 			needs + `--addr (or $MAOS_ADDR): "127.0.0.1:notaport": port must be 1..65535; want HOST:PORT (e.g. 127.0.0.1:7070) or http(s)://HOST:PORT`},
@@ -154,26 +135,20 @@ func TestHookGateFailsClosed(t *testing.T) {
 			}
 		}
 	}
-	if len(node.requests) != 0 {
-		t.Errorf("%d approvals requested", len(node.requests))
+	if _, n := proposedApproval[fsm.ApprovalRequestCommand](e, fsm.OpApprovalRequest); n != 0 {
+		t.Errorf("%d approvals requested", n)
 	}
 
-	// No approval client, or a node that does not answer: denied, naming it.
-	withGateNode(t, nil, errors.New("no approval client"))
-	r := runApp("127.0.0.1:7070", pushEvent, "hook", "claude-code", "--agent", "claude", "--gate", policy)
-	if want := denyAnswer(needs + "no approval client"); r.err != nil || r.out != want {
-		t.Errorf("no client: err=%v out=%q, want %q", r.err, r.out, want)
-	}
-	node.fail = &transport.UnreachableError{Addr: "http://127.0.0.1:7070", Why: errors.New("connection refused")}
-	withGateNode(t, node, nil)
-	r = runApp("127.0.0.1:7070", pushEvent, "hook", "codex", "--agent", "claude", "--gate", policy)
-	// The node's error in the words every command uses for it.
-	reason := needs + "cannot reach a maos node at http://127.0.0.1:7070 (connection refused): is maosd running there? Set --addr or MAOS_ADDR to a node's API address"
-	if r.err != nil || r.out != denyAnswer(reason) || r.errOut != "maosctl: hook PreToolUse: "+reason+"\n" {
-		t.Errorf("unreachable: err=%v\n out=%q\nwant %q\nstderr=%q", r.err, r.out, denyAnswer(reason), r.errOut)
-	}
+	// A node that does not answer: denied, naming it in the words every
+	// command uses for it.
+	away := closedAddr(t)
+	r := runApp(away, pushEvent, "hook", "codex", "--agent", "claude", "--gate", policy)
+	reason := regexp.QuoteMeta(needs+"cannot reach a maos node at http://"+away+" (") + `.*connection refused\): ` +
+		regexp.QuoteMeta("is maosd running there? Set --addr or MAOS_ADDR to a node's API address")
 	var out hookPermissionOutput
-	if err := json.Unmarshal([]byte(r.out), &out); err != nil || out.HookSpecificOutput.PermissionDecision != "deny" {
-		t.Errorf("unreachable answer %q: %v", r.out, err)
+	if err := json.Unmarshal([]byte(r.out), &out); err != nil || r.err != nil ||
+		!regexp.MustCompile(`^maos gate: `+reason+`$`).MatchString(out.HookSpecificOutput.PermissionDecisionReason) ||
+		out.HookSpecificOutput.PermissionDecision != "deny" || !regexp.MustCompile(`^maosctl: hook PreToolUse: `+reason+"\n$").MatchString(r.errOut) {
+		t.Errorf("unreachable: err=%v %v\n out=%q\nstderr=%q", r.err, err, r.out, r.errOut)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
 	"github.com/urfave/cli/v2"
 )
 
@@ -56,27 +57,15 @@ func hookPreToolUse(c *cli.Context, in hookInput, note func(string, error) error
 		Agent: strings.TrimSpace(c.String("agent")), ToolName: in.ToolName, ToolInput: in.ToolInput,
 		Cwd: in.Cwd, SessionID: in.SessionID, ToolUseID: in.ToolUseID,
 	}
-	node, err := gateNodeFor(apiClient(c), c.Duration("max-time"))
-	if err != nil {
-		return refused(err)
-	}
-	r := gateRun{node: node, ctl: ctlCommand(c), maxTime: c.Duration("max-time")}
+	r := gateRun{client: apiClient(c), ctl: ctlCommand(c), maxTime: c.Duration("max-time"),
+		readFailed: func(a *fsm.Approval, err error) {
+			note(in.HookEventName, fmt.Errorf("approval %s is %s; its decisions could not be read: %w", a.ID, a.State, err))
+		}}
 	v, err := r.decide(commandContext(c), g, call)
 	if err != nil {
 		return refused(apiError(c, err))
 	}
 	return writeHookAnswer(c, in.HookEventName, v.output(dialect), note)
-}
-
-// gateNode is what the gate needs of a node (an API client through
-// newGateNode; a fake in the tests).
-type gateNode interface {
-	RequestApproval(ctx context.Context, cmd fsm.ApprovalRequestCommand) (fsm.ApprovalResult, error)
-	Approval(ctx context.Context, id string) (*fsm.Approval, error)
-	Approvals(ctx context.Context, q fsm.ApprovalQuery) (fsm.ApprovalPage, error)
-	// WaitApproval follows a until it is final and returns it so; when ctx
-	// ends first it returns a as last seen and ctx's error.
-	WaitApproval(ctx context.Context, a *fsm.Approval) (*fsm.Approval, error)
 }
 
 // gateCall is the tool call of a PreToolUse event.
@@ -146,11 +135,15 @@ type gateVerdict struct {
 
 // gateRun decides calls against one node.
 type gateRun struct {
-	node gateNode
+	client *transport.Client
 	// ctl starts every command a reason prints (ctlCommand).
 	ctl string
 	// maxTime bounds each request; the wait is bounded by the gate.
 	maxTime time.Duration
+	// readFailed is told when the approval, final or out of time, could
+	// not be read again for its decisions (the verdict then names no
+	// approvers).
+	readFailed func(*fsm.Approval, error)
 }
 
 // decide files (or joins) the approval call needs under g, waits for its
@@ -174,22 +167,11 @@ func (r gateRun) decide(ctx context.Context, g *gate, call gateCall) (gateVerdic
 		}
 	}
 	if !a.State.Final() {
-		last, werr := r.node.WaitApproval(wctx, a)
-		if last != nil {
-			a = last
-		}
-		switch {
-		case werr == nil:
-		case wctx.Err() != nil && ctx.Err() == nil:
-			// The gate's time is up: one more read, bounded by maxTime, sees
-			// a decision made at the last moment.
-			rctx, rcancel := within(ctx, r.maxTime)
-			if fresh, err := r.node.Approval(rctx, a.ID); err == nil {
-				a = fresh
-			}
-			rcancel()
-		default:
-			return gateVerdict{}, fmt.Errorf("wait for approval %s: %w", a.ID, werr)
+		reread := func() (context.Context, context.CancelFunc) { return within(ctx, r.maxTime) }
+		// The gate's time up (wctx ended, ctx did not) is an answer: no
+		// decision in time; anything else that ends the wait is an error.
+		if a, err = awaitApproval(wctx, r.client, a, reread, r.readFailed); err != nil && (wctx.Err() == nil || ctx.Err() != nil) {
+			return gateVerdict{}, fmt.Errorf("wait for approval %s: %w", a.ID, err)
 		}
 	}
 	return r.verdict(g, call, hash, a), nil
@@ -203,7 +185,7 @@ func (r gateRun) pending(ctx context.Context, agent, hash string) (*fsm.Approval
 	q := fsm.ApprovalQuery{From: agent, State: fsm.ApprovalPending, Limit: hookPageLimit}
 	for range hookMaxPages {
 		rctx, cancel := within(ctx, r.maxTime)
-		page, err := r.node.Approvals(rctx, q)
+		page, err := r.client.Approvals(rctx, q)
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("list the pending approvals of %s: %w", agent, err)
@@ -211,7 +193,7 @@ func (r gateRun) pending(ctx context.Context, agent, hash string) (*fsm.Approval
 		for _, a := range page.Approvals {
 			if a.ActionHash == hash {
 				rctx, cancel := within(ctx, r.maxTime)
-				full, err := r.node.Approval(rctx, a.ID)
+				full, err := r.client.Approval(rctx, a.ID)
 				cancel()
 				if err != nil {
 					return nil, fmt.Errorf("read approval %s: %w", a.ID, err)
@@ -242,13 +224,13 @@ func (r gateRun) file(ctx context.Context, g *gate, call gateCall, action json.R
 		Timeout:           fsm.ApprovalTimeout(g.Expires),
 	}
 	rctx, cancel := within(ctx, r.maxTime)
-	res, err := r.node.RequestApproval(rctx, cmd)
+	res, err := r.client.RequestApproval(rctx, cmd)
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("request approval %s: %w", cmd.ID, err)
 	}
 	rctx, cancel = within(ctx, r.maxTime)
-	a, err := r.node.Approval(rctx, res.ID)
+	a, err := r.client.Approval(rctx, res.ID)
 	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("read approval %s: %w", res.ID, err)
@@ -261,9 +243,12 @@ func (r gateRun) verdict(g *gate, call gateCall, hash string, a *fsm.Approval) g
 	ref := "approval " + a.ID
 	switch a.State {
 	case fsm.ApprovalApproved:
-		by := strings.Join(gateDeciders(a, fsm.DecisionApprove), ", ")
+		by := ""
+		if who := approvers(a, fsm.DecisionApprove); len(who) > 0 {
+			by = " by " + strings.Join(who, ", ")
+		}
 		if a.ActionHash == hash {
-			return gateVerdict{Allow: true, Reason: fmt.Sprintf("approved by %s (%s)", by, ref)}
+			return gateVerdict{Allow: true, Reason: fmt.Sprintf("approved%s (%s)", by, ref)}
 		}
 		// Approved after a modify: the call may run as changed when only
 		// its input changed; anything else is another action.
@@ -271,7 +256,7 @@ func (r gateRun) verdict(g *gate, call gateCall, hash string, a *fsm.Approval) g
 		var changed gateAction
 		if err := json.Unmarshal(a.Action, &changed); err == nil && len(changed.ToolInput) > 0 &&
 			changed.Agent == call.Agent && changed.Cwd == call.Cwd && changed.ToolName == call.ToolName {
-			reason := fmt.Sprintf("approved by %s with changes", by)
+			reason := fmt.Sprintf("approved%s with changes", by)
 			if mod != nil {
 				reason += " by " + mod.Approver + gateComment(mod)
 			}
@@ -294,18 +279,6 @@ func (r gateRun) verdict(g *gate, call gateCall, hash string, a *fsm.Approval) g
 		"an approver can still approve it (%s approval approve %s) or reject it. Run this same call again to wait for it once more "+
 		"(the retry waits on %s, it files no second approval)",
 		ref, g.Timeout, a.Approvals, a.Quorum, a.Deadline.UTC().Format(time.RFC3339), r.ctl, a.ID, a.ID)}
-}
-
-// gateDeciders are the approvers of a's current action who decided so,
-// in order.
-func gateDeciders(a *fsm.Approval, decision string) []string {
-	var names []string
-	for _, d := range a.Decisions {
-		if d.Decision == decision && !d.Voided && d.ActionHash == a.ActionHash {
-			names = append(names, d.Approver)
-		}
-	}
-	return names
 }
 
 // gateLastDecision is a's last decision of the kind, or nil.

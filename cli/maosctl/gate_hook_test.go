@@ -5,190 +5,82 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
 )
 
-// fakeGateNode keeps approvals in memory, as the cluster would: requests
-// idempotent by id, decisions by the tests (decide), waits woken by every
-// change.
-type fakeGateNode struct {
-	mu        sync.Mutex
-	approvals map[string]*fsm.Approval
-	order     []string
-	requests  []fsm.ApprovalRequestCommand
-	changed   chan struct{} // closed and replaced on every change
-	seq       uint64
-	fail      error // every call fails with it when set
-	waits     int   // WaitApproval calls
-}
+// The gate runs against a node with a real state machine behind a
+// loopback server (newTestEnv): it files through the API, follows the
+// node's stream, and every decision a test makes is a real one, checked
+// as the cluster checks it (listed approvers, hashes, quorum).
 
-func newFakeGateNode() *fakeGateNode {
-	return &fakeGateNode{approvals: map[string]*fsm.Approval{}, changed: make(chan struct{})}
-}
-
-func (f *fakeGateNode) bump() {
-	close(f.changed)
-	f.changed = make(chan struct{})
-}
-
-func (f *fakeGateNode) RequestApproval(_ context.Context, cmd fsm.ApprovalRequestCommand) (fsm.ApprovalResult, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.fail != nil {
-		return fsm.ApprovalResult{}, f.fail
-	}
-	cmd.Normalize(time.Now())
-	if err := cmd.Validate(); err != nil {
-		return fsm.ApprovalResult{}, err
-	}
-	f.requests = append(f.requests, cmd)
-	hash, _ := fsm.ActionHash(cmd.Action)
-	a, ok := f.approvals[cmd.ID]
-	if !ok {
-		f.seq++
-		now := time.Now()
-		a = &fsm.Approval{ID: cmd.ID, Seq: f.seq, From: cmd.From, Approvers: cmd.Approvers, Quorum: cmd.Quorum, Title: cmd.Title,
-			ApprovalNeededFor: cmd.ApprovalNeededFor, Action: cmd.Action, ActionHash: hash, Rationale: cmd.Rationale, Priority: cmd.Priority,
-			TimeoutSeconds: int(time.Duration(cmd.Timeout) / time.Second), OnTimeout: cmd.OnTimeout, State: fsm.ApprovalPending,
-			Deadline: now.Add(time.Duration(cmd.Timeout)), Created: now, Updated: now}
-		f.approvals[cmd.ID] = a
-		f.order = append(f.order, cmd.ID)
-		f.bump()
-	}
-	return fsm.ApprovalResult{ID: a.ID, Seq: a.Seq, State: a.State, ActionHash: a.ActionHash, Approvals: a.Approvals, Quorum: a.Quorum}, nil
-}
-
-func (f *fakeGateNode) Approval(_ context.Context, id string) (*fsm.Approval, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.fail != nil {
-		return nil, f.fail
-	}
-	a, ok := f.approvals[id]
-	if !ok {
-		return nil, fmt.Errorf("approval %s: not found", id)
-	}
-	c := *a
-	c.Decisions = slices.Clone(a.Decisions)
-	return &c, nil
-}
-
-func (f *fakeGateNode) Approvals(_ context.Context, q fsm.ApprovalQuery) (fsm.ApprovalPage, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.fail != nil {
-		return fsm.ApprovalPage{}, f.fail
-	}
-	var page fsm.ApprovalPage
-	for _, id := range f.order {
-		a := f.approvals[id]
-		if a.Seq <= q.After || (q.From != "" && a.From != q.From) || (q.State != "" && a.State != q.State) {
-			continue
-		}
-		if len(page.Approvals) == q.Limit {
-			page.HasMore = true
-			break
-		}
-		c := *a
-		c.Decisions = nil // lists leave them out
-		page.Approvals = append(page.Approvals, &c)
-	}
-	return page, nil
-}
-
-func (f *fakeGateNode) WaitApproval(ctx context.Context, a *fsm.Approval) (*fsm.Approval, error) {
-	f.mu.Lock()
-	f.waits++
-	f.mu.Unlock()
-	for {
-		f.mu.Lock()
-		cur, ch := f.approvals[a.ID], f.changed
-		c := *cur
-		c.Decisions = slices.Clone(cur.Decisions)
-		f.mu.Unlock()
-		if c.State.Final() {
-			return &c, nil
-		}
-		select {
-		case <-ctx.Done():
-			return &c, ctx.Err()
-		case <-ch:
-		}
-	}
-}
-
-// decide records a decision as the cluster would (no checks beyond the
-// state machine's outcome: quorum of approvals, one reject, modify voids).
-func (f *fakeGateNode) decide(id, approver, decision, comment string, action json.RawMessage) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	a := f.approvals[id]
-	d := fsm.ApprovalDecision{Seq: f.seq + 1, Time: time.Now(), Approver: approver, Decision: decision, ActionHash: a.ActionHash, Comment: comment, Action: action}
-	f.seq++
-	switch decision {
-	case fsm.DecisionApprove:
-		a.Approvals++
-		if a.Approvals >= a.Quorum {
-			a.State = fsm.ApprovalApproved
-		}
-	case fsm.DecisionReject:
-		a.State = fsm.ApprovalRejected
-	case fsm.DecisionModify:
-		for i := range a.Decisions {
-			if a.Decisions[i].Decision == fsm.DecisionApprove {
-				a.Decisions[i].Voided = true
-			}
-		}
-		a.Action = action
-		a.ActionHash, _ = fsm.ActionHash(action)
-		a.Approvals = 0
-	}
-	a.Decisions = append(a.Decisions, d)
-	f.bump()
-}
-
-// end moves a pending approval to a final state with no decision
-// (expired, cancelled).
-func (f *fakeGateNode) end(id string, state fsm.ApprovalState) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.approvals[id].State = state
-	f.bump()
-}
-
-// waiting blocks until n waits have started.
-func (f *fakeGateNode) waiting(t *testing.T, n int) {
+// newGateEnv is that node, alice and bob registered as reviewers and
+// carol as lead, and the gate's run against it, which fails the test if
+// it cannot read an approval again for its decisions.
+func newGateEnv(t *testing.T) (*testEnv, gateRun) {
 	t.Helper()
+	e := newTestEnv(t)
+	e.reviewers()
+	e.ok("agents", "register", "carol", "--role", "lead")
+	return e, gateRun{client: transport.NewClient("http://"+e.addr, nil), ctl: "maosctl", maxTime: 5 * time.Second,
+		readFailed: func(a *fsm.Approval, err error) { t.Errorf("approval %s could not be read again: %v", a.ID, err) }}
+}
+
+// approvalsFiled waits until n approvals are stored and returns them in
+// creation order; more than n fails the test.
+func (e *testEnv) approvalsFiled(n int) []*fsm.Approval {
+	e.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		f.mu.Lock()
-		w := f.waits
-		f.mu.Unlock()
-		if w >= n {
-			return
+		page, err := e.svc.State().Approvals(fsm.ApprovalQuery{})
+		if err != nil {
+			e.t.Fatal(err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d waits started, want %d", w, n)
+		switch {
+		case len(page.Approvals) > n:
+			e.t.Fatalf("%d approvals filed, want %d", len(page.Approvals), n)
+		case len(page.Approvals) == n:
+			return page.Approvals
+		case time.Now().After(deadline):
+			e.t.Fatalf("%d approvals filed, want %d", len(page.Approvals), n)
 		}
 		time.Sleep(time.Millisecond)
 	}
 }
 
-func (f *fakeGateNode) only(t *testing.T) *fsm.Approval {
-	t.Helper()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.order) != 1 {
-		t.Fatalf("%d approvals filed, want 1", len(f.order))
+// decideApproval decides approval id as approver on its current action,
+// as the API would be asked to.
+func (e *testEnv) decideApproval(id, approver, decision, comment string, action json.RawMessage) {
+	e.t.Helper()
+	a, err := e.svc.State().Approval(id)
+	if err != nil {
+		e.t.Fatal(err)
 	}
-	return f.approvals[f.order[0]]
+	e.apply(fsm.OpApprovalDecide, fsm.ApprovalDecideCommand{ID: id, Approver: approver, Decision: decision,
+		ActionHash: a.ActionHash, Comment: comment, Action: action})
+}
+
+// expireApprovals applies the leader's tick two hours from now: every
+// pending approval of the test is past its deadline.
+func (e *testEnv) expireApprovals() {
+	e.t.Helper()
+	entry, err := fsm.Encode(fsm.OpTick, time.Now().Add(2*time.Hour).UnixNano(), fsm.TickCommand{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.svc.ApplyEntry(context.Background(), entry); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 func testGate(t *testing.T, doc string) *gate {
@@ -218,15 +110,24 @@ func decideAsync(r gateRun, g *gate, call gateCall) <-chan gateVerdict {
 	return ch
 }
 
-// A gated call files one approval of exactly its action and waits: two
-// distinct approvals (quorum 2) let it through, naming the approvers.
+// notAnswered fails the test if the gate answers within 100 ms.
+func notAnswered(t *testing.T, done <-chan gateVerdict, after string) {
+	t.Helper()
+	select {
+	case v := <-done:
+		t.Fatalf("answered after %s: %+v", after, v)
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// A gated call files one approval of exactly its action and waits on the
+// stream: two distinct approvals (quorum 2) let it through, naming the
+// approvers.
 func TestGateApproved(t *testing.T) {
-	node := newFakeGateNode()
-	r := gateRun{node: node, ctl: "maosctl", maxTime: time.Second}
+	e, r := newGateEnv(t)
 	g := testGate(t, "gates: [{tool: Bash, match: git push, approvers: [alice, bob, role:lead], quorum: 2, timeout: 1m}]")
 	done := decideAsync(r, g, pushCall)
-	node.waiting(t, 1)
-	a := node.only(t)
+	a := e.approvalsFiled(1)[0]
 	wantAction := `{"agent":"claude","cwd":"/repo","tool_input":{"command":"git push origin main","description":"Push the branch"},"tool_name":"Bash"}`
 	if string(a.Action) != wantAction {
 		t.Errorf("action %s\nwant   %s", a.Action, wantAction)
@@ -234,41 +135,35 @@ func TestGateApproved(t *testing.T) {
 	if hash, _ := fsm.ActionHash(json.RawMessage(wantAction)); a.ActionHash != hash {
 		t.Errorf("hash %s, want %s", a.ActionHash, hash)
 	}
-	req := node.requests[0]
-	if !regexp.MustCompile(`^gate-claude-[0-9a-f]{16}$`).MatchString(req.ID) || req.From != "claude" ||
-		!slices.Equal(req.Approvers, []string{"alice", "bob", "role:lead"}) || req.Quorum != 2 ||
-		req.Title != "Bash: git push origin main" || req.Priority != fsm.PriorityHigh || time.Duration(req.Timeout) != time.Hour ||
-		req.ApprovalNeededFor != "a Bash call by claude in /repo (maos gate 1 (tool Bash, match git push))" ||
-		req.Rationale != "the agent says: Push the branch (session sess-1, tool use toolu_01)" {
-		t.Errorf("request %+v", req)
+	if !regexp.MustCompile(`^gate-claude-[0-9a-f]{16}$`).MatchString(a.ID) || a.From != "claude" ||
+		!slices.Equal(a.Approvers, []string{"alice", "bob", "role:lead"}) || a.Quorum != 2 ||
+		a.Title != "Bash: git push origin main" || a.Priority != fsm.PriorityHigh || a.TimeoutSeconds != 3600 ||
+		a.ApprovalNeededFor != "a Bash call by claude in /repo (maos gate 1 (tool Bash, match git push))" ||
+		a.Rationale != "the agent says: Push the branch (session sess-1, tool use toolu_01)" {
+		t.Errorf("approval filed %+v", a)
 	}
-	node.decide(a.ID, "alice", fsm.DecisionApprove, "", nil)
-	select {
-	case v := <-done:
-		t.Fatalf("one approval of two answered: %+v", v)
-	case <-time.After(20 * time.Millisecond):
-	}
-	node.decide(a.ID, "bob", fsm.DecisionApprove, "ok", nil)
+	e.decideApproval(a.ID, "alice", fsm.DecisionApprove, "", nil)
+	notAnswered(t, done, "one approval of two")
+	e.decideApproval(a.ID, "bob", fsm.DecisionApprove, "ok", nil)
 	v := <-done
 	if want := (gateVerdict{Allow: true, Reason: "approved by alice, bob (approval " + a.ID + ")"}); !gateVerdictEqual(v, want) {
 		t.Errorf("verdict %+v, want %+v", v, want)
 	}
-	// The hook run again for the same call files nothing new and answers
-	// at once from the decided approval.
+	// The hook run again for the same call files nothing new (the same
+	// id, the same request) and answers at once from the decided approval.
+	requests := func() int { _, n := proposedApproval[fsm.ApprovalRequestCommand](e, fsm.OpApprovalRequest); return n }
 	v, err := r.decide(context.Background(), g, pushCall)
-	if err != nil || !v.Allow || len(node.requests) != 2 || node.requests[1].ID != a.ID || len(node.order) != 1 {
-		t.Errorf("retried hook: %+v %v, requests %d, approvals %d", v, err, len(node.requests), len(node.order))
+	if err != nil || !v.Allow || requests() != 2 {
+		t.Errorf("retried hook: %+v %v, %d requests", v, err, requests())
 	}
+	e.approvalsFiled(1)
 	// A later call of the same command is another call: a new approval.
 	next := pushCall
 	next.ToolUseID = "toolu_02"
 	done = decideAsync(r, g, next)
-	node.waiting(t, 2)
-	if len(node.order) != 2 {
-		t.Fatalf("a new call reused the approval of an earlier one")
-	}
-	node.decide(node.order[1], "carol", fsm.DecisionReject, "", nil)
-	if v := <-done; v.Allow || v.Reason != "rejected by carol (approval "+node.order[1]+"). Do not retry this call; ask the approver or change the plan" {
+	id := e.approvalsFiled(2)[1].ID
+	e.decideApproval(id, "carol", fsm.DecisionReject, "", nil)
+	if v := <-done; v.Allow || v.Reason != "rejected by carol (approval "+id+"). Do not retry this call; ask the approver or change the plan" {
 		t.Errorf("rejected without comment: %+v", v)
 	}
 }
@@ -279,13 +174,11 @@ func gateVerdictEqual(a, b gateVerdict) bool {
 
 // A reject denies with the rejecter's comment.
 func TestGateRejected(t *testing.T) {
-	node := newFakeGateNode()
-	r := gateRun{node: node, ctl: "maosctl", maxTime: time.Second}
+	e, r := newGateEnv(t)
 	g := testGate(t, "gates: [{tool: Bash, approvers: [alice, carol]}]")
 	done := decideAsync(r, g, pushCall)
-	node.waiting(t, 1)
-	id := node.only(t).ID
-	node.decide(id, "carol", fsm.DecisionReject, "not on a Friday\nafternoon", nil)
+	id := e.approvalsFiled(1)[0].ID
+	e.decideApproval(id, "carol", fsm.DecisionReject, "not on a Friday\nafternoon", nil)
 	want := "rejected by carol: not on a Friday afternoon (approval " + id + "). Do not retry this call; ask the approver or change the plan"
 	if v := <-done; v.Allow || v.Reason != want {
 		t.Errorf("verdict %+v, want reason %q", v, want)
@@ -297,8 +190,8 @@ func TestGateRejected(t *testing.T) {
 // waits on the same approval (no second one) and is let through when it
 // is approved.
 func TestGateTimeoutAndRetry(t *testing.T) {
-	node := newFakeGateNode()
-	r := gateRun{node: node, ctl: "maosctl --addr 10.0.0.1:7070", maxTime: time.Second}
+	e, r := newGateEnv(t)
+	r.ctl = "maosctl --addr 10.0.0.1:7070"
 	g := testGate(t, "gates: [{tool: Bash, approvers: [alice, bob], quorum: 2, timeout: 50ms}]")
 	start := time.Now()
 	v, err := r.decide(context.Background(), g, pushCall)
@@ -308,7 +201,7 @@ func TestGateTimeoutAndRetry(t *testing.T) {
 	if el := time.Since(start); el < 50*time.Millisecond {
 		t.Errorf("answered after %s, before the gate's timeout", el)
 	}
-	a := node.only(t)
+	a := e.approvalsFiled(1)[0]
 	want := fmt.Sprintf("no decision on approval %s within 50ms (0 of 2 approvals). It stays pending until %s: "+
 		"an approver can still approve it (maosctl --addr 10.0.0.1:7070 approval approve %s) or reject it. "+
 		"Run this same call again to wait for it once more (the retry waits on %s, it files no second approval)",
@@ -316,18 +209,18 @@ func TestGateTimeoutAndRetry(t *testing.T) {
 	if v.Allow || v.Reason != want {
 		t.Errorf("timeout verdict %+v\nwant reason %q", v, want)
 	}
-	node.decide(a.ID, "alice", fsm.DecisionApprove, "", nil)
+	e.decideApproval(a.ID, "alice", fsm.DecisionApprove, "", nil)
 
 	// The model runs the same command again: a new tool use.
 	retry := pushCall
 	retry.ToolUseID = "toolu_09"
 	g.Timeout = time.Minute
 	done := decideAsync(r, g, retry)
-	node.waiting(t, 2)
-	if len(node.requests) != 1 || len(node.order) != 1 {
-		t.Fatalf("the retry filed again: %d requests, %d approvals", len(node.requests), len(node.order))
+	notAnswered(t, done, "one approval of two, on the retry")
+	if _, n := proposedApproval[fsm.ApprovalRequestCommand](e, fsm.OpApprovalRequest); n != 1 {
+		t.Fatalf("the retry filed again: %d requests", n)
 	}
-	node.decide(a.ID, "bob", fsm.DecisionApprove, "", nil)
+	e.decideApproval(a.ID, "bob", fsm.DecisionApprove, "", nil)
 	if v := <-done; !v.Allow || v.Reason != "approved by alice, bob (approval "+a.ID+")" {
 		t.Errorf("retry: %+v", v)
 	}
@@ -336,12 +229,9 @@ func TestGateTimeoutAndRetry(t *testing.T) {
 	again := pushCall
 	again.ToolUseID = "toolu_10"
 	done = decideAsync(r, g, again)
-	node.waiting(t, 3)
-	if len(node.order) != 2 {
-		t.Fatalf("a call after the approved one did not file its own: %d approvals", len(node.order))
-	}
-	node.end(node.order[1], fsm.ApprovalExpired)
-	if v := <-done; v.Allow || v.Reason != "approval "+node.order[1]+" expired with no decision (0 of 2 approvals). Run the call again to ask anew" {
+	id := e.approvalsFiled(2)[1].ID
+	e.expireApprovals()
+	if v := <-done; v.Allow || v.Reason != "approval "+id+" expired with no decision (0 of 2 approvals). Run the call again to ask anew" {
 		t.Errorf("expired: %+v", v)
 	}
 }
@@ -349,8 +239,7 @@ func TestGateTimeoutAndRetry(t *testing.T) {
 // A pending approval of another action, or by another agent, is not
 // joined: only the same action (hash) from the same agent.
 func TestGateJoinsOnlyTheSameAction(t *testing.T) {
-	node := newFakeGateNode()
-	r := gateRun{node: node, ctl: "maosctl", maxTime: time.Second}
+	e, r := newGateEnv(t)
 	g := testGate(t, "gates: [{tool: Bash, approvers: [alice], timeout: 20ms}]")
 	other := pushCall
 	other.ToolInput = json.RawMessage(`{"command":"git push origin dev"}`)
@@ -365,9 +254,7 @@ func TestGateJoinsOnlyTheSameAction(t *testing.T) {
 	if _, err := r.decide(context.Background(), g, pushCall); err != nil {
 		t.Fatal(err)
 	}
-	if len(node.order) != 3 {
-		t.Errorf("%d approvals, want one per action", len(node.order))
-	}
+	e.approvalsFiled(3)
 	// The same input spaced otherwise is the same action, and the pending
 	// approval is found past the first page.
 	limit := hookPageLimit
@@ -379,31 +266,23 @@ func TestGateJoinsOnlyTheSameAction(t *testing.T) {
 	if _, err := r.decide(context.Background(), g, spaced); err != nil {
 		t.Fatal(err)
 	}
-	if len(node.order) != 3 {
-		t.Errorf("the same input, spaced otherwise, filed a new approval: %d", len(node.order))
-	}
+	e.approvalsFiled(3)
 }
 
 // An approver's modify that changes only the tool input lets the call run
 // as changed (updatedInput); one that changes what runs where is another
 // action and denies.
 func TestGateModified(t *testing.T) {
-	node := newFakeGateNode()
-	r := gateRun{node: node, ctl: "maosctl", maxTime: time.Second}
+	e, r := newGateEnv(t)
 	g := testGate(t, "gates: [{tool: Bash, approvers: [alice, bob], quorum: 2, timeout: 1m}]")
 	done := decideAsync(r, g, pushCall)
-	node.waiting(t, 1)
-	id := node.only(t).ID
-	node.decide(id, "alice", fsm.DecisionApprove, "", nil)
+	id := e.approvalsFiled(1)[0].ID
+	e.decideApproval(id, "alice", fsm.DecisionApprove, "", nil)
 	changed := json.RawMessage(`{"agent":"claude","cwd":"/repo","tool_input":{"command":"git push origin main --dry-run"},"tool_name":"Bash"}`)
-	node.decide(id, "bob", fsm.DecisionModify, "dry run first", changed)
-	node.decide(id, "alice", fsm.DecisionApprove, "", nil)
-	select {
-	case v := <-done:
-		t.Fatalf("a modify voided alice's approval, yet: %+v", v)
-	case <-time.After(20 * time.Millisecond):
-	}
-	node.decide(id, "bob", fsm.DecisionApprove, "", nil)
+	e.decideApproval(id, "bob", fsm.DecisionModify, "dry run first", changed)
+	e.decideApproval(id, "alice", fsm.DecisionApprove, "", nil)
+	notAnswered(t, done, "a modify voided alice's first approval")
+	e.decideApproval(id, "bob", fsm.DecisionApprove, "", nil)
 	want := gateVerdict{Allow: true, Reason: "approved by alice, bob with changes by bob: dry run first (approval " + id + ")",
 		UpdatedInput: json.RawMessage(`{"command":"git push origin main --dry-run"}`)}
 	if v := <-done; !gateVerdictEqual(v, want) {
@@ -412,19 +291,19 @@ func TestGateModified(t *testing.T) {
 	// The hook run again for the same call finds the approval under its
 	// id, though its hash is now the modified action's, and answers the
 	// same.
-	if v, err := r.decide(context.Background(), g, pushCall); err != nil || !gateVerdictEqual(v, want) || len(node.order) != 1 {
-		t.Errorf("retried hook after a modify: %+v %v, %d approvals", v, err, len(node.order))
+	if v, err := r.decide(context.Background(), g, pushCall); err != nil || !gateVerdictEqual(v, want) {
+		t.Errorf("retried hook after a modify: %+v %v", v, err)
 	}
+	e.approvalsFiled(1)
 
 	next := pushCall
 	next.ToolUseID = "toolu_03"
 	done = decideAsync(r, g, next)
-	node.waiting(t, 2)
-	id = node.order[1]
+	id = e.approvalsFiled(2)[1].ID
 	moved := json.RawMessage(`{"agent":"claude","cwd":"/srv/prod","tool_input":{"command":"git push"},"tool_name":"Bash"}`)
-	node.decide(id, "bob", fsm.DecisionModify, "", moved)
-	node.decide(id, "alice", fsm.DecisionApprove, "", nil)
-	node.decide(id, "bob", fsm.DecisionApprove, "", nil)
+	e.decideApproval(id, "bob", fsm.DecisionModify, "", moved)
+	e.decideApproval(id, "alice", fsm.DecisionApprove, "", nil)
+	e.decideApproval(id, "bob", fsm.DecisionApprove, "", nil)
 	want = gateVerdict{Reason: "approval " + id + " was approved for another action than this call: " + string(moved) +
 		". Run that instead if it is what you mean (it asks for approval again)"}
 	if v := <-done; !gateVerdictEqual(v, want) {
@@ -433,50 +312,150 @@ func TestGateModified(t *testing.T) {
 }
 
 func TestGateCancelled(t *testing.T) {
-	node := newFakeGateNode()
-	r := gateRun{node: node, ctl: "maosctl", maxTime: time.Second}
+	e, r := newGateEnv(t)
 	g := testGate(t, "gates: [{tool: Bash, approvers: [alice]}]")
 	done := decideAsync(r, g, pushCall)
-	node.waiting(t, 1)
-	id := node.only(t).ID
-	node.end(id, fsm.ApprovalCancelled)
+	id := e.approvalsFiled(1)[0].ID
+	e.apply(fsm.OpApprovalCancel, fsm.ApprovalCancelCommand{ID: id, From: "claude", Reason: "not needed"})
 	if v := <-done; v.Allow || v.Reason != "approval "+id+" was cancelled. Run the call again to ask anew" {
 		t.Errorf("cancelled: %+v", v)
 	}
 }
 
-// A node that fails is an error for the caller to deny with, at every step.
-func TestGateNodeErrors(t *testing.T) {
-	g := testGate(t, "gates: [{tool: Bash, approvers: [alice]}]")
-	node := newFakeGateNode()
-	node.fail = errors.New("connection refused")
-	r := gateRun{node: node, ctl: "maosctl", maxTime: time.Second}
-	if _, err := r.decide(context.Background(), g, pushCall); err == nil ||
-		err.Error() != "list the pending approvals of claude: connection refused" {
-		t.Errorf("listing: %v", err)
-	}
-	// The cluster refuses the request (a field of the call too large, a
-	// secret in it): an error naming the approval.
-	node = newFakeGateNode()
-	r.node = node
-	big := pushCall
-	big.ToolInput = json.RawMessage(`{"content":"` + strings.Repeat("x", fsm.MaxActionBytes) + `"}`)
-	if _, err := r.decide(context.Background(), g, big); err == nil ||
-		!strings.Contains(err.Error(), "request approval gate-claude-") || !strings.Contains(err.Error(), "action: ") {
-		t.Errorf("too large: %v", err)
-	}
-	// The wait fails for another reason than the gate's time.
-	r.node = failingWait{node}
-	if _, err := r.decide(context.Background(), g, pushCall); err == nil || !strings.HasPrefix(err.Error(), "wait for approval gate-claude-") ||
-		!strings.HasSuffix(err.Error(), ": 403 forbidden") {
-		t.Errorf("wait: %v", err)
+// through serves e's node anew through wrap and returns the address.
+func (e *testEnv) through(wrap func(w http.ResponseWriter, r *http.Request, next http.Handler)) string {
+	e.t.Helper()
+	api := transport.NewServer(e.svc, transport.ServerOptions{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { wrap(w, r, api) }))
+	e.t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String()
+}
+
+// gateBehind is a client of e's node served through wrap.
+func (e *testEnv) gateBehind(wrap func(w http.ResponseWriter, r *http.Request, next http.Handler)) *transport.Client {
+	return transport.NewClient("http://"+e.through(wrap), nil)
+}
+
+// failReadsOnceFollowing is a wrap for through: once a stream is opened
+// (closing following), every read of an approval is a 503.
+func failReadsOnceFollowing(following chan struct{}) func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	var once sync.Once
+	return func(w http.ResponseWriter, req *http.Request, next http.Handler) {
+		select {
+		case <-following:
+			if strings.HasPrefix(req.URL.Path, "/v1/approvals/") {
+				refuse(w, http.StatusServiceUnavailable, "unavailable", "no leader")
+				return
+			}
+		default:
+		}
+		if req.URL.Path == "/v1/stream" {
+			once.Do(func() { close(following) })
+		}
+		next.ServeHTTP(w, req)
 	}
 }
 
-type failingWait struct{ *fakeGateNode }
+// streamOpened waits until following is closed.
+func streamOpened(t *testing.T, following chan struct{}) {
+	t.Helper()
+	select {
+	case <-following:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no stream was opened")
+	}
+}
 
-func (failingWait) WaitApproval(context.Context, *fsm.Approval) (*fsm.Approval, error) {
-	return nil, errors.New("403 forbidden")
+// refuse answers an API error.
+func refuse(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": code, "message": msg}})
+}
+
+// A node that fails is an error for the caller to deny with, at every
+// step: no node, a refused request, a refused stream.
+func TestGateNodeErrors(t *testing.T) {
+	g := testGate(t, "gates: [{tool: Bash, approvers: [alice]}]")
+	e, r := newGateEnv(t)
+	r.client = transport.NewClient("http://"+closedAddr(t), nil)
+	_, err := r.decide(context.Background(), g, pushCall)
+	var away *transport.UnreachableError
+	if !errors.As(err, &away) || !strings.HasPrefix(err.Error(), "list the pending approvals of claude: ") {
+		t.Errorf("no node: %v", err)
+	}
+	// The cluster refuses the request (a field of the call too large, a
+	// secret in it): an error naming the approval.
+	r.client = transport.NewClient("http://"+e.addr, nil)
+	big := pushCall
+	big.ToolInput = json.RawMessage(`{"content":"` + strings.Repeat("x", fsm.MaxActionBytes) + `"}`)
+	if _, err := r.decide(context.Background(), g, big); err == nil ||
+		!strings.Contains(err.Error(), "request approval gate-claude-") || !strings.Contains(err.Error(), "action") {
+		t.Errorf("too large: %v", err)
+	}
+	// The node refuses the stream (a 4xx reconnecting will not mend).
+	r.client = e.gateBehind(func(w http.ResponseWriter, req *http.Request, next http.Handler) {
+		if req.URL.Path == "/v1/stream" {
+			refuse(w, http.StatusForbidden, "forbidden", "no stream for you")
+			return
+		}
+		next.ServeHTTP(w, req)
+	})
+	var api *transport.APIError
+	if _, err := r.decide(context.Background(), g, pushCall); !errors.As(err, &api) || api.Status != http.StatusForbidden ||
+		!strings.HasPrefix(err.Error(), "wait for approval gate-claude-") || !strings.Contains(err.Error(), "no stream for you") {
+		t.Errorf("stream refused: %v", err)
+	}
+}
+
+// A stream the node closes is followed again where it stopped; an
+// approval decided while the stream was away is seen on the next one.
+func TestGateFollowsAcrossReconnects(t *testing.T) {
+	e, r := newGateEnv(t)
+	var streams atomic.Int32
+	r.client = e.gateBehind(func(w http.ResponseWriter, req *http.Request, next http.Handler) {
+		if req.URL.Path == "/v1/stream" && streams.Add(1) <= 2 {
+			refuse(w, http.StatusServiceUnavailable, "unavailable", "no leader")
+			return
+		}
+		next.ServeHTTP(w, req)
+	})
+	g := testGate(t, "gates: [{tool: Bash, approvers: [alice]}]")
+	done := decideAsync(r, g, pushCall)
+	id := e.approvalsFiled(1)[0].ID
+	for deadline := time.Now().Add(10 * time.Second); streams.Load() < 3; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d streams opened, want the two refused and one more", streams.Load())
+		}
+	}
+	notAnswered(t, done, "two refused streams")
+	e.decideApproval(id, "alice", fsm.DecisionApprove, "", nil)
+	if v := <-done; !v.Allow || v.Reason != "approved by alice (approval "+id+")" {
+		t.Errorf("verdict %+v", v)
+	}
+}
+
+// When the approval, final on the stream, cannot be read again for its
+// decisions, the verdict is its state's (naming nobody) and the failure
+// is told.
+func TestGateRereadFails(t *testing.T) {
+	e, r := newGateEnv(t)
+	// Once the gate follows the stream, reads of an approval fail.
+	following := make(chan struct{})
+	r.client = e.gateBehind(failReadsOnceFollowing(following))
+	var told []string
+	r.readFailed = func(a *fsm.Approval, err error) { told = append(told, a.ID+" "+string(a.State)+": "+err.Error()) }
+	g := testGate(t, "gates: [{tool: Bash, approvers: [alice]}]")
+	done := decideAsync(r, g, pushCall)
+	id := e.approvalsFiled(1)[0].ID
+	streamOpened(t, following)
+	e.decideApproval(id, "alice", fsm.DecisionApprove, "", nil)
+	if v := <-done; !v.Allow || v.Reason != "approved (approval "+id+")" {
+		t.Errorf("verdict %+v", v)
+	}
+	if len(told) != 1 || !strings.HasPrefix(told[0], id+" approved: ") || !strings.Contains(told[0], "no leader") {
+		t.Errorf("told %q", told)
+	}
 }
 
 func TestGateApprovalID(t *testing.T) {

@@ -29,7 +29,8 @@ func taskCommand() *cli.Command {
 		Description: `A task is work with a lifecycle, kept in the cluster's log like messages:
 
    waiting ──(its dependencies succeeded)──▶ ready ──claim──▶ running ──▶ succeeded | failed
-   cancel (by its creator) from waiting, ready or running ──▶ cancelled
+   running ──complete --status requires_approval──▶ awaiting_approval ──▶ succeeded | failed | running
+   cancel (by its creator) from waiting, ready, running or awaiting_approval ──▶ cancelled
 
 --to is an agent, role:NAME or capability:NAME: a queue that exactly one
 matching agent claims. A claim is a lease (--timeout, default 5m): report
@@ -194,11 +195,12 @@ func taskListCommand() *cli.Command {
    maosctl task list --state ready --to role:reviewer
    maosctl task list --claimed-by rita
    maosctl --json task list --from lead | jq -r '.tasks[] | select(.state == "failed") | .id'`,
-		Description: `Prints one line per task in creation order: id, state, assignee, claimant,
-attempt (of max_attempts) and title; then, when there are more, the
-command that lists the next page. Every filter given must match. States:
-waiting, ready, running, succeeded, failed, cancelled. The read sees every
-write acknowledged before it. With --json, GET /v1/tasks's answer
+		Description: `Prints one line per task in creation order: id, state (with the approval
+it awaits), assignee, claimant, attempts (claims so far), leases lapsed
+(of max_attempts, at which it fails) and title; then, when there are
+more, the command that lists the next page. Every filter given must
+match. States: waiting, ready, running, awaiting_approval, succeeded,
+failed, cancelled. The read sees every write acknowledged before it. With --json, GET /v1/tasks's answer
 {"tasks","has_more"} (tasks without their history).`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "state", Usage: "only tasks in `STATE`"},
@@ -238,9 +240,13 @@ func taskList(c *cli.Context) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tTO\tCLAIMED BY\tATTEMPT\tTITLE")
+	fmt.Fprintln(tw, "ID\tSTATE\tTO\tCLAIMED BY\tATTEMPTS\tLAPSED\tTITLE")
 	for _, t := range page.Tasks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\n", t.ID, t.State, t.To, or(t.ClaimedBy, "-"), t.Attempt, t.MaxAttempts, t.Title)
+		state := string(t.State)
+		if t.State == fsm.TaskAwaitingApproval {
+			state += " (" + t.ApprovalID + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d/%d\t%s\n", t.ID, state, t.To, or(t.ClaimedBy, "-"), t.Attempt, t.Expiries, t.MaxAttempts, t.Title)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -260,9 +266,11 @@ func taskShowCommand() *cli.Command {
    maosctl task show task-20260111-163315-lead-4c78a9d2
    maosctl --json task show $ID | jq .completion`,
 		Description: `Prints the task: state (with the claim: claimant, attempt, fence, lease
-end), assignee, creator, dependencies, lease and attempts, progress, the
-completion (status, confidence, result, error) and every transition with
-its time and actor. The read sees every write acknowledged before it.
+end; or the approval it awaits), assignee, creator, dependencies, lease,
+attempts (claims so far) and leases lapsed (of max_attempts, at which it
+fails), its approval and the action approved, progress, the completion
+(status, confidence, result, error) and every transition with its time
+and actor. The read sees every write acknowledged before it.
 With --json, GET /v1/tasks/ID's answer.`,
 		Flags:  []cli.Flag{jsonFlag()},
 		Action: taskShow,
@@ -295,9 +303,16 @@ func printTask(w io.Writer, t *fsm.Task) error {
 	if len(t.DependsOn) > 0 {
 		fmt.Fprintf(w, "depends on: %s\n", strings.Join(t.DependsOn, ", "))
 	}
-	fmt.Fprintf(w, "lease: %s per claim, attempt %d of %d\n", time.Duration(t.TimeoutSeconds)*time.Second, t.Attempt, t.MaxAttempts)
+	fmt.Fprintf(w, "lease: %s per claim, attempts %d, leases lapsed %d of %d\n", time.Duration(t.TimeoutSeconds)*time.Second,
+		t.Attempt, t.Expiries, t.MaxAttempts)
 	if t.RequiresHITL {
 		fmt.Fprintln(w, "requires: a human's approval")
+	}
+	if t.ApprovalID != "" {
+		fmt.Fprintf(w, "approval: %s (maosctl approval show %s)\n", t.ApprovalID, t.ApprovalID)
+	}
+	if len(t.ApprovedAction) > 0 {
+		fmt.Fprintf(w, "approved action: %s\n", t.ApprovedAction)
 	}
 	if t.Progress != nil || t.ProgressMessage != "" {
 		p := "-"
@@ -340,12 +355,16 @@ func printTask(w io.Writer, t *fsm.Task) error {
 }
 
 // taskStateLine is the state and what goes with it: "running (rita,
-// attempt 1 of 5, fence 17, lease until T)", "ready (from T)".
+// attempt 3, fence 17, lease until T)" (attempt: the claims so far, which
+// max_attempts does not bound), "ready (from T)", "awaiting_approval
+// (approval APPR of rita's completion)".
 func taskStateLine(t *fsm.Task) string {
 	switch {
 	case t.State == fsm.TaskRunning && t.LeaseExpires != nil:
-		return fmt.Sprintf("running (%s, attempt %d of %d, fence %d, lease until %s)", t.ClaimedBy, t.Attempt, t.MaxAttempts,
+		return fmt.Sprintf("running (%s, attempt %d, fence %d, lease until %s)", t.ClaimedBy, t.Attempt,
 			t.Fence, t.LeaseExpires.UTC().Format(time.RFC3339))
+	case t.State == fsm.TaskAwaitingApproval:
+		return fmt.Sprintf("awaiting_approval (approval %s of %s's completion)", t.ApprovalID, t.ClaimedBy)
 	case t.State == fsm.TaskReady && t.ReadyAt != nil:
 		return fmt.Sprintf("ready (claimable from %s)", t.ReadyAt.UTC().Format(time.RFC3339))
 	}

@@ -1,6 +1,7 @@
 package maosctl
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -157,22 +158,36 @@ func taskCompleteCommand() *cli.Command {
 		Name:  "complete",
 		Usage: "end a task you run with its result",
 		UsageText: `maosctl task complete ID --fence F [--agent ID] [--status S] [--result TEXT|-] [--confidence 0..1]
-       [--rationale R] [--output PATH]... [--next-step S]... [--execution-time D] [--metrics JSON] [--flags JSON]
+       [--proposed-action JSON|-] [--rationale R] [--output PATH]... [--next-step S]... [--execution-time D]
+       [--metrics JSON] [--flags JSON]
 
    maosctl task complete $ID --agent rita --fence 17 --result "LGTM, two nits inline" --confidence 0.9
-   go test ./... 2>&1 | maosctl task complete $ID --fence $FENCE --status partial_success --result -`,
+   go test ./... 2>&1 | maosctl task complete $ID --fence $FENCE --status partial_success --result -
+   maosctl task complete $ID --fence $FENCE --status requires_approval --result "ready to ship" \
+       --proposed-action '{"cmd":"deploy","version":"2.3"}'`,
 		Description: `Ends the task with seed 004's task_completion: --status success (the
-default) or partial_success make it succeeded and ready its dependents;
-requires_approval keeps it succeeded until a human decides. A failure is
-'maosctl task fail'. The completion goes to the creator as a
+default) or partial_success make it succeeded and ready its dependents.
+A failure is 'maosctl task fail'. The completion goes to the creator as a
 task_completion reply. Prints "completed ID: STATE".
+
+--status requires_approval asks the task's creator to approve first: the
+task awaits the approval (awaiting_approval: no lease, its dependents
+still waiting) and an approval of --proposed-action (any JSON; - reads it
+from stdin; absent: {"task_id","result","outputs"}) goes to the creator,
+quorum 1, for 24 h. It prints "completed ID: awaiting_approval, approval
+APPR". Approved, the task succeeds and its dependents go on; rejected,
+expired or cancelled, it fails (error_type approval_rejected,
+approval_expired or approval_cancelled); modified, it runs again for you
+under a new fence and lease, the approved action in the task
+(approved_action: 'maosctl task show ID').
 
 The fence must be the current claim's and the lease live (409 otherwise: a
 claimant whose lease lapsed cannot finish a task another agent now runs).
 Repeating the same completion answers the same.`,
 		Flags: append(completionFlags(),
 			&cli.StringFlag{Name: "status", Usage: "`STATUS`: success, partial_success or requires_approval", Value: fsm.TaskStatusSuccess},
-			&cli.Float64Flag{Name: "confidence", Usage: "confidence in the result, `0..1`"}),
+			&cli.Float64Flag{Name: "confidence", Usage: "confidence in the result, `0..1`"},
+			&cli.StringFlag{Name: "proposed-action", Usage: "with --status requires_approval, the action to approve as `JSON`; - reads it from stdin"}),
 		Action: taskComplete,
 	}
 }
@@ -194,7 +209,30 @@ func taskComplete(c *cli.Context) error {
 		v := c.Float64("confidence")
 		tc.ConfidenceScore = &v
 	}
-	return postCompletion(c, fsm.TaskCompleteCommand{ID: id, Agent: agent, Fence: fence, Completion: tc}, "completed")
+	if c.IsSet("proposed-action") {
+		if status != fsm.TaskStatusRequiresApproval {
+			return usagef(c, "--proposed-action: only with --status %s (status is %q)", fsm.TaskStatusRequiresApproval, status)
+		}
+		if tc.ProposedAction, err = actionFlag(c, "proposed-action"); err != nil {
+			return err
+		}
+	}
+	cmd := fsm.TaskCompleteCommand{ID: id, Agent: agent, Fence: fence, Completion: tc}
+	ctx, cancel := call(c)
+	defer cancel()
+	client := apiClient(c)
+	res, err := client.CompleteTask(ctx, cmd)
+	if err != nil || wantJSON(c) || res.State != fsm.TaskAwaitingApproval {
+		return printTaskResult(c, res, err, "completed %s: %s\n", res.ID, res.State)
+	}
+	// The approval's id is the state machine's (derived from the entry):
+	// read it from the task.
+	t, err := client.Task(ctx, id)
+	if err != nil {
+		fmt.Fprintf(c.App.ErrWriter, "%s: %s awaits an approval, which could not be read: %v\n", c.App.Name, id, apiError(rootContext(c), err))
+		return printResult(c, res, "completed %s: %s\n", res.ID, res.State)
+	}
+	return printResult(c, res, "completed %s: %s, approval %s\n", res.ID, res.State, t.ApprovalID)
 }
 
 func taskFailCommand() *cli.Command {

@@ -2,7 +2,9 @@ package maosctl
 
 import (
 	"encoding/json"
+	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -60,9 +62,9 @@ func TestTaskCreateListShow(t *testing.T) {
 
 	out := e.ok("task", "list")
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	if len(lines) != 4 || !regexp.MustCompile(`^ID\s+STATE\s+TO\s+CLAIMED BY\s+ATTEMPT\s+TITLE$`).MatchString(lines[0]) ||
-		!regexp.MustCompile(`^`+id+`\s+ready\s+role:reviewer\s+-\s+0/3\s+review PR 12$`).MatchString(lines[1]) ||
-		!regexp.MustCompile(`^`+dep+`\s+waiting\s+capability:go\s+-\s+0/5\s+merge$`).MatchString(lines[3]) {
+	if len(lines) != 4 || !regexp.MustCompile(`^ID\s+STATE\s+TO\s+CLAIMED BY\s+ATTEMPTS\s+LAPSED\s+TITLE$`).MatchString(lines[0]) ||
+		!regexp.MustCompile(`^`+id+`\s+ready\s+role:reviewer\s+-\s+0\s+0/3\s+review PR 12$`).MatchString(lines[1]) ||
+		!regexp.MustCompile(`^`+dep+`\s+waiting\s+capability:go\s+-\s+0\s+0/5\s+merge$`).MatchString(lines[3]) {
 		t.Errorf("task list printed:\n%s", out)
 	}
 	if out := e.ok("task", "list", "--state", "waiting"); strings.Count(out, "\n") != 2 || !strings.Contains(out, dep) {
@@ -81,7 +83,7 @@ func TestTaskCreateListShow(t *testing.T) {
 
 	out = e.ok("task", "show", id)
 	for _, want := range []string{id + " ready", "title: review PR 12", "from: lead → role:reviewer, channel general, priority high",
-		"lease: 5m0s per claim, attempt 0 of 3", `context: {"pr":12}`, "\nthe diff is in #review\n", "\nhistory:\n"} {
+		"lease: 5m0s per claim, attempts 0, leases lapsed 0 of 3", `context: {"pr":12}`, "\nthe diff is in #review\n", "\nhistory:\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("show lacks %q:\n%s", want, out)
 		}
@@ -177,6 +179,84 @@ func TestTaskClaimantVerbs(t *testing.T) {
 		t.Errorf("cancel again printed %q", out)
 	}
 	e.fail([]string{"task", "cancel", id, "--from", "lead"}, "has ended (succeeded", "409")
+
+	// max_attempts bounds the leases that lapse, not the claims: a task
+	// handed on runs its third attempt with at most one lapse, and says so.
+	once := e.createTask("--from", "lead", "--to", "alice", "--title", "once", "--max-attempts", "1")
+	e.ok("task", "handoff", once, "--agent", "alice", "--fence", e.claimTask(once, "alice"), "--to", "bob")
+	e.ok("task", "handoff", once, "--agent", "bob", "--fence", e.claimTask(once, "bob"), "--to", "alice")
+	of := e.claimTask(once, "alice")
+	if out := e.ok("task", "show", once); !strings.HasPrefix(out, once+" running (alice, attempt 3, fence "+of+", lease until ") ||
+		!strings.Contains(out, "\nlease: 5m0s per claim, attempts 3, leases lapsed 0 of 1\n") {
+		t.Errorf("show of a task on its third claim:\n%s", out)
+	}
+}
+
+// complete --status requires_approval: the task awaits an approval of
+// --proposed-action by its creator, which complete, show and list name;
+// a modify sends it back to its claimant with the approved action.
+func TestTaskCompleteRequiresApproval(t *testing.T) {
+	e := newTestEnv(t)
+	e.reviewers()
+	id := e.createTask("--from", "lead", "--to", "alice", "--title", "ship v2.3")
+	fence := e.claimTask(id, "alice")
+	complete := func(args ...string) []string {
+		return append([]string{"task", "complete", id, "--agent", "alice", "--fence", fence}, args...)
+	}
+	e.fail(complete("--proposed-action", `{"cmd":"deploy"}`), "--proposed-action: only with --status requires_approval")
+	e.fail(complete("--status", "requires_approval", "--proposed-action", "{cmd"), "--proposed-action: not one JSON value")
+	r := e.run(`{ "version": "2.3", "cmd": "deploy" }`, complete("--status", "requires_approval", "--result", "ready", "--proposed-action", "-")...)
+	m := regexp.MustCompile(`^completed ` + id + `: awaiting_approval, approval (appr-\S+)\n$`).FindStringSubmatch(r.out)
+	if r.err != nil || r.errOut != "" || m == nil {
+		t.Fatalf("complete printed %q %q (%v)", r.out, r.errOut, r.err)
+	}
+	appr := m[1]
+	a, err := e.svc.State().Approval(appr)
+	if err != nil || string(a.Action) != `{"cmd":"deploy","version":"2.3"}` || a.From != "alice" || !slices.Equal(a.Approvers, []string{"lead"}) ||
+		a.TaskID != id || a.State != fsm.ApprovalPending {
+		t.Fatalf("the task's approval: %+v, %v", a, err)
+	}
+	out := e.ok("task", "show", id)
+	if !strings.HasPrefix(out, id+" awaiting_approval (approval "+appr+" of alice's completion)\n") ||
+		!strings.Contains(out, "\napproval: "+appr+" (maosctl approval show "+appr+")\n") {
+		t.Errorf("show of a task awaiting its approval:\n%s", out)
+	}
+	out = e.ok("task", "list", "--state", "awaiting_approval")
+	if lines := strings.Split(strings.TrimRight(out, "\n"), "\n"); len(lines) != 2 ||
+		!regexp.MustCompile(`^`+id+`\s+awaiting_approval \(`+appr+`\)\s+alice\s+alice\s+1\s+0/5\s+ship v2.3$`).MatchString(lines[1]) {
+		t.Errorf("list --state awaiting_approval:\n%s", out)
+	}
+	// The creator changes the action: the task runs again for alice,
+	// with the action approved.
+	e.ok("approval", "modify", appr, "--approver", "lead", "--action", `{"cmd":"deploy","version":"2.3","canary":true}`)
+	out = e.ok("task", "show", id)
+	if !strings.HasPrefix(out, id+" running (alice, attempt ") || !strings.Contains(out, "\napproved action: {\"canary\":true,\"cmd\":\"deploy\",\"version\":\"2.3\"}\n") {
+		t.Errorf("show after the modify:\n%s", out)
+	}
+
+	// --json answers the API's result alone; a task that cannot be read
+	// afterwards still reports the completion, and says so.
+	j := e.createTask("--from", "lead", "--to", "alice", "--title", "t")
+	jf := e.claimTask(j, "alice")
+	var res fsm.TaskResult
+	if err := json.Unmarshal([]byte(e.ok("--json", "task", "complete", j, "--agent", "alice", "--fence", jf, "--status", "requires_approval")), &res); err != nil ||
+		res.State != fsm.TaskAwaitingApproval || res.ID != j {
+		t.Errorf("complete --json: %+v, %v", res, err)
+	}
+	k := e.createTask("--from", "lead", "--to", "alice", "--title", "t")
+	kf := e.claimTask(k, "alice")
+	addr := e.through(func(w http.ResponseWriter, req *http.Request, next http.Handler) {
+		if req.Method == http.MethodGet && req.URL.Path == "/v1/tasks/"+k {
+			refuse(w, http.StatusServiceUnavailable, "unavailable", "no leader")
+			return
+		}
+		next.ServeHTTP(w, req)
+	})
+	r = runApp(addr, "", "task", "complete", k, "--agent", "alice", "--fence", kf, "--status", "requires_approval")
+	if r.err != nil || r.out != "completed "+k+": awaiting_approval\n" ||
+		!regexp.MustCompile(`^maosctl: `+k+` awaits an approval, which could not be read: .*no leader.*\n$`).MatchString(r.errOut) {
+		t.Errorf("complete, the task unreadable: %v %q %q", r.err, r.out, r.errOut)
+	}
 }
 
 // task wait: 0 succeeded, 1 failed or cancelled, 2 timed out, printing the
