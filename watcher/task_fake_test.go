@@ -41,7 +41,7 @@ type fakeTasks struct {
 	// afterComplete sees the task a completion changed, before the
 	// answer.
 	afterComplete func(*fsm.Task)
-	changed    chan struct{} // closed and renewed on every change
+	changed       chan struct{} // closed and renewed on every change
 }
 
 func newFakeTasks() *fakeTasks {

@@ -543,8 +543,9 @@ func TestTaskStopHandsQueueTasksBack(t *testing.T) {
 	}
 }
 
-// The messages that hand a task to its recipients (delegation, handoff)
-// name it in their metadata; every other message is mail.
+// The messages that hand a task to its recipients (delegation, handoff,
+// the decision on its approval to its claimant) name it in their
+// metadata; every other message is mail.
 func TestTaskMessageID(t *testing.T) {
 	for _, c := range []struct {
 		typ, md string
@@ -552,6 +553,9 @@ func TestTaskMessageID(t *testing.T) {
 	}{
 		{"task_delegation", `{"task_id":"task-1"}`, "task-1"},
 		{"handoff", `{"task_id":"task-1","from_claim":7}`, "task-1"},
+		{"hitl_decision", `{"approval_id":"appr-1","task_id":"task-1"}`, "task-1"}, // a task's approval decided
+		{"hitl_decision", `{"approval_id":"appr-1"}`, ""},
+		{"hitl_approval_request", `{"approval_id":"appr-1","task_id":"task-1"}`, ""}, // to the approvers
 		{"task_completion", `{"task_id":"task-1"}`, ""},
 		{"incident", `{"task_id":"task-1"}`, ""},
 		{"task_delegation", `{"other":1}`, ""},
