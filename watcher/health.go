@@ -28,14 +28,27 @@ func (w *agentWatcher) taskRunning(delta int) {
 	w.wakeHeartbeat()
 }
 
-// taskEnded counts a task's end: succeeded, else failed with lastErr; d
-// is the time from claim to a reported completion, 0 when nothing was
+// taskOutcome is how a task's run ended, for the counters.
+type taskOutcome int
+
+const (
+	runFailed    taskOutcome = iota // completed with failure, or the claim lost
+	runSucceeded                    // completed with success or partial_success
+	// runAwaits completed with requires_approval: the task is not done
+	// (its approver decides it), so it counts neither way; a modified
+	// one runs again and that run counts.
+	runAwaits
+)
+
+// taskEnded counts a task run's end by its outcome, failed with lastErr;
+// d is the time from claim to a reported completion, 0 when nothing was
 // reported (the claim was lost).
-func (w *agentWatcher) taskEnded(succeeded bool, d time.Duration, lastErr string) {
+func (w *agentWatcher) taskEnded(outcome taskOutcome, d time.Duration, lastErr string) {
 	w.mu.Lock()
-	if succeeded {
+	switch outcome {
+	case runSucceeded:
 		w.stats.succeeded++
-	} else {
+	case runFailed:
 		w.stats.failed++
 	}
 	if lastErr != "" {

@@ -105,8 +105,9 @@ func TestPresenceIdleOnceTheLastInvocationEnds(t *testing.T) {
 }
 
 // Heartbeats carry the agent's task counters (seed 004's
-// agent_health_check): the last error on one line, cut to what presence
-// keeps; OFFLINE carries none.
+// agent_health_check): a run that awaits approval is reported but
+// neither succeeded nor failed; the last error on one line, cut to what
+// presence keeps; OFFLINE carries none.
 func TestHeartbeatCarriesTaskHealth(t *testing.T) {
 	_, cl := apiNode(t)
 	f, err := Parse([]byte("agents: [{id: w, command: [x]}]"))
@@ -116,9 +117,10 @@ func TestHeartbeatCarriesTaskHealth(t *testing.T) {
 	w := &agentWatcher{cfg: &f.Agents[0], c: cl, log: slog.New(slog.DiscardHandler),
 		busyChanged: make(chan struct{}, 1)}
 	w.taskRunning(1)
-	w.taskEnded(true, 300*time.Millisecond, "")
-	w.taskEnded(true, 100*time.Millisecond, "")
-	w.taskEnded(false, 0, "task t-9 failed: cli_error: exit 3\nlast stderr lines:\n\tboom "+strings.Repeat("é", 100))
+	w.taskEnded(runSucceeded, 300*time.Millisecond, "")
+	w.taskEnded(runSucceeded, 100*time.Millisecond, "")
+	w.taskEnded(runAwaits, 500*time.Millisecond, "") // reported, neither succeeded nor failed
+	w.taskEnded(runFailed, 0, "task t-9 failed: cli_error: exit 3\nlast stderr lines:\n\tboom "+strings.Repeat("é", 100))
 	ctx := context.Background()
 	w.presence(ctx, transport.PresenceAwake, transport.SubstateWorking, "doing task t-10")
 	p, err := w.c.AgentPresence(ctx, "w")
@@ -126,8 +128,8 @@ func TestHeartbeatCarriesTaskHealth(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := p.AgentHealth
-	if h.TasksRunning != 1 || h.TasksSucceeded != 2 || h.TasksFailed != 1 || h.MeanDurationMS != 200 {
-		t.Errorf("health %+v; want 1 running, 2 succeeded, 1 failed, a mean of 200 ms over the two reported", h)
+	if h.TasksRunning != 1 || h.TasksSucceeded != 2 || h.TasksFailed != 1 || h.MeanDurationMS != 300 {
+		t.Errorf("health %+v; want 1 running, 2 succeeded, 1 failed, a mean of 300 ms over the three reported", h)
 	}
 	if !strings.HasPrefix(h.LastError, "task t-9 failed: cli_error: exit 3 last stderr lines: boom éé") ||
 		len(h.LastError) > transport.MaxPresenceLastError || strings.ContainsAny(h.LastError, "\n\t") {

@@ -44,12 +44,18 @@ context: {{printf "%s" .Task.Context}}
 {{- end}}
 
 {{.Task.Description}}
+{{- if .Task.ApprovedAction}}
+
+You asked for approval of an action for this task, and {{.Task.From}} changed it. Carry out this approved action, not the one you proposed:
+{{printf "%s" .Task.ApprovedAction}}
+{{- end}}
 
 Do the task, then print its result as text. You may also print JSON lines:
 {"type":"status","message":"...","progress":0.5} while you work,
 {"type":"artifact","path":"...","description":"..."} for each file you make,
 {"type":"dependency","waiting_for":"TASK_ID","reason":"..."} to wait for another task and be run again once it succeeded,
-{"type":"complete","result":"success|partial_success|failure","outputs":["..."]} at the end.
+{"type":"complete","result":"success|partial_success|failure","outputs":["..."]} at the end,
+or {"type":"complete","result":"requires_approval","proposed_action":{...},"rationale":"..."} to have {{.Task.From}} approve the action first (approved, the task succeeds; rejected, it fails; changed, you are run again to carry out the changed action).
 {{- else}}
 
 Message to answer:
@@ -82,7 +88,9 @@ type PromptData struct {
 	// Message is the message to answer; for a task, its task_delegation
 	// message (from the creator, the title, the description as text).
 	Message *fsm.Message
-	// Task is the task to do, nil for a message.
+	// Task is the task to do, nil for a message. Its ApprovedAction is
+	// set when its approver modified the action a requires_approval
+	// completion proposed: the run is to carry that out.
 	Task *fsm.Task
 	// Dependencies are the tasks Task depends on (its depends_on, then
 	// those its CLI waited for), as they ended.

@@ -55,12 +55,15 @@ type taskOffer struct {
 const maxTaskTries = 6
 
 // taskMessageID returns the task a message hands to its recipients: the
-// task_id in the metadata of a task_delegation or handoff message, "" for
-// any other message. Such messages belong to the task path, never
-// answered as mail (a reply would reach the creator as chat); the task's
-// completion and incidents, reports to its creator, are mail.
+// task_id in the metadata of a task_delegation or handoff message, or of
+// the hitl_decision on the approval a task's requires_approval
+// completion opened (to its claimant: a modify gives the task back to
+// it), "" for any other message. Such messages belong to the task path,
+// never answered as mail (a reply would reach the creator or approver as
+// chat, and a modified task's action would be carried out twice); the
+// task's completion and incidents, reports to its creator, are mail.
 func taskMessageID(m *fsm.Message) string {
-	if (m.Type != fsm.TypeTaskDelegation && m.Type != fsm.TypeTaskHandoff) || len(m.Metadata) == 0 {
+	if (m.Type != fsm.TypeTaskDelegation && m.Type != fsm.TypeTaskHandoff && m.Type != fsm.TypeHITLDecision) || len(m.Metadata) == 0 {
 		return ""
 	}
 	var md map[string]json.RawMessage
@@ -124,14 +127,41 @@ func (w *agentWatcher) listTasks(ctx context.Context) {
 // taskLoop keeps the offered tasks and runs up to taskSlots of them,
 // oldest offer first, each not before its notBefore. It returns when ctx
 // ends and every run has.
+//
+// It runs a task at most once under each fence: ran is the last fence
+// each task ran under (kept until an offer shows the task ended), so
+// a task that comes back running for this agent under a newer fence (an
+// approver modified the action its requires_approval completion
+// proposed) runs again, and the replayed update of a claim already run
+// does not. An offer that comes while its task runs is kept, and looked
+// at once the run ended, when ran knows the run's fence.
 func (w *agentWatcher) taskLoop(ctx context.Context) {
 	type ended struct {
 		id    string
+		fence uint64 // the claim's the run had; 0 when it claimed nothing
 		again *taskOffer
 	}
 	var pending []taskOffer
 	running := map[string]bool{}
+	later := map[string]taskOffer{} // the newest offer of a running task
+	ran := map[string]uint64{}
 	done := make(chan ended)
+	admit := func(o taskOffer) {
+		i := slices.IndexFunc(pending, func(p taskOffer) bool { return p.id == o.id })
+		if o.task != nil && o.task.State.Final() {
+			delete(ran, o.id)
+		}
+		switch {
+		case o.task != nil && !o.resume && !w.claimable(o.task) && !w.cameBack(o.task, ran[o.id]):
+			if i >= 0 {
+				pending = slices.Delete(pending, i, i+1) // claimed by another, waiting, ended
+			}
+		case i >= 0:
+			pending[i] = o // the newer word on it, in its place
+		default:
+			pending = append(pending, o)
+		}
+	}
 	for {
 		now := time.Now()
 		var next time.Time
@@ -146,7 +176,11 @@ func (w *agentWatcher) taskLoop(ctx context.Context) {
 			}
 			pending = slices.Delete(pending, i, i+1)
 			running[o.id] = true
-			go func() { done <- ended{id: o.id, again: w.takeTask(ctx, o)} }()
+			ranFence := ran[o.id]
+			go func() {
+				fence, again := w.takeTask(ctx, o, ranFence)
+				done <- ended{id: o.id, fence: fence, again: again}
+			}()
 		}
 		var timer <-chan time.Time
 		if !next.IsZero() {
@@ -160,23 +194,21 @@ func (w *agentWatcher) taskLoop(ctx context.Context) {
 			return
 		case o := <-w.taskOffers:
 			if running[o.id] {
-				continue // what it shows is the run's own doing, or is read again after it
+				later[o.id] = o // the run's own doing, or news for after it
+				continue
 			}
-			i := slices.IndexFunc(pending, func(p taskOffer) bool { return p.id == o.id })
-			switch {
-			case o.task != nil && !o.resume && !w.claimable(o.task):
-				if i >= 0 {
-					pending = slices.Delete(pending, i, i+1) // claimed by another, waiting, ended
-				}
-			case i >= 0:
-				pending[i] = o // the newer word on it, in its place
-			default:
-				pending = append(pending, o)
-			}
+			admit(o)
 		case e := <-done:
 			delete(running, e.id)
+			if e.fence > ran[e.id] {
+				ran[e.id] = e.fence
+			}
 			if e.again != nil {
 				pending = append(pending, *e.again)
+			}
+			if o, ok := later[e.id]; ok {
+				delete(later, e.id)
+				admit(o)
 			}
 		case <-timer:
 		}
@@ -194,53 +226,67 @@ func (w *agentWatcher) claimable(t *fsm.Task) bool {
 	return t.State == fsm.TaskReady && w.mine(t.To)
 }
 
-// takeTask reads the offered task, claims it and does it. It returns the offer to
-// try again later (a read that failed, a claim refused while the task
-// still looked ready, a task not claimable before its ReadyAt), else nil.
-func (w *agentWatcher) takeTask(ctx context.Context, o taskOffer) *taskOffer {
+// cameBack reports whether t, as shown, is running for this agent under
+// a fence newer than ran, the last it ran t under: given back to it (a
+// modified approval) or claimed before a restart; claiming it again
+// answers that claim.
+func (w *agentWatcher) cameBack(t *fsm.Task, ran uint64) bool {
+	return t.State == fsm.TaskRunning && t.ClaimedBy == w.cfg.ID && t.Fence > ran && w.mine(t.To)
+}
+
+// takeTask reads the offered task, claims it and does it, unless it is
+// running for this agent under a fence no newer than ran (the last it
+// ran the task under). It returns the fence of the claim it ran (0 for
+// none) and the offer to try again later (a read that failed, a claim
+// refused while the task still looked ready, a task not claimable
+// before its ReadyAt), else nil.
+func (w *agentWatcher) takeTask(ctx context.Context, o taskOffer, ran uint64) (uint64, *taskOffer) {
 	// Read it whole (an update on the stream lacks the description and
 	// context) and as it is now (a replayed update may be long stale).
 	t, err := w.tasks.Task(ctx, o.id)
 	if err != nil {
 		if ctx.Err() != nil || errors.Is(err, fsm.ErrNotFound) {
-			return nil
+			return 0, nil
 		}
-		return w.reoffer(o, "read task", err)
+		return 0, w.reoffer(o, "read task", err)
 	}
 	switch {
 	case !w.mine(t.To):
 		w.log.Debug("watcher: task not of our queues", "task", t.ID, "to", t.To)
-		return nil
+		return 0, nil
+	case w.cameBack(t, ran):
+		// Claimed before a restart, by a claim whose answer was lost (this
+		// watcher runs no task twice at once), or given back by a modified
+		// approval: claiming again answers the current claim.
 	case t.State == fsm.TaskRunning && t.ClaimedBy == w.cfg.ID:
-		// Claimed before a restart, or by a claim whose answer was lost
-		// (this watcher runs no task twice at once): claiming again
-		// answers the current claim.
+		w.log.Debug("watcher: task already run under its fence", "task", t.ID, "fence", t.Fence)
+		return 0, nil
 	case t.State == fsm.TaskRunning:
 		w.log.Info("watcher: task claimed by another agent", "task", t.ID, "claimed_by", t.ClaimedBy)
-		return nil
+		return 0, nil
 	case t.State != fsm.TaskReady:
 		w.log.Debug("watcher: task not ready", "task", t.ID, "state", t.State)
-		return nil
+		return 0, nil
 	case t.ReadyAt != nil && time.Until(*t.ReadyAt) > 0:
-		return &taskOffer{id: t.ID, task: t, notBefore: *t.ReadyAt, tries: o.tries}
+		return 0, &taskOffer{id: t.ID, task: t, notBefore: *t.ReadyAt, tries: o.tries}
 	}
 	claim, err := w.tasks.ClaimTask(ctx, t.ID, w.cfg.ID)
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:
-		return nil
+		return 0, nil
 	case errors.Is(err, fsm.ErrConflict):
 		// Another agent won (the usual case), or our clock ran ahead of the
 		// leader's past a backoff: read it again to know which.
-		return w.reoffer(o, "claim", err)
+		return 0, w.reoffer(o, "claim", err)
 	case errors.Is(err, fsm.ErrForbidden), errors.Is(err, fsm.ErrNotFound), errors.Is(err, fsm.ErrInvalid):
 		w.log.Warn("watcher: claim refused", "task", t.ID, "to", t.To, "err", err)
-		return nil
+		return 0, nil
 	default:
-		return w.reoffer(o, "claim", err)
+		return 0, w.reoffer(o, "claim", err)
 	}
 	w.runTask(ctx, t, claim)
-	return nil
+	return claim.Fence, nil
 }
 
 // reoffer is o again after a delay that doubles with its tries, or nil
@@ -281,7 +327,7 @@ func (w *agentWatcher) runTask(ctx context.Context, t *fsm.Task, claim fsm.TaskR
 	<-kept
 	switch {
 	case l.isLost():
-		w.taskEnded(false, 0, "lost the claim of task "+t.ID+": its lease lapsed")
+		w.taskEnded(runFailed, 0, "lost the claim of task "+t.ID+": its lease lapsed")
 	case !ok:
 		w.handBack(t, claim)
 	default:
@@ -453,7 +499,9 @@ func taskMessage(t *fsm.Task) *fsm.Message {
 // complete reports comp under the claim's fence, retrying transient
 // errors. A completion the fsm would refuse, or the node does (too large),
 // becomes a failure naming why; a conflict means the claim lapsed and
-// another attempt owns the task now: the work is dropped.
+// another attempt owns the task now: the work is dropped. A
+// requires_approval completion leaves the task awaiting its approval,
+// with no lease: the run is over, the task not done.
 func (w *agentWatcher) complete(ctx context.Context, t *fsm.Task, claim fsm.TaskResult, comp fsm.TaskCompletion, start time.Time) {
 	cmd := fsm.TaskCompleteCommand{ID: t.ID, Agent: w.cfg.ID, Fence: claim.Fence, Completion: comp}
 	if err := cmd.Validate(); err != nil {
@@ -468,19 +516,22 @@ func (w *agentWatcher) complete(ctx context.Context, t *fsm.Task, claim fsm.Task
 		case err == nil:
 			c := cmd.Completion
 			w.log.Info("watcher: task completed", "task", t.ID, "status", c.Status, "fence", claim.Fence)
-			lastErr := ""
-			if c.Status == fsm.TaskStatusFailure {
-				lastErr = "task " + t.ID + " failed"
+			outcome, lastErr := runSucceeded, ""
+			switch c.Status {
+			case fsm.TaskStatusRequiresApproval:
+				outcome = runAwaits
+			case fsm.TaskStatusFailure:
+				outcome, lastErr = runFailed, "task "+t.ID+" failed"
 				if c.Error != nil {
 					lastErr += ": " + c.Error.ErrorType + ": " + c.Error.ErrorMessage
 				}
 			}
-			w.taskEnded(c.Status != fsm.TaskStatusFailure, time.Since(start), lastErr)
+			w.taskEnded(outcome, time.Since(start), lastErr)
 			return
 		case errors.Is(err, fsm.ErrConflict):
 			w.log.Warn("watcher: completion refused: the claim lapsed and the task is another attempt's; dropping the work",
 				"task", t.ID, "fence", claim.Fence, "err", err)
-			w.taskEnded(false, 0, "completion of task "+t.ID+" refused: "+err.Error())
+			w.taskEnded(runFailed, 0, "completion of task "+t.ID+" refused: "+err.Error())
 			return
 		case !fellBack && (errors.Is(err, fsm.ErrInvalid) || errors.Is(err, transport.ErrTooLarge)):
 			// What the CLI reported does not fit (over the node's body
@@ -491,7 +542,7 @@ func (w *agentWatcher) complete(ctx context.Context, t *fsm.Task, claim fsm.Task
 			continue
 		case errors.Is(err, fsm.ErrInvalid), errors.Is(err, fsm.ErrForbidden), errors.Is(err, fsm.ErrNotFound):
 			w.log.Warn("watcher: completion refused; dropping the work", "task", t.ID, "err", err)
-			w.taskEnded(false, 0, "completion of task "+t.ID+" refused: "+err.Error())
+			w.taskEnded(runFailed, 0, "completion of task "+t.ID+" refused: "+err.Error())
 			return
 		}
 		if ctx.Err() != nil {

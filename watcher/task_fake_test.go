@@ -2,6 +2,7 @@ package watcher
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -17,7 +18,9 @@ import (
 // tests: claims only by an agent of the task's queue (403), of a ready
 // task from its ReadyAt (409), a retried claim by the claimant answers
 // its claim; progress, complete and handoff only by the claimant with the
-// current fence (409); fences count up. Hooks may refuse a call first.
+// current fence (409); fences count up. A requires_approval completion
+// leaves the task awaiting its approval (modify gives it back). Hooks may
+// refuse a call first.
 type fakeTasks struct {
 	mu     sync.Mutex
 	tasks  map[string]*fsm.Task
@@ -35,7 +38,10 @@ type fakeTasks struct {
 	onClaim    func(id, agent string) error
 	onProgress func(fsm.TaskProgressCommand) error
 	onComplete func(fsm.TaskCompleteCommand) error
-	changed    chan struct{} // closed and renewed on every change
+	// afterComplete sees the task a completion changed, before the
+	// answer.
+	afterComplete func(*fsm.Task)
+	changed       chan struct{} // closed and renewed on every change
 }
 
 func newFakeTasks() *fakeTasks {
@@ -225,13 +231,30 @@ func (f *fakeTasks) CompleteTask(_ context.Context, cmd fsm.TaskCompleteCommand)
 		return fsm.TaskResult{}, err
 	}
 	f.index++
-	t.State = fsm.TaskSucceeded
-	if cmd.Completion.Status == fsm.TaskStatusFailure {
+	t.State, t.LeaseExpires = fsm.TaskSucceeded, nil
+	switch cmd.Completion.Status {
+	case fsm.TaskStatusFailure:
 		t.State = fsm.TaskFailed
+	case fsm.TaskStatusRequiresApproval:
+		t.State, t.ApprovalID, t.ApprovedAction = fsm.TaskAwaitingApproval, fmt.Sprintf("appr-%s-%d", t.ID, t.Fence), nil
 	}
 	c := cmd.Completion
 	t.Completion = &c
+	if f.afterComplete != nil {
+		f.afterComplete(t)
+	}
 	return fsm.TaskResult{ID: t.ID, Seq: f.index, State: t.State}, nil
+}
+
+// modifyLocked is what an approver's modify of t's approval does (t
+// awaits it): t runs again for its claimant under a new fence and lease,
+// with the approved action. Under mu.
+func (f *fakeTasks) modifyLocked(t *fsm.Task, action string) {
+	f.index++
+	lease := time.Now().Add(time.Duration(t.TimeoutSeconds) * time.Second)
+	t.State, t.Fence, t.LeaseExpires, t.Completion = fsm.TaskRunning, f.index, &lease, nil
+	t.ApprovedAction = json.RawMessage(action)
+	f.changedLocked()
 }
 
 func (f *fakeTasks) HandoffTask(_ context.Context, cmd fsm.TaskHandoffCommand) (fsm.TaskResult, error) {

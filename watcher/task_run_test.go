@@ -2,8 +2,11 @@ package watcher
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -68,6 +71,110 @@ func TestRunDoesTasks(t *testing.T) {
 		p, err := cl.AgentPresence(ctx, "bob")
 		return err == nil && p.TasksSucceeded == 2 && p.TasksRunning == 0 && p.MeanDurationMS > 0
 	})
+}
+
+// Against the real API, a CLI's requires_approval completion opens an
+// approval of its proposed action by the task's creator, and the task
+// waits on it: approved, it succeeds; rejected, it fails; modified, the
+// watcher runs it once more, the approved action in its prompt, and it
+// succeeds under the modify's fence. The decisions, sent to the
+// claimant, are not answered as mail; only the modified task ran twice.
+func TestRunTaskApprovals(t *testing.T) {
+	svc, cl := apiNode(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	f, err := Parse(fmt.Appendf(nil, "agents:\n- {id: bob, command: [sh, -c, %q], context_messages: 0}\n", `p=$(cat); echo "$p" > `+dir+`/$MAOS_TASK_ID-$MAOS_TASK_FENCE
+case "$p" in
+  *'{"cmd":"deploy v2"}'*) echo "deployed v2" ;;
+  *) echo '{"type":"complete","result":"requires_approval","proposed_action":{"cmd":"deploy v1","task":"'$MAOS_TASK_ID'"},"rationale":"it deploys"}' ;;
+esac`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(runCtx, f, Options{Client: cl, Logger: slog.New(slog.DiscardHandler), BackoffBase: 10 * time.Millisecond,
+			Heartbeat: 20 * time.Millisecond})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	decisions := map[string]string{"task-yes": fsm.DecisionApprove, "task-no": fsm.DecisionReject, "task-mod": fsm.DecisionModify}
+	first := map[string]uint64{}
+	for _, id := range []string{"task-yes", "task-no", "task-mod"} {
+		if _, err := cl.CreateTask(ctx, fsm.TaskCreateCommand{ID: id, From: "lead", To: "bob", Title: "deploy " + id}); err != nil {
+			t.Fatalf("create %s: %v", id, err)
+		}
+		task := waitTaskState(t, cl, id, fsm.TaskAwaitingApproval)
+		first[id] = task.Fence
+		ap, err := cl.Approval(ctx, task.ApprovalID)
+		if err != nil {
+			t.Fatalf("%s: approval %q: %v", id, task.ApprovalID, err)
+		}
+		if want := `{"cmd":"deploy v1","task":"` + id + `"}`; string(ap.Action) != want || ap.From != "bob" ||
+			!slices.Equal(ap.Approvers, []string{"lead"}) || ap.TaskID != id || ap.Rationale != "it deploys" {
+			t.Errorf("%s: approval %+v; want bob's proposed action %s for lead", id, ap, want)
+		}
+		cmd := fsm.ApprovalDecideCommand{ID: ap.ID, Approver: "lead", Decision: decisions[id], ActionHash: ap.ActionHash}
+		if cmd.Decision == fsm.DecisionModify {
+			cmd.Action = json.RawMessage(`{"cmd":"deploy v2"}`)
+		}
+		if _, err := cl.DecideApproval(ctx, cmd); err != nil {
+			t.Fatalf("%s: %s: %v", id, cmd.Decision, err)
+		}
+	}
+	mod := waitTaskState(t, cl, "task-mod", fsm.TaskSucceeded)
+	if c := mod.Completion; mod.Fence <= first["task-mod"] || c == nil || c.Status != fsm.TaskStatusSuccess || c.Result != "deployed v2" {
+		t.Errorf("task-mod: fence %d (first %d), completion %+v; want the approved action done under the modify's fence", mod.Fence, first["task-mod"], c)
+	}
+	prompt, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("task-mod-%d", mod.Fence)))
+	if !strings.Contains(string(prompt), "lead changed it. Carry out this approved action, not the one you proposed:\n{\"cmd\":\"deploy v2\"}") {
+		t.Errorf("the rerun's prompt lacks the approved action:\n%s", prompt)
+	}
+	waitTaskState(t, cl, "task-yes", fsm.TaskSucceeded)
+	if no := waitTaskState(t, cl, "task-no", fsm.TaskFailed); no.Completion == nil || no.Completion.Error == nil ||
+		no.Completion.Error.ErrorType != fsm.TaskErrorApprovalRejected {
+		t.Errorf("task-no: completion %+v, want approval_rejected", no.Completion)
+	}
+	waitFor(t, "the heartbeats count the rerun alone as a success", func() bool {
+		p, err := cl.AgentPresence(ctx, "bob")
+		return err == nil && p.TasksSucceeded == 1 && p.TasksFailed == 0 && p.TasksRunning == 0
+	})
+	var decided []*fsm.Message
+	waitFor(t, "the three decisions to bob", func() bool {
+		page, err := cl.ChannelPage(ctx, fsm.DefaultChannel, 0, fsm.MaxPageLimit, transport.Strong)
+		if err != nil {
+			return false
+		}
+		decided = nil
+		for _, m := range page.Messages {
+			if m.Type == fsm.TypeHITLDecision && slices.Equal(m.To, fsm.Recipients{"bob"}) {
+				decided = append(decided, m)
+			}
+		}
+		return len(decided) == 3
+	})
+	waitFor(t, "bob's cursor past the decisions (each handled)", func() bool {
+		cur, err := cl.Cursor(ctx, "bob", transport.Strong)
+		return err == nil && !slices.ContainsFunc(decided, func(m *fsm.Message) bool { return cur.Seq < m.Seq })
+	})
+	for _, m := range decided {
+		if r := svc.Stored(ReplyID("bob", m)); r != nil {
+			t.Errorf("the decision %q was answered as mail: %+v", m.Title, r)
+		}
+	}
+	runs, _ := filepath.Glob(filepath.Join(dir, "*"))
+	slices.Sort(runs)
+	want := []string{fmt.Sprintf("task-mod-%d", first["task-mod"]), fmt.Sprintf("task-mod-%d", mod.Fence),
+		fmt.Sprintf("task-no-%d", first["task-no"]), fmt.Sprintf("task-yes-%d", first["task-yes"])}
+	for i := range want {
+		want[i] = filepath.Join(dir, want[i])
+	}
+	if !slices.Equal(runs, want) {
+		t.Errorf("runs %v, want %v: the modified task twice, the others once", runs, want)
+	}
 }
 
 // A dry run reports a delegation as a task, not mail to take; for a tmux

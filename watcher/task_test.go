@@ -1,6 +1,7 @@
 package watcher
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -542,8 +543,9 @@ func TestTaskStopHandsQueueTasksBack(t *testing.T) {
 	}
 }
 
-// The messages that hand a task to its recipients (delegation, handoff)
-// name it in their metadata; every other message is mail.
+// The messages that hand a task to its recipients (delegation, handoff,
+// the decision on its approval to its claimant) name it in their
+// metadata; every other message is mail.
 func TestTaskMessageID(t *testing.T) {
 	for _, c := range []struct {
 		typ, md string
@@ -551,6 +553,9 @@ func TestTaskMessageID(t *testing.T) {
 	}{
 		{"task_delegation", `{"task_id":"task-1"}`, "task-1"},
 		{"handoff", `{"task_id":"task-1","from_claim":7}`, "task-1"},
+		{"hitl_decision", `{"approval_id":"appr-1","task_id":"task-1"}`, "task-1"}, // a task's approval decided
+		{"hitl_decision", `{"approval_id":"appr-1"}`, ""},
+		{"hitl_approval_request", `{"approval_id":"appr-1","task_id":"task-1"}`, ""}, // to the approvers
 		{"task_completion", `{"task_id":"task-1"}`, ""},
 		{"incident", `{"task_id":"task-1"}`, ""},
 		{"task_delegation", `{"other":1}`, ""},
@@ -612,5 +617,138 @@ outro`)
 	long := strings.Repeat("x", fsm.MaxTaskTextBytes) + "END"
 	if c := ParseTaskReport(long).completion(1); len(c.Result) != fsm.MaxTaskTextBytes || !strings.HasSuffix(c.Result, "END") {
 		t.Errorf("a long text is cut to its last %d bytes: %d bytes", fsm.MaxTaskTextBytes, len(c.Result))
+	}
+}
+
+// A complete line with requires_approval is sent as it is, its proposed
+// action included: the task then awaits its approval, holding no lease
+// (no renewal after the completion), and the run counts neither as a
+// success nor as a failure. Its updates while it awaits (the stream's,
+// the decision message's offer) run nothing.
+func TestTaskRequiresApprovalAwaits(t *testing.T) {
+	api := newFakeTasks()
+	w, _ := taskWatcher(t, script("bob", `echo 'I would close it'
+echo '{"type":"complete","result":"requires_approval","proposed_action":{"action_type":"close_issue","issue_number":123},"rationale":"a duplicate of #456","confidence_score":0.96}'`), api)
+	api.add(fsm.Task{ID: "t-ask", To: "bob", Title: "triage #123", TimeoutSeconds: 1})
+	offer(t, w, taskOffer{id: "t-ask"})
+	api.wait(t, "the completion", func(f *fakeTasks) bool { return len(f.completes) == 1 })
+	c := api.completes[0]
+	if c.Completion.Status != fsm.TaskStatusRequiresApproval || c.Completion.Rationale != "a duplicate of #456" ||
+		c.Completion.Result != "I would close it" || c.Fence != api.get("t-ask").Fence {
+		t.Errorf("completion %+v under fence %d; want requires_approval with the rationale and the text, under the claim's fence", c.Completion, c.Fence)
+	}
+	var action map[string]any
+	if err := json.Unmarshal(c.Completion.ProposedAction, &action); err != nil || action["action_type"] != "close_issue" || action["issue_number"] != 123.0 {
+		t.Errorf("proposed_action %s (%v); want the complete line's", c.Completion.ProposedAction, err)
+	}
+	api.wait(t, "the run's end counted", func(*fakeTasks) bool { return w.health().TasksRunning == 0 })
+	if h := w.health(); h.TasksSucceeded != 0 || h.TasksFailed != 0 || h.MeanDurationMS <= 0 {
+		t.Errorf("health %+v; want the run reported, neither succeeded nor failed", h)
+	}
+	task := api.get("t-ask")
+	if task.State != fsm.TaskAwaitingApproval {
+		t.Fatalf("task %s, want awaiting_approval", task.State)
+	}
+	renewals := len(api.progress)
+	offer(t, w, taskOffer{id: "t-ask", task: &task}) // the stream's update
+	offer(t, w, taskOffer{id: "t-ask"})              // the hitl_decision's, say
+	api.wait(t, "the offer by id read", func(f *fakeTasks) bool { return len(f.reads) >= 2 })
+	time.Sleep(time.Second) // three renewal periods of a lease it would hold
+	if len(api.claims) != 1 || len(api.completes) != 1 || len(api.progress) != renewals {
+		t.Errorf("claims %v, %d completions, renewals %d then %d; want the awaiting task left alone", api.claims, len(api.completes), renewals, len(api.progress))
+	}
+}
+
+// A task whose approver modified the proposed action comes back running
+// for its claimant under a new fence: the watcher runs it once more, the
+// approved action in its prompt, and reports under that fence, though
+// the update came while the first run was still ending. Replays of
+// either claim's update run nothing (not even a read).
+func TestTaskModifiedRunsAgainOnce(t *testing.T) {
+	dir := t.TempDir()
+	api := newFakeTasks()
+	w, _ := taskWatcher(t, script("bob", `p=$(cat); echo "$p" > `+dir+`/prompt-$MAOS_TASK_FENCE
+case "$MAOS_TASK_ID:$p" in
+  t-next:*) echo "next done" ;;
+  *'{"cmd":"deploy v2"}'*) echo "deployed v2" ;;
+  *) echo '{"type":"complete","result":"requires_approval","proposed_action":{"cmd":"deploy v1"}}' ;;
+esac`), api)
+	var first, modified fsm.Task
+	api.afterComplete = func(tk *fsm.Task) {
+		if tk.State != fsm.TaskAwaitingApproval || tk.ID != "t-mod" {
+			return
+		}
+		first = *tk
+		api.modifyLocked(tk, `{"cmd":"deploy v2"}`)
+		modified = *tk
+		// The stream's update, while the run that completed has not ended.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if !w.offerTask(ctx, taskOffer{id: tk.ID, task: &modified}) {
+			t.Error("the task loop does not take the modify's update")
+		}
+	}
+	api.add(fsm.Task{ID: "t-mod", To: "bob", Title: "deploy", From: "alice"})
+	offer(t, w, taskOffer{id: "t-mod"})
+	api.wait(t, "the run under the new fence", func(f *fakeTasks) bool { return len(f.completes) == 2 })
+	c1, c2 := api.completes[0], api.completes[1]
+	if c1.Completion.Status != fsm.TaskStatusRequiresApproval || c1.Fence != first.Fence {
+		t.Errorf("first completion %+v under fence %d, want requires_approval under %d", c1.Completion, c1.Fence, first.Fence)
+	}
+	if c2.Completion.Status != fsm.TaskStatusSuccess || c2.Completion.Result != "deployed v2" || c2.Fence != modified.Fence || c2.Fence <= c1.Fence {
+		t.Errorf("second completion %+v under fence %d, want success with the approved action under the new fence %d", c2.Completion, c2.Fence, modified.Fence)
+	}
+	prompt, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("prompt-%d", modified.Fence)))
+	if !strings.Contains(string(prompt), "alice changed it. Carry out this approved action, not the one you proposed:\n{\"cmd\":\"deploy v2\"}") {
+		t.Errorf("the second run's prompt lacks the approved action:\n%s", prompt)
+	}
+	if first, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("prompt-%d", first.Fence))); strings.Contains(string(first), "approved action") {
+		t.Errorf("the first run's prompt names an approved action:\n%s", first)
+	}
+	api.wait(t, "the second run's end counted", func(*fakeTasks) bool { return w.health().TasksSucceeded == 1 })
+
+	reads := len(api.reads)
+	claimed := first
+	claimed.State, claimed.Completion = fsm.TaskRunning, nil
+	offer(t, w, taskOffer{id: "t-mod", task: &claimed})  // the first claim's update, replayed
+	offer(t, w, taskOffer{id: "t-mod", task: &modified}) // the modify's, replayed
+	api.add(fsm.Task{ID: "t-next", To: "bob", Title: "next"})
+	offer(t, w, taskOffer{id: "t-next"}) // taken after the replays
+	api.wait(t, "t-next done", func(f *fakeTasks) bool { return len(f.completes) == 3 })
+	if !slices.Equal(api.claims, []string{"t-mod bob", "t-mod bob", "t-next bob"}) || api.reads[reads] != "t-next" {
+		t.Errorf("claims %v, reads after the runs %v; want t-mod claimed twice (the second answering the modify's claim), the replays not even read",
+			api.claims, api.reads[reads:])
+	}
+	api.wait(t, "t-next's end counted", func(*fakeTasks) bool { return w.health().TasksRunning == 0 })
+	if h := w.health(); h.TasksSucceeded != 2 || h.TasksFailed != 0 {
+		t.Errorf("health %+v; want the rerun and t-next succeeded", h)
+	}
+}
+
+// A task whose approval was approved or rejected has ended: its updates
+// and the decision's offer run nothing again.
+func TestTaskApprovedOrRejectedNotRunAgain(t *testing.T) {
+	api := newFakeTasks()
+	w, _ := taskWatcher(t, script("bob", `echo '{"type":"complete","result":"requires_approval","proposed_action":{"cmd":"ship"}}'`), api)
+	ended := map[string]fsm.TaskState{"t-yes": fsm.TaskSucceeded, "t-no": fsm.TaskFailed}
+	for _, id := range []string{"t-yes", "t-no"} {
+		api.add(fsm.Task{ID: id, To: "bob", Title: "t"})
+		offer(t, w, taskOffer{id: id})
+		api.wait(t, id+" awaiting approval", func(f *fakeTasks) bool { return f.tasks[id].State == fsm.TaskAwaitingApproval })
+		api.set(id, func(t *fsm.Task) { t.State = ended[id] })
+		task := api.get(id)
+		offer(t, w, taskOffer{id: id, task: &task}) // the stream's update
+		offer(t, w, taskOffer{id: id})              // the hitl_decision's
+	}
+	api.add(fsm.Task{ID: "t-next", To: "bob", Title: "t"})
+	offer(t, w, taskOffer{id: "t-next"})
+	api.wait(t, "t-next done", func(f *fakeTasks) bool { return len(f.completes) == 3 })
+	if !slices.Equal(api.claims, []string{"t-yes bob", "t-no bob", "t-next bob"}) {
+		t.Errorf("claims %v; want each task claimed once", api.claims)
+	}
+	for id, state := range ended {
+		if got := api.get(id).State; got != state {
+			t.Errorf("%s is %s, want %s", id, got, state)
+		}
 	}
 }

@@ -244,8 +244,8 @@ func (w *agentWatcher) doesTasks() bool { return w.opts.DryRun == nil && w.cfg.D
 
 // stream feeds msgs from the agent's inbox after after and, when it does
 // tasks, offers the task loop the updates of the agent's tasks (the
-// stream's ?agent= carries those of its queues), reconnecting after the
-// last event it passed on.
+// stream's ?agent= carries those of its queues and those it claimed),
+// reconnecting after the last event it passed on.
 func (w *agentWatcher) stream(ctx context.Context, after uint64, msgs chan<- *fsm.Message) {
 	q := transport.StreamQuery{Agent: w.cfg.ID, After: after, Tasks: transport.StreamTasksNone}
 	if w.doesTasks() {
