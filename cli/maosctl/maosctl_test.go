@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -63,8 +64,37 @@ func runApp(addr, stdin string, args ...string) runResult {
 	app.Writer = &out
 	app.ErrWriter = &errOut
 	app.Reader = strings.NewReader(stdin)
+	release := parseSerially(app.Commands)
+	defer release()
 	err := app.Run(append([]string{"maosctl", "--addr", addr}, args...))
 	return runResult{out: out.String(), errOut: errOut.String(), err: err}
+}
+
+// parsing is held from an app's Run until its command's action starts.
+// urfave/cli v2 keeps HelpFlag and the help command as package variables
+// that every Run writes while it parses, so two apps of one process (a
+// test's background wait and the command that ends it) must not parse at
+// once; their actions may run together.
+var parsing sync.Mutex
+
+// parseSerially takes parsing and wraps every action of cmds to give it
+// back when the action starts; the returned func gives it back if no
+// action ran (a parse error, --help). Both are safe to call twice.
+func parseSerially(cmds []*cli.Command) (release func()) {
+	parsing.Lock()
+	var once sync.Once
+	release = func() { once.Do(parsing.Unlock) }
+	var wrap func([]*cli.Command)
+	wrap = func(cmds []*cli.Command) {
+		for _, cmd := range cmds {
+			if action := cmd.Action; action != nil {
+				cmd.Action = func(c *cli.Context) error { release(); return action(c) }
+			}
+			wrap(cmd.Subcommands)
+		}
+	}
+	wrap(cmds)
+	return release
 }
 
 // ok runs args and fails the test unless the command succeeded.
