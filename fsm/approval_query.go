@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -90,11 +89,6 @@ func (f *FSM) Approvals(q ApprovalQuery) (ApprovalPage, error) {
 	if err := q.Validate(); err != nil {
 		return page, err
 	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = DefaultPageLimit
-	}
-	limit = min(limit, MaxPageLimit)
 	err := f.view(func(tx *bbolt.Tx) error {
 		var next func() (uint64, bool)
 		var who *Agent
@@ -112,20 +106,15 @@ func (f *FSM) Approvals(q ApprovalQuery) (ApprovalPage, error) {
 		default:
 			next = approvalSeqsAfter(tx, 0, "", q.After)
 		}
-		for seq, ok := next(); ok; seq, ok = next() {
-			ap, err := getApproval(tx, seq)
-			if err != nil {
-				return fmt.Errorf("fsm: approvals: %w", err)
-			}
-			if (q.State != "" && ap.State != q.State) || (q.From != "" && ap.From != q.From) ||
-				(q.Approver != "" && !MayDecide(q.Approver, who, ap)) {
-				continue
-			}
-			if len(page.Approvals) == limit {
-				page.HasMore = true
-				return nil
-			}
-			page.Approvals = append(page.Approvals, ap)
+		match := func(ap *Approval) bool {
+			return (q.State == "" || ap.State == q.State) && (q.From == "" || ap.From == q.From) &&
+				(q.Approver == "" || MayDecide(q.Approver, who, ap))
+		}
+		var err error
+		page.Approvals, page.HasMore, err = seqPage(next, q.Limit,
+			func(seq uint64) (*Approval, error) { return getApproval(tx, seq) }, match)
+		if err != nil {
+			return fmt.Errorf("fsm: approvals: %w", err)
 		}
 		return nil
 	})
@@ -211,26 +200,13 @@ func approverSeqsAfter(tx *bbolt.Tx, kind byte, agent string, who *Agent, after 
 // ≤ 0: DefaultPageLimit; capped at MaxPageLimit). The stream interleaves
 // them with the messages and task updates by Event.Seq.
 func (f *FSM) ApprovalEvents(after uint64, limit int) (ApprovalUpdatePage, error) {
-	if limit <= 0 {
-		limit = DefaultPageLimit
-	}
-	limit = min(limit, MaxPageLimit)
 	page := ApprovalUpdatePage{Updates: []ApprovalUpdate{}}
 	err := f.view(func(tx *bbolt.Tx) error {
-		c := tx.Bucket(bucketApprovalEvents).Cursor()
-		var at uint64
-		for k, v := c.Seek(u64(after + 1)); k != nil; k, v = c.Next() {
-			index, seq := binary.BigEndian.Uint64(k), binary.BigEndian.Uint64(k[8:])
-			if index != at && len(page.Updates) >= limit {
-				page.HasMore = true
-				return nil
-			}
-			at = index
-			u, err := approvalUpdate(tx, seq, index, v)
-			if err != nil {
-				return fmt.Errorf("fsm: approval events: %w", err)
-			}
-			page.Updates = append(page.Updates, u)
+		var err error
+		page.Updates, page.HasMore, err = objectEvents(tx, bucketApprovalEvents, after, limit,
+			func(seq, index uint64, v []byte) (ApprovalUpdate, error) { return approvalUpdate(tx, seq, index, v) })
+		if err != nil {
+			return fmt.Errorf("fsm: approval events: %w", err)
 		}
 		return nil
 	})

@@ -1,9 +1,7 @@
 package fsm
 
 import (
-	"bytes"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -140,69 +138,30 @@ func putApproval(tx *bbolt.Tx, before approvalKeys, ap *Approval, ev ApprovalEve
 		before.index(idx, ap, false)
 		after.index(idx, ap, true)
 	}
-	evData, err := json.Marshal(ev)
-	if err != nil {
-		panic(fmt.Sprintf("fsm: approval %s: encode event: %v", ap.ID, err))
-	}
-	mustPut(tx.Bucket(bucketApprovalHistory), taskPairKey(0, ap.Seq, ev.Seq), evData)
 	snap := *ap
 	snap.Context = nil
-	snapData, err := json.Marshal(&snap)
-	if err != nil {
-		panic(fmt.Sprintf("fsm: approval %s: encode: %v", ap.ID, err))
-	}
-	mustPut(tx.Bucket(bucketApprovalEvents), taskPairKey(0, ev.Seq, ap.Seq), snapData)
+	putObjectEvent(tx, bucketApprovalHistory, bucketApprovalEvents, "approval", ap.ID, ap.Seq, ev.Seq, ev, &snap)
 }
 
 // approvalHistory reads the events of approval seq, oldest first.
 func approvalHistory(tx *bbolt.Tx, seq uint64) ([]ApprovalEvent, error) {
-	out := []ApprovalEvent{}
-	prefix := u64(seq)
-	c := tx.Bucket(bucketApprovalHistory).Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		var ev ApprovalEvent
-		if err := json.Unmarshal(v, &ev); err != nil {
-			return nil, fmt.Errorf("approval at seq %d: event %d: decode: %w", seq, binary.BigEndian.Uint64(k[8:]), err)
-		}
-		out = append(out, ev)
-	}
-	return out, nil
+	return objectHistory[ApprovalEvent](tx, bucketApprovalHistory, "approval", seq)
 }
 
 // approvalEventAt reads the event of approval seq at entry index.
 func approvalEventAt(tx *bbolt.Tx, seq, index uint64) (ApprovalEvent, error) {
-	var ev ApprovalEvent
-	v := tx.Bucket(bucketApprovalHistory).Get(taskPairKey(0, seq, index))
-	if v == nil {
-		return ev, fmt.Errorf("approval at seq %d: no event at index %d", seq, index)
-	}
-	if err := json.Unmarshal(v, &ev); err != nil {
-		return ev, fmt.Errorf("approval at seq %d: event %d: decode: %w", seq, index, err)
-	}
-	return ev, nil
+	return objectEventAt[ApprovalEvent](tx, bucketApprovalHistory, "approval", seq, index)
 }
 
 // approvalsDueBy lists the seqs of the pending approvals whose deadline is
 // at or before ts, earliest first.
 func approvalsDueBy(tx *bbolt.Tx, ts int64) []uint64 {
-	var out []uint64
-	c := tx.Bucket(bucketApprovalIndex).Cursor()
-	for k, _ := c.Seek([]byte{aidxDeadline}); k != nil && k[0] == aidxDeadline; k, _ = c.Next() {
-		if int64(binary.BigEndian.Uint64(k[1:])) > ts {
-			break
-		}
-		out = append(out, binary.BigEndian.Uint64(k[9:]))
-	}
-	return out
+	return pairSeqsUpTo(tx.Bucket(bucketApprovalIndex), aidxDeadline, ts)
 }
 
 // firstApprovalDeadline is the earliest deadline of a pending approval.
 func firstApprovalDeadline(tx *bbolt.Tx) (int64, bool) {
-	k, _ := tx.Bucket(bucketApprovalIndex).Cursor().Seek([]byte{aidxDeadline})
-	if k == nil || k[0] != aidxDeadline {
-		return 0, false
-	}
-	return int64(binary.BigEndian.Uint64(k[1:])), true
+	return firstPairAt(tx.Bucket(bucketApprovalIndex), aidxDeadline)
 }
 
 // liveDecisions are the decisions of history that count on the current

@@ -59,11 +59,6 @@ func (f *FSM) Tasks(q TaskQuery) (TaskPage, error) {
 	if err := q.Validate(); err != nil {
 		return page, err
 	}
-	limit := q.Limit
-	if limit <= 0 {
-		limit = DefaultPageLimit
-	}
-	limit = min(limit, MaxPageLimit)
 	var kind byte
 	var name string
 	switch {
@@ -83,20 +78,11 @@ func (f *FSM) Tasks(q TaskQuery) (TaskPage, error) {
 			(q.From == "" || t.From == q.From) && (q.ClaimedBy == "" || t.ClaimedBy == q.ClaimedBy)
 	}
 	err := f.view(func(tx *bbolt.Tx) error {
-		next := taskSeqsAfter(tx, kind, name, q.After)
-		for seq, ok := next(); ok; seq, ok = next() {
-			t, err := getTask(tx, seq)
-			if err != nil {
-				return fmt.Errorf("fsm: tasks: %w", err)
-			}
-			if !match(t) {
-				continue
-			}
-			if len(page.Tasks) == limit {
-				page.HasMore = true
-				return nil
-			}
-			page.Tasks = append(page.Tasks, t)
+		var err error
+		page.Tasks, page.HasMore, err = seqPage(taskSeqsAfter(tx, kind, name, q.After), q.Limit,
+			func(seq uint64) (*Task, error) { return getTask(tx, seq) }, match)
+		if err != nil {
+			return fmt.Errorf("fsm: tasks: %w", err)
 		}
 		return nil
 	})
@@ -165,26 +151,13 @@ type TaskUpdatePage struct {
 // after the last update's Event.Seq loses nothing. It reads the updates it
 // returns and, per update, the task's unchanging fields.
 func (f *FSM) TaskEvents(after uint64, limit int) (TaskUpdatePage, error) {
-	if limit <= 0 {
-		limit = DefaultPageLimit
-	}
-	limit = min(limit, MaxPageLimit)
 	page := TaskUpdatePage{Updates: []TaskUpdate{}}
 	err := f.view(func(tx *bbolt.Tx) error {
-		c := tx.Bucket(bucketTaskEvents).Cursor()
-		var at uint64
-		for k, v := c.Seek(u64(after + 1)); k != nil; k, v = c.Next() {
-			index, seq := binary.BigEndian.Uint64(k), binary.BigEndian.Uint64(k[8:])
-			if index != at && len(page.Updates) >= limit {
-				page.HasMore = true
-				return nil
-			}
-			at = index
-			u, err := taskUpdate(tx, seq, index, v)
-			if err != nil {
-				return fmt.Errorf("fsm: task events: %w", err)
-			}
-			page.Updates = append(page.Updates, u)
+		var err error
+		page.Updates, page.HasMore, err = objectEvents(tx, bucketTaskEvents, after, limit,
+			func(seq, index uint64, v []byte) (TaskUpdate, error) { return taskUpdate(tx, seq, index, v) })
+		if err != nil {
+			return fmt.Errorf("fsm: task events: %w", err)
 		}
 		return nil
 	})

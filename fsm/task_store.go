@@ -178,46 +178,19 @@ func putTask(tx *bbolt.Tx, before taskKeys, t *Task, ev TaskEvent) {
 		before.index(idx, t.Seq, false)
 		after.index(idx, t.Seq, true)
 	}
-	evData, err := json.Marshal(ev)
-	if err != nil {
-		panic(fmt.Sprintf("fsm: task %s: encode event: %v", t.ID, err))
-	}
-	mustPut(tx.Bucket(bucketTaskHistory), taskPairKey(0, t.Seq, ev.Seq), evData)
 	snap := *t
 	snap.Description, snap.Context, snap.History = "", nil, nil
-	snapData, err := json.Marshal(&snap)
-	if err != nil {
-		panic(fmt.Sprintf("fsm: task %s: encode: %v", t.ID, err))
-	}
-	mustPut(tx.Bucket(bucketTaskEvents), taskPairKey(0, ev.Seq, t.Seq), snapData)
+	putObjectEvent(tx, bucketTaskHistory, bucketTaskEvents, "task", t.ID, t.Seq, ev.Seq, ev, &snap)
 }
 
 // history reads the events of task seq, oldest first.
 func history(tx *bbolt.Tx, seq uint64) ([]TaskEvent, error) {
-	out := []TaskEvent{}
-	prefix := u64(seq)
-	c := tx.Bucket(bucketTaskHistory).Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		var ev TaskEvent
-		if err := json.Unmarshal(v, &ev); err != nil {
-			return nil, fmt.Errorf("task at seq %d: event %d: decode: %w", seq, binary.BigEndian.Uint64(k[8:]), err)
-		}
-		out = append(out, ev)
-	}
-	return out, nil
+	return objectHistory[TaskEvent](tx, bucketTaskHistory, "task", seq)
 }
 
 // eventAt reads the event of task seq at entry index.
 func eventAt(tx *bbolt.Tx, seq, index uint64) (TaskEvent, error) {
-	var ev TaskEvent
-	v := tx.Bucket(bucketTaskHistory).Get(taskPairKey(0, seq, index))
-	if v == nil {
-		return ev, fmt.Errorf("task at seq %d: no event at index %d", seq, index)
-	}
-	if err := json.Unmarshal(v, &ev); err != nil {
-		return ev, fmt.Errorf("task at seq %d: event %d: decode: %w", seq, index, err)
-	}
-	return ev, nil
+	return objectEventAt[TaskEvent](tx, bucketTaskHistory, "task", seq, index)
 }
 
 // firstEvent and lastEvent read the oldest and newest event of task seq.
@@ -258,13 +231,5 @@ func dependents(tx *bbolt.Tx, seq uint64) []uint64 {
 // leasesUpTo lists the seqs of the running tasks whose lease ends at or
 // before ts, earliest end first.
 func leasesUpTo(tx *bbolt.Tx, ts int64) []uint64 {
-	var out []uint64
-	c := tx.Bucket(bucketTaskIndex).Cursor()
-	for k, _ := c.Seek([]byte{tidxLease}); k != nil && k[0] == tidxLease; k, _ = c.Next() {
-		if int64(binary.BigEndian.Uint64(k[1:])) > ts {
-			break
-		}
-		out = append(out, binary.BigEndian.Uint64(k[9:]))
-	}
-	return out
+	return pairSeqsUpTo(tx.Bucket(bucketTaskIndex), tidxLease, ts)
 }

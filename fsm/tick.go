@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -168,11 +167,7 @@ func (f *FSM) NextDeadline() (deadline time.Time, ok bool) {
 // first approval deadline, or the time of the oldest queued message,
 // whichever is earliest.
 func nextDue(tx *bbolt.Tx) (time.Time, bool) {
-	var due int64
-	found := false
-	if k, _ := tx.Bucket(bucketTaskIndex).Cursor().Seek([]byte{tidxLease}); k != nil && k[0] == tidxLease {
-		due, found = int64(binary.BigEndian.Uint64(k[1:])), true
-	}
+	due, found := firstPairAt(tx.Bucket(bucketTaskIndex), tidxLease)
 	if d, ok := firstApprovalDeadline(tx); ok && (!found || d < due) {
 		due, found = d, true
 	}
