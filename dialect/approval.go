@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/maos-project/maos/fsm"
 )
@@ -78,18 +77,8 @@ func MapApproval(raw []byte, registered func(id string) bool) (*fsm.ApprovalRequ
 	if id != "" {
 		c.ID = mapID(id, "original_id", setCtxString)
 	}
-	from, err := s("from", "from_agent")
-	if err != nil {
+	if c.From, err = mapFrom(obj, "from_agent", setCtxString); err != nil {
 		return nil, err
-	}
-	if from == "" {
-		return nil, fieldErr("from_agent", "missing: no from or from_agent field")
-	}
-	if c.From = SanitizeName(from); c.From == "" {
-		return nil, fieldErr("from_agent", "%q has no letter or digit", from)
-	}
-	if c.From != from {
-		setCtx("original_from", from)
 	}
 	if c.Approvers, err = mapApprovers(obj, registered, setCtx); err != nil {
 		return nil, err
@@ -122,9 +111,7 @@ func MapApproval(raw []byte, registered func(id string) bool) (*fsm.ApprovalRequ
 	if p, err := s("priority"); err != nil {
 		return nil, err
 	} else if p != "" {
-		if c.Priority = mapPriority(p); string(c.Priority) != p {
-			setCtx("original_priority", p)
-		}
+		c.Priority = priorityOf(p, setCtxString)
 	}
 	for _, f := range []struct {
 		key  string
@@ -145,31 +132,13 @@ func MapApproval(raw []byte, registered func(id string) bool) (*fsm.ApprovalRequ
 	for i, o := range c.Options {
 		c.Options[i] = strings.ToLower(strings.TrimSpace(o))
 	}
-	ch, err := s("session_id", "channel")
-	if err != nil {
+	if c.Channel, err = mapChannel(obj, setCtxString); err != nil {
 		return nil, err
 	}
-	if ch != "" {
-		if c.Channel = SanitizeName(ch); c.Channel == "" {
-			return nil, fieldErr("channel", "%q has no letter or digit", ch)
-		}
-		if c.Channel != ch {
-			setCtx("original_session_id", ch)
-		}
-	}
-	if len(ctx) > 0 {
-		b, err := json.Marshal(ctx) // keys sorted, values compacted
-		if err != nil {
-			return nil, fieldErr("context", "%v", err)
-		}
-		c.Context = b
-	}
-	check := *c
-	check.Normalize(time.Time{})
-	if err := check.Validate(); err != nil {
+	if c.Context, err = contextJSON("context", ctx); err != nil {
 		return nil, err
 	}
-	return c, nil
+	return checked(c)
 }
 
 // mapApprovers resolves approvers_tagged ("@name", "@role:NAME") against

@@ -173,12 +173,8 @@ func Map(raw []byte, p Place, opt Options) (*fsm.Message, error) {
 	if from == "" {
 		return nil, fieldErr("from", "missing: no from or from_agent field%s", p.where(" (not in an outbox)"))
 	}
-	m.From = SanitizeName(from)
-	if m.From == "" {
-		return nil, fieldErr("from", "%q has no letter or digit", from)
-	}
-	if m.From != from {
-		setMeta("original_from", from)
+	if m.From, err = sanitized("from", from, "original_from", setMeta); err != nil {
+		return nil, err
 	}
 	to, err := recipients(obj)
 	if err != nil {
@@ -239,10 +235,7 @@ func Map(raw []byte, p Place, opt Options) (*fsm.Message, error) {
 	}
 	m.Title = cleanTitle(title)
 	if p, _ := s("priority"); p != "" {
-		m.Priority = mapPriority(p)
-		if string(m.Priority) != p {
-			setMeta("original_priority", p)
-		}
+		m.Priority = priorityOf(p, setMeta)
 	}
 
 	// content
@@ -301,19 +294,10 @@ func Map(raw []byte, p Place, opt Options) (*fsm.Message, error) {
 	}
 	m.Timestamp = ts
 
-	if len(meta) > 0 {
-		b, err := json.Marshal(meta) // keys sorted, values compacted
-		if err != nil {
-			return nil, fieldErr("metadata", "%v", err)
-		}
-		m.Metadata = b
-	}
-	check := *m
-	check.Normalize(time.Time{})
-	if err := check.Validate(); err != nil {
+	if m.Metadata, err = contextJSON("metadata", meta); err != nil {
 		return nil, err
 	}
-	return m, nil
+	return checked(m)
 }
 
 // SanitizeName maps s onto the maos name rule (fsm.NamePattern):

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/maos-project/maos/fsm"
 )
@@ -148,18 +147,8 @@ func mapTaskCreate(obj map[string]json.RawMessage) (*fsm.TaskCreateCommand, erro
 	if id != "" {
 		c.ID = mapID(id, "original_id", setCtx)
 	}
-	from, err := s("from", "from_agent")
-	if err != nil {
+	if c.From, err = mapFrom(obj, "from", setCtx); err != nil {
 		return nil, err
-	}
-	if from == "" {
-		return nil, fieldErr("from", "missing: no from or from_agent field")
-	}
-	if c.From = SanitizeName(from); c.From == "" {
-		return nil, fieldErr("from", "%q has no letter or digit", from)
-	}
-	if c.From != from {
-		setCtx("original_from", from)
 	}
 	to, err := recipients(obj)
 	if err != nil {
@@ -197,9 +186,7 @@ func mapTaskCreate(obj map[string]json.RawMessage) (*fsm.TaskCreateCommand, erro
 		if err := json.Unmarshal(v, &p); err != nil {
 			return nil, fieldErr(name, "want a string, got %s", truncate(string(v), 40))
 		}
-		if c.Priority = mapPriority(p); string(c.Priority) != p {
-			setCtx("original_priority", p)
-		}
+		c.Priority = priorityOf(p, setCtx)
 	}
 	for _, f := range []struct {
 		key string
@@ -211,31 +198,13 @@ func mapTaskCreate(obj map[string]json.RawMessage) (*fsm.TaskCreateCommand, erro
 			}
 		}
 	}
-	ch, err := s("session_id", "channel")
-	if err != nil {
+	if c.Channel, err = mapChannel(obj, setCtx); err != nil {
 		return nil, err
 	}
-	if ch != "" {
-		if c.Channel = SanitizeName(ch); c.Channel == "" {
-			return nil, fieldErr("channel", "%q has no letter or digit", ch)
-		}
-		if c.Channel != ch {
-			setCtx("original_session_id", ch)
-		}
-	}
-	if len(ctx) > 0 {
-		b, err := json.Marshal(ctx) // keys sorted, values compacted
-		if err != nil {
-			return nil, fieldErr("context", "%v", err)
-		}
-		c.Context = b
-	}
-	check := *c
-	check.Normalize(time.Time{})
-	if err := check.Validate(); err != nil {
+	if c.Context, err = contextJSON("context", ctx); err != nil {
 		return nil, err
 	}
-	return c, nil
+	return checked(c)
 }
 
 func mapTaskCompletion(obj map[string]json.RawMessage) (*fsm.TaskCompleteCommand, error) {

@@ -2,15 +2,16 @@ package maosctl
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
 	"github.com/urfave/cli/v2"
 )
 
@@ -62,15 +63,6 @@ $MAOS_AGENT_ID. Add --json for the API's objects.`,
 	}
 }
 
-// approvalID is the command's one positional argument, the approval's id.
-func approvalID(c *cli.Context) (string, error) {
-	pos, err := positionalArgs(c, "ID")
-	if err != nil {
-		return "", err
-	}
-	return pos[0], nil
-}
-
 // actionFlag is the JSON value of flag name; "-" reads it from stdin. A
 // value that is not JSON is a usage error.
 func actionFlag(c *cli.Context, name string) (json.RawMessage, error) {
@@ -78,12 +70,7 @@ func actionFlag(c *cli.Context, name string) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !json.Valid([]byte(text)) {
-		var v any
-		err := json.Unmarshal([]byte(text), &v)
-		return nil, usagef(c, "--%s: not one JSON value (%v)", name, err)
-	}
-	return json.RawMessage(text), nil
+	return rawJSON(c, name, text, "not one JSON value")
 }
 
 func approvalRequestCommand() *cli.Command {
@@ -166,23 +153,11 @@ func approvalRequest(c *cli.Context) error {
 	if cmd.Quorum < 1 {
 		return usagef(c, "--quorum %d: want at least 1", cmd.Quorum)
 	}
-	if cmd.ID == "" && fsm.ValidName(cmd.From) {
-		// Fixed before the first try, so a request that timed out can be
-		// checked (maosctl approval show ID) and retried with --id.
-		cmd.ID = fsm.NewApprovalID(cmd.From, time.Now())
-	}
-	// The global --timeout bounds the call: request's own is the approval's.
-	root := rootContext(c)
-	ctx, cancel := call(root)
-	defer cancel()
-	res, err := apiClient(c).RequestApproval(ctx, cmd)
+	res, err := createObject(c, "approval", &cmd.ID, cmd.From, fsm.NewApprovalID,
+		func(ctx context.Context, client *transport.Client) (fsm.ApprovalResult, error) {
+			return client.RequestApproval(ctx, cmd)
+		})
 	if err != nil {
-		maybe := maybeCommitted(err)
-		err = apiError(root, err)
-		if maybe {
-			err = fmt.Errorf("%w\nthe approval may or may not be stored: check with 'maosctl approval show %s'; "+
-				"retrying with --id %s is safe", err, cmd.ID, cmd.ID)
-		}
 		return err
 	}
 	return printResult(c, res, "requested %s: %s, %d of %d approvals, action %s (seq %d)\n",
@@ -204,14 +179,11 @@ match; --approver matches the approvals that list the agent by id or by
 its registered role. States: pending, approved, rejected, expired,
 cancelled. The read sees every write acknowledged before it. With --json,
 GET /v1/approvals's answer {"approvals","has_more"} (without decisions).`,
-		Flags: []cli.Flag{
+		Flags: listFlags("approval",
 			&cli.StringFlag{Name: "state", Usage: "only approvals in `STATE`"},
 			&cli.StringFlag{Name: "approver", Usage: "only approvals agent `ID` may decide"},
 			&cli.StringFlag{Name: "from", Usage: "only approvals agent `ID` requested"},
-			&cli.Uint64Flag{Name: "after", Usage: "start after the approval with seq `SEQ` (the next page)"},
-			&cli.IntFlag{Name: "limit", Usage: "at most `N` approvals (at most 1000)", Value: fsm.DefaultPageLimit},
-			jsonFlag(),
-		},
+		),
 		Action: approvalList,
 	}
 }
@@ -229,29 +201,10 @@ func approvalList(c *cli.Context) error {
 	if err != nil {
 		return apiError(c, err)
 	}
-	if page.Approvals == nil {
-		page.Approvals = []*fsm.Approval{}
-	}
-	if wantJSON(c) {
-		return printJSON(c.App.Writer, page)
-	}
-	w := c.App.Writer
-	if len(page.Approvals) == 0 {
-		_, err := fmt.Fprintln(w, "no approvals")
-		return err
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tAPPROVALS\tFROM\tAPPROVERS\tTITLE")
-	for _, a := range page.Approvals {
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%s\t%s\t%s\n", a.ID, a.State, a.Approvals, a.Quorum, a.From, strings.Join(a.Approvers, ","), a.Title)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if page.HasMore {
-		_, err = fmt.Fprintf(w, "more: maosctl approval list --after %d\n", page.Approvals[len(page.Approvals)-1].Seq)
-	}
-	return err
+	return printList(c, &page, &page.Approvals, page.HasMore, "approval", "ID\tSTATE\tAPPROVALS\tFROM\tAPPROVERS\tTITLE",
+		func(a *fsm.Approval) string {
+			return fmt.Sprintf("%s\t%s\t%d/%d\t%s\t%s\t%s", a.ID, a.State, a.Approvals, a.Quorum, a.From, strings.Join(a.Approvers, ","), a.Title)
+		}, func(a *fsm.Approval) uint64 { return a.Seq })
 }
 
 func approvalShowCommand() *cli.Command {
@@ -275,28 +228,13 @@ answer.`,
 }
 
 func approvalShow(c *cli.Context) error {
-	id, err := approvalID(c)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := call(c)
-	defer cancel()
-	a, err := apiClient(c).Approval(ctx, id)
-	if err != nil {
-		return apiError(c, err)
-	}
-	if wantJSON(c) {
-		return printJSON(c.App.Writer, a)
-	}
-	return printApproval(c.App.Writer, a)
+	return showObject(c, (*transport.Client).Approval, printApproval)
 }
 
 // printApproval writes an approval for people: its state line, one
 // "key: value" line per field it has, the action and its decisions.
 func printApproval(w io.Writer, a *fsm.Approval) error {
-	fmt.Fprintf(w, "%s %s\n", a.ID, approvalStateLine(a))
-	fmt.Fprintf(w, "title: %s\n", a.Title)
-	fmt.Fprintf(w, "from: %s → %s, channel %s, priority %s\n", a.From, strings.Join(a.Approvers, ", "), a.Channel, a.Priority)
+	printHead(w, a.ID, approvalStateLine(a), a.Title, a.From, strings.Join(a.Approvers, ", "), a.Channel, a.Priority)
 	if a.ApprovalNeededFor != "" {
 		fmt.Fprintf(w, "needed for: %s\n", a.ApprovalNeededFor)
 	}
@@ -313,17 +251,9 @@ func printApproval(w io.Writer, a *fsm.Approval) error {
 		fmt.Fprintf(w, "options: %s\n", strings.Join(a.Options, ", "))
 	}
 	fmt.Fprintf(w, "timeout: %s, then %s\n", time.Duration(a.TimeoutSeconds)*time.Second, a.OnTimeout)
-	fmt.Fprintf(w, "created: %s (seq %d), updated %s\n", a.Created.UTC().Format(time.RFC3339), a.Seq, a.Updated.UTC().Format(time.RFC3339))
-	if len(a.Context) > 0 {
-		fmt.Fprintf(w, "context: %s\n", a.Context)
-	}
+	printStamps(w, a.Created, a.Seq, a.Updated, a.Context)
 	printAction(w, a)
-	if len(a.Decisions) == 0 {
-		return nil
-	}
-	fmt.Fprintln(w, "\ndecisions:")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, d := range a.Decisions {
+	return printLog(w, "decisions", a.Decisions, func(d fsm.ApprovalDecision) string {
 		what := d.Decision
 		if d.Voided {
 			what += " (void: the action changed)"
@@ -332,9 +262,8 @@ func printApproval(w io.Writer, a *fsm.Approval) error {
 		if len(d.Action) > 0 {
 			note = strings.TrimSpace(note + " new action: " + string(d.Action))
 		}
-		fmt.Fprintf(tw, "  %s\t#%d\t%s\t%s\ton %s\t%s\n", d.Time.UTC().Format(time.RFC3339), d.Seq, d.Approver, what, shortHash(d.ActionHash), note)
-	}
-	return tw.Flush()
+		return fmt.Sprintf("  %s\t#%d\t%s\t%s\ton %s\t%s", d.Time.UTC().Format(time.RFC3339), d.Seq, d.Approver, what, shortHash(d.ActionHash), note)
+	})
 }
 
 // printAction writes the approval's action, indented, under its hash:
@@ -391,18 +320,8 @@ answers again. Prints "cancelled ID"; with --json the API's answer
 }
 
 func approvalCancel(c *cli.Context) error {
-	id, err := approvalID(c)
-	if err != nil {
-		return err
-	}
-	if err := require(c, "from"); err != nil {
-		return err
-	}
-	ctx, cancel := call(c)
-	defer cancel()
-	res, err := apiClient(c).CancelApproval(ctx, fsm.ApprovalCancelCommand{ID: id, From: strings.TrimSpace(c.String("from")), Reason: c.String("reason")})
-	if err != nil {
-		return apiError(c, err)
-	}
-	return printResult(c, res, "cancelled %s\n", res.ID)
+	return cancelObject(c, func(ctx context.Context, client *transport.Client, id, from, reason string) (any, string, error) {
+		res, err := client.CancelApproval(ctx, fsm.ApprovalCancelCommand{ID: id, From: from, Reason: reason})
+		return res, res.ID, err
+	})
 }

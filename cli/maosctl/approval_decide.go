@@ -74,7 +74,7 @@ approval that is no longer pending is a conflict (409).`,
 }
 
 func approvalDecide(c *cli.Context, decision string) error {
-	id, err := approvalID(c)
+	id, err := objectID(c)
 	if err != nil {
 		return err
 	}

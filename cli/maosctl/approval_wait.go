@@ -41,35 +41,16 @@ it ends or --timeout passes reads it once more for its decisions.`,
 }
 
 func approvalWait(c *cli.Context) error {
-	id, err := approvalID(c)
-	if err != nil {
-		return err
-	}
-	timeout := c.Duration("timeout")
-	if c.IsSet("timeout") && timeout <= 0 {
-		return usagef(c, "--timeout %s: want a positive duration such as 90s or 30m", timeout)
-	}
-	root := rootContext(c)
-	ctx, cancel := within(commandContext(c), timeout)
-	defer cancel()
-	client := apiClient(c)
-	readCtx, cancelRead := call(root)
-	a, err := client.Approval(readCtx, id)
-	cancelRead()
-	if err != nil {
-		return apiError(root, err)
-	}
-	if !a.State.Final() {
-		reread := func() (context.Context, context.CancelFunc) { return call(root) }
-		a, err = awaitApproval(ctx, client, a, reread, func(a *fsm.Approval, err error) {
-			fmt.Fprintf(c.App.ErrWriter, "%s: %s is %s; its decisions could not be read: %v\n", c.App.Name, a.ID, a.State, err)
-		})
-		if err != nil && ctx.Err() == nil {
-			return apiError(root, err)
-		}
-	}
-	return printApprovalOutcome(c, a, timeout)
+	return waitObject(c, (*transport.Client).Approval, approvalFinal,
+		func(ctx context.Context, client *transport.Client, root *cli.Context, a *fsm.Approval) (*fsm.Approval, error) {
+			reread := func() (context.Context, context.CancelFunc) { return call(root) }
+			return awaitApproval(ctx, client, a, reread, func(a *fsm.Approval, err error) {
+				fmt.Fprintf(c.App.ErrWriter, "%s: %s is %s; its decisions could not be read: %v\n", c.App.Name, a.ID, a.State, err)
+			})
+		}, printApprovalOutcome)
 }
+
+func approvalFinal(a *fsm.Approval) bool { return a.State.Final() }
 
 // awaitApproval is the wait on an approval of 'approval wait' and the
 // gate: it follows a (as read) on the node's stream until it is final or
@@ -105,17 +86,12 @@ func followApproval(ctx context.Context, client *transport.Client, a *fsm.Approv
 	// Its events after the last change the read saw: no gap.
 	q := transport.StreamQuery{Channel: a.Channel, Events: []string{transport.EventApproval},
 		Resume: strconv.FormatUint(lastChange(a), 10) + ":" + transport.EventApproval}
-	err := followStream(ctx, client, q, func(ev transport.StreamEvent) error {
+	return followObject(ctx, client, q, a, func(ev transport.StreamEvent) (*fsm.Approval, bool) {
 		if ev.Approval == nil || ev.Approval.Approval.ID != a.ID {
-			return nil
+			return nil, false
 		}
-		a = ev.Approval.Approval
-		if a.State.Final() {
-			return errStreamDone
-		}
-		return nil
-	})
-	return a, err
+		return ev.Approval.Approval, true
+	}, approvalFinal)
 }
 
 // lastChange is the index of the last entry the approval shows: its
@@ -150,16 +126,7 @@ func printApprovalOutcome(c *cli.Context, a *fsm.Approval, timeout time.Duration
 	case fsm.ApprovalExpired:
 		code, line = waitTimedOut, a.ID+" expired"
 	}
-	var err error
-	if wantJSON(c) {
-		err = printJSON(c.App.Writer, a)
-	} else {
-		err = printDecisions(c.App.Writer, line, a)
-	}
-	if err != nil || code == waitSucceeded {
-		return err
-	}
-	return &exitStatus{code: code}
+	return printWaitEnd(c, code, a, func(w io.Writer) error { return printDecisions(w, line, a) })
 }
 
 // printDecisions writes line, then each decision: "  T alice approve on

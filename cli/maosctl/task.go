@@ -1,15 +1,16 @@
 package maosctl
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
 	"github.com/urfave/cli/v2"
 )
 
@@ -60,16 +61,6 @@ default to $MAOS_AGENT_ID. Add --json for the API's objects.`,
 	}
 }
 
-// taskID is the command's one positional argument, the task's id; then
-// the flags named by required must be given (require).
-func taskID(c *cli.Context, required ...string) (string, error) {
-	pos, err := positionalArgs(c, "ID")
-	if err != nil {
-		return "", err
-	}
-	return pos[0], require(c, required...)
-}
-
 // jsonFlagValue is the JSON object or value of flag name ("" for none),
 // refused as a usage error when it is not JSON.
 func jsonFlagValue(c *cli.Context, name string) (json.RawMessage, error) {
@@ -77,12 +68,18 @@ func jsonFlagValue(c *cli.Context, name string) (json.RawMessage, error) {
 	if s == "" {
 		return nil, nil
 	}
-	if !json.Valid([]byte(s)) {
+	return rawJSON(c, name, s, "not valid JSON")
+}
+
+// rawJSON is text, flag name's value, as JSON; text that is not JSON is
+// a usage error, "--NAME: NOT (why)".
+func rawJSON(c *cli.Context, name, text, not string) (json.RawMessage, error) {
+	if !json.Valid([]byte(text)) {
 		var v any
-		err := json.Unmarshal([]byte(s), &v)
-		return nil, usagef(c, "--%s: not valid JSON (%v)", name, err)
+		err := json.Unmarshal([]byte(text), &v)
+		return nil, usagef(c, "--%s: %s (%v)", name, not, err)
 	}
-	return json.RawMessage(s), nil
+	return json.RawMessage(text), nil
 }
 
 func taskCreateCommand() *cli.Command {
@@ -160,30 +157,14 @@ func taskCreate(c *cli.Context) error {
 	if cmd.MaxAttempts < 1 {
 		return usagef(c, "--max-attempts %d: want at least 1", cmd.MaxAttempts)
 	}
-	if cmd.ID == "" && fsm.ValidName(cmd.From) {
-		// Fixed before the first try, so a create that timed out can be
-		// checked (maosctl task show ID) and retried with --id.
-		cmd.ID = fsm.NewTaskID(cmd.From, time.Now())
-	}
-	// The global --timeout bounds the call: create's own is the lease.
-	root := rootContext(c)
-	ctx, cancel := call(root)
-	defer cancel()
-	res, err := apiClient(c).CreateTask(ctx, cmd)
+	res, err := createObject(c, "task", &cmd.ID, cmd.From, fsm.NewTaskID,
+		func(ctx context.Context, client *transport.Client) (fsm.TaskResult, error) {
+			return client.CreateTask(ctx, cmd)
+		})
 	if err != nil {
-		maybe := maybeCommitted(err)
-		err = apiError(root, err)
-		if maybe {
-			err = fmt.Errorf("%w\nthe task may or may not be stored: check with 'maosctl task show %s'; "+
-				"retrying with --id %s is safe", err, cmd.ID, cmd.ID)
-		}
 		return err
 	}
-	if wantJSON(c) {
-		return printJSON(c.App.Writer, res)
-	}
-	_, err = fmt.Fprintf(c.App.Writer, "created %s: %s (seq %d)\n", res.ID, res.State, res.Seq)
-	return err
+	return printResult(c, res, "created %s: %s (seq %d)\n", res.ID, res.State, res.Seq)
 }
 
 func taskListCommand() *cli.Command {
@@ -202,15 +183,12 @@ more, the command that lists the next page. Every filter given must
 match. States: waiting, ready, running, awaiting_approval, succeeded,
 failed, cancelled. The read sees every write acknowledged before it. With --json, GET /v1/tasks's answer
 {"tasks","has_more"} (tasks without their history).`,
-		Flags: []cli.Flag{
+		Flags: listFlags("task",
 			&cli.StringFlag{Name: "state", Usage: "only tasks in `STATE`"},
 			&cli.StringFlag{Name: "to", Usage: "only tasks for `ASSIGNEE` (an agent, role:NAME or capability:NAME, as created)"},
 			&cli.StringFlag{Name: "from", Usage: "only tasks created by agent `ID`"},
 			&cli.StringFlag{Name: "claimed-by", Usage: "only tasks agent `ID` claimed"},
-			&cli.Uint64Flag{Name: "after", Usage: "start after the task with seq `SEQ` (the next page)"},
-			&cli.IntFlag{Name: "limit", Usage: "at most `N` tasks (at most 1000)", Value: fsm.DefaultPageLimit},
-			jsonFlag(),
-		},
+		),
 		Action: taskList,
 	}
 }
@@ -228,33 +206,14 @@ func taskList(c *cli.Context) error {
 	if err != nil {
 		return apiError(c, err)
 	}
-	if page.Tasks == nil {
-		page.Tasks = []*fsm.Task{}
-	}
-	if wantJSON(c) {
-		return printJSON(c.App.Writer, page)
-	}
-	w := c.App.Writer
-	if len(page.Tasks) == 0 {
-		_, err := fmt.Fprintln(w, "no tasks")
-		return err
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tTO\tCLAIMED BY\tATTEMPTS\tLAPSED\tTITLE")
-	for _, t := range page.Tasks {
-		state := string(t.State)
-		if t.State == fsm.TaskAwaitingApproval {
-			state += " (" + t.ApprovalID + ")"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d/%d\t%s\n", t.ID, state, t.To, or(t.ClaimedBy, "-"), t.Attempt, t.Expiries, t.MaxAttempts, t.Title)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if page.HasMore {
-		_, err = fmt.Fprintf(w, "more: maosctl task list --after %d\n", page.Tasks[len(page.Tasks)-1].Seq)
-	}
-	return err
+	return printList(c, &page, &page.Tasks, page.HasMore, "task", "ID\tSTATE\tTO\tCLAIMED BY\tATTEMPTS\tLAPSED\tTITLE",
+		func(t *fsm.Task) string {
+			state := string(t.State)
+			if t.State == fsm.TaskAwaitingApproval {
+				state += " (" + t.ApprovalID + ")"
+			}
+			return fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%d/%d\t%s", t.ID, state, t.To, or(t.ClaimedBy, "-"), t.Attempt, t.Expiries, t.MaxAttempts, t.Title)
+		}, func(t *fsm.Task) uint64 { return t.Seq })
 }
 
 func taskShowCommand() *cli.Command {
@@ -278,28 +237,13 @@ With --json, GET /v1/tasks/ID's answer.`,
 }
 
 func taskShow(c *cli.Context) error {
-	id, err := taskID(c)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := call(c)
-	defer cancel()
-	t, err := apiClient(c).Task(ctx, id)
-	if err != nil {
-		return apiError(c, err)
-	}
-	if wantJSON(c) {
-		return printJSON(c.App.Writer, t)
-	}
-	return printTask(c.App.Writer, t)
+	return showObject(c, (*transport.Client).Task, printTask)
 }
 
 // printTask writes a task for people: its state line, one "key: value"
 // line per field it has, its description and its history.
 func printTask(w io.Writer, t *fsm.Task) error {
-	fmt.Fprintf(w, "%s %s\n", t.ID, taskStateLine(t))
-	fmt.Fprintf(w, "title: %s\n", t.Title)
-	fmt.Fprintf(w, "from: %s → %s, channel %s, priority %s\n", t.From, t.To, t.Channel, t.Priority)
+	printHead(w, t.ID, taskStateLine(t), t.Title, t.From, t.To, t.Channel, t.Priority)
 	if len(t.DependsOn) > 0 {
 		fmt.Fprintf(w, "depends on: %s\n", strings.Join(t.DependsOn, ", "))
 	}
@@ -336,22 +280,13 @@ func printTask(w io.Writer, t *fsm.Task) error {
 			fmt.Fprintf(w, "output: %s\n", o)
 		}
 	}
-	fmt.Fprintf(w, "created: %s (seq %d), updated %s\n", t.Created.UTC().Format(time.RFC3339), t.Seq, t.Updated.UTC().Format(time.RFC3339))
-	if len(t.Context) > 0 {
-		fmt.Fprintf(w, "context: %s\n", t.Context)
-	}
+	printStamps(w, t.Created, t.Seq, t.Updated, t.Context)
 	if t.Description != "" {
 		fmt.Fprintf(w, "\n%s\n", t.Description)
 	}
-	if len(t.History) == 0 {
-		return nil
-	}
-	fmt.Fprintln(w, "\nhistory:")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, e := range t.History {
-		fmt.Fprintf(tw, "  %s\t#%d\t%s\t%s\t%s\t%s\n", e.Time.UTC().Format(time.RFC3339), e.Seq, e.Actor, e.Event, e.State, e.Detail)
-	}
-	return tw.Flush()
+	return printLog(w, "history", t.History, func(e fsm.TaskEvent) string {
+		return fmt.Sprintf("  %s\t#%d\t%s\t%s\t%s\t%s", e.Time.UTC().Format(time.RFC3339), e.Seq, e.Actor, e.Event, e.State, e.Detail)
+	})
 }
 
 // taskStateLine is the state and what goes with it: "running (rita,
@@ -414,14 +349,10 @@ API's answer {"id","seq","state"}.`,
 }
 
 func taskCancel(c *cli.Context) error {
-	id, err := taskID(c, "from")
-	if err != nil {
-		return err
-	}
-	ctx, cancel := call(c)
-	defer cancel()
-	res, err := apiClient(c).CancelTask(ctx, fsm.TaskCancelCommand{ID: id, From: strings.TrimSpace(c.String("from")), Reason: c.String("reason")})
-	return printTaskResult(c, res, err, "cancelled %s\n", res.ID)
+	return cancelObject(c, func(ctx context.Context, client *transport.Client, id, from, reason string) (any, string, error) {
+		res, err := client.CancelTask(ctx, fsm.TaskCancelCommand{ID: id, From: from, Reason: reason})
+		return res, res.ID, err
+	})
 }
 
 // printTaskResult prints a task command's answer (format and args for

@@ -24,7 +24,7 @@ func taskFenceFlag() cli.Flag {
 // claimant reads the task id, --agent and --fence of a claimant's verb,
 // and requires the flags also names after those.
 func claimant(c *cli.Context, also ...string) (id, agent string, fence uint64, err error) {
-	if id, err = taskID(c, append([]string{"agent", "fence"}, also...)...); err != nil {
+	if id, err = objectID(c, append([]string{"agent", "fence"}, also...)...); err != nil {
 		return
 	}
 	s := strings.TrimSpace(c.String("fence"))
@@ -66,7 +66,7 @@ saying which). Claiming again a task you hold answers your claim.`,
 }
 
 func taskClaim(c *cli.Context) error {
-	id, err := taskID(c, "agent")
+	id, err := objectID(c, "agent")
 	if err != nil {
 		return err
 	}

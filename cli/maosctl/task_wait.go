@@ -1,7 +1,9 @@
 package maosctl
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"strconv"
 	"time"
 
@@ -43,47 +45,26 @@ It reads the task once and then follows its events on the node's stream
 }
 
 func taskWait(c *cli.Context) error {
-	id, err := taskID(c)
-	if err != nil {
-		return err
+	return waitObject(c, (*transport.Client).Task, taskFinal, followTask, printWaitOutcome)
+}
+
+func taskFinal(t *fsm.Task) bool { return t.State.Final() }
+
+// followTask follows task t (as read) on the node's stream until it is
+// final (followObject): its events after the last one the read saw, so
+// none is missed.
+func followTask(ctx context.Context, client *transport.Client, _ *cli.Context, t *fsm.Task) (*fsm.Task, error) {
+	last := t.Seq
+	if n := len(t.History); n > 0 {
+		last = t.History[n-1].Seq
 	}
-	timeout := c.Duration("timeout")
-	if c.IsSet("timeout") && timeout <= 0 {
-		return usagef(c, "--timeout %s: want a positive duration such as 90s or 30m", timeout)
-	}
-	root := rootContext(c)
-	ctx, cancel := within(commandContext(c), timeout)
-	defer cancel()
-	client := apiClient(c)
-	readCtx, cancelRead := call(root)
-	t, err := client.Task(readCtx, id)
-	cancelRead()
-	if err != nil {
-		return apiError(root, err)
-	}
-	if !t.State.Final() {
-		// Follow the task's events after the last one the read saw: no gap.
-		last := t.Seq
-		if n := len(t.History); n > 0 {
-			last = t.History[n-1].Seq
+	q := transport.StreamQuery{Channel: t.Channel, Resume: strconv.FormatUint(last, 10) + ":task", Tasks: transport.StreamTasksOnly}
+	return followObject(ctx, client, q, t, func(ev transport.StreamEvent) (*fsm.Task, bool) {
+		if ev.Task == nil || ev.Task.Task.ID != t.ID {
+			return nil, false
 		}
-		q := transport.StreamQuery{Channel: t.Channel, Resume: strconv.FormatUint(last, 10) + ":task", Tasks: transport.StreamTasksOnly}
-		err := followStream(ctx, client, q, func(ev transport.StreamEvent) error {
-			if ev.Task == nil || ev.Task.Task.ID != id {
-				return nil
-			}
-			t = ev.Task.Task
-			if t.State.Final() {
-				return errStreamDone
-			}
-			return nil
-		})
-		if err != nil && ctx.Err() == nil {
-			return apiError(root, err)
-		}
-		// ctx ended: --timeout passed; t is as its last event left it.
-	}
-	return printWaitOutcome(c, t, timeout)
+		return ev.Task.Task, true
+	}, taskFinal)
 }
 
 // printWaitOutcome prints how task t ended (or, not final, that it had
@@ -108,14 +89,8 @@ func printWaitOutcome(c *cli.Context, t *fsm.Task, timeout time.Duration) error 
 			line += ": " + oneLine(tc.Result)
 		}
 	}
-	var err error
-	if wantJSON(c) {
-		err = printJSON(c.App.Writer, t)
-	} else {
-		_, err = fmt.Fprintln(c.App.Writer, line)
-	}
-	if err != nil || code == waitSucceeded {
+	return printWaitEnd(c, code, t, func(w io.Writer) error {
+		_, err := fmt.Fprintln(w, line)
 		return err
-	}
-	return &exitStatus{code: code}
+	})
 }
