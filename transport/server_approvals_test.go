@@ -197,10 +197,7 @@ func TestApprovalReads(t *testing.T) {
 func TestApprovalRoutesRefuseBadInput(t *testing.T) {
 	e := newApprovalEnv(t)
 	h := hashOf(t, deploy)
-	for _, tc := range []struct {
-		method, path, body string
-		code, words        string
-	}{
+	wantBadRequests(t, e.url, []badRequest{
 		{"POST", "/v1/approvals", `{"from":"tess","approvers":["rita"],"action":1}`, transport.CodeInvalid, "title: required"},
 		{"POST", "/v1/approvals", `{"from":"tess","approvers":[],"title":"t","action":1}`, transport.CodeInvalid, "approvers: required"},
 		{"POST", "/v1/approvals", `{"from":"tess","approvers":["rita"],"quorum":2,"title":"t","action":1}`, transport.CodeInvalid, "quorum"},
@@ -223,16 +220,7 @@ func TestApprovalRoutesRefuseBadInput(t *testing.T) {
 		{"GET", "/v1/approvals?limit=0", "", transport.CodeBadRequest, "limit"},
 		{"GET", "/v1/approvals?after=x", "", transport.CodeBadRequest, "after"},
 		{"GET", "/v1/approvals?approvers=rita", "", transport.CodeBadRequest, "approvers"},
-	} {
-		r := do(t, tc.method, e.url+tc.path, tc.body, nil)
-		if r.status != http.StatusBadRequest {
-			t.Errorf("%s %s %.80s: %d %s, want 400", tc.method, tc.path, tc.body, r.status, r.body)
-			continue
-		}
-		if msg := wantError(t, r, http.StatusBadRequest, tc.code); !strings.Contains(msg, tc.words) {
-			t.Errorf("%s %s %.80s: message %q lacks %q", tc.method, tc.path, tc.body, msg, tc.words)
-		}
-	}
+	})
 	big := `{"from":"tess","approvers":["rita"],"title":"t","action":"` + strings.Repeat("a", 300<<10) + `"}`
 	msg := wantError(t, do(t, "POST", e.url+"/v1/approvals", big, nil), http.StatusRequestEntityTooLarge, transport.CodeTooLarge)
 	if !strings.Contains(msg, "262144 bytes for POST /v1/approvals") || !strings.Contains(msg, "64 KiB") {
@@ -258,20 +246,12 @@ func TestApprovalAuthorization(t *testing.T) {
 	e.svc.AnswerApprovals(transporttest.PendingResult)
 	ctx := context.Background()
 	h := hashOf(t, deploy)
-	for _, tt := range []struct{ method, path, body, field string }{
+	e.wantForbidden(t, []forbidden{
 		{"POST", "/v1/approvals", `{"from":"bob","approvers":["carol"],"title":"t","action":1}`, `from "bob"`},
 		{"POST", "/v1/approvals/appr-1/decide", `{"approver":"bob","decision":"approve","action_hash":"` + h + `"}`, `approver "bob"`},
 		{"POST", "/v1/approvals/appr-1/cancel", `{"from":"bob"}`, `from "bob"`},
 		{"POST", "/v1/messages", `{"message_type":"hitl_approval_request","from_agent":"bob","to_agent":"carol","title":"t","proposed_action":1}`, `from "bob"`},
-	} {
-		msg := wantError(t, e.as(aliceSecret, tt.method, tt.path, tt.body), http.StatusForbidden, transport.CodeForbidden)
-		if !strings.Contains(msg, tt.field) || !strings.Contains(msg, "tok-alice") {
-			t.Errorf("%s %s: 403 message %q does not name %s and the token", tt.method, tt.path, msg, tt.field)
-		}
-	}
-	if writes, sends := e.writes(); writes != 0 || sends != 0 {
-		t.Errorf("refused requests reached the log: %d writes, %d sends", writes, sends)
-	}
+	})
 	wantUnauthorized(t, e.as("", "GET", "/v1/approvals", ""), false)
 	wantUnauthorized(t, e.as("", "GET", "/v1/approvals/appr-1", ""), false)
 
@@ -426,14 +406,9 @@ func TestStreamApprovalEvents(t *testing.T) {
 	type got struct{ kind, id, what string }
 	collect := func(q transport.StreamQuery) []got {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
 		var out []got
-		errDone := errors.New("done")
-		err := e.c.Stream(ctx, q, func(ev transport.StreamEvent) error {
+		streamUntilReady(t, e.c, q, func(ev transport.StreamEvent) {
 			switch {
-			case ev.Ready:
-				return errDone
 			case ev.Message != nil:
 				out = append(out, got{"message", ev.ID, ev.Message.From})
 			case ev.Task != nil:
@@ -444,11 +419,7 @@ func TestStreamApprovalEvents(t *testing.T) {
 				}
 				out = append(out, got{"approval", ev.ID, ev.Approval.Approval.ID + " " + string(ev.Approval.Approval.State)})
 			}
-			return nil
 		})
-		if !errors.Is(err, errDone) {
-			t.Fatalf("stream %+v ended with %v after %v", q, err, out)
-		}
 		return out
 	}
 	n := strconvU
@@ -504,24 +475,14 @@ func TestStreamApprovalEvents(t *testing.T) {
 func TestStreamApprovalEventsAcrossPages(t *testing.T) {
 	e := newApprovalEnv(t)
 	const n = 300 // over the stream's page of 256
-	for i := range n {
-		res, err := e.svc.ApplyCommand(fsm.OpTaskCreate, fsm.TaskCreateCommand{ID: "t-" + strconv.Itoa(i), From: "lead", To: "rita",
-			Title: "t", Priority: fsm.DefaultPriority, TimeoutSeconds: 60, MaxAttempts: 1, Channel: fsm.DefaultChannel})
-		if err != nil {
-			t.Fatal(err)
-		}
+	createTasks(t, e.svc, n, func(i int, res *fsm.TaskResult) {
 		for _, k := range []string{"a", "b"} {
-			e.reads.Event(res.(*fsm.TaskResult).Seq, fsm.Approval{ID: "appr-" + k + strconv.Itoa(i), From: "lead", Approvers: []string{"rita"}})
+			e.reads.Event(res.Seq, fsm.Approval{ID: "appr-" + k + strconv.Itoa(i), From: "lead", Approvers: []string{"rita"}})
 		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	})
 	var ids, kinds []string
-	errDone := errors.New("done")
-	err := e.c.Stream(ctx, transport.StreamQuery{Events: transport.StreamKinds}, func(ev transport.StreamEvent) error {
+	streamUntilReady(t, e.c, transport.StreamQuery{Events: transport.StreamKinds}, func(ev transport.StreamEvent) {
 		switch {
-		case ev.Ready:
-			return errDone
 		case ev.Message != nil:
 			kinds = append(kinds, transport.EventMessage)
 		case ev.Task != nil:
@@ -530,10 +491,9 @@ func TestStreamApprovalEventsAcrossPages(t *testing.T) {
 			kinds = append(kinds, transport.EventApproval)
 		}
 		ids = append(ids, ev.ID)
-		return nil
 	})
-	if !errors.Is(err, errDone) || len(ids) != 4*n {
-		t.Fatalf("stream: %v after %d events, want %d", err, len(ids), 4*n)
+	if len(ids) != 4*n {
+		t.Fatalf("stream: %d events, want %d", len(ids), 4*n)
 	}
 	var last uint64
 	for i := 0; i < len(ids); i += 4 {

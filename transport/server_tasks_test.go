@@ -221,10 +221,7 @@ func TestTaskRoutesRefuseBadInput(t *testing.T) {
 	e := newTaskEnv(t)
 	e.create(fsm.TaskCreateCommand{ID: "t-1", To: "rita"})
 	before := len(e.svc.CallsTo("Apply"))
-	for _, tc := range []struct {
-		method, path, body string
-		code, words        string
-	}{
+	wantBadRequests(t, e.url, []badRequest{
 		{"POST", "/v1/tasks", `{"from":"lead","to":"rita"}`, transport.CodeInvalid, "title: required"},
 		{"POST", "/v1/tasks", `{"from":"lead","to":"rita","title":"t","priority":"asap"}`, transport.CodeInvalid, "priority"},
 		{"POST", "/v1/tasks", `{"from":"lead","to":"rita","title":"t","timeout_seconds":-1}`, transport.CodeInvalid, "timeout_seconds"},
@@ -249,16 +246,7 @@ func TestTaskRoutesRefuseBadInput(t *testing.T) {
 		{"GET", "/v1/tasks?claimed_by=Rita", "", transport.CodeInvalid, "claimed_by"},
 		{"GET", "/v1/tasks?limit=0", "", transport.CodeBadRequest, "limit"},
 		{"GET", "/v1/tasks?after=x", "", transport.CodeBadRequest, "after"},
-	} {
-		r := do(t, tc.method, e.url+tc.path, tc.body, nil)
-		if r.status != http.StatusBadRequest {
-			t.Errorf("%s %s %.80s: %d %s, want 400", tc.method, tc.path, tc.body, r.status, r.body)
-			continue
-		}
-		if msg := wantError(t, r, http.StatusBadRequest, tc.code); !strings.Contains(msg, tc.words) {
-			t.Errorf("%s %s %.80s: message %q lacks %q", tc.method, tc.path, tc.body, msg, tc.words)
-		}
-	}
+	})
 	// A body over the task cap: 413, declared or not.
 	big := `{"from":"lead","to":"rita","title":"t","description":"` + strings.Repeat("d", 300<<10) + `"}`
 	msg := wantError(t, do(t, "POST", e.url+"/v1/tasks", big, nil), http.StatusRequestEntityTooLarge, transport.CodeTooLarge)
@@ -280,7 +268,7 @@ func TestTaskRoutesRefuseBadInput(t *testing.T) {
 func TestTaskAuthorization(t *testing.T) {
 	e := newAuthEnv(t, &transport.AuthConfig{AdminToken: adminSecret})
 	ctx := context.Background()
-	for _, tt := range []struct{ method, path, body, field string }{
+	e.wantForbidden(t, []forbidden{
 		{"POST", "/v1/tasks", `{"from":"bob","to":"carol","title":"t"}`, `from "bob"`},
 		{"POST", "/v1/tasks/t-1/claim", `{"agent":"bob"}`, `agent "bob"`},
 		{"POST", "/v1/tasks/t-1/progress", `{"agent":"bob","fence":1}`, `agent "bob"`},
@@ -289,15 +277,7 @@ func TestTaskAuthorization(t *testing.T) {
 		{"POST", "/v1/tasks/t-1/cancel", `{"from":"bob"}`, `from "bob"`},
 		{"POST", "/v1/messages", `{"message_type":"task_delegation","from_agent":"bob","to_agent":"carol","title":"t"}`, `from "bob"`},
 		{"POST", "/v1/messages", `{"message_type":"task_completion","from_agent":"bob","task_id":"t-1","status":"success"}`, `from_agent "bob"`},
-	} {
-		msg := wantError(t, e.as(aliceSecret, tt.method, tt.path, tt.body), http.StatusForbidden, transport.CodeForbidden)
-		if !strings.Contains(msg, tt.field) || !strings.Contains(msg, "tok-alice") {
-			t.Errorf("%s %s: 403 message %q does not name %s and the token", tt.method, tt.path, msg, tt.field)
-		}
-	}
-	if writes, sends := e.writes(); writes != 0 || sends != 0 {
-		t.Errorf("refused requests reached the log: %d writes, %d sends", writes, sends)
-	}
+	})
 	wantUnauthorized(t, e.as("", "GET", "/v1/tasks", ""), false)
 	wantUnauthorized(t, e.as("", "GET", "/v1/tasks/t-1", ""), false)
 
@@ -429,14 +409,9 @@ func TestStreamTaskEvents(t *testing.T) {
 	}
 	collect := func(q transport.StreamQuery) []got {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
 		var out []got
-		errDone := errors.New("done")
-		err := e.c.Stream(ctx, q, func(ev transport.StreamEvent) error {
+		streamUntilReady(t, e.c, q, func(ev transport.StreamEvent) {
 			switch {
-			case ev.Ready:
-				return errDone
 			case ev.Message != nil:
 				out = append(out, got{"message", ev.Seq, ev.ID, ev.Message.Type})
 			case ev.Task != nil:
@@ -445,11 +420,7 @@ func TestStreamTaskEvents(t *testing.T) {
 				}
 				out = append(out, got{"task", ev.Seq, ev.ID, ev.Task.Task.ID + " " + ev.Task.Event.Event})
 			}
-			return nil
 		})
-		if !errors.Is(err, errDone) {
-			t.Fatalf("stream %+v ended with %v after %v", q, err, out)
-		}
 		return out
 	}
 	a := e.create(fsm.TaskCreateCommand{ID: "t-a", To: "rita", Channel: "ops"})                    // delegation message + created
@@ -527,12 +498,7 @@ func strconvU(v uint64) string { return strconv.FormatUint(v, 10) }
 func TestStreamTaskEventsAcrossPagesAndLive(t *testing.T) {
 	e := newTaskEnv(t)
 	const n = 300 // over the stream's page of 256
-	for i := range n {
-		if _, err := e.svc.ApplyCommand(fsm.OpTaskCreate, fsm.TaskCreateCommand{ID: "t-" + strconv.Itoa(i), From: "lead", To: "rita",
-			Title: "t", Priority: fsm.DefaultPriority, TimeoutSeconds: 60, MaxAttempts: 1, Channel: fsm.DefaultChannel}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	createTasks(t, e.svc, n, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var ids []string
