@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -319,38 +318,24 @@ func TestApprovalWait(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		reads.Put(&slow)
 	}()
-	start := time.Now()
-	if r := e.run("", "approval", "wait", "appr-slow", "--timeout", "300ms"); ExitCode(r.err) != 2 ||
+	if r := e.timedWait("approval", "wait", "appr-slow"); ExitCode(r.err) != 2 ||
 		r.out != "appr-slow still pending after 300ms (1 of 2 approvals)\n  2026-11-24T10:30:00Z alice approve on sha256:0123456789ab\n" || r.errOut != "" {
 		t.Errorf("wait that timed out: exit %d %q %q", ExitCode(r.err), r.out, r.errOut)
-	}
-	if d := time.Since(start); d < 300*time.Millisecond || d > 5*time.Second {
-		t.Errorf("the 300ms wait took %s", d)
 	}
 
 	// Live: bob approves (the next entry's update) while wait follows the
 	// stream; wait then reads the approval for its decisions.
-	done := make(chan runResult, 1)
-	go func() { done <- e.run("", "approval", "wait", "appr-slow", "--timeout", "20s") }()
-	time.Sleep(200 * time.Millisecond)
-	select {
-	case r := <-done:
-		t.Fatalf("wait returned before the decision: %v %q", r.err, r.out)
-	default:
-	}
+	done := e.startWait("approval", "wait", "appr-slow")
+	wantStillWaiting(t, done, 200*time.Millisecond, "the decision")
 	approved := slow
 	approved.State, approved.Approvals = fsm.ApprovalApproved, 2
 	approved.Decisions = append(approved.Decisions, dec("bob", "approve", ""))
 	reads.Put(&approved)
 	reads.Event(first+1, approved)
 	e.send("general", "lead", "bob", "the entry that approves it")
-	select {
-	case r := <-done:
-		if r.err != nil || r.out != "appr-slow approved by alice, bob\n  2026-11-24T10:30:00Z alice approve on sha256:0123456789ab\n  2026-11-24T10:30:00Z bob approve on sha256:0123456789ab\n" {
-			t.Errorf("live wait: %v %q %q", r.err, r.out, r.errOut)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("wait did not see the approval decided")
+	if r := waitEnded(t, done, "the approval decided"); r.err != nil ||
+		r.out != "appr-slow approved by alice, bob\n  2026-11-24T10:30:00Z alice approve on sha256:0123456789ab\n  2026-11-24T10:30:00Z bob approve on sha256:0123456789ab\n" {
+		t.Errorf("live wait: %v %q %q", r.err, r.out, r.errOut)
 	}
 
 	e.fail([]string{"approval", "wait", "appr-ghost"}, "appr-ghost: not found")
@@ -365,16 +350,7 @@ func TestStatusLineApprovals(t *testing.T) {
 	e.reviewers()
 	reads.SetPending("alice", 2)
 	reads.SetPending("bob", 1)
-	if out := e.ok("status-line", "--agent", "alice"); !strings.Contains(out, " | 🔐 2 to approve") {
-		t.Errorf("status line %q", out)
-	}
-	if out := e.ok("status-line", "--agent", "carol"); strings.Contains(out, "🔐") {
-		t.Errorf("status line of an agent with nothing to approve: %q", out)
-	}
-	var st status
-	if err := json.Unmarshal([]byte(e.ok("status-line", "--agent", "bob", "--json")), &st); err != nil || st.ToApprove != 1 {
-		t.Errorf("status --json %+v, %v", st, err)
-	}
+	e.wantApprovalsStatus()
 }
 
 // The digest starts with the approvals waiting for the agent's decision,
@@ -414,43 +390,7 @@ func TestHookApprovals(t *testing.T) {
 			ActionHash: "sha256:" + strings.Repeat("0", 64), State: fsm.ApprovalPending})
 	}
 	reads.SetPending("alice", 2)
-	var out struct {
-		HookSpecificOutput struct{ AdditionalContext string } `json:"hookSpecificOutput"`
-	}
-	r := e.hook("claude-code", `{"hook_event_name":"UserPromptSubmit"}`)
-	if err := json.Unmarshal([]byte(r.out), &out); err != nil || r.err != nil {
-		t.Fatalf("hook: %v %v %q stderr %q", err, r.err, r.out, r.errOut)
-	}
-	text := out.HookSpecificOutput.AdditionalContext
-	at := strings.Index(text, "2 approvals wait for alice's decision: ")
-	if at < 0 {
-		t.Fatalf("the digest does not name the approvals:\n%s", text)
-	}
-	ran := map[string]bool{}
-	for _, cmd := range printedCommandRE.FindAllString(text[at:], -1) {
-		words := strings.Fields(strings.TrimSpace(cmd)) // maosctl [--addr A] approval VERB ...
-		k := slices.Index(words, "approval")
-		if k < 0 || k+1 >= len(words) {
-			continue
-		}
-		verb := words[k+1]
-		for i, w := range words {
-			if w == "ID" {
-				words[i] = map[string]string{"approve": "appr-a", "reject": "appr-r"}[verb]
-			}
-		}
-		// The node it names is the one the hook asked.
-		if k == 3 && (words[1] != "--addr" || words[2] != e.addr) {
-			t.Errorf("printed %q: not the hook's node %s", cmd, e.addr)
-		}
-		if r := e.run("", words[k:]...); r.err != nil || r.errOut != "" {
-			t.Errorf("printed %q, ran %q: err=%v stderr %q", cmd, words, r.err, r.errOut)
-		}
-		ran[verb] = true
-	}
-	if !ran["list"] || !ran["approve"] || !ran["reject"] {
-		t.Errorf("ran %v, want list, approve and reject", ran)
-	}
+	e.runHookApprovals("2 approvals wait for alice's decision: ")
 	// Nothing waits: with no mail UserPromptSubmit is silent.
 	reads.SetPending("alice", 0)
 	if r := e.hook("claude-code", `{"hook_event_name":"UserPromptSubmit"}`); r.err != nil || r.out != "" {
@@ -626,32 +566,18 @@ func TestApprovalWaitEndToEnd(t *testing.T) {
 
 	e.requestApproval("--from", "lead", "--approver", "alice,bob", "--quorum", "2", "--title", "t", "--action", "1", "--id", "appr-slow")
 	e.ok("approval", "approve", "appr-slow", "--approver", "alice")
-	start := time.Now()
-	if r := wait("appr-slow", "--timeout", "300ms"); ExitCode(r.err) != 2 ||
+	if r := e.timedWait("approval", "wait", "appr-slow"); ExitCode(r.err) != 2 ||
 		!strings.HasPrefix(r.out, "appr-slow still pending after 300ms (1 of 2 approvals)\n  ") || r.errOut != "" {
 		t.Errorf("wait that timed out: exit %d %q %q", ExitCode(r.err), r.out, r.errOut)
 	}
-	if d := time.Since(start); d < 300*time.Millisecond || d > 5*time.Second {
-		t.Errorf("the 300ms wait took %s", d)
-	}
 
 	// Live: bob approves while wait follows the stream.
-	done := make(chan runResult, 1)
-	go func() { done <- wait("appr-slow", "--timeout", "20s") }()
-	time.Sleep(100 * time.Millisecond)
-	select {
-	case r := <-done:
-		t.Fatalf("wait returned before the decision: %v %q", r.err, r.out)
-	case <-time.After(100 * time.Millisecond):
-	}
+	done := e.startWait("approval", "wait", "appr-slow")
+	wantStillWaiting(t, done, 200*time.Millisecond, "the decision")
 	e.ok("approval", "approve", "appr-slow", "--approver", "bob")
-	select {
-	case r := <-done:
-		if r.err != nil || !strings.HasPrefix(r.out, "appr-slow approved by alice, bob\n") || strings.Count(r.out, "\n") != 3 {
-			t.Errorf("live wait: %v %q %q", r.err, r.out, r.errOut)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("wait did not see the approval decided")
+	if r := waitEnded(t, done, "the approval decided"); r.err != nil ||
+		!strings.HasPrefix(r.out, "appr-slow approved by alice, bob\n") || strings.Count(r.out, "\n") != 3 {
+		t.Errorf("live wait: %v %q %q", r.err, r.out, r.errOut)
 	}
 
 	e.fail([]string{"approval", "wait", "appr-ghost"}, "appr-ghost")
@@ -664,16 +590,7 @@ func TestStatusLineApprovalsEndToEnd(t *testing.T) {
 	e.reviewers()
 	e.requestApproval("--from", "lead", "--approver", "alice", "--title", "t", "--action", "1")
 	e.requestApproval("--from", "lead", "--approver", "role:reviewer", "--title", "t", "--action", "2")
-	if out := e.ok("status-line", "--agent", "alice"); !strings.Contains(out, " | 🔐 2 to approve") {
-		t.Errorf("status line %q", out)
-	}
-	if out := e.ok("status-line", "--agent", "carol"); strings.Contains(out, "🔐") {
-		t.Errorf("status line of an agent with nothing to approve: %q", out)
-	}
-	var st status
-	if err := json.Unmarshal([]byte(e.ok("status-line", "--agent", "bob", "--json")), &st); err != nil || st.ToApprove != 1 {
-		t.Errorf("status --json %+v, %v", st, err)
-	}
+	e.wantApprovalsStatus()
 }
 
 // The hook's digest tells the agent the approvals waiting for it, even
@@ -685,38 +602,7 @@ func TestHookApprovalsEndToEnd(t *testing.T) {
 	e.requestApproval("--from", "bob", "--approver", "role:reviewer", "--title", "t", "--action", "2", "--id", "appr-r")
 	// The requests are mail too: read them, so the approvals alone remain.
 	e.ok("read-mark", "--agent", "alice", "--upto", "1000000")
-	var out struct {
-		HookSpecificOutput struct{ AdditionalContext string } `json:"hookSpecificOutput"`
-	}
-	r := e.hook("claude-code", `{"hook_event_name":"UserPromptSubmit"}`)
-	if err := json.Unmarshal([]byte(r.out), &out); err != nil || r.err != nil {
-		t.Fatalf("hook: %v %v %q stderr %q", err, r.err, r.out, r.errOut)
-	}
-	text := out.HookSpecificOutput.AdditionalContext
-	if !strings.Contains(text, "\n2 approvals wait for alice's decision: ") {
-		t.Fatalf("the digest does not name the approvals:\n%s", text)
-	}
-	ran := map[string]bool{}
-	for _, cmd := range printedCommandRE.FindAllString(text[strings.Index(text, "\n2 approvals"):], -1) {
-		words := strings.Fields(strings.TrimSpace(cmd)) // maosctl [--addr A] approval VERB ...
-		k := slices.Index(words, "approval")
-		if k < 0 || k+1 >= len(words) {
-			continue
-		}
-		verb := words[k+1]
-		for i, w := range words {
-			if w == "ID" {
-				words[i] = map[string]string{"approve": "appr-a", "reject": "appr-r"}[verb]
-			}
-		}
-		if r := e.run("", words[k:]...); r.err != nil || r.errOut != "" {
-			t.Errorf("printed %q, ran %q: err=%v stderr %q", cmd, words, r.err, r.errOut)
-		}
-		ran[verb] = true
-	}
-	if !ran["list"] || !ran["approve"] || !ran["reject"] {
-		t.Errorf("ran %v, want list, approve and reject", ran)
-	}
+	e.runHookApprovals("\n2 approvals wait for alice's decision: ")
 	// Decided: nothing waits, and with no mail UserPromptSubmit is silent.
 	if r := e.hook("claude-code", `{"hook_event_name":"UserPromptSubmit"}`); r.err != nil || r.out != "" {
 		t.Errorf("nothing waits: err=%v out=%q", r.err, r.out)

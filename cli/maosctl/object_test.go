@@ -1,0 +1,117 @@
+package maosctl
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// What the task and approval tests check alike, one copy.
+
+// timedWait runs args (a wait) with --timeout 300ms and returns its
+// result; it must take the 300ms and not much more.
+func (e *testEnv) timedWait(args ...string) runResult {
+	e.t.Helper()
+	start := time.Now()
+	r := e.run("", append(args, "--timeout", "300ms")...)
+	if d := time.Since(start); d < 300*time.Millisecond || d > 5*time.Second {
+		e.t.Errorf("the 300ms wait took %s", d)
+	}
+	return r
+}
+
+// startWait runs args (a wait) with --timeout 20s in the background; the
+// channel gives its result.
+func (e *testEnv) startWait(args ...string) <-chan runResult {
+	done := make(chan runResult, 1)
+	go func() { done <- e.run("", append(args, "--timeout", "20s")...) }()
+	return done
+}
+
+// wantStillWaiting fails t at once when the wait done returns within d:
+// it must still be waiting for what.
+func wantStillWaiting(t *testing.T, done <-chan runResult, d time.Duration, what string) {
+	t.Helper()
+	select {
+	case r := <-done:
+		t.Fatalf("wait returned before %s: %v %q", what, r.err, r.out)
+	case <-time.After(d):
+	}
+}
+
+// waitEnded is the result of the wait done, which must come within 15s
+// of what, the end it waits for.
+func waitEnded(t *testing.T, done <-chan runResult, what string) runResult {
+	t.Helper()
+	select {
+	case r := <-done:
+		return r
+	case <-time.After(15 * time.Second):
+		t.Fatalf("wait did not see %s", what)
+		return runResult{}
+	}
+}
+
+// runHookApprovals runs the hook at UserPromptSubmit: its digest must
+// name the approvals waiting for alice at marker. Each approval command
+// it prints from there runs as printed (ID: appr-a to approve, appr-r to
+// reject), against the node it names, which must be the hook's: each
+// must succeed, and list, approve and reject must be among them.
+func (e *testEnv) runHookApprovals(marker string) {
+	e.t.Helper()
+	var out struct {
+		HookSpecificOutput struct{ AdditionalContext string } `json:"hookSpecificOutput"`
+	}
+	r := e.hook("claude-code", `{"hook_event_name":"UserPromptSubmit"}`)
+	if err := json.Unmarshal([]byte(r.out), &out); err != nil || r.err != nil {
+		e.t.Fatalf("hook: %v %v %q stderr %q", err, r.err, r.out, r.errOut)
+	}
+	text := out.HookSpecificOutput.AdditionalContext
+	at := strings.Index(text, marker)
+	if at < 0 {
+		e.t.Fatalf("the digest does not name the approvals:\n%s", text)
+	}
+	ran := map[string]bool{}
+	for _, cmd := range printedCommandRE.FindAllString(text[at:], -1) {
+		words := strings.Fields(strings.TrimSpace(cmd)) // maosctl [--addr A] approval VERB ...
+		k := slices.Index(words, "approval")
+		if k < 0 || k+1 >= len(words) {
+			continue
+		}
+		verb := words[k+1]
+		for i, w := range words {
+			if w == "ID" {
+				words[i] = map[string]string{"approve": "appr-a", "reject": "appr-r"}[verb]
+			}
+		}
+		// The node it names is the one the hook asked.
+		if k == 3 && (words[1] != "--addr" || words[2] != e.addr) {
+			e.t.Errorf("printed %q: not the hook's node %s", cmd, e.addr)
+		}
+		if r := e.run("", words[k:]...); r.err != nil || r.errOut != "" {
+			e.t.Errorf("printed %q, ran %q: err=%v stderr %q", cmd, words, r.err, r.errOut)
+		}
+		ran[verb] = true
+	}
+	if !ran["list"] || !ran["approve"] || !ran["reject"] {
+		e.t.Errorf("ran %v, want list, approve and reject", ran)
+	}
+}
+
+// wantApprovalsStatus checks the status line of agents for whom 2
+// (alice), 0 (carol) and 1 (bob, read with --json) approvals wait.
+func (e *testEnv) wantApprovalsStatus() {
+	e.t.Helper()
+	if out := e.ok("status-line", "--agent", "alice"); !strings.Contains(out, " | 🔐 2 to approve") {
+		e.t.Errorf("status line %q", out)
+	}
+	if out := e.ok("status-line", "--agent", "carol"); strings.Contains(out, "🔐") {
+		e.t.Errorf("status line of an agent with nothing to approve: %q", out)
+	}
+	var st status
+	if err := json.Unmarshal([]byte(e.ok("status-line", "--agent", "bob", "--json")), &st); err != nil || st.ToApprove != 1 {
+		e.t.Errorf("status --json %+v, %v", st, err)
+	}
+}
