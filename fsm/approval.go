@@ -200,17 +200,11 @@ func (d ApprovalTimeout) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads "10m" or a number of seconds.
 func (d *ApprovalTimeout) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
+	if v, ok, err := durationString(b, "timeout", `"10m" or "1h"`); ok {
+		if err == nil {
+			*d = ApprovalTimeout(v)
 		}
-		v, err := time.ParseDuration(s)
-		if err != nil {
-			return fmt.Errorf("timeout: %q is not a duration like \"10m\" or \"1h\"", s)
-		}
-		*d = ApprovalTimeout(v)
-		return nil
+		return err
 	}
 	secs, err := strconv.ParseFloat(string(b), 64)
 	if err != nil || math.IsNaN(secs) || math.IsInf(secs, 0) {

@@ -98,17 +98,11 @@ func (d LockTTL) MarshalJSON() ([]byte, error) { return json.Marshal(time.Durati
 
 // UnmarshalJSON reads "5m" or a number of seconds.
 func (d *LockTTL) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
+	if v, ok, err := durationString(b, "ttl", `"30s" or "5m"`); ok {
+		if err == nil {
+			*d = LockTTL(v)
 		}
-		v, err := time.ParseDuration(s)
-		if err != nil {
-			return fmt.Errorf("ttl: %q is not a duration like \"30s\" or \"5m\"", s)
-		}
-		*d = LockTTL(v)
-		return nil
+		return err
 	}
 	secs, err := strconv.ParseFloat(string(b), 64)
 	if err != nil || math.IsNaN(secs) {
