@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -66,18 +67,7 @@ func TestLeaderExpiresLapsedLeases(t *testing.T) {
 	// The queued messages arrive, one a tick: three completion replies to
 	// lead, the incident to lead and to sup.
 	types := func(agent string) []string {
-		page, err := cl.Inbox(ctx, agent, fsm.InboxQuery{Limit: 100}, transport.Strong)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, m := range page.Messages {
-			if m.From == fsm.SystemSender {
-				out = append(out, m.Type)
-			}
-		}
-		slices.Sort(out)
-		return out
+		return fromMaos(ctx, t, cl, agent, func(m fsm.InboxEntry) string { return m.Type })
 	}
 	clustertest.WaitFor(t, 10*time.Second, "the replies and the incident", func() bool {
 		return slices.Equal(types("lead"), []string{fsm.TypeTaskIncident, fsm.TypeTaskCompletion, fsm.TypeTaskCompletion, fsm.TypeTaskCompletion}) &&
@@ -134,22 +124,30 @@ func TestLeaderExpiresAndEscalatesApprovals(t *testing.T) {
 	if ap, _ := c.Leader().FSM().Approval("a-escalate"); !ap.Escalated {
 		t.Errorf("a-escalate expired without its escalation: %+v", ap)
 	}
-	fromMaos := func(agent string) []string {
-		page, err := cl.Inbox(ctx, agent, fsm.InboxQuery{Limit: 100}, transport.Strong)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, m := range page.Messages {
-			if m.From == fsm.SystemSender {
-				out = append(out, m.Type+" "+m.CorrelationID)
-			}
-		}
-		slices.Sort(out)
-		return out
+	notices := func(agent string) []string {
+		return fromMaos(ctx, t, cl, agent, func(m fsm.InboxEntry) string { return m.Type + " " + m.CorrelationID })
 	}
 	clustertest.WaitFor(t, 10*time.Second, "the alert and the expiry notices", func() bool {
-		return slices.Equal(fromMaos("sup"), []string{"alert a-escalate"}) &&
-			slices.Equal(fromMaos("lead"), []string{"hitl_decision a-escalate", "hitl_decision a-reject"})
+		return slices.Equal(notices("sup"), []string{"alert a-escalate"}) &&
+			slices.Equal(notices("lead"), []string{"hitl_decision a-escalate", "hitl_decision a-reject"})
 	})
+}
+
+// fromMaos lists, sorted, what reads of each message the state machine
+// (fsm.SystemSender) sent to agent, as its inbox stands (a strong read
+// through cl, the first 100).
+func fromMaos(ctx context.Context, t *testing.T, cl *transport.Client, agent string, what func(fsm.InboxEntry) string) []string {
+	t.Helper()
+	page, err := cl.Inbox(ctx, agent, fsm.InboxQuery{Limit: 100}, transport.Strong)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, m := range page.Messages {
+		if m.From == fsm.SystemSender {
+			out = append(out, what(m))
+		}
+	}
+	slices.Sort(out)
+	return out
 }

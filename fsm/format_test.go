@@ -77,6 +77,24 @@ func formatLog(tb testing.TB) []*raft.Log {
 	return logs
 }
 
+// entryLog is a log built entry by entry: idx and ts are the index and
+// time of the last entry (at first, of the one before the log).
+type entryLog struct {
+	tb   testing.TB
+	logs []*raft.Log
+	idx  uint64
+	ts   int64
+}
+
+// add appends the entry of op and body, d after the last one, and
+// returns its index.
+func (l *entryLog) add(d time.Duration, op Op, body any) uint64 {
+	l.idx++
+	l.ts += int64(d)
+	l.logs = append(l.logs, opEntry(l.tb, l.idx, l.ts, op, body))
+	return l.idx
+}
+
 // formatTaskLog is the fixed tail after formatLog that touches every task
 // op and every task bucket, and the send path's additions (capability
 // addressing, reroute_blocked_to, escalation_target), from index start+1
@@ -84,14 +102,8 @@ func formatLog(tb testing.TB) []*raft.Log {
 // queued (the outbox).
 func formatTaskLog(tb testing.TB, start uint64, ts int64) []*raft.Log {
 	tb.Helper()
-	var logs []*raft.Log
-	idx := start
-	add := func(d time.Duration, op Op, body any) uint64 {
-		idx++
-		ts += int64(d)
-		logs = append(logs, opEntry(tb, idx, ts, op, body))
-		return idx
-	}
+	l := &entryLog{tb: tb, idx: start, ts: ts}
+	add := l.add
 	ms := time.Millisecond
 	add(ms, OpSetConfig, SetConfigCommand{Key: "escalation_target", Value: json.RawMessage(`"role:supervisor"`)})
 	add(ms, OpRegisterAgent, RegisterAgentCommand{ID: "boss", Role: "orchestrator"})
@@ -127,7 +139,7 @@ func formatTaskLog(tb testing.TB, start uint64, ts int64) []*raft.Log {
 	m = testMessage("msg-20261121-113000-rita-00000002", "general", "psst")
 	m.From, m.To = "rita", Recipients{"sam"}
 	add(ms, OpSend, SendCommand{Message: m})
-	return logs
+	return l.logs
 }
 
 // formatApprovalLog is the fixed tail after formatTaskLog that touches
@@ -138,14 +150,8 @@ func formatTaskLog(tb testing.TB, start uint64, ts int64) []*raft.Log {
 // an approval pending (the deadline and pending keys).
 func formatApprovalLog(tb testing.TB, start uint64, ts int64) []*raft.Log {
 	tb.Helper()
-	var logs []*raft.Log
-	idx := start
-	add := func(d time.Duration, op Op, body any) uint64 {
-		idx++
-		ts += int64(d)
-		logs = append(logs, opEntry(tb, idx, ts, op, body))
-		return idx
-	}
+	l := &entryLog{tb: tb, idx: start, ts: ts}
+	add := l.add
 	ms := time.Millisecond
 	req := func(id, from string, approvers []string, quorum int, timeout time.Duration, onTimeout string) ApprovalRequestCommand {
 		c := ApprovalRequestCommand{ID: id, From: from, Approvers: approvers, Quorum: quorum, Title: "format " + id,
@@ -184,11 +190,11 @@ func formatApprovalLog(tb testing.TB, start uint64, ts int64) []*raft.Log {
 	proposed := `{"merge":"fg"}`
 	add(ms, OpTaskComplete, TaskCompleteCommand{ID: "fg", Agent: "rita", Fence: fence,
 		Completion: TaskCompletion{Status: TaskStatusRequiresApproval, Result: "ready to merge", ProposedAction: json.RawMessage(proposed)}})
-	taskAppr := "appr" + strings.TrimPrefix(DerivedID("rita", time.Unix(0, ts), "task-approval:fg:1:"+itoa(fence)), "msg")
+	taskAppr := "appr" + strings.TrimPrefix(DerivedID("rita", time.Unix(0, l.ts), "task-approval:fg:1:"+itoa(fence)), "msg")
 	add(ms, OpApprovalDecide, ApprovalDecideCommand{ID: taskAppr, Approver: "boss", Decision: DecisionApprove, ActionHash: hashOf(proposed)})
 	add(2*time.Second, OpTick, TickCommand{})
 	add(ms, OpApprovalRequest, req("pf", "boss", []string{"role:reviewer"}, 1, time.Hour, ""))
-	return logs
+	return l.logs
 }
 
 // taskBucket reports whether name is one of the task buckets, which
