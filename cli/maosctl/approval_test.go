@@ -99,12 +99,7 @@ func TestApprovalRequest(t *testing.T) {
 	}
 
 	before := len(e.svc.Applied())
-	e.fail([]string{"approval", "request", "--from", "lead", "--title", "x", "--action", "1"}, "missing required flag --approver")
-	e.fail([]string{"approval", "request", "--from", "lead", "--approver", "alice", "--title", "x"}, "missing required flag --action")
-	e.fail([]string{"approval", "request", "--from", "lead", "--approver", "alice", "--title", "x", "--action", "{cmd:1}"}, "--action: not one JSON value")
-	e.fail([]string{"approval", "request", "--from", "lead", "--approver", "alice", "--title", "x", "--action", "1", "--quorum", "0"}, "--quorum 0")
-	e.fail([]string{"approval", "request", "--from", "lead", "--approver", "alice", "--title", "x", "--action", "1", "--quorum", "2"}, "quorum")
-	e.fail([]string{"approval", "request", "--from", "lead", "--approver", "alice", "--title", "x", "--action", "1", "--timeout", "1ms"}, "timeout")
+	e.failRequests()
 	e.fail([]string{"approval", "request", "--from", "lead", "--approver", "alice", "--title", "x", "--action", "1", "extra"}, "extra")
 	if n := len(e.svc.Applied()); n != before {
 		t.Errorf("%d refused requests were proposed", n-before)
@@ -478,12 +473,7 @@ func TestApprovalRequestListShowEndToEnd(t *testing.T) {
 		t.Errorf("show --json: %+v, %v", one, err)
 	}
 
-	e.fail([]string{"approval", "request", "--from", "lead", "--title", "x", "--action", "1"}, "missing required flag --approver")
-	e.fail([]string{"approval", "request", "--from", "lead", "--approver", "alice", "--title", "x"}, "missing required flag --action")
-	e.fail([]string{"approval", "request", "--from", "lead", "--approver", "alice", "--title", "x", "--action", "{cmd:1}"}, "--action: not one JSON value")
-	e.fail([]string{"approval", "request", "--from", "lead", "--approver", "alice", "--title", "x", "--action", "1", "--quorum", "0"}, "--quorum 0")
-	e.fail([]string{"approval", "request", "--from", "lead", "--approver", "alice", "--title", "x", "--action", "1", "--quorum", "2"}, "quorum")
-	e.fail([]string{"approval", "request", "--from", "lead", "--approver", "alice", "--title", "x", "--action", "1", "--timeout", "1ms"}, "timeout")
+	e.failRequests()
 	e.fail([]string{"approval", "show"}, "missing ID")
 	e.fail([]string{"approval", "show", "appr-ghost"}, "appr-ghost")
 	e.fail([]string{"approval", "list", "--state", "done"}, "state")

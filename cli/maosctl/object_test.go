@@ -100,6 +100,27 @@ func (e *testEnv) runHookApprovals(marker string) {
 	}
 }
 
+// failRequests runs the approval requests that are refused, by maosctl
+// (a missing flag, an action that is not JSON, a quorum under 1) or by
+// the node (a quorum over the approvers, a timeout under the minimum):
+// each must fail, its error holding the words that name the cause.
+func (e *testEnv) failRequests() {
+	e.t.Helper()
+	for _, tc := range []struct {
+		args  []string
+		words string
+	}{
+		{[]string{"--title", "x", "--action", "1"}, "missing required flag --approver"},
+		{[]string{"--approver", "alice", "--title", "x"}, "missing required flag --action"},
+		{[]string{"--approver", "alice", "--title", "x", "--action", "{cmd:1}"}, "--action: not one JSON value"},
+		{[]string{"--approver", "alice", "--title", "x", "--action", "1", "--quorum", "0"}, "--quorum 0"},
+		{[]string{"--approver", "alice", "--title", "x", "--action", "1", "--quorum", "2"}, "quorum"},
+		{[]string{"--approver", "alice", "--title", "x", "--action", "1", "--timeout", "1ms"}, "timeout"},
+	} {
+		e.fail(append([]string{"approval", "request", "--from", "lead"}, tc.args...), tc.words)
+	}
+}
+
 // wantApprovalsStatus checks the status line of agents for whom 2
 // (alice), 0 (carol) and 1 (bob, read with --json) approvals wait.
 func (e *testEnv) wantApprovalsStatus() {
