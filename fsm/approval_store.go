@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -89,11 +88,7 @@ func getApprovalID(tx *bbolt.Tx, id string) (idRecord, bool) {
 
 // approvalByID reads approval id, or a *NotFoundError naming it.
 func approvalByID(tx *bbolt.Tx, id string) (*Approval, error) {
-	rec, ok := getApprovalID(tx, id)
-	if !ok {
-		return nil, ApprovalNotFound(id)
-	}
-	return getApproval(tx, rec.seq)
+	return objectByID(tx, bucketApprovalIDs, id, getApproval, ApprovalNotFound)
 }
 
 // ApprovalNotFound is the *NotFoundError for approval id.
@@ -102,11 +97,7 @@ func ApprovalNotFound(id string) error { return notFound("approval %s", id) }
 // requestSum is the SHA-256 of a request as applied, so a retry of the
 // same request matches and another under the same id does not.
 func requestSum(c *ApprovalRequestCommand) [32]byte {
-	b, err := json.Marshal(c)
-	if err != nil {
-		panic(fmt.Sprintf("fsm: approval %s: encode the request: %v", c.ID, err))
-	}
-	return sha256.Sum256(b)
+	return commandSum(c, "approval "+c.ID, "request")
 }
 
 // addApprovalID records the id of a new approval ap (its seq set), opened

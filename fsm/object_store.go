@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -15,6 +16,28 @@ import (
 // the object as the entry left it. These are the one copy of the
 // accessors over such a pair and of the pages read from their indexes;
 // what names the object ("task", "approval") in errors and panics.
+
+// objectByID reads the object id names in the ids bucket (readIDRecord)
+// with get, or the *NotFoundError notFound makes for id.
+func objectByID[T any](tx *bbolt.Tx, ids []byte, id string, get func(*bbolt.Tx, uint64) (T, error), notFound func(string) error) (T, error) {
+	rec, ok := readIDRecord(tx.Bucket(ids), id)
+	if !ok {
+		var zero T
+		return zero, notFound(id)
+	}
+	return get(tx, rec.seq)
+}
+
+// commandSum is the SHA-256 of command c (a cmd, such as "create") of
+// object who as applied, so a retry of the same command matches and
+// another under the same id does not.
+func commandSum(c any, who, cmd string) [32]byte {
+	b, err := json.Marshal(c)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: %s: encode the %s: %v", who, cmd, err))
+	}
+	return sha256.Sum256(b)
+}
 
 // putObjectEvent writes event ev of object seq (id) at entry index in
 // the history bucket hist, and snap, the object as the entry left it, in

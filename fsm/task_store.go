@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -131,11 +130,7 @@ func getTaskID(tx *bbolt.Tx, id string) (idRecord, bool) {
 
 // taskByID reads task id, or a *NotFoundError naming it.
 func taskByID(tx *bbolt.Tx, id string) (*Task, error) {
-	rec, ok := getTaskID(tx, id)
-	if !ok {
-		return nil, TaskNotFound(id)
-	}
-	return getTask(tx, rec.seq)
+	return objectByID(tx, bucketTaskIDs, id, getTask, TaskNotFound)
 }
 
 // TaskNotFound is the *NotFoundError for task id.
@@ -143,13 +138,7 @@ func TaskNotFound(id string) error { return notFound("task %s", id) }
 
 // createSum is the SHA-256 of a create command as applied, so a retry of
 // the same create matches and another task under the same id does not.
-func createSum(c *TaskCreateCommand) [32]byte {
-	b, err := json.Marshal(c)
-	if err != nil {
-		panic(fmt.Sprintf("fsm: task %s: encode the create: %v", c.ID, err))
-	}
-	return sha256.Sum256(b)
-}
+func createSum(c *TaskCreateCommand) [32]byte { return commandSum(c, "task "+c.ID, "create") }
 
 // addTaskID records the id of a new task t (its seq set), created by a
 // command hashing to sum, and its dependency keys; putTask writes the rest.
