@@ -78,6 +78,11 @@ func TestInboxNext(t *testing.T) {
 	e.nothing("no unread mail for bob", "inbox", "next", "--json")
 
 	e.fail([]string{"inbox", "next", "--agent", "zed"}, "agent zed", "404")
+	// inbox itself still lists, and takes no verb it does not know.
+	if out := e.ok("inbox", "--agent", "alice"); strings.Count(out, "  #") != 3 || strings.Contains(out, "* #") {
+		t.Errorf("inbox after next printed %q, want 3 read lines", out)
+	}
+	e.fail([]string{"inbox", "--agent", "alice", "nope"}, `unexpected argument "nope"`)
 	e.fail([]string{"inbox", "next", "--agent", "alice", "extra"}, `unexpected argument "extra"`)
 	t.Setenv(envAgent, "")
 	e.fail([]string{"inbox", "next"}, "--agent", "MAOS_AGENT_ID")
