@@ -200,8 +200,8 @@ func TestInboxWait(t *testing.T) {
 
 	// Nothing unread: exit 2 when --timeout passes, after following the stream.
 	start := time.Now()
-	e.nothing("no unread mail for alice within 300ms", "inbox", "wait", "--agent", "alice", "--timeout", "300ms")
-	if d := time.Since(start); d < 300*time.Millisecond {
+	e.nothing("no unread mail for alice within 1s", "inbox", "wait", "--agent", "alice", "--timeout", "1s")
+	if d := time.Since(start); d < time.Second {
 		t.Errorf("wait gave up after %s, before its --timeout", d)
 	}
 	select {
@@ -288,16 +288,23 @@ func TestInboxWaitTakenByAnother(t *testing.T) {
 	take = "msg-20261125-030000-codex-0000aaaa"
 	mu.Unlock()
 	e.send("review", "codex", "alice", "taken", "--id", "msg-20261125-030000-codex-0000aaaa")
+	// The message event makes wait read the unread mail, which finds it taken.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		mu.Lock()
+		read := take == ""
+		mu.Unlock()
+		if read {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("wait did not read the inbox after the message event")
+		}
+	}
 	select {
 	case r := <-done:
 		t.Fatalf("wait returned on mail another reader took: %v %q %q", r.err, r.out, r.errOut)
-	case <-time.After(500 * time.Millisecond):
+	case <-time.After(300 * time.Millisecond):
 	}
-	mu.Lock()
-	if take != "" {
-		t.Error("wait did not read the inbox after the message event")
-	}
-	mu.Unlock()
 	id := e.send("review", "codex", "alice", "for you")
 	r := <-done
 	if r.err != nil || strings.Count(r.out, "\n") != 1 || !strings.HasSuffix(r.out, " for you\n") {
