@@ -1,7 +1,9 @@
 package maosctl
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
@@ -12,8 +14,10 @@ import (
 func inboxCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "inbox",
-		Usage: "list an agent's inbox, or its counts",
+		Usage: "list an agent's inbox, or its counts; take its next message, or wait for one",
 		UsageText: `maosctl inbox --agent A [--unread] [--priority P] [--type T] [--from F] [--after SEQ] [--limit N] [--all] [--counts]
+   maosctl inbox next --agent A
+   maosctl inbox wait --agent A [--timeout D]
 
    maosctl inbox --agent claude --unread
    maosctl inbox --agent claude --priority urgent --counts
@@ -27,7 +31,11 @@ by priority).
 --unread and --priority are answered from the inbox index; --type and
 --from read each message of the range, so on a large inbox they may return
 a short page (the hint on stderr says where to go on, or use --all).
-With --json, an array of messages, each with "read".`,
+With --json, an array of messages, each with "read".
+
+For an agent without a watcher: 'inbox next' takes the oldest unread
+message (prints it whole and marks it read), 'inbox wait' blocks until
+there is unread mail and lists it.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "agent", Usage: "agent `ID` whose inbox to read (required)", EnvVars: []string{envAgent}},
 			&cli.BoolFlag{Name: "unread", Usage: "only unread messages"},
@@ -41,7 +49,8 @@ With --json, an array of messages, each with "read".`,
 			strongFlag(),
 			jsonFlag(),
 		},
-		Action: inbox,
+		Subcommands: []*cli.Command{inboxNextCommand(), inboxWaitCommand()},
+		Action:      inbox,
 	}
 }
 
@@ -82,43 +91,69 @@ func inbox(c *cli.Context) error {
 	}
 	asJSON := wantJSON(c)
 	out := []fsm.InboxEntry{}
-	for {
-		ctx, cancel := call(c)
-		page, err := client.Inbox(ctx, agent, q, consistency(c))
-		cancel()
-		if err != nil {
-			return apiError(c, err)
-		}
+	next, err := inboxPages(c, commandContext(c), agent, q, c.Bool("all"), func(page []fsm.InboxEntry) error {
 		if asJSON {
-			out = append(out, page.Messages...)
-		} else {
-			for i := range page.Messages {
-				e := &page.Messages[i]
-				mark := " "
-				if !e.Read {
-					mark = "*"
-				}
-				if _, err := fmt.Fprintf(c.App.Writer, "%s %s\n", mark, messageLine(&e.Message)); err != nil {
-					return err
-				}
-			}
+			out = append(out, page...)
+			return nil
 		}
-		if !page.HasMore {
-			break
-		}
-		if page.NextAfter <= q.After {
-			return fmt.Errorf("inbox %s: the node said more entries follow #%d but did not move on", agent, q.After)
-		}
-		q.After = page.NextAfter
-		if !c.Bool("all") {
-			if !asJSON {
-				fmt.Fprintf(c.App.ErrWriter, "(more after #%d: add --after %d, or --all)\n", q.After, q.After)
-			}
-			break
-		}
+		return printInboxLines(c.App.Writer, page)
+	})
+	if err != nil {
+		return err
 	}
 	if asJSON {
 		return printJSON(c.App.Writer, out)
+	}
+	if next != 0 {
+		fmt.Fprintf(c.App.ErrWriter, "(more after #%d: add --after %d, or --all)\n", next, next)
+	}
+	return nil
+}
+
+// inboxPages reads agent's inbox by q from q.After, oldest first, at the
+// consistency c's --strong asks for, and calls fn with each page: every
+// page until the end when all is set, else the first. It returns the seq
+// to go on after when it stopped with entries left (0 when it read to the
+// end). Each read is bounded by the global --timeout under parent; errors
+// are apiError's.
+func inboxPages(c *cli.Context, parent context.Context, agent string, q fsm.InboxQuery, all bool, fn func([]fsm.InboxEntry) error) (uint64, error) {
+	root := rootContext(c)
+	client, cons := apiClient(c), consistency(c)
+	for {
+		ctx, cancel := callWith(root, parent)
+		page, err := client.Inbox(ctx, agent, q, cons)
+		cancel()
+		if err != nil {
+			return 0, apiError(root, err)
+		}
+		if err := fn(page.Messages); err != nil {
+			return 0, err
+		}
+		if !page.HasMore {
+			return 0, nil
+		}
+		if page.NextAfter <= q.After {
+			return 0, fmt.Errorf("inbox %s: the node said more entries follow #%d but did not move on", agent, q.After)
+		}
+		q.After = page.NextAfter
+		if !all {
+			return q.After, nil
+		}
+	}
+}
+
+// printInboxLines writes one line per entry, "* " before an unread one
+// and "  " before a read one, then messageLine.
+func printInboxLines(w io.Writer, entries []fsm.InboxEntry) error {
+	for i := range entries {
+		e := &entries[i]
+		mark := " "
+		if !e.Read {
+			mark = "*"
+		}
+		if _, err := fmt.Fprintf(w, "%s %s\n", mark, messageLine(&e.Message)); err != nil {
+			return err
+		}
 	}
 	return nil
 }
