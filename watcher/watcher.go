@@ -656,7 +656,7 @@ func (w *agentWatcher) threadDepth(ctx context.Context, m *fsm.Message) int {
 }
 
 func (w *agentWatcher) presence(ctx context.Context, state, sub, task string) {
-	u := transport.PresenceUpdate{State: state, Substate: sub, PID: os.Getpid(), Task: task}
+	u := transport.PresenceUpdate{State: state, Substate: sub, Source: transport.SourceWatcher, PID: os.Getpid(), Task: task}
 	if state == transport.PresenceAwake {
 		u.AgentHealth = w.health()
 	}
