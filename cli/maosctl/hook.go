@@ -149,7 +149,7 @@ UserPromptSubmit and on a Stop it blocks, IDLE on any other Stop, on
 Claude Code's idle_prompt Notification and on SessionStart (not after a
 compaction). Tool calls report nothing. It is one more request, bounded by
 --max-time, and only when the node answered the ones before it; a
-watcher's own heartbeats do not overwrite it (README, "Presence").
+watcher's own heartbeats do not overwrite it (README, "Busy or idle").
 
 The digest lists unread messages urgent first, then newest first, one line
 each (id, from, priority, title), one line per thread with a count, at most
