@@ -15,16 +15,17 @@ import (
 // Both coding-agent TUIs keep their input prompt on screen while they work
 // and add a status line with an interrupt hint: Claude Code's spinner line
 // ("✻ Thinking… (12s · esc to interrupt)") above its input box ("│ > " or
-// "> " between rules, "❯" in some themes), Codex's "Working (12s • Esc to
-// interrupt)" above its composer ("› "). So the
+// "> " between rules), Codex's "Working (12s • Esc to interrupt)" above
+// its composer ("› "). So the
 // working marker is checked first and the prompt means idle only without
 // it. These are the strings both CLIs print in a tmux pane; a version that
 // words them otherwise is configured with idle_prompt and working_prompt.
 const (
 	// DefaultIdlePrompt matches a line that starts (after spaces or a box
-	// border) with an input prompt character: >, › or ❯, then a space or
-	// the line's end.
-	DefaultIdlePrompt = `(?m)^[\s│┃|]*[>›❯](\s|$)`
+	// border) with an input prompt character, > or ›, then the line's end
+	// or text that does not start with a digit: a menu's cursor on "1.
+	// Yes" (a permission dialog) is not the input prompt.
+	DefaultIdlePrompt = `(?m)^[ \t│┃|]*[>›](\s*$|\s+[^\d\s])`
 	// DefaultWorkingPrompt matches the interrupt hint both CLIs show only
 	// while a turn runs.
 	DefaultWorkingPrompt = `(?i)esc to interrupt`

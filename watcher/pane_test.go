@@ -91,7 +91,9 @@ func TestPaneDetectorDefaults(t *testing.T) {
 		{"empty", "\n\n\n", ""},
 		{"an old status line scrolled up", scrolled.String(), transport.SubstateIdle},
 		{"a prompt character inside text", "the ratio is a > b\nnot a prompt", ""},
-		{"a bare prompt at the end", "answer\n❯", transport.SubstateIdle},
+		{"a bare prompt at the end", "answer\n>", transport.SubstateIdle},
+		{"claude code's permission dialog", "Bash command\n  rm -rf build\nDo you want to proceed?\n❯ 1. Yes\n  2. No, and tell Claude what to do differently (esc)\n", ""},
+		{"a menu cursor on a numbered choice", "Allow command?\n› 1. Yes, proceed\n  2. No\n", ""},
 	} {
 		if got := d.Detect(tc.screen); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
