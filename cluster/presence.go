@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -102,14 +103,18 @@ func (s *presenceStore) put(agent string, u transport.PresenceUpdate) (transport
 		}
 	}
 	rec := transport.Presence{
-		AgentID: agent, Node: s.self, State: u.State, Substate: u.Substate, Channel: u.Channel,
+		AgentID: agent, Node: s.self, State: u.State, Substate: u.Substate, Source: u.Source, Channel: u.Channel,
 		PID: u.PID, Task: u.Task, Reason: u.Reason, AgentHealth: u.AgentHealth, Timestamp: ts.UTC(), Origin: s.self,
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if cur, ok := s.recs[agent]; ok && u.Timestamp != nil && ts.Before(cur.Timestamp) {
+	cur, ok := s.recs[agent]
+	if ok && u.Timestamp != nil && ts.Before(cur.Timestamp) {
 		return transport.Presence{}, fmt.Errorf("cluster: presence of %s: the heartbeat at %s is older than the recorded one at %s (version %d); not applied: %w",
 			agent, ts.UTC().Format(time.RFC3339Nano), cur.Timestamp.Format(time.RFC3339Nano), cur.Version, fsm.ErrConflict)
+	}
+	if ok && cur.State == transport.PresenceAwake && now.Sub(cur.Timestamp) <= s.ttl {
+		foldSources(&rec, &cur)
 	}
 	rec.Version = s.tick(now)
 	wire, err := encodePresenceMsg(rec)
@@ -126,6 +131,30 @@ func (s *presenceStore) put(agent string, u transport.PresenceUpdate) (transport
 		s.broadcast(rec)
 	}
 	return rec, nil
+}
+
+// foldSources applies the presence-source rule (cluster/DESIGN.md,
+// "Presence sources") to rec, a heartbeat about to replace cur, an AWAKE
+// record whose heartbeat has not lapsed: a report whose source ranks below
+// cur's (transport.SourceRank: hook > pane > watcher) keeps cur's substate
+// and source; and a hook, which speaks only of the substate, keeps cur's
+// channel, pid, task and task health where it gives none.
+func foldSources(rec, cur *transport.Presence) {
+	if rec.State != transport.PresenceAwake {
+		return
+	}
+	fromHook := rec.Source == transport.SourceHook
+	if transport.SourceRank(rec.Source) < transport.SourceRank(cur.Source) {
+		rec.Substate, rec.Source = cur.Substate, cur.Source
+	}
+	if fromHook {
+		rec.Channel = cmp.Or(rec.Channel, cur.Channel)
+		rec.PID = cmp.Or(rec.PID, cur.PID)
+		rec.Task = cmp.Or(rec.Task, cur.Task)
+		if rec.AgentHealth == (transport.AgentHealth{}) {
+			rec.AgentHealth = cur.AgentHealth
+		}
+	}
 }
 
 // merge takes a record received from a peer. It reports whether the record
@@ -159,7 +188,7 @@ func (s *presenceStore) merge(p transport.Presence) (bool, error) {
 // checkRecord validates a record received from a peer as strictly as a
 // heartbeat from an agent.
 func checkRecord(p *transport.Presence) error {
-	u := transport.PresenceUpdate{State: p.State, Substate: p.Substate, Channel: p.Channel, PID: p.PID, Task: p.Task, Reason: p.Reason,
+	u := transport.PresenceUpdate{State: p.State, Substate: p.Substate, Source: p.Source, Channel: p.Channel, PID: p.PID, Task: p.Task, Reason: p.Reason,
 		AgentHealth: p.AgentHealth}
 	if err := u.Validate(p.AgentID); err != nil {
 		return fmt.Errorf("presence of %q from %q: %w", p.AgentID, p.Origin, err)

@@ -2,11 +2,14 @@ package cluster
 
 import (
 	"errors"
+	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/memberlist"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
@@ -246,5 +249,119 @@ func TestPresencePutRefusals(t *testing.T) {
 	p, err := s.put("codex", transport.PresenceUpdate{State: "AWAKE", Substate: "IDLE", Timestamp: ts(20 * time.Second)})
 	if err != nil || !p.Timestamp.Equal(t0.Add(20*time.Second)) {
 		t.Errorf("put with its own timestamp: %+v, %v", p, err)
+	}
+}
+
+// The presence-source rule (DESIGN.md, "Presence sources"): while an
+// agent's record is AWAKE and fresh, a report of a lower-ranked source
+// (watcher < pane < hook) refreshes it but keeps the substate the higher
+// one set; the same or a higher source changes it; a hook's report keeps
+// the watcher's pid, channel, task and health; OFFLINE or a lapsed
+// heartbeat ends the hold.
+func TestPresenceSourcePrecedence(t *testing.T) {
+	clk := &fakeClock{t: t0}
+	s := newPresenceStore("n1", 30*time.Second, clk.now)
+	put := func(u transport.PresenceUpdate) transport.Presence {
+		t.Helper()
+		u.Normalize()
+		if err := u.Validate("claude"); err != nil {
+			t.Fatal(err)
+		}
+		p, err := s.put("claude", u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	from := func(sub, source string) transport.PresenceUpdate {
+		return transport.PresenceUpdate{State: "AWAKE", Substate: sub, Source: source}
+	}
+	watcherBeat := transport.PresenceUpdate{State: "AWAKE", Substate: "IDLE", Source: "watcher", PID: 42, Channel: "dev",
+		Task: "answering m1", AgentHealth: transport.AgentHealth{TasksSucceeded: 3}}
+	check := func(what string, p transport.Presence, sub, source string) {
+		t.Helper()
+		if p.Substate != sub || p.Source != source {
+			t.Errorf("%s: %s from %q, want %s from %q", what, p.Substate, p.Source, sub, source)
+		}
+		if g, _ := s.get("claude", noStatus); g.Substate != p.Substate || g.Source != p.Source || g.Version != p.Version {
+			t.Errorf("%s: stored %+v differs from the answer %+v", what, g, p)
+		}
+	}
+
+	check("watcher starts", put(watcherBeat), "IDLE", "watcher")
+	p := put(from("working", "HOOK")) // normalized
+	check("hook says WORKING", p, "WORKING", "hook")
+	if p.PID != 42 || p.Channel != "dev" || p.Task != "answering m1" || p.TasksSucceeded != 3 {
+		t.Errorf("a hook's report dropped what the watcher said: %+v", p)
+	}
+	clk.set(t0.Add(10 * time.Second))
+	p = put(watcherBeat)
+	check("the watcher's periodic IDLE", p, "WORKING", "hook")
+	if !p.Timestamp.Equal(t0.Add(10 * time.Second)) {
+		t.Errorf("the watcher's heartbeat did not refresh the record: %v", p.Timestamp)
+	}
+	check("the pane says IDLE", put(from("IDLE", "pane")), "WORKING", "hook")
+	check("a heartbeat without a source", put(from("IDLE", "")), "WORKING", "hook")
+	check("hook says IDLE", put(from("IDLE", "hook")), "IDLE", "hook")
+	check("the watcher says WORKING", put(transport.PresenceUpdate{State: "AWAKE", Substate: "WORKING", Source: "watcher"}), "IDLE", "hook")
+
+	// A watcher's own report does not take the watcher's fields from the record.
+	p = put(transport.PresenceUpdate{State: "AWAKE", Substate: "IDLE", Source: "watcher"})
+	if p.PID != 0 || p.Channel != "" || p.Task != "" || p.TasksSucceeded != 0 {
+		t.Errorf("a watcher's report kept fields it did not give: %+v", p)
+	}
+
+	// OFFLINE ends the hold: the next watcher heartbeat is its own word.
+	check("offline", put(transport.PresenceUpdate{State: "OFFLINE", Source: "watcher"}), "", "")
+	check("watcher back", put(from("WORKING", "watcher")), "WORKING", "watcher")
+	check("pane over watcher", put(from("IDLE", "pane")), "IDLE", "pane")
+	check("watcher under pane", put(from("WORKING", "watcher")), "IDLE", "pane")
+	check("hook over pane", put(from("WORKING", "hook")), "WORKING", "hook")
+
+	// A lapsed heartbeat ends the hold too.
+	clk.set(clk.now().Add(31 * time.Second))
+	check("watcher after the TTL", put(from("IDLE", "watcher")), "IDLE", "watcher")
+
+	// An unknown source is refused, naming the field.
+	u := from("IDLE", "cron")
+	u.Normalize()
+	if err := u.Validate("claude"); !errors.Is(err, fsm.ErrInvalid) || !strings.Contains(err.Error(), `source: "cron" is not hook, pane or watcher`) {
+		t.Errorf("unknown source: %v", err)
+	}
+}
+
+// Records gossiped by a node from before sources (no "source" field)
+// still decode and merge, and one with a source keeps it on the way
+// through the gossip message and the push/pull state.
+func TestPresenceGossipOldAndNewPayloads(t *testing.T) {
+	clk := &fakeClock{t: t0}
+	s := newPresenceStore("n1", 30*time.Second, clk.now)
+	g := &gossip{self: "n1", store: s, logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		bq: &memberlist.TransmitLimitedQueue{NumNodes: func() int { return 2 }, RetransmitMult: 1}}
+	old := `{"agent_id":"codex","node":"n2","state":"AWAKE","substate":"WORKING","timestamp":"2026-11-21T10:30:00Z","version":5,"origin":"n2"}`
+	g.NotifyMsg(append([]byte{msgPresence}, old...))
+	if p, ok := s.get("codex", noStatus); !ok || p.Substate != "WORKING" || p.Source != "" || p.Version != 5 {
+		t.Fatalf("old payload: %+v %v", p, ok)
+	}
+	newer := transport.Presence{AgentID: "codex", Node: "n2", State: "AWAKE", Substate: "IDLE", Source: "pane",
+		Timestamp: t0, Version: 6, Origin: "n2"}
+	msg, err := encodePresenceMsg(newer)
+	if err != nil || !strings.Contains(string(msg), `"source":"pane"`) {
+		t.Fatalf("encoded %s, %v", msg, err)
+	}
+	g.NotifyMsg(msg)
+	if p, _ := s.get("codex", noStatus); p.Source != "pane" || p.Substate != "IDLE" {
+		t.Errorf("new payload: %+v", p)
+	}
+	// A push/pull state from an old node.
+	g.MergeRemoteState(append([]byte{statePresence}, `[{"agent_id":"gemini","node":"n3","state":"AWAKE","substate":"IDLE","timestamp":"2026-11-21T10:30:00Z","version":7,"origin":"n3"}]`...), false)
+	if p, ok := s.get("gemini", noStatus); !ok || p.Substate != "IDLE" || p.Source != "" {
+		t.Errorf("old state: %+v %v", p, ok)
+	}
+	// A record with a source no node knows is refused.
+	bad := strings.Replace(old, `"version":5`, `"version":9,"source":"cron"`, 1)
+	g.NotifyMsg(append([]byte{msgPresence}, bad...))
+	if p, _ := s.get("codex", noStatus); p.Version != 6 {
+		t.Errorf("a record with an unknown source was merged: %+v", p)
 	}
 }

@@ -491,3 +491,36 @@ func TestGossipConfigValidate(t *testing.T) {
 		t.Errorf("a valid gossip config was refused: %v", err)
 	}
 }
+
+// Through the API of a real node and its gossip: the watcher's periodic
+// IDLE does not undo the hook's WORKING on any node, the hook's report
+// keeps the watcher's pid and task health, and the hook's IDLE is taken.
+func TestPresenceSourcesThroughTheNode(t *testing.T) {
+	c := clustertest.New(t, 3, withGossip)
+	a := c.Nodes[0]
+	ctx := clustertest.Context(t)
+	put := func(u transport.PresenceUpdate) transport.Presence {
+		t.Helper()
+		p, err := a.Client.PutPresence(ctx, "claude", u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	watcherIdle := transport.PresenceUpdate{State: "AWAKE", Substate: "IDLE", Source: "watcher", PID: 77,
+		AgentHealth: transport.AgentHealth{TasksSucceeded: 2}}
+	put(watcherIdle)
+	hook := put(transport.PresenceUpdate{State: "AWAKE", Substate: "WORKING", Source: "hook"})
+	if hook.Substate != "WORKING" || hook.Source != "hook" || hook.PID != 77 || hook.TasksSucceeded != 2 {
+		t.Fatalf("the hook's report answered %+v", hook)
+	}
+	beat := put(watcherIdle)
+	if !beat.Newer(&hook) || beat.Substate != "WORKING" || beat.Source != "hook" {
+		t.Fatalf("the watcher's heartbeat after the hook answered %+v", beat)
+	}
+	waitPresence(t, c.Nodes, "claude", "the watcher's heartbeat, WORKING from hook", func(p transport.Presence) bool { return p == beat })
+	idle := put(transport.PresenceUpdate{State: "AWAKE", Substate: "IDLE", Source: "hook"})
+	waitPresence(t, c.Nodes, "claude", "the hook's IDLE", func(p transport.Presence) bool {
+		return p == idle && p.Substate == "IDLE" && p.Source == "hook"
+	})
+}

@@ -21,6 +21,31 @@ const (
 	SubstateBlocked = "BLOCKED"
 )
 
+// Where an AWAKE agent's substate came from (Presence.Source), highest
+// precedence first (cluster/DESIGN.md, "Presence sources"): the agent's own
+// coding-agent hooks at its turn's edges, its watcher's reading of its tmux
+// pane, its watcher's own runs. "" is a heartbeat that does not say (an
+// agent's own, or an older watcher's) and ranks with watcher.
+const (
+	SourceHook    = "hook"
+	SourcePane    = "pane"
+	SourceWatcher = "watcher"
+)
+
+// SourceRank orders the sources: a report of lower rank does not change a
+// substate that one of higher rank set. Unknown sources rank 0.
+func SourceRank(source string) int {
+	switch source {
+	case SourceHook:
+		return 3
+	case SourcePane:
+		return 2
+	case SourceWatcher, "":
+		return 1
+	}
+	return 0
+}
+
 // Presence limits. A record travels in one UDP gossip packet (memberlist's
 // 1400 bytes, less its own headers), so its JSON form is capped at
 // MaxPresenceWire bytes; the field caps keep an ordinary record far below.
@@ -48,9 +73,12 @@ type Presence struct {
 	Node     string `json:"node"`               // node that accepted the agent's heartbeat
 	State    string `json:"state"`              // AWAKE or OFFLINE
 	Substate string `json:"substate,omitempty"` // IDLE, WORKING or BLOCKED while AWAKE
-	Channel  string `json:"channel,omitempty"`
-	PID      int    `json:"pid,omitempty"` // the agent's (or its watcher's) process id
-	Task     string `json:"task,omitempty"`
+	// Source is where Substate came from: hook, pane or watcher ("" when
+	// the heartbeat did not say; records gossiped by older nodes lack it).
+	Source  string `json:"source,omitempty"`
+	Channel string `json:"channel,omitempty"`
+	PID     int    `json:"pid,omitempty"` // the agent's (or its watcher's) process id
+	Task    string `json:"task,omitempty"`
 	// Reason says why an agent is OFFLINE: "heartbeat lapsed", "node n2
 	// dead", "node n2 left", or what the agent itself said.
 	Reason string `json:"reason,omitempty"`
@@ -139,7 +167,7 @@ func (p *Presence) Health() HealthReport {
 // (the counts of a watcher that is gone are stale, and an OFFLINE record
 // with its reason must still fit a gossip packet).
 func (p *Presence) MarkOffline(reason string) {
-	p.State, p.Substate, p.Reason, p.AgentHealth = PresenceOffline, "", reason, AgentHealth{}
+	p.State, p.Substate, p.Source, p.Reason, p.AgentHealth = PresenceOffline, "", "", reason, AgentHealth{}
 }
 
 // Newer reports whether p supersedes q (another record of the same agent).
@@ -154,12 +182,14 @@ func (p *Presence) Newer(q *Presence) bool {
 // state is required. agent_id and node may be given as a check (they must
 // match the path and the answering node); watcher_pid is the seed format's
 // name for pid; tasks_running, tasks_succeeded, tasks_failed, last_error
-// and mean_duration_ms are the watcher's AgentHealth.
+// and mean_duration_ms are the watcher's AgentHealth; source says where
+// the substate came from (hook, pane, watcher; optional).
 type PresenceUpdate struct {
 	AgentID    string `json:"agent_id,omitempty"`
 	Node       string `json:"node,omitempty"`
 	State      string `json:"state"`
 	Substate   string `json:"substate,omitempty"`
+	Source     string `json:"source,omitempty"`
 	Channel    string `json:"channel,omitempty"`
 	PID        int    `json:"pid,omitempty"`
 	WatcherPID int    `json:"watcher_pid,omitempty"`
@@ -173,12 +203,14 @@ type PresenceUpdate struct {
 	Timestamp *time.Time `json:"timestamp,omitempty"`
 }
 
-// Normalize upper-cases state and substate, takes pid from watcher_pid
-// when only that is given, defaults an AWAKE agent's substate to IDLE and
-// drops an OFFLINE agent's task health (as Presence.MarkOffline does).
+// Normalize upper-cases state and substate, lower-cases source, takes pid
+// from watcher_pid when only that is given, defaults an AWAKE agent's
+// substate to IDLE and drops an OFFLINE agent's task health and source (as
+// Presence.MarkOffline does).
 func (u *PresenceUpdate) Normalize() {
 	u.State = strings.ToUpper(strings.TrimSpace(u.State))
 	u.Substate = strings.ToUpper(strings.TrimSpace(u.Substate))
+	u.Source = strings.ToLower(strings.TrimSpace(u.Source))
 	if u.PID == 0 {
 		u.PID = u.WatcherPID
 	}
@@ -188,6 +220,7 @@ func (u *PresenceUpdate) Normalize() {
 	}
 	if u.State == PresenceOffline {
 		u.AgentHealth = AgentHealth{}
+		u.Source = ""
 	}
 }
 
@@ -218,6 +251,9 @@ func (u *PresenceUpdate) Validate(agent string) error {
 		return &fsm.FieldError{Field: "state", Reason: "required: AWAKE or OFFLINE"}
 	default:
 		return &fsm.FieldError{Field: "state", Reason: fmt.Sprintf("%q is not AWAKE or OFFLINE", u.State)}
+	}
+	if SourceRank(u.Source) == 0 {
+		return &fsm.FieldError{Field: "source", Reason: fmt.Sprintf("%q is not hook, pane or watcher (or left out)", u.Source)}
 	}
 	if u.State == PresenceAwake && u.Reason != "" {
 		return &fsm.FieldError{Field: "reason", Reason: "only an OFFLINE agent has a reason; leave it out or set state OFFLINE"}

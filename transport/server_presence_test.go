@@ -20,7 +20,7 @@ func TestPutPresenceNormalizes(t *testing.T) {
 	f := transporttest.New(t)
 	srv := serve(t, f, transport.ServerOptions{})
 	r := do(t, http.MethodPut, srv.URL+"/v1/presence/codex",
-		`{"agent_id":"codex","state":"awake","watcher_pid":12345,"channel":"agent-os-paper","task":"review <PR 12> & merge"}`, nil)
+		`{"agent_id":"codex","state":"awake","source":" Hook ","watcher_pid":12345,"channel":"agent-os-paper","task":"review <PR 12> & merge"}`, nil)
 	if r.status != http.StatusOK {
 		t.Fatalf("status %d: %s", r.status, r.body)
 	}
@@ -28,7 +28,7 @@ func TestPutPresenceNormalizes(t *testing.T) {
 	if err := json.Unmarshal(r.body, &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.AgentID != "codex" || got.State != "AWAKE" || got.Substate != "IDLE" || got.PID != 12345 ||
+	if got.AgentID != "codex" || got.State != "AWAKE" || got.Substate != "IDLE" || got.Source != "hook" || got.PID != 12345 ||
 		got.Channel != "agent-os-paper" || got.Version != 1 || got.Node != "n1" {
 		t.Errorf("answered %+v", got)
 	}
@@ -36,7 +36,7 @@ func TestPutPresenceNormalizes(t *testing.T) {
 	if len(ups) != 1 {
 		t.Fatalf("service got %d updates, want 1", len(ups))
 	}
-	if u := ups[0]; u.State != "AWAKE" || u.Substate != "IDLE" || u.PID != 12345 || u.WatcherPID != 0 || u.Task != "review <PR 12> & merge" {
+	if u := ups[0]; u.State != "AWAKE" || u.Substate != "IDLE" || u.Source != "hook" || u.PID != 12345 || u.WatcherPID != 0 || u.Task != "review <PR 12> & merge" {
 		t.Errorf("service got %+v, want it normalized", u)
 	}
 	if c := f.CallsTo("PutPresence"); len(c) != 1 || c[0].Arg != "codex" {
@@ -62,6 +62,7 @@ func TestPutPresenceRefusesBadInput(t *testing.T) {
 		{"bad node", "codex", `{"node":"N 1","state":"AWAKE"}`, "invalid", "node"},
 		{"bad channel", "codex", `{"state":"AWAKE","channel":"Bad Channel"}`, "invalid", "channel"},
 		{"negative pid", "codex", `{"state":"AWAKE","pid":-4}`, "invalid", "pid"},
+		{"unknown source", "codex", `{"state":"AWAKE","source":"cron"}`, "invalid", "source"},
 		{"task too long", "codex", `{"state":"AWAKE","task":"` + long + `"}`, "invalid", "task"},
 		{"task with a newline", "codex", `{"state":"AWAKE","task":"two\nlines"}`, "invalid", "task"},
 		{"reason too long", "codex", `{"state":"OFFLINE","reason":"` + strings.Repeat("r", transport.MaxPresenceReason+1) + `"}`, "invalid", "reason"},
@@ -206,7 +207,7 @@ func TestClientPresenceRoundTrip(t *testing.T) {
 // agent said so (with a reason at its limit) or its node died, does not.
 func TestPresenceRecordFitsAPacket(t *testing.T) {
 	p := transport.Presence{
-		AgentID: strings.Repeat("a", 64), Node: strings.Repeat("n", 64), State: "AWAKE", Substate: "WORKING",
+		AgentID: strings.Repeat("a", 64), Node: strings.Repeat("n", 64), State: "AWAKE", Substate: "WORKING", Source: transport.SourceWatcher,
 		Channel: strings.Repeat("c", 64), PID: 1 << 30, Task: strings.Repeat("t", transport.MaxPresenceTask),
 		AgentHealth: transport.AgentHealth{TasksRunning: 1 << 30, TasksSucceeded: 1 << 30, TasksFailed: 1 << 30,
 			LastError: strings.Repeat("e", transport.MaxPresenceLastError), MeanDurationMS: 1 << 40},
@@ -225,12 +226,12 @@ func TestPresenceRecordFitsAPacket(t *testing.T) {
 			t.Errorf("a %s record at the field limits is %d bytes on the wire, over %d", rec.State, len(b)+1, transport.MaxPresenceWire)
 		}
 	}
-	if said.State != "OFFLINE" || said.Substate != "" || said.AgentHealth != (transport.AgentHealth{}) {
+	if said.State != "OFFLINE" || said.Substate != "" || said.Source != "" || said.AgentHealth != (transport.AgentHealth{}) {
 		t.Errorf("MarkOffline left %+v", said)
 	}
-	u := transport.PresenceUpdate{State: "offline", AgentHealth: p.AgentHealth}
-	if u.Normalize(); u.AgentHealth != (transport.AgentHealth{}) {
-		t.Errorf("an OFFLINE heartbeat keeps its task health %+v", u.AgentHealth)
+	u := transport.PresenceUpdate{State: "offline", Source: "watcher", AgentHealth: p.AgentHealth}
+	if u.Normalize(); u.AgentHealth != (transport.AgentHealth{}) || u.Source != "" {
+		t.Errorf("an OFFLINE heartbeat keeps its task health %+v or source %q", u.AgentHealth, u.Source)
 	}
 }
 

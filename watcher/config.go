@@ -11,10 +11,12 @@ package watcher
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 	"text/template"
@@ -67,8 +69,14 @@ type AgentConfig struct {
 	Policy          Policy            `yaml:"policy"`
 	Delivery        string            `yaml:"delivery"` // command (default) or tmux
 	TmuxTarget      string            `yaml:"tmux_target"`
-	MaxThreadDepth  int               `yaml:"max_thread_depth"` // default 8
-	Guardrails      string            `yaml:"guardrails"`       // text the default prompt includes
+	// IdlePrompt and WorkingPrompt are the regexps (Go syntax) by which
+	// the watcher of a tmux agent tells from its pane's last lines whether
+	// it waits for input or works (PaneDetector); DefaultIdlePrompt and
+	// DefaultWorkingPrompt if empty.
+	IdlePrompt     string `yaml:"idle_prompt"`
+	WorkingPrompt  string `yaml:"working_prompt"`
+	MaxThreadDepth int    `yaml:"max_thread_depth"` // default 8
+	Guardrails     string `yaml:"guardrails"`       // text the default prompt includes
 	// TokenFile holds the agent's own bearer token (maosctl token create
 	// --agent ID) for a cluster run with --auth: the watcher's requests
 	// for this agent carry it, and so does the model CLI (MAOS_TOKEN).
@@ -80,6 +88,7 @@ type AgentConfig struct {
 	Claim []string `yaml:"claim"`
 
 	tmpl *template.Template
+	pane PaneDetector
 }
 
 // Match holds the optional filters applied after the for-us test; an empty
@@ -208,6 +217,9 @@ func (a *AgentConfig) validate(p string) error {
 	default:
 		return bad("delivery", "must be command or tmux (got %q)", a.Delivery)
 	}
+	if err := a.compilePane(bad); err != nil {
+		return err
+	}
 	if a.ContextMessages == nil {
 		n := DefaultContextMessages
 		a.ContextMessages = &n
@@ -324,6 +336,35 @@ func (a *AgentConfig) validateClaim(bad func(field, format string, args ...any) 
 	}
 	return nil
 }
+
+// compilePane compiles the pane detector of a tmux agent: its idle_prompt
+// and working_prompt, or the defaults. Another agent has no pane, so
+// either is refused there.
+func (a *AgentConfig) compilePane(bad func(field, format string, args ...any) error) error {
+	if a.Delivery != DeliveryTmux {
+		for _, f := range []struct{ field, v string }{{"idle_prompt", a.IdlePrompt}, {"working_prompt", a.WorkingPrompt}} {
+			if f.v != "" {
+				field := f.field
+				return bad(field, "agent %s: only a tmux agent has a pane to read; %s needs delivery %s", a.ID, field, DeliveryTmux)
+			}
+		}
+		return nil
+	}
+	idle, err := regexp.Compile(cmp.Or(a.IdlePrompt, DefaultIdlePrompt))
+	if err != nil {
+		return bad("idle_prompt", "agent %s: not a regexp: %v", a.ID, err)
+	}
+	working, err := regexp.Compile(cmp.Or(a.WorkingPrompt, DefaultWorkingPrompt))
+	if err != nil {
+		return bad("working_prompt", "agent %s: not a regexp: %v", a.ID, err)
+	}
+	a.pane = PaneDetector{Idle: idle, Working: working}
+	return nil
+}
+
+// PaneDetector is how the watcher of a tmux agent reads its pane (the
+// zero PaneDetector for another agent). Valid after Validate.
+func (a *AgentConfig) PaneDetector() PaneDetector { return a.pane }
 
 // DoesTasks reports whether the agent's watcher claims and runs its
 // tasks: with delivery command. A tmux agent's session claims its own

@@ -122,7 +122,7 @@ func TestHeartbeatCarriesTaskHealth(t *testing.T) {
 	w.taskEnded(runAwaits, 500*time.Millisecond, "") // reported, neither succeeded nor failed
 	w.taskEnded(runFailed, 0, "task t-9 failed: cli_error: exit 3\nlast stderr lines:\n\tboom "+strings.Repeat("é", 100))
 	ctx := context.Background()
-	w.presence(ctx, transport.PresenceAwake, transport.SubstateWorking, "doing task t-10")
+	w.presence(ctx, transport.PresenceAwake, transport.SubstateWorking, transport.SourceWatcher, "doing task t-10")
 	p, err := w.c.AgentPresence(ctx, "w")
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +135,7 @@ func TestHeartbeatCarriesTaskHealth(t *testing.T) {
 		len(h.LastError) > transport.MaxPresenceLastError || strings.ContainsAny(h.LastError, "\n\t") {
 		t.Errorf("last_error %q: want one line of at most %d bytes", h.LastError, transport.MaxPresenceLastError)
 	}
-	w.presence(ctx, transport.PresenceOffline, "", "")
+	w.presence(ctx, transport.PresenceOffline, "", "", "")
 	if p, _ := w.c.AgentPresence(ctx, "w"); p.AgentHealth != (transport.AgentHealth{}) {
 		t.Errorf("OFFLINE presence carries health %+v", p.AgentHealth)
 	}

@@ -28,6 +28,9 @@ type Options struct {
 	BackoffBase time.Duration
 	// Heartbeat is how often presence is refreshed (default 10s).
 	Heartbeat time.Duration
+	// PanePoll is how often the watcher of a tmux agent reads its pane to
+	// tell idle from working (default DefaultPanePoll).
+	PanePoll time.Duration
 	// DryRun, when set, makes the watchers only report which local agent
 	// would take each incoming message and with which policy: nothing is
 	// registered, run, posted or acknowledged. It is called from one
@@ -86,6 +89,9 @@ func Run(ctx context.Context, f *File, opts Options) error {
 	if opts.Heartbeat <= 0 {
 		opts.Heartbeat = 10 * time.Second
 	}
+	if opts.PanePoll <= 0 {
+		opts.PanePoll = DefaultPanePoll
+	}
 	// Every token is read before any watcher starts: a bad file stops the
 	// run rather than leave some agents unwatched.
 	tokens := make([]string, len(f.Agents))
@@ -130,9 +136,11 @@ type agentWatcher struct {
 	// What runs now, in the order it started ("answering ID", "doing task
 	// ID"): presence says WORKING on the first while there is one, IDLE
 	// after the last one ended. Only heartbeat publishes it, with the task
-	// counters; busyChanged (one slot) wakes it when either changes.
+	// counters and what the pane shows; busyChanged (one slot) wakes it
+	// when any changes.
 	mu          sync.Mutex
 	working     []string
+	pane        string // a tmux agent's pane: IDLE, WORKING or "" (unknown); paneLoop writes it
 	stats       taskStats
 	busyChanged chan struct{}
 
@@ -201,10 +209,18 @@ func (w *agentWatcher) run(ctx context.Context) {
 		}) {
 			return
 		}
-		w.presence(ctx, transport.PresenceAwake, transport.SubstateIdle, "")
+		w.presence(ctx, transport.PresenceAwake, transport.SubstateIdle, transport.SourceWatcher, "")
 		beating := make(chan struct{})
 		go func() {
 			defer close(beating)
+			if w.cfg.Delivery == DeliveryTmux {
+				paneDone := make(chan struct{})
+				go func() {
+					defer close(paneDone)
+					w.paneLoop(ctx, PaneProbe{Tmux: w.opts.Tmux, Target: w.cfg.TmuxTarget, Detector: w.cfg.PaneDetector()})
+				}()
+				defer func() { <-paneDone }()
+			}
 			w.heartbeat(ctx)
 		}()
 		defer func() {
@@ -212,7 +228,7 @@ func (w *agentWatcher) run(ctx context.Context) {
 			<-beating
 			octx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			defer cancel()
-			w.presence(octx, transport.PresenceOffline, "", "")
+			w.presence(octx, transport.PresenceOffline, "", "", "")
 		}()
 		if !w.retry(ctx, "read cursor", func() error {
 			cur, err := w.c.Cursor(ctx, id, transport.Strong)
@@ -655,8 +671,8 @@ func (w *agentWatcher) threadDepth(ctx context.Context, m *fsm.Message) int {
 	return depth
 }
 
-func (w *agentWatcher) presence(ctx context.Context, state, sub, task string) {
-	u := transport.PresenceUpdate{State: state, Substate: sub, PID: os.Getpid(), Task: task}
+func (w *agentWatcher) presence(ctx context.Context, state, sub, source, task string) {
+	u := transport.PresenceUpdate{State: state, Substate: sub, Source: source, PID: os.Getpid(), Task: task}
 	if state == transport.PresenceAwake {
 		u.AgentHealth = w.health()
 	}
@@ -688,21 +704,25 @@ func (w *agentWatcher) wakeHeartbeat() {
 	}
 }
 
-// busy is what presence says of the running invocations: WORKING and
-// the oldest one's label (and how many more) while any runs, else IDLE
-// with no task.
-func (w *agentWatcher) busy() (substate, task string) {
+// busy is what presence says of the agent, and its source: WORKING and
+// the oldest run's label (and how many more) while any runs (watcher);
+// else what a tmux agent's pane shows, if the detector can tell (pane);
+// else IDLE with no task (watcher).
+func (w *agentWatcher) busy() (substate, source, task string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch n := len(w.working); n {
 	case 0:
-		return transport.SubstateIdle, ""
+		if w.pane != "" {
+			return w.pane, transport.SourcePane, ""
+		}
+		return transport.SubstateIdle, transport.SourceWatcher, ""
 	case 1:
 		task = w.working[0]
 	default:
 		task = fmt.Sprintf("%s (and %d more)", w.working[0], n-1)
 	}
-	return transport.SubstateWorking, truncate(task, transport.MaxPresenceTask)
+	return transport.SubstateWorking, transport.SourceWatcher, truncate(task, transport.MaxPresenceTask)
 }
 
 // heartbeat is the one writer of the agent's AWAKE presence while the
@@ -720,8 +740,8 @@ func (w *agentWatcher) heartbeat(ctx context.Context) {
 		case <-w.busyChanged:
 		case <-t.C:
 		}
-		sub, task := w.busy()
-		w.presence(ctx, transport.PresenceAwake, sub, task)
+		sub, source, task := w.busy()
+		w.presence(ctx, transport.PresenceAwake, sub, source, task)
 	}
 }
 

@@ -35,15 +35,20 @@ var (
 // hookInput is the part of the hook's stdin JSON maosctl reads. Claude
 // Code and Codex both send hook_event_name, session_id and cwd;
 // stop_hook_active on Stop (true when the agent is already continuing
-// because a Stop hook blocked); the tool call on PreToolUse.
+// because a Stop hook blocked); source on SessionStart (startup, resume,
+// clear; Claude Code also compact); the tool call on PreToolUse; and
+// Claude Code notification_type on Notification (idle_prompt when it has
+// waited for input a while, permission_prompt, …).
 type hookInput struct {
-	HookEventName  string          `json:"hook_event_name"`
-	StopHookActive bool            `json:"stop_hook_active"`
-	SessionID      string          `json:"session_id"`
-	Cwd            string          `json:"cwd"`
-	ToolName       string          `json:"tool_name"`
-	ToolInput      json.RawMessage `json:"tool_input"`
-	ToolUseID      string          `json:"tool_use_id"`
+	HookEventName    string          `json:"hook_event_name"`
+	StopHookActive   bool            `json:"stop_hook_active"`
+	Source           string          `json:"source"`
+	NotificationType string          `json:"notification_type"`
+	SessionID        string          `json:"session_id"`
+	Cwd              string          `json:"cwd"`
+	ToolName         string          `json:"tool_name"`
+	ToolInput        json.RawMessage `json:"tool_input"`
+	ToolUseID        string          `json:"tool_use_id"`
 }
 
 // hookContextOutput is the answer to SessionStart and UserPromptSubmit:
@@ -78,6 +83,7 @@ func hookCommand() *cli.Command {
       "SessionStart":     [{"hooks": [{"type": "command", "command": "maosctl hook claude-code --agent claude"}]}],
       "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "maosctl hook claude-code --agent claude"}]}],
       "Stop":             [{"hooks": [{"type": "command", "command": "maosctl hook claude-code --agent claude"}]}],
+      "Notification":     [{"matcher": "idle_prompt", "hooks": [{"type": "command", "command": "maosctl hook claude-code --agent claude"}]}],
       "PreToolUse":       [{"matcher": "Bash", "hooks": [{"type": "command", "timeout": 660,
                             "command": "maosctl hook claude-code --agent claude --gate ~/.config/maos/gates.yaml"}]}]}}
 
@@ -134,7 +140,16 @@ PreToolUse         with a gate policy (--gate), a tool call a gate matches
                    comment), expiry, or no decision in time (saying how
                    to retry). A call no gate matches prints nothing (the
                    agent's own permissions apply).
+Notification       nothing (Claude Code).
 other events       nothing.
+
+Presence: the hook also reports its agent's substate as a heartbeat
+(PUT /v1/presence/A, source hook; 'maosctl who' shows it): WORKING on
+UserPromptSubmit and on a Stop it blocks, IDLE on any other Stop, on
+Claude Code's idle_prompt Notification and on SessionStart (not after a
+compaction). Tool calls report nothing. It is one more request, bounded by
+--max-time, and only when the node answered the ones before it; a
+watcher's own heartbeats do not overwrite it (README, "Busy or idle").
 
 The digest lists unread messages urgent first, then newest first, one line
 each (id, from, priority, title), one line per thread with a count, at most
@@ -202,8 +217,48 @@ func hook(c *cli.Context) error {
 		// The identity is still worth giving at session start.
 		out = hookContext(in.HookEventName, hookIdentity(ctl, agent, client.Addr())+
 			fmt.Sprintf("The maos mailbox did not answer (%v); check mail later with: %s inbox --agent %s --unread\n", err, ctl, agent))
+	} else if sub := hookSubstate(in, out); sub != "" {
+		// One more request, bounded on its own, and only when the node
+		// answered the first ones: a node that is down costs the turn one
+		// --max-time, not two.
+		pctx, cancel := within(commandContext(c), c.Duration("max-time"))
+		defer cancel()
+		if _, err := client.PutPresence(pctx, agent, transport.PresenceUpdate{
+			State: transport.PresenceAwake, Substate: sub, Source: transport.SourceHook}); err != nil {
+			note(in.HookEventName, fmt.Errorf("report %s %s: %w", agent, sub, apiError(c, err)))
+		}
 	}
 	return writeHookAnswer(c, in.HookEventName, out, note)
+}
+
+// hookSubstate is what event in says of its agent, reported as a
+// presence heartbeat with source hook ("" for nothing): WORKING when a
+// prompt is submitted; IDLE when the turn stops (unless out, the hook's
+// own answer, blocks the stop to have urgent mail read: the agent goes
+// on working), when Claude Code notifies that it waits for input
+// (idle_prompt), and when a session starts, resumes or is cleared (not
+// when it compacts, which may happen mid-turn). Tool calls say nothing:
+// the turn is WORKING from its prompt to its stop anyway, and a request
+// per call would slow every tool.
+func hookSubstate(in hookInput, out any) string {
+	switch in.HookEventName {
+	case "UserPromptSubmit":
+		return transport.SubstateWorking
+	case "Stop":
+		if _, blocked := out.(hookStopOutput); blocked {
+			return transport.SubstateWorking
+		}
+		return transport.SubstateIdle
+	case "Notification":
+		if in.NotificationType == "idle_prompt" {
+			return transport.SubstateIdle
+		}
+	case "SessionStart":
+		if in.Source != "compact" {
+			return transport.SubstateIdle
+		}
+	}
+	return ""
 }
 
 // writeHookAnswer prints out, the hook's answer (nil: nothing), as one

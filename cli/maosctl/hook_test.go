@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"slices"
@@ -433,5 +435,105 @@ func TestHookCommandsCarryNoSecret(t *testing.T) {
 		if got := shellQuote(in); got != want {
 			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+// The hook reports its agent's substate as a heartbeat with source hook:
+// WORKING on UserPromptSubmit and on a Stop it blocks (urgent mail keeps
+// the agent working), IDLE on any other Stop, on Claude Code's idle_prompt
+// notification and at a session's start, resume or clear; nothing on a
+// compaction, a tool call or another notification.
+func TestHookReportsPresence(t *testing.T) {
+	e := newHookEnv(t)
+	n := 0
+	for _, dialect := range []string{"claude-code", "codex"} {
+		for _, tc := range []struct {
+			event, want string
+		}{
+			{`{"hook_event_name":"SessionStart","source":"startup"}`, "IDLE"},
+			{`{"hook_event_name":"UserPromptSubmit","prompt":"hi"}`, "WORKING"},
+			{`{"hook_event_name":"SessionStart","source":"compact"}`, ""},
+			{`{"hook_event_name":"PreToolUse","tool_name":"Bash"}`, ""},
+			{`{"hook_event_name":"PostToolUse","tool_name":"Bash"}`, ""},
+			{`{"hook_event_name":"Notification","notification_type":"permission_prompt"}`, ""},
+			{`{"hook_event_name":"Notification","notification_type":"idle_prompt","message":"Claude is waiting for your input"}`, "IDLE"},
+			{`{"hook_event_name":"UserPromptSubmit","prompt":"again"}`, "WORKING"},
+			{`{"hook_event_name":"Stop","stop_hook_active":false}`, "IDLE"},
+			{`{"hook_event_name":"SessionStart","source":"clear"}`, "IDLE"},
+			{`{"hook_event_name":"SessionStart"}`, "IDLE"},
+		} {
+			r := e.hook(dialect, tc.event)
+			if r.err != nil || r.errOut != "" {
+				t.Errorf("%s %s: err=%v stderr=%q", dialect, tc.event, r.err, r.errOut)
+			}
+			ups := e.svc.PresenceUpdates()
+			if tc.want == "" {
+				if len(ups) != n {
+					t.Errorf("%s %s reported presence: %+v", dialect, tc.event, ups[n:])
+				}
+				continue
+			}
+			if len(ups) != n+1 {
+				t.Fatalf("%s %s: %d heartbeats, want 1", dialect, tc.event, len(ups)-n)
+			}
+			n++
+			if u := ups[n-1]; u.State != "AWAKE" || u.Substate != tc.want || u.Source != "hook" || u.PID != 0 || u.Task != "" {
+				t.Errorf("%s %s: heartbeat %+v, want AWAKE %s from hook and nothing else", dialect, tc.event, u, tc.want)
+			}
+		}
+	}
+	// A Stop the hook blocks for urgent mail leaves the agent WORKING; the
+	// Stop after it (stop_hook_active) is the real one.
+	e.mail("msg-u", "carol", "urgent", "prod is down", "")
+	for _, tc := range []struct{ event, want string }{
+		{`{"hook_event_name":"Stop","stop_hook_active":false}`, "WORKING"},
+		{`{"hook_event_name":"Stop","stop_hook_active":true}`, "IDLE"},
+	} {
+		if r := e.hook("claude-code", tc.event); r.err != nil || r.errOut != "" {
+			t.Errorf("%s: err=%v stderr=%q", tc.event, r.err, r.errOut)
+		}
+		p, err := e.svc.AgentPresence(context.Background(), "alice")
+		if err != nil || p.Substate != tc.want || p.Source != "hook" {
+			t.Errorf("after %s: %+v %v, want %s from hook", tc.event, p, err, tc.want)
+		}
+	}
+}
+
+// Reporting presence keeps the hook's promises: a node that refuses the
+// heartbeat, or does not answer it within --max-time, is one line on
+// stderr, the answer is still printed, and the hook exits 0 within about
+// one --max-time more.
+func TestHookPresenceFailures(t *testing.T) {
+	e := newHookEnv(t)
+	e.svc.Fail("PutPresence", fmt.Errorf("disk on fire: %w", fsm.ErrInvalid))
+	r := e.hook("codex", `{"hook_event_name":"SessionStart","source":"startup"}`)
+	if r.err != nil || !strings.Contains(r.out, `"hookEventName":"SessionStart"`) ||
+		!regexp.MustCompile(`^maosctl: hook SessionStart: report alice IDLE: .*disk on fire.*\n$`).MatchString(r.errOut) {
+		t.Errorf("refused heartbeat: err=%v out=%q stderr=%q", r.err, r.out, r.errOut)
+	}
+	e.svc.Fail("PutPresence", nil)
+
+	// A node that answers everything but the heartbeat, which hangs.
+	release := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method == http.MethodPut && strings.HasPrefix(req.URL.Path, "/v1/presence/") {
+			select {
+			case <-req.Context().Done():
+			case <-release:
+			}
+			return
+		}
+		transport.NewServer(e.svc, transport.ServerOptions{}).ServeHTTP(w, req)
+	}))
+	defer hang.Close()
+	defer close(release)
+	start := time.Now()
+	r = runApp(hang.Listener.Addr().String(), `{"hook_event_name":"Notification","notification_type":"idle_prompt"}`,
+		"hook", "claude-code", "--agent", "alice", "--max-time", "300ms")
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("a hanging heartbeat held the hook %s", took)
+	}
+	if r.err != nil || r.out != "" || !regexp.MustCompile(`^maosctl: hook Notification: report alice IDLE: [^\n]+\n$`).MatchString(r.errOut) {
+		t.Errorf("hanging heartbeat: err=%v out=%q stderr=%q", r.err, r.out, r.errOut)
 	}
 }

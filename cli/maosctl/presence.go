@@ -28,8 +28,11 @@ func whoCommand() *cli.Command {
    maosctl who --health
    maosctl --json who | jq -r '.agents[] | select(.state == "AWAKE") | .agent_id'
    maosctl --json who --health reviewer-1 | jq .status`,
-		Description: `Prints one line per agent the node knows of: agent, state, substate, node,
-channel, last seen (time since its last heartbeat) and task. An agent whose
+		Description: `Prints one line per agent the node knows of: agent, state, substate (IDLE,
+WORKING, BLOCKED), where the substate came from (source: hook, the agent's
+coding-agent hooks; pane, its watcher reading its tmux pane; watcher, its
+watcher's own runs; - when the heartbeat did not say), node, channel, last
+seen (time since its last heartbeat) and task. An agent whose
 heartbeat lapsed (maosd --presence-ttl) or whose node died or left shows
 OFFLINE with the reason in parentheses.
 
@@ -98,13 +101,13 @@ func who(c *cli.Context) error {
 // from.
 func printWho(w io.Writer, list []transport.Presence, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tSTATE\tSUBSTATE\tNODE\tCHANNEL\tLAST SEEN\tTASK")
+	fmt.Fprintln(tw, "AGENT\tSTATE\tSUBSTATE\tSOURCE\tNODE\tCHANNEL\tLAST SEEN\tTASK")
 	for _, p := range list {
 		state := p.State
 		if p.Reason != "" {
 			state += " (" + p.Reason + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.AgentID, state, or(p.Substate, "-"), or(p.Node, "-"),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.AgentID, state, or(p.Substate, "-"), or(p.Source, "-"), or(p.Node, "-"),
 			or(p.Channel, "-"), ago(now, p.Timestamp), or(p.Task, "-"))
 	}
 	return tw.Flush()

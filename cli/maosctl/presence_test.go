@@ -16,7 +16,7 @@ func TestWhoTable(t *testing.T) {
 		t.Errorf("who with no agents printed %q", out)
 	}
 	now := time.Now().UTC()
-	e.svc.SetPresence(transport.Presence{AgentID: "claude", Node: "n1", State: "AWAKE", Substate: "WORKING", Channel: "review",
+	e.svc.SetPresence(transport.Presence{AgentID: "claude", Node: "n1", State: "AWAKE", Substate: "WORKING", Source: "hook", Channel: "review",
 		PID: 42, Task: "reviewing PR 12", Timestamp: now.Add(-4 * time.Second), Version: 7, Origin: "n1"})
 	e.svc.SetPresence(transport.Presence{AgentID: "codex", Node: "n2", State: "OFFLINE", Reason: "node n2 dead",
 		Timestamp: now.Add(-3 * time.Minute), Version: 9, Origin: "n1"})
@@ -26,9 +26,9 @@ func TestWhoTable(t *testing.T) {
 		t.Fatalf("who printed %d lines, want a header and 2 agents:\n%s", len(lines), out)
 	}
 	for i, re := range []string{
-		`^AGENT\s+STATE\s+SUBSTATE\s+NODE\s+CHANNEL\s+LAST SEEN\s+TASK$`,
-		`^claude\s+AWAKE\s+WORKING\s+n1\s+review\s+\d+s ago\s+reviewing PR 12$`,
-		`^codex\s+OFFLINE \(node n2 dead\)\s+-\s+n2\s+-\s+3m ago\s+-$`,
+		`^AGENT\s+STATE\s+SUBSTATE\s+SOURCE\s+NODE\s+CHANNEL\s+LAST SEEN\s+TASK$`,
+		`^claude\s+AWAKE\s+WORKING\s+hook\s+n1\s+review\s+\d+s ago\s+reviewing PR 12$`,
+		`^codex\s+OFFLINE \(node n2 dead\)\s+-\s+-\s+n2\s+-\s+3m ago\s+-$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(lines[i]) {
 			t.Errorf("line %d = %q, want it to match %s", i, lines[i], re)
@@ -43,18 +43,21 @@ func TestWhoTable(t *testing.T) {
 func TestWhoJSON(t *testing.T) {
 	e := newTestEnv(t)
 	ts := time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC)
-	e.svc.SetPresence(transport.Presence{AgentID: "claude", Node: "n1", State: "AWAKE", Substate: "IDLE", Timestamp: ts, Version: 3, Origin: "n1"})
+	e.svc.SetPresence(transport.Presence{AgentID: "claude", Node: "n1", State: "AWAKE", Substate: "IDLE", Source: "pane", Timestamp: ts, Version: 3, Origin: "n1"})
+	if out := e.ok("who", "--json"); !strings.Contains(out, `"substate": "IDLE",`+"\n"+`      "source": "pane",`) {
+		t.Errorf("who --json does not show the substate and its source:\n%s", out)
+	}
 	var list transport.PresenceResponse
 	dec := json.NewDecoder(strings.NewReader(e.ok("who", "--json")))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&list); err != nil {
 		t.Fatal(err)
 	}
-	if len(list.Agents) != 1 || list.Agents[0].AgentID != "claude" || list.Agents[0].Version != 3 || !list.Agents[0].Timestamp.Equal(ts) {
+	if len(list.Agents) != 1 || list.Agents[0].AgentID != "claude" || list.Agents[0].Source != "pane" || list.Agents[0].Version != 3 || !list.Agents[0].Timestamp.Equal(ts) {
 		t.Errorf("who --json = %+v", list)
 	}
 	var one transport.Presence
-	if err := json.Unmarshal([]byte(e.ok("--json", "who", "claude")), &one); err != nil || one.AgentID != "claude" {
+	if err := json.Unmarshal([]byte(e.ok("--json", "who", "claude")), &one); err != nil || one.AgentID != "claude" || one.Source != "pane" {
 		t.Errorf("who --json claude = %+v, %v", one, err)
 	}
 	// Empty: a list, not null, so scripts can iterate.

@@ -44,6 +44,15 @@ and the completion.
        retries: 3
        claim: ["role:worker", "capability:go"]
        policy: {mode: fork, max_forks: 2, overrides: [{priority: urgent, mode: interrupt}]}
+     - id: claude
+       delivery: tmux               # type the mail into an interactive session
+       tmux_target: "farm:0.0"
+       idle_prompt: '(?m)^> '       # optional: the pane shows the agent waits for input
+       working_prompt: 'esc to interrupt'   # optional, checked first: it works
+
+A tmux agent's watcher reads its pane every second and reports IDLE or
+WORKING (source pane; 'maosctl who'); the defaults of idle_prompt and
+working_prompt fit Claude Code and Codex (README, "Busy or idle").
 
 --dry-run runs nothing, posts nothing and leaves the cursors alone: it prints,
 for each incoming message, which local agent would take it and with which

@@ -475,7 +475,7 @@ func (s *Service) PutPresence(ctx context.Context, agent string, u transport.Pre
 	if u.Timestamp != nil {
 		ts = *u.Timestamp
 	}
-	p := transport.Presence{AgentID: agent, Node: "n1", State: u.State, Substate: u.Substate, Channel: u.Channel,
+	p := transport.Presence{AgentID: agent, Node: "n1", State: u.State, Substate: u.Substate, Source: u.Source, Channel: u.Channel,
 		PID: u.PID, Task: u.Task, Reason: u.Reason, AgentHealth: u.AgentHealth, Timestamp: ts, Version: s.version, Origin: "n1"}
 	s.presence[agent] = p
 	return p, nil
