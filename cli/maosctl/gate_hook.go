@@ -147,7 +147,7 @@ type gateRun struct {
 }
 
 // decide files (or joins) the approval call needs under g, waits for its
-// decision within g.Timeout of ctx's start, and says what the hook
+// decision within g.Timeout of filing it, and says what the hook
 // answers. An error means the node could not be asked (unreachable, the
 // request refused): the caller denies the call saying so.
 func (r gateRun) decide(ctx context.Context, g *gate, call gateCall) (gateVerdict, error) {
@@ -155,17 +155,20 @@ func (r gateRun) decide(ctx context.Context, g *gate, call gateCall) (gateVerdic
 	if err != nil {
 		return gateVerdict{}, err
 	}
-	wctx, cancel := context.WithTimeout(ctx, g.Timeout)
-	defer cancel()
-	a, err := r.pending(wctx, call.Agent, hash)
+	// Finding or filing the approval is bounded per request (maxTime), the
+	// wait for its decision by the gate's timeout: a short gate timeout
+	// means "no decision in time", never a request that could not be made.
+	a, err := r.pending(ctx, call.Agent, hash)
 	if err != nil {
 		return gateVerdict{}, err
 	}
 	if a == nil {
-		if a, err = r.file(wctx, g, call, action, hash); err != nil {
+		if a, err = r.file(ctx, g, call, action, hash); err != nil {
 			return gateVerdict{}, err
 		}
 	}
+	wctx, cancel := context.WithTimeout(ctx, g.Timeout)
+	defer cancel()
 	if !a.State.Final() {
 		reread := func() (context.Context, context.CancelFunc) { return within(ctx, r.maxTime) }
 		// The gate's time up (wctx ended, ctx did not) is an answer: no
