@@ -333,10 +333,12 @@ type WhoItem struct {
 	Agent    string `json:"agent"`
 	State    string `json:"state"`
 	Substate string `json:"substate,omitempty"`
-	Channel  string `json:"channel,omitempty"`
-	Task     string `json:"task,omitempty"`
-	Reason   string `json:"reason,omitempty"`
-	Seen     string `json:"last_seen"`
+	// Source is where the substate came from: hook, pane or watcher.
+	Source  string `json:"source,omitempty"`
+	Channel string `json:"channel,omitempty"`
+	Task    string `json:"task,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Seen    string `json:"last_seen"`
 }
 
 // WhoOutput lists every agent the node knows of, sorted by id.
@@ -351,7 +353,7 @@ func (h *handlers) who(ctx context.Context, _ *mcp.CallToolRequest, _ WhoInput) 
 	}
 	out := WhoOutput{Agents: []WhoItem{}}
 	for _, p := range ps {
-		out.Agents = append(out.Agents, WhoItem{Agent: p.AgentID, State: p.State, Substate: p.Substate,
+		out.Agents = append(out.Agents, WhoItem{Agent: p.AgentID, State: p.State, Substate: p.Substate, Source: p.Source,
 			Channel: p.Channel, Task: p.Task, Reason: p.Reason, Seen: p.Timestamp.UTC().Format(time.RFC3339)})
 	}
 	return nil, out, nil

@@ -218,12 +218,12 @@ func TestMCPRoundTrip(t *testing.T) {
 	}
 
 	// who lists the heartbeats the node knows of.
-	if _, err := node.Client.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "AWAKE", Substate: "WORKING", Task: "backoff"}); err != nil {
+	if _, err := node.Client.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "AWAKE", Substate: "WORKING", Source: transport.SourceHook, Task: "backoff"}); err != nil {
 		t.Fatal(err)
 	}
 	clustertest.WaitFor(t, 10*time.Second, "codex's presence on the MCP server's node", func() bool {
 		var who mcpserver.WhoOutput
 		mcpCall(t, ctx, cs, mcpserver.ToolWho, map[string]any{}, &who)
-		return slices.ContainsFunc(who.Agents, func(w mcpserver.WhoItem) bool { return w.Agent == "codex" && w.Task == "backoff" })
+		return slices.ContainsFunc(who.Agents, func(w mcpserver.WhoItem) bool { return w.Agent == "codex" && w.Task == "backoff" && w.Source == transport.SourceHook })
 	})
 }
