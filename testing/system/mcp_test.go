@@ -224,6 +224,8 @@ func TestMCPRoundTrip(t *testing.T) {
 	clustertest.WaitFor(t, 10*time.Second, "codex's presence on the MCP server's node", func() bool {
 		var who mcpserver.WhoOutput
 		mcpCall(t, ctx, cs, mcpserver.ToolWho, map[string]any{}, &who)
-		return slices.ContainsFunc(who.Agents, func(w mcpserver.WhoItem) bool { return w.Agent == "codex" && w.Task == "backoff" && w.Source == transport.SourceHook })
+		return slices.ContainsFunc(who.Agents, func(w mcpserver.WhoItem) bool {
+			return w.Agent == "codex" && w.Task == "backoff" && w.Source == transport.SourceHook
+		})
 	})
 }
