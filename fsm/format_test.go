@@ -211,7 +211,29 @@ func approvalBucket(name string) bool { return strings.HasPrefix(name, "approval
 const (
 	afterTasks     = "after-tasks "
 	afterApprovals = "after-approvals "
+	afterPolicies  = "after-policies "
 )
+
+// policyBucket reports whether name is the run-time policy bucket, which
+// only formatPolicyLog fills.
+func policyBucket(name string) bool { return name == "policies" }
+
+// formatPolicyLog is the fixed tail after formatApprovalLog that touches
+// set_policy: an agent-wide policy with an end, per-sender overrides, one
+// replaced, one cleared, from index start+1 and time ts on.
+func formatPolicyLog(tb testing.TB, start uint64, ts int64) []*raft.Log {
+	tb.Helper()
+	l := &entryLog{tb: tb, idx: start, ts: ts}
+	ms := time.Millisecond
+	l.add(ms, OpSetPolicy, SetPolicyCommand{Agent: "rita", Mode: PolicyQuiet, ForSeconds: 3600, SetBy: "rita"})
+	l.add(ms, OpSetPolicy, SetPolicyCommand{Agent: "rita", From: "boss", Mode: PolicyInterrupt, SetBy: "boss"})
+	l.add(ms, OpSetPolicy, SetPolicyCommand{Agent: "rita", From: "sam", Mode: PolicyFork, SetBy: "rita"})
+	l.add(ms, OpSetPolicy, SetPolicyCommand{Agent: "rita", From: "sam", Mode: PolicyQueue, SetBy: "rita"})
+	l.add(ms, OpSetPolicy, SetPolicyCommand{Agent: "alice", Mode: PolicyFork, SetBy: "alice"})
+	l.add(ms, OpSetPolicy, SetPolicyCommand{Agent: "alice", Mode: "", SetBy: "alice"})
+	l.add(ms, OpSetPolicy, SetPolicyCommand{Agent: "bob", Mode: PolicyQueue, SetBy: "bob"})
+	return l.logs
+}
 
 // bucketDigests is, per bucket of f, its number of keys and the SHA-256 of
 // its Dump lines: "bucket keys sha256".
@@ -248,12 +270,14 @@ func bucketDigests(tb testing.TB, f *FSM) []string {
 // snapshots are read by the current code, so a change here is a change of
 // the on-disk format and needs a migration, not a new golden file.
 //
-// The golden file has three parts: the buckets but the task and approval
-// ones after formatLog (the lines written before tasks existed,
+// The golden file has four parts: the buckets but the task, approval and
+// policy ones after formatLog (the lines written before tasks existed,
 // unchanged), then, prefixed "after-tasks ", every bucket but the
-// approval ones after formatTaskLog too (the lines written before
-// approvals existed, unchanged), then, prefixed "after-approvals ",
-// every bucket after formatApprovalLog.
+// approval and policy ones after formatTaskLog too (the lines written
+// before approvals existed, unchanged), then, prefixed "after-approvals ",
+// every bucket but the policy one after formatApprovalLog (the lines
+// written before run-time policies existed, unchanged), then, prefixed
+// "after-policies ", every bucket after formatPolicyLog.
 func TestStateFormatUnchanged(t *testing.T) {
 	f, _ := openTemp(t)
 	logs := formatLog(t)
@@ -267,7 +291,7 @@ func TestStateFormatUnchanged(t *testing.T) {
 	}
 	var got []string
 	for _, line := range bucketDigests(t, f) {
-		if name := strings.Fields(line)[0]; !taskBucket(name) && !approvalBucket(name) {
+		if name := strings.Fields(line)[0]; !taskBucket(name) && !approvalBucket(name) && !policyBucket(name) {
 			got = append(got, line)
 		}
 	}
@@ -278,7 +302,7 @@ func TestStateFormatUnchanged(t *testing.T) {
 		}
 	}
 	for _, line := range bucketDigests(t, f) {
-		if !approvalBucket(strings.Fields(line)[0]) {
+		if name := strings.Fields(line)[0]; !approvalBucket(name) && !policyBucket(name) {
 			got = append(got, afterTasks+line)
 		}
 	}
@@ -290,10 +314,22 @@ func TestStateFormatUnchanged(t *testing.T) {
 		}
 	}
 	for _, line := range bucketDigests(t, f) {
+		if !policyBucket(strings.Fields(line)[0]) {
+			got = append(got, afterApprovals+line)
+		}
+	}
+	lastApproval := approvals[len(approvals)-1]
+	policies := formatPolicyLog(t, lastApproval.Index, baseTS+int64(lastApproval.Index+1)*1000+int64(len(tail)+len(approvals))*int64(time.Second))
+	for i, r := range f.ApplyBatch(policies) {
+		if err, failed := r.(error); failed {
+			t.Fatalf("policy entry %d: %v", i+1, err)
+		}
+	}
+	for _, line := range bucketDigests(t, f) {
 		if strings.Contains(line, " 0 ") {
 			t.Errorf("the format logs leave bucket %s empty: they pin nothing there", strings.Fields(line)[0])
 		}
-		got = append(got, afterApprovals+line)
+		got = append(got, afterPolicies+line)
 	}
 	path := filepath.Join("testdata", "state_format.golden")
 	if *updateFormat {

@@ -38,6 +38,7 @@ func (f *FSM) registry() map[Op]applyFunc {
 
 		// Watchers: cursor.go.
 		OpSetCursor: applySetCursor,
+		OpSetPolicy: applySetPolicy, // policy.go
 
 		// Authentication: token_create.go, token_revoke.go, denial.go.
 		OpCreateToken: applyCreateToken,

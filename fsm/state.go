@@ -61,6 +61,9 @@ var (
 	bucketApprovalHistory = []byte("approval_history")
 	bucketApprovalEvents  = []byte("approval_events")
 
+	// Run-time delivery policies: policy.go.
+	bucketPolicies = []byte("policies")
+
 	allBuckets = [][]byte{
 		bucketMeta, bucketMessages, bucketIDs, bucketChannels, bucketChannelIndex, bucketNodes,
 		bucketAgents, bucketAgentIndex, bucketInbox, bucketInboxCounts, bucketInboxUnread, bucketReadMarks, bucketReceipts,
@@ -68,6 +71,7 @@ var (
 		bucketTokens, bucketTokenHashes,
 		bucketTasks, bucketTaskIDs, bucketTaskIndex, bucketTaskHistory, bucketTaskEvents, bucketOutbox,
 		bucketApprovals, bucketApprovalIDs, bucketApprovalIndex, bucketApprovalHistory, bucketApprovalEvents,
+		bucketPolicies,
 	}
 
 	keyAppliedIndex = []byte("applied_index")
