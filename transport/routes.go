@@ -84,7 +84,8 @@ func (s *Server) routes() []route {
 		{pattern: "POST /v1/approvals/{id}/decide", rule: ruleAny, body: approvalBody, limit: limitSend, handle: s.decideApproval}, // approver: admit
 		{pattern: "POST /v1/approvals/{id}/cancel", rule: ruleAny, handle: s.cancelApproval},                                       // from: admit
 
-		// Agents, inboxes and cursors (server_mailbox.go, server_interrupt.go).
+		// Agents, inboxes and cursors (server_mailbox.go, server_interrupt.go,
+		// server_policy.go).
 		{pattern: "POST /v1/agents", rule: ruleAny, handle: s.registerAgent}, // id: admit
 		{pattern: "GET /v1/agents", rule: ruleAny, handle: s.listAgents},
 		{pattern: "GET /v1/roles", rule: ruleAny, handle: s.roles},
@@ -97,6 +98,9 @@ func (s *Server) routes() []route {
 		{pattern: "GET /v1/agents/{id}/cursor", rule: reader("id"), handle: s.cursor},
 		{pattern: "PUT /v1/agents/{id}/cursor", rule: actor("id"), handle: s.setCursor},
 		{pattern: "POST /v1/agents/{id}/interrupt", rule: ruleAny, limit: limitSend, handle: s.interruptAgent}, // from: admit
+		{pattern: "GET /v1/agents/{id}/policy", rule: ruleAny, handle: s.getPolicy},
+		{pattern: "PUT /v1/agents/{id}/policy", rule: actor("id"), handle: s.putPolicy},
+		{pattern: "DELETE /v1/agents/{id}/policy", rule: actor("id"), handle: s.deletePolicy},
 
 		// Presence and gossip members (server_presence.go).
 		{pattern: "PUT /v1/presence/{agent}", rule: actor("agent"), body: presenceBody, handle: s.putPresence},

@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/maos-project/maos/fsm"
 )
@@ -57,6 +58,7 @@ type Reader interface {
 	Inbox(agent string, q fsm.InboxQuery) (fsm.InboxPage, error)
 	InboxCounts(agent string) (fsm.InboxCounts, error)
 	CursorOf(agent string) (fsm.Cursor, error)
+	Policies(agent string, now time.Time) (fsm.PolicySet, error)
 
 	Agent(id string) (*fsm.Agent, error)
 	Agents(q fsm.AgentQuery) (fsm.AgentPage, error)
