@@ -314,7 +314,11 @@ func (w *agentWatcher) loop(ctx context.Context, cursor uint64, msgs <-chan *fsm
 		acked       = cursor
 		done        = make(chan finished)
 		running     int
+		rt          runtimePolicy
 	)
+	w.refreshPolicy(ctx, &rt)
+	poll := time.NewTicker(policyPoll)
+	defer poll.Stop()
 	start := func(it *item) {
 		it.running = true
 		running++
@@ -327,9 +331,17 @@ func (w *agentWatcher) loop(ctx context.Context, cursor uint64, msgs <-chan *fsm
 		}()
 	}
 	schedule := func() time.Duration {
+		// A message's mode is decided again until it starts (policy.go):
+		// a run-time policy may have changed or ended since it came.
+		now := time.Now()
+		for _, it := range items {
+			if !it.done && !it.running {
+				it.mode = w.modeOf(it.m, &rt, now)
+			}
+		}
 		var pick, urgent *item
 		for _, it := range items {
-			if it.done || it.running || !it.forUs || it.mode == PolicyFork {
+			if it.done || it.running || !it.forUs || it.mode == PolicyFork || it.mode == PolicyQuiet {
 				continue
 			}
 			if pick == nil {
@@ -387,7 +399,7 @@ func (w *agentWatcher) loop(ctx context.Context, cursor uint64, msgs <-chan *fsm
 			}
 			lastSeen = m.Seq
 			lastArrival = time.Now()
-			it := &item{m: m, mode: w.cfg.ModeFor(m)}
+			it := &item{m: m, mode: w.modeOf(m, &rt, time.Now())}
 			if w.opts.DryRun != nil {
 				w.dryRun(it)
 				continue
@@ -430,6 +442,8 @@ func (w *agentWatcher) loop(ctx context.Context, cursor uint64, msgs <-chan *fsm
 				it.done = true
 			}
 		case <-timer:
+		case <-poll.C:
+			w.refreshPolicy(ctx, &rt)
 		}
 		n := 0
 		for n < len(items) && items[n].done {

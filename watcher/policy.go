@@ -1,0 +1,80 @@
+package watcher
+
+import (
+	"context"
+	"time"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+)
+
+// The watcher's delivery mode for a message, in one place: the agent's
+// run-time policy (maosctl policy set, replicated: fsm/policy.go) wins
+// over the YAML (AgentConfig.ModeFor). The loop reads the run-time layer
+// every policyPoll and decides each message's mode again, by this host's
+// clock, every time it schedules, so a change or an end takes effect
+// within a second with no restart.
+
+// policyPoll is how often the loop reads the agent's run-time policy.
+const policyPoll = 500 * time.Millisecond
+
+// PolicyQuiet is the run-time mode that holds every message but urgent
+// ones until it ends (fsm.PolicyQuiet); it has no YAML form.
+const PolicyQuiet = fsm.PolicyQuiet
+
+// runtimePolicy is the agent's run-time layer as the loop last read it.
+type runtimePolicy struct {
+	set    fsm.PolicySet
+	failed bool // the last read failed: logged once, until one succeeds
+}
+
+// refresh reads the agent's run-time policies; a failed read keeps what
+// was last read (the node may be restarting) and is logged once.
+func (w *agentWatcher) refreshPolicy(ctx context.Context, rt *runtimePolicy) {
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	set, err := w.c.Policy(rctx, w.cfg.ID, transport.Local)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		if !rt.failed {
+			w.log.Warn("watcher: cannot read the run-time policy; keeping the last one read", "err", err)
+		}
+		rt.failed = true
+	case err == nil:
+		if rt.failed {
+			w.log.Info("watcher: run-time policy readable again")
+		}
+		if !samePolicies(rt.set, set) {
+			w.log.Info("watcher: run-time policy changed", "policies", len(set.Policies))
+		}
+		rt.set, rt.failed = set, false
+	}
+}
+
+func samePolicies(a, b fsm.PolicySet) bool {
+	if len(a.Policies) != len(b.Policies) {
+		return false
+	}
+	for i := range a.Policies {
+		if a.Policies[i] != b.Policies[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// modeOf is the mode m is delivered in at now: the run-time policy that
+// applies to its sender (fsm.PolicySet.For: the sender's override, else
+// the agent-wide one), else the YAML's. Under quiet, an urgent message
+// takes the YAML's mode and any other is held: PolicyQuiet, which the
+// loop never starts and the cursor never passes.
+func (w *agentWatcher) modeOf(m *fsm.Message, rt *runtimePolicy, now time.Time) string {
+	p, ok := rt.set.For(m.From, now)
+	switch {
+	case !ok:
+		return w.cfg.ModeFor(m)
+	case p.Mode == PolicyQuiet && m.Priority == fsm.PriorityUrgent:
+		return w.cfg.ModeFor(m)
+	}
+	return p.Mode
+}

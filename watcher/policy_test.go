@@ -1,0 +1,140 @@
+package watcher
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+)
+
+func TestModeOf(t *testing.T) {
+	w := &agentWatcher{cfg: agent(t, "agents:\n- id: w\n  command: [cat]\n  policy:\n    mode: queue\n    overrides:\n    - {priority: urgent, mode: interrupt}\n")}
+	now := time.Date(2026, 11, 25, 4, 0, 0, 0, time.UTC)
+	msg := func(from string, prio fsm.Priority) *fsm.Message { return &fsm.Message{From: from, Priority: prio} }
+	set := func(ps ...fsm.Policy) *runtimePolicy { return &runtimePolicy{set: fsm.PolicySet{Agent: "w", Policies: ps}} }
+	quiet := fsm.Policy{Agent: "w", Mode: fsm.PolicyQuiet, Until: now.Add(time.Minute)}
+	leadFork := fsm.Policy{Agent: "w", From: "lead", Mode: fsm.PolicyFork}
+	for _, tt := range []struct {
+		name string
+		rt   *runtimePolicy
+		m    *fsm.Message
+		at   time.Time
+		want string
+	}{
+		{"no run-time policy: the YAML", set(), msg("bob", "normal"), now, PolicyQueue},
+		{"no run-time policy: the YAML's override", set(), msg("bob", "urgent"), now, PolicyInterrupt},
+		{"quiet holds normal mail", set(quiet), msg("bob", "normal"), now, PolicyQuiet},
+		{"quiet lets urgent mail through in the YAML's mode", set(quiet), msg("bob", "urgent"), now, PolicyInterrupt},
+		{"quiet ends by the watcher's clock", set(quiet), msg("bob", "normal"), now.Add(time.Minute), PolicyQueue},
+		{"a sender's override wins over quiet", set(quiet, leadFork), msg("lead", "normal"), now, PolicyFork},
+		{"a sender's override is that sender's only", set(leadFork), msg("bob", "normal"), now, PolicyQueue},
+		{"agent-wide run-time mode over the YAML", set(fsm.Policy{Agent: "w", Mode: fsm.PolicyFork}), msg("bob", "urgent"), now, PolicyFork},
+	} {
+		if got := w.modeOf(tt.m, tt.rt, tt.at); got != tt.want {
+			t.Errorf("%s: mode %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// lockedBuffer is a log sink the watcher writes while the test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) count(s string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Count(l.b.String(), s)
+}
+
+// `policy set --mode quiet` holds a normal message (the cursor stays
+// before it) and lets an urgent one and a sender with an override of its
+// own through; when the quiet ends by itself the held one is answered.
+func TestRuntimeQuietHoldsUntilItEnds(t *testing.T) {
+	svc, cl := apiNode(t)
+	f, err := Parse(fmt.Appendf(nil, "agents:\n- id: w\n  command: [sh, -c, %q]\n  context_messages: 0\n  policy: {mode: queue}\n",
+		`echo "answer to $MAOS_MESSAGE_ID"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &lockedBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, f, Options{Client: cl, Logger: slog.New(slog.NewTextHandler(logs, nil)),
+			BackoffBase: 10 * time.Millisecond, Heartbeat: 50 * time.Millisecond})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	wait := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 10s", what)
+			}
+		}
+	}
+	answered := func(id string) bool {
+		m := svc.Stored(id)
+		return m != nil && svc.Stored(ReplyID("w", m)) != nil
+	}
+	send := func(id, from string, prio fsm.Priority) uint64 {
+		t.Helper()
+		res, err := cl.Send(context.Background(), &fsm.Message{ID: id, Channel: "dev", From: from, To: fsm.Recipients{"w"},
+			Priority: prio, Content: fsm.Content{Text: "please do " + id}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Seq
+	}
+	setPolicy := func(req transport.PolicyRequest) {
+		t.Helper()
+		seen := logs.count("run-time policy changed")
+		if _, err := cl.SetPolicy(context.Background(), "w", req); err != nil {
+			t.Fatal(err)
+		}
+		wait("the watcher reads the policy", func() bool { return logs.count("run-time policy changed") > seen })
+	}
+
+	wait("w registered", func() bool { _, err := cl.Agent(context.Background(), "w", transport.Local); return err == nil })
+	setPolicy(transport.PolicyRequest{Mode: fsm.PolicyQuiet})
+	setPolicy(transport.PolicyRequest{Mode: fsm.PolicyQueue, From: "lead"})
+	held := send("held-1", "bob", "normal")
+	send("urgent-1", "bob", "urgent")
+	send("lead-1", "lead", "normal")
+	wait("the urgent message answered", func() bool { return answered("urgent-1") })
+	wait("the override's sender answered", func() bool { return answered("lead-1") })
+	if answered("held-1") {
+		t.Fatal("quiet delivered a normal message")
+	}
+	if cur, err := cl.Cursor(context.Background(), "w", transport.Strong); err != nil || cur.Seq >= held {
+		t.Fatalf("cursor %+v, %v: passed the held message (seq %d)", cur, err, held)
+	}
+
+	// Still quiet, now for a second: it ends by itself, nobody clears it.
+	setPolicy(transport.PolicyRequest{Mode: fsm.PolicyQuiet, ForSeconds: 1})
+	wait("the held message answered once the quiet ended", func() bool { return answered("held-1") })
+	wait("the cursor passes the answered message", func() bool {
+		cur, err := cl.Cursor(context.Background(), "w", transport.Strong)
+		return err == nil && cur.Seq >= held
+	})
+	if n := logs.count("run-time policy changed"); n < 3 {
+		t.Errorf("the policy was read changed %d times, want at least 3", n)
+	}
+}
