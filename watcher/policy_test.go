@@ -18,7 +18,9 @@ func TestModeOf(t *testing.T) {
 	w := &agentWatcher{cfg: agent(t, "agents:\n- id: w\n  command: [cat]\n  policy:\n    mode: queue\n    overrides:\n    - {priority: urgent, mode: interrupt}\n")}
 	now := time.Date(2026, 11, 25, 4, 0, 0, 0, time.UTC)
 	msg := func(from string, prio fsm.Priority) *fsm.Message { return &fsm.Message{From: from, Priority: prio} }
-	set := func(ps ...fsm.Policy) *runtimePolicy { return &runtimePolicy{set: fsm.PolicySet{Agent: "w", Policies: ps}} }
+	set := func(ps ...fsm.Policy) *runtimePolicy {
+		return &runtimePolicy{set: fsm.PolicySet{Agent: "w", Policies: ps}}
+	}
 	quiet := fsm.Policy{Agent: "w", Mode: fsm.PolicyQuiet, Until: now.Add(time.Minute)}
 	leadFork := fsm.Policy{Agent: "w", From: "lead", Mode: fsm.PolicyFork}
 	for _, tt := range []struct {
