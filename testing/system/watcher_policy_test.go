@@ -20,7 +20,8 @@ import (
 	"github.com/maos-project/maos/watcher"
 )
 
-// startWatcherOpts is startWatcher with options (a private tmux server).
+// startWatcherOpts is startWatcher with options (a private tmux server,
+// a logger to read).
 func startWatcherOpts(t *testing.T, c *transport.Client, yml string, opts watcher.Options) {
 	t.Helper()
 	f, err := watcher.Parse([]byte(yml))
@@ -29,7 +30,9 @@ func startWatcherOpts(t *testing.T, c *transport.Client, yml string, opts watche
 	}
 	opts.Client = c
 	opts.BackoffBase = 10 * time.Millisecond
-	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- watcher.Run(ctx, f, opts) }()

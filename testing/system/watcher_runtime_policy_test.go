@@ -1,0 +1,72 @@
+package system
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/maos-project/maos/cluster/clustertest"
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/watcher"
+)
+
+// logLines is a log sink a watcher writes while the test reads it.
+type logLines struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logLines) count(s string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Count(l.b.String(), s)
+}
+
+// A run-time policy set through one node reaches a watcher attached to
+// another, without a restart: quiet holds a normal message and lets an
+// urgent one through; cleared through a third node, the held message is
+// answered.
+func TestWatcherRuntimePolicyAcrossNodes(t *testing.T) {
+	c := clustertest.New(t, 3)
+	logs := &logLines{}
+	startWatcherOpts(t, c.Nodes[2].Client, `
+agents:
+  - id: calm
+    command: ["`+stubmodelBin+`"]
+    context_messages: 0
+    policy: {mode: queue}
+`, watcher.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	cl := c.Nodes[0].Client
+	waitRegistered(t, cl, "calm")
+	seen := logs.count("run-time policy changed")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := cl.SetPolicy(ctx, "calm", transport.PolicyRequest{Mode: fsm.PolicyQuiet}); err != nil {
+		t.Fatal(err)
+	}
+	clustertest.WaitFor(t, 10*time.Second, "the watcher on n3 reads the policy set on n1", func() bool {
+		return logs.count("run-time policy changed") > seen
+	})
+	held := sendTo(t, cl, "held", "calm", "normal")
+	urgent := sendTo(t, cl, "loud", "calm", "urgent")
+	oneReply(t, cl, "calm", urgent)
+	if r := repliesTo(t, cl, held.ID); len(r) != 0 {
+		t.Fatalf("quiet answered the normal message: %+v", r)
+	}
+	if _, err := c.Nodes[1].Client.ClearPolicy(ctx, "calm", ""); err != nil {
+		t.Fatal(err)
+	}
+	oneReply(t, cl, "calm", held)
+	waitCursor(t, cl, "calm", urgent.Seq)
+}
