@@ -56,7 +56,7 @@ func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request) {
 
 // deletePolicy serves DELETE /v1/agents/{id}/policy[?from=S]: clears the
 // agent-wide policy, or S's override; the fsm.Policy result says whether
-// there was one (cleared).
+// there was one (cleared). ?set_by= is PolicyRequest.SetBy's.
 func (s *Server) deletePolicy(w http.ResponseWriter, r *http.Request) {
 	s.proposePolicy(w, r, fsm.SetPolicyCommand{From: r.URL.Query().Get("from"), SetBy: r.URL.Query().Get("set_by")})
 }

@@ -24,7 +24,7 @@ func TestPolicyRoundTrip(t *testing.T) {
 	if _, err := alice.SetPolicy(ctx, "alice", transport.PolicyRequest{Mode: fsm.PolicyInterrupt, From: "bob"}); err != nil {
 		t.Fatal(err)
 	}
-	// Any token reads it: bob's watcher of senders' view.
+	// Any token reads it, a sender's too.
 	set, err := e.client(bobSecret).Policy(ctx, "alice", transport.Strong)
 	if err != nil || len(set.Policies) != 2 || set.Policies[0].Mode != fsm.PolicyQuiet || set.Policies[1].From != "bob" {
 		t.Fatalf("Policy = %+v, %v", set, err)

@@ -28,7 +28,7 @@ type runtimePolicy struct {
 	failed bool // the last read failed: logged once, until one succeeds
 }
 
-// refresh reads the agent's run-time policies; a failed read keeps what
+// refreshPolicy reads the agent's run-time policies; a failed read keeps what
 // was last read (the node may be restarting) and is logged once.
 func (w *agentWatcher) refreshPolicy(ctx context.Context, rt *runtimePolicy) {
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
