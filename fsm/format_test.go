@@ -206,12 +206,29 @@ func taskBucket(name string) bool { return strings.HasPrefix(name, "task") }
 // fills.
 func approvalBucket(name string) bool { return strings.HasPrefix(name, "approval") }
 
-// afterTasks and afterApprovals prefix the golden lines pinned after
-// formatTaskLog and formatApprovalLog.
+// afterTasks, afterApprovals and afterReceiptStates prefix the golden
+// lines pinned after formatTaskLog, formatApprovalLog and
+// formatReceiptStateLog.
 const (
-	afterTasks     = "after-tasks "
-	afterApprovals = "after-approvals "
+	afterTasks         = "after-tasks "
+	afterApprovals     = "after-approvals "
+	afterReceiptStates = "after-receipt-states "
 )
+
+// formatReceiptStateLog is the fixed tail after formatApprovalLog that
+// reports watcher receipt states (receipt_state.go) of formatLog's
+// messages, from index start+1 and time ts on: queued then delivered,
+// and interrupted.
+func formatReceiptStateLog(tb testing.TB, start uint64, ts int64) []*raft.Log {
+	tb.Helper()
+	l := &entryLog{tb: tb, idx: start, ts: ts}
+	ms := time.Millisecond
+	public, reply := "msg-20261121-113000-pat-00000003", "msg-20261121-113000-alice-00000004"
+	l.add(ms, OpReceiptState, ReceiptStateCommand{ID: reply, Agent: "pat", State: ReceiptQueued})
+	l.add(ms, OpReceiptState, ReceiptStateCommand{ID: reply, Agent: "pat", State: ReceiptDelivered})
+	l.add(ms, OpReceiptState, ReceiptStateCommand{ID: public, Agent: "bob", State: ReceiptInterrupted})
+	return l.logs
+}
 
 // bucketDigests is, per bucket of f, its number of keys and the SHA-256 of
 // its Dump lines: "bucket keys sha256".
@@ -253,7 +270,9 @@ func bucketDigests(tb testing.TB, f *FSM) []string {
 // unchanged), then, prefixed "after-tasks ", every bucket but the
 // approval ones after formatTaskLog too (the lines written before
 // approvals existed, unchanged), then, prefixed "after-approvals ",
-// every bucket after formatApprovalLog.
+// every bucket after formatApprovalLog (the lines written before receipt
+// states existed, unchanged), then, prefixed "after-receipt-states ",
+// every bucket after formatReceiptStateLog.
 func TestStateFormatUnchanged(t *testing.T) {
 	f, _ := openTemp(t)
 	logs := formatLog(t)
@@ -294,6 +313,15 @@ func TestStateFormatUnchanged(t *testing.T) {
 			t.Errorf("the format logs leave bucket %s empty: they pin nothing there", strings.Fields(line)[0])
 		}
 		got = append(got, afterApprovals+line)
+	}
+	last = approvals[len(approvals)-1]
+	for i, r := range f.ApplyBatch(formatReceiptStateLog(t, last.Index, baseTS+int64(last.Index+1)*1000+int64(len(tail)+len(approvals))*int64(time.Second))) {
+		if err, failed := r.(error); failed {
+			t.Fatalf("receipt state entry %d: %v", i+1, err)
+		}
+	}
+	for _, line := range bucketDigests(t, f) {
+		got = append(got, afterReceiptStates+line)
 	}
 	path := filepath.Join("testdata", "state_format.golden")
 	if *updateFormat {
