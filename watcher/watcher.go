@@ -141,6 +141,9 @@ type agentWatcher struct {
 	mu          sync.Mutex
 	working     []string
 	pane        string // a tmux agent's pane: IDLE, WORKING or "" (unknown); paneLoop writes it
+	hook        string // what its hook reported, per the node's record ("" when not from a hook); paneLoop writes it
+	hookStale   bool   // the agent was interrupted since the hook said WORKING (queue.go)
+	reads       uint64 // paneLoop's finished rounds of reading pane and hook
 	stats       taskStats
 	busyChanged chan struct{}
 
@@ -158,6 +161,10 @@ type item struct {
 	done      bool
 	preempted bool
 	cancel    context.CancelFunc
+	// A tmux agent's (queue.go): reported queued; the agent was
+	// interrupted for it.
+	queued      bool
+	interrupted bool
 }
 
 // finished is a worker's report: again when the message must be handled
@@ -314,7 +321,12 @@ func (w *agentWatcher) loop(ctx context.Context, cursor uint64, msgs <-chan *fsm
 		acked       = cursor
 		done        = make(chan finished)
 		running     int
+		tmux        *tmuxQueue
 	)
+	if w.cfg.Delivery == DeliveryTmux {
+		tmux = &tmuxQueue{}
+		defer tmux.bg.Wait()
+	}
 	start := func(it *item) {
 		it.running = true
 		running++
@@ -327,6 +339,12 @@ func (w *agentWatcher) loop(ctx context.Context, cursor uint64, msgs <-chan *fsm
 		}()
 	}
 	schedule := func() time.Duration {
+		if tmux != nil {
+			if w.scheduleTmux(ctx, tmux, items, func(it *item) { it.running = true; running++ }, done) {
+				return w.opts.PanePoll
+			}
+			return 0
+		}
 		var pick, urgent *item
 		for _, it := range items {
 			if it.done || it.running || !it.forUs || it.mode == PolicyFork {
@@ -415,7 +433,11 @@ func (w *agentWatcher) loop(ctx context.Context, cursor uint64, msgs <-chan *fsm
 			it := f.it
 			running--
 			it.running = false
-			if serial == it {
+			if tmux != nil {
+				if tmux.typing--; tmux.typing == 0 {
+					_, tmux.after = w.agentSubstate()
+				}
+			} else if serial == it {
 				serial = nil
 			} else if it.mode == PolicyFork {
 				forks--
@@ -491,9 +513,6 @@ func (w *agentWatcher) handle(ctx context.Context, m *fsm.Message) error {
 		w.log.Warn("watcher: not answering: reply chain too deep", "id", m.ID, "depth", depth, "max_thread_depth", w.cfg.MaxThreadDepth)
 		return nil
 	}
-	if w.cfg.Delivery == DeliveryTmux {
-		return w.deliverTmux(ctx, m)
-	}
 	var ctxMsgs []*fsm.Message
 	if n := *w.cfg.ContextMessages; n > 0 {
 		var err error
@@ -540,33 +559,6 @@ func incident(m *fsm.Message, agent, what, text string) *fsm.Message {
 	r.Type, r.Priority = "incident", fsm.PriorityHigh
 	r.Title = truncate("incident: "+agent+" "+what+" "+m.ID, fsm.MaxTitleLen)
 	return r
-}
-
-// deliverTmux types "[FROM: sender] title — text" into the agent's pane
-// and marks the message read; a delivery tmux cannot confirm is reported
-// to the sender as an incident, never as delivered.
-func (w *agentWatcher) deliverTmux(ctx context.Context, m *fsm.Message) error {
-	line := "[FROM: " + m.From + "] "
-	if m.Title != "" {
-		line += m.Title + " — "
-	}
-	line += m.Content.Text
-	err := w.opts.Tmux.Deliver(ctx, w.cfg.TmuxTarget, line)
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	if err != nil {
-		w.log.Warn("watcher: tmux delivery failed; posting an incident", "id", m.ID, "target", w.cfg.TmuxTarget, "err", err)
-		return w.post(ctx, incident(m, w.cfg.ID, "could not deliver", fmt.Sprintf("tmux delivery to %s failed: %v", w.cfg.TmuxTarget, err)))
-	}
-	if !w.retry(ctx, "mark read", func() error {
-		_, err := w.c.MarkRead(ctx, w.cfg.ID, m.ID, 0)
-		return err
-	}) {
-		return ctx.Err()
-	}
-	w.log.Info("watcher: delivered to tmux", "id", m.ID, "target", w.cfg.TmuxTarget)
-	return nil
 }
 
 func truncate(s string, n int) string {
