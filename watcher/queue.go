@@ -20,6 +20,16 @@ type tmuxQueue struct {
 	bg     sync.WaitGroup
 }
 
+// batchEnded records that the batch being typed finished: the next one
+// waits for a newer reading, and a hook's WORKING counts again (the
+// typing started a turn of its own; the interrupted one is over).
+func (q *tmuxQueue) batchEnded(w *agentWatcher) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	q.after = w.reads
+	w.hookStale = false
+}
+
 // tmuxMessageLine is how one message reads in a pane: "[FROM: sender]
 // title — text".
 func tmuxMessageLine(m *fsm.Message) string {

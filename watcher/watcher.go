@@ -435,7 +435,7 @@ func (w *agentWatcher) loop(ctx context.Context, cursor uint64, msgs <-chan *fsm
 			it.running = false
 			if tmux != nil {
 				if tmux.typing--; tmux.typing == 0 {
-					_, tmux.after = w.agentSubstate()
+					tmux.batchEnded(w)
 				}
 			} else if serial == it {
 				serial = nil
