@@ -136,7 +136,7 @@ func (w *agentWatcher) scheduleTmux(ctx context.Context, q *tmuxQueue, items []*
 		}()
 		return false
 	}
-	interrupt := false
+	var interrupt []uint64
 	for _, it := range pending {
 		if !it.queued {
 			it.queued = true
@@ -146,12 +146,12 @@ func (w *agentWatcher) scheduleTmux(ctx context.Context, q *tmuxQueue, items []*
 				w.reportReceipt(ctx, it.m, fsm.ReceiptQueued)
 			}()
 		}
-		if w.interrupts(it) && !it.interrupted {
-			it.interrupted = true
-			interrupt = true
+		if w.interrupts(it) && !it.interruptAsked {
+			it.interruptAsked = true
+			interrupt = append(interrupt, it.m.Seq)
 		}
 	}
-	if interrupt {
+	if len(interrupt) > 0 {
 		q.bg.Add(1)
 		go func() {
 			defer q.bg.Done()
@@ -166,6 +166,9 @@ func (w *agentWatcher) scheduleTmux(ctx context.Context, q *tmuxQueue, items []*
 			// WORKING no longer counts; the pane tells.
 			w.mu.Lock()
 			w.hookStale = true
+			for _, seq := range interrupt {
+				w.interruptedFor[seq] = true
+			}
 			w.mu.Unlock()
 			w.log.Info("watcher: interrupted the agent for urgent mail", "target", w.cfg.TmuxTarget, "key", w.cfg.InterruptKey)
 		}()
@@ -221,9 +224,12 @@ func (w *agentWatcher) deliverBatch(ctx context.Context, its []*item, waited boo
 			continue
 		}
 		state := fsm.ReceiptDelivered
-		if it.interrupted {
+		w.mu.Lock()
+		if w.interruptedFor[m.Seq] {
 			state = fsm.ReceiptInterrupted
+			delete(w.interruptedFor, m.Seq)
 		}
+		w.mu.Unlock()
 		w.reportReceipt(ctx, m, state)
 		if !w.retry(ctx, "mark read", func() error {
 			_, err := w.c.MarkRead(ctx, w.cfg.ID, m.ID, 0)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -200,4 +201,36 @@ func waitCursorSeq(t *testing.T, cl *transport.Client, seq uint64) {
 		}
 	}
 	t.Fatalf("cursor never reached %d", seq)
+}
+
+// An interrupt key tmux refuses leaves urgent mail queued until the agent
+// is idle by itself; the receipt then says delivered, not interrupted.
+func TestTmuxUrgentWaitsWhenTheKeyFails(t *testing.T) {
+	s := newTmuxServer(t)
+	target, out := s.catSession("agent")
+	real, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A tmux that refuses the key F12 and runs every other command.
+	wrapper := s.path("tmux")
+	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\nfor a; do [ \"$a\" = F12 ] && { echo 'no F12 here' >&2; exit 1; }; done\nexec '"+real+"' \"$@\"\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	s.tm.Binary = wrapper
+	cl := tmuxAgent(t, s, target, "  interrupt_key: F12\n")
+	hook(t, cl, transport.SubstateWorking)
+	urgent := send(t, cl, 1, fsm.PriorityUrgent)
+	waitReceipt(t, cl, urgent.ID, func(r fsm.Receipt) bool { return r.State == fsm.ReceiptQueued })
+	time.Sleep(300 * time.Millisecond)
+	if got := readFileString(out); got != "" {
+		t.Fatalf("typed into a WORKING pane the watcher could not interrupt: %q", got)
+	}
+	hook(t, cl, transport.SubstateIdle)
+	if got := waitFile(t, out, func(s string) bool { return strings.HasSuffix(s, "\n") }); got != "[FROM: lead] job 1 — please do 1\n" {
+		t.Fatalf("pane read %q", got)
+	}
+	if r := waitReceipt(t, cl, urgent.ID, func(r fsm.Receipt) bool { return r.State == fsm.ReceiptRead }); !r.InterruptedAt.IsZero() || r.TypedAt.IsZero() {
+		t.Errorf("receipt = %+v, want delivered, not interrupted", r)
+	}
 }

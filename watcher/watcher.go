@@ -113,7 +113,7 @@ func Run(ctx context.Context, f *File, opts Options) error {
 			c = c.WithToken(tokens[i])
 		}
 		w := &agentWatcher{cfg: &f.Agents[i], opts: opts, c: c, token: tokens[i], dryMu: &out,
-			log: opts.Logger.With("agent", f.Agents[i].ID), busyChanged: make(chan struct{}, 1),
+			log: opts.Logger.With("agent", f.Agents[i].ID), busyChanged: make(chan struct{}, 1), interruptedFor: map[uint64]bool{},
 			tasks: c, taskOffers: make(chan taskOffer)}
 		wg.Add(1)
 		go func() {
@@ -138,14 +138,17 @@ type agentWatcher struct {
 	// after the last one ended. Only heartbeat publishes it, with the task
 	// counters and what the pane shows; busyChanged (one slot) wakes it
 	// when any changes.
-	mu          sync.Mutex
-	working     []string
-	pane        string // a tmux agent's pane: IDLE, WORKING or "" (unknown); paneLoop writes it
-	hook        string // what its hook reported, per the node's record ("" when not from a hook); paneLoop writes it
-	hookStale   bool   // the agent was interrupted since the hook said WORKING (queue.go)
-	reads       uint64 // paneLoop's finished rounds of reading pane and hook
-	stats       taskStats
-	busyChanged chan struct{}
+	mu        sync.Mutex
+	working   []string
+	pane      string // a tmux agent's pane: IDLE, WORKING or "" (unknown); paneLoop writes it
+	hook      string // what its hook reported, per the node's record ("" when not from a hook); paneLoop writes it
+	hookStale bool   // the agent was interrupted since the hook said WORKING (queue.go)
+	reads     uint64 // paneLoop's finished rounds of reading pane and hook
+	// interruptedFor holds the seqs of a tmux agent's messages the
+	// interrupt key went to the pane for, until they are typed (queue.go).
+	interruptedFor map[uint64]bool
+	stats          taskStats
+	busyChanged    chan struct{}
 
 	// tasks is the task API (the client); taskOffers feeds taskLoop.
 	tasks      taskAPI
@@ -161,10 +164,10 @@ type item struct {
 	done      bool
 	preempted bool
 	cancel    context.CancelFunc
-	// A tmux agent's (queue.go): reported queued; the agent was
-	// interrupted for it.
-	queued      bool
-	interrupted bool
+	// A tmux agent's (queue.go): reported queued; the interrupt key was
+	// asked for it (agentWatcher.interruptedFor says whether it went).
+	queued         bool
+	interruptAsked bool
 }
 
 // finished is a worker's report: again when the message must be handled
