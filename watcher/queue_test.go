@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,6 +39,14 @@ func TestBatchText(t *testing.T) {
 func tmuxAgent(t *testing.T, s *tmuxServer, target, more string) *transport.Client {
 	t.Helper()
 	_, cl := apiNode(t)
+	startTmuxWatcher(t, s, cl, target, more)
+	return cl
+}
+
+// startTmuxWatcher is tmuxAgent's watcher on client cl; stop ends it (and
+// waits for it), as does the test's end.
+func startTmuxWatcher(t *testing.T, s *tmuxServer, cl *transport.Client, target, more string) (stop func()) {
+	t.Helper()
 	f, err := Parse(fmt.Appendf(nil, "agents:\n- id: tm\n  delivery: tmux\n  tmux_target: %q\n%s", target, more))
 	if err != nil {
 		t.Fatal(err)
@@ -48,10 +57,9 @@ func tmuxAgent(t *testing.T, s *tmuxServer, target, more string) *transport.Clie
 		done <- Run(ctx, f, Options{Client: cl, Logger: slog.New(slog.DiscardHandler), Tmux: s.tm,
 			Heartbeat: time.Hour, PanePoll: 20 * time.Millisecond, BackoffBase: 10 * time.Millisecond})
 	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if _, err := cl.AgentPresence(ctx, "tm"); err == nil {
 			break
@@ -60,7 +68,7 @@ func tmuxAgent(t *testing.T, s *tmuxServer, target, more string) *transport.Clie
 			t.Fatal("the watcher never reported presence")
 		}
 	}
-	return cl
+	return stop
 }
 
 // hook reports sub for tm as the coding-agent hook does.
@@ -233,4 +241,29 @@ func TestTmuxUrgentWaitsWhenTheKeyFails(t *testing.T) {
 	if r := waitReceipt(t, cl, urgent.ID, func(r fsm.Receipt) bool { return r.State == fsm.ReceiptRead }); !r.InterruptedAt.IsZero() || r.TypedAt.IsZero() {
 		t.Errorf("receipt = %+v, want delivered, not interrupted", r)
 	}
+}
+
+// A message queued when its watcher stops is delivered by the next one:
+// the cursor had not passed it.
+func TestTmuxQueuedSurvivesRestart(t *testing.T) {
+	s := newTmuxServer(t)
+	target, out := s.catSession("agent")
+	_, cl := apiNode(t)
+	stop := startTmuxWatcher(t, s, cl, target, "")
+	hook(t, cl, transport.SubstateWorking)
+	m := send(t, cl, 1, fsm.PriorityNormal)
+	waitReceipt(t, cl, m.ID, func(r fsm.Receipt) bool { return r.State == fsm.ReceiptQueued })
+	stop()
+	if c, err := cl.Cursor(context.Background(), "tm", transport.Strong); err != nil || c.Seq >= m.Seq {
+		t.Fatalf("cursor %+v (%v) passed the queued message (seq %d)", c, err, m.Seq)
+	}
+	if got := readFileString(out); got != "" {
+		t.Fatalf("typed before the agent was idle: %q", got)
+	}
+	startTmuxWatcher(t, s, cl, target, "")
+	hook(t, cl, transport.SubstateIdle)
+	if got := waitFile(t, out, func(s string) bool { return strings.HasSuffix(s, "\n") }); got != "[FROM: lead] job 1 — please do 1\n" {
+		t.Fatalf("pane read %q, want the queued message once", got)
+	}
+	waitCursorSeq(t, cl, m.Seq)
 }
