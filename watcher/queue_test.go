@@ -267,3 +267,30 @@ func TestTmuxQueuedSurvivesRestart(t *testing.T) {
 	}
 	waitCursorSeq(t, cl, m.Seq)
 }
+
+func TestTmuxInterrupts(t *testing.T) {
+	for _, tc := range []struct {
+		yml  string
+		from string
+		prio fsm.Priority
+		want bool
+	}{
+		{"", "rita", fsm.PriorityUrgent, true},
+		{"", "rita", fsm.PriorityHigh, false},
+		{"  policy: {overrides: [{from: lead, mode: interrupt}]}\n", "lead", fsm.PriorityLow, true},
+		{"  policy: {overrides: [{from: lead, mode: interrupt}]}\n", "rita", fsm.PriorityNormal, false},
+		// The agent's own mode interrupt is urgent mail's, as for a command agent.
+		{"  policy: {mode: interrupt}\n", "rita", fsm.PriorityNormal, false},
+		{"  policy: {mode: interrupt}\n", "rita", fsm.PriorityUrgent, true},
+	} {
+		f, err := Parse([]byte("agents:\n- id: tm\n  delivery: tmux\n  tmux_target: s:0.0\n" + tc.yml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := &agentWatcher{cfg: &f.Agents[0]}
+		m := &fsm.Message{From: tc.from, Priority: tc.prio}
+		if got := w.interrupts(&item{m: m, mode: w.cfg.ModeFor(m)}); got != tc.want {
+			t.Errorf("%q: from %s, %s: interrupts = %v, want %v", tc.yml, tc.from, tc.prio, got, tc.want)
+		}
+	}
+}
