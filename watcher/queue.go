@@ -190,6 +190,7 @@ func (w *agentWatcher) deliverBatch(ctx context.Context, its []*item, waited boo
 		m := it.m
 		if _, err := w.c.Message(ctx, ReplyID(w.cfg.ID, m), transport.Local); err == nil {
 			w.log.Info("watcher: already answered", "id", m.ID)
+			w.takeInterrupted(m.Seq)
 			out = append(out, finished{it: it})
 			continue
 		} else if ctx.Err() != nil {
@@ -197,6 +198,7 @@ func (w *agentWatcher) deliverBatch(ctx context.Context, its []*item, waited boo
 		}
 		if depth := w.threadDepth(ctx, m); depth > w.cfg.MaxThreadDepth {
 			w.log.Warn("watcher: not delivering: reply chain too deep", "id", m.ID, "depth", depth, "max_thread_depth", w.cfg.MaxThreadDepth)
+			w.takeInterrupted(m.Seq)
 			out = append(out, finished{it: it})
 			continue
 		}
@@ -220,16 +222,14 @@ func (w *agentWatcher) deliverBatch(ctx context.Context, its []*item, waited boo
 			if w.post(ctx, incident(m, w.cfg.ID, "could not deliver", fmt.Sprintf("tmux delivery to %s failed: %v", w.cfg.TmuxTarget, err))) != nil {
 				return again(its)
 			}
+			w.takeInterrupted(m.Seq)
 			out = append(out, finished{it: it})
 			continue
 		}
 		state := fsm.ReceiptDelivered
-		w.mu.Lock()
-		if w.interruptedFor[m.Seq] {
+		if w.takeInterrupted(m.Seq) {
 			state = fsm.ReceiptInterrupted
-			delete(w.interruptedFor, m.Seq)
 		}
-		w.mu.Unlock()
 		w.reportReceipt(ctx, m, state)
 		if !w.retry(ctx, "mark read", func() error {
 			_, err := w.c.MarkRead(ctx, w.cfg.ID, m.ID, 0)
@@ -243,6 +243,16 @@ func (w *agentWatcher) deliverBatch(ctx context.Context, its []*item, waited boo
 		out = append(out, finished{it: it})
 	}
 	return out
+}
+
+// takeInterrupted reports whether the interrupt key went for the message
+// at seq, and forgets it: the message is finished.
+func (w *agentWatcher) takeInterrupted(seq uint64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ok := w.interruptedFor[seq]
+	delete(w.interruptedFor, seq)
+	return ok
 }
 
 // again hands every item back to be delivered later.
