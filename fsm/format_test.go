@@ -209,14 +209,30 @@ func approvalBucket(name string) bool { return strings.HasPrefix(name, "approval
 // afterTasks and afterApprovals prefix the golden lines pinned after
 // formatTaskLog and formatApprovalLog.
 const (
-	afterTasks     = "after-tasks "
-	afterApprovals = "after-approvals "
-	afterPolicies  = "after-policies "
+	afterTasks         = "after-tasks "
+	afterApprovals     = "after-approvals "
+	afterPolicies      = "after-policies "
+	afterReceiptStates = "after-receipt-states "
 )
 
 // policyBucket reports whether name is the run-time policy bucket, which
 // only formatPolicyLog fills.
 func policyBucket(name string) bool { return name == "policies" }
+
+// formatReceiptStateLog is the fixed tail after formatPolicyLog that
+// reports watcher receipt states (receipt_state.go) of formatLog's
+// messages, from index start+1 and time ts on: queued then delivered,
+// and interrupted.
+func formatReceiptStateLog(tb testing.TB, start uint64, ts int64) []*raft.Log {
+	tb.Helper()
+	l := &entryLog{tb: tb, idx: start, ts: ts}
+	ms := time.Millisecond
+	public, reply := "msg-20261121-113000-pat-00000003", "msg-20261121-113000-alice-00000004"
+	l.add(ms, OpReceiptState, ReceiptStateCommand{ID: reply, Agent: "pat", State: ReceiptQueued})
+	l.add(ms, OpReceiptState, ReceiptStateCommand{ID: reply, Agent: "pat", State: ReceiptDelivered})
+	l.add(ms, OpReceiptState, ReceiptStateCommand{ID: public, Agent: "bob", State: ReceiptInterrupted})
+	return l.logs
+}
 
 // formatPolicyLog is the fixed tail after formatApprovalLog that touches
 // set_policy: an agent-wide policy with an end, per-sender overrides, one
@@ -270,14 +286,16 @@ func bucketDigests(tb testing.TB, f *FSM) []string {
 // snapshots are read by the current code, so a change here is a change of
 // the on-disk format and needs a migration, not a new golden file.
 //
-// The golden file has four parts: the buckets but the task, approval and
+// The golden file has five parts: the buckets but the task, approval and
 // policy ones after formatLog (the lines written before tasks existed,
 // unchanged), then, prefixed "after-tasks ", every bucket but the
 // approval and policy ones after formatTaskLog too (the lines written
 // before approvals existed, unchanged), then, prefixed "after-approvals ",
 // every bucket but the policy one after formatApprovalLog (the lines
 // written before run-time policies existed, unchanged), then, prefixed
-// "after-policies ", every bucket after formatPolicyLog.
+// "after-policies ", every bucket after formatPolicyLog (the lines written
+// before receipt states existed, unchanged), then, prefixed
+// "after-receipt-states ", every bucket after formatReceiptStateLog.
 func TestStateFormatUnchanged(t *testing.T) {
 	f, _ := openTemp(t)
 	logs := formatLog(t)
@@ -326,10 +344,20 @@ func TestStateFormatUnchanged(t *testing.T) {
 		}
 	}
 	for _, line := range bucketDigests(t, f) {
+		got = append(got, afterPolicies+line)
+	}
+	lastPolicy := policies[len(policies)-1]
+	receipts := formatReceiptStateLog(t, lastPolicy.Index, baseTS+int64(lastPolicy.Index+1)*1000+int64(len(tail)+len(approvals)+len(policies))*int64(time.Second))
+	for i, r := range f.ApplyBatch(receipts) {
+		if err, failed := r.(error); failed {
+			t.Fatalf("receipt state entry %d: %v", i+1, err)
+		}
+	}
+	for _, line := range bucketDigests(t, f) {
 		if strings.Contains(line, " 0 ") {
 			t.Errorf("the format logs leave bucket %s empty: they pin nothing there", strings.Fields(line)[0])
 		}
-		got = append(got, afterPolicies+line)
+		got = append(got, afterReceiptStates+line)
 	}
 	path := filepath.Join("testdata", "state_format.golden")
 	if *updateFormat {

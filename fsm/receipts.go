@@ -13,7 +13,9 @@ import (
 //
 // bucketReceipts: message seq (8 bytes BE) ‖ agent id → receiptRec JSON
 // {"d": delivered ts, "r": read ts, "a": answered ts, "reply": reply id,
-// "blocked": reason}; times are entry times (Unix ns), 0 (left out) when
+// "blocked": reason, and what the recipient's watcher reported
+// (receipt_state.go): "q": queued ts, "t": typed (delivered to the agent)
+// ts, "i": interrupted ts}; times are entry times (Unix ns), 0 (left out) when
 // not reached. A receipt is written for every resolved recipient when the
 // message is stored: delivered, or blocked by the rules. All receipts of a
 // message share its seq as prefix, so a trim deletes them with one range.
@@ -32,6 +34,10 @@ type receiptRec struct {
 	AnsweredAt  int64  `json:"a,omitempty"`
 	ReplyID     string `json:"reply,omitempty"`
 	Blocked     string `json:"blocked,omitempty"`
+	// Reported by the recipient's watcher (OpReceiptState).
+	QueuedAt      int64 `json:"q,omitempty"`
+	TypedAt       int64 `json:"t,omitempty"`
+	InterruptedAt int64 `json:"i,omitempty"`
 }
 
 func receiptKey(seq uint64, agent string) []byte {
@@ -116,22 +122,36 @@ func blockedOf(tx *bbolt.Tx, seq uint64) []BlockedRecipient {
 
 // Receipt is one recipient's delivery state of a message. Times are entry
 // times (UTC), left out when the state was not reached.
+//
+// State is, from the furthest: blocked; answered; read; then what the
+// recipient's watcher reported (OpReceiptState): interrupted (typed into
+// the agent's pane after interrupting it), delivered (typed into its pane
+// or handed to its CLI), queued (held until the agent is idle); and
+// delivered (in the inbox) when no watcher reported anything. DeliveredAt
+// is when it reached the inbox, TypedAt when the watcher delivered it.
 type Receipt struct {
-	Agent       string    `json:"agent"`
-	State       string    `json:"state"` // blocked, delivered, read or answered
-	DeliveredAt time.Time `json:"delivered_at,omitzero"`
-	ReadAt      time.Time `json:"read_at,omitzero"`
-	AnsweredAt  time.Time `json:"answered_at,omitzero"`
-	ReplyID     string    `json:"reply_id,omitempty"` // the answering message
-	Blocked     string    `json:"blocked,omitempty"`  // the rule's reason
+	Agent         string    `json:"agent"`
+	State         string    `json:"state"` // blocked, queued, delivered, interrupted, read or answered
+	DeliveredAt   time.Time `json:"delivered_at,omitzero"`
+	QueuedAt      time.Time `json:"queued_at,omitzero"`
+	TypedAt       time.Time `json:"typed_at,omitzero"`
+	InterruptedAt time.Time `json:"interrupted_at,omitzero"`
+	ReadAt        time.Time `json:"read_at,omitzero"`
+	AnsweredAt    time.Time `json:"answered_at,omitzero"`
+	ReplyID       string    `json:"reply_id,omitempty"` // the answering message
+	Blocked       string    `json:"blocked,omitempty"`  // the rule's reason
 }
 
 // Reached reports whether the receipt got to state (delivered, read or
 // answered): an answered message counts as read, a read one as delivered.
-// A blocked receipt reaches nothing.
+// A message its watcher reported queued is delivered only once the
+// watcher typed it. A blocked receipt reaches nothing.
 func (r Receipt) Reached(state string) bool {
 	switch state {
 	case ReceiptDelivered:
+		if !r.QueuedAt.IsZero() && r.TypedAt.IsZero() {
+			return !r.ReadAt.IsZero() || !r.AnsweredAt.IsZero()
+		}
 		return !r.DeliveredAt.IsZero()
 	case ReceiptRead:
 		return !r.ReadAt.IsZero() || !r.AnsweredAt.IsZero()
@@ -180,7 +200,8 @@ func (f *FSM) Receipts(id string) (Receipts, error) {
 
 func (r receiptRec) public(agent string) Receipt {
 	p := Receipt{Agent: agent, DeliveredAt: entryTime(r.DeliveredAt), ReadAt: entryTime(r.ReadAt),
-		AnsweredAt: entryTime(r.AnsweredAt), ReplyID: r.ReplyID, Blocked: r.Blocked}
+		AnsweredAt: entryTime(r.AnsweredAt), ReplyID: r.ReplyID, Blocked: r.Blocked,
+		QueuedAt: entryTime(r.QueuedAt), TypedAt: entryTime(r.TypedAt), InterruptedAt: entryTime(r.InterruptedAt)}
 	switch {
 	case r.Blocked != "":
 		p.State = ReceiptBlocked
@@ -188,6 +209,12 @@ func (r receiptRec) public(agent string) Receipt {
 		p.State = ReceiptAnswered
 	case r.ReadAt != 0:
 		p.State = ReceiptRead
+	case r.InterruptedAt != 0:
+		p.State = ReceiptInterrupted
+	case r.TypedAt != 0:
+		p.State = ReceiptDelivered
+	case r.QueuedAt != 0:
+		p.State = ReceiptQueued
 	default:
 		p.State = ReceiptDelivered
 	}

@@ -24,6 +24,7 @@ func (f *FSM) registry() map[Op]applyFunc {
 		OpRegisterAgent:   applyRegisterAgent,
 		OpUnregisterAgent: applyUnregisterAgent,
 		OpMarkRead:        applyMarkRead,
+		OpReceiptState:    applyReceiptState, // receipt_state.go
 
 		// Coordination: bulletin.go, locks.go.
 		OpSetBulletin:        applySetBulletin,

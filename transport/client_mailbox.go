@@ -69,6 +69,15 @@ func (c *Client) MarkRead(ctx context.Context, agent, id string, upto uint64) (f
 	return request[fsm.MarkReadResult](ctx, c, http.MethodPost, "/v1/agents/"+url.PathEscape(agent)+"/read", nil, MarkReadRequest{ID: id, Upto: upto})
 }
 
+// ReportReceipt records what agent's watcher did with message id
+// (fsm.ReceiptQueued, fsm.ReceiptDelivered or fsm.ReceiptInterrupted) and
+// returns the receipt after it; an error matching fsm.ErrNotFound when
+// the message is not in agent's inbox, fsm.ErrConflict when the rules
+// blocked it for agent.
+func (c *Client) ReportReceipt(ctx context.Context, agent, id, state string) (fsm.Receipt, error) {
+	return request[fsm.Receipt](ctx, c, http.MethodPut, "/v1/agents/"+url.PathEscape(agent)+"/receipts/"+url.PathEscape(id), nil, ReceiptStateRequest{State: state})
+}
+
 // Thread returns a page of the thread id (or of the thread of message id).
 func (c *Client) Thread(ctx context.Context, id string, after uint64, limit int, cons Consistency) (fsm.ThreadPage, error) {
 	v := listQuery(cons, limit, map[string]string{"after": seqParam(after)})

@@ -95,6 +95,7 @@ func (s *Server) routes() []route {
 		{pattern: "GET /v1/agents/{id}/inbox/counts", rule: reader("id"), handle: s.inboxCounts},
 		{pattern: "GET /v1/agents/{id}/summary", rule: reader("id"), handle: s.agentSummary},
 		{pattern: "POST /v1/agents/{id}/read", rule: actor("id"), handle: s.markRead},
+		{pattern: "PUT /v1/agents/{id}/receipts/{msg}", rule: actor("id"), handle: s.receiptState},
 		{pattern: "GET /v1/agents/{id}/cursor", rule: reader("id"), handle: s.cursor},
 		{pattern: "PUT /v1/agents/{id}/cursor", rule: actor("id"), handle: s.setCursor},
 		{pattern: "POST /v1/agents/{id}/interrupt", rule: ruleAny, limit: limitSend, handle: s.interruptAgent}, // from: admit

@@ -23,6 +23,7 @@ import (
 //	GET    /v1/agents/{id}/inbox?unread=&priority=&type=&from=&after=&limit= → fsm.InboxPage
 //	GET    /v1/agents/{id}/inbox/counts   → fsm.InboxCounts
 //	POST   /v1/agents/{id}/read           body MarkReadRequest → fsm.MarkReadResult
+//	PUT    /v1/agents/{id}/receipts/{msg} body ReceiptStateRequest → fsm.Receipt
 //	GET    /v1/threads/{id}?after=&limit= → fsm.ThreadPage
 //	GET    /v1/messages/{id}/receipts     → fsm.Receipts
 //
@@ -39,6 +40,13 @@ type RolesResponse struct {
 type MarkReadRequest struct {
 	ID   string `json:"id,omitempty"`
 	Upto uint64 `json:"upto,omitempty"`
+}
+
+// ReceiptStateRequest is the body of PUT /v1/agents/{id}/receipts/{msg}:
+// what the agent's watcher did with message msg (fsm.ReceiptStateCommand:
+// queued, delivered or interrupted).
+type ReceiptStateRequest struct {
+	State string `json:"state"`
 }
 
 // pathAgent is the {id} of the path, checked as an agent id.
@@ -245,6 +253,25 @@ func (s *Server) markRead(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.propose(w, r, fsm.OpMarkRead, cmd)
+}
+
+func (s *Server) receiptState(w http.ResponseWriter, r *http.Request) {
+	agent, err := pathAgent(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req ReceiptStateRequest
+	if err := decodeBody(w, r, maxControlBytes, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	cmd := fsm.ReceiptStateCommand{ID: r.PathValue("msg"), Agent: agent, State: req.State}
+	if err := cmd.Validate(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.propose(w, r, fsm.OpReceiptState, cmd)
 }
 
 func (s *Server) thread(w http.ResponseWriter, r *http.Request) {

@@ -256,6 +256,10 @@ func TestMailboxBadInput(t *testing.T) {
 		{"read nothing", "POST", "/v1/agents/alice/read", `{}`, 400, transport.CodeInvalid, "give a message id, or upto"},
 		{"read both", "POST", "/v1/agents/alice/read", `{"id":"` + first.ID + `","upto":3}`, 400, transport.CodeInvalid, "not both"},
 		{"read agent in body", "POST", "/v1/agents/alice/read", `{"agent":"bob","upto":3}`, 400, transport.CodeUnknownField, "agent"},
+		{"receipt state bad state", "PUT", "/v1/agents/alice/receipts/" + first.ID, `{"state":"read"}`, 400, transport.CodeInvalid, "state: \"read\": want queued, delivered or interrupted"},
+		{"receipt state not in the inbox", "PUT", "/v1/agents/codex/receipts/" + first.ID, `{"state":"queued"}`, 404, transport.CodeNotFound, "is not in codex's inbox"},
+		{"receipt state unknown message", "PUT", "/v1/agents/alice/receipts/msg-nope", `{"state":"queued"}`, 404, transport.CodeNotFound, "msg-nope"},
+		{"receipt state unknown field", "PUT", "/v1/agents/alice/receipts/" + first.ID, `{"state":"queued","at":1}`, 400, transport.CodeUnknownField, "at"},
 		{"thread unknown", "GET", "/v1/threads/msg-nope", "", 404, transport.CodeNotFound, "msg-nope"},
 		{"thread bad limit", "GET", "/v1/threads/" + first.ID + "?limit=x", "", 400, transport.CodeBadRequest, "limit"},
 		{"receipts unknown", "GET", "/v1/messages/msg-nope/receipts", "", 404, transport.CodeNotFound, "msg-nope"},
@@ -384,5 +388,27 @@ func TestInboxNewestAndSummary(t *testing.T) {
 	sum, err = e.client.AgentSummary(ctx, "nobody", transport.Local)
 	if err != nil || sum.HasInbox || sum.Counts.Unread != 0 {
 		t.Errorf("summary of an agent without an inbox = %+v, %v; want has_inbox false", sum, err)
+	}
+}
+
+// TestReceiptStateRoute: a watcher's report moves the receipt the
+// receipts route shows, through the client.
+func TestReceiptStateRoute(t *testing.T) {
+	e := newMailEnv(t)
+	e.register("alice", "reviewer")
+	m := e.send(msg("", "codex", "review", "hello", "alice"))
+	var r fsm.Receipt
+	wantOK(t, e.do("PUT", "/v1/agents/alice/receipts/"+m.ID, `{"state":"queued"}`), &r)
+	if r.Agent != "alice" || r.State != fsm.ReceiptQueued || r.QueuedAt.IsZero() {
+		t.Errorf("queued answered %+v", r)
+	}
+	var rc fsm.Receipts
+	wantOK(t, e.do("GET", "/v1/messages/"+m.ID+"/receipts", ""), &rc)
+	if len(rc.Receipts) != 1 || rc.Receipts[0].State != fsm.ReceiptQueued {
+		t.Errorf("receipts after queued = %+v", rc)
+	}
+	wantOK(t, e.do("PUT", "/v1/agents/alice/receipts/"+m.ID, `{"state":"interrupted"}`), &r)
+	if r.State != fsm.ReceiptInterrupted || r.TypedAt.IsZero() || !r.Reached(fsm.ReceiptDelivered) {
+		t.Errorf("interrupted answered %+v", r)
 	}
 }

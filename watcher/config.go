@@ -73,8 +73,12 @@ type AgentConfig struct {
 	// the watcher of a tmux agent tells from its pane's last lines whether
 	// it waits for input or works (PaneDetector); DefaultIdlePrompt and
 	// DefaultWorkingPrompt if empty.
-	IdlePrompt     string `yaml:"idle_prompt"`
-	WorkingPrompt  string `yaml:"working_prompt"`
+	IdlePrompt    string `yaml:"idle_prompt"`
+	WorkingPrompt string `yaml:"working_prompt"`
+	// InterruptKey is the tmux key (send-keys name: Escape, C-c, …) that
+	// interrupts a tmux agent before an urgent message is typed
+	// (queue.go); DefaultInterruptKey if empty.
+	InterruptKey   string `yaml:"interrupt_key"`
 	MaxThreadDepth int    `yaml:"max_thread_depth"` // default 8
 	Guardrails     string `yaml:"guardrails"`       // text the default prompt includes
 	// TokenFile holds the agent's own bearer token (maosctl token create
@@ -342,13 +346,19 @@ func (a *AgentConfig) validateClaim(bad func(field, format string, args ...any) 
 // either is refused there.
 func (a *AgentConfig) compilePane(bad func(field, format string, args ...any) error) error {
 	if a.Delivery != DeliveryTmux {
-		for _, f := range []struct{ field, v string }{{"idle_prompt", a.IdlePrompt}, {"working_prompt", a.WorkingPrompt}} {
+		for _, f := range []struct{ field, v string }{{"idle_prompt", a.IdlePrompt}, {"working_prompt", a.WorkingPrompt}, {"interrupt_key", a.InterruptKey}} {
 			if f.v != "" {
 				field := f.field
 				return bad(field, "agent %s: only a tmux agent has a pane to read; %s needs delivery %s", a.ID, field, DeliveryTmux)
 			}
 		}
 		return nil
+	}
+	if a.InterruptKey == "" {
+		a.InterruptKey = DefaultInterruptKey
+	}
+	if !interruptKeyRE.MatchString(a.InterruptKey) {
+		return bad("interrupt_key", "agent %s: %q is not a tmux key name (want letters, digits and dashes, at most 32: Escape, C-c, F1)", a.ID, a.InterruptKey)
 	}
 	idle, err := regexp.Compile(cmp.Or(a.IdlePrompt, DefaultIdlePrompt))
 	if err != nil {
@@ -361,6 +371,14 @@ func (a *AgentConfig) compilePane(bad func(field, format string, args ...any) er
 	a.pane = PaneDetector{Idle: idle, Working: working}
 	return nil
 }
+
+// DefaultInterruptKey is the interrupt_key of a tmux agent that names
+// none: ESC, which both Claude Code and Codex take as "stop this turn".
+const DefaultInterruptKey = "Escape"
+
+// interruptKeyRE is what an interrupt_key may be: one tmux key name, never
+// text tmux would type literally.
+var interruptKeyRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,31}$`)
 
 // PaneDetector is how the watcher of a tmux agent reads its pane (the
 // zero PaneDetector for another agent). Valid after Validate.

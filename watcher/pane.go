@@ -105,7 +105,8 @@ func (p PaneProbe) PaneSubstate(ctx context.Context) (string, error) {
 
 // paneLoop reads the agent's pane every opts.PanePoll and, when what the
 // detector says changes, records it (pane, read by busy) and wakes the
-// heartbeat to publish it. A pane it cannot read counts as "" (not
+// heartbeat to publish it. Each round also reads what the agent's hook
+// reported (readHook), for delivery (queue.go). A pane it cannot read counts as "" (not
 // known); the error is logged when it first appears or changes.
 func (w *agentWatcher) paneLoop(ctx context.Context, probe PaneState) {
 	t := time.NewTicker(w.opts.PanePoll)
@@ -122,9 +123,11 @@ func (w *agentWatcher) paneLoop(ctx context.Context, probe PaneState) {
 			}
 			lastErr = msg
 		}
+		w.readHook(ctx)
 		w.mu.Lock()
 		changed := w.pane != sub
 		w.pane = sub
+		w.reads++
 		w.mu.Unlock()
 		if changed {
 			w.wakeHeartbeat()

@@ -180,10 +180,16 @@ func (t Tmux) deliverOnce(ctx context.Context, target, line string) error {
 // interactive agent CLI takes as "stop what you are doing". The error
 // names the target and what tmux said.
 func (t Tmux) Interrupt(ctx context.Context, target string) error {
+	return t.InterruptWith(ctx, target, DefaultInterruptKey)
+}
+
+// InterruptWith is Interrupt with another key: a tmux key name (send-keys
+// without -l), such as Escape or C-c.
+func (t Tmux) InterruptWith(ctx context.Context, target, key string) error {
 	if target == "" {
 		return errors.New("watcher: tmux interrupt: empty target")
 	}
-	if _, err := t.run(ctx, "send-keys", "-t", target, "Escape"); err != nil {
+	if _, err := t.run(ctx, "send-keys", "-t", target, key); err != nil {
 		return fmt.Errorf("watcher: tmux interrupt %q: %w", target, err)
 	}
 	return nil

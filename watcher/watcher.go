@@ -113,7 +113,7 @@ func Run(ctx context.Context, f *File, opts Options) error {
 			c = c.WithToken(tokens[i])
 		}
 		w := &agentWatcher{cfg: &f.Agents[i], opts: opts, c: c, token: tokens[i], dryMu: &out,
-			log: opts.Logger.With("agent", f.Agents[i].ID), busyChanged: make(chan struct{}, 1),
+			log: opts.Logger.With("agent", f.Agents[i].ID), busyChanged: make(chan struct{}, 1), interruptedFor: map[uint64]bool{},
 			tasks: c, taskOffers: make(chan taskOffer)}
 		wg.Add(1)
 		go func() {
@@ -138,11 +138,17 @@ type agentWatcher struct {
 	// after the last one ended. Only heartbeat publishes it, with the task
 	// counters and what the pane shows; busyChanged (one slot) wakes it
 	// when any changes.
-	mu          sync.Mutex
-	working     []string
-	pane        string // a tmux agent's pane: IDLE, WORKING or "" (unknown); paneLoop writes it
-	stats       taskStats
-	busyChanged chan struct{}
+	mu        sync.Mutex
+	working   []string
+	pane      string // a tmux agent's pane: IDLE, WORKING or "" (unknown); paneLoop writes it
+	hook      string // what its hook reported, per the node's record ("" when not from a hook); paneLoop writes it
+	hookStale bool   // the agent was interrupted since the hook said WORKING (queue.go)
+	reads     uint64 // paneLoop's finished rounds of reading pane and hook
+	// interruptedFor holds the seqs of a tmux agent's messages the
+	// interrupt key went to the pane for, until they are typed (queue.go).
+	interruptedFor map[uint64]bool
+	stats          taskStats
+	busyChanged    chan struct{}
 
 	// tasks is the task API (the client); taskOffers feeds taskLoop.
 	tasks      taskAPI
@@ -158,6 +164,10 @@ type item struct {
 	done      bool
 	preempted bool
 	cancel    context.CancelFunc
+	// A tmux agent's (queue.go): reported queued; the interrupt key was
+	// asked for it (agentWatcher.interruptedFor says whether it went).
+	queued         bool
+	interruptAsked bool
 }
 
 // finished is a worker's report: again when the message must be handled
@@ -315,10 +325,15 @@ func (w *agentWatcher) loop(ctx context.Context, cursor uint64, msgs <-chan *fsm
 		done        = make(chan finished)
 		running     int
 		rt          runtimePolicy
+		tmux        *tmuxQueue
 	)
 	w.refreshPolicy(ctx, &rt)
 	poll := time.NewTicker(policyPoll)
 	defer poll.Stop()
+	if w.cfg.Delivery == DeliveryTmux {
+		tmux = &tmuxQueue{}
+		defer tmux.bg.Wait()
+	}
 	start := func(it *item) {
 		it.running = true
 		running++
@@ -338,6 +353,12 @@ func (w *agentWatcher) loop(ctx context.Context, cursor uint64, msgs <-chan *fsm
 			if !it.done && !it.running {
 				it.mode = w.modeOf(it.m, &rt, now)
 			}
+		}
+		if tmux != nil {
+			if w.scheduleTmux(ctx, tmux, items, func(it *item) { it.running = true; running++ }, done) {
+				return w.opts.PanePoll
+			}
+			return 0
 		}
 		var pick, urgent *item
 		for _, it := range items {
@@ -427,7 +448,11 @@ func (w *agentWatcher) loop(ctx context.Context, cursor uint64, msgs <-chan *fsm
 			it := f.it
 			running--
 			it.running = false
-			if serial == it {
+			if tmux != nil {
+				if tmux.typing--; tmux.typing == 0 {
+					tmux.batchEnded(w)
+				}
+			} else if serial == it {
 				serial = nil
 			} else if it.mode == PolicyFork {
 				forks--
@@ -505,9 +530,6 @@ func (w *agentWatcher) handle(ctx context.Context, m *fsm.Message) error {
 		w.log.Warn("watcher: not answering: reply chain too deep", "id", m.ID, "depth", depth, "max_thread_depth", w.cfg.MaxThreadDepth)
 		return nil
 	}
-	if w.cfg.Delivery == DeliveryTmux {
-		return w.deliverTmux(ctx, m)
-	}
 	var ctxMsgs []*fsm.Message
 	if n := *w.cfg.ContextMessages; n > 0 {
 		var err error
@@ -554,33 +576,6 @@ func incident(m *fsm.Message, agent, what, text string) *fsm.Message {
 	r.Type, r.Priority = "incident", fsm.PriorityHigh
 	r.Title = truncate("incident: "+agent+" "+what+" "+m.ID, fsm.MaxTitleLen)
 	return r
-}
-
-// deliverTmux types "[FROM: sender] title — text" into the agent's pane
-// and marks the message read; a delivery tmux cannot confirm is reported
-// to the sender as an incident, never as delivered.
-func (w *agentWatcher) deliverTmux(ctx context.Context, m *fsm.Message) error {
-	line := "[FROM: " + m.From + "] "
-	if m.Title != "" {
-		line += m.Title + " — "
-	}
-	line += m.Content.Text
-	err := w.opts.Tmux.Deliver(ctx, w.cfg.TmuxTarget, line)
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	if err != nil {
-		w.log.Warn("watcher: tmux delivery failed; posting an incident", "id", m.ID, "target", w.cfg.TmuxTarget, "err", err)
-		return w.post(ctx, incident(m, w.cfg.ID, "could not deliver", fmt.Sprintf("tmux delivery to %s failed: %v", w.cfg.TmuxTarget, err)))
-	}
-	if !w.retry(ctx, "mark read", func() error {
-		_, err := w.c.MarkRead(ctx, w.cfg.ID, m.ID, 0)
-		return err
-	}) {
-		return ctx.Err()
-	}
-	w.log.Info("watcher: delivered to tmux", "id", m.ID, "target", w.cfg.TmuxTarget)
-	return nil
 }
 
 func truncate(s string, n int) string {

@@ -155,9 +155,12 @@ func receiptsCommand() *cli.Command {
    maosctl receipts msg-20261121-103000-codex-9f3a61c2
    maosctl --json receipts msg-20261121-103000-codex-9f3a61c2 | jq -r '.receipts[] | select(.state=="delivered") | .agent'`,
 		Description: `"Sent" is not "delivered": for each recipient the message was resolved to,
-prints its state and when it got there: delivered (in its inbox), read
-(marked read), answered (a reply with in_reply_to arrived from it), or
-blocked (the communication rules kept it out, with the rule's reason).
+prints its state and when it got there: delivered (in its inbox, or,
+for a tmux agent, typed into its pane), queued (its watcher holds it
+until the agent is idle), interrupted (typed after interrupting the
+agent), read (marked read), answered (a reply with in_reply_to arrived
+from it), or blocked (the communication rules kept it out, with the
+rule's reason).
 With --json, {"id","seq","from","receipts":[...]}.
 
 To wait until every recipient read or answered, send with
