@@ -113,6 +113,9 @@ func (w *agentWatcher) paneLoop(ctx context.Context, probe PaneState) {
 	defer t.Stop()
 	var lastErr string
 	for {
+		w.mu.Lock()
+		w.started++
+		w.mu.Unlock()
 		sub, err := probe.PaneSubstate(ctx)
 		if ctx.Err() != nil {
 			return

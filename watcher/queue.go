@@ -30,6 +30,13 @@ func (q *tmuxQueue) batchEnded(w *agentWatcher) {
 	w.hookStale = false
 }
 
+// readsBegun is how many rounds of reading pane and hook have begun.
+func (w *agentWatcher) readsBegun() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.started
+}
+
 // tmuxMessageLine is how one message reads in a pane: "[FROM: sender]
 // title — text".
 func tmuxMessageLine(m *fsm.Message) string {
@@ -118,9 +125,17 @@ func (w *agentWatcher) scheduleTmux(ctx context.Context, q *tmuxQueue, items []*
 	if len(pending) == 0 {
 		return false
 	}
+	// Judge on a reading that began after the newest waiting message came
+	// (a hook's WORKING reported just before it must count) and after the
+	// last batch was typed (a pane still showing the old prompt must not
+	// take a second batch).
+	need := q.after
+	for _, it := range pending {
+		need = max(need, it.readFrom)
+	}
 	sub, n := w.agentSubstate()
-	if n <= q.after {
-		return true // no reading since the last batch was typed yet
+	if n <= need {
+		return true
 	}
 	if sub != transport.SubstateWorking {
 		waited := false

@@ -144,6 +144,7 @@ type agentWatcher struct {
 	hook      string // what its hook reported, per the node's record ("" when not from a hook); paneLoop writes it
 	hookStale bool   // the agent was interrupted since the hook said WORKING (queue.go)
 	reads     uint64 // paneLoop's finished rounds of reading pane and hook
+	started   uint64 // paneLoop's rounds begun: a round numbered above this at a message's arrival read after it
 	// interruptedFor holds the seqs of a tmux agent's messages the
 	// interrupt key went to the pane for, until they are typed (queue.go).
 	interruptedFor map[uint64]bool
@@ -168,6 +169,9 @@ type item struct {
 	// asked for it (agentWatcher.interruptedFor says whether it went).
 	queued         bool
 	interruptAsked bool
+	// readFrom is how many rounds of reading pane and hook had begun when
+	// it arrived: it is judged only on a round that began after it.
+	readFrom uint64
 }
 
 // finished is a worker's report: again when the message must be handled
@@ -442,6 +446,9 @@ func (w *agentWatcher) loop(ctx context.Context, cursor uint64, msgs <-chan *fsm
 					w.log.Debug("watcher: not for us", "id", m.ID, "reason", reason)
 					it.done = true
 				}
+			}
+			if tmux != nil {
+				it.readFrom = w.readsBegun()
 			}
 			items = append(items, it)
 		case f := <-done:
