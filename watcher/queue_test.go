@@ -294,3 +294,34 @@ func TestTmuxInterrupts(t *testing.T) {
 		}
 	}
 }
+
+// A run-time quiet policy holds a tmux agent's normal mail (never typed,
+// the cursor before it) while urgent mail goes through; cleared, the held
+// message is typed.
+func TestTmuxQuietHoldsNormalMail(t *testing.T) {
+	s := newTmuxServer(t)
+	target, out := s.catSession("agent")
+	_, cl := apiNode(t)
+	ctx := context.Background()
+	// Set before the watcher starts: its loop reads the policy first thing.
+	if _, err := cl.SetPolicy(ctx, "tm", transport.PolicyRequest{Mode: PolicyQuiet, SetBy: "tm"}); err != nil {
+		t.Fatal(err)
+	}
+	startTmuxWatcher(t, s, cl, target, "")
+	normal := send(t, cl, 1, fsm.PriorityNormal)
+	urgent := send(t, cl, 2, fsm.PriorityUrgent)
+	if got := waitFile(t, out, func(s string) bool { return strings.HasSuffix(s, "\n") }); got != "[FROM: lead] job 2 — please do 2\n" {
+		t.Fatalf("pane read %q, want only the urgent message while quiet", got)
+	}
+	waitReceipt(t, cl, urgent.ID, func(r fsm.Receipt) bool { return r.State == fsm.ReceiptRead })
+	if c, err := cl.Cursor(ctx, "tm", transport.Strong); err != nil || c.Seq >= normal.Seq {
+		t.Fatalf("cursor %+v (%v) passed the held message (seq %d)", c, err, normal.Seq)
+	}
+	if _, err := cl.ClearPolicy(ctx, "tm", ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := waitFile(t, out, func(s string) bool { return strings.Count(s, "\n") == 2 }); !strings.HasSuffix(got, "\n[FROM: lead] job 1 — please do 1\n") {
+		t.Fatalf("pane read %q, want the held message once quiet ended", got)
+	}
+	waitCursorSeq(t, cl, urgent.Seq)
+}
