@@ -285,9 +285,11 @@ func TestShowReplyThreadReceipts(t *testing.T) {
 		t.Errorf("thread --json: %d messages, %v", len(msgs), err)
 	}
 
+	// bob's watcher typed it into bob's pane.
+	e.apply(fsm.OpReceiptState, fsm.ReceiptStateCommand{ID: root, Agent: "bob", State: fsm.ReceiptDelivered})
 	out = e.ok("receipts", root)
-	for _, re := range []string{`(?m)^AGENT\s+STATE\s+DELIVERED\s+READ\s+ANSWERED\s+NOTE$`,
-		`(?m)^alice\s+answered\s+\S+Z\s+-\s+\S+Z\s+` + regexp.QuoteMeta(rm[1]) + `$`, `(?m)^bob\s+delivered\s+\S+Z\s+-\s+-\s+-$`} {
+	for _, re := range []string{`(?m)^AGENT\s+STATE\s+DELIVERED\s+TYPED\s+READ\s+ANSWERED\s+NOTE$`,
+		`(?m)^alice\s+answered\s+\S+Z\s+-\s+-\s+\S+Z\s+` + regexp.QuoteMeta(rm[1]) + `$`, `(?m)^bob\s+delivered\s+\S+Z\s+\S+Z\s+-\s+-\s+-$`} {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Errorf("receipts lacks %s:\n%s", re, out)
 		}

@@ -155,8 +155,9 @@ func receiptsCommand() *cli.Command {
    maosctl receipts msg-20261121-103000-codex-9f3a61c2
    maosctl --json receipts msg-20261121-103000-codex-9f3a61c2 | jq -r '.receipts[] | select(.state=="delivered") | .agent'`,
 		Description: `"Sent" is not "delivered": for each recipient the message was resolved to,
-prints its state and when it got there: delivered (in its inbox, or,
-for a tmux agent, typed into its pane), queued (its watcher holds it
+prints its state and when it got there (DELIVERED: into its inbox; TYPED:
+into a tmux agent's pane): delivered (in its inbox, or, for a tmux
+agent, typed into its pane), queued (its watcher holds it
 until the agent is idle), interrupted (typed after interrupting the
 agent), read (marked read), answered (a reply with in_reply_to arrived
 from it), or blocked (the communication rules kept it out, with the
@@ -187,14 +188,14 @@ func printReceipts(c *cli.Context, receipts []fsm.Receipt) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tSTATE\tDELIVERED\tREAD\tANSWERED\tNOTE")
+	fmt.Fprintln(tw, "AGENT\tSTATE\tDELIVERED\tTYPED\tREAD\tANSWERED\tNOTE")
 	for _, r := range receipts {
 		note := r.ReplyID
 		if r.Blocked != "" {
 			note = r.Blocked
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Agent, r.State, formatTime(r.DeliveredAt, false),
-			formatTime(r.ReadAt, false), formatTime(r.AnsweredAt, false), or(note, "-"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Agent, r.State, formatTime(r.DeliveredAt, false),
+			formatTime(r.TypedAt, false), formatTime(r.ReadAt, false), formatTime(r.AnsweredAt, false), or(note, "-"))
 	}
 	return tw.Flush()
 }
