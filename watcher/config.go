@@ -35,11 +35,12 @@ const (
 	DefaultMaxForks        = 4
 )
 
-// Delivery policies and delivery kinds.
+// Delivery policies (the names a run-time policy uses too, fsm/policy.go;
+// quiet has no YAML form) and delivery kinds.
 const (
-	PolicyQueue     = "queue"
-	PolicyInterrupt = "interrupt"
-	PolicyFork      = "fork"
+	PolicyQueue     = fsm.PolicyQueue
+	PolicyInterrupt = fsm.PolicyInterrupt
+	PolicyFork      = fsm.PolicyFork
 
 	DeliveryCommand = "command"
 	DeliveryTmux    = "tmux"
