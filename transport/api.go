@@ -121,7 +121,8 @@ type WhoAmI struct {
 }
 
 // MaySpeakFor reports whether this identity may act as agent: auth is off,
-// the token is agent's, or it is an admin token.
+// or Identity.ActsAs (the token is agent's or agent's parent's, or an
+// admin token).
 func (w WhoAmI) MaySpeakFor(agent string) bool {
-	return !w.Auth || w.Agent == agent || w.Role == RoleAdmin
+	return !w.Auth || (&Identity{Agent: w.Agent, Role: w.Role}).ActsAs(agent)
 }

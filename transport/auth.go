@@ -242,7 +242,7 @@ func (rule routeRule) check(r *http.Request, id *Identity) string {
 	}
 	agent := rule.agent(r)
 	switch {
-	case agent == "" || id.IsAdmin() || (id != nil && id.Agent == agent):
+	case agent == "" || id.ActsAs(agent):
 		return ""
 	case rule.access == accessReader && id.Moderates():
 		return ""
@@ -255,11 +255,12 @@ func (rule routeRule) check(r *http.Request, id *Identity) string {
 
 // mayActAs reports whether the request of caller c may act as agent, which
 // the body names in field (a message's "from", a lock's "holder"): the
-// token's own agent, or any agent for an admin. If not it answers 403,
+// token's own agent or its forks, or any agent for an admin
+// (Identity.ActsAs). If not it answers 403,
 // audits the denial and returns false. Without auth it is always true.
 func (s *Server) mayActAs(w http.ResponseWriter, r *http.Request, c caller, field, agent string) bool {
 	id := c.id
-	if s.auth == nil || id.IsAdmin() || (id != nil && id.Agent == agent) {
+	if s.auth == nil || id.ActsAs(agent) {
 		return true
 	}
 	s.auth.forbid(w, r, id, fmt.Sprintf("%s %q is not this token's agent: a token acts only for its own agent", field, clip(agent, fsm.MaxIDLen)))

@@ -548,3 +548,27 @@ func TestAuthIdentityResolvedOnce(t *testing.T) {
 		}
 	}
 }
+
+// A token acts for its agent's forks ("alice-fork-N", seed 003's fork
+// policy: the watcher runs them with alice's token) and for no other
+// agent's, nor for a name that only looks like one of hers.
+func TestAuthTokenActsForItsForks(t *testing.T) {
+	e := newAuthEnv(t, &transport.AuthConfig{AdminToken: adminSecret})
+	for _, path := range []string{"/v1/agents", "/v1/presence/alice-fork-1", "/v1/messages"} {
+		body := map[string]string{
+			"/v1/agents":                `{"id":"alice-fork-1","role":"engineer"}`,
+			"/v1/presence/alice-fork-1": `{"state":"AWAKE"}`,
+			"/v1/messages":              `{"from":"alice-fork-1","to":["carol"],"channel":"general","content":{"text":"hi"}}`,
+		}[path]
+		method := map[bool]string{true: "PUT", false: "POST"}[strings.HasPrefix(path, "/v1/presence/")]
+		wantOK(t, e.as(aliceSecret, method, path, body), nil)
+	}
+	for _, from := range []string{"bob-fork-1", "alicex-fork-1", "alice-fork-0", "alice-forks-1"} {
+		msg := wantError(t, e.as(aliceSecret, "POST", "/v1/messages",
+			`{"from":"`+from+`","to":["carol"],"channel":"general","content":{"text":"hi"}}`), http.StatusForbidden, transport.CodeForbidden)
+		if !strings.Contains(msg, `from "`+from+`"`) {
+			t.Errorf("403 for %s: %q", from, msg)
+		}
+	}
+	wantError(t, e.as(aliceSecret, "PUT", "/v1/presence/bob-fork-1", `{"state":"AWAKE"}`), http.StatusForbidden, transport.CodeForbidden)
+}

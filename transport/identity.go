@@ -1,6 +1,10 @@
 package transport
 
-import "context"
+import (
+	"context"
+
+	"github.com/maos-project/maos/fsm"
+)
 
 // Role is what a bearer token may do, beyond speaking for its agent.
 type Role string
@@ -29,6 +33,18 @@ type Identity struct {
 // private message.
 func (id *Identity) Moderates() bool {
 	return id != nil && (id.Role == RoleModerator || id.Role == RoleAdmin)
+}
+
+// ActsAs reports whether the identity's token acts as agent: the token's
+// own agent or one of its forks ("A-fork-N", fsm.ForkParent), which a
+// watcher runs with its agent's token (seed 003's fork policy); an admin
+// acts as anyone. Nil (no --auth) acts as nobody: callers that allow
+// everything without auth say so themselves.
+func (id *Identity) ActsAs(agent string) bool {
+	if id == nil {
+		return false
+	}
+	return id.IsAdmin() || (id.Agent != "" && (id.Agent == agent || fsm.IsForkOf(agent, id.Agent)))
 }
 
 // IsAdmin reports whether the identity may run cluster operations.

@@ -106,9 +106,12 @@ type Match struct {
 
 // Policy is how an agent's messages are delivered.
 type Policy struct {
-	Mode      string     `yaml:"mode"`       // queue (default), interrupt or fork
-	IdleAfter Duration   `yaml:"idle_after"` // queue: wait until no message arrived for this long
-	MaxForks  int        `yaml:"max_forks"`  // fork: concurrent invocations, default 4
+	Mode      string   `yaml:"mode"`       // queue (default), interrupt or fork
+	IdleAfter Duration `yaml:"idle_after"` // queue: wait until no message arrived for this long
+	MaxForks  int      `yaml:"max_forks"`  // fork: concurrent forks (A-fork-1..N), default 4
+	// ForkDir holds the forks' working directories (fork.go); default
+	// $TMPDIR/maos-forks/ID. Each fork's is emptied when it starts.
+	ForkDir   string     `yaml:"fork_dir"`
 	Overrides []Override `yaml:"overrides"`
 }
 
@@ -273,6 +276,9 @@ func (a *AgentConfig) validate(p string) error {
 	if a.Policy.MaxForks < 1 || a.Policy.MaxForks > 64 {
 		return bad("policy.max_forks", "must be 1..64 (got %d)", a.Policy.MaxForks)
 	}
+	if err := a.validateFork(bad); err != nil {
+		return err
+	}
 	for j := range a.Policy.Overrides {
 		o := &a.Policy.Overrides[j]
 		op := fmt.Sprintf("policy.overrides[%d].", j)
@@ -307,6 +313,31 @@ func (a *AgentConfig) validate(p string) error {
 	}
 	a.tmpl = t
 	return nil
+}
+
+// validateFork refuses a YAML that asks for forks the agent cannot run
+// (CanFork): a tmux agent without a command, or an id too long for its
+// fork names. A run-time fork policy for such an agent delivers as queue.
+func (a *AgentConfig) validateFork(bad func(field, format string, args ...any) error) error {
+	field := ""
+	if a.Policy.Mode == PolicyFork {
+		field = "policy.mode"
+	}
+	for j, o := range a.Policy.Overrides {
+		if field == "" && o.Mode == PolicyFork {
+			field = fmt.Sprintf("policy.overrides[%d].mode", j)
+		}
+	}
+	switch {
+	case field == "" || a.CanFork():
+		return nil
+	case len(a.Command) == 0:
+		return bad(field, "agent %s: fork runs the agent's command as %s: a %s agent needs command too (a fork never types into the pane)",
+			a.ID, fsm.ForkName(a.ID, 1), a.Delivery)
+	default:
+		return bad(field, "agent %s: its fork names (%s) are not valid agent ids: %s", a.ID, fsm.ForkName(a.ID, a.Policy.MaxForks),
+			fsm.NameRule(fsm.ForkName(a.ID, a.Policy.MaxForks)))
+	}
 }
 
 // validateClaim checks the claim entries: each a queue in fsm's assignee

@@ -12,13 +12,14 @@ import (
 
 // Reasons ForUs gives for a decision; the dry run prints them.
 const (
-	ReasonAddressed = "addressed"     // the resolved recipients hold the agent
-	ReasonMention   = "mention"       // "@id" in the text or title
-	ReasonLeading   = "leading-id"    // the text starts with the agent id
-	ReasonOwn       = "own message"   // sent by the agent itself
-	ReasonNotForUs  = "not addressed" // none of the above
-	ReasonChannel   = "other channel" // outside the agent's channels
-	ReasonType      = "type filtered" // match.types
+	ReasonAddressed = "addressed"       // the resolved recipients hold the agent
+	ReasonMention   = "mention"         // "@id" in the text or title
+	ReasonLeading   = "leading-id"      // the text starts with the agent id
+	ReasonOwn       = "own message"     // sent by the agent itself
+	ReasonOwnFork   = "own fork's note" // a command agent's fork telling it what it did (fork.go)
+	ReasonNotForUs  = "not addressed"   // none of the above
+	ReasonChannel   = "other channel"   // outside the agent's channels
+	ReasonType      = "type filtered"   // match.types
 	ReasonPriority  = "priority filtered"
 	ReasonFrom      = "sender filtered"
 	// ReasonTask: a task_delegation or handoff, which the task loop claims
@@ -27,7 +28,8 @@ const (
 )
 
 // ForUs decides whether m is meant for the agent, in order: never its own
-// messages; then addressed to it (the resolved recipients list, which the
+// messages, nor (for a command agent) its forks' (their notes are for its
+// record, not for its CLI; a tmux agent's session reads them); then addressed to it (the resolved recipients list, which the
 // state machine fills from ids, "role:R", "all"/"*" and globs at apply
 // time), an "@id" mention, or a text that starts with the agent id; then
 // the agent's channels and the optional match filters (types, priorities,
@@ -35,6 +37,9 @@ const (
 func (a *AgentConfig) ForUs(m *fsm.Message) (bool, string) {
 	if m.From == a.ID {
 		return false, ReasonOwn
+	}
+	if a.Delivery != DeliveryTmux && fsm.IsForkOf(m.From, a.ID) {
+		return false, ReasonOwnFork
 	}
 	reason := ""
 	switch {

@@ -67,14 +67,16 @@ func samePolicies(a, b fsm.PolicySet) bool {
 // applies to its sender (fsm.PolicySet.For: the sender's override, else
 // the agent-wide one), else the YAML's. Under quiet, an urgent message
 // takes the YAML's mode and any other is held: PolicyQuiet, which the
-// loop never starts and the cursor never passes.
+// loop never starts and the cursor never passes. Fork is queue for an
+// agent that cannot fork (AgentConfig.CanFork) and for a note from its own
+// fork, which is never forked again.
 func (w *agentWatcher) modeOf(m *fsm.Message, rt *runtimePolicy, now time.Time) string {
-	p, ok := rt.set.For(m.From, now)
-	switch {
-	case !ok:
-		return w.cfg.ModeFor(m)
-	case p.Mode == PolicyQuiet && m.Priority == fsm.PriorityUrgent:
-		return w.cfg.ModeFor(m)
+	mode := w.cfg.ModeFor(m)
+	if p, ok := rt.set.For(m.From, now); ok && !(p.Mode == PolicyQuiet && m.Priority == fsm.PriorityUrgent) {
+		mode = p.Mode
 	}
-	return p.Mode
+	if mode == PolicyFork && (!w.cfg.CanFork() || fsm.IsForkOf(m.From, w.cfg.ID)) {
+		return PolicyQueue
+	}
+	return mode
 }

@@ -43,6 +43,24 @@ func TestModeOf(t *testing.T) {
 			t.Errorf("%s: mode %q, want %q", tt.name, got, tt.want)
 		}
 	}
+
+	// Fork is queue where no fork can run it: a note from the agent's own
+	// fork (never forked again), a tmux agent with no command.
+	forkAll := set(fsm.Policy{Agent: "w", Mode: fsm.PolicyFork})
+	if got := w.modeOf(msg("w-fork-1", "normal"), forkAll, now); got != PolicyQueue {
+		t.Errorf("own fork's note: mode %q, want queue", got)
+	}
+	if got := w.modeOf(msg("v-fork-1", "normal"), forkAll, now); got != PolicyFork {
+		t.Errorf("another agent's fork: mode %q, want fork", got)
+	}
+	tm := &agentWatcher{cfg: agent(t, "agents:\n- {id: w, delivery: tmux, tmux_target: \"s:0.0\"}\n")}
+	if got := tm.modeOf(msg("bob", "normal"), forkAll, now); got != PolicyQueue {
+		t.Errorf("tmux agent without a command: mode %q, want queue", got)
+	}
+	tm = &agentWatcher{cfg: agent(t, "agents:\n- {id: w, delivery: tmux, tmux_target: \"s:0.0\", command: [cat]}\n")}
+	if got := tm.modeOf(msg("bob", "normal"), forkAll, now); got != PolicyFork {
+		t.Errorf("tmux agent with a command: mode %q, want fork", got)
+	}
 }
 
 // lockedBuffer is a log sink the watcher writes while the test reads.

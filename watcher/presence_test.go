@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,93 +15,143 @@ import (
 	"github.com/maos-project/maos/transport"
 )
 
-// Presence follows the invocations: WORKING on what runs now, never on
-// what was answered, and IDLE once the last fork ended; every heartbeat
-// in between keeps the task.
-func TestPresenceIdleOnceTheLastInvocationEnds(t *testing.T) {
-	svc, cl := apiNode(t)
+// Presence names what runs: the oldest run and how many more while
+// several do (a fork-mode agent's tasks), IDLE with no task once the last
+// ended; every heartbeat publishes the list as it is when it writes.
+func TestBusyNamesTheOldestRunAndHowManyMore(t *testing.T) {
+	w := &agentWatcher{busyChanged: make(chan struct{}, 1)}
+	check := func(sub, task string) {
+		t.Helper()
+		if gotSub, src, gotTask := w.busy(); gotSub != sub || gotTask != task || src != transport.SourceWatcher {
+			t.Fatalf("busy() = %s, %s, %q; want %s, watcher, %q", gotSub, src, gotTask, sub, task)
+		}
+	}
+	check(transport.SubstateIdle, "")
+	w.setWorking("doing task t-1", true)
+	w.setWorking("doing task t-2", true)
+	check(transport.SubstateWorking, "doing task t-1 (and 1 more)")
+	w.setWorking("doing task t-1", false)
+	check(transport.SubstateWorking, "doing task t-2")
+	w.setWorking("doing task t-2", false)
+	check(transport.SubstateIdle, "")
+}
 
-	// Each invocation waits until the test creates the file named after
-	// its message.
+// Seed 003's fork: each message runs as a temporary agent w-fork-N (the
+// lowest free slot) with its own presence (WORKING while it runs, OFFLINE
+// after) and its own emptied working directory, while w itself stays
+// IDLE; the answer goes to the sender from the fork under w's reply id,
+// and w gets a private note of it, which w's watcher does not answer.
+func TestForkAnswersAsATemporaryAgent(t *testing.T) {
+	svc, cl := apiNode(t)
+	ctx := context.Background()
+
+	// Each run waits until the test creates the file named after its
+	// message, then says who and where it is and what its directory held.
 	gate := t.TempDir()
-	script := `while [ ! -e '` + gate + `'/"$MAOS_MESSAGE_ID" ]; do sleep 0.01; done; echo "answer to $MAOS_MESSAGE_ID"`
-	f, err := Parse(fmt.Appendf(nil, "agents:\n- id: w\n  command: [sh, -c, %q]\n  context_messages: 0\n  policy: {mode: fork, max_forks: 2}\n", script))
+	forkDir := t.TempDir()
+	script := `while [ ! -e '` + gate + `'/"$MAOS_MESSAGE_ID" ]; do sleep 0.01; done
+n=$(ls -A | wc -l); touch left-by-$MAOS_MESSAGE_ID
+echo "$MAOS_AGENT_ID of $MAOS_PARENT_AGENT answers $MAOS_MESSAGE_ID in $(basename "$PWD") with $n files"`
+	f, err := Parse(fmt.Appendf(nil, "agents:\n- id: w\n  role: dev\n  command: [sh, -c, %q]\n  context_messages: 0\n  policy: {mode: fork, max_forks: 2, fork_dir: %q}\n", script, forkDir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, f, Options{Client: cl, Logger: slog.New(slog.DiscardHandler),
+		done <- Run(rctx, f, Options{Client: cl, Logger: slog.New(slog.DiscardHandler),
 			BackoffBase: 10 * time.Millisecond, Heartbeat: 20 * time.Millisecond})
 	}()
 	t.Cleanup(func() {
 		cancel()
 		<-done
 	})
-
 	wait := func(what string, ok func() bool) {
 		t.Helper()
 		for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
 			if time.Now().After(deadline) {
-				p, _ := cl.AgentPresence(context.Background(), "w")
-				t.Fatalf("%s: not within 10s; presence %s/%s task %q", what, p.State, p.Substate, p.Task)
+				t.Fatalf("%s: not within 10s", what)
 			}
 		}
 	}
-	presenceIs := func(sub string, tasks ...string) func() bool {
+	presenceOf := func(agent string) transport.Presence {
+		p, _ := cl.AgentPresence(ctx, agent)
+		return p
+	}
+	working := func(agent, task string) func() bool {
 		return func() bool {
-			p, err := cl.AgentPresence(context.Background(), "w")
-			if err != nil || p.State != transport.PresenceAwake || p.Substate != sub {
-				return false
-			}
-			for _, task := range tasks {
-				if p.Task == task {
-					return true
-				}
-			}
-			return len(tasks) == 0 && p.Task == ""
+			p := presenceOf(agent)
+			return p.State == transport.PresenceAwake && p.Substate == transport.SubstateWorking && p.Task == task
 		}
 	}
-	release := func(id string) {
+	offline := func(agent string) func() bool {
+		return func() bool { return presenceOf(agent).State == transport.PresenceOffline }
+	}
+	send := func(id string) *fsm.Message {
 		t.Helper()
-		if err := os.WriteFile(filepath.Join(gate, id), nil, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		wait("the reply to "+id, func() bool {
-			m := svc.Stored(id)
-			return m != nil && svc.Stored(ReplyID("w", m)) != nil
-		})
-	}
-
-	wait("w registered", func() bool { _, err := cl.Agent(context.Background(), "w", transport.Local); return err == nil })
-	for _, id := range []string{"job-a", "job-b"} {
-		if _, err := cl.Send(context.Background(), &fsm.Message{ID: id, Channel: "dev", From: "lead", To: fsm.Recipients{"w"},
+		if _, err := cl.Send(ctx, &fsm.Message{ID: id, Channel: "dev", From: "lead", To: fsm.Recipients{"w"}, Title: "do " + id,
 			Content: fsm.Content{Text: "please do " + id}}); err != nil {
 			t.Fatal(err)
 		}
+		var m *fsm.Message
+		wait(id+" stored", func() bool { m = svc.Stored(id); return m != nil })
+		return m
 	}
-	wait("WORKING on both", presenceIs(transport.SubstateWorking, "answering job-a (and 1 more)", "answering job-b (and 1 more)"))
-
-	release("job-a")
-	wait("WORKING on job-b alone once job-a is answered", presenceIs(transport.SubstateWorking, "answering job-b"))
-
-	release("job-b")
-	wait("IDLE once the last fork ended", presenceIs(transport.SubstateIdle))
-	seen := len(svc.PresenceUpdates())
-	wait("more heartbeats", func() bool { return len(svc.PresenceUpdates()) >= seen+3 })
-	if !presenceIs(transport.SubstateIdle)() {
-		p, _ := cl.AgentPresence(context.Background(), "w")
-		t.Errorf("after IDLE, a later update made it %s task %q", p.Substate, p.Task)
+	release := func(m *fsm.Message, fork string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(gate, m.ID), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var r *fsm.Message
+		wait("the answer to "+m.ID, func() bool { r = svc.Stored(ReplyID("w", m)); return r != nil })
+		want := fmt.Sprintf("%s of w answers %s in %s with 0 files", fork, m.ID, fork)
+		if r.From != fork || r.Content.Text != want || !slices.Equal(r.Recipients, []string{"lead"}) || r.InReplyTo != m.ID {
+			t.Errorf("answer to %s: from %s to %v in reply to %s: %q; want from %s to [lead]: %q", m.ID, r.From, r.Recipients, r.InReplyTo, r.Content.Text, fork, want)
+		}
+		note := forkNote(m, r, "w")
+		var got *fsm.Message
+		wait("w's note of "+m.ID, func() bool { got = svc.Stored(note.ID); return got != nil })
+		if got.From != fork || !slices.Equal(got.Recipients, []string{"w"}) || got.Visibility != fsm.VisibilityPrivate ||
+			got.Type != ForkNoteType || !strings.Contains(got.Content.Text, want) || got.CorrelationID != m.ID {
+			t.Errorf("note to w: %+v", got)
+		}
+		wait(fork+" OFFLINE once it answered", offline(fork))
 	}
 
-	for i, u := range svc.PresenceUpdates() {
-		if u.Substate == transport.SubstateWorking && !strings.HasPrefix(u.Task, "answering job-") {
-			t.Errorf("update %d: WORKING without naming what runs: task %q", i, u.Task)
+	wait("w registered", func() bool { _, err := cl.Agent(ctx, "w", transport.Local); return err == nil })
+	a, b := send("job-a"), send("job-b")
+	wait("w-fork-1 WORKING on job-a", working("w-fork-1", "answering job-a"))
+	wait("w-fork-2 WORKING on job-b", working("w-fork-2", "answering job-b"))
+	if p := presenceOf("w"); p.State != transport.PresenceAwake || p.Substate != transport.SubstateIdle {
+		t.Errorf("w is %s/%s %q while its forks work; want AWAKE/IDLE", p.State, p.Substate, p.Task)
+	}
+	for _, fork := range []string{"w-fork-1", "w-fork-2"} {
+		if ag, err := cl.Agent(ctx, fork, transport.Local); err != nil || ag.Role != "dev" {
+			t.Errorf("%s registered as %+v, %v; want role dev", fork, ag, err)
 		}
-		if u.Substate == transport.SubstateIdle && u.Task != "" {
-			t.Errorf("update %d: IDLE with task %q", i, u.Task)
+	}
+	release(a, "w-fork-1")
+	if !working("w-fork-2", "answering job-b")() {
+		t.Errorf("w-fork-2 stopped working before its release: %+v", presenceOf("w-fork-2"))
+	}
+	release(b, "w-fork-2")
+
+	// Slot 1 is free again: its directory is emptied for the next fork.
+	c := send("job-c")
+	wait("w-fork-1 WORKING on job-c", working("w-fork-1", "answering job-c"))
+	release(c, "w-fork-1")
+	wait("the cursor past every message and note", func() bool {
+		cur, err := cl.Cursor(ctx, "w", transport.Local)
+		return err == nil && cur.Seq >= svc.Stored(forkNote(c, svc.Stored(ReplyID("w", c)), "w").ID).Seq
+	})
+	for _, m := range []*fsm.Message{a, b, c} {
+		note := svc.Stored(forkNote(m, svc.Stored(ReplyID("w", m)), "w").ID)
+		if r := svc.Stored(ReplyID("w", note)); r != nil {
+			t.Errorf("w answered its fork's note: %+v", r)
 		}
+	}
+	if p := presenceOf("w"); p.Substate != transport.SubstateIdle {
+		t.Errorf("w is %s after its forks; want IDLE", p.Substate)
 	}
 }
 

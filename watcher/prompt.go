@@ -13,6 +13,9 @@ import (
 // "id: " line carries the message or task id (the stub model answers
 // with it). A task's prompt says how to report on stdout (seed 002 §6).
 const DefaultPrompt = `You are {{.Agent}}, an agent with the role "{{.Role}}" in a multi-agent team that talks through the maos mailbox.
+{{- if .Parent}}
+You are a temporary fork of {{.Parent}}: you answer this one message for it while it goes on with its own work. You may read {{.Parent}}'s files but do not change them; your working directory is your own.
+{{- end}}
 {{- if .Guardrails}}
 
 Rules you must follow:
@@ -20,7 +23,7 @@ Rules you must follow:
 {{- end}}
 {{- if .Context}}
 
-Recent messages in channel {{.Message.Channel}}:
+{{if .Parent}}The thread so far:{{else}}Recent messages in channel {{.Message.Channel}}:{{end}}
 {{- range .Context}}
 [{{.From}} → {{join .Recipients ", "}}] {{.Title}}{{if .Title}} — {{end}}{{.Content.Text}}
 {{- end}}
@@ -83,8 +86,11 @@ type PromptData struct {
 	Role       string
 	Guardrails string
 	// Context is up to context_messages messages of the channel stored
-	// before Message, oldest first.
+	// before Message, oldest first; for a fork, of Message's thread.
 	Context []*fsm.Message
+	// Parent is the agent a fork answers for ("" unless Agent is a fork,
+	// "A-fork-N"; fork.go).
+	Parent string
 	// Message is the message to answer; for a task, its task_delegation
 	// message (from the creator, the title, the description as text).
 	Message *fsm.Message

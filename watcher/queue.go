@@ -118,7 +118,9 @@ func (w *agentWatcher) scheduleTmux(ctx context.Context, q *tmuxQueue, items []*
 	}
 	var pending []*item
 	for _, it := range items {
-		if !it.done && !it.running && it.forUs && it.mode != PolicyQuiet { // quiet: held, the cursor stays before it
+		// quiet: held, the cursor stays before it; fork: a fork of the
+		// agent runs it, never the pane (fork.go).
+		if !it.done && !it.running && it.forUs && it.mode != PolicyQuiet && it.mode != PolicyFork {
 			pending = append(pending, it)
 		}
 	}

@@ -325,3 +325,45 @@ func TestTmuxQuietHoldsNormalMail(t *testing.T) {
 	}
 	waitCursorSeq(t, cl, urgent.Seq)
 }
+
+// A tmux agent with a command forks as a command agent does: the fork
+// answers the sender and never types into the pane, even while the agent
+// works; the fork's note to the agent is mail for its session, queued
+// while it works and typed once its hook says IDLE.
+func TestTmuxForkNeverTypesIntoThePane(t *testing.T) {
+	s := newTmuxServer(t)
+	target, out := s.catSession("agent")
+	cl := tmuxAgent(t, s, target, "  command: [sh, -c, 'echo fork answer from $MAOS_AGENT_ID']\n  context_messages: 0\n  policy: {mode: fork}\n")
+	hook(t, cl, transport.SubstateWorking)
+	m, err := cl.Message(context.Background(), send(t, cl, 1, fsm.PriorityNormal).ID, transport.Local) // with its stored time
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r *fsm.Message
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var err error
+		if r, err = cl.Message(context.Background(), ReplyID("tm", m), transport.Local); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no answer to %s: %v", m.ID, err)
+		}
+	}
+	if r.From != "tm-fork-1" || r.Content.Text != "fork answer from tm-fork-1" {
+		t.Fatalf("answer %+v, want tm-fork-1's", r)
+	}
+	note := forkNote(m, r, "tm")
+	waitReceipt(t, cl, note.ID, func(r fsm.Receipt) bool { return r.State == fsm.ReceiptQueued })
+	if got := readFileString(out); got != "" {
+		t.Fatalf("typed into a WORKING agent's pane: %q", got)
+	}
+	if rc := receipt(t, cl, m.ID); !rc.TypedAt.IsZero() || !rc.QueuedAt.IsZero() {
+		t.Errorf("the forked message has a pane receipt: %+v", rc)
+	}
+	hook(t, cl, transport.SubstateIdle)
+	want := "[FROM: tm-fork-1] tm-fork-1 answered lead: job 1 — tm-fork-1 answered lead's message " + m.ID + " for you:  fork answer from tm-fork-1\n"
+	if got := waitFile(t, out, func(s string) bool { return strings.HasSuffix(s, "\n") }); got != want {
+		t.Fatalf("pane read %q, want the note %q", got, want)
+	}
+	waitCursorSeq(t, cl, m.Seq+2)
+}

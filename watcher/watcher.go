@@ -165,6 +165,8 @@ type item struct {
 	done      bool
 	preempted bool
 	cancel    context.CancelFunc
+	// fork is the slot of the fork that runs it (fork.go), 0 for none.
+	fork int
 	// A tmux agent's (queue.go): reported queued; the interrupt key was
 	// asked for it (agentWatcher.interruptedFor says whether it went).
 	queued         bool
@@ -322,7 +324,7 @@ func (w *agentWatcher) loop(ctx context.Context, cursor uint64, msgs <-chan *fsm
 	var (
 		items       []*item // seq order; the head is the first unfinished
 		serial      *item   // the queue/interrupt invocation running
-		forks       int
+		forks       = make(forkSlots, w.cfg.Policy.MaxForks)
 		lastSeen    = cursor
 		lastArrival time.Time
 		acked       = cursor
@@ -345,7 +347,12 @@ func (w *agentWatcher) loop(ctx context.Context, cursor uint64, msgs <-chan *fsm
 		it.cancel = cancel
 		go func() {
 			defer cancel()
-			err := w.handle(ictx, it.m)
+			var err error
+			if it.fork > 0 {
+				err = w.handleFork(ictx, it.m, it.fork)
+			} else {
+				err = w.handle(ictx, it.m)
+			}
 			done <- finished{it: it, again: err != nil} // cancelled: handle it again later
 		}()
 	}
@@ -356,6 +363,16 @@ func (w *agentWatcher) loop(ctx context.Context, cursor uint64, msgs <-chan *fsm
 		for _, it := range items {
 			if !it.done && !it.running {
 				it.mode = w.modeOf(it.m, &rt, now)
+			}
+		}
+		// Forks first: they never wait for the agent (nor type into a
+		// pane), so a fork-mode message starts as soon as a slot is free.
+		for _, it := range items {
+			if !it.done && !it.running && it.forUs && it.mode == PolicyFork {
+				if it.fork = forks.take(); it.fork == 0 {
+					break
+				}
+				start(it)
 			}
 		}
 		if tmux != nil {
@@ -393,15 +410,6 @@ func (w *agentWatcher) loop(ctx context.Context, cursor uint64, msgs <-chan *fsm
 			} else {
 				serial = pick
 				start(pick)
-			}
-		}
-		for _, it := range items {
-			if forks >= w.cfg.Policy.MaxForks {
-				break
-			}
-			if !it.done && !it.running && it.forUs && it.mode == PolicyFork {
-				forks++
-				start(it)
 			}
 		}
 		return wait
@@ -455,14 +463,16 @@ func (w *agentWatcher) loop(ctx context.Context, cursor uint64, msgs <-chan *fsm
 			it := f.it
 			running--
 			it.running = false
-			if tmux != nil {
+			switch {
+			case it.fork > 0:
+				forks.free(it.fork)
+				it.fork = 0
+			case tmux != nil:
 				if tmux.typing--; tmux.typing == 0 {
 					tmux.batchEnded(w)
 				}
-			} else if serial == it {
+			case serial == it:
 				serial = nil
-			} else if it.mode == PolicyFork {
-				forks--
 			}
 			it.preempted = false
 			if f.again {

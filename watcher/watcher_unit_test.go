@@ -81,6 +81,12 @@ agents:
     channels: [dev]
     match: {types: [task_assign], priorities: [urgent, high], from: ["lead*"]}
 `)
+	tmuxBob := agent(t, `
+agents:
+  - id: bob
+    delivery: tmux
+    tmux_target: "s:0.0"
+`)
 	msg := func(f func(m *fsm.Message)) *fsm.Message {
 		m := &fsm.Message{ID: "m1", Seq: 5, Channel: "dev", From: "lead1", Type: "task_assign", Priority: "high"}
 		f(m)
@@ -102,6 +108,9 @@ agents:
 		{"leading longer id", a, msg(func(m *fsm.Message) { m.Content.Text = "bobby: look" }), false, ReasonNotForUs},
 		{"not addressed", a, msg(func(m *fsm.Message) { m.Recipients = []string{"amy"}; m.Content.Text = "hi" }), false, ReasonNotForUs},
 		{"own message", a, msg(func(m *fsm.Message) { m.From = "bob"; m.Recipients = []string{"bob"} }), false, ReasonOwn},
+		{"own fork's note", a, msg(func(m *fsm.Message) { m.From = "bob-fork-2"; m.Recipients = []string{"bob"} }), false, ReasonOwnFork},
+		{"another's fork", a, msg(func(m *fsm.Message) { m.From = "amy-fork-1"; m.Recipients = []string{"bob"} }), true, ReasonAddressed},
+		{"own fork's note to a tmux agent (its session reads it)", tmuxBob, msg(func(m *fsm.Message) { m.From = "bob-fork-1"; m.Recipients = []string{"bob"} }), true, ReasonAddressed},
 		{"filters pass", filtered, msg(func(m *fsm.Message) { m.Recipients = []string{"bob"} }), true, ReasonAddressed},
 		{"other channel", filtered, msg(func(m *fsm.Message) { m.Recipients = []string{"bob"}; m.Channel = "ops" }), false, ReasonChannel},
 		{"type filtered", filtered, msg(func(m *fsm.Message) { m.Recipients = []string{"bob"}; m.Type = "chat" }), false, ReasonType},
@@ -180,6 +189,9 @@ func TestConfigValidation(t *testing.T) {
 		{`agents: [{id: a, command: [x], max_thread_depth: -2}]`, "agents[0].max_thread_depth"},
 		{`agents: [{id: a, command: [x], claim: ["role:Bad"]}]`, "agents[0].claim[0]"},
 		{`agents: [{id: a, command: [x], claim: ["capability:go", "capability:"]}]`, "agents[0].claim[1]"},
+		{`agents: [{id: a, delivery: tmux, tmux_target: "s:0.0", policy: {mode: fork}}]`, "agents[0].policy.mode"},
+		{`agents: [{id: a, delivery: tmux, tmux_target: "s:0.0", policy: {overrides: [{tag: x, mode: fork}]}}]`, "agents[0].policy.overrides[0].mode"},
+		{`agents: [{id: ` + strings.Repeat("a", 60) + `, command: [x], policy: {mode: fork}}]`, "agents[0].policy.mode"},
 	}
 	for _, c := range cases {
 		_, err := Parse([]byte(c.yml))

@@ -33,7 +33,8 @@ cleared or its --for ends. A per-sender policy (--from S) applies to S's mail
 only and wins over the agent-wide one.
 
 Modes: queue (one message at a time), interrupt (the agent is interrupted
-first), fork (handled concurrently), quiet (everything but urgent mail is
+first), fork (each message handled at once by a temporary agent A-fork-N,
+which answers the sender and leaves A a note; needs a command), quiet (everything but urgent mail is
 held until the policy ends, then delivered in order: nothing is lost).
 
 Setting or clearing needs the agent's own token or an admin's.`,

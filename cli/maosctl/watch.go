@@ -50,6 +50,14 @@ and the completion.
        idle_prompt: '(?m)^> '       # optional: the pane shows the agent waits for input
        working_prompt: 'esc to interrupt'   # optional, checked first: it works
 
+With policy mode fork, each message is answered by a temporary agent
+worker_1-fork-N (N up to max_forks) with its own presence and an emptied
+working directory under fork_dir (default $TMPDIR/maos-forks/ID), given the
+message's thread; it answers the sender and leaves worker_1 a private note
+(a command agent's watcher does not answer it; a tmux agent's session gets it
+typed). A tmux agent forks only with a command; forks never type into its
+pane.
+
 A tmux agent's watcher reads its pane every second and reports IDLE or
 WORKING (source pane; 'maosctl who'); the defaults of idle_prompt and
 working_prompt fit Claude Code and Codex (README, "Busy or idle").

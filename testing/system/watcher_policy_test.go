@@ -201,8 +201,8 @@ agents:
 	}
 	for _, m := range msgs[1:] {
 		r := oneReply(t, cl, "forky", m)
-		if r.Content.Text != "done "+m.ID {
-			t.Fatalf("reply to %s: %q", m.ID, r.Content.Text)
+		if r.Content.Text != "done "+m.ID || !fsm.IsForkOf(r.From, "forky") {
+			t.Fatalf("reply to %s from %s: %q; want one of forky's forks'", m.ID, r.From, r.Content.Text)
 		}
 	}
 	// f2..f5 are answered, f1 still runs: the cursor must not pass it.
