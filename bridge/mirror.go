@@ -48,7 +48,7 @@ func ToFile(m *fsm.Message) FileMessage {
 	f := FileMessage{
 		ID: m.ID, Seq: m.Seq, SessionID: m.Channel, From: m.From, Type: m.Type,
 		Timestamp: m.Timestamp.UTC().Format("2006-01-02T15:04:05.000Z"),
-		Content:   FileContent{Text: m.Content.Text, Artifacts: m.Content.Artifacts},
+		Content:   FileContent{Text: m.Content.Text, Artifacts: fsm.ArtifactStrings(m.Content.Artifacts)},
 	}
 	if len(m.To) == 1 {
 		f.To = m.To[0]

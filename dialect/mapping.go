@@ -449,7 +449,7 @@ func mapContent(obj map[string]json.RawMessage, raw []byte, c *fsm.Content) erro
 					_ = json.Compact(&buf, a)
 					s = buf.String()
 				}
-				c.Artifacts = append(c.Artifacts, s)
+				c.Artifacts = append(c.Artifacts, fsm.ArtifactRef{Ref: s})
 			}
 		}
 	}

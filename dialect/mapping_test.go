@@ -59,7 +59,7 @@ func TestMapFileBodies(t *testing.T) {
 			  "content": {"text": "Your message text here", "code": "fmt.Println(\"draft\")", "artifacts": ["paper/section3.md"]}}`,
 			Place{FileName: "msg-20260111-163315-claude-4c78.json", Folder: "agent-os-paper"},
 			func(m *fsm.Message, md map[string]any) bool {
-				return m.Content.Code == `fmt.Println("draft")` && len(m.Content.Artifacts) == 1 && m.Content.Artifacts[0] == "paper/section3.md"
+				return m.Content.Code == `fmt.Println("draft")` && len(m.Content.Artifacts) == 1 && m.Content.Artifacts[0].Ref == "paper/section3.md"
 			}},
 		{"a zone-less timestamp is UTC",
 			`{"id": "msg_1705315000.5", "timestamp": "2024-01-15T10:36:40.500000", "from": "agent_architect_001",

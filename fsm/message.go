@@ -70,9 +70,11 @@ type Message struct {
 
 // Content is the body of a message, as in the seed format.
 type Content struct {
-	Text      string   `json:"text"`
-	Code      string   `json:"code,omitempty"`
-	Artifacts []string `json:"artifacts,omitempty"`
+	Text string `json:"text"`
+	Code string `json:"code,omitempty"`
+	// Artifacts are paths (as the seeds write them), artifact ids
+	// ("sha256:…") or {"id","name"} objects (ArtifactRef).
+	Artifacts []ArtifactRef `json:"artifacts,omitempty"`
 }
 
 // Recipients is the "to" list. It unmarshals from a JSON list or a single
@@ -267,6 +269,19 @@ func (m *Message) Validate() error {
 	}
 	if len(m.Content.Artifacts) > MaxArtifacts {
 		return fieldErr("content.artifacts", "%d entries, at most %d", len(m.Content.Artifacts), MaxArtifacts)
+	}
+	for i, a := range m.Content.Artifacts {
+		field := fmt.Sprintf("content.artifacts[%d]", i)
+		switch {
+		case a.Ref == "":
+			return fieldErr(field, "empty: a path, an artifact id or {\"id\", \"name\"}")
+		case a.Name != "" && !ValidArtifactID(a.Ref):
+			return ArtifactIDError(field+".id", a.Ref)
+		case a.Name != "":
+			if err := ValidArtifactName(field+".name", a.Name); err != nil {
+				return err
+			}
+		}
 	}
 	for _, f := range []struct{ name, v string }{{"in_reply_to", m.InReplyTo}, {"thread_id", m.ThreadID}} {
 		if f.v != "" && !idRE.MatchString(f.v) {

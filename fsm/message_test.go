@@ -31,7 +31,7 @@ func TestValidateAcceptsValidMessages(t *testing.T) {
 		{"full", func(m *Message) {
 			m.Title = "Review the retry logic"
 			m.Content.Code = "func f() {}"
-			m.Content.Artifacts = []string{"shared/context/qa/plan.md"}
+			m.Content.Artifacts = ArtifactRefs("shared/context/qa/plan.md")
 			m.InReplyTo = "msg-20261121-102900-claude-0c1d22aa"
 			m.ThreadID = "msg-20261121-102000-supervisor-77ab01fe"
 			m.CorrelationID = "task_123"
@@ -86,7 +86,7 @@ func TestValidateFieldErrors(t *testing.T) {
 		{"title control char", func(m *Message) { m.Title = "line\nbreak" }, "title"},
 		{"too many tags", func(m *Message) { m.Tags = slices.Repeat([]string{"x"}, MaxTags+1) }, "tags"},
 		{"tags[1] bad", func(m *Message) { m.Tags = []string{"ok", "Not OK"} }, "tags[1]"},
-		{"too many artifacts", func(m *Message) { m.Content.Artifacts = make([]string, MaxArtifacts+1) }, "content.artifacts"},
+		{"too many artifacts", func(m *Message) { m.Content.Artifacts = ArtifactRefs(make([]string, MaxArtifacts+1)...) }, "content.artifacts"},
 		{"in_reply_to bad", func(m *Message) { m.InReplyTo = "not an id" }, "in_reply_to"},
 		{"thread_id bad", func(m *Message) { m.ThreadID = "../etc" }, "thread_id"},
 		{"correlation_id too long", func(m *Message) { m.CorrelationID = long(MaxIDLen + 1) }, "correlation_id"},

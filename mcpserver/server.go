@@ -284,7 +284,7 @@ func (h *handlers) read(ctx context.Context, _ *mcp.CallToolRequest, in IDInput)
 	out := MessageOutput{
 		ID: m.ID, Seq: m.Seq, Time: m.Timestamp.UTC().Format(time.RFC3339), Channel: m.Channel, From: m.From,
 		To: m.To, Type: m.Type, Title: m.Title, Priority: m.Priority, Text: m.Content.Text, Code: m.Content.Code,
-		Artifacts: m.Content.Artifacts, InReplyTo: m.InReplyTo, Thread: m.ThreadID, NeedsReply: m.RequiresResponse,
+		Artifacts: fsm.ArtifactStrings(m.Content.Artifacts), InReplyTo: m.InReplyTo, Thread: m.ThreadID, NeedsReply: m.RequiresResponse,
 		Metadata: string(m.Metadata),
 	}
 	if out.To == nil {

@@ -83,6 +83,10 @@ type Reader interface {
 	PendingApprovalsFor(agent string) (int, error)
 	ApprovalEvents(after uint64, limit int) (fsm.ApprovalUpdatePage, error)
 
+	Artifact(id string) (*fsm.Artifact, error)
+	Artifacts(q fsm.ArtifactQuery) (fsm.ArtifactPage, error)
+	ArtifactUsage(agent string) (used, quota int64, err error)
+
 	Config() (fsm.ClusterConfig, error)
 	RetentionOf(channel string) (fsm.Retention, error)
 	Tokens() ([]fsm.Token, error)

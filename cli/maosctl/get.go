@@ -105,7 +105,11 @@ func printMessage(w io.Writer, m *fsm.Message) error {
 	opt("thread", m.ThreadID)
 	opt("correlation", m.CorrelationID)
 	opt("tags", strings.Join(m.Tags, ", "))
-	opt("artifacts", strings.Join(m.Content.Artifacts, ", "))
+	var arts []string
+	for _, a := range m.Content.Artifacts {
+		arts = append(arts, a.String())
+	}
+	opt("artifacts", strings.Join(arts, ", "))
 	if m.RequiresResponse {
 		line("requires response", "yes")
 	}
