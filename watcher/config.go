@@ -91,6 +91,9 @@ type AgentConfig struct {
 	// tasks addressed to it: "role:NAME" (its own role) and
 	// "capability:NAME" (registered as the agent's capabilities).
 	Claim []string `yaml:"claim"`
+	// SharedContextDir is the folder the artifacts a message or task
+	// references are fetched into (SharedContext says the default).
+	SharedContextDir string `yaml:"shared_context"`
 
 	tmpl *template.Template
 	pane PaneDetector

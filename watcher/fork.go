@@ -114,7 +114,11 @@ func (w *agentWatcher) handleFork(ctx context.Context, m *fsm.Message, n int) er
 			w.log.Warn("watcher: fork has no thread context", "fork", name, "id", m.ID, "err", err)
 		}
 	}
-	prompt, err := w.cfg.Render(PromptData{Agent: name, Parent: w.cfg.ID, Role: w.cfg.Role, Guardrails: w.cfg.Guardrails, Context: thread, Message: m})
+	files := w.fetchAttachments(ctx, m.ID, m.Content.Artifacts)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	prompt, err := w.cfg.Render(PromptData{Agent: name, Parent: w.cfg.ID, Role: w.cfg.Role, Guardrails: w.cfg.Guardrails, Context: thread, Message: m, Artifacts: files})
 	if err != nil {
 		w.log.Warn("watcher: skipping message: prompt does not render", "id", m.ID, "err", err)
 		return nil
@@ -133,6 +137,7 @@ func (w *agentWatcher) handleFork(ctx context.Context, m *fsm.Message, n int) er
 		r = incident(m, name, "could not answer", incidentText(name, m.ID, attempts, res))
 	} else {
 		r = answer(m, name, res.Output)
+		w.attachOutputs(ctx, r, res.Stdout, dir, name)
 	}
 	r.ID = replyID
 	return w.postForked(ctx, m, r)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/maos-project/maos/artifacts"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
@@ -26,6 +27,13 @@ Rules you must follow:
 {{if .Parent}}The thread so far:{{else}}Recent messages in channel {{.Message.Channel}}:{{end}}
 {{- range .Context}}
 [{{.From}} → {{join .Recipients ", "}}] {{.Title}}{{if .Title}} — {{end}}{{.Content.Text}}
+{{- end}}
+{{- end}}
+{{- if .Artifacts}}
+
+Files attached, fetched into your shared context:
+{{- range .Artifacts}}
+- {{.Name}}: {{if .Err}}could not be fetched ({{.Err}}){{else}}{{.Path}}{{end}}
 {{- end}}
 {{- end}}
 {{- if .Task}}
@@ -76,7 +84,7 @@ title: {{.Message.Title}}
 {{.Message.Content.Code}}
 {{- end}}
 
-Answer with the text of your reply only.
+Answer with the text of your reply only. To attach a file you made, also print a line {"type":"artifact","path":"FILE"}.
 {{- end}}
 `
 
@@ -101,6 +109,9 @@ type PromptData struct {
 	// Dependencies are the tasks Task depends on (its depends_on, then
 	// those its CLI waited for), as they ended.
 	Dependencies []*fsm.Task
+	// Artifacts are the artifacts Message or Task references, fetched into
+	// the agent's shared context (Path), or why not (Err).
+	Artifacts []artifacts.Local
 }
 
 // Render executes the agent's prompt template.

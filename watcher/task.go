@@ -376,7 +376,9 @@ func (w *agentWatcher) work(ctx context.Context, t *fsm.Task, claim fsm.TaskResu
 			return failedRun(res, attempts, msSince(start)), true
 		}
 		if rep.Complete != nil || len(rep.Dependencies) == 0 {
-			return rep.completion(msSince(start)), true
+			c := rep.completion(msSince(start))
+			w.uploadOutputs(ctx, &c, inv.Workdir)
+			return c, true
 		}
 		var onAgents []Dependency
 		rerun := false
@@ -411,7 +413,9 @@ func (w *agentWatcher) work(ctx context.Context, t *fsm.Task, claim fsm.TaskResu
 		case rerun:
 			continue
 		case rep.Text != "" || len(rep.Outputs) > 0:
-			return rep.completion(msSince(start)), true
+			c := rep.completion(msSince(start))
+			w.uploadOutputs(ctx, &c, inv.Workdir)
+			return c, true
 		}
 		return blocked(onAgents, msSince(start)), true
 	}
@@ -483,8 +487,12 @@ func (w *agentWatcher) taskPrompt(ctx context.Context, t *fsm.Task, deps []*fsm.
 			w.log.Warn("watcher: no channel context", "task", t.ID, "err", err)
 		}
 	}
+	files := w.fetchAttachments(ctx, t.ID, taskRefs(t))
+	if ctx.Err() != nil {
+		return "", ctx.Err()
+	}
 	return w.cfg.Render(PromptData{Agent: w.cfg.ID, Role: w.cfg.Role, Guardrails: w.cfg.Guardrails, Context: ctxMsgs,
-		Message: m, Task: t, Dependencies: deps})
+		Message: m, Task: t, Dependencies: deps, Artifacts: files})
 }
 
 // taskMessage is t's task_delegation message as the prompt shows it:

@@ -36,6 +36,10 @@ type Options struct {
 	// registered, run, posted or acknowledged. It is called from one
 	// goroutine per agent.
 	DryRun func(Decision)
+	// Dir is the watcher's directory: agents' shared-context folders
+	// default to Dir/<agent>/context (AgentConfig.SharedContext); default
+	// $TMPDIR/maos-watcher.
+	Dir string
 	// Tmux types the messages of delivery: tmux agents; the zero value
 	// uses the user's default tmux server (set Socket or Name to use
 	// another, as tests do with a private server).
@@ -557,15 +561,20 @@ func (w *agentWatcher) handle(ctx context.Context, m *fsm.Message) error {
 			w.log.Warn("watcher: no channel context", "id", m.ID, "err", err)
 		}
 	}
-	prompt, err := w.cfg.Render(PromptData{Agent: w.cfg.ID, Role: w.cfg.Role, Guardrails: w.cfg.Guardrails, Context: ctxMsgs, Message: m})
+	label := "answering " + m.ID
+	w.setWorking(label, true)
+	defer w.setWorking(label, false)
+	files := w.fetchAttachments(ctx, m.ID, m.Content.Artifacts)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	prompt, err := w.cfg.Render(PromptData{Agent: w.cfg.ID, Role: w.cfg.Role, Guardrails: w.cfg.Guardrails, Context: ctxMsgs, Message: m, Artifacts: files})
 	if err != nil {
 		w.log.Warn("watcher: skipping message: prompt does not render", "id", m.ID, "err", err)
 		return nil
 	}
-	label := "answering " + m.ID
-	w.setWorking(label, true)
-	res, attempts := w.invoke(ctx, w.invocation(prompt, "MAOS_SESSION_ID="+m.Channel, "MAOS_MESSAGE_ID="+m.ID), m.ID, nil)
-	w.setWorking(label, false)
+	inv := w.invocation(prompt, "MAOS_SESSION_ID="+m.Channel, "MAOS_MESSAGE_ID="+m.ID)
+	res, attempts := w.invoke(ctx, inv, m.ID, nil)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -573,7 +582,9 @@ func (w *agentWatcher) handle(ctx context.Context, m *fsm.Message) error {
 		w.log.Warn("watcher: giving up; posting an incident", "id", m.ID, "attempts", attempts, "err", res.Err)
 		return w.post(ctx, incident(m, w.cfg.ID, "could not answer", incidentText(w.cfg.ID, m.ID, attempts, res)))
 	}
-	return w.post(ctx, answer(m, w.cfg.ID, res.Output))
+	r := answer(m, w.cfg.ID, res.Output)
+	w.attachOutputs(ctx, r, res.Stdout, inv.Workdir, w.cfg.ID)
+	return w.post(ctx, r)
 }
 
 // answer is agent's reply to m with the model's output: fsm.NewReply
@@ -618,7 +629,8 @@ func incidentText(agent, id string, attempts int, res Result) string {
 // added; the agent's env: entries come last, so they win.
 func (w *agentWatcher) invocation(prompt string, env ...string) Invocation {
 	inv := Invocation{Argv: w.cfg.Command, Stdin: prompt, Workdir: w.cfg.Workdir, Timeout: time.Duration(w.cfg.Timeout),
-		Env: append([]string{"MAOS_AGENT_ID=" + w.cfg.ID, "MAOS_AGENT_ROLE=" + w.cfg.Role, "MAOS_ADDR=" + w.opts.Addr}, env...)}
+		Env: append([]string{"MAOS_AGENT_ID=" + w.cfg.ID, "MAOS_AGENT_ROLE=" + w.cfg.Role, "MAOS_ADDR=" + w.opts.Addr,
+			SharedContextEnv + "=" + w.cfg.SharedContext(w.opts.Dir)}, env...)}
 	if w.token != "" {
 		inv.Env = append(inv.Env, "MAOS_TOKEN="+w.token)
 	}

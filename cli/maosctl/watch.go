@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/maos-project/maos/watcher"
@@ -86,7 +87,9 @@ func watch(c *cli.Context) error {
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	out := c.App.Writer
-	opts := watcher.Options{Client: apiClient(c), Logger: slog.New(slog.NewTextHandler(c.App.ErrWriter, nil))}
+	// Agents' shared-context folders default to <config's folder>/<agent>/context.
+	opts := watcher.Options{Client: apiClient(c), Logger: slog.New(slog.NewTextHandler(c.App.ErrWriter, nil)),
+		Dir: filepath.Dir(c.String("config"))}
 	if c.Bool("dry-run") {
 		asJSON := wantJSON(c)
 		opts.DryRun = func(d watcher.Decision) {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -306,7 +307,8 @@ func (d *daemon) startWatchers(ctx context.Context) {
 		if d.cfg.node.AdminToken != "" {
 			cl = cl.WithToken(d.cfg.node.AdminToken)
 		}
-		_ = watcher.Run(ctx, d.cfg.agents, watcher.Options{Client: cl, Logger: d.logger})
+		// Agents' shared-context folders default to <data dir>/watcher/<agent>/context.
+		_ = watcher.Run(ctx, d.cfg.agents, watcher.Options{Client: cl, Logger: d.logger, Dir: filepath.Join(d.cfg.node.DataDir, "watcher")})
 	}()
 	d.logger.Info("watchers started", "agents", len(d.cfg.agents.Agents), "file", d.cfg.agentsFile)
 }

@@ -1,0 +1,141 @@
+package watcher
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/maos-project/maos/artifacts"
+	"github.com/maos-project/maos/fsm"
+)
+
+// Artifacts (issue 17; seed 002 §1's shared context across hosts). Before
+// the CLI runs on a message or a task, every artifact it references is
+// fetched into the agent's shared-context folder under its name
+// (package artifacts: checked against its id, renamed into place), and
+// the prompt lists the local paths. The files a CLI reports with seed
+// 002's {"type":"artifact","path":…} lines are uploaded and referenced,
+// {id, name}, in its reply or its task's completion.
+
+// SharedContextEnv names the shared-context folder: set for the CLI, and
+// read (from the agent's env:, else the watcher's environment) as the
+// folder when the YAML sets no shared_context.
+const SharedContextEnv = "MAOS_SHARED_CONTEXT"
+
+// SharedContext is the agent's shared-context folder: shared_context in
+// its YAML, else MAOS_SHARED_CONTEXT in its env:, else in the watcher's
+// environment, else <dir>/<agent>/context, dir the watcher's directory
+// (Options.Dir; default $TMPDIR/maos-watcher).
+func (a *AgentConfig) SharedContext(dir string) string {
+	switch {
+	case a.SharedContextDir != "":
+		return a.SharedContextDir
+	case a.Env[SharedContextEnv] != "":
+		return a.Env[SharedContextEnv]
+	case os.Getenv(SharedContextEnv) != "":
+		return os.Getenv(SharedContextEnv)
+	}
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "maos-watcher")
+	}
+	return filepath.Join(dir, a.ID, "context")
+}
+
+// fetchAttachments fetches the artifacts refs names into the agent's
+// shared context; a failure is logged and kept in its entry (the prompt
+// says the file could not be fetched) rather than holding the message up.
+func (w *agentWatcher) fetchAttachments(ctx context.Context, what string, refs []fsm.ArtifactRef) []artifacts.Local {
+	has := false
+	for _, r := range refs {
+		if r.ArtifactID() != "" {
+			has = true
+			break
+		}
+	}
+	if !has {
+		return nil
+	}
+	dir := w.cfg.SharedContext(w.opts.Dir)
+	got, err := artifacts.FetchRefs(ctx, w.c, refs, dir)
+	if err != nil {
+		return got
+	}
+	for _, l := range got {
+		if l.Err != "" {
+			w.log.Warn("watcher: an artifact could not be fetched", "for", what, "artifact", l.ID, "err", l.Err)
+		} else {
+			w.log.Info("watcher: artifact fetched", "for", what, "artifact", l.ID, "path", l.Path)
+		}
+	}
+	return got
+}
+
+// taskRefs are the artifacts a task references: the "artifacts" list of
+// its context object (entries as in content.artifacts), if it has one.
+func taskRefs(t *fsm.Task) []fsm.ArtifactRef {
+	var c struct {
+		Artifacts []fsm.ArtifactRef `json:"artifacts"`
+	}
+	if len(t.Context) == 0 || json.Unmarshal(t.Context, &c) != nil {
+		return nil
+	}
+	return c.Artifacts
+}
+
+// attachOutputs uploads the files the CLI's artifact lines named
+// (relative paths under workdir) as from, references them in r, and
+// takes the §6 lines out of its text; a file that cannot be uploaded is
+// named in the text instead. With no artifact line, r is left as it is.
+func (w *agentWatcher) attachOutputs(ctx context.Context, r *fsm.Message, stdout, workdir, from string) {
+	rep := ParseTaskReport(stdout)
+	if len(rep.Outputs) == 0 {
+		return
+	}
+	refs, failed := artifacts.UploadPaths(ctx, w.c, workdirOrCwd(workdir), from, rep.Outputs)
+	r.Content.Artifacts = append(r.Content.Artifacts, refs...)
+	text := rep.Text
+	if text == "" {
+		var names []string
+		for _, ref := range refs {
+			names = append(names, ref.Name)
+		}
+		text = "attached: " + strings.Join(names, ", ")
+	}
+	if len(failed) > 0 {
+		w.log.Warn("watcher: artifacts not uploaded", "reply", r.ID, "failed", failed)
+		text += "\n(not attached: " + strings.Join(failed, "; ") + ")"
+	}
+	r.Content.Text = text
+}
+
+// uploadOutputs uploads a completion's outputs that are files (relative
+// paths under workdir) and puts their artifact ids in their place; other
+// outputs (URLs, ids, missing files) stay as they are.
+func (w *agentWatcher) uploadOutputs(ctx context.Context, c *fsm.TaskCompletion, workdir string) {
+	dir := workdirOrCwd(workdir)
+	for i, o := range c.Outputs {
+		p := o
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, o)
+		}
+		if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() {
+			continue
+		}
+		refs, failed := artifacts.UploadPaths(ctx, w.c, dir, w.cfg.ID, []string{p})
+		if len(refs) == 1 {
+			c.Outputs[i] = refs[0].Ref
+			continue
+		}
+		w.log.Warn("watcher: task output not uploaded", "output", o, "failed", failed)
+	}
+}
+
+func workdirOrCwd(dir string) string {
+	if dir != "" {
+		return dir
+	}
+	wd, _ := os.Getwd()
+	return wd
+}
