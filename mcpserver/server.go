@@ -1,6 +1,6 @@
 // Package mcpserver is maos as a Model Context Protocol server: a handful of
-// small tools (send, list, read, reply, who, lock, and create, list and
-// complete tasks) bound to one agent
+// small tools (send, list, read, reply, who, lock, create, list and
+// complete tasks, share and read artifacts) bound to one agent
 // identity and backed by a maos node's HTTP API, so a coding agent uses its
 // mailbox through tool calls instead of shelling out to maosctl.
 //
@@ -32,6 +32,9 @@ type Config struct {
 	Channel string
 	// Version is reported in the server's implementation info.
 	Version string
+	// Dir is where read_artifact saves an artifact it does not return as
+	// text; default $MAOS_SHARED_CONTEXT, else $TMPDIR/maos-mcp/AGENT.
+	Dir string
 }
 
 // Tool names, in the order they are registered.
@@ -76,6 +79,8 @@ func New(cfg Config) (*mcp.Server, error) {
 	mcp.AddTool(s, &mcp.Tool{Name: ToolCreateTask, Description: "Delegate a task to an agent or a queue (role:NAME, capability:NAME)."}, h.createTask)
 	mcp.AddTool(s, &mcp.Tool{Name: ToolListTasks, Description: "List tasks by state, assignee, creator or claimant."}, h.listTasks)
 	mcp.AddTool(s, &mcp.Tool{Name: ToolCompleteTask, Description: "Finish a task of yours with its result; claims it if still ready."}, h.completeTask)
+	mcp.AddTool(s, &mcp.Tool{Name: ToolShareArtifact, Description: "Upload a file or text for every host; its id goes in send_message artifacts."}, h.shareArtifact)
+	mcp.AddTool(s, &mcp.Tool{Name: ToolReadArtifact, Description: "Read an artifact: text inline, else saved to a local path."}, h.readArtifact)
 	return s, nil
 }
 
@@ -94,6 +99,8 @@ type SendInput struct {
 	ReplyTo  string       `json:"reply_to,omitempty" jsonschema:"id answered"`
 	Channel  string       `json:"channel,omitempty"`
 	Private  bool         `json:"private,omitempty" jsonschema:"only the sender, recipients and moderators may read it"`
+	// Artifacts are artifact ids (share_artifact's) or paths to reference.
+	Artifacts []string `json:"artifacts,omitempty" jsonschema:"ids from share_artifact"`
 }
 
 // SendOutput is where a message was stored; Blocked lists the recipients
@@ -119,10 +126,13 @@ func (h *handlers) send(ctx context.Context, _ *mcp.CallToolRequest, in SendInpu
 		Channel:   ch,
 		To:        in.To,
 		Title:     in.Title,
-		Content:   fsm.Content{Text: in.Text},
+		Content:   fsm.Content{Text: in.Text, Artifacts: fsm.ArtifactRefs(in.Artifacts...)},
 		Priority:  in.Priority,
 		Type:      in.Type,
 		InReplyTo: in.ReplyTo,
+	}
+	if len(in.Artifacts) == 0 {
+		m.Content.Artifacts = nil
 	}
 	if in.Private {
 		m.Visibility = fsm.VisibilityPrivate

@@ -63,7 +63,7 @@ func TestMCPSpeaksProtocol(t *testing.T) {
 		names = append(names, tl.(map[string]any)["name"].(string))
 	}
 	slices.Sort(names)
-	if want := []string{"complete_task", "create_task", "list_messages", "list_tasks", "lock", "read_message", "reply_to_message", "send_message", "who"}; !slices.Equal(names, want) {
+	if want := []string{"complete_task", "create_task", "list_messages", "list_tasks", "lock", "read_artifact", "read_message", "reply_to_message", "send_message", "share_artifact", "who"}; !slices.Equal(names, want) {
 		t.Fatalf("tools = %q, want %q", names, want)
 	}
 	res = call(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read_message","arguments":{"id":"msg-unknown"}}}`, 3)

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/maos-project/maos/artifacts"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/urfave/cli/v2"
@@ -36,6 +38,10 @@ The communication rules may keep a message from some recipients: they are
 listed after the id ("blocked ID: reason"; in --json, "blocked"). If they
 block every recipient the send fails (403) and nothing is stored.
 
+--attach FILE (repeatable) uploads each file as an artifact first (maosctl
+artifact put) and references it in content.artifacts as {"id","name"}; the
+recipients' watchers fetch it into their shared context.
+
 --wait read|answered then waits until every recipient marked the message
 read (or answered it) / answered it, polling its receipts, for at most
 --timeout (default 60s; the global --timeout still bounds each API call);
@@ -54,6 +60,7 @@ prints one object: the send's answer plus "wait" {"state","pending","receipts"}.
 			&cli.StringFlag{Name: "reply-to", Usage: "`ID` of the message this one answers (sets in_reply_to)"},
 			&cli.BoolFlag{Name: "private", Usage: "visibility private: only the sender, the recipients and moderators read it; on a cluster with --auth everyone else never sees it (channel, overview, stream) and the audit keeps a redacted line"},
 			&cli.StringFlag{Name: "id", Usage: "message `ID` to use instead of a generated one (makes retries safe across runs)"},
+			&cli.StringSliceFlag{Name: "attach", Usage: "upload `FILE` as an artifact and reference it (repeatable)"},
 			&cli.StringFlag{Name: "wait", Usage: "after sending, wait until every recipient got to `STATE`: read or answered"},
 			&cli.DurationFlag{Name: "timeout", Usage: "with --wait: give up after `DURATION` and exit 1 naming who did not get there", Value: defaultWaitTimeout},
 			jsonFlag(),
@@ -88,6 +95,9 @@ func send(c *cli.Context) error {
 	}
 	if c.Bool("private") {
 		m.Visibility = fsm.VisibilityPrivate
+	}
+	if err := attachFiles(c, m); err != nil {
+		return err
 	}
 	if m.ID == "" && fsm.ValidName(from) {
 		// Fixed before the first try, so the outcome of a timed-out send
@@ -156,4 +166,20 @@ func maybeCommitted(err error) bool {
 	}
 	// A timeout or a connection lost mid-request.
 	return true
+}
+
+// attachFiles uploads each --attach file as an artifact from m's sender
+// and references it in m, {id, name}, bounded by the command's context
+// and --transfer-timeout's default.
+func attachFiles(c *cli.Context, m *fsm.Message) error {
+	for _, path := range c.StringSlice("attach") {
+		ctx, cancel := within(commandContext(c), defaultArtifactTimeout)
+		a, err := artifacts.Upload(ctx, apiClient(c), path, "", m.From)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("--attach %s: %w", path, apiError(c, err))
+		}
+		m.Content.Artifacts = append(m.Content.Artifacts, fsm.ArtifactRef{Ref: a.ID, Name: filepath.Base(path)})
+	}
+	return nil
 }
