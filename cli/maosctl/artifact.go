@@ -98,16 +98,23 @@ messages and tasks that reference it). With --json the records as one array.`,
 				Action: artifactList,
 			},
 			{
-				Name:      "info",
-				Usage:     "show an artifact's record",
-				UsageText: `maosctl artifact info ID [--strong]`,
-				Flags:     []cli.Flag{strongFlag(), jsonFlag()},
-				Action:    artifactInfo,
+				Name:  "info",
+				Usage: "show an artifact's record",
+				UsageText: `maosctl artifact info ID [--strong]
+
+   maosctl artifact info sha256:9f86d08…`,
+				Description: `Prints artifact ID's record: name, media type, size, uploader, when and at
+which log index it was stored, and how many stored messages and tasks
+reference it. With --json the record.`,
+				Flags:  []cli.Flag{strongFlag(), jsonFlag()},
+				Action: artifactInfo,
 			},
 			{
-				Name:      "rm",
-				Usage:     "delete an artifact (admin token)",
-				UsageText: `maosctl artifact rm ID`,
+				Name:  "rm",
+				Usage: "delete an artifact (admin token)",
+				UsageText: `maosctl artifact rm ID
+
+   maosctl --token-file admin.token artifact rm sha256:9f86d08…`,
 				Description: `Deletes artifact ID's record on every node (an admin token with --auth);
 each node then removes its copy of the bytes. A message that references it
 keeps the reference, which no longer resolves.`,
