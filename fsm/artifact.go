@@ -111,6 +111,11 @@ type Artifact struct {
 	// Existed is set in the answer of a put whose id was stored already
 	// (nothing new stored).
 	Existed bool `json:"existed,omitempty"`
+	// Kept is set in the answer of a retention delete (Unreferenced) that
+	// deleted nothing, and says why: "referenced by N messages", or "not
+	// due until TIME" (artifact_retention_seconds after Created; "kept
+	// forever" when it is 0). Never stored.
+	Kept string `json:"kept,omitempty"`
 }
 
 // ArtifactPutCommand records an artifact whose bytes are held by a
