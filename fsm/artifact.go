@@ -5,8 +5,9 @@ package fsm
 // stored beside it, on a majority of the nodes, before their metadata is
 // proposed (cluster, blobstore). The log holds what every node must agree
 // on: which artifacts exist, their name, type, size, uploader and time,
-// each agent's usage against its quota, and which messages and tasks
-// reference them (so retention removes an artifact nobody references).
+// each agent's usage against its quota, and how many stored messages
+// reference them (so retention removes an artifact nobody references;
+// tasks do not count, see DESIGN.md).
 
 import (
 	"bytes"
@@ -106,11 +107,17 @@ type Artifact struct {
 	Created time.Time `json:"created"`
 	// Index is the Raft index of that entry: lists page by it.
 	Index uint64 `json:"index"`
-	// Refs is how many stored messages and tasks reference it.
+	// Refs is how many stored messages name it in content.artifacts
+	// (each message once); tasks do not count.
 	Refs int64 `json:"refs"`
 	// Existed is set in the answer of a put whose id was stored already
 	// (nothing new stored).
 	Existed bool `json:"existed,omitempty"`
+	// Kept is set in the answer of a retention delete (Unreferenced) that
+	// deleted nothing, and says why: "referenced by N messages", or "not
+	// due until TIME" (artifact_retention_seconds after Created; "kept
+	// forever" when it is 0). Never stored.
+	Kept string `json:"kept,omitempty"`
 }
 
 // ArtifactPutCommand records an artifact whose bytes are held by a
@@ -154,9 +161,9 @@ func validContentType(ct string) error {
 type ArtifactDeleteCommand struct {
 	ID string `json:"id"`
 	By string `json:"by"`
-	// Unreferenced, set by retention, makes the delete a no-op for an
-	// artifact that a message or task references again by the time it
-	// applies.
+	// Unreferenced, set by retention, makes the delete a no-op (the
+	// answer's Kept says why) for an artifact that a message references
+	// by the time it applies, or that is not due at the entry's time.
 	Unreferenced bool `json:"unreferenced,omitempty"`
 }
 

@@ -3,6 +3,7 @@ package fsm
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -37,7 +38,29 @@ type ClusterConfig struct {
 	// agent id or role:NAME. Default "": the task's creator alone, the
 	// approval's requester.
 	EscalationTarget string `json:"escalation_target"`
+	// ArtifactQuotaBytes bounds, per agent, the bytes of the artifacts it
+	// uploaded first (artifact_put refuses one that does not fit with a
+	// *QuotaError). 0 means no quota. Default DefaultArtifactQuota
+	// (1 GiB) while unset.
+	ArtifactQuotaBytes int64 `json:"artifact_quota_bytes"`
+	// ArtifactRetentionSeconds is how long an artifact no stored message
+	// references is kept after the entry that recorded it: the leader
+	// then proposes its delete (ArtifactsDue). 0 keeps them forever.
+	// Default DefaultArtifactRetention (7 days) while unset.
+	ArtifactRetentionSeconds int64 `json:"artifact_retention_seconds"`
 }
+
+// Defaults and limits of the artifact settings.
+const (
+	// DefaultArtifactQuota is artifact_quota_bytes while unset: 1 GiB.
+	DefaultArtifactQuota int64 = 1 << 30
+	// DefaultArtifactRetention is artifact_retention_seconds while unset:
+	// 7 days.
+	DefaultArtifactRetention int64 = 7 * 24 * 3600
+	// MaxArtifactRetention bounds artifact_retention_seconds: 100 years
+	// (so Created plus it stays within a time's nanoseconds).
+	MaxArtifactRetention int64 = 100 * 365 * 24 * 3600
+)
 
 // SecretGuard is the value of the secret_guard setting.
 type SecretGuard string
@@ -63,6 +86,20 @@ var configKeys = map[string]func(json.RawMessage) error{
 	"auth_required":     checkBool,
 	"secret_guard":      checkSecretGuard,
 	"escalation_target": checkEscalationTarget,
+
+	"artifact_quota_bytes":       checkInt("bytes", math.MaxInt64),
+	"artifact_retention_seconds": checkInt("seconds", MaxArtifactRetention),
+}
+
+// checkInt wants a whole number 0..max of unit.
+func checkInt(unit string, max int64) func(json.RawMessage) error {
+	return func(v json.RawMessage) error {
+		var n int64
+		if json.Unmarshal(v, &n) != nil || n < 0 || n > max {
+			return fmt.Errorf("want a whole number of %s from 0 (none) to %d, got %s", unit, max, clipValue(v))
+		}
+		return nil
+	}
 }
 
 func checkSecretGuard(v json.RawMessage) error {
@@ -152,7 +189,8 @@ func applySetConfig(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, err
 // readConfig reads the settings inside a transaction; unset ones keep
 // their defaults.
 func readConfig(tx *bbolt.Tx) ClusterConfig {
-	cfg := ClusterConfig{SecretGuard: SecretGuardRefuse}
+	cfg := ClusterConfig{SecretGuard: SecretGuardRefuse,
+		ArtifactQuotaBytes: DefaultArtifactQuota, ArtifactRetentionSeconds: DefaultArtifactRetention}
 	b := tx.Bucket(bucketConfig)
 	if v := b.Get([]byte("strict_senders")); v != nil {
 		_ = json.Unmarshal(v, &cfg.StrictSenders)
@@ -165,6 +203,12 @@ func readConfig(tx *bbolt.Tx) ClusterConfig {
 	}
 	if v := b.Get([]byte("escalation_target")); v != nil {
 		_ = json.Unmarshal(v, &cfg.EscalationTarget)
+	}
+	if v := b.Get([]byte("artifact_quota_bytes")); v != nil {
+		_ = json.Unmarshal(v, &cfg.ArtifactQuotaBytes)
+	}
+	if v := b.Get([]byte("artifact_retention_seconds")); v != nil {
+		_ = json.Unmarshal(v, &cfg.ArtifactRetentionSeconds)
 	}
 	return cfg
 }

@@ -213,7 +213,49 @@ const (
 	afterApprovals     = "after-approvals "
 	afterPolicies      = "after-policies "
 	afterReceiptStates = "after-receipt-states "
+	afterArtifacts     = "after-artifacts "
 )
+
+// artifactBucket reports whether name is one of the artifact buckets,
+// which only formatArtifactLog fills.
+func artifactBucket(name string) bool { return strings.HasPrefix(name, "artifact") }
+
+// formatArtifactLog is the fixed tail after formatReceiptStateLog that
+// touches both artifact ops, the artifact settings and the references of
+// messages, from index start+1 and time ts on: uploads (one again,
+// Existed), a message naming artifacts (one twice, one as an object, a
+// path), a trim that takes a referencing message away, an admin's delete,
+// a retention delete that deletes and one that keeps a referenced
+// artifact. It ends with artifacts stored, referenced and not.
+func formatArtifactLog(tb testing.TB, start uint64, ts int64) []*raft.Log {
+	tb.Helper()
+	l := &entryLog{tb: tb, idx: start, ts: ts}
+	ms := time.Millisecond
+	id := func(c byte) string { return ArtifactIDPrefix + strings.Repeat(string(c), 64) }
+	put := func(c byte, name, ct string, size int64, from string) ArtifactPutCommand {
+		return ArtifactPutCommand{ID: id(c), Name: name, ContentType: ct, Size: size, From: from}
+	}
+	l.add(ms, OpSetConfig, SetConfigCommand{Key: "artifact_quota_bytes", Value: json.RawMessage("1000")})
+	l.add(ms, OpSetConfig, SetConfigCommand{Key: "artifact_retention_seconds", Value: json.RawMessage("60")})
+	l.add(ms, OpArtifactPut, put('a', "plan.md", "text/markdown; charset=utf-8", 100, "alice"))
+	l.add(ms, OpArtifactPut, put('b', "data.bin", DefaultArtifactContentType, 300, "bob"))
+	l.add(ms, OpArtifactPut, put('a', "again.md", "text/plain", 100, "bob"))
+	l.add(ms, OpArtifactPut, put('c', "gone.txt", "text/plain", 50, "alice"))
+	l.add(ms, OpArtifactPut, put('d', "old.txt", "text/plain", 10, "bob"))
+	msg := func(n int, from string, refs ...ArtifactRef) Message {
+		m := testMessage(fmt.Sprintf("msg-20261121-113000-%s-%08x", from, 100+n), "files", "see attached")
+		m.From, m.To, m.Content.Artifacts = from, Recipients{"bob"}, refs
+		return m
+	}
+	l.add(ms, OpSend, SendCommand{Message: msg(1, "alice",
+		ArtifactRef{Ref: id('a')}, ArtifactRef{Ref: id('b'), Name: "data-v1.bin"}, ArtifactRef{Ref: id('a')}, ArtifactRef{Ref: "shared/context/notes.md"})})
+	l.add(ms, OpSend, SendCommand{Message: msg(2, "alice", ArtifactRef{Ref: id('a')})})
+	l.add(ms, OpSetRetention, SetRetentionCommand{Channel: "files", MaxMessages: 1})
+	l.add(ms, OpArtifactDelete, ArtifactDeleteCommand{ID: id('c'), By: "admin"})
+	l.add(61*time.Second, OpArtifactDelete, ArtifactDeleteCommand{ID: id('d'), By: SystemSender, Unreferenced: true})
+	l.add(ms, OpArtifactDelete, ArtifactDeleteCommand{ID: id('a'), By: SystemSender, Unreferenced: true})
+	return l.logs
+}
 
 // policyBucket reports whether name is the run-time policy bucket, which
 // only formatPolicyLog fills.
@@ -286,7 +328,7 @@ func bucketDigests(tb testing.TB, f *FSM) []string {
 // snapshots are read by the current code, so a change here is a change of
 // the on-disk format and needs a migration, not a new golden file.
 //
-// The golden file has five parts: the buckets but the task, approval and
+// The golden file has six parts: the buckets but the task, approval and
 // policy ones after formatLog (the lines written before tasks existed,
 // unchanged), then, prefixed "after-tasks ", every bucket but the
 // approval and policy ones after formatTaskLog too (the lines written
@@ -295,7 +337,10 @@ func bucketDigests(tb testing.TB, f *FSM) []string {
 // written before run-time policies existed, unchanged), then, prefixed
 // "after-policies ", every bucket after formatPolicyLog (the lines written
 // before receipt states existed, unchanged), then, prefixed
-// "after-receipt-states ", every bucket after formatReceiptStateLog.
+// "after-receipt-states ", every bucket but the artifact ones after
+// formatReceiptStateLog (the lines written before artifacts existed,
+// unchanged), then, prefixed "after-artifacts ", every bucket after
+// formatArtifactLog.
 func TestStateFormatUnchanged(t *testing.T) {
 	f, _ := openTemp(t)
 	logs := formatLog(t)
@@ -309,7 +354,7 @@ func TestStateFormatUnchanged(t *testing.T) {
 	}
 	var got []string
 	for _, line := range bucketDigests(t, f) {
-		if name := strings.Fields(line)[0]; !taskBucket(name) && !approvalBucket(name) && !policyBucket(name) {
+		if name := strings.Fields(line)[0]; !taskBucket(name) && !approvalBucket(name) && !policyBucket(name) && !artifactBucket(name) {
 			got = append(got, line)
 		}
 	}
@@ -320,7 +365,7 @@ func TestStateFormatUnchanged(t *testing.T) {
 		}
 	}
 	for _, line := range bucketDigests(t, f) {
-		if name := strings.Fields(line)[0]; !approvalBucket(name) && !policyBucket(name) {
+		if name := strings.Fields(line)[0]; !approvalBucket(name) && !policyBucket(name) && !artifactBucket(name) {
 			got = append(got, afterTasks+line)
 		}
 	}
@@ -332,7 +377,7 @@ func TestStateFormatUnchanged(t *testing.T) {
 		}
 	}
 	for _, line := range bucketDigests(t, f) {
-		if !policyBucket(strings.Fields(line)[0]) {
+		if name := strings.Fields(line)[0]; !policyBucket(name) && !artifactBucket(name) {
 			got = append(got, afterApprovals+line)
 		}
 	}
@@ -344,7 +389,9 @@ func TestStateFormatUnchanged(t *testing.T) {
 		}
 	}
 	for _, line := range bucketDigests(t, f) {
-		got = append(got, afterPolicies+line)
+		if !artifactBucket(strings.Fields(line)[0]) {
+			got = append(got, afterPolicies+line)
+		}
 	}
 	lastPolicy := policies[len(policies)-1]
 	receipts := formatReceiptStateLog(t, lastPolicy.Index, baseTS+int64(lastPolicy.Index+1)*1000+int64(len(tail)+len(approvals)+len(policies))*int64(time.Second))
@@ -354,10 +401,22 @@ func TestStateFormatUnchanged(t *testing.T) {
 		}
 	}
 	for _, line := range bucketDigests(t, f) {
+		if !artifactBucket(strings.Fields(line)[0]) {
+			got = append(got, afterReceiptStates+line)
+		}
+	}
+	lastReceipt := receipts[len(receipts)-1]
+	artifacts := formatArtifactLog(t, lastReceipt.Index, baseTS+int64(lastReceipt.Index+1)*1000+int64(len(tail)+len(approvals)+len(policies)+len(receipts))*int64(time.Second))
+	for i, r := range f.ApplyBatch(artifacts) {
+		if err, failed := r.(error); failed {
+			t.Fatalf("artifact entry %d: %v", i+1, err)
+		}
+	}
+	for _, line := range bucketDigests(t, f) {
 		if strings.Contains(line, " 0 ") {
 			t.Errorf("the format logs leave bucket %s empty: they pin nothing there", strings.Fields(line)[0])
 		}
-		got = append(got, afterReceiptStates+line)
+		got = append(got, afterArtifacts+line)
 	}
 	path := filepath.Join("testdata", "state_format.golden")
 	if *updateFormat {

@@ -41,6 +41,10 @@ func (f *FSM) registry() map[Op]applyFunc {
 		OpSetCursor: applySetCursor,
 		OpSetPolicy: applySetPolicy, // policy.go
 
+		// Artifacts' metadata: artifact_put.go, artifact_delete.go.
+		OpArtifactPut:    applyArtifactPut,
+		OpArtifactDelete: applyArtifactDelete,
+
 		// Authentication: token_create.go, token_revoke.go, denial.go.
 		OpCreateToken: applyCreateToken,
 		OpRevokeToken: applyRevokeToken,

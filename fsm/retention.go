@@ -150,7 +150,7 @@ func applyTrim(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 // so it reads what it removes plus one. Each removed message loses its
 // message record, channel-index entry, inbox, unread, receipt and thread
 // entries; its id stays reserved (see applySend), and the audit trail keeps
-// its line.
+// its line. The artifacts it names lose its reference (unrefArtifacts).
 func trim(tx *bbolt.Tx, index uint64, ts int64, r Retention) *TrimResult {
 	res := &TrimResult{Channel: r.Channel}
 	ch, ok := getChannel(tx, r.Channel)
@@ -185,6 +185,7 @@ func trim(tx *bbolt.Tx, index uint64, ts int64, r Retention) *TrimResult {
 	for _, seq := range drop {
 		if m, err := getMessage(tx, seq); err == nil {
 			dropMessageIndexes(tx, m)
+			unrefArtifacts(tx, m)
 		}
 		deleteMessage(tx, seq)
 		removeFromChannel(tx, r.Channel, seq)

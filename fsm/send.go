@@ -59,6 +59,8 @@ func contentHash(m *Message, interrupt bool) ([32]byte, error) {
 //     interrupt (checkInterrupt), whether or not its id is stored;
 //   - an id stored before answers its original place (same content) or is a
 //     conflict (other content);
+//   - an artifact id in content.artifacts that is not stored is a
+//     *FieldError on that entry (UnknownArtifactError);
 //   - a reply gets its thread (fillThread); a reply to a private message
 //     is made private, a code-of-conduct flag or a reply to one for
 //     moderators only, whatever the client set (settleVisibility);
@@ -78,7 +80,8 @@ func contentHash(m *Message, interrupt bool) ([32]byte, error) {
 // sent without one, an inbox entry and a "delivered" receipt per delivered
 // recipient, a "blocked" receipt per blocked one, its thread entry, the
 // "answered" receipt on its parent, a MESSAGE audit line, its BLOCKED
-// lines and, if it was rerouted, a REROUTED line. The audit lines of a
+// lines and, if it was rerouted, a REROUTED line. Each distinct artifact
+// it names counts it once in its Refs. The audit lines of a
 // private message carry its readers (markPrivate).
 //
 // A message from SystemSender is refused here: only apply makes those
@@ -120,6 +123,10 @@ func (f *FSM) send(tx *bbolt.Tx, index uint64, ts int64, cmd *SendCommand, forTa
 	}
 	if prev, ok := getID(tx, m.ID); ok {
 		return resend(tx, &m, prev, sum)
+	}
+	arts, err := checkArtifactRefs(tx, &m)
+	if err != nil {
+		return nil, fmt.Errorf("fsm: apply send: %w", err)
 	}
 	parent, err := parentOf(tx, &m)
 	if err != nil {
@@ -176,6 +183,7 @@ func (f *FSM) send(tx *bbolt.Tx, index uint64, ts int64, cmd *SendCommand, forTa
 		m.Recipients = append(m.Recipients, r.id)
 	}
 	storeMessage(tx, &m, sum)
+	refArtifacts(tx, arts)
 	prio := priorityByte(m.Priority)
 	for _, r := range delivered {
 		deliver(tx, r.id, index, prio)

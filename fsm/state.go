@@ -64,6 +64,11 @@ var (
 	// Run-time delivery policies: policy.go.
 	bucketPolicies = []byte("policies")
 
+	// Artifacts' metadata (artifact_store.go documents each layout).
+	bucketArtifacts     = []byte("artifacts")
+	bucketArtifactIndex = []byte("artifact_index")
+	bucketArtifactUsage = []byte("artifact_usage")
+
 	allBuckets = [][]byte{
 		bucketMeta, bucketMessages, bucketIDs, bucketChannels, bucketChannelIndex, bucketNodes,
 		bucketAgents, bucketAgentIndex, bucketInbox, bucketInboxCounts, bucketInboxUnread, bucketReadMarks, bucketReceipts,
@@ -72,6 +77,7 @@ var (
 		bucketTasks, bucketTaskIDs, bucketTaskIndex, bucketTaskHistory, bucketTaskEvents, bucketOutbox,
 		bucketApprovals, bucketApprovalIDs, bucketApprovalIndex, bucketApprovalHistory, bucketApprovalEvents,
 		bucketPolicies,
+		bucketArtifacts, bucketArtifactIndex, bucketArtifactUsage,
 	}
 
 	keyAppliedIndex = []byte("applied_index")

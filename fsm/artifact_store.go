@@ -1,0 +1,164 @@
+package fsm
+
+// The artifact buckets (issue 17) and their typed accessors: the only
+// code that knows their byte layouts.
+//
+// bucketArtifacts: artifact id ("sha256:…") → Artifact JSON (Existed and
+// Kept never stored).
+//
+// bucketArtifactIndex: the recording entry's index (8-byte big-endian) →
+// artifact id; lists page by it, and since apply's time is monotonic it is
+// also creation-time order (ArtifactsDue stops at the first one not due).
+//
+// bucketArtifactUsage: agent id → the bytes of the artifacts it uploaded
+// first that are stored (8-byte big-endian int64, never below 0); the key
+// is deleted when it reaches 0, so a state without artifacts holds no key.
+//
+// Refs (Artifact.Refs) is the number of stored messages that name the
+// artifact in content.artifacts, each message once, counted by send and
+// undone by retention's trim.
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+
+	"go.etcd.io/bbolt"
+)
+
+// getArtifact reads artifact id's record; nil (and no error) when none is
+// stored.
+func getArtifact(tx *bbolt.Tx, id string) (*Artifact, error) {
+	v := tx.Bucket(bucketArtifacts).Get([]byte(id))
+	if v == nil {
+		return nil, nil
+	}
+	var a Artifact
+	if err := json.Unmarshal(v, &a); err != nil {
+		return nil, fmt.Errorf("artifact %s: decode: %w", id, err)
+	}
+	return &a, nil
+}
+
+// putArtifact writes a's record (its Index entry is addArtifactIndex's).
+func putArtifact(tx *bbolt.Tx, a *Artifact) {
+	rec := *a
+	rec.Existed, rec.Kept = false, ""
+	data, err := json.Marshal(&rec)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: artifact %s: encode: %v", a.ID, err))
+	}
+	mustPut(tx.Bucket(bucketArtifacts), []byte(a.ID), data)
+}
+
+// addArtifact stores a new artifact: its record, its index entry, and its
+// size on its uploader's usage.
+func addArtifact(tx *bbolt.Tx, a *Artifact) {
+	putArtifact(tx, a)
+	mustPut(tx.Bucket(bucketArtifactIndex), u64(a.Index), []byte(a.ID))
+	addArtifactUsage(tx, a.From, a.Size)
+}
+
+// removeArtifact deletes a's record and index entry and takes its size off
+// its uploader's usage.
+func removeArtifact(tx *bbolt.Tx, a *Artifact) {
+	mustDelete(tx.Bucket(bucketArtifacts), []byte(a.ID))
+	mustDelete(tx.Bucket(bucketArtifactIndex), u64(a.Index))
+	addArtifactUsage(tx, a.From, -a.Size)
+}
+
+// artifactUsage is the bytes agent's stored artifacts use (0 when none).
+func artifactUsage(tx *bbolt.Tx, agent string) int64 {
+	v := tx.Bucket(bucketArtifactUsage).Get([]byte(agent))
+	if len(v) != 8 {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint64(v))
+}
+
+// addArtifactUsage adds delta to agent's usage, kept within 0..MaxInt64;
+// a usage of 0 deletes the key.
+func addArtifactUsage(tx *bbolt.Tx, agent string, delta int64) {
+	used := artifactUsage(tx, agent)
+	switch {
+	case delta > 0 && used > math.MaxInt64-delta:
+		used = math.MaxInt64
+	default:
+		used = max(used+delta, 0)
+	}
+	b := tx.Bucket(bucketArtifactUsage)
+	if used == 0 {
+		mustDelete(b, []byte(agent))
+		return
+	}
+	mustPut(b, []byte(agent), u64(uint64(used)))
+}
+
+// messageArtifactIDs is the distinct artifact ids m's content.artifacts
+// names, in first-named order (paths are not artifacts); with the index
+// of each one's first entry.
+func messageArtifactIDs(m *Message) (ids []string, at []int) {
+	for i, r := range m.Content.Artifacts {
+		id := r.ArtifactID()
+		if id == "" || slices.Contains(ids, id) {
+			continue
+		}
+		ids, at = append(ids, id), append(at, i)
+	}
+	return ids, at
+}
+
+// checkArtifactRefs reads the artifacts m names, each once; it refuses m
+// when one is not stored: a *FieldError on content.artifacts[i], the
+// first such entry.
+func checkArtifactRefs(tx *bbolt.Tx, m *Message) ([]*Artifact, error) {
+	ids, at := messageArtifactIDs(m)
+	var out []*Artifact
+	for i, id := range ids {
+		a, err := getArtifact(tx, id)
+		if err != nil {
+			return nil, err
+		}
+		if a == nil {
+			return nil, UnknownArtifactError(fmt.Sprintf("content.artifacts[%d]", at[i]), id)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// UnknownArtifactError is the *FieldError of field naming artifact id
+// that is not stored: "no artifact sha256:…: upload it first (maosctl
+// artifact put)".
+func UnknownArtifactError(field, id string) error {
+	return fieldErr(field, "no artifact %s: upload it first (maosctl artifact put)", id)
+}
+
+// refArtifacts counts a message, stored in this entry, once on each
+// artifact it names (as checkArtifactRefs read them in the same entry).
+func refArtifacts(tx *bbolt.Tx, arts []*Artifact) {
+	for _, a := range arts {
+		a.Refs++
+		putArtifact(tx, a)
+	}
+}
+
+// unrefArtifacts takes m, being removed, off the refs of the artifacts it
+// names. Only a record that m's send counted is changed: one recorded
+// before m (Index < m.Seq); an artifact deleted since, or deleted and
+// uploaded again after m, did not count m. Refs never go below 0. A
+// record that does not decode (a damaged file) is left as it is, as trim
+// leaves a message that does not decode.
+func unrefArtifacts(tx *bbolt.Tx, m *Message) {
+	ids, _ := messageArtifactIDs(m)
+	for _, id := range ids {
+		a, err := getArtifact(tx, id)
+		if err != nil || a == nil || a.Index >= m.Seq || a.Refs == 0 {
+			continue
+		}
+		a.Refs--
+		putArtifact(tx, a)
+	}
+}
