@@ -38,7 +38,13 @@ Settings:
                    cluster off auth on purpose (README: Authentication).
    escalation_target  an agent id or role:NAME that also gets the incident of
                    a task whose lease expired max_attempts times ("" : the
-                   task's creator alone).`,
+                   task's creator alone).
+   artifact_quota_bytes  the bytes of artifacts one agent may have uploaded
+                   first (default 1073741824, 1 GiB; 0: no quota); an upload
+                   over it is refused with 413.
+   artifact_retention_seconds  an artifact no stored message references is
+                   deleted everywhere once it is this old (default 604800,
+                   7 days; 0: kept forever).`,
 		Subcommands: []*cli.Command{
 			{
 				Name:      "get",
