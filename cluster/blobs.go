@@ -345,17 +345,28 @@ func (n *Node) openBlobs() error {
 
 // blobRepair is the repair loop's memory.
 type blobRepair struct {
-	after    uint64              // the last record index read
-	lastFull time.Time           // the last full rescan
-	missing  map[string]struct{} // records whose bytes this node lacks
-	known    map[string]struct{} // ids this node has seen a record of
+	after    uint64                // the last record index read
+	lastFull time.Time             // the last full rescan
+	missing  map[string]*blobRetry // records whose bytes this node lacks
+	known    map[string]struct{}   // ids this node has seen a record of
 }
+
+// blobRetry paces the fetches of one missing blob: a blob no peer has
+// yet (its push still running) or any more is not asked for on every
+// applied batch.
+type blobRetry struct {
+	next time.Time
+	wait time.Duration
+}
+
+// maxBlobRetryWait caps the wait between two fetches of a missing blob.
+const maxBlobRetryWait = 5 * time.Minute
 
 // blobLoop repairs (after applied changes and every blobRepairInterval)
 // and collects garbage (every blobGCInterval) until shutdown.
 func (n *Node) blobLoop() {
 	defer n.wg.Done()
-	st := &blobRepair{missing: map[string]struct{}{}, known: map[string]struct{}{}}
+	st := &blobRepair{missing: map[string]*blobRetry{}, known: map[string]struct{}{}}
 	tick := time.NewTicker(blobRepairInterval)
 	defer tick.Stop()
 	gc := time.NewTicker(blobGCInterval)
@@ -398,8 +409,8 @@ func (n *Node) repairBlobs(st *blobRepair) {
 		for _, a := range page.Artifacts {
 			st.after = max(st.after, a.Index)
 			st.known[a.ID] = struct{}{}
-			if !n.blobs.Has(a.ID) {
-				st.missing[a.ID] = struct{}{}
+			if _, ok := st.missing[a.ID]; !ok && !n.blobs.Has(a.ID) {
+				st.missing[a.ID] = &blobRetry{wait: time.Second}
 			}
 		}
 		if !page.HasMore || len(page.Artifacts) == 0 {
@@ -407,9 +418,12 @@ func (n *Node) repairBlobs(st *blobRepair) {
 		}
 	}
 	fetches := 0
-	for id := range st.missing {
+	for id, retry := range st.missing {
 		if fetches >= maxRepairFetches {
 			return
+		}
+		if time.Now().Before(retry.next) {
+			continue
 		}
 		if n.blobs.Has(id) {
 			delete(st.missing, id)
@@ -424,7 +438,10 @@ func (n *Node) repairBlobs(st *blobRepair) {
 		peer, err := n.fetchBlob(ctx, id)
 		cancel()
 		if err != nil {
-			n.logger.Warn("artifact repair: this node lacks an artifact's bytes and could not copy them yet", "id", id, "error", err)
+			n.logger.Warn("artifact repair: this node lacks an artifact's bytes and could not copy them yet", "id", id,
+				"retry_in", retry.wait, "error", err)
+			retry.next = time.Now().Add(retry.wait)
+			retry.wait = min(2*retry.wait, maxBlobRetryWait)
 			continue
 		}
 		delete(st.missing, id)

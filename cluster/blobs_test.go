@@ -324,3 +324,38 @@ func flipByte(t *testing.T, path string, off int64) {
 		t.Fatal(err)
 	}
 }
+
+// GC removes bytes no record names once an hour old, and keeps young
+// ones (an upload whose record is not committed yet) and recorded ones.
+func TestBlobGCRemovesOldOrphans(t *testing.T) {
+	c := clustertest.New(t, 1)
+	n := c.Nodes[0]
+	recs := &fakeRecords{}
+	n.SetArtifactRecords(recs)
+	ctx := clustertest.Context(t)
+	store := func(s string, age time.Duration) string {
+		id, _, err := n.StoreBlob(ctx, strings.NewReader(s), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := time.Now().Add(-age)
+		if err := os.Chtimes(n.BlobStore().Path(id), old, old); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	orphan := store("orphan", 2*time.Hour)
+	young := store("young", time.Minute)
+	kept := store("recorded", 2*time.Hour)
+	recs.add(&fsm.Artifact{ID: kept, Index: 1})
+	n.CollectBlobs()
+	if n.BlobStore().Has(orphan) {
+		t.Error("an orphan 2 h old survived GC")
+	}
+	if !n.BlobStore().Has(young) {
+		t.Error("GC removed an orphan a minute old (an upload in flight)")
+	}
+	if !n.BlobStore().Has(kept) {
+		t.Error("GC removed recorded bytes")
+	}
+}

@@ -79,3 +79,10 @@ type ArtifactRecords = artifactRecords
 // records from r instead of its state machine (which stands in for them
 // until fsm applies artifact_put; issue 17).
 func (n *Node) SetArtifactRecords(r ArtifactRecords) { n.recordsHook.Store(&r) }
+
+// CollectBlobs runs one GC pass over the node's blobs, as its loop does
+// every minute (with no memory of records seen: only orphans an hour old
+// and old temporary files go).
+func (n *Node) CollectBlobs() {
+	n.collectBlobs(&blobRepair{missing: map[string]*blobRetry{}, known: map[string]struct{}{}})
+}
