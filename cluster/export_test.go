@@ -70,3 +70,19 @@ func (n *Node) MergePresenceState(ps []transport.Presence) error {
 // StopGossip shuts the node's gossip down without a word to the others,
 // as a crash would; Raft and the API go on.
 func (n *Node) StopGossip() error { return n.gossip.shutdown() }
+
+// ArtifactRecords is what the repair loop and GC read artifact records
+// from.
+type ArtifactRecords = artifactRecords
+
+// SetArtifactRecords makes the node's repair loop and GC read artifact
+// records from r instead of its state machine (which stands in for them
+// until fsm applies artifact_put; issue 17).
+func (n *Node) SetArtifactRecords(r ArtifactRecords) { n.recordsHook.Store(&r) }
+
+// CollectBlobs runs one GC pass over the node's blobs, as its loop does
+// every minute (with no memory of records seen: only orphans an hour old
+// and old temporary files go).
+func (n *Node) CollectBlobs() {
+	n.collectBlobs(&blobRepair{missing: map[string]*blobRetry{}, known: map[string]struct{}{}})
+}

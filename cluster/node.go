@@ -9,12 +9,14 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
+	"github.com/maos-project/maos/blobstore"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
@@ -38,7 +40,11 @@ type Node struct {
 	httpc     *http.Client
 	readyTerm syncTerm // term in which this node, leading, applied an entry
 	presence  *presenceStore
-	gossip    *gossip // nil when Config.GossipAddr is ""
+	blobs     *blobstore.Store // artifacts' bytes (blobs.go)
+	// recordsHook, when set (tests), replaces the state machine as the
+	// artifact records the repair loop and GC read.
+	recordsHook atomic.Pointer[artifactRecords]
+	gossip      *gossip // nil when Config.GossipAddr is ""
 
 	leaderMu      sync.Mutex
 	leaderChanged chan struct{} // closed and replaced when the leader changes
@@ -91,6 +97,10 @@ func Open(cfg Config) (*Node, error) {
 	if err = n.openStores(hclogger); err != nil {
 		return nil, err
 	}
+	// Artifacts' bytes: beside the log, never in a snapshot.
+	if err = n.openBlobs(); err != nil {
+		return nil, err
+	}
 	stream, err := newStreamLayer(cfg.RaftAddr, cfg.RaftAdvertise)
 	if err != nil {
 		return nil, err
@@ -141,8 +151,9 @@ func Open(cfg Config) (*Node, error) {
 	n.logger.Info("node open", "data_dir", cfg.DataDir, "raft_addr", n.cfg.RaftAdvertise, "raft_bind", n.raftBind,
 		"api_addr", cfg.APIAddr, "gossip_addr", n.GossipAddr(), "gossip_encrypted", len(cfg.GossipKey) > 0, "tls", cfg.ServerTLS != nil,
 		"existing_state", n.hasState, "applied_index", n.fsm.AppliedIndex())
-	n.wg.Add(1)
+	n.wg.Add(2)
 	go n.watchLeadership()
+	go n.blobLoop()
 	if n.gossip != nil {
 		n.wg.Add(1)
 		go n.reconnectGossip()

@@ -44,6 +44,7 @@ func (n *Node) trimLoop() {
 				n.trimChannel(p.Channel)
 			}
 		}
+		n.deleteDueArtifacts()
 	}
 }
 

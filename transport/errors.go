@@ -124,8 +124,12 @@ func toAPIError(err error) *APIError {
 		nf  *fsm.NotFoundError
 		fbe *fsm.ForbiddenError
 		cfe *fsm.ConflictError
+		qe  *fsm.QuotaError
 	)
 	switch {
+	case errors.As(err, &qe):
+		// An artifact over its uploader's quota: the quota's words alone.
+		return &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge, Message: qe.Error()}
 	case errors.As(err, &fe):
 		return &APIError{Status: http.StatusBadRequest, Code: CodeInvalid, Message: fe.Error()}
 	case errors.As(err, &rfe):
@@ -156,7 +160,7 @@ func toAPIError(err error) *APIError {
 		code = CodeRateLimited
 	case errors.Is(err, ErrSecretFound):
 		code = CodeSecretFound
-	case errors.Is(err, ErrTooLarge):
+	case errors.Is(err, ErrTooLarge), errors.Is(err, fsm.ErrQuota):
 		code = CodeTooLarge
 	case errors.Is(err, ErrBadRequest):
 		code = CodeBadRequest

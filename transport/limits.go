@@ -46,7 +46,23 @@ type Limits struct {
 	// for a stream without ?agent= on a node without --auth, one remote IP)
 	// has open on this node at once. 0 means unlimited.
 	MaxStreamsPerAgent int
+	// MaxArtifactBytes caps one artifact's bytes (PUT /v1/artifacts, and a
+	// peer's push of them, PUT /v1/internal/blobs/{id}): a declared longer
+	// body is refused before it is read, an undeclared one as it streams
+	// (413 naming --max-artifact-bytes). 0 means DefaultMaxArtifactBytes
+	// (64 MiB); at most MaxArtifactBytesCeiling.
+	MaxArtifactBytes int64
 }
+
+// The artifact size limit's default and ceiling.
+const (
+	// DefaultMaxArtifactBytes is MaxArtifactBytes when none is set: 64 MiB.
+	DefaultMaxArtifactBytes int64 = 64 << 20
+	// MaxArtifactBytesCeiling is the most MaxArtifactBytes may be: 16 GiB.
+	// Every voter's disk holds every artifact, and an upload waits for a
+	// majority of them to store it.
+	MaxArtifactBytesCeiling int64 = 16 << 30
+)
 
 // DefaultSendBurst is the burst a SendRate gets when none is given: twice
 // the rate, at least 1.
@@ -68,6 +84,9 @@ func (l Limits) Validate() error {
 		return &fsm.FieldError{Field: "MaxRecipients", Reason: fmt.Sprintf("%d: want 0..%d (0: %d)", l.MaxRecipients, fsm.MaxRecipients, fsm.MaxRecipients)}
 	case l.MaxStreamsPerAgent < 0:
 		return &fsm.FieldError{Field: "MaxStreamsPerAgent", Reason: fmt.Sprintf("%d: want ≥ 0 (0: unlimited)", l.MaxStreamsPerAgent)}
+	case l.MaxArtifactBytes < 0 || l.MaxArtifactBytes > MaxArtifactBytesCeiling:
+		return &fsm.FieldError{Field: "MaxArtifactBytes", Reason: fmt.Sprintf("%d: want 0..%d bytes (16 GiB; 0: %d, 64 MiB)",
+			l.MaxArtifactBytes, MaxArtifactBytesCeiling, DefaultMaxArtifactBytes)}
 	}
 	return nil
 }
@@ -79,6 +98,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxRecipients == 0 {
 		l.MaxRecipients = fsm.MaxRecipients
+	}
+	if l.MaxArtifactBytes == 0 {
+		l.MaxArtifactBytes = DefaultMaxArtifactBytes
 	}
 	return l
 }

@@ -499,23 +499,27 @@ func TestEveryRouteCapsItsBody(t *testing.T) {
 	const maxMsg = 1000
 	fake := transporttest.New(t)
 	newStreamState(t, fake) // handlers that read the state have one
-	s := transport.NewServer(fake, transport.ServerOptions{Logger: discard, MaxMessageBytes: maxMsg})
+	const maxArtifact = 1 << 20
+	s := transport.NewServer(fake, transport.ServerOptions{Logger: discard, MaxMessageBytes: maxMsg,
+		Limits: transport.Limits{MaxArtifactBytes: maxArtifact}})
 	routes := s.Routes()
 	// The ceilings that are not the 64 KiB control default; a rename or a
 	// lost registration fails here.
 	want := map[string]int64{
-		"POST /v1/messages":        maxMsg,
-		"PUT /v1/rules":            rules.MaxBytes,
-		"PUT /v1/bulletin":         fsm.MaxBulletinBytes + 4<<10,
-		"PATCH /v1/bulletin":       fsm.MaxBulletinBytes + 4<<10,
-		"POST /v1/locks":           16 << 10,
-		"POST /v1/locks/renew":     16 << 10,
-		"POST /v1/locks/release":   16 << 10,
-		"POST /v1/locks/check":     16 << 10,
-		"PUT /v1/presence/{agent}": 4 << 10,
-		"POST /v1/internal/entry":  2 << 20,
-		"POST /v1/cluster/join":    64 << 10,
-		"DELETE /v1/agents/{id}":   64 << 10,
+		"POST /v1/messages":           maxMsg,
+		"PUT /v1/rules":               rules.MaxBytes,
+		"PUT /v1/bulletin":            fsm.MaxBulletinBytes + 4<<10,
+		"PATCH /v1/bulletin":          fsm.MaxBulletinBytes + 4<<10,
+		"POST /v1/locks":              16 << 10,
+		"POST /v1/locks/renew":        16 << 10,
+		"POST /v1/locks/release":      16 << 10,
+		"POST /v1/locks/check":        16 << 10,
+		"PUT /v1/presence/{agent}":    4 << 10,
+		"POST /v1/internal/entry":     2 << 20,
+		"POST /v1/cluster/join":       64 << 10,
+		"DELETE /v1/agents/{id}":      64 << 10,
+		"PUT /v1/artifacts":           maxArtifact,
+		"PUT /v1/internal/blobs/{id}": maxArtifact,
 	}
 	seen := map[string]bool{}
 	big := bytes.Repeat([]byte("x"), 3<<20)

@@ -48,6 +48,7 @@ func (s *Server) routes() []route {
 		presenceBody = bodyCap{maxPresenceBytes, ""}
 		taskBody     = bodyCap{maxTaskBody, taskBodyWhy}
 		approvalBody = bodyCap{maxApprovalBody, approvalBodyWhy}
+		artifactBody = bodyCap{s.maxArtifactBytes(), " (--max-artifact-bytes)"}
 	)
 	return []route{
 		{pattern: "GET /healthz", rule: rulePublic, handle: s.healthz},
@@ -83,6 +84,15 @@ func (s *Server) routes() []route {
 		{pattern: "GET /v1/approvals/{id}", rule: ruleAny, handle: s.getApproval},
 		{pattern: "POST /v1/approvals/{id}/decide", rule: ruleAny, body: approvalBody, limit: limitSend, handle: s.decideApproval}, // approver: admit
 		{pattern: "POST /v1/approvals/{id}/cancel", rule: ruleAny, handle: s.cancelApproval},                                       // from: admit
+
+		// Artifacts (server_artifacts.go): the bytes through Blobs, the
+		// records through the log. PUT acts as ?from= (default: the
+		// token's agent); a peer's push and fetch are between nodes.
+		{pattern: "PUT /v1/artifacts", rule: actor("?from"), body: artifactBody, handle: s.putArtifact},
+		{pattern: "GET /v1/artifacts", rule: ruleAny, handle: s.listArtifacts},
+		{pattern: "GET /v1/artifacts/{id}", rule: ruleAny, handle: s.getArtifact}, // and HEAD
+		{pattern: "GET /v1/artifacts/{id}/info", rule: ruleAny, handle: s.artifactInfo},
+		{pattern: "DELETE /v1/artifacts/{id}", rule: ruleAdmin, handle: s.deleteArtifact},
 
 		// Agents, inboxes and cursors (server_mailbox.go, server_interrupt.go,
 		// server_policy.go).
@@ -149,6 +159,8 @@ func (s *Server) routes() []route {
 		{pattern: "POST /v1/cluster/transfer-leadership", rule: ruleAdmin, handle: s.transfer},
 		{pattern: "GET /v1/internal/read-index", rule: ruleAdmin, handle: s.readIndex},
 		{pattern: "POST /v1/internal/entry", rule: ruleAdmin, body: entryBody, handle: s.internalEntry},
+		{pattern: "PUT /v1/internal/blobs/{id}", rule: ruleAdmin, body: artifactBody, handle: s.receiveBlob},
+		{pattern: "GET /v1/internal/blobs/{id}", rule: ruleAdmin, handle: s.localBlob},
 	}
 }
 

@@ -49,6 +49,9 @@ type ServerOptions struct {
 	// authorization (auth.go); nil serves every request unauthenticated
 	// and unrestricted.
 	Auth *AuthConfig
+	// Blobs stores and serves artifacts' bytes (artifacts.go); nil: the
+	// artifact routes answer 503 (the records' reads still work).
+	Blobs Blobs
 }
 
 // maxControlBytes caps the bodies of the cluster endpoints.

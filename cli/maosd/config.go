@@ -275,15 +275,21 @@ func gossipKey(c *cli.Context) ([]byte, string, error) {
 }
 
 // limitFlags reads the abuse limits (--send-rate, --send-burst,
-// --max-recipients, --max-streams-per-agent) and checks them with
-// transport.Limits.Validate, the one check of them; the error names the
-// flag.
+// --max-recipients, --max-streams-per-agent, --max-artifact-bytes) and
+// checks them with transport.Limits.Validate, the one check of them; the
+// error names the flag.
 func limitFlags(c *cli.Context) (transport.Limits, error) {
 	l := transport.Limits{
 		SendRate:           c.Float64("send-rate"),
 		SendBurst:          c.Int("send-burst"),
 		MaxRecipients:      c.Int("max-recipients"),
 		MaxStreamsPerAgent: c.Int("max-streams-per-agent"),
+		MaxArtifactBytes:   c.Int64("max-artifact-bytes"),
+	}
+	if l.MaxArtifactBytes <= 0 {
+		// 0 would mean the default to transport: refuse it, as
+		// --max-message-bytes 0 is.
+		return l, fmt.Errorf("--max-artifact-bytes %d: want 1..%d bytes (16 GiB)", l.MaxArtifactBytes, transport.MaxArtifactBytesCeiling)
 	}
 	if err := l.Validate(); err != nil {
 		var fe *fsm.FieldError
@@ -291,7 +297,7 @@ func limitFlags(c *cli.Context) (transport.Limits, error) {
 			return l, err
 		}
 		flag := map[string]string{"SendRate": "--send-rate", "SendBurst": "--send-burst",
-			"MaxRecipients": "--max-recipients", "MaxStreamsPerAgent": "--max-streams-per-agent"}[fe.Field]
+			"MaxRecipients": "--max-recipients", "MaxStreamsPerAgent": "--max-streams-per-agent", "MaxArtifactBytes": "--max-artifact-bytes"}[fe.Field]
 		return l, fmt.Errorf("%s %s", flag, fe.Reason)
 	}
 	if l.SendRate > 0 && l.SendBurst == 0 {

@@ -26,6 +26,9 @@ func TestRefusesBadLimitFlags(t *testing.T) {
 		{[]string{"--max-recipients", "-1"}, []string{"--max-recipients -1", fmt.Sprintf("0..%d", fsm.MaxRecipients)}},
 		{[]string{"--max-recipients", fmt.Sprint(fsm.MaxRecipients + 1)}, []string{"--max-recipients 257"}},
 		{[]string{"--max-streams-per-agent", "-3"}, []string{"--max-streams-per-agent -3", "≥ 0"}},
+		{[]string{"--max-artifact-bytes", "0"}, []string{"--max-artifact-bytes 0", "1..17179869184"}},
+		{[]string{"--max-artifact-bytes", "-5"}, []string{"--max-artifact-bytes -5", "1..17179869184"}},
+		{[]string{"--max-artifact-bytes", "17179869185"}, []string{"--max-artifact-bytes 17179869185"}},
 	}
 	for _, tt := range tests {
 		err := startRefused(dir, tt.args...)
@@ -39,7 +42,8 @@ func TestRefusesBadLimitFlags(t *testing.T) {
 // from the environment with its derived burst.
 func TestLogsLimits(t *testing.T) {
 	ready, _ := runMaosdUntilReady(t, nil)
-	want := map[string]float64{"send_rate": 0, "send_burst": 0, "max_recipients": fsm.MaxRecipients, "max_streams_per_agent": 16}
+	want := map[string]float64{"send_rate": 0, "send_burst": 0, "max_recipients": fsm.MaxRecipients, "max_streams_per_agent": 16,
+		"max_artifact_bytes": 64 << 20}
 	for k, v := range want {
 		if got, ok := ready[k].(float64); !ok || got != v {
 			t.Errorf("defaults: ready line %s = %v, want %v", k, ready[k], v)

@@ -113,6 +113,8 @@ environment variable shown.`,
 				Usage: fmt.Sprintf("most entries in a message's \"to\", 1..%d (0: %d)", fsm.MaxRecipients, fsm.MaxRecipients)},
 			&cli.IntFlag{Name: "max-streams-per-agent", EnvVars: []string{"MAOS_MAX_STREAMS_PER_AGENT"}, Value: 16,
 				Usage: "most event streams (GET /v1/stream) one agent may hold open on this node; 0 = unlimited"},
+			&cli.Int64Flag{Name: "max-artifact-bytes", EnvVars: []string{"MAOS_MAX_ARTIFACT_BYTES"}, Value: transport.DefaultMaxArtifactBytes,
+				Usage: fmt.Sprintf("largest accepted artifact (PUT /v1/artifacts), in bytes, 1..%d (16 GiB); every voter stores each artifact, beside the raft log", transport.MaxArtifactBytesCeiling)},
 			&cli.StringFlag{Name: "agents", EnvVars: []string{"MAOS_AGENTS"},
 				Usage: "watcher config (YAML, a top-level agents: list): run these agents' watchers against this node once it is ready"},
 			&cli.StringFlag{Name: "log-level", EnvVars: []string{"MAOS_LOG_LEVEL"}, Value: "info",
@@ -224,8 +226,10 @@ func create(cfg *config) (*daemon, error) {
 	}
 	d.warnGossip()
 
+	// The node is the API's blob store too: artifacts' bytes on a
+	// majority of voters, beside the log (cluster/blobs.go).
 	opts := transport.ServerOptions{MaxMessageBytes: cfg.maxMessageBytes, Logger: d.logger, Limits: cfg.limits,
-		PeerClient: d.node.PeerClient}
+		PeerClient: d.node.PeerClient, Blobs: d.node}
 	if cfg.agents != nil {
 		opts.Interrupt = cfg.agents.Interrupt
 	}
@@ -285,7 +289,7 @@ func (d *daemon) logReady() {
 	l := d.cfg.limits
 	d.logger.Info("maosd ready to serve", "node_id", d.node.ID(), "api_addr", d.cfg.node.APIAddr,
 		"send_rate", l.SendRate, "send_burst", l.SendBurst, "max_recipients", l.MaxRecipients,
-		"max_streams_per_agent", l.MaxStreamsPerAgent,
+		"max_streams_per_agent", l.MaxStreamsPerAgent, "max_artifact_bytes", l.MaxArtifactBytes,
 		"raft_addr", d.node.RaftAddr(), "gossip_addr", d.node.GossipAddr(), "data_dir", d.cfg.node.DataDir,
 		"auth", d.cfg.node.AdminToken != "")
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/maos-project/maos/blobstore"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
@@ -78,6 +79,7 @@ type Service struct {
 	firstIndex uint64
 	clock      func(uint64) time.Time
 	fsm        *fsm.FSM
+	blobs      *blobstore.Store
 
 	mu        sync.Mutex
 	closed    bool // the test is over: the state machine is closed
@@ -120,6 +122,10 @@ func New(t testing.TB, opts ...Option) *Service {
 		t.Fatal(err)
 	}
 	s.fsm = f
+	if s.blobs, err = blobstore.Open(filepath.Join(t.TempDir(), "blobs")); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		s.mu.Lock()
 		s.closed = true

@@ -1,0 +1,361 @@
+package cluster_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/maos-project/maos/cluster/clustertest"
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+)
+
+// Artifacts' bytes on a real 3-node cluster: stored on a majority before
+// StoreBlob returns, on every node soon after, read back checked, served
+// from a peer when a copy is damaged, and copied by the repair loop to a
+// node that lacks them. The records are the state machine's once fsm
+// applies artifact_put (issue 17); until then the repair test gives the
+// nodes its own records (SetArtifactRecords), and the end-to-end HTTP test
+// skips.
+
+func blobData(n int, seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, 99))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+func blobID(b []byte) string {
+	s := sha256.Sum256(b)
+	return fsm.ArtifactIDPrefix + hex.EncodeToString(s[:])
+}
+
+// holders counts the running nodes whose store has id.
+func holders(c *clustertest.Cluster, id string) int {
+	k := 0
+	for _, n := range c.Running() {
+		if n.BlobStore().Has(id) {
+			k++
+		}
+	}
+	return k
+}
+
+// readBlob reads id through n.OpenBlob and returns the bytes and source.
+func readBlob(t *testing.T, n *clustertest.Node, id string) ([]byte, string) {
+	t.Helper()
+	rs, size, source, err := n.OpenBlob(clustertest.Context(t), id)
+	if err != nil {
+		t.Fatalf("%s: OpenBlob: %v", n.ID(), err)
+	}
+	defer rs.Close()
+	b, err := io.ReadAll(rs)
+	if err != nil || int64(len(b)) != size {
+		t.Fatalf("%s: read %d of %d bytes: %v", n.ID(), len(b), size, err)
+	}
+	return b, source
+}
+
+// A 5 MiB upload through a follower is on a majority when StoreBlob
+// returns, then on every node, byte-identical.
+func TestBlobThroughFollowerOnEveryNode(t *testing.T) {
+	c := clustertest.New(t, 3)
+	f := c.Follower()
+	data := blobData(5<<20, 1)
+	id, size, err := f.StoreBlob(clustertest.Context(t), bytes.NewReader(data), 64<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id != blobID(data) || size != int64(len(data)) {
+		t.Fatalf("StoreBlob = %s, %d", id, size)
+	}
+	if k := holders(c, id); k < 2 {
+		t.Fatalf("StoreBlob returned with the bytes on %d nodes, want a majority (2)", k)
+	}
+	clustertest.WaitFor(t, 30*time.Second, "the bytes on every node", func() bool { return holders(c, id) == 3 })
+	for _, n := range c.Nodes {
+		got, source := readBlob(t, n, id)
+		if !bytes.Equal(got, data) || source != "local" {
+			t.Fatalf("%s: %d bytes from %q, identical %v", n.ID(), len(got), source, bytes.Equal(got, data))
+		}
+		// And over the internal route a peer uses, checked by the reader.
+		r, err := n.Client.FetchBlob(clustertest.Context(t), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err = io.ReadAll(r)
+		r.Close()
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("%s: FetchBlob: %d bytes, %v", n.ID(), len(got), err)
+		}
+	}
+}
+
+// The same bytes again store nothing new: each node keeps its file.
+func TestBlobReputStoresNothingNew(t *testing.T) {
+	c := clustertest.New(t, 3)
+	ctx := clustertest.Context(t)
+	data := blobData(100000, 2)
+	id, _, err := c.Nodes[0].StoreBlob(ctx, bytes.NewReader(data), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clustertest.WaitFor(t, 30*time.Second, "the bytes on every node", func() bool { return holders(c, id) == 3 })
+	before := map[string]os.FileInfo{}
+	for _, n := range c.Nodes {
+		fi, err := os.Stat(n.BlobStore().Path(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[n.ID()] = fi
+	}
+	if id2, _, err := c.Nodes[1].StoreBlob(ctx, bytes.NewReader(data), 0); err != nil || id2 != id {
+		t.Fatalf("re-put = %s, %v", id2, err)
+	}
+	// A push that lands after this check would not replace the file
+	// either (a stored blob is never rewritten).
+	for _, n := range c.Nodes {
+		fi, err := os.Stat(n.BlobStore().Path(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !os.SameFile(before[n.ID()], fi) {
+			t.Fatalf("%s: the re-put replaced the stored file", n.ID())
+		}
+	}
+	if l, _ := c.Nodes[0].BlobStore().List(); len(l) != 1 {
+		t.Fatalf("n1 holds %d blobs, want 1", len(l))
+	}
+}
+
+// A copy damaged on disk is found on read, served from a peer (the source
+// says so) and replaced by the peer's good copy.
+func TestBlobDamagedCopyServedFromPeerAndRepaired(t *testing.T) {
+	c := clustertest.New(t, 3)
+	data := blobData(300000, 3)
+	id, _, err := c.Nodes[0].StoreBlob(clustertest.Context(t), bytes.NewReader(data), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clustertest.WaitFor(t, 30*time.Second, "the bytes on every node", func() bool { return holders(c, id) == 3 })
+	victim := c.Nodes[2]
+	flipByte(t, victim.BlobStore().Path(id), 12345)
+
+	got, source := readBlob(t, victim, id)
+	if !bytes.Equal(got, data) {
+		t.Fatal("served bytes differ")
+	}
+	if !strings.HasPrefix(source, "peer n") || !strings.HasSuffix(source, "(local copy damaged)") {
+		t.Fatalf("source %q, want peer N (local copy damaged)", source)
+	}
+	// Repaired: the next read is local and good.
+	if got, source := readBlob(t, victim, id); !bytes.Equal(got, data) || source != "local" {
+		t.Fatalf("after repair: source %q, identical %v", source, bytes.Equal(got, data))
+	}
+	// A peer never hands out a damaged copy: with every copy but one
+	// damaged, reads still get the good one.
+	flipByte(t, c.Nodes[0].BlobStore().Path(id), 1)
+	flipByte(t, c.Nodes[1].BlobStore().Path(id), 2)
+	if _, _, err := c.Nodes[0].LocalBlob(clustertest.Context(t), id); !errors.Is(err, fsm.ErrNotFound) {
+		t.Fatalf("LocalBlob of a damaged copy = %v, want not found", err)
+	}
+	got, source = readBlob(t, c.Nodes[1], id)
+	if !bytes.Equal(got, data) || source != "peer n3 (local copy damaged)" {
+		t.Fatalf("n2 with n1 and n2 damaged: source %q, identical %v", source, bytes.Equal(got, data))
+	}
+}
+
+// Without a majority of voters up an upload fails, saying so, and no
+// record would be proposed; with them it succeeds.
+func TestBlobNeedsMajority(t *testing.T) {
+	c := clustertest.New(t, 3)
+	l := c.Leader()
+	var down []*clustertest.Node
+	for _, n := range c.Nodes {
+		if n != l {
+			down = append(down, n)
+		}
+	}
+	down[0].Stop()
+	if _, _, err := l.StoreBlob(clustertest.Context(t), strings.NewReader("two of three"), 0); err != nil {
+		t.Fatalf("with 2 of 3 voters up: %v", err)
+	}
+	down[1].Stop()
+	_, _, err := l.StoreBlob(clustertest.Context(t), strings.NewReader("one of three"), 0)
+	if !errors.Is(err, transport.ErrNotReady) || !strings.Contains(err.Error(), "majority") {
+		t.Fatalf("with 1 of 3 voters up: %v, want ErrNotReady naming the majority", err)
+	}
+}
+
+// fakeRecords stands in for the state machine's artifact records.
+type fakeRecords struct {
+	mu   sync.Mutex
+	recs []*fsm.Artifact
+}
+
+func (r *fakeRecords) add(a *fsm.Artifact) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.recs = append(r.recs, a)
+}
+
+func (r *fakeRecords) Artifact(id string) (*fsm.Artifact, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, a := range r.recs {
+		if a.ID == id {
+			return a, nil
+		}
+	}
+	return nil, &fsm.NotFoundError{What: "artifact " + id}
+}
+
+func (r *fakeRecords) Artifacts(q fsm.ArtifactQuery) (fsm.ArtifactPage, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := fsm.ArtifactPage{Artifacts: []*fsm.Artifact{}}
+	for _, a := range r.recs {
+		if a.Index > q.After {
+			p.Artifacts = append(p.Artifacts, a)
+		}
+	}
+	return p, nil
+}
+
+// A node that missed the push (its copy is gone) gets the bytes from a
+// peer through the repair loop, woken by the next applied entry.
+func TestBlobRepairLoopCopiesMissing(t *testing.T) {
+	c := clustertest.New(t, 3)
+	recs := &fakeRecords{}
+	for _, n := range c.Nodes {
+		n.SetArtifactRecords(recs)
+	}
+	data := blobData(200000, 4)
+	id, size, err := c.Nodes[0].StoreBlob(clustertest.Context(t), bytes.NewReader(data), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clustertest.WaitFor(t, 30*time.Second, "the bytes on every node", func() bool { return holders(c, id) == 3 })
+	lagger := c.Nodes[1]
+	if err := lagger.BlobStore().Remove(id); err != nil {
+		t.Fatal(err)
+	}
+	recs.add(&fsm.Artifact{ID: id, Name: "r.bin", Size: size, From: "alice", Index: 7})
+	// Any applied entry wakes the loop.
+	if _, err := c.Leader().Client.Send(clustertest.Context(t), clustertest.Msg("alice", "general", "wake up")); err != nil {
+		t.Fatal(err)
+	}
+	clustertest.WaitFor(t, 30*time.Second, "the repair loop to copy the missing bytes", func() bool { return lagger.BlobStore().Has(id) })
+	if got, source := readBlob(t, lagger, id); !bytes.Equal(got, data) || source != "local" {
+		t.Fatalf("after repair: source %q, identical %v", source, bytes.Equal(got, data))
+	}
+}
+
+// End to end over HTTP once the state machine records artifacts: put
+// through a follower, get from every node.
+func TestArtifactPutThroughFollowerGetEverywhere(t *testing.T) {
+	c := clustertest.New(t, 3)
+	f := c.Follower()
+	ctx := clustertest.Context(t)
+	// Through the leader first: a refusal there is not retried.
+	if _, err := c.Leader().Client.PutArtifact(ctx, strings.NewReader("probe"), 5, transport.ArtifactUpload{Name: "probe", From: "alice"}); err != nil &&
+		strings.Contains(err.Error(), "unknown op") {
+		t.Skipf("fsm does not apply artifact_put yet (issue 17, fsm/artifact_stub.go): %v", err)
+	}
+	data := blobData(5<<20, 5)
+	a, err := f.Client.PutArtifact(ctx, bytes.NewReader(data), int64(len(data)), transport.ArtifactUpload{Name: "big.bin", From: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.ID != blobID(data) {
+		t.Fatalf("PutArtifact = %+v", a)
+	}
+	again, err := f.Client.PutArtifact(ctx, bytes.NewReader(data), int64(len(data)), transport.ArtifactUpload{Name: "big.bin", From: "alice"})
+	if err != nil || !again.Existed {
+		t.Fatalf("re-put = %+v, %v; want existed", again, err)
+	}
+	for _, n := range c.Nodes {
+		if _, err := n.Client.ArtifactInfo(ctx, a.ID, transport.Strong); err != nil {
+			t.Fatal(err)
+		}
+		var got bytes.Buffer
+		if _, err := n.Client.GetArtifact(ctx, a.ID, &got); err != nil || !bytes.Equal(got.Bytes(), data) {
+			t.Fatalf("%s: GetArtifact: %v, identical %v", n.ID(), err, bytes.Equal(got.Bytes(), data))
+		}
+	}
+	victim := c.Nodes[0]
+	clustertest.WaitFor(t, 30*time.Second, "the bytes on every node", func() bool { return holders(c, a.ID) == 3 })
+	flipByte(t, victim.BlobStore().Path(a.ID), 99)
+	r, err := victim.Client.OpenArtifact(ctx, a.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(r)
+	r.Close()
+	if err != nil || !bytes.Equal(got, data) || !strings.HasSuffix(r.Source, "(local copy damaged)") {
+		t.Fatalf("damaged copy: source %q, %v, identical %v", r.Source, err, bytes.Equal(got, data))
+	}
+}
+
+// flipByte inverts the byte at off of the file at path.
+func flipByte(t *testing.T, path string, off int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0xff
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// GC removes bytes no record names once an hour old, and keeps young
+// ones (an upload whose record is not committed yet) and recorded ones.
+func TestBlobGCRemovesOldOrphans(t *testing.T) {
+	c := clustertest.New(t, 1)
+	n := c.Nodes[0]
+	recs := &fakeRecords{}
+	n.SetArtifactRecords(recs)
+	ctx := clustertest.Context(t)
+	store := func(s string, age time.Duration) string {
+		id, _, err := n.StoreBlob(ctx, strings.NewReader(s), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := time.Now().Add(-age)
+		if err := os.Chtimes(n.BlobStore().Path(id), old, old); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	orphan := store("orphan", 2*time.Hour)
+	young := store("young", time.Minute)
+	kept := store("recorded", 2*time.Hour)
+	recs.add(&fsm.Artifact{ID: kept, Index: 1})
+	n.CollectBlobs()
+	if n.BlobStore().Has(orphan) {
+		t.Error("an orphan 2 h old survived GC")
+	}
+	if !n.BlobStore().Has(young) {
+		t.Error("GC removed an orphan a minute old (an upload in flight)")
+	}
+	if !n.BlobStore().Has(kept) {
+		t.Error("GC removed recorded bytes")
+	}
+}

@@ -1,0 +1,394 @@
+package transport_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/transport/transporttest"
+)
+
+// The artifact routes end to end on one node: the bytes in the fake's
+// blobstore (transporttest.Service is a one-node transport.Blobs), the
+// records in transporttest.ArtifactReads (the state machine's artifact
+// apply lands separately, issue 17).
+
+type artifactEnv struct {
+	svc   *transporttest.Service
+	reads *transporttest.ArtifactReads
+	url   string
+	c     *transport.Client
+}
+
+// newArtifactEnv serves the artifact routes with opts; with opts.Auth set
+// the state holds alice's and bob's agent tokens.
+func newArtifactEnv(t *testing.T, opts transport.ServerOptions) *artifactEnv {
+	t.Helper()
+	svc := transporttest.New(t)
+	for _, tok := range []struct{ id, agent, secret string }{{"tok-alice", "alice", aliceSecret}, {"tok-bob", "bob", bobSecret}} {
+		if _, err := svc.ApplyCommand(fsm.OpCreateToken, fsm.CreateTokenCommand{ID: tok.id, Agent: tok.agent, Role: fsm.TokenRoleAgent, Hash: fsm.HashToken(tok.secret)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	node := transporttest.WithArtifacts(svc)
+	opts.Blobs = svc
+	srv := serve(t, node, opts)
+	c := transport.NewClient(srv.URL, nil)
+	if opts.Auth != nil {
+		c = c.WithToken(opts.Auth.AdminToken)
+	}
+	return &artifactEnv{svc: svc, reads: node.Reads, url: srv.URL, c: c}
+}
+
+func randomBytes(n int, seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, 17))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+func sha(b []byte) string {
+	s := sha256.Sum256(b)
+	return fsm.ArtifactIDPrefix + hex.EncodeToString(s[:])
+}
+
+func apiStatus(err error) int {
+	var api *transport.APIError
+	if errors.As(err, &api) {
+		return api.Status
+	}
+	return 0
+}
+
+func TestArtifactPutGetRoundTrip(t *testing.T) {
+	e := newArtifactEnv(t, transport.ServerOptions{})
+	ctx := context.Background()
+	data := randomBytes(1<<20+17, 1)
+	a, err := e.c.PutArtifact(ctx, bytes.NewReader(data), int64(len(data)), transport.ArtifactUpload{Name: "report.bin", ContentType: "application/x-test", From: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.ID != sha(data) || a.Size != int64(len(data)) || a.Name != "report.bin" || a.ContentType != "application/x-test" || a.From != "alice" || a.Existed {
+		t.Fatalf("PutArtifact = %+v", a)
+	}
+	// The same bytes again (chunked this time): the stored record.
+	again, err := e.c.PutArtifact(ctx, bytes.NewReader(data), -1, transport.ArtifactUpload{Name: "other.bin", From: "alice"})
+	if err != nil || !again.Existed || again.ID != a.ID || again.Name != "report.bin" {
+		t.Fatalf("re-put = %+v, %v; want the stored record, existed", again, err)
+	}
+	if l, _ := e.svc.BlobStore().List(); len(l) != 1 {
+		t.Fatalf("store holds %d blobs, want 1", len(l))
+	}
+
+	var got bytes.Buffer
+	if n, err := e.c.GetArtifact(ctx, a.ID, &got); err != nil || n != int64(len(data)) || !bytes.Equal(got.Bytes(), data) {
+		t.Fatalf("GetArtifact = %d, %v; identical %v", n, err, bytes.Equal(got.Bytes(), data))
+	}
+	if sha(got.Bytes()) != a.ID {
+		t.Fatal("downloaded bytes do not hash to the id")
+	}
+	r, err := e.c.OpenArtifact(ctx, a.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, r)
+	r.Close()
+	if r.Name != "report.bin" || r.ContentType != "application/x-test" || r.Source != "local" || r.Size != int64(len(data)) {
+		t.Fatalf("OpenArtifact = name %q type %q source %q size %d", r.Name, r.ContentType, r.Source, r.Size)
+	}
+
+	info, err := e.c.ArtifactInfo(ctx, a.ID, transport.Strong)
+	if err != nil || info.ID != a.ID || info.Size != a.Size {
+		t.Fatalf("ArtifactInfo = %+v, %v", info, err)
+	}
+	if calls := e.svc.CallsTo("Linearize"); len(calls) == 0 || calls[len(calls)-1].Cons != transport.Strong {
+		t.Fatalf("info read at %v, want strong", calls)
+	}
+}
+
+func TestArtifactList(t *testing.T) {
+	e := newArtifactEnv(t, transport.ServerOptions{})
+	ctx := context.Background()
+	var ids []string
+	for i, from := range []string{"alice", "bob", "alice"} {
+		a, err := e.c.PutArtifact(ctx, strings.NewReader(strings.Repeat("x", i+1)), -1, transport.ArtifactUpload{Name: "f" + from, From: from})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, a.ID)
+	}
+	page, err := e.c.Artifacts(ctx, fsm.ArtifactQuery{From: "alice"}, transport.Local)
+	if err != nil || len(page.Artifacts) != 2 || page.Artifacts[0].ID != ids[0] || page.Artifacts[1].ID != ids[2] {
+		t.Fatalf("Artifacts(from alice) = %+v, %v", page, err)
+	}
+	page, err = e.c.Artifacts(ctx, fsm.ArtifactQuery{Limit: 1, After: page.Artifacts[0].Index}, transport.Local)
+	if err != nil || len(page.Artifacts) != 1 || page.Artifacts[0].ID != ids[1] || !page.HasMore {
+		t.Fatalf("Artifacts(after first, limit 1) = %+v, %v", page, err)
+	}
+	if rep := do(t, "GET", e.url+"/v1/artifacts?owner=alice", "", nil); rep.status != http.StatusBadRequest {
+		t.Fatalf("unknown parameter: %d %s", rep.status, rep.body)
+	}
+}
+
+// A declared body over --max-artifact-bytes is refused before a byte is
+// read; a chunked one as it streams. Neither leaves a blob.
+func TestArtifactTooLarge(t *testing.T) {
+	e := newArtifactEnv(t, transport.ServerOptions{Limits: transport.Limits{MaxArtifactBytes: 1000}})
+	ctx := context.Background()
+	_, err := e.c.PutArtifact(ctx, bytes.NewReader(make([]byte, 1001)), 1001, transport.ArtifactUpload{Name: "big", From: "alice"})
+	if !errors.Is(err, transport.ErrTooLarge) || apiStatus(err) != 413 || !strings.Contains(err.Error(), "--max-artifact-bytes") || !strings.Contains(err.Error(), "1000") {
+		t.Fatalf("declared 1001 bytes = %v, want 413 naming --max-artifact-bytes and 1000", err)
+	}
+	if n := len(e.svc.CallsTo("StoreBlob")); n != 0 {
+		t.Fatalf("StoreBlob called %d times for a body refused unread", n)
+	}
+	_, err = e.c.PutArtifact(ctx, bytes.NewReader(make([]byte, 5000)), -1, transport.ArtifactUpload{Name: "big", From: "alice"})
+	if apiStatus(err) != 413 || !strings.Contains(err.Error(), "--max-artifact-bytes") {
+		t.Fatalf("chunked 5000 bytes = %v, want 413 naming --max-artifact-bytes", err)
+	}
+	if l, _ := e.svc.BlobStore().List(); len(l) != 0 {
+		t.Fatalf("a refused upload left blobs: %v", l)
+	}
+	if _, err := e.c.PutArtifact(ctx, bytes.NewReader(make([]byte, 1000)), 1000, transport.ArtifactUpload{Name: "fits", From: "alice"}); err != nil {
+		t.Fatalf("1000 bytes (the limit): %v", err)
+	}
+}
+
+// The uploader's quota is checked before the body is read (and again by
+// apply).
+func TestArtifactQuota(t *testing.T) {
+	e := newArtifactEnv(t, transport.ServerOptions{})
+	e.reads.SetQuota("alice", 100)
+	ctx := context.Background()
+	_, err := e.c.PutArtifact(ctx, bytes.NewReader(make([]byte, 101)), 101, transport.ArtifactUpload{Name: "q", From: "alice"})
+	if apiStatus(err) != 413 || !strings.Contains(err.Error(), "artifact_quota_bytes") {
+		t.Fatalf("over quota = %v, want 413 naming artifact_quota_bytes", err)
+	}
+	if n := len(e.svc.CallsTo("StoreBlob")); n != 0 {
+		t.Fatalf("StoreBlob called %d times for an upload over quota", n)
+	}
+	// Chunked: the size is known after the store; the record is refused.
+	_, err = e.c.PutArtifact(ctx, bytes.NewReader(make([]byte, 101)), -1, transport.ArtifactUpload{Name: "q", From: "alice"})
+	if apiStatus(err) != 413 || !strings.Contains(err.Error(), "artifact_quota_bytes") {
+		t.Fatalf("chunked over quota = %v, want 413", err)
+	}
+}
+
+func TestArtifactPutRefusals(t *testing.T) {
+	e := newArtifactEnv(t, transport.ServerOptions{})
+	for _, tc := range []struct {
+		name, query, ctype, field string
+	}{
+		{"name missing", "from=alice", "", "name"},
+		{"name with a slash", "from=alice&name=a%2Fb", "", "name"},
+		{"from missing without auth", "name=x", "", "from"},
+		{"bad content type", "from=alice&name=x", "not a type", "content_type"},
+	} {
+		h := http.Header{}
+		if tc.ctype != "" {
+			h.Set("Content-Type", tc.ctype)
+		}
+		rep := do(t, "PUT", e.url+"/v1/artifacts?"+tc.query, "bytes", h)
+		code, msg := errorOf(t, rep.body)
+		if rep.status != http.StatusBadRequest || code != transport.CodeInvalid || !strings.Contains(msg, tc.field) {
+			t.Errorf("%s: %d %s %q, want 400 invalid naming %s", tc.name, rep.status, code, msg, tc.field)
+		}
+	}
+	if n := len(e.svc.CallsTo("StoreBlob")); n != 0 {
+		t.Fatalf("StoreBlob called %d times for refused uploads", n)
+	}
+}
+
+// With --auth a token uploads as its own agent (the default) and no other.
+func TestArtifactPutImpersonation(t *testing.T) {
+	e := newArtifactEnv(t, transport.ServerOptions{Auth: &transport.AuthConfig{AdminToken: adminSecret}})
+	ctx := context.Background()
+	alice := transport.NewClient(e.url, nil).WithToken(aliceSecret)
+	_, err := alice.PutArtifact(ctx, strings.NewReader("mine"), 4, transport.ArtifactUpload{Name: "n", From: "bob"})
+	if apiStatus(err) != 403 || !errors.Is(err, fsm.ErrForbidden) {
+		t.Fatalf("alice uploading as bob = %v, want 403", err)
+	}
+	a, err := alice.PutArtifact(ctx, strings.NewReader("mine"), 4, transport.ArtifactUpload{Name: "n"})
+	if err != nil || a.From != "alice" {
+		t.Fatalf("alice uploading as herself (default) = %+v, %v", a, err)
+	}
+	// The admin token has no agent: it names one.
+	if _, err := e.c.PutArtifact(ctx, strings.NewReader("x"), 1, transport.ArtifactUpload{Name: "n"}); apiStatus(err) != 400 || !strings.Contains(err.Error(), "from") {
+		t.Fatalf("admin without from = %v, want 400 naming from", err)
+	}
+	if _, err := e.c.PutArtifact(ctx, strings.NewReader("x"), 1, transport.ArtifactUpload{Name: "n", From: "bob"}); err != nil {
+		t.Fatalf("admin uploading as bob: %v", err)
+	}
+	// Only an admin deletes, and only nodes (admin tokens) push and fetch blobs.
+	if _, err := alice.DeleteArtifact(ctx, a.ID); apiStatus(err) != 403 {
+		t.Fatalf("alice deleting = %v, want 403", err)
+	}
+	if err := alice.PushBlob(ctx, sha([]byte("y")), strings.NewReader("y"), 1); apiStatus(err) != 403 {
+		t.Fatalf("alice pushing a blob = %v, want 403", err)
+	}
+	if _, err := alice.FetchBlob(ctx, a.ID); apiStatus(err) != 403 {
+		t.Fatalf("alice fetching a blob = %v, want 403", err)
+	}
+	if rep := do(t, "GET", e.url+"/v1/artifacts/"+a.ID, "", nil); rep.status != http.StatusUnauthorized {
+		t.Fatalf("download without a token: %d", rep.status)
+	}
+}
+
+func TestArtifactGetUnknown(t *testing.T) {
+	e := newArtifactEnv(t, transport.ServerOptions{})
+	ctx := context.Background()
+	unknown := sha([]byte("never uploaded"))
+	if _, err := e.c.OpenArtifact(ctx, unknown, 0); !errors.Is(err, fsm.ErrNotFound) || apiStatus(err) != 404 {
+		t.Fatalf("unknown id = %v, want 404", err)
+	}
+	if _, err := e.c.ArtifactInfo(ctx, unknown, transport.Local); apiStatus(err) != 404 {
+		t.Fatalf("info of unknown id = %v, want 404", err)
+	}
+	if _, err := e.c.OpenArtifact(ctx, "sha256:short", 0); apiStatus(err) != 400 {
+		t.Fatalf("malformed id = %v, want 400", err)
+	}
+}
+
+func TestArtifactRangeHeadETag(t *testing.T) {
+	e := newArtifactEnv(t, transport.ServerOptions{})
+	ctx := context.Background()
+	data := randomBytes(10000, 2)
+	a, err := e.c.PutArtifact(ctx, bytes.NewReader(data), int64(len(data)), transport.ArtifactUpload{Name: "ränge file.bin", From: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The client's resume: the rest from an offset.
+	r, err := e.c.OpenArtifact(ctx, a.ID, 4000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest, err := io.ReadAll(r)
+	r.Close()
+	if err != nil || !bytes.Equal(rest, data[4000:]) || r.Name != "ränge file.bin" {
+		t.Fatalf("OpenArtifact(offset 4000): %d bytes, %v, name %q", len(rest), err, r.Name)
+	}
+	rep := do(t, "GET", e.url+"/v1/artifacts/"+a.ID, "", http.Header{"Range": {"bytes=10-19"}})
+	if rep.status != http.StatusPartialContent || !bytes.Equal(rep.body, data[10:20]) || rep.header.Get("Content-Range") != "bytes 10-19/10000" {
+		t.Fatalf("Range 10-19: %d %q %q", rep.status, rep.header.Get("Content-Range"), rep.body)
+	}
+	head := do(t, "HEAD", e.url+"/v1/artifacts/"+a.ID, "", nil)
+	if head.status != 200 || len(head.body) != 0 || head.header.Get("Content-Length") != "10000" ||
+		head.header.Get("ETag") != `"`+a.ID+`"` || head.header.Get(transport.HeaderArtifactSource) != "local" ||
+		!strings.HasPrefix(head.header.Get("Content-Disposition"), "attachment") {
+		t.Fatalf("HEAD: %d %v (%d body bytes)", head.status, head.header, len(head.body))
+	}
+	if rep := do(t, "GET", e.url+"/v1/artifacts/"+a.ID, "", http.Header{"If-None-Match": {`"` + a.ID + `"`}}); rep.status != http.StatusNotModified {
+		t.Fatalf("If-None-Match: %d, want 304", rep.status)
+	}
+}
+
+// A damaged copy is never served: with no peer to ask, the node answers
+// 404 rather than bytes that are not the artifact.
+func TestArtifactDamagedNotServed(t *testing.T) {
+	e := newArtifactEnv(t, transport.ServerOptions{})
+	ctx := context.Background()
+	a, err := e.c.PutArtifact(ctx, strings.NewReader("precious bytes"), -1, transport.ArtifactUpload{Name: "p", From: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := e.svc.BlobStore().Path(a.ID)
+	if err := os.WriteFile(p, []byte("precious bytez"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.c.OpenArtifact(ctx, a.ID, 0); apiStatus(err) != 404 {
+		t.Fatalf("damaged copy = %v, want 404", err)
+	}
+	if _, err := e.c.FetchBlob(ctx, a.ID); apiStatus(err) != 404 {
+		t.Fatalf("internal fetch of a damaged copy = %v, want 404", err)
+	}
+	// A good push replaces it.
+	if err := e.c.PushBlob(ctx, a.ID, strings.NewReader("precious bytes"), 14); err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	if _, err := e.c.GetArtifact(ctx, a.ID, &got); err != nil || got.String() != "precious bytes" {
+		t.Fatalf("after a good push: %q, %v", got.String(), err)
+	}
+}
+
+func TestInternalBlobs(t *testing.T) {
+	e := newArtifactEnv(t, transport.ServerOptions{})
+	ctx := context.Background()
+	data := randomBytes(3000, 3)
+	if err := e.c.PushBlob(ctx, sha(data), bytes.NewReader(data), int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.c.FetchBlob(ctx, sha(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(r)
+	r.Close()
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("FetchBlob: %d bytes, %v", len(got), err)
+	}
+	other := sha([]byte("other"))
+	if err := e.c.PushBlob(ctx, other, bytes.NewReader(data), int64(len(data))); apiStatus(err) != 400 {
+		t.Fatalf("push under the wrong id = %v, want 400", err)
+	}
+	if e.svc.BlobStore().Has(other) {
+		t.Fatal("mismatched push kept")
+	}
+	if _, err := e.c.FetchBlob(ctx, other); !errors.Is(err, fsm.ErrNotFound) {
+		t.Fatalf("fetch of a blob not held = %v, want not found", err)
+	}
+}
+
+func TestArtifactDelete(t *testing.T) {
+	e := newArtifactEnv(t, transport.ServerOptions{Auth: &transport.AuthConfig{AdminToken: adminSecret}})
+	ctx := context.Background()
+	a, err := e.c.PutArtifact(ctx, strings.NewReader("gone soon"), -1, transport.ArtifactUpload{Name: "g", From: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := e.c.DeleteArtifact(ctx, a.ID)
+	if err != nil || rec.ID != a.ID {
+		t.Fatalf("DeleteArtifact = %+v, %v", rec, err)
+	}
+	cmd, _ := proposed[fsm.ArtifactDeleteCommand](t, e.svc, fsm.OpArtifactDelete)
+	if cmd.By != "admin" || cmd.ID != a.ID || cmd.Unreferenced {
+		t.Fatalf("proposed %+v, want by admin", cmd)
+	}
+	if _, err := e.c.ArtifactInfo(ctx, a.ID, transport.Local); apiStatus(err) != 404 {
+		t.Fatalf("info after delete = %v, want 404", err)
+	}
+}
+
+// Without Blobs the artifact byte routes say why they cannot serve.
+func TestArtifactRoutesWithoutBlobs(t *testing.T) {
+	srv := serve(t, transporttest.New(t), transport.ServerOptions{})
+	c := transport.NewClient(srv.URL, nil)
+	_, err := c.PutArtifact(context.Background(), strings.NewReader("x"), 1, transport.ArtifactUpload{Name: "n", From: "alice"})
+	if apiStatus(err) != 503 || !strings.Contains(err.Error(), "Blobs") {
+		t.Fatalf("PUT without Blobs = %v, want 503 saying why", err)
+	}
+}
+
+func TestLimitsMaxArtifactBytes(t *testing.T) {
+	for _, v := range []int64{-1, transport.MaxArtifactBytesCeiling + 1} {
+		var fe *fsm.FieldError
+		if err := (transport.Limits{MaxArtifactBytes: v}).Validate(); !errors.As(err, &fe) || fe.Field != "MaxArtifactBytes" {
+			t.Errorf("Validate(MaxArtifactBytes %d) = %v, want a FieldError naming it", v, err)
+		}
+	}
+	if err := (transport.Limits{MaxArtifactBytes: transport.MaxArtifactBytesCeiling}).Validate(); err != nil {
+		t.Errorf("the ceiling: %v", err)
+	}
+}
