@@ -33,7 +33,7 @@ var (
 // and a client of it.
 func apiNode(t *testing.T) (*transporttest.Service, *transport.Client) {
 	svc := transporttest.New(t)
-	srv := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{}))
+	srv := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{Blobs: svc}))
 	t.Cleanup(srv.Close)
 	return svc, transport.NewClient(srv.URL, nil)
 }
