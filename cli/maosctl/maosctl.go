@@ -499,8 +499,12 @@ func trailingFlags(c *cli.Context) ([]string, error) {
 		fs := flag.NewFlagSet(c.Command.Name, flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
 		given := map[string]*flagValues{}
+		// An alias (-o) is set through its flag's first name (--output):
+		// urfave/cli keeps a value per name and reads the first.
+		primary := map[string]string{}
 		for _, f := range c.Command.Flags {
 			for _, n := range f.Names() {
+				primary[n] = f.Names()[0]
 				if _, ok := f.(*cli.BoolFlag); ok {
 					fs.Bool(n, false, "")
 					continue
@@ -522,7 +526,7 @@ func trailingFlags(c *cli.Context) ([]string, error) {
 				vals = *v
 			}
 			for _, val := range vals {
-				if err := c.Set(f.Name, val); err != nil && setErr == nil {
+				if err := c.Set(primary[f.Name], val); err != nil && setErr == nil {
 					setErr = usagef(c, "flag --%s: %v", f.Name, err)
 				}
 			}

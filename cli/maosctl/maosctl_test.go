@@ -43,7 +43,7 @@ func newTestEnv(t *testing.T) *testEnv {
 		os.Unsetenv(k)
 	}
 	svc := newService(t)
-	srv := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{}))
+	srv := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{Blobs: svc}))
 	t.Cleanup(srv.Close)
 	return &testEnv{t: t, svc: svc, addr: srv.Listener.Addr().String()}
 }
