@@ -75,7 +75,8 @@ func connect(t *testing.T, agent string) *mcp.ClientSession {
 // address.
 func serveFake(t *testing.T) string {
 	t.Helper()
-	hs := httptest.NewServer(transport.NewServer(transporttest.New(t), transport.ServerOptions{}))
+	svc := transporttest.New(t)
+	hs := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{Blobs: svc}))
 	t.Cleanup(hs.Close)
 	return hs.Listener.Addr().String()
 }
