@@ -156,13 +156,8 @@ func (n *Node) leaderAPIAddr() (string, error) {
 	if id == "" {
 		return "", transport.ErrNoLeader
 	}
-	if info, err := n.fsm.Node(id); err == nil && info.APIAddr != "" {
-		return info.APIAddr, nil
-	}
-	if n.gossip != nil {
-		if api := n.gossip.apiAddrOf(id); api != "" {
-			return api, nil
-		}
+	if api := n.apiAddrOf(id); api != "" {
+		return api, nil
 	}
 	return "", fmt.Errorf("%w: leader %s has not registered its API address yet", transport.ErrNoLeader, id)
 }
