@@ -62,9 +62,13 @@ func (e *MismatchError) Error() string {
 // Unwrap lets errors.Is(err, ErrMismatch) match.
 func (e *MismatchError) Unwrap() error { return ErrMismatch }
 
-// ValidID reports whether id is "sha256:" and 64 lowercase hex digits
-// (the same check as fsm.ValidArtifactID; this package imports nothing of
-// maos).
+// ID is the id of the bytes whose SHA-256 is sum: IDPrefix and sum in
+// lowercase hex. The one spelling of a content address (fsm.ArtifactID is
+// this).
+func ID(sum []byte) string { return IDPrefix + hex.EncodeToString(sum) }
+
+// ValidID reports whether id is "sha256:" and 64 lowercase hex digits: the
+// one check of a content address (fsm.ValidArtifactID is this).
 func ValidID(id string) bool {
 	h, ok := strings.CutPrefix(id, IDPrefix)
 	if !ok || len(h) != 64 {
@@ -184,7 +188,7 @@ func (s *Store) put(want string, r io.Reader, max int64) (id string, size int64,
 	if max > 0 && size > max {
 		return "", 0, &TooLargeError{Max: max}
 	}
-	id = IDPrefix + hex.EncodeToString(h.Sum(nil))
+	id = ID(h.Sum(nil))
 	if want != "" && id != want {
 		return "", 0, &MismatchError{Want: want, Got: id}
 	}
@@ -283,7 +287,7 @@ func hashFile(f *os.File) (int64, string, error) {
 	if err != nil {
 		return n, "", err
 	}
-	return n, IDPrefix + hex.EncodeToString(h.Sum(nil)), nil
+	return n, ID(h.Sum(nil)), nil
 }
 
 func (s *Store) moveAside(id string) error {

@@ -11,7 +11,6 @@ package fsm
 
 import (
 	"bytes"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +18,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/maos-project/maos/blobstore"
 )
 
 // The artifact ops.
@@ -33,7 +34,7 @@ const (
 )
 
 // ArtifactIDPrefix starts every artifact id.
-const ArtifactIDPrefix = "sha256:"
+const ArtifactIDPrefix = blobstore.IDPrefix
 
 // Limits of an artifact's metadata.
 const (
@@ -45,23 +46,13 @@ const (
 	DefaultArtifactContentType = "application/octet-stream"
 )
 
-// ArtifactID is the id of the bytes whose SHA-256 is sum (32 bytes).
-func ArtifactID(sum []byte) string { return ArtifactIDPrefix + hex.EncodeToString(sum) }
+// ArtifactID is the id of the bytes whose SHA-256 is sum (32 bytes):
+// blobstore.ID, the one spelling of a content address.
+func ArtifactID(sum []byte) string { return blobstore.ID(sum) }
 
 // ValidArtifactID reports whether s is "sha256:" and 64 lowercase hex
-// digits.
-func ValidArtifactID(s string) bool {
-	h, ok := strings.CutPrefix(s, ArtifactIDPrefix)
-	if !ok || len(h) != 64 {
-		return false
-	}
-	for i := 0; i < len(h); i++ {
-		if c := h[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
+// digits (blobstore.ValidID).
+func ValidArtifactID(s string) bool { return blobstore.ValidID(s) }
 
 // ArtifactIDError is the *FieldError for field whose value is not an
 // artifact id.
