@@ -6,7 +6,8 @@
 # answer, the reviewer votes; then it delegates a task to the role:worker
 # queue (one worker claims it) and a review that depends on it (waiting
 # until the work succeeded). The conversation is read back from every
-# node, then `maosctl who --health` and the audit trail. Stops every node
+# node, then `maosctl who --health` and the audit trail; last, an artifact
+# put through n1 and attached is read back, checked, from n3. Stops every node
 # it started (also on Ctrl-C).
 #
 #   DEMO_BASE_PORT  first port (default 27070); nodes use BASE, BASE+10, BASE+20
@@ -136,6 +137,17 @@ ctl --addr "$(api 1)" who --health
 echo
 echo "== audit trail (from n3)"
 ctl --addr "$(api 3)" audit --strong
+
+echo
+echo "== an artifact: the supervisor uploads a spec through n1 and attaches it to a note to the workers;"
+echo "   n3 serves the same bytes, checked against the id (the workers' watchers fetched it into"
+echo "   their shared context: $dir/n2/watcher/worker1/context)"
+printf 'Retry policy: capped exponential backoff, 100 ms base, 5 s cap, full jitter.\n' >"$dir/retry-spec.md"
+ctl --addr "$(api 1)" send --from supervisor --to role:worker --channel demo --type notification \
+  --title "Spec attached" --text "The retry spec is attached." --attach "$dir/retry-spec.md"
+id=$(ctl --addr "$(api 1)" artifact ls --from supervisor | awk '{print $2}' | head -n 1)
+ctl --addr "$(api 3)" artifact get "$id" -o "$dir/retry-spec.from-n3.md"
+cmp "$dir/retry-spec.md" "$dir/retry-spec.from-n3.md" && echo "identical on n3"
 
 echo
 echo "== cluster status from $follower"
