@@ -315,21 +315,6 @@ func (n *Node) LocalBlob(ctx context.Context, id string) (io.ReadSeekCloser, int
 	return nil, 0, fmt.Errorf("cluster: artifact %s: %w", id, err)
 }
 
-// artifactRecords is where the repair loop and GC read the artifact
-// records: the state machine, or a test's stand-in (export_test.go).
-type artifactRecords interface {
-	Artifact(id string) (*fsm.Artifact, error)
-	Artifacts(q fsm.ArtifactQuery) (fsm.ArtifactPage, error)
-}
-
-// records is the node's artifact records.
-func (n *Node) records() artifactRecords {
-	if r := n.recordsHook.Load(); r != nil {
-		return *r
-	}
-	return n.fsm
-}
-
 // BlobStore is the node's blob store, for tests and tools that inspect it.
 func (n *Node) BlobStore() *blobstore.Store { return n.blobs }
 
@@ -401,7 +386,7 @@ func (n *Node) repairBlobs(st *blobRepair) {
 		st.after, st.lastFull = 0, time.Now()
 	}
 	for range 1000 { // pages; bounded
-		page, err := n.records().Artifacts(fsm.ArtifactQuery{After: st.after, Limit: fsm.MaxPageLimit})
+		page, err := n.fsm.Artifacts(fsm.ArtifactQuery{After: st.after, Limit: fsm.MaxPageLimit})
 		if err != nil {
 			n.logger.Warn("artifact repair: list records", "error", err)
 			return
@@ -429,7 +414,7 @@ func (n *Node) repairBlobs(st *blobRepair) {
 			delete(st.missing, id)
 			continue
 		}
-		if _, err := n.records().Artifact(id); errors.Is(err, fsm.ErrNotFound) {
+		if _, err := n.fsm.Artifact(id); errors.Is(err, fsm.ErrNotFound) {
 			delete(st.missing, id) // deleted meanwhile
 			continue
 		}
@@ -465,7 +450,7 @@ func (n *Node) collectBlobs(st *blobRepair) {
 	now := time.Now()
 	removed := 0
 	err := n.blobs.Walk(func(b blobstore.Info) error {
-		_, err := n.records().Artifact(b.ID)
+		_, err := n.fsm.Artifact(b.ID)
 		if !errors.Is(err, fsm.ErrNotFound) {
 			return nil // recorded, or the state cannot say: keep
 		}

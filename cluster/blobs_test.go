@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"io"
 	"math/rand/v2"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,10 +21,9 @@ import (
 // Artifacts' bytes on a real 3-node cluster: stored on a majority before
 // StoreBlob returns, on every node soon after, read back checked, served
 // from a peer when a copy is damaged, and copied by the repair loop to a
-// node that lacks them. The records are the state machine's once fsm
-// applies artifact_put (issue 17); until then the repair test gives the
-// nodes its own records (SetArtifactRecords), and the end-to-end HTTP test
-// skips.
+// node that lacks them. The records are the state machine's: a test
+// proposes artifact_put and artifact_delete through a node (recordArtifact,
+// deleteArtifact) after putting the bytes on the nodes it chooses.
 
 func blobData(n int, seed uint64) []byte {
 	r := rand.New(rand.NewPCG(seed, 99))
@@ -197,81 +196,63 @@ func TestBlobNeedsMajority(t *testing.T) {
 	}
 }
 
-// fakeRecords stands in for the state machine's artifact records.
-type fakeRecords struct {
-	mu   sync.Mutex
-	recs []*fsm.Artifact
-}
-
-func (r *fakeRecords) add(a *fsm.Artifact) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.recs = append(r.recs, a)
-}
-
-func (r *fakeRecords) Artifact(id string) (*fsm.Artifact, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, a := range r.recs {
-		if a.ID == id {
-			return a, nil
-		}
+// recordArtifact proposes, through n, the record of the bytes id (size
+// bytes) as alice's upload, and returns the record as applied.
+func recordArtifact(t *testing.T, n *clustertest.Node, id string, size int64) fsm.Artifact {
+	t.Helper()
+	raw, err := n.Apply(clustertest.Context(t), fsm.OpArtifactPut, fsm.ArtifactPutCommand{ID: id, Name: "r.bin",
+		ContentType: fsm.DefaultArtifactContentType, Size: size, From: "alice"})
+	if err != nil {
+		t.Fatalf("%s: propose artifact_put %s: %v", n.ID(), id, err)
 	}
-	return nil, &fsm.NotFoundError{What: "artifact " + id}
-}
-
-func (r *fakeRecords) Artifacts(q fsm.ArtifactQuery) (fsm.ArtifactPage, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	p := fsm.ArtifactPage{Artifacts: []*fsm.Artifact{}}
-	for _, a := range r.recs {
-		if a.Index > q.After {
-			p.Artifacts = append(p.Artifacts, a)
-		}
+	var a fsm.Artifact
+	if err := json.Unmarshal(raw, &a); err != nil || a.ID != id || a.Existed {
+		t.Fatalf("%s: artifact_put %s = %s, %v", n.ID(), id, raw, err)
 	}
-	return p, nil
+	return a
 }
 
-// A node that missed the push (its copy is gone) gets the bytes from a
-// peer through the repair loop, woken by the next applied entry.
+// deleteArtifact proposes, through n, an admin's delete of id's record.
+func deleteArtifact(t *testing.T, n *clustertest.Node, id string) {
+	t.Helper()
+	if _, err := n.Apply(clustertest.Context(t), fsm.OpArtifactDelete, fsm.ArtifactDeleteCommand{ID: id, By: "admin"}); err != nil {
+		t.Fatalf("%s: propose artifact_delete %s: %v", n.ID(), id, err)
+	}
+}
+
+// A node that missed the push (it never got the bytes) gets them from a
+// peer through the repair loop, woken by the record's entry.
 func TestBlobRepairLoopCopiesMissing(t *testing.T) {
 	c := clustertest.New(t, 3)
-	recs := &fakeRecords{}
-	for _, n := range c.Nodes {
-		n.SetArtifactRecords(recs)
-	}
 	data := blobData(200000, 4)
-	id, size, err := c.Nodes[0].StoreBlob(clustertest.Context(t), bytes.NewReader(data), 0)
-	if err != nil {
-		t.Fatal(err)
+	lagger := c.Follower()
+	var id string
+	for _, n := range c.Nodes {
+		if n == lagger {
+			continue
+		}
+		got, _, err := n.BlobStore().Put(bytes.NewReader(data), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id = got
 	}
-	clustertest.WaitFor(t, 30*time.Second, "the bytes on every node", func() bool { return holders(c, id) == 3 })
-	lagger := c.Nodes[1]
-	if err := lagger.BlobStore().Remove(id); err != nil {
-		t.Fatal(err)
+	if k := holders(c, id); k != 2 || lagger.BlobStore().Has(id) {
+		t.Fatalf("before the record: %d holders, lagger has it %v; want the 2 others only", k, lagger.BlobStore().Has(id))
 	}
-	recs.add(&fsm.Artifact{ID: id, Name: "r.bin", Size: size, From: "alice", Index: 7})
-	// Any applied entry wakes the loop.
-	if _, err := c.Leader().Client.Send(clustertest.Context(t), clustertest.Msg("alice", "general", "wake up")); err != nil {
-		t.Fatal(err)
-	}
+	// The record, applied on every node, wakes the loop.
+	recordArtifact(t, c.Leader(), id, int64(len(data)))
 	clustertest.WaitFor(t, 30*time.Second, "the repair loop to copy the missing bytes", func() bool { return lagger.BlobStore().Has(id) })
 	if got, source := readBlob(t, lagger, id); !bytes.Equal(got, data) || source != "local" {
 		t.Fatalf("after repair: source %q, identical %v", source, bytes.Equal(got, data))
 	}
 }
 
-// End to end over HTTP once the state machine records artifacts: put
-// through a follower, get from every node.
+// End to end over HTTP: put through a follower, get from every node.
 func TestArtifactPutThroughFollowerGetEverywhere(t *testing.T) {
 	c := clustertest.New(t, 3)
 	f := c.Follower()
 	ctx := clustertest.Context(t)
-	// Through the leader first: a refusal there is not retried.
-	if _, err := c.Leader().Client.PutArtifact(ctx, strings.NewReader("probe"), 5, transport.ArtifactUpload{Name: "probe", From: "alice"}); err != nil &&
-		strings.Contains(err.Error(), "unknown op") {
-		t.Skipf("fsm does not apply artifact_put yet (issue 17, fsm/artifact_stub.go): %v", err)
-	}
 	data := blobData(5<<20, 5)
 	a, err := f.Client.PutArtifact(ctx, bytes.NewReader(data), int64(len(data)), transport.ArtifactUpload{Name: "big.bin", From: "alice"})
 	if err != nil {
@@ -326,12 +307,12 @@ func flipByte(t *testing.T, path string, off int64) {
 }
 
 // GC removes bytes no record names once an hour old, and keeps young
-// ones (an upload whose record is not committed yet) and recorded ones.
+// ones (an upload whose record is not committed yet) and recorded ones;
+// bytes whose record it saw and that was deleted go once past the
+// deleted grace (minutes), well before the hour.
 func TestBlobGCRemovesOldOrphans(t *testing.T) {
 	c := clustertest.New(t, 1)
 	n := c.Nodes[0]
-	recs := &fakeRecords{}
-	n.SetArtifactRecords(recs)
 	ctx := clustertest.Context(t)
 	store := func(s string, age time.Duration) string {
 		id, _, err := n.StoreBlob(ctx, strings.NewReader(s), 0)
@@ -347,8 +328,24 @@ func TestBlobGCRemovesOldOrphans(t *testing.T) {
 	orphan := store("orphan", 2*time.Hour)
 	young := store("young", time.Minute)
 	kept := store("recorded", 2*time.Hour)
-	recs.add(&fsm.Artifact{ID: kept, Index: 1})
+	gone := store("deleted", 10*time.Minute)
+	recordArtifact(t, n, kept, int64(len("recorded")))
+	recordArtifact(t, n, gone, int64(len("deleted")))
+
+	// GC that has seen the records: the deleted one's bytes go. (A GC
+	// with no memory of the record, as after a restart, keeps them the
+	// hour an orphan gets.)
+	passes := n.BlobPasses()
+	passes.Repair()
+	deleteArtifact(t, n, gone)
+	if _, err := n.Client.ArtifactInfo(ctx, gone, transport.Local); !errors.Is(err, fsm.ErrNotFound) {
+		t.Fatalf("record after delete: %v, want not found", err)
+	}
 	n.CollectBlobs()
+	if !n.BlobStore().Has(gone) {
+		t.Error("GC with no memory of the record removed bytes 10 min old")
+	}
+	passes.Collect()
 	if n.BlobStore().Has(orphan) {
 		t.Error("an orphan 2 h old survived GC")
 	}
@@ -357,5 +354,8 @@ func TestBlobGCRemovesOldOrphans(t *testing.T) {
 	}
 	if !n.BlobStore().Has(kept) {
 		t.Error("GC removed recorded bytes")
+	}
+	if n.BlobStore().Has(gone) {
+		t.Error("the bytes of a deleted record, 10 min old, survived GC")
 	}
 }

@@ -71,18 +71,26 @@ func (n *Node) MergePresenceState(ps []transport.Presence) error {
 // as a crash would; Raft and the API go on.
 func (n *Node) StopGossip() error { return n.gossip.shutdown() }
 
-// ArtifactRecords is what the repair loop and GC read artifact records
-// from.
-type ArtifactRecords = artifactRecords
-
-// SetArtifactRecords makes the node's repair loop and GC read artifact
-// records from r instead of its state machine (which stands in for them
-// until fsm applies artifact_put; issue 17).
-func (n *Node) SetArtifactRecords(r ArtifactRecords) { n.recordsHook.Store(&r) }
-
 // CollectBlobs runs one GC pass over the node's blobs, as its loop does
 // every minute (with no memory of records seen: only orphans an hour old
 // and old temporary files go).
-func (n *Node) CollectBlobs() {
-	n.collectBlobs(&blobRepair{missing: map[string]*blobRetry{}, known: map[string]struct{}{}})
+func (n *Node) CollectBlobs() { n.BlobPasses().Collect() }
+
+// BlobPasses is a repair loop's memory apart from the node's own loop, for
+// a test to run its passes by hand: Repair reads the records (and notes
+// each id seen), Collect runs GC with what Repair saw.
+type BlobPasses struct {
+	n  *Node
+	st *blobRepair
 }
+
+// BlobPasses starts a memory with nothing seen.
+func (n *Node) BlobPasses() *BlobPasses {
+	return &BlobPasses{n: n, st: &blobRepair{missing: map[string]*blobRetry{}, known: map[string]struct{}{}}}
+}
+
+// Repair runs one repair pass.
+func (p *BlobPasses) Repair() { p.n.repairBlobs(p.st) }
+
+// Collect runs one GC pass.
+func (p *BlobPasses) Collect() { p.n.collectBlobs(p.st) }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -41,10 +40,7 @@ type Node struct {
 	readyTerm syncTerm // term in which this node, leading, applied an entry
 	presence  *presenceStore
 	blobs     *blobstore.Store // artifacts' bytes (blobs.go)
-	// recordsHook, when set (tests), replaces the state machine as the
-	// artifact records the repair loop and GC read.
-	recordsHook atomic.Pointer[artifactRecords]
-	gossip      *gossip // nil when Config.GossipAddr is ""
+	gossip    *gossip          // nil when Config.GossipAddr is ""
 
 	leaderMu      sync.Mutex
 	leaderChanged chan struct{} // closed and replaced when the leader changes

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"io"
 	"math/rand/v2"
@@ -20,14 +21,13 @@ import (
 
 // The artifact routes end to end on one node: the bytes in the fake's
 // blobstore (transporttest.Service is a one-node transport.Blobs), the
-// records in transporttest.ArtifactReads (the state machine's artifact
-// apply lands separately, issue 17).
+// records in its real state machine (artifact_put and artifact_delete
+// applied as the cluster applies them).
 
 type artifactEnv struct {
-	svc   *transporttest.Service
-	reads *transporttest.ArtifactReads
-	url   string
-	c     *transport.Client
+	svc *transporttest.Service
+	url string
+	c   *transport.Client
 }
 
 // newArtifactEnv serves the artifact routes with opts; with opts.Auth set
@@ -40,14 +40,13 @@ func newArtifactEnv(t *testing.T, opts transport.ServerOptions) *artifactEnv {
 			t.Fatal(err)
 		}
 	}
-	node := transporttest.WithArtifacts(svc)
 	opts.Blobs = svc
-	srv := serve(t, node, opts)
+	srv := serve(t, svc, opts)
 	c := transport.NewClient(srv.URL, nil)
 	if opts.Auth != nil {
 		c = c.WithToken(opts.Auth.AdminToken)
 	}
-	return &artifactEnv{svc: svc, reads: node.Reads, url: srv.URL, c: c}
+	return &artifactEnv{svc: svc, url: srv.URL, c: c}
 }
 
 func randomBytes(n int, seed uint64) []byte {
@@ -166,11 +165,13 @@ func TestArtifactTooLarge(t *testing.T) {
 	}
 }
 
-// The uploader's quota is checked before the body is read (and again by
-// apply).
+// The uploader's quota (the cluster setting artifact_quota_bytes) is
+// checked before the body is read (and again by apply).
 func TestArtifactQuota(t *testing.T) {
 	e := newArtifactEnv(t, transport.ServerOptions{})
-	e.reads.SetQuota("alice", 100)
+	if _, err := e.svc.ApplyCommand(fsm.OpSetConfig, fsm.SetConfigCommand{Key: "artifact_quota_bytes", Value: json.RawMessage("100")}); err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	_, err := e.c.PutArtifact(ctx, bytes.NewReader(make([]byte, 101)), 101, transport.ArtifactUpload{Name: "q", From: "alice"})
 	if apiStatus(err) != 413 || !strings.Contains(err.Error(), "artifact_quota_bytes") {
@@ -183,6 +184,17 @@ func TestArtifactQuota(t *testing.T) {
 	_, err = e.c.PutArtifact(ctx, bytes.NewReader(make([]byte, 101)), -1, transport.ArtifactUpload{Name: "q", From: "alice"})
 	if apiStatus(err) != 413 || !strings.Contains(err.Error(), "artifact_quota_bytes") {
 		t.Fatalf("chunked over quota = %v, want 413", err)
+	}
+	// The quota is per uploader: alice's 60 bytes leave her 40, and bob
+	// his 100.
+	if _, err := e.c.PutArtifact(ctx, bytes.NewReader(make([]byte, 60)), 60, transport.ArtifactUpload{Name: "q", From: "alice"}); err != nil {
+		t.Fatalf("60 bytes within quota: %v", err)
+	}
+	if _, err := e.c.PutArtifact(ctx, bytes.NewReader(randomBytes(41, 4)), 41, transport.ArtifactUpload{Name: "q", From: "alice"}); apiStatus(err) != 413 {
+		t.Fatalf("41 more bytes for alice = %v, want 413", err)
+	}
+	if _, err := e.c.PutArtifact(ctx, bytes.NewReader(randomBytes(100, 5)), 100, transport.ArtifactUpload{Name: "q", From: "bob"}); err != nil {
+		t.Fatalf("bob's 100 bytes: %v", err)
 	}
 }
 
