@@ -176,7 +176,7 @@ func forkNote(m, r *fsm.Message, parent string) *fsm.Message {
 		Type:          ForkNoteType,
 		Title:         truncate(fmt.Sprintf("%s %s %s: %s", r.From, kind, m.From, what), fsm.MaxTitleLen),
 		Priority:      fsm.PriorityNormal,
-		Content:       fsm.Content{Text: fmt.Sprintf("%s %s %s's message %s for you:\n\n%s", r.From, kind, m.From, m.ID, truncate(r.Content.Text, ForkNoteTextLen))},
+		Content:       fsm.Content{Text: fmt.Sprintf("%s %s %s's message %s for you: %s", r.From, kind, m.From, m.ID, truncate(r.Content.Text, ForkNoteTextLen))},
 		CorrelationID: m.ID,
 		Visibility:    fsm.VisibilityPrivate,
 		Metadata:      meta,

@@ -16,7 +16,7 @@ import (
 // within a second with no restart.
 
 // policyPoll is how often the loop reads the agent's run-time policy.
-const policyPoll = 500 * time.Millisecond
+var policyPoll = 500 * time.Millisecond
 
 // PolicyQuiet is the run-time mode that holds every message but urgent
 // ones until it ends (fsm.PolicyQuiet); it has no YAML form.

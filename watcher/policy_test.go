@@ -158,3 +158,54 @@ func TestRuntimeQuietHoldsUntilItEnds(t *testing.T) {
 		t.Errorf("the policy was read changed %d times, want at least 3", n)
 	}
 }
+
+// A policy set before a message was sent applies to that message, however
+// long the watcher's periodic read is away: the watcher reads the policy
+// again when a message comes (the node applied the policy before it).
+func TestPolicySetBeforeASendAppliesToIt(t *testing.T) {
+	was := policyPoll
+	t.Cleanup(func() { policyPoll = was }) // last: after the watcher stopped
+	policyPoll = time.Hour
+	svc, cl := apiNode(t)
+	f, err := Parse(fmt.Appendf(nil, "agents:\n- id: w\n  command: [sh, -c, %q]\n  context_messages: 0\n",
+		`echo "answer from $MAOS_AGENT_ID"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, f, Options{Client: cl, Logger: slog.New(slog.DiscardHandler), BackoffBase: 10 * time.Millisecond, Heartbeat: 50 * time.Millisecond})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	answer := func(id string) *fsm.Message {
+		t.Helper()
+		if _, err := cl.Send(context.Background(), &fsm.Message{ID: id, Channel: "dev", From: "lead", To: fsm.Recipients{"w"},
+			Content: fsm.Content{Text: "please"}}); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			if m := svc.Stored(id); m != nil {
+				if r := svc.Stored(ReplyID("w", m)); r != nil {
+					return r
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never answered", id)
+			}
+		}
+	}
+	// Answered by w itself: the loop runs and has read the policy (none).
+	if r := answer("warm-up"); r.From != "w" {
+		t.Fatalf("warm-up answered by %s", r.From)
+	}
+	if _, err := cl.SetPolicy(context.Background(), "w", transport.PolicyRequest{Mode: fsm.PolicyFork}); err != nil {
+		t.Fatal(err)
+	}
+	if r := answer("job-1"); r.From != "w-fork-1" || r.Content.Text != "answer from w-fork-1" {
+		t.Fatalf("job-1 answered by %s (%q); want w-fork-1: the fork policy set before it was sent", r.From, r.Content.Text)
+	}
+}

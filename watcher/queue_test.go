@@ -361,7 +361,7 @@ func TestTmuxForkNeverTypesIntoThePane(t *testing.T) {
 		t.Errorf("the forked message has a pane receipt: %+v", rc)
 	}
 	hook(t, cl, transport.SubstateIdle)
-	want := "[FROM: tm-fork-1] tm-fork-1 answered lead: job 1 — tm-fork-1 answered lead's message " + m.ID + " for you:  fork answer from tm-fork-1\n"
+	want := "[FROM: tm-fork-1] tm-fork-1 answered lead: job 1 — tm-fork-1 answered lead's message " + m.ID + " for you: fork answer from tm-fork-1\n"
 	if got := waitFile(t, out, func(s string) bool { return strings.HasSuffix(s, "\n") }); got != want {
 		t.Fatalf("pane read %q, want the note %q", got, want)
 	}

@@ -436,6 +436,10 @@ func (w *agentWatcher) loop(ctx context.Context, cursor uint64, msgs <-chan *fsm
 			}
 			lastSeen = m.Seq
 			lastArrival = time.Now()
+			// Read the policy again first: one set before m was sent is
+			// before m in the log, so this node has applied it, and m
+			// must not start in the mode it replaced.
+			w.refreshPolicy(ctx, &rt)
 			it := &item{m: m, mode: w.modeOf(m, &rt, time.Now())}
 			if w.opts.DryRun != nil {
 				w.dryRun(it)
