@@ -353,6 +353,14 @@ func TestTmuxForkNeverTypesIntoThePane(t *testing.T) {
 		t.Fatalf("answer %+v, want tm-fork-1's", r)
 	}
 	note := forkNote(m, r, "tm")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := cl.Message(context.Background(), note.ID, transport.Local); err == nil {
+			break // the note follows the answer
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no note %s to tm", note.ID)
+		}
+	}
 	waitReceipt(t, cl, note.ID, func(r fsm.Receipt) bool { return r.State == fsm.ReceiptQueued })
 	if got := readFileString(out); got != "" {
 		t.Fatalf("typed into a WORKING agent's pane: %q", got)
