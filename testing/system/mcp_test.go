@@ -94,7 +94,7 @@ func TestMCPRoundTrip(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	want := []string{"complete_task", "create_task", "list_messages", "list_tasks", "lock", "read_message", "reply_to_message", "send_message", "who"}
+	want := []string{"complete_task", "create_task", "list_messages", "list_tasks", "lock", "read_artifact", "read_message", "reply_to_message", "send_message", "share_artifact", "who"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools = %q, want %q", names, want)
 	}
