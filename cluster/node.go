@@ -31,6 +31,7 @@ type Node struct {
 	lock      *dirLock
 	fsm       *fsm.FSM
 	store     *raftboltdb.BoltStore
+	stable    *stableGuard // store as raft's stable store, closed before store
 	snaps     *raft.FileSnapshotStore
 	trans     *raft.NetworkTransport
 	raftBind  string // the address the Raft transport listens on
@@ -129,7 +130,8 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n.raft, err = raft.NewRaft(rc, n.fsm, logs, n.store, n.snaps, n.trans); err != nil {
+	n.stable = &stableGuard{StableStore: n.store}
+	if n.raft, err = raft.NewRaft(rc, n.fsm, logs, n.stable, n.snaps, n.trans); err != nil {
 		return nil, fmt.Errorf("cluster: start raft: %w", err)
 	}
 	// Gossip starts after Raft: its node events are proposed through it.
@@ -342,6 +344,9 @@ func (n *Node) release() error {
 	}
 	if n.trans != nil {
 		errs = append(errs, n.trans.Close())
+	}
+	if n.stable != nil {
+		n.stable.close() // a heartbeat still under way must not save to a closed store
 	}
 	var storeErr, fsmErr error
 	if n.store != nil {
