@@ -185,13 +185,16 @@ func forkNote(m, r *fsm.Message, parent string) *fsm.Message {
 
 // forkPresence keeps the fork AWAKE and WORKING on task (source watcher)
 // every heartbeat until the returned stop is called, which writes OFFLINE
-// before it returns: one writer per fork name, and the slot is freed only
-// after it.
+// before it returns. One writer per fork name, in order: stop lets an
+// update under way finish (never cancels it, which could let the node
+// apply it after OFFLINE) before it writes OFFLINE, and the slot is freed
+// only after that.
 func (w *agentWatcher) forkPresence(ctx context.Context, name, task string) (stop func()) {
-	pctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	put := func(ctx context.Context, u transport.PresenceUpdate) {
-		if _, err := w.c.PutPresence(ctx, name, u); err != nil && ctx.Err() == nil {
+	quit, done := make(chan struct{}), make(chan struct{})
+	put := func(u transport.PresenceUpdate) {
+		pctx, cancel := context.WithTimeout(context.Background(), forkPresenceTimeout)
+		defer cancel()
+		if _, err := w.c.PutPresence(pctx, name, u); err != nil && ctx.Err() == nil {
 			w.log.Warn("watcher: fork presence update failed", "fork", name, "state", u.State, "err", err)
 		}
 	}
@@ -200,23 +203,26 @@ func (w *agentWatcher) forkPresence(ctx context.Context, name, task string) (sto
 		t := time.NewTicker(w.opts.Heartbeat)
 		defer t.Stop()
 		for {
-			put(pctx, transport.PresenceUpdate{State: transport.PresenceAwake, Substate: transport.SubstateWorking,
+			put(transport.PresenceUpdate{State: transport.PresenceAwake, Substate: transport.SubstateWorking,
 				Source: transport.SourceWatcher, PID: os.Getpid(), Task: truncate(task, transport.MaxPresenceTask)})
 			select {
-			case <-pctx.Done():
+			case <-quit:
+				return
+			case <-ctx.Done():
 				return
 			case <-t.C:
 			}
 		}
 	}()
 	return func() {
-		cancel()
+		close(quit)
 		<-done
-		octx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		defer cancel()
-		put(octx, transport.PresenceUpdate{State: transport.PresenceOffline})
+		put(transport.PresenceUpdate{State: transport.PresenceOffline})
 	}
 }
+
+// forkPresenceTimeout bounds one presence update of a fork.
+const forkPresenceTimeout = 5 * time.Second
 
 // freshDir makes dir an empty directory (0700), removing what a fork that
 // ran in it before left.
