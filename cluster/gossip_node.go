@@ -154,7 +154,10 @@ const (
 // dropped with a log line: the audit of membership is best effort, never a
 // reason to block gossip.
 func (n *Node) recordNodeEvent(ev nodeEvent) {
-	cmd := fsm.NodeEventCommand{NodeID: ev.node, Event: ev.event, Reason: nodeEventReason(ev)}
+	// The id is fixed before the first proposal: one that timed out may
+	// have committed, and the state machine audits an id once.
+	cmd := fsm.NodeEventCommand{ID: fmt.Sprintf("%s-%s-%s-%d", n.cfg.NodeID, ev.node, ev.event, n.cfg.Now().UnixNano()),
+		NodeID: ev.node, Event: ev.event, Reason: nodeEventReason(ev)}
 	if cmd.Validate() != nil {
 		return // a gossip member that is not a valid node id: not ours to audit
 	}

@@ -214,7 +214,12 @@ const (
 	afterPolicies      = "after-policies "
 	afterReceiptStates = "after-receipt-states "
 	afterArtifacts     = "after-artifacts "
+	afterNodeEventIDs  = "after-node-event-ids "
 )
+
+// nodeEventIDBucket reports whether name is the bucket of node events'
+// ids, which only the node events after formatArtifactLog fill.
+func nodeEventIDBucket(name string) bool { return name == "node_event_ids" }
 
 // artifactBucket reports whether name is one of the artifact buckets,
 // which only formatArtifactLog fills.
@@ -328,7 +333,7 @@ func bucketDigests(tb testing.TB, f *FSM) []string {
 // snapshots are read by the current code, so a change here is a change of
 // the on-disk format and needs a migration, not a new golden file.
 //
-// The golden file has six parts: the buckets but the task, approval and
+// The golden file has seven parts: the buckets but the task, approval and
 // policy ones after formatLog (the lines written before tasks existed,
 // unchanged), then, prefixed "after-tasks ", every bucket but the
 // approval and policy ones after formatTaskLog too (the lines written
@@ -339,8 +344,10 @@ func bucketDigests(tb testing.TB, f *FSM) []string {
 // before receipt states existed, unchanged), then, prefixed
 // "after-receipt-states ", every bucket but the artifact ones after
 // formatReceiptStateLog (the lines written before artifacts existed,
-// unchanged), then, prefixed "after-artifacts ", every bucket after
-// formatArtifactLog.
+// unchanged), then, prefixed "after-artifacts ", every bucket but the node
+// event ids after formatArtifactLog (the lines written before node events
+// had ids, unchanged), then, prefixed "after-node-event-ids ", every
+// bucket after a node event proposed twice under one id.
 func TestStateFormatUnchanged(t *testing.T) {
 	f, _ := openTemp(t)
 	logs := formatLog(t)
@@ -354,7 +361,7 @@ func TestStateFormatUnchanged(t *testing.T) {
 	}
 	var got []string
 	for _, line := range bucketDigests(t, f) {
-		if name := strings.Fields(line)[0]; !taskBucket(name) && !approvalBucket(name) && !policyBucket(name) && !artifactBucket(name) {
+		if name := strings.Fields(line)[0]; !taskBucket(name) && !approvalBucket(name) && !policyBucket(name) && !artifactBucket(name) && !nodeEventIDBucket(name) {
 			got = append(got, line)
 		}
 	}
@@ -365,7 +372,7 @@ func TestStateFormatUnchanged(t *testing.T) {
 		}
 	}
 	for _, line := range bucketDigests(t, f) {
-		if name := strings.Fields(line)[0]; !approvalBucket(name) && !policyBucket(name) && !artifactBucket(name) {
+		if name := strings.Fields(line)[0]; !approvalBucket(name) && !policyBucket(name) && !artifactBucket(name) && !nodeEventIDBucket(name) {
 			got = append(got, afterTasks+line)
 		}
 	}
@@ -377,7 +384,7 @@ func TestStateFormatUnchanged(t *testing.T) {
 		}
 	}
 	for _, line := range bucketDigests(t, f) {
-		if name := strings.Fields(line)[0]; !policyBucket(name) && !artifactBucket(name) {
+		if name := strings.Fields(line)[0]; !policyBucket(name) && !artifactBucket(name) && !nodeEventIDBucket(name) {
 			got = append(got, afterApprovals+line)
 		}
 	}
@@ -389,7 +396,7 @@ func TestStateFormatUnchanged(t *testing.T) {
 		}
 	}
 	for _, line := range bucketDigests(t, f) {
-		if !artifactBucket(strings.Fields(line)[0]) {
+		if name := strings.Fields(line)[0]; !artifactBucket(name) && !nodeEventIDBucket(name) {
 			got = append(got, afterPolicies+line)
 		}
 	}
@@ -401,7 +408,7 @@ func TestStateFormatUnchanged(t *testing.T) {
 		}
 	}
 	for _, line := range bucketDigests(t, f) {
-		if !artifactBucket(strings.Fields(line)[0]) {
+		if name := strings.Fields(line)[0]; !artifactBucket(name) && !nodeEventIDBucket(name) {
 			got = append(got, afterReceiptStates+line)
 		}
 	}
@@ -413,10 +420,26 @@ func TestStateFormatUnchanged(t *testing.T) {
 		}
 	}
 	for _, line := range bucketDigests(t, f) {
+		if !nodeEventIDBucket(strings.Fields(line)[0]) {
+			got = append(got, afterArtifacts+line)
+		}
+	}
+	// Node events with an id, one proposed twice (audited once).
+	lastArtifact := artifacts[len(artifacts)-1]
+	el := &entryLog{tb: t, idx: lastArtifact.Index, ts: baseTS + int64(lastArtifact.Index+1)*1000 + int64(len(tail)+len(approvals)+len(policies)+len(receipts)+len(artifacts))*int64(time.Second)}
+	dead := NodeEventCommand{ID: "n1-n2-dead-1764300000000000000", NodeID: "n2", Event: NodeEventDead, Reason: "declared dead by gossip failure detection at 127.0.0.1:7082"}
+	el.add(time.Millisecond, OpNodeEvent, dead)
+	el.add(time.Millisecond, OpNodeEvent, dead)
+	for i, r := range f.ApplyBatch(el.logs) {
+		if err, failed := r.(error); failed {
+			t.Fatalf("node event entry %d: %v", i+1, err)
+		}
+	}
+	for _, line := range bucketDigests(t, f) {
 		if strings.Contains(line, " 0 ") {
 			t.Errorf("the format logs leave bucket %s empty: they pin nothing there", strings.Fields(line)[0])
 		}
-		got = append(got, afterArtifacts+line)
+		got = append(got, afterNodeEventIDs+line)
 	}
 	path := filepath.Join("testdata", "state_format.golden")
 	if *updateFormat {

@@ -23,6 +23,11 @@ const MaxNodeEventReason = 256
 
 // NodeEventCommand is the body of OpNodeEvent.
 type NodeEventCommand struct {
+	// ID, fixed by the leader before its first proposal, makes the event
+	// idempotent: a proposal that timed out (maybe committed) and is
+	// proposed again is audited once. "" (logs written before it): no
+	// dedup.
+	ID     string `json:"id,omitempty"`
 	NodeID string `json:"node_id"`
 	Event  string `json:"event"`            // join, leave or dead
 	Reason string `json:"reason,omitempty"` // free text for the audit line
@@ -50,15 +55,26 @@ func (c *NodeEventCommand) Validate() error {
 	if !utf8.ValidString(c.Reason) {
 		return fieldErr("reason", "not valid UTF-8")
 	}
+	if len(c.ID) > MaxIDLen {
+		return fieldErr("id", "%d bytes, at most %d", len(c.ID), MaxIDLen)
+	}
 	return nil
 }
 
 // applyNodeEvent appends one NODE_JOIN / NODE_LEAVE / NODE_DEAD line to the
-// audit trail and returns the command.
+// audit trail and returns the command; an id already applied appends
+// nothing.
 func applyNodeEvent(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 	var cmd NodeEventCommand
 	if err := decodeCommand(OpNodeEvent, body, &cmd); err != nil {
 		return nil, err
+	}
+	if cmd.ID != "" {
+		ids := tx.Bucket(bucketNodeEventIDs)
+		if ids.Get([]byte(cmd.ID)) != nil {
+			return &cmd, nil // a retried proposal: audited already
+		}
+		mustPut(ids, []byte(cmd.ID), u64(index))
 	}
 	audit(tx, index, ts, AuditEvent{Kind: AuditNode, Label: nodeEventLabels[cmd.Event], From: cmd.NodeID, Text: cmd.Reason})
 	return &cmd, nil

@@ -83,3 +83,28 @@ func TestApplyNodeEventRefusals(t *testing.T) {
 		t.Errorf("refused node events changed the state:\n%s\nwant\n%s", after, before)
 	}
 }
+
+// A node event proposed again under the same id (its first proposal timed
+// out but committed) is audited once; one without an id (older logs) is
+// audited each time, as before.
+func TestNodeEventIDAuditsOnce(t *testing.T) {
+	f, _ := openTemp(t)
+	dead := NodeEventCommand{ID: "n1-n2-dead-1", NodeID: "n2", Event: NodeEventDead, Reason: "declared dead"}
+	legacy := NodeEventCommand{NodeID: "n3", Event: NodeEventLeave}
+	for i, c := range []NodeEventCommand{dead, dead, legacy, legacy} {
+		if res, ok := applyOne(f, nodeEventEntry(t, uint64(10+i), baseTS+int64(i), c)).(*NodeEventCommand); !ok || *res != c {
+			t.Fatalf("apply %+v = %v", c, res)
+		}
+	}
+	p, err := f.Audit(0, MaxPageLimit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	for _, ev := range p.Events {
+		counts[ev.Label+" "+ev.From]++
+	}
+	if counts["NODE_DEAD n2"] != 1 || counts["NODE_LEAVE n3"] != 2 {
+		t.Fatalf("audit %v; want NODE_DEAD n2 once (same id), NODE_LEAVE n3 twice (no id)", counts)
+	}
+}

@@ -69,6 +69,10 @@ var (
 	bucketArtifactIndex = []byte("artifact_index")
 	bucketArtifactUsage = []byte("artifact_usage")
 
+	// bucketNodeEventIDs: a node event's id → the 8-byte index that
+	// recorded it (node_event.go), so a retried proposal audits once.
+	bucketNodeEventIDs = []byte("node_event_ids")
+
 	allBuckets = [][]byte{
 		bucketMeta, bucketMessages, bucketIDs, bucketChannels, bucketChannelIndex, bucketNodes,
 		bucketAgents, bucketAgentIndex, bucketInbox, bucketInboxCounts, bucketInboxUnread, bucketReadMarks, bucketReceipts,
@@ -78,6 +82,7 @@ var (
 		bucketApprovals, bucketApprovalIDs, bucketApprovalIndex, bucketApprovalHistory, bucketApprovalEvents,
 		bucketPolicies,
 		bucketArtifacts, bucketArtifactIndex, bucketArtifactUsage,
+		bucketNodeEventIDs,
 	}
 
 	keyAppliedIndex = []byte("applied_index")
