@@ -5,13 +5,22 @@ PKGS    := ./...
 # make install puts maosd and maosctl in $(DESTDIR)$(PREFIX)/bin.
 PREFIX  ?= /usr/local
 DESTDIR ?=
+# What --version prints (package cli/internal/version): VERSION defaults to
+# `git describe --always --dirty` (a tag, else the commit; -dirty with
+# uncommitted changes), COMMIT to the checked-out commit; a release build
+# sets VERSION=v1.2.0. Go stamps the commit itself too (vcs.revision), but
+# not in every checkout (a git worktree, -buildvcs=false), hence -X.
+VERSION := $(or $(VERSION),$(shell git describe --always --dirty 2>/dev/null))
+COMMIT  := $(or $(COMMIT),$(shell git rev-parse HEAD 2>/dev/null))
+VERSION_PKG := github.com/maos-project/maos/cli/internal/version
+LDFLAGS := $(if $(VERSION),-X $(VERSION_PKG).Version=$(VERSION)) $(if $(COMMIT),-X $(VERSION_PKG).Commit=$(COMMIT))
 # Where scripts/demo.sh makes its temporary directories (maos-demo.XXXXXX).
 DEMO_TMP = $(or $(TMPDIR),/tmp)
 
 .PHONY: help build install test vet bench demo chaos clean
 
 help:
-	@echo "make build    build bin/maosd, bin/maosctl, bin/maos-chaos and bin/stubmodel (the demo's stub model)"
+	@echo "make build    build bin/maosd, bin/maosctl, bin/maos-chaos and bin/stubmodel (the demo's stub model); --version shows git describe (VERSION=v1.2.0 for a release)"
 	@echo "make install  install maosd and maosctl into \$$(DESTDIR)\$$(PREFIX)/bin (PREFIX=$(PREFIX))"
 	@echo "make test     go vet + go test -race (what CI runs)"
 	@echo "make demo     a local 3-node cluster with watcher agents (a stub model) answering a task"
@@ -20,7 +29,7 @@ help:
 	@echo "make clean    remove bin/, maos-data, chaos-out and the demo's temporary directories"
 
 build:
-	$(GO) build -o $(BIN)/ ./cmd/maosd ./cmd/maosctl ./cmd/maos-chaos ./testing/stubmodel
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/maosd ./cmd/maosctl ./cmd/maos-chaos ./testing/stubmodel
 
 vet:
 	$(GO) vet $(PKGS)

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/maos-project/maos/cli/internal/version"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/hostport"
 	"github.com/maos-project/maos/transport"
@@ -80,8 +81,9 @@ func commandPath(c *cli.Context) string {
 // client certificate.
 func App() *cli.App {
 	app := &cli.App{
-		Name:  "maosctl",
-		Usage: "send and read messages of a maos cluster, and administer its nodes",
+		Name:    "maosctl",
+		Usage:   "send and read messages of a maos cluster, and administer its nodes",
+		Version: version.String(),
 		UsageText: `maosctl [--addr HOST:PORT] [--json] [--timeout D] COMMAND [flags] [args]
 
    maosctl send --from codex --to claude --channel review --text "@claude please review"
@@ -159,7 +161,6 @@ give --ca (or MAOS_CA) the cluster's CA certificate to verify the node.`,
 		Writer:               os.Stdout,
 		ErrWriter:            os.Stderr,
 		Reader:               os.Stdin,
-		HideVersion:          true,
 		EnableBashCompletion: true,
 	}
 	app.OnUsageError = onUsageError

@@ -15,6 +15,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/maos-project/maos/cli/internal/version"
 	"github.com/maos-project/maos/cluster"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/secrets"
@@ -25,8 +26,9 @@ import (
 // App builds the maosd command: one maos node.
 func App() *cli.App {
 	return &cli.App{
-		Name:  "maosd",
-		Usage: "run one node of a maos mailbox cluster",
+		Name:    "maosd",
+		Usage:   "run one node of a maos mailbox cluster",
+		Version: version.String(),
 		Description: `maosd replicates the maos message log through Raft and serves the HTTP API.
 
 Run with no flags it is a working single-node cluster on 127.0.0.1:7070
