@@ -96,8 +96,12 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // Handler serves the registry in Prometheus's text format (or
 // OpenMetrics, if the scraper asks for it). Errors gathering a collector
-// are logged to logger (nil: slog.Default()) and the rest is served.
+// are logged to logger (nil: slog.Default()) and the rest is served. A
+// nil Metrics has no handler (nil).
 func (m *Metrics) Handler(logger *slog.Logger) http.Handler {
+	if m == nil {
+		return nil
+	}
 	if logger == nil {
 		logger = slog.Default()
 	}
