@@ -24,7 +24,9 @@ func (n *Node) Apply(ctx context.Context, op fsm.Op, body any) (json.RawMessage,
 	return leaderDo(ctx, n, true,
 		func(context.Context) (json.RawMessage, error) { return n.applyJSON(data) },
 		func(ctx context.Context, c *transport.Client) (json.RawMessage, error) {
-			return c.ApplyEntry(ctx, data)
+			res, err := c.ApplyEntry(ctx, data)
+			n.metrics.Forward(err)
+			return res, err
 		})
 }
 
@@ -59,6 +61,7 @@ func (n *Node) Linearize(ctx context.Context, c transport.Consistency) error {
 	if c != transport.Strong {
 		return nil
 	}
+	n.metrics.StrongRead()
 	idx, err := leaderDo(ctx, n, false,
 		func(ctx context.Context) (uint64, error) { return n.readIndex(ctx) },
 		func(ctx context.Context, cl *transport.Client) (uint64, error) { return cl.ReadIndex(ctx) })

@@ -128,10 +128,12 @@ func (e *applyError) Unwrap() error { return e.err }
 // as T.
 func applyAs[T any](n *Node, data []byte) (T, error) {
 	var zero T
+	start := time.Now()
 	f := n.raft.Apply(data, n.cfg.ApplyTimeout)
 	if err := f.Error(); err != nil {
 		return zero, err
 	}
+	n.metrics.Commit(time.Since(start))
 	// error first: with T = any, case T would match an error value too.
 	switch r := f.Response().(type) {
 	case error:

@@ -17,6 +17,7 @@ import (
 
 	"github.com/maos-project/maos/blobstore"
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/metrics"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -42,6 +43,7 @@ type Node struct {
 	presence  *presenceStore
 	blobs     *blobstore.Store // artifacts' bytes (blobs.go)
 	gossip    *gossip          // nil when Config.GossipAddr is ""
+	metrics   *metrics.Metrics // this node's registry (metrics.go)
 
 	leaderMu      sync.Mutex
 	leaderChanged chan struct{} // closed and replaced when the leader changes
@@ -73,7 +75,8 @@ func Open(cfg Config) (*Node, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("cluster: data dir: %w", err)
 	}
-	n := &Node{cfg: cfg, logger: cfg.Logger.With("node", cfg.NodeID), shutdown: make(chan struct{}), leaderChanged: make(chan struct{})}
+	n := &Node{cfg: cfg, logger: cfg.Logger.With("node", cfg.NodeID), shutdown: make(chan struct{}), leaderChanged: make(chan struct{}),
+		metrics: metrics.New()}
 	n.httpc = &http.Client{Transport: transport.NewHTTPTransport()}
 	if cfg.ClientTLS != nil {
 		n.httpc = &http.Client{Transport: transport.NewHTTPTransportTLS(cfg.ClientTLS)}
@@ -131,7 +134,7 @@ func Open(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.stable = &stableGuard{StableStore: n.store}
-	if n.raft, err = raft.NewRaft(rc, n.fsm, logs, n.stable, n.snaps, n.trans); err != nil {
+	if n.raft, err = raft.NewRaft(rc, meteredFSM{FSM: n.fsm, m: n.metrics}, logs, n.stable, n.snaps, n.trans); err != nil {
 		return nil, fmt.Errorf("cluster: start raft: %w", err)
 	}
 	// Gossip starts after Raft: its node events are proposed through it.
@@ -145,6 +148,7 @@ func Open(cfg Config) (*Node, error) {
 			return nil, err
 		}
 	}
+	n.metrics.Observe(n.MetricsState, n.logger)
 	ok = true
 	n.logger.Info("node open", "data_dir", cfg.DataDir, "raft_addr", n.cfg.RaftAdvertise, "raft_bind", n.raftBind,
 		"api_addr", cfg.APIAddr, "gossip_addr", n.GossipAddr(), "gossip_encrypted", len(cfg.GossipKey) > 0, "tls", cfg.ServerTLS != nil,

@@ -58,6 +58,9 @@ func (s *Server) routes() []route {
 		// is the JSON 404 without a token.
 		{pattern: "/healthz", rule: rulePublic, handle: s.notFound},
 		{pattern: "/readyz", rule: rulePublic, handle: s.notFound},
+		// The node's metrics in Prometheus's text format (metrics.go);
+		// maosd's --metrics-addr serves them without auth.
+		{pattern: "GET /metrics", rule: ruleAdmin, handle: s.serveMetrics},
 
 		// Messages and channels (server.go, server_mailbox.go, stream.go).
 		{pattern: "POST /v1/messages", rule: ruleAny, body: messageBody, limit: limitSend, handle: s.send}, // from: admit
@@ -174,7 +177,11 @@ func (s *Server) register(table []route) {
 			rt.body.limit = maxControlBytes
 		}
 		s.byPattern[rt.pattern] = rt
-		s.mux.Handle(rt.pattern, s.pass(rt))
+		h := s.pass(rt)
+		if rt.pattern == sendPattern {
+			h = s.countSends(h)
+		}
+		s.mux.Handle(rt.pattern, h)
 	}
 	s.table = table
 }

@@ -52,6 +52,9 @@ type ServerOptions struct {
 	// Blobs stores and serves artifacts' bytes (artifacts.go); nil: the
 	// artifact routes answer 503 (the records' reads still work).
 	Blobs Blobs
+	// Metrics counts sends and streams and is served on GET /metrics
+	// (metrics.go); nil counts nothing and GET /metrics answers 404.
+	Metrics Metrics
 }
 
 // maxControlBytes caps the bodies of the cluster endpoints.
@@ -79,6 +82,8 @@ type Server struct {
 	denials *denialCoalescer
 	nodeMu  sync.Mutex
 	node    string
+	// metrics is opts.Metrics, or noMetrics.
+	metrics Metrics
 }
 
 // NewServer returns the API handler for the node b.
@@ -100,7 +105,10 @@ func NewServer(b Backend, opts ServerOptions) *Server {
 	// A rule set that cannot load is the scan's error to report.
 	_ = secrets.Warm()
 	s := &Server{prop: b, state: b.State(), cluster: b, presence: b, opts: opts, limits: newLimiter(opts.Limits),
-		denials: newDenialCoalescer()}
+		denials: newDenialCoalescer(), metrics: opts.Metrics}
+	if s.metrics == nil {
+		s.metrics = noMetrics{}
+	}
 	if opts.Auth != nil {
 		s.auth = newAuthState(s, opts.Auth)
 	}
@@ -454,6 +462,7 @@ func uintParam(s, name string, def, maxV uint64) (uint64, error) {
 
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	api := toAPIError(err)
+	recordCode(r, api.Code)
 	// A 503 from /readyz is an answer pollers expect while a node starts.
 	if api.Status >= 500 && r.URL.Path != "/readyz" && !errors.Is(r.Context().Err(), context.Canceled) {
 		s.opts.Logger.Warn("request failed", "method", r.Method, "path", r.URL.Path, "status", api.Status, "error", err)

@@ -172,6 +172,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
+	s.metrics.StreamOpened()
+	defer s.metrics.StreamClosed()
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		s.writeError(w, r, errors.New("streaming is not supported by this connection"))

@@ -44,6 +44,40 @@ type Options struct {
 	// uses the user's default tmux server (set Socket or Name to use
 	// another, as tests do with a private server).
 	Tmux Tmux
+	// Metrics, if set, is told of every run of an agent's command (each
+	// retry is a run). maosd passes its node's metrics; maosctl watch,
+	// which runs beside no node, passes none.
+	Metrics Recorder
+}
+
+// Recorder records the runs of agents' commands; maos's metrics
+// implement it (maos_watcher_invocations_total and _seconds).
+type Recorder interface {
+	// WatcherRun is one run of agent's command: its outcome (RunOK,
+	// RunError, RunTimeout or RunCancelled) and how long it took.
+	WatcherRun(agent, outcome string, took time.Duration)
+}
+
+// The outcomes of a run, as a Recorder is told them.
+const (
+	RunOK        = "ok"        // the command answered
+	RunError     = "error"     // non-zero exit, empty output, refused answer, could not start
+	RunTimeout   = "timeout"   // killed at its timeout
+	RunCancelled = "cancelled" // the watcher stopped while it ran
+)
+
+// runOutcome is res's outcome for a Recorder; ctx is the run's context.
+func runOutcome(ctx context.Context, res Result) string {
+	switch {
+	case res.Err == nil:
+		return RunOK
+	case res.TimedOut:
+		return RunTimeout
+	case ctx.Err() != nil:
+		return RunCancelled
+	default:
+		return RunError
+	}
 }
 
 // Decision is what a dry run reports for one message and one agent.
@@ -659,9 +693,13 @@ func (w *agentWatcher) invoke(ctx context.Context, inv Invocation, what string, 
 			}
 		}
 		attempts++
+		start := time.Now()
 		res = Exec(ctx, inv)
 		if accept != nil && ctx.Err() == nil {
 			accept(&res)
+		}
+		if w.opts.Metrics != nil {
+			w.opts.Metrics.WatcherRun(w.cfg.ID, runOutcome(ctx, res), time.Since(start))
 		}
 		if res.Err == nil || ctx.Err() != nil {
 			return res, attempts

@@ -36,6 +36,7 @@ type config struct {
 
 	httpAddr, httpAdvertise string   // --http-addr, --http-advertise
 	debugAddr               string   // "" serves no profiles
+	metricsAddr             string   // "" serves metrics on the API only
 	join                    []string // API or gossip addresses; first start only
 	agentsFile              string
 	agents                  *watcher.File // nil without --agents
@@ -72,6 +73,7 @@ func readConfig(c *cli.Context) (*config, error) {
 		httpAddr:        c.String("http-addr"),
 		httpAdvertise:   c.String("http-advertise"),
 		debugAddr:       c.String("debug-addr"),
+		metricsAddr:     c.String("metrics-addr"),
 		join:            c.StringSlice("join"),
 		agentsFile:      c.String("agents"),
 		maxMessageBytes: c.Int64("max-message-bytes"),
@@ -107,6 +109,11 @@ func readConfig(c *cli.Context) (*config, error) {
 	}
 	if cfg.debugAddr != "" {
 		if err := checkDebugAddr(cfg.debugAddr); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.metricsAddr != "" {
+		if err := checkMetricsAddr(cfg.metricsAddr); err != nil {
 			return nil, err
 		}
 	}

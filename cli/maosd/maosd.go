@@ -125,6 +125,8 @@ environment variable shown.`,
 				Usage: "text or json"},
 			&cli.BoolFlag{Name: "insecure-no-auth", EnvVars: []string{"MAOS_INSECURE_NO_AUTH"},
 				Usage: "serve the API on a non-loopback address without --auth (anyone who reaches it can send as any agent and read every inbox); refused otherwise"},
+			&cli.StringFlag{Name: "metrics-addr", EnvVars: []string{"MAOS_METRICS_ADDR"},
+				Usage: "`HOST:PORT` to serve Prometheus metrics on (GET /metrics) WITHOUT auth, beside the API's admin-only GET /metrics; bind it to loopback or a private network (docs/OPERATIONS.md); off by default"},
 			&cli.StringFlag{Name: "debug-addr", EnvVars: []string{"MAOS_DEBUG_ADDR"},
 				Usage: "loopback `IP:PORT` to serve Go's pprof profiles on (/debug/pprof/; block and mutex sampling on); off by default"},
 		},
@@ -174,9 +176,12 @@ type daemon struct {
 	logger  *slog.Logger
 	apiLn   net.Listener
 	debugLn net.Listener // nil without --debug-addr
-	node    *cluster.Node
-	srv     *http.Server
-	served  chan error // what srv.Serve returned
+	// metricsLn and metricsSrv serve --metrics-addr; nil without it.
+	metricsLn  net.Listener
+	metricsSrv *http.Server
+	node       *cluster.Node
+	srv        *http.Server
+	served     chan error // what srv.Serve returned
 
 	stopWatchers context.CancelFunc
 	watchersDone chan struct{}
@@ -214,6 +219,11 @@ func create(cfg *config) (*daemon, error) {
 			return nil, refused(err)
 		}
 	}
+	if cfg.metricsAddr != "" {
+		if d.metricsLn, err = listenMetrics(cfg.metricsAddr); err != nil {
+			return nil, failed(err)
+		}
+	}
 	// The secret detector compiles its rules once per process: now, so the
 	// first send does not pay for it. A node that cannot load them would
 	// refuse every send under the default secret_guard.
@@ -227,11 +237,15 @@ func create(cfg *config) (*daemon, error) {
 		return nil, failed(err)
 	}
 	d.warnGossip()
+	if d.metricsLn != nil {
+		d.metricsSrv = d.serveMetrics(d.metricsLn, d.node.Metrics())
+	}
 
 	// The node is the API's blob store too: artifacts' bytes on a
-	// majority of voters, beside the log (cluster/blobs.go).
+	// majority of voters, beside the log (cluster/blobs.go). Its metrics
+	// count the API's sends and streams and are served on GET /metrics.
 	opts := transport.ServerOptions{MaxMessageBytes: cfg.maxMessageBytes, Logger: d.logger, Limits: cfg.limits,
-		PeerClient: d.node.PeerClient, Blobs: d.node}
+		PeerClient: d.node.PeerClient, Blobs: d.node, Metrics: d.node.Metrics()}
 	if cfg.agents != nil {
 		opts.Interrupt = cfg.agents.Interrupt
 	}
@@ -314,7 +328,9 @@ func (d *daemon) startWatchers(ctx context.Context) {
 			cl = cl.WithToken(d.cfg.node.AdminToken)
 		}
 		// Agents' shared-context folders default to <data dir>/watcher/<agent>/context.
-		_ = watcher.Run(ctx, d.cfg.agents, watcher.Options{Client: cl, Logger: d.logger, Dir: filepath.Join(d.cfg.node.DataDir, "watcher")})
+		// Their runs count in the node's metrics.
+		_ = watcher.Run(ctx, d.cfg.agents, watcher.Options{Client: cl, Logger: d.logger, Dir: filepath.Join(d.cfg.node.DataDir, "watcher"),
+			Metrics: d.node.Metrics()})
 	}()
 	d.logger.Info("watchers started", "agents", len(d.cfg.agents.Agents), "file", d.cfg.agentsFile)
 }
@@ -356,6 +372,11 @@ func (d *daemon) close() {
 	}
 	if d.debugLn != nil {
 		_ = d.debugLn.Close()
+	}
+	if d.metricsSrv != nil {
+		_ = d.metricsSrv.Close()
+	} else if d.metricsLn != nil {
+		_ = d.metricsLn.Close()
 	}
 	if d.apiLn != nil {
 		_ = d.apiLn.Close()

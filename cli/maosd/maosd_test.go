@@ -118,6 +118,7 @@ func TestRefusesBadFlags(t *testing.T) {
 		{[]string{"--raft-commit-timeout", "500us"}, "--raft-commit-timeout"},
 		{[]string{"--raft-commit-timeout", "2s"}, "--raft-commit-timeout"},
 		{[]string{"--debug-addr", "0.0.0.0:0"}, "--debug-addr"},
+		{[]string{"--metrics-addr", "nonsense"}, "--metrics-addr"},
 		{[]string{"--snapshot-threshold", "10"}, "--snapshot-threshold"},
 		{[]string{"--debug-addr", "nonsense"}, "--debug-addr"},
 		{[]string{"--http-advertise", "nonsense"}, `--http-advertise: "nonsense" is not host:port`},

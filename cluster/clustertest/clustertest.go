@@ -132,7 +132,7 @@ func StartJoin(t testing.TB, id, dir, apiAddr string, join []string, opts ...Opt
 	}
 	addr := ln.Addr().String()
 	n := &Node{Node: node, Dir: dir, Addr: addr, t: t}
-	n.srv = &http.Server{Handler: transport.NewServer(node, transport.ServerOptions{Logger: s.Config.Logger, Auth: s.Auth, Blobs: node})}
+	n.srv = &http.Server{Handler: transport.NewServer(node, transport.ServerOptions{Logger: s.Config.Logger, Auth: s.Auth, Blobs: node, Metrics: node.Metrics()})}
 	if s.Config.ServerTLS != nil {
 		agent := s.Config.ClientTLS.Clone()
 		agent.Certificates = nil
