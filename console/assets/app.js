@@ -215,7 +215,7 @@ async function openMessage(id, li) {
       api('GET', `/v1/threads/${enc(id)}?limit=200`),
       api('GET', `/v1/messages/${enc(id)}/receipts`),
     ]);
-    d.replaceChildren(
+    d.replaceChildren(...[
       el('h3', {}, m.title || '(no title)'),
       el('p', { class: 'small' }, `#${m.seq} ${m.id} · ${new Date(m.timestamp).toLocaleString()} · ${m.channel} · ${m.from} → ${to(m)} · ${m.type}/${m.priority}${m.visibility && m.visibility !== 'public' ? ' · ' + m.visibility : ''}`),
       el('pre', { class: 'text' }, (m.content && m.content.text) || ''),
@@ -226,7 +226,7 @@ async function openMessage(id, li) {
       el('h4', {}, 'Receipts'),
       el('table', {}, el('tbody', {}, (rc.receipts || []).map((r) =>
         el('tr', {}, el('td', {}, r.agent), el('td', {}, r.state), el('td', { class: 'small' }, time(r.read_at || r.delivered_at || r.queued_at)))))),
-    );
+    ].filter(Boolean));
   } catch (e) {
     d.replaceChildren(el('p', { class: 'error' }, e.message));
   }
