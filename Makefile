@@ -17,13 +17,14 @@ LDFLAGS := $(if $(VERSION),-X $(VERSION_PKG).Version=$(VERSION)) $(if $(COMMIT),
 # Where scripts/demo.sh makes its temporary directories (maos-demo.XXXXXX).
 DEMO_TMP = $(or $(TMPDIR),/tmp)
 
-.PHONY: help build install test vet bench demo chaos clean
+.PHONY: help build install test vet bench demo chaos clean console-png
 
 help:
 	@echo "make build    build bin/maosd, bin/maosctl, bin/maos-chaos and bin/stubmodel (the demo's stub model); --version shows git describe (VERSION=v1.2.0 for a release)"
 	@echo "make install  install maosd and maosctl into \$$(DESTDIR)\$$(PREFIX)/bin (PREFIX=$(PREFIX))"
 	@echo "make test     go vet + go test -race (what CI runs)"
 	@echo "make demo     a local 3-node cluster with watcher agents (a stub model) answering a task"
+	@echo "make console-png  docs/console.png: the console's browser test (headless chromium) takes the picture"
 	@echo "make bench    run the Go benchmarks (figures: docs/PERFORMANCE.md)"
 	@echo "make chaos    the full chaos run: every nemesis on 3 and on 5 nodes (docs/RELIABILITY.md)"
 	@echo "make clean    remove bin/, maos-data, chaos-out and the demo's temporary directories"
@@ -57,6 +58,10 @@ chaos: build
 	$(CHAOS) --nodes 3 --hold 5s --out chaos-out
 	$(CHAOS) --nodes 5 --hold 5s --out chaos-out
 	$(CHAOS) --nodes 3 --together --hold 4s --out chaos-out
+
+# The README's picture of the console, taken by its browser test.
+console-png:
+	MAOS_CONSOLE_PNG=$(CURDIR)/docs/console.png $(GO) test -count=1 -run 'TestConsoleLiveFeedApprovalsAndCluster' ./testing/system
 
 clean:
 	rm -rf $(BIN) maos-data chaos-out "$(DEMO_TMP)"/maos-demo.*

@@ -164,8 +164,14 @@ cat <<EOF
    with a timeout a model needs (timeout: 10m).
 EOF
 
+echo
+echo "== the web console: http://$(api 1)/ui/ (every node serves it: http://$(api 2)/ui/, http://$(api 3)/ui/)"
+if [ "${DEMO_KEEP:-}" != 1 ]; then
+  echo "   the cluster stops now; DEMO_KEEP=1 make demo keeps it up to look at the console"
+fi
+
 if [ "${DEMO_KEEP:-}" = 1 ]; then
   echo
-  echo "cluster running; try: $BIN/maosctl --addr $(api 1) tail -f    (Ctrl-C to stop)"
+  echo "cluster running; open http://$(api 1)/ui/ or try: $BIN/maosctl --addr $(api 1) tail -f    (Ctrl-C to stop)"
   wait
 fi

@@ -30,6 +30,50 @@ import (
 // rate-bounded by the server's denialCoalescer (Server.deny), which other
 // refusals worth a trace (a send holding a secret) share.
 
+// The web console (package console) cannot set a header on an
+// EventSource, so a browser carries its token in the HttpOnly cookie
+// CookieToken instead: authenticate reads it only when the request has no
+// Authorization header, and the secret then goes the header's way. A
+// state-changing request so authenticated must pass the CSRF defence
+// (cookieCSRF): net/http's CrossOriginProtection (Sec-Fetch-Site, else
+// Origin against Host) and the header HeaderCSRF, which a cross-site
+// page cannot send without a CORS preflight no node answers.
+const (
+	// CookieToken is the cookie holding a console user's bearer token.
+	CookieToken = "maos_token"
+	// HeaderCSRF must be on every write authenticated by CookieToken.
+	HeaderCSRF = "X-Maos-CSRF"
+)
+
+// crossOrigin is the CSRF check of cookie-authenticated writes.
+var crossOrigin = http.NewCrossOriginProtection()
+
+// cookieToken is the console cookie's secret, if r carries a non-empty one.
+func cookieToken(r *http.Request) (string, bool) {
+	c, err := r.Cookie(CookieToken)
+	if err != nil || c.Value == "" {
+		return "", false
+	}
+	return c.Value, true
+}
+
+// cookieCSRF returns "" when r, authenticated by the console's cookie, may
+// go on: a safe method, or a same-origin write carrying HeaderCSRF; else
+// why it is refused.
+func cookieCSRF(r *http.Request) string {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return ""
+	}
+	if err := crossOrigin.Check(r); err != nil {
+		return fmt.Sprintf("%s %s authenticated by the %s cookie comes from another site (%v): refused", r.Method, r.URL.Path, CookieToken, err)
+	}
+	if r.Header.Get(HeaderCSRF) == "" {
+		return fmt.Sprintf("%s %s authenticated by the %s cookie needs the %s header (the console sends it)", r.Method, r.URL.Path, CookieToken, HeaderCSRF)
+	}
+	return ""
+}
+
 // AuthConfig turns authentication on: ServerOptions.Auth.
 type AuthConfig struct {
 	// AdminToken is the admin bootstrap secret (maosd --admin-token-file):
@@ -93,6 +137,18 @@ func newAuthState(s *Server, cfg *AuthConfig) *authState {
 // (auditing a presented but bad token) and returns false.
 func (a *authState) authenticate(w http.ResponseWriter, r *http.Request) (*Identity, bool) {
 	values := r.Header.Values("Authorization")
+	if len(values) == 0 {
+		if v, ok := cookieToken(r); ok {
+			// The web console's cookie stands for the header; a write it
+			// authenticates must come from the console's own pages.
+			if problem := cookieCSRF(r); problem != "" {
+				a.s.writeError(w, r, &APIError{Status: http.StatusForbidden, Code: CodeForbidden, Message: problem})
+				a.s.deny(r, denial{who: "cookie", reason: "cross-site request refused"})
+				return nil, false
+			}
+			values = []string{"Bearer " + v}
+		}
+	}
 	if len(values) == 0 {
 		a.unauthorized(w, r, "missing bearer token: send Authorization: Bearer <token>", false)
 		// Folded like the others: a scanner's many requests are one line

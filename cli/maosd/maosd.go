@@ -17,6 +17,7 @@ import (
 
 	"github.com/maos-project/maos/cli/internal/version"
 	"github.com/maos-project/maos/cluster"
+	"github.com/maos-project/maos/console"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/secrets"
 	"github.com/maos-project/maos/transport"
@@ -253,7 +254,9 @@ func create(cfg *config) (*daemon, error) {
 		opts.Auth = &transport.AuthConfig{AdminToken: cfg.node.AdminToken}
 	}
 	d.srv = &http.Server{
-		Handler:           transport.NewServer(d.node, opts),
+		// The web console at /ui/ in front of the API (console.Mount):
+		// its assets hold no data, its pages read through the API's auth.
+		Handler:           console.Mount(transport.NewServer(d.node, opts), console.Options{ClientTLS: cfg.node.ClientTLS}),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(d.logger.Handler(), slog.LevelWarn),
 	}

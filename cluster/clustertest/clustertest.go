@@ -49,6 +49,9 @@ type Setup struct {
 	Auth *transport.AuthConfig
 	// JoinTimeout bounds JoinVia (default 30 s).
 	JoinTimeout time.Duration
+	// Wrap, if set, is put in front of the node's API handler, as maosd
+	// puts the web console (console.Mount) in front of it.
+	Wrap func(api http.Handler) http.Handler
 }
 
 // An Option adjusts a node's Setup before it opens.
@@ -132,7 +135,11 @@ func StartJoin(t testing.TB, id, dir, apiAddr string, join []string, opts ...Opt
 	}
 	addr := ln.Addr().String()
 	n := &Node{Node: node, Dir: dir, Addr: addr, t: t}
-	n.srv = &http.Server{Handler: transport.NewServer(node, transport.ServerOptions{Logger: s.Config.Logger, Auth: s.Auth, Blobs: node, Metrics: node.Metrics()})}
+	var h http.Handler = transport.NewServer(node, transport.ServerOptions{Logger: s.Config.Logger, Auth: s.Auth, Blobs: node, Metrics: node.Metrics()})
+	if s.Wrap != nil {
+		h = s.Wrap(h)
+	}
+	n.srv = &http.Server{Handler: h}
 	if s.Config.ServerTLS != nil {
 		agent := s.Config.ClientTLS.Clone()
 		agent.Certificates = nil

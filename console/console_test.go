@@ -1,0 +1,96 @@
+package console_test
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/maos-project/maos/console"
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/transport/transporttest"
+)
+
+const adminSecret = "admin-bootstrap-0123456789abcdef"
+
+// serve mounts the console in front of a one-node API with auth.
+func serve(t *testing.T) string {
+	t.Helper()
+	svc := transporttest.New(t)
+	if _, err := svc.ApplyCommand(fsm.OpCreateToken, fsm.CreateTokenCommand{ID: "tok-alice", Agent: "alice", Role: fsm.TokenRoleAgent, Hash: fsm.HashToken("maos_alice-0123456789")}); err != nil {
+		t.Fatal(err)
+	}
+	api := transport.NewServer(svc, transport.ServerOptions{Logger: slog.New(slog.DiscardHandler), Auth: &transport.AuthConfig{AdminToken: adminSecret}})
+	hs := httptest.NewServer(console.Mount(api, console.Options{}))
+	t.Cleanup(hs.Close)
+	return hs.URL
+}
+
+func do(t *testing.T, method, url, body string, h map[string]string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	for k, v := range h {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// The assets are served without a token and hold no data; the API behind
+// them still wants one.
+func TestAssetsPublicAPIStillGuarded(t *testing.T) {
+	url := serve(t)
+	for _, p := range []string{"/ui/", "/ui/app.js", "/ui/style.css"} {
+		resp, body := do(t, "GET", url+p, "", nil)
+		if resp.StatusCode != 200 || body == "" || resp.Header.Get("Content-Security-Policy") == "" {
+			t.Fatalf("GET %s: %d, %d bytes, CSP %q", p, resp.StatusCode, len(body), resp.Header.Get("Content-Security-Policy"))
+		}
+	}
+	if resp, _ := do(t, "GET", url+"/ui", "", nil); resp.StatusCode != http.StatusMovedPermanently || resp.Header.Get("Location") != "/ui/" {
+		t.Fatalf("GET /ui: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	for _, p := range []string{"/v1/overview", "/v1/stream", "/ui/api/cluster"} {
+		if resp, _ := do(t, "GET", url+p, "", nil); resp.StatusCode != 401 {
+			t.Fatalf("GET %s without a token: %d, want 401", p, resp.StatusCode)
+		}
+	}
+}
+
+// A login with a good token sets the HttpOnly, SameSite=Strict cookie the
+// API then takes; a bad token sets none; a login from another site is
+// refused.
+func TestLoginKeepsTheTokenInAnHttpOnlyCookie(t *testing.T) {
+	url := serve(t)
+	resp, body := do(t, "POST", url+"/ui/login", `{"token":"maos_wrong-0123456789"}`, nil)
+	if resp.StatusCode != 401 || len(resp.Cookies()) != 0 {
+		t.Fatalf("bad token: %d %s, cookies %v", resp.StatusCode, body, resp.Cookies())
+	}
+	resp, body = do(t, "POST", url+"/ui/login", `{"token":"maos_alice-0123456789"}`, map[string]string{"Sec-Fetch-Site": "cross-site"})
+	if resp.StatusCode != 403 || len(resp.Cookies()) != 0 {
+		t.Fatalf("cross-site login: %d %s", resp.StatusCode, body)
+	}
+	resp, body = do(t, "POST", url+"/ui/login", `{"token":"maos_alice-0123456789"}`, map[string]string{"Sec-Fetch-Site": "same-origin"})
+	if resp.StatusCode != 200 || !strings.Contains(body, `"agent":"alice"`) {
+		t.Fatalf("login: %d %s", resp.StatusCode, body)
+	}
+	cs := resp.Cookies()
+	if len(cs) != 1 || cs[0].Name != transport.CookieToken || !cs[0].HttpOnly || cs[0].SameSite != http.SameSiteStrictMode || cs[0].Path != "/" {
+		t.Fatalf("cookie: %+v", cs)
+	}
+	_, body = do(t, "GET", url+"/v1/whoami", "", map[string]string{"Cookie": cs[0].Name + "=" + cs[0].Value})
+	if !strings.Contains(body, `"agent":"alice"`) {
+		t.Fatalf("whoami with the cookie: %s", body)
+	}
+	resp, _ = do(t, "POST", url+"/ui/logout", "", nil)
+	if cs := resp.Cookies(); resp.StatusCode != 204 || len(cs) != 1 || cs[0].MaxAge >= 0 {
+		t.Fatalf("logout: %d %+v", resp.StatusCode, cs)
+	}
+}
