@@ -255,6 +255,24 @@ const (
 	accessPublic                     // no token
 )
 
+// String is the access's name in Route.Access and the OpenAPI document's
+// x-maos-access.
+func (a access) String() string {
+	switch a {
+	case accessAdmin, accessUnclassified:
+		return "admin"
+	case accessAny:
+		return "any"
+	case accessActor:
+		return "actor"
+	case accessReader:
+		return "reader"
+	case accessPublic:
+		return "public"
+	}
+	return fmt.Sprintf("access(%d)", int(a))
+}
+
 // routeRule is a route's access and, for actor and reader, where the
 // agent is named: a path value ("id") or a query parameter ("?agent"). A
 // query parameter left out names nobody and asks nothing.

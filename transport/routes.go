@@ -53,6 +53,9 @@ func (s *Server) routes() []route {
 	return []route{
 		{pattern: "GET /healthz", rule: rulePublic, handle: s.healthz},
 		{pattern: "GET /readyz", rule: rulePublic, handle: s.readyz},
+		// The API's own description (openapi.go): public, like the probes,
+		// so a client can learn the API (and that it needs a token) first.
+		{pattern: "GET /v1/openapi.json", rule: rulePublic, handle: s.openAPI},
 		{pattern: "/", rule: ruleAny, handle: s.notFound},
 		// The probes' paths are public whatever the method: another method
 		// is the JSON 404 without a token.
@@ -249,10 +252,21 @@ func (s *Server) decodeRouteBody(w http.ResponseWriter, r *http.Request, v any) 
 // routeOf is the route the mux matched for r.
 func (s *Server) routeOf(r *http.Request) *route { return s.byPattern[r.Pattern] }
 
-// Route is one registered endpoint and the most body it reads.
+// Route is one registered endpoint: its pattern, who may call it and the
+// most body it reads.
 type Route struct {
-	// Pattern is as registered on http.ServeMux: "METHOD /path/{param}".
+	// Pattern is as registered on http.ServeMux: "METHOD /path/{param}"
+	// (or a path alone: the JSON 404 of paths no other route matches).
 	Pattern string
+	// Access is the route's rule with --auth: "public" (no token), "any"
+	// (any valid token), "admin", "actor" (the agent AccessParam names is
+	// the token's own, or any for an admin) or "reader" (the token's own
+	// agent or a moderator). The OpenAPI document says the same in each
+	// operation's x-maos-access.
+	Access string
+	// AccessParam is where an actor or reader rule finds the agent: a path
+	// value ("id") or a query parameter ("?by"); "" for the others.
+	AccessParam string
 	// MaxBodyBytes is the body ceiling: a request declaring a longer body
 	// is refused with 413 before its handler runs, and the handler cannot
 	// read past it.
@@ -263,7 +277,7 @@ type Route struct {
 func (s *Server) Routes() []Route {
 	out := make([]Route, len(s.table))
 	for i, rt := range s.table {
-		out[i] = Route{Pattern: rt.pattern, MaxBodyBytes: rt.body.limit}
+		out[i] = Route{Pattern: rt.pattern, Access: rt.rule.access.String(), AccessParam: rt.rule.param, MaxBodyBytes: rt.body.limit}
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/testing/harness"
 	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/transport/openapitest"
 )
 
 // taggedBatch is n messages from → to in channel ch, with ids PREFIX-TAG-000,
@@ -246,4 +247,11 @@ func countsLine(m map[string]int) string {
 		return "none"
 	}
 	return b.String()
+}
+
+// checked is a client of n (a node without Security) whose every request
+// and answer is held to the API's OpenAPI document (transport/openapitest):
+// a misfit fails t.
+func checked(t *testing.T, n *harness.Node) *transport.Client {
+	return transport.NewClient(n.Client().Addr(), openapitest.Client(t, transport.NewHTTPTransport()))
 }

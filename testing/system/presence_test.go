@@ -76,7 +76,7 @@ func TestPresenceNodeKilledAndRestarted(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	codex, err := n2.Client().PutPresence(ctx, "codex", transport.PresenceUpdate{
+	codex, err := checked(t, n2).PutPresence(ctx, "codex", transport.PresenceUpdate{
 		State: "AWAKE", Substate: "WORKING", Channel: "review", PID: 4242, Task: "reviewing PR 12"})
 	harness.NoErr(t, err)
 	_, err = n1.Client().PutPresence(ctx, "claude", transport.PresenceUpdate{State: "AWAKE"})
@@ -120,13 +120,16 @@ func TestPresenceNodeKilledAndRestarted(t *testing.T) {
 	// Raft: a write through it commits.
 	m := &fsm.Message{ID: "msg-presence-back-0001", Channel: "review", From: "codex", To: fsm.Recipients{"claude"},
 		Content: fsm.Content{Text: "back"}}
-	res, err := n2.Client().Send(ctx, m)
+	res, err := checked(t, n2).Send(ctx, m)
 	harness.NoErr(t, err)
 	if res.Seq == 0 {
 		t.Errorf("send through the restarted node answered %+v", res)
 	}
 	// A new heartbeat through it wins over the OFFLINE record everywhere.
-	back, err := n2.Client().PutPresence(ctx, "codex", transport.PresenceUpdate{State: "AWAKE", Substate: "IDLE"})
+	back, err := checked(t, n2).PutPresence(ctx, "codex", transport.PresenceUpdate{State: "AWAKE", Substate: "IDLE"})
+	if _, err := checked(t, n1).Members(ctx); err != nil {
+		t.Errorf("members through n1: %v", err)
+	}
 	harness.NoErr(t, err)
 	waitAgent(t, c.Nodes(), "codex", "AWAKE again", func(p transport.Presence) error {
 		if p != back {
