@@ -46,7 +46,7 @@ func asAgent(h http.Handler, role transport.Role) http.Handler {
 // other agents are unaffected; once the bucket refills it may send again.
 func TestSendRateLimit(t *testing.T) {
 	fake := transporttest.New(t)
-	srv := serve(t, fake, transport.ServerOptions{Limits: transport.Limits{SendRate: 20, SendBurst: 2}})
+	srv := serve(t, fake, transport.ServerOptions{Limits: transport.Limits{SendRate: 2, SendBurst: 2}})
 	url := srv.URL + "/v1/messages"
 	for i := range 2 {
 		if r := do(t, "POST", url, sendBody("w1", 1), nil); r.status != http.StatusOK {
@@ -58,10 +58,10 @@ func TestSendRateLimit(t *testing.T) {
 		t.Fatalf("send over the burst = %d %s, want 429", r.status, r.body)
 	}
 	if got := r.header.Get("Retry-After"); got != "1" {
-		t.Errorf("Retry-After = %q, want \"1\" (50 ms rounded up to a whole second)", got)
+		t.Errorf("Retry-After = %q, want \"1\" (500 ms rounded up to a whole second)", got)
 	}
 	code, msg := errorOf(t, r.body)
-	for _, want := range []string{"agent w1", "20/s", "burst 2", "retry after 1 s", "--send-rate"} {
+	for _, want := range []string{"agent w1", "2/s", "burst 2", "retry after 1 s", "--send-rate"} {
 		if code != transport.CodeRateLimited || !strings.Contains(msg, want) {
 			t.Errorf("429 body = %s %q, want code %s and a message with %q", code, msg, transport.CodeRateLimited, want)
 		}
@@ -85,7 +85,8 @@ func TestSendRateLimit(t *testing.T) {
 		t.Errorf("client error = %#v, want an *APIError with status 429", err)
 	}
 
-	// 20/s refills a token in 50 ms.
+	// 2/s refills a token in 500 ms (slow enough that a loaded machine
+	// does not refill it between the 429 and the client's send).
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		m.ID = ""
