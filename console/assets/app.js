@@ -309,6 +309,15 @@ async function loadApprovals() {
   try {
     const p = await api('GET', '/v1/approvals?state=pending&limit=1000');
     const list = p.approvals || [];
+    // Buttons only where the viewer may decide: the node says which (the
+    // approver filter matches by id and by the agent's role); an admin
+    // token (no agent) decides as whoever it names.
+    let mine = null;
+    if (state.me.agent) {
+      const q = await api('GET', `/v1/approvals?state=pending&limit=1000&approver=${enc(state.me.agent)}`);
+      mine = new Set((q.approvals || []).map((x) => x.id));
+    }
+    const mayDecide = (a) => mine === null || mine.has(a.id);
     $('#pending-count').textContent = list.length ? `(${list.length})` : '';
     $('#approvals').replaceChildren(...list.map((a) => el('tr', { dataset: { approval: a.id } },
       el('td', {}, el('b', {}, a.title), el('div', { class: 'small' }, `${a.id} · ${a.approvals}/${a.quorum} · until ${time(a.deadline)}`)),
@@ -316,9 +325,10 @@ async function loadApprovals() {
       el('td', {}, (a.approvers || []).join(', ')),
       el('td', {}, el('pre', {}, JSON.stringify(a.action, null, 1))),
       el('td', {}, el('code', { class: 'hash' }, a.action_hash)),
-      el('td', {},
+      el('td', {}, mayDecide(a) ? [
         el('button', { type: 'button', class: 'approve', dataset: { id: a.id }, onclick: () => decide(a, 'approve') }, 'Approve'),
-        el('button', { type: 'button', class: 'reject', dataset: { id: a.id }, onclick: () => decide(a, 'reject') }, 'Reject')))));
+        el('button', { type: 'button', class: 'reject', dataset: { id: a.id }, onclick: () => decide(a, 'reject') }, 'Reject'),
+      ] : el('span', { class: 'small not-yours' }, 'not yours to decide')))));
   } catch (e) { showError(e); }
 }
 

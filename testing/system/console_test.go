@@ -245,6 +245,10 @@ func TestConsoleAuthLogin(t *testing.T) {
 		Title: "Rotate the keys", Action: json.RawMessage(`{"rotate":"keys"}`)}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := n1.Client.RequestApproval(context.Background(), fsm.ApprovalRequestCommand{ID: "appr-other", From: "supervisor", Approvers: []string{"security"},
+		Title: "Open the firewall", Action: json.RawMessage(`{"open":"22"}`)}); err != nil {
+		t.Fatal(err)
+	}
 	ctx := browser(t)
 	base := "http://" + n2.Addr
 	browse(t, ctx, 15*time.Second, "the login page",
@@ -286,9 +290,14 @@ func TestConsoleAuthLogin(t *testing.T) {
 	id := send(t, n1.Client, "worker1", "supervisor", "demo", "response", "normal", "after login", "live after login")
 	browse(t, ctx, 2*time.Second, "a message after login, live", chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#feed li[data-id=%q]`, id))))
 
-	browse(t, ctx, 5*time.Second, "approve as operator through the cookie",
+	browse(t, ctx, 5*time.Second, "approvals: buttons only where operator is an approver",
 		chromedp.Click(chromedp.CSS(`nav button[data-tab="approvals"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`button.approve[data-id="appr-auth"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-approval="appr-other"] .not-yours`)))
+	if n := eval[int](t, ctx, `document.querySelectorAll('button[data-id="appr-other"]').length`); n != 0 {
+		t.Fatalf("%d decide buttons on an approval operator is not listed for", n)
+	}
+	browse(t, ctx, 5*time.Second, "approve as operator through the cookie",
 		chromedp.Click(chromedp.CSS(`button.approve[data-id="appr-auth"]`)))
 	clustertest.WaitFor(t, 5*time.Second, "appr-auth approved by operator", func() bool {
 		a, err := n1.Client.Approval(context.Background(), "appr-auth")
