@@ -105,6 +105,16 @@ type Config struct {
 	GossipInterval          time.Duration
 	GossipPushPullInterval  time.Duration
 	GossipReconnectInterval time.Duration
+
+	// BootID names the running kernel's boot (default: the contents of
+	// /proc/sys/kernel/random/boot_id). The state file commits without
+	// fsync, so after an unclean stop it is trusted only if the machine
+	// has not rebooted since it was written: the node records the boot id
+	// in its data dir and rebuilds the state file from the snapshots and
+	// the Raft log when it differs or cannot be read (datadir.go). Tests
+	// set it to simulate a reboot; maosd reads MAOS_TEST_BOOT_ID for the
+	// same purpose.
+	BootID func() (string, error)
 }
 
 func (c *Config) setDefaults() {
@@ -131,6 +141,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.GossipReconnectInterval == 0 {
 		c.GossipReconnectInterval = 10 * time.Second
+	}
+	if c.BootID == nil {
+		c.BootID = ProcBootID
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -72,21 +73,137 @@ func (n *Node) openStores(hclogger hclog.Logger) error {
 		return fmt.Errorf("cluster: snapshot store: %w", err)
 	}
 
-	n.fsm, err = fsm.Open(statePath, fsm.Options{Logger: n.logger, CleanlyClosed: clean})
+	// The state file commits without fsync: after an unclean stop it is
+	// trusted only within the boot that wrote it (stateUntrusted).
+	boot, bootErr := n.cfg.BootID()
+	if bootErr == nil && boot == "" {
+		bootErr = errors.New("the boot id is empty")
+	}
+	if !clean {
+		if why := stateUntrusted(dir, boot, bootErr); why != "" {
+			if err := n.setStateAside(statePath, "untrusted", errors.New("state file "+statePath+" cannot be trusted: "+why)); err != nil {
+				return err
+			}
+		}
+	}
+	if err := recordBootID(dir, boot, bootErr); err != nil {
+		return err
+	}
+
+	opts := fsm.Options{Logger: n.logger, CleanlyClosed: clean, NoSync: true}
+	n.fsm, err = fsm.Open(statePath, opts)
 	if !errors.Is(err, fsm.ErrCorrupt) {
 		return err
 	}
-	if why := n.cannotRebuildState(); why != "" {
-		return fmt.Errorf("cluster: %w; it cannot be rebuilt from this node's raft log: %s; %s", err, why, n.rejoinAdvice())
+	if err := n.setStateAside(statePath, "damaged", err); err != nil {
+		return err
 	}
-	aside := statePath + ".damaged-" + time.Now().UTC().Format("20060102T150405.000Z")
-	if rerr := os.Rename(statePath, aside); rerr != nil {
-		return fmt.Errorf("cluster: %w; moving it aside to rebuild it failed: %w", err, rerr)
-	}
-	n.logger.Warn("state file is damaged; moved it aside, rebuilding it from the snapshots and the raft log",
-		"error", err, "moved_to", aside)
-	n.fsm, err = fsm.Open(statePath, fsm.Options{Logger: n.logger})
+	opts.CleanlyClosed = false
+	n.fsm, err = fsm.Open(statePath, opts)
 	return err
+}
+
+// setStateAside moves the state file aside (state.db.<kind>-TIME), for
+// the node to rebuild it from the snapshots and the raft log: raft
+// restores the newest snapshot into the new, empty file (node.go's
+// raftConfig sees it behind the snapshot) and replays the log after it.
+// It refuses, with cause and the way back, when the log cannot do that.
+func (n *Node) setStateAside(statePath, kind string, cause error) error {
+	if why := n.cannotRebuildState(); why != "" {
+		return fmt.Errorf("cluster: %w; it cannot be rebuilt from this node's raft log: %s; %s", cause, why, n.rejoinAdvice())
+	}
+	aside := statePath + "." + kind + "-" + time.Now().UTC().Format("20060102T150405.000Z")
+	if err := os.Rename(statePath, aside); err != nil {
+		return fmt.Errorf("cluster: %w; moving it aside to rebuild it failed: %w", cause, err)
+	}
+	if err := syncDir(filepath.Dir(statePath)); err != nil {
+		return fmt.Errorf("cluster: %w; moving it aside to rebuild it: %w", cause, err)
+	}
+	n.logger.Warn("state file is "+kind+"; moved it aside, rebuilding it from the snapshots and the raft log",
+		"error", cause, "moved_to", aside)
+	return nil
+}
+
+// bootIDFile in the data dir holds the boot id under which the node last
+// opened its state file for writing ("unknown" if it could not be read).
+const bootIDFile = "BOOT_ID"
+
+// unknownBoot is what bootIDFile holds when the boot id could not be read.
+const unknownBoot = "unknown"
+
+// ProcBootID is Config.BootID's default: the kernel's boot id, which is
+// new at every boot (a kernel crash or power loss means a new boot).
+func ProcBootID() (string, error) {
+	const path = "/proc/sys/kernel/random/boot_id"
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read the boot id: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// stateUntrusted says why the state file in dir, left by an unclean stop,
+// may have lost commits that were never synced, or "" if it can be
+// trusted: it was written in this boot (a process crash loses nothing the
+// kernel already has), or there is none, or the data dir records no boot
+// (a build before this one, which synced every commit, wrote it).
+func stateUntrusted(dir, boot string, bootErr error) string {
+	if _, err := os.Stat(filepath.Join(dir, stateDBFile)); errors.Is(err, os.ErrNotExist) {
+		return ""
+	}
+	b, err := os.ReadFile(filepath.Join(dir, bootIDFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return ""
+	}
+	if err != nil {
+		return fmt.Sprintf("after an unclean stop, the boot it was written in cannot be read: %v", err)
+	}
+	recorded := strings.TrimSpace(string(b))
+	switch {
+	case bootErr != nil:
+		return fmt.Sprintf("after an unclean stop, this boot's id cannot be read (%v), so a reboot since the state file was written cannot be ruled out", bootErr)
+	case recorded == unknownBoot:
+		return "after an unclean stop, the boot it was written in is unknown (its boot id could not be read then)"
+	case recorded != boot:
+		return fmt.Sprintf("it was written in boot %s and stopped uncleanly; the machine has rebooted since (boot %s), so commits not yet synced may be lost", recorded, boot)
+	}
+	return ""
+}
+
+// recordBootID durably records the current boot in dir (write a temporary
+// file, sync it, rename it, sync the dir), before the state file is
+// opened for writing. An unreadable boot id is recorded as unknown, so the
+// next unclean stop rebuilds the state.
+func recordBootID(dir, boot string, bootErr error) error {
+	if bootErr != nil {
+		boot = unknownBoot
+	}
+	path := filepath.Join(dir, bootIDFile)
+	if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) == boot {
+		return nil
+	}
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("cluster: record the boot id in %s: %w", path, err)
+	}
+	_, err = f.WriteString(boot + "\n")
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err == nil {
+		err = syncDir(dir)
+	}
+	if err != nil {
+		return fmt.Errorf("cluster: record the boot id in %s: %w", path, err)
+	}
+	return nil
 }
 
 // cannotRebuildState says why an empty state file could not be brought up

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -23,6 +24,24 @@ var (
 	NeedLoopbackIPs = needLoopbackIPs
 	NodeTLS         = nodeTLS
 )
+
+// Crash stops the node as a crash of its process would leave its data
+// dir: no leadership transfer, no gossip leave, no clean marker, no free
+// list written for the raft log. The files are closed (their locks must go
+// for the test to reopen them in the same process), and the state file's
+// Close syncs it, which a crash would not: the page cache keeps a crashed
+// process's commits anyway. A reboot is simulated by changing the boot id
+// the node is restarted with.
+func (n *Node) Crash() error {
+	var err error
+	n.closeOnce.Do(func() {
+		close(n.shutdown)
+		n.wg.Wait()
+		err = n.release(false)
+		n.closeErr = errors.New("cluster: the node crashed (test hook)")
+	})
+	return err
+}
 
 // SetTrimInterval makes the leader's retention trim run every d until the
 // test ends.

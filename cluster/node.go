@@ -84,7 +84,7 @@ func Open(cfg Config) (*Node, error) {
 	ok := false
 	defer func() {
 		if !ok {
-			n.release()
+			n.release(true)
 		}
 	}()
 
@@ -331,13 +331,17 @@ func (n *Node) Close() error {
 		}
 		close(n.shutdown)
 		n.wg.Wait()
-		n.closeErr = n.release()
+		n.closeErr = n.release(true)
 		n.logger.Info("node closed")
 	})
 	return n.closeErr
 }
 
-func (n *Node) release() error {
+// release stops everything the node runs and closes its files. With
+// clean it then leaves the clean marker (if both files closed without
+// error); without it (tests' Crash) it leaves the data dir as a crash of
+// the process would, but for the state file, which its Close syncs.
+func (n *Node) release(clean bool) error {
 	var errs []error
 	if n.gossip != nil {
 		// Before raft: its event handler proposes through raft.
@@ -361,7 +365,7 @@ func (n *Node) release() error {
 		fsmErr = n.fsm.Close()
 		errs = append(errs, fsmErr)
 	}
-	if n.store != nil && n.fsm != nil && storeErr == nil && fsmErr == nil {
+	if clean && n.store != nil && n.fsm != nil && storeErr == nil && fsmErr == nil {
 		// The state file wrote its free list as it closed; the raft log's
 		// store cannot, so it is reopened once to do it.
 		err := fsm.PersistFreelist(filepath.Join(n.cfg.DataDir, raftDBFile))

@@ -23,6 +23,7 @@ type FSM struct {
 	path        string
 	logger      *slog.Logger
 	lockTimeout time.Duration
+	noSync      bool // Options.NoSync
 
 	// mu guards db: queries and apply hold it shared, Restore exclusively
 	// while it swaps the file.
@@ -49,6 +50,14 @@ type Options struct {
 	// knows, from a marker of its own): Open then checks its meta pages
 	// (CheckMeta) instead of reading every page (CheckFile).
 	CleanlyClosed bool
+	// NoSync commits without fsync (bbolt's NoSync): a commit reaches the
+	// page cache only, so a process crash loses nothing but a kernel crash
+	// or power loss may leave the file behind or torn. Snapshot and Close
+	// still sync the file. Only a caller that can tell a state file
+	// written before a reboot and rebuild it from the Raft log may set it
+	// (cluster does, with the boot id; see DESIGN.md, "The state file's
+	// durability comes from the Raft log").
+	NoSync bool
 }
 
 // Open opens (or creates) the state file at path. It fails fast with a
@@ -63,7 +72,7 @@ func Open(path string, opts Options) (*FSM, error) {
 	if opts.LockTimeout == 0 {
 		opts.LockTimeout = time.Second
 	}
-	f := &FSM{path: path, logger: opts.Logger, lockTimeout: opts.LockTimeout, notify: make(chan struct{})}
+	f := &FSM{path: path, logger: opts.Logger, lockTimeout: opts.LockTimeout, noSync: opts.NoSync, notify: make(chan struct{})}
 	f.ops = f.registry()
 	warnings, err := CheckAfterClose(path, opts.LockTimeout, opts.CleanlyClosed)
 	for _, w := range warnings {
@@ -75,7 +84,7 @@ func Open(path string, opts Options) (*FSM, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fsm: state file %w", err)
 	}
-	db, err := openDB(path, opts.LockTimeout)
+	db, err := openDB(path, opts.LockTimeout, opts.NoSync)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +96,7 @@ func Open(path string, opts Options) (*FSM, error) {
 // initialMmapSize is 10 GiB on 64-bit platforms, 1 GiB elsewhere.
 const initialMmapSize = 1<<30 + (strconv.IntSize/64)*(9<<30)
 
-func openDB(path string, lockTimeout time.Duration) (db *bbolt.DB, err error) {
+func openDB(path string, lockTimeout time.Duration, noSync bool) (db *bbolt.DB, err error) {
 	err = SafeOpen(path, func() (err error) {
 		db, err = bbolt.Open(path, 0o600, &bbolt.Options{
 			Timeout: lockTimeout,
@@ -115,6 +124,8 @@ func openDB(path string, lockTimeout time.Duration) (db *bbolt.DB, err error) {
 		db.Close()
 		return nil, err
 	}
+	// Set after the buckets' commit, so a new file starts out synced.
+	db.NoSync = noSync
 	return db, nil
 }
 
@@ -144,8 +155,12 @@ func (f *FSM) Close() error {
 // open (NoFreelistSync) reads it from its page instead of rebuilding it by
 // reading every page of the file: 40 s for 4 GB on a cold cache. A crash
 // leaves no written free list, and the next open rebuilds it as before.
+//
+// The commit is synced whatever Options.NoSync says, and its fsync flushes
+// every unsynced commit before it: a cleanly closed file is durable.
 func persistFreelist(db *bbolt.DB) error {
 	db.NoFreelistSync = false
+	db.NoSync = false
 	if err := db.Update(func(*bbolt.Tx) error { return nil }); err != nil {
 		return fmt.Errorf("fsm: write the free list: %w", err)
 	}

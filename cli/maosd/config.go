@@ -89,6 +89,11 @@ func readConfig(c *cli.Context) (*config, error) {
 	if err := refuseZeros(&cfg.node); err != nil {
 		return nil, err
 	}
+	// A test hook, not a setting: the chaos suite's power-loss nemesis
+	// restarts nodes as if the machine had rebooted (cluster.Config.BootID).
+	if boot := os.Getenv(testBootIDEnv); boot != "" {
+		cfg.node.BootID = func() (string, error) { return boot, nil }
+	}
 	// A bad watcher config fails before anything is opened.
 	if cfg.agentsFile != "" {
 		if cfg.agents, err = watcher.LoadFile(cfg.agentsFile); err != nil {
@@ -315,3 +320,9 @@ func limitFlags(c *cli.Context) (transport.Limits, error) {
 	}
 	return l, nil
 }
+
+// testBootIDEnv names the environment variable that, when set, replaces
+// the kernel's boot id (/proc/sys/kernel/random/boot_id) as the boot the
+// node believes it runs in. For tests only: a different value after an
+// unclean stop makes the node rebuild its state file as after a reboot.
+const testBootIDEnv = "MAOS_TEST_BOOT_ID"

@@ -184,6 +184,21 @@ func (n *Node) Stop() {
 	}
 }
 
+// Kill stops the node's HTTP server and the node with crash in place of
+// Close (cluster's test hook Node.Crash, which leaves no clean marker);
+// the node counts as stopped.
+func (n *Node) Kill(crash func(*cluster.Node) error) {
+	n.t.Helper()
+	if n.stopped {
+		return
+	}
+	n.stopped = true
+	_ = n.srv.Close()
+	if err := crash(n.Node); err != nil {
+		n.t.Errorf("crash %s: %v", n.ID(), err)
+	}
+}
+
 // Stopped reports whether Stop was called.
 func (n *Node) Stopped() bool { return n.stopped }
 

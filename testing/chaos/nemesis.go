@@ -3,7 +3,10 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -33,6 +36,7 @@ var Nemeses = []Nemesis{
 	{Name: "pause-leader", Doc: "SIGSTOP the leader, SIGCONT it after the hold", inject: pauseLeader},
 	{Name: "kill-all", Doc: "SIGKILL every node at once (power loss), restart them all", inject: killAll},
 	{Name: "partition-leader", Doc: "cut the leader's Raft traffic from the others, heal after the hold", inject: partitionLeader},
+	{Name: "power-loss", Doc: "copy every state file, SIGKILL every node seconds later, put the copies back, restart them all in a new boot", inject: powerLoss},
 }
 
 // NemesisByName finds a nemesis; the error lists the known names.
@@ -122,6 +126,80 @@ func killThenRestart(victims []*harness.Node) ([]*harness.Node, func() error, er
 		return nil
 	}
 	return victims, heal, nil
+}
+
+// powerLossLag is how much older than the kill the state files put back
+// by power-loss are.
+const powerLossLag = 2 * time.Second
+
+// powerLoss simulates a power loss on every node: the state file commits
+// without fsync, so after one it may be seconds behind what the node
+// acknowledged (or torn: the copies are raw copies of live files). It
+// copies each node's state.db, keeps the load on for powerLossLag, SIGKILLs
+// every node, puts the copies back and restarts the nodes with a new boot
+// id (maosd's test hook MAOS_TEST_BOOT_ID), so each must rebuild its state
+// from its snapshots and Raft log. The raft logs are untouched: their
+// appends are fsynced, so a power loss keeps them.
+func powerLoss(ctx context.Context, c *harness.Cluster, r *rand.Rand) ([]*harness.Node, func() error, error) {
+	victims := c.Nodes()
+	for _, v := range victims {
+		if err := copyFile(filepath.Join(v.DataDir, "state.db"), filepath.Join(v.Dir, "state.db.before-power-loss")); err != nil {
+			return nil, nil, fmt.Errorf("power-loss: copy %s's state file: %w", v.ID, err)
+		}
+	}
+	if err := sleepCtx(ctx, powerLossLag); err != nil {
+		return nil, nil, err
+	}
+	victims, heal, err := killThenRestart(victims)
+	if err != nil {
+		return nil, nil, err
+	}
+	boot := fmt.Sprintf("chaos-boot-%016x", r.Uint64())
+	rebuilt := map[*harness.Node]int{}
+	for _, v := range victims {
+		rebuilt[v] = countRebuilds(v)
+		if err := os.Rename(filepath.Join(v.Dir, "state.db.before-power-loss"), filepath.Join(v.DataDir, "state.db")); err != nil {
+			return nil, nil, fmt.Errorf("power-loss: roll back %s's state file: %w", v.ID, err)
+		}
+		v.SetEnv("MAOS_TEST_BOOT_ID", boot)
+	}
+	// A node that trusted its rolled-back file would pass by luck (raft
+	// replays from the latest snapshot): each must have rebuilt.
+	checked := func() error {
+		if err := heal(); err != nil {
+			return err
+		}
+		for _, v := range victims {
+			if countRebuilds(v) <= rebuilt[v] {
+				return fmt.Errorf("power-loss: %s restarted in a new boot without rebuilding its state file", v.ID)
+			}
+		}
+		return nil
+	}
+	return victims, checked, nil
+}
+
+// countRebuilds is how many state files the node moved aside as untrusted.
+func countRebuilds(n *harness.Node) int {
+	m, _ := filepath.Glob(filepath.Join(n.DataDir, "state.db.untrusted-*"))
+	return len(m)
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(to)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 func pauseLeader(_ context.Context, c *harness.Cluster, _ *rand.Rand) ([]*harness.Node, func() error, error) {

@@ -548,6 +548,21 @@ func (n *Node) stop() error {
 	return nil
 }
 
+// SetEnv sets the environment variable key to value for the node's next
+// starts (on top of NodeConfig.Env, replacing an earlier value of key).
+func (n *Node) SetEnv(key, value string) {
+	n.op.Lock()
+	defer n.op.Unlock()
+	kv := key + "=" + value
+	for i, e := range n.env {
+		if strings.HasPrefix(e, key+"=") {
+			n.env[i] = kv
+			return
+		}
+	}
+	n.env = append(n.env, kv)
+}
+
 // Restart stops the node if it runs (Stop), then starts it again from its
 // data dir with the same id and addresses and no --join.
 func (n *Node) Restart() error {
