@@ -80,7 +80,7 @@ func audit(tx *bbolt.Tx, index uint64, ts int64, ev AuditEvent) {
 	if err != nil {
 		panic(fmt.Sprintf("fsm: audit: encode: %v", err))
 	}
-	if err := tx.Bucket(bucketAudit).Put(u64(seq), data); err != nil {
+	if err := appendBucket(tx, bucketAudit).Put(u64(seq), data); err != nil {
 		panic(fmt.Sprintf("fsm: audit: put: %v", err))
 	}
 	if err := meta.Put(keyAuditSeq, u64(seq)); err != nil {

@@ -3,6 +3,7 @@ package fsm
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -192,5 +193,44 @@ func BenchmarkLoadRules(b *testing.B) {
 		return nil
 	}); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// BenchmarkStateBytesPerMessage reports the state file's size per stored
+// 1 KiB message after 20,000 of them (to a test message's recipients,
+// in batches of 100, as the cluster applies them), and how full its
+// pages are: the disk per message issue 19 counts. Figures:
+// docs/PERFORMANCE.md.
+func BenchmarkStateBytesPerMessage(b *testing.B) {
+	const n = 20_000
+	for range b.N {
+		f, path := openTemp(b)
+		entries := newBenchEntries(b)
+		logs := make([]*raft.Log, 100)
+		for entries.next < n {
+			entries.fill(logs)
+			f.ApplyBatch(logs)
+		}
+		var leafInuse, leafAlloc int
+		if err := f.db.View(func(tx *bbolt.Tx) error {
+			return tx.ForEach(func(_ []byte, bk *bbolt.Bucket) error {
+				s := bk.Stats()
+				leafInuse += s.LeafInuse
+				leafAlloc += s.LeafAlloc
+				return nil
+			})
+		}); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+		st, err := os.Stat(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(st.Size())/n, "file-B/msg")
+		b.ReportMetric(float64(leafAlloc)/n, "leaf-B/msg")
+		b.ReportMetric(100*float64(leafInuse)/float64(leafAlloc), "leaf-fill-%")
 	}
 }

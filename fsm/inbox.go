@@ -132,7 +132,7 @@ func (c *countsRec) removed(e inboxEntry) {
 // unread.
 func deliver(tx *bbolt.Tx, agent string, seq uint64, prio byte) {
 	k := inboxKey(agent, seq)
-	mustPut(tx.Bucket(bucketInbox), k, inboxEntry{prio: prio}.encode())
+	mustPut(appendBucket(tx, bucketInbox), k, inboxEntry{prio: prio}.encode())
 	mustPut(tx.Bucket(bucketInboxUnread), k, []byte{prio})
 	c := getCounts(tx, agent)
 	c.added(prio)

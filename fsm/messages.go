@@ -49,7 +49,7 @@ func putMessage(tx *bbolt.Tx, m *Message) {
 	if err != nil {
 		panic(fmt.Sprintf("fsm: message %s: encode: %v", m.ID, err))
 	}
-	mustPut(tx.Bucket(bucketMessages), u64(m.Seq), data)
+	mustPut(appendBucket(tx, bucketMessages), u64(m.Seq), data)
 }
 
 // deleteMessage removes the message stored at seq.
@@ -182,7 +182,7 @@ func appendToChannel(tx *bbolt.Tx, channel string, seq uint64) {
 	rec.count++
 	rec.last = seq
 	putChannel(tx, channel, rec)
-	mustPut(tx.Bucket(bucketChannelIndex), channelIndexKey(channel, seq), nil)
+	mustPut(appendBucket(tx, bucketChannelIndex), channelIndexKey(channel, seq), nil)
 }
 
 // storeMessage writes a checked message m (seq, timestamp and recipients

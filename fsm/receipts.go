@@ -49,7 +49,7 @@ func putReceipt(tx *bbolt.Tx, seq uint64, agent string, r receiptRec) {
 	if err != nil {
 		panic(fmt.Sprintf("fsm: receipt: encode: %v", err))
 	}
-	mustPut(tx.Bucket(bucketReceipts), receiptKey(seq, agent), data)
+	mustPut(appendBucket(tx, bucketReceipts), receiptKey(seq, agent), data)
 }
 
 // deleteReceipts deletes every receipt of the message at seq.

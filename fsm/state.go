@@ -127,3 +127,19 @@ func createBuckets(tx *bbolt.Tx) error {
 	}
 	return nil
 }
+
+// appendFill is the FillPercent of the buckets whose keys grow in log
+// order (a seq, or a prefix then a seq): bbolt splits a full page in
+// half by default, which leaves pages that are only ever appended to
+// half empty; filled to the brim, the state file holds the same keys in
+// fewer pages (BenchmarkStateBytesPerMessage, docs/PERFORMANCE.md).
+const appendFill = 1.0
+
+// appendBucket is the bucket name of tx, set to fill its pages for
+// appends (appendFill). FillPercent holds for the transaction's handle
+// only, so every write of such a bucket takes it through here.
+func appendBucket(tx *bbolt.Tx, name []byte) *bbolt.Bucket {
+	b := tx.Bucket(name)
+	b.FillPercent = appendFill
+	return b
+}

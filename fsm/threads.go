@@ -25,7 +25,7 @@ func threadOf(m *Message) string {
 
 // addToThread adds message seq to thread.
 func addToThread(tx *bbolt.Tx, thread string, seq uint64) {
-	mustPut(tx.Bucket(bucketThreads), channelIndexKey(thread, seq), nil)
+	mustPut(appendBucket(tx, bucketThreads), channelIndexKey(thread, seq), nil)
 }
 
 // dropFromThread removes message seq from thread.
