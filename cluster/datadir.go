@@ -182,25 +182,7 @@ func recordBootID(dir, boot string, bootErr error) error {
 	if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) == boot {
 		return nil
 	}
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("cluster: record the boot id in %s: %w", path, err)
-	}
-	_, err = f.WriteString(boot + "\n")
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err == nil {
-		err = syncDir(dir)
-	}
-	if err != nil {
+	if err := writeFileDurably(path, boot+"\n"); err != nil {
 		return fmt.Errorf("cluster: record the boot id in %s: %w", path, err)
 	}
 	return nil
@@ -259,11 +241,22 @@ func takeCleanMarker(dir string) (bool, error) {
 // putCleanMarker records a clean close of the stores in dir.
 func putCleanMarker(dir string) error {
 	path := filepath.Join(dir, cleanMarkerFile)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
+	if err := writeFileDurably(path, "the raft log and state file were closed cleanly; the next start checks only their meta pages\n"); err != nil {
 		return fmt.Errorf("cluster: write %s: %w", path, err)
 	}
-	_, err = f.WriteString("the raft log and state file were closed cleanly; the next start checks only their meta pages\n")
+	return nil
+}
+
+// writeFileDurably replaces path with content so that a crash leaves the
+// old file or the new one, on disk: a temporary file beside it, synced,
+// renamed over it, and the directory synced.
+func writeFileDurably(path, content string) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(content)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -271,12 +264,15 @@ func putCleanMarker(dir string) error {
 		err = cerr
 	}
 	if err == nil {
-		err = syncDir(dir)
+		err = os.Rename(tmp, path)
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(path))
 	}
 	if err != nil {
-		return fmt.Errorf("cluster: write %s: %w", path, err)
+		os.Remove(tmp)
 	}
-	return nil
+	return err
 }
 
 func syncDir(dir string) error {

@@ -119,20 +119,30 @@ func pathArtifactID(r *http.Request) (string, error) {
 	return id, nil
 }
 
+// blobTarget is the checked {id} of a route that reads or writes bytes
+// (with no query parameters when noQuery), once the server has Blobs; it
+// answers the error itself and returns false otherwise.
+func (s *Server) blobTarget(w http.ResponseWriter, r *http.Request, noQuery bool) (string, bool) {
+	id, err := pathArtifactID(r)
+	if err == nil && noQuery {
+		err = checkParams(r.URL.Query())
+	}
+	if err == nil && s.opts.Blobs == nil {
+		err = errNoBlobs
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return "", false
+	}
+	return id, true
+}
+
 // getArtifact serves GET (and HEAD) /v1/artifacts/{id}: the bytes,
 // checked against the id by Blobs.OpenBlob, with Range and If-None-Match
 // (http.ServeContent); the record must exist (404).
 func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request) {
-	id, err := pathArtifactID(r)
-	if err == nil {
-		err = checkParams(r.URL.Query())
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if s.opts.Blobs == nil {
-		s.writeError(w, r, errNoBlobs)
+	id, ok := s.blobTarget(w, r, true)
+	if !ok {
 		return
 	}
 	rec, err := s.artifactRecord(r, id)
@@ -225,13 +235,8 @@ func (s *Server) deleteArtifact(w http.ResponseWriter, r *http.Request) {
 // receiveBlob serves PUT /v1/internal/blobs/{id}: a peer's copy of the
 // bytes, stored when they hash to the id. 204.
 func (s *Server) receiveBlob(w http.ResponseWriter, r *http.Request) {
-	id, err := pathArtifactID(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if s.opts.Blobs == nil {
-		s.writeError(w, r, errNoBlobs)
+	id, ok := s.blobTarget(w, r, false)
+	if !ok {
 		return
 	}
 	if err := s.opts.Blobs.ReceiveBlob(r.Context(), id, r.Body, r.ContentLength); err != nil {
@@ -244,13 +249,8 @@ func (s *Server) receiveBlob(w http.ResponseWriter, r *http.Request) {
 // localBlob serves GET /v1/internal/blobs/{id}: this node's own copy,
 // checked; 404 when it has none or a damaged one.
 func (s *Server) localBlob(w http.ResponseWriter, r *http.Request) {
-	id, err := pathArtifactID(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if s.opts.Blobs == nil {
-		s.writeError(w, r, errNoBlobs)
+	id, ok := s.blobTarget(w, r, false)
+	if !ok {
 		return
 	}
 	rs, _, err := s.opts.Blobs.LocalBlob(r.Context(), id)

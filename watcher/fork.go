@@ -72,19 +72,18 @@ func (a *AgentConfig) ForkDir(n int) string {
 func (w *agentWatcher) handleFork(ctx context.Context, m *fsm.Message, n int) error {
 	name := fsm.ForkName(w.cfg.ID, n)
 	replyID := ReplyID(w.cfg.ID, m)
-	if r, err := w.c.Message(ctx, replyID, transport.Local); err == nil {
+	stored, todo, err := w.needsAnswer(ctx, m)
+	switch {
+	case err != nil:
+		return err
+	case stored != nil && fsm.IsForkOf(stored.From, w.cfg.ID):
 		// Answered already. A crash may have come between a fork's
 		// answer and its note: post the note again (stored once).
-		if fsm.IsForkOf(r.From, w.cfg.ID) {
-			return w.post(ctx, forkNote(m, r, w.cfg.ID))
-		}
+		return w.post(ctx, forkNote(m, stored, w.cfg.ID))
+	case stored != nil:
 		w.log.Info("watcher: already answered", "id", m.ID, "reply", replyID)
 		return nil
-	} else if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	if depth := w.threadDepth(ctx, m); depth > w.cfg.MaxThreadDepth {
-		w.log.Warn("watcher: not answering: reply chain too deep", "id", m.ID, "depth", depth, "max_thread_depth", w.cfg.MaxThreadDepth)
+	case !todo:
 		return nil
 	}
 	if !w.retry(ctx, "register fork "+name, func() error {

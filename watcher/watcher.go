@@ -578,16 +578,11 @@ func (w *agentWatcher) dryRun(it *item) {
 // handle answers one message; it returns an error only when ctx ended
 // before the reply was posted (the message must be handled again).
 func (w *agentWatcher) handle(ctx context.Context, m *fsm.Message) error {
-	replyID := ReplyID(w.cfg.ID, m)
-	if _, err := w.c.Message(ctx, replyID, transport.Local); err == nil {
-		w.log.Info("watcher: already answered", "id", m.ID, "reply", replyID)
-		return nil
-	} else if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	if depth := w.threadDepth(ctx, m); depth > w.cfg.MaxThreadDepth {
-		w.log.Warn("watcher: not answering: reply chain too deep", "id", m.ID, "depth", depth, "max_thread_depth", w.cfg.MaxThreadDepth)
-		return nil
+	if r, answer, err := w.needsAnswer(ctx, m); err != nil || !answer {
+		if r != nil {
+			w.log.Info("watcher: already answered", "id", m.ID, "reply", r.ID)
+		}
+		return err
 	}
 	var ctxMsgs []*fsm.Message
 	if n := *w.cfg.ContextMessages; n > 0 {
@@ -623,6 +618,23 @@ func (w *agentWatcher) handle(ctx context.Context, m *fsm.Message) error {
 	r := answer(m, w.cfg.ID, res.Output)
 	w.attachOutputs(ctx, r, res.Stdout, inv.Workdir, w.cfg.ID)
 	return w.post(ctx, r)
+}
+
+// needsAnswer says whether m is still to be answered: not when its reply
+// (ReplyID: the agent's, whoever of it posted it) is stored, which it
+// returns, nor when its reply chain is deeper than max_thread_depth. err
+// only when ctx ended (m must be handled again).
+func (w *agentWatcher) needsAnswer(ctx context.Context, m *fsm.Message) (*fsm.Message, bool, error) {
+	if r, err := w.c.Message(ctx, ReplyID(w.cfg.ID, m), transport.Local); err == nil {
+		return r, false, nil
+	} else if ctx.Err() != nil {
+		return nil, false, ctx.Err()
+	}
+	if depth := w.threadDepth(ctx, m); depth > w.cfg.MaxThreadDepth {
+		w.log.Warn("watcher: not answering: reply chain too deep", "id", m.ID, "depth", depth, "max_thread_depth", w.cfg.MaxThreadDepth)
+		return nil, false, nil
+	}
+	return nil, true, nil
 }
 
 // answer is agent's reply to m with the model's output: fsm.NewReply
