@@ -96,6 +96,12 @@ type Cluster struct {
 	sec   *Security // nil unless Options.Secure
 	mu    sync.Mutex
 	nodes []*Node
+	// removed are the nodes RemoveNode took out of the configuration:
+	// no longer members (Nodes), still closed and reported by Close.
+	removed []*Node
+	// added counts every node ever added, so a node added after a
+	// removal gets a new id (and Raft IP), never a removed node's.
+	added int
 	sides [][]string // the current partition, by node id; nil when whole
 	keep  bool
 	fail  bool // a StartCluster start failed
@@ -245,22 +251,32 @@ func dirName(testName string) string {
 	return s
 }
 
-// AddNode creates the next node (n<k>) and starts it: the first node of
-// the cluster bootstraps, every other one joins through the first node's
-// API. It returns once the node logged its ready line. In a partitionable
-// cluster the node gets its Raft proxy; a partition in force when it is
-// added does not cut it.
-func (c *Cluster) AddNode() (*Node, error) {
+// AddNode creates the next node (n<k>, k never reused) and starts it: the
+// first node of the cluster bootstraps, every other one joins through the
+// API of the first member that runs (the first member if none does). It
+// returns once the node logged its ready line. In a partitionable cluster
+// the node gets its Raft proxy; a partition in force when it is added does
+// not cut it.
+func (c *Cluster) AddNode() (*Node, error) { return c.addNode("") }
+
+// addNode is AddNode; argsOf, if not "", names the node whose
+// Options.NodeArgs the new node gets instead of its own (a replacement
+// runs what the node it replaces ran).
+func (c *Cluster) addNode(argsOf string) (*Node, error) {
 	c.mu.Lock()
-	k := len(c.nodes) + 1
+	c.added++
+	k := c.added
 	id := fmt.Sprintf("n%d", k)
+	if argsOf == "" {
+		argsOf = id
+	}
 	var join []string
 	if len(c.nodes) > 0 {
-		join = []string{c.nodes[0].APIAddr()}
+		join = []string{c.joinAddrLocked()}
 	}
 	extra := append([]string(nil), c.opts.ExtraArgs...)
 	if c.opts.NodeArgs != nil {
-		extra = append(extra, c.opts.NodeArgs(id)...)
+		extra = append(extra, c.opts.NodeArgs(argsOf)...)
 	}
 	cfg := NodeConfig{
 		ID: id, Dir: filepath.Join(c.Dir, id), Maosd: c.opts.Maosd, Join: join,
@@ -304,8 +320,8 @@ func (c *Cluster) AddNode() (*Node, error) {
 	return n, nil
 }
 
-// Nodes returns the cluster's nodes in creation order (n1 first),
-// whatever their state.
+// Nodes returns the cluster's members in creation order (n1 first),
+// whatever their state; a node RemoveNode removed is no longer one.
 func (c *Cluster) Nodes() []*Node {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -638,7 +654,7 @@ func (c *Cluster) Close() {
 // stopAll kills every node still running, closes the proxies, and returns
 // what went wrong: kills that failed, nodes that exited on their own.
 func (c *Cluster) stopAll() []string {
-	nodes := c.Nodes()
+	nodes := c.allNodes()
 	var mu sync.Mutex
 	var problems []string
 	var wg sync.WaitGroup
@@ -669,7 +685,7 @@ func (c *Cluster) stopAll() []string {
 // DumpLogs writes the tail of every node's log with t.Logf (Options.Logf
 // for a StartCluster cluster).
 func (c *Cluster) DumpLogs() {
-	nodes := c.Nodes()
+	nodes := c.allNodes()
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].ID < nodes[j].ID })
 	if p := c.partitionString(); p != "" {
 		c.logf("harness: %s", p)

@@ -47,6 +47,17 @@
 //	...
 //	res, err := c.SendWithRetry(ctx, m, harness.SendOptions{Token: tok.Token})
 //
+// Membership changes go through the API, as an operator makes them:
+// Cluster.RemoveNode drops a (dead) node from the Raft configuration and
+// from the members; Cluster.ReplaceNode removes a dead node and adds a
+// fresh one (the next id, a new data dir and new addresses, the dead
+// node's NodeArgs) that joins through a live member; Cluster.WaitCaughtUp
+// waits until a node applied the leader's commit index, Cluster.WaitHealthy
+// until every member runs, agrees on a leader and is ready.
+//
+//	harness.NoErr(t, dead.Kill())
+//	fresh, err := c.ReplaceNode(dead) // n4 on new addresses, caught up
+//
 // Rules the harness keeps, so tests built on it stay reliable on a loaded
 // CI machine:
 //
