@@ -52,7 +52,7 @@ demo: build
 # The full chaos run: several minutes. Reports land in chaos-out/. Every
 # node runs two watcher agents (the stub model) whose requests must each
 # get exactly one reply.
-CHAOS := $(BIN)/maos-chaos --maosd $(BIN)/maosd --stubmodel $(BIN)/stubmodel --watchers 2
+CHAOS := $(BIN)/maos-chaos --maosd $(BIN)/maosd --stubmodel $(BIN)/stubmodel --watchers 2 --tasks 3
 chaos: build
 	rm -rf chaos-out
 	$(CHAOS) --nodes 3 --hold 5s --out chaos-out

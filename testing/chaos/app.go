@@ -31,7 +31,12 @@ no id is stored twice, every node holds the same seq -> id sequence, and the
 history of sends and strong reads is linearizable (porcupine). With
 --watchers N every node also runs N watcher agents whose model CLI is the
 stub model, one more client sends them requests, and after healing every
-request must have exactly one reply.
+request must have exactly one reply. With --tasks N one more client creates
+tasks for a role queue and N task workers claim, report and complete them
+(some claims abandoned, some completed after their lease on purpose); every
+task must be stored once and completed once, by the claim it records, and a
+late completion must be refused. The membership nemeses (replace-node,
+rolling-restart) must also refuse no send for longer than an election.
 
 By default each nemesis runs as its own scenario; --together injects them
 one after another in a single run. Reports go to --out as report.txt and
@@ -52,6 +57,7 @@ Nemeses: ` + nemesisDocs(),
 			&cli.IntFlag{Name: "channels", Value: 4, Usage: "channels the load spreads over"},
 			&cli.Int64Flag{Name: "seed", Usage: "random seed (default: from the clock; printed in the report)"},
 			&cli.IntFlag{Name: "watchers", Usage: "watcher agents per node (maosd --agents, the stub model as CLI); every request to them must get exactly one reply (0: none)"},
+			&cli.IntFlag{Name: "tasks", Usage: "task workers: one more client creates tasks for their role queue, they claim, report and complete them; every task must be stored once and completed once (0: none)"},
 			&cli.StringFlag{Name: "stubmodel", Usage: "stub model binary `PATH` for --watchers (default: stubmodel beside this program, then bin/stubmodel)"},
 			&cli.BoolFlag{Name: "secure", Usage: "run every node with --auth, TLS (API and Raft) and a gossip key"},
 			&cli.StringFlag{Name: "out", Value: "chaos-out", Usage: "`DIR` for the reports (one subdirectory per scenario)"},
@@ -105,6 +111,9 @@ func runApp(c *cli.Context) error {
 			return cli.Exit("maos-chaos: "+err.Error(), 2)
 		}
 	}
+	if n := c.Int("tasks"); n < 0 || n > 32 {
+		return cli.Exit(fmt.Sprintf("maos-chaos: --tasks %d: 0..32 task workers", n), 2)
+	}
 	var nemeses []Nemesis
 	if c.String("nemesis") == "all" {
 		nemeses = Nemeses
@@ -142,7 +151,7 @@ func runApp(c *cli.Context) error {
 			Maosd: maosd, Nodes: c.Int("nodes"), Nemeses: sc,
 			Clients: c.Int("clients"), Readers: c.Int("readers"), Channels: c.Int("channels"),
 			Warmup: c.Duration("warmup"), Hold: c.Duration("hold"), Gap: c.Duration("gap"),
-			Watchers: c.Int("watchers"), StubModel: stub, Secure: c.Bool("secure"),
+			Watchers: c.Int("watchers"), StubModel: stub, Secure: c.Bool("secure"), Tasks: c.Int("tasks"),
 			Seed: c.Int64("seed"), OutDir: out, Logf: logf,
 		})
 		if rep != nil {

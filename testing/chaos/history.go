@@ -18,6 +18,13 @@ const (
 	// KindRead is one strong read of a channel page
 	// (GET /v1/channels/{channel}/messages?consistency=strong).
 	KindRead Kind = "read"
+	// The task workload's kinds (workload_tasks.go), recorded in a history
+	// of their own: one attempt to create a task (POST /v1/tasks), to claim
+	// it, to report progress or to complete it under a fence.
+	KindTaskCreate   Kind = "task_create"
+	KindTaskClaim    Kind = "task_claim"
+	KindTaskProgress Kind = "task_progress"
+	KindTaskComplete Kind = "task_complete"
 )
 
 // Outcome is how an operation ended, as far as the client can tell.
@@ -78,6 +85,13 @@ type Op struct {
 	// "eof" or "other".
 	Err  string `json:"err,omitempty"`
 	Code string `json:"code,omitempty"`
+	// Agent is the task worker of a task op; Fence the claim's fence a
+	// claim was granted (OK) or a progress or completion named; Stale marks
+	// a report sent on purpose after its lease ended, which must be
+	// refused.
+	Agent string `json:"agent,omitempty"`
+	Fence uint64 `json:"fence,omitempty"`
+	Stale bool   `json:"stale,omitempty"`
 }
 
 // Completed reports whether the op has returned.

@@ -21,8 +21,12 @@ import (
 type Nemesis struct {
 	Name string
 	// Doc is one line for reports and --help.
-	Doc    string
-	inject func(ctx context.Context, c *harness.Cluster, r *rand.Rand) (nodes []*harness.Node, heal func() error, err error)
+	Doc string
+	// Available: a majority stays up throughout, so no send may be refused
+	// for longer than an election (ElectionBound) from the fault's start
+	// to the next fault (Fault.Refusal).
+	Available bool
+	inject    func(ctx context.Context, c *harness.Cluster, r *rand.Rand) (nodes []*harness.Node, heal func() error, err error)
 }
 
 // Nemeses lists every fault the chaos runner knows, in the order a full run
@@ -37,6 +41,10 @@ var Nemeses = []Nemesis{
 	{Name: "kill-all", Doc: "SIGKILL every node at once (power loss), restart them all", inject: killAll},
 	{Name: "partition-leader", Doc: "cut the leader's Raft traffic from the others, heal after the hold", inject: partitionLeader},
 	{Name: "power-loss", Doc: "copy every state file, SIGKILL every node seconds later, put the copies back, restart them all in a new boot", inject: powerLoss},
+	{Name: "replace-node", Doc: "SIGKILL a node; after the hold remove it, add a fresh one on new addresses, wait until it caught up",
+		Available: true, inject: replaceNode},
+	{Name: "rolling-restart", Doc: "restart every node in turn (SIGTERM, start, caught up and healthy before the next), leader last",
+		Available: true, inject: rollingRestart},
 }
 
 // NemesisByName finds a nemesis; the error lists the known names.

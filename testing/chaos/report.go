@@ -17,6 +17,18 @@ type Fault struct {
 	// RecoveredAfter is RecoveryTime(h, Start): from the fault's start to
 	// the return of the first OK send invoked after it; -1 if none.
 	RecoveredAfter time.Duration `json:"recovered_after_ns"`
+	// RefusalBound is set for a nemesis that promises availability
+	// (Nemesis.Available): ElectionBound. Refusal is then the longest
+	// window in which every send failed (LongestRefusal), from the fault's
+	// start to the next fault's (or the end of the faults).
+	RefusalBound time.Duration `json:"refusal_bound_ns,omitempty"`
+	Refusal      *Refusal      `json:"refusal,omitempty"`
+}
+
+// OverBound reports whether the fault promised availability and every send
+// was refused for longer than its bound (or the window was not measured).
+func (f Fault) OverBound() bool {
+	return f.RefusalBound > 0 && (f.Refusal == nil || f.Refusal.Longest > f.RefusalBound)
 }
 
 // OpCounts counts a history's operations by kind and outcome. Sends still
@@ -61,15 +73,29 @@ type Report struct {
 	Check    CheckResult   `json:"check"`
 	// Watchers is the watcher check, in a run with watcher agents.
 	Watchers *WatcherCheck `json:"watchers,omitempty"`
+	// Tasks is the task check, in a run with task workers.
+	Tasks *TaskCheck `json:"tasks,omitempty"`
 	// Crashes counts node processes that exited without being told to.
 	Crashes int `json:"crashes"`
-	// Pass: the check passed and nothing crashed.
+	// Pass: the checks passed (messages, watchers, tasks, every fault
+	// within its refusal bound) and nothing crashed.
 	Pass bool `json:"pass"`
 	// Error is why the run could not be carried out, if it could not.
 	Error string `json:"error,omitempty"`
 	// ClusterDir is the cluster's directory (data and logs), kept when the
 	// run failed.
 	ClusterDir string `json:"cluster_dir,omitempty"`
+}
+
+// AvailabilityOK reports whether every fault that promised availability
+// kept it (Fault.OverBound).
+func (r *Report) AvailabilityOK() bool {
+	for _, f := range r.Faults {
+		if f.OverBound() {
+			return false
+		}
+	}
+	return true
 }
 
 // RecoveryTime is the time from faultStart until the return of the first
@@ -114,7 +140,19 @@ func (r *Report) Text() string {
 		if f.RecoveredAfter >= 0 {
 			rec = "recovered after " + roundMS(f.RecoveredAfter)
 		}
-		fmt.Fprintf(&b, "fault %s on %s: %s – %s, %s\n", f.Name, strings.Join(f.Nodes, ","), roundMS(f.Start), roundMS(f.End), rec)
+		avail := ""
+		if f.RefusalBound > 0 {
+			longest := "not measured"
+			if f.Refusal != nil {
+				longest = fmt.Sprintf("%s (%d attempts from %s)", roundMS(f.Refusal.Longest), f.Refusal.Attempts, roundMS(f.Refusal.From))
+			}
+			verdict := "within"
+			if f.OverBound() {
+				verdict = "OVER"
+			}
+			avail = fmt.Sprintf("; every send refused for at most %s, %s the bound %s", longest, verdict, roundMS(f.RefusalBound))
+		}
+		fmt.Fprintf(&b, "fault %s on %s: %s – %s, %s%s\n", f.Name, strings.Join(f.Nodes, ","), roundMS(f.Start), roundMS(f.End), rec, avail)
 	}
 	c := r.Check
 	names := make([]string, 0, len(c.Stored))
@@ -155,6 +193,9 @@ func (r *Report) Text() string {
 	}
 	if r.Watchers != nil {
 		b.WriteString(r.Watchers.text())
+	}
+	if r.Tasks != nil {
+		b.WriteString(r.Tasks.text())
 	}
 	if r.ClusterDir != "" {
 		fmt.Fprintf(&b, "cluster kept in %s\n", r.ClusterDir)

@@ -46,6 +46,16 @@ type Config struct {
 	// WatcherWait bounds the wait after the faults until every watcher
 	// request has its reply (default 60 s).
 	WatcherWait time.Duration
+	// Tasks, if positive, is the number of task workers: one more client
+	// creates tasks for their role queue throughout, the workers claim,
+	// report and complete them (some claims abandoned or stalled past
+	// their lease on purpose), and after the faults every task must be
+	// stored once, end or be legitimately open, and be completed once by
+	// the claim it records (Report.Tasks).
+	Tasks int
+	// TaskWait bounds the wait after the faults until every task has
+	// ended (default 60 s).
+	TaskWait time.Duration
 	// Seed drives every random choice (0: from the clock, reported).
 	Seed int64
 	// OutDir receives report.json, report.txt and, when the history is not
@@ -73,6 +83,7 @@ func (c *Config) setDefaults() {
 	def(&c.Gap, time.Second)
 	def(&c.Quiet, time.Second)
 	def(&c.WatcherWait, DefaultWatcherWait)
+	def(&c.TaskWait, DefaultTaskWait)
 	if c.Seed == 0 {
 		c.Seed = time.Now().UnixNano()
 	}
@@ -144,9 +155,26 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}()
 	}
 	go func() { loadDone <- RunWorkload(wctx, wcfg, h) }()
+	var tw *taskWorkload
+	var ht *History // the task workload's ops
+	if cfg.Tasks > 0 {
+		ht = NewHistory()
+		if tw, err = startTasks(ctx, c.Live, cfg.Seed, cfg.Tasks, ht); err != nil {
+			stopLoad()
+			for range loads {
+				<-loadDone
+			}
+			return finish(cfg, rep, err)
+		}
+		defer tw.stopWorkers()
+		defer tw.stopCreating()
+	}
 
 	runErr := inject(ctx, cfg, c, h, rng, rep)
 	stopLoad()
+	if tw != nil {
+		tw.stopCreating()
+	}
 	for range loads {
 		if err := <-loadDone; err != nil && runErr == nil {
 			runErr = fmt.Errorf("chaos: workload: %w", err)
@@ -169,6 +197,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		waited, waitErr = waitReplies(ctx, c, hw, cfg.WatcherWait)
 		cfg.Logf("watcher replies complete after %v (%v)", waited.Round(time.Millisecond), waitErr)
 	}
+	var tasksWaited time.Duration
+	var tasksErr error
+	if tw != nil {
+		tasksWaited, tasksErr = waitTasks(ctx, c, cfg.TaskWait)
+		cfg.Logf("tasks ended after %v (%v)", tasksWaited.Round(time.Millisecond), tasksErr)
+		tw.stopWorkers()
+	}
 	if _, err := c.WaitConverged(); err != nil {
 		return finish(cfg, rep, fmt.Errorf("chaos: nodes did not converge: %w", err))
 	}
@@ -190,7 +225,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	rep.Ops = CountOps(h.Ops())
-	rep.Pass = check.OK() && rep.Crashes == 0
+	rep.Pass = check.OK() && rep.Crashes == 0 && rep.AvailabilityOK()
 	if hw != nil {
 		wc, err := CheckWatchers(cctx, c.Nodes(), hw, agents)
 		if err != nil {
@@ -202,6 +237,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		rep.Watchers = wc
 		rep.Pass = rep.Pass && wc.OK()
+	}
+	if tw != nil {
+		tc, err := CheckTasks(cctx, c.Nodes(), ht, cfg.Tasks)
+		if err != nil {
+			return finish(cfg, rep, fmt.Errorf("chaos: check tasks: %w", err))
+		}
+		tc.WaitedFor, tc.Abandoned = tasksWaited, int(tw.abandoned.Load())
+		if tasksErr != nil {
+			tc.Notes = append(tc.Notes, "the wait for the tasks to end ended: "+tasksErr.Error())
+		}
+		rep.Tasks = tc
+		rep.Pass = rep.Pass && tc.OK()
 	}
 	if !rep.Pass {
 		rep.ClusterDir = c.Dir
@@ -222,6 +269,9 @@ func inject(ctx context.Context, cfg Config, c *harness.Cluster, h *History, rng
 			return fmt.Errorf("chaos: inject %s: %w", nem.Name, err)
 		}
 		f.Nodes = ids(nodes)
+		if nem.Available {
+			f.RefusalBound = ElectionBound()
+		}
 		cfg.Logf("fault %s on %v at %v", nem.Name, f.Nodes, f.Start.Round(time.Millisecond))
 		holdErr := sleepCtx(ctx, cfg.Hold)
 		if err := heal(); err != nil {
@@ -240,8 +290,18 @@ func inject(ctx context.Context, cfg Config, c *harness.Cluster, h *History, rng
 			return err
 		}
 	}
+	ops := h.Ops()
 	for i := range rep.Faults {
-		rep.Faults[i].RecoveredAfter = RecoveryTime(h, rep.Faults[i].Start)
+		f := &rep.Faults[i]
+		f.RecoveredAfter = RecoveryTime(h, f.Start)
+		if f.RefusalBound > 0 {
+			to := h.Since()
+			if i+1 < len(rep.Faults) {
+				to = rep.Faults[i+1].Start
+			}
+			r := LongestRefusal(ops, f.Start, to)
+			f.Refusal = &r
+		}
 	}
 	return nil
 }
