@@ -41,7 +41,7 @@ var Nemeses = []Nemesis{
 	{Name: "kill-all", Doc: "SIGKILL every node at once (power loss), restart them all", inject: killAll},
 	{Name: "partition-leader", Doc: "cut the leader's Raft traffic from the others, heal after the hold", inject: partitionLeader},
 	{Name: "power-loss", Doc: "copy every state file, SIGKILL every node seconds later, put the copies back, restart them all in a new boot", inject: powerLoss},
-	{Name: "replace-node", Doc: "SIGKILL a node; after the hold remove it, add a fresh one on new addresses, wait until it caught up",
+	{Name: "replace-node", Doc: "SIGKILL the leader; after the hold remove it, add a fresh node on new addresses, wait until it caught up",
 		Available: true, inject: replaceNode},
 	{Name: "rolling-restart", Doc: "restart every node in turn (SIGTERM, start, caught up and healthy before the next), leader last",
 		Available: true, inject: rollingRestart},
