@@ -64,9 +64,9 @@ type TaskCheck struct {
 	Expired   int `json:"expired"`
 	// Refused is the number of progress reports and completions refused
 	// (409) because their claim was no longer the task's (a lapsed lease,
-	// a newer fence); Stalled the completions sent on purpose after the
-	// lease's end (each must be refused); Abandoned the claims dropped on
-	// purpose.
+	// a newer fence); Stalled the claims whose completion was sent on
+	// purpose after the lease's end (each must be refused, or end unknown
+	// when no node could answer); Abandoned the claims dropped on purpose.
 	Refused   int `json:"refused"`
 	Stalled   int `json:"stalled"`
 	Abandoned int `json:"abandoned"`
@@ -185,6 +185,7 @@ func checkTaskViews(names []string, views [][]*fsm.Task, ops []Op, workers int, 
 	acked := idSet{}
 	claims := map[string]map[uint64]bool{}
 	completions := map[string]map[completer]bool{}
+	stalled := map[completer]bool{} // the claims whose completion was sent late on purpose
 	for _, op := range ops {
 		switch op.Kind {
 		case KindTaskCreate:
@@ -201,7 +202,7 @@ func checkTaskViews(names []string, views [][]*fsm.Task, ops []Op, workers int, 
 			}
 		case KindTaskComplete:
 			if op.Stale {
-				res.Stalled++
+				stalled[completer{op.Agent, op.Fence}] = true
 			}
 			if op.Outcome == OK {
 				if completions[op.ID] == nil {
@@ -227,7 +228,7 @@ func checkTaskViews(names []string, views [][]*fsm.Task, ops []Op, workers int, 
 			note("rejected", "%s %s by %s (via %s): %s", op.Kind, op.ID, op.Agent, op.Node, op.Err)
 		}
 	}
-	res.Created = len(acked)
+	res.Created, res.Stalled = len(acked), len(stalled)
 	for _, fs := range claims {
 		res.Claimed += len(fs)
 	}
@@ -389,7 +390,7 @@ func (c *TaskCheck) text() string {
 			states = append(states, fmt.Sprintf("%s %d", s, n))
 		}
 	}
-	fmt.Fprintf(&b, "tasks: %d workers; created %d (stored %d), claimed %d (%d conflicts), completed %d, reclaimed %d, leases expired %d, refused %d (stalled on purpose %d, abandoned %d); ended: %s; open %s within %s\n",
+	fmt.Fprintf(&b, "tasks: %d workers; created %d (stored %d), claimed %d (%d conflicts), completed %d, reclaimed %d, leases expired %d, reports refused %d; claims stalled past their lease on purpose %d, abandoned %d; ended: %s; open %s within %s\n",
 		c.Workers, c.Created, c.Stored, c.Claimed, c.ClaimConflicts, c.Completed, c.Reclaimed, c.Expired,
 		c.Refused, c.Stalled, c.Abandoned, strings.Join(states, ", "), idList(c.Open), roundMS(c.WaitedFor))
 	for _, l := range []struct {

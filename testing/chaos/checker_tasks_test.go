@@ -67,6 +67,7 @@ func goodTasks() (taskOps, []*fsm.Task) {
 	h.complete("chaos-t-1", "w1", 5, Unknown, false)
 	h.complete("chaos-t-1", "w1", 5, OK, false) // the retry answers the stored result
 	h.claim("chaos-t-2", "w0", 10)
+	h.complete("chaos-t-2", "w0", 10, Unknown, true) // one late completion, two attempts
 	h.complete("chaos-t-2", "w0", 10, Fail, true)
 	h.claim("chaos-t-2", "w1", 20)
 	h.complete("chaos-t-2", "w1", 20, OK, false)
