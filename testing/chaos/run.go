@@ -159,7 +159,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	var ht *History // the task workload's ops
 	if cfg.Tasks > 0 {
 		ht = NewHistory()
-		if tw, err = startTasks(ctx, c.Live, cfg.Seed, cfg.Tasks, ht); err != nil {
+		if tw, err = startTasks(ctx, c.Live, c.Nodes, cfg.Seed, cfg.Tasks, ht); err != nil {
 			stopLoad()
 			for range loads {
 				<-loadDone

@@ -16,9 +16,11 @@ import (
 )
 
 // Task workload: one creator makes typed tasks for a role queue while the
-// faults run; task workers, clients like an agent's task loop, list the
-// ready tasks, claim one, report progress and complete it with a result
-// under the claim's fence. Some claims are abandoned on purpose (a worker
+// faults run; task workers, clients like an agent's task loop, each on a
+// home node (worker k on the k-th member, modulo their number: a worker
+// whose node is down or paused waits for it, its claims lapse and the
+// others take them), list the ready tasks, claim one, report progress and
+// complete it with a result under the claim's fence. Some claims are abandoned on purpose (a worker
 // that crashed: its lease lapses and the task is claimed again) and some
 // stall past their lease before completing (a worker that hung: its
 // completion must be refused by the fence or the lapsed lease). Every
@@ -81,6 +83,9 @@ func TaskWorkerID(i int) string { return fmt.Sprintf("chaos-tw-%d", i) }
 type taskWorkload struct {
 	w       *workload // its cfg (nodes, seed, timeouts) and history
 	workers int
+	// members returns the cluster's members, live or not, in a stable
+	// order: worker k's home is members()[k % len].
+	members func() []*harness.Node
 
 	// abandoned counts the claims dropped on purpose (a crashed worker
 	// says nothing, so the history has no op for it).
@@ -98,8 +103,10 @@ type taskWorkload struct {
 
 // startTasks registers the workers as agents of TaskRole (retried until
 // OK or ctx ends), then starts the creator and the workers, recording in
-// h. Stop the creator with stopCreating, the workers with stopWorkers.
-func startTasks(ctx context.Context, nodes func() []*harness.Node, seed int64, workers int, h *History) (*taskWorkload, error) {
+// h. nodes returns the live nodes (the creator's and the registration's
+// choice), members every member, for the workers' homes. Stop the creator
+// with stopCreating, the workers with stopWorkers.
+func startTasks(ctx context.Context, nodes, members func() []*harness.Node, seed int64, workers int, h *History) (*taskWorkload, error) {
 	w := &workload{cfg: WorkloadConfig{Nodes: nodes, Seed: seed}.withDefaults(), h: h}
 	r := rand.New(rand.NewPCG(uint64(seed), 0x7461736b))
 	for i := range workers {
@@ -109,7 +116,7 @@ func startTasks(ctx context.Context, nodes func() []*harness.Node, seed int64, w
 	}
 	cctx, create := context.WithCancel(ctx)
 	wctx, stop := context.WithCancel(ctx)
-	tw := &taskWorkload{w: w, workers: workers, create: create, stop: stop,
+	tw := &taskWorkload{w: w, workers: workers, members: members, create: create, stop: stop,
 		created: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(tw.created)
@@ -201,7 +208,8 @@ func (tw *taskWorkload) creator(ctx context.Context) {
 	}
 }
 
-// retry runs call through random nodes, recording each attempt as op, until
+// retry runs call through the op's nodes (tw.node: a worker's home, the
+// creator's random ones), recording each attempt as op, until
 // it is acknowledged, a final error answers, or retryFor has passed since
 // the first attempt. It outlives ctx, like sendOne: ctx only shortens the
 // pauses. It returns the last attempt's result and error.
@@ -215,7 +223,7 @@ func (tw *taskWorkload) retry(ctx context.Context, r *rand.Rand, op Op, retryFor
 		if attempt > 0 {
 			sleepOrDone(context.Background(), randBetween(r, minBackoff, maxBackoff))
 		}
-		node, cl := tw.w.pick(r, last)
+		node, cl := tw.node(r, op.Client, last)
 		if node == nil {
 			continue
 		}
@@ -245,15 +253,41 @@ func (tw *taskWorkload) retry(ctx context.Context, r *rand.Rand, op Op, retryFor
 	return res, err
 }
 
+// node picks the node an attempt of client's goes through: a worker's
+// home, the creator's (client -1) a random live node other than last.
+func (tw *taskWorkload) node(r *rand.Rand, client int, last string) (*harness.Node, *transport.Client) {
+	if client < 0 {
+		return tw.w.pick(r, last)
+	}
+	return tw.home(client)
+}
+
+// home is worker i's node and its client; nil while that node is not live
+// (down or paused), as an agent's host would be.
+func (tw *taskWorkload) home(i int) (*harness.Node, *transport.Client) {
+	ms := tw.members()
+	if len(ms) == 0 {
+		return nil, nil
+	}
+	n := ms[i%len(ms)]
+	if !n.Live() {
+		return nil, nil
+	}
+	if cl := n.Client(); cl != nil {
+		return n, cl
+	}
+	return nil, nil
+}
+
 // worker is one task worker's loop: list the ready tasks of the queue
-// through a random node, claim one of them, then (by the worker's rng)
+// through its home node, claim one of them, then (by the worker's rng)
 // abandon it, stall past its lease and report, or work: progress, then
 // complete with a result naming the worker and the fence.
 func (tw *taskWorkload) worker(ctx context.Context, i int) {
 	r := rand.New(rand.NewPCG(uint64(tw.w.cfg.Seed), 0x776f726b+uint64(i)))
 	agent := TaskWorkerID(i)
 	for ctx.Err() == nil {
-		_, cl := tw.w.pick(r, "")
+		_, cl := tw.home(i)
 		if cl == nil {
 			sleepOrDone(ctx, noNodesPause)
 			continue
@@ -341,7 +375,8 @@ func TaskResultText(agent string, fence uint64) string {
 	return fmt.Sprintf("done by %s under fence %d", agent, fence)
 }
 
-// once is one recorded attempt of call through a random node.
+// once is one recorded attempt of call through the op's node (none when a
+// worker's home is not live: the error then says so).
 func (tw *taskWorkload) once(r *rand.Rand, op Op, call func(context.Context, *transport.Client) (fsm.TaskResult, error)) (fsm.TaskResult, error) {
 	return tw.retry(context.Background(), r, op, 0, call)
 }
