@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -160,19 +161,9 @@ func (w *workload) register(ctx context.Context, r *rand.Rand, cmd fsm.RegisterA
 		sleepOrDone(ctx, randBetween(r, minBackoff, maxBackoff))
 	}
 	if err == nil {
-		err = cmpOr(ctx.Err(), errors.New("no node to register through"))
+		err = cmp.Or(ctx.Err(), errors.New("no node to register through"))
 	}
 	return fmt.Errorf("chaos: register task worker %s: %w", cmd.ID, err)
-}
-
-// cmpOr is the first non-nil error.
-func cmpOr(errs ...error) error {
-	for _, e := range errs {
-		if e != nil {
-			return e
-		}
-	}
-	return nil
 }
 
 // stopCreating stops the creator and waits for it: its last create is

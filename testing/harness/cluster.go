@@ -102,6 +102,10 @@ type Cluster struct {
 	// added counts every node ever added, so a node added after a
 	// removal gets a new id (and Raft IP), never a removed node's.
 	added int
+	// argsOf maps a node's id to the id whose Options.NodeArgs it runs
+	// (its own, or, for a replacement, the original node's).
+	argsOf map[string]string
+
 	sides [][]string // the current partition, by node id; nil when whole
 	keep  bool
 	fail  bool // a StartCluster start failed
@@ -270,6 +274,10 @@ func (c *Cluster) addNode(argsOf string) (*Node, error) {
 	if argsOf == "" {
 		argsOf = id
 	}
+	if c.argsOf == nil {
+		c.argsOf = map[string]string{}
+	}
+	c.argsOf[id] = argsOf
 	var join []string
 	if len(c.nodes) > 0 {
 		join = []string{c.joinAddrLocked()}

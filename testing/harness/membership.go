@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,6 +33,15 @@ func (c *Cluster) joinAddrLocked() string {
 		}
 	}
 	return c.nodes[0].APIAddr()
+}
+
+// argsID is the id whose Options.NodeArgs n runs: its own, or the
+// original node's when n replaced one (a replacement of a replacement runs
+// the original's too).
+func (c *Cluster) argsID(n *Node) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return cmp.Or(c.argsOf[n.ID], n.ID)
 }
 
 // allNodes is the members and the removed nodes: what Close stops and
@@ -124,8 +134,9 @@ func (c *Cluster) RemoveNode(n *Node) error {
 // ReplaceNode replaces a dead (or stopped) member as an operator replaces
 // a host: it removes old from the configuration (RemoveNode), then adds a
 // fresh node (the next id, a new data dir and new addresses) that joins
-// through a live member and runs what old ran (old's Options.NodeArgs:
-// its watcher agents, say), and waits until the new node has caught up
+// through a live member and runs what old ran (the Options.NodeArgs old
+// ran with: its own, or those of the node it replaced; its watcher
+// agents, say), and waits until the new node has caught up
 // with the leader (WaitCaughtUp). It returns the new node, also on a
 // catch-up timeout (with the error), so the caller can look at it.
 //
@@ -138,7 +149,7 @@ func (c *Cluster) ReplaceNode(old *Node) (*Node, error) {
 	if err := c.RemoveNode(old); err != nil {
 		return nil, err
 	}
-	n, err := c.addNode(old.ID)
+	n, err := c.addNode(c.argsID(old))
 	if err != nil {
 		return n, fmt.Errorf("harness: replace %s: %w", old.ID, err)
 	}

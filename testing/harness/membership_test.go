@@ -74,6 +74,9 @@ func TestRemovedNodesAndNewIDs(t *testing.T) {
 	if !strings.Contains(startHeader(t, n5), "--agents agents-n5.yaml") {
 		t.Errorf("AddNode gave n5 other args: %s", startHeader(t, n5))
 	}
+	if c.argsID(n4) != "n1" || c.argsID(n5) != "n5" {
+		t.Errorf("the args of n4 and n5 come from %s and %s, want n1 (whom n4 replaced) and n5", c.argsID(n4), c.argsID(n5))
+	}
 
 	c.Close()
 	if n3.Running() {
