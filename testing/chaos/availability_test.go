@@ -49,6 +49,7 @@ func TestFaultOverBound(t *testing.T) {
 	within := Fault{Name: "rolling-restart", RefusalBound: time.Second, Refusal: &Refusal{Longest: 900 * time.Millisecond, Attempts: 4}}
 	over := Fault{Name: "replace-node", RefusalBound: time.Second, Refusal: &Refusal{Longest: 1500 * time.Millisecond, Attempts: 9}}
 	unmeasured := Fault{Name: "replace-node", RefusalBound: time.Second}
+	none := Fault{Name: "replace-node", RefusalBound: time.Second, Refusal: &Refusal{}}
 	other := Fault{Name: "kill-all", Refusal: nil}
 	for _, tt := range []struct {
 		f    Fault
@@ -57,7 +58,8 @@ func TestFaultOverBound(t *testing.T) {
 	}{
 		{within, false, "refused for at most 900ms (4 attempts from 0s), within the bound 1s"},
 		{over, true, "refused for at most 1.5s (9 attempts from 0s), OVER the bound 1s"},
-		{unmeasured, true, "not measured, OVER the bound 1s"},
+		{unmeasured, true, "refusals not measured, OVER the bound 1s"},
+		{none, false, "no send refused, within the bound 1s"},
 		{other, false, ""},
 	} {
 		if tt.f.OverBound() != tt.over {

@@ -142,15 +142,19 @@ func (r *Report) Text() string {
 		}
 		avail := ""
 		if f.RefusalBound > 0 {
-			longest := "not measured"
-			if f.Refusal != nil {
-				longest = fmt.Sprintf("%s (%d attempts from %s)", roundMS(f.Refusal.Longest), f.Refusal.Attempts, roundMS(f.Refusal.From))
-			}
 			verdict := "within"
 			if f.OverBound() {
 				verdict = "OVER"
 			}
-			avail = fmt.Sprintf("; every send refused for at most %s, %s the bound %s", longest, verdict, roundMS(f.RefusalBound))
+			switch r := f.Refusal; {
+			case r == nil:
+				avail = fmt.Sprintf("; refusals not measured, OVER the bound %s", roundMS(f.RefusalBound))
+			case r.Attempts == 0:
+				avail = fmt.Sprintf("; no send refused, within the bound %s", roundMS(f.RefusalBound))
+			default:
+				avail = fmt.Sprintf("; every send refused for at most %s (%d attempts from %s), %s the bound %s",
+					roundMS(r.Longest), r.Attempts, roundMS(r.From), verdict, roundMS(f.RefusalBound))
+			}
 		}
 		fmt.Fprintf(&b, "fault %s on %s: %s – %s, %s%s\n", f.Name, strings.Join(f.Nodes, ","), roundMS(f.Start), roundMS(f.End), rec, avail)
 	}
