@@ -62,8 +62,10 @@ func (c *Cluster) Removed() []*Node {
 
 // RemoveNode removes n from the Raft configuration through the API of the
 // live members (any of them: a follower forwards to the leader), retrying
-// through another member after a retryable error, until the leader's
-// status no longer lists n among its voters or the wait timeout passes.
+// through another member after a retryable error, until the member it
+// asked no longer lists n among its voters (a follower may learn of the
+// change a moment after the leader committed it: the next poll asks again)
+// or the wait timeout passes.
 // A 404 from a retry (an earlier attempt removed it, its answer lost)
 // counts as done. Then n is no longer a member: Nodes, Live and the
 // cluster-wide waits leave it out; Close still stops it and reports its
@@ -79,7 +81,7 @@ func (c *Cluster) RemoveNode(n *Node) error {
 		return fmt.Errorf("harness: remove %s: not a member of the cluster", n.ID)
 	}
 	var last *Node
-	err := WaitFor(c.opts.WaitTimeout, "the leader to drop "+n.ID+" from its voters", func() error {
+	err := WaitFor(c.opts.WaitTimeout, "the cluster to drop "+n.ID+" from its voters", func() error {
 		others := c.Others(n)
 		var via *Node
 		for _, o := range others {
