@@ -18,6 +18,7 @@ func TestAppRefusesBadFlags(t *testing.T) {
 		{[]string{"--nemesis", "kill-leader,nuke"}, `unknown nemesis "nuke"`},
 		{[]string{"--nodes", "2"}, "--nodes 2: at least 3"},
 		{[]string{"--watchers", "-1"}, "--watchers -1: 0..8"},
+		{[]string{"--nemesis", "bridge"}, "--nemesis bridge: needs --netns"},
 	}
 	for _, tt := range tests {
 		app := App()
