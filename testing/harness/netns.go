@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -55,8 +54,10 @@ var clusterSeq atomic.Uint32
 
 // netnsLock is the file every harness process locks (flock) while it
 // removes stale leftovers and picks a subnet, so two test binaries never
-// pick the same one.
-var netnsLock = filepath.Join(os.TempDir(), "maos-harness-netns.lock")
+// pick the same one. It is in /run, where ip keeps /run/netns, rather
+// than in a temporary directory that TMPDIR could make differ between
+// two test binaries.
+const netnsLock = "/run/maos-harness-netns.lock"
 
 // hostNet is the network of a namespace-mode cluster: the bridge and one
 // namespace per node.

@@ -81,7 +81,7 @@ func ids(nodes []*harness.Node) []string {
 // majority's memberlist calls it dead and it calls them dead. The test
 // process, a client on another host, reaches every node throughout. Heal
 // restores all three: it catches up, its sends are forwarded, gossip says
-// alive.
+// alive. Then a fourth node joins on an address of its own.
 func TestNetnsPartitionCutsEveryPlane(t *testing.T) {
 	requireNetns(t)
 	c := harness.NewCluster(t, harness.Options{Maosd: maosdBin, Nodes: 3, Netns: true})
@@ -182,9 +182,21 @@ func TestNetnsPartitionCutsEveryPlane(t *testing.T) {
 	for id, s := range sendAll(t, c, after, 30*time.Second, harness.SendOptions{Nodes: []*harness.Node{cut}}) {
 		sends[id] = s
 	}
+	// A fresh node joins on an address of its own, as a replacement
+	// host would, and takes sends.
+	n4, err := c.AddNode()
+	harness.NoErr(t, err)
+	if host, _, _ := net.SplitHostPort(n4.APIAddr()); host != n4.IP() ||
+		slices.ContainsFunc(c.Others(n4), func(n *harness.Node) bool { return n.IP() == n4.IP() }) {
+		t.Fatalf("the added node %s serves on %s with address %s, want an address of its own", n4.ID, n4.APIAddr(), n4.IP())
+	}
+	harness.NoErr(t, c.WaitReady())
+	for id, s := range sendAll(t, c, taggedBatch("msg", ch, "alice", "bob", "n4", 3), 30*time.Second, harness.SendOptions{Nodes: []*harness.Node{n4}}) {
+		sends[id] = s
+	}
 	index, err := c.WaitConverged()
 	harness.NoErr(t, err)
 	rep := checkStored(t, c, []string{ch}, sends)
-	t.Logf("%d messages stored identically on 3 nodes (applied index %d) after %s was cut off on every plane and healed",
-		rep.perChannel[ch], index, cut.ID)
+	t.Logf("%d messages stored identically on 4 nodes (applied index %d) after %s was cut off on every plane and healed, and %s joined",
+		rep.perChannel[ch], index, cut.ID, n4.ID)
 }
