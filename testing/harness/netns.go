@@ -150,8 +150,15 @@ func (h *hostNet) addr(b int) string {
 func (h *hostNet) BridgeIP() string { return h.addr(bridgeHostByte) }
 
 // run runs ip with args; the error quotes its output.
-func (h *hostNet) run(args ...string) error {
-	out, err := exec.Command(h.ipBin, args...).CombinedOutput()
+func (h *hostNet) run(args ...string) error { return h.runIn("", args...) }
+
+// runIn runs ip with args and stdin; the error quotes its output.
+func (h *hostNet) runIn(stdin string, args ...string) error {
+	cmd := exec.Command(h.ipBin, args...)
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
@@ -272,7 +279,7 @@ func (h *hostNet) removeStale() error {
 		name, _, _ := strings.Cut(strings.TrimSuffix(f[1], ":"), "@")
 		if staleName(name) {
 			// A veth whose namespace went first is gone with it.
-			if err := h.run("link", "del", name); err != nil && !strings.Contains(err.Error(), "Cannot find device") {
+			if err := h.run("link", "del", name); err != nil && !gone(err) {
 				errs = append(errs, err)
 			}
 		}
@@ -281,6 +288,13 @@ func (h *hostNet) removeStale() error {
 		return fmt.Errorf("harness: remove stale namespaces and links: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// gone reports whether an ip error says the device or namespace to
+// delete no longer exists: what the deletion was for.
+func gone(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "Cannot find device") || strings.Contains(s, "No such file or directory")
 }
 
 // staleName reports whether name is one the harness makes and the process
@@ -364,10 +378,10 @@ func (h *hostNet) close() error {
 	for _, host := range hosts {
 		// The veth first: deleting a namespace tears its devices down
 		// asynchronously, so its veth would linger for a moment.
-		if err := h.run("link", "del", host.veth); err != nil {
+		if err := h.run("link", "del", host.veth); err != nil && !gone(err) {
 			errs = append(errs, err)
 		}
-		if err := h.run("netns", "del", host.ns); err != nil {
+		if err := h.run("netns", "del", host.ns); err != nil && !gone(err) {
 			errs = append(errs, err)
 		}
 	}

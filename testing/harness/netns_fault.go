@@ -3,7 +3,9 @@ package harness
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
+	"sync"
 )
 
 // cutRoutes makes the routes of every node's namespace match drops: for
@@ -16,46 +18,125 @@ import (
 // EINVAL) rather than time out; packets of a connection already open are
 // dropped and retransmitted until the connection times out. The test
 // process is in none of the namespaces, so its requests still reach
-// every node. The routes that are already right are left alone.
+// every node.
+//
+// The routes that are already right are left alone; the changes of each
+// namespace go in one `ip -batch`, and the namespaces are changed
+// concurrently, so a fault takes hold at nearly the same moment
+// everywhere rather than one route at a time.
 func (c *Cluster) cutRoutes(drops map[link]bool) error {
 	h := c.net
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var errs []error
+	batches := map[string][]string{} // by the sending node's id
+	add := func(l link, op string) error {
+		to := h.byID[l.to]
+		if h.byID[l.from] == nil || to == nil {
+			return fmt.Errorf("harness: cut links: %s -> %s: not a node of this cluster's network", l.from, l.to)
+		}
+		batches[l.from] = append(batches[l.from], "route "+op+" blackhole "+to.ip+"/32")
+		return nil
+	}
 	for l := range h.drops {
-		if drops[l] {
-			continue
+		if !drops[l] {
+			if err := add(l, "del"); err != nil {
+				return err
+			}
 		}
-		if err := h.route(l, "del"); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		delete(h.drops, l)
 	}
 	for l := range drops {
-		if h.drops[l] {
+		if !h.drops[l] {
+			if err := add(l, "replace"); err != nil {
+				return err
+			}
+		}
+	}
+	errs := make(map[string]error, len(batches))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for from, lines := range batches {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := h.runBatch(h.byID[from].ns, lines); err != nil {
+				mu.Lock()
+				errs[from] = err
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	for from := range batches {
+		if errs[from] == nil {
+			for l := range h.drops {
+				if l.from == from && !drops[l] {
+					delete(h.drops, l)
+				}
+			}
+			for l := range drops {
+				if l.from == from {
+					h.drops[l] = true
+				}
+			}
 			continue
 		}
-		if err := h.route(l, "replace"); err != nil {
-			errs = append(errs, err)
-			continue
+		// Part of the batch may have applied: learn what did.
+		if err := h.resync(from); err != nil {
+			errs[from] = errors.Join(errs[from], err)
 		}
-		h.drops[l] = true
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("harness: cut links: %w", errors.Join(errs...))
+	if len(errs) == 0 {
+		return nil
 	}
-	return nil
+	ids := make([]string, 0, len(errs))
+	for id := range errs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	all := make([]error, len(ids))
+	for i, id := range ids {
+		all[i] = fmt.Errorf("%s: %w", id, errs[id])
+	}
+	return fmt.Errorf("harness: cut links: %w", errors.Join(all...))
 }
 
-// route adds ("replace") or removes ("del") the blackhole route of l;
-// call it with h.mu held.
-func (h *hostNet) route(l link, op string) error {
-	from, to := h.byID[l.from], h.byID[l.to]
-	if from == nil || to == nil {
-		return fmt.Errorf("%s -> %s: not a node of this cluster's network", l.from, l.to)
+// cuts is a copy of the links whose blackhole routes are in place.
+func (h *hostNet) cuts() map[link]bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make(map[link]bool, len(h.drops))
+	for l := range h.drops {
+		out[l] = true
 	}
-	return h.run("-n", from.ns, "route", op, "blackhole", to.ip+"/32")
+	return out
+}
+
+// runBatch runs lines as one `ip -n ns -batch -`; the error quotes ip's
+// output.
+func (h *hostNet) runBatch(ns string, lines []string) error {
+	return h.runIn(strings.Join(lines, "\n")+"\n", "-n", ns, "-batch", "-")
+}
+
+// resync sets the drops of node from to the blackhole routes its
+// namespace holds; call it with h.mu held.
+func (h *hostNet) resync(from string) error {
+	ips, err := h.blackholesOf(h.byID[from])
+	if err != nil {
+		return err
+	}
+	holed := map[string]bool{}
+	for _, ip := range ips {
+		holed[ip] = true
+	}
+	for id, host := range h.byID {
+		l := link{from, id}
+		if holed[host.ip] {
+			h.drops[l] = true
+		} else {
+			delete(h.drops, l)
+		}
+	}
+	return nil
 }
 
 // blackholes lists the addresses node id's namespace blackholes, as the
@@ -67,6 +148,10 @@ func (h *hostNet) blackholes(id string) ([]string, error) {
 	if host == nil {
 		return nil, fmt.Errorf("harness: %s has no namespace", id)
 	}
+	return h.blackholesOf(host)
+}
+
+func (h *hostNet) blackholesOf(host *nsHost) ([]string, error) {
 	out, err := h.output("-n", host.ns, "-4", "route", "show", "type", "blackhole")
 	if err != nil {
 		return nil, err

@@ -331,3 +331,23 @@ func TestNetnsUnavailableSaysWhy(t *testing.T) {
 		t.Fatalf("StartCluster(Netns, 100 nodes) = %v", err)
 	}
 }
+
+// A cut that cannot be made in one namespace says which, and the cuts
+// that were made elsewhere are in force and reported.
+func TestNetnsCutFailureSaysWhich(t *testing.T) {
+	c := fakeNetnsCluster(t, 2)
+	n1, n2 := c.nodes[0], c.nodes[1]
+	NoErr(t, exec.Command("ip", "netns", "del", n2.Netns()).Run())
+	err := c.Partition([]*Node{n1})
+	if err == nil || !strings.Contains(err.Error(), "n2: ip -n "+n2.Netns()) {
+		t.Fatalf("Partition with n2's namespace gone = %v, want an error naming n2 and its namespace", err)
+	}
+	holes, herr := c.net.blackholes(n1.ID)
+	NoErr(t, herr)
+	if !slices.Equal(holes, []string{n2.IP()}) || !c.net.drops[link{"n1", "n2"}] || c.net.drops[link{"n2", "n1"}] {
+		t.Fatalf("after the failed cut n1 blackholes %v, drops %v; want n1 -> n2 only", holes, c.net.drops)
+	}
+	if !c.Cut(n1, n2) || c.Partitions() != nil || !strings.Contains(c.describe(), "every plane cut: n1->n2") {
+		t.Fatalf("after the failed cut: Cut %v, Partitions %v, %s", c.Cut(n1, n2), c.Partitions(), c.describe())
+	}
+}

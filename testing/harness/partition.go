@@ -151,17 +151,18 @@ func (c *Cluster) cut(drops map[link]bool, sides [][]string) error {
 	var err error
 	if c.net != nil {
 		err = c.cutRoutes(drops)
+		// After a failure some routes may be in place: Cut and
+		// describe say what the network does, which the namespaces'
+		// routes tell.
+		drops = c.net.cuts()
 	} else {
 		err = c.cutProxies(drops)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.sides = sides
 	if err != nil {
-		// Some routes may be in place: Cut and describe must say what
-		// the network does, so record what was asked; Heal clears it.
 		c.sides = nil
-	} else {
-		c.sides = sides
 	}
 	c.drops = drops
 	return err
