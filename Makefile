@@ -26,7 +26,7 @@ help:
 	@echo "make demo     a local 3-node cluster with watcher agents (a stub model) answering a task"
 	@echo "make console-png  docs/console.png: the console's browser test (headless chromium) takes the picture"
 	@echo "make bench    run the Go benchmarks (figures: docs/PERFORMANCE.md)"
-	@echo "make chaos    the full chaos run: every nemesis on 3 and on 5 nodes (docs/RELIABILITY.md)"
+	@echo "make chaos    the full chaos run: every nemesis on 3 and on 5 nodes, on loopback and in network namespaces (root; docs/RELIABILITY.md)"
 	@echo "make clean    remove bin/, maos-data, chaos-out and the demo's temporary directories"
 
 build:
@@ -51,13 +51,18 @@ demo: build
 
 # The full chaos run: several minutes. Reports land in chaos-out/. Every
 # node runs two watcher agents (the stub model) whose requests must each
-# get exactly one reply.
+# get exactly one reply. The same again with every node in a network
+# namespace of its own (--netns: root and iproute2), where a partition
+# cuts Raft, forwarding and gossip, with the nemeses only that mode has.
 CHAOS := $(BIN)/maos-chaos --maosd $(BIN)/maosd --stubmodel $(BIN)/stubmodel --watchers 2 --tasks 3
 chaos: build
 	rm -rf chaos-out
 	$(CHAOS) --nodes 3 --hold 5s --out chaos-out
 	$(CHAOS) --nodes 5 --hold 5s --out chaos-out
 	$(CHAOS) --nodes 3 --together --hold 4s --out chaos-out
+	$(CHAOS) --netns --nodes 3 --hold 5s --out chaos-out
+	$(CHAOS) --netns --nodes 5 --hold 5s --out chaos-out
+	$(CHAOS) --netns --nodes 3 --together --hold 4s --out chaos-out
 
 # The README's picture of the console, taken by its browser test.
 console-png:

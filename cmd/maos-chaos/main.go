@@ -1,5 +1,6 @@
 // Command maos-chaos runs chaos scenarios against real maosd processes on
-// loopback; see `maos-chaos --help` and docs/RELIABILITY.md.
+// loopback or, with --netns, in network namespaces; see `maos-chaos --help`
+// and docs/RELIABILITY.md.
 package main
 
 import (

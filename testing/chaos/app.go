@@ -22,8 +22,10 @@ func App() *cli.App {
 		UsageText: `maos-chaos [--maosd bin/maosd] [--nodes 3] [--nemesis all|NAME[,NAME]] [--out DIR]
 
    maos-chaos --maosd bin/maosd --nodes 5 --nemesis kill-leader,partition-leader
-   maos-chaos --together --hold 5s --seed 42`,
-		Description: `Each scenario starts a fresh cluster of --nodes maosd processes on 127.0.0.1,
+   maos-chaos --together --hold 5s --seed 42
+   maos-chaos --netns --nemesis isolate-node,bridge,one-way-leader`,
+		Description: `Each scenario starts a fresh cluster of --nodes maosd processes on 127.0.0.1
+(with --netns: each in a network namespace of its own on a private bridge),
 runs --clients senders (each message retried with its id until acknowledged)
 and --readers strong readers against random nodes, injects its nemesis for
 --hold, heals it, and then checks: every acknowledged send is on every node,
@@ -60,6 +62,7 @@ Nemeses: ` + nemesisDocs(),
 			&cli.IntFlag{Name: "tasks", Usage: "task workers: one more client creates tasks for their role queue, they claim, report and complete them; every task must be stored once and completed once (0: none)"},
 			&cli.StringFlag{Name: "stubmodel", Usage: "stub model binary `PATH` for --watchers (default: stubmodel beside this program, then bin/stubmodel)"},
 			&cli.BoolFlag{Name: "secure", Usage: "run every node with --auth, TLS (API and Raft) and a gossip key"},
+			&cli.BoolFlag{Name: "netns", Usage: "run every node in a network namespace of its own on a private bridge (root, iproute2; implies --secure): partitions cut Raft, forwarding and gossip, and the nemeses marked --netns run too"},
 			&cli.StringFlag{Name: "out", Value: "chaos-out", Usage: "`DIR` for the reports (one subdirectory per scenario)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the reports as JSON lines instead of text"},
 		},
@@ -116,12 +119,15 @@ func runApp(c *cli.Context) error {
 	}
 	var nemeses []Nemesis
 	if c.String("nemesis") == "all" {
-		nemeses = Nemeses
+		nemeses = NemesesFor(c.Bool("netns"))
 	} else {
 		for _, name := range strings.Split(c.String("nemesis"), ",") {
 			n, err := NemesisByName(strings.TrimSpace(name))
 			if err != nil {
 				return cli.Exit("maos-chaos: --nemesis: "+err.Error(), 2)
+			}
+			if n.NetnsOnly && !c.Bool("netns") {
+				return cli.Exit("maos-chaos: --nemesis "+n.Name+": needs --netns (on loopback only Raft is cut)", 2)
 			}
 			nemeses = append(nemeses, n)
 		}
@@ -143,16 +149,21 @@ func runApp(c *cli.Context) error {
 	}
 	failed := 0
 	for i, sc := range scenarios {
-		out := filepath.Join(c.String("out"), fmt.Sprintf("%dn-%02d-%s", c.Int("nodes"), i+1, sc[0].Name))
+		mode := ""
+		if c.Bool("netns") {
+			mode = "netns-"
+		}
+		out := filepath.Join(c.String("out"), fmt.Sprintf("%s%dn-%02d-%s", mode, c.Int("nodes"), i+1, sc[0].Name))
 		if len(sc) > 1 {
-			out = filepath.Join(c.String("out"), fmt.Sprintf("%dn-together", c.Int("nodes")))
+			out = filepath.Join(c.String("out"), fmt.Sprintf("%s%dn-together", mode, c.Int("nodes")))
 		}
 		rep, err := Run(ctx, Config{
 			Maosd: maosd, Nodes: c.Int("nodes"), Nemeses: sc,
 			Clients: c.Int("clients"), Readers: c.Int("readers"), Channels: c.Int("channels"),
 			Warmup: c.Duration("warmup"), Hold: c.Duration("hold"), Gap: c.Duration("gap"),
-			Watchers: c.Int("watchers"), StubModel: stub, Secure: c.Bool("secure"), Tasks: c.Int("tasks"),
-			Seed: c.Int64("seed"), OutDir: out, Logf: logf,
+			Watchers: c.Int("watchers"), StubModel: stub, Secure: c.Bool("secure"), Netns: c.Bool("netns"),
+			Tasks: c.Int("tasks"),
+			Seed:  c.Int64("seed"), OutDir: out, Logf: logf,
 		})
 		if rep != nil {
 			if c.Bool("json") {

@@ -19,6 +19,7 @@ func TestAppRefusesBadFlags(t *testing.T) {
 		{[]string{"--nodes", "2"}, "--nodes 2: at least 3"},
 		{[]string{"--watchers", "-1"}, "--watchers -1: 0..8"},
 		{[]string{"--tasks", "-1"}, "--tasks -1: 0..32"},
+		{[]string{"--nemesis", "bridge"}, "--nemesis bridge: needs --netns"},
 	}
 	for _, tt := range tests {
 		app := App()

@@ -8,8 +8,9 @@ import (
 	"time"
 )
 
-// TestChaosShort is the short chaos run of make test: every nemesis once,
-// each in its own 3-node cluster under load, with the full checker, with
+// TestChaosShort is the short chaos run of make test: every nemesis once
+// that runs on loopback (NemesesFor(false); TestChaosShortNetns runs them
+// all in namespace mode), each in its own 3-node cluster under load, with the full checker, with
 // a watcher agent on every node whose requests must each get exactly one
 // reply, and with task workers whose tasks must each be stored once and
 // completed once by the claim they record. The membership nemeses must
@@ -22,12 +23,12 @@ func TestChaosShort(t *testing.T) {
 	// -run that picks a few).
 	var stalled, refused, reclaimed, ran int
 	defer func() {
-		if !t.Failed() && ran == len(Nemeses) && (stalled == 0 || refused == 0 || reclaimed == 0) {
+		if !t.Failed() && ran == len(NemesesFor(false)) && (stalled == 0 || refused == 0 || reclaimed == 0) {
 			t.Errorf("the task workload proved nothing about lapsed claims: %d completions sent after their lease, %d refused, %d tasks claimed again",
 				stalled, refused, reclaimed)
 		}
 	}()
-	for i, nem := range Nemeses {
+	for i, nem := range NemesesFor(false) {
 		t.Run(nem.Name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()

@@ -26,11 +26,16 @@ type Nemesis struct {
 	// for longer than an election (ElectionBound) from the fault's start
 	// to the next fault (Fault.Refusal).
 	Available bool
+	// NetnsOnly marks a nemesis that needs a namespace-mode cluster
+	// (Config.Netns): its fault means nothing, or cannot be made, when
+	// only Raft is cut.
+	NetnsOnly bool
 	inject    func(ctx context.Context, c *harness.Cluster, r *rand.Rand) (nodes []*harness.Node, heal func() error, err error)
 }
 
 // Nemeses lists every fault the chaos runner knows, in the order a full run
-// injects them. Clock skew is not among them: apply never reads the clock
+// injects them (the network splits of nemesis_netns.go are appended at
+// init; NemesesFor picks those a mode can run). Clock skew is not among them: apply never reads the clock
 // (entry timestamps come from the proposer and are made monotonic), so a
 // skewed clock can only skew message timestamps, never the log.
 var Nemeses = []Nemesis{
@@ -39,7 +44,7 @@ var Nemeses = []Nemesis{
 	{Name: "kill-majority", Doc: "SIGKILL a majority (leader included), restart them after the hold", inject: killMajority},
 	{Name: "pause-leader", Doc: "SIGSTOP the leader, SIGCONT it after the hold", inject: pauseLeader},
 	{Name: "kill-all", Doc: "SIGKILL every node at once (power loss), restart them all", inject: killAll},
-	{Name: "partition-leader", Doc: "cut the leader's Raft traffic from the others, heal after the hold", inject: partitionLeader},
+	{Name: "partition-leader", Doc: "cut the leader off from the others (Raft only on loopback, every plane with --netns), heal after the hold", inject: partitionLeader},
 	{Name: "power-loss", Doc: "copy every state file, SIGKILL every node seconds later, put the copies back, restart them all in a new boot", inject: powerLoss},
 	{Name: "replace-node", Doc: "SIGKILL the leader; after the hold remove it, add a fresh node on new addresses, wait until it caught up",
 		Available: true, inject: replaceNode},

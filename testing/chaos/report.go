@@ -13,9 +13,13 @@ type Fault struct {
 	Name  string        `json:"name"`
 	Nodes []string      `json:"nodes"`
 	Start time.Duration `json:"start_ns"`
-	End   time.Duration `json:"end_ns"`
-	// RecoveredAfter is RecoveryTime(h, Start): from the fault's start to
-	// the return of the first OK send invoked after it; -1 if none.
+	// InForce is when the injection returned: the fault is in force (the
+	// kills waited for, the routes in place). Between Start and InForce
+	// the nemesis looked for its victims, so sends still went through.
+	InForce time.Duration `json:"in_force_ns"`
+	End     time.Duration `json:"end_ns"`
+	// RecoveredAfter is RecoveryTime(h, InForce): from the fault in force
+	// to the return of the first OK send invoked after it; -1 if none.
 	RecoveredAfter time.Duration `json:"recovered_after_ns"`
 	// RefusalBound is set for a nemesis that promises availability
 	// (Nemesis.Available): ElectionBound. Refusal is then the longest
@@ -63,8 +67,11 @@ func CountOps(ops []Op) OpCounts {
 
 // Report is the outcome of one chaos run.
 type Report struct {
-	Scenario string        `json:"scenario"`
-	Nodes    int           `json:"nodes"`
+	Scenario string `json:"scenario"`
+	Nodes    int    `json:"nodes"`
+	// Netns: the nodes ran in network namespaces, every plane cut by a
+	// partition (Config.Netns).
+	Netns    bool          `json:"netns,omitempty"`
 	Seed     int64         `json:"seed"`
 	Started  time.Time     `json:"started"`
 	Duration time.Duration `json:"duration_ns"`
@@ -124,7 +131,11 @@ func (r *Report) Text() string {
 	if !r.Pass {
 		verdict = "FAIL"
 	}
-	fmt.Fprintf(&b, "chaos %s: %s (%d nodes, %s, seed %d", r.Scenario, verdict, r.Nodes, roundMS(r.Duration), r.Seed)
+	where := ""
+	if r.Netns {
+		where = " in network namespaces"
+	}
+	fmt.Fprintf(&b, "chaos %s: %s (%d nodes%s, %s, seed %d", r.Scenario, verdict, r.Nodes, where, roundMS(r.Duration), r.Seed)
 	if !r.Started.IsZero() {
 		fmt.Fprintf(&b, ", started %s", r.Started.UTC().Format(time.RFC3339))
 	}

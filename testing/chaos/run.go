@@ -40,6 +40,11 @@ type Config struct {
 	// (harness.Options.Secure); the workload then speaks https with the
 	// admin token.
 	Secure bool
+	// Netns runs every node as a host of its own, in a network namespace
+	// on a private bridge (harness.Options.Netns: root and iproute2; it
+	// implies Secure), so a partition cuts Raft, forwarding and gossip
+	// alike; the NetnsOnly nemeses need it.
+	Netns bool
 	// StubModel is the stub model binary (testing/stubmodel); required
 	// when Watchers > 0.
 	StubModel string
@@ -105,6 +110,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if len(cfg.Nemeses) == 0 {
 		return nil, errors.New("chaos: no nemesis to inject")
 	}
+	for _, n := range cfg.Nemeses {
+		if n.NetnsOnly && !cfg.Netns {
+			return nil, fmt.Errorf("chaos: nemesis %s needs a namespace-mode cluster (Config.Netns, --netns): only Raft is cut on loopback", n.Name)
+		}
+	}
 	if cfg.Watchers > 0 && cfg.StubModel == "" {
 		return nil, errors.New("chaos: Config.StubModel is required with Watchers")
 	}
@@ -116,10 +126,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		names = append(names, n.Name)
 	}
 	rep := &Report{Scenario: strings.Join(names, ", "),
-		Nodes: cfg.Nodes, Started: time.Now(), Seed: cfg.Seed}
+		Nodes: cfg.Nodes, Netns: cfg.Netns, Started: time.Now(), Seed: cfg.Seed}
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6d616f73))
 
-	hopts := harness.Options{Maosd: cfg.Maosd, Nodes: cfg.Nodes, Partitionable: true, Secure: cfg.Secure, Logf: cfg.Logf}
+	hopts := harness.Options{Maosd: cfg.Maosd, Nodes: cfg.Nodes, Partitionable: true, Netns: cfg.Netns, Secure: cfg.Secure, Logf: cfg.Logf}
 	var agents []string
 	if cfg.Watchers > 0 {
 		var err error
@@ -132,7 +142,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("chaos: start cluster: %w", err)
 	}
 	defer c.Close()
-	cfg.Logf("cluster of %d up in %s (secure: %v)", cfg.Nodes, c.Dir, cfg.Secure)
+	cfg.Logf("cluster of %d up in %s (secure: %v, network namespaces: %v)", cfg.Nodes, c.Dir, cfg.Secure || cfg.Netns, cfg.Netns)
 
 	h := NewHistory()
 	wctx, stopLoad := context.WithCancel(ctx)
@@ -268,6 +278,7 @@ func inject(ctx context.Context, cfg Config, c *harness.Cluster, h *History, rng
 		if err != nil {
 			return fmt.Errorf("chaos: inject %s: %w", nem.Name, err)
 		}
+		f.InForce = h.Since()
 		f.Nodes = ids(nodes)
 		if nem.Available {
 			f.RefusalBound = ElectionBound()
@@ -293,7 +304,7 @@ func inject(ctx context.Context, cfg Config, c *harness.Cluster, h *History, rng
 	ops := h.Ops()
 	for i := range rep.Faults {
 		f := &rep.Faults[i]
-		f.RecoveredAfter = RecoveryTime(h, f.Start)
+		f.RecoveredAfter = RecoveryTime(h, f.InForce)
 		if f.RefusalBound > 0 {
 			to := h.Since()
 			if i+1 < len(rep.Faults) {

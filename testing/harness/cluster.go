@@ -66,6 +66,20 @@ type Options struct {
 	// against the CA and present the admin token. The Raft proxies of a
 	// Partitionable cluster forward the TLS bytes as they are.
 	Secure bool
+	// Netns runs every node as a host of its own (Linux, root, iproute2):
+	// node n<k> in a network namespace with the address 10.A.B.(10+k) on a
+	// private bridge (a test-only subnet 10.200-250.B.0/24 chosen per
+	// cluster; the bridge, where the test process is, holds .1), binding
+	// its API, Raft and gossip on that address. It implies Secure --
+	// non-loopback nodes run as a multi-host operator runs them -- and
+	// replaces Partitionable's proxies: Partition, CutBetween and
+	// CutOneWay cut every plane (Raft, forwarding, gossip) with routes
+	// inside the namespaces, while the test still reaches every node.
+	// Close removes the namespaces and the bridge; a cluster removes the
+	// leftovers of harness processes that died before their Close. Where
+	// namespaces cannot be made the cluster fails to start, saying why
+	// (NetnsAvailable).
+	Netns bool
 	// Name names the cluster's directory (default "cluster"; NewCluster
 	// uses the test's name).
 	Name string
@@ -106,7 +120,10 @@ type Cluster struct {
 	// (its own, or, for a replacement, the original node's).
 	argsOf map[string]string
 
-	sides [][]string // the current partition, by node id; nil when whole
+	net   *hostNet      // nil unless Options.Netns
+	sides [][]string    // the current partition, by node id; nil when whole
+	drops map[link]bool // the links cut, by node id; nil when whole
+	cutMu sync.Mutex    // serialises changes of the cuts
 	keep  bool
 	fail  bool // a StartCluster start failed
 
@@ -176,6 +193,12 @@ func newCluster(opts Options) (*Cluster, error) {
 	if opts.Name == "" {
 		opts.Name = "cluster"
 	}
+	if opts.Netns {
+		if opts.Nodes > netnsMaxNodes {
+			return nil, fmt.Errorf("harness: a namespace-mode cluster has at most %d nodes, not %d", netnsMaxNodes, opts.Nodes)
+		}
+		opts.Secure, opts.Partitionable = true, false
+	}
 	if opts.Partitionable {
 		if opts.Nodes > maxPartitionable {
 			return nil, fmt.Errorf("harness: a partitionable cluster has at most %d nodes, not %d", maxPartitionable, opts.Nodes)
@@ -191,6 +214,12 @@ func newCluster(opts Options) (*Cluster, error) {
 	c := &Cluster{Dir: dir, opts: opts}
 	if opts.Secure {
 		if c.sec, err = NewSecurity(filepath.Join(dir, "security")); err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, err
+		}
+	}
+	if opts.Netns {
+		if c.net, err = newHostNet(); err != nil {
 			_ = os.RemoveAll(dir)
 			return nil, err
 		}
@@ -290,6 +319,14 @@ func (c *Cluster) addNode(argsOf string) (*Node, error) {
 		ID: id, Dir: filepath.Join(c.Dir, id), Maosd: c.opts.Maosd, Join: join,
 		ExtraArgs: extra, Env: c.opts.Env, StartTimeout: c.opts.StartTimeout, StopTimeout: c.opts.StopTimeout,
 	}
+	if c.net != nil {
+		host, err := c.net.addHost(id, k)
+		if err != nil {
+			c.mu.Unlock()
+			return nil, fmt.Errorf("harness: add %s: %w", id, err)
+		}
+		cfg.IP, cfg.Netns = host.ip, host.ns
+	}
 	if c.opts.Partitionable {
 		if k > maxPartitionable {
 			c.mu.Unlock()
@@ -304,7 +341,7 @@ func (c *Cluster) addNode(argsOf string) (*Node, error) {
 	}
 	if c.sec != nil {
 		var err error
-		if cfg.Security, err = c.sec.Node(id, cfg.RaftIP); err != nil {
+		if cfg.Security, err = c.sec.Node(id, cfg.RaftIP, cfg.IP); err != nil {
 			c.mu.Unlock()
 			if cfg.RaftProxy != nil {
 				_ = cfg.RaftProxy.Close()
@@ -637,6 +674,13 @@ func (c *Cluster) Close() {
 			report = c.t.Errorf
 		}
 		problems := c.stopAll()
+		if c.net != nil {
+			// After stopAll: a namespace a process still holds outlives
+			// its name.
+			if err := c.net.close(); err != nil {
+				problems = append(problems, err.Error())
+			}
+		}
 		for _, p := range problems {
 			report("harness: %s", p)
 		}

@@ -1,5 +1,6 @@
-// Package harness runs real maosd processes on loopback for multi-process
-// tests: system tests, chaos tests (nemesis + checker) and benchmarks.
+// Package harness runs real maosd processes on loopback (or each in a
+// network namespace of its own) for multi-process tests: system tests,
+// chaos tests (nemesis + checker) and benchmarks.
 //
 // A test builds the binaries once (BuildBinaries, usually in TestMain),
 // then starts a Cluster of N nodes with NewCluster. Every node is a separate
@@ -35,6 +36,19 @@
 //	...
 //	harness.NoErr(t, c.Heal())
 //
+// Options.Netns makes every node a host of its own (Linux, root,
+// iproute2): n<k> runs in a network namespace with the address
+// 10.A.B.(10+k) on a private bridge, the test process holding .1, and
+// the cluster is Secure. There Partition, CutBetween (a bridge node that
+// sees both sides) and CutOneWay cut every plane -- Raft, forwarding
+// between nodes, gossip -- with blackhole routes inside the namespaces,
+// while the test still reaches every node's API.
+//
+//	c := harness.NewCluster(t, harness.Options{Maosd: maosd, Nodes: 3, Netns: true})
+//	harness.NoErr(t, c.CutBetween([]*harness.Node{n1}, []*harness.Node{n3})) // n2 bridges them
+//	harness.NoErr(t, c.CutOneWay([]*harness.Node{leader}, c.Others(leader)))
+//	harness.NoErr(t, c.Heal())
+//
 // Options.Secure runs a cluster as a multi-host deployment should: the
 // harness writes a CA, a certificate per node (SANs 127.0.0.1 and the
 // node's Raft IP), an admin token file and a gossip key (Cluster.Security)
@@ -62,7 +76,8 @@
 // CI machine:
 //
 //   - loopback only (127.0.0.1, and 127.0.0.(10+k) for the Raft port of a
-//     partitionable node) and ephemeral ports: the first start of a node
+//     partitionable node), or in namespace mode the cluster's own
+//     test-only subnet, and ephemeral ports: the first start of a node
 //     binds port 0 and a restart passes the addresses it got then;
 //   - every wait is a poll (every PollInterval) bounded by a timeout and
 //     fails with a message saying what it waited for and what it last saw;

@@ -27,6 +27,9 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(fakeEnv); mode != "" {
 		os.Exit(fakeMaosd(mode, os.Args[1:]))
 	}
+	if addr := os.Getenv(dialEnv); addr != "" {
+		os.Exit(dialOnce(addr))
+	}
 	os.Exit(m.Run())
 }
 

@@ -60,7 +60,9 @@ type Node struct {
 	env    []string
 	join   []string
 	to     timeouts
-	raftIP string // "" for 127.0.0.1
+	raftIP string // "" for ip
+	ip     string // "" for 127.0.0.1
+	netns  string // "" for the test's own namespace
 	proxy  *Proxy // nil: Raft is not proxied
 	sec    *NodeSecurity
 	tlsCfg *tls.Config // the harness's client TLS; nil without Security
@@ -122,6 +124,15 @@ type NodeConfig struct {
 	// target is set to the node's real Raft address as soon as the node
 	// logs it (OpenMessage). The caller owns the proxy and closes it.
 	RaftProxy *Proxy
+	// IP, if set, is the address the node binds its API, gossip and
+	// (without RaftIP) Raft on, port 0 on the first start, instead of
+	// 127.0.0.1: a namespace-mode node's own address.
+	IP string
+	// Netns, if set, names the network namespace (ip netns) maosd runs
+	// in: it is started as `ip netns exec NETNS maosd ...`, which execs
+	// maosd in the same process, so the PID, the parent-death signal and
+	// every signal the harness sends are maosd's own.
+	Netns string
 	// Security, if set, starts the node with authentication and TLS (its
 	// flags come after ExtraArgs, so they win), and makes the harness's
 	// own client of the node (Client) speak https, verifying the node
@@ -149,6 +160,8 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		join:    append([]string(nil), cfg.Join...),
 		to:      timeouts{start: cfg.StartTimeout, stop: cfg.StopTimeout},
 		raftIP:  cfg.RaftIP,
+		ip:      cfg.IP,
+		netns:   cfg.Netns,
 		proxy:   cfg.RaftProxy,
 	}
 	if cfg.Security != nil {
@@ -210,10 +223,22 @@ func (n *Node) GossipAddr() string {
 // RaftIP is the IP the node binds Raft on and dials its peers from.
 func (n *Node) RaftIP() string {
 	if n.raftIP == "" {
-		return "127.0.0.1"
+		return n.IP()
 	}
 	return n.raftIP
 }
+
+// IP is the address the node binds its API and gossip on: 127.0.0.1, or
+// its own in a namespace-mode cluster.
+func (n *Node) IP() string {
+	if n.ip == "" {
+		return "127.0.0.1"
+	}
+	return n.ip
+}
+
+// Netns is the network namespace the node runs in, "" for the test's own.
+func (n *Node) Netns() string { return n.netns }
 
 // Proxy is the proxy in front of the node's Raft port, nil if none.
 func (n *Node) Proxy() *Proxy { return n.proxy }
@@ -324,11 +349,11 @@ func (n *Node) args() []string {
 	args = append(args, "--node-id", n.ID, "--data-dir", n.DataDir, "--log-format", "json")
 	gossip := n.gossipAddr
 	if gossip == "" {
-		gossip = "127.0.0.1:0"
+		gossip = net.JoinHostPort(n.IP(), "0")
 	}
 	args = append(args, "--gossip-addr", gossip)
 	if n.apiAddr == "" {
-		args = append(args, "--http-addr", "127.0.0.1:0", "--raft-addr", net.JoinHostPort(n.RaftIP(), "0"))
+		args = append(args, "--http-addr", net.JoinHostPort(n.IP(), "0"), "--raft-addr", net.JoinHostPort(n.RaftIP(), "0"))
 		for _, j := range n.join {
 			args = append(args, "--join", j)
 		}
@@ -358,11 +383,21 @@ func (n *Node) launch(deadline time.Time) (retry bool, err error) {
 	startNo := n.starts
 	first := n.apiAddr == ""
 	n.mu.Unlock()
+	bin := n.bin
+	if n.netns != "" {
+		ip, err := exec.LookPath("ip")
+		if err != nil {
+			logf.Close()
+			return false, fmt.Errorf("harness: start %s in namespace %s: %w", n.ID, n.netns, err)
+		}
+		// ip execs maosd in its own process: the PID stays maosd's.
+		bin, args = ip, append([]string{"netns", "exec", n.netns, n.bin}, args...)
+	}
 	fmt.Fprintf(logf, "=== harness: start #%d of %s at %s: %s %s\n", startNo, n.ID,
-		time.Now().UTC().Format(time.RFC3339Nano), n.bin, strings.Join(args, " "))
+		time.Now().UTC().Format(time.RFC3339Nano), bin, strings.Join(args, " "))
 
 	lw := newLogWriter(logf, n.onOpen)
-	cmd := exec.Command(n.bin, args...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = lw, lw
 	cmd.Dir = n.Dir
 	if len(n.env) > 0 {
