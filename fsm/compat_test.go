@@ -45,6 +45,26 @@ func openBeforeCompressedValues(t *testing.T) *FSM {
 	return f
 }
 
+// A snapshot the build before wrote (its state file, plain, with plain
+// message values) restores into this build and reads as the same
+// messages.
+func TestSnapshotBeforeCompressionRestores(t *testing.T) {
+	old := openBeforeCompressedValues(t)
+	var snap bytes.Buffer
+	if err := old.db.View(func(tx *bbolt.Tx) error { _, err := tx.WriteTo(&snap); return err }); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := openTemp(t)
+	if err := f.Restore(io.NopCloser(&snap)); err != nil {
+		t.Fatalf("Restore of the build before's snapshot: %v", err)
+	}
+	fresh, _ := openTemp(t)
+	applyChunks(fresh, formatLog(t), func() int { return 50 })
+	if got, want := allMessages(t, f), allMessages(t, fresh); got != want {
+		t.Errorf("the restored snapshot's messages read differently from this build's")
+	}
+}
+
 // messageValues counts the messages values of f stored as JSON and as
 // zstd frames.
 func messageValues(t *testing.T, f *FSM) (plain, compressed int) {
