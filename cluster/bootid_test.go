@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/maos-project/maos/cluster"
 	"github.com/maos-project/maos/cluster/clustertest"
 	"github.com/maos-project/maos/transport"
@@ -186,16 +188,15 @@ func TestStateFileTrustAcrossStopsAndBoots(t *testing.T) {
 	}
 }
 
-// fileSink is a raft.SnapshotSink writing to a file.
-type fileSink struct{ *os.File }
+// bufSink is a raft.SnapshotSink writing to memory.
+type bufSink struct{ bytes.Buffer }
 
-func (s fileSink) ID() string                  { return "copy" }
-func (s fileSink) Cancel() error               { return s.File.Close() }
-func (s fileSink) Close() error                { return s.File.Close() }
-func (s fileSink) Write(p []byte) (int, error) { return s.File.Write(p) }
+func (s *bufSink) ID() string    { return "copy" }
+func (s *bufSink) Cancel() error { return nil }
+func (s *bufSink) Close() error  { return nil }
 
 // copyState writes a consistent copy of the node's state file, as of now,
-// to path.
+// to path: a snapshot, decompressed.
 func copyState(t *testing.T, n *clustertest.Node, path string) {
 	t.Helper()
 	snap, err := n.FSM().Snapshot()
@@ -203,11 +204,24 @@ func copyState(t *testing.T, n *clustertest.Node, path string) {
 		t.Fatal(err)
 	}
 	defer snap.Release()
+	var sink bufSink
+	if err := snap.Persist(&sink); err != nil {
+		t.Fatal(err)
+	}
+	dec, err := zstd.NewReader(&sink.Buffer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dec.Close()
 	out, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := snap.Persist(fileSink{out}); err != nil {
+	defer out.Close()
+	if _, err := io.Copy(out, dec); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
 		t.Fatal(err)
 	}
 }

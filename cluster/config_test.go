@@ -36,6 +36,7 @@ func TestConfigValidateFields(t *testing.T) {
 		{"admin token characters", func(c *cluster.Config) { c.AdminToken = "0123456789abcdef!<>" }, "AdminToken", nil, "cannot carry"},
 		{"commit timeout over 1s", func(c *cluster.Config) { c.CommitTimeout = 2 * time.Second }, "CommitTimeout", nil, "2s: want 1ms..1s"},
 		{"snapshot threshold under the floor", func(c *cluster.Config) { c.SnapshotThreshold = 10 }, "SnapshotThreshold", nil, "10: want at least 1024 entries"},
+		{"snapshot interval negative", func(c *cluster.Config) { c.SnapshotInterval = -time.Second }, "SnapshotInterval", nil, "-1s is negative"},
 		{"gossip advertise port 0", func(c *cluster.Config) { c.GossipAddr, c.GossipAdvertise = "0.0.0.0:0", "10.0.0.5:0" }, "GossipAdvertise", hostport.ErrPort, "port must be 1..65535"},
 		{"gossip wildcard without advertise", func(c *cluster.Config) { c.GossipAddr = "[::]:0" }, "GossipAddr", hostport.ErrWildcard, "set GossipAdvertise"},
 	} {

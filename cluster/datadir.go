@@ -69,7 +69,7 @@ func (n *Node) openStores(hclogger hclog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("cluster: open raft log %s: %w", raftPath, err)
 	}
-	if n.snaps, err = raft.NewFileSnapshotStoreWithLogger(dir, 2, hclogger); err != nil {
+	if n.snaps, err = raft.NewFileSnapshotStoreWithLogger(dir, snapshotsRetained, hclogger); err != nil {
 		return fmt.Errorf("cluster: snapshot store: %w", err)
 	}
 
@@ -102,6 +102,17 @@ func (n *Node) openStores(hclogger hclog.Logger) error {
 	n.fsm, err = fsm.Open(statePath, opts)
 	return err
 }
+
+// snapshotsRetained is how many snapshots the snapshot store keeps: one.
+// raft writes a new snapshot into a temporary folder, fsyncs it and its
+// metadata, renames it into place and only then removes the older ones,
+// so a complete snapshot is on disk at every moment. A second one would
+// be no fallback: compaction keeps only TrailingLogs entries (10,240)
+// before the newest snapshot, far fewer than the SnapshotThreshold
+// (65,536) between two of them, so the log no longer reaches back to an
+// older snapshot and a state rebuilt from it would miss entries. Keeping
+// two cost a second copy of the state (issue 19).
+const snapshotsRetained = 1
 
 // setStateAside moves the state file aside (state.db.<kind>-TIME), for
 // the node to rebuild it from the snapshots and the raft log: raft

@@ -186,6 +186,9 @@ func (n *Node) raftConfig(logger hclog.Logger) (*raft.Config, error) {
 	if n.cfg.SnapshotInterval > 0 {
 		rc.SnapshotInterval = n.cfg.SnapshotInterval
 	}
+	if n.cfg.TrailingLogs > 0 {
+		rc.TrailingLogs = n.cfg.TrailingLogs
+	}
 	// The state file survives restarts, so raft need not restore the last
 	// snapshot into it -- unless the file is behind that snapshot (a crash
 	// in the middle of installing one from the leader), in which case the

@@ -133,7 +133,7 @@ func (c *countsRec) removed(e inboxEntry) {
 func deliver(tx *bbolt.Tx, agent string, seq uint64, prio byte) {
 	k := inboxKey(agent, seq)
 	mustPut(appendBucket(tx, bucketInbox), k, inboxEntry{prio: prio}.encode())
-	mustPut(tx.Bucket(bucketInboxUnread), k, []byte{prio})
+	mustPut(appendBucket(tx, bucketInboxUnread), k, []byte{prio})
 	c := getCounts(tx, agent)
 	c.added(prio)
 	putCounts(tx, agent, c)

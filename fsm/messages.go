@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 
+	"github.com/klauspost/compress/zstd"
 	"go.etcd.io/bbolt"
 )
 
@@ -14,7 +15,7 @@ import (
 // lives in, so apply functions and queries read and write messages, ids,
 // channels and index entries rather than byte layouts.
 //
-//	messages:      seq (8 bytes BE) → message JSON
+//	messages:      seq (8 bytes BE) → message record (messageValue)
 //	ids:           message id → seq (8) ‖ SHA-256 of the sent form (32)
 //	channels:      channel → count (8) ‖ first seq (8) ‖ last seq (8)
 //	channel_index: channel ‖ 0x00 ‖ seq (8) → empty
@@ -22,10 +23,90 @@ import (
 // A trimmed message loses its messages and channel_index entries and
 // keeps its ids entry, so its id is never stored again.
 
+// A messages value is the message's JSON, or that JSON compressed as one
+// zstd frame when that saves at least an eighth of it (issue 19: the text
+// is most of a message's bytes on disk). The first byte tells them apart:
+// JSON begins with '{', a zstd frame with its magic 0x28 b5 2f fd. Files
+// written before compression hold JSON only and read as they are. Values
+// under messageCompressMin bytes stay JSON: too short to gain. The
+// encoder is zstd's default level on one goroutine, whose output for the
+// same input and library version is the same on every node, so the state
+// stays byte-identical across nodes of one build.
+const messageCompressMin = 256
+
+var (
+	messageEncoder = mustZstdEncoder()
+	messageDecoder = mustZstdDecoder()
+)
+
+func mustZstdEncoder() *zstd.Encoder {
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		panic(fmt.Sprintf("fsm: zstd encoder: %v", err))
+	}
+	return enc
+}
+
+// mustZstdDecoder's memory bound is far above any message (the API caps
+// a request's body at a few MiB), so only a damaged value reaches it.
+func mustZstdDecoder() *zstd.Decoder {
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(64<<20))
+	if err != nil {
+		panic(fmt.Sprintf("fsm: zstd decoder: %v", err))
+	}
+	return dec
+}
+
+// messageValue is the messages value of a message's JSON (see above).
+func messageValue(data []byte) []byte {
+	if len(data) < messageCompressMin {
+		return data
+	}
+	c := messageEncoder.EncodeAll(data, make([]byte, 0, len(data)))
+	if len(c) > len(data)-len(data)/8 {
+		return data
+	}
+	return c
+}
+
+// messageJSON is the JSON a messages value holds: v itself, or v
+// decompressed. A damaged frame is an error.
+func messageJSON(v []byte) ([]byte, error) {
+	if !bytes.HasPrefix(v, zstdMagic) {
+		return v, nil
+	}
+	data, err := messageDecoder.DecodeAll(v, nil)
+	if err != nil {
+		return nil, fmt.Errorf("decompress: %w", err)
+	}
+	return data, nil
+}
+
+// decodeMessage decodes a messages value.
+func decodeMessage(v []byte) (*Message, error) {
+	data, err := messageJSON(v)
+	if err != nil {
+		return nil, err
+	}
+	var m Message
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
 // getMessage reads the message stored at seq, or an error wrapping
 // ErrNotFound.
 func getMessage(tx *bbolt.Tx, seq uint64) (*Message, error) {
-	return getRecord[Message](tx.Bucket(bucketMessages), seq, "message")
+	v := tx.Bucket(bucketMessages).Get(u64(seq))
+	if v == nil {
+		return nil, fmt.Errorf("message at seq %d: %w", seq, ErrNotFound)
+	}
+	m, err := decodeMessage(v)
+	if err != nil {
+		return nil, fmt.Errorf("message at seq %d: decode: %w", seq, err)
+	}
+	return m, nil
 }
 
 // getRecord reads the JSON record at seq in b (messages, tasks), what
@@ -49,7 +130,7 @@ func putMessage(tx *bbolt.Tx, m *Message) {
 	if err != nil {
 		panic(fmt.Sprintf("fsm: message %s: encode: %v", m.ID, err))
 	}
-	mustPut(appendBucket(tx, bucketMessages), u64(m.Seq), data)
+	mustPut(appendBucket(tx, bucketMessages), u64(m.Seq), messageValue(data))
 }
 
 // deleteMessage removes the message stored at seq.

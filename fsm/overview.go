@@ -63,7 +63,11 @@ type overviewHeaders struct {
 // overviewEntry decodes the headers of a stored message as viewer sees
 // them: ok is false when viewer may not read it. A nil viewer gets every
 // entry, private titles as PrivateText.
-func overviewEntry(viewer *Viewer, data []byte) (e OverviewEntry, ok bool, err error) {
+func overviewEntry(viewer *Viewer, v []byte) (e OverviewEntry, ok bool, err error) {
+	data, err := messageJSON(v)
+	if err != nil {
+		return OverviewEntry{}, false, err
+	}
 	var h overviewHeaders
 	if err := json.Unmarshal(data, &h); err != nil {
 		return OverviewEntry{}, false, err

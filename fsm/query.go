@@ -93,11 +93,11 @@ func (f *FSM) MessagesAfter(after uint64, limit int) (Page, error) {
 				page.HasMore = true
 				return nil
 			}
-			var m Message
-			if err := json.Unmarshal(v, &m); err != nil {
+			m, err := decodeMessage(v)
+			if err != nil {
 				return fmt.Errorf("fsm: message at seq %d: %w", binary.BigEndian.Uint64(k), err)
 			}
-			page.Messages = append(page.Messages, &m)
+			page.Messages = append(page.Messages, m)
 		}
 		return nil
 	})

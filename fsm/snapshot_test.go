@@ -8,9 +8,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"go.etcd.io/bbolt"
 )
 
@@ -206,18 +208,36 @@ func TestRestoreRejectsGarbage(t *testing.T) {
 		{"empty", func(*testing.T) []byte { return nil }},
 		{"zero page", func(*testing.T) []byte { return make([]byte, 16<<10) }},
 		{"bbolt file without the state's buckets", foreignBolt},
-		// Cut short or overwritten: bbolt.Open alone crashes the process
-		// on these (SIGBUS, or a panic in its own goroutine).
+		// The plain state file an earlier build's snapshot holds, cut
+		// short or overwritten: bbolt.Open alone crashes the process on
+		// these (SIGBUS, or a panic in its own goroutine).
 		{"snapshot truncated mid-page", func(t *testing.T) []byte {
-			b := validSnapshot(t)
+			b := plainSnapshot(t)
 			l := layoutOf(t, b)
 			return b[:l.hwm*l.pageSize/2+100]
 		}},
 		{"snapshot with its root page overwritten", func(t *testing.T) []byte {
-			b := validSnapshot(t)
+			b := plainSnapshot(t)
 			l := layoutOf(t, b)
 			copy(b[l.root*l.pageSize:], garbage(l.pageSize, 9))
 			return b
+		}},
+		// A compressed snapshot cut short, or with a byte changed: the
+		// stream fails to decode or its checksum does not match.
+		{"compressed snapshot cut short", func(t *testing.T) []byte {
+			b := validSnapshot(t)
+			return b[:len(b)/2]
+		}},
+		{"compressed snapshot with a byte changed", func(t *testing.T) []byte {
+			b := validSnapshot(t)
+			b[len(b)/2] ^= 0x40
+			return b
+		}},
+		{"compressed text", func(t *testing.T) []byte {
+			return compress(t, []byte(strings.Repeat("this is not a state file\n", 1000)))
+		}},
+		{"compressed bbolt file without the state's buckets", func(t *testing.T) []byte {
+			return compress(t, foreignBolt(t))
 		}},
 	}
 	for _, tt := range tests {
@@ -250,7 +270,8 @@ func TestRestoreRejectsGarbage(t *testing.T) {
 	}
 }
 
-// validSnapshot is the snapshot of a state with some messages.
+// validSnapshot is the snapshot of a state with some messages, as Persist
+// writes it: compressed.
 func validSnapshot(t *testing.T) []byte {
 	t.Helper()
 	src, _ := openTemp(t)
@@ -258,33 +279,110 @@ func validSnapshot(t *testing.T) []byte {
 	return takeSnapshot(t, src).Bytes()
 }
 
-// errReader fails after some bytes, like a snapshot stream cut short.
-type errReader struct{ r io.Reader }
-
-func (e errReader) Read(p []byte) (int, error) {
-	n, err := e.r.Read(p)
-	if err == io.EOF {
-		return n, io.ErrUnexpectedEOF
+// plainSnapshot is the same snapshot as a build before compression wrote
+// it: the state file's bytes (Tx.WriteTo) as they are.
+func plainSnapshot(t *testing.T) []byte {
+	t.Helper()
+	src, _ := openTemp(t)
+	fillChannels(t, src, 200)
+	var buf bytes.Buffer
+	if err := src.db.View(func(tx *bbolt.Tx) error { _, err := tx.WriteTo(&buf); return err }); err != nil {
+		t.Fatal(err)
 	}
+	return buf.Bytes()
+}
+
+// compress is b as one zstd stream.
+func compress(t *testing.T, b []byte) []byte {
+	t.Helper()
+	enc, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer enc.Close()
+	return enc.EncodeAll(b, nil)
+}
+
+// TestSnapshotIsCompressed: Persist writes one zstd stream, smaller than
+// the state file it holds.
+func TestSnapshotIsCompressed(t *testing.T) {
+	f, path := openTemp(t)
+	fillChannels(t, f, 200)
+	snap := takeSnapshot(t, f).Bytes()
+	if !bytes.HasPrefix(snap, zstdMagic) {
+		t.Fatalf("snapshot begins % x, want zstd's magic % x", snap[:4], zstdMagic)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(snap)) >= st.Size()/2 {
+		t.Errorf("snapshot of %d bytes for a state file of %d: want less than half", len(snap), st.Size())
+	}
+}
+
+// TestRestorePlainSnapshot: a snapshot an earlier build wrote (the state
+// file's bytes, uncompressed) still restores, to the same state.
+func TestRestorePlainSnapshot(t *testing.T) {
+	logs := mixedLog(t, 5, 1, 120)
+	src, _ := openTemp(t)
+	applyChunks(src, logs, func() int { return 10 })
+	var plain bytes.Buffer
+	if err := src.db.View(func(tx *bbolt.Tx) error { _, err := tx.WriteTo(&plain); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.HasPrefix(plain.Bytes(), zstdMagic) {
+		t.Fatal("the plain snapshot begins with zstd's magic")
+	}
+	dst, _ := openTemp(t)
+	applyChunks(dst, mixedLog(t, 99, 1, 30), func() int { return 30 })
+	if err := dst.Restore(io.NopCloser(&plain)); err != nil {
+		t.Fatalf("Restore of a plain snapshot: %v", err)
+	}
+	if got, want := dst.AppliedIndex(), src.AppliedIndex(); got != want {
+		t.Errorf("AppliedIndex = %d, want %d", got, want)
+	}
+	if got, want := dump(t, dst), dump(t, src); got != want {
+		t.Errorf("Dump after restoring a plain snapshot differs from the source")
+	}
+}
+
+// errReader serves half of a snapshot's bytes and then fails, like a
+// snapshot stream from the leader whose connection broke.
+type errReader struct {
+	r    io.Reader
+	left int
+}
+
+func (e *errReader) Read(p []byte) (int, error) {
+	if e.left <= 0 {
+		return 0, errors.New("connection reset by peer")
+	}
+	n, err := e.r.Read(p[:min(len(p), e.left)])
+	e.left -= n
 	return n, err
 }
 
 func TestRestoreStreamErrorKeepsState(t *testing.T) {
-	src, _ := openTemp(t)
-	fillChannels(t, src, 40)
-	sink := takeSnapshot(t, src)
-
-	f, path := openTemp(t)
-	fillChannels(t, f, 3)
-	before := dump(t, f)
-	err := f.Restore(io.NopCloser(errReader{bytes.NewReader(sink.Bytes())}))
-	if err == nil {
-		t.Fatal("Restore from a failing stream succeeded")
-	}
-	if got := dump(t, f); got != before {
-		t.Errorf("a failed Restore changed the state")
-	}
-	if _, err := os.Stat(path + ".restore"); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("temporary restore file left behind: %v", err)
+	for _, tc := range []struct {
+		name string
+		snap func(t *testing.T) []byte
+	}{{"compressed", validSnapshot}, {"plain", plainSnapshot}} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := tc.snap(t)
+			f, path := openTemp(t)
+			fillChannels(t, f, 3)
+			before := dump(t, f)
+			err := f.Restore(io.NopCloser(&errReader{r: bytes.NewReader(snap), left: len(snap) / 2}))
+			if err == nil {
+				t.Fatal("Restore from a failing stream succeeded")
+			}
+			if got := dump(t, f); got != before {
+				t.Errorf("a failed Restore changed the state")
+			}
+			if _, err := os.Stat(path + ".restore"); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("temporary restore file left behind: %v", err)
+			}
+		})
 	}
 }
