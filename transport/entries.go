@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 )
 
@@ -97,7 +96,7 @@ func (s *Server) internalEntries(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The route's ceiling (batchLimit, routes.go) already bounds the body.
-	body, err := io.ReadAll(r.Body)
+	body, err := readForwarded(r)
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
