@@ -12,9 +12,9 @@ import (
 	"github.com/maos-project/maos/transport"
 )
 
-// Proposal batching on the forwarding path: while one batch of a
-// follower's forwarded writes is in flight to the leader, the writes that
-// come meanwhile queue, and go together as the next one, in one HTTP
+// Proposal batching on the forwarding path: while maxInFlight batches of
+// a follower's forwarded writes are in flight to the leader, the writes
+// that come meanwhile queue, and go together as the next one, in one HTTP
 // request (POST /v1/internal/entries). At c=64 over three nodes two writes
 // in three are forwarded, and each used to cost both nodes a request of
 // its own; a batch costs one, whatever its size. A lone write goes at
@@ -38,6 +38,11 @@ const (
 	// /v1/internal/entry, and maxBatchBytes stays below that ceiling's
 	// least value (2 MiB), so a batch never exceeds it.
 	maxBatchBytes = 1 << 20
+	// maxInFlight bounds the batches in flight to one leader address. One
+	// would make the largest batches, but a request the leader is slow to
+	// answer would hold up every write queued behind it until their
+	// callers give up (RetryTimeout); with two the queue keeps moving.
+	maxInFlight = 2
 	// legacyRecheck is how long a leader that answered 404 to the batch
 	// route (a node of an older version) gets single entries before the
 	// batch route is tried again.
@@ -55,14 +60,15 @@ type entriesClient interface {
 }
 
 // batcher queues forwarded entries per leader API address and sends them
-// in batches, one batch in flight per address. The zero value is not
+// in batches, at most maxInFlight in flight per address. The zero value is not
 // usable: see newBatcher.
 type batcher struct {
-	maxEntries int
-	maxBytes   int
-	timeout    time.Duration // bounds one batch's request
-	stop       <-chan struct{}
-	now        func() time.Time
+	maxEntries  int
+	maxBytes    int
+	maxInFlight int
+	timeout     time.Duration // bounds one batch's request
+	stop        <-chan struct{}
+	now         func() time.Time
 
 	mu     sync.Mutex
 	queues map[string]*batchQueue
@@ -71,7 +77,7 @@ type batcher struct {
 // batchQueue is one leader address's queue.
 type batchQueue struct {
 	pending  []*batchWaiter
-	inFlight bool
+	senders  int       // goroutines sending this queue's batches (run)
 	legacyAt time.Time // when the address last answered 404 to the batch route
 }
 
@@ -87,7 +93,7 @@ type batchWaiter struct {
 // newBatcher returns a batcher with the package's bounds; stop ends
 // requests in flight (the node shuts down).
 func newBatcher(timeout time.Duration, stop <-chan struct{}) *batcher {
-	return &batcher{maxEntries: maxBatchEntries, maxBytes: maxBatchBytes, timeout: timeout, stop: stop,
+	return &batcher{maxEntries: maxBatchEntries, maxBytes: maxBatchBytes, maxInFlight: maxInFlight, timeout: timeout, stop: stop,
 		now: time.Now, queues: map[string]*batchQueue{}}
 }
 
@@ -110,8 +116,8 @@ func (b *batcher) do(ctx context.Context, addr string, c entriesClient, entry []
 		b.queues[addr] = q
 	}
 	q.pending = append(q.pending, w)
-	if !q.inFlight {
-		q.inFlight = true
+	if q.senders < b.maxInFlight {
+		q.senders++
 		go b.run(addr, q, c)
 	}
 	b.mu.Unlock()
@@ -142,13 +148,14 @@ func (b *batcher) do(ctx context.Context, addr string, c entriesClient, entry []
 	return nil, fmt.Errorf("%w: forwarded entry sent, no answer before %w", transport.ErrOutcomeUnknown, ctx.Err())
 }
 
-// run sends addr's queue, batch after batch, until it is empty.
+// run sends addr's queue, batch after batch, until it is empty; up to
+// maxInFlight of them run at once.
 func (b *batcher) run(addr string, q *batchQueue, c entriesClient) {
 	for {
 		b.mu.Lock()
 		batch := b.take(q)
 		if len(batch) == 0 {
-			q.inFlight = false
+			q.senders--
 			b.mu.Unlock()
 			return
 		}

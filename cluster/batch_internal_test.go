@@ -22,6 +22,7 @@ type fakeLeader struct {
 	batches  [][]string // the entries of each ApplyEntries call, in order
 	singles  []string   // the entries of each ApplyEntry call
 	gate     chan struct{}
+	gateOne  bool                                      // only the first call waits at gate
 	batchErr error                                     // the whole request's answer, if set
 	answer   func(entry string) transport.EntryOutcome // nil: "r:"+entry
 	ctxs     []context.Context                         // each ApplyEntries call's context
@@ -36,6 +37,9 @@ func (f *fakeLeader) ApplyEntries(ctx context.Context, entries [][]byte) ([]tran
 	f.batches = append(f.batches, got)
 	f.ctxs = append(f.ctxs, ctx)
 	gate, batchErr := f.gate, f.batchErr
+	if f.gateOne {
+		f.gate = nil
+	}
 	f.mu.Unlock()
 	if gate != nil {
 		select {
@@ -105,9 +109,11 @@ type callResult struct {
 // queueBehindGate starts one call whose batch the leader holds at the
 // gate, then the given entries one by one, each queued before the next
 // starts (so the queue keeps their order), and returns the results'
-// channel: the first call's, then one per entry.
+// channel: the first call's, then one per entry. b sends one batch at a
+// time, so the queue waits for the first.
 func queueBehindGate(t *testing.T, b *batcher, f *fakeLeader, entries []string) chan callResult {
 	t.Helper()
+	b.maxInFlight = 1
 	out := make(chan callResult, len(entries)+1)
 	call := func(e string) {
 		res, err := b.do(context.Background(), "leader", f, []byte(e))
@@ -230,6 +236,7 @@ func TestBatcherRequestErrorReachesEveryEntry(t *testing.T) {
 func TestBatcherCallerThatStopsWaiting(t *testing.T) {
 	f := &fakeLeader{gate: make(chan struct{})}
 	b := newBatcher(10*time.Second, nil)
+	b.maxInFlight = 1
 	ctx, cancel := context.WithCancel(context.Background())
 	first := make(chan error, 1)
 	go func() { _, err := b.do(ctx, "leader", f, []byte("first")); first <- err }()
@@ -314,5 +321,41 @@ func TestBatcherFallsBackToSingleEntriesOnAnOlderLeader(t *testing.T) {
 	send("c")
 	if batches, _ = f.calls(); len(batches) != 2 {
 		t.Errorf("after %s: %d batch calls, want the batch route tried again", legacyRecheck, len(batches))
+	}
+}
+
+// A batch the leader is slow to answer does not hold up the writes after
+// it: they go in another batch (maxInFlight), and the slow one still gets
+// its answer when it comes.
+func TestBatcherKeepsMovingPastASlowBatch(t *testing.T) {
+	gate := make(chan struct{})
+	f := &fakeLeader{gate: gate, gateOne: true}
+	b := newBatcher(10*time.Second, nil)
+	if b.maxInFlight < 2 {
+		t.Fatalf("maxInFlight %d: one slow batch would hold up every write behind it", b.maxInFlight)
+	}
+	slow := make(chan callResult, 1)
+	go func() {
+		res, err := b.do(context.Background(), "leader", f, []byte("slow"))
+		slow <- callResult{"slow", res, err}
+	}()
+	waitUntil(t, "the slow batch at the leader", func() bool { bs, _ := f.calls(); return len(bs) == 1 })
+	for i := range 5 {
+		e := fmt.Sprintf("e%d", i)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		res, err := b.do(ctx, "leader", f, []byte(e))
+		cancel()
+		if err != nil || string(res) != `"r:`+e+`"` {
+			t.Fatalf("write %s behind a slow batch: result %s, error %v; want its result", e, res, err)
+		}
+	}
+	select {
+	case r := <-slow:
+		t.Fatalf("the slow batch answered before the leader did: %s, %v", r.res, r.err)
+	default:
+	}
+	close(gate)
+	if r := <-slow; r.err != nil || string(r.res) != `"r:slow"` {
+		t.Errorf("the slow batch: result %s, error %v; want its result", r.res, r.err)
 	}
 }
