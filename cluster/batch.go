@@ -118,7 +118,7 @@ func (b *batcher) do(ctx context.Context, addr string, c entriesClient, entry []
 	q.pending = append(q.pending, w)
 	if q.senders < b.maxInFlight {
 		q.senders++
-		go b.run(addr, q, c)
+		go b.run(q, c)
 	}
 	b.mu.Unlock()
 
@@ -148,9 +148,9 @@ func (b *batcher) do(ctx context.Context, addr string, c entriesClient, entry []
 	return nil, fmt.Errorf("%w: forwarded entry sent, no answer before %w", transport.ErrOutcomeUnknown, ctx.Err())
 }
 
-// run sends addr's queue, batch after batch, until it is empty; up to
+// run sends q's batches, one after the other, until q is empty; up to
 // maxInFlight of them run at once.
-func (b *batcher) run(addr string, q *batchQueue, c entriesClient) {
+func (b *batcher) run(q *batchQueue, c entriesClient) {
 	for {
 		b.mu.Lock()
 		batch := b.take(q)
