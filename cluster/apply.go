@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -12,8 +13,9 @@ import (
 )
 
 // Apply proposes op with body through Raft: on the leader directly, from a
-// follower as the encoded entry through the leader's /v1/internal/entry
-// (ApplyEntry there), retried through elections (leaderDo). The result is
+// follower as the encoded entry, batched with the other writes it forwards
+// meanwhile, through the leader's /v1/internal/entries (ApplyEntries
+// there; batch.go), retried through elections (leaderDo). The result is
 // the state machine's answer as JSON. Every write of the API, sends
 // included, comes this way.
 func (n *Node) Apply(ctx context.Context, op fsm.Op, body any) (json.RawMessage, error) {
@@ -24,7 +26,7 @@ func (n *Node) Apply(ctx context.Context, op fsm.Op, body any) (json.RawMessage,
 	return leaderDo(ctx, n, true,
 		func(context.Context) (json.RawMessage, error) { return n.applyJSON(data) },
 		func(ctx context.Context, c *transport.Client) (json.RawMessage, error) {
-			res, err := c.ApplyEntry(ctx, data)
+			res, err := n.batch.do(ctx, c.Addr(), c, data)
 			n.metrics.Forward(err)
 			return res, err
 		})
@@ -39,6 +41,31 @@ func (n *Node) ApplyEntry(ctx context.Context, entry []byte) (json.RawMessage, e
 	return n.applyJSON(entry)
 }
 
+// ApplyEntries commits a batch of entries a follower encoded and forwarded
+// in one request: leader only, never forwarded again. The entries go to
+// raft together, so they share its log append and replication, and each
+// gets its own index and result (see transport.Proposer).
+func (n *Node) ApplyEntries(ctx context.Context, entries [][]byte) ([]transport.EntryOutcome, error) {
+	if n.raft.State() != raft.Leader {
+		return nil, fmt.Errorf("%w: node %s (leader is %q)", transport.ErrNotLeader, n.cfg.NodeID, n.leaderID())
+	}
+	start := time.Now()
+	futures := make([]raft.ApplyFuture, len(entries))
+	for i, e := range entries {
+		futures[i] = n.raft.Apply(e, n.cfg.ApplyTimeout)
+	}
+	outs := make([]transport.EntryOutcome, len(entries))
+	for i, f := range futures {
+		res, err := applyResult[any](n, f, start)
+		var out json.RawMessage
+		if err == nil {
+			out, err = resultJSON(res)
+		}
+		outs[i] = transport.EntryOutcome{Result: out, Err: err}
+	}
+	return outs, nil
+}
+
 // applyJSON commits an encoded entry on the leader and returns the state
 // machine's result as JSON.
 func (n *Node) applyJSON(data []byte) (json.RawMessage, error) {
@@ -46,6 +73,11 @@ func (n *Node) applyJSON(data []byte) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
+	return resultJSON(res)
+}
+
+// resultJSON encodes a state machine's result for the wire.
+func resultJSON(res any) (json.RawMessage, error) {
 	out, err := json.Marshal(res)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: encode an entry's result: %w", err)

@@ -127,9 +127,14 @@ func (e *applyError) Unwrap() error { return e.err }
 // applyAs proposes data on this (leader) node and returns its FSM result
 // as T.
 func applyAs[T any](n *Node, data []byte) (T, error) {
-	var zero T
 	start := time.Now()
-	f := n.raft.Apply(data, n.cfg.ApplyTimeout)
+	return applyResult[T](n, n.raft.Apply(data, n.cfg.ApplyTimeout), start)
+}
+
+// applyResult waits for a proposal made at start and returns its FSM
+// result as T.
+func applyResult[T any](n *Node, f raft.ApplyFuture, start time.Time) (T, error) {
+	var zero T
 	if err := f.Error(); err != nil {
 		return zero, err
 	}

@@ -44,6 +44,7 @@ type Node struct {
 	blobs     *blobstore.Store // artifacts' bytes (blobs.go)
 	gossip    *gossip          // nil when Config.GossipAddr is ""
 	metrics   *metrics.Metrics // this node's registry (metrics.go)
+	batch     *batcher         // a follower's forwarded writes (batch.go)
 
 	leaderMu      sync.Mutex
 	leaderChanged chan struct{} // closed and replaced when the leader changes
@@ -77,6 +78,7 @@ func Open(cfg Config) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, logger: cfg.Logger.With("node", cfg.NodeID), shutdown: make(chan struct{}), leaderChanged: make(chan struct{}),
 		metrics: metrics.New()}
+	n.batch = newBatcher(cfg.RetryTimeout, n.shutdown)
 	n.httpc = &http.Client{Transport: transport.NewHTTPTransport()}
 	if cfg.ClientTLS != nil {
 		n.httpc = &http.Client{Transport: transport.NewHTTPTransportTLS(cfg.ClientTLS)}

@@ -353,6 +353,7 @@ func TestAuthAdminOnlyEndpoints(t *testing.T) {
 		{"GET", "/v1/tokens", ""},
 		{"DELETE", "/v1/tokens/tok-bob", ""},
 		{"POST", "/v1/internal/entry", "x"},
+		{"POST", "/v1/internal/entries", "\x01x"},
 		{"GET", "/v1/internal/read-index", ""},
 	}
 	for _, secret := range []string{aliceSecret, rexSecret} {

@@ -23,7 +23,7 @@ func (s *Server) internalEntry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The route's ceiling (forwardLimit, routes.go) already bounds the body.
-	entry, err := io.ReadAll(r.Body)
+	entry, err := readForwarded(r)
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
@@ -43,6 +43,21 @@ func (s *Server) internalEntry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeRawJSON(w, res)
+}
+
+// readForwarded reads a forwarded request's body: in one allocation of its
+// declared length when it has one (capBody has held that to the route's
+// ceiling), rather than io.ReadAll's doubling from 512 bytes, which
+// allocates and copies about twice a batch's size.
+func readForwarded(r *http.Request) ([]byte, error) {
+	if r.ContentLength <= 0 {
+		return io.ReadAll(r.Body)
+	}
+	b := make([]byte, r.ContentLength)
+	if _, err := io.ReadFull(r.Body, b); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // ApplyEntry sends an encoded log entry to the node (the leader) and returns

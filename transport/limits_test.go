@@ -517,6 +517,7 @@ func TestEveryRouteCapsItsBody(t *testing.T) {
 		"POST /v1/locks/check":        16 << 10,
 		"PUT /v1/presence/{agent}":    4 << 10,
 		"POST /v1/internal/entry":     2 << 20,
+		"POST /v1/internal/entries":   2<<20 + 10,
 		"POST /v1/cluster/join":       64 << 10,
 		"DELETE /v1/agents/{id}":      64 << 10,
 		"PUT /v1/artifacts":           maxArtifact,

@@ -219,6 +219,8 @@ func ops() []op {
 		{pattern: "GET /v1/internal/read-index", summary: "between nodes: a read index for a strong read", resp: transport.ReadIndexResponse{}},
 		{pattern: "POST /v1/internal/entry", summary: "between nodes: a follower's encoded log entry; the answer is the state machine's result",
 			body: &body{media: []string{transport.ContentTypeEntry}, schema: obj{"type": "string", "format": "binary"}}, schema: obj{"description": "the result of the entry's op"}},
+		{pattern: "POST /v1/internal/entries", summary: "between nodes: a follower's batch of encoded log entries (each a uvarint length, then its bytes); one result or error per entry, in order",
+			body: &body{media: []string{transport.ContentTypeEntries}, schema: obj{"type": "string", "format": "binary"}}, resp: transport.EntriesResponse{}},
 		{pattern: "PUT /v1/internal/blobs/{id}", summary: "between nodes: a peer pushes an artifact's bytes", body: &body{media: []string{"application/octet-stream"}, schema: obj{"type": "string", "format": "binary"}}, status: 204, noBody: true},
 		{pattern: "GET /v1/internal/blobs/{id}", summary: "between nodes: this node's own checked copy of an artifact's bytes", media: "application/octet-stream", schema: obj{"type": "string", "format": "binary"}},
 	}

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/http"
@@ -42,6 +43,7 @@ func (s *Server) routes() []route {
 	var (
 		messageBody  = bodyCap{s.opts.MaxMessageBytes, " (--max-message-bytes)"}
 		entryBody    = bodyCap{forwardLimit(s.opts.MaxMessageBytes), " (a forwarded write: 8 × --max-message-bytes, at least 2 MiB)"}
+		batchBody    = bodyCap{batchLimit(s.opts.MaxMessageBytes), " (forwarded writes: one entry's ceiling, 8 × --max-message-bytes and at least 2 MiB, and its length prefix)"}
 		rulesBody    = bodyCap{rules.MaxBytes, fmt.Sprintf(" (a rules document is at most %d bytes, 256 KiB)", rules.MaxBytes)}
 		bulletinBody = bodyCap{maxBulletinBody, fmt.Sprintf(" (the bulletin is capped at %d bytes)", fsm.MaxBulletinBytes)}
 		lockBody     = bodyCap{maxLockBody, fmt.Sprintf(" (a lock path is at most %d bytes)", fsm.MaxLockPathLen)}
@@ -165,6 +167,7 @@ func (s *Server) routes() []route {
 		{pattern: "POST /v1/cluster/transfer-leadership", rule: ruleAdmin, handle: s.transfer},
 		{pattern: "GET /v1/internal/read-index", rule: ruleAdmin, handle: s.readIndex},
 		{pattern: "POST /v1/internal/entry", rule: ruleAdmin, body: entryBody, handle: s.internalEntry},
+		{pattern: "POST /v1/internal/entries", rule: ruleAdmin, body: batchBody, handle: s.internalEntries},
 		{pattern: "PUT /v1/internal/blobs/{id}", rule: ruleAdmin, body: artifactBody, handle: s.receiveBlob},
 		{pattern: "GET /v1/internal/blobs/{id}", rule: ruleAdmin, handle: s.localBlob},
 	}
@@ -296,6 +299,14 @@ const minForwardLimit = 2 << 20
 // 1-byte character as 6, "\u003c"), with room for the envelope; at least
 // minForwardLimit.
 func forwardLimit(maxMessageBytes int64) int64 { return max(minForwardLimit, 8*maxMessageBytes) }
+
+// batchLimit caps a batch of forwarded entries: one entry at forwardLimit
+// with its length prefix. A follower's batcher keeps a batch of several
+// entries under a smaller bound of its own (cluster's maxBatchBytes, below
+// minForwardLimit), so the largest entry still goes, alone.
+func batchLimit(maxMessageBytes int64) int64 {
+	return forwardLimit(maxMessageBytes) + binary.MaxVarintLen64
+}
 
 // capBody refuses a declared body over the ceiling with 413 and caps an
 // undeclared (chunked) one; a handler that reads past the cap gets an

@@ -35,6 +35,13 @@ type Proposer interface {
 	// and returns the state machine's result as JSON: the leader's half of
 	// a forwarded Apply. A non-leader answers ErrNotLeader.
 	ApplyEntry(ctx context.Context, entry []byte) (json.RawMessage, error)
+	// ApplyEntries commits a batch of entries a follower encoded and
+	// forwarded in one request, and returns one outcome per entry, in
+	// order: one entry's error (a refusal, or a failure to commit that
+	// leaves its outcome unknown) fails that entry only. The error return
+	// is for the whole batch (ErrNotLeader on a non-leader), when no entry
+	// was proposed.
+	ApplyEntries(ctx context.Context, entries [][]byte) ([]EntryOutcome, error)
 	// Linearize returns, for Strong, once this node's state holds every
 	// entry committed before the call (a follower asks the leader for its
 	// read index and waits to apply it); for Local at once.

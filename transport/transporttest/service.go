@@ -376,6 +376,26 @@ func (s *Service) ApplyEntry(ctx context.Context, entry []byte) (json.RawMessage
 	return json.Marshal(res)
 }
 
+// ApplyEntries applies a batch of encoded entries in order, as a leader
+// does with a follower's forwarded batch: one outcome per entry, one
+// entry's error failing only that entry.
+func (s *Service) ApplyEntries(ctx context.Context, entries [][]byte) ([]transport.EntryOutcome, error) {
+	if err := s.record(ctx, Call{Method: "ApplyEntries"}); err != nil {
+		return nil, err
+	}
+	outs := make([]transport.EntryOutcome, len(entries))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, e := range entries {
+		res, err := s.applyLocked(e)
+		if err == nil {
+			outs[i].Result, err = json.Marshal(res)
+		}
+		outs[i].Err = err
+	}
+	return outs, nil
+}
+
 func (s *Service) Linearize(ctx context.Context, c transport.Consistency) error {
 	return s.record(ctx, Call{Method: "Linearize", Cons: c})
 }

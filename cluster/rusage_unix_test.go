@@ -1,0 +1,18 @@
+//go:build unix
+
+package cluster_test
+
+import (
+	"syscall"
+	"time"
+)
+
+// processCPU is the CPU time (user and system) this process has used so
+// far: the benchmarks' nodes and clients all run in it.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -1,0 +1,182 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// ContentTypeEntries marks a request body that is a batch of encoded log
+// entries: each entry as its length (unsigned varint, encoding/binary's
+// Uvarint) followed by its bytes, back to back.
+const ContentTypeEntries = "application/vnd.maos.entries"
+
+// MaxBatchEntries bounds the entries of one POST /v1/internal/entries: a
+// follower's batcher never sends more, and the leader refuses a body that
+// holds more with 400.
+const MaxBatchEntries = 256
+
+// EntryOutcome is the leader's answer to one entry of a batch: Result, the
+// state machine's result as JSON, or Err (an apply refusal, or a failure
+// to commit such as raft.ErrLeadershipLost, classified for the wire as a
+// single entry's error would be).
+type EntryOutcome struct {
+	Result json.RawMessage
+	Err    error
+}
+
+// EntriesResponse is the answer of POST /v1/internal/entries: one result
+// per entry, in the order of the request.
+type EntriesResponse struct {
+	Results []EntryResult `json:"results"`
+}
+
+// EntryResult is one entry's answer: exactly one of Result (the state
+// machine's result, as /v1/internal/entry answers it) and Error (the
+// error body that route would have answered, with its HTTP status).
+type EntryResult struct {
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *EntryError     `json:"error,omitempty"`
+}
+
+// EntryError is one entry's error: its HTTP status, code and message.
+type EntryError struct {
+	Status  int    `json:"status"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// AppendEntry appends entry to a batch body in the framing of
+// ContentTypeEntries.
+func AppendEntry(batch, entry []byte) []byte {
+	batch = binary.AppendUvarint(batch, uint64(len(entry)))
+	return append(batch, entry...)
+}
+
+// SplitEntries splits a batch body into its entries (sub-slices of body,
+// not copies). Errors name the entry and the limit: an empty or cut-off
+// entry, more than MaxBatchEntries, an empty batch.
+func SplitEntries(body []byte) ([][]byte, error) {
+	var out [][]byte
+	for i := 0; len(body) > 0; i++ {
+		if i == MaxBatchEntries {
+			return nil, fmt.Errorf("entries: more than %d entries in one batch", MaxBatchEntries)
+		}
+		n, k := binary.Uvarint(body)
+		switch {
+		case k <= 0:
+			return nil, fmt.Errorf("entries[%d]: bad length prefix", i)
+		case n == 0:
+			return nil, fmt.Errorf("entries[%d]: empty entry", i)
+		case n > uint64(len(body)-k):
+			return nil, fmt.Errorf("entries[%d]: length %d but %d bytes left", i, n, len(body)-k)
+		}
+		out = append(out, body[k:k+int(n)])
+		body = body[k+int(n):]
+	}
+	if len(out) == 0 {
+		return nil, errors.New("entries: empty batch")
+	}
+	return out, nil
+}
+
+// internalEntries serves POST /v1/internal/entries: a batch of encoded
+// entries a follower forwards in one request (Proposer.ApplyEntries), so
+// the writes that wait on one follower cost the leader one HTTP request
+// rather than one each. The answer holds one result per entry; an entry's
+// error fails that entry only. A whole-request error (not the leader, a
+// malformed batch) answers as /v1/internal/entry does.
+func (s *Server) internalEntries(w http.ResponseWriter, r *http.Request) {
+	if ct := r.Header.Get("Content-Type"); ct != ContentTypeEntries {
+		s.writeError(w, r, fmt.Errorf("%w: Content-Type: want %s, got %q", ErrBadRequest, ContentTypeEntries, ct))
+		return
+	}
+	// The route's ceiling (batchLimit, routes.go) already bounds the body.
+	body, err := readForwarded(r)
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		s.writeError(w, r, &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
+			Message: fmt.Sprintf("batch of entries over the limit of %d bytes", tooBig.Limit)})
+		return
+	case err != nil:
+		s.writeError(w, r, fmt.Errorf("%w: read entries: %v", ErrBadRequest, err))
+		return
+	}
+	entries, err := SplitEntries(body)
+	if err != nil {
+		s.writeError(w, r, fmt.Errorf("%w: %v", ErrBadRequest, err))
+		return
+	}
+	outs, err := s.prop.ApplyEntries(r.Context(), entries)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if len(outs) != len(entries) {
+		s.writeError(w, r, fmt.Errorf("transport: %d results for %d entries", len(outs), len(entries)))
+		return
+	}
+	// Built by hand: the results are JSON already, and json.Marshal would
+	// scan each of them again to check it.
+	var b bytes.Buffer
+	b.WriteString(`{"results":[`)
+	for i, o := range outs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if o.Err != nil {
+			api := toAPIError(o.Err)
+			e, _ := json.Marshal(EntryError{Status: api.Status, Code: api.Code, Message: api.Message})
+			b.WriteString(`{"error":`)
+			b.Write(e)
+		} else {
+			b.WriteString(`{"result":`)
+			b.Write(o.Result)
+		}
+		b.WriteByte('}')
+	}
+	b.WriteString("]}")
+	writeRawJSON(w, b.Bytes())
+}
+
+// ApplyEntries sends a batch of encoded log entries to the node (the
+// leader) in one request and returns one outcome per entry, in order: the
+// state machine's result as JSON, or the entry's error as an *APIError
+// (errors.Is works on it as on a single entry's). The error return is the
+// whole request's: nothing in the batch is answered, and any entry may or
+// may not have been committed.
+func (c *Client) ApplyEntries(ctx context.Context, entries [][]byte) ([]EntryOutcome, error) {
+	size := 0
+	for _, e := range entries {
+		size += binary.MaxVarintLen64 + len(e)
+	}
+	body := make([]byte, 0, size)
+	for _, e := range entries {
+		body = AppendEntry(body, e)
+	}
+	var out EntriesResponse
+	h := http.Header{"Content-Type": []string{ContentTypeEntries}}
+	if err := c.doRaw(ctx, http.MethodPost, "/v1/internal/entries", nil, h, body, &out, nil); err != nil {
+		return nil, err
+	}
+	if len(out.Results) != len(entries) {
+		return nil, fmt.Errorf("transport: POST /v1/internal/entries: %d results for %d entries", len(out.Results), len(entries))
+	}
+	outs := make([]EntryOutcome, len(entries))
+	for i, r := range out.Results {
+		switch {
+		case r.Error != nil:
+			outs[i].Err = &APIError{Status: r.Error.Status, Code: r.Error.Code, Message: r.Error.Message}
+		case r.Result != nil:
+			outs[i].Result = r.Result
+		default:
+			outs[i].Err = fmt.Errorf("transport: POST /v1/internal/entries: result %d has neither result nor error", i)
+		}
+	}
+	return outs, nil
+}
