@@ -114,7 +114,8 @@ type LeaseHolder struct {
 // String is "node/instance".
 func (h LeaseHolder) String() string { return h.Node + "/" + h.Instance }
 
-func (h LeaseHolder) validate() error {
+// Validate checks node and instance: each an id matching NamePattern.
+func (h LeaseHolder) Validate() error {
 	if !ValidName(h.Node) {
 		if h.Node == "" {
 			return fieldErr("node", "required: the id of the node the watcher runs beside")
@@ -148,7 +149,7 @@ type AgentLeaseAcquireCommand struct {
 
 // Validate checks agent, node, instance and ttl.
 func (c *AgentLeaseAcquireCommand) Validate() error {
-	return cmp.Or(validLeaseAgent(c.Agent), c.LeaseHolder.validate(), c.TTL.validateIn(MinAgentLeaseTTL, MaxAgentLeaseTTL))
+	return cmp.Or(validLeaseAgent(c.Agent), c.LeaseHolder.Validate(), c.TTL.validateIn(MinAgentLeaseTTL, MaxAgentLeaseTTL))
 }
 
 // AgentLeaseRenewCommand is the body of OpAgentLeaseRenew and of POST
@@ -163,7 +164,7 @@ type AgentLeaseRenewCommand struct {
 
 // Validate checks agent, node, instance, fence and ttl.
 func (c *AgentLeaseRenewCommand) Validate() error {
-	return cmp.Or(validLeaseAgent(c.Agent), c.LeaseHolder.validate(), validFence(c.Fence), c.TTL.validateIn(MinAgentLeaseTTL, MaxAgentLeaseTTL))
+	return cmp.Or(validLeaseAgent(c.Agent), c.LeaseHolder.Validate(), validFence(c.Fence), c.TTL.validateIn(MinAgentLeaseTTL, MaxAgentLeaseTTL))
 }
 
 // AgentLeaseReleaseCommand is the body of OpAgentLeaseRelease and of POST
@@ -177,7 +178,7 @@ type AgentLeaseReleaseCommand struct {
 
 // Validate checks agent, node, instance and fence.
 func (c *AgentLeaseReleaseCommand) Validate() error {
-	return cmp.Or(validLeaseAgent(c.Agent), c.LeaseHolder.validate(), validFence(c.Fence))
+	return cmp.Or(validLeaseAgent(c.Agent), c.LeaseHolder.Validate(), validFence(c.Fence))
 }
 
 func validFence(f uint64) error {

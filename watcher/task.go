@@ -511,7 +511,7 @@ func taskMessage(t *fsm.Task) *fsm.Message {
 // requires_approval completion leaves the task awaiting its approval,
 // with no lease: the run is over, the task not done.
 func (w *agentWatcher) complete(ctx context.Context, t *fsm.Task, claim fsm.TaskResult, comp fsm.TaskCompletion, start time.Time) {
-	cmd := fsm.TaskCompleteCommand{ID: t.ID, Agent: w.cfg.ID, Fence: claim.Fence, Completion: comp}
+	cmd := fsm.TaskCompleteCommand{ID: t.ID, Agent: w.cfg.ID, Fence: claim.Fence, Completion: comp, AgentFence: w.agentFence()}
 	if err := cmd.Validate(); err != nil {
 		w.log.Warn("watcher: the CLI's completion is invalid; reporting a failure", "task", t.ID, "err", err)
 		cmd.Completion = invalidCompletion(comp, err)
@@ -575,7 +575,7 @@ func (w *agentWatcher) handBack(t *fsm.Task, claim fsm.TaskResult) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	_, err := w.tasks.HandoffTask(ctx, fsm.TaskHandoffCommand{ID: t.ID, Agent: w.cfg.ID, Fence: claim.Fence, To: t.To,
-		Reason: "the watcher of " + w.cfg.ID + " stopped"})
+		Reason: "the watcher of " + w.cfg.ID + " stopped", AgentFence: w.agentFence()})
 	if err != nil {
 		w.log.Warn("watcher: handing the task back failed; its lease will lapse", "task", t.ID, "err", err)
 		return
@@ -648,7 +648,7 @@ func (l *lease) keep(ctx context.Context) {
 		case <-l.wake:
 		}
 		l.mu.Lock()
-		cmd := fsm.TaskProgressCommand{ID: l.t.ID, Agent: l.w.cfg.ID, Fence: l.fence, Message: l.message, Progress: l.progress}
+		cmd := fsm.TaskProgressCommand{ID: l.t.ID, Agent: l.w.cfg.ID, Fence: l.fence, Message: l.message, Progress: l.progress, AgentFence: l.w.agentFence()}
 		l.mu.Unlock()
 		_, err := l.w.tasks.TaskProgress(ctx, cmd)
 		switch {
