@@ -63,6 +63,17 @@ func TestAgentLeaseRoutes(t *testing.T) {
 	if l, err := alice.AgentLease(ctx, "alice", transport.Strong); err != nil || l.Holder != b {
 		t.Fatalf("lease = %+v, %v; want held by n2", l, err)
 	}
+	// A task claim carries the fence too.
+	task, err := e.client(bobSecret).CreateTask(ctx, fsm.TaskCreateCommand{ID: "t-fenced", From: "bob", To: "alice", Title: "fenced"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.ClaimTaskFenced(ctx, task.ID, "alice", fence); !errors.Is(err, fsm.ErrFenced) {
+		t.Fatalf("claim under the old fence = %v, want fenced", err)
+	}
+	if cl, err := alice.ClaimTaskFenced(ctx, task.ID, "alice", took.Lease.Fence); err != nil || cl.State != fsm.TaskRunning {
+		t.Fatalf("claim under the current fence = %+v, %v", cl, err)
+	}
 }
 
 // Bad input names the field; another agent's token may not take alice's

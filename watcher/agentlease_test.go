@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/transport/transporttest"
 )
 
 // startLeased runs a watcher of agent "ha" (lease_ttl 1s) beside node
@@ -205,5 +209,56 @@ func TestLeaseTTLBounds(t *testing.T) {
 	f, err := Parse([]byte("agents:\n- id: ha\n  command: [true]\n"))
 	if err != nil || time.Duration(f.Agents[0].LeaseTTL) != fsm.DefaultAgentLeaseTTL {
 		t.Errorf("default lease_ttl = %v, %v", f, err)
+	}
+}
+
+// A holder whose renewals cannot get through (its node cut off) stops
+// serving once none was accepted for a ttl by its own clock, so it never
+// answers past the time a standby may have taken over; when the node is
+// reachable again it asks anew, is granted a new fence (the old lease
+// lapsed) and answers what came meanwhile.
+func TestHolderStopsWhenRenewalsFail(t *testing.T) {
+	svc := transporttest.New(t)
+	api := transport.NewServer(svc, transport.ServerOptions{Blobs: svc})
+	var cut atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if cut.Load() && strings.Contains(r.URL.Path, "/lease") {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"error":{"code":"no_leader","message":"cut off by the test"}}`))
+			return
+		}
+		api.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	cl := transport.NewClient(srv.URL, nil)
+	f, err := Parse([]byte("agents:\n- id: ha\n  command: [sh, -c, 'echo answered']\n  context_messages: 0\n  lease_ttl: 1s\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, f, Options{Client: cl, Logger: slog.New(slog.NewTextHandler(&logs, nil)), BackoffBase: 10 * time.Millisecond,
+			Heartbeat: 50 * time.Millisecond, Node: "n1", Instance: "i1"})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	waitFor(t, "n1 holds the lease", func() bool { l := leaseOf(t, cl); return l != nil && l.Holder.Node == "n1" })
+	before := leaseOf(t, cl)
+	cut.Store(true)
+	waitFor(t, "the holder stops", func() bool {
+		return logs.count("no renewal of the agent's lease accepted for a ttl; stopping") == 1 && logs.count("lost the agent's lease; standing by") == 1
+	})
+	m := mailHA(t, cl, 1)
+	cut.Store(false)
+	if got := answerOf(t, cl, m); got != "answered" {
+		t.Fatalf("answer %q", got)
+	}
+	if l := leaseOf(t, cl); l.Holder.Node != "n1" || l.Fence <= before.Fence || l.Reason != fsm.LeaseReasonLapsed {
+		t.Errorf("lease after the cut = %+v, want n1's under a new fence after the lapse (was %d)", l, before.Fence)
 	}
 }

@@ -29,7 +29,8 @@ import (
 type taskAPI interface {
 	Task(ctx context.Context, id string) (*fsm.Task, error)
 	Tasks(ctx context.Context, q fsm.TaskQuery) (fsm.TaskPage, error)
-	ClaimTask(ctx context.Context, id, agent string) (fsm.TaskResult, error)
+	// ClaimTaskFenced claims under the agent lease's fence (agentlease.go).
+	ClaimTaskFenced(ctx context.Context, id, agent string, agentFence uint64) (fsm.TaskResult, error)
 	TaskProgress(ctx context.Context, cmd fsm.TaskProgressCommand) (fsm.TaskResult, error)
 	CompleteTask(ctx context.Context, cmd fsm.TaskCompleteCommand) (fsm.TaskResult, error)
 	// HandoffTask gives a queue's task back to its queue when the watcher
@@ -270,7 +271,7 @@ func (w *agentWatcher) takeTask(ctx context.Context, o taskOffer, ran uint64) (u
 	case t.ReadyAt != nil && time.Until(*t.ReadyAt) > 0:
 		return 0, &taskOffer{id: t.ID, task: t, notBefore: *t.ReadyAt, tries: o.tries}
 	}
-	claim, err := w.tasks.ClaimTask(ctx, t.ID, w.cfg.ID)
+	claim, err := w.tasks.ClaimTaskFenced(ctx, t.ID, w.cfg.ID, w.agentFence())
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:
