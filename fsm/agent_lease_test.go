@@ -251,3 +251,18 @@ func mustCursor(tb testing.TB, r any) *Cursor {
 	}
 	return c
 }
+
+// NameFrom makes an id of a host name, or gives the fallback.
+func TestNameFrom(t *testing.T) {
+	for in, want := range map[string]string{
+		"Build-Box.example.COM": "build-box.example.com",
+		"my host (2)":           "my-host-2",
+		"--._":                  "fallback",
+		"":                      "fallback",
+		strings.Repeat("a", 70): strings.Repeat("a", 64),
+	} {
+		if got := NameFrom(in, "fallback"); got != want {
+			t.Errorf("NameFrom(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"os"
-	"regexp"
-	"strings"
 	"time"
 
 	"github.com/maos-project/maos/fsm"
@@ -36,8 +34,6 @@ import (
 // message is not done here, the new holder answers it.
 var errLeaseLost = errors.New("watcher: the agent's lease was lost")
 
-var instanceChars = regexp.MustCompile(`[^a-z0-9._-]+`)
-
 // newInstanceID is a random id for this watcher process (16 hex digits).
 func newInstanceID() string {
 	var b [8]byte
@@ -45,18 +41,11 @@ func newInstanceID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// hostNode is the node id a watcher beside no node reports: the host's
-// name in the id alphabet, "local" if that leaves nothing valid.
+// hostNode is the node name of a watcher beside no node (maosctl
+// watch): the host's name as an id, "local" if that leaves nothing.
 func hostNode() string {
 	h, _ := os.Hostname()
-	id := strings.Trim(instanceChars.ReplaceAllString(strings.ToLower(h), "-"), "-._")
-	if len(id) > 64 {
-		id = id[:64]
-	}
-	if !fsm.ValidName(id) {
-		return "local"
-	}
-	return id
+	return fsm.NameFrom(h, "local")
 }
 
 // holder is this watcher's name in the agent's lease.
