@@ -26,7 +26,10 @@ const (
 	AuditConfig  = "config"  // cluster setting changed
 	AuditTrim    = "trim"    // retention trimmed messages
 	AuditNode    = "node"    // node joined, left, died
-	AuditOther   = "other"
+	// AuditAgentLease: an agent's lease granted to a new holder (first,
+	// takeover) or released (agent_lease.go).
+	AuditAgentLease = "agent_lease"
+	AuditOther      = "other"
 )
 
 // AuditEvent is one line of the audit trail. Line renders it in the seed

@@ -17,6 +17,10 @@ const OpSetCursor Op = "set_cursor"
 type SetCursorCommand struct {
 	Agent string `json:"agent"`
 	Seq   uint64 `json:"seq"`
+	// AgentFence, when set, must be the agent's current lease fence
+	// (agent_lease.go): a watcher that lost the lease cannot move the
+	// cursor its successor resumes from. Zero: no check.
+	AgentFence uint64 `json:"agent_fence,omitempty"`
 }
 
 // Cursor is an agent's watcher cursor.
@@ -37,6 +41,9 @@ func applySetCursor(tx *bbolt.Tx, _ uint64, _ int64, body []byte) (any, error) {
 	var cmd SetCursorCommand
 	if err := decodeCommand(OpSetCursor, body, &cmd); err != nil {
 		return nil, err
+	}
+	if err := checkAgentFence(tx, cmd.Agent, cmd.AgentFence); err != nil {
+		return nil, wrapOp(OpSetCursor, err)
 	}
 	cur := getCursor(tx, cmd.Agent)
 	if cmd.Seq > cur {

@@ -215,7 +215,36 @@ const (
 	afterReceiptStates = "after-receipt-states "
 	afterArtifacts     = "after-artifacts "
 	afterNodeEventIDs  = "after-node-event-ids "
+	afterAgentLeases   = "after-agent-leases "
 )
+
+// agentLeaseBucket reports whether name is the agent lease bucket, which
+// only formatAgentLeaseLog fills.
+func agentLeaseBucket(name string) bool { return name == "agent_leases" }
+
+// formatAgentLeaseLog is the fixed tail after the node events that
+// touches the agent lease ops and the fences, from index start+1 and time
+// ts on: a grant, a standby, a renewal, a reply and a cursor move under
+// the fence, a lapse and a takeover, a release, and a takeover after it.
+func formatAgentLeaseLog(tb testing.TB, start uint64, ts int64) []*raft.Log {
+	tb.Helper()
+	l := &entryLog{tb: tb, idx: start, ts: ts}
+	ms := time.Millisecond
+	a := LeaseHolder{Node: "n1", Instance: "aaaa1111"}
+	b := LeaseHolder{Node: "n2", Instance: "bbbb2222"}
+	ttl := LockTTL(10 * time.Second)
+	first := l.add(ms, OpAgentLeaseAcquire, AgentLeaseAcquireCommand{Agent: "pat", LeaseHolder: a, TTL: ttl})
+	l.add(ms, OpAgentLeaseAcquire, AgentLeaseAcquireCommand{Agent: "pat", LeaseHolder: b, TTL: ttl})
+	l.add(ms, OpAgentLeaseRenew, AgentLeaseRenewCommand{Agent: "pat", LeaseHolder: a, Fence: first, TTL: ttl})
+	m := testMessage("msg-20261121-113000-pat-00000201", "general", "answered under the fence")
+	m.From, m.To = "pat", Recipients{"alice"}
+	l.add(ms, OpSend, SendCommand{Message: m, AgentFence: first})
+	l.add(ms, OpSetCursor, SetCursorCommand{Agent: "pat", Seq: l.idx, AgentFence: first})
+	second := l.add(11*time.Second, OpAgentLeaseAcquire, AgentLeaseAcquireCommand{Agent: "pat", LeaseHolder: b, TTL: ttl})
+	l.add(ms, OpAgentLeaseRelease, AgentLeaseReleaseCommand{Agent: "pat", LeaseHolder: b, Fence: second})
+	l.add(ms, OpAgentLeaseAcquire, AgentLeaseAcquireCommand{Agent: "pat", LeaseHolder: a, TTL: ttl})
+	return l.logs
+}
 
 // nodeEventIDBucket reports whether name is the bucket of node events'
 // ids, which only the node events after formatArtifactLog fill.
@@ -333,7 +362,7 @@ func bucketDigests(tb testing.TB, f *FSM) []string {
 // snapshots are read by the current code, so a change here is a change of
 // the on-disk format and needs a migration, not a new golden file.
 //
-// The golden file has seven parts: the buckets but the task, approval and
+// The golden file has eight parts: the buckets but the task, approval and
 // policy ones after formatLog (the lines written before tasks existed,
 // unchanged), then, prefixed "after-tasks ", every bucket but the
 // approval and policy ones after formatTaskLog too (the lines written
@@ -347,7 +376,9 @@ func bucketDigests(tb testing.TB, f *FSM) []string {
 // unchanged), then, prefixed "after-artifacts ", every bucket but the node
 // event ids after formatArtifactLog (the lines written before node events
 // had ids, unchanged), then, prefixed "after-node-event-ids ", every
-// bucket after a node event proposed twice under one id.
+// bucket but the agent leases after a node event proposed twice under one
+// id (the lines written before agent leases existed, unchanged), then,
+// prefixed "after-agent-leases ", every bucket after formatAgentLeaseLog.
 func TestStateFormatUnchanged(t *testing.T) {
 	f, _ := openTemp(t)
 	logs := formatLog(t)
@@ -361,7 +392,7 @@ func TestStateFormatUnchanged(t *testing.T) {
 	}
 	var got []string
 	for _, line := range bucketDigests(t, f) {
-		if name := strings.Fields(line)[0]; !taskBucket(name) && !approvalBucket(name) && !policyBucket(name) && !artifactBucket(name) && !nodeEventIDBucket(name) {
+		if name := strings.Fields(line)[0]; !taskBucket(name) && !approvalBucket(name) && !policyBucket(name) && !artifactBucket(name) && !nodeEventIDBucket(name) && !agentLeaseBucket(name) {
 			got = append(got, line)
 		}
 	}
@@ -372,7 +403,7 @@ func TestStateFormatUnchanged(t *testing.T) {
 		}
 	}
 	for _, line := range bucketDigests(t, f) {
-		if name := strings.Fields(line)[0]; !approvalBucket(name) && !policyBucket(name) && !artifactBucket(name) && !nodeEventIDBucket(name) {
+		if name := strings.Fields(line)[0]; !approvalBucket(name) && !policyBucket(name) && !artifactBucket(name) && !nodeEventIDBucket(name) && !agentLeaseBucket(name) {
 			got = append(got, afterTasks+line)
 		}
 	}
@@ -384,7 +415,7 @@ func TestStateFormatUnchanged(t *testing.T) {
 		}
 	}
 	for _, line := range bucketDigests(t, f) {
-		if name := strings.Fields(line)[0]; !policyBucket(name) && !artifactBucket(name) && !nodeEventIDBucket(name) {
+		if name := strings.Fields(line)[0]; !policyBucket(name) && !artifactBucket(name) && !nodeEventIDBucket(name) && !agentLeaseBucket(name) {
 			got = append(got, afterApprovals+line)
 		}
 	}
@@ -396,7 +427,7 @@ func TestStateFormatUnchanged(t *testing.T) {
 		}
 	}
 	for _, line := range bucketDigests(t, f) {
-		if name := strings.Fields(line)[0]; !artifactBucket(name) && !nodeEventIDBucket(name) {
+		if name := strings.Fields(line)[0]; !artifactBucket(name) && !nodeEventIDBucket(name) && !agentLeaseBucket(name) {
 			got = append(got, afterPolicies+line)
 		}
 	}
@@ -408,7 +439,7 @@ func TestStateFormatUnchanged(t *testing.T) {
 		}
 	}
 	for _, line := range bucketDigests(t, f) {
-		if name := strings.Fields(line)[0]; !artifactBucket(name) && !nodeEventIDBucket(name) {
+		if name := strings.Fields(line)[0]; !artifactBucket(name) && !nodeEventIDBucket(name) && !agentLeaseBucket(name) {
 			got = append(got, afterReceiptStates+line)
 		}
 	}
@@ -420,7 +451,7 @@ func TestStateFormatUnchanged(t *testing.T) {
 		}
 	}
 	for _, line := range bucketDigests(t, f) {
-		if !nodeEventIDBucket(strings.Fields(line)[0]) {
+		if name := strings.Fields(line)[0]; !nodeEventIDBucket(name) && !agentLeaseBucket(name) {
 			got = append(got, afterArtifacts+line)
 		}
 	}
@@ -436,10 +467,23 @@ func TestStateFormatUnchanged(t *testing.T) {
 		}
 	}
 	for _, line := range bucketDigests(t, f) {
+		if !agentLeaseBucket(strings.Fields(line)[0]) {
+			got = append(got, afterNodeEventIDs+line)
+		}
+	}
+	// Agent leases and their fences.
+	lastEvent := el.logs[len(el.logs)-1]
+	leases := formatAgentLeaseLog(t, lastEvent.Index, el.ts+int64(24*time.Hour)) // past every earlier entry time, which apply made monotonic
+	for i, r := range f.ApplyBatch(leases) {
+		if err, failed := r.(error); failed {
+			t.Fatalf("agent lease entry %d: %v", i+1, err)
+		}
+	}
+	for _, line := range bucketDigests(t, f) {
 		if strings.Contains(line, " 0 ") {
 			t.Errorf("the format logs leave bucket %s empty: they pin nothing there", strings.Fields(line)[0])
 		}
-		got = append(got, afterNodeEventIDs+line)
+		got = append(got, afterAgentLeases+line)
 	}
 	path := filepath.Join("testdata", "state_format.golden")
 	if *updateFormat {

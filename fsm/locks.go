@@ -121,12 +121,16 @@ func (d *LockTTL) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func (d LockTTL) validate() error {
+func (d LockTTL) validate() error { return d.validateIn(MinLockTTL, MaxLockTTL) }
+
+// validateIn checks that the duration is set and within [lo, hi]: the one
+// check of a lease's ttl, for locks and agent leases.
+func (d LockTTL) validateIn(lo, hi time.Duration) error {
 	if d == 0 {
-		return fieldErr("ttl", "required: a lease duration from %s to %s, like \"5m\"", MinLockTTL, MaxLockTTL)
+		return fieldErr("ttl", "required: a lease duration from %s to %s, like \"5m\"", lo, hi)
 	}
-	if time.Duration(d) < MinLockTTL || time.Duration(d) > MaxLockTTL {
-		return fieldErr("ttl", "%s is outside the limits %s to %s", time.Duration(d), MinLockTTL, MaxLockTTL)
+	if time.Duration(d) < lo || time.Duration(d) > hi {
+		return fieldErr("ttl", "%s is outside the limits %s to %s", time.Duration(d), lo, hi)
 	}
 	return nil
 }

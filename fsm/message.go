@@ -138,6 +138,25 @@ var (
 // it matches NamePattern. NameError says why it does not.
 func ValidName(s string) bool { return rules.ValidName(s) }
 
+// nameUnfit matches the runs of characters outside the id alphabet.
+var nameUnfit = regexp.MustCompile(`[^a-z0-9._-]+`)
+
+// NameFrom derives an id matching NamePattern from free text such as a
+// host name: lower-cased, each run of other characters made "-", trimmed
+// of leading and trailing punctuation, cut to 64 bytes; fallback when
+// nothing valid is left. maosd's default node id and a watcher's node
+// name beside no node are the host's name through it.
+func NameFrom(s, fallback string) string {
+	id := strings.Trim(nameUnfit.ReplaceAllString(strings.ToLower(s), "-"), "-._")
+	if len(id) > 64 {
+		id = id[:64]
+	}
+	if !ValidName(id) {
+		return fallback
+	}
+	return id
+}
+
 // ValidID reports whether s may be a message id
 // (^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$, the rule Validate applies to id,
 // in_reply_to and thread_id): also a safe file name and URL path segment.

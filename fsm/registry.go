@@ -41,6 +41,11 @@ func (f *FSM) registry() map[Op]applyFunc {
 		OpSetCursor: applySetCursor,
 		OpSetPolicy: applySetPolicy, // policy.go
 
+		// Agent failover: agent_lease.go and one file per op.
+		OpAgentLeaseAcquire: applyAgentLeaseAcquire,
+		OpAgentLeaseRenew:   applyAgentLeaseRenew,
+		OpAgentLeaseRelease: applyAgentLeaseRelease,
+
 		// Artifacts' metadata: artifact_put.go, artifact_delete.go.
 		OpArtifactPut:    applyArtifactPut,
 		OpArtifactDelete: applyArtifactDelete,

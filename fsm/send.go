@@ -20,6 +20,11 @@ type SendCommand struct {
 	// refuses it unless the sender may interrupt (checkInterrupt). Only
 	// the API's interrupt endpoint sets it.
 	Interrupt *Interrupt `json:"interrupt,omitempty"`
+	// AgentFence, when set, is the fence of the sender's agent lease
+	// (agent_lease.go; a fork's is its parent's): apply refuses the send
+	// with a *FenceError unless it is the current grant's, so a watcher
+	// that lost the lease cannot answer. Zero: no check.
+	AgentFence uint64 `json:"agent_fence,omitempty"`
 }
 
 // SendResult is what applying a send returns: where the message is stored.
@@ -93,6 +98,9 @@ func (f *FSM) applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any,
 	}
 	if cmd.Message.From == SystemSender {
 		return nil, fmt.Errorf("fsm: apply send: %w", reservedName("from"))
+	}
+	if err := checkAgentFence(tx, leaseAgent(cmd.Message.From), cmd.AgentFence); err != nil {
+		return nil, fmt.Errorf("fsm: apply send: %w", err)
 	}
 	res, err := f.send(tx, index, ts, &cmd, false)
 	if err != nil {

@@ -73,6 +73,10 @@ var (
 	// recorded it (node_event.go), so a retried proposal audits once.
 	bucketNodeEventIDs = []byte("node_event_ids")
 
+	// bucketAgentLeases: agent id → agentLeaseRecord JSON, the fenced
+	// lease of the watcher that serves the agent (agent_lease.go).
+	bucketAgentLeases = []byte("agent_leases")
+
 	allBuckets = [][]byte{
 		bucketMeta, bucketMessages, bucketIDs, bucketChannels, bucketChannelIndex, bucketNodes,
 		bucketAgents, bucketAgentIndex, bucketInbox, bucketInboxCounts, bucketInboxUnread, bucketReadMarks, bucketReceipts,
@@ -83,6 +87,7 @@ var (
 		bucketPolicies,
 		bucketArtifacts, bucketArtifactIndex, bucketArtifactUsage,
 		bucketNodeEventIDs,
+		bucketAgentLeases,
 	}
 
 	keyAppliedIndex = []byte("applied_index")

@@ -341,6 +341,10 @@ func (c *TaskCreateCommand) Validate() error {
 type TaskClaimCommand struct {
 	ID    string `json:"id"`
 	Agent string `json:"agent"`
+	// AgentFence, when set, must be the agent's current lease fence
+	// (agent_lease.go): a watcher that lost the agent's lease cannot
+	// report the task. Zero: no check.
+	AgentFence uint64 `json:"agent_fence,omitempty"`
 }
 
 // Validate checks the claim's fields.
@@ -357,6 +361,10 @@ type TaskProgressCommand struct {
 	Fence    uint64   `json:"fence"`
 	Message  string   `json:"message,omitempty"`
 	Progress *float64 `json:"progress,omitempty"`
+	// AgentFence, when set, must be the agent's current lease fence
+	// (agent_lease.go): a watcher that lost the agent's lease cannot
+	// report the task. Zero: no check.
+	AgentFence uint64 `json:"agent_fence,omitempty"`
 }
 
 // Validate checks the report's fields and limits.
@@ -371,6 +379,10 @@ type TaskCompleteCommand struct {
 	Agent      string         `json:"agent"`
 	Fence      uint64         `json:"fence"`
 	Completion TaskCompletion `json:"completion"`
+	// AgentFence, when set, must be the agent's current lease fence
+	// (agent_lease.go): a watcher that lost the agent's lease cannot
+	// report the task. Zero: no check.
+	AgentFence uint64 `json:"agent_fence,omitempty"`
 }
 
 // Validate checks the claimant and every completion field.
@@ -458,6 +470,10 @@ type TaskHandoffCommand struct {
 	Fence  uint64 `json:"fence"`
 	To     string `json:"to"`
 	Reason string `json:"reason,omitempty"`
+	// AgentFence, when set, must be the agent's current lease fence
+	// (agent_lease.go): a watcher that lost the agent's lease cannot
+	// report the task. Zero: no check.
+	AgentFence uint64 `json:"agent_fence,omitempty"`
 }
 
 // Validate checks the claimant, the new assignee and the reason.
@@ -608,3 +624,8 @@ func compactRaw(v json.RawMessage) json.RawMessage {
 	}
 	return buf.Bytes()
 }
+
+func (c *TaskClaimCommand) agentFence() (string, uint64)    { return c.Agent, c.AgentFence }
+func (c *TaskProgressCommand) agentFence() (string, uint64) { return c.Agent, c.AgentFence }
+func (c *TaskCompleteCommand) agentFence() (string, uint64) { return c.Agent, c.AgentFence }
+func (c *TaskHandoffCommand) agentFence() (string, uint64)  { return c.Agent, c.AgentFence }

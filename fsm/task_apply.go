@@ -165,6 +165,14 @@ func onTask[C any, P interface {
 		if err := decodeCommand(op, body, P(&cmd)); err != nil {
 			return nil, err
 		}
+		// A report under an agent lease's fence (agent_lease.go) is
+		// refused first when the watcher lost the lease.
+		if fc, ok := any(P(&cmd)).(agentFenced); ok {
+			agent, fence := fc.agentFence()
+			if err := checkAgentFence(tx, agent, fence); err != nil {
+				return nil, a.errorf(err)
+			}
+		}
 		t, err := taskByID(tx, P(&cmd).taskID())
 		if err != nil {
 			return nil, a.errorf(err)

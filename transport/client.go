@@ -65,11 +65,7 @@ func (c *Client) Forwarding() *Client {
 
 // Send posts m and returns where it was committed.
 func (c *Client) Send(ctx context.Context, m *fsm.Message) (*SendResponse, error) {
-	var out SendResponse
-	if err := c.do(ctx, http.MethodPost, "/v1/messages", nil, m, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return c.SendFenced(ctx, m, 0)
 }
 
 // Message fetches one message by id.

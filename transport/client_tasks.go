@@ -62,7 +62,14 @@ func (c *Client) Tasks(ctx context.Context, q fsm.TaskQuery) (fsm.TaskPage, erro
 // the result holds the attempt, the fence every later report names, and
 // when the lease ends. A claim the agent already holds answers the same.
 func (c *Client) ClaimTask(ctx context.Context, id, agent string) (fsm.TaskResult, error) {
-	return c.taskCommand(ctx, id, "claim", fsm.TaskClaimCommand{ID: id, Agent: agent})
+	return c.ClaimTaskFenced(ctx, id, agent, 0)
+}
+
+// ClaimTaskFenced claims as ClaimTask does, under the fence of agent's
+// agent lease (fsm/agent_lease.go): refused (fsm.ErrFenced) unless it is
+// the current grant's. Fence 0 is ClaimTask.
+func (c *Client) ClaimTaskFenced(ctx context.Context, id, agent string, agentFence uint64) (fsm.TaskResult, error) {
+	return c.taskCommand(ctx, id, "claim", fsm.TaskClaimCommand{ID: id, Agent: agent, AgentFence: agentFence})
 }
 
 // TaskProgress reports progress under the claim's fence and renews the

@@ -39,12 +39,16 @@ var (
 
 // Error codes of the wire body {"error":{"code","message"}}.
 const (
-	CodeBadRequest     = "bad_request"
-	CodeInvalid        = "invalid"
-	CodeUnknownField   = "unknown_field"
-	CodeTooLarge       = "too_large"
-	CodeNotFound       = "not_found"
-	CodeConflict       = "conflict"
+	CodeBadRequest   = "bad_request"
+	CodeInvalid      = "invalid"
+	CodeUnknownField = "unknown_field"
+	CodeTooLarge     = "too_large"
+	CodeNotFound     = "not_found"
+	CodeConflict     = "conflict"
+	// CodeFenced: 409, the caller acted as an agent under a lease fence
+	// that is not the current one (fsm.FenceError); errors.Is matches
+	// fsm.ErrFenced and fsm.ErrConflict.
+	CodeFenced         = "fenced"
 	CodeForbidden      = "forbidden"
 	CodeNoLeader       = "no_leader"
 	CodeNotLeader      = "not_leader"
@@ -67,6 +71,7 @@ var codes = map[string]struct {
 	CodeTooLarge:       {http.StatusRequestEntityTooLarge, ErrTooLarge},
 	CodeNotFound:       {http.StatusNotFound, fsm.ErrNotFound},
 	CodeConflict:       {http.StatusConflict, fsm.ErrConflict},
+	CodeFenced:         {http.StatusConflict, &fsm.FenceError{Reason: "fenced"}},
 	CodeForbidden:      {http.StatusForbidden, fsm.ErrForbidden},
 	CodeNoLeader:       {http.StatusServiceUnavailable, ErrNoLeader},
 	CodeNotLeader:      {http.StatusServiceUnavailable, ErrNotLeader},
@@ -125,8 +130,11 @@ func toAPIError(err error) *APIError {
 		fbe *fsm.ForbiddenError
 		cfe *fsm.ConflictError
 		qe  *fsm.QuotaError
+		fce *fsm.FenceError
 	)
 	switch {
+	case errors.As(err, &fce):
+		return &APIError{Status: http.StatusConflict, Code: CodeFenced, Message: fce.Error()}
 	case errors.As(err, &qe):
 		// An artifact over its uploader's quota: the quota's words alone.
 		return &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge, Message: qe.Error()}

@@ -112,8 +112,9 @@ func ops() []op {
 			media: "text/plain; version=0.0.4", schema: obj{"type": "string"}},
 
 		{pattern: "POST /v1/messages", summary: "send a message (or one in a seed's format, or seed 004's task_delegation, task_completion and hitl_approval_request)",
-			body: &body{schema: obj{"anyOf": []any{ref("MessageInput"), obj{"type": "object", "description": "a message in one of the seeds' formats (dialect.Map), a task_delegation or task_completion (answered with TaskMessageResponse) or an hitl_approval_request (ApprovalMessageResponse)"}}}},
-			errs: []int{409, 422, 429}},
+			query: []param{{"agent_fence", "integer", "the fence of the sender's agent lease (a watcher's reply): refused with 409 `fenced` unless it is the current grant's; absent, no check", false}},
+			body:  &body{schema: obj{"anyOf": []any{ref("MessageInput"), obj{"type": "object", "description": "a message in one of the seeds' formats (dialect.Map), a task_delegation or task_completion (answered with TaskMessageResponse) or an hitl_approval_request (ApprovalMessageResponse)"}}}},
+			errs:  []int{409, 422, 429}},
 		{pattern: "GET /v1/messages/{id}", summary: "one message", query: []param{pCons}, resp: fsm.Message{}},
 		{pattern: "GET /v1/messages/{id}/receipts", summary: "a message's delivery receipts", query: []param{pCons}, resp: fsm.Receipts{}},
 		{pattern: "GET /v1/channels", summary: "the channels with their counts", query: []param{pCons}, resp: transport.ChannelsResponse{}},
@@ -171,6 +172,14 @@ func ops() []op {
 		{pattern: "PUT /v1/agents/{id}/receipts/{msg}", summary: "what the agent's watcher did with a message", body: &body{v: transport.ReceiptStateRequest{}, required: []string{"state"}}, resp: fsm.Receipt{}},
 		{pattern: "GET /v1/agents/{id}/cursor", summary: "the seq of the last message the agent's watcher handled", query: []param{pCons}, resp: fsm.Cursor{}},
 		{pattern: "PUT /v1/agents/{id}/cursor", summary: "move the cursor (never back)", body: &body{v: fsm.SetCursorCommand{}, required: []string{"seq"}}, resp: fsm.Cursor{}},
+		{pattern: "POST /v1/agents/{id}/lease", summary: "acquire the agent's lease for a watcher (node, instance): granted with a new fence, extended for its holder, or standby while another holds it",
+			body: &body{v: fsm.AgentLeaseAcquireCommand{}, required: []string{"node", "instance", "ttl"}}, resp: fsm.AgentLeaseResult{}},
+		{pattern: "POST /v1/agents/{id}/lease/renew", summary: "renew the agent's lease by its holder and fence (409 `fenced` when lost)",
+			body: &body{v: fsm.AgentLeaseRenewCommand{}, required: []string{"node", "instance", "fence", "ttl"}}, resp: fsm.AgentLeaseResult{}},
+		{pattern: "POST /v1/agents/{id}/lease/release", summary: "release the agent's lease by its holder and fence, so a standby takes over at once",
+			body: &body{v: fsm.AgentLeaseReleaseCommand{}, required: []string{"node", "instance", "fence"}}, resp: fsm.AgentLeaseResult{}},
+		{pattern: "GET /v1/agents/{id}/lease", summary: "the agent's lease: the watcher serving it, its fence, the standbys", query: []param{pCons}, resp: fsm.AgentLease{}},
+		{pattern: "GET /v1/leases", summary: "every agent's lease", query: []param{pCons}, resp: fsm.AgentLeasePage{}},
 		{pattern: "POST /v1/agents/{id}/interrupt", summary: "store an urgent [INTERRUPT] alert, then press ESC in the agent's pane", body: &body{v: transport.InterruptRequest{}, required: []string{"from", "reason"}}, resp: transport.InterruptResponse{}, errs: []int{429}},
 		{pattern: "GET /v1/agents/{id}/policy", summary: "the agent's run-time delivery policies in force", query: []param{pCons}, resp: fsm.PolicySet{}},
 		{pattern: "PUT /v1/agents/{id}/policy", summary: "set the agent's run-time delivery policy (or one sender's override)", body: &body{v: transport.PolicyRequest{}, required: []string{"mode"}}, resp: fsm.Policy{}},
@@ -289,7 +298,7 @@ func generateOpenAPI(routes []transport.Route) ([]byte, error) {
 		}
 	}
 	codes := []string{transport.CodeBadRequest, transport.CodeInvalid, transport.CodeUnknownField, transport.CodeTooLarge, transport.CodeNotFound,
-		transport.CodeConflict, transport.CodeForbidden, transport.CodeNoLeader, transport.CodeNotLeader, transport.CodeOutcomeUnknown,
+		transport.CodeConflict, transport.CodeFenced, transport.CodeForbidden, transport.CodeNoLeader, transport.CodeNotLeader, transport.CodeOutcomeUnknown,
 		transport.CodeNotReady, transport.CodeUnauthorized, transport.CodeRateLimited, transport.CodeSecretFound, transport.CodeInternal}
 	slices.Sort(codes)
 	g.defs["Error"] = obj{

@@ -89,6 +89,13 @@ type Presence struct {
 	Timestamp time.Time `json:"timestamp"`
 	Version   uint64    `json:"version"`
 	Origin    string    `json:"origin"` // node that wrote this version
+	// ServedBy and Standby come from the agent's lease in the replicated
+	// state (fsm.AgentLease), not from gossip: the node whose watcher
+	// serves the agent ("" when no live lease) and the nodes whose
+	// watchers stand by to take over, comma-separated in id order ("n2,n3";
+	// a string keeps Presence comparable). The API sets them on each answer.
+	ServedBy string `json:"served_by,omitempty"`
+	Standby  string `json:"standby,omitempty"`
 }
 
 // AgentHealth is seed 004's agent_health_check as a watcher reports it in

@@ -121,6 +121,13 @@ func (s *Server) routes() []route {
 		{pattern: "PUT /v1/agents/{id}/policy", rule: actor("id"), handle: s.putPolicy},
 		{pattern: "DELETE /v1/agents/{id}/policy", rule: actor("id"), handle: s.deletePolicy},
 
+		// Agent leases: which watcher serves an agent (server_agent_lease.go).
+		{pattern: "POST /v1/agents/{id}/lease", rule: actor("id"), handle: s.acquireAgentLease},
+		{pattern: "POST /v1/agents/{id}/lease/renew", rule: actor("id"), handle: s.renewAgentLease},
+		{pattern: "POST /v1/agents/{id}/lease/release", rule: actor("id"), handle: s.releaseAgentLease},
+		{pattern: "GET /v1/agents/{id}/lease", rule: ruleAny, handle: s.getAgentLease},
+		{pattern: "GET /v1/leases", rule: ruleAny, handle: s.listAgentLeases},
+
 		// Presence and gossip members (server_presence.go).
 		{pattern: "PUT /v1/presence/{agent}", rule: actor("agent"), body: presenceBody, handle: s.putPresence},
 		{pattern: "GET /v1/presence", rule: ruleAny, handle: s.listPresence},

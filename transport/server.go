@@ -180,6 +180,11 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		s.sendApproval(w, r, *body.approval)
 		return
 	}
+	fence, err := agentFenceParam(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	m := body.msg
 	m.Normalize(s.opts.Now())
 	if err := s.checkRecipients(r, &m); err != nil {
@@ -197,7 +202,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The state machine's fsm.SendResult is SendResponse on the wire.
-	s.propose(w, r, fsm.OpSend, fsm.SendCommand{Message: m})
+	s.propose(w, r, fsm.OpSend, fsm.SendCommand{Message: m, AgentFence: fence})
 }
 
 func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {

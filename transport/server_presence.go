@@ -2,6 +2,10 @@ package transport
 
 import (
 	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/maos-project/maos/fsm"
 )
 
 // maxPresenceBytes caps a PUT /v1/presence body: a heartbeat is a few
@@ -47,6 +51,7 @@ func (s *Server) listPresence(w http.ResponseWriter, r *http.Request) {
 	if list == nil {
 		list = []Presence{}
 	}
+	s.addLeases(list)
 	writeJSON(w, http.StatusOK, PresenceResponse{Agents: list})
 }
 
@@ -56,7 +61,40 @@ func (s *Server) getPresence(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, p)
+	list := []Presence{p}
+	s.addLeases(list)
+	writeJSON(w, http.StatusOK, list[0])
+}
+
+// addLeases sets ServedBy and Standby of each agent of list that has a
+// lease, from this node's state (a local read: the lease changes at most
+// once per ttl). A failed read leaves them empty: presence still answers.
+func (s *Server) addLeases(list []Presence) {
+	page, err := s.state.AgentLeases()
+	if err != nil {
+		s.opts.Logger.Warn("transport: presence without the agents' leases", "err", err)
+		return
+	}
+	byAgent := make(map[string]*fsm.AgentLease, len(page.Leases))
+	for i := range page.Leases {
+		byAgent[page.Leases[i].Agent] = &page.Leases[i]
+	}
+	for i := range list {
+		l := byAgent[list[i].AgentID]
+		if l == nil {
+			continue
+		}
+		if !l.Expired && !l.Released {
+			list[i].ServedBy = l.Holder.Node
+		}
+		var nodes []string
+		for _, sb := range l.Standbys {
+			if !slices.Contains(nodes, sb.Node) {
+				nodes = append(nodes, sb.Node) // Standbys are in node order
+			}
+		}
+		list[i].Standby = strings.Join(nodes, ",")
+	}
 }
 
 func (s *Server) agentHealth(w http.ResponseWriter, r *http.Request) {

@@ -65,6 +65,8 @@ type Reader interface {
 	Inbox(agent string, q fsm.InboxQuery) (fsm.InboxPage, error)
 	InboxCounts(agent string) (fsm.InboxCounts, error)
 	CursorOf(agent string) (fsm.Cursor, error)
+	AgentLeaseOf(agent string) (*fsm.AgentLease, error)
+	AgentLeases() (fsm.AgentLeasePage, error)
 	Policies(agent string, now time.Time) (fsm.PolicySet, error)
 
 	Agent(id string) (*fsm.Agent, error)

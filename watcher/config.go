@@ -94,6 +94,12 @@ type AgentConfig struct {
 	// SharedContextDir is the folder the artifacts a message or task
 	// references are fetched into (SharedContext says the default).
 	SharedContextDir string `yaml:"shared_context"`
+	// LeaseTTL is the agent lease's ttl (lease.go): the same agent may be
+	// configured on watchers of several nodes, one serves it and the
+	// others take over within about this long after it stops renewing.
+	// Default fsm.DefaultAgentLeaseTTL (10s), fsm.MinAgentLeaseTTL to
+	// fsm.MaxAgentLeaseTTL.
+	LeaseTTL Duration `yaml:"lease_ttl"`
 
 	tmpl *template.Template
 	pane PaneDetector
@@ -243,6 +249,12 @@ func (a *AgentConfig) validate(p string) error {
 	}
 	if a.Timeout < 0 {
 		return bad("timeout", "must be positive (got %s)", time.Duration(a.Timeout))
+	}
+	if a.LeaseTTL == 0 {
+		a.LeaseTTL = Duration(fsm.DefaultAgentLeaseTTL)
+	}
+	if d := time.Duration(a.LeaseTTL); d < fsm.MinAgentLeaseTTL || d > fsm.MaxAgentLeaseTTL {
+		return bad("lease_ttl", "must be %s to %s (got %s)", fsm.MinAgentLeaseTTL, fsm.MaxAgentLeaseTTL, d)
 	}
 	if a.Retries == nil {
 		n := DefaultRetries

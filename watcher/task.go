@@ -29,7 +29,8 @@ import (
 type taskAPI interface {
 	Task(ctx context.Context, id string) (*fsm.Task, error)
 	Tasks(ctx context.Context, q fsm.TaskQuery) (fsm.TaskPage, error)
-	ClaimTask(ctx context.Context, id, agent string) (fsm.TaskResult, error)
+	// ClaimTaskFenced claims under the agent lease's fence (agentlease.go).
+	ClaimTaskFenced(ctx context.Context, id, agent string, agentFence uint64) (fsm.TaskResult, error)
 	TaskProgress(ctx context.Context, cmd fsm.TaskProgressCommand) (fsm.TaskResult, error)
 	CompleteTask(ctx context.Context, cmd fsm.TaskCompleteCommand) (fsm.TaskResult, error)
 	// HandoffTask gives a queue's task back to its queue when the watcher
@@ -270,7 +271,7 @@ func (w *agentWatcher) takeTask(ctx context.Context, o taskOffer, ran uint64) (u
 	case t.ReadyAt != nil && time.Until(*t.ReadyAt) > 0:
 		return 0, &taskOffer{id: t.ID, task: t, notBefore: *t.ReadyAt, tries: o.tries}
 	}
-	claim, err := w.tasks.ClaimTask(ctx, t.ID, w.cfg.ID)
+	claim, err := w.tasks.ClaimTaskFenced(ctx, t.ID, w.cfg.ID, w.agentFence())
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:
@@ -511,7 +512,7 @@ func taskMessage(t *fsm.Task) *fsm.Message {
 // requires_approval completion leaves the task awaiting its approval,
 // with no lease: the run is over, the task not done.
 func (w *agentWatcher) complete(ctx context.Context, t *fsm.Task, claim fsm.TaskResult, comp fsm.TaskCompletion, start time.Time) {
-	cmd := fsm.TaskCompleteCommand{ID: t.ID, Agent: w.cfg.ID, Fence: claim.Fence, Completion: comp}
+	cmd := fsm.TaskCompleteCommand{ID: t.ID, Agent: w.cfg.ID, Fence: claim.Fence, Completion: comp, AgentFence: w.agentFence()}
 	if err := cmd.Validate(); err != nil {
 		w.log.Warn("watcher: the CLI's completion is invalid; reporting a failure", "task", t.ID, "err", err)
 		cmd.Completion = invalidCompletion(comp, err)
@@ -575,7 +576,7 @@ func (w *agentWatcher) handBack(t *fsm.Task, claim fsm.TaskResult) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	_, err := w.tasks.HandoffTask(ctx, fsm.TaskHandoffCommand{ID: t.ID, Agent: w.cfg.ID, Fence: claim.Fence, To: t.To,
-		Reason: "the watcher of " + w.cfg.ID + " stopped"})
+		Reason: "the watcher of " + w.cfg.ID + " stopped", AgentFence: w.agentFence()})
 	if err != nil {
 		w.log.Warn("watcher: handing the task back failed; its lease will lapse", "task", t.ID, "err", err)
 		return
@@ -648,7 +649,7 @@ func (l *lease) keep(ctx context.Context) {
 		case <-l.wake:
 		}
 		l.mu.Lock()
-		cmd := fsm.TaskProgressCommand{ID: l.t.ID, Agent: l.w.cfg.ID, Fence: l.fence, Message: l.message, Progress: l.progress}
+		cmd := fsm.TaskProgressCommand{ID: l.t.ID, Agent: l.w.cfg.ID, Fence: l.fence, Message: l.message, Progress: l.progress, AgentFence: l.w.agentFence()}
 		l.mu.Unlock()
 		_, err := l.w.tasks.TaskProgress(ctx, cmd)
 		switch {

@@ -149,6 +149,11 @@ func (f *fakeTasks) Tasks(_ context.Context, q fsm.TaskQuery) (fsm.TaskPage, err
 	return fsm.TaskPage{Tasks: out}, nil
 }
 
+// ClaimTaskFenced is ClaimTask: the fake has no agent leases.
+func (f *fakeTasks) ClaimTaskFenced(ctx context.Context, id, agent string, _ uint64) (fsm.TaskResult, error) {
+	return f.ClaimTask(ctx, id, agent)
+}
+
 func (f *fakeTasks) ClaimTask(_ context.Context, id, agent string) (fsm.TaskResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

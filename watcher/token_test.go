@@ -27,13 +27,22 @@ func TestRunUsesEachAgentsToken(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string][]string{} // agent in the path → Authorization values
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The first thing a watcher does is register its agent.
+		// The first thing a watcher does is ask for its agent's lease
+		// (agentlease.go), then register the agent.
 		var reg struct {
 			ID string `json:"id"`
 		}
-		if r.Method == http.MethodPost && r.URL.Path == "/v1/agents" && json.NewDecoder(r.Body).Decode(&reg) == nil {
+		agent, isLease := strings.CutSuffix(strings.TrimPrefix(r.URL.Path, "/v1/agents/"), "/lease")
+		switch {
+		case r.Method == http.MethodPost && isLease && !strings.Contains(agent, "/"):
+		case r.Method == http.MethodPost && r.URL.Path == "/v1/agents" && json.NewDecoder(r.Body).Decode(&reg) == nil:
+			agent = reg.ID
+		default:
+			agent = ""
+		}
+		if agent != "" {
 			mu.Lock()
-			seen[reg.ID] = append(seen[reg.ID], r.Header.Get("Authorization"))
+			seen[agent] = append(seen[agent], r.Header.Get("Authorization"))
 			mu.Unlock()
 		}
 		http.Error(w, `{"error":{"code":"unavailable","message":"test"}}`, http.StatusServiceUnavailable)

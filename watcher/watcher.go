@@ -44,6 +44,13 @@ type Options struct {
 	// uses the user's default tmux server (set Socket or Name to use
 	// another, as tests do with a private server).
 	Tmux Tmux
+	// Node names the node this watcher runs beside in its agents' leases
+	// (agentlease.go): maosd passes its node id; default the host's name
+	// in the id alphabet.
+	Node string
+	// Instance names this watcher process in its agents' leases; default
+	// 16 random hex digits, new on every Run.
+	Instance string
 	// Metrics, if set, is told of every run of an agent's command (each
 	// retry is a run). maosd passes its node's metrics; maosctl watch,
 	// which runs beside no node, passes none.
@@ -130,6 +137,15 @@ func Run(ctx context.Context, f *File, opts Options) error {
 	if opts.PanePoll <= 0 {
 		opts.PanePoll = DefaultPanePoll
 	}
+	if opts.Node == "" {
+		opts.Node = hostNode()
+	}
+	if opts.Instance == "" {
+		opts.Instance = newInstanceID()
+	}
+	if err := (fsm.LeaseHolder{Node: opts.Node, Instance: opts.Instance}).Validate(); err != nil {
+		return fmt.Errorf("watcher: run: %w", err)
+	}
 	// Every token is read before any watcher starts: a bad file stops the
 	// run rather than leave some agents unwatched.
 	tokens := make([]string, len(f.Agents))
@@ -156,7 +172,7 @@ func Run(ctx context.Context, f *File, opts Options) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w.run(ctx)
+			w.serve(ctx)
 		}()
 	}
 	wg.Wait()
@@ -188,6 +204,13 @@ type agentWatcher struct {
 	interruptedFor map[uint64]bool
 	stats          taskStats
 	busyChanged    chan struct{}
+
+	// The agent's lease (agentlease.go), under mu: the fence this
+	// watcher's writes carry (0 while it does not serve), the cancel of
+	// its serving context, and whether that ended with the lease lost.
+	fence uint64
+	lose  context.CancelFunc
+	lost  bool
 
 	// tasks is the task API (the client); taskOffers feeds taskLoop.
 	tasks      taskAPI
@@ -278,8 +301,12 @@ func (w *agentWatcher) run(ctx context.Context) {
 			w.heartbeat(ctx)
 		}()
 		defer func() {
-			// After the heartbeat's last update, so OFFLINE is the last word.
+			// After the heartbeat's last update, so OFFLINE is the last word;
+			// none when the lease was lost: the agent is served elsewhere.
 			<-beating
+			if w.leaseWasLost() {
+				return
+			}
 			octx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			defer cancel()
 			w.presence(octx, transport.PresenceOffline, "", "", "")
@@ -538,7 +565,9 @@ func (w *agentWatcher) loop(ctx context.Context, cursor uint64, msgs <-chan *fsm
 			items = items[n:]
 		}
 		if cursor > acked {
-			if _, err := w.c.SetCursor(ctx, w.cfg.ID, cursor); err != nil {
+			if _, err := w.c.SetCursorFenced(ctx, w.cfg.ID, cursor, w.agentFence()); errors.Is(err, fsm.ErrFenced) {
+				w.leaseLost(err)
+			} else if err != nil {
 				w.log.Warn("watcher: set cursor failed; retried with the next message", "seq", cursor, "err", err)
 			} else {
 				acked = cursor
@@ -726,8 +755,13 @@ func (w *agentWatcher) invoke(ctx context.Context, inv Invocation, what string, 
 func (w *agentWatcher) post(ctx context.Context, reply *fsm.Message) error {
 	delay := 100 * time.Millisecond
 	for {
-		resp, err := w.c.Send(ctx, reply)
+		resp, err := w.c.SendFenced(ctx, reply, w.agentFence())
 		switch {
+		case errors.Is(err, fsm.ErrFenced):
+			// Another watcher holds the agent's lease now: it answers.
+			w.log.Warn("watcher: reply refused: the agent's lease was lost", "id", reply.InReplyTo, "err", err)
+			w.leaseLost(err)
+			return errLeaseLost
 		case err == nil:
 			w.log.Info("watcher: replied", "id", reply.InReplyTo, "reply", reply.ID, "seq", resp.Seq, "type", reply.Type)
 			return nil

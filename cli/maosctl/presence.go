@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -34,7 +35,11 @@ coding-agent hooks; pane, its watcher reading its tmux pane; watcher, its
 watcher's own runs; - when the heartbeat did not say), node, channel, last
 seen (time since its last heartbeat) and task. An agent whose
 heartbeat lapsed (maosd --presence-ttl) or whose node died or left shows
-OFFLINE with the reason in parentheses.
+OFFLINE with the reason in parentheses. An agent configured on watchers of
+several nodes is served by one of them, which holds the agent's lease; when
+any agent has a lease, two more columns show the node serving it (SERVED BY,
+- while the lease lapsed) and the nodes standing by to take over (STANDBY).
+GET /v1/leases lists the leases themselves, with their fences.
 
 Presence travels by gossip, not through the Raft log: any node answers, and a
 heartbeat reaches every node within a fraction of a second. Agents and their
@@ -99,16 +104,28 @@ func who(c *cli.Context) error {
 
 // printWho writes the who table; now is the time last seen is measured
 // from.
+// When any agent's watchers take its lease (an agent configured on
+// several nodes), two more columns say which node serves it and which
+// stand by.
 func printWho(w io.Writer, list []transport.Presence, now time.Time) error {
+	leased := slices.ContainsFunc(list, func(p transport.Presence) bool { return p.ServedBy != "" || p.Standby != "" })
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tSTATE\tSUBSTATE\tSOURCE\tNODE\tCHANNEL\tLAST SEEN\tTASK")
+	header := "AGENT\tSTATE\tSUBSTATE\tSOURCE\tNODE\tCHANNEL\tLAST SEEN\tTASK"
+	if leased {
+		header += "\tSERVED BY\tSTANDBY"
+	}
+	fmt.Fprintln(tw, header)
 	for _, p := range list {
 		state := p.State
 		if p.Reason != "" {
 			state += " (" + p.Reason + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.AgentID, state, or(p.Substate, "-"), or(p.Source, "-"), or(p.Node, "-"),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", p.AgentID, state, or(p.Substate, "-"), or(p.Source, "-"), or(p.Node, "-"),
 			or(p.Channel, "-"), ago(now, p.Timestamp), or(p.Task, "-"))
+		if leased {
+			fmt.Fprintf(tw, "\t%s\t%s", or(p.ServedBy, "-"), or(p.Standby, "-"))
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }

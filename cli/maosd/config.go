@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -201,22 +200,13 @@ func refuseZeros(node *cluster.Config) error {
 	return nil
 }
 
-var invalidIDChars = regexp.MustCompile(`[^a-z0-9._-]+`)
-
 // defaultNodeID derives a valid node id from the hostname.
 func defaultNodeID() string {
 	h, err := os.Hostname()
 	if err != nil {
 		return "maos"
 	}
-	id := strings.Trim(invalidIDChars.ReplaceAllString(strings.ToLower(h), "-"), "-._")
-	if len(id) > 64 {
-		id = id[:64]
-	}
-	if !fsm.ValidName(id) {
-		return "maos"
-	}
-	return id
+	return fsm.NameFrom(h, "maos")
 }
 
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {

@@ -337,8 +337,16 @@ func (d *daemon) startWatchers(ctx context.Context) {
 		}
 		// Agents' shared-context folders default to <data dir>/watcher/<agent>/context.
 		// Their runs count in the node's metrics.
-		_ = watcher.Run(ctx, d.cfg.agents, watcher.Options{Client: cl, Logger: d.logger, Dir: filepath.Join(d.cfg.node.DataDir, "watcher"),
-			Metrics: d.node.Metrics()})
+		// The node's id names this node in the agents' leases (an agent
+		// configured on several nodes is served by one, the others stand
+		// by). The instance is the same on every start: one maosd runs per
+		// node (its data dir is locked), so a restarted node takes its own
+		// live leases back at once instead of standing by for their ttl.
+		err := watcher.Run(ctx, d.cfg.agents, watcher.Options{Client: cl, Logger: d.logger, Dir: filepath.Join(d.cfg.node.DataDir, "watcher"),
+			Metrics: d.node.Metrics(), Node: d.cfg.node.NodeID, Instance: "maosd"})
+		if err != nil {
+			d.logger.Error("watchers stopped", "err", err)
+		}
 	}()
 	d.logger.Info("watchers started", "agents", len(d.cfg.agents.Agents), "file", d.cfg.agentsFile)
 }

@@ -1,0 +1,430 @@
+package fsm
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+// Agent leases: which watcher serves an agent configured on several hosts.
+//
+// The same agent id may be configured on watchers of several nodes. One
+// of them, the holder, holds the agent's lease and answers its mail; the
+// others stand by, each trying to acquire every third of the ttl, and take
+// over when the lease lapses or is released. A holder is a watcher
+// instance: the node it runs beside and a per-process instance id, so a
+// watcher restarted on the same node is a new holder (its predecessor's
+// work in flight may still land, and the fence must refuse it).
+//
+// Time. As for locks (locks.go), expiry is decided by the timestamp of the
+// entry being applied, never a node's clock: a lease granted or renewed at
+// T with ttl D covers [T, T+D).
+//
+// Fencing. The fence is the Raft index of the entry that granted the
+// lease: renewals keep it, every grant (first, after a lapse, after a
+// release) has a larger one. A reply, a cursor move and a task report by
+// the agent may carry the fence (agent_fence); apply refuses one whose
+// fence is not the current grant's (checkAgentFence), so a holder that
+// lost the lease can no longer answer, move the cursor or report a task.
+// An entry without a fence is unchanged: a human sending as the agent,
+// or a watcher of a build before leases.
+//
+// Standbys. An acquire refused because another holder's lease is live
+// records its caller as a standby (node, instance, the entry time it last
+// asked, its ttl): a standby that stops asking for longer than its ttl is
+// dropped at the next write and no longer shown. At most MaxAgentStandbys
+// are kept; a new one beyond that replaces the one seen longest ago.
+//
+// Audit. A grant to a new holder is audited once (AGENT_LEASE for the
+// first, AGENT_TAKEOVER with the old and new holder, the fence and why:
+// lapsed or released), as is a release; renewals and standby attempts,
+// which come every few seconds, are not.
+
+// The agent lease ops.
+const (
+	// OpAgentLeaseAcquire grants, extends or stands by (body:
+	// AgentLeaseAcquireCommand).
+	OpAgentLeaseAcquire Op = "agent_lease_acquire"
+	// OpAgentLeaseRenew extends the live lease by its holder (body:
+	// AgentLeaseRenewCommand).
+	OpAgentLeaseRenew Op = "agent_lease_renew"
+	// OpAgentLeaseRelease ends the lease by its holder (body:
+	// AgentLeaseReleaseCommand).
+	OpAgentLeaseRelease Op = "agent_lease_release"
+)
+
+// Agent lease limits.
+const (
+	MinAgentLeaseTTL     = time.Second
+	MaxAgentLeaseTTL     = 10 * time.Minute
+	DefaultAgentLeaseTTL = 10 * time.Second
+	MaxAgentStandbys     = 16
+)
+
+// Outcomes of an agent lease command (AgentLeaseResult.Outcome).
+// Refusals (not the holder, a stale fence, a lapsed lease) are
+// *ConflictError values wrapping ErrFenced.
+const (
+	AgentLeaseGranted  = "granted"  // a new grant with a new fence
+	AgentLeaseExtended = "extended" // the holder's live lease renewed, same fence
+	AgentLeaseStandby  = "standby"  // another holder's lease is live; the caller is recorded as a standby
+	AgentLeaseReleased = "released" // the holder gave the lease up
+)
+
+// Takeover reasons (AgentLease.Reason, the audit's text).
+const (
+	LeaseReasonFirst    = "first"    // no holder before
+	LeaseReasonLapsed   = "lapsed"   // the holder stopped renewing
+	LeaseReasonReleased = "released" // the holder gave the lease up
+)
+
+// ErrFenced is what a refusal by an agent's lease fence wraps (with
+// ErrConflict): the caller's fence or holder is not the current grant's,
+// so it lost the lease and must stop acting as the agent.
+var ErrFenced = errors.New("agent lease lost")
+
+// FenceError is a refusal by the agent lease: its words say the fence
+// given, the current fence and its holder. errors.Is matches both
+// ErrFenced and ErrConflict (an answer of 409).
+type FenceError struct {
+	Reason string
+}
+
+func (e *FenceError) Error() string { return e.Reason }
+
+// Unwrap lets errors.Is match ErrFenced and ErrConflict.
+func (e *FenceError) Unwrap() []error { return []error{ErrFenced, ErrConflict} }
+
+func fenced(format string, args ...any) error {
+	return &FenceError{Reason: fmt.Sprintf(format, args...)}
+}
+
+// LeaseHolder names a watcher instance: the node it runs beside and a
+// per-process id (both ids matching NamePattern).
+type LeaseHolder struct {
+	Node     string `json:"node"`
+	Instance string `json:"instance"`
+}
+
+// String is "node/instance".
+func (h LeaseHolder) String() string { return h.Node + "/" + h.Instance }
+
+// Validate checks node and instance: each an id matching NamePattern.
+func (h LeaseHolder) Validate() error {
+	if !ValidName(h.Node) {
+		if h.Node == "" {
+			return fieldErr("node", "required: the id of the node the watcher runs beside")
+		}
+		return NameError("node", h.Node)
+	}
+	if !ValidName(h.Instance) {
+		if h.Instance == "" {
+			return fieldErr("instance", "required: the watcher process's instance id")
+		}
+		return NameError("instance", h.Instance)
+	}
+	return nil
+}
+
+func validLeaseAgent(agent string) error {
+	if agent == "" {
+		return fieldErr("agent", "required: the agent id the lease is for")
+	}
+	return validAgent("agent", agent)
+}
+
+// AgentLeaseAcquireCommand is the body of OpAgentLeaseAcquire and of POST
+// /v1/agents/{id}/lease: take the agent's lease if it is free or lapsed,
+// extend it if the caller holds it, else stand by.
+type AgentLeaseAcquireCommand struct {
+	Agent string `json:"agent"`
+	LeaseHolder
+	TTL LockTTL `json:"ttl"` // MinAgentLeaseTTL..MaxAgentLeaseTTL
+}
+
+// Validate checks agent, node, instance and ttl.
+func (c *AgentLeaseAcquireCommand) Validate() error {
+	return cmp.Or(validLeaseAgent(c.Agent), c.LeaseHolder.Validate(), c.TTL.validateIn(MinAgentLeaseTTL, MaxAgentLeaseTTL))
+}
+
+// AgentLeaseRenewCommand is the body of OpAgentLeaseRenew and of POST
+// /v1/agents/{id}/lease/renew: the holder extends its live lease to entry
+// time + TTL.
+type AgentLeaseRenewCommand struct {
+	Agent string `json:"agent"`
+	LeaseHolder
+	Fence uint64  `json:"fence"` // the fence the grant returned
+	TTL   LockTTL `json:"ttl"`
+}
+
+// Validate checks agent, node, instance, fence and ttl.
+func (c *AgentLeaseRenewCommand) Validate() error {
+	return cmp.Or(validLeaseAgent(c.Agent), c.LeaseHolder.Validate(), validFence(c.Fence), c.TTL.validateIn(MinAgentLeaseTTL, MaxAgentLeaseTTL))
+}
+
+// AgentLeaseReleaseCommand is the body of OpAgentLeaseRelease and of POST
+// /v1/agents/{id}/lease/release: the holder gives the lease up (a watcher
+// stopping), so a standby takes over at once rather than after the ttl.
+type AgentLeaseReleaseCommand struct {
+	Agent string `json:"agent"`
+	LeaseHolder
+	Fence uint64 `json:"fence"`
+}
+
+// Validate checks agent, node, instance and fence.
+func (c *AgentLeaseReleaseCommand) Validate() error {
+	return cmp.Or(validLeaseAgent(c.Agent), c.LeaseHolder.Validate(), validFence(c.Fence))
+}
+
+func validFence(f uint64) error {
+	if f == 0 {
+		return fieldErr("fence", "required: the fence the grant returned")
+	}
+	return nil
+}
+
+// AgentLease is an agent's lease as the API shows it.
+type AgentLease struct {
+	Agent string `json:"agent"`
+	// Holder is the watcher that serves the agent (or served it, when
+	// Expired or Released).
+	Holder LeaseHolder `json:"holder"`
+	// Fence is the Raft index of the entry that granted the lease.
+	Fence      uint64    `json:"fence"`
+	AcquiredAt time.Time `json:"acquired_at"`
+	RenewedAt  time.Time `json:"renewed_at,omitzero"`
+	ExpiresAt  time.Time `json:"expires_at"` // first instant the lease no longer covers
+	TTL        LockTTL   `json:"ttl"`
+	// Reason is why the holder got it: first, lapsed or released.
+	Reason string `json:"reason"`
+	// Expired: the lease ran out as of the entry that produced this
+	// answer (apply results) or the latest applied entry (reads).
+	Expired bool `json:"expired"`
+	// Released: the holder gave it up; a standby takes it at its next try.
+	Released bool `json:"released,omitempty"`
+	// Standbys are the other watchers of the agent that asked within
+	// their ttl, by node then instance.
+	Standbys []AgentStandby `json:"standbys"`
+}
+
+// AgentStandby is a watcher standing by for an agent.
+type AgentStandby struct {
+	LeaseHolder
+	SeenAt time.Time `json:"seen_at"` // the entry time of its last acquire
+}
+
+// AgentLeaseResult is the result of an agent lease command.
+type AgentLeaseResult struct {
+	Outcome string      `json:"outcome"` // AgentLeaseGranted, …Extended, …Standby, …Released
+	Lease   *AgentLease `json:"lease"`
+}
+
+// AgentLeasePage lists agent leases by agent id. AsOf is the entry time
+// expiry was judged against.
+type AgentLeasePage struct {
+	Leases []AgentLease `json:"leases"`
+	AsOf   time.Time    `json:"as_of"`
+}
+
+// agentLeaseRecord is the stored form; times are entry timestamps in Unix
+// nanoseconds.
+type agentLeaseRecord struct {
+	Holder   LeaseHolder     `json:"holder"`
+	Fence    uint64          `json:"fence"`
+	Acquired int64           `json:"acquired"`
+	Renewed  int64           `json:"renewed,omitempty"`
+	Expires  int64           `json:"expires"`
+	TTL      int64           `json:"ttl"`
+	Reason   string          `json:"reason"`
+	Released bool            `json:"released,omitempty"`
+	Standbys []standbyRecord `json:"standbys,omitempty"`
+}
+
+type standbyRecord struct {
+	LeaseHolder
+	Seen int64 `json:"seen"`
+	TTL  int64 `json:"ttl"`
+}
+
+// free reports whether a new holder may take the lease at ts.
+func (r *agentLeaseRecord) free(ts int64) bool { return r.Released || ts >= r.Expires }
+
+func (r *agentLeaseRecord) view(agent string, at int64) *AgentLease {
+	l := &AgentLease{
+		Agent: agent, Holder: r.Holder, Fence: r.Fence,
+		AcquiredAt: time.Unix(0, r.Acquired).UTC(),
+		ExpiresAt:  time.Unix(0, r.Expires).UTC(),
+		TTL:        LockTTL(r.TTL), Reason: r.Reason,
+		Expired: at >= r.Expires, Released: r.Released,
+		Standbys: []AgentStandby{},
+	}
+	if r.Renewed != 0 {
+		l.RenewedAt = time.Unix(0, r.Renewed).UTC()
+	}
+	for _, s := range r.Standbys {
+		if !s.lapsed(at) {
+			l.Standbys = append(l.Standbys, AgentStandby{LeaseHolder: s.LeaseHolder, SeenAt: time.Unix(0, s.Seen).UTC()})
+		}
+	}
+	return l
+}
+
+// lapsed: the standby has not asked within its ttl as of at.
+func (s *standbyRecord) lapsed(at int64) bool { return at >= addTTL(s.Seen, time.Duration(s.TTL)) }
+
+// standBy records h as a standby seen at ts, dropping standbys that
+// lapsed and the holder itself; beyond MaxAgentStandbys the one seen
+// longest ago gives way. The list stays sorted by node, then instance.
+func (r *agentLeaseRecord) standBy(h LeaseHolder, ts int64, ttl time.Duration) {
+	r.dropStandby(h, ts)
+	if len(r.Standbys) >= MaxAgentStandbys {
+		oldest := 0
+		for i, s := range r.Standbys {
+			if s.Seen < r.Standbys[oldest].Seen {
+				oldest = i
+			}
+		}
+		r.Standbys = slices.Delete(r.Standbys, oldest, oldest+1)
+	}
+	r.Standbys = append(r.Standbys, standbyRecord{LeaseHolder: h, Seen: ts, TTL: int64(ttl)})
+	slices.SortFunc(r.Standbys, func(a, b standbyRecord) int {
+		return cmp.Or(cmp.Compare(a.Node, b.Node), cmp.Compare(a.Instance, b.Instance))
+	})
+}
+
+// dropStandby removes h and every lapsed standby.
+func (r *agentLeaseRecord) dropStandby(h LeaseHolder, ts int64) {
+	r.Standbys = slices.DeleteFunc(r.Standbys, func(s standbyRecord) bool { return s.LeaseHolder == h || s.lapsed(ts) })
+}
+
+func getAgentLease(tx *bbolt.Tx, agent string) (rec agentLeaseRecord, ok bool, err error) {
+	v := tx.Bucket(bucketAgentLeases).Get([]byte(agent))
+	if v == nil {
+		return rec, false, nil
+	}
+	if err := json.Unmarshal(v, &rec); err != nil {
+		return rec, false, fmt.Errorf("agent lease %s: decode: %w", agent, err)
+	}
+	return rec, true, nil
+}
+
+func putAgentLease(tx *bbolt.Tx, agent string, rec *agentLeaseRecord) {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: agent lease %s: encode: %v", agent, err))
+	}
+	mustPut(tx.Bucket(bucketAgentLeases), []byte(agent), data)
+}
+
+// currentLease loads the lease a renew or release (op) acts on and checks
+// that h holds it under fence and that it was not released: a
+// *FenceError otherwise, naming the fence given, the current one and its
+// holder; no lease is a *NotFoundError.
+func currentLease(tx *bbolt.Tx, op Op, agent string, h LeaseHolder, fence uint64) (agentLeaseRecord, error) {
+	cur, ok, err := getAgentLease(tx, agent)
+	if err != nil {
+		return cur, fmt.Errorf("fsm: apply %s: %w", op, err)
+	}
+	if !ok {
+		return cur, fmt.Errorf("fsm: apply %s: %w", op, notFound("agent %s has no lease (never acquired)", agent))
+	}
+	switch {
+	case cur.Fence != fence:
+		return cur, fmt.Errorf("fsm: apply %s: %w", op, staleFence(agent, fence, &cur))
+	case cur.Holder != h:
+		return cur, fmt.Errorf("fsm: apply %s: %w", op, fenced("agent %s: the lease (fence %d) is held by %s, not %s: acquire it again",
+			agent, cur.Fence, cur.Holder, h))
+	case cur.Released:
+		return cur, fmt.Errorf("fsm: apply %s: %w", op, fenced("agent %s: the lease (fence %d) was released: acquire it again", agent, cur.Fence))
+	}
+	return cur, nil
+}
+
+func staleFence(agent string, fence uint64, cur *agentLeaseRecord) error {
+	return fenced("agent %s: fence %d is not the current lease's (fence %d, held by %s): this watcher lost the agent's lease; stop acting as it",
+		agent, fence, cur.Fence, cur.Holder)
+}
+
+// checkAgentFence refuses an entry acting as agent under fence when fence
+// is not the agent's current grant (a *FenceError). Fence 0 (none given)
+// always passes, so senders that know nothing of leases are unchanged. A
+// lease that lapsed but that nobody took over still accepts its fence:
+// nobody else acts as the agent, and its holder's renewal, refused,
+// stops it.
+func checkAgentFence(tx *bbolt.Tx, agent string, fence uint64) error {
+	if fence == 0 {
+		return nil
+	}
+	cur, ok, err := getAgentLease(tx, agent)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fenced("agent %s: fence %d: the agent has no lease", agent, fence)
+	}
+	if cur.Fence != fence {
+		return staleFence(agent, fence, &cur)
+	}
+	if cur.Released {
+		return fenced("agent %s: fence %d: the lease was released", agent, fence)
+	}
+	return nil
+}
+
+// leaseAgent is the agent whose lease fences what name does: a fork
+// (fork.go) answers under its parent's lease.
+func leaseAgent(name string) string {
+	if parent, ok := ForkParent(name); ok {
+		return parent
+	}
+	return name
+}
+
+// agentFenced is a command that may carry the fence of an agent's lease:
+// its agent and fence (0: none).
+type agentFenced interface {
+	agentFence() (agent string, fence uint64)
+}
+
+// AgentLeaseOf returns agent's lease as of the latest applied entry; a
+// *NotFoundError when none was ever granted.
+func (f *FSM) AgentLeaseOf(agent string) (*AgentLease, error) {
+	var out *AgentLease
+	err := f.view(func(tx *bbolt.Tx) error {
+		rec, ok, err := getAgentLease(tx, agent)
+		if err != nil {
+			return fmt.Errorf("fsm: %w", err)
+		}
+		if !ok {
+			return notFound("agent %s has no lease", agent)
+		}
+		out = rec.view(agent, lastTS(tx))
+		return nil
+	})
+	return out, err
+}
+
+// AgentLeases returns every agent lease by agent id, as of the latest
+// applied entry. It reads every lease: there is one per agent configured
+// on a watcher, a bounded set.
+func (f *FSM) AgentLeases() (AgentLeasePage, error) {
+	page := AgentLeasePage{Leases: []AgentLease{}}
+	err := f.view(func(tx *bbolt.Tx) error {
+		at := lastTS(tx)
+		page.AsOf = time.Unix(0, at).UTC()
+		return tx.Bucket(bucketAgentLeases).ForEach(func(k, v []byte) error {
+			var rec agentLeaseRecord
+			if err := json.Unmarshal(v, &rec); err != nil {
+				return fmt.Errorf("fsm: agent lease %s: decode: %w", k, err)
+			}
+			page.Leases = append(page.Leases, *rec.view(string(k), at))
+			return nil
+		})
+	})
+	return page, err
+}

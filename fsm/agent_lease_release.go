@@ -1,0 +1,38 @@
+package fsm
+
+import (
+	"fmt"
+
+	"go.etcd.io/bbolt"
+)
+
+// applyAgentLeaseRelease ends the holder's lease under its fence: the
+// record stays (its fence, its standbys) marked released, so the next
+// acquire takes over at once and the audit says why. Releasing a lease
+// already released under the same fence answers as the first release did
+// (a retried release).
+func applyAgentLeaseRelease(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
+	var cmd AgentLeaseReleaseCommand
+	if err := decodeCommand(OpAgentLeaseRelease, body, &cmd); err != nil {
+		return nil, err
+	}
+	cur, ok, err := getAgentLease(tx, cmd.Agent)
+	if err != nil {
+		return nil, wrapOp(OpAgentLeaseRelease, err)
+	}
+	if ok && cur.Released && cur.Fence == cmd.Fence && cur.Holder == cmd.LeaseHolder {
+		return &AgentLeaseResult{Outcome: AgentLeaseReleased, Lease: cur.view(cmd.Agent, ts)}, nil
+	}
+	cur, err = currentLease(tx, OpAgentLeaseRelease, cmd.Agent, cmd.LeaseHolder, cmd.Fence)
+	if err != nil {
+		return nil, err
+	}
+	cur.Released, cur.Expires = true, min(cur.Expires, ts)
+	putAgentLease(tx, cmd.Agent, &cur)
+	audit(tx, index, ts, AuditEvent{Kind: AuditAgentLease, From: cmd.Node, Label: "AGENT_RELEASE",
+		Text: fmt.Sprintf("%s released by %s fence=%d", cmd.Agent, cmd.LeaseHolder, cur.Fence)})
+	return &AgentLeaseResult{Outcome: AgentLeaseReleased, Lease: cur.view(cmd.Agent, ts)}, nil
+}
+
+// wrapOp is err as an apply of op reports it: "fsm: apply OP: …".
+func wrapOp(op Op, err error) error { return fmt.Errorf("fsm: apply %s: %w", op, err) }

@@ -1,0 +1,268 @@
+package fsm
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	hostA = LeaseHolder{Node: "n1", Instance: "aaaa1111"}
+	hostB = LeaseHolder{Node: "n2", Instance: "bbbb2222"}
+	hostC = LeaseHolder{Node: "n3", Instance: "cccc3333"}
+)
+
+const leaseTTL = LockTTL(10 * time.Second)
+
+func mustLease(tb testing.TB, r any, outcome string) *AgentLease {
+	tb.Helper()
+	res, ok := r.(*AgentLeaseResult)
+	if !ok {
+		tb.Fatalf("result = %T (%v), want *AgentLeaseResult", r, r)
+	}
+	if res.Outcome != outcome {
+		tb.Fatalf("outcome = %s, want %s (lease %+v)", res.Outcome, outcome, res.Lease)
+	}
+	return res.Lease
+}
+
+func (b *taskBox) acquireLease(agent string, h LeaseHolder, outcome string) *AgentLease {
+	b.t.Helper()
+	return mustLease(b.t, b.ok(OpAgentLeaseAcquire, AgentLeaseAcquireCommand{Agent: agent, LeaseHolder: h, TTL: leaseTTL}), outcome)
+}
+
+func standbyNodes(l *AgentLease) []string {
+	var out []string
+	for _, s := range l.Standbys {
+		out = append(out, s.String())
+	}
+	return out
+}
+
+// TestAgentLeaseOneHolder: the first acquire is granted with the entry's
+// index as fence; the holder's acquire extends it (same fence); another
+// watcher stands by and is recorded, not granted; the holder's renewal
+// keeps the fence; only the first grant is audited.
+func TestAgentLeaseOneHolder(t *testing.T) {
+	b := newTaskBox(t)
+	l := b.acquireLease("rita", hostA, AgentLeaseGranted)
+	if l.Fence != b.idx || l.Holder != hostA || l.Reason != LeaseReasonFirst || !l.ExpiresAt.Equal(b.now().Add(10*time.Second)) {
+		t.Fatalf("grant = %+v, want fence %d held by %s for 10s", l, b.idx, hostA)
+	}
+	fence := l.Fence
+	if again := b.acquireLease("rita", hostA, AgentLeaseExtended); again.Fence != fence {
+		t.Errorf("re-acquire by the holder: fence %d, want %d kept", again.Fence, fence)
+	}
+	sb := b.acquireLease("rita", hostB, AgentLeaseStandby)
+	if sb.Holder != hostA || sb.Fence != fence || strings.Join(standbyNodes(sb), ",") != hostB.String() {
+		t.Errorf("standby answer = %+v, want held by %s with standby %s", sb, hostA, hostB)
+	}
+	b.acquireLease("rita", hostC, AgentLeaseStandby)
+	r := mustLease(t, b.ok(OpAgentLeaseRenew, AgentLeaseRenewCommand{Agent: "rita", LeaseHolder: hostA, Fence: fence, TTL: leaseTTL}), AgentLeaseExtended)
+	if r.Fence != fence || strings.Join(standbyNodes(r), ",") != hostB.String()+","+hostC.String() {
+		t.Errorf("renewal = %+v, want fence %d and standbys n2, n3", r, fence)
+	}
+	got, err := b.f.AgentLeaseOf("rita")
+	if err != nil || got.Holder != hostA || len(got.Standbys) != 2 {
+		t.Errorf("AgentLeaseOf = %+v, %v", got, err)
+	}
+	var leaseLines []string
+	for _, line := range b.auditLines() {
+		if strings.Contains(line, "AGENT_") {
+			leaseLines = append(leaseLines, line)
+		}
+	}
+	if len(leaseLines) != 1 || !strings.Contains(leaseLines[0], "AGENT_LEASE: rita served by n1/aaaa1111 fence=") {
+		t.Errorf("audit = %q, want one AGENT_LEASE line", leaseLines)
+	}
+}
+
+// TestAgentLeaseTakeover: a standby's acquire succeeds once the lease
+// lapsed by entry time (not a moment before), with a larger fence,
+// audited with from, to, fence and reason; the old holder's renewal and
+// replies under the old fence are then refused.
+func TestAgentLeaseTakeover(t *testing.T) {
+	b := newTaskBox(t)
+	old := b.acquireLease("rita", hostA, AgentLeaseGranted)
+	b.jump(old.ExpiresAt.Add(-time.Microsecond))
+	b.acquireLease("rita", hostB, AgentLeaseStandby)
+	b.jump(old.ExpiresAt)
+	l := b.acquireLease("rita", hostB, AgentLeaseGranted)
+	if l.Fence <= old.Fence || l.Holder != hostB || l.Reason != LeaseReasonLapsed || len(l.Standbys) != 0 {
+		t.Fatalf("takeover = %+v, want n2 with a fence above %d, reason lapsed", l, old.Fence)
+	}
+	lines := b.auditLines()
+	want := "[n1→n2] AGENT_TAKEOVER: rita from n1/aaaa1111 (fence " + itoa(old.Fence) + ") to n2/bbbb2222 fence=" + itoa(l.Fence) + ": lapsed at "
+	if last := lines[len(lines)-1]; !strings.Contains(last, want) {
+		t.Errorf("audit line %q, want it to contain %q", last, want)
+	}
+	err := b.refused(OpAgentLeaseRenew, AgentLeaseRenewCommand{Agent: "rita", LeaseHolder: hostA, Fence: old.Fence, TTL: leaseTTL}, ErrFenced,
+		"agent rita: fence "+itoa(old.Fence)+" is not the current lease's (fence "+itoa(l.Fence)+", held by n2/bbbb2222)")
+	var fe *FenceError
+	if !errors.As(err, &fe) || !errors.Is(err, ErrConflict) {
+		t.Errorf("refusal %v is not a *FenceError matching ErrConflict", err)
+	}
+	// The old holder asks again: it is a standby now.
+	if sb := b.acquireLease("rita", hostA, AgentLeaseStandby); sb.Holder != hostB {
+		t.Errorf("old holder's acquire = %+v, want standby behind n2", sb)
+	}
+}
+
+// TestAgentLeaseRenewRefusals: a renewal of a lapsed lease (even one
+// nobody took), by another holder, or of an unknown agent is refused and
+// writes nothing.
+func TestAgentLeaseRenewRefusals(t *testing.T) {
+	b := newTaskBox(t)
+	b.refused(OpAgentLeaseRenew, AgentLeaseRenewCommand{Agent: "rita", LeaseHolder: hostA, Fence: 3, TTL: leaseTTL}, ErrNotFound, "agent rita has no lease")
+	l := b.acquireLease("rita", hostA, AgentLeaseGranted)
+	b.refused(OpAgentLeaseRenew, AgentLeaseRenewCommand{Agent: "rita", LeaseHolder: hostB, Fence: l.Fence, TTL: leaseTTL}, ErrFenced,
+		"is held by n1/aaaa1111, not n2/bbbb2222")
+	b.jump(l.ExpiresAt)
+	b.refused(OpAgentLeaseRenew, AgentLeaseRenewCommand{Agent: "rita", LeaseHolder: hostA, Fence: l.Fence, TTL: leaseTTL}, ErrFenced,
+		"expired at "+lockTime(l.ExpiresAt.UnixNano()))
+	// Acquiring again after the lapse is a new grant, a new fence.
+	again := b.acquireLease("rita", hostA, AgentLeaseGranted)
+	if again.Fence == l.Fence || again.Reason != LeaseReasonLapsed {
+		t.Errorf("re-grant after the lapse = %+v, want a new fence", again)
+	}
+}
+
+// TestAgentLeaseRelease: the holder's release lets a standby take over at
+// once (reason released); a retried release answers the same; a
+// release under a stale fence is refused.
+func TestAgentLeaseRelease(t *testing.T) {
+	b := newTaskBox(t)
+	l := b.acquireLease("rita", hostA, AgentLeaseGranted)
+	b.acquireLease("rita", hostB, AgentLeaseStandby)
+	b.refused(OpAgentLeaseRelease, AgentLeaseReleaseCommand{Agent: "rita", LeaseHolder: hostA, Fence: l.Fence + 1}, ErrFenced, "is not the current lease's")
+	rel := mustLease(t, b.ok(OpAgentLeaseRelease, AgentLeaseReleaseCommand{Agent: "rita", LeaseHolder: hostA, Fence: l.Fence}), AgentLeaseReleased)
+	if !rel.Released || !rel.Expired {
+		t.Errorf("release = %+v, want released and expired", rel)
+	}
+	mustLease(t, b.ok(OpAgentLeaseRelease, AgentLeaseReleaseCommand{Agent: "rita", LeaseHolder: hostA, Fence: l.Fence}), AgentLeaseReleased)
+	b.refused(OpAgentLeaseRenew, AgentLeaseRenewCommand{Agent: "rita", LeaseHolder: hostA, Fence: l.Fence, TTL: leaseTTL}, ErrFenced, "was released")
+	nl := b.acquireLease("rita", hostB, AgentLeaseGranted)
+	if nl.Reason != LeaseReasonReleased || nl.Fence <= l.Fence {
+		t.Errorf("takeover after release = %+v", nl)
+	}
+	lines := b.auditLines()
+	if !strings.Contains(lines[len(lines)-2], "AGENT_RELEASE: rita released by n1/aaaa1111") ||
+		!strings.HasSuffix(lines[len(lines)-1], ": released") {
+		t.Errorf("audit tail = %q", lines[len(lines)-2:])
+	}
+}
+
+// TestAgentLeaseStandbysLapse: a standby that stops asking for longer
+// than its ttl is no longer listed; at most MaxAgentStandbys are kept.
+func TestAgentLeaseStandbysLapse(t *testing.T) {
+	b := newTaskBox(t)
+	long := AgentLeaseAcquireCommand{Agent: "rita", LeaseHolder: hostA, TTL: LockTTL(10 * time.Minute)}
+	l := mustLease(t, b.ok(OpAgentLeaseAcquire, long), AgentLeaseGranted)
+	b.acquireLease("rita", hostB, AgentLeaseStandby)
+	b.jump(b.now().Add(11 * time.Second))
+	sb := b.acquireLease("rita", hostC, AgentLeaseStandby)
+	if got := strings.Join(standbyNodes(sb), ","); got != hostC.String() {
+		t.Errorf("standbys = %s, want only n3 (n2 stopped asking 11 s ago, ttl 10 s)", got)
+	}
+	for i := range MaxAgentStandbys + 3 {
+		b.acquireLease("rita", LeaseHolder{Node: "n9", Instance: "i" + itoa(uint64(i))}, AgentLeaseStandby)
+	}
+	got, err := b.f.AgentLeaseOf("rita")
+	if err != nil || len(got.Standbys) != MaxAgentStandbys || got.Fence != l.Fence {
+		t.Fatalf("lease = %+v (%v), want %d standbys", got, err, MaxAgentStandbys)
+	}
+	for _, s := range got.Standbys {
+		if s.LeaseHolder == hostC || s.Instance == "i0" {
+			t.Errorf("standby %s, seen longest ago, should have given way", s)
+		}
+	}
+}
+
+// TestAgentFence: a reply, a cursor move and a task report under the
+// current fence are accepted; under a stale fence they are refused with
+// the fence, the current fence and the holder, and write nothing; with
+// no fence nothing changes; a fork answers under its parent's fence.
+func TestAgentFence(t *testing.T) {
+	b := newTaskBox(t)
+	first := b.acquireLease("rita", hostA, AgentLeaseGranted)
+	b.jump(first.ExpiresAt)
+	cur := b.acquireLease("rita", hostB, AgentLeaseGranted)
+	stale := "fence " + itoa(first.Fence) + " is not the current lease's (fence " + itoa(cur.Fence) + ", held by n2/bbbb2222)"
+
+	m := b.msg("rita", "the answer", "boss")
+	b.refused(OpSend, SendCommand{Message: m, AgentFence: first.Fence}, ErrFenced, stale)
+	b.ok(OpSend, SendCommand{Message: m, AgentFence: cur.Fence})
+	b.ok(OpSend, SendCommand{Message: b.msg("rita", "by hand", "boss")})
+	fork := b.msg(ForkName("rita", 1), "from a fork", "boss")
+	b.refused(OpSend, SendCommand{Message: fork, AgentFence: first.Fence}, ErrFenced, stale)
+	b.ok(OpSend, SendCommand{Message: fork, AgentFence: cur.Fence})
+	b.refused(OpSend, SendCommand{Message: b.msg("rex", "no lease", "boss"), AgentFence: 7}, ErrFenced, "agent rex: fence 7: the agent has no lease")
+
+	b.refused(OpSetCursor, SetCursorCommand{Agent: "rita", Seq: 5, AgentFence: first.Fence}, ErrFenced, stale)
+	if c := mustCursor(t, b.ok(OpSetCursor, SetCursorCommand{Agent: "rita", Seq: 5, AgentFence: cur.Fence})); c.Seq != 5 {
+		t.Errorf("cursor = %d, want 5", c.Seq)
+	}
+	if c := mustCursor(t, b.ok(OpSetCursor, SetCursorCommand{Agent: "rita", Seq: 6})); c.Seq != 6 {
+		t.Errorf("cursor without a fence = %d, want 6", c.Seq)
+	}
+
+	task := b.create(b.newTask("rita"))
+	b.refused(OpTaskClaim, TaskClaimCommand{ID: task.ID, Agent: "rita", AgentFence: first.Fence}, ErrFenced, stale)
+	cl := mustTaskResult(t, b.ok(OpTaskClaim, TaskClaimCommand{ID: task.ID, Agent: "rita", AgentFence: cur.Fence}))
+	b.refused(OpTaskProgress, TaskProgressCommand{ID: task.ID, Agent: "rita", Fence: cl.Fence, AgentFence: first.Fence}, ErrFenced, stale)
+	b.ok(OpTaskProgress, TaskProgressCommand{ID: task.ID, Agent: "rita", Fence: cl.Fence, AgentFence: cur.Fence})
+	b.refused(OpTaskHandoff, TaskHandoffCommand{ID: task.ID, Agent: "rita", Fence: cl.Fence, To: "rex", AgentFence: first.Fence}, ErrFenced, stale)
+	b.refused(OpTaskComplete, TaskCompleteCommand{ID: task.ID, Agent: "rita", Fence: cl.Fence, AgentFence: first.Fence,
+		Completion: TaskCompletion{Status: TaskStatusSuccess, Result: "late"}}, ErrFenced, stale)
+	if res := mustTaskResult(t, b.ok(OpTaskComplete, TaskCompleteCommand{ID: task.ID, Agent: "rita", Fence: cl.Fence, AgentFence: cur.Fence,
+		Completion: TaskCompletion{Status: TaskStatusSuccess, Result: "done"}})); res.State != TaskSucceeded {
+		t.Errorf("completion under the current fence: %+v", res)
+	}
+}
+
+// TestAgentLeaseInvalid: bad input names the field and the limit.
+func TestAgentLeaseInvalid(t *testing.T) {
+	b := newTaskBox(t)
+	for _, tc := range []struct {
+		op   Op
+		body any
+		want string
+	}{
+		{OpAgentLeaseAcquire, AgentLeaseAcquireCommand{LeaseHolder: hostA, TTL: leaseTTL}, "agent: required"},
+		{OpAgentLeaseAcquire, AgentLeaseAcquireCommand{Agent: "rita", LeaseHolder: LeaseHolder{Instance: "x1"}, TTL: leaseTTL}, "node: required"},
+		{OpAgentLeaseAcquire, AgentLeaseAcquireCommand{Agent: "rita", LeaseHolder: LeaseHolder{Node: "n1"}, TTL: leaseTTL}, "instance: required"},
+		{OpAgentLeaseAcquire, AgentLeaseAcquireCommand{Agent: "rita", LeaseHolder: LeaseHolder{Node: "N 1", Instance: "x1"}, TTL: leaseTTL}, "node:"},
+		{OpAgentLeaseAcquire, AgentLeaseAcquireCommand{Agent: "rita", LeaseHolder: hostA}, "ttl: required"},
+		{OpAgentLeaseAcquire, AgentLeaseAcquireCommand{Agent: "rita", LeaseHolder: hostA, TTL: LockTTL(500 * time.Millisecond)}, "ttl: 500ms is outside the limits 1s to 10m0s"},
+		{OpAgentLeaseAcquire, AgentLeaseAcquireCommand{Agent: "rita", LeaseHolder: hostA, TTL: LockTTL(time.Hour)}, "ttl: 1h0m0s is outside the limits 1s to 10m0s"},
+		{OpAgentLeaseRenew, AgentLeaseRenewCommand{Agent: "rita", LeaseHolder: hostA, TTL: leaseTTL}, "fence: required"},
+		{OpAgentLeaseRelease, AgentLeaseReleaseCommand{Agent: "rita", LeaseHolder: hostA}, "fence: required"},
+	} {
+		b.refused(tc.op, tc.body, ErrInvalid, tc.want)
+	}
+}
+
+func mustCursor(tb testing.TB, r any) *Cursor {
+	tb.Helper()
+	c, ok := r.(*Cursor)
+	if !ok {
+		tb.Fatalf("result = %T (%v), want *Cursor", r, r)
+	}
+	return c
+}
+
+// NameFrom makes an id of a host name, or gives the fallback.
+func TestNameFrom(t *testing.T) {
+	for in, want := range map[string]string{
+		"Build-Box.example.COM": "build-box.example.com",
+		"my host (2)":           "my-host-2",
+		"--._":                  "fallback",
+		"":                      "fallback",
+		strings.Repeat("a", 70): strings.Repeat("a", 64),
+	} {
+		if got := NameFrom(in, "fallback"); got != want {
+			t.Errorf("NameFrom(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

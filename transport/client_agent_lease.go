@@ -1,0 +1,65 @@
+package transport
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/maos-project/maos/fsm"
+)
+
+func leasePath(agent string) string { return "/v1/agents/" + url.PathEscape(agent) + "/lease" }
+
+// AcquireAgentLease asks for cmd.Agent's lease: granted (a new fence),
+// extended (the caller holds it) or standby (another holds it live).
+func (c *Client) AcquireAgentLease(ctx context.Context, cmd fsm.AgentLeaseAcquireCommand) (fsm.AgentLeaseResult, error) {
+	return request[fsm.AgentLeaseResult](ctx, c, http.MethodPost, leasePath(cmd.Agent), nil, cmd)
+}
+
+// RenewAgentLease extends the caller's live lease. An error matching
+// fsm.ErrFenced means the lease is lost (lapsed, released, taken over).
+func (c *Client) RenewAgentLease(ctx context.Context, cmd fsm.AgentLeaseRenewCommand) (fsm.AgentLeaseResult, error) {
+	return request[fsm.AgentLeaseResult](ctx, c, http.MethodPost, leasePath(cmd.Agent)+"/renew", nil, cmd)
+}
+
+// ReleaseAgentLease gives the caller's lease up, so a standby takes over
+// at its next try.
+func (c *Client) ReleaseAgentLease(ctx context.Context, cmd fsm.AgentLeaseReleaseCommand) (fsm.AgentLeaseResult, error) {
+	return request[fsm.AgentLeaseResult](ctx, c, http.MethodPost, leasePath(cmd.Agent)+"/release", nil, cmd)
+}
+
+// AgentLease reads agent's lease (fsm.ErrNotFound when none was granted).
+func (c *Client) AgentLease(ctx context.Context, agent string, cons Consistency) (*fsm.AgentLease, error) {
+	l, err := request[fsm.AgentLease](ctx, c, http.MethodGet, leasePath(agent), consQuery(cons), nil)
+	if err != nil {
+		return nil, err
+	}
+	return &l, nil
+}
+
+// AgentLeases lists every agent's lease.
+func (c *Client) AgentLeases(ctx context.Context, cons Consistency) (fsm.AgentLeasePage, error) {
+	return request[fsm.AgentLeasePage](ctx, c, http.MethodGet, "/v1/leases", consQuery(cons), nil)
+}
+
+// SendFenced posts m as Send does, under the fence of its sender's agent
+// lease: refused (an error matching fsm.ErrFenced) unless the fence is
+// the current grant's. Fence 0 is Send.
+func (c *Client) SendFenced(ctx context.Context, m *fsm.Message, fence uint64) (*SendResponse, error) {
+	var q url.Values
+	if fence != 0 {
+		q = url.Values{"agent_fence": {strconv.FormatUint(fence, 10)}}
+	}
+	var out SendResponse
+	if err := c.do(ctx, http.MethodPost, "/v1/messages", q, m, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// SetCursorFenced moves agent's cursor as SetCursor does, under the fence
+// of its agent lease (0: none).
+func (c *Client) SetCursorFenced(ctx context.Context, agent string, seq, fence uint64) (fsm.Cursor, error) {
+	return request[fsm.Cursor](ctx, c, http.MethodPut, "/v1/agents/"+url.PathEscape(agent)+"/cursor", nil, fsm.SetCursorCommand{Seq: seq, AgentFence: fence})
+}

@@ -1,0 +1,80 @@
+package transport
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/maos-project/maos/fsm"
+)
+
+// Agent leases (fsm/agent_lease.go): the watcher that serves an agent
+// configured on several nodes holds its lease; the others stand by. The
+// writes act as the agent in the path (rule actor("id")): its own token,
+// or an admin's such as the node's that runs the watcher.
+
+func (s *Server) acquireAgentLease(w http.ResponseWriter, r *http.Request) {
+	serveAgentLease(s, w, r, fsm.OpAgentLeaseAcquire, func(c *fsm.AgentLeaseAcquireCommand) *string { return &c.Agent })
+}
+
+func (s *Server) renewAgentLease(w http.ResponseWriter, r *http.Request) {
+	serveAgentLease(s, w, r, fsm.OpAgentLeaseRenew, func(c *fsm.AgentLeaseRenewCommand) *string { return &c.Agent })
+}
+
+func (s *Server) releaseAgentLease(w http.ResponseWriter, r *http.Request) {
+	serveAgentLease(s, w, r, fsm.OpAgentLeaseRelease, func(c *fsm.AgentLeaseReleaseCommand) *string { return &c.Agent })
+}
+
+// serveAgentLease decodes a lease command whose agent is the path's (a
+// body may repeat it, not contradict it), checks it and proposes op,
+// answering its fsm.AgentLeaseResult; a refusal is 409 code fenced.
+func serveAgentLease[C any, P interface {
+	*C
+	Validate() error
+}](s *Server, w http.ResponseWriter, r *http.Request, op fsm.Op, agent func(P) *string) {
+	var cmd C
+	if err := s.decodeRouteBody(w, r, P(&cmd)); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	a, path := agent(P(&cmd)), r.PathValue("id")
+	if *a != "" && *a != path {
+		s.writeError(w, r, &fsm.FieldError{Field: "agent", Reason: "differs from the agent in the path"})
+		return
+	}
+	*a = path
+	if err := P(&cmd).Validate(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.propose(w, r, op, cmd)
+}
+
+// getAgentLease serves GET /v1/agents/{id}/lease.
+func (s *Server) getAgentLease(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !fsm.ValidName(id) {
+		s.writeError(w, r, fsm.NameError("id", id))
+		return
+	}
+	s.query(w, r, func(st Reader) (any, error) { return st.AgentLeaseOf(id) })
+}
+
+// listAgentLeases serves GET /v1/leases: every agent's lease, who serves
+// it and who stands by.
+func (s *Server) listAgentLeases(w http.ResponseWriter, r *http.Request) {
+	s.query(w, r, func(st Reader) (any, error) { return st.AgentLeases() })
+}
+
+// agentFenceParam reads a write's ?agent_fence= (0 when absent): the
+// fence of the agent lease the writer acts under.
+func agentFenceParam(r *http.Request) (uint64, error) {
+	v := r.URL.Query().Get("agent_fence")
+	if v == "" {
+		return 0, nil
+	}
+	f, err := strconv.ParseUint(v, 10, 64)
+	if err != nil || f == 0 {
+		return 0, &fsm.FieldError{Field: "agent_fence", Reason: "want the positive fence of the sender's agent lease, got " + strconv.Quote(v)}
+	}
+	return f, nil
+}
