@@ -58,21 +58,7 @@ func TestAgentFailoverHolderCutOff(t *testing.T) {
 	harness.NoErr(t, c.Partition([]*harness.Node{holder}))
 
 	// The standby takes over when the lease lapses, the old holder alive.
-	var taken *fsm.AgentLease
-	harness.NoErr(t, harness.WaitFor(watcherWait, standby.ID+" takes the lease", func() error {
-		l, err := agentLeaseOn(cl, agent)
-		if err != nil {
-			return err
-		}
-		if l.Holder.Node != standby.ID || l.Expired {
-			return fmt.Errorf("lease %+v", l)
-		}
-		taken = l
-		return nil
-	}))
-	if taken.Fence <= first.Fence || taken.Reason != fsm.LeaseReasonLapsed {
-		t.Errorf("takeover %+v: want a fence above %d, reason lapsed", taken, first.Fence)
-	}
+	taken := awaitTakeover(t, cl, agent, standby, first)
 	if !holder.Live() {
 		t.Fatalf("the cut-off holder %s is not running", holder.ID)
 	}

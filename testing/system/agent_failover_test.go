@@ -48,7 +48,6 @@ func TestAgentFailover(t *testing.T) {
 	n3 := c.Node("n3")
 	cl := n3.Client()
 	ctx := context.Background()
-	leaseOn := func() (*fsm.AgentLease, error) { return agentLeaseOn(cl, agent) }
 
 	// One holds the lease, the other stands by.
 	first := awaitHolderAndStandby(t, cl, agent)
@@ -66,21 +65,7 @@ func TestAgentFailover(t *testing.T) {
 	harness.NoErr(t, holder.Kill())
 
 	// The standby takes over when the lease lapses.
-	var taken *fsm.AgentLease
-	harness.NoErr(t, harness.WaitFor(watcherWait, standby.ID+" takes the lease", func() error {
-		l, err := leaseOn()
-		if err != nil {
-			return err
-		}
-		if l.Holder.Node != standby.ID || l.Expired {
-			return fmt.Errorf("lease %+v", l)
-		}
-		taken = l
-		return nil
-	}))
-	if taken.Fence <= first.Fence || taken.Reason != fsm.LeaseReasonLapsed {
-		t.Errorf("takeover %+v: want a fence above %d, reason lapsed", taken, first.Fence)
-	}
+	taken := awaitTakeover(t, cl, agent, standby, first)
 
 	// Every message answered, each once, on every live node.
 	for _, err := range sendErrs() {
@@ -157,6 +142,28 @@ func failoverNodeArgs(t *testing.T, agent, ch string, ttl time.Duration) func(id
 		}
 		return nil
 	}
+}
+
+// awaitTakeover waits until standby's node holds agent's lease, and checks
+// the takeover: a fence above first's, reason lapsed.
+func awaitTakeover(t *testing.T, cl *transport.Client, agent string, standby *harness.Node, first *fsm.AgentLease) *fsm.AgentLease {
+	t.Helper()
+	var taken *fsm.AgentLease
+	harness.NoErr(t, harness.WaitFor(watcherWait, standby.ID+" takes the lease", func() error {
+		l, err := agentLeaseOn(cl, agent)
+		if err != nil {
+			return err
+		}
+		if l.Holder.Node != standby.ID || l.Expired {
+			return fmt.Errorf("lease %+v", l)
+		}
+		taken = l
+		return nil
+	}))
+	if taken.Fence <= first.Fence || taken.Reason != fsm.LeaseReasonLapsed {
+		t.Errorf("takeover %+v: want a fence above %d, reason lapsed", taken, first.Fence)
+	}
+	return taken
 }
 
 // agentLeaseOn reads agent's lease through cl, strongly.
