@@ -250,6 +250,9 @@ async function loadAgents() {
         el('td', {}, a.id), el('td', {}, a.role || ''),
         el('td', { class: p.state || '' }, [p.state, p.substate].filter(Boolean).join('/') || 'unknown', p.reason ? el('span', { class: 'small' }, ` ${p.reason}`) : null),
         el('td', {}, p.node || ''),
+        // The agent's lease (several nodes' watchers, one serving): who
+        // serves it and who stands by, from the replicated state.
+        el('td', { class: 'served' }, p.served_by || '', p.standby ? el('span', { class: 'small' }, ` standby ${p.standby}`) : null),
         el('td', {}, counts ? `${counts.unread} / ${counts.total}` : '—'),
         el('td', { class: health ? health.status : '' }, health ? health.status : '—'),
         el('td', {}, p.task || ''),

@@ -205,6 +205,24 @@ func TestConsoleLiveFeedApprovalsAndCluster(t *testing.T) {
 	browse(t, ctx, 5*time.Second, "the decided approval leaves the queue",
 		chromedp.WaitNotPresent(chromedp.CSS(`button.approve[data-id="appr-deploy"]`)))
 
+	// Agents: worker1 served by n1's watcher, n2's standing by (its lease).
+	bg := context.Background()
+	if _, err := n1.Client.PutPresence(bg, "worker1", transport.PresenceUpdate{State: transport.PresenceAwake, Source: "watcher"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, node := range []string{"n1", "n2"} {
+		cmd := fsm.AgentLeaseAcquireCommand{Agent: "worker1", LeaseHolder: fsm.LeaseHolder{Node: node, Instance: "maosd"}, TTL: fsm.LockTTL(time.Minute)}
+		if _, err := n1.Client.AcquireAgentLease(bg, cmd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	browse(t, ctx, 5*time.Second, "the agents view",
+		chromedp.Click(chromedp.CSS(`nav button[data-tab="agents"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#agents tr[data-agent="worker1"] td.served`)))
+	clustertest.WaitFor(t, 10*time.Second, `worker1's served-by cell "n1 standby n2" (the view refreshes)`, func() bool {
+		return text(ctx, `#agents tr[data-agent="worker1"] td.served`) == "n1 standby n2"
+	})
+
 	// Cluster: n3 stops; gossip marks it dead (about 5 s).
 	browse(t, ctx, 10*time.Second, "the cluster view",
 		chromedp.Click(chromedp.CSS(`nav button[data-tab="cluster"]`)),
