@@ -537,7 +537,8 @@ var special = map[reflect.Type][2]obj{
 		{"anyOf": []any{obj{"type": "string"}, obj{"type": "object", "required": []string{"id", "name"}, "properties": obj{"id": obj{"type": "string"}, "name": obj{"type": "string"}}}}},
 		{"anyOf": []any{obj{"type": "string"}, obj{"type": "object", "required": []string{"id"}, "properties": obj{"id": obj{"type": "string"}, "name": obj{"type": "string"}}}}},
 	},
-	reflect.TypeFor[fsm.Recipients](): {{"type": []string{"array", "null"}, "items": obj{"type": "string"}}, {"anyOf": []any{obj{"type": "string"}, obj{"type": []string{"array", "null"}, "items": obj{"type": "string"}}}}},
+	reflect.TypeFor[transport.NodeIDs](): {{"type": "array", "items": obj{"type": "string"}, "description": "node ids in id order"}, {"type": []string{"array", "null"}, "items": obj{"type": "string"}}},
+	reflect.TypeFor[fsm.Recipients]():    {{"type": []string{"array", "null"}, "items": obj{"type": "string"}}, {"anyOf": []any{obj{"type": "string"}, obj{"type": []string{"array", "null"}, "items": obj{"type": "string"}}}}},
 }
 
 // ref is the schema of a value of type t: a $ref for a named struct,

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -92,10 +93,45 @@ type Presence struct {
 	// ServedBy and Standby come from the agent's lease in the replicated
 	// state (fsm.AgentLease), not from gossip: the node whose watcher
 	// serves the agent ("" when no live lease) and the nodes whose
-	// watchers stand by to take over, comma-separated in id order ("n2,n3";
-	// a string keeps Presence comparable). The API sets them on each answer.
-	ServedBy string `json:"served_by,omitempty"`
-	Standby  string `json:"standby,omitempty"`
+	// watchers stand by to take over (JSON: an array of node ids in id
+	// order). The API sets them on each answer.
+	ServedBy string  `json:"served_by,omitempty"`
+	Standby  NodeIDs `json:"standby,omitempty"`
+}
+
+// NodeIDs is a list of node ids held as one comma-separated string ("n2,n3"),
+// so that Presence stays comparable with ==; its JSON form is an array of
+// ids (["n2","n3"]). Node ids never hold a comma (fsm.ValidName).
+type NodeIDs string
+
+// JoinNodeIDs makes a NodeIDs of ids, in the order given.
+func JoinNodeIDs(ids []string) NodeIDs { return NodeIDs(strings.Join(ids, ",")) }
+
+// List is the ids, nil when there are none.
+func (n NodeIDs) List() []string {
+	if n == "" {
+		return nil
+	}
+	return strings.Split(string(n), ",")
+}
+
+// MarshalJSON writes the ids as a JSON array.
+func (n NodeIDs) MarshalJSON() ([]byte, error) {
+	l := n.List()
+	if l == nil {
+		l = []string{}
+	}
+	return json.Marshal(l)
+}
+
+// UnmarshalJSON reads a JSON array of ids (null: none).
+func (n *NodeIDs) UnmarshalJSON(b []byte) error {
+	var l []string
+	if err := json.Unmarshal(b, &l); err != nil {
+		return fmt.Errorf("standby: want an array of node ids: %w", err)
+	}
+	*n = JoinNodeIDs(l)
+	return nil
 }
 
 // AgentHealth is seed 004's agent_health_check as a watcher reports it in

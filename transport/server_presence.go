@@ -3,7 +3,6 @@ package transport
 import (
 	"net/http"
 	"slices"
-	"strings"
 
 	"github.com/maos-project/maos/fsm"
 )
@@ -93,7 +92,7 @@ func (s *Server) addLeases(list []Presence) {
 				nodes = append(nodes, sb.Node) // Standbys are in node order
 			}
 		}
-		list[i].Standby = strings.Join(nodes, ",")
+		list[i].Standby = JoinNodeIDs(nodes)
 	}
 }
 

@@ -123,7 +123,7 @@ func printWho(w io.Writer, list []transport.Presence, now time.Time) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", p.AgentID, state, or(p.Substate, "-"), or(p.Source, "-"), or(p.Node, "-"),
 			or(p.Channel, "-"), ago(now, p.Timestamp), or(p.Task, "-"))
 		if leased {
-			fmt.Fprintf(tw, "\t%s\t%s", or(p.ServedBy, "-"), or(p.Standby, "-"))
+			fmt.Fprintf(tw, "\t%s\t%s", or(p.ServedBy, "-"), or(string(p.Standby), "-"))
 		}
 		fmt.Fprintln(tw)
 	}

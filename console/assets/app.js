@@ -252,7 +252,7 @@ async function loadAgents() {
         el('td', {}, p.node || ''),
         // The agent's lease (several nodes' watchers, one serving): who
         // serves it and who stands by, from the replicated state.
-        el('td', { class: 'served' }, p.served_by || '', p.standby ? el('span', { class: 'small' }, ` standby ${p.standby}`) : null),
+        el('td', { class: 'served' }, p.served_by || '', (p.standby || []).length ? el('span', { class: 'small' }, ` standby ${p.standby.join(', ')}`) : null),
         el('td', {}, counts ? `${counts.unread} / ${counts.total}` : '—'),
         el('td', { class: health ? health.status : '' }, health ? health.status : '—'),
         el('td', {}, p.task || ''),

@@ -184,7 +184,7 @@ func awaitPresence(t *testing.T, cl *transport.Client, agent, servedBy, standby 
 		if err != nil {
 			return err
 		}
-		if p.ServedBy != servedBy || p.Standby != standby {
+		if p.ServedBy != servedBy || p.Standby != transport.NodeIDs(standby) {
 			return fmt.Errorf("presence served_by %q standby %q", p.ServedBy, p.Standby)
 		}
 		return nil
