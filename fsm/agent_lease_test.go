@@ -266,3 +266,25 @@ func TestNameFrom(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentLeaseGoesWithTheAgent: unregistering an agent removes its
+// lease, so a holder's renewal is refused (not found: the watcher
+// stands by, as when fenced) and its next acquire is a new
+// grant with a higher fence; another agent's lease stays.
+func TestAgentLeaseGoesWithTheAgent(t *testing.T) {
+	b := newTaskBox(t)
+	l := b.acquireLease("rita", hostA, AgentLeaseGranted)
+	b.acquireLease("rita", hostB, AgentLeaseStandby)
+	other := b.acquireLease("rex", hostB, AgentLeaseGranted)
+	b.ok(OpUnregisterAgent, UnregisterAgentCommand{ID: "rita"})
+	if _, err := b.f.AgentLeaseOf("rita"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("rita's lease after unregister: %v, want not found", err)
+	}
+	if got, err := b.f.AgentLeaseOf("rex"); err != nil || got.Fence != other.Fence {
+		t.Fatalf("rex's lease = %+v, %v; want it kept", got, err)
+	}
+	b.refused(OpAgentLeaseRenew, AgentLeaseRenewCommand{Agent: "rita", LeaseHolder: hostA, Fence: l.Fence, TTL: leaseTTL}, ErrNotFound, "has no lease")
+	if nl := b.acquireLease("rita", hostA, AgentLeaseGranted); nl.Fence <= l.Fence {
+		t.Fatalf("grant after unregister = %+v, want a fence above %d", nl, l.Fence)
+	}
+}

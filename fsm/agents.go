@@ -200,6 +200,9 @@ func applyUnregisterAgent(tx *bbolt.Tx, index uint64, ts int64, body []byte) (an
 		return nil, fmt.Errorf("fsm: apply unregister_agent: %w", notFound("agent %s", cmd.ID))
 	}
 	deleteAgent(tx, prev)
+	// Its lease goes with it: a watcher still serving it is refused at its
+	// next renewal and asks again, for a new fence.
+	mustDelete(tx.Bucket(bucketAgentLeases), []byte(prev.ID))
 	audit(tx, index, ts, AuditEvent{Kind: AuditAgent, From: prev.ID, Label: "UNREGISTER", Text: "role " + prev.Role})
 	return prev, nil
 }
