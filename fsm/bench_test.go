@@ -51,6 +51,16 @@ func (e *benchEntries) fill(logs []*raft.Log) {
 	}
 }
 
+// applyTo applies the next entries of e to f until e.next reaches n, in
+// batches of batch, as the cluster applies them.
+func (e *benchEntries) applyTo(f *FSM, n uint64, batch int) {
+	logs := make([]*raft.Log, batch)
+	for e.next < n {
+		e.fill(logs)
+		f.ApplyBatch(logs)
+	}
+}
+
 func benchmarkApply(b *testing.B, perBatch int, doc *rules.Document) {
 	f, _ := openTemp(b)
 	entries := newBenchEntries(b)
@@ -114,11 +124,7 @@ func BenchmarkPageAtScale(b *testing.B) {
 		b.Run(fmt.Sprintf("msgs=%d", n), func(b *testing.B) {
 			f, _ := openTemp(b)
 			entries := newBenchEntries(b)
-			logs := make([]*raft.Log, 1000)
-			for entries.next < uint64(n) {
-				entries.fill(logs)
-				f.ApplyBatch(logs)
-			}
+			entries.applyTo(f, uint64(n), 1000)
 			last := entries.next
 			for _, tc := range []struct {
 				name string
@@ -210,12 +216,7 @@ func BenchmarkStateBytesPerMessage(b *testing.B) {
 	const n = 20_000
 	for range b.N {
 		f, path := openTemp(b)
-		entries := newBenchEntries(b)
-		logs := make([]*raft.Log, 100)
-		for entries.next < n {
-			entries.fill(logs)
-			f.ApplyBatch(logs)
-		}
+		newBenchEntries(b).applyTo(f, n, 100)
 		var leafInuse, leafAlloc int
 		if err := f.db.View(func(tx *bbolt.Tx) error {
 			return tx.ForEach(func(name []byte, bk *bbolt.Bucket) error {
@@ -269,12 +270,7 @@ func cpuTime(tb testing.TB) time.Duration {
 func BenchmarkSnapshotPersist(b *testing.B) {
 	const n = 20_000
 	f, path := openTemp(b)
-	entries := newBenchEntries(b)
-	logs := make([]*raft.Log, 100)
-	for entries.next < n {
-		entries.fill(logs)
-		f.ApplyBatch(logs)
-	}
+	newBenchEntries(b).applyTo(f, n, 100)
 	st, err := os.Stat(path)
 	if err != nil {
 		b.Fatal(err)
@@ -324,12 +320,7 @@ func BenchmarkSnapshotPersist(b *testing.B) {
 func BenchmarkSnapshotRestore(b *testing.B) {
 	const n = 20_000
 	src, _ := openTemp(b)
-	entries := newBenchEntries(b)
-	logs := make([]*raft.Log, 100)
-	for entries.next < n {
-		entries.fill(logs)
-		src.ApplyBatch(logs)
-	}
+	newBenchEntries(b).applyTo(src, n, 100)
 	var plain, compressed bytes.Buffer
 	if err := src.db.View(func(tx *bbolt.Tx) error { _, err := tx.WriteTo(&plain); return err }); err != nil {
 		b.Fatal(err)
