@@ -45,8 +45,18 @@ type Command struct {
 	Body json.RawMessage `json:"body"`
 }
 
+// maxBodyDepth bounds the nesting of a whole command body: MaxJSONDepth
+// for the values its fields carry, and a few levels for the command's own
+// objects around them.
+const maxBodyDepth = MaxJSONDepth + 8
+
 // Encode builds the log entry bytes for op with body, stamped with ts
-// (Unix nanoseconds) by the proposing node, in envelope version 2.
+// (Unix nanoseconds) by the proposing node, in envelope version 2. It is
+// the last step before a proposal, so it refuses what apply could not
+// decode on every node: a body that is not valid UTF-8 or nests deeper
+// than MaxJSONDepth (and a few levels of the command's own); the error is
+// a *FieldError (ErrInvalid). CheckText names the field first where a
+// command declares it.
 func Encode(op Op, ts int64, body any) ([]byte, error) {
 	if len(op) == 0 || len(op) > maxOpLen {
 		return nil, fmt.Errorf("fsm: encode: op %q: must be 1..%d bytes", op, maxOpLen)
@@ -54,6 +64,11 @@ func Encode(op Op, ts int64, body any) ([]byte, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return nil, fmt.Errorf("fsm: encode %s: %w", op, err)
+	}
+	// Marshal wrote valid JSON; what it may carry is a RawMessage too deep
+	// or not UTF-8.
+	if err := checkShape(string(op)+" command", b, maxBodyDepth); err != nil {
+		return nil, err
 	}
 	out := make([]byte, 0, 1+binary.MaxVarintLen64*2+len(op)+len(b))
 	out = append(out, envelopeV2)

@@ -348,6 +348,13 @@ func FuzzMessageJSON(f *testing.F) {
 			}
 			return
 		}
+		// The API checks the free text too, before it proposes.
+		if err := CheckText(m.FreeText()); err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("CheckText() = %v, want a *FieldError wrapping ErrInvalid", err)
+			}
+			return
+		}
 		b, err := json.Marshal(&m)
 		if err != nil {
 			t.Fatalf("a valid message does not marshal: %v", err)

@@ -16,7 +16,10 @@
 package secrets
 
 import (
+	"cmp"
+	"context"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"sync"
@@ -24,6 +27,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/zricethezav/gitleaks/v8/detect"
 	"github.com/zricethezav/gitleaks/v8/logging"
+	"github.com/zricethezav/gitleaks/v8/sources"
 )
 
 // Field is one piece of text to scan: Name is what errors call it (the
@@ -104,6 +108,34 @@ func Scan(fields ...Field) ([]Finding, error) {
 		out = append(out, found...)
 	}
 	return out, nil
+}
+
+// ScanReader returns the secrets in the text r yields, named field, read
+// to its end in chunks the way gitleaks reads a file (a binary file type
+// is not scanned, as gitleaks skips one); r is always drained, so a
+// writer feeding it through a pipe never blocks. An error is the rule
+// set's (as Scan's) or r's.
+func ScanReader(field string, r io.Reader) ([]Finding, error) {
+	defer io.Copy(io.Discard, r) //nolint:errcheck // draining only
+	d, err := detector()
+	if err != nil {
+		return nil, err
+	}
+	var out []Finding
+	src := sources.File{Content: r}
+	err = src.Fragments(context.Background(), func(fr sources.Fragment, err error) error {
+		if err != nil {
+			return err
+		}
+		for _, g := range d.Detect(detect.Fragment(fr)) {
+			if secret := cmp.Or(g.Secret, g.Match); secret != "" {
+				out = append(out, Finding{Field: field, Rule: g.RuleID, Description: g.Description, secret: secret})
+			}
+		}
+		return nil
+	})
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Rule < out[j].Rule })
+	return out, err
 }
 
 // Redact replaces, in the fields the findings name, every occurrence of

@@ -3,6 +3,7 @@ package transport
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -21,9 +22,11 @@ import (
 // redacted before it is proposed, so its content hash is the redacted
 // one, and a retry of the same send redacts to the same bytes.
 //
-// Any handler that stores text a client wrote calls guardSecrets once,
-// with the fields it proposes (messageFields for a message; task and
-// approval text will name theirs the same way).
+// Every write reaches the log through Server.commit (commit.go), which
+// runs the guard over the command's free text as fsm declares it
+// (fsm.FreeTexter: one table for every command), so no handler picks its
+// fields by hand; an artifact's bytes are scanned as they are stored
+// (scanArtifact).
 
 // ErrSecretFound: the request holds a secret and secret_guard is refuse.
 // 422; the message names each field and rule, never the secret.
@@ -33,61 +36,52 @@ var ErrSecretFound = errors.New("secret found")
 // cannot load.
 var scanSecrets = secrets.Scan
 
-// messageFields are the fields of m a secret is looked for in, named as
-// the API names them.
-func messageFields(m *fsm.Message) []secrets.Field {
-	return []secrets.Field{
-		{Name: "title", Text: &m.Title},
-		{Name: "content.text", Text: &m.Content.Text},
-		{Name: "content.code", Text: &m.Content.Code},
-	}
-}
-
 // guardSecrets applies the cluster's secret_guard to fields, text the
 // request stores on behalf of agent (already admitted): with "refuse" and
-// a secret found it answers 422 naming each field and rule, queues a
-// DENIED audit line that says the same (Server.deny: folded and paced
-// like the auth denials) and returns false; with "redact" it replaces
-// each secret in place with "[REDACTED:rule]" and then calls recheck (a
-// redacted field may be over its limit), whose error is the answer; with
-// "off" it does nothing. A rule set that cannot load is a 500: the text
-// is not stored unchecked. false means it has answered.
-func (s *Server) guardSecrets(w http.ResponseWriter, r *http.Request, agent string, fields []secrets.Field, recheck func() error) bool {
+// a secret found it queues a DENIED audit line that names each field and
+// rule (Server.deny: folded and paced like the auth denials) and returns
+// the 422 that says the same; with "redact" it replaces each secret in
+// place with "[REDACTED:rule]" and then returns recheck's error (a
+// redacted field may be over its limit); with "off" it does nothing. A
+// rule set that cannot load is an error (500): the text is not stored
+// unchecked. nil means the text may be proposed.
+func (s *Server) guardSecrets(r *http.Request, agent string, fields []secrets.Field, recheck func() error) error {
 	cfg, err := s.state.Config()
 	if err != nil {
-		s.writeError(w, r, fmt.Errorf("read secret_guard: %w", err))
-		return false
+		return fmt.Errorf("read secret_guard: %w", err)
 	}
 	if cfg.SecretGuard == fsm.SecretGuardOff {
-		return true
+		return nil
 	}
 	found, err := scanSecrets(fields...)
 	if err != nil {
-		s.writeError(w, r, fmt.Errorf("scan for secrets (nothing was stored unchecked): %w", err))
-		return false
+		return fmt.Errorf("scan for secrets (nothing was stored unchecked): %w", err)
 	}
 	if len(found) == 0 {
-		return true
+		return nil
 	}
 	if cfg.SecretGuard == fsm.SecretGuardRedact {
 		secrets.Redact(found, fields...)
 		if err := recheck(); err != nil {
-			s.writeError(w, r, fmt.Errorf("after redacting its secrets: %w", err))
-			return false
+			return fmt.Errorf("after redacting its secrets: %w", err)
 		}
-		return true
+		return nil
 	}
-	what := describeFindings(found)
+	return s.refuseSecret(r, agent, describeFindings(found))
+}
+
+// refuseSecret audits and answers a refusal by secret_guard: what names
+// each field and rule.
+func (s *Server) refuseSecret(r *http.Request, agent, what string) error {
 	tokenID := ""
 	if id := IdentityFrom(r.Context()); id != nil {
 		tokenID = id.TokenID
 	}
 	s.deny(r, denial{who: "secret:" + agent, agent: agent, tokenID: tokenID,
 		reason: what + ": refused by secret_guard (the secret is not recorded)"})
-	s.writeError(w, r, &APIError{Status: http.StatusUnprocessableEntity, Code: CodeSecretFound,
+	return &APIError{Status: http.StatusUnprocessableEntity, Code: CodeSecretFound,
 		Message: what + ": what a node stores is copied to every node and kept until retention trims it, so secrets are refused " +
-			"(cluster setting secret_guard is refuse); remove it and send again, or point to where the secret is kept"})
-	return false
+			"(cluster setting secret_guard is refuse); remove it and send again, or point to where the secret is kept"}
 }
 
 // describeFindings names each field and rule once, in the order found:
@@ -104,3 +98,47 @@ func describeFindings(found []secrets.Finding) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// scanArtifact tees an artifact's bytes, as the handler stores them, into
+// the secret scan (secrets.ScanReader) on behalf of agent. The handler
+// reads the returned reader instead of body, then calls done: nil, or the
+// guard's answer. An artifact's id is its bytes' digest, so its bytes are
+// never redacted: under redact too a secret refuses the upload (422), and
+// the bytes already stored are left to the blob GC, never recorded.
+func (s *Server) scanArtifact(r *http.Request, agent string, body io.Reader) (io.Reader, func() error) {
+	cfg, err := s.state.Config()
+	if err != nil {
+		return body, func() error { return fmt.Errorf("read secret_guard: %w", err) }
+	}
+	if cfg.SecretGuard == fsm.SecretGuardOff {
+		return body, func() error { return nil }
+	}
+	type result struct {
+		found []secrets.Finding
+		err   error
+	}
+	pr, pw := io.Pipe()
+	out := make(chan result, 1)
+	go func() {
+		found, err := scanArtifactBytes("content", pr)
+		out <- result{found, err}
+	}()
+	return io.TeeReader(body, pw), func() error {
+		pw.Close()
+		res := <-out
+		switch {
+		case res.err != nil:
+			return fmt.Errorf("scan the artifact for secrets (nothing was recorded unchecked): %w", res.err)
+		case len(res.found) == 0:
+			return nil
+		}
+		what := describeFindings(res.found)
+		if cfg.SecretGuard == fsm.SecretGuardRedact {
+			what += " (an artifact's bytes are its id, so they are never redacted)"
+		}
+		return s.refuseSecret(r, agent, what)
+	}
+}
+
+// scanArtifactBytes is secrets.ScanReader; a test replaces it.
+var scanArtifactBytes = secrets.ScanReader

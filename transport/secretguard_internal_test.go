@@ -30,10 +30,12 @@ func guardServer(cfg configReader, passed *int) *Server {
 	s.denials.running = true // keep denials queued: no node to propose them to
 	s.register([]route{{pattern: "POST /x", rule: ruleAny, handle: func(w http.ResponseWriter, r *http.Request) {
 		text := "a clean text"
-		if s.guardSecrets(w, r, "alice", []secrets.Field{{Name: "content.text", Text: &text}}, func() error { return nil }) {
-			*passed++
-			writeJSON(w, http.StatusOK, map[string]string{"text": text})
+		if err := s.guardSecrets(r, "alice", []secrets.Field{{Name: "content.text", Text: &text}}, func() error { return nil }); err != nil {
+			s.writeError(w, r, err)
+			return
 		}
+		*passed++
+		writeJSON(w, http.StatusOK, map[string]string{"text": text})
 	}}})
 	return s
 }

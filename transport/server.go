@@ -198,9 +198,6 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 	if !s.admit(w, r, "from", m.From) {
 		return
 	}
-	if !s.guardSecrets(w, r, m.From, messageFields(&m), m.Validate) {
-		return
-	}
 	// The state machine's fsm.SendResult is SendResponse on the wire.
 	s.propose(w, r, fsm.OpSend, fsm.SendCommand{Message: m, AgentFence: fence})
 }
@@ -500,9 +497,10 @@ func (s *Server) readIndex(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, ReadIndexResponse{Index: idx})
 }
 
-// propose commits op with body and answers with the state machine's result.
+// propose commits op with body (commit: the free-text checks and the
+// secret guard, then the proposal) and answers with the state machine's result.
 func (s *Server) propose(w http.ResponseWriter, r *http.Request, op fsm.Op, body any) {
-	res, err := s.prop.Apply(r.Context(), op, body)
+	res, err := s.commit(r, op, body)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -515,7 +513,7 @@ func (s *Server) propose(w http.ResponseWriter, r *http.Request, op fsm.Op, body
 // id set). false means it has answered with the error.
 func proposeResult[T any](s *Server, w http.ResponseWriter, r *http.Request, op fsm.Op, body any, ok func(T) bool) (T, bool) {
 	var res T
-	raw, err := s.prop.Apply(r.Context(), op, body)
+	raw, err := s.commit(r, op, body)
 	if err != nil {
 		s.writeError(w, r, err)
 		return res, false

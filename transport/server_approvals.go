@@ -1,13 +1,11 @@
 package transport
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
 
 	"github.com/maos-project/maos/fsm"
-	"github.com/maos-project/maos/secrets"
 )
 
 // The approval endpoints (fsm/approval.go has the lifecycle and the
@@ -63,16 +61,6 @@ func (s *Server) proposeApprovalRequest(w http.ResponseWriter, r *http.Request, 
 	if !s.admit(w, r, "from", cmd.From) {
 		return fsm.ApprovalResult{}, false
 	}
-	fields := []secrets.Field{{Name: "title", Text: &cmd.Title},
-		{Name: "approval_needed_for", Text: &cmd.ApprovalNeededFor}, {Name: "rationale", Text: &cmd.Rationale}}
-	action := jsonField("action", &cmd.Action)
-	if !s.guardSecrets(w, r, cmd.From, append(fields, action.field()), func() error {
-		action.store()
-		cmd.Normalize(s.opts.Now())
-		return cmd.Validate()
-	}) {
-		return fsm.ApprovalResult{}, false
-	}
 	return s.proposeApproval(w, r, fsm.OpApprovalRequest, cmd)
 }
 
@@ -84,21 +72,6 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
 	}
 	cmd.Normalize()
 	if !s.pathCommand(w, r, &cmd.ID, "approval", cmd.Validate) || !s.admit(w, r, "approver", cmd.Approver) {
-		return
-	}
-	fields := []secrets.Field{{Name: "comment", Text: &cmd.Comment}}
-	var action *jsonText
-	if len(cmd.Action) > 0 {
-		action = jsonField("action", &cmd.Action)
-		fields = append(fields, action.field())
-	}
-	if !s.guardSecrets(w, r, cmd.Approver, fields, func() error {
-		if action != nil {
-			action.store()
-			cmd.Normalize()
-		}
-		return cmd.Validate()
-	}) {
 		return
 	}
 	if _, ok := s.proposeApproval(w, r, fsm.OpApprovalDecide, cmd); !ok {
@@ -126,10 +99,6 @@ func (s *Server) cancelApproval(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.pathCommand(w, r, &cmd.ID, "approval", cmd.Validate) || !s.admit(w, r, "from", cmd.From) {
-		return
-	}
-	fields := []secrets.Field{{Name: "reason", Text: &cmd.Reason}}
-	if !s.guardSecrets(w, r, cmd.From, fields, cmd.Validate) {
 		return
 	}
 	if res, ok := s.proposeApproval(w, r, fsm.OpApprovalCancel, cmd); ok {
@@ -183,24 +152,6 @@ func approvalQuery(r *http.Request) (fsm.ApprovalQuery, error) {
 	q.After, q.Limit, err = pageParams(v)
 	return q, err
 }
-
-// jsonText is a JSON field of a request as text, for the secret guard,
-// which scans and redacts strings.
-type jsonText struct {
-	name string
-	dst  *json.RawMessage
-	text string
-}
-
-func jsonField(name string, dst *json.RawMessage) *jsonText {
-	return &jsonText{name: name, dst: dst, text: string(*dst)}
-}
-
-// field is the text as the guard scans it.
-func (j *jsonText) field() secrets.Field { return secrets.Field{Name: j.name, Text: &j.text} }
-
-// store puts the (redacted) text back in the request.
-func (j *jsonText) store() { *j.dst = []byte(j.text) }
 
 // Seed 004's approval request on POST /v1/messages (dialect.MapApproval).
 

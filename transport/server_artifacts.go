@@ -63,7 +63,11 @@ func (s *Server) putArtifact(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	limit := s.maxArtifactBytes()
-	id, size, err := s.opts.Blobs.StoreBlob(r.Context(), r.Body, limit)
+	body, scanned := s.scanArtifact(r, cmd.From, r.Body)
+	id, size, err := s.opts.Blobs.StoreBlob(r.Context(), body, limit)
+	if serr := scanned(); err == nil {
+		err = serr
+	}
 	if err != nil {
 		s.writeError(w, r, artifactBodyError(err, limit))
 		return

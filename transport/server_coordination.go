@@ -73,7 +73,7 @@ func (s *Server) setBulletin(w http.ResponseWriter, r *http.Request, merge bool)
 		s.writeError(w, r, err)
 		return
 	}
-	raw, err := s.prop.Apply(r.Context(), fsm.OpSetBulletin, cmd)
+	raw, err := s.commit(r, fsm.OpSetBulletin, cmd)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -212,7 +212,7 @@ func serveLock[C any, P interface {
 // proposeLock commits a lock command and answers 200 with the result, or
 // 409 with LockConflictBody when the state machine refused it.
 func (s *Server) proposeLock(w http.ResponseWriter, r *http.Request, op fsm.Op, body any) {
-	raw, err := s.prop.Apply(r.Context(), op, body)
+	raw, err := s.commit(r, op, body)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -108,11 +108,9 @@ func (s *Server) interruptAgent(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	// The reason is text the alert stores, like any message's.
-	if !s.guardSecrets(w, r, req.From, messageFields(m), m.Validate) {
-		return
-	}
-	raw, err := s.prop.Apply(ctx, fsm.OpSend, fsm.SendCommand{Message: *m,
+	// The reason is text the alert stores, like any message's: commit
+	// guards it.
+	raw, err := s.commit(r, fsm.OpSend, fsm.SendCommand{Message: *m,
 		Interrupt: &fsm.Interrupt{Moderator: IdentityFrom(ctx).Moderates()}})
 	if err != nil {
 		s.writeError(w, r, err)

@@ -113,7 +113,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	raw, err := s.prop.Apply(r.Context(), fsm.OpCreateToken, cmd)
+	raw, err := s.commit(r, fsm.OpCreateToken, cmd)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -142,7 +142,7 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	res, err := s.prop.Apply(r.Context(), fsm.OpRevokeToken, cmd)
+	res, err := s.commit(r, fsm.OpRevokeToken, cmd)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

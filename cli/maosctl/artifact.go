@@ -189,7 +189,7 @@ func artifactGet(c *cli.Context) error {
 			return apiError(c, err)
 		}
 		defer r.Close()
-		if _, err := io.Copy(c.App.Writer, r); err != nil {
+		if _, err := io.Copy(rawWriter(c.App.Writer), r); err != nil {
 			return fmt.Errorf("artifact %s: %w (what was written to stdout is not the artifact)", id, err)
 		}
 		return nil

@@ -144,7 +144,7 @@ give --ca (or MAOS_CA) the cluster's CA certificate to verify the node.`,
 				EnvVars: []string{envKey},
 			},
 		},
-		Before: chainBefore(checkAddrFlag, loadToken, loadTLS),
+		Before: chainBefore(safeStdout, checkAddrFlag, loadToken, loadTLS),
 		Commands: slices.Concat([]*cli.Command{
 			sendCommand(),
 			taskCommand(),

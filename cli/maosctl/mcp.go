@@ -67,9 +67,9 @@ func runMCP(c *cli.Context) error {
 		return apiError(c, err)
 	}
 	var tr mcp.Transport = &mcp.StdioTransport{}
-	if c.App.Reader != os.Stdin || c.App.Writer != os.Stdout {
+	if out := rawWriter(c.App.Writer); c.App.Reader != os.Stdin || out != os.Stdout {
 		// Embedded (tests): speak over the app's own streams.
-		tr = &mcp.IOTransport{Reader: io.NopCloser(c.App.Reader), Writer: nopWriteCloser{c.App.Writer}}
+		tr = &mcp.IOTransport{Reader: io.NopCloser(c.App.Reader), Writer: nopWriteCloser{out}}
 	}
 	err = srv.Run(ctx, tr)
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) || strings.Contains(err.Error(), "EOF") {

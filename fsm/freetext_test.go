@@ -1,0 +1,143 @@
+package fsm
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// opBodies is every op's body type. The registry is the list of ops; this
+// map must name each, with a type that declares its free text (a
+// FreeTexter, checked by the compiler), so a new command cannot reach the
+// log without saying what text it stores.
+var opBodies = map[Op]FreeTexter{
+	OpSend: &SendCommand{}, OpRegisterNode: &RegisterNodeCommand{}, OpSetConfig: &SetConfigCommand{},
+	OpNodeEvent: &NodeEventCommand{}, OpSetRules: &SetRulesCommand{},
+	OpRegisterAgent: &RegisterAgentCommand{}, OpUnregisterAgent: &UnregisterAgentCommand{},
+	OpMarkRead: &MarkReadCommand{}, OpReceiptState: &ReceiptStateCommand{},
+	OpSetBulletin: &BulletinCommand{}, OpLockAcquire: &LockAcquireCommand{}, OpLockRenew: &LockRenewCommand{},
+	OpLockRelease: &LockReleaseCommand{}, OpReleaseHolderLocks: &ReleaseHolderLocksCommand{},
+	OpSetRetention: &SetRetentionCommand{}, OpTrim: &TrimCommand{},
+	OpSetCursor: &SetCursorCommand{}, OpSetPolicy: &SetPolicyCommand{},
+	OpAgentLeaseAcquire: &AgentLeaseAcquireCommand{}, OpAgentLeaseRenew: &AgentLeaseRenewCommand{},
+	OpAgentLeaseRelease: &AgentLeaseReleaseCommand{},
+	OpArtifactPut:       &ArtifactPutCommand{}, OpArtifactDelete: &ArtifactDeleteCommand{},
+	OpCreateToken: &CreateTokenCommand{}, OpRevokeToken: &RevokeTokenCommand{}, OpAuditDenial: &AuditDenialCommand{},
+	OpTaskCreate: &TaskCreateCommand{}, OpTaskClaim: &TaskClaimCommand{}, OpTaskProgress: &TaskProgressCommand{},
+	OpTaskComplete: &TaskCompleteCommand{}, OpTaskHandoff: &TaskHandoffCommand{}, OpTaskCancel: &TaskCancelCommand{},
+	OpApprovalRequest: &ApprovalRequestCommand{}, OpApprovalDecide: &ApprovalDecideCommand{},
+	OpApprovalCancel: &ApprovalCancelCommand{},
+	OpTick:           &TickCommand{}, opTaskTick: &TickCommand{},
+}
+
+func TestEveryOpDeclaresItsFreeText(t *testing.T) {
+	f, _ := openTemp(t)
+	for op := range f.registry() {
+		if _, ok := opBodies[op]; !ok {
+			t.Errorf("op %q is in the registry but not in opBodies: add its body type there, and its FreeText to freetext.go", op)
+		}
+	}
+	for op, b := range opBodies {
+		if _, ok := b.(Actor); len(b.FreeText()) > 0 && !ok {
+			t.Errorf("op %q stores free text but its body %T names no Actor (whom a refusal is audited as)", op, b)
+		}
+		if _, ok := f.registry()[op]; !ok {
+			t.Errorf("opBodies names %q, which the registry does not apply", op)
+		}
+	}
+}
+
+// The table names every field of seed 004's task_completion that holds
+// text, and the message's, as the API names them.
+func TestFreeTextNamesTheFieldsTheIssueLists(t *testing.T) {
+	tc := TaskCompleteCommand{Completion: TaskCompletion{
+		ActionsTaken: []json.RawMessage{[]byte(`{"a":1}`)}, Outputs: []string{"o"}, NextSteps: []string{"n"},
+		Error: &TaskError{ErrorType: "x", ErrorMessage: "m"}}}
+	m := SendCommand{Message: Message{Tags: []string{"t"}, Content: Content{Artifacts: []ArtifactRef{{Ref: "sha256:ab", Name: "n.txt"}}}}}
+	for _, c := range []struct {
+		body FreeTexter
+		want []string
+	}{
+		{&tc, []string{"completion.result", "completion.rationale", "completion.actions_taken[0]", "completion.outputs[0]",
+			"completion.next_steps[0]", "completion.error.error_message", "completion.flags", "completion.metrics"}},
+		{&m, []string{"id", "title", "content.text", "content.code", "metadata", "tags[0]", "correlation_id",
+			"content.artifacts[0].name"}},
+		{&TaskHandoffCommand{}, []string{"reason"}},
+		{&TaskProgressCommand{}, []string{"message"}},
+		{&TaskCreateCommand{}, []string{"context", "description"}},
+		{&BulletinCommand{}, []string{"bulletin"}},
+		{&LockAcquireCommand{}, []string{"path"}},
+		{&RegisterAgentCommand{}, []string{"description"}},
+		{&ArtifactPutCommand{}, []string{"name"}},
+	} {
+		var names []string
+		for _, f := range c.body.FreeText() {
+			names = append(names, f.Name)
+			if (f.Text == nil) == (f.JSON == nil) {
+				t.Errorf("%T field %s: want exactly one of Text and JSON", c.body, f.Name)
+			}
+		}
+		for _, w := range c.want {
+			if !slices.Contains(names, w) {
+				t.Errorf("%T: free text %v lacks %s", c.body, names, w)
+			}
+		}
+	}
+}
+
+func TestCheckText(t *testing.T) {
+	deep := func(n int) json.RawMessage {
+		return json.RawMessage(strings.Repeat(`{"a":`, n) + "1" + strings.Repeat("}", n))
+	}
+	line, body := "a\tb\nc", "colour \x1b[31mred\x1b[0m"
+	ok := []TextField{
+		{Name: "title", Kind: TextLine, Text: &line},
+		{Name: "text", Kind: TextBody, Text: &body},
+		{Name: "metadata", Kind: TextJSON, JSON: rawPtr(deep(MaxJSONDepth))},
+	}
+	if err := CheckText(ok); err != nil {
+		t.Fatalf("CheckText(ok) = %v", err)
+	}
+	esc, cr, bad := "a\x1b[2Jb", "a\rb", "a\xffb"
+	for _, c := range []struct {
+		f    TextField
+		want string
+	}{
+		{TextField{Name: "title", Kind: TextLine, Text: &esc}, "title: control character U+001B at byte 1"},
+		{TextField{Name: "id", Kind: TextLine, Text: &cr}, "id: control character U+000D"},
+		{TextField{Name: "content.text", Kind: TextBody, Text: &bad}, "content.text: not valid UTF-8"},
+		{TextField{Name: "metadata", Kind: TextJSON, JSON: rawPtr(deep(MaxJSONDepth + 1))}, "metadata: JSON nested 65 deep, at most 64"},
+		{TextField{Name: "metadata", Kind: TextJSON, JSON: rawPtr(json.RawMessage("{\"a\":\"\xff\"}"))}, "metadata: not valid UTF-8"},
+		{TextField{Name: "context", Kind: TextJSON, JSON: rawPtr(json.RawMessage(`{"a":`))}, "context: not valid JSON"},
+	} {
+		err := CheckText([]TextField{c.f})
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("CheckText(%s) = %v, want ErrInvalid with %q", c.f.Name, err, c.want)
+		}
+	}
+}
+
+// Encode is the last step before a proposal: a body apply could not
+// decode (Go's decoder stops at 10,000 levels) never reaches the log.
+func TestEncodeRefusesWhatApplyCouldNotDecode(t *testing.T) {
+	deep := json.RawMessage(strings.Repeat("[", 9998) + strings.Repeat("]", 9998))
+	_, err := Encode(OpSend, 1, SendCommand{Message: Message{ID: "m", Metadata: deep}})
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "send command: JSON nested 10000 deep, at most 72") {
+		t.Fatalf("Encode(9998 deep) = %v", err)
+	}
+	_, err = Encode(OpSend, 1, SendCommand{Message: Message{ID: "m", Metadata: json.RawMessage("\"\xff\"")}})
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "not valid UTF-8") {
+		t.Fatalf("Encode(invalid UTF-8) = %v", err)
+	}
+	// At the bound it encodes and applies.
+	f, _ := openTemp(t)
+	m := Message{ID: msgID(1), From: "a", Channel: "c", To: Recipients{"b"}, Content: Content{Text: "x"},
+		Metadata: json.RawMessage(strings.Repeat("[", MaxJSONDepth) + strings.Repeat("]", MaxJSONDepth))}
+	m.Normalize(time.Unix(1, 0))
+	mustSendResult(t, applyOne(f, sendEntry(t, 1, 1, m)))
+}
+
+func rawPtr(v json.RawMessage) *json.RawMessage { return &v }
