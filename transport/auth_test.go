@@ -573,3 +573,20 @@ func TestAuthTokenActsForItsForks(t *testing.T) {
 	}
 	wantError(t, e.as(aliceSecret, "PUT", "/v1/presence/bob-fork-1", `{"state":"AWAKE"}`), http.StatusForbidden, transport.CodeForbidden)
 }
+
+// A browser asks for /favicon.ico wherever it goes: a public 404, not a
+// 401 and not a DENIED audit line.
+func TestFaviconIsNotAudited(t *testing.T) {
+	e := newAuthEnv(t, &transport.AuthConfig{AdminToken: adminSecret})
+	for range 3 {
+		wantError(t, e.as("", "GET", "/favicon.ico", ""), http.StatusNotFound, transport.CodeNotFound)
+	}
+	// A request that is audited, after them: once its line is there, the
+	// favicon's would be too.
+	wantUnauthorized(t, e.as("", "GET", "/v1/channels", ""), false)
+	for _, d := range e.waitDenied("missing bearer token", 1) {
+		if strings.Contains(d.Line(), "favicon") {
+			t.Errorf("favicon.ico audited: %s", d.Line())
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/maos-project/maos/fsm"
 )
@@ -52,4 +53,36 @@ func (c *Client) Tokens(ctx context.Context) ([]fsm.Token, error) {
 // id is an error wrapping fsm.ErrNotFound. Needs an admin token.
 func (c *Client) RevokeToken(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodDelete, "/v1/tokens/"+url.PathEscape(id), nil, nil, nil)
+}
+
+// WithTokenWatch returns a copy of the client that reports every answer
+// to fn, from the call that got it: refused true when the answer refuses
+// the token itself (401 with WWW-Authenticate error="invalid_token": the
+// token was revoked, or is unknown to the node), false for any other
+// answer. A long-running client (a watcher) stops on a refusal that lasts
+// instead of retrying forever, each retry an audit line.
+func (c *Client) WithTokenWatch(fn func(refused bool)) *Client {
+	cp := *c
+	hc := *c.hc
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	hc.Transport = tokenWatch{base: base, fn: fn}
+	cp.hc = &hc
+	return &cp
+}
+
+type tokenWatch struct {
+	base http.RoundTripper
+	fn   func(refused bool)
+}
+
+func (t tokenWatch) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err == nil {
+		t.fn(resp.StatusCode == http.StatusUnauthorized &&
+			strings.Contains(resp.Header.Get("WWW-Authenticate"), `error="invalid_token"`))
+	}
+	return resp, err
 }

@@ -48,8 +48,9 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	for _, rt := range newServer(t).Routes() {
 		if !strings.Contains(rt.Pattern, " ") {
 			// A path alone is the JSON 404 of what no other route matches
-			// ("/", and the probes' paths for other methods): no endpoint.
-			if rt.Pattern != "/" && !slices.ContainsFunc(newServer(t).Routes(), func(o transport.Route) bool { return o.Pattern == "GET "+rt.Pattern }) {
+			// ("/", a browser's /favicon.ico, and the probes' paths for
+			// other methods): no endpoint.
+			if rt.Pattern != "/" && rt.Pattern != "/favicon.ico" && !slices.ContainsFunc(newServer(t).Routes(), func(o transport.Route) bool { return o.Pattern == "GET "+rt.Pattern }) {
 				t.Errorf("route %q has no method and is not a path another route serves with GET", rt.Pattern)
 			}
 			continue

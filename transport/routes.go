@@ -63,6 +63,9 @@ func (s *Server) routes() []route {
 		// is the JSON 404 without a token.
 		{pattern: "/healthz", rule: rulePublic, handle: s.notFound},
 		{pattern: "/readyz", rule: rulePublic, handle: s.notFound},
+		// A browser asks every host it visits for its icon: a public 404,
+		// neither a 401 nor a DENIED audit line.
+		{pattern: "/favicon.ico", rule: rulePublic, handle: s.notFound},
 		// The node's metrics in Prometheus's text format (metrics.go);
 		// maosd's --metrics-addr serves them without auth.
 		{pattern: "GET /metrics", rule: ruleAdmin, handle: s.serveMetrics},

@@ -117,7 +117,10 @@ func ReplyID(agent string, m *fsm.Message) string {
 
 // Run runs one watcher per agent of f against opts.Client until ctx ends,
 // then sets the agents OFFLINE and returns nil. A watcher never stops on a
-// bad message or a failing CLI; network errors are retried.
+// bad message or a failing CLI; network errors are retried. An agent whose
+// token the cluster refuses (revoked or unknown) for refusalGrace is
+// stopped, with one log line (tokenguard.go); Run returns when every agent
+// has stopped.
 func Run(ctx context.Context, f *File, opts Options) error {
 	if opts.Client == nil {
 		return errors.New("watcher: run: no client")
@@ -166,13 +169,17 @@ func Run(ctx context.Context, f *File, opts Options) error {
 		if tokens[i] != "" {
 			c = c.WithToken(tokens[i])
 		}
+		actx, stop := context.WithCancel(ctx)
+		defer stop()
+		guard := &tokenGuard{log: opts.Logger.With("agent", f.Agents[i].ID), stop: stop}
+		c = c.WithTokenWatch(guard.answer)
 		w := &agentWatcher{cfg: &f.Agents[i], opts: opts, c: c, token: tokens[i], dryMu: &out,
 			log: opts.Logger.With("agent", f.Agents[i].ID), busyChanged: make(chan struct{}, 1), interruptedFor: map[uint64]bool{},
 			tasks: c, taskOffers: make(chan taskOffer)}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w.serve(ctx)
+			w.serve(actx)
 		}()
 	}
 	wg.Wait()

@@ -234,6 +234,15 @@ async function openMessage(id, li) {
 
 // ---- agents
 
+// mayReadInbox is the API's reader rule (transport/routes.go, reader):
+// without auth anyone, else a moderator, an admin or the agent itself. The
+// view asks only for what its token may read, so it writes no DENIED
+// audit line per other agent.
+function mayReadInbox(id) {
+  const me = state.me || {};
+  return !me.auth || me.role === 'admin' || me.role === 'moderator' || me.agent === id;
+}
+
 async function loadAgents() {
   try {
     const [reg, pres] = await Promise.all([api('GET', '/v1/agents?limit=1000'), api('GET', '/v1/presence')]);
@@ -242,7 +251,7 @@ async function loadAgents() {
     for (const p of pres.agents || []) byID.set(p.agent_id, Object.assign(byID.get(p.agent_id) || { id: p.agent_id }, { p }));
     const rows = await Promise.all([...byID.values()].sort((a, b) => a.id.localeCompare(b.id)).map(async (a) => {
       const [counts, health] = await Promise.all([
-        api('GET', `/v1/agents/${enc(a.id)}/inbox/counts`).catch(() => null),
+        mayReadInbox(a.id) ? api('GET', `/v1/agents/${enc(a.id)}/inbox/counts`).catch(() => null) : null,
         api('GET', `/v1/agents/${enc(a.id)}/health`).catch(() => null),
       ]);
       const p = a.p || {};

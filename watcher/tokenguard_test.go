@@ -1,0 +1,93 @@
+package watcher
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/transport/transporttest"
+)
+
+// syncBuffer is a log sink several goroutines write to.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A watcher whose agent's token is revoked stops that agent with one
+// clear log line, instead of retrying (each retry a DENIED audit line)
+// until someone notices.
+func TestRevokedTokenStopsTheAgent(t *testing.T) {
+	svc := transporttest.New(t)
+	const secret = "maos_secret-of-rita-0123456789"
+	if _, err := svc.ApplyCommand(fsm.OpCreateToken, fsm.CreateTokenCommand{ID: "tok-rita", Agent: "rita", Role: fsm.TokenRoleAgent, Hash: fsm.HashToken(secret)}); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{Logger: slog.New(slog.DiscardHandler),
+		Auth: &transport.AuthConfig{AdminToken: "maos_admin-secret-0123456789"}}))
+	t.Cleanup(hs.Close)
+	tokFile := filepath.Join(t.TempDir(), "rita.token")
+	if err := os.WriteFile(tokFile, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Parse([]byte("agents:\n- {id: rita, command: [x], token_file: " + tokFile + "}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, f, Options{Client: transport.NewClient(hs.URL, nil), Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+			BackoffBase: 10 * time.Millisecond, Heartbeat: 50 * time.Millisecond})
+	}()
+	// Running: the agent registered itself with its token.
+	waitFor(t, "rita registered", func() bool { _, err := svc.State().Agent("rita"); return err == nil })
+	if _, err := svc.ApplyCommand(fsm.OpRevokeToken, fsm.RevokeTokenCommand{ID: "tok-rita"}); err != nil {
+		t.Fatal(err)
+	}
+	// Run returns by itself: its one agent stopped (ctx is never cancelled).
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+	case <-testDeadline(t):
+		t.Fatalf("the watcher still runs its revoked agent; log:\n%s", logs.String())
+	}
+	if n := strings.Count(logs.String(), "the cluster refuses this agent's token"); n != 1 {
+		t.Errorf("%d log lines say the token is refused, want 1:\n%s", n, logs.String())
+	}
+}
+
+// testDeadline fires shortly before the test binary's -timeout, so a hang
+// fails this test by name instead of killing the run.
+func testDeadline(t *testing.T) <-chan time.Time {
+	d, ok := t.Deadline()
+	if !ok {
+		return nil
+	}
+	return time.After(time.Until(d) - 5*time.Second)
+}
