@@ -43,7 +43,7 @@ type ClusterView struct {
 // that node's GET /v1/cluster/status with the same token, at most
 // PeerTimeout each, all at once.
 func (c *console) cluster(w http.ResponseWriter, r *http.Request) {
-	secret := token(r)
+	secret := c.token(r)
 	rec := c.local(r, "/v1/cluster/status", secret)
 	if rec.code != http.StatusOK {
 		relay(w, rec)

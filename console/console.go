@@ -89,9 +89,18 @@ var loginCSRF = http.NewCrossOriginProtection()
 // maxLoginBody caps the login's body: a token and some JSON.
 const maxLoginBody = 4 << 10
 
+// sessionAPI is what the console needs of the API server for its login:
+// console sessions (*transport.Server; transport/sessions.go).
+type sessionAPI interface {
+	OpenSession(r *http.Request, secret string) (*http.Cookie, error)
+	CloseSession(r *http.Request) *http.Cookie
+	SessionToken(r *http.Request) string
+}
+
 // login takes {"token"}, checks it with the API's GET /v1/whoami and, if
-// it authenticates, keeps it in the HttpOnly, SameSite=Strict cookie the
-// API reads (transport.CookieToken); it answers whoami's answer, or the
+// it authenticates, opens a session on this node for it and sets the
+// session's cookie (a random id, never the token: HttpOnly,
+// SameSite=Strict, __Host- under TLS); it answers whoami's answer, or the
 // API's refusal.
 func (c *console) login(w http.ResponseWriter, r *http.Request) {
 	if err := loginCSRF.Check(r); err != nil {
@@ -111,30 +120,44 @@ func (c *console) login(w http.ResponseWriter, r *http.Request) {
 		relay(w, rec)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: transport.CookieToken, Value: in.Token, Path: "/",
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	sa, ok := c.api.(sessionAPI)
+	if !ok {
+		writeErr(w, http.StatusInternalServerError, "this node's API keeps no console sessions")
+		return
+	}
+	// Without --auth whoami answers any token, and no session is needed.
+	var me transport.WhoAmI
+	if json.Unmarshal(rec.body.Bytes(), &me) == nil && me.Auth {
+		ck, err := sa.OpenSession(r, in.Token)
+		if err != nil {
+			writeErr(w, http.StatusInternalServerError, "open a session: "+err.Error())
+			return
+		}
+		http.SetCookie(w, ck)
+	}
 	relay(w, rec)
 }
 
-// logout clears the cookie.
+// logout ends the session and clears its cookie.
 func (c *console) logout(w http.ResponseWriter, r *http.Request) {
 	if err := loginCSRF.Check(r); err != nil {
 		writeErr(w, http.StatusForbidden, "logout from another site refused")
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: transport.CookieToken, Value: "", Path: "/", MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	if sa, ok := c.api.(sessionAPI); ok {
+		http.SetCookie(w, sa.CloseSession(r))
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
 // token is the bearer secret r carries: its Authorization header's, else
-// the console's cookie's ("" for none).
-func token(r *http.Request) string {
+// its console session's ("" for none).
+func (c *console) token(r *http.Request) string {
 	if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
 		return strings.TrimSpace(v)
 	}
-	if ck, err := r.Cookie(transport.CookieToken); err == nil {
-		return ck.Value
+	if sa, ok := c.api.(sessionAPI); ok {
+		return sa.SessionToken(r)
 	}
 	return ""
 }

@@ -64,10 +64,10 @@ func TestAssetsPublicAPIStillGuarded(t *testing.T) {
 	}
 }
 
-// A login with a good token sets the HttpOnly, SameSite=Strict cookie the
-// API then takes; a bad token sets none; a login from another site is
-// refused.
-func TestLoginKeepsTheTokenInAnHttpOnlyCookie(t *testing.T) {
+// A login with a good token sets an HttpOnly, SameSite=Strict cookie that
+// names a session on the node (never the token); a bad token sets none; a
+// login from another site is refused; logout ends the session.
+func TestLoginOpensASessionCookie(t *testing.T) {
 	url := serve(t)
 	resp, body := do(t, "POST", url+"/ui/login", `{"token":"maos_wrong-0123456789"}`, nil)
 	if resp.StatusCode != 401 || len(resp.Cookies()) != 0 {
@@ -82,15 +82,58 @@ func TestLoginKeepsTheTokenInAnHttpOnlyCookie(t *testing.T) {
 		t.Fatalf("login: %d %s", resp.StatusCode, body)
 	}
 	cs := resp.Cookies()
-	if len(cs) != 1 || cs[0].Name != transport.CookieToken || !cs[0].HttpOnly || cs[0].SameSite != http.SameSiteStrictMode || cs[0].Path != "/" {
+	if len(cs) != 1 || cs[0].Name != transport.CookieSession || !cs[0].HttpOnly || cs[0].SameSite != http.SameSiteStrictMode || cs[0].Path != "/" ||
+		cs[0].MaxAge <= 0 || cs[0].MaxAge > int(transport.SessionTTL.Seconds()) {
 		t.Fatalf("cookie: %+v", cs)
 	}
-	_, body = do(t, "GET", url+"/v1/whoami", "", map[string]string{"Cookie": cs[0].Name + "=" + cs[0].Value})
+	// The cookie names a session; it never holds the token.
+	if strings.Contains(resp.Header.Get("Set-Cookie"), "maos_alice") {
+		t.Fatalf("the cookie holds the token: %s", resp.Header.Get("Set-Cookie"))
+	}
+	session := map[string]string{"Cookie": cs[0].Name + "=" + cs[0].Value}
+	_, body = do(t, "GET", url+"/v1/whoami", "", session)
 	if !strings.Contains(body, `"agent":"alice"`) {
 		t.Fatalf("whoami with the cookie: %s", body)
 	}
-	resp, _ = do(t, "POST", url+"/ui/logout", "", nil)
+	// A cookie holding the token itself is no session.
+	if resp, _ := do(t, "GET", url+"/v1/whoami", "", map[string]string{"Cookie": transport.CookieSession + "=maos_alice-0123456789"}); resp.StatusCode != 401 {
+		t.Fatalf("a token in the cookie: %d, want 401", resp.StatusCode)
+	}
+	resp, _ = do(t, "POST", url+"/ui/logout", "", session)
 	if cs := resp.Cookies(); resp.StatusCode != 204 || len(cs) != 1 || cs[0].MaxAge >= 0 {
 		t.Fatalf("logout: %d %+v", resp.StatusCode, cs)
+	}
+	// Logout ended the session on the node, not only in the browser.
+	if resp, body := do(t, "GET", url+"/v1/whoami", "", session); resp.StatusCode != 401 || !strings.Contains(body, "log in again") {
+		t.Fatalf("whoami after logout: %d %s, want 401", resp.StatusCode, body)
+	}
+}
+
+// A revoked token ends its sessions.
+func TestRevokedTokenEndsItsSession(t *testing.T) {
+	url := serve(t)
+	resp, body := do(t, "POST", url+"/ui/login", `{"token":"maos_alice-0123456789"}`, map[string]string{"Sec-Fetch-Site": "same-origin"})
+	if resp.StatusCode != 200 || len(resp.Cookies()) != 1 {
+		t.Fatalf("login: %d %s", resp.StatusCode, body)
+	}
+	session := map[string]string{"Cookie": resp.Cookies()[0].Name + "=" + resp.Cookies()[0].Value}
+	if resp, _ := do(t, "DELETE", url+"/v1/tokens/tok-alice", "", map[string]string{"Authorization": "Bearer " + adminSecret}); resp.StatusCode != 200 {
+		t.Fatalf("revoke: %d", resp.StatusCode)
+	}
+	for _, want := range []string{"revoked", "log in again"} {
+		if resp, body := do(t, "GET", url+"/v1/whoami", "", session); resp.StatusCode != 401 || !strings.Contains(body, want) {
+			t.Fatalf("whoami with a revoked token's session: %d %s, want 401 saying %q", resp.StatusCode, body, want)
+		}
+	}
+}
+
+// Under TLS the cookie is Secure and __Host- prefixed.
+func TestSessionCookieUnderTLS(t *testing.T) {
+	svc := transporttest.New(t)
+	api := transport.NewServer(svc, transport.ServerOptions{Logger: slog.New(slog.DiscardHandler), Auth: &transport.AuthConfig{AdminToken: adminSecret}})
+	req := httptest.NewRequest("POST", "https://node/ui/login", nil)
+	ck, err := api.OpenSession(req, adminSecret)
+	if err != nil || ck.Name != transport.CookieSessionTLS || !ck.Secure || ck.Path != "/" || ck.Domain != "" || !ck.HttpOnly {
+		t.Fatalf("cookie under TLS: %+v, %v", ck, err)
 	}
 }

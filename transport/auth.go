@@ -31,31 +31,21 @@ import (
 // refusals worth a trace (a send holding a secret) share.
 
 // The web console (package console) cannot set a header on an
-// EventSource, so a browser carries its token in the HttpOnly cookie
-// CookieToken instead: authenticate reads it only when the request has no
-// Authorization header, and the secret then goes the header's way. A
-// state-changing request so authenticated must pass the CSRF defence
+// EventSource, so a browser carries a session cookie instead
+// (sessions.go: a random id this node maps to the token, never the token
+// itself): authenticate reads it only when the request has no
+// Authorization header, and the session's secret then goes the header's
+// way. A state-changing request so authenticated must pass the CSRF defence
 // (cookieCSRF): net/http's CrossOriginProtection (Sec-Fetch-Site, else
 // Origin against Host) and the header HeaderCSRF, which a cross-site
 // page cannot send without a CORS preflight no node answers.
 const (
-	// CookieToken is the cookie holding a console user's bearer token.
-	CookieToken = "maos_token"
-	// HeaderCSRF must be on every write authenticated by CookieToken.
+	// HeaderCSRF must be on every write authenticated by a session cookie.
 	HeaderCSRF = "X-Maos-CSRF"
 )
 
 // crossOrigin is the CSRF check of cookie-authenticated writes.
 var crossOrigin = http.NewCrossOriginProtection()
-
-// cookieToken is the console cookie's secret, if r carries a non-empty one.
-func cookieToken(r *http.Request) (string, bool) {
-	c, err := r.Cookie(CookieToken)
-	if err != nil || c.Value == "" {
-		return "", false
-	}
-	return c.Value, true
-}
 
 // cookieCSRF returns "" when r, authenticated by the console's cookie, may
 // go on: a safe method, or a same-origin write carrying HeaderCSRF; else
@@ -66,10 +56,10 @@ func cookieCSRF(r *http.Request) string {
 		return ""
 	}
 	if err := crossOrigin.Check(r); err != nil {
-		return fmt.Sprintf("%s %s authenticated by the %s cookie comes from another site (%v): refused", r.Method, r.URL.Path, CookieToken, err)
+		return fmt.Sprintf("%s %s authenticated by the console's session cookie comes from another site (%v): refused", r.Method, r.URL.Path, err)
 	}
 	if r.Header.Get(HeaderCSRF) == "" {
-		return fmt.Sprintf("%s %s authenticated by the %s cookie needs the %s header (the console sends it)", r.Method, r.URL.Path, CookieToken, HeaderCSRF)
+		return fmt.Sprintf("%s %s authenticated by the console's session cookie needs the %s header (the console sends it)", r.Method, r.URL.Path, HeaderCSRF)
 	}
 	return ""
 }
@@ -137,16 +127,21 @@ func newAuthState(s *Server, cfg *AuthConfig) *authState {
 // (auditing a presented but bad token) and returns false.
 func (a *authState) authenticate(w http.ResponseWriter, r *http.Request) (*Identity, bool) {
 	values := r.Header.Values("Authorization")
+	fromSession := false
 	if len(values) == 0 {
-		if v, ok := cookieToken(r); ok {
-			// The web console's cookie stands for the header; a write it
+		if v, present, ok := a.s.sessionSecret(r); present {
+			// The web console's session stands for the header; a write it
 			// authenticates must come from the console's own pages.
+			if !ok {
+				a.unauthorized(w, r, "the console session is unknown or expired (a session lives on the node that opened it, for "+SessionTTL.String()+"): log in again", false)
+				return nil, false
+			}
 			if problem := cookieCSRF(r); problem != "" {
 				a.s.writeError(w, r, &APIError{Status: http.StatusForbidden, Code: CodeForbidden, Message: problem})
 				a.s.deny(r, denial{who: "cookie", reason: "cross-site request refused"})
 				return nil, false
 			}
-			values = []string{"Bearer " + v}
+			values, fromSession = []string{"Bearer " + v}, true
 		}
 	}
 	if len(values) == 0 {
@@ -171,6 +166,9 @@ func (a *authState) authenticate(w http.ResponseWriter, r *http.Request) (*Ident
 	var revoked *fsm.RevokedTokenError
 	switch {
 	case errors.As(err, &revoked):
+		if fromSession {
+			a.s.endSessionsOf(secret)
+		}
 		a.unauthorized(w, r, "the bearer token was revoked", true)
 		a.s.deny(r, denial{who: revoked.Token.ID, agent: revoked.Token.Agent, tokenID: revoked.Token.ID, reason: "revoked token"})
 		return nil, false

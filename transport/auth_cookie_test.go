@@ -9,15 +9,22 @@ import (
 	"github.com/maos-project/maos/transport"
 )
 
-// cookieReq sends one request authenticated by the console's cookie, with
-// the extra headers h.
+// cookieReq sends one request authenticated by a console session of
+// secret's (opened as the console's login does), with the extra headers h.
 func (e *authEnv) cookieReq(secret, method, path, body string, h map[string]string) (int, string) {
 	e.t.Helper()
 	req, err := http.NewRequest(method, e.url+path, strings.NewReader(body))
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	req.AddCookie(&http.Cookie{Name: transport.CookieToken, Value: secret})
+	ck, err := e.srv.OpenSession(req, secret)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if ck.Name != transport.CookieSession || ck.Value == secret || strings.Contains(ck.String(), secret) {
+		e.t.Fatalf("session cookie %s: want %s holding an id, not the token", ck, transport.CookieSession)
+	}
+	req.AddCookie(ck)
 	for k, v := range h {
 		req.Header.Set(k, v)
 	}

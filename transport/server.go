@@ -84,6 +84,8 @@ type Server struct {
 	node    string
 	// metrics is opts.Metrics, or noMetrics.
 	metrics Metrics
+	// sessions are the web console's (sessions.go).
+	sessions *sessions
 }
 
 // NewServer returns the API handler for the node b.
@@ -105,7 +107,7 @@ func NewServer(b Backend, opts ServerOptions) *Server {
 	// A rule set that cannot load is the scan's error to report.
 	_ = secrets.Warm()
 	s := &Server{prop: b, state: b.State(), cluster: b, presence: b, opts: opts, limits: newLimiter(opts.Limits),
-		denials: newDenialCoalescer(), metrics: opts.Metrics}
+		denials: newDenialCoalescer(), metrics: opts.Metrics, sessions: newSessions()}
 	if s.metrics == nil {
 		s.metrics = noMetrics{}
 	}

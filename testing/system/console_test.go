@@ -297,7 +297,7 @@ func TestConsoleAuthLogin(t *testing.T) {
 		t.Fatalf("feed line %q, want the marker", got)
 	}
 	cookies := eval[string](t, ctx, `document.cookie`)
-	if strings.Contains(cookies, transport.CookieToken) || strings.Contains(cookies, tok.Token) {
+	if strings.Contains(cookies, "maos_session") || strings.Contains(cookies, tok.Token) {
 		t.Fatalf("the page's script reads the token: document.cookie = %q", cookies)
 	}
 	url := eval[string](t, ctx, `location.href`)
