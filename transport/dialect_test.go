@@ -59,11 +59,11 @@ func TestSendSeedDialects(t *testing.T) {
 		t.Errorf("seed 001 stored %+v meta %v", m, md)
 	}
 
-	// Seed 002: subject/body/context; it names no channel, so it needs one.
+	// Seed 002: subject/body/context; it names no channel, so it goes to
+	// the default one; one it names is kept.
 	body := seedBody(t, "seed002.json")
-	msg := wantError(t, do(t, "POST", srv.URL+"/v1/messages", body, nil), http.StatusBadRequest, transport.CodeInvalid)
-	if !strings.HasPrefix(msg, "channel:") {
-		t.Errorf("seed 002 without a channel: %q", msg)
+	if m, _ := stored(post(strings.Replace(body, `"msg_abc123"`, `"msg_abc124"`, 1)).ID); m.Channel != fsm.DefaultChannel {
+		t.Errorf("seed 002 without a channel stored on %q, want %q", m.Channel, fsm.DefaultChannel)
 	}
 	res = post(strings.Replace(body, `"type"`, `"channel": "design", "type"`, 1))
 	m, md = stored(res.ID)
@@ -82,8 +82,13 @@ func TestSendSeedDialects(t *testing.T) {
 		md["privacy_level"] != "PRIVATE_TO_MODERATORS" || md["violation"] == nil {
 		t.Errorf("seed 004 stored %+v meta %v", m, md)
 	}
+	// Posted as is, with no channel: on the default channel.
+	res = post(strings.Replace(seedBody(t, "seed004_coc.json"), `"unique_uuid"`, `"unique_uuid_2"`, 1))
+	if m, _ = stored(res.ID); m.Channel != fsm.DefaultChannel || m.Type != "coc_violation_flag" {
+		t.Errorf("seed 004 as is stored %+v, want it on %q", m, fsm.DefaultChannel)
+	}
 	// A task_completion is no longer stored as a message: it names a task.
-	msg = wantError(t, do(t, "POST", srv.URL+"/v1/messages", seedBody(t, "seed004_completion.json"), nil), http.StatusNotFound, transport.CodeNotFound)
+	msg := wantError(t, do(t, "POST", srv.URL+"/v1/messages", seedBody(t, "seed004_completion.json"), nil), http.StatusNotFound, transport.CodeNotFound)
 	if msg != "task original_task_id: not found" {
 		t.Errorf("seed 004 completion of no task: %q", msg)
 	}

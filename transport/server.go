@@ -377,7 +377,9 @@ func decodeMessage(w http.ResponseWriter, r *http.Request, limit int64, register
 	if appr, err := dialect.MapApproval(raw, registered); appr != nil || err != nil {
 		return sendBody{approval: appr}, err
 	}
-	dm, err := dialect.Map(raw, dialect.Place{}, dialect.Options{})
+	// A seed's message names no channel as often as not (002, 004): it
+	// goes where a client that names none sends, fsm.DefaultChannel.
+	dm, err := dialect.Map(raw, dialect.Place{}, dialect.Options{Fallback: fsm.DefaultChannel})
 	if err != nil {
 		return sendBody{}, err
 	}
