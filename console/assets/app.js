@@ -232,6 +232,16 @@ async function openMessage(id, li) {
   }
 }
 
+// render replaces the children of container with build()'s only when sig,
+// what the rows show, differs from the last render's: a refresh that
+// changes nothing leaves every node in place, so a button under the
+// pointer is never swapped for an identical one and a click is not lost.
+function render(container, sig, build) {
+  if (container.dataset.sig === sig) return;
+  container.dataset.sig = sig;
+  container.replaceChildren(...build());
+}
+
 // ---- agents
 
 // mayReadInbox is the API's reader rule (transport/routes.go, reader):
@@ -306,7 +316,7 @@ async function loadTasks() {
       if (!p.has_more || !p.tasks.length) break;
       after = p.tasks[p.tasks.length - 1].seq;
     }
-    $('#tasks').replaceChildren(...TASK_STATES.map((s) => el('div', { class: 'column', dataset: { state: s } },
+    render($('#tasks'), JSON.stringify(tasks), () => TASK_STATES.map((s) => el('div', { class: 'column', dataset: { state: s } },
       el('h3', {}, `${s} (${tasks.filter((t) => t.state === s).length})`),
       tasks.filter((t) => t.state === s).reverse().slice(0, 200).map((t) => el('div', { class: 'card', dataset: { task: t.id } },
         el('b', {}, t.title), el('div', { class: 'small' }, `${t.id} · ${t.from} → ${t.to}`),
@@ -331,7 +341,7 @@ async function loadApprovals() {
     }
     const mayDecide = (a) => mine === null || mine.has(a.id);
     $('#pending-count').textContent = list.length ? `(${list.length})` : '';
-    $('#approvals').replaceChildren(...list.map((a) => el('tr', { dataset: { approval: a.id } },
+    render($('#approvals'), JSON.stringify([list, mine && [...mine]]), () => list.map((a) => el('tr', { dataset: { approval: a.id } },
       el('td', {}, el('b', {}, a.title), el('div', { class: 'small' }, `${a.id} · ${a.approvals}/${a.quorum} · until ${time(a.deadline)}`)),
       el('td', {}, a.from),
       el('td', {}, (a.approvers || []).join(', ')),

@@ -107,6 +107,22 @@ func browse(t *testing.T, ctx context.Context, d time.Duration, what string, act
 	}
 }
 
+// clickStable clicks the first node sel matches once it has stayed in the
+// page between two looks 100 ms apart: a row rendered again between
+// finding its node and clicking it loses the click ("Could not find node
+// with given id"). At most 50 looks.
+func clickStable(t *testing.T, ctx context.Context, what, sel string) {
+	t.Helper()
+	mark := fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) return false; const seen = e.dataset.seen === '1'; e.dataset.seen = '1'; return seen; })()`, sel)
+	for i := 0; !eval[bool](t, ctx, mark); i++ {
+		if i == 50 {
+			t.Fatalf("%s: %s never stayed in the page for 100 ms", what, sel)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	browse(t, ctx, 5*time.Second, what, chromedp.Click(chromedp.CSS(sel)))
+}
+
 // text is the text of the first node sel matches, "" when none (now).
 func text(ctx context.Context, sel string) string {
 	c, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -197,7 +213,7 @@ func TestConsoleLiveFeedApprovalsAndCluster(t *testing.T) {
 		t.Logf("wrote %s", p)
 		browse(t, ctx, 5*time.Second, "approvals again", chromedp.Click(chromedp.CSS(`nav button[data-tab="approvals"]`)), chromedp.WaitVisible(`button.approve[data-id="appr-deploy"]`))
 	}
-	browse(t, ctx, 5*time.Second, "click Approve", chromedp.Click(chromedp.CSS(`button.approve[data-id="appr-deploy"]`)))
+	clickStable(t, ctx, "click Approve", `button.approve[data-id="appr-deploy"]`)
 	clustertest.WaitFor(t, 5*time.Second, "appr-deploy approved in the API", func() bool {
 		a, err := n1.Client.Approval(context.Background(), "appr-deploy")
 		return err == nil && a.State == fsm.ApprovalApproved && len(a.Decisions) == 1 && a.Decisions[0].ActionHash == ar.ActionHash
@@ -315,8 +331,7 @@ func TestConsoleAuthLogin(t *testing.T) {
 	if n := eval[int](t, ctx, `document.querySelectorAll('button[data-id="appr-other"]').length`); n != 0 {
 		t.Fatalf("%d decide buttons on an approval operator is not listed for", n)
 	}
-	browse(t, ctx, 5*time.Second, "approve as operator through the cookie",
-		chromedp.Click(chromedp.CSS(`button.approve[data-id="appr-auth"]`)))
+	clickStable(t, ctx, "approve as operator through the cookie", `button.approve[data-id="appr-auth"]`)
 	clustertest.WaitFor(t, 5*time.Second, "appr-auth approved by operator", func() bool {
 		a, err := n1.Client.Approval(context.Background(), "appr-auth")
 		return err == nil && a.State == fsm.ApprovalApproved && len(a.Decisions) == 1 && a.Decisions[0].Approver == "operator"
