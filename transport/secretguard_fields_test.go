@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -18,14 +17,8 @@ import (
 // field only, and is refused naming that field, with nothing proposed.
 func TestSecretGuardCoversEveryFreeText(t *testing.T) {
 	svc := transporttest.New(t)
-	for _, a := range []string{"alice", "bob"} {
-		if _, err := svc.ApplyCommand(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: a}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	hs := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{Logger: discard, Blobs: svc}))
-	t.Cleanup(hs.Close)
-	call := func(method, path, body string) reply { return do(t, method, hs.URL+path, body, nil) }
+	url := agentsServer(t, svc, transport.ServerOptions{Blobs: svc}, "alice", "bob")
+	call := func(method, path, body string) reply { return do(t, method, url+path, body, nil) }
 
 	// A task bob holds, for the claimant's reports.
 	wantOK(t, call("POST", "/v1/tasks", `{"id":"t-1","from":"alice","to":"bob","title":"build"}`), nil)

@@ -18,13 +18,7 @@ import (
 // reaches the log.
 func TestShapeRefusedBeforeProposal(t *testing.T) {
 	svc := transporttest.New(t)
-	for _, a := range []string{"alice", "bob"} {
-		if _, err := svc.ApplyCommand(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: a}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	hs := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{Logger: discard, MaxMessageBytes: 1 << 20}))
-	t.Cleanup(hs.Close)
+	url := agentsServer(t, svc, transport.ServerOptions{MaxMessageBytes: 1 << 20}, "alice", "bob")
 	deep := func(n int) string { return strings.Repeat(`{"a":`, n) + "1" + strings.Repeat("}", n) }
 	msg := func(extra string) string {
 		return `{"from":"alice","to":"bob","channel":"ops","content":{"text":"hi"}` + extra + `}`
@@ -40,7 +34,7 @@ func TestShapeRefusedBeforeProposal(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := len(svc.CallsTo("Apply"))
-			m := wantError(t, do(t, "POST", hs.URL+c.path, c.body, nil), http.StatusBadRequest, transport.CodeInvalid)
+			m := wantError(t, do(t, "POST", url+c.path, c.body, nil), http.StatusBadRequest, transport.CodeInvalid)
 			if !strings.Contains(m, c.want) {
 				t.Errorf("refusal %q, want %q", m, c.want)
 			}
@@ -51,10 +45,25 @@ func TestShapeRefusedBeforeProposal(t *testing.T) {
 	}
 	// At the bound it is stored, and reads back.
 	var res transport.SendResponse
-	wantOK(t, do(t, "POST", hs.URL+"/v1/messages", msg(`,"id":"m-deep","metadata":`+deep(fsm.MaxJSONDepth)), nil), &res)
+	wantOK(t, do(t, "POST", url+"/v1/messages", msg(`,"id":"m-deep","metadata":`+deep(fsm.MaxJSONDepth)), nil), &res)
 	var m fsm.Message
-	wantOK(t, do(t, "GET", hs.URL+"/v1/messages/m-deep", "", nil), &m)
+	wantOK(t, do(t, "GET", url+"/v1/messages/m-deep", "", nil), &m)
 	if len(m.Metadata) == 0 {
 		t.Errorf("stored message has no metadata")
 	}
+}
+
+// agentsServer serves the one-node API of svc with opts (its logger
+// discarded), after registering agents; it returns the server's URL.
+func agentsServer(t *testing.T, svc *transporttest.Service, opts transport.ServerOptions, agents ...string) string {
+	t.Helper()
+	for _, a := range agents {
+		if _, err := svc.ApplyCommand(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: a}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts.Logger = discard
+	hs := httptest.NewServer(transport.NewServer(svc, opts))
+	t.Cleanup(hs.Close)
+	return hs.URL
 }

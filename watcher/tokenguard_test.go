@@ -1,14 +1,11 @@
 package watcher
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,24 +13,6 @@ import (
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
 )
-
-// syncBuffer is a log sink several goroutines write to.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // A watcher whose agent's token is revoked stops that agent with one
 // clear log line, instead of retrying (each retry a DENIED audit line)
@@ -55,7 +34,7 @@ func TestRevokedTokenStopsTheAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs lockedBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -75,10 +54,10 @@ func TestRevokedTokenStopsTheAgent(t *testing.T) {
 			t.Fatalf("Run = %v", err)
 		}
 	case <-testDeadline(t):
-		t.Fatalf("the watcher still runs its revoked agent; log:\n%s", logs.String())
+		t.Fatalf("the watcher still runs its revoked agent")
 	}
-	if n := strings.Count(logs.String(), "the cluster refuses this agent's token"); n != 1 {
-		t.Errorf("%d log lines say the token is refused, want 1:\n%s", n, logs.String())
+	if n := logs.count("the cluster refuses this agent's token"); n != 1 {
+		t.Errorf("%d log lines say the token is refused, want 1", n)
 	}
 }
 
