@@ -278,14 +278,25 @@ var ErrQuota = errors.New("over quota")
 // cluster setting artifact_quota_bytes): its words name the agent, the
 // bytes it uses, the upload's size and the quota.
 type QuotaError struct {
-	Agent             string
+	Agent             string // the principal (Principal): an agent, whose forks it counts with it
 	Used, Size, Quota int64
 }
 
 func (e *QuotaError) Error() string {
-	return fmt.Sprintf("agent %s's artifacts use %d bytes of its quota of %d (artifact_quota_bytes); this one (%d bytes) does not fit: delete some or raise the quota",
+	return fmt.Sprintf("agent %s's artifacts (its forks' included) use %d bytes of its quota of %d (artifact_quota_bytes); this one (%d bytes) does not fit: delete some or raise the quota",
 		e.Agent, e.Used, e.Quota, e.Size)
 }
 
 // Unwrap lets errors.Is(err, ErrQuota) match.
 func (e *QuotaError) Unwrap() error { return ErrQuota }
+
+// CheckQuota is the one quota rule, for apply and for the node that checks
+// an upload before reading its body: size more bytes for agent, whose
+// principal (Principal) already uses used, fit quota (0: none); else a
+// *QuotaError naming the principal.
+func CheckQuota(agent string, used, size, quota int64) error {
+	if quota > 0 && (size > quota || used > quota-size) {
+		return &QuotaError{Agent: Principal(agent), Used: used, Size: size, Quota: quota}
+	}
+	return nil
+}

@@ -34,8 +34,8 @@ func applyArtifactPut(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, e
 		return stored, nil
 	}
 	used := artifactUsage(tx, cmd.From)
-	if quota := readConfig(tx).ArtifactQuotaBytes; quota > 0 && (cmd.Size > quota || used > quota-cmd.Size) {
-		return nil, fmt.Errorf("fsm: apply %s: %w", OpArtifactPut, &QuotaError{Agent: cmd.From, Used: used, Size: cmd.Size, Quota: quota})
+	if err := CheckQuota(cmd.From, used, cmd.Size, readConfig(tx).ArtifactQuotaBytes); err != nil {
+		return nil, fmt.Errorf("fsm: apply %s: %w", OpArtifactPut, err)
 	}
 	if used > math.MaxInt64-cmd.Size {
 		return nil, fmt.Errorf("fsm: apply %s: %w", OpArtifactPut, fieldErr("size", "%d bytes: agent %s's artifacts would pass %d bytes", cmd.Size, cmd.From, int64(math.MaxInt64)))

@@ -82,8 +82,9 @@ func (f *FSM) Artifacts(q ArtifactQuery) (ArtifactPage, error) {
 	return page, err
 }
 
-// ArtifactUsage returns the bytes of the stored artifacts agent uploaded
-// first, and its quota: artifact_quota_bytes as in force (its default
+// ArtifactUsage returns the bytes of the stored artifacts agent's
+// principal (the agent and its forks, Principal) uploaded first, and its
+// quota: artifact_quota_bytes as in force (its default
 // while unset; 0: none).
 func (f *FSM) ArtifactUsage(agent string) (used, quota int64, err error) {
 	err = f.view(func(tx *bbolt.Tx) error {

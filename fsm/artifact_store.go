@@ -10,8 +10,8 @@ package fsm
 // artifact id; lists page by it, and since apply's time is monotonic it is
 // also creation-time order (ArtifactsDue stops at the first one not due).
 //
-// bucketArtifactUsage: agent id → the bytes of the artifacts it uploaded
-// first that are stored (8-byte big-endian int64, never below 0); the key
+// bucketArtifactUsage: principal (an agent, never a fork: Principal) → the
+// bytes of the artifacts it and its forks uploaded first that are stored (8-byte big-endian int64, never below 0); the key
 // is deleted when it reaches 0, so a state without artifacts holds no key.
 //
 // Refs (Artifact.Refs) is the number of stored messages that name the
@@ -69,19 +69,23 @@ func removeArtifact(tx *bbolt.Tx, a *Artifact) {
 	addArtifactUsage(tx, a.From, -a.Size)
 }
 
-// artifactUsage is the bytes agent's stored artifacts use (0 when none).
+// artifactUsage is the bytes the stored artifacts of agent's principal
+// (the agent and its forks together, Principal) use (0 when none): the
+// usage bucket is keyed by principal, so a token cannot multiply its quota
+// by uploading as A-fork-1 … A-fork-9999.
 func artifactUsage(tx *bbolt.Tx, agent string) int64 {
-	v := tx.Bucket(bucketArtifactUsage).Get([]byte(agent))
+	v := tx.Bucket(bucketArtifactUsage).Get([]byte(Principal(agent)))
 	if len(v) != 8 {
 		return 0
 	}
 	return int64(binary.BigEndian.Uint64(v))
 }
 
-// addArtifactUsage adds delta to agent's usage, kept within 0..MaxInt64;
-// a usage of 0 deletes the key.
+// addArtifactUsage adds delta to the usage of agent's principal, kept
+// within 0..MaxInt64; a usage of 0 deletes the key.
 func addArtifactUsage(tx *bbolt.Tx, agent string, delta int64) {
 	used := artifactUsage(tx, agent)
+	agent = Principal(agent)
 	switch {
 	case delta > 0 && used > math.MaxInt64-delta:
 		used = math.MaxInt64

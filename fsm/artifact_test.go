@@ -161,7 +161,7 @@ func TestArtifactQuota(t *testing.T) {
 	if !errors.As(err, &qe) || !errors.Is(err, ErrQuota) || *qe != (QuotaError{Agent: "alice", Used: 600, Size: 401, Quota: 1000}) {
 		t.Fatalf("over quota: %v, want a *QuotaError for alice 600+401 of 1000", err)
 	}
-	if want := "fsm: apply artifact_put: agent alice's artifacts use 600 bytes of its quota of 1000 (artifact_quota_bytes); this one (401 bytes) does not fit: delete some or raise the quota"; err.Error() != want {
+	if want := "fsm: apply artifact_put: agent alice's artifacts (its forks' included) use 600 bytes of its quota of 1000 (artifact_quota_bytes); this one (401 bytes) does not fit: delete some or raise the quota"; err.Error() != want {
 		t.Errorf("err = %q\nwant  %q", err, want)
 	}
 	if dataDump(t, b.f) != before || b.art(artID('b')) != nil {
@@ -180,6 +180,32 @@ func TestArtifactQuota(t *testing.T) {
 	// Usage never wraps.
 	if err := mustError(t, b.apply(OpArtifactPut, artPut('e', "e", math.MaxInt64, "alice"))); !errors.Is(err, ErrInvalid) {
 		t.Errorf("a put that would wrap the usage: %v, want a field error", err)
+	}
+}
+
+// The quota counts a principal: an agent and its forks (the names its token
+// acts as) share one usage, so A-fork-1 … A-fork-9999 cannot each fill a
+// quota of their own. A delete gives the bytes back to the same principal.
+func TestArtifactQuotaPerPrincipal(t *testing.T) {
+	b := newMbox(t)
+	b.setConfig("artifact_quota_bytes", "1000")
+	b.putArt(artPut('a', "a", 600, "carol-fork-1"))
+	err := mustError(t, b.apply(OpArtifactPut, artPut('b', "b", 401, "carol-fork-2")))
+	var qe *QuotaError
+	if !errors.As(err, &qe) || *qe != (QuotaError{Agent: "carol", Used: 600, Size: 401, Quota: 1000}) {
+		t.Fatalf("carol-fork-2's put over carol's quota: %v, want a *QuotaError for carol 600+401 of 1000", err)
+	}
+	b.putArt(artPut('b', "b", 400, "carol")) // fits exactly, with the fork's 600
+	for _, name := range []string{"carol", "carol-fork-1", "carol-fork-77"} {
+		if used := b.usage(name); used != 1000 {
+			t.Errorf("usage of %s = %d, want carol's 1000", name, used)
+		}
+	}
+	// A name that only looks like a fork is its own principal.
+	b.putArt(artPut('c', "c", 1000, "carol-fork-0"))
+	b.ok(OpArtifactDelete, ArtifactDeleteCommand{ID: artID('a'), By: "admin"})
+	if used := b.usage("carol"); used != 400 {
+		t.Errorf("after deleting carol-fork-1's artifact carol uses %d, want 400", used)
 	}
 }
 

@@ -37,6 +37,18 @@ func ForkParent(name string) (string, bool) {
 	return parent, true
 }
 
+// Principal is who name is accountable as: its parent when name is a fork
+// ("A-fork-N" → A), else name itself. A token acts as its agent and every
+// fork of it (transport's Identity.ActsAs), so what is counted per agent
+// against a bound (the artifact quota, the API's send limiter) is counted
+// per principal: forks share their parent's.
+func Principal(name string) string {
+	if p, ok := ForkParent(name); ok {
+		return p
+	}
+	return name
+}
+
 // IsForkOf reports whether name is a fork of agent ("A-fork-N").
 func IsForkOf(name, agent string) bool {
 	p, ok := ForkParent(name)

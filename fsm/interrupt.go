@@ -61,20 +61,31 @@ func (f *FSM) checkInterrupt(tx *bbolt.Tx, index uint64, ts int64, m *Message, m
 	if len(m.To) != 1 || recipientKind(m.To[0]) != kindAgent {
 		return fieldErr("to", "an interrupt names one agent, not %q", strings.Join(m.To, ","))
 	}
-	if mark.Moderator {
-		return nil
-	}
-	role, _ := rulesAgentRole(tx, m.From)
-	r, err := f.rules.load(tx)
-	if err != nil {
+	ok, reason, err := f.mayInterrupt(tx, m.From, mark.Moderator)
+	if err != nil || ok {
 		return err
-	}
-	ok, reason := r.MayInterrupt(m.From, role)
-	if ok {
-		return nil
 	}
 	audit(tx, index, ts, markPrivate(AuditEvent{Kind: AuditBlocked, From: m.From, To: m.To, Label: "BLOCKED", Text: reason, MessageID: m.ID}, m, nil))
 	return &ForbiddenError{Reason: reason}
+}
+
+// mayInterrupt is the one interrupt rule, for an interrupt's alert
+// (checkInterrupt) and for the authority every stored message carries
+// (Message.MayInterrupt, which watchers go by): a moderator always; anyone
+// else as the rules document stored in tx says (rules.Compiled.MayInterrupt)
+// with from's registered role (none when it is not registered). reason is
+// the rule's words when it refuses.
+func (f *FSM) mayInterrupt(tx *bbolt.Tx, from string, moderator bool) (ok bool, reason string, err error) {
+	if moderator {
+		return true, "", nil
+	}
+	role, _ := rulesAgentRole(tx, from)
+	r, err := f.rules.load(tx)
+	if err != nil {
+		return false, "", err
+	}
+	ok, reason = r.MayInterrupt(from, role)
+	return ok, reason, nil
 }
 
 // CheckInterrupt answers whether from may interrupt an agent now, as an

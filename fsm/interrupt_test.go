@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -179,5 +180,64 @@ func TestNewInterrupt(t *testing.T) {
 	long := NewInterrupt("boss", "claude", "ops", strings.Repeat("é", MaxTitleLen))
 	if len(long.Title) > MaxTitleLen || !strings.HasPrefix(long.Title, InterruptPrefix+"é") || !strings.HasSuffix(long.Title, "é") {
 		t.Errorf("a long reason's title is %d bytes: %q…", len(long.Title), long.Title[:40])
+	}
+}
+
+// Every stored message carries whether its sender may interrupt, decided
+// at apply by the one interrupt rule (the sender's role, the rules
+// document's list, a moderator's token), never by the client: watchers go
+// by it alone before they press a pane's interrupt key.
+func TestMessageCarriesInterruptAuthority(t *testing.T) {
+	b := newMbox(t)
+	b.register("orch", "orchestrator")
+	b.register("dev", "developer")
+	b.register("claude", "developer")
+	carries := func(m Message, cmd SendCommand) bool {
+		t.Helper()
+		cmd.Message = m
+		mustSendResult(t, b.ok(OpSend, cmd))
+		stored, err := b.f.Message(m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return stored.MayInterrupt
+	}
+	urgent := func(from string) Message {
+		m := b.msg(from, "stop", "claude")
+		m.Priority = PriorityUrgent
+		return m
+	}
+	if !carries(urgent("orch"), SendCommand{}) {
+		t.Errorf("an orchestrator's urgent message does not carry interrupt authority")
+	}
+	if !carries(b.msg("orch", "fyi", "claude"), SendCommand{}) {
+		t.Errorf("an orchestrator's normal message does not carry its authority (an override may make it interrupt)")
+	}
+	forged := urgent("dev")
+	forged.MayInterrupt = true
+	if carries(forged, SendCommand{}) {
+		t.Errorf("a developer's urgent message claiming may_interrupt kept it")
+	}
+	if carries(urgent("stranger"), SendCommand{}) {
+		t.Errorf("an unregistered sender's urgent message carries interrupt authority")
+	}
+	if !carries(urgent("dev"), SendCommand{Moderator: true}) {
+		t.Errorf("a moderator's urgent message does not carry interrupt authority")
+	}
+	alert := b.interruptMsg("orch", "claude")
+	b.allowed(alert, false)
+	if stored, err := b.f.Message(alert.ID); err != nil || !stored.MayInterrupt {
+		t.Errorf("an allowed interrupt's alert %+v (%v) does not carry its authority", stored, err)
+	}
+	// The rules document's interrupt list is the rule, for sends as for
+	// the interrupt endpoint.
+	b.ok(OpSetRules, SetRulesCommand{Rules: &rules.Document{Interrupt: []string{"dev"}}})
+	if !carries(urgent("dev"), SendCommand{}) || carries(urgent("orch"), SendCommand{}) {
+		t.Errorf("with interrupt: [dev], dev's message lacks or orch's keeps interrupt authority")
+	}
+	// A message stored before the field existed reads as no authority.
+	var old Message
+	if err := json.Unmarshal([]byte(`{"id":"msg-old","from":"orch","to":["claude"],"channel":"c","priority":"urgent","content":{"text":"x"}}`), &old); err != nil || old.MayInterrupt {
+		t.Errorf("an old record reads may_interrupt %t (%v)", old.MayInterrupt, err)
 	}
 }

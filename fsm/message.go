@@ -66,6 +66,14 @@ type Message struct {
 	Visibility string `json:"visibility,omitempty"`
 	// Metadata is free-form JSON kept as sent (compacted).
 	Metadata json.RawMessage `json:"metadata,omitempty"`
+	// MayInterrupt is true when its sender may interrupt its recipients:
+	// set at apply by the interrupt rule (a moderator's token, else the
+	// rules document's interrupt list with the sender's registered role;
+	// interrupt.go), a value a client sends is replaced. Watchers go by it
+	// alone before they press a pane's interrupt key or preempt a running
+	// invocation. A message stored before it existed reads false: no
+	// authority.
+	MayInterrupt bool `json:"may_interrupt,omitempty"`
 }
 
 // Content is the body of a message, as in the seed format.

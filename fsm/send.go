@@ -25,6 +25,12 @@ type SendCommand struct {
 	// with a *FenceError unless it is the current grant's, so a watcher
 	// that lost the lease cannot answer. Zero: no check.
 	AgentFence uint64 `json:"agent_fence,omitempty"`
+	// Moderator is true when the request's bearer token moderates (a
+	// moderator's or an admin's), which may always interrupt: apply
+	// stamps the stored message's MayInterrupt with it. The node that
+	// authenticated the request sets it; without authentication no sender
+	// is one.
+	Moderator bool `json:"moderator,omitempty"`
 }
 
 // SendResult is what applying a send returns: where the message is stored.
@@ -117,6 +123,9 @@ func (f *FSM) applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any,
 // rules.
 func (f *FSM) send(tx *bbolt.Tx, index uint64, ts int64, cmd *SendCommand, forTask bool) (*SendResult, error) {
 	m := cmd.Message
+	// Interrupt authority is apply's to decide, below: a client's claim
+	// is not kept, nor hashed.
+	m.MayInterrupt = false
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("fsm: apply send: %w", err)
 	}
@@ -176,6 +185,16 @@ func (f *FSM) send(tx *bbolt.Tx, index uint64, ts int64, cmd *SendCommand, forTa
 			reasons[i] = b.ID + ": " + b.Reason
 		}
 		return nil, fmt.Errorf("fsm: apply send: %w", &ForbiddenError{Reason: "the rules block every recipient: " + strings.Join(reasons, "; ")})
+	}
+
+	// Whether its sender may interrupt its recipients, decided once, here,
+	// by the interrupt rule, and carried on the message: what a watcher
+	// goes by before it presses a pane's interrupt key or preempts a run.
+	if m.From != SystemSender {
+		moderator := cmd.Moderator || (cmd.Interrupt != nil && cmd.Interrupt.Moderator)
+		if m.MayInterrupt, _, err = f.mayInterrupt(tx, m.From, moderator); err != nil {
+			return nil, fmt.Errorf("fsm: apply send: %w", err)
+		}
 	}
 
 	// Everything is checked: write.

@@ -22,6 +22,10 @@ type CreateTokenCommand struct {
 	Agent string `json:"agent"` // a ValidName: the agent it speaks for
 	Role  string `json:"role"`  // one of TokenRoles
 	Hash  string `json:"hash"`  // HashToken(secret): 64 lowercase hex
+	// AgentRole and Capabilities are the grant (Token): a ValidName or
+	// empty, and at most MaxCapabilities ValidNames.
+	AgentRole    string   `json:"agent_role,omitempty"`
+	Capabilities []string `json:"capabilities,omitempty"`
 	// By names the token that created it (for the audit trail), optional.
 	By string `json:"by,omitempty"`
 }
@@ -39,6 +43,12 @@ func (c *CreateTokenCommand) Validate() error {
 	}
 	if !slices.Contains(TokenRoles, c.Role) {
 		return fieldErr("role", "%q is not one of %s", c.Role, strings.Join(TokenRoles, ", "))
+	}
+	if c.AgentRole != "" && !ValidName(c.AgentRole) {
+		return NameError("agent_role", c.AgentRole)
+	}
+	if err := checkNames("capabilities", c.Capabilities, MaxCapabilities, "entries"); err != nil {
+		return err
 	}
 	if !validHash(c.Hash) {
 		return fieldErr("hash", "want the SHA-256 of the secret as 64 lowercase hex digits, got %d bytes", len(c.Hash))
@@ -63,7 +73,8 @@ func applyCreateToken(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, e
 		return nil, err
 	}
 	if prev != nil {
-		if !prev.Revoked() && prev.Agent == cmd.Agent && prev.Role == cmd.Role && prev.Hash == cmd.Hash {
+		if !prev.Revoked() && prev.Agent == cmd.Agent && prev.Role == cmd.Role && prev.Hash == cmd.Hash &&
+			prev.AgentRole == cmd.AgentRole && slices.Equal(prev.Capabilities, cmd.Capabilities) {
 			return &prev.Token, nil
 		}
 		return nil, fmt.Errorf("fsm: apply create_token: %w", conflict("token id %s exists: pick another id", cmd.ID))
@@ -71,10 +82,17 @@ func applyCreateToken(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, e
 	if other, ok := tokenIDByHash(tx, cmd.Hash); ok {
 		return nil, fmt.Errorf("fsm: apply create_token: %w", conflict("token %s: its secret is token %s's: make a new secret", cmd.ID, other))
 	}
-	rec := &tokenRecord{Token: Token{ID: cmd.ID, Agent: cmd.Agent, Role: cmd.Role, CreatedAt: time.Unix(0, ts).UTC()}, Hash: cmd.Hash}
+	rec := &tokenRecord{Token: Token{ID: cmd.ID, Agent: cmd.Agent, Role: cmd.Role, AgentRole: cmd.AgentRole, Capabilities: cmd.Capabilities,
+		CreatedAt: time.Unix(0, ts).UTC()}, Hash: cmd.Hash}
 	putToken(tx, rec)
 	putTokenHash(tx, rec.Hash, rec.ID)
 	text := fmt.Sprintf("token %s created for %s, role %s", cmd.ID, cmd.Agent, cmd.Role)
+	if cmd.AgentRole != "" {
+		text += ", may register as role " + cmd.AgentRole
+	}
+	if len(cmd.Capabilities) > 0 {
+		text += ", capabilities " + strings.Join(cmd.Capabilities, ",")
+	}
 	if cmd.By != "" {
 		text += " by token " + cmd.By
 	}

@@ -45,6 +45,13 @@ type Token struct {
 	ID    string `json:"id"`
 	Agent string `json:"agent"` // the agent the token speaks for
 	Role  string `json:"role"`  // one of TokenRoles
+	// AgentRole and Capabilities are the token's grant: the registry role
+	// and the capabilities its agent (and the agent's forks) may register
+	// itself with (POST /v1/agents). Empty: the default role
+	// (DefaultRole) and no capability; only an admin registers an agent
+	// with more.
+	AgentRole    string   `json:"agent_role,omitempty"`
+	Capabilities []string `json:"capabilities,omitempty"`
 	// CreatedAt is the time of the entry that created it.
 	CreatedAt time.Time `json:"created_at"`
 	// RevokedAt is the time of the entry that revoked it; zero while live.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -182,7 +183,7 @@ func (a *authState) authenticate(w http.ResponseWriter, r *http.Request) (*Ident
 		a.s.writeError(w, r, fmt.Errorf("authenticate: %w", err))
 		return nil, false
 	}
-	return &Identity{Agent: tok.Agent, Role: Role(tok.Role), TokenID: tok.ID}, true
+	return &Identity{Agent: tok.Agent, Role: Role(tok.Role), TokenID: tok.ID, AgentRole: tok.AgentRole, Capabilities: tok.Capabilities}, true
 }
 
 // unauthorized answers 401 with WWW-Authenticate (RFC 6750 §3).
@@ -337,6 +338,63 @@ func (s *Server) mayActAs(w http.ResponseWriter, r *http.Request, c caller, fiel
 	}
 	s.auth.forbid(w, r, id, fmt.Sprintf("%s %q is not this token's agent: a token acts only for its own agent", field, clip(agent, fsm.MaxIDLen)))
 	return false
+}
+
+// mayRegister is the one decision of who grants a registry role and
+// capabilities (POST /v1/agents): an admin registers any agent with any;
+// anyone else registers only an agent it acts as (the token's own or its
+// forks, checked by admit), with the default role or the role its token's
+// grant names (fsm.Token.AgentRole), and capabilities its grant lists. A
+// role omitted in the request is the grant's. Without auth (id nil) every
+// registration passes. It returns "" when cmd may be proposed, else what it
+// would need, for a 403.
+func mayRegister(id *Identity, cmd *fsm.RegisterAgentCommand) string {
+	if cmd.Role == "" && id != nil && id.AgentRole != "" {
+		cmd.Role = id.AgentRole
+	}
+	if id == nil || id.IsAdmin() {
+		return ""
+	}
+	role := cmd.Role
+	if role == "" {
+		role = fsm.DefaultRole
+	}
+	if role != fsm.DefaultRole && role != id.AgentRole {
+		granted := "grants no role"
+		if id.AgentRole != "" {
+			granted = "grants role " + id.AgentRole
+		}
+		return fmt.Sprintf("registers agent %s with role %q, which this token %s: a role is granted by an admin "+
+			"(register the agent with an admin token, or create its token with --agent-role %s)", clip(cmd.ID, fsm.MaxIDLen), clip(role, fsm.MaxIDLen), granted, clip(role, fsm.MaxIDLen))
+	}
+	for _, c := range cmd.Capabilities {
+		if !slices.Contains(id.Capabilities, c) {
+			return fmt.Sprintf("registers agent %s with capability %q, which this token does not grant: capabilities are granted by an admin "+
+				"(register the agent with an admin token, or create its token with --capability %s)", clip(cmd.ID, fsm.MaxIDLen), clip(c, fsm.MaxIDLen), clip(c, fsm.MaxIDLen))
+		}
+	}
+	return ""
+}
+
+// mayOverride is the one decision of who may act on what another agent
+// holds (force-release its lock): a moderator or an admin. Without auth
+// (id nil) anyone may. It returns "" when id may do what, else what it
+// would need, for a 403.
+func mayOverride(id *Identity, what string) string {
+	if id == nil || id.Moderates() {
+		return ""
+	}
+	return what + ": needs a moderator's or an admin's token (maosctl token create --role moderator)"
+}
+
+// author is the author a write names: named (a ?by= or body field, which
+// the route's rule or admit holds to the token), else the token's agent;
+// "" when neither names one (the admin bootstrap token, or no --auth).
+func author(id *Identity, named string) string {
+	if named != "" || id == nil {
+		return named
+	}
+	return id.Agent
 }
 
 // forbid answers 403 saying what was needed, and audits it.

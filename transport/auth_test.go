@@ -39,13 +39,14 @@ func newAuthEnv(t testing.TB, auth *transport.AuthConfig) *authEnv {
 	t.Helper()
 	// The setup is applied directly: the calls the tests count are theirs.
 	svc := transporttest.New(t)
-	for _, tok := range []struct{ id, agent, role, secret string }{
-		{"tok-alice", "alice", fsm.TokenRoleAgent, aliceSecret},
-		{"tok-bob", "bob", fsm.TokenRoleAgent, bobSecret},
-		{"tok-rex", "rex", fsm.TokenRoleModerator, rexSecret},
-		{"tok-ops", "ops", fsm.TokenRoleAdmin, opsSecret},
+	// alice's and bob's tokens grant the role they are registered with.
+	for _, tok := range []struct{ id, agent, role, agentRole, secret string }{
+		{"tok-alice", "alice", fsm.TokenRoleAgent, "engineer", aliceSecret},
+		{"tok-bob", "bob", fsm.TokenRoleAgent, "engineer", bobSecret},
+		{"tok-rex", "rex", fsm.TokenRoleModerator, "", rexSecret},
+		{"tok-ops", "ops", fsm.TokenRoleAdmin, "", opsSecret},
 	} {
-		if _, err := svc.ApplyCommand(fsm.OpCreateToken, fsm.CreateTokenCommand{ID: tok.id, Agent: tok.agent, Role: tok.role, Hash: fsm.HashToken(tok.secret)}); err != nil {
+		if _, err := svc.ApplyCommand(fsm.OpCreateToken, fsm.CreateTokenCommand{ID: tok.id, Agent: tok.agent, Role: tok.role, AgentRole: tok.agentRole, Hash: fsm.HashToken(tok.secret)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -572,6 +573,115 @@ func TestAuthTokenActsForItsForks(t *testing.T) {
 		}
 	}
 	wantError(t, e.as(aliceSecret, "PUT", "/v1/presence/bob-fork-1", `{"state":"AWAKE"}`), http.StatusForbidden, transport.CodeForbidden)
+}
+
+// A token registers its agent (or a fork) only with the default role or
+// the role its grant names, and only the capabilities its grant lists: a
+// role (lead, supervisor, orchestrator: approvals, interrupts, role
+// queues) is granted by an admin, not taken.
+func TestAuthRolesCannotBeSelfGranted(t *testing.T) {
+	e := newAuthEnv(t, &transport.AuthConfig{AdminToken: adminSecret})
+	for _, tt := range []struct{ secret, body, want string }{
+		{aliceSecret, `{"id":"alice","role":"lead"}`, `role "lead", which this token grants role engineer`},
+		{aliceSecret, `{"id":"alice-fork-1","role":"orchestrator"}`, `role "orchestrator"`},
+		{aliceSecret, `{"id":"alice","role":"engineer","capabilities":["deploy"]}`, `capability "deploy", which this token does not grant`},
+		{rexSecret, `{"id":"rex","role":"supervisor"}`, `role "supervisor", which this token grants no role`},
+	} {
+		msg := wantError(t, e.as(tt.secret, "POST", "/v1/agents", tt.body), http.StatusForbidden, transport.CodeForbidden)
+		if !strings.Contains(msg, tt.want) || !strings.Contains(msg, "admin") {
+			t.Errorf("%s: 403 %q does not say %q and who grants it", tt.body, msg, tt.want)
+		}
+	}
+	if writes, _ := e.writes(); writes != 0 {
+		t.Fatalf("refused registrations reached the log: %d writes", writes)
+	}
+	e.waitDenied("DENIED", 4)
+	role := func(id string) string {
+		t.Helper()
+		a, err := e.svc.State().Agent(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a.Role
+	}
+	if r := role("alice"); r != "engineer" {
+		t.Fatalf("alice's role is %q after refused self-grants, want engineer", r)
+	}
+
+	// What the token grants goes through: an omitted role is the grant's,
+	// the default role is always allowed.
+	var a fsm.Agent
+	wantOK(t, e.as(aliceSecret, "POST", "/v1/agents", `{"id":"alice-fork-2"}`), &a)
+	if a.Role != "engineer" {
+		t.Errorf("alice-fork-2 registered with no role has role %q, want her grant engineer", a.Role)
+	}
+	wantOK(t, e.as(rexSecret, "POST", "/v1/agents", `{"id":"rex"}`), &a)
+	if a.Role != fsm.DefaultRole {
+		t.Errorf("rex registered with no role and no grant has role %q, want %s", a.Role, fsm.DefaultRole)
+	}
+	// An admin grants anything; a token created with a grant carries it.
+	wantOK(t, e.as(adminSecret, "POST", "/v1/agents", `{"id":"bob","role":"lead","capabilities":["deploy"]}`), nil)
+	if r := role("bob"); r != "lead" {
+		t.Errorf("bob's role is %q after an admin's registration, want lead", r)
+	}
+	tok, err := e.client(adminSecret).CreateTokenFor(context.Background(), transport.TokenRequest{Agent: "dave", AgentRole: "lead", Capabilities: []string{"deploy"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.AgentRole != "lead" || len(tok.Capabilities) != 1 {
+		t.Fatalf("created token %+v lacks its grant", tok)
+	}
+	wantOK(t, e.as(tok.Token, "POST", "/v1/agents", `{"id":"dave","role":"lead","capabilities":["deploy"]}`), nil)
+	if r := role("dave"); r != "lead" {
+		t.Errorf("dave's role is %q, want the lead his token grants", r)
+	}
+}
+
+// A lock belongs to its holder: breaking it (force) needs a moderator or an
+// admin. The bulletin, which every agent's status line shows, is never
+// written anonymously: a write names its author, ?by= or the token's agent.
+func TestAuthLocksAndBulletinHaveOwners(t *testing.T) {
+	e := newAuthEnv(t, &transport.AuthConfig{AdminToken: adminSecret})
+	wantOK(t, e.as(aliceSecret, "POST", "/v1/locks", `{"path":"src/a.go","holder":"alice","ttl":"1m"}`), nil)
+	before, _ := e.writes()
+	msg := wantError(t, e.as(bobSecret, "POST", "/v1/locks/release", `{"path":"src/a.go","force":true,"by":"bob"}`), http.StatusForbidden, transport.CodeForbidden)
+	if !strings.Contains(msg, `force-releases lock "src/a.go"`) || !strings.Contains(msg, "moderator") {
+		t.Errorf("bob's forced release: 403 %q does not say what it needs", msg)
+	}
+	if after, _ := e.writes(); after != before {
+		t.Fatalf("the refused force reached the log (%d writes, %d before)", after, before)
+	}
+	e.waitDenied("[bob] DENIED", 1)
+	locks, err := e.svc.State().Locks(fsm.LockQuery{})
+	if err != nil || len(locks.Locks) != 1 || locks.Locks[0].Holder != "alice" {
+		t.Fatalf("alice's lock after a refused force: %+v, %v", locks, err)
+	}
+	var res fsm.LockResult
+	wantOK(t, e.as(rexSecret, "POST", "/v1/locks/release", `{"path":"src/a.go","force":true,"by":"rex"}`), &res)
+	if res.Outcome != fsm.LockReleased {
+		t.Errorf("the moderator's forced release: %+v", res)
+	}
+
+	// Without ?by the author is the token's agent; the bootstrap admin
+	// token has none and must name one.
+	wantOK(t, e.as(aliceSecret, "PUT", "/v1/bulletin", `{"system_status":"normal"}`), nil)
+	b, err := e.svc.State().Bulletin()
+	if err != nil || b.UpdatedBy != "alice" {
+		t.Fatalf("bulletin written by alice's token without ?by: updated_by %q (%v)", b.UpdatedBy, err)
+	}
+	msg = wantError(t, e.as(adminSecret, "PATCH", "/v1/bulletin", `{"system_status":"degraded"}`), http.StatusBadRequest, transport.CodeInvalid)
+	if !strings.Contains(msg, "by: required") {
+		t.Errorf("an anonymous bulletin write: 400 %q does not name by", msg)
+	}
+	wantOK(t, e.as(adminSecret, "PATCH", "/v1/bulletin?by=ops", `{"system_status":"degraded"}`), nil)
+	if b, _ := e.svc.State().Bulletin(); b.UpdatedBy != "ops" {
+		t.Errorf("updated_by %q, want ops", b.UpdatedBy)
+	}
+
+	// Without auth nobody is known: the write must name its author.
+	open := newAuthEnv(t, nil)
+	wantError(t, open.as("", "PUT", "/v1/bulletin", `{"system_status":"normal"}`), http.StatusBadRequest, transport.CodeInvalid)
+	wantOK(t, open.as("", "PUT", "/v1/bulletin?by=alice", `{"system_status":"normal"}`), nil)
 }
 
 // A browser asks for /favicon.ico wherever it goes: a public 404, not a

@@ -33,8 +33,15 @@ func (c *Client) WhoAmI(ctx context.Context) (WhoAmI, error) {
 // fsm.TokenRoleAgent) and returns it with its secret, which no later call
 // can show again. Needs an admin token.
 func (c *Client) CreateToken(ctx context.Context, agent, role string) (*TokenCreated, error) {
+	return c.CreateTokenFor(ctx, TokenRequest{Agent: agent, Role: role})
+}
+
+// CreateTokenFor is CreateToken with the whole request: the token's grant
+// (the registry role and capabilities its agent may register itself with)
+// besides its agent and role.
+func (c *Client) CreateTokenFor(ctx context.Context, req TokenRequest) (*TokenCreated, error) {
 	var out TokenCreated
-	if err := c.do(ctx, http.MethodPost, "/v1/tokens", nil, TokenRequest{Agent: agent, Role: role}, &out); err != nil {
+	if err := c.do(ctx, http.MethodPost, "/v1/tokens", nil, req, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

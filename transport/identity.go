@@ -27,6 +27,10 @@ type Identity struct {
 	Role  Role
 	// TokenID names the token (never its secret), for the audit trail.
 	TokenID string
+	// AgentRole and Capabilities are the token's grant (fsm.Token): the
+	// registry role and capabilities its agent may register itself with.
+	AgentRole    string
+	Capabilities []string
 }
 
 // Moderates reports whether the identity may read every inbox and every

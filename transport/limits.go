@@ -308,7 +308,9 @@ func (s *Server) allowSend(w http.ResponseWriter, r *http.Request, c caller, fro
 	if l.sends == nil || c.limited {
 		return true
 	}
-	key := from
+	// One bucket per principal: a token's agent (its forks act under it),
+	// else from's (fsm.Principal), so A-fork-1 … A-fork-N share A's.
+	key := fsm.Principal(from)
 	if c.id != nil && c.id.Agent != "" {
 		key = c.id.Agent
 	}
@@ -339,7 +341,7 @@ func (s *Server) admitStream(w http.ResponseWriter, r *http.Request, agent strin
 	if l.streams == nil || s.routeOf(r).limit != limitStream {
 		return func() {}, true
 	}
-	who := "agent " + agent
+	who := "agent " + fsm.Principal(agent)
 	if id := IdentityFrom(r.Context()); id != nil && id.Agent != "" {
 		who = "agent " + id.Agent
 	} else if agent == "" {

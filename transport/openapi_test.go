@@ -186,8 +186,10 @@ func TestOpenAPIValidatesResponses(t *testing.T) {
 	e.call(a, "GET", "/v1/whoami", "", 200)
 
 	// Agents, messages, inboxes.
-	e.call(a, "POST", "/v1/agents", `{"id":"alice","role":"engineer","capabilities":["go"]}`, 200)
-	e.call(b, "POST", "/v1/agents", `{"id":"bob","role":"reviewer"}`, 200)
+	// Roles and capabilities are an admin's to grant.
+	e.call(adm, "POST", "/v1/agents", `{"id":"alice","role":"engineer","capabilities":["go"]}`, 200)
+	e.call(adm, "POST", "/v1/agents", `{"id":"bob","role":"reviewer"}`, 200)
+	e.call(b, "POST", "/v1/agents", `{"id":"bob-fork-1"}`, 200)
 	e.call(a, "GET", "/v1/agents?limit=10", "", 200)
 	e.call(a, "GET", "/v1/agents/bob", "", 200)
 	e.call(a, "GET", "/v1/roles", "", 200)

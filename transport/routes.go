@@ -99,7 +99,7 @@ func (s *Server) routes() []route {
 		// Artifacts (server_artifacts.go): the bytes through Blobs, the
 		// records through the log. PUT acts as ?from= (default: the
 		// token's agent); a peer's push and fetch are between nodes.
-		{pattern: "PUT /v1/artifacts", rule: actor("?from"), body: artifactBody, handle: s.putArtifact},
+		{pattern: "PUT /v1/artifacts", rule: actor("?from"), body: artifactBody, limit: limitSend, handle: s.putArtifact},
 		{pattern: "GET /v1/artifacts", rule: ruleAny, handle: s.listArtifacts},
 		{pattern: "GET /v1/artifacts/{id}", rule: ruleAny, handle: s.getArtifact}, // and HEAD
 		{pattern: "GET /v1/artifacts/{id}/info", rule: ruleAny, handle: s.artifactInfo},

@@ -201,7 +201,9 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The state machine's fsm.SendResult is SendResponse on the wire.
-	s.propose(w, r, fsm.OpSend, fsm.SendCommand{Message: m, AgentFence: fence})
+	// Whether the sender may interrupt is apply's to decide; it needs to
+	// know whether the token moderates.
+	s.propose(w, r, fsm.OpSend, fsm.SendCommand{Message: m, AgentFence: fence, Moderator: IdentityFrom(r.Context()).Moderates()})
 }
 
 func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {

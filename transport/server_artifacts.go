@@ -53,7 +53,9 @@ func (s *Server) putArtifact(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if !s.mayActAs(w, r, callerFrom(r.Context()), "from", cmd.From) {
+	// Acting as from, and an upload drawn on the sender's bucket like a
+	// send (the route's limit), before a byte is read.
+	if !s.admit(w, r, "from", cmd.From) {
 		return
 	}
 	// The quota, early: a declared body that cannot fit is refused unread.
@@ -98,10 +100,7 @@ func (s *Server) checkArtifactQuota(agent string, size int64) error {
 	if err != nil {
 		return fmt.Errorf("transport: artifact usage of %s: %w", agent, err)
 	}
-	if quota > 0 && used+size > quota {
-		return &fsm.QuotaError{Agent: agent, Used: used, Size: size, Quota: quota}
-	}
-	return nil
+	return fsm.CheckQuota(agent, used, size, quota)
 }
 
 // artifactBodyError is the answer to err, met storing an artifact's body

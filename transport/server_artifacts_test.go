@@ -198,6 +198,46 @@ func TestArtifactQuota(t *testing.T) {
 	}
 }
 
+// Quotas and limits count a principal, not a name: alice's token acts as
+// alice-fork-1 … alice-fork-9999, and each fork's upload counts against
+// alice's one quota (checked before the body is read, and by apply), and
+// every upload draws on alice's one send bucket.
+func TestArtifactQuotaAndRatePerPrincipal(t *testing.T) {
+	e := newArtifactEnv(t, transport.ServerOptions{Auth: &transport.AuthConfig{AdminToken: adminSecret},
+		Limits: transport.Limits{SendRate: 0.001, SendBurst: 3}})
+	if _, err := e.svc.ApplyCommand(fsm.OpSetConfig, fsm.SetConfigCommand{Key: "artifact_quota_bytes", Value: json.RawMessage("100")}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	alice := transport.NewClient(e.url, nil).WithToken(aliceSecret)
+	if _, err := alice.PutArtifact(ctx, bytes.NewReader(randomBytes(60, 6)), 60, transport.ArtifactUpload{Name: "a", From: "alice-fork-1"}); err != nil {
+		t.Fatalf("alice-fork-1's 60 bytes: %v", err)
+	}
+	for _, chunked := range []bool{false, true} {
+		size := int64(41)
+		if chunked {
+			size = -1
+		}
+		_, err := alice.PutArtifact(ctx, bytes.NewReader(randomBytes(41, 7)), size, transport.ArtifactUpload{Name: "b", From: "alice-fork-2"})
+		if apiStatus(err) != 413 || !strings.Contains(err.Error(), "agent alice's artifacts (its forks' included) use 60 bytes") {
+			t.Fatalf("alice-fork-2's 41 more bytes (chunked %t) = %v, want 413 counting alice's 60", chunked, err)
+		}
+	}
+	used, _, err := e.svc.State().ArtifactUsage("alice-fork-3")
+	if err != nil || used != 60 {
+		t.Fatalf("usage of alice-fork-3 = %d (%v), want alice's 60", used, err)
+	}
+	// The three uploads so far took alice's burst of 3, whichever fork
+	// made them: a fourth, as another fork, waits for the bucket.
+	_, err = alice.PutArtifact(ctx, bytes.NewReader(randomBytes(10, 8)), 10, transport.ArtifactUpload{Name: "c", From: "alice-fork-9"})
+	if apiStatus(err) != http.StatusTooManyRequests || !strings.Contains(err.Error(), "agent alice over its send rate") {
+		t.Fatalf("a fourth upload = %v, want 429 naming alice's send rate", err)
+	}
+	if n := len(e.svc.CallsTo("StoreBlob")); n != 2 {
+		t.Errorf("StoreBlob called %d times, want 2 (the chunked refusal is stored, then refused; the others never read)", n)
+	}
+}
+
 func TestArtifactPutRefusals(t *testing.T) {
 	e := newArtifactEnv(t, transport.ServerOptions{})
 	for _, tc := range []struct {

@@ -73,6 +73,13 @@ func (s *Server) setBulletin(w http.ResponseWriter, r *http.Request, merge bool)
 		s.writeError(w, r, err)
 		return
 	}
+	// Every write names its author: ?by= (which the route's rule holds to
+	// the token), else the token's agent.
+	if cmd.By = author(IdentityFrom(r.Context()), cmd.By); cmd.By == "" {
+		s.writeError(w, r, &fsm.FieldError{Field: "by", Reason: "required: name the agent writing the bulletin (?by=ID; maosctl bulletin --by ID or $MAOS_AGENT_ID); " +
+			"a token of an agent names it by itself"})
+		return
+	}
 	raw, err := s.commit(r, fsm.OpSetBulletin, cmd)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -181,23 +188,30 @@ func decodeLockBody(w http.ResponseWriter, r *http.Request, v interface{ Validat
 }
 
 func (s *Server) acquireLock(w http.ResponseWriter, r *http.Request) {
-	serveLock(s, w, r, fsm.OpLockAcquire, func(c fsm.LockAcquireCommand) (string, string) { return "holder", c.Holder })
+	serveLock(s, w, r, fsm.OpLockAcquire, func(c fsm.LockAcquireCommand) (string, string) { return "holder", c.Holder }, nil)
 }
 
 func (s *Server) renewLock(w http.ResponseWriter, r *http.Request) {
-	serveLock(s, w, r, fsm.OpLockRenew, func(c fsm.LockRenewCommand) (string, string) { return "holder", c.Holder })
+	serveLock(s, w, r, fsm.OpLockRenew, func(c fsm.LockRenewCommand) (string, string) { return "holder", c.Holder }, nil)
 }
 
 func (s *Server) releaseLock(w http.ResponseWriter, r *http.Request) {
-	serveLock(s, w, r, fsm.OpLockRelease, releaseActor)
+	serveLock(s, w, r, fsm.OpLockRelease, releaseActor, func(c fsm.LockReleaseCommand, id *Identity) string {
+		if c.Force {
+			return mayOverride(id, "force-releases lock "+strconv.Quote(clip(c.Path, 64)))
+		}
+		return ""
+	})
 }
 
 // serveLock serves one lock command of type C: decode and check the body,
-// admit the agent who acts (actor gives its field and id), propose op.
+// admit the agent who acts (actor gives its field and id), then, when the
+// command asks for more than acting as that agent, authorize it (nil:
+// nothing more; else "" or what it needs, a 403), propose op.
 func serveLock[C any, P interface {
 	*C
 	Validate() error
-}](s *Server, w http.ResponseWriter, r *http.Request, op fsm.Op, actor func(C) (field, id string)) {
+}](s *Server, w http.ResponseWriter, r *http.Request, op fsm.Op, actor func(C) (field, id string), authorize func(C, *Identity) string) {
 	var cmd C
 	if err := decodeLockBody(w, r, P(&cmd)); err != nil {
 		s.writeError(w, r, err)
@@ -205,6 +219,14 @@ func serveLock[C any, P interface {
 	}
 	if field, who := actor(cmd); !s.admit(w, r, field, who) {
 		return
+	}
+	if authorize != nil {
+		if id := IdentityFrom(r.Context()); s.auth != nil {
+			if need := authorize(cmd, id); need != "" {
+				s.auth.forbid(w, r, id, need)
+				return
+			}
+		}
 	}
 	s.proposeLock(w, r, op, cmd)
 }

@@ -117,7 +117,7 @@ func TestBulletinHTTP(t *testing.T) {
 	}
 
 	// PATCH with if_version in the body: applied, the key is not stored.
-	r = e.do("PATCH", "/v1/bulletin", `{"system_status":"degraded","if_version":1}`, nil)
+	r = e.do("PATCH", "/v1/bulletin?by=ops", `{"system_status":"degraded","if_version":1}`, nil)
 	patched := decodeAs[fsm.BulletinResult](t, r)
 	if r.status != 200 || patched.Version != 2 || strings.Contains(string(patched.Doc), "if_version") ||
 		!strings.Contains(string(patched.Doc), `"current_phase":"implementation"`) {
@@ -134,7 +134,7 @@ func TestBulletinHTTP(t *testing.T) {
 		{"PUT", `{"current_phase":"x"}`, http.Header{"If-Match": {`"1"`}}},
 		{"PATCH", `{"current_phase":"x"}`, http.Header{"If-Match": {`W/"0"`}}},
 	} {
-		r = e.do(tc.method, "/v1/bulletin", tc.body, tc.h)
+		r = e.do(tc.method, "/v1/bulletin?by=ops", tc.body, tc.h)
 		code, msg, rest := coordError(t, r)
 		if r.status != 409 || code != transport.CodeConflict || string(rest["version"]) != "2" ||
 			!strings.Contains(msg, "at version 2") {
@@ -144,7 +144,7 @@ func TestBulletinHTTP(t *testing.T) {
 	if e.dataDump() != before {
 		t.Error("a lost compare-and-set changed the state")
 	}
-	r = e.do("PATCH", "/v1/bulletin", `{"current_phase":"review"}`, http.Header{"If-Match": {`"2"`}})
+	r = e.do("PATCH", "/v1/bulletin?by=ops", `{"current_phase":"review"}`, http.Header{"If-Match": {`"2"`}})
 	current := decodeAs[fsm.BulletinResult](t, r)
 	// The version is the Raft index of the change; the refused entries
 	// took indexes too.
@@ -155,7 +155,7 @@ func TestBulletinHTTP(t *testing.T) {
 	// Through the client.
 	ctx := context.Background()
 	v := uint64(2)
-	_, err := e.client.PutBulletin(ctx, json.RawMessage(`{"current_phase":"lost"}`), transport.BulletinWrite{IfVersion: &v})
+	_, err := e.client.PutBulletin(ctx, json.RawMessage(`{"current_phase":"lost"}`), transport.BulletinWrite{IfVersion: &v, By: "ops"})
 	var ce *transport.BulletinConflictError
 	var api *transport.APIError
 	if !errors.As(err, &ce) || ce.Version != current.Version || !errors.Is(err, fsm.ErrConflict) || !errors.As(err, &api) || api.Status != 409 {
@@ -211,22 +211,22 @@ func (e *coordEnv) checkRefusals(t *testing.T, tests []refusal) {
 // fix, and none changes the state.
 func TestBulletinHTTPBadInput(t *testing.T) {
 	e := newCoordEnv(t)
-	e.do("PUT", "/v1/bulletin", `{"shared_resources":{"a":"`+strings.Repeat("x", fsm.MaxBulletinBytes/2)+`"}}`, nil)
+	e.do("PUT", "/v1/bulletin?by=ops", `{"shared_resources":{"a":"`+strings.Repeat("x", fsm.MaxBulletinBytes/2)+`"}}`, nil)
 	e.checkRefusals(t, []refusal{
-		{"malformed JSON", "PUT", "/v1/bulletin", `{"a":`, nil, 400, "invalid", "malformed JSON", false},
-		{"an array", "PATCH", "/v1/bulletin", `[1]`, nil, 400, "invalid", "got an array", false},
-		{"null", "PUT", "/v1/bulletin", `null`, nil, 400, "invalid", "got null", false},
-		{"empty", "PUT", "/v1/bulletin", ``, nil, 400, "bad_request", "empty body", false},
-		{"bad system_status", "PATCH", "/v1/bulletin", `{"system_status":"on fire"}`, nil, 400, "invalid", "system_status: want one of normal, degraded, maintenance", false},
-		{"warnings not an array", "PUT", "/v1/bulletin", `{"warnings":"x"}`, nil, 400, "invalid", "warnings", false},
-		{"if_version not a number", "PATCH", "/v1/bulletin", `{"if_version":"3"}`, nil, 400, "invalid", "if_version", false},
-		{"negative if_version", "PATCH", "/v1/bulletin", `{"if_version":-1}`, nil, 400, "invalid", "if_version", false},
-		{"bad If-Match", "PATCH", "/v1/bulletin", `{"a":1}`, http.Header{"If-Match": {"abc"}}, 400, "bad_request", "If-Match", false},
-		{"If-Match and if_version disagree", "PATCH", "/v1/bulletin", `{"a":1,"if_version":2}`, http.Header{"If-Match": {`"1"`}}, 400, "bad_request", "disagree", false},
+		{"malformed JSON", "PUT", "/v1/bulletin?by=ops", `{"a":`, nil, 400, "invalid", "malformed JSON", false},
+		{"an array", "PATCH", "/v1/bulletin?by=ops", `[1]`, nil, 400, "invalid", "got an array", false},
+		{"null", "PUT", "/v1/bulletin?by=ops", `null`, nil, 400, "invalid", "got null", false},
+		{"empty", "PUT", "/v1/bulletin?by=ops", ``, nil, 400, "bad_request", "empty body", false},
+		{"bad system_status", "PATCH", "/v1/bulletin?by=ops", `{"system_status":"on fire"}`, nil, 400, "invalid", "system_status: want one of normal, degraded, maintenance", false},
+		{"warnings not an array", "PUT", "/v1/bulletin?by=ops", `{"warnings":"x"}`, nil, 400, "invalid", "warnings", false},
+		{"if_version not a number", "PATCH", "/v1/bulletin?by=ops", `{"if_version":"3"}`, nil, 400, "invalid", "if_version", false},
+		{"negative if_version", "PATCH", "/v1/bulletin?by=ops", `{"if_version":-1}`, nil, 400, "invalid", "if_version", false},
+		{"bad If-Match", "PATCH", "/v1/bulletin?by=ops", `{"a":1}`, http.Header{"If-Match": {"abc"}}, 400, "bad_request", "If-Match", false},
+		{"If-Match and if_version disagree", "PATCH", "/v1/bulletin?by=ops", `{"a":1,"if_version":2}`, http.Header{"If-Match": {`"1"`}}, 400, "bad_request", "disagree", false},
 		{"bad by", "PATCH", "/v1/bulletin?by=Not%20An%20Id", `{"a":1}`, nil, 400, "invalid", "by", false},
-		{"body over the limit", "PUT", "/v1/bulletin", `{"a":"` + strings.Repeat("x", fsm.MaxBulletinBytes+5<<10) + `"}`, nil, 413, "too_large", "capped at 65536 bytes", false},
-		{"document over the limit", "PUT", "/v1/bulletin", `{"a":"` + strings.Repeat("x", fsm.MaxBulletinBytes) + `"}`, nil, 400, "invalid", "limit of 65536 bytes", false},
-		{"patch result over the limit", "PATCH", "/v1/bulletin", `{"b":"` + strings.Repeat("y", fsm.MaxBulletinBytes/2) + `"}`, nil, 400, "invalid", "limit of 65536 bytes", true},
+		{"body over the limit", "PUT", "/v1/bulletin?by=ops", `{"a":"` + strings.Repeat("x", fsm.MaxBulletinBytes+5<<10) + `"}`, nil, 413, "too_large", "capped at 65536 bytes", false},
+		{"document over the limit", "PUT", "/v1/bulletin?by=ops", `{"a":"` + strings.Repeat("x", fsm.MaxBulletinBytes) + `"}`, nil, 400, "invalid", "limit of 65536 bytes", false},
+		{"patch result over the limit", "PATCH", "/v1/bulletin?by=ops", `{"b":"` + strings.Repeat("y", fsm.MaxBulletinBytes/2) + `"}`, nil, 400, "invalid", "limit of 65536 bytes", true},
 	})
 }
 
@@ -377,7 +377,7 @@ func TestCoordinationUnexpectedResult(t *testing.T) {
 	for _, tc := range []struct{ method, path, body string }{
 		{"POST", "/v1/locks", `{"path":"db","holder":"codex","ttl":"1m"}`},
 		{"POST", "/v1/locks/release", `{"path":"db","holder":"codex","token":1}`},
-		{"PATCH", "/v1/bulletin", `{"a":1}`},
+		{"PATCH", "/v1/bulletin?by=ops", `{"a":1}`},
 	} {
 		r := do(t, tc.method, srv.URL+tc.path, tc.body, nil)
 		if code, _ := errorOf(t, r.body); r.status != 500 || code != transport.CodeInternal {

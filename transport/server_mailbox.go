@@ -109,12 +109,20 @@ func (s *Server) registerAgent(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	// Who grants a role or a capability is decided once, here: an
+	// omitted role becomes the token's grant before the default.
+	id := IdentityFrom(r.Context())
+	need := mayRegister(id, &cmd)
 	cmd.Normalize()
 	if err := cmd.Validate(); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	if !s.admit(w, r, "id", cmd.ID) {
+		return
+	}
+	if need != "" {
+		s.auth.forbid(w, r, id, need)
 		return
 	}
 	s.propose(w, r, fsm.OpRegisterAgent, cmd)

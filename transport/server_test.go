@@ -188,7 +188,6 @@ func TestSendRejected(t *testing.T) {
 		// A body with a seed's marker field is mapped as that dialect:
 		// its refusals name the field too.
 		{name: "dialect without a sender", body: `{"session_id":"general","to":"bob","content":{"text":"x"}}`, status: 400, code: "invalid", prefix: "from:"},
-		{name: "dialect without a channel", body: `{"message_type":"request","from_agent":"a","to_agent":"b","body":"x"}`, status: 400, code: "invalid", prefix: "channel:"},
 		{name: "dialect with a bad content", body: `{"session_id":"general","from":"a","to":"b","content":7}`, status: 400, code: "invalid", prefix: "content:"},
 		{name: "dialect with a bad timestamp", body: `{"subject":"s","from":"a","to":"b","channel":"c","body":"x","timestamp":"soon"}`, status: 400, code: "invalid", prefix: "timestamp:"},
 		{name: "dialect, trailing data", body: `{"session_id":"general","from":"a","to":"b","content":"x"} x`, status: 400, code: "bad_request", message: "trailing"},

@@ -32,17 +32,25 @@ type TokenRequest struct {
 	// Role is fsm.TokenRoleAgent (the default when empty),
 	// fsm.TokenRoleModerator or fsm.TokenRoleAdmin.
 	Role string `json:"role,omitempty"`
+	// AgentRole and Capabilities are what the token's agent (and its
+	// forks) may register itself with (fsm.Token): without them it
+	// registers with the default role and no capability.
+	AgentRole    string   `json:"agent_role,omitempty"`
+	Capabilities []string `json:"capabilities,omitempty"`
 }
 
 // TokenCreated is the answer to POST /v1/tokens. Token is the secret to
 // send as Authorization: Bearer; it is not stored and cannot be shown
 // again.
 type TokenCreated struct {
-	ID        string    `json:"id"`
-	Agent     string    `json:"agent"`
-	Role      string    `json:"role"`
-	CreatedAt time.Time `json:"created_at"`
-	Token     string    `json:"token"`
+	ID    string `json:"id"`
+	Agent string `json:"agent"`
+	Role  string `json:"role"`
+	// AgentRole and Capabilities: the token's grant (TokenRequest).
+	AgentRole    string    `json:"agent_role,omitempty"`
+	Capabilities []string  `json:"capabilities,omitempty"`
+	CreatedAt    time.Time `json:"created_at"`
+	Token        string    `json:"token"`
 }
 
 // TokensResponse is the body of GET /v1/tokens.
@@ -108,7 +116,8 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	cmd := fsm.CreateTokenCommand{ID: id, Agent: req.Agent, Role: req.Role, Hash: fsm.HashToken(secret), By: creatorID(r)}
+	cmd := fsm.CreateTokenCommand{ID: id, Agent: req.Agent, Role: req.Role, AgentRole: req.AgentRole, Capabilities: req.Capabilities,
+		Hash: fsm.HashToken(secret), By: creatorID(r)}
 	if err := cmd.Validate(); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -126,7 +135,8 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	s.catchUp(r, "token create")
 	// The one answer that holds a secret: no cache may keep it.
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, TokenCreated{ID: tok.ID, Agent: tok.Agent, Role: tok.Role, CreatedAt: tok.CreatedAt, Token: secret})
+	writeJSON(w, http.StatusOK, TokenCreated{ID: tok.ID, Agent: tok.Agent, Role: tok.Role,
+		AgentRole: tok.AgentRole, Capabilities: tok.Capabilities, CreatedAt: tok.CreatedAt, Token: secret})
 }
 
 func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {

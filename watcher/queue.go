@@ -69,9 +69,13 @@ func BatchText(ms []*fsm.Message, waited bool) string {
 }
 
 // interrupts reports whether it is mail the agent is interrupted for: an
-// urgent message, or one an override gives mode interrupt.
+// urgent message, or one an override gives mode interrupt, whose sender
+// may interrupt. That authority is not the watcher's to decide: apply
+// decided it by the interrupt rule and carried it on the message
+// (fsm.Message.MayInterrupt); without it the message waits for the agent
+// to be idle, like any other.
 func (w *agentWatcher) interrupts(it *item) bool {
-	return it.m.Priority == fsm.PriorityUrgent || (it.mode == PolicyInterrupt && w.cfg.Policy.Mode != PolicyInterrupt)
+	return it.m.MayInterrupt && (it.m.Priority == fsm.PriorityUrgent || (it.mode == PolicyInterrupt && w.cfg.Policy.Mode != PolicyInterrupt))
 }
 
 // agentSubstate is what delivery goes by: the hook's word (the node's

@@ -175,6 +175,7 @@ func TestTmuxUrgentInterruptsFirst(t *testing.T) {
 			target := s.session("agent", `stty -icanon -echoctl; : > '`+ready+`'; while IFS= read -r l; do printf '%s\n' "$l" >> '`+out+`'; done`)
 			waitFile(t, ready, func(string) bool { return true })
 			cl := tmuxAgent(t, s, target, tc.more)
+			mayInterrupt(t, cl, "lead")
 			hook(t, cl, transport.SubstateWorking)
 			normal := send(t, cl, 1, fsm.PriorityNormal)
 			waitReceipt(t, cl, normal.ID, func(r fsm.Receipt) bool { return r.State == fsm.ReceiptQueued })
@@ -193,6 +194,55 @@ func TestTmuxUrgentInterruptsFirst(t *testing.T) {
 				t.Errorf("normal receipt = %+v, want delivered, not interrupted", r)
 			}
 		})
+	}
+}
+
+// mayInterrupt registers agent as an orchestrator, a role the default
+// interrupt rule admits: its messages then carry interrupt authority.
+func mayInterrupt(t *testing.T, cl *transport.Client, agent string) {
+	t.Helper()
+	if _, err := cl.RegisterAgent(context.Background(), fsm.RegisterAgentCommand{ID: agent, Role: "orchestrator"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Urgent mail from a sender the interrupt rule does not admit never
+// interrupts a tmux agent: apply stored it without authority, so the
+// watcher sends no key and it waits, queued, until the agent is idle, then
+// goes delivered, not interrupted. (The watcher used to press the key for
+// any urgent message: any agent could interrupt any tmux agent.)
+func TestTmuxUrgentWithoutAuthorityWaits(t *testing.T) {
+	s := newTmuxServer(t)
+	out, ready := s.path("out"), s.path("ready")
+	target := s.session("agent", `stty -icanon -echoctl; : > '`+ready+`'; while IFS= read -r l; do printf '%s\n' "$l" >> '`+out+`'; done`)
+	waitFile(t, ready, func(string) bool { return true })
+	cl := tmuxAgent(t, s, target, "")
+	hook(t, cl, transport.SubstateWorking)
+	urgent := send(t, cl, 1, fsm.PriorityUrgent) // from lead, unregistered: no authority
+	waitReceipt(t, cl, urgent.ID, func(r fsm.Receipt) bool { return r.State == fsm.ReceiptQueued })
+	if m, err := cl.Message(context.Background(), urgent.ID, transport.Strong); err != nil || m.MayInterrupt {
+		t.Fatalf("stored %+v (%v): want no interrupt authority", m, err)
+	}
+	// A later normal message from an authorized sender is queued too: the
+	// agent is still WORKING and nothing was pressed.
+	mayInterrupt(t, cl, "boss")
+	normal := &fsm.Message{ID: "msg-20261125-040000-boss-00000002", From: "boss", To: fsm.Recipients{"tm"}, Channel: "work",
+		Title: "fyi", Content: fsm.Content{Text: "later"}}
+	if _, err := cl.Send(context.Background(), normal); err != nil {
+		t.Fatal(err)
+	}
+	waitReceipt(t, cl, normal.ID, func(r fsm.Receipt) bool { return r.State == fsm.ReceiptQueued })
+	if got := readFileString(out); got != "" {
+		t.Fatalf("pressed or typed into a WORKING pane for mail without interrupt authority: %q", got)
+	}
+	hook(t, cl, transport.SubstateIdle)
+	got := waitFile(t, out, func(s string) bool { return strings.HasSuffix(s, "\n") })
+	// C-u (\x15) clears the input line before the text; ESC would show.
+	if strings.Contains(got, "\x1b") || !strings.HasPrefix(strings.TrimPrefix(got, "\x15"), "2 messages while you worked: (1) [FROM: lead] job 1") {
+		t.Fatalf("pane read %q, want the two messages typed once idle, no key", got)
+	}
+	if r := waitReceipt(t, cl, urgent.ID, func(r fsm.Receipt) bool { return r.State == fsm.ReceiptRead }); !r.InterruptedAt.IsZero() || r.TypedAt.IsZero() {
+		t.Errorf("urgent receipt = %+v, want delivered, not interrupted", r)
 	}
 }
 
@@ -227,6 +277,7 @@ func TestTmuxUrgentWaitsWhenTheKeyFails(t *testing.T) {
 	}
 	s.tm.Binary = wrapper
 	cl := tmuxAgent(t, s, target, "  interrupt_key: F12\n")
+	mayInterrupt(t, cl, "lead")
 	hook(t, cl, transport.SubstateWorking)
 	urgent := send(t, cl, 1, fsm.PriorityUrgent)
 	waitReceipt(t, cl, urgent.ID, func(r fsm.Receipt) bool { return r.State == fsm.ReceiptQueued })
@@ -283,14 +334,22 @@ func TestTmuxInterrupts(t *testing.T) {
 		{"  policy: {mode: interrupt}\n", "rita", fsm.PriorityNormal, false},
 		{"  policy: {mode: interrupt}\n", "rita", fsm.PriorityUrgent, true},
 	} {
-		f, err := Parse([]byte("agents:\n- id: tm\n  delivery: tmux\n  tmux_target: s:0.0\n" + tc.yml))
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := &agentWatcher{cfg: &f.Agents[0]}
-		m := &fsm.Message{From: tc.from, Priority: tc.prio}
-		if got := w.interrupts(&item{m: m, mode: w.cfg.ModeFor(m)}); got != tc.want {
-			t.Errorf("%q: from %s, %s: interrupts = %v, want %v", tc.yml, tc.from, tc.prio, got, tc.want)
+		// Only a message whose sender may interrupt (apply's decision,
+		// carried on it) ever does; without it none of these does.
+		for _, may := range []bool{true, false} {
+			f, err := Parse([]byte("agents:\n- id: tm\n  delivery: tmux\n  tmux_target: s:0.0\n" + tc.yml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := &agentWatcher{cfg: &f.Agents[0]}
+			m := &fsm.Message{From: tc.from, Priority: tc.prio, MayInterrupt: may}
+			if got := w.interrupts(&item{m: m, mode: w.cfg.ModeFor(m)}); got != (tc.want && may) {
+				t.Errorf("%q: from %s, %s, may_interrupt %t: interrupts = %v, want %v", tc.yml, tc.from, tc.prio, may, got, tc.want && may)
+			}
+			it := &item{m: m, mode: PolicyInterrupt}
+			if got := it.urgentInterrupt(); got != (may && tc.prio == fsm.PriorityUrgent) {
+				t.Errorf("a command agent's %s message from %s, may_interrupt %t: preempts = %v", tc.prio, tc.from, may, got)
+			}
 		}
 	}
 }

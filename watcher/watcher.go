@@ -251,8 +251,12 @@ type finished struct {
 	again bool
 }
 
+// urgentInterrupt reports whether it preempts a command agent's running
+// invocation: urgent, in mode interrupt, and from a sender that may
+// interrupt, as apply decided and the message carries
+// (fsm.Message.MayInterrupt): the watcher never decides authority itself.
 func (it *item) urgentInterrupt() bool {
-	return it.mode == PolicyInterrupt && it.m.Priority == fsm.PriorityUrgent
+	return it.mode == PolicyInterrupt && it.m.Priority == fsm.PriorityUrgent && it.m.MayInterrupt
 }
 
 // retry calls fn until it succeeds or ctx ends, backing off up to 5s.

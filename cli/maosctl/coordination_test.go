@@ -48,6 +48,11 @@ func TestBulletin(t *testing.T) {
 		t.Errorf("get printed %q", out)
 	}
 
+	// Every write names its author: --by, else $MAOS_AGENT_ID (without
+	// --auth the node knows no token's agent).
+	e.fails("", []string{"bulletin", "set", "current_phase", "anonymous"}, "by: required", "400")
+	t.Setenv(envAgent, "ops")
+
 	// VALUE is JSON when it parses, a string otherwise.
 	e.ok("bulletin", "set", "warnings", `["disk at 91%"]`)
 	e.ok("bulletin", "set", "current_phase", "integration tests")
@@ -84,6 +89,7 @@ func TestBulletin(t *testing.T) {
 
 func TestBulletinEdit(t *testing.T) {
 	e := newTestEnv(t)
+	t.Setenv(envAgent, "ops") // the author of its writes
 	dir := t.TempDir()
 	file := filepath.Join(dir, "status.json")
 	if err := os.WriteFile(file, []byte(`{"system_status":"maintenance","current_phase":"upgrade","warnings":["n2 down"]}`), 0o600); err != nil {

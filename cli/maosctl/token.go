@@ -61,20 +61,29 @@ func tokenCreateCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "create",
 		Usage: "make a new token for an agent and print its secret, once",
-		UsageText: `maosctl token create --agent ID [--role agent|moderator|admin] [--json]
+		UsageText: `maosctl token create --agent ID [--role agent|moderator|admin] [--agent-role ROLE] [--capability C[,D]] [--json]
 
    (umask 077; maosctl token create --agent codex > codex.token)
+   maosctl token create --agent lead --agent-role lead > lead.token
    maosctl token create --agent supervisor --role moderator`,
 		Description: `Creates a token for --agent with --role (default agent; see 'maosctl token
 --help' for what the roles may do) and prints its secret alone on one line
 on stdout, so it can go straight into a file for --token-file, and on stderr
 its id and a reminder that it cannot be shown again: only a hash of it is
 stored. With --json, {"id","agent","role","created_at","token"}. Needs an
-admin token.`,
+admin token.
+
+--agent-role and --capability are the token's grant: the registry role and
+the capabilities its agent (and the agent's forks) may register itself with
+('maosctl agents register', a watcher's role and claim: capability:NAME).
+Without them the agent registers itself with the default role and no
+capability; only an admin registers an agent with more (docs/TRUST.md).`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "agent", Usage: "agent `ID` the token speaks for (required)"},
 			&cli.StringFlag{Name: "role", Value: string(transport.RoleAgent),
 				Usage: "`ROLE` of the token: " + strings.Join(tokenRoles, ", ")},
+			&cli.StringFlag{Name: "agent-role", Usage: "registry `ROLE` the agent may register itself with (lead, orchestrator, …)"},
+			&cli.StringFlag{Name: "capability", Usage: "capabilities `C[,D]` the agent may register itself with, comma-separated"},
 			jsonFlag(),
 		},
 		Action: tokenCreate,
@@ -95,7 +104,9 @@ func tokenCreate(c *cli.Context) error {
 	}
 	ctx, cancel := call(c)
 	defer cancel()
-	tok, err := apiClient(c).CreateToken(ctx, strings.TrimSpace(c.String("agent")), role)
+	req := transport.TokenRequest{Agent: strings.TrimSpace(c.String("agent")), Role: role,
+		AgentRole: strings.TrimSpace(c.String("agent-role")), Capabilities: splitList([]string{c.String("capability")})}
+	tok, err := apiClient(c).CreateTokenFor(ctx, req)
 	if err != nil {
 		return apiError(c, err)
 	}

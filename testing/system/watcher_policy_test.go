@@ -127,6 +127,11 @@ agents:
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Only a sender the interrupt rule admits preempts (apply stamps its
+	// messages' may_interrupt): lead is an orchestrator.
+	if _, err := cl.RegisterAgent(context.Background(), fsm.RegisterAgentCommand{ID: "lead", Role: "orchestrator"}); err != nil {
+		t.Fatal(err)
+	}
 	urgent := sendTo(t, cl, "urgent", "bob", "urgent")
 
 	ru := oneReply(t, cl, "bob", urgent)
