@@ -262,7 +262,7 @@ func (n *Node) JoinVia(ctx context.Context, addrs []string) error {
 	if len(addrs) == 0 {
 		return errors.New("cluster: join: no address to join through")
 	}
-	req := transport.JoinRequest{NodeID: n.cfg.NodeID, RaftAddr: n.cfg.RaftAdvertise, APIAddr: n.cfg.APIAddr}
+	req := transport.JoinRequest{NodeID: n.cfg.NodeID, RaftAddr: n.cfg.RaftAdvertise, APIAddr: n.cfg.APIAddr, Replace: n.cfg.Replace}
 	backoff := newBackoff()
 	var lastErr error
 	attempts, gossipFails := 0, 0

@@ -68,6 +68,11 @@ type JoinRequest struct {
 	NodeID   string `json:"node_id"`
 	RaftAddr string `json:"raft_addr"` // advertised host:port of its Raft transport
 	APIAddr  string `json:"api_addr"`  // advertised host:port of its HTTP API
+	// Replace says the node takes the place of the voter that has its id
+	// (or its Raft address) on purpose: a dead node rebuilt with a new data
+	// dir. Without it such a join is refused (409); with it, it is still
+	// refused while the old voter's Raft address answers.
+	Replace bool `json:"replace,omitempty"`
 }
 
 // SnapshotResponse is the body of POST /v1/cluster/snapshot.

@@ -67,6 +67,7 @@ func readConfig(c *cli.Context) (*config, error) {
 			PresenceTTL:       c.Duration("presence-ttl"),
 			CommitTimeout:     c.Duration("raft-commit-timeout"),
 			SnapshotThreshold: c.Uint64("snapshot-threshold"),
+			Replace:           c.Bool("replace"),
 			Logger:            logger,
 		},
 		httpAddr:        c.String("http-addr"),

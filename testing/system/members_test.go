@@ -1,0 +1,174 @@
+package system
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/testing/harness"
+	"github.com/maos-project/maos/transport"
+)
+
+// Trust at the edges of membership (issue 26; docs/TRUST.md, "Membership
+// and nodes"): one cluster of the built maosd with --auth (no TLS, no
+// gossip key, on loopback: what a rogue gossip member reaches), shared by
+// the subtests, which run in order: each leaves the cluster whole.
+func TestMembersAndNodes(t *testing.T) {
+	c := harness.NewCluster(t, harness.Options{Maosd: maosdBin, Nodes: 3, AuthOnly: true})
+	t.Run("DuplicateNodeIDRefused", func(t *testing.T) { testDuplicateNodeID(t, c) })
+	t.Run("MembershipAudited", func(t *testing.T) { testMembershipAudited(t, c) })
+}
+
+// outsider is a maosd the cluster does not manage: a fresh data dir in
+// the cluster's directory, joining through join, with the cluster's admin
+// token. It is killed (by its PID) when the test ends.
+func outsider(t *testing.T, c *harness.Cluster, id, dir string, join []string, extra ...string) *harness.Node {
+	t.Helper()
+	sec := c.Security()
+	n, err := harness.NewNode(harness.NodeConfig{ID: id, Dir: filepath.Join(c.Dir, dir), Maosd: maosdBin, Join: join,
+		ExtraArgs: extra, StartTimeout: 30 * time.Second,
+		Security: &harness.NodeSecurity{NoTLS: true, AdminTokenFile: sec.AdminTokenFile, AdminToken: sec.AdminToken}})
+	harness.NoErr(t, err)
+	t.Cleanup(func() {
+		if n.Running() {
+			_ = n.Kill()
+		}
+	})
+	return n
+}
+
+// voterAddr is the Raft address the cluster's status (through n) gives
+// voter id, "" when it is not a voter.
+func voterAddr(t *testing.T, n *harness.Node, id string) string {
+	t.Helper()
+	st, err := n.Status(5 * time.Second)
+	harness.NoErr(t, err)
+	for _, v := range st.Voters {
+		if v.ID == id {
+			return v.RaftAddr
+		}
+	}
+	return ""
+}
+
+// testDuplicateNodeID: a fresh node started with a live voter's --node-id
+// (a new data dir, --join any member) is refused, naming the voter, its
+// address and --replace, and exits; with --replace it is still refused,
+// because the voter answers. The voter keeps its address and the cluster
+// its leader.
+func testDuplicateNodeID(t *testing.T, c *harness.Cluster) {
+	n1, n2 := c.Node("n1"), c.Node("n2")
+	before := voterAddr(t, n1, "n2")
+	if before == "" {
+		t.Fatal("n2 is not a voter before the test")
+	}
+	for _, tc := range []struct {
+		name  string
+		extra []string
+		want  []string
+	}{
+		{"plain", nil, []string{"node id n2 is already a voter at raft address " + before, "--replace"}},
+		{"replace", []string{"--replace"}, []string{"node id n2 is already a voter at raft address " + before, "still answers"}},
+	} {
+		dup := outsider(t, c, "n2", "dup-n2-"+tc.name, []string{n1.APIAddr()}, tc.extra...)
+		err := dup.Start()
+		if err == nil {
+			t.Fatalf("%s: a second n2 (%s) started and joined; want it refused", tc.name, dup.APIAddr())
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Fatalf("%s: the refused start does not say %q:\n%v", tc.name, w, err)
+			}
+		}
+		if got := voterAddr(t, n1, "n2"); got != before {
+			t.Fatalf("%s: n2's raft address is %q after the refused join, want %q", tc.name, got, before)
+		}
+	}
+	leader, err := c.WaitLeader(10 * time.Second)
+	harness.NoErr(t, err)
+	st, err := n2.Status(5 * time.Second)
+	harness.NoErr(t, err)
+	if st.LeaderID != leader.ID {
+		t.Fatalf("n2 sees leader %q, want %s", st.LeaderID, leader.ID)
+	}
+	if lines := auditLines(t, n1, "NODE_REPLACE"); len(lines) != 0 {
+		t.Fatalf("refused joins were audited as replacements: %q", lines)
+	}
+}
+
+// testMembershipAudited: the voters added at the cluster's start, a node
+// added, replaced on purpose (--replace once it is dead), removed, and a
+// leadership transfer each leave their line in the audit trail.
+func testMembershipAudited(t *testing.T, c *harness.Cluster) {
+	n1 := c.Node("n1")
+	for _, id := range []string{"n2", "n3"} {
+		waitAudit(t, n1, "NODE_JOIN", "["+id+"] NODE_JOIN: added as a voter at raft ")
+	}
+	n4, err := c.AddNode()
+	harness.NoErr(t, err)
+	harness.NoErr(t, n4.Kill())
+	// n4 rebuilt: a new data dir, the same id, --replace.
+	r4 := outsider(t, c, "n4", "n4-rebuilt", []string{n1.APIAddr()}, "--replace")
+	harness.NoErr(t, r4.Start())
+	waitAudit(t, n1, "NODE_REPLACE", "[n4] NODE_REPLACE: replaced voter n4 at raft "+n4.RaftAddr()+" with raft "+r4.RaftAddr())
+	harness.NoErr(t, c.RemoveNode(n4)) // the voter n4: the rebuilt node
+	waitAudit(t, n1, "NODE_REMOVE", "[n4] NODE_REMOVE: removed from the voters (raft "+r4.RaftAddr()+")")
+	harness.NoErr(t, r4.Stop())
+
+	leader, err := c.WaitLeader(10 * time.Second)
+	harness.NoErr(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	res, err := n1.Client().TransferLeadership(ctx, "")
+	harness.NoErr(t, err)
+	waitAudit(t, n1, "LEADER_TRANSFER", fmt.Sprintf("[%s] LEADER_TRANSFER: leadership transferred from %s on request", res.LeaderID, leader.ID))
+	_, err = c.WaitLeader(10 * time.Second)
+	harness.NoErr(t, err)
+}
+
+// auditLines are the lines of n's audit trail with label.
+func auditLines(t *testing.T, n *harness.Node, label string) []string {
+	t.Helper()
+	var out []string
+	after := uint64(0)
+	for range 100 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		page, err := n.Client().Audit(ctx, after, 500, transport.Strong)
+		cancel()
+		harness.NoErr(t, err)
+		for _, e := range page.Events {
+			after = e.Seq
+			if e.Label == label {
+				out = append(out, e.Line)
+			}
+		}
+		if !page.HasMore {
+			return out
+		}
+	}
+	t.Fatalf("the audit trail of %s has more than 100 pages", n.ID)
+	return nil
+}
+
+// waitAudit waits until n's audit trail has a line with label that
+// contains want.
+func waitAudit(t *testing.T, n *harness.Node, label, want string) {
+	t.Helper()
+	harness.NoErr(t, harness.WaitFor(15*time.Second, "an audit line "+want, func() error {
+		lines := auditLines(t, n, label)
+		for _, l := range lines {
+			if strings.Contains(l, want) {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s lines: %q", label, lines)
+	}))
+}
+
+var _ = errors.Is
+var _ = fsm.ErrNotFound
