@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/rules"
@@ -203,7 +204,7 @@ func (s *Server) register(table []route) {
 // who calls, resolved once into its context; the route's rule (401, 403,
 // each refusal audited); the route's body ceiling (413); the handler.
 func (s *Server) pass(rt *route) http.Handler {
-	next := capBody(rt.pattern, rt.body, rt.handle)
+	next := capBody(rt.pattern, rt.body, s.opts.BodyStallTimeout, rt.handle)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		before := callerFrom(r.Context()) // zero, or set by a handler wrapping the API (tests)
 		c := before
@@ -320,13 +321,14 @@ func batchLimit(maxMessageBytes int64) int64 {
 // *http.MaxBytesError, which decodeBody turns into 413. A handler that
 // never reads its body leaves it unread, and net/http closes the
 // connection rather than drain much of it.
-func capBody(pattern string, c bodyCap, h http.Handler) http.Handler {
+func capBody(pattern string, c bodyCap, stall time.Duration, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > c.limit {
 			writeJSON(w, http.StatusRequestEntityTooLarge, ErrorBody{Error: &APIError{Code: CodeTooLarge,
 				Message: fmt.Sprintf("request body of %d bytes over the limit of %d bytes for %s%s", r.ContentLength, c.limit, pattern, c.why)}})
 			return
 		}
+		guardBody(w, r, stall)
 		if r.Body != nil && r.Body != http.NoBody {
 			r.Body = http.MaxBytesReader(w, r.Body, c.limit)
 		}

@@ -33,6 +33,10 @@ type ServerOptions struct {
 	// KeepAlive is how often an idle SSE stream sends a comment; 0 means
 	// DefaultKeepAlive (15 s).
 	KeepAlive time.Duration
+	// BodyStallTimeout ends a request whose body sends no byte for this
+	// long (the connection is closed; bodystall.go); 0 means
+	// DefaultBodyStallTimeout (30 s), negative never.
+	BodyStallTimeout time.Duration
 	// Interrupt sends ESC to a local agent's terminal pane; nil when this
 	// node hosts no such agent. maosd sets it from its --agents file.
 	Interrupt func(ctx context.Context, agent string) error
@@ -99,6 +103,9 @@ func NewServer(b Backend, opts ServerOptions) *Server {
 	}
 	if opts.KeepAlive <= 0 {
 		opts.KeepAlive = DefaultKeepAlive
+	}
+	if opts.BodyStallTimeout == 0 {
+		opts.BodyStallTimeout = DefaultBodyStallTimeout
 	}
 	// Compile the secret rules now, not on the first send, which would
 	// otherwise wait ~0.2 s (and, rate-limited, find its bucket refilled).
@@ -428,6 +435,8 @@ func bodyError(err error, limit int64) error {
 			Message: strings.TrimPrefix(err.Error(), "json: ")}
 	case errors.Is(err, io.EOF):
 		return &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: "empty body: want a JSON object"}
+	case errors.As(err, new(*stalledError)):
+		return &APIError{Status: http.StatusRequestTimeout, Code: CodeBadRequest, Message: err.Error()}
 	default:
 		return &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: "malformed JSON: " + err.Error()}
 	}

@@ -124,6 +124,12 @@ which then wins (docs/OPERATIONS.md).`,
 				Usage: "most event streams (GET /v1/stream) one agent may hold open on this node; 0 = unlimited"},
 			&cli.Int64Flag{Name: "max-artifact-bytes", EnvVars: []string{"MAOS_MAX_ARTIFACT_BYTES"}, Value: transport.DefaultMaxArtifactBytes,
 				Usage: fmt.Sprintf("largest accepted artifact (PUT /v1/artifacts), in bytes, 1..%d (16 GiB); every voter stores each artifact, beside the raft log", transport.MaxArtifactBytesCeiling)},
+			&cli.IntFlag{Name: "max-conns-per-client", EnvVars: []string{"MAOS_MAX_CONNS_PER_CLIENT"}, Value: 256,
+				Usage: "most API connections one client IP holds open at once (streams included); more are closed as they are accepted. 0 = unlimited"},
+			&cli.DurationFlag{Name: "http-idle-timeout", EnvVars: []string{"MAOS_HTTP_IDLE_TIMEOUT"}, Value: 2 * time.Minute,
+				Usage: "an idle keep-alive API connection is closed after this long"},
+			&cli.DurationFlag{Name: "http-body-timeout", EnvVars: []string{"MAOS_HTTP_BODY_TIMEOUT"}, Value: transport.DefaultBodyStallTimeout,
+				Usage: "a request whose body sends no byte for this long is ended and its connection closed (a body that keeps arriving is never cut)"},
 			&cli.StringFlag{Name: "agents", EnvVars: []string{"MAOS_AGENTS"},
 				Usage: "watcher config (YAML, a top-level agents: list): run these agents' watchers against this node once it is ready"},
 			&cli.StringFlag{Name: "log-level", EnvVars: []string{"MAOS_LOG_LEVEL"}, Value: "info",
@@ -253,7 +259,8 @@ func create(cfg *config) (*daemon, error) {
 	// majority of voters, beside the log (cluster/blobs.go). Its metrics
 	// count the API's sends and streams and are served on GET /metrics.
 	opts := transport.ServerOptions{MaxMessageBytes: cfg.maxMessageBytes, Logger: d.logger, Limits: cfg.limits,
-		PeerClient: d.node.PeerClient, Blobs: d.node, Metrics: d.node.Metrics()}
+		BodyStallTimeout: cfg.conns.bodyTimeout,
+		PeerClient:       d.node.PeerClient, Blobs: d.node, Metrics: d.node.Metrics()}
 	if cfg.agents != nil {
 		opts.Interrupt = cfg.agents.Interrupt
 	}
@@ -265,7 +272,11 @@ func create(cfg *config) (*daemon, error) {
 		// its assets hold no data, its pages read through the API's auth.
 		Handler:           console.Mount(transport.NewServer(d.node, opts), console.Options{ClientTLS: cfg.node.ClientTLS}),
 		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(d.logger.Handler(), slog.LevelWarn),
+		// Bounded connections (conns.go): idle keep-alives close, a
+		// stalled body ends its request (BodyStallTimeout), and
+		// start caps the connections of one client.
+		IdleTimeout: cfg.conns.idleTimeout,
+		ErrorLog:    slog.NewLogLogger(d.logger.Handler(), slog.LevelWarn),
 	}
 	ok = true
 	return d, nil
@@ -287,7 +298,7 @@ func (d *daemon) warnGossip() {
 
 // start serves the API in the background, https with TLS.
 func (d *daemon) start() {
-	ln := d.apiLn
+	ln := limitPerClient(d.apiLn, d.cfg.conns.maxPerClient, d.logger)
 	if d.cfg.node.ServerTLS != nil {
 		ln = tls.NewListener(ln, d.cfg.node.ServerTLS)
 	}

@@ -1,9 +1,13 @@
 package system
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,7 +23,9 @@ import (
 // gossip key, on loopback: what a rogue gossip member reaches), shared by
 // the subtests, which run in order: each leaves the cluster whole.
 func TestMembersAndNodes(t *testing.T) {
-	c := harness.NewCluster(t, harness.Options{Maosd: maosdBin, Nodes: 3, AuthOnly: true})
+	c := harness.NewCluster(t, harness.Options{Maosd: maosdBin, Nodes: 3, AuthOnly: true,
+		ExtraArgs: []string{"--max-conns-per-client", fmt.Sprint(connsPerClient), "--http-idle-timeout", "1s", "--http-body-timeout", "1s"}})
+	t.Run("ConnectionsBounded", func(t *testing.T) { testConnectionsBounded(t, c) })
 	t.Run("DuplicateNodeIDRefused", func(t *testing.T) { testDuplicateNodeID(t, c) })
 	t.Run("MembershipAudited", func(t *testing.T) { testMembershipAudited(t, c) })
 }
@@ -170,5 +176,168 @@ func waitAudit(t *testing.T, n *harness.Node, label, want string) {
 	}))
 }
 
-var _ = errors.Is
-var _ = fsm.ErrNotFound
+// connsPerClient is the cluster's --max-conns-per-client.
+const connsPerClient = 32
+
+// connClient is the loopback address the connection checks dial from, so
+// that their client address is theirs alone (the nodes and the harness
+// call from 127.0.0.1).
+const connClient = "127.0.0.77"
+
+// dialFrom opens a TCP connection to addr from connClient.
+func dialFrom(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	return dialFromHost(t, addr, connClient)
+}
+
+// closedByServer reports whether the server closed conn: a read returns
+// EOF (or a reset) before the deadline, after whatever response came
+// first. A read that times out means the connection is still open.
+func closedByServer(conn net.Conn, within time.Duration) (bool, string) {
+	_ = conn.SetReadDeadline(time.Now().Add(within))
+	got, err := io.ReadAll(conn)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return false, string(got)
+	}
+	return true, string(got)
+}
+
+// healthz sends GET /healthz on conn and reads the answer's status line;
+// an error when the server closed conn instead.
+func healthz(conn net.Conn, host string) (string, error) {
+	if _, err := fmt.Fprintf(conn, "GET /healthz HTTP/1.1\r\nHost: %s\r\n\r\n", host); err != nil {
+		return "", err
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	defer conn.SetReadDeadline(time.Time{})
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		return "", err
+	}
+	defer res.Body.Close()
+	_, _ = io.Copy(io.Discard, res.Body)
+	return res.Status, nil
+}
+
+// testConnectionsBounded: an idle keep-alive connection is closed, a
+// request whose body stalls ends and its connection closes, one client
+// address holds at most --max-conns-per-client connections (the next is
+// closed unanswered, and a freed slot serves again), and a stream that
+// outlives every timeout still delivers.
+func testConnectionsBounded(t *testing.T, c *harness.Cluster) {
+	n1 := c.Node("n1")
+	addr := n1.APIAddr()
+	// Bounds of the waits, well beyond the 1 s timeouts.
+	const within = 15 * time.Second
+
+	t.Run("IdleKeepAliveClosed", func(t *testing.T) {
+		conn := dialFrom(t, addr)
+		if st, err := healthz(conn, addr); err != nil || st != "200 OK" {
+			t.Fatalf("GET /healthz: %q, %v", st, err)
+		}
+		if closed, _ := closedByServer(conn, within); !closed {
+			t.Fatalf("an idle keep-alive connection is still open after %s (--http-idle-timeout 1s)", within)
+		}
+	})
+
+	t.Run("StalledBodyEnds", func(t *testing.T) {
+		conn := dialFrom(t, addr)
+		_, err := fmt.Fprintf(conn, "POST /v1/messages HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"+
+			"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"from\":", addr, c.Security().AdminToken)
+		harness.NoErr(t, err)
+		closed, got := closedByServer(conn, within)
+		if !closed {
+			t.Fatalf("a request whose body stalled still holds its connection after %s (--http-body-timeout 1s); read %q", within, got)
+		}
+		if !strings.Contains(got, "408") || !strings.Contains(got, "request body stalled") {
+			t.Fatalf("the stalled request's answer: %q, want 408 saying the body stalled", got)
+		}
+	})
+
+	t.Run("PerClientLimit", func(t *testing.T) {
+		held := make([]net.Conn, connsPerClient)
+		for i := range held {
+			held[i] = dialFrom(t, addr)
+		}
+		// Every held connection is served: the server accepted them all.
+		for i, conn := range held {
+			if st, err := healthz(conn, addr); err != nil || st != "200 OK" {
+				t.Fatalf("held connection %d: GET /healthz: %q, %v", i, st, err)
+			}
+		}
+		over := dialFrom(t, addr)
+		if st, err := healthz(over, addr); err == nil {
+			t.Fatalf("connection %d of %s was served (%s); want it closed unanswered (--max-conns-per-client %d)",
+				connsPerClient+1, connClient, st, connsPerClient)
+		}
+		// Another client address is not affected.
+		if st, err := healthz(dialFromHost(t, addr, "127.0.0.78"), addr); err != nil || st != "200 OK" {
+			t.Fatalf("another client's connection: GET /healthz: %q, %v", st, err)
+		}
+		_ = held[0].Close()
+		harness.NoErr(t, harness.WaitFor(within, "a freed slot to serve "+connClient+" again", func() error {
+			st, err := healthz(dialFrom(t, addr), addr)
+			if err != nil {
+				return err
+			}
+			if st != "200 OK" {
+				return harness.Permanent(fmt.Errorf("GET /healthz: %s", st))
+			}
+			return nil
+		}))
+	})
+
+	t.Run("StreamOutlivesTimeouts", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		events := make(chan transport.StreamEvent, 16)
+		done := make(chan error, 1)
+		go func() {
+			done <- n1.Client().Stream(ctx, transport.StreamQuery{Channel: "conns"}, func(ev transport.StreamEvent) error {
+				select {
+				case events <- ev:
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			})
+		}()
+		select {
+		case ev := <-events:
+			if !ev.Ready {
+				t.Fatalf("first stream event %+v, want ready", ev)
+			}
+		case err := <-done:
+			t.Fatalf("stream ended before it was ready: %v", err)
+		}
+		// Longer than both timeouts: the stream only writes.
+		time.Sleep(2500 * time.Millisecond)
+		m := &fsm.Message{From: "conns-a", To: fsm.Recipients{"all"}, Channel: "conns", Content: fsm.Content{Text: "still here"}}
+		m.Normalize(time.Now())
+		_, err := c.Node("n2").Client().Send(ctx, m)
+		harness.NoErr(t, err)
+		for {
+			select {
+			case ev := <-events:
+				if ev.Message != nil && ev.Message.ID == m.ID {
+					return
+				}
+			case err := <-done:
+				t.Fatalf("the stream ended after the timeouts passed: %v", err)
+			case <-ctx.Done():
+				t.Fatal("the stream did not deliver the message sent after the timeouts")
+			}
+		}
+	})
+}
+
+// dialFromHost opens a TCP connection to addr from the loopback IP from.
+func dialFromHost(t *testing.T, addr, from string) net.Conn {
+	t.Helper()
+	d := net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+	conn, err := d.Dial("tcp", addr)
+	harness.NoErr(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
