@@ -297,22 +297,50 @@ func (n *Node) JoinVia(ctx context.Context, addrs []string) error {
 	}
 }
 
-// client is a client of another node's API at addr, carrying the admin
-// token when the cluster runs with auth: forwarding, join and status calls
-// between nodes act for several agents, so they need the admin role.
-// PeerClient returns a client for another node's API at addr: https when
-// the node has TLS, with the admin token when it has one. maosd gives it
-// to the API server for the requests it relays.
-func (n *Node) PeerClient(addr string) *transport.Client { return n.client(addr) }
+// PeerClient returns a client for node id's API, for the requests the API
+// server relays to it (an interrupt's ESC): id must be in the Raft
+// configuration and registered (apiAddrOf); an address a gossip member
+// advertises is never called. maosd gives it to the API server
+// (transport.ServerOptions.PeerClient).
+func (n *Node) PeerClient(id string) (*transport.Client, error) {
+	if !n.inConfiguration(id) {
+		return nil, fmt.Errorf("node %s is not in the Raft configuration", id)
+	}
+	addr := n.apiAddrOf(id)
+	if addr == "" {
+		return nil, fmt.Errorf("node %s has no API address in the node registry", id)
+	}
+	return n.client(addr), nil
+}
 
+// inConfiguration reports whether id is a server of the Raft
+// configuration.
+func (n *Node) inConfiguration(id string) bool {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	for _, s := range f.Configuration().Servers {
+		if string(s.ID) == id {
+			return true
+		}
+	}
+	return false
+}
+
+// client is a client of another node's API at addr: https when the node
+// has TLS (registered and --join addresses are host:port), authenticated
+// as a node when the cluster runs with auth (transport.NodeCredential:
+// forwarding, join, status and blob calls act for several agents, but a
+// node never sends the admin token). Its callers pass only addresses of
+// the node registry (apiAddrOf) or the operator's --join.
 func (n *Node) client(addr string) *transport.Client {
 	c := transport.NewClient(addr, n.httpc)
 	if n.cfg.ClientTLS != nil {
-		// Registered and --join addresses are host:port: https to them.
 		c = transport.NewClientTLS(addr, n.httpc)
 	}
-	if n.cfg.AdminToken != "" {
-		c = c.WithToken(n.cfg.AdminToken)
+	if cred := transport.NodeCredential(n.cfg.AdminToken); cred != "" {
+		c = c.WithToken(cred)
 	}
 	return c
 }

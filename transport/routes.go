@@ -167,17 +167,19 @@ func (s *Server) routes() []route {
 		{pattern: "GET /v1/tokens", rule: ruleAdmin, handle: s.listTokens},
 		{pattern: "DELETE /v1/tokens/{id}", rule: ruleAdmin, handle: s.revokeToken},
 
-		// The cluster (server.go) and what nodes ask of each other (entry.go).
+		// The cluster (server.go) and what nodes ask of each other (entry.go):
+		// rule node is a node's credential (followers forward joins,
+		// removals and transfers they took) or an admin token.
 		{pattern: "GET /v1/cluster/status", rule: ruleAny, handle: s.status},
-		{pattern: "POST /v1/cluster/join", rule: ruleAdmin, handle: s.join},
-		{pattern: "DELETE /v1/cluster/nodes/{id}", rule: ruleAdmin, handle: s.remove},
+		{pattern: "POST /v1/cluster/join", rule: ruleNode, handle: s.join},
+		{pattern: "DELETE /v1/cluster/nodes/{id}", rule: ruleNode, handle: s.remove},
 		{pattern: "POST /v1/cluster/snapshot", rule: ruleAdmin, handle: s.snapshot},
-		{pattern: "POST /v1/cluster/transfer-leadership", rule: ruleAdmin, handle: s.transfer},
-		{pattern: "GET /v1/internal/read-index", rule: ruleAdmin, handle: s.readIndex},
-		{pattern: "POST /v1/internal/entry", rule: ruleAdmin, body: entryBody, handle: s.internalEntry},
-		{pattern: "POST /v1/internal/entries", rule: ruleAdmin, body: batchBody, handle: s.internalEntries},
-		{pattern: "PUT /v1/internal/blobs/{id}", rule: ruleAdmin, body: artifactBody, handle: s.receiveBlob},
-		{pattern: "GET /v1/internal/blobs/{id}", rule: ruleAdmin, handle: s.localBlob},
+		{pattern: "POST /v1/cluster/transfer-leadership", rule: ruleNode, handle: s.transfer},
+		{pattern: "GET /v1/internal/read-index", rule: ruleNode, handle: s.readIndex},
+		{pattern: "POST /v1/internal/entry", rule: ruleNode, body: entryBody, handle: s.internalEntry},
+		{pattern: "POST /v1/internal/entries", rule: ruleNode, body: batchBody, handle: s.internalEntries},
+		{pattern: "PUT /v1/internal/blobs/{id}", rule: ruleNode, body: artifactBody, handle: s.receiveBlob},
+		{pattern: "GET /v1/internal/blobs/{id}", rule: ruleNode, handle: s.localBlob},
 	}
 }
 
@@ -216,9 +218,10 @@ func (s *Server) pass(rt *route) http.Handler {
 			}
 			c.id = id
 			// A forwarded request skips checks and limits the first node
-			// applied; only a node (an admin token) may claim to be one.
-			if c.forwarded && !id.IsAdmin() {
-				s.auth.forbid(w, r, id, "carries "+HeaderForwarded+", which only nodes send: needs an admin token")
+			// applied; only a node (its credential, or an admin token) may
+			// claim to be one.
+			if c.forwarded && !id.Internode() {
+				s.auth.forbid(w, r, id, "carries "+HeaderForwarded+", which only nodes send: needs the node credential or an admin token")
 				return
 			}
 			if need := rt.rule.check(r, id); need != "" {

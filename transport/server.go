@@ -40,11 +40,14 @@ type ServerOptions struct {
 	// Interrupt sends ESC to a local agent's terminal pane; nil when this
 	// node hosts no such agent. maosd sets it from its --agents file.
 	Interrupt func(ctx context.Context, agent string) error
-	// PeerClient returns a client for another node's API at addr (host:port),
-	// speaking the cluster's scheme (TLS) and carrying its node credentials,
-	// for requests this node relays (an interrupt to the agent's node). nil
-	// means plain HTTP with the admin token of Auth, if any.
-	PeerClient func(addr string) *Client
+	// PeerClient returns a client for another node of the Raft
+	// configuration, by its node id, at its address in the replicated node
+	// registry, speaking the cluster's scheme (TLS) and authenticated as a
+	// node (NodeCredential, never the admin token), for requests this node
+	// relays (an interrupt to the agent's node); an error when id is not a
+	// member. An address a gossip member advertises is never called. nil
+	// relays nothing: the answer says so.
+	PeerClient func(nodeID string) (*Client, error)
 	// Limits bound what one agent can make this node do (send rate,
 	// recipients, open streams); the zero value limits nothing but bodies.
 	// NewServer panics if Limits.Validate fails.

@@ -43,6 +43,7 @@ type config struct {
 	maxMessageBytes         int64
 	limits                  transport.Limits
 	insecureNoAuth          bool
+	insecureGossip          bool // --insecure-gossip
 	conns                   connLimits
 
 	// Where the gossip key and the admin token came from, for errors.
@@ -80,6 +81,7 @@ func readConfig(c *cli.Context) (*config, error) {
 		agentsFile:      c.String("agents"),
 		maxMessageBytes: c.Int64("max-message-bytes"),
 		insecureNoAuth:  c.Bool("insecure-no-auth"),
+		insecureGossip:  c.Bool("insecure-gossip"),
 		adminTokenFile:  strings.TrimSpace(c.String("admin-token-file")),
 	}
 	if n := cfg.maxMessageBytes; n <= 0 || n > maxMessageBytesLimit {

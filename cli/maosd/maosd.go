@@ -51,8 +51,10 @@ every inbox: that is only for a single-node local setup, and maosd warns
 about it at start. Give every node of a multi-host cluster --auth and the
 SAME --admin-token-file (one line, openssl rand -base64 32 > admin.token;
 chmod 600 admin.token): every request then needs "Authorization: Bearer
-TOKEN", nodes call each other with the admin token, and agents get their
-own tokens from 'maosctl token create'.
+TOKEN", nodes call each other with a node credential derived from it (never the
+token itself, and only at the addresses the Raft log registers), and
+agents get their own tokens from 'maosctl token create'. With --auth,
+gossip beyond loopback needs --gossip-key (or --insecure-gossip).
 
 With --tls-cert, --tls-key and --tls-ca (all three; one CA signs every
 node's certificate, which needs SANs for the addresses peers and clients
@@ -138,6 +140,8 @@ which then wins (docs/OPERATIONS.md).`,
 				Usage: "text or json"},
 			&cli.BoolFlag{Name: "insecure-no-auth", EnvVars: []string{"MAOS_INSECURE_NO_AUTH"},
 				Usage: "serve the API on a non-loopback address without --auth (anyone who reaches it can send as any agent and read every inbox); refused otherwise"},
+			&cli.BoolFlag{Name: "insecure-gossip", EnvVars: []string{"MAOS_INSECURE_GOSSIP"},
+				Usage: "with --auth, run gossip on a non-loopback --gossip-addr without --gossip-key (anyone who reaches it can join the gossip and claim agents' presence); refused otherwise"},
 			&cli.StringFlag{Name: "metrics-addr", EnvVars: []string{"MAOS_METRICS_ADDR"},
 				Usage: "`HOST:PORT` to serve Prometheus metrics on (GET /metrics) WITHOUT auth, beside the API's admin-only GET /metrics; bind it to loopback or a private network (docs/OPERATIONS.md); off by default"},
 			&cli.StringFlag{Name: "debug-addr", EnvVars: []string{"MAOS_DEBUG_ADDR"},
@@ -226,6 +230,9 @@ func create(cfg *config) (*daemon, error) {
 		return nil, refused(err)
 	}
 	if err := checkOpenAPI(d.apiLn.Addr(), cfg.node.AdminToken != "", cfg.insecureNoAuth); err != nil {
+		return nil, refused(err)
+	}
+	if err := checkGossipKey(cfg.node.GossipAddr, cfg.node.AdminToken != "", len(cfg.node.GossipKey) > 0, cfg.insecureGossip); err != nil {
 		return nil, refused(err)
 	}
 	if cfg.debugAddr != "" {

@@ -3,15 +3,22 @@ package system
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/memberlist"
 
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/testing/harness"
@@ -26,6 +33,8 @@ func TestMembersAndNodes(t *testing.T) {
 	c := harness.NewCluster(t, harness.Options{Maosd: maosdBin, Nodes: 3, AuthOnly: true,
 		ExtraArgs: []string{"--max-conns-per-client", fmt.Sprint(connsPerClient), "--http-idle-timeout", "1s", "--http-body-timeout", "1s"}})
 	t.Run("ConnectionsBounded", func(t *testing.T) { testConnectionsBounded(t, c) })
+	t.Run("RogueGossipMemberGetsNoToken", func(t *testing.T) { testRogueGossipMember(t, c) })
+	t.Run("AuthNeedsGossipKey", testAuthNeedsGossipKey)
 	t.Run("DuplicateNodeIDRefused", func(t *testing.T) { testDuplicateNodeID(t, c) })
 	t.Run("MembershipAudited", func(t *testing.T) { testMembershipAudited(t, c) })
 }
@@ -340,4 +349,108 @@ func dialFromHost(t *testing.T, addr, from string) net.Conn {
 	harness.NoErr(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
 	return conn
+}
+
+// rogue is a gossip member that is no node of the cluster (the cluster's
+// gossip has no key, so anyone who reaches it may join): it advertises an
+// API address of its own and claims to host agent victim, so that an
+// interrupt of victim would be relayed to it.
+type rogue struct {
+	meta  []byte
+	state []byte
+}
+
+func (r *rogue) NodeMeta(limit int) []byte                  { return r.meta }
+func (r *rogue) NotifyMsg([]byte)                           {}
+func (r *rogue) GetBroadcasts(overhead, limit int) [][]byte { return nil }
+func (r *rogue) LocalState(join bool) []byte                { return r.state }
+func (r *rogue) MergeRemoteState(buf []byte, join bool)     {}
+
+// testRogueGossipMember: an interrupt of an agent a rogue gossip member
+// claims to host is not relayed to the address it advertises (it is not
+// in the Raft configuration), so the rogue sees no request, let alone
+// the admin token; the alert is still stored and the answer says why no
+// ESC was pressed.
+func testRogueGossipMember(t *testing.T, c *harness.Cluster) {
+	n1 := c.Node("n1")
+	var mu sync.Mutex
+	var seen []string // Authorization headers the rogue's API received
+	trap := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"agent":"victim","node":"rogue","escape":true}`)
+	}))
+	defer trap.Close()
+
+	now := time.Now()
+	rec := transport.Presence{AgentID: "victim", Node: "rogue", State: "AWAKE", Substate: "IDLE", Channel: "dev",
+		Timestamp: now.UTC(), Version: uint64(now.UnixMicro()), Origin: "rogue"}
+	state, err := json.Marshal([]transport.Presence{rec})
+	harness.NoErr(t, err)
+	meta, err := json.Marshal(map[string]string{"id": "rogue", "api": strings.TrimPrefix(trap.URL, "http://")})
+	harness.NoErr(t, err)
+	mc := memberlist.DefaultLocalConfig()
+	mc.Name, mc.BindAddr, mc.BindPort, mc.AdvertisePort = "rogue", "127.0.0.1", 0, 0
+	mc.Delegate = &rogue{meta: meta, state: append([]byte{1}, state...)} // 1: cluster's statePresence
+	mc.LogOutput = io.Discard
+	ml, err := memberlist.Create(mc)
+	harness.NoErr(t, err)
+	defer func() { _ = ml.Shutdown() }()
+	_, err = ml.Join([]string{n1.GossipAddr()})
+	harness.NoErr(t, err)
+	harness.NoErr(t, harness.WaitFor(15*time.Second, "n1 to take victim's presence from the rogue", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		p, err := n1.Client().AgentPresence(ctx, "victim")
+		if err != nil {
+			return err
+		}
+		if p.Node != "rogue" {
+			return fmt.Errorf("victim's presence is on %q", p.Node)
+		}
+		return nil
+	}))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	res, err := n1.Client().InterruptAgent(ctx, "victim", transport.InterruptRequest{From: "boss", Reason: "stop", Channel: "dev"})
+	harness.NoErr(t, err)
+	mu.Lock()
+	got := append([]string(nil), seen...)
+	mu.Unlock()
+	if len(got) != 0 {
+		t.Fatalf("the rogue gossip member's API received %q; want no call (the admin token is %q)", got, c.Security().AdminToken)
+	}
+	if res.Escape || res.ID == "" || !strings.Contains(res.NoEscape, "not in the Raft configuration") {
+		t.Fatalf("interrupt of victim = %+v; want the alert stored and no ESC, saying rogue is not in the Raft configuration", res)
+	}
+}
+
+// testAuthNeedsGossipKey: maosd with --auth refuses gossip in the clear
+// on an address beyond loopback, naming --gossip-key-file and
+// --insecure-gossip, before it opens anything.
+func testAuthNeedsGossipKey(t *testing.T) {
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "admin.token")
+	harness.NoErr(t, os.WriteFile(tokenFile, []byte("0123456789abcdef0123456789abcdef\n"), 0o600))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, maosdBin, "--auth", "--admin-token-file", tokenFile, "--node-id", "lone",
+		"--data-dir", filepath.Join(dir, "data"), "--http-addr", "127.0.0.1:0", "--raft-addr", "127.0.0.1:0",
+		"--gossip-addr", "0.0.0.0:0", "--gossip-advertise", "192.0.2.1:7946")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+		t.Fatalf("maosd --auth with gossip in the clear on 0.0.0.0: %v; want exit status 2; output:\n%s", err, out)
+	}
+	for _, w := range []string{"--gossip-addr 0.0.0.0:0", "--gossip-key-file", "--insecure-gossip"} {
+		if !strings.Contains(string(out), w) {
+			t.Fatalf("the refusal does not say %q:\n%s", w, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the refused maosd made its data dir (%v)", err)
+	}
 }
