@@ -234,4 +234,3 @@ func (c *Client) InterruptAgent(ctx context.Context, agent string, req Interrupt
 	err := c.do(ctx, http.MethodPost, "/v1/agents/"+url.PathEscape(agent)+"/interrupt", nil, req, &out)
 	return out, err
 }
-

@@ -2,8 +2,8 @@ package transport_test
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
