@@ -24,6 +24,7 @@ func (n *Node) Status(ctx context.Context) (transport.Status, error) {
 	leaderID := n.leaderID()
 	st := transport.Status{
 		NodeID:       n.cfg.NodeID,
+		ClusterID:    n.fsm.ClusterID(),
 		State:        stateName(n.raft.State()),
 		LeaderID:     leaderID,
 		Term:         n.raft.CurrentTerm(),

@@ -134,6 +134,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if err := s.sameCluster(r); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	// The mux answers a path with an empty, "." or ".." segment with a
 	// redirect to its cleaned form and an HTML body. No endpoint has such a
 	// path (ids and names never are "", "." or ".."): say so in JSON.
@@ -143,6 +147,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// sameCluster refuses (409) a request whose HeaderCluster names another
+// cluster than this node's: a node of another cluster calling this one.
+// Either side not knowing its id yet checks nothing.
+func (s *Server) sameCluster(r *http.Request) error {
+	theirs := r.Header.Get(HeaderCluster)
+	if theirs == "" {
+		return nil
+	}
+	mine := s.state.ClusterID()
+	if mine == "" || mine == theirs {
+		return nil
+	}
+	return &APIError{Status: http.StatusConflict, Code: CodeConflict, Message: fmt.Sprintf(
+		"%s %s comes from a node of cluster %s, and this node belongs to cluster %s: a node joins one cluster only "+
+			"(check the calling node's --join and --data-dir)", r.Method, r.URL.Path, clip(theirs, fsm.MaxIDLen), mine)}
 }
 
 // cleanPath is the canonical form of an URL path as net/http's ServeMux

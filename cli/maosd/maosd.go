@@ -320,7 +320,12 @@ func (d *daemon) join(ctx context.Context) error {
 	switch {
 	case d.node.HasState():
 		if len(d.cfg.join) > 0 {
-			d.logger.Info("data dir holds cluster state; rejoining on our own and ignoring --join", "join", d.cfg.join)
+			// A data dir of another cluster must not start quietly.
+			if err := d.node.CheckJoinTargets(ctx, d.cfg.join); err != nil {
+				return err
+			}
+			d.logger.Warn("--join is ignored: the data dir holds cluster state, so the node rejoins its own cluster from it (--join is read on a first start only)",
+				"join", d.cfg.join, "data_dir", d.cfg.node.DataDir)
 		}
 		return nil
 	case len(d.cfg.join) == 0:

@@ -37,6 +37,9 @@ func TestMembersAndNodes(t *testing.T) {
 	t.Run("AuthNeedsGossipKey", testAuthNeedsGossipKey)
 	t.Run("DuplicateNodeIDRefused", func(t *testing.T) { testDuplicateNodeID(t, c) })
 	t.Run("MembershipAudited", func(t *testing.T) { testMembershipAudited(t, c) })
+	// After MembershipAudited: it uses the data dir n4 left.
+	t.Run("DataDirOfAnotherNodeOrCluster", func(t *testing.T) { testDataDirOfAnother(t, c) })
+	t.Run("JoinAtRaftPort", func(t *testing.T) { testJoinAtRaftPort(t, c) })
 }
 
 // outsider is a maosd the cluster does not manage: a fresh data dir in
@@ -452,5 +455,116 @@ func testAuthNeedsGossipKey(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "data")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the refused maosd made its data dir (%v)", err)
+	}
+}
+
+// copyDir copies the regular files under src to dst.
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	harness.NoErr(t, filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(to, 0o700)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(to, data, 0o600)
+	}))
+}
+
+// testDataDirOfAnother: a node started on another node's data dir (here
+// n4's, with --node-id n9) refuses to start, naming the node id, the data
+// dir's cluster and its voters; a node whose data dir holds another
+// cluster (x1, bootstrapped alone) started with --join of this one
+// refuses, naming both clusters' ids.
+func testDataDirOfAnother(t *testing.T, c *harness.Cluster) {
+	n1 := c.Node("n1")
+	st, err := n1.Status(5 * time.Second)
+	harness.NoErr(t, err)
+	if st.ClusterID == "" {
+		t.Fatal("n1's status has no cluster id")
+	}
+	var n4 *harness.Node
+	for _, n := range c.Removed() {
+		if n.ID == "n4" {
+			n4 = n
+		}
+	}
+	if n4 == nil {
+		t.Fatal("no removed n4 (MembershipAudited) to take a data dir from")
+	}
+	n9 := outsider(t, c, "n9", "n9-on-n4s-data", nil)
+	copyDir(t, n4.DataDir, n9.DataDir)
+	err = n9.Start()
+	if err == nil {
+		t.Fatal("n9 started on n4's data dir; want it refused")
+	}
+	for _, w := range []string{"--node-id n9 does not match the data dir " + n9.DataDir, "cluster " + st.ClusterID, "no node n9", "n1 at "} {
+		if !strings.Contains(err.Error(), w) {
+			t.Fatalf("the refusal does not say %q:\n%v", w, err)
+		}
+	}
+
+	x1 := outsider(t, c, "x1", "x1", nil)
+	harness.NoErr(t, x1.Start())
+	var other string
+	harness.NoErr(t, harness.WaitFor(15*time.Second, "x1 to fix its cluster id", func() error {
+		xst, err := x1.Status(5 * time.Second)
+		if err != nil {
+			return err
+		}
+		if other = xst.ClusterID; other == "" {
+			return errors.New("no cluster id yet")
+		}
+		return nil
+	}))
+	if other == st.ClusterID {
+		t.Fatalf("two clusters share the id %s", other)
+	}
+	harness.NoErr(t, x1.Stop())
+	// x1's data dir, started again with --join of this cluster.
+	sec := c.Security()
+	again, err := harness.NewNode(harness.NodeConfig{ID: "x1", Dir: x1.Dir, Maosd: maosdBin, Join: []string{n1.APIAddr()},
+		Security: &harness.NodeSecurity{NoTLS: true, AdminTokenFile: sec.AdminTokenFile, AdminToken: sec.AdminToken}})
+	harness.NoErr(t, err)
+	t.Cleanup(func() {
+		if again.Running() {
+			_ = again.Kill()
+		}
+	})
+	err = again.Start()
+	if err == nil {
+		t.Fatal("x1 (another cluster's data dir) started with --join of this cluster; want it refused")
+	}
+	for _, w := range []string{"holds cluster " + other, "belongs to cluster " + st.ClusterID} {
+		if !strings.Contains(err.Error(), w) {
+			t.Fatalf("the refusal does not say %q:\n%v", w, err)
+		}
+	}
+}
+
+// testJoinAtRaftPort: --join given a member's Raft address (not its API)
+// ends the start with one line saying so, instead of retrying forever.
+func testJoinAtRaftPort(t *testing.T, c *harness.Cluster) {
+	n := outsider(t, c, "n10", "n10-raft-port", []string{c.Node("n1").RaftAddr()})
+	err := n.Start()
+	if err == nil {
+		t.Fatal("a node joining through a Raft port started")
+	}
+	if !strings.Contains(err.Error(), "--join "+c.Node("n1").RaftAddr()+": something listens there but does not answer HTTP") ||
+		!strings.Contains(err.Error(), "--http-addr") {
+		t.Fatalf("the refusal does not say the address is no API:\n%v", err)
 	}
 }
