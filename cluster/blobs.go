@@ -94,13 +94,14 @@ func (n *Node) blobPeers() (peers []blobPeer, voters int, selfVoter bool, err er
 	return append(peers, others...), voters, selfVoter, nil
 }
 
-// apiAddrOf is node id's API address: the registry's, else gossip's.
+// apiAddrOf is node id's API address in the replicated node registry
+// (committed by a join or by the leader itself), "" when it has none. It
+// is the only source of the addresses a node calls with its credential:
+// what a gossip member advertises is anyone's to claim (no gossip key),
+// so it is shown (status, members) but never called.
 func (n *Node) apiAddrOf(id string) string {
 	if info, err := n.fsm.Node(id); err == nil && info.APIAddr != "" {
 		return info.APIAddr
-	}
-	if n.gossip != nil {
-		return n.gossip.apiAddrOf(id)
 	}
 	return ""
 }

@@ -30,6 +30,12 @@ type Config struct {
 	// HTTP API on (the advertised address, registered in the log).
 	APIAddr string
 
+	// Replace makes JoinVia ask to take the place of the voter that has
+	// this node's id (or Raft address) on purpose (maosd --replace): a dead
+	// node rebuilt with a new data dir. Refused while that voter's Raft
+	// address still answers; without it such a join is refused.
+	Replace bool
+
 	// AdminToken is the admin bootstrap bearer token of a cluster that runs
 	// with auth (maosd --auth). The node sends it on every call it makes to
 	// another node's API -- forwarded writes and strong reads, join, status

@@ -156,8 +156,9 @@ func (n *Node) leaderID() string {
 	return string(id)
 }
 
-// leaderAPIAddr finds the leader's HTTP API through the node registry or,
-// failing that, the leader's gossip metadata.
+// leaderAPIAddr finds the leader's HTTP API in the node registry (never in
+// gossip metadata, which any gossip member can claim: apiAddrOf); a leader
+// registers itself with the first entry of its term.
 func (n *Node) leaderAPIAddr() (string, error) {
 	id := n.leaderID()
 	if id == "" {

@@ -119,10 +119,7 @@ func (n *Node) rejoinMissing() {
 		if n.gossip.statusOf(id) == transport.MemberAlive {
 			continue
 		}
-		api := n.gossip.apiAddrOf(id)
-		if info, err := n.fsm.Node(id); err == nil && info.APIAddr != "" {
-			api = info.APIAddr
-		}
+		api := n.apiAddrOf(id)
 		if api == "" {
 			continue
 		}

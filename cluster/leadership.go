@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -67,10 +69,34 @@ func (n *Node) establishLeadership() error {
 	}
 	n.readyTerm.v.CompareAndSwap(n.readyTerm.v.Load(), term)
 	n.logger.Info("leading", "term", term)
+	n.fixClusterID()
 	if n.cfg.AdminToken != "" {
 		n.requireAuth()
 	}
 	return nil
+}
+
+// fixClusterID commits the cluster's id (fsm.OpClusterID) if the state has
+// none: at the first term of a new cluster, and at the first term after an
+// upgrade of a cluster whose data dirs predate cluster ids, which so adopts
+// a fresh one. The first applied wins (apply refuses another). Best
+// effort: a failure is logged and retried next term.
+func (n *Node) fixClusterID() {
+	if n.fsm.ClusterID() != "" {
+		return
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	id := "c" + hex.EncodeToString(b[:])
+	data, err := fsm.Encode(fsm.OpClusterID, n.cfg.Now().UnixNano(), fsm.ClusterIDCommand{ClusterID: id})
+	if err == nil {
+		_, err = applyAs[*fsm.ClusterIDCommand](n, data)
+	}
+	if err != nil {
+		n.logger.Warn("could not fix the cluster id", "error", err)
+		return
+	}
+	n.logger.Info("cluster id fixed", "cluster_id", id)
 }
 
 // requireAuth records in the cluster config that the cluster runs with

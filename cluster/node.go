@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -139,6 +140,9 @@ func Open(cfg Config) (*Node, error) {
 	if n.raft, err = raft.NewRaft(rc, meteredFSM{FSM: n.fsm, m: n.metrics}, logs, n.stable, n.snaps, n.trans); err != nil {
 		return nil, fmt.Errorf("cluster: start raft: %w", err)
 	}
+	if err = n.checkDataDirIsOurs(); err != nil {
+		return nil, err
+	}
 	// Gossip starts after Raft: its node events are proposed through it.
 	n.presence = newPresenceStore(cfg.NodeID, cfg.PresenceTTL, cfg.Now)
 	if cfg.GossipAddr != "" {
@@ -163,6 +167,41 @@ func Open(cfg Config) (*Node, error) {
 		go n.reconnectGossip()
 	}
 	return n, nil
+}
+
+// checkDataDirIsOurs refuses a data dir whose Raft configuration (the
+// latest, from its snapshot and log, as raft read it at start) has voters
+// but not this node's id: another node's data dir, or a wrong --node-id.
+// Started anyway, the node would answer for a server it is not. A data
+// dir with no configuration yet (a node that joined but received nothing)
+// passes.
+func (n *Node) checkDataDirIsOurs() error {
+	if !n.hasState {
+		return nil
+	}
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return fmt.Errorf("cluster: read the data dir's raft configuration: %w", err)
+	}
+	servers := f.Configuration().Servers
+	if len(servers) == 0 {
+		return nil
+	}
+	var members []string
+	for _, s := range servers {
+		if string(s.ID) == n.cfg.NodeID {
+			return nil
+		}
+		members = append(members, fmt.Sprintf("%s at %s", s.ID, s.Address))
+	}
+	cluster := n.fsm.ClusterID()
+	if cluster == "" {
+		cluster = "(id not recorded yet)"
+	}
+	return fmt.Errorf("cluster: --node-id %s does not match the data dir %s: it holds the state of cluster %s, whose Raft configuration "+
+		"has %s and no node %s. Start it with the node id it was made for, or give this node an empty --data-dir to join as a new node "+
+		"(a node removed from the cluster: move its data dir away and join again)",
+		n.cfg.NodeID, n.cfg.DataDir, cluster, strings.Join(members, ", "), n.cfg.NodeID)
 }
 
 func (n *Node) raftConfig(logger hclog.Logger) (*raft.Config, error) {
@@ -262,10 +301,11 @@ func (n *Node) JoinVia(ctx context.Context, addrs []string) error {
 	if len(addrs) == 0 {
 		return errors.New("cluster: join: no address to join through")
 	}
-	req := transport.JoinRequest{NodeID: n.cfg.NodeID, RaftAddr: n.cfg.RaftAdvertise, APIAddr: n.cfg.APIAddr}
+	req := transport.JoinRequest{NodeID: n.cfg.NodeID, RaftAddr: n.cfg.RaftAdvertise, APIAddr: n.cfg.APIAddr, Replace: n.cfg.Replace}
 	backoff := newBackoff()
 	var lastErr error
 	attempts, gossipFails := 0, 0
+	notAPI := map[string]int{} // consecutive answers of addr that were no maos API's
 	for {
 		for _, addr := range addrs {
 			api, err := n.joinGossipVia(ctx, addr, &gossipFails)
@@ -281,9 +321,18 @@ func (n *Node) JoinVia(ctx context.Context, addrs []string) error {
 					n.logger.Info("joined the cluster", "via", api, "gossip", n.gossip != nil)
 					return nil
 				}
-				if isFinal(err) {
-					return fmt.Errorf("cluster: join via %s: %w", api, err)
+			}
+			if why := n.notAnAPI(err); why != "" {
+				// Once may be a node going down mid-answer; three in a row
+				// is what listens there.
+				if notAPI[addr]++; notAPI[addr] >= 3 {
+					return fmt.Errorf("cluster: --join %s: %s", addr, why)
 				}
+			} else {
+				notAPI[addr] = 0
+			}
+			if err != nil && api != "" && isFinal(err) {
+				return fmt.Errorf("cluster: join via %s: %w", api, err)
 			}
 			lastErr = err
 			attempts++
@@ -297,24 +346,112 @@ func (n *Node) JoinVia(ctx context.Context, addrs []string) error {
 	}
 }
 
-// client is a client of another node's API at addr, carrying the admin
-// token when the cluster runs with auth: forwarding, join and status calls
-// between nodes act for several agents, so they need the admin role.
-// PeerClient returns a client for another node's API at addr: https when
-// the node has TLS, with the admin token when it has one. maosd gives it
-// to the API server for the requests it relays.
-func (n *Node) PeerClient(addr string) *transport.Client { return n.client(addr) }
+// notAnAPI says, in one line, why err shows that what answers a --join
+// address is no maos API this node can talk to (a Raft or gossip port, a
+// TLS mismatch, a certificate of another CA), or "" when err is no such
+// answer (nothing listening yet, a refusal, a timeout: worth a retry).
+func (n *Node) notAnAPI(err error) string {
+	if err == nil {
+		return ""
+	}
+	msg := err.Error()
+	tlsFlags := "--tls-cert, --tls-key and --tls-ca"
+	switch {
+	case strings.Contains(msg, "server gave HTTP response to HTTPS client"):
+		return "it serves plain HTTP and this node runs with TLS (" + tlsFlags + "): every node of a cluster runs with TLS, or none does"
+	case strings.Contains(msg, "Client sent an HTTP request to an HTTPS server"):
+		return "it serves HTTPS and this node runs without TLS: start it with the cluster's " + tlsFlags
+	case strings.Contains(msg, "x509:") || strings.Contains(msg, "tls: "):
+		return "TLS with it fails (" + lastLine(msg) + "): its certificate must be signed by this node's --tls-ca, and name the address dialed"
+	case strings.Contains(msg, "EOF") || strings.Contains(msg, "connection reset by peer") || strings.Contains(msg, "malformed HTTP"):
+		return "something listens there but does not answer HTTP (it closed the connection): is it a Raft (--raft-addr) port, or a gossip port of a " +
+			"node this one cannot gossip with? --join takes a member's API address (--http-addr)"
+	}
+	return ""
+}
 
+// lastLine is the part of an error message after its last ": ".
+func lastLine(msg string) string {
+	if i := strings.LastIndex(msg, ": "); i >= 0 {
+		return msg[i+2:]
+	}
+	return msg
+}
+
+// CheckJoinTargets asks the members at addrs (API addresses, as --join
+// gives them) for their status and returns an error naming both clusters
+// when one belongs to another cluster than this node's data dir (the call
+// carries this node's cluster id, which the member checks:
+// transport.HeaderCluster). A member that does not answer is skipped: the
+// node rejoins its own cluster from its data dir anyway.
+func (n *Node) CheckJoinTargets(ctx context.Context, addrs []string) error {
+	mine := n.fsm.ClusterID()
+	if mine == "" {
+		return nil
+	}
+	for _, addr := range addrs {
+		sctx, cancel := context.WithTimeout(ctx, gossipStatusTimeout)
+		st, err := n.client(addr).Status(sctx)
+		cancel()
+		switch {
+		case errors.Is(err, fsm.ErrConflict):
+			return fmt.Errorf("cluster: the data dir %s holds cluster %s, and --join %s is a member of another: %w", n.cfg.DataDir, mine, addr, err)
+		case err == nil && st.ClusterID != "" && st.ClusterID != mine:
+			return fmt.Errorf("cluster: the data dir %s holds cluster %s, and --join %s (node %s) is a member of cluster %s: "+
+				"start the node with its own cluster's --join, or give it an empty --data-dir to join cluster %s as a new node",
+				n.cfg.DataDir, mine, addr, st.NodeID, st.ClusterID, st.ClusterID)
+		}
+	}
+	return nil
+}
+
+// PeerClient returns a client for node id's API, for the requests the API
+// server relays to it (an interrupt's ESC): id must be in the Raft
+// configuration and registered (apiAddrOf); an address a gossip member
+// advertises is never called. maosd gives it to the API server
+// (transport.ServerOptions.PeerClient).
+func (n *Node) PeerClient(id string) (*transport.Client, error) {
+	if !n.inConfiguration(id) {
+		return nil, fmt.Errorf("node %s is not in the Raft configuration", id)
+	}
+	addr := n.apiAddrOf(id)
+	if addr == "" {
+		return nil, fmt.Errorf("node %s has no API address in the node registry", id)
+	}
+	return n.client(addr), nil
+}
+
+// inConfiguration reports whether id is a server of the Raft
+// configuration.
+func (n *Node) inConfiguration(id string) bool {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	for _, s := range f.Configuration().Servers {
+		if string(s.ID) == id {
+			return true
+		}
+	}
+	return false
+}
+
+// client is a client of another node's API at addr: https when the node
+// has TLS (registered and --join addresses are host:port), authenticated
+// as a node when the cluster runs with auth (transport.NodeCredential:
+// forwarding, join, status and blob calls act for several agents, but a
+// node never sends the admin token). Its callers pass only addresses of
+// the node registry (apiAddrOf) or the operator's --join.
 func (n *Node) client(addr string) *transport.Client {
 	c := transport.NewClient(addr, n.httpc)
 	if n.cfg.ClientTLS != nil {
-		// Registered and --join addresses are host:port: https to them.
 		c = transport.NewClientTLS(addr, n.httpc)
 	}
-	if n.cfg.AdminToken != "" {
-		c = c.WithToken(n.cfg.AdminToken)
+	if cred := transport.NodeCredential(n.cfg.AdminToken); cred != "" {
+		c = c.WithToken(cred)
 	}
-	return c
+	// A node of another cluster refuses the call (transport.HeaderCluster).
+	return c.WithCluster(n.fsm.ClusterID())
 }
 
 // Close leaves the node stopped with everything flushed and the data dir

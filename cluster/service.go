@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -22,6 +24,7 @@ func (n *Node) Status(ctx context.Context) (transport.Status, error) {
 	leaderID := n.leaderID()
 	st := transport.Status{
 		NodeID:       n.cfg.NodeID,
+		ClusterID:    n.fsm.ClusterID(),
 		State:        stateName(n.raft.State()),
 		LeaderID:     leaderID,
 		Term:         n.raft.CurrentTerm(),
@@ -104,41 +107,62 @@ func (n *Node) Ready(ctx context.Context) error {
 
 // Join adds a voter (on the leader; a follower forwards), and records its
 // API address. Joining a node that is already a voter at the same address
-// only refreshes its registration, so a retried join is harmless; a known
-// id at a new address, or a new id at a known address, replaces the old
-// entry.
+// only refreshes its registration, so a retried join (or a node restarted
+// at the same id and address) is harmless. A join whose id is a voter at
+// another Raft address, or whose Raft address is another voter's, is
+// refused with an error wrapping fsm.ErrConflict (409) naming that voter,
+// unless req.Replace says it takes the voter's place on purpose, and even
+// then while the old voter's Raft address still answers (checkReplaced).
+// Every change is audited (NODE_JOIN, NODE_REPLACE).
 func (n *Node) Join(ctx context.Context, req transport.JoinRequest) error {
 	_, err := leaderDo(ctx, n, true, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, n.addVoter(req)
+		return struct{}{}, n.addVoter(ctx, req)
 	}, func(ctx context.Context, c *transport.Client) (struct{}, error) {
 		return struct{}{}, c.Join(ctx, req)
 	})
 	return err
 }
 
-func (n *Node) addVoter(req transport.JoinRequest) error {
+// replaceProbeTimeout bounds the dial that tells whether a voter a join
+// would replace still answers on its Raft address.
+const replaceProbeTimeout = time.Second
+
+func (n *Node) addVoter(ctx context.Context, req transport.JoinRequest) error {
 	f := n.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
 		return err
 	}
 	id, addr := raft.ServerID(req.NodeID), raft.ServerAddress(req.RaftAddr)
 	member := false
+	var replaced []raft.Server
 	for _, s := range f.Configuration().Servers {
 		switch {
 		case s.ID == id && s.Address == addr:
 			member = true
 		case s.ID == id || s.Address == addr:
-			n.logger.Info("replacing a server before join", "old_id", s.ID, "old_addr", s.Address)
-			if err := n.raft.RemoveServer(s.ID, 0, n.cfg.ApplyTimeout).Error(); err != nil {
-				return fmt.Errorf("cluster: join %s: remove old entry %s: %w", req.NodeID, s.ID, err)
-			}
+			replaced = append(replaced, s)
 		}
+	}
+	for _, s := range replaced {
+		if err := n.checkReplaced(ctx, req, s); err != nil {
+			return err
+		}
+	}
+	for _, s := range replaced {
+		if err := n.raft.RemoveServer(s.ID, 0, n.cfg.ApplyTimeout).Error(); err != nil {
+			return fmt.Errorf("cluster: join %s: remove the voter it replaces, %s: %w", req.NodeID, s.ID, err)
+		}
+		n.logger.Warn("replaced a voter on request", "old_id", s.ID, "old_raft_addr", s.Address, "id", req.NodeID, "raft_addr", req.RaftAddr)
+		n.auditMembership(ctx, fsm.NodeEventReplace, req.NodeID,
+			fmt.Sprintf("replaced voter %s at raft %s with raft %s, api %s", s.ID, s.Address, req.RaftAddr, req.APIAddr))
 	}
 	if !member {
 		if err := n.raft.AddVoter(id, addr, 0, n.cfg.ApplyTimeout).Error(); err != nil {
 			return fmt.Errorf("cluster: join %s: %w", req.NodeID, err)
 		}
 		n.logger.Info("added voter", "id", req.NodeID, "raft_addr", req.RaftAddr, "api_addr", req.APIAddr)
+		n.auditMembership(ctx, fsm.NodeEventJoin, req.NodeID,
+			fmt.Sprintf("added as a voter at raft %s, api %s", req.RaftAddr, req.APIAddr))
 	}
 	data, err := fsm.Encode(fsm.OpRegisterNode, n.cfg.Now().UnixNano(),
 		fsm.RegisterNodeCommand{NodeID: req.NodeID, APIAddr: req.APIAddr, RaftAddr: req.RaftAddr})
@@ -147,6 +171,54 @@ func (n *Node) addVoter(req transport.JoinRequest) error {
 	}
 	_, err = applyAs[*fsm.NodeInfo](n, data)
 	return err
+}
+
+// checkReplaced decides whether the join req may take the place of voter
+// old, which has its id or its Raft address: only with req.Replace, and
+// only once old's Raft address no longer accepts connections (an address
+// the joining node itself now holds cannot be asked, and is not). The
+// refusal wraps fsm.ErrConflict and says how to replace a dead node.
+func (n *Node) checkReplaced(ctx context.Context, req transport.JoinRequest, old raft.Server) error {
+	what := fmt.Sprintf("node id %s is already a voter at raft address %s", old.ID, old.Address)
+	if string(old.ID) != req.NodeID {
+		what = fmt.Sprintf("raft address %s is already voter %s's", old.Address, old.ID)
+	}
+	if !req.Replace {
+		return &fsm.ConflictError{Reason: fmt.Sprintf(
+			"cluster: join %s (raft %s): refused: %s. Give each node its own --node-id and addresses; "+
+				"to replace a dead node on purpose, start the new one with --replace (maosd) or run "+
+				"maosctl cluster join --replace, which is refused while %s still answers", req.NodeID, req.RaftAddr, what, old.Address)}
+	}
+	if old.Address == raft.ServerAddress(req.RaftAddr) {
+		return nil
+	}
+	d := net.Dialer{Timeout: replaceProbeTimeout}
+	conn, err := d.DialContext(ctx, "tcp", string(old.Address))
+	if err != nil {
+		return nil // gone: the replacement may go ahead
+	}
+	_ = conn.Close()
+	return &fsm.ConflictError{Reason: fmt.Sprintf(
+		"cluster: join %s --replace: refused: %s and it still answers there; stop that node "+
+			"(or remove it: maosctl cluster remove %s) before replacing it", req.NodeID, what, old.ID)}
+}
+
+// auditMembership records a change of the Raft configuration this leader
+// made in the audit trail (fsm.OpNodeEvent). The change is done whatever
+// happens to its audit line, so a failure to record it is logged, not
+// returned.
+func (n *Node) auditMembership(ctx context.Context, event, nodeID, reason string) {
+	if id := transport.IdentityFrom(ctx); id != nil && id.TokenID != "" && !transport.IsForwarded(ctx) {
+		reason += ", by " + id.TokenID
+	}
+	if len(reason) > fsm.MaxNodeEventReason {
+		reason = reason[:fsm.MaxNodeEventReason]
+	}
+	cmd := fsm.NodeEventCommand{ID: fmt.Sprintf("%s-%s-%s-%d", n.cfg.NodeID, nodeID, event, n.cfg.Now().UnixNano()),
+		NodeID: nodeID, Event: event, Reason: strings.ToValidUTF8(reason, "")}
+	if err := n.proposeNodeEvent(cmd); err != nil {
+		n.logger.Warn("could not record a membership change in the audit trail", "node", nodeID, "event", event, "error", err)
+	}
 }
 
 // Remove takes a server out of the Raft configuration.
@@ -161,6 +233,7 @@ func (n *Node) Remove(ctx context.Context, nodeID string) error {
 				err := n.raft.RemoveServer(s.ID, 0, n.cfg.ApplyTimeout).Error()
 				if err == nil {
 					n.logger.Info("removed server", "id", nodeID)
+					n.auditMembership(ctx, fsm.NodeEventRemove, nodeID, fmt.Sprintf("removed from the voters (raft %s)", s.Address))
 				}
 				return struct{}{}, err
 			}
@@ -214,8 +287,10 @@ func (n *Node) TransferLeadership(ctx context.Context, nodeID string) (transport
 		if err := f.Error(); err != nil {
 			return transport.TransferResponse{}, &applyError{err: fmt.Errorf("cluster: transfer: %w", err)}
 		}
+		from := n.cfg.NodeID
 		for {
-			if id := n.leaderID(); id != "" && id != n.cfg.NodeID {
+			if id := n.leaderID(); id != "" && id != from {
+				n.auditTransfer(from, id)
 				return transport.TransferResponse{LeaderID: id}, nil
 			}
 			select {
@@ -227,6 +302,30 @@ func (n *Node) TransferLeadership(ctx context.Context, nodeID string) (transport
 	}, func(ctx context.Context, c *transport.Client) (transport.TransferResponse, error) {
 		return c.TransferLeadership(ctx, nodeID)
 	})
+}
+
+// auditTransfer records, in the background, a leadership transfer this
+// node handed over: the new leader proposes it, so it goes through
+// forwarding (bounded by RetryTimeout) like any write of a follower.
+func (n *Node) auditTransfer(from, to string) {
+	cmd := fsm.NodeEventCommand{ID: fmt.Sprintf("%s-%s-%s-%d", from, to, fsm.NodeEventTransfer, n.cfg.Now().UnixNano()),
+		NodeID: to, Event: fsm.NodeEventTransfer, Reason: "leadership transferred from " + from + " on request"}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.RetryTimeout)
+		defer cancel()
+		go func() {
+			select {
+			case <-n.shutdown:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		if _, err := n.Apply(ctx, fsm.OpNodeEvent, cmd); err != nil {
+			n.logger.Warn("could not record a leadership transfer in the audit trail", "to", to, "error", err)
+		}
+	}()
 }
 
 func (n *Node) serverAddr(id string) (raft.ServerAddress, bool) {

@@ -216,6 +216,7 @@ const (
 	afterArtifacts     = "after-artifacts "
 	afterNodeEventIDs  = "after-node-event-ids "
 	afterAgentLeases   = "after-agent-leases "
+	afterClusterID     = "after-cluster-id "
 )
 
 // agentLeaseBucket reports whether name is the agent lease bucket, which
@@ -378,7 +379,9 @@ func bucketDigests(tb testing.TB, f *FSM) []string {
 // had ids, unchanged), then, prefixed "after-node-event-ids ", every
 // bucket but the agent leases after a node event proposed twice under one
 // id (the lines written before agent leases existed, unchanged), then,
-// prefixed "after-agent-leases ", every bucket after formatAgentLeaseLog.
+// prefixed "after-agent-leases ", every bucket after formatAgentLeaseLog,
+// then, prefixed "after-cluster-id ", every bucket after the cluster id
+// was fixed (OpClusterID).
 func TestStateFormatUnchanged(t *testing.T) {
 	f, _ := openTemp(t)
 	logs := formatLog(t)
@@ -484,6 +487,24 @@ func TestStateFormatUnchanged(t *testing.T) {
 			t.Errorf("the format logs leave bucket %s empty: they pin nothing there", strings.Fields(line)[0])
 		}
 		got = append(got, afterAgentLeases+line)
+	}
+	// The cluster's id, fixed once (the same id again changes nothing,
+	// another is refused).
+	lastLease := leases[len(leases)-1]
+	cl := &entryLog{tb: t, idx: lastLease.Index, ts: el.ts + int64(48*time.Hour)}
+	cl.add(time.Millisecond, OpClusterID, ClusterIDCommand{ClusterID: "c0123456789abcdef0123456789abcdef"})
+	cl.add(time.Millisecond, OpClusterID, ClusterIDCommand{ClusterID: "c0123456789abcdef0123456789abcdef"})
+	cl.add(time.Millisecond, OpClusterID, ClusterIDCommand{ClusterID: "cffffffffffffffffffffffffffffffff"})
+	for i, r := range f.ApplyBatch(cl.logs) {
+		if _, failed := r.(error); failed != (i == 2) {
+			t.Fatalf("cluster id entry %d: %v", i+1, r)
+		}
+	}
+	if id := f.ClusterID(); id != "c0123456789abcdef0123456789abcdef" {
+		t.Fatalf("cluster id %q after fixing it and refusing another", id)
+	}
+	for _, line := range bucketDigests(t, f) {
+		got = append(got, afterClusterID+line)
 	}
 	path := filepath.Join("testdata", "state_format.golden")
 	if *updateFormat {

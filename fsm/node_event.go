@@ -6,16 +6,29 @@ import (
 	"go.etcd.io/bbolt"
 )
 
-// OpNodeEvent records a change of gossip membership in the audit trail
-// (body: NodeEventCommand). Only the leader proposes it, once per event it
-// observes; presence itself never reaches the log.
+// OpNodeEvent records a change of membership in the audit trail (body:
+// NodeEventCommand): of gossip (join, leave, dead, as the leader's
+// memberlist observes them) and of the Raft configuration (join, remove,
+// replace, leadership transfer, as the leader carries them out). Only the
+// leader proposes it, once per event; presence itself never reaches the
+// log.
 const OpNodeEvent Op = "node_event"
 
-// Node events, as observed by memberlist on the leader.
+// Node events: of gossip, as observed by memberlist on the leader, and of
+// the Raft configuration, as the leader changes it. Join is both: the
+// reason says which (a voter added, or a member seen on gossip).
 const (
-	NodeEventJoin  = "join"  // a node joined gossip (or came back after dying)
+	NodeEventJoin  = "join"  // a voter was added, or a node joined gossip (or came back after dying)
 	NodeEventLeave = "leave" // a node left gracefully (maosd stopped)
 	NodeEventDead  = "dead"  // failure detection declared a node dead
+	// NodeEventRemove: a voter was taken out of the Raft configuration.
+	NodeEventRemove = "remove"
+	// NodeEventReplace: a voter was replaced by a node of the same id (or
+	// Raft address) on purpose (transport.JoinRequest.Replace).
+	NodeEventReplace = "replace"
+	// NodeEventTransfer: leadership was handed over on request; NodeID is
+	// the new leader.
+	NodeEventTransfer = "transfer"
 )
 
 // MaxNodeEventReason caps NodeEventCommand.Reason, in bytes.
@@ -29,7 +42,7 @@ type NodeEventCommand struct {
 	// dedup.
 	ID     string `json:"id,omitempty"`
 	NodeID string `json:"node_id"`
-	Event  string `json:"event"`            // join, leave or dead
+	Event  string `json:"event"`            // join, leave, dead, remove, replace or transfer
 	Reason string `json:"reason,omitempty"` // free text for the audit line
 }
 
@@ -38,6 +51,10 @@ var nodeEventLabels = map[string]string{
 	NodeEventJoin:  "NODE_JOIN",
 	NodeEventLeave: "NODE_LEAVE",
 	NodeEventDead:  "NODE_DEAD",
+
+	NodeEventRemove:   "NODE_REMOVE",
+	NodeEventReplace:  "NODE_REPLACE",
+	NodeEventTransfer: "LEADER_TRANSFER",
 }
 
 // Validate checks the node id, the event and the reason's length, naming
@@ -47,7 +64,7 @@ func (c *NodeEventCommand) Validate() error {
 		return NameError("node_id", c.NodeID)
 	}
 	if _, ok := nodeEventLabels[c.Event]; !ok {
-		return fieldErr("event", "%q is not join, leave or dead", c.Event)
+		return fieldErr("event", "%q is not join, leave, dead, remove, replace or transfer", c.Event)
 	}
 	if len(c.Reason) > MaxNodeEventReason {
 		return fieldErr("reason", "%d bytes, at most %d", len(c.Reason), MaxNodeEventReason)
@@ -61,8 +78,8 @@ func (c *NodeEventCommand) Validate() error {
 	return nil
 }
 
-// applyNodeEvent appends one NODE_JOIN / NODE_LEAVE / NODE_DEAD line to the
-// audit trail and returns the command; an id already applied appends
+// applyNodeEvent appends one NODE_JOIN / NODE_LEAVE / NODE_DEAD /
+// NODE_REMOVE / NODE_REPLACE / LEADER_TRANSFER line to the audit trail and returns the command; an id already applied appends
 // nothing.
 func applyNodeEvent(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 	var cmd NodeEventCommand

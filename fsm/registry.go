@@ -18,6 +18,7 @@ func (f *FSM) registry() map[Op]applyFunc {
 		OpRegisterNode: applyRegisterNode,
 		OpSetConfig:    applySetConfig,
 		OpNodeEvent:    applyNodeEvent,
+		OpClusterID:    applyClusterID, // cluster_id.go
 		OpSetRules:     f.applySetRules,
 
 		// Mailbox: agents.go, inbox.go.

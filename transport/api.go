@@ -44,7 +44,10 @@ type Voter struct {
 
 // Status is the body of GET /v1/cluster/status: this node's view.
 type Status struct {
-	NodeID        string  `json:"node_id"`
+	NodeID string `json:"node_id"`
+	// ClusterID is the cluster's id (fsm.OpClusterID), fixed at bootstrap;
+	// "" until this node applied it.
+	ClusterID     string  `json:"cluster_id,omitempty"`
 	State         string  `json:"state"` // leader, follower, candidate, shutdown
 	LeaderID      string  `json:"leader_id"`
 	LeaderAPIAddr string  `json:"leader_api_addr"`
@@ -68,6 +71,11 @@ type JoinRequest struct {
 	NodeID   string `json:"node_id"`
 	RaftAddr string `json:"raft_addr"` // advertised host:port of its Raft transport
 	APIAddr  string `json:"api_addr"`  // advertised host:port of its HTTP API
+	// Replace says the node takes the place of the voter that has its id
+	// (or its Raft address) on purpose: a dead node rebuilt with a new data
+	// dir. Without it such a join is refused (409); with it, it is still
+	// refused while the old voter's Raft address answers.
+	Replace bool `json:"replace,omitempty"`
 }
 
 // SnapshotResponse is the body of POST /v1/cluster/snapshot.
@@ -96,6 +104,14 @@ type ReadIndexResponse struct {
 
 // HeaderForwarded marks a request forwarded by a node.
 const HeaderForwarded = "X-Maos-Forwarded"
+
+// HeaderCluster carries the calling node's cluster id (fsm.OpClusterID) on
+// every call a node makes to another (Client.WithCluster): a node whose
+// cluster id is another refuses the request (409), so a node started on
+// another cluster's data dir, or pointed at another cluster, cannot act in
+// this one. A request without it (clients, a node that has not applied
+// its cluster's id yet) is not checked.
+const HeaderCluster = "X-Maos-Cluster"
 
 // AgentSummary is the body of GET /v1/agents/{id}/summary: what a status
 // line shows, read in one request. HasInbox is false (and Counts zero) for

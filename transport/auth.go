@@ -2,8 +2,10 @@ package transport
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -69,8 +71,8 @@ func cookieCSRF(r *http.Request) string {
 type AuthConfig struct {
 	// AdminToken is the admin bootstrap secret (maosd --admin-token-file):
 	// it authenticates as Identity{Role: RoleAdmin, TokenID: "bootstrap"}
-	// on this node, and is what nodes present to each other. "" means
-	// none: only replicated tokens authenticate.
+	// on this node, and NodeCredential of it as a node (what nodes present
+	// to each other). "" means none: only replicated tokens authenticate.
 	AdminToken string
 }
 
@@ -98,20 +100,30 @@ func (c *AuthConfig) Validate() error {
 	return nil
 }
 
-// peerToken is the secret this node presents when it calls another node
-// (an interrupt relayed to the agent's node): the admin bootstrap token,
-// or "" when the node runs without auth.
-func (s *Server) peerToken() string {
-	if s.opts.Auth == nil {
+// NodeCredential is the bearer secret nodes present to each other's APIs
+// (forwarded writes and strong reads, join, blob copies, the interrupt
+// relay), derived from the cluster's admin bootstrap token (which every
+// node holds, --admin-token-file): "node-" and the hex HMAC-SHA256 of a
+// fixed label keyed with it. It authenticates as Identity{Role: RoleNode},
+// which passes only the routes a node needs (rule "node": /v1/internal/*,
+// join, remove, transfer-leadership) and acts for the agents a request
+// it forwards names, but never an admin route (tokens, rules, config,
+// metrics, snapshots): a node never sends the admin token itself. ""
+// for "" (no auth).
+func NodeCredential(adminToken string) string {
+	if adminToken == "" {
 		return ""
 	}
-	return s.opts.Auth.AdminToken
+	m := hmac.New(sha256.New, []byte(adminToken))
+	m.Write([]byte("maos node credential v1"))
+	return "node-" + hex.EncodeToString(m.Sum(nil))
 }
 
 // authState is a server's authentication state; nil when auth is off.
 type authState struct {
 	s        *Server
 	admin    [sha256.Size]byte // SHA-256 of the admin token
+	node     [sha256.Size]byte // SHA-256 of NodeCredential(admin token)
 	hasAdmin bool
 }
 
@@ -120,6 +132,7 @@ func newAuthState(s *Server, cfg *AuthConfig) *authState {
 	a := &authState{s: s}
 	if cfg.AdminToken != "" {
 		a.admin, a.hasAdmin = sha256.Sum256([]byte(cfg.AdminToken)), true
+		a.node = sha256.Sum256([]byte(NodeCredential(cfg.AdminToken)))
 	}
 	return a
 }
@@ -161,6 +174,9 @@ func (a *authState) authenticate(w http.ResponseWriter, r *http.Request) (*Ident
 	sum := sha256.Sum256([]byte(secret))
 	if a.hasAdmin && subtle.ConstantTimeCompare(sum[:], a.admin[:]) == 1 {
 		return &Identity{Role: RoleAdmin, TokenID: fsm.BootstrapTokenID}, true
+	}
+	if a.hasAdmin && subtle.ConstantTimeCompare(sum[:], a.node[:]) == 1 {
+		return &Identity{Role: RoleNode, TokenID: NodeTokenID}, true
 	}
 	hash := fsm.HashToken(secret)
 	tok, err := a.s.state.TokenByHash(hash)
@@ -252,6 +268,7 @@ const (
 	accessActor                      // the agent param names is the token's own; admins act as anyone
 	accessReader                     // the agent param names is the token's own, or the token moderates
 	accessPublic                     // no token
+	accessNode                       // a node (NodeCredential) or an admin token
 )
 
 // String is the access's name in Route.Access and the OpenAPI document's
@@ -268,6 +285,8 @@ func (a access) String() string {
 		return "reader"
 	case accessPublic:
 		return "public"
+	case accessNode:
+		return "node"
 	}
 	return fmt.Sprintf("access(%d)", int(a))
 }
@@ -283,6 +302,7 @@ type routeRule struct {
 var (
 	ruleAny    = routeRule{access: accessAny}
 	ruleAdmin  = routeRule{access: accessAdmin}
+	ruleNode   = routeRule{access: accessNode}
 	rulePublic = routeRule{access: accessPublic}
 )
 
@@ -312,6 +332,11 @@ func (rule routeRule) check(r *http.Request, id *Identity) string {
 			return ""
 		}
 		return "needs an admin token"
+	case accessNode:
+		if id.Internode() {
+			return ""
+		}
+		return "is a node-to-node request: needs the node credential or an admin token"
 	}
 	agent := rule.agent(r)
 	switch {
@@ -407,7 +432,10 @@ func (a *authState) forbid(w http.ResponseWriter, r *http.Request, id *Identity,
 		return
 	}
 	whose := "the admin bootstrap token"
-	if id.TokenID != fsm.BootstrapTokenID {
+	switch {
+	case id.Role == RoleNode:
+		whose = "the node credential"
+	case id.TokenID != fsm.BootstrapTokenID:
 		whose = fmt.Sprintf("token %s of agent %s, role %s", id.TokenID, id.Agent, id.Role)
 	}
 	a.s.writeError(w, r, &APIError{Status: http.StatusForbidden, Code: CodeForbidden,

@@ -360,9 +360,22 @@ func TestAuthAdminOnlyEndpoints(t *testing.T) {
 	for _, secret := range []string{aliceSecret, rexSecret} {
 		for _, ep := range admin {
 			msg := wantError(t, e.as(secret, ep.method, ep.path, ep.body), http.StatusForbidden, transport.CodeForbidden)
-			if !strings.Contains(msg, "needs an admin token") {
+			if !strings.Contains(msg, "an admin token") {
 				t.Errorf("%s %s: 403 message %q does not say an admin token is needed", ep.method, ep.path, msg)
 			}
+		}
+	}
+	// The node credential passes the node-to-node routes, and no other
+	// admin route.
+	node := transport.NodeCredential(adminSecret)
+	for _, ep := range admin {
+		if strings.HasPrefix(ep.path, "/v1/internal/") || ep.path == "/v1/cluster/join" ||
+			ep.path == "/v1/cluster/nodes/n2" || ep.path == "/v1/cluster/transfer-leadership" {
+			continue
+		}
+		msg := wantError(t, e.as(node, ep.method, ep.path, ep.body), http.StatusForbidden, transport.CodeForbidden)
+		if !strings.Contains(msg, "needs an admin token") || !strings.Contains(msg, "the node credential") {
+			t.Errorf("%s %s with the node credential: 403 message %q", ep.method, ep.path, msg)
 		}
 	}
 	if writes, _ := e.writes(); writes != 0 {

@@ -24,6 +24,7 @@ type Client struct {
 	hc        *http.Client
 	forwarded bool
 	token     string // bearer secret (WithToken); "" sends none
+	cluster   string // HeaderCluster (WithCluster); "" sends none
 }
 
 // NewClient returns a client for the node at addr ("host:port" or a URL).

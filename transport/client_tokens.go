@@ -17,10 +17,22 @@ func (c *Client) WithToken(secret string) *Client {
 	return &cp
 }
 
-// setAuth adds the client's bearer token to req, if it has one.
+// WithCluster returns a copy of the client whose every request carries
+// HeaderCluster: id, the calling node's cluster id ("" sends none).
+func (c *Client) WithCluster(id string) *Client {
+	cp := *c
+	cp.cluster = id
+	return &cp
+}
+
+// setAuth adds who calls to req: the client's bearer token and its
+// node's cluster id, if it has them.
 func (c *Client) setAuth(req *http.Request) {
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if c.cluster != "" {
+		req.Header.Set(HeaderCluster, c.cluster)
 	}
 }
 

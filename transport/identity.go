@@ -17,7 +17,14 @@ const (
 	RoleAgent     Role = "agent"
 	RoleModerator Role = "moderator"
 	RoleAdmin     Role = "admin"
+	// RoleNode is another node of the cluster (NodeCredential): it may
+	// make the calls nodes make to each other and act for the agents of
+	// the requests it forwards, and nothing an admin route does.
+	RoleNode Role = "node"
 )
+
+// NodeTokenID names the node credential in the audit trail.
+const NodeTokenID = "node"
 
 // Identity is who an authenticated request speaks for: the agent and role
 // of its bearer token.
@@ -42,13 +49,21 @@ func (id *Identity) Moderates() bool {
 // ActsAs reports whether the identity's token acts as agent: the token's
 // own agent or one of its forks ("A-fork-N", fsm.ForkParent), which a
 // watcher runs with its agent's token (seed 003's fork policy); an admin
-// acts as anyone. Nil (no --auth) acts as nobody: callers that allow
+// acts as anyone, and so does a node, for the requests it forwards. Nil
+// (no --auth) acts as nobody: callers that allow
 // everything without auth say so themselves.
 func (id *Identity) ActsAs(agent string) bool {
 	if id == nil {
 		return false
 	}
-	return id.IsAdmin() || (id.Agent != "" && (id.Agent == agent || fsm.IsForkOf(agent, id.Agent)))
+	return id.Internode() || (id.Agent != "" && (id.Agent == agent || fsm.IsForkOf(agent, id.Agent)))
+}
+
+// Internode reports whether the identity may make the calls nodes make to
+// each other (forward a request, join, copy blobs): a node's or an
+// admin's.
+func (id *Identity) Internode() bool {
+	return id != nil && (id.Role == RoleNode || id.Role == RoleAdmin)
 }
 
 // IsAdmin reports whether the identity may run cluster operations.
@@ -80,7 +95,7 @@ func callerFrom(ctx context.Context) caller {
 // withCaller returns ctx carrying c, with c.limited worked out from the
 // rest.
 func withCaller(ctx context.Context, c caller) context.Context {
-	c.limited = c.forwarded && (c.id == nil || c.id.IsAdmin())
+	c.limited = c.forwarded && (c.id == nil || c.id.Internode())
 	return context.WithValue(ctx, callerKey{}, &c)
 }
 

@@ -14,7 +14,7 @@ import (
 func TestCapBodyBoundsUndeclaredBodies(t *testing.T) {
 	var read int
 	var readErr error
-	h := capBody("POST /x", bodyCap{limit: 100}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := capBody("POST /x", bodyCap{limit: 100}, 0, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		data, err := io.ReadAll(r.Body)
 		read, readErr = len(data), err
 	}))

@@ -47,6 +47,10 @@ type answerRecorder struct {
 	code   string
 }
 
+// Unwrap lets http.ResponseController reach the connection (the body's
+// stall deadline, bodystall.go).
+func (a *answerRecorder) Unwrap() http.ResponseWriter { return a.ResponseWriter }
+
 func (a *answerRecorder) WriteHeader(status int) {
 	if a.status == 0 {
 		a.status = status

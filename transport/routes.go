@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/rules"
@@ -169,17 +170,19 @@ func (s *Server) routes() []route {
 		{pattern: "GET /v1/tokens", rule: ruleAdmin, handle: s.listTokens},
 		{pattern: "DELETE /v1/tokens/{id}", rule: ruleAdmin, handle: s.revokeToken},
 
-		// The cluster (server.go) and what nodes ask of each other (entry.go).
+		// The cluster (server.go) and what nodes ask of each other (entry.go):
+		// rule node is a node's credential (followers forward joins,
+		// removals and transfers they took) or an admin token.
 		{pattern: "GET /v1/cluster/status", rule: ruleAny, handle: s.status},
-		{pattern: "POST /v1/cluster/join", rule: ruleAdmin, handle: s.join},
-		{pattern: "DELETE /v1/cluster/nodes/{id}", rule: ruleAdmin, handle: s.remove},
+		{pattern: "POST /v1/cluster/join", rule: ruleNode, handle: s.join},
+		{pattern: "DELETE /v1/cluster/nodes/{id}", rule: ruleNode, handle: s.remove},
 		{pattern: "POST /v1/cluster/snapshot", rule: ruleAdmin, handle: s.snapshot},
-		{pattern: "POST /v1/cluster/transfer-leadership", rule: ruleAdmin, handle: s.transfer},
-		{pattern: "GET /v1/internal/read-index", rule: ruleAdmin, handle: s.readIndex},
-		{pattern: "POST /v1/internal/entry", rule: ruleAdmin, body: entryBody, handle: s.internalEntry},
-		{pattern: "POST /v1/internal/entries", rule: ruleAdmin, body: batchBody, handle: s.internalEntries},
-		{pattern: "PUT /v1/internal/blobs/{id}", rule: ruleAdmin, body: artifactBody, handle: s.receiveBlob},
-		{pattern: "GET /v1/internal/blobs/{id}", rule: ruleAdmin, handle: s.localBlob},
+		{pattern: "POST /v1/cluster/transfer-leadership", rule: ruleNode, handle: s.transfer},
+		{pattern: "GET /v1/internal/read-index", rule: ruleNode, handle: s.readIndex},
+		{pattern: "POST /v1/internal/entry", rule: ruleNode, body: entryBody, handle: s.internalEntry},
+		{pattern: "POST /v1/internal/entries", rule: ruleNode, body: batchBody, handle: s.internalEntries},
+		{pattern: "PUT /v1/internal/blobs/{id}", rule: ruleNode, body: artifactBody, handle: s.receiveBlob},
+		{pattern: "GET /v1/internal/blobs/{id}", rule: ruleNode, handle: s.localBlob},
 	}
 }
 
@@ -206,7 +209,7 @@ func (s *Server) register(table []route) {
 // who calls, resolved once into its context; the route's rule (401, 403,
 // each refusal audited); the route's body ceiling (413); the handler.
 func (s *Server) pass(rt *route) http.Handler {
-	next := capBody(rt.pattern, rt.body, rt.handle)
+	next := capBody(rt.pattern, rt.body, s.opts.BodyStallTimeout, rt.handle)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		before := callerFrom(r.Context()) // zero, or set by a handler wrapping the API (tests)
 		c := before
@@ -218,9 +221,10 @@ func (s *Server) pass(rt *route) http.Handler {
 			}
 			c.id = id
 			// A forwarded request skips checks and limits the first node
-			// applied; only a node (an admin token) may claim to be one.
-			if c.forwarded && !id.IsAdmin() {
-				s.auth.forbid(w, r, id, "carries "+HeaderForwarded+", which only nodes send: needs an admin token")
+			// applied; only a node (its credential, or an admin token) may
+			// claim to be one.
+			if c.forwarded && !id.Internode() {
+				s.auth.forbid(w, r, id, "carries "+HeaderForwarded+", which only nodes send: needs the node credential or an admin token")
 				return
 			}
 			if need := rt.rule.check(r, id); need != "" {
@@ -323,13 +327,14 @@ func batchLimit(maxMessageBytes int64) int64 {
 // *http.MaxBytesError, which decodeBody turns into 413. A handler that
 // never reads its body leaves it unread, and net/http closes the
 // connection rather than drain much of it.
-func capBody(pattern string, c bodyCap, h http.Handler) http.Handler {
+func capBody(pattern string, c bodyCap, stall time.Duration, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > c.limit {
 			writeJSON(w, http.StatusRequestEntityTooLarge, ErrorBody{Error: &APIError{Code: CodeTooLarge,
 				Message: fmt.Sprintf("request body of %d bytes over the limit of %d bytes for %s%s", r.ContentLength, c.limit, pattern, c.why)}})
 			return
 		}
+		guardBody(w, r, stall)
 		if r.Body != nil && r.Body != http.NoBody {
 			r.Body = http.MaxBytesReader(w, r.Body, c.limit)
 		}

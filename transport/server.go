@@ -33,14 +33,21 @@ type ServerOptions struct {
 	// KeepAlive is how often an idle SSE stream sends a comment; 0 means
 	// DefaultKeepAlive (15 s).
 	KeepAlive time.Duration
+	// BodyStallTimeout ends a request whose body sends no byte for this
+	// long (the connection is closed; bodystall.go); 0 means
+	// DefaultBodyStallTimeout (30 s), negative never.
+	BodyStallTimeout time.Duration
 	// Interrupt sends ESC to a local agent's terminal pane; nil when this
 	// node hosts no such agent. maosd sets it from its --agents file.
 	Interrupt func(ctx context.Context, agent string) error
-	// PeerClient returns a client for another node's API at addr (host:port),
-	// speaking the cluster's scheme (TLS) and carrying its node credentials,
-	// for requests this node relays (an interrupt to the agent's node). nil
-	// means plain HTTP with the admin token of Auth, if any.
-	PeerClient func(addr string) *Client
+	// PeerClient returns a client for another node of the Raft
+	// configuration, by its node id, at its address in the replicated node
+	// registry, speaking the cluster's scheme (TLS) and authenticated as a
+	// node (NodeCredential, never the admin token), for requests this node
+	// relays (an interrupt to the agent's node); an error when id is not a
+	// member. An address a gossip member advertises is never called. nil
+	// relays nothing: the answer says so.
+	PeerClient func(nodeID string) (*Client, error)
 	// Limits bound what one agent can make this node do (send rate,
 	// recipients, open streams); the zero value limits nothing but bodies.
 	// NewServer panics if Limits.Validate fails.
@@ -102,6 +109,9 @@ func NewServer(b Backend, opts ServerOptions) *Server {
 	if opts.KeepAlive <= 0 {
 		opts.KeepAlive = DefaultKeepAlive
 	}
+	if opts.BodyStallTimeout == 0 {
+		opts.BodyStallTimeout = DefaultBodyStallTimeout
+	}
 	// Compile the secret rules now, not on the first send, which would
 	// otherwise wait ~0.2 s (and, rate-limited, find its bucket refilled).
 	// A rule set that cannot load is the scan's error to report.
@@ -126,6 +136,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if err := s.sameCluster(r); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	// The mux answers a path with an empty, "." or ".." segment with a
 	// redirect to its cleaned form and an HTML body. No endpoint has such a
 	// path (ids and names never are "", "." or ".."): say so in JSON.
@@ -135,6 +149,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// sameCluster refuses (409) a request whose HeaderCluster names another
+// cluster than this node's: a node of another cluster calling this one.
+// Either side not knowing its id yet checks nothing.
+func (s *Server) sameCluster(r *http.Request) error {
+	theirs := r.Header.Get(HeaderCluster)
+	if theirs == "" {
+		return nil
+	}
+	mine := s.state.ClusterID()
+	if mine == "" || mine == theirs {
+		return nil
+	}
+	return &APIError{Status: http.StatusConflict, Code: CodeConflict, Message: fmt.Sprintf(
+		"%s %s comes from a node of cluster %s, and this node belongs to cluster %s: a node joins one cluster only "+
+			"(check the calling node's --join and --data-dir)", r.Method, r.URL.Path, clip(theirs, fsm.MaxIDLen), mine)}
 }
 
 // cleanPath is the canonical form of an URL path as net/http's ServeMux
@@ -431,6 +462,8 @@ func bodyError(err error, limit int64) error {
 			Message: strings.TrimPrefix(err.Error(), "json: ")}
 	case errors.Is(err, io.EOF):
 		return &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: "empty body: want a JSON object"}
+	case errors.As(err, new(*stalledError)):
+		return &APIError{Status: http.StatusRequestTimeout, Code: CodeBadRequest, Message: err.Error()}
 	default:
 		return &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: "malformed JSON: " + err.Error()}
 	}

@@ -188,16 +188,24 @@ func (s *Server) press(ctx context.Context, agent, node string, req InterruptReq
 	if node == me.NodeID {
 		return s.pressLocal(ctx, agent, req.ID)
 	}
-	var addr string
+	alive := false
 	for _, m := range me.Members {
-		if m.NodeID == node && m.Status == MemberAlive {
-			addr = m.APIAddr
-		}
+		alive = alive || m.NodeID == node && m.Status == MemberAlive
 	}
-	if addr == "" {
+	if !alive {
 		return &noPaneError{fmt.Sprintf("its node %s is not an alive member", node)}
 	}
-	_, err = s.peerClient(addr).Forwarding().InterruptAgent(ctx, agent, req)
+	// Gossip says where the agent is, never where to call: the node must
+	// be in the Raft configuration, and it is called at its registered
+	// address, as a node (ServerOptions.PeerClient).
+	if s.opts.PeerClient == nil {
+		return &noPaneError{fmt.Sprintf("its node %s is another node, and this server relays to none", node)}
+	}
+	cl, err := s.opts.PeerClient(node)
+	if err != nil {
+		return &noPaneError{fmt.Sprintf("its node %s is not a node ESC may be relayed to: %v", node, err)}
+	}
+	_, err = cl.Forwarding().InterruptAgent(ctx, agent, req)
 	return err
 }
 
@@ -223,12 +231,4 @@ func (c *Client) InterruptAgent(ctx context.Context, agent string, req Interrupt
 	var out InterruptResponse
 	err := c.do(ctx, http.MethodPost, "/v1/agents/"+url.PathEscape(agent)+"/interrupt", nil, req, &out)
 	return out, err
-}
-
-// peerClient is ServerOptions.PeerClient, or its plain-HTTP default.
-func (s *Server) peerClient(addr string) *Client {
-	if s.opts.PeerClient != nil {
-		return s.opts.PeerClient(addr)
-	}
-	return NewClient(addr, nil).WithToken(s.peerToken())
 }

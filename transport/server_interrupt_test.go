@@ -3,6 +3,7 @@ package transport_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -257,9 +258,12 @@ func TestInterruptRoutesToHostingNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	var peers []string
-	entry := serve(t, entryFake, transport.ServerOptions{PeerClient: func(addr string) *transport.Client {
-		peers = append(peers, addr)
-		return transport.NewClient(addr, nil)
+	entry := serve(t, entryFake, transport.ServerOptions{PeerClient: func(id string) (*transport.Client, error) {
+		peers = append(peers, id)
+		if id != "n2" {
+			return nil, fmt.Errorf("node %s is not in the Raft configuration", id)
+		}
+		return transport.NewClient(hostAddr, nil), nil
 	}})
 	c := transport.NewClient(entry.URL, nil)
 	ctx := context.Background()
@@ -277,8 +281,8 @@ func TestInterruptRoutesToHostingNode(t *testing.T) {
 	if n := hostFake.NumStored(); n != 0 {
 		t.Errorf("the host stored %d messages", n)
 	}
-	if len(peers) != 1 || peers[0] != hostAddr {
-		t.Fatalf("relayed through PeerClient(%q), want one call for %s", peers, hostAddr)
+	if len(peers) != 1 || peers[0] != "n2" {
+		t.Fatalf("relayed through PeerClient(%q), want one call for n2", peers)
 	}
 
 	// No pane to press: the alert is the interrupt, and the answer says why.

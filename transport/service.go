@@ -56,6 +56,10 @@ type Proposer interface {
 // that changes the state. Each method is the fsm.FSM method of the same
 // name (see there for shapes and errors).
 type Reader interface {
+	// ClusterID is the cluster's id (fsm.OpClusterID), "" until this node
+	// applied it; requests of nodes of another cluster are refused
+	// (HeaderCluster).
+	ClusterID() string
 	Message(id string) (*fsm.Message, error)
 	MessagesAfter(after uint64, limit int) (fsm.Page, error)
 	ChannelPage(channel string, after uint64, limit int) (fsm.Page, error)

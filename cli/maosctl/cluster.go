@@ -117,9 +117,14 @@ func clusterJoinCommand() *cli.Command {
    maosctl --addr 10.0.0.1:7070 cluster join --node-id n4 --raft-addr 10.0.0.4:7000 --api-addr 10.0.0.4:7070`,
 		Description: `Asks the node at --addr (any member; it forwards to the leader) to add the
 server ID, reachable at --raft-addr for Raft and --api-addr for the API, as a
-voter. Start the new node's maosd first; it catches up from the leader.`,
+voter. Start the new node's maosd first; it catches up from the leader.
+
+A node id (or Raft address) that is already another voter's is refused
+(409): --replace takes that voter's place on purpose, for a dead node rebuilt
+with a new data dir, and is refused while the old voter still answers.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "node-id", Usage: "`ID` of the node to add (required)"},
+			&cli.BoolFlag{Name: "replace", Usage: "take the place of the voter with this id or Raft address (a dead node rebuilt); refused while it still answers"},
 			&cli.StringFlag{Name: "raft-addr", Usage: "its advertised Raft `HOST:PORT` (required)"},
 			&cli.StringFlag{Name: "api-addr", Usage: "its advertised API `HOST:PORT` (required)"},
 			jsonFlag(),
@@ -136,6 +141,7 @@ func clusterJoin(c *cli.Context) error {
 		NodeID:   strings.TrimSpace(c.String("node-id")),
 		RaftAddr: strings.TrimSpace(c.String("raft-addr")),
 		APIAddr:  strings.TrimSpace(c.String("api-addr")),
+		Replace:  c.Bool("replace"),
 	}
 	ctx, cancel := call(c)
 	defer cancel()

@@ -75,3 +75,24 @@ func checkOpenAPI(bound net.Addr, auth, insecure bool) error {
 	return fmt.Errorf("--http-addr %s is reachable from other hosts and --auth is off: start every node with "+
 		"--auth --admin-token-file FILE (README, Authentication), or say --insecure-no-auth to serve it open anyway", bound)
 }
+
+// checkGossipKey refuses --auth with gossip in the clear beyond loopback:
+// anyone who reaches --gossip-addr could then join the gossip, claim to
+// host agents and advertise addresses, and the cluster's auth would guard
+// a door gossip leaves open. --insecure-gossip says it is meant (a trusted
+// network). Without --auth, checkOpenAPI already decided; without gossip
+// there is nothing to say.
+func checkGossipKey(gossipAddr string, auth, hasKey, insecure bool) error {
+	if !auth || hasKey || insecure || gossipAddr == "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(gossipAddr)
+	if err != nil {
+		return nil // Validate names a malformed address
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("--gossip-addr %s is reachable from other hosts and gossip is not encrypted, though --auth is on: "+
+		"give every node the same --gossip-key-file (openssl rand -base64 32), or say --insecure-gossip to run it in the clear anyway", gossipAddr)
+}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -42,6 +43,8 @@ type config struct {
 	maxMessageBytes         int64
 	limits                  transport.Limits
 	insecureNoAuth          bool
+	insecureGossip          bool // --insecure-gossip
+	conns                   connLimits
 
 	// Where the gossip key and the admin token came from, for errors.
 	gossipKeyFrom, adminTokenFile string
@@ -67,6 +70,7 @@ func readConfig(c *cli.Context) (*config, error) {
 			PresenceTTL:       c.Duration("presence-ttl"),
 			CommitTimeout:     c.Duration("raft-commit-timeout"),
 			SnapshotThreshold: c.Uint64("snapshot-threshold"),
+			Replace:           c.Bool("replace"),
 			Logger:            logger,
 		},
 		httpAddr:        c.String("http-addr"),
@@ -77,12 +81,16 @@ func readConfig(c *cli.Context) (*config, error) {
 		agentsFile:      c.String("agents"),
 		maxMessageBytes: c.Int64("max-message-bytes"),
 		insecureNoAuth:  c.Bool("insecure-no-auth"),
+		insecureGossip:  c.Bool("insecure-gossip"),
 		adminTokenFile:  strings.TrimSpace(c.String("admin-token-file")),
 	}
 	if n := cfg.maxMessageBytes; n <= 0 || n > maxMessageBytesLimit {
 		return nil, fmt.Errorf("--max-message-bytes %d: want 1..%d (16 MiB): every message is a raft entry that every node writes and sends", n, maxMessageBytesLimit)
 	}
 	if cfg.limits, err = limitFlags(c); err != nil {
+		return nil, err
+	}
+	if cfg.conns, err = connFlags(c); err != nil {
 		return nil, err
 	}
 	if err := refuseZeros(&cfg.node); err != nil {
@@ -316,3 +324,29 @@ func limitFlags(c *cli.Context) (transport.Limits, error) {
 // node believes it runs in. For tests only: a different value after an
 // unclean stop makes the node rebuild its state file as after a reboot.
 const testBootIDEnv = "MAOS_TEST_BOOT_ID"
+
+// connLimits bound the API's connections (conns.go).
+type connLimits struct {
+	maxPerClient int           // --max-conns-per-client; 0: unlimited
+	idleTimeout  time.Duration // --http-idle-timeout
+	bodyTimeout  time.Duration // --http-body-timeout
+}
+
+// connFlags reads the connection bounds, refusing a negative count and a
+// timeout that is not positive.
+func connFlags(c *cli.Context) (connLimits, error) {
+	l := connLimits{maxPerClient: c.Int("max-conns-per-client"), idleTimeout: c.Duration("http-idle-timeout"),
+		bodyTimeout: c.Duration("http-body-timeout")}
+	if l.maxPerClient < 0 {
+		return l, fmt.Errorf("--max-conns-per-client %d: want 0 (unlimited) or more", l.maxPerClient)
+	}
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"--http-idle-timeout", l.idleTimeout}, {"--http-body-timeout", l.bodyTimeout}} {
+		if f.d <= 0 {
+			return l, fmt.Errorf("%s %s: want a positive duration (e.g. 30s)", f.name, f.d)
+		}
+	}
+	return l, nil
+}

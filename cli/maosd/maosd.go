@@ -51,8 +51,10 @@ every inbox: that is only for a single-node local setup, and maosd warns
 about it at start. Give every node of a multi-host cluster --auth and the
 SAME --admin-token-file (one line, openssl rand -base64 32 > admin.token;
 chmod 600 admin.token): every request then needs "Authorization: Bearer
-TOKEN", nodes call each other with the admin token, and agents get their
-own tokens from 'maosctl token create'.
+TOKEN", nodes call each other with a node credential derived from it (never the
+token itself, and only at the addresses the Raft log registers), and
+agents get their own tokens from 'maosctl token create'. With --auth,
+gossip beyond loopback needs --gossip-key (or --insecure-gossip).
 
 With --tls-cert, --tls-key and --tls-ca (all three; one CA signs every
 node's certificate, which needs SANs for the addresses peers and clients
@@ -84,6 +86,8 @@ which then wins (docs/OPERATIONS.md).`,
 				Usage: "host:port peers reach Raft on (default: --raft-addr)"},
 			&cli.StringSliceFlag{Name: "join", EnvVars: []string{"MAOS_JOIN"},
 				Usage: "API (or gossip) host:port of any member to join through (repeat or comma-separate); first start only"},
+			&cli.BoolFlag{Name: "replace", EnvVars: []string{"MAOS_REPLACE"},
+				Usage: "with --join: take the place of the voter that has this --node-id (or --raft-addr), a dead node rebuilt with a new data dir; refused while that voter still answers. Without it such a join is refused"},
 			&cli.StringFlag{Name: "gossip-addr", EnvVars: []string{"MAOS_GOSSIP_ADDR"},
 				DefaultText: "the --raft-addr IP and the next port: 127.0.0.1:7072",
 				Usage:       "IP:port memberlist gossip listens on, UDP and TCP (port 0 picks a free one)"},
@@ -122,6 +126,12 @@ which then wins (docs/OPERATIONS.md).`,
 				Usage: "most event streams (GET /v1/stream) one agent may hold open on this node; 0 = unlimited"},
 			&cli.Int64Flag{Name: "max-artifact-bytes", EnvVars: []string{"MAOS_MAX_ARTIFACT_BYTES"}, Value: transport.DefaultMaxArtifactBytes,
 				Usage: fmt.Sprintf("largest accepted artifact (PUT /v1/artifacts), in bytes, 1..%d (16 GiB); every voter stores each artifact, beside the raft log", transport.MaxArtifactBytesCeiling)},
+			&cli.IntFlag{Name: "max-conns-per-client", EnvVars: []string{"MAOS_MAX_CONNS_PER_CLIENT"}, Value: 256,
+				Usage: "most API connections one client IP holds open at once (streams included); more are closed as they are accepted. 0 = unlimited"},
+			&cli.DurationFlag{Name: "http-idle-timeout", EnvVars: []string{"MAOS_HTTP_IDLE_TIMEOUT"}, Value: 2 * time.Minute,
+				Usage: "an idle keep-alive API connection is closed after this long"},
+			&cli.DurationFlag{Name: "http-body-timeout", EnvVars: []string{"MAOS_HTTP_BODY_TIMEOUT"}, Value: transport.DefaultBodyStallTimeout,
+				Usage: "a request whose body sends no byte for this long is ended and its connection closed (a body that keeps arriving is never cut)"},
 			&cli.StringFlag{Name: "agents", EnvVars: []string{"MAOS_AGENTS"},
 				Usage: "watcher config (YAML, a top-level agents: list): run these agents' watchers against this node once it is ready"},
 			&cli.StringFlag{Name: "log-level", EnvVars: []string{"MAOS_LOG_LEVEL"}, Value: "info",
@@ -130,6 +140,8 @@ which then wins (docs/OPERATIONS.md).`,
 				Usage: "text or json"},
 			&cli.BoolFlag{Name: "insecure-no-auth", EnvVars: []string{"MAOS_INSECURE_NO_AUTH"},
 				Usage: "serve the API on a non-loopback address without --auth (anyone who reaches it can send as any agent and read every inbox); refused otherwise"},
+			&cli.BoolFlag{Name: "insecure-gossip", EnvVars: []string{"MAOS_INSECURE_GOSSIP"},
+				Usage: "with --auth, run gossip on a non-loopback --gossip-addr without --gossip-key (anyone who reaches it can join the gossip and claim agents' presence); refused otherwise"},
 			&cli.StringFlag{Name: "metrics-addr", EnvVars: []string{"MAOS_METRICS_ADDR"},
 				Usage: "`HOST:PORT` to serve Prometheus metrics on (GET /metrics) WITHOUT auth, beside the API's admin-only GET /metrics; bind it to loopback or a private network (docs/OPERATIONS.md); off by default"},
 			&cli.StringFlag{Name: "debug-addr", EnvVars: []string{"MAOS_DEBUG_ADDR"},
@@ -220,6 +232,9 @@ func create(cfg *config) (*daemon, error) {
 	if err := checkOpenAPI(d.apiLn.Addr(), cfg.node.AdminToken != "", cfg.insecureNoAuth); err != nil {
 		return nil, refused(err)
 	}
+	if err := checkGossipKey(cfg.node.GossipAddr, cfg.node.AdminToken != "", len(cfg.node.GossipKey) > 0, cfg.insecureGossip); err != nil {
+		return nil, refused(err)
+	}
 	if cfg.debugAddr != "" {
 		if d.debugLn, err = serveDebug(cfg.debugAddr, d.logger); err != nil {
 			return nil, refused(err)
@@ -251,7 +266,8 @@ func create(cfg *config) (*daemon, error) {
 	// majority of voters, beside the log (cluster/blobs.go). Its metrics
 	// count the API's sends and streams and are served on GET /metrics.
 	opts := transport.ServerOptions{MaxMessageBytes: cfg.maxMessageBytes, Logger: d.logger, Limits: cfg.limits,
-		PeerClient: d.node.PeerClient, Blobs: d.node, Metrics: d.node.Metrics()}
+		BodyStallTimeout: cfg.conns.bodyTimeout,
+		PeerClient:       d.node.PeerClient, Blobs: d.node, Metrics: d.node.Metrics()}
 	if cfg.agents != nil {
 		opts.Interrupt = cfg.agents.Interrupt
 	}
@@ -263,7 +279,11 @@ func create(cfg *config) (*daemon, error) {
 		// its assets hold no data, its pages read through the API's auth.
 		Handler:           console.Mount(transport.NewServer(d.node, opts), console.Options{ClientTLS: cfg.node.ClientTLS}),
 		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(d.logger.Handler(), slog.LevelWarn),
+		// Bounded connections (conns.go): idle keep-alives close, a
+		// stalled body ends its request (BodyStallTimeout), and
+		// start caps the connections of one client.
+		IdleTimeout: cfg.conns.idleTimeout,
+		ErrorLog:    slog.NewLogLogger(d.logger.Handler(), slog.LevelWarn),
 	}
 	ok = true
 	return d, nil
@@ -285,7 +305,7 @@ func (d *daemon) warnGossip() {
 
 // start serves the API in the background, https with TLS.
 func (d *daemon) start() {
-	ln := d.apiLn
+	ln := limitPerClient(d.apiLn, d.cfg.conns.maxPerClient, d.logger)
 	if d.cfg.node.ServerTLS != nil {
 		ln = tls.NewListener(ln, d.cfg.node.ServerTLS)
 	}
@@ -300,7 +320,12 @@ func (d *daemon) join(ctx context.Context) error {
 	switch {
 	case d.node.HasState():
 		if len(d.cfg.join) > 0 {
-			d.logger.Info("data dir holds cluster state; rejoining on our own and ignoring --join", "join", d.cfg.join)
+			// A data dir of another cluster must not start quietly.
+			if err := d.node.CheckJoinTargets(ctx, d.cfg.join); err != nil {
+				return err
+			}
+			d.logger.Warn("--join is ignored: the data dir holds cluster state, so the node rejoins its own cluster from it (--join is read on a first start only)",
+				"join", d.cfg.join, "data_dir", d.cfg.node.DataDir)
 		}
 		return nil
 	case len(d.cfg.join) == 0:

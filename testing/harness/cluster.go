@@ -66,6 +66,11 @@ type Options struct {
 	// against the CA and present the admin token. The Raft proxies of a
 	// Partitionable cluster forward the TLS bytes as they are.
 	Secure bool
+	// AuthOnly runs the cluster with authentication (--auth and the admin
+	// token file, which the harness's clients present) but neither TLS nor
+	// a gossip key, on loopback: what a rogue gossip member can reach
+	// (Security holds the token). Ignored with Secure or Netns.
+	AuthOnly bool
 	// Netns runs every node as a host of its own (Linux, root, iproute2):
 	// node n<k> in a network namespace with the address 10.A.B.(10+k) on a
 	// private bridge (a test-only subnet 10.200-250.B.0/24 chosen per
@@ -193,6 +198,9 @@ func newCluster(opts Options) (*Cluster, error) {
 	if opts.Name == "" {
 		opts.Name = "cluster"
 	}
+	if opts.Secure || opts.Netns {
+		opts.AuthOnly = false
+	}
 	if opts.Netns {
 		if opts.Nodes > netnsMaxNodes {
 			return nil, fmt.Errorf("harness: a namespace-mode cluster has at most %d nodes, not %d", netnsMaxNodes, opts.Nodes)
@@ -212,7 +220,7 @@ func newCluster(opts Options) (*Cluster, error) {
 		return nil, fmt.Errorf("harness: cluster dir: %w", err)
 	}
 	c := &Cluster{Dir: dir, opts: opts}
-	if opts.Secure {
+	if opts.Secure || opts.AuthOnly {
 		if c.sec, err = NewSecurity(filepath.Join(dir, "security")); err != nil {
 			_ = os.RemoveAll(dir)
 			return nil, err
@@ -341,7 +349,9 @@ func (c *Cluster) addNode(argsOf string) (*Node, error) {
 	}
 	if c.sec != nil {
 		var err error
-		if cfg.Security, err = c.sec.Node(id, cfg.RaftIP, cfg.IP); err != nil {
+		if c.opts.AuthOnly {
+			cfg.Security = &NodeSecurity{NoTLS: true, AdminTokenFile: c.sec.AdminTokenFile, AdminToken: c.sec.AdminToken}
+		} else if cfg.Security, err = c.sec.Node(id, cfg.RaftIP, cfg.IP); err != nil {
 			c.mu.Unlock()
 			if cfg.RaftProxy != nil {
 				_ = cfg.RaftProxy.Close()

@@ -170,7 +170,9 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		}
 		sec := *cfg.Security
 		n.sec = &sec
-		tc, err := transport.TLSFiles{CA: sec.TLS.CA, CAFlag: "NodeSecurity.TLS.CA"}.ClientConfig()
+	}
+	if cfg.Security != nil && !cfg.Security.NoTLS {
+		tc, err := transport.TLSFiles{CA: cfg.Security.TLS.CA, CAFlag: "NodeSecurity.TLS.CA"}.ClientConfig()
 		if err != nil {
 			return nil, fmt.Errorf("harness: node %s: %w", cfg.ID, err)
 		}
@@ -429,10 +431,14 @@ func (n *Node) launch(deadline time.Time) (retry bool, err error) {
 		}
 		if first {
 			n.apiAddr, n.raftAddr, n.raftBind, n.gossipAddr = r.APIAddr, r.RaftAddr, bind, r.GossipAddr
-			if n.sec != nil {
+			switch {
+			case n.sec != nil && n.sec.NoTLS:
+				n.hc = &http.Client{Transport: transport.NewHTTPTransport()}
+				n.client = transport.NewClient(n.apiAddr, n.hc).WithToken(n.sec.AdminToken)
+			case n.sec != nil:
 				n.hc = &http.Client{Transport: transport.NewHTTPTransportTLS(n.tlsCfg)}
 				n.client = transport.NewClientTLS(n.apiAddr, n.hc).WithToken(n.sec.AdminToken)
-			} else {
+			default:
 				n.hc = &http.Client{Transport: transport.NewHTTPTransport()}
 				n.client = transport.NewClient(n.apiAddr, n.hc)
 			}

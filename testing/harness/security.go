@@ -55,12 +55,16 @@ type NodeSecurity struct {
 	AdminToken string
 	// GossipKeyFile is given to --gossip-key-file when not "".
 	GossipKeyFile string
+	// NoTLS starts the node with authentication only: no TLS flags (TLS
+	// is then not required), and the harness's client speaks plain http
+	// with AdminToken (Options.AuthOnly).
+	NoTLS bool
 }
 
 // validate names the first missing field.
 func (s *NodeSecurity) validate() error {
 	switch {
-	case s.TLS.Cert == "" || s.TLS.Key == "" || s.TLS.CA == "":
+	case !s.NoTLS && (s.TLS.Cert == "" || s.TLS.Key == "" || s.TLS.CA == ""):
 		return errors.New("NodeSecurity.TLS needs Cert, Key and CA")
 	case s.AdminTokenFile == "":
 		return errors.New("NodeSecurity.AdminTokenFile is required")
@@ -72,8 +76,10 @@ func (s *NodeSecurity) validate() error {
 
 // args are the maosd flags of s.
 func (s *NodeSecurity) args() []string {
-	args := []string{"--auth", "--admin-token-file", s.AdminTokenFile,
-		"--tls-cert", s.TLS.Cert, "--tls-key", s.TLS.Key, "--tls-ca", s.TLS.CA}
+	args := []string{"--auth", "--admin-token-file", s.AdminTokenFile}
+	if !s.NoTLS {
+		args = append(args, "--tls-cert", s.TLS.Cert, "--tls-key", s.TLS.Key, "--tls-ca", s.TLS.CA)
+	}
 	if s.GossipKeyFile != "" {
 		args = append(args, "--gossip-key-file", s.GossipKeyFile)
 	}
