@@ -299,6 +299,7 @@ func (c *AgentLeaseAcquireCommand) FreeText() []TextField  { return nil }
 func (c *AgentLeaseRenewCommand) FreeText() []TextField    { return nil }
 func (c *AgentLeaseReleaseCommand) FreeText() []TextField  { return nil }
 func (c *AuditDenialCommand) FreeText() []TextField        { return nil }
+func (c *ClusterIDCommand) FreeText() []TextField          { return nil }
 func (c *CreateTokenCommand) FreeText() []TextField        { return nil }
 func (c *MarkReadCommand) FreeText() []TextField           { return nil }
 func (c *NodeEventCommand) FreeText() []TextField          { return nil }

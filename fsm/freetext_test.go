@@ -15,7 +15,7 @@ import (
 // log without saying what text it stores.
 var opBodies = map[Op]FreeTexter{
 	OpSend: &SendCommand{}, OpRegisterNode: &RegisterNodeCommand{}, OpSetConfig: &SetConfigCommand{},
-	OpNodeEvent: &NodeEventCommand{}, OpSetRules: &SetRulesCommand{},
+	OpNodeEvent: &NodeEventCommand{}, OpSetRules: &SetRulesCommand{}, OpClusterID: &ClusterIDCommand{},
 	OpRegisterAgent: &RegisterAgentCommand{}, OpUnregisterAgent: &UnregisterAgentCommand{},
 	OpMarkRead: &MarkReadCommand{}, OpReceiptState: &ReceiptStateCommand{},
 	OpSetBulletin: &BulletinCommand{}, OpLockAcquire: &LockAcquireCommand{}, OpLockRenew: &LockRenewCommand{},
