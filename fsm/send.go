@@ -148,11 +148,12 @@ func (f *FSM) send(tx *bbolt.Tx, index uint64, ts int64, cmd *SendCommand, forTa
 		return resend(tx, &m, prev, sum)
 	}
 	// What the sender may read: a client's send names only artifacts and
-	// threads it reads; what apply sends for a command (forTask) was
-	// authorized by that command.
+	// threads it reads, as its token reads them: a fork's token is its
+	// parent's (Principal), so a fork answers its parent's mail. What apply
+	// sends for a command (forTask) was authorized by that command.
 	var reader *Viewer
 	if !forTask && !cmd.ReadsAll {
-		reader = &Viewer{Agent: m.From}
+		reader = &Viewer{Agent: Principal(m.From)}
 	}
 	arts, err := checkArtifactRefs(tx, &m, reader)
 	if err != nil {

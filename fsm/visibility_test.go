@@ -431,3 +431,26 @@ func TestModeratorsOnlyAtApply(t *testing.T) {
 		t.Errorf("a moderator's overview lists %d messages, want 5", len(ov.Messages))
 	}
 }
+
+// A fork answers its parent's private mail as its parent's token reads it:
+// the answer is threaded and private like any party's (the sender's
+// principal is who apply asks whether it may see the parent).
+func TestForkRepliesToItsParentsPrivateMail(t *testing.T) {
+	b := newMbox(t)
+	secret := b.msg("alice", "the plan", "bob")
+	secret.Visibility = VisibilityPrivate
+	b.send(secret)
+	answer := b.msg("bob-fork-1", "done", "alice")
+	answer.InReplyTo = secret.ID
+	b.send(answer)
+	stored, err := b.f.Message(answer.ID)
+	if err != nil || stored.ThreadID != secret.ID || stored.Visibility != VisibilityPrivate {
+		t.Fatalf("bob-fork-1's answer %+v (%v): want private in alice's thread", stored, err)
+	}
+	stranger := b.msg("carol-fork-1", "?", "alice")
+	stranger.InReplyTo = secret.ID
+	b.send(stranger)
+	if n, _ := b.f.Message(stranger.ID); n == nil || n.Visibility == VisibilityPrivate {
+		t.Errorf("carol-fork-1's reply to a message carol cannot read took its visibility: %+v", n)
+	}
+}
