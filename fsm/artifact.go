@@ -101,6 +101,11 @@ type Artifact struct {
 	// Refs is how many stored messages name it in content.artifacts
 	// (each message once); tasks do not count.
 	Refs int64 `json:"refs"`
+	// RefsIndexed is true for a record stored by a build that indexes the
+	// messages naming it (artifact_refs), whose readers are its uploader
+	// and the readers of those messages (CanReadArtifact). A record stored
+	// before has no such index and is read by every token, as it was.
+	RefsIndexed bool `json:"refs_indexed,omitempty"`
 	// Existed is set in the answer of a put whose id was stored already
 	// (nothing new stored).
 	Existed bool `json:"existed,omitempty"`
@@ -176,6 +181,8 @@ type ArtifactQuery struct {
 	Name  string
 	After uint64
 	Limit int
+	// Viewer keeps the records it may read (CanReadArtifact); nil: all.
+	Viewer *Viewer
 }
 
 // ArtifactPage is a page of artifacts in index order.

@@ -31,6 +31,34 @@ func (f *FSM) Artifact(id string) (*Artifact, error) {
 	return out, err
 }
 
+// ArtifactFor is Artifact for viewer v: an artifact v may not read
+// (canReadArtifact: not its uploader, nor a reader of a message naming
+// it) is not found, in the words of one never stored.
+func (f *FSM) ArtifactFor(id string, v *Viewer) (*Artifact, error) {
+	if !ValidArtifactID(id) {
+		return nil, ArtifactNotFound(id)
+	}
+	var out *Artifact
+	err := f.view(func(tx *bbolt.Tx) error {
+		a, err := getArtifact(tx, id)
+		if err != nil {
+			return fmt.Errorf("fsm: %w", err)
+		}
+		ok := a != nil
+		if ok {
+			if ok, err = canReadArtifact(tx, a, v); err != nil {
+				return fmt.Errorf("fsm: artifact %s: %w", id, err)
+			}
+		}
+		if !ok {
+			return ArtifactNotFound(id)
+		}
+		out = a
+		return nil
+	})
+	return out, err
+}
+
 // Validate checks the filters: From an agent id, Name an artifact name,
 // each when set (*FieldError naming "from" or "name").
 func (q ArtifactQuery) Validate() error {
@@ -45,7 +73,7 @@ func (q ArtifactQuery) Validate() error {
 
 // Artifacts returns a page of artifact records in index order (the
 // order they were recorded): those with Index > q.After, uploaded by
-// q.From and named q.Name when set. Limit ≤ 0 means DefaultPageLimit; it
+// q.From and named q.Name when set, and that q.Viewer may read. Limit ≤ 0 means DefaultPageLimit; it
 // is capped at MaxPageLimit. The next page's After is the last record's
 // Index. A filtered page reads the records it skips too. A bad filter is
 // a *FieldError.
@@ -69,6 +97,11 @@ func (f *FSM) Artifacts(q ArtifactQuery) (ArtifactPage, error) {
 				return fmt.Errorf("fsm: artifacts: index entry %d without an artifact (%s)", binary.BigEndian.Uint64(k), v)
 			}
 			if q.From != "" && a.From != q.From || q.Name != "" && a.Name != q.Name {
+				continue
+			}
+			if ok, err := canReadArtifact(tx, a, q.Viewer); err != nil {
+				return fmt.Errorf("fsm: artifacts: %s: %w", a.ID, err)
+			} else if !ok {
 				continue
 			}
 			if len(page.Artifacts) == limit {

@@ -11,16 +11,24 @@ package fsm
 // also creation-time order (ArtifactsDue stops at the first one not due).
 //
 // bucketArtifactUsage: principal (an agent, never a fork: Principal) → the
-// bytes of the artifacts it and its forks uploaded first that are stored (8-byte big-endian int64, never below 0); the key
-// is deleted when it reaches 0, so a state without artifacts holds no key.
+// bytes of the artifacts it and its forks uploaded first that are stored
+// (8-byte big-endian int64, never below 0); the key is deleted when it
+// reaches 0, so a state without artifacts holds no key.
+//
+// bucketArtifactRefs: artifact id ‖ 0x00 ‖ seq (8-byte big-endian) →
+// empty: the stored message at seq names the artifact (artifactRefKey).
+// Written by send, deleted by trim and by the artifact's delete; what
+// canReadArtifact reads to find an artifact's readers.
 //
 // Refs (Artifact.Refs) is the number of stored messages that name the
 // artifact in content.artifacts, each message once, counted by send and
 // undone by retention's trim.
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -67,6 +75,18 @@ func removeArtifact(tx *bbolt.Tx, a *Artifact) {
 	mustDelete(tx.Bucket(bucketArtifacts), []byte(a.ID))
 	mustDelete(tx.Bucket(bucketArtifactIndex), u64(a.Index))
 	addArtifactUsage(tx, a.From, -a.Size)
+	// The messages that named it keep the id, but they make nobody a
+	// reader of a later upload of the same bytes.
+	prefix := append([]byte(a.ID), 0)
+	refs := tx.Bucket(bucketArtifactRefs)
+	var keys [][]byte
+	c := refs.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		keys = append(keys, slices.Clone(k))
+	}
+	for _, k := range keys {
+		mustDelete(refs, k)
+	}
 }
 
 // artifactUsage is the bytes the stored artifacts of agent's principal
@@ -115,15 +135,26 @@ func messageArtifactIDs(m *Message) (ids []string, at []int) {
 }
 
 // checkArtifactRefs reads the artifacts m names, each once; it refuses m
-// when one is not stored: a *FieldError on content.artifacts[i], the
-// first such entry.
-func checkArtifactRefs(tx *bbolt.Tx, m *Message) ([]*Artifact, error) {
+// when one is not stored, or its sender (viewer sender; nil: anyone) may
+// not read it, in the same words: a *FieldError on content.artifacts[i],
+// the first such entry. (Naming an artifact in a message makes the
+// message's readers its readers, so only one who reads it may.)
+func checkArtifactRefs(tx *bbolt.Tx, m *Message, sender *Viewer) ([]*Artifact, error) {
 	ids, at := messageArtifactIDs(m)
 	var out []*Artifact
 	for i, id := range ids {
 		a, err := getArtifact(tx, id)
 		if err != nil {
 			return nil, err
+		}
+		if a != nil {
+			ok, err := canReadArtifact(tx, a, sender)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				a = nil
+			}
 		}
 		if a == nil {
 			return nil, UnknownArtifactError(fmt.Sprintf("content.artifacts[%d]", at[i]), id)
@@ -140,13 +171,60 @@ func UnknownArtifactError(field, id string) error {
 	return fieldErr(field, "no artifact %s: upload it first (maosctl artifact put)", id)
 }
 
-// refArtifacts counts a message, stored in this entry, once on each
-// artifact it names (as checkArtifactRefs read them in the same entry).
-func refArtifacts(tx *bbolt.Tx, arts []*Artifact) {
+// refArtifacts counts the message stored at seq in this entry once on
+// each artifact it names (as checkArtifactRefs read them in the same
+// entry), and indexes it as naming each (artifactRefKey).
+func refArtifacts(tx *bbolt.Tx, arts []*Artifact, seq uint64) {
 	for _, a := range arts {
 		a.Refs++
 		putArtifact(tx, a)
+		mustPut(tx.Bucket(bucketArtifactRefs), artifactRefKey(a.ID, seq), []byte{})
 	}
+}
+
+// artifactRefKey is the key of bucketArtifactRefs saying the message at
+// seq names artifact id: id ‖ 0x00 ‖ seq (8 bytes, big-endian), so an
+// artifact's referencing messages are one prefix range in seq order.
+func artifactRefKey(id string, seq uint64) []byte {
+	return append(append([]byte(id), 0), u64(seq)...)
+}
+
+// canReadArtifact is the one rule of who reads an artifact (its record,
+// its bytes, its line in a list): a nil viewer (no auth) or a moderator;
+// its uploader's principal (Principal: the agent and its forks); a reader
+// of any stored message that names it (Viewer.CanRead, the messages'
+// one visibility rule) and was stored after the record (an older one named
+// a deleted record of the same bytes). A record stored before the index
+// existed (RefsIndexed false) is read by everyone, as it was.
+func canReadArtifact(tx *bbolt.Tx, a *Artifact, v *Viewer) (bool, error) {
+	if v == nil || v.Moderator || !a.RefsIndexed {
+		return true, nil
+	}
+	if v.Agent == "" {
+		return false, nil
+	}
+	if Principal(v.Agent) == Principal(a.From) {
+		return true, nil
+	}
+	prefix := append([]byte(a.ID), 0)
+	c := tx.Bucket(bucketArtifactRefs).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		seq := binary.BigEndian.Uint64(k[len(prefix):])
+		if seq <= a.Index {
+			continue
+		}
+		m, err := getMessage(tx, seq)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		if v.CanRead(m) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // unrefArtifacts takes m, being removed, off the refs of the artifacts it
@@ -158,6 +236,7 @@ func refArtifacts(tx *bbolt.Tx, arts []*Artifact) {
 func unrefArtifacts(tx *bbolt.Tx, m *Message) {
 	ids, _ := messageArtifactIDs(m)
 	for _, id := range ids {
+		mustDelete(tx.Bucket(bucketArtifactRefs), artifactRefKey(id, m.Seq))
 		a, err := getArtifact(tx, id)
 		if err != nil || a == nil || a.Index >= m.Seq || a.Refs == 0 {
 			continue

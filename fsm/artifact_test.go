@@ -108,12 +108,13 @@ func TestArtifactPutRefusals(t *testing.T) {
 	}
 }
 
-// A put answers the record it stored: entry time and index, no refs.
+// A put answers the record it stored: entry time and index, no refs, its
+// references indexed (its readers are decided by them).
 func TestArtifactPutStores(t *testing.T) {
 	b := newMbox(t)
 	a := b.putArt(artPut('a', "plan.md", 42, "alice"))
 	want := Artifact{ID: artID('a'), Name: "plan.md", ContentType: "text/plain", Size: 42, From: "alice",
-		Created: time.Unix(0, b.ts).UTC(), Index: b.idx}
+		Created: time.Unix(0, b.ts).UTC(), Index: b.idx, RefsIndexed: true}
 	if *a != want {
 		t.Errorf("put answered %+v, want %+v", *a, want)
 	}
@@ -559,5 +560,47 @@ func TestArtifactsSurviveRestart(t *testing.T) {
 	}
 	if used, _, _ := f.ArtifactUsage("alice"); used != 5 {
 		t.Errorf("usage after restart %d", used)
+	}
+}
+
+// An artifact's readers: its uploader's principal, moderators, and the
+// readers of the stored messages naming it after it was recorded; a
+// delete and a new upload of the same bytes start with no readers, and a
+// sender may name only what it reads.
+func TestArtifactReaders(t *testing.T) {
+	b := newMbox(t)
+	b.putArt(artPut('a', "plan.md", 10, "alice"))
+	reads := func(agent string) bool {
+		t.Helper()
+		_, err := b.f.ArtifactFor(artID('a'), &Viewer{Agent: agent})
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	if !reads("alice") || !reads("alice-fork-2") || reads("bob") {
+		t.Fatalf("before any message: alice %t, her fork %t, bob %t; want only alice's", reads("alice"), reads("alice-fork-2"), reads("bob"))
+	}
+	if _, err := b.f.ArtifactFor(artID('a'), &Viewer{Moderator: true}); err != nil {
+		t.Errorf("a moderator: %v", err)
+	}
+	m := b.msg("alice", "the plan", "bob")
+	m.Visibility, m.Content.Artifacts = VisibilityPrivate, ArtifactRefs(artID('a'))
+	b.send(m)
+	if !reads("bob") || reads("carol") {
+		t.Errorf("after alice's private message to bob: bob %t, carol %t", reads("bob"), reads("carol"))
+	}
+	if page, _ := b.f.Artifacts(ArtifactQuery{Viewer: &Viewer{Agent: "carol"}}); len(page.Artifacts) != 0 {
+		t.Errorf("carol's list shows %d artifacts", len(page.Artifacts))
+	}
+	leak := b.msg("carol", "look", "all")
+	leak.Content.Artifacts = ArtifactRefs(artID('a'))
+	if err := mustError(t, b.apply(OpSend, SendCommand{Message: leak})); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "no artifact "+artID('a')) {
+		t.Errorf("carol naming it: %v, want the unknown artifact's refusal", err)
+	}
+	b.ok(OpArtifactDelete, ArtifactDeleteCommand{ID: artID('a'), By: "admin"})
+	b.putArt(artPut('a', "plan.md", 10, "alice"))
+	if reads("bob") {
+		t.Errorf("bob reads a new upload of the bytes through a message that named the deleted record")
 	}
 }

@@ -282,8 +282,10 @@ func formatArtifactLog(tb testing.TB, start uint64, ts int64) []*raft.Log {
 		m.From, m.To, m.Content.Artifacts = from, Recipients{"bob"}, refs
 		return m
 	}
+	// alice names bob's artifact too, which only a sender who reads
+	// everything may (a node without --auth, as here, or a moderator).
 	l.add(ms, OpSend, SendCommand{Message: msg(1, "alice",
-		ArtifactRef{Ref: id('a')}, ArtifactRef{Ref: id('b'), Name: "data-v1.bin"}, ArtifactRef{Ref: id('a')}, ArtifactRef{Ref: "shared/context/notes.md"})})
+		ArtifactRef{Ref: id('a')}, ArtifactRef{Ref: id('b'), Name: "data-v1.bin"}, ArtifactRef{Ref: id('a')}, ArtifactRef{Ref: "shared/context/notes.md"}), ReadsAll: true})
 	l.add(ms, OpSend, SendCommand{Message: msg(2, "alice", ArtifactRef{Ref: id('a')})})
 	l.add(ms, OpSetRetention, SetRetentionCommand{Channel: "files", MaxMessages: 1})
 	l.add(ms, OpArtifactDelete, ArtifactDeleteCommand{ID: id('c'), By: "admin"})

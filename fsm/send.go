@@ -31,6 +31,12 @@ type SendCommand struct {
 	// authenticated the request sets it; without authentication no sender
 	// is one.
 	Moderator bool `json:"moderator,omitempty"`
+	// ReadsAll is true when the sender reads every message and artifact:
+	// a moderator's or an admin's token, or a node without --auth. Without
+	// it a client's send may name only artifacts its sender reads, and a
+	// reply to a message its sender may not read is stored as a reply to
+	// an unknown id (nothing of the hidden message is copied onto it).
+	ReadsAll bool `json:"reads_all,omitempty"`
 }
 
 // SendResult is what applying a send returns: where the message is stored.
@@ -141,11 +147,19 @@ func (f *FSM) send(tx *bbolt.Tx, index uint64, ts int64, cmd *SendCommand, forTa
 	if prev, ok := getID(tx, m.ID); ok {
 		return resend(tx, &m, prev, sum)
 	}
-	arts, err := checkArtifactRefs(tx, &m)
+	// What the sender may read: a client's send names only artifacts and
+	// threads it reads, as its token reads them: a fork's token is its
+	// parent's (Principal), so a fork answers its parent's mail. What apply
+	// sends for a command (forTask) was authorized by that command.
+	var reader *Viewer
+	if !forTask && !cmd.ReadsAll {
+		reader = &Viewer{Agent: Principal(m.From)}
+	}
+	arts, err := checkArtifactRefs(tx, &m, reader)
 	if err != nil {
 		return nil, fmt.Errorf("fsm: apply send: %w", err)
 	}
-	parent, err := parentOf(tx, &m)
+	parent, err := parentOf(tx, &m, reader)
 	if err != nil {
 		return nil, fmt.Errorf("fsm: apply send: in_reply_to: %w", err)
 	}
@@ -210,7 +224,7 @@ func (f *FSM) send(tx *bbolt.Tx, index uint64, ts int64, cmd *SendCommand, forTa
 		m.Recipients = append(m.Recipients, r.id)
 	}
 	storeMessage(tx, &m, sum)
-	refArtifacts(tx, arts)
+	refArtifacts(tx, arts, index)
 	prio := priorityByte(m.Priority)
 	for _, r := range delivered {
 		deliver(tx, r.id, index, prio)

@@ -68,6 +68,7 @@ var (
 	bucketArtifacts     = []byte("artifacts")
 	bucketArtifactIndex = []byte("artifact_index")
 	bucketArtifactUsage = []byte("artifact_usage")
+	bucketArtifactRefs  = []byte("artifact_refs")
 
 	// bucketNodeEventIDs: a node event's id → the 8-byte index that
 	// recorded it (node_event.go), so a retried proposal audits once.
@@ -85,7 +86,7 @@ var (
 		bucketTasks, bucketTaskIDs, bucketTaskIndex, bucketTaskHistory, bucketTaskEvents, bucketOutbox,
 		bucketApprovals, bucketApprovalIDs, bucketApprovalIndex, bucketApprovalHistory, bucketApprovalEvents,
 		bucketPolicies,
-		bucketArtifacts, bucketArtifactIndex, bucketArtifactUsage,
+		bucketArtifacts, bucketArtifactIndex, bucketArtifactUsage, bucketArtifactRefs,
 		bucketNodeEventIDs,
 		bucketAgentLeases,
 	}

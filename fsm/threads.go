@@ -34,13 +34,16 @@ func dropFromThread(tx *bbolt.Tx, thread string, seq uint64) {
 }
 
 // parentOf reads the message m answers (in_reply_to): nil when m answers
-// nothing, or a message never stored or trimmed by retention.
-func parentOf(tx *bbolt.Tx, m *Message) (*Message, error) {
+// nothing, a message never stored or trimmed by retention, or one reader
+// may not read (Viewer.CanRead; nil reads all).
+func parentOf(tx *bbolt.Tx, m *Message, reader *Viewer) (*Message, error) {
 	if m.InReplyTo == "" {
 		return nil, nil
 	}
 	parent, err := messageByID(tx, m.InReplyTo)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, ErrNotFound) || err == nil && !reader.CanRead(parent) {
+		// A parent its sender may not read is one it cannot know: the
+		// reply gets neither its thread nor its visibility.
 		return nil, nil
 	}
 	return parent, err

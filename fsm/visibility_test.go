@@ -265,8 +265,8 @@ func TestReplyToPrivateIsPrivate(t *testing.T) {
 	b.send(secret)
 	auditBefore := len(b.auditLines())
 
-	// bob's client leaks: a public answer quoting the plan. So does a
-	// non-party who learnt the id.
+	// bob's client leaks: a public answer quoting the plan. A non-party
+	// who learnt the id answers it too.
 	reply := b.msg("bob", "agreed: the plan is fine", "alice")
 	reply.InReplyTo, reply.Title, reply.Visibility = secret.ID, "Re: plan", VisibilityPublic
 	res := b.send(reply)
@@ -286,8 +286,11 @@ func TestReplyToPrivateIsPrivate(t *testing.T) {
 	if !(&Viewer{Agent: "dave", Moderator: true}).CanRead(stored) {
 		t.Errorf("a moderator cannot read the reply")
 	}
-	if n, err := b.f.Message(nosy.ID); err != nil || n.Visibility != VisibilityPrivate || (&Viewer{Agent: "bob"}).CanRead(n) {
-		t.Errorf("carol's reply stored %+v, %v; want private, unreadable by bob", n, err)
+	// carol cannot read what she answers: her reply is stored as one to an
+	// unknown id, so it tells her nothing of it (neither that it is
+	// private nor its thread).
+	if n, err := b.f.Message(nosy.ID); err != nil || n.Visibility != VisibilityPublic || n.ThreadID != secret.ID {
+		t.Errorf("carol's reply stored %+v, %v; want as to an unknown id: public as sent, thread its in_reply_to", n, err)
 	}
 	ov, err := b.f.OverviewFor(&Viewer{Agent: "carol"}, "", 0, MaxPageLimit)
 	if err != nil {
@@ -426,5 +429,28 @@ func TestModeratorsOnlyAtApply(t *testing.T) {
 	ov, _ = b.f.OverviewFor(&Viewer{Moderator: true}, "", 0, MaxPageLimit)
 	if len(ov.Messages) != 5 {
 		t.Errorf("a moderator's overview lists %d messages, want 5", len(ov.Messages))
+	}
+}
+
+// A fork answers its parent's private mail as its parent's token reads it:
+// the answer is threaded and private like any party's (the sender's
+// principal is who apply asks whether it may see the parent).
+func TestForkRepliesToItsParentsPrivateMail(t *testing.T) {
+	b := newMbox(t)
+	secret := b.msg("alice", "the plan", "bob")
+	secret.Visibility = VisibilityPrivate
+	b.send(secret)
+	answer := b.msg("bob-fork-1", "done", "alice")
+	answer.InReplyTo = secret.ID
+	b.send(answer)
+	stored, err := b.f.Message(answer.ID)
+	if err != nil || stored.ThreadID != secret.ID || stored.Visibility != VisibilityPrivate {
+		t.Fatalf("bob-fork-1's answer %+v (%v): want private in alice's thread", stored, err)
+	}
+	stranger := b.msg("carol-fork-1", "?", "alice")
+	stranger.InReplyTo = secret.ID
+	b.send(stranger)
+	if n, _ := b.f.Message(stranger.ID); n == nil || n.Visibility == VisibilityPrivate {
+		t.Errorf("carol-fork-1's reply to a message carol cannot read took its visibility: %+v", n)
 	}
 }

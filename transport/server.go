@@ -232,9 +232,12 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The state machine's fsm.SendResult is SendResponse on the wire.
-	// Whether the sender may interrupt is apply's to decide; it needs to
-	// know whether the token moderates.
-	s.propose(w, r, fsm.OpSend, fsm.SendCommand{Message: m, AgentFence: fence, Moderator: IdentityFrom(r.Context()).Moderates()})
+	// Whether the sender may interrupt, which artifacts it may name and
+	// whether it may see the message it answers are apply's to decide;
+	// they need to know what the token reads (visibility.go).
+	v := viewerFrom(r.Context())
+	s.propose(w, r, fsm.OpSend, fsm.SendCommand{Message: m, AgentFence: fence,
+		Moderator: IdentityFrom(r.Context()).Moderates(), ReadsAll: v == nil || v.Moderator})
 }
 
 func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {

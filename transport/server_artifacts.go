@@ -180,7 +180,7 @@ func (s *Server) artifactRecord(r *http.Request, id string) (*fsm.Artifact, erro
 	if err := s.prop.Linearize(r.Context(), c); err != nil {
 		return nil, err
 	}
-	return s.state.Artifact(id)
+	return s.state.ArtifactFor(id, viewerFrom(r.Context()))
 }
 
 // artifactInfo serves GET /v1/artifacts/{id}/info: the record.
@@ -193,7 +193,7 @@ func (s *Server) artifactInfo(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.query(w, r, func(st Reader) (any, error) { return st.Artifact(id) })
+	s.query(w, r, func(st Reader) (any, error) { return st.ArtifactFor(id, viewerFrom(r.Context())) })
 }
 
 // listArtifacts serves GET /v1/artifacts?from=&name=&after=&limit=: a page
@@ -209,7 +209,7 @@ func (s *Server) listArtifacts(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	q := fsm.ArtifactQuery{From: v.Get("from"), Name: v.Get("name"), After: after, Limit: limit}
+	q := fsm.ArtifactQuery{From: v.Get("from"), Name: v.Get("name"), After: after, Limit: limit, Viewer: viewerFrom(r.Context())}
 	s.query(w, r, func(st Reader) (any, error) { return st.Artifacts(q) })
 }
 

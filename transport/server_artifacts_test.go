@@ -444,3 +444,121 @@ func TestLimitsMaxArtifactBytes(t *testing.T) {
 		t.Errorf("the ceiling: %v", err)
 	}
 }
+
+// An artifact's readers are its uploader and the readers of the messages
+// that name it: one attached to a private message is not found for anyone
+// else (its bytes, its record, its line in a list), and nobody can make it
+// readable by naming it without reading it. A reply to a message its
+// sender may not read learns nothing of it: not its thread, not its
+// visibility.
+func TestArtifactReadersAndHiddenParents(t *testing.T) {
+	e := newArtifactEnv(t, transport.ServerOptions{Auth: &transport.AuthConfig{AdminToken: adminSecret}})
+	for _, tok := range []struct{ id, agent, role, secret string }{
+		{"tok-carol", "carol", fsm.TokenRoleAgent, "maos_carol-0123456789"},
+		{"tok-rex", "rex", fsm.TokenRoleModerator, rexSecret},
+	} {
+		if _, err := e.svc.ApplyCommand(fsm.OpCreateToken, fsm.CreateTokenCommand{ID: tok.id, Agent: tok.agent, Role: tok.role, Hash: fsm.HashToken(tok.secret)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	as := func(secret string) *transport.Client { return transport.NewClient(e.url, nil).WithToken(secret) }
+	alice, bob, carol, rex := as(aliceSecret), as(bobSecret), as("maos_carol-0123456789"), as(rexSecret)
+	data := randomBytes(100, 9)
+	art, err := alice.PutArtifact(ctx, bytes.NewReader(data), int64(len(data)), transport.ArtifactUpload{Name: "plan.txt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(cl *transport.Client, m *fsm.Message) error {
+		_, err := cl.Send(ctx, m)
+		return err
+	}
+	root := &fsm.Message{ID: "msg-20261129-040000-alice-00000001", From: "alice", To: fsm.Recipients{"bob"}, Channel: "dev",
+		Visibility: fsm.VisibilityPrivate, Content: fsm.Content{Text: "the plan", Artifacts: fsm.ArtifactRefs(art.ID)}}
+	if err := send(alice, root); err != nil {
+		t.Fatal(err)
+	}
+	reads := func(cl *transport.Client) bool {
+		t.Helper()
+		_, infoErr := cl.ArtifactInfo(ctx, art.ID, transport.Strong)
+		var buf bytes.Buffer
+		_, getErr := cl.GetArtifact(ctx, art.ID, &buf)
+		page, listErr := cl.Artifacts(ctx, fsm.ArtifactQuery{}, transport.Strong)
+		if listErr != nil {
+			t.Fatal(listErr)
+		}
+		listed := len(page.Artifacts) == 1 && page.Artifacts[0].ID == art.ID
+		if (infoErr == nil) != (getErr == nil) || (infoErr == nil) != listed {
+			t.Fatalf("info %v, get %v, listed %t: the routes disagree", infoErr, getErr, listed)
+		}
+		if infoErr != nil && (apiStatus(infoErr) != 404 || apiStatus(getErr) != 404 || !strings.Contains(infoErr.Error(), "artifact "+art.ID+": not found")) {
+			t.Fatalf("a hidden artifact: info %v, get %v, want 404 not found", infoErr, getErr)
+		}
+		if getErr == nil && !bytes.Equal(buf.Bytes(), data) {
+			t.Fatalf("read %d bytes, not the artifact's", buf.Len())
+		}
+		return infoErr == nil
+	}
+	for name, tc := range map[string]struct {
+		cl   *transport.Client
+		want bool
+	}{"alice (uploader)": {alice, true}, "bob (reader of the private message)": {bob, true}, "rex (moderator)": {rex, true}, "carol": {carol, false}} {
+		if got := reads(tc.cl); got != tc.want {
+			t.Errorf("%s reads the artifact of a private message: %t, want %t", name, got, tc.want)
+		}
+	}
+
+	// Naming it needs reading it: carol cannot publish what she cannot
+	// read, and the refusal is the unknown id's.
+	leak := &fsm.Message{ID: "msg-20261129-040000-carol-00000002", From: "carol", To: fsm.Recipients{"all"}, Channel: "dev",
+		Content: fsm.Content{Text: "look", Artifacts: fsm.ArtifactRefs(art.ID)}}
+	if err := send(carol, leak); apiStatus(err) != 400 || !strings.Contains(err.Error(), "content.artifacts[0]: no artifact "+art.ID) {
+		t.Fatalf("carol naming a hidden artifact = %v, want 400 as for an unknown one", err)
+	}
+	if reads(carol) {
+		t.Fatal("carol reads the artifact after a refused send")
+	}
+
+	// A reply to a hidden message: bob answers alice's private root (thread
+	// root), then carol replies to bob's answer, which she cannot read.
+	answer := &fsm.Message{ID: "msg-20261129-040000-bob-00000003", From: "bob", To: fsm.Recipients{"alice"}, Channel: "dev",
+		InReplyTo: root.ID, Content: fsm.Content{Text: "ok"}}
+	if err := send(bob, answer); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := bob.Message(ctx, answer.ID, transport.Strong); err != nil || m.ThreadID != root.ID || m.Visibility != fsm.VisibilityPrivate {
+		t.Fatalf("bob's answer %+v (%v): want private in alice's thread", m, err)
+	}
+	probe := &fsm.Message{ID: "msg-20261129-040000-carol-00000004", From: "carol", To: fsm.Recipients{"bob"}, Channel: "dev",
+		InReplyTo: answer.ID, Content: fsm.Content{Text: "what?"}}
+	unknown := &fsm.Message{ID: "msg-20261129-040000-carol-00000005", From: "carol", To: fsm.Recipients{"bob"}, Channel: "dev",
+		InReplyTo: "msg-20261129-040000-bob-0000ffff", Content: fsm.Content{Text: "what?"}}
+	for _, m := range []*fsm.Message{probe, unknown} {
+		if err := send(carol, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := carol.Message(ctx, probe.ID, transport.Strong)
+	if err != nil {
+		t.Fatal(err)
+	}
+	control, err := carol.Message(ctx, unknown.ID, transport.Strong)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ThreadID != answer.ID || got.Visibility != control.Visibility || control.ThreadID != unknown.InReplyTo {
+		t.Errorf("carol's reply to a hidden message: thread %q visibility %q; to an unknown id: thread %q visibility %q; "+
+			"want the hidden one's id as thread (not its root %s) and the same visibility", got.ThreadID, got.Visibility, control.ThreadID, control.Visibility, root.ID)
+	}
+
+	// Named in a public message by one who reads it, its readers are
+	// everyone's.
+	share := &fsm.Message{ID: "msg-20261129-040000-bob-00000006", From: "bob", To: fsm.Recipients{"carol"}, Channel: "dev",
+		Content: fsm.Content{Text: "here", Artifacts: fsm.ArtifactRefs(art.ID)}}
+	if err := send(bob, share); err != nil {
+		t.Fatal(err)
+	}
+	if !reads(carol) {
+		t.Error("carol does not read the artifact bob shared with her in a public message")
+	}
+}

@@ -96,7 +96,10 @@ type Reader interface {
 	PendingApprovalsFor(agent string) (int, error)
 	ApprovalEvents(after uint64, limit int) (fsm.ApprovalUpdatePage, error)
 
-	Artifact(id string) (*fsm.Artifact, error)
+	// ArtifactFor is an artifact's record as viewer reads it: one it may
+	// not read is not found (fsm's canReadArtifact, beside the messages'
+	// visibility rule).
+	ArtifactFor(id string, viewer *fsm.Viewer) (*fsm.Artifact, error)
 	Artifacts(q fsm.ArtifactQuery) (fsm.ArtifactPage, error)
 	ArtifactUsage(agent string) (used, quota int64, err error)
 

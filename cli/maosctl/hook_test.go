@@ -354,11 +354,11 @@ func TestStatusLine(t *testing.T) {
 	e.mail("msg-1", "bob", "normal", "a", "")
 	e.mail("msg-2", "bob", "urgent", "b", "")
 	e.mail("msg-3", "bob", "low", "c", "")
-	e.ok("bulletin", "set", "current_phase", "implementation")
+	e.ok("bulletin", "set", "current_phase", "implementation", "--by", "lead")
 	if out := e.ok("status-line", "--agent", "alice"); out != "📬 3 new (1 urgent) | 🌐 normal | phase: implementation\n" {
 		t.Errorf("with mail: %q", out)
 	}
-	e.ok("bulletin", "set", "system_status", "degraded")
+	e.ok("bulletin", "set", "system_status", "degraded", "--by", "lead")
 	var st status
 	if err := json.Unmarshal([]byte(e.ok("--json", "status-line", "--agent", "alice")), &st); err != nil ||
 		st != (status{Online: true, Agent: "alice", Unread: 3, Urgent: 1, SystemStatus: "degraded", CurrentPhase: "implementation"}) {

@@ -35,11 +35,17 @@ role:
                inbox (acting as anyone else is refused, 403); channels,
                threads and the other shared reads are open to any token
    moderator   an agent that also reads every inbox and every private
-               message (an operator's supervisor; --role supervisor is
-               taken as moderator)
+               message, may interrupt anyone and force-release any lock
+               (an operator's supervisor; --role supervisor is taken as
+               moderator)
    admin       everything, including cluster operations: join, remove,
                snapshot, rules and tokens. The admin bootstrap token of
                maosd --admin-token-file is an admin token.
+
+A registry role (lead, orchestrator, …) and capabilities are granted, not
+taken: an agent's token registers it only with the role and capabilities
+given at 'token create --agent-role R --capability C' (none: role agent);
+an admin token registers any (docs/TRUST.md).
 
 Managing tokens needs an admin token. Only a hash of each token is stored
 and replicated, so a token's secret is shown once, by 'token create', and
