@@ -70,3 +70,44 @@ func testDeadline(t *testing.T) <-chan time.Time {
 	}
 	return time.After(time.Until(d) - 5*time.Second)
 }
+
+// A registration the cluster refuses (a role the agent's token is not
+// granted) stops that agent with one log line instead of retrying it.
+func TestRefusedRegistrationStopsTheAgent(t *testing.T) {
+	svc := transporttest.New(t)
+	const secret = "maos_secret-of-rita-0123456789"
+	if _, err := svc.ApplyCommand(fsm.OpCreateToken, fsm.CreateTokenCommand{ID: "tok-rita", Agent: "rita", Role: fsm.TokenRoleAgent, Hash: fsm.HashToken(secret)}); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{Logger: slog.New(slog.DiscardHandler),
+		Auth: &transport.AuthConfig{AdminToken: "maos_admin-secret-0123456789"}}))
+	t.Cleanup(hs.Close)
+	tokFile := filepath.Join(t.TempDir(), "rita.token")
+	if err := os.WriteFile(tokFile, []byte(secret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Parse([]byte("agents:\n- {id: rita, role: orchestrator, command: [x], token_file: " + tokFile + "}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &lockedBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(context.Background(), f, Options{Client: transport.NewClient(hs.URL, nil), Logger: slog.New(slog.NewTextHandler(logs, nil)),
+			BackoffBase: 10 * time.Millisecond, Heartbeat: 50 * time.Millisecond})
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+	case <-testDeadline(t):
+		t.Fatalf("the watcher still retries a refused registration")
+	}
+	if n := logs.count("the cluster refuses to register this agent"); n != 1 {
+		t.Errorf("%d log lines say the registration is refused, want 1", n)
+	}
+	if _, err := svc.State().Agent("rita"); err == nil {
+		t.Errorf("rita registered as orchestrator with a token that grants no role")
+	}
+}

@@ -175,7 +175,7 @@ func Run(ctx context.Context, f *File, opts Options) error {
 		c = c.WithTokenWatch(guard.answer)
 		w := &agentWatcher{cfg: &f.Agents[i], opts: opts, c: c, token: tokens[i], dryMu: &out,
 			log: opts.Logger.With("agent", f.Agents[i].ID), busyChanged: make(chan struct{}, 1), interruptedFor: map[uint64]bool{},
-			tasks: c, taskOffers: make(chan taskOffer)}
+			tasks: c, taskOffers: make(chan taskOffer), quit: stop}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -218,6 +218,10 @@ type agentWatcher struct {
 	fence uint64
 	lose  context.CancelFunc
 	lost  bool
+
+	// quit stops this agent for good (Run's context for it): a refusal no
+	// retry will change (tokenguard.go, a registration refused).
+	quit context.CancelFunc
 
 	// tasks is the task API (the client); taskOffers feeds taskLoop.
 	tasks      taskAPI
@@ -293,8 +297,16 @@ func (w *agentWatcher) run(ctx context.Context) {
 		if !w.retry(ctx, "register agent", func() error {
 			_, err := w.c.RegisterAgent(ctx, fsm.RegisterAgentCommand{ID: id, Role: w.cfg.Role, Capabilities: w.cfg.Capabilities(),
 				Description: "watched by maos watcher (" + w.cfg.Delivery + ")"})
+			if errors.Is(err, fsm.ErrForbidden) {
+				// The token may not register this agent so (a role or
+				// capability it is not granted): no retry will change that.
+				w.log.Error("watcher: the cluster refuses to register this agent as configured; stopping this agent: "+
+					"fix its role/capabilities or its token's grant, and start the watcher again", "err", err)
+				w.quit()
+				return nil
+			}
 			return err
-		}) {
+		}) || ctx.Err() != nil {
 			return
 		}
 		w.presence(ctx, transport.PresenceAwake, transport.SubstateIdle, transport.SourceWatcher, "")
