@@ -40,6 +40,7 @@ func TestMembersAndNodes(t *testing.T) {
 	// After MembershipAudited: it uses the data dir n4 left.
 	t.Run("DataDirOfAnotherNodeOrCluster", func(t *testing.T) { testDataDirOfAnother(t, c) })
 	t.Run("JoinAtRaftPort", func(t *testing.T) { testJoinAtRaftPort(t, c) })
+	t.Run("JoinWithTLSMismatch", func(t *testing.T) { testJoinTLSMismatch(t, c) })
 }
 
 // outsider is a maosd the cluster does not manage: a fresh data dir in
@@ -566,5 +567,28 @@ func testJoinAtRaftPort(t *testing.T, c *harness.Cluster) {
 	if !strings.Contains(err.Error(), "--join "+c.Node("n1").RaftAddr()+": something listens there but does not answer HTTP") ||
 		!strings.Contains(err.Error(), "--http-addr") {
 		t.Fatalf("the refusal does not say the address is no API:\n%v", err)
+	}
+}
+
+// testJoinTLSMismatch: a node with TLS joining through a member that
+// serves plain HTTP ends its start with one line saying so.
+func testJoinTLSMismatch(t *testing.T, c *harness.Cluster) {
+	sec, err := c.Security().Node("n11", "127.0.0.1")
+	harness.NoErr(t, err)
+	sec.GossipKeyFile = ""
+	n, err := harness.NewNode(harness.NodeConfig{ID: "n11", Dir: filepath.Join(c.Dir, "n11-tls"), Maosd: maosdBin,
+		Join: []string{c.Node("n1").APIAddr()}, Security: sec})
+	harness.NoErr(t, err)
+	t.Cleanup(func() {
+		if n.Running() {
+			_ = n.Kill()
+		}
+	})
+	err = n.Start()
+	if err == nil {
+		t.Fatal("a node with TLS joined a cluster without it")
+	}
+	if !strings.Contains(err.Error(), "--join "+c.Node("n1").APIAddr()+": it serves plain HTTP and this node runs with TLS") {
+		t.Fatalf("the refusal does not name the TLS mismatch:\n%v", err)
 	}
 }
