@@ -322,16 +322,17 @@ func (n *Node) JoinVia(ctx context.Context, addrs []string) error {
 					return nil
 				}
 			}
+			final := err != nil && api != "" && isFinal(err)
 			if why := n.notAnAPI(err); why != "" {
 				// Once may be a node going down mid-answer; three in a row
-				// is what listens there.
-				if notAPI[addr]++; notAPI[addr] >= 3 {
+				// is what listens there (a final answer says it at once).
+				if notAPI[addr]++; notAPI[addr] >= 3 || final {
 					return fmt.Errorf("cluster: --join %s: %s", addr, why)
 				}
 			} else {
 				notAPI[addr] = 0
 			}
-			if err != nil && api != "" && isFinal(err) {
+			if final {
 				return fmt.Errorf("cluster: join via %s: %w", api, err)
 			}
 			lastErr = err
