@@ -196,7 +196,7 @@ func (n *Node) checkDataDirIsOurs() error {
 	}
 	cluster := n.fsm.ClusterID()
 	if cluster == "" {
-		cluster = "(id not recorded yet)"
+		cluster = "(whose id this data dir has not applied yet)"
 	}
 	return fmt.Errorf("cluster: --node-id %s does not match the data dir %s: it holds the state of cluster %s, whose Raft configuration "+
 		"has %s and no node %s. Start it with the node id it was made for, or give this node an empty --data-dir to join as a new node "+

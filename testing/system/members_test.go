@@ -130,6 +130,10 @@ func testMembershipAudited(t *testing.T, c *harness.Cluster) {
 	}
 	n4, err := c.AddNode()
 	harness.NoErr(t, err)
+	// Caught up before it dies: DataDirOfAnotherNodeOrCluster reads the
+	// cluster id from its data dir.
+	_, err = c.WaitCaughtUp(n4, 15*time.Second)
+	harness.NoErr(t, err)
 	harness.NoErr(t, n4.Kill())
 	// n4 rebuilt: a new data dir, the same id, --replace.
 	r4 := outsider(t, c, "n4", "n4-rebuilt", []string{n1.APIAddr()}, "--replace")
