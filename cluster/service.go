@@ -49,16 +49,12 @@ func (n *Node) Status(ctx context.Context) (transport.Status, error) {
 	if err != nil {
 		return st, fmt.Errorf("cluster: status: %w", err)
 	}
+	// Voters' API addresses from the registry only: clients (the console's
+	// cluster view) call them with their tokens, and what gossip
+	// advertises is anyone's to claim (GET /v1/cluster/members shows it).
 	api := make(map[string]string, len(nodes))
 	for _, info := range nodes {
 		api[info.NodeID] = info.APIAddr
-	}
-	if n.gossip != nil {
-		for _, m := range n.gossip.members() {
-			if api[m.NodeID] == "" {
-				api[m.NodeID] = m.APIAddr
-			}
-		}
 	}
 	for _, s := range f.Configuration().Servers {
 		st.Voters = append(st.Voters, transport.Voter{
