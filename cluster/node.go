@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -46,6 +47,11 @@ type Node struct {
 	gossip    *gossip          // nil when Config.GossipAddr is ""
 	metrics   *metrics.Metrics // this node's registry (metrics.go)
 	batch     *batcher         // a follower's forwarded writes (batch.go)
+
+	// fixingID: a fixClusterID runs; lastIDTry: when one last began (Unix
+	// ns), so a leader without an id retries every clusterIDRetry.
+	fixingID  atomic.Bool
+	lastIDTry atomic.Int64
 
 	leaderMu      sync.Mutex
 	leaderChanged chan struct{} // closed and replaced when the leader changes

@@ -25,6 +25,7 @@ func (n *Node) Status(ctx context.Context) (transport.Status, error) {
 	st := transport.Status{
 		NodeID:       n.cfg.NodeID,
 		ClusterID:    n.fsm.ClusterID(),
+		ClusterIDs:   true,
 		State:        stateName(n.raft.State()),
 		LeaderID:     leaderID,
 		Term:         n.raft.CurrentTerm(),
