@@ -182,7 +182,7 @@ func (n *Node) checkReplaced(ctx context.Context, req transport.JoinRequest, old
 	}
 	if !req.Replace {
 		return &fsm.ConflictError{Reason: fmt.Sprintf(
-			"cluster: join %s (raft %s): refused: %s. Give each node its own --node-id and addresses; "+
+			"join of %s (raft %s) refused: %s. Give each node its own --node-id and addresses; "+
 				"to replace a dead node on purpose, start the new one with --replace (maosd) or run "+
 				"maosctl cluster join --replace, which is refused while %s still answers", req.NodeID, req.RaftAddr, what, old.Address)}
 	}
@@ -191,12 +191,15 @@ func (n *Node) checkReplaced(ctx context.Context, req transport.JoinRequest, old
 	}
 	d := net.Dialer{Timeout: replaceProbeTimeout}
 	conn, err := d.DialContext(ctx, "tcp", string(old.Address))
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr // the caller gave up: no answer is no proof the voter is gone
+	}
 	if err != nil {
 		return nil // gone: the replacement may go ahead
 	}
 	_ = conn.Close()
 	return &fsm.ConflictError{Reason: fmt.Sprintf(
-		"cluster: join %s --replace: refused: %s and it still answers there; stop that node "+
+		"join of %s --replace refused: %s and it still answers there; stop that node "+
 			"(or remove it: maosctl cluster remove %s) before replacing it", req.NodeID, what, old.ID)}
 }
 
