@@ -558,6 +558,21 @@ func testDataDirOfAnother(t *testing.T, c *harness.Cluster) {
 			t.Fatalf("the refusal does not say %q:\n%v", w, err)
 		}
 	}
+	// With a --join that does not answer (x1's own old address), the node
+	// starts from its data dir and warns that --join is ignored.
+	own, err := harness.NewNode(harness.NodeConfig{ID: "x1", Dir: x1.Dir, Maosd: maosdBin, Join: []string{x1.APIAddr()},
+		Security: &harness.NodeSecurity{NoTLS: true, AdminTokenFile: sec.AdminTokenFile, AdminToken: sec.AdminToken}})
+	harness.NoErr(t, err)
+	t.Cleanup(func() {
+		if own.Running() {
+			_ = own.Kill()
+		}
+	})
+	harness.NoErr(t, own.Start())
+	if tail := own.LogTail(200); !strings.Contains(tail, `"level":"WARN","msg":"--join is ignored`) {
+		t.Fatalf("a node with state started with --join does not warn that --join is ignored:\n%s", tail)
+	}
+	harness.NoErr(t, own.Stop())
 }
 
 // testJoinAtRaftPort: --join given a member's Raft address (not its API)
