@@ -37,10 +37,11 @@ type Config struct {
 	Replace bool
 
 	// AdminToken is the admin bootstrap bearer token of a cluster that runs
-	// with auth (maosd --auth). The node sends it on every call it makes to
-	// another node's API -- forwarded writes and strong reads, join, status
-	// -- so every node of such a cluster must hold the same one. "" sends no
-	// token, for a cluster without auth.
+	// with auth (maosd --auth). The node never sends it: it derives from it
+	// the node credential (transport.NodeCredential) it presents on every
+	// call to another node's API -- forwarded writes and strong reads,
+	// join, status, blobs -- so every node of such a cluster must hold the
+	// same one. "" sends no credential, for a cluster without auth.
 	AdminToken string
 
 	// ServerTLS and ClientTLS, both set or both nil, secure the node's

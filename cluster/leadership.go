@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"time"
@@ -51,6 +52,8 @@ func (n *Node) watchLeadership() {
 			if err := n.establishLeadership(); err != nil {
 				n.logger.Warn("committing the first entry of the term failed", "error", err)
 			}
+		} else if n.raft.State() == raft.Leader && time.Since(time.Unix(0, n.lastIDTry.Load())) >= clusterIDRetry {
+			n.fixClusterID()
 		}
 	}
 }
@@ -77,26 +80,70 @@ func (n *Node) establishLeadership() error {
 }
 
 // fixClusterID commits the cluster's id (fsm.OpClusterID) if the state has
-// none: at the first term of a new cluster, and at the first term after an
-// upgrade of a cluster whose data dirs predate cluster ids, which so adopts
-// a fresh one. The first applied wins (apply refuses another). Best
-// effort: a failure is logged and retried next term.
+// none: at the first term of a new cluster, and, for a cluster whose data
+// dirs predate cluster ids, once every voter runs a build that applies it
+// (votersWithoutClusterIDs): a node of an older build would skip the entry
+// and, upgraded, hold no id while the others hold one. The first applied
+// wins (apply refuses another). Best effort: it runs in the background,
+// and the leader tries again every clusterIDRetry while the state has no
+// id (watchLeadership).
 func (n *Node) fixClusterID() {
-	if n.fsm.ClusterID() != "" {
+	if n.fsm.ClusterID() != "" || !n.fixingID.CompareAndSwap(false, true) {
 		return
 	}
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	id := "c" + hex.EncodeToString(b[:])
-	data, err := fsm.Encode(fsm.OpClusterID, n.cfg.Now().UnixNano(), fsm.ClusterIDCommand{ClusterID: id})
-	if err == nil {
-		_, err = applyAs[*fsm.ClusterIDCommand](n, data)
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		defer n.fixingID.Store(false)
+		n.lastIDTry.Store(time.Now().UnixNano())
+		if who := n.votersWithoutClusterIDs(); who != "" {
+			n.logger.Info("the cluster id waits until every voter applies cluster ids", "voter", who)
+			return
+		}
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		id := "c" + hex.EncodeToString(b[:])
+		data, err := fsm.Encode(fsm.OpClusterID, n.cfg.Now().UnixNano(), fsm.ClusterIDCommand{ClusterID: id})
+		if err == nil {
+			_, err = applyAs[*fsm.ClusterIDCommand](n, data)
+		}
+		if err != nil {
+			n.logger.Warn("could not fix the cluster id", "error", err)
+			return
+		}
+		n.logger.Info("cluster id fixed", "cluster_id", id)
+	}()
+}
+
+// clusterIDRetry is how often a leader whose state has no cluster id tries
+// again to fix one.
+const clusterIDRetry = 10 * time.Second
+
+// votersWithoutClusterIDs is the first voter, other than this node, that
+// does not say (in its status, at its registered address) that its build
+// applies cluster ids; "" when every one does.
+func (n *Node) votersWithoutClusterIDs() string {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return "(configuration unreadable)"
 	}
-	if err != nil {
-		n.logger.Warn("could not fix the cluster id", "error", err)
-		return
+	for _, s := range f.Configuration().Servers {
+		id := string(s.ID)
+		if id == n.cfg.NodeID {
+			continue
+		}
+		addr := n.apiAddrOf(id)
+		if addr == "" {
+			return id
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		st, err := n.client(addr).Status(ctx)
+		cancel()
+		if err != nil || !st.ClusterIDs {
+			return id
+		}
 	}
-	n.logger.Info("cluster id fixed", "cluster_id", id)
+	return ""
 }
 
 // requireAuth records in the cluster config that the cluster runs with

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -46,6 +47,11 @@ type Node struct {
 	gossip    *gossip          // nil when Config.GossipAddr is ""
 	metrics   *metrics.Metrics // this node's registry (metrics.go)
 	batch     *batcher         // a follower's forwarded writes (batch.go)
+
+	// fixingID: a fixClusterID runs; lastIDTry: when one last began (Unix
+	// ns), so a leader without an id retries every clusterIDRetry.
+	fixingID  atomic.Bool
+	lastIDTry atomic.Int64
 
 	leaderMu      sync.Mutex
 	leaderChanged chan struct{} // closed and replaced when the leader changes
@@ -196,7 +202,7 @@ func (n *Node) checkDataDirIsOurs() error {
 	}
 	cluster := n.fsm.ClusterID()
 	if cluster == "" {
-		cluster = "(id not recorded yet)"
+		cluster = "(whose id this data dir has not applied yet)"
 	}
 	return fmt.Errorf("cluster: --node-id %s does not match the data dir %s: it holds the state of cluster %s, whose Raft configuration "+
 		"has %s and no node %s. Start it with the node id it was made for, or give this node an empty --data-dir to join as a new node "+
@@ -322,16 +328,17 @@ func (n *Node) JoinVia(ctx context.Context, addrs []string) error {
 					return nil
 				}
 			}
+			final := err != nil && api != "" && isFinal(err)
 			if why := n.notAnAPI(err); why != "" {
 				// Once may be a node going down mid-answer; three in a row
-				// is what listens there.
-				if notAPI[addr]++; notAPI[addr] >= 3 {
+				// is what listens there (a final answer says it at once).
+				if notAPI[addr]++; notAPI[addr] >= 3 || final {
 					return fmt.Errorf("cluster: --join %s: %s", addr, why)
 				}
 			} else {
 				notAPI[addr] = 0
 			}
-			if err != nil && api != "" && isFinal(err) {
+			if final {
 				return fmt.Errorf("cluster: join via %s: %w", api, err)
 			}
 			lastErr = err

@@ -25,6 +25,7 @@ func (n *Node) Status(ctx context.Context) (transport.Status, error) {
 	st := transport.Status{
 		NodeID:       n.cfg.NodeID,
 		ClusterID:    n.fsm.ClusterID(),
+		ClusterIDs:   true,
 		State:        stateName(n.raft.State()),
 		LeaderID:     leaderID,
 		Term:         n.raft.CurrentTerm(),
@@ -49,16 +50,12 @@ func (n *Node) Status(ctx context.Context) (transport.Status, error) {
 	if err != nil {
 		return st, fmt.Errorf("cluster: status: %w", err)
 	}
+	// Voters' API addresses from the registry only: clients (the console's
+	// cluster view) call them with their tokens, and what gossip
+	// advertises is anyone's to claim (GET /v1/cluster/members shows it).
 	api := make(map[string]string, len(nodes))
 	for _, info := range nodes {
 		api[info.NodeID] = info.APIAddr
-	}
-	if n.gossip != nil {
-		for _, m := range n.gossip.members() {
-			if api[m.NodeID] == "" {
-				api[m.NodeID] = m.APIAddr
-			}
-		}
 	}
 	for _, s := range f.Configuration().Servers {
 		st.Voters = append(st.Voters, transport.Voter{
@@ -185,7 +182,7 @@ func (n *Node) checkReplaced(ctx context.Context, req transport.JoinRequest, old
 	}
 	if !req.Replace {
 		return &fsm.ConflictError{Reason: fmt.Sprintf(
-			"cluster: join %s (raft %s): refused: %s. Give each node its own --node-id and addresses; "+
+			"join of %s (raft %s) refused: %s. Give each node its own --node-id and addresses; "+
 				"to replace a dead node on purpose, start the new one with --replace (maosd) or run "+
 				"maosctl cluster join --replace, which is refused while %s still answers", req.NodeID, req.RaftAddr, what, old.Address)}
 	}
@@ -194,12 +191,15 @@ func (n *Node) checkReplaced(ctx context.Context, req transport.JoinRequest, old
 	}
 	d := net.Dialer{Timeout: replaceProbeTimeout}
 	conn, err := d.DialContext(ctx, "tcp", string(old.Address))
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr // the caller gave up: no answer is no proof the voter is gone
+	}
 	if err != nil {
 		return nil // gone: the replacement may go ahead
 	}
 	_ = conn.Close()
 	return &fsm.ConflictError{Reason: fmt.Sprintf(
-		"cluster: join %s --replace: refused: %s and it still answers there; stop that node "+
+		"join of %s --replace refused: %s and it still answers there; stop that node "+
 			"(or remove it: maosctl cluster remove %s) before replacing it", req.NodeID, what, old.ID)}
 }
 

@@ -47,7 +47,11 @@ type Status struct {
 	NodeID string `json:"node_id"`
 	// ClusterID is the cluster's id (fsm.OpClusterID), fixed at bootstrap;
 	// "" until this node applied it.
-	ClusterID     string  `json:"cluster_id,omitempty"`
+	ClusterID string `json:"cluster_id,omitempty"`
+	// ClusterIDs says the node's build applies cluster ids
+	// (fsm.OpClusterID): a leader fixes the id only once every voter
+	// says so, so no node of an older build skips the entry.
+	ClusterIDs    bool    `json:"cluster_ids,omitempty"`
 	State         string  `json:"state"` // leader, follower, candidate, shutdown
 	LeaderID      string  `json:"leader_id"`
 	LeaderAPIAddr string  `json:"leader_api_addr"`

@@ -18,8 +18,8 @@ const (
 	RoleModerator Role = "moderator"
 	RoleAdmin     Role = "admin"
 	// RoleNode is another node of the cluster (NodeCredential): it may
-	// make the calls nodes make to each other and act for the agents of
-	// the requests it forwards, and nothing an admin route does.
+	// make the calls nodes make to each other and act as any agent (as
+	// forwarding must), and nothing an admin route does.
 	RoleNode Role = "node"
 )
 

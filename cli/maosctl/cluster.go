@@ -40,7 +40,7 @@ func clusterStatusCommand() *cli.Command {
 
    maosctl --addr 10.0.0.2:7070 cluster status
    maosctl --json cluster status | jq -r .leader_id`,
-		Description: `Prints the answering node's id and Raft state, the leader it knows, the
+		Description: `Prints the answering node's id, its cluster's id and Raft state, the leader it knows, the
 term, its commit, applied and last log indexes, then the voters of the Raft
 configuration with their Raft and API addresses; '*' marks the leader.
 With --json, the status object of GET /v1/cluster/status.`,
@@ -75,6 +75,7 @@ func clusterStatus(c *cli.Context) error {
 		leader += " (api " + st.LeaderAPIAddr + ")"
 	}
 	fmt.Fprintf(tw, "node:\t%s\n", or(st.NodeID, "-"))
+	fmt.Fprintf(tw, "cluster:\t%s\n", or(st.ClusterID, "-"))
 	fmt.Fprintf(tw, "state:\t%s\n", or(st.State, "-"))
 	fmt.Fprintf(tw, "leader:\t%s\n", leader)
 	fmt.Fprintf(tw, "term:\t%d\n", st.Term)

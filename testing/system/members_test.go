@@ -40,6 +40,7 @@ func TestMembersAndNodes(t *testing.T) {
 	// After MembershipAudited: it uses the data dir n4 left.
 	t.Run("DataDirOfAnotherNodeOrCluster", func(t *testing.T) { testDataDirOfAnother(t, c) })
 	t.Run("JoinAtRaftPort", func(t *testing.T) { testJoinAtRaftPort(t, c) })
+	t.Run("JoinWithTLSMismatch", func(t *testing.T) { testJoinTLSMismatch(t, c) })
 }
 
 // outsider is a maosd the cluster does not manage: a fresh data dir in
@@ -128,6 +129,10 @@ func testMembershipAudited(t *testing.T, c *harness.Cluster) {
 		waitAudit(t, n1, "NODE_JOIN", "["+id+"] NODE_JOIN: added as a voter at raft ")
 	}
 	n4, err := c.AddNode()
+	harness.NoErr(t, err)
+	// Caught up before it dies: DataDirOfAnotherNodeOrCluster reads the
+	// cluster id from its data dir.
+	_, err = c.WaitCaughtUp(n4, 15*time.Second)
 	harness.NoErr(t, err)
 	harness.NoErr(t, n4.Kill())
 	// n4 rebuilt: a new data dir, the same id, --replace.
@@ -553,6 +558,21 @@ func testDataDirOfAnother(t *testing.T, c *harness.Cluster) {
 			t.Fatalf("the refusal does not say %q:\n%v", w, err)
 		}
 	}
+	// With a --join that does not answer (x1's own old address), the node
+	// starts from its data dir and warns that --join is ignored.
+	own, err := harness.NewNode(harness.NodeConfig{ID: "x1", Dir: x1.Dir, Maosd: maosdBin, Join: []string{x1.APIAddr()},
+		Security: &harness.NodeSecurity{NoTLS: true, AdminTokenFile: sec.AdminTokenFile, AdminToken: sec.AdminToken}})
+	harness.NoErr(t, err)
+	t.Cleanup(func() {
+		if own.Running() {
+			_ = own.Kill()
+		}
+	})
+	harness.NoErr(t, own.Start())
+	if tail := own.LogTail(200); !strings.Contains(tail, `"level":"WARN","msg":"--join is ignored`) {
+		t.Fatalf("a node with state started with --join does not warn that --join is ignored:\n%s", tail)
+	}
+	harness.NoErr(t, own.Stop())
 }
 
 // testJoinAtRaftPort: --join given a member's Raft address (not its API)
@@ -566,5 +586,28 @@ func testJoinAtRaftPort(t *testing.T, c *harness.Cluster) {
 	if !strings.Contains(err.Error(), "--join "+c.Node("n1").RaftAddr()+": something listens there but does not answer HTTP") ||
 		!strings.Contains(err.Error(), "--http-addr") {
 		t.Fatalf("the refusal does not say the address is no API:\n%v", err)
+	}
+}
+
+// testJoinTLSMismatch: a node with TLS joining through a member that
+// serves plain HTTP ends its start with one line saying so.
+func testJoinTLSMismatch(t *testing.T, c *harness.Cluster) {
+	sec, err := c.Security().Node("n11", "127.0.0.1")
+	harness.NoErr(t, err)
+	sec.GossipKeyFile = ""
+	n, err := harness.NewNode(harness.NodeConfig{ID: "n11", Dir: filepath.Join(c.Dir, "n11-tls"), Maosd: maosdBin,
+		Join: []string{c.Node("n1").APIAddr()}, Security: sec})
+	harness.NoErr(t, err)
+	t.Cleanup(func() {
+		if n.Running() {
+			_ = n.Kill()
+		}
+	})
+	err = n.Start()
+	if err == nil {
+		t.Fatal("a node with TLS joined a cluster without it")
+	}
+	if !strings.Contains(err.Error(), "--join "+c.Node("n1").APIAddr()+": it serves plain HTTP and this node runs with TLS") {
+		t.Fatalf("the refusal does not name the TLS mismatch:\n%v", err)
 	}
 }
