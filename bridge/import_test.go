@@ -120,16 +120,14 @@ func TestImportWaitsOutTheSendRate(t *testing.T) {
 // again and again, stops the import with the error; no file is skipped.
 func TestImportRateWaitIsBounded(t *testing.T) {
 	n := newNode(t, transport.ServerOptions{Limits: transport.Limits{SendRate: 0.01, SendBurst: 1}}, nil)
-	start := time.Now()
 	rep, err := Import(context.Background(), n.client(""), channelDir(t, "codex", 3), dialect.Options{})
 	if !errors.Is(err, transport.ErrRateLimited) || !strings.Contains(err.Error(), "asks to wait") {
 		t.Fatalf("import against a slow rate: %v, want a rate-limit error saying the wait asked", err)
 	}
+	// One imported: had it waited out the node's 100 s, the second file
+	// would have gone in before the third's 429.
 	if imported, _ := rep.Counts(); imported != 1 || len(rep.Skipped) != 0 {
 		t.Errorf("report %+v, want 1 imported, none skipped", rep)
-	}
-	if took := time.Since(start); took > 10*time.Second {
-		t.Errorf("took %s: it waited for the node's 100 s", took)
 	}
 
 	tries := 0

@@ -1,8 +1,10 @@
 package cluster
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"io"
 	"net"
 	"strings"
@@ -129,13 +131,11 @@ func TestStreamLayerTLSHandshakeIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer in.Close()
-	start := time.Now()
+	// The silent peer keeps its connection open: only the handshake's own
+	// timeout can end this read.
 	_, err = in.Read(make([]byte, 1))
-	if err == nil || !strings.Contains(err.Error(), "handshake") {
-		t.Fatalf("read from a silent peer: %v, want a handshake error", err)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("the handshake gave up after %v, want about 200ms", d)
+	if err == nil || !strings.Contains(err.Error(), "handshake") || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("read from a silent peer: %v, want the handshake's timeout", err)
 	}
 	// A second use of the conn reports the same failure rather than hang.
 	if _, err := in.Write([]byte("x")); err == nil {

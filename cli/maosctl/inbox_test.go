@@ -232,17 +232,13 @@ func TestInboxWait(t *testing.T) {
 
 	// Mail already unread: at once, every unread message, no stream.
 	id2 := e.send("review", "codex", "alice", "second")
-	start = time.Now()
 	r = e.run("", "inbox", "wait", "--agent", "alice", "--timeout", "5s") // a wait that streams fails, not hangs
 	lines := strings.Split(strings.TrimSuffix(r.out, "\n"), "\n")
 	if r.err != nil || len(lines) != 2 || !unreadLineRE.MatchString(lines[0]) || !strings.HasSuffix(lines[1], " second") {
 		t.Errorf("wait with unread mail: err %v stdout %q stderr %q", r.err, r.out, r.errOut)
 	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("wait with unread mail took %s", d)
-	}
 	select {
-	case <-opened:
+	case <-opened: // returning at once means answering from the inbox, never following the stream
 		t.Error("wait with unread mail opened the stream")
 	default:
 	}
