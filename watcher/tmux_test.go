@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/maos-project/maos/testing/testenv"
 )
 
 // tmuxServer is a private tmux server of one test (its own socket), killed
@@ -22,9 +24,7 @@ type tmuxServer struct {
 
 func newTmuxServer(t *testing.T) *tmuxServer {
 	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Fatalf("tmux is needed by this test (.ci/run installs it): %v", err)
-	}
+	testenv.Tool(t, "tmux", "delivery types into a pane of a private tmux server")
 	// A short path: a unix socket's path is limited to ~100 bytes.
 	dir, err := os.MkdirTemp("", "maos-tmux-")
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/maos-project/maos/bridge"
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/testing/testenv"
 )
 
 // bridgeSend stores a message without running maosctl (a second app run
@@ -216,9 +217,7 @@ func stamps(t *testing.T, dir string) map[string]fileStamp {
 // over msg-*.json with jq pulling fields out of each file.
 func jqWatch(t *testing.T, dir, agent string) []string {
 	t.Helper()
-	if _, err := exec.LookPath("jq"); err != nil {
-		t.Fatalf("jq is needed (apt-get install -y jq; .ci/run installs it): %v", err)
-	}
+	testenv.Tool(t, "jq", "the seed's shell watcher reads the mirrored files with it; apt-get install -y jq")
 	script := `
 AGENT="$1"
 for file in "$2"/msg-*.json; do

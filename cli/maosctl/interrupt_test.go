@@ -13,6 +13,7 @@ import (
 
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/rules"
+	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/watcher"
 )
@@ -124,9 +125,7 @@ func TestInterruptUsage(t *testing.T) {
 // function reading what the pane got so far.
 func tmuxPane(t *testing.T) (sock, pane string, got func() string) {
 	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Fatalf("tmux is needed by this test (.ci/run installs it): %v", err)
-	}
+	testenv.Tool(t, "tmux", "a pane of a private tmux server records what it is sent")
 	dir, err := os.MkdirTemp("", "maos-tmux-")
 	if err != nil {
 		t.Fatal(err)

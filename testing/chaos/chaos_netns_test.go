@@ -17,9 +17,7 @@ import (
 // lost, none stored twice, linearizable, every watcher request answered
 // exactly once, every task stored and completed once. It fails, not skips, where namespaces cannot be made.
 func TestChaosShortNetns(t *testing.T) {
-	if err := harness.NetnsAvailable(); err != nil {
-		t.Fatalf("%v\nthe namespace-mode chaos run needs root and `ip netns` (CI has both)", err)
-	}
+	harness.RequireNetns(t)
 	nemeses := NemesesFor(true)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

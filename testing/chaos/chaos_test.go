@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/maos-project/maos/testing/testenv"
 )
 
 // TestChaosShort is the short chaos run of make test: every nemesis once
@@ -17,6 +19,7 @@ import (
 // also refuse no send for longer than an election. The long run is make
 // chaos (see docs/RELIABILITY.md).
 func TestChaosShort(t *testing.T) {
+	testenv.Slow(t, "every nemesis in turn against clusters of maosd processes")
 	// Across the run, the task workers' lapsed and late claims must have
 	// been exercised: one run may draw no stall, all of them together
 	// draw dozens (so it is asked only when every nemesis ran, not of a

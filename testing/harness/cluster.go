@@ -139,9 +139,17 @@ type Cluster struct {
 // after the test, Close is registered with t.Cleanup (so it reports nodes
 // that exited on their own with t.Errorf and, if the test failed, logs
 // every node's log tail and keeps the directory), and any failure fails
-// the test at once, so call it from the test's goroutine.
+// the test at once, so call it from the test's goroutine. In the -short
+// tier (testing/testenv) it skips the test: real maosd processes are slow,
+// and the full run (make test) has them; namespace mode asks RequireNetns.
 func NewCluster(t testing.TB, opts Options) *Cluster {
 	t.Helper()
+	if opts.Netns {
+		RequireNetns(t)
+	}
+	if testing.Short() {
+		t.Skip("slow (starts a cluster of maosd processes): the full run (make test) has it")
+	}
 	if opts.Name == "" {
 		opts.Name = t.Name()
 	}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"testing"
 )
 
 // Namespace mode (Options.Netns): every node is a host of its own, a Linux
@@ -86,8 +87,8 @@ type link struct{ from, to string }
 
 // NetnsAvailable reports, with the reason when it is not, whether this
 // process can make network namespaces: it must run as root on Linux with
-// iproute2's ip on the PATH. Tests that need namespaces fail with this
-// error rather than skip: CI runs them as root.
+// iproute2's ip on the PATH. Tests that need namespaces call
+// RequireNetns.
 func NetnsAvailable() error {
 	if _, err := os.Stat("/proc/self/ns/net"); err != nil {
 		return fmt.Errorf("harness: namespace mode needs Linux network namespaces (no /proc/self/ns/net: %v)", err)
@@ -99,6 +100,21 @@ func NetnsAvailable() error {
 		return fmt.Errorf("harness: namespace mode needs iproute2's ip (apt-get install iproute2): %w", err)
 	}
 	return nil
+}
+
+// RequireNetns is for a test that runs nodes in network namespaces. The
+// -short tier (testing/testenv) skips it, with or without root: it needs
+// root and is slow. The full run fails it, rather than skip it, where
+// namespaces cannot be made (NetnsAvailable says why): CI runs the tests
+// as root with iproute2.
+func RequireNetns(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs root for network namespaces: the full run (make test) has it")
+	}
+	if err := NetnsAvailable(); err != nil {
+		t.Fatalf("%v\nthis test runs nodes in network namespaces: it needs root and `ip netns` (CI has both)", err)
+	}
 }
 
 // newHostNet removes stale leftovers of dead harness processes, picks a

@@ -32,20 +32,11 @@ func dialOnce(addr string) int {
 	return 0
 }
 
-// requireNetns fails the test, rather than skip it, where namespaces
-// cannot be made: CI runs the tests as root with iproute2.
-func requireNetns(t *testing.T) {
-	t.Helper()
-	if err := NetnsAvailable(); err != nil {
-		t.Fatalf("%v\nthis test needs root and `ip netns` (CI has both)", err)
-	}
-}
-
 // fakeNetnsCluster is a namespace-mode cluster of k fake maosd nodes, not
 // started; its network and nodes are removed at the test's end.
 func fakeNetnsCluster(t *testing.T, k int) *Cluster {
 	t.Helper()
-	requireNetns(t)
+	RequireNetns(t)
 	h, err := newHostNet()
 	NoErr(t, err)
 	exe, err := os.Executable()
@@ -250,7 +241,7 @@ func netnsNames(t *testing.T, tag string) []string {
 }
 
 func TestNetnsCloseRemovesEverything(t *testing.T) {
-	requireNetns(t)
+	RequireNetns(t)
 	h, err := newHostNet()
 	NoErr(t, err)
 	for i := 1; i <= 2; i++ {
@@ -270,7 +261,7 @@ func TestNetnsCloseRemovesEverything(t *testing.T) {
 }
 
 func TestNetnsRemovesStaleLeftovers(t *testing.T) {
-	requireNetns(t)
+	RequireNetns(t)
 	// A PID that is gone: a child that ran and was reaped.
 	done := exec.Command("true")
 	NoErr(t, done.Run())

@@ -27,7 +27,7 @@ import (
 // and who, read through n3 and through the old holder's node). It logs
 // cut → lease taken and cut → the standby's first answer.
 func TestAgentFailoverHolderCutOff(t *testing.T) {
-	requireNetns(t)
+	harness.RequireNetns(t)
 	const (
 		agent = "oncall"
 		ch    = "failover"

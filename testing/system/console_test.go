@@ -16,6 +16,7 @@ import (
 	"github.com/maos-project/maos/cluster/clustertest"
 	"github.com/maos-project/maos/console"
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -42,6 +43,7 @@ func gossipOn(s *clustertest.Setup) { s.Config.GossipAddr = "127.0.0.1:0" }
 // of the page is saved and its path logged.
 func browser(t *testing.T) context.Context {
 	t.Helper()
+	testenv.Slow(t, "drives headless Chromium against a cluster")
 	path, err := exec.LookPath("chromium")
 	if err != nil {
 		if os.Getenv("CI") != "" {

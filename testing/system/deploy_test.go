@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/testing/harness"
+	"github.com/maos-project/maos/testing/testenv"
 )
 
 // guideBlock is one fenced block of docs/DEPLOY.md.
@@ -224,6 +225,7 @@ cp "${args[@]}" "$path"
 // deploy/systemd/maosd.service and the env files the guide writes. The
 // guide's console blocks are the steps it cannot run (they say why).
 func TestDeployGuide(t *testing.T) {
+	testenv.Slow(t, "runs every command of docs/DEPLOY.md on a cluster of maosd processes")
 	if runtime.GOOS != "linux" {
 		t.Skipf("the guide is for Linux hosts; the test's systemctl stand-in reads /proc")
 	}

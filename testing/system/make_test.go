@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/testing/harness"
+	"github.com/maos-project/maos/testing/testenv"
 )
 
 // makeIn runs make with the repository's Makefile in dir (so the
@@ -99,6 +100,7 @@ func TestMakeClean(t *testing.T) {
 // and its output says its agents run a stub model and how to give a
 // watcher claude -p or codex exec instead.
 func TestDemo(t *testing.T) {
+	testenv.Slow(t, "scripts/demo.sh runs a cluster of maosd processes with watchers")
 	root, err := harness.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)

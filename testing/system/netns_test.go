@@ -13,15 +13,6 @@ import (
 	"github.com/maos-project/maos/transport"
 )
 
-// requireNetns fails, not skips, where namespaces cannot be made: CI runs
-// the tests as root with iproute2.
-func requireNetns(t *testing.T) {
-	t.Helper()
-	if err := harness.NetnsAvailable(); err != nil {
-		t.Fatalf("%v\nthis test runs nodes in network namespaces: it needs root and `ip netns` (CI has both)", err)
-	}
-}
-
 // gossipStatus is what n's memberlist says of the node id ("" if it lists
 // no such member).
 func gossipStatus(n *harness.Node, id string) (string, error) {
@@ -83,7 +74,7 @@ func ids(nodes []*harness.Node) []string {
 // restores all three: it catches up, its sends are forwarded, gossip says
 // alive. Then a fourth node joins on an address of its own.
 func TestNetnsPartitionCutsEveryPlane(t *testing.T) {
-	requireNetns(t)
+	harness.RequireNetns(t)
 	c := harness.NewCluster(t, harness.Options{Maosd: maosdBin, Nodes: 3, Netns: true})
 	for _, n := range c.Nodes() {
 		for what, addr := range map[string]string{"api": n.APIAddr(), "raft": n.RaftAddr(), "gossip": n.GossipAddr()} {

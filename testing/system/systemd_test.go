@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/testing/harness"
+	"github.com/maos-project/maos/testing/testenv"
 )
 
 // deployFile reads a file of deploy/ in the repository.
@@ -30,24 +31,22 @@ func deployFile(t *testing.T, rel string) string {
 }
 
 // systemdAnalyze runs systemd-analyze ARGS and returns its exit error and
-// its output. On Linux a missing systemd-analyze fails the test rather
-// than skipping it, so CI cannot pass without checking the unit: .ci/run
-// installs it (Debian: apt-get install systemd).
+// its output. On Linux a missing systemd-analyze fails the test in the
+// full run rather than skipping it (the -short tier skips it), so CI
+// cannot pass without checking the unit: .ci/run installs it (Debian:
+// apt-get install systemd).
 func systemdAnalyze(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Skipf("systemd units are checked on Linux only, not %s", runtime.GOOS)
 	}
-	bin, err := exec.LookPath("systemd-analyze")
-	if err != nil {
-		t.Fatalf("checking deploy/systemd/maosd.service needs systemd-analyze (Debian package systemd; .ci/run installs it): %v", err)
-	}
+	bin := testenv.Tool(t, "systemd-analyze", "checks deploy/systemd/maosd.service; Debian package systemd")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var out bytes.Buffer
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
+	err := cmd.Run()
 	return out.String(), err
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/maos-project/maos/testing/harness"
+	"github.com/maos-project/maos/testing/testenv"
 )
 
 // versionOf runs BIN --version and checks the line's format: the name,
@@ -40,6 +41,7 @@ func TestVersion(t *testing.T) {
 // make build stamps the checkout's commit and git describe into both
 // binaries (-ldflags -X), and VERSION=... names a release.
 func TestMakeBuildVersion(t *testing.T) {
+	testenv.Slow(t, "make build links every binary")
 	git, err := exec.LookPath("git")
 	if err != nil {
 		if os.Getenv("CI") != "" {

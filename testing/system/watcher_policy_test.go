@@ -16,6 +16,7 @@ import (
 
 	"github.com/maos-project/maos/cluster/clustertest"
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/watcher"
 )
@@ -296,9 +297,7 @@ agents:
 // agent's pane (on the test's private tmux server) exactly once, marked
 // read, and the cursor passes it; no reply is posted.
 func TestWatcherTmuxDelivery(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Fatalf("tmux is needed by this test (.ci/run installs it): %v", err)
-	}
+	testenv.Tool(t, "tmux", "delivery types into a pane of a private tmux server")
 	// A short path: a unix socket's path is limited to ~100 bytes.
 	tdir, err := os.MkdirTemp("", "maos-tmux-")
 	if err != nil {
