@@ -17,12 +17,13 @@ LDFLAGS := $(if $(VERSION),-X $(VERSION_PKG).Version=$(VERSION)) $(if $(COMMIT),
 # Where scripts/demo.sh makes its temporary directories (maos-demo.XXXXXX).
 DEMO_TMP = $(or $(TMPDIR),/tmp)
 
-.PHONY: help build install test vet bench demo chaos clean console-png
+.PHONY: help build install test test-short vet bench demo chaos clean console-png
 
 help:
 	@echo "make build    build bin/maosd, bin/maosctl, bin/maos-chaos and bin/stubmodel (the demo's stub model); --version shows git describe (VERSION=v1.2.0 for a release)"
 	@echo "make install  install maosd and maosctl into \$$(DESTDIR)\$$(PREFIX)/bin (PREFIX=$(PREFIX))"
 	@echo "make test     go vet + go test -race (what CI runs)"
+	@echo "make test-short  go test -short: a few minutes, no root, tmux or Chromium needed; skips say what the full run adds"
 	@echo "make demo     a local 3-node cluster with watcher agents (a stub model) answering a task"
 	@echo "make console-png  docs/console.png: the console's browser test (headless chromium) takes the picture"
 	@echo "make bench    run the Go benchmarks (figures: docs/PERFORMANCE.md)"
@@ -38,6 +39,11 @@ vet:
 
 test: vet
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+
+# The developer's tier (testing/testenv): skips what needs root, a missing
+# tool or a cluster of maosd processes, saying why; make test runs them.
+test-short:
+	$(GO) test -short -count=1 -timeout 10m $(PKGS)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2000x ./fsm ./transport ./cluster

@@ -11,6 +11,7 @@ import (
 // and PATH are chosen: a skip or a failure of the child is its output.
 func TestTiers(t *testing.T) {
 	if os.Getenv("TESTENV_CHILD") != "" {
+		child(t)
 		return
 	}
 	exe, err := os.Executable()
@@ -24,13 +25,13 @@ func TestTiers(t *testing.T) {
 		fails bool
 		want  string
 	}{
-		{"short, no tool", "tool", []string{"-test.short"}, false, "--- SKIP: TestChild/tool"},
-		{"full, no tool", "tool", nil, true, "--- FAIL: TestChild/tool"},
-		{"short, slow", "slow", []string{"-test.short"}, false, "--- SKIP: TestChild/slow"},
-		{"full, slow", "slow", nil, false, "--- PASS: TestChild/slow"},
-		{"full, tool found", "found", nil, false, "--- PASS: TestChild/found"},
+		{"short, no tool", "tool", []string{"-test.short"}, false, "--- SKIP: TestTiers/tool"},
+		{"full, no tool", "tool", nil, true, "--- FAIL: TestTiers/tool"},
+		{"short, slow", "slow", []string{"-test.short"}, false, "--- SKIP: TestTiers/slow"},
+		{"full, slow", "slow", nil, false, "--- PASS: TestTiers/slow"},
+		{"full, tool found", "found", nil, false, "--- PASS: TestTiers/found"},
 	} {
-		cmd := exec.Command(exe, append([]string{"-test.run", "^TestChild$/^" + tc.sub + "$", "-test.v"}, tc.args...)...)
+		cmd := exec.Command(exe, append([]string{"-test.run", "^TestTiers$/^" + tc.sub + "$", "-test.v"}, tc.args...)...)
 		cmd.Env = append(os.Environ(), "TESTENV_CHILD=1")
 		out, err := cmd.CombinedOutput()
 		if (err != nil) != tc.fails || !strings.Contains(string(out), tc.want) {
@@ -42,11 +43,8 @@ func TestTiers(t *testing.T) {
 	}
 }
 
-// TestChild runs only as TestTiers' child.
-func TestChild(t *testing.T) {
-	if os.Getenv("TESTENV_CHILD") == "" {
-		t.Skip("run by TestTiers in a child process")
-	}
+// child is TestTiers in the child process: one subtest per verdict.
+func child(t *testing.T) {
 	t.Run("tool", func(t *testing.T) { Tool(t, "maos-no-such-tool", "nothing") })
 	t.Run("slow", func(t *testing.T) { Slow(t, "a test") })
 	t.Run("found", func(t *testing.T) {
