@@ -217,7 +217,7 @@ func TestInboxWait(t *testing.T) {
 	case <-opened:
 	case r := <-done:
 		t.Fatalf("wait returned before mail came: %v %q %q", r.err, r.out, r.errOut)
-	case <-time.After(10 * time.Second):
+	case <-testDeadline(t):
 		t.Fatal("wait never opened the stream")
 	}
 	e.send("review", "codex", "bob", "not alice's")
@@ -277,7 +277,7 @@ func TestInboxWaitTakenByAnother(t *testing.T) {
 	go func() { done <- e.run("", "inbox", "wait", "--agent", "alice", "--timeout", "30s") }()
 	select {
 	case <-opened:
-	case <-time.After(10 * time.Second):
+	case <-testDeadline(t):
 		t.Fatal("wait never opened the stream")
 	}
 	mu.Lock()
