@@ -171,7 +171,11 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request) {
 	http.ServeContent(w, r, "", rec.Created, rs)
 }
 
-// artifactRecord reads id's record at the request's consistency.
+// artifactRecord reads id's record at the request's consistency. A
+// record this node has not applied yet is read again after a strong read
+// before it is called not found: an artifact uploaded through one node and
+// fetched through another at once (its bytes land on every node before its
+// record is proposed) is there, not a 404.
 func (s *Server) artifactRecord(r *http.Request, id string) (*fsm.Artifact, error) {
 	c, err := consistency(r)
 	if err != nil {
@@ -180,7 +184,14 @@ func (s *Server) artifactRecord(r *http.Request, id string) (*fsm.Artifact, erro
 	if err := s.prop.Linearize(r.Context(), c); err != nil {
 		return nil, err
 	}
-	return s.state.ArtifactFor(id, viewerFrom(r.Context()))
+	rec, err := s.state.ArtifactFor(id, viewerFrom(r.Context()))
+	if errors.Is(err, fsm.ErrNotFound) && c != Strong {
+		if err := s.prop.Linearize(r.Context(), Strong); err != nil {
+			return nil, err
+		}
+		rec, err = s.state.ArtifactFor(id, viewerFrom(r.Context()))
+	}
+	return rec, err
 }
 
 // artifactInfo serves GET /v1/artifacts/{id}/info: the record.
@@ -193,7 +204,12 @@ func (s *Server) artifactInfo(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.query(w, r, func(st Reader) (any, error) { return st.ArtifactFor(id, viewerFrom(r.Context())) })
+	rec, err := s.artifactRecord(r, id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rec)
 }
 
 // listArtifacts serves GET /v1/artifacts?from=&name=&after=&limit=: a page

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -560,5 +561,22 @@ func TestArtifactReadersAndHiddenParents(t *testing.T) {
 	}
 	if !reads(carol) {
 		t.Error("carol does not read the artifact bob shared with her in a public message")
+	}
+}
+
+// A record this node has not applied is read again after a strong read
+// before the answer is 404: an artifact uploaded through one node and read
+// through another at once is found (its bytes are there before its record).
+func TestArtifactNotFoundAfterAStrongRead(t *testing.T) {
+	e := newArtifactEnv(t, transport.ServerOptions{})
+	missing := fsm.ArtifactIDPrefix + strings.Repeat("ab", 32)
+	before := len(e.svc.CallsTo("Linearize"))
+	wantError(t, do(t, "GET", e.url+"/v1/artifacts/"+missing+"/info", "", nil), http.StatusNotFound, transport.CodeNotFound)
+	var cons []transport.Consistency
+	for _, c := range e.svc.CallsTo("Linearize")[before:] {
+		cons = append(cons, c.Cons)
+	}
+	if !slices.Contains(cons, transport.Strong) {
+		t.Errorf("a local read's 404 came without a strong read first (reads %v)", cons)
 	}
 }
