@@ -162,6 +162,10 @@ func checkKnown(tx *bbolt.Tx, field, actor string, names []string) error {
 // role:worker?): not found; …what to do`.
 func unknownNames(tx *bbolt.Tx, field string, unknown []string) error {
 	known := knownNames(tx)
+	more := len(unknown) - maxNamed
+	if more > 0 {
+		unknown = unknown[:maxNamed]
+	}
 	parts := make([]string, len(unknown))
 	agents := false
 	for i, n := range unknown {
@@ -180,6 +184,9 @@ func unknownNames(tx *bbolt.Tx, field string, unknown []string) error {
 			why += "; did you mean " + strings.Join(s, " or ") + "?"
 		}
 		parts[i] = what + " (" + why + ")"
+	}
+	if more > 0 {
+		parts = append(parts, fmt.Sprintf("%d more", more))
 	}
 	list := parts[0]
 	if len(parts) > 1 {
@@ -244,8 +251,12 @@ func bare(n string) string {
 	return strings.TrimPrefix(n, CapabilityPrefix)
 }
 
-// maxSuggestions is how many known names a refusal offers for one name.
-const maxSuggestions = 3
+// maxSuggestions is how many known names a refusal offers for one name,
+// maxNamed how many unknown names it names (then "and N more").
+const (
+	maxSuggestions = 3
+	maxNamed       = 8
+)
 
 // closest returns the candidates nearest to name by edit distance
 // (Levenshtein), at most maxSuggestions, nearest first, then by name; a

@@ -203,3 +203,16 @@ func TestKnownNamesDeterministic(t *testing.T) {
 		t.Errorf("states differ:\n%s\n%s", d1, d2)
 	}
 }
+
+// A refusal names at most maxNamed names, then counts the rest.
+func TestUnknownNamesBounded(t *testing.T) {
+	b := knownBox(t)
+	var to []string
+	for i := range 20 {
+		to = append(to, "r"+itoa(uint64(i)))
+	}
+	err := b.refused(OpSend, flagged(b.msg("boss", "hi", to...)), ErrNotFound, `agent "r7" (not registered, never sent) and 12 more: not found`)
+	if strings.Contains(err.Error(), `"r8"`) {
+		t.Errorf("refusal names more than %d names: %v", maxNamed, err)
+	}
+}

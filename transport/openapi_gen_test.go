@@ -651,7 +651,8 @@ func (g *reflector) fields(t reflect.Type, in bool, props obj, required *[]strin
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
-		if tag == "-" {
+		if tag == "-" || f.Tag.Get("openapi") == "-" {
+			// openapi:"-": a field the node sets, whatever a client sends.
 			continue
 		}
 		name, opts, _ := strings.Cut(tag, ",")

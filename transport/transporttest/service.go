@@ -535,3 +535,18 @@ func (s *Service) AgentPresence(ctx context.Context, agent string) (transport.Pr
 	}
 	return p, nil
 }
+
+// Register registers each id as an agent (role "agent"): the agents a
+// test addresses, which a send, a task or an approval may name only once
+// someone answers to them (unknown_recipients, fsm/known.go). Each is an
+// entry of the log: Register answers how many entries it took, by which
+// the seqs of the messages after them are offset.
+func (s *Service) Register(t testing.TB, ids ...string) uint64 {
+	t.Helper()
+	for _, id := range ids {
+		if _, err := s.ApplyCommand(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: id, Role: fsm.DefaultRole}); err != nil {
+			t.Fatalf("register %s: %v", id, err)
+		}
+	}
+	return uint64(len(ids))
+}
