@@ -135,6 +135,9 @@ func checkKnown(tx *bbolt.Tx, field, actor string, names []string) error {
 	var unknown []string
 	book := agentBook{tx: tx}
 	for _, n := range names {
+		if slices.Contains(unknown, n) {
+			continue
+		}
 		switch recipientKind(n) {
 		case kindAgent:
 			if n != actor && !book.known(n) {
