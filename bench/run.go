@@ -105,6 +105,23 @@ type SendReport struct {
 	Latency        Latency           `json:"latency"`
 }
 
+// ensureSink registers the default sink (DefaultTo), when the run sends
+// to it and it is not registered: a send may name only an agent someone
+// answers to (the cluster setting unknown_recipients). A node that does
+// not answer is left to the sends to report.
+func ensureSink(ctx context.Context, c *transport.Client, to []string) error {
+	if len(to) != 1 || to[0] != DefaultTo {
+		return nil
+	}
+	if _, err := c.Agent(ctx, DefaultTo, transport.Local); !errors.Is(err, fsm.ErrNotFound) {
+		return nil
+	}
+	if _, err := c.RegisterAgent(ctx, fsm.RegisterAgentCommand{ID: DefaultTo, Role: fsm.DefaultRole, Description: "maosctl bench's sink"}); err != nil {
+		return fmt.Errorf("bench: register the sink %s (a send may name only an agent that exists: register it with an admin token, or give --to): %w", DefaultTo, err)
+	}
+	return nil
+}
+
 func clientAddrs(cs []*transport.Client) []string {
 	out := make([]string, len(cs))
 	for i, c := range cs {
@@ -128,6 +145,9 @@ func RunSend(ctx context.Context, o SendOptions) (SendReport, error) {
 		return SendReport{}, errors.New("bench: send: give exactly one of a duration and a count")
 	}
 	o.defaults()
+	if err := ensureSink(ctx, o.Clients[0], o.To); err != nil {
+		return SendReport{}, err
+	}
 	rec := NewRecorder(o.MaxSamples)
 	text := Payload(o.Size)
 	run := RunID()
@@ -264,6 +284,9 @@ func RunDelivery(ctx context.Context, o DeliveryOptions) (DeliveryReport, error)
 		so.Channel = "bench-delivery-" + run
 	}
 	so.defaults()
+	if err := ensureSink(ctx, o.Send, so.To); err != nil {
+		return DeliveryReport{}, err
+	}
 	var (
 		mu      sync.Mutex
 		waiting = map[string]chan time.Time{}

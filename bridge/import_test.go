@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -28,10 +29,13 @@ type node struct {
 }
 
 // newNode serves the API with opts; wrap, if not nil, stands in front of
-// it (to fake answers).
+// it (to fake answers). The agents the tests' files and messages are to
+// (claude, bob) are registered: a message may name only agents someone
+// answers to.
 func newNode(t *testing.T, opts transport.ServerOptions, wrap func(http.Handler) http.Handler) *node {
 	t.Helper()
 	svc := transporttest.New(t)
+	svc.Register(t, "claude", "bob")
 	var h http.Handler = transport.NewServer(svc, opts)
 	if wrap != nil {
 		h = wrap(h)
@@ -207,6 +211,7 @@ func TestImportSkipsFilesTheClusterRefuses(t *testing.T) {
 		"msg-1.json": `{"from":"qc-1","to":"gemini","content":"phase 1 done"}`,
 		"msg-2.json": `{"from":"codex","to":"claude","content":"the key is ghp_` + "R8bXw2LqT9vKc4ZmN7yPj3HsDf6GaU1eVo5k" + `"}`,
 		"msg-3.json": `{"from":"codex","to":"claude","content":"fine"}`,
+		"msg-4.json": `{"from":"codex","to":"gone","content":"to an agent of the old farm"}`,
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
@@ -221,7 +226,23 @@ func TestImportSkipsFilesTheClusterRefuses(t *testing.T) {
 		reasons[s.File] = s.Reason
 	}
 	if len(rep.Imported) != 1 || !strings.Contains(reasons["agent-os-paper/msg-1.json"], "qc reports go to the lead") ||
-		!strings.Contains(reasons["agent-os-paper/msg-2.json"], "content.text holds a secret (gitleaks rule github-pat)") {
-		t.Errorf("report %+v, want msg-3 imported, msg-1 (rules) and msg-2 (secret) skipped", rep)
+		!strings.Contains(reasons["agent-os-paper/msg-2.json"], "content.text holds a secret (gitleaks rule github-pat)") ||
+		!strings.Contains(reasons["agent-os-paper/msg-4.json"], `agent "gone" (not registered, never sent)`) {
+		t.Errorf("report %+v, want msg-3 imported, msg-1 (rules), msg-2 (secret) and msg-4 (no agent gone) skipped", rep)
+	}
+	// A farm importing mail to agents it does not run (yet) lets names no
+	// one answers to through for the import.
+	if _, err := n.svc.ApplyCommand(fsm.OpSetConfig, fsm.SetConfigCommand{Key: "unknown_recipients", Value: json.RawMessage(`"accept"`)}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = Import(context.Background(), n.client(""), root, dialect.Options{})
+	var fresh []string
+	for _, im := range rep.Imported {
+		if !im.Already {
+			fresh = append(fresh, im.File)
+		}
+	}
+	if err != nil || len(fresh) != 1 || fresh[0] != "agent-os-paper/msg-4.json" {
+		t.Errorf("import under unknown_recipients accept: %+v, %v; want msg-4 imported", rep, err)
 	}
 }

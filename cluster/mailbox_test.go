@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,12 +94,12 @@ func TestRoleSendThroughFollowerReadFromOtherNodes(t *testing.T) {
 		return true
 	})
 
-	// A role nobody has is refused with 400 through the follower too, and
-	// nothing is stored.
+	// A role nobody has is refused with 404 through the follower too (the
+	// leader's apply decides it, naming the role), and nothing is stored.
 	bad := clustertest.Msg("codex", "review", "anyone?")
 	bad.To = fsm.Recipients{"role:nobody"}
-	if _, err := sender.Client.Send(ctx, bad); !isAPI(err, transport.CodeInvalid) {
-		t.Errorf("send to role:nobody = %v, want 400 invalid", err)
+	if _, err := sender.Client.Send(ctx, bad); !isAPI(err, transport.CodeNotFound) || !strings.Contains(err.Error(), `role "nobody" (no agent has it)`) {
+		t.Errorf("send to role:nobody = %v, want 404 not_found naming the role", err)
 	}
 	if _, err := c.Leader().Client.Message(ctx, bad.ID, transport.Strong); !errors.Is(err, fsm.ErrNotFound) {
 		t.Errorf("refused message is stored: %v", err)

@@ -170,6 +170,9 @@ func TestMetricsOfAThreeNodeCluster(t *testing.T) {
 	})
 
 	t.Run("tasks by state", func(t *testing.T) {
+		if _, err := leader.Client.RegisterAgent(ctx, fsm.RegisterAgentCommand{ID: "rita", Role: "agent"}); err != nil {
+			t.Fatal(err) // whom the tasks are for
+		}
 		for i, cmd := range []fsm.TaskCreateCommand{
 			{ID: "t-m1", From: "lead", To: "rita", Title: "first"},
 			{ID: "t-m2", From: "lead", To: "rita", Title: "second"},

@@ -21,8 +21,10 @@ func TestLeaderExpiresLapsedLeases(t *testing.T) {
 	c := clustertest.New(t, 3)
 	ctx := clustertest.Context(t)
 	cl := c.Follower().Client // writes forwarded, reads strong: any node will do
-	if _, err := cl.RegisterAgent(ctx, fsm.RegisterAgentCommand{ID: "sup", Role: "supervisor"}); err != nil {
-		t.Fatal(err)
+	for _, a := range []fsm.RegisterAgentCommand{{ID: "sup", Role: "supervisor"}, {ID: "rita", Role: "agent"}} {
+		if _, err := cl.RegisterAgent(ctx, a); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := cl.SetConfig(ctx, "escalation_target", "role:supervisor"); err != nil {
 		t.Fatal(err)

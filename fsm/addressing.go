@@ -91,7 +91,9 @@ func isMentionByte(c byte) bool {
 // agents, at apply time, against the registry in tx:
 //
 //   - a plain id is a recipient whether or not it has registered (its inbox
-//     starts filling before its watcher starts);
+//     starts filling before its watcher starts; a client's send checked
+//     before that someone answers to it, unless unknown_recipients is
+//     accept: checkKnown);
 //   - "all" and "*" are every registered agent but the sender (none is not
 //     an error: the message still goes to the channel);
 //   - "role:NAME" is every agent of that role but the sender,

@@ -187,6 +187,10 @@ type ApprovalRequestCommand struct {
 	// other fields), kept with the approval for its approvers to read; it
 	// is not the action, so not in its hash. Canonicalized by Normalize.
 	Context json.RawMessage `json:"context,omitempty"`
+	// KnownNames is set by the node that accepts the command (Addressing):
+	// apply refuses approvers no one answers to, unless unknown_recipients is
+	// accept (known.go). A client's value is replaced.
+	KnownNames bool `json:"known_names,omitempty" openapi:"-"`
 }
 
 // ApprovalTimeout is a duration in JSON: a Go duration string ("10m",

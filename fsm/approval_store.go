@@ -95,9 +95,13 @@ func approvalByID(tx *bbolt.Tx, id string) (*Approval, error) {
 func ApprovalNotFound(id string) error { return notFound("approval %s", id) }
 
 // requestSum is the SHA-256 of a request as applied, so a retry of the
-// same request matches and another under the same id does not.
+// same request matches and another under the same id does not. The
+// known_names flag is not the approval's: a retry through a node of
+// another build is the same request.
 func requestSum(c *ApprovalRequestCommand) [32]byte {
-	return commandSum(c, "approval "+c.ID, "request")
+	k := *c
+	k.KnownNames = false
+	return commandSum(&k, "approval "+c.ID, "request")
 }
 
 // addApprovalID records the id of a new approval ap (its seq set), opened

@@ -48,6 +48,12 @@ type ClusterConfig struct {
 	// then proposes its delete (ArtifactsDue). 0 keeps them forever.
 	// Default DefaultArtifactRetention (7 days) while unset.
 	ArtifactRetentionSeconds int64 `json:"artifact_retention_seconds"`
+	// UnknownRecipients is what apply does with a send, a task or an
+	// approval that addresses an agent that is neither registered nor has
+	// ever sent, or a role or capability no agent has (known.go): refuse
+	// it (the default: 404 naming each name, with the closest known ones)
+	// or accept it (its inbox fills before its agent exists).
+	UnknownRecipients UnknownRecipients `json:"unknown_recipients"`
 }
 
 // Defaults and limits of the artifact settings.
@@ -89,6 +95,7 @@ var configKeys = map[string]func(json.RawMessage) error{
 
 	"artifact_quota_bytes":       checkInt("bytes", math.MaxInt64),
 	"artifact_retention_seconds": checkInt("seconds", MaxArtifactRetention),
+	"unknown_recipients":         checkUnknownRecipients,
 }
 
 // checkInt wants a whole number 0..max of unit.
@@ -106,6 +113,14 @@ func checkSecretGuard(v json.RawMessage) error {
 	var s SecretGuard
 	if json.Unmarshal(v, &s) != nil || !slices.Contains(secretGuards, s) {
 		return fmt.Errorf("want %q, %q or %q, got %s", SecretGuardRefuse, SecretGuardRedact, SecretGuardOff, clipValue(v))
+	}
+	return nil
+}
+
+func checkUnknownRecipients(v json.RawMessage) error {
+	var s UnknownRecipients
+	if json.Unmarshal(v, &s) != nil || (s != UnknownRecipientsRefuse && s != UnknownRecipientsAccept) {
+		return fmt.Errorf("want %q or %q, got %s", UnknownRecipientsRefuse, UnknownRecipientsAccept, clipValue(v))
 	}
 	return nil
 }
@@ -189,7 +204,7 @@ func applySetConfig(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, err
 // readConfig reads the settings inside a transaction; unset ones keep
 // their defaults.
 func readConfig(tx *bbolt.Tx) ClusterConfig {
-	cfg := ClusterConfig{SecretGuard: SecretGuardRefuse,
+	cfg := ClusterConfig{SecretGuard: SecretGuardRefuse, UnknownRecipients: UnknownRecipientsRefuse,
 		ArtifactQuotaBytes: DefaultArtifactQuota, ArtifactRetentionSeconds: DefaultArtifactRetention}
 	b := tx.Bucket(bucketConfig)
 	if v := b.Get([]byte("strict_senders")); v != nil {
@@ -209,6 +224,9 @@ func readConfig(tx *bbolt.Tx) ClusterConfig {
 	}
 	if v := b.Get([]byte("artifact_retention_seconds")); v != nil {
 		_ = json.Unmarshal(v, &cfg.ArtifactRetentionSeconds)
+	}
+	if v := b.Get([]byte("unknown_recipients")); v != nil {
+		_ = json.Unmarshal(v, &cfg.UnknownRecipients)
 	}
 	return cfg
 }

@@ -33,9 +33,16 @@ var (
 // so no client shows a package or an operation's name.
 type NotFoundError struct {
 	What string // what is missing, and why if it helps: "message msg-x", `no lock on "a.go" (released, or never granted)`
+	// Hint, when set, follows: what to do ("register the agent, …").
+	Hint string
 }
 
-func (e *NotFoundError) Error() string { return e.What + ": not found" }
+func (e *NotFoundError) Error() string {
+	if e.Hint != "" {
+		return e.What + ": not found; " + e.Hint
+	}
+	return e.What + ": not found"
+}
 
 // Unwrap lets errors.Is(err, ErrNotFound) match.
 func (e *NotFoundError) Unwrap() error { return ErrNotFound }

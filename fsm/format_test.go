@@ -217,7 +217,34 @@ const (
 	afterNodeEventIDs  = "after-node-event-ids "
 	afterAgentLeases   = "after-agent-leases "
 	afterClusterID     = "after-cluster-id "
+	afterSenders       = "after-senders "
 )
+
+// sendersBucket reports whether name is the senders bucket, which only
+// formatKnownNamesLog fills (entries flagged known_names).
+func sendersBucket(name string) bool { return name == "senders" }
+
+// formatKnownNamesLog is the fixed tail after the cluster id that touches
+// the known names, from index start+1 and time ts on: a flagged send from
+// an agent that never sent (recorded, and registered by the send), one
+// back, one to a name no one answers to (refused: entry 3), the setting
+// accept, and the same send then stored.
+func formatKnownNamesLog(tb testing.TB, start uint64, ts int64) []*raft.Log {
+	tb.Helper()
+	l := &entryLog{tb: tb, idx: start, ts: ts}
+	ms := time.Millisecond
+	msg := func(n int, from string, to ...string) SendCommand {
+		m := testMessage(fmt.Sprintf("msg-20261122-090000-%s-%08x", from, n), "general", "known names")
+		m.From, m.To = from, to
+		return SendCommand{Message: m, KnownNames: true}
+	}
+	l.add(ms, OpSend, msg(1, "newbie", "rita"))
+	l.add(ms, OpSend, msg(2, "rita", "newbie"))
+	l.add(ms, OpSend, msg(3, "rita", "ghost"))
+	l.add(ms, OpSetConfig, SetConfigCommand{Key: "unknown_recipients", Value: json.RawMessage(`"accept"`)})
+	l.add(ms, OpSend, msg(3, "rita", "ghost"))
+	return l.logs
+}
 
 // agentLeaseBucket reports whether name is the agent lease bucket, which
 // only formatAgentLeaseLog fills.
@@ -365,7 +392,7 @@ func bucketDigests(tb testing.TB, f *FSM) []string {
 // snapshots are read by the current code, so a change here is a change of
 // the on-disk format and needs a migration, not a new golden file.
 //
-// The golden file has eight parts: the buckets but the task, approval and
+// The golden file has ten parts: the buckets but the task, approval and
 // policy ones after formatLog (the lines written before tasks existed,
 // unchanged), then, prefixed "after-tasks ", every bucket but the
 // approval and policy ones after formatTaskLog too (the lines written
@@ -381,9 +408,12 @@ func bucketDigests(tb testing.TB, f *FSM) []string {
 // had ids, unchanged), then, prefixed "after-node-event-ids ", every
 // bucket but the agent leases after a node event proposed twice under one
 // id (the lines written before agent leases existed, unchanged), then,
-// prefixed "after-agent-leases ", every bucket after formatAgentLeaseLog,
-// then, prefixed "after-cluster-id ", every bucket after the cluster id
-// was fixed (OpClusterID).
+// prefixed "after-agent-leases ", every bucket but the senders after
+// formatAgentLeaseLog,
+// then, prefixed "after-cluster-id ", every bucket but the senders after
+// the cluster id was fixed (OpClusterID) (the lines written before
+// senders were recorded, unchanged), then, prefixed "after-senders ",
+// every bucket after formatKnownNamesLog.
 func TestStateFormatUnchanged(t *testing.T) {
 	f, _ := openTemp(t)
 	logs := formatLog(t)
@@ -397,7 +427,7 @@ func TestStateFormatUnchanged(t *testing.T) {
 	}
 	var got []string
 	for _, line := range bucketDigests(t, f) {
-		if name := strings.Fields(line)[0]; !taskBucket(name) && !approvalBucket(name) && !policyBucket(name) && !artifactBucket(name) && !nodeEventIDBucket(name) && !agentLeaseBucket(name) {
+		if name := strings.Fields(line)[0]; !taskBucket(name) && !approvalBucket(name) && !policyBucket(name) && !artifactBucket(name) && !nodeEventIDBucket(name) && !agentLeaseBucket(name) && !sendersBucket(name) {
 			got = append(got, line)
 		}
 	}
@@ -408,7 +438,7 @@ func TestStateFormatUnchanged(t *testing.T) {
 		}
 	}
 	for _, line := range bucketDigests(t, f) {
-		if name := strings.Fields(line)[0]; !approvalBucket(name) && !policyBucket(name) && !artifactBucket(name) && !nodeEventIDBucket(name) && !agentLeaseBucket(name) {
+		if name := strings.Fields(line)[0]; !approvalBucket(name) && !policyBucket(name) && !artifactBucket(name) && !nodeEventIDBucket(name) && !agentLeaseBucket(name) && !sendersBucket(name) {
 			got = append(got, afterTasks+line)
 		}
 	}
@@ -420,7 +450,7 @@ func TestStateFormatUnchanged(t *testing.T) {
 		}
 	}
 	for _, line := range bucketDigests(t, f) {
-		if name := strings.Fields(line)[0]; !policyBucket(name) && !artifactBucket(name) && !nodeEventIDBucket(name) && !agentLeaseBucket(name) {
+		if name := strings.Fields(line)[0]; !policyBucket(name) && !artifactBucket(name) && !nodeEventIDBucket(name) && !agentLeaseBucket(name) && !sendersBucket(name) {
 			got = append(got, afterApprovals+line)
 		}
 	}
@@ -432,7 +462,7 @@ func TestStateFormatUnchanged(t *testing.T) {
 		}
 	}
 	for _, line := range bucketDigests(t, f) {
-		if name := strings.Fields(line)[0]; !artifactBucket(name) && !nodeEventIDBucket(name) && !agentLeaseBucket(name) {
+		if name := strings.Fields(line)[0]; !artifactBucket(name) && !nodeEventIDBucket(name) && !agentLeaseBucket(name) && !sendersBucket(name) {
 			got = append(got, afterPolicies+line)
 		}
 	}
@@ -444,7 +474,7 @@ func TestStateFormatUnchanged(t *testing.T) {
 		}
 	}
 	for _, line := range bucketDigests(t, f) {
-		if name := strings.Fields(line)[0]; !artifactBucket(name) && !nodeEventIDBucket(name) && !agentLeaseBucket(name) {
+		if name := strings.Fields(line)[0]; !artifactBucket(name) && !nodeEventIDBucket(name) && !agentLeaseBucket(name) && !sendersBucket(name) {
 			got = append(got, afterReceiptStates+line)
 		}
 	}
@@ -456,7 +486,7 @@ func TestStateFormatUnchanged(t *testing.T) {
 		}
 	}
 	for _, line := range bucketDigests(t, f) {
-		if name := strings.Fields(line)[0]; !nodeEventIDBucket(name) && !agentLeaseBucket(name) {
+		if name := strings.Fields(line)[0]; !nodeEventIDBucket(name) && !agentLeaseBucket(name) && !sendersBucket(name) {
 			got = append(got, afterArtifacts+line)
 		}
 	}
@@ -472,7 +502,7 @@ func TestStateFormatUnchanged(t *testing.T) {
 		}
 	}
 	for _, line := range bucketDigests(t, f) {
-		if !agentLeaseBucket(strings.Fields(line)[0]) {
+		if name := strings.Fields(line)[0]; !agentLeaseBucket(name) && !sendersBucket(name) {
 			got = append(got, afterNodeEventIDs+line)
 		}
 	}
@@ -485,10 +515,9 @@ func TestStateFormatUnchanged(t *testing.T) {
 		}
 	}
 	for _, line := range bucketDigests(t, f) {
-		if strings.Contains(line, " 0 ") {
-			t.Errorf("the format logs leave bucket %s empty: they pin nothing there", strings.Fields(line)[0])
+		if !sendersBucket(strings.Fields(line)[0]) {
+			got = append(got, afterAgentLeases+line)
 		}
-		got = append(got, afterAgentLeases+line)
 	}
 	// The cluster's id, fixed once (the same id again changes nothing,
 	// another is refused).
@@ -506,7 +535,25 @@ func TestStateFormatUnchanged(t *testing.T) {
 		t.Fatalf("cluster id %q after fixing it and refusing another", id)
 	}
 	for _, line := range bucketDigests(t, f) {
-		got = append(got, afterClusterID+line)
+		if !sendersBucket(strings.Fields(line)[0]) {
+			got = append(got, afterClusterID+line)
+		}
+	}
+	// Known names: flagged sends record their senders; names no one
+	// answers to are refused, then accepted under unknown_recipients
+	// accept.
+	lastID := cl.logs[len(cl.logs)-1]
+	known := formatKnownNamesLog(t, lastID.Index, cl.ts+int64(24*time.Hour))
+	for i, r := range f.ApplyBatch(known) {
+		if _, failed := r.(error); failed != (i == 2) {
+			t.Fatalf("known names entry %d: %v", i+1, r)
+		}
+	}
+	for _, line := range bucketDigests(t, f) {
+		if strings.Contains(line, " 0 ") {
+			t.Errorf("the format logs leave bucket %s empty: they pin nothing there", strings.Fields(line)[0])
+		}
+		got = append(got, afterSenders+line)
 	}
 	path := filepath.Join("testdata", "state_format.golden")
 	if *updateFormat {

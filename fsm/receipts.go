@@ -26,6 +26,12 @@ const (
 	ReceiptDelivered = "delivered" // in the recipient's inbox
 	ReceiptRead      = "read"      // the recipient marked it read
 	ReceiptAnswered  = "answered"  // a reply from the recipient arrived
+	// ReceiptNoSuchAgent: in the inbox of a name no agent answers to
+	// (neither registered nor a sender nor a token's agent; known.go),
+	// decided when the receipts are read: stored under
+	// unknown_recipients accept, or before names were checked. It reads
+	// delivered once such an agent exists.
+	ReceiptNoSuchAgent = "no_such_agent"
 )
 
 type receiptRec struct {
@@ -127,11 +133,12 @@ func blockedOf(tx *bbolt.Tx, seq uint64) []BlockedRecipient {
 // recipient's watcher reported (OpReceiptState): interrupted (typed into
 // the agent's pane after interrupting it), delivered (typed into its pane
 // or handed to its CLI), queued (held until the agent is idle); and
-// delivered (in the inbox) when no watcher reported anything. DeliveredAt
+// delivered (in the inbox) when no watcher reported anything, or
+// no_such_agent when no agent answers to the recipient's name. DeliveredAt
 // is when it reached the inbox, TypedAt when the watcher delivered it.
 type Receipt struct {
 	Agent         string    `json:"agent"`
-	State         string    `json:"state"` // blocked, queued, delivered, interrupted, read or answered
+	State         string    `json:"state"` // blocked, no_such_agent, queued, delivered, interrupted, read or answered
 	DeliveredAt   time.Time `json:"delivered_at,omitzero"`
 	QueuedAt      time.Time `json:"queued_at,omitzero"`
 	TypedAt       time.Time `json:"typed_at,omitzero"`
@@ -145,8 +152,12 @@ type Receipt struct {
 // Reached reports whether the receipt got to state (delivered, read or
 // answered): an answered message counts as read, a read one as delivered.
 // A message its watcher reported queued is delivered only once the
-// watcher typed it. A blocked receipt reaches nothing.
+// watcher typed it. A blocked receipt reaches nothing, nor does one of
+// no_such_agent.
 func (r Receipt) Reached(state string) bool {
+	if r.State == ReceiptNoSuchAgent {
+		return false
+	}
 	switch state {
 	case ReceiptDelivered:
 		if !r.QueuedAt.IsZero() && r.TypedAt.IsZero() {
@@ -170,7 +181,9 @@ type Receipts struct {
 }
 
 // Receipts returns the receipts of the message id (one per resolved
-// recipient), or an error wrapping ErrNotFound.
+// recipient), or an error wrapping ErrNotFound. A receipt that would read
+// delivered (in the inbox, nothing reported) for a name no agent answers
+// to reads no_such_agent.
 func (f *FSM) Receipts(id string) (Receipts, error) {
 	out := Receipts{ID: id, Receipts: []Receipt{}}
 	err := f.view(func(tx *bbolt.Tx) error {
@@ -184,6 +197,7 @@ func (f *FSM) Receipts(id string) (Receipts, error) {
 			return fmt.Errorf("fsm: receipts of %s: %w", id, err)
 		}
 		out.From = m.From
+		book := agentBook{tx: tx}
 		prefix := u64(out.Seq)
 		c := tx.Bucket(bucketReceipts).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
@@ -191,7 +205,11 @@ func (f *FSM) Receipts(id string) (Receipts, error) {
 			if err := json.Unmarshal(v, &r); err != nil {
 				return fmt.Errorf("fsm: receipts of %s: %s: %w", id, k[8:], err)
 			}
-			out.Receipts = append(out.Receipts, r.public(string(k[8:])))
+			p := r.public(string(k[8:]))
+			if p.State == ReceiptDelivered && r.TypedAt == 0 && !book.known(p.Agent) {
+				p.State = ReceiptNoSuchAgent
+			}
+			out.Receipts = append(out.Receipts, p)
 		}
 		return nil
 	})

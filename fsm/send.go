@@ -37,6 +37,12 @@ type SendCommand struct {
 	// reply to a message its sender may not read is stored as a reply to
 	// an unknown id (nothing of the hidden message is copied onto it).
 	ReadsAll bool `json:"reads_all,omitempty"`
+	// KnownNames is set by the node that accepts a client's send
+	// (Addressing): apply refuses a "to" naming an agent, role or
+	// capability no one answers to, unless unknown_recipients is accept,
+	// and records the sender (known.go). An entry without it (committed
+	// by an older build) applies as it always did.
+	KnownNames bool `json:"known_names,omitempty"`
 }
 
 // SendResult is what applying a send returns: where the message is stored.
@@ -76,6 +82,10 @@ func contentHash(m *Message, interrupt bool) ([32]byte, error) {
 //     interrupt (checkInterrupt), whether or not its id is stored;
 //   - an id stored before answers its original place (same content) or is a
 //     conflict (other content);
+//   - with known_names (set by the node that accepted a client's send),
+//     a "to" naming an agent, role or capability no one answers to is a
+//     *NotFoundError naming each, unless unknown_recipients is accept
+//     (checkKnown);
 //   - an artifact id in content.artifacts that is not stored is a
 //     *FieldError on that entry (UnknownArtifactError);
 //   - a reply gets its thread (fillThread); a reply to a private message
@@ -97,7 +107,8 @@ func contentHash(m *Message, interrupt bool) ([32]byte, error) {
 // sent without one, an inbox entry and a "delivered" receipt per delivered
 // recipient, a "blocked" receipt per blocked one, its thread entry, the
 // "answered" receipt on its parent, a MESSAGE audit line, its BLOCKED
-// lines and, if it was rerouted, a REROUTED line. Each distinct artifact
+// lines and, if it was rerouted, a REROUTED line; with known_names, its
+// sender is recorded as one (recordSender). Each distinct artifact
 // it names counts it once in its Refs. The audit lines of a
 // private message carry its readers (markPrivate).
 //
@@ -146,6 +157,14 @@ func (f *FSM) send(tx *bbolt.Tx, index uint64, ts int64, cmd *SendCommand, forTa
 	}
 	if prev, ok := getID(tx, m.ID); ok {
 		return resend(tx, &m, prev, sum)
+	}
+	// A client's send that carries known_names names only agents, roles
+	// and capabilities someone answers to (known.go); a task's or an
+	// approval's message was checked by its command.
+	if cmd.KnownNames && !forTask {
+		if err := checkKnown(tx, "to", m.From, m.To); err != nil {
+			return nil, fmt.Errorf("fsm: apply send: %w", err)
+		}
 	}
 	// What the sender may read: a client's send names only artifacts and
 	// threads it reads, as its token reads them: a fork's token is its
@@ -214,6 +233,9 @@ func (f *FSM) send(tx *bbolt.Tx, index uint64, ts int64, cmd *SendCommand, forTa
 	// Everything is checked: write.
 	if sender == nil && m.From != SystemSender {
 		registerBySend(tx, index, ts, &m)
+	}
+	if cmd.KnownNames {
+		recordSender(tx, m.From, index)
 	}
 	m.Seq = index
 	if m.Timestamp.IsZero() {

@@ -78,6 +78,10 @@ var (
 	// lease of the watcher that serves the agent (agent_lease.go).
 	bucketAgentLeases = []byte("agent_leases")
 
+	// bucketSenders (known.go): agent id → the 8-byte seq of its first
+	// message, for the names a command may address.
+	bucketSenders = []byte("senders")
+
 	allBuckets = [][]byte{
 		bucketMeta, bucketMessages, bucketIDs, bucketChannels, bucketChannelIndex, bucketNodes,
 		bucketAgents, bucketAgentIndex, bucketInbox, bucketInboxCounts, bucketInboxUnread, bucketReadMarks, bucketReceipts,
@@ -89,6 +93,7 @@ var (
 		bucketArtifacts, bucketArtifactIndex, bucketArtifactUsage, bucketArtifactRefs,
 		bucketNodeEventIDs,
 		bucketAgentLeases,
+		bucketSenders,
 	}
 
 	keyAppliedIndex = []byte("applied_index")

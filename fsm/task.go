@@ -255,6 +255,10 @@ type TaskCreateCommand struct {
 	MaxAttempts    int             `json:"max_attempts,omitempty"`
 	RequiresHITL   bool            `json:"requires_hitl,omitempty"`
 	Channel        string          `json:"channel,omitempty"`
+	// KnownNames is set by the node that accepts the command (Addressing):
+	// apply refuses a "to" no one answers to, unless unknown_recipients is
+	// accept (known.go). A client's value is replaced.
+	KnownNames bool `json:"known_names,omitempty" openapi:"-"`
 }
 
 // NewTaskID returns a task id: task-YYYYMMDD-HHMMSS-{from}-{8 hex digits},
@@ -474,6 +478,10 @@ type TaskHandoffCommand struct {
 	// (agent_lease.go): a watcher that lost the agent's lease cannot
 	// report the task. Zero: no check.
 	AgentFence uint64 `json:"agent_fence,omitempty"`
+	// KnownNames is set by the node that accepts the command (Addressing):
+	// apply refuses a "to" no one answers to, unless unknown_recipients is
+	// accept (known.go). A client's value is replaced.
+	KnownNames bool `json:"known_names,omitempty" openapi:"-"`
 }
 
 // Validate checks the claimant, the new assignee and the reason.

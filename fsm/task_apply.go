@@ -34,6 +34,9 @@ type taskOp struct {
 	approvals []approvalChange
 	queued    []Message
 	lines     []AuditEvent
+	// knownNames is the command's known_names flag: its message then
+	// records its sender (known.go).
+	knownNames bool
 }
 
 // taskChange is one task's transition in an entry, and the message
@@ -127,7 +130,7 @@ func (a *taskOp) commit() {
 // path (addressing, rules, inboxes, receipts, audit). A refusal (the
 // rules, strict_senders) refuses the command.
 func (a *taskOp) send(m *Message) error {
-	if _, err := a.f.send(a.tx, a.index, a.ts, &SendCommand{Message: *m}, true); err != nil {
+	if _, err := a.f.send(a.tx, a.index, a.ts, &SendCommand{Message: *m, KnownNames: a.knownNames}, true); err != nil {
 		return fmt.Errorf("its %s message: %w", m.Type, err)
 	}
 	return nil

@@ -12,6 +12,10 @@ import (
 //
 //   - an id stored before answers the original result (the same command)
 //     or is a *ConflictError (another task);
+//   - with known_names (set by the node that accepted it), a "to" no one
+//     answers to (an agent neither registered nor a sender, a role or
+//     capability no agent has) is a *NotFoundError, unless
+//     unknown_recipients is accept (checkKnown);
 //   - each dependency must exist (a *NotFoundError naming it), so the
 //     graph is acyclic by construction;
 //   - the state: failed at once (dependency_failed, naming it) when a
@@ -19,8 +23,9 @@ import (
 //     succeeded, ready otherwise;
 //   - the delegation goes through send: the creator's registration,
 //     strict_senders and the rules decide as for any message, and a
-//     refusal refuses the create. A queue no agent serves yet is fine:
-//     the message then reaches the channel alone.
+//     refusal refuses the create. A queue no agent serves yet (an
+//     entry without known_names, or under unknown_recipients accept) is
+//     fine: the message then reaches the channel alone.
 //
 // A task failed at birth also queues its completion reply to its creator.
 func (f *FSM) applyTaskCreate(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
@@ -41,6 +46,12 @@ func (f *FSM) applyTaskCreate(tx *bbolt.Tx, index uint64, ts int64, body []byte)
 		return &TaskResult{ID: cmd.ID, Seq: rec.seq, State: first.State}, nil
 	}
 
+	if cmd.KnownNames {
+		a.knownNames = true
+		if err := checkKnown(tx, "to", cmd.From, []string{cmd.To}); err != nil {
+			return nil, a.errorf(err)
+		}
+	}
 	var waiting []string
 	var broken *Task
 	for i, id := range cmd.DependsOn {

@@ -4,8 +4,9 @@ package fsm
 // Handoff): back to ready, for the new to, its claim (claimed_by, fence,
 // lease) cleared, and a handoff message from the claimant to the new
 // assignee. Only the current claimant under its current fence, its lease
-// live, hands off (checkClaimant). The message goes through send: the
-// rules may refuse it, and with it the handoff.
+// live, hands off (checkClaimant); with known_names, to someone who
+// answers (checkKnown). The message goes through send: the rules may
+// refuse it, and with it the handoff.
 //
 // A retried handoff (the same claimant, fence, assignee and reason) of
 // the claim it ended answers that handoff's result and changes nothing,
@@ -22,6 +23,12 @@ func (a *taskOp) handoff(cmd *TaskHandoffCommand, t *Task) (any, error) {
 	}
 	if err := a.checkClaimant(t, cmd.Agent, cmd.Fence); err != nil {
 		return nil, a.errorf(err)
+	}
+	if cmd.KnownNames {
+		a.knownNames = true
+		if err := checkKnown(a.tx, "to", cmd.Agent, []string{cmd.To}); err != nil {
+			return nil, a.errorf(err)
+		}
 	}
 	before := keysOf(t)
 	t.To, t.State = cmd.To, TaskReady

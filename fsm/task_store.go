@@ -138,7 +138,13 @@ func TaskNotFound(id string) error { return notFound("task %s", id) }
 
 // createSum is the SHA-256 of a create command as applied, so a retry of
 // the same create matches and another task under the same id does not.
-func createSum(c *TaskCreateCommand) [32]byte { return commandSum(c, "task "+c.ID, "create") }
+// The known_names flag is not the task's: a retry through a node of
+// another build is the same create.
+func createSum(c *TaskCreateCommand) [32]byte {
+	k := *c
+	k.KnownNames = false
+	return commandSum(&k, "task "+c.ID, "create")
+}
 
 // addTaskID records the id of a new task t (its seq set), created by a
 // command hashing to sum, and its dependency keys; putTask writes the rest.

@@ -12,7 +12,7 @@ import (
 // the ids; refusals are tool errors.
 func TestArtifactTools(t *testing.T) {
 	t.Setenv("MAOS_SHARED_CONTEXT", t.TempDir())
-	cs := connect(t, "claude")
+	cs := session(t, serveFake(t, "codex"), "claude")
 	var txt ArtifactOutput
 	if e := call(t, cs, ToolShareArtifact, map[string]any{"text": "# findings\n", "name": "findings.md"}, &txt); e != "" {
 		t.Fatal(e)

@@ -71,11 +71,12 @@ func connect(t *testing.T, agent string) *mcp.ClientSession {
 	return session(t, serveFake(t), agent)
 }
 
-// serveFake serves the API of a fake one-node cluster and returns its
-// address.
-func serveFake(t *testing.T) string {
+// serveFake serves the API of a fake one-node cluster, with agents
+// registered (those the test addresses), and returns its address.
+func serveFake(t *testing.T, agents ...string) string {
 	t.Helper()
 	svc := transporttest.New(t)
+	svc.Register(t, agents...)
 	hs := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{Blobs: svc}))
 	t.Cleanup(hs.Close)
 	return hs.Listener.Addr().String()
@@ -145,7 +146,7 @@ func call(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any,
 // ready task first), lead lists the outcome; what is not rita's to finish
 // is a tool error in the API's words.
 func TestTaskTools(t *testing.T) {
-	addr := serveFake(t)
+	addr := serveFake(t, "rita", "bob")
 	lead, rita := session(t, addr, "lead"), session(t, addr, "rita")
 	var created TaskOutput
 	if e := call(t, lead, ToolCreateTask, map[string]any{"to": "rita", "title": "review PR 12", "description": "in #review"}, &created); e != "" {
@@ -200,6 +201,7 @@ func TestTaskTools(t *testing.T) {
 // list_tasks shows; an action with another status is refused.
 func TestCompleteTaskRequiresApproval(t *testing.T) {
 	svc := transporttest.New(t)
+	svc.Register(t, "rita")
 	// Once armed, the reads of a task after a completion fail.
 	var armed, completed atomic.Bool
 	api := transport.NewServer(svc, transport.ServerOptions{})
@@ -248,5 +250,18 @@ func TestCompleteTaskRequiresApproval(t *testing.T) {
 	if e := call(t, rita, ToolCompleteTask, map[string]any{"id": created.ID, "status": "requires_approval", "result": "x"}, &TaskOutput{}); !strings.Contains(e, "reading its approval failed") ||
 		!strings.Contains(e, "no leader") {
 		t.Errorf("complete_task, the task unreadable afterwards: %q", e)
+	}
+}
+
+// send_message to a name no agent answers to is a tool error in the API's
+// words: the name, the closest known one and what to do.
+func TestSendToUnknownName(t *testing.T) {
+	cs := session(t, serveFake(t, "supervisor"), "lead")
+	var sent SendOutput
+	e := call(t, cs, ToolSend, map[string]any{"to": []string{"supervsior"}, "text": "status?"}, &sent)
+	for _, want := range []string{`agent "supervsior" (not registered, never sent; did you mean supervisor?)`, "unknown_recipients accept"} {
+		if !strings.Contains(e, want) {
+			t.Errorf("send_message to supervsior: %q, want a tool error saying %q", e, want)
+		}
 	}
 }

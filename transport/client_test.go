@@ -34,6 +34,7 @@ func TestNewClientAddr(t *testing.T) {
 // checks both what the service received and what the client returned.
 func TestClientRoundTrip(t *testing.T) {
 	f := transporttest.New(t)
+	base := f.Register(t, "bob") // whom the messages are to: seqs start after
 	srv := serve(t, f, transport.ServerOptions{})
 	// A bare host:port, as operators give it.
 	c := transport.NewClient(strings.TrimPrefix(srv.URL, "http://"), nil)
@@ -45,19 +46,19 @@ func TestClientRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("send %d: %v", i+1, err)
 		}
-		if res.Seq != uint64(i+1) || res.ID != fmt.Sprintf("m%d", i+1) || res.Timestamp.IsZero() {
+		if res.Seq != base+uint64(i+1) || res.ID != fmt.Sprintf("m%d", i+1) || res.Timestamp.IsZero() {
 			t.Fatalf("send %d answered %+v", i+1, res)
 		}
 		sent = append(sent, res)
 	}
 	// Idempotent retry through the client.
-	if res, err := c.Send(ctx, msg("m2", "alice", "general", "text 2", "bob")); err != nil || res.Seq != 2 {
+	if res, err := c.Send(ctx, msg("m2", "alice", "general", "text 2", "bob")); err != nil || res.Seq != base+2 {
 		t.Fatalf("retry of m2: %+v, %v; want seq 2", res, err)
 	}
 	// A message without id gets one from the server. (The retry took
 	// index 5 of the log, as a retry does in a cluster.)
 	res, err := c.Send(ctx, msg("", "carol", "ops", "no id", "all"))
-	if err != nil || !strings.HasPrefix(res.ID, "msg-") || !strings.Contains(res.ID, "-carol-") || res.Seq != 6 {
+	if err != nil || !strings.HasPrefix(res.ID, "msg-") || !strings.Contains(res.ID, "-carol-") || res.Seq != base+6 {
 		t.Fatalf("send without id: %+v, %v", res, err)
 	}
 
@@ -65,18 +66,18 @@ func TestClientRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.ID != "m3" || m.Seq != 3 || m.Channel != "ops" || m.Content.Text != "text 3" || !m.Timestamp.Equal(sent[2].Timestamp) ||
+	if m.ID != "m3" || m.Seq != base+3 || m.Channel != "ops" || m.Content.Text != "text 3" || !m.Timestamp.Equal(sent[2].Timestamp) ||
 		m.Priority != "normal" || m.Type != "chat" {
 		t.Errorf("message m3 = %+v", m)
 	}
 	if _, err := c.Message(ctx, "m3", transport.Strong); err != nil {
 		t.Fatal(err)
 	}
-	page, err := c.ChannelPage(ctx, "general", 1, 1, transport.Strong)
+	page, err := c.ChannelPage(ctx, "general", base+1, 1, transport.Strong)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(page.Messages) != 1 || page.Messages[0].Seq != 2 || !page.HasMore {
+	if len(page.Messages) != 1 || page.Messages[0].Seq != base+2 || !page.HasMore {
 		t.Errorf("page after 1 limit 1 = %+v", page)
 	}
 	page, err = c.ChannelPage(ctx, "general", 0, 0, "")
@@ -100,7 +101,7 @@ func TestClientRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantChans := []fsm.ChannelInfo{{Name: "general", Count: 3, FirstSeq: 1, LastSeq: 4}, {Name: "ops", Count: 2, FirstSeq: 3, LastSeq: 6}}
+	wantChans := []fsm.ChannelInfo{{Name: "general", Count: 3, FirstSeq: base + 1, LastSeq: base + 4}, {Name: "ops", Count: 2, FirstSeq: base + 3, LastSeq: base + 6}}
 	if !slices.Equal(chans, wantChans) {
 		t.Errorf("channels %+v, want %+v", chans, wantChans)
 	}
@@ -435,6 +436,7 @@ func TestClientCanceledContext(t *testing.T) {
 // gets its own seq, 1..n without gaps.
 func TestClientConcurrentSends(t *testing.T) {
 	f := transporttest.New(t)
+	base := f.Register(t, "bob")
 	srv := serve(t, f, transport.ServerOptions{})
 	c := transport.NewClient(srv.URL, nil)
 	const workers, each = 8, 16
@@ -468,8 +470,8 @@ func TestClientConcurrentSends(t *testing.T) {
 		t.Fatalf("%d sends succeeded, want %d", len(got), workers*each)
 	}
 	for i, s := range got {
-		if s != uint64(i+1) {
-			t.Fatalf("seqs %v are not 1..%d", got, workers*each)
+		if s != base+uint64(i+1) {
+			t.Fatalf("seqs %v are not %d..%d", got, base+1, base+workers*each)
 		}
 	}
 }

@@ -16,9 +16,13 @@ import (
 // table for every command), is checked (fsm.CheckText: UTF-8, control
 // characters, JSON depth) and run through the secret guard, then the
 // command is proposed. Both happen once, on the node that accepted the
-// request, never in apply. The handler has decoded, admitted and
-// validated body before; a body fsm does not declare is refused (500), so
-// no command reaches the log unscanned.
+// request, never in apply. A command that addresses agents by name
+// (fsm.Addressing: a send, an interrupt, a task's create and handoff, an
+// approval's request) is flagged known_names, so apply refuses names no
+// one answers to (unless the cluster setting unknown_recipients is
+// accept). The handler has decoded, admitted and validated body before; a
+// body fsm does not declare is refused (500), so no command reaches the
+// log unscanned.
 func (s *Server) commit(r *http.Request, op fsm.Op, body any) (json.RawMessage, error) {
 	body = addressable(body)
 	ft, ok := body.(fsm.FreeTexter)
@@ -31,6 +35,9 @@ func (s *Server) commit(r *http.Request, op fsm.Op, body any) (json.RawMessage, 
 	}
 	if err := s.guardText(r, body, fields); err != nil {
 		return nil, err
+	}
+	if a, ok := body.(fsm.Addressing); ok {
+		a.CheckNames()
 	}
 	return s.prop.Apply(r.Context(), op, body)
 }

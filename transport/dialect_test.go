@@ -29,6 +29,8 @@ func seedBody(t *testing.T, name string) string {
 // refusing unknown fields.
 func TestSendSeedDialects(t *testing.T) {
 	svc := transporttest.New(t)
+	// The agents the seeds' messages are to.
+	svc.Register(t, "codex", "orchestrator", "developer_agent", "agent_engineer_002")
 	srv := serve(t, svc, transport.ServerOptions{})
 	post := func(body string) transport.SendResponse {
 		t.Helper()

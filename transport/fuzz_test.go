@@ -108,6 +108,11 @@ func FuzzSendBody(f *testing.F) {
 			if rec.Code == http.StatusRequestEntityTooLarge && len(body) <= maxBytes {
 				t.Fatalf("413 for %d bytes, limit %d", len(body), maxBytes)
 			}
+		case http.StatusNotFound:
+			// The state machine refused names no one answers to.
+			if code, message := errorOf(t, out); code != transport.CodeNotFound || !strings.HasPrefix(message, "to: ") || reached != 1 {
+				t.Fatalf("404 %s %q after %d service calls, want not_found naming \"to\" after 1", code, message, reached)
+			}
 		default:
 			t.Fatalf("status %d: %s", rec.Code, out)
 		}

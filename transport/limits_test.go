@@ -3,6 +3,7 @@ package transport_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -30,6 +31,16 @@ func sendBody(from string, n int) string {
 	return fmt.Sprintf(`{"from":%q,"to":[%s],"channel":"ops","content":{"text":"hi"}}`, from, strings.Join(to, ","))
 }
 
+// limitsFake is a one-node backend with the agents sendBody addresses
+// for up to 4 recipients registered (r0..r3): sends may name only agents
+// someone answers to.
+func limitsFake(t *testing.T) *transporttest.Service {
+	t.Helper()
+	f := transporttest.New(t)
+	f.Register(t, "r0", "r1", "r2", "r3")
+	return f
+}
+
 // asAgent serves h with the identity named by the X-Test-Agent header (as
 // the auth layer would set it), for tests of the identity-keyed limits.
 func asAgent(h http.Handler, role transport.Role) http.Handler {
@@ -45,7 +56,7 @@ func asAgent(h http.Handler, role transport.Role) http.Handler {
 // an error naming the limit; the refused send never reaches the service;
 // other agents are unaffected; once the bucket refills it may send again.
 func TestSendRateLimit(t *testing.T) {
-	fake := transporttest.New(t)
+	fake := limitsFake(t)
 	srv := serve(t, fake, transport.ServerOptions{Limits: transport.Limits{SendRate: 2, SendBurst: 2}})
 	url := srv.URL + "/v1/messages"
 	for i := range 2 {
@@ -75,7 +86,7 @@ func TestSendRateLimit(t *testing.T) {
 
 	// The client turns the 429 into ErrRateLimited carrying the delay.
 	c := transport.NewClient(srv.URL, nil)
-	m := &fsm.Message{From: "w1", To: []string{"x"}, Channel: "ops", Content: fsm.Content{Text: "hi"}}
+	m := &fsm.Message{From: "w1", To: []string{"r0"}, Channel: "ops", Content: fsm.Content{Text: "hi"}}
 	_, err := c.Send(context.Background(), m)
 	if !errors.Is(err, transport.ErrRateLimited) || transport.RetryAfter(err) != time.Second {
 		t.Fatalf("client send over the limit: err = %v (retry after %v), want ErrRateLimited after 1s", err, transport.RetryAfter(err))
@@ -103,7 +114,7 @@ func TestSendRateLimit(t *testing.T) {
 // Retry-After rounds the wait up to whole seconds: at 0.25/s the next token
 // is 4 s away.
 func TestSendRateRetryAfterRoundsUp(t *testing.T) {
-	srv := serve(t, transporttest.New(t), transport.ServerOptions{Limits: transport.Limits{SendRate: 0.25}})
+	srv := serve(t, limitsFake(t), transport.ServerOptions{Limits: transport.Limits{SendRate: 0.25}})
 	url := srv.URL + "/v1/messages"
 	if r := do(t, "POST", url, sendBody("w1", 1), nil); r.status != http.StatusOK {
 		t.Fatalf("first send = %d %s", r.status, r.body)
@@ -120,7 +131,7 @@ func TestSendRateRetryAfterRoundsUp(t *testing.T) {
 // A forwarded send was limited by the node that took it: the leader
 // neither refuses it nor charges it to the agent's bucket.
 func TestSendRateSkipsForwarded(t *testing.T) {
-	fake := transporttest.New(t)
+	fake := limitsFake(t)
 	srv := serve(t, fake, transport.ServerOptions{Limits: transport.Limits{SendRate: 0.01, SendBurst: 1}})
 	url := srv.URL + "/v1/messages"
 	fwd := http.Header{transport.HeaderForwarded: {"1"}}
@@ -148,7 +159,7 @@ func TestSendRateForgedForwardIsLimited(t *testing.T) {
 		{transport.RoleModerator, http.StatusTooManyRequests},
 		{transport.RoleAdmin, http.StatusOK},
 	} {
-		srv := httptest.NewServer(asAgent(transport.NewServer(transporttest.New(t), transport.ServerOptions{
+		srv := httptest.NewServer(asAgent(transport.NewServer(limitsFake(t), transport.ServerOptions{
 			Logger: discard, Limits: transport.Limits{SendRate: 0.01, SendBurst: 1}}), tc.role))
 		h := http.Header{"X-Test-Agent": {"w1"}, transport.HeaderForwarded: {"1"}}
 		do(t, "POST", srv.URL+"/v1/messages", sendBody("w1", 1), h)
@@ -161,7 +172,7 @@ func TestSendRateForgedForwardIsLimited(t *testing.T) {
 
 // With auth the bucket is the identity's agent, whatever "from" says.
 func TestSendRateKeysOnIdentity(t *testing.T) {
-	srv := httptest.NewServer(asAgent(transport.NewServer(transporttest.New(t), transport.ServerOptions{
+	srv := httptest.NewServer(asAgent(transport.NewServer(limitsFake(t), transport.ServerOptions{
 		Logger: discard, Limits: transport.Limits{SendRate: 0.01, SendBurst: 1}}), transport.RoleAdmin))
 	t.Cleanup(srv.Close)
 	h := http.Header{"X-Test-Agent": {"ops"}}
@@ -179,7 +190,7 @@ func TestSendRateKeysOnIdentity(t *testing.T) {
 
 // An interrupt draws on the same bucket as sends.
 func TestInterruptIsRateLimited(t *testing.T) {
-	fake := transporttest.New(t)
+	fake := limitsFake(t)
 	newStreamState(t, fake)
 	srv := serve(t, fake, transport.ServerOptions{Limits: transport.Limits{SendRate: 0.01, SendBurst: 1}})
 	if r := do(t, "POST", srv.URL+"/v1/messages", sendBody("boss", 1), nil); r.status != http.StatusOK {
@@ -293,7 +304,13 @@ func TestMaxRecipients(t *testing.T) {
 		{0, fsm.MaxRecipients, http.StatusOK, ""},
 		{0, fsm.MaxRecipients + 1, http.StatusBadRequest, fmt.Sprintf("at most %d", fsm.MaxRecipients)},
 	} {
-		fake := transporttest.New(t)
+		fake := limitsFake(t)
+		// The bound counts names: up to fsm.MaxRecipients of them, more
+		// than a test registers, so names no one answers to are let
+		// through here.
+		if _, err := fake.ApplyCommand(fsm.OpSetConfig, fsm.SetConfigCommand{Key: "unknown_recipients", Value: json.RawMessage(`"accept"`)}); err != nil {
+			t.Fatal(err)
+		}
 		srv := serve(t, fake, transport.ServerOptions{Limits: transport.Limits{MaxRecipients: tc.limit}})
 		r := do(t, "POST", srv.URL+"/v1/messages", sendBody("w1", tc.n), nil)
 		if r.status != tc.want {
@@ -345,7 +362,7 @@ func TestLimitsValidate(t *testing.T) {
 			t.Errorf("NewServer with a negative burst: panic %v, want one naming SendBurst", p)
 		}
 	}()
-	transport.NewServer(transporttest.New(t), transport.ServerOptions{Limits: transport.Limits{SendBurst: -1}})
+	transport.NewServer(limitsFake(t), transport.ServerOptions{Limits: transport.Limits{SendBurst: -1}})
 }
 
 func TestDefaultSendBurst(t *testing.T) {
@@ -387,7 +404,7 @@ func openStream(t *testing.T, c *transport.Client, q transport.StreamQuery) (clo
 // Streams past the per-agent cap get 429 with Retry-After; the count is per
 // agent; closing a stream frees its slot.
 func TestMaxStreamsPerAgent(t *testing.T) {
-	fake := transporttest.New(t)
+	fake := limitsFake(t)
 	newStreamState(t, fake)
 	srv := serve(t, fake, transport.ServerOptions{Limits: transport.Limits{MaxStreamsPerAgent: 2}})
 	c := transport.NewClient(srv.URL, nil)
@@ -442,7 +459,7 @@ func TestMaxStreamsPerAgent(t *testing.T) {
 // A stream with no agent counts against its client's IP without auth, and
 // against the identity's agent with it.
 func TestMaxStreamsKeys(t *testing.T) {
-	fake := transporttest.New(t)
+	fake := limitsFake(t)
 	newStreamState(t, fake)
 	srv := httptest.NewServer(asAgent(transport.NewServer(fake, transport.ServerOptions{
 		Logger: discard, Limits: transport.Limits{MaxStreamsPerAgent: 1}}), transport.RoleModerator))
@@ -498,7 +515,7 @@ func bounded(t *testing.T, r *http.Request) *http.Request {
 // test.
 func TestEveryRouteCapsItsBody(t *testing.T) {
 	const maxMsg = 1000
-	fake := transporttest.New(t)
+	fake := limitsFake(t)
 	newStreamState(t, fake) // handlers that read the state have one
 	const maxArtifact = 1 << 20
 	s := transport.NewServer(fake, transport.ServerOptions{Logger: discard, MaxMessageBytes: maxMsg,
@@ -582,7 +599,7 @@ func TestEveryRouteCapsItsBody(t *testing.T) {
 
 // A chunked body (no Content-Length) is capped while the handler reads it.
 func TestChunkedBodyCapped(t *testing.T) {
-	s := transport.NewServer(transporttest.New(t), transport.ServerOptions{Logger: discard, MaxMessageBytes: 1000})
+	s := transport.NewServer(limitsFake(t), transport.ServerOptions{Logger: discard, MaxMessageBytes: 1000})
 	for _, tc := range []struct {
 		method, path string
 		size         int
@@ -611,7 +628,7 @@ func TestForwardCeilingFollowsMaxMessageBytes(t *testing.T) {
 		{100 << 10, 2 << 20},
 		{1 << 20, 8 << 20},
 	} {
-		s := transport.NewServer(transporttest.New(t), transport.ServerOptions{Logger: discard, MaxMessageBytes: tc.maxMsg})
+		s := transport.NewServer(limitsFake(t), transport.ServerOptions{Logger: discard, MaxMessageBytes: tc.maxMsg})
 		for _, rt := range s.Routes() {
 			if rt.Pattern == "POST /v1/internal/entry" && rt.MaxBodyBytes != tc.want {
 				t.Errorf("max message %d: %s ceiling %d, want %d", tc.maxMsg, rt.Pattern, rt.MaxBodyBytes, tc.want)

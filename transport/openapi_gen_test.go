@@ -114,7 +114,7 @@ func ops() []op {
 		{pattern: "POST /v1/messages", summary: "send a message (or one in a seed's format, or seed 004's task_delegation, task_completion and hitl_approval_request)",
 			query: []param{{"agent_fence", "integer", "the fence of the sender's agent lease (a watcher's reply): refused with 409 `fenced` unless it is the current grant's; absent, no check", false}},
 			body:  &body{schema: obj{"anyOf": []any{ref("MessageInput"), obj{"type": "object", "description": "a message in one of the seeds' formats (dialect.Map), a task_delegation or task_completion (answered with TaskMessageResponse) or an hitl_approval_request (ApprovalMessageResponse)"}}}},
-			errs:  []int{409, 422, 429}},
+			errs:  []int{404, 409, 422, 429}}, // 404: a name no one answers to (unknown_recipients)
 		{pattern: "GET /v1/messages/{id}", summary: "one message", query: []param{pCons}, resp: fsm.Message{}},
 		{pattern: "GET /v1/messages/{id}/receipts", summary: "a message's delivery receipts", query: []param{pCons}, resp: fsm.Receipts{}},
 		{pattern: "GET /v1/channels", summary: "the channels with their counts", query: []param{pCons}, resp: transport.ChannelsResponse{}},
@@ -128,7 +128,7 @@ func ops() []op {
 			media:   "text/event-stream", schema: obj{"type": "string", "description": "event: message|task|approval|ready; id: the entry's index; data: the message, {event,task} (fsm.TaskUpdate) or {event,approval} (fsm.ApprovalUpdate)"},
 			errs: []int{429}},
 
-		{pattern: "POST /v1/tasks", summary: "create a task", body: &body{v: fsm.TaskCreateCommand{}, required: []string{"from", "to", "title"}}, resp: fsm.TaskResult{}, errs: []int{409, 422, 429}},
+		{pattern: "POST /v1/tasks", summary: "create a task", body: &body{v: fsm.TaskCreateCommand{}, required: []string{"from", "to", "title"}}, resp: fsm.TaskResult{}, errs: []int{404, 409, 422, 429}},
 		{pattern: "GET /v1/tasks", summary: "a page of tasks in creation order, without history",
 			query: []param{q("state", "the tasks in this state"), q("to", "assigned to"), q("from", "created by"), q("claimed_by", "held by"), pAfter, pLimit, pCons}, resp: fsm.TaskPage{}},
 		{pattern: "GET /v1/tasks/{id}", summary: "one task with its history", query: []param{pCons}, resp: fsm.Task{}},
@@ -138,7 +138,7 @@ func ops() []op {
 		{pattern: "POST /v1/tasks/{id}/handoff", summary: "hand a claimed task to another assignee", body: &body{v: fsm.TaskHandoffCommand{}, required: []string{"agent", "fence", "to"}}, resp: fsm.TaskResult{}, errs: []int{409, 422, 429}},
 		{pattern: "POST /v1/tasks/{id}/cancel", summary: "cancel a task (its creator)", body: &body{v: fsm.TaskCancelCommand{}, required: []string{"from"}}, resp: fsm.TaskResult{}, errs: []int{409, 422}},
 
-		{pattern: "POST /v1/approvals", summary: "request an approval", body: &body{v: fsm.ApprovalRequestCommand{}, required: []string{"from", "approvers", "title"}}, resp: fsm.ApprovalResult{}, errs: []int{409, 422, 429}},
+		{pattern: "POST /v1/approvals", summary: "request an approval", body: &body{v: fsm.ApprovalRequestCommand{}, required: []string{"from", "approvers", "title"}}, resp: fsm.ApprovalResult{}, errs: []int{404, 409, 422, 429}},
 		{pattern: "GET /v1/approvals", summary: "a page of approvals in creation order, without decisions",
 			query: []param{q("state", "in this state"), q("approver", "that this agent may decide (by id or role)"), q("from", "requested by"), pAfter, pLimit, pCons}, resp: fsm.ApprovalPage{}},
 		{pattern: "GET /v1/approvals/{id}", summary: "one approval with its decisions", query: []param{pCons}, resp: fsm.Approval{}},
@@ -651,7 +651,8 @@ func (g *reflector) fields(t reflect.Type, in bool, props obj, required *[]strin
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
-		if tag == "-" {
+		if tag == "-" || f.Tag.Get("openapi") == "-" {
+			// openapi:"-": a field the node sets, whatever a client sends.
 			continue
 		}
 		name, opts, _ := strings.Cut(tag, ",")

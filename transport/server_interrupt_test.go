@@ -257,6 +257,7 @@ func TestInterruptRoutesToHostingNode(t *testing.T) {
 	if _, err := entryFake.ApplyCommand(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "master", Role: "master"}); err != nil {
 		t.Fatal(err)
 	}
+	entryFake.Register(t, "claude", "ghost", "local") // their watchers registered them
 	var peers []string
 	entry := serve(t, entryFake, transport.ServerOptions{PeerClient: func(id string) (*transport.Client, error) {
 		peers = append(peers, id)

@@ -264,7 +264,7 @@ func TestMailboxBadInput(t *testing.T) {
 		{"thread bad limit", "GET", "/v1/threads/" + first.ID + "?limit=x", "", 400, transport.CodeBadRequest, "limit"},
 		{"receipts unknown", "GET", "/v1/messages/msg-nope/receipts", "", 404, transport.CodeNotFound, "msg-nope"},
 		{"send bad glob", "POST", "/v1/messages", `{"from":"codex","channel":"c","to":["eng[x"],"content":{"text":"x"}}`, 400, transport.CodeInvalid, `to[0]: "eng[x" is not a valid glob`},
-		{"send role nobody", "POST", "/v1/messages", `{"from":"codex","channel":"c","to":["role:nobody"],"content":{"text":"x"}}`, 400, transport.CodeInvalid, `"role:nobody" matches no agent`},
+		{"send role nobody", "POST", "/v1/messages", `{"from":"codex","channel":"c","to":["role:nobody"],"content":{"text":"x"}}`, 404, transport.CodeNotFound, `to: role "nobody" (no agent has it): not found; register`},
 		{"send glob nobody", "POST", "/v1/messages", `{"from":"codex","channel":"c","to":["x*"],"content":{"text":"x"}}`, 400, transport.CodeInvalid, `"x*" matches no agent`},
 		{"send oversized title", "POST", "/v1/messages", `{"from":"codex","channel":"c","to":["alice"],"title":"` + strings.Repeat("t", fsm.MaxTitleLen+1) + `","content":{"text":"x"}}`, 400, transport.CodeInvalid, "title: 1025 bytes, at most 1024"},
 	}

@@ -340,6 +340,9 @@ func TestTaskSecretGuard(t *testing.T) {
 // /v1/messages, create and complete tasks; the answer says which.
 func TestSendSeedTasks(t *testing.T) {
 	e := newTaskEnv(t)
+	// The seed's to_agent, "concierge|triage|lifecycle|scribe|community",
+	// names one agent.
+	e.svc.Register(t, "concierge-triage-lifecycle-scribe-community", "lifecycle")
 	post := func(body string) transport.TaskMessageResponse {
 		t.Helper()
 		var res transport.TaskMessageResponse

@@ -88,10 +88,12 @@ func TestSendSuccess(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := transporttest.New(t)
-			// Entry 1: the agent "role:reviewer" resolves to.
+			// Entry 1: the agent "role:reviewer" resolves to; entry 2:
+			// bob, whom the messages are to.
 			if _, err := f.ApplyCommand(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "rita", Role: "reviewer"}); err != nil {
 				t.Fatal(err)
 			}
+			f.Register(t, "bob")
 			srv := serve(t, f, transport.ServerOptions{Now: func() time.Time { return now }, MaxMessageBytes: tc.max})
 			r := do(t, "POST", srv.URL+"/v1/messages", tc.body, nil)
 			var raw map[string]json.RawMessage
@@ -103,13 +105,13 @@ func TestSendSuccess(t *testing.T) {
 			if err := json.Unmarshal(r.body, &res); err != nil {
 				t.Fatal(err)
 			}
-			if res.Seq != 2 {
-				t.Errorf("seq %d, want 2", res.Seq)
+			if res.Seq != 3 {
+				t.Errorf("seq %d, want 3", res.Seq)
 			}
 			if n := sendCalls(f); n != 1 {
 				t.Fatalf("service saw %d sends, want 1", n)
 			}
-			m := f.StoredSeq(2)
+			m := f.StoredSeq(3)
 			if m == nil {
 				t.Fatal("nothing stored")
 			}
@@ -123,21 +125,22 @@ func TestSendSuccess(t *testing.T) {
 
 func TestSendSeqAndIdempotency(t *testing.T) {
 	f := transporttest.New(t)
+	base := f.Register(t, "bob")
 	srv := serve(t, f, transport.ServerOptions{})
 	send := func(body string) reply { return do(t, "POST", srv.URL+"/v1/messages", body, nil) }
 
-	for want := uint64(1); want <= 3; want++ {
+	for n := uint64(1); n <= 3; n++ {
 		var res transport.SendResponse
-		wantOK(t, send(fmt.Sprintf(`{"id":"m%d","from":"alice","channel":"general","to":"bob","content":{"text":"n"}}`, want)), &res)
-		if res.Seq != want || res.ID != fmt.Sprintf("m%d", want) {
+		wantOK(t, send(fmt.Sprintf(`{"id":"m%d","from":"alice","channel":"general","to":"bob","content":{"text":"n"}}`, n)), &res)
+		if want := base + n; res.Seq != want || res.ID != fmt.Sprintf("m%d", n) {
 			t.Fatalf("send %d answered %+v", want, res)
 		}
 	}
 	// A retry of the same send: same seq, nothing new stored.
 	var again transport.SendResponse
 	wantOK(t, send(`{"id":"m2","from":"alice","channel":"general","to":"bob","content":{"text":"n"}}`), &again)
-	if again.Seq != 2 || again.ID != "m2" {
-		t.Errorf("retry answered %+v, want m2 at seq 2", again)
+	if again.Seq != base+2 || again.ID != "m2" {
+		t.Errorf("retry answered %+v, want m2 at seq %d", again, base+2)
 	}
 	// The same id with other content: 409.
 	msg := wantError(t, send(`{"id":"m2","from":"alice","channel":"general","to":"bob","content":{"text":"other"}}`), http.StatusConflict, transport.CodeConflict)

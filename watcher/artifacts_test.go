@@ -50,7 +50,7 @@ func putBytes(t *testing.T, cl *transport.Client, name string, b []byte) fsm.Art
 // the CLI runs; a file the CLI's artifact line names but that does not
 // exist is named in the reply instead of being attached.
 func TestArtifactsThatFail(t *testing.T) {
-	svc, cl := apiNode(t)
+	svc, cl := apiNode(t, "w")
 	ctx := context.Background()
 	dir := t.TempDir()
 	a := putBytes(t, cl, "gone.bin", []byte("soon deleted"))

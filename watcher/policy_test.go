@@ -166,7 +166,7 @@ func TestPolicySetBeforeASendAppliesToIt(t *testing.T) {
 	was := policyPoll
 	t.Cleanup(func() { policyPoll = was }) // last: after the watcher stopped
 	policyPoll = time.Hour
-	svc, cl := apiNode(t)
+	svc, cl := apiNode(t, "w")
 	f, err := Parse(fmt.Appendf(nil, "agents:\n- id: w\n  command: [sh, -c, %q]\n  context_messages: 0\n",
 		`echo "answer from $MAOS_AGENT_ID"`))
 	if err != nil {

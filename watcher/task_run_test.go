@@ -24,7 +24,7 @@ import (
 // delegation messages are not answered as mail, and the heartbeats count
 // both tasks.
 func TestRunDoesTasks(t *testing.T) {
-	svc, cl := apiNode(t)
+	svc, cl := apiNode(t, "bob")
 	ctx := context.Background()
 	create := func(id, to string) {
 		t.Helper()
@@ -80,7 +80,7 @@ func TestRunDoesTasks(t *testing.T) {
 // succeeds under the modify's fence. The decisions, sent to the
 // claimant, are not answered as mail; only the modified task ran twice.
 func TestRunTaskApprovals(t *testing.T) {
-	svc, cl := apiNode(t)
+	svc, cl := apiNode(t, "bob")
 	ctx := context.Background()
 	dir := t.TempDir()
 	f, err := Parse(fmt.Appendf(nil, "agents:\n- {id: bob, command: [sh, -c, %q], context_messages: 0}\n", `p=$(cat); echo "$p" > `+dir+`/$MAOS_TASK_ID-$MAOS_TASK_FENCE

@@ -30,9 +30,11 @@ var (
 
 // buildStub builds testing/stubmodel once per test binary.
 // apiNode is one node's API over a real state machine (transporttest)
-// and a client of it.
-func apiNode(t *testing.T) (*transporttest.Service, *transport.Client) {
+// and a client of it, with agents registered: those the test addresses
+// before their watcher runs (a watcher registers its agent as it starts).
+func apiNode(t *testing.T, agents ...string) (*transporttest.Service, *transport.Client) {
 	svc := transporttest.New(t)
+	svc.Register(t, agents...)
 	srv := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{Blobs: svc}))
 	t.Cleanup(srv.Close)
 	return svc, transport.NewClient(srv.URL, nil)

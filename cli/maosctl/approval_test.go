@@ -273,7 +273,7 @@ func TestApprovalDecide(t *testing.T) {
 // timed out, printing the outcome and the decisions; a decision made
 // while it waits reaches it on the stream.
 func TestApprovalWait(t *testing.T) {
-	e := newTestEnv(t)
+	e := newTestEnv(t, "bob")
 	reads := e.serveApprovals()
 	at := time.Date(2026, 11, 24, 10, 30, 0, 0, time.UTC)
 	dec := func(who, what, comment string) fsm.ApprovalDecision {
@@ -408,7 +408,7 @@ func (e *testEnv) requestApproval(args ...string) fsm.ApprovalResult {
 }
 
 func TestApprovalRequestListShowEndToEnd(t *testing.T) {
-	e := newTestEnv(t)
+	e := newTestEnv(t, "carol")
 	e.reviewers()
 	r := e.run(`{ "version": "2.3", "cmd": "deploy" }`, "approval", "request", "--from", "lead", "--approver", "alice,role:reviewer",
 		"--approver", "carol", "--quorum", "2", "--title", "deploy v2.3", "--action", "-", "--rationale", "tests green",
@@ -483,7 +483,7 @@ func TestApprovalRequestListShowEndToEnd(t *testing.T) {
 // on that hash; a changed action, a second decision and an approver it
 // does not list are refused; cancel by the requester only.
 func TestApprovalDecideEndToEnd(t *testing.T) {
-	e := newTestEnv(t)
+	e := newTestEnv(t, "carol")
 	e.reviewers()
 	res := e.requestApproval("--from", "lead", "--approver", "alice,bob,carol", "--quorum", "2", "--title", "deploy v2.3", "--action", deployAction, "--id", "appr-d")
 	out := e.ok("approval", "approve", "appr-d", "--approver", "alice", "--comment", "checked")

@@ -16,7 +16,7 @@ import (
 // fake node with a real state machine and blob store; send --attach
 // uploads and references; refusals name what to fix.
 func TestArtifactVerbs(t *testing.T) {
-	e := newTestEnv(t)
+	e := newTestEnv(t, "bob")
 	dir := t.TempDir()
 	body := []byte("line one\nline two\n")
 	src := filepath.Join(dir, "notes.txt")

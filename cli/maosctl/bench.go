@@ -49,7 +49,7 @@ func benchCommonFlags() []cli.Flag {
 		benchAddrFlag(),
 		&cli.IntFlag{Name: "size", Value: bench.DefaultSize, Usage: "message text `BYTES`"},
 		&cli.StringFlag{Name: "channel", Usage: "channel `NAME` (default bench)"},
-		&cli.StringSliceFlag{Name: "to", Usage: "recipient `ID`s (default bench-sink)"},
+		&cli.StringSliceFlag{Name: "to", Usage: "recipient `ID`s (default bench-sink, registered by the run if it is not)"},
 		jsonFlag(),
 	}
 }

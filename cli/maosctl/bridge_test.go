@@ -76,7 +76,7 @@ func TestImportEachLayoutTwice(t *testing.T) {
 		{"adr008", 4, 4, 0},
 	} {
 		t.Run(tc.dir, func(t *testing.T) {
-			e := newTestEnv(t)
+			e := newTestEnv(t, "agent_engineer_002", "all_engineers", "claude", "codex", "developer_agent", "orchestrator", "reviewer_agent", "triage")
 			dir := filepath.Join("..", "..", "bridge", "testdata", tc.dir)
 			rep, r := importReport(t, e, dir)
 			if r.err != nil || r.errOut != "" {
@@ -129,14 +129,14 @@ func countMessages(t *testing.T, e *testEnv) int {
 }
 
 func TestImportThreadsAndFields(t *testing.T) {
-	e := newTestEnv(t)
+	e := newTestEnv(t, "agent_engineer_002", "all_engineers", "claude", "codex", "orchestrator", "triage")
 	e.ok("import", "--channel", "triage", filepath.Join("..", "..", "bridge", "testdata", "adr008"))
 	st := e.svc.State()
 	chans, _ := st.Channels()
 	if len(chans) != 1 || chans[0].Name != "triage" {
 		t.Fatalf("channels %+v, want only triage (--channel for files without session_id)", chans)
 	}
-	e2 := newTestEnv(t)
+	e2 := newTestEnv(t, "claude", "codex")
 	e2.ok("import", filepath.Join("..", "..", "bridge", "testdata", "channel"))
 	reply, err := e2.svc.State().Message("msg-20260111-163315-claude-4c78")
 	if err != nil {
@@ -149,7 +149,7 @@ func TestImportThreadsAndFields(t *testing.T) {
 }
 
 func TestImportBrokenFileSkipped(t *testing.T) {
-	e := newTestEnv(t)
+	e := newTestEnv(t, "claude", "codex")
 	dir := copyTree(t, filepath.Join("..", "..", "bridge", "testdata", "channel"))
 	ch := filepath.Join(dir, "agent-os-paper")
 	os.WriteFile(filepath.Join(ch, "msg-20260111-170000-gemini-dead.json"), []byte(`{"id": "msg-x", "from": "gemini", "to":`), 0o644)
@@ -240,7 +240,7 @@ done`
 }
 
 func TestMirrorJQWatcher(t *testing.T) {
-	e := newTestEnv(t)
+	e := newTestEnv(t, "claude", "codex")
 	e.ok("import", filepath.Join("..", "..", "bridge", "testdata", "channel"))
 	dir := filepath.Join(t.TempDir(), "agent-os-paper")
 	out := e.ok("mirror", "--channel", "agent-os-paper", "--dir", dir)
@@ -288,7 +288,7 @@ func TestMirrorJQWatcher(t *testing.T) {
 }
 
 func TestMirrorFollow(t *testing.T) {
-	e := newTestEnv(t)
+	e := newTestEnv(t, "claude")
 	dir := t.TempDir()
 	first := e.send("ops", "codex", "claude", "before")
 	// A file already there stays as it is, and following resumes after it.
@@ -330,7 +330,7 @@ func TestMirrorFollow(t *testing.T) {
 // A seed 004 code-of-conduct flag imported from a file is stored for
 // moderators only, as the same JSON posted to the API is.
 func TestImportCoCFlagIsForModerators(t *testing.T) {
-	e := newTestEnv(t)
+	e := newTestEnv(t, "orchestrator")
 	raw, err := os.ReadFile(filepath.Join("..", "..", "dialect", "testdata", "seed004_coc.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -356,7 +356,7 @@ func TestImportCoCFlagIsForModerators(t *testing.T) {
 // per-reader access control), and says so: a line for each one and the
 // count.
 func TestMirrorSaysWhatItSkipped(t *testing.T) {
-	e := newTestEnv(t)
+	e := newTestEnv(t, "claude")
 	pub := e.send("ops", "codex", "claude", "public")
 	priv := e.send("ops", "codex", "claude", "between us", "--private")
 	dir := filepath.Join(t.TempDir(), "ops")

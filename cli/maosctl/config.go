@@ -34,6 +34,12 @@ Settings:
                    never the secret; a DENIED line in the audit trail),
                    redact (store it with each secret replaced by
                    [REDACTED:rule]) or off (store it as sent).
+   unknown_recipients  refuse (the default): a send, interrupt, task or
+                   approval naming an agent that is neither registered nor
+                   has sent, or a role or capability no agent has, is
+                   refused (404 naming each, with the closest known names);
+                   accept: stored, for agents addressed before they exist
+                   (and imports of old mailboxes).
    auth_required   set by a leader running with --auth; false takes the
                    cluster off auth on purpose (README: Authentication).
    escalation_target  an agent id or role:NAME that also gets the incident of

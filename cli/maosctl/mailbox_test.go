@@ -412,10 +412,10 @@ func TestSendBlockedAndStrict(t *testing.T) {
 	e.fail([]string{"send", "--from", "tina", "--to", "rex", "--channel", "qa", "--text", "x"}, "testers go through the developer", "403")
 
 	// strict_senders through the config command.
-	if out := e.ok("cluster", "config", "get"); out != "artifact_quota_bytes: 1073741824\nartifact_retention_seconds: 604800\nauth_required: false\nescalation_target: \"\"\nsecret_guard: \"refuse\"\nstrict_senders: false\n" {
+	if out := e.ok("cluster", "config", "get"); out != "artifact_quota_bytes: 1073741824\nartifact_retention_seconds: 604800\nauth_required: false\nescalation_target: \"\"\nsecret_guard: \"refuse\"\nstrict_senders: false\nunknown_recipients: \"refuse\"\n" {
 		t.Errorf("config get printed %q", out)
 	}
-	if out := e.ok("cluster", "config", "set", "strict_senders", "true"); out != "artifact_quota_bytes: 1073741824\nartifact_retention_seconds: 604800\nauth_required: false\nescalation_target: \"\"\nsecret_guard: \"refuse\"\nstrict_senders: true\n" {
+	if out := e.ok("cluster", "config", "set", "strict_senders", "true"); out != "artifact_quota_bytes: 1073741824\nartifact_retention_seconds: 604800\nauth_required: false\nescalation_target: \"\"\nsecret_guard: \"refuse\"\nstrict_senders: true\nunknown_recipients: \"refuse\"\n" {
 		t.Errorf("config set printed %q", out)
 	}
 	if out := e.ok("cluster", "config", "get", "strict_senders"); out != "true\n" {

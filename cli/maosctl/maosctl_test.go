@@ -23,9 +23,10 @@ import (
 
 // newService is the fake node the maosctl tests talk to. Its state
 // machine applies its first entry at index 1001, so an index in the output
-// cannot pass for a count.
-func newService(t testing.TB) *transporttest.Service {
-	return transporttest.New(t, transporttest.FirstIndex(1001))
+// cannot pass for a count; agents, those the test addresses (a send may
+// name only agents someone answers to), are registered before it.
+func newService(t testing.TB, agents ...string) *transporttest.Service {
+	return transporttest.New(t, transporttest.FirstIndex(1001), transporttest.Agents(agents...))
 }
 
 // testEnv is a fake node behind a loopback HTTP server.
@@ -35,14 +36,14 @@ type testEnv struct {
 	addr string
 }
 
-func newTestEnv(t *testing.T) *testEnv {
+func newTestEnv(t *testing.T, agents ...string) *testEnv {
 	t.Helper()
 	// The flags read these; keep the caller's environment out of the tests.
 	for _, k := range []string{envAddr, envAgent, envChannel, envTimeout, envGateFile} {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
 	}
-	svc := newService(t)
+	svc := newService(t, agents...)
 	srv := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{Blobs: svc}))
 	t.Cleanup(srv.Close)
 	return &testEnv{t: t, svc: svc, addr: srv.Listener.Addr().String()}
@@ -121,7 +122,7 @@ func (e *testEnv) send(channel, from, to, text string, extra ...string) string {
 var sendLineRE = regexp.MustCompile(`^(msg-\d{8}-\d{6}-codex-[0-9a-f]{8}) seq=(\d+)\n$`)
 
 func TestSendPrintsIDAndSeq(t *testing.T) {
-	e := newTestEnv(t)
+	e := newTestEnv(t, "claude")
 	out := e.ok("send", "--from", "codex", "--to", "claude", "--channel", "review", "--text", "@claude please review")
 	m := sendLineRE.FindStringSubmatch(out)
 	if m == nil {
@@ -141,7 +142,7 @@ func TestSendPrintsIDAndSeq(t *testing.T) {
 }
 
 func TestSendJSON(t *testing.T) {
-	e := newTestEnv(t)
+	e := newTestEnv(t, "claude")
 	e.send("review", "codex", "claude", "first")
 	for _, args := range [][]string{
 		{"--json", "send", "--from", "codex", "--to", "claude", "--channel", "review", "--text", "hi"},
@@ -161,7 +162,7 @@ func TestSendJSON(t *testing.T) {
 }
 
 func TestSendFields(t *testing.T) {
-	e := newTestEnv(t)
+	e := newTestEnv(t, "claude", "gemini")
 	e.apply(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "rita", Role: "reviewer"}) // at 1001
 	e.ok("send", "--from", "codex", "--to", "claude, gemini", "--to", "role:reviewer", "--channel", "review",
 		"--text", "look", "--title", "Retry logic", "--type", "request", "--priority", "high",
@@ -187,7 +188,7 @@ func TestSendFields(t *testing.T) {
 }
 
 func TestSendEnvDefaults(t *testing.T) {
-	e := newTestEnv(t)
+	e := newTestEnv(t, "claude")
 	t.Setenv(envAgent, "codex")
 	t.Setenv(envChannel, "ops")
 	out := e.ok("send", "--to", "claude", "--text", "from env")
@@ -216,7 +217,7 @@ func TestSendEnvDefaults(t *testing.T) {
 }
 
 func TestSendTextFromStdin(t *testing.T) {
-	e := newTestEnv(t)
+	e := newTestEnv(t, "claude")
 	r := e.run("line one\nline two\n", "send", "--from", "codex", "--to", "claude", "--channel", "review", "--text", "-")
 	if r.err != nil {
 		t.Fatalf("send: %v: %s", r.err, r.errOut)
@@ -231,7 +232,7 @@ func TestSendTextFromStdin(t *testing.T) {
 }
 
 func TestGet(t *testing.T) {
-	e := newTestEnv(t)
+	e := newTestEnv(t, "claude", "gemini")
 	id := e.send("review", "codex", "claude,gemini", "@claude please review\nsecond line",
 		"--title", "Retry logic", "--type", "request", "--priority", "high")
 
@@ -264,7 +265,7 @@ func TestGet(t *testing.T) {
 }
 
 func TestRead(t *testing.T) {
-	e := newTestEnv(t)
+	e := newTestEnv(t, "claude", "gemini")
 	id1 := e.send("review", "codex", "claude", "first line\nmore", "--title", "Plan")
 	e.send("other", "codex", "claude", "elsewhere")
 	id3 := e.send("review", "claude", "codex,gemini", "reply", "--type", "response")
@@ -305,7 +306,7 @@ func TestRead(t *testing.T) {
 }
 
 func TestReadAllPages(t *testing.T) {
-	e := newTestEnv(t)
+	e := newTestEnv(t, "claude")
 	for i := range 7 {
 		e.send("big", "codex", "claude", fmt.Sprintf("message %d", i))
 	}
@@ -348,7 +349,7 @@ func TestReadAllPages(t *testing.T) {
 }
 
 func TestChannels(t *testing.T) {
-	e := newTestEnv(t)
+	e := newTestEnv(t, "claude")
 	if out := strings.TrimSpace(e.ok("--json", "channels")); out != "[]" {
 		t.Errorf("channels --json with none = %q", out)
 	}
@@ -426,7 +427,7 @@ func TestClusterAdmin(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
-	e := newTestEnv(t)
+	e := newTestEnv(t, "claude")
 	e.ok("send", "--from", "codex", "--to", "claude", "--channel", "review", "--text", "one", "--id", "msg-dup-1")
 	e.svc.Fail("Remove", fmt.Errorf("node n9: %w", fsm.ErrNotFound))
 

@@ -11,7 +11,7 @@ import (
 // rule, 422), never printing the secret; secret_guard is set and checked
 // through cluster config, and with redact the message is stored redacted.
 func TestSendWithSecret(t *testing.T) {
-	e := newTestEnv(t)
+	e := newTestEnv(t, "claude")
 	pat := "ghp_" + "R8bXw2LqT9vKc4ZmN7yPj3HsDf6GaU1eVo5k"
 	r := e.run("", "send", "--from", "codex", "--to", "claude", "--channel", "ops", "--text", "push with "+pat)
 	if r.err == nil || ExitCode(r.err) != 1 || !strings.Contains(r.errOut, "content.text holds a secret (gitleaks rule github-pat)") ||

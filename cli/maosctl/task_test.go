@@ -262,7 +262,7 @@ func TestTaskCompleteRequiresApproval(t *testing.T) {
 // task wait: 0 succeeded, 1 failed or cancelled, 2 timed out, printing the
 // outcome; a task that ends while it waits is seen on the stream.
 func TestTaskWait(t *testing.T) {
-	e := newTestEnv(t)
+	e := newTestEnv(t, "rita")
 	wait := func(args ...string) runResult {
 		t.Helper()
 		return e.run("", append([]string{"task", "wait"}, args...)...)

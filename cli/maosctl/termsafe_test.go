@@ -13,7 +13,7 @@ import (
 // get, read and the JSON output show them escaped, and --json still
 // decodes to the text as sent.
 func TestOutputShowsNoTerminalEscapes(t *testing.T) {
-	e := newTestEnv(t)
+	e := newTestEnv(t, "claude")
 	text := "clear \x1b[2J bell \a title \x1b]0;pwned\x07 csi \u009b31m cr \r end\ttab\nline"
 	id := e.send("ops", "codex", "claude", text)
 	for _, args := range [][]string{{"get", id}, {"read", "--channel", "ops"}, {"--json", "get", id}} {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/testing/harness"
 )
 
@@ -159,6 +160,18 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		wcfg.To = watcherSink
 		hw = NewHistory()
 		ww := &workload{cfg: WorkloadConfig{Nodes: c.Live, Seed: cfg.Seed}.withDefaults(), h: hw}
+		// Sends may name only agents someone answers to: the sink and the
+		// watcher agents (which their watchers register too, later) are
+		// registered before the load starts.
+		for _, id := range append([]string{watcherSink}, agents...) {
+			role := watcherRole
+			if id == watcherSink {
+				role = fsm.DefaultRole
+			}
+			if err := ww.register(ctx, rand.New(rand.NewPCG(uint64(cfg.Seed), 0x72656773)), fsm.RegisterAgentCommand{ID: id, Role: role}); err != nil {
+				return nil, fmt.Errorf("chaos: register %s: %w", id, err)
+			}
+		}
 		go func() {
 			ww.watcherClient(wctx, agents)
 			loadDone <- nil

@@ -34,6 +34,8 @@ const (
 	// when watchers run, instead of "all", which would put every one of
 	// them into every watcher agent's inbox.
 	watcherSink = "chaos-sink"
+	// watcherRole is the registry role of the watcher agents.
+	watcherRole = "chaos-worker"
 	// stubSleep is how long each invocation of the stub model takes, so
 	// faults hit invocations in flight.
 	stubSleep = "100ms"
@@ -63,8 +65,8 @@ func writeAgentFiles(dir, stub string, nodes, perNode int) (func(string) []strin
 		for i := 0; i < perNode; i++ {
 			id := WatcherAgentID(node, i)
 			agents = append(agents, id)
-			fmt.Fprintf(&b, "  - id: %s\n    role: chaos-worker\n    channels: [%s]\n    command: [%q, \"--sleep\", %q]\n"+
-				"    timeout: 30s\n    context_messages: 0\n", id, WatcherChannel, stub, stubSleep)
+			fmt.Fprintf(&b, "  - id: %s\n    role: %s\n    channels: [%s]\n    command: [%q, \"--sleep\", %q]\n"+
+				"    timeout: 30s\n    context_messages: 0\n", id, watcherRole, WatcherChannel, stub, stubSleep)
 		}
 		name := filepath.Join(dir, "agents-"+node+".yaml")
 		if err := os.WriteFile(name, []byte(b.String()), 0o644); err != nil {

@@ -97,6 +97,20 @@ func requestApproval(t *testing.T, cl *transport.Client, cmd fsm.ApprovalRequest
 	return res
 }
 
+// registerAgents registers ids (role agent) through cl: the agents a
+// test addresses, which a send, task or approval may name only once
+// someone answers to them.
+func registerAgents(t *testing.T, cl *transport.Client, ids ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
+	defer cancel()
+	for _, id := range ids {
+		if _, err := cl.RegisterAgent(ctx, fsm.RegisterAgentCommand{ID: id, Role: fsm.DefaultRole}); err != nil {
+			t.Fatalf("register %s: %v", id, err)
+		}
+	}
+}
+
 // decide sends one decision through cl.
 func decide(cl *transport.Client, cmd fsm.ApprovalDecideCommand) (*fsm.Approval, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
@@ -133,6 +147,7 @@ func hashOf(t *testing.T, action string) string {
 func TestApprovalTwoOfThreeAcrossNodes(t *testing.T) {
 	c := clustertest.New(t, 3)
 	n0, n1, n2 := c.Nodes[0], c.Nodes[1], c.Nodes[2]
+	registerAgents(t, n0.Client, "alice", "bob", "carol")
 	const action = `{"cmd":"deploy","env":"prod","version":"1.4.2"}`
 	res := requestApproval(t, n0.Client, fsm.ApprovalRequestCommand{ID: "appr-deploy-142", From: "deployer",
 		Approvers: []string{"alice", "bob", "carol"}, Quorum: 2, Title: "deploy 1.4.2 to prod",
@@ -199,6 +214,7 @@ func TestApprovalTwoOfThreeAcrossNodes(t *testing.T) {
 func TestApprovalModifyVoidsEarlierApprovals(t *testing.T) {
 	c := clustertest.New(t, 3)
 	n0, n1, n2 := c.Nodes[0], c.Nodes[1], c.Nodes[2]
+	registerAgents(t, n0.Client, "alice", "bob", "carol")
 	res := requestApproval(t, n0.Client, fsm.ApprovalRequestCommand{ID: "appr-migrate", From: "dba",
 		Approvers: []string{"alice", "bob", "carol"}, Quorum: 2, Title: "migrate the orders table",
 		Action: json.RawMessage(`{"sql":"ALTER TABLE orders DROP COLUMN legacy"}`)})
@@ -240,6 +256,7 @@ func TestApprovalTimeoutExpiresAndEscalates(t *testing.T) {
 	if _, err := n0.Client.SetConfig(ctx, "escalation_target", "sup"); err != nil {
 		t.Fatal(err)
 	}
+	registerAgents(t, n0.Client, "alice")
 	expires := requestApproval(t, n0.Client, fsm.ApprovalRequestCommand{ID: "appr-expires", From: "ops",
 		Approvers: []string{"alice"}, Title: "rotate the keys", Action: json.RawMessage(`{"rotate":"keys"}`),
 		Timeout: fsm.ApprovalTimeout(2 * time.Second)})
@@ -341,6 +358,7 @@ func gatedApproval(t *testing.T, cl *transport.Client, skip ...string) *fsm.Appr
 func TestGateHookBlocksUntilApprovedThroughAnotherNode(t *testing.T) {
 	c := clustertest.New(t, 3)
 	n0, n1, n2 := c.Nodes[0], c.Nodes[1], c.Nodes[2]
+	registerAgents(t, n0.Client, "alice") // the gate's approver
 	gate := filepath.Join(t.TempDir(), "gate.yaml")
 	harness.NoErr(t, os.WriteFile(gate, []byte(gatePolicyYAML), 0o600))
 	hook := func(event string) *ctlRun {

@@ -162,6 +162,12 @@ func send(t *testing.T, cl *transport.Client, from, to, channel, typ, prio, titl
 func TestConsoleLiveFeedApprovalsAndCluster(t *testing.T) {
 	c := clustertest.New(t, 3, withConsole, gossipOn)
 	n1, n2 := c.Nodes[0], c.Nodes[1]
+	// Whom the mail, the tasks and the approval are for.
+	for _, a := range []fsm.RegisterAgentCommand{{ID: "worker1", Role: "worker"}, {ID: "reviewer", Role: "reviewer"}, {ID: "operator", Role: "agent"}} {
+		if _, err := n1.Client.RegisterAgent(context.Background(), a); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ctx := browser(t)
 
 	send(t, n1.Client, "supervisor", "worker1", "demo", "task_assign", "high", "Retry logic", "Add a capped exponential backoff.")
@@ -276,6 +282,7 @@ func TestConsoleAuthLogin(t *testing.T) {
 		t.Fatal(err)
 	}
 	const marker = "Mail-only-after-login-7f3a"
+	registerAgents(t, n1.Client, "worker1", "security")
 	send(t, n1.Client, "supervisor", "worker1", "demo", "chat", "normal", marker, marker+" body")
 	if _, err := n1.Client.RequestApproval(context.Background(), fsm.ApprovalRequestCommand{ID: "appr-auth", From: "supervisor", Approvers: []string{"operator"},
 		Title: "Rotate the keys", Action: json.RawMessage(`{"rotate":"keys"}`)}); err != nil {

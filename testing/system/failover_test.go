@@ -160,6 +160,7 @@ func (g *loadGen) halt(timeout time.Duration) error {
 func TestKillLeaderUnderLoad(t *testing.T) {
 	c := harness.NewCluster(t, harness.Options{Maosd: maosdBin, Nodes: 3})
 	channels := []string{"load-a", "load-b"}
+	registerNames(t, c, nil, "sink") // whom the load's messages are to
 	g := startLoad(c, loadWorkers, loadMaxEach, channels, loadPerMessage)
 	killLeaderUnderLoad(t, c, g, channels, 3*loadStep/2, 50)
 }

@@ -197,6 +197,15 @@ func checkByID(t *testing.T, c *harness.Cluster, ids []string, sends map[string]
 // sends. It fails the test if one is not acknowledged.
 func sendAll(t *testing.T, c *harness.Cluster, msgs []*fsm.Message, perMessage time.Duration, o harness.SendOptions) map[string]*sent {
 	t.Helper()
+	var to []string
+	for _, m := range msgs {
+		for _, r := range m.To {
+			if !slices.Contains(to, r) {
+				to = append(to, r)
+			}
+		}
+	}
+	registerNames(t, c, o.Nodes, to...)
 	out := make(map[string]*sent, len(msgs))
 	for _, m := range msgs {
 		ctx, cancel := context.WithTimeout(context.Background(), perMessage)
@@ -212,6 +221,35 @@ func sendAll(t *testing.T, c *harness.Cluster, msgs []*fsm.Message, perMessage t
 	}
 	checkUniqueSeqs(t, out)
 	return out
+}
+
+// registerNames registers each id (role agent) that a node of nodes (nil:
+// the cluster's) does not hold yet, through the first node that takes it:
+// a send may name only agents someone answers to. A node's client carries
+// the admin token of a secure cluster.
+func registerNames(t *testing.T, c *harness.Cluster, nodes []*harness.Node, ids ...string) {
+	t.Helper()
+	if nodes == nil {
+		nodes = c.Nodes()
+	}
+	for _, id := range ids {
+		var err error
+		for _, n := range nodes {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			if _, err = n.Client().Agent(ctx, id, transport.Local); err == nil {
+				cancel()
+				break
+			}
+			_, err = n.Client().RegisterAgent(ctx, fsm.RegisterAgentCommand{ID: id, Role: fsm.DefaultRole})
+			cancel()
+			if err == nil {
+				break
+			}
+		}
+		if err != nil {
+			t.Fatalf("register %s: %v", id, err)
+		}
+	}
 }
 
 // checkUniqueSeqs fails if two acknowledged sends got the same seq.

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,6 +46,13 @@ func TestMaosctlAgainstCluster(t *testing.T) {
 	}
 	follower, other := followers[0], followers[1]
 
+	// A typo is refused, naming the name and what to do; once b is
+	// registered the send is stored.
+	if out, err := exec.Command(maosctlBin, "--addr", follower.APIAddr(), "send", "--from", "a", "--to", "b", "--channel", "c", "--text", "hi").CombinedOutput(); err == nil ||
+		!strings.Contains(string(out), `agent "b" (not registered, never sent)`) || !strings.Contains(string(out), "404") {
+		t.Errorf("send to b before it exists: %v, %s; want a 404 naming b", err, out)
+	}
+	runCtl(t, "--addr", follower.APIAddr(), "agents", "register", "b")
 	out := runCtl(t, "--addr", follower.APIAddr(), "send", "--from", "a", "--to", "b", "--channel", "c", "--text", "hi")
 	match := regexp.MustCompile(`^(msg-[0-9]{8}-[0-9]{6}-a-[0-9a-f]{8,}) seq=([0-9]+)\n$`).FindStringSubmatch(out)
 	if match == nil {

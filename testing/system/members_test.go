@@ -423,6 +423,7 @@ func testRogueGossipMember(t *testing.T, c *harness.Cluster) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
+	registerNames(t, c, nil, "victim")
 	res, err := n1.Client().InterruptAgent(ctx, "victim", transport.InterruptRequest{From: "boss", Reason: "stop", Channel: "dev"})
 	harness.NoErr(t, err)
 	mu.Lock()

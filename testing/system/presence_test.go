@@ -118,6 +118,7 @@ func TestPresenceNodeKilledAndRestarted(t *testing.T) {
 		return nil
 	})
 	// Raft: a write through it commits.
+	registerNames(t, c, nil, "claude")
 	m := &fsm.Message{ID: "msg-presence-back-0001", Channel: "review", From: "codex", To: fsm.Recipients{"claude"},
 		Content: fsm.Content{Text: "back"}}
 	res, err := checked(t, n2).Send(ctx, m)

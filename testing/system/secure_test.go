@@ -93,6 +93,7 @@ func TestSecureClusterKillLeaderUnderLoad(t *testing.T) {
 	tokens := createAgentTokens(t, c, "alice", "bob")
 	alice, bob := tokens[0], tokens[1]
 	channels := []string{"secure-alice", "secure-bob"}
+	registerNames(t, c, nil, "sink") // whom the load's messages are to
 	g := startAgentLoad(c, tokens, loadWorkers, loadMaxEach, loadPerMessage)
 	killLeaderUnderLoad(t, c, g, channels, loadStep, 30)
 	for kind, n := range g.errKinds {

@@ -112,6 +112,7 @@ agents:
     command: ["sh", "-c", "echo \"$MAOS_MESSAGE_ID $MAOS_AGENT_ROLE $MAOS_SESSION_ID\" >> %s; exec %s --json"]
     context_messages: 3
 `, logFile, stubmodelBin)
+	registerAgents(t, nodeA.Client, "amy")
 	stop := startWatcher(t, nodeC.Client, cfg)
 	waitRegistered(t, nodeA.Client, "bob")
 	ctx := context.Background()

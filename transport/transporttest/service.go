@@ -56,6 +56,15 @@ func FirstIndex(i uint64) Option {
 	return func(s *Service) { s.firstIndex = max(i, 1) }
 }
 
+// Agents registers ids (role "agent") before the first entry: at the
+// indexes just below FirstIndex's (which must leave room for them), so
+// the test's own entries keep their indexes. They are the agents the
+// test addresses: a send, a task or an approval may name only agents
+// someone answers to (unknown_recipients, fsm/known.go).
+func Agents(ids ...string) Option {
+	return func(s *Service) { s.agents = append(s.agents, ids...) }
+}
+
 // Clock stamps the entry at Raft index i with fn(i) (default: time.Now).
 // fn runs with the Service's lock held and must not call the Service.
 func Clock(fn func(index uint64) time.Time) Option {
@@ -77,6 +86,7 @@ func Clock(fn func(index uint64) time.Time) Option {
 // Reads of the state are not calls: they go to the state machine.
 type Service struct {
 	firstIndex uint64
+	agents     []string // registered before the first entry (Agents)
 	clock      func(uint64) time.Time
 	fsm        *fsm.FSM
 	blobs      *blobstore.Store
@@ -132,6 +142,13 @@ func New(t testing.TB, opts ...Option) *Service {
 		s.mu.Unlock()
 		f.Close()
 	})
+	if n := uint64(len(s.agents)); n > 0 {
+		if s.firstIndex <= n {
+			t.Fatalf("transporttest: %d agents need FirstIndex above %d, got %d", n, n, s.firstIndex)
+		}
+		s.firstIndex -= n
+		s.Register(t, s.agents...)
+	}
 	return s
 }
 
@@ -534,4 +551,19 @@ func (s *Service) AgentPresence(ctx context.Context, agent string) (transport.Pr
 		return p, fmt.Errorf("fake: presence of %s: %w", agent, fsm.ErrNotFound)
 	}
 	return p, nil
+}
+
+// Register registers each id as an agent (role "agent"): the agents a
+// test addresses, which a send, a task or an approval may name only once
+// someone answers to them (unknown_recipients, fsm/known.go). Each is an
+// entry of the log: Register answers how many entries it took, by which
+// the seqs of the messages after them are offset.
+func (s *Service) Register(t testing.TB, ids ...string) uint64 {
+	t.Helper()
+	for _, id := range ids {
+		if _, err := s.ApplyCommand(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: id, Role: fsm.DefaultRole}); err != nil {
+			t.Fatalf("register %s: %v", id, err)
+		}
+	}
+	return uint64(len(ids))
 }
