@@ -345,4 +345,43 @@ func TestConsoleAuthLogin(t *testing.T) {
 		a, err := n1.Client.Approval(context.Background(), "appr-auth")
 		return err == nil && a.State == fsm.ApprovalApproved && len(a.Decisions) == 1 && a.Decisions[0].Approver == "operator"
 	})
+
+	// An agent's token: the Agents view asks only for what it may read
+	// (its own inbox's counts), so it writes no DENIED line per other
+	// agent.
+	wtok, err := n1.Client.CreateToken(context.Background(), "worker1", fsm.TokenRoleAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	browse(t, ctx, 15*time.Second, "log out, log in as worker1, the agents view",
+		chromedp.Click(chromedp.CSS(`#logout`)),
+		chromedp.WaitVisible(chromedp.CSS(`#login-form`)),
+		chromedp.SendKeys(chromedp.CSS(`#token`), wtok.Token),
+		chromedp.Click(chromedp.CSS(`#login-form button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#conn.live`)),
+		chromedp.Click(chromedp.CSS(`nav button[data-tab="agents"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#agents tr[data-agent="security"]`)))
+	// A denial of worker1's after the view's requests: once its line is
+	// in the trail, the view's would be too.
+	if _, err := n2.Client.WithToken(wtok.Token).Tokens(context.Background()); err == nil {
+		t.Fatal("an agent token listed the tokens")
+	}
+	var lines []string
+	clustertest.WaitFor(t, 10*time.Second, "worker1's denial of the token list audited", func() bool {
+		p, err := n1.Client.Audit(context.Background(), 0, fsm.MaxPageLimit, transport.Local)
+		lines = lines[:0]
+		found := false
+		for _, ev := range p.Events {
+			if ev.Label == "DENIED" {
+				lines = append(lines, ev.Line)
+				found = found || strings.Contains(ev.Line, "/v1/tokens")
+			}
+		}
+		return err == nil && found
+	})
+	for _, l := range lines {
+		if strings.Contains(l, "inbox/counts") {
+			t.Errorf("the agents view asked for what worker1's token may not read: %s", l)
+		}
+	}
 }
