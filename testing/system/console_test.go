@@ -267,9 +267,11 @@ func TestConsoleLiveFeedApprovalsAndCluster(t *testing.T) {
 }
 
 // With --auth: before login the page shows the login form and nothing of
-// the mail (the assets hold none, the API refuses the page); the token
-// goes into an HttpOnly cookie the page's script cannot read; after login
-// the feed is live and a button's write (cookie, CSRF header) is accepted.
+// the mail (the assets hold none, the API refuses the page); the login
+// sets an HttpOnly session cookie the page's script cannot read (and that
+// holds no token); after login the feed is live and a button's write
+// (cookie, CSRF header) is accepted; an agent token's Agents view asks
+// only for what it may read.
 func TestConsoleAuthLogin(t *testing.T) {
 	const admin = "console-admin-token-0123456789"
 	c := clustertest.New(t, 3, withConsole, gossipOn, func(s *clustertest.Setup) {
