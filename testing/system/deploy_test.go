@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,41 +84,20 @@ func parseGuide(t *testing.T, doc string) []guideBlock {
 type guideNode struct{ api, raft, gossip int }
 
 // guidePorts finds, for nodes n1..n<count>, an API port and a Raft port
-// followed by its gossip port, free on loopback (TCP, and UDP for gossip).
+// followed by its gossip port, free on loopback (freePorts).
 func guidePorts(t *testing.T, count int) []guideNode {
 	t.Helper()
-	free := func(port int) bool {
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return false
-		}
-		ln.Close()
-		pc, err := net.ListenPacket("udp", addr)
-		if err != nil {
-			return false
-		}
-		pc.Close()
-		return true
+	var offsets []int
+	for k := range count {
+		offsets = append(offsets, 10*k, 10*k+1, 10*k+2)
 	}
-	for range 100 {
-		base := 20000 + 10*rand.IntN(3000)
-		var nodes []guideNode
-		ok := true
-		for k := range count {
-			p := base + 10*k
-			if !free(p) || !free(p+1) || !free(p+2) {
-				ok = false
-				break
-			}
-			nodes = append(nodes, guideNode{p, p + 1, p + 2})
-		}
-		if ok {
-			return nodes
-		}
+	base := freePorts(t, offsets...)
+	nodes := make([]guideNode, count)
+	for k := range nodes {
+		p := base + 10*k
+		nodes[k] = guideNode{p, p + 1, p + 2}
 	}
-	t.Fatal("no free block of ports for the guide's nodes")
-	return nil
+	return nodes
 }
 
 // rewrite turns a block of the guide into one for this machine: the

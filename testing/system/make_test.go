@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -137,13 +138,34 @@ func TestDemo(t *testing.T) {
 }
 
 // freePortBlock is a base port for the demo: base..base+22 (each node's
-// HTTP, Raft and gossip ports, ten apart) free on loopback, TCP and UDP.
+// HTTP, Raft and gossip ports, ten apart) free on loopback.
 func freePortBlock(t *testing.T) int {
 	t.Helper()
+	return freePorts(t, 0, 1, 2, 10, 11, 12, 20, 21, 22)
+}
+
+// freePorts returns a base port such that base+off, for every off, is free
+// on loopback, TCP and UDP: for processes that must listen on ports fixed
+// in advance (the demo's, the deploy guide's). The base is drawn below the
+// kernel's ephemeral range (ip_local_port_range; Linux's default starts at
+// 32768), from which every other test's ":0" listener and outgoing
+// connection takes its port, so the block stays free between this check
+// and the start of the processes that listen on it.
+func freePorts(t *testing.T, offsets ...int) int {
+	t.Helper()
+	top := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if lo, err := strconv.Atoi(f[0]); err == nil && lo > 21000 {
+				top = lo
+			}
+		}
+	}
+	span := slices.Max(offsets) + 1
 	for range 100 {
-		base := 20000 + 10*rand.IntN(3000)
+		base := 20000 + 10*rand.IntN((top-20000-span)/10)
 		free := true
-		for _, off := range []int{0, 1, 2, 10, 11, 12, 20, 21, 22} {
+		for _, off := range offsets {
 			addr := fmt.Sprintf("127.0.0.1:%d", base+off)
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
@@ -162,6 +184,6 @@ func freePortBlock(t *testing.T) int {
 			return base
 		}
 	}
-	t.Fatal("no free block of ports for the demo")
+	t.Fatal("no free block of ports below the ephemeral range")
 	return 0
 }
