@@ -9,27 +9,11 @@ import (
 	"go.etcd.io/bbolt"
 )
 
-// Artifact returns the record of artifact id. An id that is not stored,
-// or is not an artifact id at all, is a *NotFoundError ("artifact
-// sha256:…: not found").
-func (f *FSM) Artifact(id string) (*Artifact, error) {
-	if !ValidArtifactID(id) {
-		return nil, ArtifactNotFound(id)
-	}
-	var out *Artifact
-	err := f.view(func(tx *bbolt.Tx) error {
-		a, err := getArtifact(tx, id)
-		if err != nil {
-			return fmt.Errorf("fsm: %w", err)
-		}
-		if a == nil {
-			return ArtifactNotFound(id)
-		}
-		out = a
-		return nil
-	})
-	return out, err
-}
+// Artifact returns the record of artifact id, whoever may read it
+// (ArtifactFor with no viewer). An id that is not stored, or is not an
+// artifact id at all, is a *NotFoundError ("artifact sha256:…: not
+// found").
+func (f *FSM) Artifact(id string) (*Artifact, error) { return f.ArtifactFor(id, nil) }
 
 // ArtifactFor is Artifact for viewer v: an artifact v may not read
 // (canReadArtifact: not its uploader, nor a reader of a message naming

@@ -14,10 +14,13 @@ import (
 	"github.com/maos-project/maos/transport/transporttest"
 )
 
-// A watcher whose agent's token is revoked stops that agent with one
-// clear log line, instead of retrying (each retry a DENIED audit line)
-// until someone notices.
-func TestRevokedTokenStopsTheAgent(t *testing.T) {
+// ritaRun runs a watcher of the one agent rita, configured by agentYAML
+// (an agents: entry, without its token_file), speaking with its own
+// agent token (tok-rita) to a node with auth. It returns the node, Run's
+// result (it returns only when rita stops: its context is never
+// cancelled) and the watcher's log.
+func ritaRun(t *testing.T, agentYAML string) (*transporttest.Service, <-chan error, *lockedBuffer) {
+	t.Helper()
 	svc := transporttest.New(t)
 	const secret = "maos_secret-of-rita-0123456789"
 	if _, err := svc.ApplyCommand(fsm.OpCreateToken, fsm.CreateTokenCommand{ID: "tok-rita", Agent: "rita", Role: fsm.TokenRoleAgent, Hash: fsm.HashToken(secret)}); err != nil {
@@ -30,32 +33,44 @@ func TestRevokedTokenStopsTheAgent(t *testing.T) {
 	if err := os.WriteFile(tokFile, []byte(secret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f, err := Parse([]byte("agents:\n- {id: rita, command: [x], token_file: " + tokFile + "}\n"))
+	f, err := Parse([]byte("agents:\n- {" + agentYAML + ", token_file: " + tokFile + "}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs lockedBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	logs := &lockedBuffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, f, Options{Client: transport.NewClient(hs.URL, nil), Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		done <- Run(context.Background(), f, Options{Client: transport.NewClient(hs.URL, nil), Logger: slog.New(slog.NewTextHandler(logs, nil)),
 			BackoffBase: 10 * time.Millisecond, Heartbeat: 50 * time.Millisecond})
 	}()
-	// Running: the agent registered itself with its token.
-	waitFor(t, "rita registered", func() bool { _, err := svc.State().Agent("rita"); return err == nil })
-	if _, err := svc.ApplyCommand(fsm.OpRevokeToken, fsm.RevokeTokenCommand{ID: "tok-rita"}); err != nil {
-		t.Fatal(err)
-	}
-	// Run returns by itself: its one agent stopped (ctx is never cancelled).
+	return svc, done, logs
+}
+
+// waitStopped waits for Run to return by itself, failing with why if it
+// still runs at the test's deadline.
+func waitStopped(t *testing.T, done <-chan error, why string) {
+	t.Helper()
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Fatalf("Run = %v", err)
 		}
 	case <-testDeadline(t):
-		t.Fatalf("the watcher still runs its revoked agent")
+		t.Fatal(why)
 	}
+}
+
+// A watcher whose agent's token is revoked stops that agent with one
+// clear log line, instead of retrying (each retry a DENIED audit line)
+// until someone notices.
+func TestRevokedTokenStopsTheAgent(t *testing.T) {
+	svc, done, logs := ritaRun(t, "id: rita, command: [x]")
+	// Running: the agent registered itself with its token.
+	waitFor(t, "rita registered", func() bool { _, err := svc.State().Agent("rita"); return err == nil })
+	if _, err := svc.ApplyCommand(fsm.OpRevokeToken, fsm.RevokeTokenCommand{ID: "tok-rita"}); err != nil {
+		t.Fatal(err)
+	}
+	waitStopped(t, done, "the watcher still runs its revoked agent")
 	if n := logs.count("the cluster refuses this agent's token"); n != 1 {
 		t.Errorf("%d log lines say the token is refused, want 1", n)
 	}
@@ -74,36 +89,8 @@ func testDeadline(t *testing.T) <-chan time.Time {
 // A registration the cluster refuses (a role the agent's token is not
 // granted) stops that agent with one log line instead of retrying it.
 func TestRefusedRegistrationStopsTheAgent(t *testing.T) {
-	svc := transporttest.New(t)
-	const secret = "maos_secret-of-rita-0123456789"
-	if _, err := svc.ApplyCommand(fsm.OpCreateToken, fsm.CreateTokenCommand{ID: "tok-rita", Agent: "rita", Role: fsm.TokenRoleAgent, Hash: fsm.HashToken(secret)}); err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{Logger: slog.New(slog.DiscardHandler),
-		Auth: &transport.AuthConfig{AdminToken: "maos_admin-secret-0123456789"}}))
-	t.Cleanup(hs.Close)
-	tokFile := filepath.Join(t.TempDir(), "rita.token")
-	if err := os.WriteFile(tokFile, []byte(secret+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	f, err := Parse([]byte("agents:\n- {id: rita, role: orchestrator, command: [x], token_file: " + tokFile + "}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs := &lockedBuffer{}
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(context.Background(), f, Options{Client: transport.NewClient(hs.URL, nil), Logger: slog.New(slog.NewTextHandler(logs, nil)),
-			BackoffBase: 10 * time.Millisecond, Heartbeat: 50 * time.Millisecond})
-	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run = %v", err)
-		}
-	case <-testDeadline(t):
-		t.Fatalf("the watcher still retries a refused registration")
-	}
+	svc, done, logs := ritaRun(t, "id: rita, role: orchestrator, command: [x]")
+	waitStopped(t, done, "the watcher still retries a refused registration")
 	if n := logs.count("the cluster refuses to register this agent"); n != 1 {
 		t.Errorf("%d log lines say the registration is refused, want 1", n)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -147,9 +148,7 @@ func NewCluster(t testing.TB, opts Options) *Cluster {
 	if opts.Netns {
 		RequireNetns(t)
 	}
-	if testing.Short() {
-		t.Skip("slow (starts a cluster of maosd processes): the full run (make test) has it")
-	}
+	testenv.Slow(t, "starts a cluster of maosd processes")
 	if opts.Name == "" {
 		opts.Name = t.Name()
 	}

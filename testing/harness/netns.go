@@ -3,6 +3,7 @@ package harness
 import (
 	"errors"
 	"fmt"
+	"github.com/maos-project/maos/testing/testenv"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -110,7 +111,7 @@ func NetnsAvailable() error {
 func RequireNetns(t testing.TB) {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("needs root for network namespaces: the full run (make test) has it")
+		t.Skip("needs root for network namespaces: " + testenv.FullRun)
 	}
 	if err := NetnsAvailable(); err != nil {
 		t.Fatalf("%v\nthis test runs nodes in network namespaces: it needs root and `ip netns` (CI has both)", err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -44,13 +43,7 @@ func gossipOn(s *clustertest.Setup) { s.Config.GossipAddr = "127.0.0.1:0" }
 func browser(t *testing.T) context.Context {
 	t.Helper()
 	testenv.Slow(t, "drives headless Chromium against a cluster")
-	path, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("no chromium on PATH (.ci/run installs it)")
-		}
-		t.Skip("no chromium on PATH: apt-get install -y chromium")
-	}
+	path := testenv.Tool(t, "chromium", "the console's browser tests drive it: apt-get install -y chromium")
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,

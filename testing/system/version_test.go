@@ -42,13 +42,7 @@ func TestVersion(t *testing.T) {
 // binaries (-ldflags -X), and VERSION=... names a release.
 func TestMakeBuildVersion(t *testing.T) {
 	testenv.Slow(t, "make build links every binary")
-	git, err := exec.LookPath("git")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("no git on PATH: make build takes the version from git")
-		}
-		t.Skip("make build takes the version from git, which is not installed")
-	}
+	git := testenv.Tool(t, "git", "make build takes the version from git")
 	root, err := harness.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
