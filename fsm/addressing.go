@@ -10,30 +10,30 @@ import (
 	"go.etcd.io/bbolt"
 )
 
-// The addressing forms of a "to" entry.
-type recipientKindT int
+// AddressKind is one of the addressing forms of a "to" entry.
+type AddressKind int
 
 const (
-	kindAgent      recipientKindT = iota // a plain agent id
-	kindAll                              // "all" or "*": every registered agent but the sender
-	kindRole                             // "role:NAME": every agent of the role but the sender
-	kindCapability                       // "capability:NAME": every agent with the capability but the sender
-	kindGlob                             // a path.Match pattern over registered agent ids
+	AddressAgent      AddressKind = iota // a plain agent id
+	AddressAll                           // "all" or "*": every registered agent but the sender
+	AddressRole                          // "role:NAME": every agent of the role but the sender
+	AddressCapability                    // "capability:NAME": every agent with the capability but the sender
+	AddressGlob                          // a path.Match pattern over registered agent ids
 )
 
-// recipientKind classifies one "to" entry (already matching recipientRE).
-func recipientKind(r string) recipientKindT {
+// AddressKindOf classifies one "to" entry (already matching recipientRE).
+func AddressKindOf(r string) AddressKind {
 	switch {
 	case r == "all" || r == "*":
-		return kindAll
+		return AddressAll
 	case strings.HasPrefix(r, RolePrefix):
-		return kindRole
+		return AddressRole
 	case strings.HasPrefix(r, CapabilityPrefix):
-		return kindCapability
+		return AddressCapability
 	case strings.ContainsAny(r, "*?["):
-		return kindGlob
+		return AddressGlob
 	}
-	return kindAgent
+	return AddressAgent
 }
 
 // recipient is one resolved recipient of a send.
@@ -125,15 +125,15 @@ func resolveRecipients(tx *bbolt.Tx, m *Message, emptyOK bool) ([]recipient, err
 	}
 	for i, r := range m.To {
 		field := fmt.Sprintf("to[%d]", i)
-		switch recipientKind(r) {
-		case kindAll:
+		switch AddressKindOf(r) {
+		case AddressAll:
 			c := agents.Cursor()
 			for k, v := c.First(); k != nil; k, v = c.Next() {
 				if string(k) != m.From {
 					add(string(k), agentRole(v))
 				}
 			}
-		case kindRole:
+		case AddressRole:
 			role := strings.TrimPrefix(r, "role:")
 			prefix := agentIndexPrefix(idxRole, role)
 			n := 0
@@ -145,9 +145,9 @@ func resolveRecipients(tx *bbolt.Tx, m *Message, emptyOK bool) ([]recipient, err
 				}
 			}
 			if n == 0 && !emptyOK {
-				return nil, fieldErr(field, "%q matches no agent: no registered agent other than the sender has role %q", r, role)
+				return nil, FieldErrorf(field, "%q matches no agent: no registered agent other than the sender has role %q", r, role)
 			}
-		case kindCapability:
+		case AddressCapability:
 			capability := strings.TrimPrefix(r, CapabilityPrefix)
 			prefix := agentIndexPrefix(idxCapability, capability)
 			n := 0
@@ -159,9 +159,9 @@ func resolveRecipients(tx *bbolt.Tx, m *Message, emptyOK bool) ([]recipient, err
 				}
 			}
 			if n == 0 && !emptyOK {
-				return nil, fieldErr(field, "%q matches no agent: no registered agent other than the sender has capability %q", r, capability)
+				return nil, FieldErrorf(field, "%q matches no agent: no registered agent other than the sender has capability %q", r, capability)
 			}
-		case kindGlob:
+		case AddressGlob:
 			lit := []byte(r[:strings.IndexAny(r, "*?[")])
 			n := 0
 			c := agents.Cursor()
@@ -172,7 +172,7 @@ func resolveRecipients(tx *bbolt.Tx, m *Message, emptyOK bool) ([]recipient, err
 				}
 			}
 			if n == 0 && !emptyOK {
-				return nil, fieldErr(field, "%q matches no agent: no registered agent other than the sender matches the glob", r)
+				return nil, FieldErrorf(field, "%q matches no agent: no registered agent other than the sender matches the glob", r)
 			}
 		default:
 			add(r, agentRole(agents.Get([]byte(r))))
@@ -187,7 +187,7 @@ func resolveRecipients(tx *bbolt.Tx, m *Message, emptyOK bool) ([]recipient, err
 		}
 	}
 	if m.Visibility == VisibilityModerators {
-		out = slices.DeleteFunc(out, func(r recipient) bool { return !namesAgent(m.To, r.id) })
+		out = slices.DeleteFunc(out, func(r recipient) bool { return !NamesAgent(m.To, r.id) })
 	}
 	return out, nil
 }

@@ -118,13 +118,13 @@ func (h LeaseHolder) String() string { return h.Node + "/" + h.Instance }
 func (h LeaseHolder) Validate() error {
 	if !ValidName(h.Node) {
 		if h.Node == "" {
-			return fieldErr("node", "required: the id of the node the watcher runs beside")
+			return FieldErrorf("node", "required: the id of the node the watcher runs beside")
 		}
 		return NameError("node", h.Node)
 	}
 	if !ValidName(h.Instance) {
 		if h.Instance == "" {
-			return fieldErr("instance", "required: the watcher process's instance id")
+			return FieldErrorf("instance", "required: the watcher process's instance id")
 		}
 		return NameError("instance", h.Instance)
 	}
@@ -133,9 +133,9 @@ func (h LeaseHolder) Validate() error {
 
 func validLeaseAgent(agent string) error {
 	if agent == "" {
-		return fieldErr("agent", "required: the agent id the lease is for")
+		return FieldErrorf("agent", "required: the agent id the lease is for")
 	}
-	return validAgent("agent", agent)
+	return CheckAgentField("agent", agent)
 }
 
 // AgentLeaseAcquireCommand is the body of OpAgentLeaseAcquire and of POST
@@ -183,7 +183,7 @@ func (c *AgentLeaseReleaseCommand) Validate() error {
 
 func validFence(f uint64) error {
 	if f == 0 {
-		return fieldErr("fence", "required: the fence the grant returned")
+		return FieldErrorf("fence", "required: the fence the grant returned")
 	}
 	return nil
 }

@@ -50,9 +50,9 @@ const (
 // registered, and no agent may register or send as it (a *FieldError).
 const SystemSender = "maos"
 
-// reservedName is the refusal of SystemSender in field.
-func reservedName(field string) error {
-	return fieldErr(field, "%q is reserved for the messages maos itself sends; pick another agent id", SystemSender)
+// ReservedName is the refusal of SystemSender in field.
+func ReservedName(field string) error {
+	return FieldErrorf(field, "%q is reserved for the messages maos itself sends; pick another agent id", SystemSender)
 }
 
 // Index key kinds of bucketAgentIndex.
@@ -113,25 +113,25 @@ func (c *RegisterAgentCommand) Normalize() {
 // *FieldError.
 func (c *RegisterAgentCommand) Validate() error {
 	if c.ID == "" {
-		return fieldErr("id", "required")
+		return FieldErrorf("id", "required")
 	}
 	if !ValidName(c.ID) {
 		return NameError("id", c.ID)
 	}
 	if c.ID == SystemSender {
-		return reservedName("id")
+		return ReservedName("id")
 	}
 	if !ValidName(c.Role) {
 		return NameError("role", c.Role)
 	}
-	if err := checkNames("capabilities", c.Capabilities, MaxCapabilities, "entries"); err != nil {
+	if err := CheckNames("capabilities", c.Capabilities, MaxCapabilities, "entries"); err != nil {
 		return err
 	}
 	if len(c.Description) > MaxDescriptionLen {
-		return fieldErr("description", "%d bytes, at most %d", len(c.Description), MaxDescriptionLen)
+		return FieldErrorf("description", "%d bytes, at most %d", len(c.Description), MaxDescriptionLen)
 	}
 	if strings.IndexFunc(c.Description, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\t' }) >= 0 {
-		return fieldErr("description", "must not contain control characters other than newline and tab")
+		return FieldErrorf("description", "must not contain control characters other than newline and tab")
 	}
 	if c.Node != "" && !ValidName(c.Node) {
 		return NameError("node", c.Node)
@@ -147,7 +147,7 @@ type UnregisterAgentCommand struct {
 // Validate checks the id.
 func (c *UnregisterAgentCommand) Validate() error {
 	if c.ID == "" {
-		return fieldErr("id", "required")
+		return FieldErrorf("id", "required")
 	}
 	if !ValidName(c.ID) {
 		return NameError("id", c.ID)

@@ -266,28 +266,28 @@ func (c *ApprovalRequestCommand) Normalize(now time.Time) {
 // the field and the limit.
 func (c *ApprovalRequestCommand) Validate() error {
 	if !idRE.MatchString(c.ID) {
-		return fieldErr("id", "%q: want 1..%d of A-Z a-z 0-9 . _ : - starting with a letter or digit", c.ID, MaxIDLen)
+		return FieldErrorf("id", "%q: want 1..%d of A-Z a-z 0-9 . _ : - starting with a letter or digit", c.ID, MaxIDLen)
 	}
 	if !ValidName(c.From) {
 		return NameError("from", c.From)
 	}
 	if c.From == SystemSender {
-		return reservedName("from")
+		return ReservedName("from")
 	}
 	if err := validApprovers(c.Approvers); err != nil {
 		return err
 	}
 	if c.Quorum < 1 || c.Quorum > MaxApprovers {
-		return fieldErr("quorum", "%d: want 1..%d", c.Quorum, MaxApprovers)
+		return FieldErrorf("quorum", "%d: want 1..%d", c.Quorum, MaxApprovers)
 	}
 	if c.Quorum > len(c.Approvers) && !slices.ContainsFunc(c.Approvers, func(a string) bool { return strings.HasPrefix(a, RolePrefix) }) {
-		return fieldErr("quorum", "%d of %d listed agents can never be reached: want at most %d, or list a role", c.Quorum, len(c.Approvers), len(c.Approvers))
+		return FieldErrorf("quorum", "%d of %d listed agents can never be reached: want at most %d, or list a role", c.Quorum, len(c.Approvers), len(c.Approvers))
 	}
 	if strings.TrimSpace(c.Title) == "" {
-		return fieldErr("title", "required")
+		return FieldErrorf("title", "required")
 	}
 	if len(c.Title) > MaxTitleLen {
-		return fieldErr("title", "%d bytes, at most %d", len(c.Title), MaxTitleLen)
+		return FieldErrorf("title", "%d bytes, at most %d", len(c.Title), MaxTitleLen)
 	}
 	if err := validNote("approval_needed_for", c.ApprovalNeededFor); err != nil {
 		return err
@@ -302,19 +302,19 @@ func (c *ApprovalRequestCommand) Validate() error {
 		return err
 	}
 	if !ValidPriority(c.Priority) {
-		return fieldErr("priority", "%q: want one of %s", c.Priority, PriorityList())
+		return FieldErrorf("priority", "%q: want one of %s", c.Priority, PriorityList())
 	}
 	if c.TimeoutHours != 0 {
-		return fieldErr("timeout_hours", "%v: give timeout or timeout_hours, one of them, as a positive number of hours at most %v", c.TimeoutHours, MaxApprovalTimeout.Hours())
+		return FieldErrorf("timeout_hours", "%v: give timeout or timeout_hours, one of them, as a positive number of hours at most %v", c.TimeoutHours, MaxApprovalTimeout.Hours())
 	}
 	if d := time.Duration(c.Timeout); d < MinApprovalTimeout || d > MaxApprovalTimeout {
-		return fieldErr("timeout", "%v: want %v..%v", d, MinApprovalTimeout, MaxApprovalTimeout)
+		return FieldErrorf("timeout", "%v: want %v..%v", d, MinApprovalTimeout, MaxApprovalTimeout)
 	}
 	if c.OnTimeout != OnTimeoutReject && c.OnTimeout != OnTimeoutEscalate {
-		return fieldErr("on_timeout", "%q: want %q or %q", c.OnTimeout, OnTimeoutReject, OnTimeoutEscalate)
+		return FieldErrorf("on_timeout", "%q: want %q or %q", c.OnTimeout, OnTimeoutReject, OnTimeoutEscalate)
 	}
 	if c.TaskID != "" && !idRE.MatchString(c.TaskID) {
-		return fieldErr("task_id", "%q is not a task id", c.TaskID)
+		return FieldErrorf("task_id", "%q is not a task id", c.TaskID)
 	}
 	if !ValidName(c.Channel) {
 		return NameError("channel", c.Channel)
@@ -349,16 +349,16 @@ func (c *ApprovalDecideCommand) Normalize() {
 // Validate checks the decision's fields.
 func (c *ApprovalDecideCommand) Validate() error {
 	if !idRE.MatchString(c.ID) {
-		return fieldErr("id", "%q is not an approval id", c.ID)
+		return FieldErrorf("id", "%q is not an approval id", c.ID)
 	}
 	if !ValidName(c.Approver) {
 		return NameError("approver", c.Approver)
 	}
 	if !slices.Contains(Decisions, c.Decision) {
-		return fieldErr("decision", "%q: want one of %s", c.Decision, strings.Join(Decisions, ", "))
+		return FieldErrorf("decision", "%q: want one of %s", c.Decision, strings.Join(Decisions, ", "))
 	}
-	if !validActionHash(c.ActionHash) {
-		return fieldErr("action_hash", "%q: want the sha256:<64 hex digits> of the action you decided on (GET /v1/approvals/{id})", c.ActionHash)
+	if !ValidActionHash(c.ActionHash) {
+		return FieldErrorf("action_hash", "%q: want the sha256:<64 hex digits> of the action you decided on (GET /v1/approvals/{id})", c.ActionHash)
 	}
 	if err := validNote("comment", c.Comment); err != nil {
 		return err
@@ -367,7 +367,7 @@ func (c *ApprovalDecideCommand) Validate() error {
 	case c.Decision == DecisionModify:
 		return validAction("action", c.Action)
 	case len(c.Action) > 0:
-		return fieldErr("action", "only a modify carries an action")
+		return FieldErrorf("action", "only a modify carries an action")
 	}
 	return nil
 }
@@ -383,7 +383,7 @@ type ApprovalCancelCommand struct {
 // Validate checks the cancel's fields.
 func (c *ApprovalCancelCommand) Validate() error {
 	if !idRE.MatchString(c.ID) {
-		return fieldErr("id", "%q is not an approval id", c.ID)
+		return FieldErrorf("id", "%q is not an approval id", c.ID)
 	}
 	if !ValidName(c.From) {
 		return NameError("from", c.From)
@@ -453,30 +453,30 @@ func ActionHash(action json.RawMessage) (string, error) {
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
-// validActionHash reports whether h is "sha256:" and 64 lowercase hex
+// ValidActionHash reports whether h is "sha256:" and 64 lowercase hex
 // digits.
-func validActionHash(h string) bool {
+func ValidActionHash(h string) bool {
 	hexPart, ok := strings.CutPrefix(h, "sha256:")
-	return ok && validHash(hexPart)
+	return ok && ValidHash(hexPart)
 }
 
 func validApprovers(list []string) error {
 	if len(list) == 0 {
-		return fieldErr("approvers", "required: agent ids or role:NAME entries")
+		return FieldErrorf("approvers", "required: agent ids or role:NAME entries")
 	}
 	if len(list) > MaxApprovers {
-		return fieldErr("approvers", "%d entries, at most %d", len(list), MaxApprovers)
+		return FieldErrorf("approvers", "%d entries, at most %d", len(list), MaxApprovers)
 	}
 	for i, a := range list {
 		f := fmt.Sprintf("approvers[%d]", i)
 		name, isRole := strings.CutPrefix(a, RolePrefix)
 		switch {
 		case !ValidName(name):
-			return fieldErr(f, "%q: want an agent id or role:NAME (%s)", a, NamePattern)
-		case !isRole && (a == SystemSender || recipientKind(a) != kindAgent):
-			return fieldErr(f, "%q: want an agent id or role:NAME", a)
+			return FieldErrorf(f, "%q: want an agent id or role:NAME (%s)", a, NamePattern)
+		case !isRole && (a == SystemSender || AddressKindOf(a) != AddressAgent):
+			return FieldErrorf(f, "%q: want an agent id or role:NAME", a)
 		case slices.Contains(list[:i], a):
-			return fieldErr(f, "%q is listed twice", a)
+			return FieldErrorf(f, "%q is listed twice", a)
 		}
 	}
 	return nil
@@ -487,13 +487,13 @@ func validOptions(list []string) error {
 		f := fmt.Sprintf("options[%d]", i)
 		switch {
 		case !slices.Contains(Decisions, o):
-			return fieldErr(f, "%q: want one of %s", o, strings.Join(Decisions, ", "))
+			return FieldErrorf(f, "%q: want one of %s", o, strings.Join(Decisions, ", "))
 		case slices.Contains(list[:i], o):
-			return fieldErr(f, "%q is listed twice", o)
+			return FieldErrorf(f, "%q is listed twice", o)
 		}
 	}
 	if len(list) > 0 && !slices.Contains(list, DecisionApprove) {
-		return fieldErr("options", "%s: an approval that cannot be approved; list %s (or leave options out for all)",
+		return FieldErrorf("options", "%s: an approval that cannot be approved; list %s (or leave options out for all)",
 			strings.Join(list, ", "), DecisionApprove)
 	}
 	return nil
@@ -506,23 +506,23 @@ func validContext(v json.RawMessage) error {
 	canon, err := CanonicalJSON(v)
 	switch {
 	case err != nil || canon[0] != '{':
-		return fieldErr("context", "want a JSON object")
+		return FieldErrorf("context", "want a JSON object")
 	case len(canon) > MaxActionBytes:
-		return fieldErr("context", "%d bytes in canonical form, at most %d", len(canon), MaxActionBytes)
+		return FieldErrorf("context", "%d bytes in canonical form, at most %d", len(canon), MaxActionBytes)
 	}
 	return nil
 }
 
 func validAction(field string, v json.RawMessage) error {
 	if len(bytes.TrimSpace(v)) == 0 {
-		return fieldErr(field, "required: the proposed action, any JSON value")
+		return FieldErrorf(field, "required: the proposed action, any JSON value")
 	}
 	canon, err := CanonicalJSON(v)
 	if err != nil {
-		return fieldErr(field, "not one JSON value: %v", err)
+		return FieldErrorf(field, "not one JSON value: %v", err)
 	}
 	if len(canon) > MaxActionBytes {
-		return fieldErr(field, "%d bytes in canonical form, at most %d", len(canon), MaxActionBytes)
+		return FieldErrorf(field, "%d bytes in canonical form, at most %d", len(canon), MaxActionBytes)
 	}
 	return nil
 }

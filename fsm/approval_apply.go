@@ -65,11 +65,11 @@ func (a *taskOp) openApproval(cmd *ApprovalRequestCommand, inReplyTo string) (*A
 	}
 	action, err := CanonicalJSON(cmd.Action)
 	if err != nil {
-		return nil, fieldErr("action", "not one JSON value: %v", err)
+		return nil, FieldErrorf("action", "not one JSON value: %v", err)
 	}
 	hash, err := ActionHash(action)
 	if err != nil {
-		return nil, fieldErr("action", "not one JSON value: %v", err)
+		return nil, FieldErrorf("action", "not one JSON value: %v", err)
 	}
 	timeout := time.Duration(cmd.Timeout)
 	ap := &Approval{
@@ -237,7 +237,7 @@ func decisionMessage(ap *Approval, from string, ts int64, text string) Message {
 		From:          from,
 		To:            Recipients{ap.From},
 		Type:          TypeHITLDecision,
-		Title:         cutUTF8(string(ap.State)+": "+ap.Title, MaxTitleLen),
+		Title:         TruncateUTF8(string(ap.State)+": "+ap.Title, MaxTitleLen),
 		Priority:      ap.Priority,
 		Content:       Content{Text: text},
 		InReplyTo:     ap.MessageID,
@@ -256,7 +256,7 @@ func escalationAlert(ap *Approval, ts int64, target string) Message {
 		From:     SystemSender,
 		To:       Recipients{target},
 		Type:     InterruptType, // "alert"
-		Title:    cutUTF8("approval overdue: "+ap.Title, MaxTitleLen),
+		Title:    TruncateUTF8("approval overdue: "+ap.Title, MaxTitleLen),
 		Priority: PriorityHigh,
 		Content: Content{Text: fmt.Sprintf("Approval %s (%q, requested by %s from %s, %d of %d approvals) had no decision by its deadline; it waits until %s, then expires.",
 			ap.ID, ap.Title, ap.From, strings.Join(ap.Approvers, ", "), ap.Approvals, ap.Quorum, stamp(ap.Deadline))},

@@ -66,11 +66,11 @@ func (f *FSM) applyApprovalDecide(tx *bbolt.Tx, index uint64, ts int64, body []b
 	case DecisionModify:
 		canon, err := CanonicalJSON(cmd.Action)
 		if err != nil {
-			return nil, a.errorf(fieldErr("action", "not one JSON value: %v", err))
+			return nil, a.errorf(FieldErrorf("action", "not one JSON value: %v", err))
 		}
 		hash, err := ActionHash(canon)
 		if err != nil {
-			return nil, a.errorf(fieldErr("action", "not one JSON value: %v", err))
+			return nil, a.errorf(FieldErrorf("action", "not one JSON value: %v", err))
 		}
 		if hash == ap.ActionHash {
 			return nil, a.errorf(conflict("approval %s: the action you sent is the current one (%s): approve it instead", ap.ID, hash))

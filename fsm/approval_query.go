@@ -64,7 +64,7 @@ func (f *FSM) Approval(id string) (*Approval, error) {
 // Validate checks the query's names (a *FieldError naming the field).
 func (q *ApprovalQuery) Validate() error {
 	if q.State != "" && !slices.Contains(ApprovalStates, q.State) {
-		return fieldErr("state", "%q: want one of %s", q.State, joinStates(ApprovalStates))
+		return FieldErrorf("state", "%q: want one of %s", q.State, joinStates(ApprovalStates))
 	}
 	for _, f := range []struct{ name, v string }{{"approver", q.Approver}, {"from", q.From}} {
 		if f.v != "" && !ValidName(f.v) {

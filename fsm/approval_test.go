@@ -20,7 +20,7 @@ func TestCanonicalJSONAndActionHash(t *testing.T) {
 	}
 	ha, _ := ActionHash(a)
 	hb, _ := ActionHash(b)
-	if ha != hb || !validActionHash(ha) {
+	if ha != hb || !ValidActionHash(ha) {
 		t.Errorf("hashes %s and %s of the same value differ or are malformed", ha, hb)
 	}
 	hc, _ := ActionHash(json.RawMessage(`{"tool_name":"Bash","tool_input":{"command":"git push --force"}}`))

@@ -58,9 +58,9 @@ func ValidArtifactID(s string) bool { return blobstore.ValidID(s) }
 // artifact id.
 func ArtifactIDError(field, value string) error {
 	if len(value) > 80 {
-		value = cutUTF8(value, 80) + "…"
+		value = TruncateUTF8(value, 80) + "…"
 	}
-	return fieldErr(field, "not an artifact id: want %s and 64 lowercase hex digits (got %q)", ArtifactIDPrefix, value)
+	return FieldErrorf(field, "not an artifact id: want %s and 64 lowercase hex digits (got %q)", ArtifactIDPrefix, value)
 }
 
 // ValidArtifactName checks an artifact's name: 1..MaxArtifactNameLen
@@ -69,15 +69,15 @@ func ArtifactIDError(field, value string) error {
 func ValidArtifactName(field, name string) error {
 	switch {
 	case name == "":
-		return fieldErr(field, "required: the file name the artifact is fetched as")
+		return FieldErrorf(field, "required: the file name the artifact is fetched as")
 	case len(name) > MaxArtifactNameLen:
-		return fieldErr(field, "%d bytes, at most %d", len(name), MaxArtifactNameLen)
+		return FieldErrorf(field, "%d bytes, at most %d", len(name), MaxArtifactNameLen)
 	case !utf8.ValidString(name):
-		return fieldErr(field, "not valid UTF-8")
+		return FieldErrorf(field, "not valid UTF-8")
 	case name == "." || name == ".." || strings.ContainsAny(name, `/\`):
-		return fieldErr(field, "%q: one file name, without / or \\, not . or ..", name)
+		return FieldErrorf(field, "%q: one file name, without / or \\, not . or ..", name)
 	case strings.IndexFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
-		return fieldErr(field, "%q holds a control character", name)
+		return FieldErrorf(field, "%q holds a control character", name)
 	}
 	return nil
 }
@@ -132,7 +132,7 @@ func (c *ArtifactPutCommand) Validate() error {
 	case !ValidArtifactID(c.ID):
 		return ArtifactIDError("id", c.ID)
 	case c.Size < 0:
-		return fieldErr("size", "%d: must not be negative", c.Size)
+		return FieldErrorf("size", "%d: must not be negative", c.Size)
 	case !ValidName(c.From):
 		return NameError("from", c.From)
 	}
@@ -144,10 +144,10 @@ func (c *ArtifactPutCommand) Validate() error {
 
 func validContentType(ct string) error {
 	if len(ct) > MaxArtifactContentTypeLen {
-		return fieldErr("content_type", "%d bytes, at most %d", len(ct), MaxArtifactContentTypeLen)
+		return FieldErrorf("content_type", "%d bytes, at most %d", len(ct), MaxArtifactContentTypeLen)
 	}
 	if _, _, err := mime.ParseMediaType(ct); err != nil {
-		return fieldErr("content_type", "%q is not a media type (type/subtype): %v", ct, err)
+		return FieldErrorf("content_type", "%q is not a media type (type/subtype): %v", ct, err)
 	}
 	return nil
 }

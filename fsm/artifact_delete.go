@@ -71,7 +71,7 @@ func artifactKept(a *Artifact, retention int64, ts int64) string {
 // to 80 bytes).
 func ArtifactNotFound(id string) error {
 	if len(id) > 80 {
-		id = cutUTF8(id, 80) + "…"
+		id = TruncateUTF8(id, 80) + "…"
 	}
 	return notFound("artifact %s", id)
 }

@@ -38,7 +38,7 @@ func applyArtifactPut(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, e
 		return nil, fmt.Errorf("fsm: apply %s: %w", OpArtifactPut, err)
 	}
 	if used > math.MaxInt64-cmd.Size {
-		return nil, fmt.Errorf("fsm: apply %s: %w", OpArtifactPut, fieldErr("size", "%d bytes: agent %s's artifacts would pass %d bytes", cmd.Size, cmd.From, int64(math.MaxInt64)))
+		return nil, fmt.Errorf("fsm: apply %s: %w", OpArtifactPut, FieldErrorf("size", "%d bytes: agent %s's artifacts would pass %d bytes", cmd.Size, cmd.From, int64(math.MaxInt64)))
 	}
 	a := &Artifact{ID: cmd.ID, Name: cmd.Name, ContentType: cmd.ContentType, Size: cmd.Size, From: cmd.From,
 		Created: time.Unix(0, ts).UTC(), Index: index, RefsIndexed: true}

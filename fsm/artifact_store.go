@@ -168,7 +168,7 @@ func checkArtifactRefs(tx *bbolt.Tx, m *Message, sender *Viewer) ([]*Artifact, e
 // that is not stored: "no artifact sha256:…: upload it first (maosctl
 // artifact put)".
 func UnknownArtifactError(field, id string) error {
-	return fieldErr(field, "no artifact %s: upload it first (maosctl artifact put)", id)
+	return FieldErrorf(field, "no artifact %s: upload it first (maosctl artifact put)", id)
 }
 
 // refArtifacts counts the message stored at seq in this entry once on

@@ -93,7 +93,7 @@ func (c *BulletinCommand) Validate() error {
 		return err
 	}
 	if _, ok := doc[BulletinIfVersionKey]; ok {
-		return fieldErr(BulletinIfVersionKey, "reserved for compare-and-set; it is not a bulletin key")
+		return FieldErrorf(BulletinIfVersionKey, "reserved for compare-and-set; it is not a bulletin key")
 	}
 	dropLockEntries(doc)
 	if err := checkBulletinKeys(doc, c.Merge); err != nil {
@@ -111,20 +111,20 @@ func (c *BulletinCommand) Validate() error {
 // as written.
 func decodeBulletin(raw json.RawMessage) (map[string]any, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
-		return nil, fieldErr("bulletin", "required: a JSON object")
+		return nil, FieldErrorf("bulletin", "required: a JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, fieldErr("bulletin", "not valid JSON: %v", err)
+		return nil, FieldErrorf("bulletin", "not valid JSON: %v", err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, fieldErr("bulletin", "trailing data after the JSON object")
+		return nil, FieldErrorf("bulletin", "trailing data after the JSON object")
 	}
 	doc, ok := v.(map[string]any)
 	if !ok {
-		return nil, fieldErr("bulletin", "want a JSON object, got %s", jsonKind(v))
+		return nil, FieldErrorf("bulletin", "want a JSON object, got %s", jsonKind(v))
 	}
 	return doc, nil
 }
@@ -149,10 +149,10 @@ func jsonKind(v any) string {
 func encodeBulletin(doc map[string]any) ([]byte, error) {
 	data, err := json.Marshal(doc)
 	if err != nil {
-		return nil, fieldErr("bulletin", "cannot encode: %v", err)
+		return nil, FieldErrorf("bulletin", "cannot encode: %v", err)
 	}
 	if len(data) > MaxBulletinBytes {
-		return nil, fieldErr("bulletin", "%d bytes, over the limit of %d bytes (64 KiB)", len(data), MaxBulletinBytes)
+		return nil, FieldErrorf("bulletin", "%d bytes, over the limit of %d bytes (64 KiB)", len(data), MaxBulletinBytes)
 	}
 	return data, nil
 }
@@ -183,19 +183,19 @@ func checkBulletinKeys(doc map[string]any, nullOK bool) error {
 		switch k {
 		case "system_status":
 			if s, _ := v.(string); !slices.Contains(BulletinStatuses, s) {
-				return fieldErr(k, "want one of %s, got %s", strings.Join(BulletinStatuses, ", "), compactJSON(v))
+				return FieldErrorf(k, "want one of %s, got %s", strings.Join(BulletinStatuses, ", "), compactJSON(v))
 			}
 		case "current_phase":
 			if _, ok := v.(string); !ok {
-				return fieldErr(k, "want a string, got %s", jsonKind(v))
+				return FieldErrorf(k, "want a string, got %s", jsonKind(v))
 			}
 		case "warnings":
 			if _, ok := v.([]any); !ok {
-				return fieldErr(k, "want an array, got %s", jsonKind(v))
+				return FieldErrorf(k, "want an array, got %s", jsonKind(v))
 			}
 		case "shared_resources":
 			if _, ok := v.(map[string]any); !ok {
-				return fieldErr(k, "want an object, got %s", jsonKind(v))
+				return FieldErrorf(k, "want an object, got %s", jsonKind(v))
 			}
 		}
 	}

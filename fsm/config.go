@@ -128,7 +128,7 @@ func checkUnknownRecipients(v json.RawMessage) error {
 // clipValue is a value as an error quotes it: at most 40 bytes.
 func clipValue(v json.RawMessage) string {
 	if len(v) > 40 {
-		return cutUTF8(string(v), 40) + "…"
+		return TruncateUTF8(string(v), 40) + "…"
 	}
 	return string(v)
 }
@@ -156,7 +156,7 @@ func checkEscalationTarget(v json.RawMessage) error {
 		return fmt.Errorf("%q: want an agent id or role:NAME; %s", s, NameRule(name))
 	case !isRole && s == SystemSender:
 		return fmt.Errorf("%q is maos itself; name an agent or role:NAME", s)
-	case !isRole && recipientKind(s) == kindAll:
+	case !isRole && AddressKindOf(s) == AddressAll:
 		return fmt.Errorf("%q would page every agent; name an agent or role:NAME", s)
 	}
 	return nil
@@ -182,10 +182,10 @@ type SetConfigCommand struct {
 func (c *SetConfigCommand) Validate() error {
 	check, ok := configKeys[c.Key]
 	if !ok {
-		return fieldErr("key", "unknown setting %q; known: %s", c.Key, strings.Join(ConfigKeys(), ", "))
+		return FieldErrorf("key", "unknown setting %q; known: %s", c.Key, strings.Join(ConfigKeys(), ", "))
 	}
 	if err := check(c.Value); err != nil {
-		return fieldErr("value", "%s: %v", c.Key, err)
+		return FieldErrorf("value", "%s: %v", c.Key, err)
 	}
 	return nil
 }

@@ -56,17 +56,17 @@ func (c *AuditDenialCommand) Validate() error {
 		{"reason", c.Reason, MaxDenialReasonLen},
 	} {
 		if len(f.v) > f.max {
-			return fieldErr(f.name, "%d bytes, at most %d", len(f.v), f.max)
+			return FieldErrorf(f.name, "%d bytes, at most %d", len(f.v), f.max)
 		}
 		if !utf8.ValidString(f.v) {
-			return fieldErr(f.name, "not valid UTF-8")
+			return FieldErrorf(f.name, "not valid UTF-8")
 		}
 	}
 	if c.Reason == "" {
-		return fieldErr("reason", "required: why the request was refused")
+		return FieldErrorf("reason", "required: why the request was refused")
 	}
 	if c.Count < 1 || c.Count > MaxDenialCount {
-		return fieldErr("count", "%d is outside 1..%d", c.Count, MaxDenialCount)
+		return FieldErrorf("count", "%d is outside 1..%d", c.Count, MaxDenialCount)
 	}
 	return nil
 }

@@ -101,7 +101,8 @@ func (e *FieldError) Error() string { return fmt.Sprintf("%s: %s", e.Field, e.Re
 // Unwrap lets errors.Is(err, ErrInvalid) match.
 func (e *FieldError) Unwrap() error { return ErrInvalid }
 
-func fieldErr(field, format string, args ...any) error {
+// FieldErrorf is a *FieldError for field with a formatted reason.
+func FieldErrorf(field, format string, args ...any) error {
 	return &FieldError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
@@ -114,17 +115,17 @@ const NamePattern = rules.NamePattern
 // than MaxNameLen bytes is quoted cut to MaxNameLen bytes and "…".
 func NameRule(value string) string {
 	if len(value) > MaxNameLen {
-		value = cutUTF8(value, MaxNameLen) + "…"
+		value = TruncateUTF8(value, MaxNameLen) + "…"
 	}
 	return fmt.Sprintf("must match %s (got %q)", NamePattern, value)
 }
 
-// checkNames checks a list field of names: at most max entries ("FIELD: 70
+// CheckNames checks a list field of names: at most max entries ("FIELD: 70
 // NOUN, at most 64"), each a ValidName ("FIELD[i]: must match ..."). The
 // error is a *FieldError.
-func checkNames(field string, names []string, max int, noun string) error {
+func CheckNames(field string, names []string, max int, noun string) error {
 	if len(names) > max {
-		return fieldErr(field, "%d %s, at most %d", len(names), noun, max)
+		return FieldErrorf(field, "%d %s, at most %d", len(names), noun, max)
 	}
 	for i, n := range names {
 		if !ValidName(n) {

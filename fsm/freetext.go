@@ -72,12 +72,12 @@ func CheckText(fields []TextField) error {
 		switch {
 		case f.Text != nil:
 			if !utf8.ValidString(*f.Text) {
-				return fieldErr(f.Name, "not valid UTF-8")
+				return FieldErrorf(f.Name, "not valid UTF-8")
 			}
 			if f.Kind == TextLine {
 				if i := strings.IndexFunc(*f.Text, lineControl); i >= 0 {
 					r, _ := utf8.DecodeRuneInString((*f.Text)[i:])
-					return fieldErr(f.Name, "control character %U at byte %d: a title, id or label may hold tab and newline, no other control character", r, i)
+					return FieldErrorf(f.Name, "control character %U at byte %d: a title, id or label may hold tab and newline, no other control character", r, i)
 				}
 			}
 		case f.JSON != nil && len(*f.JSON) > 0:
@@ -98,7 +98,7 @@ func checkJSON(field string, b []byte, max int) error {
 		return err
 	}
 	if !json.Valid(b) {
-		return fieldErr(field, "not valid JSON")
+		return FieldErrorf(field, "not valid JSON")
 	}
 	return nil
 }
@@ -107,10 +107,10 @@ func checkJSON(field string, b []byte, max int) error {
 // than max (b is known to be valid JSON, or checked after).
 func checkShape(field string, b []byte, max int) error {
 	if !utf8.Valid(b) {
-		return fieldErr(field, "not valid UTF-8")
+		return FieldErrorf(field, "not valid UTF-8")
 	}
 	if d := jsonDepth(b); d > max {
-		return fieldErr(field, "JSON nested %d deep, at most %d", d, max)
+		return FieldErrorf(field, "JSON nested %d deep, at most %d", d, max)
 	}
 	return nil
 }

@@ -189,18 +189,18 @@ type MarkReadCommand struct {
 // Validate checks the agent id and that exactly one of id and upto is set.
 func (c *MarkReadCommand) Validate() error {
 	if c.Agent == "" {
-		return fieldErr("agent", "required")
+		return FieldErrorf("agent", "required")
 	}
 	if !ValidName(c.Agent) {
 		return NameError("agent", c.Agent)
 	}
 	switch {
 	case c.ID == "" && c.Upto == 0:
-		return fieldErr("id", "give a message id, or upto: a seq (everything up to it is marked read)")
+		return FieldErrorf("id", "give a message id, or upto: a seq (everything up to it is marked read)")
 	case c.ID != "" && c.Upto != 0:
-		return fieldErr("upto", "give either id or upto, not both")
+		return FieldErrorf("upto", "give either id or upto, not both")
 	case c.ID != "" && !idRE.MatchString(c.ID):
-		return fieldErr("id", "must be a message id matching %s", idRE)
+		return FieldErrorf("id", "must be a message id matching %s", idRE)
 	}
 	return nil
 }
@@ -321,7 +321,7 @@ type InboxQuery struct {
 // Validate checks the filters.
 func (q *InboxQuery) Validate() error {
 	if q.Priority != "" && !ValidPriority(q.Priority) {
-		return fieldErr("priority", "must be one of %s", PriorityList())
+		return FieldErrorf("priority", "must be one of %s", PriorityList())
 	}
 	if q.Type != "" && !ValidName(q.Type) {
 		return NameError("type", q.Type)
@@ -330,13 +330,13 @@ func (q *InboxQuery) Validate() error {
 		return NameError("from", q.From)
 	}
 	if q.Limit > MaxPageLimit {
-		return fieldErr("limit", "%d, at most %d", q.Limit, MaxPageLimit)
+		return FieldErrorf("limit", "%d, at most %d", q.Limit, MaxPageLimit)
 	}
 	if q.Before != 0 && !q.Newest {
-		return fieldErr("before", "only with newest (oldest-first pages go on with after)")
+		return FieldErrorf("before", "only with newest (oldest-first pages go on with after)")
 	}
 	if q.Before != 0 && q.Before <= q.After+1 {
-		return fieldErr("before", "%d leaves nothing after %d", q.Before, q.After)
+		return FieldErrorf("before", "%d leaves nothing after %d", q.Before, q.After)
 	}
 	return nil
 }

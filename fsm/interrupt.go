@@ -44,7 +44,7 @@ func NewInterrupt(from, agent, channel, reason string) *Message {
 		To:       Recipients{agent},
 		Type:     InterruptType,
 		Priority: PriorityUrgent,
-		Title:    cutUTF8(InterruptPrefix+strings.Join(strings.Fields(reason), " "), MaxTitleLen),
+		Title:    TruncateUTF8(InterruptPrefix+strings.Join(strings.Fields(reason), " "), MaxTitleLen),
 		Content:  Content{Text: InterruptPrefix + reason},
 	}
 }
@@ -58,8 +58,8 @@ func NewInterrupt(from, agent, channel, reason string) *Message {
 // refusal writes one BLOCKED audit line, and nothing else, and returns a
 // *ForbiddenError in the rule's words.
 func (f *FSM) checkInterrupt(tx *bbolt.Tx, index uint64, ts int64, m *Message, mark *Interrupt) error {
-	if len(m.To) != 1 || recipientKind(m.To[0]) != kindAgent {
-		return fieldErr("to", "an interrupt names one agent, not %q", strings.Join(m.To, ","))
+	if len(m.To) != 1 || AddressKindOf(m.To[0]) != AddressAgent {
+		return FieldErrorf("to", "an interrupt names one agent, not %q", strings.Join(m.To, ","))
 	}
 	ok, reason, err := f.mayInterrupt(tx, m.From, mark.Moderator)
 	if err != nil || ok {

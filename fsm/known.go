@@ -138,16 +138,16 @@ func checkKnown(tx *bbolt.Tx, field, actor string, names []string) error {
 		if slices.Contains(unknown, n) {
 			continue
 		}
-		switch recipientKind(n) {
-		case kindAgent:
+		switch AddressKindOf(n) {
+		case AddressAgent:
 			if n != actor && !book.known(n) {
 				unknown = append(unknown, n)
 			}
-		case kindRole:
+		case AddressRole:
 			if !hasIndexed(tx, idxRole, strings.TrimPrefix(n, RolePrefix)) {
 				unknown = append(unknown, n)
 			}
-		case kindCapability:
+		case AddressCapability:
 			if !hasIndexed(tx, idxCapability, strings.TrimPrefix(n, CapabilityPrefix)) {
 				unknown = append(unknown, n)
 			}
@@ -174,10 +174,10 @@ func unknownNames(tx *bbolt.Tx, field string, unknown []string) error {
 	for i, n := range unknown {
 		var what, why string
 		var pool []candidate
-		switch recipientKind(n) {
-		case kindRole:
+		switch AddressKindOf(n) {
+		case AddressRole:
 			what, why, pool = fmt.Sprintf("role %q", strings.TrimPrefix(n, RolePrefix)), "no agent has it", known.roles
-		case kindCapability:
+		case AddressCapability:
 			what, why, pool = fmt.Sprintf("capability %q", strings.TrimPrefix(n, CapabilityPrefix)), "no agent has it", known.capabilities
 		default:
 			agents = true

@@ -127,10 +127,10 @@ func (d LockTTL) validate() error { return d.validateIn(MinLockTTL, MaxLockTTL) 
 // check of a lease's ttl, for locks and agent leases.
 func (d LockTTL) validateIn(lo, hi time.Duration) error {
 	if d == 0 {
-		return fieldErr("ttl", "required: a lease duration from %s to %s, like \"5m\"", lo, hi)
+		return FieldErrorf("ttl", "required: a lease duration from %s to %s, like \"5m\"", lo, hi)
 	}
 	if time.Duration(d) < lo || time.Duration(d) > hi {
-		return fieldErr("ttl", "%s is outside the limits %s to %s", time.Duration(d), lo, hi)
+		return FieldErrorf("ttl", "%s is outside the limits %s to %s", time.Duration(d), lo, hi)
 	}
 	return nil
 }
@@ -155,11 +155,11 @@ func ValidLockPath(path string) string {
 
 func validLockParties(path, holder string) error {
 	if why := ValidLockPath(path); why != "" {
-		return fieldErr("path", "%s", why)
+		return FieldErrorf("path", "%s", why)
 	}
 	if !ValidName(holder) {
 		if holder == "" {
-			return fieldErr("holder", "required: the agent id taking the lock")
+			return FieldErrorf("holder", "required: the agent id taking the lock")
 		}
 		return NameError("holder", holder)
 	}
@@ -196,7 +196,7 @@ func (c *LockRenewCommand) Validate() error {
 		return err
 	}
 	if c.Token == 0 {
-		return fieldErr("token", "required: the fencing token the grant returned")
+		return FieldErrorf("token", "required: the fencing token the grant returned")
 	}
 	return c.TTL.validate()
 }
@@ -217,11 +217,11 @@ type LockReleaseCommand struct {
 // Validate checks the fields for a holder's or a forced release.
 func (c *LockReleaseCommand) Validate() error {
 	if why := ValidLockPath(c.Path); why != "" {
-		return fieldErr("path", "%s", why)
+		return FieldErrorf("path", "%s", why)
 	}
 	if c.Force {
 		if !ValidName(c.By) {
-			return fieldErr("by", "required with force: who breaks the lease (an id matching %s), for the audit trail", NamePattern)
+			return FieldErrorf("by", "required with force: who breaks the lease (an id matching %s), for the audit trail", NamePattern)
 		}
 		if c.Holder != "" && !ValidName(c.Holder) {
 			return NameError("holder", c.Holder)
@@ -229,16 +229,16 @@ func (c *LockReleaseCommand) Validate() error {
 		return nil
 	}
 	if c.By != "" {
-		return fieldErr("by", "only with force")
+		return FieldErrorf("by", "only with force")
 	}
 	if !ValidName(c.Holder) {
 		if c.Holder == "" {
-			return fieldErr("holder", "required (or force with by)")
+			return FieldErrorf("holder", "required (or force with by)")
 		}
 		return NameError("holder", c.Holder)
 	}
 	if c.Token == 0 {
-		return fieldErr("token", "required: the fencing token the grant returned")
+		return FieldErrorf("token", "required: the fencing token the grant returned")
 	}
 	return nil
 }
@@ -255,13 +255,13 @@ type ReleaseHolderLocksCommand struct {
 // Validate checks the holders.
 func (c *ReleaseHolderLocksCommand) Validate() error {
 	if len(c.Holders) == 0 {
-		return fieldErr("holders", "required: at least one agent id")
+		return FieldErrorf("holders", "required: at least one agent id")
 	}
-	if err := checkNames("holders", c.Holders, MaxReleaseHolders, "entries"); err != nil {
+	if err := CheckNames("holders", c.Holders, MaxReleaseHolders, "entries"); err != nil {
 		return err
 	}
 	if len(c.Reason) > MaxTitleLen {
-		return fieldErr("reason", "%d bytes, at most %d", len(c.Reason), MaxTitleLen)
+		return FieldErrorf("reason", "%d bytes, at most %d", len(c.Reason), MaxTitleLen)
 	}
 	return nil
 }
@@ -646,10 +646,10 @@ type LockCheckCommand struct {
 // Validate checks path and token.
 func (c *LockCheckCommand) Validate() error {
 	if why := ValidLockPath(c.Path); why != "" {
-		return fieldErr("path", "%s", why)
+		return FieldErrorf("path", "%s", why)
 	}
 	if c.Token == 0 {
-		return fieldErr("token", "required: the fencing token to check")
+		return FieldErrorf("token", "required: the fencing token to check")
 	}
 	return nil
 }

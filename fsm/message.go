@@ -226,45 +226,45 @@ func (m *Message) Normalize(now time.Time) {
 // because a generated id is built from it.
 func (m *Message) Validate() error {
 	if m.From == "" {
-		return fieldErr("from", "required")
+		return FieldErrorf("from", "required")
 	}
 	if !ValidName(m.From) {
 		return NameError("from", m.From)
 	}
 	if m.ID == "" {
-		return fieldErr("id", "required")
+		return FieldErrorf("id", "required")
 	}
 	if !idRE.MatchString(m.ID) {
-		return fieldErr("id", "must match %s", idRE)
+		return FieldErrorf("id", "must match %s", idRE)
 	}
 	if m.Seq != 0 {
-		return fieldErr("seq", "is assigned by the log; leave it out")
+		return FieldErrorf("seq", "is assigned by the log; leave it out")
 	}
 	if m.Channel == "" {
-		return fieldErr("channel", "required")
+		return FieldErrorf("channel", "required")
 	}
 	if !ValidName(m.Channel) {
 		return NameError("channel", m.Channel)
 	}
 	if len(m.To) == 0 {
-		return fieldErr("to", "required: at least one recipient")
+		return FieldErrorf("to", "required: at least one recipient")
 	}
 	if len(m.To) > MaxRecipients {
-		return fieldErr("to", "%d recipients, at most %d", len(m.To), MaxRecipients)
+		return FieldErrorf("to", "%d recipients, at most %d", len(m.To), MaxRecipients)
 	}
 	for i, r := range m.To {
 		if !recipientRE.MatchString(r) {
-			return fieldErr(fmt.Sprintf("to[%d]", i), "%q is not an agent id, \"all\", \"*\", \"role:NAME\", \"capability:NAME\" or a glob", r)
+			return FieldErrorf(fmt.Sprintf("to[%d]", i), "%q is not an agent id, \"all\", \"*\", \"role:NAME\", \"capability:NAME\" or a glob", r)
 		}
-		switch recipientKind(r) {
-		case kindGlob:
+		switch AddressKindOf(r) {
+		case AddressGlob:
 			// path.Match checks the whole pattern, whatever the name.
 			if _, err := path.Match(r, ""); err != nil {
-				return fieldErr(fmt.Sprintf("to[%d]", i), "%q is not a valid glob: %v", r, err)
+				return FieldErrorf(fmt.Sprintf("to[%d]", i), "%q is not a valid glob: %v", r, err)
 			}
-		case kindAgent:
+		case AddressAgent:
 			if !ValidName(r) {
-				return fieldErr(fmt.Sprintf("to[%d]", i), "not a valid agent id: %s", NameRule(r))
+				return FieldErrorf(fmt.Sprintf("to[%d]", i), "not a valid agent id: %s", NameRule(r))
 			}
 		}
 	}
@@ -274,34 +274,34 @@ func (m *Message) Validate() error {
 		}
 	}
 	if strings.TrimSpace(m.Content.Text) == "" {
-		return fieldErr("content.text", "required")
+		return FieldErrorf("content.text", "required")
 	}
 	if !ValidName(m.Type) {
 		return NameError("type", m.Type)
 	}
 	if !ValidPriority(m.Priority) {
-		return fieldErr("priority", "must be one of %s", PriorityList())
+		return FieldErrorf("priority", "must be one of %s", PriorityList())
 	}
 	if m.Visibility != VisibilityPublic && m.Visibility != VisibilityPrivate && m.Visibility != VisibilityModerators {
-		return fieldErr("visibility", "must be public, private or moderators")
+		return FieldErrorf("visibility", "must be public, private or moderators")
 	}
 	if len(m.Title) > MaxTitleLen {
-		return fieldErr("title", "%d bytes, at most %d", len(m.Title), MaxTitleLen)
+		return FieldErrorf("title", "%d bytes, at most %d", len(m.Title), MaxTitleLen)
 	}
 	if strings.IndexFunc(m.Title, unicode.IsControl) >= 0 {
-		return fieldErr("title", "must not contain control characters")
+		return FieldErrorf("title", "must not contain control characters")
 	}
-	if err := checkNames("tags", m.Tags, MaxTags, "tags"); err != nil {
+	if err := CheckNames("tags", m.Tags, MaxTags, "tags"); err != nil {
 		return err
 	}
 	if len(m.Content.Artifacts) > MaxArtifacts {
-		return fieldErr("content.artifacts", "%d entries, at most %d", len(m.Content.Artifacts), MaxArtifacts)
+		return FieldErrorf("content.artifacts", "%d entries, at most %d", len(m.Content.Artifacts), MaxArtifacts)
 	}
 	for i, a := range m.Content.Artifacts {
 		field := fmt.Sprintf("content.artifacts[%d]", i)
 		switch {
 		case a.Ref == "":
-			return fieldErr(field, "empty: a path, an artifact id or {\"id\", \"name\"}")
+			return FieldErrorf(field, "empty: a path, an artifact id or {\"id\", \"name\"}")
 		case a.Name != "" && !ValidArtifactID(a.Ref):
 			return ArtifactIDError(field+".id", a.Ref)
 		case a.Name != "":
@@ -312,14 +312,14 @@ func (m *Message) Validate() error {
 	}
 	for _, f := range []struct{ name, v string }{{"in_reply_to", m.InReplyTo}, {"thread_id", m.ThreadID}} {
 		if f.v != "" && !idRE.MatchString(f.v) {
-			return fieldErr(f.name, "must be a message id matching %s", idRE)
+			return FieldErrorf(f.name, "must be a message id matching %s", idRE)
 		}
 	}
 	if len(m.CorrelationID) > MaxIDLen {
-		return fieldErr("correlation_id", "%d bytes, at most %d", len(m.CorrelationID), MaxIDLen)
+		return FieldErrorf("correlation_id", "%d bytes, at most %d", len(m.CorrelationID), MaxIDLen)
 	}
 	if len(m.Metadata) > 0 && !json.Valid(m.Metadata) {
-		return fieldErr("metadata", "must be valid JSON")
+		return FieldErrorf("metadata", "must be valid JSON")
 	}
 	return nil
 }

@@ -274,5 +274,5 @@ func storeMessage(tx *bbolt.Tx, m *Message, sum [32]byte) {
 	putMessage(tx, m)
 	putID(tx, m.ID, idRecord{seq: m.Seq, sum: sum})
 	appendToChannel(tx, m.Channel, m.Seq)
-	addToThread(tx, threadOf(m), m.Seq)
+	addToThread(tx, ThreadOf(m), m.Seq)
 }

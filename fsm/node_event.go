@@ -64,16 +64,16 @@ func (c *NodeEventCommand) Validate() error {
 		return NameError("node_id", c.NodeID)
 	}
 	if _, ok := nodeEventLabels[c.Event]; !ok {
-		return fieldErr("event", "%q is not join, leave, dead, remove, replace or transfer", c.Event)
+		return FieldErrorf("event", "%q is not join, leave, dead, remove, replace or transfer", c.Event)
 	}
 	if len(c.Reason) > MaxNodeEventReason {
-		return fieldErr("reason", "%d bytes, at most %d", len(c.Reason), MaxNodeEventReason)
+		return FieldErrorf("reason", "%d bytes, at most %d", len(c.Reason), MaxNodeEventReason)
 	}
 	if !utf8.ValidString(c.Reason) {
-		return fieldErr("reason", "not valid UTF-8")
+		return FieldErrorf("reason", "not valid UTF-8")
 	}
 	if len(c.ID) > MaxIDLen {
-		return fieldErr("id", "%d bytes, at most %d", len(c.ID), MaxIDLen)
+		return FieldErrorf("id", "%d bytes, at most %d", len(c.ID), MaxIDLen)
 	}
 	return nil
 }

@@ -79,7 +79,7 @@ func overviewEntry(viewer *Viewer, v []byte) (e OverviewEntry, ok bool, err erro
 	if e.To == nil {
 		e.To = []string{}
 	}
-	if restricted(h.Visibility) {
+	if Restricted(h.Visibility) {
 		m := Message{From: h.From, To: h.To, Recipients: h.Recipients, Visibility: h.Visibility}
 		if !viewer.CanRead(&m) {
 			return OverviewEntry{}, false, nil

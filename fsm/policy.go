@@ -82,11 +82,11 @@ func (c *SetPolicyCommand) Validate() error {
 	case !ValidName(c.SetBy):
 		return NameError("set_by", c.SetBy)
 	case c.Mode != "" && !slices.Contains(PolicyModes, c.Mode):
-		return fieldErr("mode", "%q is not a mode: one of %v, or \"\" to clear", c.Mode, PolicyModes)
+		return FieldErrorf("mode", "%q is not a mode: one of %v, or \"\" to clear", c.Mode, PolicyModes)
 	case c.ForSeconds < 0 || c.ForSeconds > MaxPolicyFor:
-		return fieldErr("for_seconds", "%d is out of range: 0 (no end) to %d (30 days)", c.ForSeconds, MaxPolicyFor)
+		return FieldErrorf("for_seconds", "%d is out of range: 0 (no end) to %d (30 days)", c.ForSeconds, MaxPolicyFor)
 	case c.Mode == "" && c.ForSeconds != 0:
-		return fieldErr("for_seconds", "a clear takes no duration")
+		return FieldErrorf("for_seconds", "a clear takes no duration")
 	}
 	return nil
 }
@@ -220,7 +220,7 @@ func applySetPolicy(tx *bbolt.Tx, _ uint64, ts int64, body []byte) (any, error) 
 		}
 	}
 	if cmd.Mode != "" && cmd.From != "" && overrides >= MaxPolicyOverrides {
-		return nil, fmt.Errorf("fsm: apply %s: %w", OpSetPolicy, fieldErr("from",
+		return nil, fmt.Errorf("fsm: apply %s: %w", OpSetPolicy, FieldErrorf("from",
 			"agent %s has %d per-sender overrides, the most allowed (%d): clear one first", cmd.Agent, overrides, MaxPolicyOverrides))
 	}
 	for _, p := range stored {

@@ -35,7 +35,7 @@ type ReceiptStateCommand struct {
 // Validate checks the id, the agent id and the state.
 func (c *ReceiptStateCommand) Validate() error {
 	if !idRE.MatchString(c.ID) {
-		return fieldErr("id", "must be a message id matching %s", idRE)
+		return FieldErrorf("id", "must be a message id matching %s", idRE)
 	}
 	if !ValidName(c.Agent) {
 		return NameError("agent", c.Agent)
@@ -44,7 +44,7 @@ func (c *ReceiptStateCommand) Validate() error {
 	case ReceiptQueued, ReceiptDelivered, ReceiptInterrupted:
 		return nil
 	}
-	return fieldErr("state", "%q: want %s, %s or %s", c.State, ReceiptQueued, ReceiptDelivered, ReceiptInterrupted)
+	return FieldErrorf("state", "%q: want %s, %s or %s", c.State, ReceiptQueued, ReceiptDelivered, ReceiptInterrupted)
 }
 
 // applyReceiptState applies OpReceiptState: an error wrapping ErrNotFound

@@ -30,15 +30,15 @@ func applyRegisterNode(tx *bbolt.Tx, index uint64, _ int64, body []byte) (any, e
 		return nil, fmt.Errorf("fsm: apply register_node: decode: %w", err)
 	}
 	if cmd.NodeID == "" {
-		return nil, fmt.Errorf("fsm: apply register_node: %w", fieldErr("node_id", "required"))
+		return nil, fmt.Errorf("fsm: apply register_node: %w", FieldErrorf("node_id", "required"))
 	}
 	// The id is a bbolt key: one over bbolt's key limit would make Put fail
 	// and every node panic on this entry.
 	if len(cmd.NodeID) > MaxIDLen {
-		return nil, fmt.Errorf("fsm: apply register_node: %w", fieldErr("node_id", "%d bytes, at most %d", len(cmd.NodeID), MaxIDLen))
+		return nil, fmt.Errorf("fsm: apply register_node: %w", FieldErrorf("node_id", "%d bytes, at most %d", len(cmd.NodeID), MaxIDLen))
 	}
 	if cmd.APIAddr == "" {
-		return nil, fmt.Errorf("fsm: apply register_node: %w", fieldErr("api_addr", "required"))
+		return nil, fmt.Errorf("fsm: apply register_node: %w", FieldErrorf("api_addr", "required"))
 	}
 	info := NodeInfo{NodeID: cmd.NodeID, APIAddr: cmd.APIAddr, RaftAddr: cmd.RaftAddr, Index: index}
 	putNode(tx, &info)

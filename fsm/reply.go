@@ -27,7 +27,7 @@ func NewReply(orig *Message, from, text string) *Message {
 		Priority:   PriorityNormal,
 		Content:    Content{Text: text},
 		InReplyTo:  orig.ID,
-		ThreadID:   threadOf(orig),
+		ThreadID:   ThreadOf(orig),
 		Visibility: VisibilityPublic,
 	}
 	if !orig.Public() {
@@ -49,11 +49,11 @@ func replyTitle(title string) string {
 	if title == "" || strings.HasPrefix(title, replyTitlePrefix) {
 		return title
 	}
-	return cutUTF8(replyTitlePrefix+title, MaxTitleLen)
+	return TruncateUTF8(replyTitlePrefix+title, MaxTitleLen)
 }
 
-// cutUTF8 is s cut to at most n bytes without splitting a character.
-func cutUTF8(s string, n int) string {
+// TruncateUTF8 is s cut to at most n bytes without splitting a character.
+func TruncateUTF8(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

@@ -64,10 +64,10 @@ func (c *SetRetentionCommand) Validate() (time.Duration, error) {
 	if c.MaxAge != "" {
 		d, err := time.ParseDuration(c.MaxAge)
 		if err != nil {
-			return 0, fieldErr("max_age", "%q is not a duration such as 720h", c.MaxAge)
+			return 0, FieldErrorf("max_age", "%q is not a duration such as 720h", c.MaxAge)
 		}
 		if d < MinRetentionAge || d > MaxRetentionAge {
-			return 0, fieldErr("max_age", "%v is outside %v..%v", d, MinRetentionAge, MaxRetentionAge)
+			return 0, FieldErrorf("max_age", "%v is outside %v..%v", d, MinRetentionAge, MaxRetentionAge)
 		}
 		age = d
 	}

@@ -164,18 +164,18 @@ func (c *SetRulesCommand) Validate() error {
 func (c *SetRulesCommand) prepare() (*rules.Compiled, []byte, error) {
 	switch {
 	case c.Clear && c.Rules != nil:
-		return nil, nil, fieldErr("clear", "give either rules or clear, not both")
+		return nil, nil, FieldErrorf("clear", "give either rules or clear, not both")
 	case c.Clear:
 		return nil, nil, nil
 	case c.Rules == nil:
-		return nil, nil, fieldErr("rules", "required (or clear: true to remove the rules)")
+		return nil, nil, FieldErrorf("rules", "required (or clear: true to remove the rules)")
 	}
 	r, err := rules.Compile(c.Rules)
 	if err != nil {
 		var fe *rules.FieldError
 		if errors.As(err, &fe) {
 			// In fsm's terms, as every refused command: wraps ErrInvalid.
-			return nil, nil, fieldErr(fe.Field, "%s", fe.Reason)
+			return nil, nil, FieldErrorf(fe.Field, "%s", fe.Reason)
 		}
 		return nil, nil, err
 	}
@@ -184,7 +184,7 @@ func (c *SetRulesCommand) prepare() (*rules.Compiled, []byte, error) {
 		return nil, nil, fmt.Errorf("encode the document: %w", err)
 	}
 	if len(data) > rules.MaxBytes {
-		return nil, nil, fieldErr("rules", "%d bytes as JSON, at most %d", len(data), rules.MaxBytes)
+		return nil, nil, FieldErrorf("rules", "%d bytes as JSON, at most %d", len(data), rules.MaxBytes)
 	}
 	return r, data, nil
 }

@@ -120,7 +120,7 @@ func (f *FSM) applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any,
 		return nil, fmt.Errorf("fsm: apply send: decode: %w", err)
 	}
 	if cmd.Message.From == SystemSender {
-		return nil, fmt.Errorf("fsm: apply send: %w", reservedName("from"))
+		return nil, fmt.Errorf("fsm: apply send: %w", ReservedName("from"))
 	}
 	if err := checkAgentFence(tx, leaseAgent(cmd.Message.From), cmd.AgentFence); err != nil {
 		return nil, fmt.Errorf("fsm: apply send: %w", err)

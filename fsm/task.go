@@ -292,48 +292,48 @@ func (c *TaskCreateCommand) Normalize(now time.Time) {
 // the field and the limit.
 func (c *TaskCreateCommand) Validate() error {
 	if !idRE.MatchString(c.ID) {
-		return fieldErr("id", "%q: want 1..%d of A-Z a-z 0-9 . _ : - starting with a letter or digit", c.ID, MaxIDLen)
+		return FieldErrorf("id", "%q: want 1..%d of A-Z a-z 0-9 . _ : - starting with a letter or digit", c.ID, MaxIDLen)
 	}
-	if err := validAgent("from", c.From); err != nil {
+	if err := CheckAgentField("from", c.From); err != nil {
 		return err
 	}
 	if err := validTaskAssignee("to", c.To); err != nil {
 		return err
 	}
 	if strings.TrimSpace(c.Title) == "" {
-		return fieldErr("title", "required")
+		return FieldErrorf("title", "required")
 	}
 	if len(c.Title) > MaxTitleLen {
-		return fieldErr("title", "%d bytes, at most %d", len(c.Title), MaxTitleLen)
+		return FieldErrorf("title", "%d bytes, at most %d", len(c.Title), MaxTitleLen)
 	}
 	if len(c.Description) > MaxTaskTextBytes {
-		return fieldErr("description", "%d bytes, at most %d", len(c.Description), MaxTaskTextBytes)
+		return FieldErrorf("description", "%d bytes, at most %d", len(c.Description), MaxTaskTextBytes)
 	}
 	if !ValidPriority(c.Priority) {
-		return fieldErr("priority", "%q: want one of %s", c.Priority, PriorityList())
+		return FieldErrorf("priority", "%q: want one of %s", c.Priority, PriorityList())
 	}
 	if err := validTaskJSON("context", c.Context); err != nil {
 		return err
 	}
 	if len(c.DependsOn) > MaxTaskDependencies {
-		return fieldErr("depends_on", "%d tasks, at most %d", len(c.DependsOn), MaxTaskDependencies)
+		return FieldErrorf("depends_on", "%d tasks, at most %d", len(c.DependsOn), MaxTaskDependencies)
 	}
 	for i, d := range c.DependsOn {
 		f := fmt.Sprintf("depends_on[%d]", i)
 		switch {
 		case !idRE.MatchString(d):
-			return fieldErr(f, "%q is not a task id", d)
+			return FieldErrorf(f, "%q is not a task id", d)
 		case d == c.ID:
-			return fieldErr(f, "a task cannot depend on itself")
+			return FieldErrorf(f, "a task cannot depend on itself")
 		case slices.Contains(c.DependsOn[:i], d):
-			return fieldErr(f, "%q is listed twice", d)
+			return FieldErrorf(f, "%q is listed twice", d)
 		}
 	}
 	if c.TimeoutSeconds < 1 || c.TimeoutSeconds > MaxTaskTimeoutSeconds {
-		return fieldErr("timeout_seconds", "%d: want 1..%d", c.TimeoutSeconds, MaxTaskTimeoutSeconds)
+		return FieldErrorf("timeout_seconds", "%d: want 1..%d", c.TimeoutSeconds, MaxTaskTimeoutSeconds)
 	}
 	if c.MaxAttempts < 1 || c.MaxAttempts > MaxTaskAttempts {
-		return fieldErr("max_attempts", "%d: want 1..%d", c.MaxAttempts, MaxTaskAttempts)
+		return FieldErrorf("max_attempts", "%d: want 1..%d", c.MaxAttempts, MaxTaskAttempts)
 	}
 	if !ValidName(c.Channel) {
 		return NameError("channel", c.Channel)
@@ -353,7 +353,7 @@ type TaskClaimCommand struct {
 
 // Validate checks the claim's fields.
 func (c *TaskClaimCommand) Validate() error {
-	return cmp.Or(validTaskRef(c.ID), validAgent("agent", c.Agent))
+	return cmp.Or(CheckTaskRef(c.ID), CheckAgentField("agent", c.Agent))
 }
 
 // TaskProgressCommand is the body of OpTaskProgress (POST
@@ -397,19 +397,19 @@ func (c *TaskCompleteCommand) Validate() error {
 // Validate checks a completion against seed 004's fields and maos' limits.
 func (tc *TaskCompletion) Validate() error {
 	if !slices.Contains(TaskStatuses, tc.Status) {
-		return fieldErr("status", "%q: want one of %s", tc.Status, strings.Join(TaskStatuses, ", "))
+		return FieldErrorf("status", "%q: want one of %s", tc.Status, strings.Join(TaskStatuses, ", "))
 	}
 	if len(tc.Result) > MaxTaskTextBytes {
-		return fieldErr("result", "%d bytes, at most %d", len(tc.Result), MaxTaskTextBytes)
+		return FieldErrorf("result", "%d bytes, at most %d", len(tc.Result), MaxTaskTextBytes)
 	}
 	if err := validUnit("confidence_score", tc.ConfidenceScore); err != nil {
 		return err
 	}
 	if tc.ExecutionTimeMS < 0 {
-		return fieldErr("execution_time_ms", "%d: must not be negative", tc.ExecutionTimeMS)
+		return FieldErrorf("execution_time_ms", "%d: must not be negative", tc.ExecutionTimeMS)
 	}
 	if len(tc.ActionsTaken) > MaxTaskActions {
-		return fieldErr("actions_taken", "%d actions, at most %d", len(tc.ActionsTaken), MaxTaskActions)
+		return FieldErrorf("actions_taken", "%d actions, at most %d", len(tc.ActionsTaken), MaxTaskActions)
 	}
 	for i, a := range tc.ActionsTaken {
 		if err := validTaskJSON(fmt.Sprintf("actions_taken[%d]", i), a); err != nil {
@@ -424,7 +424,7 @@ func (tc *TaskCompletion) Validate() error {
 		list []string
 	}{{"next_steps", tc.NextSteps}, {"outputs", tc.Outputs}} {
 		if len(l.list) > MaxTaskListEntries {
-			return fieldErr(l.name, "%d entries, at most %d", len(l.list), MaxTaskListEntries)
+			return FieldErrorf(l.name, "%d entries, at most %d", len(l.list), MaxTaskListEntries)
 		}
 		for i, s := range l.list {
 			if err := validNote(fmt.Sprintf("%s[%d]", l.name, i), s); err != nil {
@@ -442,7 +442,7 @@ func (tc *TaskCompletion) Validate() error {
 	}
 	if len(tc.ProposedAction) > 0 {
 		if tc.Status != TaskStatusRequiresApproval {
-			return fieldErr("proposed_action", "only a %s completion proposes an action (status is %q)", TaskStatusRequiresApproval, tc.Status)
+			return FieldErrorf("proposed_action", "only a %s completion proposes an action (status is %q)", TaskStatusRequiresApproval, tc.Status)
 		}
 		if err := validAction("proposed_action", tc.ProposedAction); err != nil {
 			return err
@@ -450,7 +450,7 @@ func (tc *TaskCompletion) Validate() error {
 	}
 	if e := tc.Error; e != nil {
 		if strings.TrimSpace(e.ErrorType) == "" {
-			return fieldErr("error.error_type", "required in an error")
+			return FieldErrorf("error.error_type", "required in an error")
 		}
 		for _, f := range []struct{ name, v string }{{"error.error_type", e.ErrorType}, {"error.error_message", e.ErrorMessage},
 			{"error.error_code", e.ErrorCode}, {"error.suggested_action", e.SuggestedAction}} {
@@ -459,7 +459,7 @@ func (tc *TaskCompletion) Validate() error {
 			}
 		}
 		if e.RetryCount < 0 {
-			return fieldErr("error.retry_count", "%d: must not be negative", e.RetryCount)
+			return FieldErrorf("error.retry_count", "%d: must not be negative", e.RetryCount)
 		}
 	}
 	return nil
@@ -499,7 +499,7 @@ type TaskCancelCommand struct {
 
 // Validate checks the cancel's fields.
 func (c *TaskCancelCommand) Validate() error {
-	return cmp.Or(validTaskRef(c.ID), validAgent("from", c.From), validNote("reason", c.Reason))
+	return cmp.Or(CheckTaskRef(c.ID), CheckAgentField("from", c.From), validNote("reason", c.Reason))
 }
 
 // TaskResult is what every task command answers: the task's state after
@@ -548,60 +548,61 @@ func validTaskAssignee(field, to string) error {
 		if prefixed {
 			return NameError(field, to)
 		}
-		return fieldErr(field, "%q: want an agent id, role:NAME or capability:NAME (%s)", to, NamePattern)
+		return FieldErrorf(field, "%q: want an agent id, role:NAME or capability:NAME (%s)", to, NamePattern)
 	}
 	if to == SystemSender {
-		return reservedName(field)
+		return ReservedName(field)
 	}
-	if recipientKind(to) == kindAll {
-		return fieldErr(field, "%q addresses every agent; a task goes to one agent, role:NAME or capability:NAME", to)
+	if AddressKindOf(to) == AddressAll {
+		return FieldErrorf(field, "%q addresses every agent; a task goes to one agent, role:NAME or capability:NAME", to)
 	}
 	return nil
 }
 
-// validAgent checks an agent id acting on a task: a name, not
+// CheckAgentField checks an agent id acting on a task: a name, not
 // SystemSender.
-func validAgent(field, id string) error {
+func CheckAgentField(field, id string) error {
 	if !ValidName(id) {
 		return NameError(field, id)
 	}
 	if id == SystemSender {
-		return reservedName(field)
+		return ReservedName(field)
 	}
 	return nil
 }
 
-func validTaskRef(id string) error {
+// CheckTaskRef checks a task id a command refers to (ErrInvalid).
+func CheckTaskRef(id string) error {
 	if !idRE.MatchString(id) {
-		return fieldErr("id", "%q is not a task id", id)
+		return FieldErrorf("id", "%q is not a task id", id)
 	}
 	return nil
 }
 
 // validClaimant checks the task, agent and fence of a claimant's report.
 func validClaimant(id, agent string, fence uint64) error {
-	if err := cmp.Or(validTaskRef(id), validAgent("agent", agent)); err != nil {
+	if err := cmp.Or(CheckTaskRef(id), CheckAgentField("agent", agent)); err != nil {
 		return err
 	}
 	if fence == 0 {
-		return fieldErr("fence", "required: the fence of your claim (from the claim's answer)")
+		return FieldErrorf("fence", "required: the fence of your claim (from the claim's answer)")
 	}
 	return nil
 }
 
 func validNote(field, s string) error {
 	if n := utf8.RuneCountInString(s); n > MaxTaskNoteRunes {
-		return fieldErr(field, "%d characters, at most %d", n, MaxTaskNoteRunes)
+		return FieldErrorf(field, "%d characters, at most %d", n, MaxTaskNoteRunes)
 	}
 	if !utf8.ValidString(s) {
-		return fieldErr(field, "not valid UTF-8")
+		return FieldErrorf(field, "not valid UTF-8")
 	}
 	return nil
 }
 
 func validUnit(field string, v *float64) error {
 	if v != nil && !(*v >= 0 && *v <= 1) {
-		return fieldErr(field, "%v: want 0..1", *v)
+		return FieldErrorf(field, "%v: want 0..1", *v)
 	}
 	return nil
 }
@@ -611,10 +612,10 @@ func validTaskJSON(field string, v json.RawMessage) error {
 		return nil
 	}
 	if len(v) > MaxTaskJSONBytes {
-		return fieldErr(field, "%d bytes, at most %d", len(v), MaxTaskJSONBytes)
+		return FieldErrorf(field, "%d bytes, at most %d", len(v), MaxTaskJSONBytes)
 	}
 	if !json.Valid(v) {
-		return fieldErr(field, "not valid JSON")
+		return FieldErrorf(field, "not valid JSON")
 	}
 	return nil
 }

@@ -82,7 +82,7 @@ func delegation(t *Task) Message {
 // <title>" without a confidence, cut to MaxTitleLen: the audit line is
 // TASK_COMPLETION: success (0.97) Review the retry logic.
 func completionTitle(c *TaskCompletion, title string) string {
-	return cutUTF8(completionHead(c)+" "+title, MaxTitleLen)
+	return TruncateUTF8(completionHead(c)+" "+title, MaxTitleLen)
 }
 
 // completionHead is "<status> (<confidence>)", or "<status>".
@@ -158,7 +158,7 @@ func incident(t *Task, ts int64, target string) Message {
 	if target != "" && target != t.From {
 		to = append(to, target)
 	}
-	title := cutUTF8(fmt.Sprintf("timed out after %d attempts: %s", t.Attempt, t.Title), MaxTitleLen)
+	title := TruncateUTF8(fmt.Sprintf("timed out after %d attempts: %s", t.Attempt, t.Title), MaxTitleLen)
 	return Message{
 		ID:       DerivedID(SystemSender, time.Unix(0, ts), "task-incident:"+t.ID),
 		Channel:  t.Channel,

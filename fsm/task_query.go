@@ -29,7 +29,7 @@ func (f *FSM) Task(id string) (*Task, error) {
 // Validate checks the query's names (a *FieldError naming the field).
 func (q *TaskQuery) Validate() error {
 	if q.State != "" && !slices.Contains(TaskStates, q.State) {
-		return fieldErr("state", "%q: want one of %s", q.State, joinStates(TaskStates))
+		return FieldErrorf("state", "%q: want one of %s", q.State, joinStates(TaskStates))
 	}
 	if q.To != "" {
 		if err := validTaskAssignee("to", q.To); err != nil {

@@ -11,12 +11,12 @@ import (
 // Threads.
 //
 // bucketThreads: thread id ‖ 0x00 ‖ seq (8 bytes BE) → empty. The thread
-// id of a stored message is threadOf(m): its thread_id, or its own id for
+// id of a stored message is ThreadOf(m): its thread_id, or its own id for
 // a root. A reply sent without thread_id gets one at apply time (its
 // parent's thread), so the entry is derived from the stored message alone.
 
-// threadOf is the thread a stored message belongs to.
-func threadOf(m *Message) string {
+// ThreadOf is the thread a stored message belongs to.
+func ThreadOf(m *Message) string {
 	if m.ThreadID != "" {
 		return m.ThreadID
 	}
@@ -58,7 +58,7 @@ func fillThread(m, parent *Message) {
 	}
 	m.ThreadID = m.InReplyTo
 	if parent != nil {
-		m.ThreadID = threadOf(parent)
+		m.ThreadID = ThreadOf(parent)
 	}
 }
 
@@ -88,7 +88,7 @@ func (f *FSM) Thread(id string, after uint64, limit int) (ThreadPage, error) {
 			if err != nil {
 				return fmt.Errorf("fsm: thread %s: %w", id, err)
 			}
-			page.ThreadID = threadOf(m)
+			page.ThreadID = ThreadOf(m)
 		}
 		for seq := range seqsAfter(threads, page.ThreadID, after) {
 			if len(page.Messages) == limit {
@@ -117,5 +117,5 @@ func dropMessageIndexes(tx *bbolt.Tx, m *Message) {
 		removeFromInbox(tx, agent, m.Seq)
 	}
 	deleteReceipts(tx, m.Seq)
-	dropFromThread(tx, threadOf(m), m.Seq)
+	dropFromThread(tx, ThreadOf(m), m.Seq)
 }

@@ -18,11 +18,12 @@ const (
 	// expires or escalates every approval whose deadline passed, then
 	// stores the oldest queued message (body: TickCommand).
 	OpTick Op = "tick"
-	// opTaskTick is OpTick's name before approvals made the tick serve
-	// more than tasks. Logs written then hold it, so it still applies
-	// (the registry maps it to the same function); nothing proposes it.
-	opTaskTick Op = "task_tick"
 )
+
+// opTaskTick is OpTick's name before approvals made the tick serve more
+// than tasks. Logs written then hold it, so it still applies (the
+// registry maps it to the same function); nothing proposes it.
+const opTaskTick Op = "task_tick"
 
 // TickCommand is the body of OpTick: no fields; the entry's time is the
 // tick's.

@@ -36,22 +36,22 @@ func (c *CreateTokenCommand) Validate() error {
 		return NameError("id", c.ID)
 	}
 	if c.ID == BootstrapTokenID {
-		return fieldErr("id", "%q is reserved for the admin bootstrap token", c.ID)
+		return FieldErrorf("id", "%q is reserved for the admin bootstrap token", c.ID)
 	}
 	if !ValidName(c.Agent) {
 		return NameError("agent", c.Agent)
 	}
 	if !slices.Contains(TokenRoles, c.Role) {
-		return fieldErr("role", "%q is not one of %s", c.Role, strings.Join(TokenRoles, ", "))
+		return FieldErrorf("role", "%q is not one of %s", c.Role, strings.Join(TokenRoles, ", "))
 	}
 	if c.AgentRole != "" && !ValidName(c.AgentRole) {
 		return NameError("agent_role", c.AgentRole)
 	}
-	if err := checkNames("capabilities", c.Capabilities, MaxCapabilities, "entries"); err != nil {
+	if err := CheckNames("capabilities", c.Capabilities, MaxCapabilities, "entries"); err != nil {
 		return err
 	}
-	if !validHash(c.Hash) {
-		return fieldErr("hash", "want the SHA-256 of the secret as 64 lowercase hex digits, got %d bytes", len(c.Hash))
+	if !ValidHash(c.Hash) {
+		return FieldErrorf("hash", "want the SHA-256 of the secret as 64 lowercase hex digits, got %d bytes", len(c.Hash))
 	}
 	if c.By != "" && !ValidName(c.By) {
 		return NameError("by", c.By)

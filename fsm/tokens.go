@@ -74,8 +74,8 @@ func HashToken(secret string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// validHash reports whether h is 64 lowercase hex digits.
-func validHash(h string) bool {
+// ValidHash reports whether h is 64 lowercase hex digits.
+func ValidHash(h string) bool {
 	if len(h) != 2*sha256.Size {
 		return false
 	}

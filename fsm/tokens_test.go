@@ -30,7 +30,7 @@ func TestHashToken(t *testing.T) {
 	if got, want := HashToken("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"; got != want {
 		t.Errorf("HashToken(abc) = %s, want %s", got, want)
 	}
-	if !validHash(HashToken("")) || validHash(strings.ToUpper(HashToken("x"))) || validHash("abc") {
+	if !ValidHash(HashToken("")) || ValidHash(strings.ToUpper(HashToken("x"))) || ValidHash("abc") {
 		t.Errorf("validHash accepts the wrong forms")
 	}
 }

@@ -41,14 +41,14 @@ const (
 	PrivacyModerators    = "PRIVATE_TO_MODERATORS"
 )
 
-// restricted reports whether a message of visibility vis is not for
+// Restricted reports whether a message of visibility vis is not for
 // everyone: private or for moderators ("" is public, as stored before
 // visibility was normalized).
-func restricted(vis string) bool { return vis != "" && vis != VisibilityPublic }
+func Restricted(vis string) bool { return vis != "" && vis != VisibilityPublic }
 
 // Public reports whether everyone may read m: it is neither private nor
 // for moderators only.
-func (m *Message) Public() bool { return !restricted(m.Visibility) }
+func (m *Message) Public() bool { return !Restricted(m.Visibility) }
 
 // Viewer is who reads: the agent of an authenticated request, and whether
 // it moderates (may read every private message). A nil *Viewer is a read
@@ -71,7 +71,7 @@ func (v *Viewer) CanRead(m *Message) bool {
 	if v.Agent == "" {
 		return false
 	}
-	if v.Agent == m.From || namesAgent(m.To, v.Agent) {
+	if v.Agent == m.From || NamesAgent(m.To, v.Agent) {
 		return true
 	}
 	return m.Visibility == VisibilityPrivate && slices.Contains(m.Recipients, v.Agent)
@@ -91,11 +91,11 @@ func (v *Viewer) CanReadEvent(e *AuditEvent) bool {
 	return v.Agent == e.From || slices.Contains(e.To, v.Agent) || slices.Contains(e.Readers, v.Agent)
 }
 
-// namesAgent reports whether a "to" list names agent by its id (not
+// NamesAgent reports whether a "to" list names agent by its id (not
 // through "all", a role or a glob).
-func namesAgent(to []string, agent string) bool {
+func NamesAgent(to []string, agent string) bool {
 	for _, r := range to {
-		if r == agent && recipientKind(r) == kindAgent {
+		if r == agent && AddressKindOf(r) == AddressAgent {
 			return true
 		}
 	}
@@ -138,7 +138,7 @@ func markPrivate(ev AuditEvent, m *Message, delivered []recipient) AuditEvent {
 		add(r.id)
 	}
 	for _, r := range m.To {
-		if recipientKind(r) == kindAgent {
+		if AddressKindOf(r) == AddressAgent {
 			add(r)
 		}
 	}
