@@ -86,7 +86,7 @@ func (a *taskOp) openApproval(cmd *ApprovalRequestCommand, inReplyTo string) (*A
 	}
 	a.approvals = append(a.approvals, approvalChange{ap: ap, ev: a.approvalEvent(ap, ap.From, "requested", ""), isNew: true, sum: requestSum(cmd)})
 	a.approvalLine(ap, AuditEvent{From: ap.From, To: ap.Approvers, Label: "HITL_REQUEST",
-		Text: fmt.Sprintf("%s (%d of %d)", firstLine(ap.Title, 200), ap.Quorum, len(ap.Approvers))})
+		Text: fmt.Sprintf("%s (%d of %d)", FirstLine(ap.Title, 200), ap.Quorum, len(ap.Approvers))})
 	return ap, nil
 }
 

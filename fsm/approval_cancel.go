@@ -48,10 +48,10 @@ func (f *FSM) applyApprovalCancel(tx *bbolt.Tx, index uint64, ts int64, body []b
 	}
 	line := "by " + cmd.From
 	if cmd.Reason != "" {
-		line += ": " + firstLine(cmd.Reason, 200)
+		line += ": " + FirstLine(cmd.Reason, 200)
 	}
 	a.changeApproval(before, ap, a.approvalEvent(ap, cmd.From, "cancelled", cmd.Reason),
-		AuditEvent{From: cmd.From, To: ap.Approvers, Label: "HITL_CANCELLED", Text: firstLine(ap.Title, 200) + " " + line})
+		AuditEvent{From: cmd.From, To: ap.Approvers, Label: "HITL_CANCELLED", Text: FirstLine(ap.Title, 200) + " " + line})
 	a.commit()
 	return a.approvalResult(ap), nil
 }

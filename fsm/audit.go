@@ -91,8 +91,8 @@ func audit(tx *bbolt.Tx, index uint64, ts int64, ev AuditEvent) {
 	}
 }
 
-// firstLine is the first line of s, cut to n bytes, for audit lines.
-func firstLine(s string, n int) string {
+// FirstLine is the first line of s, cut to n bytes, for audit lines.
+func FirstLine(s string, n int) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}

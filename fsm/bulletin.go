@@ -88,28 +88,28 @@ func (c *BulletinCommand) Validate() error {
 	if c.By != "" && !ValidName(c.By) {
 		return NameError("by", c.By)
 	}
-	doc, err := decodeBulletin(c.Doc)
+	doc, err := DecodeBulletin(c.Doc)
 	if err != nil {
 		return err
 	}
 	if _, ok := doc[BulletinIfVersionKey]; ok {
 		return FieldErrorf(BulletinIfVersionKey, "reserved for compare-and-set; it is not a bulletin key")
 	}
-	dropLockEntries(doc)
-	if err := checkBulletinKeys(doc, c.Merge); err != nil {
+	DropLockEntries(doc)
+	if err := CheckBulletinKeys(doc, c.Merge); err != nil {
 		return err
 	}
 	if !c.Merge {
-		if _, err := encodeBulletin(doc); err != nil {
+		if _, err := EncodeBulletin(doc); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// decodeBulletin parses a document or patch: one JSON object, numbers kept
+// DecodeBulletin parses a document or patch: one JSON object, numbers kept
 // as written.
-func decodeBulletin(raw json.RawMessage) (map[string]any, error) {
+func DecodeBulletin(raw json.RawMessage) (map[string]any, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, FieldErrorf("bulletin", "required: a JSON object")
 	}
@@ -145,8 +145,8 @@ func jsonKind(v any) string {
 	return "an object"
 }
 
-// encodeBulletin is the canonical form of doc, refused over the limit.
-func encodeBulletin(doc map[string]any) ([]byte, error) {
+// EncodeBulletin is the canonical form of doc, refused over the limit.
+func EncodeBulletin(doc map[string]any) ([]byte, error) {
 	data, err := json.Marshal(doc)
 	if err != nil {
 		return nil, FieldErrorf("bulletin", "cannot encode: %v", err)
@@ -157,10 +157,10 @@ func encodeBulletin(doc map[string]any) ([]byte, error) {
 	return data, nil
 }
 
-// dropLockEntries removes shared_resources entries that are views of locks
+// DropLockEntries removes shared_resources entries that are views of locks
 // ({"managed_by":"lock",...}): they are composed at read time, never
 // written.
-func dropLockEntries(doc map[string]any) {
+func DropLockEntries(doc map[string]any) {
 	sr, ok := doc["shared_resources"].(map[string]any)
 	if !ok {
 		return
@@ -172,9 +172,9 @@ func dropLockEntries(doc map[string]any) {
 	}
 }
 
-// checkBulletinKeys checks the well-known keys; nullOK admits null (a
+// CheckBulletinKeys checks the well-known keys; nullOK admits null (a
 // patch deleting the key).
-func checkBulletinKeys(doc map[string]any, nullOK bool) error {
+func CheckBulletinKeys(doc map[string]any, nullOK bool) error {
 	for _, k := range []string{"system_status", "current_phase", "warnings", "shared_resources"} {
 		v, ok := doc[k]
 		if !ok || (v == nil && nullOK) {
@@ -204,7 +204,7 @@ func checkBulletinKeys(doc map[string]any, nullOK bool) error {
 
 func compactJSON(v any) string {
 	b, _ := json.Marshal(v)
-	return firstLine(string(b), 64)
+	return FirstLine(string(b), 64)
 }
 
 // mergePatch applies an RFC 7396 merge patch to target.
@@ -260,7 +260,7 @@ func loadBulletin(tx *bbolt.Tx) (map[string]any, uint64, error) {
 	if raw == nil {
 		return map[string]any{}, version, nil
 	}
-	doc, err := decodeBulletin(raw)
+	doc, err := DecodeBulletin(raw)
 	if err != nil {
 		return nil, 0, fmt.Errorf("stored bulletin: %w", err)
 	}
@@ -342,17 +342,17 @@ func applySetBulletin(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, e
 		}
 		return &BulletinResult{Bulletin: view, Conflict: true}, nil
 	}
-	in, _ := decodeBulletin(cmd.Doc) // Validate parsed it
-	dropLockEntries(in)
-	old, _ := decodeBulletin(mustJSON(cur)) // a copy: the merge below edits in place
+	in, _ := DecodeBulletin(cmd.Doc) // Validate parsed it
+	DropLockEntries(in)
+	old, _ := DecodeBulletin(mustJSON(cur)) // a copy: the merge below edits in place
 	next := in
 	if cmd.Merge {
 		next = mergePatch(cur, in).(map[string]any)
-		if err := checkBulletinKeys(next, false); err != nil {
+		if err := CheckBulletinKeys(next, false); err != nil {
 			return nil, fmt.Errorf("fsm: apply set_bulletin: %w", err)
 		}
 	}
-	data, err := encodeBulletin(next)
+	data, err := EncodeBulletin(next)
 	if err != nil {
 		return nil, fmt.Errorf("fsm: apply set_bulletin: %w", err)
 	}
@@ -415,7 +415,7 @@ func describeChanges(changed []string, doc map[string]any) string {
 			parts = append(parts, k)
 		}
 	}
-	return firstLine(strings.Join(parts, ", "), 400)
+	return FirstLine(strings.Join(parts, ", "), 400)
 }
 
 // Bulletin returns the bulletin as of the latest applied entry.

@@ -25,7 +25,7 @@ const (
 	MaxDenialPathLen   = 512           // path
 	MaxDenialReasonLen = 512           // reason
 	MaxDenialCount     = 1_000_000_000 // count
-	maxDenialPathShown = 200           // path bytes on the audit line
+	MaxDenialPathShown = 200           // path bytes on the audit line
 )
 
 // AuditDenialCommand describes Count refused requests alike: who (the
@@ -91,8 +91,8 @@ func denialText(c *AuditDenialCommand) string {
 		}
 		return r
 	}, c.Path)
-	if len(p) > maxDenialPathShown {
-		cut := maxDenialPathShown
+	if len(p) > MaxDenialPathShown {
+		cut := MaxDenialPathShown
 		for cut > 0 && !utf8.RuneStart(p[cut]) {
 			cut--
 		}

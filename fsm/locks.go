@@ -544,7 +544,7 @@ func applyReleaseHolderLocks(tx *bbolt.Tx, index uint64, ts int64, body []byte) 
 		deleteLock(b, "release_holder_locks", v.path, v.rec.Holder)
 		text := fmt.Sprintf("%s token=%d released with its holder", v.path, v.rec.Token)
 		if cmd.Reason != "" {
-			text += ": " + firstLine(cmd.Reason, 200)
+			text += ": " + FirstLine(cmd.Reason, 200)
 		}
 		audit(tx, index, ts, AuditEvent{Kind: AuditLock, From: v.rec.Holder, Label: "LOCK_RELEASE", Text: text})
 		res.Released = append(res.Released, *v.rec.view(v.path, ts))

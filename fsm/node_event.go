@@ -46,8 +46,8 @@ type NodeEventCommand struct {
 	Reason string `json:"reason,omitempty"` // free text for the audit line
 }
 
-// nodeEventLabels maps each event to its audit label.
-var nodeEventLabels = map[string]string{
+// NodeEventLabels maps each event to its audit label.
+var NodeEventLabels = map[string]string{
 	NodeEventJoin:  "NODE_JOIN",
 	NodeEventLeave: "NODE_LEAVE",
 	NodeEventDead:  "NODE_DEAD",
@@ -63,7 +63,7 @@ func (c *NodeEventCommand) Validate() error {
 	if !ValidName(c.NodeID) {
 		return NameError("node_id", c.NodeID)
 	}
-	if _, ok := nodeEventLabels[c.Event]; !ok {
+	if _, ok := NodeEventLabels[c.Event]; !ok {
 		return FieldErrorf("event", "%q is not join, leave, dead, remove, replace or transfer", c.Event)
 	}
 	if len(c.Reason) > MaxNodeEventReason {
@@ -93,6 +93,6 @@ func applyNodeEvent(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, err
 		}
 		mustPut(ids, []byte(cmd.ID), u64(index))
 	}
-	audit(tx, index, ts, AuditEvent{Kind: AuditNode, Label: nodeEventLabels[cmd.Event], From: cmd.NodeID, Text: cmd.Reason})
+	audit(tx, index, ts, AuditEvent{Kind: AuditNode, Label: NodeEventLabels[cmd.Event], From: cmd.NodeID, Text: cmd.Reason})
 	return &cmd, nil
 }

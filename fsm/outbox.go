@@ -73,6 +73,6 @@ func (f *FSM) deliverQueued(tx *bbolt.Tx, index uint64, ts int64) string {
 		}
 	}
 	audit(tx, index, ts, AuditEvent{Kind: AuditOther, From: SystemSender, To: q.Message.To, Label: "UNDELIVERED",
-		Text: firstLine(fmt.Sprintf("%s %s: %v", q.Message.Type, q.Message.ID, err), 300), MessageID: q.Message.ID})
+		Text: FirstLine(fmt.Sprintf("%s %s: %v", q.Message.Type, q.Message.ID, err), 300), MessageID: q.Message.ID})
 	return ""
 }

@@ -258,7 +258,7 @@ func (f *FSM) send(tx *bbolt.Tx, index uint64, ts int64, cmd *SendCommand, forTa
 	recordAnswer(tx, &m, ts)
 	text := m.Title
 	if text == "" {
-		text = firstLine(m.Content.Text, 120)
+		text = FirstLine(m.Content.Text, 120)
 	}
 	audit(tx, index, ts, markPrivate(AuditEvent{Kind: AuditMessage, From: m.From, To: m.Recipients, Label: strings.ToUpper(m.Type),
 		Text: text, MessageID: m.ID}, &m, delivered))

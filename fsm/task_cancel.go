@@ -50,6 +50,6 @@ func (a *taskOp) cancelTaskApproval(t *Task, from string) error {
 	before := approvalKeysOf(ap)
 	ap.State = ApprovalCancelled
 	a.changeApproval(before, ap, a.approvalEvent(ap, from, "cancelled", "task "+t.ID+" was cancelled"),
-		AuditEvent{From: from, To: ap.Approvers, Label: "HITL_CANCELLED", Text: firstLine(ap.Title, 200) + " by " + from + ": task " + t.ID + " was cancelled"})
+		AuditEvent{From: from, To: ap.Approvers, Label: "HITL_CANCELLED", Text: FirstLine(ap.Title, 200) + " by " + from + ": task " + t.ID + " was cancelled"})
 	return nil
 }

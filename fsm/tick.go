@@ -137,7 +137,7 @@ func (a *taskOp) expireApproval(ap *Approval, target string) (bool, error) {
 		ap.Deadline = unixUTC(addTTL(ap.Deadline.UnixNano(), time.Duration(ap.TimeoutSeconds)*time.Second))
 		a.queued = append(a.queued, escalationAlert(ap, a.ts, target))
 		a.changeApproval(before, ap, a.approvalEvent(ap, SystemSender, "escalated", "to "+target+"; deadline "+stamp(ap.Deadline)),
-			AuditEvent{From: SystemSender, To: []string{target}, Label: "HITL_ESCALATED", Text: firstLine(ap.Title, 200) + " (until " + stamp(ap.Deadline) + ")"})
+			AuditEvent{From: SystemSender, To: []string{target}, Label: "HITL_ESCALATED", Text: FirstLine(ap.Title, 200) + " (until " + stamp(ap.Deadline) + ")"})
 		return true, nil
 	}
 	ap.State = ApprovalExpired
@@ -147,7 +147,7 @@ func (a *taskOp) expireApproval(ap *Approval, target string) (bool, error) {
 	text := fmt.Sprintf("expired: no decision by %s (%d of %d approvals)", stamp(ap.Deadline), ap.Approvals, ap.Quorum)
 	a.queued = append(a.queued, decisionMessage(ap, SystemSender, a.ts, text))
 	a.changeApproval(before, ap, a.approvalEvent(ap, SystemSender, "expired", ""),
-		AuditEvent{From: SystemSender, To: []string{ap.From}, Label: "HITL_EXPIRED", Text: firstLine(ap.Title, 200)})
+		AuditEvent{From: SystemSender, To: []string{ap.From}, Label: "HITL_EXPIRED", Text: FirstLine(ap.Title, 200)})
 	return false, nil
 }
 
