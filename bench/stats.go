@@ -167,14 +167,14 @@ func (r *Recorder) Summary() Latency {
 // error code ("no_leader", "conflict", ...), "timeout", "connection_refused",
 // "network" or "other".
 func ErrorKind(err error) string {
-	var api *transport.APIError
+	var apiErr *transport.APIError
 	var ne net.Error
 	switch {
-	case errors.As(err, &api):
-		if api.Code != "" {
-			return api.Code
+	case errors.As(err, &apiErr):
+		if apiErr.Code != "" {
+			return apiErr.Code
 		}
-		return fmt.Sprintf("http_%d", api.Status)
+		return fmt.Sprintf("http_%d", apiErr.Status)
 	case errors.Is(err, context.DeadlineExceeded):
 		return "timeout"
 	case errors.Is(err, syscall.ECONNREFUSED):

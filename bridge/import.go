@@ -128,12 +128,12 @@ func Import(ctx context.Context, c *transport.Client, root string, opt dialect.O
 		}
 		res, err := sendPaced(ctx, c, t.m)
 		if err != nil {
-			var api *transport.APIError
-			if errors.As(err, &api) && api.Status >= 400 && api.Status < 500 &&
-				api.Status != http.StatusUnauthorized && api.Status != http.StatusTooManyRequests {
-				reason := api.Message
+			var apiErr *transport.APIError
+			if errors.As(err, &apiErr) && apiErr.Status >= 400 && apiErr.Status < 500 &&
+				apiErr.Status != http.StatusUnauthorized && apiErr.Status != http.StatusTooManyRequests {
+				reason := apiErr.Message
 				if errors.Is(err, fsm.ErrConflict) {
-					reason = fmt.Sprintf("id %s already holds a different message (%s)", t.m.ID, api.Message)
+					reason = fmt.Sprintf("id %s already holds a different message (%s)", t.m.ID, apiErr.Message)
 				}
 				rep.Skipped = append(rep.Skipped, Skipped{File: t.f.Rel, Reason: reason})
 				continue

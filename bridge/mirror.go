@@ -279,11 +279,11 @@ func (mr *Mirror) Follow(ctx context.Context) error {
 			return nil
 		}
 		var we *writeError
-		var api *transport.APIError
+		var apiErr *transport.APIError
 		if errors.As(err, &we) {
 			return we.err
 		}
-		if errors.As(err, &api) && api.Status < 500 {
+		if errors.As(err, &apiErr) && apiErr.Status < 500 {
 			return fmt.Errorf("mirror %s: %w", mr.Channel, err)
 		}
 		if err == nil {

@@ -73,9 +73,9 @@ func tokenAccepted(t *testing.T, cl *transport.Client) bool {
 }
 
 func apiStatus(err error) int {
-	var api *transport.APIError
-	if errors.As(err, &api) {
-		return api.Status
+	var apiErr *transport.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.Status
 	}
 	return 0
 }

@@ -261,6 +261,6 @@ func entries(batch []*batchWaiter) [][]byte {
 // isMissingRoute reports whether err is a leader's answer that it has no
 // batch route: 404 or 405 from a node of an older version.
 func isMissingRoute(err error) bool {
-	var api *transport.APIError
-	return errors.As(err, &api) && (api.Status == http.StatusNotFound || api.Status == http.StatusMethodNotAllowed)
+	var apiErr *transport.APIError
+	return errors.As(err, &apiErr) && (apiErr.Status == http.StatusNotFound || apiErr.Status == http.StatusMethodNotAllowed)
 }

@@ -125,8 +125,8 @@ func TestBatchOnALeaderLosingQuorum(t *testing.T) {
 	default:
 		t.Logf("entries' errors: %v", outs[0].Err)
 		for i, o := range outs {
-			var api *transport.APIError
-			if !errors.As(o.Err, &api) || api.Status < 500 {
+			var apiErr *transport.APIError
+			if !errors.As(o.Err, &apiErr) || apiErr.Status < 500 {
 				t.Errorf("entry %d: result %s, error %v; want a 5xx error (outcome unknown, retried)", i, o.Result, o.Err)
 			}
 		}

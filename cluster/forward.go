@@ -96,13 +96,13 @@ func forwardHop[T any](ctx context.Context, leaderChanged <-chan struct{}, call 
 // found), which retrying cannot change. What an election or a reconnect can
 // cure is not final.
 func isFinal(err error) bool {
-	var api *transport.APIError
-	if errors.As(err, &api) {
-		switch api.Code {
+	var apiErr *transport.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.Code {
 		case transport.CodeNoLeader, transport.CodeNotLeader, transport.CodeOutcomeUnknown, transport.CodeNotReady:
 			return false
 		}
-		return api.Status < 500
+		return apiErr.Status < 500
 	}
 	var urlErr *url.Error
 	switch {
@@ -164,8 +164,8 @@ func (n *Node) leaderAPIAddr() (string, error) {
 	if id == "" {
 		return "", transport.ErrNoLeader
 	}
-	if api := n.apiAddrOf(id); api != "" {
-		return api, nil
+	if apiAddr := n.apiAddrOf(id); apiAddr != "" {
+		return apiAddr, nil
 	}
 	return "", fmt.Errorf("%w: leader %s has not registered its API address yet", transport.ErrNoLeader, id)
 }

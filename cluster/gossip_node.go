@@ -55,12 +55,12 @@ func (n *Node) joinGossipVia(ctx context.Context, addr string, fails *int) (stri
 		if _, jerr := g.join([]string{addr}); jerr != nil {
 			return "", fmt.Errorf("no maos API answers at %s (%v), and no gossip member either (%v)", addr, serr, jerr)
 		}
-		api := g.apiAddrVia(addr)
-		if api == "" {
+		apiAddr := g.apiAddrVia(addr)
+		if apiAddr == "" {
 			return "", fmt.Errorf("joined gossip at %s, but no member there gossips an API address yet", addr)
 		}
-		n.logger.Info("joined gossip through a gossip address", "via", addr, "api_addr", api)
-		return api, nil
+		n.logger.Info("joined gossip through a gossip address", "via", addr, "api_addr", apiAddr)
+		return apiAddr, nil
 	}
 	if st.GossipAddr == "" {
 		n.logger.Warn("the member joined through runs without gossip; joining Raft only", "via", addr, "member", st.NodeID)
@@ -119,12 +119,12 @@ func (n *Node) rejoinMissing() {
 		if n.gossip.statusOf(id) == transport.MemberAlive {
 			continue
 		}
-		api := n.apiAddrOf(id)
-		if api == "" {
+		apiAddr := n.apiAddrOf(id)
+		if apiAddr == "" {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		st, err := n.client(api).Status(ctx)
+		st, err := n.client(apiAddr).Status(ctx)
 		cancel()
 		if err != nil || st.NodeID != id || st.GossipAddr == "" {
 			continue

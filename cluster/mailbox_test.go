@@ -145,6 +145,6 @@ func TestLeaderTrimsRetention(t *testing.T) {
 }
 
 func isAPI(err error, code string) bool {
-	var api *transport.APIError
-	return errors.As(err, &api) && api.Code == code
+	var apiErr *transport.APIError
+	return errors.As(err, &apiErr) && apiErr.Code == code
 }

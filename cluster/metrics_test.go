@@ -121,12 +121,12 @@ func TestMetricsOfAThreeNodeCluster(t *testing.T) {
 		}
 		// A refused send is counted by its error code.
 		_, err := f.Client.Send(ctx, clustertest.Msg("alice", "general", ""))
-		var api *transport.APIError
-		if !errors.As(err, &api) {
+		var apiErr *transport.APIError
+		if !errors.As(err, &apiErr) {
 			t.Fatalf("an empty message: %v, want an API error", err)
 		}
-		if v, _ := metrics.Value(scrape(t, f), "maos_sends_total", map[string]string{"result": api.Code}); v != 1 {
-			t.Errorf("maos_sends_total{result=%q} = %v after one refused send, want 1", api.Code, v)
+		if v, _ := metrics.Value(scrape(t, f), "maos_sends_total", map[string]string{"result": apiErr.Code}); v != 1 {
+			t.Errorf("maos_sends_total{result=%q} = %v after one refused send, want 1", apiErr.Code, v)
 		}
 		for _, node := range c.Nodes {
 			st, err := node.Status(ctx)

@@ -314,21 +314,21 @@ func (n *Node) JoinVia(ctx context.Context, addrs []string) error {
 	notAPI := map[string]int{} // consecutive answers of addr that were no maos API's
 	for {
 		for _, addr := range addrs {
-			api, err := n.joinGossipVia(ctx, addr, &gossipFails)
+			apiAddr, err := n.joinGossipVia(ctx, addr, &gossipFails)
 			if errors.Is(err, ErrGossipRefused) {
 				n.logger.Error("cannot join the cluster's gossip", "via", addr, "error", err)
 				return fmt.Errorf("cluster: join via %s: %w", addr, err)
 			}
 			if err == nil {
 				actx, cancel := context.WithTimeout(ctx, 15*time.Second)
-				err = n.client(api).Join(actx, req)
+				err = n.client(apiAddr).Join(actx, req)
 				cancel()
 				if err == nil {
-					n.logger.Info("joined the cluster", "via", api, "gossip", n.gossip != nil)
+					n.logger.Info("joined the cluster", "via", apiAddr, "gossip", n.gossip != nil)
 					return nil
 				}
 			}
-			final := err != nil && api != "" && isFinal(err)
+			final := err != nil && apiAddr != "" && isFinal(err)
 			if why := n.notAnAPI(err); why != "" {
 				// Once may be a node going down mid-answer; three in a row
 				// is what listens there (a final answer says it at once).
@@ -339,7 +339,7 @@ func (n *Node) JoinVia(ctx context.Context, addrs []string) error {
 				notAPI[addr] = 0
 			}
 			if final {
-				return fmt.Errorf("cluster: join via %s: %w", api, err)
+				return fmt.Errorf("cluster: join via %s: %w", apiAddr, err)
 			}
 			lastErr = err
 			attempts++

@@ -53,13 +53,13 @@ func (n *Node) Status(ctx context.Context) (transport.Status, error) {
 	// Voters' API addresses from the registry only: clients (the console's
 	// cluster view) call them with their tokens, and what gossip
 	// advertises is anyone's to claim (GET /v1/cluster/members shows it).
-	api := make(map[string]string, len(nodes))
+	apiAddrs := make(map[string]string, len(nodes))
 	for _, info := range nodes {
-		api[info.NodeID] = info.APIAddr
+		apiAddrs[info.NodeID] = info.APIAddr
 	}
 	for _, s := range f.Configuration().Servers {
 		st.Voters = append(st.Voters, transport.Voter{
-			ID: string(s.ID), RaftAddr: string(s.Address), APIAddr: api[string(s.ID)],
+			ID: string(s.ID), RaftAddr: string(s.Address), APIAddr: apiAddrs[string(s.ID)],
 			Suffrage: suffrageName(s.Suffrage),
 		})
 	}

@@ -39,7 +39,7 @@ type Options struct {
 // Mount serves the console at /ui/ in front of api, which gets every
 // other request unchanged. The assets are public (they hold no data);
 // everything with data comes from api, behind its auth.
-func Mount(api http.Handler, opts Options) http.Handler {
+func Mount(apiHandler http.Handler, opts Options) http.Handler {
 	if opts.PeerTimeout == 0 {
 		opts.PeerTimeout = 1500 * time.Millisecond
 	}
@@ -47,7 +47,7 @@ func Mount(api http.Handler, opts Options) http.Handler {
 	if err != nil {
 		panic(err) // the embedded tree is fixed at build time
 	}
-	c := &console{api: api, opts: opts, clients: map[string]*transport.Client{}, contact: map[string]time.Time{}}
+	c := &console{api: apiHandler, opts: opts, clients: map[string]*transport.Client{}, contact: map[string]time.Time{}}
 	files := http.StripPrefix(Prefix, http.FileServerFS(sub))
 	mux := http.NewServeMux()
 	mux.Handle("GET /ui/", secured(files))
@@ -55,7 +55,7 @@ func Mount(api http.Handler, opts Options) http.Handler {
 	mux.Handle("POST /ui/login", secured(http.HandlerFunc(c.login)))
 	mux.Handle("POST /ui/logout", secured(http.HandlerFunc(c.logout)))
 	mux.Handle("GET /ui/api/cluster", secured(http.HandlerFunc(c.cluster)))
-	mux.Handle("/", api)
+	mux.Handle("/", apiHandler)
 	return mux
 }
 

@@ -23,8 +23,8 @@ func serve(t *testing.T) string {
 	if _, err := svc.ApplyCommand(fsm.OpCreateToken, fsm.CreateTokenCommand{ID: "tok-alice", Agent: "alice", Role: fsm.TokenRoleAgent, Hash: fsm.HashToken("maos_alice-0123456789")}); err != nil {
 		t.Fatal(err)
 	}
-	api := transport.NewServer(svc, transport.ServerOptions{Logger: slog.New(slog.DiscardHandler), Auth: &transport.AuthConfig{AdminToken: adminSecret}})
-	hs := httptest.NewServer(console.Mount(api, console.Options{}))
+	apiServer := transport.NewServer(svc, transport.ServerOptions{Logger: slog.New(slog.DiscardHandler), Auth: &transport.AuthConfig{AdminToken: adminSecret}})
+	hs := httptest.NewServer(console.Mount(apiServer, console.Options{}))
 	t.Cleanup(hs.Close)
 	return hs.URL
 }
@@ -130,9 +130,9 @@ func TestRevokedTokenEndsItsSession(t *testing.T) {
 // Under TLS the cookie is Secure and __Host- prefixed.
 func TestSessionCookieUnderTLS(t *testing.T) {
 	svc := transporttest.New(t)
-	api := transport.NewServer(svc, transport.ServerOptions{Logger: slog.New(slog.DiscardHandler), Auth: &transport.AuthConfig{AdminToken: adminSecret}})
+	apiServer := transport.NewServer(svc, transport.ServerOptions{Logger: slog.New(slog.DiscardHandler), Auth: &transport.AuthConfig{AdminToken: adminSecret}})
 	req := httptest.NewRequest("POST", "https://node/ui/login", nil)
-	ck, err := api.OpenSession(req, adminSecret)
+	ck, err := apiServer.OpenSession(req, adminSecret)
 	if err != nil || ck.Name != transport.CookieSessionTLS || !ck.Secure || ck.Path != "/" || ck.Domain != "" || !ck.HttpOnly {
 		t.Fatalf("cookie under TLS: %+v, %v", ck, err)
 	}

@@ -586,9 +586,9 @@ func (h *handlers) completeTask(ctx context.Context, _ *mcp.CallToolRequest, in 
 // message (which names the field or the conflict) prefixed by the tool, so
 // the model can correct its call. The SDK turns it into an IsError result.
 func toolErr(tool string, err error) error {
-	var api *transport.APIError
-	if errors.As(err, &api) {
-		return fmt.Errorf("%s: %s (%s)", tool, api.Message, api.Code)
+	var apiErr *transport.APIError
+	if errors.As(err, &apiErr) {
+		return fmt.Errorf("%s: %s (%s)", tool, apiErr.Message, apiErr.Code)
 	}
 	return fmt.Errorf("%s: %w", tool, err)
 }

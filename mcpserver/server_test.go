@@ -204,7 +204,7 @@ func TestCompleteTaskRequiresApproval(t *testing.T) {
 	svc.Register(t, "rita")
 	// Once armed, the reads of a task after a completion fail.
 	var armed, completed atomic.Bool
-	api := transport.NewServer(svc, transport.ServerOptions{})
+	apiServer := transport.NewServer(svc, transport.ServerOptions{})
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if armed.Load() && r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/complete") {
 			defer completed.Store(true)
@@ -215,7 +215,7 @@ func TestCompleteTaskRequiresApproval(t *testing.T) {
 			_, _ = w.Write([]byte(`{"error":{"code":"unavailable","message":"no leader"}}`))
 			return
 		}
-		api.ServeHTTP(w, r)
+		apiServer.ServeHTTP(w, r)
 	}))
 	t.Cleanup(hs.Close)
 	addr := hs.Listener.Addr().String()

@@ -77,12 +77,12 @@ func (c *Client) writeBulletin(ctx context.Context, method string, doc json.RawM
 		h.Set("If-Match", strconv.Quote(strconv.FormatUint(*opts.IfVersion, 10)))
 	}
 	var out fsm.BulletinResult
-	err := c.doRaw(ctx, method, "/v1/bulletin", q, h, []byte(doc), &out, func(api *APIError, data []byte) error {
+	err := c.doRaw(ctx, method, "/v1/bulletin", q, h, []byte(doc), &out, func(apiErr *APIError, data []byte) error {
 		var body BulletinConflictBody
 		if json.Unmarshal(data, &body) != nil {
-			return api
+			return apiErr
 		}
-		return &BulletinConflictError{API: api, Version: body.Version}
+		return &BulletinConflictError{API: apiErr, Version: body.Version}
 	})
 	return out, err
 }
@@ -109,12 +109,12 @@ func (c *Client) lockCall(ctx context.Context, path string, cmd any) (*fsm.LockR
 		return nil, fmt.Errorf("transport: encode %s: %w", path, err)
 	}
 	var out fsm.LockResult
-	err = c.doRaw(ctx, http.MethodPost, path, nil, nil, in, &out, func(api *APIError, data []byte) error {
+	err = c.doRaw(ctx, http.MethodPost, path, nil, nil, in, &out, func(apiErr *APIError, data []byte) error {
 		var body LockConflictBody
 		if json.Unmarshal(data, &body) != nil || body.Outcome == "" {
-			return api
+			return apiErr
 		}
-		return &LockRefusedError{API: api, Outcome: body.Outcome, Lock: body.Lock}
+		return &LockRefusedError{API: apiErr, Outcome: body.Outcome, Lock: body.Lock}
 	})
 	if err != nil {
 		return nil, err

@@ -290,12 +290,12 @@ func TestClientErrors(t *testing.T) {
 					t.Errorf("errors.Is(err, %q) = %v, want %v (err: %v)", s, got, want, err)
 				}
 			}
-			var api *transport.APIError
-			if !errors.As(err, &api) {
+			var apiErr *transport.APIError
+			if !errors.As(err, &apiErr) {
 				t.Fatalf("%T %v is not an *APIError", err, err)
 			}
-			if api.Status != tc.status || api.Code != tc.code || !strings.Contains(api.Message, tc.message) {
-				t.Errorf("APIError %+v, want status %d code %s message with %q", api, tc.status, tc.code, tc.message)
+			if apiErr.Status != tc.status || apiErr.Code != tc.code || !strings.Contains(apiErr.Message, tc.message) {
+				t.Errorf("APIError %+v, want status %d code %s message with %q", apiErr, tc.status, tc.code, tc.message)
 			}
 			if !strings.Contains(err.Error(), fmt.Sprint(tc.status)) || !strings.Contains(err.Error(), tc.code) {
 				t.Errorf("error text %q does not show status and code", err)
@@ -323,16 +323,16 @@ func TestClientNonAPIAnswers(t *testing.T) {
 	c := transport.NewClient(srv.URL, nil)
 
 	_, err := c.Status(t.Context())
-	var api *transport.APIError
-	if !errors.As(err, &api) || api.Status != 502 || api.Code != transport.CodeInternal || !strings.Contains(api.Message, "bad gateway from the proxy") {
+	var apiErr *transport.APIError
+	if !errors.As(err, &apiErr) || apiErr.Status != 502 || apiErr.Code != transport.CodeInternal || !strings.Contains(apiErr.Message, "bad gateway from the proxy") {
 		t.Errorf("plain-text 502: %#v", err)
 	}
 	_, err = c.Snapshot(t.Context())
-	if !errors.As(err, &api) || api.Status != 503 || api.Code != transport.CodeInternal || !strings.Contains(api.Message, "no code") {
+	if !errors.As(err, &apiErr) || apiErr.Status != 503 || apiErr.Code != transport.CodeInternal || !strings.Contains(apiErr.Message, "no code") {
 		t.Errorf("error body without code: %#v", err)
 	}
 	_, err = c.Channels(t.Context(), transport.Local)
-	if err == nil || errors.As(err, &api) || !strings.Contains(err.Error(), "decode") {
+	if err == nil || errors.As(err, &apiErr) || !strings.Contains(err.Error(), "decode") {
 		t.Errorf("truncated 200 answer: %v", err)
 	}
 }
@@ -408,9 +408,9 @@ func TestClientClosedPort(t *testing.T) {
 		if !strings.Contains(err.Error(), addr) {
 			t.Errorf("%s: error %q does not mention %s", name, err, addr)
 		}
-		var api *transport.APIError
-		if errors.As(err, &api) {
-			t.Errorf("%s: a connection failure came back as an API error %+v", name, api)
+		var apiErr *transport.APIError
+		if errors.As(err, &apiErr) {
+			t.Errorf("%s: a connection failure came back as an API error %+v", name, apiErr)
 		}
 		if errors.Is(err, fsm.ErrConflict) || errors.Is(err, transport.ErrOutcomeUnknown) {
 			t.Errorf("%s: connection failure matches an API sentinel: %v", name, err)

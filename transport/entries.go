@@ -130,8 +130,8 @@ func (s *Server) internalEntries(w http.ResponseWriter, r *http.Request) {
 			b.WriteByte(',')
 		}
 		if o.Err != nil {
-			api := toAPIError(o.Err)
-			e, _ := json.Marshal(EntryError{Status: api.Status, Code: api.Code, Message: api.Message})
+			apiErr := toAPIError(o.Err)
+			e, _ := json.Marshal(EntryError{Status: apiErr.Status, Code: apiErr.Code, Message: apiErr.Message})
 			b.WriteString(`{"error":`)
 			b.Write(e)
 		} else {

@@ -108,10 +108,10 @@ type ErrorBody struct {
 
 // toAPIError classifies err for the wire.
 func toAPIError(err error) *APIError {
-	var api *APIError
-	if errors.As(err, &api) && api.Code != "" {
+	var apiErr *APIError
+	if errors.As(err, &apiErr) && apiErr.Code != "" {
 		// Relayed from the leader: keep its status and words.
-		out := *api
+		out := *apiErr
 		if out.Status == 0 {
 			// A code this build does not know has no status: 500, not a
 			// panic in WriteHeader(0).

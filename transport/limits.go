@@ -109,9 +109,9 @@ func (l Limits) withDefaults() Limits {
 // ErrRateLimited)) asks its caller to wait, from the answer's Retry-After
 // header; 0 if err says nothing about it.
 func RetryAfter(err error) time.Duration {
-	var api *APIError
-	if errors.As(err, &api) {
-		return api.RetryAfter
+	var apiErr *APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.RetryAfter
 	}
 	return 0
 }

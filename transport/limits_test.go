@@ -91,8 +91,8 @@ func TestSendRateLimit(t *testing.T) {
 	if !errors.Is(err, transport.ErrRateLimited) || transport.RetryAfter(err) != time.Second {
 		t.Fatalf("client send over the limit: err = %v (retry after %v), want ErrRateLimited after 1s", err, transport.RetryAfter(err))
 	}
-	var api *transport.APIError
-	if !errors.As(err, &api) || api.Status != http.StatusTooManyRequests {
+	var apiErr *transport.APIError
+	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusTooManyRequests {
 		t.Errorf("client error = %#v, want an *APIError with status 429", err)
 	}
 

@@ -259,9 +259,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, field, agent stri
 func (s *Server) decodeRouteBody(w http.ResponseWriter, r *http.Request, v any) error {
 	rt := s.routeOf(r)
 	err := decodeBody(w, r, rt.body.limit, v)
-	var api *APIError
-	if errors.As(err, &api) && api.Code == CodeTooLarge {
-		api.Message = fmt.Sprintf("request body over the limit of %d bytes for %s%s", rt.body.limit, rt.pattern, rt.body.why)
+	var apiErr *APIError
+	if errors.As(err, &apiErr) && apiErr.Code == CodeTooLarge {
+		apiErr.Message = fmt.Sprintf("request body over the limit of %d bytes for %s%s", rt.body.limit, rt.pattern, rt.body.why)
 	}
 	return err
 }

@@ -505,16 +505,16 @@ func uintParam(s, name string, def, maxV uint64) (uint64, error) {
 }
 
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	api := toAPIError(err)
-	recordCode(r, api.Code)
+	apiErr := toAPIError(err)
+	recordCode(r, apiErr.Code)
 	// A 503 from /readyz is an answer pollers expect while a node starts.
-	if api.Status >= 500 && r.URL.Path != "/readyz" && !errors.Is(r.Context().Err(), context.Canceled) {
-		s.opts.Logger.Warn("request failed", "method", r.Method, "path", r.URL.Path, "status", api.Status, "error", err)
+	if apiErr.Status >= 500 && r.URL.Path != "/readyz" && !errors.Is(r.Context().Err(), context.Canceled) {
+		s.opts.Logger.Warn("request failed", "method", r.Method, "path", r.URL.Path, "status", apiErr.Status, "error", err)
 	}
-	if api.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.FormatInt(retrySeconds(api.RetryAfter), 10))
+	if apiErr.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.FormatInt(retrySeconds(apiErr.RetryAfter), 10))
 	}
-	writeJSON(w, api.Status, ErrorBody{Error: api})
+	writeJSON(w, apiErr.Status, ErrorBody{Error: apiErr})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

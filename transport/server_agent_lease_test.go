@@ -52,9 +52,9 @@ func TestAgentLeaseRoutes(t *testing.T) {
 	}
 	late := &fsm.Message{ID: "msg-20261128-090000-alice-00000002", From: "alice", To: fsm.Recipients{"bob"}, Channel: "general", Content: fsm.Content{Text: "late"}}
 	_, err = alice.SendFenced(ctx, late, fence)
-	var api *transport.APIError
-	if !errors.Is(err, fsm.ErrFenced) || !errors.Is(err, fsm.ErrConflict) || !errors.As(err, &api) || api.Code != transport.CodeFenced ||
-		!strings.Contains(api.Message, "is not the current lease's (fence") || !strings.Contains(api.Message, "held by n2/i2") {
+	var apiErr *transport.APIError
+	if !errors.Is(err, fsm.ErrFenced) || !errors.Is(err, fsm.ErrConflict) || !errors.As(err, &apiErr) || apiErr.Code != transport.CodeFenced ||
+		!strings.Contains(apiErr.Message, "is not the current lease's (fence") || !strings.Contains(apiErr.Message, "held by n2/i2") {
 		t.Fatalf("late send = %v; want 409 fenced naming the current fence and n2", err)
 	}
 	if _, err := alice.RenewAgentLease(ctx, fsm.AgentLeaseRenewCommand{Agent: "alice", LeaseHolder: a, Fence: fence, TTL: ttl}); !errors.Is(err, fsm.ErrFenced) {

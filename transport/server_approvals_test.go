@@ -154,8 +154,8 @@ func TestApprovalRefusalsReachTheClient(t *testing.T) {
 	// A result that is not an approval's is a 500, not a success.
 	e.svc.AnswerApprovals(func(fsm.Op, json.RawMessage) (any, error) { return map[string]string{"nope": "x"}, nil })
 	_, err := e.c.CancelApproval(ctx, fsm.ApprovalCancelCommand{ID: "appr-1", From: "tess"})
-	var api *transport.APIError
-	if !errors.As(err, &api) || api.Status != http.StatusInternalServerError || !strings.Contains(api.Message, "unexpected approval_cancel result") {
+	var apiErr *transport.APIError
+	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusInternalServerError || !strings.Contains(apiErr.Message, "unexpected approval_cancel result") {
 		t.Errorf("an odd result: %v, want a 500 saying so", err)
 	}
 }

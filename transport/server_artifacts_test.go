@@ -65,9 +65,9 @@ func sha(b []byte) string {
 }
 
 func apiStatus(err error) int {
-	var api *transport.APIError
-	if errors.As(err, &api) {
-		return api.Status
+	var apiErr *transport.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.Status
 	}
 	return 0
 }

@@ -178,9 +178,9 @@ func jsonProblem(data []byte, err error) string {
 // decodeLockBody decodes a lock request and validates it.
 func decodeLockBody(w http.ResponseWriter, r *http.Request, v interface{ Validate() error }) error {
 	if err := decodeBody(w, r, maxLockBody, v); err != nil {
-		var api *APIError
-		if errors.As(err, &api) && api.Code == CodeTooLarge {
-			api.Message = fmt.Sprintf("request body over the limit of %d bytes (a lock path is at most %d bytes)", maxLockBody, fsm.MaxLockPathLen)
+		var apiErr *APIError
+		if errors.As(err, &apiErr) && apiErr.Code == CodeTooLarge {
+			apiErr.Message = fmt.Sprintf("request body over the limit of %d bytes (a lock path is at most %d bytes)", maxLockBody, fsm.MaxLockPathLen)
 		}
 		return err
 	}

@@ -84,12 +84,12 @@ func coordError(t *testing.T, r reply) (code, msg string, rest map[string]json.R
 	if err := json.Unmarshal(r.body, &outer); err != nil {
 		t.Fatalf("body %s: %v", r.body, err)
 	}
-	var api transport.APIError
-	if err := json.Unmarshal(outer["error"], &api); err != nil || api.Code == "" || api.Message == "" {
+	var apiErr transport.APIError
+	if err := json.Unmarshal(outer["error"], &apiErr); err != nil || apiErr.Code == "" || apiErr.Message == "" {
 		t.Fatalf("no error object in %s", r.body)
 	}
 	delete(outer, "error")
-	return api.Code, api.Message, outer
+	return apiErr.Code, apiErr.Message, outer
 }
 
 func decodeAs[T any](t *testing.T, r reply) T {
@@ -157,8 +157,8 @@ func TestBulletinHTTP(t *testing.T) {
 	v := uint64(2)
 	_, err := e.client.PutBulletin(ctx, json.RawMessage(`{"current_phase":"lost"}`), transport.BulletinWrite{IfVersion: &v, By: "ops"})
 	var ce *transport.BulletinConflictError
-	var api *transport.APIError
-	if !errors.As(err, &ce) || ce.Version != current.Version || !errors.Is(err, fsm.ErrConflict) || !errors.As(err, &api) || api.Status != 409 {
+	var apiErr *transport.APIError
+	if !errors.As(err, &ce) || ce.Version != current.Version || !errors.Is(err, fsm.ErrConflict) || !errors.As(err, &apiErr) || apiErr.Status != 409 {
 		t.Errorf("client CAS error = %#v, want a BulletinConflictError at version %d", err, current.Version)
 	}
 	res, err := e.client.PatchBulletin(ctx, json.RawMessage(`{"warnings":["disk"]}`), transport.BulletinWrite{IfVersion: &ce.Version, By: "ops"})

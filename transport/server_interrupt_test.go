@@ -112,8 +112,8 @@ func TestInterruptRefusedStoresNothing(t *testing.T) {
 		t.Helper()
 		before, auditBefore := fake.NumStored(), auditLen(t, fake)
 		_, err := c.InterruptAgent(ctx, "claude", transport.InterruptRequest{From: from, Reason: "stop"})
-		var api *transport.APIError
-		if !errors.As(err, &api) || api.Status != http.StatusForbidden || api.Code != transport.CodeForbidden || api.Message != want {
+		var apiErr *transport.APIError
+		if !errors.As(err, &apiErr) || apiErr.Status != http.StatusForbidden || apiErr.Code != transport.CodeForbidden || apiErr.Message != want {
 			t.Fatalf("interrupt from %s = %v, want 403 %q", from, err, want)
 		}
 		if n := fake.NumStored(); n != before {

@@ -79,18 +79,18 @@ func (e *taskEnv) task(id string) *fsm.Task {
 // matches sentinel, its message containing each of words.
 func wantRefused(t *testing.T, what string, err error, status int, sentinel error, words ...string) {
 	t.Helper()
-	var api *transport.APIError
-	if !errors.As(err, &api) || api.Status != status || !errors.Is(err, sentinel) {
+	var apiErr *transport.APIError
+	if !errors.As(err, &apiErr) || apiErr.Status != status || !errors.Is(err, sentinel) {
 		t.Errorf("%s: %v, want %d matching %v", what, err, status, sentinel)
 		return
 	}
 	for _, w := range words {
-		if !strings.Contains(api.Message, w) {
-			t.Errorf("%s: message %q lacks %q", what, api.Message, w)
+		if !strings.Contains(apiErr.Message, w) {
+			t.Errorf("%s: message %q lacks %q", what, apiErr.Message, w)
 		}
 	}
-	if strings.Contains(api.Message, "fsm: apply") {
-		t.Errorf("%s: message %q carries the apply's context", what, api.Message)
+	if strings.Contains(apiErr.Message, "fsm: apply") {
+		t.Errorf("%s: message %q carries the apply's context", what, apiErr.Message)
 	}
 }
 

@@ -259,8 +259,8 @@ func TestTLSAPIRefusesClientsWithoutTheCA(t *testing.T) {
 	}
 	// Plain HTTP to the TLS port gets no API answer.
 	_, err = transport.NewClient(addr, nil).Status(ctx)
-	var api *transport.APIError
-	if err == nil || (errors.As(err, &api) && api.Status != http.StatusBadRequest) {
+	var apiErr *transport.APIError
+	if err == nil || (errors.As(err, &apiErr) && apiErr.Status != http.StatusBadRequest) {
 		t.Errorf("plain HTTP to the TLS port: %v, want a refusal", err)
 	}
 	// A certificate from another CA is refused in the handshake, even from

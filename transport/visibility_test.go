@@ -37,7 +37,7 @@ type visMsgs struct {
 func newVisEnv(t *testing.T) *visEnv {
 	t.Helper()
 	svc := newMailService(t)
-	api := transport.NewServer(svc, transport.ServerOptions{Logger: discard, KeepAlive: time.Hour})
+	apiServer := transport.NewServer(svc, transport.ServerOptions{Logger: discard, KeepAlive: time.Hour})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if as := r.Header.Get(asHeader); as != "" {
 			id := &transport.Identity{Agent: as, Role: transport.RoleAgent, TokenID: "tok-" + as}
@@ -46,7 +46,7 @@ func newVisEnv(t *testing.T) *visEnv {
 			}
 			r = r.WithContext(transport.WithIdentity(r.Context(), id))
 		}
-		api.ServeHTTP(w, r)
+		apiServer.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
 	e := &visEnv{t: t, svc: svc, url: srv.URL}

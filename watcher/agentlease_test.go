@@ -226,7 +226,7 @@ func TestLeaseTTLBounds(t *testing.T) {
 // lapsed) and answers what came meanwhile.
 func TestHolderStopsWhenRenewalsFail(t *testing.T) {
 	svc := transporttest.New(t)
-	api := transport.NewServer(svc, transport.ServerOptions{Blobs: svc})
+	apiServer := transport.NewServer(svc, transport.ServerOptions{Blobs: svc})
 	var cut atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if cut.Load() && strings.Contains(r.URL.Path, "/lease") {
@@ -235,7 +235,7 @@ func TestHolderStopsWhenRenewalsFail(t *testing.T) {
 			_, _ = w.Write([]byte(`{"error":{"code":"no_leader","message":"cut off by the test"}}`))
 			return
 		}
-		api.ServeHTTP(w, r)
+		apiServer.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
 	cl := transport.NewClient(srv.URL, nil)

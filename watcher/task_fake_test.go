@@ -281,7 +281,7 @@ func (f *fakeTasks) HandoffTask(_ context.Context, cmd fsm.TaskHandoffCommand) (
 
 // taskWatcher is the watcher of the config's first agent on api, with
 // its task loop running until the test ends; logs go to the test's log.
-func taskWatcher(t *testing.T, yml string, api taskAPI) (*agentWatcher, context.CancelFunc) {
+func taskWatcher(t *testing.T, yml string, tasks taskAPI) (*agentWatcher, context.CancelFunc) {
 	t.Helper()
 	f, err := Parse([]byte(yml))
 	if err != nil {
@@ -290,7 +290,7 @@ func taskWatcher(t *testing.T, yml string, api taskAPI) (*agentWatcher, context.
 	a := &f.Agents[0]
 	w := &agentWatcher{cfg: a, opts: Options{Addr: "http://maos.invalid", BackoffBase: 10 * time.Millisecond},
 		log:   slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})).With("agent", a.ID),
-		tasks: api, taskOffers: make(chan taskOffer), busyChanged: make(chan struct{}, 1)}
+		tasks: tasks, taskOffers: make(chan taskOffer), busyChanged: make(chan struct{}, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

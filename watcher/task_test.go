@@ -31,22 +31,22 @@ func script(id, sh string, extra ...string) string {
 // environment; plain text is a success with that text.
 func TestTaskPlainTextSucceeds(t *testing.T) {
 	dir := t.TempDir()
-	api := newFakeTasks()
+	tasks := newFakeTasks()
 	w, _ := taskWatcher(t, script("bob", `cat > `+dir+`/prompt; env | grep ^MAOS_ | sort > `+dir+`/env; echo "  reviewed: fine  "`,
-		"guardrails: never push to main"), api)
-	api.add(fsm.Task{ID: "task-1", To: "bob", Title: "review the parser", Description: "look at parse.go",
+		"guardrails: never push to main"), tasks)
+	tasks.add(fsm.Task{ID: "task-1", To: "bob", Title: "review the parser", Description: "look at parse.go",
 		Context: json.RawMessage(`{"pr":42}`), Priority: fsm.PriorityHigh})
 	offer(t, w, taskOffer{id: "task-1"})
-	api.wait(t, "the completion", func(f *fakeTasks) bool { return len(f.completes) > 0 })
+	tasks.wait(t, "the completion", func(f *fakeTasks) bool { return len(f.completes) > 0 })
 
-	c := api.completes[0]
-	if c.ID != "task-1" || c.Agent != "bob" || c.Fence != api.get("task-1").Fence || c.Fence == 0 {
-		t.Errorf("completed %s by %s under fence %d; want task-1 by bob under the claim's fence %d", c.ID, c.Agent, c.Fence, api.get("task-1").Fence)
+	c := tasks.completes[0]
+	if c.ID != "task-1" || c.Agent != "bob" || c.Fence != tasks.get("task-1").Fence || c.Fence == 0 {
+		t.Errorf("completed %s by %s under fence %d; want task-1 by bob under the claim's fence %d", c.ID, c.Agent, c.Fence, tasks.get("task-1").Fence)
 	}
 	if c.Completion.Status != fsm.TaskStatusSuccess || c.Completion.Result != "reviewed: fine" || c.Completion.Error != nil {
 		t.Errorf("completion %+v; want success with the trimmed text", c.Completion)
 	}
-	if got := api.get("task-1").State; got != fsm.TaskSucceeded {
+	if got := tasks.get("task-1").State; got != fsm.TaskSucceeded {
 		t.Errorf("task state %s, want succeeded", got)
 	}
 	prompt, _ := os.ReadFile(filepath.Join(dir, "prompt"))
@@ -66,7 +66,7 @@ func TestTaskPlainTextSucceeds(t *testing.T) {
 			t.Errorf("the CLI's environment lacks %s:\n%s", want, env)
 		}
 	}
-	api.wait(t, "the run's end counted", func(*fakeTasks) bool { return w.health().TasksRunning == 0 })
+	tasks.wait(t, "the run's end counted", func(*fakeTasks) bool { return w.health().TasksRunning == 0 })
 	if h := w.health(); h.TasksSucceeded != 1 || h.TasksFailed != 0 || h.LastError != "" || h.MeanDurationMS <= 0 {
 		t.Errorf("health %+v; want 1 succeeded", h)
 	}
@@ -77,7 +77,7 @@ func TestTaskPlainTextSucceeds(t *testing.T) {
 // lease is renewed on its period too, every third of timeout_seconds.
 func TestTaskStatusLinesAndCompleteLine(t *testing.T) {
 	gate := filepath.Join(t.TempDir(), "gate")
-	api := newFakeTasks()
+	tasks := newFakeTasks()
 	w, _ := taskWatcher(t, script("bob", `
 echo '{"type":"status","message":"reading","progress":0.25}'
 while [ ! -e '`+gate+`' ]; do sleep 0.01; done
@@ -85,21 +85,21 @@ echo 'some notes'
 echo '{"type":"artifact","path":"out/report.md","description":"the report"}'
 echo '{"type":"status","message":"too far","progress":7}'
 echo '{"type":"complete","result":"partial_success","outputs":["out/report.md","out/extra.txt"],"confidence_score":0.9,"rationale":"half of it"}'
-`), api)
-	api.add(fsm.Task{ID: "task-2", To: "bob", Title: "t", TimeoutSeconds: 1})
+`), tasks)
+	tasks.add(fsm.Task{ID: "task-2", To: "bob", Title: "t", TimeoutSeconds: 1})
 	offer(t, w, taskOffer{id: "task-2"})
-	api.wait(t, "the status line as progress", func(f *fakeTasks) bool {
+	tasks.wait(t, "the status line as progress", func(f *fakeTasks) bool {
 		return len(f.progress) > 0 && f.progress[0].Message == "reading"
 	})
-	if p := api.progress[0]; p.Progress == nil || *p.Progress != 0.25 || p.Fence != api.get("task-2").Fence || p.Agent != "bob" {
+	if p := tasks.progress[0]; p.Progress == nil || *p.Progress != 0.25 || p.Fence != tasks.get("task-2").Fence || p.Agent != "bob" {
 		t.Errorf("first progress %+v; want reading at 0.25 under bob's fence", p)
 	}
-	api.wait(t, "two renewals on the period", func(f *fakeTasks) bool { return len(f.progress) >= 3 })
+	tasks.wait(t, "two renewals on the period", func(f *fakeTasks) bool { return len(f.progress) >= 3 })
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	api.wait(t, "the completion", func(f *fakeTasks) bool { return len(f.completes) > 0 })
-	c := api.completes[0].Completion
+	tasks.wait(t, "the completion", func(f *fakeTasks) bool { return len(f.completes) > 0 })
+	c := tasks.completes[0].Completion
 	if c.Status != fsm.TaskStatusPartialSuccess || c.Result != "some notes" || c.Rationale != "half of it" ||
 		c.ConfidenceScore == nil || *c.ConfidenceScore != 0.9 || !slices.Equal(c.Outputs, []string{"out/report.md", "out/extra.txt"}) {
 		t.Errorf("completion %+v", c)
@@ -107,7 +107,7 @@ echo '{"type":"complete","result":"partial_success","outputs":["out/report.md","
 	if c.ExecutionTimeMS <= 0 {
 		t.Errorf("execution_time_ms %d, want the time it took", c.ExecutionTimeMS)
 	}
-	for _, p := range api.progress {
+	for _, p := range tasks.progress {
 		if p.Message == "too far" && p.Progress != nil {
 			t.Errorf("a progress of 7 was passed on: %+v", p)
 		}
@@ -119,17 +119,17 @@ echo '{"type":"complete","result":"partial_success","outputs":["out/report.md","
 // its artifact the output.
 func TestTaskStubModelReports(t *testing.T) {
 	stub := buildStub(t)
-	api := newFakeTasks()
-	w, _ := taskWatcher(t, fmt.Sprintf("agents:\n- {id: bob, command: [%q, --progress, '2', --sleep, 1s], context_messages: 0}\n", stub), api)
-	api.add(fsm.Task{ID: "task-stub", To: "bob", Title: "t"})
+	tasks := newFakeTasks()
+	w, _ := taskWatcher(t, fmt.Sprintf("agents:\n- {id: bob, command: [%q, --progress, '2', --sleep, 1s], context_messages: 0}\n", stub), tasks)
+	tasks.add(fsm.Task{ID: "task-stub", To: "bob", Title: "t"})
 	offer(t, w, taskOffer{id: "task-stub"})
-	api.wait(t, "the completion", func(f *fakeTasks) bool { return len(f.completes) > 0 })
-	c := api.completes[0].Completion
+	tasks.wait(t, "the completion", func(f *fakeTasks) bool { return len(f.completes) > 0 })
+	c := tasks.completes[0].Completion
 	if c.Status != fsm.TaskStatusSuccess || c.Result != "stub answer to task-stub" || !slices.Equal(c.Outputs, []string{"stub/task-stub.txt"}) {
 		t.Errorf("completion %+v", c)
 	}
 	var msgs []string
-	for _, p := range api.progress {
+	for _, p := range tasks.progress {
 		msgs = append(msgs, p.Message)
 	}
 	if !slices.Contains(msgs, "step 2 of 2") {
@@ -141,12 +141,12 @@ func TestTaskStubModelReports(t *testing.T) {
 // retries: the error type, exit code, retries and the last stderr lines.
 func TestTaskFailingCLIFailsAfterRetries(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "tries")
-	api := newFakeTasks()
-	w, _ := taskWatcher(t, script("bob", `echo try >> `+log+`; echo "it broke" >&2; exit 3`, "retries: 2"), api)
-	api.add(fsm.Task{ID: "task-3", To: "bob", Title: "t"})
+	tasks := newFakeTasks()
+	w, _ := taskWatcher(t, script("bob", `echo try >> `+log+`; echo "it broke" >&2; exit 3`, "retries: 2"), tasks)
+	tasks.add(fsm.Task{ID: "task-3", To: "bob", Title: "t"})
 	offer(t, w, taskOffer{id: "task-3"})
-	api.wait(t, "the completion", func(f *fakeTasks) bool { return len(f.completes) > 0 })
-	c := api.completes[0].Completion
+	tasks.wait(t, "the completion", func(f *fakeTasks) bool { return len(f.completes) > 0 })
+	c := tasks.completes[0].Completion
 	if c.Status != fsm.TaskStatusFailure || c.Error == nil || c.Error.ErrorType != ErrorTypeCLI || c.Error.ErrorCode != "exit 3" ||
 		c.Error.RetryCount != 2 || !strings.Contains(c.Error.ErrorMessage, "it broke") || !c.Error.IsRecoverable {
 		t.Errorf("completion %+v error %+v", c, c.Error)
@@ -154,10 +154,10 @@ func TestTaskFailingCLIFailsAfterRetries(t *testing.T) {
 	if data, _ := os.ReadFile(log); strings.Count(string(data), "try") != 3 {
 		t.Errorf("%d runs, want 1 + 2 retries", strings.Count(string(data), "try"))
 	}
-	if api.get("task-3").State != fsm.TaskFailed {
-		t.Errorf("task is %s, want failed", api.get("task-3").State)
+	if tasks.get("task-3").State != fsm.TaskFailed {
+		t.Errorf("task is %s, want failed", tasks.get("task-3").State)
 	}
-	api.wait(t, "the run's end counted", func(*fakeTasks) bool { return w.health().TasksRunning == 0 })
+	tasks.wait(t, "the run's end counted", func(*fakeTasks) bool { return w.health().TasksRunning == 0 })
 	if h := w.health(); h.TasksFailed != 1 || !strings.Contains(h.LastError, "task task-3 failed: cli_error") {
 		t.Errorf("health %+v", h)
 	}
@@ -167,12 +167,12 @@ func TestTaskFailingCLIFailsAfterRetries(t *testing.T) {
 // a failed attempt, retried, then empty_output; a complete line with a
 // value out of bounds is reported as a failure naming the field.
 func TestTaskEmptyAndInvalidReports(t *testing.T) {
-	api := newFakeTasks()
-	w, _ := taskWatcher(t, script("bob", `echo '{"type":"status","message":"hm"}'`, "retries: 1"), api)
-	api.add(fsm.Task{ID: "task-e", To: "bob", Title: "t"})
+	tasks := newFakeTasks()
+	w, _ := taskWatcher(t, script("bob", `echo '{"type":"status","message":"hm"}'`, "retries: 1"), tasks)
+	tasks.add(fsm.Task{ID: "task-e", To: "bob", Title: "t"})
 	offer(t, w, taskOffer{id: "task-e"})
-	api.wait(t, "the completion", func(f *fakeTasks) bool { return len(f.completes) > 0 })
-	if c := api.completes[0].Completion; c.Status != fsm.TaskStatusFailure || c.Error.ErrorType != ErrorTypeEmptyOutput || c.Error.RetryCount != 1 {
+	tasks.wait(t, "the completion", func(f *fakeTasks) bool { return len(f.completes) > 0 })
+	if c := tasks.completes[0].Completion; c.Status != fsm.TaskStatusFailure || c.Error.ErrorType != ErrorTypeEmptyOutput || c.Error.RetryCount != 1 {
 		t.Errorf("empty: %+v %+v", c, c.Error)
 	}
 
@@ -190,21 +190,21 @@ func TestTaskEmptyAndInvalidReports(t *testing.T) {
 // A completion the node refuses as too large is reported again as a
 // failure saying so, small, once; the task does not lapse to run again.
 func TestTaskRefusedCompletionFallsBackToAFailure(t *testing.T) {
-	api := newFakeTasks()
-	w, _ := taskWatcher(t, script("bob", `echo done`), api)
-	api.add(fsm.Task{ID: "task-big", To: "bob", Title: "t"})
-	api.onComplete = func(cmd fsm.TaskCompleteCommand) error {
+	tasks := newFakeTasks()
+	w, _ := taskWatcher(t, script("bob", `echo done`), tasks)
+	tasks.add(fsm.Task{ID: "task-big", To: "bob", Title: "t"})
+	tasks.onComplete = func(cmd fsm.TaskCompleteCommand) error {
 		if cmd.Completion.Status == fsm.TaskStatusSuccess {
 			return fmt.Errorf("body over 256 KiB: %w", transport.ErrTooLarge)
 		}
 		return nil
 	}
 	offer(t, w, taskOffer{id: "task-big"})
-	api.wait(t, "the task ended", func(f *fakeTasks) bool { return f.tasks["task-big"].State.Final() })
-	if len(api.completes) != 2 {
-		t.Fatalf("%d completions sent, want the refused one and its failure", len(api.completes))
+	tasks.wait(t, "the task ended", func(f *fakeTasks) bool { return f.tasks["task-big"].State.Final() })
+	if len(tasks.completes) != 2 {
+		t.Fatalf("%d completions sent, want the refused one and its failure", len(tasks.completes))
 	}
-	c := api.completes[1].Completion
+	c := tasks.completes[1].Completion
 	if c.Status != fsm.TaskStatusFailure || c.Error == nil || c.Error.ErrorType != ErrorTypeInvalidCompletion ||
 		!strings.Contains(c.Error.ErrorMessage, "too large") || c.Result != "done" {
 		t.Errorf("fallback %+v error %+v", c, c.Error)
@@ -227,24 +227,24 @@ func TestTaskRefusedCompletionFallsBackToAFailure(t *testing.T) {
 // lease lapsed before the report) is dropped, not retried.
 func TestTaskLostClaimDropsTheWork(t *testing.T) {
 	started, finished := filepath.Join(t.TempDir(), "started"), filepath.Join(t.TempDir(), "finished")
-	api := newFakeTasks()
-	w, _ := taskWatcher(t, script("bob", `touch `+started+`; sleep 30; touch `+finished+`; echo late`), api)
-	api.add(fsm.Task{ID: "task-4", To: "bob", Title: "t", TimeoutSeconds: 1})
+	tasks := newFakeTasks()
+	w, _ := taskWatcher(t, script("bob", `touch `+started+`; sleep 30; touch `+finished+`; echo late`), tasks)
+	tasks.add(fsm.Task{ID: "task-4", To: "bob", Title: "t", TimeoutSeconds: 1})
 	offer(t, w, taskOffer{id: "task-4"})
-	api.wait(t, "the run", func(f *fakeTasks) bool {
+	tasks.wait(t, "the run", func(f *fakeTasks) bool {
 		_, err := os.Stat(started)
 		return err == nil
 	})
 	// Another agent's claim took over after a lapse.
-	api.set("task-4", func(t *fsm.Task) { t.ClaimedBy, t.Fence = "amy", t.Fence+100 })
-	api.wait(t, "the watcher to stop the run", func(f *fakeTasks) bool {
+	tasks.set("task-4", func(t *fsm.Task) { t.ClaimedBy, t.Fence = "amy", t.Fence+100 })
+	tasks.wait(t, "the watcher to stop the run", func(f *fakeTasks) bool {
 		return w.health().TasksRunning == 0 && w.health().TasksFailed == 1
 	})
 	if _, err := os.Stat(finished); err == nil {
 		t.Error("the run went on to its end after the claim was lost")
 	}
-	if len(api.completes) != 0 || len(api.handoffs) != 0 {
-		t.Errorf("a lost claim reported: completes %+v handoffs %+v", api.completes, api.handoffs)
+	if len(tasks.completes) != 0 || len(tasks.handoffs) != 0 {
+		t.Errorf("a lost claim reported: completes %+v handoffs %+v", tasks.completes, tasks.handoffs)
 	}
 	if h := w.health(); !strings.Contains(h.LastError, "lost the claim of task task-4") {
 		t.Errorf("health %+v", h)
@@ -268,24 +268,24 @@ func TestTaskLostClaimDropsTheWork(t *testing.T) {
 // and the watcher moves on without running anything.
 func TestTaskClaimRaceLost(t *testing.T) {
 	ran := filepath.Join(t.TempDir(), "ran")
-	api := newFakeTasks()
-	w, _ := taskWatcher(t, script("bob", `touch `+ran+`; echo x`, `claim: ["role:reviewer"]`), api)
-	api.queues["bob"] = []string{"role:reviewer"}
-	api.add(fsm.Task{ID: "task-6", To: "role:reviewer", Title: "t"})
-	api.onClaim = func(id, _ string) error {
-		t := api.tasks[id]
+	tasks := newFakeTasks()
+	w, _ := taskWatcher(t, script("bob", `touch `+ran+`; echo x`, `claim: ["role:reviewer"]`), tasks)
+	tasks.queues["bob"] = []string{"role:reviewer"}
+	tasks.add(fsm.Task{ID: "task-6", To: "role:reviewer", Title: "t"})
+	tasks.onClaim = func(id, _ string) error {
+		t := tasks.tasks[id]
 		t.State, t.ClaimedBy, t.Fence = fsm.TaskRunning, "amy", 99
 		return conflict("task %s is running, claimed by amy", id)
 	}
 	offer(t, w, taskOffer{id: "task-6"})
-	api.wait(t, "the claim and the read after it", func(f *fakeTasks) bool { return len(f.claims) == 1 })
+	tasks.wait(t, "the claim and the read after it", func(f *fakeTasks) bool { return len(f.claims) == 1 })
 	// The loop is idle again: a second task is claimed and run.
-	api.onClaim = nil
-	api.add(fsm.Task{ID: "task-7", To: "bob", Title: "t"})
+	tasks.onClaim = nil
+	tasks.add(fsm.Task{ID: "task-7", To: "bob", Title: "t"})
 	offer(t, w, taskOffer{id: "task-7"})
-	api.wait(t, "task-7 done", func(f *fakeTasks) bool { return len(f.completes) == 1 })
-	if !slices.Equal(api.claims, []string{"task-6 bob", "task-7 bob"}) || api.completes[0].ID != "task-7" {
-		t.Errorf("claims %v completes %+v; want one claim of task-6 (lost) and task-7 done", api.claims, api.completes)
+	tasks.wait(t, "task-7 done", func(f *fakeTasks) bool { return len(f.completes) == 1 })
+	if !slices.Equal(tasks.claims, []string{"task-6 bob", "task-7 bob"}) || tasks.completes[0].ID != "task-7" {
+		t.Errorf("claims %v completes %+v; want one claim of task-6 (lost) and task-7 done", tasks.claims, tasks.completes)
 	}
 }
 
@@ -293,46 +293,46 @@ func TestTaskClaimRaceLost(t *testing.T) {
 // not left to lapse: the task, read again, is the agent's, and claiming
 // again answers that claim; the task runs once, under its fence.
 func TestTaskClaimAnswerLost(t *testing.T) {
-	api := newFakeTasks()
-	w, _ := taskWatcher(t, script("bob", `echo ok`), api)
-	api.add(fsm.Task{ID: "t-lost", To: "bob", Title: "t"})
-	api.onClaim = func(id, agent string) error {
-		api.onClaim = nil
-		api.mu.Unlock() // the claim commits...
-		_, err := api.ClaimTask(t.Context(), id, agent)
-		api.mu.Lock()
+	tasks := newFakeTasks()
+	w, _ := taskWatcher(t, script("bob", `echo ok`), tasks)
+	tasks.add(fsm.Task{ID: "t-lost", To: "bob", Title: "t"})
+	tasks.onClaim = func(id, agent string) error {
+		tasks.onClaim = nil
+		tasks.mu.Unlock() // the claim commits...
+		_, err := tasks.ClaimTask(t.Context(), id, agent)
+		tasks.mu.Lock()
 		if err != nil {
 			t.Error(err)
 		}
 		return errors.New("connection reset") // ...and its answer is lost
 	}
 	offer(t, w, taskOffer{id: "t-lost"})
-	api.wait(t, "done", func(f *fakeTasks) bool { return len(f.completes) == 1 })
-	if len(api.claims) != 3 || api.completes[0].Fence != api.get("t-lost").Fence {
-		t.Errorf("claims %v completes %+v; want the lost claim, its commit and the retried claim answering it", api.claims, api.completes)
+	tasks.wait(t, "done", func(f *fakeTasks) bool { return len(f.completes) == 1 })
+	if len(tasks.claims) != 3 || tasks.completes[0].Fence != tasks.get("t-lost").Fence {
+		t.Errorf("claims %v completes %+v; want the lost claim, its commit and the retried claim answering it", tasks.claims, tasks.completes)
 	}
 }
 
 // Only the agent's queues are claimed: its id and its claim entries; a
 // task event that shows a task not ready, or of another queue, is not.
 func TestTaskOnlyOurQueues(t *testing.T) {
-	api := newFakeTasks()
-	w, _ := taskWatcher(t, script("bob", `echo ok`, `claim: ["capability:go"]`), api)
-	api.queues["bob"] = []string{"role:reviewer", "capability:go"}
+	tasks := newFakeTasks()
+	w, _ := taskWatcher(t, script("bob", `echo ok`, `claim: ["capability:go"]`), tasks)
+	tasks.queues["bob"] = []string{"role:reviewer", "capability:go"}
 	for _, tk := range []fsm.Task{
 		{ID: "t-role", To: "role:reviewer", Title: "t"}, // bob's role, but not in claim:
 		{ID: "t-amy", To: "amy", Title: "t"},
 		{ID: "t-wait", To: "bob", Title: "t", State: fsm.TaskWaiting},
 		{ID: "t-go", To: "capability:go", Title: "t"},
 	} {
-		task := api.add(tk)
+		task := tasks.add(tk)
 		offer(t, w, taskOffer{id: task.ID, task: task})
 	}
 	offer(t, w, taskOffer{id: "t-role"}) // by id: read, then refused as not ours
-	api.wait(t, "t-go done", func(f *fakeTasks) bool { return len(f.completes) == 1 })
-	api.wait(t, "t-role read", func(f *fakeTasks) bool { return slices.Contains(f.reads, "t-role") })
-	if !slices.Equal(api.claims, []string{"t-go bob"}) {
-		t.Errorf("claims %v, want only t-go", api.claims)
+	tasks.wait(t, "t-go done", func(f *fakeTasks) bool { return len(f.completes) == 1 })
+	tasks.wait(t, "t-role read", func(f *fakeTasks) bool { return slices.Contains(f.reads, "t-role") })
+	if !slices.Equal(tasks.claims, []string{"t-go bob"}) {
+		t.Errorf("claims %v, want only t-go", tasks.claims)
 	}
 }
 
@@ -341,46 +341,46 @@ func TestTaskOnlyOurQueues(t *testing.T) {
 // restart, which it claims again (the claim answers the current one) and
 // runs under the same fence.
 func TestTaskListAtStartResumesOwnClaims(t *testing.T) {
-	api := newFakeTasks()
-	w, _ := taskWatcher(t, script("bob", `echo "again: $MAOS_TASK_ATTEMPT"`, `claim: ["role:reviewer"]`), api)
-	api.queues["bob"] = []string{"role:reviewer"}
-	api.add(fsm.Task{ID: "t-held", To: "role:reviewer", Title: "t"})
-	held, err := api.ClaimTask(t.Context(), "t-held", "bob")
+	tasks := newFakeTasks()
+	w, _ := taskWatcher(t, script("bob", `echo "again: $MAOS_TASK_ATTEMPT"`, `claim: ["role:reviewer"]`), tasks)
+	tasks.queues["bob"] = []string{"role:reviewer"}
+	tasks.add(fsm.Task{ID: "t-held", To: "role:reviewer", Title: "t"})
+	held, err := tasks.ClaimTask(t.Context(), "t-held", "bob")
 	if err != nil {
 		t.Fatal(err)
 	}
-	api.add(fsm.Task{ID: "t-ready", To: "role:reviewer", Title: "t"})
-	api.add(fsm.Task{ID: "t-other", To: "amy", Title: "t"})
+	tasks.add(fsm.Task{ID: "t-ready", To: "role:reviewer", Title: "t"})
+	tasks.add(fsm.Task{ID: "t-other", To: "amy", Title: "t"})
 	w.listTasks(t.Context())
-	api.wait(t, "both done", func(f *fakeTasks) bool { return len(f.completes) == 2 })
+	tasks.wait(t, "both done", func(f *fakeTasks) bool { return len(f.completes) == 2 })
 	byID := map[string]fsm.TaskCompleteCommand{}
-	for _, c := range api.completes {
+	for _, c := range tasks.completes {
 		byID[c.ID] = c
 	}
 	if c := byID["t-held"]; c.Fence != held.Fence || c.Completion.Result != "again: 1" {
 		t.Errorf("t-held completed %+v; want under its fence %d", c, held.Fence)
 	}
 	if _, ok := byID["t-ready"]; !ok {
-		t.Errorf("t-ready not done: %+v", api.completes)
+		t.Errorf("t-ready not done: %+v", tasks.completes)
 	}
 	want := []fsm.TaskQuery{{State: fsm.TaskRunning, ClaimedBy: "bob", Limit: fsm.MaxPageLimit},
 		{State: fsm.TaskReady, To: "bob", Limit: fsm.MaxPageLimit}, {State: fsm.TaskReady, To: "role:reviewer", Limit: fsm.MaxPageLimit}}
-	if !slices.Equal(api.queries, want) {
-		t.Errorf("queries %+v, want %+v", api.queries, want)
+	if !slices.Equal(tasks.queries, want) {
+		t.Errorf("queries %+v, want %+v", tasks.queries, want)
 	}
 }
 
 // A task whose backoff has not passed is claimed once it has, not before
 // (the fake refuses an early claim).
 func TestTaskClaimedFromReadyAt(t *testing.T) {
-	api := newFakeTasks()
-	w, _ := taskWatcher(t, script("bob", `echo ok`), api)
+	tasks := newFakeTasks()
+	w, _ := taskWatcher(t, script("bob", `echo ok`), tasks)
 	at := time.Now().Add(500 * time.Millisecond)
-	task := api.add(fsm.Task{ID: "t-later", To: "bob", Title: "t", ReadyAt: &at})
+	task := tasks.add(fsm.Task{ID: "t-later", To: "bob", Title: "t", ReadyAt: &at})
 	offer(t, w, taskOffer{id: task.ID, task: task})
-	api.wait(t, "done", func(f *fakeTasks) bool { return len(f.completes) == 1 })
-	if !slices.Equal(api.claims, []string{"t-later bob"}) {
-		t.Errorf("claims %v, want one, at its ready_at", api.claims)
+	tasks.wait(t, "done", func(f *fakeTasks) bool { return len(f.completes) == 1 })
+	if !slices.Equal(tasks.claims, []string{"t-later bob"}) {
+		t.Errorf("claims %v, want one, at its ready_at", tasks.claims)
 	}
 }
 
@@ -389,25 +389,25 @@ func TestTaskClaimedFromReadyAt(t *testing.T) {
 func TestTaskSlots(t *testing.T) {
 	gate := t.TempDir()
 	run := `touch ` + gate + `/"$MAOS_TASK_ID".started; while [ ! -e ` + gate + `/"$MAOS_TASK_ID" ]; do sleep 0.01; done; echo ok`
-	api := newFakeTasks()
-	w, _ := taskWatcher(t, script("bob", run), api)
+	tasks := newFakeTasks()
+	w, _ := taskWatcher(t, script("bob", run), tasks)
 	for _, id := range []string{"s-1", "s-2"} {
-		api.add(fsm.Task{ID: id, To: "bob", Title: "t"})
+		tasks.add(fsm.Task{ID: id, To: "bob", Title: "t"})
 		offer(t, w, taskOffer{id: id})
 	}
-	api.wait(t, "s-1 claimed", func(f *fakeTasks) bool { return len(f.claims) == 1 })
+	tasks.wait(t, "s-1 claimed", func(f *fakeTasks) bool { return len(f.claims) == 1 })
 	waitExists(t, filepath.Join(gate, "s-1.started"))
-	if len(api.claims) != 1 {
-		t.Fatalf("claims %v while s-1 runs under the queue policy", api.claims)
+	if len(tasks.claims) != 1 {
+		t.Fatalf("claims %v while s-1 runs under the queue policy", tasks.claims)
 	}
 	if err := os.WriteFile(filepath.Join(gate, "s-1"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	api.wait(t, "s-2 claimed after s-1", func(f *fakeTasks) bool { return len(f.claims) == 2 })
+	tasks.wait(t, "s-2 claimed after s-1", func(f *fakeTasks) bool { return len(f.claims) == 2 })
 	if err := os.WriteFile(filepath.Join(gate, "s-2"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	api.wait(t, "both done", func(f *fakeTasks) bool { return len(f.completes) == 2 })
+	tasks.wait(t, "both done", func(f *fakeTasks) bool { return len(f.completes) == 2 })
 
 	forks := newFakeTasks()
 	wf, _ := taskWatcher(t, script("bob", run, "policy: {mode: fork, max_forks: 2}"), forks)
@@ -444,14 +444,14 @@ case "$p" in
   *"dep result"*) echo "used the dep" ;;
   *) echo '{"type":"dependency","waiting_for":"dep-'$MAOS_TASK_ID'","reason":"need the schema"}' ;;
 esac`
-	api := newFakeTasks()
-	w, _ := taskWatcher(t, script("bob", sh, "policy: {mode: fork}"), api)
+	tasks := newFakeTasks()
+	w, _ := taskWatcher(t, script("bob", sh, "policy: {mode: fork}"), tasks)
 	for _, id := range []string{"ok", "bad"} {
-		api.add(fsm.Task{ID: "dep-" + id, To: "amy", Title: "the schema", State: fsm.TaskRunning, ClaimedBy: "amy", Fence: 1})
-		api.add(fsm.Task{ID: id, To: "bob", Title: "t", TimeoutSeconds: 1})
+		tasks.add(fsm.Task{ID: "dep-" + id, To: "amy", Title: "the schema", State: fsm.TaskRunning, ClaimedBy: "amy", Fence: 1})
+		tasks.add(fsm.Task{ID: id, To: "bob", Title: "t", TimeoutSeconds: 1})
 		offer(t, w, taskOffer{id: id})
 	}
-	api.wait(t, "both waiting", func(f *fakeTasks) bool {
+	tasks.wait(t, "both waiting", func(f *fakeTasks) bool {
 		n := 0
 		for _, p := range f.progress {
 			if p.Message == "waiting for task dep-"+p.ID+": need the schema" {
@@ -460,14 +460,14 @@ esac`
 		}
 		return n >= 2
 	})
-	api.set("dep-ok", func(t *fsm.Task) {
+	tasks.set("dep-ok", func(t *fsm.Task) {
 		t.State, t.Completion = fsm.TaskSucceeded, &fsm.TaskCompletion{Status: fsm.TaskStatusSuccess, Result: "dep result"}
 	})
-	api.set("dep-bad", func(t *fsm.Task) {
+	tasks.set("dep-bad", func(t *fsm.Task) {
 		t.State, t.Completion = fsm.TaskFailed, &fsm.TaskCompletion{Status: fsm.TaskStatusFailure}
 	})
-	api.wait(t, "both done", func(f *fakeTasks) bool { return len(f.completes) == 2 })
-	for _, c := range api.completes {
+	tasks.wait(t, "both done", func(f *fakeTasks) bool { return len(f.completes) == 2 })
+	for _, c := range tasks.completes {
 		switch c.ID {
 		case "ok":
 			if c.Completion.Status != fsm.TaskStatusSuccess || c.Completion.Result != "used the dep" {
@@ -515,30 +515,30 @@ esac`
 // under its fence, and leaves a task addressed to its agent claimed.
 func TestTaskStopHandsQueueTasksBack(t *testing.T) {
 	gate := t.TempDir()
-	api := newFakeTasks()
-	w, stop := taskWatcher(t, script("bob", `touch `+gate+`/"$MAOS_TASK_ID"; sleep 30`, `claim: ["role:reviewer"]`, "policy: {mode: fork}"), api)
-	api.queues["bob"] = []string{"role:reviewer"}
+	tasks := newFakeTasks()
+	w, stop := taskWatcher(t, script("bob", `touch `+gate+`/"$MAOS_TASK_ID"; sleep 30`, `claim: ["role:reviewer"]`, "policy: {mode: fork}"), tasks)
+	tasks.queues["bob"] = []string{"role:reviewer"}
 	for _, tk := range []fsm.Task{{ID: "q", To: "role:reviewer", Title: "t"}, {ID: "own", To: "bob", Title: "t"}} {
-		api.add(tk)
+		tasks.add(tk)
 		offer(t, w, taskOffer{id: tk.ID})
 	}
 	for _, id := range []string{"q", "own"} {
 		waitExists(t, filepath.Join(gate, id))
 	}
-	fence := api.get("q").Fence
+	fence := tasks.get("q").Fence
 	stop()
-	if len(api.handoffs) != 1 || api.handoffs[0].ID != "q" || api.handoffs[0].To != "role:reviewer" || api.handoffs[0].Fence != fence ||
-		!strings.Contains(api.handoffs[0].Reason, "the watcher of bob stopped") {
-		t.Errorf("handoffs %+v; want q back to role:reviewer under fence %d", api.handoffs, fence)
+	if len(tasks.handoffs) != 1 || tasks.handoffs[0].ID != "q" || tasks.handoffs[0].To != "role:reviewer" || tasks.handoffs[0].Fence != fence ||
+		!strings.Contains(tasks.handoffs[0].Reason, "the watcher of bob stopped") {
+		t.Errorf("handoffs %+v; want q back to role:reviewer under fence %d", tasks.handoffs, fence)
 	}
-	if got := api.get("q"); got.State != fsm.TaskReady {
+	if got := tasks.get("q"); got.State != fsm.TaskReady {
 		t.Errorf("q is %s, want ready", got.State)
 	}
-	if got := api.get("own"); got.State != fsm.TaskRunning || got.ClaimedBy != "bob" {
+	if got := tasks.get("own"); got.State != fsm.TaskRunning || got.ClaimedBy != "bob" {
 		t.Errorf("own is %s by %q, want still bob's", got.State, got.ClaimedBy)
 	}
-	if len(api.completes) != 0 {
-		t.Errorf("a stopped run reported: %+v", api.completes)
+	if len(tasks.completes) != 0 {
+		t.Errorf("a stopped run reported: %+v", tasks.completes)
 	}
 }
 
@@ -625,36 +625,36 @@ outro`)
 // success nor as a failure. Its updates while it awaits (the stream's,
 // the decision message's offer) run nothing.
 func TestTaskRequiresApprovalAwaits(t *testing.T) {
-	api := newFakeTasks()
+	tasks := newFakeTasks()
 	w, _ := taskWatcher(t, script("bob", `echo 'I would close it'
-echo '{"type":"complete","result":"requires_approval","proposed_action":{"action_type":"close_issue","issue_number":123},"rationale":"a duplicate of #456","confidence_score":0.96}'`), api)
-	api.add(fsm.Task{ID: "t-ask", To: "bob", Title: "triage #123", TimeoutSeconds: 1})
+echo '{"type":"complete","result":"requires_approval","proposed_action":{"action_type":"close_issue","issue_number":123},"rationale":"a duplicate of #456","confidence_score":0.96}'`), tasks)
+	tasks.add(fsm.Task{ID: "t-ask", To: "bob", Title: "triage #123", TimeoutSeconds: 1})
 	offer(t, w, taskOffer{id: "t-ask"})
-	api.wait(t, "the completion", func(f *fakeTasks) bool { return len(f.completes) == 1 })
-	c := api.completes[0]
+	tasks.wait(t, "the completion", func(f *fakeTasks) bool { return len(f.completes) == 1 })
+	c := tasks.completes[0]
 	if c.Completion.Status != fsm.TaskStatusRequiresApproval || c.Completion.Rationale != "a duplicate of #456" ||
-		c.Completion.Result != "I would close it" || c.Fence != api.get("t-ask").Fence {
+		c.Completion.Result != "I would close it" || c.Fence != tasks.get("t-ask").Fence {
 		t.Errorf("completion %+v under fence %d; want requires_approval with the rationale and the text, under the claim's fence", c.Completion, c.Fence)
 	}
 	var action map[string]any
 	if err := json.Unmarshal(c.Completion.ProposedAction, &action); err != nil || action["action_type"] != "close_issue" || action["issue_number"] != 123.0 {
 		t.Errorf("proposed_action %s (%v); want the complete line's", c.Completion.ProposedAction, err)
 	}
-	api.wait(t, "the run's end counted", func(*fakeTasks) bool { return w.health().TasksRunning == 0 })
+	tasks.wait(t, "the run's end counted", func(*fakeTasks) bool { return w.health().TasksRunning == 0 })
 	if h := w.health(); h.TasksSucceeded != 0 || h.TasksFailed != 0 || h.MeanDurationMS <= 0 {
 		t.Errorf("health %+v; want the run reported, neither succeeded nor failed", h)
 	}
-	task := api.get("t-ask")
+	task := tasks.get("t-ask")
 	if task.State != fsm.TaskAwaitingApproval {
 		t.Fatalf("task %s, want awaiting_approval", task.State)
 	}
-	renewals := len(api.progress)
+	renewals := len(tasks.progress)
 	offer(t, w, taskOffer{id: "t-ask", task: &task}) // the stream's update
 	offer(t, w, taskOffer{id: "t-ask"})              // the hitl_decision's, say
-	api.wait(t, "the offer by id read", func(f *fakeTasks) bool { return len(f.reads) >= 2 })
+	tasks.wait(t, "the offer by id read", func(f *fakeTasks) bool { return len(f.reads) >= 2 })
 	time.Sleep(time.Second) // three renewal periods of a lease it would hold
-	if len(api.claims) != 1 || len(api.completes) != 1 || len(api.progress) != renewals {
-		t.Errorf("claims %v, %d completions, renewals %d then %d; want the awaiting task left alone", api.claims, len(api.completes), renewals, len(api.progress))
+	if len(tasks.claims) != 1 || len(tasks.completes) != 1 || len(tasks.progress) != renewals {
+		t.Errorf("claims %v, %d completions, renewals %d then %d; want the awaiting task left alone", tasks.claims, len(tasks.completes), renewals, len(tasks.progress))
 	}
 }
 
@@ -665,20 +665,20 @@ echo '{"type":"complete","result":"requires_approval","proposed_action":{"action
 // either claim's update run nothing (not even a read).
 func TestTaskModifiedRunsAgainOnce(t *testing.T) {
 	dir := t.TempDir()
-	api := newFakeTasks()
+	tasks := newFakeTasks()
 	w, _ := taskWatcher(t, script("bob", `p=$(cat); echo "$p" > `+dir+`/prompt-$MAOS_TASK_FENCE
 case "$MAOS_TASK_ID:$p" in
   t-next:*) echo "next done" ;;
   *'{"cmd":"deploy v2"}'*) echo "deployed v2" ;;
   *) echo '{"type":"complete","result":"requires_approval","proposed_action":{"cmd":"deploy v1"}}' ;;
-esac`), api)
+esac`), tasks)
 	var first, modified fsm.Task
-	api.afterComplete = func(tk *fsm.Task) {
+	tasks.afterComplete = func(tk *fsm.Task) {
 		if tk.State != fsm.TaskAwaitingApproval || tk.ID != "t-mod" {
 			return
 		}
 		first = *tk
-		api.modifyLocked(tk, `{"cmd":"deploy v2"}`)
+		tasks.modifyLocked(tk, `{"cmd":"deploy v2"}`)
 		modified = *tk
 		// The stream's update, while the run that completed has not ended.
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -687,10 +687,10 @@ esac`), api)
 			t.Error("the task loop does not take the modify's update")
 		}
 	}
-	api.add(fsm.Task{ID: "t-mod", To: "bob", Title: "deploy", From: "alice"})
+	tasks.add(fsm.Task{ID: "t-mod", To: "bob", Title: "deploy", From: "alice"})
 	offer(t, w, taskOffer{id: "t-mod"})
-	api.wait(t, "the run under the new fence", func(f *fakeTasks) bool { return len(f.completes) == 2 })
-	c1, c2 := api.completes[0], api.completes[1]
+	tasks.wait(t, "the run under the new fence", func(f *fakeTasks) bool { return len(f.completes) == 2 })
+	c1, c2 := tasks.completes[0], tasks.completes[1]
 	if c1.Completion.Status != fsm.TaskStatusRequiresApproval || c1.Fence != first.Fence {
 		t.Errorf("first completion %+v under fence %d, want requires_approval under %d", c1.Completion, c1.Fence, first.Fence)
 	}
@@ -704,21 +704,21 @@ esac`), api)
 	if first, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("prompt-%d", first.Fence))); strings.Contains(string(first), "approved action") {
 		t.Errorf("the first run's prompt names an approved action:\n%s", first)
 	}
-	api.wait(t, "the second run's end counted", func(*fakeTasks) bool { return w.health().TasksSucceeded == 1 })
+	tasks.wait(t, "the second run's end counted", func(*fakeTasks) bool { return w.health().TasksSucceeded == 1 })
 
-	reads := len(api.reads)
+	reads := len(tasks.reads)
 	claimed := first
 	claimed.State, claimed.Completion = fsm.TaskRunning, nil
 	offer(t, w, taskOffer{id: "t-mod", task: &claimed})  // the first claim's update, replayed
 	offer(t, w, taskOffer{id: "t-mod", task: &modified}) // the modify's, replayed
-	api.add(fsm.Task{ID: "t-next", To: "bob", Title: "next"})
+	tasks.add(fsm.Task{ID: "t-next", To: "bob", Title: "next"})
 	offer(t, w, taskOffer{id: "t-next"}) // taken after the replays
-	api.wait(t, "t-next done", func(f *fakeTasks) bool { return len(f.completes) == 3 })
-	if !slices.Equal(api.claims, []string{"t-mod bob", "t-mod bob", "t-next bob"}) || api.reads[reads] != "t-next" {
+	tasks.wait(t, "t-next done", func(f *fakeTasks) bool { return len(f.completes) == 3 })
+	if !slices.Equal(tasks.claims, []string{"t-mod bob", "t-mod bob", "t-next bob"}) || tasks.reads[reads] != "t-next" {
 		t.Errorf("claims %v, reads after the runs %v; want t-mod claimed twice (the second answering the modify's claim), the replays not even read",
-			api.claims, api.reads[reads:])
+			tasks.claims, tasks.reads[reads:])
 	}
-	api.wait(t, "t-next's end counted", func(*fakeTasks) bool { return w.health().TasksRunning == 0 })
+	tasks.wait(t, "t-next's end counted", func(*fakeTasks) bool { return w.health().TasksRunning == 0 })
 	if h := w.health(); h.TasksSucceeded != 2 || h.TasksFailed != 0 {
 		t.Errorf("health %+v; want the rerun and t-next succeeded", h)
 	}
@@ -727,26 +727,26 @@ esac`), api)
 // A task whose approval was approved or rejected has ended: its updates
 // and the decision's offer run nothing again.
 func TestTaskApprovedOrRejectedNotRunAgain(t *testing.T) {
-	api := newFakeTasks()
-	w, _ := taskWatcher(t, script("bob", `echo '{"type":"complete","result":"requires_approval","proposed_action":{"cmd":"ship"}}'`), api)
+	tasks := newFakeTasks()
+	w, _ := taskWatcher(t, script("bob", `echo '{"type":"complete","result":"requires_approval","proposed_action":{"cmd":"ship"}}'`), tasks)
 	ended := map[string]fsm.TaskState{"t-yes": fsm.TaskSucceeded, "t-no": fsm.TaskFailed}
 	for _, id := range []string{"t-yes", "t-no"} {
-		api.add(fsm.Task{ID: id, To: "bob", Title: "t"})
+		tasks.add(fsm.Task{ID: id, To: "bob", Title: "t"})
 		offer(t, w, taskOffer{id: id})
-		api.wait(t, id+" awaiting approval", func(f *fakeTasks) bool { return f.tasks[id].State == fsm.TaskAwaitingApproval })
-		api.set(id, func(t *fsm.Task) { t.State = ended[id] })
-		task := api.get(id)
+		tasks.wait(t, id+" awaiting approval", func(f *fakeTasks) bool { return f.tasks[id].State == fsm.TaskAwaitingApproval })
+		tasks.set(id, func(t *fsm.Task) { t.State = ended[id] })
+		task := tasks.get(id)
 		offer(t, w, taskOffer{id: id, task: &task}) // the stream's update
 		offer(t, w, taskOffer{id: id})              // the hitl_decision's
 	}
-	api.add(fsm.Task{ID: "t-next", To: "bob", Title: "t"})
+	tasks.add(fsm.Task{ID: "t-next", To: "bob", Title: "t"})
 	offer(t, w, taskOffer{id: "t-next"})
-	api.wait(t, "t-next done", func(f *fakeTasks) bool { return len(f.completes) == 3 })
-	if !slices.Equal(api.claims, []string{"t-yes bob", "t-no bob", "t-next bob"}) {
-		t.Errorf("claims %v; want each task claimed once", api.claims)
+	tasks.wait(t, "t-next done", func(f *fakeTasks) bool { return len(f.completes) == 3 })
+	if !slices.Equal(tasks.claims, []string{"t-yes bob", "t-no bob", "t-next bob"}) {
+		t.Errorf("claims %v; want each task claimed once", tasks.claims)
 	}
 	for id, state := range ended {
-		if got := api.get(id).State; got != state {
+		if got := tasks.get(id).State; got != state {
 			t.Errorf("%s is %s, want %s", id, got, state)
 		}
 	}

@@ -325,8 +325,8 @@ func TestGateCancelled(t *testing.T) {
 // through serves e's node anew through wrap and returns the address.
 func (e *testEnv) through(wrap func(w http.ResponseWriter, r *http.Request, next http.Handler)) string {
 	e.t.Helper()
-	api := transport.NewServer(e.svc, transport.ServerOptions{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { wrap(w, r, api) }))
+	apiServer := transport.NewServer(e.svc, transport.ServerOptions{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { wrap(w, r, apiServer) }))
 	e.t.Cleanup(srv.Close)
 	return srv.Listener.Addr().String()
 }
@@ -401,8 +401,8 @@ func TestGateNodeErrors(t *testing.T) {
 		}
 		next.ServeHTTP(w, req)
 	})
-	var api *transport.APIError
-	if _, err := r.decide(context.Background(), g, pushCall); !errors.As(err, &api) || api.Status != http.StatusForbidden ||
+	var apiErr *transport.APIError
+	if _, err := r.decide(context.Background(), g, pushCall); !errors.As(err, &apiErr) || apiErr.Status != http.StatusForbidden ||
 		!strings.HasPrefix(err.Error(), "wait for approval gate-claude-") || !strings.Contains(err.Error(), "no stream for you") {
 		t.Errorf("stream refused: %v", err)
 	}

@@ -370,13 +370,13 @@ func apiError(c *cli.Context, err error) error {
 	}
 	addr := nodeAddr(c)
 	var (
-		api         *transport.APIError
+		apiErr         *transport.APIError
 		unreachable *transport.UnreachableError
 	)
 	switch {
-	case errors.As(err, &api) && api.Status == http.StatusUnauthorized:
+	case errors.As(err, &apiErr) && apiErr.Status == http.StatusUnauthorized:
 		return &userError{err: err, msg: err.Error() + "; " + unauthorizedHint(c)}
-	case errors.As(err, &api):
+	case errors.As(err, &apiErr):
 		return err
 	case errors.Is(err, context.DeadlineExceeded):
 		return &userError{err: err, msg: fmt.Sprintf("no answer from %s within %s (raise --timeout, or check the node)",

@@ -88,9 +88,9 @@ func (nopWriteCloser) Close() error { return nil }
 // unreachable node is not an error here: the tools report it when used.
 func checkSpeaksFor(ctx context.Context, client *transport.Client, agent string) error {
 	me, err := client.WhoAmI(ctx)
-	var api *transport.APIError
+	var apiErr *transport.APIError
 	switch {
-	case err != nil && !errors.As(err, &api):
+	case err != nil && !errors.As(err, &apiErr):
 		return nil
 	case err != nil:
 		return err

@@ -90,8 +90,8 @@ func statusLine(c *cli.Context) error {
 func fetchStatus(ctx context.Context, client *transport.Client, agent string) status {
 	st := status{Agent: agent}
 	sum, err := client.AgentSummary(ctx, agent, transport.Local)
-	var api *transport.APIError
-	st.Online = err == nil || errors.As(err, &api)
+	var apiErr *transport.APIError
+	st.Online = err == nil || errors.As(err, &apiErr)
 	if err != nil {
 		if st.Online {
 			st.InboxError = err.Error()
@@ -153,6 +153,6 @@ func formatStatus(st status) string {
 
 // isNotFound reports whether err is the API's 404.
 func isNotFound(err error) bool {
-	var api *transport.APIError
-	return errors.As(err, &api) && api.Status == http.StatusNotFound
+	var apiErr *transport.APIError
+	return errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound
 }

@@ -31,7 +31,7 @@ func followStream(ctx context.Context, client *transport.Client, q transport.Str
 			fnErr = fn(ev)
 			return fnErr
 		})
-		var api *transport.APIError
+		var apiErr *transport.APIError
 		switch {
 		case errors.Is(fnErr, errStreamDone):
 			return nil
@@ -39,7 +39,7 @@ func followStream(ctx context.Context, client *transport.Client, q transport.Str
 			return fnErr
 		case ctx.Err() != nil:
 			return ctx.Err()
-		case errors.As(err, &api) && api.Status < http.StatusInternalServerError && api.Status != http.StatusTooManyRequests:
+		case errors.As(err, &apiErr) && apiErr.Status < http.StatusInternalServerError && apiErr.Status != http.StatusTooManyRequests:
 			return err // bad input: reconnecting will not help
 		}
 		select {

@@ -93,8 +93,8 @@ func tail(c *cli.Context) error {
 			}
 			return apiError(c, err)
 		}
-		var api *transport.APIError
-		if errors.As(err, &api) && api.Status < 500 {
+		var apiErr *transport.APIError
+		if errors.As(err, &apiErr) && apiErr.Status < 500 {
 			return apiError(c, err) // bad input: reconnecting will not help
 		}
 		fmt.Fprintf(c.App.ErrWriter, "maosctl: stream interrupted (%v); resuming after #%d\n", err, q.After)

@@ -98,12 +98,12 @@ func chainBefore(hooks ...cli.BeforeFunc) cli.BeforeFunc {
 // with another one). nil for any other error.
 func tlsHint(c *cli.Context, err error) error {
 	var (
-		api     *transport.APIError
+		apiErr     *transport.APIError
 		unknown x509.UnknownAuthorityError
 		name    x509.HostnameError
 	)
 	switch {
-	case errors.As(err, &api) && api.Status == http.StatusBadRequest && strings.Contains(api.Message, "HTTP request to an HTTPS server"):
+	case errors.As(err, &apiErr) && apiErr.Status == http.StatusBadRequest && strings.Contains(apiErr.Message, "HTTP request to an HTTPS server"):
 		return &userError{err: err, msg: fmt.Sprintf("%s serves https (maosd --tls-cert): give --ca FILE (or $%s), the cluster's CA certificate",
 			nodeAddr(c), envCA)}
 	case errors.As(err, &unknown):

@@ -71,11 +71,11 @@ func TestMetricsAddrServesWithoutAuth(t *testing.T) {
 	if code := get("http://"+metricsAddr+"/v1/channels", "").StatusCode; code != http.StatusNotFound {
 		t.Errorf("--metrics-addr answered the API's /v1/channels with %d, want 404", code)
 	}
-	api := "http://" + ready["api_addr"].(string) + "/metrics"
-	if code := get(api, "").StatusCode; code != http.StatusUnauthorized {
+	apiAddr := "http://" + ready["api_addr"].(string) + "/metrics"
+	if code := get(apiAddr, "").StatusCode; code != http.StatusUnauthorized {
 		t.Errorf("API GET /metrics without a token: %d, want 401", code)
 	}
-	if code := get(api, token).StatusCode; code != http.StatusOK {
+	if code := get(apiAddr, token).StatusCode; code != http.StatusOK {
 		t.Errorf("API GET /metrics with the admin token: %d, want 200", code)
 	}
 }

@@ -51,7 +51,7 @@ type Setup struct {
 	JoinTimeout time.Duration
 	// Wrap, if set, is put in front of the node's API handler, as maosd
 	// puts the web console (console.Mount) in front of it.
-	Wrap func(api http.Handler) http.Handler
+	Wrap func(apiHandler http.Handler) http.Handler
 }
 
 // An Option adjusts a node's Setup before it opens.

@@ -313,15 +313,15 @@ func classify(err error) (o Outcome, retry bool) {
 	if err == nil {
 		return OK, false
 	}
-	var api *transport.APIError
-	if errors.As(err, &api) {
-		switch api.Code {
+	var apiErr *transport.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.Code {
 		case transport.CodeNoLeader, transport.CodeNotLeader, transport.CodeNotReady:
 			return Fail, true
 		case transport.CodeOutcomeUnknown:
 			return Unknown, true
 		}
-		if api.Status >= 500 || api.Status == 0 {
+		if apiErr.Status >= 500 || apiErr.Status == 0 {
 			return Unknown, true
 		}
 		return Fail, false // 4xx: final

@@ -47,7 +47,7 @@ func runTests(m *testing.M) int {
 }
 
 func TestClassify(t *testing.T) {
-	api := func(status int, code string) error {
+	apiError := func(status int, code string) error {
 		return fmt.Errorf("via n1: %w", &transport.APIError{Status: status, Code: code, Message: "m"})
 	}
 	dial := &url.Error{Op: "Post", URL: "http://127.0.0.1:1/v1/messages",
@@ -61,13 +61,13 @@ func TestClassify(t *testing.T) {
 		retry   bool
 	}{
 		{"nil", nil, OK, false},
-		{"no leader", api(503, transport.CodeNoLeader), Fail, true},
-		{"not leader", api(503, transport.CodeNotLeader), Fail, true},
-		{"not ready", api(503, transport.CodeNotReady), Fail, true},
-		{"outcome unknown", api(503, transport.CodeOutcomeUnknown), Unknown, true},
-		{"internal", api(500, transport.CodeInternal), Unknown, true},
-		{"conflict", api(409, transport.CodeConflict), Fail, false},
-		{"invalid", api(400, transport.CodeInvalid), Fail, false},
+		{"no leader", apiError(503, transport.CodeNoLeader), Fail, true},
+		{"not leader", apiError(503, transport.CodeNotLeader), Fail, true},
+		{"not ready", apiError(503, transport.CodeNotReady), Fail, true},
+		{"outcome unknown", apiError(503, transport.CodeOutcomeUnknown), Unknown, true},
+		{"internal", apiError(500, transport.CodeInternal), Unknown, true},
+		{"conflict", apiError(409, transport.CodeConflict), Fail, false},
+		{"invalid", apiError(400, transport.CodeInvalid), Fail, false},
 		{"connection refused", dial, Fail, true},
 		{"connection reset", reset, Unknown, true},
 		{"timeout", &url.Error{Op: "Post", URL: "x", Err: context.DeadlineExceeded}, Unknown, true},

@@ -115,9 +115,9 @@ func fakeNode(t *testing.T, mode string) *Node {
 func TestNodeLifecycle(t *testing.T) {
 	n := fakeNode(t, "run")
 	NoErr(t, n.Start())
-	api, raft := n.APIAddr(), n.RaftAddr()
-	if api == "" || strings.HasSuffix(api, ":0") || raft != "127.0.0.1:1" || n.Client() == nil {
-		t.Fatalf("after the first start: api %q raft %q client %v", api, raft, n.Client())
+	apiAddr, raft := n.APIAddr(), n.RaftAddr()
+	if apiAddr == "" || strings.HasSuffix(apiAddr, ":0") || raft != "127.0.0.1:1" || n.Client() == nil {
+		t.Fatalf("after the first start: api %q raft %q client %v", apiAddr, raft, n.Client())
 	}
 	if !n.Running() || !n.Live() || n.PID() == 0 {
 		t.Fatalf("after start: running %v live %v pid %d", n.Running(), n.Live(), n.PID())
@@ -148,8 +148,8 @@ func TestNodeLifecycle(t *testing.T) {
 
 	// A restart reuses the addresses and does not join.
 	NoErr(t, n.Restart())
-	if n.APIAddr() != api || n.RaftAddr() != raft {
-		t.Fatalf("restart moved the node: api %s raft %s, was %s %s", n.APIAddr(), n.RaftAddr(), api, raft)
+	if n.APIAddr() != apiAddr || n.RaftAddr() != raft {
+		t.Fatalf("restart moved the node: api %s raft %s, was %s %s", n.APIAddr(), n.RaftAddr(), apiAddr, raft)
 	}
 	log := n.LogTail(1000)
 	starts := strings.Split(log, "=== harness: start #")
@@ -159,7 +159,7 @@ func TestNodeLifecycle(t *testing.T) {
 	if !strings.Contains(starts[1], "--http-addr 127.0.0.1:0") || !strings.Contains(starts[1], "--join 127.0.0.1:9") {
 		t.Errorf("first start: want port 0 and --join:\n%s", starts[1])
 	}
-	if !strings.Contains(starts[2], "--http-addr "+api) || !strings.Contains(starts[2], "--raft-addr "+raft) ||
+	if !strings.Contains(starts[2], "--http-addr "+apiAddr) || !strings.Contains(starts[2], "--raft-addr "+raft) ||
 		strings.Contains(starts[2], "--join") {
 		t.Errorf("restart: want the same addresses and no --join:\n%s", starts[2])
 	}

@@ -74,9 +74,9 @@ func Retryable(err error) bool {
 	if err == nil {
 		return false
 	}
-	var api *transport.APIError
-	if errors.As(err, &api) {
-		return api.Status >= http.StatusInternalServerError || api.Status == 0
+	var apiErr *transport.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.Status >= http.StatusInternalServerError || apiErr.Status == 0
 	}
 	return true
 }
@@ -85,12 +85,12 @@ func Retryable(err error) bool {
 // reports: the API error code ("no_leader", "outcome_unknown", ...),
 // "refused", "timeout", "reset", "eof" or "other".
 func ErrorKind(err error) string {
-	var api *transport.APIError
+	var apiErr *transport.APIError
 	switch {
 	case err == nil:
 		return "none"
-	case errors.As(err, &api):
-		return api.Code
+	case errors.As(err, &apiErr):
+		return apiErr.Code
 	case errors.Is(err, context.DeadlineExceeded):
 		return "timeout"
 	}

@@ -95,10 +95,10 @@ func TestPartitionedLeaderIsReplaced(t *testing.T) {
 			continue
 		}
 		kinds[harness.ErrorKind(r.err)]++
-		var api *transport.APIError
-		if !errors.As(r.err, &api) {
+		var apiErr *transport.APIError
+		if !errors.As(r.err, &apiErr) {
 			serverGaveUp = false
-		} else if api.Code != transport.CodeOutcomeUnknown && api.Code != transport.CodeNoLeader {
+		} else if apiErr.Code != transport.CodeOutcomeUnknown && apiErr.Code != transport.CodeNoLeader {
 			t.Errorf("send %s through the isolated old leader: %v; want outcome_unknown or no_leader", r.id, r.err)
 		}
 	}

@@ -112,8 +112,8 @@ func TestSecureClusterKillLeaderUnderLoad(t *testing.T) {
 // wantAPIError fails unless err is an API error with status and code.
 func wantAPIError(t *testing.T, what string, err error, status int, code string) {
 	t.Helper()
-	var api *transport.APIError
-	if !errors.As(err, &api) || api.Status != status || api.Code != code {
+	var apiErr *transport.APIError
+	if !errors.As(err, &apiErr) || apiErr.Status != status || apiErr.Code != code {
 		t.Errorf("%s: got %v, want %d %s", what, err, status, code)
 	}
 }
