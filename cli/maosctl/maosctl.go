@@ -370,7 +370,7 @@ func apiError(c *cli.Context, err error) error {
 	}
 	addr := nodeAddr(c)
 	var (
-		apiErr         *transport.APIError
+		apiErr      *transport.APIError
 		unreachable *transport.UnreachableError
 	)
 	switch {

@@ -98,7 +98,7 @@ func chainBefore(hooks ...cli.BeforeFunc) cli.BeforeFunc {
 // with another one). nil for any other error.
 func tlsHint(c *cli.Context, err error) error {
 	var (
-		apiErr     *transport.APIError
+		apiErr  *transport.APIError
 		unknown x509.UnknownAuthorityError
 		name    x509.HostnameError
 	)

@@ -29,7 +29,9 @@ import (
 // withConsole mounts the console in front of a node's API.
 func withConsole(s *clustertest.Setup) {
 	tlsCfg := s.Config.ClientTLS
-	s.Wrap = func(apiHandler http.Handler) http.Handler { return console.Mount(apiHandler, console.Options{ClientTLS: tlsCfg}) }
+	s.Wrap = func(apiHandler http.Handler) http.Handler {
+		return console.Mount(apiHandler, console.Options{ClientTLS: tlsCfg})
+	}
 }
 
 // gossipOn runs the node's gossip on a free loopback port with
