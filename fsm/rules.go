@@ -155,13 +155,13 @@ type SetRulesCommand struct {
 // (*FieldError naming the field), its size as JSON, and that exactly one
 // of rules and clear is given.
 func (c *SetRulesCommand) Validate() error {
-	_, _, err := c.prepare()
+	_, _, err := c.Prepare()
 	return err
 }
 
 // prepare validates c and returns the compiled document and its stored
 // form (both nil for Clear).
-func (c *SetRulesCommand) prepare() (*rules.Compiled, []byte, error) {
+func (c *SetRulesCommand) Prepare() (*rules.Compiled, []byte, error) {
 	switch {
 	case c.Clear && c.Rules != nil:
 		return nil, nil, FieldErrorf("clear", "give either rules or clear, not both")
@@ -194,7 +194,7 @@ func (f *FSM) applySetRules(tx *bbolt.Tx, index uint64, ts int64, body []byte) (
 	if err := json.Unmarshal(body, &cmd); err != nil {
 		return nil, fmt.Errorf("fsm: apply set_rules: decode: %w", err)
 	}
-	r, data, err := cmd.prepare()
+	r, data, err := cmd.Prepare()
 	if err != nil {
 		return nil, fmt.Errorf("fsm: apply set_rules: %w", err)
 	}

@@ -144,14 +144,14 @@ func (a *taskOp) result(t *Task) *TaskResult {
 // taskCommand is the body of a command on one stored task.
 type taskCommand interface {
 	validator
-	taskID() string
+	TaskID() string
 }
 
-func (c *TaskClaimCommand) taskID() string    { return c.ID }
-func (c *TaskProgressCommand) taskID() string { return c.ID }
-func (c *TaskCompleteCommand) taskID() string { return c.ID }
-func (c *TaskHandoffCommand) taskID() string  { return c.ID }
-func (c *TaskCancelCommand) taskID() string   { return c.ID }
+func (c *TaskClaimCommand) TaskID() string    { return c.ID }
+func (c *TaskProgressCommand) TaskID() string { return c.ID }
+func (c *TaskCompleteCommand) TaskID() string { return c.ID }
+func (c *TaskHandoffCommand) TaskID() string  { return c.ID }
+func (c *TaskCancelCommand) TaskID() string   { return c.ID }
 
 // onTask makes the apply function of op, a command C on one stored task.
 // Its first step is every such command's: a taskOp for the entry, the
@@ -176,7 +176,7 @@ func onTask[C any, P interface {
 				return nil, a.errorf(err)
 			}
 		}
-		t, err := taskByID(tx, P(&cmd).taskID())
+		t, err := taskByID(tx, P(&cmd).TaskID())
 		if err != nil {
 			return nil, a.errorf(err)
 		}
