@@ -173,32 +173,7 @@ func RunSend(ctx context.Context, o SendOptions) (SendReport, error) {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			cl := o.Clients[w%len(o.Clients)]
-			for i := 0; more(); i++ {
-				m := &fsm.Message{
-					ID:      fmt.Sprintf("bench-%s-%d-%d", run, w, i),
-					Channel: o.Channel, From: o.From, To: o.To,
-					Content: fsm.Content{Text: text},
-				}
-				cctx, cancel := context.WithTimeout(ctx, o.CallTimeout)
-				t0 := time.Now()
-				_, err := cl.Send(cctx, m)
-				d := time.Since(t0)
-				cancel()
-				if err == nil {
-					rec.Record(d)
-					continue
-				}
-				if ctx.Err() != nil {
-					return // interrupted: not the cluster's failure
-				}
-				rec.Error(ErrorKind(err))
-				// A failing node answers at once; do not spin on it.
-				select {
-				case <-ctx.Done():
-				case <-time.After(10 * time.Millisecond):
-				}
-			}
+			sender{o: &o, rec: rec, run: run, text: text}.loop(ctx, w, more)
 		}(w)
 	}
 	wg.Wait()
@@ -215,6 +190,46 @@ func RunSend(ctx context.Context, o SendOptions) (SendReport, error) {
 		r.SendsPerSecond = float64(n) / s
 	}
 	return r, nil
+}
+
+// sender is what RunSend's closed-loop senders share.
+type sender struct {
+	o    *SendOptions
+	rec  *Recorder
+	run  string // the run's id, in the messages' ids
+	text string // the payload
+}
+
+// loop is sender w: it posts through its client while more says so, each
+// send after the last was answered, recording latencies and errors.
+func (s sender) loop(ctx context.Context, w int, more func() bool) {
+	o := s.o
+	cl := o.Clients[w%len(o.Clients)]
+	for i := 0; more(); i++ {
+		m := &fsm.Message{
+			ID:      fmt.Sprintf("bench-%s-%d-%d", s.run, w, i),
+			Channel: o.Channel, From: o.From, To: o.To,
+			Content: fsm.Content{Text: s.text},
+		}
+		cctx, cancel := context.WithTimeout(ctx, o.CallTimeout)
+		t0 := time.Now()
+		_, err := cl.Send(cctx, m)
+		d := time.Since(t0)
+		cancel()
+		if err == nil {
+			s.rec.Record(d)
+			continue
+		}
+		if ctx.Err() != nil {
+			return // interrupted: not the cluster's failure
+		}
+		s.rec.Error(ErrorKind(err))
+		// A failing node answers at once; do not spin on it.
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 func (o *SendOptions) defaults() {
@@ -287,49 +302,11 @@ func RunDelivery(ctx context.Context, o DeliveryOptions) (DeliveryReport, error)
 	if err := ensureSink(ctx, o.Send, so.To); err != nil {
 		return DeliveryReport{}, err
 	}
-	var (
-		mu      sync.Mutex
-		waiting = map[string]chan time.Time{}
-		ready   = make(chan struct{})
-		once    sync.Once
-	)
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	streamErr := make(chan error, 1)
-	go func() {
-		streamErr <- o.Stream.Stream(sctx, transport.StreamQuery{Channel: so.Channel}, func(ev transport.StreamEvent) error {
-			now := time.Now()
-			if ev.Ready {
-				once.Do(func() { close(ready) })
-				return nil
-			}
-			if ev.Message == nil {
-				return nil
-			}
-			mu.Lock()
-			ch := waiting[ev.Message.ID]
-			delete(waiting, ev.Message.ID)
-			mu.Unlock()
-			if ch != nil {
-				ch <- now
-			}
-			return nil
-		})
-	}()
-	streamGone := func(err error) error {
-		if err == nil {
-			err = errors.New("closed by the server")
-		}
-		return fmt.Errorf("bench: delivery: stream on %s: %w", o.Stream.Addr(), err)
-	}
-	select {
-	case <-ready:
-	case err := <-streamErr:
-		return DeliveryReport{}, streamGone(err)
-	case <-time.After(so.CallTimeout):
-		return DeliveryReport{}, fmt.Errorf("bench: delivery: stream on %s not ready within %s", o.Stream.Addr(), so.CallTimeout)
-	case <-ctx.Done():
-		return DeliveryReport{}, ctx.Err()
+	ds := openDeliveryStream(sctx, o.Stream, so.Channel)
+	if err := ds.waitReady(ctx, so.CallTimeout); err != nil {
+		return DeliveryReport{}, err
 	}
 	rec, sendRec := NewRecorder(0), NewRecorder(0)
 	text := Payload(so.Size)
@@ -341,44 +318,10 @@ func RunDelivery(ctx context.Context, o DeliveryOptions) (DeliveryReport, error)
 		go progressLoop(rec, start, o.Progress, stop, &pwg)
 	}
 	var failure error
-loop:
-	for i := 0; i < o.Count && ctx.Err() == nil; i++ {
-		id := fmt.Sprintf("bench-%s-d-%d", run, i)
-		got := make(chan time.Time, 1)
-		mu.Lock()
-		waiting[id] = got
-		mu.Unlock()
-		m := &fsm.Message{ID: id, Channel: so.Channel, From: so.From, To: so.To, Content: fsm.Content{Text: text}}
-		cctx, ccancel := context.WithTimeout(ctx, so.CallTimeout)
-		t0 := time.Now()
-		_, err := o.Send.Send(cctx, m)
-		ccancel()
-		if err != nil {
-			mu.Lock()
-			delete(waiting, id)
-			mu.Unlock()
-			if ctx.Err() == nil {
-				rec.Error(ErrorKind(err))
-			}
-			continue
-		}
-		sendRec.Record(time.Since(t0))
-		timer := time.NewTimer(so.CallTimeout)
-		select {
-		case at := <-got:
-			rec.Record(at.Sub(t0))
-		case <-timer.C:
-			rec.Error("not_delivered")
-			mu.Lock()
-			delete(waiting, id)
-			mu.Unlock()
-		case err := <-streamErr:
-			failure = streamGone(err)
-			timer.Stop()
-			break loop
-		case <-ctx.Done():
-		}
-		timer.Stop()
+	for i := 0; i < o.Count && ctx.Err() == nil && failure == nil; i++ {
+		m := &fsm.Message{ID: fmt.Sprintf("bench-%s-d-%d", run, i), Channel: so.Channel, From: so.From, To: so.To,
+			Content: fsm.Content{Text: text}}
+		failure = ds.deliverOne(ctx, o.Send, m, so.CallTimeout, rec, sendRec)
 	}
 	elapsed := time.Since(start)
 	close(stop)
@@ -389,6 +332,115 @@ loop:
 		SizeBytes: so.Size, Count: o.Count, Delivered: n, Errors: nerr, ErrorsByKind: rec.Errors(),
 		ElapsedSeconds: elapsed.Seconds(), Latency: rec.Summary(), SendLatency: sendRec.Summary(),
 	}, failure
+}
+
+// deliveryStream is RunDelivery's stream: it tells each message's waiter
+// when its event came.
+type deliveryStream struct {
+	addr    string
+	mu      sync.Mutex
+	waiting map[string]chan time.Time // by message id, until its event came
+	ready   chan struct{}             // closed when the stream is live
+	once    sync.Once
+	err     chan error // the stream's end
+}
+
+// openDeliveryStream opens a stream of channel on c until ctx ends.
+func openDeliveryStream(ctx context.Context, c *transport.Client, channel string) *deliveryStream {
+	ds := &deliveryStream{addr: c.Addr(), waiting: map[string]chan time.Time{}, ready: make(chan struct{}), err: make(chan error, 1)}
+	go func() {
+		ds.err <- c.Stream(ctx, transport.StreamQuery{Channel: channel}, ds.event)
+	}()
+	return ds
+}
+
+// event passes a message's arrival time to its waiter.
+func (ds *deliveryStream) event(ev transport.StreamEvent) error {
+	now := time.Now()
+	if ev.Ready {
+		ds.once.Do(func() { close(ds.ready) })
+		return nil
+	}
+	if ev.Message == nil {
+		return nil
+	}
+	ds.mu.Lock()
+	ch := ds.waiting[ev.Message.ID]
+	delete(ds.waiting, ev.Message.ID)
+	ds.mu.Unlock()
+	if ch != nil {
+		ch <- now
+	}
+	return nil
+}
+
+// gone is the error of a stream that ended with err (nil: closed).
+func (ds *deliveryStream) gone(err error) error {
+	if err == nil {
+		err = errors.New("closed by the server")
+	}
+	return fmt.Errorf("bench: delivery: stream on %s: %w", ds.addr, err)
+}
+
+// waitReady waits until the stream is live, for at most timeout.
+func (ds *deliveryStream) waitReady(ctx context.Context, timeout time.Duration) error {
+	select {
+	case <-ds.ready:
+		return nil
+	case err := <-ds.err:
+		return ds.gone(err)
+	case <-time.After(timeout):
+		return fmt.Errorf("bench: delivery: stream on %s not ready within %s", ds.addr, timeout)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// wait registers a waiter for id's event; forget drops it.
+func (ds *deliveryStream) wait(id string) chan time.Time {
+	got := make(chan time.Time, 1)
+	ds.mu.Lock()
+	ds.waiting[id] = got
+	ds.mu.Unlock()
+	return got
+}
+
+func (ds *deliveryStream) forget(id string) {
+	ds.mu.Lock()
+	delete(ds.waiting, id)
+	ds.mu.Unlock()
+}
+
+// deliverOne sends m through c and waits up to timeout for its event,
+// recording the send's latency in sendRec and the delivery's (or its
+// failure) in rec. It returns an error only when the stream ended.
+func (ds *deliveryStream) deliverOne(ctx context.Context, c *transport.Client, m *fsm.Message, timeout time.Duration, rec, sendRec *Recorder) error {
+	got := ds.wait(m.ID)
+	cctx, ccancel := context.WithTimeout(ctx, timeout)
+	t0 := time.Now()
+	_, err := c.Send(cctx, m)
+	ccancel()
+	if err != nil {
+		ds.forget(m.ID)
+		if ctx.Err() == nil {
+			rec.Error(ErrorKind(err))
+		}
+		return nil
+	}
+	sendRec.Record(time.Since(t0))
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case at := <-got:
+		rec.Record(at.Sub(t0))
+	case <-timer.C:
+		rec.Error("not_delivered")
+		ds.forget(m.ID)
+	case err := <-ds.err:
+		return ds.gone(err)
+	case <-ctx.Done():
+	}
+	return nil
 }
 
 // FanoutOptions configures RunFanout.
@@ -443,20 +495,7 @@ func RunFanout(ctx context.Context, o FanoutOptions) (FanoutReport, error) {
 	if o.Agents < 1 || o.Agents > MaxFanoutAgents {
 		return FanoutReport{}, fmt.Errorf("bench: fanout: agents %d, want 1..%d", o.Agents, MaxFanoutAgents)
 	}
-	if o.Prefix == "" {
-		o.Prefix = "bench-a-"
-	}
-	if o.Role == "" {
-		o.Role = "bench"
-	}
-	if o.To == "" {
-		o.To = "all"
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = 30 * time.Second
-	}
-	so := SendOptions{Size: o.Size, Channel: o.Channel, From: o.From, CallTimeout: o.CallTimeout}
-	so.defaults()
+	so := o.defaults()
 	ids := make([]string, o.Agents)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("%s%03d", o.Prefix, i)
@@ -466,25 +505,8 @@ func RunFanout(ctx context.Context, o FanoutOptions) (FanoutReport, error) {
 		defer cancel()
 		return fn(cctx)
 	}
-	// each runs fn over the ids, fanoutPollers at a time; the first error wins.
-	each := func(ids []string, fn func(i int, id string) error) error {
-		var wg sync.WaitGroup
-		errs := make([]error, len(ids))
-		sem := make(chan struct{}, fanoutPollers)
-		for i, id := range ids {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				errs[i] = fn(i, id)
-			}()
-		}
-		wg.Wait()
-		return errors.Join(errs...)
-	}
 	t0 := time.Now()
-	if err := each(ids, func(_ int, id string) error {
+	if err := fanoutEach(ids, func(_ int, id string) error {
 		return call(func(c context.Context) error {
 			_, err := o.Send.RegisterAgent(c, fsm.RegisterAgentCommand{ID: id, Role: o.Role, Description: "maosctl bench fanout"})
 			if err != nil {
@@ -498,7 +520,7 @@ func RunFanout(ctx context.Context, o FanoutOptions) (FanoutReport, error) {
 	rep := FanoutReport{Mode: "fanout", SendNode: o.Send.Addr(), PollNode: o.Poll.Addr(), Agents: o.Agents, To: o.To,
 		RegisterMs: ms(time.Since(t0)), Missing: []string{}}
 	base := make([]uint64, len(ids))
-	if err := each(ids, func(i int, id string) error {
+	if err := fanoutEach(ids, func(i int, id string) error {
 		return call(func(c context.Context) error {
 			ic, err := o.Poll.InboxCounts(c, id, transport.Strong)
 			if err != nil {
@@ -518,11 +540,67 @@ func RunFanout(ctx context.Context, o FanoutOptions) (FanoutReport, error) {
 		return FanoutReport{}, fmt.Errorf("bench: fanout: send to %s: %w", o.To, err)
 	}
 	rep.SendMs, rep.MessageID, rep.Seq = ms(time.Since(start)), res.ID, res.Seq
+	pending, err := pollFanout(ctx, o.Poll, ids, base, start, start.Add(o.Timeout), call, &rep)
+	if err != nil {
+		return rep, err
+	}
+	rep.Delivered = len(ids) - len(pending)
+	for _, i := range pending {
+		if len(rep.Missing) == 20 {
+			break
+		}
+		rep.Missing = append(rep.Missing, ids[i])
+	}
+	return rep, nil
+}
+
+// defaults fills o's defaults and returns the send options it implies.
+func (o *FanoutOptions) defaults() SendOptions {
+	if o.Prefix == "" {
+		o.Prefix = "bench-a-"
+	}
+	if o.Role == "" {
+		o.Role = "bench"
+	}
+	if o.To == "" {
+		o.To = "all"
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 30 * time.Second
+	}
+	so := SendOptions{Size: o.Size, Channel: o.Channel, From: o.From, CallTimeout: o.CallTimeout}
+	so.defaults()
+	return so
+}
+
+// fanoutEach runs fn over the ids, fanoutPollers at a time; the errors are joined.
+func fanoutEach(ids []string, fn func(i int, id string) error) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(ids))
+	sem := make(chan struct{}, fanoutPollers)
+	for i, id := range ids {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			errs[i] = fn(i, id)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// pollFanout polls the inbox totals of ids on c (local reads, through
+// call) in rounds until each grew past base or deadline passes, and
+// returns the indexes of the ids still missing. It records in rep the
+// rounds, their mean time and, when all came, the time since start.
+func pollFanout(ctx context.Context, c *transport.Client, ids []string, base []uint64, start, deadline time.Time,
+	call func(func(context.Context) error) error, rep *FanoutReport) ([]int, error) {
 	pending := make([]int, len(ids))
 	for i := range pending {
 		pending[i] = i
 	}
-	deadline := start.Add(o.Timeout)
 	var rounds time.Duration
 	for len(pending) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
 		r0 := time.Now()
@@ -531,9 +609,9 @@ func RunFanout(ctx context.Context, o FanoutOptions) (FanoutReport, error) {
 		for k, i := range pending {
 			pids[k] = ids[i]
 		}
-		if err := each(pids, func(k int, id string) error {
-			return call(func(c context.Context) error {
-				ic, err := o.Poll.InboxCounts(c, id, transport.Local)
+		if err := fanoutEach(pids, func(k int, id string) error {
+			return call(func(cc context.Context) error {
+				ic, err := c.InboxCounts(cc, id, transport.Local)
 				if err != nil {
 					return fmt.Errorf("inbox counts of %s: %w", id, err)
 				}
@@ -541,7 +619,7 @@ func RunFanout(ctx context.Context, o FanoutOptions) (FanoutReport, error) {
 				return nil
 			})
 		}); err != nil {
-			return rep, fmt.Errorf("bench: fanout: %w", err)
+			return pending, fmt.Errorf("bench: fanout: %w", err)
 		}
 		rep.PollRounds++
 		rounds += time.Since(r0)
@@ -556,15 +634,8 @@ func RunFanout(ctx context.Context, o FanoutOptions) (FanoutReport, error) {
 			rep.AllDeliveredMs = ms(time.Since(start))
 		}
 	}
-	rep.Delivered = len(ids) - len(pending)
-	for _, i := range pending {
-		if len(rep.Missing) == 20 {
-			break
-		}
-		rep.Missing = append(rep.Missing, ids[i])
-	}
 	if rep.PollRounds > 0 {
 		rep.PollRoundMs = ms(rounds / time.Duration(rep.PollRounds))
 	}
-	return rep, nil
+	return pending, nil
 }

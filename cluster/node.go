@@ -110,41 +110,11 @@ func Open(cfg Config) (*Node, error) {
 	if err = n.openBlobs(); err != nil {
 		return nil, err
 	}
-	stream, err := newStreamLayer(cfg.RaftAddr, cfg.RaftAdvertise)
-	if err != nil {
+	if err = n.openTransport(hclogger); err != nil {
 		return nil, err
 	}
-	if cfg.ServerTLS != nil {
-		stream.useTLS(cfg.ServerTLS, cfg.ClientTLS, n.logger)
-	}
-	n.raftBind = stream.boundAddr().String()
-	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: stream, MaxPool: 5, Timeout: 10 * time.Second, Logger: hclogger,
-		// No pipelined replication: with MaxRPCsInFlight 2 its two channels
-		// are unbuffered, and a follower's Success=false can leave the send
-		// loop parked on one while the decoder parks on the other; the
-		// follower then gets heartbeats but never another entry, and
-		// Shutdown waits forever (seen here as a Close that hung in
-		// netPipeline.AppendEntries/decodeResponses; grafana/pyroscope#5518).
-		// Synchronous AppendEntries cost little with batching (raft#541).
-		MaxRPCsInFlight: 1,
-	})
-	n.cfg.RaftAdvertise = string(n.trans.LocalAddr())
-
-	if n.hasState, err = raft.HasExistingState(n.store, n.store, n.snaps); err != nil {
-		return nil, fmt.Errorf("cluster: read raft state: %w", err)
-	}
-	logs, err := raft.NewLogCache(1024, n.store)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: log cache: %w", err)
-	}
-	rc, err := n.raftConfig(hclogger)
-	if err != nil {
+	if err = n.startRaft(hclogger); err != nil {
 		return nil, err
-	}
-	n.stable = &stableGuard{StableStore: n.store}
-	if n.raft, err = raft.NewRaft(rc, meteredFSM{FSM: n.fsm, m: n.metrics}, logs, n.stable, n.snaps, n.trans); err != nil {
-		return nil, fmt.Errorf("cluster: start raft: %w", err)
 	}
 	if err = n.checkDataDirIsOurs(); err != nil {
 		return nil, err
@@ -173,6 +143,54 @@ func Open(cfg Config) (*Node, error) {
 		go n.reconnectGossip()
 	}
 	return n, nil
+}
+
+// openTransport opens the Raft stream layer (TLS when configured) and
+// the network transport over it, and records the addresses it bound and
+// advertises.
+func (n *Node) openTransport(hclogger hclog.Logger) error {
+	stream, err := newStreamLayer(n.cfg.RaftAddr, n.cfg.RaftAdvertise)
+	if err != nil {
+		return err
+	}
+	if n.cfg.ServerTLS != nil {
+		stream.useTLS(n.cfg.ServerTLS, n.cfg.ClientTLS, n.logger)
+	}
+	n.raftBind = stream.boundAddr().String()
+	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: stream, MaxPool: 5, Timeout: 10 * time.Second, Logger: hclogger,
+		// No pipelined replication: with MaxRPCsInFlight 2 its two channels
+		// are unbuffered, and a follower's Success=false can leave the send
+		// loop parked on one while the decoder parks on the other; the
+		// follower then gets heartbeats but never another entry, and
+		// Shutdown waits forever (seen here as a Close that hung in
+		// netPipeline.AppendEntries/decodeResponses; grafana/pyroscope#5518).
+		// Synchronous AppendEntries cost little with batching (raft#541).
+		MaxRPCsInFlight: 1,
+	})
+	n.cfg.RaftAdvertise = string(n.trans.LocalAddr())
+	return nil
+}
+
+// startRaft starts Raft over the node's stores, snapshots and transport.
+func (n *Node) startRaft(hclogger hclog.Logger) error {
+	var err error
+	if n.hasState, err = raft.HasExistingState(n.store, n.store, n.snaps); err != nil {
+		return fmt.Errorf("cluster: read raft state: %w", err)
+	}
+	logs, err := raft.NewLogCache(1024, n.store)
+	if err != nil {
+		return fmt.Errorf("cluster: log cache: %w", err)
+	}
+	rc, err := n.raftConfig(hclogger)
+	if err != nil {
+		return err
+	}
+	n.stable = &stableGuard{StableStore: n.store}
+	if n.raft, err = raft.NewRaft(rc, meteredFSM{FSM: n.fsm, m: n.metrics}, logs, n.stable, n.snaps, n.trans); err != nil {
+		return fmt.Errorf("cluster: start raft: %w", err)
+	}
+	return nil
 }
 
 // checkDataDirIsOurs refuses a data dir whose Raft configuration (the

@@ -83,18 +83,33 @@ func MapApproval(raw []byte, registered func(id string) bool) (*fsm.ApprovalRequ
 	if c.Approvers, err = mapApprovers(obj, registered, setCtx); err != nil {
 		return nil, err
 	}
+	if err := mapApprovalFields(c, obj, setCtxString); err != nil {
+		return nil, err
+	}
+	if c.Channel, err = mapChannel(obj, setCtxString); err != nil {
+		return nil, err
+	}
+	if c.Context, err = contextJSON("context", ctx); err != nil {
+		return nil, err
+	}
+	return checked(c)
+}
 
+// mapApprovalFields fills c's texts (what needs approval, rationale,
+// on_timeout, task_id, title), action, priority, numbers and options.
+func mapApprovalFields(c *fsm.ApprovalRequestCommand, obj map[string]json.RawMessage, setCtx func(k, v string)) error {
+	var err error
 	for _, f := range []struct {
 		key string
 		dst *string
 	}{{"approval_needed_for", &c.ApprovalNeededFor}, {"rationale", &c.Rationale}, {"on_timeout", &c.OnTimeout}, {"task_id", &c.TaskID}} {
-		if *f.dst, err = s(f.key); err != nil {
-			return nil, err
+		if *f.dst, err = firstString(obj, f.key); err != nil {
+			return err
 		}
 	}
-	title, err := s("title", "subject")
+	title, err := firstString(obj, "title", "subject")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if title == "" {
 		title = c.ApprovalNeededFor
@@ -106,13 +121,19 @@ func MapApproval(raw []byte, registered func(id string) bool) (*fsm.ApprovalRequ
 	if v, ok := obj["proposed_action"]; ok && !isNull(v) {
 		c.Action = v
 	} else {
-		return nil, fieldErr("proposed_action", "missing: the action the approvers decide on")
+		return fieldErr("proposed_action", "missing: the action the approvers decide on")
 	}
-	if p, err := s("priority"); err != nil {
-		return nil, err
+	if p, err := firstString(obj, "priority"); err != nil {
+		return err
 	} else if p != "" {
-		c.Priority = priorityOf(p, setCtxString)
+		c.Priority = priorityOf(p, setCtx)
 	}
+	return mapApprovalNumbers(c, obj)
+}
+
+// mapApprovalNumbers fills c's confidence, timeout, quorum and decision
+// options (lower-cased).
+func mapApprovalNumbers(c *fsm.ApprovalRequestCommand, obj map[string]json.RawMessage) error {
 	for _, f := range []struct {
 		key  string
 		dst  any
@@ -125,20 +146,14 @@ func MapApproval(raw []byte, registered func(id string) bool) (*fsm.ApprovalRequ
 	} {
 		if v, ok := obj[f.key]; ok && !isNull(v) {
 			if err := json.Unmarshal(v, f.dst); err != nil {
-				return nil, fieldErr(f.key, "want %s, got %s", f.want, truncate(string(v), 40))
+				return fieldErr(f.key, "want %s, got %s", f.want, truncate(string(v), 40))
 			}
 		}
 	}
 	for i, o := range c.Options {
 		c.Options[i] = strings.ToLower(strings.TrimSpace(o))
 	}
-	if c.Channel, err = mapChannel(obj, setCtxString); err != nil {
-		return nil, err
-	}
-	if c.Context, err = contextJSON("context", ctx); err != nil {
-		return nil, err
-	}
-	return checked(c)
+	return nil
 }
 
 // mapApprovers resolves approvers_tagged ("@name", "@role:NAME") against

@@ -114,6 +114,51 @@ func Is(obj map[string]json.RawMessage) bool {
 // error is a *fsm.FieldError naming the field that could not be mapped,
 // or says the body is not a JSON object.
 func Map(raw []byte, p Place, opt Options) (*fsm.Message, error) {
+	mp, err := newMapping(raw, p, opt)
+	if err != nil {
+		return nil, err
+	}
+	for _, step := range mapSteps {
+		if err := step(mp); err != nil {
+			return nil, err
+		}
+	}
+	if mp.m.Metadata, err = contextJSON("metadata", mp.meta); err != nil {
+		return nil, err
+	}
+	return checked(mp.m)
+}
+
+// mapping is one Map in progress: the body's fields, the metadata being
+// gathered and the message being filled.
+type mapping struct {
+	raw  []byte
+	p    Place
+	opt  Options
+	obj  map[string]json.RawMessage
+	meta map[string]json.RawMessage
+	m    *fsm.Message
+}
+
+// mapSteps fill the message, field by field, in this order; the first
+// error stops Map.
+var mapSteps = []func(*mapping) error{
+	(*mapping).id,
+	(*mapping).from,
+	(*mapping).to,
+	(*mapping).channel,
+	(*mapping).kind,
+	func(mp *mapping) error { return mapContent(mp.obj, mp.raw, &mp.m.Content) },
+	(*mapping).threading,
+	(*mapping).flags,
+	(*mapping).timestamp,
+}
+
+// newMapping parses raw and gathers its metadata: the body's metadata
+// object (kept whole as original_metadata when it is not an object) and
+// every field the mapping does not consume ("x_" + name when metadata has
+// the name already).
+func newMapping(raw []byte, p Place, opt Options) (*mapping, error) {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return nil, fmt.Errorf("not a JSON object: %w", err)
@@ -136,168 +181,185 @@ func Map(raw []byte, p Place, opt Options) (*fsm.Message, error) {
 		}
 		meta[k] = v
 	}
-	setMeta := func(k, v string) {
-		b, _ := json.Marshal(v)
-		meta[k] = b
-	}
+	return &mapping{raw: raw, p: p, opt: opt, obj: obj, meta: meta, m: &fsm.Message{}}, nil
+}
 
-	m := &fsm.Message{}
-	var err error
-	s := func(keys ...string) (string, error) { return firstString(obj, keys...) }
+// setMeta keeps v as metadata k.
+func (mp *mapping) setMeta(k, v string) {
+	b, _ := json.Marshal(v)
+	mp.meta[k] = b
+}
 
-	// id
-	id, err := s("id", "message_id")
+// s is the first of keys present in the body, as a string.
+func (mp *mapping) s(keys ...string) (string, error) { return firstString(mp.obj, keys...) }
+
+// id: id, message_id, else the file name's stem or a hash of the file.
+func (mp *mapping) id() error {
+	id, err := mp.s("id", "message_id")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if id == "" && p.FileName != "" {
-		stem := strings.TrimSuffix(p.FileName, ".json")
+	if id == "" && mp.p.FileName != "" {
+		stem := strings.TrimSuffix(mp.p.FileName, ".json")
 		if strings.HasPrefix(stem, "msg") && fsm.ValidID(stem) {
 			id = stem
 		} else {
-			id = "imp-" + hash16(raw)
+			id = "imp-" + hash16(mp.raw)
 		}
 	}
 	if id != "" {
-		m.ID = mapID(id, "original_id", setMeta)
+		mp.m.ID = mapID(id, "original_id", mp.setMeta)
 	}
+	return nil
+}
 
-	// from, to
-	from, err := s("from", "from_agent")
+// from: from, from_agent, else the outbox's agent.
+func (mp *mapping) from() error {
+	from, err := mp.s("from", "from_agent")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if from == "" {
-		from = p.Sender
+		from = mp.p.Sender
 	}
 	if from == "" {
-		return nil, fieldErr("from", "missing: no from or from_agent field%s", p.where(" (not in an outbox)"))
+		return fieldErr("from", "missing: no from or from_agent field%s", mp.p.where(" (not in an outbox)"))
 	}
-	if m.From, err = sanitized("from", from, "original_from", setMeta); err != nil {
-		return nil, err
-	}
-	to, err := recipients(obj)
+	mp.m.From, err = sanitized("from", from, "original_from", mp.setMeta)
+	return err
+}
+
+// to: to, to_agent, else the inbox's agent; sanitised and deduplicated.
+func (mp *mapping) to() error {
+	to, err := recipients(mp.obj)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if len(to) == 0 && p.Recipient != "" {
-		to = []string{p.Recipient}
+	if len(to) == 0 && mp.p.Recipient != "" {
+		to = []string{mp.p.Recipient}
 	}
 	if len(to) == 0 {
-		return nil, fieldErr("to", "missing: no to or to_agent field%s", p.where(" (not in an inbox)"))
+		return fieldErr("to", "missing: no to or to_agent field%s", mp.p.where(" (not in an inbox)"))
 	}
 	changed := false
 	for _, r := range to {
 		n := sanitizeRecipient(r)
 		if n == "" {
-			return nil, fieldErr("to", "%q has no letter or digit", r)
+			return fieldErr("to", "%q has no letter or digit", r)
 		}
 		changed = changed || n != r
-		if !slices.Contains(m.To, n) {
-			m.To = append(m.To, n)
+		if !slices.Contains(mp.m.To, n) {
+			mp.m.To = append(mp.m.To, n)
 		}
 	}
 	if changed {
 		b, _ := json.Marshal(to)
-		meta["original_to"] = b
+		mp.meta["original_to"] = b
 	}
+	return nil
+}
 
-	// channel
-	ch, err := s("session_id", "channel")
+// channel: session_id, channel, the options' channel, the folder, the
+// fallback.
+func (mp *mapping) channel() error {
+	ch, err := mp.s("session_id", "channel")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	for _, c := range []string{ch, opt.Channel, p.Folder, opt.Fallback} {
+	for _, c := range []string{ch, mp.opt.Channel, mp.p.Folder, mp.opt.Fallback} {
 		if c != "" {
 			ch = c
 			break
 		}
 	}
-	m.Channel = SanitizeName(ch)
-	if m.Channel == "" {
-		return nil, fieldErr("channel", "missing: no session_id or channel field%s", p.where("; give a default channel"))
+	mp.m.Channel = SanitizeName(ch)
+	if mp.m.Channel == "" {
+		return fieldErr("channel", "missing: no session_id or channel field%s", mp.p.where("; give a default channel"))
 	}
-	if m.Channel != ch && ch != opt.Channel && ch != p.Folder && ch != opt.Fallback {
-		setMeta("original_session_id", ch)
+	if mp.m.Channel != ch && ch != mp.opt.Channel && ch != mp.p.Folder && ch != mp.opt.Fallback {
+		mp.setMeta("original_session_id", ch)
 	}
-	// type, title, priority
-	typ, err := s("type", "message_type")
-	if err != nil {
-		return nil, err
-	}
-	m.Type = SanitizeName(typ)
-	if m.Type != typ && typ != "" {
-		setMeta("original_type", typ)
-	}
-	title, err := s("title", "subject")
-	if err != nil {
-		return nil, err
-	}
-	m.Title = cleanTitle(title)
-	if p, _ := s("priority"); p != "" {
-		m.Priority = priorityOf(p, setMeta)
-	}
+	return nil
+}
 
-	// content
-	if err := mapContent(obj, raw, &m.Content); err != nil {
-		return nil, err
-	}
-
-	// threading
-	reply, err := s("in_reply_to")
+// kind: type, title and priority.
+func (mp *mapping) kind() error {
+	typ, err := mp.s("type", "message_type")
 	if err != nil {
-		return nil, err
+		return err
+	}
+	mp.m.Type = SanitizeName(typ)
+	if mp.m.Type != typ && typ != "" {
+		mp.setMeta("original_type", typ)
+	}
+	title, err := mp.s("title", "subject")
+	if err != nil {
+		return err
+	}
+	mp.m.Title = cleanTitle(title)
+	if p, _ := mp.s("priority"); p != "" {
+		mp.m.Priority = priorityOf(p, mp.setMeta)
+	}
+	return nil
+}
+
+// threading: in_reply_to (or metadata's), thread_id, correlation_id.
+func (mp *mapping) threading() error {
+	reply, err := mp.s("in_reply_to")
+	if err != nil {
+		return err
 	}
 	if reply == "" {
-		reply, _ = firstString(meta, "in_reply_to")
+		reply, _ = firstString(mp.meta, "in_reply_to")
 	}
 	if reply != "" {
-		m.InReplyTo = mapID(reply, "original_in_reply_to", setMeta)
+		mp.m.InReplyTo = mapID(reply, "original_in_reply_to", mp.setMeta)
 	}
-	if th, err := s("thread_id"); err != nil {
-		return nil, err
+	if th, err := mp.s("thread_id"); err != nil {
+		return err
 	} else if th != "" {
-		m.ThreadID = mapID(th, "original_thread_id", setMeta)
+		mp.m.ThreadID = mapID(th, "original_thread_id", mp.setMeta)
 	}
-	if c, _ := s("correlation_id"); c != "" && len(c) <= fsm.MaxIDLen {
-		m.CorrelationID = c
+	if c, _ := mp.s("correlation_id"); c != "" && len(c) <= fsm.MaxIDLen {
+		mp.m.CorrelationID = c
 	} else if c != "" {
-		setMeta("original_correlation_id", c)
+		mp.setMeta("original_correlation_id", c)
 	}
-	if v, ok := obj["requires_response"]; ok {
+	return nil
+}
+
+// flags: requires_response, tags and visibility.
+func (mp *mapping) flags() error {
+	if v, ok := mp.obj["requires_response"]; ok {
 		var b bool
 		if json.Unmarshal(v, &b) == nil {
-			m.RequiresResponse = b
+			mp.m.RequiresResponse = b
 		} else {
-			meta["original_requires_response"] = v
+			mp.meta["original_requires_response"] = v
 		}
 	}
-	if v, ok := obj["tags"]; ok && !isNull(v) {
+	if v, ok := mp.obj["tags"]; ok && !isNull(v) {
 		var tags []string
 		if err := json.Unmarshal(v, &tags); err != nil {
-			return nil, fieldErr("tags", "want a list of strings")
+			return fieldErr("tags", "want a list of strings")
 		}
 		for _, t := range tags {
-			if n := SanitizeName(t); n != "" && !slices.Contains(m.Tags, n) && len(m.Tags) < fsm.MaxTags {
-				m.Tags = append(m.Tags, n)
+			if n := SanitizeName(t); n != "" && !slices.Contains(mp.m.Tags, n) && len(mp.m.Tags) < fsm.MaxTags {
+				mp.m.Tags = append(mp.m.Tags, n)
 			}
 		}
 	}
-	if v, _ := s("visibility"); v == fsm.VisibilityPublic || v == fsm.VisibilityPrivate || v == fsm.VisibilityModerators {
-		m.Visibility = v
+	if v, _ := mp.s("visibility"); v == fsm.VisibilityPublic || v == fsm.VisibilityPrivate || v == fsm.VisibilityModerators {
+		mp.m.Visibility = v
 	}
+	return nil
+}
 
-	// timestamp
-	ts, err := timestamp(obj, p)
-	if err != nil {
-		return nil, err
-	}
-	m.Timestamp = ts
-
-	if m.Metadata, err = contextJSON("metadata", meta); err != nil {
-		return nil, err
-	}
-	return checked(m)
+// timestamp: the body's, else the channel file name's, else none.
+func (mp *mapping) timestamp() error {
+	ts, err := timestamp(mp.obj, mp.p)
+	mp.m.Timestamp = ts
+	return err
 }
 
 // SanitizeName maps s onto the maos name rule (fsm.NamePattern):

@@ -112,21 +112,9 @@ func mapTaskCreate(obj map[string]json.RawMessage) (*fsm.TaskCreateCommand, erro
 		ctx[k] = b
 	}
 	// The task object's fields win over the top level's.
-	task := map[string]json.RawMessage{}
-	if v, ok := obj["task"]; ok && !isNull(v) {
-		if err := json.Unmarshal(v, &task); err != nil || task == nil {
-			return nil, fieldErr("task", "want an object {description, priority, timeout_seconds, requires_hitl}")
-		}
-		rest := map[string]json.RawMessage{}
-		for k, v := range task {
-			if !slices.Contains(taskObjectFields, k) {
-				rest[k] = v
-			}
-		}
-		if len(rest) > 0 {
-			b, _ := json.Marshal(rest)
-			ctx["task"] = b
-		}
+	task, err := taskObject(obj, ctx)
+	if err != nil {
+		return nil, err
 	}
 	field := func(k string) (json.RawMessage, string) {
 		if v, ok := task[k]; ok && !isNull(v) {
@@ -150,32 +138,81 @@ func mapTaskCreate(obj map[string]json.RawMessage) (*fsm.TaskCreateCommand, erro
 	if c.From, err = mapFrom(obj, "from", setCtx); err != nil {
 		return nil, err
 	}
+	if c.To, err = mapAssignee(obj, setCtx); err != nil {
+		return nil, err
+	}
+	if err := mapTaskFields(c, field, s, setCtx); err != nil {
+		return nil, err
+	}
+	if c.Channel, err = mapChannel(obj, setCtx); err != nil {
+		return nil, err
+	}
+	if c.Context, err = contextJSON("context", ctx); err != nil {
+		return nil, err
+	}
+	return checked(c)
+}
+
+// taskObject is the body's task object, its fields the mapping does not
+// read kept as context.task; none is an empty object.
+func taskObject(obj, ctx map[string]json.RawMessage) (map[string]json.RawMessage, error) {
+	task := map[string]json.RawMessage{}
+	v, ok := obj["task"]
+	if !ok || isNull(v) {
+		return task, nil
+	}
+	if err := json.Unmarshal(v, &task); err != nil || task == nil {
+		return nil, fieldErr("task", "want an object {description, priority, timeout_seconds, requires_hitl}")
+	}
+	rest := map[string]json.RawMessage{}
+	for k, v := range task {
+		if !slices.Contains(taskObjectFields, k) {
+			rest[k] = v
+		}
+	}
+	if len(rest) > 0 {
+		b, _ := json.Marshal(rest)
+		ctx["task"] = b
+	}
+	return task, nil
+}
+
+// mapAssignee is the task's one assignee (to, to_agent), sanitised, the
+// original kept as context.original_to when that changed it.
+func mapAssignee(obj map[string]json.RawMessage, setCtx func(k, v string)) (string, error) {
 	to, err := recipients(obj)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	switch len(to) {
 	case 0:
-		return nil, fieldErr("to", "missing: no to or to_agent field")
+		return "", fieldErr("to", "missing: no to or to_agent field")
 	case 1:
 	default:
-		return nil, fieldErr("to", "%d assignees: a task has one (an agent, role:NAME or capability:NAME)", len(to))
+		return "", fieldErr("to", "%d assignees: a task has one (an agent, role:NAME or capability:NAME)", len(to))
 	}
-	if c.To = sanitizeAssignee(to[0]); c.To == "" {
-		return nil, fieldErr("to", "%q has no letter or digit", to[0])
+	a := sanitizeAssignee(to[0])
+	if a == "" {
+		return "", fieldErr("to", "%q has no letter or digit", to[0])
 	}
-	if c.To != to[0] {
+	if a != to[0] {
 		setCtx("original_to", to[0])
 	}
+	return a, nil
+}
 
+// mapTaskFields fills c's description, title, priority and numbers; field
+// finds a field in the task object, else the top level, and names it.
+func mapTaskFields(c *fsm.TaskCreateCommand, field func(string) (json.RawMessage, string),
+	s func(...string) (string, error), setCtx func(k, v string)) error {
 	if v, name := field("description"); v != nil {
 		if err := json.Unmarshal(v, &c.Description); err != nil {
-			return nil, fieldErr(name, "want a string, got %s", truncate(string(v), 40))
+			return fieldErr(name, "want a string, got %s", truncate(string(v), 40))
 		}
 	}
 	title, err := s("title", "subject")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if title == "" {
 		title, _, _ = strings.Cut(strings.TrimSpace(c.Description), "\n")
@@ -184,7 +221,7 @@ func mapTaskCreate(obj map[string]json.RawMessage) (*fsm.TaskCreateCommand, erro
 	if v, name := field("priority"); v != nil {
 		var p string
 		if err := json.Unmarshal(v, &p); err != nil {
-			return nil, fieldErr(name, "want a string, got %s", truncate(string(v), 40))
+			return fieldErr(name, "want a string, got %s", truncate(string(v), 40))
 		}
 		c.Priority = priorityOf(p, setCtx)
 	}
@@ -194,17 +231,11 @@ func mapTaskCreate(obj map[string]json.RawMessage) (*fsm.TaskCreateCommand, erro
 	}{{"timeout_seconds", &c.TimeoutSeconds}, {"max_attempts", &c.MaxAttempts}, {"requires_hitl", &c.RequiresHITL}, {"depends_on", &c.DependsOn}} {
 		if v, name := field(f.key); v != nil {
 			if err := json.Unmarshal(v, f.dst); err != nil {
-				return nil, fieldErr(name, "want %s, got %s", kindOf(f.dst), truncate(string(v), 40))
+				return fieldErr(name, "want %s, got %s", kindOf(f.dst), truncate(string(v), 40))
 			}
 		}
 	}
-	if c.Channel, err = mapChannel(obj, setCtx); err != nil {
-		return nil, err
-	}
-	if c.Context, err = contextJSON("context", ctx); err != nil {
-		return nil, err
-	}
-	return checked(c)
+	return nil
 }
 
 func mapTaskCompletion(obj map[string]json.RawMessage) (*fsm.TaskCompleteCommand, error) {

@@ -141,22 +141,7 @@ func checkFile(path string, lockTimeout time.Duration, walk bool) (warnings []st
 		return nil, nil
 	}
 
-	// The meta pages, as bbolt finds them: page 0 at offset 0; page 1 one
-	// page further, the page size taken from page 0 or, if that is bad,
-	// found by trying each size bbolt supports.
-	m0, err0 := readBoltMeta(f, 0)
-	var m1 boltMeta
-	err1 := errors.New("no valid meta page at any page size")
-	if err0 == nil {
-		m1, err1 = readBoltMeta(f, int64(m0.pageSize))
-	} else {
-		for ps := int64(boltMinPageSize); ps <= 16<<20 && ps < size; ps <<= 1 {
-			if m, err := readBoltMeta(f, ps); err == nil && int64(m.pageSize) == ps {
-				m1, err1 = m, nil
-				break
-			}
-		}
-	}
+	m0, m1, err0, err1 := readBoltMetas(f, size)
 	f.Close()
 	if err0 != nil && err1 != nil {
 		if size < 2*boltMinPageSize {
@@ -190,20 +175,46 @@ func checkFile(path string, lockTimeout time.Duration, walk bool) (warnings []st
 		return warnings, nil
 	}
 
+	return warnings, walkFile(path, lockTimeout, cur.pgid*ps, corrupt)
+}
+
+// readBoltMetas reads the meta pages of f, size bytes, as bbolt finds
+// them: page 0 at offset 0; page 1 one page further, the page size taken
+// from page 0 or, if that is bad, found by trying each size bbolt
+// supports.
+func readBoltMetas(f *os.File, size int64) (m0, m1 boltMeta, err0, err1 error) {
+	m0, err0 = readBoltMeta(f, 0)
+	err1 = errors.New("no valid meta page at any page size")
+	if err0 == nil {
+		m1, err1 = readBoltMeta(f, int64(m0.pageSize))
+		return m0, m1, err0, err1
+	}
+	for ps := int64(boltMinPageSize); ps <= 16<<20 && ps < size; ps <<= 1 {
+		if m, err := readBoltMeta(f, ps); err == nil && int64(m.pageSize) == ps {
+			return m0, m, err0, nil
+		}
+	}
+	return m0, m1, err0, err1
+}
+
+// walkFile opens path read-only (waiting up to lockTimeout for its lock)
+// and walks its pages, bytes long in all; a file bbolt cannot open or
+// whose pages do not make a tree is corrupt.
+func walkFile(path string, lockTimeout time.Duration, bytes uint64, corrupt func(string, ...any) error) error {
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: lockTimeout})
 	if err != nil {
 		if errors.Is(err, bbolt.ErrTimeout) {
-			return warnings, err
+			return err
 		}
-		return warnings, corrupt("%v", err)
+		return corrupt("%v", err)
 	}
 	defer db.Close()
 	// A leaf element takes at least 17 bytes: more keys than that means
 	// the walk went round a cycle of pages.
-	if reason := walkPages(db, int(cur.pgid*ps/17)); reason != "" {
-		return warnings, corrupt("%s", reason)
+	if reason := walkPages(db, int(bytes/17)); reason != "" {
+		return corrupt("%s", reason)
 	}
-	return warnings, nil
+	return nil
 }
 
 // touched keeps the bytes walkPages reads from being optimized away.

@@ -225,6 +225,16 @@ func (m *Message) Normalize(now time.Time) {
 // Seq must be zero: the log assigns it. "from" is checked before "id"
 // because a generated id is built from it.
 func (m *Message) Validate() error {
+	for _, check := range []func() error{m.validateHeader, m.validateTo, m.validateBody, m.validateArtifacts, m.validateRefs} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateHeader checks the sender, id, seq (unset) and channel.
+func (m *Message) validateHeader() error {
 	if m.From == "" {
 		return FieldErrorf("from", "required")
 	}
@@ -246,6 +256,11 @@ func (m *Message) Validate() error {
 	if !ValidName(m.Channel) {
 		return NameError("channel", m.Channel)
 	}
+	return nil
+}
+
+// validateTo checks the recipients named (to) and resolved (recipients).
+func (m *Message) validateTo() error {
 	if len(m.To) == 0 {
 		return FieldErrorf("to", "required: at least one recipient")
 	}
@@ -273,6 +288,11 @@ func (m *Message) Validate() error {
 			return NameError(fmt.Sprintf("recipients[%d]", i), r)
 		}
 	}
+	return nil
+}
+
+// validateBody checks the text, type, priority, visibility, title and tags.
+func (m *Message) validateBody() error {
 	if strings.TrimSpace(m.Content.Text) == "" {
 		return FieldErrorf("content.text", "required")
 	}
@@ -291,9 +311,11 @@ func (m *Message) Validate() error {
 	if strings.IndexFunc(m.Title, unicode.IsControl) >= 0 {
 		return FieldErrorf("title", "must not contain control characters")
 	}
-	if err := CheckNames("tags", m.Tags, MaxTags, "tags"); err != nil {
-		return err
-	}
+	return CheckNames("tags", m.Tags, MaxTags, "tags")
+}
+
+// validateArtifacts checks the artifact references of the content.
+func (m *Message) validateArtifacts() error {
 	if len(m.Content.Artifacts) > MaxArtifacts {
 		return FieldErrorf("content.artifacts", "%d entries, at most %d", len(m.Content.Artifacts), MaxArtifacts)
 	}
@@ -310,6 +332,11 @@ func (m *Message) Validate() error {
 			}
 		}
 	}
+	return nil
+}
+
+// validateRefs checks in_reply_to, thread_id, correlation_id and metadata.
+func (m *Message) validateRefs() error {
 	for _, f := range []struct{ name, v string }{{"in_reply_to", m.InReplyTo}, {"thread_id", m.ThreadID}} {
 		if f.v != "" && !idRE.MatchString(f.v) {
 			return FieldErrorf(f.name, "must be a message id matching %s", idRE)

@@ -158,12 +158,39 @@ func (f *FSM) send(tx *bbolt.Tx, index uint64, ts int64, cmd *SendCommand, forTa
 	if prev, ok := getID(tx, m.ID); ok {
 		return resend(tx, &m, prev, sum)
 	}
+	p, err := f.checkSend(tx, index, ts, &m, cmd, forTask)
+	if err != nil {
+		return nil, err
+	}
+	f.writeSend(tx, index, ts, &m, cmd, sum, p)
+	return &SendResult{ID: m.ID, Seq: index, Timestamp: m.Timestamp, Blocked: p.blocked}, nil
+}
+
+// sendPlan is what checkSend found a send may do: the artifacts it
+// names, its sender (nil when not registered), who it is delivered to,
+// who the rules block and where it was rerouted.
+type sendPlan struct {
+	arts      []*Artifact
+	sender    *Agent
+	delivered []recipient
+	blocked   []BlockedRecipient
+	via       *rerouted
+}
+
+// checkSend checks m, a new message, against the state and decides its
+// delivery: the names it sends to (known_names), what its sender may
+// read, its thread and visibility (set on m), its recipients and the
+// rules, and whether its sender may interrupt (set on m). It writes
+// nothing but the audit of a block.
+func (f *FSM) checkSend(tx *bbolt.Tx, index uint64, ts int64, m *Message, cmd *SendCommand, forTask bool) (sendPlan, error) {
+	var p sendPlan
+	var err error
 	// A client's send that carries known_names names only agents, roles
 	// and capabilities someone answers to (known.go); a task's or an
 	// approval's message was checked by its command.
 	if cmd.KnownNames && !forTask {
 		if err := checkKnown(tx, "to", m.From, m.To); err != nil {
-			return nil, fmt.Errorf("fsm: apply send: %w", err)
+			return p, fmt.Errorf("fsm: apply send: %w", err)
 		}
 	}
 	// What the sender may read: a client's send names only artifacts and
@@ -174,65 +201,81 @@ func (f *FSM) send(tx *bbolt.Tx, index uint64, ts int64, cmd *SendCommand, forTa
 	if !forTask && !cmd.ReadsAll {
 		reader = &Viewer{Agent: Principal(m.From)}
 	}
-	arts, err := checkArtifactRefs(tx, &m, reader)
+	p.arts, err = checkArtifactRefs(tx, m, reader)
 	if err != nil {
-		return nil, fmt.Errorf("fsm: apply send: %w", err)
+		return p, fmt.Errorf("fsm: apply send: %w", err)
 	}
-	parent, err := parentOf(tx, &m, reader)
+	parent, err := parentOf(tx, m, reader)
 	if err != nil {
-		return nil, fmt.Errorf("fsm: apply send: in_reply_to: %w", err)
+		return p, fmt.Errorf("fsm: apply send: in_reply_to: %w", err)
 	}
-	fillThread(&m, parent)
-	settleVisibility(&m, parent)
+	fillThread(m, parent)
+	settleVisibility(m, parent)
 
-	rcpts, err := resolveRecipients(tx, &m, forTask)
-	if err != nil {
-		return nil, fmt.Errorf("fsm: apply send: %w", err)
+	if err := f.applyRouting(tx, index, ts, m, forTask, &p); err != nil {
+		return p, err
 	}
-	sender, err := loadAgent(tx, m.From)
-	if err != nil {
-		return nil, fmt.Errorf("fsm: apply send: %w", err)
-	}
-	fromRole := DefaultRole
-	if sender != nil {
-		fromRole = sender.Role
-	} else if m.From != SystemSender && readConfig(tx).StrictSenders {
-		reason := fmt.Sprintf("sender %s is not a registered agent and strict_senders is on: register it first (maosctl agents register %s --role ROLE)", m.From, m.From)
-		audit(tx, index, ts, markPrivate(AuditEvent{Kind: AuditBlocked, From: m.From, To: m.To, Label: "BLOCKED", Text: reason, MessageID: m.ID}, &m, nil))
-		return nil, fmt.Errorf("fsm: apply send: %w", &ForbiddenError{Reason: reason})
-	}
-	delivered, blocked, err := f.applyRules(tx, &m, fromRole, rcpts)
-	if err != nil {
-		return nil, fmt.Errorf("fsm: apply send: rules: %w", err)
-	}
-	var via *rerouted
-	if len(blocked) > 0 {
-		if delivered, via, err = f.reroute(tx, &m, delivered, blocked); err != nil {
-			return nil, fmt.Errorf("fsm: apply send: rules: %w", err)
-		}
-	}
-	if len(rcpts) > 0 && len(delivered) == 0 {
-		auditBlocked(tx, index, ts, &m, delivered, blocked)
-		reasons := make([]string, len(blocked))
-		for i, b := range blocked {
-			reasons[i] = b.ID + ": " + b.Reason
-		}
-		return nil, fmt.Errorf("fsm: apply send: %w", &ForbiddenError{Reason: "the rules block every recipient: " + strings.Join(reasons, "; ")})
-	}
-
 	// Whether its sender may interrupt its recipients, decided once, here,
 	// by the interrupt rule, and carried on the message: what a watcher
 	// goes by before it presses a pane's interrupt key or preempts a run.
 	if m.From != SystemSender {
 		moderator := cmd.Moderator || (cmd.Interrupt != nil && cmd.Interrupt.Moderator)
 		if m.MayInterrupt, _, err = f.mayInterrupt(tx, m.From, moderator); err != nil {
-			return nil, fmt.Errorf("fsm: apply send: %w", err)
+			return p, fmt.Errorf("fsm: apply send: %w", err)
 		}
 	}
+	return p, nil
+}
 
-	// Everything is checked: write.
+// applyRouting resolves m's recipients, its sender's role (refusing an
+// unregistered sender under strict_senders) and what the rules deliver,
+// block and reroute; a send the rules block entirely is refused.
+func (f *FSM) applyRouting(tx *bbolt.Tx, index uint64, ts int64, m *Message, forTask bool, p *sendPlan) error {
+	rcpts, err := resolveRecipients(tx, m, forTask)
+	if err != nil {
+		return fmt.Errorf("fsm: apply send: %w", err)
+	}
+	sender, err := loadAgent(tx, m.From)
+	if err != nil {
+		return fmt.Errorf("fsm: apply send: %w", err)
+	}
+	fromRole := DefaultRole
+	if sender != nil {
+		fromRole = sender.Role
+	} else if m.From != SystemSender && readConfig(tx).StrictSenders {
+		reason := fmt.Sprintf("sender %s is not a registered agent and strict_senders is on: register it first (maosctl agents register %s --role ROLE)", m.From, m.From)
+		audit(tx, index, ts, markPrivate(AuditEvent{Kind: AuditBlocked, From: m.From, To: m.To, Label: "BLOCKED", Text: reason, MessageID: m.ID}, m, nil))
+		return fmt.Errorf("fsm: apply send: %w", &ForbiddenError{Reason: reason})
+	}
+	delivered, blocked, err := f.applyRules(tx, m, fromRole, rcpts)
+	if err != nil {
+		return fmt.Errorf("fsm: apply send: rules: %w", err)
+	}
+	var via *rerouted
+	if len(blocked) > 0 {
+		if delivered, via, err = f.reroute(tx, m, delivered, blocked); err != nil {
+			return fmt.Errorf("fsm: apply send: rules: %w", err)
+		}
+	}
+	if len(rcpts) > 0 && len(delivered) == 0 {
+		auditBlocked(tx, index, ts, m, delivered, blocked)
+		reasons := make([]string, len(blocked))
+		for i, b := range blocked {
+			reasons[i] = b.ID + ": " + b.Reason
+		}
+		return fmt.Errorf("fsm: apply send: %w", &ForbiddenError{Reason: "the rules block every recipient: " + strings.Join(reasons, "; ")})
+	}
+	p.sender, p.delivered, p.blocked, p.via = sender, delivered, blocked, via
+	return nil
+}
+
+// writeSend stores m, checked by checkSend, with sum: the sender's
+// registration by send, the message, its deliveries and receipts, the
+// answer it is, and its audit lines.
+func (f *FSM) writeSend(tx *bbolt.Tx, index uint64, ts int64, m *Message, cmd *SendCommand, sum [32]byte, p sendPlan) {
+	sender, delivered, blocked, via, arts := p.sender, p.delivered, p.blocked, p.via, p.arts
 	if sender == nil && m.From != SystemSender {
-		registerBySend(tx, index, ts, &m)
+		registerBySend(tx, index, ts, m)
 	}
 	if cmd.KnownNames {
 		recordSender(tx, m.From, index)
@@ -245,7 +288,7 @@ func (f *FSM) send(tx *bbolt.Tx, index uint64, ts int64, cmd *SendCommand, forTa
 	for _, r := range delivered {
 		m.Recipients = append(m.Recipients, r.id)
 	}
-	storeMessage(tx, &m, sum)
+	storeMessage(tx, m, sum)
 	refArtifacts(tx, arts, index)
 	prio := priorityByte(m.Priority)
 	for _, r := range delivered {
@@ -255,16 +298,15 @@ func (f *FSM) send(tx *bbolt.Tx, index uint64, ts int64, cmd *SendCommand, forTa
 	for _, b := range blocked {
 		putReceipt(tx, index, b.ID, receiptRec{Blocked: b.Reason})
 	}
-	recordAnswer(tx, &m, ts)
+	recordAnswer(tx, m, ts)
 	text := m.Title
 	if text == "" {
 		text = FirstLine(m.Content.Text, 120)
 	}
 	audit(tx, index, ts, markPrivate(AuditEvent{Kind: AuditMessage, From: m.From, To: m.Recipients, Label: strings.ToUpper(m.Type),
-		Text: text, MessageID: m.ID}, &m, delivered))
-	auditBlocked(tx, index, ts, &m, delivered, blocked)
-	via.audit(tx, index, ts, &m, delivered)
-	return &SendResult{ID: m.ID, Seq: index, Timestamp: m.Timestamp, Blocked: blocked}, nil
+		Text: text, MessageID: m.ID}, m, delivered))
+	auditBlocked(tx, index, ts, m, delivered, blocked)
+	via.audit(tx, index, ts, m, delivered)
 }
 
 // resend answers a send of an id stored before (prev): the original place

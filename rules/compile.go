@@ -268,19 +268,47 @@ func Compile(d *Document) (*Compiled, error) {
 	if d == nil {
 		return nil, fieldErr("rules", "required")
 	}
-	r := &Compiled{doc: d}
+	orch, err := checkDocument(d)
+	if err != nil {
+		return nil, err
+	}
+	r := &Compiled{doc: d, allowByDefault: d.EffectiveDefault() == Allow}
+	entries, err := allowEntries(d, orch)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		if err := r.addAllow(e); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.addForbidden(d); err != nil {
+		return nil, err
+	}
+	interrupt, err := compileInterrupt(d.Interrupt, "interrupt")
+	if err != nil {
+		return nil, err
+	}
+	r.interrupt = interrupt
+	return r, nil
+}
+
+// checkDocument checks d's top-level settings (preset, orchestrator_role,
+// default, reroute_blocked_to) and sizes, and returns the orchestrator
+// role.
+func checkDocument(d *Document) (string, error) {
 	switch d.Preset {
 	case "", PresetHierarchical:
 	default:
-		return nil, fieldErr("preset", "unknown preset %q; known: %s", d.Preset, PresetHierarchical)
+		return "", fieldErr("preset", "unknown preset %q; known: %s", d.Preset, PresetHierarchical)
 	}
 	orch := d.OrchestratorRole
 	if orch != "" {
 		if d.Preset == "" {
-			return nil, fieldErr("orchestrator_role", "only with preset %s", PresetHierarchical)
+			return "", fieldErr("orchestrator_role", "only with preset %s", PresetHierarchical)
 		}
 		if !ValidName(orch) {
-			return nil, fieldErr("orchestrator_role", "must match %s", NamePattern)
+			return "", fieldErr("orchestrator_role", "must match %s", NamePattern)
 		}
 	} else {
 		orch = DefaultOrchestratorRole
@@ -288,20 +316,23 @@ func Compile(d *Document) (*Compiled, error) {
 	switch d.Default {
 	case "", Allow, Deny:
 	default:
-		return nil, fieldErr("default", "%q: want allow or deny", d.Default)
+		return "", fieldErr("default", "%q: want allow or deny", d.Default)
 	}
-	r.allowByDefault = d.EffectiveDefault() == Allow
 	if to := d.RerouteBlockedTo; to != "" && !ValidName(to) {
-		return nil, fieldErr("reroute_blocked_to", "%q is not an agent id (%s)", to, NamePattern)
+		return "", fieldErr("reroute_blocked_to", "%q is not an agent id (%s)", to, NamePattern)
 	}
-
 	if n := len(d.Agents) + len(d.AllowedInteractions); n > MaxEntries {
-		return nil, fieldErr("agents", "%d entries with allowed_interactions, at most %d", n, MaxEntries)
+		return "", fieldErr("agents", "%d entries with allowed_interactions, at most %d", n, MaxEntries)
 	}
 	if n := len(d.Forbidden) + len(d.ForbiddenInteractions); n > MaxEntries {
-		return nil, fieldErr("forbidden", "%d entries with forbidden_interactions, at most %d", n, MaxEntries)
+		return "", fieldErr("forbidden", "%d entries with forbidden_interactions, at most %d", n, MaxEntries)
 	}
+	return orch, nil
+}
 
+// allowEntries are d's allow rules in order: the preset's, agents, then
+// allowed_interactions by key, each with its path.
+func allowEntries(d *Document, orch string) ([]ruleEntry, error) {
 	var entries []ruleEntry
 	if d.Preset == PresetHierarchical {
 		src := "preset " + PresetHierarchical
@@ -330,46 +361,55 @@ func Compile(d *Document) (*Compiled, error) {
 		a.Agent = k
 		entries = append(entries, ruleEntry{a, p})
 	}
-	for _, e := range entries {
-		subjPath := e.path + ".agent"
-		if strings.HasPrefix(e.path, "allowed_interactions") {
-			subjPath = e.path
+	return entries, nil
+}
+
+// addAllow indexes one allow rule: its subject's can_send_to and
+// can_receive_from selectors.
+func (r *Compiled) addAllow(e ruleEntry) error {
+	subjPath := e.path + ".agent"
+	if strings.HasPrefix(e.path, "allowed_interactions") {
+		subjPath = e.path
+	}
+	sub, err := parseSelector(e.rule.Agent, subjPath)
+	if err != nil {
+		return err
+	}
+	if e.rule.CanSendTo == nil && e.rule.CanReceiveFrom == nil {
+		return fieldErr(e.path, "give can_send_to or can_receive_from (or both)")
+	}
+	for _, l := range []struct {
+		name string
+		list []string
+		idx  *subjects
+	}{{"can_send_to", e.rule.CanSendTo, &r.send}, {"can_receive_from", e.rule.CanReceiveFrom, &r.recv}} {
+		if l.list == nil {
+			continue
 		}
-		sub, err := parseSelector(e.rule.Agent, subjPath)
-		if err != nil {
-			return nil, err
+		lp := e.path + "." + l.name
+		if len(l.list) > MaxSelectors {
+			return fieldErr(lp, "%d entries, at most %d", len(l.list), MaxSelectors)
 		}
-		if e.rule.CanSendTo == nil && e.rule.CanReceiveFrom == nil {
-			return nil, fieldErr(e.path, "give can_send_to or can_receive_from (or both)")
+		set := l.idx.set(sub)
+		if e.path != "preset "+PresetHierarchical {
+			set.srcs = append(set.srcs, lp)
+		} else if !slices.Contains(set.srcs, e.path) {
+			set.srcs = append(set.srcs, e.path)
 		}
-		for _, l := range []struct {
-			name string
-			list []string
-			idx  *subjects
-		}{{"can_send_to", e.rule.CanSendTo, &r.send}, {"can_receive_from", e.rule.CanReceiveFrom, &r.recv}} {
-			if l.list == nil {
-				continue
+		for j, raw := range l.list {
+			sel, err := parseSelector(raw, fmt.Sprintf("%s[%d]", lp, j))
+			if err != nil {
+				return err
 			}
-			lp := e.path + "." + l.name
-			if len(l.list) > MaxSelectors {
-				return nil, fieldErr(lp, "%d entries, at most %d", len(l.list), MaxSelectors)
-			}
-			set := l.idx.set(sub)
-			if e.path != "preset "+PresetHierarchical {
-				set.srcs = append(set.srcs, lp)
-			} else if !slices.Contains(set.srcs, e.path) {
-				set.srcs = append(set.srcs, e.path)
-			}
-			for j, raw := range l.list {
-				sel, err := parseSelector(raw, fmt.Sprintf("%s[%d]", lp, j))
-				if err != nil {
-					return nil, err
-				}
-				set.add(sel, raw)
-			}
+			set.add(sel, raw)
 		}
 	}
+	return nil
+}
 
+// addForbidden indexes d's forbidden rules (forbidden, then
+// forbidden_interactions) by their from selector.
+func (r *Compiled) addForbidden(d *Document) error {
 	r.fromID, r.fromRole = map[string][]int{}, map[string][]int{}
 	for _, l := range []struct {
 		name string
@@ -379,17 +419,17 @@ func Compile(d *Document) (*Compiled, error) {
 			p := fmt.Sprintf("%s[%d]", l.name, i)
 			from, err := parseSelector(f.From, p+".from")
 			if err != nil {
-				return nil, err
+				return err
 			}
 			to, err := parseSelector(f.To, p+".to")
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if len(f.Reason) > MaxReasonLen {
-				return nil, fieldErr(p+".reason", "%d bytes, at most %d", len(f.Reason), MaxReasonLen)
+				return fieldErr(p+".reason", "%d bytes, at most %d", len(f.Reason), MaxReasonLen)
 			}
 			if strings.IndexFunc(f.Reason, unicode.IsControl) >= 0 {
-				return nil, fieldErr(p+".reason", "must be one line without control characters")
+				return fieldErr(p+".reason", "must be one line without control characters")
 			}
 			reason := f.Reason
 			if strings.TrimSpace(reason) == "" {
@@ -407,12 +447,7 @@ func Compile(d *Document) (*Compiled, error) {
 			}
 		}
 	}
-	interrupt, err := compileInterrupt(d.Interrupt, "interrupt")
-	if err != nil {
-		return nil, err
-	}
-	r.interrupt = interrupt
-	return r, nil
+	return nil
 }
 
 // Allows reports whether from (of role fromRole; "" when not registered)

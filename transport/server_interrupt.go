@@ -75,17 +75,7 @@ func (s *Server) interruptAgent(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	if IsForwarded(ctx) {
-		// The node that took the request committed the alert.
-		if err := s.pressLocal(ctx, agent, req.ID); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		me, err := s.cluster.Members(ctx)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, InterruptResponse{Agent: agent, Node: me.NodeID, Escape: true})
+		s.interruptForwarded(w, r, agent, req)
 		return
 	}
 
@@ -135,19 +125,46 @@ func (s *Server) interruptAgent(w http.ResponseWriter, r *http.Request) {
 		res.NoEscape = fmt.Sprintf("%s has no presence, so no node to reach its pane", agent)
 	default:
 		req.ID = sent.ID // the relayed request names the alert it follows
-		err = s.press(ctx, agent, p.Node, req)
-		var nf *noPaneError
-		switch {
-		case err == nil:
-			res.Escape = true
-		case errors.As(err, &nf) || errors.Is(err, fsm.ErrNotFound):
-			res.NoEscape = err.Error()
-		default:
+		if err := s.escapeAfterAlert(ctx, agent, p.Node, req, &res); err != nil {
 			s.writeError(w, r, fmt.Errorf("interrupt %s: alert %s stored (seq %d), but no ESC: %w", agent, sent.ID, sent.Seq, err))
 			return
 		}
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+// interruptForwarded presses ESC in agent's pane on this node for a
+// request another node forwarded: the node that took it committed the
+// alert.
+func (s *Server) interruptForwarded(w http.ResponseWriter, r *http.Request, agent string, req InterruptRequest) {
+	ctx := r.Context()
+	if err := s.pressLocal(ctx, agent, req.ID); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	me, err := s.cluster.Members(ctx)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, InterruptResponse{Agent: agent, Node: me.NodeID, Escape: true})
+}
+
+// escapeAfterAlert presses ESC in agent's pane through node and records
+// the outcome in res: Escape, or NoEscape when there is no pane (or no
+// such agent) to press it in. Any other failure is returned.
+func (s *Server) escapeAfterAlert(ctx context.Context, agent, node string, req InterruptRequest, res *InterruptResponse) error {
+	err := s.press(ctx, agent, node, req)
+	var nf *noPaneError
+	switch {
+	case err == nil:
+		res.Escape = true
+	case errors.As(err, &nf) || errors.Is(err, fsm.ErrNotFound):
+		res.NoEscape = err.Error()
+	default:
+		return err
+	}
+	return nil
 }
 
 // validate checks the request for agent (the path's id): names, a reason,

@@ -292,39 +292,49 @@ func (s *Server) streamOnce(w io.Writer, state Reader, viewer *fsm.Viewer, f str
 			}
 			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", m.Seq, EventMessage, data)
 		case hasUp:
-			// Every object event of this entry, the last one sent carrying the id.
-			index := ups[j].index
-			type event struct {
-				kind string
-				data []byte
-			}
-			var group []event
-			for ; j < len(ups) && ups[j].index == index; j++ {
-				u := &ups[j]
-				if !f.carries(u, agentEntry) {
-					continue
-				}
-				var data []byte
-				if u.task != nil {
-					data, err = json.Marshal(u.task)
-				} else {
-					data, err = json.Marshal(u.approval)
-				}
-				if err == nil {
-					group = append(group, event{u.kind, data})
-				}
-			}
-			for k, ev := range group {
-				if k == len(group)-1 {
-					fmt.Fprintf(w, "id: %d:%s\n", index, ev.kind)
-				}
-				fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.kind, ev.data)
-			}
+			var index uint64
+			j, index = writeObjectEvents(w, f, agentEntry, ups, j)
 			*pos = streamPos{index: index, objectsDone: true}
 		default:
 			return msgMore || upMore, nil
 		}
 	}
+}
+
+// writeObjectEvents writes every object event of the entry of ups[j] that
+// f carries to a reader who is agent (nil: not registered), the last one
+// sent carrying the id, and returns the index past them and the entry's
+// index.
+func writeObjectEvents(w io.Writer, f streamFilter, agent *fsm.Agent, ups []objectUpdate, j int) (int, uint64) {
+	index := ups[j].index
+	type event struct {
+		kind string
+		data []byte
+	}
+	var group []event
+	for ; j < len(ups) && ups[j].index == index; j++ {
+		u := &ups[j]
+		if !f.carries(u, agent) {
+			continue
+		}
+		var data []byte
+		var err error
+		if u.task != nil {
+			data, err = json.Marshal(u.task)
+		} else {
+			data, err = json.Marshal(u.approval)
+		}
+		if err == nil {
+			group = append(group, event{u.kind, data})
+		}
+	}
+	for k, ev := range group {
+		if k == len(group)-1 {
+			fmt.Fprintf(w, "id: %d:%s\n", index, ev.kind)
+		}
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.kind, ev.data)
+	}
+	return j, index
 }
 
 // carries reports whether the filter's agent (entry: its registration, or

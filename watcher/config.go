@@ -205,6 +205,19 @@ func (a *AgentConfig) validate(p string) error {
 	bad := func(field, format string, args ...any) error {
 		return &ConfigError{Field: p + "." + field, Reason: fmt.Sprintf(format, args...)}
 	}
+	for _, step := range []func(func(field, format string, args ...any) error) error{
+		a.validateIdentity, a.validateDelivery, a.compilePane, a.validateLimits, a.validateMatch,
+		a.validatePolicy, a.validateFork, a.validateOverrides, a.validateClaim, a.compilePrompt,
+	} {
+		if err := step(bad); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateIdentity checks the id, role (default fsm.DefaultRole) and channels.
+func (a *AgentConfig) validateIdentity(bad func(field, format string, args ...any) error) error {
 	if !fsm.ValidName(a.ID) {
 		return bad("id", "%s", fsm.NameRule(a.ID))
 	}
@@ -219,6 +232,11 @@ func (a *AgentConfig) validate(p string) error {
 			return bad(fmt.Sprintf("channels[%d]", j), "%s", fsm.NameRule(c))
 		}
 	}
+	return nil
+}
+
+// validateDelivery checks the delivery (default command) and what it needs: a command, or a tmux target.
+func (a *AgentConfig) validateDelivery(bad func(field, format string, args ...any) error) error {
 	if a.Delivery == "" {
 		a.Delivery = DeliveryCommand
 	}
@@ -234,9 +252,11 @@ func (a *AgentConfig) validate(p string) error {
 	default:
 		return bad("delivery", "must be command or tmux (got %q)", a.Delivery)
 	}
-	if err := a.compilePane(bad); err != nil {
-		return err
-	}
+	return nil
+}
+
+// validateLimits defaults and checks context_messages, timeout, lease_ttl, retries and max_thread_depth.
+func (a *AgentConfig) validateLimits(bad func(field, format string, args ...any) error) error {
 	if a.ContextMessages == nil {
 		n := DefaultContextMessages
 		a.ContextMessages = &n
@@ -269,6 +289,11 @@ func (a *AgentConfig) validate(p string) error {
 	if a.MaxThreadDepth < 0 || a.MaxThreadDepth > 1000 {
 		return bad("max_thread_depth", "must be 1..1000 (got %d)", a.MaxThreadDepth)
 	}
+	return nil
+}
+
+// validateMatch checks the match filters' priorities and sender globs.
+func (a *AgentConfig) validateMatch(bad func(field, format string, args ...any) error) error {
 	for j, pr := range a.Match.Priorities {
 		if !fsm.ValidPriority(pr) {
 			return bad(fmt.Sprintf("match.priorities[%d]", j), "must be one of %v (got %q)", fsm.Priorities, pr)
@@ -279,6 +304,11 @@ func (a *AgentConfig) validate(p string) error {
 			return bad(fmt.Sprintf("match.from[%d]", j), "bad glob %q: %v", g, err)
 		}
 	}
+	return nil
+}
+
+// validatePolicy checks the policy's mode, idle_after and max_forks (defaulted).
+func (a *AgentConfig) validatePolicy(bad func(field, format string, args ...any) error) error {
 	if err := validMode(&a.Policy.Mode, true); err != nil {
 		return bad("policy.mode", "%v", err)
 	}
@@ -291,9 +321,11 @@ func (a *AgentConfig) validate(p string) error {
 	if a.Policy.MaxForks < 1 || a.Policy.MaxForks > 64 {
 		return bad("policy.max_forks", "must be 1..64 (got %d)", a.Policy.MaxForks)
 	}
-	if err := a.validateFork(bad); err != nil {
-		return err
-	}
+	return nil
+}
+
+// validateOverrides checks each policy override: a mode and at least one of from, priority, tag.
+func (a *AgentConfig) validateOverrides(bad func(field, format string, args ...any) error) error {
 	for j := range a.Policy.Overrides {
 		o := &a.Policy.Overrides[j]
 		op := fmt.Sprintf("policy.overrides[%d].", j)
@@ -315,9 +347,11 @@ func (a *AgentConfig) validate(p string) error {
 			return bad(op[:len(op)-1], "needs from, priority or tag")
 		}
 	}
-	if err := a.validateClaim(bad); err != nil {
-		return err
-	}
+	return nil
+}
+
+// compilePrompt parses the prompt template (default DefaultPrompt).
+func (a *AgentConfig) compilePrompt(bad func(field, format string, args ...any) error) error {
 	src := a.Prompt
 	if src == "" {
 		src = DefaultPrompt

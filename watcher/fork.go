@@ -39,7 +39,7 @@ func (a *AgentConfig) CanFork() bool {
 	return len(a.Command) > 0 && fsm.ValidName(fsm.ForkName(a.ID, a.Policy.MaxForks))
 }
 
-// forkSlots are the loop's fork slots: slot n (1-based) is taken while
+// forkSlots are the scheduler's fork slots: slot n (1-based) is taken while
 // fork n runs.
 type forkSlots []bool
 

@@ -10,19 +10,19 @@ import (
 
 // The watcher's delivery mode for a message, in one place: the agent's
 // run-time policy (maosctl policy set, replicated: fsm/policy.go) wins
-// over the YAML (AgentConfig.ModeFor). The loop reads the run-time layer
+// over the YAML (AgentConfig.ModeFor). The scheduler reads the run-time layer
 // every policyPoll and decides each message's mode again, by this host's
 // clock, every time it schedules, so a change or an end takes effect
 // within a second with no restart.
 
-// policyPoll is how often the loop reads the agent's run-time policy.
+// policyPoll is how often the scheduler reads the agent's run-time policy.
 var policyPoll = 500 * time.Millisecond
 
 // PolicyQuiet is the run-time mode that holds every message but urgent
 // ones until it ends (fsm.PolicyQuiet); it has no YAML form.
 const PolicyQuiet = fsm.PolicyQuiet
 
-// runtimePolicy is the agent's run-time layer as the loop last read it.
+// runtimePolicy is the agent's run-time layer as the scheduler last read it.
 type runtimePolicy struct {
 	set    fsm.PolicySet
 	failed bool // the last read failed: logged once, until one succeeds
@@ -67,7 +67,7 @@ func samePolicies(a, b fsm.PolicySet) bool {
 // applies to its sender (fsm.PolicySet.For: the sender's override, else
 // the agent-wide one), else the YAML's. Under quiet, an urgent message
 // takes the YAML's mode and any other is held: PolicyQuiet, which the
-// loop never starts and the cursor never passes. Fork is queue for an
+// scheduler never starts and the cursor never passes. Fork is queue for an
 // agent that cannot fork (AgentConfig.CanFork) and for a note from its own
 // fork, which is never forked again.
 func (w *agentWatcher) modeOf(m *fsm.Message, rt *runtimePolicy, now time.Time) string {

@@ -11,9 +11,9 @@ import (
 	"github.com/maos-project/maos/transport"
 )
 
-// tmuxQueue is the loop's state of a tmux agent's delivery: messages wait
+// tmuxQueue is the scheduler's state of a tmux agent's delivery: messages wait
 // while the agent works and go as one batch when it is idle (see
-// DESIGN.md, "tmux delivery waits for idle"). The loop goroutine owns it.
+// DESIGN.md, "tmux delivery waits for idle"). The scheduler's goroutine owns it.
 type tmuxQueue struct {
 	typing int    // items of the batch being typed, not yet finished
 	after  uint64 // a batch ended at this many readings: judge only on a newer one
@@ -109,12 +109,12 @@ func (w *agentWatcher) readHook(ctx context.Context) {
 	w.mu.Unlock()
 }
 
-// scheduleTmux is the loop's scheduling of a tmux agent: with no batch
+// scheduleTmux is the scheduler's scheduling of a tmux agent: with no batch
 // being typed, the waiting messages go as one batch if the agent is not
 // WORKING (and a reading newer than the last batch says so); else each is
 // reported queued once, and if one interrupts, the interrupt key goes to
 // the pane once. start marks an item running; the batch's results come
-// back on done. It reports whether messages wait, so the loop asks again
+// back on done. It reports whether messages wait, so the scheduler asks again
 // after a pane poll.
 func (w *agentWatcher) scheduleTmux(ctx context.Context, q *tmuxQueue, items []*item, start func(*item), done chan<- finished) bool {
 	if q.typing > 0 {

@@ -46,21 +46,18 @@ type digestInput struct {
 // they held plus those never fetched. The approvals line comes only when
 // approvals wait; with no unread message the digest is that line alone,
 // with neither it returns "".
-func digest(in digestInput, maxChars int) string {
-	ctl := or(in.Ctl, "maosctl")
-	approvals := ""
-	if in.ToApprove > 0 {
-		approvals = fmt.Sprintf("%d %s for %s's decision: %s approval list --approver %s --state pending; "+
-			"approve: %s approval approve ID --approver %s; reject: %s approval reject ID --approver %s "+
-			"(each shows the action and its hash first)\n",
-			in.ToApprove, plural(in.ToApprove, "approval waits", "approvals wait"), in.Agent, ctl, in.Agent, ctl, in.Agent, ctl, in.Agent)
-	}
-	total := max(in.TotalUnread, len(in.Messages))
-	if total == 0 {
-		return truncateUTF8(approvals, maxChars)
-	}
-	msgs := slices.Clone(in.Messages)
-	// Urgent first, then newest first: seq is the cluster's total order.
+// digestGroup is one thread of a digest: its first message in digest
+// order and how many of the thread's messages it stands for.
+type digestGroup struct {
+	head  fsm.Message
+	count int
+}
+
+// digestGroups orders msgs urgent first, then newest first (seq is the
+// cluster's total order), groups them by thread in that order, and counts
+// the urgent ones.
+func digestGroups(in []fsm.Message) ([]*digestGroup, int) {
+	msgs := slices.Clone(in)
 	slices.SortStableFunc(msgs, func(a, b fsm.Message) int {
 		if ua, ub := a.Priority == fsm.PriorityUrgent, b.Priority == fsm.PriorityUrgent; ua != ub {
 			if ua {
@@ -76,12 +73,8 @@ func digest(in digestInput, maxChars int) string {
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
-	type group struct {
-		head  fsm.Message
-		count int
-	}
-	var groups []*group
-	byThread := map[string]*group{}
+	var groups []*digestGroup
+	byThread := map[string]*digestGroup{}
 	urgent := 0
 	for _, m := range msgs {
 		if m.Priority == fsm.PriorityUrgent {
@@ -95,11 +88,27 @@ func digest(in digestInput, maxChars int) string {
 			g.count++
 			continue
 		}
-		g := &group{head: m, count: 1}
+		g := &digestGroup{head: m, count: 1}
 		byThread[key] = g
 		groups = append(groups, g)
 	}
+	return groups, urgent
+}
 
+func digest(in digestInput, maxChars int) string {
+	ctl := or(in.Ctl, "maosctl")
+	approvals := ""
+	if in.ToApprove > 0 {
+		approvals = fmt.Sprintf("%d %s for %s's decision: %s approval list --approver %s --state pending; "+
+			"approve: %s approval approve ID --approver %s; reject: %s approval reject ID --approver %s "+
+			"(each shows the action and its hash first)\n",
+			in.ToApprove, plural(in.ToApprove, "approval waits", "approvals wait"), in.Agent, ctl, in.Agent, ctl, in.Agent, ctl, in.Agent)
+	}
+	total := max(in.TotalUnread, len(in.Messages))
+	if total == 0 {
+		return truncateUTF8(approvals, maxChars)
+	}
+	groups, urgent := digestGroups(in.Messages)
 	header := approvals + fmt.Sprintf("%d unread %s for %s", total, plural(total, "message", "messages"), in.Agent)
 	if urgent > 0 {
 		header += fmt.Sprintf(" (%d urgent)", urgent)

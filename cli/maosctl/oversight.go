@@ -410,17 +410,7 @@ func audit(c *cli.Context) error {
 				return fmt.Errorf("audit: the node returned event %d in a page after %d", e.Seq, after)
 			}
 			after = e.Seq
-			if asJSON {
-				b, err := json.Marshal(e)
-				if err != nil {
-					return fmt.Errorf("encode JSON: %w", err)
-				}
-				b = append(b, '\n')
-				_, err = c.App.Writer.Write(b)
-			} else {
-				_, err = fmt.Fprintln(c.App.Writer, e.Line)
-			}
-			if err != nil {
+			if err := printAuditEvent(c, e, asJSON); err != nil {
 				return err
 			}
 			printed++
@@ -450,6 +440,21 @@ func audit(c *cli.Context) error {
 		case <-timer.C:
 		}
 	}
+}
+
+// printAuditEvent writes e as its text line, or as a JSON line.
+func printAuditEvent(c *cli.Context, e transport.AuditEntry, asJSON bool) error {
+	if !asJSON {
+		_, err := fmt.Fprintln(c.App.Writer, e.Line)
+		return err
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("encode JSON: %w", err)
+	}
+	b = append(b, '\n')
+	_, err = c.App.Writer.Write(b)
+	return err
 }
 
 func overviewCommand() *cli.Command {
