@@ -22,40 +22,40 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
 // ContentType is the media type an upload of file name is given: by its
-// extension, else fsm.DefaultArtifactContentType.
+// extension, else api.DefaultArtifactContentType.
 func ContentType(name string) string {
 	if t := mime.TypeByExtension(filepath.Ext(name)); t != "" {
 		return t
 	}
-	return fsm.DefaultArtifactContentType
+	return api.DefaultArtifactContentType
 }
 
 // Upload uploads the file at path as an artifact named name (default:
 // its base name), uploaded by from ("" for the client token's agent). The
 // same bytes again return the stored record (Existed set).
-func Upload(ctx context.Context, c *transport.Client, path, name, from string) (fsm.Artifact, error) {
+func Upload(ctx context.Context, c *transport.Client, path, name, from string) (api.Artifact, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return fsm.Artifact{}, fmt.Errorf("artifacts: upload: %w", err)
+		return api.Artifact{}, fmt.Errorf("artifacts: upload: %w", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return fsm.Artifact{}, fmt.Errorf("artifacts: upload: %w", err)
+		return api.Artifact{}, fmt.Errorf("artifacts: upload: %w", err)
 	}
 	if !st.Mode().IsRegular() {
-		return fsm.Artifact{}, fmt.Errorf("artifacts: upload %s: not a regular file", path)
+		return api.Artifact{}, fmt.Errorf("artifacts: upload %s: not a regular file", path)
 	}
 	if name == "" {
 		name = filepath.Base(path)
 	}
-	if err := fsm.ValidArtifactName("name", name); err != nil {
-		return fsm.Artifact{}, fmt.Errorf("artifacts: upload %s: %w", path, err)
+	if err := api.ValidArtifactName("name", name); err != nil {
+		return api.Artifact{}, fmt.Errorf("artifacts: upload %s: %w", path, err)
 	}
 	a, err := c.PutArtifact(ctx, f, st.Size(), transport.ArtifactUpload{Name: name, From: from, ContentType: ContentType(name)})
 	if err != nil {
@@ -82,8 +82,8 @@ type Local struct {
 // id before the rename (an error wrapping transport.ErrArtifactDamaged
 // otherwise, and nothing is left behind).
 func Fetch(ctx context.Context, c *transport.Client, id, name, dir string) (string, int64, error) {
-	if !fsm.ValidArtifactID(id) {
-		return "", 0, fmt.Errorf("artifacts: fetch: %w", fsm.ArtifactIDError("id", id))
+	if !api.ValidArtifactID(id) {
+		return "", 0, fmt.Errorf("artifacts: fetch: %w", api.ArtifactIDError("id", id))
 	}
 	if name == "" {
 		rec, err := c.ArtifactInfo(ctx, id, transport.Local)
@@ -92,7 +92,7 @@ func Fetch(ctx context.Context, c *transport.Client, id, name, dir string) (stri
 		}
 		name = rec.Name
 	}
-	if err := fsm.ValidArtifactName("name", name); err != nil {
+	if err := api.ValidArtifactName("name", name); err != nil {
 		return "", 0, fmt.Errorf("artifacts: fetch %s: %w", id, err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -103,7 +103,7 @@ func Fetch(ctx context.Context, c *transport.Client, id, name, dir string) (stri
 	case err == nil && same:
 		return path, size, nil
 	case err == nil:
-		path = filepath.Join(dir, strings.TrimPrefix(id, fsm.ArtifactIDPrefix)[:12]+"-"+name)
+		path = filepath.Join(dir, strings.TrimPrefix(id, api.ArtifactIDPrefix)[:12]+"-"+name)
 		if same, size, err := holds(path, id); err == nil && same {
 			return path, size, nil
 		}
@@ -149,14 +149,14 @@ func holds(path, id string) (bool, int64, error) {
 	if err != nil {
 		return false, 0, err
 	}
-	return fsm.ArtifactID(h.Sum(nil)) == id, n, nil
+	return api.ArtifactID(h.Sum(nil)) == id, n, nil
 }
 
 // FetchRefs fetches into dir every artifact that refs name (paths are
 // left as they are), each once, under its object's name or its record's.
 // A failure is kept in that entry's Err and the others go on; ctx's end
 // stops it with ctx's error.
-func FetchRefs(ctx context.Context, c *transport.Client, refs []fsm.ArtifactRef, dir string) ([]Local, error) {
+func FetchRefs(ctx context.Context, c *transport.Client, refs []api.ArtifactRef, dir string) ([]Local, error) {
 	var out []Local
 	seen := map[string]bool{}
 	for _, r := range refs {
@@ -184,7 +184,7 @@ func FetchRefs(ctx context.Context, c *transport.Client, refs []fsm.ArtifactRef,
 // UploadPaths uploads the files paths name (relative ones under dir) and
 // returns a reference to each, {id, name} with the file's base name, in
 // order; a path that cannot be uploaded is returned in failed with why.
-func UploadPaths(ctx context.Context, c *transport.Client, dir, from string, paths []string) (refs []fsm.ArtifactRef, failed []string) {
+func UploadPaths(ctx context.Context, c *transport.Client, dir, from string, paths []string) (refs []api.ArtifactRef, failed []string) {
 	for _, p := range paths {
 		full := p
 		if !filepath.IsAbs(full) {
@@ -195,7 +195,7 @@ func UploadPaths(ctx context.Context, c *transport.Client, dir, from string, pat
 			failed = append(failed, p+": "+err.Error())
 			continue
 		}
-		refs = append(refs, fsm.ArtifactRef{Ref: a.ID, Name: filepath.Base(full)})
+		refs = append(refs, api.ArtifactRef{Ref: a.ID, Name: filepath.Base(full)})
 	}
 	return refs, failed
 }

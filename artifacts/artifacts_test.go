@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/artifacts"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
 )
@@ -30,7 +30,7 @@ func node(t *testing.T) (*transporttest.Service, *transport.Client) {
 
 func idOf(b []byte) string {
 	s := sha256.Sum256(b)
-	return fsm.ArtifactID(s[:])
+	return api.ArtifactID(s[:])
 }
 
 func writeFile(t *testing.T, dir, name string, b []byte) string {
@@ -93,7 +93,7 @@ func TestFetchRefsSkipsPathsAndKeepsFailures(t *testing.T) {
 	}
 	missing := idOf([]byte("never uploaded"))
 	dst := t.TempDir()
-	got, err := artifacts.FetchRefs(ctx, cl, []fsm.ArtifactRef{
+	got, err := artifacts.FetchRefs(ctx, cl, []api.ArtifactRef{
 		{Ref: "shared/context/plan.md"}, {Ref: a.ID, Name: "input.txt"}, {Ref: a.ID, Name: "input.txt"}, {Ref: missing, Name: "gone.bin"},
 	}, dst)
 	if err != nil {
@@ -136,10 +136,10 @@ func TestUploadRefusals(t *testing.T) {
 	if _, err := artifacts.Upload(ctx, cl, dir, "", "a"); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Errorf("a directory: %v", err)
 	}
-	if _, err := artifacts.Upload(ctx, cl, writeFile(t, dir, "f", nil), "a/b", "a"); !errors.Is(err, fsm.ErrInvalid) || !strings.Contains(err.Error(), "name") {
+	if _, err := artifacts.Upload(ctx, cl, writeFile(t, dir, "f", nil), "a/b", "a"); !errors.Is(err, api.ErrInvalid) || !strings.Contains(err.Error(), "name") {
 		t.Errorf("a name with a slash: %v", err)
 	}
-	if _, _, err := artifacts.Fetch(ctx, cl, "sha256:xyz", "", dir); !errors.Is(err, fsm.ErrInvalid) {
+	if _, _, err := artifacts.Fetch(ctx, cl, "sha256:xyz", "", dir); !errors.Is(err, api.ErrInvalid) {
 		t.Errorf("a bad id: %v", err)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -113,10 +113,10 @@ func ensureSink(ctx context.Context, c *transport.Client, to []string) error {
 	if len(to) != 1 || to[0] != DefaultTo {
 		return nil
 	}
-	if _, err := c.Agent(ctx, DefaultTo, transport.Local); !errors.Is(err, fsm.ErrNotFound) {
+	if _, err := c.Agent(ctx, DefaultTo, transport.Local); !errors.Is(err, api.ErrNotFound) {
 		return nil
 	}
-	if _, err := c.RegisterAgent(ctx, fsm.RegisterAgentCommand{ID: DefaultTo, Role: fsm.DefaultRole, Description: "maosctl bench's sink"}); err != nil {
+	if _, err := c.RegisterAgent(ctx, api.RegisterAgentCommand{ID: DefaultTo, Role: api.DefaultRole, Description: "maosctl bench's sink"}); err != nil {
 		return fmt.Errorf("bench: register the sink %s (a send may name only an agent that exists: register it with an admin token, or give --to): %w", DefaultTo, err)
 	}
 	return nil
@@ -206,10 +206,10 @@ func (s sender) loop(ctx context.Context, w int, more func() bool) {
 	o := s.o
 	cl := o.Clients[w%len(o.Clients)]
 	for i := 0; more(); i++ {
-		m := &fsm.Message{
+		m := &api.Message{
 			ID:      fmt.Sprintf("bench-%s-%d-%d", s.run, w, i),
 			Channel: o.Channel, From: o.From, To: o.To,
-			Content: fsm.Content{Text: s.text},
+			Content: api.Content{Text: s.text},
 		}
 		cctx, cancel := context.WithTimeout(ctx, o.CallTimeout)
 		t0 := time.Now()
@@ -319,8 +319,8 @@ func RunDelivery(ctx context.Context, o DeliveryOptions) (DeliveryReport, error)
 	}
 	var failure error
 	for i := 0; i < o.Count && ctx.Err() == nil && failure == nil; i++ {
-		m := &fsm.Message{ID: fmt.Sprintf("bench-%s-d-%d", run, i), Channel: so.Channel, From: so.From, To: so.To,
-			Content: fsm.Content{Text: text}}
+		m := &api.Message{ID: fmt.Sprintf("bench-%s-d-%d", run, i), Channel: so.Channel, From: so.From, To: so.To,
+			Content: api.Content{Text: text}}
 		failure = ds.deliverOne(ctx, o.Send, m, so.CallTimeout, rec, sendRec)
 	}
 	elapsed := time.Since(start)
@@ -414,7 +414,7 @@ func (ds *deliveryStream) forget(id string) {
 // deliverOne sends m through c and waits up to timeout for its event,
 // recording the send's latency in sendRec and the delivery's (or its
 // failure) in rec. It returns an error only when the stream ended.
-func (ds *deliveryStream) deliverOne(ctx context.Context, c *transport.Client, m *fsm.Message, timeout time.Duration, rec, sendRec *Recorder) error {
+func (ds *deliveryStream) deliverOne(ctx context.Context, c *transport.Client, m *api.Message, timeout time.Duration, rec, sendRec *Recorder) error {
 	got := ds.wait(m.ID)
 	cctx, ccancel := context.WithTimeout(ctx, timeout)
 	t0 := time.Now()
@@ -508,7 +508,7 @@ func RunFanout(ctx context.Context, o FanoutOptions) (FanoutReport, error) {
 	t0 := time.Now()
 	if err := fanoutEach(ids, func(_ int, id string) error {
 		return call(func(c context.Context) error {
-			_, err := o.Send.RegisterAgent(c, fsm.RegisterAgentCommand{ID: id, Role: o.Role, Description: "maosctl bench fanout"})
+			_, err := o.Send.RegisterAgent(c, api.RegisterAgentCommand{ID: id, Role: o.Role, Description: "maosctl bench fanout"})
 			if err != nil {
 				return fmt.Errorf("register %s: %w", id, err)
 			}
@@ -532,8 +532,8 @@ func RunFanout(ctx context.Context, o FanoutOptions) (FanoutReport, error) {
 	}); err != nil {
 		return FanoutReport{}, fmt.Errorf("bench: fanout: %w", err)
 	}
-	m := &fsm.Message{ID: "bench-" + RunID() + "-fanout", Channel: so.Channel, From: so.From, To: []string{o.To},
-		Content: fsm.Content{Text: Payload(so.Size)}}
+	m := &api.Message{ID: "bench-" + RunID() + "-fanout", Channel: so.Channel, From: so.From, To: []string{o.To},
+		Content: api.Content{Text: Payload(so.Size)}}
 	start := time.Now()
 	var res *transport.SendResponse
 	if err := call(func(c context.Context) (err error) { res, err = o.Send.Send(c, m); return err }); err != nil {

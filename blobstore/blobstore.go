@@ -63,12 +63,12 @@ func (e *MismatchError) Error() string {
 func (e *MismatchError) Unwrap() error { return ErrMismatch }
 
 // ID is the id of the bytes whose SHA-256 is sum: IDPrefix and sum in
-// lowercase hex. The one spelling of a content address (fsm.ArtifactID is
+// lowercase hex. The one spelling of a content address (api.ArtifactID is
 // this).
 func ID(sum []byte) string { return IDPrefix + hex.EncodeToString(sum) }
 
 // ValidID reports whether id is "sha256:" and 64 lowercase hex digits: the
-// one check of a content address (fsm.ValidArtifactID is this).
+// one check of a content address (api.ValidArtifactID is this).
 func ValidID(id string) bool {
 	h, ok := strings.CutPrefix(id, IDPrefix)
 	if !ok || len(h) != 64 {

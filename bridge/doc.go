@@ -7,7 +7,7 @@
 //     msg-YYYYMMDD-HHMMSS-{agent}-{hex}.json files, session_id as channel;
 //   - adr008: the messages/inbox/{agent}/ and messages/outbox/{agent}/ tree.
 //
-// Import (import.go) reads any of them, maps each dialect onto fsm.Message
+// Import (import.go) reads any of them, maps each dialect onto api.Message
 // (package dialect, given the file's Place) and sends it with
 // transport.Client.Send; the mapping is a pure function of the file's bytes
 // and place, so a second import is answered by the idempotent send (same

@@ -10,8 +10,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/dialect"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -91,7 +91,7 @@ func Import(ctx context.Context, c *transport.Client, root string, opt dialect.O
 	}
 	type mapped struct {
 		f File
-		m *fsm.Message
+		m *api.Message
 	}
 	var todo []mapped
 	for _, f := range files {
@@ -123,7 +123,7 @@ func Import(ctx context.Context, c *transport.Client, root string, opt dialect.O
 	for _, t := range todo {
 		_, err := c.Message(ctx, t.m.ID, transport.Strong)
 		already := err == nil
-		if err != nil && !errors.Is(err, fsm.ErrNotFound) {
+		if err != nil && !errors.Is(err, api.ErrNotFound) {
 			return rep, fmt.Errorf("import %s: look up %s: %w", t.f.Rel, t.m.ID, err)
 		}
 		res, err := sendPaced(ctx, c, t.m)
@@ -132,7 +132,7 @@ func Import(ctx context.Context, c *transport.Client, root string, opt dialect.O
 			if errors.As(err, &apiErr) && apiErr.Status >= 400 && apiErr.Status < 500 &&
 				apiErr.Status != http.StatusUnauthorized && apiErr.Status != http.StatusTooManyRequests {
 				reason := apiErr.Message
-				if errors.Is(err, fsm.ErrConflict) {
+				if errors.Is(err, api.ErrConflict) {
 					reason = fmt.Sprintf("id %s already holds a different message (%s)", t.m.ID, apiErr.Message)
 				}
 				rep.Skipped = append(rep.Skipped, Skipped{File: t.f.Rel, Reason: reason})
@@ -160,7 +160,7 @@ const (
 // sends it again (the same id: a send that did commit is answered as
 // such), within rateRetries and maxRateWait. Any other error, or a 429
 // past those bounds, is returned.
-func sendPaced(ctx context.Context, c *transport.Client, m *fsm.Message) (*transport.SendResponse, error) {
+func sendPaced(ctx context.Context, c *transport.Client, m *api.Message) (*transport.SendResponse, error) {
 	for try := 0; ; try++ {
 		res, err := c.Send(ctx, m)
 		if !errors.Is(err, transport.ErrRateLimited) {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/dialect"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/rules"
@@ -93,7 +94,7 @@ func refuseSends(sends *int, ok, status int, code, message string) func(http.Han
 // stored counts the messages in the node's state.
 func (n *node) stored(t *testing.T) int {
 	t.Helper()
-	p, err := n.svc.State().MessagesAfter(0, fsm.MaxPageLimit)
+	p, err := n.svc.State().MessagesAfter(0, api.MaxPageLimit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +168,7 @@ func TestImportStopsOnUnauthorized(t *testing.T) {
 func TestImportNeedsATokenForEverySender(t *testing.T) {
 	n := newNode(t, transport.ServerOptions{Auth: &transport.AuthConfig{AdminToken: adminSecret}}, nil)
 	const codexSecret = "maos_codex-0123456789"
-	if _, err := n.svc.ApplyCommand(fsm.OpCreateToken, fsm.CreateTokenCommand{ID: "tok-codex", Agent: "codex", Role: fsm.TokenRoleAgent, Hash: fsm.HashToken(codexSecret)}); err != nil {
+	if _, err := n.svc.ApplyCommand(api.OpCreateToken, api.CreateTokenCommand{ID: "tok-codex", Agent: "codex", Role: api.TokenRoleAgent, Hash: fsm.HashToken(codexSecret)}); err != nil {
 		t.Fatal(err)
 	}
 	root := channelDir(t, "codex", 2)
@@ -195,11 +196,11 @@ func TestImportNeedsATokenForEverySender(t *testing.T) {
 // rules (403), a secret (422).
 func TestImportSkipsFilesTheClusterRefuses(t *testing.T) {
 	n := newNode(t, transport.ServerOptions{}, nil)
-	if _, err := n.svc.ApplyCommand(fsm.OpSetRules, fsm.SetRulesCommand{Rules: &rules.Document{
+	if _, err := n.svc.ApplyCommand(api.OpSetRules, api.SetRulesCommand{Rules: &rules.Document{
 		Forbidden: []rules.ForbiddenRule{{From: "qc-1", To: "*", Reason: "qc reports go to the lead"}}}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.svc.ApplyCommand(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "gemini", Role: "agent"}); err != nil {
+	if _, err := n.svc.ApplyCommand(api.OpRegisterAgent, api.RegisterAgentCommand{ID: "gemini", Role: "agent"}); err != nil {
 		t.Fatal(err)
 	}
 	root := t.TempDir()
@@ -232,7 +233,7 @@ func TestImportSkipsFilesTheClusterRefuses(t *testing.T) {
 	}
 	// A farm importing mail to agents it does not run (yet) lets names no
 	// one answers to through for the import.
-	if _, err := n.svc.ApplyCommand(fsm.OpSetConfig, fsm.SetConfigCommand{Key: "unknown_recipients", Value: json.RawMessage(`"accept"`)}); err != nil {
+	if _, err := n.svc.ApplyCommand(api.OpSetConfig, api.SetConfigCommand{Key: "unknown_recipients", Value: json.RawMessage(`"accept"`)}); err != nil {
 		t.Fatal(err)
 	}
 	rep, err = Import(context.Background(), n.client(""), root, dialect.Options{})

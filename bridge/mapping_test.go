@@ -7,21 +7,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/dialect"
-	"github.com/maos-project/maos/fsm"
 )
 
 // scanMap scans root and maps each file it finds at its place. What a
 // body gives its message is package dialect's to test; these tests check
 // what the folder layout adds: which files are messages, and each one's
 // place (the channel folder, the outbox's sender, the file name's id).
-func scanMap(t *testing.T, root string) (map[string]*fsm.Message, []string) {
+func scanMap(t *testing.T, root string) (map[string]*api.Message, []string) {
 	t.Helper()
 	files, ignored, err := Scan(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]*fsm.Message{}
+	out := map[string]*api.Message{}
 	for _, f := range files {
 		raw, err := os.ReadFile(f.Path)
 		if err != nil {
@@ -89,8 +89,8 @@ func TestMapADR008AndOrchestrator(t *testing.T) {
 
 func TestWriteFileNeverRewrites(t *testing.T) {
 	dir := t.TempDir()
-	m := &fsm.Message{ID: "msg-20260111-163315-claude-4c78", Seq: 7, Channel: "c", From: "claude", To: fsm.Recipients{"codex"},
-		Type: "chat", Content: fsm.Content{Text: "hi"}, Timestamp: time.Date(2026, 1, 11, 16, 33, 15, 123e6, time.UTC)}
+	m := &api.Message{ID: "msg-20260111-163315-claude-4c78", Seq: 7, Channel: "c", From: "claude", To: api.Recipients{"codex"},
+		Type: "chat", Content: api.Content{Text: "hi"}, Timestamp: time.Date(2026, 1, 11, 16, 33, 15, 123e6, time.UTC)}
 	ok, err := WriteFile(dir, m)
 	if err != nil || !ok {
 		t.Fatalf("first write: %v %v", ok, err)

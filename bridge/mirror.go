@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -44,11 +44,11 @@ type FileContent struct {
 // shape has no place for, when set and not already there: title, priority,
 // in_reply_to, thread_id, correlation_id, tags, requires_response,
 // recipients.
-func ToFile(m *fsm.Message) FileMessage {
+func ToFile(m *api.Message) FileMessage {
 	f := FileMessage{
 		ID: m.ID, Seq: m.Seq, SessionID: m.Channel, From: m.From, Type: m.Type,
 		Timestamp: m.Timestamp.UTC().Format("2006-01-02T15:04:05.000Z"),
-		Content:   FileContent{Text: m.Content.Text, Artifacts: fsm.ArtifactStrings(m.Content.Artifacts)},
+		Content:   FileContent{Text: m.Content.Text, Artifacts: api.ArtifactStrings(m.Content.Artifacts)},
 	}
 	if len(m.To) == 1 {
 		f.To = m.To[0]
@@ -95,8 +95,8 @@ func FileName(id string) string { return id + ".json" }
 // links are not supported it renames the .tmp after checking the name is
 // free. It reports whether it wrote the file; an existing file is never
 // opened for writing.
-func WriteFile(dir string, m *fsm.Message) (bool, error) {
-	if !fsm.ValidID(m.ID) {
+func WriteFile(dir string, m *api.Message) (bool, error) {
+	if !api.ValidID(m.ID) {
 		return false, fmt.Errorf("mirror: message id %q is not a safe file name", m.ID)
 	}
 	final := filepath.Join(dir, FileName(m.ID))
@@ -178,10 +178,10 @@ type Mirror struct {
 	Channel string
 	Dir     string
 	// OnWrite, if set, is called after each file written (path, message).
-	OnWrite func(path string, m *fsm.Message)
+	OnWrite func(path string, m *api.Message)
 	// OnSkip, if set, is called for each message not written because it
 	// is not public.
-	OnSkip func(m *fsm.Message)
+	OnSkip func(m *api.Message)
 	// OnRetry, if set, is called by Follow before it reconnects a broken
 	// stream (the error, the seq it resumes after).
 	OnRetry func(err error, after uint64)
@@ -194,7 +194,7 @@ type Mirror struct {
 // pageSize is how many messages one channel page asks for.
 const pageSize = 200
 
-func (mr *Mirror) write(m *fsm.Message) error {
+func (mr *Mirror) write(m *api.Message) error {
 	if !m.Public() {
 		mr.Skipped++
 		if mr.OnSkip != nil {
@@ -219,7 +219,7 @@ func (mr *Mirror) write(m *fsm.Message) error {
 
 // start creates the folder and returns the seq to resume after.
 func (mr *Mirror) start() (uint64, error) {
-	if !fsm.ValidName(mr.Channel) {
+	if !api.ValidName(mr.Channel) {
 		return 0, fmt.Errorf("mirror: channel %q is not a channel name", mr.Channel)
 	}
 	if err := os.MkdirAll(mr.Dir, 0o755); err != nil {

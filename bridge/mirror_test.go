@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
@@ -17,8 +18,8 @@ import (
 // send stores a message on the node as a client would.
 func (n *node) send(t *testing.T, id, from, to, visibility, typ string) {
 	t.Helper()
-	m := &fsm.Message{ID: id, From: from, To: fsm.Recipients{to}, Channel: "ops", Type: typ, Visibility: visibility,
-		Content: fsm.Content{Text: "text of " + id}}
+	m := &api.Message{ID: id, From: from, To: api.Recipients{to}, Channel: "ops", Type: typ, Visibility: visibility,
+		Content: api.Content{Text: "text of " + id}}
 	if _, err := n.client(adminSecret).Send(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
@@ -48,12 +49,12 @@ func files(t *testing.T, dir string) []string {
 func TestMirrorSkipsMessagesNotForEveryone(t *testing.T) {
 	n := newNode(t, transport.ServerOptions{Auth: &transport.AuthConfig{AdminToken: adminSecret}}, nil)
 	n.send(t, "msg-p1", "alice", "bob", "", "")
-	n.send(t, "msg-s", "alice", "bob", fsm.VisibilityPrivate, "")
+	n.send(t, "msg-s", "alice", "bob", api.VisibilityPrivate, "")
 	n.send(t, "msg-coc", "alice", "bob", "", fsm.TypeCoCViolationFlag)
 	n.send(t, "msg-p2", "bob", "alice", "", "")
 	dir := filepath.Join(t.TempDir(), "ops")
 	var skipped []string
-	mr := &Mirror{Client: n.client(adminSecret), Channel: "ops", Dir: dir, OnSkip: func(m *fsm.Message) { skipped = append(skipped, m.ID) }}
+	mr := &Mirror{Client: n.client(adminSecret), Channel: "ops", Dir: dir, OnSkip: func(m *api.Message) { skipped = append(skipped, m.ID) }}
 	if _, err := mr.Once(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -69,10 +70,10 @@ func TestMirrorSkipsMessagesNotForEveryone(t *testing.T) {
 	defer cancel()
 	fo := &Mirror{Client: n.client(adminSecret), Channel: "ops", Dir: dir}
 	wrote := make(chan string, 8)
-	fo.OnWrite = func(_ string, m *fsm.Message) { wrote <- m.ID }
+	fo.OnWrite = func(_ string, m *api.Message) { wrote <- m.ID }
 	done := make(chan error, 1)
 	go func() { done <- fo.Follow(ctx) }()
-	n.send(t, "msg-s2", "bob", "alice", fsm.VisibilityPrivate, "")
+	n.send(t, "msg-s2", "bob", "alice", api.VisibilityPrivate, "")
 	n.send(t, "msg-p3", "bob", "alice", "", "")
 	select {
 	case id := <-wrote:

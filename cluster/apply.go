@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
@@ -18,7 +19,7 @@ import (
 // there; batch.go), retried through elections (leaderDo). The result is
 // the state machine's answer as JSON. Every write of the API, sends
 // included, comes this way.
-func (n *Node) Apply(ctx context.Context, op fsm.Op, body any) (json.RawMessage, error) {
+func (n *Node) Apply(ctx context.Context, op api.Op, body any) (json.RawMessage, error) {
 	data, err := fsm.Encode(op, n.cfg.Now().UnixNano(), body)
 	if err != nil {
 		return nil, err

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster/clustertest"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -100,7 +100,7 @@ func benchSendDuringPuts(b *testing.B, load bool) {
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := range b.N {
-		m := &fsm.Message{ID: fmt.Sprintf("during-%d", i), From: "bench", To: fsm.Recipients{"all"}, Channel: "bench", Content: fsm.Content{Text: text}}
+		m := &api.Message{ID: fmt.Sprintf("during-%d", i), From: "bench", To: api.Recipients{"all"}, Channel: "bench", Content: api.Content{Text: text}}
 		m.Normalize(time.Now())
 		t0 := time.Now()
 		if _, err := leader.Send(ctx, m); err != nil {

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster"
 	"github.com/maos-project/maos/cluster/clustertest"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -23,7 +23,7 @@ func TestLeaderDeletesUnreferencedArtifacts(t *testing.T) {
 	if _, err := cl.SetConfig(ctx, "artifact_retention_seconds", 1); err != nil {
 		t.Fatal(err)
 	}
-	put := func(b string) fsm.Artifact {
+	put := func(b string) api.Artifact {
 		t.Helper()
 		a, err := cl.PutArtifact(ctx, bytes.NewReader([]byte(b)), int64(len(b)), transport.ArtifactUpload{Name: "f.txt", From: "alice"})
 		if err != nil {
@@ -33,14 +33,14 @@ func TestLeaderDeletesUnreferencedArtifacts(t *testing.T) {
 	}
 	loose, kept := put("nobody references me"), put("a message references me")
 	m := clustertest.Msg("alice", "ops", "see attached")
-	m.Content.Artifacts = []fsm.ArtifactRef{{Ref: kept.ID, Name: "f.txt"}}
+	m.Content.Artifacts = []api.ArtifactRef{{Ref: kept.ID, Name: "f.txt"}}
 	if _, err := cl.Send(ctx, m); err != nil {
 		t.Fatal(err)
 	}
 	gone := func(id string) func() bool {
 		return func() bool {
 			for _, n := range c.Nodes {
-				if _, err := n.FSM().Artifact(id); !errors.Is(err, fsm.ErrNotFound) {
+				if _, err := n.FSM().Artifact(id); !errors.Is(err, api.ErrNotFound) {
 					return false
 				}
 			}

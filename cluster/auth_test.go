@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster"
 	"github.com/maos-project/maos/cluster/clustertest"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -128,7 +128,7 @@ func TestAuthImpersonationRefusedOnEveryNode(t *testing.T) {
 		if apiStatus(err) != http.StatusForbidden {
 			t.Errorf("codex sending as claude through %s: err = %v; want 403", n.ID(), err)
 		}
-		if _, err := l.Client.Message(clustertest.Context(t), m.ID, transport.Strong); !errors.Is(err, fsm.ErrNotFound) {
+		if _, err := l.Client.Message(clustertest.Context(t), m.ID, transport.Strong); !errors.Is(err, api.ErrNotFound) {
 			t.Errorf("refused message %s through %s: strong read err = %v; want not found", m.ID, n.ID(), err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster"
 	"github.com/maos-project/maos/cluster/clustertest"
 	"github.com/maos-project/maos/fsm"
@@ -102,7 +103,7 @@ func TestBatchOnALeaderLosingQuorum(t *testing.T) {
 	l := c.Leader()
 	var entries [][]byte
 	for i := range 5 {
-		e, err := fsm.Encode(fsm.OpSend, time.Now().UnixNano(), fsm.SendCommand{Message: *clustertest.Msg("codex", "lost", fmt.Sprintf("m%d", i))})
+		e, err := fsm.Encode(api.OpSend, time.Now().UnixNano(), api.SendCommand{Message: *clustertest.Msg("codex", "lost", fmt.Sprintf("m%d", i))})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster/clustertest"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -75,8 +75,8 @@ func BenchmarkSend(b *testing.B) {
 						if i > int64(b.N) {
 							return
 						}
-						m := &fsm.Message{ID: fmt.Sprintf("bench-%d", i), From: "bench", To: fsm.Recipients{"all"},
-							Channel: "bench", Content: fsm.Content{Text: text}}
+						m := &api.Message{ID: fmt.Sprintf("bench-%d", i), From: "bench", To: api.Recipients{"all"},
+							Channel: "bench", Content: api.Content{Text: text}}
 						m.Normalize(time.Now())
 						if _, err := cl.Send(ctx, m); err != nil {
 							errs <- err

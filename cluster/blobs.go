@@ -12,8 +12,8 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/blobstore"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -255,7 +255,7 @@ func (n *Node) OpenBlob(ctx context.Context, id string) (io.ReadSeekCloser, int6
 
 // fetchBlob copies blob id from the first peer that has a good copy (each
 // checked twice: by the peer, and against the id as it is stored here)
-// and returns that peer's id; none: an error wrapping fsm.ErrNotFound.
+// and returns that peer's id; none: an error wrapping api.ErrNotFound.
 func (n *Node) fetchBlob(ctx context.Context, id string) (string, error) {
 	peers, _, _, err := n.blobPeers()
 	if err != nil {
@@ -285,7 +285,7 @@ func (n *Node) fetchBlob(ctx context.Context, id string) (string, error) {
 	if len(tried) == 0 {
 		tried = append(tried, "none: this node is alone")
 	}
-	return "", fmt.Errorf("no other node has a good copy (asked %s): %w", strings.Join(tried, "; "), fsm.ErrNotFound)
+	return "", fmt.Errorf("no other node has a good copy (asked %s): %w", strings.Join(tried, "; "), api.ErrNotFound)
 }
 
 // ReceiveBlob implements transport.Blobs: a peer's push, kept when the
@@ -293,7 +293,7 @@ func (n *Node) fetchBlob(ctx context.Context, id string) (string, error) {
 func (n *Node) ReceiveBlob(ctx context.Context, id string, body io.Reader, size int64) error {
 	if _, err := n.blobs.PutExpect(id, body, 0); err != nil {
 		if errors.Is(err, blobstore.ErrMismatch) || errors.Is(err, blobstore.ErrInvalidID) {
-			return fmt.Errorf("%w: %w", fsm.ErrInvalid, err)
+			return fmt.Errorf("%w: %w", api.ErrInvalid, err)
 		}
 		return fmt.Errorf("cluster: receive artifact %s: %w", id, err)
 	}
@@ -301,7 +301,7 @@ func (n *Node) ReceiveBlob(ctx context.Context, id string, body io.Reader, size 
 }
 
 // LocalBlob implements transport.Blobs: this node's own copy, checked;
-// none or a damaged one (logged) is an error wrapping fsm.ErrNotFound.
+// none or a damaged one (logged) is an error wrapping api.ErrNotFound.
 func (n *Node) LocalBlob(ctx context.Context, id string) (io.ReadSeekCloser, int64, error) {
 	f, size, err := n.blobs.Open(id)
 	switch {
@@ -311,7 +311,7 @@ func (n *Node) LocalBlob(ctx context.Context, id string) (io.ReadSeekCloser, int
 		n.logger.Warn("artifact: local copy damaged (a peer asked for it)", "id", id, "error", err)
 		fallthrough
 	case errors.Is(err, blobstore.ErrMissing):
-		return nil, 0, fmt.Errorf("node %s has no good copy of artifact %s (%w): %w", n.cfg.NodeID, id, err, fsm.ErrNotFound)
+		return nil, 0, fmt.Errorf("node %s has no good copy of artifact %s (%w): %w", n.cfg.NodeID, id, err, api.ErrNotFound)
 	}
 	return nil, 0, fmt.Errorf("cluster: artifact %s: %w", id, err)
 }
@@ -387,7 +387,7 @@ func (n *Node) repairBlobs(st *blobRepair) {
 		st.after, st.lastFull = 0, time.Now()
 	}
 	for range 1000 { // pages; bounded
-		page, err := n.fsm.Artifacts(fsm.ArtifactQuery{After: st.after, Limit: fsm.MaxPageLimit})
+		page, err := n.fsm.Artifacts(api.ArtifactQuery{After: st.after, Limit: api.MaxPageLimit})
 		if err != nil {
 			n.logger.Warn("artifact repair: list records", "error", err)
 			return
@@ -415,7 +415,7 @@ func (n *Node) repairBlobs(st *blobRepair) {
 			delete(st.missing, id)
 			continue
 		}
-		if _, err := n.fsm.Artifact(id); errors.Is(err, fsm.ErrNotFound) {
+		if _, err := n.fsm.Artifact(id); errors.Is(err, api.ErrNotFound) {
 			delete(st.missing, id) // deleted meanwhile
 			continue
 		}
@@ -452,7 +452,7 @@ func (n *Node) collectBlobs(st *blobRepair) {
 	removed := 0
 	err := n.blobs.Walk(func(b blobstore.Info) error {
 		_, err := n.fsm.Artifact(b.ID)
-		if !errors.Is(err, fsm.ErrNotFound) {
+		if !errors.Is(err, api.ErrNotFound) {
 			return nil // recorded, or the state cannot say: keep
 		}
 		age := now.Sub(b.ModTime)
@@ -488,7 +488,7 @@ func (n *Node) deleteDueArtifacts() {
 	}
 	for _, id := range ids {
 		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.RetryTimeout)
-		_, err := n.Apply(ctx, fsm.OpArtifactDelete, fsm.ArtifactDeleteCommand{ID: id, By: fsm.SystemSender, Unreferenced: true})
+		_, err := n.Apply(ctx, api.OpArtifactDelete, api.ArtifactDeleteCommand{ID: id, By: api.SystemSender, Unreferenced: true})
 		cancel()
 		if err != nil {
 			n.logger.Warn("retention: delete artifact", "id", id, "error", err)

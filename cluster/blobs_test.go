@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster/clustertest"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -36,7 +36,7 @@ func blobData(n int, seed uint64) []byte {
 
 func blobID(b []byte) string {
 	s := sha256.Sum256(b)
-	return fsm.ArtifactIDPrefix + hex.EncodeToString(s[:])
+	return api.ArtifactIDPrefix + hex.EncodeToString(s[:])
 }
 
 // holders counts the running nodes whose store has id.
@@ -165,7 +165,7 @@ func TestBlobDamagedCopyServedFromPeerAndRepaired(t *testing.T) {
 	// damaged, reads still get the good one.
 	flipByte(t, c.Nodes[0].BlobStore().Path(id), 1)
 	flipByte(t, c.Nodes[1].BlobStore().Path(id), 2)
-	if _, _, err := c.Nodes[0].LocalBlob(clustertest.Context(t), id); !errors.Is(err, fsm.ErrNotFound) {
+	if _, _, err := c.Nodes[0].LocalBlob(clustertest.Context(t), id); !errors.Is(err, api.ErrNotFound) {
 		t.Fatalf("LocalBlob of a damaged copy = %v, want not found", err)
 	}
 	got, source = readBlob(t, c.Nodes[1], id)
@@ -198,14 +198,14 @@ func TestBlobNeedsMajority(t *testing.T) {
 
 // recordArtifact proposes, through n, the record of the bytes id (size
 // bytes) as alice's upload, and returns the record as applied.
-func recordArtifact(t *testing.T, n *clustertest.Node, id string, size int64) fsm.Artifact {
+func recordArtifact(t *testing.T, n *clustertest.Node, id string, size int64) api.Artifact {
 	t.Helper()
-	raw, err := n.Apply(clustertest.Context(t), fsm.OpArtifactPut, fsm.ArtifactPutCommand{ID: id, Name: "r.bin",
-		ContentType: fsm.DefaultArtifactContentType, Size: size, From: "alice"})
+	raw, err := n.Apply(clustertest.Context(t), api.OpArtifactPut, api.ArtifactPutCommand{ID: id, Name: "r.bin",
+		ContentType: api.DefaultArtifactContentType, Size: size, From: "alice"})
 	if err != nil {
 		t.Fatalf("%s: propose artifact_put %s: %v", n.ID(), id, err)
 	}
-	var a fsm.Artifact
+	var a api.Artifact
 	if err := json.Unmarshal(raw, &a); err != nil || a.ID != id || a.Existed {
 		t.Fatalf("%s: artifact_put %s = %s, %v", n.ID(), id, raw, err)
 	}
@@ -215,7 +215,7 @@ func recordArtifact(t *testing.T, n *clustertest.Node, id string, size int64) fs
 // deleteArtifact proposes, through n, an admin's delete of id's record.
 func deleteArtifact(t *testing.T, n *clustertest.Node, id string) {
 	t.Helper()
-	if _, err := n.Apply(clustertest.Context(t), fsm.OpArtifactDelete, fsm.ArtifactDeleteCommand{ID: id, By: "admin"}); err != nil {
+	if _, err := n.Apply(clustertest.Context(t), api.OpArtifactDelete, api.ArtifactDeleteCommand{ID: id, By: "admin"}); err != nil {
 		t.Fatalf("%s: propose artifact_delete %s: %v", n.ID(), id, err)
 	}
 }
@@ -338,7 +338,7 @@ func TestBlobGCRemovesOldOrphans(t *testing.T) {
 	passes := n.BlobPasses()
 	passes.Repair()
 	deleteArtifact(t, n, gone)
-	if _, err := n.Client.ArtifactInfo(ctx, gone, transport.Local); !errors.Is(err, fsm.ErrNotFound) {
+	if _, err := n.Client.ArtifactInfo(ctx, gone, transport.Local); !errors.Is(err, api.ErrNotFound) {
 		t.Fatalf("record after delete: %v, want not found", err)
 	}
 	n.CollectBlobs()

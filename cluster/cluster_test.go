@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster"
 	"github.com/maos-project/maos/cluster/clustertest"
 	"github.com/maos-project/maos/fsm"
@@ -92,7 +94,7 @@ func TestRetriedSendIsStoredOnce(t *testing.T) {
 	other := *m
 	other.Content.Text = "something else"
 	_, err = c.Follower().Client.Send(ctx, &other)
-	if !errors.Is(err, fsm.ErrConflict) {
+	if !errors.Is(err, api.ErrConflict) {
 		t.Fatalf("reuse of id with other content: got %v, want conflict", err)
 	}
 	chans, err := c.Leader().Client.Channels(ctx, transport.Strong)
@@ -122,7 +124,7 @@ func TestStrongReadThroughFollowerSeesAcknowledgedSend(t *testing.T) {
 			t.Fatalf("seq %d, want %d", got.Seq, res.Seq)
 		}
 	}
-	if _, err := f.Client.Message(ctx, "msg-nope", transport.Strong); !errors.Is(err, fsm.ErrNotFound) {
+	if _, err := f.Client.Message(ctx, "msg-nope", transport.Strong); !errors.Is(err, api.ErrNotFound) {
 		t.Fatalf("missing id: got %v, want not found", err)
 	}
 }
@@ -271,7 +273,7 @@ func TestClusterOperations(t *testing.T) {
 	if again, err := f.Client.TransferLeadership(ctx, tr.LeaderID); err != nil || again.LeaderID != tr.LeaderID {
 		t.Fatalf("transfer to the current leader = %+v, %v", again, err)
 	}
-	if _, err := f.Client.TransferLeadership(ctx, "nobody"); !errors.Is(err, fsm.ErrNotFound) {
+	if _, err := f.Client.TransferLeadership(ctx, "nobody"); !errors.Is(err, api.ErrNotFound) {
 		t.Fatalf("transfer to unknown node: got %v", err)
 	}
 
@@ -297,7 +299,7 @@ func TestClusterOperations(t *testing.T) {
 		t.Fatalf("remove %s: %v", victim.ID(), err)
 	}
 	clustertest.WaitFor(t, 10*time.Second, "two voters", func() bool { return c.Leader().Voters() == 2 })
-	if err := l.Client.Remove(ctx, "ghost"); !errors.Is(err, fsm.ErrNotFound) {
+	if err := l.Client.Remove(ctx, "ghost"); !errors.Is(err, api.ErrNotFound) {
 		t.Fatalf("remove unknown: got %v", err)
 	}
 	// A fresh node joins through a follower.
@@ -327,15 +329,15 @@ func TestApplyThroughFollowerAndStrongReadElsewhere(t *testing.T) {
 	if err != nil || !cfg.StrictSenders {
 		t.Fatalf("strong read of config on the other follower = %+v, %v", cfg, err)
 	}
-	if _, err := fs[1].Client.SetConfig(ctx, "nonsense", 1); !errors.Is(err, fsm.ErrInvalid) {
+	if _, err := fs[1].Client.SetConfig(ctx, "nonsense", 1); !errors.Is(err, api.ErrInvalid) {
 		t.Fatalf("unknown setting: got %v, want invalid", err)
 	}
 	// A command the state machine refuses at apply (not caught by a
 	// handler) comes back as its error, through the leader and through a
 	// follower's forward alike.
 	for _, n := range c.Nodes {
-		bad := fsm.SetConfigCommand{Key: "strict_senders", Value: []byte(`"yes"`)}
-		if _, err := n.Apply(ctx, fsm.OpSetConfig, bad); !errors.Is(err, fsm.ErrInvalid) {
+		bad := api.SetConfigCommand{Key: "strict_senders", Value: []byte(`"yes"`)}
+		if _, err := n.Apply(ctx, api.OpSetConfig, bad); !errors.Is(err, api.ErrInvalid) {
 			t.Fatalf("%s: apply-time refusal: got %v, want invalid", n.ID(), err)
 		}
 	}
@@ -345,7 +347,7 @@ func TestApplyThroughFollowerAndStrongReadElsewhere(t *testing.T) {
 	}
 	// The joins of n2 and n3 are audited too (AuditNode); of the rest,
 	// one CONFIG line.
-	var rest []fsm.AuditEvent
+	var rest []api.AuditEvent
 	for _, ev := range page.Events {
 		if ev.Kind != fsm.AuditNode {
 			rest = append(rest, ev)
@@ -390,7 +392,7 @@ func TestStreamOnAnotherNode(t *testing.T) {
 func TestLargeSendThroughFollower(t *testing.T) {
 	c := clustertest.New(t, 3)
 	ctx := clustertest.Context(t)
-	m := clustertest.Msg("a", "c", strings.Repeat("x", fsm.DefaultMaxBytes-1024))
+	m := clustertest.Msg("a", "c", strings.Repeat("x", api.DefaultMaxBytes-1024))
 	res, err := c.Follower().Client.Send(ctx, m)
 	if err != nil {
 		t.Fatalf("send of %d bytes through a follower: %v", len(m.Content.Text), err)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/hostport"
 	"github.com/maos-project/maos/transport"
 )
@@ -237,8 +237,8 @@ func fieldErr(field, format string, args ...any) error {
 // an IP). Open calls it; a caller may call it first to fail before
 // anything is opened.
 func (c *Config) Validate() error {
-	if !fsm.ValidName(c.NodeID) {
-		return fieldErr("NodeID", "%s", fsm.NameRule(c.NodeID))
+	if !api.ValidName(c.NodeID) {
+		return fieldErr("NodeID", "%s", api.NameRule(c.NodeID))
 	}
 	if c.DataDir == "" {
 		return fieldErr("DataDir", "required")
@@ -255,7 +255,7 @@ func (c *Config) Validate() error {
 	// A token the peers' servers would refuse as malformed fails here, not
 	// as a 401 on every forwarded call.
 	if err := (&transport.AuthConfig{AdminToken: c.AdminToken}).Validate(); err != nil {
-		var fe *fsm.FieldError
+		var fe *api.FieldError
 		if errors.As(err, &fe) {
 			return fieldErr("AdminToken", "%s", fe.Reason)
 		}

@@ -16,9 +16,9 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster"
 	"github.com/maos-project/maos/cluster/clustertest"
-	"github.com/maos-project/maos/fsm"
 )
 
 // diskMessages is how many messages BenchmarkDiskPerMessage stores; the
@@ -159,10 +159,10 @@ func storeMessages(tb testing.TB, node *clustertest.Node, count int, text func(i
 				mu.Lock()
 				body := text(i)
 				mu.Unlock()
-				m := fsm.Message{ID: fmt.Sprintf("bench-disk-%d", i), From: "bench", To: fsm.Recipients{"bench-sink"},
-					Channel: "bench", Content: fsm.Content{Text: body}}
+				m := api.Message{ID: fmt.Sprintf("bench-disk-%d", i), From: "bench", To: api.Recipients{"bench-sink"},
+					Channel: "bench", Content: api.Content{Text: body}}
 				m.Normalize(time.Now())
-				if _, err := node.Apply(ctx, fsm.OpSend, fsm.SendCommand{Message: m}); err != nil {
+				if _, err := node.Apply(ctx, api.OpSend, api.SendCommand{Message: m}); err != nil {
 					errs <- err
 					return
 				}

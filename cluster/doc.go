@@ -7,7 +7,7 @@
 // A Node implements transport.Backend, what the API serves: a proposer, a
 // read-only view of its state, membership and presence. Writes go through
 // Raft on the leader; a follower forwards them to the leader's HTTP API,
-// found through the replicated node registry (fsm.OpRegisterNode), and
+// found through the replicated node registry (api.OpRegisterNode), and
 // retries through an election with bounded backoff. Because a message id is fixed before the
 // first attempt and apply deduplicates by id, every retry is safe; when the
 // retries run out the caller gets transport.ErrOutcomeUnknown.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -34,7 +34,7 @@ func TestIsFinal(t *testing.T) {
 		{"no leader known", transport.ErrNoLeader, false},
 		{"network", fmt.Errorf("transport: %w", &url.Error{Op: "Post", URL: "http://x", Err: errors.New("connection refused")}), false},
 		{"hop deadline", context.DeadlineExceeded, false},
-		{"apply refusal", &applyError{err: fmt.Errorf("x: %w", fsm.ErrConflict)}, true},
+		{"apply refusal", &applyError{err: fmt.Errorf("x: %w", api.ErrConflict)}, true},
 		{"caller gone", context.Canceled, true},
 	}
 	for _, tt := range tests {

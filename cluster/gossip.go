@@ -19,7 +19,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -62,7 +62,7 @@ func buildVersion() string {
 // nodeEvent is a membership change memberlist reported.
 type nodeEvent struct {
 	node  string
-	event string // fsm.NodeEventJoin, NodeEventLeave or NodeEventDead
+	event string // api.NodeEventJoin, NodeEventLeave or NodeEventDead
 	addr  string // gossip host:port
 	api   string
 }
@@ -406,7 +406,7 @@ func (g *gossip) MergeRemoteState(buf []byte, join bool) {
 // --- memberlist.EventDelegate (called with memberlist's node lock held) ---
 
 func (g *gossip) NotifyJoin(n *memberlist.Node) {
-	g.update(n, fsm.NodeEventJoin)
+	g.update(n, api.NodeEventJoin)
 }
 
 func (g *gossip) NotifyUpdate(n *memberlist.Node) { g.update(n, "") }
@@ -414,7 +414,7 @@ func (g *gossip) NotifyUpdate(n *memberlist.Node) { g.update(n, "") }
 // NotifyLeave: a member is gone, "left" if it sent a leave notice shortly
 // before, "dead" otherwise.
 func (g *gossip) NotifyLeave(n *memberlist.Node) {
-	g.update(n, fsm.NodeEventDead)
+	g.update(n, api.NodeEventDead)
 }
 
 // update records n's address, metadata and status after event (join, dead,
@@ -436,12 +436,12 @@ func (g *gossip) update(n *memberlist.Node, event string) {
 	switch event {
 	case "":
 		e.status = transport.MemberAlive
-	case fsm.NodeEventJoin:
+	case api.NodeEventJoin:
 		e.status, e.leaving = transport.MemberAlive, time.Time{}
-	case fsm.NodeEventDead:
+	case api.NodeEventDead:
 		e.status = transport.MemberDead
 		if !e.leaving.IsZero() && time.Since(e.leaving) < leavingWindow {
-			e.status, event = transport.MemberLeft, fsm.NodeEventLeave
+			e.status, event = transport.MemberLeft, api.NodeEventLeave
 		}
 		e.leaving = time.Time{}
 	}
@@ -470,9 +470,9 @@ func (g *gossip) numAlive() int {
 // died or left turn OFFLINE; then the event goes on to the audit.
 func (g *gossip) handleEvent(ev nodeEvent) {
 	switch ev.event {
-	case fsm.NodeEventDead, fsm.NodeEventLeave:
+	case api.NodeEventDead, api.NodeEventLeave:
 		status := transport.MemberDead
-		if ev.event == fsm.NodeEventLeave {
+		if ev.event == api.NodeEventLeave {
 			status = transport.MemberLeft
 		}
 		if n := g.store.markNodeOffline(ev.node, reasonNode(ev.node, status)); n > 0 {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
@@ -153,7 +154,7 @@ const (
 func (n *Node) recordNodeEvent(ev nodeEvent) {
 	// The id is fixed before the first proposal: one that timed out may
 	// have committed, and the state machine audits an id once.
-	cmd := fsm.NodeEventCommand{ID: fmt.Sprintf("%s-%s-%s-%d", n.cfg.NodeID, ev.node, ev.event, n.cfg.Now().UnixNano()),
+	cmd := api.NodeEventCommand{ID: fmt.Sprintf("%s-%s-%s-%d", n.cfg.NodeID, ev.node, ev.event, n.cfg.Now().UnixNano()),
 		NodeID: ev.node, Event: ev.event, Reason: nodeEventReason(ev)}
 	if cmd.Validate() != nil {
 		return // a gossip member that is not a valid node id: not ours to audit
@@ -167,7 +168,7 @@ func (n *Node) recordNodeEvent(ev nodeEvent) {
 		case n.raft.State() == raft.Leader:
 			err := n.proposeNodeEvent(cmd)
 			if err == nil {
-				if ev.event == fsm.NodeEventDead {
+				if ev.event == api.NodeEventDead {
 					n.releaseLocksOf(ev.node)
 				}
 				return
@@ -178,7 +179,7 @@ func (n *Node) recordNodeEvent(ev nodeEvent) {
 				n.logger.Warn("could not record a node event in the audit trail", "member", ev.node, "event", ev.event, "error", err)
 				return
 			}
-		case leader != "" && (leader != ev.node || ev.event == fsm.NodeEventJoin):
+		case leader != "" && (leader != ev.node || ev.event == api.NodeEventJoin):
 			return // the leader records it
 		}
 		if time.Now().After(deadline) {
@@ -191,8 +192,8 @@ func (n *Node) recordNodeEvent(ev nodeEvent) {
 	}
 }
 
-func (n *Node) proposeNodeEvent(cmd fsm.NodeEventCommand) error {
-	data, err := fsm.Encode(fsm.OpNodeEvent, n.cfg.Now().UnixNano(), cmd)
+func (n *Node) proposeNodeEvent(cmd api.NodeEventCommand) error {
+	data, err := fsm.Encode(api.OpNodeEvent, n.cfg.Now().UnixNano(), cmd)
 	if err != nil {
 		return err
 	}
@@ -209,12 +210,12 @@ func (n *Node) proposeNodeEvent(cmd fsm.NodeEventCommand) error {
 // nodeEventReason is the text of a node event's audit line.
 func nodeEventReason(ev nodeEvent) string {
 	switch ev.event {
-	case fsm.NodeEventJoin:
+	case api.NodeEventJoin:
 		if ev.api != "" {
 			return fmt.Sprintf("joined gossip at %s (api %s)", ev.addr, ev.api)
 		}
 		return "joined gossip at " + ev.addr
-	case fsm.NodeEventLeave:
+	case api.NodeEventLeave:
 		return "left gossip (shut down) from " + ev.addr
 	default:
 		return "declared dead by gossip failure detection at " + ev.addr
@@ -233,13 +234,13 @@ func (n *Node) releaseLocksOf(node string) {
 	if len(holders) == 0 {
 		return
 	}
-	cmd := fsm.ReleaseHolderLocksCommand{Holders: holders, Reason: "node " + node + " declared dead"}
+	cmd := api.ReleaseHolderLocksCommand{Holders: holders, Reason: "node " + node + " declared dead"}
 	if cmd.Validate() != nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), nodeEventWait)
 	defer cancel()
-	if _, err := n.Apply(ctx, fsm.OpReleaseHolderLocks, cmd); err != nil {
+	if _, err := n.Apply(ctx, api.OpReleaseHolderLocks, cmd); err != nil {
 		n.logger.Warn("could not release the locks of a dead node's agents", "node", node, "agents", holders, "error", err)
 	}
 }

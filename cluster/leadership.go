@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 )
 
@@ -62,8 +63,8 @@ func (n *Node) watchLeadership() {
 // and, once applied, marks the term ready for strong reads.
 func (n *Node) establishLeadership() error {
 	term := n.raft.CurrentTerm()
-	data, err := fsm.Encode(fsm.OpRegisterNode, n.cfg.Now().UnixNano(),
-		fsm.RegisterNodeCommand{NodeID: n.cfg.NodeID, APIAddr: n.cfg.APIAddr, RaftAddr: n.cfg.RaftAdvertise})
+	data, err := fsm.Encode(api.OpRegisterNode, n.cfg.Now().UnixNano(),
+		api.RegisterNodeCommand{NodeID: n.cfg.NodeID, APIAddr: n.cfg.APIAddr, RaftAddr: n.cfg.RaftAdvertise})
 	if err != nil {
 		return err
 	}
@@ -79,7 +80,7 @@ func (n *Node) establishLeadership() error {
 	return nil
 }
 
-// fixClusterID commits the cluster's id (fsm.OpClusterID) if the state has
+// fixClusterID commits the cluster's id (api.OpClusterID) if the state has
 // none: at the first term of a new cluster, and, for a cluster whose data
 // dirs predate cluster ids, once every voter runs a build that applies it
 // (votersWithoutClusterIDs): a node of an older build would skip the entry
@@ -103,9 +104,9 @@ func (n *Node) fixClusterID() {
 		var b [16]byte
 		_, _ = rand.Read(b[:])
 		id := "c" + hex.EncodeToString(b[:])
-		data, err := fsm.Encode(fsm.OpClusterID, n.cfg.Now().UnixNano(), fsm.ClusterIDCommand{ClusterID: id})
+		data, err := fsm.Encode(api.OpClusterID, n.cfg.Now().UnixNano(), api.ClusterIDCommand{ClusterID: id})
 		if err == nil {
-			_, err = applyAs[*fsm.ClusterIDCommand](n, data)
+			_, err = applyAs[*api.ClusterIDCommand](n, data)
 		}
 		if err != nil {
 			n.logger.Warn("could not fix the cluster id", "error", err)
@@ -153,10 +154,10 @@ func (n *Node) requireAuth() {
 	if cfg, err := n.fsm.Config(); err != nil || cfg.AuthRequired {
 		return
 	}
-	data, err := fsm.Encode(fsm.OpSetConfig, n.cfg.Now().UnixNano(),
-		fsm.SetConfigCommand{Key: "auth_required", Value: []byte("true")})
+	data, err := fsm.Encode(api.OpSetConfig, n.cfg.Now().UnixNano(),
+		api.SetConfigCommand{Key: "auth_required", Value: []byte("true")})
 	if err == nil {
-		_, err = applyAs[*fsm.ClusterConfig](n, data)
+		_, err = applyAs[*api.ClusterConfig](n, data)
 	}
 	if err != nil {
 		n.logger.Warn("could not record auth_required in the cluster config", "error", err)

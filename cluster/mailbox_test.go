@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster"
 	"github.com/maos-project/maos/cluster/clustertest"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -28,7 +28,7 @@ func TestRoleSendThroughFollowerReadFromOtherNodes(t *testing.T) {
 		}
 	}
 	// Register through different nodes: every write reaches the leader.
-	for i, a := range []fsm.RegisterAgentCommand{
+	for i, a := range []api.RegisterAgentCommand{
 		{ID: "reviewer_1", Role: "reviewer", Capabilities: []string{"go"}},
 		{ID: "reviewer_2", Role: "reviewer"},
 		{ID: "engineer_1", Role: "engineer"},
@@ -39,7 +39,7 @@ func TestRoleSendThroughFollowerReadFromOtherNodes(t *testing.T) {
 	}
 
 	m := clustertest.Msg("codex", "review", "please review the retry logic")
-	m.To = fsm.Recipients{"role:reviewer"}
+	m.To = api.Recipients{"role:reviewer"}
 	res, err := sender.Client.Send(ctx, m)
 	if err != nil {
 		t.Fatalf("send through follower %s: %v", sender.ID(), err)
@@ -47,7 +47,7 @@ func TestRoleSendThroughFollowerReadFromOtherNodes(t *testing.T) {
 
 	for i, reviewer := range []string{"reviewer_1", "reviewer_2"} {
 		node := others[i]
-		page, err := node.Client.Inbox(ctx, reviewer, fsm.InboxQuery{Unread: true}, transport.Strong)
+		page, err := node.Client.Inbox(ctx, reviewer, api.InboxQuery{Unread: true}, transport.Strong)
 		if err != nil {
 			t.Fatalf("%s's inbox on %s: %v", reviewer, node.ID(), err)
 		}
@@ -79,7 +79,7 @@ func TestRoleSendThroughFollowerReadFromOtherNodes(t *testing.T) {
 	for _, r := range rc.Receipts {
 		states[r.Agent] = r.State
 	}
-	if states["reviewer_1"] != fsm.ReceiptRead || states["reviewer_2"] != fsm.ReceiptDelivered || len(states) != 2 {
+	if states["reviewer_1"] != api.ReceiptRead || states["reviewer_2"] != api.ReceiptDelivered || len(states) != 2 {
 		t.Errorf("receipts = %v, want reviewer_1 read and reviewer_2 delivered", states)
 	}
 
@@ -97,11 +97,11 @@ func TestRoleSendThroughFollowerReadFromOtherNodes(t *testing.T) {
 	// A role nobody has is refused with 404 through the follower too (the
 	// leader's apply decides it, naming the role), and nothing is stored.
 	bad := clustertest.Msg("codex", "review", "anyone?")
-	bad.To = fsm.Recipients{"role:nobody"}
+	bad.To = api.Recipients{"role:nobody"}
 	if _, err := sender.Client.Send(ctx, bad); !isAPI(err, transport.CodeNotFound) || !strings.Contains(err.Error(), `role "nobody" (no agent has it)`) {
 		t.Errorf("send to role:nobody = %v, want 404 not_found naming the role", err)
 	}
-	if _, err := c.Leader().Client.Message(ctx, bad.ID, transport.Strong); !errors.Is(err, fsm.ErrNotFound) {
+	if _, err := c.Leader().Client.Message(ctx, bad.ID, transport.Strong); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("refused message is stored: %v", err)
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster/clustertest"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -28,7 +28,7 @@ func TestClusterIDSameOnEveryNode(t *testing.T) {
 		}
 		return true
 	})
-	if !fsm.ValidClusterID(id) || !strings.HasPrefix(id, "c") {
+	if !api.ValidClusterID(id) || !strings.HasPrefix(id, "c") {
 		t.Fatalf("cluster id %q", id)
 	}
 }
@@ -47,7 +47,7 @@ func TestJoinWithALiveVotersIDRefused(t *testing.T) {
 		if replace {
 			want = "still answers"
 		}
-		if !errors.Is(err, fsm.ErrConflict) || !strings.Contains(err.Error(), "node id "+f.ID()+" is already a voter at raft address "+before) ||
+		if !errors.Is(err, api.ErrConflict) || !strings.Contains(err.Error(), "node id "+f.ID()+" is already a voter at raft address "+before) ||
 			!strings.Contains(err.Error(), want) {
 			t.Fatalf("replace=%v: join of a live voter's id: %v; want 409 naming it and %q", replace, err, want)
 		}

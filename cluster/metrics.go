@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/metrics"
 	"github.com/maos-project/maos/transport"
@@ -82,7 +83,7 @@ func (n *Node) MetricsState() metrics.NodeState {
 			st.Tasks[string(s)] = c
 		}
 	}
-	if c, err := n.fsm.ApprovalCount(fsm.ApprovalPending); err != nil {
+	if c, err := n.fsm.ApprovalCount(api.ApprovalPending); err != nil {
 		errs = append(errs, err)
 	} else {
 		st.PendingApprovals = c

@@ -9,8 +9,8 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster/clustertest"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/metrics"
 	"github.com/maos-project/maos/transport"
 )
@@ -170,10 +170,10 @@ func TestMetricsOfAThreeNodeCluster(t *testing.T) {
 	})
 
 	t.Run("tasks by state", func(t *testing.T) {
-		if _, err := leader.Client.RegisterAgent(ctx, fsm.RegisterAgentCommand{ID: "rita", Role: "agent"}); err != nil {
+		if _, err := leader.Client.RegisterAgent(ctx, api.RegisterAgentCommand{ID: "rita", Role: "agent"}); err != nil {
 			t.Fatal(err) // whom the tasks are for
 		}
-		for i, cmd := range []fsm.TaskCreateCommand{
+		for i, cmd := range []api.TaskCreateCommand{
 			{ID: "t-m1", From: "lead", To: "rita", Title: "first"},
 			{ID: "t-m2", From: "lead", To: "rita", Title: "second"},
 			{ID: "t-m3", From: "lead", To: "rita", Title: "after the first", DependsOn: []string{"t-m1"}},
@@ -185,8 +185,8 @@ func TestMetricsOfAThreeNodeCluster(t *testing.T) {
 		for _, n := range c.Nodes {
 			clustertest.WaitFor(t, 10*time.Second, n.ID()+"'s maos_tasks to match its state", func() bool {
 				fams := scrape(t, n)
-				for _, st := range fsm.TaskStates {
-					page, err := n.FSM().Tasks(fsm.TaskQuery{State: st, Limit: fsm.MaxPageLimit})
+				for _, st := range api.TaskStates {
+					page, err := n.FSM().Tasks(api.TaskQuery{State: st, Limit: api.MaxPageLimit})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -194,8 +194,8 @@ func TestMetricsOfAThreeNodeCluster(t *testing.T) {
 						return false
 					}
 				}
-				ready, _ := metrics.Value(fams, "maos_tasks", map[string]string{"state": string(fsm.TaskReady)})
-				waiting, _ := metrics.Value(fams, "maos_tasks", map[string]string{"state": string(fsm.TaskWaiting)})
+				ready, _ := metrics.Value(fams, "maos_tasks", map[string]string{"state": string(api.TaskReady)})
+				waiting, _ := metrics.Value(fams, "maos_tasks", map[string]string{"state": string(api.TaskWaiting)})
 				return ready == 2 && waiting == 1
 			})
 		}

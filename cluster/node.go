@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/blobstore"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/metrics"
@@ -419,7 +420,7 @@ func (n *Node) CheckJoinTargets(ctx context.Context, addrs []string) error {
 		st, err := n.client(addr).Status(sctx)
 		cancel()
 		switch {
-		case errors.Is(err, fsm.ErrConflict):
+		case errors.Is(err, api.ErrConflict):
 			return fmt.Errorf("cluster: the data dir %s holds cluster %s, and --join %s is a member of another: %w", n.cfg.DataDir, mine, addr, err)
 		case err == nil && st.ClusterID != "" && st.ClusterID != mine:
 			return fmt.Errorf("cluster: the data dir %s holds cluster %s, and --join %s (node %s) is a member of cluster %s: "+

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -80,11 +80,11 @@ func micros(t time.Time) uint64 {
 
 // put records a heartbeat of agent accepted by this node. u is normalized
 // and validated. A node other than this one, or a timestamp outside
-// [now-TTL, now+MaxPresenceAhead], is a *fsm.FieldError; a timestamp older
+// [now-TTL, now+MaxPresenceAhead], is a *api.FieldError; a timestamp older
 // than the recorded heartbeat's is a conflict, and nothing changes.
 func (s *presenceStore) put(agent string, u transport.PresenceUpdate) (transport.Presence, error) {
 	if u.Node != "" && u.Node != s.self {
-		return transport.Presence{}, &fsm.FieldError{Field: "node", Reason: fmt.Sprintf(
+		return transport.Presence{}, &api.FieldError{Field: "node", Reason: fmt.Sprintf(
 			"%q, but this is node %s: send heartbeats to the node the agent runs next to, or leave node out", u.Node, s.self)}
 	}
 	now := s.now()
@@ -92,12 +92,12 @@ func (s *presenceStore) put(agent string, u transport.PresenceUpdate) (transport
 	if u.Timestamp != nil {
 		ts = *u.Timestamp
 		if ahead := ts.Sub(now); ahead > transport.MaxPresenceAhead {
-			return transport.Presence{}, &fsm.FieldError{Field: "timestamp", Reason: fmt.Sprintf(
+			return transport.Presence{}, &api.FieldError{Field: "timestamp", Reason: fmt.Sprintf(
 				"%s is %s ahead of node %s's clock (at most %s); leave timestamp out to let the node stamp the heartbeat",
 				ts.UTC().Format(time.RFC3339Nano), ahead.Round(time.Millisecond), s.self, transport.MaxPresenceAhead)}
 		}
 		if age := now.Sub(ts); age > s.ttl {
-			return transport.Presence{}, &fsm.FieldError{Field: "timestamp", Reason: fmt.Sprintf(
+			return transport.Presence{}, &api.FieldError{Field: "timestamp", Reason: fmt.Sprintf(
 				"%s is %s old, past the presence TTL of %s: the heartbeat has already lapsed",
 				ts.UTC().Format(time.RFC3339Nano), age.Round(time.Millisecond), s.ttl)}
 		}
@@ -111,7 +111,7 @@ func (s *presenceStore) put(agent string, u transport.PresenceUpdate) (transport
 	cur, ok := s.recs[agent]
 	if ok && u.Timestamp != nil && ts.Before(cur.Timestamp) {
 		return transport.Presence{}, fmt.Errorf("cluster: presence of %s: the heartbeat at %s is older than the recorded one at %s (version %d); not applied: %w",
-			agent, ts.UTC().Format(time.RFC3339Nano), cur.Timestamp.Format(time.RFC3339Nano), cur.Version, fsm.ErrConflict)
+			agent, ts.UTC().Format(time.RFC3339Nano), cur.Timestamp.Format(time.RFC3339Nano), cur.Version, api.ErrConflict)
 	}
 	if ok && cur.State == transport.PresenceAwake && now.Sub(cur.Timestamp) <= s.ttl {
 		foldSources(&rec, &cur)
@@ -122,7 +122,7 @@ func (s *presenceStore) put(agent string, u transport.PresenceUpdate) (transport
 		return transport.Presence{}, err
 	}
 	if len(wire) > transport.MaxPresenceWire {
-		return transport.Presence{}, &fsm.FieldError{Field: "task", Reason: fmt.Sprintf(
+		return transport.Presence{}, &api.FieldError{Field: "task", Reason: fmt.Sprintf(
 			"the record would take %d bytes on the gossip wire, over the limit of %d; shorten task, reason or last_error",
 			len(wire), transport.MaxPresenceWire)}
 	}
@@ -193,7 +193,7 @@ func checkRecord(p *transport.Presence) error {
 	if err := u.Validate(p.AgentID); err != nil {
 		return fmt.Errorf("presence of %q from %q: %w", p.AgentID, p.Origin, err)
 	}
-	if !fsm.ValidName(p.Node) || !fsm.ValidName(p.Origin) {
+	if !api.ValidName(p.Node) || !api.ValidName(p.Origin) {
 		return fmt.Errorf("presence of %s: node %q or origin %q is not a valid node id", p.AgentID, p.Node, p.Origin)
 	}
 	if p.Version == 0 {
@@ -339,11 +339,11 @@ func (n *Node) Presence(context.Context) ([]transport.Presence, error) {
 	return n.presence.list(n.memberStatus), nil
 }
 
-// AgentPresence returns one agent's presence, fsm.ErrNotFound if unknown.
+// AgentPresence returns one agent's presence, api.ErrNotFound if unknown.
 func (n *Node) AgentPresence(_ context.Context, agent string) (transport.Presence, error) {
 	p, ok := n.presence.get(agent, n.memberStatus)
 	if !ok {
-		return p, fmt.Errorf("cluster: presence: node %s has no record of agent %q: %w", n.cfg.NodeID, agent, fsm.ErrNotFound)
+		return p, fmt.Errorf("cluster: presence: node %s has no record of agent %q: %w", n.cfg.NodeID, agent, api.ErrNotFound)
 	}
 	return p, nil
 }

@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
-	"github.com/maos-project/maos/fsm"
+
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -225,12 +226,12 @@ func TestPresencePutRefusals(t *testing.T) {
 		want error
 		text string
 	}{
-		{"other node", transport.PresenceUpdate{Node: "n2", State: "AWAKE", Substate: "IDLE"}, fsm.ErrInvalid, "this is node n1"},
-		{"far future", transport.PresenceUpdate{State: "AWAKE", Substate: "IDLE", Timestamp: ts(2 * time.Minute)}, fsm.ErrInvalid, "ahead of node n1's clock"},
-		{"already lapsed", transport.PresenceUpdate{State: "AWAKE", Substate: "IDLE", Timestamp: ts(-31 * time.Second)}, fsm.ErrInvalid, "presence TTL"},
-		{"older than recorded", transport.PresenceUpdate{State: "OFFLINE", Timestamp: ts(-time.Second)}, fsm.ErrConflict, "older than the recorded one"},
+		{"other node", transport.PresenceUpdate{Node: "n2", State: "AWAKE", Substate: "IDLE"}, api.ErrInvalid, "this is node n1"},
+		{"far future", transport.PresenceUpdate{State: "AWAKE", Substate: "IDLE", Timestamp: ts(2 * time.Minute)}, api.ErrInvalid, "ahead of node n1's clock"},
+		{"already lapsed", transport.PresenceUpdate{State: "AWAKE", Substate: "IDLE", Timestamp: ts(-31 * time.Second)}, api.ErrInvalid, "presence TTL"},
+		{"older than recorded", transport.PresenceUpdate{State: "OFFLINE", Timestamp: ts(-time.Second)}, api.ErrConflict, "older than the recorded one"},
 		{"too big for a packet", transport.PresenceUpdate{State: "OFFLINE", Channel: strings.Repeat("c", 64),
-			Task: strings.Repeat(`"`, transport.MaxPresenceTask), Reason: strings.Repeat(`\`, transport.MaxPresenceReason)}, fsm.ErrInvalid, "gossip wire"},
+			Task: strings.Repeat(`"`, transport.MaxPresenceTask), Reason: strings.Repeat(`\`, transport.MaxPresenceReason)}, api.ErrInvalid, "gossip wire"},
 	}
 	for _, tc := range cases {
 		agent := "codex"
@@ -325,7 +326,7 @@ func TestPresenceSourcePrecedence(t *testing.T) {
 	// An unknown source is refused, naming the field.
 	u := from("IDLE", "cron")
 	u.Normalize()
-	if err := u.Validate("claude"); !errors.Is(err, fsm.ErrInvalid) || !strings.Contains(err.Error(), `source: "cron" is not hook, pane or watcher`) {
+	if err := u.Validate("claude"); !errors.Is(err, api.ErrInvalid) || !strings.Contains(err.Error(), `source: "cron" is not hook, pane or watcher`) {
 		t.Errorf("unknown source: %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster"
 	"github.com/maos-project/maos/cluster/clustertest"
 	"github.com/maos-project/maos/fsm"
@@ -195,7 +196,7 @@ func TestPresenceGossip(t *testing.T) {
 	// nothing changes.
 	before := p2.Timestamp.Add(-time.Second)
 	_, err = cc.Client.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "OFFLINE", Timestamp: &before})
-	if !errors.Is(err, fsm.ErrConflict) {
+	if !errors.Is(err, api.ErrConflict) {
 		t.Errorf("older timestamped heartbeat: %v, want a conflict", err)
 	}
 	if got, _ := presenceOn(t, cc, "codex"); got != p2 {
@@ -276,7 +277,7 @@ func TestPresenceNodeDeadLeftAndBack(t *testing.T) {
 
 	// The crash-agent holds a lock; when its node is declared dead the
 	// leader releases it through the log.
-	grant, err := leader.Client.AcquireLock(ctx, fsm.LockAcquireCommand{Path: "src/retry.go", Holder: "crash-agent", TTL: fsm.LockTTL(time.Hour)})
+	grant, err := leader.Client.AcquireLock(ctx, api.LockAcquireCommand{Path: "src/retry.go", Holder: "crash-agent", TTL: api.LockTTL(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +336,7 @@ func TestPresenceNodeDeadLeftAndBack(t *testing.T) {
 // not counted).
 func waitAudit(t testing.TB, n *clustertest.Node, after uint64, want map[string]string) {
 	t.Helper()
-	var last []fsm.AuditEvent
+	var last []api.AuditEvent
 	poll(t, 15*time.Second, fmt.Sprintf("audit %v on %s", want, n.ID()), func() string { return fmt.Sprintf("%+v", last) }, func() bool {
 		page, err := n.FSM().Audit(after, 1000)
 		if err != nil {
@@ -376,7 +377,7 @@ func TestPresenceTTL(t *testing.T) {
 	}
 	// A heartbeat whose own time is already past the TTL is refused.
 	stale := time.Now().Add(-time.Second)
-	if _, err := n.Client.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "AWAKE", Timestamp: &stale}); !errors.Is(err, fsm.ErrInvalid) ||
+	if _, err := n.Client.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "AWAKE", Timestamp: &stale}); !errors.Is(err, api.ErrInvalid) ||
 		!strings.Contains(err.Error(), "TTL") {
 		t.Errorf("lapsed heartbeat: %v, want invalid naming the TTL", err)
 	}

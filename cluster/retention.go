@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 )
 
@@ -51,7 +52,7 @@ func (n *Node) trimLoop() {
 func (n *Node) trimChannel(channel string) {
 	for range 10 {
 		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.RetryTimeout)
-		raw, err := n.Apply(ctx, fsm.OpTrim, fsm.TrimCommand{Channel: channel})
+		raw, err := n.Apply(ctx, api.OpTrim, api.TrimCommand{Channel: channel})
 		cancel()
 		if err != nil {
 			n.logger.Warn("retention: trim", "channel", channel, "error", err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
@@ -107,7 +108,7 @@ func (n *Node) Ready(ctx context.Context) error {
 // only refreshes its registration, so a retried join (or a node restarted
 // at the same id and address) is harmless. A join whose id is a voter at
 // another Raft address, or whose Raft address is another voter's, is
-// refused with an error wrapping fsm.ErrConflict (409) naming that voter,
+// refused with an error wrapping api.ErrConflict (409) naming that voter,
 // unless req.Replace says it takes the voter's place on purpose, and even
 // then while the old voter's Raft address still answers (checkReplaced).
 // Every change is audited (NODE_JOIN, NODE_REPLACE).
@@ -150,7 +151,7 @@ func (n *Node) addVoter(ctx context.Context, req transport.JoinRequest) error {
 			return fmt.Errorf("cluster: join %s: remove the voter it replaces, %s: %w", req.NodeID, s.ID, err)
 		}
 		n.logger.Warn("replaced a voter on request", "old_id", s.ID, "old_raft_addr", s.Address, "id", req.NodeID, "raft_addr", req.RaftAddr)
-		n.auditMembership(ctx, fsm.NodeEventReplace, req.NodeID,
+		n.auditMembership(ctx, api.NodeEventReplace, req.NodeID,
 			fmt.Sprintf("replaced voter %s at raft %s with raft %s, api %s", s.ID, s.Address, req.RaftAddr, req.APIAddr))
 	}
 	if !member {
@@ -158,11 +159,11 @@ func (n *Node) addVoter(ctx context.Context, req transport.JoinRequest) error {
 			return fmt.Errorf("cluster: join %s: %w", req.NodeID, err)
 		}
 		n.logger.Info("added voter", "id", req.NodeID, "raft_addr", req.RaftAddr, "api_addr", req.APIAddr)
-		n.auditMembership(ctx, fsm.NodeEventJoin, req.NodeID,
+		n.auditMembership(ctx, api.NodeEventJoin, req.NodeID,
 			fmt.Sprintf("added as a voter at raft %s, api %s", req.RaftAddr, req.APIAddr))
 	}
-	data, err := fsm.Encode(fsm.OpRegisterNode, n.cfg.Now().UnixNano(),
-		fsm.RegisterNodeCommand{NodeID: req.NodeID, APIAddr: req.APIAddr, RaftAddr: req.RaftAddr})
+	data, err := fsm.Encode(api.OpRegisterNode, n.cfg.Now().UnixNano(),
+		api.RegisterNodeCommand{NodeID: req.NodeID, APIAddr: req.APIAddr, RaftAddr: req.RaftAddr})
 	if err != nil {
 		return err
 	}
@@ -174,7 +175,7 @@ func (n *Node) addVoter(ctx context.Context, req transport.JoinRequest) error {
 // old, which has its id or its Raft address: only with req.Replace, and
 // only once old's Raft address no longer accepts connections (an address
 // the joining node itself now holds cannot be asked, and is not). The
-// refusal wraps fsm.ErrConflict and says how to replace a dead node.
+// refusal wraps api.ErrConflict and says how to replace a dead node.
 func (n *Node) checkReplaced(ctx context.Context, req transport.JoinRequest, old raft.Server) error {
 	what := fmt.Sprintf("node id %s is already a voter at raft address %s", old.ID, old.Address)
 	if string(old.ID) != req.NodeID {
@@ -204,17 +205,17 @@ func (n *Node) checkReplaced(ctx context.Context, req transport.JoinRequest, old
 }
 
 // auditMembership records a change of the Raft configuration this leader
-// made in the audit trail (fsm.OpNodeEvent). The change is done whatever
+// made in the audit trail (api.OpNodeEvent). The change is done whatever
 // happens to its audit line, so a failure to record it is logged, not
 // returned.
 func (n *Node) auditMembership(ctx context.Context, event, nodeID, reason string) {
 	if id := transport.IdentityFrom(ctx); id != nil && id.TokenID != "" && !transport.IsForwarded(ctx) {
 		reason += ", by " + id.TokenID
 	}
-	if len(reason) > fsm.MaxNodeEventReason {
-		reason = reason[:fsm.MaxNodeEventReason]
+	if len(reason) > api.MaxNodeEventReason {
+		reason = reason[:api.MaxNodeEventReason]
 	}
-	cmd := fsm.NodeEventCommand{ID: fmt.Sprintf("%s-%s-%s-%d", n.cfg.NodeID, nodeID, event, n.cfg.Now().UnixNano()),
+	cmd := api.NodeEventCommand{ID: fmt.Sprintf("%s-%s-%s-%d", n.cfg.NodeID, nodeID, event, n.cfg.Now().UnixNano()),
 		NodeID: nodeID, Event: event, Reason: strings.ToValidUTF8(reason, "")}
 	if err := n.proposeNodeEvent(cmd); err != nil {
 		n.logger.Warn("could not record a membership change in the audit trail", "node", nodeID, "event", event, "error", err)
@@ -233,12 +234,12 @@ func (n *Node) Remove(ctx context.Context, nodeID string) error {
 				err := n.raft.RemoveServer(s.ID, 0, n.cfg.ApplyTimeout).Error()
 				if err == nil {
 					n.logger.Info("removed server", "id", nodeID)
-					n.auditMembership(ctx, fsm.NodeEventRemove, nodeID, fmt.Sprintf("removed from the voters (raft %s)", s.Address))
+					n.auditMembership(ctx, api.NodeEventRemove, nodeID, fmt.Sprintf("removed from the voters (raft %s)", s.Address))
 				}
 				return struct{}{}, err
 			}
 		}
-		return struct{}{}, fmt.Errorf("cluster: remove: node %s is not in the configuration: %w", nodeID, fsm.ErrNotFound)
+		return struct{}{}, fmt.Errorf("cluster: remove: node %s is not in the configuration: %w", nodeID, api.ErrNotFound)
 	}, func(ctx context.Context, c *transport.Client) (struct{}, error) {
 		return struct{}{}, c.Remove(ctx, nodeID)
 	})
@@ -280,7 +281,7 @@ func (n *Node) TransferLeadership(ctx context.Context, nodeID string) (transport
 		} else {
 			addr, ok := n.serverAddr(nodeID)
 			if !ok {
-				return transport.TransferResponse{}, fmt.Errorf("cluster: transfer: node %s is not a voter: %w", nodeID, fsm.ErrNotFound)
+				return transport.TransferResponse{}, fmt.Errorf("cluster: transfer: node %s is not a voter: %w", nodeID, api.ErrNotFound)
 			}
 			f = n.raft.LeadershipTransferToServer(raft.ServerID(nodeID), addr)
 		}
@@ -308,8 +309,8 @@ func (n *Node) TransferLeadership(ctx context.Context, nodeID string) (transport
 // node handed over: the new leader proposes it, so it goes through
 // forwarding (bounded by RetryTimeout) like any write of a follower.
 func (n *Node) auditTransfer(from, to string) {
-	cmd := fsm.NodeEventCommand{ID: fmt.Sprintf("%s-%s-%s-%d", from, to, fsm.NodeEventTransfer, n.cfg.Now().UnixNano()),
-		NodeID: to, Event: fsm.NodeEventTransfer, Reason: "leadership transferred from " + from + " on request"}
+	cmd := api.NodeEventCommand{ID: fmt.Sprintf("%s-%s-%s-%d", from, to, api.NodeEventTransfer, n.cfg.Now().UnixNano()),
+		NodeID: to, Event: api.NodeEventTransfer, Reason: "leadership transferred from " + from + " on request"}
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -322,7 +323,7 @@ func (n *Node) auditTransfer(from, to string) {
 			case <-ctx.Done():
 			}
 		}()
-		if _, err := n.Apply(ctx, fsm.OpNodeEvent, cmd); err != nil {
+		if _, err := n.Apply(ctx, api.OpNodeEvent, cmd); err != nil {
 			n.logger.Warn("could not record a leadership transfer in the audit trail", "to", to, "error", err)
 		}
 	}()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 )
 
@@ -15,7 +16,7 @@ import (
 // Its state says when the next tick has work (fsm.FSM.NextDeadline: the
 // earliest lease end or approval deadline, or at once while messages the
 // state machine sends itself are queued), and the
-// leader proposes fsm.OpTick when that is at or before its clock. The
+// leader proposes api.OpTick when that is at or before its clock. The
 // tick's entry time, not the leader's clock, decides what expires, so
 // every node applies the same.
 
@@ -84,7 +85,7 @@ func (n *Node) taskTickLoop() {
 func (n *Node) proposeTick(now time.Time) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.RetryTimeout)
 	defer cancel()
-	raw, err := n.Apply(ctx, fsm.OpTick, fsm.TickCommand{})
+	raw, err := n.Apply(ctx, api.OpTick, api.TickCommand{})
 	if err != nil {
 		n.logger.Warn("tasks: tick", "error", err)
 		return false

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster/clustertest"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -21,7 +21,7 @@ func TestLeaderExpiresLapsedLeases(t *testing.T) {
 	c := clustertest.New(t, 3)
 	ctx := clustertest.Context(t)
 	cl := c.Follower().Client // writes forwarded, reads strong: any node will do
-	for _, a := range []fsm.RegisterAgentCommand{{ID: "sup", Role: "supervisor"}, {ID: "rita", Role: "agent"}} {
+	for _, a := range []api.RegisterAgentCommand{{ID: "sup", Role: "supervisor"}, {ID: "rita", Role: "agent"}} {
 		if _, err := cl.RegisterAgent(ctx, a); err != nil {
 			t.Fatal(err)
 		}
@@ -29,7 +29,7 @@ func TestLeaderExpiresLapsedLeases(t *testing.T) {
 	if _, err := cl.SetConfig(ctx, "escalation_target", "role:supervisor"); err != nil {
 		t.Fatal(err)
 	}
-	for _, cmd := range []fsm.TaskCreateCommand{
+	for _, cmd := range []api.TaskCreateCommand{
 		{ID: "t-retry", From: "lead", To: "rita", Title: "retried", TimeoutSeconds: 1, MaxAttempts: 2},
 		{ID: "t-last", From: "lead", To: "rita", Title: "last attempt", TimeoutSeconds: 1, MaxAttempts: 1},
 		{ID: "t-dep1", From: "lead", To: "rita", Title: "after t-last", DependsOn: []string{"t-last"}},
@@ -44,7 +44,7 @@ func TestLeaderExpiresLapsedLeases(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	task := func(id string) *fsm.Task {
+	task := func(id string) *api.Task {
 		t.Helper()
 		tk, err := cl.Task(ctx, id)
 		if err != nil {
@@ -53,27 +53,27 @@ func TestLeaderExpiresLapsedLeases(t *testing.T) {
 		return tk
 	}
 	clustertest.WaitFor(t, 15*time.Second, "both leases expired", func() bool {
-		return task("t-retry").State == fsm.TaskReady && task("t-last").State == fsm.TaskFailed
+		return task("t-retry").State == api.TaskReady && task("t-last").State == api.TaskFailed
 	})
 	if r := task("t-retry"); r.Expiries != 1 || r.ClaimedBy != "" || r.ReadyAt == nil || r.Attempt != 1 {
 		t.Errorf("t-retry after its lease lapsed: %+v", r)
 	}
-	if l := task("t-last"); l.Completion == nil || l.Completion.Error == nil || l.Completion.Error.ErrorType != fsm.TaskErrorTimeout {
+	if l := task("t-last"); l.Completion == nil || l.Completion.Error == nil || l.Completion.Error.ErrorType != api.TaskErrorTimeout {
 		t.Errorf("t-last after its last lease lapsed: %+v", l)
 	}
 	for _, id := range []string{"t-dep1", "t-dep2"} {
-		if d := task(id); d.State != fsm.TaskFailed || d.Completion.Error.ErrorType != fsm.TaskErrorDependencyFailed {
+		if d := task(id); d.State != api.TaskFailed || d.Completion.Error.ErrorType != api.TaskErrorDependencyFailed {
 			t.Errorf("%s: %+v", id, d)
 		}
 	}
 	// The queued messages arrive, one a tick: three completion replies to
 	// lead, the incident to lead and to sup.
 	types := func(agent string) []string {
-		return fromMaos(ctx, t, cl, agent, func(m fsm.InboxEntry) string { return m.Type })
+		return fromMaos(ctx, t, cl, agent, func(m api.InboxEntry) string { return m.Type })
 	}
 	clustertest.WaitFor(t, 10*time.Second, "the replies and the incident", func() bool {
-		return slices.Equal(types("lead"), []string{fsm.TypeTaskIncident, fsm.TypeTaskCompletion, fsm.TypeTaskCompletion, fsm.TypeTaskCompletion}) &&
-			slices.Equal(types("sup"), []string{fsm.TypeTaskIncident})
+		return slices.Equal(types("lead"), []string{api.TypeTaskIncident, api.TypeTaskCompletion, api.TypeTaskCompletion, api.TypeTaskCompletion}) &&
+			slices.Equal(types("sup"), []string{api.TypeTaskIncident})
 	})
 	// Then nothing is due and the leader proposes nothing more.
 	st, err := cl.Status(ctx)
@@ -94,25 +94,25 @@ func TestLeaderExpiresAndEscalatesApprovals(t *testing.T) {
 	c := clustertest.New(t, 3)
 	ctx := clustertest.Context(t)
 	cl := c.Follower().Client
-	if _, err := cl.RegisterAgent(ctx, fsm.RegisterAgentCommand{ID: "sup", Role: "supervisor"}); err != nil {
+	if _, err := cl.RegisterAgent(ctx, api.RegisterAgentCommand{ID: "sup", Role: "supervisor"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cl.SetConfig(ctx, "escalation_target", "sup"); err != nil {
 		t.Fatal(err)
 	}
 	n := c.Follower()
-	for _, cmd := range []fsm.ApprovalRequestCommand{
+	for _, cmd := range []api.ApprovalRequestCommand{
 		{ID: "a-reject", From: "lead", Approvers: []string{"alice"}, Title: "expires", Action: []byte(`{"x":1}`),
-			Timeout: fsm.ApprovalTimeout(time.Second)},
+			Timeout: api.ApprovalTimeout(time.Second)},
 		{ID: "a-escalate", From: "lead", Approvers: []string{"alice"}, Title: "escalates", Action: []byte(`{"x":2}`),
-			Timeout: fsm.ApprovalTimeout(time.Second), OnTimeout: fsm.OnTimeoutEscalate},
+			Timeout: api.ApprovalTimeout(time.Second), OnTimeout: api.OnTimeoutEscalate},
 	} {
 		cmd.Normalize(time.Now())
-		if _, err := n.Apply(ctx, fsm.OpApprovalRequest, cmd); err != nil {
+		if _, err := n.Apply(ctx, api.OpApprovalRequest, cmd); err != nil {
 			t.Fatal(err)
 		}
 	}
-	state := func(id string) fsm.ApprovalState {
+	state := func(id string) api.ApprovalState {
 		t.Helper()
 		ap, err := c.Leader().FSM().Approval(id)
 		if err != nil {
@@ -121,13 +121,13 @@ func TestLeaderExpiresAndEscalatesApprovals(t *testing.T) {
 		return ap.State
 	}
 	clustertest.WaitFor(t, 15*time.Second, "both approvals expired", func() bool {
-		return state("a-reject") == fsm.ApprovalExpired && state("a-escalate") == fsm.ApprovalExpired
+		return state("a-reject") == api.ApprovalExpired && state("a-escalate") == api.ApprovalExpired
 	})
 	if ap, _ := c.Leader().FSM().Approval("a-escalate"); !ap.Escalated {
 		t.Errorf("a-escalate expired without its escalation: %+v", ap)
 	}
 	notices := func(agent string) []string {
-		return fromMaos(ctx, t, cl, agent, func(m fsm.InboxEntry) string { return m.Type + " " + m.CorrelationID })
+		return fromMaos(ctx, t, cl, agent, func(m api.InboxEntry) string { return m.Type + " " + m.CorrelationID })
 	}
 	clustertest.WaitFor(t, 10*time.Second, "the alert and the expiry notices", func() bool {
 		return slices.Equal(notices("sup"), []string{"alert a-escalate"}) &&
@@ -136,17 +136,17 @@ func TestLeaderExpiresAndEscalatesApprovals(t *testing.T) {
 }
 
 // fromMaos lists, sorted, what reads of each message the state machine
-// (fsm.SystemSender) sent to agent, as its inbox stands (a strong read
+// (api.SystemSender) sent to agent, as its inbox stands (a strong read
 // through cl, the first 100).
-func fromMaos(ctx context.Context, t *testing.T, cl *transport.Client, agent string, what func(fsm.InboxEntry) string) []string {
+func fromMaos(ctx context.Context, t *testing.T, cl *transport.Client, agent string, what func(api.InboxEntry) string) []string {
 	t.Helper()
-	page, err := cl.Inbox(ctx, agent, fsm.InboxQuery{Limit: 100}, transport.Strong)
+	page, err := cl.Inbox(ctx, agent, api.InboxQuery{Limit: 100}, transport.Strong)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []string
 	for _, m := range page.Messages {
-		if m.From == fsm.SystemSender {
+		if m.From == api.SystemSender {
 			out = append(out, what(m))
 		}
 	}

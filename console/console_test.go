@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/console"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
@@ -20,7 +21,7 @@ const adminSecret = "admin-bootstrap-0123456789abcdef"
 func serve(t *testing.T) string {
 	t.Helper()
 	svc := transporttest.New(t)
-	if _, err := svc.ApplyCommand(fsm.OpCreateToken, fsm.CreateTokenCommand{ID: "tok-alice", Agent: "alice", Role: fsm.TokenRoleAgent, Hash: fsm.HashToken("maos_alice-0123456789")}); err != nil {
+	if _, err := svc.ApplyCommand(api.OpCreateToken, api.CreateTokenCommand{ID: "tok-alice", Agent: "alice", Role: api.TokenRoleAgent, Hash: fsm.HashToken("maos_alice-0123456789")}); err != nil {
 		t.Fatal(err)
 	}
 	apiServer := transport.NewServer(svc, transport.ServerOptions{Logger: slog.New(slog.DiscardHandler), Auth: &transport.AuthConfig{AdminToken: adminSecret}})

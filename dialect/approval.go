@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 // TypeApprovalRequest is seed 004's message_type of a human-in-the-loop
@@ -45,9 +45,9 @@ var approvalFields = []string{"id", "message_id", "type", "message_type", "from"
 //   - every other field (timestamp, github_comment_url, ...) under
 //     context.
 //
-// The error is a *fsm.FieldError naming the field, from the mapping or
+// The error is a *api.FieldError naming the field, from the mapping or
 // from the command's Validate.
-func MapApproval(raw []byte, registered func(id string) bool) (*fsm.ApprovalRequestCommand, error) {
+func MapApproval(raw []byte, registered func(id string) bool) (*api.ApprovalRequestCommand, error) {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
 		return nil, nil // not an object: Map says why
@@ -67,7 +67,7 @@ func MapApproval(raw []byte, registered func(id string) bool) (*fsm.ApprovalRequ
 		ctx[k] = b
 	}
 	setCtxString := func(k, v string) { setCtx(k, v) }
-	c := &fsm.ApprovalRequestCommand{}
+	c := &api.ApprovalRequestCommand{}
 	s := func(keys ...string) (string, error) { return firstString(obj, keys...) }
 
 	id, err := s("id", "message_id")
@@ -97,7 +97,7 @@ func MapApproval(raw []byte, registered func(id string) bool) (*fsm.ApprovalRequ
 
 // mapApprovalFields fills c's texts (what needs approval, rationale,
 // on_timeout, task_id, title), action, priority, numbers and options.
-func mapApprovalFields(c *fsm.ApprovalRequestCommand, obj map[string]json.RawMessage, setCtx func(k, v string)) error {
+func mapApprovalFields(c *api.ApprovalRequestCommand, obj map[string]json.RawMessage, setCtx func(k, v string)) error {
 	var err error
 	for _, f := range []struct {
 		key string
@@ -133,7 +133,7 @@ func mapApprovalFields(c *fsm.ApprovalRequestCommand, obj map[string]json.RawMes
 
 // mapApprovalNumbers fills c's confidence, timeout, quorum and decision
 // options (lower-cased).
-func mapApprovalNumbers(c *fsm.ApprovalRequestCommand, obj map[string]json.RawMessage) error {
+func mapApprovalNumbers(c *api.ApprovalRequestCommand, obj map[string]json.RawMessage) error {
 	for _, f := range []struct {
 		key  string
 		dst  any
@@ -142,7 +142,7 @@ func mapApprovalNumbers(c *fsm.ApprovalRequestCommand, obj map[string]json.RawMe
 		{"confidence", &c.Confidence, "a number from 0 to 1"},
 		{"timeout_hours", &c.TimeoutHours, "a number of hours"},
 		{"quorum", &c.Quorum, "a whole number"},
-		{"human_decision_options", &c.Options, "a list of " + strings.Join(fsm.Decisions, ", ")},
+		{"human_decision_options", &c.Options, "a list of " + strings.Join(api.Decisions, ", ")},
 	} {
 		if v, ok := obj[f.key]; ok && !isNull(v) {
 			if err := json.Unmarshal(v, f.dst); err != nil {
@@ -168,9 +168,9 @@ func mapApprovers(obj map[string]json.RawMessage, registered func(string) bool, 
 	}
 	for _, t := range tagged {
 		name := sanitizeAssignee(strings.TrimPrefix(strings.TrimSpace(t), "@"))
-		isRole := strings.HasPrefix(name, fsm.RolePrefix)
+		isRole := strings.HasPrefix(name, api.RolePrefix)
 		switch {
-		case name == "" || strings.HasPrefix(name, fsm.CapabilityPrefix) || (!isRole && (registered == nil || !registered(name))):
+		case name == "" || strings.HasPrefix(name, api.CapabilityPrefix) || (!isRole && (registered == nil || !registered(name))):
 			dropped = append(dropped, t)
 		case !slices.Contains(out, name):
 			out = append(out, name)

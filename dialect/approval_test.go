@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 // registeredOnly is a registry that knows names alone.
@@ -34,7 +34,7 @@ func TestMapApprovalSeed(t *testing.T) {
 	if c.ID != "unique_uuid" || c.From != "triage" || !slices.Equal(c.Approvers, []string{"maintainer1"}) ||
 		c.Title != "close_duplicate_issue" || c.ApprovalNeededFor != "close_duplicate_issue" ||
 		c.Rationale != "Why this action is recommended" || c.Confidence == nil || *c.Confidence != 0.96 ||
-		c.Priority != fsm.PriorityNormal || c.TimeoutHours != 72 || c.Quorum != 0 ||
+		c.Priority != api.PriorityNormal || c.TimeoutHours != 72 || c.Quorum != 0 ||
 		!slices.Equal(c.Options, []string{"approve", "reject", "modify"}) || c.Channel != "" {
 		t.Errorf("request = %+v", c)
 	}
@@ -88,8 +88,8 @@ func TestMapApprovalNames(t *testing.T) {
 	}
 	ctx := jsonOf(t, c.Context)
 	if !strings.HasPrefix(c.ID, "imp-") || c.From != "triage-bot" || !slices.Equal(c.Approvers, []string{"role:lead", "alice"}) ||
-		c.Quorum != 2 || c.Channel != "ops-room" || c.Title != "first line" || c.Priority != fsm.PriorityUrgent ||
-		c.OnTimeout != fsm.OnTimeoutEscalate || ctx["original_id"] != "not an id!" || ctx["original_from"] != "Triage Bot" ||
+		c.Quorum != 2 || c.Channel != "ops-room" || c.Title != "first line" || c.Priority != api.PriorityUrgent ||
+		c.OnTimeout != api.OnTimeoutEscalate || ctx["original_id"] != "not an id!" || ctx["original_from"] != "Triage Bot" ||
 		ctx["original_session_id"] != "Ops Room" || len(ctx["unresolved_approvers"].([]any)) != 1 {
 		t.Errorf("request %+v context %s", c, c.Context)
 	}
@@ -110,7 +110,7 @@ func TestMapApprovalOthers(t *testing.T) {
 	}
 }
 
-// What cannot be mapped is a *fsm.FieldError naming the field.
+// What cannot be mapped is a *api.FieldError naming the field.
 func TestMapApprovalErrorsNameTheField(t *testing.T) {
 	const h = `"message_type":"hitl_approval_request",`
 	const ok = `"from_agent":"a","to_agent":"b","proposed_action":{"x":1},"title":"t"`
@@ -133,9 +133,9 @@ func TestMapApprovalErrorsNameTheField(t *testing.T) {
 		`{` + h + `"from_agent":"a","to_agent":"all","proposed_action":1,"title":"t"}`: "approvers[0]",
 	} {
 		_, err := MapApproval([]byte(body), registeredOnly())
-		var fe *fsm.FieldError
+		var fe *api.FieldError
 		if !errors.As(err, &fe) || fe.Field != field {
-			t.Errorf("MapApproval(%.120s) = %v, want a *fsm.FieldError on %s", body, err, field)
+			t.Errorf("MapApproval(%.120s) = %v, want a *api.FieldError on %s", body, err, field)
 		}
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 // seed reads a seed's example message (testdata, copied from
@@ -27,7 +27,7 @@ func seed(t *testing.T, name string) ([]byte, map[string]json.RawMessage) {
 	return raw, obj
 }
 
-func metaOf(t *testing.T, m *fsm.Message) map[string]any {
+func metaOf(t *testing.T, m *api.Message) map[string]any {
 	t.Helper()
 	v := map[string]any{}
 	if len(m.Metadata) > 0 {
@@ -120,7 +120,7 @@ func TestMapSeedsOnTheAPI(t *testing.T) {
 	}
 }
 
-// On the API a field that cannot be mapped is a *fsm.FieldError naming it,
+// On the API a field that cannot be mapped is a *api.FieldError naming it,
 // with no word about files.
 func TestMapErrorsNameTheField(t *testing.T) {
 	for body, field := range map[string]string{
@@ -133,9 +133,9 @@ func TestMapErrorsNameTheField(t *testing.T) {
 		`{"from":"a","to":"b","session_id":"c","tags":"x"}`:          "tags",
 	} {
 		_, err := Map([]byte(body), Place{}, Options{})
-		var fe *fsm.FieldError
+		var fe *api.FieldError
 		if !errors.As(err, &fe) || fe.Field != field || strings.Contains(err.Error(), "outbox") || strings.Contains(err.Error(), "inbox") {
-			t.Errorf("Map(%s) = %v, want a *fsm.FieldError on %s", body, err, field)
+			t.Errorf("Map(%s) = %v, want a *api.FieldError on %s", body, err, field)
 		}
 	}
 }

@@ -1,5 +1,5 @@
 // Package dialect maps the message formats of the seeds' file-based
-// systems onto fsm.Message: seed 000's mailbox messages (content a
+// systems onto api.Message: seed 000's mailbox messages (content a
 // string), seed 001's channel files (session_id, content{text, code,
 // artifacts}), seed 002's ADR-008 messages (subject, body, context) and
 // seed 004's orchestrator messages (message_type, message_id,

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 // What the message, task and approval mappings do alike with a field,
@@ -52,7 +52,7 @@ func mapChannel(obj map[string]json.RawMessage, set func(k, v string)) (string, 
 
 // priorityOf is p mapped as a message's priority (mapPriority), the
 // original kept as original_priority when it changed.
-func priorityOf(p string, set func(k, v string)) fsm.Priority {
+func priorityOf(p string, set func(k, v string)) api.Priority {
 	pr := mapPriority(p)
 	if string(pr) != p {
 		set("original_priority", p)

@@ -14,7 +14,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 // Place is what a message's location says about it where its body does
@@ -111,9 +111,9 @@ func Is(obj map[string]json.RawMessage) bool {
 //     004's privacy_level among them: the state machine reads it there).
 //
 // The result is checked as fsm would check it (Normalize, Validate). The
-// error is a *fsm.FieldError naming the field that could not be mapped,
+// error is a *api.FieldError naming the field that could not be mapped,
 // or says the body is not a JSON object.
-func Map(raw []byte, p Place, opt Options) (*fsm.Message, error) {
+func Map(raw []byte, p Place, opt Options) (*api.Message, error) {
 	mp, err := newMapping(raw, p, opt)
 	if err != nil {
 		return nil, err
@@ -137,7 +137,7 @@ type mapping struct {
 	opt  Options
 	obj  map[string]json.RawMessage
 	meta map[string]json.RawMessage
-	m    *fsm.Message
+	m    *api.Message
 }
 
 // mapSteps fill the message, field by field, in this order; the first
@@ -181,7 +181,7 @@ func newMapping(raw []byte, p Place, opt Options) (*mapping, error) {
 		}
 		meta[k] = v
 	}
-	return &mapping{raw: raw, p: p, opt: opt, obj: obj, meta: meta, m: &fsm.Message{}}, nil
+	return &mapping{raw: raw, p: p, opt: opt, obj: obj, meta: meta, m: &api.Message{}}, nil
 }
 
 // setMeta keeps v as metadata k.
@@ -201,7 +201,7 @@ func (mp *mapping) id() error {
 	}
 	if id == "" && mp.p.FileName != "" {
 		stem := strings.TrimSuffix(mp.p.FileName, ".json")
-		if strings.HasPrefix(stem, "msg") && fsm.ValidID(stem) {
+		if strings.HasPrefix(stem, "msg") && api.ValidID(stem) {
 			id = stem
 		} else {
 			id = "imp-" + hash16(mp.raw)
@@ -320,7 +320,7 @@ func (mp *mapping) threading() error {
 	} else if th != "" {
 		mp.m.ThreadID = mapID(th, "original_thread_id", mp.setMeta)
 	}
-	if c, _ := mp.s("correlation_id"); c != "" && len(c) <= fsm.MaxIDLen {
+	if c, _ := mp.s("correlation_id"); c != "" && len(c) <= api.MaxIDLen {
 		mp.m.CorrelationID = c
 	} else if c != "" {
 		mp.setMeta("original_correlation_id", c)
@@ -344,12 +344,12 @@ func (mp *mapping) flags() error {
 			return fieldErr("tags", "want a list of strings")
 		}
 		for _, t := range tags {
-			if n := SanitizeName(t); n != "" && !slices.Contains(mp.m.Tags, n) && len(mp.m.Tags) < fsm.MaxTags {
+			if n := SanitizeName(t); n != "" && !slices.Contains(mp.m.Tags, n) && len(mp.m.Tags) < api.MaxTags {
 				mp.m.Tags = append(mp.m.Tags, n)
 			}
 		}
 	}
-	if v, _ := mp.s("visibility"); v == fsm.VisibilityPublic || v == fsm.VisibilityPrivate || v == fsm.VisibilityModerators {
+	if v, _ := mp.s("visibility"); v == api.VisibilityPublic || v == api.VisibilityPrivate || v == api.VisibilityModerators {
 		mp.m.Visibility = v
 	}
 	return nil
@@ -362,7 +362,7 @@ func (mp *mapping) timestamp() error {
 	return err
 }
 
-// SanitizeName maps s onto the maos name rule (fsm.NamePattern):
+// SanitizeName maps s onto the maos name rule (api.NamePattern):
 // lower-cased, every other character "-", leading non-alphanumerics
 // dropped, cut at 64 bytes. It returns "" when nothing is left.
 func SanitizeName(s string) string {
@@ -378,13 +378,13 @@ func SanitizeName(s string) string {
 		default:
 			b.WriteByte('-')
 		}
-		if b.Len() >= fsm.MaxNameLen {
+		if b.Len() >= api.MaxNameLen {
 			break
 		}
 	}
 	out := b.String()
-	if len(out) > fsm.MaxNameLen {
-		out = out[:fsm.MaxNameLen]
+	if len(out) > api.MaxNameLen {
+		out = out[:api.MaxNameLen]
 	}
 	return out
 }
@@ -418,7 +418,7 @@ func sanitizeRecipient(r string) string {
 // mapID keeps an id that meets the maos rule and otherwise derives one from
 // its hash, keeping the original under metadata key.
 func mapID(id, key string, setMeta func(k, v string)) string {
-	if fsm.ValidID(id) {
+	if api.ValidID(id) {
 		return id
 	}
 	setMeta(key, id)
@@ -457,7 +457,7 @@ func recipients(obj map[string]json.RawMessage) ([]string, error) {
 		if !ok || isNull(v) {
 			continue
 		}
-		var r fsm.Recipients
+		var r api.Recipients
 		if err := json.Unmarshal(v, &r); err != nil {
 			return nil, fieldErr(k, "want a string or a list of strings")
 		}
@@ -474,17 +474,17 @@ func recipients(obj map[string]json.RawMessage) ([]string, error) {
 	return nil, nil
 }
 
-func mapPriority(p string) fsm.Priority {
-	switch l := fsm.Priority(strings.ToLower(p)); {
-	case fsm.ValidPriority(l):
+func mapPriority(p string) api.Priority {
+	switch l := api.Priority(strings.ToLower(p)); {
+	case api.ValidPriority(l):
 		return l
 	case l == "critical":
-		return fsm.PriorityUrgent
+		return api.PriorityUrgent
 	}
-	return fsm.DefaultPriority
+	return api.DefaultPriority
 }
 
-func mapContent(obj map[string]json.RawMessage, raw []byte, c *fsm.Content) error {
+func mapContent(obj map[string]json.RawMessage, raw []byte, c *api.Content) error {
 	if v, ok := obj["content"]; ok && !isNull(v) {
 		var s string
 		if json.Unmarshal(v, &s) == nil {
@@ -511,7 +511,7 @@ func mapContent(obj map[string]json.RawMessage, raw []byte, c *fsm.Content) erro
 					_ = json.Compact(&buf, a)
 					s = buf.String()
 				}
-				c.Artifacts = append(c.Artifacts, fsm.ArtifactRef{Ref: s})
+				c.Artifacts = append(c.Artifacts, api.ArtifactRef{Ref: s})
 			}
 		}
 	}
@@ -574,7 +574,7 @@ func cleanTitle(s string) string {
 		}
 		return r
 	}, s)
-	for len(s) > fsm.MaxTitleLen {
+	for len(s) > api.MaxTitleLen {
 		_, n := utf8.DecodeLastRuneInString(s)
 		s = s[:len(s)-n]
 	}
@@ -588,9 +588,9 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// fieldErr is the *fsm.FieldError (wrapping fsm.ErrInvalid) for field.
+// fieldErr is the *api.FieldError (wrapping api.ErrInvalid) for field.
 func fieldErr(field, format string, args ...any) error {
-	return &fsm.FieldError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	return &api.FieldError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
 // where is note for a message read from a file, "" for one posted to the

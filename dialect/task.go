@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 // TaskMessage is a seed 004 task message mapped onto a task command:
@@ -18,11 +18,11 @@ import (
 type TaskMessage struct {
 	// Create is a task_delegation's task, normalized only as far as the
 	// body says (the API's send fills the id and defaults).
-	Create *fsm.TaskCreateCommand
+	Create *api.TaskCreateCommand
 	// Complete is a task_completion. Seed 004 has no fence, so Fence is 0:
 	// the API accepts it from the task's current claimant only, under the
 	// current claim's fence.
-	Complete *fsm.TaskCompleteCommand
+	Complete *api.TaskCompleteCommand
 }
 
 // taskCreateFields are the fields of a task_delegation MapTask turns into
@@ -71,7 +71,7 @@ var (
 // timestamp, are dropped); other fields under flags (taskEnvelopeFields
 // are dropped).
 //
-// The error is a *fsm.FieldError naming the field, from the mapping or
+// The error is a *api.FieldError naming the field, from the mapping or
 // from the command's Validate (a completion's fence is not checked: it has
 // none yet).
 func MapTask(raw []byte) (*TaskMessage, error) {
@@ -84,13 +84,13 @@ func MapTask(raw []byte) (*TaskMessage, error) {
 		return nil, err
 	}
 	switch typ {
-	case fsm.TypeTaskDelegation:
+	case api.TypeTaskDelegation:
 		c, err := mapTaskCreate(obj)
 		if err != nil {
 			return nil, err
 		}
 		return &TaskMessage{Create: c}, nil
-	case fsm.TypeTaskCompletion:
+	case api.TypeTaskCompletion:
 		c, err := mapTaskCompletion(obj)
 		if err != nil {
 			return nil, err
@@ -100,7 +100,7 @@ func MapTask(raw []byte) (*TaskMessage, error) {
 	return nil, nil
 }
 
-func mapTaskCreate(obj map[string]json.RawMessage) (*fsm.TaskCreateCommand, error) {
+func mapTaskCreate(obj map[string]json.RawMessage) (*api.TaskCreateCommand, error) {
 	ctx := map[string]json.RawMessage{}
 	for k, v := range obj {
 		if !slices.Contains(taskCreateFields, k) {
@@ -125,7 +125,7 @@ func mapTaskCreate(obj map[string]json.RawMessage) (*fsm.TaskCreateCommand, erro
 		}
 		return nil, ""
 	}
-	c := &fsm.TaskCreateCommand{}
+	c := &api.TaskCreateCommand{}
 	s := func(keys ...string) (string, error) { return firstString(obj, keys...) }
 
 	id, err := s("id", "message_id")
@@ -203,7 +203,7 @@ func mapAssignee(obj map[string]json.RawMessage, setCtx func(k, v string)) (stri
 
 // mapTaskFields fills c's description, title, priority and numbers; field
 // finds a field in the task object, else the top level, and names it.
-func mapTaskFields(c *fsm.TaskCreateCommand, field func(string) (json.RawMessage, string),
+func mapTaskFields(c *api.TaskCreateCommand, field func(string) (json.RawMessage, string),
 	s func(...string) (string, error), setCtx func(k, v string)) error {
 	if v, name := field("description"); v != nil {
 		if err := json.Unmarshal(v, &c.Description); err != nil {
@@ -238,8 +238,8 @@ func mapTaskFields(c *fsm.TaskCreateCommand, field func(string) (json.RawMessage
 	return nil
 }
 
-func mapTaskCompletion(obj map[string]json.RawMessage) (*fsm.TaskCompleteCommand, error) {
-	c := &fsm.TaskCompleteCommand{}
+func mapTaskCompletion(obj map[string]json.RawMessage) (*api.TaskCompleteCommand, error) {
+	c := &api.TaskCompleteCommand{}
 	agent, err := firstString(obj, "from", "from_agent")
 	if err != nil {
 		return nil, err
@@ -319,7 +319,7 @@ func completionFieldError(err error) error {
 // agent id, role:NAME or capability:NAME ("" when nothing is left).
 func sanitizeAssignee(to string) string {
 	l := strings.ToLower(strings.TrimSpace(to))
-	for _, prefix := range []string{fsm.RolePrefix, fsm.CapabilityPrefix} {
+	for _, prefix := range []string{api.RolePrefix, api.CapabilityPrefix} {
 		if rest, ok := strings.CutPrefix(l, prefix); ok {
 			if n := SanitizeName(rest); n != "" {
 				return prefix + n

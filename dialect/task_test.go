@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 func jsonOf(t *testing.T, v json.RawMessage) map[string]any {
@@ -38,7 +38,7 @@ func TestMapTaskDelegationSeed(t *testing.T) {
 	c := tm.Create
 	if c.ID != "unique_uuid" || c.From != "orchestrator" || c.To != "concierge-triage-lifecycle-scribe-community" ||
 		c.Title != "Human-readable task description" || c.Description != "Human-readable task description" ||
-		c.Priority != fsm.PriorityNormal || c.TimeoutSeconds != 300 || c.RequiresHITL || c.Channel != "" || c.MaxAttempts != 0 {
+		c.Priority != api.PriorityNormal || c.TimeoutSeconds != 300 || c.RequiresHITL || c.Channel != "" || c.MaxAttempts != 0 {
 		t.Errorf("create = %+v", c)
 	}
 	ctx := jsonOf(t, c.Context)
@@ -75,7 +75,7 @@ func TestMapTaskCompletionSeed(t *testing.T) {
 	}
 	c := tm.Complete
 	tc := c.Completion
-	if c.ID != "original_task_id" || c.Agent != "lifecycle" || c.Fence != 0 || tc.Status != fsm.TaskStatusFailure ||
+	if c.ID != "original_task_id" || c.Agent != "lifecycle" || c.Fence != 0 || tc.Status != api.TaskStatusFailure ||
 		tc.ExecutionTimeMS != 5000 || len(tc.ActionsTaken) != 0 || !strings.HasPrefix(tc.Rationale, "Explanation of what went wrong") ||
 		len(tc.NextSteps) != 3 || tc.Error == nil {
 		t.Fatalf("completion = %+v", c)
@@ -93,7 +93,7 @@ func TestMapTaskCompletionSeed(t *testing.T) {
 	// naming the field and the choices.
 	raw, _ = seed(t, "seed004_completion_success.json")
 	_, err = MapTask(raw)
-	var fe *fsm.FieldError
+	var fe *api.FieldError
 	if !errors.As(err, &fe) || fe.Field != "status" || !strings.Contains(err.Error(), "success, failure") {
 		t.Errorf("status placeholder: %v, want a field error on status", err)
 	}
@@ -155,13 +155,13 @@ func TestMapTaskNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := tm.Create; c.Title != "top" || c.Description != "top\nmore" || c.Priority != fsm.PriorityUrgent ||
+	if c := tm.Create; c.Title != "top" || c.Description != "top\nmore" || c.Priority != api.PriorityUrgent ||
 		!slices.Equal(c.DependsOn, []string{"t-1", "t-2"}) || c.MaxAttempts != 2 || len(c.Context) == 0 {
 		t.Errorf("create %+v context %s", c, c.Context)
 	}
 }
 
-// What cannot be mapped is a *fsm.FieldError naming the field.
+// What cannot be mapped is a *api.FieldError naming the field.
 func TestMapTaskErrorsNameTheField(t *testing.T) {
 	const d, cpl = `"message_type":"task_delegation",`, `"message_type":"task_completion",`
 	for body, field := range map[string]string{
@@ -188,9 +188,9 @@ func TestMapTaskErrorsNameTheField(t *testing.T) {
 		`{` + cpl + `"from_agent":"a","task_id":"t-1","status":"success","rationale":"` + strings.Repeat("r", 1001) + `"}`: "rationale",
 	} {
 		_, err := MapTask([]byte(body))
-		var fe *fsm.FieldError
+		var fe *api.FieldError
 		if !errors.As(err, &fe) || fe.Field != field {
-			t.Errorf("MapTask(%.120s) = %v, want a *fsm.FieldError on %s", body, err, field)
+			t.Errorf("MapTask(%.120s) = %v, want a *api.FieldError on %s", body, err, field)
 		}
 	}
 }

@@ -8,33 +8,9 @@ import (
 	"strings"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
-
-// AddressKind is one of the addressing forms of a "to" entry.
-type AddressKind int
-
-const (
-	AddressAgent      AddressKind = iota // a plain agent id
-	AddressAll                           // "all" or "*": every registered agent but the sender
-	AddressRole                          // "role:NAME": every agent of the role but the sender
-	AddressCapability                    // "capability:NAME": every agent with the capability but the sender
-	AddressGlob                          // a path.Match pattern over registered agent ids
-)
-
-// AddressKindOf classifies one "to" entry (already matching recipientRE).
-func AddressKindOf(r string) AddressKind {
-	switch {
-	case r == "all" || r == "*":
-		return AddressAll
-	case strings.HasPrefix(r, RolePrefix):
-		return AddressRole
-	case strings.HasPrefix(r, CapabilityPrefix):
-		return AddressCapability
-	case strings.ContainsAny(r, "*?["):
-		return AddressGlob
-	}
-	return AddressAgent
-}
 
 // recipient is one resolved recipient of a send.
 type recipient struct {
@@ -66,7 +42,7 @@ func mentions(text string, max int) []string {
 			continue
 		}
 		name := strings.TrimRight(text[at+1:end], ".-_")
-		if !ValidName(name) || seen[name] {
+		if !api.ValidName(name) || seen[name] {
 			continue
 		}
 		if seen == nil {
@@ -112,7 +88,7 @@ func isMentionByte(c byte) bool {
 // a capability reads its index range (a capability also each match's
 // record, for its role), a glob the id range of its literal prefix, "all"
 // every agent.
-func resolveRecipients(tx *bbolt.Tx, m *Message, emptyOK bool) ([]recipient, error) {
+func resolveRecipients(tx *bbolt.Tx, m *api.Message, emptyOK bool) ([]recipient, error) {
 	agents := tx.Bucket(bucketAgents)
 	index := tx.Bucket(bucketAgentIndex)
 	seen := map[string]bool{}
@@ -125,15 +101,15 @@ func resolveRecipients(tx *bbolt.Tx, m *Message, emptyOK bool) ([]recipient, err
 	}
 	for i, r := range m.To {
 		field := fmt.Sprintf("to[%d]", i)
-		switch AddressKindOf(r) {
-		case AddressAll:
+		switch api.AddressKindOf(r) {
+		case api.AddressAll:
 			c := agents.Cursor()
 			for k, v := c.First(); k != nil; k, v = c.Next() {
 				if string(k) != m.From {
 					add(string(k), agentRole(v))
 				}
 			}
-		case AddressRole:
+		case api.AddressRole:
 			role := strings.TrimPrefix(r, "role:")
 			prefix := agentIndexPrefix(idxRole, role)
 			n := 0
@@ -145,10 +121,10 @@ func resolveRecipients(tx *bbolt.Tx, m *Message, emptyOK bool) ([]recipient, err
 				}
 			}
 			if n == 0 && !emptyOK {
-				return nil, FieldErrorf(field, "%q matches no agent: no registered agent other than the sender has role %q", r, role)
+				return nil, api.FieldErrorf(field, "%q matches no agent: no registered agent other than the sender has role %q", r, role)
 			}
-		case AddressCapability:
-			capability := strings.TrimPrefix(r, CapabilityPrefix)
+		case api.AddressCapability:
+			capability := strings.TrimPrefix(r, api.CapabilityPrefix)
 			prefix := agentIndexPrefix(idxCapability, capability)
 			n := 0
 			c := index.Cursor()
@@ -159,9 +135,9 @@ func resolveRecipients(tx *bbolt.Tx, m *Message, emptyOK bool) ([]recipient, err
 				}
 			}
 			if n == 0 && !emptyOK {
-				return nil, FieldErrorf(field, "%q matches no agent: no registered agent other than the sender has capability %q", r, capability)
+				return nil, api.FieldErrorf(field, "%q matches no agent: no registered agent other than the sender has capability %q", r, capability)
 			}
-		case AddressGlob:
+		case api.AddressGlob:
 			lit := []byte(r[:strings.IndexAny(r, "*?[")])
 			n := 0
 			c := agents.Cursor()
@@ -172,13 +148,13 @@ func resolveRecipients(tx *bbolt.Tx, m *Message, emptyOK bool) ([]recipient, err
 				}
 			}
 			if n == 0 && !emptyOK {
-				return nil, FieldErrorf(field, "%q matches no agent: no registered agent other than the sender matches the glob", r)
+				return nil, api.FieldErrorf(field, "%q matches no agent: no registered agent other than the sender matches the glob", r)
 			}
 		default:
 			add(r, agentRole(agents.Get([]byte(r))))
 		}
 	}
-	for _, id := range mentions(m.Content.Text, MaxRecipients) {
+	for _, id := range mentions(m.Content.Text, api.MaxRecipients) {
 		if id == m.From || seen[id] {
 			continue
 		}
@@ -186,8 +162,8 @@ func resolveRecipients(tx *bbolt.Tx, m *Message, emptyOK bool) ([]recipient, err
 			add(id, agentRole(v))
 		}
 	}
-	if m.Visibility == VisibilityModerators {
-		out = slices.DeleteFunc(out, func(r recipient) bool { return !NamesAgent(m.To, r.id) })
+	if m.Visibility == api.VisibilityModerators {
+		out = slices.DeleteFunc(out, func(r recipient) bool { return !api.NamesAgent(m.To, r.id) })
 	}
 	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/rules"
 )
 
@@ -73,10 +74,10 @@ func TestAddressingForms(t *testing.T) {
 				t.Errorf("%d receipts, want %d: %+v", len(rc), len(tt.want), rc)
 			}
 			for _, a := range append(slices.Clone(everyone), "codex", "zed") {
-				inbox, err := b.f.Inbox(a, InboxQuery{})
+				inbox, err := b.f.Inbox(a, api.InboxQuery{})
 				delivered := slices.Contains(tt.want, a)
 				switch {
-				case errors.Is(err, ErrNotFound) && !delivered:
+				case errors.Is(err, api.ErrNotFound) && !delivered:
 				case err != nil:
 					t.Errorf("Inbox(%s): %v", a, err)
 				case delivered && (len(inbox.Messages) != 1 || inbox.Messages[0].ID != r.ID || inbox.Messages[0].Read):
@@ -87,9 +88,9 @@ func TestAddressingForms(t *testing.T) {
 				if delivered {
 					// zed is in no registry and never sent: its
 					// receipt says so rather than delivered.
-					want := ReceiptDelivered
+					want := api.ReceiptDelivered
 					if a == "zed" {
-						want = ReceiptNoSuchAgent
+						want = api.ReceiptNoSuchAgent
 					}
 					if rc[a].State != want || !rc[a].DeliveredAt.Equal(got.Timestamp) {
 						t.Errorf("receipt of %s = %+v, want %s at %s", a, rc[a], want, got.Timestamp)
@@ -116,7 +117,7 @@ func TestAddressingRefusals(t *testing.T) {
 		{"bad capability", "codex", []string{"capability:Go"}, "to[0]", `"capability:Go" is not an agent id, "all", "*", "role:NAME", "capability:NAME" or a glob`},
 		{"glob matching only the sender", "dave", []string{"d*"}, "to[0]", `"d*" matches no agent`},
 		{"bad glob", "codex", []string{"alice", "eng[ineer"}, "to[1]", `"eng[ineer" is not a valid glob`},
-		{"plain id too long", "codex", []string{strings.Repeat("a", 65)}, "to[0]", "not a valid agent id: must match " + NamePattern + ` (got "aaaa`},
+		{"plain id too long", "codex", []string{strings.Repeat("a", 65)}, "to[0]", "not a valid agent id: must match " + api.NamePattern + ` (got "aaaa`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -124,8 +125,8 @@ func TestAddressingRefusals(t *testing.T) {
 			addressingRegistry(b)
 			before := dataDump(t, b.f)
 			err := b.sendErr(b.msg(tt.from, "hi", tt.to...))
-			var fe *FieldError
-			if !errors.As(err, &fe) || !errors.Is(err, ErrInvalid) || fe.Field != tt.field || !strings.Contains(fe.Reason, tt.reason) {
+			var fe *api.FieldError
+			if !errors.As(err, &fe) || !errors.Is(err, api.ErrInvalid) || fe.Field != tt.field || !strings.Contains(fe.Reason, tt.reason) {
 				t.Errorf("error = %v, want a FieldError on %s containing %q", err, tt.field, tt.reason)
 			}
 			if after := dataDump(t, b.f); after != before {
@@ -164,7 +165,7 @@ func TestMentions(t *testing.T) {
 		{"@x @x", []string{"x"}},
 		{"@" + strings.Repeat("a", 65), nil},
 	} {
-		if got := mentions(tt.text, MaxRecipients); !slices.Equal(got, tt.want) {
+		if got := mentions(tt.text, api.MaxRecipients); !slices.Equal(got, tt.want) {
 			t.Errorf("mentions(%q) = %q, want %q", tt.text, got, tt.want)
 		}
 	}
@@ -180,10 +181,10 @@ func TestSendAutoRegistersSender(t *testing.T) {
 	if err != nil {
 		t.Fatalf("sender not registered: %v", err)
 	}
-	if a.Role != DefaultRole || !a.Auto || a.Index != r.Seq {
+	if a.Role != api.DefaultRole || !a.Auto || a.Index != r.Seq {
 		t.Errorf("auto-registered sender = %+v, want role agent, auto, index %d", a, r.Seq)
 	}
-	if _, err := b.f.Agent("claude"); !errors.Is(err, ErrNotFound) {
+	if _, err := b.f.Agent("claude"); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("a recipient got registered: %v", err)
 	}
 	b.send(b.msg("codex", "second", "claude"))
@@ -208,12 +209,12 @@ func TestSendAutoRegistersSender(t *testing.T) {
 func TestStrictSenders(t *testing.T) {
 	b := newMbox(t)
 	b.register("alice", "reviewer")
-	b.ok(OpSetConfig, SetConfigCommand{Key: "strict_senders", Value: []byte("true")})
+	b.ok(api.OpSetConfig, api.SetConfigCommand{Key: "strict_senders", Value: []byte("true")})
 	before := dumpWithout(t, b.f, string(bucketAudit))
 	auditBefore := len(b.auditLines())
 
 	err := b.sendErr(b.msg("mallory", "let me in", "alice"))
-	if !errors.Is(err, ErrForbidden) || !strings.Contains(err.Error(), "mallory") || !strings.Contains(err.Error(), "strict_senders") {
+	if !errors.Is(err, api.ErrForbidden) || !strings.Contains(err.Error(), "mallory") || !strings.Contains(err.Error(), "strict_senders") {
 		t.Errorf("error = %v, want ErrForbidden naming mallory and strict_senders", err)
 	}
 	if after := dumpWithout(t, b.f, string(bucketAudit)); after != before {
@@ -226,7 +227,7 @@ func TestStrictSenders(t *testing.T) {
 	// A registered sender still sends; and with the setting off again an
 	// unknown one is registered on the spot.
 	b.send(b.msg("alice", "fine", "bob"))
-	b.ok(OpSetConfig, SetConfigCommand{Key: "strict_senders", Value: []byte("false")})
+	b.ok(api.OpSetConfig, api.SetConfigCommand{Key: "strict_senders", Value: []byte("false")})
 	b.send(b.msg("mallory", "now", "alice"))
 	if a, err := b.f.Agent("mallory"); err != nil || !a.Auto {
 		t.Errorf("mallory after strict_senders off: %+v, %v", a, err)
@@ -234,7 +235,7 @@ func TestStrictSenders(t *testing.T) {
 }
 
 // rulesTesterReviewer forbids tester → reviewer (by role) with a reason.
-var rulesTesterReviewer = SetRulesCommand{Rules: &rules.Document{
+var rulesTesterReviewer = api.SetRulesCommand{Rules: &rules.Document{
 	Forbidden: []rules.ForbiddenRule{{From: "role:tester", To: "role:reviewer", Reason: "testers go through the developer first"}},
 }}
 
@@ -243,20 +244,20 @@ func TestRulesBlockEveryRecipient(t *testing.T) {
 	b.register("tina", "tester")
 	b.register("rex", "reviewer")
 	b.register("ray", "reviewer")
-	b.ok(OpSetRules, rulesTesterReviewer)
+	b.ok(api.OpSetRules, rulesTesterReviewer)
 	before := dumpWithout(t, b.f, string(bucketAudit))
 	auditBefore := len(b.auditLines())
 
 	m := b.msg("tina", "please merge", "role:reviewer")
 	err := b.sendErr(m)
-	if !errors.Is(err, ErrForbidden) || !strings.Contains(err.Error(), "testers go through the developer first") ||
+	if !errors.Is(err, api.ErrForbidden) || !strings.Contains(err.Error(), "testers go through the developer first") ||
 		!strings.Contains(err.Error(), "ray") || !strings.Contains(err.Error(), "rex") {
 		t.Errorf("error = %v, want ErrForbidden with the reason for ray and rex", err)
 	}
 	if after := dumpWithout(t, b.f, string(bucketAudit)); after != before {
 		t.Errorf("a blocked send stored more than audit lines")
 	}
-	if _, err := b.f.Message(m.ID); !errors.Is(err, ErrNotFound) {
+	if _, err := b.f.Message(m.ID); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("blocked message is stored: %v", err)
 	}
 	lines := b.auditLines()[auditBefore:]
@@ -271,7 +272,7 @@ func TestRulesBlockSomeRecipients(t *testing.T) {
 	b.register("tina", "tester")
 	b.register("rex", "reviewer")
 	b.register("dev", "developer")
-	b.ok(OpSetRules, rulesTesterReviewer)
+	b.ok(api.OpSetRules, rulesTesterReviewer)
 
 	m := b.msg("tina", "results attached", "rex", "dev")
 	r := b.send(m)
@@ -293,10 +294,10 @@ func TestRulesBlockSomeRecipients(t *testing.T) {
 		t.Errorf("dev's counts = %+v, want 1 unread", c)
 	}
 	rc := b.receipts(m.ID)
-	if rc["rex"].State != ReceiptBlocked || rc["rex"].Blocked != wantBlocked[0].Reason || !rc["rex"].DeliveredAt.IsZero() {
+	if rc["rex"].State != api.ReceiptBlocked || rc["rex"].Blocked != wantBlocked[0].Reason || !rc["rex"].DeliveredAt.IsZero() {
 		t.Errorf("rex's receipt = %+v, want blocked", rc["rex"])
 	}
-	if rc["dev"].State != ReceiptDelivered {
+	if rc["dev"].State != api.ReceiptDelivered {
 		t.Errorf("dev's receipt = %+v, want delivered", rc["dev"])
 	}
 	lines := b.auditLines()

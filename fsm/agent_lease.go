@@ -3,12 +3,13 @@ package fsm
 import (
 	"cmp"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
 
 // Agent leases: which watcher serves an agent configured on several hosts.
@@ -45,49 +46,6 @@ import (
 // lapsed or released), as is a release; renewals and standby attempts,
 // which come every few seconds, are not.
 
-// The agent lease ops.
-const (
-	// OpAgentLeaseAcquire grants, extends or stands by (body:
-	// AgentLeaseAcquireCommand).
-	OpAgentLeaseAcquire Op = "agent_lease_acquire"
-	// OpAgentLeaseRenew extends the live lease by its holder (body:
-	// AgentLeaseRenewCommand).
-	OpAgentLeaseRenew Op = "agent_lease_renew"
-	// OpAgentLeaseRelease ends the lease by its holder (body:
-	// AgentLeaseReleaseCommand).
-	OpAgentLeaseRelease Op = "agent_lease_release"
-)
-
-// Agent lease limits.
-const (
-	MinAgentLeaseTTL     = time.Second
-	MaxAgentLeaseTTL     = 10 * time.Minute
-	DefaultAgentLeaseTTL = 10 * time.Second
-	MaxAgentStandbys     = 16
-)
-
-// Outcomes of an agent lease command (AgentLeaseResult.Outcome).
-// Refusals (not the holder, a stale fence, a lapsed lease) are
-// *ConflictError values wrapping ErrFenced.
-const (
-	AgentLeaseGranted  = "granted"  // a new grant with a new fence
-	AgentLeaseExtended = "extended" // the holder's live lease renewed, same fence
-	AgentLeaseStandby  = "standby"  // another holder's lease is live; the caller is recorded as a standby
-	AgentLeaseReleased = "released" // the holder gave the lease up
-)
-
-// Takeover reasons (AgentLease.Reason, the audit's text).
-const (
-	LeaseReasonFirst    = "first"    // no holder before
-	LeaseReasonLapsed   = "lapsed"   // the holder stopped renewing
-	LeaseReasonReleased = "released" // the holder gave the lease up
-)
-
-// ErrFenced is what a refusal by an agent's lease fence wraps (with
-// ErrConflict): the caller's fence or holder is not the current grant's,
-// so it lost the lease and must stop acting as the agent.
-var ErrFenced = errors.New("agent lease lost")
-
 // FenceError is a refusal by the agent lease: its words say the fence
 // given, the current fence and its holder. errors.Is matches both
 // ErrFenced and ErrConflict (an answer of 409).
@@ -98,94 +56,10 @@ type FenceError struct {
 func (e *FenceError) Error() string { return e.Reason }
 
 // Unwrap lets errors.Is match ErrFenced and ErrConflict.
-func (e *FenceError) Unwrap() []error { return []error{ErrFenced, ErrConflict} }
+func (e *FenceError) Unwrap() []error { return []error{api.ErrFenced, api.ErrConflict} }
 
 func fenced(format string, args ...any) error {
 	return &FenceError{Reason: fmt.Sprintf(format, args...)}
-}
-
-// LeaseHolder names a watcher instance: the node it runs beside and a
-// per-process id (both ids matching NamePattern).
-type LeaseHolder struct {
-	Node     string `json:"node"`
-	Instance string `json:"instance"`
-}
-
-// String is "node/instance".
-func (h LeaseHolder) String() string { return h.Node + "/" + h.Instance }
-
-// Validate checks node and instance: each an id matching NamePattern.
-func (h LeaseHolder) Validate() error {
-	if !ValidName(h.Node) {
-		if h.Node == "" {
-			return FieldErrorf("node", "required: the id of the node the watcher runs beside")
-		}
-		return NameError("node", h.Node)
-	}
-	if !ValidName(h.Instance) {
-		if h.Instance == "" {
-			return FieldErrorf("instance", "required: the watcher process's instance id")
-		}
-		return NameError("instance", h.Instance)
-	}
-	return nil
-}
-
-func validLeaseAgent(agent string) error {
-	if agent == "" {
-		return FieldErrorf("agent", "required: the agent id the lease is for")
-	}
-	return CheckAgentField("agent", agent)
-}
-
-// AgentLeaseAcquireCommand is the body of OpAgentLeaseAcquire and of POST
-// /v1/agents/{id}/lease: take the agent's lease if it is free or lapsed,
-// extend it if the caller holds it, else stand by.
-type AgentLeaseAcquireCommand struct {
-	Agent string `json:"agent"`
-	LeaseHolder
-	TTL LockTTL `json:"ttl"` // MinAgentLeaseTTL..MaxAgentLeaseTTL
-}
-
-// Validate checks agent, node, instance and ttl.
-func (c *AgentLeaseAcquireCommand) Validate() error {
-	return cmp.Or(validLeaseAgent(c.Agent), c.LeaseHolder.Validate(), c.TTL.validateIn(MinAgentLeaseTTL, MaxAgentLeaseTTL))
-}
-
-// AgentLeaseRenewCommand is the body of OpAgentLeaseRenew and of POST
-// /v1/agents/{id}/lease/renew: the holder extends its live lease to entry
-// time + TTL.
-type AgentLeaseRenewCommand struct {
-	Agent string `json:"agent"`
-	LeaseHolder
-	Fence uint64  `json:"fence"` // the fence the grant returned
-	TTL   LockTTL `json:"ttl"`
-}
-
-// Validate checks agent, node, instance, fence and ttl.
-func (c *AgentLeaseRenewCommand) Validate() error {
-	return cmp.Or(validLeaseAgent(c.Agent), c.LeaseHolder.Validate(), validFence(c.Fence), c.TTL.validateIn(MinAgentLeaseTTL, MaxAgentLeaseTTL))
-}
-
-// AgentLeaseReleaseCommand is the body of OpAgentLeaseRelease and of POST
-// /v1/agents/{id}/lease/release: the holder gives the lease up (a watcher
-// stopping), so a standby takes over at once rather than after the ttl.
-type AgentLeaseReleaseCommand struct {
-	Agent string `json:"agent"`
-	LeaseHolder
-	Fence uint64 `json:"fence"`
-}
-
-// Validate checks agent, node, instance and fence.
-func (c *AgentLeaseReleaseCommand) Validate() error {
-	return cmp.Or(validLeaseAgent(c.Agent), c.LeaseHolder.Validate(), validFence(c.Fence))
-}
-
-func validFence(f uint64) error {
-	if f == 0 {
-		return FieldErrorf("fence", "required: the fence the grant returned")
-	}
-	return nil
 }
 
 // AgentLease is an agent's lease as the API shows it.
@@ -193,13 +67,13 @@ type AgentLease struct {
 	Agent string `json:"agent"`
 	// Holder is the watcher that serves the agent (or served it, when
 	// Expired or Released).
-	Holder LeaseHolder `json:"holder"`
+	Holder api.LeaseHolder `json:"holder"`
 	// Fence is the Raft index of the entry that granted the lease.
-	Fence      uint64    `json:"fence"`
-	AcquiredAt time.Time `json:"acquired_at"`
-	RenewedAt  time.Time `json:"renewed_at,omitzero"`
-	ExpiresAt  time.Time `json:"expires_at"` // first instant the lease no longer covers
-	TTL        LockTTL   `json:"ttl"`
+	Fence      uint64      `json:"fence"`
+	AcquiredAt time.Time   `json:"acquired_at"`
+	RenewedAt  time.Time   `json:"renewed_at,omitzero"`
+	ExpiresAt  time.Time   `json:"expires_at"` // first instant the lease no longer covers
+	TTL        api.LockTTL `json:"ttl"`
 	// Reason is why the holder got it: first, lapsed or released.
 	Reason string `json:"reason"`
 	// Expired: the lease ran out as of the entry that produced this
@@ -214,7 +88,7 @@ type AgentLease struct {
 
 // AgentStandby is a watcher standing by for an agent.
 type AgentStandby struct {
-	LeaseHolder
+	api.LeaseHolder
 	SeenAt time.Time `json:"seen_at"` // the entry time of its last acquire
 }
 
@@ -234,7 +108,7 @@ type AgentLeasePage struct {
 // agentLeaseRecord is the stored form; times are entry timestamps in Unix
 // nanoseconds.
 type agentLeaseRecord struct {
-	Holder   LeaseHolder     `json:"holder"`
+	Holder   api.LeaseHolder `json:"holder"`
 	Fence    uint64          `json:"fence"`
 	Acquired int64           `json:"acquired"`
 	Renewed  int64           `json:"renewed,omitempty"`
@@ -246,7 +120,7 @@ type agentLeaseRecord struct {
 }
 
 type standbyRecord struct {
-	LeaseHolder
+	api.LeaseHolder
 	Seen int64 `json:"seen"`
 	TTL  int64 `json:"ttl"`
 }
@@ -259,7 +133,7 @@ func (r *agentLeaseRecord) view(agent string, at int64) *AgentLease {
 		Agent: agent, Holder: r.Holder, Fence: r.Fence,
 		AcquiredAt: time.Unix(0, r.Acquired).UTC(),
 		ExpiresAt:  time.Unix(0, r.Expires).UTC(),
-		TTL:        LockTTL(r.TTL), Reason: r.Reason,
+		TTL:        api.LockTTL(r.TTL), Reason: r.Reason,
 		Expired: at >= r.Expires, Released: r.Released,
 		Standbys: []AgentStandby{},
 	}
@@ -280,9 +154,9 @@ func (s *standbyRecord) lapsed(at int64) bool { return at >= addTTL(s.Seen, time
 // standBy records h as a standby seen at ts, dropping standbys that
 // lapsed and the holder itself; beyond MaxAgentStandbys the one seen
 // longest ago gives way. The list stays sorted by node, then instance.
-func (r *agentLeaseRecord) standBy(h LeaseHolder, ts int64, ttl time.Duration) {
+func (r *agentLeaseRecord) standBy(h api.LeaseHolder, ts int64, ttl time.Duration) {
 	r.dropStandby(h, ts)
-	if len(r.Standbys) >= MaxAgentStandbys {
+	if len(r.Standbys) >= api.MaxAgentStandbys {
 		oldest := 0
 		for i, s := range r.Standbys {
 			if s.Seen < r.Standbys[oldest].Seen {
@@ -298,7 +172,7 @@ func (r *agentLeaseRecord) standBy(h LeaseHolder, ts int64, ttl time.Duration) {
 }
 
 // dropStandby removes h and every lapsed standby.
-func (r *agentLeaseRecord) dropStandby(h LeaseHolder, ts int64) {
+func (r *agentLeaseRecord) dropStandby(h api.LeaseHolder, ts int64) {
 	r.Standbys = slices.DeleteFunc(r.Standbys, func(s standbyRecord) bool { return s.LeaseHolder == h || s.lapsed(ts) })
 }
 
@@ -325,7 +199,7 @@ func putAgentLease(tx *bbolt.Tx, agent string, rec *agentLeaseRecord) {
 // that h holds it under fence and that it was not released: a
 // *FenceError otherwise, naming the fence given, the current one and its
 // holder; no lease is a *NotFoundError.
-func currentLease(tx *bbolt.Tx, op Op, agent string, h LeaseHolder, fence uint64) (agentLeaseRecord, error) {
+func currentLease(tx *bbolt.Tx, op api.Op, agent string, h api.LeaseHolder, fence uint64) (agentLeaseRecord, error) {
 	cur, ok, err := getAgentLease(tx, agent)
 	if err != nil {
 		return cur, fmt.Errorf("fsm: apply %s: %w", op, err)
@@ -379,7 +253,7 @@ func checkAgentFence(tx *bbolt.Tx, agent string, fence uint64) error {
 // leaseAgent is the agent whose lease fences what name does: a fork
 // (fork.go) answers under its parent's lease.
 func leaseAgent(name string) string {
-	if parent, ok := ForkParent(name); ok {
+	if parent, ok := api.ForkParent(name); ok {
 		return parent
 	}
 	return name
@@ -388,7 +262,7 @@ func leaseAgent(name string) string {
 // agentFenced is a command that may carry the fence of an agent's lease:
 // its agent and fence (0: none).
 type agentFenced interface {
-	agentFence() (agent string, fence uint64)
+	FencedBy() (agent string, fence uint64)
 }
 
 // AgentLeaseOf returns agent's lease as of the latest applied entry; a

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
 
 // applyAgentLeaseAcquire grants the agent's lease when there is none or
@@ -13,13 +15,13 @@ import (
 // standby. Every outcome is a result: standing by is what a watcher of a
 // second node does every third of its ttl, not an error.
 func applyAgentLeaseAcquire(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
-	var cmd AgentLeaseAcquireCommand
-	if err := decodeCommand(OpAgentLeaseAcquire, body, &cmd); err != nil {
+	var cmd api.AgentLeaseAcquireCommand
+	if err := decodeCommand(api.OpAgentLeaseAcquire, body, &cmd); err != nil {
 		return nil, err
 	}
 	cur, ok, err := getAgentLease(tx, cmd.Agent)
 	if err != nil {
-		return nil, fmt.Errorf("fsm: apply %s: %w", OpAgentLeaseAcquire, err)
+		return nil, fmt.Errorf("fsm: apply %s: %w", api.OpAgentLeaseAcquire, err)
 	}
 	ttl := time.Duration(cmd.TTL)
 	switch {
@@ -27,20 +29,20 @@ func applyAgentLeaseAcquire(tx *bbolt.Tx, index uint64, ts int64, body []byte) (
 		cur.Renewed, cur.Expires, cur.TTL = ts, addTTL(ts, ttl), int64(ttl)
 		cur.dropStandby(cmd.LeaseHolder, ts)
 		putAgentLease(tx, cmd.Agent, &cur)
-		return &AgentLeaseResult{Outcome: AgentLeaseExtended, Lease: cur.view(cmd.Agent, ts)}, nil
+		return &AgentLeaseResult{Outcome: api.AgentLeaseExtended, Lease: cur.view(cmd.Agent, ts)}, nil
 	case ok && !cur.free(ts):
 		cur.standBy(cmd.LeaseHolder, ts, ttl)
 		putAgentLease(tx, cmd.Agent, &cur)
-		return &AgentLeaseResult{Outcome: AgentLeaseStandby, Lease: cur.view(cmd.Agent, ts)}, nil
+		return &AgentLeaseResult{Outcome: api.AgentLeaseStandby, Lease: cur.view(cmd.Agent, ts)}, nil
 	}
-	next := agentLeaseRecord{Holder: cmd.LeaseHolder, Fence: index, Acquired: ts, Expires: addTTL(ts, ttl), TTL: int64(ttl), Reason: LeaseReasonFirst}
-	ev := AuditEvent{Kind: AuditAgentLease, From: cmd.Node, Label: "AGENT_LEASE",
+	next := agentLeaseRecord{Holder: cmd.LeaseHolder, Fence: index, Acquired: ts, Expires: addTTL(ts, ttl), TTL: int64(ttl), Reason: api.LeaseReasonFirst}
+	ev := api.AuditEvent{Kind: AuditAgentLease, From: cmd.Node, Label: "AGENT_LEASE",
 		Text: fmt.Sprintf("%s served by %s fence=%d ttl=%s", cmd.Agent, cmd.LeaseHolder, index, ttl)}
 	if ok {
 		next.Standbys = cur.Standbys
-		next.Reason = LeaseReasonLapsed
+		next.Reason = api.LeaseReasonLapsed
 		if cur.Released {
-			next.Reason = LeaseReasonReleased
+			next.Reason = api.LeaseReasonReleased
 		}
 		ev.Label, ev.From, ev.To = "AGENT_TAKEOVER", cur.Holder.Node, []string{cmd.Node}
 		ev.Text = fmt.Sprintf("%s from %s (fence %d) to %s fence=%d: %s", cmd.Agent, cur.Holder, cur.Fence, cmd.LeaseHolder, index, next.Reason)
@@ -51,5 +53,5 @@ func applyAgentLeaseAcquire(tx *bbolt.Tx, index uint64, ts int64, body []byte) (
 	next.dropStandby(cmd.LeaseHolder, ts)
 	putAgentLease(tx, cmd.Agent, &next)
 	audit(tx, index, ts, ev)
-	return &AgentLeaseResult{Outcome: AgentLeaseGranted, Lease: next.view(cmd.Agent, ts)}, nil
+	return &AgentLeaseResult{Outcome: api.AgentLeaseGranted, Lease: next.view(cmd.Agent, ts)}, nil
 }

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
 
 // applyAgentLeaseRenew extends the holder's live lease under its fence.
@@ -11,21 +13,21 @@ import (
 // may have stopped answering for a while, so it acquires again for a new
 // fence. Refusals are *FenceError values and write nothing.
 func applyAgentLeaseRenew(tx *bbolt.Tx, _ uint64, ts int64, body []byte) (any, error) {
-	var cmd AgentLeaseRenewCommand
-	if err := decodeCommand(OpAgentLeaseRenew, body, &cmd); err != nil {
+	var cmd api.AgentLeaseRenewCommand
+	if err := decodeCommand(api.OpAgentLeaseRenew, body, &cmd); err != nil {
 		return nil, err
 	}
-	cur, err := currentLease(tx, OpAgentLeaseRenew, cmd.Agent, cmd.LeaseHolder, cmd.Fence)
+	cur, err := currentLease(tx, api.OpAgentLeaseRenew, cmd.Agent, cmd.LeaseHolder, cmd.Fence)
 	if err != nil {
 		return nil, err
 	}
 	if ts >= cur.Expires {
-		return nil, wrapOp(OpAgentLeaseRenew, fenced("agent %s: the lease (fence %d) expired at %s, before this renewal at %s: acquire it again for a new fence",
+		return nil, wrapOp(api.OpAgentLeaseRenew, fenced("agent %s: the lease (fence %d) expired at %s, before this renewal at %s: acquire it again for a new fence",
 			cmd.Agent, cur.Fence, lockTime(cur.Expires), lockTime(ts)))
 	}
 	ttl := time.Duration(cmd.TTL)
 	cur.Renewed, cur.Expires, cur.TTL = ts, addTTL(ts, ttl), int64(ttl)
 	cur.dropStandby(cmd.LeaseHolder, ts)
 	putAgentLease(tx, cmd.Agent, &cur)
-	return &AgentLeaseResult{Outcome: AgentLeaseExtended, Lease: cur.view(cmd.Agent, ts)}, nil
+	return &AgentLeaseResult{Outcome: api.AgentLeaseExtended, Lease: cur.view(cmd.Agent, ts)}, nil
 }

@@ -5,15 +5,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/maos-project/maos/api"
 )
 
 var (
-	hostA = LeaseHolder{Node: "n1", Instance: "aaaa1111"}
-	hostB = LeaseHolder{Node: "n2", Instance: "bbbb2222"}
-	hostC = LeaseHolder{Node: "n3", Instance: "cccc3333"}
+	hostA = api.LeaseHolder{Node: "n1", Instance: "aaaa1111"}
+	hostB = api.LeaseHolder{Node: "n2", Instance: "bbbb2222"}
+	hostC = api.LeaseHolder{Node: "n3", Instance: "cccc3333"}
 )
 
-const leaseTTL = LockTTL(10 * time.Second)
+const leaseTTL = api.LockTTL(10 * time.Second)
 
 func mustLease(tb testing.TB, r any, outcome string) *AgentLease {
 	tb.Helper()
@@ -27,9 +29,9 @@ func mustLease(tb testing.TB, r any, outcome string) *AgentLease {
 	return res.Lease
 }
 
-func (b *taskBox) acquireLease(agent string, h LeaseHolder, outcome string) *AgentLease {
+func (b *taskBox) acquireLease(agent string, h api.LeaseHolder, outcome string) *AgentLease {
 	b.t.Helper()
-	return mustLease(b.t, b.ok(OpAgentLeaseAcquire, AgentLeaseAcquireCommand{Agent: agent, LeaseHolder: h, TTL: leaseTTL}), outcome)
+	return mustLease(b.t, b.ok(api.OpAgentLeaseAcquire, api.AgentLeaseAcquireCommand{Agent: agent, LeaseHolder: h, TTL: leaseTTL}), outcome)
 }
 
 func standbyNodes(l *AgentLease) []string {
@@ -46,20 +48,20 @@ func standbyNodes(l *AgentLease) []string {
 // keeps the fence; only the first grant is audited.
 func TestAgentLeaseOneHolder(t *testing.T) {
 	b := newTaskBox(t)
-	l := b.acquireLease("rita", hostA, AgentLeaseGranted)
-	if l.Fence != b.idx || l.Holder != hostA || l.Reason != LeaseReasonFirst || !l.ExpiresAt.Equal(b.now().Add(10*time.Second)) {
+	l := b.acquireLease("rita", hostA, api.AgentLeaseGranted)
+	if l.Fence != b.idx || l.Holder != hostA || l.Reason != api.LeaseReasonFirst || !l.ExpiresAt.Equal(b.now().Add(10*time.Second)) {
 		t.Fatalf("grant = %+v, want fence %d held by %s for 10s", l, b.idx, hostA)
 	}
 	fence := l.Fence
-	if again := b.acquireLease("rita", hostA, AgentLeaseExtended); again.Fence != fence {
+	if again := b.acquireLease("rita", hostA, api.AgentLeaseExtended); again.Fence != fence {
 		t.Errorf("re-acquire by the holder: fence %d, want %d kept", again.Fence, fence)
 	}
-	sb := b.acquireLease("rita", hostB, AgentLeaseStandby)
+	sb := b.acquireLease("rita", hostB, api.AgentLeaseStandby)
 	if sb.Holder != hostA || sb.Fence != fence || strings.Join(standbyNodes(sb), ",") != hostB.String() {
 		t.Errorf("standby answer = %+v, want held by %s with standby %s", sb, hostA, hostB)
 	}
-	b.acquireLease("rita", hostC, AgentLeaseStandby)
-	r := mustLease(t, b.ok(OpAgentLeaseRenew, AgentLeaseRenewCommand{Agent: "rita", LeaseHolder: hostA, Fence: fence, TTL: leaseTTL}), AgentLeaseExtended)
+	b.acquireLease("rita", hostC, api.AgentLeaseStandby)
+	r := mustLease(t, b.ok(api.OpAgentLeaseRenew, api.AgentLeaseRenewCommand{Agent: "rita", LeaseHolder: hostA, Fence: fence, TTL: leaseTTL}), api.AgentLeaseExtended)
 	if r.Fence != fence || strings.Join(standbyNodes(r), ",") != hostB.String()+","+hostC.String() {
 		t.Errorf("renewal = %+v, want fence %d and standbys n2, n3", r, fence)
 	}
@@ -84,12 +86,12 @@ func TestAgentLeaseOneHolder(t *testing.T) {
 // replies under the old fence are then refused.
 func TestAgentLeaseTakeover(t *testing.T) {
 	b := newTaskBox(t)
-	old := b.acquireLease("rita", hostA, AgentLeaseGranted)
+	old := b.acquireLease("rita", hostA, api.AgentLeaseGranted)
 	b.jump(old.ExpiresAt.Add(-time.Microsecond))
-	b.acquireLease("rita", hostB, AgentLeaseStandby)
+	b.acquireLease("rita", hostB, api.AgentLeaseStandby)
 	b.jump(old.ExpiresAt)
-	l := b.acquireLease("rita", hostB, AgentLeaseGranted)
-	if l.Fence <= old.Fence || l.Holder != hostB || l.Reason != LeaseReasonLapsed || len(l.Standbys) != 0 {
+	l := b.acquireLease("rita", hostB, api.AgentLeaseGranted)
+	if l.Fence <= old.Fence || l.Holder != hostB || l.Reason != api.LeaseReasonLapsed || len(l.Standbys) != 0 {
 		t.Fatalf("takeover = %+v, want n2 with a fence above %d, reason lapsed", l, old.Fence)
 	}
 	lines := b.auditLines()
@@ -97,14 +99,14 @@ func TestAgentLeaseTakeover(t *testing.T) {
 	if last := lines[len(lines)-1]; !strings.Contains(last, want) {
 		t.Errorf("audit line %q, want it to contain %q", last, want)
 	}
-	err := b.refused(OpAgentLeaseRenew, AgentLeaseRenewCommand{Agent: "rita", LeaseHolder: hostA, Fence: old.Fence, TTL: leaseTTL}, ErrFenced,
+	err := b.refused(api.OpAgentLeaseRenew, api.AgentLeaseRenewCommand{Agent: "rita", LeaseHolder: hostA, Fence: old.Fence, TTL: leaseTTL}, api.ErrFenced,
 		"agent rita: fence "+itoa(old.Fence)+" is not the current lease's (fence "+itoa(l.Fence)+", held by n2/bbbb2222)")
 	var fe *FenceError
-	if !errors.As(err, &fe) || !errors.Is(err, ErrConflict) {
+	if !errors.As(err, &fe) || !errors.Is(err, api.ErrConflict) {
 		t.Errorf("refusal %v is not a *FenceError matching ErrConflict", err)
 	}
 	// The old holder asks again: it is a standby now.
-	if sb := b.acquireLease("rita", hostA, AgentLeaseStandby); sb.Holder != hostB {
+	if sb := b.acquireLease("rita", hostA, api.AgentLeaseStandby); sb.Holder != hostB {
 		t.Errorf("old holder's acquire = %+v, want standby behind n2", sb)
 	}
 }
@@ -114,16 +116,16 @@ func TestAgentLeaseTakeover(t *testing.T) {
 // writes nothing.
 func TestAgentLeaseRenewRefusals(t *testing.T) {
 	b := newTaskBox(t)
-	b.refused(OpAgentLeaseRenew, AgentLeaseRenewCommand{Agent: "rita", LeaseHolder: hostA, Fence: 3, TTL: leaseTTL}, ErrNotFound, "agent rita has no lease")
-	l := b.acquireLease("rita", hostA, AgentLeaseGranted)
-	b.refused(OpAgentLeaseRenew, AgentLeaseRenewCommand{Agent: "rita", LeaseHolder: hostB, Fence: l.Fence, TTL: leaseTTL}, ErrFenced,
+	b.refused(api.OpAgentLeaseRenew, api.AgentLeaseRenewCommand{Agent: "rita", LeaseHolder: hostA, Fence: 3, TTL: leaseTTL}, api.ErrNotFound, "agent rita has no lease")
+	l := b.acquireLease("rita", hostA, api.AgentLeaseGranted)
+	b.refused(api.OpAgentLeaseRenew, api.AgentLeaseRenewCommand{Agent: "rita", LeaseHolder: hostB, Fence: l.Fence, TTL: leaseTTL}, api.ErrFenced,
 		"is held by n1/aaaa1111, not n2/bbbb2222")
 	b.jump(l.ExpiresAt)
-	b.refused(OpAgentLeaseRenew, AgentLeaseRenewCommand{Agent: "rita", LeaseHolder: hostA, Fence: l.Fence, TTL: leaseTTL}, ErrFenced,
+	b.refused(api.OpAgentLeaseRenew, api.AgentLeaseRenewCommand{Agent: "rita", LeaseHolder: hostA, Fence: l.Fence, TTL: leaseTTL}, api.ErrFenced,
 		"expired at "+lockTime(l.ExpiresAt.UnixNano()))
 	// Acquiring again after the lapse is a new grant, a new fence.
-	again := b.acquireLease("rita", hostA, AgentLeaseGranted)
-	if again.Fence == l.Fence || again.Reason != LeaseReasonLapsed {
+	again := b.acquireLease("rita", hostA, api.AgentLeaseGranted)
+	if again.Fence == l.Fence || again.Reason != api.LeaseReasonLapsed {
 		t.Errorf("re-grant after the lapse = %+v, want a new fence", again)
 	}
 }
@@ -133,17 +135,17 @@ func TestAgentLeaseRenewRefusals(t *testing.T) {
 // release under a stale fence is refused.
 func TestAgentLeaseRelease(t *testing.T) {
 	b := newTaskBox(t)
-	l := b.acquireLease("rita", hostA, AgentLeaseGranted)
-	b.acquireLease("rita", hostB, AgentLeaseStandby)
-	b.refused(OpAgentLeaseRelease, AgentLeaseReleaseCommand{Agent: "rita", LeaseHolder: hostA, Fence: l.Fence + 1}, ErrFenced, "is not the current lease's")
-	rel := mustLease(t, b.ok(OpAgentLeaseRelease, AgentLeaseReleaseCommand{Agent: "rita", LeaseHolder: hostA, Fence: l.Fence}), AgentLeaseReleased)
+	l := b.acquireLease("rita", hostA, api.AgentLeaseGranted)
+	b.acquireLease("rita", hostB, api.AgentLeaseStandby)
+	b.refused(api.OpAgentLeaseRelease, api.AgentLeaseReleaseCommand{Agent: "rita", LeaseHolder: hostA, Fence: l.Fence + 1}, api.ErrFenced, "is not the current lease's")
+	rel := mustLease(t, b.ok(api.OpAgentLeaseRelease, api.AgentLeaseReleaseCommand{Agent: "rita", LeaseHolder: hostA, Fence: l.Fence}), api.AgentLeaseReleased)
 	if !rel.Released || !rel.Expired {
 		t.Errorf("release = %+v, want released and expired", rel)
 	}
-	mustLease(t, b.ok(OpAgentLeaseRelease, AgentLeaseReleaseCommand{Agent: "rita", LeaseHolder: hostA, Fence: l.Fence}), AgentLeaseReleased)
-	b.refused(OpAgentLeaseRenew, AgentLeaseRenewCommand{Agent: "rita", LeaseHolder: hostA, Fence: l.Fence, TTL: leaseTTL}, ErrFenced, "was released")
-	nl := b.acquireLease("rita", hostB, AgentLeaseGranted)
-	if nl.Reason != LeaseReasonReleased || nl.Fence <= l.Fence {
+	mustLease(t, b.ok(api.OpAgentLeaseRelease, api.AgentLeaseReleaseCommand{Agent: "rita", LeaseHolder: hostA, Fence: l.Fence}), api.AgentLeaseReleased)
+	b.refused(api.OpAgentLeaseRenew, api.AgentLeaseRenewCommand{Agent: "rita", LeaseHolder: hostA, Fence: l.Fence, TTL: leaseTTL}, api.ErrFenced, "was released")
+	nl := b.acquireLease("rita", hostB, api.AgentLeaseGranted)
+	if nl.Reason != api.LeaseReasonReleased || nl.Fence <= l.Fence {
 		t.Errorf("takeover after release = %+v", nl)
 	}
 	lines := b.auditLines()
@@ -157,20 +159,20 @@ func TestAgentLeaseRelease(t *testing.T) {
 // than its ttl is no longer listed; at most MaxAgentStandbys are kept.
 func TestAgentLeaseStandbysLapse(t *testing.T) {
 	b := newTaskBox(t)
-	long := AgentLeaseAcquireCommand{Agent: "rita", LeaseHolder: hostA, TTL: LockTTL(10 * time.Minute)}
-	l := mustLease(t, b.ok(OpAgentLeaseAcquire, long), AgentLeaseGranted)
-	b.acquireLease("rita", hostB, AgentLeaseStandby)
+	long := api.AgentLeaseAcquireCommand{Agent: "rita", LeaseHolder: hostA, TTL: api.LockTTL(10 * time.Minute)}
+	l := mustLease(t, b.ok(api.OpAgentLeaseAcquire, long), api.AgentLeaseGranted)
+	b.acquireLease("rita", hostB, api.AgentLeaseStandby)
 	b.jump(b.now().Add(11 * time.Second))
-	sb := b.acquireLease("rita", hostC, AgentLeaseStandby)
+	sb := b.acquireLease("rita", hostC, api.AgentLeaseStandby)
 	if got := strings.Join(standbyNodes(sb), ","); got != hostC.String() {
 		t.Errorf("standbys = %s, want only n3 (n2 stopped asking 11 s ago, ttl 10 s)", got)
 	}
-	for i := range MaxAgentStandbys + 3 {
-		b.acquireLease("rita", LeaseHolder{Node: "n9", Instance: "i" + itoa(uint64(i))}, AgentLeaseStandby)
+	for i := range api.MaxAgentStandbys + 3 {
+		b.acquireLease("rita", api.LeaseHolder{Node: "n9", Instance: "i" + itoa(uint64(i))}, api.AgentLeaseStandby)
 	}
 	got, err := b.f.AgentLeaseOf("rita")
-	if err != nil || len(got.Standbys) != MaxAgentStandbys || got.Fence != l.Fence {
-		t.Fatalf("lease = %+v (%v), want %d standbys", got, err, MaxAgentStandbys)
+	if err != nil || len(got.Standbys) != api.MaxAgentStandbys || got.Fence != l.Fence {
+		t.Fatalf("lease = %+v (%v), want %d standbys", got, err, api.MaxAgentStandbys)
 	}
 	for _, s := range got.Standbys {
 		if s.LeaseHolder == hostC || s.Instance == "i0" {
@@ -185,38 +187,38 @@ func TestAgentLeaseStandbysLapse(t *testing.T) {
 // no fence nothing changes; a fork answers under its parent's fence.
 func TestAgentFence(t *testing.T) {
 	b := newTaskBox(t)
-	first := b.acquireLease("rita", hostA, AgentLeaseGranted)
+	first := b.acquireLease("rita", hostA, api.AgentLeaseGranted)
 	b.jump(first.ExpiresAt)
-	cur := b.acquireLease("rita", hostB, AgentLeaseGranted)
+	cur := b.acquireLease("rita", hostB, api.AgentLeaseGranted)
 	stale := "fence " + itoa(first.Fence) + " is not the current lease's (fence " + itoa(cur.Fence) + ", held by n2/bbbb2222)"
 
 	m := b.msg("rita", "the answer", "boss")
-	b.refused(OpSend, SendCommand{Message: m, AgentFence: first.Fence}, ErrFenced, stale)
-	b.ok(OpSend, SendCommand{Message: m, AgentFence: cur.Fence})
-	b.ok(OpSend, SendCommand{Message: b.msg("rita", "by hand", "boss")})
-	fork := b.msg(ForkName("rita", 1), "from a fork", "boss")
-	b.refused(OpSend, SendCommand{Message: fork, AgentFence: first.Fence}, ErrFenced, stale)
-	b.ok(OpSend, SendCommand{Message: fork, AgentFence: cur.Fence})
-	b.refused(OpSend, SendCommand{Message: b.msg("rex", "no lease", "boss"), AgentFence: 7}, ErrFenced, "agent rex: fence 7: the agent has no lease")
+	b.refused(api.OpSend, api.SendCommand{Message: m, AgentFence: first.Fence}, api.ErrFenced, stale)
+	b.ok(api.OpSend, api.SendCommand{Message: m, AgentFence: cur.Fence})
+	b.ok(api.OpSend, api.SendCommand{Message: b.msg("rita", "by hand", "boss")})
+	fork := b.msg(api.ForkName("rita", 1), "from a fork", "boss")
+	b.refused(api.OpSend, api.SendCommand{Message: fork, AgentFence: first.Fence}, api.ErrFenced, stale)
+	b.ok(api.OpSend, api.SendCommand{Message: fork, AgentFence: cur.Fence})
+	b.refused(api.OpSend, api.SendCommand{Message: b.msg("rex", "no lease", "boss"), AgentFence: 7}, api.ErrFenced, "agent rex: fence 7: the agent has no lease")
 
-	b.refused(OpSetCursor, SetCursorCommand{Agent: "rita", Seq: 5, AgentFence: first.Fence}, ErrFenced, stale)
-	if c := mustCursor(t, b.ok(OpSetCursor, SetCursorCommand{Agent: "rita", Seq: 5, AgentFence: cur.Fence})); c.Seq != 5 {
+	b.refused(api.OpSetCursor, api.SetCursorCommand{Agent: "rita", Seq: 5, AgentFence: first.Fence}, api.ErrFenced, stale)
+	if c := mustCursor(t, b.ok(api.OpSetCursor, api.SetCursorCommand{Agent: "rita", Seq: 5, AgentFence: cur.Fence})); c.Seq != 5 {
 		t.Errorf("cursor = %d, want 5", c.Seq)
 	}
-	if c := mustCursor(t, b.ok(OpSetCursor, SetCursorCommand{Agent: "rita", Seq: 6})); c.Seq != 6 {
+	if c := mustCursor(t, b.ok(api.OpSetCursor, api.SetCursorCommand{Agent: "rita", Seq: 6})); c.Seq != 6 {
 		t.Errorf("cursor without a fence = %d, want 6", c.Seq)
 	}
 
 	task := b.create(b.newTask("rita"))
-	b.refused(OpTaskClaim, TaskClaimCommand{ID: task.ID, Agent: "rita", AgentFence: first.Fence}, ErrFenced, stale)
-	cl := mustTaskResult(t, b.ok(OpTaskClaim, TaskClaimCommand{ID: task.ID, Agent: "rita", AgentFence: cur.Fence}))
-	b.refused(OpTaskProgress, TaskProgressCommand{ID: task.ID, Agent: "rita", Fence: cl.Fence, AgentFence: first.Fence}, ErrFenced, stale)
-	b.ok(OpTaskProgress, TaskProgressCommand{ID: task.ID, Agent: "rita", Fence: cl.Fence, AgentFence: cur.Fence})
-	b.refused(OpTaskHandoff, TaskHandoffCommand{ID: task.ID, Agent: "rita", Fence: cl.Fence, To: "rex", AgentFence: first.Fence}, ErrFenced, stale)
-	b.refused(OpTaskComplete, TaskCompleteCommand{ID: task.ID, Agent: "rita", Fence: cl.Fence, AgentFence: first.Fence,
-		Completion: TaskCompletion{Status: TaskStatusSuccess, Result: "late"}}, ErrFenced, stale)
-	if res := mustTaskResult(t, b.ok(OpTaskComplete, TaskCompleteCommand{ID: task.ID, Agent: "rita", Fence: cl.Fence, AgentFence: cur.Fence,
-		Completion: TaskCompletion{Status: TaskStatusSuccess, Result: "done"}})); res.State != TaskSucceeded {
+	b.refused(api.OpTaskClaim, api.TaskClaimCommand{ID: task.ID, Agent: "rita", AgentFence: first.Fence}, api.ErrFenced, stale)
+	cl := mustTaskResult(t, b.ok(api.OpTaskClaim, api.TaskClaimCommand{ID: task.ID, Agent: "rita", AgentFence: cur.Fence}))
+	b.refused(api.OpTaskProgress, api.TaskProgressCommand{ID: task.ID, Agent: "rita", Fence: cl.Fence, AgentFence: first.Fence}, api.ErrFenced, stale)
+	b.ok(api.OpTaskProgress, api.TaskProgressCommand{ID: task.ID, Agent: "rita", Fence: cl.Fence, AgentFence: cur.Fence})
+	b.refused(api.OpTaskHandoff, api.TaskHandoffCommand{ID: task.ID, Agent: "rita", Fence: cl.Fence, To: "rex", AgentFence: first.Fence}, api.ErrFenced, stale)
+	b.refused(api.OpTaskComplete, api.TaskCompleteCommand{ID: task.ID, Agent: "rita", Fence: cl.Fence, AgentFence: first.Fence,
+		Completion: api.TaskCompletion{Status: api.TaskStatusSuccess, Result: "late"}}, api.ErrFenced, stale)
+	if res := mustTaskResult(t, b.ok(api.OpTaskComplete, api.TaskCompleteCommand{ID: task.ID, Agent: "rita", Fence: cl.Fence, AgentFence: cur.Fence,
+		Completion: api.TaskCompletion{Status: api.TaskStatusSuccess, Result: "done"}})); res.State != api.TaskSucceeded {
 		t.Errorf("completion under the current fence: %+v", res)
 	}
 }
@@ -225,21 +227,21 @@ func TestAgentFence(t *testing.T) {
 func TestAgentLeaseInvalid(t *testing.T) {
 	b := newTaskBox(t)
 	for _, tc := range []struct {
-		op   Op
+		op   api.Op
 		body any
 		want string
 	}{
-		{OpAgentLeaseAcquire, AgentLeaseAcquireCommand{LeaseHolder: hostA, TTL: leaseTTL}, "agent: required"},
-		{OpAgentLeaseAcquire, AgentLeaseAcquireCommand{Agent: "rita", LeaseHolder: LeaseHolder{Instance: "x1"}, TTL: leaseTTL}, "node: required"},
-		{OpAgentLeaseAcquire, AgentLeaseAcquireCommand{Agent: "rita", LeaseHolder: LeaseHolder{Node: "n1"}, TTL: leaseTTL}, "instance: required"},
-		{OpAgentLeaseAcquire, AgentLeaseAcquireCommand{Agent: "rita", LeaseHolder: LeaseHolder{Node: "N 1", Instance: "x1"}, TTL: leaseTTL}, "node:"},
-		{OpAgentLeaseAcquire, AgentLeaseAcquireCommand{Agent: "rita", LeaseHolder: hostA}, "ttl: required"},
-		{OpAgentLeaseAcquire, AgentLeaseAcquireCommand{Agent: "rita", LeaseHolder: hostA, TTL: LockTTL(500 * time.Millisecond)}, "ttl: 500ms is outside the limits 1s to 10m0s"},
-		{OpAgentLeaseAcquire, AgentLeaseAcquireCommand{Agent: "rita", LeaseHolder: hostA, TTL: LockTTL(time.Hour)}, "ttl: 1h0m0s is outside the limits 1s to 10m0s"},
-		{OpAgentLeaseRenew, AgentLeaseRenewCommand{Agent: "rita", LeaseHolder: hostA, TTL: leaseTTL}, "fence: required"},
-		{OpAgentLeaseRelease, AgentLeaseReleaseCommand{Agent: "rita", LeaseHolder: hostA}, "fence: required"},
+		{api.OpAgentLeaseAcquire, api.AgentLeaseAcquireCommand{LeaseHolder: hostA, TTL: leaseTTL}, "agent: required"},
+		{api.OpAgentLeaseAcquire, api.AgentLeaseAcquireCommand{Agent: "rita", LeaseHolder: api.LeaseHolder{Instance: "x1"}, TTL: leaseTTL}, "node: required"},
+		{api.OpAgentLeaseAcquire, api.AgentLeaseAcquireCommand{Agent: "rita", LeaseHolder: api.LeaseHolder{Node: "n1"}, TTL: leaseTTL}, "instance: required"},
+		{api.OpAgentLeaseAcquire, api.AgentLeaseAcquireCommand{Agent: "rita", LeaseHolder: api.LeaseHolder{Node: "N 1", Instance: "x1"}, TTL: leaseTTL}, "node:"},
+		{api.OpAgentLeaseAcquire, api.AgentLeaseAcquireCommand{Agent: "rita", LeaseHolder: hostA}, "ttl: required"},
+		{api.OpAgentLeaseAcquire, api.AgentLeaseAcquireCommand{Agent: "rita", LeaseHolder: hostA, TTL: api.LockTTL(500 * time.Millisecond)}, "ttl: 500ms is outside the limits 1s to 10m0s"},
+		{api.OpAgentLeaseAcquire, api.AgentLeaseAcquireCommand{Agent: "rita", LeaseHolder: hostA, TTL: api.LockTTL(time.Hour)}, "ttl: 1h0m0s is outside the limits 1s to 10m0s"},
+		{api.OpAgentLeaseRenew, api.AgentLeaseRenewCommand{Agent: "rita", LeaseHolder: hostA, TTL: leaseTTL}, "fence: required"},
+		{api.OpAgentLeaseRelease, api.AgentLeaseReleaseCommand{Agent: "rita", LeaseHolder: hostA}, "fence: required"},
 	} {
-		b.refused(tc.op, tc.body, ErrInvalid, tc.want)
+		b.refused(tc.op, tc.body, api.ErrInvalid, tc.want)
 	}
 }
 
@@ -261,7 +263,7 @@ func TestNameFrom(t *testing.T) {
 		"":                      "fallback",
 		strings.Repeat("a", 70): strings.Repeat("a", 64),
 	} {
-		if got := NameFrom(in, "fallback"); got != want {
+		if got := api.NameFrom(in, "fallback"); got != want {
 			t.Errorf("NameFrom(%q) = %q, want %q", in, got, want)
 		}
 	}
@@ -273,18 +275,18 @@ func TestNameFrom(t *testing.T) {
 // grant with a higher fence; another agent's lease stays.
 func TestAgentLeaseGoesWithTheAgent(t *testing.T) {
 	b := newTaskBox(t)
-	l := b.acquireLease("rita", hostA, AgentLeaseGranted)
-	b.acquireLease("rita", hostB, AgentLeaseStandby)
-	other := b.acquireLease("rex", hostB, AgentLeaseGranted)
-	b.ok(OpUnregisterAgent, UnregisterAgentCommand{ID: "rita"})
-	if _, err := b.f.AgentLeaseOf("rita"); !errors.Is(err, ErrNotFound) {
+	l := b.acquireLease("rita", hostA, api.AgentLeaseGranted)
+	b.acquireLease("rita", hostB, api.AgentLeaseStandby)
+	other := b.acquireLease("rex", hostB, api.AgentLeaseGranted)
+	b.ok(api.OpUnregisterAgent, api.UnregisterAgentCommand{ID: "rita"})
+	if _, err := b.f.AgentLeaseOf("rita"); !errors.Is(err, api.ErrNotFound) {
 		t.Fatalf("rita's lease after unregister: %v, want not found", err)
 	}
 	if got, err := b.f.AgentLeaseOf("rex"); err != nil || got.Fence != other.Fence {
 		t.Fatalf("rex's lease = %+v, %v; want it kept", got, err)
 	}
-	b.refused(OpAgentLeaseRenew, AgentLeaseRenewCommand{Agent: "rita", LeaseHolder: hostA, Fence: l.Fence, TTL: leaseTTL}, ErrNotFound, "has no lease")
-	if nl := b.acquireLease("rita", hostA, AgentLeaseGranted); nl.Fence <= l.Fence {
+	b.refused(api.OpAgentLeaseRenew, api.AgentLeaseRenewCommand{Agent: "rita", LeaseHolder: hostA, Fence: l.Fence, TTL: leaseTTL}, api.ErrNotFound, "has no lease")
+	if nl := b.acquireLease("rita", hostA, api.AgentLeaseGranted); nl.Fence <= l.Fence {
 		t.Fatalf("grant after unregister = %+v, want a fence above %d", nl, l.Fence)
 	}
 }

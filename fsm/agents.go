@@ -8,9 +8,10 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
 
 // The agent registry.
@@ -27,34 +28,6 @@ import (
 // All of them are derived from the Agent records: register rewrites an
 // agent's entries, unregister deletes them.
 
-// OpRegisterAgent adds or replaces an agent (body: RegisterAgentCommand).
-// OpUnregisterAgent removes one (body: UnregisterAgentCommand).
-const (
-	OpRegisterAgent   Op = "register_agent"
-	OpUnregisterAgent Op = "unregister_agent"
-)
-
-// Registry limits and defaults.
-const (
-	// DefaultRole is the role of an agent registered without one, and of a
-	// sender registered on the spot by its first send.
-	DefaultRole = "agent"
-	// MaxCapabilities caps an agent's capabilities list.
-	MaxCapabilities = 64
-	// MaxDescriptionLen caps an agent's description, in bytes.
-	MaxDescriptionLen = 4096
-)
-
-// SystemSender is the reserved agent id of the messages maos makes itself
-// (a task's cascade and timeout replies, incidents). It is never
-// registered, and no agent may register or send as it (a *FieldError).
-const SystemSender = "maos"
-
-// ReservedName is the refusal of SystemSender in field.
-func ReservedName(field string) error {
-	return FieldErrorf(field, "%q is reserved for the messages maos itself sends; pick another agent id", SystemSender)
-}
-
 // Index key kinds of bucketAgentIndex.
 const (
 	idxRole       = 'r'
@@ -62,101 +35,8 @@ const (
 	idxRoleCount  = 'n'
 )
 
-// Agent is a registered agent (the seed router's AgentInfo).
-type Agent struct {
-	ID           string   `json:"id"`
-	Role         string   `json:"role"`
-	Capabilities []string `json:"capabilities,omitempty"`
-	Description  string   `json:"description,omitempty"`
-	// Node is the maos node the agent's watcher runs next to, if given.
-	Node string `json:"node,omitempty"`
-	// Auto is true for an agent registered on the spot by its first send
-	// (role "agent"); an explicit register clears it.
-	Auto bool `json:"auto,omitempty"`
-	// RegisteredAt is the time of the first registration, UpdatedAt of the
-	// last (entry times, UTC).
-	RegisteredAt time.Time `json:"registered_at"`
-	UpdatedAt    time.Time `json:"updated_at"`
-	// Index is the Raft index of the entry that last registered it.
-	Index uint64 `json:"index"`
-}
-
-// RegisterAgentCommand is the body of OpRegisterAgent and of POST
-// /v1/agents. Registering an id again replaces its role, capabilities,
-// description and node.
-type RegisterAgentCommand struct {
-	ID           string   `json:"id"`
-	Role         string   `json:"role,omitempty"` // default "agent"
-	Capabilities []string `json:"capabilities,omitempty"`
-	Description  string   `json:"description,omitempty"`
-	Node         string   `json:"node,omitempty"`
-}
-
-// Normalize fills the default role and drops repeated capabilities.
-func (c *RegisterAgentCommand) Normalize() {
-	if c.Role == "" {
-		c.Role = DefaultRole
-	}
-	var caps []string
-	for _, cp := range c.Capabilities {
-		if !slices.Contains(caps, cp) {
-			caps = append(caps, cp)
-		}
-	}
-	c.Capabilities = caps
-}
-
-// Validate checks the command: id, role, each capability and node (if set)
-// must be a ValidName (NamePattern), the id not SystemSender; at most MaxCapabilities
-// capabilities; a description of at most MaxDescriptionLen bytes without
-// control characters other than newline and tab. The error is a
-// *FieldError.
-func (c *RegisterAgentCommand) Validate() error {
-	if c.ID == "" {
-		return FieldErrorf("id", "required")
-	}
-	if !ValidName(c.ID) {
-		return NameError("id", c.ID)
-	}
-	if c.ID == SystemSender {
-		return ReservedName("id")
-	}
-	if !ValidName(c.Role) {
-		return NameError("role", c.Role)
-	}
-	if err := CheckNames("capabilities", c.Capabilities, MaxCapabilities, "entries"); err != nil {
-		return err
-	}
-	if len(c.Description) > MaxDescriptionLen {
-		return FieldErrorf("description", "%d bytes, at most %d", len(c.Description), MaxDescriptionLen)
-	}
-	if strings.IndexFunc(c.Description, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\t' }) >= 0 {
-		return FieldErrorf("description", "must not contain control characters other than newline and tab")
-	}
-	if c.Node != "" && !ValidName(c.Node) {
-		return NameError("node", c.Node)
-	}
-	return nil
-}
-
-// UnregisterAgentCommand is the body of OpUnregisterAgent.
-type UnregisterAgentCommand struct {
-	ID string `json:"id"`
-}
-
-// Validate checks the id.
-func (c *UnregisterAgentCommand) Validate() error {
-	if c.ID == "" {
-		return FieldErrorf("id", "required")
-	}
-	if !ValidName(c.ID) {
-		return NameError("id", c.ID)
-	}
-	return nil
-}
-
 func applyRegisterAgent(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
-	var cmd RegisterAgentCommand
+	var cmd api.RegisterAgentCommand
 	if err := json.Unmarshal(body, &cmd); err != nil {
 		return nil, fmt.Errorf("fsm: apply register_agent: decode: %w", err)
 	}
@@ -168,7 +48,7 @@ func applyRegisterAgent(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any,
 	if err != nil {
 		return nil, fmt.Errorf("fsm: apply register_agent: %w", err)
 	}
-	a := Agent{
+	a := api.Agent{
 		ID: cmd.ID, Role: cmd.Role, Capabilities: cmd.Capabilities, Description: cmd.Description, Node: cmd.Node,
 		RegisteredAt: time.Unix(0, ts).UTC(), UpdatedAt: time.Unix(0, ts).UTC(), Index: index,
 	}
@@ -183,13 +63,13 @@ func applyRegisterAgent(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any,
 	if a.Node != "" {
 		text += ", node " + a.Node
 	}
-	audit(tx, index, ts, AuditEvent{Kind: AuditAgent, From: a.ID, Label: "REGISTER", Text: text})
+	audit(tx, index, ts, api.AuditEvent{Kind: AuditAgent, From: a.ID, Label: "REGISTER", Text: text})
 	return &a, nil
 }
 
 func applyUnregisterAgent(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
-	var cmd UnregisterAgentCommand
-	if err := decodeCommand(OpUnregisterAgent, body, &cmd); err != nil {
+	var cmd api.UnregisterAgentCommand
+	if err := decodeCommand(api.OpUnregisterAgent, body, &cmd); err != nil {
 		return nil, err
 	}
 	prev, err := loadAgent(tx, cmd.ID)
@@ -203,17 +83,17 @@ func applyUnregisterAgent(tx *bbolt.Tx, index uint64, ts int64, body []byte) (an
 	// Its lease goes with it: a watcher still serving it is refused at its
 	// next renewal and asks again, for a new fence.
 	mustDelete(tx.Bucket(bucketAgentLeases), []byte(prev.ID))
-	audit(tx, index, ts, AuditEvent{Kind: AuditAgent, From: prev.ID, Label: "UNREGISTER", Text: "role " + prev.Role})
+	audit(tx, index, ts, api.AuditEvent{Kind: AuditAgent, From: prev.ID, Label: "UNREGISTER", Text: "role " + prev.Role})
 	return prev, nil
 }
 
 // loadAgent reads an agent inside a transaction; nil, nil if there is none.
-func loadAgent(tx *bbolt.Tx, id string) (*Agent, error) {
+func loadAgent(tx *bbolt.Tx, id string) (*api.Agent, error) {
 	v := tx.Bucket(bucketAgents).Get([]byte(id))
 	if v == nil {
 		return nil, nil
 	}
-	var a Agent
+	var a api.Agent
 	if err := json.Unmarshal(v, &a); err != nil {
 		return nil, fmt.Errorf("agent %s: decode: %w", id, err)
 	}
@@ -234,7 +114,7 @@ func agentRole(v []byte) string {
 
 // putAgent stores a, replacing prev (nil for a new agent) and its index
 // entries.
-func putAgent(tx *bbolt.Tx, prev, a *Agent) {
+func putAgent(tx *bbolt.Tx, prev, a *api.Agent) {
 	if prev != nil {
 		dropAgentIndex(tx, prev)
 	}
@@ -253,13 +133,13 @@ func putAgent(tx *bbolt.Tx, prev, a *Agent) {
 }
 
 // deleteAgent removes a and its index entries.
-func deleteAgent(tx *bbolt.Tx, a *Agent) {
+func deleteAgent(tx *bbolt.Tx, a *api.Agent) {
 	dropAgentIndex(tx, a)
 	mustDelete(tx.Bucket(bucketAgents), []byte(a.ID))
 }
 
 // dropAgentIndex deletes a's index entries and its count in its role.
-func dropAgentIndex(tx *bbolt.Tx, a *Agent) {
+func dropAgentIndex(tx *bbolt.Tx, a *api.Agent) {
 	idx := tx.Bucket(bucketAgentIndex)
 	mustDelete(idx, agentIndexKey(idxRole, a.Role, a.ID))
 	for _, cp := range a.Capabilities {
@@ -301,35 +181,15 @@ func mustDelete(b *bbolt.Bucket, k []byte) {
 	}
 }
 
-// AgentQuery selects agents: by role, by capability (both: agents with
-// both), after an id (exclusive; for paging), at most Limit (≤ 0 means
-// DefaultPageLimit; capped at MaxPageLimit).
-type AgentQuery struct {
-	Role       string
-	Capability string
-	After      string
-	Limit      int
-}
-
-// Validate checks the names of the query.
-func (q *AgentQuery) Validate() error {
-	for _, f := range []struct{ name, v string }{{"role", q.Role}, {"capability", q.Capability}, {"after", q.After}} {
-		if f.v != "" && !ValidName(f.v) {
-			return NameError(f.name, f.v)
-		}
-	}
-	return nil
-}
-
 // AgentPage is one page of the registry, by id.
 type AgentPage struct {
-	Agents  []Agent `json:"agents"`
-	HasMore bool    `json:"has_more"`
+	Agents  []api.Agent `json:"agents"`
+	HasMore bool        `json:"has_more"`
 }
 
 // Agent returns one registered agent, or an error wrapping ErrNotFound.
-func (f *FSM) Agent(id string) (*Agent, error) {
-	var a *Agent
+func (f *FSM) Agent(id string) (*api.Agent, error) {
+	var a *api.Agent
 	err := f.view(func(tx *bbolt.Tx) error {
 		var err error
 		if a, err = loadAgent(tx, id); err != nil {
@@ -346,12 +206,12 @@ func (f *FSM) Agent(id string) (*Agent, error) {
 // Agents returns a page of registered agents in id order. With a role (or
 // a capability) it reads that index range only; with both, the role's range
 // filtered by capability. Without either, the whole registry from After.
-func (f *FSM) Agents(q AgentQuery) (AgentPage, error) {
+func (f *FSM) Agents(q api.AgentQuery) (AgentPage, error) {
 	if err := q.Validate(); err != nil {
 		return AgentPage{}, err
 	}
 	limit := pageLimit(q.Limit)
-	page := AgentPage{Agents: []Agent{}}
+	page := AgentPage{Agents: []api.Agent{}}
 	err := f.view(func(tx *bbolt.Tx) error {
 		var c *bbolt.Cursor
 		var prefix []byte

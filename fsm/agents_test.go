@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/maos-project/maos/api"
 )
 
 func agentIDs(p AgentPage) []string {
@@ -24,12 +26,12 @@ func TestAgentRegistry(t *testing.T) {
 	}
 	b.register("bob", "reviewer", "review")
 	b.register("carol", "engineer", "go")
-	got, err := b.ok(OpRegisterAgent, RegisterAgentCommand{ID: "dave", Description: "no role given", Node: "n2"}).(*Agent), error(nil)
-	if err != nil || got.Role != DefaultRole || got.Node != "n2" || got.Description != "no role given" {
+	got, err := b.ok(api.OpRegisterAgent, api.RegisterAgentCommand{ID: "dave", Description: "no role given", Node: "n2"}).(*api.Agent), error(nil)
+	if err != nil || got.Role != api.DefaultRole || got.Node != "n2" || got.Description != "no role given" {
 		t.Errorf("register without role = %+v", got)
 	}
 
-	query := func(q AgentQuery) AgentPage {
+	query := func(q api.AgentQuery) AgentPage {
 		t.Helper()
 		p, err := b.f.Agents(q)
 		if err != nil {
@@ -38,18 +40,18 @@ func TestAgentRegistry(t *testing.T) {
 		return p
 	}
 	for _, tt := range []struct {
-		q    AgentQuery
+		q    api.AgentQuery
 		want []string
 		more bool
 	}{
-		{AgentQuery{}, []string{"alice", "bob", "carol", "dave"}, false},
-		{AgentQuery{Role: "reviewer"}, []string{"alice", "bob"}, false},
-		{AgentQuery{Capability: "go"}, []string{"alice", "carol"}, false},
-		{AgentQuery{Role: "reviewer", Capability: "go"}, []string{"alice"}, false},
-		{AgentQuery{Role: "nobody"}, []string{}, false},
-		{AgentQuery{Limit: 2}, []string{"alice", "bob"}, true},
-		{AgentQuery{After: "bob", Limit: 1}, []string{"carol"}, true},
-		{AgentQuery{Role: "reviewer", After: "alice"}, []string{"bob"}, false},
+		{api.AgentQuery{}, []string{"alice", "bob", "carol", "dave"}, false},
+		{api.AgentQuery{Role: "reviewer"}, []string{"alice", "bob"}, false},
+		{api.AgentQuery{Capability: "go"}, []string{"alice", "carol"}, false},
+		{api.AgentQuery{Role: "reviewer", Capability: "go"}, []string{"alice"}, false},
+		{api.AgentQuery{Role: "nobody"}, []string{}, false},
+		{api.AgentQuery{Limit: 2}, []string{"alice", "bob"}, true},
+		{api.AgentQuery{After: "bob", Limit: 1}, []string{"carol"}, true},
+		{api.AgentQuery{Role: "reviewer", After: "alice"}, []string{"bob"}, false},
 	} {
 		p := query(tt.q)
 		if got := agentIDs(p); !slices.Equal(got, tt.want) || p.HasMore != tt.more {
@@ -68,10 +70,10 @@ func TestAgentRegistry(t *testing.T) {
 	if bob.Role != "engineer" || !bob.RegisteredAt.Equal(first.RegisteredAt) || !bob.UpdatedAt.After(first.UpdatedAt) || bob.Index != 5 {
 		t.Errorf("re-registered bob = %+v (first %+v)", bob, first)
 	}
-	if got := agentIDs(query(AgentQuery{Role: "reviewer"})); !slices.Equal(got, []string{"alice"}) {
+	if got := agentIDs(query(api.AgentQuery{Role: "reviewer"})); !slices.Equal(got, []string{"alice"}) {
 		t.Errorf("reviewers after the move = %v", got)
 	}
-	if got := agentIDs(query(AgentQuery{Capability: "review"})); !slices.Equal(got, []string{"alice"}) {
+	if got := agentIDs(query(api.AgentQuery{Capability: "review"})); !slices.Equal(got, []string{"alice"}) {
 		t.Errorf("capability review after the move = %v", got)
 	}
 	if roles, _ := b.f.Roles(); !maps.Equal(roles, map[string]uint64{"reviewer": 1, "engineer": 2, "agent": 1}) {
@@ -80,14 +82,14 @@ func TestAgentRegistry(t *testing.T) {
 
 	// Unregister: gone from every index; the inbox stays.
 	b.send(b.msg("codex", "kept", "carol"))
-	res := b.ok(OpUnregisterAgent, UnregisterAgentCommand{ID: "carol"}).(*Agent)
+	res := b.ok(api.OpUnregisterAgent, api.UnregisterAgentCommand{ID: "carol"}).(*api.Agent)
 	if res.ID != "carol" || res.Role != "engineer" {
 		t.Errorf("unregister result = %+v", res)
 	}
-	if _, err := b.f.Agent("carol"); !errors.Is(err, ErrNotFound) {
+	if _, err := b.f.Agent("carol"); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("Agent(carol) after unregister = %v", err)
 	}
-	if got := agentIDs(query(AgentQuery{Capability: "go"})); !slices.Equal(got, []string{"alice", "bob"}) {
+	if got := agentIDs(query(api.AgentQuery{Capability: "go"})); !slices.Equal(got, []string{"alice", "bob"}) {
 		t.Errorf("capability go after unregister = %v", got)
 	}
 	if roles, _ := b.f.Roles(); !maps.Equal(roles, map[string]uint64{"reviewer": 1, "engineer": 1, "agent": 2}) {
@@ -97,7 +99,7 @@ func TestAgentRegistry(t *testing.T) {
 		t.Errorf("carol's inbox after unregister = %+v, want it kept", c)
 	}
 	before := dataDump(t, b.f)
-	if err := mustError(t, b.apply(OpUnregisterAgent, UnregisterAgentCommand{ID: "carol"})); !errors.Is(err, ErrNotFound) {
+	if err := mustError(t, b.apply(api.OpUnregisterAgent, api.UnregisterAgentCommand{ID: "carol"})); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("unregister twice = %v, want ErrNotFound", err)
 	}
 	if dataDump(t, b.f) != before {
@@ -119,31 +121,31 @@ func TestAgentRegistry(t *testing.T) {
 func TestRegisterAgentRefusals(t *testing.T) {
 	tests := []struct {
 		name  string
-		cmd   RegisterAgentCommand
+		cmd   api.RegisterAgentCommand
 		field string
 	}{
-		{"no id", RegisterAgentCommand{Role: "x"}, "id"},
-		{"bad id", RegisterAgentCommand{ID: "Alice"}, "id"},
-		{"bad role", RegisterAgentCommand{ID: "alice", Role: "role:x"}, "role"},
-		{"bad capability", RegisterAgentCommand{ID: "alice", Capabilities: []string{"go", "C++"}}, "capabilities[1]"},
-		{"too many capabilities", RegisterAgentCommand{ID: "alice", Capabilities: func() []string {
+		{"no id", api.RegisterAgentCommand{Role: "x"}, "id"},
+		{"bad id", api.RegisterAgentCommand{ID: "Alice"}, "id"},
+		{"bad role", api.RegisterAgentCommand{ID: "alice", Role: "role:x"}, "role"},
+		{"bad capability", api.RegisterAgentCommand{ID: "alice", Capabilities: []string{"go", "C++"}}, "capabilities[1]"},
+		{"too many capabilities", api.RegisterAgentCommand{ID: "alice", Capabilities: func() []string {
 			var c []string
-			for i := range MaxCapabilities + 1 {
+			for i := range api.MaxCapabilities + 1 {
 				c = append(c, "c"+strings.Repeat("x", i))
 			}
 			return c
 		}()}, "capabilities"},
-		{"long description", RegisterAgentCommand{ID: "alice", Description: strings.Repeat("d", MaxDescriptionLen+1)}, "description"},
-		{"control characters", RegisterAgentCommand{ID: "alice", Description: "bell\a"}, "description"},
-		{"bad node", RegisterAgentCommand{ID: "alice", Node: "Node 1"}, "node"},
-		{"the reserved sender", RegisterAgentCommand{ID: SystemSender, Role: "orchestrator"}, "id"},
+		{"long description", api.RegisterAgentCommand{ID: "alice", Description: strings.Repeat("d", api.MaxDescriptionLen+1)}, "description"},
+		{"control characters", api.RegisterAgentCommand{ID: "alice", Description: "bell\a"}, "description"},
+		{"bad node", api.RegisterAgentCommand{ID: "alice", Node: "Node 1"}, "node"},
+		{"the reserved sender", api.RegisterAgentCommand{ID: api.SystemSender, Role: "orchestrator"}, "id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := newMbox(t)
 			before := dataDump(t, b.f)
-			err := mustError(t, b.apply(OpRegisterAgent, tt.cmd))
-			var fe *FieldError
+			err := mustError(t, b.apply(api.OpRegisterAgent, tt.cmd))
+			var fe *api.FieldError
 			if !errors.As(err, &fe) || fe.Field != tt.field {
 				t.Errorf("error = %v, want a FieldError on %s", err, tt.field)
 			}
@@ -153,15 +155,15 @@ func TestRegisterAgentRefusals(t *testing.T) {
 		})
 	}
 	b := newMbox(t)
-	if _, err := b.f.Agents(AgentQuery{Role: "Bad"}); err == nil {
+	if _, err := b.f.Agents(api.AgentQuery{Role: "Bad"}); err == nil {
 		t.Errorf("Agents with a bad role: no error")
 	}
-	if err := mustError(t, b.apply(OpUnregisterAgent, UnregisterAgentCommand{ID: "Bad Id"})); !errors.Is(err, ErrInvalid) {
+	if err := mustError(t, b.apply(api.OpUnregisterAgent, api.UnregisterAgentCommand{ID: "Bad Id"})); !errors.Is(err, api.ErrInvalid) {
 		t.Errorf("unregister bad id = %v", err)
 	}
 	// Description with newlines and tabs is fine.
 	if a := b.register("ok", "agent"); a == nil {
 		t.Fatal("register failed")
 	}
-	b.ok(OpRegisterAgent, RegisterAgentCommand{ID: "ok", Description: "line one\n\tline two"})
+	b.ok(api.OpRegisterAgent, api.RegisterAgentCommand{ID: "ok", Description: "line one\n\tline two"})
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/maos-project/maos/api"
 )
 
 func TestApplySendStoresMessage(t *testing.T) {
@@ -92,12 +94,12 @@ func TestApplySendDuplicate(t *testing.T) {
 func TestApplySendConflict(t *testing.T) {
 	tests := []struct {
 		name   string
-		modify func(m *Message)
+		modify func(m *api.Message)
 	}{
-		{"other text", func(m *Message) { m.Content.Text = "something else" }},
-		{"other channel", func(m *Message) { m.Channel = "elsewhere" }},
-		{"other recipients", func(m *Message) { m.To = Recipients{"all"} }},
-		{"client timestamp added", func(m *Message) { m.Timestamp = time.Unix(0, baseTS).UTC() }},
+		{"other text", func(m *api.Message) { m.Content.Text = "something else" }},
+		{"other channel", func(m *api.Message) { m.Channel = "elsewhere" }},
+		{"other recipients", func(m *api.Message) { m.To = api.Recipients{"all"} }},
+		{"client timestamp added", func(m *api.Message) { m.Timestamp = time.Unix(0, baseTS).UTC() }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,7 +111,7 @@ func TestApplySendConflict(t *testing.T) {
 			other := m
 			tt.modify(&other)
 			err := mustError(t, applyOne(f, sendEntry(t, 2, baseTS+1, other)))
-			if !errors.Is(err, ErrConflict) {
+			if !errors.Is(err, api.ErrConflict) {
 				t.Errorf("error = %v, want one wrapping ErrConflict", err)
 			}
 			if after := dataDump(t, f); after != before {
@@ -185,7 +187,7 @@ func TestApplyBatchRefusedEntriesAreIsolated(t *testing.T) {
 		sendEntry(t, 3, baseTS+30, m2),
 		sendEntry(t, 4, baseTS+40, conflicting),
 		{Type: raft.LogCommand, Index: 5, Data: []byte("{not json")},
-		rawEntry(t, 6, Command{V: 1, Op: OpSend, TS: baseTS + 60, Body: []byte(`{"message":"nope"}`)}),
+		rawEntry(t, 6, Command{V: 1, Op: api.OpSend, TS: baseTS + 60, Body: []byte(`{"message":"nope"}`)}),
 		sendEntry(t, 7, baseTS+70, m3),
 	}
 	results := f.ApplyBatch(logs)
@@ -195,14 +197,14 @@ func TestApplyBatchRefusedEntriesAreIsolated(t *testing.T) {
 	if r := mustSendResult(t, results[0]); r.Seq != 1 {
 		t.Errorf("m1 seq = %d, want 1", r.Seq)
 	}
-	var fe *FieldError
-	if err := mustError(t, results[1]); !errors.As(err, &fe) || fe.Field != "from" || !errors.Is(err, ErrInvalid) {
+	var fe *api.FieldError
+	if err := mustError(t, results[1]); !errors.As(err, &fe) || fe.Field != "from" || !errors.Is(err, api.ErrInvalid) {
 		t.Errorf("invalid message: %v, want a FieldError on from wrapping ErrInvalid", err)
 	}
 	if r := mustSendResult(t, results[2]); r.Seq != 3 {
 		t.Errorf("m2 seq = %d, want 3", r.Seq)
 	}
-	if err := mustError(t, results[3]); !errors.Is(err, ErrConflict) {
+	if err := mustError(t, results[3]); !errors.Is(err, api.ErrConflict) {
 		t.Errorf("conflict: %v, want ErrConflict", err)
 	}
 	mustError(t, results[4])
@@ -213,7 +215,7 @@ func TestApplyBatchRefusedEntriesAreIsolated(t *testing.T) {
 	if got := f.AppliedIndex(); got != 7 {
 		t.Errorf("AppliedIndex = %d, want 7", got)
 	}
-	if _, err := f.Message(bad.ID); !errors.Is(err, ErrNotFound) {
+	if _, err := f.Message(bad.ID); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("Message(invalid id) = %v, want ErrNotFound", err)
 	}
 
@@ -243,14 +245,14 @@ func TestApplyRefusedCommands(t *testing.T) {
 		{
 			name: "version too high",
 			entry: func(t *testing.T) *raft.Log {
-				return rawEntry(t, 1, Command{V: CommandVersion + 1, Op: OpSend, TS: baseTS, Body: []byte(`{}`)})
+				return rawEntry(t, 1, Command{V: CommandVersion + 1, Op: api.OpSend, TS: baseTS, Body: []byte(`{}`)})
 			},
 			wantSub: "version",
 		},
 		{
 			name: "version zero",
 			entry: func(t *testing.T) *raft.Log {
-				return rawEntry(t, 1, Command{V: 0, Op: OpSend, TS: baseTS, Body: []byte(`{}`)})
+				return rawEntry(t, 1, Command{V: 0, Op: api.OpSend, TS: baseTS, Body: []byte(`{}`)})
 			},
 			wantSub: "version",
 		},
@@ -264,9 +266,9 @@ func TestApplyRefusedCommands(t *testing.T) {
 		{
 			name: "send without message",
 			entry: func(t *testing.T) *raft.Log {
-				return rawEntry(t, 1, Command{V: 1, Op: OpSend, TS: baseTS, Body: []byte(`{}`)})
+				return rawEntry(t, 1, Command{V: 1, Op: api.OpSend, TS: baseTS, Body: []byte(`{}`)})
 			},
-			wantIs: ErrInvalid,
+			wantIs: api.ErrInvalid,
 			field:  "from",
 		},
 		{
@@ -276,38 +278,38 @@ func TestApplyRefusedCommands(t *testing.T) {
 				m.Seq = 99
 				return sendEntry(t, 1, baseTS, m)
 			},
-			wantIs: ErrInvalid,
+			wantIs: api.ErrInvalid,
 			field:  "seq",
 		},
 		{
 			name: "register_node without node_id",
 			entry: func(t *testing.T) *raft.Log {
-				return nodeEntry(t, 1, baseTS, RegisterNodeCommand{APIAddr: "127.0.0.1:7000"})
+				return nodeEntry(t, 1, baseTS, api.RegisterNodeCommand{APIAddr: "127.0.0.1:7000"})
 			},
-			wantIs: ErrInvalid,
+			wantIs: api.ErrInvalid,
 			field:  "node_id",
 		},
 		{
 			name: "register_node without api_addr",
 			entry: func(t *testing.T) *raft.Log {
-				return nodeEntry(t, 1, baseTS, RegisterNodeCommand{NodeID: "n1"})
+				return nodeEntry(t, 1, baseTS, api.RegisterNodeCommand{NodeID: "n1"})
 			},
-			wantIs: ErrInvalid,
+			wantIs: api.ErrInvalid,
 			field:  "api_addr",
 		},
 		{
 			// Over bbolt's key limit: must be refused, not panic every node.
 			name: "register_node node_id too long",
 			entry: func(t *testing.T) *raft.Log {
-				return nodeEntry(t, 1, baseTS, RegisterNodeCommand{NodeID: strings.Repeat("n", 40000), APIAddr: "127.0.0.1:7000"})
+				return nodeEntry(t, 1, baseTS, api.RegisterNodeCommand{NodeID: strings.Repeat("n", 40000), APIAddr: "127.0.0.1:7000"})
 			},
-			wantIs: ErrInvalid,
+			wantIs: api.ErrInvalid,
 			field:  "node_id",
 		},
 		{
 			name: "register_node bad body",
 			entry: func(t *testing.T) *raft.Log {
-				return rawEntry(t, 1, Command{V: 1, Op: OpRegisterNode, TS: baseTS, Body: []byte(`[1]`)})
+				return rawEntry(t, 1, Command{V: 1, Op: api.OpRegisterNode, TS: baseTS, Body: []byte(`[1]`)})
 			},
 			wantSub: "decode",
 		},
@@ -324,7 +326,7 @@ func TestApplyRefusedCommands(t *testing.T) {
 				t.Errorf("error = %v, want errors.Is %v", err, tt.wantIs)
 			}
 			if tt.field != "" {
-				var fe *FieldError
+				var fe *api.FieldError
 				if !errors.As(err, &fe) || fe.Field != tt.field {
 					t.Errorf("error = %v, want a FieldError on %q", err, tt.field)
 				}
@@ -390,7 +392,7 @@ func TestApplyNonCommandEntries(t *testing.T) {
 
 func TestRegisterNode(t *testing.T) {
 	f, _ := openTemp(t)
-	res := applyOne(f, nodeEntry(t, 1, baseTS, RegisterNodeCommand{NodeID: "n2", APIAddr: "127.0.0.1:8002", RaftAddr: "127.0.0.1:9002"}))
+	res := applyOne(f, nodeEntry(t, 1, baseTS, api.RegisterNodeCommand{NodeID: "n2", APIAddr: "127.0.0.1:8002", RaftAddr: "127.0.0.1:9002"}))
 	info, ok := res.(*NodeInfo)
 	if !ok {
 		t.Fatalf("result = %T %v, want *NodeInfo", res, res)
@@ -398,7 +400,7 @@ func TestRegisterNode(t *testing.T) {
 	if want := (NodeInfo{NodeID: "n2", APIAddr: "127.0.0.1:8002", RaftAddr: "127.0.0.1:9002", Index: 1}); *info != want {
 		t.Errorf("result = %+v, want %+v", *info, want)
 	}
-	applyOne(f, nodeEntry(t, 2, baseTS, RegisterNodeCommand{NodeID: "n1", APIAddr: "127.0.0.1:8001"}))
+	applyOne(f, nodeEntry(t, 2, baseTS, api.RegisterNodeCommand{NodeID: "n1", APIAddr: "127.0.0.1:8001"}))
 
 	n, err := f.Node("n2")
 	if err != nil {
@@ -416,7 +418,7 @@ func TestRegisterNode(t *testing.T) {
 	}
 
 	// A node that moves re-registers; the later entry wins.
-	applyOne(f, nodeEntry(t, 3, baseTS, RegisterNodeCommand{NodeID: "n2", APIAddr: "10.0.0.2:8002"}))
+	applyOne(f, nodeEntry(t, 3, baseTS, api.RegisterNodeCommand{NodeID: "n2", APIAddr: "10.0.0.2:8002"}))
 	n, err = f.Node("n2")
 	if err != nil {
 		t.Fatal(err)
@@ -428,11 +430,11 @@ func TestRegisterNode(t *testing.T) {
 		t.Errorf("Nodes = %+v, want 2 entries", nodes)
 	}
 
-	long := strings.Repeat("n", MaxIDLen)
-	if _, ok := applyOne(f, nodeEntry(t, 4, baseTS, RegisterNodeCommand{NodeID: long, APIAddr: "127.0.0.1:1"})).(*NodeInfo); !ok {
-		t.Errorf("register_node with a %d-byte id was refused", MaxIDLen)
+	long := strings.Repeat("n", api.MaxIDLen)
+	if _, ok := applyOne(f, nodeEntry(t, 4, baseTS, api.RegisterNodeCommand{NodeID: long, APIAddr: "127.0.0.1:1"})).(*NodeInfo); !ok {
+		t.Errorf("register_node with a %d-byte id was refused", api.MaxIDLen)
 	}
-	if _, err := f.Node("n9"); !errors.Is(err, ErrNotFound) {
+	if _, err := f.Node("n9"); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("Node(n9) = %v, want ErrNotFound", err)
 	}
 }
@@ -542,31 +544,31 @@ func TestChannelPage(t *testing.T) {
 
 func TestChannelPageLimits(t *testing.T) {
 	f, _ := openTemp(t)
-	alpha := fillChannels(t, f, MaxPageLimit+5)
+	alpha := fillChannels(t, f, api.MaxPageLimit+5)
 
 	p, err := f.ChannelPage("alpha", 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Messages) != DefaultPageLimit || !p.HasMore {
-		t.Errorf("default limit: %d messages, has_more %t; want %d, true", len(p.Messages), p.HasMore, DefaultPageLimit)
+	if len(p.Messages) != api.DefaultPageLimit || !p.HasMore {
+		t.Errorf("default limit: %d messages, has_more %t; want %d, true", len(p.Messages), p.HasMore, api.DefaultPageLimit)
 	}
-	p, err = f.ChannelPage("alpha", 0, MaxPageLimit*10)
+	p, err = f.ChannelPage("alpha", 0, api.MaxPageLimit*10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Messages) != MaxPageLimit || !p.HasMore {
-		t.Errorf("over max limit: %d messages, has_more %t; want %d, true", len(p.Messages), p.HasMore, MaxPageLimit)
+	if len(p.Messages) != api.MaxPageLimit || !p.HasMore {
+		t.Errorf("over max limit: %d messages, has_more %t; want %d, true", len(p.Messages), p.HasMore, api.MaxPageLimit)
 	}
-	if got := seqsOf(p); !slices.Equal(got, alpha[:MaxPageLimit]) {
-		t.Errorf("max page is not the first %d seqs", MaxPageLimit)
+	if got := seqsOf(p); !slices.Equal(got, alpha[:api.MaxPageLimit]) {
+		t.Errorf("max page is not the first %d seqs", api.MaxPageLimit)
 	}
-	p, err = f.ChannelPage("alpha", alpha[MaxPageLimit-1], MaxPageLimit)
+	p, err = f.ChannelPage("alpha", alpha[api.MaxPageLimit-1], api.MaxPageLimit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := seqsOf(p); !slices.Equal(got, alpha[MaxPageLimit:]) || p.HasMore {
-		t.Errorf("rest = %v has_more %t, want %v false", got, p.HasMore, alpha[MaxPageLimit:])
+	if got := seqsOf(p); !slices.Equal(got, alpha[api.MaxPageLimit:]) || p.HasMore {
+		t.Errorf("rest = %v has_more %t, want %v false", got, p.HasMore, alpha[api.MaxPageLimit:])
 	}
 }
 
@@ -587,7 +589,7 @@ func TestChannels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []ChannelInfo{
+	want := []api.ChannelInfo{
 		{Name: "alpha", Count: 6, FirstSeq: alpha[0], LastSeq: alpha[5]},
 		{Name: "beta", Count: 3, FirstSeq: 3, LastSeq: 9},
 		{Name: "zeta", Count: 1, FirstSeq: next + 3, LastSeq: next + 3},
@@ -608,7 +610,7 @@ func TestMessageLookup(t *testing.T) {
 		t.Errorf("Message(alpha-3) = %+v", m)
 	}
 	for _, id := range []string{"alpha-9", "", "alpha"} {
-		if _, err := f.Message(id); !errors.Is(err, ErrNotFound) {
+		if _, err := f.Message(id); !errors.Is(err, api.ErrNotFound) {
 			t.Errorf("Message(%q) = %v, want ErrNotFound", id, err)
 		}
 	}

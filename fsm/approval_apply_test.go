@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/rules"
 )
 
@@ -31,40 +32,40 @@ func newApprBox(t *testing.T) *apprBox {
 
 // request is a valid request from triage, 2 of alice, bob, role:lead,
 // for a 10-minute decision; id from the counter.
-func (b *apprBox) request() ApprovalRequestCommand {
+func (b *apprBox) request() api.ApprovalRequestCommand {
 	b.n++
-	c := ApprovalRequestCommand{ID: fmt.Sprintf("appr-%d", b.n), From: "triage", Approvers: []string{"alice", "bob", "role:lead"}, Quorum: 2,
+	c := api.ApprovalRequestCommand{ID: fmt.Sprintf("appr-%d", b.n), From: "triage", Approvers: []string{"alice", "bob", "role:lead"}, Quorum: 2,
 		Title: fmt.Sprintf("Close #%d", b.n), Action: json.RawMessage(fmt.Sprintf(`{"close_issue": %d}`, b.n)), Rationale: "a duplicate",
-		Timeout: ApprovalTimeout(10 * time.Minute)}
+		Timeout: api.ApprovalTimeout(10 * time.Minute)}
 	c.Normalize(b.now())
 	return c
 }
 
-func (b *apprBox) open(c ApprovalRequestCommand) *ApprovalResult {
+func (b *apprBox) open(c api.ApprovalRequestCommand) *api.ApprovalResult {
 	b.t.Helper()
-	r, ok := b.ok(OpApprovalRequest, c).(*ApprovalResult)
+	r, ok := b.ok(api.OpApprovalRequest, c).(*api.ApprovalResult)
 	if !ok {
 		b.t.Fatal("request result is not an *ApprovalResult")
 	}
 	return r
 }
 
-func (b *apprBox) decide(id, approver, decision, hash string) *Approval {
+func (b *apprBox) decide(id, approver, decision, hash string) *api.Approval {
 	b.t.Helper()
-	return b.decideCmd(ApprovalDecideCommand{ID: id, Approver: approver, Decision: decision, ActionHash: hash})
+	return b.decideCmd(api.ApprovalDecideCommand{ID: id, Approver: approver, Decision: decision, ActionHash: hash})
 }
 
-func (b *apprBox) decideCmd(c ApprovalDecideCommand) *Approval {
+func (b *apprBox) decideCmd(c api.ApprovalDecideCommand) *api.Approval {
 	b.t.Helper()
 	c.Normalize()
-	ap, ok := b.ok(OpApprovalDecide, c).(*Approval)
+	ap, ok := b.ok(api.OpApprovalDecide, c).(*api.Approval)
 	if !ok {
 		b.t.Fatal("decide result is not an *Approval")
 	}
 	return ap
 }
 
-func (b *apprBox) approval(id string) *Approval {
+func (b *apprBox) approval(id string) *api.Approval {
 	b.t.Helper()
 	ap, err := b.f.Approval(id)
 	if err != nil {
@@ -83,13 +84,13 @@ func (b *apprBox) pending(agent string) int {
 }
 
 // messagesFrom lists the stored messages from from, oldest first.
-func (b *apprBox) messagesFrom(from string) []*Message {
+func (b *apprBox) messagesFrom(from string) []*api.Message {
 	b.t.Helper()
-	p, err := b.f.MessagesAfter(0, MaxPageLimit)
+	p, err := b.f.MessagesAfter(0, api.MaxPageLimit)
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	var out []*Message
+	var out []*api.Message
 	for _, m := range p.Messages {
 		if m.From == from {
 			out = append(out, m)
@@ -100,7 +101,7 @@ func (b *apprBox) messagesFrom(from string) []*Message {
 
 func hashOf(tb testing.TB, action string) string {
 	tb.Helper()
-	h, err := ActionHash(json.RawMessage(action))
+	h, err := api.ActionHash(json.RawMessage(action))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func hashOf(tb testing.TB, action string) string {
 
 // decisionsOfApproval lists an approval's decisions as "approver decision
 // [voided]".
-func decisionList(ap *Approval) []string {
+func decisionList(ap *api.Approval) []string {
 	var out []string
 	for _, d := range ap.Decisions {
 		s := d.Approver + " " + d.Decision
@@ -130,7 +131,7 @@ func TestApproval2of3(t *testing.T) {
 	c := b.request()
 	res := b.open(c)
 	h := hashOf(t, string(c.Action))
-	if res.ID != c.ID || res.State != ApprovalPending || res.ActionHash != h || res.Quorum != 2 || res.Approvals != 0 || res.Seq != b.idx {
+	if res.ID != c.ID || res.State != api.ApprovalPending || res.ActionHash != h || res.Quorum != 2 || res.Approvals != 0 || res.Seq != b.idx {
 		t.Fatalf("request = %+v", res)
 	}
 	ap := b.approval(c.ID)
@@ -139,7 +140,7 @@ func TestApproval2of3(t *testing.T) {
 	}
 	// The request message, from the requester to the approvers.
 	m := b.lastMessage()
-	if m.ID != ap.MessageID || m.Type != TypeHITLRequest || m.From != "triage" || m.CorrelationID != c.ID || m.Title != c.Title ||
+	if m.ID != ap.MessageID || m.Type != api.TypeHITLRequest || m.From != "triage" || m.CorrelationID != c.ID || m.Title != c.Title ||
 		!strings.Contains(m.Content.Text, "a duplicate") || !strings.Contains(m.Content.Text, h) ||
 		!slices.Equal(m.Recipients, []string{"alice", "bob", "carol", "lee"}) {
 		t.Errorf("request message = %+v", m)
@@ -158,8 +159,8 @@ func TestApproval2of3(t *testing.T) {
 		}
 	}
 
-	got := b.decide(c.ID, "alice", DecisionApprove, h)
-	if got.State != ApprovalPending || got.Approvals != 1 || !slices.Equal(decisionList(got), []string{"alice approve"}) {
+	got := b.decide(c.ID, "alice", api.DecisionApprove, h)
+	if got.State != api.ApprovalPending || got.Approvals != 1 || !slices.Equal(decisionList(got), []string{"alice approve"}) {
 		t.Fatalf("after alice: %+v", got)
 	}
 	if lines := b.auditLines(); !strings.HasSuffix(lines[len(lines)-1], "[alice→triage] HITL_DECISION: approve by alice") {
@@ -168,23 +169,23 @@ func TestApproval2of3(t *testing.T) {
 	if b.pending("alice") != 0 || b.pending("bob") != 1 {
 		t.Errorf("pending after alice: alice %d, bob %d; want 0, 1", b.pending("alice"), b.pending("bob"))
 	}
-	b.refused(OpApprovalDecide, ApprovalDecideCommand{ID: c.ID, Approver: "alice", Decision: DecisionApprove, ActionHash: h},
-		ErrConflict, "alice already decided approve on "+h)
+	b.refused(api.OpApprovalDecide, api.ApprovalDecideCommand{ID: c.ID, Approver: "alice", Decision: api.DecisionApprove, ActionHash: h},
+		api.ErrConflict, "alice already decided approve on "+h)
 	stale := hashOf(t, `{"close_issue": 0}`)
-	b.refused(OpApprovalDecide, ApprovalDecideCommand{ID: c.ID, Approver: "bob", Decision: DecisionApprove, ActionHash: stale},
-		ErrConflict, "the action changed to "+h+": look at it again")
+	b.refused(api.OpApprovalDecide, api.ApprovalDecideCommand{ID: c.ID, Approver: "bob", Decision: api.DecisionApprove, ActionHash: stale},
+		api.ErrConflict, "the action changed to "+h+": look at it again")
 
-	got = b.decideCmd(ApprovalDecideCommand{ID: c.ID, Approver: "carol", Decision: DecisionApprove, ActionHash: h, Comment: "ok"})
-	if got.State != ApprovalApproved || got.Approvals != 2 || !slices.Equal(decisionList(got), []string{"alice approve", "carol approve"}) {
+	got = b.decideCmd(api.ApprovalDecideCommand{ID: c.ID, Approver: "carol", Decision: api.DecisionApprove, ActionHash: h, Comment: "ok"})
+	if got.State != api.ApprovalApproved || got.Approvals != 2 || !slices.Equal(decisionList(got), []string{"alice approve", "carol approve"}) {
 		t.Fatalf("after carol: %+v", got)
 	}
 	reply := b.lastMessage()
-	if reply.Type != TypeHITLDecision || reply.From != "carol" || !slices.Equal(reply.Recipients, []string{"triage"}) ||
+	if reply.Type != api.TypeHITLDecision || reply.From != "carol" || !slices.Equal(reply.Recipients, []string{"triage"}) ||
 		reply.InReplyTo != ap.MessageID || reply.Content.Text != "approved by alice, carol\n\nok" || reply.Title != "approved: "+c.Title {
 		t.Errorf("decision message = %+v", reply)
 	}
-	b.refused(OpApprovalDecide, ApprovalDecideCommand{ID: c.ID, Approver: "bob", Decision: DecisionApprove, ActionHash: h},
-		ErrConflict, "approval "+c.ID+" is approved: no decision changes it any more")
+	b.refused(api.OpApprovalDecide, api.ApprovalDecideCommand{ID: c.ID, Approver: "bob", Decision: api.DecisionApprove, ActionHash: h},
+		api.ErrConflict, "approval "+c.ID+" is approved: no decision changes it any more")
 	if b.pending("bob") != 0 {
 		t.Error("a decided approval still counts as pending")
 	}
@@ -197,17 +198,17 @@ func TestApprovalNotListedIsForbidden(t *testing.T) {
 	b.open(c)
 	h := hashOf(t, string(c.Action))
 	for _, who := range []string{"rex", "triage", "nobody"} {
-		b.refused(OpApprovalDecide, ApprovalDecideCommand{ID: c.ID, Approver: who, Decision: DecisionApprove, ActionHash: h},
-			ErrForbidden, "approval "+c.ID+" is decided by alice, bob, role:lead: "+who+" (")
+		b.refused(api.OpApprovalDecide, api.ApprovalDecideCommand{ID: c.ID, Approver: who, Decision: api.DecisionApprove, ActionHash: h},
+			api.ErrForbidden, "approval "+c.ID+" is decided by alice, bob, role:lead: "+who+" (")
 	}
-	b.refused(OpApprovalDecide, ApprovalDecideCommand{ID: "appr-none", Approver: "alice", Decision: DecisionApprove, ActionHash: h},
-		ErrNotFound, "approval appr-none: not found")
+	b.refused(api.OpApprovalDecide, api.ApprovalDecideCommand{ID: "appr-none", Approver: "alice", Decision: api.DecisionApprove, ActionHash: h},
+		api.ErrNotFound, "approval appr-none: not found")
 	// lee is of role lead: it decides.
-	if got := b.decide(c.ID, "lee", DecisionApprove, h); got.Approvals != 1 {
+	if got := b.decide(c.ID, "lee", api.DecisionApprove, h); got.Approvals != 1 {
 		t.Errorf("lee's approval = %+v", got)
 	}
 	// Two agents of one role count as two approvers.
-	if got := b.decide(c.ID, "carol", DecisionApprove, h); got.State != ApprovalApproved {
+	if got := b.decide(c.ID, "carol", api.DecisionApprove, h); got.State != api.ApprovalApproved {
 		t.Errorf("carol after lee = %+v, want approved", got)
 	}
 }
@@ -221,11 +222,11 @@ func TestApprovalModifyVoidsThenReject(t *testing.T) {
 	b.open(c)
 	deadline := b.approval(c.ID).Deadline
 	h := hashOf(t, string(c.Action))
-	b.decide(c.ID, "alice", DecisionApprove, h)
+	b.decide(c.ID, "alice", api.DecisionApprove, h)
 	newAction := `{"close_issue": 1, "comment": "dup of #7"}`
-	got := b.decideCmd(ApprovalDecideCommand{ID: c.ID, Approver: "bob", Decision: DecisionModify, ActionHash: h, Action: json.RawMessage(newAction)})
+	got := b.decideCmd(api.ApprovalDecideCommand{ID: c.ID, Approver: "bob", Decision: api.DecisionModify, ActionHash: h, Action: json.RawMessage(newAction)})
 	h2 := hashOf(t, newAction)
-	if got.State != ApprovalPending || got.ActionHash != h2 || got.Approvals != 0 || !got.Deadline.Equal(deadline) ||
+	if got.State != api.ApprovalPending || got.ActionHash != h2 || got.Approvals != 0 || !got.Deadline.Equal(deadline) ||
 		string(got.Action) != `{"close_issue":1,"comment":"dup of #7"}` ||
 		!slices.Equal(decisionList(got), []string{"alice approve voided", "bob modify"}) {
 		t.Fatalf("after the modify: %+v %v", got, decisionList(got))
@@ -236,19 +237,19 @@ func TestApprovalModifyVoidsThenReject(t *testing.T) {
 	if lines := b.auditLines(); !strings.HasSuffix(lines[len(lines)-1], "HITL_DECISION: modify by bob → "+h2) {
 		t.Errorf("audit %q", lines[len(lines)-1])
 	}
-	b.refused(OpApprovalDecide, ApprovalDecideCommand{ID: c.ID, Approver: "alice", Decision: DecisionApprove, ActionHash: h},
-		ErrConflict, "the action changed to "+h2)
-	b.refused(OpApprovalDecide, ApprovalDecideCommand{ID: c.ID, Approver: "carol", Decision: DecisionModify, ActionHash: h2, Action: json.RawMessage(newAction)},
-		ErrConflict, "is the current one")
+	b.refused(api.OpApprovalDecide, api.ApprovalDecideCommand{ID: c.ID, Approver: "alice", Decision: api.DecisionApprove, ActionHash: h},
+		api.ErrConflict, "the action changed to "+h2)
+	b.refused(api.OpApprovalDecide, api.ApprovalDecideCommand{ID: c.ID, Approver: "carol", Decision: api.DecisionModify, ActionHash: h2, Action: json.RawMessage(newAction)},
+		api.ErrConflict, "is the current one")
 	// alice may decide again on the new action; one approval is not two.
-	if got := b.decide(c.ID, "alice", DecisionApprove, h2); got.State != ApprovalPending || got.Approvals != 1 {
+	if got := b.decide(c.ID, "alice", api.DecisionApprove, h2); got.State != api.ApprovalPending || got.Approvals != 1 {
 		t.Fatalf("alice on the new hash = %+v", got)
 	}
-	got = b.decideCmd(ApprovalDecideCommand{ID: c.ID, Approver: "carol", Decision: DecisionReject, ActionHash: h2, Comment: "not a dup"})
-	if got.State != ApprovalRejected || !slices.Equal(decisionList(got), []string{"alice approve voided", "bob modify", "alice approve", "carol reject"}) {
+	got = b.decideCmd(api.ApprovalDecideCommand{ID: c.ID, Approver: "carol", Decision: api.DecisionReject, ActionHash: h2, Comment: "not a dup"})
+	if got.State != api.ApprovalRejected || !slices.Equal(decisionList(got), []string{"alice approve voided", "bob modify", "alice approve", "carol reject"}) {
 		t.Fatalf("after the reject: %+v", decisionList(got))
 	}
-	if m := b.lastMessage(); m.Type != TypeHITLDecision || m.From != "carol" || m.Content.Text != "rejected by carol\n\nnot a dup" {
+	if m := b.lastMessage(); m.Type != api.TypeHITLDecision || m.From != "carol" || m.Content.Text != "rejected by carol\n\nnot a dup" {
 		t.Errorf("reject message = %+v", m)
 	}
 }
@@ -257,12 +258,12 @@ func TestApprovalModifyVoidsThenReject(t *testing.T) {
 func TestApprovalOptionsRefuse(t *testing.T) {
 	b := newApprBox(t)
 	c := b.request()
-	c.Options = []string{DecisionApprove, DecisionReject}
+	c.Options = []string{api.DecisionApprove, api.DecisionReject}
 	b.open(c)
 	h := hashOf(t, string(c.Action))
-	b.refused(OpApprovalDecide, ApprovalDecideCommand{ID: c.ID, Approver: "alice", Decision: DecisionModify, ActionHash: h, Action: json.RawMessage(`1`)},
-		ErrConflict, "approval "+c.ID+" takes approve, reject, not modify")
-	if got := b.decide(c.ID, "alice", DecisionReject, h); got.State != ApprovalRejected {
+	b.refused(api.OpApprovalDecide, api.ApprovalDecideCommand{ID: c.ID, Approver: "alice", Decision: api.DecisionModify, ActionHash: h, Action: json.RawMessage(`1`)},
+		api.ErrConflict, "approval "+c.ID+" takes approve, reject, not modify")
+	if got := b.decide(c.ID, "alice", api.DecisionReject, h); got.State != api.ApprovalRejected {
 		t.Errorf("a listed option = %+v", got)
 	}
 }
@@ -273,7 +274,7 @@ func TestApprovalRequestIdempotent(t *testing.T) {
 	b := newApprBox(t)
 	c := b.request()
 	first := b.open(c)
-	b.decide(c.ID, "alice", DecisionApprove, first.ActionHash)
+	b.decide(c.ID, "alice", api.DecisionApprove, first.ActionHash)
 	before := dataDump(t, b.f)
 	again := b.open(c)
 	if *again != *first {
@@ -284,10 +285,10 @@ func TestApprovalRequestIdempotent(t *testing.T) {
 	}
 	other := c
 	other.Title = "something else"
-	b.refused(OpApprovalRequest, other, ErrConflict, "approval id "+c.ID+" is taken by another approval (requested at seq "+itoa(first.Seq)+")")
+	b.refused(api.OpApprovalRequest, other, api.ErrConflict, "approval id "+c.ID+" is taken by another approval (requested at seq "+itoa(first.Seq)+")")
 	// The rules refuse its message, and with it the request.
-	b.ok(OpSetRules, SetRulesCommand{Rules: &rules.Document{Forbidden: []rules.ForbiddenRule{{From: "triage", To: "*", Reason: "triage is muted"}}}})
-	b.refused(OpApprovalRequest, b.request(), ErrForbidden, "triage is muted")
+	b.ok(api.OpSetRules, api.SetRulesCommand{Rules: &rules.Document{Forbidden: []rules.ForbiddenRule{{From: "triage", To: "*", Reason: "triage is muted"}}}})
+	b.refused(api.OpApprovalRequest, b.request(), api.ErrForbidden, "triage is muted")
 }
 
 // Only the requester cancels, only a pending approval; a retried cancel
@@ -296,10 +297,10 @@ func TestApprovalCancel(t *testing.T) {
 	b := newApprBox(t)
 	c := b.request()
 	b.open(c)
-	b.refused(OpApprovalCancel, ApprovalCancelCommand{ID: c.ID, From: "alice"}, ErrForbidden,
+	b.refused(api.OpApprovalCancel, api.ApprovalCancelCommand{ID: c.ID, From: "alice"}, api.ErrForbidden,
 		"approval "+c.ID+" was requested by triage: only its requester cancels it, not alice")
-	r, ok := b.ok(OpApprovalCancel, ApprovalCancelCommand{ID: c.ID, From: "triage", Reason: "fixed upstream"}).(*ApprovalResult)
-	if !ok || r.State != ApprovalCancelled || r.Seq != b.idx {
+	r, ok := b.ok(api.OpApprovalCancel, api.ApprovalCancelCommand{ID: c.ID, From: "triage", Reason: "fixed upstream"}).(*api.ApprovalResult)
+	if !ok || r.State != api.ApprovalCancelled || r.Seq != b.idx {
 		t.Fatalf("cancel = %+v", r)
 	}
 	seq := r.Seq
@@ -307,18 +308,18 @@ func TestApprovalCancel(t *testing.T) {
 		t.Errorf("audit %q", lines[len(lines)-1])
 	}
 	before := dataDump(t, b.f)
-	if r := b.ok(OpApprovalCancel, ApprovalCancelCommand{ID: c.ID, From: "triage"}).(*ApprovalResult); r.Seq != seq || r.State != ApprovalCancelled {
+	if r := b.ok(api.OpApprovalCancel, api.ApprovalCancelCommand{ID: c.ID, From: "triage"}).(*api.ApprovalResult); r.Seq != seq || r.State != api.ApprovalCancelled {
 		t.Errorf("retried cancel = %+v, want seq %d", r, seq)
 	}
 	if dataDump(t, b.f) != before {
 		t.Error("a retried cancel changed the state")
 	}
-	b.refused(OpApprovalDecide, ApprovalDecideCommand{ID: c.ID, Approver: "alice", Decision: DecisionApprove, ActionHash: r.ActionHash},
-		ErrConflict, "is cancelled")
+	b.refused(api.OpApprovalDecide, api.ApprovalDecideCommand{ID: c.ID, Approver: "alice", Decision: api.DecisionApprove, ActionHash: r.ActionHash},
+		api.ErrConflict, "is cancelled")
 	d := b.request()
 	b.open(d)
-	b.decide(d.ID, "alice", DecisionReject, hashOf(t, string(d.Action)))
-	b.refused(OpApprovalCancel, ApprovalCancelCommand{ID: d.ID, From: "triage"}, ErrConflict, "approval "+d.ID+" is rejected: nothing to cancel")
+	b.decide(d.ID, "alice", api.DecisionReject, hashOf(t, string(d.Action)))
+	b.refused(api.OpApprovalCancel, api.ApprovalCancelCommand{ID: d.ID, From: "triage"}, api.ErrConflict, "approval "+d.ID+" is rejected: nothing to cancel")
 }
 
 // The tick expires a pending approval at its deadline (reject), or first
@@ -330,10 +331,10 @@ func TestApprovalTickExpiresAndEscalates(t *testing.T) {
 	plain := b.request()
 	b.open(plain)
 	esc := b.request()
-	esc.OnTimeout, esc.Timeout = OnTimeoutEscalate, ApprovalTimeout(15*time.Minute)
+	esc.OnTimeout, esc.Timeout = api.OnTimeoutEscalate, api.ApprovalTimeout(15*time.Minute)
 	b.open(esc)
 	escToRequester := b.request()
-	escToRequester.OnTimeout = OnTimeoutEscalate
+	escToRequester.OnTimeout = api.OnTimeoutEscalate
 	b.open(escToRequester)
 	p, e, r := b.approval(plain.ID), b.approval(esc.ID), b.approval(escToRequester.ID)
 	if due, ok := b.f.NextDeadline(); !ok || !due.Equal(p.Deadline) {
@@ -348,11 +349,11 @@ func TestApprovalTickExpiresAndEscalates(t *testing.T) {
 	if !slices.Equal(res.ApprovalsExpired, []string{plain.ID}) || !slices.Equal(res.ApprovalsEscalated, []string{escToRequester.ID}) {
 		t.Fatalf("tick at the deadlines = %+v", res)
 	}
-	if got := b.approval(plain.ID); got.State != ApprovalExpired {
+	if got := b.approval(plain.ID); got.State != api.ApprovalExpired {
 		t.Errorf("plain = %s, want expired", got.State)
 	}
 	got := b.approval(escToRequester.ID)
-	if got.State != ApprovalPending || !got.Escalated || !got.Deadline.Equal(r.Deadline.Add(10*time.Minute)) {
+	if got.State != api.ApprovalPending || !got.Escalated || !got.Deadline.Equal(r.Deadline.Add(10*time.Minute)) {
 		t.Errorf("escalated = %+v", got)
 	}
 	// The messages are queued: this tick and the next deliver them, in
@@ -360,21 +361,21 @@ func TestApprovalTickExpiresAndEscalates(t *testing.T) {
 	if res.Delivered == "" || b.tick().Delivered == "" || b.tick().Delivered != "" {
 		t.Fatal("the ticks did not deliver the two queued messages one each")
 	}
-	msgs := b.messagesFrom(SystemSender)
+	msgs := b.messagesFrom(api.SystemSender)
 	if len(msgs) != 2 {
 		t.Fatalf("%d queued messages delivered, want 2", len(msgs))
 	}
-	if m := msgs[0]; m.Type != TypeHITLDecision || m.From != SystemSender || !slices.Equal(m.Recipients, []string{"triage"}) ||
+	if m := msgs[0]; m.Type != api.TypeHITLDecision || m.From != api.SystemSender || !slices.Equal(m.Recipients, []string{"triage"}) ||
 		m.InReplyTo != p.MessageID || !strings.HasPrefix(m.Content.Text, "expired: no decision by "+stamp(p.Deadline)) {
 		t.Errorf("expiry message = %+v", m)
 	}
-	if m := msgs[1]; m.Type != "alert" || m.Priority != PriorityHigh || m.From != SystemSender || !slices.Equal(m.Recipients, []string{"triage"}) ||
+	if m := msgs[1]; m.Type != "alert" || m.Priority != api.PriorityHigh || m.From != api.SystemSender || !slices.Equal(m.Recipients, []string{"triage"}) ||
 		!strings.Contains(m.Content.Text, escToRequester.ID) {
 		t.Errorf("escalation to the requester = %+v", m)
 	}
 
 	// With an escalation target, the alert goes there.
-	b.ok(OpSetConfig, SetConfigCommand{Key: "escalation_target", Value: json.RawMessage(`"role:supervisor"`)})
+	b.ok(api.OpSetConfig, api.SetConfigCommand{Key: "escalation_target", Value: json.RawMessage(`"role:supervisor"`)})
 	b.jump(e.Deadline)
 	if res := b.tick(); !slices.Equal(res.ApprovalsEscalated, []string{esc.ID}) {
 		t.Fatalf("tick at esc's deadline = %+v", res)
@@ -395,7 +396,7 @@ func TestApprovalTickExpiresAndEscalates(t *testing.T) {
 		t.Fatalf("tick at the escalated deadlines = %+v", res)
 	}
 	for _, id := range []string{esc.ID, escToRequester.ID} {
-		if got := b.approval(id); got.State != ApprovalExpired || !got.Escalated {
+		if got := b.approval(id); got.State != api.ApprovalExpired || !got.Escalated {
 			t.Errorf("%s = %s, want expired after its escalation", id, got.State)
 		}
 	}
@@ -418,8 +419,8 @@ func TestApprovalQueries(t *testing.T) {
 	three := b.request()
 	three.From, three.Approvers, three.Quorum = "rex", []string{"role:lead", "carol"}, 1
 	b.open(three)
-	b.decide(two.ID, "bob", DecisionApprove, hashOf(t, string(two.Action)))
-	ids := func(q ApprovalQuery) []string {
+	b.decide(two.ID, "bob", api.DecisionApprove, hashOf(t, string(two.Action)))
+	ids := func(q api.ApprovalQuery) []string {
 		p, err := b.f.Approvals(q)
 		if err != nil {
 			t.Fatalf("Approvals(%+v): %v", q, err)
@@ -437,25 +438,25 @@ func TestApprovalQueries(t *testing.T) {
 		return out
 	}
 	for _, tc := range []struct {
-		q    ApprovalQuery
+		q    api.ApprovalQuery
 		want []string
 	}{
-		{ApprovalQuery{}, []string{one.ID, two.ID, three.ID}},
-		{ApprovalQuery{Limit: 2}, []string{one.ID, two.ID, "…"}},
-		{ApprovalQuery{After: b.approval(one.ID).Seq}, []string{two.ID, three.ID}},
-		{ApprovalQuery{State: ApprovalPending}, []string{one.ID, three.ID}},
-		{ApprovalQuery{State: ApprovalApproved}, []string{two.ID}},
-		{ApprovalQuery{From: "rex"}, []string{three.ID}},
-		{ApprovalQuery{Approver: "bob"}, []string{one.ID, two.ID}},
-		{ApprovalQuery{Approver: "carol"}, []string{one.ID, three.ID}}, // three lists carol by id and by role: once
-		{ApprovalQuery{Approver: "lee", State: ApprovalPending}, []string{one.ID, three.ID}},
-		{ApprovalQuery{Approver: "rex"}, nil},
+		{api.ApprovalQuery{}, []string{one.ID, two.ID, three.ID}},
+		{api.ApprovalQuery{Limit: 2}, []string{one.ID, two.ID, "…"}},
+		{api.ApprovalQuery{After: b.approval(one.ID).Seq}, []string{two.ID, three.ID}},
+		{api.ApprovalQuery{State: api.ApprovalPending}, []string{one.ID, three.ID}},
+		{api.ApprovalQuery{State: api.ApprovalApproved}, []string{two.ID}},
+		{api.ApprovalQuery{From: "rex"}, []string{three.ID}},
+		{api.ApprovalQuery{Approver: "bob"}, []string{one.ID, two.ID}},
+		{api.ApprovalQuery{Approver: "carol"}, []string{one.ID, three.ID}}, // three lists carol by id and by role: once
+		{api.ApprovalQuery{Approver: "lee", State: api.ApprovalPending}, []string{one.ID, three.ID}},
+		{api.ApprovalQuery{Approver: "rex"}, nil},
 	} {
 		if got := ids(tc.q); !slices.Equal(got, tc.want) {
 			t.Errorf("Approvals(%+v) = %v, want %v", tc.q, got, tc.want)
 		}
 	}
-	if _, err := b.f.Approvals(ApprovalQuery{State: "maybe"}); err == nil || !strings.Contains(err.Error(), "state: \"maybe\": want one of pending, approved") {
+	if _, err := b.f.Approvals(api.ApprovalQuery{State: "maybe"}); err == nil || !strings.Contains(err.Error(), "state: \"maybe\": want one of pending, approved") {
 		t.Errorf("bad state: %v", err)
 	}
 	if b.pending("carol") != 2 || b.pending("bob") != 1 {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
 
 // applyApprovalCancel cancels a pending approval. Only its requester
@@ -14,8 +16,8 @@ import (
 // if any, fails (approval_cancelled). No message: the requester is the
 // one who cancelled.
 func (f *FSM) applyApprovalCancel(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
-	a := f.taskOp(tx, OpApprovalCancel, index, ts)
-	var cmd ApprovalCancelCommand
+	a := f.taskOp(tx, api.OpApprovalCancel, index, ts)
+	var cmd api.ApprovalCancelCommand
 	if err := decodeCommand(a.op, body, &cmd); err != nil {
 		return nil, err
 	}
@@ -27,7 +29,7 @@ func (f *FSM) applyApprovalCancel(tx *bbolt.Tx, index uint64, ts int64, body []b
 		return nil, a.errorf(&ForbiddenError{Reason: fmt.Sprintf("approval %s was requested by %s: only its requester cancels it, not %s", ap.ID, ap.From, cmd.From)})
 	}
 	switch {
-	case ap.State == ApprovalCancelled:
+	case ap.State == api.ApprovalCancelled:
 		hist, err := approvalHistory(tx, ap.Seq)
 		if err != nil {
 			return nil, a.errorf(err)
@@ -42,16 +44,16 @@ func (f *FSM) applyApprovalCancel(tx *bbolt.Tx, index uint64, ts int64, body []b
 		return nil, a.errorf(conflict("approval %s is %s: nothing to cancel", ap.ID, ap.State))
 	}
 	before := approvalKeysOf(ap)
-	ap.State = ApprovalCancelled
+	ap.State = api.ApprovalCancelled
 	if err := a.settleTask(ap, cmd.From, false); err != nil {
 		return nil, a.errorf(err)
 	}
 	line := "by " + cmd.From
 	if cmd.Reason != "" {
-		line += ": " + FirstLine(cmd.Reason, 200)
+		line += ": " + api.FirstLine(cmd.Reason, 200)
 	}
 	a.changeApproval(before, ap, a.approvalEvent(ap, cmd.From, "cancelled", cmd.Reason),
-		AuditEvent{From: cmd.From, To: ap.Approvers, Label: "HITL_CANCELLED", Text: FirstLine(ap.Title, 200) + " " + line})
+		api.AuditEvent{From: cmd.From, To: ap.Approvers, Label: "HITL_CANCELLED", Text: api.FirstLine(ap.Title, 200) + " " + line})
 	a.commit()
 	return a.approvalResult(ap), nil
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
 
 // applyApprovalDecide records one approver's decision and answers the
@@ -32,8 +34,8 @@ import (
 // The audit gets HITL_DECISION: approve by alice (a modify names the new
 // hash).
 func (f *FSM) applyApprovalDecide(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
-	a := f.taskOp(tx, OpApprovalDecide, index, ts)
-	var cmd ApprovalDecideCommand
+	a := f.taskOp(tx, api.OpApprovalDecide, index, ts)
+	var cmd api.ApprovalDecideCommand
 	if err := decodeCommand(a.op, body, &cmd); err != nil {
 		return nil, err
 	}
@@ -56,21 +58,21 @@ func (f *FSM) applyApprovalDecide(tx *bbolt.Tx, index uint64, ts int64, body []b
 	line := cmd.Decision + " by " + cmd.Approver
 	modified := false
 	switch cmd.Decision {
-	case DecisionApprove:
-		ap.Approvals = len(slices.DeleteFunc(liveDecisions(hist), func(e ApprovalEvent) bool { return e.Event != DecisionApprove })) + 1
+	case api.DecisionApprove:
+		ap.Approvals = len(slices.DeleteFunc(liveDecisions(hist), func(e ApprovalEvent) bool { return e.Event != api.DecisionApprove })) + 1
 		if ap.Approvals >= ap.Quorum {
-			ap.State = ApprovalApproved
+			ap.State = api.ApprovalApproved
 		}
-	case DecisionReject:
-		ap.State = ApprovalRejected
-	case DecisionModify:
-		canon, err := CanonicalJSON(cmd.Action)
+	case api.DecisionReject:
+		ap.State = api.ApprovalRejected
+	case api.DecisionModify:
+		canon, err := api.CanonicalJSON(cmd.Action)
 		if err != nil {
-			return nil, a.errorf(FieldErrorf("action", "not one JSON value: %v", err))
+			return nil, a.errorf(api.FieldErrorf("action", "not one JSON value: %v", err))
 		}
-		hash, err := ActionHash(canon)
+		hash, err := api.ActionHash(canon)
 		if err != nil {
-			return nil, a.errorf(FieldErrorf("action", "not one JSON value: %v", err))
+			return nil, a.errorf(api.FieldErrorf("action", "not one JSON value: %v", err))
 		}
 		if hash == ap.ActionHash {
 			return nil, a.errorf(conflict("approval %s: the action you sent is the current one (%s): approve it instead", ap.ID, hash))
@@ -83,7 +85,7 @@ func (f *FSM) applyApprovalDecide(tx *bbolt.Tx, index uint64, ts int64, body []b
 			return nil, a.errorf(err)
 		}
 		if t != nil {
-			ap.State, ap.Approvals, modified = ApprovalApproved, 1, true
+			ap.State, ap.Approvals, modified = api.ApprovalApproved, 1, true
 		}
 	}
 	if ap.State.Final() {
@@ -95,7 +97,7 @@ func (f *FSM) applyApprovalDecide(tx *bbolt.Tx, index uint64, ts int64, body []b
 			return nil, a.errorf(err)
 		}
 	}
-	a.changeApproval(before, ap, ev, AuditEvent{From: cmd.Approver, To: []string{ap.From}, Label: "HITL_DECISION", Text: line})
+	a.changeApproval(before, ap, ev, api.AuditEvent{From: cmd.Approver, To: []string{ap.From}, Label: "HITL_DECISION", Text: line})
 	a.commit()
 	if hist, err = approvalHistory(tx, ap.Seq); err != nil {
 		return nil, a.errorf(err)
@@ -107,9 +109,9 @@ func (f *FSM) applyApprovalDecide(tx *bbolt.Tx, index uint64, ts int64, body []b
 // checkDecision refuses a decision that does not fit ap as it stands
 // (history hist): not pending, not one of its options, made on another
 // hash, or the approver's second on this action.
-func checkDecision(ap *Approval, hist []ApprovalEvent, cmd *ApprovalDecideCommand) error {
+func checkDecision(ap *api.Approval, hist []ApprovalEvent, cmd *api.ApprovalDecideCommand) error {
 	switch {
-	case ap.State != ApprovalPending:
+	case ap.State != api.ApprovalPending:
 		return conflict("approval %s is %s: no decision changes it any more", ap.ID, ap.State)
 	case len(ap.Options) > 0 && !slices.Contains(ap.Options, cmd.Decision):
 		return conflict("approval %s takes %s, not %s", ap.ID, strings.Join(ap.Options, ", "), cmd.Decision)
@@ -127,15 +129,15 @@ func checkDecision(ap *Approval, hist []ApprovalEvent, cmd *ApprovalDecideComman
 // decisionText is the text of the hitl_decision of ap's outcome by the
 // decision cmd: who approved, who rejected and why, or the modified
 // action the task's claimant is to carry out.
-func decisionText(ap *Approval, hist []ApprovalEvent, cmd *ApprovalDecideCommand, modified bool) string {
+func decisionText(ap *api.Approval, hist []ApprovalEvent, cmd *api.ApprovalDecideCommand, modified bool) string {
 	var text string
 	switch {
 	case modified:
 		text = fmt.Sprintf("modified by %s: carry out this action instead (%s):\n%s", cmd.Approver, ap.ActionHash, ap.Action)
-	case ap.State == ApprovalApproved:
+	case ap.State == api.ApprovalApproved:
 		var by []string
 		for _, ev := range liveDecisions(hist) {
-			if ev.Event == DecisionApprove {
+			if ev.Event == api.DecisionApprove {
 				by = append(by, ev.Actor)
 			}
 		}

@@ -3,10 +3,11 @@ package fsm
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
 
 // ApprovalEvent is one event in an approval's history: its request, each
@@ -18,8 +19,8 @@ type ApprovalEvent struct {
 	Actor string    `json:"actor"` // the requester, an approver, or "maos" for the tick
 	// Event is requested, approve, reject, modify, escalated, expired or
 	// cancelled.
-	Event string        `json:"event"`
-	State ApprovalState `json:"state"` // the state after it
+	Event string            `json:"event"`
+	State api.ApprovalState `json:"state"` // the state after it
 	// ActionHash is the hash of the action the event was made on (a
 	// modify: the one it replaced).
 	ActionHash string `json:"action_hash"`
@@ -34,7 +35,7 @@ type ApprovalEvent struct {
 // stream's "approval" events, {"event": …, "approval": …}.
 type ApprovalUpdate struct {
 	Event    ApprovalEvent `json:"event"`
-	Approval *Approval     `json:"approval"`
+	Approval *api.Approval `json:"approval"`
 }
 
 // ApprovalUpdatePage is a page of approval updates in entry order.
@@ -47,8 +48,8 @@ type ApprovalUpdatePage struct {
 // Approval returns approval id with its decisions (Decisions, oldest
 // first, the approvals a modify voided marked Voided), or a
 // *NotFoundError.
-func (f *FSM) Approval(id string) (*Approval, error) {
-	var ap *Approval
+func (f *FSM) Approval(id string) (*api.Approval, error) {
+	var ap *api.Approval
 	err := f.view(func(tx *bbolt.Tx) error {
 		var err error
 		if ap, err = approvalByID(tx, id); err != nil {
@@ -61,19 +62,6 @@ func (f *FSM) Approval(id string) (*Approval, error) {
 	return ap, err
 }
 
-// Validate checks the query's names (a *FieldError naming the field).
-func (q *ApprovalQuery) Validate() error {
-	if q.State != "" && !slices.Contains(ApprovalStates, q.State) {
-		return FieldErrorf("state", "%q: want one of %s", q.State, joinStates(ApprovalStates))
-	}
-	for _, f := range []struct{ name, v string }{{"approver", q.Approver}, {"from", q.From}} {
-		if f.v != "" && !ValidName(f.v) {
-			return NameError(f.name, f.v)
-		}
-	}
-	return nil
-}
-
 // Approvals returns a page of approvals in creation order, with Seq >
 // q.After, that match every filter of q, without their decisions.
 // Approver matches the approvals that list the agent by id or by its
@@ -84,14 +72,14 @@ func (q *ApprovalQuery) Validate() error {
 // role) and the approvals in it: that of the approver, else of the
 // requester, else of the state, else the approvals themselves; the other
 // filters are checked on each approval read.
-func (f *FSM) Approvals(q ApprovalQuery) (ApprovalPage, error) {
-	page := ApprovalPage{Approvals: []*Approval{}}
+func (f *FSM) Approvals(q api.ApprovalQuery) (ApprovalPage, error) {
+	page := ApprovalPage{Approvals: []*api.Approval{}}
 	if err := q.Validate(); err != nil {
 		return page, err
 	}
 	err := f.view(func(tx *bbolt.Tx) error {
 		var next func() (uint64, bool)
-		var who *Agent
+		var who *api.Agent
 		switch {
 		case q.Approver != "":
 			var err error
@@ -106,13 +94,13 @@ func (f *FSM) Approvals(q ApprovalQuery) (ApprovalPage, error) {
 		default:
 			next = approvalSeqsAfter(tx, 0, "", q.After)
 		}
-		match := func(ap *Approval) bool {
+		match := func(ap *api.Approval) bool {
 			return (q.State == "" || ap.State == q.State) && (q.From == "" || ap.From == q.From) &&
 				(q.Approver == "" || MayDecide(q.Approver, who, ap))
 		}
 		var err error
 		page.Approvals, page.HasMore, err = seqPage(next, q.Limit,
-			func(seq uint64) (*Approval, error) { return getApproval(tx, seq) }, match)
+			func(seq uint64) (*api.Approval, error) { return getApproval(tx, seq) }, match)
 		if err != nil {
 			return fmt.Errorf("fsm: approvals: %w", err)
 		}
@@ -126,8 +114,8 @@ func (f *FSM) Approvals(q ApprovalQuery) (ApprovalPage, error) {
 // the status line's "🔐 N to approve". It reads the pending approvals
 // that list the agent or its role, and their histories.
 func (f *FSM) PendingApprovalsFor(agent string) (int, error) {
-	if !ValidName(agent) {
-		return 0, NameError("agent", agent)
+	if !api.ValidName(agent) {
+		return 0, api.NameError("agent", agent)
 	}
 	n := 0
 	err := f.view(func(tx *bbolt.Tx) error {
@@ -166,12 +154,12 @@ func approvalSeqsAfter(tx *bbolt.Tx, kind byte, name string, after uint64) func(
 // approverSeqsAfter yields, in order and once each, the seqs above after
 // under kind (the approver or pending keys) for agent and for its
 // registered role (who; nil: none): two ranges merged.
-func approverSeqsAfter(tx *bbolt.Tx, kind byte, agent string, who *Agent, after uint64) func() (uint64, bool) {
+func approverSeqsAfter(tx *bbolt.Tx, kind byte, agent string, who *api.Agent, after uint64) func() (uint64, bool) {
 	byID := indexSeqsAfter(tx.Bucket(bucketApprovalIndex), kind, agent, after)
 	if who == nil {
 		return byID
 	}
-	byRole := indexSeqsAfter(tx.Bucket(bucketApprovalIndex), kind, RolePrefix+who.Role, after)
+	byRole := indexSeqsAfter(tx.Bucket(bucketApprovalIndex), kind, api.RolePrefix+who.Role, after)
 	a, aok := byID()
 	b, bok := byRole()
 	return func() (uint64, bool) {
@@ -218,7 +206,7 @@ func (f *FSM) ApprovalEvents(after uint64, limit int) (ApprovalUpdatePage, error
 // changes) from the approval.
 func approvalUpdate(tx *bbolt.Tx, seq, index uint64, v []byte) (ApprovalUpdate, error) {
 	var u ApprovalUpdate
-	var snap Approval
+	var snap api.Approval
 	if err := json.Unmarshal(v, &snap); err != nil {
 		return u, fmt.Errorf("approval at seq %d, index %d: decode: %w", seq, index, err)
 	}

@@ -2,6 +2,8 @@ package fsm
 
 import (
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
 
 // applyApprovalRequest opens an approval and posts its
@@ -24,8 +26,8 @@ import (
 // The audit gets HITL_REQUEST: title (quorum of the listed entries; a
 // role counts once).
 func (f *FSM) applyApprovalRequest(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
-	a := f.taskOp(tx, OpApprovalRequest, index, ts)
-	var cmd ApprovalRequestCommand
+	a := f.taskOp(tx, api.OpApprovalRequest, index, ts)
+	var cmd api.ApprovalRequestCommand
 	if err := decodeCommand(a.op, body, &cmd); err != nil {
 		return nil, err
 	}
@@ -37,7 +39,7 @@ func (f *FSM) applyApprovalRequest(tx *bbolt.Tx, index uint64, ts int64, body []
 		if err != nil {
 			return nil, a.errorf(err)
 		}
-		return &ApprovalResult{ID: cmd.ID, Seq: rec.seq, State: first.State, ActionHash: first.ActionHash, Quorum: cmd.Quorum}, nil
+		return &api.ApprovalResult{ID: cmd.ID, Seq: rec.seq, State: first.State, ActionHash: first.ActionHash, Quorum: cmd.Quorum}, nil
 	}
 	if cmd.KnownNames {
 		a.knownNames = true

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
 
 // Approvals in the state file: typed accessors over the approval buckets,
@@ -43,20 +45,20 @@ const (
 // approvalKeys is what moves in approval_index when an approval changes
 // (its requester and approvers never change).
 type approvalKeys struct {
-	state    ApprovalState
+	state    api.ApprovalState
 	deadline int64 // pending only; 0: none
 }
 
-func approvalKeysOf(ap *Approval) approvalKeys {
+func approvalKeysOf(ap *api.Approval) approvalKeys {
 	k := approvalKeys{state: ap.State}
-	if ap.State == ApprovalPending {
+	if ap.State == api.ApprovalPending {
 		k.deadline = ap.Deadline.UnixNano()
 	}
 	return k
 }
 
 // index writes (put) or deletes (!put) the moving keys k of ap.
-func (k approvalKeys) index(b *bbolt.Bucket, ap *Approval, put bool) {
+func (k approvalKeys) index(b *bbolt.Bucket, ap *api.Approval, put bool) {
 	set := func(key []byte) {
 		if put {
 			mustPut(b, key, nil)
@@ -68,7 +70,7 @@ func (k approvalKeys) index(b *bbolt.Bucket, ap *Approval, put bool) {
 		return
 	}
 	set(taskIndexKey(aidxState, string(k.state), ap.Seq))
-	if k.state == ApprovalPending {
+	if k.state == api.ApprovalPending {
 		for _, a := range ap.Approvers {
 			set(taskIndexKey(aidxPending, a, ap.Seq))
 		}
@@ -77,8 +79,8 @@ func (k approvalKeys) index(b *bbolt.Bucket, ap *Approval, put bool) {
 }
 
 // getApproval reads the approval stored at seq.
-func getApproval(tx *bbolt.Tx, seq uint64) (*Approval, error) {
-	return getRecord[Approval](tx.Bucket(bucketApprovals), seq, "approval")
+func getApproval(tx *bbolt.Tx, seq uint64) (*api.Approval, error) {
+	return getRecord[api.Approval](tx.Bucket(bucketApprovals), seq, "approval")
 }
 
 // getApprovalID reads the approval_ids record of id (readIDRecord).
@@ -87,7 +89,7 @@ func getApprovalID(tx *bbolt.Tx, id string) (idRecord, bool) {
 }
 
 // approvalByID reads approval id, or a *NotFoundError naming it.
-func approvalByID(tx *bbolt.Tx, id string) (*Approval, error) {
+func approvalByID(tx *bbolt.Tx, id string) (*api.Approval, error) {
 	return objectByID(tx, bucketApprovalIDs, id, getApproval, ApprovalNotFound)
 }
 
@@ -98,7 +100,7 @@ func ApprovalNotFound(id string) error { return notFound("approval %s", id) }
 // same request matches and another under the same id does not. The
 // known_names flag is not the approval's: a retry through a node of
 // another build is the same request.
-func requestSum(c *ApprovalRequestCommand) [32]byte {
+func requestSum(c *api.ApprovalRequestCommand) [32]byte {
 	k := *c
 	k.KnownNames = false
 	return commandSum(&k, "approval "+c.ID, "request")
@@ -106,7 +108,7 @@ func requestSum(c *ApprovalRequestCommand) [32]byte {
 
 // addApprovalID records the id of a new approval ap (its seq set), opened
 // by a request hashing to sum, and its keys that never move.
-func addApprovalID(tx *bbolt.Tx, ap *Approval, sum [32]byte) {
+func addApprovalID(tx *bbolt.Tx, ap *api.Approval, sum [32]byte) {
 	writeIDRecord(tx.Bucket(bucketApprovalIDs), ap.ID, idRecord{seq: ap.Seq, sum: sum})
 	idx := tx.Bucket(bucketApprovalIndex)
 	mustPut(idx, taskIndexKey(aidxFrom, ap.From, ap.Seq), nil)
@@ -119,7 +121,7 @@ func addApprovalID(tx *bbolt.Tx, ap *Approval, sum [32]byte) {
 // decisions), its keys moved from before (the zero approvalKeys for a new
 // approval), and ev (its state set from ap) in its history and in the
 // stream's index.
-func putApproval(tx *bbolt.Tx, before approvalKeys, ap *Approval, ev ApprovalEvent) {
+func putApproval(tx *bbolt.Tx, before approvalKeys, ap *api.Approval, ev ApprovalEvent) {
 	ap.Updated = ev.Time
 	ap.Decisions = nil
 	ev.State = ap.State
@@ -165,7 +167,7 @@ func firstApprovalDeadline(tx *bbolt.Tx) (int64, bool) {
 func liveDecisions(hist []ApprovalEvent) []ApprovalEvent {
 	start := 0
 	for i, ev := range hist {
-		if ev.Event == DecisionModify {
+		if ev.Event == api.DecisionModify {
 			start = i + 1
 		}
 	}
@@ -179,26 +181,26 @@ func liveDecisions(hist []ApprovalEvent) []ApprovalEvent {
 }
 
 func isDecision(event string) bool {
-	return event == DecisionApprove || event == DecisionReject || event == DecisionModify
+	return event == api.DecisionApprove || event == api.DecisionReject || event == api.DecisionModify
 }
 
 // decisionsOf are the decisions in hist, in order, the approvals a later
 // modify voided marked Voided.
-func decisionsOf(hist []ApprovalEvent) []ApprovalDecision {
+func decisionsOf(hist []ApprovalEvent) []api.ApprovalDecision {
 	lastModify := -1
 	for i, ev := range hist {
-		if ev.Event == DecisionModify {
+		if ev.Event == api.DecisionModify {
 			lastModify = i
 		}
 	}
-	out := []ApprovalDecision{}
+	out := []api.ApprovalDecision{}
 	for i, ev := range hist {
 		if !isDecision(ev.Event) {
 			continue
 		}
-		out = append(out, ApprovalDecision{Seq: ev.Seq, Time: ev.Time, Approver: ev.Actor, Decision: ev.Event,
+		out = append(out, api.ApprovalDecision{Seq: ev.Seq, Time: ev.Time, Approver: ev.Actor, Decision: ev.Event,
 			ActionHash: ev.ActionHash, Comment: ev.Comment, Action: ev.Action,
-			Voided: ev.Event == DecisionApprove && i < lastModify})
+			Voided: ev.Event == api.DecisionApprove && i < lastModify})
 	}
 	return out
 }

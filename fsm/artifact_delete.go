@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
 
 // applyArtifactDelete removes an artifact's record (body:
@@ -26,16 +28,16 @@ import (
 // The bytes beside the log are the blob store's to remove once the
 // record is gone.
 func applyArtifactDelete(tx *bbolt.Tx, _ uint64, ts int64, body []byte) (any, error) {
-	var cmd ArtifactDeleteCommand
-	if err := decodeCommand(OpArtifactDelete, body, &cmd); err != nil {
+	var cmd api.ArtifactDeleteCommand
+	if err := decodeCommand(api.OpArtifactDelete, body, &cmd); err != nil {
 		return nil, err
 	}
 	a, err := getArtifact(tx, cmd.ID)
 	if err != nil {
-		return nil, fmt.Errorf("fsm: apply %s: %w", OpArtifactDelete, err)
+		return nil, fmt.Errorf("fsm: apply %s: %w", api.OpArtifactDelete, err)
 	}
 	if a == nil {
-		return nil, fmt.Errorf("fsm: apply %s: %w", OpArtifactDelete, ArtifactNotFound(cmd.ID))
+		return nil, fmt.Errorf("fsm: apply %s: %w", api.OpArtifactDelete, ArtifactNotFound(cmd.ID))
 	}
 	if cmd.Unreferenced {
 		if why := artifactKept(a, readConfig(tx).ArtifactRetentionSeconds, ts); why != "" {
@@ -49,7 +51,7 @@ func applyArtifactDelete(tx *bbolt.Tx, _ uint64, ts int64, body []byte) (any, er
 
 // artifactKept says why retention keeps a at time ts (Unix ns) with a
 // retention of retention seconds, "" when it is due for deletion.
-func artifactKept(a *Artifact, retention int64, ts int64) string {
+func artifactKept(a *api.Artifact, retention int64, ts int64) string {
 	switch {
 	case a.Refs > 0:
 		if a.Refs == 1 {
@@ -71,7 +73,7 @@ func artifactKept(a *Artifact, retention int64, ts int64) string {
 // to 80 bytes).
 func ArtifactNotFound(id string) error {
 	if len(id) > 80 {
-		id = TruncateUTF8(id, 80) + "…"
+		id = api.TruncateUTF8(id, 80) + "…"
 	}
 	return notFound("artifact %s", id)
 }

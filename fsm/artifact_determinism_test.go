@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/maos-project/maos/api"
 )
 
 // artifactLog builds n entries of the artifact ops and what touches them,
@@ -24,41 +26,41 @@ func artifactLog(tb testing.TB, seed uint64, n int) []*raft.Log {
 	ids := []byte("0123456789")
 	agents := []string{"alice", "bob", "carol"}
 	pick := func(s []string) string { return s[rng.IntN(len(s))] }
-	l.add(time.Millisecond, OpRegisterAgent, RegisterAgentCommand{ID: "bob", Role: "engineer"})
+	l.add(time.Millisecond, api.OpRegisterAgent, api.RegisterAgentCommand{ID: "bob", Role: "engineer"})
 	for range n {
 		d := time.Duration(rng.Int64N(int64(90 * time.Second)))
 		switch k := rng.IntN(100); {
 		case k < 30:
 			c := ids[rng.IntN(len(ids))]
-			l.add(d, OpArtifactPut, ArtifactPutCommand{ID: artID(c), Name: fmt.Sprintf("f%c.txt", c), ContentType: "text/plain",
+			l.add(d, api.OpArtifactPut, api.ArtifactPutCommand{ID: artID(c), Name: fmt.Sprintf("f%c.txt", c), ContentType: "text/plain",
 				Size: rng.Int64N(300), From: pick(agents)})
 		case k < 60:
-			var refs []ArtifactRef
+			var refs []api.ArtifactRef
 			for range rng.IntN(4) {
-				r := ArtifactRef{Ref: artID(ids[rng.IntN(len(ids))])}
+				r := api.ArtifactRef{Ref: artID(ids[rng.IntN(len(ids))])}
 				switch rng.IntN(4) {
 				case 0:
 					r.Name = "named.bin"
 				case 1:
-					r = ArtifactRef{Ref: "shared/context/path.md"}
+					r = api.ArtifactRef{Ref: "shared/context/path.md"}
 				}
 				refs = append(refs, r)
 			}
 			m := testMessage(fmt.Sprintf("msg-20261121-103000-alice-%08x", l.idx+1), pick([]string{"files", "general"}), "see")
-			m.From, m.To, m.Content.Artifacts = "alice", Recipients{"bob"}, refs
-			l.add(d, OpSend, SendCommand{Message: m})
+			m.From, m.To, m.Content.Artifacts = "alice", api.Recipients{"bob"}, refs
+			l.add(d, api.OpSend, api.SendCommand{Message: m})
 		case k < 68:
-			l.add(d, OpSetRetention, SetRetentionCommand{Channel: pick([]string{"files", "general"}), MaxMessages: uint64(1 + rng.IntN(5))})
+			l.add(d, api.OpSetRetention, api.SetRetentionCommand{Channel: pick([]string{"files", "general"}), MaxMessages: uint64(1 + rng.IntN(5))})
 		case k < 76:
-			l.add(d, OpTrim, TrimCommand{Channel: pick([]string{"files", "general"})})
+			l.add(d, api.OpTrim, api.TrimCommand{Channel: pick([]string{"files", "general"})})
 		case k < 84:
-			l.add(d, OpArtifactDelete, ArtifactDeleteCommand{ID: artID(ids[rng.IntN(len(ids))]), By: SystemSender, Unreferenced: true})
+			l.add(d, api.OpArtifactDelete, api.ArtifactDeleteCommand{ID: artID(ids[rng.IntN(len(ids))]), By: api.SystemSender, Unreferenced: true})
 		case k < 90:
-			l.add(d, OpArtifactDelete, ArtifactDeleteCommand{ID: artID(ids[rng.IntN(len(ids))]), By: "admin"})
+			l.add(d, api.OpArtifactDelete, api.ArtifactDeleteCommand{ID: artID(ids[rng.IntN(len(ids))]), By: "admin"})
 		case k < 95:
-			l.add(d, OpSetConfig, SetConfigCommand{Key: "artifact_quota_bytes", Value: json.RawMessage(pick([]string{"0", "400", "800"}))})
+			l.add(d, api.OpSetConfig, api.SetConfigCommand{Key: "artifact_quota_bytes", Value: json.RawMessage(pick([]string{"0", "400", "800"}))})
 		default:
-			l.add(d, OpSetConfig, SetConfigCommand{Key: "artifact_retention_seconds", Value: json.RawMessage(pick([]string{"0", "60", "120"}))})
+			l.add(d, api.OpSetConfig, api.SetConfigCommand{Key: "artifact_retention_seconds", Value: json.RawMessage(pick([]string{"0", "60", "120"}))})
 		}
 	}
 	return l.logs
@@ -91,7 +93,7 @@ func TestArtifactsDeterministicAcrossBatchSplits(t *testing.T) {
 			counts["kept not due"]++
 		case strings.Contains(r, `"kept":"kept forever`):
 			counts["kept forever"]++
-		case strings.HasPrefix(r, "*fsm.Artifact"):
+		case strings.HasPrefix(r, "*api.Artifact"):
 			counts["puts and deletes"]++
 		case strings.Contains(r, "does not fit"):
 			counts["over quota"]++
@@ -126,7 +128,7 @@ func TestArtifactsDeterministicAcrossBatchSplits(t *testing.T) {
 	// The invariants.
 	refs := map[string]int64{}
 	for after := uint64(0); ; {
-		p, err := singles.MessagesAfter(after, MaxPageLimit)
+		p, err := singles.MessagesAfter(after, api.MaxPageLimit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +146,7 @@ func TestArtifactsDeterministicAcrossBatchSplits(t *testing.T) {
 		}
 	}
 	usage := map[string]int64{}
-	p, err := singles.Artifacts(ArtifactQuery{Limit: MaxPageLimit})
+	p, err := singles.Artifacts(api.ArtifactQuery{Limit: api.MaxPageLimit})
 	if err != nil || p.HasMore {
 		t.Fatalf("Artifacts: %v (has_more %t)", err, p.HasMore)
 	}

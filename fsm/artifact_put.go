@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
 
 // applyArtifactPut records an artifact whose bytes a majority of the
@@ -21,13 +23,13 @@ import (
 //     entry's index and Refs 0, indexed by Index, and its size added to
 //     the uploader's usage. The answer is the *Artifact.
 func applyArtifactPut(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
-	var cmd ArtifactPutCommand
-	if err := decodeCommand(OpArtifactPut, body, &cmd); err != nil {
+	var cmd api.ArtifactPutCommand
+	if err := decodeCommand(api.OpArtifactPut, body, &cmd); err != nil {
 		return nil, err
 	}
 	stored, err := getArtifact(tx, cmd.ID)
 	if err != nil {
-		return nil, fmt.Errorf("fsm: apply %s: %w", OpArtifactPut, err)
+		return nil, fmt.Errorf("fsm: apply %s: %w", api.OpArtifactPut, err)
 	}
 	if stored != nil {
 		stored.Existed = true
@@ -35,12 +37,12 @@ func applyArtifactPut(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, e
 	}
 	used := artifactUsage(tx, cmd.From)
 	if err := CheckQuota(cmd.From, used, cmd.Size, readConfig(tx).ArtifactQuotaBytes); err != nil {
-		return nil, fmt.Errorf("fsm: apply %s: %w", OpArtifactPut, err)
+		return nil, fmt.Errorf("fsm: apply %s: %w", api.OpArtifactPut, err)
 	}
 	if used > math.MaxInt64-cmd.Size {
-		return nil, fmt.Errorf("fsm: apply %s: %w", OpArtifactPut, FieldErrorf("size", "%d bytes: agent %s's artifacts would pass %d bytes", cmd.Size, cmd.From, int64(math.MaxInt64)))
+		return nil, fmt.Errorf("fsm: apply %s: %w", api.OpArtifactPut, api.FieldErrorf("size", "%d bytes: agent %s's artifacts would pass %d bytes", cmd.Size, cmd.From, int64(math.MaxInt64)))
 	}
-	a := &Artifact{ID: cmd.ID, Name: cmd.Name, ContentType: cmd.ContentType, Size: cmd.Size, From: cmd.From,
+	a := &api.Artifact{ID: cmd.ID, Name: cmd.Name, ContentType: cmd.ContentType, Size: cmd.Size, From: cmd.From,
 		Created: time.Unix(0, ts).UTC(), Index: index, RefsIndexed: true}
 	addArtifact(tx, a)
 	return a, nil

@@ -7,22 +7,24 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
 
 // Artifact returns the record of artifact id, whoever may read it
 // (ArtifactFor with no viewer). An id that is not stored, or is not an
 // artifact id at all, is a *NotFoundError ("artifact sha256:…: not
 // found").
-func (f *FSM) Artifact(id string) (*Artifact, error) { return f.ArtifactFor(id, nil) }
+func (f *FSM) Artifact(id string) (*api.Artifact, error) { return f.ArtifactFor(id, nil) }
 
 // ArtifactFor is Artifact for viewer v: an artifact v may not read
 // (canReadArtifact: not its uploader, nor a reader of a message naming
 // it) is not found, in the words of one never stored.
-func (f *FSM) ArtifactFor(id string, v *Viewer) (*Artifact, error) {
-	if !ValidArtifactID(id) {
+func (f *FSM) ArtifactFor(id string, v *api.Viewer) (*api.Artifact, error) {
+	if !api.ValidArtifactID(id) {
 		return nil, ArtifactNotFound(id)
 	}
-	var out *Artifact
+	var out *api.Artifact
 	err := f.view(func(tx *bbolt.Tx) error {
 		a, err := getArtifact(tx, id)
 		if err != nil {
@@ -43,30 +45,18 @@ func (f *FSM) ArtifactFor(id string, v *Viewer) (*Artifact, error) {
 	return out, err
 }
 
-// Validate checks the filters: From an agent id, Name an artifact name,
-// each when set (*FieldError naming "from" or "name").
-func (q ArtifactQuery) Validate() error {
-	if q.From != "" && !ValidName(q.From) {
-		return NameError("from", q.From)
-	}
-	if q.Name != "" {
-		return ValidArtifactName("name", q.Name)
-	}
-	return nil
-}
-
 // Artifacts returns a page of artifact records in index order (the
 // order they were recorded): those with Index > q.After, uploaded by
 // q.From and named q.Name when set, and that q.Viewer may read. Limit ≤ 0 means DefaultPageLimit; it
 // is capped at MaxPageLimit. The next page's After is the last record's
 // Index. A filtered page reads the records it skips too. A bad filter is
 // a *FieldError.
-func (f *FSM) Artifacts(q ArtifactQuery) (ArtifactPage, error) {
+func (f *FSM) Artifacts(q api.ArtifactQuery) (ArtifactPage, error) {
 	if err := q.Validate(); err != nil {
 		return ArtifactPage{}, err
 	}
 	limit := pageLimit(q.Limit)
-	page := ArtifactPage{Artifacts: []*Artifact{}}
+	page := ArtifactPage{Artifacts: []*api.Artifact{}}
 	if q.After == math.MaxUint64 {
 		return page, nil
 	}

@@ -34,16 +34,18 @@ import (
 	"slices"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
 
 // getArtifact reads artifact id's record; nil (and no error) when none is
 // stored.
-func getArtifact(tx *bbolt.Tx, id string) (*Artifact, error) {
+func getArtifact(tx *bbolt.Tx, id string) (*api.Artifact, error) {
 	v := tx.Bucket(bucketArtifacts).Get([]byte(id))
 	if v == nil {
 		return nil, nil
 	}
-	var a Artifact
+	var a api.Artifact
 	if err := json.Unmarshal(v, &a); err != nil {
 		return nil, fmt.Errorf("artifact %s: decode: %w", id, err)
 	}
@@ -51,7 +53,7 @@ func getArtifact(tx *bbolt.Tx, id string) (*Artifact, error) {
 }
 
 // putArtifact writes a's record (its Index entry is addArtifactIndex's).
-func putArtifact(tx *bbolt.Tx, a *Artifact) {
+func putArtifact(tx *bbolt.Tx, a *api.Artifact) {
 	rec := *a
 	rec.Existed, rec.Kept = false, ""
 	data, err := json.Marshal(&rec)
@@ -63,7 +65,7 @@ func putArtifact(tx *bbolt.Tx, a *Artifact) {
 
 // addArtifact stores a new artifact: its record, its index entry, and its
 // size on its uploader's usage.
-func addArtifact(tx *bbolt.Tx, a *Artifact) {
+func addArtifact(tx *bbolt.Tx, a *api.Artifact) {
 	putArtifact(tx, a)
 	mustPut(tx.Bucket(bucketArtifactIndex), u64(a.Index), []byte(a.ID))
 	addArtifactUsage(tx, a.From, a.Size)
@@ -71,7 +73,7 @@ func addArtifact(tx *bbolt.Tx, a *Artifact) {
 
 // removeArtifact deletes a's record and index entry and takes its size off
 // its uploader's usage.
-func removeArtifact(tx *bbolt.Tx, a *Artifact) {
+func removeArtifact(tx *bbolt.Tx, a *api.Artifact) {
 	mustDelete(tx.Bucket(bucketArtifacts), []byte(a.ID))
 	mustDelete(tx.Bucket(bucketArtifactIndex), u64(a.Index))
 	addArtifactUsage(tx, a.From, -a.Size)
@@ -123,7 +125,7 @@ func addArtifactUsage(tx *bbolt.Tx, agent string, delta int64) {
 // messageArtifactIDs is the distinct artifact ids m's content.artifacts
 // names, in first-named order (paths are not artifacts); with the index
 // of each one's first entry.
-func messageArtifactIDs(m *Message) (ids []string, at []int) {
+func messageArtifactIDs(m *api.Message) (ids []string, at []int) {
 	for i, r := range m.Content.Artifacts {
 		id := r.ArtifactID()
 		if id == "" || slices.Contains(ids, id) {
@@ -139,9 +141,9 @@ func messageArtifactIDs(m *Message) (ids []string, at []int) {
 // not read it, in the same words: a *FieldError on content.artifacts[i],
 // the first such entry. (Naming an artifact in a message makes the
 // message's readers its readers, so only one who reads it may.)
-func checkArtifactRefs(tx *bbolt.Tx, m *Message, sender *Viewer) ([]*Artifact, error) {
+func checkArtifactRefs(tx *bbolt.Tx, m *api.Message, sender *api.Viewer) ([]*api.Artifact, error) {
 	ids, at := messageArtifactIDs(m)
-	var out []*Artifact
+	var out []*api.Artifact
 	for i, id := range ids {
 		a, err := getArtifact(tx, id)
 		if err != nil {
@@ -168,13 +170,13 @@ func checkArtifactRefs(tx *bbolt.Tx, m *Message, sender *Viewer) ([]*Artifact, e
 // that is not stored: "no artifact sha256:…: upload it first (maosctl
 // artifact put)".
 func UnknownArtifactError(field, id string) error {
-	return FieldErrorf(field, "no artifact %s: upload it first (maosctl artifact put)", id)
+	return api.FieldErrorf(field, "no artifact %s: upload it first (maosctl artifact put)", id)
 }
 
 // refArtifacts counts the message stored at seq in this entry once on
 // each artifact it names (as checkArtifactRefs read them in the same
 // entry), and indexes it as naming each (artifactRefKey).
-func refArtifacts(tx *bbolt.Tx, arts []*Artifact, seq uint64) {
+func refArtifacts(tx *bbolt.Tx, arts []*api.Artifact, seq uint64) {
 	for _, a := range arts {
 		a.Refs++
 		putArtifact(tx, a)
@@ -196,7 +198,7 @@ func artifactRefKey(id string, seq uint64) []byte {
 // one visibility rule) and was stored after the record (an older one named
 // a deleted record of the same bytes). A record stored before the index
 // existed (RefsIndexed false) is read by everyone, as it was.
-func canReadArtifact(tx *bbolt.Tx, a *Artifact, v *Viewer) (bool, error) {
+func canReadArtifact(tx *bbolt.Tx, a *api.Artifact, v *api.Viewer) (bool, error) {
 	if v == nil || v.Moderator || !a.RefsIndexed {
 		return true, nil
 	}
@@ -214,7 +216,7 @@ func canReadArtifact(tx *bbolt.Tx, a *Artifact, v *Viewer) (bool, error) {
 			continue
 		}
 		m, err := getMessage(tx, seq)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, api.ErrNotFound) {
 			continue
 		}
 		if err != nil {
@@ -233,7 +235,7 @@ func canReadArtifact(tx *bbolt.Tx, a *Artifact, v *Viewer) (bool, error) {
 // uploaded again after m, did not count m. Refs never go below 0. A
 // record that does not decode (a damaged file) is left as it is, as trim
 // leaves a message that does not decode.
-func unrefArtifacts(tx *bbolt.Tx, m *Message) {
+func unrefArtifacts(tx *bbolt.Tx, m *api.Message) {
 	ids, _ := messageArtifactIDs(m)
 	for _, id := range ids {
 		mustDelete(tx.Bucket(bucketArtifactRefs), artifactRefKey(id, m.Seq))

@@ -10,19 +10,21 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/maos-project/maos/api"
 )
 
 // artID is the artifact id made of 64 copies of hex digit c.
-func artID(c byte) string { return ArtifactIDPrefix + strings.Repeat(string(c), 64) }
+func artID(c byte) string { return api.ArtifactIDPrefix + strings.Repeat(string(c), 64) }
 
-func artPut(c byte, name string, size int64, from string) ArtifactPutCommand {
-	return ArtifactPutCommand{ID: artID(c), Name: name, ContentType: "text/plain", Size: size, From: from}
+func artPut(c byte, name string, size int64, from string) api.ArtifactPutCommand {
+	return api.ArtifactPutCommand{ID: artID(c), Name: name, ContentType: "text/plain", Size: size, From: from}
 }
 
 // putArt applies an artifact_put that must succeed.
-func (b *mbox) putArt(c ArtifactPutCommand) *Artifact {
+func (b *mbox) putArt(c api.ArtifactPutCommand) *api.Artifact {
 	b.t.Helper()
-	a, ok := b.ok(OpArtifactPut, c).(*Artifact)
+	a, ok := b.ok(api.OpArtifactPut, c).(*api.Artifact)
 	if !ok {
 		b.t.Fatalf("artifact_put %s: result is not an *Artifact", c.ID)
 	}
@@ -32,14 +34,14 @@ func (b *mbox) putArt(c ArtifactPutCommand) *Artifact {
 // setConfig applies a set_config that must succeed.
 func (b *mbox) setConfig(key, value string) {
 	b.t.Helper()
-	b.ok(OpSetConfig, SetConfigCommand{Key: key, Value: json.RawMessage(value)})
+	b.ok(api.OpSetConfig, api.SetConfigCommand{Key: key, Value: json.RawMessage(value)})
 }
 
 // art is the stored record of id; nil when none.
-func (b *mbox) art(id string) *Artifact {
+func (b *mbox) art(id string) *api.Artifact {
 	b.t.Helper()
 	a, err := b.f.Artifact(id)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, api.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
@@ -58,7 +60,7 @@ func (b *mbox) usage(agent string) int64 {
 }
 
 // msgWith is a message from alice to bob naming refs in content.artifacts.
-func (b *mbox) msgWith(channel string, refs ...ArtifactRef) Message {
+func (b *mbox) msgWith(channel string, refs ...api.ArtifactRef) api.Message {
 	m := b.msg("alice", "see attached", "bob")
 	m.Channel, m.Content.Artifacts = channel, refs
 	return m
@@ -71,27 +73,27 @@ func TestArtifactPutRefusals(t *testing.T) {
 	good := artPut('a', "plan.md", 10, "alice")
 	for _, tc := range []struct {
 		name, field, words string
-		edit               func(c *ArtifactPutCommand)
+		edit               func(c *api.ArtifactPutCommand)
 	}{
-		{"no prefix", "id", "not an artifact id", func(c *ArtifactPutCommand) { c.ID = strings.Repeat("a", 64) }},
-		{"upper-case hex", "id", "not an artifact id", func(c *ArtifactPutCommand) { c.ID = ArtifactIDPrefix + strings.Repeat("A", 64) }},
-		{"short", "id", "not an artifact id", func(c *ArtifactPutCommand) { c.ID = ArtifactIDPrefix + "abc" }},
-		{"no name", "name", "required", func(c *ArtifactPutCommand) { c.Name = "" }},
-		{"a path", "name", "one file name", func(c *ArtifactPutCommand) { c.Name = "dir/plan.md" }},
-		{"dot dot", "name", "one file name", func(c *ArtifactPutCommand) { c.Name = ".." }},
-		{"control", "name", "control character", func(c *ArtifactPutCommand) { c.Name = "a\nb" }},
-		{"long name", "name", "at most 255", func(c *ArtifactPutCommand) { c.Name = strings.Repeat("n", MaxArtifactNameLen+1) }},
-		{"no type", "content_type", "not a media type", func(c *ArtifactPutCommand) { c.ContentType = "" }},
-		{"bad type", "content_type", "not a media type", func(c *ArtifactPutCommand) { c.ContentType = "plain text" }},
-		{"negative size", "size", "must not be negative", func(c *ArtifactPutCommand) { c.Size = -1 }},
-		{"bad from", "from", "must match", func(c *ArtifactPutCommand) { c.From = "Alice" }},
+		{"no prefix", "id", "not an artifact id", func(c *api.ArtifactPutCommand) { c.ID = strings.Repeat("a", 64) }},
+		{"upper-case hex", "id", "not an artifact id", func(c *api.ArtifactPutCommand) { c.ID = api.ArtifactIDPrefix + strings.Repeat("A", 64) }},
+		{"short", "id", "not an artifact id", func(c *api.ArtifactPutCommand) { c.ID = api.ArtifactIDPrefix + "abc" }},
+		{"no name", "name", "required", func(c *api.ArtifactPutCommand) { c.Name = "" }},
+		{"a path", "name", "one file name", func(c *api.ArtifactPutCommand) { c.Name = "dir/plan.md" }},
+		{"dot dot", "name", "one file name", func(c *api.ArtifactPutCommand) { c.Name = ".." }},
+		{"control", "name", "control character", func(c *api.ArtifactPutCommand) { c.Name = "a\nb" }},
+		{"long name", "name", "at most 255", func(c *api.ArtifactPutCommand) { c.Name = strings.Repeat("n", api.MaxArtifactNameLen+1) }},
+		{"no type", "content_type", "not a media type", func(c *api.ArtifactPutCommand) { c.ContentType = "" }},
+		{"bad type", "content_type", "not a media type", func(c *api.ArtifactPutCommand) { c.ContentType = "plain text" }},
+		{"negative size", "size", "must not be negative", func(c *api.ArtifactPutCommand) { c.Size = -1 }},
+		{"bad from", "from", "must match", func(c *api.ArtifactPutCommand) { c.From = "Alice" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := dataDump(t, b.f)
 			c := good
 			tc.edit(&c)
-			err := mustError(t, b.apply(OpArtifactPut, c))
-			var fe *FieldError
+			err := mustError(t, b.apply(api.OpArtifactPut, c))
+			var fe *api.FieldError
 			if !errors.As(err, &fe) || fe.Field != tc.field || !strings.Contains(fe.Reason, tc.words) {
 				t.Errorf("err = %v, want a field error on %s with %q", err, tc.field, tc.words)
 			}
@@ -113,7 +115,7 @@ func TestArtifactPutRefusals(t *testing.T) {
 func TestArtifactPutStores(t *testing.T) {
 	b := newMbox(t)
 	a := b.putArt(artPut('a', "plan.md", 42, "alice"))
-	want := Artifact{ID: artID('a'), Name: "plan.md", ContentType: "text/plain", Size: 42, From: "alice",
+	want := api.Artifact{ID: artID('a'), Name: "plan.md", ContentType: "text/plain", Size: 42, From: "alice",
 		Created: time.Unix(0, b.ts).UTC(), Index: b.idx, RefsIndexed: true}
 	if *a != want {
 		t.Errorf("put answered %+v, want %+v", *a, want)
@@ -121,8 +123,8 @@ func TestArtifactPutStores(t *testing.T) {
 	if got := b.art(artID('a')); got == nil || *got != want {
 		t.Errorf("Artifact = %+v, want %+v", got, want)
 	}
-	if used, quota, _ := b.f.ArtifactUsage("alice"); used != 42 || quota != DefaultArtifactQuota {
-		t.Errorf("usage = %d of %d, want 42 of %d", used, quota, DefaultArtifactQuota)
+	if used, quota, _ := b.f.ArtifactUsage("alice"); used != 42 || quota != api.DefaultArtifactQuota {
+		t.Errorf("usage = %d of %d, want 42 of %d", used, quota, api.DefaultArtifactQuota)
 	}
 }
 
@@ -132,7 +134,7 @@ func TestArtifactPutIdempotent(t *testing.T) {
 	b := newMbox(t)
 	first := b.putArt(artPut('a', "plan.md", 100, "alice"))
 	before := dataDump(t, b.f)
-	again := b.putArt(ArtifactPutCommand{ID: artID('a'), Name: "other.md", ContentType: "text/markdown", Size: 100, From: "bob"})
+	again := b.putArt(api.ArtifactPutCommand{ID: artID('a'), Name: "other.md", ContentType: "text/markdown", Size: 100, From: "bob"})
 	if !again.Existed || again.Name != "plan.md" || again.From != "alice" || again.Index != first.Index || !again.Created.Equal(first.Created) {
 		t.Errorf("re-upload answered %+v, want the first record with Existed", again)
 	}
@@ -151,13 +153,13 @@ func TestArtifactPutIdempotent(t *testing.T) {
 // writes nothing; 0 is no quota; unset is the default.
 func TestArtifactQuota(t *testing.T) {
 	b := newMbox(t)
-	if err := mustError(t, b.apply(OpArtifactPut, artPut('f', "big", DefaultArtifactQuota+1, "alice"))); !errors.Is(err, ErrQuota) {
+	if err := mustError(t, b.apply(api.OpArtifactPut, artPut('f', "big", api.DefaultArtifactQuota+1, "alice"))); !errors.Is(err, ErrQuota) {
 		t.Errorf("a put over the default quota: %v, want ErrQuota", err)
 	}
 	b.setConfig("artifact_quota_bytes", "1000")
 	b.putArt(artPut('a', "a", 600, "alice"))
 	before := dataDump(t, b.f)
-	err := mustError(t, b.apply(OpArtifactPut, artPut('b', "b", 401, "alice")))
+	err := mustError(t, b.apply(api.OpArtifactPut, artPut('b', "b", 401, "alice")))
 	var qe *QuotaError
 	if !errors.As(err, &qe) || !errors.Is(err, ErrQuota) || *qe != (QuotaError{Agent: "alice", Used: 600, Size: 401, Quota: 1000}) {
 		t.Fatalf("over quota: %v, want a *QuotaError for alice 600+401 of 1000", err)
@@ -179,7 +181,7 @@ func TestArtifactQuota(t *testing.T) {
 		t.Errorf("no quota: usage %d quota %d", used, quota)
 	}
 	// Usage never wraps.
-	if err := mustError(t, b.apply(OpArtifactPut, artPut('e', "e", math.MaxInt64, "alice"))); !errors.Is(err, ErrInvalid) {
+	if err := mustError(t, b.apply(api.OpArtifactPut, artPut('e', "e", math.MaxInt64, "alice"))); !errors.Is(err, api.ErrInvalid) {
 		t.Errorf("a put that would wrap the usage: %v, want a field error", err)
 	}
 }
@@ -191,7 +193,7 @@ func TestArtifactQuotaPerPrincipal(t *testing.T) {
 	b := newMbox(t)
 	b.setConfig("artifact_quota_bytes", "1000")
 	b.putArt(artPut('a', "a", 600, "carol-fork-1"))
-	err := mustError(t, b.apply(OpArtifactPut, artPut('b', "b", 401, "carol-fork-2")))
+	err := mustError(t, b.apply(api.OpArtifactPut, artPut('b', "b", 401, "carol-fork-2")))
 	var qe *QuotaError
 	if !errors.As(err, &qe) || *qe != (QuotaError{Agent: "carol", Used: 600, Size: 401, Quota: 1000}) {
 		t.Fatalf("carol-fork-2's put over carol's quota: %v, want a *QuotaError for carol 600+401 of 1000", err)
@@ -204,7 +206,7 @@ func TestArtifactQuotaPerPrincipal(t *testing.T) {
 	}
 	// A name that only looks like a fork is its own principal.
 	b.putArt(artPut('c', "c", 1000, "carol-fork-0"))
-	b.ok(OpArtifactDelete, ArtifactDeleteCommand{ID: artID('a'), By: "admin"})
+	b.ok(api.OpArtifactDelete, api.ArtifactDeleteCommand{ID: artID('a'), By: "admin"})
 	if used := b.usage("carol"); used != 400 {
 		t.Errorf("after deleting carol-fork-1's artifact carol uses %d, want 400", used)
 	}
@@ -213,7 +215,7 @@ func TestArtifactQuotaPerPrincipal(t *testing.T) {
 func TestArtifactSettings(t *testing.T) {
 	b := newMbox(t)
 	cfg, _ := b.f.Config()
-	if cfg.ArtifactQuotaBytes != DefaultArtifactQuota || cfg.ArtifactRetentionSeconds != DefaultArtifactRetention {
+	if cfg.ArtifactQuotaBytes != api.DefaultArtifactQuota || cfg.ArtifactRetentionSeconds != api.DefaultArtifactRetention {
 		t.Errorf("defaults = %+v", cfg)
 	}
 	b.setConfig("artifact_quota_bytes", "0")
@@ -223,16 +225,16 @@ func TestArtifactSettings(t *testing.T) {
 	}
 	for _, tc := range []struct{ key, v string }{
 		{"artifact_quota_bytes", "-1"}, {"artifact_quota_bytes", "1.5"}, {"artifact_quota_bytes", `"1GiB"`},
-		{"artifact_retention_seconds", "-5"}, {"artifact_retention_seconds", fmt.Sprint(MaxArtifactRetention + 1)}, {"artifact_retention_seconds", "true"},
+		{"artifact_retention_seconds", "-5"}, {"artifact_retention_seconds", fmt.Sprint(api.MaxArtifactRetention + 1)}, {"artifact_retention_seconds", "true"},
 	} {
-		err := mustError(t, b.apply(OpSetConfig, SetConfigCommand{Key: tc.key, Value: json.RawMessage(tc.v)}))
-		var fe *FieldError
+		err := mustError(t, b.apply(api.OpSetConfig, api.SetConfigCommand{Key: tc.key, Value: json.RawMessage(tc.v)}))
+		var fe *api.FieldError
 		if !errors.As(err, &fe) || fe.Field != "value" || !strings.Contains(fe.Reason, tc.key+": want a whole number") {
 			t.Errorf("%s=%s: %v, want a value error", tc.key, tc.v, err)
 		}
 	}
 	for _, k := range []string{"artifact_quota_bytes", "artifact_retention_seconds"} {
-		if !slices.Contains(ConfigKeys(), k) {
+		if !slices.Contains(api.ConfigKeys(), k) {
 			t.Errorf("ConfigKeys lacks %s", k)
 		}
 	}
@@ -241,30 +243,30 @@ func TestArtifactSettings(t *testing.T) {
 func TestArtifactDelete(t *testing.T) {
 	b := newMbox(t)
 	b.register("bob", "engineer")
-	err := mustError(t, b.apply(OpArtifactDelete, ArtifactDeleteCommand{ID: artID('a'), By: "admin"}))
+	err := mustError(t, b.apply(api.OpArtifactDelete, api.ArtifactDeleteCommand{ID: artID('a'), By: "admin"}))
 	var nf *NotFoundError
 	if !errors.As(err, &nf) || nf.Error() != "artifact "+artID('a')+": not found" {
 		t.Errorf("delete of nothing: %v, want artifact …: not found", err)
 	}
-	var fe *FieldError
-	if err := mustError(t, b.apply(OpArtifactDelete, ArtifactDeleteCommand{ID: "sha256:x", By: "admin"})); !errors.As(err, &fe) || fe.Field != "id" {
+	var fe *api.FieldError
+	if err := mustError(t, b.apply(api.OpArtifactDelete, api.ArtifactDeleteCommand{ID: "sha256:x", By: "admin"})); !errors.As(err, &fe) || fe.Field != "id" {
 		t.Errorf("delete of a bad id: %v, want a field error on id", err)
 	}
-	if err := mustError(t, b.apply(OpArtifactDelete, ArtifactDeleteCommand{ID: artID('a'), By: "Admin"})); !errors.As(err, &fe) || fe.Field != "by" {
+	if err := mustError(t, b.apply(api.OpArtifactDelete, api.ArtifactDeleteCommand{ID: artID('a'), By: "Admin"})); !errors.As(err, &fe) || fe.Field != "by" {
 		t.Errorf("delete by a bad name: %v, want a field error on by", err)
 	}
 	empty := dataDump(t, b.f)
 	a := b.putArt(artPut('a', "a", 70, "alice"))
-	b.send(b.msgWith("general", ArtifactRef{Ref: a.ID}))
+	b.send(b.msgWith("general", api.ArtifactRef{Ref: a.ID}))
 	// An admin's delete removes a referenced artifact.
-	got, ok := b.ok(OpArtifactDelete, ArtifactDeleteCommand{ID: a.ID, By: "admin"}).(*Artifact)
+	got, ok := b.ok(api.OpArtifactDelete, api.ArtifactDeleteCommand{ID: a.ID, By: "admin"}).(*api.Artifact)
 	if !ok || got.ID != a.ID || got.Refs != 1 || got.Kept != "" {
 		t.Errorf("delete answered %+v, want the record as it was", got)
 	}
 	if b.art(a.ID) != nil || b.usage("alice") != 0 {
 		t.Errorf("after delete: record %+v, usage %d", b.art(a.ID), b.usage("alice"))
 	}
-	if p, _ := b.f.Artifacts(ArtifactQuery{}); len(p.Artifacts) != 0 {
+	if p, _ := b.f.Artifacts(api.ArtifactQuery{}); len(p.Artifacts) != 0 {
 		t.Errorf("the list still holds %d artifacts", len(p.Artifacts))
 	}
 	if artifactLines(t, b.f) != artifactLinesOf(empty) {
@@ -308,11 +310,11 @@ func TestArtifactUnreferencedDelete(t *testing.T) {
 			b.setConfig("artifact_retention_seconds", tc.retention)
 			a := b.putArt(artPut('a', "a", 5, "alice"))
 			if tc.ref {
-				b.send(b.msgWith("general", ArtifactRef{Ref: a.ID}))
+				b.send(b.msgWith("general", api.ArtifactRef{Ref: a.ID}))
 			}
 			b.ts = a.Created.UnixNano() + int64(tc.after) - 1000 // apply adds 1000
 			before := dataDump(t, b.f)
-			got := b.ok(OpArtifactDelete, ArtifactDeleteCommand{ID: a.ID, By: SystemSender, Unreferenced: true}).(*Artifact)
+			got := b.ok(api.OpArtifactDelete, api.ArtifactDeleteCommand{ID: a.ID, By: api.SystemSender, Unreferenced: true}).(*api.Artifact)
 			stored := b.art(a.ID)
 			if tc.kept == "" {
 				if stored != nil || got.Kept != "" || b.usage("alice") != 0 {
@@ -338,17 +340,17 @@ func TestSendRefusesUnknownArtifact(t *testing.T) {
 	b.putArt(artPut('a', "a", 5, "alice"))
 	for _, tc := range []struct {
 		name      string
-		refs      []ArtifactRef
+		refs      []api.ArtifactRef
 		field, id string
 	}{
-		{"plain id", []ArtifactRef{{Ref: "shared/context/x.md"}, {Ref: artID('a')}, {Ref: artID('b')}}, "content.artifacts[2]", artID('b')},
-		{"object", []ArtifactRef{{Ref: artID('c'), Name: "c.txt"}}, "content.artifacts[0]", artID('c')},
-		{"first of two unknown", []ArtifactRef{{Ref: artID('a')}, {Ref: artID('a')}, {Ref: artID('d')}, {Ref: artID('e')}}, "content.artifacts[2]", artID('d')},
+		{"plain id", []api.ArtifactRef{{Ref: "shared/context/x.md"}, {Ref: artID('a')}, {Ref: artID('b')}}, "content.artifacts[2]", artID('b')},
+		{"object", []api.ArtifactRef{{Ref: artID('c'), Name: "c.txt"}}, "content.artifacts[0]", artID('c')},
+		{"first of two unknown", []api.ArtifactRef{{Ref: artID('a')}, {Ref: artID('a')}, {Ref: artID('d')}, {Ref: artID('e')}}, "content.artifacts[2]", artID('d')},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := dataDump(t, b.f)
 			err := b.sendErr(b.msgWith("general", tc.refs...))
-			var fe *FieldError
+			var fe *api.FieldError
 			if !errors.As(err, &fe) || fe.Field != tc.field {
 				t.Fatalf("err = %v, want a field error on %s", err, tc.field)
 			}
@@ -364,7 +366,7 @@ func TestSendRefusesUnknownArtifact(t *testing.T) {
 		})
 	}
 	// Paths alone need no artifact.
-	b.send(b.msgWith("general", ArtifactRef{Ref: "shared/context/plan.md"}))
+	b.send(b.msgWith("general", api.ArtifactRef{Ref: "shared/context/plan.md"}))
 }
 
 // Each message counts once on each artifact it names, however often it
@@ -375,7 +377,7 @@ func TestArtifactRefsCountedOncePerMessage(t *testing.T) {
 	b.register("bob", "engineer")
 	a := b.putArt(artPut('a', "a", 5, "alice"))
 	c := b.putArt(artPut('c', "c", 5, "alice"))
-	m := b.msgWith("general", ArtifactRef{Ref: a.ID}, ArtifactRef{Ref: a.ID, Name: "again.txt"}, ArtifactRef{Ref: c.ID}, ArtifactRef{Ref: a.ID})
+	m := b.msgWith("general", api.ArtifactRef{Ref: a.ID}, api.ArtifactRef{Ref: a.ID, Name: "again.txt"}, api.ArtifactRef{Ref: c.ID}, api.ArtifactRef{Ref: a.ID})
 	b.send(m)
 	if got := b.art(a.ID).Refs; got != 1 {
 		t.Errorf("a named three times in one message: refs %d, want 1", got)
@@ -383,18 +385,18 @@ func TestArtifactRefsCountedOncePerMessage(t *testing.T) {
 	if got := b.art(c.ID).Refs; got != 1 {
 		t.Errorf("c: refs %d, want 1", got)
 	}
-	if r := mustSendResult(t, b.ok(OpSend, SendCommand{Message: m})); !r.Duplicate {
+	if r := mustSendResult(t, b.ok(api.OpSend, api.SendCommand{Message: m})); !r.Duplicate {
 		t.Fatalf("retry was not a duplicate")
 	}
 	if got := b.art(a.ID).Refs; got != 1 {
 		t.Errorf("after a retry: refs %d, want 1", got)
 	}
-	b.send(b.msgWith("general", ArtifactRef{Ref: a.ID}))
+	b.send(b.msgWith("general", api.ArtifactRef{Ref: a.ID}))
 	if got := b.art(a.ID).Refs; got != 2 {
 		t.Errorf("after a second message: refs %d, want 2", got)
 	}
-	b.ok(OpArtifactDelete, ArtifactDeleteCommand{ID: a.ID, By: "admin"})
-	if r := mustSendResult(t, b.ok(OpSend, SendCommand{Message: m})); !r.Duplicate {
+	b.ok(api.OpArtifactDelete, api.ArtifactDeleteCommand{ID: a.ID, By: "admin"})
+	if r := mustSendResult(t, b.ok(api.OpSend, api.SendCommand{Message: m})); !r.Duplicate {
 		t.Errorf("a retry after the artifact's delete was not answered as a duplicate")
 	}
 }
@@ -406,28 +408,28 @@ func TestArtifactRefsDroppedByTrim(t *testing.T) {
 	b.register("bob", "engineer")
 	a := b.putArt(artPut('a', "a", 5, "alice"))
 	c := b.putArt(artPut('c', "c", 5, "alice"))
-	b.send(b.msgWith("files", ArtifactRef{Ref: a.ID}, ArtifactRef{Ref: c.ID}, ArtifactRef{Ref: a.ID}))
-	b.send(b.msgWith("files", ArtifactRef{Ref: a.ID}))
+	b.send(b.msgWith("files", api.ArtifactRef{Ref: a.ID}, api.ArtifactRef{Ref: c.ID}, api.ArtifactRef{Ref: a.ID}))
+	b.send(b.msgWith("files", api.ArtifactRef{Ref: a.ID}))
 	b.send(b.msgWith("files"))
 	refs := func() (int64, int64) { return b.art(a.ID).Refs, b.art(c.ID).Refs }
 	if ra, rc := refs(); ra != 2 || rc != 1 {
 		t.Fatalf("refs %d %d, want 2 1", ra, rc)
 	}
-	b.ok(OpSetRetention, SetRetentionCommand{Channel: "files", MaxMessages: 2})
+	b.ok(api.OpSetRetention, api.SetRetentionCommand{Channel: "files", MaxMessages: 2})
 	if ra, rc := refs(); ra != 1 || rc != 0 {
 		t.Errorf("after trimming the first message: refs %d %d, want 1 0", ra, rc)
 	}
 	// a deleted and uploaded again: the old message did not count on the
 	// new record, so trimming it leaves the new message's reference.
-	b.ok(OpArtifactDelete, ArtifactDeleteCommand{ID: a.ID, By: "admin"})
+	b.ok(api.OpArtifactDelete, api.ArtifactDeleteCommand{ID: a.ID, By: "admin"})
 	b.putArt(artPut('a', "a", 5, "alice"))
-	b.send(b.msgWith("files", ArtifactRef{Ref: a.ID}))
-	b.ok(OpSetRetention, SetRetentionCommand{Channel: "files", MaxMessages: 1})
+	b.send(b.msgWith("files", api.ArtifactRef{Ref: a.ID}))
+	b.ok(api.OpSetRetention, api.SetRetentionCommand{Channel: "files", MaxMessages: 1})
 	if ra, _ := refs(); ra != 1 {
 		t.Errorf("after trimming messages older than the re-upload: refs %d, want 1 (the new message)", ra)
 	}
 	b.send(b.msgWith("files"))
-	b.ok(OpTrim, TrimCommand{Channel: "files"})
+	b.ok(api.OpTrim, api.TrimCommand{Channel: "files"})
 	if ra, rc := refs(); ra != 0 || rc != 0 {
 		t.Errorf("all referencing messages trimmed: refs %d %d, want 0 0", ra, rc)
 	}
@@ -435,11 +437,11 @@ func TestArtifactRefsDroppedByTrim(t *testing.T) {
 
 func TestArtifactsPaging(t *testing.T) {
 	b := newMbox(t)
-	var all []*Artifact
+	var all []*api.Artifact
 	for i, c := range []byte("0123456") {
 		from := []string{"alice", "bob"}[i%2]
 		all = append(all, b.putArt(artPut(c, fmt.Sprintf("f%d.txt", i%3), int64(i), from)))
-		b.ok(OpSetCursor, SetCursorCommand{Agent: "w", Seq: 1}) // gaps between indexes
+		b.ok(api.OpSetCursor, api.SetCursorCommand{Agent: "w", Seq: 1}) // gaps between indexes
 	}
 	ids := func(p ArtifactPage) []string {
 		var out []string
@@ -448,14 +450,14 @@ func TestArtifactsPaging(t *testing.T) {
 		}
 		return out
 	}
-	idsOf := func(as ...*Artifact) []string {
+	idsOf := func(as ...*api.Artifact) []string {
 		var out []string
 		for _, a := range as {
 			out = append(out, a.ID)
 		}
 		return out
 	}
-	page := func(q ArtifactQuery) ArtifactPage {
+	page := func(q api.ArtifactQuery) ArtifactPage {
 		t.Helper()
 		p, err := b.f.Artifacts(q)
 		if err != nil {
@@ -463,38 +465,38 @@ func TestArtifactsPaging(t *testing.T) {
 		}
 		return p
 	}
-	if p := page(ArtifactQuery{}); !slices.Equal(ids(p), idsOf(all...)) || p.HasMore {
+	if p := page(api.ArtifactQuery{}); !slices.Equal(ids(p), idsOf(all...)) || p.HasMore {
 		t.Errorf("all: %v has_more %t", ids(p), p.HasMore)
 	}
-	p := page(ArtifactQuery{Limit: 3})
+	p := page(api.ArtifactQuery{Limit: 3})
 	if !slices.Equal(ids(p), idsOf(all[:3]...)) || !p.HasMore {
 		t.Errorf("first 3: %v has_more %t", ids(p), p.HasMore)
 	}
-	p = page(ArtifactQuery{Limit: 3, After: p.Artifacts[2].Index})
+	p = page(api.ArtifactQuery{Limit: 3, After: p.Artifacts[2].Index})
 	if !slices.Equal(ids(p), idsOf(all[3:6]...)) || !p.HasMore {
 		t.Errorf("next 3: %v has_more %t", ids(p), p.HasMore)
 	}
-	p = page(ArtifactQuery{Limit: 3, After: p.Artifacts[2].Index})
+	p = page(api.ArtifactQuery{Limit: 3, After: p.Artifacts[2].Index})
 	if !slices.Equal(ids(p), idsOf(all[6])) || p.HasMore {
 		t.Errorf("last: %v has_more %t", ids(p), p.HasMore)
 	}
-	if p := page(ArtifactQuery{From: "bob"}); !slices.Equal(ids(p), idsOf(all[1], all[3], all[5])) {
+	if p := page(api.ArtifactQuery{From: "bob"}); !slices.Equal(ids(p), idsOf(all[1], all[3], all[5])) {
 		t.Errorf("from bob: %v", ids(p))
 	}
-	if p := page(ArtifactQuery{Name: "f0.txt"}); !slices.Equal(ids(p), idsOf(all[0], all[3], all[6])) {
+	if p := page(api.ArtifactQuery{Name: "f0.txt"}); !slices.Equal(ids(p), idsOf(all[0], all[3], all[6])) {
 		t.Errorf("named f0.txt: %v", ids(p))
 	}
-	if p := page(ArtifactQuery{From: "alice", Name: "f0.txt", Limit: 1}); !slices.Equal(ids(p), idsOf(all[0])) || !p.HasMore {
+	if p := page(api.ArtifactQuery{From: "alice", Name: "f0.txt", Limit: 1}); !slices.Equal(ids(p), idsOf(all[0])) || !p.HasMore {
 		t.Errorf("alice's f0.txt, limit 1: %v has_more %t", ids(p), p.HasMore)
 	}
-	if p := page(ArtifactQuery{After: math.MaxUint64}); len(p.Artifacts) != 0 || p.Artifacts == nil {
+	if p := page(api.ArtifactQuery{After: math.MaxUint64}); len(p.Artifacts) != 0 || p.Artifacts == nil {
 		t.Errorf("after the last index: %v", ids(p))
 	}
-	var fe *FieldError
-	if _, err := b.f.Artifacts(ArtifactQuery{From: "Bob"}); !errors.As(err, &fe) || fe.Field != "from" {
+	var fe *api.FieldError
+	if _, err := b.f.Artifacts(api.ArtifactQuery{From: "Bob"}); !errors.As(err, &fe) || fe.Field != "from" {
 		t.Errorf("bad from: %v", err)
 	}
-	if _, err := b.f.Artifacts(ArtifactQuery{Name: "a/b"}); !errors.As(err, &fe) || fe.Field != "name" {
+	if _, err := b.f.Artifacts(api.ArtifactQuery{Name: "a/b"}); !errors.As(err, &fe) || fe.Field != "name" {
 		t.Errorf("bad name: %v", err)
 	}
 	for _, id := range []string{artID('f'), "plan.md", strings.Repeat("x", 500)} {
@@ -511,7 +513,7 @@ func TestArtifactsDue(t *testing.T) {
 	b.setConfig("artifact_retention_seconds", "60")
 	old := b.putArt(artPut('a', "a", 5, "alice"))
 	ref := b.putArt(artPut('b', "b", 5, "alice"))
-	b.send(b.msgWith("general", ArtifactRef{Ref: ref.ID}))
+	b.send(b.msgWith("general", api.ArtifactRef{Ref: ref.ID}))
 	b.ts += int64(30 * time.Second)
 	young := b.putArt(artPut('c', "c", 5, "alice"))
 	due := func(now time.Time, limit int) []string {
@@ -547,7 +549,7 @@ func TestArtifactsSurviveRestart(t *testing.T) {
 	b := &mbox{t: t, f: f, ts: baseTS}
 	b.register("bob", "engineer")
 	a := b.putArt(artPut('a', "a", 5, "alice"))
-	b.send(b.msgWith("general", ArtifactRef{Ref: a.ID}))
+	b.send(b.msgWith("general", api.ArtifactRef{Ref: a.ID}))
 	before := dump(t, f)
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
@@ -572,8 +574,8 @@ func TestArtifactReaders(t *testing.T) {
 	b.putArt(artPut('a', "plan.md", 10, "alice"))
 	reads := func(agent string) bool {
 		t.Helper()
-		_, err := b.f.ArtifactFor(artID('a'), &Viewer{Agent: agent})
-		if err != nil && !errors.Is(err, ErrNotFound) {
+		_, err := b.f.ArtifactFor(artID('a'), &api.Viewer{Agent: agent})
+		if err != nil && !errors.Is(err, api.ErrNotFound) {
 			t.Fatal(err)
 		}
 		return err == nil
@@ -581,24 +583,24 @@ func TestArtifactReaders(t *testing.T) {
 	if !reads("alice") || !reads("alice-fork-2") || reads("bob") {
 		t.Fatalf("before any message: alice %t, her fork %t, bob %t; want only alice's", reads("alice"), reads("alice-fork-2"), reads("bob"))
 	}
-	if _, err := b.f.ArtifactFor(artID('a'), &Viewer{Moderator: true}); err != nil {
+	if _, err := b.f.ArtifactFor(artID('a'), &api.Viewer{Moderator: true}); err != nil {
 		t.Errorf("a moderator: %v", err)
 	}
 	m := b.msg("alice", "the plan", "bob")
-	m.Visibility, m.Content.Artifacts = VisibilityPrivate, ArtifactRefs(artID('a'))
+	m.Visibility, m.Content.Artifacts = api.VisibilityPrivate, api.ArtifactRefs(artID('a'))
 	b.send(m)
 	if !reads("bob") || reads("carol") {
 		t.Errorf("after alice's private message to bob: bob %t, carol %t", reads("bob"), reads("carol"))
 	}
-	if page, _ := b.f.Artifacts(ArtifactQuery{Viewer: &Viewer{Agent: "carol"}}); len(page.Artifacts) != 0 {
+	if page, _ := b.f.Artifacts(api.ArtifactQuery{Viewer: &api.Viewer{Agent: "carol"}}); len(page.Artifacts) != 0 {
 		t.Errorf("carol's list shows %d artifacts", len(page.Artifacts))
 	}
 	leak := b.msg("carol", "look", "all")
-	leak.Content.Artifacts = ArtifactRefs(artID('a'))
-	if err := mustError(t, b.apply(OpSend, SendCommand{Message: leak})); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "no artifact "+artID('a')) {
+	leak.Content.Artifacts = api.ArtifactRefs(artID('a'))
+	if err := mustError(t, b.apply(api.OpSend, api.SendCommand{Message: leak})); !errors.Is(err, api.ErrInvalid) || !strings.Contains(err.Error(), "no artifact "+artID('a')) {
 		t.Errorf("carol naming it: %v, want the unknown artifact's refusal", err)
 	}
-	b.ok(OpArtifactDelete, ArtifactDeleteCommand{ID: artID('a'), By: "admin"})
+	b.ok(api.OpArtifactDelete, api.ArtifactDeleteCommand{ID: artID('a'), By: "admin"})
 	b.putArt(artPut('a', "plan.md", 10, "alice"))
 	if reads("bob") {
 		t.Errorf("bob reads a new upload of the bytes through a message that named the deleted record")

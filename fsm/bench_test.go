@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	"github.com/maos-project/maos/rules"
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/rules"
 )
 
 // benchEntries makes send entries with 1 KiB of text and unique ids. It
@@ -30,7 +32,7 @@ const benchIDFormat = "msg-20261121-103000-bench-%016x"
 func newBenchEntries(b *testing.B) *benchEntries {
 	m := testMessage(fmt.Sprintf(benchIDFormat, 0), "bench", strings.Repeat("x", 1024))
 	m.From = "bench"
-	data, err := Encode(OpSend, baseTS, SendCommand{Message: m})
+	data, err := Encode(api.OpSend, baseTS, api.SendCommand{Message: m})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -66,7 +68,7 @@ func benchmarkApply(b *testing.B, perBatch int, doc *rules.Document) {
 	entries := newBenchEntries(b)
 	if doc != nil {
 		entries.next++
-		data, err := Encode(OpSetRules, baseTS, SetRulesCommand{Rules: doc})
+		data, err := Encode(api.OpSetRules, baseTS, api.SetRulesCommand{Rules: doc})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -139,7 +141,7 @@ func BenchmarkPageAtScale(b *testing.B) {
 					return len(p.Messages), err
 				}},
 				{"inbox-first", func() (int, error) {
-					p, err := f.Inbox("claude", InboxQuery{Limit: 50})
+					p, err := f.Inbox("claude", api.InboxQuery{Limit: 50})
 					return len(p.Messages), err
 				}},
 			} {
@@ -161,7 +163,7 @@ func BenchmarkPageAtScale(b *testing.B) {
 // hash, two role lookups and Allows.
 func BenchmarkCheckRules(b *testing.B) {
 	f, _ := openTemp(b)
-	data, err := Encode(OpSetRules, baseTS, SetRulesCommand{Rules: &rules.Document{
+	data, err := Encode(api.OpSetRules, baseTS, api.SetRulesCommand{Rules: &rules.Document{
 		Agents:    []rules.AgentRule{{Agent: "role:lead", CanSendTo: []string{"*"}}, {Agent: "*", CanSendTo: []string{"role:lead"}}},
 		Forbidden: []rules.ForbiddenRule{{From: "*", To: "vault", Reason: "read-only"}},
 	}})
@@ -184,7 +186,7 @@ func BenchmarkCheckRules(b *testing.B) {
 // document: read the stored document's hash and find its compiled form.
 func BenchmarkLoadRules(b *testing.B) {
 	f, _ := openTemp(b)
-	data, err := Encode(OpSetRules, baseTS, SetRulesCommand{Rules: &rules.Document{
+	data, err := Encode(api.OpSetRules, baseTS, api.SetRulesCommand{Rules: &rules.Document{
 		Forbidden: []rules.ForbiddenRule{{From: "*", To: "vault", Reason: "read-only"}},
 	}})
 	if err != nil {

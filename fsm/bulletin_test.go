@@ -7,12 +7,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/maos-project/maos/api"
 )
 
-func (c *coordFSM) bulletin(ts int64, doc string, merge bool, ifVersion *uint64) *BulletinResult {
+func (c *coordFSM) bulletin(ts int64, doc string, merge bool, ifVersion *uint64) *api.BulletinResult {
 	c.tb.Helper()
-	res := c.apply(ts, OpSetBulletin, BulletinCommand{Doc: json.RawMessage(doc), Merge: merge, IfVersion: ifVersion, By: "orchestrator"})
-	r, ok := res.(*BulletinResult)
+	res := c.apply(ts, api.OpSetBulletin, api.BulletinCommand{Doc: json.RawMessage(doc), Merge: merge, IfVersion: ifVersion, By: "orchestrator"})
+	r, ok := res.(*api.BulletinResult)
 	if !ok {
 		c.tb.Fatalf("set_bulletin %s: result %T (%v), want *BulletinResult", doc, res, res)
 	}
@@ -29,7 +31,7 @@ func docOf(tb testing.TB, raw json.RawMessage) map[string]any {
 	return m
 }
 
-func readBulletin(tb testing.TB, f *FSM) (Bulletin, map[string]any) {
+func readBulletin(tb testing.TB, f *FSM) (api.Bulletin, map[string]any) {
 	tb.Helper()
 	b, err := f.Bulletin()
 	if err != nil {
@@ -148,9 +150,9 @@ func TestBulletinCompareAndSet(t *testing.T) {
 }
 
 func TestBulletinRefusalsChangeNothing(t *testing.T) {
-	big := `{"notes":"` + strings.Repeat("x", MaxBulletinBytes) + `"}`
-	half := `{"a":"` + strings.Repeat("x", MaxBulletinBytes/2+10) + `"}`
-	half2 := `{"b":"` + strings.Repeat("y", MaxBulletinBytes/2+10) + `"}`
+	big := `{"notes":"` + strings.Repeat("x", api.MaxBulletinBytes) + `"}`
+	half := `{"a":"` + strings.Repeat("x", api.MaxBulletinBytes/2+10) + `"}`
+	half2 := `{"b":"` + strings.Repeat("y", api.MaxBulletinBytes/2+10) + `"}`
 	tests := []struct {
 		name  string
 		doc   string
@@ -176,10 +178,10 @@ func TestBulletinRefusalsChangeNothing(t *testing.T) {
 			c := newCoordFSM(t)
 			c.bulletin(baseTS, half, false, nil)
 			before := dataDump(t, c.f)
-			res := c.apply(baseTS+sec, OpSetBulletin, BulletinCommand{Doc: json.RawMessage(tt.doc), Merge: tt.merge, By: tt.by})
+			res := c.apply(baseTS+sec, api.OpSetBulletin, api.BulletinCommand{Doc: json.RawMessage(tt.doc), Merge: tt.merge, By: tt.by})
 			err := mustError(t, res)
-			var fe *FieldError
-			if !errors.Is(err, ErrInvalid) || !errors.As(err, &fe) || fe.Field != tt.field {
+			var fe *api.FieldError
+			if !errors.Is(err, api.ErrInvalid) || !errors.As(err, &fe) || fe.Field != tt.field {
 				t.Errorf("error %v, want invalid %s", err, tt.field)
 			}
 			if tt.field == "bulletin" && strings.Contains(tt.name, "64 KiB") && !strings.Contains(err.Error(), "limit of 65536 bytes") {
@@ -222,8 +224,8 @@ func TestBulletinSharedResourcesShowLocks(t *testing.T) {
 	doc["current_phase"] = "review"
 	edited, _ := json.Marshal(doc)
 	c.bulletin(baseTS+6*sec, string(edited), false, coordPtr(b.Version))
-	c.lockResult(baseTS+7*sec, OpLockRelease, LockReleaseCommand{Path: "src/retry.go", Holder: "codex", Token: l.Token})
-	c.lockResult(baseTS+8*sec, OpLockRelease, LockReleaseCommand{Path: "db", Holder: "claude", Token: l.Token + 1})
+	c.lockResult(baseTS+7*sec, api.OpLockRelease, api.LockReleaseCommand{Path: "src/retry.go", Holder: "codex", Token: l.Token})
+	c.lockResult(baseTS+8*sec, api.OpLockRelease, api.LockReleaseCommand{Path: "db", Holder: "claude", Token: l.Token + 1})
 	_, doc = readBulletin(t, c.f)
 	sr = doc["shared_resources"].(map[string]any)
 	if _, ok := sr["src/retry.go"]; ok || doc["current_phase"] != "review" || sr["api_server"] != "available" {
@@ -245,8 +247,8 @@ func TestBulletinSharedResourcesShowLocks(t *testing.T) {
 // JSON) is refused by Validate, which the handler calls.
 func TestBulletinValidateRaw(t *testing.T) {
 	for _, doc := range []string{`{"a":`, ``, `  `, `{"a":1} {"b":2}`, `{"a":1}]`} {
-		cmd := BulletinCommand{Doc: json.RawMessage(doc)}
-		var fe *FieldError
+		cmd := api.BulletinCommand{Doc: json.RawMessage(doc)}
+		var fe *api.FieldError
 		if err := cmd.Validate(); !errors.As(err, &fe) || fe.Field != "bulletin" {
 			t.Errorf("Validate(%q) = %v, want invalid bulletin", doc, err)
 		}

@@ -5,18 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-)
 
-// Op names a command type. Each op has one file in this package holding its
-// body type and its apply function, and one entry in the registry.
-type Op string
-
-// The ops of the log.
-const (
-	// OpSend stores a message (body: SendCommand).
-	OpSend Op = "send"
-	// OpRegisterNode records a node's API address (body: RegisterNodeCommand).
-	OpRegisterNode Op = "register_node"
+	"github.com/maos-project/maos/api"
 )
 
 // CommandVersion is the envelope version this build writes and the highest
@@ -38,9 +28,9 @@ const maxOpLen = 64
 
 // Command is a decoded log entry.
 type Command struct {
-	V  int   `json:"v"`
-	Op Op    `json:"op"`
-	TS int64 `json:"ts"` // proposer's clock, Unix nanoseconds
+	V  int    `json:"v"`
+	Op api.Op `json:"op"`
+	TS int64  `json:"ts"` // proposer's clock, Unix nanoseconds
 	// Body is the op's own JSON object.
 	Body json.RawMessage `json:"body"`
 }
@@ -57,7 +47,7 @@ const maxBodyDepth = MaxJSONDepth + 8
 // than MaxJSONDepth (and a few levels of the command's own); the error is
 // a *FieldError (ErrInvalid). CheckText names the field first where a
 // command declares it.
-func Encode(op Op, ts int64, body any) ([]byte, error) {
+func Encode(op api.Op, ts int64, body any) ([]byte, error) {
 	if len(op) == 0 || len(op) > maxOpLen {
 		return nil, fmt.Errorf("fsm: encode: op %q: must be 1..%d bytes", op, maxOpLen)
 	}
@@ -98,7 +88,7 @@ func decodeV2(b []byte) (Command, error) {
 	if k <= 0 || n == 0 || n > maxOpLen || uint64(len(b)-k) < n {
 		return c, errors.New("fsm: decode command: bad op length in a version 2 envelope")
 	}
-	c.Op, b = Op(b[k:k+int(n)]), b[k+int(n):]
+	c.Op, b = api.Op(b[k:k+int(n)]), b[k+int(n):]
 	ts, k := binary.Varint(b)
 	if k <= 0 {
 		return c, errors.New("fsm: decode command: bad timestamp in a version 2 envelope")
@@ -115,7 +105,7 @@ type validator interface{ Validate() error }
 // entry's JSON body into cmd and checks it, so every op refuses bad input
 // the same way, before it writes anything. Errors are "fsm: apply OP:
 // decode: ..." or "fsm: apply OP: <the *FieldError>".
-func decodeCommand(op Op, body []byte, cmd validator) error {
+func decodeCommand(op api.Op, body []byte, cmd validator) error {
 	if err := json.Unmarshal(body, cmd); err != nil {
 		return fmt.Errorf("fsm: apply %s: decode: %w", op, err)
 	}

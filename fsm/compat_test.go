@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
 
 // openBeforeCompressedValues opens a copy of the state file the build
@@ -93,7 +95,7 @@ func allMessages(t *testing.T, f *FSM) string {
 	t.Helper()
 	var sb strings.Builder
 	for after := uint64(0); ; {
-		page, err := f.MessagesAfter(after, MaxPageLimit)
+		page, err := f.MessagesAfter(after, api.MaxPageLimit)
 		if err != nil {
 			t.Fatalf("MessagesAfter(%d): %v", after, err)
 		}
@@ -107,7 +109,7 @@ func allMessages(t *testing.T, f *FSM) string {
 		}
 	}
 	for after := uint64(0); ; {
-		page, err := f.Overview("", after, MaxPageLimit)
+		page, err := f.Overview("", after, api.MaxPageLimit)
 		if err != nil {
 			t.Fatalf("Overview(%d): %v", after, err)
 		}

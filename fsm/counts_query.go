@@ -4,17 +4,19 @@ import (
 	"fmt"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
 
 // TaskCounts is the number of tasks in each state (every state of
 // TaskStates, zero included), counted from the state index without
 // decoding a task: a read for the node's metrics at scrape time, never
 // called by apply.
-func (f *FSM) TaskCounts() (map[TaskState]int, error) {
-	out := make(map[TaskState]int, len(TaskStates))
+func (f *FSM) TaskCounts() (map[api.TaskState]int, error) {
+	out := make(map[api.TaskState]int, len(api.TaskStates))
 	err := f.view(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketTaskIndex)
-		for _, st := range TaskStates {
+		for _, st := range api.TaskStates {
 			out[st] = countSeqs(indexSeqsAfter(b, tidxState, string(st), 0))
 		}
 		return nil
@@ -27,7 +29,7 @@ func (f *FSM) TaskCounts() (map[TaskState]int, error) {
 
 // ApprovalCount is the number of approvals in state st, counted from the
 // state index (a read for the node's metrics).
-func (f *FSM) ApprovalCount(st ApprovalState) (int, error) {
+func (f *FSM) ApprovalCount(st api.ApprovalState) (int, error) {
 	var n int
 	err := f.view(func(tx *bbolt.Tx) error {
 		n = countSeqs(indexSeqsAfter(tx.Bucket(bucketApprovalIndex), aidxState, string(st), 0))

@@ -2,26 +2,13 @@ package fsm
 
 import (
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
 
 // bucketCursors: agent id → the seq (8 bytes) of the last message its
 // watcher handled. Replicated, so a watcher restarted on any host resumes
 // after it.
-
-// OpSetCursor records a watcher's progress (body: SetCursorCommand).
-const OpSetCursor Op = "set_cursor"
-
-// SetCursorCommand moves an agent's cursor to Seq. A cursor never moves
-// back: a lower Seq (a late retry, a second watcher behind the first)
-// leaves it where it is.
-type SetCursorCommand struct {
-	Agent string `json:"agent"`
-	Seq   uint64 `json:"seq"`
-	// AgentFence, when set, must be the agent's current lease fence
-	// (agent_lease.go): a watcher that lost the lease cannot move the
-	// cursor its successor resumes from. Zero: no check.
-	AgentFence uint64 `json:"agent_fence,omitempty"`
-}
 
 // Cursor is an agent's watcher cursor.
 type Cursor struct {
@@ -29,21 +16,13 @@ type Cursor struct {
 	Seq   uint64 `json:"seq"` // 0: nothing handled yet
 }
 
-// Validate checks the agent id.
-func (c *SetCursorCommand) Validate() error {
-	if !ValidName(c.Agent) {
-		return NameError("agent", c.Agent)
-	}
-	return nil
-}
-
 func applySetCursor(tx *bbolt.Tx, _ uint64, _ int64, body []byte) (any, error) {
-	var cmd SetCursorCommand
-	if err := decodeCommand(OpSetCursor, body, &cmd); err != nil {
+	var cmd api.SetCursorCommand
+	if err := decodeCommand(api.OpSetCursor, body, &cmd); err != nil {
 		return nil, err
 	}
 	if err := checkAgentFence(tx, cmd.Agent, cmd.AgentFence); err != nil {
-		return nil, wrapOp(OpSetCursor, err)
+		return nil, wrapOp(api.OpSetCursor, err)
 	}
 	cur := getCursor(tx, cmd.Agent)
 	if cmd.Seq > cur {

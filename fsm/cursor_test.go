@@ -3,12 +3,14 @@ package fsm
 import (
 	"errors"
 	"testing"
+
+	"github.com/maos-project/maos/api"
 )
 
 func TestCursorNeverMovesBack(t *testing.T) {
 	b := newMbox(t)
 	for _, tt := range []struct{ set, want uint64 }{{5, 5}, {3, 5}, {9, 9}, {9, 9}, {0, 9}} {
-		c, ok := b.ok(OpSetCursor, SetCursorCommand{Agent: "claude", Seq: tt.set}).(*Cursor)
+		c, ok := b.ok(api.OpSetCursor, api.SetCursorCommand{Agent: "claude", Seq: tt.set}).(*Cursor)
 		if !ok || c.Seq != tt.want {
 			t.Fatalf("set %d: cursor %+v, want %d", tt.set, c, tt.want)
 		}
@@ -19,7 +21,7 @@ func TestCursorNeverMovesBack(t *testing.T) {
 	if c, err := b.f.CursorOf("nobody"); err != nil || c.Seq != 0 {
 		t.Fatalf("CursorOf(nobody) = %+v, %v", c, err)
 	}
-	if err, ok := b.apply(OpSetCursor, SetCursorCommand{Agent: "Bad Agent", Seq: 1}).(error); !ok || !errors.Is(err, ErrInvalid) {
+	if err, ok := b.apply(api.OpSetCursor, api.SetCursorCommand{Agent: "Bad Agent", Seq: 1}).(error); !ok || !errors.Is(err, api.ErrInvalid) {
 		t.Fatalf("bad agent: %v", err)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/maos-project/maos/api"
 )
 
 // mixedLog builds n entries at indexes start, start+1, ... from a fixed
@@ -19,7 +21,7 @@ func mixedLog(tb testing.TB, seed uint64, start uint64, n int) []*raft.Log {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	channels := []string{"general", "agent-os-paper", "ops"}
 	senders := []string{"codex", "claude", "gemini"}
-	var sent []Message
+	var sent []api.Message
 	var logs []*raft.Log
 	for i := range n {
 		idx := start + uint64(i)
@@ -47,7 +49,7 @@ func mixedLog(tb testing.TB, seed uint64, start uint64, n int) []*raft.Log {
 			logs = append(logs, sendEntry(tb, idx, ts, m))
 		case k < 86:
 			node := fmt.Sprintf("n%d", rng.IntN(4))
-			logs = append(logs, nodeEntry(tb, idx, ts, RegisterNodeCommand{
+			logs = append(logs, nodeEntry(tb, idx, ts, api.RegisterNodeCommand{
 				NodeID:   node,
 				APIAddr:  fmt.Sprintf("127.0.0.1:%d", 8000+rng.IntN(1000)),
 				RaftAddr: fmt.Sprintf("127.0.0.1:%d", 9000+rng.IntN(1000)),
@@ -108,7 +110,7 @@ func TestApplyDeterministicAcrossBatchSplits(t *testing.T) {
 			nodes++
 		case r == "nil":
 			nils++
-		case strings.Contains(r, ErrConflict.Error()):
+		case strings.Contains(r, api.ErrConflict.Error()):
 			conflicts++
 		case strings.Contains(r, "priority: must be one of"):
 			invalid++

@@ -1,6 +1,7 @@
-// Package fsm is maos's replicated state machine: the commands that travel
-// through the Raft log, their deterministic application to an on-disk bbolt
-// state, the queries served from that state, and snapshot/restore.
+// Package fsm is maos's replicated state machine: the envelope of the
+// commands that travel through the Raft log (their bodies are package
+// api's), their deterministic application to an on-disk bbolt state, the
+// queries served from that state, and snapshot/restore.
 //
 // The model: every write is one Raft log entry holding a versioned Command
 // envelope {v, op, ts, body} (version 2 is binary: op and ts before the

@@ -4,22 +4,11 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/maos-project/maos/rules"
+	"github.com/maos-project/maos/api"
 )
 
-// Sentinel errors that callers branch on. Errors returned by apply and by the
-// queries wrap one of these where one applies.
+// The state's own errors: storage, not the vocabulary (api's sentinels).
 var (
-	// ErrNotFound: no message (or node) with that key.
-	ErrNotFound = errors.New("not found")
-	// ErrConflict: a send reused an id that is stored with other content,
-	// or a task command does not fit the task's state (*ConflictError).
-	ErrConflict = errors.New("id already used with other content")
-	// ErrInvalid: a command or message failed validation; wrapped by a
-	// *FieldError naming the field.
-	ErrInvalid = errors.New("invalid")
-	// ErrForbidden: the rules or a cluster setting refuse the operation.
-	ErrForbidden = errors.New("forbidden")
 	// ErrClosed: the state was closed.
 	ErrClosed = errors.New("fsm: closed")
 	// ErrCorrupt: a bbolt file is damaged (truncated, pages overwritten,
@@ -45,7 +34,7 @@ func (e *NotFoundError) Error() string {
 }
 
 // Unwrap lets errors.Is(err, ErrNotFound) match.
-func (e *NotFoundError) Unwrap() error { return ErrNotFound }
+func (e *NotFoundError) Unwrap() error { return api.ErrNotFound }
 
 func notFound(format string, args ...any) error {
 	return &NotFoundError{What: fmt.Sprintf(format, args...)}
@@ -70,7 +59,7 @@ type ForbiddenError struct {
 func (e *ForbiddenError) Error() string { return e.Reason }
 
 // Unwrap lets errors.Is(err, ErrForbidden) match.
-func (e *ForbiddenError) Unwrap() error { return ErrForbidden }
+func (e *ForbiddenError) Unwrap() error { return api.ErrForbidden }
 
 // ConflictError is ErrConflict worded for the caller: what the state is
 // and what to do ("task t1 is running, claimed by rita (fence 17) until
@@ -83,60 +72,8 @@ type ConflictError struct {
 func (e *ConflictError) Error() string { return e.Reason }
 
 // Unwrap lets errors.Is(err, ErrConflict) match.
-func (e *ConflictError) Unwrap() error { return ErrConflict }
+func (e *ConflictError) Unwrap() error { return api.ErrConflict }
 
 func conflict(format string, args ...any) error {
 	return &ConflictError{Reason: fmt.Sprintf(format, args...)}
-}
-
-// FieldError says which field of a message is wrong and why. It wraps
-// ErrInvalid.
-type FieldError struct {
-	Field  string // JSON name, dotted for nested fields: "content.text"
-	Reason string // what is wrong and, where there is one, the limit
-}
-
-func (e *FieldError) Error() string { return fmt.Sprintf("%s: %s", e.Field, e.Reason) }
-
-// Unwrap lets errors.Is(err, ErrInvalid) match.
-func (e *FieldError) Unwrap() error { return ErrInvalid }
-
-// FieldErrorf is a *FieldError for field with a formatted reason.
-func FieldErrorf(field, format string, args ...any) error {
-	return &FieldError{Field: field, Reason: fmt.Sprintf(format, args...)}
-}
-
-// NamePattern is the rule for agent ids, roles, channels, types, tags and
-// node ids (ValidName), as messages quote it.
-const NamePattern = rules.NamePattern
-
-// NameRule is the reason a value is not a name, for any error that says
-// so: `must match ^[a-z0-9][a-z0-9._-]{0,63}$ (got "Alice")`. A value longer
-// than MaxNameLen bytes is quoted cut to MaxNameLen bytes and "…".
-func NameRule(value string) string {
-	if len(value) > MaxNameLen {
-		value = TruncateUTF8(value, MaxNameLen) + "…"
-	}
-	return fmt.Sprintf("must match %s (got %q)", NamePattern, value)
-}
-
-// CheckNames checks a list field of names: at most max entries ("FIELD: 70
-// NOUN, at most 64"), each a ValidName ("FIELD[i]: must match ..."). The
-// error is a *FieldError.
-func CheckNames(field string, names []string, max int, noun string) error {
-	if len(names) > max {
-		return FieldErrorf(field, "%d %s, at most %d", len(names), noun, max)
-	}
-	for i, n := range names {
-		if !ValidName(n) {
-			return NameError(fmt.Sprintf("%s[%d]", field, i), n)
-		}
-	}
-	return nil
-}
-
-// NameError is the *FieldError (wrapping ErrInvalid) for field whose value
-// is not a ValidName: `FIELD: must match ^…$ (got "VALUE")`.
-func NameError(field, value string) error {
-	return &FieldError{Field: field, Reason: NameRule(value)}
 }

@@ -3,10 +3,12 @@ package fsm
 import (
 	"strings"
 	"testing"
+
+	"github.com/maos-project/maos/api"
 )
 
 func TestForkNames(t *testing.T) {
-	if got := ForkName("oauth-impl", 1); got != "oauth-impl-fork-1" {
+	if got := api.ForkName("oauth-impl", 1); got != "oauth-impl-fork-1" {
 		t.Fatalf("ForkName = %q", got)
 	}
 	for _, c := range []struct {
@@ -27,15 +29,15 @@ func TestForkNames(t *testing.T) {
 		{"A-fork-1", "", false}, // the parent is no name
 		{strings.Repeat("a", 65) + "-fork-1", "", false},
 	} {
-		p, ok := ForkParent(c.name)
+		p, ok := api.ForkParent(c.name)
 		if p != c.parent || ok != c.ok {
 			t.Errorf("ForkParent(%q) = %q, %t; want %q, %t", c.name, p, ok, c.parent, c.ok)
 		}
-		if ok && !IsForkOf(c.name, c.parent) {
+		if ok && !api.IsForkOf(c.name, c.parent) {
 			t.Errorf("IsForkOf(%q, %q) = false", c.name, c.parent)
 		}
 	}
-	if IsForkOf("a-fork-1", "b") || IsForkOf("a", "a") {
+	if api.IsForkOf("a-fork-1", "b") || api.IsForkOf("a", "a") {
 		t.Fatal("IsForkOf holds for a name that is not the agent's fork")
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/rules"
 )
 
@@ -30,50 +32,50 @@ func formatLog(tb testing.TB) []*raft.Log {
 	logs := mailboxLog(tb, 11, formatMailboxEntries)
 	idx := uint64(len(logs))
 	ts := baseTS + int64(idx)*1000
-	add := func(op Op, body any) {
+	add := func(op api.Op, body any) {
 		idx++
 		ts += 1000
 		logs = append(logs, opEntry(tb, idx, ts, op, body))
 	}
-	add(OpSetConfig, SetConfigCommand{Key: "strict_senders", Value: json.RawMessage("false")})
-	add(OpRegisterNode, RegisterNodeCommand{NodeID: "n1", APIAddr: "127.0.0.1:7001", RaftAddr: "127.0.0.1:8001"})
-	add(OpRegisterAgent, RegisterAgentCommand{ID: "pat", Role: "engineer"})
-	msg := func(n int, from, text string, to ...string) Message {
+	add(api.OpSetConfig, api.SetConfigCommand{Key: "strict_senders", Value: json.RawMessage("false")})
+	add(api.OpRegisterNode, api.RegisterNodeCommand{NodeID: "n1", APIAddr: "127.0.0.1:7001", RaftAddr: "127.0.0.1:8001"})
+	add(api.OpRegisterAgent, api.RegisterAgentCommand{ID: "pat", Role: "engineer"})
+	msg := func(n int, from, text string, to ...string) api.Message {
 		m := testMessage(fmt.Sprintf("msg-20261121-113000-%s-%08x", from, n), "private-talk", text)
 		m.From, m.To = from, to
 		return m
 	}
 	secret := msg(1, "alice", "the plan, between us", "bob")
-	secret.Visibility, secret.Title, secret.Priority = VisibilityPrivate, "plan", "urgent"
-	add(OpSend, SendCommand{Message: secret})
+	secret.Visibility, secret.Title, secret.Priority = api.VisibilityPrivate, "plan", "urgent"
+	add(api.OpSend, api.SendCommand{Message: secret})
 	answer := msg(2, "bob", "agreed", "alice")
-	answer.Visibility, answer.InReplyTo, answer.Type = VisibilityPrivate, secret.ID, "response"
-	add(OpSend, SendCommand{Message: answer})
+	answer.Visibility, answer.InReplyTo, answer.Type = api.VisibilityPrivate, secret.ID, "response"
+	add(api.OpSend, api.SendCommand{Message: answer})
 	public := msg(3, "pat", "hello @alice", "all")
 	public.Priority = "low"
-	add(OpSend, SendCommand{Message: public})
+	add(api.OpSend, api.SendCommand{Message: public})
 	reply := msg(4, "alice", "hi", "pat")
 	reply.InReplyTo, reply.Priority = public.ID, "high"
-	add(OpSend, SendCommand{Message: reply})
-	add(OpMarkRead, MarkReadCommand{Agent: "bob", ID: secret.ID})
-	add(OpMarkRead, MarkReadCommand{Agent: "pat", Upto: idx})
-	add(OpLockAcquire, LockAcquireCommand{Path: "src/a.go", Holder: "alice", TTL: LockTTL(60e9)})
-	add(OpLockAcquire, LockAcquireCommand{Path: "src/b.go", Holder: "bob", TTL: LockTTL(60e9)})
-	add(OpLockRenew, LockRenewCommand{Path: "src/a.go", Holder: "alice", Token: idx - 1, TTL: LockTTL(120e9)})
-	add(OpReleaseHolderLocks, ReleaseHolderLocksCommand{Holders: []string{"bob"}, Reason: "node n2 declared dead"})
-	add(OpLockAcquire, LockAcquireCommand{Path: "src/c.go", Holder: "pat", TTL: LockTTL(60e9)})
-	add(OpLockRelease, LockReleaseCommand{Path: "src/c.go", Holder: "pat", Token: idx})
-	add(OpSetBulletin, BulletinCommand{Doc: json.RawMessage(`{"system_status":"degraded","warnings":["disk"]}`), By: "alice"})
-	add(OpSetBulletin, BulletinCommand{Doc: json.RawMessage(`{"current_phase":"review"}`), Merge: true, By: "bob"})
-	add(OpSetRetention, SetRetentionCommand{Channel: "general", MaxMessages: 20})
-	add(OpSetRetention, SetRetentionCommand{Channel: "ops", MaxAge: "1h"})
-	add(OpTrim, TrimCommand{Channel: "general"})
-	add(OpSetCursor, SetCursorCommand{Agent: "alice", Seq: idx})
-	add(OpCreateToken, CreateTokenCommand{ID: "t1", Agent: "alice", Role: TokenRoleAgent, Hash: HashToken("s1")})
-	add(OpCreateToken, CreateTokenCommand{ID: "t2", Agent: "bob", Role: TokenRoleModerator, Hash: HashToken("s2"), By: "t1"})
-	add(OpRevokeToken, RevokeTokenCommand{ID: "t1", By: "t2"})
-	add(OpAuditDenial, AuditDenialCommand{Node: "n1", Agent: "alice", TokenID: "t1", Method: "POST", Path: "/v1/messages", Reason: "token revoked", Count: 3})
-	add(OpNodeEvent, NodeEventCommand{NodeID: "n2", Event: NodeEventDead, Reason: "no ack"})
+	add(api.OpSend, api.SendCommand{Message: reply})
+	add(api.OpMarkRead, api.MarkReadCommand{Agent: "bob", ID: secret.ID})
+	add(api.OpMarkRead, api.MarkReadCommand{Agent: "pat", Upto: idx})
+	add(api.OpLockAcquire, api.LockAcquireCommand{Path: "src/a.go", Holder: "alice", TTL: api.LockTTL(60e9)})
+	add(api.OpLockAcquire, api.LockAcquireCommand{Path: "src/b.go", Holder: "bob", TTL: api.LockTTL(60e9)})
+	add(api.OpLockRenew, api.LockRenewCommand{Path: "src/a.go", Holder: "alice", Token: idx - 1, TTL: api.LockTTL(120e9)})
+	add(api.OpReleaseHolderLocks, api.ReleaseHolderLocksCommand{Holders: []string{"bob"}, Reason: "node n2 declared dead"})
+	add(api.OpLockAcquire, api.LockAcquireCommand{Path: "src/c.go", Holder: "pat", TTL: api.LockTTL(60e9)})
+	add(api.OpLockRelease, api.LockReleaseCommand{Path: "src/c.go", Holder: "pat", Token: idx})
+	add(api.OpSetBulletin, api.BulletinCommand{Doc: json.RawMessage(`{"system_status":"degraded","warnings":["disk"]}`), By: "alice"})
+	add(api.OpSetBulletin, api.BulletinCommand{Doc: json.RawMessage(`{"current_phase":"review"}`), Merge: true, By: "bob"})
+	add(api.OpSetRetention, api.SetRetentionCommand{Channel: "general", MaxMessages: 20})
+	add(api.OpSetRetention, api.SetRetentionCommand{Channel: "ops", MaxAge: "1h"})
+	add(api.OpTrim, api.TrimCommand{Channel: "general"})
+	add(api.OpSetCursor, api.SetCursorCommand{Agent: "alice", Seq: idx})
+	add(api.OpCreateToken, api.CreateTokenCommand{ID: "t1", Agent: "alice", Role: api.TokenRoleAgent, Hash: HashToken("s1")})
+	add(api.OpCreateToken, api.CreateTokenCommand{ID: "t2", Agent: "bob", Role: api.TokenRoleModerator, Hash: HashToken("s2"), By: "t1"})
+	add(api.OpRevokeToken, api.RevokeTokenCommand{ID: "t1", By: "t2"})
+	add(api.OpAuditDenial, api.AuditDenialCommand{Node: "n1", Agent: "alice", TokenID: "t1", Method: "POST", Path: "/v1/messages", Reason: "token revoked", Count: 3})
+	add(api.OpNodeEvent, api.NodeEventCommand{NodeID: "n2", Event: api.NodeEventDead, Reason: "no ack"})
 	return logs
 }
 
@@ -88,7 +90,7 @@ type entryLog struct {
 
 // add appends the entry of op and body, d after the last one, and
 // returns its index.
-func (l *entryLog) add(d time.Duration, op Op, body any) uint64 {
+func (l *entryLog) add(d time.Duration, op api.Op, body any) uint64 {
 	l.idx++
 	l.ts += int64(d)
 	l.logs = append(l.logs, opEntry(l.tb, l.idx, l.ts, op, body))
@@ -105,40 +107,40 @@ func formatTaskLog(tb testing.TB, start uint64, ts int64) []*raft.Log {
 	l := &entryLog{tb: tb, idx: start, ts: ts}
 	add := l.add
 	ms := time.Millisecond
-	add(ms, OpSetConfig, SetConfigCommand{Key: "escalation_target", Value: json.RawMessage(`"role:supervisor"`)})
-	add(ms, OpRegisterAgent, RegisterAgentCommand{ID: "boss", Role: "orchestrator"})
-	add(ms, OpRegisterAgent, RegisterAgentCommand{ID: "rita", Role: "reviewer", Capabilities: []string{"go"}})
-	add(ms, OpRegisterAgent, RegisterAgentCommand{ID: "sam", Role: "supervisor"})
-	task := func(id, to string, timeout, attempts int, deps ...string) TaskCreateCommand {
-		c := TaskCreateCommand{ID: id, From: "boss", To: to, Title: "format " + id, Description: "pin " + id,
+	add(ms, api.OpSetConfig, api.SetConfigCommand{Key: "escalation_target", Value: json.RawMessage(`"role:supervisor"`)})
+	add(ms, api.OpRegisterAgent, api.RegisterAgentCommand{ID: "boss", Role: "orchestrator"})
+	add(ms, api.OpRegisterAgent, api.RegisterAgentCommand{ID: "rita", Role: "reviewer", Capabilities: []string{"go"}})
+	add(ms, api.OpRegisterAgent, api.RegisterAgentCommand{ID: "sam", Role: "supervisor"})
+	task := func(id, to string, timeout, attempts int, deps ...string) api.TaskCreateCommand {
+		c := api.TaskCreateCommand{ID: id, From: "boss", To: to, Title: "format " + id, Description: "pin " + id,
 			Context: json.RawMessage(`{"n":1}`), DependsOn: deps, TimeoutSeconds: timeout, MaxAttempts: attempts}
 		c.Normalize(time.Unix(0, baseTS))
 		return c
 	}
-	add(ms, OpTaskCreate, task("fa", "role:reviewer", 60, 3))
-	add(ms, OpTaskCreate, task("fb", "capability:go", 60, 3, "fa"))
-	add(ms, OpTaskCreate, task("fc", "rita", 1, 1))
-	add(ms, OpTaskCreate, task("fd", "rita", 60, 3, "fc"))
-	fence := add(ms, OpTaskClaim, TaskClaimCommand{ID: "fa", Agent: "rita"})
-	add(ms, OpTaskProgress, TaskProgressCommand{ID: "fa", Agent: "rita", Fence: fence, Message: "reading", Progress: ptr(0.5)})
-	add(ms, OpTaskComplete, TaskCompleteCommand{ID: "fa", Agent: "rita", Fence: fence,
-		Completion: TaskCompletion{Status: TaskStatusSuccess, Result: "fine", ConfidenceScore: ptr(0.9), Outputs: []string{"a.md"}}})
-	fence = add(ms, OpTaskClaim, TaskClaimCommand{ID: "fb", Agent: "rita"})
-	add(ms, OpTaskHandoff, TaskHandoffCommand{ID: "fb", Agent: "rita", Fence: fence, To: "rita", Reason: "later"})
-	add(ms, OpTaskClaim, TaskClaimCommand{ID: "fb", Agent: "rita"})
-	add(ms, OpTaskClaim, TaskClaimCommand{ID: "fc", Agent: "rita"})
-	add(2*time.Second, opTaskTick, TickCommand{})
-	add(ms, OpTick, TickCommand{})
-	add(ms, OpTaskCreate, task("fe", "rita", 60, 3))
-	add(ms, OpTaskCreate, task("ff", "rita", 60, 3, "fe"))
-	add(ms, OpTaskCancel, TaskCancelCommand{ID: "fe", From: "boss", Reason: "scrapped"})
+	add(ms, api.OpTaskCreate, task("fa", "role:reviewer", 60, 3))
+	add(ms, api.OpTaskCreate, task("fb", "capability:go", 60, 3, "fa"))
+	add(ms, api.OpTaskCreate, task("fc", "rita", 1, 1))
+	add(ms, api.OpTaskCreate, task("fd", "rita", 60, 3, "fc"))
+	fence := add(ms, api.OpTaskClaim, api.TaskClaimCommand{ID: "fa", Agent: "rita"})
+	add(ms, api.OpTaskProgress, api.TaskProgressCommand{ID: "fa", Agent: "rita", Fence: fence, Message: "reading", Progress: ptr(0.5)})
+	add(ms, api.OpTaskComplete, api.TaskCompleteCommand{ID: "fa", Agent: "rita", Fence: fence,
+		Completion: api.TaskCompletion{Status: api.TaskStatusSuccess, Result: "fine", ConfidenceScore: ptr(0.9), Outputs: []string{"a.md"}}})
+	fence = add(ms, api.OpTaskClaim, api.TaskClaimCommand{ID: "fb", Agent: "rita"})
+	add(ms, api.OpTaskHandoff, api.TaskHandoffCommand{ID: "fb", Agent: "rita", Fence: fence, To: "rita", Reason: "later"})
+	add(ms, api.OpTaskClaim, api.TaskClaimCommand{ID: "fb", Agent: "rita"})
+	add(ms, api.OpTaskClaim, api.TaskClaimCommand{ID: "fc", Agent: "rita"})
+	add(2*time.Second, opTaskTick, api.TickCommand{})
+	add(ms, api.OpTick, api.TickCommand{})
+	add(ms, api.OpTaskCreate, task("fe", "rita", 60, 3))
+	add(ms, api.OpTaskCreate, task("ff", "rita", 60, 3, "fe"))
+	add(ms, api.OpTaskCancel, api.TaskCancelCommand{ID: "fe", From: "boss", Reason: "scrapped"})
 	m := testMessage("msg-20261121-113000-boss-00000001", "general", "anyone with go?")
-	m.From, m.To = "boss", Recipients{"capability:go"}
-	add(ms, OpSend, SendCommand{Message: m})
-	add(ms, OpSetRules, SetRulesCommand{Rules: &rules.Document{Preset: rules.PresetHierarchical, RerouteBlockedTo: "boss"}})
+	m.From, m.To = "boss", api.Recipients{"capability:go"}
+	add(ms, api.OpSend, api.SendCommand{Message: m})
+	add(ms, api.OpSetRules, api.SetRulesCommand{Rules: &rules.Document{Preset: rules.PresetHierarchical, RerouteBlockedTo: "boss"}})
 	m = testMessage("msg-20261121-113000-rita-00000002", "general", "psst")
-	m.From, m.To = "rita", Recipients{"sam"}
-	add(ms, OpSend, SendCommand{Message: m})
+	m.From, m.To = "rita", api.Recipients{"sam"}
+	add(ms, api.OpSend, api.SendCommand{Message: m})
 	return l.logs
 }
 
@@ -153,47 +155,47 @@ func formatApprovalLog(tb testing.TB, start uint64, ts int64) []*raft.Log {
 	l := &entryLog{tb: tb, idx: start, ts: ts}
 	add := l.add
 	ms := time.Millisecond
-	req := func(id, from string, approvers []string, quorum int, timeout time.Duration, onTimeout string) ApprovalRequestCommand {
-		c := ApprovalRequestCommand{ID: id, From: from, Approvers: approvers, Quorum: quorum, Title: "format " + id,
+	req := func(id, from string, approvers []string, quorum int, timeout time.Duration, onTimeout string) api.ApprovalRequestCommand {
+		c := api.ApprovalRequestCommand{ID: id, From: from, Approvers: approvers, Quorum: quorum, Title: "format " + id,
 			Action: json.RawMessage(`{"cmd":"deploy ` + id + `","n":1}`), Rationale: "pin " + id, Confidence: ptr(0.5),
-			Timeout: ApprovalTimeout(timeout), OnTimeout: onTimeout, Context: json.RawMessage(`{"why":"format"}`)}
+			Timeout: api.ApprovalTimeout(timeout), OnTimeout: onTimeout, Context: json.RawMessage(`{"why":"format"}`)}
 		c.Normalize(time.Unix(0, baseTS))
 		return c
 	}
 	hashOf := func(action string) string {
-		h, err := ActionHash(json.RawMessage(action))
+		h, err := api.ActionHash(json.RawMessage(action))
 		if err != nil {
 			tb.Fatal(err)
 		}
 		return h
 	}
-	add(ms, OpSetRules, SetRulesCommand{Rules: &rules.Document{}})
+	add(ms, api.OpSetRules, api.SetRulesCommand{Rules: &rules.Document{}})
 	a1 := req("pa", "boss", []string{"rita", "role:reviewer"}, 2, time.Hour, "")
-	add(ms, OpApprovalRequest, a1)
+	add(ms, api.OpApprovalRequest, a1)
 	h1 := hashOf(string(a1.Action))
-	add(ms, OpApprovalDecide, ApprovalDecideCommand{ID: "pa", Approver: "rita", Decision: DecisionApprove, ActionHash: h1, Comment: "fine"})
+	add(ms, api.OpApprovalDecide, api.ApprovalDecideCommand{ID: "pa", Approver: "rita", Decision: api.DecisionApprove, ActionHash: h1, Comment: "fine"})
 	mod := `{"cmd":"deploy pa --canary"}`
-	add(ms, OpApprovalDecide, ApprovalDecideCommand{ID: "pa", Approver: "rex", Decision: DecisionModify, ActionHash: h1, Action: json.RawMessage(mod)})
-	add(ms, OpApprovalDecide, ApprovalDecideCommand{ID: "pa", Approver: "rita", Decision: DecisionApprove, ActionHash: hashOf(mod)})
-	add(ms, OpApprovalDecide, ApprovalDecideCommand{ID: "pa", Approver: "rex", Decision: DecisionApprove, ActionHash: hashOf(mod)})
-	add(ms, OpApprovalRequest, req("pb", "boss", []string{"sam"}, 1, time.Second, OnTimeoutEscalate))
-	add(ms, OpApprovalRequest, req("pc", "boss", []string{"rita"}, 1, time.Second, ""))
+	add(ms, api.OpApprovalDecide, api.ApprovalDecideCommand{ID: "pa", Approver: "rex", Decision: api.DecisionModify, ActionHash: h1, Action: json.RawMessage(mod)})
+	add(ms, api.OpApprovalDecide, api.ApprovalDecideCommand{ID: "pa", Approver: "rita", Decision: api.DecisionApprove, ActionHash: hashOf(mod)})
+	add(ms, api.OpApprovalDecide, api.ApprovalDecideCommand{ID: "pa", Approver: "rex", Decision: api.DecisionApprove, ActionHash: hashOf(mod)})
+	add(ms, api.OpApprovalRequest, req("pb", "boss", []string{"sam"}, 1, time.Second, api.OnTimeoutEscalate))
+	add(ms, api.OpApprovalRequest, req("pc", "boss", []string{"rita"}, 1, time.Second, ""))
 	pd := req("pd", "rita", []string{"boss"}, 1, time.Hour, "")
-	add(ms, OpApprovalRequest, pd)
-	add(ms, OpApprovalDecide, ApprovalDecideCommand{ID: "pd", Approver: "boss", Decision: DecisionReject, ActionHash: hashOf(string(pd.Action)), Comment: "no"})
-	add(ms, OpApprovalRequest, req("pe", "boss", []string{"sam"}, 1, time.Hour, ""))
-	add(ms, OpApprovalCancel, ApprovalCancelCommand{ID: "pe", From: "boss", Reason: "moot"})
-	task := TaskCreateCommand{ID: "fg", From: "boss", To: "rita", Title: "format fg", TimeoutSeconds: 60, MaxAttempts: 3}
+	add(ms, api.OpApprovalRequest, pd)
+	add(ms, api.OpApprovalDecide, api.ApprovalDecideCommand{ID: "pd", Approver: "boss", Decision: api.DecisionReject, ActionHash: hashOf(string(pd.Action)), Comment: "no"})
+	add(ms, api.OpApprovalRequest, req("pe", "boss", []string{"sam"}, 1, time.Hour, ""))
+	add(ms, api.OpApprovalCancel, api.ApprovalCancelCommand{ID: "pe", From: "boss", Reason: "moot"})
+	task := api.TaskCreateCommand{ID: "fg", From: "boss", To: "rita", Title: "format fg", TimeoutSeconds: 60, MaxAttempts: 3}
 	task.Normalize(time.Unix(0, baseTS))
-	add(ms, OpTaskCreate, task)
-	fence := add(ms, OpTaskClaim, TaskClaimCommand{ID: "fg", Agent: "rita"})
+	add(ms, api.OpTaskCreate, task)
+	fence := add(ms, api.OpTaskClaim, api.TaskClaimCommand{ID: "fg", Agent: "rita"})
 	proposed := `{"merge":"fg"}`
-	add(ms, OpTaskComplete, TaskCompleteCommand{ID: "fg", Agent: "rita", Fence: fence,
-		Completion: TaskCompletion{Status: TaskStatusRequiresApproval, Result: "ready to merge", ProposedAction: json.RawMessage(proposed)}})
-	taskAppr := "appr" + strings.TrimPrefix(DerivedID("rita", time.Unix(0, l.ts), "task-approval:fg:1:"+itoa(fence)), "msg")
-	add(ms, OpApprovalDecide, ApprovalDecideCommand{ID: taskAppr, Approver: "boss", Decision: DecisionApprove, ActionHash: hashOf(proposed)})
-	add(2*time.Second, OpTick, TickCommand{})
-	add(ms, OpApprovalRequest, req("pf", "boss", []string{"role:reviewer"}, 1, time.Hour, ""))
+	add(ms, api.OpTaskComplete, api.TaskCompleteCommand{ID: "fg", Agent: "rita", Fence: fence,
+		Completion: api.TaskCompletion{Status: api.TaskStatusRequiresApproval, Result: "ready to merge", ProposedAction: json.RawMessage(proposed)}})
+	taskAppr := "appr" + strings.TrimPrefix(api.DerivedID("rita", time.Unix(0, l.ts), "task-approval:fg:1:"+itoa(fence)), "msg")
+	add(ms, api.OpApprovalDecide, api.ApprovalDecideCommand{ID: taskAppr, Approver: "boss", Decision: api.DecisionApprove, ActionHash: hashOf(proposed)})
+	add(2*time.Second, api.OpTick, api.TickCommand{})
+	add(ms, api.OpApprovalRequest, req("pf", "boss", []string{"role:reviewer"}, 1, time.Hour, ""))
 	return l.logs
 }
 
@@ -233,16 +235,16 @@ func formatKnownNamesLog(tb testing.TB, start uint64, ts int64) []*raft.Log {
 	tb.Helper()
 	l := &entryLog{tb: tb, idx: start, ts: ts}
 	ms := time.Millisecond
-	msg := func(n int, from string, to ...string) SendCommand {
+	msg := func(n int, from string, to ...string) api.SendCommand {
 		m := testMessage(fmt.Sprintf("msg-20261122-090000-%s-%08x", from, n), "general", "known names")
 		m.From, m.To = from, to
-		return SendCommand{Message: m, KnownNames: true}
+		return api.SendCommand{Message: m, KnownNames: true}
 	}
-	l.add(ms, OpSend, msg(1, "newbie", "rita"))
-	l.add(ms, OpSend, msg(2, "rita", "newbie"))
-	l.add(ms, OpSend, msg(3, "rita", "ghost"))
-	l.add(ms, OpSetConfig, SetConfigCommand{Key: "unknown_recipients", Value: json.RawMessage(`"accept"`)})
-	l.add(ms, OpSend, msg(3, "rita", "ghost"))
+	l.add(ms, api.OpSend, msg(1, "newbie", "rita"))
+	l.add(ms, api.OpSend, msg(2, "rita", "newbie"))
+	l.add(ms, api.OpSend, msg(3, "rita", "ghost"))
+	l.add(ms, api.OpSetConfig, api.SetConfigCommand{Key: "unknown_recipients", Value: json.RawMessage(`"accept"`)})
+	l.add(ms, api.OpSend, msg(3, "rita", "ghost"))
 	return l.logs
 }
 
@@ -258,19 +260,19 @@ func formatAgentLeaseLog(tb testing.TB, start uint64, ts int64) []*raft.Log {
 	tb.Helper()
 	l := &entryLog{tb: tb, idx: start, ts: ts}
 	ms := time.Millisecond
-	a := LeaseHolder{Node: "n1", Instance: "aaaa1111"}
-	b := LeaseHolder{Node: "n2", Instance: "bbbb2222"}
-	ttl := LockTTL(10 * time.Second)
-	first := l.add(ms, OpAgentLeaseAcquire, AgentLeaseAcquireCommand{Agent: "pat", LeaseHolder: a, TTL: ttl})
-	l.add(ms, OpAgentLeaseAcquire, AgentLeaseAcquireCommand{Agent: "pat", LeaseHolder: b, TTL: ttl})
-	l.add(ms, OpAgentLeaseRenew, AgentLeaseRenewCommand{Agent: "pat", LeaseHolder: a, Fence: first, TTL: ttl})
+	a := api.LeaseHolder{Node: "n1", Instance: "aaaa1111"}
+	b := api.LeaseHolder{Node: "n2", Instance: "bbbb2222"}
+	ttl := api.LockTTL(10 * time.Second)
+	first := l.add(ms, api.OpAgentLeaseAcquire, api.AgentLeaseAcquireCommand{Agent: "pat", LeaseHolder: a, TTL: ttl})
+	l.add(ms, api.OpAgentLeaseAcquire, api.AgentLeaseAcquireCommand{Agent: "pat", LeaseHolder: b, TTL: ttl})
+	l.add(ms, api.OpAgentLeaseRenew, api.AgentLeaseRenewCommand{Agent: "pat", LeaseHolder: a, Fence: first, TTL: ttl})
 	m := testMessage("msg-20261121-113000-pat-00000201", "general", "answered under the fence")
-	m.From, m.To = "pat", Recipients{"alice"}
-	l.add(ms, OpSend, SendCommand{Message: m, AgentFence: first})
-	l.add(ms, OpSetCursor, SetCursorCommand{Agent: "pat", Seq: l.idx, AgentFence: first})
-	second := l.add(11*time.Second, OpAgentLeaseAcquire, AgentLeaseAcquireCommand{Agent: "pat", LeaseHolder: b, TTL: ttl})
-	l.add(ms, OpAgentLeaseRelease, AgentLeaseReleaseCommand{Agent: "pat", LeaseHolder: b, Fence: second})
-	l.add(ms, OpAgentLeaseAcquire, AgentLeaseAcquireCommand{Agent: "pat", LeaseHolder: a, TTL: ttl})
+	m.From, m.To = "pat", api.Recipients{"alice"}
+	l.add(ms, api.OpSend, api.SendCommand{Message: m, AgentFence: first})
+	l.add(ms, api.OpSetCursor, api.SetCursorCommand{Agent: "pat", Seq: l.idx, AgentFence: first})
+	second := l.add(11*time.Second, api.OpAgentLeaseAcquire, api.AgentLeaseAcquireCommand{Agent: "pat", LeaseHolder: b, TTL: ttl})
+	l.add(ms, api.OpAgentLeaseRelease, api.AgentLeaseReleaseCommand{Agent: "pat", LeaseHolder: b, Fence: second})
+	l.add(ms, api.OpAgentLeaseAcquire, api.AgentLeaseAcquireCommand{Agent: "pat", LeaseHolder: a, TTL: ttl})
 	return l.logs
 }
 
@@ -293,31 +295,31 @@ func formatArtifactLog(tb testing.TB, start uint64, ts int64) []*raft.Log {
 	tb.Helper()
 	l := &entryLog{tb: tb, idx: start, ts: ts}
 	ms := time.Millisecond
-	id := func(c byte) string { return ArtifactIDPrefix + strings.Repeat(string(c), 64) }
-	put := func(c byte, name, ct string, size int64, from string) ArtifactPutCommand {
-		return ArtifactPutCommand{ID: id(c), Name: name, ContentType: ct, Size: size, From: from}
+	id := func(c byte) string { return api.ArtifactIDPrefix + strings.Repeat(string(c), 64) }
+	put := func(c byte, name, ct string, size int64, from string) api.ArtifactPutCommand {
+		return api.ArtifactPutCommand{ID: id(c), Name: name, ContentType: ct, Size: size, From: from}
 	}
-	l.add(ms, OpSetConfig, SetConfigCommand{Key: "artifact_quota_bytes", Value: json.RawMessage("1000")})
-	l.add(ms, OpSetConfig, SetConfigCommand{Key: "artifact_retention_seconds", Value: json.RawMessage("60")})
-	l.add(ms, OpArtifactPut, put('a', "plan.md", "text/markdown; charset=utf-8", 100, "alice"))
-	l.add(ms, OpArtifactPut, put('b', "data.bin", DefaultArtifactContentType, 300, "bob"))
-	l.add(ms, OpArtifactPut, put('a', "again.md", "text/plain", 100, "bob"))
-	l.add(ms, OpArtifactPut, put('c', "gone.txt", "text/plain", 50, "alice"))
-	l.add(ms, OpArtifactPut, put('d', "old.txt", "text/plain", 10, "bob"))
-	msg := func(n int, from string, refs ...ArtifactRef) Message {
+	l.add(ms, api.OpSetConfig, api.SetConfigCommand{Key: "artifact_quota_bytes", Value: json.RawMessage("1000")})
+	l.add(ms, api.OpSetConfig, api.SetConfigCommand{Key: "artifact_retention_seconds", Value: json.RawMessage("60")})
+	l.add(ms, api.OpArtifactPut, put('a', "plan.md", "text/markdown; charset=utf-8", 100, "alice"))
+	l.add(ms, api.OpArtifactPut, put('b', "data.bin", api.DefaultArtifactContentType, 300, "bob"))
+	l.add(ms, api.OpArtifactPut, put('a', "again.md", "text/plain", 100, "bob"))
+	l.add(ms, api.OpArtifactPut, put('c', "gone.txt", "text/plain", 50, "alice"))
+	l.add(ms, api.OpArtifactPut, put('d', "old.txt", "text/plain", 10, "bob"))
+	msg := func(n int, from string, refs ...api.ArtifactRef) api.Message {
 		m := testMessage(fmt.Sprintf("msg-20261121-113000-%s-%08x", from, 100+n), "files", "see attached")
-		m.From, m.To, m.Content.Artifacts = from, Recipients{"bob"}, refs
+		m.From, m.To, m.Content.Artifacts = from, api.Recipients{"bob"}, refs
 		return m
 	}
 	// alice names bob's artifact too, which only a sender who reads
 	// everything may (a node without --auth, as here, or a moderator).
-	l.add(ms, OpSend, SendCommand{Message: msg(1, "alice",
-		ArtifactRef{Ref: id('a')}, ArtifactRef{Ref: id('b'), Name: "data-v1.bin"}, ArtifactRef{Ref: id('a')}, ArtifactRef{Ref: "shared/context/notes.md"}), ReadsAll: true})
-	l.add(ms, OpSend, SendCommand{Message: msg(2, "alice", ArtifactRef{Ref: id('a')})})
-	l.add(ms, OpSetRetention, SetRetentionCommand{Channel: "files", MaxMessages: 1})
-	l.add(ms, OpArtifactDelete, ArtifactDeleteCommand{ID: id('c'), By: "admin"})
-	l.add(61*time.Second, OpArtifactDelete, ArtifactDeleteCommand{ID: id('d'), By: SystemSender, Unreferenced: true})
-	l.add(ms, OpArtifactDelete, ArtifactDeleteCommand{ID: id('a'), By: SystemSender, Unreferenced: true})
+	l.add(ms, api.OpSend, api.SendCommand{Message: msg(1, "alice",
+		api.ArtifactRef{Ref: id('a')}, api.ArtifactRef{Ref: id('b'), Name: "data-v1.bin"}, api.ArtifactRef{Ref: id('a')}, api.ArtifactRef{Ref: "shared/context/notes.md"}), ReadsAll: true})
+	l.add(ms, api.OpSend, api.SendCommand{Message: msg(2, "alice", api.ArtifactRef{Ref: id('a')})})
+	l.add(ms, api.OpSetRetention, api.SetRetentionCommand{Channel: "files", MaxMessages: 1})
+	l.add(ms, api.OpArtifactDelete, api.ArtifactDeleteCommand{ID: id('c'), By: "admin"})
+	l.add(61*time.Second, api.OpArtifactDelete, api.ArtifactDeleteCommand{ID: id('d'), By: api.SystemSender, Unreferenced: true})
+	l.add(ms, api.OpArtifactDelete, api.ArtifactDeleteCommand{ID: id('a'), By: api.SystemSender, Unreferenced: true})
 	return l.logs
 }
 
@@ -334,9 +336,9 @@ func formatReceiptStateLog(tb testing.TB, start uint64, ts int64) []*raft.Log {
 	l := &entryLog{tb: tb, idx: start, ts: ts}
 	ms := time.Millisecond
 	public, reply := "msg-20261121-113000-pat-00000003", "msg-20261121-113000-alice-00000004"
-	l.add(ms, OpReceiptState, ReceiptStateCommand{ID: reply, Agent: "pat", State: ReceiptQueued})
-	l.add(ms, OpReceiptState, ReceiptStateCommand{ID: reply, Agent: "pat", State: ReceiptDelivered})
-	l.add(ms, OpReceiptState, ReceiptStateCommand{ID: public, Agent: "bob", State: ReceiptInterrupted})
+	l.add(ms, api.OpReceiptState, api.ReceiptStateCommand{ID: reply, Agent: "pat", State: api.ReceiptQueued})
+	l.add(ms, api.OpReceiptState, api.ReceiptStateCommand{ID: reply, Agent: "pat", State: api.ReceiptDelivered})
+	l.add(ms, api.OpReceiptState, api.ReceiptStateCommand{ID: public, Agent: "bob", State: api.ReceiptInterrupted})
 	return l.logs
 }
 
@@ -347,13 +349,13 @@ func formatPolicyLog(tb testing.TB, start uint64, ts int64) []*raft.Log {
 	tb.Helper()
 	l := &entryLog{tb: tb, idx: start, ts: ts}
 	ms := time.Millisecond
-	l.add(ms, OpSetPolicy, SetPolicyCommand{Agent: "rita", Mode: PolicyQuiet, ForSeconds: 3600, SetBy: "rita"})
-	l.add(ms, OpSetPolicy, SetPolicyCommand{Agent: "rita", From: "boss", Mode: PolicyInterrupt, SetBy: "boss"})
-	l.add(ms, OpSetPolicy, SetPolicyCommand{Agent: "rita", From: "sam", Mode: PolicyFork, SetBy: "rita"})
-	l.add(ms, OpSetPolicy, SetPolicyCommand{Agent: "rita", From: "sam", Mode: PolicyQueue, SetBy: "rita"})
-	l.add(ms, OpSetPolicy, SetPolicyCommand{Agent: "alice", Mode: PolicyFork, SetBy: "alice"})
-	l.add(ms, OpSetPolicy, SetPolicyCommand{Agent: "alice", Mode: "", SetBy: "alice"})
-	l.add(ms, OpSetPolicy, SetPolicyCommand{Agent: "bob", Mode: PolicyQueue, SetBy: "bob"})
+	l.add(ms, api.OpSetPolicy, api.SetPolicyCommand{Agent: "rita", Mode: api.PolicyQuiet, ForSeconds: 3600, SetBy: "rita"})
+	l.add(ms, api.OpSetPolicy, api.SetPolicyCommand{Agent: "rita", From: "boss", Mode: api.PolicyInterrupt, SetBy: "boss"})
+	l.add(ms, api.OpSetPolicy, api.SetPolicyCommand{Agent: "rita", From: "sam", Mode: api.PolicyFork, SetBy: "rita"})
+	l.add(ms, api.OpSetPolicy, api.SetPolicyCommand{Agent: "rita", From: "sam", Mode: api.PolicyQueue, SetBy: "rita"})
+	l.add(ms, api.OpSetPolicy, api.SetPolicyCommand{Agent: "alice", Mode: api.PolicyFork, SetBy: "alice"})
+	l.add(ms, api.OpSetPolicy, api.SetPolicyCommand{Agent: "alice", Mode: "", SetBy: "alice"})
+	l.add(ms, api.OpSetPolicy, api.SetPolicyCommand{Agent: "bob", Mode: api.PolicyQueue, SetBy: "bob"})
 	return l.logs
 }
 
@@ -493,9 +495,9 @@ func TestStateFormatUnchanged(t *testing.T) {
 	// Node events with an id, one proposed twice (audited once).
 	lastArtifact := artifacts[len(artifacts)-1]
 	el := &entryLog{tb: t, idx: lastArtifact.Index, ts: baseTS + int64(lastArtifact.Index+1)*1000 + int64(len(tail)+len(approvals)+len(policies)+len(receipts)+len(artifacts))*int64(time.Second)}
-	dead := NodeEventCommand{ID: "n1-n2-dead-1764300000000000000", NodeID: "n2", Event: NodeEventDead, Reason: "declared dead by gossip failure detection at 127.0.0.1:7082"}
-	el.add(time.Millisecond, OpNodeEvent, dead)
-	el.add(time.Millisecond, OpNodeEvent, dead)
+	dead := api.NodeEventCommand{ID: "n1-n2-dead-1764300000000000000", NodeID: "n2", Event: api.NodeEventDead, Reason: "declared dead by gossip failure detection at 127.0.0.1:7082"}
+	el.add(time.Millisecond, api.OpNodeEvent, dead)
+	el.add(time.Millisecond, api.OpNodeEvent, dead)
 	for i, r := range f.ApplyBatch(el.logs) {
 		if err, failed := r.(error); failed {
 			t.Fatalf("node event entry %d: %v", i+1, err)
@@ -523,9 +525,9 @@ func TestStateFormatUnchanged(t *testing.T) {
 	// another is refused).
 	lastLease := leases[len(leases)-1]
 	cl := &entryLog{tb: t, idx: lastLease.Index, ts: el.ts + int64(48*time.Hour)}
-	cl.add(time.Millisecond, OpClusterID, ClusterIDCommand{ClusterID: "c0123456789abcdef0123456789abcdef"})
-	cl.add(time.Millisecond, OpClusterID, ClusterIDCommand{ClusterID: "c0123456789abcdef0123456789abcdef"})
-	cl.add(time.Millisecond, OpClusterID, ClusterIDCommand{ClusterID: "cffffffffffffffffffffffffffffffff"})
+	cl.add(time.Millisecond, api.OpClusterID, api.ClusterIDCommand{ClusterID: "c0123456789abcdef0123456789abcdef"})
+	cl.add(time.Millisecond, api.OpClusterID, api.ClusterIDCommand{ClusterID: "c0123456789abcdef0123456789abcdef"})
+	cl.add(time.Millisecond, api.OpClusterID, api.ClusterIDCommand{ClusterID: "cffffffffffffffffffffffffffffffff"})
 	for i, r := range f.ApplyBatch(cl.logs) {
 		if _, failed := r.(error); failed != (i == 2) {
 			t.Fatalf("cluster id entry %d: %v", i+1, r)

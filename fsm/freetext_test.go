@@ -7,30 +7,32 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/maos-project/maos/api"
 )
 
 // opBodies is every op's body type. The registry is the list of ops; this
 // map must name each, with a type that declares its free text (a
 // FreeTexter, checked by the compiler), so a new command cannot reach the
 // log without saying what text it stores.
-var opBodies = map[Op]FreeTexter{
-	OpSend: &SendCommand{}, OpRegisterNode: &RegisterNodeCommand{}, OpSetConfig: &SetConfigCommand{},
-	OpNodeEvent: &NodeEventCommand{}, OpSetRules: &SetRulesCommand{}, OpClusterID: &ClusterIDCommand{},
-	OpRegisterAgent: &RegisterAgentCommand{}, OpUnregisterAgent: &UnregisterAgentCommand{},
-	OpMarkRead: &MarkReadCommand{}, OpReceiptState: &ReceiptStateCommand{},
-	OpSetBulletin: &BulletinCommand{}, OpLockAcquire: &LockAcquireCommand{}, OpLockRenew: &LockRenewCommand{},
-	OpLockRelease: &LockReleaseCommand{}, OpReleaseHolderLocks: &ReleaseHolderLocksCommand{},
-	OpSetRetention: &SetRetentionCommand{}, OpTrim: &TrimCommand{},
-	OpSetCursor: &SetCursorCommand{}, OpSetPolicy: &SetPolicyCommand{},
-	OpAgentLeaseAcquire: &AgentLeaseAcquireCommand{}, OpAgentLeaseRenew: &AgentLeaseRenewCommand{},
-	OpAgentLeaseRelease: &AgentLeaseReleaseCommand{},
-	OpArtifactPut:       &ArtifactPutCommand{}, OpArtifactDelete: &ArtifactDeleteCommand{},
-	OpCreateToken: &CreateTokenCommand{}, OpRevokeToken: &RevokeTokenCommand{}, OpAuditDenial: &AuditDenialCommand{},
-	OpTaskCreate: &TaskCreateCommand{}, OpTaskClaim: &TaskClaimCommand{}, OpTaskProgress: &TaskProgressCommand{},
-	OpTaskComplete: &TaskCompleteCommand{}, OpTaskHandoff: &TaskHandoffCommand{}, OpTaskCancel: &TaskCancelCommand{},
-	OpApprovalRequest: &ApprovalRequestCommand{}, OpApprovalDecide: &ApprovalDecideCommand{},
-	OpApprovalCancel: &ApprovalCancelCommand{},
-	OpTick:           &TickCommand{}, opTaskTick: &TickCommand{},
+var opBodies = map[api.Op]FreeTexter{
+	api.OpSend: &api.SendCommand{}, api.OpRegisterNode: &api.RegisterNodeCommand{}, api.OpSetConfig: &api.SetConfigCommand{},
+	api.OpNodeEvent: &api.NodeEventCommand{}, api.OpSetRules: &api.SetRulesCommand{}, api.OpClusterID: &api.ClusterIDCommand{},
+	api.OpRegisterAgent: &api.RegisterAgentCommand{}, api.OpUnregisterAgent: &api.UnregisterAgentCommand{},
+	api.OpMarkRead: &api.MarkReadCommand{}, api.OpReceiptState: &api.ReceiptStateCommand{},
+	api.OpSetBulletin: &api.BulletinCommand{}, api.OpLockAcquire: &api.LockAcquireCommand{}, api.OpLockRenew: &api.LockRenewCommand{},
+	api.OpLockRelease: &api.LockReleaseCommand{}, api.OpReleaseHolderLocks: &api.ReleaseHolderLocksCommand{},
+	api.OpSetRetention: &api.SetRetentionCommand{}, api.OpTrim: &api.TrimCommand{},
+	api.OpSetCursor: &api.SetCursorCommand{}, api.OpSetPolicy: &api.SetPolicyCommand{},
+	api.OpAgentLeaseAcquire: &api.AgentLeaseAcquireCommand{}, api.OpAgentLeaseRenew: &api.AgentLeaseRenewCommand{},
+	api.OpAgentLeaseRelease: &api.AgentLeaseReleaseCommand{},
+	api.OpArtifactPut:       &api.ArtifactPutCommand{}, api.OpArtifactDelete: &api.ArtifactDeleteCommand{},
+	api.OpCreateToken: &api.CreateTokenCommand{}, api.OpRevokeToken: &api.RevokeTokenCommand{}, api.OpAuditDenial: &api.AuditDenialCommand{},
+	api.OpTaskCreate: &api.TaskCreateCommand{}, api.OpTaskClaim: &api.TaskClaimCommand{}, api.OpTaskProgress: &api.TaskProgressCommand{},
+	api.OpTaskComplete: &api.TaskCompleteCommand{}, api.OpTaskHandoff: &api.TaskHandoffCommand{}, api.OpTaskCancel: &api.TaskCancelCommand{},
+	api.OpApprovalRequest: &api.ApprovalRequestCommand{}, api.OpApprovalDecide: &api.ApprovalDecideCommand{},
+	api.OpApprovalCancel: &api.ApprovalCancelCommand{},
+	api.OpTick:           &api.TickCommand{}, opTaskTick: &api.TickCommand{},
 }
 
 func TestEveryOpDeclaresItsFreeText(t *testing.T) {
@@ -53,10 +55,10 @@ func TestEveryOpDeclaresItsFreeText(t *testing.T) {
 // The table names every field of seed 004's task_completion that holds
 // text, and the message's, as the API names them.
 func TestFreeTextNamesTheFieldsTheIssueLists(t *testing.T) {
-	tc := TaskCompleteCommand{Completion: TaskCompletion{
+	tc := api.TaskCompleteCommand{Completion: api.TaskCompletion{
 		ActionsTaken: []json.RawMessage{[]byte(`{"a":1}`)}, Outputs: []string{"o"}, NextSteps: []string{"n"},
-		Error: &TaskError{ErrorType: "x", ErrorMessage: "m"}}}
-	m := SendCommand{Message: Message{Tags: []string{"t"}, Content: Content{Artifacts: []ArtifactRef{{Ref: "sha256:ab", Name: "n.txt"}}}}}
+		Error: &api.TaskError{ErrorType: "x", ErrorMessage: "m"}}}
+	m := api.SendCommand{Message: api.Message{Tags: []string{"t"}, Content: api.Content{Artifacts: []api.ArtifactRef{{Ref: "sha256:ab", Name: "n.txt"}}}}}
 	for _, c := range []struct {
 		body FreeTexter
 		want []string
@@ -65,13 +67,13 @@ func TestFreeTextNamesTheFieldsTheIssueLists(t *testing.T) {
 			"completion.next_steps[0]", "completion.error.error_message", "completion.flags", "completion.metrics"}},
 		{&m, []string{"id", "title", "content.text", "content.code", "metadata", "tags[0]", "correlation_id",
 			"content.artifacts[0].name"}},
-		{&TaskHandoffCommand{}, []string{"reason"}},
-		{&TaskProgressCommand{}, []string{"message"}},
-		{&TaskCreateCommand{}, []string{"context", "description"}},
-		{&BulletinCommand{}, []string{"bulletin"}},
-		{&LockAcquireCommand{}, []string{"path"}},
-		{&RegisterAgentCommand{}, []string{"description"}},
-		{&ArtifactPutCommand{}, []string{"name"}},
+		{&api.TaskHandoffCommand{}, []string{"reason"}},
+		{&api.TaskProgressCommand{}, []string{"message"}},
+		{&api.TaskCreateCommand{}, []string{"context", "description"}},
+		{&api.BulletinCommand{}, []string{"bulletin"}},
+		{&api.LockAcquireCommand{}, []string{"path"}},
+		{&api.RegisterAgentCommand{}, []string{"description"}},
+		{&api.ArtifactPutCommand{}, []string{"name"}},
 	} {
 		var names []string
 		for _, f := range c.body.FreeText() {
@@ -93,28 +95,28 @@ func TestCheckText(t *testing.T) {
 		return json.RawMessage(strings.Repeat(`{"a":`, n) + "1" + strings.Repeat("}", n))
 	}
 	line, body := "a\tb\nc", "colour \x1b[31mred\x1b[0m"
-	ok := []TextField{
-		{Name: "title", Kind: TextLine, Text: &line},
-		{Name: "text", Kind: TextBody, Text: &body},
-		{Name: "metadata", Kind: TextJSON, JSON: rawPtr(deep(MaxJSONDepth))},
+	ok := []api.TextField{
+		{Name: "title", Kind: api.TextLine, Text: &line},
+		{Name: "text", Kind: api.TextBody, Text: &body},
+		{Name: "metadata", Kind: api.TextJSON, JSON: rawPtr(deep(MaxJSONDepth))},
 	}
 	if err := CheckText(ok); err != nil {
 		t.Fatalf("CheckText(ok) = %v", err)
 	}
 	esc, cr, bad := "a\x1b[2Jb", "a\rb", "a\xffb"
 	for _, c := range []struct {
-		f    TextField
+		f    api.TextField
 		want string
 	}{
-		{TextField{Name: "title", Kind: TextLine, Text: &esc}, "title: control character U+001B at byte 1"},
-		{TextField{Name: "id", Kind: TextLine, Text: &cr}, "id: control character U+000D"},
-		{TextField{Name: "content.text", Kind: TextBody, Text: &bad}, "content.text: not valid UTF-8"},
-		{TextField{Name: "metadata", Kind: TextJSON, JSON: rawPtr(deep(MaxJSONDepth + 1))}, "metadata: JSON nested 65 deep, at most 64"},
-		{TextField{Name: "metadata", Kind: TextJSON, JSON: rawPtr(json.RawMessage("{\"a\":\"\xff\"}"))}, "metadata: not valid UTF-8"},
-		{TextField{Name: "context", Kind: TextJSON, JSON: rawPtr(json.RawMessage(`{"a":`))}, "context: not valid JSON"},
+		{api.TextField{Name: "title", Kind: api.TextLine, Text: &esc}, "title: control character U+001B at byte 1"},
+		{api.TextField{Name: "id", Kind: api.TextLine, Text: &cr}, "id: control character U+000D"},
+		{api.TextField{Name: "content.text", Kind: api.TextBody, Text: &bad}, "content.text: not valid UTF-8"},
+		{api.TextField{Name: "metadata", Kind: api.TextJSON, JSON: rawPtr(deep(MaxJSONDepth + 1))}, "metadata: JSON nested 65 deep, at most 64"},
+		{api.TextField{Name: "metadata", Kind: api.TextJSON, JSON: rawPtr(json.RawMessage("{\"a\":\"\xff\"}"))}, "metadata: not valid UTF-8"},
+		{api.TextField{Name: "context", Kind: api.TextJSON, JSON: rawPtr(json.RawMessage(`{"a":`))}, "context: not valid JSON"},
 	} {
-		err := CheckText([]TextField{c.f})
-		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+		err := CheckText([]api.TextField{c.f})
+		if !errors.Is(err, api.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("CheckText(%s) = %v, want ErrInvalid with %q", c.f.Name, err, c.want)
 		}
 	}
@@ -124,17 +126,17 @@ func TestCheckText(t *testing.T) {
 // decode (Go's decoder stops at 10,000 levels) never reaches the log.
 func TestEncodeRefusesWhatApplyCouldNotDecode(t *testing.T) {
 	deep := json.RawMessage(strings.Repeat("[", 9998) + strings.Repeat("]", 9998))
-	_, err := Encode(OpSend, 1, SendCommand{Message: Message{ID: "m", Metadata: deep}})
-	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "send command: JSON nested 10000 deep, at most 72") {
+	_, err := Encode(api.OpSend, 1, api.SendCommand{Message: api.Message{ID: "m", Metadata: deep}})
+	if !errors.Is(err, api.ErrInvalid) || !strings.Contains(err.Error(), "send command: JSON nested 10000 deep, at most 72") {
 		t.Fatalf("Encode(9998 deep) = %v", err)
 	}
-	_, err = Encode(OpSend, 1, SendCommand{Message: Message{ID: "m", Metadata: json.RawMessage("\"\xff\"")}})
-	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "not valid UTF-8") {
+	_, err = Encode(api.OpSend, 1, api.SendCommand{Message: api.Message{ID: "m", Metadata: json.RawMessage("\"\xff\"")}})
+	if !errors.Is(err, api.ErrInvalid) || !strings.Contains(err.Error(), "not valid UTF-8") {
 		t.Fatalf("Encode(invalid UTF-8) = %v", err)
 	}
 	// At the bound it encodes and applies.
 	f, _ := openTemp(t)
-	m := Message{ID: msgID(1), From: "a", Channel: "c", To: Recipients{"b"}, Content: Content{Text: "x"},
+	m := api.Message{ID: msgID(1), From: "a", Channel: "c", To: api.Recipients{"b"}, Content: api.Content{Text: "x"},
 		Metadata: json.RawMessage(strings.Repeat("[", MaxJSONDepth) + strings.Repeat("]", MaxJSONDepth))}
 	m.Normalize(time.Unix(1, 0))
 	mustSendResult(t, applyOne(f, sendEntry(t, 1, 1, m)))

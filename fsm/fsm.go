@@ -13,6 +13,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
 
 // FSM is the replicated state machine. It implements raft.BatchingFSM.
@@ -32,7 +34,7 @@ type FSM struct {
 
 	applied atomic.Uint64
 
-	ops   map[Op]applyFunc // registry(), built by Open
+	ops   map[api.Op]applyFunc // registry(), built by Open
 	rules rulesCache
 
 	notifyMu sync.Mutex

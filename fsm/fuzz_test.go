@@ -13,6 +13,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
 
 // fuzzIndex is the Raft index the fuzzed entry is applied at: right after
@@ -29,7 +31,7 @@ func fuzzBase(tb testing.TB) []*raft.Log {
 	return []*raft.Log{
 		sendEntry(tb, 1, baseTS, m1),
 		sendEntry(tb, 2, baseTS+1000, m2),
-		nodeEntry(tb, 3, baseTS+2000, RegisterNodeCommand{NodeID: "n1", APIAddr: "127.0.0.1:7001", RaftAddr: "127.0.0.1:8001"}),
+		nodeEntry(tb, 3, baseTS+2000, api.RegisterNodeCommand{NodeID: "n1", APIAddr: "127.0.0.1:7001", RaftAddr: "127.0.0.1:8001"}),
 	}
 }
 
@@ -144,7 +146,7 @@ func FuzzDecodeCommand(f *testing.F) {
 				t.Fatalf("refused entry (%v) changed the state:\nbefore\n%s\nafter\n%s", r, beforeData, got)
 			}
 		case *SendResult:
-			if decErr != nil || cmd.Op != OpSend {
+			if decErr != nil || cmd.Op != api.OpSend {
 				t.Fatalf("a send result %+v for an entry that is not a send (op %q, decode error %v)", r, cmd.Op, decErr)
 			}
 			checkStoredSend(t, st, r)
@@ -169,7 +171,7 @@ func FuzzDecodeCommand(f *testing.F) {
 				t.Fatalf("re-applying a send changed the state")
 			}
 		case *NodeInfo:
-			if decErr != nil || cmd.Op != OpRegisterNode {
+			if decErr != nil || cmd.Op != api.OpRegisterNode {
 				t.Fatalf("a node result %+v for an entry that is not register_node (op %q, decode error %v)", r, cmd.Op, decErr)
 			}
 			if r.Index != fuzzIndex || r.NodeID == "" || r.APIAddr == "" {
@@ -212,7 +214,7 @@ func FuzzDecodeCommand(f *testing.F) {
 				t.Fatalf("send after the fuzzed entry stamped %d, not after the last time %d", ts, lastTS)
 			}
 		case error:
-			if !errors.Is(nr, ErrConflict) { // the fuzzed entry took the id
+			if !errors.Is(nr, api.ErrConflict) { // the fuzzed entry took the id
 				t.Fatalf("a valid send after the fuzzed entry failed: %v", nr)
 			}
 		default:
@@ -246,7 +248,7 @@ func checkStoredSend(t *testing.T, st *FSM, r *SendResult) {
 // decodeCommandSeeds are the in-code seeds of FuzzDecodeCommand; the
 // committed corpus under testdata/fuzz/FuzzDecodeCommand holds more.
 func decodeCommandSeeds(tb testing.TB) [][]byte {
-	enc := func(op Op, ts int64, body any) []byte {
+	enc := func(op api.Op, ts int64, body any) []byte {
 		b, err := Encode(op, ts, body)
 		if err != nil {
 			tb.Fatal(err)
@@ -261,29 +263,29 @@ func decodeCommandSeeds(tb testing.TB) [][]byte {
 	invalid := testMessage("msg-x", "general", "x")
 	invalid.Priority = "whenever"
 	return [][]byte{
-		enc(OpSend, baseTS+5000, SendCommand{Message: testMessage(msgID(2), "general", "fuzz")}),
-		enc(OpSend, baseTS+5000, SendCommand{Message: full}),
-		enc(OpSend, baseTS-5000, SendCommand{Message: dupOfBase}),
-		enc(OpSend, baseTS+5000, SendCommand{Message: conflict}),
-		enc(OpSend, baseTS+5000, SendCommand{Message: invalid}),
-		enc(OpSend, math.MaxInt64, SendCommand{Message: testMessage(msgID(3), "general", "end of time")}),
-		enc(OpSend, math.MinInt64, SendCommand{Message: testMessage(msgID(4), "general", "start of time")}),
-		enc(OpRegisterNode, baseTS, RegisterNodeCommand{NodeID: "n2", APIAddr: "127.0.0.1:7002", RaftAddr: "127.0.0.1:8002"}),
-		enc(OpRegisterNode, baseTS, RegisterNodeCommand{NodeID: strings.Repeat("n", MaxIDLen+1), APIAddr: "a:1"}),
-		enc(OpTaskCreate, baseTS+5000, TaskCreateCommand{ID: "task-1", From: "codex", To: "role:reviewer", Title: "fuzz", Priority: PriorityNormal,
+		enc(api.OpSend, baseTS+5000, api.SendCommand{Message: testMessage(msgID(2), "general", "fuzz")}),
+		enc(api.OpSend, baseTS+5000, api.SendCommand{Message: full}),
+		enc(api.OpSend, baseTS-5000, api.SendCommand{Message: dupOfBase}),
+		enc(api.OpSend, baseTS+5000, api.SendCommand{Message: conflict}),
+		enc(api.OpSend, baseTS+5000, api.SendCommand{Message: invalid}),
+		enc(api.OpSend, math.MaxInt64, api.SendCommand{Message: testMessage(msgID(3), "general", "end of time")}),
+		enc(api.OpSend, math.MinInt64, api.SendCommand{Message: testMessage(msgID(4), "general", "start of time")}),
+		enc(api.OpRegisterNode, baseTS, api.RegisterNodeCommand{NodeID: "n2", APIAddr: "127.0.0.1:7002", RaftAddr: "127.0.0.1:8002"}),
+		enc(api.OpRegisterNode, baseTS, api.RegisterNodeCommand{NodeID: strings.Repeat("n", api.MaxIDLen+1), APIAddr: "a:1"}),
+		enc(api.OpTaskCreate, baseTS+5000, api.TaskCreateCommand{ID: "task-1", From: "codex", To: "role:reviewer", Title: "fuzz", Priority: api.PriorityNormal,
 			TimeoutSeconds: 1, MaxAttempts: 1, Channel: "general", Context: json.RawMessage(`{"a":[1]}`)}),
-		enc(OpTaskCreate, baseTS+5000, TaskCreateCommand{ID: "task-2", From: "codex", To: "claude", Title: "waits", Priority: PriorityNormal,
+		enc(api.OpTaskCreate, baseTS+5000, api.TaskCreateCommand{ID: "task-2", From: "codex", To: "claude", Title: "waits", Priority: api.PriorityNormal,
 			TimeoutSeconds: 1, MaxAttempts: 1, Channel: "general", DependsOn: []string{"task-none"}}),
-		enc(OpTaskCreate, baseTS+5000, TaskCreateCommand{ID: "task-3", From: SystemSender, To: "all", Title: "x"}),
-		enc(OpTaskClaim, baseTS+5000, TaskClaimCommand{ID: "task-1", Agent: "claude"}),
-		enc(OpTaskComplete, baseTS+5000, TaskCompleteCommand{ID: "task-1", Agent: "claude", Fence: 4, Completion: TaskCompletion{Status: TaskStatusSuccess}}),
-		enc(OpTick, math.MaxInt64, TickCommand{}),
-		enc(OpApprovalRequest, baseTS+5000, ApprovalRequestCommand{ID: "appr-1", From: "codex", Approvers: []string{"claude", "role:lead"}, Quorum: 2,
-			Title: "fuzz", Action: json.RawMessage(`{"a":[1,2.50]}`), Priority: PriorityNormal, Timeout: ApprovalTimeout(time.Second),
-			OnTimeout: OnTimeoutEscalate, Channel: "general"}),
-		enc(OpApprovalDecide, baseTS+5000, ApprovalDecideCommand{ID: "appr-1", Approver: "claude", Decision: DecisionModify,
+		enc(api.OpTaskCreate, baseTS+5000, api.TaskCreateCommand{ID: "task-3", From: api.SystemSender, To: "all", Title: "x"}),
+		enc(api.OpTaskClaim, baseTS+5000, api.TaskClaimCommand{ID: "task-1", Agent: "claude"}),
+		enc(api.OpTaskComplete, baseTS+5000, api.TaskCompleteCommand{ID: "task-1", Agent: "claude", Fence: 4, Completion: api.TaskCompletion{Status: api.TaskStatusSuccess}}),
+		enc(api.OpTick, math.MaxInt64, api.TickCommand{}),
+		enc(api.OpApprovalRequest, baseTS+5000, api.ApprovalRequestCommand{ID: "appr-1", From: "codex", Approvers: []string{"claude", "role:lead"}, Quorum: 2,
+			Title: "fuzz", Action: json.RawMessage(`{"a":[1,2.50]}`), Priority: api.PriorityNormal, Timeout: api.ApprovalTimeout(time.Second),
+			OnTimeout: api.OnTimeoutEscalate, Channel: "general"}),
+		enc(api.OpApprovalDecide, baseTS+5000, api.ApprovalDecideCommand{ID: "appr-1", Approver: "claude", Decision: api.DecisionModify,
 			ActionHash: "sha256:" + strings.Repeat("0", 64), Action: json.RawMessage(`"x"`)}),
-		enc(OpApprovalCancel, baseTS+5000, ApprovalCancelCommand{ID: "appr-1", From: "codex"}),
+		enc(api.OpApprovalCancel, baseTS+5000, api.ApprovalCancelCommand{ID: "appr-1", From: "codex"}),
 		[]byte("\x02\x09task_tick\x02null"),
 		[]byte("\x02\x0btask_create\x02{\"id\":\"t\",\"depends_on\":[\"t\"]}"),
 		[]byte(`{"v":1,"op":"set_rules","ts":1,"body":{}}`),
@@ -336,21 +338,21 @@ func FuzzMessageJSON(f *testing.F) {
 	}
 	now := time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var m Message
+		var m api.Message
 		if err := json.Unmarshal(data, &m); err != nil {
 			return
 		}
 		m.Normalize(now)
 		if err := m.Validate(); err != nil {
-			var fe *FieldError
-			if !errors.As(err, &fe) || !errors.Is(err, ErrInvalid) || fe.Field == "" || fe.Reason == "" {
+			var fe *api.FieldError
+			if !errors.As(err, &fe) || !errors.Is(err, api.ErrInvalid) || fe.Field == "" || fe.Reason == "" {
 				t.Fatalf("Validate() = %v (%T), want a *FieldError wrapping ErrInvalid", err, err)
 			}
 			return
 		}
 		// The API checks the free text too, before it proposes.
 		if err := CheckText(m.FreeText()); err != nil {
-			if !errors.Is(err, ErrInvalid) {
+			if !errors.Is(err, api.ErrInvalid) {
 				t.Fatalf("CheckText() = %v, want a *FieldError wrapping ErrInvalid", err)
 			}
 			return
@@ -359,7 +361,7 @@ func FuzzMessageJSON(f *testing.F) {
 		if err != nil {
 			t.Fatalf("a valid message does not marshal: %v", err)
 		}
-		var m2 Message
+		var m2 api.Message
 		if err := json.Unmarshal(b, &m2); err != nil {
 			t.Fatalf("a valid message does not unmarshal from its own JSON %s: %v", b, err)
 		}
@@ -378,14 +380,14 @@ func FuzzMessageJSON(f *testing.F) {
 		// What the API accepts, the state machine stores; the same send
 		// again is a duplicate at the same seq.
 		st := fuzzTemp(t)
-		data1, err := Encode(OpSend, baseTS, SendCommand{Message: m2})
+		data1, err := Encode(api.OpSend, baseTS, api.SendCommand{Message: m2})
 		if err != nil {
 			t.Fatalf("encode a valid send: %v", err)
 		}
 		r := applyOne(st, &raft.Log{Type: raft.LogCommand, Index: 1, Data: data1})
 		// The one refusal the API cannot foresee: a role or glob that
 		// matches no agent of the (here empty) registry.
-		var fe *FieldError
+		var fe *api.FieldError
 		if err, ok := r.(error); ok && errors.As(err, &fe) && strings.HasPrefix(fe.Field, "to[") && strings.Contains(fe.Reason, "matches no agent") {
 			return
 		}

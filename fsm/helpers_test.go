@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/maos-project/maos/api"
 )
 
 // baseTS is the proposer clock the tests stamp entries with (Unix ns).
@@ -41,33 +43,33 @@ func openTemp(tb testing.TB) (*FSM, string) {
 
 // testMessage is a valid, normalized message as a proposer would put in a
 // send command.
-func testMessage(id, channel, text string) Message {
-	return Message{
+func testMessage(id, channel, text string) api.Message {
+	return api.Message{
 		ID:         id,
 		Channel:    channel,
 		From:       "codex",
-		To:         Recipients{"claude"},
-		Type:       DefaultType,
-		Priority:   DefaultPriority,
-		Visibility: VisibilityPublic,
-		Content:    Content{Text: text},
+		To:         api.Recipients{"claude"},
+		Type:       api.DefaultType,
+		Priority:   api.DefaultPriority,
+		Visibility: api.VisibilityPublic,
+		Content:    api.Content{Text: text},
 	}
 }
 
 func msgID(n int) string { return fmt.Sprintf("msg-20261121-103000-codex-%08x", n) }
 
-func sendEntry(tb testing.TB, index uint64, ts int64, m Message) *raft.Log {
+func sendEntry(tb testing.TB, index uint64, ts int64, m api.Message) *raft.Log {
 	tb.Helper()
-	data, err := Encode(OpSend, ts, SendCommand{Message: m})
+	data, err := Encode(api.OpSend, ts, api.SendCommand{Message: m})
 	if err != nil {
 		tb.Fatalf("Encode send: %v", err)
 	}
 	return &raft.Log{Type: raft.LogCommand, Index: index, Term: 1, Data: data}
 }
 
-func nodeEntry(tb testing.TB, index uint64, ts int64, c RegisterNodeCommand) *raft.Log {
+func nodeEntry(tb testing.TB, index uint64, ts int64, c api.RegisterNodeCommand) *raft.Log {
 	tb.Helper()
-	data, err := Encode(OpRegisterNode, ts, c)
+	data, err := Encode(api.OpRegisterNode, ts, c)
 	if err != nil {
 		tb.Fatalf("Encode register_node: %v", err)
 	}
@@ -161,7 +163,7 @@ func resultString(r any) string {
 // errorString renders an apply error with the sentinel it wraps first,
 // so a test can count refusals by kind whatever their words.
 func errorString(err error) string {
-	for _, s := range []error{ErrConflict, ErrForbidden, ErrNotFound, ErrInvalid} {
+	for _, s := range []error{api.ErrConflict, api.ErrForbidden, api.ErrNotFound, api.ErrInvalid} {
 		if errors.Is(err, s) {
 			return "error [" + s.Error() + "] " + err.Error()
 		}

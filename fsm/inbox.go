@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
 
 // Per-agent inboxes and read state. Every entry is derived from a stored
@@ -28,16 +30,13 @@ import (
 //
 // bucketReadMarks: agent → seq (8): the highest "read up to" mark given.
 
-// OpMarkRead marks inbox entries read (body: MarkReadCommand).
-const OpMarkRead Op = "mark_read"
-
 // Inbox query limits.
 const (
 	// MaxInboxScan bounds the inbox entries one query reads when filters
 	// other than unread and priority (type, from) skip entries: the page
 	// then ends early with has_more and next_after, and the client goes on
 	// from there.
-	MaxInboxScan = 10 * MaxPageLimit
+	MaxInboxScan = 10 * api.MaxPageLimit
 )
 
 const inboxRead = 1 // flags bit
@@ -81,7 +80,7 @@ type InboxCounts struct {
 	Unread uint64 `json:"unread"`
 	// UnreadByPriority has a key for every priority (urgent, high, normal,
 	// low), zeros included.
-	UnreadByPriority map[Priority]uint64 `json:"unread_by_priority"`
+	UnreadByPriority map[api.Priority]uint64 `json:"unread_by_priority"`
 	// ReadUpto is the highest "read up to" mark given, 0 for none.
 	ReadUpto uint64 `json:"read_upto"`
 }
@@ -177,34 +176,6 @@ func markRead(tx *bbolt.Tx, agent string, seq uint64, ts int64) bool {
 	return true
 }
 
-// MarkReadCommand is the body of OpMarkRead: mark one message (ID) or
-// every unread message up to and including seq Upto read in Agent's inbox.
-// Exactly one of ID and Upto is given.
-type MarkReadCommand struct {
-	Agent string `json:"agent"`
-	ID    string `json:"id,omitempty"`
-	Upto  uint64 `json:"upto,omitempty"`
-}
-
-// Validate checks the agent id and that exactly one of id and upto is set.
-func (c *MarkReadCommand) Validate() error {
-	if c.Agent == "" {
-		return FieldErrorf("agent", "required")
-	}
-	if !ValidName(c.Agent) {
-		return NameError("agent", c.Agent)
-	}
-	switch {
-	case c.ID == "" && c.Upto == 0:
-		return FieldErrorf("id", "give a message id, or upto: a seq (everything up to it is marked read)")
-	case c.ID != "" && c.Upto != 0:
-		return FieldErrorf("upto", "give either id or upto, not both")
-	case c.ID != "" && !idRE.MatchString(c.ID):
-		return FieldErrorf("id", "must be a message id matching %s", idRE)
-	}
-	return nil
-}
-
 // MarkReadResult is what applying OpMarkRead returns: how many entries
 // changed from unread to read (0 when they were read already) and the
 // counts after.
@@ -215,8 +186,8 @@ type MarkReadResult struct {
 }
 
 func applyMarkRead(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
-	var cmd MarkReadCommand
-	if err := decodeCommand(OpMarkRead, body, &cmd); err != nil {
+	var cmd api.MarkReadCommand
+	if err := decodeCommand(api.OpMarkRead, body, &cmd); err != nil {
 		return nil, err
 	}
 	if err := inboxExists(tx, cmd.Agent); err != nil {
@@ -278,9 +249,9 @@ func inboxExists(tx *bbolt.Tx, agent string) error {
 
 func readCounts(tx *bbolt.Tx, agent string) InboxCounts {
 	c := getCounts(tx, agent)
-	out := InboxCounts{Agent: agent, Total: c[0], Unread: c[1], UnreadByPriority: map[Priority]uint64{},
+	out := InboxCounts{Agent: agent, Total: c[0], Unread: c[1], UnreadByPriority: map[api.Priority]uint64{},
 		ReadUpto: readMark(tx, agent)}
-	for _, p := range Priorities {
+	for _, p := range api.Priorities {
 		out.UnreadByPriority[p] = c[2+int(priorityByte(p))]
 	}
 	return out
@@ -300,57 +271,10 @@ func (f *FSM) InboxCounts(agent string) (InboxCounts, error) {
 	return out, err
 }
 
-// InboxQuery filters an inbox page. Unread and Priority are answered from
-// the index (Unread reads only the unread range; Priority is in each index
-// value); Type and From read each message of the range scanned, at most
-// MaxInboxScan entries per query.
-type InboxQuery struct {
-	Unread   bool     `json:"unread,omitempty"`
-	Priority Priority `json:"priority,omitempty"`
-	Type     string   `json:"type,omitempty"`
-	From     string   `json:"from,omitempty"`
-	After    uint64   `json:"after,omitempty"` // seq, exclusive
-	Limit    int      `json:"limit,omitempty"` // ≤ 0: DefaultPageLimit; capped at MaxPageLimit
-	// Newest lists newest first, from Before (exclusive; 0: the newest
-	// entry) down to After; the next page is the same query with
-	// Before=NextBefore.
-	Newest bool   `json:"newest,omitempty"`
-	Before uint64 `json:"before,omitempty"`
-}
-
-// Validate checks the filters.
-func (q *InboxQuery) Validate() error {
-	if q.Priority != "" && !ValidPriority(q.Priority) {
-		return FieldErrorf("priority", "must be one of %s", PriorityList())
-	}
-	if q.Type != "" && !ValidName(q.Type) {
-		return NameError("type", q.Type)
-	}
-	if q.From != "" && !ValidName(q.From) {
-		return NameError("from", q.From)
-	}
-	if q.Limit > MaxPageLimit {
-		return FieldErrorf("limit", "%d, at most %d", q.Limit, MaxPageLimit)
-	}
-	if q.Before != 0 && !q.Newest {
-		return FieldErrorf("before", "only with newest (oldest-first pages go on with after)")
-	}
-	if q.Before != 0 && q.Before <= q.After+1 {
-		return FieldErrorf("before", "%d leaves nothing after %d", q.Before, q.After)
-	}
-	return nil
-}
-
-// InboxEntry is a message in an inbox with the agent's read flag.
-type InboxEntry struct {
-	Message
-	Read bool `json:"read"`
-}
-
 // InboxPage is one page of an inbox, in seq order.
 type InboxPage struct {
-	Agent    string       `json:"agent"`
-	Messages []InboxEntry `json:"messages"`
+	Agent    string           `json:"agent"`
+	Messages []api.InboxEntry `json:"messages"`
 	// HasMore is true when entries after NextAfter may match: the next
 	// page is the same query with after=NextAfter.
 	HasMore bool `json:"has_more"`
@@ -366,12 +290,12 @@ type InboxPage struct {
 // of each entry that passes the index filters; with Type or From it stops
 // after MaxInboxScan entries with HasMore set. An agent that is not
 // registered and has no inbox is an error wrapping ErrNotFound.
-func (f *FSM) Inbox(agent string, q InboxQuery) (InboxPage, error) {
+func (f *FSM) Inbox(agent string, q api.InboxQuery) (InboxPage, error) {
 	if err := q.Validate(); err != nil {
 		return InboxPage{}, err
 	}
 	limit := pageLimit(q.Limit)
-	page := InboxPage{Agent: agent, Messages: []InboxEntry{}}
+	page := InboxPage{Agent: agent, Messages: []api.InboxEntry{}}
 	var wantPrio int = -1
 	if q.Priority != "" {
 		wantPrio = int(priorityByte(q.Priority))
@@ -419,7 +343,7 @@ func (f *FSM) Inbox(agent string, q InboxQuery) (InboxPage, error) {
 			if e, ok := decodeInboxEntry(inbox.Get(k)); ok {
 				read = e.read
 			}
-			page.Messages = append(page.Messages, InboxEntry{Message: *m, Read: read})
+			page.Messages = append(page.Messages, api.InboxEntry{Message: *m, Read: read})
 		}
 		return nil
 	})
@@ -428,7 +352,7 @@ func (f *FSM) Inbox(agent string, q InboxQuery) (InboxPage, error) {
 
 // inboxRange returns how to walk agent's entries in c for q: oldest first
 // from After, or newest first from Before.
-func inboxRange(c *bbolt.Cursor, agent string, prefix []byte, q InboxQuery) (first, next func() ([]byte, []byte)) {
+func inboxRange(c *bbolt.Cursor, agent string, prefix []byte, q api.InboxQuery) (first, next func() ([]byte, []byte)) {
 	if !q.Newest {
 		return func() ([]byte, []byte) { return c.Seek(inboxKey(agent, q.After+1)) }, c.Next
 	}

@@ -12,18 +12,9 @@ import (
 	"strings"
 
 	"go.etcd.io/bbolt"
-)
 
-// Interrupt marks a send as an interrupt's alert (SendCommand.Interrupt).
-// POST /v1/agents/{id}/interrupt alone sets it: POST /v1/messages decodes
-// a Message, which has no such field.
-type Interrupt struct {
-	// Moderator is true when the request's bearer token is a moderator's
-	// (or an admin's), which may always interrupt. The node that
-	// authenticated the request sets it; without authentication no
-	// caller is one.
-	Moderator bool `json:"moderator,omitempty"`
-}
+	"github.com/maos-project/maos/api"
+)
 
 // The shape of an interrupt's alert (NewInterrupt).
 const (
@@ -37,15 +28,15 @@ const (
 // line and cut to MaxTitleLen bytes (the audit trail shows titles, so it
 // shows why). The ID is left empty: the caller sets one, fixed before the
 // first attempt, or Normalize generates it.
-func NewInterrupt(from, agent, channel, reason string) *Message {
-	return &Message{
+func NewInterrupt(from, agent, channel, reason string) *api.Message {
+	return &api.Message{
 		Channel:  channel,
 		From:     from,
-		To:       Recipients{agent},
+		To:       api.Recipients{agent},
 		Type:     InterruptType,
-		Priority: PriorityUrgent,
-		Title:    TruncateUTF8(InterruptPrefix+strings.Join(strings.Fields(reason), " "), MaxTitleLen),
-		Content:  Content{Text: InterruptPrefix + reason},
+		Priority: api.PriorityUrgent,
+		Title:    api.TruncateUTF8(InterruptPrefix+strings.Join(strings.Fields(reason), " "), api.MaxTitleLen),
+		Content:  api.Content{Text: InterruptPrefix + reason},
 	}
 }
 
@@ -57,15 +48,15 @@ func NewInterrupt(from, agent, channel, reason string) *Message {
 // registered). The alert must name one agent in "to" (a *FieldError). A
 // refusal writes one BLOCKED audit line, and nothing else, and returns a
 // *ForbiddenError in the rule's words.
-func (f *FSM) checkInterrupt(tx *bbolt.Tx, index uint64, ts int64, m *Message, mark *Interrupt) error {
-	if len(m.To) != 1 || AddressKindOf(m.To[0]) != AddressAgent {
-		return FieldErrorf("to", "an interrupt names one agent, not %q", strings.Join(m.To, ","))
+func (f *FSM) checkInterrupt(tx *bbolt.Tx, index uint64, ts int64, m *api.Message, mark *api.Interrupt) error {
+	if len(m.To) != 1 || api.AddressKindOf(m.To[0]) != api.AddressAgent {
+		return api.FieldErrorf("to", "an interrupt names one agent, not %q", strings.Join(m.To, ","))
 	}
 	ok, reason, err := f.mayInterrupt(tx, m.From, mark.Moderator)
 	if err != nil || ok {
 		return err
 	}
-	audit(tx, index, ts, markPrivate(AuditEvent{Kind: AuditBlocked, From: m.From, To: m.To, Label: "BLOCKED", Text: reason, MessageID: m.ID}, m, nil))
+	audit(tx, index, ts, markPrivate(api.AuditEvent{Kind: AuditBlocked, From: m.From, To: m.To, Label: "BLOCKED", Text: reason, MessageID: m.ID}, m, nil))
 	return &ForbiddenError{Reason: reason}
 }
 

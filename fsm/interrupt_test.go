@@ -7,37 +7,38 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/rules"
 )
 
 // interruptMsg is from's interrupt alert to agent, id from the counter.
-func (b *mbox) interruptMsg(from, agent string) Message {
+func (b *mbox) interruptMsg(from, agent string) api.Message {
 	m := *NewInterrupt(from, agent, "ops", "stop: the spec changed")
 	m.ID = b.msg(from, "x").ID
 	m.Normalize(time.Unix(0, b.ts))
 	return m
 }
 
-func (b *mbox) interrupt(m Message, moderator bool) any {
+func (b *mbox) interrupt(m api.Message, moderator bool) any {
 	b.t.Helper()
-	return b.apply(OpSend, SendCommand{Message: m, Interrupt: &Interrupt{Moderator: moderator}})
+	return b.apply(api.OpSend, api.SendCommand{Message: m, Interrupt: &api.Interrupt{Moderator: moderator}})
 }
 
 // refused checks that applying the interrupt m was refused in the words
 // of want, stored nothing and left exactly one BLOCKED audit line.
-func (b *mbox) refused(m Message, moderator bool, want string) {
+func (b *mbox) refused(m api.Message, moderator bool, want string) {
 	b.t.Helper()
 	before := dumpWithout(b.t, b.f, string(bucketAudit))
 	auditBefore := len(b.auditLines())
 	err := mustError(b.t, b.interrupt(m, moderator))
 	var fe *ForbiddenError
-	if !errors.Is(err, ErrForbidden) || !errors.As(err, &fe) || fe.Error() != want {
+	if !errors.Is(err, api.ErrForbidden) || !errors.As(err, &fe) || fe.Error() != want {
 		b.t.Fatalf("interrupt from %s = %v, want a ForbiddenError saying %q", m.From, err, want)
 	}
 	if after := dumpWithout(b.t, b.f, string(bucketAudit)); after != before {
 		b.t.Errorf("a refused interrupt from %s stored more than an audit line", m.From)
 	}
-	if _, err := b.f.Message(m.ID); !errors.Is(err, ErrNotFound) {
+	if _, err := b.f.Message(m.ID); !errors.Is(err, api.ErrNotFound) {
 		b.t.Errorf("the refused alert %s is stored: %v", m.ID, err)
 	}
 	lines := b.auditLines()[auditBefore:]
@@ -47,7 +48,7 @@ func (b *mbox) refused(m Message, moderator bool, want string) {
 }
 
 // allowed checks that the interrupt m was stored and delivered.
-func (b *mbox) allowed(m Message, moderator bool) *SendResult {
+func (b *mbox) allowed(m api.Message, moderator bool) *SendResult {
 	b.t.Helper()
 	r := b.interrupt(m, moderator)
 	res, ok := r.(*SendResult)
@@ -55,7 +56,7 @@ func (b *mbox) allowed(m Message, moderator bool) *SendResult {
 		b.t.Fatalf("interrupt from %s refused: %v", m.From, r)
 	}
 	stored, err := b.f.Message(m.ID)
-	if err != nil || stored.Type != InterruptType || stored.Priority != PriorityUrgent || len(stored.Recipients) != 1 || stored.Recipients[0] != m.To[0] {
+	if err != nil || stored.Type != InterruptType || stored.Priority != api.PriorityUrgent || len(stored.Recipients) != 1 || stored.Recipients[0] != m.To[0] {
 		b.t.Fatalf("stored alert %+v, %v", stored, err)
 	}
 	return res
@@ -73,7 +74,7 @@ func TestInterruptAuthorityDefault(t *testing.T) {
 	for _, from := range []string{"dev", "stranger"} {
 		b.refused(b.interruptMsg(from, "claude"), false, rules.DefaultInterruptReason)
 	}
-	if _, err := b.f.Agent("stranger"); !errors.Is(err, ErrNotFound) {
+	if _, err := b.f.Agent("stranger"); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("a refused interrupt registered its sender: %v", err)
 	}
 	for _, from := range []string{"boss", "orch", "sup"} {
@@ -81,7 +82,7 @@ func TestInterruptAuthorityDefault(t *testing.T) {
 	}
 	// A moderator's token may, whatever its agent's role.
 	b.allowed(b.interruptMsg("dev", "claude"), true)
-	if c := b.counts("claude"); c.Unread != 4 || c.UnreadByPriority[PriorityUrgent] != 4 {
+	if c := b.counts("claude"); c.Unread != 4 || c.UnreadByPriority[api.PriorityUrgent] != 4 {
 		t.Errorf("claude's counts = %+v, want the 4 allowed alerts, urgent", c)
 	}
 }
@@ -93,7 +94,7 @@ func TestInterruptAuthorityByDocument(t *testing.T) {
 	for id, role := range map[string]string{"boss": "master", "dev": "developer", "ops": "operator", "claude": "developer"} {
 		b.register(id, role)
 	}
-	b.ok(OpSetRules, SetRulesCommand{Rules: &rules.Document{
+	b.ok(api.OpSetRules, api.SetRulesCommand{Rules: &rules.Document{
 		Forbidden: []rules.ForbiddenRule{{From: "role:tester", To: "role:reviewer", Reason: "testers go through the developer"}},
 	}})
 	if chk, err := b.f.CheckRules("dev", "", "claude", ""); err != nil || !chk.Allowed {
@@ -102,25 +103,25 @@ func TestInterruptAuthorityByDocument(t *testing.T) {
 	b.refused(b.interruptMsg("dev", "claude"), false, rules.DefaultInterruptReason)
 	b.allowed(b.interruptMsg("boss", "claude"), false)
 
-	b.ok(OpSetRules, SetRulesCommand{Rules: &rules.Document{Interrupt: []string{"role:operator"}}})
+	b.ok(api.OpSetRules, api.SetRulesCommand{Rules: &rules.Document{Interrupt: []string{"role:operator"}}})
 	b.allowed(b.interruptMsg("ops", "claude"), false)
 	b.refused(b.interruptMsg("boss", "claude"), false, "interrupt: only role:operator may interrupt")
 
-	b.ok(OpSetRules, SetRulesCommand{Rules: &rules.Document{Interrupt: []string{}}})
+	b.ok(api.OpSetRules, api.SetRulesCommand{Rules: &rules.Document{Interrupt: []string{}}})
 	b.refused(b.interruptMsg("ops", "claude"), false, "interrupt: the list is empty, nobody may interrupt")
 	b.allowed(b.interruptMsg("ops", "claude"), true)
 
 	// Authority to interrupt is not a pass through the lists: the alert is
 	// a message, refused like one when the rules keep it from the agent.
-	b.ok(OpSetRules, SetRulesCommand{Rules: &rules.Document{Interrupt: []string{"boss"},
+	b.ok(api.OpSetRules, api.SetRulesCommand{Rules: &rules.Document{Interrupt: []string{"boss"},
 		Forbidden: []rules.ForbiddenRule{{From: "boss", To: "claude", Reason: "boss leaves claude alone"}}}})
 	err := mustError(t, b.interrupt(b.interruptMsg("boss", "claude"), false))
-	if !errors.Is(err, ErrForbidden) || !strings.Contains(err.Error(), "boss leaves claude alone") {
+	if !errors.Is(err, api.ErrForbidden) || !strings.Contains(err.Error(), "boss leaves claude alone") {
 		t.Errorf("an interrupt the lists forbid = %v", err)
 	}
 
 	// CheckInterrupt answers the same, with the role it used.
-	b.ok(OpSetRules, SetRulesCommand{Rules: &rules.Document{Interrupt: []string{"role:operator", "boss"}}})
+	b.ok(api.OpSetRules, api.SetRulesCommand{Rules: &rules.Document{Interrupt: []string{"role:operator", "boss"}}})
 	for _, c := range []struct {
 		from, role string
 		want       bool
@@ -150,21 +151,21 @@ func TestInterruptIdempotentAndMarked(t *testing.T) {
 	if c := b.counts("claude"); c.Total != 1 {
 		t.Errorf("claude holds %d messages after a retry, want 1", c.Total)
 	}
-	if err := b.sendErr(m); !errors.Is(err, ErrConflict) {
+	if err := b.sendErr(m); !errors.Is(err, api.ErrConflict) {
 		t.Errorf("an ordinary send of the interrupt's id and content = %v, want a conflict", err)
 	}
 
 	// A plain message shaped like an alert, then an interrupt with its id.
 	plain := b.interruptMsg("boss", "claude")
 	b.send(plain)
-	if err := mustError(t, b.interrupt(plain, false)); !errors.Is(err, ErrConflict) {
+	if err := mustError(t, b.interrupt(plain, false)); !errors.Is(err, api.ErrConflict) {
 		t.Errorf("an interrupt reusing an ordinary message's id = %v, want a conflict", err)
 	}
 
 	// An interrupt names one agent.
 	wide := b.interruptMsg("boss", "claude")
-	wide.To = Recipients{"role:developer"}
-	var fe *FieldError
+	wide.To = api.Recipients{"role:developer"}
+	var fe *api.FieldError
 	if err := mustError(t, b.interrupt(wide, false)); !errors.As(err, &fe) || fe.Field != "to" {
 		t.Errorf("an interrupt to a role = %v, want a FieldError on to", err)
 	}
@@ -173,12 +174,12 @@ func TestInterruptIdempotentAndMarked(t *testing.T) {
 func TestNewInterrupt(t *testing.T) {
 	m := NewInterrupt("boss", "claude", "ops", "stop:\nthe spec  changed")
 	if m.From != "boss" || len(m.To) != 1 || m.To[0] != "claude" || m.Channel != "ops" || m.Type != "alert" ||
-		m.Priority != PriorityUrgent || m.Content.Text != "[INTERRUPT] stop:\nthe spec  changed" ||
+		m.Priority != api.PriorityUrgent || m.Content.Text != "[INTERRUPT] stop:\nthe spec  changed" ||
 		m.Title != "[INTERRUPT] stop: the spec changed" || m.ID != "" {
 		t.Errorf("NewInterrupt = %+v", m)
 	}
-	long := NewInterrupt("boss", "claude", "ops", strings.Repeat("é", MaxTitleLen))
-	if len(long.Title) > MaxTitleLen || !strings.HasPrefix(long.Title, InterruptPrefix+"é") || !strings.HasSuffix(long.Title, "é") {
+	long := NewInterrupt("boss", "claude", "ops", strings.Repeat("é", api.MaxTitleLen))
+	if len(long.Title) > api.MaxTitleLen || !strings.HasPrefix(long.Title, InterruptPrefix+"é") || !strings.HasSuffix(long.Title, "é") {
 		t.Errorf("a long reason's title is %d bytes: %q…", len(long.Title), long.Title[:40])
 	}
 }
@@ -192,36 +193,36 @@ func TestMessageCarriesInterruptAuthority(t *testing.T) {
 	b.register("orch", "orchestrator")
 	b.register("dev", "developer")
 	b.register("claude", "developer")
-	carries := func(m Message, cmd SendCommand) bool {
+	carries := func(m api.Message, cmd api.SendCommand) bool {
 		t.Helper()
 		cmd.Message = m
-		mustSendResult(t, b.ok(OpSend, cmd))
+		mustSendResult(t, b.ok(api.OpSend, cmd))
 		stored, err := b.f.Message(m.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return stored.MayInterrupt
 	}
-	urgent := func(from string) Message {
+	urgent := func(from string) api.Message {
 		m := b.msg(from, "stop", "claude")
-		m.Priority = PriorityUrgent
+		m.Priority = api.PriorityUrgent
 		return m
 	}
-	if !carries(urgent("orch"), SendCommand{}) {
+	if !carries(urgent("orch"), api.SendCommand{}) {
 		t.Errorf("an orchestrator's urgent message does not carry interrupt authority")
 	}
-	if !carries(b.msg("orch", "fyi", "claude"), SendCommand{}) {
+	if !carries(b.msg("orch", "fyi", "claude"), api.SendCommand{}) {
 		t.Errorf("an orchestrator's normal message does not carry its authority (an override may make it interrupt)")
 	}
 	forged := urgent("dev")
 	forged.MayInterrupt = true
-	if carries(forged, SendCommand{}) {
+	if carries(forged, api.SendCommand{}) {
 		t.Errorf("a developer's urgent message claiming may_interrupt kept it")
 	}
-	if carries(urgent("stranger"), SendCommand{}) {
+	if carries(urgent("stranger"), api.SendCommand{}) {
 		t.Errorf("an unregistered sender's urgent message carries interrupt authority")
 	}
-	if !carries(urgent("dev"), SendCommand{Moderator: true}) {
+	if !carries(urgent("dev"), api.SendCommand{Moderator: true}) {
 		t.Errorf("a moderator's urgent message does not carry interrupt authority")
 	}
 	alert := b.interruptMsg("orch", "claude")
@@ -231,12 +232,12 @@ func TestMessageCarriesInterruptAuthority(t *testing.T) {
 	}
 	// The rules document's interrupt list is the rule, for sends as for
 	// the interrupt endpoint.
-	b.ok(OpSetRules, SetRulesCommand{Rules: &rules.Document{Interrupt: []string{"dev"}}})
-	if !carries(urgent("dev"), SendCommand{}) || carries(urgent("orch"), SendCommand{}) {
+	b.ok(api.OpSetRules, api.SetRulesCommand{Rules: &rules.Document{Interrupt: []string{"dev"}}})
+	if !carries(urgent("dev"), api.SendCommand{}) || carries(urgent("orch"), api.SendCommand{}) {
 		t.Errorf("with interrupt: [dev], dev's message lacks or orch's keeps interrupt authority")
 	}
 	// A message stored before the field existed reads as no authority.
-	var old Message
+	var old api.Message
 	if err := json.Unmarshal([]byte(`{"id":"msg-old","from":"orch","to":["claude"],"channel":"c","priority":"urgent","content":{"text":"x"}}`), &old); err != nil || old.MayInterrupt {
 		t.Errorf("an old record reads may_interrupt %t (%v)", old.MayInterrupt, err)
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/agnivade/levenshtein"
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
 
 // Known names: who a command may address. A send, a task's create and
@@ -34,21 +36,6 @@ import (
 //	bucketSenders: agent id → the 8-byte seq of its first message stored by
 //	a flagged entry. Never trimmed: an agent that once sent stays known.
 
-// UnknownRecipients is the value of the unknown_recipients setting.
-type UnknownRecipients string
-
-// The unknown_recipients values.
-const (
-	// UnknownRecipientsRefuse refuses a command addressing an agent that
-	// is neither registered nor has ever sent, or a role or capability no
-	// agent has (404 naming each, with the closest known names). The
-	// default.
-	UnknownRecipientsRefuse UnknownRecipients = "refuse"
-	// UnknownRecipientsAccept stores them (the inbox of a name fills
-	// before its agent exists; a queue waits for its first agent).
-	UnknownRecipientsAccept UnknownRecipients = "accept"
-)
-
 // Addressing is a command that names agents, roles or capabilities to
 // reach: a send (interrupts included), a task's create and handoff, an
 // approval's request. CheckNames sets its known_names flag; the node that
@@ -58,24 +45,11 @@ type Addressing interface {
 	CheckNames()
 }
 
-// CheckNames flags the send: apply refuses unknown names in "to" and
-// records the sender.
-func (c *SendCommand) CheckNames() { c.KnownNames = true }
-
-// CheckNames flags the create: apply refuses an unknown "to".
-func (c *TaskCreateCommand) CheckNames() { c.KnownNames = true }
-
-// CheckNames flags the handoff: apply refuses an unknown "to".
-func (c *TaskHandoffCommand) CheckNames() { c.KnownNames = true }
-
-// CheckNames flags the request: apply refuses unknown approvers.
-func (c *ApprovalRequestCommand) CheckNames() { c.KnownNames = true }
-
 // recordSender records that from sent the message at seq, if it is its
 // first (SystemSender is no agent and is never recorded).
 func recordSender(tx *bbolt.Tx, from string, seq uint64) {
 	b := tx.Bucket(bucketSenders)
-	if from == SystemSender || b.Get([]byte(from)) != nil {
+	if from == api.SystemSender || b.Get([]byte(from)) != nil {
 		return
 	}
 	mustPut(b, []byte(from), u64(seq))
@@ -138,22 +112,22 @@ func checkKnown(tx *bbolt.Tx, field, actor string, names []string) error {
 		if slices.Contains(unknown, n) {
 			continue
 		}
-		switch AddressKindOf(n) {
-		case AddressAgent:
+		switch api.AddressKindOf(n) {
+		case api.AddressAgent:
 			if n != actor && !book.known(n) {
 				unknown = append(unknown, n)
 			}
-		case AddressRole:
-			if !hasIndexed(tx, idxRole, strings.TrimPrefix(n, RolePrefix)) {
+		case api.AddressRole:
+			if !hasIndexed(tx, idxRole, strings.TrimPrefix(n, api.RolePrefix)) {
 				unknown = append(unknown, n)
 			}
-		case AddressCapability:
-			if !hasIndexed(tx, idxCapability, strings.TrimPrefix(n, CapabilityPrefix)) {
+		case api.AddressCapability:
+			if !hasIndexed(tx, idxCapability, strings.TrimPrefix(n, api.CapabilityPrefix)) {
 				unknown = append(unknown, n)
 			}
 		}
 	}
-	if len(unknown) == 0 || readConfig(tx).UnknownRecipients == UnknownRecipientsAccept {
+	if len(unknown) == 0 || readConfig(tx).UnknownRecipients == api.UnknownRecipientsAccept {
 		return nil
 	}
 	return unknownNames(tx, field, unknown)
@@ -174,11 +148,11 @@ func unknownNames(tx *bbolt.Tx, field string, unknown []string) error {
 	for i, n := range unknown {
 		var what, why string
 		var pool []candidate
-		switch AddressKindOf(n) {
-		case AddressRole:
-			what, why, pool = fmt.Sprintf("role %q", strings.TrimPrefix(n, RolePrefix)), "no agent has it", known.roles
-		case AddressCapability:
-			what, why, pool = fmt.Sprintf("capability %q", strings.TrimPrefix(n, CapabilityPrefix)), "no agent has it", known.capabilities
+		switch api.AddressKindOf(n) {
+		case api.AddressRole:
+			what, why, pool = fmt.Sprintf("role %q", strings.TrimPrefix(n, api.RolePrefix)), "no agent has it", known.roles
+		case api.AddressCapability:
+			what, why, pool = fmt.Sprintf("capability %q", strings.TrimPrefix(n, api.CapabilityPrefix)), "no agent has it", known.capabilities
 		default:
 			agents = true
 			what, why, pool = fmt.Sprintf("agent %q", n), "not registered, never sent", append(slices.Clip(known.agents), known.roles...)
@@ -237,9 +211,9 @@ func knownNames(tx *bbolt.Tx) known {
 			}
 			last = string(name)
 			if kind == idxRole {
-				k.roles = append(k.roles, candidate{RolePrefix + last, last})
+				k.roles = append(k.roles, candidate{api.RolePrefix + last, last})
 			} else {
-				k.capabilities = append(k.capabilities, candidate{CapabilityPrefix + last, last})
+				k.capabilities = append(k.capabilities, candidate{api.CapabilityPrefix + last, last})
 			}
 		}
 	}
@@ -248,10 +222,10 @@ func knownNames(tx *bbolt.Tx) known {
 
 // bare is a name without its role: or capability: prefix.
 func bare(n string) string {
-	if r, ok := strings.CutPrefix(n, RolePrefix); ok {
+	if r, ok := strings.CutPrefix(n, api.RolePrefix); ok {
 		return r
 	}
-	return strings.TrimPrefix(n, CapabilityPrefix)
+	return strings.TrimPrefix(n, api.CapabilityPrefix)
 }
 
 // maxSuggestions is how many known names a refusal offers for one name,

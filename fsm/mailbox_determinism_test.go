@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/maos-project/maos/api"
 )
 
 // mailboxLog builds n entries of the mailbox ops from a fixed seed:
@@ -27,12 +29,12 @@ func mailboxLog(tb testing.TB, seed uint64, n int) []*raft.Log {
 	for i := range n {
 		idx := uint64(i + 1)
 		ts := baseTS + int64(idx)*1000 + rng.Int64N(20000) - 10000
-		add := func(op Op, body any) { logs = append(logs, opEntry(tb, idx, ts, op, body)) }
+		add := func(op api.Op, body any) { logs = append(logs, opEntry(tb, idx, ts, op, body)) }
 		switch k := rng.IntN(100); {
 		case k < 15:
-			add(OpRegisterAgent, RegisterAgentCommand{ID: pick(agents), Role: pick(roles), Capabilities: []string{pick([]string{"go", "review"})}})
+			add(api.OpRegisterAgent, api.RegisterAgentCommand{ID: pick(agents), Role: pick(roles), Capabilities: []string{pick([]string{"go", "review"})}})
 		case k < 19:
-			add(OpUnregisterAgent, UnregisterAgentCommand{ID: pick(append(agents, "ghost"))})
+			add(api.OpUnregisterAgent, api.UnregisterAgentCommand{ID: pick(append(agents, "ghost"))})
 		case k < 65:
 			to := []string{pick([]string{"alice", "zed", "all", "*", "role:reviewer", "role:tester", "engineer_*", "[ab]*", "qa_*"})}
 			if rng.IntN(3) == 0 {
@@ -42,27 +44,27 @@ func mailboxLog(tb testing.TB, seed uint64, n int) []*raft.Log {
 			m := testMessage(fmt.Sprintf("msg-20261121-103000-%s-%08x", from, idx), pick([]string{"general", "ops"}),
 				fmt.Sprintf("@%s text %d", pick(agents), idx))
 			m.From, m.To = from, to
-			m.Priority = Priorities[rng.IntN(len(Priorities))]
+			m.Priority = api.Priorities[rng.IntN(len(api.Priorities))]
 			if len(sent) > 0 && rng.IntN(3) == 0 {
 				m.InReplyTo = sent[rng.IntN(len(sent))]
 			}
 			sent = append(sent, m.ID)
-			add(OpSend, SendCommand{Message: m})
+			add(api.OpSend, api.SendCommand{Message: m})
 		case k < 80:
-			c := MarkReadCommand{Agent: pick(append(agents, "zed", "nobody"))}
+			c := api.MarkReadCommand{Agent: pick(append(agents, "zed", "nobody"))}
 			if len(sent) > 0 && rng.IntN(2) == 0 {
 				c.ID = sent[rng.IntN(len(sent))]
 			} else {
 				c.Upto = idx - uint64(rng.IntN(int(idx)))
 			}
-			add(OpMarkRead, c)
+			add(api.OpMarkRead, c)
 		case k < 85:
-			add(OpSetConfig, SetConfigCommand{Key: "strict_senders", Value: json.RawMessage(fmt.Sprint(rng.IntN(3) == 0))})
+			add(api.OpSetConfig, api.SetConfigCommand{Key: "strict_senders", Value: json.RawMessage(fmt.Sprint(rng.IntN(3) == 0))})
 		case k < 90:
 			if rng.IntN(2) == 0 {
-				add(OpSetRules, rulesTesterReviewer)
+				add(api.OpSetRules, rulesTesterReviewer)
 			} else {
-				add(OpSetRules, SetRulesCommand{Clear: true})
+				add(api.OpSetRules, api.SetRulesCommand{Clear: true})
 			}
 		default:
 			// A retry of an earlier send.
@@ -132,7 +134,7 @@ func TestMailboxDeterministicAcrossBatchSplits(t *testing.T) {
 			counts["refused marks"]++
 		case strings.Contains(r, "apply unregister_agent") && strings.Contains(r, "not found"):
 			counts["refused unregisters"]++
-		case strings.HasPrefix(r, "*fsm.Agent"):
+		case strings.HasPrefix(r, "*api.Agent"):
 			counts["agent changes"]++
 		}
 	}
@@ -161,9 +163,9 @@ func TestMailboxDeterministicAcrossBatchSplits(t *testing.T) {
 			continue
 		}
 		var total, unread uint64
-		byPrio := map[Priority]uint64{}
+		byPrio := map[api.Priority]uint64{}
 		for after := uint64(0); ; {
-			p, err := singles.Inbox(a, InboxQuery{After: after, Limit: MaxPageLimit})
+			p, err := singles.Inbox(a, api.InboxQuery{After: after, Limit: api.MaxPageLimit})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -182,13 +184,13 @@ func TestMailboxDeterministicAcrossBatchSplits(t *testing.T) {
 		if c.Total != total || c.Unread != unread {
 			t.Errorf("%s: counts %+v, recount total %d unread %d", a, c, total, unread)
 		}
-		for _, p := range Priorities {
+		for _, p := range api.Priorities {
 			if c.UnreadByPriority[p] != byPrio[p] {
 				t.Errorf("%s: unread %s = %d, recount %d", a, p, c.UnreadByPriority[p], byPrio[p])
 			}
 		}
-		p, err := singles.Inbox(a, InboxQuery{Unread: true, Limit: MaxPageLimit})
-		if err != nil || uint64(len(p.Messages)) != min(unread, MaxPageLimit) {
+		p, err := singles.Inbox(a, api.InboxQuery{Unread: true, Limit: api.MaxPageLimit})
+		if err != nil || uint64(len(p.Messages)) != min(unread, api.MaxPageLimit) {
 			t.Errorf("%s: unread page has %d entries, want %d (%v)", a, len(p.Messages), unread, err)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/maos-project/maos/api"
 )
 
 // mbox applies mailbox commands to a fresh state machine one entry at a
@@ -23,7 +25,7 @@ func newMbox(t *testing.T) *mbox {
 	return &mbox{t: t, f: f, ts: baseTS}
 }
 
-func opEntry(tb testing.TB, index uint64, ts int64, op Op, body any) *raft.Log {
+func opEntry(tb testing.TB, index uint64, ts int64, op api.Op, body any) *raft.Log {
 	tb.Helper()
 	data, err := Encode(op, ts, body)
 	if err != nil {
@@ -33,7 +35,7 @@ func opEntry(tb testing.TB, index uint64, ts int64, op Op, body any) *raft.Log {
 }
 
 // apply applies one command and returns its result.
-func (b *mbox) apply(op Op, body any) any {
+func (b *mbox) apply(op api.Op, body any) any {
 	b.t.Helper()
 	b.idx++
 	b.ts += 1000
@@ -41,7 +43,7 @@ func (b *mbox) apply(op Op, body any) any {
 }
 
 // ok applies a command that must succeed.
-func (b *mbox) ok(op Op, body any) any {
+func (b *mbox) ok(op api.Op, body any) any {
 	b.t.Helper()
 	r := b.apply(op, body)
 	if err, isErr := r.(error); isErr {
@@ -50,9 +52,9 @@ func (b *mbox) ok(op Op, body any) any {
 	return r
 }
 
-func (b *mbox) register(id, role string, caps ...string) *Agent {
+func (b *mbox) register(id, role string, caps ...string) *api.Agent {
 	b.t.Helper()
-	a, ok := b.ok(OpRegisterAgent, RegisterAgentCommand{ID: id, Role: role, Capabilities: caps}).(*Agent)
+	a, ok := b.ok(api.OpRegisterAgent, api.RegisterAgentCommand{ID: id, Role: role, Capabilities: caps}).(*api.Agent)
 	if !ok {
 		b.t.Fatalf("register %s: result is not an *Agent", id)
 	}
@@ -60,20 +62,20 @@ func (b *mbox) register(id, role string, caps ...string) *Agent {
 }
 
 // msg is a valid message from from to to with text; id from the counter.
-func (b *mbox) msg(from, text string, to ...string) Message {
+func (b *mbox) msg(from, text string, to ...string) api.Message {
 	m := testMessage(fmt.Sprintf("msg-20261121-103000-%s-%08x", from, b.idx+1), "general", text)
 	m.From, m.To = from, to
 	return m
 }
 
-func (b *mbox) send(m Message) *SendResult {
+func (b *mbox) send(m api.Message) *SendResult {
 	b.t.Helper()
-	return mustSendResult(b.t, b.ok(OpSend, SendCommand{Message: m}))
+	return mustSendResult(b.t, b.ok(api.OpSend, api.SendCommand{Message: m}))
 }
 
-func (b *mbox) sendErr(m Message) error {
+func (b *mbox) sendErr(m api.Message) error {
 	b.t.Helper()
-	return mustError(b.t, b.apply(OpSend, SendCommand{Message: m}))
+	return mustError(b.t, b.apply(api.OpSend, api.SendCommand{Message: m}))
 }
 
 func (b *mbox) counts(agent string) InboxCounts {
@@ -85,7 +87,7 @@ func (b *mbox) counts(agent string) InboxCounts {
 	return c
 }
 
-func (b *mbox) inbox(agent string, q InboxQuery) InboxPage {
+func (b *mbox) inbox(agent string, q api.InboxQuery) InboxPage {
 	b.t.Helper()
 	p, err := b.f.Inbox(agent, q)
 	if err != nil {
@@ -94,13 +96,13 @@ func (b *mbox) inbox(agent string, q InboxQuery) InboxPage {
 	return p
 }
 
-func (b *mbox) receipts(id string) map[string]Receipt {
+func (b *mbox) receipts(id string) map[string]api.Receipt {
 	b.t.Helper()
 	r, err := b.f.Receipts(id)
 	if err != nil {
 		b.t.Fatalf("Receipts(%s): %v", id, err)
 	}
-	out := map[string]Receipt{}
+	out := map[string]api.Receipt{}
 	for _, x := range r.Receipts {
 		out[x.Agent] = x
 	}
@@ -110,7 +112,7 @@ func (b *mbox) receipts(id string) map[string]Receipt {
 // auditLines renders the whole trail.
 func (b *mbox) auditLines() []string {
 	b.t.Helper()
-	p, err := b.f.Audit(0, MaxPageLimit)
+	p, err := b.f.Audit(0, api.MaxPageLimit)
 	if err != nil {
 		b.t.Fatal(err)
 	}

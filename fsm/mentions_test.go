@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/maos-project/maos/api"
 )
 
 // mentionRef is the definition mentions implements by hand: "@name" not
@@ -31,7 +33,7 @@ func mentionsRef(text string, max int) []string {
 
 func TestMentionsMatchesDefinition(t *testing.T) {
 	for _, text := range mentionSeeds {
-		if got, want := mentions(text, MaxRecipients), mentionsRef(text, MaxRecipients); !slices.Equal(got, want) {
+		if got, want := mentions(text, api.MaxRecipients), mentionsRef(text, api.MaxRecipients); !slices.Equal(got, want) {
 			t.Errorf("mentions(%q) = %q, want %q", text, got, want)
 		}
 	}
@@ -42,7 +44,7 @@ func TestMentionsMatchesDefinition(t *testing.T) {
 
 func TestValidNameMatchesRule(t *testing.T) {
 	for _, s := range []string{"", "a", "A", "0", "-a", "a-", "a.b_c-d", "a b", "é", strings.Repeat("a", 64), strings.Repeat("a", 65), "a\n", "aB"} {
-		if got, want := ValidName(s), nameRE.MatchString(s); got != want {
+		if got, want := api.ValidName(s), nameRE.MatchString(s); got != want {
 			t.Errorf("ValidName(%q) = %v, want %v", s, got, want)
 		}
 	}
@@ -62,8 +64,12 @@ func FuzzMentions(f *testing.F) {
 		if got, want := mentions(text, 8), mentionsRef(text, 8); !slices.Equal(got, want) {
 			t.Errorf("mentions(%q) = %q, want %q", text, got, want)
 		}
-		if got, want := ValidName(text), nameRE.MatchString(text); got != want {
+		if got, want := api.ValidName(text), nameRE.MatchString(text); got != want {
 			t.Errorf("ValidName(%q) = %v, want %v", text, got, want)
 		}
 	})
 }
+
+// nameRE is the name rule as its pattern says it, the reference ValidName
+// is held to.
+var nameRE = regexp.MustCompile(api.NamePattern)

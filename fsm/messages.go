@@ -9,6 +9,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
 
 // The message log: typed accessors over the buckets a stored message
@@ -83,12 +85,12 @@ func messageJSON(v []byte) ([]byte, error) {
 }
 
 // decodeMessage decodes a messages value.
-func decodeMessage(v []byte) (*Message, error) {
+func decodeMessage(v []byte) (*api.Message, error) {
 	data, err := messageJSON(v)
 	if err != nil {
 		return nil, err
 	}
-	var m Message
+	var m api.Message
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, err
 	}
@@ -97,10 +99,10 @@ func decodeMessage(v []byte) (*Message, error) {
 
 // getMessage reads the message stored at seq, or an error wrapping
 // ErrNotFound.
-func getMessage(tx *bbolt.Tx, seq uint64) (*Message, error) {
+func getMessage(tx *bbolt.Tx, seq uint64) (*api.Message, error) {
 	v := tx.Bucket(bucketMessages).Get(u64(seq))
 	if v == nil {
-		return nil, fmt.Errorf("message at seq %d: %w", seq, ErrNotFound)
+		return nil, fmt.Errorf("message at seq %d: %w", seq, api.ErrNotFound)
 	}
 	m, err := decodeMessage(v)
 	if err != nil {
@@ -115,7 +117,7 @@ func getMessage(tx *bbolt.Tx, seq uint64) (*Message, error) {
 func getRecord[T any](b *bbolt.Bucket, seq uint64, what string) (*T, error) {
 	v := b.Get(u64(seq))
 	if v == nil {
-		return nil, fmt.Errorf("%s at seq %d: %w", what, seq, ErrNotFound)
+		return nil, fmt.Errorf("%s at seq %d: %w", what, seq, api.ErrNotFound)
 	}
 	var x T
 	if err := json.Unmarshal(v, &x); err != nil {
@@ -125,7 +127,7 @@ func getRecord[T any](b *bbolt.Bucket, seq uint64, what string) (*T, error) {
 }
 
 // putMessage stores m, which apply has given its seq, under that seq.
-func putMessage(tx *bbolt.Tx, m *Message) {
+func putMessage(tx *bbolt.Tx, m *api.Message) {
 	data, err := json.Marshal(m)
 	if err != nil {
 		panic(fmt.Sprintf("fsm: message %s: encode: %v", m.ID, err))
@@ -175,7 +177,7 @@ func putID(tx *bbolt.Tx, id string, rec idRecord) { writeIDRecord(tx.Bucket(buck
 
 // messageByID reads the message with id, or an error wrapping ErrNotFound
 // (never stored, or trimmed).
-func messageByID(tx *bbolt.Tx, id string) (*Message, error) {
+func messageByID(tx *bbolt.Tx, id string) (*api.Message, error) {
 	rec, ok := getID(tx, id)
 	if !ok {
 		return nil, MessageNotFound(id)
@@ -270,9 +272,9 @@ func appendToChannel(tx *bbolt.Tx, channel string, seq uint64) {
 // set) and the indexes every message has: its id with sum (contentHash of
 // the sent form), its channel and its thread. Inboxes and receipts are
 // the caller's: they depend on the rules' verdicts.
-func storeMessage(tx *bbolt.Tx, m *Message, sum [32]byte) {
+func storeMessage(tx *bbolt.Tx, m *api.Message, sum [32]byte) {
 	putMessage(tx, m)
 	putID(tx, m.ID, idRecord{seq: m.Seq, sum: sum})
 	appendToChannel(tx, m.Channel, m.Seq)
-	addToThread(tx, ThreadOf(m), m.Seq)
+	addToThread(tx, api.ThreadOf(m), m.Seq)
 }

@@ -6,11 +6,13 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/maos-project/maos/api"
 )
 
-func nodeEventEntry(tb testing.TB, index uint64, ts int64, c NodeEventCommand) *raft.Log {
+func nodeEventEntry(tb testing.TB, index uint64, ts int64, c api.NodeEventCommand) *raft.Log {
 	tb.Helper()
-	data, err := Encode(OpNodeEvent, ts, c)
+	data, err := Encode(api.OpNodeEvent, ts, c)
 	if err != nil {
 		tb.Fatalf("Encode node_event: %v", err)
 	}
@@ -21,19 +23,19 @@ func nodeEventEntry(tb testing.TB, index uint64, ts int64, c NodeEventCommand) *
 // from the node, with the reason, at the entry's time and index.
 func TestApplyNodeEventAudits(t *testing.T) {
 	f, _ := openTemp(t)
-	events := []NodeEventCommand{
-		{NodeID: "n2", Event: NodeEventJoin, Reason: "joined gossip at 127.0.0.1:7082"},
-		{NodeID: "n2", Event: NodeEventDead, Reason: "declared dead by gossip failure detection"},
-		{NodeID: "n3", Event: NodeEventLeave},
+	events := []api.NodeEventCommand{
+		{NodeID: "n2", Event: api.NodeEventJoin, Reason: "joined gossip at 127.0.0.1:7082"},
+		{NodeID: "n2", Event: api.NodeEventDead, Reason: "declared dead by gossip failure detection"},
+		{NodeID: "n3", Event: api.NodeEventLeave},
 	}
 	for i, ev := range events {
 		res := applyOne(f, nodeEventEntry(t, uint64(10+i), baseTS+int64(i), ev))
-		got, ok := res.(*NodeEventCommand)
+		got, ok := res.(*api.NodeEventCommand)
 		if !ok || *got != ev {
 			t.Fatalf("apply %+v = %T %v", ev, res, res)
 		}
 	}
-	page, err := f.Audit(0, MaxPageLimit)
+	page, err := f.Audit(0, api.MaxPageLimit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,22 +63,22 @@ func TestApplyNodeEventRefusals(t *testing.T) {
 	f, _ := openTemp(t)
 	before := dataDump(t, f)
 	cases := []struct {
-		cmd   NodeEventCommand
+		cmd   api.NodeEventCommand
 		field string
 	}{
-		{NodeEventCommand{NodeID: "", Event: NodeEventJoin}, "node_id"},
-		{NodeEventCommand{NodeID: "N 2", Event: NodeEventJoin}, "node_id"},
-		{NodeEventCommand{NodeID: "n2", Event: "vanished"}, "event"},
-		{NodeEventCommand{NodeID: "n2", Event: NodeEventDead, Reason: strings.Repeat("r", MaxNodeEventReason+1)}, "reason"},
+		{api.NodeEventCommand{NodeID: "", Event: api.NodeEventJoin}, "node_id"},
+		{api.NodeEventCommand{NodeID: "N 2", Event: api.NodeEventJoin}, "node_id"},
+		{api.NodeEventCommand{NodeID: "n2", Event: "vanished"}, "event"},
+		{api.NodeEventCommand{NodeID: "n2", Event: api.NodeEventDead, Reason: strings.Repeat("r", api.MaxNodeEventReason+1)}, "reason"},
 	}
 	for i, tc := range cases {
 		err := mustError(t, applyOne(f, nodeEventEntry(t, uint64(20+i), baseTS, tc.cmd)))
-		var fe *FieldError
-		if !errors.As(err, &fe) || fe.Field != tc.field || !errors.Is(err, ErrInvalid) {
+		var fe *api.FieldError
+		if !errors.As(err, &fe) || fe.Field != tc.field || !errors.Is(err, api.ErrInvalid) {
 			t.Errorf("%+v: %v, want an invalid %s", tc.cmd, err, tc.field)
 		}
 	}
-	if bad := mustError(t, applyOne(f, rawEntry(t, 30, Command{V: 1, Op: OpNodeEvent, TS: baseTS, Body: []byte(`[1]`)}))); !strings.Contains(bad.Error(), "decode") {
+	if bad := mustError(t, applyOne(f, rawEntry(t, 30, Command{V: 1, Op: api.OpNodeEvent, TS: baseTS, Body: []byte(`[1]`)}))); !strings.Contains(bad.Error(), "decode") {
 		t.Errorf("undecodable body: %v", bad)
 	}
 	if after := dataDump(t, f); after != before {
@@ -89,14 +91,14 @@ func TestApplyNodeEventRefusals(t *testing.T) {
 // audited each time, as before.
 func TestNodeEventIDAuditsOnce(t *testing.T) {
 	f, _ := openTemp(t)
-	dead := NodeEventCommand{ID: "n1-n2-dead-1", NodeID: "n2", Event: NodeEventDead, Reason: "declared dead"}
-	legacy := NodeEventCommand{NodeID: "n3", Event: NodeEventLeave}
-	for i, c := range []NodeEventCommand{dead, dead, legacy, legacy} {
-		if res, ok := applyOne(f, nodeEventEntry(t, uint64(10+i), baseTS+int64(i), c)).(*NodeEventCommand); !ok || *res != c {
+	dead := api.NodeEventCommand{ID: "n1-n2-dead-1", NodeID: "n2", Event: api.NodeEventDead, Reason: "declared dead"}
+	legacy := api.NodeEventCommand{NodeID: "n3", Event: api.NodeEventLeave}
+	for i, c := range []api.NodeEventCommand{dead, dead, legacy, legacy} {
+		if res, ok := applyOne(f, nodeEventEntry(t, uint64(10+i), baseTS+int64(i), c)).(*api.NodeEventCommand); !ok || *res != c {
 			t.Fatalf("apply %+v = %v", c, res)
 		}
 	}
-	p, err := f.Audit(0, MaxPageLimit)
+	p, err := f.Audit(0, api.MaxPageLimit)
 	if err != nil {
 		t.Fatal(err)
 	}

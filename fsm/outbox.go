@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
 
 // The outbox: messages SystemSender (or, for an approval a task opened, an
@@ -24,13 +26,13 @@ import (
 // queuedMessage is an outbox value: a message SystemSender will send, and
 // the time of the entry that queued it (when it became due).
 type queuedMessage struct {
-	At      int64   `json:"at"`
-	Message Message `json:"message"`
+	At      int64       `json:"at"`
+	Message api.Message `json:"message"`
 }
 
 // queue appends m to the outbox as the n-th message queued by entry index
 // at ts.
-func queue(tx *bbolt.Tx, index uint64, n uint32, ts int64, m *Message) {
+func queue(tx *bbolt.Tx, index uint64, n uint32, ts int64, m *api.Message) {
 	data, err := json.Marshal(queuedMessage{At: ts, Message: *m})
 	if err != nil {
 		panic(fmt.Sprintf("fsm: queue message %s: encode: %v", m.ID, err))
@@ -68,11 +70,11 @@ func (f *FSM) deliverQueued(tx *bbolt.Tx, index uint64, ts int64) string {
 	}
 	if err == nil {
 		var res *SendResult
-		if res, err = f.send(tx, index, ts, &SendCommand{Message: q.Message}, true); err == nil {
+		if res, err = f.send(tx, index, ts, &api.SendCommand{Message: q.Message}, true); err == nil {
 			return res.ID
 		}
 	}
-	audit(tx, index, ts, AuditEvent{Kind: AuditOther, From: SystemSender, To: q.Message.To, Label: "UNDELIVERED",
-		Text: FirstLine(fmt.Sprintf("%s %s: %v", q.Message.Type, q.Message.ID, err), 300), MessageID: q.Message.ID})
+	audit(tx, index, ts, api.AuditEvent{Kind: AuditOther, From: api.SystemSender, To: q.Message.To, Label: "UNDELIVERED",
+		Text: api.FirstLine(fmt.Sprintf("%s %s: %v", q.Message.Type, q.Message.ID, err), 300), MessageID: q.Message.ID})
 	return ""
 }

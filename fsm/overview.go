@@ -8,32 +8,13 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
-)
 
-// OverviewEntry is one message as the supervisor's overview lists it: the
-// headers without the content (the seed's "Master sees: Developer →
-// Reviewer | Title: ..."). The whole message is one GET /v1/messages/{id}
-// away.
-type OverviewEntry struct {
-	Seq       uint64    `json:"seq"`
-	ID        string    `json:"id"`
-	Timestamp time.Time `json:"timestamp"`
-	Channel   string    `json:"channel"`
-	From      string    `json:"from"`
-	// To is "to" as written; Recipients the agents it was delivered to.
-	To         []string `json:"to"`
-	Recipients []string `json:"recipients,omitempty"`
-	Type       string   `json:"type,omitempty"`
-	Priority   Priority `json:"priority,omitempty"`
-	// Title is PrivateText for a private message read on a node without
-	// authentication; a reader who may read the message sees its title.
-	Title   string `json:"title,omitempty"`
-	Private bool   `json:"private,omitempty"`
-}
+	"github.com/maos-project/maos/api"
+)
 
 // OverviewPage is one page of the overview in seq order.
 type OverviewPage struct {
-	Messages []OverviewEntry `json:"messages"`
+	Messages []api.OverviewEntry `json:"messages"`
 	// HasMore is true when messages after the last one on the page exist.
 	HasMore bool `json:"has_more"`
 }
@@ -47,42 +28,42 @@ const PrivateText = "(private)"
 // overviewHeaders is the part of a stored message the overview decodes:
 // the content is skipped, not copied.
 type overviewHeaders struct {
-	Seq        uint64     `json:"seq"`
-	ID         string     `json:"id"`
-	Timestamp  time.Time  `json:"timestamp"`
-	Channel    string     `json:"channel"`
-	From       string     `json:"from"`
-	To         Recipients `json:"to"`
-	Recipients []string   `json:"recipients"`
-	Type       string     `json:"type"`
-	Priority   Priority   `json:"priority"`
-	Title      string     `json:"title"`
-	Visibility string     `json:"visibility"`
+	Seq        uint64         `json:"seq"`
+	ID         string         `json:"id"`
+	Timestamp  time.Time      `json:"timestamp"`
+	Channel    string         `json:"channel"`
+	From       string         `json:"from"`
+	To         api.Recipients `json:"to"`
+	Recipients []string       `json:"recipients"`
+	Type       string         `json:"type"`
+	Priority   api.Priority   `json:"priority"`
+	Title      string         `json:"title"`
+	Visibility string         `json:"visibility"`
 }
 
 // overviewEntry decodes the headers of a stored message as viewer sees
 // them: ok is false when viewer may not read it. A nil viewer gets every
 // entry, private titles as PrivateText.
-func overviewEntry(viewer *Viewer, v []byte) (e OverviewEntry, ok bool, err error) {
+func overviewEntry(viewer *api.Viewer, v []byte) (e api.OverviewEntry, ok bool, err error) {
 	data, err := messageJSON(v)
 	if err != nil {
-		return OverviewEntry{}, false, err
+		return api.OverviewEntry{}, false, err
 	}
 	var h overviewHeaders
 	if err := json.Unmarshal(data, &h); err != nil {
-		return OverviewEntry{}, false, err
+		return api.OverviewEntry{}, false, err
 	}
-	e = OverviewEntry{
+	e = api.OverviewEntry{
 		Seq: h.Seq, ID: h.ID, Timestamp: h.Timestamp, Channel: h.Channel, From: h.From,
 		To: []string(h.To), Recipients: h.Recipients, Type: h.Type, Priority: h.Priority, Title: h.Title,
 	}
 	if e.To == nil {
 		e.To = []string{}
 	}
-	if Restricted(h.Visibility) {
-		m := Message{From: h.From, To: h.To, Recipients: h.Recipients, Visibility: h.Visibility}
+	if api.Restricted(h.Visibility) {
+		m := api.Message{From: h.From, To: h.To, Recipients: h.Recipients, Visibility: h.Visibility}
 		if !viewer.CanRead(&m) {
-			return OverviewEntry{}, false, nil
+			return api.OverviewEntry{}, false, nil
 		}
 		e.Private = true
 		if viewer == nil {
@@ -111,16 +92,16 @@ func (f *FSM) Overview(channel string, after uint64, limit int) (OverviewPage, e
 // until it holds limit entries, so a page with HasMore always ends on an
 // entry whose seq is the next cursor; the price is that a page also costs
 // the messages it skipped.
-func (f *FSM) OverviewFor(viewer *Viewer, channel string, after uint64, limit int) (OverviewPage, error) {
+func (f *FSM) OverviewFor(viewer *api.Viewer, channel string, after uint64, limit int) (OverviewPage, error) {
 	limit = pageLimit(limit)
-	page := OverviewPage{Messages: []OverviewEntry{}}
+	page := OverviewPage{Messages: []api.OverviewEntry{}}
 	add := func(seq uint64, data []byte) error {
 		if len(page.Messages) == limit {
 			page.HasMore = true
 			return errOverviewFull
 		}
 		if data == nil {
-			return fmt.Errorf("message at seq %d: %w", seq, ErrNotFound)
+			return fmt.Errorf("message at seq %d: %w", seq, api.ErrNotFound)
 		}
 		e, ok, err := overviewEntry(viewer, data)
 		if err != nil {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/maos-project/maos/api"
 )
 
 // overviewLog stores seven messages: seqs 1..7 on channels a, b, a, a, b,
@@ -27,7 +29,7 @@ func overviewLog(t *testing.T) *FSM {
 		case 4:
 			m.Title, m.Visibility = "private plans", "private"
 		case 5:
-			m.To = Recipients{"claude", "gemini"}
+			m.To = api.Recipients{"claude", "gemini"}
 		}
 		logs = append(logs, sendEntry(t, uint64(seq), baseTS+int64(seq)*int64(time.Second), m))
 	}
@@ -91,7 +93,7 @@ func TestOverviewEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := page.Messages[1]
-	want := OverviewEntry{
+	want := api.OverviewEntry{
 		Seq: 2, ID: msgID(2), Timestamp: time.Unix(0, baseTS+2*int64(time.Second)).UTC(), Channel: "b",
 		From: "codex", To: []string{"claude"}, Recipients: []string{"claude"},
 		Type: "task_assign", Priority: "high", Title: "Triage new issue #123",

@@ -8,43 +8,30 @@ import (
 	"sort"
 
 	"go.etcd.io/bbolt"
-)
 
-// Query limits for a page of any list (a channel, an inbox, the audit
-// trail, agents, locks, threads).
-const (
-	DefaultPageLimit = 100
-	MaxPageLimit     = 1000
+	"github.com/maos-project/maos/api"
 )
 
 // pageLimit is the size of a page asked for with limit: DefaultPageLimit
 // for 0 or less, at most MaxPageLimit.
 func pageLimit(limit int) int {
 	if limit <= 0 {
-		return DefaultPageLimit
+		return api.DefaultPageLimit
 	}
-	return min(limit, MaxPageLimit)
+	return min(limit, api.MaxPageLimit)
 }
 
 // Page is one page of a channel's log in seq order.
 type Page struct {
-	Messages []*Message `json:"messages"`
+	Messages []*api.Message `json:"messages"`
 	// HasMore is true when messages after the last one on the page exist.
 	HasMore bool `json:"has_more"`
 }
 
-// ChannelInfo summarizes a channel.
-type ChannelInfo struct {
-	Name     string `json:"name"`
-	Count    uint64 `json:"count"`     // messages stored
-	FirstSeq uint64 `json:"first_seq"` // seq of the oldest message
-	LastSeq  uint64 `json:"last_seq"`  // seq of the newest message
-}
-
 // Message returns the message with the given id, or an error wrapping
 // ErrNotFound.
-func (f *FSM) Message(id string) (*Message, error) {
-	var m *Message
+func (f *FSM) Message(id string) (*api.Message, error) {
+	var m *api.Message
 	err := f.view(func(tx *bbolt.Tx) error {
 		rec, ok := getID(tx, id)
 		if !ok {
@@ -63,7 +50,7 @@ func (f *FSM) Message(id string) (*Message, error) {
 // An unknown channel yields an empty page.
 func (f *FSM) ChannelPage(channel string, after uint64, limit int) (Page, error) {
 	limit = pageLimit(limit)
-	page := Page{Messages: []*Message{}}
+	page := Page{Messages: []*api.Message{}}
 	err := f.view(func(tx *bbolt.Tx) error {
 		for seq := range seqsAfter(tx.Bucket(bucketChannelIndex), channel, after) {
 			if len(page.Messages) == limit {
@@ -85,7 +72,7 @@ func (f *FSM) ChannelPage(channel string, after uint64, limit int) (Page, error)
 // after, in seq order (limit as for ChannelPage). It reads limit+1 keys.
 func (f *FSM) MessagesAfter(after uint64, limit int) (Page, error) {
 	limit = pageLimit(limit)
-	page := Page{Messages: []*Message{}}
+	page := Page{Messages: []*api.Message{}}
 	err := f.view(func(tx *bbolt.Tx) error {
 		c := tx.Bucket(bucketMessages).Cursor()
 		for k, v := c.Seek(u64(after + 1)); k != nil; k, v = c.Next() {
@@ -105,15 +92,15 @@ func (f *FSM) MessagesAfter(after uint64, limit int) (Page, error) {
 }
 
 // Channels lists every channel with its counts, by name.
-func (f *FSM) Channels() ([]ChannelInfo, error) {
-	out := []ChannelInfo{}
+func (f *FSM) Channels() ([]api.ChannelInfo, error) {
+	out := []api.ChannelInfo{}
 	err := f.view(func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketChannels).ForEach(func(k, v []byte) error {
 			rec, ok := decodeChannel(v)
 			if !ok {
 				return fmt.Errorf("fsm: channel %s: bad record", k)
 			}
-			out = append(out, ChannelInfo{Name: string(k), Count: rec.count, FirstSeq: rec.first, LastSeq: rec.last})
+			out = append(out, api.ChannelInfo{Name: string(k), Count: rec.count, FirstSeq: rec.first, LastSeq: rec.last})
 			return nil
 		})
 	})

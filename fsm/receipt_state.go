@@ -5,55 +5,17 @@ import (
 	"fmt"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
-
-// OpReceiptState records what a recipient's watcher did with a message in
-// its inbox (body: ReceiptStateCommand): holding it for an agent that is
-// busy (queued), typing it into the agent's pane or handing it to the CLI
-// (delivered), or typing it after interrupting the agent (interrupted).
-const OpReceiptState Op = "receipt_state"
-
-// The states a watcher reports (ReceiptStateCommand.State). delivered is
-// ReceiptDelivered: once a watcher reported queued, the receipt says
-// delivered only when the watcher says so.
-const (
-	ReceiptQueued      = "queued"      // held by the watcher until the agent is idle
-	ReceiptInterrupted = "interrupted" // typed after the agent was interrupted
-)
-
-// ReceiptStateCommand reports State (queued, delivered or interrupted) of
-// message ID for recipient Agent. The receipt only moves forward: queued
-// or interrupted after a delivery changes nothing, a second delivered keeps
-// the first time, and read and answered are never touched (a report is
-// kept beside them).
-type ReceiptStateCommand struct {
-	ID    string `json:"id"`
-	Agent string `json:"agent"`
-	State string `json:"state"`
-}
-
-// Validate checks the id, the agent id and the state.
-func (c *ReceiptStateCommand) Validate() error {
-	if !idRE.MatchString(c.ID) {
-		return FieldErrorf("id", "must be a message id matching %s", idRE)
-	}
-	if !ValidName(c.Agent) {
-		return NameError("agent", c.Agent)
-	}
-	switch c.State {
-	case ReceiptQueued, ReceiptDelivered, ReceiptInterrupted:
-		return nil
-	}
-	return FieldErrorf("state", "%q: want %s, %s or %s", c.State, ReceiptQueued, ReceiptDelivered, ReceiptInterrupted)
-}
 
 // applyReceiptState applies OpReceiptState: an error wrapping ErrNotFound
 // when the message is not stored or Agent is not among its recipients (one
 // answer for both, as mark_read gives), ErrConflict when the rules blocked
 // it for Agent; otherwise the receipt after the report.
 func applyReceiptState(tx *bbolt.Tx, _ uint64, ts int64, body []byte) (any, error) {
-	var cmd ReceiptStateCommand
-	if err := decodeCommand(OpReceiptState, body, &cmd); err != nil {
+	var cmd api.ReceiptStateCommand
+	if err := decodeCommand(api.OpReceiptState, body, &cmd); err != nil {
 		return nil, err
 	}
 	if err := cmd.Validate(); err != nil {
@@ -86,17 +48,17 @@ func applyReceiptState(tx *bbolt.Tx, _ uint64, ts int64, body []byte) (any, erro
 // reports whether it did.
 func (r *receiptRec) advance(state string, ts int64) bool {
 	switch state {
-	case ReceiptQueued:
+	case api.ReceiptQueued:
 		if r.QueuedAt != 0 || r.TypedAt != 0 {
 			return false
 		}
 		r.QueuedAt = ts
-	case ReceiptDelivered:
+	case api.ReceiptDelivered:
 		if r.TypedAt != 0 {
 			return false
 		}
 		r.TypedAt = ts
-	case ReceiptInterrupted:
+	case api.ReceiptInterrupted:
 		if r.TypedAt != 0 {
 			return false
 		}

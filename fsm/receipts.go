@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
 
 // Delivery receipts, one per (message, recipient).
@@ -19,20 +20,6 @@ import (
 // not reached. A receipt is written for every resolved recipient when the
 // message is stored: delivered, or blocked by the rules. All receipts of a
 // message share its seq as prefix, so a trim deletes them with one range.
-
-// Receipt states, from the least to the furthest.
-const (
-	ReceiptBlocked   = "blocked"   // the rules kept it out of the inbox
-	ReceiptDelivered = "delivered" // in the recipient's inbox
-	ReceiptRead      = "read"      // the recipient marked it read
-	ReceiptAnswered  = "answered"  // a reply from the recipient arrived
-	// ReceiptNoSuchAgent: in the inbox of a name no agent answers to
-	// (neither registered nor a sender nor a token's agent; known.go),
-	// decided when the receipts are read: stored under
-	// unknown_recipients accept, or before names were checked. It reads
-	// delivered once such an agent exists.
-	ReceiptNoSuchAgent = "no_such_agent"
-)
 
 type receiptRec struct {
 	DeliveredAt int64  `json:"d,omitempty"`
@@ -90,7 +77,7 @@ func updateReceipt(tx *bbolt.Tx, seq uint64, agent string, fn func(*receiptRec))
 // recordAnswer marks the receipt of m's parent for m's sender answered by
 // m, at ts, unless it was answered before or the sender was not one of the
 // parent's recipients.
-func recordAnswer(tx *bbolt.Tx, m *Message, ts int64) {
+func recordAnswer(tx *bbolt.Tx, m *api.Message, ts int64) {
 	if m.InReplyTo == "" {
 		return
 	}
@@ -126,58 +113,12 @@ func blockedOf(tx *bbolt.Tx, seq uint64) []BlockedRecipient {
 	return out
 }
 
-// Receipt is one recipient's delivery state of a message. Times are entry
-// times (UTC), left out when the state was not reached.
-//
-// State is, from the furthest: blocked; answered; read; then what the
-// recipient's watcher reported (OpReceiptState): interrupted (typed into
-// the agent's pane after interrupting it), delivered (typed into its pane
-// or handed to its CLI), queued (held until the agent is idle); and
-// delivered (in the inbox) when no watcher reported anything, or
-// no_such_agent when no agent answers to the recipient's name. DeliveredAt
-// is when it reached the inbox, TypedAt when the watcher delivered it.
-type Receipt struct {
-	Agent         string    `json:"agent"`
-	State         string    `json:"state"` // blocked, no_such_agent, queued, delivered, interrupted, read or answered
-	DeliveredAt   time.Time `json:"delivered_at,omitzero"`
-	QueuedAt      time.Time `json:"queued_at,omitzero"`
-	TypedAt       time.Time `json:"typed_at,omitzero"`
-	InterruptedAt time.Time `json:"interrupted_at,omitzero"`
-	ReadAt        time.Time `json:"read_at,omitzero"`
-	AnsweredAt    time.Time `json:"answered_at,omitzero"`
-	ReplyID       string    `json:"reply_id,omitempty"` // the answering message
-	Blocked       string    `json:"blocked,omitempty"`  // the rule's reason
-}
-
-// Reached reports whether the receipt got to state (delivered, read or
-// answered): an answered message counts as read, a read one as delivered.
-// A message its watcher reported queued is delivered only once the
-// watcher typed it. A blocked receipt reaches nothing, nor does one of
-// no_such_agent.
-func (r Receipt) Reached(state string) bool {
-	if r.State == ReceiptNoSuchAgent {
-		return false
-	}
-	switch state {
-	case ReceiptDelivered:
-		if !r.QueuedAt.IsZero() && r.TypedAt.IsZero() {
-			return !r.ReadAt.IsZero() || !r.AnsweredAt.IsZero()
-		}
-		return !r.DeliveredAt.IsZero()
-	case ReceiptRead:
-		return !r.ReadAt.IsZero() || !r.AnsweredAt.IsZero()
-	case ReceiptAnswered:
-		return !r.AnsweredAt.IsZero()
-	}
-	return false
-}
-
 // Receipts is the delivery state of one message, per recipient by id.
 type Receipts struct {
-	ID       string    `json:"id"`
-	Seq      uint64    `json:"seq"`
-	From     string    `json:"from"`
-	Receipts []Receipt `json:"receipts"`
+	ID       string        `json:"id"`
+	Seq      uint64        `json:"seq"`
+	From     string        `json:"from"`
+	Receipts []api.Receipt `json:"receipts"`
 }
 
 // Receipts returns the receipts of the message id (one per resolved
@@ -185,7 +126,7 @@ type Receipts struct {
 // delivered (in the inbox, nothing reported) for a name no agent answers
 // to reads no_such_agent.
 func (f *FSM) Receipts(id string) (Receipts, error) {
-	out := Receipts{ID: id, Receipts: []Receipt{}}
+	out := Receipts{ID: id, Receipts: []api.Receipt{}}
 	err := f.view(func(tx *bbolt.Tx) error {
 		rec, ok := getID(tx, id)
 		if !ok {
@@ -206,8 +147,8 @@ func (f *FSM) Receipts(id string) (Receipts, error) {
 				return fmt.Errorf("fsm: receipts of %s: %s: %w", id, k[8:], err)
 			}
 			p := r.public(string(k[8:]))
-			if p.State == ReceiptDelivered && r.TypedAt == 0 && !book.known(p.Agent) {
-				p.State = ReceiptNoSuchAgent
+			if p.State == api.ReceiptDelivered && r.TypedAt == 0 && !book.known(p.Agent) {
+				p.State = api.ReceiptNoSuchAgent
 			}
 			out.Receipts = append(out.Receipts, p)
 		}
@@ -216,25 +157,25 @@ func (f *FSM) Receipts(id string) (Receipts, error) {
 	return out, err
 }
 
-func (r receiptRec) public(agent string) Receipt {
-	p := Receipt{Agent: agent, DeliveredAt: entryTime(r.DeliveredAt), ReadAt: entryTime(r.ReadAt),
+func (r receiptRec) public(agent string) api.Receipt {
+	p := api.Receipt{Agent: agent, DeliveredAt: entryTime(r.DeliveredAt), ReadAt: entryTime(r.ReadAt),
 		AnsweredAt: entryTime(r.AnsweredAt), ReplyID: r.ReplyID, Blocked: r.Blocked,
 		QueuedAt: entryTime(r.QueuedAt), TypedAt: entryTime(r.TypedAt), InterruptedAt: entryTime(r.InterruptedAt)}
 	switch {
 	case r.Blocked != "":
-		p.State = ReceiptBlocked
+		p.State = api.ReceiptBlocked
 	case r.AnsweredAt != 0:
-		p.State = ReceiptAnswered
+		p.State = api.ReceiptAnswered
 	case r.ReadAt != 0:
-		p.State = ReceiptRead
+		p.State = api.ReceiptRead
 	case r.InterruptedAt != 0:
-		p.State = ReceiptInterrupted
+		p.State = api.ReceiptInterrupted
 	case r.TypedAt != 0:
-		p.State = ReceiptDelivered
+		p.State = api.ReceiptDelivered
 	case r.QueuedAt != 0:
-		p.State = ReceiptQueued
+		p.State = api.ReceiptQueued
 	default:
-		p.State = ReceiptDelivered
+		p.State = api.ReceiptDelivered
 	}
 	return p
 }

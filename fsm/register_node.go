@@ -5,15 +5,9 @@ import (
 	"fmt"
 
 	"go.etcd.io/bbolt"
-)
 
-// RegisterNodeCommand is the body of OpRegisterNode: a node tells the
-// cluster where its HTTP API is, so followers can forward to the leader.
-type RegisterNodeCommand struct {
-	NodeID   string `json:"node_id"`
-	APIAddr  string `json:"api_addr"`  // host:port clients and peers reach
-	RaftAddr string `json:"raft_addr"` // host:port of the Raft transport
-}
+	"github.com/maos-project/maos/api"
+)
 
 // NodeInfo is the stored form of a registered node.
 type NodeInfo struct {
@@ -25,20 +19,20 @@ type NodeInfo struct {
 }
 
 func applyRegisterNode(tx *bbolt.Tx, index uint64, _ int64, body []byte) (any, error) {
-	var cmd RegisterNodeCommand
+	var cmd api.RegisterNodeCommand
 	if err := json.Unmarshal(body, &cmd); err != nil {
 		return nil, fmt.Errorf("fsm: apply register_node: decode: %w", err)
 	}
 	if cmd.NodeID == "" {
-		return nil, fmt.Errorf("fsm: apply register_node: %w", FieldErrorf("node_id", "required"))
+		return nil, fmt.Errorf("fsm: apply register_node: %w", api.FieldErrorf("node_id", "required"))
 	}
 	// The id is a bbolt key: one over bbolt's key limit would make Put fail
 	// and every node panic on this entry.
-	if len(cmd.NodeID) > MaxIDLen {
-		return nil, fmt.Errorf("fsm: apply register_node: %w", FieldErrorf("node_id", "%d bytes, at most %d", len(cmd.NodeID), MaxIDLen))
+	if len(cmd.NodeID) > api.MaxIDLen {
+		return nil, fmt.Errorf("fsm: apply register_node: %w", api.FieldErrorf("node_id", "%d bytes, at most %d", len(cmd.NodeID), api.MaxIDLen))
 	}
 	if cmd.APIAddr == "" {
-		return nil, fmt.Errorf("fsm: apply register_node: %w", FieldErrorf("api_addr", "required"))
+		return nil, fmt.Errorf("fsm: apply register_node: %w", api.FieldErrorf("api_addr", "required"))
 	}
 	info := NodeInfo{NodeID: cmd.NodeID, APIAddr: cmd.APIAddr, RaftAddr: cmd.RaftAddr, Index: index}
 	putNode(tx, &info)

@@ -1,6 +1,10 @@
 package fsm
 
-import "go.etcd.io/bbolt"
+import (
+	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
+)
 
 // applyFunc applies one decoded command inside the batch's write
 // transaction. index is the entry's Raft index and ts its stamped time made
@@ -12,67 +16,67 @@ type applyFunc func(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, err
 // registry maps each op to its apply function. Open builds it once per
 // FSM: the ops that read the rules are methods, for the FSM's
 // compiled-rules cache.
-func (f *FSM) registry() map[Op]applyFunc {
-	return map[Op]applyFunc{
-		OpSend:         f.applySend,
-		OpRegisterNode: applyRegisterNode,
-		OpSetConfig:    applySetConfig,
-		OpNodeEvent:    applyNodeEvent,
-		OpClusterID:    applyClusterID, // cluster_id.go
-		OpSetRules:     f.applySetRules,
+func (f *FSM) registry() map[api.Op]applyFunc {
+	return map[api.Op]applyFunc{
+		api.OpSend:         f.applySend,
+		api.OpRegisterNode: applyRegisterNode,
+		api.OpSetConfig:    applySetConfig,
+		api.OpNodeEvent:    applyNodeEvent,
+		api.OpClusterID:    applyClusterID, // cluster_id.go
+		api.OpSetRules:     f.applySetRules,
 
 		// Mailbox: agents.go, inbox.go.
-		OpRegisterAgent:   applyRegisterAgent,
-		OpUnregisterAgent: applyUnregisterAgent,
-		OpMarkRead:        applyMarkRead,
-		OpReceiptState:    applyReceiptState, // receipt_state.go
+		api.OpRegisterAgent:   applyRegisterAgent,
+		api.OpUnregisterAgent: applyUnregisterAgent,
+		api.OpMarkRead:        applyMarkRead,
+		api.OpReceiptState:    applyReceiptState, // receipt_state.go
 
 		// Coordination: bulletin.go, locks.go.
-		OpSetBulletin:        applySetBulletin,
-		OpLockAcquire:        applyLockAcquire,
-		OpLockRenew:          applyLockRenew,
-		OpLockRelease:        applyLockRelease,
-		OpReleaseHolderLocks: applyReleaseHolderLocks,
+		api.OpSetBulletin:        applySetBulletin,
+		api.OpLockAcquire:        applyLockAcquire,
+		api.OpLockRenew:          applyLockRenew,
+		api.OpLockRelease:        applyLockRelease,
+		api.OpReleaseHolderLocks: applyReleaseHolderLocks,
 
 		// Retention: retention.go.
-		OpSetRetention: applySetRetention,
-		OpTrim:         applyTrim,
+		api.OpSetRetention: applySetRetention,
+		api.OpTrim:         applyTrim,
 
 		// Watchers: cursor.go.
-		OpSetCursor: applySetCursor,
-		OpSetPolicy: applySetPolicy, // policy.go
+		api.OpSetCursor: applySetCursor,
+		api.OpSetPolicy: applySetPolicy, // policy.go
 
 		// Agent failover: agent_lease.go and one file per op.
-		OpAgentLeaseAcquire: applyAgentLeaseAcquire,
-		OpAgentLeaseRenew:   applyAgentLeaseRenew,
-		OpAgentLeaseRelease: applyAgentLeaseRelease,
+		api.OpAgentLeaseAcquire: applyAgentLeaseAcquire,
+		api.OpAgentLeaseRenew:   applyAgentLeaseRenew,
+		api.OpAgentLeaseRelease: applyAgentLeaseRelease,
 
 		// Artifacts' metadata: artifact_put.go, artifact_delete.go.
-		OpArtifactPut:    applyArtifactPut,
-		OpArtifactDelete: applyArtifactDelete,
+		api.OpArtifactPut:    applyArtifactPut,
+		api.OpArtifactDelete: applyArtifactDelete,
 
 		// Authentication: token_create.go, token_revoke.go, denial.go.
-		OpCreateToken: applyCreateToken,
-		OpRevokeToken: applyRevokeToken,
-		OpAuditDenial: applyAuditDenial,
+		api.OpCreateToken: applyCreateToken,
+		api.OpRevokeToken: applyRevokeToken,
+		api.OpAuditDenial: applyAuditDenial,
 
 		// Tasks: task_create.go, task_claim.go, … task_tick.go.
-		OpTaskCreate:   f.applyTaskCreate,
-		OpTaskClaim:    onTask(f, OpTaskClaim, (*taskOp).claim),
-		OpTaskProgress: onTask(f, OpTaskProgress, (*taskOp).progress),
-		OpTaskComplete: onTask(f, OpTaskComplete, (*taskOp).complete),
-		OpTaskHandoff:  onTask(f, OpTaskHandoff, (*taskOp).handoff),
-		OpTaskCancel:   onTask(f, OpTaskCancel, (*taskOp).cancel),
+		api.OpTaskCreate:   f.applyTaskCreate,
+		api.OpTaskClaim:    onTask(f, api.OpTaskClaim, (*taskOp).claim),
+		api.OpTaskProgress: onTask(f, api.OpTaskProgress, (*taskOp).progress),
+		api.OpTaskComplete: onTask(f, api.OpTaskComplete, (*taskOp).complete),
+		api.OpTaskHandoff:  onTask(f, api.OpTaskHandoff, (*taskOp).handoff),
+		api.OpTaskCancel:   onTask(f, api.OpTaskCancel, (*taskOp).cancel),
 
 		// Approvals: approval_request.go, approval_decide.go,
 		// approval_cancel.go.
-		OpApprovalRequest: f.applyApprovalRequest,
-		OpApprovalDecide:  f.applyApprovalDecide,
-		OpApprovalCancel:  f.applyApprovalCancel,
+		api.OpApprovalRequest: f.applyApprovalRequest,
+		api.OpApprovalDecide:  f.applyApprovalDecide,
+		api.OpApprovalCancel:  f.applyApprovalCancel,
 
 		// The tick: tick.go. "task_tick" is its name in logs written
 		// before approvals (main shipped it): the same apply.
-		OpTick:     f.applyTick,
+		api.OpTick: f.applyTick,
 		opTaskTick: f.applyTick,
 	}
 }

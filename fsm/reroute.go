@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
 
 // Rerouting (seed 004's hub). A rules document may name, in
@@ -34,7 +36,7 @@ type rerouted struct {
 // delivered (once) and m's metadata gets rerouted_from. No document, no
 // such agent, a sender that is that agent, or an agent blocked itself
 // (it was among the recipients) reroutes nothing for it: nil.
-func (f *FSM) reroute(tx *bbolt.Tx, m *Message, delivered []recipient, blocked []BlockedRecipient) ([]recipient, *rerouted, error) {
+func (f *FSM) reroute(tx *bbolt.Tx, m *api.Message, delivered []recipient, blocked []BlockedRecipient) ([]recipient, *rerouted, error) {
 	r, err := f.rules.load(tx)
 	if err != nil {
 		return delivered, nil, err
@@ -61,11 +63,11 @@ func (f *FSM) reroute(tx *bbolt.Tx, m *Message, delivered []recipient, blocked [
 
 // audit writes the REROUTED line of m: "[ts] [alice→orchestrator]
 // REROUTED: for bob, carol (blocked by the rules)". A nil v writes nothing.
-func (v *rerouted) audit(tx *bbolt.Tx, index uint64, ts int64, m *Message, delivered []recipient) {
+func (v *rerouted) audit(tx *bbolt.Tx, index uint64, ts int64, m *api.Message, delivered []recipient) {
 	if v == nil {
 		return
 	}
-	audit(tx, index, ts, markPrivate(AuditEvent{Kind: AuditRerouted, From: m.From, To: []string{v.to}, Label: "REROUTED",
+	audit(tx, index, ts, markPrivate(api.AuditEvent{Kind: AuditRerouted, From: m.From, To: []string{v.to}, Label: "REROUTED",
 		Text: "for " + strings.Join(v.from, ", ") + " (blocked by the rules)", MessageID: m.ID}, m, delivered))
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/rules"
 )
 
@@ -18,7 +19,7 @@ func hubRules(b *mbox, reroute string) {
 	b.register("w1", "engineer")
 	b.register("w2", "engineer")
 	b.register("w3", "engineer")
-	b.ok(OpSetRules, SetRulesCommand{Rules: &rules.Document{Preset: rules.PresetHierarchical, RerouteBlockedTo: reroute}})
+	b.ok(api.OpSetRules, api.SetRulesCommand{Rules: &rules.Document{Preset: rules.PresetHierarchical, RerouteBlockedTo: reroute}})
 }
 
 func TestRerouteBlockedCopies(t *testing.T) {
@@ -43,13 +44,13 @@ func TestRerouteBlockedCopies(t *testing.T) {
 		t.Errorf("metadata = %s, want the sender's keys and rerouted_from [w2 w3]", got.Metadata)
 	}
 	rc := b.receipts(r.ID)
-	if rc["hub"].State != ReceiptDelivered || rc["w2"].State != ReceiptBlocked || rc["w3"].State != ReceiptBlocked {
+	if rc["hub"].State != api.ReceiptDelivered || rc["w2"].State != api.ReceiptBlocked || rc["w3"].State != api.ReceiptBlocked {
 		t.Errorf("receipts = %+v, want hub delivered, w2 and w3 blocked", rc)
 	}
-	if p := b.inbox("hub", InboxQuery{}); len(p.Messages) != 1 || p.Messages[0].ID != r.ID {
+	if p := b.inbox("hub", api.InboxQuery{}); len(p.Messages) != 1 || p.Messages[0].ID != r.ID {
 		t.Errorf("hub inbox = %+v, want the rerouted message", p.Messages)
 	}
-	if p := b.inbox("w2", InboxQuery{}); len(p.Messages) != 0 {
+	if p := b.inbox("w2", api.InboxQuery{}); len(p.Messages) != 0 {
 		t.Errorf("w2 inbox = %+v, want nothing", p.Messages)
 	}
 	lines := b.auditLines()
@@ -90,7 +91,7 @@ func TestRerouteLeavesRefusalsItCannotHelp(t *testing.T) {
 	// Without reroute_blocked_to, every recipient blocked is a refusal.
 	b := newMbox(t)
 	hubRules(b, "")
-	if err := b.sendErr(b.msg("w1", "hi", "w2")); !errors.Is(err, ErrForbidden) {
+	if err := b.sendErr(b.msg("w1", "hi", "w2")); !errors.Is(err, api.ErrForbidden) {
 		t.Errorf("no reroute: %v, want ErrForbidden", err)
 	}
 
@@ -98,12 +99,12 @@ func TestRerouteLeavesRefusalsItCannotHelp(t *testing.T) {
 	b = newMbox(t)
 	b.register("hub", "orchestrator")
 	b.register("w1", "engineer")
-	b.ok(OpSetRules, SetRulesCommand{Rules: &rules.Document{
+	b.ok(api.OpSetRules, api.SetRulesCommand{Rules: &rules.Document{
 		Forbidden:        []rules.ForbiddenRule{{From: "w1", To: "hub", Reason: "w1 is muted"}},
 		RerouteBlockedTo: "hub",
 	}})
 	before := dumpWithout(t, b.f, string(bucketAudit))
-	if err := b.sendErr(b.msg("w1", "hi", "hub")); !errors.Is(err, ErrForbidden) || !strings.Contains(err.Error(), "w1 is muted") {
+	if err := b.sendErr(b.msg("w1", "hi", "hub")); !errors.Is(err, api.ErrForbidden) || !strings.Contains(err.Error(), "w1 is muted") {
 		t.Errorf("blocked for the hub itself: %v, want the rule's refusal", err)
 	}
 	if dumpWithout(t, b.f, string(bucketAudit)) != before {
@@ -111,11 +112,11 @@ func TestRerouteLeavesRefusalsItCannotHelp(t *testing.T) {
 	}
 
 	// The sender is the rerouting agent: its blocked copies go nowhere.
-	b.ok(OpSetRules, SetRulesCommand{Rules: &rules.Document{
+	b.ok(api.OpSetRules, api.SetRulesCommand{Rules: &rules.Document{
 		Forbidden:        []rules.ForbiddenRule{{From: "hub", To: "w1", Reason: "hub may not page w1"}},
 		RerouteBlockedTo: "hub",
 	}})
-	if err := b.sendErr(b.msg("hub", "hi", "w1")); !errors.Is(err, ErrForbidden) {
+	if err := b.sendErr(b.msg("hub", "hi", "w1")); !errors.Is(err, api.ErrForbidden) {
 		t.Errorf("hub's own blocked send: %v, want ErrForbidden", err)
 	}
 }
@@ -126,13 +127,13 @@ func TestReroutePrivate(t *testing.T) {
 	b := newMbox(t)
 	hubRules(b, "hub")
 	m := b.msg("w1", "between us", "w2")
-	m.Visibility = VisibilityPrivate
+	m.Visibility = api.VisibilityPrivate
 	r := b.send(m)
 	got, _ := b.f.Message(r.ID)
-	if !(&Viewer{Agent: "hub"}).CanRead(got) || (&Viewer{Agent: "w3"}).CanRead(got) {
+	if !(&api.Viewer{Agent: "hub"}).CanRead(got) || (&api.Viewer{Agent: "w3"}).CanRead(got) {
 		t.Errorf("private rerouted message: hub must read it, w3 must not")
 	}
-	p, err := b.f.Audit(0, MaxPageLimit)
+	p, err := b.f.Audit(0, api.MaxPageLimit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,15 +164,15 @@ func TestWithMeta(t *testing.T) {
 func TestSystemSenderIsReserved(t *testing.T) {
 	b := newMbox(t)
 	before := dataDump(t, b.f)
-	err := b.sendErr(b.msg(SystemSender, "I am the system", "alice"))
-	var fe *FieldError
+	err := b.sendErr(b.msg(api.SystemSender, "I am the system", "alice"))
+	var fe *api.FieldError
 	if !errors.As(err, &fe) || fe.Field != "from" || !strings.Contains(fe.Reason, `"maos" is reserved`) {
 		t.Errorf("send from maos: %v, want a field error on from", err)
 	}
 	if dataDump(t, b.f) != before {
 		t.Error("a refused send from maos changed the state")
 	}
-	if _, err := b.f.Agent(SystemSender); !errors.Is(err, ErrNotFound) {
+	if _, err := b.f.Agent(api.SystemSender); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("maos registered: %v", err)
 	}
 }

@@ -7,21 +7,12 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
 
 // bucketRetention: channel → Retention JSON: the channel's policy and what
 // it has trimmed so far.
-
-// Retention ops.
-const (
-	// OpSetRetention sets a channel's policy and trims at once (body:
-	// SetRetentionCommand).
-	OpSetRetention Op = "set_retention"
-	// OpTrim applies a channel's policy as of the entry's time (body:
-	// TrimCommand). The leader proposes it periodically, so every node
-	// trims exactly the same messages.
-	OpTrim Op = "trim"
-)
 
 // MaxTrimPerEntry bounds the messages one trim entry removes, so one apply
 // batch stays small; TrimResult.More says another trim is due.
@@ -39,44 +30,6 @@ type Retention struct {
 	// the newest one.
 	Trimmed     uint64 `json:"trimmed"`
 	LastTrimSeq uint64 `json:"last_trim_seq,omitempty"`
-}
-
-// SetRetentionCommand sets a channel's policy. MaxAge is a Go duration
-// ("720h") in JSON; both zero removes the policy.
-type SetRetentionCommand struct {
-	Channel     string `json:"channel"`
-	MaxAge      string `json:"max_age,omitempty"`
-	MaxMessages uint64 `json:"max_messages,omitempty"`
-}
-
-// Limits of a policy.
-const (
-	MinRetentionAge = time.Minute
-	MaxRetentionAge = 100 * 365 * 24 * time.Hour
-)
-
-// Validate checks the command and returns the parsed age.
-func (c *SetRetentionCommand) Validate() (time.Duration, error) {
-	if !ValidName(c.Channel) {
-		return 0, NameError("channel", c.Channel)
-	}
-	var age time.Duration
-	if c.MaxAge != "" {
-		d, err := time.ParseDuration(c.MaxAge)
-		if err != nil {
-			return 0, FieldErrorf("max_age", "%q is not a duration such as 720h", c.MaxAge)
-		}
-		if d < MinRetentionAge || d > MaxRetentionAge {
-			return 0, FieldErrorf("max_age", "%v is outside %v..%v", d, MinRetentionAge, MaxRetentionAge)
-		}
-		age = d
-	}
-	return age, nil
-}
-
-// TrimCommand asks for a channel's policy to be applied.
-type TrimCommand struct {
-	Channel string `json:"channel"`
 }
 
 // TrimResult says what one trim removed.
@@ -113,7 +66,7 @@ func putRetention(tx *bbolt.Tx, r Retention) {
 }
 
 func applySetRetention(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
-	var cmd SetRetentionCommand
+	var cmd api.SetRetentionCommand
 	if err := json.Unmarshal(body, &cmd); err != nil {
 		return nil, fmt.Errorf("fsm: apply set_retention: decode: %w", err)
 	}
@@ -124,18 +77,18 @@ func applySetRetention(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, 
 	r, _ := loadRetention(tx, cmd.Channel)
 	r.MaxAge, r.MaxMessages = age, cmd.MaxMessages
 	putRetention(tx, r)
-	audit(tx, index, ts, AuditEvent{Kind: AuditTrim, Label: "RETENTION",
+	audit(tx, index, ts, api.AuditEvent{Kind: AuditTrim, Label: "RETENTION",
 		Text: fmt.Sprintf("channel %s: max_age=%v max_messages=%d", cmd.Channel, age, cmd.MaxMessages)})
 	return trim(tx, index, ts, r), nil
 }
 
 func applyTrim(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
-	var cmd TrimCommand
+	var cmd api.TrimCommand
 	if err := json.Unmarshal(body, &cmd); err != nil {
 		return nil, fmt.Errorf("fsm: apply trim: decode: %w", err)
 	}
-	if !ValidName(cmd.Channel) {
-		return nil, fmt.Errorf("fsm: apply trim: %w", NameError("channel", cmd.Channel))
+	if !api.ValidName(cmd.Channel) {
+		return nil, fmt.Errorf("fsm: apply trim: %w", api.NameError("channel", cmd.Channel))
 	}
 	r, ok := loadRetention(tx, cmd.Channel)
 	if !ok {
@@ -201,7 +154,7 @@ func trim(tx *bbolt.Tx, index uint64, ts int64, r Retention) *TrimResult {
 		r.Trimmed += uint64(res.Trimmed)
 		r.LastTrimSeq = res.UpToSeq
 		putRetention(tx, r)
-		audit(tx, index, ts, AuditEvent{Kind: AuditTrim, Label: "TRIM",
+		audit(tx, index, ts, api.AuditEvent{Kind: AuditTrim, Label: "TRIM",
 			Text: fmt.Sprintf("channel %s: %d messages up to seq %d", r.Channel, res.Trimmed, res.UpToSeq)})
 	}
 	res.Retention = r

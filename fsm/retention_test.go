@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/maos-project/maos/api"
 )
 
 // max_messages keeps the newest N; inboxes, counts, threads and receipts
@@ -13,14 +15,14 @@ func TestRetentionMaxMessages(t *testing.T) {
 	b := newMbox(t)
 	b.register("claude", "reviewer")
 	var sent []*SendResult
-	var msgs []Message
+	var msgs []api.Message
 	for i := range 5 {
 		m := b.msg("codex", "hello", "claude")
 		m.Title = string(rune('a' + i))
 		msgs = append(msgs, m)
 		sent = append(sent, b.send(m))
 	}
-	res := b.ok(OpSetRetention, SetRetentionCommand{Channel: "general", MaxMessages: 2}).(*TrimResult)
+	res := b.ok(api.OpSetRetention, api.SetRetentionCommand{Channel: "general", MaxMessages: 2}).(*TrimResult)
 	if res.Trimmed != 3 || res.UpToSeq != sent[2].Seq || res.Retention.Trimmed != 3 {
 		t.Fatalf("trim = %+v, want 3 up to seq %d", res, sent[2].Seq)
 	}
@@ -35,10 +37,10 @@ func TestRetentionMaxMessages(t *testing.T) {
 	if c := b.counts("claude"); c.Total != 2 || c.Unread != 2 {
 		t.Fatalf("claude's counts after trim = %+v, want 2 total, 2 unread", c)
 	}
-	if in := b.inbox("claude", InboxQuery{}); len(seqs(in)) != 2 {
+	if in := b.inbox("claude", api.InboxQuery{}); len(seqs(in)) != 2 {
 		t.Fatalf("claude's inbox after trim = %v", seqs(in))
 	}
-	if _, err := b.f.Message(msgs[0].ID); !errors.Is(err, ErrNotFound) {
+	if _, err := b.f.Message(msgs[0].ID); !errors.Is(err, api.ErrNotFound) {
 		t.Fatalf("trimmed message still readable: %v", err)
 	}
 	// A late retry of a trimmed send answers its seq and stores nothing.
@@ -61,8 +63,8 @@ func TestReplyToTrimmedMessage(t *testing.T) {
 	first := b.msg("codex", "one", "claude")
 	b.send(first)
 	b.send(b.msg("codex", "two", "claude"))
-	b.ok(OpSetRetention, SetRetentionCommand{Channel: "general", MaxMessages: 1})
-	if _, err := b.f.Message(first.ID); !errors.Is(err, ErrNotFound) {
+	b.ok(api.OpSetRetention, api.SetRetentionCommand{Channel: "general", MaxMessages: 1})
+	if _, err := b.f.Message(first.ID); !errors.Is(err, api.ErrNotFound) {
 		t.Fatalf("the first message was not trimmed: %v", err)
 	}
 	reply := b.msg("claude", "about one", "codex")
@@ -93,15 +95,15 @@ func TestRetentionMaxAgeUsesEntryTime(t *testing.T) {
 	b := newMbox(t)
 	first := b.send(b.msg("codex", "old", "claude"))
 	second := b.send(b.msg("codex", "newer", "claude"))
-	b.ok(OpSetRetention, SetRetentionCommand{Channel: "general", MaxAge: "1h"})
+	b.ok(api.OpSetRetention, api.SetRetentionCommand{Channel: "general", MaxAge: "1h"})
 	// Trim at exactly first+1h: the first message is not older than the
 	// cutoff, so it stays.
 	b.ts = first.Timestamp.UnixNano() + int64(time.Hour) - 1000
-	if r := b.ok(OpTrim, TrimCommand{Channel: "general"}).(*TrimResult); r.Trimmed != 0 {
+	if r := b.ok(api.OpTrim, api.TrimCommand{Channel: "general"}).(*TrimResult); r.Trimmed != 0 {
 		t.Fatalf("trim at the boundary removed %d", r.Trimmed)
 	}
 	b.ts = first.Timestamp.UnixNano() + int64(time.Hour) // next entry: +1 µs past the boundary
-	r := b.ok(OpTrim, TrimCommand{Channel: "general"}).(*TrimResult)
+	r := b.ok(api.OpTrim, api.TrimCommand{Channel: "general"}).(*TrimResult)
 	if r.Trimmed != 1 || r.UpToSeq != first.Seq {
 		t.Fatalf("trim past the boundary = %+v, want the first message only", r)
 	}
@@ -114,22 +116,22 @@ func TestRetentionRefusals(t *testing.T) {
 	b := newMbox(t)
 	before := dump(t, b.f)
 	for _, tt := range []struct {
-		op    Op
+		op    api.Op
 		body  any
 		field string
 		is    error
 	}{
-		{OpSetRetention, SetRetentionCommand{Channel: "Bad Channel"}, "channel", ErrInvalid},
-		{OpSetRetention, SetRetentionCommand{Channel: "c", MaxAge: "soon"}, "max_age", ErrInvalid},
-		{OpSetRetention, SetRetentionCommand{Channel: "c", MaxAge: "1s"}, "max_age", ErrInvalid},
-		{OpTrim, TrimCommand{Channel: "nopolicy"}, "", ErrNotFound},
+		{api.OpSetRetention, api.SetRetentionCommand{Channel: "Bad Channel"}, "channel", api.ErrInvalid},
+		{api.OpSetRetention, api.SetRetentionCommand{Channel: "c", MaxAge: "soon"}, "max_age", api.ErrInvalid},
+		{api.OpSetRetention, api.SetRetentionCommand{Channel: "c", MaxAge: "1s"}, "max_age", api.ErrInvalid},
+		{api.OpTrim, api.TrimCommand{Channel: "nopolicy"}, "", api.ErrNotFound},
 	} {
 		err, ok := b.apply(tt.op, tt.body).(error)
 		if !ok || !errors.Is(err, tt.is) {
 			t.Errorf("%s %+v: got %v, want %v", tt.op, tt.body, err, tt.is)
 			continue
 		}
-		var fe *FieldError
+		var fe *api.FieldError
 		if tt.field != "" && (!errors.As(err, &fe) || fe.Field != tt.field) {
 			t.Errorf("%s %+v: error %v does not name %s", tt.op, tt.body, err, tt.field)
 		}
@@ -157,7 +159,7 @@ func TestTrimDue(t *testing.T) {
 	if due, err := b.f.TrimDue("general", first.Timestamp); err != nil || due {
 		t.Fatalf("no policy: due=%v, %v", due, err)
 	}
-	b.ok(OpSetRetention, SetRetentionCommand{Channel: "general", MaxMessages: 2, MaxAge: "1h"})
+	b.ok(api.OpSetRetention, api.SetRetentionCommand{Channel: "general", MaxMessages: 2, MaxAge: "1h"})
 	if due, _ := b.f.TrimDue("general", first.Timestamp.Add(time.Hour)); due {
 		t.Fatal("due with 2 of 2 messages, the oldest exactly 1h old")
 	}

@@ -12,17 +12,15 @@ package fsm
 import (
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
 
-	"github.com/maos-project/maos/rules"
 	"go.etcd.io/bbolt"
-)
 
-// OpSetRules replaces or removes the rules document (body: SetRulesCommand).
-const OpSetRules Op = "set_rules"
+	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/rules"
+)
 
 // --- storage ---
 
@@ -144,53 +142,8 @@ func (c *rulesCache) put(sum [32]byte, r *rules.Compiled) {
 
 // --- the command ---
 
-// SetRulesCommand replaces the rules document with Rules, or removes it
-// (Clear): exactly one of the two.
-type SetRulesCommand struct {
-	Rules *rules.Document `json:"rules,omitempty"`
-	Clear bool            `json:"clear,omitempty"`
-}
-
-// Validate checks the command: the document's fields and limits
-// (*FieldError naming the field), its size as JSON, and that exactly one
-// of rules and clear is given.
-func (c *SetRulesCommand) Validate() error {
-	_, _, err := c.Prepare()
-	return err
-}
-
-// prepare validates c and returns the compiled document and its stored
-// form (both nil for Clear).
-func (c *SetRulesCommand) Prepare() (*rules.Compiled, []byte, error) {
-	switch {
-	case c.Clear && c.Rules != nil:
-		return nil, nil, FieldErrorf("clear", "give either rules or clear, not both")
-	case c.Clear:
-		return nil, nil, nil
-	case c.Rules == nil:
-		return nil, nil, FieldErrorf("rules", "required (or clear: true to remove the rules)")
-	}
-	r, err := rules.Compile(c.Rules)
-	if err != nil {
-		var fe *rules.FieldError
-		if errors.As(err, &fe) {
-			// In fsm's terms, as every refused command: wraps ErrInvalid.
-			return nil, nil, FieldErrorf(fe.Field, "%s", fe.Reason)
-		}
-		return nil, nil, err
-	}
-	data, err := json.Marshal(c.Rules)
-	if err != nil {
-		return nil, nil, fmt.Errorf("encode the document: %w", err)
-	}
-	if len(data) > rules.MaxBytes {
-		return nil, nil, FieldErrorf("rules", "%d bytes as JSON, at most %d", len(data), rules.MaxBytes)
-	}
-	return r, data, nil
-}
-
 func (f *FSM) applySetRules(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
-	var cmd SetRulesCommand
+	var cmd api.SetRulesCommand
 	if err := json.Unmarshal(body, &cmd); err != nil {
 		return nil, fmt.Errorf("fsm: apply set_rules: decode: %w", err)
 	}
@@ -207,7 +160,7 @@ func (f *FSM) applySetRules(tx *bbolt.Tx, index uint64, ts int64, body []byte) (
 		text = "replaced: " + cmd.Rules.Summary()
 	}
 	rb.stamp(index, ts)
-	audit(tx, index, ts, AuditEvent{Kind: AuditRules, Label: "RULES", Text: text})
+	audit(tx, index, ts, api.AuditEvent{Kind: AuditRules, Label: "RULES", Text: text})
 	st, err := f.readRulesState(tx)
 	if err != nil {
 		return nil, fmt.Errorf("fsm: apply set_rules: %w", err)
@@ -280,7 +233,7 @@ func (f *FSM) CheckRules(from, fromRole, to, toRole string) (RulesCheck, error) 
 		if out.FromRole == "" {
 			var ok bool
 			if out.FromRole, ok = rulesAgentRole(tx, from); !ok {
-				out.FromRole = DefaultRole
+				out.FromRole = api.DefaultRole
 			}
 		}
 		if out.ToRole == "" {

@@ -11,8 +11,10 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
-	"github.com/maos-project/maos/rules"
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/rules"
 )
 
 // The document's format and decisions are tested in package rules; these
@@ -70,25 +72,25 @@ func TestSetRulesCommandValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		cmd          SetRulesCommand
+		cmd          api.SetRulesCommand
 		field, cause string
 	}{
-		{SetRulesCommand{}, "rules", "required"},
-		{SetRulesCommand{Rules: doc, Clear: true}, "clear", "not both"},
-		{SetRulesCommand{Rules: &rules.Document{Preset: "flat"}}, "preset", "unknown preset"},
-		{SetRulesCommand{Rules: &rules.Document{Agents: []rules.AgentRule{{Agent: "role:Boss", CanSendTo: []string{}}}}}, "agents[0].agent", `role "Boss" must match`},
-		{SetRulesCommand{Rules: &rules.Document{Interrupt: []string{"role:Boss"}}}, "interrupt[0]", `role "Boss" must match`},
-		{SetRulesCommand{Rules: big}, "rules", fmt.Sprintf("at most %d", rules.MaxBytes)},
+		{api.SetRulesCommand{}, "rules", "required"},
+		{api.SetRulesCommand{Rules: doc, Clear: true}, "clear", "not both"},
+		{api.SetRulesCommand{Rules: &rules.Document{Preset: "flat"}}, "preset", "unknown preset"},
+		{api.SetRulesCommand{Rules: &rules.Document{Agents: []rules.AgentRule{{Agent: "role:Boss", CanSendTo: []string{}}}}}, "agents[0].agent", `role "Boss" must match`},
+		{api.SetRulesCommand{Rules: &rules.Document{Interrupt: []string{"role:Boss"}}}, "interrupt[0]", `role "Boss" must match`},
+		{api.SetRulesCommand{Rules: big}, "rules", fmt.Sprintf("at most %d", rules.MaxBytes)},
 	} {
 		// The document's errors too are fsm's: a *FieldError wrapping
 		// ErrInvalid, as every refused command's.
 		err := c.cmd.Validate()
-		var fe *FieldError
-		if !errors.As(err, &fe) || !errors.Is(err, ErrInvalid) || fe.Field != c.field || !strings.Contains(fe.Reason, c.cause) {
+		var fe *api.FieldError
+		if !errors.As(err, &fe) || !errors.Is(err, api.ErrInvalid) || fe.Field != c.field || !strings.Contains(fe.Reason, c.cause) {
 			t.Errorf("Validate(%+v) = %v, want %s: ...%s", c.cmd.Clear, err, c.field, c.cause)
 		}
 	}
-	for _, ok := range []SetRulesCommand{{Rules: doc}, {Clear: true}} {
+	for _, ok := range []api.SetRulesCommand{{Rules: doc}, {Clear: true}} {
 		if err := ok.Validate(); err != nil {
 			t.Errorf("Validate(%+v) = %v", ok, err)
 		}
@@ -97,9 +99,9 @@ func TestSetRulesCommandValidate(t *testing.T) {
 
 // --- through the state machine ---
 
-func rulesEntry(tb testing.TB, index uint64, ts int64, c SetRulesCommand) *raft.Log {
+func rulesEntry(tb testing.TB, index uint64, ts int64, c api.SetRulesCommand) *raft.Log {
 	tb.Helper()
-	data, err := Encode(OpSetRules, ts, c)
+	data, err := Encode(api.OpSetRules, ts, c)
 	if err != nil {
 		tb.Fatalf("Encode set_rules: %v", err)
 	}
@@ -108,7 +110,7 @@ func rulesEntry(tb testing.TB, index uint64, ts int64, c SetRulesCommand) *raft.
 
 func agentEntry(tb testing.TB, index uint64, ts int64, id, role string) *raft.Log {
 	tb.Helper()
-	data, err := Encode(OpRegisterAgent, ts, RegisterAgentCommand{ID: id, Role: role})
+	data, err := Encode(api.OpRegisterAgent, ts, api.RegisterAgentCommand{ID: id, Role: role})
 	if err != nil {
 		tb.Fatalf("Encode register_agent: %v", err)
 	}
@@ -127,7 +129,7 @@ func mustRulesState(tb testing.TB, res any) *RulesState {
 // auditLines renders the whole trail.
 func auditLines(tb testing.TB, f *FSM) []string {
 	tb.Helper()
-	page, err := f.Audit(0, MaxPageLimit)
+	page, err := f.Audit(0, api.MaxPageLimit)
 	if err != nil {
 		tb.Fatalf("Audit: %v", err)
 	}
@@ -147,7 +149,7 @@ func TestApplySetRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := mustRulesState(t, applyOne(f, rulesEntry(t, 1, baseTS, SetRulesCommand{Rules: doc})))
+	st := mustRulesState(t, applyOne(f, rulesEntry(t, 1, baseTS, api.SetRulesCommand{Rules: doc})))
 	if st.Index != 1 || st.Default != rules.Deny || st.UpdatedAt.UnixNano() != baseTS || st.Rules == nil || st.Rules.Preset != rules.PresetHierarchical {
 		t.Errorf("set_rules result %+v", st)
 	}
@@ -162,10 +164,10 @@ func TestApplySetRules(t *testing.T) {
 
 	// A refused document changes nothing, not even the audit trail.
 	before := dataDump(t, f)
-	bad := rawEntry(t, 2, Command{V: 1, Op: OpSetRules, TS: baseTS + 1,
+	bad := rawEntry(t, 2, Command{V: 1, Op: api.OpSetRules, TS: baseTS + 1,
 		Body: json.RawMessage(`{"rules": {"agents": [{"agent": "a", "can_send_to": ["b["]}]}}`)})
 	err = mustError(t, applyOne(f, bad))
-	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "agents[0].can_send_to[0]: bad glob") {
+	if !errors.Is(err, api.ErrInvalid) || !strings.Contains(err.Error(), "agents[0].can_send_to[0]: bad glob") {
 		t.Errorf("bad document: %v", err)
 	}
 	if after := dataDump(t, f); after != before {
@@ -173,7 +175,7 @@ func TestApplySetRules(t *testing.T) {
 	}
 
 	// Clear: no document, and the time of the change is kept.
-	st = mustRulesState(t, applyOne(f, rulesEntry(t, 3, baseTS+2, SetRulesCommand{Clear: true})))
+	st = mustRulesState(t, applyOne(f, rulesEntry(t, 3, baseTS+2, api.SetRulesCommand{Clear: true})))
 	if st.Rules != nil || st.Default != rules.Allow || st.Index != 3 {
 		t.Errorf("clear result %+v", st)
 	}
@@ -189,7 +191,7 @@ func TestApplySetRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st = mustRulesState(t, applyOne(f, rulesEntry(t, 4, baseTS+3, SetRulesCommand{Rules: doc})))
+	st = mustRulesState(t, applyOne(f, rulesEntry(t, 4, baseTS+3, api.SetRulesCommand{Rules: doc})))
 	if st.Rules == nil || strings.Join(st.Rules.Interrupt, ",") != "role:lead" || st.Default != rules.Allow {
 		t.Errorf("set_rules with interrupt: %+v", st)
 	}
@@ -240,7 +242,7 @@ func TestCheckRulesUsesRegisteredRoles(t *testing.T) {
 	for i, l := range []*raft.Log{
 		agentEntry(t, 1, baseTS, "boss", "orchestrator"),
 		agentEntry(t, 2, baseTS, "w1", "engineer"),
-		rulesEntry(t, 3, baseTS, SetRulesCommand{Rules: doc}),
+		rulesEntry(t, 3, baseTS, api.SetRulesCommand{Rules: doc}),
 	} {
 		if err, ok := applyOne(f, l).(error); ok {
 			t.Fatalf("entry %d: %v", i+1, err)
@@ -255,11 +257,11 @@ func TestCheckRulesUsesRegisteredRoles(t *testing.T) {
 		{"w1", "", "ghost", "", RulesCheck{From: "w1", FromRole: "engineer", To: "ghost", ToRole: "",
 			Reason: "w1 (role engineer) may send only to role:orchestrator (preset hierarchical)"}},
 		// An unregistered sender gets the role a send would register it with.
-		{"ghost", "", "w1", "", RulesCheck{From: "ghost", FromRole: DefaultRole, To: "w1", ToRole: "engineer",
+		{"ghost", "", "w1", "", RulesCheck{From: "ghost", FromRole: api.DefaultRole, To: "w1", ToRole: "engineer",
 			Reason: "ghost (role agent) may send only to role:orchestrator (preset hierarchical)"}},
 		// What if: roles given replace the registered ones.
 		{"w1", "orchestrator", "ghost", "", RulesCheck{From: "w1", FromRole: "orchestrator", To: "ghost", Allowed: true}},
-		{"ghost", "", "w1", "orchestrator", RulesCheck{From: "ghost", FromRole: DefaultRole, To: "w1", ToRole: "orchestrator", Allowed: true}},
+		{"ghost", "", "w1", "orchestrator", RulesCheck{From: "ghost", FromRole: api.DefaultRole, To: "w1", ToRole: "orchestrator", Allowed: true}},
 	} {
 		got, err := f.CheckRules(c.from, c.fromRole, c.to, c.toRole)
 		if err != nil || got != c.want {
@@ -285,7 +287,7 @@ func loadCompiled(tb testing.TB, f *FSM) *rules.Compiled {
 func TestLoadRulesCachesByContent(t *testing.T) {
 	f, _ := openTemp(t)
 	doc, _ := parseRulesJSON(t, `{"forbidden": [{"from": "a", "to": "b", "reason": "cache test"}]}`)
-	applyOne(f, rulesEntry(t, 1, baseTS, SetRulesCommand{Rules: doc}))
+	applyOne(f, rulesEntry(t, 1, baseTS, api.SetRulesCommand{Rules: doc}))
 	load := func() *rules.Compiled { return loadCompiled(t, f) }
 	r1, r2 := load(), load()
 	if r1 == nil || r1 != r2 {
@@ -306,12 +308,12 @@ func TestLoadRulesCachesByContent(t *testing.T) {
 	}
 	// A new document replaces the old one at once.
 	doc2, _ := parseRulesJSON(t, `{"forbidden": [{"from": "a", "to": "c", "reason": "second"}]}`)
-	applyOne(f, rulesEntry(t, 2, baseTS, SetRulesCommand{Rules: doc2}))
+	applyOne(f, rulesEntry(t, 2, baseTS, api.SetRulesCommand{Rules: doc2}))
 	if ok, _ := load().Allows("a", "", "b", ""); !ok {
 		t.Error("the replaced document still refuses a → b")
 	}
 	// Removed: no rules, whatever the cache holds.
-	applyOne(f, rulesEntry(t, 3, baseTS, SetRulesCommand{Clear: true}))
+	applyOne(f, rulesEntry(t, 3, baseTS, api.SetRulesCommand{Clear: true}))
 	if r := load(); r != nil {
 		t.Errorf("after clear: %p, want no rules", r)
 	}
@@ -324,14 +326,14 @@ func TestRulesCachePerFSM(t *testing.T) {
 	one, _ := openTemp(t)
 	two, _ := openTemp(t)
 	doc, _ := parseRulesJSON(t, `{"forbidden": [{"from": "a", "to": "b", "reason": "shared?"}]}`)
-	applyOne(one, rulesEntry(t, 1, baseTS, SetRulesCommand{Rules: doc}))
-	applyOne(two, rulesEntry(t, 1, baseTS, SetRulesCommand{Rules: doc}))
+	applyOne(one, rulesEntry(t, 1, baseTS, api.SetRulesCommand{Rules: doc}))
+	applyOne(two, rulesEntry(t, 1, baseTS, api.SetRulesCommand{Rules: doc}))
 	r1, r2 := loadCompiled(t, one), loadCompiled(t, two)
 	if r1 == nil || r2 == nil || r1 == r2 {
 		t.Fatalf("compiled rules %p and %p: want one value per FSM", r1, r2)
 	}
 	other, _ := parseRulesJSON(t, `{"forbidden": [{"from": "a", "to": "c", "reason": "two's own"}]}`)
-	applyOne(two, rulesEntry(t, 2, baseTS, SetRulesCommand{Rules: other}))
+	applyOne(two, rulesEntry(t, 2, baseTS, api.SetRulesCommand{Rules: other}))
 	if loadCompiled(t, one) != r1 {
 		t.Error("a set_rules on another FSM evicted this one's compiled rules")
 	}
@@ -375,7 +377,7 @@ func TestLoadRulesDamagedDocument(t *testing.T) {
 func TestRulesConcurrentReaders(t *testing.T) {
 	f, _ := openTemp(t)
 	doc, _ := parseRulesJSON(t, precedenceDoc)
-	applyOne(f, rulesEntry(t, 1, baseTS, SetRulesCommand{Rules: doc}))
+	applyOne(f, rulesEntry(t, 1, baseTS, api.SetRulesCommand{Rules: doc}))
 	var wg sync.WaitGroup
 	errs := make(chan string, 8)
 	for g := range 8 {
@@ -411,15 +413,15 @@ func TestRulesApplyDeterministicAcrossBatches(t *testing.T) {
 		agentEntry(t, next(), baseTS, "master_agent", "orchestrator"),
 		agentEntry(t, next(), baseTS, "tester_agent", "qa"),
 		agentEntry(t, next(), baseTS, "reviewer_agent", "reviewer"),
-		rulesEntry(t, next(), baseTS, SetRulesCommand{Rules: doc1}))
+		rulesEntry(t, next(), baseTS, api.SetRulesCommand{Rules: doc1}))
 	for i := range 12 {
 		m := testMessage(msgID(i), "review", fmt.Sprintf("text %d", i))
-		m.From, m.To = []string{"tester_agent", "master_agent", "reviewer_agent"}[i%3], Recipients{"reviewer_agent", "master_agent"}
+		m.From, m.To = []string{"tester_agent", "master_agent", "reviewer_agent"}[i%3], api.Recipients{"reviewer_agent", "master_agent"}
 		if i == 6 {
-			logs = append(logs, rulesEntry(t, next(), baseTS, SetRulesCommand{Rules: doc2}))
+			logs = append(logs, rulesEntry(t, next(), baseTS, api.SetRulesCommand{Rules: doc2}))
 		}
 		if i == 9 {
-			logs = append(logs, rulesEntry(t, next(), baseTS, SetRulesCommand{Clear: true}))
+			logs = append(logs, rulesEntry(t, next(), baseTS, api.SetRulesCommand{Clear: true}))
 		}
 		logs = append(logs, sendEntry(t, next(), baseTS+int64(i), m))
 	}
@@ -462,16 +464,16 @@ func TestSendHonoursRules(t *testing.T) {
 		agentEntry(t, 1, baseTS, "master_agent", "orchestrator"),
 		agentEntry(t, 2, baseTS, "tester_agent", "qa"),
 		agentEntry(t, 3, baseTS, "reviewer_agent", "reviewer"),
-		rulesEntry(t, 4, baseTS, SetRulesCommand{Rules: doc}),
+		rulesEntry(t, 4, baseTS, api.SetRulesCommand{Rules: doc}),
 	} {
 		if err, ok := applyOne(f, l).(error); ok {
 			t.Fatalf("entry %d: %v", i+1, err)
 		}
 	}
 	m := testMessage(msgID(1), "review", "please look")
-	m.From, m.To = "tester_agent", Recipients{"reviewer_agent"}
+	m.From, m.To = "tester_agent", api.Recipients{"reviewer_agent"}
 	err := mustError(t, applyOne(f, sendEntry(t, 5, baseTS+1, m)))
-	if !errors.Is(err, ErrForbidden) || !strings.Contains(err.Error(), "Should go through developer first") {
+	if !errors.Is(err, api.ErrForbidden) || !strings.Contains(err.Error(), "Should go through developer first") {
 		t.Errorf("forbidden send: %v", err)
 	}
 	if n := channelCount(t, f, "review"); n != 0 {
@@ -484,7 +486,7 @@ func TestSendHonoursRules(t *testing.T) {
 
 	// Several recipients: the allowed one gets it, the blocked one is named.
 	m = testMessage(msgID(2), "review", "status")
-	m.From, m.To = "tester_agent", Recipients{"reviewer_agent", "master_agent"}
+	m.From, m.To = "tester_agent", api.Recipients{"reviewer_agent", "master_agent"}
 	res := mustSendResult(t, applyOne(f, sendEntry(t, 6, baseTS+2, m)))
 	if len(res.Blocked) != 1 || res.Blocked[0].ID != "reviewer_agent" || res.Blocked[0].Reason != "Should go through developer first" {
 		t.Errorf("blocked = %+v", res.Blocked)

@@ -9,41 +9,9 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
-)
 
-// SendCommand is the body of OpSend: the message as the client sent it,
-// normalized and validated by the proposer (seq zero; timestamp zero unless
-// the client set one).
-type SendCommand struct {
-	Message Message `json:"message"`
-	// Interrupt, when set, makes the message an interrupt's alert: apply
-	// refuses it unless the sender may interrupt (checkInterrupt). Only
-	// the API's interrupt endpoint sets it.
-	Interrupt *Interrupt `json:"interrupt,omitempty"`
-	// AgentFence, when set, is the fence of the sender's agent lease
-	// (agent_lease.go; a fork's is its parent's): apply refuses the send
-	// with a *FenceError unless it is the current grant's, so a watcher
-	// that lost the lease cannot answer. Zero: no check.
-	AgentFence uint64 `json:"agent_fence,omitempty"`
-	// Moderator is true when the request's bearer token moderates (a
-	// moderator's or an admin's), which may always interrupt: apply
-	// stamps the stored message's MayInterrupt with it. The node that
-	// authenticated the request sets it; without authentication no sender
-	// is one.
-	Moderator bool `json:"moderator,omitempty"`
-	// ReadsAll is true when the sender reads every message and artifact:
-	// a moderator's or an admin's token, or a node without --auth. Without
-	// it a client's send may name only artifacts its sender reads, and a
-	// reply to a message its sender may not read is stored as a reply to
-	// an unknown id (nothing of the hidden message is copied onto it).
-	ReadsAll bool `json:"reads_all,omitempty"`
-	// KnownNames is set by the node that accepts a client's send
-	// (Addressing): apply refuses a "to" naming an agent, role or
-	// capability no one answers to, unless unknown_recipients is accept,
-	// and records the sender (known.go). An entry without it (committed
-	// by an older build) applies as it always did.
-	KnownNames bool `json:"known_names,omitempty"`
-}
+	"github.com/maos-project/maos/api"
+)
 
 // SendResult is what applying a send returns: where the message is stored.
 // Duplicate is true when the id was already stored with the same content and
@@ -62,7 +30,7 @@ type SendResult struct {
 // the id for something else does not. An interrupt's alert hashes with a
 // suffix, so an ordinary message cannot pass for a stored interrupt (and
 // be answered as its retry) or the other way round.
-func contentHash(m *Message, interrupt bool) ([32]byte, error) {
+func contentHash(m *api.Message, interrupt bool) ([32]byte, error) {
 	c := *m
 	c.Seq = 0
 	b, err := json.Marshal(&c)
@@ -115,12 +83,12 @@ func contentHash(m *Message, interrupt bool) ([32]byte, error) {
 // A message from SystemSender is refused here: only apply makes those
 // (send, for a task).
 func (f *FSM) applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
-	var cmd SendCommand
+	var cmd api.SendCommand
 	if err := json.Unmarshal(body, &cmd); err != nil {
 		return nil, fmt.Errorf("fsm: apply send: decode: %w", err)
 	}
-	if cmd.Message.From == SystemSender {
-		return nil, fmt.Errorf("fsm: apply send: %w", ReservedName("from"))
+	if cmd.Message.From == api.SystemSender {
+		return nil, fmt.Errorf("fsm: apply send: %w", api.ReservedName("from"))
 	}
 	if err := checkAgentFence(tx, leaseAgent(cmd.Message.From), cmd.AgentFence); err != nil {
 		return nil, fmt.Errorf("fsm: apply send: %w", err)
@@ -138,7 +106,7 @@ func (f *FSM) applySend(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any,
 // serves yet (resolveRecipients' emptyOK); one from SystemSender is the
 // system's own: never registered, never refused by strict_senders or the
 // rules.
-func (f *FSM) send(tx *bbolt.Tx, index uint64, ts int64, cmd *SendCommand, forTask bool) (*SendResult, error) {
+func (f *FSM) send(tx *bbolt.Tx, index uint64, ts int64, cmd *api.SendCommand, forTask bool) (*SendResult, error) {
 	m := cmd.Message
 	// Interrupt authority is apply's to decide, below: a client's claim
 	// is not kept, nor hashed.
@@ -170,8 +138,8 @@ func (f *FSM) send(tx *bbolt.Tx, index uint64, ts int64, cmd *SendCommand, forTa
 // names, its sender (nil when not registered), who it is delivered to,
 // who the rules block and where it was rerouted.
 type sendPlan struct {
-	arts      []*Artifact
-	sender    *Agent
+	arts      []*api.Artifact
+	sender    *api.Agent
 	delivered []recipient
 	blocked   []BlockedRecipient
 	via       *rerouted
@@ -182,7 +150,7 @@ type sendPlan struct {
 // read, its thread and visibility (set on m), its recipients and the
 // rules, and whether its sender may interrupt (set on m). It writes
 // nothing but the audit of a block.
-func (f *FSM) checkSend(tx *bbolt.Tx, index uint64, ts int64, m *Message, cmd *SendCommand, forTask bool) (sendPlan, error) {
+func (f *FSM) checkSend(tx *bbolt.Tx, index uint64, ts int64, m *api.Message, cmd *api.SendCommand, forTask bool) (sendPlan, error) {
 	var p sendPlan
 	var err error
 	// A client's send that carries known_names names only agents, roles
@@ -197,9 +165,9 @@ func (f *FSM) checkSend(tx *bbolt.Tx, index uint64, ts int64, m *Message, cmd *S
 	// threads it reads, as its token reads them: a fork's token is its
 	// parent's (Principal), so a fork answers its parent's mail. What apply
 	// sends for a command (forTask) was authorized by that command.
-	var reader *Viewer
+	var reader *api.Viewer
 	if !forTask && !cmd.ReadsAll {
-		reader = &Viewer{Agent: Principal(m.From)}
+		reader = &api.Viewer{Agent: Principal(m.From)}
 	}
 	p.arts, err = checkArtifactRefs(tx, m, reader)
 	if err != nil {
@@ -218,7 +186,7 @@ func (f *FSM) checkSend(tx *bbolt.Tx, index uint64, ts int64, m *Message, cmd *S
 	// Whether its sender may interrupt its recipients, decided once, here,
 	// by the interrupt rule, and carried on the message: what a watcher
 	// goes by before it presses a pane's interrupt key or preempts a run.
-	if m.From != SystemSender {
+	if m.From != api.SystemSender {
 		moderator := cmd.Moderator || (cmd.Interrupt != nil && cmd.Interrupt.Moderator)
 		if m.MayInterrupt, _, err = f.mayInterrupt(tx, m.From, moderator); err != nil {
 			return p, fmt.Errorf("fsm: apply send: %w", err)
@@ -230,7 +198,7 @@ func (f *FSM) checkSend(tx *bbolt.Tx, index uint64, ts int64, m *Message, cmd *S
 // applyRouting resolves m's recipients, its sender's role (refusing an
 // unregistered sender under strict_senders) and what the rules deliver,
 // block and reroute; a send the rules block entirely is refused.
-func (f *FSM) applyRouting(tx *bbolt.Tx, index uint64, ts int64, m *Message, forTask bool, p *sendPlan) error {
+func (f *FSM) applyRouting(tx *bbolt.Tx, index uint64, ts int64, m *api.Message, forTask bool, p *sendPlan) error {
 	rcpts, err := resolveRecipients(tx, m, forTask)
 	if err != nil {
 		return fmt.Errorf("fsm: apply send: %w", err)
@@ -239,12 +207,12 @@ func (f *FSM) applyRouting(tx *bbolt.Tx, index uint64, ts int64, m *Message, for
 	if err != nil {
 		return fmt.Errorf("fsm: apply send: %w", err)
 	}
-	fromRole := DefaultRole
+	fromRole := api.DefaultRole
 	if sender != nil {
 		fromRole = sender.Role
-	} else if m.From != SystemSender && readConfig(tx).StrictSenders {
+	} else if m.From != api.SystemSender && readConfig(tx).StrictSenders {
 		reason := fmt.Sprintf("sender %s is not a registered agent and strict_senders is on: register it first (maosctl agents register %s --role ROLE)", m.From, m.From)
-		audit(tx, index, ts, markPrivate(AuditEvent{Kind: AuditBlocked, From: m.From, To: m.To, Label: "BLOCKED", Text: reason, MessageID: m.ID}, m, nil))
+		audit(tx, index, ts, markPrivate(api.AuditEvent{Kind: AuditBlocked, From: m.From, To: m.To, Label: "BLOCKED", Text: reason, MessageID: m.ID}, m, nil))
 		return fmt.Errorf("fsm: apply send: %w", &ForbiddenError{Reason: reason})
 	}
 	delivered, blocked, err := f.applyRules(tx, m, fromRole, rcpts)
@@ -272,9 +240,9 @@ func (f *FSM) applyRouting(tx *bbolt.Tx, index uint64, ts int64, m *Message, for
 // writeSend stores m, checked by checkSend, with sum: the sender's
 // registration by send, the message, its deliveries and receipts, the
 // answer it is, and its audit lines.
-func (f *FSM) writeSend(tx *bbolt.Tx, index uint64, ts int64, m *Message, cmd *SendCommand, sum [32]byte, p sendPlan) {
+func (f *FSM) writeSend(tx *bbolt.Tx, index uint64, ts int64, m *api.Message, cmd *api.SendCommand, sum [32]byte, p sendPlan) {
 	sender, delivered, blocked, via, arts := p.sender, p.delivered, p.blocked, p.via, p.arts
-	if sender == nil && m.From != SystemSender {
+	if sender == nil && m.From != api.SystemSender {
 		registerBySend(tx, index, ts, m)
 	}
 	if cmd.KnownNames {
@@ -301,9 +269,9 @@ func (f *FSM) writeSend(tx *bbolt.Tx, index uint64, ts int64, m *Message, cmd *S
 	recordAnswer(tx, m, ts)
 	text := m.Title
 	if text == "" {
-		text = FirstLine(m.Content.Text, 120)
+		text = api.FirstLine(m.Content.Text, 120)
 	}
-	audit(tx, index, ts, markPrivate(AuditEvent{Kind: AuditMessage, From: m.From, To: m.Recipients, Label: strings.ToUpper(m.Type),
+	audit(tx, index, ts, markPrivate(api.AuditEvent{Kind: AuditMessage, From: m.From, To: m.Recipients, Label: strings.ToUpper(m.Type),
 		Text: text, MessageID: m.ID}, m, delivered))
 	auditBlocked(tx, index, ts, m, delivered, blocked)
 	via.audit(tx, index, ts, m, delivered)
@@ -313,14 +281,14 @@ func (f *FSM) writeSend(tx *bbolt.Tx, index uint64, ts int64, m *Message, cmd *S
 // when sum matches the stored hash (a retry), else ErrConflict. A message
 // trimmed by retention keeps its id, so a late retry still answers the
 // original seq instead of storing it again.
-func resend(tx *bbolt.Tx, m *Message, prev idRecord, sum [32]byte) (*SendResult, error) {
+func resend(tx *bbolt.Tx, m *api.Message, prev idRecord, sum [32]byte) (*SendResult, error) {
 	if prev.sum != sum {
 		return nil, fmt.Errorf("fsm: apply send: %w", conflict("id %s is already stored with other content: a retry must send the same message; new content needs a new id", m.ID))
 	}
 	res := &SendResult{ID: m.ID, Seq: prev.seq, Blocked: blockedOf(tx, prev.seq), Duplicate: true}
 	if stored, err := getMessage(tx, prev.seq); err == nil {
 		res.Timestamp = stored.Timestamp
-	} else if !errors.Is(err, ErrNotFound) {
+	} else if !errors.Is(err, api.ErrNotFound) {
 		return nil, fmt.Errorf("fsm: apply send: %w", err)
 	}
 	return res, nil
@@ -330,8 +298,8 @@ func resend(tx *bbolt.Tx, m *Message, prev idRecord, sum [32]byte) (*SendResult,
 // fromRole, into those the rules document (if any) lets it reach and those
 // it blocks, with the rule's reason. The rules do not speak to
 // SystemSender's messages.
-func (f *FSM) applyRules(tx *bbolt.Tx, m *Message, fromRole string, rcpts []recipient) ([]recipient, []BlockedRecipient, error) {
-	if m.From == SystemSender {
+func (f *FSM) applyRules(tx *bbolt.Tx, m *api.Message, fromRole string, rcpts []recipient) ([]recipient, []BlockedRecipient, error) {
+	if m.From == api.SystemSender {
 		return rcpts, nil, nil
 	}
 	rules, err := f.rules.load(tx)
@@ -351,18 +319,18 @@ func (f *FSM) applyRules(tx *bbolt.Tx, m *Message, fromRole string, rcpts []reci
 }
 
 // auditBlocked writes one BLOCKED line per recipient the rules kept m from.
-func auditBlocked(tx *bbolt.Tx, index uint64, ts int64, m *Message, delivered []recipient, blocked []BlockedRecipient) {
+func auditBlocked(tx *bbolt.Tx, index uint64, ts int64, m *api.Message, delivered []recipient, blocked []BlockedRecipient) {
 	for _, b := range blocked {
-		audit(tx, index, ts, markPrivate(AuditEvent{Kind: AuditBlocked, From: m.From, To: []string{b.ID}, Label: "BLOCKED", Text: b.Reason, MessageID: m.ID}, m, delivered))
+		audit(tx, index, ts, markPrivate(api.AuditEvent{Kind: AuditBlocked, From: m.From, To: []string{b.ID}, Label: "BLOCKED", Text: b.Reason, MessageID: m.ID}, m, delivered))
 	}
 }
 
 // registerBySend registers the sender of m, unknown so far, with the
 // default role: the first send of an agent registers it.
-func registerBySend(tx *bbolt.Tx, index uint64, ts int64, m *Message) {
+func registerBySend(tx *bbolt.Tx, index uint64, ts int64, m *api.Message) {
 	now := time.Unix(0, ts).UTC()
-	a := Agent{ID: m.From, Role: DefaultRole, Auto: true, RegisteredAt: now, UpdatedAt: now, Index: index}
+	a := api.Agent{ID: m.From, Role: api.DefaultRole, Auto: true, RegisteredAt: now, UpdatedAt: now, Index: index}
 	putAgent(tx, nil, &a)
-	audit(tx, index, ts, AuditEvent{Kind: AuditAgent, From: a.ID, Label: "REGISTER",
+	audit(tx, index, ts, api.AuditEvent{Kind: AuditAgent, From: a.ID, Label: "REGISTER",
 		Text: "role " + a.Role + " (registered by its first send)", MessageID: auditMessageID(m)})
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
 
 // memSink is a raft.SnapshotSink that keeps the snapshot in memory.
@@ -124,7 +126,7 @@ func TestSnapshotIsPointInTime(t *testing.T) {
 	defer snap.Release()
 	// raft goes on applying while the snapshot waits to be persisted.
 	applyChunks(f, logs[30:], func() int { return 4 })
-	applyOne(f, nodeEntry(t, 61, baseTS, RegisterNodeCommand{NodeID: "late", APIAddr: "127.0.0.1:1"}))
+	applyOne(f, nodeEntry(t, 61, baseTS, api.RegisterNodeCommand{NodeID: "late", APIAddr: "127.0.0.1:1"}))
 	if f.AppliedIndex() != 61 {
 		t.Fatalf("AppliedIndex = %d, want 61", f.AppliedIndex())
 	}
@@ -143,7 +145,7 @@ func TestSnapshotIsPointInTime(t *testing.T) {
 	if got := dump(t, g); got != want {
 		t.Errorf("snapshot contains entries applied after it was taken")
 	}
-	if _, err := g.Node("late"); !errors.Is(err, ErrNotFound) {
+	if _, err := g.Node("late"); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("Node(late) on the snapshot = %v, want ErrNotFound", err)
 	}
 }

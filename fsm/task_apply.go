@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
 
 // What every task and approval command's apply shares: the entry it runs
@@ -21,7 +23,7 @@ import (
 type taskOp struct {
 	f     *FSM
 	tx    *bbolt.Tx
-	op    Op
+	op    api.Op
 	index uint64
 	ts    int64
 	// plan is what the entry changes, in order; bySeq finds a planned
@@ -32,8 +34,8 @@ type taskOp struct {
 	// messages it queues about them (after its tasks' own); lines the
 	// audit lines it writes about them.
 	approvals []approvalChange
-	queued    []Message
-	lines     []AuditEvent
+	queued    []api.Message
+	lines     []api.AuditEvent
 	// knownNames is the command's known_names flag: its message then
 	// records its sender (known.go).
 	knownNames bool
@@ -43,12 +45,12 @@ type taskOp struct {
 // SystemSender sends about it (queued), if any.
 type taskChange struct {
 	before taskKeys
-	t      *Task
-	ev     TaskEvent
-	queued []Message
+	t      *api.Task
+	ev     api.TaskEvent
+	queued []api.Message
 }
 
-func (f *FSM) taskOp(tx *bbolt.Tx, op Op, index uint64, ts int64) *taskOp {
+func (f *FSM) taskOp(tx *bbolt.Tx, op api.Op, index uint64, ts int64) *taskOp {
 	return &taskOp{f: f, tx: tx, op: op, index: index, ts: ts}
 }
 
@@ -66,12 +68,12 @@ func (a *taskOp) at(d time.Duration) *time.Time {
 func (a *taskOp) errorf(err error) error { return fmt.Errorf("fsm: apply %s: %w", a.op, err) }
 
 // event is the history event of a transition by actor in this entry.
-func (a *taskOp) event(actor, event, detail string) TaskEvent {
-	return TaskEvent{Seq: a.index, Time: a.now(), Actor: actor, Event: event, Detail: detail}
+func (a *taskOp) event(actor, event, detail string) api.TaskEvent {
+	return api.TaskEvent{Seq: a.index, Time: a.now(), Actor: actor, Event: event, Detail: detail}
 }
 
 // load reads task seq as the plan leaves it so far.
-func (a *taskOp) load(seq uint64) (*Task, error) {
+func (a *taskOp) load(seq uint64) (*api.Task, error) {
 	if i, ok := a.bySeq[seq]; ok {
 		return a.plan[i].t, nil
 	}
@@ -79,7 +81,7 @@ func (a *taskOp) load(seq uint64) (*Task, error) {
 }
 
 // loadID reads task id as the plan leaves it so far, or a *NotFoundError.
-func (a *taskOp) loadID(id string) (*Task, error) {
+func (a *taskOp) loadID(id string) (*api.Task, error) {
 	rec, ok := getTaskID(a.tx, id)
 	if !ok {
 		return nil, TaskNotFound(id)
@@ -89,7 +91,7 @@ func (a *taskOp) loadID(id string) (*Task, error) {
 
 // change plans t's transition: before is its keys before the entry
 // changed it (keysOf, taken before the change).
-func (a *taskOp) change(before taskKeys, t *Task, ev TaskEvent, queued ...Message) {
+func (a *taskOp) change(before taskKeys, t *api.Task, ev api.TaskEvent, queued ...api.Message) {
 	if _, dup := a.bySeq[t.Seq]; dup {
 		panic(fmt.Sprintf("fsm: apply %s: task %s changes twice in one entry", a.op, t.ID))
 	}
@@ -129,16 +131,16 @@ func (a *taskOp) commit() {
 // send stores m, a message of this task command, through the one send
 // path (addressing, rules, inboxes, receipts, audit). A refusal (the
 // rules, strict_senders) refuses the command.
-func (a *taskOp) send(m *Message) error {
-	if _, err := a.f.send(a.tx, a.index, a.ts, &SendCommand{Message: *m, KnownNames: a.knownNames}, true); err != nil {
+func (a *taskOp) send(m *api.Message) error {
+	if _, err := a.f.send(a.tx, a.index, a.ts, &api.SendCommand{Message: *m, KnownNames: a.knownNames}, true); err != nil {
 		return fmt.Errorf("its %s message: %w", m.Type, err)
 	}
 	return nil
 }
 
 // result is the command's answer for t after the entry.
-func (a *taskOp) result(t *Task) *TaskResult {
-	return &TaskResult{ID: t.ID, Seq: a.index, State: t.State, Attempt: t.Attempt, Fence: t.Fence, LeaseExpires: t.LeaseExpires}
+func (a *taskOp) result(t *api.Task) *api.TaskResult {
+	return &api.TaskResult{ID: t.ID, Seq: a.index, State: t.State, Attempt: t.Attempt, Fence: t.Fence, LeaseExpires: t.LeaseExpires}
 }
 
 // taskCommand is the body of a command on one stored task.
@@ -146,12 +148,6 @@ type taskCommand interface {
 	validator
 	TaskID() string
 }
-
-func (c *TaskClaimCommand) TaskID() string    { return c.ID }
-func (c *TaskProgressCommand) TaskID() string { return c.ID }
-func (c *TaskCompleteCommand) TaskID() string { return c.ID }
-func (c *TaskHandoffCommand) TaskID() string  { return c.ID }
-func (c *TaskCancelCommand) TaskID() string   { return c.ID }
 
 // onTask makes the apply function of op, a command C on one stored task.
 // Its first step is every such command's: a taskOp for the entry, the
@@ -161,7 +157,7 @@ func (c *TaskCancelCommand) TaskID() string   { return c.ID }
 func onTask[C any, P interface {
 	*C
 	taskCommand
-}](f *FSM, op Op, do func(a *taskOp, cmd P, t *Task) (any, error)) applyFunc {
+}](f *FSM, op api.Op, do func(a *taskOp, cmd P, t *api.Task) (any, error)) applyFunc {
 	return func(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 		a := f.taskOp(tx, op, index, ts)
 		var cmd C
@@ -171,7 +167,7 @@ func onTask[C any, P interface {
 		// A report under an agent lease's fence (agent_lease.go) is
 		// refused first when the watcher lost the lease.
 		if fc, ok := any(P(&cmd)).(agentFenced); ok {
-			agent, fence := fc.agentFence()
+			agent, fence := fc.FencedBy()
 			if err := checkAgentFence(tx, agent, fence); err != nil {
 				return nil, a.errorf(err)
 			}
@@ -186,25 +182,25 @@ func onTask[C any, P interface {
 
 // retried answers a retry of the command that ended t as that command
 // answered: t's state after its last transition, at that entry.
-func (a *taskOp) retried(t *Task) (any, error) {
+func (a *taskOp) retried(t *api.Task) (any, error) {
 	last, err := lastEvent(a.tx, t.Seq)
 	if err != nil {
 		return nil, a.errorf(err)
 	}
-	return &TaskResult{ID: t.ID, Seq: last.Seq, State: t.State, Attempt: t.Attempt, Fence: t.Fence}, nil
+	return &api.TaskResult{ID: t.ID, Seq: last.Seq, State: t.State, Attempt: t.Attempt, Fence: t.Fence}, nil
 }
 
 // checkClaimant refuses a report from anyone but the current claimant of
 // t under its current fence, with its lease live at the entry's time: a
 // *ConflictError saying what the state is and what to do. A lease that
 // lapsed is refused before any tick expired it.
-func (a *taskOp) checkClaimant(t *Task, agent string, fence uint64) error {
+func (a *taskOp) checkClaimant(t *api.Task, agent string, fence uint64) error {
 	switch {
 	case t.State.Final():
 		return conflict("task %s has ended (%s%s): nothing to report", t.ID, t.State, endedHow(t))
-	case t.State == TaskAwaitingApproval:
+	case t.State == api.TaskAwaitingApproval:
 		return conflict("task %s awaits approval %s of its completion: nothing to report until it is decided", t.ID, t.ApprovalID)
-	case t.State != TaskRunning:
+	case t.State != api.TaskRunning:
 		return conflict("task %s is %s, not running: claim it first", t.ID, t.State)
 	case t.ClaimedBy != agent:
 		return conflict("task %s is claimed by %s (fence %d), not %s: your claim was lost; stop working on it", t.ID, t.ClaimedBy, t.Fence, agent)
@@ -219,7 +215,7 @@ func (a *taskOp) checkClaimant(t *Task, agent string, fence uint64) error {
 
 // endedHow words how a final task ended, after its state: ", success",
 // ", timeout" (the error type when there is one); "" for a cancelled task.
-func endedHow(t *Task) string {
+func endedHow(t *api.Task) string {
 	c := t.Completion
 	switch {
 	case c == nil:
@@ -234,56 +230,14 @@ func endedHow(t *Task) string {
 // stamp is a time as messages show it.
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
-// DependencyMet reports whether a dependency d counts as done: succeeded
-// with success or partial_success, or with requires_approval once its
-// approval approved it (ApprovalID set; a task stored succeeded with that
-// status before approvals existed has none and still waits). Apply holds
-// depends_on to it, and a watcher the tasks its CLI says it waits for.
-func DependencyMet(d *Task) bool {
-	if d.State != TaskSucceeded || d.Completion == nil {
-		return false
-	}
-	switch d.Completion.Status {
-	case TaskStatusSuccess, TaskStatusPartialSuccess:
-		return true
-	case TaskStatusRequiresApproval:
-		return d.ApprovalID != ""
-	}
-	return false
-}
-
-// DependencyBroken reports whether a dependency d can never be met.
-func DependencyBroken(d *Task) bool { return d.State == TaskFailed || d.State == TaskCancelled }
-
-// DependencyFailed is the completion of a task whose dependency d failed
-// or was cancelled (DependencyBroken): error_type dependency_failed,
-// naming d and how it ended.
-func DependencyFailed(d *Task) *TaskCompletion {
-	msg := fmt.Sprintf("task %s, which it depends on, %s", d.ID, brokenHow(d))
-	return &TaskCompletion{Status: TaskStatusFailure, Result: msg,
-		Error: &TaskError{ErrorType: TaskErrorDependencyFailed, ErrorMessage: msg, SuggestedAction: "fix or recreate " + d.ID + ", then create this task again"}}
-}
-
-// brokenHow words how a dependency ended: "failed", "failed (timeout)",
-// "was cancelled".
-func brokenHow(d *Task) string {
-	if d.State == TaskCancelled {
-		return "was cancelled"
-	}
-	if c := d.Completion; c != nil && c.Error != nil && c.Error.ErrorType != "" {
-		return "failed (" + c.Error.ErrorType + ")"
-	}
-	return "failed"
-}
-
 // cascade plans what t's end (t already planned) does to the tasks that
 // depend on it, recursively: a succeeded t makes each waiting dependent
 // whose dependencies are now all met ready; a failed or cancelled t fails
 // each waiting dependent with dependency_failed naming it (and then
 // theirs), each with its completion reply to its creator from
 // SystemSender. Dependents are visited breadth first in creation order.
-func (a *taskOp) cascade(t *Task) error {
-	ended := []*Task{t}
+func (a *taskOp) cascade(t *api.Task) error {
+	ended := []*api.Task{t}
 	for len(ended) > 0 {
 		cur := ended[0]
 		ended = ended[1:]
@@ -292,25 +246,25 @@ func (a *taskOp) cascade(t *Task) error {
 			if err != nil {
 				return err
 			}
-			if d.State != TaskWaiting {
+			if d.State != api.TaskWaiting {
 				continue
 			}
 			before := keysOf(d)
 			switch {
-			case DependencyBroken(cur):
-				d.State = TaskFailed
-				d.Completion = DependencyFailed(cur)
-				a.change(before, d, a.event(SystemSender, "failed", TaskErrorDependencyFailed+": "+d.Completion.Error.ErrorMessage),
-					completionReply(d, SystemSender, a.ts))
+			case api.DependencyBroken(cur):
+				d.State = api.TaskFailed
+				d.Completion = api.DependencyFailed(cur)
+				a.change(before, d, a.event(api.SystemSender, "failed", api.TaskErrorDependencyFailed+": "+d.Completion.Error.ErrorMessage),
+					completionReply(d, api.SystemSender, a.ts))
 				ended = append(ended, d)
-			case DependencyMet(cur):
+			case api.DependencyMet(cur):
 				met, err := a.allMet(d)
 				if err != nil {
 					return err
 				}
 				if met {
-					d.State = TaskReady
-					a.change(before, d, a.event(SystemSender, "ready", "its dependencies succeeded: "+strings.Join(d.DependsOn, ", ")))
+					d.State = api.TaskReady
+					a.change(before, d, a.event(api.SystemSender, "ready", "its dependencies succeeded: "+strings.Join(d.DependsOn, ", ")))
 				}
 			}
 		}
@@ -320,13 +274,13 @@ func (a *taskOp) cascade(t *Task) error {
 
 // allMet reports whether every dependency of d is met, as the plan leaves
 // them.
-func (a *taskOp) allMet(d *Task) (bool, error) {
+func (a *taskOp) allMet(d *api.Task) (bool, error) {
 	for _, id := range d.DependsOn {
 		dep, err := a.loadID(id)
 		if err != nil {
 			return false, err
 		}
-		if !DependencyMet(dep) {
+		if !api.DependencyMet(dep) {
 			return false, nil
 		}
 	}
@@ -338,11 +292,11 @@ func (a *taskOp) allMet(d *Task) (bool, error) {
 // nil when it is not) with that role or capability. A claim is held to it
 // (mayClaim), and the stream's ?agent= filter carries the tasks of the
 // agent's queues by it.
-func InQueue(agent string, a *Agent, to string) bool {
-	if role, ok := strings.CutPrefix(to, RolePrefix); ok {
+func InQueue(agent string, a *api.Agent, to string) bool {
+	if role, ok := strings.CutPrefix(to, api.RolePrefix); ok {
 		return a != nil && a.Role == role
 	}
-	if capability, ok := strings.CutPrefix(to, CapabilityPrefix); ok {
+	if capability, ok := strings.CutPrefix(to, api.CapabilityPrefix); ok {
 		return a != nil && slices.Contains(a.Capabilities, capability)
 	}
 	return agent == to
@@ -350,9 +304,9 @@ func InQueue(agent string, a *Agent, to string) bool {
 
 // mayClaim refuses (a *ForbiddenError) an agent that is not of t's queue
 // (InQueue), saying why.
-func mayClaim(tx *bbolt.Tx, t *Task, agent string) error {
-	isRole := strings.HasPrefix(t.To, RolePrefix)
-	isCap := strings.HasPrefix(t.To, CapabilityPrefix)
+func mayClaim(tx *bbolt.Tx, t *api.Task, agent string) error {
+	isRole := strings.HasPrefix(t.To, api.RolePrefix)
+	isCap := strings.HasPrefix(t.To, api.CapabilityPrefix)
 	if !isRole && !isCap {
 		if !InQueue(agent, nil, t.To) {
 			return &ForbiddenError{Reason: fmt.Sprintf("task %s is for %s, not %s", t.ID, t.To, agent)}

@@ -2,6 +2,8 @@ package fsm
 
 import (
 	"fmt"
+
+	"github.com/maos-project/maos/api"
 )
 
 // cancel cancels a task that has not ended: waiting, ready,
@@ -11,27 +13,27 @@ import (
 // is a *ConflictError. Its dependents fail (cascade). Cancelling a
 // cancelled task again, as a retry does, answers its state and changes
 // nothing.
-func (a *taskOp) cancel(cmd *TaskCancelCommand, t *Task) (any, error) {
+func (a *taskOp) cancel(cmd *api.TaskCancelCommand, t *api.Task) (any, error) {
 	if cmd.From != t.From {
 		return nil, a.errorf(&ForbiddenError{Reason: fmt.Sprintf("task %s was created by %s: only its creator cancels it, not %s", t.ID, t.From, cmd.From)})
 	}
 	switch {
-	case t.State == TaskCancelled:
+	case t.State == api.TaskCancelled:
 		last, err := lastEvent(a.tx, t.Seq)
 		if err != nil {
 			return nil, a.errorf(err)
 		}
-		return &TaskResult{ID: t.ID, Seq: last.Seq, State: t.State, Attempt: t.Attempt}, nil
+		return &api.TaskResult{ID: t.ID, Seq: last.Seq, State: t.State, Attempt: t.Attempt}, nil
 	case t.State.Final():
 		return nil, a.errorf(conflict("task %s has ended (%s%s): nothing to cancel", t.ID, t.State, endedHow(t)))
 	}
-	if t.State == TaskAwaitingApproval {
+	if t.State == api.TaskAwaitingApproval {
 		if err := a.cancelTaskApproval(t, cmd.From); err != nil {
 			return nil, a.errorf(err)
 		}
 	}
 	before := keysOf(t)
-	t.State, t.LeaseExpires = TaskCancelled, nil
+	t.State, t.LeaseExpires = api.TaskCancelled, nil
 	a.change(before, t, a.event(cmd.From, "cancelled", cmd.Reason))
 	if err := a.cascade(t); err != nil {
 		return nil, a.errorf(err)
@@ -42,14 +44,14 @@ func (a *taskOp) cancel(cmd *TaskCancelCommand, t *Task) (any, error) {
 
 // cancelTaskApproval plans the cancel of the approval t awaits, by its
 // creator from, who cancels t: nobody is left to decide on it.
-func (a *taskOp) cancelTaskApproval(t *Task, from string) error {
+func (a *taskOp) cancelTaskApproval(t *api.Task, from string) error {
 	ap, err := approvalByID(a.tx, t.ApprovalID)
-	if err != nil || ap.State != ApprovalPending {
+	if err != nil || ap.State != api.ApprovalPending {
 		return err
 	}
 	before := approvalKeysOf(ap)
-	ap.State = ApprovalCancelled
+	ap.State = api.ApprovalCancelled
 	a.changeApproval(before, ap, a.approvalEvent(ap, from, "cancelled", "task "+t.ID+" was cancelled"),
-		AuditEvent{From: from, To: ap.Approvers, Label: "HITL_CANCELLED", Text: FirstLine(ap.Title, 200) + " by " + from + ": task " + t.ID + " was cancelled"})
+		api.AuditEvent{From: from, To: ap.Approvers, Label: "HITL_CANCELLED", Text: api.FirstLine(ap.Title, 200) + " by " + from + ": task " + t.ID + " was cancelled"})
 	return nil
 }

@@ -3,6 +3,8 @@ package fsm
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/maos-project/maos/api"
 )
 
 // complete ends a running task with the claimant's completion
@@ -22,8 +24,8 @@ import (
 // A retried complete (the same claimant, fence and completion) of the
 // task it ended, or left awaiting its approval, answers the stored result
 // and changes nothing.
-func (a *taskOp) complete(cmd *TaskCompleteCommand, t *Task) (any, error) {
-	if (t.State.Final() || t.State == TaskAwaitingApproval) && t.ClaimedBy == cmd.Agent && t.Fence == cmd.Fence && sameCompletion(t.Completion, &cmd.Completion) {
+func (a *taskOp) complete(cmd *api.TaskCompleteCommand, t *api.Task) (any, error) {
+	if (t.State.Final() || t.State == api.TaskAwaitingApproval) && t.ClaimedBy == cmd.Agent && t.Fence == cmd.Fence && sameCompletion(t.Completion, &cmd.Completion) {
 		return a.retried(t)
 	}
 	if err := a.checkClaimant(t, cmd.Agent, cmd.Fence); err != nil {
@@ -32,12 +34,12 @@ func (a *taskOp) complete(cmd *TaskCompleteCommand, t *Task) (any, error) {
 	before := keysOf(t)
 	c := cmd.Completion
 	t.Completion, t.LeaseExpires = &c, nil
-	if c.Status == TaskStatusRequiresApproval {
+	if c.Status == api.TaskStatusRequiresApproval {
 		return a.awaitApproval(cmd, t, before)
 	}
-	t.State = TaskSucceeded
-	if c.Status == TaskStatusFailure {
-		t.State = TaskFailed
+	t.State = api.TaskSucceeded
+	if c.Status == api.TaskStatusFailure {
+		t.State = api.TaskFailed
 	}
 	a.change(before, t, a.event(cmd.Agent, "completed", completionHead(&c)))
 	if err := a.cascade(t); err != nil {
@@ -53,12 +55,12 @@ func (a *taskOp) complete(cmd *TaskCompleteCommand, t *Task) (any, error) {
 
 // awaitApproval makes t (its completion set, its lease ended; before its
 // keys) await the approval its requires_approval completion opens.
-func (a *taskOp) awaitApproval(cmd *TaskCompleteCommand, t *Task, before taskKeys) (any, error) {
+func (a *taskOp) awaitApproval(cmd *api.TaskCompleteCommand, t *api.Task, before taskKeys) (any, error) {
 	req, err := taskApprovalRequest(t, t.Completion, a.ts)
 	if err != nil {
 		return nil, a.errorf(err)
 	}
-	t.State, t.ApprovalID, t.ApprovedAction = TaskAwaitingApproval, req.ID, nil
+	t.State, t.ApprovalID, t.ApprovedAction = api.TaskAwaitingApproval, req.ID, nil
 	a.change(before, t, a.event(cmd.Agent, "completed", completionHead(t.Completion)+"; awaits approval "+req.ID+" by "+t.From))
 	if _, err := a.openApproval(req, t.MessageID); err != nil {
 		return nil, a.errorf(err)
@@ -69,7 +71,7 @@ func (a *taskOp) awaitApproval(cmd *TaskCompleteCommand, t *Task, before taskKey
 
 // sameCompletion reports whether two completions are the same as stored
 // (JSON, so spacing inside the raw fields does not count).
-func sameCompletion(stored, c *TaskCompletion) bool {
+func sameCompletion(stored, c *api.TaskCompletion) bool {
 	if stored == nil {
 		return false
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
 
 // applyTaskCreate creates a task and posts its task_delegation message.
@@ -29,8 +31,8 @@ import (
 //
 // A task failed at birth also queues its completion reply to its creator.
 func (f *FSM) applyTaskCreate(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
-	a := f.taskOp(tx, OpTaskCreate, index, ts)
-	var cmd TaskCreateCommand
+	a := f.taskOp(tx, api.OpTaskCreate, index, ts)
+	var cmd api.TaskCreateCommand
 	if err := decodeCommand(a.op, body, &cmd); err != nil {
 		return nil, err
 	}
@@ -43,7 +45,7 @@ func (f *FSM) applyTaskCreate(tx *bbolt.Tx, index uint64, ts int64, body []byte)
 		if err != nil {
 			return nil, a.errorf(err)
 		}
-		return &TaskResult{ID: cmd.ID, Seq: rec.seq, State: first.State}, nil
+		return &api.TaskResult{ID: cmd.ID, Seq: rec.seq, State: first.State}, nil
 	}
 
 	if cmd.KnownNames {
@@ -53,38 +55,38 @@ func (f *FSM) applyTaskCreate(tx *bbolt.Tx, index uint64, ts int64, body []byte)
 		}
 	}
 	var waiting []string
-	var broken *Task
+	var broken *api.Task
 	for i, id := range cmd.DependsOn {
 		d, err := taskByID(tx, id)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, api.ErrNotFound) {
 			return nil, a.errorf(notFound("task %s (depends_on[%d])", id, i))
 		}
 		if err != nil {
 			return nil, a.errorf(err)
 		}
 		switch {
-		case DependencyBroken(d):
+		case api.DependencyBroken(d):
 			if broken == nil {
 				broken = d
 			}
-		case !DependencyMet(d):
+		case !api.DependencyMet(d):
 			waiting = append(waiting, id)
 		}
 	}
-	t := &Task{
+	t := &api.Task{
 		ID: cmd.ID, Seq: index, From: cmd.From, To: cmd.To, Title: cmd.Title, Description: cmd.Description,
 		Priority: cmd.Priority, Context: cmd.Context, DependsOn: cmd.DependsOn, TimeoutSeconds: cmd.TimeoutSeconds,
 		MaxAttempts: cmd.MaxAttempts, RequiresHITL: cmd.RequiresHITL, Channel: cmd.Channel,
-		State: TaskReady, Created: a.now(),
+		State: api.TaskReady, Created: a.now(),
 	}
 	detail := "for " + t.To
 	switch {
 	case broken != nil:
-		t.State = TaskFailed
-		t.Completion = DependencyFailed(broken)
-		detail += "; " + TaskErrorDependencyFailed + ": " + t.Completion.Error.ErrorMessage
+		t.State = api.TaskFailed
+		t.Completion = api.DependencyFailed(broken)
+		detail += "; " + api.TaskErrorDependencyFailed + ": " + t.Completion.Error.ErrorMessage
 	case len(waiting) > 0:
-		t.State = TaskWaiting
+		t.State = api.TaskWaiting
 		detail += "; waits for " + strings.Join(waiting, ", ")
 	}
 	m := delegation(t)
@@ -92,9 +94,9 @@ func (f *FSM) applyTaskCreate(tx *bbolt.Tx, index uint64, ts int64, body []byte)
 	if err := a.send(&m); err != nil {
 		return nil, a.errorf(err)
 	}
-	var queued []Message
+	var queued []api.Message
 	if broken != nil {
-		queued = append(queued, completionReply(t, SystemSender, ts))
+		queued = append(queued, completionReply(t, api.SystemSender, ts))
 	}
 	a.change(taskKeys{}, t, a.event(t.From, "created", detail), queued...)
 	addTaskID(tx, t, sum)

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/maos-project/maos/api"
 )
 
 func TestTaskDependenciesSucceed(t *testing.T) {
@@ -13,22 +15,22 @@ func TestTaskDependenciesSucceed(t *testing.T) {
 	b.create(a)
 	b.create(c)
 	dep := b.newTask("eve", a.ID, c.ID)
-	if r := b.create(dep); r.State != TaskWaiting {
+	if r := b.create(dep); r.State != api.TaskWaiting {
 		t.Fatalf("create with pending dependencies = %+v, want waiting", r)
 	}
 	if d := b.task(dep.ID).History[0].Detail; d != "for eve; waits for "+a.ID+", "+c.ID {
 		t.Errorf("created detail = %q", d)
 	}
-	b.refused(OpTaskClaim, TaskClaimCommand{ID: dep.ID, Agent: "eve"}, ErrConflict, "is waiting for its dependencies ("+a.ID+", "+c.ID+")")
+	b.refused(api.OpTaskClaim, api.TaskClaimCommand{ID: dep.ID, Agent: "eve"}, api.ErrConflict, "is waiting for its dependencies ("+a.ID+", "+c.ID+")")
 
 	// One dependency met: still waiting.
 	b.succeed(a.ID, "rita", b.claim(a.ID, "rita").Fence)
-	if s := b.task(dep.ID).State; s != TaskWaiting {
+	if s := b.task(dep.ID).State; s != api.TaskWaiting {
 		t.Fatalf("after one of two dependencies: %s, want waiting", s)
 	}
 	// requires_approval is not met.
-	b.complete(c.ID, "rex", b.claim(c.ID, "rex").Fence, TaskCompletion{Status: TaskStatusRequiresApproval})
-	if s := b.task(dep.ID).State; s != TaskWaiting {
+	b.complete(c.ID, "rex", b.claim(c.ID, "rex").Fence, api.TaskCompletion{Status: api.TaskStatusRequiresApproval})
+	if s := b.task(dep.ID).State; s != api.TaskWaiting {
 		t.Fatalf("after a requires_approval dependency: %s, want waiting", s)
 	}
 
@@ -38,18 +40,18 @@ func TestTaskDependenciesSucceed(t *testing.T) {
 	b.create(d)
 	two := b.newTask("eve", a.ID, d.ID)
 	b.create(two)
-	res := b.complete(d.ID, "eve", b.claim(d.ID, "eve").Fence, TaskCompletion{Status: TaskStatusPartialSuccess})
+	res := b.complete(d.ID, "eve", b.claim(d.ID, "eve").Fence, api.TaskCompletion{Status: api.TaskStatusPartialSuccess})
 	task := b.task(two.ID)
 	last := task.History[len(task.History)-1]
-	if task.State != TaskReady || last.Seq != res.Seq || last.Actor != SystemSender || last.Event != "ready" ||
+	if task.State != api.TaskReady || last.Seq != res.Seq || last.Actor != api.SystemSender || last.Event != "ready" ||
 		last.Detail != "its dependencies succeeded: "+a.ID+", "+d.ID {
 		t.Errorf("dependent = %s, last event %+v; want ready by maos at %d", task.State, last, res.Seq)
 	}
-	if r := b.claim(two.ID, "eve"); r.State != TaskRunning {
+	if r := b.claim(two.ID, "eve"); r.State != api.TaskRunning {
 		t.Errorf("claim of the ready dependent = %+v", r)
 	}
 	// A dependency met before the create: ready at once.
-	if r := b.create(b.newTask("eve", a.ID)); r.State != TaskReady {
+	if r := b.create(b.newTask("eve", a.ID)); r.State != api.TaskReady {
 		t.Errorf("create on a met dependency = %+v, want ready", r)
 	}
 }
@@ -72,24 +74,24 @@ func TestTaskDependencyFailureCascades(t *testing.T) {
 	b.create(side)
 
 	res := b.complete(a.ID, "rita", b.claim(a.ID, "rita").Fence,
-		TaskCompletion{Status: TaskStatusFailure, Error: &TaskError{ErrorType: "api_error", ErrorMessage: "503"}})
-	if res.State != TaskFailed {
+		api.TaskCompletion{Status: api.TaskStatusFailure, Error: &api.TaskError{ErrorType: "api_error", ErrorMessage: "503"}})
+	if res.State != api.TaskFailed {
 		t.Fatalf("complete failure = %+v", res)
 	}
 	for _, tc := range []struct{ id, cause string }{{mid.ID, a.ID}, {side.ID, a.ID}, {leaf.ID, mid.ID}} {
 		task := b.task(tc.id)
 		last := task.History[len(task.History)-1]
 		want := "task " + tc.cause + ", which it depends on, failed"
-		if task.State != TaskFailed || task.Completion.Error.ErrorType != TaskErrorDependencyFailed ||
-			!strings.HasPrefix(task.Completion.Error.ErrorMessage, want) || last.Seq != res.Seq || last.Actor != SystemSender ||
-			last.Detail != TaskErrorDependencyFailed+": "+task.Completion.Error.ErrorMessage {
+		if task.State != api.TaskFailed || task.Completion.Error.ErrorType != api.TaskErrorDependencyFailed ||
+			!strings.HasPrefix(task.Completion.Error.ErrorMessage, want) || last.Seq != res.Seq || last.Actor != api.SystemSender ||
+			last.Detail != api.TaskErrorDependencyFailed+": "+task.Completion.Error.ErrorMessage {
 			t.Errorf("%s = %s %+v, last %+v; want failed naming %s", tc.id, task.State, task.Completion.Error, last, tc.cause)
 		}
 	}
 	if s := b.task(mid.ID).Completion.Error.ErrorMessage; s != "task "+a.ID+", which it depends on, failed (api_error)" {
 		t.Errorf("mid's error = %q", s)
 	}
-	if s := b.task(other.ID).State; s != TaskReady {
+	if s := b.task(other.ID).State; s != api.TaskReady {
 		t.Errorf("a task the failed one does not feed is %s", s)
 	}
 
@@ -106,7 +108,7 @@ func TestTaskDependencyFailureCascades(t *testing.T) {
 		if err != nil {
 			t.Fatalf("tick delivered %q: %v", r.Delivered, err)
 		}
-		var c TaskCompletion
+		var c api.TaskCompletion
 		_ = json.Unmarshal(m.Metadata, &c)
 		got = append(got, m.CorrelationID+" "+m.From+"→"+strings.Join(m.Recipients, ",")+" "+m.Type+" "+c.Error.ErrorType)
 		if task := b.task(m.CorrelationID); m.InReplyTo != task.MessageID || m.Title != "failure "+task.Title {
@@ -127,14 +129,14 @@ func TestTaskDependencyFailureCascades(t *testing.T) {
 	if r := b.tick(); r.Delivered != "" || len(r.Expired)+len(r.Failed) != 0 {
 		t.Errorf("a tick with nothing due = %+v", r)
 	}
-	if _, err := b.f.Agent(SystemSender); err == nil {
+	if _, err := b.f.Agent(api.SystemSender); err == nil {
 		t.Error("maos got registered by its messages")
 	}
 
 	// A create on a failed dependency fails at once, naming it: its
 	// delegation is stored and its reply queued.
 	late := b.newTask("rex", other.ID, a.ID)
-	if r := b.create(late); r.State != TaskFailed {
+	if r := b.create(late); r.State != api.TaskFailed {
 		t.Fatalf("create on a failed dependency = %+v", r)
 	}
 	task := b.task(late.ID)
@@ -152,15 +154,15 @@ func TestTaskCancelFailsDependents(t *testing.T) {
 	b.create(a)
 	d := b.newTask("rex", a.ID)
 	b.create(d)
-	b.ok(OpTaskCancel, TaskCancelCommand{ID: a.ID, From: "boss", Reason: "scrapped"})
+	b.ok(api.OpTaskCancel, api.TaskCancelCommand{ID: a.ID, From: "boss", Reason: "scrapped"})
 	task := b.task(d.ID)
-	if task.State != TaskFailed || task.Completion.Error.ErrorMessage != "task "+a.ID+", which it depends on, was cancelled" {
+	if task.State != api.TaskFailed || task.Completion.Error.ErrorMessage != "task "+a.ID+", which it depends on, was cancelled" {
 		t.Errorf("dependent of a cancelled task = %s %+v", task.State, task.Completion)
 	}
 	if r := b.tick(); r.Delivered == "" {
 		t.Error("no reply for the dependent")
 	}
-	if m := b.lastMessage(); m.From != SystemSender || m.CorrelationID != d.ID || m.Content.Text != task.Completion.Result {
+	if m := b.lastMessage(); m.From != api.SystemSender || m.CorrelationID != d.ID || m.Content.Text != task.Completion.Result {
 		t.Errorf("reply = %+v", m)
 	}
 }

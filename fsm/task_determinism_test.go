@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/rules"
 )
 
@@ -37,16 +39,16 @@ func taskLog(tb testing.TB, seed uint64, n int) []*raft.Log {
 	ts := func() int64 {
 		return baseTS + int64(idx)*int64(200*time.Millisecond) + rng.Int64N(int64(600*time.Millisecond)) - int64(300*time.Millisecond)
 	}
-	add := func(op Op, body any) {
+	add := func(op api.Op, body any) {
 		idx++
 		logs = append(logs, opEntry(tb, idx, ts(), op, body))
 	}
-	add(OpRegisterAgent, RegisterAgentCommand{ID: "boss", Role: "orchestrator"})
-	add(OpRegisterAgent, RegisterAgentCommand{ID: "ann", Role: "orchestrator"})
-	add(OpRegisterAgent, RegisterAgentCommand{ID: "rita", Role: "reviewer", Capabilities: []string{"go"}})
-	add(OpRegisterAgent, RegisterAgentCommand{ID: "rex", Role: "reviewer"})
-	add(OpRegisterAgent, RegisterAgentCommand{ID: "eve", Role: "engineer", Capabilities: []string{"go"}})
-	add(OpRegisterAgent, RegisterAgentCommand{ID: "sam", Role: "supervisor"})
+	add(api.OpRegisterAgent, api.RegisterAgentCommand{ID: "boss", Role: "orchestrator"})
+	add(api.OpRegisterAgent, api.RegisterAgentCommand{ID: "ann", Role: "orchestrator"})
+	add(api.OpRegisterAgent, api.RegisterAgentCommand{ID: "rita", Role: "reviewer", Capabilities: []string{"go"}})
+	add(api.OpRegisterAgent, api.RegisterAgentCommand{ID: "rex", Role: "reviewer"})
+	add(api.OpRegisterAgent, api.RegisterAgentCommand{ID: "eve", Role: "engineer", Capabilities: []string{"go"}})
+	add(api.OpRegisterAgent, api.RegisterAgentCommand{ID: "sam", Role: "supervisor"})
 
 	type claim struct {
 		task, agent string
@@ -57,12 +59,12 @@ func taskLog(tb testing.TB, seed uint64, n int) []*raft.Log {
 		deciders []string // who may decide it
 		hashes   []string // the action's hashes so far, first the requested one
 	}
-	var tasks []TaskCreateCommand
+	var tasks []api.TaskCreateCommand
 	var claims []claim
 	var apprs []appr
-	var requests []ApprovalRequestCommand
+	var requests []api.ApprovalRequestCommand
 	hashOf := func(action json.RawMessage) string {
-		h, err := ActionHash(action)
+		h, err := api.ActionHash(action)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -75,9 +77,9 @@ func taskLog(tb testing.TB, seed uint64, n int) []*raft.Log {
 			people := append(agents, "boss", "ann", "sam")
 			switch j := k - 100; {
 			case j < 5 || len(apprs) == 0:
-				c := ApprovalRequestCommand{ID: fmt.Sprintf("appr-%d", idx+1), From: pick(people), Quorum: 1 + rng.IntN(2),
+				c := api.ApprovalRequestCommand{ID: fmt.Sprintf("appr-%d", idx+1), From: pick(people), Quorum: 1 + rng.IntN(2),
 					Title: fmt.Sprintf("decide %d", idx+1), Action: json.RawMessage(fmt.Sprintf(`{"n":%d}`, idx+1)),
-					Timeout: ApprovalTimeout(time.Duration(2+rng.IntN(5)) * time.Second), OnTimeout: pick([]string{OnTimeoutReject, OnTimeoutEscalate})}
+					Timeout: api.ApprovalTimeout(time.Duration(2+rng.IntN(5)) * time.Second), OnTimeout: pick([]string{api.OnTimeoutReject, api.OnTimeoutEscalate})}
 				var deciders []string
 				for _, a := range []string{"rita", "rex", "sam", "role:reviewer"} {
 					if rng.IntN(2) == 0 {
@@ -89,28 +91,28 @@ func taskLog(tb testing.TB, seed uint64, n int) []*raft.Log {
 					}
 				}
 				if rng.IntN(4) == 0 {
-					c.Options = []string{DecisionApprove, DecisionReject}
+					c.Options = []string{api.DecisionApprove, api.DecisionReject}
 				}
 				c.Normalize(time.Unix(0, baseTS))
 				requests = append(requests, c)
 				apprs = append(apprs, appr{c.ID, c.From, deciders, []string{hashOf(c.Action)}})
-				add(OpApprovalRequest, c)
+				add(api.OpApprovalRequest, c)
 			case j < 7:
 				c := requests[rng.IntN(len(requests))]
 				if rng.IntN(2) == 0 {
 					c.Rationale = "changed"
 				}
-				add(OpApprovalRequest, c)
+				add(api.OpApprovalRequest, c)
 			case j < 16:
 				ap := apprs[len(apprs)-1-rng.IntN(min(len(apprs), 4))]
-				d := ApprovalDecideCommand{ID: ap.id, Approver: pick(people), Decision: pick(Decisions), ActionHash: ap.hashes[len(ap.hashes)-1]}
+				d := api.ApprovalDecideCommand{ID: ap.id, Approver: pick(people), Decision: pick(api.Decisions), ActionHash: ap.hashes[len(ap.hashes)-1]}
 				if len(ap.deciders) > 0 && rng.IntN(4) > 0 { // mostly a listed approver
 					d.Approver = pick(ap.deciders)
 				}
 				if rng.IntN(5) == 0 {
 					d.ActionHash = ap.hashes[rng.IntN(len(ap.hashes))]
 				}
-				if d.Decision == DecisionModify {
+				if d.Decision == api.DecisionModify {
 					d.Action = json.RawMessage(fmt.Sprintf(`{"n":%d,"modified":true}`, idx+1))
 					ap.hashes = append(ap.hashes, hashOf(d.Action))
 					for i := range apprs {
@@ -119,17 +121,17 @@ func taskLog(tb testing.TB, seed uint64, n int) []*raft.Log {
 						}
 					}
 				}
-				add(OpApprovalDecide, d)
+				add(api.OpApprovalDecide, d)
 			default:
 				ap := apprs[rng.IntN(len(apprs))]
 				from := ap.from
 				if rng.IntN(4) == 0 {
 					from = pick(people)
 				}
-				add(OpApprovalCancel, ApprovalCancelCommand{ID: ap.id, From: from, Reason: "moot"})
+				add(api.OpApprovalCancel, api.ApprovalCancelCommand{ID: ap.id, From: from, Reason: "moot"})
 			}
 		case k < 18 || len(tasks) == 0:
-			c := TaskCreateCommand{ID: fmt.Sprintf("task-%d", idx+1), From: pick([]string{"boss", "ann"}),
+			c := api.TaskCreateCommand{ID: fmt.Sprintf("task-%d", idx+1), From: pick([]string{"boss", "ann"}),
 				To: pick(append(agents, "role:reviewer", "capability:go", "role:nobody")), Title: fmt.Sprintf("job %d", idx+1),
 				TimeoutSeconds: 2 + rng.IntN(4), MaxAttempts: 1 + rng.IntN(3)}
 			for range rng.IntN(3) / 2 {
@@ -144,13 +146,13 @@ func taskLog(tb testing.TB, seed uint64, n int) []*raft.Log {
 			}
 			c.Normalize(time.Unix(0, baseTS))
 			tasks = append(tasks, c)
-			add(OpTaskCreate, c)
+			add(api.OpTaskCreate, c)
 		case k < 21:
 			c := tasks[rng.IntN(len(tasks))]
 			if rng.IntN(2) == 0 {
 				c.Title += " (edited)"
 			}
-			add(OpTaskCreate, c)
+			add(api.OpTaskCreate, c)
 		case k < 40:
 			t := tasks[len(tasks)-1-rng.IntN(min(len(tasks), 8))]
 			id, agent := t.ID, pick(agents)
@@ -166,19 +168,19 @@ func taskLog(tb testing.TB, seed uint64, n int) []*raft.Log {
 				}
 			}
 			claims = append(claims, claim{id, agent, idx + 1})
-			add(OpTaskClaim, TaskClaimCommand{ID: id, Agent: agent})
+			add(api.OpTaskClaim, api.TaskClaimCommand{ID: id, Agent: agent})
 		case k < 52 && len(claims) > 0:
 			c := claims[len(claims)-1-rng.IntN(min(len(claims), 2))]
-			add(OpTaskProgress, TaskProgressCommand{ID: c.task, Agent: c.agent, Fence: c.fence, Message: "working", Progress: ptr(rng.Float64())})
+			add(api.OpTaskProgress, api.TaskProgressCommand{ID: c.task, Agent: c.agent, Fence: c.fence, Message: "working", Progress: ptr(rng.Float64())})
 		case k < 66 && len(claims) > 0:
 			c := claims[len(claims)-1-rng.IntN(min(len(claims), 2))]
-			status := TaskStatuses[rng.IntN(len(TaskStatuses))]
-			comp := TaskCompletion{Status: status, Result: "result", ConfidenceScore: ptr(float64(rng.IntN(100)) / 100)}
-			if status == TaskStatusFailure {
-				comp.Error = &TaskError{ErrorType: "api_error", ErrorMessage: "upstream 503"}
+			status := api.TaskStatuses[rng.IntN(len(api.TaskStatuses))]
+			comp := api.TaskCompletion{Status: status, Result: "result", ConfidenceScore: ptr(float64(rng.IntN(100)) / 100)}
+			if status == api.TaskStatusFailure {
+				comp.Error = &api.TaskError{ErrorType: "api_error", ErrorMessage: "upstream 503"}
 			}
-			add(OpTaskComplete, TaskCompleteCommand{ID: c.task, Agent: c.agent, Fence: c.fence, Completion: comp})
-			if status == TaskStatusRequiresApproval {
+			add(api.OpTaskComplete, api.TaskCompleteCommand{ID: c.task, Agent: c.agent, Fence: c.fence, Completion: comp})
+			if status == api.TaskStatusRequiresApproval {
 				var env Command
 				env, _ = decode(logs[len(logs)-1].Data)
 				key := "task-approval:" + c.task + ":1:" + itoa(c.fence)
@@ -189,33 +191,33 @@ func taskLog(tb testing.TB, seed uint64, n int) []*raft.Log {
 						creator = t.From
 					}
 				}
-				apprs = append(apprs, appr{"appr" + strings.TrimPrefix(DerivedID(c.agent, time.Unix(0, env.TS), key), "msg"), c.agent, []string{creator}, []string{hashOf(action)}})
+				apprs = append(apprs, appr{"appr" + strings.TrimPrefix(api.DerivedID(c.agent, time.Unix(0, env.TS), key), "msg"), c.agent, []string{creator}, []string{hashOf(action)}})
 			}
 		case k < 71 && len(claims) > 0:
 			c := claims[len(claims)-1-rng.IntN(min(len(claims), 2))]
-			add(OpTaskHandoff, TaskHandoffCommand{ID: c.task, Agent: c.agent, Fence: c.fence, To: pick(append(agents, "role:reviewer")), Reason: "over to you"})
+			add(api.OpTaskHandoff, api.TaskHandoffCommand{ID: c.task, Agent: c.agent, Fence: c.fence, To: pick(append(agents, "role:reviewer")), Reason: "over to you"})
 		case k < 76:
 			t := tasks[rng.IntN(len(tasks))]
 			from := t.From
 			if rng.IntN(4) == 0 {
 				from = "rex"
 			}
-			add(OpTaskCancel, TaskCancelCommand{ID: t.ID, From: from, Reason: "no longer needed"})
+			add(api.OpTaskCancel, api.TaskCancelCommand{ID: t.ID, From: from, Reason: "no longer needed"})
 		case k < 92:
-			add(OpTick, TickCommand{})
+			add(api.OpTick, api.TickCommand{})
 		case k < 95:
 			prev := logs[6+rng.IntN(len(logs)-6)]
 			idx++
 			logs = append(logs, &raft.Log{Type: raft.LogCommand, Index: idx, Term: 1, Data: prev.Data})
 		case k < 97:
-			add(OpSetConfig, SetConfigCommand{Key: "escalation_target", Value: json.RawMessage(pick([]string{`""`, `"sam"`, `"role:supervisor"`}))})
+			add(api.OpSetConfig, api.SetConfigCommand{Key: "escalation_target", Value: json.RawMessage(pick([]string{`""`, `"sam"`, `"role:supervisor"`}))})
 		default:
 			if rng.IntN(2) == 0 {
-				add(OpSetRules, SetRulesCommand{Rules: &rules.Document{
+				add(api.OpSetRules, api.SetRulesCommand{Rules: &rules.Document{
 					Forbidden:        []rules.ForbiddenRule{{From: "rex", To: "boss", Reason: "rex reports to ann"}},
 					RerouteBlockedTo: "ann"}})
 			} else {
-				add(OpSetRules, SetRulesCommand{Clear: true})
+				add(api.OpSetRules, api.SetRulesCommand{Clear: true})
 			}
 		}
 	}
@@ -225,11 +227,11 @@ func taskLog(tb testing.TB, seed uint64, n int) []*raft.Log {
 // taskOutcome classifies a result of taskLog for the coverage check.
 func taskOutcome(r any) string {
 	switch v := r.(type) {
-	case *TaskResult:
+	case *api.TaskResult:
 		return "state " + string(v.State)
-	case *ApprovalResult:
+	case *api.ApprovalResult:
 		return "approval " + string(v.State)
-	case *Approval:
+	case *api.Approval:
 		return "approval " + string(v.State)
 	case *TickResult:
 		switch {
@@ -246,7 +248,7 @@ func taskOutcome(r any) string {
 		}
 		return "tick idle"
 	case error:
-		for _, e := range []error{ErrConflict, ErrForbidden, ErrNotFound, ErrInvalid} {
+		for _, e := range []error{api.ErrConflict, api.ErrForbidden, api.ErrNotFound, api.ErrInvalid} {
 			if isErr(v, e) {
 				return "refused " + e.Error()
 			}
@@ -287,8 +289,8 @@ func TestTasksDeterministicAcrossBatchSplits(t *testing.T) {
 	}
 	for _, want := range []string{"state ready", "state waiting", "state failed", "state running", "state succeeded", "state cancelled",
 		"state awaiting_approval", "approval pending", "approval approved", "approval rejected", "approval cancelled",
-		"tick expired", "tick failed", "tick delivered", "tick idle", "tick escalated", "tick approval expired", "refused " + ErrInvalid.Error(),
-		"refused " + ErrConflict.Error(), "refused " + ErrForbidden.Error(), "refused " + ErrNotFound.Error()} {
+		"tick expired", "tick failed", "tick delivered", "tick idle", "tick escalated", "tick approval expired", "refused " + api.ErrInvalid.Error(),
+		"refused " + api.ErrConflict.Error(), "refused " + api.ErrForbidden.Error(), "refused " + api.ErrNotFound.Error()} {
 		if seen[want] == 0 {
 			t.Errorf("the task log never gives %q (outcomes: %v)", want, seen)
 		}
@@ -358,17 +360,17 @@ func TestTasksSurviveRestartAndSnapshot(t *testing.T) {
 				t.Errorf("%s: Task(%s) differs", name, id)
 			}
 		}
-		pa, _ := ref.TaskEvents(0, MaxPageLimit)
-		pb, _ := g.TaskEvents(0, MaxPageLimit)
+		pa, _ := ref.TaskEvents(0, api.MaxPageLimit)
+		pb, _ := g.TaskEvents(0, api.MaxPageLimit)
 		if len(pa.Updates) == 0 || mustMarshal(pa) != mustMarshal(pb) {
 			t.Errorf("%s: TaskEvents differ (%d updates in the reference)", name, len(pa.Updates))
 		}
-		ea, _ := ref.ApprovalEvents(0, MaxPageLimit)
-		eb, _ := g.ApprovalEvents(0, MaxPageLimit)
+		ea, _ := ref.ApprovalEvents(0, api.MaxPageLimit)
+		eb, _ := g.ApprovalEvents(0, api.MaxPageLimit)
 		if len(ea.Updates) == 0 || mustMarshal(ea) != mustMarshal(eb) {
 			t.Errorf("%s: ApprovalEvents differ (%d updates in the reference)", name, len(ea.Updates))
 		}
-		la, _ := ref.Approvals(ApprovalQuery{Limit: MaxPageLimit})
+		la, _ := ref.Approvals(api.ApprovalQuery{Limit: api.MaxPageLimit})
 		if len(la.Approvals) == 0 {
 			t.Fatal("the log opens no approval")
 		}

@@ -1,5 +1,7 @@
 package fsm
 
+import "github.com/maos-project/maos/api"
+
 // handoff gives a running task to another assignee (seed 002 §3
 // Handoff): back to ready, for the new to, its claim (claimed_by, fence,
 // lease) cleared, and a handoff message from the claimant to the new
@@ -11,7 +13,7 @@ package fsm
 // A retried handoff (the same claimant, fence, assignee and reason) of
 // the claim it ended answers that handoff's result and changes nothing,
 // whatever happened to the task since.
-func (a *taskOp) handoff(cmd *TaskHandoffCommand, t *Task) (any, error) {
+func (a *taskOp) handoff(cmd *api.TaskHandoffCommand, t *api.Task) (any, error) {
 	if t.Fence != cmd.Fence {
 		res, err := a.handedOff(t, cmd)
 		if err != nil {
@@ -31,7 +33,7 @@ func (a *taskOp) handoff(cmd *TaskHandoffCommand, t *Task) (any, error) {
 		}
 	}
 	before := keysOf(t)
-	t.To, t.State = cmd.To, TaskReady
+	t.To, t.State = cmd.To, api.TaskReady
 	t.ClaimedBy, t.Fence, t.LeaseExpires, t.ReadyAt = "", 0, nil, nil
 	t.Progress, t.ProgressMessage = nil, ""
 	a.change(before, t, a.event(cmd.Agent, "handoff", handoffDetail(cmd)))
@@ -44,7 +46,7 @@ func (a *taskOp) handoff(cmd *TaskHandoffCommand, t *Task) (any, error) {
 }
 
 // handoffDetail is the history detail of a handoff: "to ASSIGNEE[: reason]".
-func handoffDetail(cmd *TaskHandoffCommand) string {
+func handoffDetail(cmd *api.TaskHandoffCommand) string {
 	detail := "to " + cmd.To
 	if cmd.Reason != "" {
 		detail += ": " + cmd.Reason
@@ -56,7 +58,7 @@ func handoffDetail(cmd *TaskHandoffCommand) string {
 // (nil when there is none): by the same agent, to the same assignee with
 // the same reason, under the same fence (its handoff message, whose id
 // the fence derives, stored in that entry).
-func (a *taskOp) handedOff(t *Task, cmd *TaskHandoffCommand) (*TaskResult, error) {
+func (a *taskOp) handedOff(t *api.Task, cmd *api.TaskHandoffCommand) (*api.TaskResult, error) {
 	hist, err := history(a.tx, t.Seq)
 	if err != nil {
 		return nil, err
@@ -74,7 +76,7 @@ func (a *taskOp) handedOff(t *Task, cmd *TaskHandoffCommand) (*TaskResult, error
 					attempt++
 				}
 			}
-			return &TaskResult{ID: t.ID, Seq: ev.Seq, State: ev.State, Attempt: attempt}, nil
+			return &api.TaskResult{ID: t.ID, Seq: ev.Seq, State: ev.State, Attempt: attempt}, nil
 		}
 	}
 	return nil, nil

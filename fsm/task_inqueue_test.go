@@ -1,14 +1,18 @@
 package fsm
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/maos-project/maos/api"
+)
 
 // InQueue is the claim's rule: the agent named, or a registered agent of
 // the role or with the capability.
 func TestInQueue(t *testing.T) {
-	rita := &Agent{ID: "rita", Role: "reviewer", Capabilities: []string{"go", "review"}}
+	rita := &api.Agent{ID: "rita", Role: "reviewer", Capabilities: []string{"go", "review"}}
 	for _, tc := range []struct {
 		agent string
-		a     *Agent
+		a     *api.Agent
 		to    string
 		want  bool
 	}{

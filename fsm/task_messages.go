@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/maos-project/maos/api"
 )
 
 // A task is also visible as messages, so inboxes, watchers, hooks and the
@@ -25,21 +27,9 @@ import (
 // queued message as due at once, so the leader ticks until the outbox is
 // empty.
 
-// The message types of tasks.
-const (
-	TypeTaskDelegation = "task_delegation"
-	TypeTaskCompletion = "task_completion"
-	TypeTaskHandoff    = "handoff"
-	TypeTaskIncident   = "incident"
-)
-
-// MetaTaskID is the metadata key naming the task of a delegation,
-// handoff or incident message.
-const MetaTaskID = "task_id"
-
 // taskMeta is the metadata {"task_id": id} (and fields), in key order.
 func taskMeta(id string, extra map[string]any) json.RawMessage {
-	m := map[string]any{MetaTaskID: id}
+	m := map[string]any{api.MetaTaskID: id}
 	for k, v := range extra {
 		m[k] = v
 	}
@@ -62,18 +52,18 @@ func textOr(s, alt string) string {
 // delegation is the task_delegation message of t, from its creator to its
 // assignee: title, description as text (the title when there is none),
 // correlation_id and metadata naming the task.
-func delegation(t *Task) Message {
-	return Message{
-		ID:            DerivedID(t.From, t.Created, "task:"+t.ID),
+func delegation(t *api.Task) api.Message {
+	return api.Message{
+		ID:            api.DerivedID(t.From, t.Created, "task:"+t.ID),
 		Channel:       t.Channel,
 		From:          t.From,
-		To:            Recipients{t.To},
-		Type:          TypeTaskDelegation,
+		To:            api.Recipients{t.To},
+		Type:          api.TypeTaskDelegation,
 		Title:         t.Title,
 		Priority:      t.Priority,
-		Content:       Content{Text: textOr(t.Description, t.Title)},
+		Content:       api.Content{Text: textOr(t.Description, t.Title)},
 		CorrelationID: t.ID,
-		Visibility:    VisibilityPublic,
+		Visibility:    api.VisibilityPublic,
 		Metadata:      taskMeta(t.ID, nil),
 	}
 }
@@ -81,12 +71,12 @@ func delegation(t *Task) Message {
 // completionTitle is "<status> (<confidence>) <title>", or "<status>
 // <title>" without a confidence, cut to MaxTitleLen: the audit line is
 // TASK_COMPLETION: success (0.97) Review the retry logic.
-func completionTitle(c *TaskCompletion, title string) string {
-	return TruncateUTF8(completionHead(c)+" "+title, MaxTitleLen)
+func completionTitle(c *api.TaskCompletion, title string) string {
+	return api.TruncateUTF8(completionHead(c)+" "+title, api.MaxTitleLen)
 }
 
 // completionHead is "<status> (<confidence>)", or "<status>".
-func completionHead(c *TaskCompletion) string {
+func completionHead(c *api.TaskCompletion) string {
 	if c.ConfidenceScore == nil {
 		return c.Status
 	}
@@ -97,7 +87,7 @@ func completionHead(c *TaskCompletion) string {
 // (the claimant, or SystemSender) at ts, answering the delegation: its
 // result as text (the error's message, or the title, when there is none)
 // and the completion as metadata.
-func completionReply(t *Task, from string, ts int64) Message {
+func completionReply(t *api.Task, from string, ts int64) api.Message {
 	c := t.Completion
 	meta, err := json.Marshal(c)
 	if err != nil {
@@ -108,18 +98,18 @@ func completionReply(t *Task, from string, ts int64) Message {
 		text = textOr(text, c.Error.ErrorMessage)
 	}
 	title := completionTitle(c, t.Title)
-	return Message{
-		ID:            DerivedID(from, time.Unix(0, ts), "task-done:"+t.ID),
+	return api.Message{
+		ID:            api.DerivedID(from, time.Unix(0, ts), "task-done:"+t.ID),
 		Channel:       t.Channel,
 		From:          from,
-		To:            Recipients{t.From},
-		Type:          TypeTaskCompletion,
+		To:            api.Recipients{t.From},
+		Type:          api.TypeTaskCompletion,
 		Title:         title,
 		Priority:      t.Priority,
-		Content:       Content{Text: textOr(text, title)},
+		Content:       api.Content{Text: textOr(text, title)},
 		InReplyTo:     t.MessageID,
 		CorrelationID: t.ID,
-		Visibility:    VisibilityPublic,
+		Visibility:    api.VisibilityPublic,
 		Metadata:      meta,
 	}
 }
@@ -128,24 +118,24 @@ func completionReply(t *Task, from string, ts int64) Message {
 // claimed under fence, sent at t: derived, so a retry stores it once and
 // a retried handoff finds it.
 func handoffMessageID(agent string, t time.Time, id string, fence uint64) string {
-	return DerivedID(agent, t, "task-handoff:"+id+":"+strconv.FormatUint(fence, 10))
+	return api.DerivedID(agent, t, "task-handoff:"+id+":"+strconv.FormatUint(fence, 10))
 }
 
 // handoffMessage is agent's handoff of t (claimed under fence) to its new
 // assignee t.To at ts, with reason: seed 002 §3 Handoff.
-func handoffMessage(t *Task, agent string, fence uint64, ts int64, reason string) Message {
-	return Message{
+func handoffMessage(t *api.Task, agent string, fence uint64, ts int64, reason string) api.Message {
+	return api.Message{
 		ID:            handoffMessageID(agent, time.Unix(0, ts), t.ID, fence),
 		Channel:       t.Channel,
 		From:          agent,
-		To:            Recipients{t.To},
-		Type:          TypeTaskHandoff,
+		To:            api.Recipients{t.To},
+		Type:          api.TypeTaskHandoff,
 		Title:         t.Title,
 		Priority:      t.Priority,
-		Content:       Content{Text: textOr(reason, "handed over by "+agent+": "+t.Title)},
+		Content:       api.Content{Text: textOr(reason, "handed over by "+agent+": "+t.Title)},
 		InReplyTo:     t.MessageID,
 		CorrelationID: t.ID,
-		Visibility:    VisibilityPublic,
+		Visibility:    api.VisibilityPublic,
 		Metadata:      taskMeta(t.ID, map[string]any{"from_claim": fence, "reason": reason}),
 	}
 }
@@ -153,25 +143,25 @@ func handoffMessage(t *Task, agent string, fence uint64, ts int64, reason string
 // incident is SystemSender's high-priority incident about t, which failed
 // with a timeout at ts, to its creator and to target (the cluster's
 // escalation_target; "" or the creator: the creator alone).
-func incident(t *Task, ts int64, target string) Message {
-	to := Recipients{t.From}
+func incident(t *api.Task, ts int64, target string) api.Message {
+	to := api.Recipients{t.From}
 	if target != "" && target != t.From {
 		to = append(to, target)
 	}
-	title := TruncateUTF8(fmt.Sprintf("timed out after %d attempts: %s", t.Attempt, t.Title), MaxTitleLen)
-	return Message{
-		ID:       DerivedID(SystemSender, time.Unix(0, ts), "task-incident:"+t.ID),
+	title := api.TruncateUTF8(fmt.Sprintf("timed out after %d attempts: %s", t.Attempt, t.Title), api.MaxTitleLen)
+	return api.Message{
+		ID:       api.DerivedID(api.SystemSender, time.Unix(0, ts), "task-incident:"+t.ID),
 		Channel:  t.Channel,
-		From:     SystemSender,
+		From:     api.SystemSender,
 		To:       to,
-		Type:     TypeTaskIncident,
+		Type:     api.TypeTaskIncident,
 		Title:    title,
-		Priority: PriorityHigh,
-		Content: Content{Text: fmt.Sprintf("Task %s (%q, for %s) failed: %s. Look at why its claimants did not finish it, then create it again.",
+		Priority: api.PriorityHigh,
+		Content: api.Content{Text: fmt.Sprintf("Task %s (%q, for %s) failed: %s. Look at why its claimants did not finish it, then create it again.",
 			t.ID, t.Title, t.To, t.Completion.Error.ErrorMessage)},
 		InReplyTo:     t.MessageID,
 		CorrelationID: t.ID,
-		Visibility:    VisibilityPublic,
+		Visibility:    api.VisibilityPublic,
 		Metadata:      taskMeta(t.ID, map[string]any{"error": t.Completion.Error}),
 	}
 }

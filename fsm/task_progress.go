@@ -3,13 +3,15 @@ package fsm
 import (
 	"fmt"
 	"time"
+
+	"github.com/maos-project/maos/api"
 )
 
 // progress records the claimant's progress (seed 002 §6 status)
 // and renews its lease to the entry's time + timeout_seconds. Only the
 // current claimant under its current fence, its lease live at the entry's
 // time, may report (checkClaimant: a *ConflictError otherwise).
-func (a *taskOp) progress(cmd *TaskProgressCommand, t *Task) (any, error) {
+func (a *taskOp) progress(cmd *api.TaskProgressCommand, t *api.Task) (any, error) {
 	if err := a.checkClaimant(t, cmd.Agent, cmd.Fence); err != nil {
 		return nil, a.errorf(err)
 	}

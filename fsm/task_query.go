@@ -6,15 +6,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
 
 // Task returns task id with its history, oldest event first, or a
 // *NotFoundError.
-func (f *FSM) Task(id string) (*Task, error) {
-	var t *Task
+func (f *FSM) Task(id string) (*api.Task, error) {
+	var t *api.Task
 	err := f.view(func(tx *bbolt.Tx) error {
 		var err error
 		if t, err = taskByID(tx, id); err != nil {
@@ -24,24 +25,6 @@ func (f *FSM) Task(id string) (*Task, error) {
 		return err
 	})
 	return t, err
-}
-
-// Validate checks the query's names (a *FieldError naming the field).
-func (q *TaskQuery) Validate() error {
-	if q.State != "" && !slices.Contains(TaskStates, q.State) {
-		return FieldErrorf("state", "%q: want one of %s", q.State, joinStates(TaskStates))
-	}
-	if q.To != "" {
-		if err := validTaskAssignee("to", q.To); err != nil {
-			return err
-		}
-	}
-	for _, f := range []struct{ name, v string }{{"from", q.From}, {"claimed_by", q.ClaimedBy}} {
-		if f.v != "" && !ValidName(f.v) {
-			return NameError(f.name, f.v)
-		}
-	}
-	return nil
 }
 
 // Tasks returns a page of tasks in creation order, with Seq > q.After,
@@ -54,8 +37,8 @@ func (q *TaskQuery) Validate() error {
 // set first); with no filter, the tasks themselves. The other filters
 // are checked on each task read, so a page costs the tasks of that range
 // it skips as well as those it returns.
-func (f *FSM) Tasks(q TaskQuery) (TaskPage, error) {
-	page := TaskPage{Tasks: []*Task{}}
+func (f *FSM) Tasks(q api.TaskQuery) (api.TaskPage, error) {
+	page := api.TaskPage{Tasks: []*api.Task{}}
 	if err := q.Validate(); err != nil {
 		return page, err
 	}
@@ -73,14 +56,14 @@ func (f *FSM) Tasks(q TaskQuery) (TaskPage, error) {
 	case q.State != "":
 		kind, name = tidxState, string(q.State)
 	}
-	match := func(t *Task) bool {
+	match := func(t *api.Task) bool {
 		return (q.State == "" || t.State == q.State) && (q.To == "" || t.To == q.To) &&
 			(q.From == "" || t.From == q.From) && (q.ClaimedBy == "" || t.ClaimedBy == q.ClaimedBy)
 	}
 	err := f.view(func(tx *bbolt.Tx) error {
 		var err error
 		page.Tasks, page.HasMore, err = seqPage(taskSeqsAfter(tx, kind, name, q.After), q.Limit,
-			func(seq uint64) (*Task, error) { return getTask(tx, seq) }, match)
+			func(seq uint64) (*api.Task, error) { return getTask(tx, seq) }, match)
 		if err != nil {
 			return fmt.Errorf("fsm: tasks: %w", err)
 		}
@@ -131,8 +114,8 @@ func keySeqsAfter(b *bbolt.Bucket, prefix []byte, after uint64) func() (uint64, 
 // entry that made it (without history): the data of the stream's "task"
 // events, {"event": …, "task": …}.
 type TaskUpdate struct {
-	Event TaskEvent `json:"event"`
-	Task  *Task     `json:"task"`
+	Event api.TaskEvent `json:"event"`
+	Task  *api.Task     `json:"task"`
 }
 
 // TaskUpdatePage is a page of task updates in entry order.
@@ -169,7 +152,7 @@ func (f *FSM) TaskEvents(after uint64, limit int) (TaskUpdatePage, error) {
 // leaves out (description, context: they never change) from the task.
 func taskUpdate(tx *bbolt.Tx, seq, index uint64, v []byte) (TaskUpdate, error) {
 	var u TaskUpdate
-	var snap Task
+	var snap api.Task
 	if err := json.Unmarshal(v, &snap); err != nil {
 		return u, fmt.Errorf("task at seq %d, index %d: decode: %w", seq, index, err)
 	}
@@ -183,13 +166,4 @@ func taskUpdate(tx *bbolt.Tx, seq, index uint64, v []byte) (TaskUpdate, error) {
 	}
 	u.Task = &snap
 	return u, nil
-}
-
-// joinStates is states as a list for an error: "waiting, ready, …".
-func joinStates[S ~string](states []S) string {
-	out := make([]string, len(states))
-	for i, st := range states {
-		out[i] = string(st)
-	}
-	return strings.Join(out, ", ")
 }

@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
 
-func taskIDs(p TaskPage) []string {
+func taskIDs(p api.TaskPage) []string {
 	out := []string{}
 	for _, t := range p.Tasks {
 		out = append(out, t.ID)
@@ -33,31 +35,31 @@ func TestTasksQuery(t *testing.T) {
 	b.claim(ids[0], "rita")
 	b.succeed(ids[3], "rita", b.claim(ids[3], "rita").Fence)
 	b.claim(ids[1], "rex")
-	b.ok(OpTaskCancel, TaskCancelCommand{ID: ids[4], From: "boss"})
+	b.ok(api.OpTaskCancel, api.TaskCancelCommand{ID: ids[4], From: "boss"})
 
 	for _, tc := range []struct {
 		name string
-		q    TaskQuery
+		q    api.TaskQuery
 		want []string
 		more bool
 	}{
-		{"all, in creation order", TaskQuery{}, ids, false},
-		{"a page", TaskQuery{Limit: 2}, ids[:2], true},
-		{"the next page", TaskQuery{After: b.task(ids[1]).Seq, Limit: 2}, ids[2:4], true},
-		{"the last page", TaskQuery{After: b.task(ids[3]).Seq, Limit: 2}, ids[4:], false},
-		{"ready", TaskQuery{State: TaskReady}, []string{ids[2], ids[5]}, false},
-		{"running", TaskQuery{State: TaskRunning}, []string{ids[0], ids[1]}, false},
-		{"succeeded", TaskQuery{State: TaskSucceeded}, []string{ids[3]}, false},
-		{"cancelled", TaskQuery{State: TaskCancelled}, []string{ids[4]}, false},
-		{"to a role", TaskQuery{To: "role:reviewer"}, []string{ids[1], ids[5]}, false},
-		{"to an agent", TaskQuery{To: "rita"}, []string{ids[0], ids[3]}, false},
-		{"from", TaskQuery{From: "ann"}, []string{ids[1], ids[3], ids[5]}, false},
-		{"claimed by, ended or not", TaskQuery{ClaimedBy: "rita"}, []string{ids[0], ids[3]}, false},
-		{"claimed by and running", TaskQuery{ClaimedBy: "rita", State: TaskRunning}, []string{ids[0]}, false},
-		{"to and from", TaskQuery{To: "role:reviewer", From: "ann", Limit: 1}, []string{ids[1]}, true},
-		{"final state and to", TaskQuery{State: TaskSucceeded, To: "rita"}, []string{ids[3]}, false},
-		{"no match", TaskQuery{State: TaskWaiting}, []string{}, false},
-		{"nobody's", TaskQuery{ClaimedBy: "zed"}, []string{}, false},
+		{"all, in creation order", api.TaskQuery{}, ids, false},
+		{"a page", api.TaskQuery{Limit: 2}, ids[:2], true},
+		{"the next page", api.TaskQuery{After: b.task(ids[1]).Seq, Limit: 2}, ids[2:4], true},
+		{"the last page", api.TaskQuery{After: b.task(ids[3]).Seq, Limit: 2}, ids[4:], false},
+		{"ready", api.TaskQuery{State: api.TaskReady}, []string{ids[2], ids[5]}, false},
+		{"running", api.TaskQuery{State: api.TaskRunning}, []string{ids[0], ids[1]}, false},
+		{"succeeded", api.TaskQuery{State: api.TaskSucceeded}, []string{ids[3]}, false},
+		{"cancelled", api.TaskQuery{State: api.TaskCancelled}, []string{ids[4]}, false},
+		{"to a role", api.TaskQuery{To: "role:reviewer"}, []string{ids[1], ids[5]}, false},
+		{"to an agent", api.TaskQuery{To: "rita"}, []string{ids[0], ids[3]}, false},
+		{"from", api.TaskQuery{From: "ann"}, []string{ids[1], ids[3], ids[5]}, false},
+		{"claimed by, ended or not", api.TaskQuery{ClaimedBy: "rita"}, []string{ids[0], ids[3]}, false},
+		{"claimed by and running", api.TaskQuery{ClaimedBy: "rita", State: api.TaskRunning}, []string{ids[0]}, false},
+		{"to and from", api.TaskQuery{To: "role:reviewer", From: "ann", Limit: 1}, []string{ids[1]}, true},
+		{"final state and to", api.TaskQuery{State: api.TaskSucceeded, To: "rita"}, []string{ids[3]}, false},
+		{"no match", api.TaskQuery{State: api.TaskWaiting}, []string{}, false},
+		{"nobody's", api.TaskQuery{ClaimedBy: "zed"}, []string{}, false},
 	} {
 		p, err := b.f.Tasks(tc.q)
 		if err != nil {
@@ -74,20 +76,20 @@ func TestTasksQuery(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		q     TaskQuery
+		q     api.TaskQuery
 		field string
 	}{
-		{TaskQuery{State: "done"}, "state"},
-		{TaskQuery{To: "team:x"}, "to"},
-		{TaskQuery{From: "Boss"}, "from"},
-		{TaskQuery{ClaimedBy: "a b"}, "claimed_by"},
+		{api.TaskQuery{State: "done"}, "state"},
+		{api.TaskQuery{To: "team:x"}, "to"},
+		{api.TaskQuery{From: "Boss"}, "from"},
+		{api.TaskQuery{ClaimedBy: "a b"}, "claimed_by"},
 	} {
-		var fe *FieldError
+		var fe *api.FieldError
 		if _, err := b.f.Tasks(tc.q); !errors.As(err, &fe) || fe.Field != tc.field {
 			t.Errorf("Tasks(%+v) = %v, want a field error on %s", tc.q, err, tc.field)
 		}
 	}
-	if _, err := b.f.Task("task-404"); !errors.Is(err, ErrNotFound) || err.Error() != "task task-404: not found" {
+	if _, err := b.f.Task("task-404"); !errors.Is(err, api.ErrNotFound) || err.Error() != "task task-404: not found" {
 		t.Errorf("Task of an unknown id = %v", err)
 	}
 }
@@ -181,7 +183,7 @@ func TestNextDeadlineIsTheEarliestLease(t *testing.T) {
 	}
 	// Progress moves it: the old key goes, one key per running task stays.
 	b.jump(b.now().Add(20 * time.Second))
-	pr := mustTaskResult(t, b.ok(OpTaskProgress, TaskProgressCommand{ID: short.ID, Agent: "rex", Fence: cl.Fence}))
+	pr := mustTaskResult(t, b.ok(api.OpTaskProgress, api.TaskProgressCommand{ID: short.ID, Agent: "rex", Fence: cl.Fence}))
 	if due, _ := b.f.NextDeadline(); !due.Equal(*pr.LeaseExpires) {
 		t.Errorf("after progress: NextDeadline = %s, want %s", due, pr.LeaseExpires)
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/maos-project/maos/api"
 )
 
 // taskFixture is a farm with one task in each state a refusal is about.
@@ -26,9 +28,9 @@ func newTaskFixture(t *testing.T) *taskFixture {
 	x.succeeded = mk("rex", 10)
 	x.succeed(x.succeeded, "rex", x.claim(x.succeeded, "rex").Fence)
 	x.failed = mk("rex", 10)
-	x.complete(x.failed, "rex", x.claim(x.failed, "rex").Fence, TaskCompletion{Status: TaskStatusFailure})
+	x.complete(x.failed, "rex", x.claim(x.failed, "rex").Fence, api.TaskCompletion{Status: api.TaskStatusFailure})
 	x.cancelled = mk("rex", 10)
-	x.ok(OpTaskCancel, TaskCancelCommand{ID: x.cancelled, From: "boss"})
+	x.ok(api.OpTaskCancel, api.TaskCancelCommand{ID: x.cancelled, From: "boss"})
 	// backoff: a lease of 1 s expired once, ready again a second after
 	// the tick; running: a live lease of 10 s; lapsed: a lease of 1 s that
 	// ended with the fixture's last entry, after the tick.
@@ -51,121 +53,151 @@ func newTaskFixture(t *testing.T) *taskFixture {
 // Every refusal of every task command: the sentinel the API maps to its
 // status, words that say what is wrong, and no change to the state.
 func TestTaskRefusals(t *testing.T) {
-	ok := TaskCompletion{Status: TaskStatusSuccess}
+	ok := api.TaskCompletion{Status: api.TaskStatusSuccess}
 	for _, tc := range []struct {
 		name   string
-		cmd    func(x *taskFixture) (Op, any)
+		cmd    func(x *taskFixture) (api.Op, any)
 		target error
 		words  string
 	}{
 		// create
-		{"create: unknown dependency", func(x *taskFixture) (Op, any) { return OpTaskCreate, x.newTask("rex", x.ready, "task-none") },
-			ErrNotFound, "task task-none (depends_on[1]): not found"},
-		{"create: id of another task", func(x *taskFixture) (Op, any) {
+		{"create: unknown dependency", func(x *taskFixture) (api.Op, any) { return api.OpTaskCreate, x.newTask("rex", x.ready, "task-none") },
+			api.ErrNotFound, "task task-none (depends_on[1]): not found"},
+		{"create: id of another task", func(x *taskFixture) (api.Op, any) {
 			c := x.newTask("rex")
 			c.ID = x.ready
-			return OpTaskCreate, c
-		}, ErrConflict, "is taken by another task"},
-		{"create: invalid", func(x *taskFixture) (Op, any) {
+			return api.OpTaskCreate, c
+		}, api.ErrConflict, "is taken by another task"},
+		{"create: invalid", func(x *taskFixture) (api.Op, any) {
 			c := x.newTask("rex")
-			c.MaxAttempts = MaxTaskAttempts + 1
-			return OpTaskCreate, c
-		}, ErrInvalid, "max_attempts: 101: want 1..100"},
-		{"create: as maos", func(x *taskFixture) (Op, any) {
+			c.MaxAttempts = api.MaxTaskAttempts + 1
+			return api.OpTaskCreate, c
+		}, api.ErrInvalid, "max_attempts: 101: want 1..100"},
+		{"create: as maos", func(x *taskFixture) (api.Op, any) {
 			c := x.newTask("rex")
-			c.From = SystemSender
-			return OpTaskCreate, c
-		}, ErrInvalid, `from: "maos" is reserved`},
+			c.From = api.SystemSender
+			return api.OpTaskCreate, c
+		}, api.ErrInvalid, `from: "maos" is reserved`},
 
 		// claim: 404 and 403
-		{"claim: unknown task", func(x *taskFixture) (Op, any) { return OpTaskClaim, TaskClaimCommand{ID: "task-none", Agent: "rita"} },
-			ErrNotFound, "task task-none: not found"},
-		{"claim: another role", func(x *taskFixture) (Op, any) { return OpTaskClaim, TaskClaimCommand{ID: x.ready, Agent: "eve"} },
-			ErrForbidden, "is for role:reviewer and eve has role engineer"},
-		{"claim: unregistered, for a role", func(x *taskFixture) (Op, any) { return OpTaskClaim, TaskClaimCommand{ID: x.ready, Agent: "zed"} },
-			ErrForbidden, "zed is not a registered agent"},
-		{"claim: another agent's task", func(x *taskFixture) (Op, any) { return OpTaskClaim, TaskClaimCommand{ID: x.waiting, Agent: "rita"} },
-			ErrForbidden, "is for rex, not rita"},
+		{"claim: unknown task", func(x *taskFixture) (api.Op, any) {
+			return api.OpTaskClaim, api.TaskClaimCommand{ID: "task-none", Agent: "rita"}
+		},
+			api.ErrNotFound, "task task-none: not found"},
+		{"claim: another role", func(x *taskFixture) (api.Op, any) {
+			return api.OpTaskClaim, api.TaskClaimCommand{ID: x.ready, Agent: "eve"}
+		},
+			api.ErrForbidden, "is for role:reviewer and eve has role engineer"},
+		{"claim: unregistered, for a role", func(x *taskFixture) (api.Op, any) {
+			return api.OpTaskClaim, api.TaskClaimCommand{ID: x.ready, Agent: "zed"}
+		},
+			api.ErrForbidden, "zed is not a registered agent"},
+		{"claim: another agent's task", func(x *taskFixture) (api.Op, any) {
+			return api.OpTaskClaim, api.TaskClaimCommand{ID: x.waiting, Agent: "rita"}
+		},
+			api.ErrForbidden, "is for rex, not rita"},
 		// claim: 409 by state
-		{"claim: running, by an agent outside its queue (403 before the state)", func(x *taskFixture) (Op, any) { return OpTaskClaim, TaskClaimCommand{ID: x.running, Agent: "rita2"} },
-			ErrForbidden, "is for rita, not rita2"},
-		{"claim: running, by its own queue", func(x *taskFixture) (Op, any) {
+		{"claim: running, by an agent outside its queue (403 before the state)", func(x *taskFixture) (api.Op, any) {
+			return api.OpTaskClaim, api.TaskClaimCommand{ID: x.running, Agent: "rita2"}
+		},
+			api.ErrForbidden, "is for rita, not rita2"},
+		{"claim: running, by its own queue", func(x *taskFixture) (api.Op, any) {
 			c := x.newTask("role:reviewer")
 			x.create(c)
 			x.claim(c.ID, "rex")
-			return OpTaskClaim, TaskClaimCommand{ID: c.ID, Agent: "rita"}
-		}, ErrConflict, "is running, claimed by rex"},
-		{"claim: lapsed, not yet expired", func(x *taskFixture) (Op, any) { return OpTaskClaim, TaskClaimCommand{ID: x.lapsed, Agent: "eve"} },
-			ErrConflict, "whose lease ended at"},
-		{"claim: waiting", func(x *taskFixture) (Op, any) { return OpTaskClaim, TaskClaimCommand{ID: x.waiting, Agent: "rex"} },
-			ErrConflict, "is waiting for its dependencies"},
-		{"claim: in backoff", func(x *taskFixture) (Op, any) { return OpTaskClaim, TaskClaimCommand{ID: x.backoff, Agent: "eve"} },
-			ErrConflict, "(backoff after 1 expired leases): claim it then"},
-		{"claim: succeeded", func(x *taskFixture) (Op, any) { return OpTaskClaim, TaskClaimCommand{ID: x.succeeded, Agent: "rex"} },
-			ErrConflict, "has ended (succeeded, success): nothing to claim"},
-		{"claim: failed", func(x *taskFixture) (Op, any) { return OpTaskClaim, TaskClaimCommand{ID: x.failed, Agent: "rex"} },
-			ErrConflict, "has ended (failed, failure): nothing to claim"},
-		{"claim: cancelled", func(x *taskFixture) (Op, any) { return OpTaskClaim, TaskClaimCommand{ID: x.cancelled, Agent: "rex"} },
-			ErrConflict, "has ended (cancelled): nothing to claim"},
+			return api.OpTaskClaim, api.TaskClaimCommand{ID: c.ID, Agent: "rita"}
+		}, api.ErrConflict, "is running, claimed by rex"},
+		{"claim: lapsed, not yet expired", func(x *taskFixture) (api.Op, any) {
+			return api.OpTaskClaim, api.TaskClaimCommand{ID: x.lapsed, Agent: "eve"}
+		},
+			api.ErrConflict, "whose lease ended at"},
+		{"claim: waiting", func(x *taskFixture) (api.Op, any) {
+			return api.OpTaskClaim, api.TaskClaimCommand{ID: x.waiting, Agent: "rex"}
+		},
+			api.ErrConflict, "is waiting for its dependencies"},
+		{"claim: in backoff", func(x *taskFixture) (api.Op, any) {
+			return api.OpTaskClaim, api.TaskClaimCommand{ID: x.backoff, Agent: "eve"}
+		},
+			api.ErrConflict, "(backoff after 1 expired leases): claim it then"},
+		{"claim: succeeded", func(x *taskFixture) (api.Op, any) {
+			return api.OpTaskClaim, api.TaskClaimCommand{ID: x.succeeded, Agent: "rex"}
+		},
+			api.ErrConflict, "has ended (succeeded, success): nothing to claim"},
+		{"claim: failed", func(x *taskFixture) (api.Op, any) {
+			return api.OpTaskClaim, api.TaskClaimCommand{ID: x.failed, Agent: "rex"}
+		},
+			api.ErrConflict, "has ended (failed, failure): nothing to claim"},
+		{"claim: cancelled", func(x *taskFixture) (api.Op, any) {
+			return api.OpTaskClaim, api.TaskClaimCommand{ID: x.cancelled, Agent: "rex"}
+		},
+			api.ErrConflict, "has ended (cancelled): nothing to claim"},
 
 		// progress, complete, handoff: the claimant's checks
-		{"progress: unknown task", func(x *taskFixture) (Op, any) {
-			return OpTaskProgress, TaskProgressCommand{ID: "task-none", Agent: "rita", Fence: 1}
-		}, ErrNotFound, "task task-none: not found"},
-		{"progress: not running", func(x *taskFixture) (Op, any) {
-			return OpTaskProgress, TaskProgressCommand{ID: x.ready, Agent: "rita", Fence: 1}
-		}, ErrConflict, "is ready, not running: claim it first"},
-		{"progress: another agent", func(x *taskFixture) (Op, any) {
-			return OpTaskProgress, TaskProgressCommand{ID: x.running, Agent: "rex", Fence: x.fence}
-		}, ErrConflict, "is claimed by rita"},
-		{"progress: stale fence", func(x *taskFixture) (Op, any) {
-			return OpTaskProgress, TaskProgressCommand{ID: x.running, Agent: "rita", Fence: x.fence - 1}
-		}, ErrConflict, "is not the current claim's"},
-		{"progress: lapsed lease", func(x *taskFixture) (Op, any) {
-			return OpTaskProgress, TaskProgressCommand{ID: x.lapsed, Agent: "eve", Fence: x.lapsedFence}
-		}, ErrConflict, "your lease (fence"},
-		{"progress: ended", func(x *taskFixture) (Op, any) {
-			return OpTaskProgress, TaskProgressCommand{ID: x.cancelled, Agent: "rex", Fence: 1}
-		}, ErrConflict, "has ended (cancelled): nothing to report"},
-		{"progress: invalid", func(x *taskFixture) (Op, any) {
-			return OpTaskProgress, TaskProgressCommand{ID: x.running, Agent: "rita", Fence: x.fence, Progress: ptr(-0.1)}
-		}, ErrInvalid, "progress: -0.1: want 0..1"},
-		{"complete: another agent", func(x *taskFixture) (Op, any) {
-			return OpTaskComplete, TaskCompleteCommand{ID: x.running, Agent: "rex", Fence: x.fence, Completion: ok}
-		}, ErrConflict, "is claimed by rita"},
-		{"complete: stale fence", func(x *taskFixture) (Op, any) {
-			return OpTaskComplete, TaskCompleteCommand{ID: x.running, Agent: "rita", Fence: x.fence + 1, Completion: ok}
-		}, ErrConflict, "is not the current claim's"},
-		{"complete: lapsed lease", func(x *taskFixture) (Op, any) {
-			return OpTaskComplete, TaskCompleteCommand{ID: x.lapsed, Agent: "eve", Fence: x.lapsedFence, Completion: ok}
-		}, ErrConflict, "your lease (fence"},
-		{"complete: ended otherwise", func(x *taskFixture) (Op, any) {
+		{"progress: unknown task", func(x *taskFixture) (api.Op, any) {
+			return api.OpTaskProgress, api.TaskProgressCommand{ID: "task-none", Agent: "rita", Fence: 1}
+		}, api.ErrNotFound, "task task-none: not found"},
+		{"progress: not running", func(x *taskFixture) (api.Op, any) {
+			return api.OpTaskProgress, api.TaskProgressCommand{ID: x.ready, Agent: "rita", Fence: 1}
+		}, api.ErrConflict, "is ready, not running: claim it first"},
+		{"progress: another agent", func(x *taskFixture) (api.Op, any) {
+			return api.OpTaskProgress, api.TaskProgressCommand{ID: x.running, Agent: "rex", Fence: x.fence}
+		}, api.ErrConflict, "is claimed by rita"},
+		{"progress: stale fence", func(x *taskFixture) (api.Op, any) {
+			return api.OpTaskProgress, api.TaskProgressCommand{ID: x.running, Agent: "rita", Fence: x.fence - 1}
+		}, api.ErrConflict, "is not the current claim's"},
+		{"progress: lapsed lease", func(x *taskFixture) (api.Op, any) {
+			return api.OpTaskProgress, api.TaskProgressCommand{ID: x.lapsed, Agent: "eve", Fence: x.lapsedFence}
+		}, api.ErrConflict, "your lease (fence"},
+		{"progress: ended", func(x *taskFixture) (api.Op, any) {
+			return api.OpTaskProgress, api.TaskProgressCommand{ID: x.cancelled, Agent: "rex", Fence: 1}
+		}, api.ErrConflict, "has ended (cancelled): nothing to report"},
+		{"progress: invalid", func(x *taskFixture) (api.Op, any) {
+			return api.OpTaskProgress, api.TaskProgressCommand{ID: x.running, Agent: "rita", Fence: x.fence, Progress: ptr(-0.1)}
+		}, api.ErrInvalid, "progress: -0.1: want 0..1"},
+		{"complete: another agent", func(x *taskFixture) (api.Op, any) {
+			return api.OpTaskComplete, api.TaskCompleteCommand{ID: x.running, Agent: "rex", Fence: x.fence, Completion: ok}
+		}, api.ErrConflict, "is claimed by rita"},
+		{"complete: stale fence", func(x *taskFixture) (api.Op, any) {
+			return api.OpTaskComplete, api.TaskCompleteCommand{ID: x.running, Agent: "rita", Fence: x.fence + 1, Completion: ok}
+		}, api.ErrConflict, "is not the current claim's"},
+		{"complete: lapsed lease", func(x *taskFixture) (api.Op, any) {
+			return api.OpTaskComplete, api.TaskCompleteCommand{ID: x.lapsed, Agent: "eve", Fence: x.lapsedFence, Completion: ok}
+		}, api.ErrConflict, "your lease (fence"},
+		{"complete: ended otherwise", func(x *taskFixture) (api.Op, any) {
 			last := x.task(x.failed)
-			return OpTaskComplete, TaskCompleteCommand{ID: x.failed, Agent: "rex", Fence: last.Fence, Completion: ok}
-		}, ErrConflict, "has ended (failed, failure): nothing to report"},
-		{"complete: invalid", func(x *taskFixture) (Op, any) {
-			return OpTaskComplete, TaskCompleteCommand{ID: x.running, Agent: "rita", Fence: x.fence,
-				Completion: TaskCompletion{Status: TaskStatusSuccess, ActionsTaken: make([]json.RawMessage, MaxTaskActions+1)}}
-		}, ErrInvalid, "actions_taken: 51 actions, at most 50"},
-		{"handoff: stale fence", func(x *taskFixture) (Op, any) {
-			return OpTaskHandoff, TaskHandoffCommand{ID: x.running, Agent: "rita", Fence: x.fence + 1, To: "rex"}
-		}, ErrConflict, "is not the current claim's"},
-		{"handoff: lapsed lease", func(x *taskFixture) (Op, any) {
-			return OpTaskHandoff, TaskHandoffCommand{ID: x.lapsed, Agent: "eve", Fence: x.lapsedFence, To: "rex"}
-		}, ErrConflict, "your lease (fence"},
-		{"handoff: to all", func(x *taskFixture) (Op, any) {
-			return OpTaskHandoff, TaskHandoffCommand{ID: x.running, Agent: "rita", Fence: x.fence, To: "all"}
-		}, ErrInvalid, `to: "all" addresses every agent`},
+			return api.OpTaskComplete, api.TaskCompleteCommand{ID: x.failed, Agent: "rex", Fence: last.Fence, Completion: ok}
+		}, api.ErrConflict, "has ended (failed, failure): nothing to report"},
+		{"complete: invalid", func(x *taskFixture) (api.Op, any) {
+			return api.OpTaskComplete, api.TaskCompleteCommand{ID: x.running, Agent: "rita", Fence: x.fence,
+				Completion: api.TaskCompletion{Status: api.TaskStatusSuccess, ActionsTaken: make([]json.RawMessage, api.MaxTaskActions+1)}}
+		}, api.ErrInvalid, "actions_taken: 51 actions, at most 50"},
+		{"handoff: stale fence", func(x *taskFixture) (api.Op, any) {
+			return api.OpTaskHandoff, api.TaskHandoffCommand{ID: x.running, Agent: "rita", Fence: x.fence + 1, To: "rex"}
+		}, api.ErrConflict, "is not the current claim's"},
+		{"handoff: lapsed lease", func(x *taskFixture) (api.Op, any) {
+			return api.OpTaskHandoff, api.TaskHandoffCommand{ID: x.lapsed, Agent: "eve", Fence: x.lapsedFence, To: "rex"}
+		}, api.ErrConflict, "your lease (fence"},
+		{"handoff: to all", func(x *taskFixture) (api.Op, any) {
+			return api.OpTaskHandoff, api.TaskHandoffCommand{ID: x.running, Agent: "rita", Fence: x.fence, To: "all"}
+		}, api.ErrInvalid, `to: "all" addresses every agent`},
 
 		// cancel
-		{"cancel: unknown task", func(x *taskFixture) (Op, any) { return OpTaskCancel, TaskCancelCommand{ID: "task-none", From: "boss"} },
-			ErrNotFound, "task task-none: not found"},
-		{"cancel: not the creator", func(x *taskFixture) (Op, any) { return OpTaskCancel, TaskCancelCommand{ID: x.running, From: "rita"} },
-			ErrForbidden, "only its creator cancels it, not rita"},
-		{"cancel: succeeded", func(x *taskFixture) (Op, any) { return OpTaskCancel, TaskCancelCommand{ID: x.succeeded, From: "boss"} },
-			ErrConflict, "has ended (succeeded, success): nothing to cancel"},
-		{"cancel: failed", func(x *taskFixture) (Op, any) { return OpTaskCancel, TaskCancelCommand{ID: x.failed, From: "boss"} },
-			ErrConflict, "has ended (failed, failure): nothing to cancel"},
+		{"cancel: unknown task", func(x *taskFixture) (api.Op, any) {
+			return api.OpTaskCancel, api.TaskCancelCommand{ID: "task-none", From: "boss"}
+		},
+			api.ErrNotFound, "task task-none: not found"},
+		{"cancel: not the creator", func(x *taskFixture) (api.Op, any) {
+			return api.OpTaskCancel, api.TaskCancelCommand{ID: x.running, From: "rita"}
+		},
+			api.ErrForbidden, "only its creator cancels it, not rita"},
+		{"cancel: succeeded", func(x *taskFixture) (api.Op, any) {
+			return api.OpTaskCancel, api.TaskCancelCommand{ID: x.succeeded, From: "boss"}
+		},
+			api.ErrConflict, "has ended (succeeded, success): nothing to cancel"},
+		{"cancel: failed", func(x *taskFixture) (api.Op, any) {
+			return api.OpTaskCancel, api.TaskCancelCommand{ID: x.failed, From: "boss"}
+		},
+			api.ErrConflict, "has ended (failed, failure): nothing to cancel"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			x := newTaskFixture(t)
@@ -178,8 +210,8 @@ func TestTaskRefusals(t *testing.T) {
 // The fixture is what the table says it is.
 func TestTaskFixture(t *testing.T) {
 	x := newTaskFixture(t)
-	for id, want := range map[string]TaskState{x.ready: TaskReady, x.running: TaskRunning, x.waiting: TaskWaiting, x.succeeded: TaskSucceeded,
-		x.failed: TaskFailed, x.cancelled: TaskCancelled, x.backoff: TaskReady, x.lapsed: TaskRunning} {
+	for id, want := range map[string]api.TaskState{x.ready: api.TaskReady, x.running: api.TaskRunning, x.waiting: api.TaskWaiting, x.succeeded: api.TaskSucceeded,
+		x.failed: api.TaskFailed, x.cancelled: api.TaskCancelled, x.backoff: api.TaskReady, x.lapsed: api.TaskRunning} {
 		if got := x.task(id).State; got != want {
 			t.Errorf("%s is %s, want %s", id, got, want)
 		}

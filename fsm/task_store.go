@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
 
 // Tasks in the state file: typed accessors over the task buckets, so the
@@ -67,14 +69,14 @@ func taskPairKey(kind byte, a, b uint64) []byte {
 // taskKeys is what task_index keys a task by; a transition captures it
 // (keysOf) before it changes the task, so putTask can move the keys.
 type taskKeys struct {
-	state     TaskState
+	state     api.TaskState
 	to        string
 	from      string
 	claimedBy string
 	lease     int64 // 0: none
 }
 
-func keysOf(t *Task) taskKeys {
+func keysOf(t *api.Task) taskKeys {
 	k := taskKeys{state: t.State, to: t.To, from: t.From, claimedBy: t.ClaimedBy}
 	if t.LeaseExpires != nil {
 		k.lease = t.LeaseExpires.UnixNano()
@@ -110,12 +112,12 @@ func (k taskKeys) index(b *bbolt.Bucket, seq uint64, put bool) {
 
 // getTask reads the task stored at seq; a record that does not decode
 // (a damaged file) is an error, never a panic later.
-func getTask(tx *bbolt.Tx, seq uint64) (*Task, error) {
-	t, err := getRecord[Task](tx.Bucket(bucketTasks), seq, "task")
+func getTask(tx *bbolt.Tx, seq uint64) (*api.Task, error) {
+	t, err := getRecord[api.Task](tx.Bucket(bucketTasks), seq, "task")
 	if err != nil {
 		return nil, err
 	}
-	if t.State == TaskRunning && t.LeaseExpires == nil {
+	if t.State == api.TaskRunning && t.LeaseExpires == nil {
 		// Every running task has a lease: the commands rely on it.
 		return nil, fmt.Errorf("task at seq %d: decode: running without a lease", seq)
 	}
@@ -129,7 +131,7 @@ func getTaskID(tx *bbolt.Tx, id string) (idRecord, bool) {
 }
 
 // taskByID reads task id, or a *NotFoundError naming it.
-func taskByID(tx *bbolt.Tx, id string) (*Task, error) {
+func taskByID(tx *bbolt.Tx, id string) (*api.Task, error) {
 	return objectByID(tx, bucketTaskIDs, id, getTask, TaskNotFound)
 }
 
@@ -140,7 +142,7 @@ func TaskNotFound(id string) error { return notFound("task %s", id) }
 // the same create matches and another task under the same id does not.
 // The known_names flag is not the task's: a retry through a node of
 // another build is the same create.
-func createSum(c *TaskCreateCommand) [32]byte {
+func createSum(c *api.TaskCreateCommand) [32]byte {
 	k := *c
 	k.KnownNames = false
 	return commandSum(&k, "task "+c.ID, "create")
@@ -148,7 +150,7 @@ func createSum(c *TaskCreateCommand) [32]byte {
 
 // addTaskID records the id of a new task t (its seq set), created by a
 // command hashing to sum, and its dependency keys; putTask writes the rest.
-func addTaskID(tx *bbolt.Tx, t *Task, sum [32]byte) {
+func addTaskID(tx *bbolt.Tx, t *api.Task, sum [32]byte) {
 	writeIDRecord(tx.Bucket(bucketTaskIDs), t.ID, idRecord{seq: t.Seq, sum: sum})
 	idx := tx.Bucket(bucketTaskIndex)
 	for _, d := range t.DependsOn {
@@ -160,7 +162,7 @@ func addTaskID(tx *bbolt.Tx, t *Task, sum [32]byte) {
 // putTask writes t after a transition: its record, its index keys moved
 // from before (the zero taskKeys for a new task), and the event ev (its
 // state set from t) in its history and in the stream's index.
-func putTask(tx *bbolt.Tx, before taskKeys, t *Task, ev TaskEvent) {
+func putTask(tx *bbolt.Tx, before taskKeys, t *api.Task, ev api.TaskEvent) {
 	t.Updated = ev.Time
 	ev.State = t.State
 	data, err := json.Marshal(t)
@@ -179,20 +181,20 @@ func putTask(tx *bbolt.Tx, before taskKeys, t *Task, ev TaskEvent) {
 }
 
 // history reads the events of task seq, oldest first.
-func history(tx *bbolt.Tx, seq uint64) ([]TaskEvent, error) {
-	return objectHistory[TaskEvent](tx, bucketTaskHistory, "task", seq)
+func history(tx *bbolt.Tx, seq uint64) ([]api.TaskEvent, error) {
+	return objectHistory[api.TaskEvent](tx, bucketTaskHistory, "task", seq)
 }
 
 // eventAt reads the event of task seq at entry index.
-func eventAt(tx *bbolt.Tx, seq, index uint64) (TaskEvent, error) {
-	return objectEventAt[TaskEvent](tx, bucketTaskHistory, "task", seq, index)
+func eventAt(tx *bbolt.Tx, seq, index uint64) (api.TaskEvent, error) {
+	return objectEventAt[api.TaskEvent](tx, bucketTaskHistory, "task", seq, index)
 }
 
 // firstEvent and lastEvent read the oldest and newest event of task seq.
-func firstEvent(tx *bbolt.Tx, seq uint64) (TaskEvent, error) { return edgeEvent(tx, seq, true) }
-func lastEvent(tx *bbolt.Tx, seq uint64) (TaskEvent, error)  { return edgeEvent(tx, seq, false) }
+func firstEvent(tx *bbolt.Tx, seq uint64) (api.TaskEvent, error) { return edgeEvent(tx, seq, true) }
+func lastEvent(tx *bbolt.Tx, seq uint64) (api.TaskEvent, error)  { return edgeEvent(tx, seq, false) }
 
-func edgeEvent(tx *bbolt.Tx, seq uint64, first bool) (TaskEvent, error) {
+func edgeEvent(tx *bbolt.Tx, seq uint64, first bool) (api.TaskEvent, error) {
 	c := tx.Bucket(bucketTaskHistory).Cursor()
 	var k []byte
 	if first {
@@ -206,7 +208,7 @@ func edgeEvent(tx *bbolt.Tx, seq uint64, first bool) (TaskEvent, error) {
 		}
 	}
 	if len(k) != 16 || binary.BigEndian.Uint64(k) != seq {
-		return TaskEvent{}, fmt.Errorf("task at seq %d: no history", seq)
+		return api.TaskEvent{}, fmt.Errorf("task at seq %d: no history", seq)
 	}
 	return eventAt(tx, seq, binary.BigEndian.Uint64(k[8:]))
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
 
 // Threads.
@@ -14,14 +16,6 @@ import (
 // id of a stored message is ThreadOf(m): its thread_id, or its own id for
 // a root. A reply sent without thread_id gets one at apply time (its
 // parent's thread), so the entry is derived from the stored message alone.
-
-// ThreadOf is the thread a stored message belongs to.
-func ThreadOf(m *Message) string {
-	if m.ThreadID != "" {
-		return m.ThreadID
-	}
-	return m.ID
-}
 
 // addToThread adds message seq to thread.
 func addToThread(tx *bbolt.Tx, thread string, seq uint64) {
@@ -36,12 +30,12 @@ func dropFromThread(tx *bbolt.Tx, thread string, seq uint64) {
 // parentOf reads the message m answers (in_reply_to): nil when m answers
 // nothing, a message never stored or trimmed by retention, or one reader
 // may not read (Viewer.CanRead; nil reads all).
-func parentOf(tx *bbolt.Tx, m *Message, reader *Viewer) (*Message, error) {
+func parentOf(tx *bbolt.Tx, m *api.Message, reader *api.Viewer) (*api.Message, error) {
 	if m.InReplyTo == "" {
 		return nil, nil
 	}
 	parent, err := messageByID(tx, m.InReplyTo)
-	if errors.Is(err, ErrNotFound) || err == nil && !reader.CanRead(parent) {
+	if errors.Is(err, api.ErrNotFound) || err == nil && !reader.CanRead(parent) {
 		// A parent its sender may not read is one it cannot know: the
 		// reply gets neither its thread nor its visibility.
 		return nil, nil
@@ -52,21 +46,21 @@ func parentOf(tx *bbolt.Tx, m *Message, reader *Viewer) (*Message, error) {
 // fillThread sets the thread_id of a reply sent without one: its parent's
 // thread if the parent is stored (parent not nil), otherwise the parent's
 // id.
-func fillThread(m, parent *Message) {
+func fillThread(m, parent *api.Message) {
 	if m.ThreadID != "" || m.InReplyTo == "" {
 		return
 	}
 	m.ThreadID = m.InReplyTo
 	if parent != nil {
-		m.ThreadID = ThreadOf(parent)
+		m.ThreadID = api.ThreadOf(parent)
 	}
 }
 
 // ThreadPage is one page of a thread in seq order.
 type ThreadPage struct {
-	ThreadID string     `json:"thread_id"`
-	Messages []*Message `json:"messages"`
-	HasMore  bool       `json:"has_more"`
+	ThreadID string         `json:"thread_id"`
+	Messages []*api.Message `json:"messages"`
+	HasMore  bool           `json:"has_more"`
 }
 
 // Thread returns up to limit messages of the thread id with seq > after
@@ -75,7 +69,7 @@ type ThreadPage struct {
 // ErrNotFound. It reads limit+1 index keys and limit messages.
 func (f *FSM) Thread(id string, after uint64, limit int) (ThreadPage, error) {
 	limit = pageLimit(limit)
-	page := ThreadPage{ThreadID: id, Messages: []*Message{}}
+	page := ThreadPage{ThreadID: id, Messages: []*api.Message{}}
 	err := f.view(func(tx *bbolt.Tx) error {
 		threads := tx.Bucket(bucketThreads)
 		prefix := append([]byte(id), 0)
@@ -88,7 +82,7 @@ func (f *FSM) Thread(id string, after uint64, limit int) (ThreadPage, error) {
 			if err != nil {
 				return fmt.Errorf("fsm: thread %s: %w", id, err)
 			}
-			page.ThreadID = ThreadOf(m)
+			page.ThreadID = api.ThreadOf(m)
 		}
 		for seq := range seqsAfter(threads, page.ThreadID, after) {
 			if len(page.Messages) == limit {
@@ -112,10 +106,10 @@ func (f *FSM) Thread(id string, after uint64, limit int) (ThreadPage, error) {
 // and the thread entry. It leaves the message, its id, the channel entries
 // and the audit trail to the caller. Retention calls it for each trimmed
 // message inside its apply transaction.
-func dropMessageIndexes(tx *bbolt.Tx, m *Message) {
+func dropMessageIndexes(tx *bbolt.Tx, m *api.Message) {
 	for _, agent := range m.Recipients {
 		removeFromInbox(tx, agent, m.Seq)
 	}
 	deleteReceipts(tx, m.Seq)
-	dropFromThread(tx, ThreadOf(m), m.Seq)
+	dropFromThread(tx, api.ThreadOf(m), m.Seq)
 }

@@ -6,28 +6,14 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
-)
 
-// One tick for every deadline. Apply never reads a clock, so nothing in
-// it notices that a task's lease lapsed, that a queued message is due or
-// that an approval's deadline passed: the leader does, from its state
-// (NextDeadline), and proposes OpTick; the tick's entry time decides what
-// is due, so every node applies the same.
-const (
-	// OpTick expires, at the entry's time, every task lease that ended,
-	// expires or escalates every approval whose deadline passed, then
-	// stores the oldest queued message (body: TickCommand).
-	OpTick Op = "tick"
+	"github.com/maos-project/maos/api"
 )
 
 // opTaskTick is OpTick's name before approvals made the tick serve more
 // than tasks. Logs written then hold it, so it still applies (the
 // registry maps it to the same function); nothing proposes it.
-const opTaskTick Op = "task_tick"
-
-// TickCommand is the body of OpTick: no fields; the entry's time is the
-// tick's.
-type TickCommand struct{}
+const opTaskTick api.Op = "task_tick"
 
 // TickResult is what a tick did: the tasks whose lease it expired
 // back to ready, those that failed (a timeout at max_attempts, an
@@ -60,8 +46,8 @@ func (r *TickResult) Did() bool {
 // queued message, if any (deliverQueued). A tick with nothing due
 // changes nothing but the applied index.
 func (f *FSM) applyTick(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
-	a := f.taskOp(tx, OpTick, index, ts)
-	var cmd TickCommand
+	a := f.taskOp(tx, api.OpTick, index, ts)
+	var cmd api.TickCommand
 	if err := json.Unmarshal(body, &cmd); err != nil {
 		return nil, a.errorf(fmt.Errorf("decode: %w", err))
 	}
@@ -77,20 +63,20 @@ func (f *FSM) applyTick(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any,
 		t.Expiries++
 		t.ClaimedBy, t.Fence, t.LeaseExpires = "", 0, nil
 		if t.Expiries < t.MaxAttempts {
-			t.State = TaskReady
+			t.State = api.TaskReady
 			t.ReadyAt = a.at(TaskBackoff(t.Expiries))
-			a.change(before, t, a.event(SystemSender, "expired", fmt.Sprintf("the lease of %s (attempt %d, fence %d) ended at %s, lapse %d of %d; claimable again from %s",
+			a.change(before, t, a.event(api.SystemSender, "expired", fmt.Sprintf("the lease of %s (attempt %d, fence %d) ended at %s, lapse %d of %d; claimable again from %s",
 				holder, t.Attempt, fence, ended, t.Expiries, t.MaxAttempts, stamp(*t.ReadyAt))))
 			res.Expired = append(res.Expired, t.ID)
 			continue
 		}
 		why := fmt.Sprintf("its lease expired %d times (max_attempts %d); the last claimant was %s (fence %d)", t.Expiries, t.MaxAttempts, holder, fence)
-		t.State = TaskFailed
-		t.Completion = &TaskCompletion{Status: TaskStatusFailure, Result: "timed out: " + why,
-			Error: &TaskError{ErrorType: TaskErrorTimeout, ErrorMessage: why, RetryCount: t.Attempt - 1,
+		t.State = api.TaskFailed
+		t.Completion = &api.TaskCompletion{Status: api.TaskStatusFailure, Result: "timed out: " + why,
+			Error: &api.TaskError{ErrorType: api.TaskErrorTimeout, ErrorMessage: why, RetryCount: t.Attempt - 1,
 				SuggestedAction: "find out why its claimants did not finish it, then create it again"}}
-		a.change(before, t, a.event(SystemSender, "failed", TaskErrorTimeout+": "+why),
-			completionReply(t, SystemSender, ts), incident(t, ts, target))
+		a.change(before, t, a.event(api.SystemSender, "failed", api.TaskErrorTimeout+": "+why),
+			completionReply(t, api.SystemSender, ts), incident(t, ts, target))
 		if err := a.cascade(t); err != nil {
 			return nil, a.errorf(err)
 		}
@@ -111,7 +97,7 @@ func (f *FSM) applyTick(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any,
 		}
 	}
 	for _, c := range a.plan {
-		if c.t.State == TaskFailed {
+		if c.t.State == api.TaskFailed {
 			res.Failed = append(res.Failed, c.t.ID)
 		}
 	}
@@ -127,27 +113,27 @@ func (f *FSM) applyTick(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any,
 // it expires, its hitl_decision from SystemSender to the requester is
 // queued, and the task that opened it fails (settleTask). It reports
 // whether it escalated.
-func (a *taskOp) expireApproval(ap *Approval, target string) (bool, error) {
+func (a *taskOp) expireApproval(ap *api.Approval, target string) (bool, error) {
 	before := approvalKeysOf(ap)
-	if ap.OnTimeout == OnTimeoutEscalate && !ap.Escalated {
+	if ap.OnTimeout == api.OnTimeoutEscalate && !ap.Escalated {
 		if target == "" {
 			target = ap.From
 		}
 		ap.Escalated = true
 		ap.Deadline = unixUTC(addTTL(ap.Deadline.UnixNano(), time.Duration(ap.TimeoutSeconds)*time.Second))
 		a.queued = append(a.queued, escalationAlert(ap, a.ts, target))
-		a.changeApproval(before, ap, a.approvalEvent(ap, SystemSender, "escalated", "to "+target+"; deadline "+stamp(ap.Deadline)),
-			AuditEvent{From: SystemSender, To: []string{target}, Label: "HITL_ESCALATED", Text: FirstLine(ap.Title, 200) + " (until " + stamp(ap.Deadline) + ")"})
+		a.changeApproval(before, ap, a.approvalEvent(ap, api.SystemSender, "escalated", "to "+target+"; deadline "+stamp(ap.Deadline)),
+			api.AuditEvent{From: api.SystemSender, To: []string{target}, Label: "HITL_ESCALATED", Text: api.FirstLine(ap.Title, 200) + " (until " + stamp(ap.Deadline) + ")"})
 		return true, nil
 	}
-	ap.State = ApprovalExpired
-	if err := a.settleTask(ap, SystemSender, false); err != nil {
+	ap.State = api.ApprovalExpired
+	if err := a.settleTask(ap, api.SystemSender, false); err != nil {
 		return false, err
 	}
 	text := fmt.Sprintf("expired: no decision by %s (%d of %d approvals)", stamp(ap.Deadline), ap.Approvals, ap.Quorum)
-	a.queued = append(a.queued, decisionMessage(ap, SystemSender, a.ts, text))
-	a.changeApproval(before, ap, a.approvalEvent(ap, SystemSender, "expired", ""),
-		AuditEvent{From: SystemSender, To: []string{ap.From}, Label: "HITL_EXPIRED", Text: FirstLine(ap.Title, 200)})
+	a.queued = append(a.queued, decisionMessage(ap, api.SystemSender, a.ts, text))
+	a.changeApproval(before, ap, a.approvalEvent(ap, api.SystemSender, "expired", ""),
+		api.AuditEvent{From: api.SystemSender, To: []string{ap.From}, Label: "HITL_EXPIRED", Text: api.FirstLine(ap.Title, 200)})
 	return false, nil
 }
 

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
 
 // A lease runs from the claim's entry time for timeout_seconds; the tick
@@ -18,7 +20,7 @@ func TestTaskLeaseExpiryBackoffAndTimeout(t *testing.T) {
 	b := newTaskBox(t)
 	b.register("sam", "supervisor")
 	b.register("sue", "supervisor")
-	b.ok(OpSetConfig, SetConfigCommand{Key: "escalation_target", Value: json.RawMessage(`"role:supervisor"`)})
+	b.ok(api.OpSetConfig, api.SetConfigCommand{Key: "escalation_target", Value: json.RawMessage(`"role:supervisor"`)})
 	c := b.newTask("role:reviewer")
 	b.create(c)
 	dep := b.newTask("eve", c.ID)
@@ -44,12 +46,12 @@ func TestTaskLeaseExpiryBackoffAndTimeout(t *testing.T) {
 		t.Fatalf("tick at the lease end = %+v", r)
 	}
 	task := b.task(c.ID)
-	if task.State != TaskReady || task.ClaimedBy != "" || task.Fence != 0 || task.LeaseExpires != nil || task.Attempt != 1 ||
+	if task.State != api.TaskReady || task.ClaimedBy != "" || task.Fence != 0 || task.LeaseExpires != nil || task.Attempt != 1 ||
 		task.Expiries != 1 || !task.ReadyAt.Equal(end1.Add(time.Second)) {
 		t.Fatalf("after the first expiry: %+v, want ready from %s", task, end1.Add(time.Second))
 	}
 	last := task.History[len(task.History)-1]
-	if last.Event != "expired" || last.Actor != SystemSender || !strings.HasPrefix(last.Detail, "the lease of rita (attempt 1, fence "+itoa(first.Fence)+") ended at ") ||
+	if last.Event != "expired" || last.Actor != api.SystemSender || !strings.HasPrefix(last.Detail, "the lease of rita (attempt 1, fence "+itoa(first.Fence)+") ended at ") ||
 		!strings.Contains(last.Detail, ", lapse 1 of 3; claimable again from ") {
 		t.Errorf("expiry event = %+v", last)
 	}
@@ -57,10 +59,10 @@ func TestTaskLeaseExpiryBackoffAndTimeout(t *testing.T) {
 		t.Error("no lease is running, yet a deadline is due")
 	}
 	// The stale claimant is refused; the backoff holds the task back.
-	b.refused(OpTaskComplete, TaskCompleteCommand{ID: c.ID, Agent: "rita", Fence: first.Fence, Completion: TaskCompletion{Status: TaskStatusSuccess}},
-		ErrConflict, "is ready, not running")
+	b.refused(api.OpTaskComplete, api.TaskCompleteCommand{ID: c.ID, Agent: "rita", Fence: first.Fence, Completion: api.TaskCompletion{Status: api.TaskStatusSuccess}},
+		api.ErrConflict, "is ready, not running")
 	b.jump(end1.Add(time.Second - time.Nanosecond))
-	b.refused(OpTaskClaim, TaskClaimCommand{ID: c.ID, Agent: "rex"}, ErrConflict, "is ready from "+stamp(end1.Add(time.Second))+" (backoff after 1 expired leases)")
+	b.refused(api.OpTaskClaim, api.TaskClaimCommand{ID: c.ID, Agent: "rex"}, api.ErrConflict, "is ready from "+stamp(end1.Add(time.Second))+" (backoff after 1 expired leases)")
 	b.jump(end1.Add(time.Second))
 	second := b.claim(c.ID, "rex")
 	if second.Attempt != 2 || second.Fence == first.Fence {
@@ -86,15 +88,15 @@ func TestTaskLeaseExpiryBackoffAndTimeout(t *testing.T) {
 	}
 	task = b.task(c.ID)
 	e := task.Completion.Error
-	if task.State != TaskFailed || task.Completion.Status != TaskStatusFailure || e.ErrorType != TaskErrorTimeout || e.RetryCount != 2 ||
+	if task.State != api.TaskFailed || task.Completion.Status != api.TaskStatusFailure || e.ErrorType != api.TaskErrorTimeout || e.RetryCount != 2 ||
 		e.ErrorMessage != "its lease expired 3 times (max_attempts 3); the last claimant was rita (fence "+itoa(third.Fence)+")" {
 		t.Errorf("timed out task = %+v, completion %+v, error %+v", task, task.Completion, e)
 	}
-	if s := b.task(dep.ID); s.State != TaskFailed || s.Completion.Error.ErrorMessage != "task "+c.ID+", which it depends on, failed (timeout)" {
+	if s := b.task(dep.ID); s.State != api.TaskFailed || s.Completion.Error.ErrorMessage != "task "+c.ID+", which it depends on, failed (timeout)" {
 		t.Errorf("its dependent = %s %+v", s.State, s.Completion.Error)
 	}
-	b.refused(OpTaskComplete, TaskCompleteCommand{ID: c.ID, Agent: "rita", Fence: third.Fence, Completion: TaskCompletion{Status: TaskStatusSuccess}},
-		ErrConflict, "has ended (failed, timeout): nothing to report")
+	b.refused(api.OpTaskComplete, api.TaskCompleteCommand{ID: c.ID, Agent: "rita", Fence: third.Fence, Completion: api.TaskCompletion{Status: api.TaskStatusSuccess}},
+		api.ErrConflict, "has ended (failed, timeout): nothing to report")
 
 	// That tick delivered the reply; the next ones the incident and the
 	// dependent's reply.
@@ -102,7 +104,7 @@ func TestTaskLeaseExpiryBackoffAndTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if reply.From != SystemSender || reply.Type != TypeTaskCompletion || !slices.Equal(reply.Recipients, []string{"boss"}) ||
+	if reply.From != api.SystemSender || reply.Type != api.TypeTaskCompletion || !slices.Equal(reply.Recipients, []string{"boss"}) ||
 		reply.Title != "failure "+c.Title || reply.Content.Text != task.Completion.Result || reply.InReplyTo != task.MessageID {
 		t.Errorf("timeout reply = %+v", reply)
 	}
@@ -110,16 +112,16 @@ func TestTaskLeaseExpiryBackoffAndTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if inc.From != SystemSender || inc.Type != TypeTaskIncident || inc.Priority != PriorityHigh || !slices.Equal(inc.To, []string{"boss", "role:supervisor"}) ||
+	if inc.From != api.SystemSender || inc.Type != api.TypeTaskIncident || inc.Priority != api.PriorityHigh || !slices.Equal(inc.To, []string{"boss", "role:supervisor"}) ||
 		!slices.Equal(inc.Recipients, []string{"boss", "sam", "sue"}) || inc.Title != "timed out after 3 attempts: "+c.Title ||
 		!strings.Contains(inc.Content.Text, e.ErrorMessage) || inc.CorrelationID != c.ID {
 		t.Errorf("incident = %+v", inc)
 	}
 	var meta struct {
-		TaskID string     `json:"task_id"`
-		Error  *TaskError `json:"error"`
+		TaskID string         `json:"task_id"`
+		Error  *api.TaskError `json:"error"`
 	}
-	if err := json.Unmarshal(inc.Metadata, &meta); err != nil || meta.TaskID != c.ID || meta.Error.ErrorType != TaskErrorTimeout {
+	if err := json.Unmarshal(inc.Metadata, &meta); err != nil || meta.TaskID != c.ID || meta.Error.ErrorType != api.TaskErrorTimeout {
 		t.Errorf("incident metadata %s: %+v %v", inc.Metadata, meta, err)
 	}
 	lines := b.auditLines()
@@ -141,7 +143,7 @@ func TestTaskLeaseExpiryBackoffAndTimeout(t *testing.T) {
 func TestTaskTimeoutWithoutEscalation(t *testing.T) {
 	for _, target := range []string{"", "role:nobody", "boss"} {
 		b := newTaskBox(t)
-		b.ok(OpSetConfig, SetConfigCommand{Key: "escalation_target", Value: json.RawMessage(`"` + target + `"`)})
+		b.ok(api.OpSetConfig, api.SetConfigCommand{Key: "escalation_target", Value: json.RawMessage(`"` + target + `"`)})
 		one, two := b.newTask("rita"), b.newTask("rex")
 		one.MaxAttempts, two.MaxAttempts = 1, 1
 		two.TimeoutSeconds = 5
@@ -154,9 +156,9 @@ func TestTaskTimeoutWithoutEscalation(t *testing.T) {
 		if !slices.Equal(r.Failed, []string{two.ID, one.ID}) {
 			t.Errorf("target %q: failed %q, want the earlier lease first", target, r.Failed)
 		}
-		var incidents []*Message
+		var incidents []*api.Message
 		for range 3 {
-			if m, err := b.f.Message(b.tick().Delivered); err == nil && m.Type == TypeTaskIncident {
+			if m, err := b.f.Message(b.tick().Delivered); err == nil && m.Type == api.TypeTaskIncident {
 				incidents = append(incidents, m)
 			}
 		}
@@ -175,10 +177,10 @@ func TestTaskOutboxUndeliverable(t *testing.T) {
 	d1, d2 := b.newTask("rex", a.ID), b.newTask("eve", a.ID)
 	b.create(d1)
 	b.create(d2)
-	b.ok(OpTaskCancel, TaskCancelCommand{ID: a.ID, From: "boss"})
+	b.ok(api.OpTaskCancel, api.TaskCancelCommand{ID: a.ID, From: "boss"})
 	// A client takes the id of d1's reply first, with other content.
 	taken := b.msg("rex", "squatting", "boss")
-	taken.ID = DerivedID(SystemSender, b.now(), "task-done:"+d1.ID)
+	taken.ID = api.DerivedID(api.SystemSender, b.now(), "task-done:"+d1.ID)
 	b.send(taken)
 
 	if r := b.tick(); r.Delivered != "" {
@@ -226,11 +228,11 @@ func TestTaskDamagedRecord(t *testing.T) {
 	}
 	before := dataDump(t, b.f)
 	for _, body := range []struct {
-		op   Op
+		op   api.Op
 		body any
 	}{
-		{OpTaskClaim, TaskClaimCommand{ID: c.ID, Agent: "rita"}},
-		{OpTaskProgress, TaskProgressCommand{ID: c.ID, Agent: "rita", Fence: task.Fence}},
+		{api.OpTaskClaim, api.TaskClaimCommand{ID: c.ID, Agent: "rita"}},
+		{api.OpTaskProgress, api.TaskProgressCommand{ID: c.ID, Agent: "rita", Fence: task.Fence}},
 	} {
 		if err := mustError(t, b.apply(body.op, body.body)); !strings.Contains(err.Error(), "running without a lease") {
 			t.Errorf("%s on a damaged task: %v", body.op, err)
@@ -244,7 +246,7 @@ func TestTaskDamagedRecord(t *testing.T) {
 	}
 	before = dataDump(t, b.f)
 	b.jump(b.now().Add(time.Hour))
-	if err := mustError(t, b.apply(OpTick, TickCommand{})); !strings.Contains(err.Error(), "decode") {
+	if err := mustError(t, b.apply(api.OpTick, api.TickCommand{})); !strings.Contains(err.Error(), "decode") {
 		t.Errorf("tick over a damaged task: %v", err)
 	}
 	if _, err := b.f.Task(c.ID); err == nil || !strings.Contains(err.Error(), "decode") {
@@ -263,11 +265,11 @@ func TestLegacyTaskTickStillApplies(t *testing.T) {
 	b.create(c)
 	claim := b.claim(c.ID, "rita")
 	b.jump(*claim.LeaseExpires)
-	r, ok := b.ok(opTaskTick, TickCommand{}).(*TickResult)
+	r, ok := b.ok(opTaskTick, api.TickCommand{}).(*TickResult)
 	if !ok || !slices.Equal(r.Expired, []string{c.ID}) {
 		t.Fatalf("task_tick at the lease end = %+v, want %s expired", r, c.ID)
 	}
-	if task := b.task(c.ID); task.State != TaskReady {
+	if task := b.task(c.ID); task.State != api.TaskReady {
 		t.Errorf("after task_tick: %s, want ready", task.State)
 	}
 }
@@ -281,7 +283,7 @@ func TestTaskHandoffsUseNoAttempt(t *testing.T) {
 	b.create(c)
 	for range 3 {
 		cl := b.claim(c.ID, "rita")
-		b.ok(OpTaskHandoff, TaskHandoffCommand{ID: c.ID, Agent: "rita", Fence: cl.Fence, To: "rita", Reason: "later"})
+		b.ok(api.OpTaskHandoff, api.TaskHandoffCommand{ID: c.ID, Agent: "rita", Fence: cl.Fence, To: "rita", Reason: "later"})
 	}
 	cl := b.claim(c.ID, "rita")
 	b.jump(*cl.LeaseExpires)
@@ -289,7 +291,7 @@ func TestTaskHandoffsUseNoAttempt(t *testing.T) {
 		t.Fatalf("first lapse after three handoffs = %+v, want the task ready again", r)
 	}
 	task := b.task(c.ID)
-	if task.Attempt != 4 || task.Expiries != 1 || task.State != TaskReady {
+	if task.Attempt != 4 || task.Expiries != 1 || task.State != api.TaskReady {
 		t.Fatalf("after the first lapse: %+v", task)
 	}
 	b.jump(*task.ReadyAt)
@@ -298,7 +300,7 @@ func TestTaskHandoffsUseNoAttempt(t *testing.T) {
 	if r := b.tick(); !slices.Equal(r.Failed, []string{c.ID}) {
 		t.Fatalf("second lapse = %+v, want the task failed (max_attempts 2)", r)
 	}
-	if task := b.task(c.ID); task.Completion.Error.ErrorType != TaskErrorTimeout || !strings.Contains(task.Completion.Error.ErrorMessage, "expired 2 times (max_attempts 2)") {
+	if task := b.task(c.ID); task.Completion.Error.ErrorType != api.TaskErrorTimeout || !strings.Contains(task.Completion.Error.ErrorMessage, "expired 2 times (max_attempts 2)") {
 		t.Errorf("failed task = %+v", task.Completion.Error)
 	}
 }

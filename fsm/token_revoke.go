@@ -5,35 +5,16 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
-
-// OpRevokeToken revokes a bearer token (body: RevokeTokenCommand).
-const OpRevokeToken Op = "revoke_token"
-
-// RevokeTokenCommand revokes the token with ID.
-type RevokeTokenCommand struct {
-	ID string `json:"id"`
-	// By names the token that revoked it (for the audit trail), optional.
-	By string `json:"by,omitempty"`
-}
-
-// Validate checks the id (and by), naming the field at fault.
-func (c *RevokeTokenCommand) Validate() error {
-	if !ValidName(c.ID) {
-		return NameError("id", c.ID)
-	}
-	if c.By != "" && !ValidName(c.By) {
-		return NameError("by", c.By)
-	}
-	return nil
-}
 
 // applyRevokeToken marks the token revoked at the entry's time, so
 // TokenByHash refuses it from this entry on. It returns the *Token. Revoking a revoked token changes nothing and returns
 // it as it stands; an unknown id is ErrNotFound.
 func applyRevokeToken(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
-	var cmd RevokeTokenCommand
-	if err := decodeCommand(OpRevokeToken, body, &cmd); err != nil {
+	var cmd api.RevokeTokenCommand
+	if err := decodeCommand(api.OpRevokeToken, body, &cmd); err != nil {
 		return nil, err
 	}
 	rec, err := loadToken(tx, cmd.ID)
@@ -52,6 +33,6 @@ func applyRevokeToken(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, e
 	if cmd.By != "" {
 		text += " by token " + cmd.By
 	}
-	audit(tx, index, ts, AuditEvent{Kind: AuditToken, From: rec.Agent, Label: "TOKEN_REVOKE", Text: text})
+	audit(tx, index, ts, api.AuditEvent{Kind: AuditToken, From: rec.Agent, Label: "TOKEN_REVOKE", Text: text})
 	return &rec.Token, nil
 }

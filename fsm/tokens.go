@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/api"
 )
 
 // Bearer tokens. Only a token's SHA-256 is ever replicated: the secret is
@@ -23,22 +25,6 @@ import (
 // mapping: lookups refuse it with a *RevokedTokenError naming it (so the
 // denial audit says which token was replayed), and its hash can never be
 // registered again.
-
-// Token roles (Token.Role). A moderator reads every inbox; an admin also
-// runs cluster operations and may act as any agent.
-const (
-	TokenRoleAgent     = "agent"
-	TokenRoleModerator = "moderator"
-	TokenRoleAdmin     = "admin"
-)
-
-// TokenRoles lists the valid roles.
-var TokenRoles = []string{TokenRoleAgent, TokenRoleModerator, TokenRoleAdmin}
-
-// BootstrapTokenID names the admin bootstrap token (maosd
-// --admin-token-file), which is configured per node and never stored; no
-// replicated token may take its id.
-const BootstrapTokenID = "bootstrap"
 
 // Token is a bearer token as stored and listed: never its secret or hash.
 type Token struct {
@@ -72,19 +58,6 @@ type tokenRecord struct {
 func HashToken(secret string) string {
 	sum := sha256.Sum256([]byte(secret))
 	return hex.EncodeToString(sum[:])
-}
-
-// ValidHash reports whether h is 64 lowercase hex digits.
-func ValidHash(h string) bool {
-	if len(h) != 2*sha256.Size {
-		return false
-	}
-	for i := 0; i < len(h); i++ {
-		if c := h[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 func loadToken(tx *bbolt.Tx, id string) (*tokenRecord, error) {
@@ -131,7 +104,7 @@ func (e *RevokedTokenError) Error() string {
 }
 
 // Unwrap lets errors.Is(err, ErrNotFound) match.
-func (e *RevokedTokenError) Unwrap() error { return ErrNotFound }
+func (e *RevokedTokenError) Unwrap() error { return api.ErrNotFound }
 
 // TokenByHash returns the live token whose secret hashes to hash (see
 // HashToken), or an error wrapping ErrNotFound: a *RevokedTokenError for
@@ -141,14 +114,14 @@ func (f *FSM) TokenByHash(hash string) (*Token, error) {
 	err := f.view(func(tx *bbolt.Tx) error {
 		id, ok := tokenIDByHash(tx, hash)
 		if !ok {
-			return fmt.Errorf("fsm: token: %w", ErrNotFound)
+			return fmt.Errorf("fsm: token: %w", api.ErrNotFound)
 		}
 		rec, err := loadToken(tx, id)
 		if err != nil {
 			return err
 		}
 		if rec == nil || rec.Hash != hash {
-			return fmt.Errorf("fsm: token: %w", ErrNotFound)
+			return fmt.Errorf("fsm: token: %w", api.ErrNotFound)
 		}
 		if rec.Revoked() {
 			return &RevokedTokenError{Token: rec.Token}

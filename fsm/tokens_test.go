@@ -10,10 +10,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/maos-project/maos/api"
 )
 
-func tokenCmd(id, agent, role, secret string) CreateTokenCommand {
-	return CreateTokenCommand{ID: id, Agent: agent, Role: role, Hash: HashToken(secret)}
+func tokenCmd(id, agent, role, secret string) api.CreateTokenCommand {
+	return api.CreateTokenCommand{ID: id, Agent: agent, Role: role, Hash: HashToken(secret)}
 }
 
 func mustToken(tb testing.TB, r any) *Token {
@@ -30,40 +32,40 @@ func TestHashToken(t *testing.T) {
 	if got, want := HashToken("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"; got != want {
 		t.Errorf("HashToken(abc) = %s, want %s", got, want)
 	}
-	if !ValidHash(HashToken("")) || ValidHash(strings.ToUpper(HashToken("x"))) || ValidHash("abc") {
+	if !api.ValidHash(HashToken("")) || api.ValidHash(strings.ToUpper(HashToken("x"))) || api.ValidHash("abc") {
 		t.Errorf("validHash accepts the wrong forms")
 	}
 }
 
 func TestTokenCreateLookupRevoke(t *testing.T) {
 	b := newMbox(t)
-	tok := mustToken(t, b.ok(OpCreateToken, tokenCmd("tok-1", "alice", TokenRoleAgent, "s3cret-alice")))
+	tok := mustToken(t, b.ok(api.OpCreateToken, tokenCmd("tok-1", "alice", api.TokenRoleAgent, "s3cret-alice")))
 	if tok.ID != "tok-1" || tok.Agent != "alice" || tok.Role != "agent" || tok.Revoked() {
 		t.Fatalf("created %+v", tok)
 	}
 	if want := time.Unix(0, b.ts).UTC(); !tok.CreatedAt.Equal(want) {
 		t.Errorf("CreatedAt = %v, want the entry's time %v", tok.CreatedAt, want)
 	}
-	b.ok(OpCreateToken, tokenCmd("tok-2", "rex", TokenRoleModerator, "s3cret-rex"))
+	b.ok(api.OpCreateToken, tokenCmd("tok-2", "rex", api.TokenRoleModerator, "s3cret-rex"))
 
 	got, err := b.f.TokenByHash(HashToken("s3cret-alice"))
 	if err != nil || got.ID != "tok-1" || got.Agent != "alice" {
 		t.Fatalf("TokenByHash(alice's) = %+v, %v", got, err)
 	}
 	for _, secret := range []string{"s3cret-bob", "", "S3CRET-ALICE"} {
-		if _, err := b.f.TokenByHash(HashToken(secret)); !errors.Is(err, ErrNotFound) {
+		if _, err := b.f.TokenByHash(HashToken(secret)); !errors.Is(err, api.ErrNotFound) {
 			t.Errorf("TokenByHash(%q) = %v, want ErrNotFound", secret, err)
 		}
 	}
 
 	// Revoke: refused from the applying entry on; the other token lives.
-	rv := mustToken(t, b.ok(OpRevokeToken, RevokeTokenCommand{ID: "tok-1", By: "bootstrap"}))
+	rv := mustToken(t, b.ok(api.OpRevokeToken, api.RevokeTokenCommand{ID: "tok-1", By: "bootstrap"}))
 	if !rv.Revoked() || !rv.RevokedAt.Equal(time.Unix(0, b.ts).UTC()) {
 		t.Errorf("revoked token %+v, want RevokedAt at the entry's time", rv)
 	}
 	_, err = b.f.TokenByHash(HashToken("s3cret-alice"))
 	var rte *RevokedTokenError
-	if !errors.Is(err, ErrNotFound) || !errors.As(err, &rte) || rte.Token.ID != "tok-1" || rte.Token.Agent != "alice" ||
+	if !errors.Is(err, api.ErrNotFound) || !errors.As(err, &rte) || rte.Token.ID != "tok-1" || rte.Token.Agent != "alice" ||
 		!rte.Token.RevokedAt.Equal(rv.RevokedAt) {
 		t.Errorf("TokenByHash after revoke = %v, want a RevokedTokenError naming tok-1 (wrapping ErrNotFound)", err)
 	}
@@ -73,14 +75,14 @@ func TestTokenCreateLookupRevoke(t *testing.T) {
 
 	// A second revoke changes nothing and answers the token as it stands.
 	before := dataDump(t, b.f)
-	again := mustToken(t, b.ok(OpRevokeToken, RevokeTokenCommand{ID: "tok-1"}))
+	again := mustToken(t, b.ok(api.OpRevokeToken, api.RevokeTokenCommand{ID: "tok-1"}))
 	if !again.RevokedAt.Equal(rv.RevokedAt) {
 		t.Errorf("second revoke moved RevokedAt: %v → %v", rv.RevokedAt, again.RevokedAt)
 	}
 	if dataDump(t, b.f) != before {
 		t.Errorf("a second revoke changed the state")
 	}
-	if err := mustError(t, b.apply(OpRevokeToken, RevokeTokenCommand{ID: "tok-9"})); !errors.Is(err, ErrNotFound) {
+	if err := mustError(t, b.apply(api.OpRevokeToken, api.RevokeTokenCommand{ID: "tok-9"})); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("revoke of an unknown id: %v, want ErrNotFound", err)
 	}
 
@@ -111,71 +113,71 @@ func TestTokenCreateLookupRevoke(t *testing.T) {
 
 func TestTokenCreateConflicts(t *testing.T) {
 	b := newMbox(t)
-	first := tokenCmd("tok-1", "alice", TokenRoleAgent, "one")
-	b.ok(OpCreateToken, first)
+	first := tokenCmd("tok-1", "alice", api.TokenRoleAgent, "one")
+	b.ok(api.OpCreateToken, first)
 
 	// A retry of the very same command is the same token, not a conflict.
 	before := dataDump(t, b.f)
-	if tok := mustToken(t, b.ok(OpCreateToken, first)); tok.ID != "tok-1" {
+	if tok := mustToken(t, b.ok(api.OpCreateToken, first)); tok.ID != "tok-1" {
 		t.Errorf("retry answered %+v", tok)
 	}
 	if dataDump(t, b.f) != before {
 		t.Errorf("a retried create changed the state")
 	}
 
-	for name, cmd := range map[string]CreateTokenCommand{
-		"id reused for another agent": tokenCmd("tok-1", "bob", TokenRoleAgent, "one"),
-		"id reused with another role": tokenCmd("tok-1", "alice", TokenRoleAdmin, "one"),
-		"id reused with another hash": tokenCmd("tok-1", "alice", TokenRoleAgent, "two"),
-		"hash reused under a new id":  tokenCmd("tok-2", "bob", TokenRoleAgent, "one"),
+	for name, cmd := range map[string]api.CreateTokenCommand{
+		"id reused for another agent": tokenCmd("tok-1", "bob", api.TokenRoleAgent, "one"),
+		"id reused with another role": tokenCmd("tok-1", "alice", api.TokenRoleAdmin, "one"),
+		"id reused with another hash": tokenCmd("tok-1", "alice", api.TokenRoleAgent, "two"),
+		"hash reused under a new id":  tokenCmd("tok-2", "bob", api.TokenRoleAgent, "one"),
 	} {
-		if err := mustError(t, b.apply(OpCreateToken, cmd)); !errors.Is(err, ErrConflict) {
+		if err := mustError(t, b.apply(api.OpCreateToken, cmd)); !errors.Is(err, api.ErrConflict) {
 			t.Errorf("%s: %v, want ErrConflict", name, err)
 		}
 	}
 	// A revoked id and a revoked hash stay taken, even by the same command.
-	b.ok(OpRevokeToken, RevokeTokenCommand{ID: "tok-1"})
-	if err := mustError(t, b.apply(OpCreateToken, first)); !errors.Is(err, ErrConflict) {
+	b.ok(api.OpRevokeToken, api.RevokeTokenCommand{ID: "tok-1"})
+	if err := mustError(t, b.apply(api.OpCreateToken, first)); !errors.Is(err, api.ErrConflict) {
 		t.Errorf("re-create of a revoked id: %v, want ErrConflict", err)
 	}
-	if err := mustError(t, b.apply(OpCreateToken, tokenCmd("tok-3", "alice", TokenRoleAgent, "one"))); !errors.Is(err, ErrConflict) {
+	if err := mustError(t, b.apply(api.OpCreateToken, tokenCmd("tok-3", "alice", api.TokenRoleAgent, "one"))); !errors.Is(err, api.ErrConflict) {
 		t.Errorf("a revoked secret registered again under a new id: %v, want ErrConflict", err)
 	}
-	if _, err := b.f.TokenByHash(first.Hash); !errors.Is(err, ErrNotFound) {
+	if _, err := b.f.TokenByHash(first.Hash); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("a refused re-create brought the revoked token back: %v", err)
 	}
 }
 
 func TestTokenCommandValidation(t *testing.T) {
-	good := tokenCmd("tok-1", "alice", TokenRoleAgent, "x")
+	good := tokenCmd("tok-1", "alice", api.TokenRoleAgent, "x")
 	for _, tt := range []struct {
 		name, field string
-		edit        func(*CreateTokenCommand)
+		edit        func(*api.CreateTokenCommand)
 	}{
-		{"empty id", "id", func(c *CreateTokenCommand) { c.ID = "" }},
-		{"bad id", "id", func(c *CreateTokenCommand) { c.ID = "Tok 1" }},
-		{"reserved id", "id", func(c *CreateTokenCommand) { c.ID = BootstrapTokenID }},
-		{"empty agent", "agent", func(c *CreateTokenCommand) { c.Agent = "" }},
-		{"bad agent", "agent", func(c *CreateTokenCommand) { c.Agent = "-alice" }},
-		{"empty role", "role", func(c *CreateTokenCommand) { c.Role = "" }},
-		{"unknown role", "role", func(c *CreateTokenCommand) { c.Role = "root" }},
-		{"short hash", "hash", func(c *CreateTokenCommand) { c.Hash = c.Hash[:63] }},
-		{"upper-case hash", "hash", func(c *CreateTokenCommand) { c.Hash = strings.ToUpper(c.Hash) }},
-		{"secret instead of hash", "hash", func(c *CreateTokenCommand) { c.Hash = "maos_secret" }},
-		{"bad by", "by", func(c *CreateTokenCommand) { c.By = "Not Valid" }},
+		{"empty id", "id", func(c *api.CreateTokenCommand) { c.ID = "" }},
+		{"bad id", "id", func(c *api.CreateTokenCommand) { c.ID = "Tok 1" }},
+		{"reserved id", "id", func(c *api.CreateTokenCommand) { c.ID = api.BootstrapTokenID }},
+		{"empty agent", "agent", func(c *api.CreateTokenCommand) { c.Agent = "" }},
+		{"bad agent", "agent", func(c *api.CreateTokenCommand) { c.Agent = "-alice" }},
+		{"empty role", "role", func(c *api.CreateTokenCommand) { c.Role = "" }},
+		{"unknown role", "role", func(c *api.CreateTokenCommand) { c.Role = "root" }},
+		{"short hash", "hash", func(c *api.CreateTokenCommand) { c.Hash = c.Hash[:63] }},
+		{"upper-case hash", "hash", func(c *api.CreateTokenCommand) { c.Hash = strings.ToUpper(c.Hash) }},
+		{"secret instead of hash", "hash", func(c *api.CreateTokenCommand) { c.Hash = "maos_secret" }},
+		{"bad by", "by", func(c *api.CreateTokenCommand) { c.By = "Not Valid" }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := good
 			tt.edit(&c)
 			err := c.Validate()
-			var fe *FieldError
-			if !errors.As(err, &fe) || fe.Field != tt.field || !errors.Is(err, ErrInvalid) {
+			var fe *api.FieldError
+			if !errors.As(err, &fe) || fe.Field != tt.field || !errors.Is(err, api.ErrInvalid) {
 				t.Fatalf("Validate() = %v, want a FieldError on %s", err, tt.field)
 			}
 			// Apply refuses it the same way and writes nothing.
 			b := newMbox(t)
 			before := dataDump(t, b.f)
-			if err := mustError(t, b.apply(OpCreateToken, c)); !errors.As(err, &fe) || fe.Field != tt.field {
+			if err := mustError(t, b.apply(api.OpCreateToken, c)); !errors.As(err, &fe) || fe.Field != tt.field {
 				t.Errorf("apply: %v, want a FieldError on %s", err, tt.field)
 			}
 			if dataDump(t, b.f) != before {
@@ -186,8 +188,8 @@ func TestTokenCommandValidation(t *testing.T) {
 	if err := good.Validate(); err != nil {
 		t.Errorf("valid command: %v", err)
 	}
-	for _, c := range []RevokeTokenCommand{{ID: ""}, {ID: "UPPER"}, {ID: "tok-1", By: "x y"}} {
-		var fe *FieldError
+	for _, c := range []api.RevokeTokenCommand{{ID: ""}, {ID: "UPPER"}, {ID: "tok-1", By: "x y"}} {
+		var fe *api.FieldError
 		if err := c.Validate(); !errors.As(err, &fe) {
 			t.Errorf("revoke %+v: Validate() = %v, want a FieldError", c, err)
 		}
@@ -196,10 +198,10 @@ func TestTokenCommandValidation(t *testing.T) {
 
 func TestAuditDenial(t *testing.T) {
 	b := newMbox(t)
-	cmd := AuditDenialCommand{Node: "n1", Agent: "alice", TokenID: "tok-1", Method: "POST", Path: "/v1/messages",
+	cmd := api.AuditDenialCommand{Node: "n1", Agent: "alice", TokenID: "tok-1", Method: "POST", Path: "/v1/messages",
 		Reason: `from "bob" is not this token's agent "alice"`, Count: 3}
 	before := dumpWithout(t, b.f, "audit")
-	if got, ok := b.ok(OpAuditDenial, cmd).(*AuditDenialCommand); !ok || *got != cmd {
+	if got, ok := b.ok(api.OpAuditDenial, cmd).(*api.AuditDenialCommand); !ok || *got != cmd {
 		t.Fatalf("result %+v, want the command", got)
 	}
 	if dumpWithout(t, b.f, "audit") != before {
@@ -219,8 +221,8 @@ func TestAuditDenial(t *testing.T) {
 	}
 
 	// A path with control characters stays on one line, cut to length.
-	long := AuditDenialCommand{Node: "n1", Method: "GET", Path: "/v1/x\n\x00" + strings.Repeat("é", 200), Reason: "unknown token", Count: 1}
-	b.ok(OpAuditDenial, long)
+	long := api.AuditDenialCommand{Node: "n1", Method: "GET", Path: "/v1/x\n\x00" + strings.Repeat("é", 200), Reason: "unknown token", Count: 1}
+	b.ok(api.OpAuditDenial, long)
 	p, _ = b.f.Audit(1, 10)
 	if txt := p.Events[0].Text; strings.ContainsAny(txt, "\n\x00") || len(txt) > 300 || !strings.HasPrefix(txt, "GET /v1/x??é") ||
 		!strings.HasSuffix(txt, "…: unknown token (node n1)") {
@@ -229,29 +231,29 @@ func TestAuditDenial(t *testing.T) {
 }
 
 func TestAuditDenialValidation(t *testing.T) {
-	good := AuditDenialCommand{Node: "n1", Method: "GET", Path: "/", Reason: "r", Count: 1}
+	good := api.AuditDenialCommand{Node: "n1", Method: "GET", Path: "/", Reason: "r", Count: 1}
 	if err := good.Validate(); err != nil {
 		t.Fatalf("valid: %v", err)
 	}
 	for _, tt := range []struct {
 		field string
-		edit  func(*AuditDenialCommand)
+		edit  func(*api.AuditDenialCommand)
 	}{
-		{"node", func(c *AuditDenialCommand) { c.Node = strings.Repeat("n", MaxDenialIDLen+1) }},
-		{"agent", func(c *AuditDenialCommand) { c.Agent = strings.Repeat("a", MaxDenialIDLen+1) }},
-		{"token_id", func(c *AuditDenialCommand) { c.TokenID = strings.Repeat("t", MaxDenialIDLen+1) }},
-		{"method", func(c *AuditDenialCommand) { c.Method = strings.Repeat("M", MaxDenialMethodLen+1) }},
-		{"path", func(c *AuditDenialCommand) { c.Path = "/" + strings.Repeat("p", MaxDenialPathLen) }},
+		{"node", func(c *api.AuditDenialCommand) { c.Node = strings.Repeat("n", api.MaxDenialIDLen+1) }},
+		{"agent", func(c *api.AuditDenialCommand) { c.Agent = strings.Repeat("a", api.MaxDenialIDLen+1) }},
+		{"token_id", func(c *api.AuditDenialCommand) { c.TokenID = strings.Repeat("t", api.MaxDenialIDLen+1) }},
+		{"method", func(c *api.AuditDenialCommand) { c.Method = strings.Repeat("M", api.MaxDenialMethodLen+1) }},
+		{"path", func(c *api.AuditDenialCommand) { c.Path = "/" + strings.Repeat("p", api.MaxDenialPathLen) }},
 		// (Invalid UTF-8 cannot reach apply: JSON encoding replaces it.)
-		{"path", func(c *AuditDenialCommand) { c.Path = "/\xff" }},
-		{"reason", func(c *AuditDenialCommand) { c.Reason = strings.Repeat("r", MaxDenialReasonLen+1) }},
-		{"reason", func(c *AuditDenialCommand) { c.Reason = "" }},
-		{"count", func(c *AuditDenialCommand) { c.Count = 0 }},
-		{"count", func(c *AuditDenialCommand) { c.Count = MaxDenialCount + 1 }},
+		{"path", func(c *api.AuditDenialCommand) { c.Path = "/\xff" }},
+		{"reason", func(c *api.AuditDenialCommand) { c.Reason = strings.Repeat("r", api.MaxDenialReasonLen+1) }},
+		{"reason", func(c *api.AuditDenialCommand) { c.Reason = "" }},
+		{"count", func(c *api.AuditDenialCommand) { c.Count = 0 }},
+		{"count", func(c *api.AuditDenialCommand) { c.Count = api.MaxDenialCount + 1 }},
 	} {
 		c := good
 		tt.edit(&c)
-		var fe *FieldError
+		var fe *api.FieldError
 		if err := c.Validate(); !errors.As(err, &fe) || fe.Field != tt.field {
 			t.Errorf("%s: Validate() = %v, want a FieldError on %s", tt.field, err, tt.field)
 		}
@@ -259,7 +261,7 @@ func TestAuditDenialValidation(t *testing.T) {
 			continue
 		}
 		b := newMbox(t)
-		if err := mustError(t, b.apply(OpAuditDenial, c)); !errors.Is(err, ErrInvalid) {
+		if err := mustError(t, b.apply(api.OpAuditDenial, c)); !errors.Is(err, api.ErrInvalid) {
 			t.Errorf("%s: apply = %v, want ErrInvalid", tt.field, err)
 		}
 		if lines := b.auditLines(); len(lines) != 0 {
@@ -282,12 +284,12 @@ func tokenLog(tb testing.TB, seed uint64, n int) []*raft.Log {
 		switch k := rng.IntN(10); {
 		case k < 5:
 			agent := fmt.Sprintf("agent-%d", rng.IntN(5))
-			logs = append(logs, opEntry(tb, idx, ts, OpCreateToken,
-				tokenCmd(id, agent, TokenRoles[rng.IntN(len(TokenRoles))], fmt.Sprintf("secret-%d", rng.IntN(n/2+1)))))
+			logs = append(logs, opEntry(tb, idx, ts, api.OpCreateToken,
+				tokenCmd(id, agent, api.TokenRoles[rng.IntN(len(api.TokenRoles))], fmt.Sprintf("secret-%d", rng.IntN(n/2+1)))))
 		case k < 8:
-			logs = append(logs, opEntry(tb, idx, ts, OpRevokeToken, RevokeTokenCommand{ID: id}))
+			logs = append(logs, opEntry(tb, idx, ts, api.OpRevokeToken, api.RevokeTokenCommand{ID: id}))
 		default:
-			logs = append(logs, opEntry(tb, idx, ts, OpAuditDenial, AuditDenialCommand{Node: "n1", TokenID: id,
+			logs = append(logs, opEntry(tb, idx, ts, api.OpAuditDenial, api.AuditDenialCommand{Node: "n1", TokenID: id,
 				Method: "GET", Path: "/v1/agents/x/inbox", Reason: "not yours", Count: 1 + rng.IntN(5)}))
 		}
 	}
@@ -308,7 +310,7 @@ func TestTokensDeterministicAndSnapshotted(t *testing.T) {
 	counts := map[string]int{}
 	for _, r := range resSingles {
 		switch {
-		case strings.Contains(r, "apply create_token") && strings.Contains(r, ErrConflict.Error()):
+		case strings.Contains(r, "apply create_token") && strings.Contains(r, api.ErrConflict.Error()):
 			counts["create conflicts"]++
 		case strings.Contains(r, "apply revoke_token") && strings.Contains(r, "not found"):
 			counts["unknown revokes"]++
@@ -316,7 +318,7 @@ func TestTokensDeterministicAndSnapshotted(t *testing.T) {
 			counts["revoked"]++
 		case strings.HasPrefix(r, "*fsm.Token"):
 			counts["live"]++
-		case strings.HasPrefix(r, "*fsm.AuditDenialCommand"):
+		case strings.HasPrefix(r, "*api.AuditDenialCommand"):
 			counts["denials"]++
 		default:
 			t.Errorf("unexpected result %s", r)

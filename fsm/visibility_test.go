@@ -6,45 +6,47 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/maos-project/maos/api"
 )
 
 func TestViewerCanRead(t *testing.T) {
-	private := Message{From: "codex", To: Recipients{"claude", "role:reviewer", "rex", "all"},
-		Recipients: []string{"claude", "ray"}, Visibility: VisibilityPrivate}
+	private := api.Message{From: "codex", To: api.Recipients{"claude", "role:reviewer", "rex", "all"},
+		Recipients: []string{"claude", "ray"}, Visibility: api.VisibilityPrivate}
 	public := private
-	public.Visibility = VisibilityPublic
+	public.Visibility = api.VisibilityPublic
 	legacy := private
 	legacy.Visibility = "" // stored before visibility was normalized: public
 	mods := private
-	mods.Visibility = VisibilityModerators
+	mods.Visibility = api.VisibilityModerators
 	for _, c := range []struct {
 		name string
-		v    *Viewer
-		m    *Message
+		v    *api.Viewer
+		m    *api.Message
 		want bool
 	}{
 		{"nil viewer reads private", nil, &private, true},
-		{"moderator", &Viewer{Agent: "boss", Moderator: true}, &private, true},
-		{"moderator without agent", &Viewer{Moderator: true}, &private, true},
-		{"sender", &Viewer{Agent: "codex"}, &private, true},
-		{"recipient named by id", &Viewer{Agent: "claude"}, &private, true},
-		{"recipient through a role", &Viewer{Agent: "ray"}, &private, true},
-		{"named by id but not delivered (blocked)", &Viewer{Agent: "rex"}, &private, true},
-		{"third agent", &Viewer{Agent: "gemini"}, &private, false},
-		{"no agent, not moderator", &Viewer{}, &private, false},
-		{`an agent called "all" is not named by "all"`, &Viewer{Agent: "all"}, &private, false},
-		{"third agent, public", &Viewer{Agent: "gemini"}, &public, true},
+		{"moderator", &api.Viewer{Agent: "boss", Moderator: true}, &private, true},
+		{"moderator without agent", &api.Viewer{Moderator: true}, &private, true},
+		{"sender", &api.Viewer{Agent: "codex"}, &private, true},
+		{"recipient named by id", &api.Viewer{Agent: "claude"}, &private, true},
+		{"recipient through a role", &api.Viewer{Agent: "ray"}, &private, true},
+		{"named by id but not delivered (blocked)", &api.Viewer{Agent: "rex"}, &private, true},
+		{"third agent", &api.Viewer{Agent: "gemini"}, &private, false},
+		{"no agent, not moderator", &api.Viewer{}, &private, false},
+		{`an agent called "all" is not named by "all"`, &api.Viewer{Agent: "all"}, &private, false},
+		{"third agent, public", &api.Viewer{Agent: "gemini"}, &public, true},
 		// For moderators: the sender and the agents "to" names by id; not
 		// the agents reached through "all", a role or a mention.
-		{"moderators: moderator", &Viewer{Agent: "boss", Moderator: true}, &mods, true},
-		{"moderators: sender", &Viewer{Agent: "codex"}, &mods, true},
-		{"moderators: named by id", &Viewer{Agent: "claude"}, &mods, true},
-		{"moderators: named by id, blocked", &Viewer{Agent: "rex"}, &mods, true},
-		{"moderators: a recipient through a role", &Viewer{Agent: "ray"}, &mods, false},
-		{"moderators: third agent", &Viewer{Agent: "gemini"}, &mods, false},
-		{"moderators: no agent", &Viewer{}, &mods, false},
+		{"moderators: moderator", &api.Viewer{Agent: "boss", Moderator: true}, &mods, true},
+		{"moderators: sender", &api.Viewer{Agent: "codex"}, &mods, true},
+		{"moderators: named by id", &api.Viewer{Agent: "claude"}, &mods, true},
+		{"moderators: named by id, blocked", &api.Viewer{Agent: "rex"}, &mods, true},
+		{"moderators: a recipient through a role", &api.Viewer{Agent: "ray"}, &mods, false},
+		{"moderators: third agent", &api.Viewer{Agent: "gemini"}, &mods, false},
+		{"moderators: no agent", &api.Viewer{}, &mods, false},
 		{"moderators: nil viewer", nil, &mods, true},
-		{"third agent, no visibility", &Viewer{Agent: "gemini"}, &legacy, true},
+		{"third agent, no visibility", &api.Viewer{Agent: "gemini"}, &legacy, true},
 	} {
 		if got := c.v.CanRead(c.m); got != c.want {
 			t.Errorf("%s: CanRead = %t, want %t", c.name, got, c.want)
@@ -53,25 +55,25 @@ func TestViewerCanRead(t *testing.T) {
 }
 
 func TestViewerCanReadEvent(t *testing.T) {
-	ev := AuditEvent{Kind: AuditMessage, From: "codex", To: []string{"claude"}, Readers: []string{"claude", "rex"}, Private: true}
-	old := AuditEvent{Kind: AuditMessage, From: "codex", To: []string{"claude"}, Private: true} // before Readers
-	pub := AuditEvent{Kind: AuditMessage, From: "codex", To: []string{"claude"}}
+	ev := api.AuditEvent{Kind: AuditMessage, From: "codex", To: []string{"claude"}, Readers: []string{"claude", "rex"}, Private: true}
+	old := api.AuditEvent{Kind: AuditMessage, From: "codex", To: []string{"claude"}, Private: true} // before Readers
+	pub := api.AuditEvent{Kind: AuditMessage, From: "codex", To: []string{"claude"}}
 	for _, c := range []struct {
 		name string
-		v    *Viewer
-		e    *AuditEvent
+		v    *api.Viewer
+		e    *api.AuditEvent
 		want bool
 	}{
 		{"nil viewer", nil, &ev, true},
-		{"moderator", &Viewer{Moderator: true}, &ev, true},
-		{"sender", &Viewer{Agent: "codex"}, &ev, true},
-		{"recipient", &Viewer{Agent: "claude"}, &ev, true},
-		{"reader not in to", &Viewer{Agent: "rex"}, &ev, true},
-		{"third agent", &Viewer{Agent: "gemini"}, &ev, false},
-		{"no agent", &Viewer{}, &ev, false},
-		{"old event, recipient", &Viewer{Agent: "claude"}, &old, true},
-		{"old event, third agent", &Viewer{Agent: "rex"}, &old, false},
-		{"public event, third agent", &Viewer{Agent: "gemini"}, &pub, true},
+		{"moderator", &api.Viewer{Moderator: true}, &ev, true},
+		{"sender", &api.Viewer{Agent: "codex"}, &ev, true},
+		{"recipient", &api.Viewer{Agent: "claude"}, &ev, true},
+		{"reader not in to", &api.Viewer{Agent: "rex"}, &ev, true},
+		{"third agent", &api.Viewer{Agent: "gemini"}, &ev, false},
+		{"no agent", &api.Viewer{}, &ev, false},
+		{"old event, recipient", &api.Viewer{Agent: "claude"}, &old, true},
+		{"old event, third agent", &api.Viewer{Agent: "rex"}, &old, false},
+		{"public event, third agent", &api.Viewer{Agent: "gemini"}, &pub, true},
 	} {
 		if got := c.v.CanReadEvent(c.e); got != c.want {
 			t.Errorf("%s: CanReadEvent = %t, want %t", c.name, got, c.want)
@@ -81,7 +83,7 @@ func TestViewerCanReadEvent(t *testing.T) {
 
 func TestRedactEvent(t *testing.T) {
 	at := time.Date(2025, 10, 20, 14, 30, 45, 0, time.UTC)
-	ev := AuditEvent{Seq: 7, Index: 42, Time: at, Kind: AuditMessage, From: "triage", To: []string{"orchestrator"},
+	ev := api.AuditEvent{Seq: 7, Index: 42, Time: at, Kind: AuditMessage, From: "triage", To: []string{"orchestrator"},
 		Label: "CHAT", Text: "secret plans", MessageID: "msg-20251020-143045-triage-0badf00d", Private: true, Readers: []string{"orchestrator"}}
 	r := RedactEvent(ev)
 	if r.Seq != 7 || r.Index != 42 || !r.Time.Equal(at) || r.Kind != AuditMessage || !r.Private {
@@ -112,19 +114,19 @@ func TestPrivateSendAudit(t *testing.T) {
 	b.register("rex", "reviewer")
 	b.register("dev", "developer")
 	b.register("dan", "developer")
-	b.ok(OpSetRules, rulesTesterReviewer)
+	b.ok(api.OpSetRules, rulesTesterReviewer)
 	auditBefore := len(b.auditLines())
 
 	m := b.msg("tina", "results attached", "rex", "role:developer")
-	m.Visibility = VisibilityPrivate
+	m.Visibility = api.VisibilityPrivate
 	b.send(m)
 	pub := b.msg("tina", "public note", "dev")
 	b.send(pub)
 	first := b.msg("newbie", "hello in private", "dev")
-	first.Visibility = VisibilityPrivate
+	first.Visibility = api.VisibilityPrivate
 	b.send(first) // registers newbie
 
-	p, err := b.f.Audit(0, MaxPageLimit)
+	p, err := b.f.Audit(0, api.MaxPageLimit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,8 +152,8 @@ func TestPrivateSendAudit(t *testing.T) {
 		t.Errorf("first send event = %+v", firstEv)
 	}
 	// Every one of them is hidden from a third agent and readable by a party.
-	dan, gina := &Viewer{Agent: "dan"}, &Viewer{Agent: "gina"}
-	for _, e := range []AuditEvent{msgEv, blockedEv, firstEv} {
+	dan, gina := &api.Viewer{Agent: "dan"}, &api.Viewer{Agent: "gina"}
+	for _, e := range []api.AuditEvent{msgEv, blockedEv, firstEv} {
 		if gina.CanReadEvent(&e) {
 			t.Errorf("gina reads %+v", e)
 		}
@@ -165,7 +167,7 @@ func TestPrivateSendAudit(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, a := range []string{"tina", "rex", "dev", "dan"} {
-		v := &Viewer{Agent: a}
+		v := &api.Viewer{Agent: a}
 		if !v.CanRead(stored) || !v.CanReadEvent(&msgEv) {
 			t.Errorf("%s cannot read the message or its line", a)
 		}
@@ -176,11 +178,11 @@ func TestPrivateSendAudit(t *testing.T) {
 func TestPrivateStrictSendersAudit(t *testing.T) {
 	b := newMbox(t)
 	b.register("alice", "reviewer")
-	b.ok(OpSetConfig, SetConfigCommand{Key: "strict_senders", Value: []byte("true")})
+	b.ok(api.OpSetConfig, api.SetConfigCommand{Key: "strict_senders", Value: []byte("true")})
 	m := b.msg("mallory", "let me in", "alice")
-	m.Visibility = VisibilityPrivate
+	m.Visibility = api.VisibilityPrivate
 	b.sendErr(m)
-	p, err := b.f.Audit(0, MaxPageLimit)
+	p, err := b.f.Audit(0, api.MaxPageLimit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,10 +194,10 @@ func TestPrivateStrictSendersAudit(t *testing.T) {
 
 func TestOverviewFor(t *testing.T) {
 	f := overviewLog(t) // #4 private codex → claude, on channel a
-	codex, claude, gemini, mod := &Viewer{Agent: "codex"}, &Viewer{Agent: "claude"}, &Viewer{Agent: "gemini"}, &Viewer{Moderator: true}
+	codex, claude, gemini, mod := &api.Viewer{Agent: "codex"}, &api.Viewer{Agent: "claude"}, &api.Viewer{Agent: "gemini"}, &api.Viewer{Moderator: true}
 	for _, c := range []struct {
 		name    string
-		v       *Viewer
+		v       *api.Viewer
 		channel string
 		after   uint64
 		limit   int
@@ -261,38 +263,38 @@ func TestReplyToPrivateIsPrivate(t *testing.T) {
 		b.register(a, "agent")
 	}
 	secret := b.msg("alice", "the plan, between us", "bob")
-	secret.Visibility, secret.Title = VisibilityPrivate, "plan"
+	secret.Visibility, secret.Title = api.VisibilityPrivate, "plan"
 	b.send(secret)
 	auditBefore := len(b.auditLines())
 
 	// bob's client leaks: a public answer quoting the plan. A non-party
 	// who learnt the id answers it too.
 	reply := b.msg("bob", "agreed: the plan is fine", "alice")
-	reply.InReplyTo, reply.Title, reply.Visibility = secret.ID, "Re: plan", VisibilityPublic
+	reply.InReplyTo, reply.Title, reply.Visibility = secret.ID, "Re: plan", api.VisibilityPublic
 	res := b.send(reply)
 	nosy := b.msg("carol", "what plan?", "alice")
 	nosy.InReplyTo = secret.ID
 	b.send(nosy)
 
 	stored, err := b.f.Message(reply.ID)
-	if err != nil || stored.Visibility != VisibilityPrivate {
+	if err != nil || stored.Visibility != api.VisibilityPrivate {
 		t.Fatalf("reply stored %+v, %v; want visibility private", stored, err)
 	}
 	for agent, want := range map[string]bool{"alice": true, "bob": true, "carol": false} {
-		if got := (&Viewer{Agent: agent}).CanRead(stored); got != want {
+		if got := (&api.Viewer{Agent: agent}).CanRead(stored); got != want {
 			t.Errorf("%s reads the reply: %t, want %t", agent, got, want)
 		}
 	}
-	if !(&Viewer{Agent: "dave", Moderator: true}).CanRead(stored) {
+	if !(&api.Viewer{Agent: "dave", Moderator: true}).CanRead(stored) {
 		t.Errorf("a moderator cannot read the reply")
 	}
 	// carol cannot read what she answers: her reply is stored as one to an
 	// unknown id, so it tells her nothing of it (neither that it is
 	// private nor its thread).
-	if n, err := b.f.Message(nosy.ID); err != nil || n.Visibility != VisibilityPublic || n.ThreadID != secret.ID {
+	if n, err := b.f.Message(nosy.ID); err != nil || n.Visibility != api.VisibilityPublic || n.ThreadID != secret.ID {
 		t.Errorf("carol's reply stored %+v, %v; want as to an unknown id: public as sent, thread its in_reply_to", n, err)
 	}
-	ov, err := b.f.OverviewFor(&Viewer{Agent: "carol"}, "", 0, MaxPageLimit)
+	ov, err := b.f.OverviewFor(&api.Viewer{Agent: "carol"}, "", 0, api.MaxPageLimit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,11 +306,11 @@ func TestReplyToPrivateIsPrivate(t *testing.T) {
 
 	// The audit line of the reply is private, readable by its parties,
 	// redacted for carol.
-	p, err := b.f.Audit(0, MaxPageLimit)
+	p, err := b.f.Audit(0, api.MaxPageLimit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var line *AuditEvent
+	var line *api.AuditEvent
 	for i := range p.Events[auditBefore:] {
 		if e := &p.Events[auditBefore+i]; e.MessageID == reply.ID {
 			line = e
@@ -317,9 +319,9 @@ func TestReplyToPrivateIsPrivate(t *testing.T) {
 	if line == nil || !line.Private || !slices.Equal(line.Readers, []string{"alice"}) {
 		t.Fatalf("audit line of the reply = %+v; want private with readers [alice]", line)
 	}
-	if (&Viewer{Agent: "carol"}).CanReadEvent(line) || !(&Viewer{Agent: "alice"}).CanReadEvent(line) {
+	if (&api.Viewer{Agent: "carol"}).CanReadEvent(line) || !(&api.Viewer{Agent: "alice"}).CanReadEvent(line) {
 		t.Errorf("audit line visibility: carol %t, alice %t; want false, true",
-			(&Viewer{Agent: "carol"}).CanReadEvent(line), (&Viewer{Agent: "alice"}).CanReadEvent(line))
+			(&api.Viewer{Agent: "carol"}).CanReadEvent(line), (&api.Viewer{Agent: "alice"}).CanReadEvent(line))
 	}
 	if red := RedactEvent(*line); strings.Contains(red.Line(), "plan") || red.MessageID != "" {
 		t.Errorf("redacted line %q (id %q) leaks the reply", red.Line(), red.MessageID)
@@ -338,7 +340,7 @@ func TestReplyToPrivateIsPrivate(t *testing.T) {
 	answer := b.msg("bob", "yes", "alice")
 	answer.InReplyTo = open.ID
 	b.send(answer)
-	if a, err := b.f.Message(answer.ID); err != nil || a.Visibility != VisibilityPublic {
+	if a, err := b.f.Message(answer.ID); err != nil || a.Visibility != api.VisibilityPublic {
 		t.Errorf("reply to a public message stored %+v, %v; want public", a, err)
 	}
 }
@@ -358,13 +360,13 @@ func TestModeratorsOnlyAtApply(t *testing.T) {
 	auditBefore := len(b.auditLines())
 
 	flag := b.msg("community", "harassment in issue #123, see @scribe", "orchestrator", "all", "role:orchestrator")
-	flag.Type, flag.Visibility = TypeCoCViolationFlag, VisibilityPublic
+	flag.Type, flag.Visibility = TypeCoCViolationFlag, api.VisibilityPublic
 	res := b.send(flag)
 	byLevel := b.msg("community", "flag by privacy level", "orchestrator")
 	byLevel.Type, byLevel.Metadata = "report", []byte(`{"privacy_level":"private_to_moderators","severity":"high"}`)
 	b.send(byLevel)
 	asked := b.msg("community", "asked for", "triage")
-	asked.Visibility = VisibilityModerators
+	asked.Visibility = api.VisibilityModerators
 	b.send(asked)
 	plain := b.msg("community", "a plain report", "orchestrator")
 	plain.Metadata = []byte(`{"privacy_level":"PUBLIC"}`)
@@ -372,11 +374,11 @@ func TestModeratorsOnlyAtApply(t *testing.T) {
 
 	for _, id := range []string{flag.ID, byLevel.ID, asked.ID} {
 		m, err := b.f.Message(id)
-		if err != nil || m.Visibility != VisibilityModerators {
+		if err != nil || m.Visibility != api.VisibilityModerators {
 			t.Errorf("%s stored %+v, %v; want visibility moderators", id, m, err)
 		}
 	}
-	if m, _ := b.f.Message(plain.ID); m.Visibility != VisibilityPublic {
+	if m, _ := b.f.Message(plain.ID); m.Visibility != api.VisibilityPublic {
 		t.Errorf("a plain report stored %s", m.Visibility)
 	}
 	stored, _ := b.f.Message(flag.ID)
@@ -389,11 +391,11 @@ func TestModeratorsOnlyAtApply(t *testing.T) {
 		}
 	}
 	for agent, want := range map[string]bool{"community": true, "orchestrator": true, "lead": false, "scribe": false, "triage": false} {
-		if got := (&Viewer{Agent: agent}).CanRead(stored); got != want {
+		if got := (&api.Viewer{Agent: agent}).CanRead(stored); got != want {
 			t.Errorf("%s reads the flag: %t, want %t", agent, got, want)
 		}
 	}
-	p, err := b.f.Audit(0, MaxPageLimit)
+	p, err := b.f.Audit(0, api.MaxPageLimit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,23 +403,23 @@ func TestModeratorsOnlyAtApply(t *testing.T) {
 	if ev.MessageID != flag.ID || !ev.Private || !slices.Equal(ev.Readers, []string{"orchestrator"}) {
 		t.Errorf("flag's audit line = %+v, want private with reader orchestrator", ev)
 	}
-	if (&Viewer{Agent: "lead"}).CanReadEvent(&ev) {
+	if (&api.Viewer{Agent: "lead"}).CanReadEvent(&ev) {
 		t.Errorf("lead reads the flag's audit line")
 	}
 
 	// An answer to the flag, public as its client sent it, is for
 	// moderators too; the retry of the flag is the same send.
 	answer := b.msg("orchestrator", "escalated", "community")
-	answer.InReplyTo, answer.Visibility = flag.ID, VisibilityPublic
+	answer.InReplyTo, answer.Visibility = flag.ID, api.VisibilityPublic
 	b.send(answer)
-	if a, _ := b.f.Message(answer.ID); a.Visibility != VisibilityModerators || (&Viewer{Agent: "lead"}).CanRead(a) {
+	if a, _ := b.f.Message(answer.ID); a.Visibility != api.VisibilityModerators || (&api.Viewer{Agent: "lead"}).CanRead(a) {
 		t.Errorf("answer stored %+v; want for moderators, unreadable by lead", a)
 	}
 	if again := b.send(flag); !again.Duplicate || again.Seq != res.Seq {
 		t.Errorf("retry of the flag = %+v, want a duplicate of seq %d", again, res.Seq)
 	}
 	// The overview of a third agent leaves them out; a moderator's shows them.
-	ov, err := b.f.OverviewFor(&Viewer{Agent: "lead"}, "", 0, MaxPageLimit)
+	ov, err := b.f.OverviewFor(&api.Viewer{Agent: "lead"}, "", 0, api.MaxPageLimit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,7 +428,7 @@ func TestModeratorsOnlyAtApply(t *testing.T) {
 			t.Errorf("lead's overview lists %s", e.ID)
 		}
 	}
-	ov, _ = b.f.OverviewFor(&Viewer{Moderator: true}, "", 0, MaxPageLimit)
+	ov, _ = b.f.OverviewFor(&api.Viewer{Moderator: true}, "", 0, api.MaxPageLimit)
 	if len(ov.Messages) != 5 {
 		t.Errorf("a moderator's overview lists %d messages, want 5", len(ov.Messages))
 	}
@@ -438,19 +440,19 @@ func TestModeratorsOnlyAtApply(t *testing.T) {
 func TestForkRepliesToItsParentsPrivateMail(t *testing.T) {
 	b := newMbox(t)
 	secret := b.msg("alice", "the plan", "bob")
-	secret.Visibility = VisibilityPrivate
+	secret.Visibility = api.VisibilityPrivate
 	b.send(secret)
 	answer := b.msg("bob-fork-1", "done", "alice")
 	answer.InReplyTo = secret.ID
 	b.send(answer)
 	stored, err := b.f.Message(answer.ID)
-	if err != nil || stored.ThreadID != secret.ID || stored.Visibility != VisibilityPrivate {
+	if err != nil || stored.ThreadID != secret.ID || stored.Visibility != api.VisibilityPrivate {
 		t.Fatalf("bob-fork-1's answer %+v (%v): want private in alice's thread", stored, err)
 	}
 	stranger := b.msg("carol-fork-1", "?", "alice")
 	stranger.InReplyTo = secret.ID
 	b.send(stranger)
-	if n, _ := b.f.Message(stranger.ID); n == nil || n.Visibility == VisibilityPrivate {
+	if n, _ := b.f.Message(stranger.ID); n == nil || n.Visibility == api.VisibilityPrivate {
 		t.Errorf("carol-fork-1's reply to a message carol cannot read took its visibility: %+v", n)
 	}
 }

@@ -9,10 +9,11 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/maos-project/maos/artifacts"
-	"github.com/maos-project/maos/fsm"
-	"github.com/maos-project/maos/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/artifacts"
+	"github.com/maos-project/maos/transport"
 )
 
 // The artifact tools (issue 17; seed 002 §1's share_artifact).
@@ -45,7 +46,7 @@ type ArtifactOutput struct {
 
 func (h *handlers) shareArtifact(ctx context.Context, _ *mcp.CallToolRequest, in ShareArtifactInput) (*mcp.CallToolResult, ArtifactOutput, error) {
 	var (
-		a   fsm.Artifact
+		a   api.Artifact
 		err error
 	)
 	switch {

@@ -16,9 +16,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
-	"github.com/maos-project/maos/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/transport"
 )
 
 // Config binds a server to an agent and a node.
@@ -28,7 +29,7 @@ type Config struct {
 	// Client talks to any node of the cluster.
 	Client *transport.Client
 	// Channel is the default channel of send_message; "" is
-	// fsm.DefaultChannel.
+	// api.DefaultChannel.
 	Channel string
 	// Version is reported in the server's implementation info.
 	Version string
@@ -54,14 +55,14 @@ const (
 // New returns an MCP server exposing the maos tools for cfg.Agent. It
 // fails if the agent id is not a valid name or no client is given.
 func New(cfg Config) (*mcp.Server, error) {
-	if !fsm.ValidName(cfg.Agent) {
+	if !api.ValidName(cfg.Agent) {
 		return nil, fmt.Errorf("mcpserver: agent %q is not a valid agent id", cfg.Agent)
 	}
 	if cfg.Client == nil {
 		return nil, errors.New("mcpserver: no client")
 	}
 	if cfg.Channel == "" {
-		cfg.Channel = fsm.DefaultChannel
+		cfg.Channel = api.DefaultChannel
 	}
 	if cfg.Version == "" {
 		cfg.Version = "dev"
@@ -94,7 +95,7 @@ type SendInput struct {
 	To       []string     `json:"to" jsonschema:"recipients"`
 	Title    string       `json:"title,omitempty"`
 	Text     string       `json:"text"`
-	Priority fsm.Priority `json:"priority,omitempty" jsonschema:"urgent|high|normal|low"`
+	Priority api.Priority `json:"priority,omitempty" jsonschema:"urgent|high|normal|low"`
 	Type     string       `json:"type,omitempty" jsonschema:"chat|request|review|status..."`
 	ReplyTo  string       `json:"reply_to,omitempty" jsonschema:"id answered"`
 	Channel  string       `json:"channel,omitempty"`
@@ -122,11 +123,11 @@ func (h *handlers) send(ctx context.Context, _ *mcp.CallToolRequest, in SendInpu
 	if ch == "" {
 		ch = h.cfg.Channel
 	}
-	m := &fsm.Message{
+	m := &api.Message{
 		Channel:   ch,
 		To:        in.To,
 		Title:     in.Title,
-		Content:   fsm.Content{Text: in.Text, Artifacts: fsm.ArtifactRefs(in.Artifacts...)},
+		Content:   api.Content{Text: in.Text, Artifacts: api.ArtifactRefs(in.Artifacts...)},
 		Priority:  in.Priority,
 		Type:      in.Type,
 		InReplyTo: in.ReplyTo,
@@ -135,7 +136,7 @@ func (h *handlers) send(ctx context.Context, _ *mcp.CallToolRequest, in SendInpu
 		m.Content.Artifacts = nil
 	}
 	if in.Private {
-		m.Visibility = fsm.VisibilityPrivate
+		m.Visibility = api.VisibilityPrivate
 	}
 	out, err := h.post(ctx, m)
 	return nil, out, err
@@ -143,9 +144,9 @@ func (h *handlers) send(ctx context.Context, _ *mcp.CallToolRequest, in SendInpu
 
 // post sends m as the bound agent with an id fixed before the call, so a
 // retry after a lost answer is never stored twice.
-func (h *handlers) post(ctx context.Context, m *fsm.Message) (SendOutput, error) {
+func (h *handlers) post(ctx context.Context, m *api.Message) (SendOutput, error) {
 	m.From = h.cfg.Agent
-	m.ID = fsm.NewID(m.From, time.Now())
+	m.ID = api.NewID(m.From, time.Now())
 	res, err := h.c.Send(ctx, m)
 	if err != nil {
 		return SendOutput{}, toolErr("send", err)
@@ -162,7 +163,7 @@ func (h *handlers) post(ctx context.Context, m *fsm.Message) (SendOutput, error)
 type ListInput struct {
 	Unread   bool         `json:"unread,omitempty"`
 	From     string       `json:"from,omitempty"`
-	Priority fsm.Priority `json:"priority,omitempty"`
+	Priority api.Priority `json:"priority,omitempty"`
 	Channel  string       `json:"channel,omitempty"`
 	Thread   string       `json:"thread,omitempty" jsonschema:"thread root id"`
 	After    uint64       `json:"after,omitempty" jsonschema:"next_after of the previous page"`
@@ -174,7 +175,7 @@ type ListItem struct {
 	ID       string       `json:"id"`
 	From     string       `json:"from"`
 	Title    string       `json:"title"`
-	Priority fsm.Priority `json:"priority,omitempty"`
+	Priority api.Priority `json:"priority,omitempty"`
 	Type     string       `json:"type,omitempty"`
 	Channel  string       `json:"channel"`
 	Thread   string       `json:"thread,omitempty"`
@@ -202,7 +203,7 @@ func (h *handlers) list(ctx context.Context, _ *mcp.CallToolRequest, in ListInpu
 	if err != nil {
 		return nil, ListOutput{}, err
 	}
-	q := fsm.InboxQuery{Unread: in.Unread, From: in.From, Priority: in.Priority, After: in.After, Limit: limit}
+	q := api.InboxQuery{Unread: in.Unread, From: in.From, Priority: in.Priority, After: in.After, Limit: limit}
 	out := ListOutput{Messages: []ListItem{}}
 	for range listScanPages {
 		page, err := h.c.Inbox(ctx, h.cfg.Agent, q, transport.Strong)
@@ -248,7 +249,7 @@ func listLimit(tool string, limit int) (int, error) {
 }
 
 // titleOf is the title, or the start of the text for untitled messages.
-func titleOf(m *fsm.Message) string {
+func titleOf(m *api.Message) string {
 	if m.Title != "" {
 		return m.Title
 	}
@@ -275,7 +276,7 @@ type MessageOutput struct {
 	To         []string     `json:"to"`
 	Type       string       `json:"type,omitempty"`
 	Title      string       `json:"title,omitempty"`
-	Priority   fsm.Priority `json:"priority,omitempty"`
+	Priority   api.Priority `json:"priority,omitempty"`
 	Text       string       `json:"text"`
 	Code       string       `json:"code,omitempty"`
 	Artifacts  []string     `json:"artifacts,omitempty"`
@@ -294,7 +295,7 @@ func (h *handlers) read(ctx context.Context, _ *mcp.CallToolRequest, in IDInput)
 	out := MessageOutput{
 		ID: m.ID, Seq: m.Seq, Time: m.Timestamp.UTC().Format(time.RFC3339), Channel: m.Channel, From: m.From,
 		To: m.To, Type: m.Type, Title: m.Title, Priority: m.Priority, Text: m.Content.Text, Code: m.Content.Code,
-		Artifacts: fsm.ArtifactStrings(m.Content.Artifacts), InReplyTo: m.InReplyTo, Thread: m.ThreadID, NeedsReply: m.RequiresResponse,
+		Artifacts: api.ArtifactStrings(m.Content.Artifacts), InReplyTo: m.InReplyTo, Thread: m.ThreadID, NeedsReply: m.RequiresResponse,
 		Metadata: string(m.Metadata),
 	}
 	if out.To == nil {
@@ -306,7 +307,7 @@ func (h *handlers) read(ctx context.Context, _ *mcp.CallToolRequest, in IDInput)
 	switch _, err := h.c.MarkRead(ctx, h.cfg.Agent, m.ID, 0); {
 	case err == nil:
 		out.Read = true
-	case errors.Is(err, fsm.ErrNotFound):
+	case errors.Is(err, api.ErrNotFound):
 		// Not addressed to this agent (a channel message it looked up):
 		// there is nothing to mark, and the message is still worth showing.
 	default:
@@ -319,7 +320,7 @@ func (h *handlers) read(ctx context.Context, _ *mcp.CallToolRequest, in IDInput)
 type ReplyInput struct {
 	ID       string       `json:"id" jsonschema:"message answered"`
 	Text     string       `json:"text"`
-	Priority fsm.Priority `json:"priority,omitempty"`
+	Priority api.Priority `json:"priority,omitempty"`
 }
 
 func (h *handlers) reply(ctx context.Context, _ *mcp.CallToolRequest, in ReplyInput) (*mcp.CallToolResult, SendOutput, error) {
@@ -327,7 +328,7 @@ func (h *handlers) reply(ctx context.Context, _ *mcp.CallToolRequest, in ReplyIn
 	if err != nil {
 		return nil, SendOutput{}, toolErr("reply_to_message", err)
 	}
-	r := fsm.NewReply(p, h.cfg.Agent, in.Text)
+	r := api.NewReply(p, h.cfg.Agent, in.Text)
 	if in.Priority != "" {
 		r.Priority = in.Priority
 	}
@@ -402,16 +403,16 @@ func (h *handlers) lock(ctx context.Context, _ *mcp.CallToolRequest, in LockInpu
 		ttl = d
 	}
 	var (
-		res *fsm.LockResult
+		res *api.LockResult
 		err error
 	)
 	switch in.Action {
 	case "acquire":
-		res, err = h.c.AcquireLock(ctx, fsm.LockAcquireCommand{Path: in.Path, Holder: h.cfg.Agent, TTL: fsm.LockTTL(ttl)})
+		res, err = h.c.AcquireLock(ctx, api.LockAcquireCommand{Path: in.Path, Holder: h.cfg.Agent, TTL: api.LockTTL(ttl)})
 	case "renew":
-		res, err = h.c.RenewLock(ctx, fsm.LockRenewCommand{Path: in.Path, Holder: h.cfg.Agent, Token: in.Token, TTL: fsm.LockTTL(ttl)})
+		res, err = h.c.RenewLock(ctx, api.LockRenewCommand{Path: in.Path, Holder: h.cfg.Agent, Token: in.Token, TTL: api.LockTTL(ttl)})
 	case "release":
-		res, err = h.c.ReleaseLock(ctx, fsm.LockReleaseCommand{Path: in.Path, Holder: h.cfg.Agent, Token: in.Token})
+		res, err = h.c.ReleaseLock(ctx, api.LockReleaseCommand{Path: in.Path, Holder: h.cfg.Agent, Token: in.Token})
 	case "check":
 		chk, err := h.c.CheckLock(ctx, in.Path, in.Token, transport.Strong)
 		if err != nil {
@@ -444,19 +445,19 @@ type CreateTaskInput struct {
 	Title       string       `json:"title"`
 	Description string       `json:"description,omitempty"`
 	DependsOn   []string     `json:"depends_on,omitempty" jsonschema:"task ids that must succeed first"`
-	Priority    fsm.Priority `json:"priority,omitempty" jsonschema:"urgent|high|normal|low"`
+	Priority    api.Priority `json:"priority,omitempty" jsonschema:"urgent|high|normal|low"`
 }
 
 // TaskOutput is a task's id and state after a tool acted on it.
 type TaskOutput struct {
 	ID    string        `json:"id"`
-	State fsm.TaskState `json:"state"`
+	State api.TaskState `json:"state"`
 	// ApprovalID is the approval a task awaiting_approval waits for.
 	ApprovalID string `json:"approval_id,omitempty"`
 }
 
 func (h *handlers) createTask(ctx context.Context, _ *mcp.CallToolRequest, in CreateTaskInput) (*mcp.CallToolResult, TaskOutput, error) {
-	cmd := fsm.TaskCreateCommand{ID: fsm.NewTaskID(h.cfg.Agent, time.Now()), From: h.cfg.Agent, To: in.To, Title: in.Title,
+	cmd := api.TaskCreateCommand{ID: api.NewTaskID(h.cfg.Agent, time.Now()), From: h.cfg.Agent, To: in.To, Title: in.Title,
 		Description: in.Description, DependsOn: in.DependsOn, Priority: in.Priority, Channel: h.cfg.Channel}
 	res, err := h.c.CreateTask(ctx, cmd)
 	if err != nil {
@@ -467,7 +468,7 @@ func (h *handlers) createTask(ctx context.Context, _ *mcp.CallToolRequest, in Cr
 
 // ListTasksInput filters list_tasks; every filter given must match.
 type ListTasksInput struct {
-	State     fsm.TaskState `json:"state,omitempty" jsonschema:"waiting|ready|running|succeeded|failed|cancelled"`
+	State     api.TaskState `json:"state,omitempty" jsonschema:"waiting|ready|running|succeeded|failed|cancelled"`
 	To        string        `json:"to,omitempty"`
 	From      string        `json:"from,omitempty"`
 	ClaimedBy string        `json:"claimed_by,omitempty"`
@@ -480,7 +481,7 @@ type ListTasksInput struct {
 type TaskItem struct {
 	ID        string        `json:"id"`
 	Title     string        `json:"title"`
-	State     fsm.TaskState `json:"state"`
+	State     api.TaskState `json:"state"`
 	From      string        `json:"from"`
 	To        string        `json:"to"`
 	ClaimedBy string        `json:"claimed_by,omitempty"`
@@ -503,7 +504,7 @@ func (h *handlers) listTasks(ctx context.Context, _ *mcp.CallToolRequest, in Lis
 	if err != nil {
 		return nil, ListTasksOutput{}, err
 	}
-	page, err := h.c.Tasks(ctx, fsm.TaskQuery{State: in.State, To: in.To, From: in.From, ClaimedBy: in.ClaimedBy, After: in.After, Limit: limit})
+	page, err := h.c.Tasks(ctx, api.TaskQuery{State: in.State, To: in.To, From: in.From, ClaimedBy: in.ClaimedBy, After: in.After, Limit: limit})
 	if err != nil {
 		return nil, ListTasksOutput{}, toolErr(ToolListTasks, err)
 	}
@@ -538,12 +539,12 @@ type CompleteTaskInput struct {
 // the task, else after claiming it (a ready task of its queue), so a model
 // finishes a task in one call; the API refuses what is not its to finish.
 func (h *handlers) completeTask(ctx context.Context, _ *mcp.CallToolRequest, in CompleteTaskInput) (*mcp.CallToolResult, TaskOutput, error) {
-	tc := fsm.TaskCompletion{Status: in.Status, Result: in.Result, ConfidenceScore: in.Confidence}
+	tc := api.TaskCompletion{Status: in.Status, Result: in.Result, ConfidenceScore: in.Confidence}
 	if tc.Status == "" {
-		tc.Status = fsm.TaskStatusSuccess
+		tc.Status = api.TaskStatusSuccess
 	}
-	if tc.Status == fsm.TaskStatusFailure {
-		tc.Error = &fsm.TaskError{ErrorType: "task_error", ErrorMessage: in.Error}
+	if tc.Status == api.TaskStatusFailure {
+		tc.Error = &api.TaskError{ErrorType: "task_error", ErrorMessage: in.Error}
 	}
 	if in.ProposedAction != nil {
 		raw, err := json.Marshal(in.ProposedAction)
@@ -560,19 +561,19 @@ func (h *handlers) completeTask(ctx context.Context, _ *mcp.CallToolRequest, in 
 		return nil, TaskOutput{}, toolErr(ToolCompleteTask, err)
 	}
 	fence := t.Fence
-	if t.State != fsm.TaskRunning || t.ClaimedBy != h.cfg.Agent {
+	if t.State != api.TaskRunning || t.ClaimedBy != h.cfg.Agent {
 		claim, err := h.c.ClaimTask(ctx, in.ID, h.cfg.Agent)
 		if err != nil {
 			return nil, TaskOutput{}, toolErr(ToolCompleteTask+": claim", err)
 		}
 		fence = claim.Fence
 	}
-	res, err := h.c.CompleteTask(ctx, fsm.TaskCompleteCommand{ID: in.ID, Agent: h.cfg.Agent, Fence: fence, Completion: tc})
+	res, err := h.c.CompleteTask(ctx, api.TaskCompleteCommand{ID: in.ID, Agent: h.cfg.Agent, Fence: fence, Completion: tc})
 	if err != nil {
 		return nil, TaskOutput{}, toolErr(ToolCompleteTask, err)
 	}
 	out := TaskOutput{ID: res.ID, State: res.State}
-	if res.State == fsm.TaskAwaitingApproval {
+	if res.State == api.TaskAwaitingApproval {
 		// The approval's id is derived in apply: read it from the task.
 		if t, err = h.c.Task(ctx, in.ID); err != nil {
 			return nil, TaskOutput{}, toolErr(ToolCompleteTask+": the task is awaiting_approval, but reading its approval failed", err)

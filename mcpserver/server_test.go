@@ -9,10 +9,11 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestNewRefusesBadConfig(t *testing.T) {
@@ -229,7 +230,7 @@ func TestCompleteTaskRequiresApproval(t *testing.T) {
 	}
 	var done TaskOutput
 	if e := call(t, rita, ToolCompleteTask, map[string]any{"id": created.ID, "status": "requires_approval", "result": "ready",
-		"proposed_action": map[string]any{"version": "2.3", "cmd": "deploy"}}, &done); e != "" || done.State != fsm.TaskAwaitingApproval || done.ApprovalID == "" {
+		"proposed_action": map[string]any{"version": "2.3", "cmd": "deploy"}}, &done); e != "" || done.State != api.TaskAwaitingApproval || done.ApprovalID == "" {
 		t.Fatalf("complete_task requires_approval = %+v, %q", done, e)
 	}
 	a, err := svc.State().Approval(done.ApprovalID)

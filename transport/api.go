@@ -3,6 +3,7 @@ package transport
 import (
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 )
 
@@ -31,7 +32,7 @@ type SendResponse struct {
 
 // ChannelsResponse is the body of GET /v1/channels.
 type ChannelsResponse struct {
-	Channels []fsm.ChannelInfo `json:"channels"`
+	Channels []api.ChannelInfo `json:"channels"`
 }
 
 // Voter is one server of the Raft configuration.
@@ -45,11 +46,11 @@ type Voter struct {
 // Status is the body of GET /v1/cluster/status: this node's view.
 type Status struct {
 	NodeID string `json:"node_id"`
-	// ClusterID is the cluster's id (fsm.OpClusterID), fixed at bootstrap;
+	// ClusterID is the cluster's id (api.OpClusterID), fixed at bootstrap;
 	// "" until this node applied it.
 	ClusterID string `json:"cluster_id,omitempty"`
 	// ClusterIDs says the node's build applies cluster ids
-	// (fsm.OpClusterID): a leader fixes the id only once every voter
+	// (api.OpClusterID): a leader fixes the id only once every voter
 	// says so, so no node of an older build skips the entry.
 	ClusterIDs    bool    `json:"cluster_ids,omitempty"`
 	State         string  `json:"state"` // leader, follower, candidate, shutdown
@@ -109,7 +110,7 @@ type ReadIndexResponse struct {
 // HeaderForwarded marks a request forwarded by a node.
 const HeaderForwarded = "X-Maos-Forwarded"
 
-// HeaderCluster carries the calling node's cluster id (fsm.OpClusterID) on
+// HeaderCluster carries the calling node's cluster id (api.OpClusterID) on
 // every call a node makes to another (Client.WithCluster): a node whose
 // cluster id is another refuses the request (409), so a node started on
 // another cluster's data dir, or pointed at another cluster, cannot act in
@@ -127,7 +128,7 @@ type AgentSummary struct {
 	HasInbox         bool            `json:"has_inbox"`
 	Counts           fsm.InboxCounts `json:"counts"`
 	PendingApprovals int             `json:"pending_approvals"`
-	Bulletin         fsm.Bulletin    `json:"bulletin"`
+	Bulletin         api.Bulletin    `json:"bulletin"`
 }
 
 // WhoAmI is the body of GET /v1/whoami: whether the node authenticates,

@@ -8,7 +8,7 @@ import (
 // Blobs is where artifacts' bytes live, as the artifact handlers
 // (server_artifacts.go) use it: content-addressed blobs named
 // "sha256:<64 hex>", stored beside the Raft log on the nodes, never in it
-// (the log holds the fsm.Artifact record). cluster.Node implements it (a
+// (the log holds the api.Artifact record). cluster.Node implements it (a
 // blobstore under its data dir, copied to the other voters);
 // transporttest.Service has a one-node version. ServerOptions.Blobs passes
 // it; without one the artifact routes answer 503.
@@ -26,16 +26,16 @@ type Blobs interface {
 	// with their length and whose copy they are: "local", or "peer N
 	// (local copy missing)" / "peer N (local copy damaged)" when this
 	// node's copy was not good and it fetched (and kept) peer N's. No node
-	// with a good copy: an error wrapping fsm.ErrNotFound. The caller
+	// with a good copy: an error wrapping api.ErrNotFound. The caller
 	// closes rs.
 	OpenBlob(ctx context.Context, id string) (rs io.ReadSeekCloser, size int64, source string, err error)
 	// ReceiveBlob stores a peer's push of blob id (size bytes, -1 when
 	// unknown) in this node's store, fsynced, when the bytes hash to id;
-	// otherwise an error wrapping fsm.ErrInvalid, and nothing is kept.
+	// otherwise an error wrapping api.ErrInvalid, and nothing is kept.
 	ReceiveBlob(ctx context.Context, id string, body io.Reader, size int64) error
 	// LocalBlob returns this node's own copy of blob id, checked against
 	// the id, and its length; none, or a damaged one: an error wrapping
-	// fsm.ErrNotFound (a peer then asks another node). The caller closes
+	// api.ErrNotFound (a peer then asks another node). The caller closes
 	// it.
 	LocalBlob(ctx context.Context, id string) (io.ReadSeekCloser, int64, error)
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 )
 
@@ -29,7 +30,7 @@ import (
 // (IdentityFrom), and its route's rule (routes.go) decides what it may do:
 // 403 otherwise. Handlers check the agent a body names (a message's
 // "from", a lock's holder) with admit. Every refusal of a presented token
-// is proposed to the audit trail (fsm.OpAuditDenial), folded and
+// is proposed to the audit trail (api.OpAuditDenial), folded and
 // rate-bounded by the server's denialCoalescer (Server.deny), which other
 // refusals worth a trace (a send holding a secret) share.
 
@@ -93,9 +94,9 @@ func (c *AuthConfig) Validate() error {
 	case t == "":
 		return nil
 	case len(t) < MinAdminTokenLen || len(t) > MaxTokenLen:
-		return &fsm.FieldError{Field: "admin_token", Reason: fmt.Sprintf("%d bytes, want %d..%d", len(t), MinAdminTokenLen, MaxTokenLen)}
+		return &api.FieldError{Field: "admin_token", Reason: fmt.Sprintf("%d bytes, want %d..%d", len(t), MinAdminTokenLen, MaxTokenLen)}
 	case !isToken68(t):
-		return &fsm.FieldError{Field: "admin_token", Reason: "has characters a bearer token cannot carry; use A-Z a-z 0-9 - . _ ~ + / (e.g. openssl rand -hex 32)"}
+		return &api.FieldError{Field: "admin_token", Reason: "has characters a bearer token cannot carry; use A-Z a-z 0-9 - . _ ~ + / (e.g. openssl rand -hex 32)"}
 	}
 	return nil
 }
@@ -173,7 +174,7 @@ func (a *authState) authenticate(w http.ResponseWriter, r *http.Request) (*Ident
 	}
 	sum := sha256.Sum256([]byte(secret))
 	if a.hasAdmin && subtle.ConstantTimeCompare(sum[:], a.admin[:]) == 1 {
-		return &Identity{Role: RoleAdmin, TokenID: fsm.BootstrapTokenID}, true
+		return &Identity{Role: RoleAdmin, TokenID: api.BootstrapTokenID}, true
 	}
 	if a.hasAdmin && subtle.ConstantTimeCompare(sum[:], a.node[:]) == 1 {
 		return &Identity{Role: RoleNode, TokenID: NodeTokenID}, true
@@ -189,7 +190,7 @@ func (a *authState) authenticate(w http.ResponseWriter, r *http.Request) (*Ident
 		a.unauthorized(w, r, "the bearer token was revoked", true)
 		a.s.deny(r, denial{who: revoked.Token.ID, agent: revoked.Token.Agent, tokenID: revoked.Token.ID, reason: "revoked token"})
 		return nil, false
-	case errors.Is(err, fsm.ErrNotFound):
+	case errors.Is(err, api.ErrNotFound):
 		a.unauthorized(w, r, "unknown bearer token (a token created through another node a moment ago may not have reached this one yet: retry in a few ms)", true)
 		// The hash prefix tells repeated tries of one secret apart from
 		// many secrets, without anything usable about the secret.
@@ -345,9 +346,9 @@ func (rule routeRule) check(r *http.Request, id *Identity) string {
 	case rule.access == accessReader && id.Moderates():
 		return ""
 	case rule.access == accessReader:
-		return fmt.Sprintf("reads agent %s's inbox: needs that agent's token or a moderator's", clip(agent, fsm.MaxIDLen))
+		return fmt.Sprintf("reads agent %s's inbox: needs that agent's token or a moderator's", clip(agent, api.MaxIDLen))
 	default:
-		return fmt.Sprintf("acts as agent %s: needs that agent's token or an admin's", clip(agent, fsm.MaxIDLen))
+		return fmt.Sprintf("acts as agent %s: needs that agent's token or an admin's", clip(agent, api.MaxIDLen))
 	}
 }
 
@@ -361,7 +362,7 @@ func (s *Server) mayActAs(w http.ResponseWriter, r *http.Request, c caller, fiel
 	if s.auth == nil || id.ActsAs(agent) {
 		return true
 	}
-	s.auth.forbid(w, r, id, fmt.Sprintf("%s %q is not this token's agent: a token acts only for its own agent", field, clip(agent, fsm.MaxIDLen)))
+	s.auth.forbid(w, r, id, fmt.Sprintf("%s %q is not this token's agent: a token acts only for its own agent", field, clip(agent, api.MaxIDLen)))
 	return false
 }
 
@@ -373,7 +374,7 @@ func (s *Server) mayActAs(w http.ResponseWriter, r *http.Request, c caller, fiel
 // role omitted in the request is the grant's. Without auth (id nil) every
 // registration passes. It returns "" when cmd may be proposed, else what it
 // would need, for a 403.
-func mayRegister(id *Identity, cmd *fsm.RegisterAgentCommand) string {
+func mayRegister(id *Identity, cmd *api.RegisterAgentCommand) string {
 	if cmd.Role == "" && id != nil && id.AgentRole != "" {
 		cmd.Role = id.AgentRole
 	}
@@ -382,20 +383,20 @@ func mayRegister(id *Identity, cmd *fsm.RegisterAgentCommand) string {
 	}
 	role := cmd.Role
 	if role == "" {
-		role = fsm.DefaultRole
+		role = api.DefaultRole
 	}
-	if role != fsm.DefaultRole && role != id.AgentRole {
+	if role != api.DefaultRole && role != id.AgentRole {
 		granted := "grants no role"
 		if id.AgentRole != "" {
 			granted = "grants role " + id.AgentRole
 		}
 		return fmt.Sprintf("registers agent %s with role %q, which this token %s: a role is granted by an admin "+
-			"(register the agent with an admin token, or create its token with --agent-role %s)", clip(cmd.ID, fsm.MaxIDLen), clip(role, fsm.MaxIDLen), granted, clip(role, fsm.MaxIDLen))
+			"(register the agent with an admin token, or create its token with --agent-role %s)", clip(cmd.ID, api.MaxIDLen), clip(role, api.MaxIDLen), granted, clip(role, api.MaxIDLen))
 	}
 	for _, c := range cmd.Capabilities {
 		if !slices.Contains(id.Capabilities, c) {
 			return fmt.Sprintf("registers agent %s with capability %q, which this token does not grant: capabilities are granted by an admin "+
-				"(register the agent with an admin token, or create its token with --capability %s)", clip(cmd.ID, fsm.MaxIDLen), clip(c, fsm.MaxIDLen), clip(c, fsm.MaxIDLen))
+				"(register the agent with an admin token, or create its token with --capability %s)", clip(cmd.ID, api.MaxIDLen), clip(c, api.MaxIDLen), clip(c, api.MaxIDLen))
 		}
 	}
 	return ""
@@ -435,7 +436,7 @@ func (a *authState) forbid(w http.ResponseWriter, r *http.Request, id *Identity,
 	switch {
 	case id.Role == RoleNode:
 		whose = "the node credential"
-	case id.TokenID != fsm.BootstrapTokenID:
+	case id.TokenID != api.BootstrapTokenID:
 		whose = fmt.Sprintf("token %s of agent %s, role %s", id.TokenID, id.Agent, id.Role)
 	}
 	a.s.writeError(w, r, &APIError{Status: http.StatusForbidden, Code: CodeForbidden,
@@ -453,12 +454,12 @@ type denial struct {
 // deny queues the denial for the audit trail (a DENIED line, folded and
 // paced by the denial coalescer); it never blocks the request.
 func (s *Server) deny(r *http.Request, d denial) {
-	cmd := fsm.AuditDenialCommand{
-		Agent:   clip(d.agent, fsm.MaxDenialIDLen),
-		TokenID: clip(d.tokenID, fsm.MaxDenialIDLen),
-		Method:  clip(r.Method, fsm.MaxDenialMethodLen),
-		Path:    clip(r.URL.Path, fsm.MaxDenialPathLen),
-		Reason:  clip(d.reason, fsm.MaxDenialReasonLen),
+	cmd := api.AuditDenialCommand{
+		Agent:   clip(d.agent, api.MaxDenialIDLen),
+		TokenID: clip(d.tokenID, api.MaxDenialIDLen),
+		Method:  clip(r.Method, api.MaxDenialMethodLen),
+		Path:    clip(r.URL.Path, api.MaxDenialPathLen),
+		Reason:  clip(d.reason, api.MaxDenialReasonLen),
 		Count:   1,
 	}
 	if s.denials.add(denialKey{who: d.who, reason: cmd.Reason}, cmd) {
@@ -484,7 +485,7 @@ func (s *Server) drainDenials() {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), denialApplyTimeout)
 		cmd.Node = s.nodeID(ctx)
-		if _, err := s.prop.Apply(ctx, fsm.OpAuditDenial, cmd); err != nil {
+		if _, err := s.prop.Apply(ctx, api.OpAuditDenial, cmd); err != nil {
 			s.opts.Logger.Warn("could not audit a refused request", "reason", cmd.Reason, "count", cmd.Count, "error", err)
 		}
 		cancel()
@@ -497,7 +498,7 @@ func (s *Server) nodeID(ctx context.Context) string {
 	defer s.nodeMu.Unlock()
 	if s.node == "" {
 		if st, err := s.cluster.Status(ctx); err == nil {
-			s.node = clip(st.NodeID, fsm.MaxDenialIDLen)
+			s.node = clip(st.NodeID, api.MaxDenialIDLen)
 		}
 	}
 	return s.node
@@ -541,7 +542,7 @@ type denialCoalescer struct {
 	maxKeys     int
 
 	mu      sync.Mutex
-	pending map[denialKey]*fsm.AuditDenialCommand
+	pending map[denialKey]*api.AuditDenialCommand
 	order   []denialKey // pending keys, oldest first
 	tokens  float64
 	last    time.Time // when tokens was last refilled; zero: full
@@ -550,21 +551,21 @@ type denialCoalescer struct {
 
 func newDenialCoalescer() *denialCoalescer {
 	return &denialCoalescer{rate: denialRate, burst: denialBurst, maxKeys: denialMaxKeys,
-		pending: map[denialKey]*fsm.AuditDenialCommand{}, tokens: denialBurst}
+		pending: map[denialKey]*api.AuditDenialCommand{}, tokens: denialBurst}
 }
 
 // add folds cmd (Count 1) into the waiting line with its key, or queues
 // it. It returns true when no drain is running: the caller starts one.
-func (c *denialCoalescer) add(key denialKey, cmd fsm.AuditDenialCommand) (start bool) {
+func (c *denialCoalescer) add(key denialKey, cmd api.AuditDenialCommand) (start bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if p, ok := c.pending[key]; ok {
-		p.Count = min(p.Count+cmd.Count, fsm.MaxDenialCount)
+		p.Count = min(p.Count+cmd.Count, api.MaxDenialCount)
 	} else if len(c.pending) >= c.maxKeys {
 		if p, ok := c.pending[overflowKey]; ok {
-			p.Count = min(p.Count+cmd.Count, fsm.MaxDenialCount)
+			p.Count = min(p.Count+cmd.Count, api.MaxDenialCount)
 		} else {
-			c.pending[overflowKey] = &fsm.AuditDenialCommand{Reason: overflowKey.reason, Count: cmd.Count}
+			c.pending[overflowKey] = &api.AuditDenialCommand{Reason: overflowKey.reason, Count: cmd.Count}
 			c.order = append(c.order, overflowKey)
 		}
 	} else {
@@ -579,7 +580,7 @@ func (c *denialCoalescer) add(key denialKey, cmd fsm.AuditDenialCommand) (start 
 // next takes the oldest waiting line if the budget allows one at now. It
 // returns (nil, d) when the budget refills in d, and (nil, 0) when nothing
 // waits, which ends the drain: the next add starts another.
-func (c *denialCoalescer) next(now time.Time) (*fsm.AuditDenialCommand, time.Duration) {
+func (c *denialCoalescer) next(now time.Time) (*api.AuditDenialCommand, time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.order) == 0 {
@@ -603,7 +604,7 @@ func (c *denialCoalescer) next(now time.Time) (*fsm.AuditDenialCommand, time.Dur
 
 // releaseActor is who a lock release acts as: "by" for a forced release,
 // else the holder.
-func releaseActor(c fsm.LockReleaseCommand) (field, agent string) {
+func releaseActor(c api.LockReleaseCommand) (field, agent string) {
 	if c.Force {
 		return "by", c.By
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 )
 
@@ -16,7 +17,7 @@ import (
 // without a rule is admin-only, which is safe but surely not what its
 // author meant.
 func TestEveryRouteHasARule(t *testing.T) {
-	s := &Server{opts: ServerOptions{MaxMessageBytes: fsm.DefaultMaxBytes}}
+	s := &Server{opts: ServerOptions{MaxMessageBytes: api.DefaultMaxBytes}}
 	seen := map[string]bool{}
 	for _, rt := range s.routes() {
 		switch {
@@ -48,17 +49,17 @@ func (r tokenReader) TokenByHash(hash string) (*fsm.Token, error) {
 	if tok, ok := r.tokens[hash]; ok {
 		return tok, nil
 	}
-	return nil, fsm.ErrNotFound
+	return nil, api.ErrNotFound
 }
 
 // An unclassified route fails closed: only an admin token passes it.
 func TestUnclassifiedRouteIsAdminOnly(t *testing.T) {
 	const admin, alice, rex = "admin-secret-0123456789", "alice-secret", "rex-secret"
 	s := &Server{
-		opts: ServerOptions{MaxMessageBytes: fsm.DefaultMaxBytes, Logger: slog.New(slog.DiscardHandler)},
+		opts: ServerOptions{MaxMessageBytes: api.DefaultMaxBytes, Logger: slog.New(slog.DiscardHandler)},
 		state: tokenReader{tokens: map[string]*fsm.Token{
-			fsm.HashToken(alice): {ID: "t1", Agent: "alice", Role: fsm.TokenRoleAgent},
-			fsm.HashToken(rex):   {ID: "t2", Agent: "rex", Role: fsm.TokenRoleModerator},
+			fsm.HashToken(alice): {ID: "t1", Agent: "alice", Role: api.TokenRoleAgent},
+			fsm.HashToken(rex):   {ID: "t2", Agent: "rex", Role: api.TokenRoleModerator},
 		}},
 		denials: newDenialCoalescer(),
 	}
@@ -131,14 +132,14 @@ func TestClip(t *testing.T) {
 	}
 }
 
-func denialCmd(reason string) fsm.AuditDenialCommand {
-	return fsm.AuditDenialCommand{Method: "GET", Path: "/v1/x", Reason: reason, Count: 1}
+func denialCmd(reason string) api.AuditDenialCommand {
+	return api.AuditDenialCommand{Method: "GET", Path: "/v1/x", Reason: reason, Count: 1}
 }
 
 // drainAll takes every line the coalescer hands out from t0 on, moving a
 // simulated clock by each wait it asks for, until it is empty or the
 // clock passes until. It returns the lines with their times.
-func drainAll(c *denialCoalescer, t0, until time.Time) (lines []*fsm.AuditDenialCommand, at []time.Time) {
+func drainAll(c *denialCoalescer, t0, until time.Time) (lines []*api.AuditDenialCommand, at []time.Time) {
 	now := t0
 	for !now.After(until) {
 		cmd, wait := c.next(now)
@@ -253,9 +254,9 @@ func TestDenialCoalescerOverflow(t *testing.T) {
 		t.Errorf("overflow line does not validate: %v", err)
 	}
 	// A count saturates instead of overflowing.
-	c.add(denialKey{"t", "x"}, fsm.AuditDenialCommand{Reason: "x", Count: fsm.MaxDenialCount})
+	c.add(denialKey{"t", "x"}, api.AuditDenialCommand{Reason: "x", Count: api.MaxDenialCount})
 	c.add(denialKey{"t", "x"}, denialCmd("x"))
-	if cmd, _ := c.next(time.Unix(0, 0)); cmd == nil || cmd.Count != fsm.MaxDenialCount {
-		t.Errorf("saturated line %+v, want count %d", cmd, fsm.MaxDenialCount)
+	if cmd, _ := c.next(time.Unix(0, 0)); cmd == nil || cmd.Count != api.MaxDenialCount {
+		t.Errorf("saturated line %+v, want count %d", cmd, api.MaxDenialCount)
 	}
 }

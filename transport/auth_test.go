@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
@@ -41,17 +42,17 @@ func newAuthEnv(t testing.TB, auth *transport.AuthConfig) *authEnv {
 	svc := transporttest.New(t)
 	// alice's and bob's tokens grant the role they are registered with.
 	for _, tok := range []struct{ id, agent, role, agentRole, secret string }{
-		{"tok-alice", "alice", fsm.TokenRoleAgent, "engineer", aliceSecret},
-		{"tok-bob", "bob", fsm.TokenRoleAgent, "engineer", bobSecret},
-		{"tok-rex", "rex", fsm.TokenRoleModerator, "", rexSecret},
-		{"tok-ops", "ops", fsm.TokenRoleAdmin, "", opsSecret},
+		{"tok-alice", "alice", api.TokenRoleAgent, "engineer", aliceSecret},
+		{"tok-bob", "bob", api.TokenRoleAgent, "engineer", bobSecret},
+		{"tok-rex", "rex", api.TokenRoleModerator, "", rexSecret},
+		{"tok-ops", "ops", api.TokenRoleAdmin, "", opsSecret},
 	} {
-		if _, err := svc.ApplyCommand(fsm.OpCreateToken, fsm.CreateTokenCommand{ID: tok.id, Agent: tok.agent, Role: tok.role, AgentRole: tok.agentRole, Hash: fsm.HashToken(tok.secret)}); err != nil {
+		if _, err := svc.ApplyCommand(api.OpCreateToken, api.CreateTokenCommand{ID: tok.id, Agent: tok.agent, Role: tok.role, AgentRole: tok.agentRole, Hash: fsm.HashToken(tok.secret)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, a := range []string{"alice", "bob", "carol"} {
-		if _, err := svc.ApplyCommand(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: a, Role: "engineer"}); err != nil {
+		if _, err := svc.ApplyCommand(api.OpRegisterAgent, api.RegisterAgentCommand{ID: a, Role: "engineer"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -65,7 +66,7 @@ func newAuthEnv(t testing.TB, auth *transport.AuthConfig) *authEnv {
 // Apply (refused ones too), and sends how many messages were sent.
 func (e *authEnv) writes() (writes, sends int) {
 	for _, c := range e.svc.CallsTo("Apply") {
-		if op := fsm.Op(c.Arg); op != fsm.OpAuditDenial && op != fsm.OpSend {
+		if op := api.Op(c.Arg); op != api.OpAuditDenial && op != api.OpSend {
 			writes++
 		}
 	}
@@ -87,13 +88,13 @@ func (e *authEnv) client(secret string) *transport.Client {
 }
 
 // denials is the DENIED part of the audit trail.
-func (e *authEnv) denials() []fsm.AuditEvent {
+func (e *authEnv) denials() []api.AuditEvent {
 	e.t.Helper()
-	p, err := e.svc.State().Audit(0, fsm.MaxPageLimit)
+	p, err := e.svc.State().Audit(0, api.MaxPageLimit)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	var out []fsm.AuditEvent
+	var out []api.AuditEvent
 	for _, ev := range p.Events {
 		if ev.Kind == fsm.AuditDenied {
 			out = append(out, ev)
@@ -104,7 +105,7 @@ func (e *authEnv) denials() []fsm.AuditEvent {
 
 // deniedCount sums the requests the DENIED lines matching match count
 // ("N times" on a line folding several).
-func deniedCount(evs []fsm.AuditEvent, match string) int {
+func deniedCount(evs []api.AuditEvent, match string) int {
 	n := 0
 	for _, ev := range evs {
 		if !strings.Contains(ev.Line(), match) {
@@ -122,7 +123,7 @@ func deniedCount(evs []fsm.AuditEvent, match string) int {
 
 // waitDenied polls the trail until the DENIED lines matching match count
 // want requests, and fails if they count more or never get there.
-func (e *authEnv) waitDenied(match string, want int) []fsm.AuditEvent {
+func (e *authEnv) waitDenied(match string, want int) []api.AuditEvent {
 	e.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -314,7 +315,7 @@ func TestAuthInboxReads(t *testing.T) {
 	// A stream of bob's inbox is an inbox read too; a stream of
 	// everything needs only a token.
 	err := e.client(aliceSecret).Stream(context.Background(), transport.StreamQuery{Agent: "bob"}, func(transport.StreamEvent) error { return nil })
-	if !errors.Is(err, fsm.ErrForbidden) {
+	if !errors.Is(err, api.ErrForbidden) {
 		t.Errorf("alice streaming bob's inbox: %v, want 403", err)
 	}
 	for _, secret := range []string{aliceSecret, bobSecret} {
@@ -410,14 +411,14 @@ func TestAuthTokensAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if created.Agent != "carol" || created.Role != fsm.TokenRoleAgent || !strings.HasPrefix(created.ID, "tok-") ||
+	if created.Agent != "carol" || created.Role != api.TokenRoleAgent || !strings.HasPrefix(created.ID, "tok-") ||
 		!strings.HasPrefix(created.Token, transport.TokenSecretPrefix) || len(created.Token) != 48 || created.CreatedAt.IsZero() {
 		t.Fatalf("created %+v", created)
 	}
 	// Only the hash was proposed.
 	var proposed string
 	for _, a := range e.svc.Applied() {
-		if a.Op == fsm.OpCreateToken {
+		if a.Op == api.OpCreateToken {
 			proposed = string(a.Body)
 		}
 	}
@@ -430,7 +431,7 @@ func TestAuthTokensAPI(t *testing.T) {
 	if _, err := carol.Send(ctx, msg("", "carol", "general", "hello", "alice")); err != nil {
 		t.Errorf("send as carol with her new token: %v", err)
 	}
-	if _, err := carol.Send(ctx, msg("", "alice", "general", "hello", "bob")); !errors.Is(err, fsm.ErrForbidden) {
+	if _, err := carol.Send(ctx, msg("", "alice", "general", "hello", "bob")); !errors.Is(err, api.ErrForbidden) {
 		t.Errorf("send as alice with carol's token: %v, want 403", err)
 	}
 
@@ -463,7 +464,7 @@ func TestAuthTokensAPI(t *testing.T) {
 	if err := admin.RevokeToken(ctx, created.ID); err != nil {
 		t.Errorf("second revoke: %v", err)
 	}
-	if err := admin.RevokeToken(ctx, "tok-nope"); !errors.Is(err, fsm.ErrNotFound) {
+	if err := admin.RevokeToken(ctx, "tok-nope"); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("revoke of an unknown id: %v, want ErrNotFound", err)
 	}
 	list, _ = admin.Tokens(ctx)
@@ -484,7 +485,7 @@ func TestAuthTokensAPI(t *testing.T) {
 			t.Errorf("POST %s: message %q does not name %s", body, msg, field)
 		}
 	}
-	if _, err := e.client(aliceSecret).CreateToken(ctx, "alice", fsm.TokenRoleAdmin); !errors.Is(err, fsm.ErrForbidden) {
+	if _, err := e.client(aliceSecret).CreateToken(ctx, "alice", api.TokenRoleAdmin); !errors.Is(err, api.ErrForbidden) {
 		t.Errorf("an agent creating an admin token: %v, want 403", err)
 	}
 	// Without a token the client says so.
@@ -507,7 +508,7 @@ func TestAuthConfigValidate(t *testing.T) {
 		{"line\nbreak-0123456789", false},
 	} {
 		err := (&transport.AuthConfig{AdminToken: tt.token}).Validate()
-		var fe *fsm.FieldError
+		var fe *api.FieldError
 		if (err == nil) != tt.ok || (err != nil && (!errors.As(err, &fe) || fe.Field != "admin_token")) {
 			t.Errorf("Validate(%q) = %v, want ok %t", tt.token, err, tt.ok)
 		}
@@ -623,14 +624,14 @@ func TestAuthRolesCannotBeSelfGranted(t *testing.T) {
 
 	// What the token grants goes through: an omitted role is the grant's,
 	// the default role is always allowed.
-	var a fsm.Agent
+	var a api.Agent
 	wantOK(t, e.as(aliceSecret, "POST", "/v1/agents", `{"id":"alice-fork-2"}`), &a)
 	if a.Role != "engineer" {
 		t.Errorf("alice-fork-2 registered with no role has role %q, want her grant engineer", a.Role)
 	}
 	wantOK(t, e.as(rexSecret, "POST", "/v1/agents", `{"id":"rex"}`), &a)
-	if a.Role != fsm.DefaultRole {
-		t.Errorf("rex registered with no role and no grant has role %q, want %s", a.Role, fsm.DefaultRole)
+	if a.Role != api.DefaultRole {
+		t.Errorf("rex registered with no role and no grant has role %q, want %s", a.Role, api.DefaultRole)
 	}
 	// An admin grants anything; a token created with a grant carries it.
 	wantOK(t, e.as(adminSecret, "POST", "/v1/agents", `{"id":"bob","role":"lead","capabilities":["deploy"]}`), nil)
@@ -665,13 +666,13 @@ func TestAuthLocksAndBulletinHaveOwners(t *testing.T) {
 		t.Fatalf("the refused force reached the log (%d writes, %d before)", after, before)
 	}
 	e.waitDenied("[bob] DENIED", 1)
-	locks, err := e.svc.State().Locks(fsm.LockQuery{})
+	locks, err := e.svc.State().Locks(api.LockQuery{})
 	if err != nil || len(locks.Locks) != 1 || locks.Locks[0].Holder != "alice" {
 		t.Fatalf("alice's lock after a refused force: %+v, %v", locks, err)
 	}
-	var res fsm.LockResult
+	var res api.LockResult
 	wantOK(t, e.as(rexSecret, "POST", "/v1/locks/release", `{"path":"src/a.go","force":true,"by":"rex"}`), &res)
-	if res.Outcome != fsm.LockReleased {
+	if res.Outcome != api.LockReleased {
 		t.Errorf("the moderator's forced release: %+v", res)
 	}
 

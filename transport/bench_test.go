@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/secrets"
 	"github.com/maos-project/maos/transport"
@@ -25,7 +26,7 @@ type sendStub struct {
 	result json.RawMessage
 }
 
-func (s sendStub) Apply(context.Context, fsm.Op, any) (json.RawMessage, error) { return s.result, nil }
+func (s sendStub) Apply(context.Context, api.Op, any) (json.RawMessage, error) { return s.result, nil }
 
 // BenchmarkServeSend is the API's share of a send on the node a client
 // reached, without the network or Raft: decode the 1 KiB body, normalize,
@@ -93,8 +94,8 @@ func BenchmarkServeEntries(b *testing.B) {
 	h := transport.NewServer(svc, transport.ServerOptions{Logger: discard})
 	var body []byte
 	for i := range 16 {
-		e, err := fsm.Encode(fsm.OpSend, 1, fsm.SendCommand{Message: fsm.Message{ID: fmt.Sprintf("msg-bench-%d", i),
-			From: "bench", To: fsm.Recipients{"sink"}, Channel: "bench", Content: fsm.Content{Text: strings.Repeat("x", 1024)}}})
+		e, err := fsm.Encode(api.OpSend, 1, api.SendCommand{Message: api.Message{ID: fmt.Sprintf("msg-bench-%d", i),
+			From: "bench", To: api.Recipients{"sink"}, Channel: "bench", Content: api.Content{Text: strings.Repeat("x", 1024)}}})
 		if err != nil {
 			b.Fatal(err)
 		}

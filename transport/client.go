@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 )
 
@@ -65,13 +66,13 @@ func (c *Client) Forwarding() *Client {
 }
 
 // Send posts m and returns where it was committed.
-func (c *Client) Send(ctx context.Context, m *fsm.Message) (*SendResponse, error) {
+func (c *Client) Send(ctx context.Context, m *api.Message) (*SendResponse, error) {
 	return c.SendFenced(ctx, m, 0)
 }
 
 // Message fetches one message by id.
-func (c *Client) Message(ctx context.Context, id string, cons Consistency) (*fsm.Message, error) {
-	var out fsm.Message
+func (c *Client) Message(ctx context.Context, id string, cons Consistency) (*api.Message, error) {
+	var out api.Message
 	if err := c.do(ctx, http.MethodGet, "/v1/messages/"+url.PathEscape(id), consQuery(cons), nil, &out); err != nil {
 		return nil, err
 	}
@@ -85,7 +86,7 @@ func (c *Client) ChannelPage(ctx context.Context, channel string, after uint64, 
 }
 
 // Channels lists the channels with their counts.
-func (c *Client) Channels(ctx context.Context, cons Consistency) ([]fsm.ChannelInfo, error) {
+func (c *Client) Channels(ctx context.Context, cons Consistency) ([]api.ChannelInfo, error) {
 	var out ChannelsResponse
 	err := c.do(ctx, http.MethodGet, "/v1/channels", consQuery(cons), nil, &out)
 	return out.Channels, err
@@ -246,18 +247,18 @@ func (c *Client) ReadIndex(ctx context.Context) (uint64, error) {
 }
 
 // Config returns the cluster settings.
-func (c *Client) Config(ctx context.Context, cons Consistency) (fsm.ClusterConfig, error) {
-	return request[fsm.ClusterConfig](ctx, c, http.MethodGet, "/v1/cluster/config", consQuery(cons), nil)
+func (c *Client) Config(ctx context.Context, cons Consistency) (api.ClusterConfig, error) {
+	return request[api.ClusterConfig](ctx, c, http.MethodGet, "/v1/cluster/config", consQuery(cons), nil)
 }
 
 // SetConfig changes one cluster setting (value is any JSON value) and
 // returns the settings after the change.
-func (c *Client) SetConfig(ctx context.Context, key string, value any) (fsm.ClusterConfig, error) {
+func (c *Client) SetConfig(ctx context.Context, key string, value any) (api.ClusterConfig, error) {
 	raw, err := json.Marshal(value)
 	if err != nil {
-		return fsm.ClusterConfig{}, fmt.Errorf("transport: encode %s: %w", key, err)
+		return api.ClusterConfig{}, fmt.Errorf("transport: encode %s: %w", key, err)
 	}
-	var out fsm.ClusterConfig
-	err = c.do(ctx, http.MethodPut, "/v1/cluster/config", nil, fsm.SetConfigCommand{Key: key, Value: raw}, &out)
+	var out api.ClusterConfig
+	err = c.do(ctx, http.MethodPut, "/v1/cluster/config", nil, api.SetConfigCommand{Key: key, Value: raw}, &out)
 	return out, err
 }

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 )
 
@@ -13,23 +14,23 @@ func leasePath(agent string) string { return "/v1/agents/" + url.PathEscape(agen
 
 // AcquireAgentLease asks for cmd.Agent's lease: granted (a new fence),
 // extended (the caller holds it) or standby (another holds it live).
-func (c *Client) AcquireAgentLease(ctx context.Context, cmd fsm.AgentLeaseAcquireCommand) (fsm.AgentLeaseResult, error) {
+func (c *Client) AcquireAgentLease(ctx context.Context, cmd api.AgentLeaseAcquireCommand) (fsm.AgentLeaseResult, error) {
 	return request[fsm.AgentLeaseResult](ctx, c, http.MethodPost, leasePath(cmd.Agent), nil, cmd)
 }
 
 // RenewAgentLease extends the caller's live lease. An error matching
-// fsm.ErrFenced means the lease is lost (lapsed, released, taken over).
-func (c *Client) RenewAgentLease(ctx context.Context, cmd fsm.AgentLeaseRenewCommand) (fsm.AgentLeaseResult, error) {
+// api.ErrFenced means the lease is lost (lapsed, released, taken over).
+func (c *Client) RenewAgentLease(ctx context.Context, cmd api.AgentLeaseRenewCommand) (fsm.AgentLeaseResult, error) {
 	return request[fsm.AgentLeaseResult](ctx, c, http.MethodPost, leasePath(cmd.Agent)+"/renew", nil, cmd)
 }
 
 // ReleaseAgentLease gives the caller's lease up, so a standby takes over
 // at its next try.
-func (c *Client) ReleaseAgentLease(ctx context.Context, cmd fsm.AgentLeaseReleaseCommand) (fsm.AgentLeaseResult, error) {
+func (c *Client) ReleaseAgentLease(ctx context.Context, cmd api.AgentLeaseReleaseCommand) (fsm.AgentLeaseResult, error) {
 	return request[fsm.AgentLeaseResult](ctx, c, http.MethodPost, leasePath(cmd.Agent)+"/release", nil, cmd)
 }
 
-// AgentLease reads agent's lease (fsm.ErrNotFound when none was granted).
+// AgentLease reads agent's lease (api.ErrNotFound when none was granted).
 func (c *Client) AgentLease(ctx context.Context, agent string, cons Consistency) (*fsm.AgentLease, error) {
 	l, err := request[fsm.AgentLease](ctx, c, http.MethodGet, leasePath(agent), consQuery(cons), nil)
 	if err != nil {
@@ -44,9 +45,9 @@ func (c *Client) AgentLeases(ctx context.Context, cons Consistency) (fsm.AgentLe
 }
 
 // SendFenced posts m as Send does, under the fence of its sender's agent
-// lease: refused (an error matching fsm.ErrFenced) unless the fence is
+// lease: refused (an error matching api.ErrFenced) unless the fence is
 // the current grant's. Fence 0 is Send.
-func (c *Client) SendFenced(ctx context.Context, m *fsm.Message, fence uint64) (*SendResponse, error) {
+func (c *Client) SendFenced(ctx context.Context, m *api.Message, fence uint64) (*SendResponse, error) {
 	var q url.Values
 	if fence != 0 {
 		q = url.Values{"agent_fence": {strconv.FormatUint(fence, 10)}}
@@ -61,5 +62,5 @@ func (c *Client) SendFenced(ctx context.Context, m *fsm.Message, fence uint64) (
 // SetCursorFenced moves agent's cursor as SetCursor does, under the fence
 // of its agent lease (0: none).
 func (c *Client) SetCursorFenced(ctx context.Context, agent string, seq, fence uint64) (fsm.Cursor, error) {
-	return request[fsm.Cursor](ctx, c, http.MethodPut, "/v1/agents/"+url.PathEscape(agent)+"/cursor", nil, fsm.SetCursorCommand{Seq: seq, AgentFence: fence})
+	return request[fsm.Cursor](ctx, c, http.MethodPut, "/v1/agents/"+url.PathEscape(agent)+"/cursor", nil, api.SetCursorCommand{Seq: seq, AgentFence: fence})
 }

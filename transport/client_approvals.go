@@ -5,31 +5,32 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 )
 
 // The approval methods (server_approvals.go). A refusal comes back as an
-// *APIError whose sentinel errors.Is matches: fsm.ErrConflict for an
+// *APIError whose sentinel errors.Is matches: api.ErrConflict for an
 // approval that is no longer pending, a decision on a hash that is no
 // longer the action's, or an approver deciding twice on the same hash;
-// fsm.ErrForbidden for an approver the approval does not list, a cancel
+// api.ErrForbidden for an approver the approval does not list, a cancel
 // by another than the requester (and a token acting for another agent);
-// fsm.ErrNotFound for an unknown approval; fsm.ErrInvalid for a field out
+// api.ErrNotFound for an unknown approval; api.ErrInvalid for a field out
 // of its limits.
 
 // RequestApproval opens an approval (POST /v1/approvals) and returns its
 // id, the entry's index, its state (pending) and the action's hash. Set
-// cmd.ID (fsm.NewApprovalID) before the first try so that a retry is
+// cmd.ID (api.NewApprovalID) before the first try so that a retry is
 // stored once; without one the node picks it.
-func (c *Client) RequestApproval(ctx context.Context, cmd fsm.ApprovalRequestCommand) (fsm.ApprovalResult, error) {
-	return request[fsm.ApprovalResult](ctx, c, http.MethodPost, "/v1/approvals", nil, cmd)
+func (c *Client) RequestApproval(ctx context.Context, cmd api.ApprovalRequestCommand) (api.ApprovalResult, error) {
+	return request[api.ApprovalResult](ctx, c, http.MethodPost, "/v1/approvals", nil, cmd)
 }
 
 // Approval returns one approval with its decisions (GET
 // /v1/approvals/{id}), read with consistency=strong so it sees every
 // decision acknowledged before the call.
-func (c *Client) Approval(ctx context.Context, id string) (*fsm.Approval, error) {
-	a, err := request[fsm.Approval](ctx, c, http.MethodGet, approvalPath(id, ""), consQuery(Strong), nil)
+func (c *Client) Approval(ctx context.Context, id string) (*api.Approval, error) {
+	a, err := request[api.Approval](ctx, c, http.MethodGet, approvalPath(id, ""), consQuery(Strong), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -39,7 +40,7 @@ func (c *Client) Approval(ctx context.Context, id string) (*fsm.Approval, error)
 // Approvals lists approvals in creation order, without their decisions
 // (GET /v1/approvals), read with consistency=strong. Continue a page with
 // q.After set to the last approval's Seq while HasMore.
-func (c *Client) Approvals(ctx context.Context, q fsm.ApprovalQuery) (fsm.ApprovalPage, error) {
+func (c *Client) Approvals(ctx context.Context, q api.ApprovalQuery) (fsm.ApprovalPage, error) {
 	v := listQuery(Strong, q.Limit, map[string]string{
 		"state": string(q.State), "approver": q.Approver, "from": q.From, "after": seqParam(q.After)})
 	return request[fsm.ApprovalPage](ctx, c, http.MethodGet, "/v1/approvals", v, nil)
@@ -48,8 +49,8 @@ func (c *Client) Approvals(ctx context.Context, q fsm.ApprovalQuery) (fsm.Approv
 // DecideApproval records cmd.Approver's decision on the action whose hash
 // is cmd.ActionHash (POST /v1/approvals/{id}/decide) and returns the
 // approval as the decision left it, with its decisions.
-func (c *Client) DecideApproval(ctx context.Context, cmd fsm.ApprovalDecideCommand) (*fsm.Approval, error) {
-	a, err := request[fsm.Approval](ctx, c, http.MethodPost, approvalPath(cmd.ID, "decide"), nil, cmd)
+func (c *Client) DecideApproval(ctx context.Context, cmd api.ApprovalDecideCommand) (*api.Approval, error) {
+	a, err := request[api.Approval](ctx, c, http.MethodPost, approvalPath(cmd.ID, "decide"), nil, cmd)
 	if err != nil {
 		return nil, err
 	}
@@ -60,8 +61,8 @@ func (c *Client) DecideApproval(ctx context.Context, cmd fsm.ApprovalDecideComma
 // /v1/approvals/{id}/cancel); only its requester may (an admin token acts
 // as the requester). A retried cancel of a cancelled approval answers it
 // again.
-func (c *Client) CancelApproval(ctx context.Context, cmd fsm.ApprovalCancelCommand) (fsm.ApprovalResult, error) {
-	return request[fsm.ApprovalResult](ctx, c, http.MethodPost, approvalPath(cmd.ID, "cancel"), nil, cmd)
+func (c *Client) CancelApproval(ctx context.Context, cmd api.ApprovalCancelCommand) (api.ApprovalResult, error) {
+	return request[api.ApprovalResult](ctx, c, http.MethodPost, approvalPath(cmd.ID, "cancel"), nil, cmd)
 }
 
 // approvalPath is /v1/approvals/{id}, or /v1/approvals/{id}/{verb}.

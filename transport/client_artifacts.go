@@ -13,19 +13,20 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 )
 
 // The artifact routes (issue 17; server_artifacts.go):
 //
 //	PUT    /v1/artifacts?name=N&from=F   raw body; Content-Type is the artifact's type;
-//	                                     → 201 fsm.Artifact (200 with existed:true when stored already)
+//	                                     → 201 api.Artifact (200 with existed:true when stored already)
 //	GET    /v1/artifacts/{id}            the bytes, checked against the id (Range, ETag = "id");
 //	                                     header HeaderArtifactSource says whose copy was served
 //	HEAD   /v1/artifacts/{id}            the same headers, no body
-//	GET    /v1/artifacts/{id}/info       → fsm.Artifact
+//	GET    /v1/artifacts/{id}/info       → api.Artifact
 //	GET    /v1/artifacts?from=&name=&after=&limit=  → fsm.ArtifactPage
-//	DELETE /v1/artifacts/{id}            admin only → fsm.Artifact (the record removed)
+//	DELETE /v1/artifacts/{id}            admin only → api.Artifact (the record removed)
 //
 // and, between nodes only (an admin token with --auth):
 //
@@ -40,7 +41,7 @@ import (
 const HeaderArtifactSource = "X-Maos-Artifact-Source"
 
 // ArtifactUpload describes an upload: the name to fetch it as (required),
-// its media type (default fsm.DefaultArtifactContentType) and the
+// its media type (default api.DefaultArtifactContentType) and the
 // uploading agent (default: the token's agent).
 type ArtifactUpload struct {
 	Name        string
@@ -53,14 +54,14 @@ type ArtifactUpload struct {
 // nodes and the record is committed. The same bytes again return the
 // stored record with Existed set. Over the node's --max-artifact-bytes or
 // the agent's quota: an *APIError with status 413 naming the limit.
-func (c *Client) PutArtifact(ctx context.Context, body io.Reader, size int64, up ArtifactUpload) (fsm.Artifact, error) {
+func (c *Client) PutArtifact(ctx context.Context, body io.Reader, size int64, up ArtifactUpload) (api.Artifact, error) {
 	q := url.Values{"name": {up.Name}}
 	if up.From != "" {
 		q.Set("from", up.From)
 	}
 	h := http.Header{}
-	h.Set("Content-Type", cmp.Or(up.ContentType, fsm.DefaultArtifactContentType))
-	var out fsm.Artifact
+	h.Set("Content-Type", cmp.Or(up.ContentType, api.DefaultArtifactContentType))
+	var out api.Artifact
 	resp, err := c.stream(ctx, http.MethodPut, "/v1/artifacts", q, h, body, size)
 	if err != nil {
 		return out, err
@@ -91,7 +92,7 @@ var ErrArtifactDamaged = fmt.Errorf("artifact bytes do not match their id")
 
 // OpenArtifact opens artifact id's bytes from offset (0 for all; above 0
 // asks for the rest with a Range header); an unknown id is an error
-// wrapping fsm.ErrNotFound. The caller closes it.
+// wrapping api.ErrNotFound. The caller closes it.
 func (c *Client) OpenArtifact(ctx context.Context, id string, offset int64) (*ArtifactReader, error) {
 	h := http.Header{}
 	if offset > 0 {
@@ -125,20 +126,20 @@ func (c *Client) GetArtifact(ctx context.Context, id string, w io.Writer) (int64
 }
 
 // ArtifactInfo returns artifact id's record.
-func (c *Client) ArtifactInfo(ctx context.Context, id string, cons Consistency) (fsm.Artifact, error) {
-	return request[fsm.Artifact](ctx, c, http.MethodGet, artifactPath(id)+"/info", consQuery(cons), nil)
+func (c *Client) ArtifactInfo(ctx context.Context, id string, cons Consistency) (api.Artifact, error) {
+	return request[api.Artifact](ctx, c, http.MethodGet, artifactPath(id)+"/info", consQuery(cons), nil)
 }
 
 // Artifacts lists artifact records in the order they were stored.
-func (c *Client) Artifacts(ctx context.Context, q fsm.ArtifactQuery, cons Consistency) (fsm.ArtifactPage, error) {
+func (c *Client) Artifacts(ctx context.Context, q api.ArtifactQuery, cons Consistency) (fsm.ArtifactPage, error) {
 	v := listQuery(cons, q.Limit, map[string]string{"from": q.From, "name": q.Name, "after": seqParam(q.After)})
 	return request[fsm.ArtifactPage](ctx, c, http.MethodGet, "/v1/artifacts", v, nil)
 }
 
 // DeleteArtifact removes artifact id (an admin token) and returns the
 // record it removed.
-func (c *Client) DeleteArtifact(ctx context.Context, id string) (fsm.Artifact, error) {
-	return request[fsm.Artifact](ctx, c, http.MethodDelete, artifactPath(id), nil, nil)
+func (c *Client) DeleteArtifact(ctx context.Context, id string) (api.Artifact, error) {
+	return request[api.Artifact](ctx, c, http.MethodDelete, artifactPath(id), nil, nil)
 }
 
 // PushBlob stores size bytes of artifact id on the node (a peer's copy;
@@ -152,7 +153,7 @@ func (c *Client) PushBlob(ctx context.Context, id string, body io.Reader, size i
 }
 
 // FetchBlob opens the node's own copy of artifact id (GET
-// /v1/internal/blobs/{id}), checked by the node; fsm.ErrNotFound when it
+// /v1/internal/blobs/{id}), checked by the node; api.ErrNotFound when it
 // has none or its copy is damaged. The reader checks the bytes again.
 func (c *Client) FetchBlob(ctx context.Context, id string) (*ArtifactReader, error) {
 	resp, err := c.stream(ctx, http.MethodGet, blobPath(id), nil, nil, nil, 0)
@@ -227,7 +228,7 @@ func (v *verifyingReader) Read(p []byte) (int, error) {
 	v.h.Write(p[:n])
 	if err == io.EOF && !v.done {
 		v.done = true
-		if got := fsm.ArtifactID(v.h.Sum(nil)); got != v.want {
+		if got := api.ArtifactID(v.h.Sum(nil)); got != v.want {
 			return n, fmt.Errorf("transport: artifact %s: %w (read %s)", v.want, ErrArtifactDamaged, got)
 		}
 	}

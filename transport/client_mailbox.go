@@ -5,29 +5,30 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 )
 
 // RegisterAgent registers (or re-registers) an agent and returns its
 // record as stored.
-func (c *Client) RegisterAgent(ctx context.Context, cmd fsm.RegisterAgentCommand) (fsm.Agent, error) {
-	return request[fsm.Agent](ctx, c, http.MethodPost, "/v1/agents", nil, cmd)
+func (c *Client) RegisterAgent(ctx context.Context, cmd api.RegisterAgentCommand) (api.Agent, error) {
+	return request[api.Agent](ctx, c, http.MethodPost, "/v1/agents", nil, cmd)
 }
 
 // UnregisterAgent removes an agent from the registry (its inbox stays) and
-// returns the removed record; fsm.ErrNotFound if it was not registered.
-func (c *Client) UnregisterAgent(ctx context.Context, id string) (fsm.Agent, error) {
-	return request[fsm.Agent](ctx, c, http.MethodDelete, "/v1/agents/"+url.PathEscape(id), nil, nil)
+// returns the removed record; api.ErrNotFound if it was not registered.
+func (c *Client) UnregisterAgent(ctx context.Context, id string) (api.Agent, error) {
+	return request[api.Agent](ctx, c, http.MethodDelete, "/v1/agents/"+url.PathEscape(id), nil, nil)
 }
 
 // Agent returns one registered agent.
-func (c *Client) Agent(ctx context.Context, id string, cons Consistency) (fsm.Agent, error) {
-	return request[fsm.Agent](ctx, c, http.MethodGet, "/v1/agents/"+url.PathEscape(id), consQuery(cons), nil)
+func (c *Client) Agent(ctx context.Context, id string, cons Consistency) (api.Agent, error) {
+	return request[api.Agent](ctx, c, http.MethodGet, "/v1/agents/"+url.PathEscape(id), consQuery(cons), nil)
 }
 
 // Agents returns a page of the registry, filtered by q (Role, Capability,
 // After, Limit; zero values are left out).
-func (c *Client) Agents(ctx context.Context, q fsm.AgentQuery, cons Consistency) (fsm.AgentPage, error) {
+func (c *Client) Agents(ctx context.Context, q api.AgentQuery, cons Consistency) (fsm.AgentPage, error) {
 	v := listQuery(cons, q.Limit, map[string]string{"role": q.Role, "capability": q.Capability, "after": q.After})
 	return request[fsm.AgentPage](ctx, c, http.MethodGet, "/v1/agents", v, nil)
 }
@@ -40,7 +41,7 @@ func (c *Client) Roles(ctx context.Context, cons Consistency) (map[string]uint64
 }
 
 // Inbox returns a page of agent's inbox filtered by q.
-func (c *Client) Inbox(ctx context.Context, agent string, q fsm.InboxQuery, cons Consistency) (fsm.InboxPage, error) {
+func (c *Client) Inbox(ctx context.Context, agent string, q api.InboxQuery, cons Consistency) (fsm.InboxPage, error) {
 	v := listQuery(cons, q.Limit, map[string]string{"priority": string(q.Priority), "type": q.Type, "from": q.From,
 		"after": seqParam(q.After), "before": seqParam(q.Before)})
 	if q.Unread {
@@ -70,12 +71,12 @@ func (c *Client) MarkRead(ctx context.Context, agent, id string, upto uint64) (f
 }
 
 // ReportReceipt records what agent's watcher did with message id
-// (fsm.ReceiptQueued, fsm.ReceiptDelivered or fsm.ReceiptInterrupted) and
-// returns the receipt after it; an error matching fsm.ErrNotFound when
-// the message is not in agent's inbox, fsm.ErrConflict when the rules
+// (api.ReceiptQueued, api.ReceiptDelivered or api.ReceiptInterrupted) and
+// returns the receipt after it; an error matching api.ErrNotFound when
+// the message is not in agent's inbox, api.ErrConflict when the rules
 // blocked it for agent.
-func (c *Client) ReportReceipt(ctx context.Context, agent, id, state string) (fsm.Receipt, error) {
-	return request[fsm.Receipt](ctx, c, http.MethodPut, "/v1/agents/"+url.PathEscape(agent)+"/receipts/"+url.PathEscape(id), nil, ReceiptStateRequest{State: state})
+func (c *Client) ReportReceipt(ctx context.Context, agent, id, state string) (api.Receipt, error) {
+	return request[api.Receipt](ctx, c, http.MethodPut, "/v1/agents/"+url.PathEscape(agent)+"/receipts/"+url.PathEscape(id), nil, ReceiptStateRequest{State: state})
 }
 
 // Thread returns a page of the thread id (or of the thread of message id).
@@ -97,5 +98,5 @@ func (c *Client) Cursor(ctx context.Context, agent string, cons Consistency) (fs
 // SetCursor records that agent's watcher handled everything up to seq; the
 // cursor never moves back. It returns the cursor after the call.
 func (c *Client) SetCursor(ctx context.Context, agent string, seq uint64) (fsm.Cursor, error) {
-	return request[fsm.Cursor](ctx, c, http.MethodPut, "/v1/agents/"+url.PathEscape(agent)+"/cursor", nil, fsm.SetCursorCommand{Seq: seq})
+	return request[fsm.Cursor](ctx, c, http.MethodPut, "/v1/agents/"+url.PathEscape(agent)+"/cursor", nil, api.SetCursorCommand{Seq: seq})
 }

@@ -21,13 +21,13 @@ func (c *Client) Presence(ctx context.Context) ([]Presence, error) {
 }
 
 // AgentPresence returns one agent's presence; an error matching
-// fsm.ErrNotFound if the node knows no such agent.
+// api.ErrNotFound if the node knows no such agent.
 func (c *Client) AgentPresence(ctx context.Context, agent string) (Presence, error) {
 	return request[Presence](ctx, c, http.MethodGet, "/v1/presence/"+url.PathEscape(agent), nil, nil)
 }
 
 // AgentHealth returns one agent's health report (its presence and its
-// watcher's task counts); an error matching fsm.ErrNotFound if the node
+// watcher's task counts); an error matching api.ErrNotFound if the node
 // knows no such agent.
 func (c *Client) AgentHealth(ctx context.Context, agent string) (HealthReport, error) {
 	var out HealthReport

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 )
 
@@ -17,7 +18,7 @@ func (c *Client) Retention(ctx context.Context, channel string, cons Consistency
 // maxMessages 0 for none) and returns what the immediate trim removed.
 func (c *Client) SetRetention(ctx context.Context, channel, maxAge string, maxMessages uint64) (fsm.TrimResult, error) {
 	var out fsm.TrimResult
-	body := fsm.SetRetentionCommand{MaxAge: maxAge, MaxMessages: maxMessages}
+	body := api.SetRetentionCommand{MaxAge: maxAge, MaxMessages: maxMessages}
 	err := c.do(ctx, http.MethodPut, "/v1/channels/"+url.PathEscape(channel)+"/retention", nil, body, &out)
 	return out, err
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 )
 
@@ -38,7 +39,7 @@ type StreamQuery struct {
 type StreamEvent struct {
 	Ready    bool
 	Seq      uint64 // the message's seq, or the index of the update's entry
-	Message  *fsm.Message
+	Message  *api.Message
 	Task     *fsm.TaskUpdate
 	Approval *fsm.ApprovalUpdate
 	// ID is the event's SSE id: "N" for a message, "N:task" or
@@ -143,7 +144,7 @@ func dispatchEvent(event, id, data string, fn func(StreamEvent) error) error {
 		}
 		return fn(StreamEvent{Ready: true, Seq: r.Seq})
 	case EventMessage:
-		var m fsm.Message
+		var m api.Message
 		if err := json.Unmarshal([]byte(data), &m); err != nil {
 			return fmt.Errorf("transport: stream: bad message event %s: %w", id, err)
 		}

@@ -6,31 +6,31 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 // The task methods (server_tasks.go). A refusal comes back as an
-// *APIError whose sentinel errors.Is matches: fsm.ErrConflict for a claim
+// *APIError whose sentinel errors.Is matches: api.ErrConflict for a claim
 // another agent holds, a stale fence, a lapsed lease or a task that ended;
-// fsm.ErrForbidden for a claimant outside the task's queue or a cancel by
+// api.ErrForbidden for a claimant outside the task's queue or a cancel by
 // another than its creator (and a token acting for another agent);
-// fsm.ErrNotFound for an unknown task or dependency; fsm.ErrInvalid for a
+// api.ErrNotFound for an unknown task or dependency; api.ErrInvalid for a
 // field out of its limits.
 
 // CreateTask creates a task (POST /v1/tasks) and returns its id, the
 // entry's index and its first state (waiting, ready, or failed when a
-// dependency already failed). Set cmd.ID (fsm.NewTaskID) before the first
+// dependency already failed). Set cmd.ID (api.NewTaskID) before the first
 // try so that a retry is stored once; without one the node picks it.
-func (c *Client) CreateTask(ctx context.Context, cmd fsm.TaskCreateCommand) (fsm.TaskResult, error) {
-	var out fsm.TaskResult
+func (c *Client) CreateTask(ctx context.Context, cmd api.TaskCreateCommand) (api.TaskResult, error) {
+	var out api.TaskResult
 	err := c.do(ctx, http.MethodPost, "/v1/tasks", nil, cmd, &out)
 	return out, err
 }
 
 // Task returns one task with its history (GET /v1/tasks/{id}), read with
 // consistency=strong so it sees every write acknowledged before the call.
-func (c *Client) Task(ctx context.Context, id string) (*fsm.Task, error) {
-	var out fsm.Task
+func (c *Client) Task(ctx context.Context, id string) (*api.Task, error) {
+	var out api.Task
 	if err := c.do(ctx, http.MethodGet, taskPath(id, ""), consQuery(Strong), nil, &out); err != nil {
 		return nil, err
 	}
@@ -40,7 +40,7 @@ func (c *Client) Task(ctx context.Context, id string) (*fsm.Task, error) {
 // Tasks lists tasks in creation order, without their history (GET
 // /v1/tasks), read with consistency=strong. Continue a page with
 // q.After set to the last task's Seq while HasMore.
-func (c *Client) Tasks(ctx context.Context, q fsm.TaskQuery) (fsm.TaskPage, error) {
+func (c *Client) Tasks(ctx context.Context, q api.TaskQuery) (api.TaskPage, error) {
 	v := consQuery(Strong)
 	for k, s := range map[string]string{"state": string(q.State), "to": q.To, "from": q.From, "claimed_by": q.ClaimedBy} {
 		if s != "" {
@@ -53,7 +53,7 @@ func (c *Client) Tasks(ctx context.Context, q fsm.TaskQuery) (fsm.TaskPage, erro
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
 	}
-	var out fsm.TaskPage
+	var out api.TaskPage
 	err := c.do(ctx, http.MethodGet, "/v1/tasks", v, nil, &out)
 	return out, err
 }
@@ -61,45 +61,45 @@ func (c *Client) Tasks(ctx context.Context, q fsm.TaskQuery) (fsm.TaskPage, erro
 // ClaimTask makes agent the task's claimant (POST /v1/tasks/{id}/claim):
 // the result holds the attempt, the fence every later report names, and
 // when the lease ends. A claim the agent already holds answers the same.
-func (c *Client) ClaimTask(ctx context.Context, id, agent string) (fsm.TaskResult, error) {
+func (c *Client) ClaimTask(ctx context.Context, id, agent string) (api.TaskResult, error) {
 	return c.ClaimTaskFenced(ctx, id, agent, 0)
 }
 
 // ClaimTaskFenced claims as ClaimTask does, under the fence of agent's
-// agent lease (fsm/agent_lease.go): refused (fsm.ErrFenced) unless it is
+// agent lease (fsm/agent_lease.go): refused (api.ErrFenced) unless it is
 // the current grant's. Fence 0 is ClaimTask.
-func (c *Client) ClaimTaskFenced(ctx context.Context, id, agent string, agentFence uint64) (fsm.TaskResult, error) {
-	return c.taskCommand(ctx, id, "claim", fsm.TaskClaimCommand{ID: id, Agent: agent, AgentFence: agentFence})
+func (c *Client) ClaimTaskFenced(ctx context.Context, id, agent string, agentFence uint64) (api.TaskResult, error) {
+	return c.taskCommand(ctx, id, "claim", api.TaskClaimCommand{ID: id, Agent: agent, AgentFence: agentFence})
 }
 
 // TaskProgress reports progress under the claim's fence and renews the
 // lease (POST /v1/tasks/{id}/progress).
-func (c *Client) TaskProgress(ctx context.Context, cmd fsm.TaskProgressCommand) (fsm.TaskResult, error) {
+func (c *Client) TaskProgress(ctx context.Context, cmd api.TaskProgressCommand) (api.TaskResult, error) {
 	return c.taskCommand(ctx, cmd.ID, "progress", cmd)
 }
 
 // CompleteTask ends the task with the claimant's completion under its
 // fence (POST /v1/tasks/{id}/complete). A retry with the same fence and
 // completion answers the stored result.
-func (c *Client) CompleteTask(ctx context.Context, cmd fsm.TaskCompleteCommand) (fsm.TaskResult, error) {
+func (c *Client) CompleteTask(ctx context.Context, cmd api.TaskCompleteCommand) (api.TaskResult, error) {
 	return c.taskCommand(ctx, cmd.ID, "complete", cmd)
 }
 
 // HandoffTask gives the claimed task to cmd.To (POST
 // /v1/tasks/{id}/handoff): it is ready again, for the new assignee.
-func (c *Client) HandoffTask(ctx context.Context, cmd fsm.TaskHandoffCommand) (fsm.TaskResult, error) {
+func (c *Client) HandoffTask(ctx context.Context, cmd api.TaskHandoffCommand) (api.TaskResult, error) {
 	return c.taskCommand(ctx, cmd.ID, "handoff", cmd)
 }
 
 // CancelTask cancels a task that has not ended (POST
 // /v1/tasks/{id}/cancel); only its creator may (an admin token acts as
 // the creator).
-func (c *Client) CancelTask(ctx context.Context, cmd fsm.TaskCancelCommand) (fsm.TaskResult, error) {
+func (c *Client) CancelTask(ctx context.Context, cmd api.TaskCancelCommand) (api.TaskResult, error) {
 	return c.taskCommand(ctx, cmd.ID, "cancel", cmd)
 }
 
-func (c *Client) taskCommand(ctx context.Context, id, verb string, body any) (fsm.TaskResult, error) {
-	var out fsm.TaskResult
+func (c *Client) taskCommand(ctx context.Context, id, verb string, body any) (api.TaskResult, error) {
+	var out api.TaskResult
 	err := c.do(ctx, http.MethodPost, taskPath(id, verb), nil, body, &out)
 	return out, err
 }

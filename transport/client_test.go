@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
 )
@@ -101,7 +101,7 @@ func TestClientRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantChans := []fsm.ChannelInfo{{Name: "general", Count: 3, FirstSeq: base + 1, LastSeq: base + 4}, {Name: "ops", Count: 2, FirstSeq: base + 3, LastSeq: base + 6}}
+	wantChans := []api.ChannelInfo{{Name: "general", Count: 3, FirstSeq: base + 1, LastSeq: base + 4}, {Name: "ops", Count: 2, FirstSeq: base + 3, LastSeq: base + 6}}
 	if !slices.Equal(chans, wantChans) {
 		t.Errorf("channels %+v, want %+v", chans, wantChans)
 	}
@@ -173,7 +173,7 @@ func TestClientErrors(t *testing.T) {
 				_, err := c.Send(ctx, msg("m1", "alice", "general", "second", "bob"))
 				return err
 			},
-			is: fsm.ErrConflict, status: 409, code: "conflict", message: "m1",
+			is: api.ErrConflict, status: 409, code: "conflict", message: "m1",
 		},
 		{
 			name: "not found",
@@ -181,7 +181,7 @@ func TestClientErrors(t *testing.T) {
 				_, err := c.Message(ctx, "nope", transport.Local)
 				return err
 			},
-			is: fsm.ErrNotFound, status: 404, code: "not_found", message: "nope",
+			is: api.ErrNotFound, status: 404, code: "not_found", message: "nope",
 		},
 		{
 			name: "id with a slash is one path segment",
@@ -189,7 +189,7 @@ func TestClientErrors(t *testing.T) {
 				_, err := c.Message(ctx, "a/b", transport.Local)
 				return err
 			},
-			is: fsm.ErrNotFound, status: 404, code: "not_found", message: "message a/b",
+			is: api.ErrNotFound, status: 404, code: "not_found", message: "message a/b",
 		},
 		{
 			name:  "no leader",
@@ -221,14 +221,14 @@ func TestClientErrors(t *testing.T) {
 				_, err := c.Send(ctx, msg("m1", "alice", "", "x", "bob"))
 				return err
 			},
-			is: fsm.ErrInvalid, status: 400, code: "invalid", message: "channel: required",
+			is: api.ErrInvalid, status: 400, code: "invalid", message: "channel: required",
 		},
 		{
 			name: "invalid join",
 			call: func(ctx context.Context, c *transport.Client) error {
 				return c.Join(ctx, transport.JoinRequest{NodeID: "N4", RaftAddr: "a:1", APIAddr: "a:2"})
 			},
-			is: fsm.ErrInvalid, status: 400, code: "invalid", message: "node_id",
+			is: api.ErrInvalid, status: 400, code: "invalid", message: "node_id",
 		},
 		{
 			name: "too large",
@@ -260,7 +260,7 @@ func TestClientErrors(t *testing.T) {
 				_, err := c.Send(ctx, msg("m1", "alice", "general", "x", "bob"))
 				return err
 			},
-			is: fsm.ErrConflict, status: 409, code: "conflict", message: "x",
+			is: api.ErrConflict, status: 409, code: "conflict", message: "x",
 		},
 		{
 			name:  "internal",
@@ -272,7 +272,7 @@ func TestClientErrors(t *testing.T) {
 			is: nil, status: 500, code: "internal", message: "disk full",
 		},
 	}
-	sentinels := []error{fsm.ErrConflict, fsm.ErrNotFound, fsm.ErrInvalid, transport.ErrNoLeader, transport.ErrNotLeader,
+	sentinels := []error{api.ErrConflict, api.ErrNotFound, api.ErrInvalid, transport.ErrNoLeader, transport.ErrNotLeader,
 		transport.ErrOutcomeUnknown, transport.ErrTooLarge, transport.ErrBadRequest, transport.ErrNotReady}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -412,7 +412,7 @@ func TestClientClosedPort(t *testing.T) {
 		if errors.As(err, &apiErr) {
 			t.Errorf("%s: a connection failure came back as an API error %+v", name, apiErr)
 		}
-		if errors.Is(err, fsm.ErrConflict) || errors.Is(err, transport.ErrOutcomeUnknown) {
+		if errors.Is(err, api.ErrConflict) || errors.Is(err, transport.ErrOutcomeUnknown) {
 			t.Errorf("%s: connection failure matches an API sentinel: %v", name, err)
 		}
 	}

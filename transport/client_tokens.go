@@ -42,7 +42,7 @@ func (c *Client) WhoAmI(ctx context.Context) (WhoAmI, error) {
 }
 
 // CreateToken creates a token for agent with role ("" for
-// fsm.TokenRoleAgent) and returns it with its secret, which no later call
+// api.TokenRoleAgent) and returns it with its secret, which no later call
 // can show again. Needs an admin token.
 func (c *Client) CreateToken(ctx context.Context, agent, role string) (*TokenCreated, error) {
 	return c.CreateTokenFor(ctx, TokenRequest{Agent: agent, Role: role})
@@ -69,7 +69,7 @@ func (c *Client) Tokens(ctx context.Context) ([]fsm.Token, error) {
 
 // RevokeToken revokes the token with id: every node refuses it once it
 // has applied the revoke. Revoking a revoked token succeeds; an unknown
-// id is an error wrapping fsm.ErrNotFound. Needs an admin token.
+// id is an error wrapping api.ErrNotFound. Needs an admin token.
 func (c *Client) RevokeToken(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodDelete, "/v1/tokens/"+url.PathEscape(id), nil, nil, nil)
 }

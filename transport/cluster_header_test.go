@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
 )
@@ -23,11 +23,11 @@ func TestClusterHeaderOfAnotherClusterRefused(t *testing.T) {
 		t.Fatalf("before the node has a cluster id: %v", err)
 	}
 	const mine = "c0123456789abcdef0123456789abcdef"
-	if _, err := fake.ApplyCommand(fsm.OpClusterID, fsm.ClusterIDCommand{ClusterID: mine}); err != nil {
+	if _, err := fake.ApplyCommand(api.OpClusterID, api.ClusterIDCommand{ClusterID: mine}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := other.Status(ctx)
-	if !errors.Is(err, fsm.ErrConflict) || !strings.Contains(err.Error(), "cluster cother") || !strings.Contains(err.Error(), "belongs to cluster "+mine) {
+	if !errors.Is(err, api.ErrConflict) || !strings.Contains(err.Error(), "cluster cother") || !strings.Contains(err.Error(), "belongs to cluster "+mine) {
 		t.Fatalf("a node of another cluster: %v; want 409 naming both ids", err)
 	}
 	for _, c := range []*transport.Client{transport.NewClient(srv.URL, nil), transport.NewClient(srv.URL, nil).WithCluster(mine)} {

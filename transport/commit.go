@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/secrets"
 )
@@ -23,7 +24,7 @@ import (
 // accept). The handler has decoded, admitted and validated body before; a
 // body fsm does not declare is refused (500), so no command reaches the
 // log unscanned.
-func (s *Server) commit(r *http.Request, op fsm.Op, body any) (json.RawMessage, error) {
+func (s *Server) commit(r *http.Request, op api.Op, body any) (json.RawMessage, error) {
 	body = addressable(body)
 	ft, ok := body.(fsm.FreeTexter)
 	if !ok {
@@ -47,7 +48,7 @@ func (s *Server) commit(r *http.Request, op fsm.Op, body any) (json.RawMessage, 
 // sees both) and, redacted, must still be JSON. After a redaction the
 // command is normalized and validated again: a redacted field may be over
 // its limit, an approval's action canonical again.
-func (s *Server) guardText(r *http.Request, body any, fields []fsm.TextField) error {
+func (s *Server) guardText(r *http.Request, body any, fields []api.TextField) error {
 	if len(fields) == 0 {
 		return nil
 	}
@@ -108,7 +109,7 @@ func (j *jsonText) field() secrets.Field { return secrets.Field{Name: j.name, Te
 // the field.
 func (j *jsonText) store() error {
 	if !json.Valid([]byte(j.text)) {
-		return &fsm.FieldError{Field: j.name, Reason: "holds a secret that cannot be redacted in place; remove it and send again"}
+		return &api.FieldError{Field: j.name, Reason: "holds a secret that cannot be redacted in place; remove it and send again"}
 	}
 	*j.dst = json.RawMessage(j.text)
 	return nil

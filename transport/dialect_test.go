@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
 )
@@ -38,7 +38,7 @@ func TestSendSeedDialects(t *testing.T) {
 		wantOK(t, do(t, "POST", srv.URL+"/v1/messages", body, nil), &res)
 		return res
 	}
-	stored := func(id string) (*fsm.Message, map[string]any) {
+	stored := func(id string) (*api.Message, map[string]any) {
 		t.Helper()
 		m, err := svc.State().Message(id)
 		if err != nil {
@@ -64,8 +64,8 @@ func TestSendSeedDialects(t *testing.T) {
 	// Seed 002: subject/body/context; it names no channel, so it goes to
 	// the default one; one it names is kept.
 	body := seedBody(t, "seed002.json")
-	if m, _ := stored(post(strings.Replace(body, `"msg_abc123"`, `"msg_abc124"`, 1)).ID); m.Channel != fsm.DefaultChannel {
-		t.Errorf("seed 002 without a channel stored on %q, want %q", m.Channel, fsm.DefaultChannel)
+	if m, _ := stored(post(strings.Replace(body, `"msg_abc123"`, `"msg_abc124"`, 1)).ID); m.Channel != api.DefaultChannel {
+		t.Errorf("seed 002 without a channel stored on %q, want %q", m.Channel, api.DefaultChannel)
 	}
 	res = post(strings.Replace(body, `"type"`, `"channel": "design", "type"`, 1))
 	m, md = stored(res.ID)
@@ -86,8 +86,8 @@ func TestSendSeedDialects(t *testing.T) {
 	}
 	// Posted as is, with no channel: on the default channel.
 	res = post(strings.Replace(seedBody(t, "seed004_coc.json"), `"unique_uuid"`, `"unique_uuid_2"`, 1))
-	if m, _ = stored(res.ID); m.Channel != fsm.DefaultChannel || m.Type != "coc_violation_flag" {
-		t.Errorf("seed 004 as is stored %+v, want it on %q", m, fsm.DefaultChannel)
+	if m, _ = stored(res.ID); m.Channel != api.DefaultChannel || m.Type != "coc_violation_flag" {
+		t.Errorf("seed 004 as is stored %+v, want it on %q", m, api.DefaultChannel)
 	}
 	// A task_completion is no longer stored as a message: it names a task.
 	msg := wantError(t, do(t, "POST", srv.URL+"/v1/messages", seedBody(t, "seed004_completion.json"), nil), http.StatusNotFound, transport.CodeNotFound)

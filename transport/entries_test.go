@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
@@ -16,9 +17,9 @@ import (
 
 func sendEntry(t *testing.T, id, text string) []byte {
 	t.Helper()
-	e, err := fsm.Encode(fsm.OpSend, 1, fsm.SendCommand{Message: fsm.Message{
-		ID: id, Channel: "ops", From: "codex", To: fsm.Recipients{"claude"}, Type: "chat", Priority: "normal", Visibility: fsm.VisibilityPublic,
-		Content: fsm.Content{Text: text}}})
+	e, err := fsm.Encode(api.OpSend, 1, api.SendCommand{Message: api.Message{
+		ID: id, Channel: "ops", From: "codex", To: api.Recipients{"claude"}, Type: "chat", Priority: "normal", Visibility: api.VisibilityPublic,
+		Content: api.Content{Text: text}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,10 +52,10 @@ func TestApplyEntriesAnswersEachEntry(t *testing.T) {
 		return r.Seq
 	}
 	first, second := seq(outs[0]), seq(outs[3])
-	if !errors.Is(outs[1].Err, fsm.ErrInvalid) || outs[1].Result != nil {
+	if !errors.Is(outs[1].Err, api.ErrInvalid) || outs[1].Result != nil {
 		t.Errorf("bad entry: %s, %v; want invalid", outs[1].Result, outs[1].Err)
 	}
-	if !errors.Is(outs[2].Err, fsm.ErrConflict) {
+	if !errors.Is(outs[2].Err, api.ErrConflict) {
 		t.Errorf("reused id: %v; want conflict", outs[2].Err)
 	}
 	if second <= first {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
@@ -41,7 +42,7 @@ func serveEntries(t *testing.T, svc transport.Backend) *transport.Client {
 func TestApplyEntryRelaysTheEntryAndTheResult(t *testing.T) {
 	svc := &entryService{Service: transporttest.New(t), result: json.RawMessage(`{"id":"m1","seq":7}`)}
 	c := serveEntries(t, svc)
-	entry, err := fsm.Encode(fsm.OpSend, 1, fsm.SendCommand{Message: fsm.Message{ID: "m1"}})
+	entry, err := fsm.Encode(api.OpSend, 1, api.SendCommand{Message: api.Message{ID: "m1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,9 +63,9 @@ func TestApplyEntryErrorsKeepTheirKind(t *testing.T) {
 		err  error
 		want error
 	}{
-		{fmt.Errorf("fsm: apply send: id m1: %w", fsm.ErrConflict), fsm.ErrConflict},
+		{fmt.Errorf("fsm: apply send: id m1: %w", api.ErrConflict), api.ErrConflict},
 		{fmt.Errorf("%w: node n2", transport.ErrNotLeader), transport.ErrNotLeader},
-		{fmt.Errorf("fsm: %w", fsm.ErrForbidden), fsm.ErrForbidden},
+		{fmt.Errorf("fsm: %w", api.ErrForbidden), api.ErrForbidden},
 	} {
 		svc := &entryService{Service: transporttest.New(t), err: tc.err}
 		_, err := serveEntries(t, svc).ApplyEntry(context.Background(), []byte{2, 4, 's', 'e', 'n', 'd', 0, '{', '}'})

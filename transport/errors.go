@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/rules"
 )
@@ -30,7 +31,7 @@ var (
 	ErrNotReady = errors.New("not ready")
 	// ErrUnauthorized: the request has no valid bearer token (missing,
 	// malformed, unknown or revoked). 401 with WWW-Authenticate: Bearer.
-	// (A valid token not allowed to do something is fsm.ErrForbidden, 403.)
+	// (A valid token not allowed to do something is api.ErrForbidden, 403.)
 	ErrUnauthorized = errors.New("unauthorized")
 	// ErrRateLimited: the caller is over a rate or concurrency limit
 	// (Limits). 429 with Retry-After; RetryAfter(err) reads it back.
@@ -47,7 +48,7 @@ const (
 	CodeConflict     = "conflict"
 	// CodeFenced: 409, the caller acted as an agent under a lease fence
 	// that is not the current one (fsm.FenceError); errors.Is matches
-	// fsm.ErrFenced and fsm.ErrConflict.
+	// api.ErrFenced and api.ErrConflict.
 	CodeFenced         = "fenced"
 	CodeForbidden      = "forbidden"
 	CodeNoLeader       = "no_leader"
@@ -67,12 +68,12 @@ var codes = map[string]struct {
 }{
 	CodeBadRequest:     {http.StatusBadRequest, ErrBadRequest},
 	CodeUnknownField:   {http.StatusBadRequest, ErrBadRequest},
-	CodeInvalid:        {http.StatusBadRequest, fsm.ErrInvalid},
+	CodeInvalid:        {http.StatusBadRequest, api.ErrInvalid},
 	CodeTooLarge:       {http.StatusRequestEntityTooLarge, ErrTooLarge},
-	CodeNotFound:       {http.StatusNotFound, fsm.ErrNotFound},
-	CodeConflict:       {http.StatusConflict, fsm.ErrConflict},
+	CodeNotFound:       {http.StatusNotFound, api.ErrNotFound},
+	CodeConflict:       {http.StatusConflict, api.ErrConflict},
 	CodeFenced:         {http.StatusConflict, &fsm.FenceError{Reason: "fenced"}},
-	CodeForbidden:      {http.StatusForbidden, fsm.ErrForbidden},
+	CodeForbidden:      {http.StatusForbidden, api.ErrForbidden},
 	CodeNoLeader:       {http.StatusServiceUnavailable, ErrNoLeader},
 	CodeNotLeader:      {http.StatusServiceUnavailable, ErrNotLeader},
 	CodeOutcomeUnknown: {http.StatusServiceUnavailable, ErrOutcomeUnknown},
@@ -98,7 +99,7 @@ func (e *APIError) Error() string {
 }
 
 // Unwrap returns the sentinel the code stands for, so errors.Is works
-// across the wire: errors.Is(err, fsm.ErrConflict).
+// across the wire: errors.Is(err, api.ErrConflict).
 func (e *APIError) Unwrap() error { return codes[e.Code].sentinel }
 
 // ErrorBody is the JSON envelope of every error response.
@@ -124,7 +125,7 @@ func toAPIError(err error) *APIError {
 	}
 	code := CodeInternal
 	var (
-		fe  *fsm.FieldError
+		fe  *api.FieldError
 		rfe *rules.FieldError
 		nf  *fsm.NotFoundError
 		fbe *fsm.ForbiddenError
@@ -148,13 +149,13 @@ func toAPIError(err error) *APIError {
 		return &APIError{Status: http.StatusForbidden, Code: CodeForbidden, Message: fbe.Error()}
 	case errors.As(err, &cfe):
 		return &APIError{Status: http.StatusConflict, Code: CodeConflict, Message: cfe.Error()}
-	case errors.Is(err, fsm.ErrConflict):
+	case errors.Is(err, api.ErrConflict):
 		code = CodeConflict
-	case errors.Is(err, fsm.ErrForbidden):
+	case errors.Is(err, api.ErrForbidden):
 		code = CodeForbidden
-	case errors.Is(err, fsm.ErrNotFound):
+	case errors.Is(err, api.ErrNotFound):
 		code = CodeNotFound
-	case errors.Is(err, fsm.ErrInvalid):
+	case errors.Is(err, api.ErrInvalid):
 		code = CodeInvalid
 	case errors.Is(err, ErrOutcomeUnknown):
 		code = CodeOutcomeUnknown

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -139,6 +139,6 @@ func keys[V any](m map[string]V) []string {
 }
 
 // msg is a valid message body to send.
-func msg(id, from, channel, text string, to ...string) *fsm.Message {
-	return &fsm.Message{ID: id, From: from, Channel: channel, To: to, Content: fsm.Content{Text: text}}
+func msg(id, from, channel, text string, to ...string) *api.Message {
+	return &api.Message{ID: id, From: from, Channel: channel, To: to, Content: api.Content{Text: text}}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
@@ -178,7 +179,7 @@ func FuzzJoinBody(f *testing.F) {
 			if err := json.Unmarshal(body, &want); err != nil || req != want {
 				t.Fatalf("the service got %+v; the body holds %+v (%v)", req, want, err)
 			}
-			if !fsm.ValidName(req.NodeID) {
+			if !api.ValidName(req.NodeID) {
 				t.Fatalf("joined node id %q is not a valid name", req.NodeID)
 			}
 			for _, a := range []string{req.RaftAddr, req.APIAddr} {
@@ -273,7 +274,7 @@ func FuzzQueryParams(f *testing.F) {
 				t.Fatalf("%s: 200 after %d ChannelPage reads, %d Linearize calls", target, len(pageReads), len(lin))
 			}
 			c := pageReads[0]
-			if c.Limit < 1 || c.Limit > fsm.MaxPageLimit || c.After > 1<<63 || (lin[0].Cons != transport.Local && lin[0].Cons != transport.Strong) {
+			if c.Limit < 1 || c.Limit > api.MaxPageLimit || c.After > 1<<63 || (lin[0].Cons != transport.Local && lin[0].Cons != transport.Strong) {
 				t.Fatalf("%s: the state was read after %d limit %d consistency %q", target, c.After, c.Limit, lin[0].Cons)
 			}
 		case http.StatusBadRequest:
@@ -299,8 +300,8 @@ func FuzzQueryParams(f *testing.F) {
 		if v, err := strconv.ParseUint(after, 10, 64); err == nil && v <= 1<<63 {
 			wantAfter, okAfter = v, true
 		}
-		wantLimit, okLimit := fsm.DefaultPageLimit, limit == ""
-		if v, err := strconv.ParseUint(limit, 10, 64); err == nil && v >= 1 && v <= fsm.MaxPageLimit {
+		wantLimit, okLimit := api.DefaultPageLimit, limit == ""
+		if v, err := strconv.ParseUint(limit, 10, 64); err == nil && v >= 1 && v <= api.MaxPageLimit {
 			wantLimit, okLimit = int(v), true
 		}
 		wantCons, okCons := transport.Local, cons == "" || cons == "local"

@@ -3,7 +3,7 @@ package transport
 import (
 	"context"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 // Role is what a bearer token may do, beyond speaking for its agent.
@@ -47,7 +47,7 @@ func (id *Identity) Moderates() bool {
 }
 
 // ActsAs reports whether the identity's token acts as agent: the token's
-// own agent or one of its forks ("A-fork-N", fsm.ForkParent), which a
+// own agent or one of its forks ("A-fork-N", api.ForkParent), which a
 // watcher runs with its agent's token (seed 003's fork policy); an admin
 // acts as anyone, and so does a node, for the requests it forwards. Nil
 // (no --auth) acts as nobody: callers that allow
@@ -56,7 +56,7 @@ func (id *Identity) ActsAs(agent string) bool {
 	if id == nil {
 		return false
 	}
-	return id.Internode() || (id.Agent != "" && (id.Agent == agent || fsm.IsForkOf(agent, id.Agent)))
+	return id.Internode() || (id.Agent != "" && (id.Agent == agent || api.IsForkOf(agent, id.Agent)))
 }
 
 // Internode reports whether the identity may make the calls nodes make to

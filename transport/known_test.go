@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -17,11 +17,11 @@ import (
 // requests are stored.
 func TestUnknownNamesAnswer404(t *testing.T) {
 	e := newTaskEnv(t) // lead (lead), rita (reviewer, go), rex (reviewer), tess (tester)
-	if _, err := e.svc.ApplyCommand(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "boss", Role: "orchestrator"}); err != nil {
+	if _, err := e.svc.ApplyCommand(api.OpRegisterAgent, api.RegisterAgentCommand{ID: "boss", Role: "orchestrator"}); err != nil {
 		t.Fatal(err) // who may interrupt
 	}
 	claim := func() uint64 {
-		e.create(fsm.TaskCreateCommand{ID: "t-h", From: "lead", To: "rita", Title: "review"})
+		e.create(api.TaskCreateCommand{ID: "t-h", From: "lead", To: "rita", Title: "review"})
 		return e.claim("t-h", "rita").Fence
 	}()
 	remedy := "maosctl cluster config set unknown_recipients accept"
@@ -59,16 +59,16 @@ func TestUnknownNamesAnswer404(t *testing.T) {
 	if _, err := e.c.SetConfig(t.Context(), "unknown_recipients", "accept"); err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.c.Send(t.Context(), &fsm.Message{From: "lead", To: fsm.Recipients{"rtia"}, Channel: "c", Content: fsm.Content{Text: "x"}})
+	res, err := e.c.Send(t.Context(), &api.Message{From: "lead", To: api.Recipients{"rtia"}, Channel: "c", Content: api.Content{Text: "x"}})
 	if err != nil {
 		t.Fatalf("send under accept: %v", err)
 	}
 	rc, err := e.c.Receipts(t.Context(), res.ID, transport.Local)
-	if err != nil || len(rc.Receipts) != 1 || rc.Receipts[0].State != fsm.ReceiptNoSuchAgent {
-		t.Errorf("receipts under accept: %+v, %v; want rtia %s", rc, err, fsm.ReceiptNoSuchAgent)
+	if err != nil || len(rc.Receipts) != 1 || rc.Receipts[0].State != api.ReceiptNoSuchAgent {
+		t.Errorf("receipts under accept: %+v, %v; want rtia %s", rc, err, api.ReceiptNoSuchAgent)
 	}
 	cfg, err := e.c.Config(t.Context(), transport.Local)
-	if err != nil || cfg.UnknownRecipients != fsm.UnknownRecipientsAccept {
+	if err != nil || cfg.UnknownRecipients != api.UnknownRecipientsAccept {
 		t.Errorf("config %+v, %v; want unknown_recipients accept", cfg, err)
 	}
 }

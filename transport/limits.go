@@ -14,12 +14,13 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 )
 
 // Limits bound what one agent can make one node do. The zero value limits
 // nothing beyond the request body ceilings (see Server.Routes) and
-// fsm.MaxRecipients. Every limit is enforced by the node the client
+// api.MaxRecipients. Every limit is enforced by the node the client
 // reached: a request another node forwarded (IsForwarded, and with auth
 // carrying an admin token, as nodes do) was limited there and is not
 // counted again.
@@ -39,7 +40,7 @@ type Limits struct {
 	SendBurst int
 	// MaxRecipients caps the entries in a message's "to" (each entry counts
 	// once, whether an agent, "role:NAME", "all" or a glob). 0 means
-	// fsm.MaxRecipients (256), which is also the most it may be: the state
+	// api.MaxRecipients (256), which is also the most it may be: the state
 	// machine refuses longer lists whatever the node allows.
 	MaxRecipients int
 	// MaxStreamsPerAgent caps the GET /v1/stream requests one agent (or,
@@ -71,21 +72,21 @@ func DefaultSendBurst(perSecond float64) int {
 }
 
 // Validate reports the first limit that is negative or out of range, as a
-// *fsm.FieldError naming the Limits field.
+// *api.FieldError naming the Limits field.
 func (l Limits) Validate() error {
 	switch {
 	case math.IsNaN(l.SendRate) || math.IsInf(l.SendRate, 0) || l.SendRate < 0:
-		return &fsm.FieldError{Field: "SendRate", Reason: fmt.Sprintf("%v: want a finite number of sends per second ≥ 0 (0: unlimited)", l.SendRate)}
+		return &api.FieldError{Field: "SendRate", Reason: fmt.Sprintf("%v: want a finite number of sends per second ≥ 0 (0: unlimited)", l.SendRate)}
 	case l.SendBurst < 0:
-		return &fsm.FieldError{Field: "SendBurst", Reason: fmt.Sprintf("%d: want ≥ 0 (0: twice the rate)", l.SendBurst)}
+		return &api.FieldError{Field: "SendBurst", Reason: fmt.Sprintf("%d: want ≥ 0 (0: twice the rate)", l.SendBurst)}
 	case l.SendBurst > 0 && l.SendRate == 0:
-		return &fsm.FieldError{Field: "SendBurst", Reason: fmt.Sprintf("%d: has no effect without a send rate", l.SendBurst)}
-	case l.MaxRecipients < 0 || l.MaxRecipients > fsm.MaxRecipients:
-		return &fsm.FieldError{Field: "MaxRecipients", Reason: fmt.Sprintf("%d: want 0..%d (0: %d)", l.MaxRecipients, fsm.MaxRecipients, fsm.MaxRecipients)}
+		return &api.FieldError{Field: "SendBurst", Reason: fmt.Sprintf("%d: has no effect without a send rate", l.SendBurst)}
+	case l.MaxRecipients < 0 || l.MaxRecipients > api.MaxRecipients:
+		return &api.FieldError{Field: "MaxRecipients", Reason: fmt.Sprintf("%d: want 0..%d (0: %d)", l.MaxRecipients, api.MaxRecipients, api.MaxRecipients)}
 	case l.MaxStreamsPerAgent < 0:
-		return &fsm.FieldError{Field: "MaxStreamsPerAgent", Reason: fmt.Sprintf("%d: want ≥ 0 (0: unlimited)", l.MaxStreamsPerAgent)}
+		return &api.FieldError{Field: "MaxStreamsPerAgent", Reason: fmt.Sprintf("%d: want ≥ 0 (0: unlimited)", l.MaxStreamsPerAgent)}
 	case l.MaxArtifactBytes < 0 || l.MaxArtifactBytes > MaxArtifactBytesCeiling:
-		return &fsm.FieldError{Field: "MaxArtifactBytes", Reason: fmt.Sprintf("%d: want 0..%d bytes (16 GiB; 0: %d, 64 MiB)",
+		return &api.FieldError{Field: "MaxArtifactBytes", Reason: fmt.Sprintf("%d: want 0..%d bytes (16 GiB; 0: %d, 64 MiB)",
 			l.MaxArtifactBytes, MaxArtifactBytesCeiling, DefaultMaxArtifactBytes)}
 	}
 	return nil
@@ -97,7 +98,7 @@ func (l Limits) withDefaults() Limits {
 		l.SendBurst = DefaultSendBurst(l.SendRate)
 	}
 	if l.MaxRecipients == 0 {
-		l.MaxRecipients = fsm.MaxRecipients
+		l.MaxRecipients = api.MaxRecipients
 	}
 	if l.MaxArtifactBytes == 0 {
 		l.MaxArtifactBytes = DefaultMaxArtifactBytes
@@ -326,9 +327,9 @@ func (s *Server) allowSend(w http.ResponseWriter, r *http.Request, c caller, fro
 
 // checkRecipients refuses a "to" longer than the node allows, naming the
 // field and the limit. Forwarded sends were checked where they arrived.
-func (s *Server) checkRecipients(r *http.Request, m *fsm.Message) error {
+func (s *Server) checkRecipients(r *http.Request, m *api.Message) error {
 	if n := len(m.To); n > s.limits.cfg.MaxRecipients && !callerFrom(r.Context()).limited {
-		return &fsm.FieldError{Field: "to", Reason: fmt.Sprintf("%d recipients, at most %d (--max-recipients)", n, s.limits.cfg.MaxRecipients)}
+		return &api.FieldError{Field: "to", Reason: fmt.Sprintf("%d recipients, at most %d (--max-recipients)", n, s.limits.cfg.MaxRecipients)}
 	}
 	return nil
 }

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/rules"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
@@ -86,7 +86,7 @@ func TestSendRateLimit(t *testing.T) {
 
 	// The client turns the 429 into ErrRateLimited carrying the delay.
 	c := transport.NewClient(srv.URL, nil)
-	m := &fsm.Message{From: "w1", To: []string{"r0"}, Channel: "ops", Content: fsm.Content{Text: "hi"}}
+	m := &api.Message{From: "w1", To: []string{"r0"}, Channel: "ops", Content: api.Content{Text: "hi"}}
 	_, err := c.Send(context.Background(), m)
 	if !errors.Is(err, transport.ErrRateLimited) || transport.RetryAfter(err) != time.Second {
 		t.Fatalf("client send over the limit: err = %v (retry after %v), want ErrRateLimited after 1s", err, transport.RetryAfter(err))
@@ -292,7 +292,7 @@ func TestSendLimiterIdleDropKeepsAnswers(t *testing.T) {
 }
 
 // A "to" over the node's limit is 400 naming the field and the limit; the
-// default limit is fsm.MaxRecipients.
+// default limit is api.MaxRecipients.
 func TestMaxRecipients(t *testing.T) {
 	for _, tc := range []struct {
 		limit, n int
@@ -301,14 +301,14 @@ func TestMaxRecipients(t *testing.T) {
 	}{
 		{3, 3, http.StatusOK, ""},
 		{3, 4, http.StatusBadRequest, "to: 4 recipients, at most 3 (--max-recipients)"},
-		{0, fsm.MaxRecipients, http.StatusOK, ""},
-		{0, fsm.MaxRecipients + 1, http.StatusBadRequest, fmt.Sprintf("at most %d", fsm.MaxRecipients)},
+		{0, api.MaxRecipients, http.StatusOK, ""},
+		{0, api.MaxRecipients + 1, http.StatusBadRequest, fmt.Sprintf("at most %d", api.MaxRecipients)},
 	} {
 		fake := limitsFake(t)
-		// The bound counts names: up to fsm.MaxRecipients of them, more
+		// The bound counts names: up to api.MaxRecipients of them, more
 		// than a test registers, so names no one answers to are let
 		// through here.
-		if _, err := fake.ApplyCommand(fsm.OpSetConfig, fsm.SetConfigCommand{Key: "unknown_recipients", Value: json.RawMessage(`"accept"`)}); err != nil {
+		if _, err := fake.ApplyCommand(api.OpSetConfig, api.SetConfigCommand{Key: "unknown_recipients", Value: json.RawMessage(`"accept"`)}); err != nil {
 			t.Fatal(err)
 		}
 		srv := serve(t, fake, transport.ServerOptions{Limits: transport.Limits{MaxRecipients: tc.limit}})
@@ -342,11 +342,11 @@ func TestLimitsValidate(t *testing.T) {
 		{transport.Limits{SendBurst: -1}, "SendBurst"},
 		{transport.Limits{SendBurst: 5}, "SendBurst"}, // a burst without a rate limits nothing
 		{transport.Limits{MaxRecipients: -1}, "MaxRecipients"},
-		{transport.Limits{MaxRecipients: fsm.MaxRecipients + 1}, "MaxRecipients"},
+		{transport.Limits{MaxRecipients: api.MaxRecipients + 1}, "MaxRecipients"},
 		{transport.Limits{MaxStreamsPerAgent: -1}, "MaxStreamsPerAgent"},
 	} {
 		err := tc.l.Validate()
-		var fe *fsm.FieldError
+		var fe *api.FieldError
 		if tc.field == "" {
 			if err != nil {
 				t.Errorf("%+v: %v, want valid", tc.l, err)
@@ -526,8 +526,8 @@ func TestEveryRouteCapsItsBody(t *testing.T) {
 	want := map[string]int64{
 		"POST /v1/messages":           maxMsg,
 		"PUT /v1/rules":               rules.MaxBytes,
-		"PUT /v1/bulletin":            fsm.MaxBulletinBytes + 4<<10,
-		"PATCH /v1/bulletin":          fsm.MaxBulletinBytes + 4<<10,
+		"PUT /v1/bulletin":            api.MaxBulletinBytes + 4<<10,
+		"PATCH /v1/bulletin":          api.MaxBulletinBytes + 4<<10,
 		"POST /v1/locks":              16 << 10,
 		"POST /v1/locks/renew":        16 << 10,
 		"POST /v1/locks/release":      16 << 10,

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
@@ -26,9 +27,9 @@ func TestModeratorsOnlyReadPaths(t *testing.T) {
 	wantOK(t, do(t, "POST", e.url+"/v1/messages", body, h), &res)
 	e.send("msg-pub", "carol", "alice", "", "public from carol", "", "")
 
-	var m fsm.Message
+	var m api.Message
 	wantOK(t, e.get("boss", "/v1/messages/coc-1"), &m)
-	if m.Visibility != fsm.VisibilityModerators || m.Type != fsm.TypeCoCViolationFlag || !slices.Equal(m.Recipients, []string{"bob"}) {
+	if m.Visibility != api.VisibilityModerators || m.Type != fsm.TypeCoCViolationFlag || !slices.Equal(m.Recipients, []string{"bob"}) {
 		t.Fatalf("stored %+v; want visibility moderators, delivered to bob only", m)
 	}
 	leaks := func(what string, b []byte) {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
 )
@@ -58,16 +58,16 @@ func (e *authEnv) wantForbidden(t *testing.T, cases []forbidden) {
 // createTasks applies n task creates, t-0 … t-(n-1) from lead to rita,
 // to svc directly (not through the API), calling each with i and the
 // result.
-func createTasks(t *testing.T, svc *transporttest.Service, n int, each func(i int, res *fsm.TaskResult)) {
+func createTasks(t *testing.T, svc *transporttest.Service, n int, each func(i int, res *api.TaskResult)) {
 	t.Helper()
 	for i := range n {
-		res, err := svc.ApplyCommand(fsm.OpTaskCreate, fsm.TaskCreateCommand{ID: "t-" + strconv.Itoa(i), From: "lead", To: "rita",
-			Title: "t", Priority: fsm.DefaultPriority, TimeoutSeconds: 60, MaxAttempts: 1, Channel: fsm.DefaultChannel})
+		res, err := svc.ApplyCommand(api.OpTaskCreate, api.TaskCreateCommand{ID: "t-" + strconv.Itoa(i), From: "lead", To: "rita",
+			Title: "t", Priority: api.DefaultPriority, TimeoutSeconds: 60, MaxAttempts: 1, Channel: api.DefaultChannel})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if each != nil {
-			each(i, res.(*fsm.TaskResult))
+			each(i, res.(*api.TaskResult))
 		}
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
@@ -115,7 +116,7 @@ func ops() []op {
 			query: []param{{"agent_fence", "integer", "the fence of the sender's agent lease (a watcher's reply): refused with 409 `fenced` unless it is the current grant's; absent, no check", false}},
 			body:  &body{schema: obj{"anyOf": []any{ref("MessageInput"), obj{"type": "object", "description": "a message in one of the seeds' formats (dialect.Map), a task_delegation or task_completion (answered with TaskMessageResponse) or an hitl_approval_request (ApprovalMessageResponse)"}}}},
 			errs:  []int{404, 409, 422, 429}}, // 404: a name no one answers to (unknown_recipients)
-		{pattern: "GET /v1/messages/{id}", summary: "one message", query: []param{pCons}, resp: fsm.Message{}},
+		{pattern: "GET /v1/messages/{id}", summary: "one message", query: []param{pCons}, resp: api.Message{}},
 		{pattern: "GET /v1/messages/{id}/receipts", summary: "a message's delivery receipts", query: []param{pCons}, resp: fsm.Receipts{}},
 		{pattern: "GET /v1/channels", summary: "the channels with their counts", query: []param{pCons}, resp: transport.ChannelsResponse{}},
 		{pattern: "GET /v1/channels/{channel}/messages", summary: "a page of a channel's messages in seq order", query: pPage, resp: fsm.Page{}},
@@ -128,62 +129,62 @@ func ops() []op {
 			media:   "text/event-stream", schema: obj{"type": "string", "description": "event: message|task|approval|ready; id: the entry's index; data: the message, {event,task} (fsm.TaskUpdate) or {event,approval} (fsm.ApprovalUpdate)"},
 			errs: []int{429}},
 
-		{pattern: "POST /v1/tasks", summary: "create a task", body: &body{v: fsm.TaskCreateCommand{}, required: []string{"from", "to", "title"}}, resp: fsm.TaskResult{}, errs: []int{404, 409, 422, 429}},
+		{pattern: "POST /v1/tasks", summary: "create a task", body: &body{v: api.TaskCreateCommand{}, required: []string{"from", "to", "title"}}, resp: api.TaskResult{}, errs: []int{404, 409, 422, 429}},
 		{pattern: "GET /v1/tasks", summary: "a page of tasks in creation order, without history",
-			query: []param{q("state", "the tasks in this state"), q("to", "assigned to"), q("from", "created by"), q("claimed_by", "held by"), pAfter, pLimit, pCons}, resp: fsm.TaskPage{}},
-		{pattern: "GET /v1/tasks/{id}", summary: "one task with its history", query: []param{pCons}, resp: fsm.Task{}},
-		{pattern: "POST /v1/tasks/{id}/claim", summary: "claim a task (one winner)", body: &body{v: fsm.TaskClaimCommand{}, required: []string{"agent"}}, resp: fsm.TaskResult{}, errs: []int{409}},
-		{pattern: "POST /v1/tasks/{id}/progress", summary: "report progress and renew the lease", body: &body{v: fsm.TaskProgressCommand{}, required: []string{"agent", "fence"}}, resp: fsm.TaskResult{}, errs: []int{409}},
-		{pattern: "POST /v1/tasks/{id}/complete", summary: "complete a claimed task", body: &body{v: fsm.TaskCompleteCommand{}, required: []string{"agent", "fence", "completion"}}, resp: fsm.TaskResult{}, errs: []int{409, 422, 429}},
-		{pattern: "POST /v1/tasks/{id}/handoff", summary: "hand a claimed task to another assignee", body: &body{v: fsm.TaskHandoffCommand{}, required: []string{"agent", "fence", "to"}}, resp: fsm.TaskResult{}, errs: []int{409, 422, 429}},
-		{pattern: "POST /v1/tasks/{id}/cancel", summary: "cancel a task (its creator)", body: &body{v: fsm.TaskCancelCommand{}, required: []string{"from"}}, resp: fsm.TaskResult{}, errs: []int{409, 422}},
+			query: []param{q("state", "the tasks in this state"), q("to", "assigned to"), q("from", "created by"), q("claimed_by", "held by"), pAfter, pLimit, pCons}, resp: api.TaskPage{}},
+		{pattern: "GET /v1/tasks/{id}", summary: "one task with its history", query: []param{pCons}, resp: api.Task{}},
+		{pattern: "POST /v1/tasks/{id}/claim", summary: "claim a task (one winner)", body: &body{v: api.TaskClaimCommand{}, required: []string{"agent"}}, resp: api.TaskResult{}, errs: []int{409}},
+		{pattern: "POST /v1/tasks/{id}/progress", summary: "report progress and renew the lease", body: &body{v: api.TaskProgressCommand{}, required: []string{"agent", "fence"}}, resp: api.TaskResult{}, errs: []int{409}},
+		{pattern: "POST /v1/tasks/{id}/complete", summary: "complete a claimed task", body: &body{v: api.TaskCompleteCommand{}, required: []string{"agent", "fence", "completion"}}, resp: api.TaskResult{}, errs: []int{409, 422, 429}},
+		{pattern: "POST /v1/tasks/{id}/handoff", summary: "hand a claimed task to another assignee", body: &body{v: api.TaskHandoffCommand{}, required: []string{"agent", "fence", "to"}}, resp: api.TaskResult{}, errs: []int{409, 422, 429}},
+		{pattern: "POST /v1/tasks/{id}/cancel", summary: "cancel a task (its creator)", body: &body{v: api.TaskCancelCommand{}, required: []string{"from"}}, resp: api.TaskResult{}, errs: []int{409, 422}},
 
-		{pattern: "POST /v1/approvals", summary: "request an approval", body: &body{v: fsm.ApprovalRequestCommand{}, required: []string{"from", "approvers", "title"}}, resp: fsm.ApprovalResult{}, errs: []int{404, 409, 422, 429}},
+		{pattern: "POST /v1/approvals", summary: "request an approval", body: &body{v: api.ApprovalRequestCommand{}, required: []string{"from", "approvers", "title"}}, resp: api.ApprovalResult{}, errs: []int{404, 409, 422, 429}},
 		{pattern: "GET /v1/approvals", summary: "a page of approvals in creation order, without decisions",
 			query: []param{q("state", "in this state"), q("approver", "that this agent may decide (by id or role)"), q("from", "requested by"), pAfter, pLimit, pCons}, resp: fsm.ApprovalPage{}},
-		{pattern: "GET /v1/approvals/{id}", summary: "one approval with its decisions", query: []param{pCons}, resp: fsm.Approval{}},
-		{pattern: "POST /v1/approvals/{id}/decide", summary: "approve, reject or modify", body: &body{v: fsm.ApprovalDecideCommand{}, required: []string{"approver", "decision", "action_hash"}}, resp: fsm.Approval{}, errs: []int{409, 422, 429}},
-		{pattern: "POST /v1/approvals/{id}/cancel", summary: "cancel an approval (its requester)", body: &body{v: fsm.ApprovalCancelCommand{}, required: []string{"from"}}, resp: fsm.ApprovalResult{}, errs: []int{409, 422}},
+		{pattern: "GET /v1/approvals/{id}", summary: "one approval with its decisions", query: []param{pCons}, resp: api.Approval{}},
+		{pattern: "POST /v1/approvals/{id}/decide", summary: "approve, reject or modify", body: &body{v: api.ApprovalDecideCommand{}, required: []string{"approver", "decision", "action_hash"}}, resp: api.Approval{}, errs: []int{409, 422, 429}},
+		{pattern: "POST /v1/approvals/{id}/cancel", summary: "cancel an approval (its requester)", body: &body{v: api.ApprovalCancelCommand{}, required: []string{"from"}}, resp: api.ApprovalResult{}, errs: []int{409, 422}},
 
 		{pattern: "PUT /v1/artifacts", summary: "upload an artifact: the body is its bytes, Content-Type its type; 201 once a majority holds them (200 with existed when stored already)",
 			query:  []param{q("name", "the file name"), q("from", "the uploading agent (default: the token's)")},
 			body:   &body{media: []string{"application/octet-stream", "*/*"}, schema: obj{"type": "string", "format": "binary"}},
-			status: 201, resp: fsm.Artifact{}, extra: obj{"200": jsonResponse("the same bytes were stored already (existed: true)", ref("Artifact"))}, errs: []int{409, 503}},
+			status: 201, resp: api.Artifact{}, extra: obj{"200": jsonResponse("the same bytes were stored already (existed: true)", ref("Artifact"))}, errs: []int{409, 503}},
 		{pattern: "GET /v1/artifacts", summary: "a page of artifact records in index order", query: []param{q("from", "uploaded by"), q("name", "with this name"), pAfter, pLimit, pCons}, resp: fsm.ArtifactPage{}},
 		{pattern: "GET /v1/artifacts/{id}", summary: "an artifact's bytes (also HEAD): Range, If-None-Match on the ETag \"<id>\"",
 			headers: []param{{"Range", "string", "bytes=START-END (RFC 9110)", false}, {"If-None-Match", "string", "the ETag \"<id>\"", false}},
 			media:   "*/*", schema: obj{"type": "string", "format": "binary", "description": "the bytes, as the artifact's content type"},
 			extra: obj{"206": obj{"description": "the range asked for", "content": obj{"*/*": obj{"schema": obj{"type": "string", "format": "binary"}}}},
 				"304": obj{"description": "not modified (If-None-Match)"}, "416": obj{"description": "the range is not satisfiable"}}, errs: []int{503}},
-		{pattern: "GET /v1/artifacts/{id}/info", summary: "an artifact's record", query: []param{pCons}, resp: fsm.Artifact{}},
-		{pattern: "DELETE /v1/artifacts/{id}", summary: "delete an artifact's record (its bytes go at the next sweep)", resp: fsm.Artifact{}},
+		{pattern: "GET /v1/artifacts/{id}/info", summary: "an artifact's record", query: []param{pCons}, resp: api.Artifact{}},
+		{pattern: "DELETE /v1/artifacts/{id}", summary: "delete an artifact's record (its bytes go at the next sweep)", resp: api.Artifact{}},
 
-		{pattern: "POST /v1/agents", summary: "register an agent", body: &body{v: fsm.RegisterAgentCommand{}, required: []string{"id"}}, resp: fsm.Agent{}},
+		{pattern: "POST /v1/agents", summary: "register an agent", body: &body{v: api.RegisterAgentCommand{}, required: []string{"id"}}, resp: api.Agent{}},
 		{pattern: "GET /v1/agents", summary: "a page of agents by id", query: []param{q("role", "with this role"), q("capability", "with this capability"), q("after", "after this agent id"), pLimit, pCons}, resp: fsm.AgentPage{}},
 		{pattern: "GET /v1/roles", summary: "the roles and how many agents have each", query: []param{pCons}, resp: transport.RolesResponse{}},
-		{pattern: "GET /v1/agents/{id}", summary: "one agent", query: []param{pCons}, resp: fsm.Agent{}},
-		{pattern: "DELETE /v1/agents/{id}", summary: "unregister an agent (its inbox stays)", resp: fsm.Agent{}},
+		{pattern: "GET /v1/agents/{id}", summary: "one agent", query: []param{pCons}, resp: api.Agent{}},
+		{pattern: "DELETE /v1/agents/{id}", summary: "unregister an agent (its inbox stays)", resp: api.Agent{}},
 		{pattern: "GET /v1/agents/{id}/inbox", summary: "a page of an agent's inbox",
 			query: []param{q("unread", "true: unread only"), q("priority", "of this priority"), q("type", "of this type"), q("from", "from this sender"),
 				pAfter, {"before", "integer", "with order=newest: before this seq", false}, q("order", "oldest (default) or newest"), pLimit, pCons}, resp: fsm.InboxPage{}},
 		{pattern: "GET /v1/agents/{id}/inbox/counts", summary: "an inbox's counts", query: []param{pCons}, resp: fsm.InboxCounts{}},
 		{pattern: "GET /v1/agents/{id}/summary", summary: "what a status line shows, in one request", query: []param{pCons}, resp: transport.AgentSummary{}},
 		{pattern: "POST /v1/agents/{id}/read", summary: "mark one message, or all up to a seq, read", body: &body{v: transport.MarkReadRequest{}}, resp: fsm.MarkReadResult{}},
-		{pattern: "PUT /v1/agents/{id}/receipts/{msg}", summary: "what the agent's watcher did with a message", body: &body{v: transport.ReceiptStateRequest{}, required: []string{"state"}}, resp: fsm.Receipt{}},
+		{pattern: "PUT /v1/agents/{id}/receipts/{msg}", summary: "what the agent's watcher did with a message", body: &body{v: transport.ReceiptStateRequest{}, required: []string{"state"}}, resp: api.Receipt{}},
 		{pattern: "GET /v1/agents/{id}/cursor", summary: "the seq of the last message the agent's watcher handled", query: []param{pCons}, resp: fsm.Cursor{}},
-		{pattern: "PUT /v1/agents/{id}/cursor", summary: "move the cursor (never back)", body: &body{v: fsm.SetCursorCommand{}, required: []string{"seq"}}, resp: fsm.Cursor{}},
+		{pattern: "PUT /v1/agents/{id}/cursor", summary: "move the cursor (never back)", body: &body{v: api.SetCursorCommand{}, required: []string{"seq"}}, resp: fsm.Cursor{}},
 		{pattern: "POST /v1/agents/{id}/lease", summary: "acquire the agent's lease for a watcher (node, instance): granted with a new fence, extended for its holder, or standby while another holds it",
-			body: &body{v: fsm.AgentLeaseAcquireCommand{}, required: []string{"node", "instance", "ttl"}}, resp: fsm.AgentLeaseResult{}},
+			body: &body{v: api.AgentLeaseAcquireCommand{}, required: []string{"node", "instance", "ttl"}}, resp: fsm.AgentLeaseResult{}},
 		{pattern: "POST /v1/agents/{id}/lease/renew", summary: "renew the agent's lease by its holder and fence (409 `fenced` when lost)",
-			body: &body{v: fsm.AgentLeaseRenewCommand{}, required: []string{"node", "instance", "fence", "ttl"}}, resp: fsm.AgentLeaseResult{}},
+			body: &body{v: api.AgentLeaseRenewCommand{}, required: []string{"node", "instance", "fence", "ttl"}}, resp: fsm.AgentLeaseResult{}},
 		{pattern: "POST /v1/agents/{id}/lease/release", summary: "release the agent's lease by its holder and fence, so a standby takes over at once",
-			body: &body{v: fsm.AgentLeaseReleaseCommand{}, required: []string{"node", "instance", "fence"}}, resp: fsm.AgentLeaseResult{}},
+			body: &body{v: api.AgentLeaseReleaseCommand{}, required: []string{"node", "instance", "fence"}}, resp: fsm.AgentLeaseResult{}},
 		{pattern: "GET /v1/agents/{id}/lease", summary: "the agent's lease: the watcher serving it, its fence, the standbys", query: []param{pCons}, resp: fsm.AgentLease{}},
 		{pattern: "GET /v1/leases", summary: "every agent's lease", query: []param{pCons}, resp: fsm.AgentLeasePage{}},
 		{pattern: "POST /v1/agents/{id}/interrupt", summary: "store an urgent [INTERRUPT] alert, then press ESC in the agent's pane", body: &body{v: transport.InterruptRequest{}, required: []string{"from", "reason"}}, resp: transport.InterruptResponse{}, errs: []int{429}},
-		{pattern: "GET /v1/agents/{id}/policy", summary: "the agent's run-time delivery policies in force", query: []param{pCons}, resp: fsm.PolicySet{}},
-		{pattern: "PUT /v1/agents/{id}/policy", summary: "set the agent's run-time delivery policy (or one sender's override)", body: &body{v: transport.PolicyRequest{}, required: []string{"mode"}}, resp: fsm.Policy{}},
-		{pattern: "DELETE /v1/agents/{id}/policy", summary: "clear the agent's policy (?from= for an override)", query: []param{q("from", "clear this sender's override"), q("set_by", "who clears it (a token without an agent only)")}, resp: fsm.Policy{}},
+		{pattern: "GET /v1/agents/{id}/policy", summary: "the agent's run-time delivery policies in force", query: []param{pCons}, resp: api.PolicySet{}},
+		{pattern: "PUT /v1/agents/{id}/policy", summary: "set the agent's run-time delivery policy (or one sender's override)", body: &body{v: transport.PolicyRequest{}, required: []string{"mode"}}, resp: api.Policy{}},
+		{pattern: "DELETE /v1/agents/{id}/policy", summary: "clear the agent's policy (?from= for an override)", query: []param{q("from", "clear this sender's override"), q("set_by", "who clears it (a token without an agent only)")}, resp: api.Policy{}},
 
 		{pattern: "PUT /v1/presence/{agent}", summary: "a presence heartbeat (gossip, not the log)", body: &body{v: transport.PresenceUpdate{}, required: []string{"state"}}, resp: transport.Presence{}},
 		{pattern: "GET /v1/presence", summary: "every agent's presence", resp: transport.PresenceResponse{}},
@@ -191,16 +192,16 @@ func ops() []op {
 		{pattern: "GET /v1/agents/{id}/health", summary: "an agent's presence and its watcher's task counts", resp: transport.HealthReport{}},
 		{pattern: "GET /v1/cluster/members", summary: "the gossip members", resp: transport.MembersResponse{}},
 
-		{pattern: "GET /v1/bulletin", summary: "the shared bulletin", query: []param{pCons}, resp: fsm.Bulletin{}},
+		{pattern: "GET /v1/bulletin", summary: "the shared bulletin", query: []param{pCons}, resp: api.Bulletin{}},
 		{pattern: "PUT /v1/bulletin", summary: "replace the bulletin (compare-and-set with if_version or If-Match)", query: []param{q("by", "the agent who writes")},
-			headers: []param{{"If-Match", "string", "the version the write is based on", false}}, body: &body{schema: obj{"type": "object"}}, resp: fsm.BulletinResult{}, errs: []int{409}},
+			headers: []param{{"If-Match", "string", "the version the write is based on", false}}, body: &body{schema: obj{"type": "object"}}, resp: api.BulletinResult{}, errs: []int{409}},
 		{pattern: "PATCH /v1/bulletin", summary: "merge into the bulletin (RFC 7396: null deletes)", query: []param{q("by", "the agent who writes")},
-			headers: []param{{"If-Match", "string", "the version the write is based on", false}}, body: &body{schema: obj{"type": "object"}, media: []string{"application/json", "application/merge-patch+json"}}, resp: fsm.BulletinResult{}, errs: []int{409}},
-		{pattern: "POST /v1/locks", summary: "acquire a lock (409 with its holder when held)", body: &body{v: fsm.LockAcquireCommand{}, required: []string{"path", "holder"}}, resp: fsm.LockResult{}, extra: obj{"409": jsonResponse("the lock is held: its holder, token and expiry", ref("LockConflictBody"))}},
-		{pattern: "POST /v1/locks/renew", summary: "renew a lock by its holder and token", body: &body{v: fsm.LockRenewCommand{}, required: []string{"path", "holder", "token"}}, resp: fsm.LockResult{}, extra: obj{"409": jsonResponse("not the holder, or a stale token", ref("LockConflictBody"))}},
-		{pattern: "POST /v1/locks/release", summary: "release a lock (force: break it)", body: &body{v: fsm.LockReleaseCommand{}, required: []string{"path"}}, resp: fsm.LockResult{}, extra: obj{"409": jsonResponse("not the holder, or a stale token", ref("LockConflictBody"))}},
-		{pattern: "GET /v1/locks", summary: "a page of locks", query: []param{q("prefix", "paths with this prefix"), q("holder", "held by"), q("after", "after this path"), pLimit, pCons}, resp: fsm.LockPage{}},
-		{pattern: "POST /v1/locks/check", summary: "whether a lock token is still current", query: []param{pCons}, body: &body{v: fsm.LockCheckCommand{}, required: []string{"path", "token"}}, resp: fsm.LockCheck{}},
+			headers: []param{{"If-Match", "string", "the version the write is based on", false}}, body: &body{schema: obj{"type": "object"}, media: []string{"application/json", "application/merge-patch+json"}}, resp: api.BulletinResult{}, errs: []int{409}},
+		{pattern: "POST /v1/locks", summary: "acquire a lock (409 with its holder when held)", body: &body{v: api.LockAcquireCommand{}, required: []string{"path", "holder"}}, resp: api.LockResult{}, extra: obj{"409": jsonResponse("the lock is held: its holder, token and expiry", ref("LockConflictBody"))}},
+		{pattern: "POST /v1/locks/renew", summary: "renew a lock by its holder and token", body: &body{v: api.LockRenewCommand{}, required: []string{"path", "holder", "token"}}, resp: api.LockResult{}, extra: obj{"409": jsonResponse("not the holder, or a stale token", ref("LockConflictBody"))}},
+		{pattern: "POST /v1/locks/release", summary: "release a lock (force: break it)", body: &body{v: api.LockReleaseCommand{}, required: []string{"path"}}, resp: api.LockResult{}, extra: obj{"409": jsonResponse("not the holder, or a stale token", ref("LockConflictBody"))}},
+		{pattern: "GET /v1/locks", summary: "a page of locks", query: []param{q("prefix", "paths with this prefix"), q("holder", "held by"), q("after", "after this path"), pLimit, pCons}, resp: api.LockPage{}},
+		{pattern: "POST /v1/locks/check", summary: "whether a lock token is still current", query: []param{pCons}, body: &body{v: api.LockCheckCommand{}, required: []string{"path", "token"}}, resp: fsm.LockCheck{}},
 
 		{pattern: "GET /v1/rules", summary: "the communication rules", query: []param{pCons}, resp: fsm.RulesState{}},
 		{pattern: "PUT /v1/rules", summary: "replace the rules document (JSON, or YAML with its Content-Type)", body: &body{schema: obj{"type": "object"}, media: []string{"application/json", "application/yaml", "text/yaml"}}, resp: fsm.RulesState{}},
@@ -210,10 +211,10 @@ func ops() []op {
 		{pattern: "GET /v1/overview", summary: "message headers in seq order, no content", query: []param{q("channel", "this channel only"), pAfter, pLimit, pCons}, resp: fsm.OverviewPage{}},
 
 		{pattern: "GET /v1/channels/{channel}/retention", summary: "a channel's retention policy", query: []param{pCons}, resp: fsm.Retention{}},
-		{pattern: "PUT /v1/channels/{channel}/retention", summary: "set a channel's retention policy and trim at once", body: &body{v: fsm.SetRetentionCommand{}}, resp: fsm.TrimResult{}},
+		{pattern: "PUT /v1/channels/{channel}/retention", summary: "set a channel's retention policy and trim at once", body: &body{v: api.SetRetentionCommand{}}, resp: fsm.TrimResult{}},
 		{pattern: "POST /v1/channels/{channel}/trim", summary: "apply a channel's retention policy now", resp: fsm.TrimResult{}},
-		{pattern: "GET /v1/cluster/config", summary: "the replicated cluster settings", query: []param{pCons}, resp: fsm.ClusterConfig{}},
-		{pattern: "PUT /v1/cluster/config", summary: "set one cluster setting", body: &body{v: fsm.SetConfigCommand{}, required: []string{"key", "value"}}, resp: fsm.ClusterConfig{}},
+		{pattern: "GET /v1/cluster/config", summary: "the replicated cluster settings", query: []param{pCons}, resp: api.ClusterConfig{}},
+		{pattern: "PUT /v1/cluster/config", summary: "set one cluster setting", body: &body{v: api.SetConfigCommand{}, required: []string{"key", "value"}}, resp: api.ClusterConfig{}},
 
 		{pattern: "GET /v1/whoami", summary: "who the request's token speaks for ({auth:false} without --auth)", resp: transport.WhoAmI{}},
 		{pattern: "POST /v1/tokens", summary: "create a token: the secret is in this answer only", body: &body{v: transport.TokenRequest{}, required: []string{"agent"}}, resp: transport.TokenCreated{}},
@@ -268,7 +269,7 @@ func generateOpenAPI(routes []transport.Route) ([]byte, error) {
 		g.access[rt.Pattern] = rt
 	}
 	// The schemas POST /v1/messages names rather than reflects.
-	g.ref(reflect.TypeFor[fsm.Message](), true)
+	g.ref(reflect.TypeFor[api.Message](), true)
 	for _, t := range []reflect.Type{reflect.TypeFor[transport.SendResponse](), reflect.TypeFor[transport.TaskMessageResponse](),
 		reflect.TypeFor[transport.ApprovalMessageResponse](), reflect.TypeFor[transport.LockConflictBody]()} {
 		g.ref(t, false)
@@ -531,14 +532,14 @@ var (
 
 // special are the types with their own JSON forms (answer, request).
 var special = map[reflect.Type][2]obj{
-	reflect.TypeFor[fsm.ApprovalTimeout](): {{"type": "string", "description": "a Go duration: 10m0s"}, {"type": []string{"string", "number"}, "description": "\"10m\" or seconds"}},
-	reflect.TypeFor[fsm.LockTTL]():         {{"type": "string", "description": "a Go duration: 5m0s"}, {"type": []string{"string", "number"}, "description": "\"30s\" or seconds"}},
-	reflect.TypeFor[fsm.ArtifactRef](): {
+	reflect.TypeFor[api.ApprovalTimeout](): {{"type": "string", "description": "a Go duration: 10m0s"}, {"type": []string{"string", "number"}, "description": "\"10m\" or seconds"}},
+	reflect.TypeFor[api.LockTTL]():         {{"type": "string", "description": "a Go duration: 5m0s"}, {"type": []string{"string", "number"}, "description": "\"30s\" or seconds"}},
+	reflect.TypeFor[api.ArtifactRef](): {
 		{"anyOf": []any{obj{"type": "string"}, obj{"type": "object", "required": []string{"id", "name"}, "properties": obj{"id": obj{"type": "string"}, "name": obj{"type": "string"}}}}},
 		{"anyOf": []any{obj{"type": "string"}, obj{"type": "object", "required": []string{"id"}, "properties": obj{"id": obj{"type": "string"}, "name": obj{"type": "string"}}}}},
 	},
 	reflect.TypeFor[transport.NodeIDs](): {{"type": "array", "items": obj{"type": "string"}, "description": "node ids in id order"}, {"type": []string{"array", "null"}, "items": obj{"type": "string"}}},
-	reflect.TypeFor[fsm.Recipients]():    {{"type": []string{"array", "null"}, "items": obj{"type": "string"}}, {"anyOf": []any{obj{"type": "string"}, obj{"type": []string{"array", "null"}, "items": obj{"type": "string"}}}}},
+	reflect.TypeFor[api.Recipients]():    {{"type": []string{"array", "null"}, "items": obj{"type": "string"}}, {"anyOf": []any{obj{"type": "string"}, obj{"type": []string{"array", "null"}, "items": obj{"type": "string"}}}}},
 }
 
 // ref is the schema of a value of type t: a $ref for a named struct,

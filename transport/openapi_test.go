@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/openapitest"
@@ -100,10 +101,10 @@ type openAPIEnv struct {
 func newOpenAPIEnv(t *testing.T) *openAPIEnv {
 	svc := transporttest.New(t)
 	for _, tok := range []struct{ id, agent, role, secret string }{
-		{"tok-alice", "alice", fsm.TokenRoleAgent, aliceSecret},
-		{"tok-bob", "bob", fsm.TokenRoleAgent, bobSecret},
+		{"tok-alice", "alice", api.TokenRoleAgent, aliceSecret},
+		{"tok-bob", "bob", api.TokenRoleAgent, bobSecret},
 	} {
-		if _, err := svc.ApplyCommand(fsm.OpCreateToken, fsm.CreateTokenCommand{ID: tok.id, Agent: tok.agent, Role: tok.role, Hash: fsm.HashToken(tok.secret)}); err != nil {
+		if _, err := svc.ApplyCommand(api.OpCreateToken, api.CreateTokenCommand{ID: tok.id, Agent: tok.agent, Role: tok.role, Hash: fsm.HashToken(tok.secret)}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 // Agent presence states and substates: the heartbeat format agent farms
@@ -101,7 +101,7 @@ type Presence struct {
 
 // NodeIDs is a list of node ids held as one comma-separated string ("n2,n3"),
 // so that Presence stays comparable with ==; its JSON form is an array of
-// ids (["n2","n3"]). Node ids never hold a comma (fsm.ValidName).
+// ids (["n2","n3"]). Node ids never hold a comma (api.ValidName).
 type NodeIDs string
 
 // JoinNodeIDs makes a NodeIDs of ids, in the order given.
@@ -155,11 +155,11 @@ func (h *AgentHealth) validate() error {
 	}{{"tasks_running", int64(h.TasksRunning)}, {"tasks_succeeded", int64(h.TasksSucceeded)},
 		{"tasks_failed", int64(h.TasksFailed)}, {"mean_duration_ms", h.MeanDurationMS}} {
 		if f.v < 0 {
-			return &fsm.FieldError{Field: f.name, Reason: fmt.Sprintf("%d is negative", f.v)}
+			return &api.FieldError{Field: f.name, Reason: fmt.Sprintf("%d is negative", f.v)}
 		}
 	}
 	if reason := checkLine(h.LastError, MaxPresenceLastError); reason != "" {
-		return &fsm.FieldError{Field: "last_error", Reason: reason}
+		return &api.FieldError{Field: "last_error", Reason: reason}
 	}
 	return nil
 }
@@ -270,48 +270,48 @@ func (u *PresenceUpdate) Normalize() {
 // Validate checks a normalized update for agent (the id in the path),
 // naming the field at fault and its limit.
 func (u *PresenceUpdate) Validate(agent string) error {
-	if !fsm.ValidName(agent) {
-		return fsm.NameError("agent_id", agent)
+	if !api.ValidName(agent) {
+		return api.NameError("agent_id", agent)
 	}
 	if u.AgentID != "" && u.AgentID != agent {
-		return &fsm.FieldError{Field: "agent_id", Reason: fmt.Sprintf("%q differs from the agent in the path, %q", u.AgentID, agent)}
+		return &api.FieldError{Field: "agent_id", Reason: fmt.Sprintf("%q differs from the agent in the path, %q", u.AgentID, agent)}
 	}
-	if u.Node != "" && !fsm.ValidName(u.Node) {
-		return fsm.NameError("node", u.Node)
+	if u.Node != "" && !api.ValidName(u.Node) {
+		return api.NameError("node", u.Node)
 	}
 	switch u.State {
 	case PresenceAwake:
 		switch u.Substate {
 		case SubstateIdle, SubstateWorking, SubstateBlocked:
 		default:
-			return &fsm.FieldError{Field: "substate", Reason: fmt.Sprintf("%q is not IDLE, WORKING or BLOCKED", u.Substate)}
+			return &api.FieldError{Field: "substate", Reason: fmt.Sprintf("%q is not IDLE, WORKING or BLOCKED", u.Substate)}
 		}
 	case PresenceOffline:
 		if u.Substate != "" {
-			return &fsm.FieldError{Field: "substate", Reason: "an OFFLINE agent has no substate; leave it out"}
+			return &api.FieldError{Field: "substate", Reason: "an OFFLINE agent has no substate; leave it out"}
 		}
 	case "":
-		return &fsm.FieldError{Field: "state", Reason: "required: AWAKE or OFFLINE"}
+		return &api.FieldError{Field: "state", Reason: "required: AWAKE or OFFLINE"}
 	default:
-		return &fsm.FieldError{Field: "state", Reason: fmt.Sprintf("%q is not AWAKE or OFFLINE", u.State)}
+		return &api.FieldError{Field: "state", Reason: fmt.Sprintf("%q is not AWAKE or OFFLINE", u.State)}
 	}
 	if SourceRank(u.Source) == 0 {
-		return &fsm.FieldError{Field: "source", Reason: fmt.Sprintf("%q is not hook, pane or watcher (or left out)", u.Source)}
+		return &api.FieldError{Field: "source", Reason: fmt.Sprintf("%q is not hook, pane or watcher (or left out)", u.Source)}
 	}
 	if u.State == PresenceAwake && u.Reason != "" {
-		return &fsm.FieldError{Field: "reason", Reason: "only an OFFLINE agent has a reason; leave it out or set state OFFLINE"}
+		return &api.FieldError{Field: "reason", Reason: "only an OFFLINE agent has a reason; leave it out or set state OFFLINE"}
 	}
-	if u.Channel != "" && !fsm.ValidName(u.Channel) {
-		return fsm.NameError("channel", u.Channel)
+	if u.Channel != "" && !api.ValidName(u.Channel) {
+		return api.NameError("channel", u.Channel)
 	}
 	if u.PID < 0 {
-		return &fsm.FieldError{Field: "pid", Reason: fmt.Sprintf("%d is negative", u.PID)}
+		return &api.FieldError{Field: "pid", Reason: fmt.Sprintf("%d is negative", u.PID)}
 	}
 	if reason := checkLine(u.Task, MaxPresenceTask); reason != "" {
-		return &fsm.FieldError{Field: "task", Reason: reason}
+		return &api.FieldError{Field: "task", Reason: reason}
 	}
 	if reason := checkLine(u.Reason, MaxPresenceReason); reason != "" {
-		return &fsm.FieldError{Field: "reason", Reason: reason}
+		return &api.FieldError{Field: "reason", Reason: reason}
 	}
 	return u.AgentHealth.validate()
 }

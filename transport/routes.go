@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/rules"
 )
 
@@ -46,8 +46,8 @@ func (s *Server) routes() []route {
 		entryBody    = bodyCap{forwardLimit(s.opts.MaxMessageBytes), " (a forwarded write: 8 × --max-message-bytes, at least 2 MiB)"}
 		batchBody    = bodyCap{batchLimit(s.opts.MaxMessageBytes), " (forwarded writes: one entry's ceiling, 8 × --max-message-bytes and at least 2 MiB, and its length prefix)"}
 		rulesBody    = bodyCap{rules.MaxBytes, fmt.Sprintf(" (a rules document is at most %d bytes, 256 KiB)", rules.MaxBytes)}
-		bulletinBody = bodyCap{maxBulletinBody, fmt.Sprintf(" (the bulletin is capped at %d bytes)", fsm.MaxBulletinBytes)}
-		lockBody     = bodyCap{maxLockBody, fmt.Sprintf(" (a lock path is at most %d bytes)", fsm.MaxLockPathLen)}
+		bulletinBody = bodyCap{maxBulletinBody, fmt.Sprintf(" (the bulletin is capped at %d bytes)", api.MaxBulletinBytes)}
+		lockBody     = bodyCap{maxLockBody, fmt.Sprintf(" (a lock path is at most %d bytes)", api.MaxLockPathLen)}
 		presenceBody = bodyCap{maxPresenceBytes, ""}
 		taskBody     = bodyCap{maxTaskBody, taskBodyWhy}
 		approvalBody = bodyCap{maxApprovalBody, approvalBodyWhy}

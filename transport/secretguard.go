@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/secrets"
 )
 
@@ -50,7 +50,7 @@ func (s *Server) guardSecrets(r *http.Request, agent string, fields []secrets.Fi
 	if err != nil {
 		return fmt.Errorf("read secret_guard: %w", err)
 	}
-	if cfg.SecretGuard == fsm.SecretGuardOff {
+	if cfg.SecretGuard == api.SecretGuardOff {
 		return nil
 	}
 	found, err := scanSecrets(fields...)
@@ -60,7 +60,7 @@ func (s *Server) guardSecrets(r *http.Request, agent string, fields []secrets.Fi
 	if len(found) == 0 {
 		return nil
 	}
-	if cfg.SecretGuard == fsm.SecretGuardRedact {
+	if cfg.SecretGuard == api.SecretGuardRedact {
 		secrets.Redact(found, fields...)
 		if err := recheck(); err != nil {
 			return fmt.Errorf("after redacting its secrets: %w", err)
@@ -110,7 +110,7 @@ func (s *Server) scanArtifact(r *http.Request, agent string, body io.Reader) (io
 	if err != nil {
 		return body, func() error { return fmt.Errorf("read secret_guard: %w", err) }
 	}
-	if cfg.SecretGuard == fsm.SecretGuardOff {
+	if cfg.SecretGuard == api.SecretGuardOff {
 		return body, func() error { return nil }
 	}
 	type result struct {
@@ -133,7 +133,7 @@ func (s *Server) scanArtifact(r *http.Request, agent string, body io.Reader) (io
 			return nil
 		}
 		what := describeFindings(res.found)
-		if cfg.SecretGuard == fsm.SecretGuardRedact {
+		if cfg.SecretGuard == api.SecretGuardRedact {
 			what += " (an artifact's bytes are its id, so they are never redacted)"
 		}
 		return s.refuseSecret(r, agent, what)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
 )
@@ -22,7 +22,7 @@ func TestSecretGuardCoversEveryFreeText(t *testing.T) {
 
 	// A task bob holds, for the claimant's reports.
 	wantOK(t, call("POST", "/v1/tasks", `{"id":"t-1","from":"alice","to":"bob","title":"build"}`), nil)
-	var claim fsm.TaskResult
+	var claim api.TaskResult
 	wantOK(t, call("POST", "/v1/tasks/t-1/claim", `{"agent":"bob"}`), &claim)
 	pat := fakeGitHubPAT
 	msg := func(extra string) string {
@@ -59,14 +59,14 @@ func TestSecretGuardCoversEveryFreeText(t *testing.T) {
 				t.Errorf("the refusal echoes the secret: %q", m)
 			}
 			for _, call := range svc.CallsTo("Apply")[before:] {
-				if fsm.Op(call.Arg) != fsm.OpAuditDenial {
+				if api.Op(call.Arg) != api.OpAuditDenial {
 					t.Errorf("%s proposed after the refusal", call.Arg)
 				}
 			}
 		})
 	}
 	// Nothing of the secret reached the state.
-	tasks, err := svc.State().Tasks(fsm.TaskQuery{})
+	tasks, err := svc.State().Tasks(api.TaskQuery{})
 	dump, _ := json.Marshal(tasks)
 	if err != nil || strings.Contains(string(dump), pat) {
 		t.Errorf("tasks hold the secret: %s %v", dump, err)

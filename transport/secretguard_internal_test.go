@@ -9,23 +9,23 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/secrets"
 )
 
 // configReader is a state holding the cluster settings and nothing else.
 type configReader struct {
 	Reader
-	cfg fsm.ClusterConfig
+	cfg api.ClusterConfig
 	err error
 }
 
-func (r configReader) Config() (fsm.ClusterConfig, error) { return r.cfg, r.err }
+func (r configReader) Config() (api.ClusterConfig, error) { return r.cfg, r.err }
 
 // guardServer serves guardSecrets alone at POST /x over a state with cfg,
 // and counts the texts it let through.
 func guardServer(cfg configReader, passed *int) *Server {
-	s := &Server{opts: ServerOptions{MaxMessageBytes: fsm.DefaultMaxBytes, Logger: slog.New(slog.DiscardHandler)},
+	s := &Server{opts: ServerOptions{MaxMessageBytes: api.DefaultMaxBytes, Logger: slog.New(slog.DiscardHandler)},
 		state: cfg, denials: newDenialCoalescer()}
 	s.denials.running = true // keep denials queued: no node to propose them to
 	s.register([]route{{pattern: "POST /x", rule: ruleAny, handle: func(w http.ResponseWriter, r *http.Request) {
@@ -56,10 +56,10 @@ func TestSecretGuardFailsClosed(t *testing.T) {
 		says   string
 		scans  int
 	}{
-		{"broken rules", configReader{cfg: fsm.ClusterConfig{SecretGuard: fsm.SecretGuardRefuse}}, http.StatusInternalServerError, "nothing was stored unchecked", 1},
-		{"broken rules, redact", configReader{cfg: fsm.ClusterConfig{SecretGuard: fsm.SecretGuardRedact}}, http.StatusInternalServerError, "gitleaks rules: broken", 1},
+		{"broken rules", configReader{cfg: api.ClusterConfig{SecretGuard: api.SecretGuardRefuse}}, http.StatusInternalServerError, "nothing was stored unchecked", 1},
+		{"broken rules, redact", configReader{cfg: api.ClusterConfig{SecretGuard: api.SecretGuardRedact}}, http.StatusInternalServerError, "gitleaks rules: broken", 1},
 		{"unreadable settings", configReader{err: errors.New("bbolt: closed")}, http.StatusInternalServerError, "read secret_guard", 0},
-		{"off", configReader{cfg: fsm.ClusterConfig{SecretGuard: fsm.SecretGuardOff}}, http.StatusOK, "a clean text", 0},
+		{"off", configReader{cfg: api.ClusterConfig{SecretGuard: api.SecretGuardOff}}, http.StatusOK, "a clean text", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			scanned = 0

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -20,7 +20,7 @@ var (
 )
 
 // setGuard sets secret_guard through the API, as an admin would.
-func setGuard(t *testing.T, e *authEnv, secret string, v fsm.SecretGuard) {
+func setGuard(t *testing.T, e *authEnv, secret string, v api.SecretGuard) {
 	t.Helper()
 	cfg, err := e.client(secret).SetConfig(context.Background(), "secret_guard", v)
 	if err != nil || cfg.SecretGuard != v {
@@ -57,7 +57,7 @@ func TestSecretRefused(t *testing.T) {
 			if _, sends := e.writes(); sends != 0 {
 				t.Errorf("%d sends proposed, want none", sends)
 			}
-			if _, err := e.svc.State().Message("msg-leak-1"); !errors.Is(err, fsm.ErrNotFound) {
+			if _, err := e.svc.State().Message("msg-leak-1"); !errors.Is(err, api.ErrNotFound) {
 				t.Errorf("the refused message is stored: %v", err)
 			}
 			evs := e.waitDenied("content.text holds a secret (gitleaks rule github-pat)", 1)
@@ -98,7 +98,7 @@ func TestSecretRefusalsFoldInTheAudit(t *testing.T) {
 // [REDACTED:rule]; a retry of the same send is the same message.
 func TestSecretRedacted(t *testing.T) {
 	e := newAuthEnv(t, &transport.AuthConfig{AdminToken: adminSecret})
-	setGuard(t, e, adminSecret, fsm.SecretGuardRedact)
+	setGuard(t, e, adminSecret, api.SecretGuardRedact)
 	body := `{"id":"msg-red-1","from":"alice","to":"bob","channel":"ops","title":"key ` + fakeGitHubPAT + `",` +
 		`"content":{"text":"use ` + fakeGitHubPAT + ` then ` + fakeGitHubPAT + `","code":"x = \"` + fakeSlackBot + `\""}}`
 	var res transport.SendResponse
@@ -126,12 +126,12 @@ func TestSecretRedacted(t *testing.T) {
 	}
 	// A title the redaction makes too long is refused naming the title,
 	// and nothing is stored.
-	long := `{"id":"msg-red-2","from":"alice","to":"bob","channel":"ops","title":"` + strings.Repeat("k", fsm.MaxTitleLen-len(fakeGitHubPAT)) + " " + fakeGitHubPAT + `","content":{"text":"t"}}`
+	long := `{"id":"msg-red-2","from":"alice","to":"bob","channel":"ops","title":"` + strings.Repeat("k", api.MaxTitleLen-len(fakeGitHubPAT)) + " " + fakeGitHubPAT + `","content":{"text":"t"}}`
 	msg := wantError(t, e.as(aliceSecret, "POST", "/v1/messages", long), http.StatusBadRequest, transport.CodeInvalid)
 	if !strings.HasPrefix(msg, "title:") {
 		t.Errorf("too long after redaction: %q, want a title error", msg)
 	}
-	if _, err := e.svc.State().Message("msg-red-2"); !errors.Is(err, fsm.ErrNotFound) {
+	if _, err := e.svc.State().Message("msg-red-2"); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("message stored: %v", err)
 	}
 }
@@ -139,7 +139,7 @@ func TestSecretRedacted(t *testing.T) {
 // off stores the message as sent.
 func TestSecretGuardOff(t *testing.T) {
 	e := newAuthEnv(t, nil)
-	setGuard(t, e, "", fsm.SecretGuardOff)
+	setGuard(t, e, "", api.SecretGuardOff)
 	wantOK(t, e.as("", "POST", "/v1/messages", `{"id":"msg-off-1","from":"alice","to":"bob","channel":"ops","content":{"text":"`+fakeGitHubPAT+`"}}`), nil)
 	if m, err := e.svc.State().Message("msg-off-1"); err != nil || m.Content.Text != fakeGitHubPAT {
 		t.Errorf("stored %+v, %v; want the text as sent", m, err)
@@ -155,9 +155,9 @@ func TestSecretGuardConfigAPI(t *testing.T) {
 		t.Errorf("bad value: %q", msg)
 	}
 	wantError(t, e.as(aliceSecret, "PUT", "/v1/cluster/config", `{"key":"secret_guard","value":"off"}`), http.StatusForbidden, transport.CodeForbidden)
-	var cfg fsm.ClusterConfig
+	var cfg api.ClusterConfig
 	wantOK(t, e.as(aliceSecret, "GET", "/v1/cluster/config", ""), &cfg)
-	if cfg.SecretGuard != fsm.SecretGuardRefuse {
+	if cfg.SecretGuard != api.SecretGuardRefuse {
 		t.Errorf("config = %+v, want secret_guard refuse", cfg)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/dialect"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/hostport"
@@ -24,7 +25,7 @@ import (
 // ServerOptions configure NewServer.
 type ServerOptions struct {
 	// MaxMessageBytes caps a POST /v1/messages body; 0 means
-	// fsm.DefaultMaxBytes (100 KiB).
+	// api.DefaultMaxBytes (100 KiB).
 	MaxMessageBytes int64
 	// Logger receives 5xx errors; nil means slog.Default().
 	Logger *slog.Logger
@@ -98,7 +99,7 @@ type Server struct {
 // NewServer returns the API handler for the node b.
 func NewServer(b Backend, opts ServerOptions) *Server {
 	if opts.MaxMessageBytes <= 0 {
-		opts.MaxMessageBytes = fsm.DefaultMaxBytes
+		opts.MaxMessageBytes = api.DefaultMaxBytes
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -165,7 +166,7 @@ func (s *Server) sameCluster(r *http.Request) error {
 	}
 	return &APIError{Status: http.StatusConflict, Code: CodeConflict, Message: fmt.Sprintf(
 		"%s %s comes from a node of cluster %s, and this node belongs to cluster %s: a node joins one cluster only "+
-			"(check the calling node's --join and --data-dir)", r.Method, r.URL.Path, clip(theirs, fsm.MaxIDLen), mine)}
+			"(check the calling node's --join and --data-dir)", r.Method, r.URL.Path, clip(theirs, api.MaxIDLen), mine)}
 }
 
 // cleanPath is the canonical form of an URL path as net/http's ServeMux
@@ -236,7 +237,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 	// whether it may see the message it answers are apply's to decide;
 	// they need to know what the token reads (visibility.go).
 	v := viewerFrom(r.Context())
-	s.propose(w, r, fsm.OpSend, fsm.SendCommand{Message: m, AgentFence: fence,
+	s.propose(w, r, api.OpSend, api.SendCommand{Message: m, AgentFence: fence,
 		Moderator: IdentityFrom(r.Context()).Moderates(), ReadsAll: v == nil || v.Moderator})
 }
 
@@ -271,7 +272,7 @@ func (s *Server) channelMessages(w http.ResponseWriter, r *http.Request) {
 		var page fsm.Page
 		var err error
 		page.Messages, page.HasMore, err = visibleMessages(viewerFrom(r.Context()), after, int(limit),
-			func(after uint64, limit int) ([]*fsm.Message, bool, error) {
+			func(after uint64, limit int) ([]*api.Message, bool, error) {
 				p, err := st.ChannelPage(channel, after, limit)
 				return p.Messages, p.HasMore, err
 			})
@@ -296,19 +297,19 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, f := range []struct{ name, v string }{{"node_id", req.NodeID}, {"raft_addr", req.RaftAddr}, {"api_addr", req.APIAddr}} {
 		if f.v == "" {
-			s.writeError(w, r, &fsm.FieldError{Field: f.name, Reason: "required"})
+			s.writeError(w, r, &api.FieldError{Field: f.name, Reason: "required"})
 			return
 		}
 	}
-	if !fsm.ValidName(req.NodeID) {
-		s.writeError(w, r, fsm.NameError("node_id", req.NodeID))
+	if !api.ValidName(req.NodeID) {
+		s.writeError(w, r, api.NameError("node_id", req.NodeID))
 		return
 	}
 	// Raft adds the address to the configuration as given: one nobody can
 	// dial would be a voter that never answers, counted in every quorum.
 	for _, f := range []struct{ name, v string }{{"raft_addr", req.RaftAddr}, {"api_addr", req.APIAddr}} {
 		if reason := checkHostPort(f.v); reason != "" {
-			s.writeError(w, r, &fsm.FieldError{Field: f.name, Reason: reason})
+			s.writeError(w, r, &api.FieldError{Field: f.name, Reason: reason})
 			return
 		}
 	}
@@ -356,9 +357,9 @@ func (s *Server) transfer(w http.ResponseWriter, r *http.Request) {
 // sendBody is what a POST /v1/messages carried: a message, or a seed 004
 // body that is a command (a task's, an approval request).
 type sendBody struct {
-	msg      fsm.Message
+	msg      api.Message
 	task     *dialect.TaskMessage
-	approval *fsm.ApprovalRequestCommand
+	approval *api.ApprovalRequestCommand
 }
 
 // registered reports whether agent id is registered, on this node's own
@@ -389,7 +390,7 @@ func decodeMessage(w http.ResponseWriter, r *http.Request, limit int64, register
 		return sendBody{}, bodyError(err, limit)
 	}
 	raw := buf.Bytes()
-	var m fsm.Message
+	var m api.Message
 	err := decodeJSON(bytes.NewReader(raw), limit, &m)
 	if err == nil {
 		return sendBody{msg: m}, nil
@@ -414,8 +415,8 @@ func decodeMessage(w http.ResponseWriter, r *http.Request, limit int64, register
 		return sendBody{approval: appr}, err
 	}
 	// A seed's message names no channel as often as not (002, 004): it
-	// goes where a client that names none sends, fsm.DefaultChannel.
-	dm, err := dialect.Map(raw, dialect.Place{}, dialect.Options{Fallback: fsm.DefaultChannel})
+	// goes where a client that names none sends, api.DefaultChannel.
+	dm, err := dialect.Map(raw, dialect.Place{}, dialect.Options{Fallback: api.DefaultChannel})
 	if err != nil {
 		return sendBody{}, err
 	}
@@ -541,7 +542,7 @@ func (s *Server) readIndex(w http.ResponseWriter, r *http.Request) {
 
 // propose commits op with body (commit: the free-text checks and the
 // secret guard, then the proposal) and answers with the state machine's result.
-func (s *Server) propose(w http.ResponseWriter, r *http.Request, op fsm.Op, body any) {
+func (s *Server) propose(w http.ResponseWriter, r *http.Request, op api.Op, body any) {
 	res, err := s.commit(r, op, body)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -551,9 +552,9 @@ func (s *Server) propose(w http.ResponseWriter, r *http.Request, op fsm.Op, body
 }
 
 // proposeResult commits a command whose state machine result is a T
-// (fsm.ApprovalResult, ...) and decodes it; ok checks that it is one (an
+// (api.ApprovalResult, ...) and decodes it; ok checks that it is one (an
 // id set). false means it has answered with the error.
-func proposeResult[T any](s *Server, w http.ResponseWriter, r *http.Request, op fsm.Op, body any, ok func(T) bool) (T, bool) {
+func proposeResult[T any](s *Server, w http.ResponseWriter, r *http.Request, op api.Op, body any, ok func(T) bool) (T, bool) {
 	var res T
 	raw, err := s.commit(r, op, body)
 	if err != nil {
@@ -573,7 +574,7 @@ func proposeResult[T any](s *Server, w http.ResponseWriter, r *http.Request, op 
 func (s *Server) pathCommand(w http.ResponseWriter, r *http.Request, id *string, noun string, validate func() error) bool {
 	path := r.PathValue("id")
 	if *id != "" && *id != path {
-		s.writeError(w, r, &fsm.FieldError{Field: "id", Reason: fmt.Sprintf("%q differs from the %s in the path, %q; leave it out", *id, noun, path)})
+		s.writeError(w, r, &api.FieldError{Field: "id", Reason: fmt.Sprintf("%q differs from the %s in the path, %q; leave it out", *id, noun, path)})
 		return false
 	}
 	*id = path
@@ -610,7 +611,7 @@ func (s *Server) getConfig(w http.ResponseWriter, r *http.Request) {
 
 // setConfig changes one cluster setting: body {"key","value"}.
 func (s *Server) setConfig(w http.ResponseWriter, r *http.Request) {
-	var cmd fsm.SetConfigCommand
+	var cmd api.SetConfigCommand
 	if err := decodeBody(w, r, maxControlBytes, &cmd); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -619,5 +620,5 @@ func (s *Server) setConfig(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.propose(w, r, fsm.OpSetConfig, cmd)
+	s.propose(w, r, api.OpSetConfig, cmd)
 }

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 // Agent leases (fsm/agent_lease.go): the watcher that serves an agent
@@ -13,15 +13,15 @@ import (
 // or an admin's such as the node's that runs the watcher.
 
 func (s *Server) acquireAgentLease(w http.ResponseWriter, r *http.Request) {
-	serveAgentLease(s, w, r, fsm.OpAgentLeaseAcquire, func(c *fsm.AgentLeaseAcquireCommand) *string { return &c.Agent })
+	serveAgentLease(s, w, r, api.OpAgentLeaseAcquire, func(c *api.AgentLeaseAcquireCommand) *string { return &c.Agent })
 }
 
 func (s *Server) renewAgentLease(w http.ResponseWriter, r *http.Request) {
-	serveAgentLease(s, w, r, fsm.OpAgentLeaseRenew, func(c *fsm.AgentLeaseRenewCommand) *string { return &c.Agent })
+	serveAgentLease(s, w, r, api.OpAgentLeaseRenew, func(c *api.AgentLeaseRenewCommand) *string { return &c.Agent })
 }
 
 func (s *Server) releaseAgentLease(w http.ResponseWriter, r *http.Request) {
-	serveAgentLease(s, w, r, fsm.OpAgentLeaseRelease, func(c *fsm.AgentLeaseReleaseCommand) *string { return &c.Agent })
+	serveAgentLease(s, w, r, api.OpAgentLeaseRelease, func(c *api.AgentLeaseReleaseCommand) *string { return &c.Agent })
 }
 
 // serveAgentLease decodes a lease command whose agent is the path's (a
@@ -30,7 +30,7 @@ func (s *Server) releaseAgentLease(w http.ResponseWriter, r *http.Request) {
 func serveAgentLease[C any, P interface {
 	*C
 	Validate() error
-}](s *Server, w http.ResponseWriter, r *http.Request, op fsm.Op, agent func(P) *string) {
+}](s *Server, w http.ResponseWriter, r *http.Request, op api.Op, agent func(P) *string) {
 	var cmd C
 	if err := s.decodeRouteBody(w, r, P(&cmd)); err != nil {
 		s.writeError(w, r, err)
@@ -38,7 +38,7 @@ func serveAgentLease[C any, P interface {
 	}
 	a, path := agent(P(&cmd)), r.PathValue("id")
 	if *a != "" && *a != path {
-		s.writeError(w, r, &fsm.FieldError{Field: "agent", Reason: "differs from the agent in the path"})
+		s.writeError(w, r, &api.FieldError{Field: "agent", Reason: "differs from the agent in the path"})
 		return
 	}
 	*a = path
@@ -52,8 +52,8 @@ func serveAgentLease[C any, P interface {
 // getAgentLease serves GET /v1/agents/{id}/lease.
 func (s *Server) getAgentLease(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if !fsm.ValidName(id) {
-		s.writeError(w, r, fsm.NameError("id", id))
+	if !api.ValidName(id) {
+		s.writeError(w, r, api.NameError("id", id))
 		return
 	}
 	s.query(w, r, func(st Reader) (any, error) { return st.AgentLeaseOf(id) })
@@ -74,7 +74,7 @@ func agentFenceParam(r *http.Request) (uint64, error) {
 	}
 	f, err := strconv.ParseUint(v, 10, 64)
 	if err != nil || f == 0 {
-		return 0, &fsm.FieldError{Field: "agent_fence", Reason: "want the positive fence of the sender's agent lease, got " + strconv.Quote(v)}
+		return 0, &api.FieldError{Field: "agent_fence", Reason: "want the positive fence of the sender's agent lease, got " + strconv.Quote(v)}
 	}
 	return f, nil
 }

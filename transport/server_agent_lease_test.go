@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -20,58 +20,58 @@ func TestAgentLeaseRoutes(t *testing.T) {
 	e := newAuthEnv(t, &transport.AuthConfig{AdminToken: adminSecret})
 	ctx := context.Background()
 	alice := e.client(aliceSecret)
-	a := fsm.LeaseHolder{Node: "n1", Instance: "i1"}
-	b := fsm.LeaseHolder{Node: "n2", Instance: "i2"}
-	ttl := fsm.LockTTL(10 * time.Second)
-	got, err := alice.AcquireAgentLease(ctx, fsm.AgentLeaseAcquireCommand{Agent: "alice", LeaseHolder: a, TTL: ttl})
-	if err != nil || got.Outcome != fsm.AgentLeaseGranted || got.Lease.Holder != a {
+	a := api.LeaseHolder{Node: "n1", Instance: "i1"}
+	b := api.LeaseHolder{Node: "n2", Instance: "i2"}
+	ttl := api.LockTTL(10 * time.Second)
+	got, err := alice.AcquireAgentLease(ctx, api.AgentLeaseAcquireCommand{Agent: "alice", LeaseHolder: a, TTL: ttl})
+	if err != nil || got.Outcome != api.AgentLeaseGranted || got.Lease.Holder != a {
 		t.Fatalf("acquire = %+v, %v; want granted to n1", got, err)
 	}
 	fence := got.Lease.Fence
-	sb, err := alice.AcquireAgentLease(ctx, fsm.AgentLeaseAcquireCommand{Agent: "alice", LeaseHolder: b, TTL: ttl})
-	if err != nil || sb.Outcome != fsm.AgentLeaseStandby || sb.Lease.Fence != fence {
+	sb, err := alice.AcquireAgentLease(ctx, api.AgentLeaseAcquireCommand{Agent: "alice", LeaseHolder: b, TTL: ttl})
+	if err != nil || sb.Outcome != api.AgentLeaseStandby || sb.Lease.Fence != fence {
 		t.Fatalf("second acquire = %+v, %v; want standby", sb, err)
 	}
 	page, err := alice.AgentLeases(ctx, transport.Strong)
 	if err != nil || len(page.Leases) != 1 || len(page.Leases[0].Standbys) != 1 || page.Leases[0].Standbys[0].LeaseHolder != b {
 		t.Fatalf("leases = %+v, %v; want alice's with standby n2", page, err)
 	}
-	m := &fsm.Message{ID: "msg-20261128-090000-alice-00000001", From: "alice", To: fsm.Recipients{"bob"}, Channel: "general", Content: fsm.Content{Text: "hi"}}
+	m := &api.Message{ID: "msg-20261128-090000-alice-00000001", From: "alice", To: api.Recipients{"bob"}, Channel: "general", Content: api.Content{Text: "hi"}}
 	if _, err := alice.SendFenced(ctx, m, fence); err != nil {
 		t.Fatalf("send under the current fence: %v", err)
 	}
 	if _, err := alice.SetCursorFenced(ctx, "alice", 1, fence); err != nil {
 		t.Fatalf("cursor under the current fence: %v", err)
 	}
-	if _, err := alice.ReleaseAgentLease(ctx, fsm.AgentLeaseReleaseCommand{Agent: "alice", LeaseHolder: a, Fence: fence}); err != nil {
+	if _, err := alice.ReleaseAgentLease(ctx, api.AgentLeaseReleaseCommand{Agent: "alice", LeaseHolder: a, Fence: fence}); err != nil {
 		t.Fatal(err)
 	}
-	took, err := alice.AcquireAgentLease(ctx, fsm.AgentLeaseAcquireCommand{Agent: "alice", LeaseHolder: b, TTL: ttl})
-	if err != nil || took.Outcome != fsm.AgentLeaseGranted || took.Lease.Fence <= fence || took.Lease.Reason != fsm.LeaseReasonReleased {
+	took, err := alice.AcquireAgentLease(ctx, api.AgentLeaseAcquireCommand{Agent: "alice", LeaseHolder: b, TTL: ttl})
+	if err != nil || took.Outcome != api.AgentLeaseGranted || took.Lease.Fence <= fence || took.Lease.Reason != api.LeaseReasonReleased {
 		t.Fatalf("standby's acquire after the release = %+v, %v", took, err)
 	}
-	late := &fsm.Message{ID: "msg-20261128-090000-alice-00000002", From: "alice", To: fsm.Recipients{"bob"}, Channel: "general", Content: fsm.Content{Text: "late"}}
+	late := &api.Message{ID: "msg-20261128-090000-alice-00000002", From: "alice", To: api.Recipients{"bob"}, Channel: "general", Content: api.Content{Text: "late"}}
 	_, err = alice.SendFenced(ctx, late, fence)
 	var apiErr *transport.APIError
-	if !errors.Is(err, fsm.ErrFenced) || !errors.Is(err, fsm.ErrConflict) || !errors.As(err, &apiErr) || apiErr.Code != transport.CodeFenced ||
+	if !errors.Is(err, api.ErrFenced) || !errors.Is(err, api.ErrConflict) || !errors.As(err, &apiErr) || apiErr.Code != transport.CodeFenced ||
 		!strings.Contains(apiErr.Message, "is not the current lease's (fence") || !strings.Contains(apiErr.Message, "held by n2/i2") {
 		t.Fatalf("late send = %v; want 409 fenced naming the current fence and n2", err)
 	}
-	if _, err := alice.RenewAgentLease(ctx, fsm.AgentLeaseRenewCommand{Agent: "alice", LeaseHolder: a, Fence: fence, TTL: ttl}); !errors.Is(err, fsm.ErrFenced) {
+	if _, err := alice.RenewAgentLease(ctx, api.AgentLeaseRenewCommand{Agent: "alice", LeaseHolder: a, Fence: fence, TTL: ttl}); !errors.Is(err, api.ErrFenced) {
 		t.Fatalf("old holder's renewal = %v, want fenced", err)
 	}
 	if l, err := alice.AgentLease(ctx, "alice", transport.Strong); err != nil || l.Holder != b {
 		t.Fatalf("lease = %+v, %v; want held by n2", l, err)
 	}
 	// A task claim carries the fence too.
-	task, err := e.client(bobSecret).CreateTask(ctx, fsm.TaskCreateCommand{ID: "t-fenced", From: "bob", To: "alice", Title: "fenced"})
+	task, err := e.client(bobSecret).CreateTask(ctx, api.TaskCreateCommand{ID: "t-fenced", From: "bob", To: "alice", Title: "fenced"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := alice.ClaimTaskFenced(ctx, task.ID, "alice", fence); !errors.Is(err, fsm.ErrFenced) {
+	if _, err := alice.ClaimTaskFenced(ctx, task.ID, "alice", fence); !errors.Is(err, api.ErrFenced) {
 		t.Fatalf("claim under the old fence = %v, want fenced", err)
 	}
-	if cl, err := alice.ClaimTaskFenced(ctx, task.ID, "alice", took.Lease.Fence); err != nil || cl.State != fsm.TaskRunning {
+	if cl, err := alice.ClaimTaskFenced(ctx, task.ID, "alice", took.Lease.Fence); err != nil || cl.State != api.TaskRunning {
 		t.Fatalf("claim under the current fence = %+v, %v", cl, err)
 	}
 }

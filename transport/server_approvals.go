@@ -5,17 +5,17 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 // The approval endpoints (fsm/approval.go has the lifecycle and the
 // fields):
 //
-//	POST /v1/approvals                 fsm.ApprovalRequestCommand → fsm.ApprovalResult {id, seq, state, action_hash, approvals, quorum}
+//	POST /v1/approvals                 api.ApprovalRequestCommand → api.ApprovalResult {id, seq, state, action_hash, approvals, quorum}
 //	GET  /v1/approvals?state=&approver=&from=&after=&limit= → fsm.ApprovalPage {approvals, has_more}
-//	GET  /v1/approvals/{id}            fsm.Approval, with its decisions
-//	POST /v1/approvals/{id}/decide     {approver, decision, action_hash, comment, action} → fsm.Approval, with its decisions
-//	POST /v1/approvals/{id}/cancel     {from, reason} → fsm.ApprovalResult
+//	GET  /v1/approvals/{id}            api.Approval, with its decisions
+//	POST /v1/approvals/{id}/decide     {approver, decision, action_hash, comment, action} → api.Approval, with its decisions
+//	POST /v1/approvals/{id}/cancel     {from, reason} → api.ApprovalResult
 //
 // A body may repeat the path's id as "id"; another id is 400. Every write
 // is normalized and validated (400 naming the field and the limit),
@@ -38,7 +38,7 @@ const maxApprovalBody = 256 << 10
 const approvalBodyWhy = " (an approval's action is at most 64 KiB of canonical JSON)"
 
 func (s *Server) requestApproval(w http.ResponseWriter, r *http.Request) {
-	var cmd fsm.ApprovalRequestCommand
+	var cmd api.ApprovalRequestCommand
 	if err := s.decodeRouteBody(w, r, &cmd); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -52,20 +52,20 @@ func (s *Server) requestApproval(w http.ResponseWriter, r *http.Request) {
 // proposes a request, from POST /v1/approvals or a seed 004
 // hitl_approval_request on POST /v1/messages; false means it has
 // answered.
-func (s *Server) proposeApprovalRequest(w http.ResponseWriter, r *http.Request, cmd fsm.ApprovalRequestCommand) (fsm.ApprovalResult, bool) {
+func (s *Server) proposeApprovalRequest(w http.ResponseWriter, r *http.Request, cmd api.ApprovalRequestCommand) (api.ApprovalResult, bool) {
 	cmd.Normalize(s.opts.Now())
 	if err := cmd.Validate(); err != nil {
 		s.writeError(w, r, err)
-		return fsm.ApprovalResult{}, false
+		return api.ApprovalResult{}, false
 	}
 	if !s.admit(w, r, "from", cmd.From) {
-		return fsm.ApprovalResult{}, false
+		return api.ApprovalResult{}, false
 	}
-	return s.proposeApproval(w, r, fsm.OpApprovalRequest, cmd)
+	return s.proposeApproval(w, r, api.OpApprovalRequest, cmd)
 }
 
 func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
-	var cmd fsm.ApprovalDecideCommand
+	var cmd api.ApprovalDecideCommand
 	if err := s.decodeRouteBody(w, r, &cmd); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -74,7 +74,7 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
 	if !s.pathCommand(w, r, &cmd.ID, "approval", cmd.Validate) || !s.admit(w, r, "approver", cmd.Approver) {
 		return
 	}
-	if _, ok := s.proposeApproval(w, r, fsm.OpApprovalDecide, cmd); !ok {
+	if _, ok := s.proposeApproval(w, r, api.OpApprovalDecide, cmd); !ok {
 		return
 	}
 	// The answer is the approval with its decisions, as of a strong read
@@ -93,7 +93,7 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) cancelApproval(w http.ResponseWriter, r *http.Request) {
-	var cmd fsm.ApprovalCancelCommand
+	var cmd api.ApprovalCancelCommand
 	if err := s.decodeRouteBody(w, r, &cmd); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -101,15 +101,15 @@ func (s *Server) cancelApproval(w http.ResponseWriter, r *http.Request) {
 	if !s.pathCommand(w, r, &cmd.ID, "approval", cmd.Validate) || !s.admit(w, r, "from", cmd.From) {
 		return
 	}
-	if res, ok := s.proposeApproval(w, r, fsm.OpApprovalCancel, cmd); ok {
+	if res, ok := s.proposeApproval(w, r, api.OpApprovalCancel, cmd); ok {
 		writeJSON(w, http.StatusOK, res)
 	}
 }
 
 // proposeApproval commits an approval command and decodes its
-// fsm.ApprovalResult; false means it has answered with the error.
-func (s *Server) proposeApproval(w http.ResponseWriter, r *http.Request, op fsm.Op, body any) (fsm.ApprovalResult, bool) {
-	return proposeResult(s, w, r, op, body, func(res fsm.ApprovalResult) bool { return res.ID != "" })
+// api.ApprovalResult; false means it has answered with the error.
+func (s *Server) proposeApproval(w http.ResponseWriter, r *http.Request, op api.Op, body any) (api.ApprovalResult, bool) {
+	return proposeResult(s, w, r, op, body, func(res api.ApprovalResult) bool { return res.ID != "" })
 }
 
 func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
@@ -126,7 +126,7 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 	s.query(w, r, func(st Reader) (any, error) {
 		page, err := st.Approvals(q)
 		if err == nil && page.Approvals == nil {
-			page.Approvals = []*fsm.Approval{}
+			page.Approvals = []*api.Approval{}
 		}
 		return page, err
 	})
@@ -134,18 +134,18 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 
 // approvalQuery reads GET /v1/approvals' parameters; an unknown or bad
 // one is 400 naming it.
-func approvalQuery(r *http.Request) (fsm.ApprovalQuery, error) {
+func approvalQuery(r *http.Request) (api.ApprovalQuery, error) {
 	v := r.URL.Query()
 	if err := checkParams(v, "state", "approver", "from", "after", "limit"); err != nil {
-		return fsm.ApprovalQuery{}, err
+		return api.ApprovalQuery{}, err
 	}
-	q := fsm.ApprovalQuery{State: fsm.ApprovalState(v.Get("state")), Approver: v.Get("approver"), From: v.Get("from")}
-	if q.State != "" && !slices.Contains(fsm.ApprovalStates, q.State) {
-		return q, &fsm.FieldError{Field: "state", Reason: fmt.Sprintf("%q: want one of %v", q.State, fsm.ApprovalStates)}
+	q := api.ApprovalQuery{State: api.ApprovalState(v.Get("state")), Approver: v.Get("approver"), From: v.Get("from")}
+	if q.State != "" && !slices.Contains(api.ApprovalStates, q.State) {
+		return q, &api.FieldError{Field: "state", Reason: fmt.Sprintf("%q: want one of %v", q.State, api.ApprovalStates)}
 	}
 	for _, f := range []struct{ name, v string }{{"approver", q.Approver}, {"from", q.From}} {
-		if f.v != "" && !fsm.ValidName(f.v) {
-			return q, fsm.NameError(f.name, f.v)
+		if f.v != "" && !api.ValidName(f.v) {
+			return q, api.NameError(f.name, f.v)
 		}
 	}
 	var err error
@@ -159,7 +159,7 @@ func approvalQuery(r *http.Request) (fsm.ApprovalQuery, error) {
 // to POST /v1/messages: Action "requested" and the approval's result.
 type ApprovalMessageResponse struct {
 	Action string `json:"action"`
-	fsm.ApprovalResult
+	api.ApprovalResult
 }
 
 // ApprovalActionRequested is the Action of an ApprovalMessageResponse.
@@ -168,7 +168,7 @@ const ApprovalActionRequested = "requested"
 // sendApproval serves a seed 004 hitl_approval_request as POST
 // /v1/approvals serves a request; the sender (from_agent) is admitted as
 // any sender.
-func (s *Server) sendApproval(w http.ResponseWriter, r *http.Request, cmd fsm.ApprovalRequestCommand) {
+func (s *Server) sendApproval(w http.ResponseWriter, r *http.Request, cmd api.ApprovalRequestCommand) {
 	if res, ok := s.proposeApprovalRequest(w, r, cmd); ok {
 		writeJSON(w, http.StatusOK, ApprovalMessageResponse{Action: ApprovalActionRequested, ApprovalResult: res})
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
@@ -30,7 +31,7 @@ var deploy = json.RawMessage(`{"cmd":"deploy","version":"2.3"}`)
 
 func hashOf(t *testing.T, action json.RawMessage) string {
 	t.Helper()
-	h, err := fsm.ActionHash(action)
+	h, err := api.ActionHash(action)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func newApprovalEnv(t *testing.T) *approvalEnv {
 }
 
 // proposed is the last command of op that reached Apply, decoded into v.
-func proposed[T any](t *testing.T, svc *transporttest.Service, op fsm.Op) (T, int) {
+func proposed[T any](t *testing.T, svc *transporttest.Service, op api.Op) (T, int) {
 	t.Helper()
 	var v T
 	n := 0
@@ -79,28 +80,28 @@ func TestApprovalRoutesPropose(t *testing.T) {
 	e := newApprovalEnv(t)
 	ctx := context.Background()
 	h := hashOf(t, deploy)
-	res, err := e.c.RequestApproval(ctx, fsm.ApprovalRequestCommand{From: "tess", Approvers: []string{"rita", "role:lead"},
+	res, err := e.c.RequestApproval(ctx, api.ApprovalRequestCommand{From: "tess", Approvers: []string{"rita", "role:lead"},
 		Title: "deploy v2.3", Action: json.RawMessage(`{ "version": "2.3", "cmd": "deploy" }`), TimeoutHours: 2})
-	if err != nil || res.State != fsm.ApprovalPending || res.ActionHash != h || res.Seq != 7 {
+	if err != nil || res.State != api.ApprovalPending || res.ActionHash != h || res.Seq != 7 {
 		t.Fatalf("request: %+v, %v", res, err)
 	}
-	cmd, n := proposed[fsm.ApprovalRequestCommand](t, e.svc, fsm.OpApprovalRequest)
+	cmd, n := proposed[api.ApprovalRequestCommand](t, e.svc, api.OpApprovalRequest)
 	if n != 1 || !regexp.MustCompile(`^appr-\d{8}-\d{6}-tess-[0-9a-f]{8}$`).MatchString(cmd.ID) || cmd.ID != res.ID ||
-		string(cmd.Action) != string(deploy) || cmd.Quorum != 1 || cmd.Priority != fsm.DefaultPriority ||
-		cmd.OnTimeout != fsm.OnTimeoutReject || cmd.Channel != fsm.DefaultChannel || time.Duration(cmd.Timeout) != 2*time.Hour || cmd.TimeoutHours != 0 {
+		string(cmd.Action) != string(deploy) || cmd.Quorum != 1 || cmd.Priority != api.DefaultPriority ||
+		cmd.OnTimeout != api.OnTimeoutReject || cmd.Channel != api.DefaultChannel || time.Duration(cmd.Timeout) != 2*time.Hour || cmd.TimeoutHours != 0 {
 		t.Errorf("proposed %+v", cmd)
 	}
 
 	// The decision's answer is the approval as read after it.
-	decided := &fsm.Approval{ID: "appr-1", From: "tess", State: fsm.ApprovalApproved, ActionHash: h, Approvals: 1, Quorum: 1,
-		Decisions: []fsm.ApprovalDecision{{Seq: 9, Approver: "rita", Decision: fsm.DecisionApprove, ActionHash: h}}}
+	decided := &api.Approval{ID: "appr-1", From: "tess", State: api.ApprovalApproved, ActionHash: h, Approvals: 1, Quorum: 1,
+		Decisions: []api.ApprovalDecision{{Seq: 9, Approver: "rita", Decision: api.DecisionApprove, ActionHash: h}}}
 	e.reads.Put(decided)
 	linearized := len(e.svc.CallsTo("Linearize"))
-	a, err := e.c.DecideApproval(ctx, fsm.ApprovalDecideCommand{ID: "appr-1", Approver: "rita", Decision: fsm.DecisionApprove, ActionHash: h, Comment: "ok"})
-	if err != nil || a.State != fsm.ApprovalApproved || len(a.Decisions) != 1 || a.Decisions[0].Approver != "rita" {
+	a, err := e.c.DecideApproval(ctx, api.ApprovalDecideCommand{ID: "appr-1", Approver: "rita", Decision: api.DecisionApprove, ActionHash: h, Comment: "ok"})
+	if err != nil || a.State != api.ApprovalApproved || len(a.Decisions) != 1 || a.Decisions[0].Approver != "rita" {
 		t.Fatalf("decide: %+v, %v", a, err)
 	}
-	if dec, _ := proposed[fsm.ApprovalDecideCommand](t, e.svc, fsm.OpApprovalDecide); dec.ID != "appr-1" || dec.Comment != "ok" || dec.ActionHash != h {
+	if dec, _ := proposed[api.ApprovalDecideCommand](t, e.svc, api.OpApprovalDecide); dec.ID != "appr-1" || dec.Comment != "ok" || dec.ActionHash != h {
 		t.Errorf("proposed decision %+v", dec)
 	}
 	calls := e.svc.CallsTo("Linearize")
@@ -108,17 +109,17 @@ func TestApprovalRoutesPropose(t *testing.T) {
 		t.Errorf("the decision's answer was not read strongly: %+v", calls[linearized:])
 	}
 	// A modify's action is proposed in canonical form.
-	if _, err := e.c.DecideApproval(ctx, fsm.ApprovalDecideCommand{ID: "appr-1", Approver: "rita", Decision: fsm.DecisionModify, ActionHash: h,
+	if _, err := e.c.DecideApproval(ctx, api.ApprovalDecideCommand{ID: "appr-1", Approver: "rita", Decision: api.DecisionModify, ActionHash: h,
 		Action: json.RawMessage(`{ "version": "2.3", "canary": true, "cmd": "deploy" }`)}); err != nil {
 		t.Fatal(err)
 	}
-	if dec, _ := proposed[fsm.ApprovalDecideCommand](t, e.svc, fsm.OpApprovalDecide); string(dec.Action) != `{"canary":true,"cmd":"deploy","version":"2.3"}` {
+	if dec, _ := proposed[api.ApprovalDecideCommand](t, e.svc, api.OpApprovalDecide); string(dec.Action) != `{"canary":true,"cmd":"deploy","version":"2.3"}` {
 		t.Errorf("proposed modify's action %s", dec.Action)
 	}
-	if res, err := e.c.CancelApproval(ctx, fsm.ApprovalCancelCommand{ID: "appr-1", From: "tess", Reason: "rolled back"}); err != nil || res.ID != "appr-1" {
+	if res, err := e.c.CancelApproval(ctx, api.ApprovalCancelCommand{ID: "appr-1", From: "tess", Reason: "rolled back"}); err != nil || res.ID != "appr-1" {
 		t.Fatalf("cancel: %+v, %v", res, err)
 	}
-	if c, n := proposed[fsm.ApprovalCancelCommand](t, e.svc, fsm.OpApprovalCancel); n != 1 || c.ID != "appr-1" || c.From != "tess" || c.Reason != "rolled back" {
+	if c, n := proposed[api.ApprovalCancelCommand](t, e.svc, api.OpApprovalCancel); n != 1 || c.ID != "appr-1" || c.From != "tess" || c.Reason != "rolled back" {
 		t.Errorf("proposed cancel %+v", c)
 	}
 }
@@ -135,25 +136,25 @@ func TestApprovalRefusalsReachTheClient(t *testing.T) {
 		status int
 		is     error
 	}{
-		{&fsm.ConflictError{Reason: "approval appr-1: the action changed to sha256:abc: look at it again"}, http.StatusConflict, fsm.ErrConflict},
-		{&fsm.ForbiddenError{Reason: "approval appr-1: tess is not one of its approvers (rita, role:lead)"}, http.StatusForbidden, fsm.ErrForbidden},
-		{&fsm.NotFoundError{What: "approval appr-1"}, http.StatusNotFound, fsm.ErrNotFound},
+		{&fsm.ConflictError{Reason: "approval appr-1: the action changed to sha256:abc: look at it again"}, http.StatusConflict, api.ErrConflict},
+		{&fsm.ForbiddenError{Reason: "approval appr-1: tess is not one of its approvers (rita, role:lead)"}, http.StatusForbidden, api.ErrForbidden},
+		{&fsm.NotFoundError{What: "approval appr-1"}, http.StatusNotFound, api.ErrNotFound},
 	} {
-		e.svc.AnswerApprovals(func(fsm.Op, json.RawMessage) (any, error) { return nil, tc.err })
+		e.svc.AnswerApprovals(func(api.Op, json.RawMessage) (any, error) { return nil, tc.err })
 		reads := len(e.svc.CallsTo("Linearize"))
-		_, err := e.c.DecideApproval(ctx, fsm.ApprovalDecideCommand{ID: "appr-1", Approver: "tess", Decision: fsm.DecisionApprove, ActionHash: h})
+		_, err := e.c.DecideApproval(ctx, api.ApprovalDecideCommand{ID: "appr-1", Approver: "tess", Decision: api.DecisionApprove, ActionHash: h})
 		wantRefused(t, "decide", err, tc.status, tc.is, tc.err.Error())
 		if n := len(e.svc.CallsTo("Linearize")); n != reads {
 			t.Errorf("a refused decision was read back (%d reads)", n-reads)
 		}
-		_, err = e.c.CancelApproval(ctx, fsm.ApprovalCancelCommand{ID: "appr-1", From: "tess"})
+		_, err = e.c.CancelApproval(ctx, api.ApprovalCancelCommand{ID: "appr-1", From: "tess"})
 		wantRefused(t, "cancel", err, tc.status, tc.is, tc.err.Error())
-		_, err = e.c.RequestApproval(ctx, fsm.ApprovalRequestCommand{ID: "appr-1", From: "tess", Approvers: []string{"rita"}, Title: "t", Action: deploy})
+		_, err = e.c.RequestApproval(ctx, api.ApprovalRequestCommand{ID: "appr-1", From: "tess", Approvers: []string{"rita"}, Title: "t", Action: deploy})
 		wantRefused(t, "request", err, tc.status, tc.is, tc.err.Error())
 	}
 	// A result that is not an approval's is a 500, not a success.
-	e.svc.AnswerApprovals(func(fsm.Op, json.RawMessage) (any, error) { return map[string]string{"nope": "x"}, nil })
-	_, err := e.c.CancelApproval(ctx, fsm.ApprovalCancelCommand{ID: "appr-1", From: "tess"})
+	e.svc.AnswerApprovals(func(api.Op, json.RawMessage) (any, error) { return map[string]string{"nope": "x"}, nil })
+	_, err := e.c.CancelApproval(ctx, api.ApprovalCancelCommand{ID: "appr-1", From: "tess"})
 	var apiErr *transport.APIError
 	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusInternalServerError || !strings.Contains(apiErr.Message, "unexpected approval_cancel result") {
 		t.Errorf("an odd result: %v, want a 500 saying so", err)
@@ -167,19 +168,19 @@ func TestApprovalReads(t *testing.T) {
 	e := newApprovalEnv(t)
 	ctx := context.Background()
 	_, err := e.c.Approval(ctx, "appr-nope")
-	wantRefused(t, "unknown approval", err, http.StatusNotFound, fsm.ErrNotFound, "approval appr-nope")
+	wantRefused(t, "unknown approval", err, http.StatusNotFound, api.ErrNotFound, "approval appr-nope")
 
 	var empty map[string]json.RawMessage
 	wantOK(t, do(t, "GET", e.url+"/v1/approvals", "", nil), &empty)
 	if string(empty["approvals"]) != "[]" || string(empty["has_more"]) != "false" {
 		t.Errorf("empty list %s", empty)
 	}
-	e.reads.Put(&fsm.Approval{ID: "appr-1", From: "tess", Approvers: []string{"rita"}, State: fsm.ApprovalPending,
-		Decisions: []fsm.ApprovalDecision{{Seq: 9, Approver: "rita", Decision: fsm.DecisionModify}}})
+	e.reads.Put(&api.Approval{ID: "appr-1", From: "tess", Approvers: []string{"rita"}, State: api.ApprovalPending,
+		Decisions: []api.ApprovalDecision{{Seq: 9, Approver: "rita", Decision: api.DecisionModify}}})
 	if a, err := e.c.Approval(ctx, "appr-1"); err != nil || a.From != "tess" || len(a.Decisions) != 1 {
 		t.Errorf("approval: %+v, %v", a, err)
 	}
-	q := fsm.ApprovalQuery{State: fsm.ApprovalPending, Approver: "rita", From: "tess", After: 4, Limit: 2}
+	q := api.ApprovalQuery{State: api.ApprovalPending, Approver: "rita", From: "tess", After: 4, Limit: 2}
 	if page, err := e.c.Approvals(ctx, q); err != nil || len(page.Approvals) != 1 {
 		t.Errorf("list: %+v, %v", page, err)
 	}
@@ -227,7 +228,7 @@ func TestApprovalRoutesRefuseBadInput(t *testing.T) {
 		t.Errorf("413 message %q", msg)
 	}
 	// An action over its limit is the state machine's field error.
-	long := `{"from":"tess","approvers":["rita"],"title":"t","action":"` + strings.Repeat("a", fsm.MaxActionBytes) + `"}`
+	long := `{"from":"tess","approvers":["rita"],"title":"t","action":"` + strings.Repeat("a", api.MaxActionBytes) + `"}`
 	if msg := wantError(t, do(t, "POST", e.url+"/v1/approvals", long, nil), http.StatusBadRequest, transport.CodeInvalid); !strings.Contains(msg, "action") {
 		t.Errorf("long action: %q", msg)
 	}
@@ -256,22 +257,22 @@ func TestApprovalAuthorization(t *testing.T) {
 	wantUnauthorized(t, e.as("", "GET", "/v1/approvals/appr-1", ""), false)
 
 	// Each acts as itself, an admin as anyone: all of these are proposed.
-	reads.Put(&fsm.Approval{ID: "appr-a", From: "alice", State: fsm.ApprovalPending})
+	reads.Put(&api.Approval{ID: "appr-a", From: "alice", State: api.ApprovalPending})
 	alice, bob, admin := e.client(aliceSecret), e.client(bobSecret), e.client(adminSecret)
-	if _, err := alice.RequestApproval(ctx, fsm.ApprovalRequestCommand{ID: "appr-a", From: "alice", Approvers: []string{"bob", "carol"},
+	if _, err := alice.RequestApproval(ctx, api.ApprovalRequestCommand{ID: "appr-a", From: "alice", Approvers: []string{"bob", "carol"},
 		Quorum: 2, Title: "t", Action: deploy}); err != nil {
 		t.Error(err)
 	}
-	if _, err := bob.DecideApproval(ctx, fsm.ApprovalDecideCommand{ID: "appr-a", Approver: "bob", Decision: fsm.DecisionApprove, ActionHash: h}); err != nil {
+	if _, err := bob.DecideApproval(ctx, api.ApprovalDecideCommand{ID: "appr-a", Approver: "bob", Decision: api.DecisionApprove, ActionHash: h}); err != nil {
 		t.Errorf("bob approves: %v", err)
 	}
-	if _, err := admin.DecideApproval(ctx, fsm.ApprovalDecideCommand{ID: "appr-a", Approver: "carol", Decision: fsm.DecisionApprove, ActionHash: h}); err != nil {
+	if _, err := admin.DecideApproval(ctx, api.ApprovalDecideCommand{ID: "appr-a", Approver: "carol", Decision: api.DecisionApprove, ActionHash: h}); err != nil {
 		t.Errorf("an admin approves as carol: %v", err)
 	}
-	if _, err := admin.CancelApproval(ctx, fsm.ApprovalCancelCommand{ID: "appr-a", From: "alice"}); err != nil {
+	if _, err := admin.CancelApproval(ctx, api.ApprovalCancelCommand{ID: "appr-a", From: "alice"}); err != nil {
 		t.Errorf("an admin cancels as alice: %v", err)
 	}
-	if _, err := bob.Approvals(ctx, fsm.ApprovalQuery{Approver: "bob"}); err != nil {
+	if _, err := bob.Approvals(ctx, api.ApprovalQuery{Approver: "bob"}); err != nil {
 		t.Errorf("bob lists: %v", err)
 	}
 	if writes, _ := e.writes(); writes != 4 {
@@ -288,7 +289,7 @@ func TestApprovalSecretGuard(t *testing.T) {
 	ctx := context.Background()
 	pat := "ghp_" + "R8bXw2LqT9vKc4ZmN7yPj3HsDf6GaU1eVo5k"
 	withSecret := json.RawMessage(`{"cmd":"git push https://` + pat + `@github.com/o/r"}`)
-	request := func(c fsm.ApprovalRequestCommand) error {
+	request := func(c api.ApprovalRequestCommand) error {
 		c.From, c.Approvers = "tess", []string{"rita"}
 		if c.Title == "" {
 			c.Title = "t"
@@ -304,20 +305,20 @@ func TestApprovalSecretGuard(t *testing.T) {
 		field string
 		send  func() error
 	}{
-		{"title", func() error { return request(fsm.ApprovalRequestCommand{Title: "push with " + pat}) }},
-		{"approval_needed_for", func() error { return request(fsm.ApprovalRequestCommand{ApprovalNeededFor: "push with " + pat}) }},
-		{"rationale", func() error { return request(fsm.ApprovalRequestCommand{Rationale: "push with " + pat}) }},
-		{"action", func() error { return request(fsm.ApprovalRequestCommand{Action: withSecret}) }},
+		{"title", func() error { return request(api.ApprovalRequestCommand{Title: "push with " + pat}) }},
+		{"approval_needed_for", func() error { return request(api.ApprovalRequestCommand{ApprovalNeededFor: "push with " + pat}) }},
+		{"rationale", func() error { return request(api.ApprovalRequestCommand{Rationale: "push with " + pat}) }},
+		{"action", func() error { return request(api.ApprovalRequestCommand{Action: withSecret}) }},
 		{"comment", func() error {
-			_, err := e.c.DecideApproval(ctx, fsm.ApprovalDecideCommand{ID: "appr-s", Approver: "rita", Decision: fsm.DecisionReject, ActionHash: h, Comment: "not with " + pat})
+			_, err := e.c.DecideApproval(ctx, api.ApprovalDecideCommand{ID: "appr-s", Approver: "rita", Decision: api.DecisionReject, ActionHash: h, Comment: "not with " + pat})
 			return err
 		}},
 		{"action", func() error {
-			_, err := e.c.DecideApproval(ctx, fsm.ApprovalDecideCommand{ID: "appr-s", Approver: "rita", Decision: fsm.DecisionModify, ActionHash: h, Action: withSecret})
+			_, err := e.c.DecideApproval(ctx, api.ApprovalDecideCommand{ID: "appr-s", Approver: "rita", Decision: api.DecisionModify, ActionHash: h, Action: withSecret})
 			return err
 		}},
 		{"reason", func() error {
-			_, err := e.c.CancelApproval(ctx, fsm.ApprovalCancelCommand{ID: "appr-s", From: "tess", Reason: "leaked " + pat})
+			_, err := e.c.CancelApproval(ctx, api.ApprovalCancelCommand{ID: "appr-s", From: "tess", Reason: "leaked " + pat})
 			return err
 		}},
 	} {
@@ -328,26 +329,26 @@ func TestApprovalSecretGuard(t *testing.T) {
 		}
 	}
 	for _, c := range e.svc.Applied() {
-		if c.Op != fsm.OpAuditDenial {
+		if c.Op != api.OpAuditDenial {
 			t.Fatalf("a refused request was proposed: %s %s", c.Op, c.Body)
 		}
 	}
 
-	if _, err := e.svc.ApplyCommand(fsm.OpSetConfig, fsm.SetConfigCommand{Key: "secret_guard", Value: json.RawMessage(`"redact"`)}); err != nil {
+	if _, err := e.svc.ApplyCommand(api.OpSetConfig, api.SetConfigCommand{Key: "secret_guard", Value: json.RawMessage(`"redact"`)}); err != nil {
 		t.Fatal(err)
 	}
 	redacted := `{"cmd":"git push https://[REDACTED:github-pat]@github.com/o/r"}`
-	if err := request(fsm.ApprovalRequestCommand{Action: json.RawMessage(`{ "cmd": "git push https://` + pat + `@github.com/o/r" }`), Rationale: "with " + pat}); err != nil {
+	if err := request(api.ApprovalRequestCommand{Action: json.RawMessage(`{ "cmd": "git push https://` + pat + `@github.com/o/r" }`), Rationale: "with " + pat}); err != nil {
 		t.Fatal(err)
 	}
-	if cmd, _ := proposed[fsm.ApprovalRequestCommand](t, e.svc, fsm.OpApprovalRequest); string(cmd.Action) != redacted || strings.Contains(cmd.Rationale, pat) {
+	if cmd, _ := proposed[api.ApprovalRequestCommand](t, e.svc, api.OpApprovalRequest); string(cmd.Action) != redacted || strings.Contains(cmd.Rationale, pat) {
 		t.Errorf("proposed action %s rationale %q, want them redacted", cmd.Action, cmd.Rationale)
 	}
-	e.reads.Put(&fsm.Approval{ID: "appr-s"})
-	if _, err := e.c.DecideApproval(ctx, fsm.ApprovalDecideCommand{ID: "appr-s", Approver: "rita", Decision: fsm.DecisionModify, ActionHash: h, Action: withSecret}); err != nil {
+	e.reads.Put(&api.Approval{ID: "appr-s"})
+	if _, err := e.c.DecideApproval(ctx, api.ApprovalDecideCommand{ID: "appr-s", Approver: "rita", Decision: api.DecisionModify, ActionHash: h, Action: withSecret}); err != nil {
 		t.Fatal(err)
 	}
-	if dec, _ := proposed[fsm.ApprovalDecideCommand](t, e.svc, fsm.OpApprovalDecide); string(dec.Action) != redacted {
+	if dec, _ := proposed[api.ApprovalDecideCommand](t, e.svc, api.OpApprovalDecide); string(dec.Action) != redacted {
 		t.Errorf("proposed modify's action %s, want %s", dec.Action, redacted)
 	}
 }
@@ -358,13 +359,13 @@ func TestApprovalSecretGuard(t *testing.T) {
 // answer says it was requested.
 func TestSendSeedApproval(t *testing.T) {
 	e := newApprovalEnv(t)
-	if _, err := e.svc.ApplyCommand(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "maintainer1", Role: "maintainer"}); err != nil {
+	if _, err := e.svc.ApplyCommand(api.OpRegisterAgent, api.RegisterAgentCommand{ID: "maintainer1", Role: "maintainer"}); err != nil {
 		t.Fatal(err)
 	}
 	var res transport.ApprovalMessageResponse
 	wantOK(t, do(t, "POST", e.url+"/v1/messages", seedBody(t, "seed004_approval.json"), nil), &res)
-	cmd, n := proposed[fsm.ApprovalRequestCommand](t, e.svc, fsm.OpApprovalRequest)
-	if res.Action != transport.ApprovalActionRequested || res.ID != "unique_uuid" || res.State != fsm.ApprovalPending || res.ActionHash != hashOf(t, cmd.Action) {
+	cmd, n := proposed[api.ApprovalRequestCommand](t, e.svc, api.OpApprovalRequest)
+	if res.Action != transport.ApprovalActionRequested || res.ID != "unique_uuid" || res.State != api.ApprovalPending || res.ActionHash != hashOf(t, cmd.Action) {
 		t.Fatalf("seed request answered %+v", res)
 	}
 	var ctxFields map[string]any
@@ -394,11 +395,11 @@ func TestStreamApprovalEvents(t *testing.T) {
 	s := newStreamState(t, e.svc)
 	m1 := s.send("tess", "general", "rita")
 	m2 := s.send("rex", "general", "rex")
-	task := e.create(fsm.TaskCreateCommand{ID: "t-a", To: "rita"})
-	a1 := fsm.Approval{ID: "appr-1", From: "tess", Approvers: []string{"rita", "role:lead"}, Channel: "general", State: fsm.ApprovalPending}
-	a2 := fsm.Approval{ID: "appr-2", From: "rex", Approvers: []string{"rex"}, Channel: "general", State: fsm.ApprovalPending}
+	task := e.create(api.TaskCreateCommand{ID: "t-a", To: "rita"})
+	a1 := api.Approval{ID: "appr-1", From: "tess", Approvers: []string{"rita", "role:lead"}, Channel: "general", State: api.ApprovalPending}
+	a2 := api.Approval{ID: "appr-2", From: "rex", Approvers: []string{"rex"}, Channel: "general", State: api.ApprovalPending}
 	a1done := a1
-	a1done.State = fsm.ApprovalApproved
+	a1done.State = api.ApprovalApproved
 	e.reads.Event(m1, a1)
 	e.reads.Event(m2, a2)
 	e.reads.Event(task.Seq, a1done)
@@ -475,9 +476,9 @@ func TestStreamApprovalEvents(t *testing.T) {
 func TestStreamApprovalEventsAcrossPages(t *testing.T) {
 	e := newApprovalEnv(t)
 	const n = 300 // over the stream's page of 256
-	createTasks(t, e.svc, n, func(i int, res *fsm.TaskResult) {
+	createTasks(t, e.svc, n, func(i int, res *api.TaskResult) {
 		for _, k := range []string{"a", "b"} {
-			e.reads.Event(res.Seq, fsm.Approval{ID: "appr-" + k + strconv.Itoa(i), From: "lead", Approvers: []string{"rita"}})
+			e.reads.Event(res.Seq, api.Approval{ID: "appr-" + k + strconv.Itoa(i), From: "lead", Approvers: []string{"rita"}})
 		}
 	})
 	var ids, kinds []string
@@ -510,7 +511,7 @@ func TestStreamApprovalEventsAcrossPages(t *testing.T) {
 // cluster applies them (no AnswerApprovals, no ApprovalReads): what the
 // client sends, what apply decides and what reaches the wire together.
 
-func (e *taskEnv) request(cmd fsm.ApprovalRequestCommand) fsm.ApprovalResult {
+func (e *taskEnv) request(cmd api.ApprovalRequestCommand) api.ApprovalResult {
 	e.t.Helper()
 	if cmd.From == "" {
 		cmd.From = "tess"
@@ -528,7 +529,7 @@ func (e *taskEnv) request(cmd fsm.ApprovalRequestCommand) fsm.ApprovalResult {
 	return res
 }
 
-func (e *taskEnv) approval(id string) *fsm.Approval {
+func (e *taskEnv) approval(id string) *api.Approval {
 	e.t.Helper()
 	a, err := e.c.Approval(context.Background(), id)
 	if err != nil {
@@ -537,8 +538,8 @@ func (e *taskEnv) approval(id string) *fsm.Approval {
 	return a
 }
 
-func (e *taskEnv) decide(id, approver, decision, hash string) (*fsm.Approval, error) {
-	return e.c.DecideApproval(context.Background(), fsm.ApprovalDecideCommand{ID: id, Approver: approver, Decision: decision, ActionHash: hash})
+func (e *taskEnv) decide(id, approver, decision, hash string) (*api.Approval, error) {
+	return e.c.DecideApproval(context.Background(), api.ApprovalDecideCommand{ID: id, Approver: approver, Decision: decision, ActionHash: hash})
 }
 
 // Two of three: one approval leaves it pending, the same approver again
@@ -549,57 +550,57 @@ func TestApprovalTwoOfThree(t *testing.T) {
 	e := newTaskEnv(t)
 	ctx := context.Background()
 	h := hashOf(t, deploy)
-	req := fsm.ApprovalRequestCommand{ID: "appr-deploy", Approvers: []string{"rita", "rex", "role:lead"}, Quorum: 2,
+	req := api.ApprovalRequestCommand{ID: "appr-deploy", Approvers: []string{"rita", "rex", "role:lead"}, Quorum: 2,
 		Action: json.RawMessage(`{ "version": "2.3", "cmd": "deploy" }`)}
 	res := e.request(req)
-	if res.ID != "appr-deploy" || res.State != fsm.ApprovalPending || res.ActionHash != h || res.Quorum != 2 || res.Approvals != 0 || res.Seq == 0 {
+	if res.ID != "appr-deploy" || res.State != api.ApprovalPending || res.ActionHash != h || res.Quorum != 2 || res.Approvals != 0 || res.Seq == 0 {
 		t.Fatalf("request answered %+v, want pending on %s", res, h)
 	}
 	// The same request again answers the same; other content is a conflict.
 	if again := e.request(req); again != res {
 		t.Errorf("repeated request answered %+v, want %+v", again, res)
 	}
-	_, err := e.c.RequestApproval(ctx, fsm.ApprovalRequestCommand{ID: "appr-deploy", From: "tess", Approvers: []string{"rita"}, Title: "other", Action: deploy})
-	wantRefused(t, "request with a taken id", err, http.StatusConflict, fsm.ErrConflict, "appr-deploy")
+	_, err := e.c.RequestApproval(ctx, api.ApprovalRequestCommand{ID: "appr-deploy", From: "tess", Approvers: []string{"rita"}, Title: "other", Action: deploy})
+	wantRefused(t, "request with a taken id", err, http.StatusConflict, api.ErrConflict, "appr-deploy")
 
-	a, err := e.decide("appr-deploy", "rita", fsm.DecisionApprove, h)
-	if err != nil || a.State != fsm.ApprovalPending || a.Approvals != 1 || len(a.Decisions) != 1 || a.Decisions[0].Approver != "rita" {
+	a, err := e.decide("appr-deploy", "rita", api.DecisionApprove, h)
+	if err != nil || a.State != api.ApprovalPending || a.Approvals != 1 || len(a.Decisions) != 1 || a.Decisions[0].Approver != "rita" {
 		t.Fatalf("rita's approval: %+v, %v", a, err)
 	}
-	_, err = e.decide("appr-deploy", "rita", fsm.DecisionApprove, h)
-	wantRefused(t, "rita again", err, http.StatusConflict, fsm.ErrConflict)
+	_, err = e.decide("appr-deploy", "rita", api.DecisionApprove, h)
+	wantRefused(t, "rita again", err, http.StatusConflict, api.ErrConflict)
 	stale := hashOf(t, json.RawMessage(`{"cmd":"deploy","version":"2.2"}`))
-	_, err = e.decide("appr-deploy", "rex", fsm.DecisionApprove, stale)
-	wantRefused(t, "a decision on a stale hash", err, http.StatusConflict, fsm.ErrConflict, "the action changed to "+h, "look at it again")
-	_, err = e.decide("appr-deploy", "tess", fsm.DecisionApprove, h)
-	wantRefused(t, "an approver it does not list", err, http.StatusForbidden, fsm.ErrForbidden, "rita", "rex", "role:lead")
-	if a := e.approval("appr-deploy"); a.State != fsm.ApprovalPending || a.Approvals != 1 {
+	_, err = e.decide("appr-deploy", "rex", api.DecisionApprove, stale)
+	wantRefused(t, "a decision on a stale hash", err, http.StatusConflict, api.ErrConflict, "the action changed to "+h, "look at it again")
+	_, err = e.decide("appr-deploy", "tess", api.DecisionApprove, h)
+	wantRefused(t, "an approver it does not list", err, http.StatusForbidden, api.ErrForbidden, "rita", "rex", "role:lead")
+	if a := e.approval("appr-deploy"); a.State != api.ApprovalPending || a.Approvals != 1 {
 		t.Fatalf("after the refusals: %+v", a)
 	}
 
 	// lead decides by its role.
-	a, err = e.decide("appr-deploy", "lead", fsm.DecisionApprove, h)
-	if err != nil || a.State != fsm.ApprovalApproved || a.Approvals != 2 || len(a.Decisions) != 2 {
+	a, err = e.decide("appr-deploy", "lead", api.DecisionApprove, h)
+	if err != nil || a.State != api.ApprovalApproved || a.Approvals != 2 || len(a.Decisions) != 2 {
 		t.Fatalf("the second approval: %+v, %v", a, err)
 	}
-	_, err = e.decide("appr-deploy", "rex", fsm.DecisionReject, h)
-	wantRefused(t, "a decision on an approved approval", err, http.StatusConflict, fsm.ErrConflict, "approved")
-	_, err = e.c.CancelApproval(ctx, fsm.ApprovalCancelCommand{ID: "appr-deploy", From: "tess"})
-	wantRefused(t, "cancel of an approved approval", err, http.StatusConflict, fsm.ErrConflict, "approved")
+	_, err = e.decide("appr-deploy", "rex", api.DecisionReject, h)
+	wantRefused(t, "a decision on an approved approval", err, http.StatusConflict, api.ErrConflict, "approved")
+	_, err = e.c.CancelApproval(ctx, api.ApprovalCancelCommand{ID: "appr-deploy", From: "tess"})
+	wantRefused(t, "cancel of an approved approval", err, http.StatusConflict, api.ErrConflict, "approved")
 
 	// Lists: by state, approver (by id and by role) and requester, without
 	// decisions; 404 for an unknown approval.
-	e.request(fsm.ApprovalRequestCommand{ID: "appr-other", From: "rita", Approvers: []string{"rex"}})
+	e.request(api.ApprovalRequestCommand{ID: "appr-other", From: "rita", Approvers: []string{"rex"}})
 	for _, tc := range []struct {
-		q    fsm.ApprovalQuery
+		q    api.ApprovalQuery
 		want []string
 	}{
-		{fsm.ApprovalQuery{}, []string{"appr-deploy", "appr-other"}},
-		{fsm.ApprovalQuery{State: fsm.ApprovalApproved}, []string{"appr-deploy"}},
-		{fsm.ApprovalQuery{State: fsm.ApprovalPending, Approver: "rex"}, []string{"appr-other"}},
-		{fsm.ApprovalQuery{Approver: "lead"}, []string{"appr-deploy"}},
-		{fsm.ApprovalQuery{From: "rita"}, []string{"appr-other"}},
-		{fsm.ApprovalQuery{Limit: 1}, []string{"appr-deploy"}},
+		{api.ApprovalQuery{}, []string{"appr-deploy", "appr-other"}},
+		{api.ApprovalQuery{State: api.ApprovalApproved}, []string{"appr-deploy"}},
+		{api.ApprovalQuery{State: api.ApprovalPending, Approver: "rex"}, []string{"appr-other"}},
+		{api.ApprovalQuery{Approver: "lead"}, []string{"appr-deploy"}},
+		{api.ApprovalQuery{From: "rita"}, []string{"appr-other"}},
+		{api.ApprovalQuery{Limit: 1}, []string{"appr-deploy"}},
 	} {
 		page, err := e.c.Approvals(ctx, tc.q)
 		var ids []string
@@ -614,9 +615,9 @@ func TestApprovalTwoOfThree(t *testing.T) {
 		}
 	}
 	_, err = e.c.Approval(ctx, "appr-nope")
-	wantRefused(t, "unknown approval", err, http.StatusNotFound, fsm.ErrNotFound, "appr-nope")
-	_, err = e.decide("appr-nope", "rita", fsm.DecisionApprove, h)
-	wantRefused(t, "decision on an unknown approval", err, http.StatusNotFound, fsm.ErrNotFound, "appr-nope")
+	wantRefused(t, "unknown approval", err, http.StatusNotFound, api.ErrNotFound, "appr-nope")
+	_, err = e.decide("appr-nope", "rita", api.DecisionApprove, h)
+	wantRefused(t, "decision on an unknown approval", err, http.StatusNotFound, api.ErrNotFound, "appr-nope")
 }
 
 // A modify replaces the action: the approvals so far are void (kept,
@@ -625,27 +626,27 @@ func TestApprovalTwoOfThree(t *testing.T) {
 func TestApprovalModifyAndReject(t *testing.T) {
 	e := newTaskEnv(t)
 	h := hashOf(t, deploy)
-	e.request(fsm.ApprovalRequestCommand{ID: "appr-m", Approvers: []string{"rita", "rex"}, Quorum: 2})
-	if _, err := e.decide("appr-m", "rita", fsm.DecisionApprove, h); err != nil {
+	e.request(api.ApprovalRequestCommand{ID: "appr-m", Approvers: []string{"rita", "rex"}, Quorum: 2})
+	if _, err := e.decide("appr-m", "rita", api.DecisionApprove, h); err != nil {
 		t.Fatal(err)
 	}
 	canary := json.RawMessage(`{"canary":true,"cmd":"deploy","version":"2.3"}`)
 	h2 := hashOf(t, canary)
-	a, err := e.c.DecideApproval(context.Background(), fsm.ApprovalDecideCommand{ID: "appr-m", Approver: "rex", Decision: fsm.DecisionModify,
+	a, err := e.c.DecideApproval(context.Background(), api.ApprovalDecideCommand{ID: "appr-m", Approver: "rex", Decision: api.DecisionModify,
 		ActionHash: h, Comment: "canary first", Action: json.RawMessage(`{"version":"2.3","cmd":"deploy","canary":true}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.State != fsm.ApprovalPending || a.ActionHash != h2 || string(a.Action) != string(canary) || a.Approvals != 0 ||
-		len(a.Decisions) != 2 || !a.Decisions[0].Voided || a.Decisions[1].Decision != fsm.DecisionModify || a.Decisions[1].Comment != "canary first" {
+	if a.State != api.ApprovalPending || a.ActionHash != h2 || string(a.Action) != string(canary) || a.Approvals != 0 ||
+		len(a.Decisions) != 2 || !a.Decisions[0].Voided || a.Decisions[1].Decision != api.DecisionModify || a.Decisions[1].Comment != "canary first" {
 		t.Fatalf("after the modify: %+v", a)
 	}
-	_, err = e.decide("appr-m", "rita", fsm.DecisionApprove, h)
-	wantRefused(t, "an approval of the old action", err, http.StatusConflict, fsm.ErrConflict, "the action changed to "+h2)
-	if a, err = e.decide("appr-m", "rita", fsm.DecisionApprove, h2); err != nil || a.State != fsm.ApprovalPending || a.Approvals != 1 {
+	_, err = e.decide("appr-m", "rita", api.DecisionApprove, h)
+	wantRefused(t, "an approval of the old action", err, http.StatusConflict, api.ErrConflict, "the action changed to "+h2)
+	if a, err = e.decide("appr-m", "rita", api.DecisionApprove, h2); err != nil || a.State != api.ApprovalPending || a.Approvals != 1 {
 		t.Fatalf("rita approves the new action: %+v, %v", a, err)
 	}
-	if a, err = e.decide("appr-m", "rex", fsm.DecisionReject, h2); err != nil || a.State != fsm.ApprovalRejected {
+	if a, err = e.decide("appr-m", "rex", api.DecisionReject, h2); err != nil || a.State != api.ApprovalRejected {
 		t.Fatalf("rex rejects: %+v, %v", a, err)
 	}
 }
@@ -655,18 +656,18 @@ func TestApprovalModifyAndReject(t *testing.T) {
 func TestApprovalCancel(t *testing.T) {
 	e := newTaskEnv(t)
 	ctx := context.Background()
-	e.request(fsm.ApprovalRequestCommand{ID: "appr-c", Approvers: []string{"rita"}})
-	_, err := e.c.CancelApproval(ctx, fsm.ApprovalCancelCommand{ID: "appr-c", From: "rita", Reason: "not mine"})
-	wantRefused(t, "cancel by another", err, http.StatusForbidden, fsm.ErrForbidden)
-	res, err := e.c.CancelApproval(ctx, fsm.ApprovalCancelCommand{ID: "appr-c", From: "tess", Reason: "rolled back"})
-	if err != nil || res.State != fsm.ApprovalCancelled {
+	e.request(api.ApprovalRequestCommand{ID: "appr-c", Approvers: []string{"rita"}})
+	_, err := e.c.CancelApproval(ctx, api.ApprovalCancelCommand{ID: "appr-c", From: "rita", Reason: "not mine"})
+	wantRefused(t, "cancel by another", err, http.StatusForbidden, api.ErrForbidden)
+	res, err := e.c.CancelApproval(ctx, api.ApprovalCancelCommand{ID: "appr-c", From: "tess", Reason: "rolled back"})
+	if err != nil || res.State != api.ApprovalCancelled {
 		t.Fatalf("cancel: %+v, %v", res, err)
 	}
-	if again, err := e.c.CancelApproval(ctx, fsm.ApprovalCancelCommand{ID: "appr-c", From: "tess", Reason: "rolled back"}); err != nil || again.State != fsm.ApprovalCancelled {
+	if again, err := e.c.CancelApproval(ctx, api.ApprovalCancelCommand{ID: "appr-c", From: "tess", Reason: "rolled back"}); err != nil || again.State != api.ApprovalCancelled {
 		t.Errorf("retried cancel: %+v, %v", again, err)
 	}
-	_, err = e.decide("appr-c", "rita", fsm.DecisionApprove, hashOf(t, deploy))
-	wantRefused(t, "a decision on a cancelled approval", err, http.StatusConflict, fsm.ErrConflict, "cancelled")
+	_, err = e.decide("appr-c", "rita", api.DecisionApprove, hashOf(t, deploy))
+	wantRefused(t, "a decision on a cancelled approval", err, http.StatusConflict, api.ErrConflict, "cancelled")
 }
 
 // With auth, against the state machine: alice asks bob and carol; bob
@@ -680,23 +681,23 @@ func TestApprovalAuthorizationEndToEnd(t *testing.T) {
 	// as carol and cancels as the requester.
 	alice, bob, admin := e.client(aliceSecret), e.client(bobSecret), e.client(adminSecret)
 	for _, id := range []string{"appr-a", "appr-b"} {
-		if _, err := alice.RequestApproval(ctx, fsm.ApprovalRequestCommand{ID: id, From: "alice", Approvers: []string{"bob", "carol"},
+		if _, err := alice.RequestApproval(ctx, api.ApprovalRequestCommand{ID: id, From: "alice", Approvers: []string{"bob", "carol"},
 			Quorum: 2, Title: "t", Action: deploy}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if a, err := bob.DecideApproval(ctx, fsm.ApprovalDecideCommand{ID: "appr-a", Approver: "bob", Decision: fsm.DecisionApprove, ActionHash: h}); err != nil || a.Approvals != 1 {
+	if a, err := bob.DecideApproval(ctx, api.ApprovalDecideCommand{ID: "appr-a", Approver: "bob", Decision: api.DecisionApprove, ActionHash: h}); err != nil || a.Approvals != 1 {
 		t.Errorf("bob approves: %+v, %v", a, err)
 	}
-	if a, err := admin.DecideApproval(ctx, fsm.ApprovalDecideCommand{ID: "appr-a", Approver: "carol", Decision: fsm.DecisionApprove, ActionHash: h}); err != nil || a.State != fsm.ApprovalApproved {
+	if a, err := admin.DecideApproval(ctx, api.ApprovalDecideCommand{ID: "appr-a", Approver: "carol", Decision: api.DecisionApprove, ActionHash: h}); err != nil || a.State != api.ApprovalApproved {
 		t.Errorf("an admin approves as carol: %+v, %v", a, err)
 	}
-	_, err := bob.CancelApproval(ctx, fsm.ApprovalCancelCommand{ID: "appr-b", From: "bob"})
-	wantRefused(t, "bob cancels alice's approval", err, http.StatusForbidden, fsm.ErrForbidden)
-	if res, err := admin.CancelApproval(ctx, fsm.ApprovalCancelCommand{ID: "appr-b", From: "alice"}); err != nil || res.State != fsm.ApprovalCancelled {
+	_, err := bob.CancelApproval(ctx, api.ApprovalCancelCommand{ID: "appr-b", From: "bob"})
+	wantRefused(t, "bob cancels alice's approval", err, http.StatusForbidden, api.ErrForbidden)
+	if res, err := admin.CancelApproval(ctx, api.ApprovalCancelCommand{ID: "appr-b", From: "alice"}); err != nil || res.State != api.ApprovalCancelled {
 		t.Errorf("an admin cancels as alice: %+v, %v", res, err)
 	}
-	if page, err := bob.Approvals(ctx, fsm.ApprovalQuery{Approver: "bob"}); err != nil || len(page.Approvals) != 2 {
+	if page, err := bob.Approvals(ctx, api.ApprovalQuery{Approver: "bob"}); err != nil || len(page.Approvals) != 2 {
 		t.Errorf("bob lists %+v, %v", page, err)
 	}
 }
@@ -707,10 +708,10 @@ func TestApprovalRedactedActionIsHashedAsStored(t *testing.T) {
 	e := newTaskEnv(t)
 	pat := "ghp_" + "R8bXw2LqT9vKc4ZmN7yPj3HsDf6GaU1eVo5k"
 	withSecret := json.RawMessage(`{"cmd":"git push https://` + pat + `@github.com/o/r"}`)
-	if _, err := e.svc.ApplyCommand(fsm.OpSetConfig, fsm.SetConfigCommand{Key: "secret_guard", Value: json.RawMessage(`"redact"`)}); err != nil {
+	if _, err := e.svc.ApplyCommand(api.OpSetConfig, api.SetConfigCommand{Key: "secret_guard", Value: json.RawMessage(`"redact"`)}); err != nil {
 		t.Fatal(err)
 	}
-	res := e.request(fsm.ApprovalRequestCommand{ID: "appr-r", Approvers: []string{"rita"}, Action: withSecret})
+	res := e.request(api.ApprovalRequestCommand{ID: "appr-r", Approvers: []string{"rita"}, Action: withSecret})
 	redacted := json.RawMessage(`{"cmd":"git push https://[REDACTED:github-pat]@github.com/o/r"}`)
 	if a := e.approval("appr-r"); string(a.Action) != string(redacted) || res.ActionHash != hashOf(t, redacted) || a.ActionHash != res.ActionHash {
 		t.Errorf("redacted action %s hash %s (answered %s), want %s hashed", a.Action, a.ActionHash, res.ActionHash, redacted)
@@ -722,12 +723,12 @@ func TestApprovalRedactedActionIsHashedAsStored(t *testing.T) {
 // the same body again is the same approval.
 func TestSendSeedApprovalEndToEnd(t *testing.T) {
 	e := newTaskEnv(t)
-	if _, err := e.svc.ApplyCommand(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "maintainer1", Role: "maintainer"}); err != nil {
+	if _, err := e.svc.ApplyCommand(api.OpRegisterAgent, api.RegisterAgentCommand{ID: "maintainer1", Role: "maintainer"}); err != nil {
 		t.Fatal(err)
 	}
 	var res transport.ApprovalMessageResponse
 	wantOK(t, do(t, "POST", e.url+"/v1/messages", seedBody(t, "seed004_approval.json"), nil), &res)
-	if res.Action != transport.ApprovalActionRequested || res.ID != "unique_uuid" || res.State != fsm.ApprovalPending || res.Quorum != 1 || res.Seq == 0 {
+	if res.Action != transport.ApprovalActionRequested || res.ID != "unique_uuid" || res.State != api.ApprovalPending || res.Quorum != 1 || res.Seq == 0 {
 		t.Fatalf("seed request answered %+v", res)
 	}
 	a := e.approval("unique_uuid")
@@ -736,7 +737,7 @@ func TestSendSeedApprovalEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	if a.From != "triage" || !slices.Equal(a.Approvers, []string{"maintainer1"}) || a.Title != "close_duplicate_issue" ||
-		a.TimeoutSeconds != 72*3600 || !slices.Equal(a.Options, fsm.Decisions) || a.ActionHash != res.ActionHash ||
+		a.TimeoutSeconds != 72*3600 || !slices.Equal(a.Options, api.Decisions) || a.ActionHash != res.ActionHash ||
 		ctxFields["github_comment_url"] == nil || a.Confidence == nil || *a.Confidence != 0.96 {
 		t.Errorf("seed approval %+v context %s", a, a.Context)
 	}
@@ -756,8 +757,8 @@ func TestSendSeedApprovalEndToEnd(t *testing.T) {
 func TestSummaryCountsApprovals(t *testing.T) {
 	e := newTaskEnv(t)
 	ctx := context.Background()
-	e.request(fsm.ApprovalRequestCommand{ID: "appr-1", Approvers: []string{"rita", "rex"}, Quorum: 2})
-	e.request(fsm.ApprovalRequestCommand{ID: "appr-2", Approvers: []string{"role:reviewer"}})
+	e.request(api.ApprovalRequestCommand{ID: "appr-1", Approvers: []string{"rita", "rex"}, Quorum: 2})
+	e.request(api.ApprovalRequestCommand{ID: "appr-2", Approvers: []string{"role:reviewer"}})
 	count := func(agent string) int {
 		t.Helper()
 		sum, err := e.c.AgentSummary(ctx, agent, transport.Strong)
@@ -769,7 +770,7 @@ func TestSummaryCountsApprovals(t *testing.T) {
 	if r, x, l := count("rita"), count("rex"), count("lead"); r != 2 || x != 2 || l != 0 {
 		t.Errorf("pending approvals rita %d rex %d lead %d, want 2 2 0", r, x, l)
 	}
-	if _, err := e.decide("appr-1", "rita", fsm.DecisionApprove, hashOf(t, deploy)); err != nil {
+	if _, err := e.decide("appr-1", "rita", api.DecisionApprove, hashOf(t, deploy)); err != nil {
 		t.Fatal(err)
 	}
 	if r, x := count("rita"), count("rex"); r != 1 || x != 2 {

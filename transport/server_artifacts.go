@@ -9,12 +9,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 )
 
 // The artifact routes (client_artifacts.go lists them). The bytes go
 // through Blobs (stored on a majority of the voters before anything is
-// proposed), the record through the log (fsm.OpArtifactPut, forwarded to
+// proposed), the record through the log (api.OpArtifactPut, forwarded to
 // the leader by Apply as any write).
 
 // errNoBlobs answers the artifact routes of a server without Blobs.
@@ -23,7 +24,7 @@ var errNoBlobs = &APIError{Status: http.StatusServiceUnavailable, Code: CodeNotR
 
 // placeholderArtifactID stands for the id in a put's early check, made
 // before the bytes are read.
-var placeholderArtifactID = fsm.ArtifactIDPrefix + strings.Repeat("0", 64)
+var placeholderArtifactID = api.ArtifactIDPrefix + strings.Repeat("0", 64)
 
 // putArtifact serves PUT /v1/artifacts?name=N&from=F: the raw body is the
 // artifact, its Content-Type the artifact's type. 201 with the record, or
@@ -39,13 +40,13 @@ func (s *Server) putArtifact(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Everything but the bytes is checked before a byte is read.
-	cmd := fsm.ArtifactPutCommand{ID: placeholderArtifactID, Name: q.Get("name"),
-		ContentType: cmp.Or(r.Header.Get("Content-Type"), fsm.DefaultArtifactContentType), From: q.Get("from")}
+	cmd := api.ArtifactPutCommand{ID: placeholderArtifactID, Name: q.Get("name"),
+		ContentType: cmp.Or(r.Header.Get("Content-Type"), api.DefaultArtifactContentType), From: q.Get("from")}
 	if cmd.From == "" {
 		if id := IdentityFrom(r.Context()); id != nil && id.Agent != "" {
 			cmd.From = id.Agent
 		} else {
-			s.writeError(w, r, &fsm.FieldError{Field: "from", Reason: "required: the uploading agent, ?from= (with --auth an agent's token names its own)"})
+			s.writeError(w, r, &api.FieldError{Field: "from", Reason: "required: the uploading agent, ?from= (with --auth an agent's token names its own)"})
 			return
 		}
 	}
@@ -82,7 +83,7 @@ func (s *Server) putArtifact(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	cmd.ID, cmd.Size = id, size
-	a, ok := proposeResult(s, w, r, fsm.OpArtifactPut, cmd, func(a fsm.Artifact) bool { return a.ID == id })
+	a, ok := proposeResult(s, w, r, api.OpArtifactPut, cmd, func(a api.Artifact) bool { return a.ID == id })
 	if !ok {
 		return
 	}
@@ -116,8 +117,8 @@ func artifactBodyError(err error, limit int64) error {
 // pathArtifactID is the {id} of the path, checked.
 func pathArtifactID(r *http.Request) (string, error) {
 	id := r.PathValue("id")
-	if !fsm.ValidArtifactID(id) {
-		return "", fsm.ArtifactIDError("id", id)
+	if !api.ValidArtifactID(id) {
+		return "", api.ArtifactIDError("id", id)
 	}
 	return id, nil
 }
@@ -160,7 +161,7 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request) {
 	}
 	defer rs.Close()
 	h := w.Header()
-	h.Set("Content-Type", cmp.Or(rec.ContentType, fsm.DefaultArtifactContentType))
+	h.Set("Content-Type", cmp.Or(rec.ContentType, api.DefaultArtifactContentType))
 	h.Set("ETag", `"`+id+`"`)
 	if cd := mime.FormatMediaType("attachment", map[string]string{"filename": rec.Name}); cd != "" {
 		h.Set("Content-Disposition", cd)
@@ -176,7 +177,7 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request) {
 // before it is called not found: an artifact uploaded through one node and
 // fetched through another at once (its bytes land on every node before its
 // record is proposed) is there, not a 404.
-func (s *Server) artifactRecord(r *http.Request, id string) (*fsm.Artifact, error) {
+func (s *Server) artifactRecord(r *http.Request, id string) (*api.Artifact, error) {
 	c, err := consistency(r)
 	if err != nil {
 		return nil, err
@@ -185,7 +186,7 @@ func (s *Server) artifactRecord(r *http.Request, id string) (*fsm.Artifact, erro
 		return nil, err
 	}
 	rec, err := s.state.ArtifactFor(id, viewerFrom(r.Context()))
-	if errors.Is(err, fsm.ErrNotFound) && c != Strong {
+	if errors.Is(err, api.ErrNotFound) && c != Strong {
 		if err := s.prop.Linearize(r.Context(), Strong); err != nil {
 			return nil, err
 		}
@@ -225,7 +226,7 @@ func (s *Server) listArtifacts(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	q := fsm.ArtifactQuery{From: v.Get("from"), Name: v.Get("name"), After: after, Limit: limit, Viewer: viewerFrom(r.Context())}
+	q := api.ArtifactQuery{From: v.Get("from"), Name: v.Get("name"), After: after, Limit: limit, Viewer: viewerFrom(r.Context())}
 	s.query(w, r, func(st Reader) (any, error) { return st.Artifacts(q) })
 }
 
@@ -237,7 +238,7 @@ func (s *Server) deleteArtifact(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	cmd := fsm.ArtifactDeleteCommand{ID: id, By: "admin"}
+	cmd := api.ArtifactDeleteCommand{ID: id, By: "admin"}
 	if ident := IdentityFrom(r.Context()); ident != nil && ident.Agent != "" {
 		cmd.By = ident.Agent
 	}
@@ -245,7 +246,7 @@ func (s *Server) deleteArtifact(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	a, ok := proposeResult(s, w, r, fsm.OpArtifactDelete, cmd, func(a fsm.Artifact) bool { return a.ID == id })
+	a, ok := proposeResult(s, w, r, api.OpArtifactDelete, cmd, func(a api.Artifact) bool { return a.ID == id })
 	if ok {
 		writeJSON(w, http.StatusOK, a)
 	}

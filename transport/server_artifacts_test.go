@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
@@ -37,7 +38,7 @@ func newArtifactEnv(t *testing.T, opts transport.ServerOptions) *artifactEnv {
 	t.Helper()
 	svc := transporttest.New(t)
 	for _, tok := range []struct{ id, agent, secret string }{{"tok-alice", "alice", aliceSecret}, {"tok-bob", "bob", bobSecret}} {
-		if _, err := svc.ApplyCommand(fsm.OpCreateToken, fsm.CreateTokenCommand{ID: tok.id, Agent: tok.agent, Role: fsm.TokenRoleAgent, Hash: fsm.HashToken(tok.secret)}); err != nil {
+		if _, err := svc.ApplyCommand(api.OpCreateToken, api.CreateTokenCommand{ID: tok.id, Agent: tok.agent, Role: api.TokenRoleAgent, Hash: fsm.HashToken(tok.secret)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -61,7 +62,7 @@ func randomBytes(n int, seed uint64) []byte {
 
 func sha(b []byte) string {
 	s := sha256.Sum256(b)
-	return fsm.ArtifactIDPrefix + hex.EncodeToString(s[:])
+	return api.ArtifactIDPrefix + hex.EncodeToString(s[:])
 }
 
 func apiStatus(err error) int {
@@ -129,11 +130,11 @@ func TestArtifactList(t *testing.T) {
 		}
 		ids = append(ids, a.ID)
 	}
-	page, err := e.c.Artifacts(ctx, fsm.ArtifactQuery{From: "alice"}, transport.Local)
+	page, err := e.c.Artifacts(ctx, api.ArtifactQuery{From: "alice"}, transport.Local)
 	if err != nil || len(page.Artifacts) != 2 || page.Artifacts[0].ID != ids[0] || page.Artifacts[1].ID != ids[2] {
 		t.Fatalf("Artifacts(from alice) = %+v, %v", page, err)
 	}
-	page, err = e.c.Artifacts(ctx, fsm.ArtifactQuery{Limit: 1, After: page.Artifacts[0].Index}, transport.Local)
+	page, err = e.c.Artifacts(ctx, api.ArtifactQuery{Limit: 1, After: page.Artifacts[0].Index}, transport.Local)
 	if err != nil || len(page.Artifacts) != 1 || page.Artifacts[0].ID != ids[1] || !page.HasMore {
 		t.Fatalf("Artifacts(after first, limit 1) = %+v, %v", page, err)
 	}
@@ -170,7 +171,7 @@ func TestArtifactTooLarge(t *testing.T) {
 // checked before the body is read (and again by apply).
 func TestArtifactQuota(t *testing.T) {
 	e := newArtifactEnv(t, transport.ServerOptions{})
-	if _, err := e.svc.ApplyCommand(fsm.OpSetConfig, fsm.SetConfigCommand{Key: "artifact_quota_bytes", Value: json.RawMessage("100")}); err != nil {
+	if _, err := e.svc.ApplyCommand(api.OpSetConfig, api.SetConfigCommand{Key: "artifact_quota_bytes", Value: json.RawMessage("100")}); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -206,7 +207,7 @@ func TestArtifactQuota(t *testing.T) {
 func TestArtifactQuotaAndRatePerPrincipal(t *testing.T) {
 	e := newArtifactEnv(t, transport.ServerOptions{Auth: &transport.AuthConfig{AdminToken: adminSecret},
 		Limits: transport.Limits{SendRate: 0.001, SendBurst: 3}})
-	if _, err := e.svc.ApplyCommand(fsm.OpSetConfig, fsm.SetConfigCommand{Key: "artifact_quota_bytes", Value: json.RawMessage("100")}); err != nil {
+	if _, err := e.svc.ApplyCommand(api.OpSetConfig, api.SetConfigCommand{Key: "artifact_quota_bytes", Value: json.RawMessage("100")}); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -270,7 +271,7 @@ func TestArtifactPutImpersonation(t *testing.T) {
 	ctx := context.Background()
 	alice := transport.NewClient(e.url, nil).WithToken(aliceSecret)
 	_, err := alice.PutArtifact(ctx, strings.NewReader("mine"), 4, transport.ArtifactUpload{Name: "n", From: "bob"})
-	if apiStatus(err) != 403 || !errors.Is(err, fsm.ErrForbidden) {
+	if apiStatus(err) != 403 || !errors.Is(err, api.ErrForbidden) {
 		t.Fatalf("alice uploading as bob = %v, want 403", err)
 	}
 	a, err := alice.PutArtifact(ctx, strings.NewReader("mine"), 4, transport.ArtifactUpload{Name: "n"})
@@ -303,7 +304,7 @@ func TestArtifactGetUnknown(t *testing.T) {
 	e := newArtifactEnv(t, transport.ServerOptions{})
 	ctx := context.Background()
 	unknown := sha([]byte("never uploaded"))
-	if _, err := e.c.OpenArtifact(ctx, unknown, 0); !errors.Is(err, fsm.ErrNotFound) || apiStatus(err) != 404 {
+	if _, err := e.c.OpenArtifact(ctx, unknown, 0); !errors.Is(err, api.ErrNotFound) || apiStatus(err) != 404 {
 		t.Fatalf("unknown id = %v, want 404", err)
 	}
 	if _, err := e.c.ArtifactInfo(ctx, unknown, transport.Local); apiStatus(err) != 404 {
@@ -399,7 +400,7 @@ func TestInternalBlobs(t *testing.T) {
 	if e.svc.BlobStore().Has(other) {
 		t.Fatal("mismatched push kept")
 	}
-	if _, err := e.c.FetchBlob(ctx, other); !errors.Is(err, fsm.ErrNotFound) {
+	if _, err := e.c.FetchBlob(ctx, other); !errors.Is(err, api.ErrNotFound) {
 		t.Fatalf("fetch of a blob not held = %v, want not found", err)
 	}
 }
@@ -415,7 +416,7 @@ func TestArtifactDelete(t *testing.T) {
 	if err != nil || rec.ID != a.ID {
 		t.Fatalf("DeleteArtifact = %+v, %v", rec, err)
 	}
-	cmd, _ := proposed[fsm.ArtifactDeleteCommand](t, e.svc, fsm.OpArtifactDelete)
+	cmd, _ := proposed[api.ArtifactDeleteCommand](t, e.svc, api.OpArtifactDelete)
 	if cmd.By != "admin" || cmd.ID != a.ID || cmd.Unreferenced {
 		t.Fatalf("proposed %+v, want by admin", cmd)
 	}
@@ -436,7 +437,7 @@ func TestArtifactRoutesWithoutBlobs(t *testing.T) {
 
 func TestLimitsMaxArtifactBytes(t *testing.T) {
 	for _, v := range []int64{-1, transport.MaxArtifactBytesCeiling + 1} {
-		var fe *fsm.FieldError
+		var fe *api.FieldError
 		if err := (transport.Limits{MaxArtifactBytes: v}).Validate(); !errors.As(err, &fe) || fe.Field != "MaxArtifactBytes" {
 			t.Errorf("Validate(MaxArtifactBytes %d) = %v, want a FieldError naming it", v, err)
 		}
@@ -455,10 +456,10 @@ func TestLimitsMaxArtifactBytes(t *testing.T) {
 func TestArtifactReadersAndHiddenParents(t *testing.T) {
 	e := newArtifactEnv(t, transport.ServerOptions{Auth: &transport.AuthConfig{AdminToken: adminSecret}})
 	for _, tok := range []struct{ id, agent, role, secret string }{
-		{"tok-carol", "carol", fsm.TokenRoleAgent, "maos_carol-0123456789"},
-		{"tok-rex", "rex", fsm.TokenRoleModerator, rexSecret},
+		{"tok-carol", "carol", api.TokenRoleAgent, "maos_carol-0123456789"},
+		{"tok-rex", "rex", api.TokenRoleModerator, rexSecret},
 	} {
-		if _, err := e.svc.ApplyCommand(fsm.OpCreateToken, fsm.CreateTokenCommand{ID: tok.id, Agent: tok.agent, Role: tok.role, Hash: fsm.HashToken(tok.secret)}); err != nil {
+		if _, err := e.svc.ApplyCommand(api.OpCreateToken, api.CreateTokenCommand{ID: tok.id, Agent: tok.agent, Role: tok.role, Hash: fsm.HashToken(tok.secret)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -470,12 +471,12 @@ func TestArtifactReadersAndHiddenParents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	send := func(cl *transport.Client, m *fsm.Message) error {
+	send := func(cl *transport.Client, m *api.Message) error {
 		_, err := cl.Send(ctx, m)
 		return err
 	}
-	root := &fsm.Message{ID: "msg-20261129-040000-alice-00000001", From: "alice", To: fsm.Recipients{"bob"}, Channel: "dev",
-		Visibility: fsm.VisibilityPrivate, Content: fsm.Content{Text: "the plan", Artifacts: fsm.ArtifactRefs(art.ID)}}
+	root := &api.Message{ID: "msg-20261129-040000-alice-00000001", From: "alice", To: api.Recipients{"bob"}, Channel: "dev",
+		Visibility: api.VisibilityPrivate, Content: api.Content{Text: "the plan", Artifacts: api.ArtifactRefs(art.ID)}}
 	if err := send(alice, root); err != nil {
 		t.Fatal(err)
 	}
@@ -484,7 +485,7 @@ func TestArtifactReadersAndHiddenParents(t *testing.T) {
 		_, infoErr := cl.ArtifactInfo(ctx, art.ID, transport.Strong)
 		var buf bytes.Buffer
 		_, getErr := cl.GetArtifact(ctx, art.ID, &buf)
-		page, listErr := cl.Artifacts(ctx, fsm.ArtifactQuery{}, transport.Strong)
+		page, listErr := cl.Artifacts(ctx, api.ArtifactQuery{}, transport.Strong)
 		if listErr != nil {
 			t.Fatal(listErr)
 		}
@@ -511,8 +512,8 @@ func TestArtifactReadersAndHiddenParents(t *testing.T) {
 
 	// Naming it needs reading it: carol cannot publish what she cannot
 	// read, and the refusal is the unknown id's.
-	leak := &fsm.Message{ID: "msg-20261129-040000-carol-00000002", From: "carol", To: fsm.Recipients{"all"}, Channel: "dev",
-		Content: fsm.Content{Text: "look", Artifacts: fsm.ArtifactRefs(art.ID)}}
+	leak := &api.Message{ID: "msg-20261129-040000-carol-00000002", From: "carol", To: api.Recipients{"all"}, Channel: "dev",
+		Content: api.Content{Text: "look", Artifacts: api.ArtifactRefs(art.ID)}}
 	if err := send(carol, leak); apiStatus(err) != 400 || !strings.Contains(err.Error(), "content.artifacts[0]: no artifact "+art.ID) {
 		t.Fatalf("carol naming a hidden artifact = %v, want 400 as for an unknown one", err)
 	}
@@ -522,19 +523,19 @@ func TestArtifactReadersAndHiddenParents(t *testing.T) {
 
 	// A reply to a hidden message: bob answers alice's private root (thread
 	// root), then carol replies to bob's answer, which she cannot read.
-	answer := &fsm.Message{ID: "msg-20261129-040000-bob-00000003", From: "bob", To: fsm.Recipients{"alice"}, Channel: "dev",
-		InReplyTo: root.ID, Content: fsm.Content{Text: "ok"}}
+	answer := &api.Message{ID: "msg-20261129-040000-bob-00000003", From: "bob", To: api.Recipients{"alice"}, Channel: "dev",
+		InReplyTo: root.ID, Content: api.Content{Text: "ok"}}
 	if err := send(bob, answer); err != nil {
 		t.Fatal(err)
 	}
-	if m, err := bob.Message(ctx, answer.ID, transport.Strong); err != nil || m.ThreadID != root.ID || m.Visibility != fsm.VisibilityPrivate {
+	if m, err := bob.Message(ctx, answer.ID, transport.Strong); err != nil || m.ThreadID != root.ID || m.Visibility != api.VisibilityPrivate {
 		t.Fatalf("bob's answer %+v (%v): want private in alice's thread", m, err)
 	}
-	probe := &fsm.Message{ID: "msg-20261129-040000-carol-00000004", From: "carol", To: fsm.Recipients{"bob"}, Channel: "dev",
-		InReplyTo: answer.ID, Content: fsm.Content{Text: "what?"}}
-	unknown := &fsm.Message{ID: "msg-20261129-040000-carol-00000005", From: "carol", To: fsm.Recipients{"bob"}, Channel: "dev",
-		InReplyTo: "msg-20261129-040000-bob-0000ffff", Content: fsm.Content{Text: "what?"}}
-	for _, m := range []*fsm.Message{probe, unknown} {
+	probe := &api.Message{ID: "msg-20261129-040000-carol-00000004", From: "carol", To: api.Recipients{"bob"}, Channel: "dev",
+		InReplyTo: answer.ID, Content: api.Content{Text: "what?"}}
+	unknown := &api.Message{ID: "msg-20261129-040000-carol-00000005", From: "carol", To: api.Recipients{"bob"}, Channel: "dev",
+		InReplyTo: "msg-20261129-040000-bob-0000ffff", Content: api.Content{Text: "what?"}}
+	for _, m := range []*api.Message{probe, unknown} {
 		if err := send(carol, m); err != nil {
 			t.Fatal(err)
 		}
@@ -554,8 +555,8 @@ func TestArtifactReadersAndHiddenParents(t *testing.T) {
 
 	// Named in a public message by one who reads it, its readers are
 	// everyone's.
-	share := &fsm.Message{ID: "msg-20261129-040000-bob-00000006", From: "bob", To: fsm.Recipients{"carol"}, Channel: "dev",
-		Content: fsm.Content{Text: "here", Artifacts: fsm.ArtifactRefs(art.ID)}}
+	share := &api.Message{ID: "msg-20261129-040000-bob-00000006", From: "bob", To: api.Recipients{"carol"}, Channel: "dev",
+		Content: api.Content{Text: "here", Artifacts: api.ArtifactRefs(art.ID)}}
 	if err := send(bob, share); err != nil {
 		t.Fatal(err)
 	}
@@ -569,7 +570,7 @@ func TestArtifactReadersAndHiddenParents(t *testing.T) {
 // through another at once is found (its bytes are there before its record).
 func TestArtifactNotFoundAfterAStrongRead(t *testing.T) {
 	e := newArtifactEnv(t, transport.ServerOptions{})
-	missing := fsm.ArtifactIDPrefix + strings.Repeat("ab", 32)
+	missing := api.ArtifactIDPrefix + strings.Repeat("ab", 32)
 	before := len(e.svc.CallsTo("Linearize"))
 	wantError(t, do(t, "GET", e.url+"/v1/artifacts/"+missing+"/info", "", nil), http.StatusNotFound, transport.CodeNotFound)
 	var cons []transport.Consistency

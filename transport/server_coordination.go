@@ -10,18 +10,18 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 // The coordination endpoints: the global bulletin and advisory locks.
 //
-//	GET   /v1/bulletin          → fsm.Bulletin {"version","updated_at","updated_by","as_of","bulletin":{...}}
-//	PUT   /v1/bulletin?by=ID    body: the whole document → fsm.BulletinResult
-//	PATCH /v1/bulletin?by=ID    body: a JSON merge patch (RFC 7396) → fsm.BulletinResult
-//	POST  /v1/locks             {"path","holder","ttl"} → fsm.LockResult (granted or extended)
-//	POST  /v1/locks/renew       {"path","holder","token","ttl"} → fsm.LockResult
-//	POST  /v1/locks/release     {"path","holder","token"} or {"path","force":true,"by"} → fsm.LockResult
-//	GET   /v1/locks?prefix=&holder=&after=&limit= → fsm.LockPage
+//	GET   /v1/bulletin          → api.Bulletin {"version","updated_at","updated_by","as_of","bulletin":{...}}
+//	PUT   /v1/bulletin?by=ID    body: the whole document → api.BulletinResult
+//	PATCH /v1/bulletin?by=ID    body: a JSON merge patch (RFC 7396) → api.BulletinResult
+//	POST  /v1/locks             {"path","holder","ttl"} → api.LockResult (granted or extended)
+//	POST  /v1/locks/renew       {"path","holder","token","ttl"} → api.LockResult
+//	POST  /v1/locks/release     {"path","holder","token"} or {"path","force":true,"by"} → api.LockResult
+//	GET   /v1/locks?prefix=&holder=&after=&limit= → api.LockPage
 //	POST  /v1/locks/check       {"path","token"} → fsm.LockCheck
 //
 // Compare-and-set: a PUT or PATCH with "if_version": N in the body (a
@@ -36,7 +36,7 @@ import (
 
 // maxBulletinBody caps a PUT or PATCH body: the document limit plus room
 // for formatting and if_version.
-const maxBulletinBody = fsm.MaxBulletinBytes + 4<<10
+const maxBulletinBody = api.MaxBulletinBytes + 4<<10
 
 // maxLockBody caps a lock request: a path of MaxLockPathLen bytes written
 // entirely in \u escapes, and the other fields.
@@ -50,13 +50,13 @@ type BulletinConflictBody struct {
 }
 
 // LockConflictBody is the 409 answer to a refused lock command. Outcome is
-// one of fsm.LockHeld, fsm.LockLapsed ("expired"), fsm.LockNotHolder,
-// fsm.LockStaleToken; Lock is the lock as it stands (its holder, token and
+// one of api.LockHeld, api.LockLapsed ("expired"), api.LockNotHolder,
+// api.LockStaleToken; Lock is the lock as it stands (its holder, token and
 // expiry).
 type LockConflictBody struct {
 	Error   *APIError `json:"error"`
 	Outcome string    `json:"outcome"`
-	Lock    *fsm.Lock `json:"lock,omitempty"`
+	Lock    *api.Lock `json:"lock,omitempty"`
 }
 
 func (s *Server) getBulletin(w http.ResponseWriter, r *http.Request) {
@@ -76,18 +76,18 @@ func (s *Server) setBulletin(w http.ResponseWriter, r *http.Request, merge bool)
 	// Every write names its author: ?by= (which the route's rule holds to
 	// the token), else the token's agent.
 	if cmd.By = author(IdentityFrom(r.Context()), cmd.By); cmd.By == "" {
-		s.writeError(w, r, &fsm.FieldError{Field: "by", Reason: "required: name the agent writing the bulletin (?by=ID; maosctl bulletin --by ID or $MAOS_AGENT_ID); " +
+		s.writeError(w, r, &api.FieldError{Field: "by", Reason: "required: name the agent writing the bulletin (?by=ID; maosctl bulletin --by ID or $MAOS_AGENT_ID); " +
 			"a token of an agent names it by itself"})
 		return
 	}
-	raw, err := s.commit(r, fsm.OpSetBulletin, cmd)
+	raw, err := s.commit(r, api.OpSetBulletin, cmd)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	var res fsm.BulletinResult
+	var res api.BulletinResult
 	if err := json.Unmarshal(raw, &res); err != nil || len(res.Doc) == 0 {
-		s.writeError(w, r, fmt.Errorf("transport: unexpected %s result %.200s (%v)", fsm.OpSetBulletin, raw, err))
+		s.writeError(w, r, fmt.Errorf("transport: unexpected %s result %.200s (%v)", api.OpSetBulletin, raw, err))
 		return
 	}
 	if res.Conflict {
@@ -108,12 +108,12 @@ func (s *Server) setBulletin(w http.ResponseWriter, r *http.Request, merge bool)
 // bulletinRequest reads a PUT or PATCH: the body is the document (or
 // patch) itself, with the reserved key if_version taken out; If-Match and
 // ?by= complete it.
-func bulletinRequest(w http.ResponseWriter, r *http.Request, merge bool) (fsm.BulletinCommand, error) {
-	cmd := fsm.BulletinCommand{Merge: merge, By: r.URL.Query().Get("by")}
+func bulletinRequest(w http.ResponseWriter, r *http.Request, merge bool) (api.BulletinCommand, error) {
+	cmd := api.BulletinCommand{Merge: merge, By: r.URL.Query().Get("by")}
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBulletinBody))
 	if errors.As(err, new(*http.MaxBytesError)) {
 		return cmd, &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge, Message: fmt.Sprintf(
-			"request body over the limit of %d bytes (the bulletin is capped at %d bytes)", maxBulletinBody, fsm.MaxBulletinBytes)}
+			"request body over the limit of %d bytes (the bulletin is capped at %d bytes)", maxBulletinBody, api.MaxBulletinBytes)}
 	}
 	if err != nil {
 		return cmd, fmt.Errorf("%w: read body: %v", ErrBadRequest, err)
@@ -123,15 +123,15 @@ func bulletinRequest(w http.ResponseWriter, r *http.Request, merge bool) (fsm.Bu
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil || top == nil {
-		return cmd, &fsm.FieldError{Field: "bulletin", Reason: "want one JSON object: " + jsonProblem(data, err)}
+		return cmd, &api.FieldError{Field: "bulletin", Reason: "want one JSON object: " + jsonProblem(data, err)}
 	}
-	if v, ok := top[fsm.BulletinIfVersionKey]; ok {
+	if v, ok := top[api.BulletinIfVersionKey]; ok {
 		var n uint64
 		if err := json.Unmarshal(v, &n); err != nil {
-			return cmd, &fsm.FieldError{Field: fsm.BulletinIfVersionKey, Reason: fmt.Sprintf("%s is not a version (a whole number ≥ 0)", v)}
+			return cmd, &api.FieldError{Field: api.BulletinIfVersionKey, Reason: fmt.Sprintf("%s is not a version (a whole number ≥ 0)", v)}
 		}
 		cmd.IfVersion = &n
-		delete(top, fsm.BulletinIfVersionKey)
+		delete(top, api.BulletinIfVersionKey)
 	}
 	if h := r.Header.Get("If-Match"); h != "" {
 		n, err := strconv.ParseUint(strings.Trim(strings.TrimPrefix(strings.TrimSpace(h), "W/"), `"`), 10, 64)
@@ -180,7 +180,7 @@ func decodeLockBody(w http.ResponseWriter, r *http.Request, v interface{ Validat
 	if err := decodeBody(w, r, maxLockBody, v); err != nil {
 		var apiErr *APIError
 		if errors.As(err, &apiErr) && apiErr.Code == CodeTooLarge {
-			apiErr.Message = fmt.Sprintf("request body over the limit of %d bytes (a lock path is at most %d bytes)", maxLockBody, fsm.MaxLockPathLen)
+			apiErr.Message = fmt.Sprintf("request body over the limit of %d bytes (a lock path is at most %d bytes)", maxLockBody, api.MaxLockPathLen)
 		}
 		return err
 	}
@@ -188,15 +188,15 @@ func decodeLockBody(w http.ResponseWriter, r *http.Request, v interface{ Validat
 }
 
 func (s *Server) acquireLock(w http.ResponseWriter, r *http.Request) {
-	serveLock(s, w, r, fsm.OpLockAcquire, func(c fsm.LockAcquireCommand) (string, string) { return "holder", c.Holder }, nil)
+	serveLock(s, w, r, api.OpLockAcquire, func(c api.LockAcquireCommand) (string, string) { return "holder", c.Holder }, nil)
 }
 
 func (s *Server) renewLock(w http.ResponseWriter, r *http.Request) {
-	serveLock(s, w, r, fsm.OpLockRenew, func(c fsm.LockRenewCommand) (string, string) { return "holder", c.Holder }, nil)
+	serveLock(s, w, r, api.OpLockRenew, func(c api.LockRenewCommand) (string, string) { return "holder", c.Holder }, nil)
 }
 
 func (s *Server) releaseLock(w http.ResponseWriter, r *http.Request) {
-	serveLock(s, w, r, fsm.OpLockRelease, releaseActor, func(c fsm.LockReleaseCommand, id *Identity) string {
+	serveLock(s, w, r, api.OpLockRelease, releaseActor, func(c api.LockReleaseCommand, id *Identity) string {
 		if c.Force {
 			return mayOverride(id, "force-releases lock "+strconv.Quote(clip(c.Path, 64)))
 		}
@@ -211,7 +211,7 @@ func (s *Server) releaseLock(w http.ResponseWriter, r *http.Request) {
 func serveLock[C any, P interface {
 	*C
 	Validate() error
-}](s *Server, w http.ResponseWriter, r *http.Request, op fsm.Op, actor func(C) (field, id string), authorize func(C, *Identity) string) {
+}](s *Server, w http.ResponseWriter, r *http.Request, op api.Op, actor func(C) (field, id string), authorize func(C, *Identity) string) {
 	var cmd C
 	if err := decodeLockBody(w, r, P(&cmd)); err != nil {
 		s.writeError(w, r, err)
@@ -233,13 +233,13 @@ func serveLock[C any, P interface {
 
 // proposeLock commits a lock command and answers 200 with the result, or
 // 409 with LockConflictBody when the state machine refused it.
-func (s *Server) proposeLock(w http.ResponseWriter, r *http.Request, op fsm.Op, body any) {
+func (s *Server) proposeLock(w http.ResponseWriter, r *http.Request, op api.Op, body any) {
 	raw, err := s.commit(r, op, body)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	var res fsm.LockResult
+	var res api.LockResult
 	if err := json.Unmarshal(raw, &res); err != nil || res.Outcome == "" {
 		s.writeError(w, r, fmt.Errorf("transport: unexpected %s result %.200s (%v)", op, raw, err))
 		return
@@ -257,18 +257,18 @@ func (s *Server) proposeLock(w http.ResponseWriter, r *http.Request, op fsm.Op, 
 
 func (s *Server) listLocks(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	lq := fsm.LockQuery{Prefix: q.Get("prefix"), Holder: q.Get("holder"), After: q.Get("after")}
-	if lq.Holder != "" && !fsm.ValidName(lq.Holder) {
+	lq := api.LockQuery{Prefix: q.Get("prefix"), Holder: q.Get("holder"), After: q.Get("after")}
+	if lq.Holder != "" && !api.ValidName(lq.Holder) {
 		s.writeError(w, r, fmt.Errorf("%w: holder: %q is not an agent id", ErrBadRequest, lq.Holder))
 		return
 	}
 	for name, v := range map[string]string{"prefix": lq.Prefix, "after": lq.After} {
-		if len(v) > fsm.MaxLockPathLen {
-			s.writeError(w, r, fmt.Errorf("%w: %s: %d bytes, at most %d", ErrBadRequest, name, len(v), fsm.MaxLockPathLen))
+		if len(v) > api.MaxLockPathLen {
+			s.writeError(w, r, fmt.Errorf("%w: %s: %d bytes, at most %d", ErrBadRequest, name, len(v), api.MaxLockPathLen))
 			return
 		}
 	}
-	limit, err := uintParam(q.Get("limit"), "limit", fsm.DefaultPageLimit, fsm.MaxPageLimit)
+	limit, err := uintParam(q.Get("limit"), "limit", api.DefaultPageLimit, api.MaxPageLimit)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -278,7 +278,7 @@ func (s *Server) listLocks(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) checkLock(w http.ResponseWriter, r *http.Request) {
-	var cmd fsm.LockCheckCommand
+	var cmd api.LockCheckCommand
 	if err := decodeLockBody(w, r, &cmd); err != nil {
 		s.writeError(w, r, err)
 		return

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
@@ -104,21 +105,21 @@ func decodeAs[T any](t *testing.T, r reply) T {
 func TestBulletinHTTP(t *testing.T) {
 	e := newCoordEnv(t)
 	r := e.do("GET", "/v1/bulletin", "", nil)
-	b := decodeAs[fsm.Bulletin](t, r)
+	b := decodeAs[api.Bulletin](t, r)
 	if r.status != 200 || b.Version != 0 || !strings.Contains(string(b.Doc), `"system_status":"normal"`) {
 		t.Fatalf("empty GET = %d %s", r.status, r.body)
 	}
 
 	r = e.do("PUT", "/v1/bulletin?by=orchestrator", `{"system_status":"normal","current_phase":"implementation",
 		"warnings":[],"shared_resources":{"api_server":"available"}}`, nil)
-	put := decodeAs[fsm.BulletinResult](t, r)
+	put := decodeAs[api.BulletinResult](t, r)
 	if r.status != 200 || put.Version != 1 || put.UpdatedBy != "orchestrator" || put.Conflict {
 		t.Fatalf("PUT = %d %s", r.status, r.body)
 	}
 
 	// PATCH with if_version in the body: applied, the key is not stored.
 	r = e.do("PATCH", "/v1/bulletin?by=ops", `{"system_status":"degraded","if_version":1}`, nil)
-	patched := decodeAs[fsm.BulletinResult](t, r)
+	patched := decodeAs[api.BulletinResult](t, r)
 	if r.status != 200 || patched.Version != 2 || strings.Contains(string(patched.Doc), "if_version") ||
 		!strings.Contains(string(patched.Doc), `"current_phase":"implementation"`) {
 		t.Fatalf("PATCH = %d %s", r.status, r.body)
@@ -145,7 +146,7 @@ func TestBulletinHTTP(t *testing.T) {
 		t.Error("a lost compare-and-set changed the state")
 	}
 	r = e.do("PATCH", "/v1/bulletin?by=ops", `{"current_phase":"review"}`, http.Header{"If-Match": {`"2"`}})
-	current := decodeAs[fsm.BulletinResult](t, r)
+	current := decodeAs[api.BulletinResult](t, r)
 	// The version is the Raft index of the change; the refused entries
 	// took indexes too.
 	if r.status != 200 || current.Version != 6 {
@@ -158,7 +159,7 @@ func TestBulletinHTTP(t *testing.T) {
 	_, err := e.client.PutBulletin(ctx, json.RawMessage(`{"current_phase":"lost"}`), transport.BulletinWrite{IfVersion: &v, By: "ops"})
 	var ce *transport.BulletinConflictError
 	var apiErr *transport.APIError
-	if !errors.As(err, &ce) || ce.Version != current.Version || !errors.Is(err, fsm.ErrConflict) || !errors.As(err, &apiErr) || apiErr.Status != 409 {
+	if !errors.As(err, &ce) || ce.Version != current.Version || !errors.Is(err, api.ErrConflict) || !errors.As(err, &apiErr) || apiErr.Status != 409 {
 		t.Errorf("client CAS error = %#v, want a BulletinConflictError at version %d", err, current.Version)
 	}
 	res, err := e.client.PatchBulletin(ctx, json.RawMessage(`{"warnings":["disk"]}`), transport.BulletinWrite{IfVersion: &ce.Version, By: "ops"})
@@ -211,7 +212,7 @@ func (e *coordEnv) checkRefusals(t *testing.T, tests []refusal) {
 // fix, and none changes the state.
 func TestBulletinHTTPBadInput(t *testing.T) {
 	e := newCoordEnv(t)
-	e.do("PUT", "/v1/bulletin?by=ops", `{"shared_resources":{"a":"`+strings.Repeat("x", fsm.MaxBulletinBytes/2)+`"}}`, nil)
+	e.do("PUT", "/v1/bulletin?by=ops", `{"shared_resources":{"a":"`+strings.Repeat("x", api.MaxBulletinBytes/2)+`"}}`, nil)
 	e.checkRefusals(t, []refusal{
 		{"malformed JSON", "PUT", "/v1/bulletin?by=ops", `{"a":`, nil, 400, "invalid", "malformed JSON", false},
 		{"an array", "PATCH", "/v1/bulletin?by=ops", `[1]`, nil, 400, "invalid", "got an array", false},
@@ -224,17 +225,17 @@ func TestBulletinHTTPBadInput(t *testing.T) {
 		{"bad If-Match", "PATCH", "/v1/bulletin?by=ops", `{"a":1}`, http.Header{"If-Match": {"abc"}}, 400, "bad_request", "If-Match", false},
 		{"If-Match and if_version disagree", "PATCH", "/v1/bulletin?by=ops", `{"a":1,"if_version":2}`, http.Header{"If-Match": {`"1"`}}, 400, "bad_request", "disagree", false},
 		{"bad by", "PATCH", "/v1/bulletin?by=Not%20An%20Id", `{"a":1}`, nil, 400, "invalid", "by", false},
-		{"body over the limit", "PUT", "/v1/bulletin?by=ops", `{"a":"` + strings.Repeat("x", fsm.MaxBulletinBytes+5<<10) + `"}`, nil, 413, "too_large", "capped at 65536 bytes", false},
-		{"document over the limit", "PUT", "/v1/bulletin?by=ops", `{"a":"` + strings.Repeat("x", fsm.MaxBulletinBytes) + `"}`, nil, 400, "invalid", "limit of 65536 bytes", false},
-		{"patch result over the limit", "PATCH", "/v1/bulletin?by=ops", `{"b":"` + strings.Repeat("y", fsm.MaxBulletinBytes/2) + `"}`, nil, 400, "invalid", "limit of 65536 bytes", true},
+		{"body over the limit", "PUT", "/v1/bulletin?by=ops", `{"a":"` + strings.Repeat("x", api.MaxBulletinBytes+5<<10) + `"}`, nil, 413, "too_large", "capped at 65536 bytes", false},
+		{"document over the limit", "PUT", "/v1/bulletin?by=ops", `{"a":"` + strings.Repeat("x", api.MaxBulletinBytes) + `"}`, nil, 400, "invalid", "limit of 65536 bytes", false},
+		{"patch result over the limit", "PATCH", "/v1/bulletin?by=ops", `{"b":"` + strings.Repeat("y", api.MaxBulletinBytes/2) + `"}`, nil, 400, "invalid", "limit of 65536 bytes", true},
 	})
 }
 
 func TestLocksHTTP(t *testing.T) {
 	e := newCoordEnv(t)
 	r := e.do("POST", "/v1/locks", `{"path":"src/retry.go","holder":"codex","ttl":"5m"}`, nil)
-	granted := decodeAs[fsm.LockResult](t, r)
-	if r.status != 200 || granted.Outcome != fsm.LockGranted || granted.Lock.Token != 1 ||
+	granted := decodeAs[api.LockResult](t, r)
+	if r.status != 200 || granted.Outcome != api.LockGranted || granted.Lock.Token != 1 ||
 		!granted.Lock.ExpiresAt.Equal(time.Unix(0, coordT0).Add(5*time.Minute)) {
 		t.Fatalf("acquire = %d %s", r.status, r.body)
 	}
@@ -244,7 +245,7 @@ func TestLocksHTTP(t *testing.T) {
 	before := e.dataDump()
 	r = e.do("POST", "/v1/locks", `{"path":"src/retry.go","holder":"claude","ttl":60}`, nil)
 	code, msg, rest := coordError(t, r)
-	var lock fsm.Lock
+	var lock api.Lock
 	_ = json.Unmarshal(rest["lock"], &lock)
 	if r.status != 409 || code != transport.CodeConflict || string(rest["outcome"]) != `"held"` ||
 		lock.Holder != "codex" || lock.Token != 1 || !lock.ExpiresAt.Equal(granted.Lock.ExpiresAt) ||
@@ -256,10 +257,10 @@ func TestLocksHTTP(t *testing.T) {
 	}
 
 	r = e.do("POST", "/v1/locks/renew", `{"path":"src/retry.go","holder":"codex","token":1,"ttl":"10m"}`, nil)
-	renewed := decodeAs[fsm.LockResult](t, r)
+	renewed := decodeAs[api.LockResult](t, r)
 	// Entry times are made monotonic: the renewal is stamped a few ns
 	// after the refused acquire at T+1m, and lasts 10m from there.
-	if r.status != 200 || renewed.Outcome != fsm.LockExtended || renewed.Lock.Token != 1 ||
+	if r.status != 200 || renewed.Outcome != api.LockExtended || renewed.Lock.Token != 1 ||
 		renewed.Lock.RenewedAt.Sub(time.Unix(0, coordT0)) < time.Minute || renewed.Lock.RenewedAt.Sub(time.Unix(0, coordT0)) > time.Minute+time.Millisecond ||
 		!renewed.Lock.ExpiresAt.Equal(renewed.Lock.RenewedAt.Add(10*time.Minute)) {
 		t.Errorf("renew = %d %s", r.status, r.body)
@@ -270,7 +271,7 @@ func TestLocksHTTP(t *testing.T) {
 		t.Errorf("check = %d %s", r.status, r.body)
 	}
 	r = e.do("GET", "/v1/locks?prefix=src/&holder=codex", "", nil)
-	if p := decodeAs[fsm.LockPage](t, r); r.status != 200 || len(p.Locks) != 1 || p.Locks[0].Path != "src/retry.go" || p.HasMore {
+	if p := decodeAs[api.LockPage](t, r); r.status != 200 || len(p.Locks) != 1 || p.Locks[0].Path != "src/retry.go" || p.HasMore {
 		t.Errorf("list = %d %s", r.status, r.body)
 	}
 	// The bulletin shows the lock.
@@ -285,7 +286,7 @@ func TestLocksHTTP(t *testing.T) {
 		t.Errorf("release by another = %d %s", r.status, r.body)
 	}
 	r = e.do("POST", "/v1/locks/release", `{"path":"src/retry.go","holder":"codex","token":1}`, nil)
-	if res := decodeAs[fsm.LockResult](t, r); r.status != 200 || res.Outcome != fsm.LockReleased {
+	if res := decodeAs[api.LockResult](t, r); r.status != 200 || res.Outcome != api.LockReleased {
 		t.Errorf("release = %d %s", r.status, r.body)
 	}
 	r = e.do("POST", "/v1/locks/check", `{"path":"src/retry.go","token":1}`, nil)
@@ -303,23 +304,23 @@ func TestLocksHTTP(t *testing.T) {
 func TestLockExpiredRenewHTTP(t *testing.T) {
 	e := newCoordEnv(t)
 	ctx := context.Background()
-	l, err := e.client.AcquireLock(ctx, fsm.LockAcquireCommand{Path: "db", Holder: "codex", TTL: fsm.LockTTL(time.Second)})
+	l, err := e.client.AcquireLock(ctx, api.LockAcquireCommand{Path: "db", Holder: "codex", TTL: api.LockTTL(time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.at(coordT0 + int64(time.Second))
 	before := e.dataDump()
-	_, err = e.client.RenewLock(ctx, fsm.LockRenewCommand{Path: "db", Holder: "codex", Token: l.Lock.Token, TTL: fsm.LockTTL(time.Minute)})
+	_, err = e.client.RenewLock(ctx, api.LockRenewCommand{Path: "db", Holder: "codex", Token: l.Lock.Token, TTL: api.LockTTL(time.Minute)})
 	var refused *transport.LockRefusedError
-	if !errors.As(err, &refused) || refused.Outcome != fsm.LockLapsed || refused.Lock == nil || !refused.Lock.Expired ||
-		!errors.Is(err, fsm.ErrConflict) || !strings.Contains(err.Error(), "expired at 2026-11-21T10:30:01Z") {
+	if !errors.As(err, &refused) || refused.Outcome != api.LockLapsed || refused.Lock == nil || !refused.Lock.Expired ||
+		!errors.Is(err, api.ErrConflict) || !strings.Contains(err.Error(), "expired at 2026-11-21T10:30:01Z") {
 		t.Fatalf("renew at expiry: %#v (%v), want a 409 expired refusal", err, err)
 	}
 	if e.dataDump() != before {
 		t.Error("an expired renew changed the state")
 	}
-	again, err := e.client.AcquireLock(ctx, fsm.LockAcquireCommand{Path: "db", Holder: "codex", TTL: fsm.LockTTL(time.Minute)})
-	if err != nil || again.Outcome != fsm.LockGranted || again.Lock.Token <= l.Lock.Token {
+	again, err := e.client.AcquireLock(ctx, api.LockAcquireCommand{Path: "db", Holder: "codex", TTL: api.LockTTL(time.Minute)})
+	if err != nil || again.Outcome != api.LockGranted || again.Lock.Token <= l.Lock.Token {
 		t.Errorf("re-acquire = %+v, %v", again, err)
 	}
 	// The client's check and list.
@@ -327,13 +328,13 @@ func TestLockExpiredRenewHTTP(t *testing.T) {
 	if err != nil || c.Current || c.Token != again.Lock.Token {
 		t.Errorf("check of the old token = %+v, %v", c, err)
 	}
-	page, err := e.client.Locks(ctx, fsm.LockQuery{Holder: "codex", Limit: 5}, transport.Local)
+	page, err := e.client.Locks(ctx, api.LockQuery{Holder: "codex", Limit: 5}, transport.Local)
 	if err != nil || len(page.Locks) != 1 || page.Locks[0].Token != again.Lock.Token {
 		t.Errorf("list = %+v, %v", page, err)
 	}
 	// A forced release through the client.
-	rel, err := e.client.ReleaseLock(ctx, fsm.LockReleaseCommand{Path: "db", Force: true, By: "admin"})
-	if err != nil || rel.Outcome != fsm.LockReleased {
+	rel, err := e.client.ReleaseLock(ctx, api.LockReleaseCommand{Path: "db", Force: true, By: "admin"})
+	if err != nil || rel.Outcome != api.LockReleased {
 		t.Errorf("forced release = %+v, %v", rel, err)
 	}
 }
@@ -341,7 +342,7 @@ func TestLockExpiredRenewHTTP(t *testing.T) {
 func TestLocksHTTPBadInput(t *testing.T) {
 	e := newCoordEnv(t)
 	e.do("POST", "/v1/locks", `{"path":"db","holder":"codex","ttl":"1m"}`, nil)
-	long := strings.Repeat("a", fsm.MaxLockPathLen+1)
+	long := strings.Repeat("a", api.MaxLockPathLen+1)
 	e.checkRefusals(t, []refusal{
 		{"unknown field", "POST", "/v1/locks", `{"path":"x","holder":"codex","ttl":"1m","mode":"x"}`, nil, 400, "unknown_field", "mode", false},
 		{"no path", "POST", "/v1/locks", `{"holder":"codex","ttl":"1m"}`, nil, 400, "invalid", "path: required", false},
@@ -372,7 +373,7 @@ func TestLocksHTTPBadInput(t *testing.T) {
 // bulletin result is a 500, never mistaken for a grant.
 func TestCoordinationUnexpectedResult(t *testing.T) {
 	f := transporttest.New(t)
-	f.OnApply(func(fsm.Op, json.RawMessage) (any, error) { return map[string]any{}, nil })
+	f.OnApply(func(api.Op, json.RawMessage) (any, error) { return map[string]any{}, nil })
 	srv := serve(t, f, transport.ServerOptions{})
 	for _, tc := range []struct{ method, path, body string }{
 		{"POST", "/v1/locks", `{"path":"db","holder":"codex","ttl":"1m"}`},

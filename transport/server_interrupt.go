@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 )
 
@@ -47,7 +48,7 @@ type InterruptResponse struct {
 
 // interruptAgent serves POST /v1/agents/{id}/interrupt, the one way to
 // interrupt an agent: it proposes the urgent "[INTERRUPT] reason" alert
-// (fsm.NewInterrupt) as a send marked fsm.Interrupt, which apply refuses
+// (fsm.NewInterrupt) as a send marked api.Interrupt, which apply refuses
 // (403 in the rule's words, a BLOCKED audit line, nothing stored) unless
 // the sender may interrupt, and only once the alert committed sends ESC to
 // the agent's pane: through this node's ServerOptions.Interrupt hook when
@@ -80,7 +81,7 @@ func (s *Server) interruptAgent(w http.ResponseWriter, r *http.Request) {
 	}
 
 	p, perr := s.presence.AgentPresence(ctx, agent)
-	if perr != nil && !errors.Is(perr, fsm.ErrNotFound) {
+	if perr != nil && !errors.Is(perr, api.ErrNotFound) {
 		s.writeError(w, r, perr)
 		return
 	}
@@ -88,7 +89,7 @@ func (s *Server) interruptAgent(w http.ResponseWriter, r *http.Request) {
 		req.Channel = p.Channel
 	}
 	if req.Channel == "" {
-		s.writeError(w, r, &fsm.FieldError{Field: "channel", Reason: "required: the presence of " + agent + " names no channel to post the alert in"})
+		s.writeError(w, r, &api.FieldError{Field: "channel", Reason: "required: the presence of " + agent + " names no channel to post the alert in"})
 		return
 	}
 	m := fsm.NewInterrupt(req.From, agent, req.Channel, req.Reason)
@@ -100,8 +101,8 @@ func (s *Server) interruptAgent(w http.ResponseWriter, r *http.Request) {
 	}
 	// The reason is text the alert stores, like any message's: commit
 	// guards it.
-	raw, err := s.commit(r, fsm.OpSend, fsm.SendCommand{Message: *m,
-		Interrupt: &fsm.Interrupt{Moderator: IdentityFrom(ctx).Moderates()}})
+	raw, err := s.commit(r, api.OpSend, api.SendCommand{Message: *m,
+		Interrupt: &api.Interrupt{Moderator: IdentityFrom(ctx).Moderates()}})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -159,7 +160,7 @@ func (s *Server) escapeAfterAlert(ctx context.Context, agent, node string, req I
 	switch {
 	case err == nil:
 		res.Escape = true
-	case errors.As(err, &nf) || errors.Is(err, fsm.ErrNotFound):
+	case errors.As(err, &nf) || errors.Is(err, api.ErrNotFound):
 		res.NoEscape = err.Error()
 	default:
 		return err
@@ -172,18 +173,18 @@ func (s *Server) escapeAfterAlert(ctx context.Context, agent, node string, req I
 func (q *InterruptRequest) validate(agent string) error {
 	q.Reason = strings.TrimSpace(q.Reason)
 	switch {
-	case !fsm.ValidName(agent):
-		return fsm.NameError("id", agent)
+	case !api.ValidName(agent):
+		return api.NameError("id", agent)
 	case q.From == "":
-		return &fsm.FieldError{Field: "from", Reason: "required: the interrupting agent"}
-	case !fsm.ValidName(q.From):
-		return fsm.NameError("from", q.From)
+		return &api.FieldError{Field: "from", Reason: "required: the interrupting agent"}
+	case !api.ValidName(q.From):
+		return api.NameError("from", q.From)
 	case q.From == agent:
-		return &fsm.FieldError{Field: "from", Reason: "is the agent to interrupt: an agent cannot interrupt itself"}
+		return &api.FieldError{Field: "from", Reason: "is the agent to interrupt: an agent cannot interrupt itself"}
 	case q.Reason == "":
-		return &fsm.FieldError{Field: "reason", Reason: "required: why the agent must stop"}
-	case q.Channel != "" && !fsm.ValidName(q.Channel):
-		return fsm.NameError("channel", q.Channel)
+		return &api.FieldError{Field: "reason", Reason: "required: why the agent must stop"}
+	case q.Channel != "" && !api.ValidName(q.Channel):
+		return api.NameError("channel", q.Channel)
 	}
 	return nil
 }
@@ -227,11 +228,11 @@ func (s *Server) press(ctx context.Context, agent, node string, req InterruptReq
 }
 
 // pressLocal sends ESC to agent's pane on this node, through the
-// Interrupt hook, after the alert alertID; fsm.ErrNotFound when this node
+// Interrupt hook, after the alert alertID; api.ErrNotFound when this node
 // has no pane for it.
 func (s *Server) pressLocal(ctx context.Context, agent, alertID string) error {
 	if s.opts.Interrupt == nil {
-		return fmt.Errorf("node runs no watcher with a terminal pane for %s: %w", agent, fsm.ErrNotFound)
+		return fmt.Errorf("node runs no watcher with a terminal pane for %s: %w", agent, api.ErrNotFound)
 	}
 	if err := s.opts.Interrupt(ctx, agent); err != nil {
 		return fmt.Errorf("ESC to %s's pane: %w", agent, err)
@@ -242,7 +243,7 @@ func (s *Server) pressLocal(ctx context.Context, agent, alertID string) error {
 
 // InterruptAgent interrupts agent: its urgent alert, then ESC to its pane
 // on the node that hosts it (see InterruptRequest and InterruptResponse).
-// A sender that may not interrupt is an error wrapping fsm.ErrForbidden
+// A sender that may not interrupt is an error wrapping api.ErrForbidden
 // whose message is the rule's.
 func (c *Client) InterruptAgent(ctx context.Context, agent string, req InterruptRequest) (InterruptResponse, error) {
 	var out InterruptResponse

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/rules"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
@@ -47,7 +47,7 @@ func interruptNode(t *testing.T, paneErr error) (*transporttest.Service, *transp
 	t.Helper()
 	fake := transporttest.New(t)
 	for id, role := range map[string]string{"master": "master", "boss": "orchestrator", "worker": "worker", "claude": "developer"} {
-		if _, err := fake.ApplyCommand(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: id, Role: role}); err != nil {
+		if _, err := fake.ApplyCommand(api.OpRegisterAgent, api.RegisterAgentCommand{ID: id, Role: role}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -70,7 +70,7 @@ func TestInterruptCommitsTheAlertThenPressesESC(t *testing.T) {
 	}
 	m := fake.Stored(req.ID)
 	if m == nil || m.From != "master" || len(m.Recipients) != 1 || m.Recipients[0] != "claude" || m.Channel != "dev" ||
-		m.Type != "alert" || m.Priority != fsm.PriorityUrgent || m.Content.Text != "[INTERRUPT] stop:\nthe spec changed" ||
+		m.Type != "alert" || m.Priority != api.PriorityUrgent || m.Content.Text != "[INTERRUPT] stop:\nthe spec changed" ||
 		m.Title != "[INTERRUPT] stop: the spec changed" || m.Seq != res.Seq {
 		t.Fatalf("stored alert %+v", m)
 	}
@@ -122,7 +122,7 @@ func TestInterruptRefusedStoresNothing(t *testing.T) {
 		if pressed, _ := hook.presses(); len(pressed) != 0 {
 			t.Errorf("a refused interrupt from %s pressed ESC", from)
 		}
-		ev, err := fake.FSM().Audit(0, fsm.MaxPageLimit)
+		ev, err := fake.FSM().Audit(0, api.MaxPageLimit)
 		if err != nil || len(ev.Events) != auditBefore+1 {
 			t.Fatalf("audit after the refusal: %d events (%v), want %d", len(ev.Events), err, auditBefore+1)
 		}
@@ -135,7 +135,7 @@ func TestInterruptRefusedStoresNothing(t *testing.T) {
 
 	setRules := func(d *rules.Document) {
 		t.Helper()
-		if _, err := fake.ApplyCommand(fsm.OpSetRules, fsm.SetRulesCommand{Rules: d}); err != nil {
+		if _, err := fake.ApplyCommand(api.OpSetRules, api.SetRulesCommand{Rules: d}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -151,7 +151,7 @@ func TestInterruptRefusedStoresNothing(t *testing.T) {
 
 func auditLen(t *testing.T, fake *transporttest.Service) int {
 	t.Helper()
-	ev, err := fake.FSM().Audit(0, fsm.MaxPageLimit)
+	ev, err := fake.FSM().Audit(0, api.MaxPageLimit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestInterruptModeratorMay(t *testing.T) {
 		return transport.InterruptRequest{From: from, Reason: "stop", Channel: "dev"}
 	}
 	_, err := e.client(aliceSecret).InterruptAgent(ctx, "carol", req("alice"))
-	if !errors.Is(err, fsm.ErrForbidden) || !strings.Contains(err.Error(), rules.DefaultInterruptReason) {
+	if !errors.Is(err, api.ErrForbidden) || !strings.Contains(err.Error(), rules.DefaultInterruptReason) {
 		t.Fatalf("alice (engineer) interrupting carol = %v, want 403 %q", err, rules.DefaultInterruptReason)
 	}
 	for _, who := range []struct{ secret, from string }{{rexSecret, "rex"}, {opsSecret, "ops"}} {
@@ -210,7 +210,7 @@ func TestInterruptBadInput(t *testing.T) {
 		{"nobody", transport.InterruptRequest{From: "master", Reason: "x"}, "channel: required: the presence of nobody"},
 	} {
 		_, err := c.InterruptAgent(context.Background(), tt.agent, tt.req)
-		if !errors.Is(err, fsm.ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
+		if !errors.Is(err, api.ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("interrupt %s %+v = %v, want invalid saying %q", tt.agent, tt.req, err, tt.want)
 		}
 	}
@@ -254,7 +254,7 @@ func TestInterruptRoutesToHostingNode(t *testing.T) {
 	} {
 		entryFake.SetPresence(p)
 	}
-	if _, err := entryFake.ApplyCommand(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "master", Role: "master"}); err != nil {
+	if _, err := entryFake.ApplyCommand(api.OpRegisterAgent, api.RegisterAgentCommand{ID: "master", Role: "master"}); err != nil {
 		t.Fatal(err)
 	}
 	entryFake.Register(t, "claude", "ghost", "local") // their watchers registered them

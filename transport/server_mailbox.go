@@ -9,21 +9,21 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 // The mailbox endpoints: the agent registry, inboxes and read marks,
 // threads and delivery receipts.
 //
-//	POST   /v1/agents                     register (body fsm.RegisterAgentCommand) → fsm.Agent
+//	POST   /v1/agents                     register (body api.RegisterAgentCommand) → api.Agent
 //	GET    /v1/agents?role=&capability=&after=&limit=  → fsm.AgentPage
-//	GET    /v1/agents/{id}                → fsm.Agent
-//	DELETE /v1/agents/{id}                unregister → the removed fsm.Agent
+//	GET    /v1/agents/{id}                → api.Agent
+//	DELETE /v1/agents/{id}                unregister → the removed api.Agent
 //	GET    /v1/roles                      → RolesResponse (role → agents)
 //	GET    /v1/agents/{id}/inbox?unread=&priority=&type=&from=&after=&limit= → fsm.InboxPage
 //	GET    /v1/agents/{id}/inbox/counts   → fsm.InboxCounts
 //	POST   /v1/agents/{id}/read           body MarkReadRequest → fsm.MarkReadResult
-//	PUT    /v1/agents/{id}/receipts/{msg} body ReceiptStateRequest → fsm.Receipt
+//	PUT    /v1/agents/{id}/receipts/{msg} body ReceiptStateRequest → api.Receipt
 //	GET    /v1/threads/{id}?after=&limit= → fsm.ThreadPage
 //	GET    /v1/messages/{id}/receipts     → fsm.Receipts
 //
@@ -43,7 +43,7 @@ type MarkReadRequest struct {
 }
 
 // ReceiptStateRequest is the body of PUT /v1/agents/{id}/receipts/{msg}:
-// what the agent's watcher did with message msg (fsm.ReceiptStateCommand:
+// what the agent's watcher did with message msg (api.ReceiptStateCommand:
 // queued, delivered or interrupted).
 type ReceiptStateRequest struct {
 	State string `json:"state"`
@@ -52,8 +52,8 @@ type ReceiptStateRequest struct {
 // pathAgent is the {id} of the path, checked as an agent id.
 func pathAgent(r *http.Request) (string, error) {
 	id := r.PathValue("id")
-	if !fsm.ValidName(id) {
-		return "", fsm.NameError("agent", id)
+	if !api.ValidName(id) {
+		return "", api.NameError("agent", id)
 	}
 	return id, nil
 }
@@ -93,18 +93,18 @@ func pageParams(q url.Values) (after uint64, limit int, err error) {
 
 // pageLimit reads ?limit= (1..MaxPageLimit, default DefaultPageLimit).
 func pageLimit(q url.Values) (int, error) {
-	limit, err := uintParam(q.Get("limit"), "limit", fsm.DefaultPageLimit, fsm.MaxPageLimit)
+	limit, err := uintParam(q.Get("limit"), "limit", api.DefaultPageLimit, api.MaxPageLimit)
 	if err != nil {
 		return 0, err
 	}
 	if limit == 0 {
-		return 0, fmt.Errorf("%w: limit: must be 1..%d", ErrBadRequest, fsm.MaxPageLimit)
+		return 0, fmt.Errorf("%w: limit: must be 1..%d", ErrBadRequest, api.MaxPageLimit)
 	}
 	return int(limit), nil
 }
 
 func (s *Server) registerAgent(w http.ResponseWriter, r *http.Request) {
-	var cmd fsm.RegisterAgentCommand
+	var cmd api.RegisterAgentCommand
 	if err := decodeBody(w, r, maxControlBytes, &cmd); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -125,7 +125,7 @@ func (s *Server) registerAgent(w http.ResponseWriter, r *http.Request) {
 		s.auth.forbid(w, r, id, need)
 		return
 	}
-	s.propose(w, r, fsm.OpRegisterAgent, cmd)
+	s.propose(w, r, api.OpRegisterAgent, cmd)
 }
 
 func (s *Server) unregisterAgent(w http.ResponseWriter, r *http.Request) {
@@ -134,7 +134,7 @@ func (s *Server) unregisterAgent(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.propose(w, r, fsm.OpUnregisterAgent, fsm.UnregisterAgentCommand{ID: id})
+	s.propose(w, r, api.OpUnregisterAgent, api.UnregisterAgentCommand{ID: id})
 }
 
 func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
@@ -152,7 +152,7 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	aq := fsm.AgentQuery{Role: q.Get("role"), Capability: q.Get("capability"), After: q.Get("after"), Limit: limit}
+	aq := api.AgentQuery{Role: q.Get("role"), Capability: q.Get("capability"), After: q.Get("after"), Limit: limit}
 	if err := aq.Validate(); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -178,7 +178,7 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	iq := fsm.InboxQuery{Priority: fsm.Priority(q.Get("priority")), Type: q.Get("type"), From: q.Get("from")}
+	iq := api.InboxQuery{Priority: api.Priority(q.Get("priority")), Type: q.Get("type"), From: q.Get("from")}
 	switch o := q.Get("order"); o {
 	case "", "oldest":
 	case "newest":
@@ -223,7 +223,7 @@ func (s *Server) agentSummary(w http.ResponseWriter, r *http.Request) {
 		out := AgentSummary{Agent: agent, HasInbox: true}
 		counts, err := st.InboxCounts(agent)
 		switch {
-		case errors.Is(err, fsm.ErrNotFound):
+		case errors.Is(err, api.ErrNotFound):
 			out.HasInbox = false
 		case err != nil:
 			return nil, err
@@ -255,12 +255,12 @@ func (s *Server) markRead(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	cmd := fsm.MarkReadCommand{Agent: agent, ID: req.ID, Upto: req.Upto}
+	cmd := api.MarkReadCommand{Agent: agent, ID: req.ID, Upto: req.Upto}
 	if err := cmd.Validate(); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.propose(w, r, fsm.OpMarkRead, cmd)
+	s.propose(w, r, api.OpMarkRead, cmd)
 }
 
 func (s *Server) receiptState(w http.ResponseWriter, r *http.Request) {
@@ -274,12 +274,12 @@ func (s *Server) receiptState(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	cmd := fsm.ReceiptStateCommand{ID: r.PathValue("msg"), Agent: agent, State: req.State}
+	cmd := api.ReceiptStateCommand{ID: r.PathValue("msg"), Agent: agent, State: req.State}
 	if err := cmd.Validate(); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.propose(w, r, fsm.OpReceiptState, cmd)
+	s.propose(w, r, api.OpReceiptState, cmd)
 }
 
 func (s *Server) thread(w http.ResponseWriter, r *http.Request) {
@@ -306,8 +306,8 @@ func (s *Server) receipts(w http.ResponseWriter, r *http.Request) {
 // agent's watcher handled.
 func (s *Server) cursor(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if !fsm.ValidName(id) {
-		s.writeError(w, r, fsm.NameError("id", id))
+	if !api.ValidName(id) {
+		s.writeError(w, r, api.NameError("id", id))
 		return
 	}
 	s.query(w, r, func(st Reader) (any, error) { return st.CursorOf(id) })
@@ -316,13 +316,13 @@ func (s *Server) cursor(w http.ResponseWriter, r *http.Request) {
 // setCursor serves PUT /v1/agents/{id}/cursor, body {"seq":N}; the cursor
 // never moves back.
 func (s *Server) setCursor(w http.ResponseWriter, r *http.Request) {
-	var cmd fsm.SetCursorCommand
+	var cmd api.SetCursorCommand
 	if err := decodeBody(w, r, maxControlBytes, &cmd); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	if cmd.Agent != "" && cmd.Agent != r.PathValue("id") {
-		s.writeError(w, r, &fsm.FieldError{Field: "agent", Reason: "differs from the agent in the path"})
+		s.writeError(w, r, &api.FieldError{Field: "agent", Reason: "differs from the agent in the path"})
 		return
 	}
 	cmd.Agent = r.PathValue("id")
@@ -330,5 +330,5 @@ func (s *Server) setCursor(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.propose(w, r, fsm.OpSetCursor, cmd)
+	s.propose(w, r, api.OpSetCursor, cmd)
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/rules"
 	"github.com/maos-project/maos/transport"
@@ -66,12 +67,12 @@ func (e *mailEnv) dump() string {
 
 func (e *mailEnv) register(id, role string, caps ...string) {
 	e.t.Helper()
-	if _, err := e.client.RegisterAgent(context.Background(), fsm.RegisterAgentCommand{ID: id, Role: role, Capabilities: caps}); err != nil {
+	if _, err := e.client.RegisterAgent(context.Background(), api.RegisterAgentCommand{ID: id, Role: role, Capabilities: caps}); err != nil {
 		e.t.Fatalf("register %s: %v", id, err)
 	}
 }
 
-func (e *mailEnv) send(m *fsm.Message) *transport.SendResponse {
+func (e *mailEnv) send(m *api.Message) *transport.SendResponse {
 	e.t.Helper()
 	m.Normalize(time.Now())
 	res, err := e.client.Send(context.Background(), m)
@@ -84,7 +85,7 @@ func (e *mailEnv) send(m *fsm.Message) *transport.SendResponse {
 func TestMailboxAgentsEndpoints(t *testing.T) {
 	e := newMailEnv(t)
 	ctx := context.Background()
-	var a fsm.Agent
+	var a api.Agent
 	wantOK(t, e.do("POST", "/v1/agents", `{"id":"alice","role":"reviewer","capabilities":["go","review"],"description":"reads diffs","node":"n1"}`), &a)
 	if a.ID != "alice" || a.Role != "reviewer" || !slices.Equal(a.Capabilities, []string{"go", "review"}) || a.Node != "n1" || a.Index == 0 {
 		t.Errorf("register answered %+v", a)
@@ -93,19 +94,19 @@ func TestMailboxAgentsEndpoints(t *testing.T) {
 	e.register("carol", "", "go") // role defaults to agent
 
 	got, err := e.client.Agent(ctx, "carol", transport.Strong)
-	if err != nil || got.Role != fsm.DefaultRole {
+	if err != nil || got.Role != api.DefaultRole {
 		t.Errorf("Agent(carol) = %+v, %v", got, err)
 	}
 	for _, tt := range []struct {
-		q    fsm.AgentQuery
+		q    api.AgentQuery
 		want []string
 		more bool
 	}{
-		{fsm.AgentQuery{}, []string{"alice", "bob", "carol"}, false},
-		{fsm.AgentQuery{Role: "reviewer"}, []string{"alice", "bob"}, false},
-		{fsm.AgentQuery{Capability: "go"}, []string{"alice", "carol"}, false},
-		{fsm.AgentQuery{Role: "reviewer", Capability: "go"}, []string{"alice"}, false},
-		{fsm.AgentQuery{After: "alice", Limit: 1}, []string{"bob"}, true},
+		{api.AgentQuery{}, []string{"alice", "bob", "carol"}, false},
+		{api.AgentQuery{Role: "reviewer"}, []string{"alice", "bob"}, false},
+		{api.AgentQuery{Capability: "go"}, []string{"alice", "carol"}, false},
+		{api.AgentQuery{Role: "reviewer", Capability: "go"}, []string{"alice"}, false},
+		{api.AgentQuery{After: "alice", Limit: 1}, []string{"bob"}, true},
 	} {
 		p, err := e.client.Agents(ctx, tt.q, transport.Local)
 		if err != nil {
@@ -131,7 +132,7 @@ func TestMailboxAgentsEndpoints(t *testing.T) {
 	if !strings.Contains(msg, "bob") {
 		t.Errorf("404 message %q does not name bob", msg)
 	}
-	if _, err := e.client.UnregisterAgent(ctx, "bob"); !errors.Is(err, fsm.ErrNotFound) {
+	if _, err := e.client.UnregisterAgent(ctx, "bob"); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("unregister twice = %v, want not found", err)
 	}
 }
@@ -144,14 +145,14 @@ func TestMailboxInboxEndpoints(t *testing.T) {
 	var sent []*transport.SendResponse
 	for i, p := range []string{"urgent", "normal", "urgent", "low"} {
 		m := msg("", "codex", "review", fmt.Sprintf("review %d", i), "role:reviewer")
-		m.Priority = fsm.Priority(p)
+		m.Priority = api.Priority(p)
 		if i == 3 {
 			m.From, m.Type = "claude", "status"
 		}
 		sent = append(sent, e.send(m))
 	}
 
-	page, err := e.client.Inbox(ctx, "alice", fsm.InboxQuery{}, transport.Strong)
+	page, err := e.client.Inbox(ctx, "alice", api.InboxQuery{}, transport.Strong)
 	if err != nil || len(page.Messages) != 4 || page.Agent != "alice" || page.HasMore {
 		t.Fatalf("inbox = %+v, %v", page, err)
 	}
@@ -205,15 +206,15 @@ func TestMailboxInboxEndpoints(t *testing.T) {
 
 	// Receipts and threads.
 	rc, err := e.client.Receipts(ctx, sent[0].ID, transport.Local)
-	if err != nil || len(rc.Receipts) != 2 || rc.Receipts[0].Agent != "alice" || rc.Receipts[0].State != fsm.ReceiptRead ||
-		rc.Receipts[1].State != fsm.ReceiptDelivered || rc.From != "codex" {
+	if err != nil || len(rc.Receipts) != 2 || rc.Receipts[0].Agent != "alice" || rc.Receipts[0].State != api.ReceiptRead ||
+		rc.Receipts[1].State != api.ReceiptDelivered || rc.From != "codex" {
 		t.Errorf("receipts = %+v, %v", rc, err)
 	}
 	reply := msg("", "bob", "review", "done", "codex")
 	reply.InReplyTo = sent[0].ID
 	rr := e.send(reply)
 	rc, _ = e.client.Receipts(ctx, sent[0].ID, transport.Local)
-	if rc.Receipts[1].State != fsm.ReceiptAnswered || rc.Receipts[1].ReplyID != rr.ID {
+	if rc.Receipts[1].State != api.ReceiptAnswered || rc.Receipts[1].ReplyID != rr.ID {
 		t.Errorf("bob's receipt after the reply = %+v", rc.Receipts[1])
 	}
 	th, err := e.client.Thread(ctx, rr.ID, 0, 0, transport.Local)
@@ -237,7 +238,7 @@ func TestMailboxBadInput(t *testing.T) {
 		{"register bad id", "POST", "/v1/agents", `{"id":"Alice"}`, 400, transport.CodeInvalid, "id: must match"},
 		{"register without id", "POST", "/v1/agents", `{"role":"x"}`, 400, transport.CodeInvalid, "id: required"},
 		{"register bad capability", "POST", "/v1/agents", `{"id":"x","capabilities":["ok","No Way"]}`, 400, transport.CodeInvalid, "capabilities[1]"},
-		{"register long description", "POST", "/v1/agents", `{"id":"x","description":"` + strings.Repeat("d", fsm.MaxDescriptionLen+1) + `"}`, 400, transport.CodeInvalid, "description: 4097 bytes, at most 4096"},
+		{"register long description", "POST", "/v1/agents", `{"id":"x","description":"` + strings.Repeat("d", api.MaxDescriptionLen+1) + `"}`, 400, transport.CodeInvalid, "description: 4097 bytes, at most 4096"},
 		{"register unknown field", "POST", "/v1/agents", `{"id":"x","rol":"y"}`, 400, transport.CodeUnknownField, "rol"},
 		{"unregister unknown", "DELETE", "/v1/agents/zed", "", 404, transport.CodeNotFound, "agent zed"},
 		{"agent bad id", "GET", "/v1/agents/Zed", "", 400, transport.CodeInvalid, `agent: must match ^[a-z0-9][a-z0-9._-]{0,63}$ (got "Zed")`},
@@ -266,7 +267,7 @@ func TestMailboxBadInput(t *testing.T) {
 		{"send bad glob", "POST", "/v1/messages", `{"from":"codex","channel":"c","to":["eng[x"],"content":{"text":"x"}}`, 400, transport.CodeInvalid, `to[0]: "eng[x" is not a valid glob`},
 		{"send role nobody", "POST", "/v1/messages", `{"from":"codex","channel":"c","to":["role:nobody"],"content":{"text":"x"}}`, 404, transport.CodeNotFound, `to: role "nobody" (no agent has it): not found; register`},
 		{"send glob nobody", "POST", "/v1/messages", `{"from":"codex","channel":"c","to":["x*"],"content":{"text":"x"}}`, 400, transport.CodeInvalid, `"x*" matches no agent`},
-		{"send oversized title", "POST", "/v1/messages", `{"from":"codex","channel":"c","to":["alice"],"title":"` + strings.Repeat("t", fsm.MaxTitleLen+1) + `","content":{"text":"x"}}`, 400, transport.CodeInvalid, "title: 1025 bytes, at most 1024"},
+		{"send oversized title", "POST", "/v1/messages", `{"from":"codex","channel":"c","to":["alice"],"title":"` + strings.Repeat("t", api.MaxTitleLen+1) + `","content":{"text":"x"}}`, 400, transport.CodeInvalid, "title: 1025 bytes, at most 1024"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -283,11 +284,11 @@ func TestMailboxBadInput(t *testing.T) {
 }
 
 // Every name a request carries (path, query or body) is refused in the
-// one wording of fsm.NameError: the field, the rule and the value given.
+// one wording of api.NameError: the field, the rule and the value given.
 func TestBadNamesQuoteTheRuleAndTheValue(t *testing.T) {
 	e := newMailEnv(t)
 	rule := func(field, value string) string {
-		return field + ": must match " + fsm.NamePattern + " (got " + strconv.Quote(value) + ")"
+		return field + ": must match " + api.NamePattern + " (got " + strconv.Quote(value) + ")"
 	}
 	for _, tt := range []struct {
 		method, path, body string
@@ -329,13 +330,13 @@ func TestMailboxStrictSendersAndBlocked(t *testing.T) {
 	if !strings.Contains(msg403, "mallory") || !strings.Contains(msg403, "strict_senders") {
 		t.Errorf("403 message %q does not name the sender and the setting", msg403)
 	}
-	if _, err := e.client.Agent(ctx, "mallory", transport.Local); !errors.Is(err, fsm.ErrNotFound) {
+	if _, err := e.client.Agent(ctx, "mallory", transport.Local); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("a refused sender got registered: %v", err)
 	}
 
 	// Rules: a partly blocked send answers the blocked list; a fully
 	// blocked one is a 403 with the reason.
-	if _, err := e.svc.ApplyCommand(fsm.OpSetRules, fsm.SetRulesCommand{Rules: &rules.Document{
+	if _, err := e.svc.ApplyCommand(api.OpSetRules, api.SetRulesCommand{Rules: &rules.Document{
 		Forbidden: []rules.ForbiddenRule{{From: "role:tester", To: "role:reviewer", Reason: "testers go through the developer"}},
 	}}); err != nil {
 		t.Fatal(err)
@@ -359,14 +360,14 @@ func TestInboxNewestAndSummary(t *testing.T) {
 	e.register("alice", "reviewer")
 	var seqs []uint64
 	for i := range 3 {
-		seqs = append(seqs, e.send(&fsm.Message{From: "bob", To: fsm.Recipients{"alice"}, Channel: "c", Content: fsm.Content{Text: fmt.Sprint(i)}}).Seq)
+		seqs = append(seqs, e.send(&api.Message{From: "bob", To: api.Recipients{"alice"}, Channel: "c", Content: api.Content{Text: fmt.Sprint(i)}}).Seq)
 	}
 	ctx := context.Background()
-	page, err := e.client.Inbox(ctx, "alice", fsm.InboxQuery{Newest: true, Limit: 2}, transport.Local)
+	page, err := e.client.Inbox(ctx, "alice", api.InboxQuery{Newest: true, Limit: 2}, transport.Local)
 	if err != nil || len(page.Messages) != 2 || page.Messages[0].Seq != seqs[2] || page.Messages[1].Seq != seqs[1] || !page.HasMore {
 		t.Fatalf("newest page = %+v, %v", page, err)
 	}
-	page, err = e.client.Inbox(ctx, "alice", fsm.InboxQuery{Newest: true, Limit: 2, Before: page.NextBefore}, transport.Local)
+	page, err = e.client.Inbox(ctx, "alice", api.InboxQuery{Newest: true, Limit: 2, Before: page.NextBefore}, transport.Local)
 	if err != nil || len(page.Messages) != 1 || page.Messages[0].Seq != seqs[0] || page.HasMore {
 		t.Fatalf("second newest page = %+v, %v", page, err)
 	}
@@ -397,18 +398,18 @@ func TestReceiptStateRoute(t *testing.T) {
 	e := newMailEnv(t)
 	e.register("alice", "reviewer")
 	m := e.send(msg("", "codex", "review", "hello", "alice"))
-	var r fsm.Receipt
+	var r api.Receipt
 	wantOK(t, e.do("PUT", "/v1/agents/alice/receipts/"+m.ID, `{"state":"queued"}`), &r)
-	if r.Agent != "alice" || r.State != fsm.ReceiptQueued || r.QueuedAt.IsZero() {
+	if r.Agent != "alice" || r.State != api.ReceiptQueued || r.QueuedAt.IsZero() {
 		t.Errorf("queued answered %+v", r)
 	}
 	var rc fsm.Receipts
 	wantOK(t, e.do("GET", "/v1/messages/"+m.ID+"/receipts", ""), &rc)
-	if len(rc.Receipts) != 1 || rc.Receipts[0].State != fsm.ReceiptQueued {
+	if len(rc.Receipts) != 1 || rc.Receipts[0].State != api.ReceiptQueued {
 		t.Errorf("receipts after queued = %+v", rc)
 	}
 	wantOK(t, e.do("PUT", "/v1/agents/alice/receipts/"+m.ID, `{"state":"interrupted"}`), &r)
-	if r.State != fsm.ReceiptInterrupted || r.TypedAt.IsZero() || !r.Reached(fsm.ReceiptDelivered) {
+	if r.State != api.ReceiptInterrupted || r.TypedAt.IsZero() || !r.Reached(api.ReceiptDelivered) {
 		t.Errorf("interrupted answered %+v", r)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/rules"
 )
@@ -31,7 +32,7 @@ import (
 // AuditEntry is one event of the audit trail with its line in the seed
 // format: "[2025-10-20T14:30:00Z] [orchestrator→triage] TASK_ASSIGN: Triage new issue #123".
 type AuditEntry struct {
-	fsm.AuditEvent
+	api.AuditEvent
 	Line string `json:"line"`
 }
 
@@ -58,7 +59,7 @@ type RulesCheckRequest struct {
 // recipient or asks about interrupting, not both.
 func (q *RulesCheckRequest) Validate() error {
 	if q.Interrupt && (q.To != "" || q.ToRole != "") {
-		return &fsm.FieldError{Field: "interrupt", Reason: "asks who may interrupt any agent: leave to and to_role out"}
+		return &api.FieldError{Field: "interrupt", Reason: "asks who may interrupt any agent: leave to and to_role out"}
 	}
 	for _, f := range []struct {
 		name, v  string
@@ -66,9 +67,9 @@ func (q *RulesCheckRequest) Validate() error {
 	}{{"from", q.From, true}, {"to", q.To, !q.Interrupt}, {"from_role", q.FromRole, false}, {"to_role", q.ToRole, false}} {
 		switch {
 		case f.v == "" && f.required:
-			return &fsm.FieldError{Field: f.name, Reason: "required: an agent id"}
-		case f.v != "" && !fsm.ValidName(f.v):
-			return fsm.NameError(f.name, f.v)
+			return &api.FieldError{Field: f.name, Reason: "required: an agent id"}
+		case f.v != "" && !api.ValidName(f.v):
+			return api.NameError(f.name, f.v)
 		}
 	}
 	return nil
@@ -78,7 +79,7 @@ func (q *RulesCheckRequest) Validate() error {
 // becomes fsm.PrivateText. It is what a reader on a node without
 // authentication sees; an authenticated reader sees the whole event if it
 // may read the message, else fsm.RedactEvent's line.
-func RedactAudit(e fsm.AuditEvent) fsm.AuditEvent {
+func RedactAudit(e api.AuditEvent) api.AuditEvent {
 	if e.Private {
 		e.Text = fsm.PrivateText
 	}
@@ -114,16 +115,16 @@ func (s *Server) rulesPut(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	cmd := fsm.SetRulesCommand{Rules: doc}
+	cmd := api.SetRulesCommand{Rules: doc}
 	if err := cmd.Validate(); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.propose(w, r, fsm.OpSetRules, cmd)
+	s.propose(w, r, api.OpSetRules, cmd)
 }
 
 func (s *Server) rulesDelete(w http.ResponseWriter, r *http.Request) {
-	s.propose(w, r, fsm.OpSetRules, fsm.SetRulesCommand{Clear: true})
+	s.propose(w, r, api.OpSetRules, api.SetRulesCommand{Clear: true})
 }
 
 func (s *Server) rulesCheck(w http.ResponseWriter, r *http.Request) {
@@ -172,8 +173,8 @@ func (s *Server) overviewPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	channel := r.URL.Query().Get("channel")
-	if channel != "" && !fsm.ValidName(channel) {
-		s.writeError(w, r, fmt.Errorf("%w: channel: %s", ErrBadRequest, fsm.NameRule(channel)))
+	if channel != "" && !api.ValidName(channel) {
+		s.writeError(w, r, fmt.Errorf("%w: channel: %s", ErrBadRequest, api.NameRule(channel)))
 		return
 	}
 	s.query(w, r, func(st Reader) (any, error) { return st.OverviewFor(viewerFrom(r.Context()), channel, after, limit) })

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/rules"
 	"github.com/maos-project/maos/transport"
@@ -38,7 +39,7 @@ func newOversightEnv(t *testing.T) *oversightEnv {
 }
 
 // apply applies a command directly and fails the test if it is refused.
-func (e *oversightEnv) apply(op fsm.Op, body any) any {
+func (e *oversightEnv) apply(op api.Op, body any) any {
 	e.t.Helper()
 	res, err := e.fake.ApplyCommand(op, body)
 	if err != nil {
@@ -49,10 +50,10 @@ func (e *oversightEnv) apply(op fsm.Op, body any) any {
 
 func (e *oversightEnv) send(id, from, channel, typ, title, visibility string, to ...string) {
 	e.t.Helper()
-	m := fsm.Message{ID: id, From: from, Channel: channel, To: to, Type: typ, Title: title,
-		Visibility: visibility, Content: fsm.Content{Text: "the content of " + id}}
+	m := api.Message{ID: id, From: from, Channel: channel, To: to, Type: typ, Title: title,
+		Visibility: visibility, Content: api.Content{Text: "the content of " + id}}
 	m.Normalize(oversightT0)
-	e.apply(fsm.OpSend, fsm.SendCommand{Message: m})
+	e.apply(api.OpSend, api.SendCommand{Message: m})
 }
 
 func (e *oversightEnv) do(method, path, body string, header http.Header) reply {
@@ -92,8 +93,8 @@ func seedRulesYAML(t *testing.T) string {
 // from_role says otherwise.
 func TestRulesCheckInterrupt(t *testing.T) {
 	e := newOversightEnv(t)
-	e.apply(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "boss", Role: "master"})
-	e.apply(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "dev", Role: "developer"})
+	e.apply(api.OpRegisterAgent, api.RegisterAgentCommand{ID: "boss", Role: "master"})
+	e.apply(api.OpRegisterAgent, api.RegisterAgentCommand{ID: "dev", Role: "developer"})
 	check := func(body string) fsm.RulesCheck {
 		t.Helper()
 		r := e.do("POST", "/v1/rules/check", body, nil)
@@ -119,7 +120,7 @@ func TestRulesCheckInterrupt(t *testing.T) {
 			t.Errorf("check %s = %+v", c.body, got)
 		}
 	}
-	e.apply(fsm.OpSetRules, fsm.SetRulesCommand{Rules: &rules.Document{Interrupt: []string{"dev"}}})
+	e.apply(api.OpSetRules, api.SetRulesCommand{Rules: &rules.Document{Interrupt: []string{"dev"}}})
 	if got := check(`{"from":"boss","interrupt":true}`); got.Allowed || got.Reason != "interrupt: only dev may interrupt" {
 		t.Errorf("boss under interrupt: [dev] = %+v", got)
 	}
@@ -287,7 +288,7 @@ func TestRulesPutBadInput(t *testing.T) {
 // entry, as a follower sends one) is refused there: 400, nothing changed.
 func TestRulesRefusedAtApply(t *testing.T) {
 	e := newOversightEnv(t)
-	entry, err := fsm.Encode(fsm.OpSetRules, 1, json.RawMessage(`{"rules":{"preset":"flat"}}`))
+	entry, err := fsm.Encode(api.OpSetRules, 1, json.RawMessage(`{"rules":{"preset":"flat"}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,8 +318,8 @@ func decodeAudit(t *testing.T, r reply) transport.AuditResponse {
 
 func TestAuditEndpoint(t *testing.T) {
 	e := newOversightEnv(t)
-	e.apply(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "orchestrator", Role: "orchestrator"}) // 14:30:00
-	e.apply(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "triage", Role: "triage"})             // 14:30:15
+	e.apply(api.OpRegisterAgent, api.RegisterAgentCommand{ID: "orchestrator", Role: "orchestrator"}) // 14:30:00
+	e.apply(api.OpRegisterAgent, api.RegisterAgentCommand{ID: "triage", Role: "triage"})             // 14:30:15
 	e.send("msg-1", "orchestrator", "issues", "task_assign", "Triage new issue #123", "", "triage")  // 14:30:30
 	e.send("msg-2", "triage", "issues", "chat", "secret plans", "private", "orchestrator")           // 14:30:45
 	if r := e.do("PUT", "/v1/rules", "preset: hierarchical\n", yamlHeader("application/yaml")); r.status != 200 {
@@ -476,7 +477,7 @@ func TestOversightClient(t *testing.T) {
 		t.Errorf("CheckRules: %+v, %v", chk, err)
 	}
 	_, err = c.SetRules(ctx, &rules.Document{Preset: "flat"})
-	if !errors.Is(err, fsm.ErrInvalid) || !strings.Contains(err.Error(), "preset") {
+	if !errors.Is(err, api.ErrInvalid) || !strings.Contains(err.Error(), "preset") {
 		t.Errorf("SetRules(bad) = %v", err)
 	}
 	if st, err := c.ClearRules(ctx); err != nil || st.Rules != nil {

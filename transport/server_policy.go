@@ -3,7 +3,7 @@ package transport
 import (
 	"net/http"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 // Run-time delivery policies (fsm/policy.go). Reading an agent's policy
@@ -14,12 +14,12 @@ import (
 
 // PolicyRequest is the body of PUT /v1/agents/{id}/policy.
 type PolicyRequest struct {
-	// Mode is one of fsm.PolicyModes.
+	// Mode is one of api.PolicyModes.
 	Mode string `json:"mode"`
 	// From makes it a per-sender override: mail from that agent only.
 	From string `json:"from,omitempty"`
 	// ForSeconds ends it that long after it commits (at most
-	// fsm.MaxPolicyFor); 0: until cleared.
+	// api.MaxPolicyFor); 0: until cleared.
 	ForSeconds int64 `json:"for_seconds,omitempty"`
 	// SetBy names who set it when the token names no agent (an admin
 	// token, or a node without auth); default the agent itself. An
@@ -27,20 +27,20 @@ type PolicyRequest struct {
 	SetBy string `json:"set_by,omitempty"`
 }
 
-// getPolicy serves GET /v1/agents/{id}/policy: an fsm.PolicySet of the
+// getPolicy serves GET /v1/agents/{id}/policy: an api.PolicySet of the
 // policies in force by this node's clock, the agent-wide one first (an
 // empty list: the watchers' YAML applies).
 func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if !fsm.ValidName(id) {
-		s.writeError(w, r, fsm.NameError("id", id))
+	if !api.ValidName(id) {
+		s.writeError(w, r, api.NameError("id", id))
 		return
 	}
 	s.query(w, r, func(st Reader) (any, error) { return st.Policies(id, s.opts.Now()) })
 }
 
 // putPolicy serves PUT /v1/agents/{id}/policy (body PolicyRequest): the
-// committed fsm.Policy.
+// committed api.Policy.
 func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request) {
 	var req PolicyRequest
 	if err := decodeBody(w, r, maxControlBytes, &req); err != nil {
@@ -48,35 +48,35 @@ func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Mode == "" {
-		s.writeError(w, r, &fsm.FieldError{Field: "mode", Reason: "required: one of queue, interrupt, fork, quiet (DELETE clears a policy)"})
+		s.writeError(w, r, &api.FieldError{Field: "mode", Reason: "required: one of queue, interrupt, fork, quiet (DELETE clears a policy)"})
 		return
 	}
-	s.proposePolicy(w, r, fsm.SetPolicyCommand{Mode: req.Mode, From: req.From, ForSeconds: req.ForSeconds, SetBy: req.SetBy})
+	s.proposePolicy(w, r, api.SetPolicyCommand{Mode: req.Mode, From: req.From, ForSeconds: req.ForSeconds, SetBy: req.SetBy})
 }
 
 // deletePolicy serves DELETE /v1/agents/{id}/policy[?from=S]: clears the
-// agent-wide policy, or S's override; the fsm.Policy result says whether
+// agent-wide policy, or S's override; the api.Policy result says whether
 // there was one (cleared). ?set_by= is PolicyRequest.SetBy's.
 func (s *Server) deletePolicy(w http.ResponseWriter, r *http.Request) {
-	s.proposePolicy(w, r, fsm.SetPolicyCommand{From: r.URL.Query().Get("from"), SetBy: r.URL.Query().Get("set_by")})
+	s.proposePolicy(w, r, api.SetPolicyCommand{From: r.URL.Query().Get("from"), SetBy: r.URL.Query().Get("set_by")})
 }
 
 // proposePolicy completes cmd with the path's agent and who sets it,
 // checks it and commits it.
-func (s *Server) proposePolicy(w http.ResponseWriter, r *http.Request, cmd fsm.SetPolicyCommand) {
+func (s *Server) proposePolicy(w http.ResponseWriter, r *http.Request, cmd api.SetPolicyCommand) {
 	cmd.Agent = r.PathValue("id")
 	if id := IdentityFrom(r.Context()); id != nil && id.Agent != "" {
 		cmd.SetBy = id.Agent
 	} else if cmd.SetBy == "" {
 		cmd.SetBy = cmd.Agent
 	}
-	if !fsm.ValidName(cmd.Agent) {
-		s.writeError(w, r, fsm.NameError("id", cmd.Agent))
+	if !api.ValidName(cmd.Agent) {
+		s.writeError(w, r, api.NameError("id", cmd.Agent))
 		return
 	}
 	if err := cmd.Validate(); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.propose(w, r, fsm.OpSetPolicy, cmd)
+	s.propose(w, r, api.OpSetPolicy, cmd)
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -17,16 +17,16 @@ func TestPolicyRoundTrip(t *testing.T) {
 	e := newAuthEnv(t, &transport.AuthConfig{AdminToken: adminSecret})
 	ctx := context.Background()
 	alice := e.client(aliceSecret)
-	p, err := alice.SetPolicy(ctx, "alice", transport.PolicyRequest{Mode: fsm.PolicyQuiet, ForSeconds: 600, SetBy: "bob"})
-	if err != nil || p.Mode != fsm.PolicyQuiet || p.SetBy != "alice" || p.Until.Sub(p.SetAt).Seconds() != 600 {
+	p, err := alice.SetPolicy(ctx, "alice", transport.PolicyRequest{Mode: api.PolicyQuiet, ForSeconds: 600, SetBy: "bob"})
+	if err != nil || p.Mode != api.PolicyQuiet || p.SetBy != "alice" || p.Until.Sub(p.SetAt).Seconds() != 600 {
 		t.Fatalf("SetPolicy = %+v, %v; want quiet set by alice for 600 s", p, err)
 	}
-	if _, err := alice.SetPolicy(ctx, "alice", transport.PolicyRequest{Mode: fsm.PolicyInterrupt, From: "bob"}); err != nil {
+	if _, err := alice.SetPolicy(ctx, "alice", transport.PolicyRequest{Mode: api.PolicyInterrupt, From: "bob"}); err != nil {
 		t.Fatal(err)
 	}
 	// Any token reads it, a sender's too.
 	set, err := e.client(bobSecret).Policy(ctx, "alice", transport.Strong)
-	if err != nil || len(set.Policies) != 2 || set.Policies[0].Mode != fsm.PolicyQuiet || set.Policies[1].From != "bob" {
+	if err != nil || len(set.Policies) != 2 || set.Policies[0].Mode != api.PolicyQuiet || set.Policies[1].From != "bob" {
 		t.Fatalf("Policy = %+v, %v", set, err)
 	}
 	c, err := alice.ClearPolicy(ctx, "alice", "bob")
@@ -57,7 +57,7 @@ func TestPolicyAuth(t *testing.T) {
 	// Without a token nothing is read.
 	wantError(t, e.as("", "GET", "/v1/agents/bob/policy", ""), http.StatusUnauthorized, transport.CodeUnauthorized)
 	// An admin may set it, in another's name.
-	var p fsm.Policy
+	var p api.Policy
 	wantOK(t, e.as(opsSecret, "PUT", "/v1/agents/bob/policy", `{"mode":"fork","from":"alice"}`), &p)
 	if p.SetBy != "ops" || p.From != "alice" {
 		t.Errorf("admin set = %+v, want set by ops (the token's agent) for alice's mail", p)
@@ -85,7 +85,7 @@ func TestPolicyRefusals(t *testing.T) {
 	}
 	wantError(t, e.as(adminSecret, "PUT", "/v1/agents/bob/policy", `{"mode":"quiet","speed":1}`), http.StatusBadRequest, "unknown_field")
 	_, err := e.client(bobSecret).SetPolicy(context.Background(), "bob", transport.PolicyRequest{Mode: "loud"})
-	if !errors.Is(err, fsm.ErrInvalid) {
-		t.Errorf("client SetPolicy(loud) = %v, want fsm.ErrInvalid", err)
+	if !errors.Is(err, api.ErrInvalid) {
+		t.Errorf("client SetPolicy(loud) = %v, want api.ErrInvalid", err)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
 )
@@ -101,8 +101,8 @@ func TestPutPresenceServiceErrors(t *testing.T) {
 		status int
 		code   string
 	}{
-		{fmt.Errorf("older heartbeat: %w", fsm.ErrConflict), http.StatusConflict, "conflict"},
-		{&fsm.FieldError{Field: "node", Reason: "this is n1"}, http.StatusBadRequest, "invalid"},
+		{fmt.Errorf("older heartbeat: %w", api.ErrConflict), http.StatusConflict, "conflict"},
+		{&api.FieldError{Field: "node", Reason: "this is n1"}, http.StatusBadRequest, "invalid"},
 		{errors.New("boom"), http.StatusInternalServerError, "internal"},
 	}
 	for _, tc := range cases {
@@ -187,10 +187,10 @@ func TestClientPresenceRoundTrip(t *testing.T) {
 	if err != nil || len(list) != 1 || list[0] != p {
 		t.Errorf("list = %+v, %v", list, err)
 	}
-	if _, err := c.AgentPresence(ctx, "nobody"); !errors.Is(err, fsm.ErrNotFound) {
+	if _, err := c.AgentPresence(ctx, "nobody"); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("unknown agent: %v, want not found", err)
 	}
-	if _, err := c.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "LOST"}); !errors.Is(err, fsm.ErrInvalid) {
+	if _, err := c.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "LOST"}); !errors.Is(err, api.ErrInvalid) {
 		t.Errorf("bad state: %v, want invalid", err)
 	}
 	f.EditMembers(func(m *transport.MembersResponse) { m.Encrypted = true })
@@ -242,7 +242,7 @@ func TestAgentHealth(t *testing.T) {
 	srv := serve(t, f, transport.ServerOptions{})
 	c := transport.NewClient(srv.URL, nil)
 	ctx := t.Context()
-	if _, err := c.AgentHealth(ctx, "codex"); !errors.Is(err, fsm.ErrNotFound) {
+	if _, err := c.AgentHealth(ctx, "codex"); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("health of an unknown agent: %v, want not found", err)
 	}
 	r := do(t, http.MethodPut, srv.URL+"/v1/presence/codex",

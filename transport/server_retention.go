@@ -3,7 +3,7 @@ package transport
 import (
 	"net/http"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 func (s *Server) getRetention(w http.ResponseWriter, r *http.Request) {
@@ -14,13 +14,13 @@ func (s *Server) getRetention(w http.ResponseWriter, r *http.Request) {
 // setRetention sets a channel's policy, body {"max_age":"720h","max_messages":N},
 // and answers what the immediate trim removed (fsm.TrimResult).
 func (s *Server) setRetention(w http.ResponseWriter, r *http.Request) {
-	var cmd fsm.SetRetentionCommand
+	var cmd api.SetRetentionCommand
 	if err := decodeBody(w, r, maxControlBytes, &cmd); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	if cmd.Channel != "" && cmd.Channel != r.PathValue("channel") {
-		s.writeError(w, r, &fsm.FieldError{Field: "channel", Reason: "differs from the channel in the path"})
+		s.writeError(w, r, &api.FieldError{Field: "channel", Reason: "differs from the channel in the path"})
 		return
 	}
 	cmd.Channel = r.PathValue("channel")
@@ -28,16 +28,16 @@ func (s *Server) setRetention(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.propose(w, r, fsm.OpSetRetention, cmd)
+	s.propose(w, r, api.OpSetRetention, cmd)
 }
 
 // trimChannel applies a channel's policy now (the leader also does it
 // periodically).
 func (s *Server) trimChannel(w http.ResponseWriter, r *http.Request) {
-	cmd := fsm.TrimCommand{Channel: r.PathValue("channel")}
-	if !fsm.ValidName(cmd.Channel) {
-		s.writeError(w, r, fsm.NameError("channel", cmd.Channel))
+	cmd := api.TrimCommand{Channel: r.PathValue("channel")}
+	if !api.ValidName(cmd.Channel) {
+		s.writeError(w, r, api.NameError("channel", cmd.Channel))
 		return
 	}
-	s.propose(w, r, fsm.OpTrim, cmd)
+	s.propose(w, r, api.OpTrim, cmd)
 }

@@ -4,20 +4,20 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/dialect"
-	"github.com/maos-project/maos/fsm"
 )
 
 // The task endpoints (fsm/task.go has the lifecycle and the fields):
 //
-//	POST /v1/tasks                    fsm.TaskCreateCommand → fsm.TaskResult {id, seq, state}
-//	GET  /v1/tasks?state=&to=&from=&claimed_by=&after=&limit= → fsm.TaskPage {tasks, has_more}
-//	GET  /v1/tasks/{id}               fsm.Task, with its history
-//	POST /v1/tasks/{id}/claim         {agent} → fsm.TaskResult {state:"running", attempt, fence, lease_expires}
-//	POST /v1/tasks/{id}/progress      {agent, fence, message, progress} → fsm.TaskResult (the lease renewed)
-//	POST /v1/tasks/{id}/complete      {agent, fence, completion} → fsm.TaskResult
-//	POST /v1/tasks/{id}/handoff       {agent, fence, to, reason} → fsm.TaskResult (ready, for the new assignee)
-//	POST /v1/tasks/{id}/cancel        {from, reason} → fsm.TaskResult
+//	POST /v1/tasks                    api.TaskCreateCommand → api.TaskResult {id, seq, state}
+//	GET  /v1/tasks?state=&to=&from=&claimed_by=&after=&limit= → api.TaskPage {tasks, has_more}
+//	GET  /v1/tasks/{id}               api.Task, with its history
+//	POST /v1/tasks/{id}/claim         {agent} → api.TaskResult {state:"running", attempt, fence, lease_expires}
+//	POST /v1/tasks/{id}/progress      {agent, fence, message, progress} → api.TaskResult (the lease renewed)
+//	POST /v1/tasks/{id}/complete      {agent, fence, completion} → api.TaskResult
+//	POST /v1/tasks/{id}/handoff       {agent, fence, to, reason} → api.TaskResult (ready, for the new assignee)
+//	POST /v1/tasks/{id}/cancel        {from, reason} → api.TaskResult
 //
 // A body may repeat the path's id as "id"; another id is 400. Every write
 // is validated (the command's Validate: 400 naming the field and the
@@ -39,7 +39,7 @@ const maxTaskBody = 256 << 10
 const taskBodyWhy = " (a task's text and JSON fields are at most 64 KiB each)"
 
 func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
-	var cmd fsm.TaskCreateCommand
+	var cmd api.TaskCreateCommand
 	if err := s.decodeRouteBody(w, r, &cmd); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -51,20 +51,20 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 
 // proposeCreate normalizes, validates, admits, guards and proposes a
 // create; false means it has answered.
-func (s *Server) proposeCreate(w http.ResponseWriter, r *http.Request, cmd fsm.TaskCreateCommand) (fsm.TaskResult, bool) {
+func (s *Server) proposeCreate(w http.ResponseWriter, r *http.Request, cmd api.TaskCreateCommand) (api.TaskResult, bool) {
 	cmd.Normalize(s.opts.Now())
 	if err := cmd.Validate(); err != nil {
 		s.writeError(w, r, err)
-		return fsm.TaskResult{}, false
+		return api.TaskResult{}, false
 	}
 	if !s.admit(w, r, "from", cmd.From) {
-		return fsm.TaskResult{}, false
+		return api.TaskResult{}, false
 	}
-	return s.proposeTask(w, r, fsm.OpTaskCreate, cmd)
+	return s.proposeTask(w, r, api.OpTaskCreate, cmd)
 }
 
 func (s *Server) completeTask(w http.ResponseWriter, r *http.Request) {
-	var cmd fsm.TaskCompleteCommand
+	var cmd api.TaskCompleteCommand
 	if !s.decodeTaskCommand(w, r, &cmd, &cmd.ID) || !s.admit(w, r, "agent", cmd.Agent) {
 		return
 	}
@@ -75,19 +75,19 @@ func (s *Server) completeTask(w http.ResponseWriter, r *http.Request) {
 
 // proposeComplete guards and proposes a validated, admitted completion;
 // false means it has answered.
-func (s *Server) proposeComplete(w http.ResponseWriter, r *http.Request, cmd fsm.TaskCompleteCommand) (fsm.TaskResult, bool) {
-	return s.proposeTask(w, r, fsm.OpTaskComplete, cmd)
+func (s *Server) proposeComplete(w http.ResponseWriter, r *http.Request, cmd api.TaskCompleteCommand) (api.TaskResult, bool) {
+	return s.proposeTask(w, r, api.OpTaskComplete, cmd)
 }
 
 // actOnTask serves POST /v1/tasks/{id}/VERB for op, whose command C names
 // its task and the agent it acts as where ref points (field is that
 // agent's name in the body): the body read into a C (decodeTaskCommand),
-// the agent admitted, the command proposed and its fsm.TaskResult
+// the agent admitted, the command proposed and its api.TaskResult
 // answered.
 func actOnTask[C any, P interface {
 	*C
 	Validate() error
-}](s *Server, w http.ResponseWriter, r *http.Request, op fsm.Op, field string, ref func(P) (id, agent *string)) {
+}](s *Server, w http.ResponseWriter, r *http.Request, op api.Op, field string, ref func(P) (id, agent *string)) {
 	cmd := P(new(C))
 	id, agent := ref(cmd)
 	if s.decodeTaskCommand(w, r, cmd, id) && s.admit(w, r, field, *agent) {
@@ -96,19 +96,19 @@ func actOnTask[C any, P interface {
 }
 
 func (s *Server) claimTask(w http.ResponseWriter, r *http.Request) {
-	actOnTask(s, w, r, fsm.OpTaskClaim, "agent", func(c *fsm.TaskClaimCommand) (id, agent *string) { return &c.ID, &c.Agent })
+	actOnTask(s, w, r, api.OpTaskClaim, "agent", func(c *api.TaskClaimCommand) (id, agent *string) { return &c.ID, &c.Agent })
 }
 
 func (s *Server) taskProgress(w http.ResponseWriter, r *http.Request) {
-	actOnTask(s, w, r, fsm.OpTaskProgress, "agent", func(c *fsm.TaskProgressCommand) (id, agent *string) { return &c.ID, &c.Agent })
+	actOnTask(s, w, r, api.OpTaskProgress, "agent", func(c *api.TaskProgressCommand) (id, agent *string) { return &c.ID, &c.Agent })
 }
 
 func (s *Server) handoffTask(w http.ResponseWriter, r *http.Request) {
-	actOnTask(s, w, r, fsm.OpTaskHandoff, "agent", func(c *fsm.TaskHandoffCommand) (id, agent *string) { return &c.ID, &c.Agent })
+	actOnTask(s, w, r, api.OpTaskHandoff, "agent", func(c *api.TaskHandoffCommand) (id, agent *string) { return &c.ID, &c.Agent })
 }
 
 func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request) {
-	actOnTask(s, w, r, fsm.OpTaskCancel, "from", func(c *fsm.TaskCancelCommand) (id, agent *string) { return &c.ID, &c.From })
+	actOnTask(s, w, r, api.OpTaskCancel, "from", func(c *api.TaskCancelCommand) (id, agent *string) { return &c.ID, &c.From })
 }
 
 // decodeTaskCommand reads the body of POST /v1/tasks/{id}/VERB into cmd,
@@ -122,17 +122,17 @@ func (s *Server) decodeTaskCommand(w http.ResponseWriter, r *http.Request, cmd i
 	return s.pathCommand(w, r, id, "task", cmd.Validate)
 }
 
-// answerTask proposes op and answers with its fsm.TaskResult.
-func (s *Server) answerTask(w http.ResponseWriter, r *http.Request, op fsm.Op, body any) {
+// answerTask proposes op and answers with its api.TaskResult.
+func (s *Server) answerTask(w http.ResponseWriter, r *http.Request, op api.Op, body any) {
 	if res, ok := s.proposeTask(w, r, op, body); ok {
 		writeJSON(w, http.StatusOK, res)
 	}
 }
 
-// proposeTask commits a task command and decodes its fsm.TaskResult;
+// proposeTask commits a task command and decodes its api.TaskResult;
 // false means it has answered with the error.
-func (s *Server) proposeTask(w http.ResponseWriter, r *http.Request, op fsm.Op, body any) (fsm.TaskResult, bool) {
-	return proposeResult(s, w, r, op, body, func(res fsm.TaskResult) bool { return res.ID != "" })
+func (s *Server) proposeTask(w http.ResponseWriter, r *http.Request, op api.Op, body any) (api.TaskResult, bool) {
+	return proposeResult(s, w, r, op, body, func(res api.TaskResult) bool { return res.ID != "" })
 }
 
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
@@ -149,16 +149,16 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 	s.query(w, r, func(st Reader) (any, error) {
 		page, err := st.Tasks(q)
 		if err == nil && page.Tasks == nil {
-			page.Tasks = []*fsm.Task{}
+			page.Tasks = []*api.Task{}
 		}
 		return page, err
 	})
 }
 
 // taskQuery reads GET /v1/tasks' parameters; a bad one is 400 naming it.
-func taskQuery(r *http.Request) (fsm.TaskQuery, error) {
+func taskQuery(r *http.Request) (api.TaskQuery, error) {
 	v := r.URL.Query()
-	q := fsm.TaskQuery{State: fsm.TaskState(v.Get("state")), To: v.Get("to"), From: v.Get("from"), ClaimedBy: v.Get("claimed_by")}
+	q := api.TaskQuery{State: api.TaskState(v.Get("state")), To: v.Get("to"), From: v.Get("from"), ClaimedBy: v.Get("claimed_by")}
 	var err error
 	if q.After, q.Limit, err = pageParams(v); err != nil {
 		return q, err
@@ -173,7 +173,7 @@ func taskQuery(r *http.Request) (fsm.TaskQuery, error) {
 // (Action "created" or "completed") and the task's state after it.
 type TaskMessageResponse struct {
 	Action string `json:"action"`
-	fsm.TaskResult
+	api.TaskResult
 }
 
 // Actions of a TaskMessageResponse.
@@ -208,7 +208,7 @@ func (s *Server) sendTask(w http.ResponseWriter, r *http.Request, tm *dialect.Ta
 		s.writeError(w, r, err)
 		return
 	}
-	if t.State != fsm.TaskRunning || t.ClaimedBy != cmd.Agent {
+	if t.State != api.TaskRunning || t.ClaimedBy != cmd.Agent {
 		how := string(t.State)
 		if t.ClaimedBy != "" {
 			how += ", claimed by " + t.ClaimedBy

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
@@ -30,11 +31,11 @@ type taskEnv struct {
 func newTaskEnv(t *testing.T, opts ...transporttest.Option) *taskEnv {
 	t.Helper()
 	svc := transporttest.New(t, opts...)
-	for _, a := range []fsm.RegisterAgentCommand{
+	for _, a := range []api.RegisterAgentCommand{
 		{ID: "lead", Role: "lead"}, {ID: "rita", Role: "reviewer", Capabilities: []string{"go"}},
 		{ID: "rex", Role: "reviewer"}, {ID: "tess", Role: "tester"},
 	} {
-		if _, err := svc.ApplyCommand(fsm.OpRegisterAgent, a); err != nil {
+		if _, err := svc.ApplyCommand(api.OpRegisterAgent, a); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -42,7 +43,7 @@ func newTaskEnv(t *testing.T, opts ...transporttest.Option) *taskEnv {
 	return &taskEnv{t: t, svc: svc, url: srv.URL, c: transport.NewClient(srv.URL, nil)}
 }
 
-func (e *taskEnv) create(cmd fsm.TaskCreateCommand) fsm.TaskResult {
+func (e *taskEnv) create(cmd api.TaskCreateCommand) api.TaskResult {
 	e.t.Helper()
 	if cmd.From == "" {
 		cmd.From = "lead"
@@ -57,7 +58,7 @@ func (e *taskEnv) create(cmd fsm.TaskCreateCommand) fsm.TaskResult {
 	return res
 }
 
-func (e *taskEnv) claim(id, agent string) fsm.TaskResult {
+func (e *taskEnv) claim(id, agent string) api.TaskResult {
 	e.t.Helper()
 	res, err := e.c.ClaimTask(context.Background(), id, agent)
 	if err != nil {
@@ -66,7 +67,7 @@ func (e *taskEnv) claim(id, agent string) fsm.TaskResult {
 	return res
 }
 
-func (e *taskEnv) task(id string) *fsm.Task {
+func (e *taskEnv) task(id string) *api.Task {
 	e.t.Helper()
 	t, err := e.c.Task(context.Background(), id)
 	if err != nil {
@@ -94,7 +95,7 @@ func wantRefused(t *testing.T, what string, err error, status int, sentinel erro
 	}
 }
 
-func events(t *fsm.Task) []string {
+func events(t *api.Task) []string {
 	var out []string
 	for _, e := range t.History {
 		out = append(out, e.Event)
@@ -108,108 +109,108 @@ func events(t *fsm.Task) []string {
 func TestTaskLifecycle(t *testing.T) {
 	e := newTaskEnv(t)
 	ctx := context.Background()
-	res := e.create(fsm.TaskCreateCommand{ID: "t-review", To: "role:reviewer", Description: "the diff is in #review"})
-	if res.ID != "t-review" || res.State != fsm.TaskReady || res.Seq == 0 {
+	res := e.create(api.TaskCreateCommand{ID: "t-review", To: "role:reviewer", Description: "the diff is in #review"})
+	if res.ID != "t-review" || res.State != api.TaskReady || res.Seq == 0 {
 		t.Fatalf("create answered %+v", res)
 	}
 	// The same create again answers the same; other content is a conflict.
-	if again := e.create(fsm.TaskCreateCommand{ID: "t-review", To: "role:reviewer", Description: "the diff is in #review"}); again != res {
+	if again := e.create(api.TaskCreateCommand{ID: "t-review", To: "role:reviewer", Description: "the diff is in #review"}); again != res {
 		t.Errorf("repeated create answered %+v, want %+v", again, res)
 	}
-	_, err := e.c.CreateTask(ctx, fsm.TaskCreateCommand{ID: "t-review", From: "lead", To: "role:tester", Title: "other"})
-	wantRefused(t, "create with a taken id", err, http.StatusConflict, fsm.ErrConflict, "t-review")
+	_, err := e.c.CreateTask(ctx, api.TaskCreateCommand{ID: "t-review", From: "lead", To: "role:tester", Title: "other"})
+	wantRefused(t, "create with a taken id", err, http.StatusConflict, api.ErrConflict, "t-review")
 
-	page, err := e.c.Tasks(ctx, fsm.TaskQuery{State: fsm.TaskReady, To: "role:reviewer"})
+	page, err := e.c.Tasks(ctx, api.TaskQuery{State: api.TaskReady, To: "role:reviewer"})
 	if err != nil || len(page.Tasks) != 1 || page.Tasks[0].ID != "t-review" || page.HasMore || page.Tasks[0].History != nil {
 		t.Fatalf("ready reviewer tasks = %+v, %v", page, err)
 	}
-	if page, err := e.c.Tasks(ctx, fsm.TaskQuery{State: fsm.TaskRunning}); err != nil || len(page.Tasks) != 0 {
+	if page, err := e.c.Tasks(ctx, api.TaskQuery{State: api.TaskRunning}); err != nil || len(page.Tasks) != 0 {
 		t.Errorf("running tasks = %+v, %v; want none", page, err)
 	}
 
 	_, err = e.c.ClaimTask(ctx, "t-review", "tess")
-	wantRefused(t, "claim by a tester", err, http.StatusForbidden, fsm.ErrForbidden, "tess")
+	wantRefused(t, "claim by a tester", err, http.StatusForbidden, api.ErrForbidden, "tess")
 	claim := e.claim("t-review", "rita")
-	if claim.State != fsm.TaskRunning || claim.Attempt != 1 || claim.Fence == 0 || claim.LeaseExpires == nil {
+	if claim.State != api.TaskRunning || claim.Attempt != 1 || claim.Fence == 0 || claim.LeaseExpires == nil {
 		t.Fatalf("claim answered %+v", claim)
 	}
 	if again := e.claim("t-review", "rita"); again.Fence != claim.Fence || again.Attempt != 1 {
 		t.Errorf("retried claim answered %+v, want the claim %+v", again, claim)
 	}
 	_, err = e.c.ClaimTask(ctx, "t-review", "rex")
-	wantRefused(t, "claim of a running task", err, http.StatusConflict, fsm.ErrConflict, "claimed by rita")
+	wantRefused(t, "claim of a running task", err, http.StatusConflict, api.ErrConflict, "claimed by rita")
 
 	p := 0.5
-	_, err = e.c.TaskProgress(ctx, fsm.TaskProgressCommand{ID: "t-review", Agent: "rita", Fence: claim.Fence + 100, Message: "half"})
-	wantRefused(t, "progress under another fence", err, http.StatusConflict, fsm.ErrConflict)
-	prog, err := e.c.TaskProgress(ctx, fsm.TaskProgressCommand{ID: "t-review", Agent: "rita", Fence: claim.Fence, Message: "half way", Progress: &p})
-	if err != nil || prog.State != fsm.TaskRunning || prog.LeaseExpires == nil || prog.LeaseExpires.Before(*claim.LeaseExpires) {
+	_, err = e.c.TaskProgress(ctx, api.TaskProgressCommand{ID: "t-review", Agent: "rita", Fence: claim.Fence + 100, Message: "half"})
+	wantRefused(t, "progress under another fence", err, http.StatusConflict, api.ErrConflict)
+	prog, err := e.c.TaskProgress(ctx, api.TaskProgressCommand{ID: "t-review", Agent: "rita", Fence: claim.Fence, Message: "half way", Progress: &p})
+	if err != nil || prog.State != api.TaskRunning || prog.LeaseExpires == nil || prog.LeaseExpires.Before(*claim.LeaseExpires) {
 		t.Fatalf("progress = %+v, %v", prog, err)
 	}
 
 	conf := 0.97
-	done := fsm.TaskCompletion{Status: fsm.TaskStatusSuccess, Result: "LGTM", ConfidenceScore: &conf}
-	_, err = e.c.CompleteTask(ctx, fsm.TaskCompleteCommand{ID: "t-review", Agent: "rex", Fence: claim.Fence, Completion: done})
-	wantRefused(t, "complete by another", err, http.StatusConflict, fsm.ErrConflict)
-	end, err := e.c.CompleteTask(ctx, fsm.TaskCompleteCommand{ID: "t-review", Agent: "rita", Fence: claim.Fence, Completion: done})
-	if err != nil || end.State != fsm.TaskSucceeded {
+	done := api.TaskCompletion{Status: api.TaskStatusSuccess, Result: "LGTM", ConfidenceScore: &conf}
+	_, err = e.c.CompleteTask(ctx, api.TaskCompleteCommand{ID: "t-review", Agent: "rex", Fence: claim.Fence, Completion: done})
+	wantRefused(t, "complete by another", err, http.StatusConflict, api.ErrConflict)
+	end, err := e.c.CompleteTask(ctx, api.TaskCompleteCommand{ID: "t-review", Agent: "rita", Fence: claim.Fence, Completion: done})
+	if err != nil || end.State != api.TaskSucceeded {
 		t.Fatalf("complete = %+v, %v", end, err)
 	}
 	got := e.task("t-review")
-	if got.State != fsm.TaskSucceeded || got.Completion == nil || got.Completion.Result != "LGTM" || *got.Completion.ConfidenceScore != 0.97 ||
+	if got.State != api.TaskSucceeded || got.Completion == nil || got.Completion.Result != "LGTM" || *got.Completion.ConfidenceScore != 0.97 ||
 		!slices.Equal(events(got), []string{"created", "claimed", "progress", "completed"}) || got.ClaimedBy != "rita" {
 		t.Errorf("task after completion: %+v events %v", got, events(got))
 	}
-	_, err = e.c.CompleteTask(ctx, fsm.TaskCompleteCommand{ID: "t-review", Agent: "rita", Fence: claim.Fence,
-		Completion: fsm.TaskCompletion{Status: fsm.TaskStatusFailure, Error: &fsm.TaskError{ErrorType: "late"}}})
-	wantRefused(t, "a second, different completion", err, http.StatusConflict, fsm.ErrConflict)
-	_, err = e.c.CancelTask(ctx, fsm.TaskCancelCommand{ID: "t-review", From: "lead"})
-	wantRefused(t, "cancel of an ended task", err, http.StatusConflict, fsm.ErrConflict)
+	_, err = e.c.CompleteTask(ctx, api.TaskCompleteCommand{ID: "t-review", Agent: "rita", Fence: claim.Fence,
+		Completion: api.TaskCompletion{Status: api.TaskStatusFailure, Error: &api.TaskError{ErrorType: "late"}}})
+	wantRefused(t, "a second, different completion", err, http.StatusConflict, api.ErrConflict)
+	_, err = e.c.CancelTask(ctx, api.TaskCancelCommand{ID: "t-review", From: "lead"})
+	wantRefused(t, "cancel of an ended task", err, http.StatusConflict, api.ErrConflict)
 
 	// Unknown tasks and dependencies are 404 naming them.
 	_, err = e.c.Task(ctx, "t-nope")
-	wantRefused(t, "unknown task", err, http.StatusNotFound, fsm.ErrNotFound, "t-nope")
+	wantRefused(t, "unknown task", err, http.StatusNotFound, api.ErrNotFound, "t-nope")
 	_, err = e.c.ClaimTask(ctx, "t-nope", "rita")
-	wantRefused(t, "claim of an unknown task", err, http.StatusNotFound, fsm.ErrNotFound, "t-nope")
-	_, err = e.c.CreateTask(ctx, fsm.TaskCreateCommand{From: "lead", To: "rita", Title: "x", DependsOn: []string{"t-review", "t-ghost"}})
-	wantRefused(t, "create depending on an unknown task", err, http.StatusNotFound, fsm.ErrNotFound, "t-ghost")
+	wantRefused(t, "claim of an unknown task", err, http.StatusNotFound, api.ErrNotFound, "t-nope")
+	_, err = e.c.CreateTask(ctx, api.TaskCreateCommand{From: "lead", To: "rita", Title: "x", DependsOn: []string{"t-review", "t-ghost"}})
+	wantRefused(t, "create depending on an unknown task", err, http.StatusNotFound, api.ErrNotFound, "t-ghost")
 }
 
 // Dependencies, cancel (creator only) and handoff through the API.
 func TestTaskDependenciesCancelHandoff(t *testing.T) {
 	e := newTaskEnv(t)
 	ctx := context.Background()
-	e.create(fsm.TaskCreateCommand{ID: "t-design", To: "rita"})
-	dep := e.create(fsm.TaskCreateCommand{ID: "t-build", To: "capability:go", DependsOn: []string{"t-design"}})
-	if dep.State != fsm.TaskWaiting {
+	e.create(api.TaskCreateCommand{ID: "t-design", To: "rita"})
+	dep := e.create(api.TaskCreateCommand{ID: "t-build", To: "capability:go", DependsOn: []string{"t-design"}})
+	if dep.State != api.TaskWaiting {
 		t.Fatalf("dependent created %s, want waiting", dep.State)
 	}
 	_, err := e.c.ClaimTask(ctx, "t-build", "rita")
-	wantRefused(t, "claim of a waiting task", err, http.StatusConflict, fsm.ErrConflict, "waiting")
-	_, err = e.c.CancelTask(ctx, fsm.TaskCancelCommand{ID: "t-design", From: "rita", Reason: "not mine"})
-	wantRefused(t, "cancel by another than the creator", err, http.StatusForbidden, fsm.ErrForbidden)
-	c, err := e.c.CancelTask(ctx, fsm.TaskCancelCommand{ID: "t-design", From: "lead", Reason: "superseded"})
-	if err != nil || c.State != fsm.TaskCancelled {
+	wantRefused(t, "claim of a waiting task", err, http.StatusConflict, api.ErrConflict, "waiting")
+	_, err = e.c.CancelTask(ctx, api.TaskCancelCommand{ID: "t-design", From: "rita", Reason: "not mine"})
+	wantRefused(t, "cancel by another than the creator", err, http.StatusForbidden, api.ErrForbidden)
+	c, err := e.c.CancelTask(ctx, api.TaskCancelCommand{ID: "t-design", From: "lead", Reason: "superseded"})
+	if err != nil || c.State != api.TaskCancelled {
 		t.Fatalf("cancel = %+v, %v", c, err)
 	}
-	if b := e.task("t-build"); b.State != fsm.TaskFailed || b.Completion == nil || b.Completion.Error == nil ||
-		b.Completion.Error.ErrorType != fsm.TaskErrorDependencyFailed || !strings.Contains(b.Completion.Error.ErrorMessage, "t-design") {
+	if b := e.task("t-build"); b.State != api.TaskFailed || b.Completion == nil || b.Completion.Error == nil ||
+		b.Completion.Error.ErrorType != api.TaskErrorDependencyFailed || !strings.Contains(b.Completion.Error.ErrorMessage, "t-design") {
 		t.Errorf("dependent of a cancelled task: %+v", b)
 	}
 
-	e.create(fsm.TaskCreateCommand{ID: "t-hand", To: "rita"})
+	e.create(api.TaskCreateCommand{ID: "t-hand", To: "rita"})
 	claim := e.claim("t-hand", "rita")
-	_, err = e.c.HandoffTask(ctx, fsm.TaskHandoffCommand{ID: "t-hand", Agent: "rita", Fence: claim.Fence + 1, To: "role:tester"})
-	wantRefused(t, "handoff under a stale fence", err, http.StatusConflict, fsm.ErrConflict)
-	h, err := e.c.HandoffTask(ctx, fsm.TaskHandoffCommand{ID: "t-hand", Agent: "rita", Fence: claim.Fence, To: "role:tester", Reason: "needs a test plan"})
-	if err != nil || h.State != fsm.TaskReady {
+	_, err = e.c.HandoffTask(ctx, api.TaskHandoffCommand{ID: "t-hand", Agent: "rita", Fence: claim.Fence + 1, To: "role:tester"})
+	wantRefused(t, "handoff under a stale fence", err, http.StatusConflict, api.ErrConflict)
+	h, err := e.c.HandoffTask(ctx, api.TaskHandoffCommand{ID: "t-hand", Agent: "rita", Fence: claim.Fence, To: "role:tester", Reason: "needs a test plan"})
+	if err != nil || h.State != api.TaskReady {
 		t.Fatalf("handoff = %+v, %v", h, err)
 	}
 	if got := e.task("t-hand"); got.To != "role:tester" || got.ClaimedBy != "" {
 		t.Errorf("after handoff: %+v", got)
 	}
 	_, err = e.c.ClaimTask(ctx, "t-hand", "rita")
-	wantRefused(t, "claim by the old assignee", err, http.StatusForbidden, fsm.ErrForbidden)
+	wantRefused(t, "claim by the old assignee", err, http.StatusForbidden, api.ErrForbidden)
 	if c := e.claim("t-hand", "tess"); c.Attempt != 2 {
 		t.Errorf("the tester's claim: %+v, want attempt 2", c)
 	}
@@ -219,7 +220,7 @@ func TestTaskDependenciesCancelHandoff(t *testing.T) {
 // and never reaches the log; an oversized body is 413 saying the cap.
 func TestTaskRoutesRefuseBadInput(t *testing.T) {
 	e := newTaskEnv(t)
-	e.create(fsm.TaskCreateCommand{ID: "t-1", To: "rita"})
+	e.create(api.TaskCreateCommand{ID: "t-1", To: "rita"})
 	before := len(e.svc.CallsTo("Apply"))
 	wantBadRequests(t, e.url, []badRequest{
 		{"POST", "/v1/tasks", `{"from":"lead","to":"rita"}`, transport.CodeInvalid, "title: required"},
@@ -257,7 +258,7 @@ func TestTaskRoutesRefuseBadInput(t *testing.T) {
 		t.Errorf("%d refused requests reached Apply", n-before)
 	}
 	// A description over its limit is the state machine's field error.
-	long := `{"from":"lead","to":"rita","title":"t","description":"` + strings.Repeat("d", fsm.MaxTaskTextBytes+1) + `"}`
+	long := `{"from":"lead","to":"rita","title":"t","description":"` + strings.Repeat("d", api.MaxTaskTextBytes+1) + `"}`
 	if msg := wantError(t, do(t, "POST", e.url+"/v1/tasks", long, nil), http.StatusBadRequest, transport.CodeInvalid); !strings.Contains(msg, "description") {
 		t.Errorf("long description: %q", msg)
 	}
@@ -284,24 +285,24 @@ func TestTaskAuthorization(t *testing.T) {
 	// As herself alice creates; an admin creates for bob and cancels as
 	// the creator; bob claims and completes with his own token.
 	alice, bob, admin := e.client(aliceSecret), e.client(bobSecret), e.client(adminSecret)
-	if _, err := alice.CreateTask(ctx, fsm.TaskCreateCommand{ID: "t-a", From: "alice", To: "bob", Title: "t"}); err != nil {
+	if _, err := alice.CreateTask(ctx, api.TaskCreateCommand{ID: "t-a", From: "alice", To: "bob", Title: "t"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := admin.CreateTask(ctx, fsm.TaskCreateCommand{ID: "t-b", From: "bob", To: "carol", Title: "t"}); err != nil {
+	if _, err := admin.CreateTask(ctx, api.TaskCreateCommand{ID: "t-b", From: "bob", To: "carol", Title: "t"}); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := admin.CancelTask(ctx, fsm.TaskCancelCommand{ID: "t-b", From: "bob"}); err != nil || res.State != fsm.TaskCancelled {
+	if res, err := admin.CancelTask(ctx, api.TaskCancelCommand{ID: "t-b", From: "bob"}); err != nil || res.State != api.TaskCancelled {
 		t.Errorf("admin cancel as the creator: %+v, %v", res, err)
 	}
 	claim, err := bob.ClaimTask(ctx, "t-a", "bob")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, err := bob.CompleteTask(ctx, fsm.TaskCompleteCommand{ID: "t-a", Agent: "bob", Fence: claim.Fence,
-		Completion: fsm.TaskCompletion{Status: fsm.TaskStatusSuccess}}); err != nil || res.State != fsm.TaskSucceeded {
+	if res, err := bob.CompleteTask(ctx, api.TaskCompleteCommand{ID: "t-a", Agent: "bob", Fence: claim.Fence,
+		Completion: api.TaskCompletion{Status: api.TaskStatusSuccess}}); err != nil || res.State != api.TaskSucceeded {
 		t.Errorf("bob completes: %+v, %v", res, err)
 	}
-	if page, err := alice.Tasks(ctx, fsm.TaskQuery{}); err != nil || len(page.Tasks) != 2 {
+	if page, err := alice.Tasks(ctx, api.TaskQuery{}); err != nil || len(page.Tasks) != 2 {
 		t.Errorf("alice lists %+v, %v", page, err)
 	}
 }
@@ -313,22 +314,22 @@ func TestTaskSecretGuard(t *testing.T) {
 	e := newTaskEnv(t)
 	ctx := context.Background()
 	pat := "ghp_" + "R8bXw2LqT9vKc4ZmN7yPj3HsDf6GaU1eVo5k"
-	_, err := e.c.CreateTask(ctx, fsm.TaskCreateCommand{From: "lead", To: "rita", Title: "t", Description: "push with " + pat})
+	_, err := e.c.CreateTask(ctx, api.TaskCreateCommand{From: "lead", To: "rita", Title: "t", Description: "push with " + pat})
 	wantRefused(t, "create with a secret", err, http.StatusUnprocessableEntity, transport.ErrSecretFound, "description holds a secret (gitleaks rule github-pat)")
 	if err != nil && strings.Contains(err.Error(), pat) {
 		t.Errorf("the refusal repeats the secret: %v", err)
 	}
-	e.create(fsm.TaskCreateCommand{ID: "t-s", To: "rita"})
+	e.create(api.TaskCreateCommand{ID: "t-s", To: "rita"})
 	claim := e.claim("t-s", "rita")
-	_, err = e.c.CompleteTask(ctx, fsm.TaskCompleteCommand{ID: "t-s", Agent: "rita", Fence: claim.Fence,
-		Completion: fsm.TaskCompletion{Status: fsm.TaskStatusSuccess, Rationale: "used " + pat}})
+	_, err = e.c.CompleteTask(ctx, api.TaskCompleteCommand{ID: "t-s", Agent: "rita", Fence: claim.Fence,
+		Completion: api.TaskCompletion{Status: api.TaskStatusSuccess, Rationale: "used " + pat}})
 	wantRefused(t, "completion with a secret", err, http.StatusUnprocessableEntity, transport.ErrSecretFound, "completion.rationale holds a secret")
 
-	if _, err := e.svc.ApplyCommand(fsm.OpSetConfig, fsm.SetConfigCommand{Key: "secret_guard", Value: json.RawMessage(`"redact"`)}); err != nil {
+	if _, err := e.svc.ApplyCommand(api.OpSetConfig, api.SetConfigCommand{Key: "secret_guard", Value: json.RawMessage(`"redact"`)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.c.CompleteTask(ctx, fsm.TaskCompleteCommand{ID: "t-s", Agent: "rita", Fence: claim.Fence,
-		Completion: fsm.TaskCompletion{Status: fsm.TaskStatusSuccess, Result: "token " + pat}}); err != nil {
+	if _, err := e.c.CompleteTask(ctx, api.TaskCompleteCommand{ID: "t-s", Agent: "rita", Fence: claim.Fence,
+		Completion: api.TaskCompletion{Status: api.TaskStatusSuccess, Result: "token " + pat}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.task("t-s").Completion.Result; got != "token [REDACTED:github-pat]" {
@@ -350,7 +351,7 @@ func TestSendSeedTasks(t *testing.T) {
 		return res
 	}
 	res := post(seedBody(t, "seed004_delegation.json"))
-	if res.Action != transport.TaskActionCreated || res.ID != "unique_uuid" || res.State != fsm.TaskReady || res.Seq == 0 {
+	if res.Action != transport.TaskActionCreated || res.ID != "unique_uuid" || res.State != api.TaskReady || res.Seq == 0 {
 		t.Fatalf("delegation answered %+v", res)
 	}
 	task := e.task("unique_uuid")
@@ -359,10 +360,10 @@ func TestSendSeedTasks(t *testing.T) {
 		t.Fatal(err)
 	}
 	if task.From != "orchestrator" || task.To != "concierge-triage-lifecycle-scribe-community" || task.TimeoutSeconds != 300 ||
-		task.Description != "Human-readable task description" || ctxFields["event_context"] == nil || task.Channel != fsm.DefaultChannel {
+		task.Description != "Human-readable task description" || ctxFields["event_context"] == nil || task.Channel != api.DefaultChannel {
 		t.Errorf("seed task %+v context %s", task, task.Context)
 	}
-	if m, err := e.svc.State().Message(task.MessageID); err != nil || m.Type != fsm.TypeTaskDelegation || m.To[0] != task.To {
+	if m, err := e.svc.State().Message(task.MessageID); err != nil || m.Type != api.TypeTaskDelegation || m.To[0] != task.To {
 		t.Errorf("its delegation message: %+v, %v", m, err)
 	}
 
@@ -371,14 +372,14 @@ func TestSendSeedTasks(t *testing.T) {
 	if msg != "task original_task_id: not found" {
 		t.Errorf("completion of an unknown task: %q", msg)
 	}
-	e.create(fsm.TaskCreateCommand{ID: "original_task_id", From: "orchestrator", To: "lifecycle", Title: "run CI"})
+	e.create(api.TaskCreateCommand{ID: "original_task_id", From: "orchestrator", To: "lifecycle", Title: "run CI"})
 	msg = wantError(t, do(t, "POST", e.url+"/v1/messages", failure, nil), http.StatusConflict, transport.CodeConflict)
 	if !strings.Contains(msg, "task original_task_id is ready") || !strings.Contains(msg, "current claimant only") {
 		t.Errorf("completion of an unclaimed task: %q", msg)
 	}
 	claim := e.claim("original_task_id", "lifecycle")
 	res = post(failure)
-	if res.Action != transport.TaskActionCompleted || res.ID != "original_task_id" || res.State != fsm.TaskFailed {
+	if res.Action != transport.TaskActionCompleted || res.ID != "original_task_id" || res.State != api.TaskFailed {
 		t.Fatalf("completion answered %+v", res)
 	}
 	done := e.task("original_task_id")
@@ -426,18 +427,18 @@ func TestStreamTaskEvents(t *testing.T) {
 		})
 		return out
 	}
-	a := e.create(fsm.TaskCreateCommand{ID: "t-a", To: "rita", Channel: "ops"})                    // delegation message + created
-	b := e.create(fsm.TaskCreateCommand{ID: "t-b", To: "role:tester", DependsOn: []string{"t-a"}}) // waiting
+	a := e.create(api.TaskCreateCommand{ID: "t-a", To: "rita", Channel: "ops"})                    // delegation message + created
+	b := e.create(api.TaskCreateCommand{ID: "t-b", To: "role:tester", DependsOn: []string{"t-a"}}) // waiting
 	claim := e.claim("t-a", "rita")                                                                // task event only
-	cancel, err := e.c.CancelTask(context.Background(), fsm.TaskCancelCommand{ID: "t-a", From: "lead"})
+	cancel, err := e.c.CancelTask(context.Background(), api.TaskCancelCommand{ID: "t-a", From: "lead"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The cancel's entry changed both tasks: t-a cancelled, t-b failed.
 	all := collect(transport.StreamQuery{Tasks: transport.StreamTasksAll})
 	want := []got{
-		{"message", a.Seq, strconvU(a.Seq), fsm.TypeTaskDelegation}, {"task", a.Seq, strconvU(a.Seq) + ":task", "t-a created"},
-		{"message", b.Seq, strconvU(b.Seq), fsm.TypeTaskDelegation}, {"task", b.Seq, strconvU(b.Seq) + ":task", "t-b created"},
+		{"message", a.Seq, strconvU(a.Seq), api.TypeTaskDelegation}, {"task", a.Seq, strconvU(a.Seq) + ":task", "t-a created"},
+		{"message", b.Seq, strconvU(b.Seq), api.TypeTaskDelegation}, {"task", b.Seq, strconvU(b.Seq) + ":task", "t-b created"},
 		{"task", claim.Fence, strconvU(claim.Fence) + ":task", "t-a claimed"},
 		{"task", cancel.Seq, "", "t-a cancelled"}, {"task", cancel.Seq, strconvU(cancel.Seq) + ":task", "t-b failed"},
 	}
@@ -515,7 +516,7 @@ func TestStreamTaskEventsAcrossPagesAndLive(t *testing.T) {
 			creating.Add(1)
 			go func() {
 				defer creating.Done()
-				if _, err := e.c.CreateTask(context.Background(), fsm.TaskCreateCommand{ID: "t-live", From: "lead", To: "rita", Title: "t"}); err != nil {
+				if _, err := e.c.CreateTask(context.Background(), api.TaskCreateCommand{ID: "t-live", From: "lead", To: "rita", Title: "t"}); err != nil {
 					t.Errorf("create t-live: %v", err)
 				}
 			}()
@@ -570,8 +571,8 @@ func (n racingNode) State() transport.Reader { return n.state }
 func TestStreamTaskEventsReadsAgree(t *testing.T) {
 	e := newTaskEnv(t)
 	state := &racingState{Reader: e.svc.State(), apply: func() {
-		if _, err := e.svc.ApplyCommand(fsm.OpTaskCreate, fsm.TaskCreateCommand{ID: "t-race", From: "lead", To: "rita", Title: "t",
-			Priority: fsm.DefaultPriority, TimeoutSeconds: 60, MaxAttempts: 1, Channel: fsm.DefaultChannel}); err != nil {
+		if _, err := e.svc.ApplyCommand(api.OpTaskCreate, api.TaskCreateCommand{ID: "t-race", From: "lead", To: "rita", Title: "t",
+			Priority: api.DefaultPriority, TimeoutSeconds: 60, MaxAttempts: 1, Channel: api.DefaultChannel}); err != nil {
 			t.Error(err)
 		}
 	}}
@@ -609,7 +610,7 @@ func TestTaskLapsedLeaseRefused(t *testing.T) {
 		return now
 	}))
 	ctx := context.Background()
-	e.create(fsm.TaskCreateCommand{ID: "t-lease", To: "rita", TimeoutSeconds: 10})
+	e.create(api.TaskCreateCommand{ID: "t-lease", To: "rita", TimeoutSeconds: 10})
 	claim := e.claim("t-lease", "rita")
 	// (Entry times are made to increase by a nanosecond at least.)
 	if d := claim.LeaseExpires.Sub(transporttest.Epoch.Add(10 * time.Second)); d < 0 || d > time.Millisecond {
@@ -618,12 +619,12 @@ func TestTaskLapsedLeaseRefused(t *testing.T) {
 	mu.Lock()
 	now = now.Add(11 * time.Second)
 	mu.Unlock()
-	_, err := e.c.TaskProgress(ctx, fsm.TaskProgressCommand{ID: "t-lease", Agent: "rita", Fence: claim.Fence, Message: "still here"})
-	wantRefused(t, "progress after the lease", err, http.StatusConflict, fsm.ErrConflict, "lease")
-	_, err = e.c.CompleteTask(ctx, fsm.TaskCompleteCommand{ID: "t-lease", Agent: "rita", Fence: claim.Fence,
-		Completion: fsm.TaskCompletion{Status: fsm.TaskStatusSuccess}})
-	wantRefused(t, "complete after the lease", err, http.StatusConflict, fsm.ErrConflict, "lease")
-	if got := e.task("t-lease"); got.State != fsm.TaskRunning || got.Completion != nil {
+	_, err := e.c.TaskProgress(ctx, api.TaskProgressCommand{ID: "t-lease", Agent: "rita", Fence: claim.Fence, Message: "still here"})
+	wantRefused(t, "progress after the lease", err, http.StatusConflict, api.ErrConflict, "lease")
+	_, err = e.c.CompleteTask(ctx, api.TaskCompleteCommand{ID: "t-lease", Agent: "rita", Fence: claim.Fence,
+		Completion: api.TaskCompletion{Status: api.TaskStatusSuccess}})
+	wantRefused(t, "complete after the lease", err, http.StatusConflict, api.ErrConflict, "lease")
+	if got := e.task("t-lease"); got.State != api.TaskRunning || got.Completion != nil {
 		t.Errorf("the refused reports changed the task: %+v", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
@@ -32,12 +33,12 @@ func TestSendSuccess(t *testing.T) {
 		name  string
 		body  string
 		max   int64
-		check func(t *testing.T, m *fsm.Message)
+		check func(t *testing.T, m *api.Message)
 	}{
 		{
 			name: "defaults filled",
 			body: validBody,
-			check: func(t *testing.T, m *fsm.Message) {
+			check: func(t *testing.T, m *api.Message) {
 				if !genID.MatchString(m.ID) {
 					t.Errorf("generated id %q does not match %s", m.ID, genID)
 				}
@@ -52,7 +53,7 @@ func TestSendSuccess(t *testing.T) {
 		{
 			name: "to as a single string",
 			body: `{"from":"alice","channel":"general","to":"bob","content":{"text":"hello"}}`,
-			check: func(t *testing.T, m *fsm.Message) {
+			check: func(t *testing.T, m *api.Message) {
 				if !slices.Equal(m.To, []string{"bob"}) {
 					t.Errorf("to = %q, want [bob]", m.To)
 				}
@@ -62,7 +63,7 @@ func TestSendSuccess(t *testing.T) {
 			name: "client id and fields kept",
 			body: `{"id":"msg_001","from":"alice","channel":"general","to":["bob","role:reviewer"],"type":"request","priority":"urgent",
 				"content":{"text":"review"},"tags":["review"],"metadata":{ "k" : [1, 2] }}`,
-			check: func(t *testing.T, m *fsm.Message) {
+			check: func(t *testing.T, m *api.Message) {
 				if m.ID != "msg_001" || m.Type != "request" || m.Priority != "urgent" {
 					t.Errorf("id/type/priority = %q/%q/%q, want msg_001/request/urgent", m.ID, m.Type, m.Priority)
 				}
@@ -78,7 +79,7 @@ func TestSendSuccess(t *testing.T) {
 			name: "body exactly at the limit",
 			body: bodyOfSize(512),
 			max:  512,
-			check: func(t *testing.T, m *fsm.Message) {
+			check: func(t *testing.T, m *api.Message) {
 				if len(m.Content.Text) != 512-len(`{"from":"alice","channel":"general","to":["bob"],"content":{"text":""}}`) {
 					t.Errorf("text of %d bytes stored", len(m.Content.Text))
 				}
@@ -90,7 +91,7 @@ func TestSendSuccess(t *testing.T) {
 			f := transporttest.New(t)
 			// Entry 1: the agent "role:reviewer" resolves to; entry 2:
 			// bob, whom the messages are to.
-			if _, err := f.ApplyCommand(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "rita", Role: "reviewer"}); err != nil {
+			if _, err := f.ApplyCommand(api.OpRegisterAgent, api.RegisterAgentCommand{ID: "rita", Role: "reviewer"}); err != nil {
 				t.Fatal(err)
 			}
 			f.Register(t, "bob")
@@ -153,7 +154,7 @@ func TestSendSeqAndIdempotency(t *testing.T) {
 }
 
 func TestSendRejected(t *testing.T) {
-	const overDefault = fsm.DefaultMaxBytes + 1
+	const overDefault = api.DefaultMaxBytes + 1
 	cases := []struct {
 		name    string
 		body    string
@@ -195,7 +196,7 @@ func TestSendRejected(t *testing.T) {
 		{name: "dialect with a bad timestamp", body: `{"subject":"s","from":"a","to":"b","channel":"c","body":"x","timestamp":"soon"}`, status: 400, code: "invalid", prefix: "timestamp:"},
 		{name: "dialect, trailing data", body: `{"session_id":"general","from":"a","to":"b","content":"x"} x`, status: 400, code: "bad_request", message: "trailing"},
 		{name: "over a small limit", body: bodyOfSize(513), max: 512, status: 413, code: "too_large", message: "512"},
-		{name: "over the default limit", body: bodyOfSize(overDefault), status: 413, code: "too_large", message: fmt.Sprint(fsm.DefaultMaxBytes)},
+		{name: "over the default limit", body: bodyOfSize(overDefault), status: 413, code: "too_large", message: fmt.Sprint(api.DefaultMaxBytes)},
 		{name: "trailing data over the limit", body: bodyOfSize(500) + strings.Repeat(" ", 20) + "{}", max: 512, status: 413, code: "too_large"},
 	}
 	for _, tc := range cases {
@@ -230,9 +231,9 @@ func TestSendServiceErrors(t *testing.T) {
 		{name: "outcome unknown beats no leader", err: fmt.Errorf("%w: %w", transport.ErrOutcomeUnknown, transport.ErrNoLeader), status: 503, code: "outcome_unknown"},
 		{name: "not leader", err: transport.ErrNotLeader, status: 503, code: "not_leader", message: "not the leader"},
 		{name: "not ready", err: fmt.Errorf("catching up: %w", transport.ErrNotReady), status: 503, code: "not_ready"},
-		{name: "conflict", err: fmt.Errorf("fsm: apply send: %w", fsm.ErrConflict), status: 409, code: "conflict"},
-		{name: "field error", err: fmt.Errorf("fsm: apply send: %w", &fsm.FieldError{Field: "to[0]", Reason: "no such agent"}), status: 400, code: "invalid", message: "to[0]: no such agent"},
-		{name: "not found", err: fsm.ErrNotFound, status: 404, code: "not_found"},
+		{name: "conflict", err: fmt.Errorf("fsm: apply send: %w", api.ErrConflict), status: 409, code: "conflict"},
+		{name: "field error", err: fmt.Errorf("fsm: apply send: %w", &api.FieldError{Field: "to[0]", Reason: "no such agent"}), status: 400, code: "invalid", message: "to[0]: no such agent"},
+		{name: "not found", err: api.ErrNotFound, status: 404, code: "not_found"},
 		{name: "not found, in fsm's words", err: fmt.Errorf("fsm: apply send: %w", fsm.MessageNotFound("msg-x")), status: 404, code: "not_found", message: "message msg-x: not found"},
 		{name: "relayed APIError", err: &transport.APIError{Status: 409, Code: "conflict", Message: "x"}, status: 409, code: "conflict", message: "x"},
 		{name: "relayed APIError wrapped", err: fmt.Errorf("forward to n2: %w", &transport.APIError{Status: 503, Code: "no_leader", Message: "leader said so"}), status: 503, code: "no_leader", message: "leader said so"},
@@ -262,7 +263,7 @@ func TestGetMessage(t *testing.T) {
 	srv := serve(t, f, transport.ServerOptions{})
 
 	t.Run("found", func(t *testing.T) {
-		var m fsm.Message
+		var m api.Message
 		wantOK(t, do(t, "GET", srv.URL+"/v1/messages/"+stored.ID, "", nil), &m)
 		if m.ID != stored.ID || m.Seq != stored.Seq || m.Content.Text != "hi" || !m.Timestamp.Equal(stored.Timestamp) {
 			t.Errorf("got %+v, want the stored message %+v", m, stored)
@@ -316,7 +317,7 @@ func TestChannels(t *testing.T) {
 	srv := serve(t, f, transport.ServerOptions{})
 	var got transport.ChannelsResponse
 	wantOK(t, do(t, "GET", srv.URL+"/v1/channels", "", nil), &got)
-	want := []fsm.ChannelInfo{{Name: "general", Count: 2, FirstSeq: 1, LastSeq: 3}, {Name: "ops", Count: 1, FirstSeq: 2, LastSeq: 2}}
+	want := []api.ChannelInfo{{Name: "general", Count: 2, FirstSeq: 1, LastSeq: 3}, {Name: "ops", Count: 1, FirstSeq: 2, LastSeq: 2}}
 	if !slices.Equal(got.Channels, want) {
 		t.Errorf("channels %+v, want %+v", got.Channels, want)
 	}
@@ -350,12 +351,12 @@ func TestChannelMessages(t *testing.T) {
 		errStatus int
 		errWords  string
 	}{
-		{name: "defaults", query: "", after: 0, limit: fsm.DefaultPageLimit, cons: transport.Local, seqs: []uint64{1, 2, 3, 4, 5}},
+		{name: "defaults", query: "", after: 0, limit: api.DefaultPageLimit, cons: transport.Local, seqs: []uint64{1, 2, 3, 4, 5}},
 		{name: "after and limit", query: "after=2&limit=2", after: 2, limit: 2, cons: transport.Local, seqs: []uint64{3, 4}, hasMore: true},
 		{name: "last page", query: "after=3&limit=2", after: 3, limit: 2, cons: transport.Local, seqs: []uint64{4, 5}},
 		{name: "max limit", query: "limit=1000", limit: 1000, cons: transport.Local, seqs: []uint64{1, 2, 3, 4, 5}},
 		{name: "strong", query: "consistency=strong&limit=1", limit: 1, cons: transport.Strong, seqs: []uint64{1}, hasMore: true},
-		{name: "local", query: "consistency=local", limit: fsm.DefaultPageLimit, cons: transport.Local, seqs: []uint64{1, 2, 3, 4, 5}},
+		{name: "local", query: "consistency=local", limit: api.DefaultPageLimit, cons: transport.Local, seqs: []uint64{1, 2, 3, 4, 5}},
 		{name: "limit 0", query: "limit=0", errStatus: 400, errWords: "limit"},
 		{name: "limit 1001", query: "limit=1001", errStatus: 400, errWords: "limit"},
 		{name: "negative limit", query: "limit=-1", errStatus: 400, errWords: "limit"},
@@ -477,7 +478,7 @@ func TestRemove(t *testing.T) {
 	if got["removed"] != "n3" || !slices.Equal(f.Removed(), []string{"n3"}) {
 		t.Errorf("answer %v, service removed %v; want n3", got, f.Removed())
 	}
-	f.Fail("Remove", fmt.Errorf("node n9: %w", fsm.ErrNotFound))
+	f.Fail("Remove", fmt.Errorf("node n9: %w", api.ErrNotFound))
 	wantError(t, do(t, "DELETE", srv.URL+"/v1/cluster/nodes/n9", "", nil), 404, "not_found")
 	f.Fail("Remove", transport.ErrNotLeader)
 	wantError(t, do(t, "DELETE", srv.URL+"/v1/cluster/nodes/n9", "", nil), 503, "not_leader")

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 )
 
@@ -29,8 +30,8 @@ const TokenSecretPrefix = "maos_"
 // TokenRequest is the body of POST /v1/tokens.
 type TokenRequest struct {
 	Agent string `json:"agent"`
-	// Role is fsm.TokenRoleAgent (the default when empty),
-	// fsm.TokenRoleModerator or fsm.TokenRoleAdmin.
+	// Role is api.TokenRoleAgent (the default when empty),
+	// api.TokenRoleModerator or api.TokenRoleAdmin.
 	Role string `json:"role,omitempty"`
 	// AgentRole and Capabilities are what the token's agent (and its
 	// forks) may register itself with (fsm.Token): without them it
@@ -104,7 +105,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Role == "" {
-		req.Role = fsm.TokenRoleAgent
+		req.Role = api.TokenRoleAgent
 	}
 	secret, err := newTokenSecret()
 	if err != nil {
@@ -116,20 +117,20 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	cmd := fsm.CreateTokenCommand{ID: id, Agent: req.Agent, Role: req.Role, AgentRole: req.AgentRole, Capabilities: req.Capabilities,
+	cmd := api.CreateTokenCommand{ID: id, Agent: req.Agent, Role: req.Role, AgentRole: req.AgentRole, Capabilities: req.Capabilities,
 		Hash: fsm.HashToken(secret), By: creatorID(r)}
 	if err := cmd.Validate(); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	raw, err := s.commit(r, fsm.OpCreateToken, cmd)
+	raw, err := s.commit(r, api.OpCreateToken, cmd)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	var tok fsm.Token
 	if err := json.Unmarshal(raw, &tok); err != nil || tok.ID != id {
-		s.writeError(w, r, fmt.Errorf("transport: unexpected %s result %.200s (%v)", fsm.OpCreateToken, raw, err))
+		s.writeError(w, r, fmt.Errorf("transport: unexpected %s result %.200s (%v)", api.OpCreateToken, raw, err))
 		return
 	}
 	s.catchUp(r, "token create")
@@ -147,12 +148,12 @@ func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
-	cmd := fsm.RevokeTokenCommand{ID: r.PathValue("id"), By: creatorID(r)}
+	cmd := api.RevokeTokenCommand{ID: r.PathValue("id"), By: creatorID(r)}
 	if err := cmd.Validate(); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	res, err := s.commit(r, fsm.OpRevokeToken, cmd)
+	res, err := s.commit(r, api.OpRevokeToken, cmd)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

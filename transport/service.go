@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 )
 
@@ -30,7 +31,7 @@ type Proposer interface {
 	// it to the leader as the encoded entry (ApplyEntry there), unless ctx
 	// is marked forwarded (IsForwarded). The handler has validated body;
 	// apply validates it again.
-	Apply(ctx context.Context, op fsm.Op, body any) (json.RawMessage, error)
+	Apply(ctx context.Context, op api.Op, body any) (json.RawMessage, error)
 	// ApplyEntry commits an entry a follower already encoded (fsm.Encode)
 	// and returns the state machine's result as JSON: the leader's half of
 	// a forwarded Apply. A non-leader answers ErrNotLeader.
@@ -56,54 +57,54 @@ type Proposer interface {
 // that changes the state. Each method is the fsm.FSM method of the same
 // name (see there for shapes and errors).
 type Reader interface {
-	// ClusterID is the cluster's id (fsm.OpClusterID), "" until this node
+	// ClusterID is the cluster's id (api.OpClusterID), "" until this node
 	// applied it; requests of nodes of another cluster are refused
 	// (HeaderCluster).
 	ClusterID() string
-	Message(id string) (*fsm.Message, error)
+	Message(id string) (*api.Message, error)
 	MessagesAfter(after uint64, limit int) (fsm.Page, error)
 	ChannelPage(channel string, after uint64, limit int) (fsm.Page, error)
-	Channels() ([]fsm.ChannelInfo, error)
+	Channels() ([]api.ChannelInfo, error)
 	Thread(id string, after uint64, limit int) (fsm.ThreadPage, error)
 	Receipts(id string) (fsm.Receipts, error)
-	Inbox(agent string, q fsm.InboxQuery) (fsm.InboxPage, error)
+	Inbox(agent string, q api.InboxQuery) (fsm.InboxPage, error)
 	InboxCounts(agent string) (fsm.InboxCounts, error)
 	CursorOf(agent string) (fsm.Cursor, error)
 	AgentLeaseOf(agent string) (*fsm.AgentLease, error)
 	AgentLeases() (fsm.AgentLeasePage, error)
-	Policies(agent string, now time.Time) (fsm.PolicySet, error)
+	Policies(agent string, now time.Time) (api.PolicySet, error)
 
-	Agent(id string) (*fsm.Agent, error)
-	Agents(q fsm.AgentQuery) (fsm.AgentPage, error)
+	Agent(id string) (*api.Agent, error)
+	Agents(q api.AgentQuery) (fsm.AgentPage, error)
 	Roles() (map[string]uint64, error)
 
-	Bulletin() (fsm.Bulletin, error)
-	Locks(q fsm.LockQuery) (fsm.LockPage, error)
+	Bulletin() (api.Bulletin, error)
+	Locks(q api.LockQuery) (api.LockPage, error)
 	CheckLock(path string, token uint64) (fsm.LockCheck, error)
 
 	Rules() (fsm.RulesState, error)
 	CheckRules(from, fromRole, to, toRole string) (fsm.RulesCheck, error)
 	CheckInterrupt(from, fromRole string) (fsm.RulesCheck, error)
 	Audit(after uint64, limit int) (fsm.AuditPage, error)
-	OverviewFor(viewer *fsm.Viewer, channel string, after uint64, limit int) (fsm.OverviewPage, error)
+	OverviewFor(viewer *api.Viewer, channel string, after uint64, limit int) (fsm.OverviewPage, error)
 
-	Task(id string) (*fsm.Task, error)
-	Tasks(q fsm.TaskQuery) (fsm.TaskPage, error)
+	Task(id string) (*api.Task, error)
+	Tasks(q api.TaskQuery) (api.TaskPage, error)
 	TaskEvents(after uint64, limit int) (fsm.TaskUpdatePage, error)
 
-	Approval(id string) (*fsm.Approval, error)
-	Approvals(q fsm.ApprovalQuery) (fsm.ApprovalPage, error)
+	Approval(id string) (*api.Approval, error)
+	Approvals(q api.ApprovalQuery) (fsm.ApprovalPage, error)
 	PendingApprovalsFor(agent string) (int, error)
 	ApprovalEvents(after uint64, limit int) (fsm.ApprovalUpdatePage, error)
 
 	// ArtifactFor is an artifact's record as viewer reads it: one it may
 	// not read is not found (fsm's canReadArtifact, beside the messages'
 	// visibility rule).
-	ArtifactFor(id string, viewer *fsm.Viewer) (*fsm.Artifact, error)
-	Artifacts(q fsm.ArtifactQuery) (fsm.ArtifactPage, error)
+	ArtifactFor(id string, viewer *api.Viewer) (*api.Artifact, error)
+	Artifacts(q api.ArtifactQuery) (fsm.ArtifactPage, error)
 	ArtifactUsage(agent string) (used, quota int64, err error)
 
-	Config() (fsm.ClusterConfig, error)
+	Config() (api.ClusterConfig, error)
 	RetentionOf(channel string) (fsm.Retention, error)
 	Tokens() ([]fsm.Token, error)
 	TokenByHash(hash string) (*fsm.Token, error)
@@ -141,15 +142,15 @@ type Membership interface {
 type PresenceStore interface {
 	// PutPresence records a heartbeat of agent, accepted by this node, and
 	// gossips it: u is normalized and validated by the handler; a
-	// *fsm.FieldError (node, timestamp) or an error wrapping
-	// fsm.ErrConflict (an explicit timestamp older than the recorded one)
+	// *api.FieldError (node, timestamp) or an error wrapping
+	// api.ErrConflict (an explicit timestamp older than the recorded one)
 	// refuses it.
 	PutPresence(ctx context.Context, agent string, u PresenceUpdate) (Presence, error)
 	// Presence lists every agent this node knows of, sorted by id, as seen
 	// now: an AWAKE agent whose heartbeat lapsed or whose node is dead or
 	// left shows OFFLINE with the reason.
 	Presence(ctx context.Context) ([]Presence, error)
-	// AgentPresence is one agent's entry of Presence; fsm.ErrNotFound if
+	// AgentPresence is one agent's entry of Presence; api.ErrNotFound if
 	// the node has no record of it.
 	AgentPresence(ctx context.Context, agent string) (Presence, error)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
@@ -46,7 +47,7 @@ func TestShapeRefusedBeforeProposal(t *testing.T) {
 	// At the bound it is stored, and reads back.
 	var res transport.SendResponse
 	wantOK(t, do(t, "POST", url+"/v1/messages", msg(`,"id":"m-deep","metadata":`+deep(fsm.MaxJSONDepth)), nil), &res)
-	var m fsm.Message
+	var m api.Message
 	wantOK(t, do(t, "GET", url+"/v1/messages/m-deep", "", nil), &m)
 	if len(m.Metadata) == 0 {
 		t.Errorf("stored message has no metadata")
@@ -58,7 +59,7 @@ func TestShapeRefusedBeforeProposal(t *testing.T) {
 func agentsServer(t *testing.T, svc *transporttest.Service, opts transport.ServerOptions, agents ...string) string {
 	t.Helper()
 	for _, a := range agents {
-		if _, err := svc.ApplyCommand(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: a}); err != nil {
+		if _, err := svc.ApplyCommand(api.OpRegisterAgent, api.RegisterAgentCommand{ID: a}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
@@ -15,10 +16,10 @@ import (
 
 // store applies a send of m, normalized, to f's state machine directly (no
 // call is recorded) and returns its result.
-func store(t testing.TB, f *transporttest.Service, m *fsm.Message) *fsm.SendResult {
+func store(t testing.TB, f *transporttest.Service, m *api.Message) *fsm.SendResult {
 	t.Helper()
 	m.Normalize(time.Now())
-	res, err := f.ApplyCommand(fsm.OpSend, fsm.SendCommand{Message: *m})
+	res, err := f.ApplyCommand(api.OpSend, api.SendCommand{Message: *m})
 	if err != nil {
 		t.Fatalf("store %s: %v", m.ID, err)
 	}
@@ -29,7 +30,7 @@ func store(t testing.TB, f *transporttest.Service, m *fsm.Message) *fsm.SendResu
 func sendCalls(f *transporttest.Service) int {
 	n := 0
 	for _, c := range f.CallsTo("Apply") {
-		if c.Arg == string(fsm.OpSend) {
+		if c.Arg == string(api.OpSend) {
 			n++
 		}
 	}

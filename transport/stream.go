@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 )
 
@@ -147,8 +148,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := streamFilter{agent: q.Get("agent"), channel: q.Get("channel")}
 	for _, p := range []struct{ name, v string }{{"agent", f.agent}, {"channel", f.channel}} {
-		if p.v != "" && !fsm.ValidName(p.v) {
-			s.writeError(w, r, fsm.NameError(p.name, p.v))
+		if p.v != "" && !api.ValidName(p.v) {
+			s.writeError(w, r, api.NameError(p.name, p.v))
 			return
 		}
 	}
@@ -238,15 +239,15 @@ type objectUpdate struct {
 // that stops short (a full page of messages or of object updates) bounds
 // how far the other may go, so the order holds across pages. What is left
 // out is the next call's: it was applied after the caller took Changed.
-func (s *Server) streamOnce(w io.Writer, state Reader, viewer *fsm.Viewer, f streamFilter, pos *streamPos) (bool, error) {
+func (s *Server) streamOnce(w io.Writer, state Reader, viewer *api.Viewer, f streamFilter, pos *streamPos) (bool, error) {
 	var (
-		msgs       []*fsm.Message
+		msgs       []*api.Message
 		ups        []objectUpdate
 		msgMore    bool
 		upMore     bool
 		err        error
 		bound      = state.AppliedIndex()
-		agentEntry *fsm.Agent
+		agentEntry *api.Agent
 	)
 	if f.kinds[EventMessage] {
 		if msgs, msgMore, err = streamRead(state, f.agent, f.channel, pos.msgAfter()); err != nil {
@@ -266,7 +267,7 @@ func (s *Server) streamOnce(w io.Writer, state Reader, viewer *fsm.Viewer, f str
 		if f.agent != "" && len(ups) > 0 {
 			// The agent's role and capabilities, for its queues and the
 			// approvals its role may decide; nil if it is not registered.
-			if agentEntry, err = state.Agent(f.agent); err != nil && !errors.Is(err, fsm.ErrNotFound) {
+			if agentEntry, err = state.Agent(f.agent); err != nil && !errors.Is(err, api.ErrNotFound) {
 				return false, err
 			}
 		}
@@ -305,7 +306,7 @@ func (s *Server) streamOnce(w io.Writer, state Reader, viewer *fsm.Viewer, f str
 // f carries to a reader who is agent (nil: not registered), the last one
 // sent carrying the id, and returns the index past them and the entry's
 // index.
-func writeObjectEvents(w io.Writer, f streamFilter, agent *fsm.Agent, ups []objectUpdate, j int) (int, uint64) {
+func writeObjectEvents(w io.Writer, f streamFilter, agent *api.Agent, ups []objectUpdate, j int) (int, uint64) {
 	index := ups[j].index
 	type event struct {
 		kind string
@@ -341,7 +342,7 @@ func writeObjectEvents(w io.Writer, f streamFilter, agent *fsm.Agent, ups []obje
 // nil) and channel take u: a task the agent created, holds, or is of the
 // queue of (fsm.InQueue); an approval the agent requested or may decide
 // (listed by id or by its role); with channel, one of that channel.
-func (f streamFilter) carries(u *objectUpdate, entry *fsm.Agent) bool {
+func (f streamFilter) carries(u *objectUpdate, entry *api.Agent) bool {
 	if u.task != nil {
 		t := u.task.Task
 		if f.channel != "" && t.Channel != f.channel {
@@ -359,7 +360,7 @@ func (f streamFilter) carries(u *objectUpdate, entry *fsm.Agent) bool {
 // streamRead returns the next messages after seq for the stream's filter
 // and whether more are ready. An agent with no inbox yet has nothing to
 // send (its inbox starts with its first message).
-func streamRead(state Reader, agent, channel string, after uint64) ([]*fsm.Message, bool, error) {
+func streamRead(state Reader, agent, channel string, after uint64) ([]*api.Message, bool, error) {
 	if agent == "" {
 		var page fsm.Page
 		var err error
@@ -371,14 +372,14 @@ func streamRead(state Reader, agent, channel string, after uint64) ([]*fsm.Messa
 		return page.Messages, page.HasMore, err
 	}
 	for {
-		page, err := state.Inbox(agent, fsm.InboxQuery{After: after, Limit: streamPage})
-		if errors.Is(err, fsm.ErrNotFound) {
+		page, err := state.Inbox(agent, api.InboxQuery{After: after, Limit: streamPage})
+		if errors.Is(err, api.ErrNotFound) {
 			return nil, false, nil
 		}
 		if err != nil {
 			return nil, false, err
 		}
-		var out []*fsm.Message
+		var out []*api.Message
 		for i := range page.Messages {
 			if channel == "" || page.Messages[i].Channel == channel {
 				m := page.Messages[i].Message

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
@@ -29,9 +30,9 @@ func newStreamState(t *testing.T, fake *transporttest.Service) *streamState {
 func (s *streamState) send(from, channel string, to ...string) uint64 {
 	s.t.Helper()
 	s.n++
-	m := fsm.Message{ID: fmt.Sprintf("msg-%d", s.n), From: from, To: to, Channel: channel, Content: fsm.Content{Text: "hi"}}
+	m := api.Message{ID: fmt.Sprintf("msg-%d", s.n), From: from, To: to, Channel: channel, Content: api.Content{Text: "hi"}}
 	m.Normalize(time.Now())
-	res, err := s.fake.ApplyCommand(fsm.OpSend, fsm.SendCommand{Message: m})
+	res, err := s.fake.ApplyCommand(api.OpSend, api.SendCommand{Message: m})
 	r, ok := res.(*fsm.SendResult)
 	if err != nil || !ok {
 		s.t.Fatalf("send: %v, %v", res, err)

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/tlstest"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
@@ -224,7 +224,7 @@ func TestTLSAPINodeRequestsNeedAClientCertificate(t *testing.T) {
 		t.Errorf("ReadIndex through NewClientTLS with a node certificate: %v", err)
 	}
 	_, err := transport.NewClientTLS(srv.Listener.Addr().String(), agent).ReadIndex(context.Background())
-	if !errors.Is(err, fsm.ErrForbidden) {
+	if !errors.Is(err, api.ErrForbidden) {
 		t.Errorf("ReadIndex without a client certificate: %v, want forbidden", err)
 	}
 }

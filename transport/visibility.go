@@ -3,12 +3,13 @@ package transport
 import (
 	"context"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 )
 
 // Private messages on the read paths. Every handler that returns messages,
 // or something about one, asks viewerFrom(ctx) who reads and keeps what
-// that viewer may read (fsm.Viewer.CanRead): a private message is
+// that viewer may read (api.Viewer.CanRead): a private message is
 // readable only by its sender, its recipients and moderators. For anyone
 // else it does not exist: GET answers 404 exactly as for an unknown id,
 // pages and streams leave it out, the audit trail shows a redacted line.
@@ -17,12 +18,12 @@ import (
 
 // viewerFrom is who reads for ctx: nil, unrestricted, when the request
 // carries no Identity (the node runs without --auth).
-func viewerFrom(ctx context.Context) *fsm.Viewer {
+func viewerFrom(ctx context.Context) *api.Viewer {
 	id := IdentityFrom(ctx)
 	if id == nil {
 		return nil
 	}
-	return &fsm.Viewer{Agent: id.Agent, Moderator: id.Moderates()}
+	return &api.Viewer{Agent: id.Agent, Moderator: id.Moderates()}
 }
 
 // errHiddenMessage is the answer for message id when the viewer may not
@@ -41,12 +42,12 @@ func errHiddenMessage(id string) error {
 // the source ends, so a page with more=true always ends on a message and
 // its last seq is the next cursor, as for an unfiltered page; a page costs
 // the messages it skipped.
-func visibleMessages(v *fsm.Viewer, after uint64, limit int,
-	read func(after uint64, limit int) ([]*fsm.Message, bool, error)) ([]*fsm.Message, bool, error) {
+func visibleMessages(v *api.Viewer, after uint64, limit int,
+	read func(after uint64, limit int) ([]*api.Message, bool, error)) ([]*api.Message, bool, error) {
 	if v == nil {
 		return read(after, limit)
 	}
-	out := []*fsm.Message{}
+	out := []*api.Message{}
 	for {
 		msgs, more, err := read(after, limit)
 		if err != nil {
@@ -76,7 +77,7 @@ func visibleMessages(v *fsm.Viewer, after uint64, limit int,
 // with a private event's text hidden (RedactAudit), as before readers
 // authenticated; whole for a party of the message or a moderator;
 // otherwise redacted to its seq, index, time and kind (fsm.RedactEvent).
-func auditFor(v *fsm.Viewer, e fsm.AuditEvent) fsm.AuditEvent {
+func auditFor(v *api.Viewer, e api.AuditEvent) api.AuditEvent {
 	switch {
 	case v == nil:
 		return RedactAudit(e)
@@ -93,7 +94,7 @@ func auditFor(v *fsm.Viewer, e fsm.AuditEvent) fsm.AuditEvent {
 // authorization check refuses to anyone but a moderator); it is kept as a
 // second line of defence. HasMore and NextAfter stay as they are: they
 // are the cursor over the entries read, seen or not.
-func visibleInbox(v *fsm.Viewer, page fsm.InboxPage) fsm.InboxPage {
+func visibleInbox(v *api.Viewer, page fsm.InboxPage) fsm.InboxPage {
 	if v == nil {
 		return page
 	}
@@ -111,7 +112,7 @@ func visibleInbox(v *fsm.Viewer, page fsm.InboxPage) fsm.InboxPage {
 // found, in fsm's words, when v may not read the message; otherwise with
 // the reply id of an answered receipt left out when v may not read that
 // reply.
-func visibleReceipts(f Reader, v *fsm.Viewer, id string) (fsm.Receipts, error) {
+func visibleReceipts(f Reader, v *api.Viewer, id string) (fsm.Receipts, error) {
 	if v != nil {
 		if m, err := f.Message(id); err == nil && !v.CanRead(m) {
 			return fsm.Receipts{}, errHiddenMessage(id)
@@ -136,7 +137,7 @@ func visibleReceipts(f Reader, v *fsm.Viewer, id string) (fsm.Receipts, error) {
 // by the id of a message v may not read is not found, as if it did not
 // exist; a thread is reached through the id of any message of it v may
 // read.
-func visibleThread(f Reader, v *fsm.Viewer, id string, after uint64, limit int) (fsm.ThreadPage, error) {
+func visibleThread(f Reader, v *api.Viewer, id string, after uint64, limit int) (fsm.ThreadPage, error) {
 	if v == nil {
 		return f.Thread(id, after, limit)
 	}
@@ -145,7 +146,7 @@ func visibleThread(f Reader, v *fsm.Viewer, id string, after uint64, limit int) 
 	}
 	page := fsm.ThreadPage{ThreadID: id}
 	var err error
-	page.Messages, page.HasMore, err = visibleMessages(v, after, limit, func(after uint64, limit int) ([]*fsm.Message, bool, error) {
+	page.Messages, page.HasMore, err = visibleMessages(v, after, limit, func(after uint64, limit int) ([]*api.Message, bool, error) {
 		p, err := f.Thread(id, after, limit)
 		page.ThreadID = p.ThreadID
 		return p.Messages, p.HasMore, err

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
@@ -51,7 +52,7 @@ func newVisEnv(t *testing.T) *visEnv {
 	t.Cleanup(srv.Close)
 	e := &visEnv{t: t, svc: svc, url: srv.URL}
 	for _, a := range []string{"alice", "bob", "carol", "boss"} {
-		if _, err := svc.ApplyCommand(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: a, Role: "agent"}); err != nil {
+		if _, err := svc.ApplyCommand(api.OpRegisterAgent, api.RegisterAgentCommand{ID: a, Role: "agent"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -60,8 +61,8 @@ func newVisEnv(t *testing.T) *visEnv {
 
 func (e *visEnv) send(id, from, to, title, text, visibility, inReplyTo string) *transport.SendResponse {
 	e.t.Helper()
-	m := &fsm.Message{ID: id, From: from, To: fsm.Recipients{to}, Channel: "general", Title: title,
-		Content: fsm.Content{Text: text}, Visibility: visibility, InReplyTo: inReplyTo}
+	m := &api.Message{ID: id, From: from, To: api.Recipients{to}, Channel: "general", Title: title,
+		Content: api.Content{Text: text}, Visibility: visibility, InReplyTo: inReplyTo}
 	m.Normalize(time.Now())
 	if err := m.Validate(); err != nil {
 		e.t.Fatal(err)
@@ -150,13 +151,13 @@ func TestPrivateMessageReadPaths(t *testing.T) {
 	t.Run("get", func(t *testing.T) {
 		noLeak(t, "404", e.hiddenAsAbsent(t, "/v1/messages/msg-s", "msg-s", "msg-x").body)
 		for _, as := range []string{"", "alice", "bob", "boss"} {
-			var m fsm.Message
+			var m api.Message
 			wantOK(t, e.get(as, "/v1/messages/msg-s"), &m)
 			if m.Content.Text != "secret content" {
 				t.Errorf("%q reads %+v", as, m)
 			}
 		}
-		wantOK(t, e.get("carol", "/v1/messages/msg-p1"), new(fsm.Message))
+		wantOK(t, e.get("carol", "/v1/messages/msg-p1"), new(api.Message))
 	})
 
 	t.Run("channel", func(t *testing.T) {
@@ -251,7 +252,7 @@ func TestPrivateMessageReadPaths(t *testing.T) {
 		replyOf := func(as string) string {
 			var rs fsm.Receipts
 			wantOK(t, e.get(as, "/v1/messages/msg-p1/receipts"), &rs)
-			if len(rs.Receipts) != 1 || rs.Receipts[0].State != fsm.ReceiptAnswered {
+			if len(rs.Receipts) != 1 || rs.Receipts[0].State != api.ReceiptAnswered {
 				t.Fatalf("%q: receipts of p1 = %+v", as, rs)
 			}
 			return rs.Receipts[0].ReplyID
@@ -264,7 +265,7 @@ func TestPrivateMessageReadPaths(t *testing.T) {
 	})
 
 	t.Run("overview", func(t *testing.T) {
-		entries := func(as, q string) []fsm.OverviewEntry {
+		entries := func(as, q string) []api.OverviewEntry {
 			var p fsm.OverviewPage
 			r := e.get(as, "/v1/overview"+q)
 			wantOK(t, r, &p)
@@ -412,7 +413,7 @@ func backlog(t *testing.T, ch <-chan event) []string {
 		if ev.name == transport.EventReady {
 			return out
 		}
-		var m fsm.Message
+		var m api.Message
 		if err := json.Unmarshal([]byte(ev.data), &m); err != nil {
 			t.Fatalf("event %+v: %v", ev, err)
 		}

@@ -8,7 +8,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 // Agents that fail over (fsm/agent_lease.go). The same agent may be
@@ -45,12 +45,12 @@ func newInstanceID() string {
 // watch): the host's name as an id, "local" if that leaves nothing.
 func hostNode() string {
 	h, _ := os.Hostname()
-	return fsm.NameFrom(h, "local")
+	return api.NameFrom(h, "local")
 }
 
 // holder is this watcher's name in the agent's lease.
-func (w *agentWatcher) holder() fsm.LeaseHolder {
-	return fsm.LeaseHolder{Node: w.opts.Node, Instance: w.opts.Instance}
+func (w *agentWatcher) holder() api.LeaseHolder {
+	return api.LeaseHolder{Node: w.opts.Node, Instance: w.opts.Instance}
 }
 
 func (w *agentWatcher) leaseTTL() time.Duration { return time.Duration(w.cfg.LeaseTTL) }
@@ -126,11 +126,11 @@ func (w *agentWatcher) awaitLease(ctx context.Context) (uint64, bool) {
 	var behind string
 	delay := 100 * time.Millisecond
 	for {
-		res, err := w.c.AcquireAgentLease(ctx, fsm.AgentLeaseAcquireCommand{Agent: w.cfg.ID, LeaseHolder: w.holder(), TTL: fsm.LockTTL(w.leaseTTL())})
+		res, err := w.c.AcquireAgentLease(ctx, api.AgentLeaseAcquireCommand{Agent: w.cfg.ID, LeaseHolder: w.holder(), TTL: api.LockTTL(w.leaseTTL())})
 		wait := every
 		switch {
-		case err == nil && res.Outcome != fsm.AgentLeaseStandby:
-			if res.Lease.Reason != fsm.LeaseReasonFirst && res.Outcome == fsm.AgentLeaseGranted {
+		case err == nil && res.Outcome != api.AgentLeaseStandby:
+			if res.Lease.Reason != api.LeaseReasonFirst && res.Outcome == api.AgentLeaseGranted {
 				w.log.Info("watcher: took over the agent's lease", "fence", res.Lease.Fence, "reason", res.Lease.Reason)
 			} else {
 				w.log.Info("watcher: holds the agent's lease", "fence", res.Lease.Fence)
@@ -170,14 +170,14 @@ func (w *agentWatcher) keepLease(ctx context.Context, fence uint64) {
 		}
 		sent := time.Now()
 		rctx, cancel := context.WithTimeout(ctx, ttl/3)
-		_, err := w.c.RenewAgentLease(rctx, fsm.AgentLeaseRenewCommand{Agent: w.cfg.ID, LeaseHolder: w.holder(), Fence: fence, TTL: fsm.LockTTL(ttl)})
+		_, err := w.c.RenewAgentLease(rctx, api.AgentLeaseRenewCommand{Agent: w.cfg.ID, LeaseHolder: w.holder(), Fence: fence, TTL: api.LockTTL(ttl)})
 		cancel()
 		switch {
 		case err == nil:
 			lastOK = sent
 		case ctx.Err() != nil:
 			return
-		case errors.Is(err, fsm.ErrFenced), errors.Is(err, fsm.ErrNotFound):
+		case errors.Is(err, api.ErrFenced), errors.Is(err, api.ErrNotFound):
 			w.log.Warn("watcher: the agent's lease is lost", "fence", fence, "err", err)
 			w.leaseLost(err)
 			return
@@ -196,7 +196,7 @@ func (w *agentWatcher) keepLease(ctx context.Context, fence uint64) {
 func (w *agentWatcher) releaseLease(fence uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	if _, err := w.c.ReleaseAgentLease(ctx, fsm.AgentLeaseReleaseCommand{Agent: w.cfg.ID, LeaseHolder: w.holder(), Fence: fence}); err != nil {
+	if _, err := w.c.ReleaseAgentLease(ctx, api.AgentLeaseReleaseCommand{Agent: w.cfg.ID, LeaseHolder: w.holder(), Fence: fence}); err != nil {
 		w.log.Warn("watcher: releasing the agent's lease failed; it lapses after its ttl", "fence", fence, "err", err)
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
@@ -46,10 +47,10 @@ func startLeased(t *testing.T, cl *transport.Client, node string) (stop func()) 
 	return stop
 }
 
-func mailHA(t *testing.T, cl *transport.Client, n int) *fsm.Message {
+func mailHA(t *testing.T, cl *transport.Client, n int) *api.Message {
 	t.Helper()
-	m := &fsm.Message{ID: fmt.Sprintf("msg-20261128-090000-lead-%08x", n), From: "lead", To: fsm.Recipients{"ha"}, Channel: "work",
-		Content: fsm.Content{Text: fmt.Sprintf("question %d", n)}}
+	m := &api.Message{ID: fmt.Sprintf("msg-20261128-090000-lead-%08x", n), From: "lead", To: api.Recipients{"ha"}, Channel: "work",
+		Content: api.Content{Text: fmt.Sprintf("question %d", n)}}
 	res, err := cl.Send(context.Background(), m)
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +63,7 @@ func mailHA(t *testing.T, cl *transport.Client, n int) *fsm.Message {
 }
 
 // answerOf waits for ha's reply to m and returns its text.
-func answerOf(t *testing.T, cl *transport.Client, m *fsm.Message) string {
+func answerOf(t *testing.T, cl *transport.Client, m *api.Message) string {
 	t.Helper()
 	var text string
 	waitFor(t, "the reply to "+m.ID, func() bool {
@@ -103,7 +104,7 @@ func TestStandbyTakesOverWhenTheHolderStops(t *testing.T) {
 	stopA()
 	waitFor(t, "n2 takes over", func() bool { l := leaseOf(t, cl); return l != nil && l.Holder.Node == "n2" && !l.Expired })
 	l := leaseOf(t, cl)
-	if l.Reason != fsm.LeaseReasonReleased || l.Fence <= first.Fence {
+	if l.Reason != api.LeaseReasonReleased || l.Fence <= first.Fence {
 		t.Errorf("takeover = %+v, want reason released and a fence above %d", l, first.Fence)
 	}
 	m2 := mailHA(t, cl, 2)
@@ -114,7 +115,7 @@ func TestStandbyTakesOverWhenTheHolderStops(t *testing.T) {
 		c, err := cl.Cursor(context.Background(), "ha", transport.Strong)
 		return err == nil && c.Seq >= m2.Seq
 	})
-	page, err := cl.Audit(context.Background(), 0, fsm.MaxPageLimit, transport.Strong)
+	page, err := cl.Audit(context.Background(), 0, api.MaxPageLimit, transport.Strong)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,12 +137,12 @@ func TestStandbyTakesOverWhenTheHolderStops(t *testing.T) {
 func TestStandbyTakesOverALapsedLease(t *testing.T) {
 	_, cl := apiNode(t)
 	ctx := context.Background()
-	dead := fsm.LeaseHolder{Node: "n9", Instance: "dead"}
-	got, err := cl.AcquireAgentLease(ctx, fsm.AgentLeaseAcquireCommand{Agent: "ha", LeaseHolder: dead, TTL: fsm.LockTTL(time.Second)})
-	if err != nil || got.Outcome != fsm.AgentLeaseGranted {
+	dead := api.LeaseHolder{Node: "n9", Instance: "dead"}
+	got, err := cl.AcquireAgentLease(ctx, api.AgentLeaseAcquireCommand{Agent: "ha", LeaseHolder: dead, TTL: api.LockTTL(time.Second)})
+	if err != nil || got.Outcome != api.AgentLeaseGranted {
 		t.Fatalf("acquire by hand = %+v, %v", got, err)
 	}
-	if _, err := cl.RegisterAgent(ctx, fsm.RegisterAgentCommand{ID: "ha", Role: "dev"}); err != nil {
+	if _, err := cl.RegisterAgent(ctx, api.RegisterAgentCommand{ID: "ha", Role: "dev"}); err != nil {
 		t.Fatal(err)
 	}
 	m := mailHA(t, cl, 1)
@@ -150,12 +151,12 @@ func TestStandbyTakesOverALapsedLease(t *testing.T) {
 		t.Fatalf("answer %q, want the standby's", got)
 	}
 	l := leaseOf(t, cl)
-	if l.Holder.Node != "n2" || l.Reason != fsm.LeaseReasonLapsed || l.Fence <= got.Lease.Fence {
+	if l.Holder.Node != "n2" || l.Reason != api.LeaseReasonLapsed || l.Fence <= got.Lease.Fence {
 		t.Fatalf("lease = %+v, want taken over by n2 after the lapse", l)
 	}
 	late := answer(m, "ha", "late answer from the dead holder")
 	_, err = cl.SendFenced(ctx, late, got.Lease.Fence)
-	if !errors.Is(err, fsm.ErrFenced) || !strings.Contains(err.Error(), fmt.Sprintf("fence %d is not the current lease's (fence %d, held by n2/inst-n2)", got.Lease.Fence, l.Fence)) {
+	if !errors.Is(err, api.ErrFenced) || !strings.Contains(err.Error(), fmt.Sprintf("fence %d is not the current lease's (fence %d, held by n2/inst-n2)", got.Lease.Fence, l.Fence)) {
 		t.Fatalf("late reply = %v, want refused by the fence", err)
 	}
 	if r, err := cl.Message(ctx, ReplyID("ha", m), transport.Strong); err != nil || strings.TrimSpace(r.Content.Text) != "answered by n2" {
@@ -172,20 +173,20 @@ func TestHolderThatLostTheLeaseStandsBy(t *testing.T) {
 	ctx := context.Background()
 	startLeased(t, cl, "n1")
 	waitFor(t, "n1 holds the lease", func() bool { l := leaseOf(t, cl); return l != nil && l.Holder.Node == "n1" })
-	other := fsm.LeaseHolder{Node: "n9", Instance: "usurper"}
+	other := api.LeaseHolder{Node: "n9", Instance: "usurper"}
 	var res fsm.AgentLeaseResult
 	// n1 may notice the release and ask again between the release and the
 	// usurper's acquire: then release its new grant and try again.
-	for try := 0; res.Outcome != fsm.AgentLeaseGranted; try++ {
+	for try := 0; res.Outcome != api.AgentLeaseGranted; try++ {
 		if try == 10 {
 			t.Fatalf("the usurper never got the lease: %+v", res)
 		}
 		mine := leaseOf(t, cl)
-		if _, err := cl.ReleaseAgentLease(ctx, fsm.AgentLeaseReleaseCommand{Agent: "ha", LeaseHolder: mine.Holder, Fence: mine.Fence}); err != nil {
+		if _, err := cl.ReleaseAgentLease(ctx, api.AgentLeaseReleaseCommand{Agent: "ha", LeaseHolder: mine.Holder, Fence: mine.Fence}); err != nil {
 			t.Fatal(err)
 		}
 		var err error
-		if res, err = cl.AcquireAgentLease(ctx, fsm.AgentLeaseAcquireCommand{Agent: "ha", LeaseHolder: other, TTL: fsm.LockTTL(10 * time.Minute)}); err != nil {
+		if res, err = cl.AcquireAgentLease(ctx, api.AgentLeaseAcquireCommand{Agent: "ha", LeaseHolder: other, TTL: api.LockTTL(10 * time.Minute)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -194,7 +195,7 @@ func TestHolderThatLostTheLeaseStandsBy(t *testing.T) {
 		return l != nil && len(l.Standbys) == 1 && l.Standbys[0].Node == "n1"
 	})
 	m := mailHA(t, cl, 1)
-	if _, err := cl.ReleaseAgentLease(ctx, fsm.AgentLeaseReleaseCommand{Agent: "ha", LeaseHolder: other, Fence: res.Lease.Fence}); err != nil {
+	if _, err := cl.ReleaseAgentLease(ctx, api.AgentLeaseReleaseCommand{Agent: "ha", LeaseHolder: other, Fence: res.Lease.Fence}); err != nil {
 		t.Fatal(err)
 	}
 	if got := answerOf(t, cl, m); got != "answered by n1" {
@@ -214,7 +215,7 @@ func TestLeaseTTLBounds(t *testing.T) {
 		}
 	}
 	f, err := Parse([]byte("agents:\n- id: ha\n  command: [true]\n"))
-	if err != nil || time.Duration(f.Agents[0].LeaseTTL) != fsm.DefaultAgentLeaseTTL {
+	if err != nil || time.Duration(f.Agents[0].LeaseTTL) != api.DefaultAgentLeaseTTL {
 		t.Errorf("default lease_ttl = %v, %v", f, err)
 	}
 }
@@ -265,7 +266,7 @@ func TestHolderStopsWhenRenewalsFail(t *testing.T) {
 	if got := answerOf(t, cl, m); got != "answered" {
 		t.Fatalf("answer %q", got)
 	}
-	if l := leaseOf(t, cl); l.Holder.Node != "n1" || l.Fence <= before.Fence || l.Reason != fsm.LeaseReasonLapsed {
+	if l := leaseOf(t, cl); l.Holder.Node != "n1" || l.Fence <= before.Fence || l.Reason != api.LeaseReasonLapsed {
 		t.Errorf("lease after the cut = %+v, want n1's under a new fence after the lapse (was %d)", l, before.Fence)
 	}
 }

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/artifacts"
-	"github.com/maos-project/maos/fsm"
 )
 
 // Artifacts (issue 17; seed 002 §1's shared context across hosts). Before
@@ -46,7 +46,7 @@ func (a *AgentConfig) SharedContext(dir string) string {
 // fetchAttachments fetches the artifacts refs names into the agent's
 // shared context; a failure is logged and kept in its entry (the prompt
 // says the file could not be fetched) rather than holding the message up.
-func (w *agentWatcher) fetchAttachments(ctx context.Context, what string, refs []fsm.ArtifactRef) []artifacts.Local {
+func (w *agentWatcher) fetchAttachments(ctx context.Context, what string, refs []api.ArtifactRef) []artifacts.Local {
 	has := false
 	for _, r := range refs {
 		if r.ArtifactID() != "" {
@@ -74,9 +74,9 @@ func (w *agentWatcher) fetchAttachments(ctx context.Context, what string, refs [
 
 // taskRefs are the artifacts a task references: the "artifacts" list of
 // its context object (entries as in content.artifacts), if it has one.
-func taskRefs(t *fsm.Task) []fsm.ArtifactRef {
+func taskRefs(t *api.Task) []api.ArtifactRef {
 	var c struct {
-		Artifacts []fsm.ArtifactRef `json:"artifacts"`
+		Artifacts []api.ArtifactRef `json:"artifacts"`
 	}
 	if len(t.Context) == 0 || json.Unmarshal(t.Context, &c) != nil {
 		return nil
@@ -88,7 +88,7 @@ func taskRefs(t *fsm.Task) []fsm.ArtifactRef {
 // (relative paths under workdir) as from, references them in r, and
 // takes the §6 lines out of its text; a file that cannot be uploaded is
 // named in the text instead. With no artifact line, r is left as it is.
-func (w *agentWatcher) attachOutputs(ctx context.Context, r *fsm.Message, stdout, workdir, from string) {
+func (w *agentWatcher) attachOutputs(ctx context.Context, r *api.Message, stdout, workdir, from string) {
 	rep := ParseTaskReport(stdout)
 	if len(rep.Outputs) == 0 {
 		return
@@ -113,7 +113,7 @@ func (w *agentWatcher) attachOutputs(ctx context.Context, r *fsm.Message, stdout
 // uploadOutputs uploads a completion's outputs that are files (relative
 // paths under workdir) and puts their artifact ids in their place; other
 // outputs (URLs, ids, missing files) stay as they are.
-func (w *agentWatcher) uploadOutputs(ctx context.Context, c *fsm.TaskCompletion, workdir string) {
+func (w *agentWatcher) uploadOutputs(ctx context.Context, c *api.TaskCompletion, workdir string) {
 	dir := workdirOrCwd(workdir)
 	for i, o := range c.Outputs {
 		p := o

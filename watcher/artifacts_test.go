@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -36,7 +36,7 @@ func runWatcher(t *testing.T, cl *transport.Client, yml string) {
 	})
 }
 
-func putBytes(t *testing.T, cl *transport.Client, name string, b []byte) fsm.Artifact {
+func putBytes(t *testing.T, cl *transport.Client, name string, b []byte) api.Artifact {
 	t.Helper()
 	a, err := cl.PutArtifact(context.Background(), bytes.NewReader(b), int64(len(b)), transport.ArtifactUpload{Name: name, From: "lead"})
 	if err != nil {
@@ -54,8 +54,8 @@ func TestArtifactsThatFail(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	a := putBytes(t, cl, "gone.bin", []byte("soon deleted"))
-	if _, err := cl.Send(ctx, &fsm.Message{ID: "job-1", Channel: "dev", From: "lead", To: fsm.Recipients{"w"},
-		Content: fsm.Content{Text: "look", Artifacts: []fsm.ArtifactRef{{Ref: a.ID, Name: "gone.bin"}}}}); err != nil {
+	if _, err := cl.Send(ctx, &api.Message{ID: "job-1", Channel: "dev", From: "lead", To: api.Recipients{"w"},
+		Content: api.Content{Text: "look", Artifacts: []api.ArtifactRef{{Ref: a.ID, Name: "gone.bin"}}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cl.DeleteArtifact(ctx, a.ID); err != nil {
@@ -69,7 +69,7 @@ func TestArtifactsThatFail(t *testing.T) {
   context_messages: 0
   retries: 0
 `, dir))
-	var r *fsm.Message
+	var r *api.Message
 	waitFor(t, "the answer to job-1", func() bool {
 		if m := svc.Stored("job-1"); m != nil {
 			r = svc.Stored(ReplyID("w", m))
@@ -99,14 +99,14 @@ func TestTaskArtifacts(t *testing.T) {
 	in := []byte("shout this")
 	a := putBytes(t, cl, "in.txt", in)
 	taskCtx, _ := json.Marshal(map[string]any{"artifacts": []any{map[string]string{"id": a.ID, "name": "in.txt"}}})
-	if _, err := cl.CreateTask(ctx, fsm.TaskCreateCommand{ID: "t-1", From: "lead", To: "w", Title: "shout", Context: taskCtx}); err != nil {
+	if _, err := cl.CreateTask(ctx, api.TaskCreateCommand{ID: "t-1", From: "lead", To: "w", Title: "shout", Context: taskCtx}); err != nil {
 		t.Fatal(err)
 	}
-	task := waitTaskState(t, cl, "t-1", fsm.TaskSucceeded)
+	task := waitTaskState(t, cl, "t-1", api.TaskSucceeded)
 	out := bytes.ToUpper(in)
 	sum := sha256.Sum256(out)
-	if c := task.Completion; c.Result != "done" || len(c.Outputs) != 1 || c.Outputs[0] != fsm.ArtifactID(sum[:]) {
-		t.Fatalf("completion %+v; want result done and out.txt's artifact id %s", c, fsm.ArtifactID(sum[:]))
+	if c := task.Completion; c.Result != "done" || len(c.Outputs) != 1 || c.Outputs[0] != api.ArtifactID(sum[:]) {
+		t.Fatalf("completion %+v; want result done and out.txt's artifact id %s", c, api.ArtifactID(sum[:]))
 	}
 	var buf bytes.Buffer
 	if _, err := cl.GetArtifact(ctx, task.Completion.Outputs[0], &buf); err != nil || !bytes.Equal(buf.Bytes(), out) {

@@ -22,8 +22,9 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
 	"gopkg.in/yaml.v3"
+
+	"github.com/maos-project/maos/api"
 )
 
 // Defaults of an agent's configuration.
@@ -38,9 +39,9 @@ const (
 // Delivery policies (the names a run-time policy uses too, fsm/policy.go;
 // quiet has no YAML form) and delivery kinds.
 const (
-	PolicyQueue     = fsm.PolicyQueue
-	PolicyInterrupt = fsm.PolicyInterrupt
-	PolicyFork      = fsm.PolicyFork
+	PolicyQueue     = api.PolicyQueue
+	PolicyInterrupt = api.PolicyInterrupt
+	PolicyFork      = api.PolicyFork
 
 	DeliveryCommand = "command"
 	DeliveryTmux    = "tmux"
@@ -97,8 +98,8 @@ type AgentConfig struct {
 	// LeaseTTL is the agent lease's ttl (lease.go): the same agent may be
 	// configured on watchers of several nodes, one serves it and the
 	// others take over within about this long after it stops renewing.
-	// Default fsm.DefaultAgentLeaseTTL (10s), fsm.MinAgentLeaseTTL to
-	// fsm.MaxAgentLeaseTTL.
+	// Default api.DefaultAgentLeaseTTL (10s), api.MinAgentLeaseTTL to
+	// api.MaxAgentLeaseTTL.
 	LeaseTTL Duration `yaml:"lease_ttl"`
 
 	tmpl *template.Template
@@ -109,7 +110,7 @@ type AgentConfig struct {
 // list admits everything.
 type Match struct {
 	Types      []string       `yaml:"types"`
-	Priorities []fsm.Priority `yaml:"priorities"`
+	Priorities []api.Priority `yaml:"priorities"`
 	From       []string       `yaml:"from"` // sender globs (path.Match syntax)
 }
 
@@ -128,7 +129,7 @@ type Policy struct {
 // fields; the first matching override wins.
 type Override struct {
 	From     string       `yaml:"from"` // sender glob
-	Priority fsm.Priority `yaml:"priority"`
+	Priority api.Priority `yaml:"priority"`
 	Tag      string       `yaml:"tag"`
 	Mode     string       `yaml:"mode"`
 }
@@ -216,20 +217,20 @@ func (a *AgentConfig) validate(p string) error {
 	return nil
 }
 
-// validateIdentity checks the id, role (default fsm.DefaultRole) and channels.
+// validateIdentity checks the id, role (default api.DefaultRole) and channels.
 func (a *AgentConfig) validateIdentity(bad func(field, format string, args ...any) error) error {
-	if !fsm.ValidName(a.ID) {
-		return bad("id", "%s", fsm.NameRule(a.ID))
+	if !api.ValidName(a.ID) {
+		return bad("id", "%s", api.NameRule(a.ID))
 	}
 	if a.Role == "" {
-		a.Role = fsm.DefaultRole
+		a.Role = api.DefaultRole
 	}
-	if !fsm.ValidName(a.Role) {
-		return bad("role", "%s", fsm.NameRule(a.Role))
+	if !api.ValidName(a.Role) {
+		return bad("role", "%s", api.NameRule(a.Role))
 	}
 	for j, c := range a.Channels {
-		if !fsm.ValidName(c) {
-			return bad(fmt.Sprintf("channels[%d]", j), "%s", fsm.NameRule(c))
+		if !api.ValidName(c) {
+			return bad(fmt.Sprintf("channels[%d]", j), "%s", api.NameRule(c))
 		}
 	}
 	return nil
@@ -271,10 +272,10 @@ func (a *AgentConfig) validateLimits(bad func(field, format string, args ...any)
 		return bad("timeout", "must be positive (got %s)", time.Duration(a.Timeout))
 	}
 	if a.LeaseTTL == 0 {
-		a.LeaseTTL = Duration(fsm.DefaultAgentLeaseTTL)
+		a.LeaseTTL = Duration(api.DefaultAgentLeaseTTL)
 	}
-	if d := time.Duration(a.LeaseTTL); d < fsm.MinAgentLeaseTTL || d > fsm.MaxAgentLeaseTTL {
-		return bad("lease_ttl", "must be %s to %s (got %s)", fsm.MinAgentLeaseTTL, fsm.MaxAgentLeaseTTL, d)
+	if d := time.Duration(a.LeaseTTL); d < api.MinAgentLeaseTTL || d > api.MaxAgentLeaseTTL {
+		return bad("lease_ttl", "must be %s to %s (got %s)", api.MinAgentLeaseTTL, api.MaxAgentLeaseTTL, d)
 	}
 	if a.Retries == nil {
 		n := DefaultRetries
@@ -295,8 +296,8 @@ func (a *AgentConfig) validateLimits(bad func(field, format string, args ...any)
 // validateMatch checks the match filters' priorities and sender globs.
 func (a *AgentConfig) validateMatch(bad func(field, format string, args ...any) error) error {
 	for j, pr := range a.Match.Priorities {
-		if !fsm.ValidPriority(pr) {
-			return bad(fmt.Sprintf("match.priorities[%d]", j), "must be one of %v (got %q)", fsm.Priorities, pr)
+		if !api.ValidPriority(pr) {
+			return bad(fmt.Sprintf("match.priorities[%d]", j), "must be one of %v (got %q)", api.Priorities, pr)
 		}
 	}
 	for j, g := range a.Match.From {
@@ -340,8 +341,8 @@ func (a *AgentConfig) validateOverrides(bad func(field, format string, args ...a
 				return bad(op+"from", "bad glob %q: %v", o.From, err)
 			}
 		}
-		if o.Priority != "" && !fsm.ValidPriority(o.Priority) {
-			return bad(op+"priority", "must be one of %v (got %q)", fsm.Priorities, o.Priority)
+		if o.Priority != "" && !api.ValidPriority(o.Priority) {
+			return bad(op+"priority", "must be one of %v (got %q)", api.Priorities, o.Priority)
 		}
 		if o.From == "" && o.Priority == "" && o.Tag == "" {
 			return bad(op[:len(op)-1], "needs from, priority or tag")
@@ -382,15 +383,15 @@ func (a *AgentConfig) validateFork(bad func(field, format string, args ...any) e
 		return nil
 	case len(a.Command) == 0:
 		return bad(field, "agent %s: fork runs the agent's command as %s: a %s agent needs command too (a fork never types into the pane)",
-			a.ID, fsm.ForkName(a.ID, 1), a.Delivery)
+			a.ID, api.ForkName(a.ID, 1), a.Delivery)
 	default:
-		return bad(field, "agent %s: its fork names (%s) are not valid agent ids: %s", a.ID, fsm.ForkName(a.ID, a.Policy.MaxForks),
-			fsm.NameRule(fsm.ForkName(a.ID, a.Policy.MaxForks)))
+		return bad(field, "agent %s: its fork names (%s) are not valid agent ids: %s", a.ID, api.ForkName(a.ID, a.Policy.MaxForks),
+			api.NameRule(api.ForkName(a.ID, a.Policy.MaxForks)))
 	}
 }
 
 // validateClaim checks the claim entries: each a queue in fsm's assignee
-// forms (fsm.RolePrefix or fsm.CapabilityPrefix and a valid name), a role
+// forms (api.RolePrefix or api.CapabilityPrefix and a valid name), a role
 // only the agent's own (the API lets an agent claim no other role's
 // tasks), none twice. A bare agent id is refused: an agent claims the
 // tasks addressed to it anyway, and no other agent's.
@@ -399,18 +400,18 @@ func (a *AgentConfig) validateClaim(bad func(field, format string, args ...any) 
 		return bad("claim", "agent %s: a %s agent's watcher runs no tasks (its session claims them with maosctl task claim); claim needs delivery %s",
 			a.ID, a.Delivery, DeliveryCommand)
 	}
-	if n := len(a.Capabilities()); n > fsm.MaxCapabilities {
-		return bad("claim", "agent %s: %d capability queues, at most %d", a.ID, n, fsm.MaxCapabilities)
+	if n := len(a.Capabilities()); n > api.MaxCapabilities {
+		return bad("claim", "agent %s: %d capability queues, at most %d", a.ID, n, api.MaxCapabilities)
 	}
 	for j, q := range a.Claim {
 		field := fmt.Sprintf("claim[%d]", j)
-		role, isRole := strings.CutPrefix(q, fsm.RolePrefix)
-		capability, isCap := strings.CutPrefix(q, fsm.CapabilityPrefix)
+		role, isRole := strings.CutPrefix(q, api.RolePrefix)
+		capability, isCap := strings.CutPrefix(q, api.CapabilityPrefix)
 		switch {
-		case isRole && !fsm.ValidName(role):
-			return bad(field, "agent %s: %q: the role %s", a.ID, q, fsm.NameRule(role))
-		case isCap && !fsm.ValidName(capability):
-			return bad(field, "agent %s: %q: the capability %s", a.ID, q, fsm.NameRule(capability))
+		case isRole && !api.ValidName(role):
+			return bad(field, "agent %s: %q: the role %s", a.ID, q, api.NameRule(role))
+		case isCap && !api.ValidName(capability):
+			return bad(field, "agent %s: %q: the capability %s", a.ID, q, api.NameRule(capability))
 		case isRole && role != a.Role:
 			return bad(field, "agent %s: %q is not its role (%q): an agent claims only its own role's queue", a.ID, q, a.Role)
 		case !isRole && !isCap:
@@ -476,7 +477,7 @@ func (a *AgentConfig) DoesTasks() bool { return a.Delivery == DeliveryCommand }
 func (a *AgentConfig) Capabilities() []string {
 	var out []string
 	for _, q := range a.Claim {
-		if c, ok := strings.CutPrefix(q, fsm.CapabilityPrefix); ok {
+		if c, ok := strings.CutPrefix(q, api.CapabilityPrefix); ok {
 			out = append(out, c)
 		}
 	}
@@ -502,7 +503,7 @@ func validMode(m *string, fill bool) error {
 
 // ModeFor returns the delivery mode for m: the first matching override's,
 // else the agent's.
-func (a *AgentConfig) ModeFor(m *fsm.Message) string {
+func (a *AgentConfig) ModeFor(m *api.Message) string {
 	for _, o := range a.Policy.Overrides {
 		if o.From != "" {
 			if ok, _ := path.Match(o.From, m.From); !ok {

@@ -9,12 +9,12 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
 // Forks (seed 003, "fork - Fork Me"). A message the fork mode takes is
-// handled by a temporary agent A-fork-N (fsm.ForkName; N the lowest free
+// handled by a temporary agent A-fork-N (api.ForkName; N the lowest free
 // of max_forks slots): registered with A's role, AWAKE and WORKING while
 // it runs and OFFLINE when done, in a working directory of its own made
 // empty for it, with the message's thread as its context. It answers the
@@ -36,7 +36,7 @@ const ForkNoteTextLen = 2000
 // into the pane) and every fork name up to max_forks is a valid agent id.
 // Without, the fork mode delivers as queue (modeOf).
 func (a *AgentConfig) CanFork() bool {
-	return len(a.Command) > 0 && fsm.ValidName(fsm.ForkName(a.ID, a.Policy.MaxForks))
+	return len(a.Command) > 0 && api.ValidName(api.ForkName(a.ID, a.Policy.MaxForks))
 }
 
 // forkSlots are the scheduler's fork slots: slot n (1-based) is taken while
@@ -63,20 +63,20 @@ func (a *AgentConfig) ForkDir(n int) string {
 	if root == "" {
 		root = filepath.Join(os.TempDir(), "maos-forks", a.ID)
 	}
-	return filepath.Join(root, fsm.ForkName(a.ID, n))
+	return filepath.Join(root, api.ForkName(a.ID, n))
 }
 
 // handleFork answers m as the agent's fork in slot n, then leaves the
 // parent its note. Like handle, it returns an error only when ctx ended
 // before the answer was posted.
-func (w *agentWatcher) handleFork(ctx context.Context, m *fsm.Message, n int) error {
-	name := fsm.ForkName(w.cfg.ID, n)
+func (w *agentWatcher) handleFork(ctx context.Context, m *api.Message, n int) error {
+	name := api.ForkName(w.cfg.ID, n)
 	replyID := ReplyID(w.cfg.ID, m)
 	stored, todo, err := w.needsAnswer(ctx, m)
 	switch {
 	case err != nil:
 		return err
-	case stored != nil && fsm.IsForkOf(stored.From, w.cfg.ID):
+	case stored != nil && api.IsForkOf(stored.From, w.cfg.ID):
 		// Answered already. A crash may have come between a fork's
 		// answer and its note: post the note again (stored once).
 		return w.post(ctx, forkNote(m, stored, w.cfg.ID))
@@ -87,7 +87,7 @@ func (w *agentWatcher) handleFork(ctx context.Context, m *fsm.Message, n int) er
 		return nil
 	}
 	if !w.retry(ctx, "register fork "+name, func() error {
-		_, err := w.c.RegisterAgent(ctx, fsm.RegisterAgentCommand{ID: name, Role: w.cfg.Role,
+		_, err := w.c.RegisterAgent(ctx, api.RegisterAgentCommand{ID: name, Role: w.cfg.Role,
 			Description: fmt.Sprintf("fork %d of %s: a temporary agent that answers one message at a time for it", n, w.cfg.ID)})
 		return err
 	}) {
@@ -103,7 +103,7 @@ func (w *agentWatcher) handleFork(ctx context.Context, m *fsm.Message, n int) er
 		r.ID = replyID
 		return w.postForked(ctx, m, r)
 	}
-	var thread []*fsm.Message
+	var thread []*api.Message
 	if limit := *w.cfg.ContextMessages; limit > 0 {
 		var err error
 		if thread, err = threadContext(ctx, w.c, m, limit); err != nil {
@@ -130,7 +130,7 @@ func (w *agentWatcher) handleFork(ctx context.Context, m *fsm.Message, n int) er
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	var r *fsm.Message
+	var r *api.Message
 	if res.Err != nil {
 		w.log.Warn("watcher: fork giving up; posting an incident", "fork", name, "id", m.ID, "attempts", attempts, "err", res.Err)
 		r = incident(m, name, "could not answer", incidentText(name, m.ID, attempts, res))
@@ -143,7 +143,7 @@ func (w *agentWatcher) handleFork(ctx context.Context, m *fsm.Message, n int) er
 }
 
 // postForked posts a fork's answer r to m, then its note to the parent.
-func (w *agentWatcher) postForked(ctx context.Context, m, r *fsm.Message) error {
+func (w *agentWatcher) postForked(ctx context.Context, m, r *api.Message) error {
 	if err := w.post(ctx, r); err != nil {
 		return err
 	}
@@ -157,7 +157,7 @@ func (w *agentWatcher) postForked(ctx context.Context, m, r *fsm.Message) error 
 // name, message, reply}}. Its id is derived from parent and m, so the
 // note is stored once whichever slot posts it. Private whatever m's
 // visibility: it is the parent's alone.
-func forkNote(m, r *fsm.Message, parent string) *fsm.Message {
+func forkNote(m, r *api.Message, parent string) *api.Message {
 	what := m.Title
 	if what == "" {
 		what = m.ID
@@ -167,17 +167,17 @@ func forkNote(m, r *fsm.Message, parent string) *fsm.Message {
 		kind = "could not answer"
 	}
 	meta, _ := json.Marshal(map[string]any{"fork": map[string]string{"parent": parent, "name": r.From, "message": m.ID, "reply": r.ID}})
-	return &fsm.Message{
-		ID:            fsm.DerivedID(parent, m.Timestamp, parent+"\x00fork-note\x00"+m.ID),
+	return &api.Message{
+		ID:            api.DerivedID(parent, m.Timestamp, parent+"\x00fork-note\x00"+m.ID),
 		Channel:       m.Channel,
 		From:          r.From,
-		To:            fsm.Recipients{parent},
+		To:            api.Recipients{parent},
 		Type:          ForkNoteType,
-		Title:         truncate(fmt.Sprintf("%s %s %s: %s", r.From, kind, m.From, what), fsm.MaxTitleLen),
-		Priority:      fsm.PriorityNormal,
-		Content:       fsm.Content{Text: fmt.Sprintf("%s %s %s's message %s for you: %s", r.From, kind, m.From, m.ID, truncate(r.Content.Text, ForkNoteTextLen))},
+		Title:         truncate(fmt.Sprintf("%s %s %s: %s", r.From, kind, m.From, what), api.MaxTitleLen),
+		Priority:      api.PriorityNormal,
+		Content:       api.Content{Text: fmt.Sprintf("%s %s %s's message %s for you: %s", r.From, kind, m.From, m.ID, truncate(r.Content.Text, ForkNoteTextLen))},
 		CorrelationID: m.ID,
-		Visibility:    fsm.VisibilityPrivate,
+		Visibility:    api.VisibilityPrivate,
 		Metadata:      meta,
 	}
 }
@@ -236,15 +236,15 @@ func freshDir(dir string) error {
 // oldest first: what a fork is given instead of the channel's recent
 // messages. A thread longer than it reads in forkThreadPages pages is cut
 // to its newest messages read.
-func threadContext(ctx context.Context, c *transport.Client, m *fsm.Message, n int) ([]*fsm.Message, error) {
+func threadContext(ctx context.Context, c *transport.Client, m *api.Message, n int) ([]*api.Message, error) {
 	thread := m.ThreadID
 	if thread == "" {
 		thread = m.ID
 	}
-	var ring []*fsm.Message
+	var ring []*api.Message
 	var after uint64
 	for range forkThreadPages {
-		p, err := c.Thread(ctx, thread, after, fsm.MaxPageLimit, transport.Local)
+		p, err := c.Thread(ctx, thread, after, api.MaxPageLimit, transport.Local)
 		if err != nil {
 			return nil, fmt.Errorf("watcher: thread of %s: %w", m.ID, err)
 		}

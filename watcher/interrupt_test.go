@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 func TestFileInterruptNeedsAPane(t *testing.T) {
@@ -19,7 +19,7 @@ func TestFileInterruptNeedsAPane(t *testing.T) {
 		{"stranger", "not run by this node"},
 	} {
 		err := f.Interrupt(context.Background(), tt.agent)
-		if !errors.Is(err, fsm.ErrNotFound) || !strings.Contains(err.Error(), tt.text) {
+		if !errors.Is(err, api.ErrNotFound) || !strings.Contains(err.Error(), tt.text) {
 			t.Errorf("Interrupt(%s) = %v, want not found mentioning %q", tt.agent, err, tt.text)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 // Reasons ForUs gives for a decision; the dry run prints them.
@@ -34,11 +34,11 @@ const (
 // time), an "@id" mention, or a text that starts with the agent id; then
 // the agent's channels and the optional match filters (types, priorities,
 // sender globs). It returns the decision and the reason.
-func (a *AgentConfig) ForUs(m *fsm.Message) (bool, string) {
+func (a *AgentConfig) ForUs(m *api.Message) (bool, string) {
 	if m.From == a.ID {
 		return false, ReasonOwn
 	}
-	if a.Delivery != DeliveryTmux && fsm.IsForkOf(m.From, a.ID) {
+	if a.Delivery != DeliveryTmux && api.IsForkOf(m.From, a.ID) {
 		return false, ReasonOwnFork
 	}
 	reason := ""

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -19,12 +19,12 @@ import (
 var policyPoll = 500 * time.Millisecond
 
 // PolicyQuiet is the run-time mode that holds every message but urgent
-// ones until it ends (fsm.PolicyQuiet); it has no YAML form.
-const PolicyQuiet = fsm.PolicyQuiet
+// ones until it ends (api.PolicyQuiet); it has no YAML form.
+const PolicyQuiet = api.PolicyQuiet
 
 // runtimePolicy is the agent's run-time layer as the scheduler last read it.
 type runtimePolicy struct {
-	set    fsm.PolicySet
+	set    api.PolicySet
 	failed bool // the last read failed: logged once, until one succeeds
 }
 
@@ -51,7 +51,7 @@ func (w *agentWatcher) refreshPolicy(ctx context.Context, rt *runtimePolicy) {
 	}
 }
 
-func samePolicies(a, b fsm.PolicySet) bool {
+func samePolicies(a, b api.PolicySet) bool {
 	if len(a.Policies) != len(b.Policies) {
 		return false
 	}
@@ -64,18 +64,18 @@ func samePolicies(a, b fsm.PolicySet) bool {
 }
 
 // modeOf is the mode m is delivered in at now: the run-time policy that
-// applies to its sender (fsm.PolicySet.For: the sender's override, else
+// applies to its sender (api.PolicySet.For: the sender's override, else
 // the agent-wide one), else the YAML's. Under quiet, an urgent message
 // takes the YAML's mode and any other is held: PolicyQuiet, which the
 // scheduler never starts and the cursor never passes. Fork is queue for an
 // agent that cannot fork (AgentConfig.CanFork) and for a note from its own
 // fork, which is never forked again.
-func (w *agentWatcher) modeOf(m *fsm.Message, rt *runtimePolicy, now time.Time) string {
+func (w *agentWatcher) modeOf(m *api.Message, rt *runtimePolicy, now time.Time) string {
 	mode := w.cfg.ModeFor(m)
-	if p, ok := rt.set.For(m.From, now); ok && !(p.Mode == PolicyQuiet && m.Priority == fsm.PriorityUrgent) {
+	if p, ok := rt.set.For(m.From, now); ok && !(p.Mode == PolicyQuiet && m.Priority == api.PriorityUrgent) {
 		mode = p.Mode
 	}
-	if mode == PolicyFork && (!w.cfg.CanFork() || fsm.IsForkOf(m.From, w.cfg.ID)) {
+	if mode == PolicyFork && (!w.cfg.CanFork() || api.IsForkOf(m.From, w.cfg.ID)) {
 		return PolicyQueue
 	}
 	return mode

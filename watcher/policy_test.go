@@ -10,23 +10,23 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
 func TestModeOf(t *testing.T) {
 	w := &agentWatcher{cfg: agent(t, "agents:\n- id: w\n  command: [cat]\n  policy:\n    mode: queue\n    overrides:\n    - {priority: urgent, mode: interrupt}\n")}
 	now := time.Date(2026, 11, 25, 4, 0, 0, 0, time.UTC)
-	msg := func(from string, prio fsm.Priority) *fsm.Message { return &fsm.Message{From: from, Priority: prio} }
-	set := func(ps ...fsm.Policy) *runtimePolicy {
-		return &runtimePolicy{set: fsm.PolicySet{Agent: "w", Policies: ps}}
+	msg := func(from string, prio api.Priority) *api.Message { return &api.Message{From: from, Priority: prio} }
+	set := func(ps ...api.Policy) *runtimePolicy {
+		return &runtimePolicy{set: api.PolicySet{Agent: "w", Policies: ps}}
 	}
-	quiet := fsm.Policy{Agent: "w", Mode: fsm.PolicyQuiet, Until: now.Add(time.Minute)}
-	leadFork := fsm.Policy{Agent: "w", From: "lead", Mode: fsm.PolicyFork}
+	quiet := api.Policy{Agent: "w", Mode: api.PolicyQuiet, Until: now.Add(time.Minute)}
+	leadFork := api.Policy{Agent: "w", From: "lead", Mode: api.PolicyFork}
 	for _, tt := range []struct {
 		name string
 		rt   *runtimePolicy
-		m    *fsm.Message
+		m    *api.Message
 		at   time.Time
 		want string
 	}{
@@ -37,7 +37,7 @@ func TestModeOf(t *testing.T) {
 		{"quiet ends by the watcher's clock", set(quiet), msg("bob", "normal"), now.Add(time.Minute), PolicyQueue},
 		{"a sender's override wins over quiet", set(quiet, leadFork), msg("lead", "normal"), now, PolicyFork},
 		{"a sender's override is that sender's only", set(leadFork), msg("bob", "normal"), now, PolicyQueue},
-		{"agent-wide run-time mode over the YAML", set(fsm.Policy{Agent: "w", Mode: fsm.PolicyFork}), msg("bob", "urgent"), now, PolicyFork},
+		{"agent-wide run-time mode over the YAML", set(api.Policy{Agent: "w", Mode: api.PolicyFork}), msg("bob", "urgent"), now, PolicyFork},
 	} {
 		if got := w.modeOf(tt.m, tt.rt, tt.at); got != tt.want {
 			t.Errorf("%s: mode %q, want %q", tt.name, got, tt.want)
@@ -46,7 +46,7 @@ func TestModeOf(t *testing.T) {
 
 	// Fork is queue where no fork can run it: a note from the agent's own
 	// fork (never forked again), a tmux agent with no command.
-	forkAll := set(fsm.Policy{Agent: "w", Mode: fsm.PolicyFork})
+	forkAll := set(api.Policy{Agent: "w", Mode: api.PolicyFork})
 	if got := w.modeOf(msg("w-fork-1", "normal"), forkAll, now); got != PolicyQueue {
 		t.Errorf("own fork's note: mode %q, want queue", got)
 	}
@@ -114,10 +114,10 @@ func TestRuntimeQuietHoldsUntilItEnds(t *testing.T) {
 		m := svc.Stored(id)
 		return m != nil && svc.Stored(ReplyID("w", m)) != nil
 	}
-	send := func(id, from string, prio fsm.Priority) uint64 {
+	send := func(id, from string, prio api.Priority) uint64 {
 		t.Helper()
-		res, err := cl.Send(context.Background(), &fsm.Message{ID: id, Channel: "dev", From: from, To: fsm.Recipients{"w"},
-			Priority: prio, Content: fsm.Content{Text: "please do " + id}})
+		res, err := cl.Send(context.Background(), &api.Message{ID: id, Channel: "dev", From: from, To: api.Recipients{"w"},
+			Priority: prio, Content: api.Content{Text: "please do " + id}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,8 +133,8 @@ func TestRuntimeQuietHoldsUntilItEnds(t *testing.T) {
 	}
 
 	wait("w registered", func() bool { _, err := cl.Agent(context.Background(), "w", transport.Local); return err == nil })
-	setPolicy(transport.PolicyRequest{Mode: fsm.PolicyQuiet})
-	setPolicy(transport.PolicyRequest{Mode: fsm.PolicyQueue, From: "lead"})
+	setPolicy(transport.PolicyRequest{Mode: api.PolicyQuiet})
+	setPolicy(transport.PolicyRequest{Mode: api.PolicyQueue, From: "lead"})
 	held := send("held-1", "bob", "normal")
 	send("urgent-1", "bob", "urgent")
 	send("lead-1", "lead", "normal")
@@ -148,7 +148,7 @@ func TestRuntimeQuietHoldsUntilItEnds(t *testing.T) {
 	}
 
 	// Still quiet, now for a second: it ends by itself, nobody clears it.
-	setPolicy(transport.PolicyRequest{Mode: fsm.PolicyQuiet, ForSeconds: 1})
+	setPolicy(transport.PolicyRequest{Mode: api.PolicyQuiet, ForSeconds: 1})
 	wait("the held message answered once the quiet ended", func() bool { return answered("held-1") })
 	wait("the cursor passes the answered message", func() bool {
 		cur, err := cl.Cursor(context.Background(), "w", transport.Strong)
@@ -181,10 +181,10 @@ func TestPolicySetBeforeASendAppliesToIt(t *testing.T) {
 		cancel()
 		<-done
 	})
-	answer := func(id string) *fsm.Message {
+	answer := func(id string) *api.Message {
 		t.Helper()
-		if _, err := cl.Send(context.Background(), &fsm.Message{ID: id, Channel: "dev", From: "lead", To: fsm.Recipients{"w"},
-			Content: fsm.Content{Text: "please"}}); err != nil {
+		if _, err := cl.Send(context.Background(), &api.Message{ID: id, Channel: "dev", From: "lead", To: api.Recipients{"w"},
+			Content: api.Content{Text: "please"}}); err != nil {
 			t.Fatal(err)
 		}
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
@@ -202,7 +202,7 @@ func TestPolicySetBeforeASendAppliesToIt(t *testing.T) {
 	if r := answer("warm-up"); r.From != "w" {
 		t.Fatalf("warm-up answered by %s", r.From)
 	}
-	if _, err := cl.SetPolicy(context.Background(), "w", transport.PolicyRequest{Mode: fsm.PolicyFork}); err != nil {
+	if _, err := cl.SetPolicy(context.Background(), "w", transport.PolicyRequest{Mode: api.PolicyFork}); err != nil {
 		t.Fatal(err)
 	}
 	if r := answer("job-1"); r.From != "w-fork-1" || r.Content.Text != "answer from w-fork-1" {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -87,31 +87,31 @@ echo "$MAOS_AGENT_ID of $MAOS_PARENT_AGENT answers $MAOS_MESSAGE_ID in $(basenam
 	offline := func(agent string) func() bool {
 		return func() bool { return presenceOf(agent).State == transport.PresenceOffline }
 	}
-	send := func(id string) *fsm.Message {
+	send := func(id string) *api.Message {
 		t.Helper()
-		if _, err := cl.Send(ctx, &fsm.Message{ID: id, Channel: "dev", From: "lead", To: fsm.Recipients{"w"}, Title: "do " + id,
-			Content: fsm.Content{Text: "please do " + id}}); err != nil {
+		if _, err := cl.Send(ctx, &api.Message{ID: id, Channel: "dev", From: "lead", To: api.Recipients{"w"}, Title: "do " + id,
+			Content: api.Content{Text: "please do " + id}}); err != nil {
 			t.Fatal(err)
 		}
-		var m *fsm.Message
+		var m *api.Message
 		wait(id+" stored", func() bool { m = svc.Stored(id); return m != nil })
 		return m
 	}
-	release := func(m *fsm.Message, fork string) {
+	release := func(m *api.Message, fork string) {
 		t.Helper()
 		if err := os.WriteFile(filepath.Join(gate, m.ID), nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		var r *fsm.Message
+		var r *api.Message
 		wait("the answer to "+m.ID, func() bool { r = svc.Stored(ReplyID("w", m)); return r != nil })
 		want := fmt.Sprintf("%s of w answers %s in %s with 0 files", fork, m.ID, fork)
 		if r.From != fork || r.Content.Text != want || !slices.Equal(r.Recipients, []string{"lead"}) || r.InReplyTo != m.ID {
 			t.Errorf("answer to %s: from %s to %v in reply to %s: %q; want from %s to [lead]: %q", m.ID, r.From, r.Recipients, r.InReplyTo, r.Content.Text, fork, want)
 		}
 		note := forkNote(m, r, "w")
-		var got *fsm.Message
+		var got *api.Message
 		wait("w's note of "+m.ID, func() bool { got = svc.Stored(note.ID); return got != nil })
-		if got.From != fork || !slices.Equal(got.Recipients, []string{"w"}) || got.Visibility != fsm.VisibilityPrivate ||
+		if got.From != fork || !slices.Equal(got.Recipients, []string{"w"}) || got.Visibility != api.VisibilityPrivate ||
 			got.Type != ForkNoteType || !strings.Contains(got.Content.Text, want) || got.CorrelationID != m.ID {
 			t.Errorf("note to w: %+v", got)
 		}
@@ -144,7 +144,7 @@ echo "$MAOS_AGENT_ID of $MAOS_PARENT_AGENT answers $MAOS_MESSAGE_ID in $(basenam
 		cur, err := cl.Cursor(ctx, "w", transport.Local)
 		return err == nil && cur.Seq >= svc.Stored(forkNote(c, svc.Stored(ReplyID("w", c)), "w").ID).Seq
 	})
-	for _, m := range []*fsm.Message{a, b, c} {
+	for _, m := range []*api.Message{a, b, c} {
 		note := svc.Stored(forkNote(m, svc.Stored(ReplyID("w", m)), "w").ID)
 		if r := svc.Stored(ReplyID("w", note)); r != nil {
 			t.Errorf("w answered its fork's note: %+v", r)

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/artifacts"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -95,20 +95,20 @@ type PromptData struct {
 	Guardrails string
 	// Context is up to context_messages messages of the channel stored
 	// before Message, oldest first; for a fork, of Message's thread.
-	Context []*fsm.Message
+	Context []*api.Message
 	// Parent is the agent a fork answers for ("" unless Agent is a fork,
 	// "A-fork-N"; fork.go).
 	Parent string
 	// Message is the message to answer; for a task, its task_delegation
 	// message (from the creator, the title, the description as text).
-	Message *fsm.Message
+	Message *api.Message
 	// Task is the task to do, nil for a message. Its ApprovedAction is
 	// set when its approver modified the action a requires_approval
 	// completion proposed: the run is to carry that out.
-	Task *fsm.Task
+	Task *api.Task
 	// Dependencies are the tasks Task depends on (its depends_on, then
 	// those its CLI waited for), as they ended.
-	Dependencies []*fsm.Task
+	Dependencies []*api.Task
 	// Artifacts are the artifacts Message or Task references, fetched into
 	// the agent's shared context (Path), or why not (Err).
 	Artifacts []artifacts.Local
@@ -126,7 +126,7 @@ func (a *AgentConfig) Render(d PromptData) (string, error) {
 // recentContext returns up to n messages of m's channel stored before m,
 // oldest first. Seqs are global, so it scans a window of seqs before m that
 // doubles until it holds n messages or reaches the channel's start.
-func recentContext(ctx context.Context, c *transport.Client, m *fsm.Message, n int) ([]*fsm.Message, error) {
+func recentContext(ctx context.Context, c *transport.Client, m *api.Message, n int) ([]*api.Message, error) {
 	if n <= 0 || m.Seq <= 1 {
 		return nil, nil
 	}
@@ -136,11 +136,11 @@ func recentContext(ctx context.Context, c *transport.Client, m *fsm.Message, n i
 		if m.Seq > window {
 			after = m.Seq - window
 		}
-		var ring []*fsm.Message
+		var ring []*api.Message
 		cur := after
 	scan:
 		for {
-			p, err := c.ChannelPage(ctx, m.Channel, cur, fsm.MaxPageLimit, transport.Local)
+			p, err := c.ChannelPage(ctx, m.Channel, cur, api.MaxPageLimit, transport.Local)
 			if err != nil {
 				return nil, fmt.Errorf("watcher: context of %s: %w", m.ID, err)
 			}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -39,7 +39,7 @@ func (w *agentWatcher) readsBegun() uint64 {
 
 // tmuxMessageLine is how one message reads in a pane: "[FROM: sender]
 // title — text".
-func tmuxMessageLine(m *fsm.Message) string {
+func tmuxMessageLine(m *api.Message) string {
 	line := "[FROM: " + m.From + "] "
 	if m.Title != "" {
 		line += m.Title + " — "
@@ -52,7 +52,7 @@ func tmuxMessageLine(m *fsm.Message) string {
 // summary, "3 messages while you worked: (1) [FROM: a] … (2) …" (waited
 // is false when they came while the agent was idle: "3 messages: …"), so
 // the agent takes them in one turn, not three.
-func BatchText(ms []*fsm.Message, waited bool) string {
+func BatchText(ms []*api.Message, waited bool) string {
 	if len(ms) == 1 {
 		return tmuxMessageLine(ms[0])
 	}
@@ -72,10 +72,10 @@ func BatchText(ms []*fsm.Message, waited bool) string {
 // urgent message, or one an override gives mode interrupt, whose sender
 // may interrupt. That authority is not the watcher's to decide: apply
 // decided it by the interrupt rule and carried it on the message
-// (fsm.Message.MayInterrupt); without it the message waits for the agent
+// (api.Message.MayInterrupt); without it the message waits for the agent
 // to be idle, like any other.
 func (w *agentWatcher) interrupts(it *item) bool {
-	return it.m.MayInterrupt && (it.m.Priority == fsm.PriorityUrgent || (it.mode == PolicyInterrupt && w.cfg.Policy.Mode != PolicyInterrupt))
+	return it.m.MayInterrupt && (it.m.Priority == api.PriorityUrgent || (it.mode == PolicyInterrupt && w.cfg.Policy.Mode != PolicyInterrupt))
 }
 
 // agentSubstate is what delivery goes by: the hook's word (the node's
@@ -164,7 +164,7 @@ func (w *agentWatcher) scheduleTmux(ctx context.Context, q *tmuxQueue, items []*
 			q.bg.Add(1)
 			go func() {
 				defer q.bg.Done()
-				w.reportReceipt(ctx, it.m, fsm.ReceiptQueued)
+				w.reportReceipt(ctx, it.m, api.ReceiptQueued)
 			}()
 		}
 		if w.interrupts(it) && !it.interruptAsked {
@@ -228,7 +228,7 @@ func (w *agentWatcher) deliverBatch(ctx context.Context, its []*item, waited boo
 	if len(send) == 0 {
 		return out
 	}
-	ms := make([]*fsm.Message, len(send))
+	ms := make([]*api.Message, len(send))
 	for i, it := range send {
 		ms[i] = it.m
 	}
@@ -247,9 +247,9 @@ func (w *agentWatcher) deliverBatch(ctx context.Context, its []*item, waited boo
 			out = append(out, finished{it: it})
 			continue
 		}
-		state := fsm.ReceiptDelivered
+		state := api.ReceiptDelivered
 		if w.takeInterrupted(m.Seq) {
-			state = fsm.ReceiptInterrupted
+			state = api.ReceiptInterrupted
 		}
 		w.reportReceipt(ctx, m, state)
 		if !w.retry(ctx, "mark read", func() error {
@@ -290,10 +290,10 @@ func again(its []*item) []finished {
 // message is not in the inbox, the rules blocked it, a node that has no
 // such route) is logged, not retried: the receipt is a report, delivery
 // does not wait on it.
-func (w *agentWatcher) reportReceipt(ctx context.Context, m *fsm.Message, state string) {
+func (w *agentWatcher) reportReceipt(ctx context.Context, m *api.Message, state string) {
 	w.retry(ctx, "report receipt "+state, func() error {
 		_, err := w.c.ReportReceipt(ctx, w.cfg.ID, m.ID, state)
-		if err != nil && (errors.Is(err, fsm.ErrNotFound) || errors.Is(err, fsm.ErrConflict) || errors.Is(err, fsm.ErrForbidden) || errors.Is(err, fsm.ErrInvalid)) {
+		if err != nil && (errors.Is(err, api.ErrNotFound) || errors.Is(err, api.ErrConflict) || errors.Is(err, api.ErrForbidden) || errors.Is(err, api.ErrInvalid)) {
 			w.log.Warn("watcher: receipt report refused", "id", m.ID, "state", state, "err", err)
 			return nil
 		}

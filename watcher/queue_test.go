@@ -11,19 +11,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
 func TestBatchText(t *testing.T) {
-	m := func(from, title, text string) *fsm.Message {
-		return &fsm.Message{From: from, Title: title, Content: fsm.Content{Text: text}}
+	m := func(from, title, text string) *api.Message {
+		return &api.Message{From: from, Title: title, Content: api.Content{Text: text}}
 	}
 	one := m("lead", "job", "do it")
-	if got, want := BatchText([]*fsm.Message{one}, true), "[FROM: lead] job — do it"; got != want {
+	if got, want := BatchText([]*api.Message{one}, true), "[FROM: lead] job — do it"; got != want {
 		t.Errorf("one message = %q, want %q", got, want)
 	}
-	three := []*fsm.Message{one, m("codex", "", "looks fine"), m("rita", "q", "why?")}
+	three := []*api.Message{one, m("codex", "", "looks fine"), m("rita", "q", "why?")}
 	if got, want := BatchText(three, true), "3 messages while you worked: (1) [FROM: lead] job — do it (2) [FROM: codex] looks fine (3) [FROM: rita] q — why?"; got != want {
 		t.Errorf("three waited = %q, want %q", got, want)
 	}
@@ -79,10 +79,10 @@ func hook(t *testing.T, cl *transport.Client, sub string) {
 	}
 }
 
-func send(t *testing.T, cl *transport.Client, n int, prio fsm.Priority) *fsm.Message {
+func send(t *testing.T, cl *transport.Client, n int, prio api.Priority) *api.Message {
 	t.Helper()
-	m := &fsm.Message{ID: fmt.Sprintf("msg-20261125-040000-lead-%08x", n), From: "lead", To: fsm.Recipients{"tm"}, Channel: "work",
-		Title: fmt.Sprintf("job %d", n), Priority: prio, Content: fsm.Content{Text: fmt.Sprintf("please do %d", n)}}
+	m := &api.Message{ID: fmt.Sprintf("msg-20261125-040000-lead-%08x", n), From: "lead", To: api.Recipients{"tm"}, Channel: "work",
+		Title: fmt.Sprintf("job %d", n), Priority: prio, Content: api.Content{Text: fmt.Sprintf("please do %d", n)}}
 	res, err := cl.Send(context.Background(), m)
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +91,7 @@ func send(t *testing.T, cl *transport.Client, n int, prio fsm.Priority) *fsm.Mes
 	return m
 }
 
-func receipt(t *testing.T, cl *transport.Client, id string) fsm.Receipt {
+func receipt(t *testing.T, cl *transport.Client, id string) api.Receipt {
 	t.Helper()
 	rc, err := cl.Receipts(context.Background(), id, transport.Strong)
 	if err != nil || len(rc.Receipts) != 1 {
@@ -100,9 +100,9 @@ func receipt(t *testing.T, cl *transport.Client, id string) fsm.Receipt {
 	return rc.Receipts[0]
 }
 
-func waitReceipt(t *testing.T, cl *transport.Client, id string, cond func(fsm.Receipt) bool) fsm.Receipt {
+func waitReceipt(t *testing.T, cl *transport.Client, id string, cond func(api.Receipt) bool) api.Receipt {
 	t.Helper()
-	var r fsm.Receipt
+	var r api.Receipt
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if r = receipt(t, cl, id); cond(r) {
 			return r
@@ -121,10 +121,10 @@ func TestTmuxQueueWaitsForIdleThenBatches(t *testing.T) {
 	target, out := s.catSession("agent")
 	cl := tmuxAgent(t, s, target, "")
 	hook(t, cl, transport.SubstateWorking)
-	ms := []*fsm.Message{send(t, cl, 1, fsm.PriorityNormal), send(t, cl, 2, fsm.PriorityHigh), send(t, cl, 3, fsm.PriorityNormal)}
+	ms := []*api.Message{send(t, cl, 1, api.PriorityNormal), send(t, cl, 2, api.PriorityHigh), send(t, cl, 3, api.PriorityNormal)}
 	for _, m := range ms {
-		r := waitReceipt(t, cl, m.ID, func(r fsm.Receipt) bool { return r.State == fsm.ReceiptQueued })
-		if r.Reached(fsm.ReceiptDelivered) || !r.TypedAt.IsZero() {
+		r := waitReceipt(t, cl, m.ID, func(r api.Receipt) bool { return r.State == api.ReceiptQueued })
+		if r.Reached(api.ReceiptDelivered) || !r.TypedAt.IsZero() {
 			t.Errorf("queued receipt of %s reached delivered: %+v", m.ID, r)
 		}
 	}
@@ -143,18 +143,18 @@ func TestTmuxQueueWaitsForIdleThenBatches(t *testing.T) {
 		t.Fatalf("pane read %q, want one batch %q", got, want)
 	}
 	for _, m := range ms {
-		r := waitReceipt(t, cl, m.ID, func(r fsm.Receipt) bool { return r.State == fsm.ReceiptRead })
-		if r.QueuedAt.IsZero() || !r.TypedAt.After(r.QueuedAt) || !r.InterruptedAt.IsZero() || !r.Reached(fsm.ReceiptDelivered) {
+		r := waitReceipt(t, cl, m.ID, func(r api.Receipt) bool { return r.State == api.ReceiptRead })
+		if r.QueuedAt.IsZero() || !r.TypedAt.After(r.QueuedAt) || !r.InterruptedAt.IsZero() || !r.Reached(api.ReceiptDelivered) {
 			t.Errorf("receipt of %s after the batch = %+v, want queued then typed, not interrupted", m.ID, r)
 		}
 	}
 	waitCursorSeq(t, cl, ms[2].Seq)
 	// An idle agent gets the next message at once, alone.
-	m4 := send(t, cl, 4, fsm.PriorityNormal)
+	m4 := send(t, cl, 4, api.PriorityNormal)
 	if got := waitFile(t, out, func(s string) bool { return strings.Count(s, "\n") == 2 }); !strings.HasSuffix(got, "\n[FROM: lead] job 4 — please do 4\n") {
 		t.Fatalf("pane read %q, want job 4 alone after the batch", got)
 	}
-	if r := waitReceipt(t, cl, m4.ID, func(r fsm.Receipt) bool { return r.State == fsm.ReceiptRead }); !r.QueuedAt.IsZero() || r.TypedAt.IsZero() {
+	if r := waitReceipt(t, cl, m4.ID, func(r api.Receipt) bool { return r.State == api.ReceiptRead }); !r.QueuedAt.IsZero() || r.TypedAt.IsZero() {
 		t.Errorf("receipt of a message to an idle agent = %+v, want typed, never queued", r)
 	}
 }
@@ -177,16 +177,16 @@ func TestTmuxUrgentInterruptsFirst(t *testing.T) {
 			cl := tmuxAgent(t, s, target, tc.more)
 			mayInterrupt(t, cl, "lead")
 			hook(t, cl, transport.SubstateWorking)
-			normal := send(t, cl, 1, fsm.PriorityNormal)
-			waitReceipt(t, cl, normal.ID, func(r fsm.Receipt) bool { return r.State == fsm.ReceiptQueued })
-			urgent := send(t, cl, 2, fsm.PriorityUrgent)
+			normal := send(t, cl, 1, api.PriorityNormal)
+			waitReceipt(t, cl, normal.ID, func(r api.Receipt) bool { return r.State == api.ReceiptQueued })
+			urgent := send(t, cl, 2, api.PriorityUrgent)
 			got := waitFile(t, out, func(s string) bool { return strings.HasSuffix(s, "\n") })
 			line := "2 messages while you worked: (1) [FROM: lead] job 1 — please do 1 (2) [FROM: lead] job 2 — please do 2\n"
 			before, ok := strings.CutSuffix(got, line)
 			if !ok || !strings.HasPrefix(before, tc.key) || strings.Count(before, tc.key) != 1 {
 				t.Fatalf("pane read %q, want the key %q once, then %q", got, tc.key, line)
 			}
-			r := waitReceipt(t, cl, urgent.ID, func(r fsm.Receipt) bool { return r.State == fsm.ReceiptRead })
+			r := waitReceipt(t, cl, urgent.ID, func(r api.Receipt) bool { return r.State == api.ReceiptRead })
 			if r.InterruptedAt.IsZero() || !r.TypedAt.Equal(r.InterruptedAt) {
 				t.Errorf("urgent receipt = %+v, want interrupted", r)
 			}
@@ -201,7 +201,7 @@ func TestTmuxUrgentInterruptsFirst(t *testing.T) {
 // interrupt rule admits: its messages then carry interrupt authority.
 func mayInterrupt(t *testing.T, cl *transport.Client, agent string) {
 	t.Helper()
-	if _, err := cl.RegisterAgent(context.Background(), fsm.RegisterAgentCommand{ID: agent, Role: "orchestrator"}); err != nil {
+	if _, err := cl.RegisterAgent(context.Background(), api.RegisterAgentCommand{ID: agent, Role: "orchestrator"}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -218,20 +218,20 @@ func TestTmuxUrgentWithoutAuthorityWaits(t *testing.T) {
 	waitFile(t, ready, func(string) bool { return true })
 	cl := tmuxAgent(t, s, target, "")
 	hook(t, cl, transport.SubstateWorking)
-	urgent := send(t, cl, 1, fsm.PriorityUrgent) // from lead, unregistered: no authority
-	waitReceipt(t, cl, urgent.ID, func(r fsm.Receipt) bool { return r.State == fsm.ReceiptQueued })
+	urgent := send(t, cl, 1, api.PriorityUrgent) // from lead, unregistered: no authority
+	waitReceipt(t, cl, urgent.ID, func(r api.Receipt) bool { return r.State == api.ReceiptQueued })
 	if m, err := cl.Message(context.Background(), urgent.ID, transport.Strong); err != nil || m.MayInterrupt {
 		t.Fatalf("stored %+v (%v): want no interrupt authority", m, err)
 	}
 	// A later normal message from an authorized sender is queued too: the
 	// agent is still WORKING and nothing was pressed.
 	mayInterrupt(t, cl, "boss")
-	normal := &fsm.Message{ID: "msg-20261125-040000-boss-00000002", From: "boss", To: fsm.Recipients{"tm"}, Channel: "work",
-		Title: "fyi", Content: fsm.Content{Text: "later"}}
+	normal := &api.Message{ID: "msg-20261125-040000-boss-00000002", From: "boss", To: api.Recipients{"tm"}, Channel: "work",
+		Title: "fyi", Content: api.Content{Text: "later"}}
 	if _, err := cl.Send(context.Background(), normal); err != nil {
 		t.Fatal(err)
 	}
-	waitReceipt(t, cl, normal.ID, func(r fsm.Receipt) bool { return r.State == fsm.ReceiptQueued })
+	waitReceipt(t, cl, normal.ID, func(r api.Receipt) bool { return r.State == api.ReceiptQueued })
 	if got := readFileString(out); got != "" {
 		t.Fatalf("pressed or typed into a WORKING pane for mail without interrupt authority: %q", got)
 	}
@@ -241,7 +241,7 @@ func TestTmuxUrgentWithoutAuthorityWaits(t *testing.T) {
 	if strings.Contains(got, "\x1b") || !strings.HasPrefix(strings.TrimPrefix(got, "\x15"), "2 messages while you worked: (1) [FROM: lead] job 1") {
 		t.Fatalf("pane read %q, want the two messages typed once idle, no key", got)
 	}
-	if r := waitReceipt(t, cl, urgent.ID, func(r fsm.Receipt) bool { return r.State == fsm.ReceiptRead }); !r.InterruptedAt.IsZero() || r.TypedAt.IsZero() {
+	if r := waitReceipt(t, cl, urgent.ID, func(r api.Receipt) bool { return r.State == api.ReceiptRead }); !r.InterruptedAt.IsZero() || r.TypedAt.IsZero() {
 		t.Errorf("urgent receipt = %+v, want delivered, not interrupted", r)
 	}
 }
@@ -279,8 +279,8 @@ func TestTmuxUrgentWaitsWhenTheKeyFails(t *testing.T) {
 	cl := tmuxAgent(t, s, target, "  interrupt_key: F12\n")
 	mayInterrupt(t, cl, "lead")
 	hook(t, cl, transport.SubstateWorking)
-	urgent := send(t, cl, 1, fsm.PriorityUrgent)
-	waitReceipt(t, cl, urgent.ID, func(r fsm.Receipt) bool { return r.State == fsm.ReceiptQueued })
+	urgent := send(t, cl, 1, api.PriorityUrgent)
+	waitReceipt(t, cl, urgent.ID, func(r api.Receipt) bool { return r.State == api.ReceiptQueued })
 	time.Sleep(300 * time.Millisecond)
 	if got := readFileString(out); got != "" {
 		t.Fatalf("typed into a WORKING pane the watcher could not interrupt: %q", got)
@@ -289,7 +289,7 @@ func TestTmuxUrgentWaitsWhenTheKeyFails(t *testing.T) {
 	if got := waitFile(t, out, func(s string) bool { return strings.HasSuffix(s, "\n") }); got != "[FROM: lead] job 1 — please do 1\n" {
 		t.Fatalf("pane read %q", got)
 	}
-	if r := waitReceipt(t, cl, urgent.ID, func(r fsm.Receipt) bool { return r.State == fsm.ReceiptRead }); !r.InterruptedAt.IsZero() || r.TypedAt.IsZero() {
+	if r := waitReceipt(t, cl, urgent.ID, func(r api.Receipt) bool { return r.State == api.ReceiptRead }); !r.InterruptedAt.IsZero() || r.TypedAt.IsZero() {
 		t.Errorf("receipt = %+v, want delivered, not interrupted", r)
 	}
 }
@@ -302,8 +302,8 @@ func TestTmuxQueuedSurvivesRestart(t *testing.T) {
 	_, cl := apiNode(t)
 	stop := startTmuxWatcher(t, s, cl, target, "")
 	hook(t, cl, transport.SubstateWorking)
-	m := send(t, cl, 1, fsm.PriorityNormal)
-	waitReceipt(t, cl, m.ID, func(r fsm.Receipt) bool { return r.State == fsm.ReceiptQueued })
+	m := send(t, cl, 1, api.PriorityNormal)
+	waitReceipt(t, cl, m.ID, func(r api.Receipt) bool { return r.State == api.ReceiptQueued })
 	stop()
 	if c, err := cl.Cursor(context.Background(), "tm", transport.Strong); err != nil || c.Seq >= m.Seq {
 		t.Fatalf("cursor %+v (%v) passed the queued message (seq %d)", c, err, m.Seq)
@@ -323,16 +323,16 @@ func TestTmuxInterrupts(t *testing.T) {
 	for _, tc := range []struct {
 		yml  string
 		from string
-		prio fsm.Priority
+		prio api.Priority
 		want bool
 	}{
-		{"", "rita", fsm.PriorityUrgent, true},
-		{"", "rita", fsm.PriorityHigh, false},
-		{"  policy: {overrides: [{from: lead, mode: interrupt}]}\n", "lead", fsm.PriorityLow, true},
-		{"  policy: {overrides: [{from: lead, mode: interrupt}]}\n", "rita", fsm.PriorityNormal, false},
+		{"", "rita", api.PriorityUrgent, true},
+		{"", "rita", api.PriorityHigh, false},
+		{"  policy: {overrides: [{from: lead, mode: interrupt}]}\n", "lead", api.PriorityLow, true},
+		{"  policy: {overrides: [{from: lead, mode: interrupt}]}\n", "rita", api.PriorityNormal, false},
 		// The agent's own mode interrupt is urgent mail's, as for a command agent.
-		{"  policy: {mode: interrupt}\n", "rita", fsm.PriorityNormal, false},
-		{"  policy: {mode: interrupt}\n", "rita", fsm.PriorityUrgent, true},
+		{"  policy: {mode: interrupt}\n", "rita", api.PriorityNormal, false},
+		{"  policy: {mode: interrupt}\n", "rita", api.PriorityUrgent, true},
 	} {
 		// Only a message whose sender may interrupt (apply's decision,
 		// carried on it) ever does; without it none of these does.
@@ -342,12 +342,12 @@ func TestTmuxInterrupts(t *testing.T) {
 				t.Fatal(err)
 			}
 			w := &agentWatcher{cfg: &f.Agents[0]}
-			m := &fsm.Message{From: tc.from, Priority: tc.prio, MayInterrupt: may}
+			m := &api.Message{From: tc.from, Priority: tc.prio, MayInterrupt: may}
 			if got := w.interrupts(&item{m: m, mode: w.cfg.ModeFor(m)}); got != (tc.want && may) {
 				t.Errorf("%q: from %s, %s, may_interrupt %t: interrupts = %v, want %v", tc.yml, tc.from, tc.prio, may, got, tc.want && may)
 			}
 			it := &item{m: m, mode: PolicyInterrupt}
-			if got := it.urgentInterrupt(); got != (may && tc.prio == fsm.PriorityUrgent) {
+			if got := it.urgentInterrupt(); got != (may && tc.prio == api.PriorityUrgent) {
 				t.Errorf("a command agent's %s message from %s, may_interrupt %t: preempts = %v", tc.prio, tc.from, may, got)
 			}
 		}
@@ -367,12 +367,12 @@ func TestTmuxQuietHoldsNormalMail(t *testing.T) {
 		t.Fatal(err)
 	}
 	startTmuxWatcher(t, s, cl, target, "")
-	normal := send(t, cl, 1, fsm.PriorityNormal)
-	urgent := send(t, cl, 2, fsm.PriorityUrgent)
+	normal := send(t, cl, 1, api.PriorityNormal)
+	urgent := send(t, cl, 2, api.PriorityUrgent)
 	if got := waitFile(t, out, func(s string) bool { return strings.HasSuffix(s, "\n") }); got != "[FROM: lead] job 2 — please do 2\n" {
 		t.Fatalf("pane read %q, want only the urgent message while quiet", got)
 	}
-	waitReceipt(t, cl, urgent.ID, func(r fsm.Receipt) bool { return r.State == fsm.ReceiptRead })
+	waitReceipt(t, cl, urgent.ID, func(r api.Receipt) bool { return r.State == api.ReceiptRead })
 	if c, err := cl.Cursor(ctx, "tm", transport.Strong); err != nil || c.Seq >= normal.Seq {
 		t.Fatalf("cursor %+v (%v) passed the held message (seq %d)", c, err, normal.Seq)
 	}
@@ -394,11 +394,11 @@ func TestTmuxForkNeverTypesIntoThePane(t *testing.T) {
 	target, out := s.catSession("agent")
 	cl := tmuxAgent(t, s, target, "  command: [sh, -c, 'echo fork answer from $MAOS_AGENT_ID']\n  context_messages: 0\n  policy: {mode: fork}\n")
 	hook(t, cl, transport.SubstateWorking)
-	m, err := cl.Message(context.Background(), send(t, cl, 1, fsm.PriorityNormal).ID, transport.Local) // with its stored time
+	m, err := cl.Message(context.Background(), send(t, cl, 1, api.PriorityNormal).ID, transport.Local) // with its stored time
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r *fsm.Message
+	var r *api.Message
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		var err error
 		if r, err = cl.Message(context.Background(), ReplyID("tm", m), transport.Local); err == nil {
@@ -420,7 +420,7 @@ func TestTmuxForkNeverTypesIntoThePane(t *testing.T) {
 			t.Fatalf("no note %s to tm", note.ID)
 		}
 	}
-	waitReceipt(t, cl, note.ID, func(r fsm.Receipt) bool { return r.State == fsm.ReceiptQueued })
+	waitReceipt(t, cl, note.ID, func(r api.Receipt) bool { return r.State == api.ReceiptQueued })
 	if got := readFileString(out); got != "" {
 		t.Fatalf("typed into a WORKING agent's pane: %q", got)
 	}

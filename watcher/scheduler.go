@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 // scheduler is one agent's message loop (run): it tracks the inbox
@@ -50,7 +50,7 @@ func (w *agentWatcher) newScheduler(cursor uint64) *scheduler {
 
 // run schedules the messages of msgs until ctx ends, then waits for every
 // started item's report.
-func (s *scheduler) run(ctx context.Context, msgs <-chan *fsm.Message) {
+func (s *scheduler) run(ctx context.Context, msgs <-chan *api.Message) {
 	s.w.refreshPolicy(ctx, &s.rt)
 	poll := time.NewTicker(policyPoll)
 	defer poll.Stop()
@@ -200,7 +200,7 @@ func (s *scheduler) drain() {
 // the agent. In a dry run it only reports. It returns false when the
 // cursor need not move: a repeat after a reconnect, a dry run, or ctx
 // ended while the task loop was offered m.
-func (s *scheduler) arrive(ctx context.Context, m *fsm.Message) bool {
+func (s *scheduler) arrive(ctx context.Context, m *api.Message) bool {
 	w := s.w
 	if m.Seq <= s.lastSeen {
 		return false // a repeat after a reconnect
@@ -288,7 +288,7 @@ func (s *scheduler) advance(ctx context.Context) {
 		return
 	}
 	w := s.w
-	if _, err := w.c.SetCursorFenced(ctx, w.cfg.ID, s.cursor, w.agentFence()); errors.Is(err, fsm.ErrFenced) {
+	if _, err := w.c.SetCursorFenced(ctx, w.cfg.ID, s.cursor, w.agentFence()); errors.Is(err, api.ErrFenced) {
 		w.leaseLost(err)
 	} else if err != nil {
 		w.log.Warn("watcher: set cursor failed; retried with the next message", "seq", s.cursor, "err", err)

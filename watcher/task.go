@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -27,15 +27,15 @@ import (
 // taskAPI is what a watcher needs of the API to do tasks;
 // *transport.Client implements it.
 type taskAPI interface {
-	Task(ctx context.Context, id string) (*fsm.Task, error)
-	Tasks(ctx context.Context, q fsm.TaskQuery) (fsm.TaskPage, error)
+	Task(ctx context.Context, id string) (*api.Task, error)
+	Tasks(ctx context.Context, q api.TaskQuery) (api.TaskPage, error)
 	// ClaimTaskFenced claims under the agent lease's fence (agentlease.go).
-	ClaimTaskFenced(ctx context.Context, id, agent string, agentFence uint64) (fsm.TaskResult, error)
-	TaskProgress(ctx context.Context, cmd fsm.TaskProgressCommand) (fsm.TaskResult, error)
-	CompleteTask(ctx context.Context, cmd fsm.TaskCompleteCommand) (fsm.TaskResult, error)
+	ClaimTaskFenced(ctx context.Context, id, agent string, agentFence uint64) (api.TaskResult, error)
+	TaskProgress(ctx context.Context, cmd api.TaskProgressCommand) (api.TaskResult, error)
+	CompleteTask(ctx context.Context, cmd api.TaskCompleteCommand) (api.TaskResult, error)
 	// HandoffTask gives a queue's task back to its queue when the watcher
 	// stops mid-task, so another agent need not wait for the lease.
-	HandoffTask(ctx context.Context, cmd fsm.TaskHandoffCommand) (fsm.TaskResult, error)
+	HandoffTask(ctx context.Context, cmd api.TaskHandoffCommand) (api.TaskResult, error)
 }
 
 // taskOffer is a task the watcher may claim: as a task update showed it
@@ -43,7 +43,7 @@ type taskAPI interface {
 // read again before the claim.
 type taskOffer struct {
 	id   string
-	task *fsm.Task
+	task *api.Task
 	// resume: a task this agent holds (from the start's list), offered
 	// though it is not ready; claiming it again answers the current claim.
 	resume    bool
@@ -63,13 +63,13 @@ const maxTaskTries = 6
 // never answered as mail (a reply would reach the creator or approver as
 // chat, and a modified task's action would be carried out twice); the
 // task's completion and incidents, reports to its creator, are mail.
-func taskMessageID(m *fsm.Message) string {
-	if (m.Type != fsm.TypeTaskDelegation && m.Type != fsm.TypeTaskHandoff && m.Type != fsm.TypeHITLDecision) || len(m.Metadata) == 0 {
+func taskMessageID(m *api.Message) string {
+	if (m.Type != api.TypeTaskDelegation && m.Type != api.TypeTaskHandoff && m.Type != api.TypeHITLDecision) || len(m.Metadata) == 0 {
 		return ""
 	}
 	var md map[string]json.RawMessage
 	var id string
-	if json.Unmarshal(m.Metadata, &md) != nil || json.Unmarshal(md[fsm.MetaTaskID], &id) != nil {
+	if json.Unmarshal(m.Metadata, &md) != nil || json.Unmarshal(md[api.MetaTaskID], &id) != nil {
 		return ""
 	}
 	return id
@@ -98,14 +98,14 @@ func (w *agentWatcher) taskSlots() int {
 // it still holds from before a restart: what the stream after the cursor
 // may not show again.
 func (w *agentWatcher) listTasks(ctx context.Context) {
-	queries := []fsm.TaskQuery{{State: fsm.TaskRunning, ClaimedBy: w.cfg.ID}}
+	queries := []api.TaskQuery{{State: api.TaskRunning, ClaimedBy: w.cfg.ID}}
 	for _, q := range w.cfg.Queues() {
-		queries = append(queries, fsm.TaskQuery{State: fsm.TaskReady, To: q})
+		queries = append(queries, api.TaskQuery{State: api.TaskReady, To: q})
 	}
 	for _, q := range queries {
-		q.Limit = fsm.MaxPageLimit
+		q.Limit = api.MaxPageLimit
 		for {
-			var page fsm.TaskPage
+			var page api.TaskPage
 			if !w.retry(ctx, "list tasks", func() (err error) {
 				page, err = w.tasks.Tasks(ctx, q)
 				return err
@@ -223,16 +223,16 @@ func (w *agentWatcher) mine(to string) bool {
 
 // claimable reports whether t, as shown, is one to claim: ready, of the
 // agent's queues.
-func (w *agentWatcher) claimable(t *fsm.Task) bool {
-	return t.State == fsm.TaskReady && w.mine(t.To)
+func (w *agentWatcher) claimable(t *api.Task) bool {
+	return t.State == api.TaskReady && w.mine(t.To)
 }
 
 // cameBack reports whether t, as shown, is running for this agent under
 // a fence newer than ran, the last it ran t under: given back to it (a
 // modified approval) or claimed before a restart; claiming it again
 // answers that claim.
-func (w *agentWatcher) cameBack(t *fsm.Task, ran uint64) bool {
-	return t.State == fsm.TaskRunning && t.ClaimedBy == w.cfg.ID && t.Fence > ran && w.mine(t.To)
+func (w *agentWatcher) cameBack(t *api.Task, ran uint64) bool {
+	return t.State == api.TaskRunning && t.ClaimedBy == w.cfg.ID && t.Fence > ran && w.mine(t.To)
 }
 
 // takeTask reads the offered task, claims it and does it, unless it is
@@ -246,7 +246,7 @@ func (w *agentWatcher) takeTask(ctx context.Context, o taskOffer, ran uint64) (u
 	// context) and as it is now (a replayed update may be long stale).
 	t, err := w.tasks.Task(ctx, o.id)
 	if err != nil {
-		if ctx.Err() != nil || errors.Is(err, fsm.ErrNotFound) {
+		if ctx.Err() != nil || errors.Is(err, api.ErrNotFound) {
 			return 0, nil
 		}
 		return 0, w.reoffer(o, "read task", err)
@@ -259,13 +259,13 @@ func (w *agentWatcher) takeTask(ctx context.Context, o taskOffer, ran uint64) (u
 		// Claimed before a restart, by a claim whose answer was lost (this
 		// watcher runs no task twice at once), or given back by a modified
 		// approval: claiming again answers the current claim.
-	case t.State == fsm.TaskRunning && t.ClaimedBy == w.cfg.ID:
+	case t.State == api.TaskRunning && t.ClaimedBy == w.cfg.ID:
 		w.log.Debug("watcher: task already run under its fence", "task", t.ID, "fence", t.Fence)
 		return 0, nil
-	case t.State == fsm.TaskRunning:
+	case t.State == api.TaskRunning:
 		w.log.Info("watcher: task claimed by another agent", "task", t.ID, "claimed_by", t.ClaimedBy)
 		return 0, nil
-	case t.State != fsm.TaskReady:
+	case t.State != api.TaskReady:
 		w.log.Debug("watcher: task not ready", "task", t.ID, "state", t.State)
 		return 0, nil
 	case t.ReadyAt != nil && time.Until(*t.ReadyAt) > 0:
@@ -276,11 +276,11 @@ func (w *agentWatcher) takeTask(ctx context.Context, o taskOffer, ran uint64) (u
 	case err == nil:
 	case ctx.Err() != nil:
 		return 0, nil
-	case errors.Is(err, fsm.ErrConflict):
+	case errors.Is(err, api.ErrConflict):
 		// Another agent won (the usual case), or our clock ran ahead of the
 		// leader's past a backoff: read it again to know which.
 		return 0, w.reoffer(o, "claim", err)
-	case errors.Is(err, fsm.ErrForbidden), errors.Is(err, fsm.ErrNotFound), errors.Is(err, fsm.ErrInvalid):
+	case errors.Is(err, api.ErrForbidden), errors.Is(err, api.ErrNotFound), errors.Is(err, api.ErrInvalid):
 		w.log.Warn("watcher: claim refused", "task", t.ID, "to", t.To, "err", err)
 		return 0, nil
 	default:
@@ -305,7 +305,7 @@ func (w *agentWatcher) reoffer(o taskOffer, what string, err error) *taskOffer {
 // renewed, then the completion is reported under the claim's fence. A
 // claim found lost drops the work; a watcher stopping hands a queue's
 // task back to its queue.
-func (w *agentWatcher) runTask(ctx context.Context, t *fsm.Task, claim fsm.TaskResult) {
+func (w *agentWatcher) runTask(ctx context.Context, t *api.Task, claim api.TaskResult) {
 	start := time.Now()
 	label := "doing task " + t.ID
 	w.setWorking(label, true)
@@ -338,7 +338,7 @@ func (w *agentWatcher) runTask(ctx context.Context, t *fsm.Task, claim fsm.TaskR
 
 // renewEvery is how often the lease of t is renewed: a third of its
 // timeout, so two renewals may fail before it lapses.
-func renewEvery(t *fsm.Task) time.Duration {
+func renewEvery(t *api.Task) time.Duration {
 	return time.Duration(t.TimeoutSeconds) * time.Second / 3
 }
 
@@ -346,17 +346,17 @@ func renewEvery(t *fsm.Task) time.Duration {
 // A run whose dependency lines name tasks (and that printed no complete
 // line) waits until they end, renewing the lease, and runs again with
 // their results in the prompt; one that failed or was cancelled fails t.
-func (w *agentWatcher) work(ctx context.Context, t *fsm.Task, claim fsm.TaskResult, l *lease, start time.Time) (fsm.TaskCompletion, bool) {
+func (w *agentWatcher) work(ctx context.Context, t *api.Task, claim api.TaskResult, l *lease, start time.Time) (api.TaskCompletion, bool) {
 	deps := w.readTasks(ctx, t.DependsOn)
 	waited := map[string]bool{}
 	for {
 		prompt, err := w.taskPrompt(ctx, t, deps)
 		if err != nil {
 			if ctx.Err() != nil {
-				return fsm.TaskCompletion{}, false
+				return api.TaskCompletion{}, false
 			}
-			return fsm.TaskCompletion{Status: fsm.TaskStatusFailure, ExecutionTimeMS: msSince(start),
-				Error: &fsm.TaskError{ErrorType: ErrorTypePrompt, ErrorMessage: cutRunes(err.Error(), fsm.MaxTaskNoteRunes),
+			return api.TaskCompletion{Status: api.TaskStatusFailure, ExecutionTimeMS: msSince(start),
+				Error: &api.TaskError{ErrorType: ErrorTypePrompt, ErrorMessage: cutRunes(err.Error(), api.MaxTaskNoteRunes),
 					SuggestedAction: "fix the agent's prompt template"}}, true
 		}
 		inv := w.invocation(prompt, "MAOS_MESSAGE_ID="+t.MessageID, "MAOS_SESSION_ID="+t.Channel, "MAOS_TASK_ID="+t.ID,
@@ -370,7 +370,7 @@ func (w *agentWatcher) work(ctx context.Context, t *fsm.Task, claim fsm.TaskResu
 			}
 		})
 		if ctx.Err() != nil {
-			return fsm.TaskCompletion{}, false
+			return api.TaskCompletion{}, false
 		}
 		if res.Err != nil {
 			w.log.Warn("watcher: task failed", "task", t.ID, "attempts", attempts, "err", res.Err)
@@ -389,20 +389,20 @@ func (w *agentWatcher) work(ctx context.Context, t *fsm.Task, claim fsm.TaskResu
 			}
 			dt, found, ok := w.readDependency(ctx, d.WaitingFor)
 			if !ok {
-				return fsm.TaskCompletion{}, false
+				return api.TaskCompletion{}, false
 			}
 			if !found {
-				l.note(cutRunes("waiting for agent "+d.WaitingFor+": "+d.Reason, fsm.MaxTaskNoteRunes))
+				l.note(cutRunes("waiting for agent "+d.WaitingFor+": "+d.Reason, api.MaxTaskNoteRunes))
 				onAgents = append(onAgents, d)
 				continue
 			}
-			l.note(cutRunes("waiting for task "+d.WaitingFor+": "+d.Reason, fsm.MaxTaskNoteRunes))
+			l.note(cutRunes("waiting for task "+d.WaitingFor+": "+d.Reason, api.MaxTaskNoteRunes))
 			w.log.Info("watcher: task waits for another", "task", t.ID, "waiting_for", dt.ID, "reason", d.Reason)
 			if dt, ok = w.waitTask(ctx, dt, l.every); !ok {
-				return fsm.TaskCompletion{}, false
+				return api.TaskCompletion{}, false
 			}
-			if !fsm.DependencyMet(dt) {
-				c := *fsm.DependencyFailed(dt)
+			if !api.DependencyMet(dt) {
+				c := *api.DependencyFailed(dt)
 				c.ExecutionTimeMS = msSince(start)
 				return c, true
 			}
@@ -430,8 +430,8 @@ func msSince(t time.Time) int64 { return time.Since(t).Milliseconds() }
 
 // readTasks reads the tasks of ids for the prompt; one that cannot be
 // read is left out.
-func (w *agentWatcher) readTasks(ctx context.Context, ids []string) []*fsm.Task {
-	var out []*fsm.Task
+func (w *agentWatcher) readTasks(ctx context.Context, ids []string) []*api.Task {
+	var out []*api.Task
 	for _, id := range ids {
 		t, err := w.tasks.Task(ctx, id)
 		if err != nil {
@@ -445,11 +445,11 @@ func (w *agentWatcher) readTasks(ctx context.Context, ids []string) []*fsm.Task 
 
 // readDependency reads the task a dependency line names: found false when
 // there is no such task (the name is an agent's); ok false when ctx ended.
-func (w *agentWatcher) readDependency(ctx context.Context, id string) (t *fsm.Task, found, ok bool) {
+func (w *agentWatcher) readDependency(ctx context.Context, id string) (t *api.Task, found, ok bool) {
 	ok = w.retry(ctx, "read dependency "+id, func() error {
 		var err error
 		t, err = w.tasks.Task(ctx, id)
-		if errors.Is(err, fsm.ErrNotFound) || errors.Is(err, fsm.ErrInvalid) {
+		if errors.Is(err, api.ErrNotFound) || errors.Is(err, api.ErrInvalid) {
 			t, err = nil, nil
 		}
 		return err
@@ -459,9 +459,9 @@ func (w *agentWatcher) readDependency(ctx context.Context, id string) (t *fsm.Ta
 
 // waitTask reads t every poll until it is met or can no longer be
 // (failed, cancelled); ok false when ctx ended first.
-func (w *agentWatcher) waitTask(ctx context.Context, t *fsm.Task, poll time.Duration) (*fsm.Task, bool) {
+func (w *agentWatcher) waitTask(ctx context.Context, t *api.Task, poll time.Duration) (*api.Task, bool) {
 	poll = min(poll, time.Second)
-	for !fsm.DependencyMet(t) && !fsm.DependencyBroken(t) {
+	for !api.DependencyMet(t) && !api.DependencyBroken(t) {
 		if !sleepCtx(ctx, poll) {
 			return nil, false
 		}
@@ -476,9 +476,9 @@ func (w *agentWatcher) waitTask(ctx context.Context, t *fsm.Task, poll time.Dura
 
 // taskPrompt renders the agent's prompt for t, with the channel's recent
 // messages before it and the tasks it depends on.
-func (w *agentWatcher) taskPrompt(ctx context.Context, t *fsm.Task, deps []*fsm.Task) (string, error) {
+func (w *agentWatcher) taskPrompt(ctx context.Context, t *api.Task, deps []*api.Task) (string, error) {
 	m := taskMessage(t)
-	var ctxMsgs []*fsm.Message
+	var ctxMsgs []*api.Message
 	if n := *w.cfg.ContextMessages; n > 0 {
 		var err error
 		if ctxMsgs, err = recentContext(ctx, w.c, m, n); err != nil {
@@ -499,10 +499,10 @@ func (w *agentWatcher) taskPrompt(ctx context.Context, t *fsm.Task, deps []*fsm.
 // taskMessage is t's task_delegation message as the prompt shows it:
 // stored at t's seq, from its creator, titled as t, its description as
 // the text.
-func taskMessage(t *fsm.Task) *fsm.Message {
-	return &fsm.Message{ID: t.MessageID, Seq: t.Seq, Timestamp: t.Created, Channel: t.Channel, From: t.From,
-		To: fsm.Recipients{t.To}, Type: fsm.TypeTaskDelegation, Priority: t.Priority, Title: t.Title,
-		Content: fsm.Content{Text: t.Description}}
+func taskMessage(t *api.Task) *api.Message {
+	return &api.Message{ID: t.MessageID, Seq: t.Seq, Timestamp: t.Created, Channel: t.Channel, From: t.From,
+		To: api.Recipients{t.To}, Type: api.TypeTaskDelegation, Priority: t.Priority, Title: t.Title,
+		Content: api.Content{Text: t.Description}}
 }
 
 // complete reports comp under the claim's fence, retrying transient
@@ -511,8 +511,8 @@ func taskMessage(t *fsm.Task) *fsm.Message {
 // another attempt owns the task now: the work is dropped. A
 // requires_approval completion leaves the task awaiting its approval,
 // with no lease: the run is over, the task not done.
-func (w *agentWatcher) complete(ctx context.Context, t *fsm.Task, claim fsm.TaskResult, comp fsm.TaskCompletion, start time.Time) {
-	cmd := fsm.TaskCompleteCommand{ID: t.ID, Agent: w.cfg.ID, Fence: claim.Fence, Completion: comp, AgentFence: w.agentFence()}
+func (w *agentWatcher) complete(ctx context.Context, t *api.Task, claim api.TaskResult, comp api.TaskCompletion, start time.Time) {
+	cmd := api.TaskCompleteCommand{ID: t.ID, Agent: w.cfg.ID, Fence: claim.Fence, Completion: comp, AgentFence: w.agentFence()}
 	if err := cmd.Validate(); err != nil {
 		w.log.Warn("watcher: the CLI's completion is invalid; reporting a failure", "task", t.ID, "err", err)
 		cmd.Completion = invalidCompletion(comp, err)
@@ -527,9 +527,9 @@ func (w *agentWatcher) complete(ctx context.Context, t *fsm.Task, claim fsm.Task
 			w.log.Info("watcher: task completed", "task", t.ID, "status", c.Status, "fence", claim.Fence)
 			outcome, lastErr := runSucceeded, ""
 			switch c.Status {
-			case fsm.TaskStatusRequiresApproval:
+			case api.TaskStatusRequiresApproval:
 				outcome = runAwaits
-			case fsm.TaskStatusFailure:
+			case api.TaskStatusFailure:
 				outcome, lastErr = runFailed, "task "+t.ID+" failed"
 				if c.Error != nil {
 					lastErr += ": " + c.Error.ErrorType + ": " + c.Error.ErrorMessage
@@ -537,19 +537,19 @@ func (w *agentWatcher) complete(ctx context.Context, t *fsm.Task, claim fsm.Task
 			}
 			w.taskEnded(outcome, time.Since(start), lastErr)
 			return
-		case errors.Is(err, fsm.ErrConflict):
+		case errors.Is(err, api.ErrConflict):
 			w.log.Warn("watcher: completion refused: the claim lapsed and the task is another attempt's; dropping the work",
 				"task", t.ID, "fence", claim.Fence, "err", err)
 			w.taskEnded(runFailed, 0, "completion of task "+t.ID+" refused: "+err.Error())
 			return
-		case !fellBack && (errors.Is(err, fsm.ErrInvalid) || errors.Is(err, transport.ErrTooLarge)):
+		case !fellBack && (errors.Is(err, api.ErrInvalid) || errors.Is(err, transport.ErrTooLarge)):
 			// What the CLI reported does not fit (over the node's body
 			// limit, say): report that, small, rather than leave the task
 			// to lapse and run again.
 			w.log.Warn("watcher: the completion was refused; reporting a failure", "task", t.ID, "err", err)
 			cmd.Completion, fellBack = invalidCompletion(comp, err), true
 			continue
-		case errors.Is(err, fsm.ErrInvalid), errors.Is(err, fsm.ErrForbidden), errors.Is(err, fsm.ErrNotFound):
+		case errors.Is(err, api.ErrInvalid), errors.Is(err, api.ErrForbidden), errors.Is(err, api.ErrNotFound):
 			w.log.Warn("watcher: completion refused; dropping the work", "task", t.ID, "err", err)
 			w.taskEnded(runFailed, 0, "completion of task "+t.ID+" refused: "+err.Error())
 			return
@@ -569,13 +569,13 @@ func (w *agentWatcher) complete(ctx context.Context, t *fsm.Task, claim fsm.Task
 // mid-task, so another agent takes it now rather than after the lease; a
 // task addressed to the agent stays claimed, and the agent's next start
 // claims it again (or, once the lease lapsed, anew).
-func (w *agentWatcher) handBack(t *fsm.Task, claim fsm.TaskResult) {
+func (w *agentWatcher) handBack(t *api.Task, claim api.TaskResult) {
 	if t.To == w.cfg.ID {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	_, err := w.tasks.HandoffTask(ctx, fsm.TaskHandoffCommand{ID: t.ID, Agent: w.cfg.ID, Fence: claim.Fence, To: t.To,
+	_, err := w.tasks.HandoffTask(ctx, api.TaskHandoffCommand{ID: t.ID, Agent: w.cfg.ID, Fence: claim.Fence, To: t.To,
 		Reason: "the watcher of " + w.cfg.ID + " stopped", AgentFence: w.agentFence()})
 	if err != nil {
 		w.log.Warn("watcher: handing the task back failed; its lease will lapse", "task", t.ID, "err", err)
@@ -590,7 +590,7 @@ func (w *agentWatcher) handBack(t *fsm.Task, claim fsm.TaskResult) {
 // task): the run is cancelled.
 type lease struct {
 	w      *agentWatcher
-	t      *fsm.Task
+	t      *api.Task
 	fence  uint64
 	every  time.Duration
 	cancel context.CancelFunc
@@ -609,7 +609,7 @@ func (l *lease) line(s string) {
 		if p != nil && !(*p >= 0 && *p <= 1) {
 			p = nil // out of 0..1: the words still count
 		}
-		l.set(cutRunes(sl.Message, fsm.MaxTaskNoteRunes), p, true)
+		l.set(cutRunes(sl.Message, api.MaxTaskNoteRunes), p, true)
 	}
 }
 
@@ -649,12 +649,12 @@ func (l *lease) keep(ctx context.Context) {
 		case <-l.wake:
 		}
 		l.mu.Lock()
-		cmd := fsm.TaskProgressCommand{ID: l.t.ID, Agent: l.w.cfg.ID, Fence: l.fence, Message: l.message, Progress: l.progress, AgentFence: l.w.agentFence()}
+		cmd := api.TaskProgressCommand{ID: l.t.ID, Agent: l.w.cfg.ID, Fence: l.fence, Message: l.message, Progress: l.progress, AgentFence: l.w.agentFence()}
 		l.mu.Unlock()
 		_, err := l.w.tasks.TaskProgress(ctx, cmd)
 		switch {
 		case err == nil, ctx.Err() != nil:
-		case errors.Is(err, fsm.ErrConflict):
+		case errors.Is(err, api.ErrConflict):
 			l.w.log.Warn("watcher: the claim is lost (its lease lapsed); stopping the task's run", "task", l.t.ID, "fence", l.fence, "err", err)
 			l.mu.Lock()
 			l.lost = true

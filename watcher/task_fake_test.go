@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 // fakeTasks is the task API of TASKS.md in memory, for the watcher's unit
@@ -23,29 +23,29 @@ import (
 // refuse a call first.
 type fakeTasks struct {
 	mu     sync.Mutex
-	tasks  map[string]*fsm.Task
+	tasks  map[string]*api.Task
 	queues map[string][]string // agent → the assignees it may claim
 	index  uint64
 
 	reads     []string // task ids read, in order
 	claims    []string // "task agent", in order
-	progress  []fsm.TaskProgressCommand
-	completes []fsm.TaskCompleteCommand
-	handoffs  []fsm.TaskHandoffCommand
-	queries   []fsm.TaskQuery
+	progress  []api.TaskProgressCommand
+	completes []api.TaskCompleteCommand
+	handoffs  []api.TaskHandoffCommand
+	queries   []api.TaskQuery
 
 	// Hooks, called under mu; a non-nil error is the answer.
 	onClaim    func(id, agent string) error
-	onProgress func(fsm.TaskProgressCommand) error
-	onComplete func(fsm.TaskCompleteCommand) error
+	onProgress func(api.TaskProgressCommand) error
+	onComplete func(api.TaskCompleteCommand) error
 	// afterComplete sees the task a completion changed, before the
 	// answer.
-	afterComplete func(*fsm.Task)
+	afterComplete func(*api.Task)
 	changed       chan struct{} // closed and renewed on every change
 }
 
 func newFakeTasks() *fakeTasks {
-	return &fakeTasks{tasks: map[string]*fsm.Task{}, queues: map[string][]string{}, changed: make(chan struct{})}
+	return &fakeTasks{tasks: map[string]*api.Task{}, queues: map[string][]string{}, changed: make(chan struct{})}
 }
 
 func (f *fakeTasks) changedLocked() {
@@ -54,24 +54,24 @@ func (f *fakeTasks) changedLocked() {
 }
 
 // add stores a task (normalized like a create), ready unless state says.
-func (f *fakeTasks) add(t fsm.Task) *fsm.Task {
+func (f *fakeTasks) add(t api.Task) *api.Task {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.index++
 	if t.State == "" {
-		t.State = fsm.TaskReady
+		t.State = api.TaskReady
 	}
 	if t.TimeoutSeconds == 0 {
 		t.TimeoutSeconds = 300
 	}
 	if t.MaxAttempts == 0 {
-		t.MaxAttempts = fsm.DefaultTaskMaxAttempts
+		t.MaxAttempts = api.DefaultTaskMaxAttempts
 	}
 	if t.Priority == "" {
-		t.Priority = fsm.DefaultPriority
+		t.Priority = api.DefaultPriority
 	}
 	if t.Channel == "" {
-		t.Channel = fsm.DefaultChannel
+		t.Channel = api.DefaultChannel
 	}
 	if t.From == "" {
 		t.From = "lead"
@@ -83,14 +83,14 @@ func (f *fakeTasks) add(t fsm.Task) *fsm.Task {
 }
 
 // set changes a stored task under the lock.
-func (f *fakeTasks) set(id string, fn func(*fsm.Task)) {
+func (f *fakeTasks) set(id string, fn func(*api.Task)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fn(f.tasks[id])
 	f.changedLocked()
 }
 
-func (f *fakeTasks) get(id string) fsm.Task {
+func (f *fakeTasks) get(id string) api.Task {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return *f.tasks[id]
@@ -117,27 +117,27 @@ func (f *fakeTasks) wait(t *testing.T, what string, cond func(*fakeTasks) bool) 
 }
 
 func conflict(format string, args ...any) error {
-	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), fsm.ErrConflict)
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), api.ErrConflict)
 }
 
-func (f *fakeTasks) Task(_ context.Context, id string) (*fsm.Task, error) {
+func (f *fakeTasks) Task(_ context.Context, id string) (*api.Task, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.reads = append(f.reads, id)
 	defer f.changedLocked()
 	t, ok := f.tasks[id]
 	if !ok {
-		return nil, fmt.Errorf("task %s: %w", id, fsm.ErrNotFound)
+		return nil, fmt.Errorf("task %s: %w", id, api.ErrNotFound)
 	}
 	c := *t
 	return &c, nil
 }
 
-func (f *fakeTasks) Tasks(_ context.Context, q fsm.TaskQuery) (fsm.TaskPage, error) {
+func (f *fakeTasks) Tasks(_ context.Context, q api.TaskQuery) (api.TaskPage, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.queries = append(f.queries, q)
-	var out []*fsm.Task
+	var out []*api.Task
 	for _, t := range f.tasks {
 		if (q.State == "" || t.State == q.State) && (q.To == "" || t.To == q.To) &&
 			(q.ClaimedBy == "" || t.ClaimedBy == q.ClaimedBy) && t.Seq > q.After {
@@ -145,138 +145,138 @@ func (f *fakeTasks) Tasks(_ context.Context, q fsm.TaskQuery) (fsm.TaskPage, err
 			out = append(out, &c)
 		}
 	}
-	slices.SortFunc(out, func(a, b *fsm.Task) int { return int(a.Seq) - int(b.Seq) })
-	return fsm.TaskPage{Tasks: out}, nil
+	slices.SortFunc(out, func(a, b *api.Task) int { return int(a.Seq) - int(b.Seq) })
+	return api.TaskPage{Tasks: out}, nil
 }
 
 // ClaimTaskFenced is ClaimTask: the fake has no agent leases.
-func (f *fakeTasks) ClaimTaskFenced(ctx context.Context, id, agent string, _ uint64) (fsm.TaskResult, error) {
+func (f *fakeTasks) ClaimTaskFenced(ctx context.Context, id, agent string, _ uint64) (api.TaskResult, error) {
 	return f.ClaimTask(ctx, id, agent)
 }
 
-func (f *fakeTasks) ClaimTask(_ context.Context, id, agent string) (fsm.TaskResult, error) {
+func (f *fakeTasks) ClaimTask(_ context.Context, id, agent string) (api.TaskResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.claims = append(f.claims, id+" "+agent)
 	defer f.changedLocked()
 	if f.onClaim != nil {
 		if err := f.onClaim(id, agent); err != nil {
-			return fsm.TaskResult{}, err
+			return api.TaskResult{}, err
 		}
 	}
 	t, ok := f.tasks[id]
 	switch {
 	case !ok:
-		return fsm.TaskResult{}, fmt.Errorf("task %s: %w", id, fsm.ErrNotFound)
+		return api.TaskResult{}, fmt.Errorf("task %s: %w", id, api.ErrNotFound)
 	case t.To != agent && !slices.Contains(f.queues[agent], t.To):
-		return fsm.TaskResult{}, fmt.Errorf("%s is not of %s: %w", agent, t.To, fsm.ErrForbidden)
-	case t.State == fsm.TaskRunning && t.ClaimedBy == agent:
-		return fsm.TaskResult{ID: id, State: t.State, Attempt: t.Attempt, Fence: t.Fence, LeaseExpires: t.LeaseExpires}, nil
-	case t.State != fsm.TaskReady:
-		return fsm.TaskResult{}, conflict("task %s is %s (claimed by %q)", id, t.State, t.ClaimedBy)
+		return api.TaskResult{}, fmt.Errorf("%s is not of %s: %w", agent, t.To, api.ErrForbidden)
+	case t.State == api.TaskRunning && t.ClaimedBy == agent:
+		return api.TaskResult{ID: id, State: t.State, Attempt: t.Attempt, Fence: t.Fence, LeaseExpires: t.LeaseExpires}, nil
+	case t.State != api.TaskReady:
+		return api.TaskResult{}, conflict("task %s is %s (claimed by %q)", id, t.State, t.ClaimedBy)
 	case t.ReadyAt != nil && time.Now().Before(*t.ReadyAt):
-		return fsm.TaskResult{}, conflict("task %s is ready at %s", id, t.ReadyAt)
+		return api.TaskResult{}, conflict("task %s is ready at %s", id, t.ReadyAt)
 	}
 	f.index++
 	lease := time.Now().Add(time.Duration(t.TimeoutSeconds) * time.Second)
-	t.State, t.ClaimedBy, t.Fence, t.LeaseExpires = fsm.TaskRunning, agent, f.index, &lease
+	t.State, t.ClaimedBy, t.Fence, t.LeaseExpires = api.TaskRunning, agent, f.index, &lease
 	t.Attempt++
-	return fsm.TaskResult{ID: id, Seq: f.index, State: t.State, Attempt: t.Attempt, Fence: t.Fence, LeaseExpires: t.LeaseExpires}, nil
+	return api.TaskResult{ID: id, Seq: f.index, State: t.State, Attempt: t.Attempt, Fence: t.Fence, LeaseExpires: t.LeaseExpires}, nil
 }
 
 // claimant checks the claimant and fence of a report.
-func (f *fakeTasks) claimant(id, agent string, fence uint64) (*fsm.Task, error) {
+func (f *fakeTasks) claimant(id, agent string, fence uint64) (*api.Task, error) {
 	t, ok := f.tasks[id]
 	switch {
 	case !ok:
-		return nil, fmt.Errorf("task %s: %w", id, fsm.ErrNotFound)
-	case t.State != fsm.TaskRunning || t.ClaimedBy != agent || t.Fence != fence:
+		return nil, fmt.Errorf("task %s: %w", id, api.ErrNotFound)
+	case t.State != api.TaskRunning || t.ClaimedBy != agent || t.Fence != fence:
 		return nil, conflict("task %s is %s, claimed by %q under fence %d, not %s under %d", id, t.State, t.ClaimedBy, t.Fence, agent, fence)
 	}
 	return t, nil
 }
 
-func (f *fakeTasks) TaskProgress(_ context.Context, cmd fsm.TaskProgressCommand) (fsm.TaskResult, error) {
+func (f *fakeTasks) TaskProgress(_ context.Context, cmd api.TaskProgressCommand) (api.TaskResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	defer f.changedLocked()
 	if err := cmd.Validate(); err != nil {
-		return fsm.TaskResult{}, err
+		return api.TaskResult{}, err
 	}
 	f.progress = append(f.progress, cmd)
 	if f.onProgress != nil {
 		if err := f.onProgress(cmd); err != nil {
-			return fsm.TaskResult{}, err
+			return api.TaskResult{}, err
 		}
 	}
 	t, err := f.claimant(cmd.ID, cmd.Agent, cmd.Fence)
 	if err != nil {
-		return fsm.TaskResult{}, err
+		return api.TaskResult{}, err
 	}
 	f.index++
 	t.ProgressMessage, t.Progress = cmd.Message, cmd.Progress
-	return fsm.TaskResult{ID: t.ID, Seq: f.index, State: t.State, Attempt: t.Attempt, Fence: t.Fence}, nil
+	return api.TaskResult{ID: t.ID, Seq: f.index, State: t.State, Attempt: t.Attempt, Fence: t.Fence}, nil
 }
 
-func (f *fakeTasks) CompleteTask(_ context.Context, cmd fsm.TaskCompleteCommand) (fsm.TaskResult, error) {
+func (f *fakeTasks) CompleteTask(_ context.Context, cmd api.TaskCompleteCommand) (api.TaskResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	defer f.changedLocked()
 	if err := cmd.Validate(); err != nil {
-		return fsm.TaskResult{}, err
+		return api.TaskResult{}, err
 	}
 	f.completes = append(f.completes, cmd)
 	if f.onComplete != nil {
 		if err := f.onComplete(cmd); err != nil {
-			return fsm.TaskResult{}, err
+			return api.TaskResult{}, err
 		}
 	}
 	t, err := f.claimant(cmd.ID, cmd.Agent, cmd.Fence)
 	if err != nil {
-		return fsm.TaskResult{}, err
+		return api.TaskResult{}, err
 	}
 	f.index++
-	t.State, t.LeaseExpires = fsm.TaskSucceeded, nil
+	t.State, t.LeaseExpires = api.TaskSucceeded, nil
 	switch cmd.Completion.Status {
-	case fsm.TaskStatusFailure:
-		t.State = fsm.TaskFailed
-	case fsm.TaskStatusRequiresApproval:
-		t.State, t.ApprovalID, t.ApprovedAction = fsm.TaskAwaitingApproval, fmt.Sprintf("appr-%s-%d", t.ID, t.Fence), nil
+	case api.TaskStatusFailure:
+		t.State = api.TaskFailed
+	case api.TaskStatusRequiresApproval:
+		t.State, t.ApprovalID, t.ApprovedAction = api.TaskAwaitingApproval, fmt.Sprintf("appr-%s-%d", t.ID, t.Fence), nil
 	}
 	c := cmd.Completion
 	t.Completion = &c
 	if f.afterComplete != nil {
 		f.afterComplete(t)
 	}
-	return fsm.TaskResult{ID: t.ID, Seq: f.index, State: t.State}, nil
+	return api.TaskResult{ID: t.ID, Seq: f.index, State: t.State}, nil
 }
 
 // modifyLocked is what an approver's modify of t's approval does (t
 // awaits it): t runs again for its claimant under a new fence and lease,
 // with the approved action. Under mu.
-func (f *fakeTasks) modifyLocked(t *fsm.Task, action string) {
+func (f *fakeTasks) modifyLocked(t *api.Task, action string) {
 	f.index++
 	lease := time.Now().Add(time.Duration(t.TimeoutSeconds) * time.Second)
-	t.State, t.Fence, t.LeaseExpires, t.Completion = fsm.TaskRunning, f.index, &lease, nil
+	t.State, t.Fence, t.LeaseExpires, t.Completion = api.TaskRunning, f.index, &lease, nil
 	t.ApprovedAction = json.RawMessage(action)
 	f.changedLocked()
 }
 
-func (f *fakeTasks) HandoffTask(_ context.Context, cmd fsm.TaskHandoffCommand) (fsm.TaskResult, error) {
+func (f *fakeTasks) HandoffTask(_ context.Context, cmd api.TaskHandoffCommand) (api.TaskResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	defer f.changedLocked()
 	if err := cmd.Validate(); err != nil {
-		return fsm.TaskResult{}, err
+		return api.TaskResult{}, err
 	}
 	f.handoffs = append(f.handoffs, cmd)
 	t, err := f.claimant(cmd.ID, cmd.Agent, cmd.Fence)
 	if err != nil {
-		return fsm.TaskResult{}, err
+		return api.TaskResult{}, err
 	}
 	f.index++
-	t.State, t.To, t.ClaimedBy, t.Fence, t.LeaseExpires = fsm.TaskReady, cmd.To, "", 0, nil
-	return fsm.TaskResult{ID: t.ID, Seq: f.index, State: t.State}, nil
+	t.State, t.To, t.ClaimedBy, t.Fence, t.LeaseExpires = api.TaskReady, cmd.To, "", 0, nil
+	return api.TaskResult{ID: t.ID, Seq: f.index, State: t.State}, nil
 }
 
 // taskWatcher is the watcher of the config's first agent on api, with

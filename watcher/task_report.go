@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 // Seed 002 §6: a CLI doing a task may report on stdout, one JSON object a
@@ -48,7 +48,7 @@ type StatusLine struct {
 	// "result" may be the status word, as in seed 002's example
 	// ("result": "success"): then it is the status and the result is
 	// empty.
-	Completion *fsm.TaskCompletion `json:"-"`
+	Completion *api.TaskCompletion `json:"-"`
 }
 
 // ParseStatusLine reads one stdout line: ok is false for text (anything
@@ -63,11 +63,11 @@ func ParseStatusLine(line string) (l StatusLine, ok bool) {
 	case LineStatus, LineArtifact, LineDependency:
 		return l, true
 	case LineComplete:
-		var c fsm.TaskCompletion
+		var c api.TaskCompletion
 		if json.Unmarshal([]byte(line), &c) != nil {
 			return StatusLine{}, false
 		}
-		if c.Status == "" && slices.Contains(fsm.TaskStatuses, c.Result) {
+		if c.Status == "" && slices.Contains(api.TaskStatuses, c.Result) {
 			c.Status, c.Result = c.Result, ""
 		}
 		l.Completion = &c
@@ -91,7 +91,7 @@ type TaskReport struct {
 	Outputs      []string
 	Dependencies []Dependency
 	// Complete is the last complete line's completion, nil without one.
-	Complete *fsm.TaskCompletion
+	Complete *api.TaskCompletion
 }
 
 // ParseTaskReport reads a run's whole stdout.
@@ -134,12 +134,12 @@ func (r TaskReport) empty() bool {
 // when empty, the text; its outputs after the artifacts'), else success
 // with the text and the artifacts. executionMS fills an unset
 // execution_time_ms.
-func (r TaskReport) completion(executionMS int64) fsm.TaskCompletion {
-	c := fsm.TaskCompletion{Status: fsm.TaskStatusSuccess}
+func (r TaskReport) completion(executionMS int64) api.TaskCompletion {
+	c := api.TaskCompletion{Status: api.TaskStatusSuccess}
 	if r.Complete != nil {
 		c = *r.Complete
 		if c.Status == "" {
-			c.Status = fsm.TaskStatusSuccess
+			c.Status = api.TaskStatusSuccess
 		}
 	}
 	if c.Result == "" {
@@ -155,7 +155,7 @@ func (r TaskReport) completion(executionMS int64) fsm.TaskCompletion {
 	if c.ExecutionTimeMS == 0 {
 		c.ExecutionTimeMS = executionMS
 	}
-	c.Result = cutTail(c.Result, fsm.MaxTaskTextBytes)
+	c.Result = cutTail(c.Result, api.MaxTaskTextBytes)
 	return c
 }
 
@@ -171,7 +171,7 @@ const (
 // failedRun is the failure completion of a CLI that failed every attempt:
 // error_type by how the last one failed, its error and stderr tail as the
 // message, its exit code, the retries.
-func failedRun(res Result, attempts int, executionMS int64) fsm.TaskCompletion {
+func failedRun(res Result, attempts int, executionMS int64) api.TaskCompletion {
 	typ := ErrorTypeCLI
 	switch {
 	case res.TimedOut:
@@ -183,18 +183,18 @@ func failedRun(res Result, attempts int, executionMS int64) fsm.TaskCompletion {
 	if len(res.Stderr) > 0 {
 		msg += "\nlast stderr lines:\n" + strings.Join(res.Stderr, "\n")
 	}
-	e := &fsm.TaskError{ErrorType: typ, ErrorMessage: cutRunes(msg, fsm.MaxTaskNoteRunes),
+	e := &api.TaskError{ErrorType: typ, ErrorMessage: cutRunes(msg, api.MaxTaskNoteRunes),
 		RetryCount: attempts - 1, IsRecoverable: true, SuggestedAction: "check the agent's command and its stderr; create the task again"}
 	if res.ExitCode >= 0 {
 		e.ErrorCode = fmt.Sprintf("exit %d", res.ExitCode)
 	}
-	return fsm.TaskCompletion{Status: fsm.TaskStatusFailure, Result: cutTail(msg, fsm.MaxTaskTextBytes),
+	return api.TaskCompletion{Status: api.TaskStatusFailure, Result: cutTail(msg, api.MaxTaskTextBytes),
 		ExecutionTimeMS: executionMS, Error: e}
 }
 
 // blocked is the failure completion of a run that only waited for agents
 // (a dependency line naming no task): maos waits on tasks, not on agents.
-func blocked(deps []Dependency, executionMS int64) fsm.TaskCompletion {
+func blocked(deps []Dependency, executionMS int64) api.TaskCompletion {
 	var b strings.Builder
 	for i, d := range deps {
 		if i > 0 {
@@ -205,18 +205,18 @@ func blocked(deps []Dependency, executionMS int64) fsm.TaskCompletion {
 			b.WriteString(": " + d.Reason)
 		}
 	}
-	msg := cutRunes(b.String(), fsm.MaxTaskNoteRunes)
-	return fsm.TaskCompletion{Status: fsm.TaskStatusFailure, Result: msg, ExecutionTimeMS: executionMS,
-		Error: &fsm.TaskError{ErrorType: ErrorTypeBlocked, ErrorMessage: msg, IsRecoverable: true,
-			SuggestedAction: cutRunes("hand the task to "+deps[0].WaitingFor+" (maosctl task handoff) or make it depend on that agent's task", fsm.MaxTaskNoteRunes)}}
+	msg := cutRunes(b.String(), api.MaxTaskNoteRunes)
+	return api.TaskCompletion{Status: api.TaskStatusFailure, Result: msg, ExecutionTimeMS: executionMS,
+		Error: &api.TaskError{ErrorType: ErrorTypeBlocked, ErrorMessage: msg, IsRecoverable: true,
+			SuggestedAction: cutRunes("hand the task to "+deps[0].WaitingFor+" (maosctl task handoff) or make it depend on that agent's task", api.MaxTaskNoteRunes)}}
 }
 
 // invalidCompletion replaces a completion the fsm would refuse with a
 // failure naming the field at fault, keeping the result.
-func invalidCompletion(c fsm.TaskCompletion, err error) fsm.TaskCompletion {
-	msg := cutRunes("the CLI's completion was refused: "+err.Error(), fsm.MaxTaskNoteRunes)
-	return fsm.TaskCompletion{Status: fsm.TaskStatusFailure, Result: cutTail(c.Result, fsm.MaxTaskTextBytes),
-		ExecutionTimeMS: c.ExecutionTimeMS, Error: &fsm.TaskError{ErrorType: ErrorTypeInvalidCompletion, ErrorMessage: msg,
+func invalidCompletion(c api.TaskCompletion, err error) api.TaskCompletion {
+	msg := cutRunes("the CLI's completion was refused: "+err.Error(), api.MaxTaskNoteRunes)
+	return api.TaskCompletion{Status: api.TaskStatusFailure, Result: cutTail(c.Result, api.MaxTaskTextBytes),
+		ExecutionTimeMS: c.ExecutionTimeMS, Error: &api.TaskError{ErrorType: ErrorTypeInvalidCompletion, ErrorMessage: msg,
 			SuggestedAction: "fix the values of the CLI's complete line"}}
 }
 

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -28,7 +28,7 @@ func TestRunDoesTasks(t *testing.T) {
 	ctx := context.Background()
 	create := func(id, to string) {
 		t.Helper()
-		if _, err := cl.CreateTask(ctx, fsm.TaskCreateCommand{ID: id, From: "lead", To: to, Title: "job " + id, Description: "do " + id}); err != nil {
+		if _, err := cl.CreateTask(ctx, api.TaskCreateCommand{ID: id, From: "lead", To: to, Title: "job " + id, Description: "do " + id}); err != nil {
 			t.Fatalf("create %s: %v", id, err)
 		}
 	}
@@ -48,16 +48,16 @@ func TestRunDoesTasks(t *testing.T) {
 		cancel()
 		<-done
 	})
-	waitTaskState(t, cl, "task-early", fsm.TaskSucceeded)
+	waitTaskState(t, cl, "task-early", api.TaskSucceeded)
 	a, err := cl.Agent(ctx, "bob", transport.Local)
 	if err != nil || !slices.Equal(a.Capabilities, []string{"go"}) {
 		t.Fatalf("bob registered as %+v (%v), want capability go", a, err)
 	}
 	create("task-go", "capability:go")
 	for _, id := range []string{"task-early", "task-go"} {
-		task := waitTaskState(t, cl, id, fsm.TaskSucceeded)
+		task := waitTaskState(t, cl, id, api.TaskSucceeded)
 		c := task.Completion
-		if task.ClaimedBy != "bob" || c.Status != fsm.TaskStatusSuccess || c.Result != "stub answer to "+id ||
+		if task.ClaimedBy != "bob" || c.Status != api.TaskStatusSuccess || c.Result != "stub answer to "+id ||
 			!slices.Equal(c.Outputs, []string{"stub/" + id + ".txt"}) {
 			t.Errorf("%s: claimed by %q, completion %+v", id, task.ClaimedBy, c)
 		}
@@ -101,13 +101,13 @@ esac`))
 		cancel()
 		<-done
 	})
-	decisions := map[string]string{"task-yes": fsm.DecisionApprove, "task-no": fsm.DecisionReject, "task-mod": fsm.DecisionModify}
+	decisions := map[string]string{"task-yes": api.DecisionApprove, "task-no": api.DecisionReject, "task-mod": api.DecisionModify}
 	first := map[string]uint64{}
 	for _, id := range []string{"task-yes", "task-no", "task-mod"} {
-		if _, err := cl.CreateTask(ctx, fsm.TaskCreateCommand{ID: id, From: "lead", To: "bob", Title: "deploy " + id}); err != nil {
+		if _, err := cl.CreateTask(ctx, api.TaskCreateCommand{ID: id, From: "lead", To: "bob", Title: "deploy " + id}); err != nil {
 			t.Fatalf("create %s: %v", id, err)
 		}
-		task := waitTaskState(t, cl, id, fsm.TaskAwaitingApproval)
+		task := waitTaskState(t, cl, id, api.TaskAwaitingApproval)
 		first[id] = task.Fence
 		ap, err := cl.Approval(ctx, task.ApprovalID)
 		if err != nil {
@@ -117,40 +117,40 @@ esac`))
 			!slices.Equal(ap.Approvers, []string{"lead"}) || ap.TaskID != id || ap.Rationale != "it deploys" {
 			t.Errorf("%s: approval %+v; want bob's proposed action %s for lead", id, ap, want)
 		}
-		cmd := fsm.ApprovalDecideCommand{ID: ap.ID, Approver: "lead", Decision: decisions[id], ActionHash: ap.ActionHash}
-		if cmd.Decision == fsm.DecisionModify {
+		cmd := api.ApprovalDecideCommand{ID: ap.ID, Approver: "lead", Decision: decisions[id], ActionHash: ap.ActionHash}
+		if cmd.Decision == api.DecisionModify {
 			cmd.Action = json.RawMessage(`{"cmd":"deploy v2"}`)
 		}
 		if _, err := cl.DecideApproval(ctx, cmd); err != nil {
 			t.Fatalf("%s: %s: %v", id, cmd.Decision, err)
 		}
 	}
-	mod := waitTaskState(t, cl, "task-mod", fsm.TaskSucceeded)
-	if c := mod.Completion; mod.Fence <= first["task-mod"] || c == nil || c.Status != fsm.TaskStatusSuccess || c.Result != "deployed v2" {
+	mod := waitTaskState(t, cl, "task-mod", api.TaskSucceeded)
+	if c := mod.Completion; mod.Fence <= first["task-mod"] || c == nil || c.Status != api.TaskStatusSuccess || c.Result != "deployed v2" {
 		t.Errorf("task-mod: fence %d (first %d), completion %+v; want the approved action done under the modify's fence", mod.Fence, first["task-mod"], c)
 	}
 	prompt, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("task-mod-%d", mod.Fence)))
 	if !strings.Contains(string(prompt), "lead changed it. Carry out this approved action, not the one you proposed:\n{\"cmd\":\"deploy v2\"}") {
 		t.Errorf("the rerun's prompt lacks the approved action:\n%s", prompt)
 	}
-	waitTaskState(t, cl, "task-yes", fsm.TaskSucceeded)
-	if no := waitTaskState(t, cl, "task-no", fsm.TaskFailed); no.Completion == nil || no.Completion.Error == nil ||
-		no.Completion.Error.ErrorType != fsm.TaskErrorApprovalRejected {
+	waitTaskState(t, cl, "task-yes", api.TaskSucceeded)
+	if no := waitTaskState(t, cl, "task-no", api.TaskFailed); no.Completion == nil || no.Completion.Error == nil ||
+		no.Completion.Error.ErrorType != api.TaskErrorApprovalRejected {
 		t.Errorf("task-no: completion %+v, want approval_rejected", no.Completion)
 	}
 	waitFor(t, "the heartbeats count the rerun alone as a success", func() bool {
 		p, err := cl.AgentPresence(ctx, "bob")
 		return err == nil && p.TasksSucceeded == 1 && p.TasksFailed == 0 && p.TasksRunning == 0
 	})
-	var decided []*fsm.Message
+	var decided []*api.Message
 	waitFor(t, "the three decisions to bob", func() bool {
-		page, err := cl.ChannelPage(ctx, fsm.DefaultChannel, 0, fsm.MaxPageLimit, transport.Strong)
+		page, err := cl.ChannelPage(ctx, api.DefaultChannel, 0, api.MaxPageLimit, transport.Strong)
 		if err != nil {
 			return false
 		}
 		decided = nil
 		for _, m := range page.Messages {
-			if m.Type == fsm.TypeHITLDecision && slices.Equal(m.To, fsm.Recipients{"bob"}) {
+			if m.Type == api.TypeHITLDecision && slices.Equal(m.To, api.Recipients{"bob"}) {
 				decided = append(decided, m)
 			}
 		}
@@ -158,7 +158,7 @@ esac`))
 	})
 	waitFor(t, "bob's cursor past the decisions (each handled)", func() bool {
 		cur, err := cl.Cursor(ctx, "bob", transport.Strong)
-		return err == nil && !slices.ContainsFunc(decided, func(m *fsm.Message) bool { return cur.Seq < m.Seq })
+		return err == nil && !slices.ContainsFunc(decided, func(m *api.Message) bool { return cur.Seq < m.Seq })
 	})
 	for _, m := range decided {
 		if r := svc.Stored(ReplyID("bob", m)); r != nil {
@@ -183,10 +183,10 @@ func TestDryRunNamesTasks(t *testing.T) {
 	_, cl := apiNode(t)
 	ctx := context.Background()
 	for _, a := range []string{"bob", "tom"} {
-		if _, err := cl.RegisterAgent(ctx, fsm.RegisterAgentCommand{ID: a}); err != nil {
+		if _, err := cl.RegisterAgent(ctx, api.RegisterAgentCommand{ID: a}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := cl.CreateTask(ctx, fsm.TaskCreateCommand{ID: "task-" + a, From: "lead", To: a, Title: "t"}); err != nil {
+		if _, err := cl.CreateTask(ctx, api.TaskCreateCommand{ID: "task-" + a, From: "lead", To: a, Title: "t"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -225,16 +225,16 @@ func TestDryRunNamesTasks(t *testing.T) {
 		}
 	}
 	for _, a := range []string{"bob", "tom"} {
-		if task, _ := cl.Task(ctx, "task-"+a); task.State != fsm.TaskReady {
+		if task, _ := cl.Task(ctx, "task-"+a); task.State != api.TaskReady {
 			t.Errorf("a dry run claimed task-%s: %s", a, task.State)
 		}
 	}
 }
 
 // waitTaskState polls until task id is in state (bounded).
-func waitTaskState(t *testing.T, cl *transport.Client, id string, state fsm.TaskState) *fsm.Task {
+func waitTaskState(t *testing.T, cl *transport.Client, id string, state api.TaskState) *api.Task {
 	t.Helper()
-	var task *fsm.Task
+	var task *api.Task
 	waitFor(t, "task "+id+" "+string(state), func() bool {
 		var err error
 		task, err = cl.Task(context.Background(), id)

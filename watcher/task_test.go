@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -34,8 +34,8 @@ func TestTaskPlainTextSucceeds(t *testing.T) {
 	tasks := newFakeTasks()
 	w, _ := taskWatcher(t, script("bob", `cat > `+dir+`/prompt; env | grep ^MAOS_ | sort > `+dir+`/env; echo "  reviewed: fine  "`,
 		"guardrails: never push to main"), tasks)
-	tasks.add(fsm.Task{ID: "task-1", To: "bob", Title: "review the parser", Description: "look at parse.go",
-		Context: json.RawMessage(`{"pr":42}`), Priority: fsm.PriorityHigh})
+	tasks.add(api.Task{ID: "task-1", To: "bob", Title: "review the parser", Description: "look at parse.go",
+		Context: json.RawMessage(`{"pr":42}`), Priority: api.PriorityHigh})
 	offer(t, w, taskOffer{id: "task-1"})
 	tasks.wait(t, "the completion", func(f *fakeTasks) bool { return len(f.completes) > 0 })
 
@@ -43,10 +43,10 @@ func TestTaskPlainTextSucceeds(t *testing.T) {
 	if c.ID != "task-1" || c.Agent != "bob" || c.Fence != tasks.get("task-1").Fence || c.Fence == 0 {
 		t.Errorf("completed %s by %s under fence %d; want task-1 by bob under the claim's fence %d", c.ID, c.Agent, c.Fence, tasks.get("task-1").Fence)
 	}
-	if c.Completion.Status != fsm.TaskStatusSuccess || c.Completion.Result != "reviewed: fine" || c.Completion.Error != nil {
+	if c.Completion.Status != api.TaskStatusSuccess || c.Completion.Result != "reviewed: fine" || c.Completion.Error != nil {
 		t.Errorf("completion %+v; want success with the trimmed text", c.Completion)
 	}
-	if got := tasks.get("task-1").State; got != fsm.TaskSucceeded {
+	if got := tasks.get("task-1").State; got != api.TaskSucceeded {
 		t.Errorf("task state %s, want succeeded", got)
 	}
 	prompt, _ := os.ReadFile(filepath.Join(dir, "prompt"))
@@ -86,7 +86,7 @@ echo '{"type":"artifact","path":"out/report.md","description":"the report"}'
 echo '{"type":"status","message":"too far","progress":7}'
 echo '{"type":"complete","result":"partial_success","outputs":["out/report.md","out/extra.txt"],"confidence_score":0.9,"rationale":"half of it"}'
 `), tasks)
-	tasks.add(fsm.Task{ID: "task-2", To: "bob", Title: "t", TimeoutSeconds: 1})
+	tasks.add(api.Task{ID: "task-2", To: "bob", Title: "t", TimeoutSeconds: 1})
 	offer(t, w, taskOffer{id: "task-2"})
 	tasks.wait(t, "the status line as progress", func(f *fakeTasks) bool {
 		return len(f.progress) > 0 && f.progress[0].Message == "reading"
@@ -100,7 +100,7 @@ echo '{"type":"complete","result":"partial_success","outputs":["out/report.md","
 	}
 	tasks.wait(t, "the completion", func(f *fakeTasks) bool { return len(f.completes) > 0 })
 	c := tasks.completes[0].Completion
-	if c.Status != fsm.TaskStatusPartialSuccess || c.Result != "some notes" || c.Rationale != "half of it" ||
+	if c.Status != api.TaskStatusPartialSuccess || c.Result != "some notes" || c.Rationale != "half of it" ||
 		c.ConfidenceScore == nil || *c.ConfidenceScore != 0.9 || !slices.Equal(c.Outputs, []string{"out/report.md", "out/extra.txt"}) {
 		t.Errorf("completion %+v", c)
 	}
@@ -121,11 +121,11 @@ func TestTaskStubModelReports(t *testing.T) {
 	stub := buildStub(t)
 	tasks := newFakeTasks()
 	w, _ := taskWatcher(t, fmt.Sprintf("agents:\n- {id: bob, command: [%q, --progress, '2', --sleep, 1s], context_messages: 0}\n", stub), tasks)
-	tasks.add(fsm.Task{ID: "task-stub", To: "bob", Title: "t"})
+	tasks.add(api.Task{ID: "task-stub", To: "bob", Title: "t"})
 	offer(t, w, taskOffer{id: "task-stub"})
 	tasks.wait(t, "the completion", func(f *fakeTasks) bool { return len(f.completes) > 0 })
 	c := tasks.completes[0].Completion
-	if c.Status != fsm.TaskStatusSuccess || c.Result != "stub answer to task-stub" || !slices.Equal(c.Outputs, []string{"stub/task-stub.txt"}) {
+	if c.Status != api.TaskStatusSuccess || c.Result != "stub answer to task-stub" || !slices.Equal(c.Outputs, []string{"stub/task-stub.txt"}) {
 		t.Errorf("completion %+v", c)
 	}
 	var msgs []string
@@ -143,18 +143,18 @@ func TestTaskFailingCLIFailsAfterRetries(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "tries")
 	tasks := newFakeTasks()
 	w, _ := taskWatcher(t, script("bob", `echo try >> `+log+`; echo "it broke" >&2; exit 3`, "retries: 2"), tasks)
-	tasks.add(fsm.Task{ID: "task-3", To: "bob", Title: "t"})
+	tasks.add(api.Task{ID: "task-3", To: "bob", Title: "t"})
 	offer(t, w, taskOffer{id: "task-3"})
 	tasks.wait(t, "the completion", func(f *fakeTasks) bool { return len(f.completes) > 0 })
 	c := tasks.completes[0].Completion
-	if c.Status != fsm.TaskStatusFailure || c.Error == nil || c.Error.ErrorType != ErrorTypeCLI || c.Error.ErrorCode != "exit 3" ||
+	if c.Status != api.TaskStatusFailure || c.Error == nil || c.Error.ErrorType != ErrorTypeCLI || c.Error.ErrorCode != "exit 3" ||
 		c.Error.RetryCount != 2 || !strings.Contains(c.Error.ErrorMessage, "it broke") || !c.Error.IsRecoverable {
 		t.Errorf("completion %+v error %+v", c, c.Error)
 	}
 	if data, _ := os.ReadFile(log); strings.Count(string(data), "try") != 3 {
 		t.Errorf("%d runs, want 1 + 2 retries", strings.Count(string(data), "try"))
 	}
-	if tasks.get("task-3").State != fsm.TaskFailed {
+	if tasks.get("task-3").State != api.TaskFailed {
 		t.Errorf("task is %s, want failed", tasks.get("task-3").State)
 	}
 	tasks.wait(t, "the run's end counted", func(*fakeTasks) bool { return w.health().TasksRunning == 0 })
@@ -169,19 +169,19 @@ func TestTaskFailingCLIFailsAfterRetries(t *testing.T) {
 func TestTaskEmptyAndInvalidReports(t *testing.T) {
 	tasks := newFakeTasks()
 	w, _ := taskWatcher(t, script("bob", `echo '{"type":"status","message":"hm"}'`, "retries: 1"), tasks)
-	tasks.add(fsm.Task{ID: "task-e", To: "bob", Title: "t"})
+	tasks.add(api.Task{ID: "task-e", To: "bob", Title: "t"})
 	offer(t, w, taskOffer{id: "task-e"})
 	tasks.wait(t, "the completion", func(f *fakeTasks) bool { return len(f.completes) > 0 })
-	if c := tasks.completes[0].Completion; c.Status != fsm.TaskStatusFailure || c.Error.ErrorType != ErrorTypeEmptyOutput || c.Error.RetryCount != 1 {
+	if c := tasks.completes[0].Completion; c.Status != api.TaskStatusFailure || c.Error.ErrorType != ErrorTypeEmptyOutput || c.Error.RetryCount != 1 {
 		t.Errorf("empty: %+v %+v", c, c.Error)
 	}
 
 	api2 := newFakeTasks()
 	w2, _ := taskWatcher(t, script("bob", `echo done; echo '{"type":"complete","result":"success","confidence_score":2}'`), api2)
-	api2.add(fsm.Task{ID: "task-i", To: "bob", Title: "t"})
+	api2.add(api.Task{ID: "task-i", To: "bob", Title: "t"})
 	offer(t, w2, taskOffer{id: "task-i"})
 	api2.wait(t, "the completion", func(f *fakeTasks) bool { return len(f.completes) > 0 })
-	if c := api2.completes[0].Completion; c.Status != fsm.TaskStatusFailure || c.Error.ErrorType != ErrorTypeInvalidCompletion ||
+	if c := api2.completes[0].Completion; c.Status != api.TaskStatusFailure || c.Error.ErrorType != ErrorTypeInvalidCompletion ||
 		!strings.Contains(c.Error.ErrorMessage, "confidence_score") || c.Result != "done" {
 		t.Errorf("invalid: %+v %+v", c, c.Error)
 	}
@@ -192,9 +192,9 @@ func TestTaskEmptyAndInvalidReports(t *testing.T) {
 func TestTaskRefusedCompletionFallsBackToAFailure(t *testing.T) {
 	tasks := newFakeTasks()
 	w, _ := taskWatcher(t, script("bob", `echo done`), tasks)
-	tasks.add(fsm.Task{ID: "task-big", To: "bob", Title: "t"})
-	tasks.onComplete = func(cmd fsm.TaskCompleteCommand) error {
-		if cmd.Completion.Status == fsm.TaskStatusSuccess {
+	tasks.add(api.Task{ID: "task-big", To: "bob", Title: "t"})
+	tasks.onComplete = func(cmd api.TaskCompleteCommand) error {
+		if cmd.Completion.Status == api.TaskStatusSuccess {
 			return fmt.Errorf("body over 256 KiB: %w", transport.ErrTooLarge)
 		}
 		return nil
@@ -205,7 +205,7 @@ func TestTaskRefusedCompletionFallsBackToAFailure(t *testing.T) {
 		t.Fatalf("%d completions sent, want the refused one and its failure", len(tasks.completes))
 	}
 	c := tasks.completes[1].Completion
-	if c.Status != fsm.TaskStatusFailure || c.Error == nil || c.Error.ErrorType != ErrorTypeInvalidCompletion ||
+	if c.Status != api.TaskStatusFailure || c.Error == nil || c.Error.ErrorType != ErrorTypeInvalidCompletion ||
 		!strings.Contains(c.Error.ErrorMessage, "too large") || c.Result != "done" {
 		t.Errorf("fallback %+v error %+v", c, c.Error)
 	}
@@ -213,8 +213,8 @@ func TestTaskRefusedCompletionFallsBackToAFailure(t *testing.T) {
 	// Refused again: dropped, not retried for ever.
 	api2 := newFakeTasks()
 	w2, _ := taskWatcher(t, script("bob", `echo done`), api2)
-	api2.add(fsm.Task{ID: "task-bad", To: "bob", Title: "t"})
-	api2.onComplete = func(fsm.TaskCompleteCommand) error { return fmt.Errorf("no: %w", fsm.ErrInvalid) }
+	api2.add(api.Task{ID: "task-bad", To: "bob", Title: "t"})
+	api2.onComplete = func(api.TaskCompleteCommand) error { return fmt.Errorf("no: %w", api.ErrInvalid) }
 	offer(t, w2, taskOffer{id: "task-bad"})
 	api2.wait(t, "the work dropped", func(*fakeTasks) bool { return w2.health().TasksFailed == 1 })
 	if len(api2.completes) != 2 {
@@ -229,14 +229,14 @@ func TestTaskLostClaimDropsTheWork(t *testing.T) {
 	started, finished := filepath.Join(t.TempDir(), "started"), filepath.Join(t.TempDir(), "finished")
 	tasks := newFakeTasks()
 	w, _ := taskWatcher(t, script("bob", `touch `+started+`; sleep 30; touch `+finished+`; echo late`), tasks)
-	tasks.add(fsm.Task{ID: "task-4", To: "bob", Title: "t", TimeoutSeconds: 1})
+	tasks.add(api.Task{ID: "task-4", To: "bob", Title: "t", TimeoutSeconds: 1})
 	offer(t, w, taskOffer{id: "task-4"})
 	tasks.wait(t, "the run", func(f *fakeTasks) bool {
 		_, err := os.Stat(started)
 		return err == nil
 	})
 	// Another agent's claim took over after a lapse.
-	tasks.set("task-4", func(t *fsm.Task) { t.ClaimedBy, t.Fence = "amy", t.Fence+100 })
+	tasks.set("task-4", func(t *api.Task) { t.ClaimedBy, t.Fence = "amy", t.Fence+100 })
 	tasks.wait(t, "the watcher to stop the run", func(f *fakeTasks) bool {
 		return w.health().TasksRunning == 0 && w.health().TasksFailed == 1
 	})
@@ -252,8 +252,8 @@ func TestTaskLostClaimDropsTheWork(t *testing.T) {
 
 	api2 := newFakeTasks()
 	w2, _ := taskWatcher(t, script("bob", `echo done`), api2)
-	api2.add(fsm.Task{ID: "task-5", To: "bob", Title: "t"})
-	api2.onComplete = func(cmd fsm.TaskCompleteCommand) error { return conflict("lease lapsed at fence %d", cmd.Fence) }
+	api2.add(api.Task{ID: "task-5", To: "bob", Title: "t"})
+	api2.onComplete = func(cmd api.TaskCompleteCommand) error { return conflict("lease lapsed at fence %d", cmd.Fence) }
 	offer(t, w2, taskOffer{id: "task-5"})
 	api2.wait(t, "the refused completion counted", func(f *fakeTasks) bool { return w2.health().TasksFailed == 1 })
 	if len(api2.completes) != 1 {
@@ -271,17 +271,17 @@ func TestTaskClaimRaceLost(t *testing.T) {
 	tasks := newFakeTasks()
 	w, _ := taskWatcher(t, script("bob", `touch `+ran+`; echo x`, `claim: ["role:reviewer"]`), tasks)
 	tasks.queues["bob"] = []string{"role:reviewer"}
-	tasks.add(fsm.Task{ID: "task-6", To: "role:reviewer", Title: "t"})
+	tasks.add(api.Task{ID: "task-6", To: "role:reviewer", Title: "t"})
 	tasks.onClaim = func(id, _ string) error {
 		t := tasks.tasks[id]
-		t.State, t.ClaimedBy, t.Fence = fsm.TaskRunning, "amy", 99
+		t.State, t.ClaimedBy, t.Fence = api.TaskRunning, "amy", 99
 		return conflict("task %s is running, claimed by amy", id)
 	}
 	offer(t, w, taskOffer{id: "task-6"})
 	tasks.wait(t, "the claim and the read after it", func(f *fakeTasks) bool { return len(f.claims) == 1 })
 	// The loop is idle again: a second task is claimed and run.
 	tasks.onClaim = nil
-	tasks.add(fsm.Task{ID: "task-7", To: "bob", Title: "t"})
+	tasks.add(api.Task{ID: "task-7", To: "bob", Title: "t"})
 	offer(t, w, taskOffer{id: "task-7"})
 	tasks.wait(t, "task-7 done", func(f *fakeTasks) bool { return len(f.completes) == 1 })
 	if !slices.Equal(tasks.claims, []string{"task-6 bob", "task-7 bob"}) || tasks.completes[0].ID != "task-7" {
@@ -295,7 +295,7 @@ func TestTaskClaimRaceLost(t *testing.T) {
 func TestTaskClaimAnswerLost(t *testing.T) {
 	tasks := newFakeTasks()
 	w, _ := taskWatcher(t, script("bob", `echo ok`), tasks)
-	tasks.add(fsm.Task{ID: "t-lost", To: "bob", Title: "t"})
+	tasks.add(api.Task{ID: "t-lost", To: "bob", Title: "t"})
 	tasks.onClaim = func(id, agent string) error {
 		tasks.onClaim = nil
 		tasks.mu.Unlock() // the claim commits...
@@ -319,10 +319,10 @@ func TestTaskOnlyOurQueues(t *testing.T) {
 	tasks := newFakeTasks()
 	w, _ := taskWatcher(t, script("bob", `echo ok`, `claim: ["capability:go"]`), tasks)
 	tasks.queues["bob"] = []string{"role:reviewer", "capability:go"}
-	for _, tk := range []fsm.Task{
+	for _, tk := range []api.Task{
 		{ID: "t-role", To: "role:reviewer", Title: "t"}, // bob's role, but not in claim:
 		{ID: "t-amy", To: "amy", Title: "t"},
-		{ID: "t-wait", To: "bob", Title: "t", State: fsm.TaskWaiting},
+		{ID: "t-wait", To: "bob", Title: "t", State: api.TaskWaiting},
 		{ID: "t-go", To: "capability:go", Title: "t"},
 	} {
 		task := tasks.add(tk)
@@ -344,16 +344,16 @@ func TestTaskListAtStartResumesOwnClaims(t *testing.T) {
 	tasks := newFakeTasks()
 	w, _ := taskWatcher(t, script("bob", `echo "again: $MAOS_TASK_ATTEMPT"`, `claim: ["role:reviewer"]`), tasks)
 	tasks.queues["bob"] = []string{"role:reviewer"}
-	tasks.add(fsm.Task{ID: "t-held", To: "role:reviewer", Title: "t"})
+	tasks.add(api.Task{ID: "t-held", To: "role:reviewer", Title: "t"})
 	held, err := tasks.ClaimTask(t.Context(), "t-held", "bob")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tasks.add(fsm.Task{ID: "t-ready", To: "role:reviewer", Title: "t"})
-	tasks.add(fsm.Task{ID: "t-other", To: "amy", Title: "t"})
+	tasks.add(api.Task{ID: "t-ready", To: "role:reviewer", Title: "t"})
+	tasks.add(api.Task{ID: "t-other", To: "amy", Title: "t"})
 	w.listTasks(t.Context())
 	tasks.wait(t, "both done", func(f *fakeTasks) bool { return len(f.completes) == 2 })
-	byID := map[string]fsm.TaskCompleteCommand{}
+	byID := map[string]api.TaskCompleteCommand{}
 	for _, c := range tasks.completes {
 		byID[c.ID] = c
 	}
@@ -363,8 +363,8 @@ func TestTaskListAtStartResumesOwnClaims(t *testing.T) {
 	if _, ok := byID["t-ready"]; !ok {
 		t.Errorf("t-ready not done: %+v", tasks.completes)
 	}
-	want := []fsm.TaskQuery{{State: fsm.TaskRunning, ClaimedBy: "bob", Limit: fsm.MaxPageLimit},
-		{State: fsm.TaskReady, To: "bob", Limit: fsm.MaxPageLimit}, {State: fsm.TaskReady, To: "role:reviewer", Limit: fsm.MaxPageLimit}}
+	want := []api.TaskQuery{{State: api.TaskRunning, ClaimedBy: "bob", Limit: api.MaxPageLimit},
+		{State: api.TaskReady, To: "bob", Limit: api.MaxPageLimit}, {State: api.TaskReady, To: "role:reviewer", Limit: api.MaxPageLimit}}
 	if !slices.Equal(tasks.queries, want) {
 		t.Errorf("queries %+v, want %+v", tasks.queries, want)
 	}
@@ -376,7 +376,7 @@ func TestTaskClaimedFromReadyAt(t *testing.T) {
 	tasks := newFakeTasks()
 	w, _ := taskWatcher(t, script("bob", `echo ok`), tasks)
 	at := time.Now().Add(500 * time.Millisecond)
-	task := tasks.add(fsm.Task{ID: "t-later", To: "bob", Title: "t", ReadyAt: &at})
+	task := tasks.add(api.Task{ID: "t-later", To: "bob", Title: "t", ReadyAt: &at})
 	offer(t, w, taskOffer{id: task.ID, task: task})
 	tasks.wait(t, "done", func(f *fakeTasks) bool { return len(f.completes) == 1 })
 	if !slices.Equal(tasks.claims, []string{"t-later bob"}) {
@@ -392,7 +392,7 @@ func TestTaskSlots(t *testing.T) {
 	tasks := newFakeTasks()
 	w, _ := taskWatcher(t, script("bob", run), tasks)
 	for _, id := range []string{"s-1", "s-2"} {
-		tasks.add(fsm.Task{ID: id, To: "bob", Title: "t"})
+		tasks.add(api.Task{ID: id, To: "bob", Title: "t"})
 		offer(t, w, taskOffer{id: id})
 	}
 	tasks.wait(t, "s-1 claimed", func(f *fakeTasks) bool { return len(f.claims) == 1 })
@@ -412,7 +412,7 @@ func TestTaskSlots(t *testing.T) {
 	forks := newFakeTasks()
 	wf, _ := taskWatcher(t, script("bob", run, "policy: {mode: fork, max_forks: 2}"), forks)
 	for _, id := range []string{"f-1", "f-2", "f-3"} {
-		forks.add(fsm.Task{ID: id, To: "bob", Title: "t"})
+		forks.add(api.Task{ID: id, To: "bob", Title: "t"})
 		offer(t, wf, taskOffer{id: id})
 	}
 	forks.wait(t, "two claimed at once", func(f *fakeTasks) bool { return len(f.claims) == 2 })
@@ -447,8 +447,8 @@ esac`
 	tasks := newFakeTasks()
 	w, _ := taskWatcher(t, script("bob", sh, "policy: {mode: fork}"), tasks)
 	for _, id := range []string{"ok", "bad"} {
-		tasks.add(fsm.Task{ID: "dep-" + id, To: "amy", Title: "the schema", State: fsm.TaskRunning, ClaimedBy: "amy", Fence: 1})
-		tasks.add(fsm.Task{ID: id, To: "bob", Title: "t", TimeoutSeconds: 1})
+		tasks.add(api.Task{ID: "dep-" + id, To: "amy", Title: "the schema", State: api.TaskRunning, ClaimedBy: "amy", Fence: 1})
+		tasks.add(api.Task{ID: id, To: "bob", Title: "t", TimeoutSeconds: 1})
 		offer(t, w, taskOffer{id: id})
 	}
 	tasks.wait(t, "both waiting", func(f *fakeTasks) bool {
@@ -460,22 +460,22 @@ esac`
 		}
 		return n >= 2
 	})
-	tasks.set("dep-ok", func(t *fsm.Task) {
-		t.State, t.Completion = fsm.TaskSucceeded, &fsm.TaskCompletion{Status: fsm.TaskStatusSuccess, Result: "dep result"}
+	tasks.set("dep-ok", func(t *api.Task) {
+		t.State, t.Completion = api.TaskSucceeded, &api.TaskCompletion{Status: api.TaskStatusSuccess, Result: "dep result"}
 	})
-	tasks.set("dep-bad", func(t *fsm.Task) {
-		t.State, t.Completion = fsm.TaskFailed, &fsm.TaskCompletion{Status: fsm.TaskStatusFailure}
+	tasks.set("dep-bad", func(t *api.Task) {
+		t.State, t.Completion = api.TaskFailed, &api.TaskCompletion{Status: api.TaskStatusFailure}
 	})
 	tasks.wait(t, "both done", func(f *fakeTasks) bool { return len(f.completes) == 2 })
 	for _, c := range tasks.completes {
 		switch c.ID {
 		case "ok":
-			if c.Completion.Status != fsm.TaskStatusSuccess || c.Completion.Result != "used the dep" {
+			if c.Completion.Status != api.TaskStatusSuccess || c.Completion.Result != "used the dep" {
 				t.Errorf("ok: %+v", c.Completion)
 			}
 		case "bad":
-			if c.Completion.Status != fsm.TaskStatusFailure || c.Completion.Error == nil ||
-				c.Completion.Error.ErrorType != fsm.TaskErrorDependencyFailed || !strings.Contains(c.Completion.Error.ErrorMessage, "dep-bad") {
+			if c.Completion.Status != api.TaskStatusFailure || c.Completion.Error == nil ||
+				c.Completion.Error.ErrorType != api.TaskErrorDependencyFailed || !strings.Contains(c.Completion.Error.ErrorMessage, "dep-bad") {
 				t.Errorf("bad: %+v", c.Completion)
 			}
 		}
@@ -489,24 +489,24 @@ esac`
 	wa, _ := taskWatcher(t, script("bob", `echo '{"type":"dependency","waiting_for":"amy","reason":"need review"}'; [ "$MAOS_TASK_ID" = texty ] && echo "did what I could"; true`,
 		"policy: {mode: fork}"), agents)
 	for _, id := range []string{"texty", "mute"} {
-		agents.add(fsm.Task{ID: id, To: "bob", Title: "t"})
+		agents.add(api.Task{ID: id, To: "bob", Title: "t"})
 		offer(t, wa, taskOffer{id: id})
 	}
 	agents.wait(t, "both done", func(f *fakeTasks) bool { return len(f.completes) == 2 })
 	for _, c := range agents.completes {
 		switch c.ID {
 		case "texty":
-			if c.Completion.Status != fsm.TaskStatusSuccess || c.Completion.Result != "did what I could" {
+			if c.Completion.Status != api.TaskStatusSuccess || c.Completion.Result != "did what I could" {
 				t.Errorf("texty: %+v", c.Completion)
 			}
 		case "mute":
-			if c.Completion.Status != fsm.TaskStatusFailure || c.Completion.Error == nil || c.Completion.Error.ErrorType != ErrorTypeBlocked ||
+			if c.Completion.Status != api.TaskStatusFailure || c.Completion.Error == nil || c.Completion.Error.ErrorType != ErrorTypeBlocked ||
 				c.Completion.Error.ErrorMessage != "waiting for amy: need review" || !strings.Contains(c.Completion.Error.SuggestedAction, "handoff") {
 				t.Errorf("mute: %+v %+v", c.Completion, c.Completion.Error)
 			}
 		}
 	}
-	if !slices.ContainsFunc(agents.progress, func(p fsm.TaskProgressCommand) bool { return p.Message == "waiting for agent amy: need review" }) {
+	if !slices.ContainsFunc(agents.progress, func(p api.TaskProgressCommand) bool { return p.Message == "waiting for agent amy: need review" }) {
 		t.Errorf("no progress note naming the agent: %+v", agents.progress)
 	}
 }
@@ -518,7 +518,7 @@ func TestTaskStopHandsQueueTasksBack(t *testing.T) {
 	tasks := newFakeTasks()
 	w, stop := taskWatcher(t, script("bob", `touch `+gate+`/"$MAOS_TASK_ID"; sleep 30`, `claim: ["role:reviewer"]`, "policy: {mode: fork}"), tasks)
 	tasks.queues["bob"] = []string{"role:reviewer"}
-	for _, tk := range []fsm.Task{{ID: "q", To: "role:reviewer", Title: "t"}, {ID: "own", To: "bob", Title: "t"}} {
+	for _, tk := range []api.Task{{ID: "q", To: "role:reviewer", Title: "t"}, {ID: "own", To: "bob", Title: "t"}} {
 		tasks.add(tk)
 		offer(t, w, taskOffer{id: tk.ID})
 	}
@@ -531,10 +531,10 @@ func TestTaskStopHandsQueueTasksBack(t *testing.T) {
 		!strings.Contains(tasks.handoffs[0].Reason, "the watcher of bob stopped") {
 		t.Errorf("handoffs %+v; want q back to role:reviewer under fence %d", tasks.handoffs, fence)
 	}
-	if got := tasks.get("q"); got.State != fsm.TaskReady {
+	if got := tasks.get("q"); got.State != api.TaskReady {
 		t.Errorf("q is %s, want ready", got.State)
 	}
-	if got := tasks.get("own"); got.State != fsm.TaskRunning || got.ClaimedBy != "bob" {
+	if got := tasks.get("own"); got.State != api.TaskRunning || got.ClaimedBy != "bob" {
 		t.Errorf("own is %s by %q, want still bob's", got.State, got.ClaimedBy)
 	}
 	if len(tasks.completes) != 0 {
@@ -562,7 +562,7 @@ func TestTaskMessageID(t *testing.T) {
 		{"task_delegation", `[1]`, ""},
 		{"task_delegation", `{"task_id":7}`, ""},
 	} {
-		if got := taskMessageID(&fsm.Message{Type: c.typ, Metadata: json.RawMessage(c.md)}); got != c.want {
+		if got := taskMessageID(&api.Message{Type: c.typ, Metadata: json.RawMessage(c.md)}); got != c.want {
 			t.Errorf("taskMessageID(%s %s) = %q, want %q", c.typ, c.md, got, c.want)
 		}
 	}
@@ -598,12 +598,12 @@ func TestParseTaskReport(t *testing.T) {
 outro`)
 	if r.Text != "intro\noutro" || !slices.Equal(r.Outputs, []string{"a.txt"}) || len(r.Dependencies) != 1 ||
 		r.Dependencies[0] != (Dependency{WaitingFor: "t-1", Reason: "r"}) || r.Complete == nil ||
-		r.Complete.Status != fsm.TaskStatusPartialSuccess || r.Complete.Result != "done it" {
+		r.Complete.Status != api.TaskStatusPartialSuccess || r.Complete.Result != "done it" {
 		t.Errorf("report %+v complete %+v", r, r.Complete)
 	}
 	// Seed 002's "result": "success" is the status; the text is the result.
 	c := ParseTaskReport("the answer\n{\"type\":\"complete\",\"result\":\"success\",\"outputs\":[\"b\"]}").completion(5)
-	if c.Status != fsm.TaskStatusSuccess || c.Result != "the answer" || !slices.Equal(c.Outputs, []string{"b"}) || c.ExecutionTimeMS != 5 {
+	if c.Status != api.TaskStatusSuccess || c.Result != "the answer" || !slices.Equal(c.Outputs, []string{"b"}) || c.ExecutionTimeMS != 5 {
 		t.Errorf("completion %+v", c)
 	}
 	// claude --output-format json: the result field is the text.
@@ -613,9 +613,9 @@ outro`)
 	if !ParseTaskReport(`{"type":"status","message":"m"}`).empty() || ParseTaskReport(`{"type":"artifact","path":"p"}`).empty() {
 		t.Error("empty(): want status lines alone to report nothing, an artifact something")
 	}
-	long := strings.Repeat("x", fsm.MaxTaskTextBytes) + "END"
-	if c := ParseTaskReport(long).completion(1); len(c.Result) != fsm.MaxTaskTextBytes || !strings.HasSuffix(c.Result, "END") {
-		t.Errorf("a long text is cut to its last %d bytes: %d bytes", fsm.MaxTaskTextBytes, len(c.Result))
+	long := strings.Repeat("x", api.MaxTaskTextBytes) + "END"
+	if c := ParseTaskReport(long).completion(1); len(c.Result) != api.MaxTaskTextBytes || !strings.HasSuffix(c.Result, "END") {
+		t.Errorf("a long text is cut to its last %d bytes: %d bytes", api.MaxTaskTextBytes, len(c.Result))
 	}
 }
 
@@ -628,11 +628,11 @@ func TestTaskRequiresApprovalAwaits(t *testing.T) {
 	tasks := newFakeTasks()
 	w, _ := taskWatcher(t, script("bob", `echo 'I would close it'
 echo '{"type":"complete","result":"requires_approval","proposed_action":{"action_type":"close_issue","issue_number":123},"rationale":"a duplicate of #456","confidence_score":0.96}'`), tasks)
-	tasks.add(fsm.Task{ID: "t-ask", To: "bob", Title: "triage #123", TimeoutSeconds: 1})
+	tasks.add(api.Task{ID: "t-ask", To: "bob", Title: "triage #123", TimeoutSeconds: 1})
 	offer(t, w, taskOffer{id: "t-ask"})
 	tasks.wait(t, "the completion", func(f *fakeTasks) bool { return len(f.completes) == 1 })
 	c := tasks.completes[0]
-	if c.Completion.Status != fsm.TaskStatusRequiresApproval || c.Completion.Rationale != "a duplicate of #456" ||
+	if c.Completion.Status != api.TaskStatusRequiresApproval || c.Completion.Rationale != "a duplicate of #456" ||
 		c.Completion.Result != "I would close it" || c.Fence != tasks.get("t-ask").Fence {
 		t.Errorf("completion %+v under fence %d; want requires_approval with the rationale and the text, under the claim's fence", c.Completion, c.Fence)
 	}
@@ -645,7 +645,7 @@ echo '{"type":"complete","result":"requires_approval","proposed_action":{"action
 		t.Errorf("health %+v; want the run reported, neither succeeded nor failed", h)
 	}
 	task := tasks.get("t-ask")
-	if task.State != fsm.TaskAwaitingApproval {
+	if task.State != api.TaskAwaitingApproval {
 		t.Fatalf("task %s, want awaiting_approval", task.State)
 	}
 	renewals := len(tasks.progress)
@@ -672,9 +672,9 @@ case "$MAOS_TASK_ID:$p" in
   *'{"cmd":"deploy v2"}'*) echo "deployed v2" ;;
   *) echo '{"type":"complete","result":"requires_approval","proposed_action":{"cmd":"deploy v1"}}' ;;
 esac`), tasks)
-	var first, modified fsm.Task
-	tasks.afterComplete = func(tk *fsm.Task) {
-		if tk.State != fsm.TaskAwaitingApproval || tk.ID != "t-mod" {
+	var first, modified api.Task
+	tasks.afterComplete = func(tk *api.Task) {
+		if tk.State != api.TaskAwaitingApproval || tk.ID != "t-mod" {
 			return
 		}
 		first = *tk
@@ -687,14 +687,14 @@ esac`), tasks)
 			t.Error("the task loop does not take the modify's update")
 		}
 	}
-	tasks.add(fsm.Task{ID: "t-mod", To: "bob", Title: "deploy", From: "alice"})
+	tasks.add(api.Task{ID: "t-mod", To: "bob", Title: "deploy", From: "alice"})
 	offer(t, w, taskOffer{id: "t-mod"})
 	tasks.wait(t, "the run under the new fence", func(f *fakeTasks) bool { return len(f.completes) == 2 })
 	c1, c2 := tasks.completes[0], tasks.completes[1]
-	if c1.Completion.Status != fsm.TaskStatusRequiresApproval || c1.Fence != first.Fence {
+	if c1.Completion.Status != api.TaskStatusRequiresApproval || c1.Fence != first.Fence {
 		t.Errorf("first completion %+v under fence %d, want requires_approval under %d", c1.Completion, c1.Fence, first.Fence)
 	}
-	if c2.Completion.Status != fsm.TaskStatusSuccess || c2.Completion.Result != "deployed v2" || c2.Fence != modified.Fence || c2.Fence <= c1.Fence {
+	if c2.Completion.Status != api.TaskStatusSuccess || c2.Completion.Result != "deployed v2" || c2.Fence != modified.Fence || c2.Fence <= c1.Fence {
 		t.Errorf("second completion %+v under fence %d, want success with the approved action under the new fence %d", c2.Completion, c2.Fence, modified.Fence)
 	}
 	prompt, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("prompt-%d", modified.Fence)))
@@ -708,10 +708,10 @@ esac`), tasks)
 
 	reads := len(tasks.reads)
 	claimed := first
-	claimed.State, claimed.Completion = fsm.TaskRunning, nil
+	claimed.State, claimed.Completion = api.TaskRunning, nil
 	offer(t, w, taskOffer{id: "t-mod", task: &claimed})  // the first claim's update, replayed
 	offer(t, w, taskOffer{id: "t-mod", task: &modified}) // the modify's, replayed
-	tasks.add(fsm.Task{ID: "t-next", To: "bob", Title: "next"})
+	tasks.add(api.Task{ID: "t-next", To: "bob", Title: "next"})
 	offer(t, w, taskOffer{id: "t-next"}) // taken after the replays
 	tasks.wait(t, "t-next done", func(f *fakeTasks) bool { return len(f.completes) == 3 })
 	if !slices.Equal(tasks.claims, []string{"t-mod bob", "t-mod bob", "t-next bob"}) || tasks.reads[reads] != "t-next" {
@@ -729,17 +729,17 @@ esac`), tasks)
 func TestTaskApprovedOrRejectedNotRunAgain(t *testing.T) {
 	tasks := newFakeTasks()
 	w, _ := taskWatcher(t, script("bob", `echo '{"type":"complete","result":"requires_approval","proposed_action":{"cmd":"ship"}}'`), tasks)
-	ended := map[string]fsm.TaskState{"t-yes": fsm.TaskSucceeded, "t-no": fsm.TaskFailed}
+	ended := map[string]api.TaskState{"t-yes": api.TaskSucceeded, "t-no": api.TaskFailed}
 	for _, id := range []string{"t-yes", "t-no"} {
-		tasks.add(fsm.Task{ID: id, To: "bob", Title: "t"})
+		tasks.add(api.Task{ID: id, To: "bob", Title: "t"})
 		offer(t, w, taskOffer{id: id})
-		tasks.wait(t, id+" awaiting approval", func(f *fakeTasks) bool { return f.tasks[id].State == fsm.TaskAwaitingApproval })
-		tasks.set(id, func(t *fsm.Task) { t.State = ended[id] })
+		tasks.wait(t, id+" awaiting approval", func(f *fakeTasks) bool { return f.tasks[id].State == api.TaskAwaitingApproval })
+		tasks.set(id, func(t *api.Task) { t.State = ended[id] })
 		task := tasks.get(id)
 		offer(t, w, taskOffer{id: id, task: &task}) // the stream's update
 		offer(t, w, taskOffer{id: id})              // the hitl_decision's
 	}
-	tasks.add(fsm.Task{ID: "t-next", To: "bob", Title: "t"})
+	tasks.add(api.Task{ID: "t-next", To: "bob", Title: "t"})
 	offer(t, w, taskOffer{id: "t-next"})
 	tasks.wait(t, "t-next done", func(f *fakeTasks) bool { return len(f.completes) == 3 })
 	if !slices.Equal(tasks.claims, []string{"t-yes bob", "t-no bob", "t-next bob"}) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
@@ -23,7 +24,7 @@ func ritaRun(t *testing.T, agentYAML string) (*transporttest.Service, <-chan err
 	t.Helper()
 	svc := transporttest.New(t)
 	const secret = "maos_secret-of-rita-0123456789"
-	if _, err := svc.ApplyCommand(fsm.OpCreateToken, fsm.CreateTokenCommand{ID: "tok-rita", Agent: "rita", Role: fsm.TokenRoleAgent, Hash: fsm.HashToken(secret)}); err != nil {
+	if _, err := svc.ApplyCommand(api.OpCreateToken, api.CreateTokenCommand{ID: "tok-rita", Agent: "rita", Role: api.TokenRoleAgent, Hash: fsm.HashToken(secret)}); err != nil {
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{Logger: slog.New(slog.DiscardHandler),
@@ -67,7 +68,7 @@ func TestRevokedTokenStopsTheAgent(t *testing.T) {
 	svc, done, logs := ritaRun(t, "id: rita, command: [x]")
 	// Running: the agent registered itself with its token.
 	waitFor(t, "rita registered", func() bool { _, err := svc.State().Agent("rita"); return err == nil })
-	if _, err := svc.ApplyCommand(fsm.OpRevokeToken, fsm.RevokeTokenCommand{ID: "tok-rita"}); err != nil {
+	if _, err := svc.ApplyCommand(api.OpRevokeToken, api.RevokeTokenCommand{ID: "tok-rita"}); err != nil {
 		t.Fatal(err)
 	}
 	waitStopped(t, done, "the watcher still runs its revoked agent")

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -107,12 +107,12 @@ func (d Decision) String() string {
 }
 
 // ReplyID is the id of the reply (answer or incident) agent posts to m, in
-// the seed format: fsm.DerivedID of agent, m's stored timestamp (the date
+// the seed format: api.DerivedID of agent, m's stored timestamp (the date
 // and time part) and agent and m's id (the hex part). It depends only on
 // agent and what the log stored for m, so it is the same on every host,
 // every attempt and after a restart, and a re-post is stored once.
-func ReplyID(agent string, m *fsm.Message) string {
-	return fsm.DerivedID(agent, m.Timestamp, agent+"\x00"+m.ID)
+func ReplyID(agent string, m *api.Message) string {
+	return api.DerivedID(agent, m.Timestamp, agent+"\x00"+m.ID)
 }
 
 // Run runs one watcher per agent of f against opts.Client until ctx ends,
@@ -146,7 +146,7 @@ func Run(ctx context.Context, f *File, opts Options) error {
 	if opts.Instance == "" {
 		opts.Instance = newInstanceID()
 	}
-	if err := (fsm.LeaseHolder{Node: opts.Node, Instance: opts.Instance}).Validate(); err != nil {
+	if err := (api.LeaseHolder{Node: opts.Node, Instance: opts.Instance}).Validate(); err != nil {
 		return fmt.Errorf("watcher: run: %w", err)
 	}
 	// Every token is read before any watcher starts: a bad file stops the
@@ -230,7 +230,7 @@ type agentWatcher struct {
 
 // item is one inbox message the watcher tracks until the cursor passes it.
 type item struct {
-	m         *fsm.Message
+	m         *api.Message
 	mode      string
 	forUs     bool
 	running   bool
@@ -258,9 +258,9 @@ type finished struct {
 // urgentInterrupt reports whether it preempts a command agent's running
 // invocation: urgent, in mode interrupt, and from a sender that may
 // interrupt, as apply decided and the message carries
-// (fsm.Message.MayInterrupt): the watcher never decides authority itself.
+// (api.Message.MayInterrupt): the watcher never decides authority itself.
 func (it *item) urgentInterrupt() bool {
-	return it.mode == PolicyInterrupt && it.m.Priority == fsm.PriorityUrgent && it.m.MayInterrupt
+	return it.mode == PolicyInterrupt && it.m.Priority == api.PriorityUrgent && it.m.MayInterrupt
 }
 
 // retry calls fn until it succeeds or ctx ends, backing off up to 5s.
@@ -295,9 +295,9 @@ func (w *agentWatcher) run(ctx context.Context) {
 	var cursor uint64
 	if w.opts.DryRun == nil {
 		if !w.retry(ctx, "register agent", func() error {
-			_, err := w.c.RegisterAgent(ctx, fsm.RegisterAgentCommand{ID: id, Role: w.cfg.Role, Capabilities: w.cfg.Capabilities(),
+			_, err := w.c.RegisterAgent(ctx, api.RegisterAgentCommand{ID: id, Role: w.cfg.Role, Capabilities: w.cfg.Capabilities(),
 				Description: "watched by maos watcher (" + w.cfg.Delivery + ")"})
-			if errors.Is(err, fsm.ErrForbidden) {
+			if errors.Is(err, api.ErrForbidden) {
 				// The token may not register this agent so (a role or
 				// capability it is not granted): no retry will change that.
 				w.log.Error("watcher: the cluster refuses to register this agent as configured; stopping this agent: "+
@@ -352,7 +352,7 @@ func (w *agentWatcher) run(ctx context.Context) {
 		defer func() { <-tasksDone }() // its runs end (and hand back) before OFFLINE
 		go w.listTasks(ctx)
 	}
-	msgs := make(chan *fsm.Message)
+	msgs := make(chan *api.Message)
 	go w.stream(ctx, cursor, msgs)
 	w.newScheduler(cursor).run(ctx, msgs)
 	w.log.Info("watcher: stopped")
@@ -366,7 +366,7 @@ func (w *agentWatcher) doesTasks() bool { return w.opts.DryRun == nil && w.cfg.D
 // tasks, offers the task loop the updates of the agent's tasks (the
 // stream's ?agent= carries those of its queues and those it claimed),
 // reconnecting after the last event it passed on.
-func (w *agentWatcher) stream(ctx context.Context, after uint64, msgs chan<- *fsm.Message) {
+func (w *agentWatcher) stream(ctx context.Context, after uint64, msgs chan<- *api.Message) {
 	q := transport.StreamQuery{Agent: w.cfg.ID, After: after, Tasks: transport.StreamTasksNone}
 	if w.doesTasks() {
 		q.Tasks = transport.StreamTasksAll
@@ -406,7 +406,7 @@ func (w *agentWatcher) stream(ctx context.Context, after uint64, msgs chan<- *fs
 	}
 }
 
-func malformed(m *fsm.Message) error {
+func malformed(m *api.Message) error {
 	switch {
 	case m.ID == "":
 		return errors.New("no id")
@@ -436,14 +436,14 @@ func (w *agentWatcher) dryRun(it *item) {
 
 // handle answers one message; it returns an error only when ctx ended
 // before the reply was posted (the message must be handled again).
-func (w *agentWatcher) handle(ctx context.Context, m *fsm.Message) error {
+func (w *agentWatcher) handle(ctx context.Context, m *api.Message) error {
 	if r, answer, err := w.needsAnswer(ctx, m); err != nil || !answer {
 		if r != nil {
 			w.log.Info("watcher: already answered", "id", m.ID, "reply", r.ID)
 		}
 		return err
 	}
-	var ctxMsgs []*fsm.Message
+	var ctxMsgs []*api.Message
 	if n := *w.cfg.ContextMessages; n > 0 {
 		var err error
 		if ctxMsgs, err = recentContext(ctx, w.c, m, n); err != nil {
@@ -483,7 +483,7 @@ func (w *agentWatcher) handle(ctx context.Context, m *fsm.Message) error {
 // (ReplyID: the agent's, whoever of it posted it) is stored, which it
 // returns, nor when its reply chain is deeper than max_thread_depth. err
 // only when ctx ended (m must be handled again).
-func (w *agentWatcher) needsAnswer(ctx context.Context, m *fsm.Message) (*fsm.Message, bool, error) {
+func (w *agentWatcher) needsAnswer(ctx context.Context, m *api.Message) (*api.Message, bool, error) {
 	if r, err := w.c.Message(ctx, ReplyID(w.cfg.ID, m), transport.Local); err == nil {
 		return r, false, nil
 	} else if ctx.Err() != nil {
@@ -496,11 +496,11 @@ func (w *agentWatcher) needsAnswer(ctx context.Context, m *fsm.Message) (*fsm.Me
 	return nil, true, nil
 }
 
-// answer is agent's reply to m with the model's output: fsm.NewReply
+// answer is agent's reply to m with the model's output: api.NewReply
 // (response, task_result for a task_assign; private when m is) with the
 // id ReplyID derives, so a re-post after a crash is stored once.
-func answer(m *fsm.Message, agent, output string) *fsm.Message {
-	r := fsm.NewReply(m, agent, output)
+func answer(m *api.Message, agent, output string) *api.Message {
+	r := api.NewReply(m, agent, output)
 	r.ID = ReplyID(agent, m)
 	return r
 }
@@ -508,10 +508,10 @@ func answer(m *fsm.Message, agent, output string) *fsm.Message {
 // incident is agent's report to m's sender that it could not do what
 // (answer, deliver) m: an answer of type incident, priority high, titled
 // "incident: AGENT WHAT ID", in place of the answer (same id).
-func incident(m *fsm.Message, agent, what, text string) *fsm.Message {
+func incident(m *api.Message, agent, what, text string) *api.Message {
 	r := answer(m, agent, text)
-	r.Type, r.Priority = "incident", fsm.PriorityHigh
-	r.Title = truncate("incident: "+agent+" "+what+" "+m.ID, fsm.MaxTitleLen)
+	r.Type, r.Priority = "incident", api.PriorityHigh
+	r.Title = truncate("incident: "+agent+" "+what+" "+m.ID, api.MaxTitleLen)
 	return r
 }
 
@@ -582,12 +582,12 @@ func (w *agentWatcher) invoke(ctx context.Context, inv Invocation, what string, 
 // post sends the reply, retrying transient errors. A conflict means a
 // reply with this id but other content is stored: an earlier run of this
 // watcher (or another host) already answered.
-func (w *agentWatcher) post(ctx context.Context, reply *fsm.Message) error {
+func (w *agentWatcher) post(ctx context.Context, reply *api.Message) error {
 	delay := 100 * time.Millisecond
 	for {
 		resp, err := w.c.SendFenced(ctx, reply, w.agentFence())
 		switch {
-		case errors.Is(err, fsm.ErrFenced):
+		case errors.Is(err, api.ErrFenced):
 			// Another watcher holds the agent's lease now: it answers.
 			w.log.Warn("watcher: reply refused: the agent's lease was lost", "id", reply.InReplyTo, "err", err)
 			w.leaseLost(err)
@@ -595,10 +595,10 @@ func (w *agentWatcher) post(ctx context.Context, reply *fsm.Message) error {
 		case err == nil:
 			w.log.Info("watcher: replied", "id", reply.InReplyTo, "reply", reply.ID, "seq", resp.Seq, "type", reply.Type)
 			return nil
-		case errors.Is(err, fsm.ErrConflict):
+		case errors.Is(err, api.ErrConflict):
 			w.log.Info("watcher: already answered (reply id taken)", "id", reply.InReplyTo, "reply", reply.ID)
 			return nil
-		case errors.Is(err, fsm.ErrInvalid), errors.Is(err, fsm.ErrForbidden), errors.Is(err, fsm.ErrNotFound):
+		case errors.Is(err, api.ErrInvalid), errors.Is(err, api.ErrForbidden), errors.Is(err, api.ErrNotFound):
 			w.log.Warn("watcher: reply refused; moving on", "id", reply.InReplyTo, "err", err)
 			return nil
 		}
@@ -615,7 +615,7 @@ func (w *agentWatcher) post(ctx context.Context, reply *fsm.Message) error {
 
 // threadDepth counts the in_reply_to hops above m, stopping one past the
 // limit; a parent it cannot read ends the walk.
-func (w *agentWatcher) threadDepth(ctx context.Context, m *fsm.Message) int {
+func (w *agentWatcher) threadDepth(ctx context.Context, m *api.Message) int {
 	depth := 0
 	for cur := m; cur.InReplyTo != "" && depth <= w.cfg.MaxThreadDepth; depth++ {
 		p, err := w.c.Message(ctx, cur.InReplyTo, transport.Local)

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
 )
@@ -89,35 +89,35 @@ agents:
     delivery: tmux
     tmux_target: "s:0.0"
 `)
-	msg := func(f func(m *fsm.Message)) *fsm.Message {
-		m := &fsm.Message{ID: "m1", Seq: 5, Channel: "dev", From: "lead1", Type: "task_assign", Priority: "high"}
+	msg := func(f func(m *api.Message)) *api.Message {
+		m := &api.Message{ID: "m1", Seq: 5, Channel: "dev", From: "lead1", Type: "task_assign", Priority: "high"}
 		f(m)
 		return m
 	}
 	cases := []struct {
 		name   string
 		a      *AgentConfig
-		m      *fsm.Message
+		m      *api.Message
 		want   bool
 		reason string
 	}{
-		{"addressed by id/role/all/glob (resolved)", a, msg(func(m *fsm.Message) { m.Recipients = []string{"amy", "bob"} }), true, ReasonAddressed},
-		{"mention", a, msg(func(m *fsm.Message) { m.Content.Text = "ping @bob please" }), true, ReasonMention},
-		{"mention at end with period", a, msg(func(m *fsm.Message) { m.Content.Text = "thanks @bob." }), true, ReasonMention},
-		{"mention of a longer id", a, msg(func(m *fsm.Message) { m.Content.Text = "ping @bobby" }), false, ReasonNotForUs},
-		{"mention of a dotted longer id", a, msg(func(m *fsm.Message) { m.Content.Text = "ping @bob.x" }), false, ReasonNotForUs},
-		{"leading id", a, msg(func(m *fsm.Message) { m.Content.Text = "  bob: look at this" }), true, ReasonLeading},
-		{"leading longer id", a, msg(func(m *fsm.Message) { m.Content.Text = "bobby: look" }), false, ReasonNotForUs},
-		{"not addressed", a, msg(func(m *fsm.Message) { m.Recipients = []string{"amy"}; m.Content.Text = "hi" }), false, ReasonNotForUs},
-		{"own message", a, msg(func(m *fsm.Message) { m.From = "bob"; m.Recipients = []string{"bob"} }), false, ReasonOwn},
-		{"own fork's note", a, msg(func(m *fsm.Message) { m.From = "bob-fork-2"; m.Recipients = []string{"bob"} }), false, ReasonOwnFork},
-		{"another's fork", a, msg(func(m *fsm.Message) { m.From = "amy-fork-1"; m.Recipients = []string{"bob"} }), true, ReasonAddressed},
-		{"own fork's note to a tmux agent (its session reads it)", tmuxBob, msg(func(m *fsm.Message) { m.From = "bob-fork-1"; m.Recipients = []string{"bob"} }), true, ReasonAddressed},
-		{"filters pass", filtered, msg(func(m *fsm.Message) { m.Recipients = []string{"bob"} }), true, ReasonAddressed},
-		{"other channel", filtered, msg(func(m *fsm.Message) { m.Recipients = []string{"bob"}; m.Channel = "ops" }), false, ReasonChannel},
-		{"type filtered", filtered, msg(func(m *fsm.Message) { m.Recipients = []string{"bob"}; m.Type = "chat" }), false, ReasonType},
-		{"priority filtered", filtered, msg(func(m *fsm.Message) { m.Recipients = []string{"bob"}; m.Priority = "low" }), false, ReasonPriority},
-		{"sender filtered", filtered, msg(func(m *fsm.Message) { m.Recipients = []string{"bob"}; m.From = "intern" }), false, ReasonFrom},
+		{"addressed by id/role/all/glob (resolved)", a, msg(func(m *api.Message) { m.Recipients = []string{"amy", "bob"} }), true, ReasonAddressed},
+		{"mention", a, msg(func(m *api.Message) { m.Content.Text = "ping @bob please" }), true, ReasonMention},
+		{"mention at end with period", a, msg(func(m *api.Message) { m.Content.Text = "thanks @bob." }), true, ReasonMention},
+		{"mention of a longer id", a, msg(func(m *api.Message) { m.Content.Text = "ping @bobby" }), false, ReasonNotForUs},
+		{"mention of a dotted longer id", a, msg(func(m *api.Message) { m.Content.Text = "ping @bob.x" }), false, ReasonNotForUs},
+		{"leading id", a, msg(func(m *api.Message) { m.Content.Text = "  bob: look at this" }), true, ReasonLeading},
+		{"leading longer id", a, msg(func(m *api.Message) { m.Content.Text = "bobby: look" }), false, ReasonNotForUs},
+		{"not addressed", a, msg(func(m *api.Message) { m.Recipients = []string{"amy"}; m.Content.Text = "hi" }), false, ReasonNotForUs},
+		{"own message", a, msg(func(m *api.Message) { m.From = "bob"; m.Recipients = []string{"bob"} }), false, ReasonOwn},
+		{"own fork's note", a, msg(func(m *api.Message) { m.From = "bob-fork-2"; m.Recipients = []string{"bob"} }), false, ReasonOwnFork},
+		{"another's fork", a, msg(func(m *api.Message) { m.From = "amy-fork-1"; m.Recipients = []string{"bob"} }), true, ReasonAddressed},
+		{"own fork's note to a tmux agent (its session reads it)", tmuxBob, msg(func(m *api.Message) { m.From = "bob-fork-1"; m.Recipients = []string{"bob"} }), true, ReasonAddressed},
+		{"filters pass", filtered, msg(func(m *api.Message) { m.Recipients = []string{"bob"} }), true, ReasonAddressed},
+		{"other channel", filtered, msg(func(m *api.Message) { m.Recipients = []string{"bob"}; m.Channel = "ops" }), false, ReasonChannel},
+		{"type filtered", filtered, msg(func(m *api.Message) { m.Recipients = []string{"bob"}; m.Type = "chat" }), false, ReasonType},
+		{"priority filtered", filtered, msg(func(m *api.Message) { m.Recipients = []string{"bob"}; m.Priority = "low" }), false, ReasonPriority},
+		{"sender filtered", filtered, msg(func(m *api.Message) { m.Recipients = []string{"bob"}; m.From = "intern" }), false, ReasonFrom},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -141,18 +141,18 @@ agents:
         - {priority: urgent, mode: interrupt}
         - {tag: solo, mode: queue}
 `)
-	if a.Role != fsm.DefaultRole || *a.ContextMessages != DefaultContextMessages || time.Duration(a.Timeout) != DefaultTimeout ||
+	if a.Role != api.DefaultRole || *a.ContextMessages != DefaultContextMessages || time.Duration(a.Timeout) != DefaultTimeout ||
 		*a.Retries != DefaultRetries || a.MaxThreadDepth != DefaultMaxThreadDepth || a.Delivery != DeliveryCommand || a.Policy.MaxForks != DefaultMaxForks {
 		t.Fatalf("defaults not filled: %+v", a)
 	}
 	for _, c := range []struct {
-		m    fsm.Message
+		m    api.Message
 		want string
 	}{
-		{fsm.Message{From: "boss1"}, PolicyQueue},
-		{fsm.Message{From: "x", Priority: "urgent"}, PolicyInterrupt},
-		{fsm.Message{From: "x", Tags: []string{"solo"}}, PolicyQueue},
-		{fsm.Message{From: "x", Priority: "high"}, PolicyFork},
+		{api.Message{From: "boss1"}, PolicyQueue},
+		{api.Message{From: "x", Priority: "urgent"}, PolicyInterrupt},
+		{api.Message{From: "x", Tags: []string{"solo"}}, PolicyQueue},
+		{api.Message{From: "x", Priority: "high"}, PolicyFork},
 	} {
 		if got := a.ModeFor(&c.m); got != c.want {
 			t.Errorf("ModeFor(%+v) = %s, want %s", c.m, got, c.want)
@@ -231,7 +231,7 @@ agents:
 		t.Errorf("no claim: queues %v capabilities %v, want [amy] and none", none.Queues(), none.Capabilities())
 	}
 	var many []string
-	for i := range fsm.MaxCapabilities + 1 {
+	for i := range api.MaxCapabilities + 1 {
 		many = append(many, fmt.Sprintf("%q", fmt.Sprintf("capability:c%d", i)))
 	}
 	cases := []struct{ yml, field, words string }{
@@ -246,7 +246,7 @@ agents:
 		{`agents: [{id: bob, delivery: tmux, tmux_target: "s:0.0", claim: ["capability:go"]}]`, "agents[0].claim",
 			`agent bob: a tmux agent's watcher runs no tasks`},
 		{`agents: [{id: bob, command: [x], claim: [` + strings.Join(many, ", ") + `]}]`, "agents[0].claim",
-			fmt.Sprintf("agent bob: %d capability queues, at most %d", fsm.MaxCapabilities+1, fsm.MaxCapabilities)},
+			fmt.Sprintf("agent bob: %d capability queues, at most %d", api.MaxCapabilities+1, api.MaxCapabilities)},
 	}
 	for _, c := range cases {
 		_, err := Parse([]byte(c.yml))
@@ -265,8 +265,8 @@ agents:
     guardrails: "never push to main"
     command: [x]
 `)
-	m := &fsm.Message{ID: "m-42", From: "amy", Channel: "dev", Type: "chat", Priority: "normal", Title: "review", Content: fsm.Content{Text: "please review"}}
-	ctxm := []*fsm.Message{{From: "amy", Recipients: []string{"bob", "cy"}, Content: fsm.Content{Text: "earlier note"}}}
+	m := &api.Message{ID: "m-42", From: "amy", Channel: "dev", Type: "chat", Priority: "normal", Title: "review", Content: api.Content{Text: "please review"}}
+	ctxm := []*api.Message{{From: "amy", Recipients: []string{"bob", "cy"}, Content: api.Content{Text: "earlier note"}}}
 	out, err := a.Render(PromptData{Agent: a.ID, Role: a.Role, Guardrails: a.Guardrails, Context: ctxm, Message: m})
 	if err != nil {
 		t.Fatal(err)
@@ -387,46 +387,46 @@ func zombie(pid int) bool {
 // message alone: a retry or a restart computes the same id.
 func TestReplyIDIsSeedFormatStableAndValid(t *testing.T) {
 	ts := time.Date(2026, 11, 21, 10, 30, 5, 123456789, time.FixedZone("CET", 3600))
-	m := &fsm.Message{ID: "msg-1", Timestamp: ts}
+	m := &api.Message{ID: "msg-1", Timestamp: ts}
 	id := ReplyID("bob", m)
 	if !regexp.MustCompile(`^msg-20261121-093005-bob-[0-9a-f]{16}$`).MatchString(id) {
 		t.Fatalf("ReplyID = %s, want msg-20261121-093005-bob-{16 hex digits} (the message's time in UTC)", id)
 	}
-	again := &fsm.Message{ID: "msg-1", Timestamp: ts.UTC(), Seq: 9, Content: fsm.Content{Text: "as streamed"}}
+	again := &api.Message{ID: "msg-1", Timestamp: ts.UTC(), Seq: 9, Content: api.Content{Text: "as streamed"}}
 	if ReplyID("bob", again) != id {
 		t.Errorf("the same message read again gives %s, want %s", ReplyID("bob", again), id)
 	}
-	for _, other := range []string{ReplyID("amy", m), ReplyID("bob", &fsm.Message{ID: "msg-2", Timestamp: ts})} {
+	for _, other := range []string{ReplyID("amy", m), ReplyID("bob", &api.Message{ID: "msg-2", Timestamp: ts})} {
 		if other == id || strings.HasSuffix(other, id[len(id)-16:]) {
 			t.Errorf("%s and %s share their hex part", id, other)
 		}
 	}
-	long := &fsm.Message{ID: ReplyID(strings.Repeat("a", 64), &fsm.Message{ID: strings.Repeat("x", fsm.MaxIDLen), Timestamp: ts}),
-		Channel: "c", From: "a", To: fsm.Recipients{"b"}, Content: fsm.Content{Text: "t"}}
+	long := &api.Message{ID: ReplyID(strings.Repeat("a", 64), &api.Message{ID: strings.Repeat("x", api.MaxIDLen), Timestamp: ts}),
+		Channel: "c", From: "a", To: api.Recipients{"b"}, Content: api.Content{Text: "t"}}
 	long.Normalize(time.Now())
 	if err := long.Validate(); err != nil {
 		t.Fatalf("reply id of the longest agent id is invalid: %v", err)
 	}
 }
 
-// The watcher's answer and incident are fsm.NewReply with the derived id:
+// The watcher's answer and incident are api.NewReply with the derived id:
 // an answer to a private message is private, a task_assign gets a
 // task_result, an incident keeps the id, the thread and the privacy.
 func TestAnswerAndIncident(t *testing.T) {
-	m := &fsm.Message{ID: "msg-1", Channel: "dev", From: "lead1", To: fsm.Recipients{"bob"}, Type: "task_assign",
-		Title: "the plan", ThreadID: "msg-0", Visibility: fsm.VisibilityPrivate, Priority: fsm.PriorityUrgent}
+	m := &api.Message{ID: "msg-1", Channel: "dev", From: "lead1", To: api.Recipients{"bob"}, Type: "task_assign",
+		Title: "the plan", ThreadID: "msg-0", Visibility: api.VisibilityPrivate, Priority: api.PriorityUrgent}
 	a := answer(m, "bob", "done")
 	if a.ID != ReplyID("bob", m) || a.From != "bob" || !slices.Equal(a.To, []string{"lead1"}) || a.Channel != "dev" ||
 		a.InReplyTo != "msg-1" || a.ThreadID != "msg-0" || a.Type != "task_result" || a.Title != "Re: the plan" ||
-		a.Visibility != fsm.VisibilityPrivate || a.Priority != fsm.PriorityNormal || a.Content.Text != "done" {
+		a.Visibility != api.VisibilityPrivate || a.Priority != api.PriorityNormal || a.Content.Text != "done" {
 		t.Errorf("answer = %+v", a)
 	}
 	i := incident(m, "bob", "could not answer", "exit 1")
-	if i.ID != a.ID || i.Type != "incident" || i.Priority != fsm.PriorityHigh || i.Title != "incident: bob could not answer msg-1" ||
-		i.Visibility != fsm.VisibilityPrivate || i.ThreadID != "msg-0" || i.Content.Text != "exit 1" {
+	if i.ID != a.ID || i.Type != "incident" || i.Priority != api.PriorityHigh || i.Title != "incident: bob could not answer msg-1" ||
+		i.Visibility != api.VisibilityPrivate || i.ThreadID != "msg-0" || i.Content.Text != "exit 1" {
 		t.Errorf("incident = %+v", i)
 	}
-	for _, r := range []*fsm.Message{a, i} {
+	for _, r := range []*api.Message{a, i} {
 		r.Normalize(time.Now())
 		if err := r.Validate(); err != nil {
 			t.Errorf("%s does not validate: %v", r.Type, err)

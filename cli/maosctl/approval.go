@@ -10,9 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
-	"github.com/maos-project/maos/transport"
 	"github.com/urfave/cli/v2"
+
+	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/transport"
 )
 
 // The approval group: what the requester does (request, cancel) and
@@ -53,9 +54,9 @@ $MAOS_AGENT_ID. Add --json for the API's objects.`,
 			approvalRequestCommand(),
 			approvalListCommand(),
 			approvalShowCommand(),
-			approvalDecideCommand(fsm.DecisionApprove),
-			approvalDecideCommand(fsm.DecisionReject),
-			approvalDecideCommand(fsm.DecisionModify),
+			approvalDecideCommand(api.DecisionApprove),
+			approvalDecideCommand(api.DecisionReject),
+			approvalDecideCommand(api.DecisionModify),
 			approvalCancelCommand(),
 			approvalWaitCommand(),
 		},
@@ -107,11 +108,11 @@ repeating a request with the same --id stores it once.`,
 			&cli.StringFlag{Name: "rationale", Usage: "why the action is proposed: `TEXT`"},
 			&cli.Float64Flag{Name: "confidence", Usage: "the requester's confidence, `0..1`"},
 			priorityFlag(),
-			&cli.DurationFlag{Name: "timeout", Usage: "how long it waits for a decision: `DURATION`", Value: fsm.DefaultApprovalTimeout},
-			&cli.StringFlag{Name: "on-timeout", Usage: "`WHAT` happens then: reject (it expires) or escalate", Value: fsm.OnTimeoutReject},
+			&cli.DurationFlag{Name: "timeout", Usage: "how long it waits for a decision: `DURATION`", Value: api.DefaultApprovalTimeout},
+			&cli.StringFlag{Name: "on-timeout", Usage: "`WHAT` happens then: reject (it expires) or escalate", Value: api.OnTimeoutReject},
 			&cli.StringSliceFlag{Name: "option", Usage: "a `DECISION` it takes (approve, reject, modify); repeat or comma-separate (default all)"},
 			&cli.StringFlag{Name: "task-id", Usage: "the task `ID` it belongs to"},
-			&cli.StringFlag{Name: "channel", Usage: "channel `NAME` of its messages", EnvVars: []string{envChannel}, Value: fsm.DefaultChannel},
+			&cli.StringFlag{Name: "channel", Usage: "channel `NAME` of its messages", EnvVars: []string{envChannel}, Value: api.DefaultChannel},
 			&cli.StringFlag{Name: "id", Usage: "approval `ID` to use instead of a generated one (makes retries safe across runs)"},
 			jsonFlag(),
 		},
@@ -130,7 +131,7 @@ func approvalRequest(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cmd := fsm.ApprovalRequestCommand{
+	cmd := api.ApprovalRequestCommand{
 		ID:                strings.TrimSpace(c.String("id")),
 		From:              strings.TrimSpace(c.String("from")),
 		Approvers:         splitList(c.StringSlice("approver")),
@@ -140,11 +141,11 @@ func approvalRequest(c *cli.Context) error {
 		Action:            action,
 		Rationale:         c.String("rationale"),
 		Priority:          flagPriority(c),
-		Timeout:           fsm.ApprovalTimeout(c.Duration("timeout")),
+		Timeout:           api.ApprovalTimeout(c.Duration("timeout")),
 		OnTimeout:         strings.TrimSpace(c.String("on-timeout")),
 		Options:           splitList(c.StringSlice("option")),
 		TaskID:            strings.TrimSpace(c.String("task-id")),
-		Channel:           or(strings.TrimSpace(c.String("channel")), fsm.DefaultChannel),
+		Channel:           or(strings.TrimSpace(c.String("channel")), api.DefaultChannel),
 	}
 	if c.IsSet("confidence") {
 		v := c.Float64("confidence")
@@ -153,8 +154,8 @@ func approvalRequest(c *cli.Context) error {
 	if cmd.Quorum < 1 {
 		return usagef(c, "--quorum %d: want at least 1", cmd.Quorum)
 	}
-	res, err := createObject(c, "approval", &cmd.ID, cmd.From, fsm.NewApprovalID,
-		func(ctx context.Context, client *transport.Client) (fsm.ApprovalResult, error) {
+	res, err := createObject(c, "approval", &cmd.ID, cmd.From, api.NewApprovalID,
+		func(ctx context.Context, client *transport.Client) (api.ApprovalResult, error) {
 			return client.RequestApproval(ctx, cmd)
 		})
 	if err != nil {
@@ -192,7 +193,7 @@ func approvalList(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	q := fsm.ApprovalQuery{State: fsm.ApprovalState(strings.TrimSpace(c.String("state"))),
+	q := api.ApprovalQuery{State: api.ApprovalState(strings.TrimSpace(c.String("state"))),
 		Approver: strings.TrimSpace(c.String("approver")), From: strings.TrimSpace(c.String("from")),
 		After: c.Uint64("after"), Limit: c.Int("limit")}
 	ctx, cancel := call(c)
@@ -202,9 +203,9 @@ func approvalList(c *cli.Context) error {
 		return apiError(c, err)
 	}
 	return printList(c, &page, &page.Approvals, page.HasMore, "approval", "ID\tSTATE\tAPPROVALS\tFROM\tAPPROVERS\tTITLE",
-		func(a *fsm.Approval) string {
+		func(a *api.Approval) string {
 			return fmt.Sprintf("%s\t%s\t%d/%d\t%s\t%s\t%s", a.ID, a.State, a.Approvals, a.Quorum, a.From, strings.Join(a.Approvers, ","), a.Title)
-		}, func(a *fsm.Approval) uint64 { return a.Seq })
+		}, func(a *api.Approval) uint64 { return a.Seq })
 }
 
 func approvalShowCommand() *cli.Command {
@@ -233,7 +234,7 @@ func approvalShow(c *cli.Context) error {
 
 // printApproval writes an approval for people: its state line, one
 // "key: value" line per field it has, the action and its decisions.
-func printApproval(w io.Writer, a *fsm.Approval) error {
+func printApproval(w io.Writer, a *api.Approval) error {
 	printHead(w, a.ID, approvalStateLine(a), a.Title, a.From, strings.Join(a.Approvers, ", "), a.Channel, a.Priority)
 	if a.ApprovalNeededFor != "" {
 		fmt.Fprintf(w, "needed for: %s\n", a.ApprovalNeededFor)
@@ -253,7 +254,7 @@ func printApproval(w io.Writer, a *fsm.Approval) error {
 	fmt.Fprintf(w, "timeout: %s, then %s\n", time.Duration(a.TimeoutSeconds)*time.Second, a.OnTimeout)
 	printStamps(w, a.Created, a.Seq, a.Updated, a.Context)
 	printAction(w, a)
-	return printLog(w, "decisions", a.Decisions, func(d fsm.ApprovalDecision) string {
+	return printLog(w, "decisions", a.Decisions, func(d api.ApprovalDecision) string {
 		what := d.Decision
 		if d.Voided {
 			what += " (void: the action changed)"
@@ -268,7 +269,7 @@ func printApproval(w io.Writer, a *fsm.Approval) error {
 
 // printAction writes the approval's action, indented, under its hash:
 // what an approver decides on.
-func printAction(w io.Writer, a *fsm.Approval) {
+func printAction(w io.Writer, a *api.Approval) {
 	var pretty bytes.Buffer
 	if json.Indent(&pretty, a.Action, "  ", "  ") != nil {
 		pretty.Reset()
@@ -279,8 +280,8 @@ func printAction(w io.Writer, a *fsm.Approval) {
 
 // approvalStateLine is the state and what goes with it: "pending (1 of 2
 // approvals, until T)", "pending (escalated, until T)", "approved".
-func approvalStateLine(a *fsm.Approval) string {
-	if a.State != fsm.ApprovalPending {
+func approvalStateLine(a *api.Approval) string {
+	if a.State != api.ApprovalPending {
 		return fmt.Sprintf("%s (%d of %d approvals)", a.State, a.Approvals, a.Quorum)
 	}
 	esc := ""
@@ -321,7 +322,7 @@ answers again. Prints "cancelled ID"; with --json the API's answer
 
 func approvalCancel(c *cli.Context) error {
 	return cancelObject(c, func(ctx context.Context, client *transport.Client, id, from, reason string) (any, string, error) {
-		res, err := client.CancelApproval(ctx, fsm.ApprovalCancelCommand{ID: id, From: from, Reason: reason})
+		res, err := client.CancelApproval(ctx, api.ApprovalCancelCommand{ID: id, From: from, Reason: reason})
 		return res, res.ID, err
 	})
 }

@@ -5,8 +5,9 @@ import (
 	"io"
 	"strings"
 
-	"github.com/maos-project/maos/fsm"
 	"github.com/urfave/cli/v2"
+
+	"github.com/maos-project/maos/api"
 )
 
 // The approvers' verbs of the approval group: approve, reject and modify
@@ -15,20 +16,20 @@ import (
 
 // decideHelp is each decision's usage line, examples and words.
 var decideHelp = map[string]struct{ usage, text, examples, outcome string }{
-	fsm.DecisionApprove: {
+	api.DecisionApprove: {
 		usage:    "approve the action an approval proposes",
 		text:     "maosctl approval approve ID [--approver ID] [--comment C] [--hash sha256:…]",
 		examples: `maosctl approval approve $ID --approver alice --comment "checked the diff"`,
 		outcome: `Your approval counts once; when quorum distinct approvers have approved,
 the approval is approved and its requester is told.`,
 	},
-	fsm.DecisionReject: {
+	api.DecisionReject: {
 		usage:    "reject the action an approval proposes",
 		text:     "maosctl approval reject ID [--approver ID] [--comment C] [--hash sha256:…]",
 		examples: `maosctl approval reject $ID --approver bob --comment "not on a Friday"`,
 		outcome:  `One rejection rejects the approval; its requester is told.`,
 	},
-	fsm.DecisionModify: {
+	api.DecisionModify: {
 		usage:    "replace the action an approval proposes: the approvals so far are void",
 		text:     "maosctl approval modify ID --action JSON|- [--approver ID] [--comment C] [--hash sha256:…]",
 		examples: `maosctl approval modify $ID --approver alice --action '{"cmd":"deploy","version":"2.3","canary":true}'`,
@@ -46,7 +47,7 @@ func approvalDecideCommand(decision string) *cli.Command {
 		&cli.StringFlag{Name: "hash", Usage: "decide only if the action is still the one with this `HASH` (as 'approval show' printed it)"},
 		jsonFlag(),
 	}
-	if decision == fsm.DecisionModify {
+	if decision == api.DecisionModify {
 		flags = append(flags, &cli.StringFlag{Name: "action", Usage: "the new action as `JSON`; - reads it from stdin (required)"})
 	}
 	return &cli.Command{
@@ -79,15 +80,15 @@ func approvalDecide(c *cli.Context, decision string) error {
 		return err
 	}
 	required := []string{"approver"}
-	if decision == fsm.DecisionModify {
+	if decision == api.DecisionModify {
 		required = append(required, "action")
 	}
 	if err := require(c, required...); err != nil {
 		return err
 	}
-	cmd := fsm.ApprovalDecideCommand{ID: id, Approver: strings.TrimSpace(c.String("approver")), Decision: decision,
+	cmd := api.ApprovalDecideCommand{ID: id, Approver: strings.TrimSpace(c.String("approver")), Decision: decision,
 		ActionHash: strings.TrimSpace(c.String("hash")), Comment: c.String("comment")}
-	if decision == fsm.DecisionModify {
+	if decision == api.DecisionModify {
 		if cmd.Action, err = actionFlag(c, "action"); err != nil {
 			return err
 		}
@@ -118,14 +119,14 @@ func approvalDecide(c *cli.Context, decision string) error {
 }
 
 // printDecided says where the approval stands after cmd.
-func printDecided(w io.Writer, a *fsm.Approval, cmd fsm.ApprovalDecideCommand) error {
+func printDecided(w io.Writer, a *api.Approval, cmd api.ApprovalDecideCommand) error {
 	var err error
 	switch {
-	case a.State == fsm.ApprovalApproved:
-		_, err = fmt.Fprintf(w, "%s approved by %s\n", a.ID, strings.Join(approvers(a, fsm.DecisionApprove), ", "))
-	case a.State != fsm.ApprovalPending:
+	case a.State == api.ApprovalApproved:
+		_, err = fmt.Fprintf(w, "%s approved by %s\n", a.ID, strings.Join(approvers(a, api.DecisionApprove), ", "))
+	case a.State != api.ApprovalPending:
 		_, err = fmt.Fprintf(w, "%s %s\n", a.ID, a.State)
-	case cmd.Decision == fsm.DecisionModify:
+	case cmd.Decision == api.DecisionModify:
 		_, err = fmt.Fprintf(w, "%s pending: the action is now %s; the approvals before it are void, 0 of %d\n", a.ID, a.ActionHash, a.Quorum)
 	default:
 		_, err = fmt.Fprintf(w, "%s pending: %d of %d approvals\n", a.ID, a.Approvals, a.Quorum)
@@ -135,7 +136,7 @@ func printDecided(w io.Writer, a *fsm.Approval, cmd fsm.ApprovalDecideCommand) e
 
 // approvers are the agents whose decision (not voided) on the approval's
 // current action is decision, in order.
-func approvers(a *fsm.Approval, decision string) []string {
+func approvers(a *api.Approval, decision string) []string {
 	var out []string
 	for _, d := range a.Decisions {
 		if d.Decision == decision && !d.Voided && d.ActionHash == a.ActionHash {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
@@ -35,7 +36,7 @@ func (e *testEnv) serveApprovals() *transporttest.ApprovalReads {
 
 // proposedApproval is the last command of op the node was asked to
 // propose, decoded into T, and how many there were.
-func proposedApproval[T any](e *testEnv, op fsm.Op) (T, int) {
+func proposedApproval[T any](e *testEnv, op api.Op) (T, int) {
 	e.t.Helper()
 	var v T
 	n := 0
@@ -55,7 +56,7 @@ const deployAction = `{"cmd":"deploy","version":"2.3"}`
 
 func deployHash(t *testing.T) string {
 	t.Helper()
-	h, err := fsm.ActionHash(json.RawMessage(deployAction))
+	h, err := api.ActionHash(json.RawMessage(deployAction))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,9 +81,9 @@ func TestApprovalRequest(t *testing.T) {
 	if m == nil || m[2] != hash {
 		t.Fatalf("request printed %q, want the hash %s", r.out, hash)
 	}
-	got, n := proposedApproval[fsm.ApprovalRequestCommand](e, fsm.OpApprovalRequest)
+	got, n := proposedApproval[api.ApprovalRequestCommand](e, api.OpApprovalRequest)
 	if n != 1 || got.ID != m[1] || string(got.Action) != deployAction || got.Quorum != 2 || strings.Join(got.Approvers, ",") != "alice,role:reviewer,carol" ||
-		time.Duration(got.Timeout) != 4*time.Hour || got.OnTimeout != fsm.OnTimeoutEscalate || got.Priority != fsm.PriorityHigh ||
+		time.Duration(got.Timeout) != 4*time.Hour || got.OnTimeout != api.OnTimeoutEscalate || got.Priority != api.PriorityHigh ||
 		got.ApprovalNeededFor != "prod deploy" || got.Rationale != "tests green" || got.Confidence == nil || *got.Confidence != 0.9 ||
 		strings.Join(got.Options, ",") != "approve,reject" || got.From != "lead" || got.TaskID != "t-1" || got.Channel != "ops" {
 		t.Errorf("proposed %+v", got)
@@ -93,8 +94,8 @@ func TestApprovalRequest(t *testing.T) {
 		res["quorum"] != 1.0 || res["seq"] != 7.0 || !strings.HasPrefix(res["action_hash"].(string), "sha256:") || len(res) != 6 {
 		t.Errorf("request --json: %v, %v", res, err)
 	}
-	if got, _ := proposedApproval[fsm.ApprovalRequestCommand](e, fsm.OpApprovalRequest); got.Confidence != nil || got.Channel != fsm.DefaultChannel ||
-		time.Duration(got.Timeout) != fsm.DefaultApprovalTimeout || got.Quorum != 1 {
+	if got, _ := proposedApproval[api.ApprovalRequestCommand](e, api.OpApprovalRequest); got.Confidence != nil || got.Channel != api.DefaultChannel ||
+		time.Duration(got.Timeout) != api.DefaultApprovalTimeout || got.Quorum != 1 {
 		t.Errorf("the defaults: %+v", got)
 	}
 
@@ -105,7 +106,7 @@ func TestApprovalRequest(t *testing.T) {
 		t.Errorf("%d refused requests were proposed", n-before)
 	}
 	// A failure whose outcome is unknown says how to check and retry.
-	e.svc.AnswerApprovals(func(fsm.Op, json.RawMessage) (any, error) { return nil, transport.ErrOutcomeUnknown })
+	e.svc.AnswerApprovals(func(api.Op, json.RawMessage) (any, error) { return nil, transport.ErrOutcomeUnknown })
 	e.fail([]string{"approval", "request", "--from", "lead", "--approver", "alice", "--title", "x", "--action", "1", "--id", "appr-x"},
 		"maosctl approval show appr-x", "retrying with --id appr-x is safe")
 }
@@ -121,16 +122,16 @@ func TestApprovalListShow(t *testing.T) {
 	}
 	conf := 0.9
 	at := time.Date(2026, 11, 24, 10, 30, 0, 0, time.UTC)
-	reads.Put(&fsm.Approval{ID: "appr-d", Seq: 1001, From: "lead", Approvers: []string{"alice", "role:reviewer", "carol"}, Quorum: 2, Approvals: 1,
-		Title: "deploy v2.3", ApprovalNeededFor: "prod deploy", Rationale: "tests green", Confidence: &conf, Priority: fsm.PriorityHigh,
-		TimeoutSeconds: 4 * 3600, OnTimeout: fsm.OnTimeoutEscalate, Channel: "general", Options: []string{"approve", "reject"},
-		Action: json.RawMessage(deployAction), ActionHash: hash, State: fsm.ApprovalPending, Deadline: at.Add(4 * time.Hour), Created: at, Updated: at,
-		Decisions: []fsm.ApprovalDecision{
-			{Seq: 1002, Time: at, Approver: "alice", Decision: fsm.DecisionApprove, ActionHash: "sha256:0123456789abcdef", Comment: "checked", Voided: true},
-			{Seq: 1003, Time: at, Approver: "bob", Decision: fsm.DecisionModify, ActionHash: "sha256:0123456789abcdef", Comment: "canary first", Action: json.RawMessage(deployAction)},
-			{Seq: 1004, Time: at, Approver: "carol", Decision: fsm.DecisionApprove, ActionHash: hash},
+	reads.Put(&api.Approval{ID: "appr-d", Seq: 1001, From: "lead", Approvers: []string{"alice", "role:reviewer", "carol"}, Quorum: 2, Approvals: 1,
+		Title: "deploy v2.3", ApprovalNeededFor: "prod deploy", Rationale: "tests green", Confidence: &conf, Priority: api.PriorityHigh,
+		TimeoutSeconds: 4 * 3600, OnTimeout: api.OnTimeoutEscalate, Channel: "general", Options: []string{"approve", "reject"},
+		Action: json.RawMessage(deployAction), ActionHash: hash, State: api.ApprovalPending, Deadline: at.Add(4 * time.Hour), Created: at, Updated: at,
+		Decisions: []api.ApprovalDecision{
+			{Seq: 1002, Time: at, Approver: "alice", Decision: api.DecisionApprove, ActionHash: "sha256:0123456789abcdef", Comment: "checked", Voided: true},
+			{Seq: 1003, Time: at, Approver: "bob", Decision: api.DecisionModify, ActionHash: "sha256:0123456789abcdef", Comment: "canary first", Action: json.RawMessage(deployAction)},
+			{Seq: 1004, Time: at, Approver: "carol", Decision: api.DecisionApprove, ActionHash: hash},
 		}})
-	reads.Put(&fsm.Approval{ID: "appr-rm", Seq: 1005, From: "bob", Approvers: []string{"alice"}, Quorum: 1, Title: "rm -rf build", State: fsm.ApprovalRejected})
+	reads.Put(&api.Approval{ID: "appr-rm", Seq: 1005, From: "bob", Approvers: []string{"alice"}, Quorum: 1, Title: "rm -rf build", State: api.ApprovalRejected})
 
 	out := e.ok("approval", "list", "--approver", "alice", "--from", "lead", "--state", "pending", "--after", "3", "--limit", "5")
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
@@ -140,7 +141,7 @@ func TestApprovalListShow(t *testing.T) {
 		t.Errorf("approval list printed:\n%s", out)
 	}
 	qs := reads.Queries()
-	if want := (fsm.ApprovalQuery{State: fsm.ApprovalPending, Approver: "alice", From: "lead", After: 3, Limit: 5}); qs[len(qs)-1] != want {
+	if want := (api.ApprovalQuery{State: api.ApprovalPending, Approver: "alice", From: "lead", After: 3, Limit: 5}); qs[len(qs)-1] != want {
 		t.Errorf("list asked %+v, want %+v", qs[len(qs)-1], want)
 	}
 	var page fsm.ApprovalPage
@@ -163,7 +164,7 @@ func TestApprovalListShow(t *testing.T) {
 			t.Errorf("show lacks %s:\n%s", re, out)
 		}
 	}
-	var one fsm.Approval
+	var one api.Approval
 	if err := json.Unmarshal([]byte(e.ok("--json", "approval", "show", "appr-d")), &one); err != nil || one.ID != "appr-d" || one.ActionHash != hash || len(one.Decisions) != 3 {
 		t.Errorf("show --json: %+v, %v", one, err)
 	}
@@ -179,54 +180,54 @@ func TestApprovalDecide(t *testing.T) {
 	e := newTestEnv(t)
 	reads := e.serveApprovals()
 	hash := deployHash(t)
-	pending := fsm.Approval{ID: "appr-d", From: "lead", Approvers: []string{"alice", "bob", "carol"}, Quorum: 2, Title: "deploy v2.3",
-		Action: json.RawMessage(deployAction), ActionHash: hash, State: fsm.ApprovalPending}
+	pending := api.Approval{ID: "appr-d", From: "lead", Approvers: []string{"alice", "bob", "carol"}, Quorum: 2, Title: "deploy v2.3",
+		Action: json.RawMessage(deployAction), ActionHash: hash, State: api.ApprovalPending}
 	reads.Put(&pending)
 	// The node's answer: the approval with the decision counted.
-	e.svc.AnswerApprovals(func(op fsm.Op, body json.RawMessage) (any, error) {
-		var cmd fsm.ApprovalDecideCommand
+	e.svc.AnswerApprovals(func(op api.Op, body json.RawMessage) (any, error) {
+		var cmd api.ApprovalDecideCommand
 		if err := json.Unmarshal(body, &cmd); err != nil {
 			return nil, err
 		}
 		a := pending
-		a.Decisions = []fsm.ApprovalDecision{{Approver: cmd.Approver, Decision: cmd.Decision, ActionHash: cmd.ActionHash}}
+		a.Decisions = []api.ApprovalDecision{{Approver: cmd.Approver, Decision: cmd.Decision, ActionHash: cmd.ActionHash}}
 		switch cmd.Decision {
-		case fsm.DecisionApprove:
+		case api.DecisionApprove:
 			a.Approvals = 1
-		case fsm.DecisionReject:
-			a.State = fsm.ApprovalRejected
-		case fsm.DecisionModify:
+		case api.DecisionReject:
+			a.State = api.ApprovalRejected
+		case api.DecisionModify:
 			a.Action = cmd.Action
-			a.ActionHash, _ = fsm.ActionHash(cmd.Action)
+			a.ActionHash, _ = api.ActionHash(cmd.Action)
 		}
 		reads.Put(&a)
-		return fsm.ApprovalResult{ID: a.ID, Seq: 9, State: a.State, ActionHash: a.ActionHash}, nil
+		return api.ApprovalResult{ID: a.ID, Seq: 9, State: a.State, ActionHash: a.ActionHash}, nil
 	})
 	out := e.ok("approval", "approve", "appr-d", "--approver", "alice", "--comment", "checked")
 	if want := "appr-d pending (0 of 2 approvals, until 0001-01-01T00:00:00Z): deploy v2.3\naction " + hash +
 		":\n  {\n    \"cmd\": \"deploy\",\n    \"version\": \"2.3\"\n  }\nappr-d pending: 1 of 2 approvals\n"; out != want {
 		t.Errorf("approve printed:\n%s\nwant\n%s", out, want)
 	}
-	if cmd, _ := proposedApproval[fsm.ApprovalDecideCommand](e, fsm.OpApprovalDecide); cmd.ActionHash != hash || cmd.Approver != "alice" ||
-		cmd.Decision != fsm.DecisionApprove || cmd.Comment != "checked" || cmd.ID != "appr-d" {
+	if cmd, _ := proposedApproval[api.ApprovalDecideCommand](e, api.OpApprovalDecide); cmd.ActionHash != hash || cmd.Approver != "alice" ||
+		cmd.Decision != api.DecisionApprove || cmd.Comment != "checked" || cmd.ID != "appr-d" {
 		t.Errorf("proposed %+v, want alice's approval on %s", cmd, hash)
 	}
 	// --hash: the decision is on the hash given, whatever the node shows.
 	reads.Put(&pending)
-	stale, _ := fsm.ActionHash(json.RawMessage(`{"cmd":"deploy","version":"2.2"}`))
+	stale, _ := api.ActionHash(json.RawMessage(`{"cmd":"deploy","version":"2.2"}`))
 	e.ok("approval", "approve", "appr-d", "--approver", "bob", "--hash", stale)
-	if cmd, _ := proposedApproval[fsm.ApprovalDecideCommand](e, fsm.OpApprovalDecide); cmd.ActionHash != stale {
+	if cmd, _ := proposedApproval[api.ApprovalDecideCommand](e, api.OpApprovalDecide); cmd.ActionHash != stale {
 		t.Errorf("--hash %s: proposed %+v", stale, cmd)
 	}
 
 	// modify: the new action from stdin, canonical.
 	reads.Put(&pending)
 	r := e.run(`{"cmd":"deploy","version":"2.3","canary":true}`, "approval", "modify", "appr-d", "--approver", "bob", "--action", "-", "--comment", "canary first")
-	newHash, _ := fsm.ActionHash(json.RawMessage(`{"canary":true,"cmd":"deploy","version":"2.3"}`))
+	newHash, _ := api.ActionHash(json.RawMessage(`{"canary":true,"cmd":"deploy","version":"2.3"}`))
 	if r.err != nil || !strings.HasSuffix(r.out, "appr-d pending: the action is now "+newHash+"; the approvals before it are void, 0 of 2\n") {
 		t.Fatalf("modify: %v %q %q", r.err, r.out, r.errOut)
 	}
-	if cmd, _ := proposedApproval[fsm.ApprovalDecideCommand](e, fsm.OpApprovalDecide); string(cmd.Action) != `{"canary":true,"cmd":"deploy","version":"2.3"}` || cmd.ActionHash != hash {
+	if cmd, _ := proposedApproval[api.ApprovalDecideCommand](e, api.OpApprovalDecide); string(cmd.Action) != `{"canary":true,"cmd":"deploy","version":"2.3"}` || cmd.ActionHash != hash {
 		t.Errorf("proposed modify %+v", cmd)
 	}
 	// reject; --json prints the API's answer alone.
@@ -235,7 +236,7 @@ func TestApprovalDecide(t *testing.T) {
 		t.Errorf("reject printed %q", out)
 	}
 	reads.Put(&pending)
-	var a fsm.Approval
+	var a api.Approval
 	if err := json.Unmarshal([]byte(e.ok("--json", "approval", "approve", "appr-d", "--approver", "carol")), &a); err != nil || a.Approvals != 1 || len(a.Decisions) != 1 {
 		t.Errorf("approve --json: %+v, %v", a, err)
 	}
@@ -248,7 +249,7 @@ func TestApprovalDecide(t *testing.T) {
 	if n := len(e.svc.Applied()); n != before {
 		t.Errorf("%d refused decisions were proposed", n-before)
 	}
-	e.svc.AnswerApprovals(func(fsm.Op, json.RawMessage) (any, error) {
+	e.svc.AnswerApprovals(func(api.Op, json.RawMessage) (any, error) {
 		return nil, &fsm.ConflictError{Reason: "approval appr-d: the action changed to " + newHash + ": look at it again"}
 	})
 	// It showed the action before the node refused the decision on it.
@@ -259,10 +260,10 @@ func TestApprovalDecide(t *testing.T) {
 	if out := e.ok("approval", "cancel", "appr-c", "--from", "lead", "--reason", "not needed"); out != "cancelled appr-c\n" {
 		t.Errorf("cancel printed %q", out)
 	}
-	if cmd, _ := proposedApproval[fsm.ApprovalCancelCommand](e, fsm.OpApprovalCancel); cmd != (fsm.ApprovalCancelCommand{ID: "appr-c", From: "lead", Reason: "not needed"}) {
+	if cmd, _ := proposedApproval[api.ApprovalCancelCommand](e, api.OpApprovalCancel); cmd != (api.ApprovalCancelCommand{ID: "appr-c", From: "lead", Reason: "not needed"}) {
 		t.Errorf("proposed cancel %+v", cmd)
 	}
-	var res fsm.ApprovalResult
+	var res api.ApprovalResult
 	if err := json.Unmarshal([]byte(e.ok("--json", "approval", "cancel", "appr-c", "--from", "lead")), &res); err != nil || res.ID != "appr-c" {
 		t.Errorf("cancel --json: %+v, %v", res, err)
 	}
@@ -276,39 +277,39 @@ func TestApprovalWait(t *testing.T) {
 	e := newTestEnv(t, "bob")
 	reads := e.serveApprovals()
 	at := time.Date(2026, 11, 24, 10, 30, 0, 0, time.UTC)
-	dec := func(who, what, comment string) fsm.ApprovalDecision {
-		return fsm.ApprovalDecision{Time: at, Approver: who, Decision: what, ActionHash: "sha256:0123456789abcdef0123", Comment: comment}
+	dec := func(who, what, comment string) api.ApprovalDecision {
+		return api.ApprovalDecision{Time: at, Approver: who, Decision: what, ActionHash: "sha256:0123456789abcdef0123", Comment: comment}
 	}
 	for _, tc := range []struct {
-		state fsm.ApprovalState
-		ds    []fsm.ApprovalDecision
+		state api.ApprovalState
+		ds    []api.ApprovalDecision
 		code  int
 		out   string
 	}{
-		{fsm.ApprovalApproved, []fsm.ApprovalDecision{dec("alice", "approve", ""), dec("bob", "approve", "ok")}, 0,
+		{api.ApprovalApproved, []api.ApprovalDecision{dec("alice", "approve", ""), dec("bob", "approve", "ok")}, 0,
 			"appr-w approved by alice, bob\n  2026-11-24T10:30:00Z alice approve on sha256:0123456789ab\n  2026-11-24T10:30:00Z bob approve on sha256:0123456789ab: ok\n"},
-		{fsm.ApprovalRejected, []fsm.ApprovalDecision{dec("alice", "reject", "not now")}, 1,
+		{api.ApprovalRejected, []api.ApprovalDecision{dec("alice", "reject", "not now")}, 1,
 			"appr-w rejected by alice\n  2026-11-24T10:30:00Z alice reject on sha256:0123456789ab: not now\n"},
-		{fsm.ApprovalCancelled, nil, 1, "appr-w cancelled\n"},
-		{fsm.ApprovalExpired, nil, 2, "appr-w expired\n"},
+		{api.ApprovalCancelled, nil, 1, "appr-w cancelled\n"},
+		{api.ApprovalExpired, nil, 2, "appr-w expired\n"},
 	} {
-		reads.Put(&fsm.Approval{ID: "appr-w", State: tc.state, ActionHash: "sha256:0123456789abcdef0123", Decisions: tc.ds, Quorum: 2})
+		reads.Put(&api.Approval{ID: "appr-w", State: tc.state, ActionHash: "sha256:0123456789abcdef0123", Decisions: tc.ds, Quorum: 2})
 		r := e.run("", "approval", "wait", "appr-w")
 		if ExitCode(r.err) != tc.code || r.out != tc.out || r.errOut != "" {
 			t.Errorf("wait on %s: exit %d %q %q, want %d %q", tc.state, ExitCode(r.err), r.out, r.errOut, tc.code, tc.out)
 		}
 		r = e.run("", "approval", "wait", "appr-w", "--json")
-		var a fsm.Approval
+		var a api.Approval
 		if ExitCode(r.err) != tc.code || json.Unmarshal([]byte(r.out), &a) != nil || a.State != tc.state {
 			t.Errorf("wait --json on %s: exit %d %q", tc.state, ExitCode(r.err), r.out)
 		}
 	}
 
 	first := e.svc.FSM().AppliedIndex()
-	slow := fsm.Approval{ID: "appr-slow", Seq: first, Channel: "general", State: fsm.ApprovalPending, Quorum: 2, Approvals: 1,
-		ActionHash: "sha256:0123456789abcdef0123", Decisions: []fsm.ApprovalDecision{dec("alice", "approve", "")}}
+	slow := api.Approval{ID: "appr-slow", Seq: first, Channel: "general", State: api.ApprovalPending, Quorum: 2, Approvals: 1,
+		ActionHash: "sha256:0123456789abcdef0123", Decisions: []api.ApprovalDecision{dec("alice", "approve", "")}}
 	// Timed out: the approval as read when it gave up, with its decisions.
-	reads.Put(&fsm.Approval{ID: "appr-slow", Seq: first, Channel: "general", State: fsm.ApprovalPending, Quorum: 2})
+	reads.Put(&api.Approval{ID: "appr-slow", Seq: first, Channel: "general", State: api.ApprovalPending, Quorum: 2})
 	go func() {
 		time.Sleep(100 * time.Millisecond)
 		reads.Put(&slow)
@@ -323,7 +324,7 @@ func TestApprovalWait(t *testing.T) {
 	done := e.startWait("approval", "wait", "appr-slow")
 	wantStillWaiting(t, done, 200*time.Millisecond, "the decision")
 	approved := slow
-	approved.State, approved.Approvals = fsm.ApprovalApproved, 2
+	approved.State, approved.Approvals = api.ApprovalApproved, 2
 	approved.Decisions = append(approved.Decisions, dec("bob", "approve", ""))
 	reads.Put(&approved)
 	reads.Event(first+1, approved)
@@ -361,7 +362,7 @@ func TestDigestApprovals(t *testing.T) {
 	if !strings.HasPrefix(one, "1 approval waits for alice's decision: ") {
 		t.Errorf("one approval: %q", one)
 	}
-	msgs := []fsm.Message{{ID: "m1", Seq: 1, From: "bob", Priority: "normal", Title: "please review"}}
+	msgs := []api.Message{{ID: "m1", Seq: 1, From: "bob", Priority: "normal", Title: "please review"}}
 	got := digest(digestInput{Agent: "alice", Messages: msgs, TotalUnread: 1, ToApprove: 2}, DigestMaxChars)
 	if !strings.HasPrefix(got, line+"1 unread message for alice, urgent first") || !strings.Contains(got, "- m1 from bob [normal] please review\n") {
 		t.Errorf("with mail:\n%s", got)
@@ -381,8 +382,8 @@ func TestHookApprovals(t *testing.T) {
 	e := newHookEnv(t)
 	reads := e.serveApprovals()
 	for _, id := range []string{"appr-a", "appr-r"} {
-		reads.Put(&fsm.Approval{ID: id, From: "bob", Approvers: []string{"alice"}, Quorum: 1, Title: "t", Action: json.RawMessage(`1`),
-			ActionHash: "sha256:" + strings.Repeat("0", 64), State: fsm.ApprovalPending})
+		reads.Put(&api.Approval{ID: id, From: "bob", Approvers: []string{"alice"}, Quorum: 1, Title: "t", Action: json.RawMessage(`1`),
+			ActionHash: "sha256:" + strings.Repeat("0", 64), State: api.ApprovalPending})
 	}
 	reads.SetPending("alice", 2)
 	e.runHookApprovals("2 approvals wait for alice's decision: ")
@@ -398,9 +399,9 @@ func TestHookApprovals(t *testing.T) {
 // decided as a cluster decides it.
 
 // requestApproval runs approval request with args and returns its result.
-func (e *testEnv) requestApproval(args ...string) fsm.ApprovalResult {
+func (e *testEnv) requestApproval(args ...string) api.ApprovalResult {
 	e.t.Helper()
-	var res fsm.ApprovalResult
+	var res api.ApprovalResult
 	if err := json.Unmarshal([]byte(e.ok(append([]string{"--json", "approval", "request"}, args...)...)), &res); err != nil {
 		e.t.Fatal(err)
 	}
@@ -417,7 +418,7 @@ func TestApprovalRequestListShowEndToEnd(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("request: %v %s", r.err, r.errOut)
 	}
-	hash, _ := fsm.ActionHash(json.RawMessage(deployAction))
+	hash, _ := api.ActionHash(json.RawMessage(deployAction))
 	m := regexp.MustCompile(`^requested (appr-\d{8}-\d{6}-lead-[0-9a-f]{8}): pending, 0 of 2 approvals, action (sha256:[0-9a-f]{64}) \(seq (\d+)\)\n$`).FindStringSubmatch(r.out)
 	if m == nil || m[2] != hash {
 		t.Fatalf("request printed %q, want the hash %s", r.out, hash)
@@ -428,7 +429,7 @@ func TestApprovalRequestListShowEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	if string(got.Action) != deployAction || got.Quorum != 2 || strings.Join(got.Approvers, ",") != "alice,role:reviewer,carol" ||
-		got.TimeoutSeconds != 4*3600 || got.OnTimeout != fsm.OnTimeoutEscalate || got.Priority != fsm.PriorityHigh ||
+		got.TimeoutSeconds != 4*3600 || got.OnTimeout != api.OnTimeoutEscalate || got.Priority != api.PriorityHigh ||
 		got.ApprovalNeededFor != "prod deploy" || got.Rationale != "tests green" || *got.Confidence != 0.9 ||
 		strings.Join(got.Options, ",") != "approve,reject" || got.From != "lead" {
 		t.Errorf("stored %+v", got)
@@ -468,7 +469,7 @@ func TestApprovalRequestListShowEndToEnd(t *testing.T) {
 			t.Errorf("show lacks %q:\n%s", want, out)
 		}
 	}
-	var one fsm.Approval
+	var one api.Approval
 	if err := json.Unmarshal([]byte(e.ok("--json", "approval", "show", id)), &one); err != nil || one.ID != id || one.ActionHash != hash {
 		t.Errorf("show --json: %+v, %v", one, err)
 	}
@@ -495,12 +496,12 @@ func TestApprovalDecideEndToEnd(t *testing.T) {
 	e.fails("", []string{"approval", "approve", "appr-d", "--approver", "alice"}, "409")
 	e.fails("", []string{"approval", "approve", "appr-d", "--approver", "dave"}, "403")
 	e.fail([]string{"approval", "approve", "appr-d"}, "missing required flag --approver")
-	stale, _ := fsm.ActionHash(json.RawMessage(`{"cmd":"deploy","version":"2.2"}`))
+	stale, _ := api.ActionHash(json.RawMessage(`{"cmd":"deploy","version":"2.2"}`))
 	e.fails("", []string{"approval", "approve", "appr-d", "--approver", "bob", "--hash", stale}, "the action changed to "+res.ActionHash, "409")
 
 	// modify: the new action from stdin; alice's approval is void.
 	r := e.run(`{"cmd":"deploy","version":"2.3","canary":true}`, "approval", "modify", "appr-d", "--approver", "bob", "--action", "-", "--comment", "canary first")
-	newHash, _ := fsm.ActionHash(json.RawMessage(`{"canary":true,"cmd":"deploy","version":"2.3"}`))
+	newHash, _ := api.ActionHash(json.RawMessage(`{"canary":true,"cmd":"deploy","version":"2.3"}`))
 	if r.err != nil || !strings.HasSuffix(r.out, "appr-d pending: the action is now "+newHash+"; the approvals before it are void, 0 of 2\n") {
 		t.Fatalf("modify: %v %q %q", r.err, r.out, r.errOut)
 	}
@@ -513,9 +514,9 @@ func TestApprovalDecideEndToEnd(t *testing.T) {
 	// With the hash read earlier (the old one), alice's approval is refused.
 	e.fails("", []string{"approval", "approve", "appr-d", "--approver", "alice", "--hash", res.ActionHash}, "409")
 	e.ok("approval", "approve", "appr-d", "--approver", "alice")
-	var a fsm.Approval
+	var a api.Approval
 	if err := json.Unmarshal([]byte(e.ok("--json", "approval", "approve", "appr-d", "--approver", "carol")), &a); err != nil ||
-		a.State != fsm.ApprovalApproved || len(a.Decisions) != 4 {
+		a.State != api.ApprovalApproved || len(a.Decisions) != 4 {
 		t.Errorf("approve --json: %+v, %v", a, err)
 	}
 
@@ -610,7 +611,7 @@ func TestApprovalWaitRereadFails(t *testing.T) {
 	done := make(chan runResult, 1)
 	go func() { done <- runApp(addr, "", "approval", "wait", "appr-x", "--timeout", "20s") }()
 	streamOpened(t, following)
-	e.decideApproval("appr-x", "alice", fsm.DecisionApprove, "", nil)
+	e.decideApproval("appr-x", "alice", api.DecisionApprove, "", nil)
 	r := <-done
 	if r.err != nil || r.out != "appr-x approved\n" ||
 		!regexp.MustCompile(`^maosctl: appr-x is approved; its decisions could not be read: .*no leader.*\n$`).MatchString(r.errOut) {

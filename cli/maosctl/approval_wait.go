@@ -8,9 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
-	"github.com/maos-project/maos/transport"
 	"github.com/urfave/cli/v2"
+
+	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/transport"
 )
 
 func approvalWaitCommand() *cli.Command {
@@ -42,15 +43,15 @@ it ends or --timeout passes reads it once more for its decisions.`,
 
 func approvalWait(c *cli.Context) error {
 	return waitObject(c, (*transport.Client).Approval, approvalFinal,
-		func(ctx context.Context, client *transport.Client, root *cli.Context, a *fsm.Approval) (*fsm.Approval, error) {
+		func(ctx context.Context, client *transport.Client, root *cli.Context, a *api.Approval) (*api.Approval, error) {
 			reread := func() (context.Context, context.CancelFunc) { return call(root) }
-			return awaitApproval(ctx, client, a, reread, func(a *fsm.Approval, err error) {
+			return awaitApproval(ctx, client, a, reread, func(a *api.Approval, err error) {
 				fmt.Fprintf(c.App.ErrWriter, "%s: %s is %s; its decisions could not be read: %v\n", c.App.Name, a.ID, a.State, err)
 			})
 		}, printApprovalOutcome)
 }
 
-func approvalFinal(a *fsm.Approval) bool { return a.State.Final() }
+func approvalFinal(a *api.Approval) bool { return a.State.Final() }
 
 // awaitApproval is the wait on an approval of 'approval wait' and the
 // gate: it follows a (as read) on the node's stream until it is final or
@@ -61,8 +62,8 @@ func approvalFinal(a *fsm.Approval) bool { return a.State.Final() }
 // same: it sees a decision made at the last moment), or a refusal of the
 // stream that reconnecting will not mend (then no read). A failed read
 // leaves the stream's last update and is given to readFailed.
-func awaitApproval(ctx context.Context, client *transport.Client, a *fsm.Approval,
-	reread func() (context.Context, context.CancelFunc), readFailed func(*fsm.Approval, error)) (*fsm.Approval, error) {
+func awaitApproval(ctx context.Context, client *transport.Client, a *api.Approval,
+	reread func() (context.Context, context.CancelFunc), readFailed func(*api.Approval, error)) (*api.Approval, error) {
 	a, err := followApproval(ctx, client, a)
 	if err != nil && ctx.Err() == nil {
 		return a, err
@@ -82,11 +83,11 @@ func awaitApproval(ctx context.Context, client *transport.Client, a *fsm.Approva
 // decisions: the stream's updates leave them out). When ctx ends first it
 // returns a as last seen and ctx's error; a refusal of the stream that
 // reconnecting will not mend is returned as the error.
-func followApproval(ctx context.Context, client *transport.Client, a *fsm.Approval) (*fsm.Approval, error) {
+func followApproval(ctx context.Context, client *transport.Client, a *api.Approval) (*api.Approval, error) {
 	// Its events after the last change the read saw: no gap.
 	q := transport.StreamQuery{Channel: a.Channel, Events: []string{transport.EventApproval},
 		Resume: strconv.FormatUint(lastChange(a), 10) + ":" + transport.EventApproval}
-	return followObject(ctx, client, q, a, func(ev transport.StreamEvent) (*fsm.Approval, bool) {
+	return followObject(ctx, client, q, a, func(ev transport.StreamEvent) (*api.Approval, bool) {
 		if ev.Approval == nil || ev.Approval.Approval.ID != a.ID {
 			return nil, false
 		}
@@ -96,7 +97,7 @@ func followApproval(ctx context.Context, client *transport.Client, a *fsm.Approv
 
 // lastChange is the index of the last entry the approval shows: its
 // request's or its last decision's.
-func lastChange(a *fsm.Approval) uint64 {
+func lastChange(a *api.Approval) uint64 {
 	last := a.Seq
 	for _, d := range a.Decisions {
 		last = max(last, d.Seq)
@@ -107,23 +108,23 @@ func lastChange(a *fsm.Approval) uint64 {
 // printApprovalOutcome prints how approval a ended (or, still pending,
 // that it had not after timeout) and its decisions, and returns the exit
 // status that says it.
-func printApprovalOutcome(c *cli.Context, a *fsm.Approval, timeout time.Duration) error {
+func printApprovalOutcome(c *cli.Context, a *api.Approval, timeout time.Duration) error {
 	code := waitTimedOut
 	line := fmt.Sprintf("%s still pending after %s (%d of %d approvals)", a.ID, timeout, a.Approvals, a.Quorum)
 	switch a.State {
-	case fsm.ApprovalApproved:
+	case api.ApprovalApproved:
 		code, line = waitSucceeded, a.ID+" approved"
-		if who := approvers(a, fsm.DecisionApprove); len(who) > 0 {
+		if who := approvers(a, api.DecisionApprove); len(who) > 0 {
 			line += " by " + strings.Join(who, ", ")
 		}
-	case fsm.ApprovalRejected:
+	case api.ApprovalRejected:
 		code, line = waitFailed, a.ID+" rejected"
-		if who := approvers(a, fsm.DecisionReject); len(who) > 0 {
+		if who := approvers(a, api.DecisionReject); len(who) > 0 {
 			line += " by " + strings.Join(who, ", ")
 		}
-	case fsm.ApprovalCancelled:
+	case api.ApprovalCancelled:
 		code, line = waitFailed, a.ID+" cancelled"
-	case fsm.ApprovalExpired:
+	case api.ApprovalExpired:
 		code, line = waitTimedOut, a.ID+" expired"
 	}
 	return printWaitEnd(c, code, a, func(w io.Writer) error { return printDecisions(w, line, a) })
@@ -131,7 +132,7 @@ func printApprovalOutcome(c *cli.Context, a *fsm.Approval, timeout time.Duration
 
 // printDecisions writes line, then each decision: "  T alice approve on
 // sha256:…: comment".
-func printDecisions(w io.Writer, line string, a *fsm.Approval) error {
+func printDecisions(w io.Writer, line string, a *api.Approval) error {
 	if _, err := fmt.Fprintln(w, line); err != nil {
 		return err
 	}

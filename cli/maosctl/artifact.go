@@ -11,8 +11,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/artifacts"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -151,18 +151,18 @@ func artifactPut(c *cli.Context) error {
 
 // uploadFile is artifacts.Upload with an explicit media type when typ is
 // set.
-func uploadFile(ctx context.Context, cl *transport.Client, path, name, from, typ string) (fsm.Artifact, error) {
+func uploadFile(ctx context.Context, cl *transport.Client, path, name, from, typ string) (api.Artifact, error) {
 	if typ == "" {
 		return artifacts.Upload(ctx, cl, path, name, from)
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return fsm.Artifact{}, err
+		return api.Artifact{}, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return fsm.Artifact{}, err
+		return api.Artifact{}, err
 	}
 	if name == "" {
 		name = filepath.Base(path)
@@ -176,8 +176,8 @@ func artifactGet(c *cli.Context) error {
 		return err
 	}
 	id := args[0]
-	if !fsm.ValidArtifactID(id) {
-		return usagef(c, "%v", fsm.ArtifactIDError("ID", id))
+	if !api.ValidArtifactID(id) {
+		return usagef(c, "%v", api.ArtifactIDError("ID", id))
 	}
 	cl := apiClient(c)
 	out := c.String("output")
@@ -214,17 +214,17 @@ func artifactList(c *cli.Context) error {
 		return err
 	}
 	cl := apiClient(c)
-	q := fsm.ArtifactQuery{From: strings.TrimSpace(c.String("from")), Name: c.String("name"), Limit: limit}
-	return listPages(c, "artifact ls", "maosctl artifact ls", func(ctx context.Context, after uint64) ([]*fsm.Artifact, bool, error) {
+	q := api.ArtifactQuery{From: strings.TrimSpace(c.String("from")), Name: c.String("name"), Limit: limit}
+	return listPages(c, "artifact ls", "maosctl artifact ls", func(ctx context.Context, after uint64) ([]*api.Artifact, bool, error) {
 		q.After = after
 		p, err := cl.Artifacts(ctx, q, consistency(c))
 		return p.Artifacts, p.HasMore, err
-	}, func(a *fsm.Artifact) uint64 { return a.Index }, artifactLine)
+	}, func(a *api.Artifact) uint64 { return a.Index }, artifactLine)
 }
 
 // artifactLine is one artifact in a listing: "#INDEX ID NAME SIZE bytes
 // from FROM CREATED refs N".
-func artifactLine(a *fsm.Artifact) string {
+func artifactLine(a *api.Artifact) string {
 	return fmt.Sprintf("#%d %s %s %d bytes from %s %s refs %d", a.Index, a.ID, a.Name, a.Size, a.From,
 		a.Created.UTC().Format(time.RFC3339), a.Refs)
 }

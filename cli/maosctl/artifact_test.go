@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 // artifact put, get (to a file and to stdout), ls and info against a
@@ -24,7 +24,7 @@ func TestArtifactVerbs(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(body)
-	id := fsm.ArtifactID(sum[:])
+	id := api.ArtifactID(sum[:])
 
 	if out, want := e.ok("artifact", "put", src, "--from", "alice"), id+" notes.txt 18 bytes\n"; out != want {
 		t.Fatalf("put printed %q, want %q", out, want)
@@ -32,7 +32,7 @@ func TestArtifactVerbs(t *testing.T) {
 	if out := e.ok("artifact", "put", src, "--from", "bob", "--name", "other.txt"); !strings.HasSuffix(out, "(stored already)\n") {
 		t.Fatalf("second put printed %q", out)
 	}
-	var a fsm.Artifact
+	var a api.Artifact
 	if err := json.Unmarshal([]byte(e.ok("--json", "artifact", "info", id)), &a); err != nil || a.From != "alice" || a.Name != "notes.txt" || a.Size != 18 {
 		t.Fatalf("info = %+v, %v", a, err)
 	}
@@ -53,7 +53,7 @@ func TestArtifactVerbs(t *testing.T) {
 	}
 
 	msgID := e.send("dev", "alice", "bob", "see attached", "--attach", src)
-	var m fsm.Message
+	var m api.Message
 	if err := json.Unmarshal([]byte(e.ok("--json", "get", msgID)), &m); err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestArtifactVerbs(t *testing.T) {
 	}
 
 	e.fail([]string{"artifact", "get", "sha256:nope"}, "not an artifact id")
-	e.fail([]string{"artifact", "info", fsm.ArtifactID(make([]byte, 32))}, "not found")
+	e.fail([]string{"artifact", "info", api.ArtifactID(make([]byte, 32))}, "not found")
 	e.fail([]string{"artifact", "put", filepath.Join(dir, "missing")}, "missing")
 	e.fail([]string{"send", "--from", "alice", "--to", "bob", "--text", "x", "--attach", filepath.Join(dir, "missing")}, "--attach")
 }

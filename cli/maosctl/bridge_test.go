@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/bridge"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/testing/testenv"
@@ -22,9 +23,9 @@ import (
 // would race with a running mirror -f on urfave/cli's shared flags).
 func bridgeSend(t *testing.T, e *testEnv, channel, from, to, text string) string {
 	t.Helper()
-	m := fsm.Message{From: from, To: fsm.Recipients{to}, Channel: channel, Content: fsm.Content{Text: text}}
+	m := api.Message{From: from, To: api.Recipients{to}, Channel: channel, Content: api.Content{Text: text}}
 	m.Normalize(time.Now())
-	if _, err := e.svc.Apply(context.Background(), fsm.OpSend, fsm.SendCommand{Message: m}); err != nil {
+	if _, err := e.svc.Apply(context.Background(), api.OpSend, api.SendCommand{Message: m}); err != nil {
 		t.Fatal(err)
 	}
 	return m.ID
@@ -347,7 +348,7 @@ func TestImportCoCFlagIsForModerators(t *testing.T) {
 		t.Fatalf("import: %+v, err %v, stderr %q", rep, r.err, r.errOut)
 	}
 	m := e.svc.Stored(rep.Imported[0].ID)
-	if m == nil || m.Visibility != fsm.VisibilityModerators || m.Type != fsm.TypeCoCViolationFlag || m.From != "community" {
+	if m == nil || m.Visibility != api.VisibilityModerators || m.Type != fsm.TypeCoCViolationFlag || m.From != "community" {
 		t.Errorf("stored %+v, want a coc_violation_flag for moderators", m)
 	}
 }

@@ -12,9 +12,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
-	"github.com/maos-project/maos/transport"
 	"github.com/urfave/cli/v2"
+
+	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/transport"
 )
 
 func bulletinCommand() *cli.Command {
@@ -244,7 +245,7 @@ func bulletinWrite(c *cli.Context, method string, doc []byte) error {
 	defer cancel()
 	cl := apiClient(c)
 	var (
-		res fsm.BulletinResult
+		res api.BulletinResult
 		err error
 	)
 	if method == http.MethodPut {

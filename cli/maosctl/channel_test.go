@@ -8,15 +8,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 )
 
 func TestChannelRetention(t *testing.T) {
 	e := newTestEnv(t)
 	for i := range 4 {
-		m := fsm.Message{From: "codex", To: fsm.Recipients{"claude"}, Channel: "ops", Content: fsm.Content{Text: fmt.Sprint(i)}}
+		m := api.Message{From: "codex", To: api.Recipients{"claude"}, Channel: "ops", Content: api.Content{Text: fmt.Sprint(i)}}
 		m.Normalize(time.Now())
-		if _, err := e.svc.Apply(context.Background(), fsm.OpSend, fsm.SendCommand{Message: m}); err != nil {
+		if _, err := e.svc.Apply(context.Background(), api.OpSend, api.SendCommand{Message: m}); err != nil {
 			t.Fatal(err)
 		}
 	}

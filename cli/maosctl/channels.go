@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"text/tabwriter"
 
-	"github.com/maos-project/maos/fsm"
 	"github.com/urfave/cli/v2"
+
+	"github.com/maos-project/maos/api"
 )
 
 func channelsCommand() *cli.Command {
@@ -36,7 +37,7 @@ func channels(c *cli.Context) error {
 		return apiError(c, err)
 	}
 	if list == nil {
-		list = []fsm.ChannelInfo{}
+		list = []api.ChannelInfo{}
 	}
 	if wantJSON(c) {
 		return printJSON(c.App.Writer, list)

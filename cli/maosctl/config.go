@@ -7,8 +7,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/maos-project/maos/fsm"
 	"github.com/urfave/cli/v2"
+
+	"github.com/maos-project/maos/api"
 )
 
 func clusterConfigCommand() *cli.Command {
@@ -85,7 +86,7 @@ the settings object. The change goes into the audit trail.`,
 }
 
 // configMap is the settings object as KEY → JSON value.
-func configMap(cfg fsm.ClusterConfig) (map[string]json.RawMessage, error) {
+func configMap(cfg api.ClusterConfig) (map[string]json.RawMessage, error) {
 	b, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, err
@@ -94,7 +95,7 @@ func configMap(cfg fsm.ClusterConfig) (map[string]json.RawMessage, error) {
 	return m, json.Unmarshal(b, &m)
 }
 
-func printConfig(c *cli.Context, cfg fsm.ClusterConfig) error {
+func printConfig(c *cli.Context, cfg api.ClusterConfig) error {
 	if wantJSON(c) {
 		return printJSON(c.App.Writer, cfg)
 	}
@@ -138,7 +139,7 @@ func configGet(c *cli.Context) error {
 	}
 	v, ok := m[pos[0]]
 	if !ok {
-		return usagef(c, "unknown setting %q; known: %s", pos[0], strings.Join(fsm.ConfigKeys(), ", "))
+		return usagef(c, "unknown setting %q; known: %s", pos[0], strings.Join(api.ConfigKeys(), ", "))
 	}
 	_, err = fmt.Fprintf(c.App.Writer, "%s\n", v)
 	return err
@@ -150,8 +151,8 @@ func configSet(c *cli.Context) error {
 		return err
 	}
 	key, raw := args[0], args[1]
-	if !slices.Contains(fsm.ConfigKeys(), key) {
-		return usagef(c, "unknown setting %q; known: %s", key, strings.Join(fsm.ConfigKeys(), ", "))
+	if !slices.Contains(api.ConfigKeys(), key) {
+		return usagef(c, "unknown setting %q; known: %s", key, strings.Join(api.ConfigKeys(), ", "))
 	}
 	var value any = raw
 	if json.Valid([]byte(raw)) {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 // fails runs args and fails the test unless the command failed with a
@@ -77,7 +77,7 @@ func TestBulletin(t *testing.T) {
 	e.fails("", []string{"bulletin", "set", "system_status", "on-fire"}, "want one of normal, degraded, maintenance")
 
 	// --json prints the API object.
-	var b fsm.Bulletin
+	var b api.Bulletin
 	if err := json.Unmarshal([]byte(e.ok("--json", "bulletin", "get")), &b); err != nil || b.Version == 0 {
 		t.Fatalf("get --json: %+v %v", b, err)
 	}
@@ -108,7 +108,7 @@ func TestBulletinEdit(t *testing.T) {
 	if out := e.ok("bulletin", "get", "current_phase"); out != "rollback\n" {
 		t.Errorf("a failed CAS changed the bulletin: current_phase %q", out)
 	}
-	var cur fsm.Bulletin
+	var cur api.Bulletin
 	if err := json.Unmarshal([]byte(e.ok("--json", "bulletin", "get")), &cur); err != nil {
 		t.Fatal(err)
 	}
@@ -164,9 +164,9 @@ func TestLock(t *testing.T) {
 	if out := e.ok("lock", "acquire", "--path", "src/retry.go", "--ttl", "20m"); !strings.HasPrefix(out, "extended src/retry.go to codex: token "+token+",") {
 		t.Errorf("re-acquire printed %q", out)
 	}
-	var res fsm.LockResult
+	var res api.LockResult
 	if err := json.Unmarshal([]byte(e.ok("--json", "lock", "renew", "--path", "src/retry.go", "--token", token, "--ttl", "5m")), &res); err != nil ||
-		res.Outcome != fsm.LockExtended || strconv.FormatUint(res.Lock.Token, 10) != token {
+		res.Outcome != api.LockExtended || strconv.FormatUint(res.Lock.Token, 10) != token {
 		t.Errorf("renew --json: %+v %v", res, err)
 	}
 	e.fails("", []string{"lock", "renew", "--path", "src/retry.go", "--token", "999", "--ttl", "5m"}, "token 999 is not the current grant's", "acquire the lock again")
@@ -186,7 +186,7 @@ func TestLock(t *testing.T) {
 	if out := e.ok("lock", "list", "--holder", "claude"); strings.Contains(out, "src/retry.go") || !strings.Contains(out, "docs/plan.md") {
 		t.Errorf("list --holder claude printed\n%s", out)
 	}
-	var page fsm.LockPage
+	var page api.LockPage
 	if err := json.Unmarshal([]byte(e.ok("--json", "lock", "list", "--limit", "1")), &page); err != nil || len(page.Locks) != 1 || !page.HasMore {
 		t.Errorf("list --json --limit 1: %+v %v", page, err)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 // DigestMaxChars is the largest digest digest writes: Claude Code caps
@@ -24,7 +24,7 @@ const digestTitleMax = 160
 type digestInput struct {
 	Agent       string
 	Ctl         string // how the commands it names start (ctlCommand); "" is "maosctl"
-	Messages    []fsm.Message
+	Messages    []api.Message
 	TotalUnread int
 	// ToApprove counts the pending approvals the agent may decide and has
 	// not decided (their requests are among the messages when unread).
@@ -49,17 +49,17 @@ type digestInput struct {
 // digestGroup is one thread of a digest: its first message in digest
 // order and how many of the thread's messages it stands for.
 type digestGroup struct {
-	head  fsm.Message
+	head  api.Message
 	count int
 }
 
 // digestGroups orders msgs urgent first, then newest first (seq is the
 // cluster's total order), groups them by thread in that order, and counts
 // the urgent ones.
-func digestGroups(in []fsm.Message) ([]*digestGroup, int) {
+func digestGroups(in []api.Message) ([]*digestGroup, int) {
 	msgs := slices.Clone(in)
-	slices.SortStableFunc(msgs, func(a, b fsm.Message) int {
-		if ua, ub := a.Priority == fsm.PriorityUrgent, b.Priority == fsm.PriorityUrgent; ua != ub {
+	slices.SortStableFunc(msgs, func(a, b api.Message) int {
+		if ua, ub := a.Priority == api.PriorityUrgent, b.Priority == api.PriorityUrgent; ua != ub {
 			if ua {
 				return -1
 			}
@@ -77,7 +77,7 @@ func digestGroups(in []fsm.Message) ([]*digestGroup, int) {
 	byThread := map[string]*digestGroup{}
 	urgent := 0
 	for _, m := range msgs {
-		if m.Priority == fsm.PriorityUrgent {
+		if m.Priority == api.PriorityUrgent {
 			urgent++
 		}
 		key := m.ThreadID
@@ -139,10 +139,10 @@ func digest(in digestInput, maxChars int) string {
 
 // digestLine is one digest line: "- ID from FROM [PRIORITY] TITLE", with
 // the fold count of its thread when count > 1.
-func digestLine(m fsm.Message, count int) string {
+func digestLine(m api.Message, count int) string {
 	prio := m.Priority
 	if prio == "" {
-		prio = fsm.PriorityNormal
+		prio = api.PriorityNormal
 	}
 	title := m.Title
 	if title == "" {

@@ -11,8 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
 	"gopkg.in/yaml.v3"
+
+	"github.com/maos-project/maos/api"
 )
 
 // The gate policy: which of a coding agent's tool calls need a human
@@ -161,7 +162,7 @@ func (gy gateYAML) parse(i int) (*gate, error) {
 			return nil, fmt.Errorf("%s: %q: want a positive duration such as 90s or 10m", field("timeout"), gy.Timeout)
 		}
 	}
-	g.Expires = max(fsm.DefaultApprovalTimeout, g.Timeout)
+	g.Expires = max(api.DefaultApprovalTimeout, g.Timeout)
 	if gy.Expires != "" {
 		if g.Expires, err = time.ParseDuration(gy.Expires); err != nil || g.Expires <= 0 {
 			return nil, fmt.Errorf("%s: %q: want a positive duration such as 1h or 24h", field("expires"), gy.Expires)
@@ -173,13 +174,13 @@ func (gy gateYAML) parse(i int) (*gate, error) {
 	// The approvers, the quorum and the expiry are checked by the rules
 	// the cluster applies to every approval request, so that a policy the
 	// cluster would refuse is refused when it is read.
-	probe := fsm.ApprovalRequestCommand{
+	probe := api.ApprovalRequestCommand{
 		ID: "gate-policy-check", From: "gate", Approvers: g.Approvers, Quorum: g.Quorum,
-		Title: "gate policy check", Action: json.RawMessage(`{}`), Timeout: fsm.ApprovalTimeout(g.Expires),
+		Title: "gate policy check", Action: json.RawMessage(`{}`), Timeout: api.ApprovalTimeout(g.Expires),
 	}
 	probe.Normalize(time.Time{})
 	if err := probe.Validate(); err != nil {
-		var fe *fsm.FieldError
+		var fe *api.FieldError
 		if errors.As(err, &fe) {
 			name, _, _ := strings.Cut(fe.Field, "[")
 			if name == "timeout" {
@@ -212,7 +213,7 @@ func gateInputText(input json.RawMessage) string {
 	if len(bytes.TrimSpace(input)) == 0 {
 		return "null"
 	}
-	if canon, err := fsm.CanonicalJSON(input); err == nil {
+	if canon, err := api.CanonicalJSON(input); err == nil {
 		return string(canon)
 	}
 	return string(input)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 func writeGatePolicy(t *testing.T, doc string) string {
@@ -51,7 +51,7 @@ func TestHookGateDecides(t *testing.T) {
 		a.ID != gateApprovalID(gateCall{Agent: "claude", SessionID: "sess-1", ToolUseID: "toolu_01"}, a.ActionHash) {
 		t.Errorf("approval filed: %+v", a)
 	}
-	e.decideApproval(a.ID, "alice", fsm.DecisionApprove, "", nil)
+	e.decideApproval(a.ID, "alice", api.DecisionApprove, "", nil)
 	r := <-done
 	if r.err != nil || r.errOut != "" ||
 		r.out != `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","permissionDecisionReason":"maos gate: approved by alice (approval `+a.ID+`)"}}`+"\n" {
@@ -61,13 +61,13 @@ func TestHookGateDecides(t *testing.T) {
 	// Codex, the policy from $MAOS_GATE_FILE, another call: an allow
 	// prints nothing, a reject the same deny as for Claude Code.
 	t.Setenv(envGateFile, policy)
-	for i, decision := range []string{fsm.DecisionApprove, fsm.DecisionReject} {
+	for i, decision := range []string{api.DecisionApprove, api.DecisionReject} {
 		ev := strings.Replace(pushEvent, "toolu_01", "toolu_1"+string(rune('0'+i)), 1)
 		done = run("codex", ev, "--agent", "claude")
 		id := e.approvalsFiled(2 + i)[1+i].ID
 		e.decideApproval(id, "carol", decision, "", nil)
 		want := ""
-		if decision == fsm.DecisionReject {
+		if decision == api.DecisionReject {
 			want = denyAnswer("rejected by carol (approval " + id + "). Do not retry this call; ask the approver or change the plan")
 		}
 		if r := <-done; r.err != nil || r.errOut != "" || r.out != want {
@@ -135,7 +135,7 @@ func TestHookGateFailsClosed(t *testing.T) {
 			}
 		}
 	}
-	if _, n := proposedApproval[fsm.ApprovalRequestCommand](e, fsm.OpApprovalRequest); n != 0 {
+	if _, n := proposedApproval[api.ApprovalRequestCommand](e, api.OpApprovalRequest); n != 0 {
 		t.Errorf("%d approvals requested", n)
 	}
 

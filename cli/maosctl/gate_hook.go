@@ -10,9 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
-	"github.com/maos-project/maos/transport"
 	"github.com/urfave/cli/v2"
+
+	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/transport"
 )
 
 // The gate's answer to a PreToolUse event: a call a gate matches files an
@@ -58,7 +59,7 @@ func hookPreToolUse(c *cli.Context, in hookInput, note func(string, error) error
 		Cwd: in.Cwd, SessionID: in.SessionID, ToolUseID: in.ToolUseID,
 	}
 	r := gateRun{client: apiClient(c), ctl: ctlCommand(c), maxTime: c.Duration("max-time"),
-		readFailed: func(a *fsm.Approval, err error) {
+		readFailed: func(a *api.Approval, err error) {
 			note(in.HookEventName, fmt.Errorf("approval %s is %s; its decisions could not be read: %w", a.ID, a.State, err))
 		}}
 	v, err := r.decide(commandContext(c), g, call)
@@ -97,11 +98,11 @@ func (c gateCall) action() (json.RawMessage, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("the call's action: %w", err)
 	}
-	canon, err := fsm.CanonicalJSON(raw)
+	canon, err := api.CanonicalJSON(raw)
 	if err != nil {
 		return nil, "", fmt.Errorf("the call's action: %w", err)
 	}
-	hash, err := fsm.ActionHash(canon)
+	hash, err := api.ActionHash(canon)
 	if err != nil {
 		return nil, "", fmt.Errorf("the call's action: %w", err)
 	}
@@ -143,7 +144,7 @@ type gateRun struct {
 	// readFailed is told when the approval, final or out of time, could
 	// not be read again for its decisions (the verdict then names no
 	// approvers).
-	readFailed func(*fsm.Approval, error)
+	readFailed func(*api.Approval, error)
 }
 
 // decide files (or joins) the approval call needs under g, waits for its
@@ -184,8 +185,8 @@ func (r gateRun) decide(ctx context.Context, g *gate, call gateCall) (gateVerdic
 // with hash, or nil: a call retried after the hook gave up waits on it
 // rather than filing another. A pending approval has let nothing through,
 // so waiting on it never reuses a decision.
-func (r gateRun) pending(ctx context.Context, agent, hash string) (*fsm.Approval, error) {
-	q := fsm.ApprovalQuery{From: agent, State: fsm.ApprovalPending, Limit: hookPageLimit}
+func (r gateRun) pending(ctx context.Context, agent, hash string) (*api.Approval, error) {
+	q := api.ApprovalQuery{From: agent, State: api.ApprovalPending, Limit: hookPageLimit}
 	for range hookMaxPages {
 		rctx, cancel := within(ctx, r.maxTime)
 		page, err := r.client.Approvals(rctx, q)
@@ -213,8 +214,8 @@ func (r gateRun) pending(ctx context.Context, agent, hash string) (*fsm.Approval
 }
 
 // file requests the approval of call and reads it back.
-func (r gateRun) file(ctx context.Context, g *gate, call gateCall, action json.RawMessage, hash string) (*fsm.Approval, error) {
-	cmd := fsm.ApprovalRequestCommand{
+func (r gateRun) file(ctx context.Context, g *gate, call gateCall, action json.RawMessage, hash string) (*api.Approval, error) {
+	cmd := api.ApprovalRequestCommand{
 		ID:                gateApprovalID(call, hash),
 		From:              call.Agent,
 		Approvers:         g.Approvers,
@@ -223,8 +224,8 @@ func (r gateRun) file(ctx context.Context, g *gate, call gateCall, action json.R
 		ApprovalNeededFor: fmt.Sprintf("a %s call by %s in %s (maos %s)", call.ToolName, call.Agent, call.Cwd, g.describe()),
 		Action:            action,
 		Rationale:         gateRationale(call),
-		Priority:          fsm.PriorityHigh,
-		Timeout:           fsm.ApprovalTimeout(g.Expires),
+		Priority:          api.PriorityHigh,
+		Timeout:           api.ApprovalTimeout(g.Expires),
 	}
 	rctx, cancel := within(ctx, r.maxTime)
 	res, err := r.client.RequestApproval(rctx, cmd)
@@ -242,12 +243,12 @@ func (r gateRun) file(ctx context.Context, g *gate, call gateCall, action json.R
 }
 
 // verdict is the answer approval a gives call (whose action hash is hash).
-func (r gateRun) verdict(g *gate, call gateCall, hash string, a *fsm.Approval) gateVerdict {
+func (r gateRun) verdict(g *gate, call gateCall, hash string, a *api.Approval) gateVerdict {
 	ref := "approval " + a.ID
 	switch a.State {
-	case fsm.ApprovalApproved:
+	case api.ApprovalApproved:
 		by := ""
-		if who := approvers(a, fsm.DecisionApprove); len(who) > 0 {
+		if who := approvers(a, api.DecisionApprove); len(who) > 0 {
 			by = " by " + strings.Join(who, ", ")
 		}
 		if a.ActionHash == hash {
@@ -255,7 +256,7 @@ func (r gateRun) verdict(g *gate, call gateCall, hash string, a *fsm.Approval) g
 		}
 		// Approved after a modify: the call may run as changed when only
 		// its input changed; anything else is another action.
-		mod := gateLastDecision(a, fsm.DecisionModify)
+		mod := gateLastDecision(a, api.DecisionModify)
 		var changed gateAction
 		if err := json.Unmarshal(a.Action, &changed); err == nil && len(changed.ToolInput) > 0 &&
 			changed.Agent == call.Agent && changed.Cwd == call.Cwd && changed.ToolName == call.ToolName {
@@ -267,15 +268,15 @@ func (r gateRun) verdict(g *gate, call gateCall, hash string, a *fsm.Approval) g
 		}
 		return gateVerdict{Reason: fmt.Sprintf("%s was approved for another action than this call: %s. Run that instead if it is what you mean (it asks for approval again)",
 			ref, oneLine(string(a.Action)))}
-	case fsm.ApprovalRejected:
+	case api.ApprovalRejected:
 		reason := "rejected"
-		if d := gateLastDecision(a, fsm.DecisionReject); d != nil {
+		if d := gateLastDecision(a, api.DecisionReject); d != nil {
 			reason += " by " + d.Approver + gateComment(d)
 		}
 		return gateVerdict{Reason: fmt.Sprintf("%s (%s). Do not retry this call; ask the approver or change the plan", reason, ref)}
-	case fsm.ApprovalExpired:
+	case api.ApprovalExpired:
 		return gateVerdict{Reason: fmt.Sprintf("%s expired with no decision (%d of %d approvals). Run the call again to ask anew", ref, a.Approvals, a.Quorum)}
-	case fsm.ApprovalCancelled:
+	case api.ApprovalCancelled:
 		return gateVerdict{Reason: fmt.Sprintf("%s was cancelled. Run the call again to ask anew", ref)}
 	}
 	return gateVerdict{Reason: fmt.Sprintf("no decision on %s within %s (%d of %d approvals). It stays pending until %s: "+
@@ -285,7 +286,7 @@ func (r gateRun) verdict(g *gate, call gateCall, hash string, a *fsm.Approval) g
 }
 
 // gateLastDecision is a's last decision of the kind, or nil.
-func gateLastDecision(a *fsm.Approval, decision string) *fsm.ApprovalDecision {
+func gateLastDecision(a *api.Approval, decision string) *api.ApprovalDecision {
 	for i := len(a.Decisions) - 1; i >= 0; i-- {
 		if a.Decisions[i].Decision == decision {
 			return &a.Decisions[i]
@@ -295,7 +296,7 @@ func gateLastDecision(a *fsm.Approval, decision string) *fsm.ApprovalDecision {
 }
 
 // gateComment is ": comment" on one line, or "" for none.
-func gateComment(d *fsm.ApprovalDecision) string {
+func gateComment(d *api.ApprovalDecision) string {
 	if c := oneLine(d.Comment); c != "" {
 		return ": " + c
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
@@ -33,16 +34,16 @@ func newGateEnv(t *testing.T) (*testEnv, gateRun) {
 	e.reviewers()
 	e.ok("agents", "register", "carol", "--role", "lead")
 	return e, gateRun{client: transport.NewClient("http://"+e.addr, nil), ctl: "maosctl", maxTime: 5 * time.Second,
-		readFailed: func(a *fsm.Approval, err error) { t.Errorf("approval %s could not be read again: %v", a.ID, err) }}
+		readFailed: func(a *api.Approval, err error) { t.Errorf("approval %s could not be read again: %v", a.ID, err) }}
 }
 
 // approvalsFiled waits until n approvals are stored and returns them in
 // creation order; more than n fails the test.
-func (e *testEnv) approvalsFiled(n int) []*fsm.Approval {
+func (e *testEnv) approvalsFiled(n int) []*api.Approval {
 	e.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		page, err := e.svc.State().Approvals(fsm.ApprovalQuery{})
+		page, err := e.svc.State().Approvals(api.ApprovalQuery{})
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -66,7 +67,7 @@ func (e *testEnv) decideApproval(id, approver, decision, comment string, action 
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	e.apply(fsm.OpApprovalDecide, fsm.ApprovalDecideCommand{ID: id, Approver: approver, Decision: decision,
+	e.apply(api.OpApprovalDecide, api.ApprovalDecideCommand{ID: id, Approver: approver, Decision: decision,
 		ActionHash: a.ActionHash, Comment: comment, Action: action})
 }
 
@@ -74,7 +75,7 @@ func (e *testEnv) decideApproval(id, approver, decision, comment string, action 
 // pending approval of the test is past its deadline.
 func (e *testEnv) expireApprovals() {
 	e.t.Helper()
-	entry, err := fsm.Encode(fsm.OpTick, time.Now().Add(2*time.Hour).UnixNano(), fsm.TickCommand{})
+	entry, err := fsm.Encode(api.OpTick, time.Now().Add(2*time.Hour).UnixNano(), api.TickCommand{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -132,26 +133,26 @@ func TestGateApproved(t *testing.T) {
 	if string(a.Action) != wantAction {
 		t.Errorf("action %s\nwant   %s", a.Action, wantAction)
 	}
-	if hash, _ := fsm.ActionHash(json.RawMessage(wantAction)); a.ActionHash != hash {
+	if hash, _ := api.ActionHash(json.RawMessage(wantAction)); a.ActionHash != hash {
 		t.Errorf("hash %s, want %s", a.ActionHash, hash)
 	}
 	if !regexp.MustCompile(`^gate-claude-[0-9a-f]{16}$`).MatchString(a.ID) || a.From != "claude" ||
 		!slices.Equal(a.Approvers, []string{"alice", "bob", "role:lead"}) || a.Quorum != 2 ||
-		a.Title != "Bash: git push origin main" || a.Priority != fsm.PriorityHigh || a.TimeoutSeconds != 3600 ||
+		a.Title != "Bash: git push origin main" || a.Priority != api.PriorityHigh || a.TimeoutSeconds != 3600 ||
 		a.ApprovalNeededFor != "a Bash call by claude in /repo (maos gate 1 (tool Bash, match git push))" ||
 		a.Rationale != "the agent says: Push the branch (session sess-1, tool use toolu_01)" {
 		t.Errorf("approval filed %+v", a)
 	}
-	e.decideApproval(a.ID, "alice", fsm.DecisionApprove, "", nil)
+	e.decideApproval(a.ID, "alice", api.DecisionApprove, "", nil)
 	notAnswered(t, done, "one approval of two")
-	e.decideApproval(a.ID, "bob", fsm.DecisionApprove, "ok", nil)
+	e.decideApproval(a.ID, "bob", api.DecisionApprove, "ok", nil)
 	v := <-done
 	if want := (gateVerdict{Allow: true, Reason: "approved by alice, bob (approval " + a.ID + ")"}); !gateVerdictEqual(v, want) {
 		t.Errorf("verdict %+v, want %+v", v, want)
 	}
 	// The hook run again for the same call files nothing new (the same
 	// id, the same request) and answers at once from the decided approval.
-	requests := func() int { _, n := proposedApproval[fsm.ApprovalRequestCommand](e, fsm.OpApprovalRequest); return n }
+	requests := func() int { _, n := proposedApproval[api.ApprovalRequestCommand](e, api.OpApprovalRequest); return n }
 	v, err := r.decide(context.Background(), g, pushCall)
 	if err != nil || !v.Allow || requests() != 2 {
 		t.Errorf("retried hook: %+v %v, %d requests", v, err, requests())
@@ -162,7 +163,7 @@ func TestGateApproved(t *testing.T) {
 	next.ToolUseID = "toolu_02"
 	done = decideAsync(r, g, next)
 	id := e.approvalsFiled(2)[1].ID
-	e.decideApproval(id, "carol", fsm.DecisionReject, "", nil)
+	e.decideApproval(id, "carol", api.DecisionReject, "", nil)
 	if v := <-done; v.Allow || v.Reason != "rejected by carol (approval "+id+"). Do not retry this call; ask the approver or change the plan" {
 		t.Errorf("rejected without comment: %+v", v)
 	}
@@ -178,7 +179,7 @@ func TestGateRejected(t *testing.T) {
 	g := testGate(t, "gates: [{tool: Bash, approvers: [alice, carol]}]")
 	done := decideAsync(r, g, pushCall)
 	id := e.approvalsFiled(1)[0].ID
-	e.decideApproval(id, "carol", fsm.DecisionReject, "not on a Friday\nafternoon", nil)
+	e.decideApproval(id, "carol", api.DecisionReject, "not on a Friday\nafternoon", nil)
 	want := "rejected by carol: not on a Friday afternoon (approval " + id + "). Do not retry this call; ask the approver or change the plan"
 	if v := <-done; v.Allow || v.Reason != want {
 		t.Errorf("verdict %+v, want reason %q", v, want)
@@ -209,7 +210,7 @@ func TestGateTimeoutAndRetry(t *testing.T) {
 	if v.Allow || v.Reason != want {
 		t.Errorf("timeout verdict %+v\nwant reason %q", v, want)
 	}
-	e.decideApproval(a.ID, "alice", fsm.DecisionApprove, "", nil)
+	e.decideApproval(a.ID, "alice", api.DecisionApprove, "", nil)
 
 	// The model runs the same command again: a new tool use.
 	retry := pushCall
@@ -217,10 +218,10 @@ func TestGateTimeoutAndRetry(t *testing.T) {
 	g.Timeout = time.Minute
 	done := decideAsync(r, g, retry)
 	notAnswered(t, done, "one approval of two, on the retry")
-	if _, n := proposedApproval[fsm.ApprovalRequestCommand](e, fsm.OpApprovalRequest); n != 1 {
+	if _, n := proposedApproval[api.ApprovalRequestCommand](e, api.OpApprovalRequest); n != 1 {
 		t.Fatalf("the retry filed again: %d requests", n)
 	}
-	e.decideApproval(a.ID, "bob", fsm.DecisionApprove, "", nil)
+	e.decideApproval(a.ID, "bob", api.DecisionApprove, "", nil)
 	if v := <-done; !v.Allow || v.Reason != "approved by alice, bob (approval "+a.ID+")" {
 		t.Errorf("retry: %+v", v)
 	}
@@ -277,12 +278,12 @@ func TestGateModified(t *testing.T) {
 	g := testGate(t, "gates: [{tool: Bash, approvers: [alice, bob], quorum: 2, timeout: 1m}]")
 	done := decideAsync(r, g, pushCall)
 	id := e.approvalsFiled(1)[0].ID
-	e.decideApproval(id, "alice", fsm.DecisionApprove, "", nil)
+	e.decideApproval(id, "alice", api.DecisionApprove, "", nil)
 	changed := json.RawMessage(`{"agent":"claude","cwd":"/repo","tool_input":{"command":"git push origin main --dry-run"},"tool_name":"Bash"}`)
-	e.decideApproval(id, "bob", fsm.DecisionModify, "dry run first", changed)
-	e.decideApproval(id, "alice", fsm.DecisionApprove, "", nil)
+	e.decideApproval(id, "bob", api.DecisionModify, "dry run first", changed)
+	e.decideApproval(id, "alice", api.DecisionApprove, "", nil)
 	notAnswered(t, done, "a modify voided alice's first approval")
-	e.decideApproval(id, "bob", fsm.DecisionApprove, "", nil)
+	e.decideApproval(id, "bob", api.DecisionApprove, "", nil)
 	want := gateVerdict{Allow: true, Reason: "approved by alice, bob with changes by bob: dry run first (approval " + id + ")",
 		UpdatedInput: json.RawMessage(`{"command":"git push origin main --dry-run"}`)}
 	if v := <-done; !gateVerdictEqual(v, want) {
@@ -301,9 +302,9 @@ func TestGateModified(t *testing.T) {
 	done = decideAsync(r, g, next)
 	id = e.approvalsFiled(2)[1].ID
 	moved := json.RawMessage(`{"agent":"claude","cwd":"/srv/prod","tool_input":{"command":"git push"},"tool_name":"Bash"}`)
-	e.decideApproval(id, "bob", fsm.DecisionModify, "", moved)
-	e.decideApproval(id, "alice", fsm.DecisionApprove, "", nil)
-	e.decideApproval(id, "bob", fsm.DecisionApprove, "", nil)
+	e.decideApproval(id, "bob", api.DecisionModify, "", moved)
+	e.decideApproval(id, "alice", api.DecisionApprove, "", nil)
+	e.decideApproval(id, "bob", api.DecisionApprove, "", nil)
 	want = gateVerdict{Reason: "approval " + id + " was approved for another action than this call: " + string(moved) +
 		". Run that instead if it is what you mean (it asks for approval again)"}
 	if v := <-done; !gateVerdictEqual(v, want) {
@@ -316,7 +317,7 @@ func TestGateCancelled(t *testing.T) {
 	g := testGate(t, "gates: [{tool: Bash, approvers: [alice]}]")
 	done := decideAsync(r, g, pushCall)
 	id := e.approvalsFiled(1)[0].ID
-	e.apply(fsm.OpApprovalCancel, fsm.ApprovalCancelCommand{ID: id, From: "claude", Reason: "not needed"})
+	e.apply(api.OpApprovalCancel, api.ApprovalCancelCommand{ID: id, From: "claude", Reason: "not needed"})
 	if v := <-done; v.Allow || v.Reason != "approval "+id+" was cancelled. Run the call again to ask anew" {
 		t.Errorf("cancelled: %+v", v)
 	}
@@ -388,7 +389,7 @@ func TestGateNodeErrors(t *testing.T) {
 	// secret in it): an error naming the approval.
 	r.client = transport.NewClient("http://"+e.addr, nil)
 	big := pushCall
-	big.ToolInput = json.RawMessage(`{"content":"` + strings.Repeat("x", fsm.MaxActionBytes) + `"}`)
+	big.ToolInput = json.RawMessage(`{"content":"` + strings.Repeat("x", api.MaxActionBytes) + `"}`)
 	if _, err := r.decide(context.Background(), g, big); err == nil ||
 		!strings.Contains(err.Error(), "request approval gate-claude-") || !strings.Contains(err.Error(), "action") {
 		t.Errorf("too large: %v", err)
@@ -429,7 +430,7 @@ func TestGateFollowsAcrossReconnects(t *testing.T) {
 		}
 	}
 	notAnswered(t, done, "two refused streams")
-	e.decideApproval(id, "alice", fsm.DecisionApprove, "", nil)
+	e.decideApproval(id, "alice", api.DecisionApprove, "", nil)
 	if v := <-done; !v.Allow || v.Reason != "approved by alice (approval "+id+")" {
 		t.Errorf("verdict %+v", v)
 	}
@@ -444,12 +445,12 @@ func TestGateRereadFails(t *testing.T) {
 	following := make(chan struct{})
 	r.client = e.gateBehind(failReadsOnceFollowing(following))
 	var told []string
-	r.readFailed = func(a *fsm.Approval, err error) { told = append(told, a.ID+" "+string(a.State)+": "+err.Error()) }
+	r.readFailed = func(a *api.Approval, err error) { told = append(told, a.ID+" "+string(a.State)+": "+err.Error()) }
 	g := testGate(t, "gates: [{tool: Bash, approvers: [alice]}]")
 	done := decideAsync(r, g, pushCall)
 	id := e.approvalsFiled(1)[0].ID
 	streamOpened(t, following)
-	e.decideApproval(id, "alice", fsm.DecisionApprove, "", nil)
+	e.decideApproval(id, "alice", api.DecisionApprove, "", nil)
 	if v := <-done; !v.Allow || v.Reason != "approved (approval "+id+")" {
 		t.Errorf("verdict %+v", v)
 	}
@@ -481,7 +482,7 @@ func TestGateApprovalID(t *testing.T) {
 		t.Errorf("a call without a tool-use id got a derived id")
 	}
 	long := gateCall{Agent: strings.Repeat("a", 64), ToolUseID: "x"}
-	if id := gateApprovalID(long, "sha256:aa"); len(id) > fsm.MaxIDLen {
+	if id := gateApprovalID(long, "sha256:aa"); len(id) > api.MaxIDLen {
 		t.Errorf("id of %d bytes", len(id))
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 // examplePolicy is README's example gate policy.
@@ -41,7 +41,7 @@ func TestGatePolicyParse(t *testing.T) {
 	}
 	g := p.Gates[0]
 	if g.Index != 0 || g.ToolExpr != "Bash" || g.MatchExpr != "git push|rm -rf" || strings.Join(g.Approvers, ",") != "alice,role:lead" ||
-		g.Quorum != 1 || g.Timeout != 10*time.Minute || g.Expires != fsm.DefaultApprovalTimeout {
+		g.Quorum != 1 || g.Timeout != 10*time.Minute || g.Expires != api.DefaultApprovalTimeout {
 		t.Errorf("gate 0: %+v", g)
 	}
 	if g := p.Gates[1]; g.Quorum != 2 || g.Timeout != 20*time.Minute || g.Expires != 4*time.Hour {

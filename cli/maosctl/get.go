@@ -9,9 +9,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
-	"github.com/maos-project/maos/transport"
 	"github.com/urfave/cli/v2"
+
+	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/transport"
 )
 
 func getCommand() *cli.Command {
@@ -46,7 +47,7 @@ func get(c *cli.Context) error {
 	// show whom it was delivered to as well.
 	shown := *m
 	if len(m.Recipients) > 0 && !slices.Equal(m.To, m.Recipients) {
-		shown.To = fsm.Recipients{strings.Join(m.To, ", ") + " → " + strings.Join(m.Recipients, ", ")}
+		shown.To = api.Recipients{strings.Join(m.To, ", ") + " → " + strings.Join(m.Recipients, ", ")}
 	}
 	return printMessage(c.App.Writer, &shown)
 }
@@ -82,7 +83,7 @@ func formatTime(t time.Time, full bool) string {
 }
 
 // printMessage writes m as header lines, a blank line and its text.
-func printMessage(w io.Writer, m *fsm.Message) error {
+func printMessage(w io.Writer, m *api.Message) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
 	line := func(k, v string) {
 		fmt.Fprintf(tw, "%s:\t%s\n", k, v)
@@ -113,7 +114,7 @@ func printMessage(w io.Writer, m *fsm.Message) error {
 	if m.RequiresResponse {
 		line("requires response", "yes")
 	}
-	opt("visibility", strings.TrimPrefix(m.Visibility, fsm.VisibilityPublic))
+	opt("visibility", strings.TrimPrefix(m.Visibility, api.VisibilityPublic))
 	if len(m.Metadata) > 0 && string(m.Metadata) != "{}" && string(m.Metadata) != "null" {
 		line("metadata", string(m.Metadata))
 	}

@@ -10,9 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
-	"github.com/maos-project/maos/transport"
 	"github.com/urfave/cli/v2"
+
+	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/transport"
 )
 
 // Hook limits.
@@ -29,7 +30,7 @@ const (
 // Variables so a test can make them small.
 var (
 	hookMaxPages  = 5
-	hookPageLimit = fsm.MaxPageLimit
+	hookPageLimit = api.MaxPageLimit
 )
 
 // hookInput is the part of the hook's stdin JSON maosctl reads. Claude
@@ -320,7 +321,7 @@ func hookAnswer(ctx context.Context, client *transport.Client, ctl, agent string
 		if in.StopHookActive {
 			return nil, nil
 		}
-		dig, err := fetchUnread(ctx, client, agent, fsm.PriorityUrgent)
+		dig, err := fetchUnread(ctx, client, agent, api.PriorityUrgent)
 		if err != nil {
 			return nil, err
 		}
@@ -394,11 +395,11 @@ func fetchToApprove(ctx context.Context, client *transport.Client, agent string)
 // fetchUnread reads agent's unread messages (of priority, if given),
 // newest first, up to hookMaxPages pages, and the total from the
 // counters when more remain. An agent without an inbox has no mail.
-func fetchUnread(ctx context.Context, client *transport.Client, agent string, priority fsm.Priority) (digestInput, error) {
+func fetchUnread(ctx context.Context, client *transport.Client, agent string, priority api.Priority) (digestInput, error) {
 	in := digestInput{Agent: agent}
 	// Newest first, so that past the pages read it is the oldest mail
 	// that is left out of the digest, not the newest.
-	q := fsm.InboxQuery{Unread: true, Priority: priority, Limit: hookPageLimit, Newest: true}
+	q := api.InboxQuery{Unread: true, Priority: priority, Limit: hookPageLimit, Newest: true}
 	for range hookMaxPages {
 		page, err := client.Inbox(ctx, agent, q, transport.Local)
 		if isNotFound(err) {

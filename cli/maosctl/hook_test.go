@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -25,24 +25,24 @@ import (
 func newHookEnv(t *testing.T) *testEnv {
 	t.Helper()
 	e := newTestEnv(t)
-	e.apply(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "alice", Role: "reviewer"})
+	e.apply(api.OpRegisterAgent, api.RegisterAgentCommand{ID: "alice", Role: "reviewer"})
 	return e
 }
 
 // mail stores a message to alice and returns its id.
-func (e *testEnv) mail(id, from string, prio fsm.Priority, title, replyTo string) string {
+func (e *testEnv) mail(id, from string, prio api.Priority, title, replyTo string) string {
 	e.t.Helper()
-	m := fsm.Message{
-		ID: id, Channel: "work", Type: "request", From: from, To: fsm.Recipients{"alice"}, Priority: prio,
-		Title: title, InReplyTo: replyTo, Content: fsm.Content{Text: "body of " + title},
+	m := api.Message{
+		ID: id, Channel: "work", Type: "request", From: from, To: api.Recipients{"alice"}, Priority: prio,
+		Title: title, InReplyTo: replyTo, Content: api.Content{Text: "body of " + title},
 	}
 	m.Normalize(time.Now())
-	e.apply(fsm.OpSend, fsm.SendCommand{Message: m})
+	e.apply(api.OpSend, api.SendCommand{Message: m})
 	return id
 }
 
 func TestDigestOrderAndFolding(t *testing.T) {
-	msgs := []fsm.Message{
+	msgs := []api.Message{
 		{ID: "m1", Seq: 1, From: "bob", Priority: "normal", Title: "old"},
 		{ID: "m2", Seq: 2, From: "carol", Priority: "urgent", Title: "fire"},
 		{ID: "m3", Seq: 3, From: "bob", Priority: "low", Title: "re: old", ThreadID: "m1"},
@@ -72,9 +72,9 @@ func TestDigestOrderAndFolding(t *testing.T) {
 }
 
 func TestDigestTruncatesExactlyAtCap(t *testing.T) {
-	var msgs []fsm.Message
+	var msgs []api.Message
 	for i := range 400 {
-		msgs = append(msgs, fsm.Message{ID: fmt.Sprintf("msg-%04d", i), Seq: uint64(i + 1), From: "bob",
+		msgs = append(msgs, api.Message{ID: fmt.Sprintf("msg-%04d", i), Seq: uint64(i + 1), From: "bob",
 			Priority: "normal", Title: strings.Repeat("t", 30) + fmt.Sprint(i)})
 	}
 	in := digestInput{Agent: "alice", Messages: msgs, TotalUnread: len(msgs)}
@@ -109,7 +109,7 @@ func TestDigestTruncatesExactlyAtCap(t *testing.T) {
 		t.Errorf("cap %d: %d chars, %d lines; want one line fewer than %d", n-1, len(one), strings.Count(one, "\n"), strings.Count(capped, "\n"))
 	}
 	// A single line that would overflow by one byte is left out.
-	m := []fsm.Message{msgs[0]}
+	m := []api.Message{msgs[0]}
 	all := digest(digestInput{Agent: "alice", Messages: m, TotalUnread: 1}, 1<<20)
 	if got := digest(digestInput{Agent: "alice", Messages: m, TotalUnread: 1}, len(all)); got != all {
 		t.Errorf("at cap: %q", got)
@@ -118,7 +118,7 @@ func TestDigestTruncatesExactlyAtCap(t *testing.T) {
 		t.Errorf("one under cap: %q", got)
 	}
 	// Huge titles are shortened so one message cannot fill the digest.
-	long := digestLine(fsm.Message{ID: "x", From: "y", Title: strings.Repeat("é", 5000)}, 1)
+	long := digestLine(api.Message{ID: "x", From: "y", Title: strings.Repeat("é", 5000)}, 1)
 	if len([]rune(long)) > digestTitleMax+40 {
 		t.Errorf("long title line is %d runes", len([]rune(long)))
 	}
@@ -276,10 +276,10 @@ var printedCommandRE = regexp.MustCompile(`maosctl [^;()\n]*`)
 // with it on the hook's command line (so the commands carry --addr).
 func TestHookCommandsRunAsPrinted(t *testing.T) {
 	e := newTestEnv(t)
-	e.apply(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "alice", Role: "reviewer"})
-	e.mail("msg-1", "bob", fsm.PriorityNormal, "please review", "")
-	e.mail("msg-2", "carol", fsm.PriorityUrgent, "prod is down", "")
-	e.mail("msg-3", "carol", fsm.PriorityUrgent, "still down", "msg-2")
+	e.apply(api.OpRegisterAgent, api.RegisterAgentCommand{ID: "alice", Role: "reviewer"})
+	e.mail("msg-1", "bob", api.PriorityNormal, "please review", "")
+	e.mail("msg-2", "carol", api.PriorityUrgent, "prod is down", "")
+	e.mail("msg-3", "carol", api.PriorityUrgent, "still down", "msg-2")
 
 	run := func(stdin string, args ...string) runResult {
 		var out, errOut bytes.Buffer
@@ -506,7 +506,7 @@ func TestHookReportsPresence(t *testing.T) {
 // one --max-time more.
 func TestHookPresenceFailures(t *testing.T) {
 	e := newHookEnv(t)
-	e.svc.Fail("PutPresence", fmt.Errorf("disk on fire: %w", fsm.ErrInvalid))
+	e.svc.Fail("PutPresence", fmt.Errorf("disk on fire: %w", api.ErrInvalid))
 	r := e.hook("codex", `{"hook_event_name":"SessionStart","source":"startup"}`)
 	if r.err != nil || !strings.Contains(r.out, `"hookEventName":"SessionStart"`) ||
 		!regexp.MustCompile(`^maosctl: hook SessionStart: report alice IDLE: .*disk on fire.*\n$`).MatchString(r.errOut) {

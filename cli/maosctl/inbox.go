@@ -7,8 +7,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/maos-project/maos/fsm"
 	"github.com/urfave/cli/v2"
+
+	"github.com/maos-project/maos/api"
 )
 
 func inboxCommand() *cli.Command {
@@ -39,11 +40,11 @@ there is unread mail and lists it.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "agent", Usage: "agent `ID` whose inbox to read (required)", EnvVars: []string{envAgent}},
 			&cli.BoolFlag{Name: "unread", Usage: "only unread messages"},
-			&cli.StringFlag{Name: "priority", Usage: "only messages of `PRIORITY` (" + fsm.PriorityList() + ")"},
+			&cli.StringFlag{Name: "priority", Usage: "only messages of `PRIORITY` (" + api.PriorityList() + ")"},
 			&cli.StringFlag{Name: "type", Usage: "only messages of `TYPE`"},
 			&cli.StringFlag{Name: "from", Usage: "only messages from agent `ID`"},
 			&cli.Uint64Flag{Name: "after", Usage: "only messages after `SEQ`"},
-			&cli.IntFlag{Name: "limit", Usage: "at most `N` messages per page (1-1000)", Value: fsm.DefaultPageLimit},
+			&cli.IntFlag{Name: "limit", Usage: "at most `N` messages per page (1-1000)", Value: api.DefaultPageLimit},
 			&cli.BoolFlag{Name: "all", Usage: "follow pages until the end of the inbox"},
 			&cli.BoolFlag{Name: "counts", Usage: "print the inbox counters instead of messages"},
 			strongFlag(),
@@ -71,17 +72,17 @@ func inbox(c *cli.Context) error {
 			return printJSON(c.App.Writer, counts)
 		}
 		var by []string
-		for _, p := range fsm.Priorities {
+		for _, p := range api.Priorities {
 			by = append(by, fmt.Sprintf("%s %d", p, counts.UnreadByPriority[p]))
 		}
 		_, err = fmt.Fprintf(c.App.Writer, "%s: %d messages, %d unread (%s)\n", counts.Agent, counts.Total, counts.Unread, strings.Join(by, ", "))
 		return err
 	}
 	limit := c.Int("limit")
-	if limit < 1 || limit > fsm.MaxPageLimit {
-		return usagef(c, "--limit %d: want 1 to %d", limit, fsm.MaxPageLimit)
+	if limit < 1 || limit > api.MaxPageLimit {
+		return usagef(c, "--limit %d: want 1 to %d", limit, api.MaxPageLimit)
 	}
-	q := fsm.InboxQuery{
+	q := api.InboxQuery{
 		Unread:   c.Bool("unread"),
 		Priority: flagPriority(c),
 		Type:     strings.TrimSpace(c.String("type")),
@@ -90,8 +91,8 @@ func inbox(c *cli.Context) error {
 		Limit:    limit,
 	}
 	asJSON := wantJSON(c)
-	out := []fsm.InboxEntry{}
-	next, err := inboxPages(c, commandContext(c), agent, q, c.Bool("all"), func(page []fsm.InboxEntry) error {
+	out := []api.InboxEntry{}
+	next, err := inboxPages(c, commandContext(c), agent, q, c.Bool("all"), func(page []api.InboxEntry) error {
 		if asJSON {
 			out = append(out, page...)
 			return nil
@@ -116,7 +117,7 @@ func inbox(c *cli.Context) error {
 // to go on after when it stopped with entries left (0 when it read to the
 // end). Each read is bounded by the global --timeout under parent; errors
 // are apiError's.
-func inboxPages(c *cli.Context, parent context.Context, agent string, q fsm.InboxQuery, all bool, fn func([]fsm.InboxEntry) error) (uint64, error) {
+func inboxPages(c *cli.Context, parent context.Context, agent string, q api.InboxQuery, all bool, fn func([]api.InboxEntry) error) (uint64, error) {
 	root := rootContext(c)
 	client, cons := apiClient(c), consistency(c)
 	for {
@@ -144,7 +145,7 @@ func inboxPages(c *cli.Context, parent context.Context, agent string, q fsm.Inbo
 
 // printInboxLines writes one line per entry, "* " before an unread one
 // and "  " before a read one, then messageLine.
-func printInboxLines(w io.Writer, entries []fsm.InboxEntry) error {
+func printInboxLines(w io.Writer, entries []api.InboxEntry) error {
 	for i := range entries {
 		e := &entries[i]
 		mark := " "

@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/maos-project/maos/fsm"
 	"github.com/urfave/cli/v2"
+
+	"github.com/maos-project/maos/api"
 )
 
 // nothingUnread is the exit status of 'inbox next' when the inbox holds
@@ -50,7 +51,7 @@ func inboxNext(c *cli.Context) error {
 	}
 	agent := strings.TrimSpace(c.String("agent"))
 	client, cons := apiClient(c), consistency(c)
-	q := fsm.InboxQuery{Unread: true, Limit: 1}
+	q := api.InboxQuery{Unread: true, Limit: 1}
 	for {
 		ctx, cancel := call(c)
 		page, err := client.Inbox(ctx, agent, q, cons)

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -60,7 +60,7 @@ func TestInboxNext(t *testing.T) {
 	}
 
 	// --json: the message object; read marks are alice's alone.
-	var m fsm.Message
+	var m api.Message
 	if err := json.Unmarshal([]byte(e.ok("--json", "inbox", "next", "--agent", "alice")), &m); err != nil || m.ID != id2 || m.Content.Text != "to both" {
 		t.Errorf("next --json = %+v, %v; want %s", m, err, id2)
 	}
@@ -100,9 +100,9 @@ func TestInboxNextLostRace(t *testing.T) {
 	// before it, as a second 'next' (or a watcher) would.
 	var mu sync.Mutex
 	rivalTook := map[string]bool{}
-	e.svc.OnApply(func(op fsm.Op, body json.RawMessage) (any, error) {
-		var cmd fsm.MarkReadCommand
-		if op == fsm.OpMarkRead && json.Unmarshal(body, &cmd) == nil && cmd.ID != "" {
+	e.svc.OnApply(func(op api.Op, body json.RawMessage) (any, error) {
+		var cmd api.MarkReadCommand
+		if op == api.OpMarkRead && json.Unmarshal(body, &cmd) == nil && cmd.ID != "" {
 			mu.Lock()
 			first := !rivalTook[cmd.ID]
 			rivalTook[cmd.ID] = true
@@ -148,7 +148,7 @@ func TestInboxNextConcurrent(t *testing.T) {
 		r := <-results
 		switch ExitCode(r.err) {
 		case 0:
-			var m fsm.Message
+			var m api.Message
 			if err := json.Unmarshal([]byte(r.out), &m); err != nil {
 				t.Fatalf("next printed %q: %v", r.out, err)
 			}
@@ -242,7 +242,7 @@ func TestInboxWait(t *testing.T) {
 		t.Error("wait with unread mail opened the stream")
 	default:
 	}
-	var entries []fsm.InboxEntry
+	var entries []api.InboxEntry
 	if err := json.Unmarshal([]byte(e.ok("inbox", "wait", "--agent", "alice", "--json", "--timeout", "5s")), &entries); err != nil ||
 		len(entries) != 2 || entries[0].ID != id || entries[1].ID != id2 || entries[0].Read || entries[1].Read {
 		t.Errorf("wait --json = %+v, %v; want %s and %s unread", entries, err, id, id2)
@@ -270,7 +270,7 @@ func TestInboxWaitTakenByAnother(t *testing.T) {
 		take = ""
 		mu.Unlock()
 		if id != "" {
-			e.apply(fsm.OpMarkRead, fsm.MarkReadCommand{Agent: "alice", ID: id})
+			e.apply(api.OpMarkRead, api.MarkReadCommand{Agent: "alice", ID: id})
 		}
 	})
 	done := make(chan runResult, 1)

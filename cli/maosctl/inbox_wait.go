@@ -6,9 +6,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
-	"github.com/maos-project/maos/transport"
 	"github.com/urfave/cli/v2"
+
+	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/transport"
 )
 
 func inboxWaitCommand() *cli.Command {
@@ -58,7 +59,7 @@ func inboxWait(c *cli.Context) error {
 	// The stream starts after the newest entry, read before the unread
 	// check: mail that lands between the two is in the stream's backlog.
 	readCtx, cancelRead := callWith(root, ctx)
-	newest, err := client.Inbox(readCtx, agent, fsm.InboxQuery{Newest: true, Limit: 1}, consistency(c))
+	newest, err := client.Inbox(readCtx, agent, api.InboxQuery{Newest: true, Limit: 1}, consistency(c))
 	cancelRead()
 	if err != nil {
 		return waitOutcome(c, ctx, agent, timeout, apiError(root, err))
@@ -103,10 +104,10 @@ func inboxWait(c *cli.Context) error {
 
 // unreadMail reads every unread message of agent's inbox, oldest first;
 // errors are apiError's.
-func unreadMail(c *cli.Context, ctx context.Context, agent string) ([]fsm.InboxEntry, error) {
-	out := []fsm.InboxEntry{}
-	_, err := inboxPages(c, ctx, agent, fsm.InboxQuery{Unread: true, Limit: fsm.MaxPageLimit}, true,
-		func(page []fsm.InboxEntry) error {
+func unreadMail(c *cli.Context, ctx context.Context, agent string) ([]api.InboxEntry, error) {
+	out := []api.InboxEntry{}
+	_, err := inboxPages(c, ctx, agent, api.InboxQuery{Unread: true, Limit: api.MaxPageLimit}, true,
+		func(page []api.InboxEntry) error {
 			out = append(out, page...)
 			return nil
 		})

@@ -5,10 +5,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/urfave/cli/v2"
+
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/watcher"
-	"github.com/urfave/cli/v2"
 )
 
 func interruptCommand() *cli.Command {
@@ -83,7 +84,7 @@ func interrupt(c *cli.Context) error {
 		From:      from,
 		Reason:    c.String("reason"),
 		Channel:   strings.TrimSpace(c.String("channel")),
-		ID:        fsm.NewID(from, time.Now()),
+		ID:        api.NewID(from, time.Now()),
 		LocalPane: target != "",
 	})
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/rules"
 	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
@@ -26,15 +26,15 @@ func interruptEnv(t *testing.T) *testEnv {
 	t.Helper()
 	e := newTestEnv(t)
 	for id, role := range map[string]string{"master": "orchestrator", "claude": "developer", "tester": "tester"} {
-		e.apply(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: id, Role: role})
+		e.apply(api.OpRegisterAgent, api.RegisterAgentCommand{ID: id, Role: role})
 	}
 	e.ok("rules", "set", "--preset", "hierarchical", "--orchestrator-role", "orchestrator")
 	return e
 }
 
-func interruptMessage(t *testing.T, e *testEnv, id string) fsm.Message {
+func interruptMessage(t *testing.T, e *testEnv, id string) api.Message {
 	t.Helper()
-	var m fsm.Message
+	var m api.Message
 	if err := json.Unmarshal([]byte(e.ok("--json", "get", id)), &m); err != nil {
 		t.Fatalf("get %s: %v", id, err)
 	}

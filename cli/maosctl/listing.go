@@ -4,16 +4,17 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/maos-project/maos/fsm"
 	"github.com/urfave/cli/v2"
+
+	"github.com/maos-project/maos/api"
 )
 
 // pageLimitFlag is --limit of a paged listing: 0 (the node's default,
-// fsm.DefaultPageLimit) to fsm.MaxPageLimit.
+// api.DefaultPageLimit) to api.MaxPageLimit.
 func pageLimitFlag(c *cli.Context) (int, error) {
 	limit := c.Int("limit")
-	if limit < 0 || limit > fsm.MaxPageLimit {
-		return 0, usagef(c, "--limit %d: must be 1..%d (0 for the default %d)", limit, fsm.MaxPageLimit, fsm.DefaultPageLimit)
+	if limit < 0 || limit > api.MaxPageLimit {
+		return 0, usagef(c, "--limit %d: must be 1..%d (0 for the default %d)", limit, api.MaxPageLimit, api.DefaultPageLimit)
 	}
 	return limit, nil
 }

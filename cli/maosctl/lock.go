@@ -10,9 +10,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
-	"github.com/maos-project/maos/transport"
 	"github.com/urfave/cli/v2"
+
+	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/transport"
 )
 
 func lockCommand() *cli.Command {
@@ -83,15 +84,15 @@ func lockToken(c *cli.Context, required bool) (uint64, error) {
 
 // lockTTL parses --ttl, which is required: a Go duration or a number of
 // seconds. The server checks the limits.
-func lockTTL(c *cli.Context) (fsm.LockTTL, error) {
+func lockTTL(c *cli.Context) (api.LockTTL, error) {
 	if err := require(c, "ttl"); err != nil {
 		return 0, err
 	}
 	s := strings.TrimSpace(c.String("ttl"))
 	if d, err := time.ParseDuration(s); err == nil {
-		return fsm.LockTTL(d), nil
+		return api.LockTTL(d), nil
 	}
-	var ttl fsm.LockTTL
+	var ttl api.LockTTL
 	if _, err := strconv.ParseFloat(s, 64); err != nil || ttl.UnmarshalJSON([]byte(s)) != nil {
 		return 0, usagef(c, "--ttl: %q is not a duration like 90s, 10m, 2h or a number of seconds", s)
 	}
@@ -104,9 +105,9 @@ func lockError(c *cli.Context, err error) error {
 	if errors.As(err, &refused) {
 		hint := ""
 		switch refused.Outcome {
-		case fsm.LockHeld:
+		case api.LockHeld:
 			hint = "; wait for it to be released or to expire"
-		case fsm.LockLapsed, fsm.LockStaleToken:
+		case api.LockLapsed, api.LockStaleToken:
 			hint = "; your lease is gone: acquire the lock again and redo what it guarded"
 		}
 		return &userError{err: err, msg: refused.API.Message + hint}
@@ -117,7 +118,7 @@ func lockError(c *cli.Context, err error) error {
 // lockRequest sends cmd with send (the Client's AcquireLock, RenewLock or
 // ReleaseLock), bounded by --timeout, and prints the result; a refusal's
 // error says what to do (lockError).
-func lockRequest[C any](c *cli.Context, send func(*transport.Client, context.Context, C) (*fsm.LockResult, error), cmd C) error {
+func lockRequest[C any](c *cli.Context, send func(*transport.Client, context.Context, C) (*api.LockResult, error), cmd C) error {
 	ctx, cancel := call(c)
 	defer cancel()
 	res, err := send(apiClient(c), ctx, cmd)
@@ -128,14 +129,14 @@ func lockRequest[C any](c *cli.Context, send func(*transport.Client, context.Con
 }
 
 // printLockResult prints "granted PATH to HOLDER: token N, expires T".
-func printLockResult(c *cli.Context, res *fsm.LockResult) error {
+func printLockResult(c *cli.Context, res *api.LockResult) error {
 	if wantJSON(c) {
 		return printJSON(c.App.Writer, res)
 	}
 	l := res.Lock
 	var err error
 	switch res.Outcome {
-	case fsm.LockReleased:
+	case api.LockReleased:
 		_, err = fmt.Fprintf(c.App.Writer, "released %s (held by %s, token %d)\n", l.Path, l.Holder, l.Token)
 	default:
 		_, err = fmt.Fprintf(c.App.Writer, "%s %s to %s: token %d, expires %s\n",
@@ -176,7 +177,7 @@ func lockAcquire(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return lockRequest(c, (*transport.Client).AcquireLock, fsm.LockAcquireCommand{
+	return lockRequest(c, (*transport.Client).AcquireLock, api.LockAcquireCommand{
 		Path: c.String("path"), Holder: strings.TrimSpace(c.String("holder")), TTL: ttl})
 }
 
@@ -214,7 +215,7 @@ func lockRenew(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return lockRequest(c, (*transport.Client).RenewLock, fsm.LockRenewCommand{
+	return lockRequest(c, (*transport.Client).RenewLock, api.LockRenewCommand{
 		Path: c.String("path"), Holder: strings.TrimSpace(c.String("holder")), Token: token, TTL: ttl})
 }
 
@@ -250,7 +251,7 @@ func lockRelease(c *cli.Context) error {
 	if err := noArgs(c, "path"); err != nil {
 		return err
 	}
-	cmd := fsm.LockReleaseCommand{Path: c.String("path"), Holder: strings.TrimSpace(c.String("holder")), Force: c.Bool("force")}
+	cmd := api.LockReleaseCommand{Path: c.String("path"), Holder: strings.TrimSpace(c.String("holder")), Force: c.Bool("force")}
 	if cmd.Force {
 		// A --holder given with --force pins the lease to break;
 		// $MAOS_AGENT_ID, the operator's own id, does not.
@@ -309,12 +310,12 @@ func lockList(c *cli.Context) error {
 	if limit < 0 {
 		return usagef(c, "--limit: %d is negative", limit)
 	}
-	q := fsm.LockQuery{Prefix: c.String("prefix"), Holder: strings.TrimSpace(c.String("holder"))}
+	q := api.LockQuery{Prefix: c.String("prefix"), Holder: strings.TrimSpace(c.String("holder"))}
 	cl := apiClient(c)
-	all := fsm.LockPage{Locks: []fsm.Lock{}}
+	all := api.LockPage{Locks: []api.Lock{}}
 	for {
 		if limit > 0 {
-			q.Limit = min(limit-len(all.Locks), fsm.MaxPageLimit)
+			q.Limit = min(limit-len(all.Locks), api.MaxPageLimit)
 		}
 		ctx, cancel := call(c)
 		page, err := cl.Locks(ctx, q, consistency(c))

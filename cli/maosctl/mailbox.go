@@ -6,8 +6,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/maos-project/maos/fsm"
 	"github.com/urfave/cli/v2"
+
+	"github.com/maos-project/maos/api"
 )
 
 // mailboxCommands are the maosctl commands of the mailbox group: the
@@ -95,12 +96,12 @@ func agentsList(c *cli.Context, find bool) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	q := fsm.AgentQuery{Role: strings.TrimSpace(c.String("role")), Capability: strings.TrimSpace(c.String("capability")), Limit: fsm.MaxPageLimit}
+	q := api.AgentQuery{Role: strings.TrimSpace(c.String("role")), Capability: strings.TrimSpace(c.String("capability")), Limit: api.MaxPageLimit}
 	if find && q.Role == "" && q.Capability == "" {
 		return usagef(c, "give --role or --capability")
 	}
 	client := apiClient(c)
-	var agents []fsm.Agent
+	var agents []api.Agent
 	for {
 		ctx, cancel := call(c)
 		page, err := client.Agents(ctx, q, consistency(c))
@@ -115,7 +116,7 @@ func agentsList(c *cli.Context, find bool) error {
 		q.After = page.Agents[len(page.Agents)-1].ID
 	}
 	if agents == nil {
-		agents = []fsm.Agent{}
+		agents = []api.Agent{}
 	}
 	if wantJSON(c) {
 		return printJSON(c.App.Writer, agents)
@@ -156,7 +157,7 @@ func agentsRegisterCommand() *cli.Command {
 
    maosctl agents register reviewer_1 --role reviewer --capability go,review --node n2
    maosctl agents register orchestrator --role orchestrator --description "assigns the work"`,
-		Description: `Registers agent ID (` + fsm.NamePattern + `) with role R (default
+		Description: `Registers agent ID (` + api.NamePattern + `) with role R (default
 "agent"), capabilities (comma-separated), a description and the node its
 watcher runs next to. Registering an id again replaces those fields. The
 registration goes into the audit trail. Prints the agent; with --json, the
@@ -177,7 +178,7 @@ func agentsRegister(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cmd := fsm.RegisterAgentCommand{
+	cmd := api.RegisterAgentCommand{
 		ID:           args[0],
 		Role:         strings.TrimSpace(c.String("role")),
 		Capabilities: splitList([]string{c.String("capability")}),

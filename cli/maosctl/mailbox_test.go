@@ -11,10 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/urfave/cli/v2"
+
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/rules"
 	"github.com/maos-project/maos/transport"
-	"github.com/urfave/cli/v2"
 )
 
 // fail runs args, which must fail with exit 1, one "maosctl: " line on
@@ -38,7 +40,7 @@ func (e *testEnv) fail(args []string, want ...string) {
 	}
 }
 
-func (e *testEnv) apply(op fsm.Op, body any) {
+func (e *testEnv) apply(op api.Op, body any) {
 	e.t.Helper()
 	if _, err := e.svc.Apply(context.Background(), op, body); err != nil {
 		e.t.Fatalf("apply %s: %v", op, err)
@@ -76,7 +78,7 @@ func TestAgents(t *testing.T) {
 		}
 	}
 
-	var agents []fsm.Agent
+	var agents []api.Agent
 	if err := json.Unmarshal([]byte(e.ok("--json", "agents", "find", "--capability", "go")), &agents); err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +163,7 @@ func TestInboxAndReadMark(t *testing.T) {
 	if !strings.HasPrefix(out, "  #") || strings.Count(out, "* #") != 1 {
 		t.Errorf("inbox after marks:\n%s", out)
 	}
-	var entries []fsm.InboxEntry
+	var entries []api.InboxEntry
 	if err := json.Unmarshal([]byte(e.ok("--json", "inbox", "--agent", "alice", "--unread")), &entries); err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +215,7 @@ func TestShowReplyThreadReceipts(t *testing.T) {
 			t.Errorf("show lacks %q:\n%s", want, out)
 		}
 	}
-	var m fsm.Message
+	var m api.Message
 	if err := json.Unmarshal([]byte(e.ok("--json", "show", root)), &m); err != nil || !slices.Equal(m.Recipients, []string{"alice", "bob"}) {
 		t.Errorf("show --json recipients = %q, %v", m.Recipients, err)
 	}
@@ -233,7 +235,7 @@ func TestShowReplyThreadReceipts(t *testing.T) {
 		t.Fatal(err)
 	}
 	if reply.InReplyTo != root || reply.ThreadID != root || reply.Channel != "review" || !slices.Equal(reply.To, []string{"codex"}) ||
-		reply.Type != "response" || reply.Title != "Re: Retry logic" || reply.Priority != fsm.PriorityNormal || reply.Visibility != fsm.VisibilityPublic {
+		reply.Type != "response" || reply.Title != "Re: Retry logic" || reply.Priority != api.PriorityNormal || reply.Visibility != api.VisibilityPublic {
 		t.Errorf("reply = %+v", reply)
 	}
 	// A reply to the reply stays in the root's thread; text from stdin.
@@ -256,7 +258,7 @@ func TestShowReplyThreadReceipts(t *testing.T) {
 	if r3 == nil {
 		t.Fatal("reply to a task printed no id")
 	}
-	if m, _ := e.svc.State().Message(r3[1]); m.Type != "task_result" || m.Title != "Re: Job" || m.Priority != fsm.PriorityNormal {
+	if m, _ := e.svc.State().Message(r3[1]); m.Type != "task_result" || m.Title != "Re: Job" || m.Priority != api.PriorityNormal {
 		t.Errorf("reply to a task_assign = %+v", m)
 	}
 	r4 := sendIDRE.FindStringSubmatch(e.ok("reply", task, "--from", "alice", "--text", "more", "--title", "Status",
@@ -264,7 +266,7 @@ func TestShowReplyThreadReceipts(t *testing.T) {
 	if r4 == nil || r4[1] != "msg-reply-4" {
 		t.Fatalf("reply --id printed %v", r4)
 	}
-	if m, _ := e.svc.State().Message(r4[1]); m.Type != "status" || m.Title != "Status" || m.Priority != fsm.PriorityHigh || m.InReplyTo != task {
+	if m, _ := e.svc.State().Message(r4[1]); m.Type != "status" || m.Title != "Status" || m.Priority != api.PriorityHigh || m.InReplyTo != task {
 		t.Errorf("reply with --title --type --priority = %+v", m)
 	}
 	r5 := sendIDRE.FindStringSubmatch(e.ok("reply", task, "--from", "alice", "--text", "untitled", "--title", ""))
@@ -280,13 +282,13 @@ func TestShowReplyThreadReceipts(t *testing.T) {
 		!strings.Contains(lines[2], "codex → alice [question/normal] Re: Retry logic: second thoughts") {
 		t.Errorf("thread printed:\n%s", strings.Join(lines, "\n"))
 	}
-	var msgs []fsm.Message
+	var msgs []api.Message
 	if err := json.Unmarshal([]byte(e.ok("--json", "thread", root)), &msgs); err != nil || len(msgs) != 3 {
 		t.Errorf("thread --json: %d messages, %v", len(msgs), err)
 	}
 
 	// bob's watcher typed it into bob's pane.
-	e.apply(fsm.OpReceiptState, fsm.ReceiptStateCommand{ID: root, Agent: "bob", State: fsm.ReceiptDelivered})
+	e.apply(api.OpReceiptState, api.ReceiptStateCommand{ID: root, Agent: "bob", State: api.ReceiptDelivered})
 	out = e.ok("receipts", root)
 	for _, re := range []string{`(?m)^AGENT\s+STATE\s+DELIVERED\s+TYPED\s+READ\s+ANSWERED\s+NOTE$`,
 		`(?m)^alice\s+answered\s+\S+Z\s+-\s+-\s+\S+Z\s+` + regexp.QuoteMeta(rm[1]) + `$`, `(?m)^bob\s+delivered\s+\S+Z\s+\S+Z\s+-\s+-\s+-$`} {
@@ -295,7 +297,7 @@ func TestShowReplyThreadReceipts(t *testing.T) {
 		}
 	}
 	var rc fsm.Receipts
-	if err := json.Unmarshal([]byte(e.ok("--json", "receipts", root)), &rc); err != nil || len(rc.Receipts) != 2 || rc.Receipts[0].State != fsm.ReceiptAnswered {
+	if err := json.Unmarshal([]byte(e.ok("--json", "receipts", root)), &rc); err != nil || len(rc.Receipts) != 2 || rc.Receipts[0].State != api.ReceiptAnswered {
 		t.Errorf("receipts --json = %+v, %v", rc, err)
 	}
 
@@ -330,10 +332,10 @@ func TestSendWait(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	e.apply(fsm.OpMarkRead, fsm.MarkReadCommand{Agent: "alice", ID: "msg-wait-1"})
-	reply := &fsm.Message{ID: "msg-wait-2", From: "bob", To: fsm.Recipients{"codex"}, Channel: "review", Content: fsm.Content{Text: "answered"},
+	e.apply(api.OpMarkRead, api.MarkReadCommand{Agent: "alice", ID: "msg-wait-1"})
+	reply := &api.Message{ID: "msg-wait-2", From: "bob", To: api.Recipients{"codex"}, Channel: "review", Content: api.Content{Text: "answered"},
 		InReplyTo: "msg-wait-1", Type: "response", Priority: "normal", Visibility: "public"}
-	e.apply(fsm.OpSend, fsm.SendCommand{Message: *reply})
+	e.apply(api.OpSend, api.SendCommand{Message: *reply})
 	r := <-done
 	if r.err != nil {
 		t.Fatalf("send --wait read: %v %s", r.err, r.errOut)
@@ -351,7 +353,7 @@ func TestSendWait(t *testing.T) {
 	}
 
 	// --json: one object with the receipts.
-	e.apply(fsm.OpMarkRead, fsm.MarkReadCommand{Agent: "alice", ID: "msg-wait-3"})
+	e.apply(api.OpMarkRead, api.MarkReadCommand{Agent: "alice", ID: "msg-wait-3"})
 	r = e.run("", "--json", "send", "--from", "codex", "--to", "alice", "--channel", "review", "--text", "again",
 		"--id", "msg-wait-4", "--wait", "read", "--timeout", "200ms")
 	var out sendWait
@@ -397,7 +399,7 @@ func TestSendBlockedAndStrict(t *testing.T) {
 	e.ok("agents", "register", "tina", "--role", "tester")
 	e.ok("agents", "register", "rex", "--role", "reviewer")
 	e.ok("agents", "register", "dev", "--role", "developer")
-	e.apply(fsm.OpSetRules, fsm.SetRulesCommand{Rules: &rules.Document{
+	e.apply(api.OpSetRules, api.SetRulesCommand{Rules: &rules.Document{
 		Forbidden: []rules.ForbiddenRule{{From: "tina", To: "rex", Reason: "testers go through the developer"}},
 	}})
 	out := e.ok("send", "--from", "tina", "--to", "rex,dev", "--channel", "qa", "--text", "results")
@@ -421,7 +423,7 @@ func TestSendBlockedAndStrict(t *testing.T) {
 	if out := e.ok("cluster", "config", "get", "strict_senders"); out != "true\n" {
 		t.Errorf("config get strict_senders printed %q", out)
 	}
-	var cfg fsm.ClusterConfig
+	var cfg api.ClusterConfig
 	if err := json.Unmarshal([]byte(e.ok("--json", "cluster", "config", "get")), &cfg); err != nil || !cfg.StrictSenders {
 		t.Errorf("config get --json = %+v, %v", cfg, err)
 	}
@@ -439,7 +441,7 @@ func TestSendBlockedAndStrict(t *testing.T) {
 func TestPrivateSendAndReply(t *testing.T) {
 	e := newTestEnv(t)
 	e.reviewers()
-	stored := func(id string) *fsm.Message {
+	stored := func(id string) *api.Message {
 		t.Helper()
 		m, err := e.svc.State().Message(id)
 		if err != nil {
@@ -448,25 +450,25 @@ func TestPrivateSendAndReply(t *testing.T) {
 		return m
 	}
 	public := e.send("review", "codex", "alice", "hello")
-	if v := stored(public).Visibility; v != fsm.VisibilityPublic {
+	if v := stored(public).Visibility; v != api.VisibilityPublic {
 		t.Errorf("a plain send has visibility %q, want public", v)
 	}
 	secret := e.send("review", "codex", "alice", "the password is swordfish", "--private")
-	if v := stored(secret).Visibility; v != fsm.VisibilityPrivate {
+	if v := stored(secret).Visibility; v != api.VisibilityPrivate {
 		t.Fatalf("send --private has visibility %q, want private", v)
 	}
 	rm := sendIDRE.FindStringSubmatch(e.ok("reply", secret, "--from", "alice", "--text", "noted"))
 	if rm == nil {
 		t.Fatal("reply printed no id")
 	}
-	if v := stored(rm[1]).Visibility; v != fsm.VisibilityPrivate {
+	if v := stored(rm[1]).Visibility; v != api.VisibilityPrivate {
 		t.Errorf("a reply to a private message has visibility %q, want private", v)
 	}
 	rm = sendIDRE.FindStringSubmatch(e.ok("reply", public, "--from", "alice", "--text", "psst", "--private"))
 	if rm == nil {
 		t.Fatal("reply printed no id")
 	}
-	if v := stored(rm[1]).Visibility; v != fsm.VisibilityPrivate {
+	if v := stored(rm[1]).Visibility; v != api.VisibilityPrivate {
 		t.Errorf("reply --private has visibility %q, want private", v)
 	}
 }

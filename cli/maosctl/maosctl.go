@@ -14,11 +14,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/urfave/cli/v2"
+
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cli/internal/version"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/hostport"
 	"github.com/maos-project/maos/transport"
-	"github.com/urfave/cli/v2"
 )
 
 // Defaults and environment variables of maosctl.
@@ -578,10 +579,10 @@ func strongFlag() *cli.BoolFlag {
 
 // priorityFlag is the --priority of a message a command sends.
 func priorityFlag() *cli.StringFlag {
-	return &cli.StringFlag{Name: "priority", Usage: fmt.Sprintf("`PRIORITY`: %s (default %s)", fsm.PriorityList(), fsm.PriorityNormal)}
+	return &cli.StringFlag{Name: "priority", Usage: fmt.Sprintf("`PRIORITY`: %s (default %s)", api.PriorityList(), api.PriorityNormal)}
 }
 
 // flagPriority is --priority as given, trimmed ("" when not given).
-func flagPriority(c *cli.Context) fsm.Priority {
-	return fsm.Priority(strings.TrimSpace(c.String("priority")))
+func flagPriority(c *cli.Context) api.Priority {
+	return api.Priority(strings.TrimSpace(c.String("priority")))
 }

@@ -15,10 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/urfave/cli/v2"
+
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
-	"github.com/urfave/cli/v2"
 )
 
 // newService is the fake node the maosctl tests talk to. Its state
@@ -163,7 +164,7 @@ func TestSendJSON(t *testing.T) {
 
 func TestSendFields(t *testing.T) {
 	e := newTestEnv(t, "claude", "gemini")
-	e.apply(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "rita", Role: "reviewer"}) // at 1001
+	e.apply(api.OpRegisterAgent, api.RegisterAgentCommand{ID: "rita", Role: "reviewer"}) // at 1001
 	e.ok("send", "--from", "codex", "--to", "claude, gemini", "--to", "role:reviewer", "--channel", "review",
 		"--text", "look", "--title", "Retry logic", "--type", "request", "--priority", "high",
 		"--reply-to", "msg-1", "--id", "msg-fixed-1")
@@ -210,7 +211,7 @@ func TestSendEnvDefaults(t *testing.T) {
 		if m == nil {
 			t.Fatal("send without a channel printed no id")
 		}
-		if got := e.svc.Stored(m[1]); got.Channel != fsm.DefaultChannel || fsm.DefaultChannel != "general" {
+		if got := e.svc.Stored(m[1]); got.Channel != api.DefaultChannel || api.DefaultChannel != "general" {
 			t.Errorf("$MAOS_CHANNEL set=%t: stored in %q, want general", set, got.Channel)
 		}
 	}
@@ -249,7 +250,7 @@ func TestGet(t *testing.T) {
 
 	// Flags after the id work too, and --json prints the message object.
 	out = e.ok("get", id, "--strong", "--json")
-	var m fsm.Message
+	var m api.Message
 	if err := json.Unmarshal([]byte(out), &m); err != nil {
 		t.Fatalf("get --json: %v\n%s", err, out)
 	}
@@ -284,7 +285,7 @@ func TestRead(t *testing.T) {
 	}
 
 	out = e.ok("--json", "read", "--channel", "review")
-	var msgs []fsm.Message
+	var msgs []api.Message
 	if err := json.Unmarshal([]byte(out), &msgs); err != nil {
 		t.Fatalf("read --json: %v\n%s", err, out)
 	}
@@ -339,7 +340,7 @@ func TestReadAllPages(t *testing.T) {
 	}
 
 	out = e.ok("--json", "read", "--channel", "big", "--limit", "2", "--all", "--after", "1001")
-	var msgs []fsm.Message
+	var msgs []api.Message
 	if err := json.Unmarshal([]byte(out), &msgs); err != nil {
 		t.Fatal(err)
 	}
@@ -368,11 +369,11 @@ func TestChannels(t *testing.T) {
 		}
 	}
 
-	var list []fsm.ChannelInfo
+	var list []api.ChannelInfo
 	if err := json.Unmarshal([]byte(e.ok("--json", "channels")), &list); err != nil {
 		t.Fatal(err)
 	}
-	if len(list) != 2 || list[1] != (fsm.ChannelInfo{Name: "review", Count: 2, FirstSeq: 1001, LastSeq: 1003}) {
+	if len(list) != 2 || list[1] != (api.ChannelInfo{Name: "review", Count: 2, FirstSeq: 1001, LastSeq: 1003}) {
 		t.Errorf("channels --json = %+v", list)
 	}
 }
@@ -429,7 +430,7 @@ func TestClusterAdmin(t *testing.T) {
 func TestErrors(t *testing.T) {
 	e := newTestEnv(t, "claude")
 	e.ok("send", "--from", "codex", "--to", "claude", "--channel", "review", "--text", "one", "--id", "msg-dup-1")
-	e.svc.Fail("Remove", fmt.Errorf("node n9: %w", fsm.ErrNotFound))
+	e.svc.Fail("Remove", fmt.Errorf("node n9: %w", api.ErrNotFound))
 
 	tests := []struct {
 		name  string

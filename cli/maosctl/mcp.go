@@ -9,11 +9,12 @@ import (
 	"os"
 	"strings"
 
-	"github.com/maos-project/maos/fsm"
-	"github.com/maos-project/maos/mcpserver"
-	"github.com/maos-project/maos/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/urfave/cli/v2"
+
+	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/mcpserver"
+	"github.com/maos-project/maos/transport"
 )
 
 func mcpCommand() *cli.Command {
@@ -41,7 +42,7 @@ message. The global --timeout bounds each API call. Diagnostics go to
 stderr; stdout carries only the protocol.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "agent", Usage: "agent `ID` every tool acts as (required)", EnvVars: []string{envAgent}},
-			&cli.StringFlag{Name: "channel", Usage: "default `CHANNEL` of send_message", Value: fsm.DefaultChannel, EnvVars: []string{envChannel}},
+			&cli.StringFlag{Name: "channel", Usage: "default `CHANNEL` of send_message", Value: api.DefaultChannel, EnvVars: []string{envChannel}},
 		},
 		Action: runMCP,
 	}

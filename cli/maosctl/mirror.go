@@ -3,9 +3,10 @@ package maosctl
 import (
 	"fmt"
 
-	"github.com/maos-project/maos/bridge"
-	"github.com/maos-project/maos/fsm"
 	"github.com/urfave/cli/v2"
+
+	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/bridge"
 )
 
 func mirrorCommand() *cli.Command {
@@ -43,13 +44,13 @@ func mirror(c *cli.Context) error {
 	if err := noArgs(c, "channel", "dir"); err != nil {
 		return err
 	}
-	if !fsm.ValidName(c.String("channel")) {
+	if !api.ValidName(c.String("channel")) {
 		return usagef(c, "--channel %q is not a channel name (lower-case letters, digits, ., _, -; at most 64)", c.String("channel"))
 	}
 	asJSON := wantJSON(c)
 	var werr error
 	mr := &bridge.Mirror{Client: apiClient(c), Channel: c.String("channel"), Dir: c.String("dir")}
-	mr.OnWrite = func(path string, m *fsm.Message) {
+	mr.OnWrite = func(path string, m *api.Message) {
 		if werr != nil {
 			return
 		}
@@ -59,7 +60,7 @@ func mirror(c *cli.Context) error {
 			_, werr = fmt.Fprintln(c.App.Writer, path)
 		}
 	}
-	mr.OnSkip = func(m *fsm.Message) {
+	mr.OnSkip = func(m *api.Message) {
 		fmt.Fprintf(c.App.ErrWriter, "maosctl: skipped #%d %s: %s, and a shared folder would show it to every reader\n", m.Seq, m.ID, visibilityWords(m))
 	}
 	mr.OnRetry = func(err error, after uint64) {
@@ -83,8 +84,8 @@ func mirror(c *cli.Context) error {
 }
 
 // visibilityWords says who may read m, which is not public.
-func visibilityWords(m *fsm.Message) string {
-	if m.Visibility == fsm.VisibilityModerators {
+func visibilityWords(m *api.Message) string {
+	if m.Visibility == api.VisibilityModerators {
 		return "for moderators only"
 	}
 	return "private"

@@ -9,9 +9,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
-	"github.com/maos-project/maos/transport"
 	"github.com/urfave/cli/v2"
+
+	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/transport"
 )
 
 // What the task and approval groups do alike, one copy: their id
@@ -38,7 +39,7 @@ func objectID(c *cli.Context, required ...string) (string, error) {
 // the call; the command's own --timeout is the object's.
 func createObject[R any](c *cli.Context, what string, id *string, from string, newID func(string, time.Time) string,
 	send func(context.Context, *transport.Client) (R, error)) (R, error) {
-	if *id == "" && fsm.ValidName(from) {
+	if *id == "" && api.ValidName(from) {
 		*id = newID(from, time.Now())
 	}
 	root := rootContext(c)
@@ -96,7 +97,7 @@ func cancelObject(c *cli.Context, send func(ctx context.Context, client *transpo
 
 // printHead writes the first lines of a show: "ID STATE", "title: T",
 // "from: FROM → TO, channel C, priority P".
-func printHead(w io.Writer, id, state, title, from, to, channel string, priority fsm.Priority) {
+func printHead(w io.Writer, id, state, title, from, to, channel string, priority api.Priority) {
 	fmt.Fprintf(w, "%s %s\n", id, state)
 	fmt.Fprintf(w, "title: %s\n", title)
 	fmt.Fprintf(w, "from: %s → %s, channel %s, priority %s\n", from, to, channel, priority)
@@ -131,7 +132,7 @@ func printLog[T any](w io.Writer, title string, items []T, row func(T) string) e
 func listFlags(what string, filters ...cli.Flag) []cli.Flag {
 	return append(filters,
 		&cli.Uint64Flag{Name: "after", Usage: fmt.Sprintf("start after the %s with seq `SEQ` (the next page)", what)},
-		&cli.IntFlag{Name: "limit", Usage: fmt.Sprintf("at most `N` %ss (at most %d)", what, fsm.MaxPageLimit), Value: fsm.DefaultPageLimit},
+		&cli.IntFlag{Name: "limit", Usage: fmt.Sprintf("at most `N` %ss (at most %d)", what, api.MaxPageLimit), Value: api.DefaultPageLimit},
 		jsonFlag())
 }
 

@@ -13,10 +13,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/urfave/cli/v2"
+
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/rules"
 	"github.com/maos-project/maos/transport"
-	"github.com/urfave/cli/v2"
 )
 
 // oversightCommands are the maosctl commands of the oversight group:
@@ -355,7 +356,7 @@ of their text. --after SEQ starts after event SEQ; --limit N stops after N
 events (a hint on stderr gives the --after to go on). -f follows: once at
 the end, it asks for new events every second (--interval) until Ctrl-C.
 With --json, one JSON object per line: the event with its "seq" and "line".
-Pages hold %d events.`, fsm.MaxPageLimit),
+Pages hold %d events.`, api.MaxPageLimit),
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing new events until interrupted"},
 			&cli.Uint64Flag{Name: "after", Usage: "only events with a seq above `SEQ`"},
@@ -392,7 +393,7 @@ func audit(c *cli.Context) error {
 	after, printed := c.Uint64("after"), 0
 	var timer *time.Timer
 	for {
-		want := fsm.MaxPageLimit
+		want := api.MaxPageLimit
 		if limit > 0 {
 			want = min(want, limit-printed)
 		}
@@ -476,11 +477,11 @@ message is one 'maosctl get ID' away. A page holds --limit messages
 (default %d, at most %d); when more follow, a hint on stderr gives the
 --after to continue from, and --all fetches page after page. With --json,
 a JSON array of {"seq","id","timestamp","channel","from","to","recipients",
-"type","priority","title"} objects.`, fsm.DefaultPageLimit, fsm.MaxPageLimit),
+"type","priority","title"} objects.`, api.DefaultPageLimit, api.MaxPageLimit),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "channel", Usage: "only the messages of channel `NAME`"},
 			&cli.Uint64Flag{Name: "after", Usage: "only messages with a seq above `SEQ`"},
-			&cli.IntFlag{Name: "limit", Usage: fmt.Sprintf("at most `N` messages per page (1-%d)", fsm.MaxPageLimit), Value: fsm.DefaultPageLimit},
+			&cli.IntFlag{Name: "limit", Usage: fmt.Sprintf("at most `N` messages per page (1-%d)", api.MaxPageLimit), Value: api.DefaultPageLimit},
 			&cli.BoolFlag{Name: "all", Usage: "follow pages until the end"},
 			strongFlag(),
 			jsonFlag(),
@@ -504,15 +505,15 @@ func overview(c *cli.Context) error {
 	}
 	client, cons := apiClient(c), consistency(c)
 	return listPages(c, "overview", again,
-		func(ctx context.Context, after uint64) ([]fsm.OverviewEntry, bool, error) {
+		func(ctx context.Context, after uint64) ([]api.OverviewEntry, bool, error) {
 			page, err := client.Overview(ctx, channel, after, limit, cons)
 			return page.Messages, page.HasMore, err
 		},
-		func(m fsm.OverviewEntry) uint64 { return m.Seq }, overviewLine)
+		func(m api.OverviewEntry) uint64 { return m.Seq }, overviewLine)
 }
 
 // overviewLine is "#SEQ TIME CHANNEL: FROM → TO [TYPE/PRIORITY] TITLE (ID)".
-func overviewLine(m fsm.OverviewEntry) string {
+func overviewLine(m api.OverviewEntry) string {
 	to := m.Recipients
 	if len(to) == 0 {
 		to = m.To

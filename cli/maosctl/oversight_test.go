@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/rules"
 	"github.com/maos-project/maos/transport"
@@ -20,10 +21,10 @@ import (
 
 func oversightSend(t *testing.T, e *testEnv, id, from, channel, title, visibility string, to ...string) {
 	t.Helper()
-	m := fsm.Message{ID: id, From: from, Channel: channel, To: to, Title: title, Visibility: visibility,
-		Type: "request", Content: fsm.Content{Text: "content of " + id}}
+	m := api.Message{ID: id, From: from, Channel: channel, To: to, Title: title, Visibility: visibility,
+		Type: "request", Content: api.Content{Text: "content of " + id}}
 	m.Normalize(time.Now())
-	e.apply(fsm.OpSend, fsm.SendCommand{Message: m})
+	e.apply(api.OpSend, api.SendCommand{Message: m})
 }
 
 func writeFile(t *testing.T, name, data string) string {
@@ -203,13 +204,13 @@ var auditLineRE = regexp.MustCompile(`^\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\] `)
 
 func TestAudit(t *testing.T) {
 	e := newTestEnv(t)
-	e.apply(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "orchestrator", Role: "orchestrator"})
+	e.apply(api.OpRegisterAgent, api.RegisterAgentCommand{ID: "orchestrator", Role: "orchestrator"})
 	oversightSend(t, e, "msg-1", "orchestrator", "issues", "Triage new issue #123", "", "triage")
 	oversightSend(t, e, "msg-2", "triage", "issues", "secret plans", "private", "orchestrator")
 	e.ok("rules", "set", "-f", writeFile(t, "r.json", `{"forbidden": [{"from": "triage", "to": "orchestrator", "reason": "busy"}]}`))
-	m := fsm.Message{ID: "msg-3", From: "triage", Channel: "issues", To: []string{"orchestrator"}, Content: fsm.Content{Text: "again"}}
+	m := api.Message{ID: "msg-3", From: "triage", Channel: "issues", To: []string{"orchestrator"}, Content: api.Content{Text: "again"}}
 	m.Normalize(time.Now())
-	if _, err := e.svc.Apply(context.Background(), fsm.OpSend, fsm.SendCommand{Message: m}); err == nil {
+	if _, err := e.svc.Apply(context.Background(), api.OpSend, api.SendCommand{Message: m}); err == nil {
 		t.Fatal("the forbidden send went through")
 	}
 
@@ -370,7 +371,7 @@ func TestOverview(t *testing.T) {
 	if out := e.ok("overview", "--limit", "1", "--all"); out != e.ok("overview") {
 		t.Errorf("overview --all by pages of 1 differs:\n%s", out)
 	}
-	var entries []fsm.OverviewEntry
+	var entries []api.OverviewEntry
 	if err := json.Unmarshal([]byte(e.ok("--json", "overview", "--channel", "b")), &entries); err != nil ||
 		len(entries) != 2 || entries[0].ID != "msg-2" || !entries[0].Private || entries[1].Title != "title 4" {
 		t.Errorf("overview --json: %+v, %v", entries, err)

@@ -6,9 +6,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
-	"github.com/maos-project/maos/transport"
 	"github.com/urfave/cli/v2"
+
+	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/transport"
 )
 
 // The run-time delivery policy of an agent (fsm/policy.go): set, shown
@@ -53,7 +54,7 @@ message); without it, it lasts until 'policy clear'. Prints the policy; with
 --json, the stored policy {"agent","mode","from","until","set_by","set_at"}.`,
 				Flags: []cli.Flag{
 					agent(),
-					&cli.StringFlag{Name: "mode", Usage: "`MODE`: " + strings.Join(fsm.PolicyModes, ", ") + " (required)"},
+					&cli.StringFlag{Name: "mode", Usage: "`MODE`: " + strings.Join(api.PolicyModes, ", ") + " (required)"},
 					from("apply to mail from agent `ID` only"),
 					&cli.DurationFlag{Name: "for", Usage: "end it after `D` (whole seconds, at most 720h); default: until cleared"},
 					jsonFlag(),
@@ -95,7 +96,7 @@ func policySet(c *cli.Context) error {
 		return err
 	}
 	d := c.Duration("for")
-	if d < 0 || d%time.Second != 0 || d > fsm.MaxPolicyFor*time.Second {
+	if d < 0 || d%time.Second != 0 || d > api.MaxPolicyFor*time.Second {
 		return usagef(c, "--for %s: must be whole seconds, at most 720h (30 days)", d)
 	}
 	req := transport.PolicyRequest{Mode: strings.TrimSpace(c.String("mode")), From: strings.TrimSpace(c.String("from")), ForSeconds: int64(d / time.Second)}
@@ -161,7 +162,7 @@ func policyClear(c *cli.Context) error {
 }
 
 // policyScope is the mail a policy covers, as the verbs print it.
-func policyScope(p fsm.Policy) string {
+func policyScope(p api.Policy) string {
 	if p.From == "" {
 		return "all mail"
 	}
@@ -169,7 +170,7 @@ func policyScope(p fsm.Policy) string {
 }
 
 // policyEnd says when p ends, relative to now.
-func policyEnd(p fsm.Policy, now time.Time) string {
+func policyEnd(p api.Policy, now time.Time) string {
 	if p.Until.IsZero() {
 		return "until cleared"
 	}

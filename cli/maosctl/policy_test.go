@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 func TestPolicyVerbs(t *testing.T) {
@@ -18,11 +18,11 @@ func TestPolicyVerbs(t *testing.T) {
 	if !regexp.MustCompile(`^claude: all mail quiet, until \S+ \S+ \(in (1h0m0s|59m5\ds)\)\n$`).MatchString(out) {
 		t.Errorf("set = %q", out)
 	}
-	var p fsm.Policy
+	var p api.Policy
 	if err := json.Unmarshal([]byte(e.ok("--json", "policy", "set", "--agent", "claude", "--from", "lead", "--mode", "interrupt")), &p); err != nil {
 		t.Fatal(err)
 	}
-	if p.Agent != "claude" || p.From != "lead" || p.Mode != fsm.PolicyInterrupt || !p.Until.IsZero() || p.SetBy != "claude" {
+	if p.Agent != "claude" || p.From != "lead" || p.Mode != api.PolicyInterrupt || !p.Until.IsZero() || p.SetBy != "claude" {
 		t.Errorf("set --json = %+v", p)
 	}
 	out = e.ok("policy", "get", "--agent", "claude")
@@ -32,7 +32,7 @@ func TestPolicyVerbs(t *testing.T) {
 			t.Errorf("get = %q, lacks %s", out, want)
 		}
 	}
-	var set fsm.PolicySet
+	var set api.PolicySet
 	if err := json.Unmarshal([]byte(e.ok("--json", "policy", "get", "--agent", "claude")), &set); err != nil || len(set.Policies) != 2 {
 		t.Fatalf("get --json = %+v, %v", set, err)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -24,8 +24,8 @@ func TestWhoShowsLeases(t *testing.T) {
 	cl := transport.NewClient("http://"+e.addr, nil)
 	ctx := context.Background()
 	for _, node := range []string{"n1", "n2"} {
-		if _, err := cl.AcquireAgentLease(ctx, fsm.AgentLeaseAcquireCommand{Agent: "claude", LeaseHolder: fsm.LeaseHolder{Node: node, Instance: "w-" + node},
-			TTL: fsm.LockTTL(10 * time.Minute)}); err != nil {
+		if _, err := cl.AcquireAgentLease(ctx, api.AgentLeaseAcquireCommand{Agent: "claude", LeaseHolder: api.LeaseHolder{Node: node, Instance: "w-" + node},
+			TTL: api.LockTTL(10 * time.Minute)}); err != nil {
 			t.Fatal(err)
 		}
 	}

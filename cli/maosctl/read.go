@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/maos-project/maos/fsm"
 	"github.com/urfave/cli/v2"
+
+	"github.com/maos-project/maos/api"
 )
 
 func readCommand() *cli.Command {
@@ -26,11 +27,11 @@ Use 'maosctl get ID' for the whole message. A page holds --limit messages
 (default %d, at most %d); when more follow, a hint on stderr gives the
 --after to continue from, and --all fetches page after page until the end.
 With --json, a JSON array of message objects ([] when there are none).`,
-			fsm.DefaultPageLimit, fsm.MaxPageLimit),
+			api.DefaultPageLimit, api.MaxPageLimit),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "channel", Usage: "channel `NAME` (required)", EnvVars: []string{envChannel}},
 			&cli.Uint64Flag{Name: "after", Usage: "only messages with a seq above `SEQ`"},
-			&cli.IntFlag{Name: "limit", Usage: fmt.Sprintf("at most `N` messages per page (1-%d)", fsm.MaxPageLimit), Value: fsm.DefaultPageLimit},
+			&cli.IntFlag{Name: "limit", Usage: fmt.Sprintf("at most `N` messages per page (1-%d)", api.MaxPageLimit), Value: api.DefaultPageLimit},
 			&cli.BoolFlag{Name: "all", Usage: "follow pages until the end of the channel"},
 			strongFlag(),
 			jsonFlag(),
@@ -50,16 +51,16 @@ func read(c *cli.Context) error {
 	channel := strings.TrimSpace(c.String("channel"))
 	client, cons := apiClient(c), consistency(c)
 	return listPages(c, "channel "+channel, "maosctl read --channel "+channel,
-		func(ctx context.Context, after uint64) ([]*fsm.Message, bool, error) {
+		func(ctx context.Context, after uint64) ([]*api.Message, bool, error) {
 			page, err := client.ChannelPage(ctx, channel, after, limit, cons)
 			return page.Messages, page.HasMore, err
 		},
-		func(m *fsm.Message) uint64 { return m.Seq }, messageLine)
+		func(m *api.Message) uint64 { return m.Seq }, messageLine)
 }
 
 // messageLine is the one-line form of m:
 // "#SEQ TIME FROM → TO [TYPE/PRIORITY] TITLE: first line of the text".
-func messageLine(m *fsm.Message) string {
+func messageLine(m *api.Message) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "#%d %s %s → %s [%s/%s] ", m.Seq, formatTime(m.Timestamp, false),
 		m.From, strings.Join(m.To, ","), m.Type, m.Priority)

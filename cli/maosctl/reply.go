@@ -9,9 +9,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
-	"github.com/maos-project/maos/transport"
 	"github.com/urfave/cli/v2"
+
+	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/transport"
 )
 
 func replyCommand() *cli.Command {
@@ -68,7 +69,7 @@ func reply(c *cli.Context) error {
 	}
 	from := strings.TrimSpace(c.String("from"))
 	// The one reply builder every client uses; the flags given override it.
-	m := fsm.NewReply(orig, from, text)
+	m := api.NewReply(orig, from, text)
 	m.ID = strings.TrimSpace(c.String("id"))
 	if c.IsSet("title") {
 		m.Title = c.String("title")
@@ -80,10 +81,10 @@ func reply(c *cli.Context) error {
 		m.Priority = p
 	}
 	if c.Bool("private") {
-		m.Visibility = fsm.VisibilityPrivate
+		m.Visibility = api.VisibilityPrivate
 	}
-	if m.ID == "" && fsm.ValidName(from) {
-		m.ID = fsm.NewID(from, time.Now())
+	if m.ID == "" && api.ValidName(from) {
+		m.ID = api.NewID(from, time.Now())
 	}
 	res, err := client.Send(ctx, m)
 	if err != nil {
@@ -120,10 +121,10 @@ func thread(c *cli.Context) error {
 	client := apiClient(c)
 	id := args[0]
 	var after uint64
-	out := []*fsm.Message{}
+	out := []*api.Message{}
 	for {
 		ctx, cancel := call(c)
-		page, err := client.Thread(ctx, id, after, fsm.MaxPageLimit, consistency(c))
+		page, err := client.Thread(ctx, id, after, api.MaxPageLimit, consistency(c))
 		cancel()
 		if err != nil {
 			return apiError(c, err)
@@ -182,7 +183,7 @@ func receipts(c *cli.Context) error {
 	return printReceipts(c, rc.Receipts)
 }
 
-func printReceipts(c *cli.Context, receipts []fsm.Receipt) error {
+func printReceipts(c *cli.Context, receipts []api.Receipt) error {
 	if len(receipts) == 0 {
 		_, err := fmt.Fprintln(c.App.Writer, "no recipients")
 		return err
@@ -218,7 +219,7 @@ func rootContext(c *cli.Context) *cli.Context {
 }
 
 // waitStates are the states 'send --wait' accepts.
-var waitStates = []string{fsm.ReceiptRead, fsm.ReceiptAnswered}
+var waitStates = []string{api.ReceiptRead, api.ReceiptAnswered}
 
 // sendWait is the outcome of 'send --wait' for --json.
 type sendWait struct {
@@ -226,7 +227,7 @@ type sendWait struct {
 	Wait struct {
 		State    string        `json:"state"`
 		Pending  []string      `json:"pending"` // recipients that did not get there in time
-		Receipts []fsm.Receipt `json:"receipts"`
+		Receipts []api.Receipt `json:"receipts"`
 	} `json:"wait"`
 }
 
@@ -234,13 +235,13 @@ type sendWait struct {
 // recipient that was not blocked reached state, or timeout passes. It
 // returns the last receipts and the recipients still pending. Each poll is
 // bounded by the global --timeout.
-func waitReceipts(c *cli.Context, id, state string, timeout time.Duration) ([]fsm.Receipt, []string, error) {
+func waitReceipts(c *cli.Context, id, state string, timeout time.Duration) ([]api.Receipt, []string, error) {
 	root := rootContext(c)
 	client := apiClient(c)
 	ctx, cancel := context.WithTimeout(commandContext(c), timeout)
 	defer cancel()
 	delay := 100 * time.Millisecond
-	var last []fsm.Receipt
+	var last []api.Receipt
 	var pending []string
 	for {
 		call, callCancel := callWith(root, ctx)
@@ -250,7 +251,7 @@ func waitReceipts(c *cli.Context, id, state string, timeout time.Duration) ([]fs
 		case err == nil:
 			last, pending = rc.Receipts, nil
 			for _, r := range rc.Receipts {
-				if r.State != fsm.ReceiptBlocked && !r.Reached(state) {
+				if r.State != api.ReceiptBlocked && !r.Reached(state) {
 					pending = append(pending, r.Agent)
 				}
 			}
@@ -258,7 +259,7 @@ func waitReceipts(c *cli.Context, id, state string, timeout time.Duration) ([]fs
 				return last, nil, nil
 			}
 		case ctx.Err() != nil:
-		case errors.Is(err, fsm.ErrNotFound):
+		case errors.Is(err, api.ErrNotFound):
 			// Not applied on the node yet: keep polling.
 		default:
 			return last, pending, apiError(root, err)

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 // A send holding a secret fails with the API's words (the field and the
@@ -19,7 +19,7 @@ func TestSendWithSecret(t *testing.T) {
 		t.Fatalf("send with a secret: err %v, stderr %q, stdout %q; want exit 1 naming the field and rule, not the secret", r.err, r.errOut, r.out)
 	}
 	for _, c := range e.svc.CallsTo("Apply") {
-		if c.Arg == string(fsm.OpSend) {
+		if c.Arg == string(api.OpSend) {
 			t.Errorf("a send was proposed: %+v", c)
 		}
 	}
@@ -35,7 +35,7 @@ func TestSendWithSecret(t *testing.T) {
 	if m := e.svc.Stored(id); m == nil || m.Content.Text != "push with [REDACTED:github-pat]" {
 		t.Errorf("stored %+v, want the text redacted", m)
 	}
-	if cfg, _ := e.svc.State().Config(); cfg.SecretGuard != fsm.SecretGuardRedact {
+	if cfg, _ := e.svc.State().Config(); cfg.SecretGuard != api.SecretGuardRedact {
 		t.Errorf("config = %+v", cfg)
 	}
 }

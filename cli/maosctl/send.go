@@ -9,10 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/maos-project/maos/artifacts"
-	"github.com/maos-project/maos/fsm"
-	"github.com/maos-project/maos/transport"
 	"github.com/urfave/cli/v2"
+
+	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/artifacts"
+	"github.com/maos-project/maos/transport"
 )
 
 func sendCommand() *cli.Command {
@@ -28,7 +29,7 @@ with --json, the API's answer {"id","seq","timestamp"}.
 
 --to takes agent ids, "all", "role:NAME" or globs like "engineer_*"; give it
 several times or comma-separated. --text - reads the text from stdin.
---channel defaults to $MAOS_CHANNEL, else "` + fsm.DefaultChannel + `".
+--channel defaults to $MAOS_CHANNEL, else "` + api.DefaultChannel + `".
 
 The id is fixed before the first try (generated as msg-YYYYMMDD-HHMMSS-FROM-HEX
 unless --id gives one), so repeating a send with the same --id never stores
@@ -52,7 +53,7 @@ prints one object: the send's answer plus "wait" {"state","pending","receipts"}.
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "from", Usage: "sender agent `ID` (required)", EnvVars: []string{envAgent}},
 			&cli.StringSliceFlag{Name: "to", Usage: "recipient `ID`s: agent ids, all, role:NAME, globs; repeat or comma-separate (required)"},
-			&cli.StringFlag{Name: "channel", Usage: "channel `NAME`", EnvVars: []string{envChannel}, Value: fsm.DefaultChannel},
+			&cli.StringFlag{Name: "channel", Usage: "channel `NAME`", EnvVars: []string{envChannel}, Value: api.DefaultChannel},
 			&cli.StringFlag{Name: "text", Usage: "message `TEXT`; - reads it from stdin (required)"},
 			&cli.StringFlag{Name: "title", Usage: "one-line `TITLE`"},
 			&cli.StringFlag{Name: "type", Usage: "message `TYPE`: chat, request, response, review, status, ... (default chat)"},
@@ -82,27 +83,27 @@ func send(c *cli.Context) error {
 		return err
 	}
 	from := strings.TrimSpace(c.String("from"))
-	m := &fsm.Message{
+	m := &api.Message{
 		ID:        strings.TrimSpace(c.String("id")),
-		Channel:   or(strings.TrimSpace(c.String("channel")), fsm.DefaultChannel),
+		Channel:   or(strings.TrimSpace(c.String("channel")), api.DefaultChannel),
 		From:      from,
 		To:        splitList(c.StringSlice("to")),
 		Type:      strings.TrimSpace(c.String("type")),
 		Title:     c.String("title"),
 		Priority:  flagPriority(c),
-		Content:   fsm.Content{Text: text},
+		Content:   api.Content{Text: text},
 		InReplyTo: strings.TrimSpace(c.String("reply-to")),
 	}
 	if c.Bool("private") {
-		m.Visibility = fsm.VisibilityPrivate
+		m.Visibility = api.VisibilityPrivate
 	}
 	if err := attachFiles(c, m); err != nil {
 		return err
 	}
-	if m.ID == "" && fsm.ValidName(from) {
+	if m.ID == "" && api.ValidName(from) {
 		// Fixed before the first try, so the outcome of a timed-out send
 		// can be checked (maosctl get ID) and the send retried with --id.
-		m.ID = fsm.NewID(from, time.Now())
+		m.ID = api.NewID(from, time.Now())
 	}
 	// The global --timeout bounds the call: send's own --timeout is --wait's.
 	ctx, cancel := call(rootContext(c))
@@ -171,7 +172,7 @@ func maybeCommitted(err error) bool {
 // attachFiles uploads each --attach file as an artifact from m's sender
 // and references it in m, {id, name}, bounded by the command's context
 // and --transfer-timeout's default.
-func attachFiles(c *cli.Context, m *fsm.Message) error {
+func attachFiles(c *cli.Context, m *api.Message) error {
 	for _, path := range c.StringSlice("attach") {
 		ctx, cancel := within(commandContext(c), defaultArtifactTimeout)
 		a, err := artifacts.Upload(ctx, apiClient(c), path, "", m.From)
@@ -179,7 +180,7 @@ func attachFiles(c *cli.Context, m *fsm.Message) error {
 		if err != nil {
 			return fmt.Errorf("--attach %s: %w", path, apiError(c, err))
 		}
-		m.Content.Artifacts = append(m.Content.Artifacts, fsm.ArtifactRef{Ref: a.ID, Name: filepath.Base(path)})
+		m.Content.Artifacts = append(m.Content.Artifacts, api.ArtifactRef{Ref: a.ID, Name: filepath.Base(path)})
 	}
 	return nil
 }

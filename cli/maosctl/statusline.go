@@ -9,9 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
-	"github.com/maos-project/maos/transport"
 	"github.com/urfave/cli/v2"
+
+	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/transport"
 )
 
 // statusLineOffline is what status-line prints when no node answers in
@@ -99,7 +100,7 @@ func fetchStatus(ctx context.Context, client *transport.Client, agent string) st
 		return st
 	}
 	st.Unread = sum.Counts.Unread
-	st.Urgent = sum.Counts.UnreadByPriority[fsm.PriorityUrgent]
+	st.Urgent = sum.Counts.UnreadByPriority[api.PriorityUrgent]
 	st.ToApprove = sum.PendingApprovals
 	var doc struct {
 		SystemStatus any `json:"system_status"`

@@ -11,7 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -42,7 +42,7 @@ repeat) if the connection drops. --json prints one message object per line.`,
 }
 
 // tailLine renders a message in the audit trail's style.
-func tailLine(m *fsm.Message) string {
+func tailLine(m *api.Message) string {
 	to := strings.Join(m.To, ",")
 	text := m.Title
 	if text == "" {

@@ -7,14 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 func seed(t *testing.T, e *testEnv, channel, text string) {
 	t.Helper()
-	m := fsm.Message{From: "codex", To: fsm.Recipients{"claude"}, Channel: channel, Title: text, Content: fsm.Content{Text: text}}
+	m := api.Message{From: "codex", To: api.Recipients{"claude"}, Channel: channel, Title: text, Content: api.Content{Text: text}}
 	m.Normalize(time.Now())
-	if _, err := e.svc.Apply(context.Background(), fsm.OpSend, fsm.SendCommand{Message: m}); err != nil {
+	if _, err := e.svc.Apply(context.Background(), api.OpSend, api.SendCommand{Message: m}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -31,7 +31,7 @@ func TestTailBacklog(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("tail --json printed %d lines: %q", len(lines), lines)
 	}
-	var m fsm.Message
+	var m api.Message
 	if err := json.Unmarshal([]byte(lines[1]), &m); err != nil || m.Title != "second" {
 		t.Fatalf("second line %q: %+v, %v", lines[1], m, err)
 	}

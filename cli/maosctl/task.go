@@ -9,9 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
-	"github.com/maos-project/maos/transport"
 	"github.com/urfave/cli/v2"
+
+	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/transport"
 )
 
 // The task group: create, list and show tasks, work on them as their
@@ -109,10 +110,10 @@ gives one), so repeating a create with the same --id stores it once.`,
 			&cli.StringFlag{Name: "description", Usage: "the work, in words: `TEXT`; - reads it from stdin"},
 			priorityFlag(),
 			&cli.StringSliceFlag{Name: "depends-on", Usage: "task `ID`s that must succeed first; repeat or comma-separate"},
-			&cli.DurationFlag{Name: "timeout", Usage: "lease of each claim: `DURATION`", Value: fsm.DefaultTaskTimeout},
-			&cli.IntFlag{Name: "max-attempts", Usage: "claims that may lapse before the task fails: `N`", Value: fsm.DefaultTaskMaxAttempts},
+			&cli.DurationFlag{Name: "timeout", Usage: "lease of each claim: `DURATION`", Value: api.DefaultTaskTimeout},
+			&cli.IntFlag{Name: "max-attempts", Usage: "claims that may lapse before the task fails: `N`", Value: api.DefaultTaskMaxAttempts},
 			&cli.StringFlag{Name: "context", Usage: "free `JSON` for the claimant"},
-			&cli.StringFlag{Name: "channel", Usage: "channel `NAME` of its messages", EnvVars: []string{envChannel}, Value: fsm.DefaultChannel},
+			&cli.StringFlag{Name: "channel", Usage: "channel `NAME` of its messages", EnvVars: []string{envChannel}, Value: api.DefaultChannel},
 			&cli.BoolFlag{Name: "requires-hitl", Usage: "mark it as needing a human's approval"},
 			&cli.StringFlag{Name: "id", Usage: "task `ID` to use instead of a generated one (makes retries safe across runs)"},
 			jsonFlag(),
@@ -136,7 +137,7 @@ func taskCreate(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cmd := fsm.TaskCreateCommand{
+	cmd := api.TaskCreateCommand{
 		ID:           strings.TrimSpace(c.String("id")),
 		From:         strings.TrimSpace(c.String("from")),
 		To:           strings.TrimSpace(c.String("to")),
@@ -147,7 +148,7 @@ func taskCreate(c *cli.Context) error {
 		DependsOn:    splitList(c.StringSlice("depends-on")),
 		MaxAttempts:  c.Int("max-attempts"),
 		RequiresHITL: c.Bool("requires-hitl"),
-		Channel:      or(strings.TrimSpace(c.String("channel")), fsm.DefaultChannel),
+		Channel:      or(strings.TrimSpace(c.String("channel")), api.DefaultChannel),
 	}
 	d := c.Duration("timeout")
 	if d < time.Second || d%time.Second != 0 {
@@ -157,8 +158,8 @@ func taskCreate(c *cli.Context) error {
 	if cmd.MaxAttempts < 1 {
 		return usagef(c, "--max-attempts %d: want at least 1", cmd.MaxAttempts)
 	}
-	res, err := createObject(c, "task", &cmd.ID, cmd.From, fsm.NewTaskID,
-		func(ctx context.Context, client *transport.Client) (fsm.TaskResult, error) {
+	res, err := createObject(c, "task", &cmd.ID, cmd.From, api.NewTaskID,
+		func(ctx context.Context, client *transport.Client) (api.TaskResult, error) {
 			return client.CreateTask(ctx, cmd)
 		})
 	if err != nil {
@@ -197,7 +198,7 @@ func taskList(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	q := fsm.TaskQuery{State: fsm.TaskState(strings.TrimSpace(c.String("state"))), To: strings.TrimSpace(c.String("to")),
+	q := api.TaskQuery{State: api.TaskState(strings.TrimSpace(c.String("state"))), To: strings.TrimSpace(c.String("to")),
 		From: strings.TrimSpace(c.String("from")), ClaimedBy: strings.TrimSpace(c.String("claimed-by")),
 		After: c.Uint64("after"), Limit: c.Int("limit")}
 	ctx, cancel := call(c)
@@ -207,13 +208,13 @@ func taskList(c *cli.Context) error {
 		return apiError(c, err)
 	}
 	return printList(c, &page, &page.Tasks, page.HasMore, "task", "ID\tSTATE\tTO\tCLAIMED BY\tATTEMPTS\tLAPSED\tTITLE",
-		func(t *fsm.Task) string {
+		func(t *api.Task) string {
 			state := string(t.State)
-			if t.State == fsm.TaskAwaitingApproval {
+			if t.State == api.TaskAwaitingApproval {
 				state += " (" + t.ApprovalID + ")"
 			}
 			return fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%d/%d\t%s", t.ID, state, t.To, or(t.ClaimedBy, "-"), t.Attempt, t.Expiries, t.MaxAttempts, t.Title)
-		}, func(t *fsm.Task) uint64 { return t.Seq })
+		}, func(t *api.Task) uint64 { return t.Seq })
 }
 
 func taskShowCommand() *cli.Command {
@@ -242,7 +243,7 @@ func taskShow(c *cli.Context) error {
 
 // printTask writes a task for people: its state line, one "key: value"
 // line per field it has, its description and its history.
-func printTask(w io.Writer, t *fsm.Task) error {
+func printTask(w io.Writer, t *api.Task) error {
 	printHead(w, t.ID, taskStateLine(t), t.Title, t.From, t.To, t.Channel, t.Priority)
 	if len(t.DependsOn) > 0 {
 		fmt.Fprintf(w, "depends on: %s\n", strings.Join(t.DependsOn, ", "))
@@ -284,7 +285,7 @@ func printTask(w io.Writer, t *fsm.Task) error {
 	if t.Description != "" {
 		fmt.Fprintf(w, "\n%s\n", t.Description)
 	}
-	return printLog(w, "history", t.History, func(e fsm.TaskEvent) string {
+	return printLog(w, "history", t.History, func(e api.TaskEvent) string {
 		return fmt.Sprintf("  %s\t#%d\t%s\t%s\t%s\t%s", e.Time.UTC().Format(time.RFC3339), e.Seq, e.Actor, e.Event, e.State, e.Detail)
 	})
 }
@@ -293,21 +294,21 @@ func printTask(w io.Writer, t *fsm.Task) error {
 // attempt 3, fence 17, lease until T)" (attempt: the claims so far, which
 // max_attempts does not bound), "ready (from T)", "awaiting_approval
 // (approval APPR of rita's completion)".
-func taskStateLine(t *fsm.Task) string {
+func taskStateLine(t *api.Task) string {
 	switch {
-	case t.State == fsm.TaskRunning && t.LeaseExpires != nil:
+	case t.State == api.TaskRunning && t.LeaseExpires != nil:
 		return fmt.Sprintf("running (%s, attempt %d, fence %d, lease until %s)", t.ClaimedBy, t.Attempt,
 			t.Fence, t.LeaseExpires.UTC().Format(time.RFC3339))
-	case t.State == fsm.TaskAwaitingApproval:
+	case t.State == api.TaskAwaitingApproval:
 		return fmt.Sprintf("awaiting_approval (approval %s of %s's completion)", t.ApprovalID, t.ClaimedBy)
-	case t.State == fsm.TaskReady && t.ReadyAt != nil:
+	case t.State == api.TaskReady && t.ReadyAt != nil:
 		return fmt.Sprintf("ready (claimable from %s)", t.ReadyAt.UTC().Format(time.RFC3339))
 	}
 	return string(t.State)
 }
 
 // completionLine is "success (0.97)", or "failure: timeout".
-func completionLine(tc *fsm.TaskCompletion) string {
+func completionLine(tc *api.TaskCompletion) string {
 	s := tc.Status
 	if tc.ConfidenceScore != nil {
 		s += " (" + strconv.FormatFloat(*tc.ConfidenceScore, 'f', -1, 64) + ")"
@@ -350,14 +351,14 @@ API's answer {"id","seq","state"}.`,
 
 func taskCancel(c *cli.Context) error {
 	return cancelObject(c, func(ctx context.Context, client *transport.Client, id, from, reason string) (any, string, error) {
-		res, err := client.CancelTask(ctx, fsm.TaskCancelCommand{ID: id, From: from, Reason: reason})
+		res, err := client.CancelTask(ctx, api.TaskCancelCommand{ID: id, From: from, Reason: reason})
 		return res, res.ID, err
 	})
 }
 
 // printTaskResult prints a task command's answer (format and args for
 // people, the result with --json), or its error.
-func printTaskResult(c *cli.Context, res fsm.TaskResult, err error, format string, args ...any) error {
+func printTaskResult(c *cli.Context, res api.TaskResult, err error, format string, args ...any) error {
 	if err != nil {
 		return apiError(rootContext(c), err)
 	}

@@ -6,8 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
 	"github.com/urfave/cli/v2"
+
+	"github.com/maos-project/maos/api"
 )
 
 // The claimant's verbs of the task group: claim a task, then report under
@@ -35,7 +36,7 @@ func claimant(c *cli.Context, also ...string) (id, agent string, fence uint64, e
 }
 
 // leaseEnd is " until T", or "" for a result without a lease.
-func leaseEnd(res fsm.TaskResult) string {
+func leaseEnd(res api.TaskResult) string {
 	if res.LeaseExpires == nil {
 		return ""
 	}
@@ -100,7 +101,7 @@ func taskProgress(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cmd := fsm.TaskProgressCommand{ID: id, Agent: agent, Fence: fence, Message: c.String("message")}
+	cmd := api.TaskProgressCommand{ID: id, Agent: agent, Fence: fence, Message: c.String("message")}
 	if c.IsSet("progress") {
 		p := c.Float64("progress")
 		cmd.Progress = &p
@@ -128,8 +129,8 @@ func completionFlags() []cli.Flag {
 
 // completion reads the completion flags of complete and fail into a
 // completion of status.
-func completion(c *cli.Context, status string) (fsm.TaskCompletion, error) {
-	tc := fsm.TaskCompletion{Status: status, Rationale: c.String("rationale"),
+func completion(c *cli.Context, status string) (api.TaskCompletion, error) {
+	tc := api.TaskCompletion{Status: status, Rationale: c.String("rationale"),
 		Outputs: splitList(c.StringSlice("output")), NextSteps: c.StringSlice("next-step"),
 		ExecutionTimeMS: c.Duration("execution-time").Milliseconds()}
 	var err error
@@ -146,7 +147,7 @@ func completion(c *cli.Context, status string) (fsm.TaskCompletion, error) {
 }
 
 // postCompletion sends a complete (or fail) and prints "DONE ID: STATE".
-func postCompletion(c *cli.Context, cmd fsm.TaskCompleteCommand, done string) error {
+func postCompletion(c *cli.Context, cmd api.TaskCompleteCommand, done string) error {
 	ctx, cancel := call(c)
 	defer cancel()
 	res, err := apiClient(c).CompleteTask(ctx, cmd)
@@ -185,7 +186,7 @@ The fence must be the current claim's and the lease live (409 otherwise: a
 claimant whose lease lapsed cannot finish a task another agent now runs).
 Repeating the same completion answers the same.`,
 		Flags: append(completionFlags(),
-			&cli.StringFlag{Name: "status", Usage: "`STATUS`: success, partial_success or requires_approval", Value: fsm.TaskStatusSuccess},
+			&cli.StringFlag{Name: "status", Usage: "`STATUS`: success, partial_success or requires_approval", Value: api.TaskStatusSuccess},
 			&cli.Float64Flag{Name: "confidence", Usage: "confidence in the result, `0..1`"},
 			&cli.StringFlag{Name: "proposed-action", Usage: "with --status requires_approval, the action to approve as `JSON`; - reads it from stdin"}),
 		Action: taskComplete,
@@ -198,7 +199,7 @@ func taskComplete(c *cli.Context) error {
 		return err
 	}
 	status := strings.TrimSpace(c.String("status"))
-	if status == fsm.TaskStatusFailure {
+	if status == api.TaskStatusFailure {
 		return usagef(c, "--status failure: use 'maosctl task fail', which says what went wrong")
 	}
 	tc, err := completion(c, status)
@@ -210,19 +211,19 @@ func taskComplete(c *cli.Context) error {
 		tc.ConfidenceScore = &v
 	}
 	if c.IsSet("proposed-action") {
-		if status != fsm.TaskStatusRequiresApproval {
-			return usagef(c, "--proposed-action: only with --status %s (status is %q)", fsm.TaskStatusRequiresApproval, status)
+		if status != api.TaskStatusRequiresApproval {
+			return usagef(c, "--proposed-action: only with --status %s (status is %q)", api.TaskStatusRequiresApproval, status)
 		}
 		if tc.ProposedAction, err = actionFlag(c, "proposed-action"); err != nil {
 			return err
 		}
 	}
-	cmd := fsm.TaskCompleteCommand{ID: id, Agent: agent, Fence: fence, Completion: tc}
+	cmd := api.TaskCompleteCommand{ID: id, Agent: agent, Fence: fence, Completion: tc}
 	ctx, cancel := call(c)
 	defer cancel()
 	client := apiClient(c)
 	res, err := client.CompleteTask(ctx, cmd)
-	if err != nil || wantJSON(c) || res.State != fsm.TaskAwaitingApproval {
+	if err != nil || wantJSON(c) || res.State != api.TaskAwaitingApproval {
 		return printTaskResult(c, res, err, "completed %s: %s\n", res.ID, res.State)
 	}
 	// The approval's id is the state machine's (derived from the entry):
@@ -263,13 +264,13 @@ func taskFail(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	tc, err := completion(c, fsm.TaskStatusFailure)
+	tc, err := completion(c, api.TaskStatusFailure)
 	if err != nil {
 		return err
 	}
-	tc.Error = &fsm.TaskError{ErrorType: strings.TrimSpace(c.String("error-type")), ErrorMessage: c.String("error"),
+	tc.Error = &api.TaskError{ErrorType: strings.TrimSpace(c.String("error-type")), ErrorMessage: c.String("error"),
 		ErrorCode: c.String("error-code"), IsRecoverable: c.Bool("recoverable"), SuggestedAction: c.String("suggested-action")}
-	return postCompletion(c, fsm.TaskCompleteCommand{ID: id, Agent: agent, Fence: fence, Completion: tc}, "failed")
+	return postCompletion(c, api.TaskCompleteCommand{ID: id, Agent: agent, Fence: fence, Completion: tc}, "failed")
 }
 
 func taskHandoffCommand() *cli.Command {
@@ -298,6 +299,6 @@ func taskHandoff(c *cli.Context) error {
 	to := strings.TrimSpace(c.String("to"))
 	ctx, cancel := call(c)
 	defer cancel()
-	res, err := apiClient(c).HandoffTask(ctx, fsm.TaskHandoffCommand{ID: id, Agent: agent, Fence: fence, To: to, Reason: c.String("reason")})
+	res, err := apiClient(c).HandoffTask(ctx, api.TaskHandoffCommand{ID: id, Agent: agent, Fence: fence, To: to, Reason: c.String("reason")})
 	return printTaskResult(c, res, err, "handed %s to %s: %s\n", res.ID, to, res.State)
 }

@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 // createTask runs task create with args and returns the task's id.
 func (e *testEnv) createTask(args ...string) string {
 	e.t.Helper()
-	var res fsm.TaskResult
+	var res api.TaskResult
 	if err := json.Unmarshal([]byte(e.ok(append([]string{"--json", "task", "create"}, args...)...)), &res); err != nil {
 		e.t.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func (e *testEnv) createTask(args ...string) string {
 // claimTask claims id as agent and returns the fence.
 func (e *testEnv) claimTask(id, agent string) string {
 	e.t.Helper()
-	var res fsm.TaskResult
+	var res api.TaskResult
 	if err := json.Unmarshal([]byte(e.ok("--json", "task", "claim", id, "--agent", agent)), &res); err != nil {
 		e.t.Fatal(err)
 	}
@@ -51,12 +51,12 @@ func TestTaskCreateListShow(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got.Description != "the diff is in #review" || got.TimeoutSeconds != 300 || got.MaxAttempts != 3 || string(got.Context) != `{"pr":12}` ||
-		got.Priority != fsm.PriorityHigh || got.Channel != fsm.DefaultChannel || got.From != "lead" {
+		got.Priority != api.PriorityHigh || got.Channel != api.DefaultChannel || got.From != "lead" {
 		t.Errorf("stored %+v", got)
 	}
 	other := e.createTask("--from", "lead", "--to", "alice", "--title", "write the notes", "--id", "t-notes", "--channel", "docs")
 	dep := e.createTask("--from", "lead", "--to", "capability:go", "--title", "merge", "--depends-on", id+",t-notes")
-	if d, _ := e.svc.State().Task(dep); d.State != fsm.TaskWaiting || len(d.DependsOn) != 2 || other != "t-notes" {
+	if d, _ := e.svc.State().Task(dep); d.State != api.TaskWaiting || len(d.DependsOn) != 2 || other != "t-notes" {
 		t.Errorf("dependent %+v", d)
 	}
 
@@ -76,7 +76,7 @@ func TestTaskCreateListShow(t *testing.T) {
 	if out := e.ok("task", "list", "--claimed-by", "bob"); out != "no tasks\n" {
 		t.Errorf("list --claimed-by bob: %q", out)
 	}
-	var page fsm.TaskPage
+	var page api.TaskPage
 	if err := json.Unmarshal([]byte(e.ok("task", "list", "--to", "alice", "--json")), &page); err != nil || len(page.Tasks) != 1 || page.Tasks[0].ID != "t-notes" {
 		t.Errorf("list --json --to alice: %+v, %v", page, err)
 	}
@@ -94,7 +94,7 @@ func TestTaskCreateListShow(t *testing.T) {
 	if out := e.ok("task", "show", dep); !strings.Contains(out, "depends on: "+id+", t-notes") || !strings.Contains(out, dep+" waiting") {
 		t.Errorf("show of the dependent:\n%s", out)
 	}
-	var one fsm.Task
+	var one api.Task
 	if err := json.Unmarshal([]byte(e.ok("--json", "task", "show", id)), &one); err != nil || one.ID != id || len(one.History) != 1 {
 		t.Errorf("show --json: %+v, %v", one, err)
 	}
@@ -154,7 +154,7 @@ func TestTaskClaimantVerbs(t *testing.T) {
 		"--error-code", "E1", "--recoverable", "--suggested-action", "retry"); out != "failed "+f+": failed\n" {
 		t.Errorf("fail printed %q", out)
 	}
-	if got, _ := e.svc.State().Task(f); got.Completion.Error == nil || *got.Completion.Error != (fsm.TaskError{ErrorType: "ci_failed",
+	if got, _ := e.svc.State().Task(f); got.Completion.Error == nil || *got.Completion.Error != (api.TaskError{ErrorType: "ci_failed",
 		ErrorMessage: "CI is red", ErrorCode: "E1", IsRecoverable: true, SuggestedAction: "retry"}) {
 		t.Errorf("failed %+v", got.Completion)
 	}
@@ -166,8 +166,8 @@ func TestTaskClaimantVerbs(t *testing.T) {
 	if out := e.ok("task", "handoff", h, "--agent", "alice", "--fence", hf, "--to", "bob", "--reason", "bob knows it"); out != "handed "+h+" to bob: ready\n" {
 		t.Errorf("handoff printed %q", out)
 	}
-	var res fsm.TaskResult
-	if err := json.Unmarshal([]byte(e.ok("--json", "task", "claim", h, "--agent", "bob")), &res); err != nil || res.Attempt != 2 || res.State != fsm.TaskRunning {
+	var res api.TaskResult
+	if err := json.Unmarshal([]byte(e.ok("--json", "task", "claim", h, "--agent", "bob")), &res); err != nil || res.Attempt != 2 || res.State != api.TaskRunning {
 		t.Errorf("claim after handoff --json: %+v, %v", res, err)
 	}
 	e.fail([]string{"task", "cancel", h, "--from", "bob"}, "403")
@@ -213,7 +213,7 @@ func TestTaskCompleteRequiresApproval(t *testing.T) {
 	appr := m[1]
 	a, err := e.svc.State().Approval(appr)
 	if err != nil || string(a.Action) != `{"cmd":"deploy","version":"2.3"}` || a.From != "alice" || !slices.Equal(a.Approvers, []string{"lead"}) ||
-		a.TaskID != id || a.State != fsm.ApprovalPending {
+		a.TaskID != id || a.State != api.ApprovalPending {
 		t.Fatalf("the task's approval: %+v, %v", a, err)
 	}
 	out := e.ok("task", "show", id)
@@ -238,9 +238,9 @@ func TestTaskCompleteRequiresApproval(t *testing.T) {
 	// afterwards still reports the completion, and says so.
 	j := e.createTask("--from", "lead", "--to", "alice", "--title", "t")
 	jf := e.claimTask(j, "alice")
-	var res fsm.TaskResult
+	var res api.TaskResult
 	if err := json.Unmarshal([]byte(e.ok("--json", "task", "complete", j, "--agent", "alice", "--fence", jf, "--status", "requires_approval")), &res); err != nil ||
-		res.State != fsm.TaskAwaitingApproval || res.ID != j {
+		res.State != api.TaskAwaitingApproval || res.ID != j {
 		t.Errorf("complete --json: %+v, %v", res, err)
 	}
 	k := e.createTask("--from", "lead", "--to", "alice", "--title", "t")

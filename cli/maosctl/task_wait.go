@@ -7,9 +7,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
-	"github.com/maos-project/maos/transport"
 	"github.com/urfave/cli/v2"
+
+	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/transport"
 )
 
 // Exit statuses of 'task wait'.
@@ -48,18 +49,18 @@ func taskWait(c *cli.Context) error {
 	return waitObject(c, (*transport.Client).Task, taskFinal, followTask, printWaitOutcome)
 }
 
-func taskFinal(t *fsm.Task) bool { return t.State.Final() }
+func taskFinal(t *api.Task) bool { return t.State.Final() }
 
 // followTask follows task t (as read) on the node's stream until it is
 // final (followObject): its events after the last one the read saw, so
 // none is missed.
-func followTask(ctx context.Context, client *transport.Client, _ *cli.Context, t *fsm.Task) (*fsm.Task, error) {
+func followTask(ctx context.Context, client *transport.Client, _ *cli.Context, t *api.Task) (*api.Task, error) {
 	last := t.Seq
 	if n := len(t.History); n > 0 {
 		last = t.History[n-1].Seq
 	}
 	q := transport.StreamQuery{Channel: t.Channel, Resume: strconv.FormatUint(last, 10) + ":task", Tasks: transport.StreamTasksOnly}
-	return followObject(ctx, client, q, t, func(ev transport.StreamEvent) (*fsm.Task, bool) {
+	return followObject(ctx, client, q, t, func(ev transport.StreamEvent) (*api.Task, bool) {
 		if ev.Task == nil || ev.Task.Task.ID != t.ID {
 			return nil, false
 		}
@@ -69,15 +70,15 @@ func followTask(ctx context.Context, client *transport.Client, _ *cli.Context, t
 
 // printWaitOutcome prints how task t ended (or, not final, that it had
 // not after timeout) and returns the exit status that says it.
-func printWaitOutcome(c *cli.Context, t *fsm.Task, timeout time.Duration) error {
+func printWaitOutcome(c *cli.Context, t *api.Task, timeout time.Duration) error {
 	code := waitTimedOut
 	line := fmt.Sprintf("%s still %s after %s", t.ID, t.State, timeout)
 	switch t.State {
-	case fsm.TaskSucceeded:
+	case api.TaskSucceeded:
 		code, line = waitSucceeded, t.ID+" succeeded"
-	case fsm.TaskFailed:
+	case api.TaskFailed:
 		code, line = waitFailed, t.ID+" failed"
-	case fsm.TaskCancelled:
+	case api.TaskCancelled:
 		code, line = waitFailed, t.ID+" cancelled"
 	}
 	if tc := t.Completion; tc != nil && t.State.Final() {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 // Text from other agents never reaches the terminal as control sequences:
@@ -27,7 +27,7 @@ func TestOutputShowsNoTerminalEscapes(t *testing.T) {
 		case "read":
 			continue // one line a message: the control check above is the point
 		case "--json":
-			var m fsm.Message
+			var m api.Message
 			if err := json.Unmarshal([]byte(out), &m); err != nil {
 				t.Fatalf("get --json no longer JSON: %v\n%s", err, out)
 			}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/watcher"
 )
 
@@ -49,12 +49,12 @@ func TestWatchDryRun(t *testing.T) {
 			if err := os.WriteFile(cfg, []byte(yml), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			send := func(id, to, typ string, prio fsm.Priority) {
+			send := func(id, to, typ string, prio api.Priority) {
 				t.Helper()
-				m := fsm.Message{ID: id, From: "codex", To: fsm.Recipients{to}, Channel: "dev", Type: typ, Priority: prio,
-					Content: fsm.Content{Text: "text of " + id}}
+				m := api.Message{ID: id, From: "codex", To: api.Recipients{to}, Channel: "dev", Type: typ, Priority: prio,
+					Content: api.Content{Text: "text of " + id}}
 				m.Normalize(time.Now())
-				if _, err := e.svc.Apply(context.Background(), fsm.OpSend, fsm.SendCommand{Message: m}); err != nil {
+				if _, err := e.svc.Apply(context.Background(), api.OpSend, api.SendCommand{Message: m}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -44,7 +44,7 @@ func authFlags(c *cli.Context, logger *slog.Logger) (string, error) {
 }
 
 // checkAuthRequired refuses to run a node without --auth whose cluster
-// records that it runs with authentication (fsm.ClusterConfig.AuthRequired,
+// records that it runs with authentication (api.ClusterConfig.AuthRequired,
 // set by a leader started with --auth).
 func checkAuthRequired(node *cluster.Node, adminToken string) error {
 	if adminToken != "" {

@@ -14,9 +14,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cli/internal/secretfile"
 	"github.com/maos-project/maos/cluster"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/hostport"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/watcher"
@@ -214,7 +214,7 @@ func defaultNodeID() string {
 	if err != nil {
 		return "maos"
 	}
-	return fsm.NameFrom(h, "maos")
+	return api.NameFrom(h, "maos")
 }
 
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
@@ -302,7 +302,7 @@ func limitFlags(c *cli.Context) (transport.Limits, error) {
 		return l, fmt.Errorf("--max-artifact-bytes %d: want 1..%d bytes (16 GiB)", l.MaxArtifactBytes, transport.MaxArtifactBytesCeiling)
 	}
 	if err := l.Validate(); err != nil {
-		var fe *fsm.FieldError
+		var fe *api.FieldError
 		if !errors.As(err, &fe) {
 			return l, err
 		}
@@ -314,7 +314,7 @@ func limitFlags(c *cli.Context) (transport.Limits, error) {
 		l.SendBurst = transport.DefaultSendBurst(l.SendRate)
 	}
 	if l.MaxRecipients == 0 {
-		l.MaxRecipients = fsm.MaxRecipients
+		l.MaxRecipients = api.MaxRecipients
 	}
 	return l, nil
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 // maosd refuses bad limit flags before touching the data dir, naming the
@@ -23,8 +23,8 @@ func TestRefusesBadLimitFlags(t *testing.T) {
 		{[]string{"--send-rate", "+Inf"}, []string{"--send-rate +Inf"}},
 		{[]string{"--send-rate", "5", "--send-burst", "-2"}, []string{"--send-burst -2", "≥ 0"}},
 		{[]string{"--send-burst", "5"}, []string{"--send-burst 5", "without a send rate"}},
-		{[]string{"--max-recipients", "-1"}, []string{"--max-recipients -1", fmt.Sprintf("0..%d", fsm.MaxRecipients)}},
-		{[]string{"--max-recipients", fmt.Sprint(fsm.MaxRecipients + 1)}, []string{"--max-recipients 257"}},
+		{[]string{"--max-recipients", "-1"}, []string{"--max-recipients -1", fmt.Sprintf("0..%d", api.MaxRecipients)}},
+		{[]string{"--max-recipients", fmt.Sprint(api.MaxRecipients + 1)}, []string{"--max-recipients 257"}},
 		{[]string{"--max-streams-per-agent", "-3"}, []string{"--max-streams-per-agent -3", "≥ 0"}},
 		{[]string{"--max-artifact-bytes", "0"}, []string{"--max-artifact-bytes 0", "1..17179869184"}},
 		{[]string{"--max-artifact-bytes", "-5"}, []string{"--max-artifact-bytes -5", "1..17179869184"}},
@@ -42,7 +42,7 @@ func TestRefusesBadLimitFlags(t *testing.T) {
 // from the environment with its derived burst.
 func TestLogsLimits(t *testing.T) {
 	ready, _ := runMaosdUntilReady(t, nil)
-	want := map[string]float64{"send_rate": 0, "send_burst": 0, "max_recipients": fsm.MaxRecipients, "max_streams_per_agent": 16,
+	want := map[string]float64{"send_rate": 0, "send_burst": 0, "max_recipients": api.MaxRecipients, "max_streams_per_agent": 16,
 		"max_artifact_bytes": 64 << 20}
 	for k, v := range want {
 		if got, ok := ready[k].(float64); !ok || got != v {

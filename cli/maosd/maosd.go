@@ -15,10 +15,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cli/internal/version"
 	"github.com/maos-project/maos/cluster"
 	"github.com/maos-project/maos/console"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/secrets"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/watcher"
@@ -73,7 +73,7 @@ which then wins (docs/OPERATIONS.md).`,
 		HideHelpCommand: true,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "node-id", EnvVars: []string{"MAOS_NODE_ID"}, Value: defaultNodeID(),
-				Usage: "unique node id, " + fsm.NamePattern, DefaultText: "from the hostname"},
+				Usage: "unique node id, " + api.NamePattern, DefaultText: "from the hostname"},
 			&cli.StringFlag{Name: "data-dir", EnvVars: []string{"MAOS_DATA_DIR"}, Value: "./maos-data",
 				Usage: "directory for the Raft log, snapshots and state"},
 			&cli.StringFlag{Name: "http-addr", EnvVars: []string{"MAOS_HTTP_ADDR"}, Value: "127.0.0.1:7070",
@@ -113,15 +113,15 @@ which then wins (docs/OPERATIONS.md).`,
 				Usage: "how soon an idle leader tells followers the commit index, so their streams deliver (1ms..1s; lower is faster delivery on followers for more idle RPCs)"},
 			&cli.DurationFlag{Name: "presence-ttl", EnvVars: []string{"MAOS_PRESENCE_TTL"}, Value: cluster.DefaultPresenceTTL,
 				Usage: "an agent with no heartbeat for this long shows OFFLINE (\"heartbeat lapsed\")"},
-			&cli.Int64Flag{Name: "max-message-bytes", EnvVars: []string{"MAOS_MAX_MESSAGE_BYTES"}, Value: fsm.DefaultMaxBytes,
+			&cli.Int64Flag{Name: "max-message-bytes", EnvVars: []string{"MAOS_MAX_MESSAGE_BYTES"}, Value: api.DefaultMaxBytes,
 				Usage: "largest accepted message body, in bytes"},
 			&cli.Float64Flag{Name: "send-rate", EnvVars: []string{"MAOS_SEND_RATE"},
 				Usage: "messages (and interrupts) per second one agent may send through this node, a token bucket's refill; " +
 					"0 = unlimited. A multi-host cluster with --auth should set it (e.g. 20)"},
 			&cli.IntFlag{Name: "send-burst", EnvVars: []string{"MAOS_SEND_BURST"}, DefaultText: "twice --send-rate, at least 1",
 				Usage: "sends one idle agent may make at once before --send-rate applies"},
-			&cli.IntFlag{Name: "max-recipients", EnvVars: []string{"MAOS_MAX_RECIPIENTS"}, Value: fsm.MaxRecipients,
-				Usage: fmt.Sprintf("most entries in a message's \"to\", 1..%d (0: %d)", fsm.MaxRecipients, fsm.MaxRecipients)},
+			&cli.IntFlag{Name: "max-recipients", EnvVars: []string{"MAOS_MAX_RECIPIENTS"}, Value: api.MaxRecipients,
+				Usage: fmt.Sprintf("most entries in a message's \"to\", 1..%d (0: %d)", api.MaxRecipients, api.MaxRecipients)},
 			&cli.IntFlag{Name: "max-streams-per-agent", EnvVars: []string{"MAOS_MAX_STREAMS_PER_AGENT"}, Value: 16,
 				Usage: "most event streams (GET /v1/stream) one agent may hold open on this node; 0 = unlimited"},
 			&cli.Int64Flag{Name: "max-artifact-bytes", EnvVars: []string{"MAOS_MAX_ARTIFACT_BYTES"}, Value: transport.DefaultMaxArtifactBytes,

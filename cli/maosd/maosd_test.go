@@ -14,9 +14,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cli/maosctl"
 	"github.com/maos-project/maos/cluster"
-	"github.com/maos-project/maos/fsm"
 )
 
 // validate words cluster.Config.Validate's field errors for the command
@@ -97,7 +97,7 @@ func TestNewLoggerRejectsBadFlags(t *testing.T) {
 }
 
 func TestDefaultNodeIDIsValid(t *testing.T) {
-	if id := defaultNodeID(); !fsm.ValidName(id) {
+	if id := defaultNodeID(); !api.ValidName(id) {
 		t.Errorf("defaultNodeID() = %q, not a valid node id", id)
 	}
 }
@@ -233,7 +233,7 @@ func TestHelpStatesEachDefaultOnce(t *testing.T) {
 	if flags < 20 {
 		t.Fatalf("help lists %d flags; did the format change?\n%s", flags, out.String())
 	}
-	if !strings.Contains(out.String(), "--node-id value                unique node id, "+fsm.NamePattern+" (default: from the hostname)") {
+	if !strings.Contains(out.String(), "--node-id value                unique node id, "+api.NamePattern+" (default: from the hostname)") {
 		t.Errorf("--node-id help:\n%s", out.String())
 	}
 }

@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -330,8 +330,8 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 
 // Msg is a message from from to everyone on channel, normalized (id and
 // time set) as a client would send it.
-func Msg(from, channel, text string) *fsm.Message {
-	m := &fsm.Message{From: from, To: fsm.Recipients{"all"}, Channel: channel, Content: fsm.Content{Text: text}}
+func Msg(from, channel, text string) *api.Message {
+	m := &api.Message{From: from, To: api.Recipients{"all"}, Channel: channel, Content: api.Content{Text: text}}
 	m.Normalize(time.Now())
 	return m
 }

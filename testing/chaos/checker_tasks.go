@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/harness"
 	"github.com/maos-project/maos/transport"
 )
@@ -17,7 +17,7 @@ type TaskSource interface {
 	// Name identifies the node in the result.
 	Name() string
 	// ReadTasks returns every task of TaskQueue with its history.
-	ReadTasks(ctx context.Context) ([]*fsm.Task, error)
+	ReadTasks(ctx context.Context) ([]*api.Task, error)
 }
 
 // NodeTaskSource reads the tasks through n's API.
@@ -27,7 +27,7 @@ type nodeTaskSource struct{ n *harness.Node }
 
 func (s nodeTaskSource) Name() string { return s.n.ID }
 
-func (s nodeTaskSource) ReadTasks(ctx context.Context) ([]*fsm.Task, error) {
+func (s nodeTaskSource) ReadTasks(ctx context.Context) ([]*api.Task, error) {
 	cl := s.n.Client()
 	if cl == nil {
 		return nil, fmt.Errorf("chaos: %s was never started", s.n.ID)
@@ -71,7 +71,7 @@ type TaskCheck struct {
 	Stalled   int `json:"stalled"`
 	Abandoned int `json:"abandoned"`
 	// Ended counts the tasks in each final state.
-	Ended map[fsm.TaskState]int `json:"ended"`
+	Ended map[api.TaskState]int `json:"ended"`
 	// Open lists the tasks still legitimately open ("id state": ready,
 	// possibly in its backoff, or running under a live lease), which the
 	// wait after the faults did not see end; not a violation.
@@ -145,7 +145,7 @@ func CheckTasks(ctx context.Context, nodes []*harness.Node, ht *History, workers
 //
 // The error is for a node that could not be read.
 func CheckTaskSources(ctx context.Context, srcs []TaskSource, ht *History, workers int, now time.Time) (*TaskCheck, error) {
-	views := make([][]*fsm.Task, len(srcs))
+	views := make([][]*api.Task, len(srcs))
 	for i, s := range srcs {
 		ts, err := s.ReadTasks(ctx)
 		if err != nil {
@@ -168,8 +168,8 @@ type completer struct {
 
 func (c completer) String() string { return fmt.Sprintf("%s under fence %d", c.agent, c.fence) }
 
-func checkTaskViews(names []string, views [][]*fsm.Task, ops []Op, workers int, now time.Time) *TaskCheck {
-	res := &TaskCheck{Workers: workers, Ended: map[fsm.TaskState]int{}, Open: []string{}, Notes: []string{}}
+func checkTaskViews(names []string, views [][]*api.Task, ops []Op, workers int, now time.Time) *TaskCheck {
+	res := &TaskCheck{Workers: workers, Ended: map[api.TaskState]int{}, Open: []string{}, Notes: []string{}}
 	counts := map[string]int{}
 	note := func(kind, format string, args ...any) {
 		counts[kind]++
@@ -234,9 +234,9 @@ func checkTaskViews(names []string, views [][]*fsm.Task, ops []Op, workers int, 
 	}
 
 	// What each node stores.
-	byID := make([]map[string]*fsm.Task, len(views))
+	byID := make([]map[string]*api.Task, len(views))
 	for k, view := range views {
-		byID[k] = map[string]*fsm.Task{}
+		byID[k] = map[string]*api.Task{}
 		titles := map[string][]string{}
 		for _, t := range view {
 			if byID[k][t.ID] != nil {
@@ -297,7 +297,7 @@ func checkTaskViews(names []string, views [][]*fsm.Task, ops []Op, workers int, 
 }
 
 // checkOneTask checks one stored task t and its acknowledged completions.
-func checkOneTask(t *fsm.Task, res *TaskCheck, now time.Time, note func(string, string, ...any),
+func checkOneTask(t *api.Task, res *TaskCheck, now time.Time, note func(string, string, ...any),
 	acked map[completer]bool, stuck, twice, wrong idSet) {
 	completedEvents := 0
 	for _, e := range t.History {
@@ -314,9 +314,9 @@ func checkOneTask(t *fsm.Task, res *TaskCheck, now time.Time, note func(string, 
 	switch {
 	case t.State.Final():
 		res.Ended[t.State]++
-	case t.State == fsm.TaskReady:
+	case t.State == api.TaskReady:
 		res.Open = append(res.Open, t.ID+" "+string(t.State))
-	case t.State == fsm.TaskRunning && t.LeaseExpires != nil && now.Sub(*t.LeaseExpires) <= stuckAfter:
+	case t.State == api.TaskRunning && t.LeaseExpires != nil && now.Sub(*t.LeaseExpires) <= stuckAfter:
 		res.Open = append(res.Open, t.ID+" "+string(t.State))
 	default:
 		stuck[t.ID] = true
@@ -357,7 +357,7 @@ func checkOneTask(t *fsm.Task, res *TaskCheck, now time.Time, note func(string, 
 }
 
 // taskDiff says how two nodes' views of a task differ, "" if they agree.
-func taskDiff(a, b *fsm.Task) string {
+func taskDiff(a, b *api.Task) string {
 	var d []string
 	if a.State != b.State {
 		d = append(d, fmt.Sprintf("state %s / %s", a.State, b.State))
@@ -385,7 +385,7 @@ func taskDiff(a, b *fsm.Task) string {
 func (c *TaskCheck) text() string {
 	var b strings.Builder
 	states := make([]string, 0, len(c.Ended))
-	for _, s := range fsm.TaskStates {
+	for _, s := range api.TaskStates {
 		if n := c.Ended[s]; n > 0 {
 			states = append(states, fmt.Sprintf("%s %d", s, n))
 		}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -39,16 +39,16 @@ func (h *taskOps) complete(id, agent string, fence uint64, o Outcome, stale bool
 
 // doneTask is a task completed by agent under fence, after attempts
 // claims, as the API shows it.
-func doneTask(id string, seq uint64, agent string, fence uint64, attempts int) *fsm.Task {
-	t := &fsm.Task{ID: id, Seq: seq, Title: id, To: TaskQueue, State: fsm.TaskSucceeded, ClaimedBy: agent,
-		Fence: fence, Attempt: attempts, Completion: &fsm.TaskCompletion{Status: fsm.TaskStatusSuccess, Result: TaskResultText(agent, fence)}}
-	t.History = append(t.History, fsm.TaskEvent{Event: "created", State: fsm.TaskReady})
+func doneTask(id string, seq uint64, agent string, fence uint64, attempts int) *api.Task {
+	t := &api.Task{ID: id, Seq: seq, Title: id, To: TaskQueue, State: api.TaskSucceeded, ClaimedBy: agent,
+		Fence: fence, Attempt: attempts, Completion: &api.TaskCompletion{Status: api.TaskStatusSuccess, Result: TaskResultText(agent, fence)}}
+	t.History = append(t.History, api.TaskEvent{Event: "created", State: api.TaskReady})
 	for i := 1; i < attempts; i++ {
-		t.History = append(t.History, fsm.TaskEvent{Event: "claimed", State: fsm.TaskRunning},
-			fsm.TaskEvent{Event: "expired", State: fsm.TaskReady})
+		t.History = append(t.History, api.TaskEvent{Event: "claimed", State: api.TaskRunning},
+			api.TaskEvent{Event: "expired", State: api.TaskReady})
 	}
-	t.History = append(t.History, fsm.TaskEvent{Event: "claimed", State: fsm.TaskRunning},
-		fsm.TaskEvent{Event: "completed", State: fsm.TaskSucceeded})
+	t.History = append(t.History, api.TaskEvent{Event: "claimed", State: api.TaskRunning},
+		api.TaskEvent{Event: "completed", State: api.TaskSucceeded})
 	return t
 }
 
@@ -57,7 +57,7 @@ func doneTask(id string, seq uint64, agent string, fence uint64, attempts int) *
 // again (fence 20) and completed it; t3's create had an unknown outcome
 // and was stored, and is ready again at the end; t4's create failed and
 // is not stored.
-func goodTasks() (taskOps, []*fsm.Task) {
+func goodTasks() (taskOps, []*api.Task) {
 	var h taskOps
 	h.create("chaos-t-1", OK)
 	h.create("chaos-t-2", OK)
@@ -71,14 +71,14 @@ func goodTasks() (taskOps, []*fsm.Task) {
 	h.complete("chaos-t-2", "w0", 10, Fail, true)
 	h.claim("chaos-t-2", "w1", 20)
 	h.complete("chaos-t-2", "w1", 20, OK, false)
-	t3 := &fsm.Task{ID: "chaos-t-3", Seq: 3, Title: "chaos-t-3", To: TaskQueue, State: fsm.TaskReady,
-		History: []fsm.TaskEvent{{Event: "created", State: fsm.TaskReady}}}
-	return h, []*fsm.Task{doneTask("chaos-t-1", 1, "w1", 5, 1), doneTask("chaos-t-2", 2, "w1", 20, 2), t3}
+	t3 := &api.Task{ID: "chaos-t-3", Seq: 3, Title: "chaos-t-3", To: TaskQueue, State: api.TaskReady,
+		History: []api.TaskEvent{{Event: "created", State: api.TaskReady}}}
+	return h, []*api.Task{doneTask("chaos-t-1", 1, "w1", 5, 1), doneTask("chaos-t-2", 2, "w1", 20, 2), t3}
 }
 
 // clone deep-copies tasks enough for a test to change one.
-func clone(ts []*fsm.Task) []*fsm.Task {
-	out := make([]*fsm.Task, len(ts))
+func clone(ts []*api.Task) []*api.Task {
+	out := make([]*api.Task, len(ts))
 	for i, t := range ts {
 		c := *t
 		c.History = slices.Clone(t.History)
@@ -99,77 +99,77 @@ func clone(ts []*fsm.Task) []*fsm.Task {
 func TestCheckTaskViews(t *testing.T) {
 	now := time.Now()
 	ops, tasks := goodTasks()
-	res := checkTaskViews([]string{"n1", "n2"}, [][]*fsm.Task{tasks, clone(tasks)}, ops, 2, now)
+	res := checkTaskViews([]string{"n1", "n2"}, [][]*api.Task{tasks, clone(tasks)}, ops, 2, now)
 	if !res.OK() {
 		t.Fatalf("a correct run failed: %s", res.text())
 	}
 	if res.Created != 2 || res.Stored != 3 || res.Claimed != 3 || res.Completed != 2 || res.Reclaimed != 1 ||
-		res.Expired != 1 || res.Refused != 1 || res.Stalled != 1 || res.Ended[fsm.TaskSucceeded] != 2 ||
+		res.Expired != 1 || res.Refused != 1 || res.Stalled != 1 || res.Ended[api.TaskSucceeded] != 2 ||
 		!slices.Equal(res.Open, []string{"chaos-t-3 ready"}) {
 		t.Errorf("figures of the correct run: %s", res.text())
 	}
 
 	tests := []struct {
 		name  string
-		plant func(h *taskOps, n1, n2 []*fsm.Task) ([]*fsm.Task, []*fsm.Task)
+		plant func(h *taskOps, n1, n2 []*api.Task) ([]*api.Task, []*api.Task)
 		field func(*TaskCheck) []string
 		want  string
 	}{
-		{"lost on one node", func(h *taskOps, n1, n2 []*fsm.Task) ([]*fsm.Task, []*fsm.Task) {
+		{"lost on one node", func(h *taskOps, n1, n2 []*api.Task) ([]*api.Task, []*api.Task) {
 			return n1, n2[1:]
 		}, func(c *TaskCheck) []string { return c.Lost }, "chaos-t-1"},
-		{"one create stored twice", func(h *taskOps, n1, n2 []*fsm.Task) ([]*fsm.Task, []*fsm.Task) {
+		{"one create stored twice", func(h *taskOps, n1, n2 []*api.Task) ([]*api.Task, []*api.Task) {
 			d := doneTask("chaos-t-9", 9, "w0", 30, 1)
 			d.Title = "chaos-t-2"
 			h.create("chaos-t-9", Unknown)
 			return append(n1, d), append(n2, d)
 		}, func(c *TaskCheck) []string { return c.Duplicated }, "chaos-t-2"},
-		{"a task listed twice", func(h *taskOps, n1, n2 []*fsm.Task) ([]*fsm.Task, []*fsm.Task) {
+		{"a task listed twice", func(h *taskOps, n1, n2 []*api.Task) ([]*api.Task, []*api.Task) {
 			return n1, append(n2, n2[0])
 		}, func(c *TaskCheck) []string { return c.Duplicated }, "chaos-t-1"},
-		{"never created", func(h *taskOps, n1, n2 []*fsm.Task) ([]*fsm.Task, []*fsm.Task) {
+		{"never created", func(h *taskOps, n1, n2 []*api.Task) ([]*api.Task, []*api.Task) {
 			x := doneTask("chaos-t-77", 77, "w0", 77, 1)
 			return append(n1, x), append(n2, x)
 		}, func(c *TaskCheck) []string { return c.Unexpected }, "chaos-t-77"},
-		{"two completions in the history", func(h *taskOps, n1, n2 []*fsm.Task) ([]*fsm.Task, []*fsm.Task) {
-			for _, n := range [][]*fsm.Task{n1, n2} {
-				n[1].History = append(n[1].History, fsm.TaskEvent{Event: "completed", State: fsm.TaskSucceeded})
+		{"two completions in the history", func(h *taskOps, n1, n2 []*api.Task) ([]*api.Task, []*api.Task) {
+			for _, n := range [][]*api.Task{n1, n2} {
+				n[1].History = append(n[1].History, api.TaskEvent{Event: "completed", State: api.TaskSucceeded})
 			}
 			return n1, n2
 		}, func(c *TaskCheck) []string { return c.CompletedTwice }, "chaos-t-2"},
-		{"completions acknowledged under two claims", func(h *taskOps, n1, n2 []*fsm.Task) ([]*fsm.Task, []*fsm.Task) {
+		{"completions acknowledged under two claims", func(h *taskOps, n1, n2 []*api.Task) ([]*api.Task, []*api.Task) {
 			h.complete("chaos-t-2", "w0", 10, OK, false)
 			return n1, n2
 		}, func(c *TaskCheck) []string { return c.CompletedTwice }, "chaos-t-2"},
-		{"a stale completion accepted", func(h *taskOps, n1, n2 []*fsm.Task) ([]*fsm.Task, []*fsm.Task) {
+		{"a stale completion accepted", func(h *taskOps, n1, n2 []*api.Task) ([]*api.Task, []*api.Task) {
 			h.complete("chaos-t-1", "w1", 5, OK, true)
 			return n1, n2
 		}, func(c *TaskCheck) []string { return c.StaleAccepted }, "chaos-t-1"},
-		{"an acknowledged completion not kept", func(h *taskOps, n1, n2 []*fsm.Task) ([]*fsm.Task, []*fsm.Task) {
-			for _, n := range [][]*fsm.Task{n1, n2} {
-				n[0].State, n[0].Completion = fsm.TaskReady, nil
+		{"an acknowledged completion not kept", func(h *taskOps, n1, n2 []*api.Task) ([]*api.Task, []*api.Task) {
+			for _, n := range [][]*api.Task{n1, n2} {
+				n[0].State, n[0].Completion = api.TaskReady, nil
 				n[0].History = n[0].History[:1]
 			}
 			return n1, n2
 		}, func(c *TaskCheck) []string { return c.WrongCompleter }, "chaos-t-1"},
-		{"a result naming another claim", func(h *taskOps, n1, n2 []*fsm.Task) ([]*fsm.Task, []*fsm.Task) {
-			for _, n := range [][]*fsm.Task{n1, n2} {
+		{"a result naming another claim", func(h *taskOps, n1, n2 []*api.Task) ([]*api.Task, []*api.Task) {
+			for _, n := range [][]*api.Task{n1, n2} {
 				n[1].Completion.Result = TaskResultText("w0", 10)
 			}
 			return n1, n2
 		}, func(c *TaskCheck) []string { return c.WrongCompleter }, "chaos-t-2"},
-		{"stuck running past its lease", func(h *taskOps, n1, n2 []*fsm.Task) ([]*fsm.Task, []*fsm.Task) {
+		{"stuck running past its lease", func(h *taskOps, n1, n2 []*api.Task) ([]*api.Task, []*api.Task) {
 			ended := now.Add(-time.Minute)
-			for _, n := range [][]*fsm.Task{n1, n2} {
-				n[2].State, n[2].ClaimedBy, n[2].Fence, n[2].LeaseExpires = fsm.TaskRunning, "w0", 40, &ended
+			for _, n := range [][]*api.Task{n1, n2} {
+				n[2].State, n[2].ClaimedBy, n[2].Fence, n[2].LeaseExpires = api.TaskRunning, "w0", 40, &ended
 			}
 			return n1, n2
 		}, func(c *TaskCheck) []string { return c.Stuck }, "chaos-t-3"},
-		{"a create refused as bad input", func(h *taskOps, n1, n2 []*fsm.Task) ([]*fsm.Task, []*fsm.Task) {
+		{"a create refused as bad input", func(h *taskOps, n1, n2 []*api.Task) ([]*api.Task, []*api.Task) {
 			h.add(Op{Kind: KindTaskCreate, ID: "chaos-t-5", Outcome: Fail, Code: transport.CodeInvalid, Err: "title: required"})
 			return n1, n2
 		}, func(c *TaskCheck) []string { return c.Rejected }, "chaos-t-5"},
-		{"nodes disagree", func(h *taskOps, n1, n2 []*fsm.Task) ([]*fsm.Task, []*fsm.Task) {
+		{"nodes disagree", func(h *taskOps, n1, n2 []*api.Task) ([]*api.Task, []*api.Task) {
 			n2[1].Fence = 21
 			return n1, n2
 		}, func(c *TaskCheck) []string { return c.Divergent }, "chaos-t-2"},
@@ -178,7 +178,7 @@ func TestCheckTaskViews(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h, ts := goodTasks()
 			n1, n2 := tt.plant(&h, clone(ts), clone(ts))
-			res := checkTaskViews([]string{"n1", "n2"}, [][]*fsm.Task{n1, n2}, h, 2, now)
+			res := checkTaskViews([]string{"n1", "n2"}, [][]*api.Task{n1, n2}, h, 2, now)
 			if res.OK() || !slices.Contains(tt.field(res), tt.want) {
 				t.Fatalf("want %s caught; got %s", tt.want, res.text())
 			}
@@ -192,12 +192,12 @@ func TestCheckTaskViews(t *testing.T) {
 // fakeTasks is a TaskSource with canned tasks or an error.
 type fakeTasks struct {
 	name  string
-	tasks []*fsm.Task
+	tasks []*api.Task
 	err   error
 }
 
 func (f fakeTasks) Name() string                                   { return f.name }
-func (f fakeTasks) ReadTasks(context.Context) ([]*fsm.Task, error) { return f.tasks, f.err }
+func (f fakeTasks) ReadTasks(context.Context) ([]*api.Task, error) { return f.tasks, f.err }
 
 // CheckTaskSources reads every source and names the one it could not read.
 func TestCheckTaskSources(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/harness"
 )
 
@@ -166,9 +166,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		for _, id := range append([]string{watcherSink}, agents...) {
 			role := watcherRole
 			if id == watcherSink {
-				role = fsm.DefaultRole
+				role = api.DefaultRole
 			}
-			if err := ww.register(ctx, rand.New(rand.NewPCG(uint64(cfg.Seed), 0x72656773)), fsm.RegisterAgentCommand{ID: id, Role: role}); err != nil {
+			if err := ww.register(ctx, rand.New(rand.NewPCG(uint64(cfg.Seed), 0x72656773)), api.RegisterAgentCommand{ID: id, Role: role}); err != nil {
 				return nil, fmt.Errorf("chaos: register %s: %w", id, err)
 			}
 		}

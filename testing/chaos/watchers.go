@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/harness"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/watcher"
@@ -89,8 +89,8 @@ func (w *workload) watcherClient(ctx context.Context, agents []string) {
 	for n := 1; ctx.Err() == nil; n++ {
 		id := fmt.Sprintf("%s%d", watcherPrefix, n)
 		agent := agents[r.IntN(len(agents))]
-		w.sendOne(ctx, 0, r, &fsm.Message{ID: id, Channel: WatcherChannel, From: WatcherSender,
-			To: fsm.Recipients{agent}, Type: "chat", Content: fsm.Content{Text: "question " + id + " for " + agent}})
+		w.sendOne(ctx, 0, r, &api.Message{ID: id, Channel: WatcherChannel, From: WatcherSender,
+			To: api.Recipients{agent}, Type: "chat", Content: api.Content{Text: "question " + id + " for " + agent}})
 		sleepOrDone(ctx, randBetween(r, minWatcherPause, maxWatcherPause))
 	}
 }
@@ -136,13 +136,13 @@ func (c *WatcherCheck) OK() bool {
 
 // watcherView is what one read of WatcherChannel shows.
 type watcherView struct {
-	requests map[string]*fsm.Message   // by id
-	replies  map[string][]*fsm.Message // by in_reply_to
+	requests map[string]*api.Message   // by id
+	replies  map[string][]*api.Message // by in_reply_to
 	orphans  []string
 }
 
 func readWatcherChannel(ctx context.Context, cl *transport.Client, cons transport.Consistency) (*watcherView, error) {
-	v := &watcherView{requests: map[string]*fsm.Message{}, replies: map[string][]*fsm.Message{}}
+	v := &watcherView{requests: map[string]*api.Message{}, replies: map[string][]*api.Message{}}
 	var after uint64
 	for page := 0; ; page++ {
 		if page >= maxPages {

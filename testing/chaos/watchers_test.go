@@ -5,15 +5,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/watcher"
 )
 
 // view builds what a node shows: requests q1..qn to agent a, and replies.
-func view(requests []string, replies ...*fsm.Message) *watcherView {
-	v := &watcherView{requests: map[string]*fsm.Message{}, replies: map[string][]*fsm.Message{}}
+func view(requests []string, replies ...*api.Message) *watcherView {
+	v := &watcherView{requests: map[string]*api.Message{}, replies: map[string][]*api.Message{}}
 	for i, id := range requests {
-		v.requests[id] = &fsm.Message{ID: id, Seq: uint64(i + 1), From: WatcherSender, To: fsm.Recipients{"a"}}
+		v.requests[id] = &api.Message{ID: id, Seq: uint64(i + 1), From: WatcherSender, To: api.Recipients{"a"}}
 	}
 	for _, r := range replies {
 		v.replies[r.InReplyTo] = append(v.replies[r.InReplyTo], r)
@@ -23,8 +23,8 @@ func view(requests []string, replies ...*fsm.Message) *watcherView {
 
 // reply is from's answer to the request to, as view stores the requests
 // (no timestamp).
-func reply(from, to string) *fsm.Message {
-	return &fsm.Message{ID: watcher.ReplyID(from, &fsm.Message{ID: to}), From: from, InReplyTo: to, Type: "response"}
+func reply(from, to string) *api.Message {
+	return &api.Message{ID: watcher.ReplyID(from, &api.Message{ID: to}), From: from, InReplyTo: to, Type: "response"}
 }
 
 // Each violation the watcher check knows is found, on the node it is on;

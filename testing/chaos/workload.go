@@ -10,14 +10,14 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/harness"
 	"github.com/maos-project/maos/transport"
 )
 
 // PageLimit is the page size of the workload's strong reads and of the
-// checker's full reads: the API's maximum (fsm.MaxPageLimit).
-const PageLimit = fsm.MaxPageLimit
+// checker's full reads: the API's maximum (api.MaxPageLimit).
+const PageLimit = api.MaxPageLimit
 
 // Workload defaults.
 const (
@@ -152,12 +152,12 @@ func RunWorkload(ctx context.Context, cfg WorkloadConfig, h *History) error {
 	}
 	channels := cfg.ChannelNames()
 	for _, ch := range channels {
-		if !fsm.ValidName(ch) {
+		if !api.ValidName(ch) {
 			return fmt.Errorf("chaos: workload: channel %q (from prefix %q) is not a valid channel name", ch, cfg.Prefix)
 		}
 	}
 	from := fmt.Sprintf("%s-c%d", cfg.Prefix, cfg.Clients+cfg.Readers)
-	if !fsm.ValidName(from) {
+	if !api.ValidName(from) {
 		return fmt.Errorf("chaos: workload: sender name %q (from prefix %q) is not valid", from, cfg.Prefix)
 	}
 	w := &workload{cfg: cfg, h: h, channels: channels}
@@ -255,13 +255,13 @@ func (w *workload) sender(ctx context.Context, client int) {
 	for n := 1; ctx.Err() == nil; n++ {
 		text := randomText(r, w.cfg.TextBytes)
 		id := fmt.Sprintf("%s-c%d-%d", w.cfg.Prefix, client, n)
-		m := &fsm.Message{
+		m := &api.Message{
 			ID:      id,
 			Channel: w.channels[r.IntN(len(w.channels))],
 			From:    from,
-			To:      fsm.Recipients{w.cfg.To},
+			To:      api.Recipients{w.cfg.To},
 			Type:    "chat",
-			Content: fsm.Content{Text: id + " " + string(text)},
+			Content: api.Content{Text: id + " " + string(text)},
 		}
 		w.sendOne(ctx, client, r, m)
 	}
@@ -270,7 +270,7 @@ func (w *workload) sender(ctx context.Context, client int) {
 // sendOne sends m until it is acknowledged, a final error comes back or
 // RetryFor has passed since the first attempt. It outlives ctx: ctx only
 // shortens the pauses between attempts.
-func (w *workload) sendOne(ctx context.Context, client int, r *rand.Rand, m *fsm.Message) {
+func (w *workload) sendOne(ctx context.Context, client int, r *rand.Rand, m *api.Message) {
 	deadline := time.Now().Add(w.cfg.RetryFor)
 	last := ""
 	for attempt := 0; attempt == 0 || time.Now().Before(deadline); attempt++ {

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/harness"
 	"github.com/maos-project/maos/transport"
 )
@@ -31,7 +31,7 @@ const (
 	// TaskRole is the role of the task workers; tasks go to its queue.
 	TaskRole = "chaos-tasker"
 	// TaskQueue is the tasks' assignee.
-	TaskQueue = fsm.RolePrefix + TaskRole
+	TaskQueue = api.RolePrefix + TaskRole
 	// TaskChannel carries the tasks' delegation and completion messages,
 	// apart from the channels the message checker reads.
 	TaskChannel = "chaos-t"
@@ -111,7 +111,7 @@ func startTasks(ctx context.Context, nodes, members func() []*harness.Node, seed
 	w := &workload{cfg: WorkloadConfig{Nodes: nodes, Seed: seed}.withDefaults(), h: h}
 	r := rand.New(rand.NewPCG(uint64(seed), 0x7461736b))
 	for i := range workers {
-		if err := w.register(ctx, r, fsm.RegisterAgentCommand{ID: TaskWorkerID(i), Role: TaskRole}); err != nil {
+		if err := w.register(ctx, r, api.RegisterAgentCommand{ID: TaskWorkerID(i), Role: TaskRole}); err != nil {
 			return nil, err
 		}
 	}
@@ -140,7 +140,7 @@ func startTasks(ctx context.Context, nodes, members func() []*harness.Node, seed
 
 // register registers an agent through random nodes until one
 // acknowledges, a 4xx answers, or RetryFor passes.
-func (w *workload) register(ctx context.Context, r *rand.Rand, cmd fsm.RegisterAgentCommand) error {
+func (w *workload) register(ctx context.Context, r *rand.Rand, cmd api.RegisterAgentCommand) error {
 	deadline := time.Now().Add(w.cfg.RetryFor)
 	var err error
 	for time.Now().Before(deadline) && ctx.Err() == nil {
@@ -188,11 +188,11 @@ func (tw *taskWorkload) creator(ctx context.Context) {
 	r := rand.New(rand.NewPCG(uint64(tw.w.cfg.Seed), 0x63726561))
 	for n := 1; ctx.Err() == nil; n++ {
 		id := fmt.Sprintf("%s%d", taskPrefix, n)
-		cmd := fsm.TaskCreateCommand{ID: id, From: TaskCreator, To: TaskQueue, Title: id,
+		cmd := api.TaskCreateCommand{ID: id, From: TaskCreator, To: TaskQueue, Title: id,
 			Description: "chaos task " + id, TimeoutSeconds: int(TaskLease / time.Second),
 			MaxAttempts: taskMaxAttempts, Channel: TaskChannel}
 		tw.retry(ctx, r, Op{Client: -1, Kind: KindTaskCreate, ID: id, Agent: TaskCreator}, tw.w.cfg.RetryFor,
-			func(actx context.Context, cl *transport.Client) (fsm.TaskResult, error) {
+			func(actx context.Context, cl *transport.Client) (api.TaskResult, error) {
 				return cl.CreateTask(actx, cmd)
 			})
 		sleepOrDone(ctx, randBetween(r, minCreatePause, maxCreatePause))
@@ -205,10 +205,10 @@ func (tw *taskWorkload) creator(ctx context.Context) {
 // the first attempt. It outlives ctx, like sendOne: ctx only shortens the
 // pauses. It returns the last attempt's result and error.
 func (tw *taskWorkload) retry(ctx context.Context, r *rand.Rand, op Op, retryFor time.Duration,
-	call func(context.Context, *transport.Client) (fsm.TaskResult, error)) (fsm.TaskResult, error) {
+	call func(context.Context, *transport.Client) (api.TaskResult, error)) (api.TaskResult, error) {
 	deadline := time.Now().Add(retryFor)
 	last := ""
-	var res fsm.TaskResult
+	var res api.TaskResult
 	err := errors.New("chaos: no node to try")
 	for attempt := 0; attempt == 0 || time.Now().Before(deadline); attempt++ {
 		if attempt > 0 {
@@ -284,7 +284,7 @@ func (tw *taskWorkload) worker(ctx context.Context, i int) {
 			continue
 		}
 		actx, cancel := context.WithTimeout(ctx, tw.w.cfg.AttemptTimeout)
-		page, err := cl.Tasks(actx, fsm.TaskQuery{State: fsm.TaskReady, To: TaskQueue, Limit: taskListLimit})
+		page, err := cl.Tasks(actx, api.TaskQuery{State: api.TaskReady, To: TaskQueue, Limit: taskListLimit})
 		cancel()
 		if err != nil || len(page.Tasks) == 0 {
 			sleepOrDone(ctx, randBetween(r, minPollPause, maxPollPause))
@@ -301,11 +301,11 @@ func (tw *taskWorkload) worker(ctx context.Context, i int) {
 
 // handle claims task id for agent and carries the claim to its end.
 func (tw *taskWorkload) handle(ctx context.Context, r *rand.Rand, client int, agent, id string) {
-	var res fsm.TaskResult
+	var res api.TaskResult
 	var err error
 	for attempt := 0; attempt < claimAttempts; attempt++ {
 		res, err = tw.once(r, Op{Client: client, Kind: KindTaskClaim, ID: id, Agent: agent},
-			func(actx context.Context, cl *transport.Client) (fsm.TaskResult, error) {
+			func(actx context.Context, cl *transport.Client) (api.TaskResult, error) {
 				return cl.ClaimTask(actx, id, agent)
 			})
 		if o, again := classify(err); o != Unknown || !again {
@@ -336,10 +336,10 @@ func (tw *taskWorkload) handle(ctx context.Context, r *rand.Rand, client int, ag
 	sleepOrDone(ctx, randBetween(r, minWork, maxWork))
 	half := 0.5
 	_, err = tw.once(r, Op{Client: client, Kind: KindTaskProgress, ID: id, Agent: agent, Fence: fence},
-		func(actx context.Context, cl *transport.Client) (fsm.TaskResult, error) {
-			return cl.TaskProgress(actx, fsm.TaskProgressCommand{ID: id, Agent: agent, Fence: fence, Message: "half way", Progress: &half})
+		func(actx context.Context, cl *transport.Client) (api.TaskResult, error) {
+			return cl.TaskProgress(actx, api.TaskProgressCommand{ID: id, Agent: agent, Fence: fence, Message: "half way", Progress: &half})
 		})
-	if errors.Is(err, fsm.ErrConflict) {
+	if errors.Is(err, api.ErrConflict) {
 		return // the claim was lost: stop working on it
 	}
 	sleepOrDone(ctx, randBetween(r, minWork, maxWork))
@@ -351,11 +351,11 @@ func (tw *taskWorkload) handle(ctx context.Context, r *rand.Rand, client int, ag
 // lease (plus an attempt) has passed: a retry of a completion that was
 // applied answers the stored result.
 func (tw *taskWorkload) complete(ctx context.Context, r *rand.Rand, client int, agent, id string, fence uint64, stale bool) {
-	cmd := fsm.TaskCompleteCommand{ID: id, Agent: agent, Fence: fence, Completion: fsm.TaskCompletion{
-		Status: fsm.TaskStatusSuccess, Result: TaskResultText(agent, fence)}}
+	cmd := api.TaskCompleteCommand{ID: id, Agent: agent, Fence: fence, Completion: api.TaskCompletion{
+		Status: api.TaskStatusSuccess, Result: TaskResultText(agent, fence)}}
 	tw.retry(ctx, r, Op{Client: client, Kind: KindTaskComplete, ID: id, Agent: agent, Fence: fence, Stale: stale},
 		TaskLease+tw.w.cfg.AttemptTimeout,
-		func(actx context.Context, cl *transport.Client) (fsm.TaskResult, error) {
+		func(actx context.Context, cl *transport.Client) (api.TaskResult, error) {
 			return cl.CompleteTask(actx, cmd)
 		})
 }
@@ -368,7 +368,7 @@ func TaskResultText(agent string, fence uint64) string {
 
 // once is one recorded attempt of call through the op's node (none when a
 // worker's home is not live: the error then says so).
-func (tw *taskWorkload) once(r *rand.Rand, op Op, call func(context.Context, *transport.Client) (fsm.TaskResult, error)) (fsm.TaskResult, error) {
+func (tw *taskWorkload) once(r *rand.Rand, op Op, call func(context.Context, *transport.Client) (api.TaskResult, error)) (api.TaskResult, error) {
 	return tw.retry(context.Background(), r, op, 0, call)
 }
 
@@ -405,15 +405,15 @@ func waitTasks(ctx context.Context, c *harness.Cluster, wait time.Duration) (tim
 
 // listTasks reads every task of TaskQueue through cl (strong reads), with
 // each one's history when full.
-func listTasks(ctx context.Context, cl *transport.Client, full bool) ([]*fsm.Task, error) {
-	var out []*fsm.Task
+func listTasks(ctx context.Context, cl *transport.Client, full bool) ([]*api.Task, error) {
+	var out []*api.Task
 	var after uint64
 	for page := 0; ; page++ {
 		if page >= maxPages {
 			return nil, fmt.Errorf("chaos: list tasks: more than %d pages", maxPages)
 		}
 		rctx, cancel := context.WithTimeout(ctx, pageTimeout)
-		p, err := cl.Tasks(rctx, fsm.TaskQuery{To: TaskQueue, After: after, Limit: PageLimit})
+		p, err := cl.Tasks(rctx, api.TaskQuery{To: TaskQueue, After: after, Limit: PageLimit})
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("chaos: list tasks after %d: %w", after, err)

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 )
@@ -603,7 +603,7 @@ type SendResult struct {
 // another node, with a short capped backoff, until one acknowledges or ctx
 // ends. m must have its ID set so the retries are deduplicated. A final
 // error (4xx) is returned at once.
-func (c *Cluster) SendWithRetry(ctx context.Context, m *fsm.Message, o SendOptions) (SendResult, error) {
+func (c *Cluster) SendWithRetry(ctx context.Context, m *api.Message, o SendOptions) (SendResult, error) {
 	var res SendResult
 	if m.ID == "" {
 		return res, errors.New("harness: SendWithRetry: the message needs a fixed id")

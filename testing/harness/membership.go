@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -106,7 +106,7 @@ func (c *Cluster) RemoveNode(n *Node) error {
 		err := via.Client().Remove(ctx, n.ID)
 		cancel()
 		switch {
-		case err == nil, errors.Is(err, fsm.ErrNotFound):
+		case err == nil, errors.Is(err, api.ErrNotFound):
 		case Retryable(err):
 			return fmt.Errorf("via %s: %w", via.ID, err)
 		default:

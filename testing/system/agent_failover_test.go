@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/testing/harness"
 	"github.com/maos-project/maos/transport"
@@ -81,12 +82,12 @@ func TestAgentFailover(t *testing.T) {
 	last := msgs[total-1]
 	q, err := getMessage(n3, last.ID)
 	harness.NoErr(t, err)
-	late := fsm.NewReply(q, agent, "late answer from the dead holder")
+	late := api.NewReply(q, agent, "late answer from the dead holder")
 	late.ID = watcher.ReplyID(agent, q)
 	sctx, cancel := context.WithTimeout(ctx, readTimeout)
 	_, err = cl.SendFenced(sctx, late, first.Fence)
 	cancel()
-	if !errors.Is(err, fsm.ErrFenced) || !strings.Contains(err.Error(), fmt.Sprintf("fence %d is not the current lease's", first.Fence)) {
+	if !errors.Is(err, api.ErrFenced) || !strings.Contains(err.Error(), fmt.Sprintf("fence %d is not the current lease's", first.Fence)) {
 		t.Errorf("late reply under fence %d: %v, want refused by the fence", first.Fence, err)
 	}
 
@@ -160,7 +161,7 @@ func awaitTakeover(t *testing.T, cl *transport.Client, agent string, standby *ha
 		taken = l
 		return nil
 	}))
-	if taken.Fence <= first.Fence || taken.Reason != fsm.LeaseReasonLapsed {
+	if taken.Fence <= first.Fence || taken.Reason != api.LeaseReasonLapsed {
 		t.Errorf("takeover %+v: want a fence above %d, reason lapsed", taken, first.Fence)
 	}
 	return taken
@@ -212,11 +213,11 @@ func awaitHolderAndStandby(t *testing.T, cl *transport.Client, agent string) *fs
 }
 
 // failoverMessages are total messages from pager to agent on ch.
-func failoverMessages(agent, ch string, total int) []*fsm.Message {
-	msgs := make([]*fsm.Message, total)
+func failoverMessages(agent, ch string, total int) []*api.Message {
+	msgs := make([]*api.Message, total)
 	for i := range msgs {
-		msgs[i] = &fsm.Message{ID: fmt.Sprintf("msg-20261128-090000-pager-%08x", i+1), Channel: ch, From: "pager",
-			To: fsm.Recipients{agent}, Content: fsm.Content{Text: fmt.Sprintf("incident %d", i+1)}}
+		msgs[i] = &api.Message{ID: fmt.Sprintf("msg-20261128-090000-pager-%08x", i+1), Channel: ch, From: "pager",
+			To: api.Recipients{agent}, Content: api.Content{Text: fmt.Sprintf("incident %d", i+1)}}
 	}
 	return msgs
 }
@@ -225,7 +226,7 @@ func failoverMessages(agent, ch string, total int) []*fsm.Message {
 // retried through an election (bounded by SendWithRetry's attempts and a
 // 60 s context). The function it returns waits for the sender and
 // returns its failures.
-func startFailoverSender(c *harness.Cluster, via *harness.Node, msgs []*fsm.Message) func() []error {
+func startFailoverSender(c *harness.Cluster, via *harness.Node, msgs []*api.Message) func() []error {
 	var (
 		wg      sync.WaitGroup
 		sendMu  sync.Mutex
@@ -257,7 +258,7 @@ func startFailoverSender(c *harness.Cluster, via *harness.Node, msgs []*fsm.Mess
 }
 
 // replyOf is agent's reply to m, read through n strongly.
-func replyOf(n *harness.Node, agent string, m *fsm.Message) (*fsm.Message, error) {
+func replyOf(n *harness.Node, agent string, m *api.Message) (*api.Message, error) {
 	q, err := getMessage(n, m.ID)
 	if err != nil {
 		return nil, err
@@ -266,7 +267,7 @@ func replyOf(n *harness.Node, agent string, m *fsm.Message) (*fsm.Message, error
 }
 
 // awaitAnswers waits until each of msgs has agent's reply (read through n).
-func awaitAnswers(t *testing.T, n *harness.Node, agent string, msgs []*fsm.Message, by string) {
+func awaitAnswers(t *testing.T, n *harness.Node, agent string, msgs []*api.Message, by string) {
 	t.Helper()
 	harness.NoErr(t, harness.WaitFor(watcherWait, fmt.Sprintf("%d answers from %s", len(msgs), by), func() error {
 		for _, m := range msgs {
@@ -280,7 +281,7 @@ func awaitAnswers(t *testing.T, n *harness.Node, agent string, msgs []*fsm.Messa
 
 // failoverAnswers is who answered what in a failover test.
 type failoverAnswers struct {
-	replies map[string]*fsm.Message // by the question's id
+	replies map[string]*api.Message // by the question's id
 	on      map[string]string       // the answering watcher's node, by the question's id
 	byNode  map[string]int          // answers by node
 	// firstBy and lastBy are the entry times of each node's earliest
@@ -293,9 +294,9 @@ type failoverAnswers struct {
 // that each reply comes from one of watchers (by its text) and that every
 // live node stores exactly one reply to each message and nothing else on
 // ch.
-func checkAnsweredOnce(t *testing.T, c *harness.Cluster, via *harness.Node, agent, ch string, msgs []*fsm.Message, watchers ...*harness.Node) failoverAnswers {
+func checkAnsweredOnce(t *testing.T, c *harness.Cluster, via *harness.Node, agent, ch string, msgs []*api.Message, watchers ...*harness.Node) failoverAnswers {
 	t.Helper()
-	a := failoverAnswers{replies: map[string]*fsm.Message{}, on: map[string]string{}, byNode: map[string]int{},
+	a := failoverAnswers{replies: map[string]*api.Message{}, on: map[string]string{}, byNode: map[string]int{},
 		firstBy: map[string]time.Time{}, lastBy: map[string]time.Time{}}
 	harness.NoErr(t, harness.WaitFor(2*watcherWait, "every message answered", func() error {
 		for _, m := range msgs {
@@ -359,7 +360,7 @@ func checkAnsweredOnce(t *testing.T, c *harness.Cluster, via *harness.Node, agen
 func auditedTakeover(t *testing.T, cl *transport.Client, agent string, holder, standby *harness.Node, first, taken *fsm.AgentLease) *transport.AuditEntry {
 	t.Helper()
 	actx, cancel := context.WithTimeout(context.Background(), readTimeout)
-	page, err := cl.Audit(actx, 0, fsm.MaxPageLimit, transport.Strong)
+	page, err := cl.Audit(actx, 0, api.MaxPageLimit, transport.Strong)
 	cancel()
 	harness.NoErr(t, err)
 	var takeover *transport.AuditEntry

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster/clustertest"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/testing/harness"
 	"github.com/maos-project/maos/transport"
 )
@@ -83,7 +83,7 @@ func (r *ctlRun) exit(t *testing.T) int {
 }
 
 // requestApproval opens cmd through cl and returns its answer.
-func requestApproval(t *testing.T, cl *transport.Client, cmd fsm.ApprovalRequestCommand) fsm.ApprovalResult {
+func requestApproval(t *testing.T, cl *transport.Client, cmd api.ApprovalRequestCommand) api.ApprovalResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	defer cancel()
@@ -91,7 +91,7 @@ func requestApproval(t *testing.T, cl *transport.Client, cmd fsm.ApprovalRequest
 	if err != nil {
 		t.Fatalf("request approval %s: %v", cmd.ID, err)
 	}
-	if res.ID != cmd.ID || res.State != fsm.ApprovalPending {
+	if res.ID != cmd.ID || res.State != api.ApprovalPending {
 		t.Fatalf("request approval %s: answered %+v", cmd.ID, res)
 	}
 	return res
@@ -105,21 +105,21 @@ func registerAgents(t *testing.T, cl *transport.Client, ids ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	defer cancel()
 	for _, id := range ids {
-		if _, err := cl.RegisterAgent(ctx, fsm.RegisterAgentCommand{ID: id, Role: fsm.DefaultRole}); err != nil {
+		if _, err := cl.RegisterAgent(ctx, api.RegisterAgentCommand{ID: id, Role: api.DefaultRole}); err != nil {
 			t.Fatalf("register %s: %v", id, err)
 		}
 	}
 }
 
 // decide sends one decision through cl.
-func decide(cl *transport.Client, cmd fsm.ApprovalDecideCommand) (*fsm.Approval, error) {
+func decide(cl *transport.Client, cmd api.ApprovalDecideCommand) (*api.Approval, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	defer cancel()
 	return cl.DecideApproval(ctx, cmd)
 }
 
 // readApproval reads approval id (with its decisions) through cl.
-func readApproval(t *testing.T, cl *transport.Client, id string) *fsm.Approval {
+func readApproval(t *testing.T, cl *transport.Client, id string) *api.Approval {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	defer cancel()
@@ -133,7 +133,7 @@ func readApproval(t *testing.T, cl *transport.Client, id string) *fsm.Approval {
 // hashOf is the action hash of a JSON text.
 func hashOf(t *testing.T, action string) string {
 	t.Helper()
-	h, err := fsm.ActionHash(json.RawMessage(action))
+	h, err := api.ActionHash(json.RawMessage(action))
 	harness.NoErr(t, err)
 	return h
 }
@@ -149,7 +149,7 @@ func TestApprovalTwoOfThreeAcrossNodes(t *testing.T) {
 	n0, n1, n2 := c.Nodes[0], c.Nodes[1], c.Nodes[2]
 	registerAgents(t, n0.Client, "alice", "bob", "carol")
 	const action = `{"cmd":"deploy","env":"prod","version":"1.4.2"}`
-	res := requestApproval(t, n0.Client, fsm.ApprovalRequestCommand{ID: "appr-deploy-142", From: "deployer",
+	res := requestApproval(t, n0.Client, api.ApprovalRequestCommand{ID: "appr-deploy-142", From: "deployer",
 		Approvers: []string{"alice", "bob", "carol"}, Quorum: 2, Title: "deploy 1.4.2 to prod",
 		Action: json.RawMessage(action), Channel: "ops"})
 	if res.ActionHash != hashOf(t, action) {
@@ -162,33 +162,33 @@ func TestApprovalTwoOfThreeAcrossNodes(t *testing.T) {
 		t.Errorf("approval approve printed %q, want the hash it approves (%s)", out, res.ActionHash)
 	}
 	a := readApproval(t, n2.Client, res.ID)
-	if a.State != fsm.ApprovalPending || a.Approvals != 1 {
+	if a.State != api.ApprovalPending || a.Approvals != 1 {
 		t.Fatalf("after alice: %s with %d approvals, want pending with 1", a.State, a.Approvals)
 	}
 	wait.running(t, "after one approval of two")
 
-	if _, err := decide(n2.Client, fsm.ApprovalDecideCommand{ID: res.ID, Approver: "alice", Decision: fsm.DecisionApprove,
-		ActionHash: res.ActionHash}); !errors.Is(err, fsm.ErrConflict) {
+	if _, err := decide(n2.Client, api.ApprovalDecideCommand{ID: res.ID, Approver: "alice", Decision: api.DecisionApprove,
+		ActionHash: res.ActionHash}); !errors.Is(err, api.ErrConflict) {
 		t.Errorf("alice approving again: %v, want a conflict", err)
 	}
 	stale := hashOf(t, `{"cmd":"deploy","env":"prod","version":"1.4.1"}`)
-	if _, err := decide(n0.Client, fsm.ApprovalDecideCommand{ID: res.ID, Approver: "bob", Decision: fsm.DecisionApprove,
-		ActionHash: stale}); !errors.Is(err, fsm.ErrConflict) {
+	if _, err := decide(n0.Client, api.ApprovalDecideCommand{ID: res.ID, Approver: "bob", Decision: api.DecisionApprove,
+		ActionHash: stale}); !errors.Is(err, api.ErrConflict) {
 		t.Errorf("bob approving a stale hash: %v, want a conflict", err)
 	}
-	if _, err := decide(n1.Client, fsm.ApprovalDecideCommand{ID: res.ID, Approver: "mallory", Decision: fsm.DecisionApprove,
-		ActionHash: res.ActionHash}); !errors.Is(err, fsm.ErrForbidden) {
+	if _, err := decide(n1.Client, api.ApprovalDecideCommand{ID: res.ID, Approver: "mallory", Decision: api.DecisionApprove,
+		ActionHash: res.ActionHash}); !errors.Is(err, api.ErrForbidden) {
 		t.Errorf("mallory (not listed) approving: %v, want forbidden", err)
 	}
-	if a := readApproval(t, n1.Client, res.ID); a.State != fsm.ApprovalPending || a.Approvals != 1 || len(a.Decisions) != 1 {
+	if a := readApproval(t, n1.Client, res.ID); a.State != api.ApprovalPending || a.Approvals != 1 || len(a.Decisions) != 1 {
 		t.Fatalf("the refused decisions changed it: %s, %d approvals, decisions %+v", a.State, a.Approvals, a.Decisions)
 	}
 	wait.running(t, "after the refused decisions")
 
-	a, err := decide(n0.Client, fsm.ApprovalDecideCommand{ID: res.ID, Approver: "bob", Decision: fsm.DecisionApprove,
+	a, err := decide(n0.Client, api.ApprovalDecideCommand{ID: res.ID, Approver: "bob", Decision: api.DecisionApprove,
 		ActionHash: res.ActionHash})
 	harness.NoErr(t, err)
-	if a.State != fsm.ApprovalApproved || a.Approvals != 2 {
+	if a.State != api.ApprovalApproved || a.Approvals != 2 {
 		t.Fatalf("after bob: %s with %d approvals, want approved with 2", a.State, a.Approvals)
 	}
 	if code := wait.exit(t); code != 0 {
@@ -199,9 +199,9 @@ func TestApprovalTwoOfThreeAcrossNodes(t *testing.T) {
 	}
 	// The approvers were told in their inboxes, and the decision is in the audit.
 	ctx := clustertest.Context(t)
-	inbox, err := n2.Client.Inbox(ctx, "carol", fsm.InboxQuery{Limit: 100}, transport.Strong)
+	inbox, err := n2.Client.Inbox(ctx, "carol", api.InboxQuery{Limit: 100}, transport.Strong)
 	harness.NoErr(t, err)
-	if !slices.ContainsFunc(inbox.Messages, func(m fsm.InboxEntry) bool {
+	if !slices.ContainsFunc(inbox.Messages, func(m api.InboxEntry) bool {
 		return m.Type == "hitl_approval_request" && m.CorrelationID == res.ID
 	}) {
 		t.Errorf("carol's inbox has no hitl_approval_request for %s: %d messages", res.ID, len(inbox.Messages))
@@ -215,10 +215,10 @@ func TestApprovalModifyVoidsEarlierApprovals(t *testing.T) {
 	c := clustertest.New(t, 3)
 	n0, n1, n2 := c.Nodes[0], c.Nodes[1], c.Nodes[2]
 	registerAgents(t, n0.Client, "alice", "bob", "carol")
-	res := requestApproval(t, n0.Client, fsm.ApprovalRequestCommand{ID: "appr-migrate", From: "dba",
+	res := requestApproval(t, n0.Client, api.ApprovalRequestCommand{ID: "appr-migrate", From: "dba",
 		Approvers: []string{"alice", "bob", "carol"}, Quorum: 2, Title: "migrate the orders table",
 		Action: json.RawMessage(`{"sql":"ALTER TABLE orders DROP COLUMN legacy"}`)})
-	_, err := decide(n1.Client, fsm.ApprovalDecideCommand{ID: res.ID, Approver: "alice", Decision: fsm.DecisionApprove, ActionHash: res.ActionHash})
+	_, err := decide(n1.Client, api.ApprovalDecideCommand{ID: res.ID, Approver: "alice", Decision: api.DecisionApprove, ActionHash: res.ActionHash})
 	harness.NoErr(t, err)
 
 	modified := `{"sql":"ALTER TABLE orders RENAME COLUMN legacy TO legacy_old"}`
@@ -227,21 +227,21 @@ func TestApprovalModifyVoidsEarlierApprovals(t *testing.T) {
 		t.Errorf("approval modify printed %q, want the new hash %s", out, hashOf(t, modified))
 	}
 	a := readApproval(t, n0.Client, res.ID)
-	if a.State != fsm.ApprovalPending || a.Approvals != 0 || a.ActionHash != hashOf(t, modified) {
+	if a.State != api.ApprovalPending || a.Approvals != 0 || a.ActionHash != hashOf(t, modified) {
 		t.Fatalf("after the modify: %s, %d approvals, hash %s; want pending, 0, %s", a.State, a.Approvals, a.ActionHash, hashOf(t, modified))
 	}
-	if len(a.Decisions) != 2 || !a.Decisions[0].Voided || a.Decisions[0].Approver != "alice" || a.Decisions[1].Decision != fsm.DecisionModify {
+	if len(a.Decisions) != 2 || !a.Decisions[0].Voided || a.Decisions[0].Approver != "alice" || a.Decisions[1].Decision != api.DecisionModify {
 		t.Fatalf("decisions %+v, want alice's approval voided, then carol's modify", a.Decisions)
 	}
-	if _, err := decide(n1.Client, fsm.ApprovalDecideCommand{ID: res.ID, Approver: "bob", Decision: fsm.DecisionApprove,
-		ActionHash: res.ActionHash}); !errors.Is(err, fsm.ErrConflict) {
+	if _, err := decide(n1.Client, api.ApprovalDecideCommand{ID: res.ID, Approver: "bob", Decision: api.DecisionApprove,
+		ActionHash: res.ActionHash}); !errors.Is(err, api.ErrConflict) {
 		t.Errorf("bob approving the action before the modify: %v, want a conflict", err)
 	}
 	for _, who := range []string{"alice", "bob"} {
-		_, err := decide(n2.Client, fsm.ApprovalDecideCommand{ID: res.ID, Approver: who, Decision: fsm.DecisionApprove, ActionHash: a.ActionHash})
+		_, err := decide(n2.Client, api.ApprovalDecideCommand{ID: res.ID, Approver: who, Decision: api.DecisionApprove, ActionHash: a.ActionHash})
 		harness.NoErr(t, err)
 	}
-	if a := readApproval(t, n1.Client, res.ID); a.State != fsm.ApprovalApproved || a.Approvals != 2 {
+	if a := readApproval(t, n1.Client, res.ID); a.State != api.ApprovalApproved || a.Approvals != 2 {
 		t.Fatalf("after alice and bob approved the modified action: %s with %d, want approved with 2", a.State, a.Approvals)
 	}
 }
@@ -257,28 +257,28 @@ func TestApprovalTimeoutExpiresAndEscalates(t *testing.T) {
 		t.Fatal(err)
 	}
 	registerAgents(t, n0.Client, "alice")
-	expires := requestApproval(t, n0.Client, fsm.ApprovalRequestCommand{ID: "appr-expires", From: "ops",
+	expires := requestApproval(t, n0.Client, api.ApprovalRequestCommand{ID: "appr-expires", From: "ops",
 		Approvers: []string{"alice"}, Title: "rotate the keys", Action: json.RawMessage(`{"rotate":"keys"}`),
-		Timeout: fsm.ApprovalTimeout(2 * time.Second)})
-	escalates := requestApproval(t, n0.Client, fsm.ApprovalRequestCommand{ID: "appr-escalates", From: "ops",
+		Timeout: api.ApprovalTimeout(2 * time.Second)})
+	escalates := requestApproval(t, n0.Client, api.ApprovalRequestCommand{ID: "appr-escalates", From: "ops",
 		Approvers: []string{"alice"}, Title: "restart prod", Action: json.RawMessage(`{"restart":"prod"}`),
-		Timeout: fsm.ApprovalTimeout(2 * time.Second), OnTimeout: fsm.OnTimeoutEscalate})
+		Timeout: api.ApprovalTimeout(2 * time.Second), OnTimeout: api.OnTimeoutEscalate})
 
 	wait := startCtl(t, "", "--addr", n1.Addr, "approval", "wait", expires.ID, "--timeout", "50s")
 	if code := wait.exit(t); code != 2 {
 		t.Fatalf("approval wait on an approval that expires exited %d, want 2\nstdout:\n%s\nstderr:\n%s", code, wait.stdout.String(), wait.stderr.String())
 	}
-	if a := readApproval(t, n1.Client, expires.ID); a.State != fsm.ApprovalExpired {
+	if a := readApproval(t, n1.Client, expires.ID); a.State != api.ApprovalExpired {
 		t.Fatalf("%s is %s, want expired", expires.ID, a.State)
 	}
 
 	harness.NoErr(t, harness.WaitFor(approvalWait, "the escalation alert to sup", func() error {
-		page, err := n1.Client.Inbox(ctx, "sup", fsm.InboxQuery{Limit: 100}, transport.Strong)
+		page, err := n1.Client.Inbox(ctx, "sup", api.InboxQuery{Limit: 100}, transport.Strong)
 		if err != nil {
 			return err
 		}
 		for _, m := range page.Messages {
-			if m.From == fsm.SystemSender && m.Type == "alert" && m.CorrelationID == escalates.ID {
+			if m.From == api.SystemSender && m.Type == "alert" && m.CorrelationID == escalates.ID {
 				return nil
 			}
 		}
@@ -292,7 +292,7 @@ func TestApprovalTimeoutExpiresAndEscalates(t *testing.T) {
 	if code := wait.exit(t); code != 2 {
 		t.Fatalf("approval wait on the escalated approval exited %d, want 2 once it expired\nstdout:\n%s\nstderr:\n%s", code, wait.stdout.String(), wait.stderr.String())
 	}
-	if a := readApproval(t, n0.Client, escalates.ID); a.State != fsm.ApprovalExpired || !a.Escalated {
+	if a := readApproval(t, n0.Client, escalates.ID); a.State != api.ApprovalExpired || !a.Escalated {
 		t.Fatalf("%s is %s (escalated %v), want expired after its escalation", escalates.ID, a.State, a.Escalated)
 	}
 }
@@ -331,13 +331,13 @@ func hookDecision(t *testing.T, out string) (decision, reason string) {
 
 // gatedApproval waits until coder's gate filed a pending approval,
 // reading through cl, and returns it.
-func gatedApproval(t *testing.T, cl *transport.Client, skip ...string) *fsm.Approval {
+func gatedApproval(t *testing.T, cl *transport.Client, skip ...string) *api.Approval {
 	t.Helper()
-	var found *fsm.Approval
+	var found *api.Approval
 	harness.NoErr(t, harness.WaitFor(approvalWait, "the gate's approval", func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 		defer cancel()
-		page, err := cl.Approvals(ctx, fsm.ApprovalQuery{From: "coder", State: fsm.ApprovalPending})
+		page, err := cl.Approvals(ctx, api.ApprovalQuery{From: "coder", State: api.ApprovalPending})
 		if err != nil {
 			return err
 		}
@@ -381,7 +381,7 @@ func TestGateHookBlocksUntilApprovedThroughAnotherNode(t *testing.T) {
 		t.Fatalf("the gate's approval is for %s, want coder's Bash git push", a.Action)
 	}
 	push.running(t, "before the approval")
-	_, err := decide(n2.Client, fsm.ApprovalDecideCommand{ID: a.ID, Approver: "alice", Decision: fsm.DecisionApprove, ActionHash: a.ActionHash})
+	_, err := decide(n2.Client, api.ApprovalDecideCommand{ID: a.ID, Approver: "alice", Decision: api.DecisionApprove, ActionHash: a.ActionHash})
 	harness.NoErr(t, err)
 	if code := push.exit(t); code != 0 {
 		t.Fatalf("hook exited %d, want 0\nstderr:\n%s", code, push.stderr.String())
@@ -393,7 +393,7 @@ func TestGateHookBlocksUntilApprovedThroughAnotherNode(t *testing.T) {
 	deploy := hook(preToolUse("./deploy.sh prod", "tu-2"))
 	b := gatedApproval(t, n2.Client, a.ID)
 	deploy.running(t, "before the rejection")
-	_, err = decide(n1.Client, fsm.ApprovalDecideCommand{ID: b.ID, Approver: "alice", Decision: fsm.DecisionReject,
+	_, err = decide(n1.Client, api.ApprovalDecideCommand{ID: b.ID, Approver: "alice", Decision: api.DecisionReject,
 		ActionHash: b.ActionHash, Comment: "not on a Friday"})
 	harness.NoErr(t, err)
 	if code := deploy.exit(t); code != 0 {

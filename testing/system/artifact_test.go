@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster/clustertest"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/testing/harness"
 	"github.com/maos-project/maos/transport"
 )
@@ -42,7 +42,7 @@ func randomBytes(n int, seed uint64) []byte {
 
 func artifactIDOf(b []byte) string {
 	s := sha256.Sum256(b)
-	return fsm.ArtifactID(s[:])
+	return api.ArtifactID(s[:])
 }
 
 // getArtifact reads id from n whole (the client checks the bytes against
@@ -83,7 +83,7 @@ func blobFiles(t *testing.T, n *harness.Node, hex string) []string {
 	return out
 }
 
-func putArtifact(ctx context.Context, n *harness.Node, body io.Reader, size int64, name string) (fsm.Artifact, error) {
+func putArtifact(ctx context.Context, n *harness.Node, body io.Reader, size int64, name string) (api.Artifact, error) {
 	return n.Client().PutArtifact(ctx, body, size, transport.ArtifactUpload{Name: name, From: "alice", ContentType: "application/octet-stream"})
 }
 
@@ -117,12 +117,12 @@ func TestArtifactAcrossNodesAndLeaderKill(t *testing.T) {
 	if !again.Existed || again.Index != a.Index || again.Name != "big.bin" {
 		t.Fatalf("re-upload = %+v; want the stored record (index %d, existed)", again, a.Index)
 	}
-	page, err := leader.Client().Artifacts(ctx, fsm.ArtifactQuery{}, transport.Strong)
+	page, err := leader.Client().Artifacts(ctx, api.ArtifactQuery{}, transport.Strong)
 	harness.NoErr(t, err)
 	if len(page.Artifacts) != 1 {
 		t.Fatalf("%d artifact records after a re-upload, want 1", len(page.Artifacts))
 	}
-	hex := strings.TrimPrefix(id, fsm.ArtifactIDPrefix)
+	hex := strings.TrimPrefix(id, api.ArtifactIDPrefix)
 	for _, n := range c.Nodes() {
 		harness.NoErr(t, harness.WaitFor(30*time.Second, n.ID+" holds one copy", func() error {
 			if f := blobFiles(t, n, hex); len(f) != 1 {
@@ -198,7 +198,7 @@ func TestArtifactUploadInterruptedByLeaderKill(t *testing.T) {
 				if got, _ := getArtifact(t, n, id); !bytes.Equal(got, data) {
 					t.Fatalf("%s: %s serves %d bytes that are not the artifact", phase, n.ID, len(got))
 				}
-			case errors.Is(ierr, fsm.ErrNotFound):
+			case errors.Is(ierr, api.ErrNotFound):
 			default:
 				t.Fatalf("%s: info on %s: %v", phase, n.ID, ierr)
 			}
@@ -236,7 +236,7 @@ func TestArtifactDamagedCopyServedFromPeer(t *testing.T) {
 	harness.NoErr(t, err)
 
 	victim := c.Nodes()[2]
-	hex := strings.TrimPrefix(id, fsm.ArtifactIDPrefix)
+	hex := strings.TrimPrefix(id, api.ArtifactIDPrefix)
 	var files []string
 	harness.NoErr(t, harness.WaitFor(30*time.Second, victim.ID+" holds its copy", func() error {
 		if files = blobFiles(t, victim, hex); len(files) != 1 {
@@ -296,8 +296,8 @@ agents:
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &fsm.Message{ID: "review-1", Channel: "dev", From: "architect", To: fsm.Recipients{"reviewer"},
-		Content: fsm.Content{Text: "please review the spec", Artifacts: []fsm.ArtifactRef{{Ref: a.ID, Name: "spec.md"}}}}
+	m := &api.Message{ID: "review-1", Channel: "dev", From: "architect", To: api.Recipients{"reviewer"},
+		Content: api.Content{Text: "please review the spec", Artifacts: []api.ArtifactRef{{Ref: a.ID, Name: "spec.md"}}}}
 	resp, err := cl.Send(ctx, m)
 	if err != nil {
 		t.Fatal(err)

@@ -12,9 +12,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster/clustertest"
 	"github.com/maos-project/maos/console"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 )
@@ -142,7 +142,7 @@ func eval[T any](t *testing.T, ctx context.Context, expr string, opts ...chromed
 
 func send(t *testing.T, cl *transport.Client, from, to, channel, typ, prio, title, body string) string {
 	t.Helper()
-	m := &fsm.Message{From: from, To: fsm.Recipients{to}, Channel: channel, Type: typ, Priority: fsm.Priority(prio), Title: title, Content: fsm.Content{Text: body}}
+	m := &api.Message{From: from, To: api.Recipients{to}, Channel: channel, Type: typ, Priority: api.Priority(prio), Title: title, Content: api.Content{Text: body}}
 	r, err := cl.Send(context.Background(), m)
 	if err != nil {
 		t.Fatalf("send %q: %v", title, err)
@@ -158,7 +158,7 @@ func TestConsoleLiveFeedApprovalsAndCluster(t *testing.T) {
 	c := clustertest.New(t, 3, withConsole, gossipOn)
 	n1, n2 := c.Nodes[0], c.Nodes[1]
 	// Whom the mail, the tasks and the approval are for.
-	for _, a := range []fsm.RegisterAgentCommand{{ID: "worker1", Role: "worker"}, {ID: "reviewer", Role: "reviewer"}, {ID: "operator", Role: "agent"}} {
+	for _, a := range []api.RegisterAgentCommand{{ID: "worker1", Role: "worker"}, {ID: "reviewer", Role: "reviewer"}, {ID: "operator", Role: "agent"}} {
 		if _, err := n1.Client.RegisterAgent(context.Background(), a); err != nil {
 			t.Fatal(err)
 		}
@@ -167,10 +167,10 @@ func TestConsoleLiveFeedApprovalsAndCluster(t *testing.T) {
 
 	send(t, n1.Client, "supervisor", "worker1", "demo", "task_assign", "high", "Retry logic", "Add a capped exponential backoff.")
 	send(t, n1.Client, "worker1", "supervisor", "demo", "task_result", "normal", "Backoff done", "Capped at 5 s, full jitter.")
-	if _, err := n1.Client.CreateTask(context.Background(), fsm.TaskCreateCommand{ID: "demo-impl", From: "supervisor", To: "role:worker", Title: "Implement the retry backoff", Channel: "demo"}); err != nil {
+	if _, err := n1.Client.CreateTask(context.Background(), api.TaskCreateCommand{ID: "demo-impl", From: "supervisor", To: "role:worker", Title: "Implement the retry backoff", Channel: "demo"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n1.Client.CreateTask(context.Background(), fsm.TaskCreateCommand{ID: "demo-review", From: "supervisor", To: "role:reviewer", Title: "Review the backoff", Channel: "demo", DependsOn: []string{"demo-impl"}}); err != nil {
+	if _, err := n1.Client.CreateTask(context.Background(), api.TaskCreateCommand{ID: "demo-review", From: "supervisor", To: "role:reviewer", Title: "Review the backoff", Channel: "demo", DependsOn: []string{"demo-impl"}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -196,7 +196,7 @@ func TestConsoleLiveFeedApprovalsAndCluster(t *testing.T) {
 	}
 
 	// Approvals: without auth the page asks who decides.
-	ar, err := n1.Client.RequestApproval(context.Background(), fsm.ApprovalRequestCommand{ID: "appr-deploy", From: "supervisor", Approvers: []string{"operator"},
+	ar, err := n1.Client.RequestApproval(context.Background(), api.ApprovalRequestCommand{ID: "appr-deploy", From: "supervisor", Approvers: []string{"operator"},
 		Title: "Deploy the retry change", Action: json.RawMessage(`{"deploy":"retry-backoff","to":"prod"}`)})
 	if err != nil {
 		t.Fatal(err)
@@ -219,7 +219,7 @@ func TestConsoleLiveFeedApprovalsAndCluster(t *testing.T) {
 	clickStable(t, ctx, "click Approve", `button.approve[data-id="appr-deploy"]`)
 	clustertest.WaitFor(t, 5*time.Second, "appr-deploy approved in the API", func() bool {
 		a, err := n1.Client.Approval(context.Background(), "appr-deploy")
-		return err == nil && a.State == fsm.ApprovalApproved && len(a.Decisions) == 1 && a.Decisions[0].ActionHash == ar.ActionHash
+		return err == nil && a.State == api.ApprovalApproved && len(a.Decisions) == 1 && a.Decisions[0].ActionHash == ar.ActionHash
 	})
 	browse(t, ctx, 5*time.Second, "the decided approval leaves the queue",
 		chromedp.WaitNotPresent(chromedp.CSS(`button.approve[data-id="appr-deploy"]`)))
@@ -230,7 +230,7 @@ func TestConsoleLiveFeedApprovalsAndCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, node := range []string{"n1", "n2"} {
-		cmd := fsm.AgentLeaseAcquireCommand{Agent: "worker1", LeaseHolder: fsm.LeaseHolder{Node: node, Instance: "maosd"}, TTL: fsm.LockTTL(time.Minute)}
+		cmd := api.AgentLeaseAcquireCommand{Agent: "worker1", LeaseHolder: api.LeaseHolder{Node: node, Instance: "maosd"}, TTL: api.LockTTL(time.Minute)}
 		if _, err := n1.Client.AcquireAgentLease(bg, cmd); err != nil {
 			t.Fatal(err)
 		}
@@ -274,18 +274,18 @@ func TestConsoleAuthLogin(t *testing.T) {
 		s.Auth = &transport.AuthConfig{AdminToken: admin}
 	})
 	n1, n2 := c.Nodes[0], c.Nodes[1]
-	tok, err := n1.Client.CreateToken(context.Background(), "operator", fsm.TokenRoleModerator)
+	tok, err := n1.Client.CreateToken(context.Background(), "operator", api.TokenRoleModerator)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const marker = "Mail-only-after-login-7f3a"
 	registerAgents(t, n1.Client, "worker1", "security")
 	send(t, n1.Client, "supervisor", "worker1", "demo", "chat", "normal", marker, marker+" body")
-	if _, err := n1.Client.RequestApproval(context.Background(), fsm.ApprovalRequestCommand{ID: "appr-auth", From: "supervisor", Approvers: []string{"operator"},
+	if _, err := n1.Client.RequestApproval(context.Background(), api.ApprovalRequestCommand{ID: "appr-auth", From: "supervisor", Approvers: []string{"operator"},
 		Title: "Rotate the keys", Action: json.RawMessage(`{"rotate":"keys"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n1.Client.RequestApproval(context.Background(), fsm.ApprovalRequestCommand{ID: "appr-other", From: "supervisor", Approvers: []string{"security"},
+	if _, err := n1.Client.RequestApproval(context.Background(), api.ApprovalRequestCommand{ID: "appr-other", From: "supervisor", Approvers: []string{"security"},
 		Title: "Open the firewall", Action: json.RawMessage(`{"open":"22"}`)}); err != nil {
 		t.Fatal(err)
 	}
@@ -340,13 +340,13 @@ func TestConsoleAuthLogin(t *testing.T) {
 	clickStable(t, ctx, "approve as operator through the cookie", `button.approve[data-id="appr-auth"]`)
 	clustertest.WaitFor(t, 5*time.Second, "appr-auth approved by operator", func() bool {
 		a, err := n1.Client.Approval(context.Background(), "appr-auth")
-		return err == nil && a.State == fsm.ApprovalApproved && len(a.Decisions) == 1 && a.Decisions[0].Approver == "operator"
+		return err == nil && a.State == api.ApprovalApproved && len(a.Decisions) == 1 && a.Decisions[0].Approver == "operator"
 	})
 
 	// An agent's token: the Agents view asks only for what it may read
 	// (its own inbox's counts), so it writes no DENIED line per other
 	// agent.
-	wtok, err := n1.Client.CreateToken(context.Background(), "worker1", fsm.TokenRoleAgent)
+	wtok, err := n1.Client.CreateToken(context.Background(), "worker1", api.TokenRoleAgent)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +365,7 @@ func TestConsoleAuthLogin(t *testing.T) {
 	}
 	var lines []string
 	clustertest.WaitFor(t, 10*time.Second, "worker1's denial of the token list audited", func() bool {
-		p, err := n1.Client.Audit(context.Background(), 0, fsm.MaxPageLimit, transport.Local)
+		p, err := n1.Client.Audit(context.Background(), 0, api.MaxPageLimit, transport.Local)
 		lines = lines[:0]
 		found := false
 		for _, ev := range p.Events {

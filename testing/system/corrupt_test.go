@@ -13,7 +13,7 @@ import (
 
 	"go.etcd.io/bbolt"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/harness"
 	"github.com/maos-project/maos/transport"
 )
@@ -90,7 +90,7 @@ func TestCorruptDataDir(t *testing.T) {
 func runCorruptCase(t *testing.T, tc corruptCase) {
 	c := harness.NewCluster(t, harness.Options{Maosd: maosdBin, Nodes: 3})
 	const ch = "corrupt"
-	batch := func(tag string, n int) []*fsm.Message { return taggedBatch("msg", ch, "alice", "bob", tag, n) }
+	batch := func(tag string, n int) []*api.Message { return taggedBatch("msg", ch, "alice", "bob", tag, n) }
 	merge := func(dst, src map[string]*sent) {
 		for id, s := range src {
 			dst[id] = s
@@ -204,7 +204,7 @@ func lastErrorLine(log string) string {
 // rejoinFresh follows the advice of a refused start: remove the node from
 // the cluster, delete its data dir and start it again with --join. The
 // node must catch up and serve the same log as the others.
-func rejoinFresh(t *testing.T, c *harness.Cluster, leader, old *harness.Node, sends map[string]*sent, more []*fsm.Message) {
+func rejoinFresh(t *testing.T, c *harness.Cluster, leader, old *harness.Node, sends map[string]*sent, more []*api.Message) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

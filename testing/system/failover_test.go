@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/harness"
 )
 
@@ -80,12 +80,12 @@ func (g *loadGen) worker(w int) {
 			return
 		default:
 		}
-		m := &fsm.Message{
+		m := &api.Message{
 			ID:      fmt.Sprintf(idFormat, w, i),
 			Channel: channel,
 			From:    from,
-			To:      fsm.Recipients{"sink"},
-			Content: fsm.Content{Text: fmt.Sprintf("%s message %d", text, i)},
+			To:      api.Recipients{"sink"},
+			Content: api.Content{Text: fmt.Sprintf("%s message %d", text, i)},
 		}
 		s := &sent{msg: m}
 		g.mu.Lock()

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/harness"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/openapitest"
@@ -18,11 +18,11 @@ import (
 // taggedBatch is n messages from → to in channel ch, with ids PREFIX-TAG-000,
 // PREFIX-TAG-001, ... and texts "TAG 0", "TAG 1", ...: the load of the
 // fault tests, tagged by the phase that sends it.
-func taggedBatch(prefix, ch, from, to, tag string, n int) []*fsm.Message {
-	out := make([]*fsm.Message, 0, n)
+func taggedBatch(prefix, ch, from, to, tag string, n int) []*api.Message {
+	out := make([]*api.Message, 0, n)
 	for i := range n {
-		out = append(out, &fsm.Message{ID: fmt.Sprintf("%s-%s-%03d", prefix, tag, i), Channel: ch, From: from,
-			To: fsm.Recipients{to}, Content: fsm.Content{Text: fmt.Sprintf("%s %d", tag, i)}})
+		out = append(out, &api.Message{ID: fmt.Sprintf("%s-%s-%03d", prefix, tag, i), Channel: ch, From: from,
+			To: api.Recipients{to}, Content: api.Content{Text: fmt.Sprintf("%s %d", tag, i)}})
 	}
 	return out
 }
@@ -36,12 +36,12 @@ const maxPages = 10_000
 // readChannel pages through GET /v1/channels/{ch}/messages (after, limit
 // 1000) until has_more is false and returns every message in order. It
 // fails if seqs do not strictly increase.
-func readChannel(cl *transport.Client, ch string, cons transport.Consistency) ([]*fsm.Message, error) {
-	var out []*fsm.Message
+func readChannel(cl *transport.Client, ch string, cons transport.Consistency) ([]*api.Message, error) {
+	var out []*api.Message
 	var after uint64
 	for page := 0; page < maxPages; page++ {
 		ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
-		p, err := cl.ChannelPage(ctx, ch, after, fsm.MaxPageLimit, cons)
+		p, err := cl.ChannelPage(ctx, ch, after, api.MaxPageLimit, cons)
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("read %s after %d (%s): %w", ch, after, cons, err)
@@ -66,7 +66,7 @@ func readChannel(cl *transport.Client, ch string, cons transport.Consistency) ([
 // sent is what a test sent: the message and, once a node acknowledged it,
 // the seq it was given.
 type sent struct {
-	msg   *fsm.Message
+	msg   *api.Message
 	seq   uint64 // 0 if never acknowledged
 	acked bool
 }
@@ -195,7 +195,7 @@ func checkByID(t *testing.T, c *harness.Cluster, ids []string, sends map[string]
 // sendAll sends msgs one after the other through random nodes with
 // SendWithRetry (with o), each bounded by perMessage, and returns them as acked
 // sends. It fails the test if one is not acknowledged.
-func sendAll(t *testing.T, c *harness.Cluster, msgs []*fsm.Message, perMessage time.Duration, o harness.SendOptions) map[string]*sent {
+func sendAll(t *testing.T, c *harness.Cluster, msgs []*api.Message, perMessage time.Duration, o harness.SendOptions) map[string]*sent {
 	t.Helper()
 	var to []string
 	for _, m := range msgs {
@@ -240,7 +240,7 @@ func registerNames(t *testing.T, c *harness.Cluster, nodes []*harness.Node, ids 
 				cancel()
 				break
 			}
-			_, err = n.Client().RegisterAgent(ctx, fsm.RegisterAgentCommand{ID: id, Role: fsm.DefaultRole})
+			_, err = n.Client().RegisterAgent(ctx, api.RegisterAgentCommand{ID: id, Role: api.DefaultRole})
 			cancel()
 			if err == nil {
 				break

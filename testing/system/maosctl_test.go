@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/harness"
 	"github.com/maos-project/maos/transport"
 )
@@ -65,7 +65,7 @@ func TestMaosctlAgainstCluster(t *testing.T) {
 	}
 
 	out = runCtl(t, "--addr", other.APIAddr(), "--json", "read", "--channel", "c", "--strong")
-	var msgs []fsm.Message
+	var msgs []api.Message
 	if err := json.Unmarshal([]byte(out), &msgs); err != nil {
 		t.Fatalf("maosctl --json read printed no JSON array: %v\n%s", err, out)
 	}

@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster/clustertest"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/mcpserver"
 	"github.com/maos-project/maos/transport"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // mcpSession connects the SDK's client to a maos MCP server for agent,
@@ -76,7 +77,7 @@ func TestMCPRoundTrip(t *testing.T) {
 	ctx := clustertest.Context(t)
 	node := c.Follower()
 	for _, id := range []string{"claude", "codex"} {
-		if _, err := c.Leader().Client.RegisterAgent(ctx, fsm.RegisterAgentCommand{ID: id}); err != nil {
+		if _, err := c.Leader().Client.RegisterAgent(ctx, api.RegisterAgentCommand{ID: id}); err != nil {
 			t.Fatalf("register %s: %v", id, err)
 		}
 	}
@@ -101,7 +102,7 @@ func TestMCPRoundTrip(t *testing.T) {
 
 	// codex writes to claude through another node.
 	m := clustertest.Msg("codex", "review", "the retry loop never backs off; see client.go:88")
-	m.To, m.Title, m.Type, m.Priority = fsm.Recipients{"claude"}, "retry logic", "request", "high"
+	m.To, m.Title, m.Type, m.Priority = api.Recipients{"claude"}, "retry logic", "request", "high"
 	sent, err := c.Leader().Client.Send(ctx, m)
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +150,7 @@ func TestMCPRoundTrip(t *testing.T) {
 		got.ThreadID != sent.ID || got.Channel != "review" || got.Title != "Re: retry logic" || got.Type != "response" {
 		t.Fatalf("reply = %+v", got)
 	}
-	inbox, err := node.Client.Inbox(ctx, "codex", fsm.InboxQuery{Unread: true}, transport.Strong)
+	inbox, err := node.Client.Inbox(ctx, "codex", api.InboxQuery{Unread: true}, transport.Strong)
 	if err != nil || len(inbox.Messages) != 1 || inbox.Messages[0].ID != reply.ID {
 		t.Fatalf("codex's inbox = %+v, %v; want the reply", inbox, err)
 	}
@@ -164,13 +165,13 @@ func TestMCPRoundTrip(t *testing.T) {
 	// private: true stores a private message, and a reply to it is private.
 	var secret mcpserver.SendOutput
 	mcpCall(t, ctx, cs, mcpserver.ToolSend, map[string]any{"to": []string{"codex"}, "text": "the key is in vault", "private": true}, &secret)
-	if sm, err := node.Client.Message(ctx, secret.ID, transport.Strong); err != nil || sm.Visibility != fsm.VisibilityPrivate {
+	if sm, err := node.Client.Message(ctx, secret.ID, transport.Strong); err != nil || sm.Visibility != api.VisibilityPrivate {
 		t.Fatalf("send_message private=true stored %+v, %v; want visibility private", sm, err)
 	}
 	codex := mcpSession(t, ctx, "codex", c.Leader())
 	var secretReply mcpserver.SendOutput
 	mcpCall(t, ctx, codex, mcpserver.ToolReply, map[string]any{"id": secret.ID, "text": "got it"}, &secretReply)
-	if rm, err := node.Client.Message(ctx, secretReply.ID, transport.Strong); err != nil || rm.Visibility != fsm.VisibilityPrivate {
+	if rm, err := node.Client.Message(ctx, secretReply.ID, transport.Strong); err != nil || rm.Visibility != api.VisibilityPrivate {
 		t.Fatalf("reply_to_message to a private message stored %+v, %v; want visibility private", rm, err)
 	}
 	var thread mcpserver.ListOutput
@@ -195,7 +196,7 @@ func TestMCPRoundTrip(t *testing.T) {
 	// Locks: acquire, check, a second holder refused with the holder named, release.
 	var lk mcpserver.LockOutput
 	mcpCall(t, ctx, cs, mcpserver.ToolLock, map[string]any{"action": "acquire", "path": "src/retry.go", "ttl": "1m"}, &lk)
-	if lk.Outcome != fsm.LockGranted || lk.Holder != "claude" || lk.Token == 0 {
+	if lk.Outcome != api.LockGranted || lk.Holder != "claude" || lk.Token == 0 {
 		t.Fatalf("acquire = %+v", lk)
 	}
 	var chk mcpserver.LockOutput
@@ -209,7 +210,7 @@ func TestMCPRoundTrip(t *testing.T) {
 	}
 	var rel mcpserver.LockOutput
 	mcpCall(t, ctx, cs, mcpserver.ToolLock, map[string]any{"action": "release", "path": "src/retry.go", "token": lk.Token}, &rel)
-	if rel.Outcome != fsm.LockReleased {
+	if rel.Outcome != api.LockReleased {
 		t.Fatalf("release = %+v", rel)
 	}
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: mcpserver.ToolLock, Arguments: map[string]any{"action": "steal", "path": "x"}})

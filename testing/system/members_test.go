@@ -20,7 +20,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/harness"
 	"github.com/maos-project/maos/transport"
 )
@@ -330,7 +330,7 @@ func testConnectionsBounded(t *testing.T, c *harness.Cluster) {
 		}
 		// Longer than both timeouts: the stream only writes.
 		time.Sleep(2500 * time.Millisecond)
-		m := &fsm.Message{From: "conns-a", To: fsm.Recipients{"all"}, Channel: "conns", Content: fsm.Content{Text: "still here"}}
+		m := &api.Message{From: "conns-a", To: api.Recipients{"all"}, Channel: "conns", Content: api.Content{Text: "still here"}}
 		m.Normalize(time.Now())
 		_, err := c.Node("n2").Client().Send(ctx, m)
 		harness.NoErr(t, err)

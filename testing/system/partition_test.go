@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/harness"
 	"github.com/maos-project/maos/transport"
 )
@@ -35,7 +35,7 @@ func TestPartitionedLeaderIsReplaced(t *testing.T) {
 		}
 	}
 	const ch = "partition"
-	batch := func(tag string, n int) []*fsm.Message { return taggedBatch("msg", ch, "alice", "bob", tag, n) }
+	batch := func(tag string, n int) []*api.Message { return taggedBatch("msg", ch, "alice", "bob", tag, n) }
 	sends := sendAll(t, c, batch("before", 10), 30*time.Second, harness.SendOptions{})
 
 	old, err := c.Leader()

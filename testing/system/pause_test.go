@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/harness"
 )
 
@@ -16,7 +16,7 @@ import (
 func TestPausedFollowerAndGracefulLeaderStop(t *testing.T) {
 	c := harness.NewCluster(t, harness.Options{Maosd: maosdBin, Nodes: 3})
 	const ch = "pause"
-	batch := func(tag string, n int) []*fsm.Message { return taggedBatch("msg", ch, "alice", "bob", tag, n) }
+	batch := func(tag string, n int) []*api.Message { return taggedBatch("msg", ch, "alice", "bob", tag, n) }
 	leader, err := c.Leader()
 	harness.NoErr(t, err)
 	follower := c.Others(leader)[0]

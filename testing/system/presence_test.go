@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/harness"
 	"github.com/maos-project/maos/transport"
 )
@@ -119,8 +119,8 @@ func TestPresenceNodeKilledAndRestarted(t *testing.T) {
 	})
 	// Raft: a write through it commits.
 	registerNames(t, c, nil, "claude")
-	m := &fsm.Message{ID: "msg-presence-back-0001", Channel: "review", From: "codex", To: fsm.Recipients{"claude"},
-		Content: fsm.Content{Text: "back"}}
+	m := &api.Message{ID: "msg-presence-back-0001", Channel: "review", From: "codex", To: api.Recipients{"claude"},
+		Content: api.Content{Text: "back"}}
 	res, err := checked(t, n2).Send(ctx, m)
 	harness.NoErr(t, err)
 	if res.Seq == 0 {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/harness"
 )
 
@@ -44,9 +44,9 @@ func TestRestartWholeCluster(t *testing.T) {
 	}
 	checkByID(t, c, ids, sends)
 
-	after := &fsm.Message{ID: "msg-restart-after", Channel: ch, From: "alice", To: fsm.Recipients{"bob"},
-		Content: fsm.Content{Text: "after the restart"}}
-	for id, s := range sendAll(t, c, []*fsm.Message{after}, 30*time.Second, harness.SendOptions{}) {
+	after := &api.Message{ID: "msg-restart-after", Channel: ch, From: "alice", To: api.Recipients{"bob"},
+		Content: api.Content{Text: "after the restart"}}
+	for id, s := range sendAll(t, c, []*api.Message{after}, 30*time.Second, harness.SendOptions{}) {
 		if s.seq <= maxSeq {
 			t.Errorf("%s got seq %d, not after the last seq %d from before the restart", id, s.seq, maxSeq)
 		}
@@ -92,9 +92,9 @@ func TestDataDirInUse(t *testing.T) {
 	if !n.Live() {
 		t.Fatalf("%s is not running any more", n.ID)
 	}
-	m := &fsm.Message{ID: "msg-still-serving", Channel: "lock", From: "alice", To: fsm.Recipients{"bob"},
-		Content: fsm.Content{Text: "still here"}}
-	sends := sendAll(t, c, []*fsm.Message{m}, 30*time.Second, harness.SendOptions{})
+	m := &api.Message{ID: "msg-still-serving", Channel: "lock", From: "alice", To: api.Recipients{"bob"},
+		Content: api.Content{Text: "still here"}}
+	sends := sendAll(t, c, []*api.Message{m}, 30*time.Second, harness.SendOptions{})
 	checkStored(t, c, []string{"lock"}, sends)
 	checkByID(t, c, []string{m.ID}, sends)
 	st, err := n.Status(5 * time.Second)

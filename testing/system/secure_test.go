@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/harness"
 	"github.com/maos-project/maos/transport"
 )
@@ -40,7 +40,7 @@ func createAgentTokens(t *testing.T, c *harness.Cluster, agents ...string) []age
 		tok, err := n.Client().CreateToken(ctx, a, "")
 		cancel()
 		harness.NoErr(t, err)
-		if tok.Agent != a || tok.Role != fsm.TokenRoleAgent || tok.Token == "" || tok.ID == "" {
+		if tok.Agent != a || tok.Role != api.TokenRoleAgent || tok.Token == "" || tok.ID == "" {
 			t.Fatalf("create a token for %s through %s: got %+v", a, n.ID, tok)
 		}
 		out = append(out, agentToken{agent: a, id: tok.ID, secret: tok.Token})
@@ -125,7 +125,7 @@ func checkNotStored(t *testing.T, c *harness.Cluster, id string) {
 		ctx, cancel := context.WithTimeout(context.Background(), secureCheckTimeout)
 		m, err := n.Client().Message(ctx, id, transport.Strong)
 		cancel()
-		if !errors.Is(err, fsm.ErrNotFound) {
+		if !errors.Is(err, api.ErrNotFound) {
 			t.Errorf("%s: a refused send %s: get returned %+v, %v; want not found", n.ID, id, m, err)
 		}
 	}
@@ -140,8 +140,8 @@ func checkImpersonationRefused(t *testing.T, c *harness.Cluster, a, b agentToken
 		cl := n.Client().WithToken(b.secret)
 		id := "impersonation-via-" + n.ID
 		ctx, cancel := context.WithTimeout(context.Background(), secureCheckTimeout)
-		_, err := cl.Send(ctx, &fsm.Message{ID: id, Channel: "secure-" + a.agent, From: a.agent,
-			To: fsm.Recipients{"sink"}, Content: fsm.Content{Text: "not really " + a.agent}})
+		_, err := cl.Send(ctx, &api.Message{ID: id, Channel: "secure-" + a.agent, From: a.agent,
+			To: api.Recipients{"sink"}, Content: api.Content{Text: "not really " + a.agent}})
 		cancel()
 		wantAPIError(t, fmt.Sprintf("%s: send as %s with %s's token", n.ID, a.agent, b.agent), err, http.StatusForbidden, transport.CodeForbidden)
 		ctx, cancel = context.WithTimeout(context.Background(), secureCheckTimeout)
@@ -284,8 +284,8 @@ func checkRevocation(t *testing.T, c *harness.Cluster, a, b agentToken) {
 	for _, n := range c.Nodes() {
 		id := "revoked-via-" + n.ID
 		ctx, cancel := context.WithTimeout(context.Background(), secureCheckTimeout)
-		_, err := n.Client().WithToken(a.secret).Send(ctx, &fsm.Message{ID: id, Channel: "secure-" + a.agent,
-			From: a.agent, To: fsm.Recipients{"sink"}, Content: fsm.Content{Text: "after the revoke"}})
+		_, err := n.Client().WithToken(a.secret).Send(ctx, &api.Message{ID: id, Channel: "secure-" + a.agent,
+			From: a.agent, To: api.Recipients{"sink"}, Content: api.Content{Text: "after the revoke"}})
 		cancel()
 		wantAPIError(t, fmt.Sprintf("%s: send with %s's revoked token", n.ID, a.agent), err, http.StatusUnauthorized, transport.CodeUnauthorized)
 		if err := probeToken(n, b); err != nil {
@@ -308,7 +308,7 @@ func TestSecureClusterPartitionHeal(t *testing.T) {
 	begin := time.Now()
 	c := harness.NewCluster(t, harness.Options{Maosd: maosdBin, Nodes: 3, Secure: true, Partitionable: true})
 	tokens := createAgentTokens(t, c, "carol")
-	batch := func(tag string, n int) []*fsm.Message {
+	batch := func(tag string, n int) []*api.Message {
 		return taggedBatch("sec", "secure-partition", "carol", "sink", tag, n)
 	}
 	sends := sendAll(t, c, batch("before", 10), 30*time.Second, harness.SendOptions{Token: tokens[0].secret})

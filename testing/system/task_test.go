@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster/clustertest"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/testing/harness"
 	"github.com/maos-project/maos/transport"
 )
@@ -38,7 +38,7 @@ agents:
 
 // createTask creates cmd through cl (the id fixed by the test) and
 // returns the id.
-func createTask(t *testing.T, cl *transport.Client, cmd fsm.TaskCreateCommand) string {
+func createTask(t *testing.T, cl *transport.Client, cmd api.TaskCreateCommand) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	defer cancel()
@@ -53,16 +53,16 @@ func createTask(t *testing.T, cl *transport.Client, cmd fsm.TaskCreateCommand) s
 }
 
 // readTask reads task id (with its history) through cl.
-func readTask(cl *transport.Client, id string) (*fsm.Task, error) {
+func readTask(cl *transport.Client, id string) (*api.Task, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	defer cancel()
 	return cl.Task(ctx, id)
 }
 
 // waitTask polls cl until task id is in state, and returns it.
-func waitTask(t *testing.T, cl *transport.Client, id string, state fsm.TaskState) *fsm.Task {
+func waitTask(t *testing.T, cl *transport.Client, id string, state api.TaskState) *api.Task {
 	t.Helper()
-	var task *fsm.Task
+	var task *api.Task
 	harness.NoErr(t, harness.WaitFor(taskWait, fmt.Sprintf("task %s %s", id, state), func() error {
 		var err error
 		if task, err = readTask(cl, id); err != nil {
@@ -77,8 +77,8 @@ func waitTask(t *testing.T, cl *transport.Client, id string, state fsm.TaskState
 }
 
 // events lists the history's events of kind, in order.
-func events(task *fsm.Task, kind string) []fsm.TaskEvent {
-	var out []fsm.TaskEvent
+func events(task *api.Task, kind string) []api.TaskEvent {
+	var out []api.TaskEvent
 	for _, e := range task.History {
 		if e.Event == kind {
 			out = append(out, e)
@@ -89,11 +89,11 @@ func events(task *fsm.Task, kind string) []fsm.TaskEvent {
 
 // completionReplies lists the task_completion messages that answer
 // task's delegation in its channel, as cl reads them (strongly).
-func completionReplies(t *testing.T, cl *transport.Client, task *fsm.Task) []*fsm.Message {
+func completionReplies(t *testing.T, cl *transport.Client, task *api.Task) []*api.Message {
 	t.Helper()
 	msgs, err := readChannel(cl, task.Channel, transport.Strong)
 	harness.NoErr(t, err)
-	var out []*fsm.Message
+	var out []*api.Message
 	for _, m := range msgs {
 		if m.Type == "task_completion" && m.InReplyTo == task.MessageID {
 			out = append(out, m)
@@ -103,7 +103,7 @@ func completionReplies(t *testing.T, cl *transport.Client, task *fsm.Task) []*fs
 }
 
 // describe is a task's state and history, for failure messages.
-func describe(task *fsm.Task) string {
+func describe(task *api.Task) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s claimed_by=%q attempt=%d fence=%d;", task.ID, task.State, task.ClaimedBy, task.Attempt, task.Fence)
 	for _, e := range task.History {
@@ -127,22 +127,22 @@ func TestTaskRoleQueueClaimedByOneOfTwo(t *testing.T) {
 
 	var ids []string
 	for i := range 4 {
-		ids = append(ids, createTask(t, n1, fsm.TaskCreateCommand{ID: fmt.Sprintf("task-review-%d", i), From: "lead",
+		ids = append(ids, createTask(t, n1, api.TaskCreateCommand{ID: fmt.Sprintf("task-review-%d", i), From: "lead",
 			To: "role:reviewer", Title: fmt.Sprintf("review part %d", i), Description: "look it over", Channel: "dev"}))
 	}
 	claimants := map[string]int{}
 	for _, id := range ids {
-		task := waitTask(t, n1, id, fsm.TaskSucceeded)
+		task := waitTask(t, n1, id, api.TaskSucceeded)
 		claims, done := events(task, "claimed"), events(task, "completed")
 		if len(claims) != 1 || len(done) != 1 || done[0].Actor != task.ClaimedBy || claims[0].Actor != task.ClaimedBy ||
 			(task.ClaimedBy != "rev-a" && task.ClaimedBy != "rev-b") || task.Attempt != 1 {
 			t.Errorf("want one claim and one completion by one reviewer: %s", describe(task))
 		}
-		if task.Completion == nil || task.Completion.Status != fsm.TaskStatusSuccess || task.Completion.Result != "stub answer to "+id {
+		if task.Completion == nil || task.Completion.Status != api.TaskStatusSuccess || task.Completion.Result != "stub answer to "+id {
 			t.Errorf("%s: completion %+v, want success with the stub's answer", id, task.Completion)
 		}
 		replies := completionReplies(t, n1, task)
-		if len(replies) != 1 || replies[0].From != task.ClaimedBy || !slices.Equal(replies[0].To, fsm.Recipients{"lead"}) {
+		if len(replies) != 1 || replies[0].From != task.ClaimedBy || !slices.Equal(replies[0].To, api.Recipients{"lead"}) {
 			t.Errorf("%s: task_completion messages %+v, want one from %s to lead", id, replies, task.ClaimedBy)
 		}
 		claimants[task.ClaimedBy]++
@@ -179,23 +179,23 @@ agents:
 	waitRegistered(t, n1, "builder")
 	waitRegistered(t, n1, "rev-a")
 
-	build := createTask(t, n1, fsm.TaskCreateCommand{ID: "task-build", From: "lead", To: "builder", Title: "build it", Channel: "dev"})
-	review := createTask(t, n1, fsm.TaskCreateCommand{ID: "task-review", From: "lead", To: "role:reviewer", Title: "review the build",
+	build := createTask(t, n1, api.TaskCreateCommand{ID: "task-build", From: "lead", To: "builder", Title: "build it", Channel: "dev"})
+	review := createTask(t, n1, api.TaskCreateCommand{ID: "task-review", From: "lead", To: "role:reviewer", Title: "review the build",
 		DependsOn: []string{build}, Channel: "dev"})
-	broken := createTask(t, n1, fsm.TaskCreateCommand{ID: "task-break", From: "lead", To: "builder", Title: "break", Channel: "dev"})
-	orphan := createTask(t, n1, fsm.TaskCreateCommand{ID: "task-orphan", From: "lead", To: "role:reviewer", Title: "review the break",
+	broken := createTask(t, n1, api.TaskCreateCommand{ID: "task-break", From: "lead", To: "builder", Title: "break", Channel: "dev"})
+	orphan := createTask(t, n1, api.TaskCreateCommand{ID: "task-orphan", From: "lead", To: "role:reviewer", Title: "review the break",
 		DependsOn: []string{broken}, Channel: "dev"})
 
-	waitTask(t, n1, build, fsm.TaskRunning)
+	waitTask(t, n1, build, api.TaskRunning)
 	for _, id := range []string{review, orphan} {
-		if task, err := readTask(n1, id); err != nil || task.State != fsm.TaskWaiting {
+		if task, err := readTask(n1, id); err != nil || task.State != api.TaskWaiting {
 			t.Fatalf("%s while its dependency runs: %v %+v, want waiting", id, err, task)
 		}
 	}
 	harness.NoErr(t, os.WriteFile(gate, nil, 0o644))
 
-	done := waitTask(t, n1, review, fsm.TaskSucceeded)
-	dep := waitTask(t, n1, build, fsm.TaskSucceeded)
+	done := waitTask(t, n1, review, api.TaskSucceeded)
+	dep := waitTask(t, n1, build, api.TaskSucceeded)
 	ready, claimed := events(done, "ready"), events(done, "claimed")
 	if len(ready) != 1 || len(claimed) != 1 || claimed[0].Actor != "rev-a" || ready[0].Seq != events(dep, "completed")[0].Seq {
 		t.Errorf("review: want ready by the entry that completed %s, then one claim by rev-a: %s", build, describe(done))
@@ -206,12 +206,12 @@ agents:
 		t.Errorf("the review's prompt lacks %q:\n%s", want, prompt)
 	}
 
-	failed := waitTask(t, n1, broken, fsm.TaskFailed)
+	failed := waitTask(t, n1, broken, api.TaskFailed)
 	if e := failed.Completion.Error; e == nil || e.ErrorType != "cli_error" || e.ErrorCode != "exit 4" || !strings.Contains(e.ErrorMessage, "cannot") {
 		t.Errorf("break: completion %+v", failed.Completion)
 	}
-	gone := waitTask(t, n1, orphan, fsm.TaskFailed)
-	if e := gone.Completion.Error; e == nil || e.ErrorType != fsm.TaskErrorDependencyFailed || !strings.Contains(e.ErrorMessage, broken) ||
+	gone := waitTask(t, n1, orphan, api.TaskFailed)
+	if e := gone.Completion.Error; e == nil || e.ErrorType != api.TaskErrorDependencyFailed || !strings.Contains(e.ErrorMessage, broken) ||
 		len(events(gone, "claimed")) != 0 {
 		t.Errorf("orphan: want failed with dependency_failed naming %s, never claimed: %s error %+v", broken, describe(gone), e)
 	}
@@ -248,15 +248,15 @@ func reviewerNodes(t *testing.T, cli string) (*harness.Cluster, map[string]strin
 
 // waitRunning polls cl until task id runs and its CLI has reported
 // progress (so it is mid-run), and returns it.
-func waitRunning(t *testing.T, cl *transport.Client, id string) *fsm.Task {
+func waitRunning(t *testing.T, cl *transport.Client, id string) *api.Task {
 	t.Helper()
-	var task *fsm.Task
+	var task *api.Task
 	harness.NoErr(t, harness.WaitFor(taskWait, id+" running with progress", func() error {
 		var err error
 		if task, err = readTask(cl, id); err != nil {
 			return err
 		}
-		if task.State != fsm.TaskRunning || task.ProgressMessage == "" {
+		if task.State != api.TaskRunning || task.ProgressMessage == "" {
 			return fmt.Errorf("%s, progress %q", task.State, task.ProgressMessage)
 		}
 		return nil
@@ -275,7 +275,7 @@ func checkFinishedOnceBy(t *testing.T, c *harness.Cluster, id, first, agent stri
 		task, err := readTask(n.Client(), id)
 		harness.NoErr(t, err)
 		claims, expired, completed := events(task, "claimed"), events(task, "expired"), events(task, "completed")
-		if task.State != fsm.TaskSucceeded || task.Attempt != 2 || len(claims) != 2 || claims[0].Actor != first ||
+		if task.State != api.TaskSucceeded || task.Attempt != 2 || len(claims) != 2 || claims[0].Actor != first ||
 			claims[1].Actor != agent || len(expired) != 1 || len(completed) != 1 || completed[0].Actor != agent ||
 			task.Completion.Result != "stub answer to "+id {
 			t.Errorf("%s: want claimed by %s, expired, claimed and completed once by %s: %s", n.ID, first, agent, describe(task))
@@ -305,20 +305,20 @@ func TestTaskFinishedByTheOtherClaimantAfterSIGKILL(t *testing.T) {
 exec %q --progress 1`, stubmodelBin, stubmodelBin))
 	c, nodeOf := reviewerNodes(t, cli)
 	n1 := c.Node("n1")
-	id := createTask(t, n1.Client(), fsm.TaskCreateCommand{ID: "task-survive", From: "lead", To: "role:reviewer",
+	id := createTask(t, n1.Client(), api.TaskCreateCommand{ID: "task-survive", From: "lead", To: "role:reviewer",
 		Title: "survive a crash", Channel: "dev", TimeoutSeconds: 3})
 	first := waitRunning(t, n1.Client(), id)
 	victim := c.Node(nodeOf[first.ClaimedBy])
 	harness.NoErr(t, victim.Kill())
 	t.Logf("killed %s while %s ran %s under fence %d", victim.ID, first.ClaimedBy, id, first.Fence)
 
-	waitTask(t, n1.Client(), id, fsm.TaskSucceeded)
+	waitTask(t, n1.Client(), id, api.TaskSucceeded)
 	// The dead claimant's report, late, under its fence: refused.
 	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	defer cancel()
-	_, err := n1.Client().CompleteTask(ctx, fsm.TaskCompleteCommand{ID: id, Agent: first.ClaimedBy, Fence: first.Fence,
-		Completion: fsm.TaskCompletion{Status: fsm.TaskStatusSuccess, Result: "late"}})
-	if !errors.Is(err, fsm.ErrConflict) {
+	_, err := n1.Client().CompleteTask(ctx, api.TaskCompleteCommand{ID: id, Agent: first.ClaimedBy, Fence: first.Fence,
+		Completion: api.TaskCompletion{Status: api.TaskStatusSuccess, Result: "late"}})
+	if !errors.Is(err, api.ErrConflict) {
 		t.Errorf("the stale claimant's completion: %v, want a conflict (409)", err)
 	}
 
@@ -349,14 +349,14 @@ func TestTaskLateReportOfAHungClaimantRefused(t *testing.T) {
 exec %q --progress 1`, stubmodelBin, finished, stubmodelBin))
 	c, nodeOf := reviewerNodes(t, cli)
 	n1 := c.Node("n1")
-	id := createTask(t, n1.Client(), fsm.TaskCreateCommand{ID: "task-hung", From: "lead", To: "role:reviewer",
+	id := createTask(t, n1.Client(), api.TaskCreateCommand{ID: "task-hung", From: "lead", To: "role:reviewer",
 		Title: "outlive a hang", Channel: "dev", TimeoutSeconds: 3})
 	first := waitRunning(t, n1.Client(), id)
 	hung := c.Node(nodeOf[first.ClaimedBy])
 	harness.NoErr(t, hung.Pause())
 	t.Logf("paused %s while %s ran %s under fence %d", hung.ID, first.ClaimedBy, id, first.Fence)
 
-	waitTask(t, n1.Client(), id, fsm.TaskSucceeded)
+	waitTask(t, n1.Client(), id, api.TaskSucceeded)
 	harness.NoErr(t, harness.WaitFor(taskWait, "the hung claimant's CLI to finish", func() error {
 		_, err := os.Stat(finished)
 		return err

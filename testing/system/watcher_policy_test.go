@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster/clustertest"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/watcher"
@@ -64,13 +64,13 @@ func readFile(t *testing.T, p string) string {
 	return string(b)
 }
 
-func sendTo(t *testing.T, c *transport.Client, id, to, priority string) *fsm.Message {
+func sendTo(t *testing.T, c *transport.Client, id, to, priority string) *api.Message {
 	t.Helper()
-	return sendJob(t, c, &fsm.Message{ID: id, To: fsm.Recipients{to}, Priority: fsm.Priority(priority)})
+	return sendJob(t, c, &api.Message{ID: id, To: api.Recipients{to}, Priority: api.Priority(priority)})
 }
 
 // oneReply waits for the reply to m and checks it is the only one.
-func oneReply(t *testing.T, c *transport.Client, agent string, m *fsm.Message) *fsm.Message {
+func oneReply(t *testing.T, c *transport.Client, agent string, m *api.Message) *api.Message {
 	t.Helper()
 	r := awaitReplies(t, c, m)
 	if len(r) != 1 || r[0].ID != watcher.ReplyID(agent, m) || r[0].Type != "response" {
@@ -130,7 +130,7 @@ agents:
 	}
 	// Only a sender the interrupt rule admits preempts (apply stamps its
 	// messages' may_interrupt): lead is an orchestrator.
-	if _, err := cl.RegisterAgent(context.Background(), fsm.RegisterAgentCommand{ID: "lead", Role: "orchestrator"}); err != nil {
+	if _, err := cl.RegisterAgent(context.Background(), api.RegisterAgentCommand{ID: "lead", Role: "orchestrator"}); err != nil {
 		t.Fatal(err)
 	}
 	urgent := sendTo(t, cl, "urgent", "bob", "urgent")
@@ -188,7 +188,7 @@ agents:
 `, script))
 	cl := c.Nodes[0].Client
 	waitRegistered(t, cl, "forky")
-	var msgs []*fsm.Message
+	var msgs []*api.Message
 	for i := 1; i <= 5; i++ {
 		msgs = append(msgs, sendTo(t, cl, fmt.Sprintf("f%d", i), "forky", "normal"))
 	}
@@ -207,7 +207,7 @@ agents:
 	}
 	for _, m := range msgs[1:] {
 		r := oneReply(t, cl, "forky", m)
-		if r.Content.Text != "done "+m.ID || !fsm.IsForkOf(r.From, "forky") {
+		if r.Content.Text != "done "+m.ID || !api.IsForkOf(r.From, "forky") {
 			t.Fatalf("reply to %s from %s: %q; want one of forky's forks'", m.ID, r.From, r.Content.Text)
 		}
 	}
@@ -272,7 +272,7 @@ agents:
 `, script))
 	cl := c.Nodes[0].Client
 	waitRegistered(t, cl, "calm")
-	var msgs []*fsm.Message
+	var msgs []*api.Message
 	for i := 1; i <= 3; i++ {
 		msgs = append(msgs, sendTo(t, cl, fmt.Sprintf("q%d", i), "calm", "normal"))
 	}
@@ -331,7 +331,7 @@ agents:
 	line1 := "[FROM: lead] job t1 — please do t1"
 	clustertest.WaitFor(t, 30*time.Second, "t1 typed into the pane", func() bool { return strings.Contains(readFile(t, out), line1) })
 	clustertest.WaitFor(t, 30*time.Second, "t1 marked read", func() bool {
-		p, err := cl.Inbox(ctx, "tina", fsm.InboxQuery{}, transport.Strong)
+		p, err := cl.Inbox(ctx, "tina", api.InboxQuery{}, transport.Strong)
 		return err == nil && len(p.Messages) == 1 && p.Messages[0].ID == "t1" && p.Messages[0].Read
 	})
 	waitCursor(t, cl, "tina", m1.Seq)
@@ -351,7 +351,7 @@ agents:
 	if got, want := readFile(t, out), line1+"\n"+line2+"\n"; got != want {
 		t.Fatalf("pane received:\n%q\nwant:\n%q", got, want)
 	}
-	for _, m := range []*fsm.Message{m1, m2} {
+	for _, m := range []*api.Message{m1, m2} {
 		if _, err := cl.Message(ctx, watcher.ReplyID("tina", m), transport.Strong); err == nil {
 			t.Fatalf("a tmux delivery of %s posted a reply", m.ID)
 		}

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster/clustertest"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/watcher"
 )
@@ -47,13 +47,13 @@ func startWatcher(t *testing.T, c *transport.Client, yml string) (stop func()) {
 }
 
 // repliesTo returns the messages of m's thread that answer m.
-func repliesTo(t *testing.T, c *transport.Client, id string) []*fsm.Message {
+func repliesTo(t *testing.T, c *transport.Client, id string) []*api.Message {
 	t.Helper()
 	p, err := c.Thread(context.Background(), id, 0, 500, transport.Strong)
 	if err != nil {
 		return nil
 	}
-	var out []*fsm.Message
+	var out []*api.Message
 	for _, m := range p.Messages {
 		if m.InReplyTo == id {
 			out = append(out, m)
@@ -64,14 +64,14 @@ func repliesTo(t *testing.T, c *transport.Client, id string) []*fsm.Message {
 
 // awaitReplies waits (30 s at most) for a reply to m and returns the
 // replies to it.
-func awaitReplies(t *testing.T, c *transport.Client, m *fsm.Message) []*fsm.Message {
+func awaitReplies(t *testing.T, c *transport.Client, m *api.Message) []*api.Message {
 	t.Helper()
 	clustertest.WaitFor(t, 30*time.Second, "a reply to "+m.ID, func() bool { return len(repliesTo(t, c, m.ID)) > 0 })
 	return repliesTo(t, c, m.ID)
 }
 
 // answeredOnce fails the test unless each of msgs has exactly one reply.
-func answeredOnce(t *testing.T, c *transport.Client, msgs ...*fsm.Message) {
+func answeredOnce(t *testing.T, c *transport.Client, msgs ...*api.Message) {
 	t.Helper()
 	for _, m := range msgs {
 		if n := len(repliesTo(t, c, m.ID)); n != 1 {
@@ -82,9 +82,9 @@ func answeredOnce(t *testing.T, c *transport.Client, msgs ...*fsm.Message) {
 
 // sendJob sends m from lead in channel dev, titled "job ID" with the text
 // "please do ID", and returns it with its seq and time.
-func sendJob(t *testing.T, c *transport.Client, m *fsm.Message) *fsm.Message {
+func sendJob(t *testing.T, c *transport.Client, m *api.Message) *api.Message {
 	t.Helper()
-	m.Channel, m.From, m.Title, m.Content = "dev", "lead", "job "+m.ID, fsm.Content{Text: "please do " + m.ID}
+	m.Channel, m.From, m.Title, m.Content = "dev", "lead", "job "+m.ID, api.Content{Text: "please do " + m.ID}
 	resp, err := c.Send(context.Background(), m)
 	if err != nil {
 		t.Fatalf("send %s: %v", m.ID, err)
@@ -117,12 +117,12 @@ agents:
 	waitRegistered(t, nodeA.Client, "bob")
 	ctx := context.Background()
 
-	send := func(id, typ string) *fsm.Message {
+	send := func(id, typ string) *api.Message {
 		t.Helper()
-		return sendJob(t, nodeA.Client, &fsm.Message{ID: id, To: fsm.Recipients{"role:worker"}, Type: typ})
+		return sendJob(t, nodeA.Client, &api.Message{ID: id, To: api.Recipients{"role:worker"}, Type: typ})
 	}
 	// Not for bob: another recipient, and bob's own message.
-	if _, err := nodeA.Client.Send(ctx, &fsm.Message{ID: "other-1", Channel: "dev", From: "lead", To: fsm.Recipients{"amy"}, Content: fsm.Content{Text: "hi amy"}}); err != nil {
+	if _, err := nodeA.Client.Send(ctx, &api.Message{ID: "other-1", Channel: "dev", From: "lead", To: api.Recipients{"amy"}, Content: api.Content{Text: "hi amy"}}); err != nil {
 		t.Fatal(err)
 	}
 	m1 := send("job-1", "chat")
@@ -179,7 +179,7 @@ agents:
     retries: 2
 `, logFile, stubmodelBin))
 	waitRegistered(t, c.Nodes[0].Client, "flaky")
-	m := &fsm.Message{ID: "ask-1", Channel: "dev", From: "lead", To: fsm.Recipients{"flaky"}, Content: fsm.Content{Text: "answer me"}}
+	m := &api.Message{ID: "ask-1", Channel: "dev", From: "lead", To: api.Recipients{"flaky"}, Content: api.Content{Text: "answer me"}}
 	if _, err := c.Nodes[0].Client.Send(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/harness"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/watcher"
@@ -53,9 +53,9 @@ func TestWatcherSurvivesSIGKILL(t *testing.T) {
 	}})
 	n1, n2, n3 := c.Node("n1"), c.Node("n2"), c.Node(host)
 
-	m1 := &fsm.Message{ID: "msg-watch-1", Channel: ch, From: "alice", To: fsm.Recipients{agent},
-		Content: fsm.Content{Text: "first question, asked before the crash"}}
-	sends := sendAll(t, c, []*fsm.Message{m1}, 30*time.Second, harness.SendOptions{Nodes: []*harness.Node{n1}})
+	m1 := &api.Message{ID: "msg-watch-1", Channel: ch, From: "alice", To: api.Recipients{agent},
+		Content: api.Content{Text: "first question, asked before the crash"}}
+	sends := sendAll(t, c, []*api.Message{m1}, 30*time.Second, harness.SendOptions{Nodes: []*harness.Node{n1}})
 	seq1 := sends[m1.ID].seq
 
 	// The watcher's own node learns its presence first: WORKING on m1
@@ -77,7 +77,7 @@ func TestWatcherSurvivesSIGKILL(t *testing.T) {
 	r1 := replyIDOf(t, n1, agent, m1.ID)
 	if m, err := getMessage(n1, r1); err == nil {
 		t.Fatalf("%s was already answered (%s at seq %d) when %s was killed: the kill was not mid-invocation", m1.ID, m.ID, m.Seq, host)
-	} else if !errors.Is(err, fsm.ErrNotFound) {
+	} else if !errors.Is(err, api.ErrNotFound) {
 		t.Fatalf("get %s on n1: %v", r1, err)
 	}
 	if cur := cursorOf(t, n1, agent); cur >= seq1 {
@@ -89,9 +89,9 @@ func TestWatcherSurvivesSIGKILL(t *testing.T) {
 	waitReply(t, n2, agent, m1)
 	waitCursor(t, n1.Client(), agent, seq1)
 
-	m2 := &fsm.Message{ID: "msg-watch-2", Channel: ch, From: "bob", To: fsm.Recipients{agent},
-		Content: fsm.Content{Text: "second question, asked after the restart"}}
-	for id, s := range sendAll(t, c, []*fsm.Message{m2}, 30*time.Second, harness.SendOptions{Nodes: []*harness.Node{n2}}) {
+	m2 := &api.Message{ID: "msg-watch-2", Channel: ch, From: "bob", To: api.Recipients{agent},
+		Content: api.Content{Text: "second question, asked after the restart"}}
+	for id, s := range sendAll(t, c, []*api.Message{m2}, 30*time.Second, harness.SendOptions{Nodes: []*harness.Node{n2}}) {
 		sends[id] = s
 	}
 	waitReply(t, n1, agent, m2)
@@ -112,7 +112,7 @@ func TestWatcherSurvivesSIGKILL(t *testing.T) {
 				replies[m.InReplyTo] = append(replies[m.InReplyTo], m.ID)
 			}
 		}
-		for _, q := range []*fsm.Message{m1, m2} {
+		for _, q := range []*api.Message{m1, m2} {
 			if got, want := replies[q.ID], replyIDOf(t, n, agent, q.ID); len(got) != 1 || got[0] != want {
 				t.Errorf("%s: replies to %s = %v, want exactly [%s]", n.ID, q.ID, got, want)
 			}
@@ -135,7 +135,7 @@ func replyIDOf(t *testing.T, n *harness.Node, agent, id string) string {
 }
 
 // getMessage reads one message by id from n, strongly.
-func getMessage(n *harness.Node, id string) (*fsm.Message, error) {
+func getMessage(n *harness.Node, id string) (*api.Message, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	defer cancel()
 	return n.Client().Message(ctx, id, transport.Strong)
@@ -153,10 +153,10 @@ func cursorOf(t *testing.T, n *harness.Node, agent string) uint64 {
 
 // waitReply polls n until agent's reply to q exists, then checks it is
 // the stub's answer, addressed back to q's sender in q's channel.
-func waitReply(t *testing.T, n *harness.Node, agent string, q *fsm.Message) {
+func waitReply(t *testing.T, n *harness.Node, agent string, q *api.Message) {
 	t.Helper()
 	id := replyIDOf(t, n, agent, q.ID)
-	var r *fsm.Message
+	var r *api.Message
 	harness.NoErr(t, harness.WaitFor(watcherWait, fmt.Sprintf("%s's reply %s to %s on %s", agent, id, q.ID, n.ID), func() error {
 		var err error
 		r, err = getMessage(n, id)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"sync"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
@@ -22,21 +23,21 @@ import (
 type ApprovalReads struct {
 	transport.Reader
 	mu        sync.Mutex
-	approvals map[string]*fsm.Approval
+	approvals map[string]*api.Approval
 	order     []string
 	events    []fsm.ApprovalUpdate
 	pending   map[string]int
-	queries   []fsm.ApprovalQuery
+	queries   []api.ApprovalQuery
 }
 
 // NewApprovalReads wraps r, with no approvals.
 func NewApprovalReads(r transport.Reader) *ApprovalReads {
-	return &ApprovalReads{Reader: r, approvals: map[string]*fsm.Approval{}, pending: map[string]int{}}
+	return &ApprovalReads{Reader: r, approvals: map[string]*api.Approval{}, pending: map[string]int{}}
 }
 
 // Put stores a (replacing the approval of its id) for Approval and
 // Approvals, which list in the order of first Put.
-func (r *ApprovalReads) Put(a *fsm.Approval) {
+func (r *ApprovalReads) Put(a *api.Approval) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.approvals[a.ID]; !ok {
@@ -48,7 +49,7 @@ func (r *ApprovalReads) Put(a *fsm.Approval) {
 // Event adds an update of a made by the entry at index (its event says
 // a's state, by a's requester), for ApprovalEvents; add them in index
 // order. A stream sends it once the state has applied index.
-func (r *ApprovalReads) Event(index uint64, a fsm.Approval) {
+func (r *ApprovalReads) Event(index uint64, a api.Approval) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ev := fsm.ApprovalEvent{Seq: index, Actor: a.From, Event: string(a.State), State: a.State, ActionHash: a.ActionHash}
@@ -63,14 +64,14 @@ func (r *ApprovalReads) SetPending(agent string, n int) {
 }
 
 // Queries are the queries Approvals received, in order.
-func (r *ApprovalReads) Queries() []fsm.ApprovalQuery {
+func (r *ApprovalReads) Queries() []api.ApprovalQuery {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]fsm.ApprovalQuery(nil), r.queries...)
+	return append([]api.ApprovalQuery(nil), r.queries...)
 }
 
 // Approval returns the approval Put under id, or a *fsm.NotFoundError.
-func (r *ApprovalReads) Approval(id string) (*fsm.Approval, error) {
+func (r *ApprovalReads) Approval(id string) (*api.Approval, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if a, ok := r.approvals[id]; ok {
@@ -80,7 +81,7 @@ func (r *ApprovalReads) Approval(id string) (*fsm.Approval, error) {
 }
 
 // Approvals records q and returns every approval Put, whatever q asks.
-func (r *ApprovalReads) Approvals(q fsm.ApprovalQuery) (fsm.ApprovalPage, error) {
+func (r *ApprovalReads) Approvals(q api.ApprovalQuery) (fsm.ApprovalPage, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.queries = append(r.queries, q)
@@ -134,10 +135,10 @@ func (n ApprovalNode) State() transport.Reader { return n.Reads }
 // AnswerApprovals makes Apply answer the approval ops (request, decide,
 // cancel) with fn(op, body as JSON), and apply every other command as
 // before; it replaces any OnApply.
-func (s *Service) AnswerApprovals(fn func(op fsm.Op, body json.RawMessage) (any, error)) {
-	s.OnApply(func(op fsm.Op, body json.RawMessage) (any, error) {
+func (s *Service) AnswerApprovals(fn func(op api.Op, body json.RawMessage) (any, error)) {
+	s.OnApply(func(op api.Op, body json.RawMessage) (any, error) {
 		switch op {
-		case fsm.OpApprovalRequest, fsm.OpApprovalDecide, fsm.OpApprovalCancel:
+		case api.OpApprovalRequest, api.OpApprovalDecide, api.OpApprovalCancel:
 			return fn(op, body)
 		}
 		return s.ApplyCommand(op, body)
@@ -147,7 +148,7 @@ func (s *Service) AnswerApprovals(fn func(op fsm.Op, body json.RawMessage) (any,
 // PendingResult is an answer for AnswerApprovals: every approval op
 // answers a pending approval of the command's id, its hash the command's
 // action's (none: ""), seq 7.
-func PendingResult(op fsm.Op, body json.RawMessage) (any, error) {
+func PendingResult(op api.Op, body json.RawMessage) (any, error) {
 	var cmd struct {
 		ID     string          `json:"id"`
 		Quorum int             `json:"quorum"`
@@ -156,6 +157,6 @@ func PendingResult(op fsm.Op, body json.RawMessage) (any, error) {
 	if err := json.Unmarshal(body, &cmd); err != nil {
 		return nil, err
 	}
-	h, _ := fsm.ActionHash(cmd.Action)
-	return fsm.ApprovalResult{ID: cmd.ID, Seq: 7, State: fsm.ApprovalPending, ActionHash: h, Quorum: max(cmd.Quorum, 1)}, nil
+	h, _ := api.ActionHash(cmd.Action)
+	return api.ApprovalResult{ID: cmd.ID, Seq: 7, State: api.ApprovalPending, ActionHash: h, Quorum: max(cmd.Quorum, 1)}, nil
 }

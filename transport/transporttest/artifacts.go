@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/blobstore"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -18,7 +18,7 @@ import (
 // The records are the state machine's: artifact_put and artifact_delete
 // are applied by the real FSM, as every other command, and quotas are the
 // cluster setting artifact_quota_bytes (set it with ApplyCommand and
-// fsm.OpSetConfig).
+// api.OpSetConfig).
 
 var _ transport.Blobs = (*Service)(nil)
 
@@ -38,7 +38,7 @@ func (s *Service) StoreBlob(ctx context.Context, body io.Reader, max int64) (str
 }
 
 // OpenBlob opens the Service's copy ("local"); missing or damaged: an
-// error wrapping fsm.ErrNotFound (there is no peer to ask).
+// error wrapping api.ErrNotFound (there is no peer to ask).
 func (s *Service) OpenBlob(ctx context.Context, id string) (io.ReadSeekCloser, int64, string, error) {
 	if err := s.record(ctx, Call{Method: "OpenBlob", Arg: id}); err != nil {
 		return nil, 0, "", err
@@ -54,7 +54,7 @@ func (s *Service) ReceiveBlob(ctx context.Context, id string, body io.Reader, si
 	}
 	_, err := s.blobs.PutExpect(id, body, 0)
 	if errors.Is(err, blobstore.ErrMismatch) {
-		err = fmt.Errorf("%w: %w", fsm.ErrInvalid, err)
+		err = fmt.Errorf("%w: %w", api.ErrInvalid, err)
 	}
 	return err
 }
@@ -70,7 +70,7 @@ func (s *Service) LocalBlob(ctx context.Context, id string) (io.ReadSeekCloser, 
 func (s *Service) localBlob(id string) (io.ReadSeekCloser, int64, error) {
 	f, size, err := s.blobs.Open(id)
 	if errors.Is(err, blobstore.ErrMissing) || errors.Is(err, blobstore.ErrDamaged) {
-		return nil, 0, fmt.Errorf("fake: artifact %s: no good copy (%w): %w", id, err, fsm.ErrNotFound)
+		return nil, 0, fmt.Errorf("fake: artifact %s: no good copy (%w): %w", id, err, api.ErrNotFound)
 	}
 	return f, size, err
 }

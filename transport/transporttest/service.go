@@ -25,6 +25,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/blobstore"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
@@ -101,7 +102,7 @@ type Service struct {
 	removed   []string
 	transfers []string
 	applied   []Command
-	applyFn   func(fsm.Op, json.RawMessage) (any, error)
+	applyFn   func(api.Op, json.RawMessage) (any, error)
 
 	presence map[string]transport.Presence
 	updates  []transport.PresenceUpdate
@@ -185,7 +186,7 @@ func (s *Service) FSM() *fsm.FSM { return s.fsm }
 // as Apply does, but is not a call: it is not recorded and Fail does not
 // apply. It returns the state machine's result, or its refusal as the
 // error. For setting up a test.
-func (s *Service) ApplyCommand(op fsm.Op, body any) (any, error) {
+func (s *Service) ApplyCommand(op api.Op, body any) (any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ts := time.Now()
@@ -223,7 +224,7 @@ func (s *Service) Fail(method string, err error) {
 
 // OnApply makes Apply answer fn(op, body as JSON) instead of applying the
 // command; fn runs without the lock.
-func (s *Service) OnApply(fn func(op fsm.Op, body json.RawMessage) (any, error)) {
+func (s *Service) OnApply(fn func(op api.Op, body json.RawMessage) (any, error)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.applyFn = fn
@@ -259,7 +260,7 @@ func (s *Service) Count() int {
 }
 
 // Stored returns the message stored under id, or nil.
-func (s *Service) Stored(id string) *fsm.Message {
+func (s *Service) Stored(id string) *api.Message {
 	m, err := s.fsm.Message(id)
 	if err != nil {
 		return nil
@@ -268,7 +269,7 @@ func (s *Service) Stored(id string) *fsm.Message {
 }
 
 // StoredSeq returns the message stored at seq, or nil.
-func (s *Service) StoredSeq(seq uint64) *fsm.Message {
+func (s *Service) StoredSeq(seq uint64) *api.Message {
 	if seq == 0 {
 		return nil
 	}
@@ -283,7 +284,7 @@ func (s *Service) StoredSeq(seq uint64) *fsm.Message {
 func (s *Service) NumStored() int {
 	n := 0
 	for after := uint64(0); ; {
-		p, err := s.fsm.MessagesAfter(after, fsm.MaxPageLimit)
+		p, err := s.fsm.MessagesAfter(after, api.MaxPageLimit)
 		if err != nil || len(p.Messages) == 0 {
 			return n
 		}
@@ -314,7 +315,7 @@ func (s *Service) Transfers() []string {
 
 // Command is one command Apply received: its op and its body as JSON.
 type Command struct {
-	Op   fsm.Op
+	Op   api.Op
 	Body json.RawMessage
 }
 
@@ -354,7 +355,7 @@ func (s *Service) EditMembers(fn func(*transport.MembersResponse)) {
 // Apply records the command (Applied) and answers OnApply's function if
 // one is set, else the state machine's result as JSON (its refusal as the
 // error).
-func (s *Service) Apply(ctx context.Context, op fsm.Op, body any) (json.RawMessage, error) {
+func (s *Service) Apply(ctx context.Context, op api.Op, body any) (json.RawMessage, error) {
 	if err := s.record(ctx, Call{Method: "Apply", Arg: string(op)}); err != nil {
 		return nil, err
 	}
@@ -548,7 +549,7 @@ func (s *Service) AgentPresence(ctx context.Context, agent string) (transport.Pr
 	defer s.mu.Unlock()
 	p, ok := s.presence[agent]
 	if !ok {
-		return p, fmt.Errorf("fake: presence of %s: %w", agent, fsm.ErrNotFound)
+		return p, fmt.Errorf("fake: presence of %s: %w", agent, api.ErrNotFound)
 	}
 	return p, nil
 }
@@ -561,7 +562,7 @@ func (s *Service) AgentPresence(ctx context.Context, agent string) (transport.Pr
 func (s *Service) Register(t testing.TB, ids ...string) uint64 {
 	t.Helper()
 	for _, id := range ids {
-		if _, err := s.ApplyCommand(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: id, Role: fsm.DefaultRole}); err != nil {
+		if _, err := s.ApplyCommand(api.OpRegisterAgent, api.RegisterAgentCommand{ID: id, Role: api.DefaultRole}); err != nil {
 			t.Fatalf("register %s: %v", id, err)
 		}
 	}

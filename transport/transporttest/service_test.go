@@ -8,16 +8,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
 )
 
 // send is a normalized send command from alice to bob on general.
-func send(id, text string) fsm.SendCommand {
-	m := fsm.Message{ID: id, From: "alice", To: fsm.Recipients{"bob"}, Channel: "general", Content: fsm.Content{Text: text}}
+func send(id, text string) api.SendCommand {
+	m := api.Message{ID: id, From: "alice", To: api.Recipients{"bob"}, Channel: "general", Content: api.Content{Text: text}}
 	m.Normalize(time.Now())
-	return fsm.SendCommand{Message: m}
+	return api.SendCommand{Message: m}
 }
 
 // result returns the function that decodes a send's answer, failing t on
@@ -39,18 +40,18 @@ func result(t *testing.T) func(json.RawMessage, error) fsm.SendResult {
 func TestApplySendsThroughTheStateMachine(t *testing.T) {
 	s := transporttest.New(t)
 	ctx := context.Background()
-	first := result(t)(s.Apply(ctx, fsm.OpSend, send("m1", "hi")))
+	first := result(t)(s.Apply(ctx, api.OpSend, send("m1", "hi")))
 	if first.Seq != 1 || first.ID != "m1" {
 		t.Fatalf("first send = %+v", first)
 	}
 	// A retry is a new entry that answers the stored seq.
-	if again := result(t)(s.Apply(ctx, fsm.OpSend, send("m1", "hi"))); again.Seq != 1 || !again.Timestamp.Equal(first.Timestamp) {
+	if again := result(t)(s.Apply(ctx, api.OpSend, send("m1", "hi"))); again.Seq != 1 || !again.Timestamp.Equal(first.Timestamp) {
 		t.Errorf("resend = %+v; want seq 1", again)
 	}
-	if _, err := s.Apply(ctx, fsm.OpSend, send("m1", "other")); !errors.Is(err, fsm.ErrConflict) {
+	if _, err := s.Apply(ctx, api.OpSend, send("m1", "other")); !errors.Is(err, api.ErrConflict) {
 		t.Errorf("resend with other content: %v, want conflict", err)
 	}
-	if second := result(t)(s.Apply(ctx, fsm.OpSend, send("m2", "two"))); second.Seq != 4 {
+	if second := result(t)(s.Apply(ctx, api.OpSend, send("m2", "two"))); second.Seq != 4 {
 		t.Errorf("second message at seq %d, want 4 (the log's index)", second.Seq)
 	}
 	if n := s.NumStored(); n != 2 {
@@ -69,7 +70,7 @@ func TestApplySendsThroughTheStateMachine(t *testing.T) {
 	if m, err := s.State().Message("m2"); err != nil || m.Seq != 4 {
 		t.Errorf("State().Message = %+v, %v", m, err)
 	}
-	if a := s.Applied(); len(a) != 4 || a[0].Op != fsm.OpSend {
+	if a := s.Applied(); len(a) != 4 || a[0].Op != api.OpSend {
 		t.Errorf("Applied = %+v, want the 4 sends", a)
 	}
 }
@@ -78,18 +79,18 @@ func TestFailAndCalls(t *testing.T) {
 	s := transporttest.New(t)
 	boom := errors.New("boom")
 	s.Fail("Apply", boom)
-	if _, err := s.Apply(transport.WithForwarded(context.Background()), fsm.OpSend, send("m1", "hi")); !errors.Is(err, boom) {
+	if _, err := s.Apply(transport.WithForwarded(context.Background()), api.OpSend, send("m1", "hi")); !errors.Is(err, boom) {
 		t.Fatalf("apply: %v, want the injected error", err)
 	}
 	if s.NumStored() != 0 || len(s.Applied()) != 0 {
 		t.Error("a failed apply stored its message")
 	}
 	s.Fail("Apply", nil)
-	if _, err := s.Apply(context.Background(), fsm.OpSend, send("m1", "hi")); err != nil {
+	if _, err := s.Apply(context.Background(), api.OpSend, send("m1", "hi")); err != nil {
 		t.Fatalf("apply after Fail(nil): %v", err)
 	}
 	calls := s.CallsTo("Apply")
-	if len(calls) != 2 || !calls[0].Forwarded || calls[1].Forwarded || calls[0].Arg != string(fsm.OpSend) {
+	if len(calls) != 2 || !calls[0].Forwarded || calls[1].Forwarded || calls[0].Arg != string(api.OpSend) {
 		t.Errorf("calls %+v, want a forwarded then a direct send", calls)
 	}
 	if err := s.Linearize(context.Background(), transport.Strong); err != nil {
@@ -102,7 +103,7 @@ func TestFailAndCalls(t *testing.T) {
 		t.Errorf("Count = %d, want 3", s.Count())
 	}
 	// Setup is not a call.
-	if _, err := s.ApplyCommand(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "bob", Role: "dev"}); err != nil || s.Count() != 3 {
+	if _, err := s.ApplyCommand(api.OpRegisterAgent, api.RegisterAgentCommand{ID: "bob", Role: "dev"}); err != nil || s.Count() != 3 {
 		t.Errorf("ApplyCommand: %v, Count %d", err, s.Count())
 	}
 }
@@ -110,17 +111,17 @@ func TestFailAndCalls(t *testing.T) {
 func TestOnApply(t *testing.T) {
 	s := transporttest.New(t)
 	ctx := context.Background()
-	s.OnApply(func(op fsm.Op, body json.RawMessage) (any, error) {
+	s.OnApply(func(op api.Op, body json.RawMessage) (any, error) {
 		if string(body) != `{"agent":"alice"}` {
 			return nil, errors.New("body " + string(body))
 		}
 		return map[string]string{"seen": string(op)}, nil
 	})
-	raw, err := s.Apply(ctx, fsm.OpSetCursor, map[string]any{"agent": "alice"})
+	raw, err := s.Apply(ctx, api.OpSetCursor, map[string]any{"agent": "alice"})
 	if err != nil || string(raw) != `{"seen":"set_cursor"}` {
 		t.Errorf("Apply = %s, %v; want OnApply's answer", raw, err)
 	}
-	if a := s.Applied(); len(a) != 1 || a[0].Op != fsm.OpSetCursor || string(a[0].Body) != `{"agent":"alice"}` {
+	if a := s.Applied(); len(a) != 1 || a[0].Op != api.OpSetCursor || string(a[0].Body) != `{"agent":"alice"}` {
 		t.Errorf("Applied = %+v", a)
 	}
 	if s.FSM().AppliedIndex() != 0 {
@@ -130,7 +131,7 @@ func TestOnApply(t *testing.T) {
 
 func TestApplyEntry(t *testing.T) {
 	s := transporttest.New(t, transporttest.FirstIndex(7))
-	entry, err := fsm.Encode(fsm.OpSend, time.Now().UnixNano(), send("m1", "hi"))
+	entry, err := fsm.Encode(api.OpSend, time.Now().UnixNano(), send("m1", "hi"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,14 +156,14 @@ func TestIndexesAndClock(t *testing.T) {
 				return transporttest.Epoch.Add(time.Duration(i) * time.Minute)
 			}))
 		ctx := context.Background()
-		if _, err := s.ApplyCommand(fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "bob", Role: "dev"}); err != nil {
+		if _, err := s.ApplyCommand(api.OpRegisterAgent, api.RegisterAgentCommand{ID: "bob", Role: "dev"}); err != nil {
 			t.Fatal(err)
 		}
-		res := result(t)(s.Apply(ctx, fsm.OpSend, send("m1", "hi")))
+		res := result(t)(s.Apply(ctx, api.OpSend, send("m1", "hi")))
 		if res.Seq != 102 || !res.Timestamp.Equal(transporttest.Epoch.Add(102*time.Minute)) {
 			t.Fatalf("send = %+v; want seq 102 stamped by the clock", res)
 		}
-		if _, err := s.Apply(ctx, fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "Bad Name"}); !errors.Is(err, fsm.ErrInvalid) {
+		if _, err := s.Apply(ctx, api.OpRegisterAgent, api.RegisterAgentCommand{ID: "Bad Name"}); !errors.Is(err, api.ErrInvalid) {
 			t.Errorf("a refused command: %v, want invalid", err)
 		}
 	})
@@ -171,7 +172,7 @@ func TestIndexesAndClock(t *testing.T) {
 	}
 	// The test that opened it is over: writes refused, not applied to a
 	// closed file.
-	if _, err := s.Apply(context.Background(), fsm.OpRegisterAgent, fsm.RegisterAgentCommand{ID: "carol", Role: "dev"}); err == nil ||
+	if _, err := s.Apply(context.Background(), api.OpRegisterAgent, api.RegisterAgentCommand{ID: "carol", Role: "dev"}); err == nil ||
 		!strings.Contains(err.Error(), "test is over") {
 		t.Errorf("Apply after the test: %v, want it refused", err)
 	}
@@ -210,7 +211,7 @@ func TestPresence(t *testing.T) {
 	if err != nil || len(list) != 2 || list[0].AgentID != "alice" || list[1].AgentID != "codex" {
 		t.Errorf("list = %+v, %v", list, err)
 	}
-	if _, err := s.AgentPresence(ctx, "nobody"); !errors.Is(err, fsm.ErrNotFound) {
+	if _, err := s.AgentPresence(ctx, "nobody"); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("unknown agent: %v, want not found", err)
 	}
 	if u := s.PresenceUpdates(); len(u) != 1 || u[0].Substate != "IDLE" {

@@ -1,4 +1,4 @@
-package fsm
+package api
 
 import (
 	"encoding/json"
