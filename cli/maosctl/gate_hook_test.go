@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -361,7 +362,7 @@ func streamOpened(t *testing.T, following chan struct{}) {
 	t.Helper()
 	select {
 	case <-following:
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Until(testenv.Deadline(t))):
 		t.Fatal("no stream was opened")
 	}
 }

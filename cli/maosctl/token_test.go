@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -321,7 +322,7 @@ func TestTokenReachesEveryClient(t *testing.T) {
 	inW.Close()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Until(testenv.Deadline(t))):
 		t.Fatal("mcp did not end after its input closed")
 	}
 	check("mcp")

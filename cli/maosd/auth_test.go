@@ -16,6 +16,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -212,8 +213,8 @@ func TestRestartWithoutAuthRefused(t *testing.T) {
 	cancel()
 	select {
 	case <-done:
-	case <-time.After(15 * time.Second):
-		t.Fatal("maosd did not stop within 15s")
+	case <-time.After(time.Until(testenv.Deadline(t))):
+		t.Fatal("maosd did not stop by the test's deadline")
 	}
 
 	var log2 lockedBuffer
@@ -223,8 +224,8 @@ func TestRestartWithoutAuthRefused(t *testing.T) {
 			t.Fatalf("restart without --auth: %v; want a refusal naming auth_required and --auth", err)
 		}
 		checkStatus(t, "restart without --auth", err, 1)
-	case <-time.After(20 * time.Second):
-		t.Fatal("maosd without --auth on an auth cluster's data dir did not exit within 20s")
+	case <-time.After(time.Until(testenv.Deadline(t))):
+		t.Fatal("maosd without --auth on an auth cluster's data dir did not exit by the test's deadline")
 	}
 }
 

@@ -11,9 +11,10 @@ import (
 // would otherwise hang.
 const NoDeadline = 10 * time.Minute
 
-// Deadline is when a hang guard in t gives up: a tenth of the time left
-// before the test binary's deadline (-timeout), so the test fails saying
-// what hung before the binary panics; NoDeadline from now without one.
+// Deadline is when a hang guard in t gives up: the test binary's deadline
+// (-timeout) less a tenth of the time left until it, so the test fails
+// saying what hung before the binary panics; NoDeadline from now without
+// one.
 // A guard that only fails a hung test waits this long, never a fixed
 // number of seconds a slow machine could exceed in a test that would
 // have passed.
