@@ -41,7 +41,7 @@ func newGateEnv(t *testing.T) (*testEnv, gateRun) {
 // creation order; more than n fails the test.
 func (e *testEnv) approvalsFiled(n int) []*fsm.Approval {
 	e.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := testenv.Deadline(e.t)
 	for {
 		page, err := e.svc.State().Approvals(fsm.ApprovalQuery{})
 		if err != nil {
@@ -424,7 +424,7 @@ func TestGateFollowsAcrossReconnects(t *testing.T) {
 	g := testGate(t, "gates: [{tool: Bash, approvers: [alice]}]")
 	done := decideAsync(r, g, pushCall)
 	id := e.approvalsFiled(1)[0].ID
-	for deadline := time.Now().Add(10 * time.Second); streams.Load() < 3; time.Sleep(time.Millisecond) {
+	for deadline := testenv.Deadline(t); streams.Load() < 3; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d streams opened, want the two refused and one more", streams.Load())
 		}

@@ -309,7 +309,7 @@ func TestTokenReachesEveryClient(t *testing.T) {
 		}
 	}
 	var seen map[string]string
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := testenv.Deadline(t)
 	for len(seen) == 0 && time.Now().Before(deadline) {
 		rec.mu.Lock()
 		seen = map[string]string{}

@@ -202,11 +202,11 @@ func TestRestartWithoutAuthRefused(t *testing.T) {
 	var log1 lockedBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := start(ctx, &log1, "--auth", "--admin-token-file", admin)
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := testenv.Deadline(t)
 	for !strings.Contains(log1.String(), "auth_required=true") {
 		if time.Now().After(deadline) {
 			cancel()
-			t.Fatalf("the leader did not record auth_required within 20s; log:\n%s", log1.String())
+			t.Fatalf("the leader did not record auth_required by the test's deadline; log:\n%s", log1.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

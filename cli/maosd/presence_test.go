@@ -89,7 +89,7 @@ func runMaosdUntilReady(t *testing.T, env []string, args ...string) (map[string]
 			t.Errorf("maosd did not stop by the test's deadline after its context ended")
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := testenv.Deadline(t)
 	for {
 		for _, line := range strings.Split(log.String(), "\n") {
 			if strings.Contains(line, "maosd ready to serve") {
@@ -106,7 +106,7 @@ func runMaosdUntilReady(t *testing.T, env []string, args ...string) (map[string]
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("maosd not ready within 20s; log:\n%s", log.String())
+			t.Fatalf("maosd not ready by the test's deadline; log:\n%s", log.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
