@@ -8,10 +8,10 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -66,7 +66,7 @@ func TestMirrorSkipsMessagesNotForEveryone(t *testing.T) {
 	}
 
 	// Following: a private message arriving live is skipped too.
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := testenv.Context(t)
 	defer cancel()
 	fo := &Mirror{Client: n.client(adminSecret), Channel: "ops", Dir: dir}
 	wrote := make(chan string, 8)

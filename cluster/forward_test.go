@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -64,7 +65,7 @@ func TestForwardHopAbandonsOnLeaderChange(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("hop ended with %v, want context.Canceled", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Until(testenv.Deadline(t))):
 		t.Fatal("hop not abandoned after the leader changed")
 	}
 	// Without a change the call's own answer comes back.

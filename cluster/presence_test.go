@@ -16,6 +16,7 @@ import (
 	"github.com/maos-project/maos/cluster"
 	"github.com/maos-project/maos/cluster/clustertest"
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -417,7 +418,7 @@ func TestGossipKeyMismatch(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer node.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			ctx, cancel := testenv.Context(t)
 			defer cancel()
 			err = node.JoinVia(ctx, []string{seed.Addr})
 			if !errors.Is(err, cluster.ErrGossipRefused) {

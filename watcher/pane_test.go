@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -144,7 +145,7 @@ func TestPaneProbeOnTmux(t *testing.T) {
 		t.Helper()
 		var got string
 		var err error
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for deadline := testenv.Deadline(t); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 			if got, err = probe.PaneSubstate(context.Background()); err == nil && got == want {
 				return
 			}
@@ -193,7 +194,7 @@ func TestWatcherReportsPaneSubstate(t *testing.T) {
 	waitPresence := func(sub, source string) {
 		t.Helper()
 		var p transport.Presence
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		for deadline := testenv.Deadline(t); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 			if p, err = cl.AgentPresence(context.Background(), "tm"); err == nil && p.Substate == sub && p.Source == source {
 				return
 			}

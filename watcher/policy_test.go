@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -104,9 +105,9 @@ func TestRuntimeQuietHoldsUntilItEnds(t *testing.T) {
 	})
 	wait := func(what string, ok func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
+		for deadline := testenv.Deadline(t); !ok(); time.Sleep(5 * time.Millisecond) {
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 10s", what)
+				t.Fatalf("%s: not by the test's deadline", what)
 			}
 		}
 	}
@@ -187,7 +188,7 @@ func TestPolicySetBeforeASendAppliesToIt(t *testing.T) {
 			Content: api.Content{Text: "please"}}); err != nil {
 			t.Fatal(err)
 		}
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		for deadline := testenv.Deadline(t); ; time.Sleep(5 * time.Millisecond) {
 			if m := svc.Stored(id); m != nil {
 				if r := svc.Stored(ReplyID("w", m)); r != nil {
 					return r

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -68,9 +69,9 @@ echo "$MAOS_AGENT_ID of $MAOS_PARENT_AGENT answers $MAOS_MESSAGE_ID in $(basenam
 	})
 	wait := func(what string, ok func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
+		for deadline := testenv.Deadline(t); !ok(); time.Sleep(5 * time.Millisecond) {
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 10s", what)
+				t.Fatalf("%s: not by the test's deadline", what)
 			}
 		}
 	}

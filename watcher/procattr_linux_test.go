@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/maos-project/maos/testing/testenv"
 )
 
 // envExecParent makes the test binary act as a watcher process that runs
@@ -39,14 +41,14 @@ func TestExecChildDiesWithTheWatcher(t *testing.T) {
 		t.Fatal(err)
 	}
 	var child int
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := testenv.Deadline(t)
 	for child == 0 {
 		if b, err := os.ReadFile(pidFile); err == nil {
 			child, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 		}
 		if time.Now().After(deadline) {
 			_ = parent.Process.Kill()
-			t.Fatal("the helper watcher did not start its CLI within 10s")
+			t.Fatal("the helper watcher did not start its CLI by the test's deadline")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -60,7 +61,7 @@ func startTmuxWatcher(t *testing.T, s *tmuxServer, cl *transport.Client, target,
 	var once sync.Once
 	stop = func() { once.Do(func() { cancel(); <-done }) }
 	t.Cleanup(stop)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	for deadline := testenv.Deadline(t); ; time.Sleep(10 * time.Millisecond) {
 		if _, err := cl.AgentPresence(ctx, "tm"); err == nil {
 			break
 		}
@@ -103,7 +104,7 @@ func receipt(t *testing.T, cl *transport.Client, id string) api.Receipt {
 func waitReceipt(t *testing.T, cl *transport.Client, id string, cond func(api.Receipt) bool) api.Receipt {
 	t.Helper()
 	var r api.Receipt
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := testenv.Deadline(t); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if r = receipt(t, cl, id); cond(r) {
 			return r
 		}
@@ -253,7 +254,7 @@ func readFileString(path string) string {
 
 func waitCursorSeq(t *testing.T, cl *transport.Client, seq uint64) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := testenv.Deadline(t); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if c, err := cl.Cursor(context.Background(), "tm", transport.Strong); err == nil && c.Seq >= seq {
 			return
 		}
@@ -399,7 +400,7 @@ func TestTmuxForkNeverTypesIntoThePane(t *testing.T) {
 		t.Fatal(err)
 	}
 	var r *api.Message
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	for deadline := testenv.Deadline(t); ; time.Sleep(10 * time.Millisecond) {
 		var err error
 		if r, err = cl.Message(context.Background(), ReplyID("tm", m), transport.Local); err == nil {
 			break
@@ -412,7 +413,7 @@ func TestTmuxForkNeverTypesIntoThePane(t *testing.T) {
 		t.Fatalf("answer %+v, want tm-fork-1's", r)
 	}
 	note := forkNote(m, r, "tm")
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	for deadline := testenv.Deadline(t); ; time.Sleep(10 * time.Millisecond) {
 		if _, err := cl.Message(context.Background(), note.ID, transport.Local); err == nil {
 			break // the note follows the answer
 		}

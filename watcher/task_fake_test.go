@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/testing/testenv"
 )
 
 // fakeTasks is the task API of TASKS.md in memory, for the watcher's unit
@@ -99,7 +100,7 @@ func (f *fakeTasks) get(id string) api.Task {
 // wait polls cond under the lock until it holds (bounded).
 func (f *fakeTasks) wait(t *testing.T, what string, cond func(*fakeTasks) bool) {
 	t.Helper()
-	deadline := time.After(20 * time.Second)
+	deadline := time.After(time.Until(testenv.Deadline(t)))
 	for {
 		f.mu.Lock()
 		ok, ch := cond(f), f.changed
@@ -111,7 +112,7 @@ func (f *fakeTasks) wait(t *testing.T, what string, cond func(*fakeTasks) bool) 
 		case <-ch:
 		case <-time.After(10 * time.Millisecond):
 		case <-deadline:
-			t.Fatalf("%s: not within 20s", what)
+			t.Fatalf("%s: not by the test's deadline", what)
 		}
 	}
 }
@@ -279,7 +280,7 @@ func (f *fakeTasks) HandoffTask(_ context.Context, cmd api.TaskHandoffCommand) (
 	return api.TaskResult{ID: t.ID, Seq: f.index, State: t.State}, nil
 }
 
-// taskWatcher is the watcher of the config's first agent on api, with
+// taskWatcher is the watcher of the config's first agent on tasks, with
 // its task loop running until the test ends; logs go to the test's log.
 func taskWatcher(t *testing.T, yml string, tasks taskAPI) (*agentWatcher, context.CancelFunc) {
 	t.Helper()
@@ -316,7 +317,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 // offer hands a task (or only its id) to w's task loop.
 func offer(t *testing.T, w *agentWatcher, o taskOffer) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := testenv.Context(t)
 	defer cancel()
 	if !w.offerTask(ctx, o) {
 		t.Fatalf("offering %s: the task loop does not take it", o.id)
@@ -326,7 +327,7 @@ func offer(t *testing.T, w *agentWatcher, o taskOffer) {
 // waitExists polls (bounded) until path exists.
 func waitExists(t *testing.T, path string) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	for deadline := testenv.Deadline(t); ; time.Sleep(5 * time.Millisecond) {
 		if _, err := os.Stat(path); err == nil {
 			return
 		}

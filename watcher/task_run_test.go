@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -243,12 +244,12 @@ func waitTaskState(t *testing.T, cl *transport.Client, id string, state api.Task
 	return task
 }
 
-// waitFor polls cond (bounded: 20 s).
+// waitFor polls cond (bounded: the test's deadline).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+	for deadline := testenv.Deadline(t); !cond(); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 20s", what)
+			t.Fatalf("%s: not by the test's deadline", what)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -681,7 +682,7 @@ esac`), tasks)
 		tasks.modifyLocked(tk, `{"cmd":"deploy v2"}`)
 		modified = *tk
 		// The stream's update, while the run that completed has not ended.
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithDeadline(context.Background(), testenv.Deadline(t))
 		defer cancel()
 		if !w.offerTask(ctx, taskOffer{id: tk.ID, task: &modified}) {
 			t.Error("the task loop does not take the modify's update")

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
 )
@@ -358,7 +359,7 @@ func TestExecTimeoutKillsProcessGroup(t *testing.T) {
 	}
 	// The killed child may linger briefly as a zombie of its dead parent
 	// until init reaps it; poll (bounded) until it is gone or a zombie.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := testenv.Deadline(t)
 	for {
 		err := syscall.Kill(child, 0)
 		if errors.Is(err, syscall.ESRCH) || zombie(child) {

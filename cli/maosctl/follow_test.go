@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/maos-project/maos/testing/testenv"
 )
 
 // following is a command that runs until Ctrl-C (tail -f, mirror -f,
@@ -18,21 +20,20 @@ type following struct {
 	done        chan error
 }
 
-// follow starts maosctl --addr ADDR args... in the background, for 20 s at
-// most; stop ends it.
+// follow starts maosctl --addr ADDR args... in the background, until the
+// test's deadline at most; stop ends it.
 func (e *testEnv) follow(args ...string) *following {
 	e.t.Helper()
 	f := &following{t: e.t, what: strings.Join(args, " "), done: make(chan error, 1)}
-	f.ctx, f.cancel = context.WithTimeout(context.Background(), 20*time.Second)
-	e.t.Cleanup(f.cancel)
+	f.ctx, f.cancel = testenv.Context(e.t)
 	app := App()
 	app.Writer, app.ErrWriter = &f.out, &f.errOut
 	go func() { f.done <- app.RunContext(f.ctx, append([]string{"maosctl", "--addr", e.addr}, args...)) }()
 	return f
 }
 
-// waitUntil polls until cond holds; the command ending first, or its 20 s
-// running out, fails the test with what it printed.
+// waitUntil polls until cond holds; the command ending first, or the
+// test's deadline, fails the test with what it printed.
 func (f *following) waitUntil(cond func() bool) {
 	f.t.Helper()
 	for !cond() {
@@ -53,7 +54,7 @@ func (f *following) waitFor(s string) {
 }
 
 // stop ends the command as Ctrl-C does and fails the test unless it exits
-// cleanly within 10 s.
+// cleanly (by the test's deadline).
 func (f *following) stop() {
 	f.t.Helper()
 	f.cancel()
@@ -62,7 +63,7 @@ func (f *following) stop() {
 		if err != nil {
 			f.t.Fatalf("maosctl %s after Ctrl-C: %v (stderr %q)", f.what, err, f.errOut.String())
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Until(testenv.Deadline(f.t))):
 		f.t.Fatalf("maosctl %s did not stop when its context ended", f.what)
 	}
 }

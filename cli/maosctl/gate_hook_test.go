@@ -17,6 +17,7 @@ import (
 
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -41,7 +42,7 @@ func newGateEnv(t *testing.T) (*testEnv, gateRun) {
 // creation order; more than n fails the test.
 func (e *testEnv) approvalsFiled(n int) []*api.Approval {
 	e.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := testenv.Deadline(e.t)
 	for {
 		page, err := e.svc.State().Approvals(api.ApprovalQuery{})
 		if err != nil {
@@ -362,7 +363,7 @@ func streamOpened(t *testing.T, following chan struct{}) {
 	t.Helper()
 	select {
 	case <-following:
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Until(testenv.Deadline(t))):
 		t.Fatal("no stream was opened")
 	}
 }
@@ -424,7 +425,7 @@ func TestGateFollowsAcrossReconnects(t *testing.T) {
 	g := testGate(t, "gates: [{tool: Bash, approvers: [alice]}]")
 	done := decideAsync(r, g, pushCall)
 	id := e.approvalsFiled(1)[0].ID
-	for deadline := time.Now().Add(10 * time.Second); streams.Load() < 3; time.Sleep(time.Millisecond) {
+	for deadline := testenv.Deadline(t); streams.Load() < 3; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d streams opened, want the two refused and one more", streams.Load())
 		}

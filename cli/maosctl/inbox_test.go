@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -285,7 +286,7 @@ func TestInboxWaitTakenByAnother(t *testing.T) {
 	mu.Unlock()
 	e.send("review", "codex", "alice", "taken", "--id", "msg-20261125-030000-codex-0000aaaa")
 	// The message event makes wait read the unread mail, which finds it taken.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	for deadline := testenv.Deadline(t); ; time.Sleep(5 * time.Millisecond) {
 		mu.Lock()
 		read := take == ""
 		mu.Unlock()

@@ -16,6 +16,7 @@ import (
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/rules"
+	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -322,7 +323,7 @@ func TestSendWait(t *testing.T) {
 		done <- e.run("", "send", "--from", "codex", "--to", "role:reviewer", "--channel", "review", "--text", "read me",
 			"--id", "msg-wait-1", "--wait", "read", "--timeout", "30s")
 	}()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := testenv.Deadline(t)
 	for {
 		if _, err := e.svc.State().Message("msg-wait-1"); err == nil {
 			break

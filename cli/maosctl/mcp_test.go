@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/maos-project/maos/testing/testenv"
 )
 
 func TestMCPRequiresAgent(t *testing.T) {
@@ -76,7 +78,7 @@ func TestMCPSpeaksProtocol(t *testing.T) {
 		if err != nil {
 			t.Fatalf("mcp after stdin closed: %v", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Until(testenv.Deadline(t))):
 		t.Fatal("mcp did not end after its input closed")
 	}
 }

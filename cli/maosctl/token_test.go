@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -308,7 +309,7 @@ func TestTokenReachesEveryClient(t *testing.T) {
 		}
 	}
 	var seen map[string]string
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := testenv.Deadline(t)
 	for len(seen) == 0 && time.Now().Before(deadline) {
 		rec.mu.Lock()
 		seen = map[string]string{}
@@ -321,7 +322,7 @@ func TestTokenReachesEveryClient(t *testing.T) {
 	inW.Close()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Until(testenv.Deadline(t))):
 		t.Fatal("mcp did not end after its input closed")
 	}
 	check("mcp")

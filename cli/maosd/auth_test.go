@@ -16,6 +16,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -201,19 +202,19 @@ func TestRestartWithoutAuthRefused(t *testing.T) {
 	var log1 lockedBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := start(ctx, &log1, "--auth", "--admin-token-file", admin)
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := testenv.Deadline(t)
 	for !strings.Contains(log1.String(), "auth_required=true") {
 		if time.Now().After(deadline) {
 			cancel()
-			t.Fatalf("the leader did not record auth_required within 20s; log:\n%s", log1.String())
+			t.Fatalf("the leader did not record auth_required by the test's deadline; log:\n%s", log1.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	cancel()
 	select {
 	case <-done:
-	case <-time.After(15 * time.Second):
-		t.Fatal("maosd did not stop within 15s")
+	case <-time.After(time.Until(testenv.Deadline(t))):
+		t.Fatal("maosd did not stop by the test's deadline")
 	}
 
 	var log2 lockedBuffer
@@ -223,8 +224,8 @@ func TestRestartWithoutAuthRefused(t *testing.T) {
 			t.Fatalf("restart without --auth: %v; want a refusal naming auth_required and --auth", err)
 		}
 		checkStatus(t, "restart without --auth", err, 1)
-	case <-time.After(20 * time.Second):
-		t.Fatal("maosd without --auth on an auth cluster's data dir did not exit within 20s")
+	case <-time.After(time.Until(testenv.Deadline(t))):
+		t.Fatal("maosd without --auth on an auth cluster's data dir did not exit by the test's deadline")
 	}
 }
 

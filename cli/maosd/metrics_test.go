@@ -10,6 +10,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/maos-project/maos/metrics"
+	"github.com/maos-project/maos/testing/testenv"
 )
 
 // --metrics-addr serves the node's metrics without a token on a listener
@@ -56,12 +57,12 @@ func TestMetricsAddrServesWithoutAuth(t *testing.T) {
 	}
 	// A single node bootstrapped: it leads, once its election is over.
 	fams := scrape()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := testenv.Deadline(t); ; time.Sleep(20 * time.Millisecond) {
 		if v, _ := metrics.Value(fams, "maos_raft_state", map[string]string{"state": "leader"}); v == 1 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("maos_raft_state{state=leader} did not become 1 within 10s")
+			t.Fatal("maos_raft_state{state=leader} did not become 1 by the test's deadline")
 		}
 		fams = scrape()
 	}

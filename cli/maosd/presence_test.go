@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/maos-project/maos/testing/testenv"
 )
 
 // maosd refuses bad gossip flags before touching the data dir, naming the
@@ -83,11 +85,11 @@ func runMaosdUntilReady(t *testing.T, env []string, args ...string) (map[string]
 		cancel()
 		select {
 		case <-done:
-		case <-time.After(15 * time.Second):
-			t.Errorf("maosd did not stop within 15s of its context ending")
+		case <-time.After(time.Until(testenv.Deadline(t))):
+			t.Errorf("maosd did not stop by the test's deadline after its context ended")
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := testenv.Deadline(t)
 	for {
 		for _, line := range strings.Split(log.String(), "\n") {
 			if strings.Contains(line, "maosd ready to serve") {
@@ -104,7 +106,7 @@ func runMaosdUntilReady(t *testing.T, env []string, args ...string) (map[string]
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("maosd not ready within 20s; log:\n%s", log.String())
+			t.Fatalf("maosd not ready by the test's deadline; log:\n%s", log.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/testing/tlstest"
 	"github.com/maos-project/maos/transport"
 )
@@ -83,7 +84,7 @@ func TestServesTLS(t *testing.T) {
 	runMaosdUntilReady(t, nil, append([]string{"--node-id", "n2", "--join", api1}, flags(ca.Node(t, "n2"))...)...)
 
 	var st transport.Status
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := testenv.Deadline(t)
 	for {
 		r := runMaosctl(api1, "--ca", ca.File, "--json", "cluster", "status")
 		if r.err != nil {

@@ -232,14 +232,41 @@ async function openMessage(id, li) {
   }
 }
 
-// render replaces the children of container with build()'s only when sig,
-// what the rows show, differs from the last render's: a refresh that
-// changes nothing leaves every node in place, so a button under the
-// pointer is never swapped for an identical one and a click is not lost.
-function render(container, sig, build) {
-  if (container.dataset.sig === sig) return;
-  container.dataset.sig = sig;
-  container.replaceChildren(...build());
+// renderRows makes container's children the rows, in order; a row is
+// {key, sig, build}: its identity, what it shows, and how to make its node.
+// A row whose key and sig match a node already there keeps that node (the
+// same element, its buttons and listeners), and a kept node moves only
+// when the order changed, so a refresh that changes one row leaves the
+// others' nodes in place. A changed row with a button under the pointer
+// is not replaced until the pointer leaves it: a button being clicked is
+// never swapped for a new one (the click would be lost), and it acts on
+// what it showed (an approval's shown hash: the node refuses a changed
+// action). Rows with nothing to click are replaced at once.
+function renderRows(container, rows) {
+  container.latest = rows;
+  const old = new Map([...container.children].map((n) => [n.rowKey, n]));
+  const nodes = rows.map((r) => {
+    const n = old.get(r.key);
+    if (n && n.rowSig === r.sig) return n;
+    if (n && n.matches(':hover') && n.querySelector('button, a, input, select')) {
+      if (!n.deferred) {
+        n.deferred = true;
+        n.addEventListener('mouseleave', () => { n.deferred = false; renderRows(container, container.latest); }, { once: true });
+      }
+      return n;
+    }
+    const fresh = r.build();
+    fresh.rowKey = r.key;
+    fresh.rowSig = r.sig;
+    return fresh;
+  });
+  const keep = new Set(nodes);
+  for (const n of [...container.children]) if (!keep.has(n)) n.remove();
+  let at = container.firstChild;
+  for (const n of nodes) {
+    if (n === at) at = at.nextSibling;
+    else container.insertBefore(n, at);
+  }
 }
 
 // ---- agents
@@ -265,7 +292,7 @@ async function loadAgents() {
         api('GET', `/v1/agents/${enc(a.id)}/health`).catch(() => null),
       ]);
       const p = a.p || {};
-      return el('tr', { dataset: { agent: a.id } },
+      return { key: a.id, sig: JSON.stringify([a, counts, health]), build: () => el('tr', { dataset: { agent: a.id } },
         el('td', {}, a.id), el('td', {}, a.role || ''),
         el('td', { class: p.state || '' }, [p.state, p.substate].filter(Boolean).join('/') || 'unknown', p.reason ? el('span', { class: 'small' }, ` ${p.reason}`) : null),
         el('td', {}, p.node || ''),
@@ -275,9 +302,9 @@ async function loadAgents() {
         el('td', {}, counts ? `${counts.unread} / ${counts.total}` : '—'),
         el('td', { class: health ? health.status : '' }, health ? health.status : '—'),
         el('td', {}, p.task || ''),
-        el('td', { class: 'small' }, time(p.timestamp)));
+        el('td', { class: 'small' }, time(p.timestamp))) };
     }));
-    $('#agents').replaceChildren(...rows);
+    renderRows($('#agents'), rows);
   } catch (e) { showError(e); }
 }
 
@@ -290,14 +317,14 @@ async function refreshCluster() {
     const peers = new Set(v.nodes.map((n) => n.api_addr));
     (v.members || []).forEach((m) => m.status === 'alive' && m.api_addr && peers.add(m.api_addr));
     state.peers = [...peers].filter(Boolean);
-    $('#nodes').replaceChildren(...v.nodes.map((n) => el('tr', { dataset: { node: n.node_id } },
+    renderRows($('#nodes'), v.nodes.map((n) => ({ key: n.node_id, sig: JSON.stringify([n, v.leader_id, v.node_id]), build: () => el('tr', { dataset: { node: n.node_id } },
       el('td', {}, n.node_id, n.node_id === v.leader_id ? ' ★' : '', n.node_id === v.node_id ? ' (this)' : ''),
       el('td', {}, n.api_addr),
       el('td', { class: n.reachable ? n.state : 'dead' }, n.reachable ? n.state : `unreachable: ${n.error}`),
       el('td', {}, n.term ?? ''), el('td', {}, n.commit_index ?? ''), el('td', {}, n.applied_index ?? ''),
-      el('td', { class: 'small' }, n.last_contact ? new Date(n.last_contact).toLocaleTimeString() : 'never'))));
-    $('#members').replaceChildren(...(v.members || []).map((m) => el('tr', { dataset: { node: m.node_id } },
-      el('td', {}, m.node_id), el('td', { class: `status ${m.status}` }, m.status), el('td', {}, m.api_addr || ''), el('td', {}, m.gossip_addr || ''))));
+      el('td', { class: 'small' }, n.last_contact ? new Date(n.last_contact).toLocaleTimeString() : 'never')) })));
+    renderRows($('#members'), (v.members || []).map((m) => ({ key: m.node_id, sig: JSON.stringify(m), build: () => el('tr', { dataset: { node: m.node_id } },
+      el('td', {}, m.node_id), el('td', { class: `status ${m.status}` }, m.status), el('td', {}, m.api_addr || ''), el('td', {}, m.gossip_addr || '')) })));
     $('#bulletin').textContent = b ? JSON.stringify(b.bulletin, null, 2) + `\n(version ${b.version}, ${b.updated_by || ''} ${time(b.updated_at)})` : '';
   } catch (e) {
     if (e.status === 401) showLogin();
@@ -316,12 +343,15 @@ async function loadTasks() {
       if (!p.has_more || !p.tasks.length) break;
       after = p.tasks[p.tasks.length - 1].seq;
     }
-    render($('#tasks'), JSON.stringify(tasks), () => TASK_STATES.map((s) => el('div', { class: 'column', dataset: { state: s } },
-      el('h3', {}, `${s} (${tasks.filter((t) => t.state === s).length})`),
-      tasks.filter((t) => t.state === s).reverse().slice(0, 200).map((t) => el('div', { class: 'card', dataset: { task: t.id } },
-        el('b', {}, t.title), el('div', { class: 'small' }, `${t.id} · ${t.from} → ${t.to}`),
-        t.claimed_by ? el('div', { class: 'small' }, `claimed by ${t.claimed_by} (attempt ${t.attempt})`) : null,
-        t.depends_on && t.depends_on.length ? el('div', { class: 'small' }, `after ${t.depends_on.join(', ')}`) : null)))));
+    renderRows($('#tasks'), TASK_STATES.map((s) => {
+      const col = tasks.filter((t) => t.state === s);
+      return { key: s, sig: JSON.stringify(col), build: () => el('div', { class: 'column', dataset: { state: s } },
+        el('h3', {}, `${s} (${col.length})`),
+        col.slice().reverse().slice(0, 200).map((t) => el('div', { class: 'card', dataset: { task: t.id } },
+          el('b', {}, t.title), el('div', { class: 'small' }, `${t.id} · ${t.from} → ${t.to}`),
+          t.claimed_by ? el('div', { class: 'small' }, `claimed by ${t.claimed_by} (attempt ${t.attempt})`) : null,
+          t.depends_on && t.depends_on.length ? el('div', { class: 'small' }, `after ${t.depends_on.join(', ')}`) : null))) };
+    }));
   } catch (e) { showError(e); }
 }
 
@@ -341,7 +371,7 @@ async function loadApprovals() {
     }
     const mayDecide = (a) => mine === null || mine.has(a.id);
     $('#pending-count').textContent = list.length ? `(${list.length})` : '';
-    render($('#approvals'), JSON.stringify([list, mine && [...mine]]), () => list.map((a) => el('tr', { dataset: { approval: a.id } },
+    renderRows($('#approvals'), list.map((a) => ({ key: a.id, sig: JSON.stringify([a, mayDecide(a)]), build: () => el('tr', { dataset: { approval: a.id } },
       el('td', {}, el('b', {}, a.title), el('div', { class: 'small' }, `${a.id} · ${a.approvals}/${a.quorum} · until ${time(a.deadline)}`)),
       el('td', {}, a.from),
       el('td', {}, (a.approvers || []).join(', ')),
@@ -350,7 +380,7 @@ async function loadApprovals() {
       el('td', {}, mayDecide(a) ? [
         el('button', { type: 'button', class: 'approve', dataset: { id: a.id }, onclick: () => decide(a, 'approve') }, 'Approve'),
         el('button', { type: 'button', class: 'reject', dataset: { id: a.id }, onclick: () => decide(a, 'reject') }, 'Reject'),
-      ] : el('span', { class: 'small not-yours' }, 'not yours to decide')))));
+      ] : el('span', { class: 'small not-yours' }, 'not yours to decide'))) })));
   } catch (e) { showError(e); }
 }
 

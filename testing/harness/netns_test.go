@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/maos-project/maos/testing/testenv"
 )
 
 // The test binary doubles as a TCP dialer run inside a namespace (ip netns
@@ -70,7 +71,7 @@ func reaches(t *testing.T, from *Node, addr string) bool {
 	t.Helper()
 	exe, err := os.Executable()
 	NoErr(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := testenv.Context(t)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", from.Netns(), exe)
 	cmd.Env = append(os.Environ(), dialEnv+"="+addr)

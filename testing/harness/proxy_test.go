@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/maos-project/maos/testing/testenv"
 )
 
 // echoServer echoes every line back on each connection it accepts, until
@@ -90,7 +92,7 @@ func dialFrom(t *testing.T, src, addr string) *client {
 
 // echo sends a line and returns what came back, or the error.
 func (c *client) echo(line string) (string, error) {
-	_ = c.c.SetDeadline(time.Now().Add(10 * time.Second))
+	_ = c.c.SetDeadline(testenv.Deadline(c.t))
 	if _, err := fmt.Fprintln(c.c, line); err != nil {
 		return "", err
 	}
@@ -111,7 +113,7 @@ func (c *client) mustEcho(line string) {
 // not a timeout).
 func (c *client) mustBeClosed(what string) {
 	c.t.Helper()
-	_ = c.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_ = c.c.SetReadDeadline(testenv.Deadline(c.t))
 	_, err := c.r.ReadString('\n')
 	var ne net.Error
 	if err == nil || errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded) {

@@ -2,7 +2,6 @@ package harness
 
 import (
 	"bufio"
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -142,14 +142,14 @@ func TestProxyCarriesMutualTLS(t *testing.T) {
 		if err != nil {
 			return "", err
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := testenv.Context(t)
 		defer cancel()
 		c, err := (&tls.Dialer{Config: cfg}).DialContext(ctx, "tcp", p.Addr())
 		if err != nil {
 			return "", err
 		}
 		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		_ = c.SetDeadline(testenv.Deadline(t))
 		if _, err := fmt.Fprintln(c, "hello"); err != nil {
 			return "", err
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster/clustertest"
 	"github.com/maos-project/maos/testing/harness"
+	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -189,7 +190,7 @@ func TestArtifactUploadInterruptedByLeaderKill(t *testing.T) {
 		t.Helper()
 		present := 0
 		for _, n := range followers {
-			ictx, icancel := context.WithTimeout(context.Background(), 20*time.Second)
+			ictx, icancel := testenv.Context(t)
 			_, ierr := n.Client().ArtifactInfo(ictx, id, transport.Strong)
 			icancel()
 			switch {

@@ -216,6 +216,17 @@ func TestConsoleLiveFeedApprovalsAndCluster(t *testing.T) {
 		t.Logf("wrote %s", p)
 		browse(t, ctx, 5*time.Second, "approvals again", chromedp.Click(chromedp.CSS(`nav button[data-tab="approvals"]`)), chromedp.WaitVisible(`button.approve[data-id="appr-deploy"]`))
 	}
+	// Another approval changes the queue, not appr-deploy's row: its
+	// nodes stay (marked before, still marked once the new row shows).
+	eval[bool](t, ctx, `(() => { document.querySelector('button.approve[data-id="appr-deploy"]').dataset.kept = '1'; return true; })()`)
+	if _, err := n1.Client.RequestApproval(context.Background(), api.ApprovalRequestCommand{ID: "appr-later", From: "supervisor", Approvers: []string{"reviewer"},
+		Title: "Tag the release", Action: json.RawMessage(`{"tag":"v1"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	browse(t, ctx, 5*time.Second, "the second approval in the queue", chromedp.WaitVisible(chromedp.CSS(`button.approve[data-id="appr-later"]`)))
+	if !eval[bool](t, ctx, `document.querySelector('button.approve[data-id="appr-deploy"]').dataset.kept === '1'`) {
+		t.Fatal("appr-deploy's row was built again when another approval came")
+	}
 	clickStable(t, ctx, "click Approve", `button.approve[data-id="appr-deploy"]`)
 	clustertest.WaitFor(t, 5*time.Second, "appr-deploy approved in the API", func() bool {
 		a, err := n1.Client.Approval(context.Background(), "appr-deploy")

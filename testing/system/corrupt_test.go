@@ -1,7 +1,6 @@
 package system
 
 import (
-	"context"
 	"crypto/rand"
 	"fmt"
 	"os"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/harness"
+	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -102,7 +102,7 @@ func runCorruptCase(t *testing.T, tc corruptCase) {
 
 	sends := sendAll(t, c, batch("before", 40), 30*time.Second, harness.SendOptions{})
 	if tc.snapshot {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		ctx, cancel := testenv.Context(t)
 		snap, err := follower.Client().Snapshot(ctx)
 		cancel()
 		harness.NoErr(t, err)
@@ -206,7 +206,7 @@ func lastErrorLine(log string) string {
 // node must catch up and serve the same log as the others.
 func rejoinFresh(t *testing.T, c *harness.Cluster, leader, old *harness.Node, sends map[string]*sent, more []*api.Message) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := testenv.Context(t)
 	defer cancel()
 	harness.NoErr(t, leader.Client().Remove(ctx, old.ID))
 	harness.NoErr(t, os.RemoveAll(old.DataDir))

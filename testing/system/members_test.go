@@ -22,6 +22,7 @@ import (
 
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/harness"
+	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -145,7 +146,7 @@ func testMembershipAudited(t *testing.T, c *harness.Cluster) {
 
 	leader, err := c.WaitLeader(10 * time.Second)
 	harness.NoErr(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	ctx, cancel := testenv.Context(t)
 	defer cancel()
 	res, err := n1.Client().TransferLeadership(ctx, "")
 	harness.NoErr(t, err)
@@ -421,7 +422,7 @@ func testRogueGossipMember(t *testing.T, c *harness.Cluster) {
 		return nil
 	}))
 
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	ctx, cancel := testenv.Context(t)
 	defer cancel()
 	registerNames(t, c, nil, "victim")
 	res, err := n1.Client().InterruptAgent(ctx, "victim", transport.InterruptRequest{From: "boss", Reason: "stop", Channel: "dev"})

@@ -2,7 +2,6 @@ package system
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"os/exec"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/harness"
+	"github.com/maos-project/maos/testing/testenv"
 )
 
 // TestRestartWholeCluster SIGKILLs all three nodes at once and restarts
@@ -68,7 +68,7 @@ func TestDataDirInUse(t *testing.T) {
 	c := harness.NewCluster(t, harness.Options{Maosd: maosdBin, Nodes: 1})
 	n := c.Nodes()[0]
 
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := testenv.Context(t)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, maosdBin, "--node-id", n.ID, "--data-dir", n.DataDir,
 		"--http-addr", "127.0.0.1:0", "--raft-addr", "127.0.0.1:0", "--log-format", "json")
@@ -77,7 +77,7 @@ func TestDataDirInUse(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	if ctx.Err() != nil {
-		t.Fatalf("the second maosd on %s was still running after 20 s (killed it); output:\n%s", n.DataDir, out.String())
+		t.Fatalf("the second maosd on %s was still running at the test's deadline (killed it); output:\n%s", n.DataDir, out.String())
 	}
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() == 0 {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/harness"
+	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -36,7 +37,7 @@ func createAgentTokens(t *testing.T, c *harness.Cluster, agents ...string) []age
 	out := make([]agentToken, 0, len(agents))
 	for i, a := range agents {
 		n := c.Nodes()[i%len(c.Nodes())]
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		ctx, cancel := testenv.Context(t)
 		tok, err := n.Client().CreateToken(ctx, a, "")
 		cancel()
 		harness.NoErr(t, err)
@@ -265,7 +266,7 @@ func checkRaftNeedsCert(t *testing.T, n *harness.Node, cfg *tls.Config, peer tls
 // it (401) for reads and sends; b's token keeps working everywhere.
 func checkRevocation(t *testing.T, c *harness.Cluster, a, b agentToken) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	ctx, cancel := testenv.Context(t)
 	err := c.Nodes()[0].Client().RevokeToken(ctx, a.id)
 	cancel()
 	harness.NoErr(t, err)

@@ -2,7 +2,6 @@ package system
 
 import (
 	"bytes"
-	"context"
 	"log/slog"
 	"strings"
 	"sync"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster/clustertest"
+	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/watcher"
 )
@@ -50,7 +50,7 @@ agents:
 	cl := c.Nodes[0].Client
 	waitRegistered(t, cl, "calm")
 	seen := logs.count("run-time policy changed")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := testenv.Context(t)
 	defer cancel()
 	if _, err := cl.SetPolicy(ctx, "calm", transport.PolicyRequest{Mode: api.PolicyQuiet}); err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The helpers' verdicts are checked in a child test binary, where -short
@@ -30,6 +31,7 @@ func TestTiers(t *testing.T) {
 		{"short, slow", "slow", []string{"-test.short"}, false, "--- SKIP: TestTiers/slow"},
 		{"full, slow", "slow", nil, false, "--- PASS: TestTiers/slow"},
 		{"full, tool found", "found", nil, false, "--- PASS: TestTiers/found"},
+		{"no -timeout", "deadline", []string{"-test.timeout=0"}, false, "--- PASS: TestTiers/deadline"},
 	} {
 		cmd := exec.Command(exe, append([]string{"-test.run", "^TestTiers$/^" + tc.sub + "$", "-test.v"}, tc.args...)...)
 		cmd.Env = append(os.Environ(), "TESTENV_CHILD=1")
@@ -47,9 +49,35 @@ func TestTiers(t *testing.T) {
 func child(t *testing.T) {
 	t.Run("tool", func(t *testing.T) { Tool(t, "maos-no-such-tool", "nothing") })
 	t.Run("slow", func(t *testing.T) { Slow(t, "a test") })
+	t.Run("deadline", func(t *testing.T) {
+		if _, ok := t.Deadline(); ok {
+			t.Fatal("a deadline with -timeout 0")
+		}
+		if left := time.Until(Deadline(t)); left < NoDeadline-time.Minute || left > NoDeadline {
+			t.Errorf("Deadline %v away with no -timeout, want %v", left, NoDeadline)
+		}
+	})
 	t.Run("found", func(t *testing.T) {
 		if Tool(t, "sh", "a shell") == "" {
 			t.Error("sh not found")
 		}
 	})
+}
+
+// Deadline is before the binary's deadline, and Context ends there; with
+// no deadline (-timeout 0) it is NoDeadline away (the child's "deadline").
+func TestDeadline(t *testing.T) {
+	d, ok := t.Deadline()
+	if !ok {
+		t.Fatal("no test deadline: run with -timeout (go test's default is 10m)")
+	}
+	got := Deadline(t)
+	if !got.Before(d) || !got.After(time.Now()) {
+		t.Errorf("Deadline %v, want between now and the binary's %v", got, d)
+	}
+	ctx, cancel := Context(t)
+	defer cancel()
+	if cd, ok := ctx.Deadline(); !ok || !cd.Equal(got) && cd.Before(got) {
+		t.Errorf("Context's deadline %v (%t), want %v", cd, ok, got)
+	}
 }
