@@ -424,3 +424,70 @@ func (c *SetCursorCommand) Validate() error {
 	}
 	return nil
 }
+
+// AgentPage is one page of the registry, by id.
+type AgentPage struct {
+	Agents  []Agent `json:"agents"`
+	HasMore bool    `json:"has_more"`
+}
+
+// FenceError is a refusal by the agent lease: its words say the fence
+// given, the current fence and its holder. errors.Is matches both
+// ErrFenced and ErrConflict (an answer of 409).
+type FenceError struct {
+	Reason string
+}
+
+func (e *FenceError) Error() string { return e.Reason }
+
+// Unwrap lets errors.Is match ErrFenced and ErrConflict.
+func (e *FenceError) Unwrap() []error { return []error{ErrFenced, ErrConflict} }
+
+// AgentLease is an agent's lease as the API shows it.
+type AgentLease struct {
+	Agent string `json:"agent"`
+	// Holder is the watcher that serves the agent (or served it, when
+	// Expired or Released).
+	Holder LeaseHolder `json:"holder"`
+	// Fence is the Raft index of the entry that granted the lease.
+	Fence      uint64    `json:"fence"`
+	AcquiredAt time.Time `json:"acquired_at"`
+	RenewedAt  time.Time `json:"renewed_at,omitzero"`
+	ExpiresAt  time.Time `json:"expires_at"` // first instant the lease no longer covers
+	TTL        LockTTL   `json:"ttl"`
+	// Reason is why the holder got it: first, lapsed or released.
+	Reason string `json:"reason"`
+	// Expired: the lease ran out as of the entry that produced this
+	// answer (apply results) or the latest applied entry (reads).
+	Expired bool `json:"expired"`
+	// Released: the holder gave it up; a standby takes it at its next try.
+	Released bool `json:"released,omitempty"`
+	// Standbys are the other watchers of the agent that asked within
+	// their ttl, by node then instance.
+	Standbys []AgentStandby `json:"standbys"`
+}
+
+// AgentStandby is a watcher standing by for an agent.
+type AgentStandby struct {
+	LeaseHolder
+	SeenAt time.Time `json:"seen_at"` // the entry time of its last acquire
+}
+
+// AgentLeaseResult is the result of an agent lease command.
+type AgentLeaseResult struct {
+	Outcome string      `json:"outcome"` // AgentLeaseGranted, …Extended, …Standby, …Released
+	Lease   *AgentLease `json:"lease"`
+}
+
+// AgentLeasePage lists agent leases by agent id. AsOf is the entry time
+// expiry was judged against.
+type AgentLeasePage struct {
+	Leases []AgentLease `json:"leases"`
+	AsOf   time.Time    `json:"as_of"`
+}
+
+// Cursor is an agent's watcher cursor.
+type Cursor struct {
+	Agent string `json:"agent"`
+	Seq   uint64 `json:"seq"` // 0: nothing handled yet
+}

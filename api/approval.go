@@ -508,3 +508,44 @@ func (q *ApprovalQuery) Validate() error {
 	}
 	return nil
 }
+
+// ApprovalPage is one page of an approval list.
+type ApprovalPage struct {
+	Approvals []*Approval `json:"approvals"`
+	HasMore   bool        `json:"has_more"`
+}
+
+// ApprovalEvent is one event in an approval's history: its request, each
+// decision, an escalation, its expiry or cancel. The decisions of
+// Approval.Decisions are read from it.
+type ApprovalEvent struct {
+	Seq   uint64    `json:"seq"` // index of the entry
+	Time  time.Time `json:"time"`
+	Actor string    `json:"actor"` // the requester, an approver, or "maos" for the tick
+	// Event is requested, approve, reject, modify, escalated, expired or
+	// cancelled.
+	Event string        `json:"event"`
+	State ApprovalState `json:"state"` // the state after it
+	// ActionHash is the hash of the action the event was made on (a
+	// modify: the one it replaced).
+	ActionHash string `json:"action_hash"`
+	// Comment is a decision's comment or a cancel's reason.
+	Comment string `json:"comment,omitempty"`
+	// Action is a modify's new action.
+	Action json.RawMessage `json:"action,omitempty"`
+}
+
+// ApprovalUpdate is one approval event with the approval as it stood right
+// after the entry that made it (without decisions): the data of the
+// stream's "approval" events, {"event": …, "approval": …}.
+type ApprovalUpdate struct {
+	Event    ApprovalEvent `json:"event"`
+	Approval *Approval     `json:"approval"`
+}
+
+// ApprovalUpdatePage is a page of approval updates in entry order.
+type ApprovalUpdatePage struct {
+	Updates []ApprovalUpdate `json:"updates"`
+	// HasMore is true when entries after the page's last made updates.
+	HasMore bool `json:"has_more"`
+}

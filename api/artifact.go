@@ -273,3 +273,29 @@ func (q ArtifactQuery) Validate() error {
 	}
 	return nil
 }
+
+// ArtifactPage is a page of artifacts in index order.
+type ArtifactPage struct {
+	Artifacts []*Artifact `json:"artifacts"`
+	HasMore   bool        `json:"has_more"`
+}
+
+// ErrQuota: an artifact does not fit its uploader's quota (*QuotaError;
+// the API answers 413).
+var ErrQuota = errors.New("over quota")
+
+// QuotaError is an artifact_put refused by the uploader's quota (the
+// cluster setting artifact_quota_bytes): its words name the agent, the
+// bytes it uses, the upload's size and the quota.
+type QuotaError struct {
+	Agent             string // the principal (Principal): an agent, whose forks it counts with it
+	Used, Size, Quota int64
+}
+
+func (e *QuotaError) Error() string {
+	return fmt.Sprintf("agent %s's artifacts (its forks' included) use %d bytes of its quota of %d (artifact_quota_bytes); this one (%d bytes) does not fit: delete some or raise the quota",
+		e.Agent, e.Used, e.Quota, e.Size)
+}
+
+// Unwrap lets errors.Is(err, ErrQuota) match.
+func (e *QuotaError) Unwrap() error { return ErrQuota }

@@ -216,3 +216,24 @@ func FirstLine(s string, n int) string {
 	}
 	return s
 }
+
+// Token is a bearer token as stored and listed: never its secret or hash.
+type Token struct {
+	ID    string `json:"id"`
+	Agent string `json:"agent"` // the agent the token speaks for
+	Role  string `json:"role"`  // one of TokenRoles
+	// AgentRole and Capabilities are the token's grant: the registry role
+	// and the capabilities its agent (and the agent's forks) may register
+	// itself with (POST /v1/agents). Empty: the default role
+	// (DefaultRole) and no capability; only an admin registers an agent
+	// with more.
+	AgentRole    string   `json:"agent_role,omitempty"`
+	Capabilities []string `json:"capabilities,omitempty"`
+	// CreatedAt is the time of the entry that created it.
+	CreatedAt time.Time `json:"created_at"`
+	// RevokedAt is the time of the entry that revoked it; zero while live.
+	RevokedAt time.Time `json:"revoked_at,omitzero"`
+}
+
+// Revoked reports whether the token was revoked.
+func (t *Token) Revoked() bool { return !t.RevokedAt.IsZero() }

@@ -408,3 +408,54 @@ const (
 // TickCommand is the body of OpTick: no fields; the entry's time is the
 // tick's.
 type TickCommand struct{}
+
+// Retention is a channel's policy. A zero field means no limit of that kind.
+type Retention struct {
+	Channel string `json:"channel"`
+	// MaxAge: messages whose timestamp is older than the trimming entry's
+	// time minus MaxAge go (nanoseconds in JSON as max_age_ns).
+	MaxAge time.Duration `json:"max_age_ns"`
+	// MaxMessages: the oldest messages beyond this count go.
+	MaxMessages uint64 `json:"max_messages"`
+	// Trimmed counts the messages trimmed so far; LastTrimSeq is the seq of
+	// the newest one.
+	Trimmed     uint64 `json:"trimmed"`
+	LastTrimSeq uint64 `json:"last_trim_seq,omitempty"`
+}
+
+// TrimResult says what one trim removed.
+type TrimResult struct {
+	Channel string `json:"channel"`
+	Trimmed int    `json:"trimmed"` // by this entry
+	// UpToSeq is the seq of the newest message removed (0 if none).
+	UpToSeq uint64 `json:"up_to_seq,omitempty"`
+	// More is true when the entry stopped at MaxTrimPerEntry.
+	More      bool      `json:"more,omitempty"`
+	Retention Retention `json:"retention"`
+}
+
+// RulesState is the answer of GET /v1/rules and of set_rules.
+type RulesState struct {
+	// Rules is the document; null when there is none (everyone may
+	// message everyone).
+	Rules *rules.Document `json:"rules"`
+	// Default is what a pair no list speaks about gets: allow or deny.
+	Default string `json:"default"`
+	// Index and UpdatedAt are the Raft index and time of the last
+	// set_rules (a removal too); zero if rules were never set.
+	Index     uint64    `json:"index,omitempty"`
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
+}
+
+// RulesCheck is the answer of CheckRules: may From send To a message?
+type RulesCheck struct {
+	From     string `json:"from"`
+	FromRole string `json:"from_role"` // the role the check used ("" = none)
+	To       string `json:"to"`
+	ToRole   string `json:"to_role"`
+	Allowed  bool   `json:"allowed"`
+	Reason   string `json:"reason,omitempty"` // why not, when not allowed
+	// Interrupt is true for CheckInterrupt's answer: may From interrupt
+	// an agent (To and ToRole are empty)?
+	Interrupt bool `json:"interrupt,omitempty"`
+}

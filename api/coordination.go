@@ -487,3 +487,18 @@ type BulletinResult struct {
 	// Changed lists the top-level keys whose value the change altered.
 	Changed []string `json:"changed,omitempty"`
 }
+
+// LockCheck answers POST /v1/locks/check: whether Token is the current
+// grant of Path and has not expired as of AsOf (the latest applied
+// entry's time). Holder, Token (the current grant's, 0 if none) and
+// ExpiresAt describe the lock as it stands; Reason says why not current.
+type LockCheck struct {
+	Path      string    `json:"path"`
+	Current   bool      `json:"current"`
+	Holder    string    `json:"holder,omitempty"`
+	Token     uint64    `json:"token,omitempty"`
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	Expired   bool      `json:"expired"`
+	AsOf      time.Time `json:"as_of"`
+	Reason    string    `json:"reason,omitempty"`
+}

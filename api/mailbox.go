@@ -290,3 +290,72 @@ func (c *TaskHandoffCommand) CheckNames() { c.KnownNames = true }
 
 // CheckNames flags the request: apply refuses unknown approvers.
 func (c *ApprovalRequestCommand) CheckNames() { c.KnownNames = true }
+
+// InboxCounts are an agent's inbox counters.
+type InboxCounts struct {
+	Agent  string `json:"agent"`
+	Total  uint64 `json:"total"`
+	Unread uint64 `json:"unread"`
+	// UnreadByPriority has a key for every priority (urgent, high, normal,
+	// low), zeros included.
+	UnreadByPriority map[Priority]uint64 `json:"unread_by_priority"`
+	// ReadUpto is the highest "read up to" mark given, 0 for none.
+	ReadUpto uint64 `json:"read_upto"`
+}
+
+// MarkReadResult is what applying OpMarkRead returns: how many entries
+// changed from unread to read (0 when they were read already) and the
+// counts after.
+type MarkReadResult struct {
+	Agent  string      `json:"agent"`
+	Marked int         `json:"marked"`
+	Counts InboxCounts `json:"counts"`
+}
+
+// InboxPage is one page of an inbox, in seq order.
+type InboxPage struct {
+	Agent    string       `json:"agent"`
+	Messages []InboxEntry `json:"messages"`
+	// HasMore is true when entries after NextAfter may match: the next
+	// page is the same query with after=NextAfter.
+	HasMore bool `json:"has_more"`
+	// NextAfter is the seq of the last entry read (matching or not), 0 if
+	// none was; for a Newest query, NextBefore is.
+	NextAfter  uint64 `json:"next_after"`
+	NextBefore uint64 `json:"next_before,omitempty"`
+}
+
+// OverviewPage is one page of the overview in seq order.
+type OverviewPage struct {
+	Messages []OverviewEntry `json:"messages"`
+	// HasMore is true when messages after the last one on the page exist.
+	HasMore bool `json:"has_more"`
+}
+
+// Page is one page of a channel's log in seq order.
+type Page struct {
+	Messages []*Message `json:"messages"`
+	// HasMore is true when messages after the last one on the page exist.
+	HasMore bool `json:"has_more"`
+}
+
+// BlockedRecipient is a resolved recipient the rules kept a message from.
+type BlockedRecipient struct {
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+}
+
+// Receipts is the delivery state of one message, per recipient by id.
+type Receipts struct {
+	ID       string    `json:"id"`
+	Seq      uint64    `json:"seq"`
+	From     string    `json:"from"`
+	Receipts []Receipt `json:"receipts"`
+}
+
+// ThreadPage is one page of a thread in seq order.
+type ThreadPage struct {
+	ThreadID string     `json:"thread_id"`
+	Messages []*Message `json:"messages"`
+	HasMore  bool       `json:"has_more"`
+}

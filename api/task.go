@@ -685,3 +685,18 @@ func joinStates[S ~string](states []S) string {
 	}
 	return strings.Join(out, ", ")
 }
+
+// TaskUpdate is one task event with the task as it stood right after the
+// entry that made it (without history): the data of the stream's "task"
+// events, {"event": …, "task": …}.
+type TaskUpdate struct {
+	Event TaskEvent `json:"event"`
+	Task  *Task     `json:"task"`
+}
+
+// TaskUpdatePage is a page of task updates in entry order.
+type TaskUpdatePage struct {
+	Updates []TaskUpdate `json:"updates"`
+	// HasMore is true when entries after the page's last made updates.
+	HasMore bool `json:"has_more"`
+}

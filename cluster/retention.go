@@ -8,7 +8,6 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/fsm"
 )
 
 // trimInterval is how often the leader applies the channels' retention
@@ -58,7 +57,7 @@ func (n *Node) trimChannel(channel string) {
 			n.logger.Warn("retention: trim", "channel", channel, "error", err)
 			return
 		}
-		var res fsm.TrimResult
+		var res api.TrimResult
 		if json.Unmarshal(raw, &res) != nil || !res.More {
 			if res.Trimmed > 0 {
 				n.logger.Info("retention: trimmed", "channel", channel, "messages", res.Trimmed, "up_to_seq", res.UpToSeq)

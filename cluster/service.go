@@ -182,7 +182,7 @@ func (n *Node) checkReplaced(ctx context.Context, req transport.JoinRequest, old
 		what = fmt.Sprintf("raft address %s is already voter %s's", old.Address, old.ID)
 	}
 	if !req.Replace {
-		return &fsm.ConflictError{Reason: fmt.Sprintf(
+		return &api.ConflictError{Reason: fmt.Sprintf(
 			"join of %s (raft %s) refused: %s. Give each node its own --node-id and addresses; "+
 				"to replace a dead node on purpose, start the new one with --replace (maosd) or run "+
 				"maosctl cluster join --replace, which is refused while %s still answers", req.NodeID, req.RaftAddr, what, old.Address)}
@@ -199,7 +199,7 @@ func (n *Node) checkReplaced(ctx context.Context, req transport.JoinRequest, old
 		return nil // gone: the replacement may go ahead
 	}
 	_ = conn.Close()
-	return &fsm.ConflictError{Reason: fmt.Sprintf(
+	return &api.ConflictError{Reason: fmt.Sprintf(
 		"join of %s --replace refused: %s and it still answers there; stop that node "+
 			"(or remove it: maosctl cluster remove %s) before replacing it", req.NodeID, what, old.ID)}
 }

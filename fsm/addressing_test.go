@@ -276,7 +276,7 @@ func TestRulesBlockSomeRecipients(t *testing.T) {
 
 	m := b.msg("tina", "results attached", "rex", "dev")
 	r := b.send(m)
-	wantBlocked := []BlockedRecipient{{ID: "rex", Reason: "testers go through the developer first"}}
+	wantBlocked := []api.BlockedRecipient{{ID: "rex", Reason: "testers go through the developer first"}}
 	if !slices.Equal(r.Blocked, wantBlocked) {
 		t.Errorf("blocked = %+v, want %+v", r.Blocked, wantBlocked)
 	}

@@ -46,63 +46,8 @@ import (
 // lapsed or released), as is a release; renewals and standby attempts,
 // which come every few seconds, are not.
 
-// FenceError is a refusal by the agent lease: its words say the fence
-// given, the current fence and its holder. errors.Is matches both
-// ErrFenced and ErrConflict (an answer of 409).
-type FenceError struct {
-	Reason string
-}
-
-func (e *FenceError) Error() string { return e.Reason }
-
-// Unwrap lets errors.Is match ErrFenced and ErrConflict.
-func (e *FenceError) Unwrap() []error { return []error{api.ErrFenced, api.ErrConflict} }
-
 func fenced(format string, args ...any) error {
-	return &FenceError{Reason: fmt.Sprintf(format, args...)}
-}
-
-// AgentLease is an agent's lease as the API shows it.
-type AgentLease struct {
-	Agent string `json:"agent"`
-	// Holder is the watcher that serves the agent (or served it, when
-	// Expired or Released).
-	Holder api.LeaseHolder `json:"holder"`
-	// Fence is the Raft index of the entry that granted the lease.
-	Fence      uint64      `json:"fence"`
-	AcquiredAt time.Time   `json:"acquired_at"`
-	RenewedAt  time.Time   `json:"renewed_at,omitzero"`
-	ExpiresAt  time.Time   `json:"expires_at"` // first instant the lease no longer covers
-	TTL        api.LockTTL `json:"ttl"`
-	// Reason is why the holder got it: first, lapsed or released.
-	Reason string `json:"reason"`
-	// Expired: the lease ran out as of the entry that produced this
-	// answer (apply results) or the latest applied entry (reads).
-	Expired bool `json:"expired"`
-	// Released: the holder gave it up; a standby takes it at its next try.
-	Released bool `json:"released,omitempty"`
-	// Standbys are the other watchers of the agent that asked within
-	// their ttl, by node then instance.
-	Standbys []AgentStandby `json:"standbys"`
-}
-
-// AgentStandby is a watcher standing by for an agent.
-type AgentStandby struct {
-	api.LeaseHolder
-	SeenAt time.Time `json:"seen_at"` // the entry time of its last acquire
-}
-
-// AgentLeaseResult is the result of an agent lease command.
-type AgentLeaseResult struct {
-	Outcome string      `json:"outcome"` // AgentLeaseGranted, …Extended, …Standby, …Released
-	Lease   *AgentLease `json:"lease"`
-}
-
-// AgentLeasePage lists agent leases by agent id. AsOf is the entry time
-// expiry was judged against.
-type AgentLeasePage struct {
-	Leases []AgentLease `json:"leases"`
-	AsOf   time.Time    `json:"as_of"`
+	return &api.FenceError{Reason: fmt.Sprintf(format, args...)}
 }
 
 // agentLeaseRecord is the stored form; times are entry timestamps in Unix
@@ -128,21 +73,21 @@ type standbyRecord struct {
 // free reports whether a new holder may take the lease at ts.
 func (r *agentLeaseRecord) free(ts int64) bool { return r.Released || ts >= r.Expires }
 
-func (r *agentLeaseRecord) view(agent string, at int64) *AgentLease {
-	l := &AgentLease{
+func (r *agentLeaseRecord) view(agent string, at int64) *api.AgentLease {
+	l := &api.AgentLease{
 		Agent: agent, Holder: r.Holder, Fence: r.Fence,
 		AcquiredAt: time.Unix(0, r.Acquired).UTC(),
 		ExpiresAt:  time.Unix(0, r.Expires).UTC(),
 		TTL:        api.LockTTL(r.TTL), Reason: r.Reason,
 		Expired: at >= r.Expires, Released: r.Released,
-		Standbys: []AgentStandby{},
+		Standbys: []api.AgentStandby{},
 	}
 	if r.Renewed != 0 {
 		l.RenewedAt = time.Unix(0, r.Renewed).UTC()
 	}
 	for _, s := range r.Standbys {
 		if !s.lapsed(at) {
-			l.Standbys = append(l.Standbys, AgentStandby{LeaseHolder: s.LeaseHolder, SeenAt: time.Unix(0, s.Seen).UTC()})
+			l.Standbys = append(l.Standbys, api.AgentStandby{LeaseHolder: s.LeaseHolder, SeenAt: time.Unix(0, s.Seen).UTC()})
 		}
 	}
 	return l
@@ -267,8 +212,8 @@ type agentFenced interface {
 
 // AgentLeaseOf returns agent's lease as of the latest applied entry; a
 // *NotFoundError when none was ever granted.
-func (f *FSM) AgentLeaseOf(agent string) (*AgentLease, error) {
-	var out *AgentLease
+func (f *FSM) AgentLeaseOf(agent string) (*api.AgentLease, error) {
+	var out *api.AgentLease
 	err := f.view(func(tx *bbolt.Tx) error {
 		rec, ok, err := getAgentLease(tx, agent)
 		if err != nil {
@@ -286,8 +231,8 @@ func (f *FSM) AgentLeaseOf(agent string) (*AgentLease, error) {
 // AgentLeases returns every agent lease by agent id, as of the latest
 // applied entry. It reads every lease: there is one per agent configured
 // on a watcher, a bounded set.
-func (f *FSM) AgentLeases() (AgentLeasePage, error) {
-	page := AgentLeasePage{Leases: []AgentLease{}}
+func (f *FSM) AgentLeases() (api.AgentLeasePage, error) {
+	page := api.AgentLeasePage{Leases: []api.AgentLease{}}
 	err := f.view(func(tx *bbolt.Tx) error {
 		at := lastTS(tx)
 		page.AsOf = time.Unix(0, at).UTC()

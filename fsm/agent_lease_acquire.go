@@ -29,11 +29,11 @@ func applyAgentLeaseAcquire(tx *bbolt.Tx, index uint64, ts int64, body []byte) (
 		cur.Renewed, cur.Expires, cur.TTL = ts, addTTL(ts, ttl), int64(ttl)
 		cur.dropStandby(cmd.LeaseHolder, ts)
 		putAgentLease(tx, cmd.Agent, &cur)
-		return &AgentLeaseResult{Outcome: api.AgentLeaseExtended, Lease: cur.view(cmd.Agent, ts)}, nil
+		return &api.AgentLeaseResult{Outcome: api.AgentLeaseExtended, Lease: cur.view(cmd.Agent, ts)}, nil
 	case ok && !cur.free(ts):
 		cur.standBy(cmd.LeaseHolder, ts, ttl)
 		putAgentLease(tx, cmd.Agent, &cur)
-		return &AgentLeaseResult{Outcome: api.AgentLeaseStandby, Lease: cur.view(cmd.Agent, ts)}, nil
+		return &api.AgentLeaseResult{Outcome: api.AgentLeaseStandby, Lease: cur.view(cmd.Agent, ts)}, nil
 	}
 	next := agentLeaseRecord{Holder: cmd.LeaseHolder, Fence: index, Acquired: ts, Expires: addTTL(ts, ttl), TTL: int64(ttl), Reason: api.LeaseReasonFirst}
 	ev := api.AuditEvent{Kind: AuditAgentLease, From: cmd.Node, Label: "AGENT_LEASE",
@@ -53,5 +53,5 @@ func applyAgentLeaseAcquire(tx *bbolt.Tx, index uint64, ts int64, body []byte) (
 	next.dropStandby(cmd.LeaseHolder, ts)
 	putAgentLease(tx, cmd.Agent, &next)
 	audit(tx, index, ts, ev)
-	return &AgentLeaseResult{Outcome: api.AgentLeaseGranted, Lease: next.view(cmd.Agent, ts)}, nil
+	return &api.AgentLeaseResult{Outcome: api.AgentLeaseGranted, Lease: next.view(cmd.Agent, ts)}, nil
 }

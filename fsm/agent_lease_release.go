@@ -23,7 +23,7 @@ func applyAgentLeaseRelease(tx *bbolt.Tx, index uint64, ts int64, body []byte) (
 		return nil, wrapOp(api.OpAgentLeaseRelease, err)
 	}
 	if ok && cur.Released && cur.Fence == cmd.Fence && cur.Holder == cmd.LeaseHolder {
-		return &AgentLeaseResult{Outcome: api.AgentLeaseReleased, Lease: cur.view(cmd.Agent, ts)}, nil
+		return &api.AgentLeaseResult{Outcome: api.AgentLeaseReleased, Lease: cur.view(cmd.Agent, ts)}, nil
 	}
 	cur, err = currentLease(tx, api.OpAgentLeaseRelease, cmd.Agent, cmd.LeaseHolder, cmd.Fence)
 	if err != nil {
@@ -33,7 +33,7 @@ func applyAgentLeaseRelease(tx *bbolt.Tx, index uint64, ts int64, body []byte) (
 	putAgentLease(tx, cmd.Agent, &cur)
 	audit(tx, index, ts, api.AuditEvent{Kind: AuditAgentLease, From: cmd.Node, Label: "AGENT_RELEASE",
 		Text: fmt.Sprintf("%s released by %s fence=%d", cmd.Agent, cmd.LeaseHolder, cur.Fence)})
-	return &AgentLeaseResult{Outcome: api.AgentLeaseReleased, Lease: cur.view(cmd.Agent, ts)}, nil
+	return &api.AgentLeaseResult{Outcome: api.AgentLeaseReleased, Lease: cur.view(cmd.Agent, ts)}, nil
 }
 
 // wrapOp is err as an apply of op reports it: "fsm: apply OP: …".

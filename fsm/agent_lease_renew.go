@@ -29,5 +29,5 @@ func applyAgentLeaseRenew(tx *bbolt.Tx, _ uint64, ts int64, body []byte) (any, e
 	cur.Renewed, cur.Expires, cur.TTL = ts, addTTL(ts, ttl), int64(ttl)
 	cur.dropStandby(cmd.LeaseHolder, ts)
 	putAgentLease(tx, cmd.Agent, &cur)
-	return &AgentLeaseResult{Outcome: api.AgentLeaseExtended, Lease: cur.view(cmd.Agent, ts)}, nil
+	return &api.AgentLeaseResult{Outcome: api.AgentLeaseExtended, Lease: cur.view(cmd.Agent, ts)}, nil
 }

@@ -17,9 +17,9 @@ var (
 
 const leaseTTL = api.LockTTL(10 * time.Second)
 
-func mustLease(tb testing.TB, r any, outcome string) *AgentLease {
+func mustLease(tb testing.TB, r any, outcome string) *api.AgentLease {
 	tb.Helper()
-	res, ok := r.(*AgentLeaseResult)
+	res, ok := r.(*api.AgentLeaseResult)
 	if !ok {
 		tb.Fatalf("result = %T (%v), want *AgentLeaseResult", r, r)
 	}
@@ -29,12 +29,12 @@ func mustLease(tb testing.TB, r any, outcome string) *AgentLease {
 	return res.Lease
 }
 
-func (b *taskBox) acquireLease(agent string, h api.LeaseHolder, outcome string) *AgentLease {
+func (b *taskBox) acquireLease(agent string, h api.LeaseHolder, outcome string) *api.AgentLease {
 	b.t.Helper()
 	return mustLease(b.t, b.ok(api.OpAgentLeaseAcquire, api.AgentLeaseAcquireCommand{Agent: agent, LeaseHolder: h, TTL: leaseTTL}), outcome)
 }
 
-func standbyNodes(l *AgentLease) []string {
+func standbyNodes(l *api.AgentLease) []string {
 	var out []string
 	for _, s := range l.Standbys {
 		out = append(out, s.String())
@@ -101,7 +101,7 @@ func TestAgentLeaseTakeover(t *testing.T) {
 	}
 	err := b.refused(api.OpAgentLeaseRenew, api.AgentLeaseRenewCommand{Agent: "rita", LeaseHolder: hostA, Fence: old.Fence, TTL: leaseTTL}, api.ErrFenced,
 		"agent rita: fence "+itoa(old.Fence)+" is not the current lease's (fence "+itoa(l.Fence)+", held by n2/bbbb2222)")
-	var fe *FenceError
+	var fe *api.FenceError
 	if !errors.As(err, &fe) || !errors.Is(err, api.ErrConflict) {
 		t.Errorf("refusal %v is not a *FenceError matching ErrConflict", err)
 	}
@@ -245,9 +245,9 @@ func TestAgentLeaseInvalid(t *testing.T) {
 	}
 }
 
-func mustCursor(tb testing.TB, r any) *Cursor {
+func mustCursor(tb testing.TB, r any) *api.Cursor {
 	tb.Helper()
-	c, ok := r.(*Cursor)
+	c, ok := r.(*api.Cursor)
 	if !ok {
 		tb.Fatalf("result = %T (%v), want *Cursor", r, r)
 	}

@@ -181,12 +181,6 @@ func mustDelete(b *bbolt.Bucket, k []byte) {
 	}
 }
 
-// AgentPage is one page of the registry, by id.
-type AgentPage struct {
-	Agents  []api.Agent `json:"agents"`
-	HasMore bool        `json:"has_more"`
-}
-
 // Agent returns one registered agent, or an error wrapping ErrNotFound.
 func (f *FSM) Agent(id string) (*api.Agent, error) {
 	var a *api.Agent
@@ -206,12 +200,12 @@ func (f *FSM) Agent(id string) (*api.Agent, error) {
 // Agents returns a page of registered agents in id order. With a role (or
 // a capability) it reads that index range only; with both, the role's range
 // filtered by capability. Without either, the whole registry from After.
-func (f *FSM) Agents(q api.AgentQuery) (AgentPage, error) {
+func (f *FSM) Agents(q api.AgentQuery) (api.AgentPage, error) {
 	if err := q.Validate(); err != nil {
-		return AgentPage{}, err
+		return api.AgentPage{}, err
 	}
 	limit := pageLimit(q.Limit)
-	page := AgentPage{Agents: []api.Agent{}}
+	page := api.AgentPage{Agents: []api.Agent{}}
 	err := f.view(func(tx *bbolt.Tx) error {
 		var c *bbolt.Cursor
 		var prefix []byte

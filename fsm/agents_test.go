@@ -10,7 +10,7 @@ import (
 	"github.com/maos-project/maos/api"
 )
 
-func agentIDs(p AgentPage) []string {
+func agentIDs(p api.AgentPage) []string {
 	out := []string{}
 	for _, a := range p.Agents {
 		out = append(out, a.ID)
@@ -31,7 +31,7 @@ func TestAgentRegistry(t *testing.T) {
 		t.Errorf("register without role = %+v", got)
 	}
 
-	query := func(q api.AgentQuery) AgentPage {
+	query := func(q api.AgentQuery) api.AgentPage {
 		t.Helper()
 		p, err := b.f.Agents(q)
 		if err != nil {

@@ -461,7 +461,7 @@ func fillChannels(t *testing.T, f *FSM, n int) []uint64 {
 	return alpha
 }
 
-func seqsOf(p Page) []uint64 {
+func seqsOf(p api.Page) []uint64 {
 	var out []uint64
 	for _, m := range p.Messages {
 		out = append(out, m.Seq)

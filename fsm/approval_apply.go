@@ -31,19 +31,19 @@ const AuditApproval = "approval"
 type approvalChange struct {
 	before approvalKeys
 	ap     *api.Approval
-	ev     ApprovalEvent
+	ev     api.ApprovalEvent
 	isNew  bool
 	sum    [32]byte
 }
 
 // approvalEvent is ap's event by actor in this entry, on its current hash.
-func (a *taskOp) approvalEvent(ap *api.Approval, actor, event, comment string) ApprovalEvent {
-	return ApprovalEvent{Seq: a.index, Time: a.now(), Actor: actor, Event: event, ActionHash: ap.ActionHash, Comment: comment}
+func (a *taskOp) approvalEvent(ap *api.Approval, actor, event, comment string) api.ApprovalEvent {
+	return api.ApprovalEvent{Seq: a.index, Time: a.now(), Actor: actor, Event: event, ActionHash: ap.ActionHash, Comment: comment}
 }
 
 // changeApproval plans ap's transition (before: approvalKeysOf, taken
 // before the change) and its audit line.
-func (a *taskOp) changeApproval(before approvalKeys, ap *api.Approval, ev ApprovalEvent, line api.AuditEvent) {
+func (a *taskOp) changeApproval(before approvalKeys, ap *api.Approval, ev api.ApprovalEvent, line api.AuditEvent) {
 	a.approvals = append(a.approvals, approvalChange{before: before, ap: ap, ev: ev})
 	a.approvalLine(ap, line)
 }
@@ -119,7 +119,7 @@ func mayDecide(tx *bbolt.Tx, ap *api.Approval, agent string) error {
 	if a != nil {
 		role = "role " + a.Role
 	}
-	return &ForbiddenError{Reason: fmt.Sprintf("approval %s is decided by %s: %s (%s) is not one of them", ap.ID, strings.Join(ap.Approvers, ", "), agent, role)}
+	return &api.ForbiddenError{Reason: fmt.Sprintf("approval %s is decided by %s: %s (%s) is not one of them", ap.ID, strings.Join(ap.Approvers, ", "), agent, role)}
 }
 
 // linkedTask is the task that opened ap and awaits it, as the plan leaves

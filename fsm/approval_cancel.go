@@ -26,7 +26,7 @@ func (f *FSM) applyApprovalCancel(tx *bbolt.Tx, index uint64, ts int64, body []b
 		return nil, a.errorf(err)
 	}
 	if cmd.From != ap.From {
-		return nil, a.errorf(&ForbiddenError{Reason: fmt.Sprintf("approval %s was requested by %s: only its requester cancels it, not %s", ap.ID, ap.From, cmd.From)})
+		return nil, a.errorf(&api.ForbiddenError{Reason: fmt.Sprintf("approval %s was requested by %s: only its requester cancels it, not %s", ap.ID, ap.From, cmd.From)})
 	}
 	switch {
 	case ap.State == api.ApprovalCancelled:

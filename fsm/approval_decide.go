@@ -59,7 +59,7 @@ func (f *FSM) applyApprovalDecide(tx *bbolt.Tx, index uint64, ts int64, body []b
 	modified := false
 	switch cmd.Decision {
 	case api.DecisionApprove:
-		ap.Approvals = len(slices.DeleteFunc(liveDecisions(hist), func(e ApprovalEvent) bool { return e.Event != api.DecisionApprove })) + 1
+		ap.Approvals = len(slices.DeleteFunc(liveDecisions(hist), func(e api.ApprovalEvent) bool { return e.Event != api.DecisionApprove })) + 1
 		if ap.Approvals >= ap.Quorum {
 			ap.State = api.ApprovalApproved
 		}
@@ -109,7 +109,7 @@ func (f *FSM) applyApprovalDecide(tx *bbolt.Tx, index uint64, ts int64, body []b
 // checkDecision refuses a decision that does not fit ap as it stands
 // (history hist): not pending, not one of its options, made on another
 // hash, or the approver's second on this action.
-func checkDecision(ap *api.Approval, hist []ApprovalEvent, cmd *api.ApprovalDecideCommand) error {
+func checkDecision(ap *api.Approval, hist []api.ApprovalEvent, cmd *api.ApprovalDecideCommand) error {
 	switch {
 	case ap.State != api.ApprovalPending:
 		return conflict("approval %s is %s: no decision changes it any more", ap.ID, ap.State)
@@ -129,7 +129,7 @@ func checkDecision(ap *api.Approval, hist []ApprovalEvent, cmd *api.ApprovalDeci
 // decisionText is the text of the hitl_decision of ap's outcome by the
 // decision cmd: who approved, who rejected and why, or the modified
 // action the task's claimant is to carry out.
-func decisionText(ap *api.Approval, hist []ApprovalEvent, cmd *api.ApprovalDecideCommand, modified bool) string {
+func decisionText(ap *api.Approval, hist []api.ApprovalEvent, cmd *api.ApprovalDecideCommand, modified bool) string {
 	var text string
 	switch {
 	case modified:

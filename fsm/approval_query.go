@@ -3,47 +3,11 @@ package fsm
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"go.etcd.io/bbolt"
 
 	"github.com/maos-project/maos/api"
 )
-
-// ApprovalEvent is one event in an approval's history: its request, each
-// decision, an escalation, its expiry or cancel. The decisions of
-// Approval.Decisions are read from it.
-type ApprovalEvent struct {
-	Seq   uint64    `json:"seq"` // index of the entry
-	Time  time.Time `json:"time"`
-	Actor string    `json:"actor"` // the requester, an approver, or "maos" for the tick
-	// Event is requested, approve, reject, modify, escalated, expired or
-	// cancelled.
-	Event string            `json:"event"`
-	State api.ApprovalState `json:"state"` // the state after it
-	// ActionHash is the hash of the action the event was made on (a
-	// modify: the one it replaced).
-	ActionHash string `json:"action_hash"`
-	// Comment is a decision's comment or a cancel's reason.
-	Comment string `json:"comment,omitempty"`
-	// Action is a modify's new action.
-	Action json.RawMessage `json:"action,omitempty"`
-}
-
-// ApprovalUpdate is one approval event with the approval as it stood right
-// after the entry that made it (without decisions): the data of the
-// stream's "approval" events, {"event": …, "approval": …}.
-type ApprovalUpdate struct {
-	Event    ApprovalEvent `json:"event"`
-	Approval *api.Approval `json:"approval"`
-}
-
-// ApprovalUpdatePage is a page of approval updates in entry order.
-type ApprovalUpdatePage struct {
-	Updates []ApprovalUpdate `json:"updates"`
-	// HasMore is true when entries after the page's last made updates.
-	HasMore bool `json:"has_more"`
-}
 
 // Approval returns approval id with its decisions (Decisions, oldest
 // first, the approvals a modify voided marked Voided), or a
@@ -72,8 +36,8 @@ func (f *FSM) Approval(id string) (*api.Approval, error) {
 // role) and the approvals in it: that of the approver, else of the
 // requester, else of the state, else the approvals themselves; the other
 // filters are checked on each approval read.
-func (f *FSM) Approvals(q api.ApprovalQuery) (ApprovalPage, error) {
-	page := ApprovalPage{Approvals: []*api.Approval{}}
+func (f *FSM) Approvals(q api.ApprovalQuery) (api.ApprovalPage, error) {
+	page := api.ApprovalPage{Approvals: []*api.Approval{}}
 	if err := q.Validate(); err != nil {
 		return page, err
 	}
@@ -187,12 +151,14 @@ func approverSeqsAfter(tx *bbolt.Tx, kind byte, agent string, who *api.Agent, af
 // whole entries only, at least limit updates unless the end comes first;
 // ≤ 0: DefaultPageLimit; capped at MaxPageLimit). The stream interleaves
 // them with the messages and task updates by Event.Seq.
-func (f *FSM) ApprovalEvents(after uint64, limit int) (ApprovalUpdatePage, error) {
-	page := ApprovalUpdatePage{Updates: []ApprovalUpdate{}}
+func (f *FSM) ApprovalEvents(after uint64, limit int) (api.ApprovalUpdatePage, error) {
+	page := api.ApprovalUpdatePage{Updates: []api.ApprovalUpdate{}}
 	err := f.view(func(tx *bbolt.Tx) error {
 		var err error
 		page.Updates, page.HasMore, err = objectEvents(tx, bucketApprovalEvents, after, limit,
-			func(seq, index uint64, v []byte) (ApprovalUpdate, error) { return approvalUpdate(tx, seq, index, v) })
+			func(seq, index uint64, v []byte) (api.ApprovalUpdate, error) {
+				return approvalUpdate(tx, seq, index, v)
+			})
 		if err != nil {
 			return fmt.Errorf("fsm: approval events: %w", err)
 		}
@@ -204,8 +170,8 @@ func (f *FSM) ApprovalEvents(after uint64, limit int) (ApprovalUpdatePage, error
 // approvalUpdate builds the update of approval seq at entry index from its
 // stored snapshot v: the event from the history, the context (it never
 // changes) from the approval.
-func approvalUpdate(tx *bbolt.Tx, seq, index uint64, v []byte) (ApprovalUpdate, error) {
-	var u ApprovalUpdate
+func approvalUpdate(tx *bbolt.Tx, seq, index uint64, v []byte) (api.ApprovalUpdate, error) {
+	var u api.ApprovalUpdate
 	var snap api.Approval
 	if err := json.Unmarshal(v, &snap); err != nil {
 		return u, fmt.Errorf("approval at seq %d, index %d: decode: %w", seq, index, err)

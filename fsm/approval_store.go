@@ -121,7 +121,7 @@ func addApprovalID(tx *bbolt.Tx, ap *api.Approval, sum [32]byte) {
 // decisions), its keys moved from before (the zero approvalKeys for a new
 // approval), and ev (its state set from ap) in its history and in the
 // stream's index.
-func putApproval(tx *bbolt.Tx, before approvalKeys, ap *api.Approval, ev ApprovalEvent) {
+func putApproval(tx *bbolt.Tx, before approvalKeys, ap *api.Approval, ev api.ApprovalEvent) {
 	ap.Updated = ev.Time
 	ap.Decisions = nil
 	ev.State = ap.State
@@ -141,13 +141,13 @@ func putApproval(tx *bbolt.Tx, before approvalKeys, ap *api.Approval, ev Approva
 }
 
 // approvalHistory reads the events of approval seq, oldest first.
-func approvalHistory(tx *bbolt.Tx, seq uint64) ([]ApprovalEvent, error) {
-	return objectHistory[ApprovalEvent](tx, bucketApprovalHistory, "approval", seq)
+func approvalHistory(tx *bbolt.Tx, seq uint64) ([]api.ApprovalEvent, error) {
+	return objectHistory[api.ApprovalEvent](tx, bucketApprovalHistory, "approval", seq)
 }
 
 // approvalEventAt reads the event of approval seq at entry index.
-func approvalEventAt(tx *bbolt.Tx, seq, index uint64) (ApprovalEvent, error) {
-	return objectEventAt[ApprovalEvent](tx, bucketApprovalHistory, "approval", seq, index)
+func approvalEventAt(tx *bbolt.Tx, seq, index uint64) (api.ApprovalEvent, error) {
+	return objectEventAt[api.ApprovalEvent](tx, bucketApprovalHistory, "approval", seq, index)
 }
 
 // approvalsDueBy lists the seqs of the pending approvals whose deadline is
@@ -164,14 +164,14 @@ func firstApprovalDeadline(tx *bbolt.Tx) (int64, bool) {
 // liveDecisions are the decisions of history that count on the current
 // action: those after its last modify (the modify itself voids the
 // approvals before it).
-func liveDecisions(hist []ApprovalEvent) []ApprovalEvent {
+func liveDecisions(hist []api.ApprovalEvent) []api.ApprovalEvent {
 	start := 0
 	for i, ev := range hist {
 		if ev.Event == api.DecisionModify {
 			start = i + 1
 		}
 	}
-	var out []ApprovalEvent
+	var out []api.ApprovalEvent
 	for _, ev := range hist[start:] {
 		if isDecision(ev.Event) {
 			out = append(out, ev)
@@ -186,7 +186,7 @@ func isDecision(event string) bool {
 
 // decisionsOf are the decisions in hist, in order, the approvals a later
 // modify voided marked Voided.
-func decisionsOf(hist []ApprovalEvent) []api.ApprovalDecision {
+func decisionsOf(hist []api.ApprovalEvent) []api.ApprovalDecision {
 	lastModify := -1
 	for i, ev := range hist {
 		if ev.Event == api.DecisionModify {

@@ -10,37 +10,8 @@ package fsm
 // tasks do not count, see DESIGN.md).
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/maos-project/maos/api"
 )
-
-// ArtifactPage is a page of artifacts in index order.
-type ArtifactPage struct {
-	Artifacts []*api.Artifact `json:"artifacts"`
-	HasMore   bool            `json:"has_more"`
-}
-
-// ErrQuota: an artifact does not fit its uploader's quota (*QuotaError;
-// the API answers 413).
-var ErrQuota = errors.New("over quota")
-
-// QuotaError is an artifact_put refused by the uploader's quota (the
-// cluster setting artifact_quota_bytes): its words name the agent, the
-// bytes it uses, the upload's size and the quota.
-type QuotaError struct {
-	Agent             string // the principal (Principal): an agent, whose forks it counts with it
-	Used, Size, Quota int64
-}
-
-func (e *QuotaError) Error() string {
-	return fmt.Sprintf("agent %s's artifacts (its forks' included) use %d bytes of its quota of %d (artifact_quota_bytes); this one (%d bytes) does not fit: delete some or raise the quota",
-		e.Agent, e.Used, e.Quota, e.Size)
-}
-
-// Unwrap lets errors.Is(err, ErrQuota) match.
-func (e *QuotaError) Unwrap() error { return ErrQuota }
 
 // CheckQuota is the one quota rule, for apply and for the node that checks
 // an upload before reading its body: size more bytes for agent, whose
@@ -48,7 +19,7 @@ func (e *QuotaError) Unwrap() error { return ErrQuota }
 // *QuotaError naming the principal.
 func CheckQuota(agent string, used, size, quota int64) error {
 	if quota > 0 && (size > quota || used > quota-size) {
-		return &QuotaError{Agent: Principal(agent), Used: used, Size: size, Quota: quota}
+		return &api.QuotaError{Agent: Principal(agent), Used: used, Size: size, Quota: quota}
 	}
 	return nil
 }

@@ -51,12 +51,12 @@ func (f *FSM) ArtifactFor(id string, v *api.Viewer) (*api.Artifact, error) {
 // is capped at MaxPageLimit. The next page's After is the last record's
 // Index. A filtered page reads the records it skips too. A bad filter is
 // a *FieldError.
-func (f *FSM) Artifacts(q api.ArtifactQuery) (ArtifactPage, error) {
+func (f *FSM) Artifacts(q api.ArtifactQuery) (api.ArtifactPage, error) {
 	if err := q.Validate(); err != nil {
-		return ArtifactPage{}, err
+		return api.ArtifactPage{}, err
 	}
 	limit := pageLimit(q.Limit)
-	page := ArtifactPage{Artifacts: []*api.Artifact{}}
+	page := api.ArtifactPage{Artifacts: []*api.Artifact{}}
 	if q.After == math.MaxUint64 {
 		return page, nil
 	}

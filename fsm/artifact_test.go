@@ -153,15 +153,15 @@ func TestArtifactPutIdempotent(t *testing.T) {
 // writes nothing; 0 is no quota; unset is the default.
 func TestArtifactQuota(t *testing.T) {
 	b := newMbox(t)
-	if err := mustError(t, b.apply(api.OpArtifactPut, artPut('f', "big", api.DefaultArtifactQuota+1, "alice"))); !errors.Is(err, ErrQuota) {
+	if err := mustError(t, b.apply(api.OpArtifactPut, artPut('f', "big", api.DefaultArtifactQuota+1, "alice"))); !errors.Is(err, api.ErrQuota) {
 		t.Errorf("a put over the default quota: %v, want ErrQuota", err)
 	}
 	b.setConfig("artifact_quota_bytes", "1000")
 	b.putArt(artPut('a', "a", 600, "alice"))
 	before := dataDump(t, b.f)
 	err := mustError(t, b.apply(api.OpArtifactPut, artPut('b', "b", 401, "alice")))
-	var qe *QuotaError
-	if !errors.As(err, &qe) || !errors.Is(err, ErrQuota) || *qe != (QuotaError{Agent: "alice", Used: 600, Size: 401, Quota: 1000}) {
+	var qe *api.QuotaError
+	if !errors.As(err, &qe) || !errors.Is(err, api.ErrQuota) || *qe != (api.QuotaError{Agent: "alice", Used: 600, Size: 401, Quota: 1000}) {
 		t.Fatalf("over quota: %v, want a *QuotaError for alice 600+401 of 1000", err)
 	}
 	if want := "fsm: apply artifact_put: agent alice's artifacts (its forks' included) use 600 bytes of its quota of 1000 (artifact_quota_bytes); this one (401 bytes) does not fit: delete some or raise the quota"; err.Error() != want {
@@ -194,8 +194,8 @@ func TestArtifactQuotaPerPrincipal(t *testing.T) {
 	b.setConfig("artifact_quota_bytes", "1000")
 	b.putArt(artPut('a', "a", 600, "carol-fork-1"))
 	err := mustError(t, b.apply(api.OpArtifactPut, artPut('b', "b", 401, "carol-fork-2")))
-	var qe *QuotaError
-	if !errors.As(err, &qe) || *qe != (QuotaError{Agent: "carol", Used: 600, Size: 401, Quota: 1000}) {
+	var qe *api.QuotaError
+	if !errors.As(err, &qe) || *qe != (api.QuotaError{Agent: "carol", Used: 600, Size: 401, Quota: 1000}) {
 		t.Fatalf("carol-fork-2's put over carol's quota: %v, want a *QuotaError for carol 600+401 of 1000", err)
 	}
 	b.putArt(artPut('b', "b", 400, "carol")) // fits exactly, with the fork's 600
@@ -244,7 +244,7 @@ func TestArtifactDelete(t *testing.T) {
 	b := newMbox(t)
 	b.register("bob", "engineer")
 	err := mustError(t, b.apply(api.OpArtifactDelete, api.ArtifactDeleteCommand{ID: artID('a'), By: "admin"}))
-	var nf *NotFoundError
+	var nf *api.NotFoundError
 	if !errors.As(err, &nf) || nf.Error() != "artifact "+artID('a')+": not found" {
 		t.Errorf("delete of nothing: %v, want artifact …: not found", err)
 	}
@@ -443,7 +443,7 @@ func TestArtifactsPaging(t *testing.T) {
 		all = append(all, b.putArt(artPut(c, fmt.Sprintf("f%d.txt", i%3), int64(i), from)))
 		b.ok(api.OpSetCursor, api.SetCursorCommand{Agent: "w", Seq: 1}) // gaps between indexes
 	}
-	ids := func(p ArtifactPage) []string {
+	ids := func(p api.ArtifactPage) []string {
 		var out []string
 		for _, a := range p.Artifacts {
 			out = append(out, a.ID)
@@ -457,7 +457,7 @@ func TestArtifactsPaging(t *testing.T) {
 		}
 		return out
 	}
-	page := func(q api.ArtifactQuery) ArtifactPage {
+	page := func(q api.ArtifactQuery) api.ArtifactPage {
 		t.Helper()
 		p, err := b.f.Artifacts(q)
 		if err != nil {
@@ -500,7 +500,7 @@ func TestArtifactsPaging(t *testing.T) {
 		t.Errorf("bad name: %v", err)
 	}
 	for _, id := range []string{artID('f'), "plan.md", strings.Repeat("x", 500)} {
-		var nf *NotFoundError
+		var nf *api.NotFoundError
 		if _, err := b.f.Artifact(id); !errors.As(err, &nf) || len(err.Error()) > 120 {
 			t.Errorf("Artifact(%.20s…) = %v, want a short not found", id, err)
 		}

@@ -22,7 +22,7 @@ func applyClusterID(tx *bbolt.Tx, _ uint64, _ int64, body []byte) (any, error) {
 		mustPut(meta, keyClusterID, []byte(cmd.ClusterID))
 	case cmd.ClusterID:
 	default:
-		return nil, &ConflictError{Reason: fmt.Sprintf("the cluster's id is %s already; it cannot become %s", cur, cmd.ClusterID)}
+		return nil, &api.ConflictError{Reason: fmt.Sprintf("the cluster's id is %s already; it cannot become %s", cur, cmd.ClusterID)}
 	}
 	return &cmd, nil
 }

@@ -10,12 +10,6 @@ import (
 // watcher handled. Replicated, so a watcher restarted on any host resumes
 // after it.
 
-// Cursor is an agent's watcher cursor.
-type Cursor struct {
-	Agent string `json:"agent"`
-	Seq   uint64 `json:"seq"` // 0: nothing handled yet
-}
-
 func applySetCursor(tx *bbolt.Tx, _ uint64, _ int64, body []byte) (any, error) {
 	var cmd api.SetCursorCommand
 	if err := decodeCommand(api.OpSetCursor, body, &cmd); err != nil {
@@ -29,7 +23,7 @@ func applySetCursor(tx *bbolt.Tx, _ uint64, _ int64, body []byte) (any, error) {
 		mustPut(tx.Bucket(bucketCursors), []byte(cmd.Agent), u64(cmd.Seq))
 		cur = cmd.Seq
 	}
-	return &Cursor{Agent: cmd.Agent, Seq: cur}, nil
+	return &api.Cursor{Agent: cmd.Agent, Seq: cur}, nil
 }
 
 // getCursor reads agent's cursor, 0 when its watcher never recorded one.
@@ -39,8 +33,8 @@ func getCursor(tx *bbolt.Tx, agent string) uint64 {
 
 // CursorOf returns an agent's cursor (Seq 0 when its watcher never
 // recorded one).
-func (f *FSM) CursorOf(agent string) (Cursor, error) {
-	c := Cursor{Agent: agent}
+func (f *FSM) CursorOf(agent string) (api.Cursor, error) {
+	c := api.Cursor{Agent: agent}
 	err := f.view(func(tx *bbolt.Tx) error {
 		c.Seq = getCursor(tx, agent)
 		return nil

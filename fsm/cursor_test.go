@@ -10,7 +10,7 @@ import (
 func TestCursorNeverMovesBack(t *testing.T) {
 	b := newMbox(t)
 	for _, tt := range []struct{ set, want uint64 }{{5, 5}, {3, 5}, {9, 9}, {9, 9}, {0, 9}} {
-		c, ok := b.ok(api.OpSetCursor, api.SetCursorCommand{Agent: "claude", Seq: tt.set}).(*Cursor)
+		c, ok := b.ok(api.OpSetCursor, api.SetCursorCommand{Agent: "claude", Seq: tt.set}).(*api.Cursor)
 		if !ok || c.Seq != tt.want {
 			t.Fatalf("set %d: cursor %+v, want %d", tt.set, c, tt.want)
 		}

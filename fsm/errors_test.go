@@ -34,7 +34,7 @@ func TestNameError(t *testing.T) {
 func TestNotFoundWords(t *testing.T) {
 	f, _ := openTemp(t)
 	_, err := f.Message("msg-x")
-	var nf *NotFoundError
+	var nf *api.NotFoundError
 	if !errors.As(err, &nf) || !errors.Is(err, api.ErrNotFound) {
 		t.Fatalf("Message(msg-x) = %#v, want a *NotFoundError wrapping ErrNotFound", err)
 	}

@@ -73,18 +73,6 @@ func getInboxEntry(tx *bbolt.Tx, agent string, seq uint64) (inboxEntry, bool) {
 	return decodeInboxEntry(tx.Bucket(bucketInbox).Get(inboxKey(agent, seq)))
 }
 
-// InboxCounts are an agent's inbox counters.
-type InboxCounts struct {
-	Agent  string `json:"agent"`
-	Total  uint64 `json:"total"`
-	Unread uint64 `json:"unread"`
-	// UnreadByPriority has a key for every priority (urgent, high, normal,
-	// low), zeros included.
-	UnreadByPriority map[api.Priority]uint64 `json:"unread_by_priority"`
-	// ReadUpto is the highest "read up to" mark given, 0 for none.
-	ReadUpto uint64 `json:"read_upto"`
-}
-
 // countsRec is an inbox_counts value: total, unread, then unread by
 // priority byte.
 type countsRec [2 + numPriorities]uint64
@@ -176,15 +164,6 @@ func markRead(tx *bbolt.Tx, agent string, seq uint64, ts int64) bool {
 	return true
 }
 
-// MarkReadResult is what applying OpMarkRead returns: how many entries
-// changed from unread to read (0 when they were read already) and the
-// counts after.
-type MarkReadResult struct {
-	Agent  string      `json:"agent"`
-	Marked int         `json:"marked"`
-	Counts InboxCounts `json:"counts"`
-}
-
 func applyMarkRead(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 	var cmd api.MarkReadCommand
 	if err := decodeCommand(api.OpMarkRead, body, &cmd); err != nil {
@@ -223,7 +202,7 @@ func applyMarkRead(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, erro
 		}
 		raiseReadMark(tx, cmd.Agent, cmd.Upto)
 	}
-	return &MarkReadResult{Agent: cmd.Agent, Marked: marked, Counts: readCounts(tx, cmd.Agent)}, nil
+	return &api.MarkReadResult{Agent: cmd.Agent, Marked: marked, Counts: readCounts(tx, cmd.Agent)}, nil
 }
 
 // readMark is the highest "read up to" mark agent gave, 0 for none.
@@ -247,9 +226,9 @@ func inboxExists(tx *bbolt.Tx, agent string) error {
 	return notFound("agent %s: not registered and never sent a message", agent)
 }
 
-func readCounts(tx *bbolt.Tx, agent string) InboxCounts {
+func readCounts(tx *bbolt.Tx, agent string) api.InboxCounts {
 	c := getCounts(tx, agent)
-	out := InboxCounts{Agent: agent, Total: c[0], Unread: c[1], UnreadByPriority: map[api.Priority]uint64{},
+	out := api.InboxCounts{Agent: agent, Total: c[0], Unread: c[1], UnreadByPriority: map[api.Priority]uint64{},
 		ReadUpto: readMark(tx, agent)}
 	for _, p := range api.Priorities {
 		out.UnreadByPriority[p] = c[2+int(priorityByte(p))]
@@ -259,8 +238,8 @@ func readCounts(tx *bbolt.Tx, agent string) InboxCounts {
 
 // InboxCounts returns agent's counters (one key read), or an error wrapping
 // ErrNotFound for an agent that is not registered and has no inbox.
-func (f *FSM) InboxCounts(agent string) (InboxCounts, error) {
-	var out InboxCounts
+func (f *FSM) InboxCounts(agent string) (api.InboxCounts, error) {
+	var out api.InboxCounts
 	err := f.view(func(tx *bbolt.Tx) error {
 		if err := inboxExists(tx, agent); err != nil {
 			return fmt.Errorf("fsm: inbox counts: %w", err)
@@ -271,31 +250,18 @@ func (f *FSM) InboxCounts(agent string) (InboxCounts, error) {
 	return out, err
 }
 
-// InboxPage is one page of an inbox, in seq order.
-type InboxPage struct {
-	Agent    string           `json:"agent"`
-	Messages []api.InboxEntry `json:"messages"`
-	// HasMore is true when entries after NextAfter may match: the next
-	// page is the same query with after=NextAfter.
-	HasMore bool `json:"has_more"`
-	// NextAfter is the seq of the last entry read (matching or not), 0 if
-	// none was; for a Newest query, NextBefore is.
-	NextAfter  uint64 `json:"next_after"`
-	NextBefore uint64 `json:"next_before,omitempty"`
-}
-
 // Inbox returns a page of agent's inbox: entries with seq > q.After that
 // pass the filters, oldest first. It reads the index range from q.After
 // (the unread range with q.Unread) until the page is full, and the message
 // of each entry that passes the index filters; with Type or From it stops
 // after MaxInboxScan entries with HasMore set. An agent that is not
 // registered and has no inbox is an error wrapping ErrNotFound.
-func (f *FSM) Inbox(agent string, q api.InboxQuery) (InboxPage, error) {
+func (f *FSM) Inbox(agent string, q api.InboxQuery) (api.InboxPage, error) {
 	if err := q.Validate(); err != nil {
-		return InboxPage{}, err
+		return api.InboxPage{}, err
 	}
 	limit := pageLimit(q.Limit)
-	page := InboxPage{Agent: agent, Messages: []api.InboxEntry{}}
+	page := api.InboxPage{Agent: agent, Messages: []api.InboxEntry{}}
 	var wantPrio int = -1
 	if q.Priority != "" {
 		wantPrio = int(priorityByte(q.Priority))

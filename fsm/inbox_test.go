@@ -178,7 +178,7 @@ func TestInboxCountsAndMarkRead(t *testing.T) {
 	wantCounts := func(total, unread uint64, byPrio map[api.Priority]uint64, upto uint64) {
 		t.Helper()
 		c := b.counts("alice")
-		want := InboxCounts{Agent: "alice", Total: total, Unread: unread,
+		want := api.InboxCounts{Agent: "alice", Total: total, Unread: unread,
 			UnreadByPriority: map[api.Priority]uint64{"urgent": 0, "high": 0, "normal": 0, "low": 0}, ReadUpto: upto}
 		maps.Copy(want.UnreadByPriority, byPrio)
 		if c.Agent != want.Agent || c.Total != want.Total || c.Unread != want.Unread || c.ReadUpto != want.ReadUpto ||
@@ -195,26 +195,26 @@ func TestInboxCountsAndMarkRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := b.ok(api.OpMarkRead, api.MarkReadCommand{Agent: "alice", ID: m4.Messages[0].ID}).(*MarkReadResult)
+	res := b.ok(api.OpMarkRead, api.MarkReadCommand{Agent: "alice", ID: m4.Messages[0].ID}).(*api.MarkReadResult)
 	if res.Marked != 1 || res.Counts.Unread != 5 {
 		t.Errorf("mark one = %+v", res)
 	}
 	wantCounts(6, 5, map[api.Priority]uint64{"urgent": 1, "normal": 2, "low": 1, "high": 1}, 0)
 	// Again: nothing changes, counts are not decremented twice.
-	res = b.ok(api.OpMarkRead, api.MarkReadCommand{Agent: "alice", ID: m4.Messages[0].ID}).(*MarkReadResult)
+	res = b.ok(api.OpMarkRead, api.MarkReadCommand{Agent: "alice", ID: m4.Messages[0].ID}).(*api.MarkReadResult)
 	if res.Marked != 0 {
 		t.Errorf("marking a read message again marked %d", res.Marked)
 	}
 	wantCounts(6, 5, map[api.Priority]uint64{"urgent": 1, "normal": 2, "low": 1, "high": 1}, 0)
 
 	// Up to s[4]: s[0], s[1], s[2], s[4] (s[3] was read already).
-	res = b.ok(api.OpMarkRead, api.MarkReadCommand{Agent: "alice", Upto: s[4]}).(*MarkReadResult)
+	res = b.ok(api.OpMarkRead, api.MarkReadCommand{Agent: "alice", Upto: s[4]}).(*api.MarkReadResult)
 	if res.Marked != 4 {
 		t.Errorf("upto marked %d, want 4", res.Marked)
 	}
 	wantCounts(6, 1, map[api.Priority]uint64{"normal": 1}, s[4])
 	// Up to a lower seq: nothing to do, the mark stays.
-	res = b.ok(api.OpMarkRead, api.MarkReadCommand{Agent: "alice", Upto: s[1]}).(*MarkReadResult)
+	res = b.ok(api.OpMarkRead, api.MarkReadCommand{Agent: "alice", Upto: s[1]}).(*api.MarkReadResult)
 	if res.Marked != 0 {
 		t.Errorf("lower upto marked %d", res.Marked)
 	}

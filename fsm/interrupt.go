@@ -57,7 +57,7 @@ func (f *FSM) checkInterrupt(tx *bbolt.Tx, index uint64, ts int64, m *api.Messag
 		return err
 	}
 	audit(tx, index, ts, markPrivate(api.AuditEvent{Kind: AuditBlocked, From: m.From, To: m.To, Label: "BLOCKED", Text: reason, MessageID: m.ID}, m, nil))
-	return &ForbiddenError{Reason: reason}
+	return &api.ForbiddenError{Reason: reason}
 }
 
 // mayInterrupt is the one interrupt rule, for an interrupt's alert
@@ -84,8 +84,8 @@ func (f *FSM) mayInterrupt(tx *bbolt.Tx, from string, moderator bool) (ok bool, 
 // with from's registered role (none when it is not registered), or
 // fromRole when not "" ("what if"). The answer's To and ToRole are empty
 // and Interrupt is true.
-func (f *FSM) CheckInterrupt(from, fromRole string) (RulesCheck, error) {
-	out := RulesCheck{From: from, FromRole: fromRole, Interrupt: true}
+func (f *FSM) CheckInterrupt(from, fromRole string) (api.RulesCheck, error) {
+	out := api.RulesCheck{From: from, FromRole: fromRole, Interrupt: true}
 	err := f.view(func(tx *bbolt.Tx) error {
 		r, err := f.rules.load(tx)
 		if err != nil {

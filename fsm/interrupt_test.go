@@ -31,7 +31,7 @@ func (b *mbox) refused(m api.Message, moderator bool, want string) {
 	before := dumpWithout(b.t, b.f, string(bucketAudit))
 	auditBefore := len(b.auditLines())
 	err := mustError(b.t, b.interrupt(m, moderator))
-	var fe *ForbiddenError
+	var fe *api.ForbiddenError
 	if !errors.Is(err, api.ErrForbidden) || !errors.As(err, &fe) || fe.Error() != want {
 		b.t.Fatalf("interrupt from %s = %v, want a ForbiddenError saying %q", m.From, err, want)
 	}

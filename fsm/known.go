@@ -82,7 +82,7 @@ func (b *agentBook) known(id string) bool {
 func tokenAgents(tx *bbolt.Tx) []string {
 	var out []string
 	_ = tx.Bucket(bucketTokens).ForEach(func(_, v []byte) error {
-		var t Token
+		var t api.Token
 		if json.Unmarshal(v, &t) == nil && t.Agent != "" && !t.Revoked() {
 			out = append(out, t.Agent)
 		}
@@ -174,7 +174,7 @@ func unknownNames(tx *bbolt.Tx, field string, unknown []string) error {
 		hint += ", or let the agent send first"
 	}
 	hint += "; to address agents before they exist: maosctl cluster config set unknown_recipients accept"
-	return &NotFoundError{What: field + ": " + list, Hint: hint}
+	return &api.NotFoundError{What: field + ": " + list, Hint: hint}
 }
 
 // candidate is a known name as a suggestion shows it (role:worker) and

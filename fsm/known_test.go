@@ -46,7 +46,7 @@ func TestUnknownNamesRefused(t *testing.T) {
 
 	err := b.refused(api.OpSend, flagged(b.msg("boss", "hi", "wroker1", "role:wrker", "rita", "capability:rusty")), api.ErrNotFound, "")
 	want := `to: agent "wroker1" (not registered, never sent; did you mean worker1?), role "wrker" (no agent has it; did you mean role:worker?) and capability "rusty" (no agent has it; did you mean capability:rust?): not found` + remedy
-	var nf *NotFoundError
+	var nf *api.NotFoundError
 	if !errors.As(err, &nf) || nf.Error() != want {
 		t.Errorf("send refused with\n %v\nwant a *NotFoundError saying\n %s", err, want)
 	}

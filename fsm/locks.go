@@ -351,25 +351,10 @@ func (f *FSM) Locks(q api.LockQuery) (api.LockPage, error) {
 	return page, err
 }
 
-// LockCheck answers POST /v1/locks/check: whether Token is the current
-// grant of Path and has not expired as of AsOf (the latest applied
-// entry's time). Holder, Token (the current grant's, 0 if none) and
-// ExpiresAt describe the lock as it stands; Reason says why not current.
-type LockCheck struct {
-	Path      string    `json:"path"`
-	Current   bool      `json:"current"`
-	Holder    string    `json:"holder,omitempty"`
-	Token     uint64    `json:"token,omitempty"`
-	ExpiresAt time.Time `json:"expires_at,omitzero"`
-	Expired   bool      `json:"expired"`
-	AsOf      time.Time `json:"as_of"`
-	Reason    string    `json:"reason,omitempty"`
-}
-
 // CheckLock reports whether token is the current, unexpired grant of path.
 // An unknown path is not an error: the answer is simply "not current".
-func (f *FSM) CheckLock(path string, token uint64) (LockCheck, error) {
-	out := LockCheck{Path: path}
+func (f *FSM) CheckLock(path string, token uint64) (api.LockCheck, error) {
+	out := api.LockCheck{Path: path}
 	err := f.view(func(tx *bbolt.Tx) error {
 		at := lastTS(tx)
 		out.AsOf = time.Unix(0, at).UTC()

@@ -78,7 +78,7 @@ func (b *mbox) sendErr(m api.Message) error {
 	return mustError(b.t, b.apply(api.OpSend, api.SendCommand{Message: m}))
 }
 
-func (b *mbox) counts(agent string) InboxCounts {
+func (b *mbox) counts(agent string) api.InboxCounts {
 	b.t.Helper()
 	c, err := b.f.InboxCounts(agent)
 	if err != nil {
@@ -87,7 +87,7 @@ func (b *mbox) counts(agent string) InboxCounts {
 	return c
 }
 
-func (b *mbox) inbox(agent string, q api.InboxQuery) InboxPage {
+func (b *mbox) inbox(agent string, q api.InboxQuery) api.InboxPage {
 	b.t.Helper()
 	p, err := b.f.Inbox(agent, q)
 	if err != nil {
@@ -124,7 +124,7 @@ func (b *mbox) auditLines() []string {
 }
 
 // seqs lists the seqs of an inbox page.
-func seqs(p InboxPage) []uint64 {
+func seqs(p api.InboxPage) []uint64 {
 	out := []uint64{}
 	for _, e := range p.Messages {
 		out = append(out, e.Seq)

@@ -12,13 +12,6 @@ import (
 	"github.com/maos-project/maos/api"
 )
 
-// OverviewPage is one page of the overview in seq order.
-type OverviewPage struct {
-	Messages []api.OverviewEntry `json:"messages"`
-	// HasMore is true when messages after the last one on the page exist.
-	HasMore bool `json:"has_more"`
-}
-
 // PrivateText stands for what is hidden of a private message: its title
 // in the overview and the text of its audit events, for readers who are
 // not authenticated (a node without --auth), and the text of a redacted
@@ -81,7 +74,7 @@ func overviewEntry(viewer *api.Viewer, v []byte) (e api.OverviewEntry, ok bool, 
 // channel yields an empty page. Private messages are listed with their
 // title as PrivateText: this is the overview of a node without
 // authentication (OverviewFor with a nil Viewer).
-func (f *FSM) Overview(channel string, after uint64, limit int) (OverviewPage, error) {
+func (f *FSM) Overview(channel string, after uint64, limit int) (api.OverviewPage, error) {
 	return f.OverviewFor(nil, channel, after, limit)
 }
 
@@ -92,9 +85,9 @@ func (f *FSM) Overview(channel string, after uint64, limit int) (OverviewPage, e
 // until it holds limit entries, so a page with HasMore always ends on an
 // entry whose seq is the next cursor; the price is that a page also costs
 // the messages it skipped.
-func (f *FSM) OverviewFor(viewer *api.Viewer, channel string, after uint64, limit int) (OverviewPage, error) {
+func (f *FSM) OverviewFor(viewer *api.Viewer, channel string, after uint64, limit int) (api.OverviewPage, error) {
 	limit = pageLimit(limit)
-	page := OverviewPage{Messages: []api.OverviewEntry{}}
+	page := api.OverviewPage{Messages: []api.OverviewEntry{}}
 	add := func(seq uint64, data []byte) error {
 		if len(page.Messages) == limit {
 			page.HasMore = true

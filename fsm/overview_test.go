@@ -39,7 +39,7 @@ func overviewLog(t *testing.T) *FSM {
 	return f
 }
 
-func overviewSeqs(p OverviewPage) []uint64 {
+func overviewSeqs(p api.OverviewPage) []uint64 {
 	var out []uint64
 	for _, e := range p.Messages {
 		out = append(out, e.Seq)

@@ -21,13 +21,6 @@ func pageLimit(limit int) int {
 	return min(limit, api.MaxPageLimit)
 }
 
-// Page is one page of a channel's log in seq order.
-type Page struct {
-	Messages []*api.Message `json:"messages"`
-	// HasMore is true when messages after the last one on the page exist.
-	HasMore bool `json:"has_more"`
-}
-
 // Message returns the message with the given id, or an error wrapping
 // ErrNotFound.
 func (f *FSM) Message(id string) (*api.Message, error) {
@@ -48,9 +41,9 @@ func (f *FSM) Message(id string) (*api.Message, error) {
 // seq order. limit ≤ 0 means DefaultPageLimit; it is capped at MaxPageLimit.
 // It reads limit+1 index keys and limit messages, whatever the log's size.
 // An unknown channel yields an empty page.
-func (f *FSM) ChannelPage(channel string, after uint64, limit int) (Page, error) {
+func (f *FSM) ChannelPage(channel string, after uint64, limit int) (api.Page, error) {
 	limit = pageLimit(limit)
-	page := Page{Messages: []*api.Message{}}
+	page := api.Page{Messages: []*api.Message{}}
 	err := f.view(func(tx *bbolt.Tx) error {
 		for seq := range seqsAfter(tx.Bucket(bucketChannelIndex), channel, after) {
 			if len(page.Messages) == limit {
@@ -70,9 +63,9 @@ func (f *FSM) ChannelPage(channel string, after uint64, limit int) (Page, error)
 
 // MessagesAfter returns up to limit messages of every channel with seq >
 // after, in seq order (limit as for ChannelPage). It reads limit+1 keys.
-func (f *FSM) MessagesAfter(after uint64, limit int) (Page, error) {
+func (f *FSM) MessagesAfter(after uint64, limit int) (api.Page, error) {
 	limit = pageLimit(limit)
-	page := Page{Messages: []*api.Message{}}
+	page := api.Page{Messages: []*api.Message{}}
 	err := f.view(func(tx *bbolt.Tx) error {
 		c := tx.Bucket(bucketMessages).Cursor()
 		for k, v := c.Seek(u64(after + 1)); k != nil; k, v = c.Next() {

@@ -92,41 +92,27 @@ func recordAnswer(tx *bbolt.Tx, m *api.Message, ts int64) {
 	})
 }
 
-// BlockedRecipient is a resolved recipient the rules kept a message from.
-type BlockedRecipient struct {
-	ID     string `json:"id"`
-	Reason string `json:"reason"`
-}
-
 // blockedOf lists the blocked recipients of the message at seq, from its
 // receipts (so a retried send answers the same list).
-func blockedOf(tx *bbolt.Tx, seq uint64) []BlockedRecipient {
-	var out []BlockedRecipient
+func blockedOf(tx *bbolt.Tx, seq uint64) []api.BlockedRecipient {
+	var out []api.BlockedRecipient
 	prefix := u64(seq)
 	c := tx.Bucket(bucketReceipts).Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		var r receiptRec
 		if json.Unmarshal(v, &r) == nil && r.Blocked != "" {
-			out = append(out, BlockedRecipient{ID: string(k[8:]), Reason: r.Blocked})
+			out = append(out, api.BlockedRecipient{ID: string(k[8:]), Reason: r.Blocked})
 		}
 	}
 	return out
-}
-
-// Receipts is the delivery state of one message, per recipient by id.
-type Receipts struct {
-	ID       string        `json:"id"`
-	Seq      uint64        `json:"seq"`
-	From     string        `json:"from"`
-	Receipts []api.Receipt `json:"receipts"`
 }
 
 // Receipts returns the receipts of the message id (one per resolved
 // recipient), or an error wrapping ErrNotFound. A receipt that would read
 // delivered (in the inbox, nothing reported) for a name no agent answers
 // to reads no_such_agent.
-func (f *FSM) Receipts(id string) (Receipts, error) {
-	out := Receipts{ID: id, Receipts: []api.Receipt{}}
+func (f *FSM) Receipts(id string) (api.Receipts, error) {
+	out := api.Receipts{ID: id, Receipts: []api.Receipt{}}
 	err := f.view(func(tx *bbolt.Tx) error {
 		rec, ok := getID(tx, id)
 		if !ok {

@@ -36,7 +36,7 @@ type rerouted struct {
 // delivered (once) and m's metadata gets rerouted_from. No document, no
 // such agent, a sender that is that agent, or an agent blocked itself
 // (it was among the recipients) reroutes nothing for it: nil.
-func (f *FSM) reroute(tx *bbolt.Tx, m *api.Message, delivered []recipient, blocked []BlockedRecipient) ([]recipient, *rerouted, error) {
+func (f *FSM) reroute(tx *bbolt.Tx, m *api.Message, delivered []recipient, blocked []api.BlockedRecipient) ([]recipient, *rerouted, error) {
 	r, err := f.rules.load(tx)
 	if err != nil {
 		return delivered, nil, err

@@ -18,44 +18,19 @@ import (
 // batch stays small; TrimResult.More says another trim is due.
 const MaxTrimPerEntry = 10000
 
-// Retention is a channel's policy. A zero field means no limit of that kind.
-type Retention struct {
-	Channel string `json:"channel"`
-	// MaxAge: messages whose timestamp is older than the trimming entry's
-	// time minus MaxAge go (nanoseconds in JSON as max_age_ns).
-	MaxAge time.Duration `json:"max_age_ns"`
-	// MaxMessages: the oldest messages beyond this count go.
-	MaxMessages uint64 `json:"max_messages"`
-	// Trimmed counts the messages trimmed so far; LastTrimSeq is the seq of
-	// the newest one.
-	Trimmed     uint64 `json:"trimmed"`
-	LastTrimSeq uint64 `json:"last_trim_seq,omitempty"`
-}
-
-// TrimResult says what one trim removed.
-type TrimResult struct {
-	Channel string `json:"channel"`
-	Trimmed int    `json:"trimmed"` // by this entry
-	// UpToSeq is the seq of the newest message removed (0 if none).
-	UpToSeq uint64 `json:"up_to_seq,omitempty"`
-	// More is true when the entry stopped at MaxTrimPerEntry.
-	More      bool      `json:"more,omitempty"`
-	Retention Retention `json:"retention"`
-}
-
-func loadRetention(tx *bbolt.Tx, channel string) (Retention, bool) {
+func loadRetention(tx *bbolt.Tx, channel string) (api.Retention, bool) {
 	v := tx.Bucket(bucketRetention).Get([]byte(channel))
 	if v == nil {
-		return Retention{Channel: channel}, false
+		return api.Retention{Channel: channel}, false
 	}
-	var r Retention
+	var r api.Retention
 	if json.Unmarshal(v, &r) != nil {
-		return Retention{Channel: channel}, false
+		return api.Retention{Channel: channel}, false
 	}
 	return r, true
 }
 
-func putRetention(tx *bbolt.Tx, r Retention) {
+func putRetention(tx *bbolt.Tx, r api.Retention) {
 	data, err := json.Marshal(r)
 	if err != nil {
 		panic(fmt.Sprintf("fsm: retention: encode: %v", err))
@@ -104,8 +79,8 @@ func applyTrim(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 // message record, channel-index entry, inbox, unread, receipt and thread
 // entries; its id stays reserved (see applySend), and the audit trail keeps
 // its line. The artifacts it names lose its reference (unrefArtifacts).
-func trim(tx *bbolt.Tx, index uint64, ts int64, r Retention) *TrimResult {
-	res := &TrimResult{Channel: r.Channel}
+func trim(tx *bbolt.Tx, index uint64, ts int64, r api.Retention) *api.TrimResult {
+	res := &api.TrimResult{Channel: r.Channel}
 	ch, ok := getChannel(tx, r.Channel)
 	if !ok || (r.MaxAge == 0 && r.MaxMessages == 0) {
 		res.Retention = r
@@ -162,10 +137,10 @@ func trim(tx *bbolt.Tx, index uint64, ts int64, r Retention) *TrimResult {
 }
 
 // Retentions lists every channel policy, by channel.
-func (f *FSM) Retentions() ([]Retention, error) {
-	var out []Retention
+func (f *FSM) Retentions() ([]api.Retention, error) {
+	var out []api.Retention
 	err := f.view(func(tx *bbolt.Tx) (err error) {
-		out, err = decodeAll[Retention](tx.Bucket(bucketRetention), "retention of channel")
+		out, err = decodeAll[api.Retention](tx.Bucket(bucketRetention), "retention of channel")
 		return err
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].Channel < out[j].Channel })
@@ -174,8 +149,8 @@ func (f *FSM) Retentions() ([]Retention, error) {
 
 // RetentionOf returns one channel's policy, or an error wrapping
 // ErrNotFound.
-func (f *FSM) RetentionOf(channel string) (Retention, error) {
-	var r Retention
+func (f *FSM) RetentionOf(channel string) (api.Retention, error) {
+	var r api.Retention
 	err := f.view(func(tx *bbolt.Tx) error {
 		var ok bool
 		if r, ok = loadRetention(tx, channel); !ok {

@@ -22,7 +22,7 @@ func TestRetentionMaxMessages(t *testing.T) {
 		msgs = append(msgs, m)
 		sent = append(sent, b.send(m))
 	}
-	res := b.ok(api.OpSetRetention, api.SetRetentionCommand{Channel: "general", MaxMessages: 2}).(*TrimResult)
+	res := b.ok(api.OpSetRetention, api.SetRetentionCommand{Channel: "general", MaxMessages: 2}).(*api.TrimResult)
 	if res.Trimmed != 3 || res.UpToSeq != sent[2].Seq || res.Retention.Trimmed != 3 {
 		t.Fatalf("trim = %+v, want 3 up to seq %d", res, sent[2].Seq)
 	}
@@ -99,11 +99,11 @@ func TestRetentionMaxAgeUsesEntryTime(t *testing.T) {
 	// Trim at exactly first+1h: the first message is not older than the
 	// cutoff, so it stays.
 	b.ts = first.Timestamp.UnixNano() + int64(time.Hour) - 1000
-	if r := b.ok(api.OpTrim, api.TrimCommand{Channel: "general"}).(*TrimResult); r.Trimmed != 0 {
+	if r := b.ok(api.OpTrim, api.TrimCommand{Channel: "general"}).(*api.TrimResult); r.Trimmed != 0 {
 		t.Fatalf("trim at the boundary removed %d", r.Trimmed)
 	}
 	b.ts = first.Timestamp.UnixNano() + int64(time.Hour) // next entry: +1 µs past the boundary
-	r := b.ok(api.OpTrim, api.TrimCommand{Channel: "general"}).(*TrimResult)
+	r := b.ok(api.OpTrim, api.TrimCommand{Channel: "general"}).(*api.TrimResult)
 	if r.Trimmed != 1 || r.UpToSeq != first.Seq {
 		t.Fatalf("trim past the boundary = %+v, want the first message only", r)
 	}

@@ -170,32 +170,19 @@ func (f *FSM) applySetRules(tx *bbolt.Tx, index uint64, ts int64, body []byte) (
 
 // --- the queries ---
 
-// RulesState is the answer of GET /v1/rules and of set_rules.
-type RulesState struct {
-	// Rules is the document; null when there is none (everyone may
-	// message everyone).
-	Rules *rules.Document `json:"rules"`
-	// Default is what a pair no list speaks about gets: allow or deny.
-	Default string `json:"default"`
-	// Index and UpdatedAt are the Raft index and time of the last
-	// set_rules (a removal too); zero if rules were never set.
-	Index     uint64    `json:"index,omitempty"`
-	UpdatedAt time.Time `json:"updated_at,omitzero"`
-}
-
-func (f *FSM) readRulesState(tx *bbolt.Tx) (RulesState, error) {
+func (f *FSM) readRulesState(tx *bbolt.Tx) (api.RulesState, error) {
 	r, err := f.rules.load(tx)
 	if err != nil {
-		return RulesState{}, err
+		return api.RulesState{}, err
 	}
-	st := RulesState{Rules: r.Document(), Default: r.Document().EffectiveDefault()}
+	st := api.RulesState{Rules: r.Document(), Default: r.Document().EffectiveDefault()}
 	st.Index, st.UpdatedAt = rulesBucketOf(tx).changed()
 	return st, nil
 }
 
 // Rules returns the rules document and when it was last set.
-func (f *FSM) Rules() (RulesState, error) {
-	var st RulesState
+func (f *FSM) Rules() (api.RulesState, error) {
+	var st api.RulesState
 	err := f.view(func(tx *bbolt.Tx) error {
 		var err error
 		st, err = f.readRulesState(tx)
@@ -204,26 +191,13 @@ func (f *FSM) Rules() (RulesState, error) {
 	return st, err
 }
 
-// RulesCheck is the answer of CheckRules: may From send To a message?
-type RulesCheck struct {
-	From     string `json:"from"`
-	FromRole string `json:"from_role"` // the role the check used ("" = none)
-	To       string `json:"to"`
-	ToRole   string `json:"to_role"`
-	Allowed  bool   `json:"allowed"`
-	Reason   string `json:"reason,omitempty"` // why not, when not allowed
-	// Interrupt is true for CheckInterrupt's answer: may From interrupt
-	// an agent (To and ToRole are empty)?
-	Interrupt bool `json:"interrupt,omitempty"`
-}
-
 // CheckRules answers whether a message from from to to would pass the
 // rules now, with the roles a send would use: the registered role of each;
 // for an unregistered sender DefaultRole (a send registers it so), for
 // an unregistered recipient none. fromRole or toRole, when not "", replace
 // the looked-up role ("what if" questions).
-func (f *FSM) CheckRules(from, fromRole, to, toRole string) (RulesCheck, error) {
-	out := RulesCheck{From: from, To: to}
+func (f *FSM) CheckRules(from, fromRole, to, toRole string) (api.RulesCheck, error) {
+	out := api.RulesCheck{From: from, To: to}
 	err := f.view(func(tx *bbolt.Tx) error {
 		r, err := f.rules.load(tx)
 		if err != nil {

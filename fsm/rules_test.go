@@ -117,9 +117,9 @@ func agentEntry(tb testing.TB, index uint64, ts int64, id, role string) *raft.Lo
 	return &raft.Log{Type: raft.LogCommand, Index: index, Term: 1, Data: data}
 }
 
-func mustRulesState(tb testing.TB, res any) *RulesState {
+func mustRulesState(tb testing.TB, res any) *api.RulesState {
 	tb.Helper()
-	st, ok := res.(*RulesState)
+	st, ok := res.(*api.RulesState)
 	if !ok {
 		tb.Fatalf("result = %T (%v), want *RulesState", res, res)
 	}
@@ -250,18 +250,18 @@ func TestCheckRulesUsesRegisteredRoles(t *testing.T) {
 	}
 	for _, c := range []struct {
 		from, fromRole, to, toRole string
-		want                       RulesCheck
+		want                       api.RulesCheck
 	}{
-		{"w1", "", "boss", "", RulesCheck{From: "w1", FromRole: "engineer", To: "boss", ToRole: "orchestrator", Allowed: true}},
-		{"boss", "", "w1", "", RulesCheck{From: "boss", FromRole: "orchestrator", To: "w1", ToRole: "engineer", Allowed: true}},
-		{"w1", "", "ghost", "", RulesCheck{From: "w1", FromRole: "engineer", To: "ghost", ToRole: "",
+		{"w1", "", "boss", "", api.RulesCheck{From: "w1", FromRole: "engineer", To: "boss", ToRole: "orchestrator", Allowed: true}},
+		{"boss", "", "w1", "", api.RulesCheck{From: "boss", FromRole: "orchestrator", To: "w1", ToRole: "engineer", Allowed: true}},
+		{"w1", "", "ghost", "", api.RulesCheck{From: "w1", FromRole: "engineer", To: "ghost", ToRole: "",
 			Reason: "w1 (role engineer) may send only to role:orchestrator (preset hierarchical)"}},
 		// An unregistered sender gets the role a send would register it with.
-		{"ghost", "", "w1", "", RulesCheck{From: "ghost", FromRole: api.DefaultRole, To: "w1", ToRole: "engineer",
+		{"ghost", "", "w1", "", api.RulesCheck{From: "ghost", FromRole: api.DefaultRole, To: "w1", ToRole: "engineer",
 			Reason: "ghost (role agent) may send only to role:orchestrator (preset hierarchical)"}},
 		// What if: roles given replace the registered ones.
-		{"w1", "orchestrator", "ghost", "", RulesCheck{From: "w1", FromRole: "orchestrator", To: "ghost", Allowed: true}},
-		{"ghost", "", "w1", "orchestrator", RulesCheck{From: "ghost", FromRole: api.DefaultRole, To: "w1", ToRole: "orchestrator", Allowed: true}},
+		{"w1", "orchestrator", "ghost", "", api.RulesCheck{From: "w1", FromRole: "orchestrator", To: "ghost", Allowed: true}},
+		{"ghost", "", "w1", "orchestrator", api.RulesCheck{From: "ghost", FromRole: api.DefaultRole, To: "w1", ToRole: "orchestrator", Allowed: true}},
 	} {
 		got, err := f.CheckRules(c.from, c.fromRole, c.to, c.toRole)
 		if err != nil || got != c.want {

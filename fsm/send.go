@@ -18,11 +18,11 @@ import (
 // this entry stored nothing. Blocked lists the resolved recipients the rules
 // kept the message from (the others got it); a retry answers the same list.
 type SendResult struct {
-	ID        string             `json:"id"`
-	Seq       uint64             `json:"seq"`
-	Timestamp time.Time          `json:"timestamp"`
-	Blocked   []BlockedRecipient `json:"blocked,omitempty"`
-	Duplicate bool               `json:"-"`
+	ID        string                 `json:"id"`
+	Seq       uint64                 `json:"seq"`
+	Timestamp time.Time              `json:"timestamp"`
+	Blocked   []api.BlockedRecipient `json:"blocked,omitempty"`
+	Duplicate bool                   `json:"-"`
 }
 
 // contentHash is the SHA-256 of the message as sent (seq zero, timestamp as
@@ -141,7 +141,7 @@ type sendPlan struct {
 	arts      []*api.Artifact
 	sender    *api.Agent
 	delivered []recipient
-	blocked   []BlockedRecipient
+	blocked   []api.BlockedRecipient
 	via       *rerouted
 }
 
@@ -213,7 +213,7 @@ func (f *FSM) applyRouting(tx *bbolt.Tx, index uint64, ts int64, m *api.Message,
 	} else if m.From != api.SystemSender && readConfig(tx).StrictSenders {
 		reason := fmt.Sprintf("sender %s is not a registered agent and strict_senders is on: register it first (maosctl agents register %s --role ROLE)", m.From, m.From)
 		audit(tx, index, ts, markPrivate(api.AuditEvent{Kind: AuditBlocked, From: m.From, To: m.To, Label: "BLOCKED", Text: reason, MessageID: m.ID}, m, nil))
-		return fmt.Errorf("fsm: apply send: %w", &ForbiddenError{Reason: reason})
+		return fmt.Errorf("fsm: apply send: %w", &api.ForbiddenError{Reason: reason})
 	}
 	delivered, blocked, err := f.applyRules(tx, m, fromRole, rcpts)
 	if err != nil {
@@ -231,7 +231,7 @@ func (f *FSM) applyRouting(tx *bbolt.Tx, index uint64, ts int64, m *api.Message,
 		for i, b := range blocked {
 			reasons[i] = b.ID + ": " + b.Reason
 		}
-		return fmt.Errorf("fsm: apply send: %w", &ForbiddenError{Reason: "the rules block every recipient: " + strings.Join(reasons, "; ")})
+		return fmt.Errorf("fsm: apply send: %w", &api.ForbiddenError{Reason: "the rules block every recipient: " + strings.Join(reasons, "; ")})
 	}
 	p.sender, p.delivered, p.blocked, p.via = sender, delivered, blocked, via
 	return nil
@@ -298,7 +298,7 @@ func resend(tx *bbolt.Tx, m *api.Message, prev idRecord, sum [32]byte) (*SendRes
 // fromRole, into those the rules document (if any) lets it reach and those
 // it blocks, with the rule's reason. The rules do not speak to
 // SystemSender's messages.
-func (f *FSM) applyRules(tx *bbolt.Tx, m *api.Message, fromRole string, rcpts []recipient) ([]recipient, []BlockedRecipient, error) {
+func (f *FSM) applyRules(tx *bbolt.Tx, m *api.Message, fromRole string, rcpts []recipient) ([]recipient, []api.BlockedRecipient, error) {
 	if m.From == api.SystemSender {
 		return rcpts, nil, nil
 	}
@@ -307,19 +307,19 @@ func (f *FSM) applyRules(tx *bbolt.Tx, m *api.Message, fromRole string, rcpts []
 		return rcpts, nil, err
 	}
 	var delivered []recipient
-	var blocked []BlockedRecipient
+	var blocked []api.BlockedRecipient
 	for _, r := range rcpts {
 		if ok, reason := rules.Allows(m.From, fromRole, r.id, r.role); ok {
 			delivered = append(delivered, r)
 		} else {
-			blocked = append(blocked, BlockedRecipient{ID: r.id, Reason: reason})
+			blocked = append(blocked, api.BlockedRecipient{ID: r.id, Reason: reason})
 		}
 	}
 	return delivered, blocked, nil
 }
 
 // auditBlocked writes one BLOCKED line per recipient the rules kept m from.
-func auditBlocked(tx *bbolt.Tx, index uint64, ts int64, m *api.Message, delivered []recipient, blocked []BlockedRecipient) {
+func auditBlocked(tx *bbolt.Tx, index uint64, ts int64, m *api.Message, delivered []recipient, blocked []api.BlockedRecipient) {
 	for _, b := range blocked {
 		audit(tx, index, ts, markPrivate(api.AuditEvent{Kind: AuditBlocked, From: m.From, To: []string{b.ID}, Label: "BLOCKED", Text: b.Reason, MessageID: m.ID}, m, delivered))
 	}

@@ -309,7 +309,7 @@ func mayClaim(tx *bbolt.Tx, t *api.Task, agent string) error {
 	isCap := strings.HasPrefix(t.To, api.CapabilityPrefix)
 	if !isRole && !isCap {
 		if !InQueue(agent, nil, t.To) {
-			return &ForbiddenError{Reason: fmt.Sprintf("task %s is for %s, not %s", t.ID, t.To, agent)}
+			return &api.ForbiddenError{Reason: fmt.Sprintf("task %s is for %s, not %s", t.ID, t.To, agent)}
 		}
 		return nil
 	}
@@ -325,14 +325,14 @@ func mayClaim(tx *bbolt.Tx, t *api.Task, agent string) error {
 		if isRole {
 			what = "role"
 		}
-		return &ForbiddenError{Reason: fmt.Sprintf("task %s is for %s and %s is not a registered agent: register it with that %s first",
+		return &api.ForbiddenError{Reason: fmt.Sprintf("task %s is for %s and %s is not a registered agent: register it with that %s first",
 			t.ID, t.To, agent, what)}
 	case isRole:
-		return &ForbiddenError{Reason: fmt.Sprintf("task %s is for %s and %s has role %s", t.ID, t.To, agent, a.Role)}
+		return &api.ForbiddenError{Reason: fmt.Sprintf("task %s is for %s and %s has role %s", t.ID, t.To, agent, a.Role)}
 	}
 	has := "none"
 	if len(a.Capabilities) > 0 {
 		has = strings.Join(a.Capabilities, ", ")
 	}
-	return &ForbiddenError{Reason: fmt.Sprintf("task %s is for %s and %s has not that capability (registered with: %s)", t.ID, t.To, agent, has)}
+	return &api.ForbiddenError{Reason: fmt.Sprintf("task %s is for %s and %s has not that capability (registered with: %s)", t.ID, t.To, agent, has)}
 }

@@ -82,7 +82,7 @@ func TestTaskCreateIdempotent(t *testing.T) {
 	other.Title = "something else"
 	err := b.refused(api.OpTaskCreate, other, api.ErrConflict, "task id "+c.ID+" is taken by another task")
 	// The API answers with the *ConflictError's words alone.
-	var ce *ConflictError
+	var ce *api.ConflictError
 	if !errors.As(err, &ce) || ce.Reason != "task id "+c.ID+" is taken by another task (created at seq "+itoa(first.Seq)+"): create yours with a new id" {
 		t.Errorf("conflict = %#v", err)
 	}

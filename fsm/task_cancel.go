@@ -15,7 +15,7 @@ import (
 // nothing.
 func (a *taskOp) cancel(cmd *api.TaskCancelCommand, t *api.Task) (any, error) {
 	if cmd.From != t.From {
-		return nil, a.errorf(&ForbiddenError{Reason: fmt.Sprintf("task %s was created by %s: only its creator cancels it, not %s", t.ID, t.From, cmd.From)})
+		return nil, a.errorf(&api.ForbiddenError{Reason: fmt.Sprintf("task %s was created by %s: only its creator cancels it, not %s", t.ID, t.From, cmd.From)})
 	}
 	switch {
 	case t.State == api.TaskCancelled:

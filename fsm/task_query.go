@@ -110,21 +110,6 @@ func keySeqsAfter(b *bbolt.Bucket, prefix []byte, after uint64) func() (uint64, 
 	}
 }
 
-// TaskUpdate is one task event with the task as it stood right after the
-// entry that made it (without history): the data of the stream's "task"
-// events, {"event": …, "task": …}.
-type TaskUpdate struct {
-	Event api.TaskEvent `json:"event"`
-	Task  *api.Task     `json:"task"`
-}
-
-// TaskUpdatePage is a page of task updates in entry order.
-type TaskUpdatePage struct {
-	Updates []TaskUpdate `json:"updates"`
-	// HasMore is true when entries after the page's last made updates.
-	HasMore bool `json:"has_more"`
-}
-
 // TaskEvents returns the task updates of the entries after index after,
 // oldest first: every task an entry changed, in the order of its seq, with
 // the event (Event.Seq is the entry's index). A page holds whole entries
@@ -133,12 +118,12 @@ type TaskUpdatePage struct {
 // more when one entry (a tick, a cascade) changed many tasks, and resuming
 // after the last update's Event.Seq loses nothing. It reads the updates it
 // returns and, per update, the task's unchanging fields.
-func (f *FSM) TaskEvents(after uint64, limit int) (TaskUpdatePage, error) {
-	page := TaskUpdatePage{Updates: []TaskUpdate{}}
+func (f *FSM) TaskEvents(after uint64, limit int) (api.TaskUpdatePage, error) {
+	page := api.TaskUpdatePage{Updates: []api.TaskUpdate{}}
 	err := f.view(func(tx *bbolt.Tx) error {
 		var err error
 		page.Updates, page.HasMore, err = objectEvents(tx, bucketTaskEvents, after, limit,
-			func(seq, index uint64, v []byte) (TaskUpdate, error) { return taskUpdate(tx, seq, index, v) })
+			func(seq, index uint64, v []byte) (api.TaskUpdate, error) { return taskUpdate(tx, seq, index, v) })
 		if err != nil {
 			return fmt.Errorf("fsm: task events: %w", err)
 		}
@@ -150,8 +135,8 @@ func (f *FSM) TaskEvents(after uint64, limit int) (TaskUpdatePage, error) {
 // taskUpdate builds the update of task seq at entry index from its stored
 // snapshot v: the event from the history, the snapshot with the fields it
 // leaves out (description, context: they never change) from the task.
-func taskUpdate(tx *bbolt.Tx, seq, index uint64, v []byte) (TaskUpdate, error) {
-	var u TaskUpdate
+func taskUpdate(tx *bbolt.Tx, seq, index uint64, v []byte) (api.TaskUpdate, error) {
+	var u api.TaskUpdate
 	var snap api.Task
 	if err := json.Unmarshal(v, &snap); err != nil {
 		return u, fmt.Errorf("task at seq %d, index %d: decode: %w", seq, index, err)

@@ -56,20 +56,13 @@ func fillThread(m, parent *api.Message) {
 	}
 }
 
-// ThreadPage is one page of a thread in seq order.
-type ThreadPage struct {
-	ThreadID string         `json:"thread_id"`
-	Messages []*api.Message `json:"messages"`
-	HasMore  bool           `json:"has_more"`
-}
-
 // Thread returns up to limit messages of the thread id with seq > after
 // (limit as for ChannelPage). id may also be the id of any message of the
 // thread: its thread is returned. An id that is neither is an error wrapping
 // ErrNotFound. It reads limit+1 index keys and limit messages.
-func (f *FSM) Thread(id string, after uint64, limit int) (ThreadPage, error) {
+func (f *FSM) Thread(id string, after uint64, limit int) (api.ThreadPage, error) {
 	limit = pageLimit(limit)
-	page := ThreadPage{ThreadID: id, Messages: []*api.Message{}}
+	page := api.ThreadPage{ThreadID: id, Messages: []*api.Message{}}
 	err := f.view(func(tx *bbolt.Tx) error {
 		threads := tx.Bucket(bucketThreads)
 		prefix := append([]byte(id), 0)

@@ -37,7 +37,7 @@ func applyCreateToken(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, e
 	if other, ok := tokenIDByHash(tx, cmd.Hash); ok {
 		return nil, fmt.Errorf("fsm: apply create_token: %w", conflict("token %s: its secret is token %s's: make a new secret", cmd.ID, other))
 	}
-	rec := &tokenRecord{Token: Token{ID: cmd.ID, Agent: cmd.Agent, Role: cmd.Role, AgentRole: cmd.AgentRole, Capabilities: cmd.Capabilities,
+	rec := &tokenRecord{Token: api.Token{ID: cmd.ID, Agent: cmd.Agent, Role: cmd.Role, AgentRole: cmd.AgentRole, Capabilities: cmd.Capabilities,
 		CreatedAt: time.Unix(0, ts).UTC()}, Hash: cmd.Hash}
 	putToken(tx, rec)
 	putTokenHash(tx, rec.Hash, rec.ID)

@@ -26,30 +26,9 @@ import (
 // denial audit says which token was replayed), and its hash can never be
 // registered again.
 
-// Token is a bearer token as stored and listed: never its secret or hash.
-type Token struct {
-	ID    string `json:"id"`
-	Agent string `json:"agent"` // the agent the token speaks for
-	Role  string `json:"role"`  // one of TokenRoles
-	// AgentRole and Capabilities are the token's grant: the registry role
-	// and the capabilities its agent (and the agent's forks) may register
-	// itself with (POST /v1/agents). Empty: the default role
-	// (DefaultRole) and no capability; only an admin registers an agent
-	// with more.
-	AgentRole    string   `json:"agent_role,omitempty"`
-	Capabilities []string `json:"capabilities,omitempty"`
-	// CreatedAt is the time of the entry that created it.
-	CreatedAt time.Time `json:"created_at"`
-	// RevokedAt is the time of the entry that revoked it; zero while live.
-	RevokedAt time.Time `json:"revoked_at,omitzero"`
-}
-
-// Revoked reports whether the token was revoked.
-func (t *Token) Revoked() bool { return !t.RevokedAt.IsZero() }
-
 // tokenRecord is the stored form: the token and its hash.
 type tokenRecord struct {
-	Token
+	api.Token
 	Hash string `json:"hash,omitempty"`
 }
 
@@ -96,7 +75,7 @@ func tokenIDByHash(tx *bbolt.Tx, hash string) (id string, ok bool) {
 // RevokedTokenError is TokenByHash's answer for a revoked token. It wraps
 // ErrNotFound: a revoked token authenticates nothing.
 type RevokedTokenError struct {
-	Token Token // the token, with RevokedAt set
+	Token api.Token // the token, with RevokedAt set
 }
 
 func (e *RevokedTokenError) Error() string {
@@ -109,8 +88,8 @@ func (e *RevokedTokenError) Unwrap() error { return api.ErrNotFound }
 // TokenByHash returns the live token whose secret hashes to hash (see
 // HashToken), or an error wrapping ErrNotFound: a *RevokedTokenError for
 // a revoked one. It reads the node's own state: no network, no cache.
-func (f *FSM) TokenByHash(hash string) (*Token, error) {
-	var tok *Token
+func (f *FSM) TokenByHash(hash string) (*api.Token, error) {
+	var tok *api.Token
 	err := f.view(func(tx *bbolt.Tx) error {
 		id, ok := tokenIDByHash(tx, hash)
 		if !ok {
@@ -133,8 +112,8 @@ func (f *FSM) TokenByHash(hash string) (*Token, error) {
 }
 
 // Tokens returns every token, live and revoked, by id; never a hash.
-func (f *FSM) Tokens() ([]Token, error) {
-	out := []Token{}
+func (f *FSM) Tokens() ([]api.Token, error) {
+	out := []api.Token{}
 	err := f.view(func(tx *bbolt.Tx) error {
 		recs, err := decodeAll[tokenRecord](tx.Bucket(bucketTokens), "token")
 		for _, rec := range recs {

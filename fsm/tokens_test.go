@@ -18,9 +18,9 @@ func tokenCmd(id, agent, role, secret string) api.CreateTokenCommand {
 	return api.CreateTokenCommand{ID: id, Agent: agent, Role: role, Hash: HashToken(secret)}
 }
 
-func mustToken(tb testing.TB, r any) *Token {
+func mustToken(tb testing.TB, r any) *api.Token {
 	tb.Helper()
-	tok, ok := r.(*Token)
+	tok, ok := r.(*api.Token)
 	if !ok {
 		tb.Fatalf("result = %T (%v), want *Token", r, r)
 	}

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/fsm"
 )
 
 // Consistency is a read's level: Local (the default) answers from the
@@ -27,7 +26,7 @@ type SendResponse struct {
 	ID        string                 `json:"id"`
 	Seq       uint64                 `json:"seq"`
 	Timestamp time.Time              `json:"timestamp"`
-	Blocked   []fsm.BlockedRecipient `json:"blocked,omitempty"`
+	Blocked   []api.BlockedRecipient `json:"blocked,omitempty"`
 }
 
 // ChannelsResponse is the body of GET /v1/channels.
@@ -126,7 +125,7 @@ const HeaderCluster = "X-Maos-Cluster"
 type AgentSummary struct {
 	Agent            string          `json:"agent"`
 	HasInbox         bool            `json:"has_inbox"`
-	Counts           fsm.InboxCounts `json:"counts"`
+	Counts           api.InboxCounts `json:"counts"`
 	PendingApprovals int             `json:"pending_approvals"`
 	Bulletin         api.Bulletin    `json:"bulletin"`
 }

@@ -42,10 +42,10 @@ func TestEveryRouteHasARule(t *testing.T) {
 // tokenReader is a state holding bearer tokens and nothing else.
 type tokenReader struct {
 	Reader
-	tokens map[string]*fsm.Token // by hash
+	tokens map[string]*api.Token // by hash
 }
 
-func (r tokenReader) TokenByHash(hash string) (*fsm.Token, error) {
+func (r tokenReader) TokenByHash(hash string) (*api.Token, error) {
 	if tok, ok := r.tokens[hash]; ok {
 		return tok, nil
 	}
@@ -57,7 +57,7 @@ func TestUnclassifiedRouteIsAdminOnly(t *testing.T) {
 	const admin, alice, rex = "admin-secret-0123456789", "alice-secret", "rex-secret"
 	s := &Server{
 		opts: ServerOptions{MaxMessageBytes: api.DefaultMaxBytes, Logger: slog.New(slog.DiscardHandler)},
-		state: tokenReader{tokens: map[string]*fsm.Token{
+		state: tokenReader{tokens: map[string]*api.Token{
 			fsm.HashToken(alice): {ID: "t1", Agent: "alice", Role: api.TokenRoleAgent},
 			fsm.HashToken(rex):   {ID: "t2", Agent: "rex", Role: api.TokenRoleModerator},
 		}},

@@ -307,7 +307,7 @@ func TestAuthInboxReads(t *testing.T) {
 			wantOK(t, e.as(secret, "GET", p, ""), nil)
 		}
 	}
-	var page fsm.InboxPage
+	var page api.InboxPage
 	wantOK(t, e.as(rexSecret, "GET", "/v1/agents/bob/inbox", ""), &page)
 	if len(page.Messages) != 1 {
 		t.Errorf("the moderator sees %d messages in bob's inbox, want 1", len(page.Messages))
@@ -521,7 +521,7 @@ type tokenCounter struct {
 	n atomic.Int64
 }
 
-func (c *tokenCounter) TokenByHash(hash string) (*fsm.Token, error) {
+func (c *tokenCounter) TokenByHash(hash string) (*api.Token, error) {
 	c.n.Add(1)
 	return c.Reader.TokenByHash(hash)
 }

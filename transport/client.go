@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/fsm"
 )
 
 // Client speaks API v1 to one node. It is safe for concurrent use; its
@@ -80,9 +79,9 @@ func (c *Client) Message(ctx context.Context, id string, cons Consistency) (*api
 }
 
 // ChannelPage fetches up to limit messages of channel after seq after.
-func (c *Client) ChannelPage(ctx context.Context, channel string, after uint64, limit int, cons Consistency) (fsm.Page, error) {
+func (c *Client) ChannelPage(ctx context.Context, channel string, after uint64, limit int, cons Consistency) (api.Page, error) {
 	q := listQuery(cons, limit, map[string]string{"after": seqParam(after)})
-	return request[fsm.Page](ctx, c, http.MethodGet, "/v1/channels/"+url.PathEscape(channel)+"/messages", q, nil)
+	return request[api.Page](ctx, c, http.MethodGet, "/v1/channels/"+url.PathEscape(channel)+"/messages", q, nil)
 }
 
 // Channels lists the channels with their counts.

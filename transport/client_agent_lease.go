@@ -7,32 +7,31 @@ import (
 	"strconv"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/fsm"
 )
 
 func leasePath(agent string) string { return "/v1/agents/" + url.PathEscape(agent) + "/lease" }
 
 // AcquireAgentLease asks for cmd.Agent's lease: granted (a new fence),
 // extended (the caller holds it) or standby (another holds it live).
-func (c *Client) AcquireAgentLease(ctx context.Context, cmd api.AgentLeaseAcquireCommand) (fsm.AgentLeaseResult, error) {
-	return request[fsm.AgentLeaseResult](ctx, c, http.MethodPost, leasePath(cmd.Agent), nil, cmd)
+func (c *Client) AcquireAgentLease(ctx context.Context, cmd api.AgentLeaseAcquireCommand) (api.AgentLeaseResult, error) {
+	return request[api.AgentLeaseResult](ctx, c, http.MethodPost, leasePath(cmd.Agent), nil, cmd)
 }
 
 // RenewAgentLease extends the caller's live lease. An error matching
 // api.ErrFenced means the lease is lost (lapsed, released, taken over).
-func (c *Client) RenewAgentLease(ctx context.Context, cmd api.AgentLeaseRenewCommand) (fsm.AgentLeaseResult, error) {
-	return request[fsm.AgentLeaseResult](ctx, c, http.MethodPost, leasePath(cmd.Agent)+"/renew", nil, cmd)
+func (c *Client) RenewAgentLease(ctx context.Context, cmd api.AgentLeaseRenewCommand) (api.AgentLeaseResult, error) {
+	return request[api.AgentLeaseResult](ctx, c, http.MethodPost, leasePath(cmd.Agent)+"/renew", nil, cmd)
 }
 
 // ReleaseAgentLease gives the caller's lease up, so a standby takes over
 // at its next try.
-func (c *Client) ReleaseAgentLease(ctx context.Context, cmd api.AgentLeaseReleaseCommand) (fsm.AgentLeaseResult, error) {
-	return request[fsm.AgentLeaseResult](ctx, c, http.MethodPost, leasePath(cmd.Agent)+"/release", nil, cmd)
+func (c *Client) ReleaseAgentLease(ctx context.Context, cmd api.AgentLeaseReleaseCommand) (api.AgentLeaseResult, error) {
+	return request[api.AgentLeaseResult](ctx, c, http.MethodPost, leasePath(cmd.Agent)+"/release", nil, cmd)
 }
 
 // AgentLease reads agent's lease (api.ErrNotFound when none was granted).
-func (c *Client) AgentLease(ctx context.Context, agent string, cons Consistency) (*fsm.AgentLease, error) {
-	l, err := request[fsm.AgentLease](ctx, c, http.MethodGet, leasePath(agent), consQuery(cons), nil)
+func (c *Client) AgentLease(ctx context.Context, agent string, cons Consistency) (*api.AgentLease, error) {
+	l, err := request[api.AgentLease](ctx, c, http.MethodGet, leasePath(agent), consQuery(cons), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -40,8 +39,8 @@ func (c *Client) AgentLease(ctx context.Context, agent string, cons Consistency)
 }
 
 // AgentLeases lists every agent's lease.
-func (c *Client) AgentLeases(ctx context.Context, cons Consistency) (fsm.AgentLeasePage, error) {
-	return request[fsm.AgentLeasePage](ctx, c, http.MethodGet, "/v1/leases", consQuery(cons), nil)
+func (c *Client) AgentLeases(ctx context.Context, cons Consistency) (api.AgentLeasePage, error) {
+	return request[api.AgentLeasePage](ctx, c, http.MethodGet, "/v1/leases", consQuery(cons), nil)
 }
 
 // SendFenced posts m as Send does, under the fence of its sender's agent
@@ -61,6 +60,6 @@ func (c *Client) SendFenced(ctx context.Context, m *api.Message, fence uint64) (
 
 // SetCursorFenced moves agent's cursor as SetCursor does, under the fence
 // of its agent lease (0: none).
-func (c *Client) SetCursorFenced(ctx context.Context, agent string, seq, fence uint64) (fsm.Cursor, error) {
-	return request[fsm.Cursor](ctx, c, http.MethodPut, "/v1/agents/"+url.PathEscape(agent)+"/cursor", nil, api.SetCursorCommand{Seq: seq, AgentFence: fence})
+func (c *Client) SetCursorFenced(ctx context.Context, agent string, seq, fence uint64) (api.Cursor, error) {
+	return request[api.Cursor](ctx, c, http.MethodPut, "/v1/agents/"+url.PathEscape(agent)+"/cursor", nil, api.SetCursorCommand{Seq: seq, AgentFence: fence})
 }

@@ -6,7 +6,6 @@ import (
 	"net/url"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/fsm"
 )
 
 // The approval methods (server_approvals.go). A refusal comes back as an
@@ -40,10 +39,10 @@ func (c *Client) Approval(ctx context.Context, id string) (*api.Approval, error)
 // Approvals lists approvals in creation order, without their decisions
 // (GET /v1/approvals), read with consistency=strong. Continue a page with
 // q.After set to the last approval's Seq while HasMore.
-func (c *Client) Approvals(ctx context.Context, q api.ApprovalQuery) (fsm.ApprovalPage, error) {
+func (c *Client) Approvals(ctx context.Context, q api.ApprovalQuery) (api.ApprovalPage, error) {
 	v := listQuery(Strong, q.Limit, map[string]string{
 		"state": string(q.State), "approver": q.Approver, "from": q.From, "after": seqParam(q.After)})
-	return request[fsm.ApprovalPage](ctx, c, http.MethodGet, "/v1/approvals", v, nil)
+	return request[api.ApprovalPage](ctx, c, http.MethodGet, "/v1/approvals", v, nil)
 }
 
 // DecideApproval records cmd.Approver's decision on the action whose hash

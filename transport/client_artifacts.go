@@ -14,7 +14,6 @@ import (
 	"strings"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/fsm"
 )
 
 // The artifact routes (issue 17; server_artifacts.go):
@@ -131,9 +130,9 @@ func (c *Client) ArtifactInfo(ctx context.Context, id string, cons Consistency) 
 }
 
 // Artifacts lists artifact records in the order they were stored.
-func (c *Client) Artifacts(ctx context.Context, q api.ArtifactQuery, cons Consistency) (fsm.ArtifactPage, error) {
+func (c *Client) Artifacts(ctx context.Context, q api.ArtifactQuery, cons Consistency) (api.ArtifactPage, error) {
 	v := listQuery(cons, q.Limit, map[string]string{"from": q.From, "name": q.Name, "after": seqParam(q.After)})
-	return request[fsm.ArtifactPage](ctx, c, http.MethodGet, "/v1/artifacts", v, nil)
+	return request[api.ArtifactPage](ctx, c, http.MethodGet, "/v1/artifacts", v, nil)
 }
 
 // DeleteArtifact removes artifact id (an admin token) and returns the

@@ -9,7 +9,6 @@ import (
 	"strconv"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/fsm"
 )
 
 // BulletinWrite are the options of a bulletin PUT or PATCH.
@@ -130,6 +129,6 @@ func (c *Client) Locks(ctx context.Context, lq api.LockQuery, cons Consistency) 
 }
 
 // CheckLock asks whether token is the current, unexpired grant of path.
-func (c *Client) CheckLock(ctx context.Context, path string, token uint64, cons Consistency) (fsm.LockCheck, error) {
-	return request[fsm.LockCheck](ctx, c, http.MethodPost, "/v1/locks/check", consQuery(cons), api.LockCheckCommand{Path: path, Token: token})
+func (c *Client) CheckLock(ctx context.Context, path string, token uint64, cons Consistency) (api.LockCheck, error) {
+	return request[api.LockCheck](ctx, c, http.MethodPost, "/v1/locks/check", consQuery(cons), api.LockCheckCommand{Path: path, Token: token})
 }

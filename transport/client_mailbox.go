@@ -6,7 +6,6 @@ import (
 	"net/url"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/fsm"
 )
 
 // RegisterAgent registers (or re-registers) an agent and returns its
@@ -28,9 +27,9 @@ func (c *Client) Agent(ctx context.Context, id string, cons Consistency) (api.Ag
 
 // Agents returns a page of the registry, filtered by q (Role, Capability,
 // After, Limit; zero values are left out).
-func (c *Client) Agents(ctx context.Context, q api.AgentQuery, cons Consistency) (fsm.AgentPage, error) {
+func (c *Client) Agents(ctx context.Context, q api.AgentQuery, cons Consistency) (api.AgentPage, error) {
 	v := listQuery(cons, q.Limit, map[string]string{"role": q.Role, "capability": q.Capability, "after": q.After})
-	return request[fsm.AgentPage](ctx, c, http.MethodGet, "/v1/agents", v, nil)
+	return request[api.AgentPage](ctx, c, http.MethodGet, "/v1/agents", v, nil)
 }
 
 // Roles returns the role summary: role → number of registered agents.
@@ -41,7 +40,7 @@ func (c *Client) Roles(ctx context.Context, cons Consistency) (map[string]uint64
 }
 
 // Inbox returns a page of agent's inbox filtered by q.
-func (c *Client) Inbox(ctx context.Context, agent string, q api.InboxQuery, cons Consistency) (fsm.InboxPage, error) {
+func (c *Client) Inbox(ctx context.Context, agent string, q api.InboxQuery, cons Consistency) (api.InboxPage, error) {
 	v := listQuery(cons, q.Limit, map[string]string{"priority": string(q.Priority), "type": q.Type, "from": q.From,
 		"after": seqParam(q.After), "before": seqParam(q.Before)})
 	if q.Unread {
@@ -50,7 +49,7 @@ func (c *Client) Inbox(ctx context.Context, agent string, q api.InboxQuery, cons
 	if q.Newest {
 		v.Set("order", "newest")
 	}
-	return request[fsm.InboxPage](ctx, c, http.MethodGet, "/v1/agents/"+url.PathEscape(agent)+"/inbox", v, nil)
+	return request[api.InboxPage](ctx, c, http.MethodGet, "/v1/agents/"+url.PathEscape(agent)+"/inbox", v, nil)
 }
 
 // AgentSummary returns agent's inbox counters and the bulletin in one
@@ -60,14 +59,14 @@ func (c *Client) AgentSummary(ctx context.Context, agent string, cons Consistenc
 }
 
 // InboxCounts returns agent's inbox counters.
-func (c *Client) InboxCounts(ctx context.Context, agent string, cons Consistency) (fsm.InboxCounts, error) {
-	return request[fsm.InboxCounts](ctx, c, http.MethodGet, "/v1/agents/"+url.PathEscape(agent)+"/inbox/counts", consQuery(cons), nil)
+func (c *Client) InboxCounts(ctx context.Context, agent string, cons Consistency) (api.InboxCounts, error) {
+	return request[api.InboxCounts](ctx, c, http.MethodGet, "/v1/agents/"+url.PathEscape(agent)+"/inbox/counts", consQuery(cons), nil)
 }
 
 // MarkRead marks one message (id) or every message up to seq upto read in
 // agent's inbox; give exactly one.
-func (c *Client) MarkRead(ctx context.Context, agent, id string, upto uint64) (fsm.MarkReadResult, error) {
-	return request[fsm.MarkReadResult](ctx, c, http.MethodPost, "/v1/agents/"+url.PathEscape(agent)+"/read", nil, MarkReadRequest{ID: id, Upto: upto})
+func (c *Client) MarkRead(ctx context.Context, agent, id string, upto uint64) (api.MarkReadResult, error) {
+	return request[api.MarkReadResult](ctx, c, http.MethodPost, "/v1/agents/"+url.PathEscape(agent)+"/read", nil, MarkReadRequest{ID: id, Upto: upto})
 }
 
 // ReportReceipt records what agent's watcher did with message id
@@ -80,23 +79,23 @@ func (c *Client) ReportReceipt(ctx context.Context, agent, id, state string) (ap
 }
 
 // Thread returns a page of the thread id (or of the thread of message id).
-func (c *Client) Thread(ctx context.Context, id string, after uint64, limit int, cons Consistency) (fsm.ThreadPage, error) {
+func (c *Client) Thread(ctx context.Context, id string, after uint64, limit int, cons Consistency) (api.ThreadPage, error) {
 	v := listQuery(cons, limit, map[string]string{"after": seqParam(after)})
-	return request[fsm.ThreadPage](ctx, c, http.MethodGet, "/v1/threads/"+url.PathEscape(id), v, nil)
+	return request[api.ThreadPage](ctx, c, http.MethodGet, "/v1/threads/"+url.PathEscape(id), v, nil)
 }
 
 // Receipts returns the delivery receipts of message id.
-func (c *Client) Receipts(ctx context.Context, id string, cons Consistency) (fsm.Receipts, error) {
-	return request[fsm.Receipts](ctx, c, http.MethodGet, "/v1/messages/"+url.PathEscape(id)+"/receipts", consQuery(cons), nil)
+func (c *Client) Receipts(ctx context.Context, id string, cons Consistency) (api.Receipts, error) {
+	return request[api.Receipts](ctx, c, http.MethodGet, "/v1/messages/"+url.PathEscape(id)+"/receipts", consQuery(cons), nil)
 }
 
 // Cursor returns the seq of the last message agent's watcher handled.
-func (c *Client) Cursor(ctx context.Context, agent string, cons Consistency) (fsm.Cursor, error) {
-	return request[fsm.Cursor](ctx, c, http.MethodGet, "/v1/agents/"+url.PathEscape(agent)+"/cursor", consQuery(cons), nil)
+func (c *Client) Cursor(ctx context.Context, agent string, cons Consistency) (api.Cursor, error) {
+	return request[api.Cursor](ctx, c, http.MethodGet, "/v1/agents/"+url.PathEscape(agent)+"/cursor", consQuery(cons), nil)
 }
 
 // SetCursor records that agent's watcher handled everything up to seq; the
 // cursor never moves back. It returns the cursor after the call.
-func (c *Client) SetCursor(ctx context.Context, agent string, seq uint64) (fsm.Cursor, error) {
-	return request[fsm.Cursor](ctx, c, http.MethodPut, "/v1/agents/"+url.PathEscape(agent)+"/cursor", nil, api.SetCursorCommand{Seq: seq})
+func (c *Client) SetCursor(ctx context.Context, agent string, seq uint64) (api.Cursor, error) {
+	return request[api.Cursor](ctx, c, http.MethodPut, "/v1/agents/"+url.PathEscape(agent)+"/cursor", nil, api.SetCursorCommand{Seq: seq})
 }

@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/fsm"
 )
 
 // StreamQuery selects what a stream carries; see GET /v1/stream.
@@ -40,8 +39,8 @@ type StreamEvent struct {
 	Ready    bool
 	Seq      uint64 // the message's seq, or the index of the update's entry
 	Message  *api.Message
-	Task     *fsm.TaskUpdate
-	Approval *fsm.ApprovalUpdate
+	Task     *api.TaskUpdate
+	Approval *api.ApprovalUpdate
 	// ID is the event's SSE id: "N" for a message, "N:task" or
 	// "N:approval" for the last object update of entry N, "" for one that
 	// is not its entry's last (resume from the last non-empty ID: no gap,
@@ -150,13 +149,13 @@ func dispatchEvent(event, id, data string, fn func(StreamEvent) error) error {
 		}
 		return fn(StreamEvent{Seq: m.Seq, Message: &m, ID: id})
 	case EventTask:
-		var u fsm.TaskUpdate
+		var u api.TaskUpdate
 		if err := json.Unmarshal([]byte(data), &u); err != nil || u.Task == nil {
 			return fmt.Errorf("transport: stream: bad task event %s: %.200s (%v)", id, data, err)
 		}
 		return fn(StreamEvent{Seq: u.Event.Seq, Task: &u, ID: id})
 	case EventApproval:
-		var u fsm.ApprovalUpdate
+		var u api.ApprovalUpdate
 		if err := json.Unmarshal([]byte(data), &u); err != nil || u.Approval == nil {
 			return fmt.Errorf("transport: stream: bad approval event %s: %.200s (%v)", id, data, err)
 		}

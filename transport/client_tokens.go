@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 // WithToken returns a copy of the client whose every request (streams
@@ -61,7 +61,7 @@ func (c *Client) CreateTokenFor(ctx context.Context, req TokenRequest) (*TokenCr
 
 // Tokens lists every token, revoked ones with RevokedAt set. Needs an
 // admin token.
-func (c *Client) Tokens(ctx context.Context) ([]fsm.Token, error) {
+func (c *Client) Tokens(ctx context.Context) ([]api.Token, error) {
 	var out TokensResponse
 	err := c.do(ctx, http.MethodGet, "/v1/tokens", nil, nil, &out)
 	return out.Tokens, err

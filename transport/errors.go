@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/rules"
 )
 
@@ -72,7 +71,7 @@ var codes = map[string]struct {
 	CodeTooLarge:       {http.StatusRequestEntityTooLarge, ErrTooLarge},
 	CodeNotFound:       {http.StatusNotFound, api.ErrNotFound},
 	CodeConflict:       {http.StatusConflict, api.ErrConflict},
-	CodeFenced:         {http.StatusConflict, &fsm.FenceError{Reason: "fenced"}},
+	CodeFenced:         {http.StatusConflict, &api.FenceError{Reason: "fenced"}},
 	CodeForbidden:      {http.StatusForbidden, api.ErrForbidden},
 	CodeNoLeader:       {http.StatusServiceUnavailable, ErrNoLeader},
 	CodeNotLeader:      {http.StatusServiceUnavailable, ErrNotLeader},
@@ -127,11 +126,11 @@ func toAPIError(err error) *APIError {
 	var (
 		fe  *api.FieldError
 		rfe *rules.FieldError
-		nf  *fsm.NotFoundError
-		fbe *fsm.ForbiddenError
-		cfe *fsm.ConflictError
-		qe  *fsm.QuotaError
-		fce *fsm.FenceError
+		nf  *api.NotFoundError
+		fbe *api.ForbiddenError
+		cfe *api.ConflictError
+		qe  *api.QuotaError
+		fce *api.FenceError
 	)
 	switch {
 	case errors.As(err, &fce):
@@ -169,7 +168,7 @@ func toAPIError(err error) *APIError {
 		code = CodeRateLimited
 	case errors.Is(err, ErrSecretFound):
 		code = CodeSecretFound
-	case errors.Is(err, ErrTooLarge), errors.Is(err, fsm.ErrQuota):
+	case errors.Is(err, ErrTooLarge), errors.Is(err, api.ErrQuota):
 		code = CodeTooLarge
 	case errors.Is(err, ErrBadRequest):
 		code = CodeBadRequest

@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
 )
@@ -266,7 +265,7 @@ func FuzzQueryParams(f *testing.F) {
 		pageReads, lin, reached := pages()[reads:], svc.CallsTo("Linearize")[lins:], svc.Count()-calls
 		switch rec.Code {
 		case http.StatusOK:
-			var page fsm.Page
+			var page api.Page
 			if err := json.Unmarshal(out, &page); err != nil || page.Messages == nil {
 				t.Fatalf("%s: 200 with %s (%v)", target, out, err)
 			}

@@ -70,7 +70,7 @@ func TestModeratorsOnlyReadPaths(t *testing.T) {
 		t.Errorf("carol's inbox = %v, want empty", got)
 	}
 	leaks("inbox", r.body)
-	var counts fsm.InboxCounts
+	var counts api.InboxCounts
 	wantOK(t, e.get("carol", "/v1/agents/carol/inbox/counts"), &counts)
 	if counts.Total != 0 || counts.Unread != 0 {
 		t.Errorf("carol's counts = %+v, want none", counts)
@@ -82,7 +82,7 @@ func TestModeratorsOnlyReadPaths(t *testing.T) {
 
 	// overview
 	for as, want := range map[string]int{"boss": 2, "bob": 2, "carol": 1} {
-		var p fsm.OverviewPage
+		var p api.OverviewPage
 		r := e.get(as, "/v1/overview")
 		wantOK(t, r, &p)
 		if len(p.Messages) != want {

@@ -17,7 +17,6 @@ import (
 
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/dialect"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/hostport"
 	"github.com/maos-project/maos/secrets"
 )
@@ -269,7 +268,7 @@ func (s *Server) channelMessages(w http.ResponseWriter, r *http.Request) {
 	// read at the asked consistency, further pages read on from there.
 	channel := r.PathValue("channel")
 	s.query(w, r, func(st Reader) (any, error) {
-		var page fsm.Page
+		var page api.Page
 		var err error
 		page.Messages, page.HasMore, err = visibleMessages(viewerFrom(r.Context()), after, int(limit),
 			func(after uint64, limit int) ([]*api.Message, bool, error) {

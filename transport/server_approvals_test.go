@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
 )
@@ -136,9 +135,9 @@ func TestApprovalRefusalsReachTheClient(t *testing.T) {
 		status int
 		is     error
 	}{
-		{&fsm.ConflictError{Reason: "approval appr-1: the action changed to sha256:abc: look at it again"}, http.StatusConflict, api.ErrConflict},
-		{&fsm.ForbiddenError{Reason: "approval appr-1: tess is not one of its approvers (rita, role:lead)"}, http.StatusForbidden, api.ErrForbidden},
-		{&fsm.NotFoundError{What: "approval appr-1"}, http.StatusNotFound, api.ErrNotFound},
+		{&api.ConflictError{Reason: "approval appr-1: the action changed to sha256:abc: look at it again"}, http.StatusConflict, api.ErrConflict},
+		{&api.ForbiddenError{Reason: "approval appr-1: tess is not one of its approvers (rita, role:lead)"}, http.StatusForbidden, api.ErrForbidden},
+		{&api.NotFoundError{What: "approval appr-1"}, http.StatusNotFound, api.ErrNotFound},
 	} {
 		e.svc.AnswerApprovals(func(api.Op, json.RawMessage) (any, error) { return nil, tc.err })
 		reads := len(e.svc.CallsTo("Linearize"))

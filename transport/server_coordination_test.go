@@ -267,7 +267,7 @@ func TestLocksHTTP(t *testing.T) {
 	}
 
 	r = e.do("POST", "/v1/locks/check", `{"path":"src/retry.go","token":1}`, nil)
-	if c := decodeAs[fsm.LockCheck](t, r); r.status != 200 || !c.Current || c.Holder != "codex" || c.Token != 1 {
+	if c := decodeAs[api.LockCheck](t, r); r.status != 200 || !c.Current || c.Holder != "codex" || c.Token != 1 {
 		t.Errorf("check = %d %s", r.status, r.body)
 	}
 	r = e.do("GET", "/v1/locks?prefix=src/&holder=codex", "", nil)
@@ -290,7 +290,7 @@ func TestLocksHTTP(t *testing.T) {
 		t.Errorf("release = %d %s", r.status, r.body)
 	}
 	r = e.do("POST", "/v1/locks/check", `{"path":"src/retry.go","token":1}`, nil)
-	if c := decodeAs[fsm.LockCheck](t, r); r.status != 200 || c.Current || c.Reason == "" {
+	if c := decodeAs[api.LockCheck](t, r); r.status != 200 || c.Current || c.Reason == "" {
 		t.Errorf("check after release = %d %s", r.status, r.body)
 	}
 	r = e.do("GET", "/v1/bulletin", "", nil)

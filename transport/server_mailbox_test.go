@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/rules"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
@@ -176,7 +175,7 @@ func TestMailboxInboxEndpoints(t *testing.T) {
 		{"?after=" + fmt.Sprint(sent[1].Seq), []string{sent[2].ID, sent[3].ID}},
 		{"?limit=1", []string{sent[0].ID}},
 	} {
-		var p fsm.InboxPage
+		var p api.InboxPage
 		wantOK(t, e.do("GET", "/v1/agents/alice/inbox"+tt.path, ""), &p)
 		var ids []string
 		for _, m := range p.Messages {
@@ -195,7 +194,7 @@ func TestMailboxInboxEndpoints(t *testing.T) {
 	if err != nil || res.Marked != 1 || res.Counts.Unread != 3 || res.Counts.UnreadByPriority["urgent"] != 1 {
 		t.Errorf("mark one = %+v, %v", res, err)
 	}
-	var mr fsm.MarkReadResult
+	var mr api.MarkReadResult
 	wantOK(t, e.do("POST", "/v1/agents/alice/read", fmt.Sprintf(`{"upto":%d}`, sent[2].Seq)), &mr)
 	if mr.Marked != 2 || mr.Counts.Unread != 1 || mr.Counts.ReadUpto != sent[2].Seq {
 		t.Errorf("mark upto = %+v", mr)
@@ -343,7 +342,7 @@ func TestMailboxStrictSendersAndBlocked(t *testing.T) {
 	}
 	var res transport.SendResponse
 	wantOK(t, e.do("POST", "/v1/messages", `{"from":"tina","channel":"c","to":["rex","dev"],"content":{"text":"results"}}`), &res)
-	if want := []fsm.BlockedRecipient{{ID: "rex", Reason: "testers go through the developer"}}; !slices.Equal(res.Blocked, want) {
+	if want := []api.BlockedRecipient{{ID: "rex", Reason: "testers go through the developer"}}; !slices.Equal(res.Blocked, want) {
 		t.Errorf("blocked = %+v, want %+v", res.Blocked, want)
 	}
 	msg403 = wantError(t, e.do("POST", "/v1/messages", `{"from":"tina","channel":"c","to":["rex"],"content":{"text":"again"}}`),
@@ -403,7 +402,7 @@ func TestReceiptStateRoute(t *testing.T) {
 	if r.Agent != "alice" || r.State != api.ReceiptQueued || r.QueuedAt.IsZero() {
 		t.Errorf("queued answered %+v", r)
 	}
-	var rc fsm.Receipts
+	var rc api.Receipts
 	wantOK(t, e.do("GET", "/v1/messages/"+m.ID+"/receipts", ""), &rc)
 	if len(rc.Receipts) != 1 || rc.Receipts[0].State != api.ReceiptQueued {
 		t.Errorf("receipts after queued = %+v", rc)

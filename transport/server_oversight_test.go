@@ -62,13 +62,13 @@ func (e *oversightEnv) do(method, path, body string, header http.Header) reply {
 }
 
 // rulesState reads GET /v1/rules.
-func (e *oversightEnv) rulesState() fsm.RulesState {
+func (e *oversightEnv) rulesState() api.RulesState {
 	e.t.Helper()
 	r := e.do("GET", "/v1/rules", "", nil)
 	if r.status != 200 {
 		e.t.Fatalf("GET /v1/rules: %d %s", r.status, r.body)
 	}
-	var st fsm.RulesState
+	var st api.RulesState
 	if err := json.Unmarshal(r.body, &st); err != nil {
 		e.t.Fatalf("GET /v1/rules: %v: %s", err, r.body)
 	}
@@ -95,13 +95,13 @@ func TestRulesCheckInterrupt(t *testing.T) {
 	e := newOversightEnv(t)
 	e.apply(api.OpRegisterAgent, api.RegisterAgentCommand{ID: "boss", Role: "master"})
 	e.apply(api.OpRegisterAgent, api.RegisterAgentCommand{ID: "dev", Role: "developer"})
-	check := func(body string) fsm.RulesCheck {
+	check := func(body string) api.RulesCheck {
 		t.Helper()
 		r := e.do("POST", "/v1/rules/check", body, nil)
 		if r.status != 200 {
 			t.Fatalf("check %s: %d %s", body, r.status, r.body)
 		}
-		var c fsm.RulesCheck
+		var c api.RulesCheck
 		if err := json.Unmarshal(r.body, &c); err != nil {
 			t.Fatal(err)
 		}
@@ -147,13 +147,13 @@ func TestRulesPutYAMLAndJSON(t *testing.T) {
 		st.Rules.ForbiddenInteractions[0].Reason != "Should go through developer first" || st.Default != "deny" || st.Index != 3 {
 		t.Errorf("after the YAML: %+v", st)
 	}
-	check := func(from, to string) fsm.RulesCheck {
+	check := func(from, to string) api.RulesCheck {
 		t.Helper()
 		r := e.do("POST", "/v1/rules/check", fmt.Sprintf(`{"from":%q,"to":%q}`, from, to), nil)
 		if r.status != 200 {
 			t.Fatalf("check %s → %s: %d %s", from, to, r.status, r.body)
 		}
-		var c fsm.RulesCheck
+		var c api.RulesCheck
 		if err := json.Unmarshal(r.body, &c); err != nil {
 			t.Fatal(err)
 		}
@@ -171,7 +171,7 @@ func TestRulesPutYAMLAndJSON(t *testing.T) {
 	if r.status != 200 {
 		t.Fatalf("PUT preset: %d %s", r.status, r.body)
 	}
-	var put fsm.RulesState
+	var put api.RulesState
 	if err := json.Unmarshal(r.body, &put); err != nil || put.Rules == nil || put.Rules.Preset != "hierarchical" || put.Index != 4 {
 		t.Errorf("PUT answer %s (%v)", r.body, err)
 	}
@@ -398,7 +398,7 @@ func TestOverviewEndpoint(t *testing.T) {
 		}
 		e.send(fmt.Sprintf("msg-%d", i+1), "codex", ch, "request", fmt.Sprintf("title %d", i+1), vis, "claude")
 	}
-	get := func(q string) fsm.OverviewPage {
+	get := func(q string) api.OverviewPage {
 		t.Helper()
 		r := e.do("GET", "/v1/overview?"+q, "", nil)
 		if r.status != 200 {
@@ -407,13 +407,13 @@ func TestOverviewEndpoint(t *testing.T) {
 		if strings.Contains(string(r.body), "the content of") || strings.Contains(string(r.body), `"content"`) {
 			t.Errorf("overview?%s carries content: %s", q, r.body)
 		}
-		var p fsm.OverviewPage
+		var p api.OverviewPage
 		if err := json.Unmarshal(r.body, &p); err != nil {
 			t.Fatal(err)
 		}
 		return p
 	}
-	seqs := func(p fsm.OverviewPage) string {
+	seqs := func(p api.OverviewPage) string {
 		var s []string
 		for _, m := range p.Messages {
 			s = append(s, fmt.Sprint(m.Seq))

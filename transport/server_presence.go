@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 )
 
 // maxPresenceBytes caps a PUT /v1/presence body: a heartbeat is a few
@@ -74,7 +74,7 @@ func (s *Server) addLeases(list []Presence) {
 		s.opts.Logger.Warn("transport: presence without the agents' leases", "err", err)
 		return
 	}
-	byAgent := make(map[string]*fsm.AgentLease, len(page.Leases))
+	byAgent := make(map[string]*api.AgentLease, len(page.Leases))
 	for i := range page.Leases {
 		byAgent[page.Leases[i].Agent] = &page.Leases[i]
 	}

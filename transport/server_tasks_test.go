@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
 )
@@ -553,7 +552,7 @@ type racingState struct {
 	apply func()
 }
 
-func (r *racingState) MessagesAfter(after uint64, limit int) (fsm.Page, error) {
+func (r *racingState) MessagesAfter(after uint64, limit int) (api.Page, error) {
 	p, err := r.Reader.MessagesAfter(after, limit)
 	r.once.Do(r.apply)
 	return p, err

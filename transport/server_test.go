@@ -379,7 +379,7 @@ func TestChannelMessages(t *testing.T) {
 				}
 				return
 			}
-			var page fsm.Page
+			var page api.Page
 			wantOK(t, r, &page)
 			if len(calls) != before+1 || len(lin) != linBefore+1 {
 				t.Fatalf("state read %d times after %d Linearize calls, want 1 and 1", len(calls)-before, len(lin)-linBefore)

@@ -56,7 +56,7 @@ type TokenCreated struct {
 
 // TokensResponse is the body of GET /v1/tokens.
 type TokensResponse struct {
-	Tokens []fsm.Token `json:"tokens"`
+	Tokens []api.Token `json:"tokens"`
 }
 
 // whoami answers who the request's token speaks for: for a client (an MCP
@@ -128,7 +128,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	var tok fsm.Token
+	var tok api.Token
 	if err := json.Unmarshal(raw, &tok); err != nil || tok.ID != id {
 		s.writeError(w, r, fmt.Errorf("transport: unexpected %s result %.200s (%v)", api.OpCreateToken, raw, err))
 		return

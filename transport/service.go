@@ -62,52 +62,52 @@ type Reader interface {
 	// (HeaderCluster).
 	ClusterID() string
 	Message(id string) (*api.Message, error)
-	MessagesAfter(after uint64, limit int) (fsm.Page, error)
-	ChannelPage(channel string, after uint64, limit int) (fsm.Page, error)
+	MessagesAfter(after uint64, limit int) (api.Page, error)
+	ChannelPage(channel string, after uint64, limit int) (api.Page, error)
 	Channels() ([]api.ChannelInfo, error)
-	Thread(id string, after uint64, limit int) (fsm.ThreadPage, error)
-	Receipts(id string) (fsm.Receipts, error)
-	Inbox(agent string, q api.InboxQuery) (fsm.InboxPage, error)
-	InboxCounts(agent string) (fsm.InboxCounts, error)
-	CursorOf(agent string) (fsm.Cursor, error)
-	AgentLeaseOf(agent string) (*fsm.AgentLease, error)
-	AgentLeases() (fsm.AgentLeasePage, error)
+	Thread(id string, after uint64, limit int) (api.ThreadPage, error)
+	Receipts(id string) (api.Receipts, error)
+	Inbox(agent string, q api.InboxQuery) (api.InboxPage, error)
+	InboxCounts(agent string) (api.InboxCounts, error)
+	CursorOf(agent string) (api.Cursor, error)
+	AgentLeaseOf(agent string) (*api.AgentLease, error)
+	AgentLeases() (api.AgentLeasePage, error)
 	Policies(agent string, now time.Time) (api.PolicySet, error)
 
 	Agent(id string) (*api.Agent, error)
-	Agents(q api.AgentQuery) (fsm.AgentPage, error)
+	Agents(q api.AgentQuery) (api.AgentPage, error)
 	Roles() (map[string]uint64, error)
 
 	Bulletin() (api.Bulletin, error)
 	Locks(q api.LockQuery) (api.LockPage, error)
-	CheckLock(path string, token uint64) (fsm.LockCheck, error)
+	CheckLock(path string, token uint64) (api.LockCheck, error)
 
-	Rules() (fsm.RulesState, error)
-	CheckRules(from, fromRole, to, toRole string) (fsm.RulesCheck, error)
-	CheckInterrupt(from, fromRole string) (fsm.RulesCheck, error)
+	Rules() (api.RulesState, error)
+	CheckRules(from, fromRole, to, toRole string) (api.RulesCheck, error)
+	CheckInterrupt(from, fromRole string) (api.RulesCheck, error)
 	Audit(after uint64, limit int) (fsm.AuditPage, error)
-	OverviewFor(viewer *api.Viewer, channel string, after uint64, limit int) (fsm.OverviewPage, error)
+	OverviewFor(viewer *api.Viewer, channel string, after uint64, limit int) (api.OverviewPage, error)
 
 	Task(id string) (*api.Task, error)
 	Tasks(q api.TaskQuery) (api.TaskPage, error)
-	TaskEvents(after uint64, limit int) (fsm.TaskUpdatePage, error)
+	TaskEvents(after uint64, limit int) (api.TaskUpdatePage, error)
 
 	Approval(id string) (*api.Approval, error)
-	Approvals(q api.ApprovalQuery) (fsm.ApprovalPage, error)
+	Approvals(q api.ApprovalQuery) (api.ApprovalPage, error)
 	PendingApprovalsFor(agent string) (int, error)
-	ApprovalEvents(after uint64, limit int) (fsm.ApprovalUpdatePage, error)
+	ApprovalEvents(after uint64, limit int) (api.ApprovalUpdatePage, error)
 
 	// ArtifactFor is an artifact's record as viewer reads it: one it may
 	// not read is not found (fsm's canReadArtifact, beside the messages'
 	// visibility rule).
 	ArtifactFor(id string, viewer *api.Viewer) (*api.Artifact, error)
-	Artifacts(q api.ArtifactQuery) (fsm.ArtifactPage, error)
+	Artifacts(q api.ArtifactQuery) (api.ArtifactPage, error)
 	ArtifactUsage(agent string) (used, quota int64, err error)
 
 	Config() (api.ClusterConfig, error)
-	RetentionOf(channel string) (fsm.Retention, error)
-	Tokens() ([]fsm.Token, error)
-	TokenByHash(hash string) (*fsm.Token, error)
+	RetentionOf(channel string) (api.Retention, error)
+	Tokens() ([]api.Token, error)
+	TokenByHash(hash string) (*api.Token, error)
 
 	// Changed is closed after the next applied batch: streams wait on it.
 	Changed() <-chan struct{}

@@ -58,7 +58,7 @@ type pageReader struct {
 	reads []pageRead
 }
 
-func (r *pageReader) ChannelPage(channel string, after uint64, limit int) (fsm.Page, error) {
+func (r *pageReader) ChannelPage(channel string, after uint64, limit int) (api.Page, error) {
 	r.mu.Lock()
 	r.reads = append(r.reads, pageRead{channel, after, limit})
 	r.mu.Unlock()

@@ -227,8 +227,8 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 type objectUpdate struct {
 	index    uint64
 	kind     string
-	task     *fsm.TaskUpdate
-	approval *fsm.ApprovalUpdate
+	task     *api.TaskUpdate
+	approval *api.ApprovalUpdate
 }
 
 // streamOnce writes the events of one read of the state after pos, in
@@ -362,7 +362,7 @@ func (f streamFilter) carries(u *objectUpdate, entry *api.Agent) bool {
 // send (its inbox starts with its first message).
 func streamRead(state Reader, agent, channel string, after uint64) ([]*api.Message, bool, error) {
 	if agent == "" {
-		var page fsm.Page
+		var page api.Page
 		var err error
 		if channel != "" {
 			page, err = state.ChannelPage(channel, after, streamPage)
@@ -402,8 +402,8 @@ func streamRead(state Reader, agent, channel string, after uint64) ([]*api.Messa
 // A kind the stream does not carry is not read.
 func readObjects(state Reader, after uint64, kinds map[string]bool) ([]objectUpdate, bool, error) {
 	var (
-		tasks     fsm.TaskUpdatePage
-		approvals fsm.ApprovalUpdatePage
+		tasks     api.TaskUpdatePage
+		approvals api.ApprovalUpdatePage
 		err       error
 	)
 	if kinds[EventTask] {

@@ -94,7 +94,7 @@ func auditFor(v *api.Viewer, e api.AuditEvent) api.AuditEvent {
 // authorization check refuses to anyone but a moderator); it is kept as a
 // second line of defence. HasMore and NextAfter stay as they are: they
 // are the cursor over the entries read, seen or not.
-func visibleInbox(v *api.Viewer, page fsm.InboxPage) fsm.InboxPage {
+func visibleInbox(v *api.Viewer, page api.InboxPage) api.InboxPage {
 	if v == nil {
 		return page
 	}
@@ -112,10 +112,10 @@ func visibleInbox(v *api.Viewer, page fsm.InboxPage) fsm.InboxPage {
 // found, in fsm's words, when v may not read the message; otherwise with
 // the reply id of an answered receipt left out when v may not read that
 // reply.
-func visibleReceipts(f Reader, v *api.Viewer, id string) (fsm.Receipts, error) {
+func visibleReceipts(f Reader, v *api.Viewer, id string) (api.Receipts, error) {
 	if v != nil {
 		if m, err := f.Message(id); err == nil && !v.CanRead(m) {
-			return fsm.Receipts{}, errHiddenMessage(id)
+			return api.Receipts{}, errHiddenMessage(id)
 		}
 	}
 	rs, err := f.Receipts(id)
@@ -137,14 +137,14 @@ func visibleReceipts(f Reader, v *api.Viewer, id string) (fsm.Receipts, error) {
 // by the id of a message v may not read is not found, as if it did not
 // exist; a thread is reached through the id of any message of it v may
 // read.
-func visibleThread(f Reader, v *api.Viewer, id string, after uint64, limit int) (fsm.ThreadPage, error) {
+func visibleThread(f Reader, v *api.Viewer, id string, after uint64, limit int) (api.ThreadPage, error) {
 	if v == nil {
 		return f.Thread(id, after, limit)
 	}
 	if m, err := f.Message(id); err == nil && !v.CanRead(m) {
-		return fsm.ThreadPage{}, fsm.ThreadNotFound(id)
+		return api.ThreadPage{}, fsm.ThreadNotFound(id)
 	}
-	page := fsm.ThreadPage{ThreadID: id}
+	page := api.ThreadPage{ThreadID: id}
 	var err error
 	page.Messages, page.HasMore, err = visibleMessages(v, after, limit, func(after uint64, limit int) ([]*api.Message, bool, error) {
 		p, err := f.Thread(id, after, limit)

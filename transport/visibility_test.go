@@ -173,7 +173,7 @@ func TestPrivateMessageReadPaths(t *testing.T) {
 		after := uint64(0)
 		for range 10 {
 			r := e.get("carol", fmt.Sprintf("/v1/channels/general/messages?limit=1&after=%d", after))
-			var p fsm.Page
+			var p api.Page
 			wantOK(t, r, &p)
 			for _, m := range p.Messages {
 				got = append(got, m.ID)
@@ -242,7 +242,7 @@ func TestPrivateMessageReadPaths(t *testing.T) {
 	t.Run("receipts", func(t *testing.T) {
 		noLeak(t, "receipts 404", e.hiddenAsAbsent(t, "/v1/messages/msg-s/receipts", "msg-s", "msg-x").body)
 		for _, as := range []string{"alice", "boss"} {
-			var rs fsm.Receipts
+			var rs api.Receipts
 			wantOK(t, e.get(as, "/v1/messages/msg-s/receipts"), &rs)
 			if rs.From != "bob" || len(rs.Receipts) != 1 || rs.Receipts[0].Agent != "alice" {
 				t.Errorf("%q: receipts of s = %+v", as, rs)
@@ -250,7 +250,7 @@ func TestPrivateMessageReadPaths(t *testing.T) {
 		}
 		// p1 was answered by s: only its parties see which message answered.
 		replyOf := func(as string) string {
-			var rs fsm.Receipts
+			var rs api.Receipts
 			wantOK(t, e.get(as, "/v1/messages/msg-p1/receipts"), &rs)
 			if len(rs.Receipts) != 1 || rs.Receipts[0].State != api.ReceiptAnswered {
 				t.Fatalf("%q: receipts of p1 = %+v", as, rs)
@@ -266,7 +266,7 @@ func TestPrivateMessageReadPaths(t *testing.T) {
 
 	t.Run("overview", func(t *testing.T) {
 		entries := func(as, q string) []api.OverviewEntry {
-			var p fsm.OverviewPage
+			var p api.OverviewPage
 			r := e.get(as, "/v1/overview"+q)
 			wantOK(t, r, &p)
 			if as == "carol" {

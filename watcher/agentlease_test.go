@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
 )
@@ -76,7 +75,7 @@ func answerOf(t *testing.T, cl *transport.Client, m *api.Message) string {
 	return text
 }
 
-func leaseOf(t *testing.T, cl *transport.Client) *fsm.AgentLease {
+func leaseOf(t *testing.T, cl *transport.Client) *api.AgentLease {
 	t.Helper()
 	l, err := cl.AgentLease(context.Background(), "ha", transport.Strong)
 	if err != nil {
@@ -174,7 +173,7 @@ func TestHolderThatLostTheLeaseStandsBy(t *testing.T) {
 	startLeased(t, cl, "n1")
 	waitFor(t, "n1 holds the lease", func() bool { l := leaseOf(t, cl); return l != nil && l.Holder.Node == "n1" })
 	other := api.LeaseHolder{Node: "n9", Instance: "usurper"}
-	var res fsm.AgentLeaseResult
+	var res api.AgentLeaseResult
 	// n1 may notice the release and ask again between the release and the
 	// usurper's acquire: then release its new grant and try again.
 	for try := 0; res.Outcome != api.AgentLeaseGranted; try++ {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
 )
@@ -144,7 +143,7 @@ func TestApprovalListShow(t *testing.T) {
 	if want := (api.ApprovalQuery{State: api.ApprovalPending, Approver: "alice", From: "lead", After: 3, Limit: 5}); qs[len(qs)-1] != want {
 		t.Errorf("list asked %+v, want %+v", qs[len(qs)-1], want)
 	}
-	var page fsm.ApprovalPage
+	var page api.ApprovalPage
 	if err := json.Unmarshal([]byte(e.ok("approval", "list", "--json")), &page); err != nil || len(page.Approvals) != 2 || page.Approvals[0].ID != "appr-d" {
 		t.Errorf("list --json: %+v, %v", page, err)
 	}
@@ -250,7 +249,7 @@ func TestApprovalDecide(t *testing.T) {
 		t.Errorf("%d refused decisions were proposed", n-before)
 	}
 	e.svc.AnswerApprovals(func(api.Op, json.RawMessage) (any, error) {
-		return nil, &fsm.ConflictError{Reason: "approval appr-d: the action changed to " + newHash + ": look at it again"}
+		return nil, &api.ConflictError{Reason: "approval appr-d: the action changed to " + newHash + ": look at it again"}
 	})
 	// It showed the action before the node refused the decision on it.
 	e.fails("", []string{"approval", "approve", "appr-d", "--approver", "bob"}, "the action changed to "+newHash, "409")
@@ -455,7 +454,7 @@ func TestApprovalRequestListShowEndToEnd(t *testing.T) {
 	if out := e.ok("approval", "list", "--state", "approved"); out != "no approvals\n" {
 		t.Errorf("list --state approved: %q", out)
 	}
-	var page fsm.ApprovalPage
+	var page api.ApprovalPage
 	if err := json.Unmarshal([]byte(e.ok("approval", "list", "--approver", "bob", "--json")), &page); err != nil || len(page.Approvals) != 1 || page.Approvals[0].ID != id {
 		t.Errorf("list --json --approver bob (by role): %+v, %v", page, err)
 	}

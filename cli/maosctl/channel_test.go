@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/fsm"
 )
 
 func TestChannelRetention(t *testing.T) {
@@ -25,7 +24,7 @@ func TestChannelRetention(t *testing.T) {
 	if !strings.Contains(out, "trimmed 3 now (3 in all)") || !strings.Contains(out, "max_messages 1") {
 		t.Fatalf("set-retention printed %q", out)
 	}
-	var r fsm.Retention
+	var r api.Retention
 	if err := json.Unmarshal([]byte(e.ok("channel", "retention", "--channel", "ops", "--json")), &r); err != nil {
 		t.Fatal(err)
 	}

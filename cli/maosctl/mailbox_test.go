@@ -14,7 +14,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/rules"
 	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
@@ -153,7 +152,7 @@ func TestInboxAndReadMark(t *testing.T) {
 		t.Errorf("read-mark again printed %q", out)
 	}
 	m2, _ := e.svc.State().Message(id2)
-	var res fsm.MarkReadResult
+	var res api.MarkReadResult
 	if err := json.Unmarshal([]byte(e.ok("--json", "read-mark", "--agent", "alice", "--upto", strconv.FormatUint(m2.Seq, 10))), &res); err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +296,7 @@ func TestShowReplyThreadReceipts(t *testing.T) {
 			t.Errorf("receipts lacks %s:\n%s", re, out)
 		}
 	}
-	var rc fsm.Receipts
+	var rc api.Receipts
 	if err := json.Unmarshal([]byte(e.ok("--json", "receipts", root)), &rc); err != nil || len(rc.Receipts) != 2 || rc.Receipts[0].State != api.ReceiptAnswered {
 		t.Errorf("receipts --json = %+v, %v", rc, err)
 	}

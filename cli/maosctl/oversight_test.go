@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/rules"
 	"github.com/maos-project/maos/transport"
 )
@@ -58,9 +57,9 @@ forbidden_interactions:
     reason: "Should go through developer first"
 `
 
-func rulesJSON(t *testing.T, e *testEnv) fsm.RulesState {
+func rulesJSON(t *testing.T, e *testEnv) api.RulesState {
 	t.Helper()
-	var st fsm.RulesState
+	var st api.RulesState
 	out := e.ok("--json", "rules", "get")
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		t.Fatalf("rules get --json: %v\n%s", err, out)
@@ -113,7 +112,7 @@ func TestRulesSetGetCheck(t *testing.T) {
 			t.Errorf("rules check %s:\n%q\nwant\n%q", c.args, out, c.want)
 		}
 	}
-	var chk fsm.RulesCheck
+	var chk api.RulesCheck
 	if err := json.Unmarshal([]byte(e.ok("rules", "check", "--json", "--from", "tester_agent", "--to", "reviewer_agent")), &chk); err != nil ||
 		chk.Allowed || chk.Reason != "Should go through developer first" || chk.FromRole != "agent" {
 		t.Errorf("rules check --json: %+v, %v", chk, err)
@@ -144,7 +143,7 @@ func TestRulesSetGetCheck(t *testing.T) {
 			t.Errorf("rules check %s:\n%q\nwant\n%q", c.args, out, c.want)
 		}
 	}
-	var ichk fsm.RulesCheck
+	var ichk api.RulesCheck
 	if err := json.Unmarshal([]byte(e.ok("rules", "check", "--json", "--interrupt", "--from", "w1")), &ichk); err != nil ||
 		!ichk.Interrupt || ichk.Allowed || ichk.Reason != rules.DefaultInterruptReason {
 		t.Errorf("rules check --interrupt --json: %+v, %v", ichk, err)

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 )
@@ -126,7 +126,7 @@ func TestTokenCreateListRevoke(t *testing.T) {
 		t.Fatalf("token revoke %s: out=%q err=%v stderr=%q", codexID, r.out, r.err, r.errOut)
 	}
 	r = e.as(testAdminToken, "--json", "token", "list")
-	var list []fsm.Token
+	var list []api.Token
 	if err := json.Unmarshal([]byte(r.out), &list); err != nil || r.err != nil {
 		t.Fatalf("token list --json = %q, %v: %v", r.out, r.err, err)
 	}

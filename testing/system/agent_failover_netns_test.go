@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/fsm"
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/harness"
 )
 
@@ -118,7 +118,7 @@ func TestAgentFailoverHolderCutOff(t *testing.T) {
 				return err
 			}
 			if l.Holder.Node != standby.ID || l.Fence != taken.Fence || l.Expired ||
-				!slices.ContainsFunc(l.Standbys, func(s fsm.AgentStandby) bool { return s.Node == holder.ID }) {
+				!slices.ContainsFunc(l.Standbys, func(s api.AgentStandby) bool { return s.Node == holder.ID }) {
 				return fmt.Errorf("lease %+v", l)
 			}
 			return nil

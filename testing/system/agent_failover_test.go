@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/testing/harness"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/watcher"
@@ -147,9 +146,9 @@ func failoverNodeArgs(t *testing.T, agent, ch string, ttl time.Duration) func(id
 
 // awaitTakeover waits until standby's node holds agent's lease, and checks
 // the takeover: a fence above first's, reason lapsed.
-func awaitTakeover(t *testing.T, cl *transport.Client, agent string, standby *harness.Node, first *fsm.AgentLease) *fsm.AgentLease {
+func awaitTakeover(t *testing.T, cl *transport.Client, agent string, standby *harness.Node, first *api.AgentLease) *api.AgentLease {
 	t.Helper()
-	var taken *fsm.AgentLease
+	var taken *api.AgentLease
 	harness.NoErr(t, harness.WaitFor(watcherWait, standby.ID+" takes the lease", func() error {
 		l, err := agentLeaseOn(cl, agent)
 		if err != nil {
@@ -168,7 +167,7 @@ func awaitTakeover(t *testing.T, cl *transport.Client, agent string, standby *ha
 }
 
 // agentLeaseOn reads agent's lease through cl, strongly.
-func agentLeaseOn(cl *transport.Client, agent string) (*fsm.AgentLease, error) {
+func agentLeaseOn(cl *transport.Client, agent string) (*api.AgentLease, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	defer cancel()
 	return cl.AgentLease(ctx, agent, transport.Strong)
@@ -194,9 +193,9 @@ func awaitPresence(t *testing.T, cl *transport.Client, agent, servedBy, standby 
 
 // awaitHolderAndStandby waits until one watcher of agent holds its lease
 // and another, on another node, stands by, and who shows both.
-func awaitHolderAndStandby(t *testing.T, cl *transport.Client, agent string) *fsm.AgentLease {
+func awaitHolderAndStandby(t *testing.T, cl *transport.Client, agent string) *api.AgentLease {
 	t.Helper()
-	var first *fsm.AgentLease
+	var first *api.AgentLease
 	harness.NoErr(t, harness.WaitFor(watcherWait, "a holder and a standby", func() error {
 		l, err := agentLeaseOn(cl, agent)
 		if err != nil {
@@ -357,7 +356,7 @@ func checkAnsweredOnce(t *testing.T, c *harness.Cluster, via *harness.Node, agen
 
 // auditedTakeover is the audit's AGENT_TAKEOVER entry (read through cl)
 // of taken, the lease the standby took from the holder of first (lapsed).
-func auditedTakeover(t *testing.T, cl *transport.Client, agent string, holder, standby *harness.Node, first, taken *fsm.AgentLease) *transport.AuditEntry {
+func auditedTakeover(t *testing.T, cl *transport.Client, agent string, holder, standby *harness.Node, first, taken *api.AgentLease) *transport.AuditEntry {
 	t.Helper()
 	actx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	page, err := cl.Audit(actx, 0, api.MaxPageLimit, transport.Strong)

@@ -5,7 +5,6 @@ import (
 	"sync"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -25,7 +24,7 @@ type ApprovalReads struct {
 	mu        sync.Mutex
 	approvals map[string]*api.Approval
 	order     []string
-	events    []fsm.ApprovalUpdate
+	events    []api.ApprovalUpdate
 	pending   map[string]int
 	queries   []api.ApprovalQuery
 }
@@ -52,8 +51,8 @@ func (r *ApprovalReads) Put(a *api.Approval) {
 func (r *ApprovalReads) Event(index uint64, a api.Approval) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ev := fsm.ApprovalEvent{Seq: index, Actor: a.From, Event: string(a.State), State: a.State, ActionHash: a.ActionHash}
-	r.events = append(r.events, fsm.ApprovalUpdate{Event: ev, Approval: &a})
+	ev := api.ApprovalEvent{Seq: index, Actor: a.From, Event: string(a.State), State: a.State, ActionHash: a.ActionHash}
+	r.events = append(r.events, api.ApprovalUpdate{Event: ev, Approval: &a})
 }
 
 // SetPending makes PendingApprovalsFor(agent) answer n.
@@ -77,15 +76,15 @@ func (r *ApprovalReads) Approval(id string) (*api.Approval, error) {
 	if a, ok := r.approvals[id]; ok {
 		return a, nil
 	}
-	return nil, &fsm.NotFoundError{What: "approval " + id}
+	return nil, &api.NotFoundError{What: "approval " + id}
 }
 
 // Approvals records q and returns every approval Put, whatever q asks.
-func (r *ApprovalReads) Approvals(q api.ApprovalQuery) (fsm.ApprovalPage, error) {
+func (r *ApprovalReads) Approvals(q api.ApprovalQuery) (api.ApprovalPage, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.queries = append(r.queries, q)
-	page := fsm.ApprovalPage{}
+	page := api.ApprovalPage{}
 	for _, id := range r.order {
 		page.Approvals = append(page.Approvals, r.approvals[id])
 	}
@@ -101,10 +100,10 @@ func (r *ApprovalReads) PendingApprovalsFor(agent string) (int, error) {
 
 // ApprovalEvents returns the events after index after, whole entries, at
 // least limit updates a page when there are more, as fsm's pages do.
-func (r *ApprovalReads) ApprovalEvents(after uint64, limit int) (fsm.ApprovalUpdatePage, error) {
+func (r *ApprovalReads) ApprovalEvents(after uint64, limit int) (api.ApprovalUpdatePage, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	page := fsm.ApprovalUpdatePage{Updates: []fsm.ApprovalUpdate{}}
+	page := api.ApprovalUpdatePage{Updates: []api.ApprovalUpdate{}}
 	for _, u := range r.events {
 		if u.Event.Seq <= after {
 			continue
