@@ -144,5 +144,5 @@ type WhoAmI struct {
 // or Identity.ActsAs (the token is agent's or agent's parent's, or an
 // admin token).
 func (w WhoAmI) MaySpeakFor(agent string) bool {
-	return !w.Auth || (&Identity{Agent: w.Agent, Role: w.Role}).ActsAs(agent)
+	return !w.Auth || ActsAs(w.Agent, w.Role, agent)
 }

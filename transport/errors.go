@@ -3,7 +3,9 @@ package transport
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/maos-project/maos/api"
@@ -59,6 +61,16 @@ const (
 	CodeSecretFound    = "secret_found"
 	CodeInternal       = "internal"
 )
+
+// StatusOf is the HTTP status of an error code, and whether the code is
+// one this build knows.
+func StatusOf(code string) (int, bool) {
+	c, ok := codes[code]
+	return c.status, ok
+}
+
+// Codes lists every error code, sorted.
+func Codes() []string { return slices.Sorted(maps.Keys(codes)) }
 
 // codes maps each code to its status and the sentinel it matches.
 var codes = map[string]struct {
@@ -116,8 +128,8 @@ func toAPIError(err error) *APIError {
 			// A code this build does not know has no status: 500, not a
 			// panic in WriteHeader(0).
 			out.Status = http.StatusInternalServerError
-			if c, ok := codes[out.Code]; ok {
-				out.Status = c.status
+			if status, ok := StatusOf(out.Code); ok {
+				out.Status = status
 			}
 		}
 		return &out
@@ -175,5 +187,6 @@ func toAPIError(err error) *APIError {
 	case errors.Is(err, ErrUnauthorized):
 		code = CodeUnauthorized
 	}
-	return &APIError{Status: codes[code].status, Code: code, Message: err.Error()}
+	status, _ := StatusOf(code)
+	return &APIError{Status: status, Code: code, Message: err.Error()}
 }

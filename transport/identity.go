@@ -56,7 +56,14 @@ func (id *Identity) ActsAs(agent string) bool {
 	if id == nil {
 		return false
 	}
-	return id.Internode() || (id.Agent != "" && (id.Agent == agent || api.IsForkOf(agent, id.Agent)))
+	return ActsAs(id.Agent, id.Role, agent)
+}
+
+// ActsAs is the one rule of who a token acts as: a node or admin token acts
+// as anyone; an agent's token as that agent and its forks ("A-fork-N",
+// api.ForkParent).
+func ActsAs(tokenAgent string, role Role, agent string) bool {
+	return role == RoleNode || role == RoleAdmin || (tokenAgent != "" && (tokenAgent == agent || api.IsForkOf(agent, tokenAgent)))
 }
 
 // Internode reports whether the identity may make the calls nodes make to
