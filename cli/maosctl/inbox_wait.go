@@ -105,7 +105,7 @@ func inboxWait(c *cli.Context) error {
 // errors are apiError's.
 func unreadMail(c *cli.Context, ctx context.Context, agent string) ([]fsm.InboxEntry, error) {
 	out := []fsm.InboxEntry{}
-	_, err := inboxPages(c, ctx, agent, fsm.InboxQuery{Unread: true, Limit: fsm.MaxPageLimit}, true,
+	_, err := inboxPages(c, ctx, agent, fsm.InboxQuery{Unread: true}, listLimit{},
 		func(page []fsm.InboxEntry) error {
 			out = append(out, page...)
 			return nil
