@@ -18,9 +18,11 @@
 // Errors are those of the step that failed, unwrapped (an *fs.PathError
 // or *os.LinkError naming the operation and the path, so errors.Is works
 // against fs.ErrNotExist and the like); callers add their own context.
-// When a write, fsync, close or rename fails no temporary file is left
-// behind and the target is untouched. When only the final directory fsync
-// fails the target is in place but its durability is not guaranteed.
+// When WriteFile, or a commit's chmod, fsync, close or rename, fails, no
+// temporary file is left behind and the target is untouched (a caller of
+// Create or CreateTemp that gives up before committing calls Discard,
+// which a defer does). When only a directory fsync after the rename fails,
+// the target is in place but may not survive a crash.
 package durable
 
 import (
