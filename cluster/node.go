@@ -36,8 +36,8 @@ type Node struct {
 	store     *raftboltdb.BoltStore
 	stable    *stableGuard // store as raft's stable store, closed before store
 	snaps     *raft.FileSnapshotStore
-	trans     *raft.NetworkTransport
-	raftBind  string // the address the Raft transport listens on
+	raftNet   *raft.NetworkTransport // Raft's RPCs between nodes, on a raftStreamLayer (not the API's transport)
+	raftBind  string                 // the address the Raft network listens on
 	raft      *raft.Raft
 	hasState  bool
 	httpc     *http.Client
@@ -110,16 +110,16 @@ func Open(cfg Config) (*Node, error) {
 	if err = n.openBlobs(); err != nil {
 		return nil, err
 	}
-	stream, err := newStreamLayer(cfg.RaftAddr, cfg.RaftAdvertise)
+	layer, err := newRaftStreamLayer(cfg.RaftAddr, cfg.RaftAdvertise)
 	if err != nil {
 		return nil, err
 	}
 	if cfg.ServerTLS != nil {
-		stream.useTLS(cfg.ServerTLS, cfg.ClientTLS, n.logger)
+		layer.useTLS(cfg.ServerTLS, cfg.ClientTLS, n.logger)
 	}
-	n.raftBind = stream.boundAddr().String()
-	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: stream, MaxPool: 5, Timeout: 10 * time.Second, Logger: hclogger,
+	n.raftBind = layer.boundAddr().String()
+	n.raftNet = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: layer, MaxPool: 5, Timeout: 10 * time.Second, Logger: hclogger,
 		// No pipelined replication: with MaxRPCsInFlight 2 its two channels
 		// are unbuffered, and a follower's Success=false can leave the send
 		// loop parked on one while the decoder parks on the other; the
@@ -129,7 +129,7 @@ func Open(cfg Config) (*Node, error) {
 		// Synchronous AppendEntries cost little with batching (raft#541).
 		MaxRPCsInFlight: 1,
 	})
-	n.cfg.RaftAdvertise = string(n.trans.LocalAddr())
+	n.cfg.RaftAdvertise = string(n.raftNet.LocalAddr())
 
 	if n.hasState, err = raft.HasExistingState(n.store, n.store, n.snaps); err != nil {
 		return nil, fmt.Errorf("cluster: read raft state: %w", err)
@@ -143,7 +143,7 @@ func Open(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.stable = &stableGuard{StableStore: n.store}
-	if n.raft, err = raft.NewRaft(rc, meteredFSM{FSM: n.fsm, m: n.metrics}, logs, n.stable, n.snaps, n.trans); err != nil {
+	if n.raft, err = raft.NewRaft(rc, meteredFSM{FSM: n.fsm, m: n.metrics}, logs, n.stable, n.snaps, n.raftNet); err != nil {
 		return nil, fmt.Errorf("cluster: start raft: %w", err)
 	}
 	if err = n.checkDataDirIsOurs(); err != nil {
@@ -266,7 +266,7 @@ func (n *Node) ID() string { return n.cfg.NodeID }
 // RaftAddr is the advertised Raft address.
 func (n *Node) RaftAddr() string { return n.cfg.RaftAdvertise }
 
-// RaftBindAddr is the address the Raft transport listens on: RaftAddr with
+// RaftBindAddr is the address the Raft network listens on: RaftAddr with
 // the port a port-0 bind got. It differs from RaftAddr when an advertise
 // address was given.
 func (n *Node) RaftBindAddr() string { return n.raftBind }
@@ -499,8 +499,8 @@ func (n *Node) release(clean bool) error {
 	if n.raft != nil {
 		errs = append(errs, n.raft.Shutdown().Error())
 	}
-	if n.trans != nil {
-		errs = append(errs, n.trans.Close())
+	if n.raftNet != nil {
+		errs = append(errs, n.raftNet.Close())
 	}
 	if n.stable != nil {
 		n.stable.close() // a heartbeat still under way must not save to a closed store
