@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/durable"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -117,24 +118,20 @@ func Fetch(ctx context.Context, c *transport.Client, id, name, dir string) (stri
 	return path, size, nil
 }
 
-// download writes id's bytes to path through a checked temporary file.
+// download writes id's bytes to path through a temporary file beside it,
+// fsynced and renamed into place only once the client checked them
+// against the id (durable.Create).
 func download(ctx context.Context, c *transport.Client, id, path string) (int64, error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".maos-fetch-*")
+	tmp, err := durable.Create(path, 0o644)
 	if err != nil {
 		return 0, err
 	}
-	defer os.Remove(tmp.Name()) // gone after the rename; cleaned on failure
+	defer tmp.Discard() // a no-op after the commit; cleans up on failure
 	n, err := c.GetArtifact(ctx, id, tmp)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
 	if err != nil {
 		return 0, err
 	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return 0, err
-	}
-	return n, os.Rename(tmp.Name(), path)
+	return n, tmp.Commit()
 }
 
 // holds reports whether the file at path has the bytes of artifact id.

@@ -21,6 +21,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/maos-project/maos/durable"
 )
 
 // IDPrefix starts every blob id.
@@ -165,17 +167,11 @@ func (s *Store) PutExpect(id string, r io.Reader, max int64) (int64, error) {
 }
 
 func (s *Store) put(want string, r io.Reader, max int64) (id string, size int64, err error) {
-	tmp, err := os.CreateTemp(s.dir, tempPrefix+"*")
+	tmp, err := durable.CreateTemp(s.dir, tempPrefix+"*", 0o600)
 	if err != nil {
 		return "", 0, fmt.Errorf("blobstore: temp file: %w", err)
 	}
-	kept := false
-	defer func() {
-		if !kept {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
+	defer tmp.Discard() // a no-op once committed
 	h := sha256.New()
 	src := r
 	if max > 0 {
@@ -200,24 +196,14 @@ func (s *Store) put(want string, r io.Reader, max int64) (id string, size int64,
 		_ = os.Chtimes(final, now, now)
 		return id, size, nil
 	}
-	if err := tmp.Sync(); err != nil {
-		return "", 0, fmt.Errorf("blobstore: fsync %s: %w", id, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return "", 0, fmt.Errorf("blobstore: close %s: %w", id, err)
-	}
 	if err := s.mkdirFor(final); err != nil {
 		return "", 0, err
 	}
-	if err := os.Rename(tmp.Name(), final); err != nil {
-		return "", 0, fmt.Errorf("blobstore: rename %s: %w", id, err)
-	}
-	kept = true
-	if err := syncDir(filepath.Dir(final)); err != nil {
-		return "", 0, fmt.Errorf("blobstore: fsync dir of %s: %w", id, err)
-	}
-	if err := syncDir(s.dir); err != nil { // the temp file's entry is gone
-		return "", 0, fmt.Errorf("blobstore: fsync %s: %w", s.dir, err)
+	// The digest is checked: the bytes become the blob, fsynced, renamed
+	// into the fan-out directory, both directories fsynced (the temp
+	// file's entry in the root is gone).
+	if err := tmp.CommitTo(final); err != nil {
+		return "", 0, fmt.Errorf("blobstore: store %s: %w", id, err)
 	}
 	return id, size, nil
 }
@@ -232,19 +218,10 @@ func (s *Store) mkdirFor(final string) error {
 	if err := os.MkdirAll(d, 0o700); err != nil {
 		return fmt.Errorf("blobstore: mkdir: %w", err)
 	}
-	if err := syncDir(filepath.Dir(d)); err != nil {
+	if err := durable.SyncDir(filepath.Dir(d)); err != nil {
 		return fmt.Errorf("blobstore: fsync %s: %w", filepath.Dir(d), err)
 	}
 	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // Open returns blob id's file, positioned at 0, and its length, after

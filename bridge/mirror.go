@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/durable"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -91,10 +92,10 @@ func FileName(id string) string { return id + ".json" }
 // WriteFile writes m into dir as FileName(m.ID) unless that file exists:
 // the bytes go to a hidden ".ID.json.*.tmp" file (no watcher's *.json glob
 // sees it), are synced, then hard-linked to the final name, which fails
-// rather than replace an existing file, and the .tmp is removed. Where hard
-// links are not supported it renames the .tmp after checking the name is
-// free. It reports whether it wrote the file; an existing file is never
-// opened for writing.
+// rather than replace an existing file, the .tmp is removed and the folder
+// synced (durable.CommitNew). Where hard links are not supported it renames
+// the .tmp after checking the name is free. It reports whether it wrote the
+// file; an existing file is never opened for writing.
 func WriteFile(dir string, m *api.Message) (bool, error) {
 	if !api.ValidID(m.ID) {
 		return false, fmt.Errorf("mirror: message id %q is not a safe file name", m.ID)
@@ -107,31 +108,19 @@ func WriteFile(dir string, m *api.Message) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("mirror %s: encode: %w", m.ID, err)
 	}
-	tmp, err := os.CreateTemp(dir, "."+FileName(m.ID)+".*.tmp")
+	tmp, err := durable.Create(final, 0o600)
 	if err != nil {
 		return false, fmt.Errorf("mirror %s: %w", m.ID, err)
 	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(append(data, '\n'))
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	defer tmp.Discard()
+	if _, err := tmp.Write(append(data, '\n')); err != nil {
 		return false, fmt.Errorf("mirror %s: write %s: %w", m.ID, tmp.Name(), err)
 	}
-	if err := os.Link(tmp.Name(), final); err != nil {
+	if err := tmp.CommitNew(); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return false, nil
 		}
-		if _, serr := os.Lstat(final); serr == nil {
-			return false, nil
-		}
-		if err := os.Rename(tmp.Name(), final); err != nil {
-			return false, fmt.Errorf("mirror %s: %w", m.ID, err)
-		}
+		return false, fmt.Errorf("mirror %s: %w", m.ID, err)
 	}
 	return true, nil
 }

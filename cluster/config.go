@@ -20,7 +20,7 @@ type Config struct {
 	NodeID  string // unique in the cluster; ^[a-z0-9][a-z0-9._-]{0,63}$
 	DataDir string // raft.db, state.db, snapshots/ and LOCK live here
 
-	// RaftAddr is the host:port the Raft transport listens on (port 0 picks
+	// RaftAddr is the host:port the Raft network listens on (port 0 picks
 	// a free one); RaftAdvertise is what peers dial, by default the bound
 	// address, which then must not be a wildcard. A node bound on a
 	// specific loopback IP dials its loopback peers from that IP.
@@ -46,7 +46,7 @@ type Config struct {
 
 	// ServerTLS and ClientTLS, both set or both nil, secure the node's
 	// network with the cluster CA (transport.TLSFiles builds both). The
-	// Raft transport serves with a clone of ServerTLS that requires and
+	// Raft network serves with a clone of ServerTLS that requires and
 	// verifies a client certificate, and dials peers with ClientTLS, which
 	// must carry the node's certificate; calls to other nodes' APIs
 	// (forwarding, join, read index, status) go over https with ClientTLS.
@@ -308,6 +308,28 @@ func checkBind(field, bind, advField, advertise string, rule hostport.Rule) erro
 	}
 	if err := hostport.Check(bind, rule|hostport.Specific); err != nil {
 		return &FieldError{Field: field, Err: fmt.Errorf("%w; set %s to the address peers reach", err, advField)}
+	}
+	return nil
+}
+
+// validateTLS checks Config.ServerTLS and ClientTLS: both or neither, a
+// certificate on each side (a node presents its own when it dials), and
+// the CA to verify peers against on each side.
+func (c *Config) validateTLS() error {
+	sc, cc := c.ServerTLS, c.ClientTLS
+	switch {
+	case sc == nil && cc == nil:
+		return nil
+	case sc == nil || cc == nil:
+		return errors.New("cluster: TLS: set both the server and the client TLS config, or neither")
+	case len(sc.Certificates) == 0 && sc.GetCertificate == nil:
+		return errors.New("cluster: server TLS config has no certificate (the node's --tls-cert)")
+	case sc.ClientCAs == nil:
+		return errors.New("cluster: server TLS config has no ClientCAs: Raft verifies its peers' certificates against the cluster CA (--tls-ca)")
+	case len(cc.Certificates) == 0 && cc.GetClientCertificate == nil:
+		return errors.New("cluster: client TLS config has no certificate: a node presents its own (--tls-cert) to its peers")
+	case cc.RootCAs == nil:
+		return errors.New("cluster: client TLS config has no RootCAs: a node verifies its peers against the cluster CA (--tls-ca), not the system's roots")
 	}
 	return nil
 }

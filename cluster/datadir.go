@@ -13,6 +13,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
 
+	"github.com/maos-project/maos/durable"
 	"github.com/maos-project/maos/fsm"
 )
 
@@ -124,11 +125,8 @@ func (n *Node) setStateAside(statePath, kind string, cause error) error {
 		return fmt.Errorf("cluster: %w; it cannot be rebuilt from this node's raft log: %s; %s", cause, why, n.rejoinAdvice())
 	}
 	aside := statePath + "." + kind + "-" + time.Now().UTC().Format("20060102T150405.000Z")
-	if err := os.Rename(statePath, aside); err != nil {
+	if err := durable.Rename(statePath, aside); err != nil {
 		return fmt.Errorf("cluster: %w; moving it aside to rebuild it failed: %w", cause, err)
-	}
-	if err := syncDir(filepath.Dir(statePath)); err != nil {
-		return fmt.Errorf("cluster: %w; moving it aside to rebuild it: %w", cause, err)
 	}
 	n.logger.Warn("state file is "+kind+"; moved it aside, rebuilding it from the snapshots and the raft log",
 		"error", cause, "moved_to", aside)
@@ -193,7 +191,7 @@ func recordBootID(dir, boot string, bootErr error) error {
 	if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) == boot {
 		return nil
 	}
-	if err := writeFileDurably(path, boot+"\n"); err != nil {
+	if err := durable.WriteFile(path, []byte(boot+"\n"), 0o600); err != nil {
 		return fmt.Errorf("cluster: record the boot id in %s: %w", path, err)
 	}
 	return nil
@@ -243,7 +241,7 @@ func takeCleanMarker(dir string) (bool, error) {
 	case err != nil:
 		return false, fmt.Errorf("cluster: remove %s: %w", path, err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := durable.SyncDir(dir); err != nil {
 		return false, fmt.Errorf("cluster: remove %s: %w", path, err)
 	}
 	return true, nil
@@ -252,45 +250,8 @@ func takeCleanMarker(dir string) (bool, error) {
 // putCleanMarker records a clean close of the stores in dir.
 func putCleanMarker(dir string) error {
 	path := filepath.Join(dir, cleanMarkerFile)
-	if err := writeFileDurably(path, "the raft log and state file were closed cleanly; the next start checks only their meta pages\n"); err != nil {
+	if err := durable.WriteFile(path, []byte("the raft log and state file were closed cleanly; the next start checks only their meta pages\n"), 0o600); err != nil {
 		return fmt.Errorf("cluster: write %s: %w", path, err)
 	}
 	return nil
-}
-
-// writeFileDurably replaces path with content so that a crash leaves the
-// old file or the new one, on disk: a temporary file beside it, synced,
-// renamed over it, and the directory synced.
-func writeFileDurably(path, content string) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString(content)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err == nil {
-		err = syncDir(filepath.Dir(path))
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

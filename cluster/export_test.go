@@ -53,7 +53,7 @@ func SetTrimInterval(t testing.TB, d time.Duration) {
 
 // RaftTransport is the node's Raft network transport, to send RPCs by
 // hand.
-func (n *Node) RaftTransport() *raft.NetworkTransport { return n.trans }
+func (n *Node) RaftTransport() *raft.NetworkTransport { return n.raftNet }
 
 // StalePresence is how many received presence records the node dropped
 // as not newer than the one it holds.

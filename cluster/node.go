@@ -37,8 +37,8 @@ type Node struct {
 	store     *raftboltdb.BoltStore
 	stable    *stableGuard // store as raft's stable store, closed before store
 	snaps     *raft.FileSnapshotStore
-	trans     *raft.NetworkTransport
-	raftBind  string // the address the Raft transport listens on
+	raftNet   *raft.NetworkTransport // Raft's RPCs between nodes, on a raftStreamLayer (not the API's transport)
+	raftBind  string                 // the address the Raft network listens on
 	raft      *raft.Raft
 	hasState  bool
 	httpc     *http.Client
@@ -111,7 +111,7 @@ func Open(cfg Config) (*Node, error) {
 	if err = n.openBlobs(); err != nil {
 		return nil, err
 	}
-	if err = n.openTransport(hclogger); err != nil {
+	if err = n.openRaftNet(hclogger); err != nil {
 		return nil, err
 	}
 	if err = n.startRaft(hclogger); err != nil {
@@ -146,11 +146,11 @@ func Open(cfg Config) (*Node, error) {
 	return n, nil
 }
 
-// openTransport opens the Raft stream layer (TLS when configured) and
+// openRaftNet opens the Raft stream layer (TLS when configured) and
 // the network transport over it, and records the addresses it bound and
 // advertises.
-func (n *Node) openTransport(hclogger hclog.Logger) error {
-	stream, err := newStreamLayer(n.cfg.RaftAddr, n.cfg.RaftAdvertise)
+func (n *Node) openRaftNet(hclogger hclog.Logger) error {
+	stream, err := newRaftStreamLayer(n.cfg.RaftAddr, n.cfg.RaftAdvertise)
 	if err != nil {
 		return err
 	}
@@ -158,7 +158,7 @@ func (n *Node) openTransport(hclogger hclog.Logger) error {
 		stream.useTLS(n.cfg.ServerTLS, n.cfg.ClientTLS, n.logger)
 	}
 	n.raftBind = stream.boundAddr().String()
-	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+	n.raftNet = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: stream, MaxPool: 5, Timeout: 10 * time.Second, Logger: hclogger,
 		// No pipelined replication: with MaxRPCsInFlight 2 its two channels
 		// are unbuffered, and a follower's Success=false can leave the send
@@ -169,7 +169,7 @@ func (n *Node) openTransport(hclogger hclog.Logger) error {
 		// Synchronous AppendEntries cost little with batching (raft#541).
 		MaxRPCsInFlight: 1,
 	})
-	n.cfg.RaftAdvertise = string(n.trans.LocalAddr())
+	n.cfg.RaftAdvertise = string(n.raftNet.LocalAddr())
 	return nil
 }
 
@@ -188,7 +188,7 @@ func (n *Node) startRaft(hclogger hclog.Logger) error {
 		return err
 	}
 	n.stable = &stableGuard{StableStore: n.store}
-	if n.raft, err = raft.NewRaft(rc, meteredFSM{FSM: n.fsm, m: n.metrics}, logs, n.stable, n.snaps, n.trans); err != nil {
+	if n.raft, err = raft.NewRaft(rc, meteredFSM{FSM: n.fsm, m: n.metrics}, logs, n.stable, n.snaps, n.raftNet); err != nil {
 		return fmt.Errorf("cluster: start raft: %w", err)
 	}
 	return nil
@@ -285,7 +285,7 @@ func (n *Node) ID() string { return n.cfg.NodeID }
 // RaftAddr is the advertised Raft address.
 func (n *Node) RaftAddr() string { return n.cfg.RaftAdvertise }
 
-// RaftBindAddr is the address the Raft transport listens on: RaftAddr with
+// RaftBindAddr is the address the Raft network listens on: RaftAddr with
 // the port a port-0 bind got. It differs from RaftAddr when an advertise
 // address was given.
 func (n *Node) RaftBindAddr() string { return n.raftBind }
@@ -518,8 +518,8 @@ func (n *Node) release(clean bool) error {
 	if n.raft != nil {
 		errs = append(errs, n.raft.Shutdown().Error())
 	}
-	if n.trans != nil {
-		errs = append(errs, n.trans.Close())
+	if n.raftNet != nil {
+		errs = append(errs, n.raftNet.Close())
 	}
 	if n.stable != nil {
 		n.stable.close() // a heartbeat still under way must not save to a closed store

@@ -33,7 +33,7 @@ func nodeTLS(t testing.TB, f tlstest.Files) (server, client *tls.Config) {
 
 // Two TLS stream layers of one CA talk; the dialer keeps its loopback
 // source IP; a peer whose certificate lacks the dialed IP is refused.
-func TestStreamLayerTLS(t *testing.T) {
+func TestRaftStreamLayerTLS(t *testing.T) {
 	needLoopbackIPs(t, "127.0.0.31", "127.0.0.32")
 	ca := tlstest.NewCA(t, "maos-test")
 	withIPs := func(ips ...string) func(*x509.Certificate) {
@@ -44,8 +44,8 @@ func TestStreamLayerTLS(t *testing.T) {
 			}
 		}
 	}
-	layer := func(bind string, f tlstest.Files) *streamLayer {
-		s, err := newStreamLayer(bind, "")
+	layer := func(bind string, f tlstest.Files) *raftStreamLayer {
+		s, err := newRaftStreamLayer(bind, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,9 +110,9 @@ func TestStreamLayerTLS(t *testing.T) {
 // A peer that connects and never completes its handshake costs raft
 // nothing: Accept returns at once, and the connection's first read fails
 // after the handshake timeout.
-func TestStreamLayerTLSHandshakeIsBounded(t *testing.T) {
+func TestRaftStreamLayerTLSHandshakeIsBounded(t *testing.T) {
 	ca := tlstest.NewCA(t, "maos-test")
-	s, err := newStreamLayer("127.0.0.1:0", "")
+	s, err := newRaftStreamLayer("127.0.0.1:0", "")
 	if err != nil {
 		t.Fatal(err)
 	}

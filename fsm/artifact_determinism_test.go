@@ -104,7 +104,7 @@ func TestArtifactsDeterministicAcrossBatchSplits(t *testing.T) {
 		case strings.HasPrefix(r, `{"id"`):
 			counts["sends"]++
 		case strings.Contains(r, `"trimmed":0,`):
-		case strings.HasPrefix(r, "*fsm.TrimResult"):
+		case strings.HasPrefix(r, "*api.TrimResult"):
 			counts["trims"]++
 		}
 	}

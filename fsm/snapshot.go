@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/hashicorp/raft"
 	"github.com/klauspost/compress/zstd"
 	"go.etcd.io/bbolt"
+
+	"github.com/maos-project/maos/durable"
 )
 
 // A snapshot is the state file compressed as one zstd stream (issue 19:
@@ -135,10 +136,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("fsm: restore: close state: %w", err)
 	}
 	f.db = nil
-	renameErr := os.Rename(tmp, f.path)
-	if renameErr == nil {
-		renameErr = syncDir(filepath.Dir(f.path))
-	}
+	renameErr := durable.Rename(tmp, f.path)
 	// Reopen whichever file is in place, so the node keeps a state either way.
 	db, err := openDB(f.path, f.lockTimeout, f.noSync)
 	if err != nil {
@@ -188,13 +186,4 @@ func writeFileSync(path string, r io.Reader) error {
 		return err
 	}
 	return out.Close()
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

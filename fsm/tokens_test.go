@@ -316,7 +316,7 @@ func TestTokensDeterministicAndSnapshotted(t *testing.T) {
 			counts["unknown revokes"]++
 		case strings.Contains(r, `"revoked_at"`):
 			counts["revoked"]++
-		case strings.HasPrefix(r, "*fsm.Token"):
+		case strings.HasPrefix(r, "*api.Token"):
 			counts["live"]++
 		case strings.HasPrefix(r, "*api.AuditDenialCommand"):
 			counts["denials"]++

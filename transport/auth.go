@@ -370,7 +370,7 @@ func (s *Server) mayActAs(w http.ResponseWriter, r *http.Request, c caller, fiel
 // capabilities (POST /v1/agents): an admin registers any agent with any;
 // anyone else registers only an agent it acts as (the token's own or its
 // forks, checked by admit), with the default role or the role its token's
-// grant names (fsm.Token.AgentRole), and capabilities its grant lists. A
+// grant names (api.Token.AgentRole), and capabilities its grant lists. A
 // role omitted in the request is the grant's. Without auth (id nil) every
 // registration passes. It returns "" when cmd may be proposed, else what it
 // would need, for a 403.

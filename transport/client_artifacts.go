@@ -24,7 +24,7 @@ import (
 //	                                     header HeaderArtifactSource says whose copy was served
 //	HEAD   /v1/artifacts/{id}            the same headers, no body
 //	GET    /v1/artifacts/{id}/info       → api.Artifact
-//	GET    /v1/artifacts?from=&name=&after=&limit=  → fsm.ArtifactPage
+//	GET    /v1/artifacts?from=&name=&after=&limit=  → api.ArtifactPage
 //	DELETE /v1/artifacts/{id}            admin only → api.Artifact (the record removed)
 //
 // and, between nodes only (an admin token with --auth):

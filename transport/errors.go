@@ -48,7 +48,7 @@ const (
 	CodeNotFound     = "not_found"
 	CodeConflict     = "conflict"
 	// CodeFenced: 409, the caller acted as an agent under a lease fence
-	// that is not the current one (fsm.FenceError); errors.Is matches
+	// that is not the current one (api.FenceError); errors.Is matches
 	// api.ErrFenced and api.ErrConflict.
 	CodeFenced         = "fenced"
 	CodeForbidden      = "forbidden"

@@ -34,7 +34,7 @@ type Identity struct {
 	Role  Role
 	// TokenID names the token (never its secret), for the audit trail.
 	TokenID string
-	// AgentRole and Capabilities are the token's grant (fsm.Token): the
+	// AgentRole and Capabilities are the token's grant (api.Token): the
 	// registry role and capabilities its agent may register itself with.
 	AgentRole    string
 	Capabilities []string

@@ -125,7 +125,7 @@ func ops() []op {
 				q("after", "start after this seq (as Last-Event-ID)"), q("events", "comma-separated kinds: message, task, approval (all by default)"),
 				q("tasks", "the older filter: only, none or all (no approval events); not with events")},
 			headers: []param{{"Last-Event-ID", "string", "resume after this event id (N, N:task or N:approval)", false}},
-			media:   "text/event-stream", schema: obj{"type": "string", "description": "event: message|task|approval|ready; id: the entry's index; data: the message, {event,task} (fsm.TaskUpdate) or {event,approval} (fsm.ApprovalUpdate)"},
+			media:   "text/event-stream", schema: obj{"type": "string", "description": "event: message|task|approval|ready; id: the entry's index; data: the message, {event,task} (api.TaskUpdate) or {event,approval} (api.ApprovalUpdate)"},
 			errs: []int{429}},
 
 		{pattern: "POST /v1/tasks", summary: "create a task", body: &body{v: api.TaskCreateCommand{}, required: []string{"from", "to", "title"}}, resp: api.TaskResult{}, errs: []int{404, 409, 422, 429}},

@@ -91,7 +91,7 @@ type Presence struct {
 	Version   uint64    `json:"version"`
 	Origin    string    `json:"origin"` // node that wrote this version
 	// ServedBy and Standby come from the agent's lease in the replicated
-	// state (fsm.AgentLease), not from gossip: the node whose watcher
+	// state (api.AgentLease), not from gossip: the node whose watcher
 	// serves the agent ("" when no live lease) and the nodes whose
 	// watchers stand by to take over (JSON: an array of node ids in id
 	// order). The API sets them on each answer.

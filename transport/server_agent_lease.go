@@ -26,7 +26,7 @@ func (s *Server) releaseAgentLease(w http.ResponseWriter, r *http.Request) {
 
 // serveAgentLease decodes a lease command whose agent is the path's (a
 // body may repeat it, not contradict it), checks it and proposes op,
-// answering its fsm.AgentLeaseResult; a refusal is 409 code fenced.
+// answering its api.AgentLeaseResult; a refusal is 409 code fenced.
 func serveAgentLease[C any, P interface {
 	*C
 	Validate() error

@@ -12,7 +12,7 @@ import (
 // fields):
 //
 //	POST /v1/approvals                 api.ApprovalRequestCommand → api.ApprovalResult {id, seq, state, action_hash, approvals, quorum}
-//	GET  /v1/approvals?state=&approver=&from=&after=&limit= → fsm.ApprovalPage {approvals, has_more}
+//	GET  /v1/approvals?state=&approver=&from=&after=&limit= → api.ApprovalPage {approvals, has_more}
 //	GET  /v1/approvals/{id}            api.Approval, with its decisions
 //	POST /v1/approvals/{id}/decide     {approver, decision, action_hash, comment, action} → api.Approval, with its decisions
 //	POST /v1/approvals/{id}/cancel     {from, reason} → api.ApprovalResult

@@ -95,7 +95,7 @@ func (s *Server) putArtifact(w http.ResponseWriter, r *http.Request) {
 }
 
 // checkArtifactQuota refuses size more bytes for agent when its usage
-// already read says they do not fit (*fsm.QuotaError: 413).
+// already read says they do not fit (*api.QuotaError: 413).
 func (s *Server) checkArtifactQuota(agent string, size int64) error {
 	used, quota, err := s.state.ArtifactUsage(agent)
 	if err != nil {

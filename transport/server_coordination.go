@@ -22,7 +22,7 @@ import (
 //	POST  /v1/locks/renew       {"path","holder","token","ttl"} → api.LockResult
 //	POST  /v1/locks/release     {"path","holder","token"} or {"path","force":true,"by"} → api.LockResult
 //	GET   /v1/locks?prefix=&holder=&after=&limit= → api.LockPage
-//	POST  /v1/locks/check       {"path","token"} → fsm.LockCheck
+//	POST  /v1/locks/check       {"path","token"} → api.LockCheck
 //
 // Compare-and-set: a PUT or PATCH with "if_version": N in the body (a
 // reserved key, not stored) or an If-Match: "N" header applies only if the

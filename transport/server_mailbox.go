@@ -16,16 +16,16 @@ import (
 // threads and delivery receipts.
 //
 //	POST   /v1/agents                     register (body api.RegisterAgentCommand) → api.Agent
-//	GET    /v1/agents?role=&capability=&after=&limit=  → fsm.AgentPage
+//	GET    /v1/agents?role=&capability=&after=&limit=  → api.AgentPage
 //	GET    /v1/agents/{id}                → api.Agent
 //	DELETE /v1/agents/{id}                unregister → the removed api.Agent
 //	GET    /v1/roles                      → RolesResponse (role → agents)
-//	GET    /v1/agents/{id}/inbox?unread=&priority=&type=&from=&after=&limit= → fsm.InboxPage
-//	GET    /v1/agents/{id}/inbox/counts   → fsm.InboxCounts
-//	POST   /v1/agents/{id}/read           body MarkReadRequest → fsm.MarkReadResult
+//	GET    /v1/agents/{id}/inbox?unread=&priority=&type=&from=&after=&limit= → api.InboxPage
+//	GET    /v1/agents/{id}/inbox/counts   → api.InboxCounts
+//	POST   /v1/agents/{id}/read           body MarkReadRequest → api.MarkReadResult
 //	PUT    /v1/agents/{id}/receipts/{msg} body ReceiptStateRequest → api.Receipt
-//	GET    /v1/threads/{id}?after=&limit= → fsm.ThreadPage
-//	GET    /v1/messages/{id}/receipts     → fsm.Receipts
+//	GET    /v1/threads/{id}?after=&limit= → api.ThreadPage
+//	GET    /v1/messages/{id}/receipts     → api.Receipts
 //
 // Reads take ?consistency=strong like every read.
 

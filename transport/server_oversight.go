@@ -15,13 +15,13 @@ import (
 // The oversight endpoints: the communication rules, the audit trail and
 // the supervisor's overview.
 //
-//	GET    /v1/rules                 → fsm.RulesState {"rules","default","index","updated_at"}
+//	GET    /v1/rules                 → api.RulesState {"rules","default","index","updated_at"}
 //	PUT    /v1/rules                 body: the rules document, JSON or YAML (Content-Type
-//	                                 application/yaml or text/yaml) → fsm.RulesState
-//	DELETE /v1/rules                 remove the document (everyone may message everyone) → fsm.RulesState
-//	POST   /v1/rules/check           {"from","to","from_role","to_role"} or {"from","interrupt":true} → fsm.RulesCheck {"allowed","reason",...}
+//	                                 application/yaml or text/yaml) → api.RulesState
+//	DELETE /v1/rules                 remove the document (everyone may message everyone) → api.RulesState
+//	POST   /v1/rules/check           {"from","to","from_role","to_role"} or {"from","interrupt":true} → api.RulesCheck {"allowed","reason",...}
 //	GET    /v1/audit?after=&limit=   → AuditResponse {"events":[{...,"line"}],"has_more"}
-//	GET    /v1/overview?channel=&after=&limit= → fsm.OverviewPage {"messages":[...],"has_more"}
+//	GET    /v1/overview?channel=&after=&limit= → api.OverviewPage {"messages":[...],"has_more"}
 //
 // A rules document is read by rules.Decode and checked whole before it is
 // proposed: one that does not parse is 400 bad_request, one that breaks a

@@ -12,7 +12,7 @@ func (s *Server) getRetention(w http.ResponseWriter, r *http.Request) {
 }
 
 // setRetention sets a channel's policy, body {"max_age":"720h","max_messages":N},
-// and answers what the immediate trim removed (fsm.TrimResult).
+// and answers what the immediate trim removed (api.TrimResult).
 func (s *Server) setRetention(w http.ResponseWriter, r *http.Request) {
 	var cmd api.SetRetentionCommand
 	if err := decodeBody(w, r, maxControlBytes, &cmd); err != nil {

@@ -18,7 +18,7 @@ import (
 //
 //	POST   /v1/tokens       {"agent","role"} → TokenCreated (the secret, this once)
 //	GET    /v1/tokens       → TokensResponse (every token, revoked ones with revoked_at; never a secret or hash)
-//	DELETE /v1/tokens/{id}  → the revoked fsm.Token (revoking twice is 200; an unknown id 404)
+//	DELETE /v1/tokens/{id}  → the revoked api.Token (revoking twice is 200; an unknown id 404)
 //
 // The node that serves POST generates the secret and the id and proposes
 // only the secret's SHA-256: the secret is in the answer and nowhere else.
@@ -34,7 +34,7 @@ type TokenRequest struct {
 	// api.TokenRoleModerator or api.TokenRoleAdmin.
 	Role string `json:"role,omitempty"`
 	// AgentRole and Capabilities are what the token's agent (and its
-	// forks) may register itself with (fsm.Token): without them it
+	// forks) may register itself with (api.Token): without them it
 	// registers with the default role and no capability.
 	AgentRole    string   `json:"agent_role,omitempty"`
 	Capabilities []string `json:"capabilities,omitempty"`

@@ -22,8 +22,8 @@ const DefaultKeepAlive = 15 * time.Second
 
 // Stream event names. A "message" event's id is the message's seq (N) and
 // its data the message JSON. Object events carry what an entry did to a
-// task or an approval: a "task" event's data is fsm.TaskUpdate
-// {"event","task"}, an "approval" event's fsm.ApprovalUpdate
+// task or an approval: a "task" event's data is api.TaskUpdate
+// {"event","task"}, an "approval" event's api.ApprovalUpdate
 // {"event","approval"}; the last object event of entry N a stream sends
 // has the id N:task or N:approval (after its kind), which both mean
 // "after all of N". "ready" (data {"seq":N}) is sent once, when the
@@ -132,8 +132,8 @@ func streamKinds(q url.Values) (map[string]bool, error) {
 // agent, the agent's inbox; with channel, that channel; with both, the
 // agent's inbox in that channel; with neither, every message. Object
 // events, in entry order with the messages (an entry's message first):
-// task updates (fsm.TaskUpdate) and approval updates
-// (fsm.ApprovalUpdate); with agent, the tasks A created, holds or is of
+// task updates (api.TaskUpdate) and approval updates
+// (api.ApprovalUpdate); with agent, the tasks A created, holds or is of
 // the queue of (taskFor) and the approvals A requested or may decide
 // (approvalFor); with channel, that channel's. events lists the kinds to
 // send (message, task, approval; all by default; the older tasks=only is

@@ -169,13 +169,14 @@ func approvalListCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "list",
 		Usage: "list approvals, oldest first, by state, approver or requester",
-		UsageText: `maosctl approval list [--state S] [--approver ID] [--from ID] [--after SEQ] [--limit N]
+		UsageText: `maosctl approval list [--state S] [--approver ID] [--from ID] [--after SEQ] [--limit N] [--page-size N]
 
    maosctl approval list --approver alice --state pending
    maosctl --json approval list --from deployer | jq -r '.approvals[] | select(.state == "approved") | .id'`,
 		Description: `Prints one line per approval in creation order: id, state, approvals so
-far of the quorum, requester, approvers and title; then, when there are
-more, the command that lists the next page. Every filter given must
+far of the quorum, requester, approvers and title: at most --limit
+approvals (default 100), asking for as many pages as that takes; then,
+when there are more, the command that lists the next ones. Every filter given must
 match; --approver matches the approvals that list the agent by id or by
 its registered role. States: pending, approved, rejected, expired,
 cancelled. The read sees every write acknowledged before it. With --json,
@@ -194,13 +195,17 @@ func approvalList(c *cli.Context) error {
 		return err
 	}
 	q := api.ApprovalQuery{State: api.ApprovalState(strings.TrimSpace(c.String("state"))),
-		Approver: strings.TrimSpace(c.String("approver")), From: strings.TrimSpace(c.String("from")),
-		After: c.Uint64("after"), Limit: c.Int("limit")}
-	ctx, cancel := call(c)
-	defer cancel()
-	page, err := apiClient(c).Approvals(ctx, q)
+		Approver: strings.TrimSpace(c.String("approver")), From: strings.TrimSpace(c.String("from"))}
+	client := apiClient(c)
+	var page api.ApprovalPage
+	var err error
+	page.Approvals, page.HasMore, err = listObjects(c, "approval", func(ctx context.Context, after uint64, size int) ([]*api.Approval, bool, error) {
+		q.After, q.Limit = after, size
+		p, err := client.Approvals(ctx, q)
+		return p.Approvals, p.HasMore, err
+	}, func(a *api.Approval) uint64 { return a.Seq })
 	if err != nil {
-		return apiError(c, err)
+		return err
 	}
 	return printList(c, &page, &page.Approvals, page.HasMore, "approval", "ID\tSTATE\tAPPROVALS\tFROM\tAPPROVERS\tTITLE",
 		func(a *api.Approval) string {

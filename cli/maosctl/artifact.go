@@ -81,18 +81,22 @@ leaves no file. Prints where it went and which node's copy was served.`,
 			{
 				Name:  "ls",
 				Usage: "list artifacts, oldest first",
-				UsageText: `maosctl artifact ls [--from A] [--name N] [--after INDEX] [--limit N] [--all]
+				UsageText: `maosctl artifact ls [--from A] [--name N] [--after INDEX] [--limit N | --all] [--page-size N]
 
    maosctl artifact ls --from architect`,
 				Description: `Lists artifact records in the order they were stored, one a line:
 "#INDEX ID NAME SIZE bytes from FROM CREATED refs N" (refs: the stored
-messages and tasks that reference it). With --json the records as one array.`,
+messages and tasks that reference it): at most --limit of them, asking
+for as many pages as that takes; when more follow, a hint on stderr gives
+the --after to go on, and --all lists every one. With --json the records
+as one array.`,
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "from", Usage: "only those uploaded by agent `ID`"},
 					&cli.StringFlag{Name: "name", Usage: "only those named `NAME`"},
 					&cli.Uint64Flag{Name: "after", Usage: "start after log `INDEX`"},
-					&cli.IntFlag{Name: "limit", Usage: "at most `N` a page (0: the node's default)"},
-					&cli.BoolFlag{Name: "all", Usage: "follow every page"},
+					limitFlag("artifacts", api.DefaultPageLimit),
+					pageSizeFlag(),
+					allFlag("artifact"),
 					strongFlag(), jsonFlag(),
 				},
 				Action: artifactList,
@@ -209,14 +213,10 @@ func artifactList(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	limit, err := pageLimitFlag(c)
-	if err != nil {
-		return err
-	}
 	cl := apiClient(c)
-	q := api.ArtifactQuery{From: strings.TrimSpace(c.String("from")), Name: c.String("name"), Limit: limit}
-	return listPages(c, "artifact ls", "maosctl artifact ls", func(ctx context.Context, after uint64) ([]*api.Artifact, bool, error) {
-		q.After = after
+	q := api.ArtifactQuery{From: strings.TrimSpace(c.String("from")), Name: c.String("name")}
+	return listPages(c, "artifact ls", "maosctl artifact ls", func(ctx context.Context, after uint64, size int) ([]*api.Artifact, bool, error) {
+		q.After, q.Limit = after, size
 		p, err := cl.Artifacts(ctx, q, consistency(c))
 		return p.Artifacts, p.HasMore, err
 	}, func(a *api.Artifact) uint64 { return a.Index }, artifactLine)

@@ -232,7 +232,7 @@ func TestLockUsage(t *testing.T) {
 		{[]string{"lock", "release", "--path", "p", "--holder", "codex", "--token", "1", "--by", "x"}, []string{"--by goes with --force"}},
 		{[]string{"lock", "release", "--path", "p", "--token", "1"}, []string{"missing required flag --holder"}},
 		{[]string{"lock", "check", "--path", "p"}, []string{"missing required flag --token"}},
-		{[]string{"lock", "list", "--limit", "-1"}, []string{"--limit: -1 is negative"}},
+		{[]string{"lock", "list", "--limit", "-1"}, []string{"--limit -1: want a positive number"}},
 		{[]string{"lock", "list", "extra"}, []string{`unexpected argument "extra"`}},
 	}
 	for _, tt := range tests {

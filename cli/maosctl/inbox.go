@@ -16,27 +16,30 @@ func inboxCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "inbox",
 		Usage: "list an agent's inbox, or its counts; take its next message, or wait for one",
-		UsageText: `maosctl inbox --agent A [--unread] [--priority P] [--type T] [--from F] [--after SEQ] [--limit N] [--all] [--counts]
+		UsageText: `maosctl inbox --agent A [--unread] [--priority P] [--type T] [--from F] [--after SEQ] [--limit N | --all] [--page-size N] [--counts]
    maosctl inbox next --agent A
    maosctl inbox wait --agent A [--timeout D]
 
    maosctl inbox --agent claude --unread
    maosctl inbox --agent claude --priority urgent --counts
    maosctl --json inbox --agent claude --unread --all | jq -r '.[].id'`,
-		Description: `Lists the messages delivered to agent A, oldest first, one line each:
+		Description: fmt.Sprintf(`Lists the messages delivered to agent A, oldest first, one line each:
 "* #SEQ TIME FROM → TO [TYPE/PRIORITY] TITLE: first line", where "*" marks
 an unread message. Reading never deletes: use 'maosctl read-mark' to mark
 messages read. --counts prints the counters instead (total, unread, unread
 by priority).
 
+It prints at most --limit messages (default %d), asking for as many pages
+as that takes (--page-size a request, at most %d); when more follow, a
+hint on stderr gives the --after to go on, and --all prints every one.
 --unread and --priority are answered from the inbox index; --type and
---from read each message of the range, so on a large inbox they may return
-a short page (the hint on stderr says where to go on, or use --all).
+--from read each message of the range, so on a large inbox a page may
+hold fewer than it asked for (the next page is asked for then).
 With --json, an array of messages, each with "read".
 
 For an agent without a watcher: 'inbox next' takes the oldest unread
 message (prints it whole and marks it read), 'inbox wait' blocks until
-there is unread mail and lists it.`,
+there is unread mail and lists it.`, api.DefaultPageLimit, api.MaxPageLimit),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "agent", Usage: "agent `ID` whose inbox to read (required)", EnvVars: []string{envAgent}},
 			&cli.BoolFlag{Name: "unread", Usage: "only unread messages"},
@@ -44,8 +47,9 @@ there is unread mail and lists it.`,
 			&cli.StringFlag{Name: "type", Usage: "only messages of `TYPE`"},
 			&cli.StringFlag{Name: "from", Usage: "only messages from agent `ID`"},
 			&cli.Uint64Flag{Name: "after", Usage: "only messages after `SEQ`"},
-			&cli.IntFlag{Name: "limit", Usage: "at most `N` messages per page (1-1000)", Value: api.DefaultPageLimit},
-			&cli.BoolFlag{Name: "all", Usage: "follow pages until the end of the inbox"},
+			limitFlag("messages", api.DefaultPageLimit),
+			pageSizeFlag(),
+			allFlag("message"),
 			&cli.BoolFlag{Name: "counts", Usage: "print the inbox counters instead of messages"},
 			strongFlag(),
 			jsonFlag(),
@@ -78,9 +82,9 @@ func inbox(c *cli.Context) error {
 		_, err = fmt.Fprintf(c.App.Writer, "%s: %d messages, %d unread (%s)\n", counts.Agent, counts.Total, counts.Unread, strings.Join(by, ", "))
 		return err
 	}
-	limit := c.Int("limit")
-	if limit < 1 || limit > api.MaxPageLimit {
-		return usagef(c, "--limit %d: want 1 to %d", limit, api.MaxPageLimit)
+	l, err := limitFlags(c)
+	if err != nil {
+		return err
 	}
 	q := api.InboxQuery{
 		Unread:   c.Bool("unread"),
@@ -88,11 +92,10 @@ func inbox(c *cli.Context) error {
 		Type:     strings.TrimSpace(c.String("type")),
 		From:     strings.TrimSpace(c.String("from")),
 		After:    c.Uint64("after"),
-		Limit:    limit,
 	}
 	asJSON := wantJSON(c)
 	out := []api.InboxEntry{}
-	next, err := inboxPages(c, commandContext(c), agent, q, c.Bool("all"), func(page []api.InboxEntry) error {
+	next, err := inboxPages(c, commandContext(c), agent, q, l, func(page []api.InboxEntry) error {
 		if asJSON {
 			out = append(out, page...)
 			return nil
@@ -112,35 +115,31 @@ func inbox(c *cli.Context) error {
 }
 
 // inboxPages reads agent's inbox by q from q.After, oldest first, at the
-// consistency c's --strong asks for, and calls fn with each page: every
-// page until the end when all is set, else the first. It returns the seq
-// to go on after when it stopped with entries left (0 when it read to the
-// end). Each read is bounded by the global --timeout under parent; errors
-// are apiError's.
-func inboxPages(c *cli.Context, parent context.Context, agent string, q api.InboxQuery, all bool, fn func([]api.InboxEntry) error) (uint64, error) {
+// consistency c's --strong asks for, and calls fn with each page, until
+// the end or l.max entries (eachPage). It returns the seq to go on after
+// when it stopped with entries left (0 when it read to the end). Each read
+// is bounded by the global --timeout under parent; errors are apiError's.
+func inboxPages(c *cli.Context, parent context.Context, agent string, q api.InboxQuery, l listLimit, fn func([]api.InboxEntry) error) (uint64, error) {
 	root := rootContext(c)
 	client, cons := apiClient(c), consistency(c)
-	for {
-		ctx, cancel := callWith(root, parent)
+	more, err := eachPage(root, parent, l, func(ctx context.Context, size int) ([]api.InboxEntry, bool, error) {
+		q.Limit = size
 		page, err := client.Inbox(ctx, agent, q, cons)
-		cancel()
 		if err != nil {
-			return 0, apiError(root, err)
+			return nil, false, apiError(root, err)
 		}
-		if err := fn(page.Messages); err != nil {
-			return 0, err
+		if page.HasMore {
+			if page.NextAfter <= q.After {
+				return nil, false, fmt.Errorf("inbox %s: the node said more entries follow #%d but did not move on", agent, q.After)
+			}
+			q.After = page.NextAfter
 		}
-		if !page.HasMore {
-			return 0, nil
-		}
-		if page.NextAfter <= q.After {
-			return 0, fmt.Errorf("inbox %s: the node said more entries follow #%d but did not move on", agent, q.After)
-		}
-		q.After = page.NextAfter
-		if !all {
-			return q.After, nil
-		}
+		return page.Messages, page.HasMore, nil
+	}, fn)
+	if err != nil || !more {
+		return 0, err
 	}
+	return q.After, nil
 }
 
 // printInboxLines writes one line per entry, "* " before an unread one

@@ -106,7 +106,7 @@ func inboxWait(c *cli.Context) error {
 // errors are apiError's.
 func unreadMail(c *cli.Context, ctx context.Context, agent string) ([]api.InboxEntry, error) {
 	out := []api.InboxEntry{}
-	_, err := inboxPages(c, ctx, agent, api.InboxQuery{Unread: true, Limit: api.MaxPageLimit}, true,
+	_, err := inboxPages(c, ctx, agent, api.InboxQuery{Unread: true}, listLimit{},
 		func(page []api.InboxEntry) error {
 			out = append(out, page...)
 			return nil

@@ -25,20 +25,22 @@ func TestListPagesRefusesABadNode(t *testing.T) {
 	}{
 		{"in order, to the end", []page{{[]uint64{1, 2}, true}, {[]uint64{3}, false}}, []string{"--all"}, "#1\n#2\n#3\n", ""},
 		{"one page and a hint", []page{{[]uint64{1, 2}, true}}, nil, "#1\n#2\n", ""},
+		{"--limit over pages", []page{{[]uint64{1, 2}, true}, {[]uint64{3}, true}}, []string{"--limit", "3", "--page-size", "2"}, "#1\n#2\n#3\n", ""},
+		{"--limit cuts a long page", []page{{[]uint64{1, 2, 3}, false}}, []string{"--limit", "2"}, "#1\n#2\n", ""},
 		{"a seq at or below --after", []page{{[]uint64{5}, false}}, []string{"--after", "5"}, "",
 			"things: the node returned #5 in a page after #5"},
 		{"out of order within a page", []page{{[]uint64{2, 1}, false}}, nil, "", "things: the node returned #1 in a page after #2"},
 		{"more follow, none sent", []page{{[]uint64{1}, true}, {nil, true}}, []string{"--all"}, "#1\n",
-			"things: the node said more messages follow #1 but sent none"},
+			"things: the node said more follow #1 but sent none"},
 	} {
 		var out, errOut bytes.Buffer
 		calls := 0
 		app := &cli.App{Writer: &out, ErrWriter: &errOut, Commands: []*cli.Command{{
 			Name:  "ls",
-			Flags: []cli.Flag{&cli.Uint64Flag{Name: "after"}, &cli.BoolFlag{Name: "all"}, jsonFlag()},
+			Flags: []cli.Flag{&cli.Uint64Flag{Name: "after"}, limitFlag("things", 2), pageSizeFlag(), allFlag("thing"), jsonFlag()},
 			Action: func(ctx *cli.Context) error {
 				return listPages(ctx, "things", "maosctl ls",
-					func(_ context.Context, after uint64) ([]uint64, bool, error) {
+					func(_ context.Context, after uint64, _ int) ([]uint64, bool, error) {
 						p := c.pages[calls]
 						calls++
 						return p.seqs, p.more, nil

@@ -282,7 +282,7 @@ func lockListCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "list",
 		Usage: "list the locks",
-		UsageText: `maosctl lock list [--prefix P] [--holder ID] [--limit N] [--strong]
+		UsageText: `maosctl lock list [--prefix P] [--holder ID] [--limit N] [--page-size N] [--strong]
 
    maosctl lock list
    maosctl lock list --prefix src/ --holder codex`,
@@ -294,7 +294,8 @@ taken over. With --json, the API's {"locks":[...],"has_more","as_of"}.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "prefix", Usage: "only paths starting with `PREFIX`"},
 			&cli.StringFlag{Name: "holder", Usage: "only locks held by agent `ID`"},
-			&cli.IntFlag{Name: "limit", Usage: "print at most `N` locks", DefaultText: "all"},
+			limitFlag("locks", 0),
+			pageSizeFlag(),
 			strongFlag(),
 			jsonFlag(),
 		},
@@ -306,30 +307,31 @@ func lockList(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	limit := c.Int("limit")
-	if limit < 0 {
-		return usagef(c, "--limit: %d is negative", limit)
+	l, err := limitFlags(c)
+	if err != nil {
+		return err
 	}
 	q := api.LockQuery{Prefix: c.String("prefix"), Holder: strings.TrimSpace(c.String("holder"))}
 	cl := apiClient(c)
 	all := api.LockPage{Locks: []api.Lock{}}
-	for {
-		if limit > 0 {
-			q.Limit = min(limit-len(all.Locks), api.MaxPageLimit)
-		}
-		ctx, cancel := call(c)
+	all.HasMore, err = eachPage(c, commandContext(c), l, func(ctx context.Context, size int) ([]api.Lock, bool, error) {
+		q.Limit = size
 		page, err := cl.Locks(ctx, q, consistency(c))
-		cancel()
 		if err != nil {
-			return apiError(c, err)
+			return nil, false, apiError(c, err)
 		}
-		all.Locks = append(all.Locks, page.Locks...)
 		all.AsOf = page.AsOf
-		all.HasMore = page.HasMore
-		if !page.HasMore || len(page.Locks) == 0 || (limit > 0 && len(all.Locks) >= limit) {
-			break
+		if len(page.Locks) == 0 {
+			return nil, false, nil
 		}
 		q.After = page.Locks[len(page.Locks)-1].Path
+		return page.Locks, page.HasMore, nil
+	}, func(locks []api.Lock) error {
+		all.Locks = append(all.Locks, locks...)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if wantJSON(c) {
 		return printJSON(c.App.Writer, all)

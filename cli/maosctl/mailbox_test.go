@@ -176,12 +176,16 @@ func TestInboxAndReadMark(t *testing.T) {
 		}
 	}
 
-	// Paging: one page and a hint, or every page with --all.
+	// Paging: --limit messages and a hint, or every page with --all.
 	r := e.run("", "inbox", "--agent", "alice", "--limit", "2")
 	if strings.Count(r.out, "\n") != 2 || !strings.Contains(r.errOut, "--after") {
 		t.Errorf("one page: stdout %q stderr %q", r.out, r.errOut)
 	}
-	if out := e.ok("inbox", "--agent", "alice", "--limit", "1", "--all"); strings.Count(out, "\n") != 3 {
+	r = e.run("", "inbox", "--agent", "alice", "--limit", "2", "--page-size", "1")
+	if strings.Count(r.out, "\n") != 2 || !strings.Contains(r.errOut, "--after") {
+		t.Errorf("--limit 2 over pages of 1: stdout %q stderr %q", r.out, r.errOut)
+	}
+	if out := e.ok("inbox", "--agent", "alice", "--page-size", "1", "--all"); strings.Count(out, "\n") != 3 {
 		t.Errorf("--all printed:\n%s", out)
 	}
 

@@ -324,8 +324,25 @@ func TestReadAllPages(t *testing.T) {
 		t.Errorf("no hint at the next page on stderr: %q", r.errOut)
 	}
 
+	// --limit counts messages, not pages: five, in three pages of two at
+	// most, and the hint at the sixth.
 	before := len(e.svc.CallsTo("Linearize"))
-	out := e.ok("read", "--channel", "big", "--limit", "3", "--all")
+	r = e.run("", "read", "--channel", "big", "--limit", "5", "--page-size", "2")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got := strings.Split(strings.TrimSuffix(r.out, "\n"), "\n"); len(got) != 5 || !strings.HasPrefix(got[0], "#1001 ") || !strings.HasPrefix(got[4], "#1005 ") {
+		t.Errorf("--limit 5 --page-size 2 printed:\n%s", r.out)
+	}
+	if !strings.Contains(r.errOut, "--after 1005") {
+		t.Errorf("--limit 5: no hint at the next message on stderr: %q", r.errOut)
+	}
+	if after := len(e.svc.CallsTo("Linearize")); after-before != 3 {
+		t.Errorf("--limit 5 --page-size 2 fetched %d pages, want 3", after-before)
+	}
+
+	before = len(e.svc.CallsTo("Linearize"))
+	out := e.ok("read", "--channel", "big", "--page-size", "3", "--all")
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	if len(lines) != 7 {
 		t.Fatalf("--all printed %d lines:\n%s", len(lines), out)
@@ -339,7 +356,7 @@ func TestReadAllPages(t *testing.T) {
 		t.Errorf("--all fetched %d pages, want 3", after-before)
 	}
 
-	out = e.ok("--json", "read", "--channel", "big", "--limit", "2", "--all", "--after", "1001")
+	out = e.ok("--json", "read", "--channel", "big", "--page-size", "2", "--all", "--after", "1001")
 	var msgs []api.Message
 	if err := json.Unmarshal([]byte(out), &msgs); err != nil {
 		t.Fatal(err)
@@ -589,8 +606,8 @@ func TestHelpStatesEachDefaultOnce(t *testing.T) {
 	}
 	for cmd, want := range map[string]string{
 		"maosctl send":      "give up after DURATION and exit 1 naming who did not get there (default: 1m0s)",
-		"maosctl read":      "at most N messages per page (1-1000) (default: 100)",
-		"maosctl lock list": "print at most N locks (default: all)",
+		"maosctl read":      "print at most N messages in total (following pages as needed) (default: 100)",
+		"maosctl lock list": "print at most N locks in total (following pages as needed) (default: all)",
 	} {
 		if !strings.Contains(helps[cmd], want) {
 			t.Errorf("%s --help lacks %q:\n%s", cmd, want, helps[cmd])

@@ -127,13 +127,45 @@ func printLog[T any](w io.Writer, title string, items []T, row func(T) string) e
 	return tw.Flush()
 }
 
-// listFlags are the flags of 'what list': its filters, then the page's
-// (--after, --limit) and --json.
+// listFlags are the flags of 'what list': its filters, then the
+// listing's (--after, --limit, --page-size) and --json.
 func listFlags(what string, filters ...cli.Flag) []cli.Flag {
 	return append(filters,
 		&cli.Uint64Flag{Name: "after", Usage: fmt.Sprintf("start after the %s with seq `SEQ` (the next page)", what)},
-		&cli.IntFlag{Name: "limit", Usage: fmt.Sprintf("at most `N` %ss (at most %d)", what, api.MaxPageLimit), Value: api.DefaultPageLimit},
+		limitFlag(what+"s", api.DefaultPageLimit),
+		pageSizeFlag(),
 		jsonFlag())
+}
+
+// listObjects reads 'what list' from --after on, as many items as
+// --limit asks for (eachPage): fetch gets the page of at most size items
+// after a seq. It returns the items and whether the node said more
+// follow them.
+func listObjects[T any](c *cli.Context, what string, fetch func(ctx context.Context, after uint64, size int) ([]T, bool, error),
+	seq func(T) uint64) ([]T, bool, error) {
+	l, err := limitFlags(c)
+	if err != nil {
+		return nil, false, err
+	}
+	after := c.Uint64("after")
+	out := []T{}
+	more, err := eachPage(c, commandContext(c), l, func(ctx context.Context, size int) ([]T, bool, error) {
+		items, more, err := fetch(ctx, after, size)
+		if err != nil {
+			return nil, false, apiError(c, err)
+		}
+		if len(items) > 0 {
+			after = seq(items[len(items)-1])
+		}
+		if more && len(items) == 0 {
+			return nil, false, fmt.Errorf("%s list: the node said more follow #%d but sent none", what, after)
+		}
+		return items, more, nil
+	}, func(items []T) error {
+		out = append(out, items...)
+		return nil
+	})
+	return out, more, err
 }
 
 // printList prints a page of 'what list': page, the API's answer, with

@@ -340,7 +340,7 @@ func auditCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "audit",
 		Usage: "print the audit trail: messages, blocked sends, registrations, rule and lock changes",
-		UsageText: `maosctl audit [-f] [--after SEQ] [--limit N] [--strong]
+		UsageText: `maosctl audit [-f] [--after SEQ] [--limit N] [--page-size N] [--strong]
 
    maosctl audit                       # the whole trail, oldest first
    maosctl audit -f --after 1200       # from event 1201 on, then follow
@@ -352,15 +352,17 @@ func auditCommand() *cli.Command {
 
 The trail is derived from the log, so every node prints the same one and
 nobody can edit it. Events about private messages show "(private)" instead
-of their text. --after SEQ starts after event SEQ; --limit N stops after N
-events (a hint on stderr gives the --after to go on). -f follows: once at
-the end, it asks for new events every second (--interval) until Ctrl-C.
-With --json, one JSON object per line: the event with its "seq" and "line".
-Pages hold %d events.`, api.MaxPageLimit),
+of their text. --after SEQ starts after event SEQ; --limit N prints at
+most N events, however many pages that takes (a hint on stderr gives the
+--after to go on). -f follows: once at the end, it asks for new events
+every second (--interval) until Ctrl-C. With --json, one JSON object per
+line: the event with its "seq" and "line". A request asks for
+--page-size events (default %d).`, api.MaxPageLimit),
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing new events until interrupted"},
 			&cli.Uint64Flag{Name: "after", Usage: "only events with a seq above `SEQ`"},
-			&cli.IntFlag{Name: "limit", Usage: "stop after `N` events (not with -f)"},
+			limitFlag("events", 0),
+			pageSizeFlag(),
 			&cli.DurationFlag{Name: "interval", Usage: "with -f, ask for new events every `DURATION`", Value: auditPollEvery},
 			strongFlag(),
 			jsonFlag(),
@@ -373,11 +375,13 @@ func audit(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	follow, limit := c.Bool("follow"), c.Int("limit")
+	l, err := limitFlags(c)
+	if err != nil {
+		return err
+	}
+	follow := c.Bool("follow")
 	switch {
-	case limit < 0:
-		return usagef(c, "--limit %d: must be a positive number of events", limit)
-	case follow && limit > 0:
+	case follow && l.max > 0:
 		return usagef(c, "--limit stops the listing; -f never stops: give one of them")
 	case c.Duration("interval") <= 0:
 		return usagef(c, "--interval %s: must be positive", c.Duration("interval"))
@@ -393,12 +397,8 @@ func audit(c *cli.Context) error {
 	after, printed := c.Uint64("after"), 0
 	var timer *time.Timer
 	for {
-		want := api.MaxPageLimit
-		if limit > 0 {
-			want = min(want, limit-printed)
-		}
 		callCtx, cancel := callWith(c, ctx)
-		page, err := client.Audit(callCtx, after, want, cons)
+		page, err := client.Audit(callCtx, after, l.pageSize(printed), cons)
 		cancel()
 		if err != nil {
 			if follow && ctx.Err() != nil {
@@ -417,7 +417,7 @@ func audit(c *cli.Context) error {
 			printed++
 		}
 		if page.HasMore {
-			if limit > 0 && printed >= limit {
+			if l.max > 0 && printed >= l.max {
 				fmt.Fprintf(c.App.ErrWriter, "(more after event %d: maosctl audit --after %d)\n", after, after)
 				return nil
 			}
@@ -462,9 +462,9 @@ func overviewCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "overview",
 		Usage: "list every message's headers (no content): the supervisor's view",
-		UsageText: `maosctl overview [--channel CH] [--after SEQ] [--limit N] [--all] [--strong]
+		UsageText: `maosctl overview [--channel CH] [--after SEQ] [--limit N | --all] [--page-size N] [--strong]
 
-   maosctl overview                        # the first page of every channel, in log order
+   maosctl overview                        # the first 100 messages of every channel, in log order
    maosctl overview --channel review --all
    maosctl get msg-20261121-103000-codex-9f3a61c2   # the whole message`,
 		Description: fmt.Sprintf(`Prints one line per message, oldest first, without its content:
@@ -473,16 +473,18 @@ func overviewCommand() *cli.Command {
 
 TO is the delivery list when the message has one, "to" as written
 otherwise. A private message's title shows as "(private)". The whole
-message is one 'maosctl get ID' away. A page holds --limit messages
-(default %d, at most %d); when more follow, a hint on stderr gives the
---after to continue from, and --all fetches page after page. With --json,
+message is one 'maosctl get ID' away. It prints at most --limit messages
+(default %d), asking for as many pages as that takes (--page-size a
+request, at most %d); when more follow, a hint on stderr gives the --after
+to continue from, and --all prints every message. With --json,
 a JSON array of {"seq","id","timestamp","channel","from","to","recipients",
 "type","priority","title"} objects.`, api.DefaultPageLimit, api.MaxPageLimit),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "channel", Usage: "only the messages of channel `NAME`"},
 			&cli.Uint64Flag{Name: "after", Usage: "only messages with a seq above `SEQ`"},
-			&cli.IntFlag{Name: "limit", Usage: fmt.Sprintf("at most `N` messages per page (1-%d)", api.MaxPageLimit), Value: api.DefaultPageLimit},
-			&cli.BoolFlag{Name: "all", Usage: "follow pages until the end"},
+			limitFlag("messages", api.DefaultPageLimit),
+			pageSizeFlag(),
+			allFlag("message"),
 			strongFlag(),
 			jsonFlag(),
 		},
@@ -494,10 +496,6 @@ func overview(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	limit, err := pageLimitFlag(c)
-	if err != nil {
-		return err
-	}
 	channel := strings.TrimSpace(c.String("channel"))
 	again := "maosctl overview"
 	if channel != "" {
@@ -505,8 +503,8 @@ func overview(c *cli.Context) error {
 	}
 	client, cons := apiClient(c), consistency(c)
 	return listPages(c, "overview", again,
-		func(ctx context.Context, after uint64) ([]api.OverviewEntry, bool, error) {
-			page, err := client.Overview(ctx, channel, after, limit, cons)
+		func(ctx context.Context, after uint64, size int) ([]api.OverviewEntry, bool, error) {
+			page, err := client.Overview(ctx, channel, after, size, cons)
 			return page.Messages, page.HasMore, err
 		},
 		func(m api.OverviewEntry) uint64 { return m.Seq }, overviewLine)

@@ -367,7 +367,7 @@ func TestOverview(t *testing.T) {
 	if r.err != nil || strings.Count(r.out, "\n") != 2 || r.errOut != "(more after #1003: maosctl overview --channel a --after 1003, or --all)\n" {
 		t.Errorf("overview --limit 2: out=%q err=%q %v", r.out, r.errOut, r.err)
 	}
-	if out := e.ok("overview", "--limit", "1", "--all"); out != e.ok("overview") {
+	if out := e.ok("overview", "--page-size", "1", "--all"); out != e.ok("overview") {
 		t.Errorf("overview --all by pages of 1 differs:\n%s", out)
 	}
 	var entries []api.OverviewEntry
@@ -384,7 +384,9 @@ func TestOverview(t *testing.T) {
 		want string
 	}{
 		{[]string{"overview", "--channel", "Bad Name"}, `channel: must match ^[a-z0-9][a-z0-9._-]{0,63}$ (got "Bad Name")`},
-		{[]string{"overview", "--limit", "5000"}, "--limit 5000: must be 1..1000"},
+		{[]string{"overview", "--page-size", "5000"}, "--page-size 5000: must be 1..1000"},
+		{[]string{"overview", "--limit", "2", "--all"}, "--all and --limit 2: give one of them"},
+		{[]string{"overview", "--limit", "0"}, "--limit 0: want a positive number"},
 	} {
 		r := e.run("", c.args...)
 		if r.err == nil || !strings.HasPrefix(r.errOut, "maosctl: ") || !strings.Contains(r.errOut, c.want) {

@@ -14,25 +14,27 @@ func readCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "read",
 		Usage: "list a channel's messages in log order",
-		UsageText: `maosctl read --channel CH [--after SEQ] [--limit N] [--strong] [--all]
+		UsageText: `maosctl read --channel CH [--after SEQ] [--limit N | --all] [--page-size N] [--strong]
 
-   maosctl read --channel review                 # the first page (100 messages)
+   maosctl read --channel review                 # the first 100 messages
    maosctl read --channel review --after 1042    # what came after #1042
    maosctl --json read --channel review --all    # everything, as one JSON array`,
 		Description: fmt.Sprintf(`Prints one line per message, oldest first:
 
    #SEQ TIME FROM → TO [TYPE/PRIORITY] TITLE: first line of the text
 
-Use 'maosctl get ID' for the whole message. A page holds --limit messages
-(default %d, at most %d); when more follow, a hint on stderr gives the
---after to continue from, and --all fetches page after page until the end.
+Use 'maosctl get ID' for the whole message. It prints at most --limit
+messages (default %d), asking for as many pages as that takes (--page-size
+a request, at most %d); when more follow, a hint on stderr gives the
+--after to continue from, and --all prints every message to the end.
 With --json, a JSON array of message objects ([] when there are none).`,
 			api.DefaultPageLimit, api.MaxPageLimit),
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "channel", Usage: "channel `NAME` (required)", EnvVars: []string{envChannel}},
 			&cli.Uint64Flag{Name: "after", Usage: "only messages with a seq above `SEQ`"},
-			&cli.IntFlag{Name: "limit", Usage: fmt.Sprintf("at most `N` messages per page (1-%d)", api.MaxPageLimit), Value: api.DefaultPageLimit},
-			&cli.BoolFlag{Name: "all", Usage: "follow pages until the end of the channel"},
+			limitFlag("messages", api.DefaultPageLimit),
+			pageSizeFlag(),
+			allFlag("message"),
 			strongFlag(),
 			jsonFlag(),
 		},
@@ -44,15 +46,11 @@ func read(c *cli.Context) error {
 	if err := noArgs(c, "channel"); err != nil {
 		return err
 	}
-	limit, err := pageLimitFlag(c)
-	if err != nil {
-		return err
-	}
 	channel := strings.TrimSpace(c.String("channel"))
 	client, cons := apiClient(c), consistency(c)
 	return listPages(c, "channel "+channel, "maosctl read --channel "+channel,
-		func(ctx context.Context, after uint64) ([]*api.Message, bool, error) {
-			page, err := client.ChannelPage(ctx, channel, after, limit, cons)
+		func(ctx context.Context, after uint64, size int) ([]*api.Message, bool, error) {
+			page, err := client.ChannelPage(ctx, channel, after, size, cons)
 			return page.Messages, page.HasMore, err
 		},
 		func(m *api.Message) uint64 { return m.Seq }, messageLine)

@@ -172,15 +172,16 @@ func taskListCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "list",
 		Usage: "list tasks, oldest first, by state, assignee, creator or claimant",
-		UsageText: `maosctl task list [--state S] [--to T] [--from ID] [--claimed-by ID] [--after SEQ] [--limit N]
+		UsageText: `maosctl task list [--state S] [--to T] [--from ID] [--claimed-by ID] [--after SEQ] [--limit N] [--page-size N]
 
    maosctl task list --state ready --to role:reviewer
    maosctl task list --claimed-by rita
    maosctl --json task list --from lead | jq -r '.tasks[] | select(.state == "failed") | .id'`,
 		Description: `Prints one line per task in creation order: id, state (with the approval
 it awaits), assignee, claimant, attempts (claims so far), leases lapsed
-(of max_attempts, at which it fails) and title; then, when there are
-more, the command that lists the next page. Every filter given must
+(of max_attempts, at which it fails) and title: at most --limit tasks
+(default 100), asking for as many pages as that takes; then, when there
+are more, the command that lists the next ones. Every filter given must
 match. States: waiting, ready, running, awaiting_approval, succeeded,
 failed, cancelled. The read sees every write acknowledged before it. With --json, GET /v1/tasks's answer
 {"tasks","has_more"} (tasks without their history).`,
@@ -199,13 +200,17 @@ func taskList(c *cli.Context) error {
 		return err
 	}
 	q := api.TaskQuery{State: api.TaskState(strings.TrimSpace(c.String("state"))), To: strings.TrimSpace(c.String("to")),
-		From: strings.TrimSpace(c.String("from")), ClaimedBy: strings.TrimSpace(c.String("claimed-by")),
-		After: c.Uint64("after"), Limit: c.Int("limit")}
-	ctx, cancel := call(c)
-	defer cancel()
-	page, err := apiClient(c).Tasks(ctx, q)
+		From: strings.TrimSpace(c.String("from")), ClaimedBy: strings.TrimSpace(c.String("claimed-by"))}
+	client := apiClient(c)
+	var page api.TaskPage
+	var err error
+	page.Tasks, page.HasMore, err = listObjects(c, "task", func(ctx context.Context, after uint64, size int) ([]*api.Task, bool, error) {
+		q.After, q.Limit = after, size
+		p, err := client.Tasks(ctx, q)
+		return p.Tasks, p.HasMore, err
+	}, func(t *api.Task) uint64 { return t.Seq })
 	if err != nil {
-		return apiError(c, err)
+		return err
 	}
 	return printList(c, &page, &page.Tasks, page.HasMore, "task", "ID\tSTATE\tTO\tCLAIMED BY\tATTEMPTS\tLAPSED\tTITLE",
 		func(t *api.Task) string {

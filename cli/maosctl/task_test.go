@@ -73,6 +73,20 @@ func TestTaskCreateListShow(t *testing.T) {
 	if out := e.ok("task", "list", "--limit", "1"); !strings.Contains(out, "more: maosctl task list --after "+m[2]) {
 		t.Errorf("list --limit 1:\n%s", out)
 	}
+	// --limit counts tasks, not pages: two of the three, a page of one at a
+	// time, then the command that goes on; all three over two pages of two.
+	if out := e.ok("task", "list", "--limit", "2", "--page-size", "1"); strings.Count(out, "\n") != 4 || !strings.Contains(out, id) ||
+		!strings.Contains(out, other) || strings.Contains(out, dep) || !strings.Contains(out, "more: maosctl task list --after ") {
+		t.Errorf("list --limit 2 --page-size 1:\n%s", out)
+	}
+	if out := e.ok("task", "list", "--limit", "3", "--page-size", "2"); strings.Count(out, "\n") != 4 || !strings.Contains(out, dep) || strings.Contains(out, "more:") {
+		t.Errorf("list --limit 3 --page-size 2:\n%s", out)
+	}
+	var two api.TaskPage
+	if err := json.Unmarshal([]byte(e.ok("--json", "task", "list", "--limit", "2", "--page-size", "1")), &two); err != nil ||
+		len(two.Tasks) != 2 || two.Tasks[0].ID != id || two.Tasks[1].ID != other || !two.HasMore {
+		t.Errorf("list --json --limit 2 --page-size 1: %+v, %v", two, err)
+	}
 	if out := e.ok("task", "list", "--claimed-by", "bob"); out != "no tasks\n" {
 		t.Errorf("list --claimed-by bob: %q", out)
 	}

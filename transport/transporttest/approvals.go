@@ -69,7 +69,7 @@ func (r *ApprovalReads) Queries() []api.ApprovalQuery {
 	return append([]api.ApprovalQuery(nil), r.queries...)
 }
 
-// Approval returns the approval Put under id, or a *fsm.NotFoundError.
+// Approval returns the approval Put under id, or a *api.NotFoundError.
 func (r *ApprovalReads) Approval(id string) (*api.Approval, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -30,7 +30,7 @@ func needLoopbackIPs(t *testing.T, ips ...string) {
 
 // acceptFrom dials ln through s and returns the IP the accepted
 // connection comes from.
-func acceptFrom(t *testing.T, ln net.Listener, s *streamLayer) net.IP {
+func acceptFrom(t *testing.T, ln net.Listener, s *raftStreamLayer) net.IP {
 	t.Helper()
 	accepted := make(chan net.Conn, 1)
 	go func() {
@@ -57,7 +57,7 @@ func acceptFrom(t *testing.T, ln net.Listener, s *streamLayer) net.IP {
 	return in.RemoteAddr().(*net.TCPAddr).IP
 }
 
-func TestStreamLayerDialsFromItsLoopbackIP(t *testing.T) {
+func TestRaftStreamLayerDialsFromItsLoopbackIP(t *testing.T) {
 	needLoopbackIPs(t, "127.0.0.21", "127.0.0.22")
 	ln, err := net.Listen("tcp", "127.0.0.21:0")
 	if err != nil {
@@ -76,7 +76,7 @@ func TestStreamLayerDialsFromItsLoopbackIP(t *testing.T) {
 		// towards a loopback peer.
 		{"0.0.0.0:0", "127.0.0.1:9", "127.0.0.1"},
 	} {
-		s, err := newStreamLayer(tc.bind, tc.advertise)
+		s, err := newRaftStreamLayer(tc.bind, tc.advertise)
 		if err != nil {
 			t.Fatalf("bind %s: %v", tc.bind, err)
 		}
@@ -87,9 +87,9 @@ func TestStreamLayerDialsFromItsLoopbackIP(t *testing.T) {
 	}
 }
 
-func TestStreamLayerAddresses(t *testing.T) {
+func TestRaftStreamLayerAddresses(t *testing.T) {
 	// Port 0 without advertise: the bound address, real port.
-	s, err := newStreamLayer("127.0.0.1:0", "")
+	s, err := newRaftStreamLayer("127.0.0.1:0", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestStreamLayerAddresses(t *testing.T) {
 	s.Close()
 
 	// An advertise address is what Addr says; the bind stays itself.
-	s, err = newStreamLayer("127.0.0.1:0", "127.0.0.1:4567")
+	s, err = newRaftStreamLayer("127.0.0.1:0", "127.0.0.1:4567")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,13 +109,13 @@ func TestStreamLayerAddresses(t *testing.T) {
 	s.Close()
 
 	// A wildcard without advertise is refused, naming the fix.
-	if s, err := newStreamLayer("0.0.0.0:0", ""); err == nil {
+	if s, err := newRaftStreamLayer("0.0.0.0:0", ""); err == nil {
 		s.Close()
 		t.Error("a wildcard bind without advertise address was accepted")
 	} else if !strings.Contains(err.Error(), "advertise") {
 		t.Errorf("wildcard bind error does not say to advertise: %v", err)
 	}
-	if _, err := newStreamLayer("127.0.0.1:0", "no-port"); err == nil {
+	if _, err := newRaftStreamLayer("127.0.0.1:0", "no-port"); err == nil {
 		t.Error("an advertise address without port was accepted")
 	}
 }

@@ -13,7 +13,8 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// streamLayer is the raft.StreamLayer a node's Raft transport runs on:
+// raftStreamLayer is the raft.StreamLayer under a node's Raft network
+// (raft.NetworkTransport: Raft's RPCs between nodes, not the API):
 // plain TCP, like raft's own TCPStreamLayer, with one difference. When the
 // node listens on a specific loopback IP (127.0.0.12, say) it dials its
 // loopback peers from that IP rather than letting the kernel pick
@@ -30,7 +31,7 @@ import (
 // SANs. Handshakes are bounded in both directions, so a peer that never
 // completes one costs a goroutine for handshakeTimeout, never raft's
 // progress.
-type streamLayer struct {
+type raftStreamLayer struct {
 	ln        *net.TCPListener
 	advertise net.Addr // what peers dial; nil: the bound address
 	localIP   net.IP   // source IP for loopback peers; nil: the kernel's choice
@@ -45,11 +46,11 @@ type streamLayer struct {
 // connection (a dial is bounded by raft's own dial timeout).
 const defaultHandshakeTimeout = 5 * time.Second
 
-// newStreamLayer listens on bind (host:port; port 0 picks a free one).
+// newRaftStreamLayer listens on bind (host:port; port 0 picks a free one).
 // advertise, if not empty, is the host:port peers reach this node on;
 // without it the bound address is advertised, which must then not be a
 // wildcard.
-func newStreamLayer(bind, advertise string) (*streamLayer, error) {
+func newRaftStreamLayer(bind, advertise string) (*raftStreamLayer, error) {
 	l, err := net.Listen("tcp", bind)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: raft transport: %w", err)
@@ -59,7 +60,7 @@ func newStreamLayer(bind, advertise string) (*streamLayer, error) {
 		l.Close()
 		return nil, fmt.Errorf("cluster: raft transport on %s: not a TCP listener", bind)
 	}
-	s := &streamLayer{ln: ln}
+	s := &raftStreamLayer{ln: ln}
 	bound := ln.Addr().(*net.TCPAddr)
 	switch {
 	case advertise != "":
@@ -78,7 +79,7 @@ func newStreamLayer(bind, advertise string) (*streamLayer, error) {
 }
 
 // Dial implements raft.StreamLayer.
-func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+func (s *raftStreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	d := net.Dialer{Timeout: timeout}
 	if s.localIP != nil && sameFamilyLoopback(string(address), s.localIP) {
 		d.LocalAddr = &net.TCPAddr{IP: s.localIP}
@@ -105,7 +106,7 @@ func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 // with client certificates required and verified for every accepted
 // connection, client (a node's ClientConfig, with its certificate) for
 // every dial. Both must be set; call it before the layer is used.
-func (s *streamLayer) useTLS(server, client *tls.Config, logger *slog.Logger) {
+func (s *raftStreamLayer) useTLS(server, client *tls.Config, logger *slog.Logger) {
 	s.serverTLS = server.Clone()
 	s.serverTLS.ClientAuth = tls.RequireAndVerifyClientCert
 	s.clientTLS = client.Clone()
@@ -131,24 +132,24 @@ func sameFamilyLoopback(address string, local net.IP) bool {
 // -- that would hold up raft's accept loop behind one slow peer -- but on
 // the connection's first Read or Write, on raft's goroutine for it, within
 // handshakeTimeout.
-func (s *streamLayer) Accept() (net.Conn, error) {
+func (s *raftStreamLayer) Accept() (net.Conn, error) {
 	c, err := s.ln.Accept()
 	if err != nil || s.serverTLS == nil {
 		return c, err
 	}
-	return &serverTLSConn{Conn: tls.Server(c, s.serverTLS), timeout: s.handshakeTimeout, logger: s.logger}, nil
+	return &raftServerTLSConn{Conn: tls.Server(c, s.serverTLS), timeout: s.handshakeTimeout, logger: s.logger}, nil
 }
 
-// serverTLSConn is an accepted Raft connection whose handshake runs,
+// raftServerTLSConn is an accepted Raft connection whose handshake runs,
 // bounded, before its first Read or Write.
-type serverTLSConn struct {
+type raftServerTLSConn struct {
 	*tls.Conn
 	timeout time.Duration
 	logger  *slog.Logger
 	done    atomic.Bool
 }
 
-func (c *serverTLSConn) handshake() error {
+func (c *raftServerTLSConn) handshake() error {
 	if c.done.Load() {
 		return nil
 	}
@@ -167,14 +168,14 @@ func (c *serverTLSConn) handshake() error {
 	return nil
 }
 
-func (c *serverTLSConn) Read(b []byte) (int, error) {
+func (c *raftServerTLSConn) Read(b []byte) (int, error) {
 	if err := c.handshake(); err != nil {
 		return 0, err
 	}
 	return c.Conn.Read(b)
 }
 
-func (c *serverTLSConn) Write(b []byte) (int, error) {
+func (c *raftServerTLSConn) Write(b []byte) (int, error) {
 	if err := c.handshake(); err != nil {
 		return 0, err
 	}
@@ -182,11 +183,11 @@ func (c *serverTLSConn) Write(b []byte) (int, error) {
 }
 
 // Close implements net.Listener.
-func (s *streamLayer) Close() error { return s.ln.Close() }
+func (s *raftStreamLayer) Close() error { return s.ln.Close() }
 
 // Addr implements net.Listener: the advertised address, which raft puts in
 // its configuration and peers dial.
-func (s *streamLayer) Addr() net.Addr {
+func (s *raftStreamLayer) Addr() net.Addr {
 	if s.advertise != nil {
 		return s.advertise
 	}
@@ -195,26 +196,4 @@ func (s *streamLayer) Addr() net.Addr {
 
 // boundAddr is the address actually listened on (the port a port-0 bind
 // got).
-func (s *streamLayer) boundAddr() net.Addr { return s.ln.Addr() }
-
-// validateTLS checks Config.ServerTLS and ClientTLS: both or neither, a
-// certificate on each side (a node presents its own when it dials), and
-// the CA to verify peers against on each side.
-func (c *Config) validateTLS() error {
-	sc, cc := c.ServerTLS, c.ClientTLS
-	switch {
-	case sc == nil && cc == nil:
-		return nil
-	case sc == nil || cc == nil:
-		return errors.New("cluster: TLS: set both the server and the client TLS config, or neither")
-	case len(sc.Certificates) == 0 && sc.GetCertificate == nil:
-		return errors.New("cluster: server TLS config has no certificate (the node's --tls-cert)")
-	case sc.ClientCAs == nil:
-		return errors.New("cluster: server TLS config has no ClientCAs: Raft verifies its peers' certificates against the cluster CA (--tls-ca)")
-	case len(cc.Certificates) == 0 && cc.GetClientCertificate == nil:
-		return errors.New("cluster: client TLS config has no certificate: a node presents its own (--tls-cert) to its peers")
-	case cc.RootCAs == nil:
-		return errors.New("cluster: client TLS config has no RootCAs: a node verifies its peers against the cluster CA (--tls-ca), not the system's roots")
-	}
-	return nil
-}
+func (s *raftStreamLayer) boundAddr() net.Addr { return s.ln.Addr() }
