@@ -237,3 +237,41 @@ type Token struct {
 
 // Revoked reports whether the token was revoked.
 func (t *Token) Revoked() bool { return !t.RevokedAt.IsZero() }
+
+// The web console (package console) cannot set a header on an
+// EventSource, so a browser carries a session cookie instead
+// (sessions.go: a random id this node maps to the token, never the token
+// itself): authenticate reads it only when the request has no
+// Authorization header, and the session's secret then goes the header's
+// way. A state-changing request so authenticated must pass the CSRF defence
+// (cookieCSRF): net/http's CrossOriginProtection (Sec-Fetch-Site, else
+// Origin against Host) and the header HeaderCSRF, which a cross-site
+// page cannot send without a CORS preflight no node answers.
+const (
+	// HeaderCSRF must be on every write authenticated by a session cookie.
+	HeaderCSRF = "X-Maos-CSRF"
+)
+
+// Role is what a bearer token may do, beyond speaking for its agent.
+type Role string
+
+// Token roles. A moderator (an operator's "supervisor") reads every inbox
+// and every private message; an admin can also run cluster operations
+// (join, remove, snapshot, rules, tokens) and is what nodes use between
+// themselves.
+const (
+	RoleAgent     Role = "agent"
+	RoleModerator Role = "moderator"
+	RoleAdmin     Role = "admin"
+	// RoleNode is another node of the cluster (NodeCredential): it may
+	// make the calls nodes make to each other and act as any agent (as
+	// forwarding must), and nothing an admin route does.
+	RoleNode Role = "node"
+)
+
+// ActsAs is the one rule of who a token acts as: a node or admin token acts
+// as anyone; an agent's token as that agent and its forks ("A-fork-N",
+// ForkParent).
+func ActsAs(tokenAgent string, role Role, agent string) bool {
+	return role == RoleNode || role == RoleAdmin || (tokenAgent != "" && (tokenAgent == agent || IsForkOf(agent, tokenAgent)))
+}

@@ -3,6 +3,10 @@ package api
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"time"
 
 	"github.com/maos-project/maos/rules"
 )
@@ -118,3 +122,113 @@ func (e *ConflictError) Error() string { return e.Reason }
 
 // Unwrap lets errors.Is(err, ErrConflict) match.
 func (e *ConflictError) Unwrap() error { return ErrConflict }
+
+// Sentinel errors of the cluster layer, mapped to status codes on the wire.
+var (
+	// ErrNoLeader: no leader is known (an election is running, or there is
+	// no quorum). 503.
+	ErrNoLeader = errors.New("no leader")
+	// ErrNotLeader: a forwarded request reached a node that is no longer the
+	// leader. 503; the forwarding node retries elsewhere.
+	ErrNotLeader = errors.New("not the leader")
+	// ErrOutcomeUnknown: a write may or may not have committed (the leader
+	// was lost mid-flight and retries ran out). 503; retrying with the same
+	// id is safe.
+	ErrOutcomeUnknown = errors.New("outcome unknown")
+	// ErrTooLarge: the request body is over the node's limit. 413.
+	ErrTooLarge = errors.New("request body too large")
+	// ErrBadRequest: the request is malformed (JSON, query parameters). 400.
+	ErrBadRequest = errors.New("bad request")
+	// ErrNotReady: the node cannot serve yet (no leader, catching up). 503.
+	ErrNotReady = errors.New("not ready")
+	// ErrUnauthorized: the request has no valid bearer token (missing,
+	// malformed, unknown or revoked). 401 with WWW-Authenticate: Bearer.
+	// (A valid token not allowed to do something is ErrForbidden, 403.)
+	ErrUnauthorized = errors.New("unauthorized")
+	// ErrRateLimited: the caller is over a rate or concurrency limit
+	// (Limits). 429 with Retry-After; RetryAfter(err) reads it back.
+	ErrRateLimited = errors.New("rate limited")
+)
+
+// Error codes of the wire body {"error":{"code","message"}}.
+const (
+	CodeBadRequest   = "bad_request"
+	CodeInvalid      = "invalid"
+	CodeUnknownField = "unknown_field"
+	CodeTooLarge     = "too_large"
+	CodeNotFound     = "not_found"
+	CodeConflict     = "conflict"
+	// CodeFenced: 409, the caller acted as an agent under a lease fence
+	// that is not the current one (FenceError); errors.Is matches
+	// ErrFenced and ErrConflict.
+	CodeFenced         = "fenced"
+	CodeForbidden      = "forbidden"
+	CodeNoLeader       = "no_leader"
+	CodeNotLeader      = "not_leader"
+	CodeOutcomeUnknown = "outcome_unknown"
+	CodeNotReady       = "not_ready"
+	CodeUnauthorized   = "unauthorized"
+	CodeRateLimited    = "rate_limited"
+	CodeSecretFound    = "secret_found"
+	CodeInternal       = "internal"
+)
+
+// StatusOf is the HTTP status of an error code, and whether the code is
+// one this build knows.
+func StatusOf(code string) (int, bool) {
+	c, ok := codes[code]
+	return c.status, ok
+}
+
+// Codes lists every error code, sorted.
+func Codes() []string { return slices.Sorted(maps.Keys(codes)) }
+
+// codes maps each code to its status and the sentinel it matches.
+var codes = map[string]struct {
+	status   int
+	sentinel error
+}{
+	CodeBadRequest:     {http.StatusBadRequest, ErrBadRequest},
+	CodeUnknownField:   {http.StatusBadRequest, ErrBadRequest},
+	CodeInvalid:        {http.StatusBadRequest, ErrInvalid},
+	CodeTooLarge:       {http.StatusRequestEntityTooLarge, ErrTooLarge},
+	CodeNotFound:       {http.StatusNotFound, ErrNotFound},
+	CodeConflict:       {http.StatusConflict, ErrConflict},
+	CodeFenced:         {http.StatusConflict, &FenceError{Reason: "fenced"}},
+	CodeForbidden:      {http.StatusForbidden, ErrForbidden},
+	CodeNoLeader:       {http.StatusServiceUnavailable, ErrNoLeader},
+	CodeNotLeader:      {http.StatusServiceUnavailable, ErrNotLeader},
+	CodeOutcomeUnknown: {http.StatusServiceUnavailable, ErrOutcomeUnknown},
+	CodeNotReady:       {http.StatusServiceUnavailable, ErrNotReady},
+	CodeUnauthorized:   {http.StatusUnauthorized, ErrUnauthorized},
+	CodeRateLimited:    {http.StatusTooManyRequests, ErrRateLimited},
+	CodeSecretFound:    {http.StatusUnprocessableEntity, ErrSecretFound},
+	CodeInternal:       {http.StatusInternalServerError, nil},
+}
+
+// APIError is an error body received from (or sent by) a node.
+type APIError struct {
+	Status  int    `json:"-"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// RetryAfter is the answer's Retry-After (a 429's, whole seconds); 0
+	// when it had none.
+	RetryAfter time.Duration `json:"-"`
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("%s (%d %s)", e.Message, e.Status, e.Code)
+}
+
+// Unwrap returns the sentinel the code stands for, so errors.Is works
+// across the wire: errors.Is(err, ErrConflict).
+func (e *APIError) Unwrap() error { return codes[e.Code].sentinel }
+
+// ErrorBody is the JSON envelope of every error response.
+type ErrorBody struct {
+	Error *APIError `json:"error"`
+}
+
+// ErrSecretFound: the request holds a secret and secret_guard is refuse.
+// 422; the message names each field and rule, never the secret.
+var ErrSecretFound = errors.New("secret found")

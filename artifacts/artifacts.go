@@ -58,7 +58,7 @@ func Upload(ctx context.Context, c *transport.Client, path, name, from string) (
 	if err := api.ValidArtifactName("name", name); err != nil {
 		return api.Artifact{}, fmt.Errorf("artifacts: upload %s: %w", path, err)
 	}
-	a, err := c.PutArtifact(ctx, f, st.Size(), transport.ArtifactUpload{Name: name, From: from, ContentType: ContentType(name)})
+	a, err := c.PutArtifact(ctx, f, st.Size(), api.ArtifactUpload{Name: name, From: from, ContentType: ContentType(name)})
 	if err != nil {
 		return a, fmt.Errorf("artifacts: upload %s: %w", path, err)
 	}
@@ -87,7 +87,7 @@ func Fetch(ctx context.Context, c *transport.Client, id, name, dir string) (stri
 		return "", 0, fmt.Errorf("artifacts: fetch: %w", api.ArtifactIDError("id", id))
 	}
 	if name == "" {
-		rec, err := c.ArtifactInfo(ctx, id, transport.Local)
+		rec, err := c.ArtifactInfo(ctx, id, api.Local)
 		if err != nil {
 			return "", 0, fmt.Errorf("artifacts: fetch %s: %w", id, err)
 		}

@@ -113,7 +113,7 @@ func ensureSink(ctx context.Context, c *transport.Client, to []string) error {
 	if len(to) != 1 || to[0] != DefaultTo {
 		return nil
 	}
-	if _, err := c.Agent(ctx, DefaultTo, transport.Local); !errors.Is(err, api.ErrNotFound) {
+	if _, err := c.Agent(ctx, DefaultTo, api.Local); !errors.Is(err, api.ErrNotFound) {
 		return nil
 	}
 	if _, err := c.RegisterAgent(ctx, api.RegisterAgentCommand{ID: DefaultTo, Role: api.DefaultRole, Description: "maosctl bench's sink"}); err != nil {
@@ -349,13 +349,13 @@ type deliveryStream struct {
 func openDeliveryStream(ctx context.Context, c *transport.Client, channel string) *deliveryStream {
 	ds := &deliveryStream{addr: c.Addr(), waiting: map[string]chan time.Time{}, ready: make(chan struct{}), err: make(chan error, 1)}
 	go func() {
-		ds.err <- c.Stream(ctx, transport.StreamQuery{Channel: channel}, ds.event)
+		ds.err <- c.Stream(ctx, api.StreamQuery{Channel: channel}, ds.event)
 	}()
 	return ds
 }
 
 // event passes a message's arrival time to its waiter.
-func (ds *deliveryStream) event(ev transport.StreamEvent) error {
+func (ds *deliveryStream) event(ev api.StreamEvent) error {
 	now := time.Now()
 	if ev.Ready {
 		ds.once.Do(func() { close(ds.ready) })
@@ -522,7 +522,7 @@ func RunFanout(ctx context.Context, o FanoutOptions) (FanoutReport, error) {
 	base := make([]uint64, len(ids))
 	if err := fanoutEach(ids, func(i int, id string) error {
 		return call(func(c context.Context) error {
-			ic, err := o.Poll.InboxCounts(c, id, transport.Strong)
+			ic, err := o.Poll.InboxCounts(c, id, api.Strong)
 			if err != nil {
 				return fmt.Errorf("inbox counts of %s: %w", id, err)
 			}
@@ -535,7 +535,7 @@ func RunFanout(ctx context.Context, o FanoutOptions) (FanoutReport, error) {
 	m := &api.Message{ID: "bench-" + RunID() + "-fanout", Channel: so.Channel, From: so.From, To: []string{o.To},
 		Content: api.Content{Text: Payload(so.Size)}}
 	start := time.Now()
-	var res *transport.SendResponse
+	var res *api.SendResponse
 	if err := call(func(c context.Context) (err error) { res, err = o.Send.Send(c, m); return err }); err != nil {
 		return FanoutReport{}, fmt.Errorf("bench: fanout: send to %s: %w", o.To, err)
 	}
@@ -611,7 +611,7 @@ func pollFanout(ctx context.Context, c *transport.Client, ids []string, base []u
 		}
 		if err := fanoutEach(pids, func(k int, id string) error {
 			return call(func(cc context.Context) error {
-				ic, err := c.InboxCounts(cc, id, transport.Local)
+				ic, err := c.InboxCounts(cc, id, api.Local)
 				if err != nil {
 					return fmt.Errorf("inbox counts of %s: %w", id, err)
 				}

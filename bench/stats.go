@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api"
 )
 
 // DefaultMaxSamples bounds the latency samples a Recorder keeps (8 bytes
@@ -167,7 +167,7 @@ func (r *Recorder) Summary() Latency {
 // error code ("no_leader", "conflict", ...), "timeout", "connection_refused",
 // "network" or "other".
 func ErrorKind(err error) string {
-	var apiErr *transport.APIError
+	var apiErr *api.APIError
 	var ne net.Error
 	switch {
 	case errors.As(err, &apiErr):

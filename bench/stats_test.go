@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -80,8 +81,8 @@ func TestErrorKind(t *testing.T) {
 		err  error
 		want string
 	}{
-		{&transport.APIError{Status: 503, Code: transport.CodeNoLeader}, transport.CodeNoLeader},
-		{fmt.Errorf("wrapped: %w", &transport.APIError{Status: 502}), "http_502"},
+		{&api.APIError{Status: 503, Code: api.CodeNoLeader}, api.CodeNoLeader},
+		{fmt.Errorf("wrapped: %w", &api.APIError{Status: 502}), "http_502"},
 		{context.DeadlineExceeded, "timeout"},
 		{&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, "connection_refused"},
 		{&net.OpError{Op: "read", Err: errors.New("reset")}, "network"},

@@ -121,14 +121,14 @@ func Import(ctx context.Context, c *transport.Client, root string, opt dialect.O
 		}
 	}
 	for _, t := range todo {
-		_, err := c.Message(ctx, t.m.ID, transport.Strong)
+		_, err := c.Message(ctx, t.m.ID, api.Strong)
 		already := err == nil
 		if err != nil && !errors.Is(err, api.ErrNotFound) {
 			return rep, fmt.Errorf("import %s: look up %s: %w", t.f.Rel, t.m.ID, err)
 		}
 		res, err := sendPaced(ctx, c, t.m)
 		if err != nil {
-			var apiErr *transport.APIError
+			var apiErr *api.APIError
 			if errors.As(err, &apiErr) && apiErr.Status >= 400 && apiErr.Status < 500 &&
 				apiErr.Status != http.StatusUnauthorized && apiErr.Status != http.StatusTooManyRequests {
 				reason := apiErr.Message
@@ -160,13 +160,13 @@ const (
 // sends it again (the same id: a send that did commit is answered as
 // such), within rateRetries and maxRateWait. Any other error, or a 429
 // past those bounds, is returned.
-func sendPaced(ctx context.Context, c *transport.Client, m *api.Message) (*transport.SendResponse, error) {
+func sendPaced(ctx context.Context, c *transport.Client, m *api.Message) (*api.SendResponse, error) {
 	for try := 0; ; try++ {
 		res, err := c.Send(ctx, m)
-		if !errors.Is(err, transport.ErrRateLimited) {
+		if !errors.Is(err, api.ErrRateLimited) {
 			return res, err
 		}
-		wait := max(transport.RetryAfter(err), minRateWait)
+		wait := max(api.RetryAfter(err), minRateWait)
 		switch {
 		case wait > maxRateWait:
 			return nil, fmt.Errorf("the node asks to wait %s before the next send (over %s: lower the import's pace or raise --send-rate): %w", wait, maxRateWait, err)

@@ -126,7 +126,7 @@ func TestImportWaitsOutTheSendRate(t *testing.T) {
 func TestImportRateWaitIsBounded(t *testing.T) {
 	n := newNode(t, transport.ServerOptions{Limits: transport.Limits{SendRate: 0.01, SendBurst: 1}}, nil)
 	rep, err := Import(context.Background(), n.client(""), channelDir(t, "codex", 3), dialect.Options{})
-	if !errors.Is(err, transport.ErrRateLimited) || !strings.Contains(err.Error(), "asks to wait") {
+	if !errors.Is(err, api.ErrRateLimited) || !strings.Contains(err.Error(), "asks to wait") {
 		t.Fatalf("import against a slow rate: %v, want a rate-limit error saying the wait asked", err)
 	}
 	// One imported: had it waited out the node's 100 s, the second file
@@ -138,7 +138,7 @@ func TestImportRateWaitIsBounded(t *testing.T) {
 	tries := 0
 	n = newNode(t, transport.ServerOptions{}, refuseSends(&tries, 0, http.StatusTooManyRequests, "rate_limited", "over the send rate"))
 	rep, err = Import(context.Background(), n.client(""), channelDir(t, "codex", 3), dialect.Options{})
-	if !errors.Is(err, transport.ErrRateLimited) || !strings.Contains(err.Error(), "after 11 tries") {
+	if !errors.Is(err, api.ErrRateLimited) || !strings.Contains(err.Error(), "after 11 tries") {
 		t.Fatalf("import against a node always at its rate: %v", err)
 	}
 	if tries != rateRetries+1 || len(rep.Skipped) != 0 || len(rep.Imported) != 0 {
@@ -151,14 +151,14 @@ func TestImportRateWaitIsBounded(t *testing.T) {
 func TestImportStopsOnUnauthorized(t *testing.T) {
 	n := newNode(t, transport.ServerOptions{Auth: &transport.AuthConfig{AdminToken: adminSecret}}, nil)
 	rep, err := Import(context.Background(), n.client("maos_not-a-token"), channelDir(t, "codex", 3), dialect.Options{})
-	if !errors.Is(err, transport.ErrUnauthorized) || rep == nil || len(rep.Skipped) != 0 || len(rep.Imported) != 0 {
+	if !errors.Is(err, api.ErrUnauthorized) || rep == nil || len(rep.Skipped) != 0 || len(rep.Imported) != 0 {
 		t.Fatalf("import with a bad token: %v, report %+v; want a 401 error and nothing skipped", err, rep)
 	}
 
 	sends := 0
 	n = newNode(t, transport.ServerOptions{}, refuseSends(&sends, 1, http.StatusUnauthorized, "unauthorized", "the bearer token was revoked"))
 	rep, err = Import(context.Background(), n.client(""), channelDir(t, "codex", 3), dialect.Options{})
-	if !errors.Is(err, transport.ErrUnauthorized) || len(rep.Skipped) != 0 || len(rep.Imported) != 1 || sends != 2 {
+	if !errors.Is(err, api.ErrUnauthorized) || len(rep.Skipped) != 0 || len(rep.Imported) != 1 || sends != 2 {
 		t.Fatalf("token revoked midway: %v, report %+v, %d sends; want the error after 2 sends, 1 imported, none skipped", err, rep, sends)
 	}
 }

@@ -225,7 +225,7 @@ func (mr *Mirror) Once(ctx context.Context) (uint64, error) {
 		return 0, err
 	}
 	for {
-		page, err := mr.Client.ChannelPage(ctx, mr.Channel, after, pageSize, transport.Strong)
+		page, err := mr.Client.ChannelPage(ctx, mr.Channel, after, pageSize, api.Strong)
 		if err != nil {
 			return after, fmt.Errorf("mirror %s: %w", mr.Channel, err)
 		}
@@ -253,7 +253,7 @@ func (mr *Mirror) Follow(ctx context.Context) error {
 		return err
 	}
 	for attempt := 0; ; attempt++ {
-		err := mr.Client.Stream(ctx, transport.StreamQuery{Channel: mr.Channel, After: after}, func(ev transport.StreamEvent) error {
+		err := mr.Client.Stream(ctx, api.StreamQuery{Channel: mr.Channel, After: after}, func(ev api.StreamEvent) error {
 			if ev.Message == nil {
 				return nil
 			}
@@ -268,7 +268,7 @@ func (mr *Mirror) Follow(ctx context.Context) error {
 			return nil
 		}
 		var we *writeError
-		var apiErr *transport.APIError
+		var apiErr *api.APIError
 		if errors.As(err, &we) {
 			return we.err
 		}

@@ -37,7 +37,7 @@ func (n *Node) Apply(ctx context.Context, op api.Op, body any) (json.RawMessage,
 // only, never forwarded again.
 func (n *Node) ApplyEntry(ctx context.Context, entry []byte) (json.RawMessage, error) {
 	if n.raft.State() != raft.Leader {
-		return nil, fmt.Errorf("%w: node %s (leader is %q)", transport.ErrNotLeader, n.cfg.NodeID, n.leaderID())
+		return nil, fmt.Errorf("%w: node %s (leader is %q)", api.ErrNotLeader, n.cfg.NodeID, n.leaderID())
 	}
 	return n.applyJSON(entry)
 }
@@ -48,7 +48,7 @@ func (n *Node) ApplyEntry(ctx context.Context, entry []byte) (json.RawMessage, e
 // gets its own index and result (see transport.Proposer).
 func (n *Node) ApplyEntries(ctx context.Context, entries [][]byte) ([]transport.EntryOutcome, error) {
 	if n.raft.State() != raft.Leader {
-		return nil, fmt.Errorf("%w: node %s (leader is %q)", transport.ErrNotLeader, n.cfg.NodeID, n.leaderID())
+		return nil, fmt.Errorf("%w: node %s (leader is %q)", api.ErrNotLeader, n.cfg.NodeID, n.leaderID())
 	}
 	start := time.Now()
 	futures := make([]raft.ApplyFuture, len(entries))
@@ -90,8 +90,8 @@ func resultJSON(res any) (json.RawMessage, error) {
 // call (Strong); Local returns at once. On a follower it asks the leader for
 // a read index (confirmed with a quorum) and waits until its own state has
 // applied it, so strong reads are served by whichever node was asked.
-func (n *Node) Linearize(ctx context.Context, c transport.Consistency) error {
-	if c != transport.Strong {
+func (n *Node) Linearize(ctx context.Context, c api.Consistency) error {
+	if c != api.Strong {
 		return nil
 	}
 	n.metrics.StrongRead()
@@ -107,7 +107,7 @@ func (n *Node) Linearize(ctx context.Context, c transport.Consistency) error {
 // ReadIndex serves a follower's Linearize: leader only.
 func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 	if n.raft.State() != raft.Leader {
-		return 0, fmt.Errorf("%w: node %s (leader is %q)", transport.ErrNotLeader, n.cfg.NodeID, n.leaderID())
+		return 0, fmt.Errorf("%w: node %s (leader is %q)", api.ErrNotLeader, n.cfg.NodeID, n.leaderID())
 	}
 	return n.readIndex(ctx)
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster/clustertest"
-	"github.com/maos-project/maos/transport"
 )
 
 // BenchmarkArtifact measures artifacts on an in-process 3-node cluster
@@ -40,7 +39,7 @@ func BenchmarkArtifact(b *testing.B) {
 					data[k] = byte((i + 1) >> (8 * k))
 				}
 				data[8] = byte(time.Now().UnixNano())
-				a, err := put.PutArtifact(ctx, bytes.NewReader(data), int64(size), transport.ArtifactUpload{Name: "bench.bin", From: "bench"})
+				a, err := put.PutArtifact(ctx, bytes.NewReader(data), int64(size), api.ArtifactUpload{Name: "bench.bin", From: "bench"})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -90,7 +89,7 @@ func benchSendDuringPuts(b *testing.B, load bool) {
 				default:
 				}
 				data[0], data[1], data[2] = byte(i), byte(i>>8), byte(time.Now().UnixNano())
-				if _, err := follower.PutArtifact(ctx, bytes.NewReader(data), int64(len(data)), transport.ArtifactUpload{Name: "big.bin", From: "bench"}); err != nil {
+				if _, err := follower.PutArtifact(ctx, bytes.NewReader(data), int64(len(data)), api.ArtifactUpload{Name: "big.bin", From: "bench"}); err != nil {
 					return
 				}
 			}

@@ -9,7 +9,6 @@ import (
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster"
 	"github.com/maos-project/maos/cluster/clustertest"
-	"github.com/maos-project/maos/transport"
 )
 
 // The leader deletes, on every node, an artifact no stored message
@@ -25,7 +24,7 @@ func TestLeaderDeletesUnreferencedArtifacts(t *testing.T) {
 	}
 	put := func(b string) api.Artifact {
 		t.Helper()
-		a, err := cl.PutArtifact(ctx, bytes.NewReader([]byte(b)), int64(len(b)), transport.ArtifactUpload{Name: "f.txt", From: "alice"})
+		a, err := cl.PutArtifact(ctx, bytes.NewReader([]byte(b)), int64(len(b)), api.ArtifactUpload{Name: "f.txt", From: "alice"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -43,7 +43,7 @@ func newAuthCluster(t testing.TB, n int) *clustertest.Cluster {
 // carries it, once every node has applied the token.
 func agentClients(t *testing.T, c *clustertest.Cluster, agent string) (string, []*transport.Client) {
 	t.Helper()
-	tok, err := c.Leader().Client.CreateToken(clustertest.Context(t), agent, string(transport.RoleAgent))
+	tok, err := c.Leader().Client.CreateToken(clustertest.Context(t), agent, string(api.RoleAgent))
 	if err != nil {
 		t.Fatalf("create token for %s: %v", agent, err)
 	}
@@ -65,7 +65,7 @@ func agentClients(t *testing.T, c *clustertest.Cluster, agent string) (string, [
 // local read any valid token may make succeeds; 401 means not.
 func tokenAccepted(t *testing.T, cl *transport.Client) bool {
 	t.Helper()
-	_, err := cl.Channels(clustertest.Context(t), transport.Local)
+	_, err := cl.Channels(clustertest.Context(t), api.Local)
 	if err != nil && apiStatus(err) != http.StatusUnauthorized {
 		t.Fatalf("read channels on %s: %v", cl.Addr(), err)
 	}
@@ -73,7 +73,7 @@ func tokenAccepted(t *testing.T, cl *transport.Client) bool {
 }
 
 func apiStatus(err error) int {
-	var apiErr *transport.APIError
+	var apiErr *api.APIError
 	if errors.As(err, &apiErr) {
 		return apiErr.Status
 	}
@@ -101,12 +101,12 @@ func TestAuthFollowerForwardsAuthenticatedSend(t *testing.T) {
 	if res.ID != m.ID || res.Seq == 0 {
 		t.Fatalf("send = %+v; want id %s with a seq", res, m.ID)
 	}
-	got, err := c.Leader().Client.Message(clustertest.Context(t), m.ID, transport.Strong)
+	got, err := c.Leader().Client.Message(clustertest.Context(t), m.ID, api.Strong)
 	if err != nil || got.From != "codex" {
 		t.Fatalf("strong read of %s on the leader = %+v, %v; want it committed from codex", m.ID, got, err)
 	}
 	for _, n := range c.Nodes {
-		_, err := transport.NewClient(n.Addr, nil).Channels(clustertest.Context(t), transport.Local)
+		_, err := transport.NewClient(n.Addr, nil).Channels(clustertest.Context(t), api.Local)
 		if apiStatus(err) != http.StatusUnauthorized {
 			t.Errorf("node %s without a token: err = %v; want 401", n.ID(), err)
 		}
@@ -128,7 +128,7 @@ func TestAuthImpersonationRefusedOnEveryNode(t *testing.T) {
 		if apiStatus(err) != http.StatusForbidden {
 			t.Errorf("codex sending as claude through %s: err = %v; want 403", n.ID(), err)
 		}
-		if _, err := l.Client.Message(clustertest.Context(t), m.ID, transport.Strong); !errors.Is(err, api.ErrNotFound) {
+		if _, err := l.Client.Message(clustertest.Context(t), m.ID, api.Strong); !errors.Is(err, api.ErrNotFound) {
 			t.Errorf("refused message %s through %s: strong read err = %v; want not found", m.ID, n.ID(), err)
 		}
 	}
@@ -172,11 +172,11 @@ func TestAuthAgentTokenCannotCallAdminEndpoints(t *testing.T) {
 		if _, err := cl.Snapshot(clustertest.Context(t)); apiStatus(err) != http.StatusForbidden {
 			t.Errorf("snapshot on %s with an agent token: err = %v; want 403", id, err)
 		}
-		err := cl.Join(clustertest.Context(t), transport.JoinRequest{NodeID: "intruder", RaftAddr: "127.0.0.1:1", APIAddr: "127.0.0.1:2"})
+		err := cl.Join(clustertest.Context(t), api.JoinRequest{NodeID: "intruder", RaftAddr: "127.0.0.1:1", APIAddr: "127.0.0.1:2"})
 		if apiStatus(err) != http.StatusForbidden {
 			t.Errorf("join on %s with an agent token: err = %v; want 403", id, err)
 		}
-		if _, err := cl.CreateToken(clustertest.Context(t), "codex", string(transport.RoleAdmin)); apiStatus(err) != http.StatusForbidden {
+		if _, err := cl.CreateToken(clustertest.Context(t), "codex", string(api.RoleAdmin)); apiStatus(err) != http.StatusForbidden {
 			t.Errorf("token create on %s with an agent token: err = %v; want 403", id, err)
 		}
 	}
@@ -232,7 +232,7 @@ func TestAuthTokenChangesHoldAtOnceOnTheNodeThatServedThem(t *testing.T) {
 	c := newAuthCluster(t, 3)
 	f := c.Follower()
 	for i := range 5 {
-		tok, err := f.Client.CreateToken(clustertest.Context(t), fmt.Sprintf("agent%d", i), string(transport.RoleAgent))
+		tok, err := f.Client.CreateToken(clustertest.Context(t), fmt.Sprintf("agent%d", i), string(api.RoleAgent))
 		if err != nil {
 			t.Fatal(err)
 		}

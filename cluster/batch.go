@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -104,7 +105,7 @@ var errNotSent = errors.New("cluster: forwarded entry not sent: its caller stopp
 // do forwards entry to the leader at addr through c, in a batch with the
 // other entries queued for addr meanwhile, and returns its own result: the
 // state machine's answer, its error, or the batch's. When ctx ends first
-// it returns an error wrapping transport.ErrOutcomeUnknown if the entry
+// it returns an error wrapping api.ErrOutcomeUnknown if the entry
 // was sent (it may still commit), errNotSent wrapped the same way if not;
 // leaderDo retries either with the same entry, which is safe.
 func (b *batcher) do(ctx context.Context, addr string, c entriesClient, entry []byte) (json.RawMessage, error) {
@@ -132,7 +133,7 @@ func (b *batcher) do(ctx context.Context, addr string, c entriesClient, entry []
 		if p == w {
 			q.pending = append(q.pending[:i], q.pending[i+1:]...)
 			b.mu.Unlock()
-			return nil, fmt.Errorf("%w: %w (%w)", transport.ErrOutcomeUnknown, errNotSent, ctx.Err())
+			return nil, fmt.Errorf("%w: %w (%w)", api.ErrOutcomeUnknown, errNotSent, ctx.Err())
 		}
 	}
 	gone := w.gone
@@ -145,7 +146,7 @@ func (b *batcher) do(ctx context.Context, addr string, c entriesClient, entry []
 		return w.res, w.err
 	default:
 	}
-	return nil, fmt.Errorf("%w: forwarded entry sent, no answer before %w", transport.ErrOutcomeUnknown, ctx.Err())
+	return nil, fmt.Errorf("%w: forwarded entry sent, no answer before %w", api.ErrOutcomeUnknown, ctx.Err())
 }
 
 // run sends q's batches, one after the other, until q is empty; up to
@@ -261,6 +262,6 @@ func entries(batch []*batchWaiter) [][]byte {
 // isMissingRoute reports whether err is a leader's answer that it has no
 // batch route: 404 or 405 from a node of an older version.
 func isMissingRoute(err error) bool {
-	var apiErr *transport.APIError
+	var apiErr *api.APIError
 	return errors.As(err, &apiErr) && (apiErr.Status == http.StatusNotFound || apiErr.Status == http.StatusMethodNotAllowed)
 }

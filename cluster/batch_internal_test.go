@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -190,7 +191,7 @@ func TestBatcherSplitsAtItsBounds(t *testing.T) {
 // One entry's error fails that entry only; the others of its batch get
 // their results.
 func TestBatcherEntryErrorFailsOnlyItsEntry(t *testing.T) {
-	refused := &transport.APIError{Status: http.StatusConflict, Code: transport.CodeConflict, Message: "id m2 is stored with other content"}
+	refused := &api.APIError{Status: http.StatusConflict, Code: api.CodeConflict, Message: "id m2 is stored with other content"}
 	f := &fakeLeader{gate: make(chan struct{}), answer: func(e string) transport.EntryOutcome {
 		if e == "bad" {
 			return transport.EntryOutcome{Err: refused}
@@ -216,14 +217,14 @@ func TestBatcherEntryErrorFailsOnlyItsEntry(t *testing.T) {
 // A failure of the whole request (here the node no longer leads) reaches
 // every entry of the batch, each of whose callers retries on its own.
 func TestBatcherRequestErrorReachesEveryEntry(t *testing.T) {
-	f := &fakeLeader{batchErr: &transport.APIError{Status: http.StatusServiceUnavailable, Code: transport.CodeNotLeader, Message: "node n1 (leader is \"n2\")"}}
+	f := &fakeLeader{batchErr: &api.APIError{Status: http.StatusServiceUnavailable, Code: api.CodeNotLeader, Message: "node n1 (leader is \"n2\")"}}
 	f.gate = make(chan struct{})
 	b := newBatcher(10*time.Second, nil)
 	out := queueBehindGate(t, b, f, []string{"a", "b", "c"})
 	close(f.gate)
 	for range 4 {
 		r := <-out
-		if !errors.Is(r.err, transport.ErrNotLeader) || isFinal(r.err) {
+		if !errors.Is(r.err, api.ErrNotLeader) || isFinal(r.err) {
 			t.Errorf("entry %s: error %v; want not_leader, which leaderDo retries", r.entry, r.err)
 		}
 	}
@@ -248,7 +249,7 @@ func TestBatcherCallerThatStopsWaiting(t *testing.T) {
 
 	qcancel()
 	err := <-queued
-	if !errors.Is(err, errNotSent) || !errors.Is(err, transport.ErrOutcomeUnknown) || isFinal(err) {
+	if !errors.Is(err, errNotSent) || !errors.Is(err, api.ErrOutcomeUnknown) || isFinal(err) {
 		t.Errorf("queued caller gone: %v; want not sent, outcome unknown, not final", err)
 	}
 	if n := b.pendingLen("leader"); n != 0 {
@@ -257,7 +258,7 @@ func TestBatcherCallerThatStopsWaiting(t *testing.T) {
 
 	cancel()
 	err = <-first
-	if !errors.Is(err, transport.ErrOutcomeUnknown) || errors.Is(err, errNotSent) || isFinal(err) {
+	if !errors.Is(err, api.ErrOutcomeUnknown) || errors.Is(err, errNotSent) || isFinal(err) {
 		t.Errorf("in-flight caller gone: %v; want outcome unknown (sent), not final", err)
 	}
 	f.mu.Lock()
@@ -300,7 +301,7 @@ func TestBatcherStopsWithTheNode(t *testing.T) {
 // entry by entry through /v1/internal/entry, and so do the next ones until
 // legacyRecheck has passed, when the batch route is tried again.
 func TestBatcherFallsBackToSingleEntriesOnAnOlderLeader(t *testing.T) {
-	f := &fakeLeader{batchErr: &transport.APIError{Status: http.StatusNotFound, Code: transport.CodeNotFound, Message: "no route"}}
+	f := &fakeLeader{batchErr: &api.APIError{Status: http.StatusNotFound, Code: api.CodeNotFound, Message: "no route"}}
 	b := newBatcher(10*time.Second, nil)
 	now := time.Unix(1e9, 0)
 	b.now = func() time.Time { return now }

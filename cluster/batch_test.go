@@ -13,7 +13,6 @@ import (
 	"github.com/maos-project/maos/cluster"
 	"github.com/maos-project/maos/cluster/clustertest"
 	"github.com/maos-project/maos/fsm"
-	"github.com/maos-project/maos/transport"
 )
 
 // Many concurrent writes through the followers (forwarded in batches),
@@ -68,7 +67,7 @@ func TestConcurrentForwardedSendsAreStoredOnce(t *testing.T) {
 		}
 		seen[s[0]] = i
 	}
-	page, err := c.Leader().Client.ChannelPage(ctx, "batch", 0, 1000, transport.Strong)
+	page, err := c.Leader().Client.ChannelPage(ctx, "batch", 0, 1000, api.Strong)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,13 +119,13 @@ func TestBatchOnALeaderLosingQuorum(t *testing.T) {
 	switch {
 	case err != nil:
 		// The leader stepped down before the batch came: refused whole.
-		if !errors.Is(err, transport.ErrNotLeader) {
+		if !errors.Is(err, api.ErrNotLeader) {
 			t.Fatalf("whole batch: %v; want not_leader", err)
 		}
 	default:
 		t.Logf("entries' errors: %v", outs[0].Err)
 		for i, o := range outs {
-			var apiErr *transport.APIError
+			var apiErr *api.APIError
 			if !errors.As(o.Err, &apiErr) || apiErr.Status < 500 {
 				t.Errorf("entry %d: result %s, error %v; want a 5xx error (outcome unknown, retried)", i, o.Result, o.Err)
 			}
@@ -153,7 +152,7 @@ func TestBatchOnALeaderLosingQuorum(t *testing.T) {
 			t.Errorf("retried entry %d: %v", i, o.Err)
 		}
 	}
-	page, err := leader.Client.ChannelPage(ctx, "lost", 0, 100, transport.Strong)
+	page, err := leader.Client.ChannelPage(ctx, "lost", 0, 100, api.Strong)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -124,12 +124,12 @@ func (n *Node) bgContext(d time.Duration) (context.Context, context.CancelFunc) 
 // pushed to every other voter; it returns once a majority of the voters
 // hold them, leaving the other pushes to finish in the background (bounded
 // by blobPushTimeout). Too few copies before ctx ends or
-// blobQuorumTimeout: an error wrapping transport.ErrNotReady (503).
+// blobQuorumTimeout: an error wrapping api.ErrNotReady (503).
 func (n *Node) StoreBlob(ctx context.Context, body io.Reader, max int64) (string, int64, error) {
 	id, size, err := n.blobs.Put(body, max)
 	if err != nil {
 		if errors.Is(err, blobstore.ErrTooLarge) {
-			return "", 0, fmt.Errorf("%w: %w", transport.ErrTooLarge, err)
+			return "", 0, fmt.Errorf("%w: %w", api.ErrTooLarge, err)
 		}
 		return "", 0, fmt.Errorf("cluster: store artifact: %w", err)
 	}
@@ -149,7 +149,7 @@ type pushResult struct {
 func (n *Node) replicateBlob(ctx context.Context, id string, size int64) error {
 	peers, voters, selfVoter, err := n.blobPeers()
 	if err != nil {
-		return fmt.Errorf("%w: artifact %s: %w", transport.ErrNotReady, id, err)
+		return fmt.Errorf("%w: artifact %s: %w", api.ErrNotReady, id, err)
 	}
 	need := voters/2 + 1
 	acks := 0
@@ -199,7 +199,7 @@ func (n *Node) replicateBlob(ctx context.Context, id string, size int64) error {
 	if acks < need {
 		cancel()
 		return fmt.Errorf("%w: artifact %s is on %d of %d voters, a majority needs %d (%s); nothing was recorded, retry once more nodes are up",
-			transport.ErrNotReady, id, acks, voters, need, strings.Join(failures, "; "))
+			api.ErrNotReady, id, acks, voters, need, strings.Join(failures, "; "))
 	}
 	// The rest finish in the background; the repair loop covers a failure.
 	go func() {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster/clustertest"
-	"github.com/maos-project/maos/transport"
 )
 
 // Artifacts' bytes on a real 3-node cluster: stored on a majority before
@@ -191,7 +190,7 @@ func TestBlobNeedsMajority(t *testing.T) {
 	}
 	down[1].Stop()
 	_, _, err := l.StoreBlob(clustertest.Context(t), strings.NewReader("one of three"), 0)
-	if !errors.Is(err, transport.ErrNotReady) || !strings.Contains(err.Error(), "majority") {
+	if !errors.Is(err, api.ErrNotReady) || !strings.Contains(err.Error(), "majority") {
 		t.Fatalf("with 1 of 3 voters up: %v, want ErrNotReady naming the majority", err)
 	}
 }
@@ -254,19 +253,19 @@ func TestArtifactPutThroughFollowerGetEverywhere(t *testing.T) {
 	f := c.Follower()
 	ctx := clustertest.Context(t)
 	data := blobData(5<<20, 5)
-	a, err := f.Client.PutArtifact(ctx, bytes.NewReader(data), int64(len(data)), transport.ArtifactUpload{Name: "big.bin", From: "alice"})
+	a, err := f.Client.PutArtifact(ctx, bytes.NewReader(data), int64(len(data)), api.ArtifactUpload{Name: "big.bin", From: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a.ID != blobID(data) {
 		t.Fatalf("PutArtifact = %+v", a)
 	}
-	again, err := f.Client.PutArtifact(ctx, bytes.NewReader(data), int64(len(data)), transport.ArtifactUpload{Name: "big.bin", From: "alice"})
+	again, err := f.Client.PutArtifact(ctx, bytes.NewReader(data), int64(len(data)), api.ArtifactUpload{Name: "big.bin", From: "alice"})
 	if err != nil || !again.Existed {
 		t.Fatalf("re-put = %+v, %v; want existed", again, err)
 	}
 	for _, n := range c.Nodes {
-		if _, err := n.Client.ArtifactInfo(ctx, a.ID, transport.Strong); err != nil {
+		if _, err := n.Client.ArtifactInfo(ctx, a.ID, api.Strong); err != nil {
 			t.Fatal(err)
 		}
 		var got bytes.Buffer
@@ -338,7 +337,7 @@ func TestBlobGCRemovesOldOrphans(t *testing.T) {
 	passes := n.BlobPasses()
 	passes.Repair()
 	deleteArtifact(t, n, gone)
-	if _, err := n.Client.ArtifactInfo(ctx, gone, transport.Local); !errors.Is(err, api.ErrNotFound) {
+	if _, err := n.Client.ArtifactInfo(ctx, gone, api.Local); !errors.Is(err, api.ErrNotFound) {
 		t.Fatalf("record after delete: %v, want not found", err)
 	}
 	n.CollectBlobs()

@@ -14,9 +14,9 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster"
 	"github.com/maos-project/maos/cluster/clustertest"
-	"github.com/maos-project/maos/transport"
 )
 
 // boots is the boot id each test node reads (Config.BootID): a test
@@ -274,7 +274,7 @@ func TestRolledBackStateFileIsRebuilt(t *testing.T) {
 	waitIdentical(t, c)
 	hasAll(t, f, "rollback", ids)
 	// The strong read through the rebuilt node answers them too.
-	p, err := f.Client.ChannelPage(clustertest.Context(t), "rollback", 0, 1000, transport.Strong)
+	p, err := f.Client.ChannelPage(clustertest.Context(t), "rollback", 0, 1000, api.Strong)
 	if err != nil || len(p.Messages) != len(ids) {
 		t.Fatalf("strong read through %s: %d messages (%v), want %d", f.ID(), len(p.Messages), err, len(ids))
 	}

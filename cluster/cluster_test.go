@@ -18,7 +18,6 @@ import (
 	"github.com/maos-project/maos/cluster"
 	"github.com/maos-project/maos/cluster/clustertest"
 	"github.com/maos-project/maos/fsm"
-	"github.com/maos-project/maos/transport"
 )
 
 // Sends through a follower commit once and read back identically, in the
@@ -37,7 +36,7 @@ func TestSendThroughFollowerReadsSameLogEverywhere(t *testing.T) {
 	}
 	var want []string
 	for _, n := range c.Nodes {
-		page, err := n.Client.ChannelPage(ctx, "paper", 0, 1000, transport.Strong)
+		page, err := n.Client.ChannelPage(ctx, "paper", 0, 1000, api.Strong)
 		if err != nil {
 			t.Fatalf("%s strong read: %v", n.ID(), err)
 		}
@@ -97,7 +96,7 @@ func TestRetriedSendIsStoredOnce(t *testing.T) {
 	if !errors.Is(err, api.ErrConflict) {
 		t.Fatalf("reuse of id with other content: got %v, want conflict", err)
 	}
-	chans, err := c.Leader().Client.Channels(ctx, transport.Strong)
+	chans, err := c.Leader().Client.Channels(ctx, api.Strong)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +115,7 @@ func TestStrongReadThroughFollowerSeesAcknowledgedSend(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := f.Client.Message(ctx, res.ID, transport.Strong)
+		got, err := f.Client.Message(ctx, res.ID, api.Strong)
 		if err != nil {
 			t.Fatalf("strong get %s via follower: %v", res.ID, err)
 		}
@@ -124,7 +123,7 @@ func TestStrongReadThroughFollowerSeesAcknowledgedSend(t *testing.T) {
 			t.Fatalf("seq %d, want %d", got.Seq, res.Seq)
 		}
 	}
-	if _, err := f.Client.Message(ctx, "msg-nope", transport.Strong); !errors.Is(err, api.ErrNotFound) {
+	if _, err := f.Client.Message(ctx, "msg-nope", api.Strong); !errors.Is(err, api.ErrNotFound) {
 		t.Fatalf("missing id: got %v, want not found", err)
 	}
 }
@@ -195,31 +194,31 @@ func TestSendWithoutQuorumIsOutcomeUnknownAndRetrySafe(t *testing.T) {
 	other.Stop()
 	m := clustertest.Msg("a", "c", "in the dark")
 	_, err := survivor.Client.Send(ctx, m)
-	if !errors.Is(err, transport.ErrOutcomeUnknown) {
+	if !errors.Is(err, api.ErrOutcomeUnknown) {
 		t.Fatalf("send without quorum: got %v, want outcome unknown", err)
 	}
 	if !strings.Contains(err.Error(), "retrying with the same id is safe") {
 		t.Fatalf("error %q does not say retrying is safe", err)
 	}
 	// Reads that need the leader fail as no leader.
-	if _, err := survivor.Client.Channels(ctx, transport.Strong); !errors.Is(err, transport.ErrNoLeader) {
+	if _, err := survivor.Client.Channels(ctx, api.Strong); !errors.Is(err, api.ErrNoLeader) {
 		t.Fatalf("strong read without quorum: got %v, want no leader", err)
 	}
-	if err := survivor.Client.Ready(ctx); !errors.Is(err, transport.ErrNotReady) {
+	if err := survivor.Client.Ready(ctx); !errors.Is(err, api.ErrNotReady) {
 		t.Fatalf("readyz with no quorum: got %v, want not ready", err)
 	}
 	clustertest.Start(t, other.ID(), other.Dir, other.Addr, nil, clustertest.SameRaftAddr(other), shortRetry)
 	// A client retries an unknown outcome with the same message, as the
 	// error tells it to, until the cluster answers.
-	var res *transport.SendResponse
+	var res *api.SendResponse
 	clustertest.WaitFor(t, 30*time.Second, "the retried send to commit", func() bool {
 		res, err = survivor.Client.Send(ctx, m)
-		if err != nil && !errors.Is(err, transport.ErrOutcomeUnknown) {
+		if err != nil && !errors.Is(err, api.ErrOutcomeUnknown) {
 			t.Fatalf("retry: %v", err)
 		}
 		return err == nil
 	})
-	page, err := survivor.Client.ChannelPage(ctx, "c", 0, 100, transport.Strong)
+	page, err := survivor.Client.ChannelPage(ctx, "c", 0, 100, api.Strong)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +254,7 @@ func TestClusterOperations(t *testing.T) {
 		return true
 	})
 	// Re-joining a member is harmless.
-	if err := f.Client.Join(ctx, transport.JoinRequest{NodeID: f.ID(), RaftAddr: f.RaftAddr(), APIAddr: f.Addr}); err != nil {
+	if err := f.Client.Join(ctx, api.JoinRequest{NodeID: f.ID(), RaftAddr: f.RaftAddr(), APIAddr: f.Addr}); err != nil {
 		t.Fatalf("rejoin: %v", err)
 	}
 	if l.Voters() != 3 {
@@ -325,7 +324,7 @@ func TestApplyThroughFollowerAndStrongReadElsewhere(t *testing.T) {
 	if err != nil || !got.StrictSenders {
 		t.Fatalf("set config through a follower = %+v, %v", got, err)
 	}
-	cfg, err := fs[1].Client.Config(ctx, transport.Strong)
+	cfg, err := fs[1].Client.Config(ctx, api.Strong)
 	if err != nil || !cfg.StrictSenders {
 		t.Fatalf("strong read of config on the other follower = %+v, %v", cfg, err)
 	}
@@ -364,9 +363,9 @@ func TestStreamOnAnotherNode(t *testing.T) {
 	c := clustertest.New(t, 3)
 	ctx := clustertest.Context(t)
 	a, b := c.Nodes[0], c.Nodes[2]
-	sent := make(chan *transport.SendResponse, 1)
+	sent := make(chan *api.SendResponse, 1)
 	errDone := errors.New("done")
-	err := b.Client.Stream(ctx, transport.StreamQuery{Channel: "live"}, func(ev transport.StreamEvent) error {
+	err := b.Client.Stream(ctx, api.StreamQuery{Channel: "live"}, func(ev api.StreamEvent) error {
 		if ev.Ready {
 			res, err := a.Client.Send(ctx, clustertest.Msg("codex", "live", "pushed"))
 			if err != nil {
@@ -397,7 +396,7 @@ func TestLargeSendThroughFollower(t *testing.T) {
 	if err != nil {
 		t.Fatalf("send of %d bytes through a follower: %v", len(m.Content.Text), err)
 	}
-	got, err := c.Leader().Client.Message(ctx, res.ID, transport.Strong)
+	got, err := c.Leader().Client.Message(ctx, res.ID, api.Strong)
 	if err != nil || got.Content.Text != m.Content.Text {
 		t.Fatalf("stored message: %v (text equal: %v)", err, err == nil && got.Content.Text == m.Content.Text)
 	}

@@ -10,7 +10,7 @@
 // found through the replicated node registry (api.OpRegisterNode), and
 // retries through an election with bounded backoff. Because a message id is fixed before the
 // first attempt and apply deduplicates by id, every retry is safe; when the
-// retries run out the caller gets transport.ErrOutcomeUnknown.
+// retries run out the caller gets api.ErrOutcomeUnknown.
 //
 // With Config.GossipAddr set, a node also runs memberlist: gossip
 // membership with each node's API and Raft addresses as metadata, and agent

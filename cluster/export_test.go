@@ -8,7 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api"
 )
 
 // What the cluster's own external tests (package cluster_test, which run
@@ -61,7 +61,7 @@ func (n *Node) StalePresence() uint64 { return n.presence.staleCount() }
 
 // GossipPresence sends p to the gossip member named to, as a presence
 // message of the broadcast queue would arrive.
-func (n *Node) GossipPresence(to string, p transport.Presence) error {
+func (n *Node) GossipPresence(to string, p api.Presence) error {
 	msg, err := encodePresenceMsg(p)
 	if err != nil {
 		return err
@@ -77,7 +77,7 @@ func (n *Node) GossipPresence(to string, p transport.Presence) error {
 
 // MergePresenceState hands the node ps as the presence part of a remote
 // push/pull state.
-func (n *Node) MergePresenceState(ps []transport.Presence) error {
+func (n *Node) MergePresenceState(ps []api.Presence) error {
 	state, err := marshalCompact(ps)
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -22,12 +23,12 @@ import (
 // conflict, not found) returns at once.
 //
 // A request that was itself forwarded (transport.IsForwarded) is never
-// forwarded again: a non-leader answers transport.ErrNotLeader and the node
+// forwarded again: a non-leader answers api.ErrNotLeader and the node
 // that forwarded it retries.
 //
 // When the retries run out a write (write=true) fails with an error wrapping
-// transport.ErrOutcomeUnknown -- an attempt may have reached the log -- and
-// a read with one wrapping transport.ErrNoLeader.
+// api.ErrOutcomeUnknown -- an attempt may have reached the log -- and
+// a read with one wrapping api.ErrNoLeader.
 func leaderDo[T any](ctx context.Context, n *Node, write bool,
 	local func(context.Context) (T, error),
 	remote func(context.Context, *transport.Client) (T, error),
@@ -46,7 +47,7 @@ func leaderDo[T any](ctx context.Context, n *Node, write bool,
 		if n.raft.State() == raft.Leader {
 			res, err = local(ctx)
 		} else if forwarded {
-			return zero, fmt.Errorf("%w: node %s (leader is %q)", transport.ErrNotLeader, n.cfg.NodeID, n.leaderID())
+			return zero, fmt.Errorf("%w: node %s (leader is %q)", api.ErrNotLeader, n.cfg.NodeID, n.leaderID())
 		} else {
 			// Taken before the leader is looked up, so a change in between
 			// is not missed.
@@ -65,9 +66,9 @@ func leaderDo[T any](ctx context.Context, n *Node, write bool,
 		lastErr = err
 		if werr := backoff.wait(ctx, n.shutdown); werr != nil {
 			if write {
-				return zero, fmt.Errorf("%w: %v; the write may or may not be committed, and retrying with the same id is safe", transport.ErrOutcomeUnknown, lastErr)
+				return zero, fmt.Errorf("%w: %v; the write may or may not be committed, and retrying with the same id is safe", api.ErrOutcomeUnknown, lastErr)
 			}
-			return zero, fmt.Errorf("%w: %v", transport.ErrNoLeader, lastErr)
+			return zero, fmt.Errorf("%w: %v", api.ErrNoLeader, lastErr)
 		}
 	}
 }
@@ -96,10 +97,10 @@ func forwardHop[T any](ctx context.Context, leaderChanged <-chan struct{}, call 
 // found), which retrying cannot change. What an election or a reconnect can
 // cure is not final.
 func isFinal(err error) bool {
-	var apiErr *transport.APIError
+	var apiErr *api.APIError
 	if errors.As(err, &apiErr) {
 		switch apiErr.Code {
-		case transport.CodeNoLeader, transport.CodeNotLeader, transport.CodeOutcomeUnknown, transport.CodeNotReady:
+		case api.CodeNoLeader, api.CodeNotLeader, api.CodeOutcomeUnknown, api.CodeNotReady:
 			return false
 		}
 		return apiErr.Status < 500
@@ -109,8 +110,8 @@ func isFinal(err error) bool {
 	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost),
 		errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, raft.ErrEnqueueTimeout),
 		errors.Is(err, raft.ErrAbortedByRestore), errors.Is(err, raft.ErrRaftShutdown),
-		errors.Is(err, transport.ErrNoLeader), errors.Is(err, transport.ErrNotLeader),
-		errors.Is(err, transport.ErrOutcomeUnknown), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, api.ErrNoLeader), errors.Is(err, api.ErrNotLeader),
+		errors.Is(err, api.ErrOutcomeUnknown), errors.Is(err, context.DeadlineExceeded),
 		errors.As(err, &urlErr): // the request failed on the network
 		return false
 	}
@@ -162,12 +163,12 @@ func (n *Node) leaderID() string {
 func (n *Node) leaderAPIAddr() (string, error) {
 	id := n.leaderID()
 	if id == "" {
-		return "", transport.ErrNoLeader
+		return "", api.ErrNoLeader
 	}
 	if apiAddr := n.apiAddrOf(id); apiAddr != "" {
 		return apiAddr, nil
 	}
-	return "", fmt.Errorf("%w: leader %s has not registered its API address yet", transport.ErrNoLeader, id)
+	return "", fmt.Errorf("%w: leader %s has not registered its API address yet", api.ErrNoLeader, id)
 }
 
 // backoff is a capped exponential backoff with jitter: 25 ms doubling to

@@ -12,7 +12,6 @@ import (
 
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/testenv"
-	"github.com/maos-project/maos/transport"
 )
 
 func TestIsFinal(t *testing.T) {
@@ -21,18 +20,18 @@ func TestIsFinal(t *testing.T) {
 		err   error
 		final bool
 	}{
-		{"conflict from the leader", &transport.APIError{Status: 409, Code: transport.CodeConflict}, true},
-		{"invalid from the leader", &transport.APIError{Status: 400, Code: transport.CodeInvalid}, true},
-		{"not found", &transport.APIError{Status: 404, Code: transport.CodeNotFound}, true},
-		{"leader says not leader", &transport.APIError{Status: 503, Code: transport.CodeNotLeader}, false},
-		{"leader says no leader", &transport.APIError{Status: 503, Code: transport.CodeNoLeader}, false},
-		{"leader says outcome unknown", &transport.APIError{Status: 503, Code: transport.CodeOutcomeUnknown}, false},
-		{"leader 500", &transport.APIError{Status: 500, Code: transport.CodeInternal}, false},
+		{"conflict from the leader", &api.APIError{Status: 409, Code: api.CodeConflict}, true},
+		{"invalid from the leader", &api.APIError{Status: 400, Code: api.CodeInvalid}, true},
+		{"not found", &api.APIError{Status: 404, Code: api.CodeNotFound}, true},
+		{"leader says not leader", &api.APIError{Status: 503, Code: api.CodeNotLeader}, false},
+		{"leader says no leader", &api.APIError{Status: 503, Code: api.CodeNoLeader}, false},
+		{"leader says outcome unknown", &api.APIError{Status: 503, Code: api.CodeOutcomeUnknown}, false},
+		{"leader 500", &api.APIError{Status: 500, Code: api.CodeInternal}, false},
 		{"raft not leader", raft.ErrNotLeader, false},
 		{"raft leadership lost", fmt.Errorf("apply: %w", raft.ErrLeadershipLost), false},
 		{"raft transfer in progress", raft.ErrLeadershipTransferInProgress, false},
 		{"raft shutdown", raft.ErrRaftShutdown, false},
-		{"no leader known", transport.ErrNoLeader, false},
+		{"no leader known", api.ErrNoLeader, false},
 		{"network", fmt.Errorf("transport: %w", &url.Error{Op: "Post", URL: "http://x", Err: errors.New("connection refused")}), false},
 		{"hop deadline", context.DeadlineExceeded, false},
 		{"apply refusal", &applyError{err: fmt.Errorf("x: %w", api.ErrConflict)}, true},

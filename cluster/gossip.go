@@ -31,9 +31,9 @@ var ErrGossipRefused = errors.New("gossip refused this node")
 // Gossip message types: the first byte of a user message or of the
 // push/pull state.
 const (
-	msgPresence   byte = 1 // one transport.Presence, JSON
+	msgPresence   byte = 1 // one api.Presence, JSON
 	msgLeaving    byte = 2 // the sender's node id: it is about to leave
-	statePresence byte = 1 // push/pull: JSON []transport.Presence
+	statePresence byte = 1 // push/pull: JSON []api.Presence
 )
 
 // leavingWindow is how long a leave notice makes the sender's next
@@ -298,7 +298,7 @@ func (g *gossip) shutdown() error {
 
 // queue gossips a presence record. A newer record of the same agent
 // replaces one still in the queue.
-func (g *gossip) queue(p transport.Presence) {
+func (g *gossip) queue(p api.Presence) {
 	msg, err := encodePresenceMsg(p)
 	if err != nil {
 		g.logger.Error("encode presence record", "agent", p.AgentID, "error", err)
@@ -307,7 +307,7 @@ func (g *gossip) queue(p transport.Presence) {
 	g.bq.QueueBroadcast(&presenceBroadcast{agent: p.AgentID, msg: msg})
 }
 
-func encodePresenceMsg(p transport.Presence) ([]byte, error) {
+func encodePresenceMsg(p api.Presence) ([]byte, error) {
 	b, err := marshalCompact(p)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: encode presence of %s: %w", p.AgentID, err)
@@ -350,7 +350,7 @@ func (g *gossip) NotifyMsg(b []byte) {
 		g.logger.Debug("unknown gossip message", "bytes", len(b))
 		return
 	}
-	var p transport.Presence
+	var p api.Presence
 	if err := json.Unmarshal(b[1:], &p); err != nil {
 		g.logger.Warn("malformed presence record in gossip", "error", err)
 		return
@@ -391,7 +391,7 @@ func (g *gossip) MergeRemoteState(buf []byte, join bool) {
 		g.logger.Warn("unknown gossip state format", "type", buf[0])
 		return
 	}
-	var recs []transport.Presence
+	var recs []api.Presence
 	if err := json.Unmarshal(buf[1:], &recs); err != nil {
 		g.logger.Warn("malformed presence state from a peer", "error", err)
 		return
@@ -536,11 +536,11 @@ func sameHostPort(a, b string) bool {
 }
 
 // members lists every member this node has heard of, sorted by id.
-func (g *gossip) members() []transport.Member {
+func (g *gossip) members() []api.Member {
 	g.mu.Lock()
-	out := make([]transport.Member, 0, len(g.table))
+	out := make([]api.Member, 0, len(g.table))
 	for id, e := range g.table {
-		out = append(out, transport.Member{NodeID: id, Status: e.status, GossipAddr: e.addr,
+		out = append(out, api.Member{NodeID: id, Status: e.status, GossipAddr: e.addr,
 			APIAddr: e.meta.API, RaftAddr: e.meta.Raft, Version: e.meta.Version})
 	}
 	g.mu.Unlock()

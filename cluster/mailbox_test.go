@@ -11,7 +11,6 @@ import (
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster"
 	"github.com/maos-project/maos/cluster/clustertest"
-	"github.com/maos-project/maos/transport"
 )
 
 // A send through a follower to role:reviewer lands in every reviewer's
@@ -47,7 +46,7 @@ func TestRoleSendThroughFollowerReadFromOtherNodes(t *testing.T) {
 
 	for i, reviewer := range []string{"reviewer_1", "reviewer_2"} {
 		node := others[i]
-		page, err := node.Client.Inbox(ctx, reviewer, api.InboxQuery{Unread: true}, transport.Strong)
+		page, err := node.Client.Inbox(ctx, reviewer, api.InboxQuery{Unread: true}, api.Strong)
 		if err != nil {
 			t.Fatalf("%s's inbox on %s: %v", reviewer, node.ID(), err)
 		}
@@ -57,12 +56,12 @@ func TestRoleSendThroughFollowerReadFromOtherNodes(t *testing.T) {
 		if got := page.Messages[0].Recipients; !slices.Equal(got, []string{"reviewer_1", "reviewer_2"}) {
 			t.Errorf("recipients on %s = %q", node.ID(), got)
 		}
-		counts, err := node.Client.InboxCounts(ctx, reviewer, transport.Strong)
+		counts, err := node.Client.InboxCounts(ctx, reviewer, api.Strong)
 		if err != nil || counts.Total != 1 || counts.Unread != 1 {
 			t.Errorf("%s's counts on %s = %+v, %v", reviewer, node.ID(), counts, err)
 		}
 	}
-	if counts, err := others[0].Client.InboxCounts(ctx, "engineer_1", transport.Strong); err != nil || counts.Total != 0 {
+	if counts, err := others[0].Client.InboxCounts(ctx, "engineer_1", api.Strong); err != nil || counts.Total != 0 {
 		t.Errorf("engineer_1 got the reviewers' message: %+v, %v", counts, err)
 	}
 
@@ -71,7 +70,7 @@ func TestRoleSendThroughFollowerReadFromOtherNodes(t *testing.T) {
 	if _, err := others[0].Client.MarkRead(ctx, "reviewer_1", res.ID, 0); err != nil {
 		t.Fatalf("mark read: %v", err)
 	}
-	rc, err := others[1].Client.Receipts(ctx, res.ID, transport.Strong)
+	rc, err := others[1].Client.Receipts(ctx, res.ID, api.Strong)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +85,7 @@ func TestRoleSendThroughFollowerReadFromOtherNodes(t *testing.T) {
 	// Every node converges on the same inboxes with local reads.
 	clustertest.WaitFor(t, 10*time.Second, "reviewer_1's read mark on every node", func() bool {
 		for _, n := range c.Nodes {
-			counts, err := n.Client.InboxCounts(ctx, "reviewer_1", transport.Local)
+			counts, err := n.Client.InboxCounts(ctx, "reviewer_1", api.Local)
 			if err != nil || counts.Unread != 0 || counts.Total != 1 {
 				return false
 			}
@@ -98,10 +97,10 @@ func TestRoleSendThroughFollowerReadFromOtherNodes(t *testing.T) {
 	// leader's apply decides it, naming the role), and nothing is stored.
 	bad := clustertest.Msg("codex", "review", "anyone?")
 	bad.To = api.Recipients{"role:nobody"}
-	if _, err := sender.Client.Send(ctx, bad); !isAPI(err, transport.CodeNotFound) || !strings.Contains(err.Error(), `role "nobody" (no agent has it)`) {
+	if _, err := sender.Client.Send(ctx, bad); !isAPI(err, api.CodeNotFound) || !strings.Contains(err.Error(), `role "nobody" (no agent has it)`) {
 		t.Errorf("send to role:nobody = %v, want 404 not_found naming the role", err)
 	}
-	if _, err := c.Leader().Client.Message(ctx, bad.ID, transport.Strong); !errors.Is(err, api.ErrNotFound) {
+	if _, err := c.Leader().Client.Message(ctx, bad.ID, api.Strong); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("refused message is stored: %v", err)
 	}
 }
@@ -138,13 +137,13 @@ func TestLeaderTrimsRetention(t *testing.T) {
 		}
 		return true
 	})
-	r, err := c.Nodes[0].Client.Retention(ctx, "ops", transport.Strong)
+	r, err := c.Nodes[0].Client.Retention(ctx, "ops", api.Strong)
 	if err != nil || r.Trimmed != 2 {
 		t.Fatalf("retention = %+v, %v; want 2 trimmed", r, err)
 	}
 }
 
 func isAPI(err error, code string) bool {
-	var apiErr *transport.APIError
+	var apiErr *api.APIError
 	return errors.As(err, &apiErr) && apiErr.Code == code
 }

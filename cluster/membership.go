@@ -21,9 +21,9 @@ import (
 var _ transport.Backend = (*Node)(nil)
 
 // Status is this node's view of the cluster.
-func (n *Node) Status(ctx context.Context) (transport.Status, error) {
+func (n *Node) Status(ctx context.Context) (api.Status, error) {
 	leaderID := n.leaderID()
-	st := transport.Status{
+	st := api.Status{
 		NodeID:       n.cfg.NodeID,
 		ClusterID:    n.fsm.ClusterID(),
 		ClusterIDs:   true,
@@ -35,7 +35,7 @@ func (n *Node) Status(ctx context.Context) (transport.Status, error) {
 		LastIndex:    n.raft.LastIndex(),
 		APIAddr:      n.cfg.APIAddr,
 		RaftAddr:     n.cfg.RaftAdvertise,
-		Voters:       []transport.Voter{},
+		Voters:       []api.Voter{},
 
 		GossipAddr:      n.GossipAddr(),
 		GossipEncrypted: n.gossip != nil && len(n.cfg.GossipKey) > 0,
@@ -59,7 +59,7 @@ func (n *Node) Status(ctx context.Context) (transport.Status, error) {
 		apiAddrs[info.NodeID] = info.APIAddr
 	}
 	for _, s := range f.Configuration().Servers {
-		st.Voters = append(st.Voters, transport.Voter{
+		st.Voters = append(st.Voters, api.Voter{
 			ID: string(s.ID), RaftAddr: string(s.Address), APIAddr: apiAddrs[string(s.ID)],
 			Suffrage: suffrageName(s.Suffrage),
 		})
@@ -95,10 +95,10 @@ func suffrageName(s raft.ServerSuffrage) string {
 // entry it knows to be committed.
 func (n *Node) Ready(ctx context.Context) error {
 	if n.leaderID() == "" {
-		return fmt.Errorf("%w: no leader known", transport.ErrNotReady)
+		return fmt.Errorf("%w: no leader known", api.ErrNotReady)
 	}
 	if a, c := n.fsm.AppliedIndex(), n.raft.CommitIndex(); a < c {
-		return fmt.Errorf("%w: catching up: applied index %d, commit index %d", transport.ErrNotReady, a, c)
+		return fmt.Errorf("%w: catching up: applied index %d, commit index %d", api.ErrNotReady, a, c)
 	}
 	return nil
 }
@@ -112,7 +112,7 @@ func (n *Node) Ready(ctx context.Context) error {
 // unless req.Replace says it takes the voter's place on purpose, and even
 // then while the old voter's Raft address still answers (checkReplaced).
 // Every change is audited (NODE_JOIN, NODE_REPLACE).
-func (n *Node) Join(ctx context.Context, req transport.JoinRequest) error {
+func (n *Node) Join(ctx context.Context, req api.JoinRequest) error {
 	_, err := leaderDo(ctx, n, true, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, n.addVoter(ctx, req)
 	}, func(ctx context.Context, c *transport.Client) (struct{}, error) {
@@ -125,7 +125,7 @@ func (n *Node) Join(ctx context.Context, req transport.JoinRequest) error {
 // would replace still answers on its Raft address.
 const replaceProbeTimeout = time.Second
 
-func (n *Node) addVoter(ctx context.Context, req transport.JoinRequest) error {
+func (n *Node) addVoter(ctx context.Context, req api.JoinRequest) error {
 	f := n.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
 		return err
@@ -176,7 +176,7 @@ func (n *Node) addVoter(ctx context.Context, req transport.JoinRequest) error {
 // only once old's Raft address no longer accepts connections (an address
 // the joining node itself now holds cannot be asked, and is not). The
 // refusal wraps api.ErrConflict and says how to replace a dead node.
-func (n *Node) checkReplaced(ctx context.Context, req transport.JoinRequest, old raft.Server) error {
+func (n *Node) checkReplaced(ctx context.Context, req api.JoinRequest, old raft.Server) error {
 	what := fmt.Sprintf("node id %s is already a voter at raft address %s", old.ID, old.Address)
 	if string(old.ID) != req.NodeID {
 		what = fmt.Sprintf("raft address %s is already voter %s's", old.Address, old.ID)
@@ -249,8 +249,8 @@ func (n *Node) Remove(ctx context.Context, nodeID string) error {
 // Snapshot makes this node snapshot its state now and returns the snapshot
 // that covers the latest applied entry (the existing one when nothing was
 // applied since).
-func (n *Node) Snapshot(ctx context.Context) (transport.SnapshotResponse, error) {
-	out := transport.SnapshotResponse{NodeID: n.cfg.NodeID}
+func (n *Node) Snapshot(ctx context.Context) (api.SnapshotResponse, error) {
+	out := api.SnapshotResponse{NodeID: n.cfg.NodeID}
 	err := n.raft.Snapshot().Error()
 	if err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
 		return out, fmt.Errorf("cluster: snapshot: %w", err)
@@ -260,7 +260,7 @@ func (n *Node) Snapshot(ctx context.Context) (transport.SnapshotResponse, error)
 		return out, fmt.Errorf("cluster: snapshot: list: %w", lerr)
 	}
 	if len(metas) == 0 {
-		return out, fmt.Errorf("%w: nothing to snapshot yet: %v", transport.ErrBadRequest, err)
+		return out, fmt.Errorf("%w: nothing to snapshot yet: %v", api.ErrBadRequest, err)
 	}
 	out.ID, out.Index, out.Term = metas[0].ID, metas[0].Index, metas[0].Term
 	return out, nil
@@ -269,11 +269,11 @@ func (n *Node) Snapshot(ctx context.Context) (transport.SnapshotResponse, error)
 // TransferLeadership hands leadership to nodeID ("" for the most
 // up-to-date follower) and waits, up to RetryTimeout, until a new leader is
 // known.
-func (n *Node) TransferLeadership(ctx context.Context, nodeID string) (transport.TransferResponse, error) {
-	return leaderDo(ctx, n, true, func(ctx context.Context) (transport.TransferResponse, error) {
+func (n *Node) TransferLeadership(ctx context.Context, nodeID string) (api.TransferResponse, error) {
+	return leaderDo(ctx, n, true, func(ctx context.Context) (api.TransferResponse, error) {
 		if nodeID == n.cfg.NodeID {
 			// Already there: a transfer to the current leader is a no-op.
-			return transport.TransferResponse{LeaderID: nodeID}, nil
+			return api.TransferResponse{LeaderID: nodeID}, nil
 		}
 		var f raft.Future
 		if nodeID == "" {
@@ -281,26 +281,26 @@ func (n *Node) TransferLeadership(ctx context.Context, nodeID string) (transport
 		} else {
 			addr, ok := n.serverAddr(nodeID)
 			if !ok {
-				return transport.TransferResponse{}, fmt.Errorf("cluster: transfer: node %s is not a voter: %w", nodeID, api.ErrNotFound)
+				return api.TransferResponse{}, fmt.Errorf("cluster: transfer: node %s is not a voter: %w", nodeID, api.ErrNotFound)
 			}
 			f = n.raft.LeadershipTransferToServer(raft.ServerID(nodeID), addr)
 		}
 		if err := f.Error(); err != nil {
-			return transport.TransferResponse{}, &applyError{err: fmt.Errorf("cluster: transfer: %w", err)}
+			return api.TransferResponse{}, &applyError{err: fmt.Errorf("cluster: transfer: %w", err)}
 		}
 		from := n.cfg.NodeID
 		for {
 			if id := n.leaderID(); id != "" && id != from {
 				n.auditTransfer(from, id)
-				return transport.TransferResponse{LeaderID: id}, nil
+				return api.TransferResponse{LeaderID: id}, nil
 			}
 			select {
 			case <-ctx.Done():
-				return transport.TransferResponse{}, &applyError{err: fmt.Errorf("cluster: transfer: no new leader yet: %w", ctx.Err())}
+				return api.TransferResponse{}, &applyError{err: fmt.Errorf("cluster: transfer: no new leader yet: %w", ctx.Err())}
 			case <-time.After(20 * time.Millisecond):
 			}
 		}
-	}, func(ctx context.Context, c *transport.Client) (transport.TransferResponse, error) {
+	}, func(ctx context.Context, c *transport.Client) (api.TransferResponse, error) {
 		return c.TransferLeadership(ctx, nodeID)
 	})
 }

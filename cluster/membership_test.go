@@ -8,7 +8,6 @@ import (
 
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster/clustertest"
-	"github.com/maos-project/maos/transport"
 )
 
 // Every node of a cluster reports the same cluster id, fixed by its first
@@ -42,7 +41,7 @@ func TestJoinWithALiveVotersIDRefused(t *testing.T) {
 	f := c.Follower()
 	before := f.RaftAddr()
 	for _, replace := range []bool{false, true} {
-		err := c.Leader().Client.Join(ctx, transport.JoinRequest{NodeID: f.ID(), RaftAddr: "127.0.0.1:9", APIAddr: "127.0.0.1:9", Replace: replace})
+		err := c.Leader().Client.Join(ctx, api.JoinRequest{NodeID: f.ID(), RaftAddr: "127.0.0.1:9", APIAddr: "127.0.0.1:9", Replace: replace})
 		want := "--replace"
 		if replace {
 			want = "still answers"
@@ -52,7 +51,7 @@ func TestJoinWithALiveVotersIDRefused(t *testing.T) {
 			t.Fatalf("replace=%v: join of a live voter's id: %v; want 409 naming it and %q", replace, err, want)
 		}
 	}
-	if err := c.Leader().Client.Join(ctx, transport.JoinRequest{NodeID: f.ID(), RaftAddr: before, APIAddr: f.Addr}); err != nil {
+	if err := c.Leader().Client.Join(ctx, api.JoinRequest{NodeID: f.ID(), RaftAddr: before, APIAddr: f.Addr}); err != nil {
 		t.Fatalf("a retried join at the same address: %v", err)
 	}
 	st, err := c.Leader().Client.Status(ctx)

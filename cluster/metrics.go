@@ -11,7 +11,6 @@ import (
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/metrics"
-	"github.com/maos-project/maos/transport"
 )
 
 // Metrics is the node's metrics (a registry of its own): what the API
@@ -91,7 +90,7 @@ func (n *Node) MetricsState() metrics.NodeState {
 	if ps, err := n.Presence(context.Background()); err != nil {
 		errs = append(errs, err)
 	} else {
-		st.Presence = map[string]int{transport.PresenceAwake: 0, transport.PresenceOffline: 0}
+		st.Presence = map[string]int{api.PresenceAwake: 0, api.PresenceOffline: 0}
 		for _, p := range ps {
 			st.Presence[p.State]++
 		}

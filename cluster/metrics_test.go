@@ -12,7 +12,6 @@ import (
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster/clustertest"
 	"github.com/maos-project/maos/metrics"
-	"github.com/maos-project/maos/transport"
 )
 
 // scrapeStatus GETs n's /metrics with token ("" for none) and returns the
@@ -121,7 +120,7 @@ func TestMetricsOfAThreeNodeCluster(t *testing.T) {
 		}
 		// A refused send is counted by its error code.
 		_, err := f.Client.Send(ctx, clustertest.Msg("alice", "general", ""))
-		var apiErr *transport.APIError
+		var apiErr *api.APIError
 		if !errors.As(err, &apiErr) {
 			t.Fatalf("an empty message: %v, want an API error", err)
 		}
@@ -161,7 +160,7 @@ func TestMetricsOfAThreeNodeCluster(t *testing.T) {
 	t.Run("strong reads", func(t *testing.T) {
 		f := c.Follower()
 		before := metricValue(t, f, "maos_strong_reads_total", nil)
-		if _, err := f.Client.Channels(ctx, transport.Strong); err != nil {
+		if _, err := f.Client.Channels(ctx, api.Strong); err != nil {
 			t.Fatal(err)
 		}
 		if got := metricValue(t, f, "maos_strong_reads_total", nil) - before; got != 1 {
@@ -202,7 +201,7 @@ func TestMetricsOfAThreeNodeCluster(t *testing.T) {
 	})
 
 	t.Run("auth", func(t *testing.T) {
-		tok, err := leader.Client.CreateToken(ctx, "bob", string(transport.RoleAgent))
+		tok, err := leader.Client.CreateToken(ctx, "bob", string(api.RoleAgent))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -326,7 +326,7 @@ func (n *Node) JoinVia(ctx context.Context, addrs []string) error {
 	if len(addrs) == 0 {
 		return errors.New("cluster: join: no address to join through")
 	}
-	req := transport.JoinRequest{NodeID: n.cfg.NodeID, RaftAddr: n.cfg.RaftAdvertise, APIAddr: n.cfg.APIAddr, Replace: n.cfg.Replace}
+	req := api.JoinRequest{NodeID: n.cfg.NodeID, RaftAddr: n.cfg.RaftAdvertise, APIAddr: n.cfg.APIAddr, Replace: n.cfg.Replace}
 	backoff := newBackoff()
 	var lastErr error
 	attempts, gossipFails := 0, 0
@@ -408,7 +408,7 @@ func lastLine(msg string) string {
 // gives them) for their status and returns an error naming both clusters
 // when one belongs to another cluster than this node's data dir (the call
 // carries this node's cluster id, which the member checks:
-// transport.HeaderCluster). A member that does not answer is skipped: the
+// api.HeaderCluster). A member that does not answer is skipped: the
 // node rejoins its own cluster from its data dir anyway.
 func (n *Node) CheckJoinTargets(ctx context.Context, addrs []string) error {
 	mine := n.fsm.ClusterID()
@@ -476,7 +476,7 @@ func (n *Node) client(addr string) *transport.Client {
 	if cred := transport.NodeCredential(n.cfg.AdminToken); cred != "" {
 		c = c.WithToken(cred)
 	}
-	// A node of another cluster refuses the call (transport.HeaderCluster).
+	// A node of another cluster refuses the call (api.HeaderCluster).
 	return c.WithCluster(n.fsm.ClusterID())
 }
 

@@ -52,16 +52,16 @@ type presenceStore struct {
 	now  func() time.Time
 	// broadcast queues a record for gossip; nil without gossip. Called with
 	// mu held, so records of one agent are queued in version order.
-	broadcast func(transport.Presence)
+	broadcast func(api.Presence)
 
 	mu    sync.Mutex
 	clock uint64
-	recs  map[string]transport.Presence
+	recs  map[string]api.Presence
 	stale uint64 // received records dropped because they were not newer
 }
 
 func newPresenceStore(self string, ttl time.Duration, now func() time.Time) *presenceStore {
-	return &presenceStore{self: self, ttl: ttl, now: now, recs: map[string]transport.Presence{}}
+	return &presenceStore{self: self, ttl: ttl, now: now, recs: map[string]api.Presence{}}
 }
 
 // tick advances the clock for a write at now and returns the new version.
@@ -82,27 +82,27 @@ func micros(t time.Time) uint64 {
 // and validated. A node other than this one, or a timestamp outside
 // [now-TTL, now+MaxPresenceAhead], is a *api.FieldError; a timestamp older
 // than the recorded heartbeat's is a conflict, and nothing changes.
-func (s *presenceStore) put(agent string, u transport.PresenceUpdate) (transport.Presence, error) {
+func (s *presenceStore) put(agent string, u api.PresenceUpdate) (api.Presence, error) {
 	if u.Node != "" && u.Node != s.self {
-		return transport.Presence{}, &api.FieldError{Field: "node", Reason: fmt.Sprintf(
+		return api.Presence{}, &api.FieldError{Field: "node", Reason: fmt.Sprintf(
 			"%q, but this is node %s: send heartbeats to the node the agent runs next to, or leave node out", u.Node, s.self)}
 	}
 	now := s.now()
 	ts := now
 	if u.Timestamp != nil {
 		ts = *u.Timestamp
-		if ahead := ts.Sub(now); ahead > transport.MaxPresenceAhead {
-			return transport.Presence{}, &api.FieldError{Field: "timestamp", Reason: fmt.Sprintf(
+		if ahead := ts.Sub(now); ahead > api.MaxPresenceAhead {
+			return api.Presence{}, &api.FieldError{Field: "timestamp", Reason: fmt.Sprintf(
 				"%s is %s ahead of node %s's clock (at most %s); leave timestamp out to let the node stamp the heartbeat",
-				ts.UTC().Format(time.RFC3339Nano), ahead.Round(time.Millisecond), s.self, transport.MaxPresenceAhead)}
+				ts.UTC().Format(time.RFC3339Nano), ahead.Round(time.Millisecond), s.self, api.MaxPresenceAhead)}
 		}
 		if age := now.Sub(ts); age > s.ttl {
-			return transport.Presence{}, &api.FieldError{Field: "timestamp", Reason: fmt.Sprintf(
+			return api.Presence{}, &api.FieldError{Field: "timestamp", Reason: fmt.Sprintf(
 				"%s is %s old, past the presence TTL of %s: the heartbeat has already lapsed",
 				ts.UTC().Format(time.RFC3339Nano), age.Round(time.Millisecond), s.ttl)}
 		}
 	}
-	rec := transport.Presence{
+	rec := api.Presence{
 		AgentID: agent, Node: s.self, State: u.State, Substate: u.Substate, Source: u.Source, Channel: u.Channel,
 		PID: u.PID, Task: u.Task, Reason: u.Reason, AgentHealth: u.AgentHealth, Timestamp: ts.UTC(), Origin: s.self,
 	}
@@ -110,21 +110,21 @@ func (s *presenceStore) put(agent string, u transport.PresenceUpdate) (transport
 	defer s.mu.Unlock()
 	cur, ok := s.recs[agent]
 	if ok && u.Timestamp != nil && ts.Before(cur.Timestamp) {
-		return transport.Presence{}, fmt.Errorf("cluster: presence of %s: the heartbeat at %s is older than the recorded one at %s (version %d); not applied: %w",
+		return api.Presence{}, fmt.Errorf("cluster: presence of %s: the heartbeat at %s is older than the recorded one at %s (version %d); not applied: %w",
 			agent, ts.UTC().Format(time.RFC3339Nano), cur.Timestamp.Format(time.RFC3339Nano), cur.Version, api.ErrConflict)
 	}
-	if ok && cur.State == transport.PresenceAwake && now.Sub(cur.Timestamp) <= s.ttl {
+	if ok && cur.State == api.PresenceAwake && now.Sub(cur.Timestamp) <= s.ttl {
 		foldSources(&rec, &cur)
 	}
 	rec.Version = s.tick(now)
 	wire, err := encodePresenceMsg(rec)
 	if err != nil {
-		return transport.Presence{}, err
+		return api.Presence{}, err
 	}
-	if len(wire) > transport.MaxPresenceWire {
-		return transport.Presence{}, &api.FieldError{Field: "task", Reason: fmt.Sprintf(
+	if len(wire) > api.MaxPresenceWire {
+		return api.Presence{}, &api.FieldError{Field: "task", Reason: fmt.Sprintf(
 			"the record would take %d bytes on the gossip wire, over the limit of %d; shorten task, reason or last_error",
-			len(wire), transport.MaxPresenceWire)}
+			len(wire), api.MaxPresenceWire)}
 	}
 	s.recs[agent] = rec
 	if s.broadcast != nil {
@@ -136,22 +136,22 @@ func (s *presenceStore) put(agent string, u transport.PresenceUpdate) (transport
 // foldSources applies the presence-source rule (cluster/DESIGN.md,
 // "Presence sources") to rec, a heartbeat about to replace cur, an AWAKE
 // record whose heartbeat has not lapsed: a report whose source ranks below
-// cur's (transport.SourceRank: hook > pane > watcher) keeps cur's substate
+// cur's (api.SourceRank: hook > pane > watcher) keeps cur's substate
 // and source; and a hook, which speaks only of the substate, keeps cur's
 // channel, pid, task and task health where it gives none.
-func foldSources(rec, cur *transport.Presence) {
-	if rec.State != transport.PresenceAwake {
+func foldSources(rec, cur *api.Presence) {
+	if rec.State != api.PresenceAwake {
 		return
 	}
-	fromHook := rec.Source == transport.SourceHook
-	if transport.SourceRank(rec.Source) < transport.SourceRank(cur.Source) {
+	fromHook := rec.Source == api.SourceHook
+	if api.SourceRank(rec.Source) < api.SourceRank(cur.Source) {
 		rec.Substate, rec.Source = cur.Substate, cur.Source
 	}
 	if fromHook {
 		rec.Channel = cmp.Or(rec.Channel, cur.Channel)
 		rec.PID = cmp.Or(rec.PID, cur.PID)
 		rec.Task = cmp.Or(rec.Task, cur.Task)
-		if rec.AgentHealth == (transport.AgentHealth{}) {
+		if rec.AgentHealth == (api.AgentHealth{}) {
 			rec.AgentHealth = cur.AgentHealth
 		}
 	}
@@ -161,7 +161,7 @@ func foldSources(rec, cur *transport.Presence) {
 // was new to this node (and replaced what it held); a record that is not
 // newer than the one held is counted as stale and dropped. An invalid or
 // implausible record is an error and changes nothing.
-func (s *presenceStore) merge(p transport.Presence) (bool, error) {
+func (s *presenceStore) merge(p api.Presence) (bool, error) {
 	if err := checkRecord(&p); err != nil {
 		return false, err
 	}
@@ -187,8 +187,8 @@ func (s *presenceStore) merge(p transport.Presence) (bool, error) {
 
 // checkRecord validates a record received from a peer as strictly as a
 // heartbeat from an agent.
-func checkRecord(p *transport.Presence) error {
-	u := transport.PresenceUpdate{State: p.State, Substate: p.Substate, Source: p.Source, Channel: p.Channel, PID: p.PID, Task: p.Task, Reason: p.Reason,
+func checkRecord(p *api.Presence) error {
+	u := api.PresenceUpdate{State: p.State, Substate: p.Substate, Source: p.Source, Channel: p.Channel, PID: p.PID, Task: p.Task, Reason: p.Reason,
 		AgentHealth: p.AgentHealth}
 	if err := u.Validate(p.AgentID); err != nil {
 		return fmt.Errorf("presence of %q from %q: %w", p.AgentID, p.Origin, err)
@@ -225,7 +225,7 @@ func (s *presenceStore) markNodeOffline(node, reason string) int {
 	defer s.mu.Unlock()
 	n := 0
 	for id, p := range s.recs {
-		if p.Node != node || p.State != transport.PresenceAwake {
+		if p.Node != node || p.State != api.PresenceAwake {
 			continue
 		}
 		p.MarkOffline(reason)
@@ -243,8 +243,8 @@ func (s *presenceStore) markNodeOffline(node, reason string) int {
 // view is p as a reader sees it now: an AWAKE agent whose node is dead or
 // left, or whose heartbeat is older than the TTL, is OFFLINE with the
 // reason. nodeStatus gives a gossip member's status, "" if unknown.
-func (s *presenceStore) view(p transport.Presence, now time.Time, nodeStatus func(string) string) transport.Presence {
-	if p.State != transport.PresenceAwake {
+func (s *presenceStore) view(p api.Presence, now time.Time, nodeStatus func(string) string) api.Presence {
+	if p.State != api.PresenceAwake {
 		return p
 	}
 	switch st := nodeStatus(p.Node); st {
@@ -260,10 +260,10 @@ func (s *presenceStore) view(p transport.Presence, now time.Time, nodeStatus fun
 
 // list returns every record as seen now, sorted by agent id, dropping
 // those past retention.
-func (s *presenceStore) list(nodeStatus func(string) string) []transport.Presence {
+func (s *presenceStore) list(nodeStatus func(string) string) []api.Presence {
 	now := s.now()
 	s.mu.Lock()
-	out := make([]transport.Presence, 0, len(s.recs))
+	out := make([]api.Presence, 0, len(s.recs))
 	for id, p := range s.recs {
 		if now.Sub(p.Timestamp) > presenceRetention {
 			delete(s.recs, id)
@@ -280,22 +280,22 @@ func (s *presenceStore) list(nodeStatus func(string) string) []transport.Presenc
 }
 
 // get returns one agent's record as seen now.
-func (s *presenceStore) get(agent string, nodeStatus func(string) string) (transport.Presence, bool) {
+func (s *presenceStore) get(agent string, nodeStatus func(string) string) (api.Presence, bool) {
 	now := s.now()
 	s.mu.Lock()
 	p, ok := s.recs[agent]
 	s.mu.Unlock()
 	if !ok || now.Sub(p.Timestamp) > presenceRetention {
-		return transport.Presence{}, false
+		return api.Presence{}, false
 	}
 	return s.view(p, now, nodeStatus), true
 }
 
 // all returns the raw records, for a push/pull state exchange.
-func (s *presenceStore) all() []transport.Presence {
+func (s *presenceStore) all() []api.Presence {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]transport.Presence, 0, len(s.recs))
+	out := make([]api.Presence, 0, len(s.recs))
 	for _, p := range s.recs {
 		out = append(out, p)
 	}
@@ -326,21 +326,21 @@ func marshalCompact(v any) ([]byte, error) {
 // PutPresence records a heartbeat accepted by this node and gossips it.
 // The handler has normalized and validated u; it is checked again here, as
 // every receiving node checks a gossiped record.
-func (n *Node) PutPresence(_ context.Context, agent string, u transport.PresenceUpdate) (transport.Presence, error) {
+func (n *Node) PutPresence(_ context.Context, agent string, u api.PresenceUpdate) (api.Presence, error) {
 	u.Normalize()
 	if err := u.Validate(agent); err != nil {
-		return transport.Presence{}, err
+		return api.Presence{}, err
 	}
 	return n.presence.put(agent, u)
 }
 
 // Presence lists the agents this node knows of, as seen now.
-func (n *Node) Presence(context.Context) ([]transport.Presence, error) {
+func (n *Node) Presence(context.Context) ([]api.Presence, error) {
 	return n.presence.list(n.memberStatus), nil
 }
 
 // AgentPresence returns one agent's presence, api.ErrNotFound if unknown.
-func (n *Node) AgentPresence(_ context.Context, agent string) (transport.Presence, error) {
+func (n *Node) AgentPresence(_ context.Context, agent string) (api.Presence, error) {
 	p, ok := n.presence.get(agent, n.memberStatus)
 	if !ok {
 		return p, fmt.Errorf("cluster: presence: node %s has no record of agent %q: %w", n.cfg.NodeID, agent, api.ErrNotFound)
@@ -350,10 +350,10 @@ func (n *Node) AgentPresence(_ context.Context, agent string) (transport.Presenc
 
 // Members returns this node's view of gossip membership. Without gossip it
 // lists only this node.
-func (n *Node) Members(context.Context) (transport.MembersResponse, error) {
-	res := transport.MembersResponse{NodeID: n.cfg.NodeID, Encrypted: len(n.cfg.GossipKey) > 0}
+func (n *Node) Members(context.Context) (api.MembersResponse, error) {
+	res := api.MembersResponse{NodeID: n.cfg.NodeID, Encrypted: len(n.cfg.GossipKey) > 0}
 	if n.gossip == nil {
-		res.Members = []transport.Member{{NodeID: n.cfg.NodeID, Status: transport.MemberAlive,
+		res.Members = []api.Member{{NodeID: n.cfg.NodeID, Status: transport.MemberAlive,
 			APIAddr: n.cfg.APIAddr, RaftAddr: n.cfg.RaftAdvertise, Version: buildVersion()}}
 		return res, nil
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -97,7 +98,7 @@ func BenchmarkPresencePropagation(b *testing.B) {
 				b.StartTimer()
 				src := ms[i%n]
 				start := time.Now()
-				p, err := src.store.put("bench", transport.PresenceUpdate{State: "AWAKE", Substate: "WORKING", Task: fmt.Sprint("change ", i)})
+				p, err := src.store.put("bench", api.PresenceUpdate{State: "AWAKE", Substate: "WORKING", Task: fmt.Sprint("change ", i)})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -131,7 +132,7 @@ func BenchmarkPresenceDeadNode(b *testing.B) {
 				b.StopTimer()
 				ms := startBenchMembers(b, n)
 				victim := ms[n-1]
-				p, err := victim.store.put("doomed", transport.PresenceUpdate{State: "AWAKE", Substate: "IDLE"})
+				p, err := victim.store.put("doomed", api.PresenceUpdate{State: "AWAKE", Substate: "IDLE"})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -151,7 +152,7 @@ func BenchmarkPresenceDeadNode(b *testing.B) {
 				want := reasonNode(victim.id, transport.MemberDead)
 				waitBench(b, 60*time.Second, "the agent OFFLINE on every other member", func() bool {
 					for _, m := range ms[:n-1] {
-						if q, ok := m.store.get("doomed", m.g.statusOf); !ok || q.State != transport.PresenceOffline || q.Reason != want {
+						if q, ok := m.store.get("doomed", m.g.statusOf); !ok || q.State != api.PresenceOffline || q.Reason != want {
 							return false
 						}
 					}

@@ -35,8 +35,8 @@ func (c *fakeClock) set(t time.Time) {
 
 var t0 = time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC)
 
-func awake(sub string) transport.PresenceUpdate {
-	return transport.PresenceUpdate{State: transport.PresenceAwake, Substate: sub}
+func awake(sub string) api.PresenceUpdate {
+	return api.PresenceUpdate{State: api.PresenceAwake, Substate: sub}
 }
 
 func noStatus(string) string { return "" }
@@ -61,7 +61,7 @@ func TestPresenceVersionsAreHybridLogical(t *testing.T) {
 	}
 	// A record from a node 10 minutes ahead arrives; the next local write
 	// beats it although the local clock is behind it.
-	ahead := transport.Presence{AgentID: "codex", Node: "n2", State: "AWAKE", Substate: "BLOCKED",
+	ahead := api.Presence{AgentID: "codex", Node: "n2", State: "AWAKE", Substate: "BLOCKED",
 		Timestamp: t0, Version: micros(t0.Add(10 * time.Minute)), Origin: "n2"}
 	if fresh, err := s.merge(ahead); err != nil || !fresh {
 		t.Fatalf("merge of a newer record: fresh=%v err=%v", fresh, err)
@@ -81,11 +81,11 @@ func TestPresenceVersionsAreHybridLogical(t *testing.T) {
 func TestPresenceMergeKeepsNewest(t *testing.T) {
 	clk := &fakeClock{t: t0}
 	s := newPresenceStore("n1", time.Minute, clk.now)
-	rec := func(v uint64, origin, sub string) transport.Presence {
-		return transport.Presence{AgentID: "codex", Node: "n2", State: "AWAKE", Substate: sub, Timestamp: t0, Version: v, Origin: origin}
+	rec := func(v uint64, origin, sub string) api.Presence {
+		return api.Presence{AgentID: "codex", Node: "n2", State: "AWAKE", Substate: sub, Timestamp: t0, Version: v, Origin: origin}
 	}
 	for _, tc := range []struct {
-		p     transport.Presence
+		p     api.Presence
 		fresh bool
 		keep  string // substate held afterwards
 	}{
@@ -114,16 +114,16 @@ func TestPresenceMergeKeepsNewest(t *testing.T) {
 func TestPresenceMergeRefusesBadRecords(t *testing.T) {
 	clk := &fakeClock{t: t0}
 	s := newPresenceStore("n1", time.Minute, clk.now)
-	good := transport.Presence{AgentID: "codex", Node: "n2", State: "AWAKE", Substate: "IDLE", Timestamp: t0, Version: 5, Origin: "n2"}
-	for name, mod := range map[string]func(*transport.Presence){
-		"bad agent":       func(p *transport.Presence) { p.AgentID = "Bad Agent" },
-		"bad state":       func(p *transport.Presence) { p.State = "ASLEEP" },
-		"awake no sub":    func(p *transport.Presence) { p.Substate = "" },
-		"task too long":   func(p *transport.Presence) { p.Task = strings.Repeat("t", transport.MaxPresenceTask+1) },
-		"bad node":        func(p *transport.Presence) { p.Node = "" },
-		"bad origin":      func(p *transport.Presence) { p.Origin = "N 2" },
-		"no version":      func(p *transport.Presence) { p.Version = 0 },
-		"version too far": func(p *transport.Presence) { p.Version = micros(t0.Add(2 * time.Hour)) },
+	good := api.Presence{AgentID: "codex", Node: "n2", State: "AWAKE", Substate: "IDLE", Timestamp: t0, Version: 5, Origin: "n2"}
+	for name, mod := range map[string]func(*api.Presence){
+		"bad agent":       func(p *api.Presence) { p.AgentID = "Bad Agent" },
+		"bad state":       func(p *api.Presence) { p.State = "ASLEEP" },
+		"awake no sub":    func(p *api.Presence) { p.Substate = "" },
+		"task too long":   func(p *api.Presence) { p.Task = strings.Repeat("t", api.MaxPresenceTask+1) },
+		"bad node":        func(p *api.Presence) { p.Node = "" },
+		"bad origin":      func(p *api.Presence) { p.Origin = "N 2" },
+		"no version":      func(p *api.Presence) { p.Version = 0 },
+		"version too far": func(p *api.Presence) { p.Version = micros(t0.Add(2 * time.Hour)) },
 	} {
 		p := good
 		mod(&p)
@@ -146,8 +146,8 @@ func TestPresenceMergeRefusesBadRecords(t *testing.T) {
 func TestPresenceView(t *testing.T) {
 	clk := &fakeClock{t: t0}
 	s := newPresenceStore("n1", 30*time.Second, clk.now)
-	if _, err := s.put("codex", transport.PresenceUpdate{State: "AWAKE", Substate: "WORKING", Task: "x",
-		AgentHealth: transport.AgentHealth{TasksSucceeded: 2}}); err != nil {
+	if _, err := s.put("codex", api.PresenceUpdate{State: "AWAKE", Substate: "WORKING", Task: "x",
+		AgentHealth: api.AgentHealth{TasksSucceeded: 2}}); err != nil {
 		t.Fatal(err)
 	}
 	status := map[string]string{}
@@ -184,11 +184,11 @@ func TestPresenceView(t *testing.T) {
 func TestPresenceMarkNodeOffline(t *testing.T) {
 	clk := &fakeClock{t: t0}
 	s := newPresenceStore("n1", time.Minute, clk.now)
-	var sent []transport.Presence
-	s.broadcast = func(p transport.Presence) { sent = append(sent, p) }
-	for _, r := range []transport.Presence{
+	var sent []api.Presence
+	s.broadcast = func(p api.Presence) { sent = append(sent, p) }
+	for _, r := range []api.Presence{
 		{AgentID: "a", Node: "n2", State: "AWAKE", Substate: "WORKING", Task: "t", Timestamp: t0, Version: 10, Origin: "n2",
-			AgentHealth: transport.AgentHealth{TasksRunning: 1, TasksFailed: 1, LastError: "boom"}},
+			AgentHealth: api.AgentHealth{TasksRunning: 1, TasksFailed: 1, LastError: "boom"}},
 		{AgentID: "b", Node: "n2", State: "OFFLINE", Timestamp: t0, Version: 11, Origin: "n2"},
 		{AgentID: "c", Node: "n3", State: "AWAKE", Substate: "IDLE", Timestamp: t0, Version: 12, Origin: "n3"},
 	} {
@@ -201,7 +201,7 @@ func TestPresenceMarkNodeOffline(t *testing.T) {
 	}
 	a, _ := s.get("a", noStatus)
 	if a.State != "OFFLINE" || a.Substate != "" || a.Reason != "node n2 dead" || a.Origin != "n1" || a.Version <= 12 || a.Task != "t" || !a.Timestamp.Equal(t0) ||
-		a.AgentHealth != (transport.AgentHealth{}) {
+		a.AgentHealth != (api.AgentHealth{}) {
 		t.Errorf("a after its node died: %+v", a)
 	}
 	if len(sent) != 1 || sent[0] != a {
@@ -222,16 +222,16 @@ func TestPresencePutRefusals(t *testing.T) {
 	before := s.all()
 	cases := []struct {
 		name string
-		u    transport.PresenceUpdate
+		u    api.PresenceUpdate
 		want error
 		text string
 	}{
-		{"other node", transport.PresenceUpdate{Node: "n2", State: "AWAKE", Substate: "IDLE"}, api.ErrInvalid, "this is node n1"},
-		{"far future", transport.PresenceUpdate{State: "AWAKE", Substate: "IDLE", Timestamp: ts(2 * time.Minute)}, api.ErrInvalid, "ahead of node n1's clock"},
-		{"already lapsed", transport.PresenceUpdate{State: "AWAKE", Substate: "IDLE", Timestamp: ts(-31 * time.Second)}, api.ErrInvalid, "presence TTL"},
-		{"older than recorded", transport.PresenceUpdate{State: "OFFLINE", Timestamp: ts(-time.Second)}, api.ErrConflict, "older than the recorded one"},
-		{"too big for a packet", transport.PresenceUpdate{State: "OFFLINE", Channel: strings.Repeat("c", 64),
-			Task: strings.Repeat(`"`, transport.MaxPresenceTask), Reason: strings.Repeat(`\`, transport.MaxPresenceReason)}, api.ErrInvalid, "gossip wire"},
+		{"other node", api.PresenceUpdate{Node: "n2", State: "AWAKE", Substate: "IDLE"}, api.ErrInvalid, "this is node n1"},
+		{"far future", api.PresenceUpdate{State: "AWAKE", Substate: "IDLE", Timestamp: ts(2 * time.Minute)}, api.ErrInvalid, "ahead of node n1's clock"},
+		{"already lapsed", api.PresenceUpdate{State: "AWAKE", Substate: "IDLE", Timestamp: ts(-31 * time.Second)}, api.ErrInvalid, "presence TTL"},
+		{"older than recorded", api.PresenceUpdate{State: "OFFLINE", Timestamp: ts(-time.Second)}, api.ErrConflict, "older than the recorded one"},
+		{"too big for a packet", api.PresenceUpdate{State: "OFFLINE", Channel: strings.Repeat("c", 64),
+			Task: strings.Repeat(`"`, api.MaxPresenceTask), Reason: strings.Repeat(`\`, api.MaxPresenceReason)}, api.ErrInvalid, "gossip wire"},
 	}
 	for _, tc := range cases {
 		agent := "codex"
@@ -247,7 +247,7 @@ func TestPresencePutRefusals(t *testing.T) {
 		t.Errorf("refused heartbeats changed the store: %+v, was %+v", after, before)
 	}
 	// A timestamp within the window is used as the heartbeat time.
-	p, err := s.put("codex", transport.PresenceUpdate{State: "AWAKE", Substate: "IDLE", Timestamp: ts(20 * time.Second)})
+	p, err := s.put("codex", api.PresenceUpdate{State: "AWAKE", Substate: "IDLE", Timestamp: ts(20 * time.Second)})
 	if err != nil || !p.Timestamp.Equal(t0.Add(20*time.Second)) {
 		t.Errorf("put with its own timestamp: %+v, %v", p, err)
 	}
@@ -262,7 +262,7 @@ func TestPresencePutRefusals(t *testing.T) {
 func TestPresenceSourcePrecedence(t *testing.T) {
 	clk := &fakeClock{t: t0}
 	s := newPresenceStore("n1", 30*time.Second, clk.now)
-	put := func(u transport.PresenceUpdate) transport.Presence {
+	put := func(u api.PresenceUpdate) api.Presence {
 		t.Helper()
 		u.Normalize()
 		if err := u.Validate("claude"); err != nil {
@@ -274,12 +274,12 @@ func TestPresenceSourcePrecedence(t *testing.T) {
 		}
 		return p
 	}
-	from := func(sub, source string) transport.PresenceUpdate {
-		return transport.PresenceUpdate{State: "AWAKE", Substate: sub, Source: source}
+	from := func(sub, source string) api.PresenceUpdate {
+		return api.PresenceUpdate{State: "AWAKE", Substate: sub, Source: source}
 	}
-	watcherBeat := transport.PresenceUpdate{State: "AWAKE", Substate: "IDLE", Source: "watcher", PID: 42, Channel: "dev",
-		Task: "answering m1", AgentHealth: transport.AgentHealth{TasksSucceeded: 3}}
-	check := func(what string, p transport.Presence, sub, source string) {
+	watcherBeat := api.PresenceUpdate{State: "AWAKE", Substate: "IDLE", Source: "watcher", PID: 42, Channel: "dev",
+		Task: "answering m1", AgentHealth: api.AgentHealth{TasksSucceeded: 3}}
+	check := func(what string, p api.Presence, sub, source string) {
 		t.Helper()
 		if p.Substate != sub || p.Source != source {
 			t.Errorf("%s: %s from %q, want %s from %q", what, p.Substate, p.Source, sub, source)
@@ -304,16 +304,16 @@ func TestPresenceSourcePrecedence(t *testing.T) {
 	check("the pane says IDLE", put(from("IDLE", "pane")), "WORKING", "hook")
 	check("a heartbeat without a source", put(from("IDLE", "")), "WORKING", "hook")
 	check("hook says IDLE", put(from("IDLE", "hook")), "IDLE", "hook")
-	check("the watcher says WORKING", put(transport.PresenceUpdate{State: "AWAKE", Substate: "WORKING", Source: "watcher"}), "IDLE", "hook")
+	check("the watcher says WORKING", put(api.PresenceUpdate{State: "AWAKE", Substate: "WORKING", Source: "watcher"}), "IDLE", "hook")
 
 	// A watcher's own report does not take the watcher's fields from the record.
-	p = put(transport.PresenceUpdate{State: "AWAKE", Substate: "IDLE", Source: "watcher"})
+	p = put(api.PresenceUpdate{State: "AWAKE", Substate: "IDLE", Source: "watcher"})
 	if p.PID != 0 || p.Channel != "" || p.Task != "" || p.TasksSucceeded != 0 {
 		t.Errorf("a watcher's report kept fields it did not give: %+v", p)
 	}
 
 	// OFFLINE ends the hold: the next watcher heartbeat is its own word.
-	check("offline", put(transport.PresenceUpdate{State: "OFFLINE", Source: "watcher"}), "", "")
+	check("offline", put(api.PresenceUpdate{State: "OFFLINE", Source: "watcher"}), "", "")
 	check("watcher back", put(from("WORKING", "watcher")), "WORKING", "watcher")
 	check("pane over watcher", put(from("IDLE", "pane")), "IDLE", "pane")
 	check("watcher under pane", put(from("WORKING", "watcher")), "IDLE", "pane")
@@ -344,7 +344,7 @@ func TestPresenceGossipOldAndNewPayloads(t *testing.T) {
 	if p, ok := s.get("codex", noStatus); !ok || p.Substate != "WORKING" || p.Source != "" || p.Version != 5 {
 		t.Fatalf("old payload: %+v %v", p, ok)
 	}
-	newer := transport.Presence{AgentID: "codex", Node: "n2", State: "AWAKE", Substate: "IDLE", Source: "pane",
+	newer := api.Presence{AgentID: "codex", Node: "n2", State: "AWAKE", Substate: "IDLE", Source: "pane",
 		Timestamp: t0, Version: 6, Origin: "n2"}
 	msg, err := encodePresenceMsg(newer)
 	if err != nil || !strings.Contains(string(msg), `"source":"pane"`) {

@@ -17,7 +17,6 @@ import (
 	"github.com/maos-project/maos/cluster/clustertest"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/testing/testenv"
-	"github.com/maos-project/maos/transport"
 )
 
 // fastGossip runs a node's gossip on a free loopback port with fast
@@ -67,7 +66,7 @@ func withLog(buf *syncBuffer) clustertest.Option {
 }
 
 // presenceOn reads agent's presence from n's API.
-func presenceOn(t testing.TB, n *clustertest.Node, agent string) (transport.Presence, error) {
+func presenceOn(t testing.TB, n *clustertest.Node, agent string) (api.Presence, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -89,10 +88,10 @@ func poll(t testing.TB, timeout time.Duration, what string, last func() string, 
 
 // waitPresence polls every node's API until agent's record there
 // satisfies ok, and fails naming the node that did not.
-func waitPresence(t testing.TB, nodes []*clustertest.Node, agent, what string, ok func(transport.Presence) bool) {
+func waitPresence(t testing.TB, nodes []*clustertest.Node, agent, what string, ok func(api.Presence) bool) {
 	t.Helper()
 	for _, n := range nodes {
-		var last transport.Presence
+		var last api.Presence
 		var lastErr error
 		poll(t, 15*time.Second, what+" on "+n.ID(), func() string { return fmt.Sprintf("%+v, %v", last, lastErr) }, func() bool {
 			last, lastErr = presenceOn(t, n, agent)
@@ -104,7 +103,7 @@ func waitPresence(t testing.TB, nodes []*clustertest.Node, agent, what string, o
 // waitMembers polls until n sees each listed member in the given status.
 func waitMembers(t testing.TB, n *clustertest.Node, want map[string]string) {
 	t.Helper()
-	var last []transport.Member
+	var last []api.Member
 	poll(t, 15*time.Second, fmt.Sprintf("members %v on %s", want, n.ID()), func() string { return fmt.Sprintf("%+v", last) }, func() bool {
 		res, err := n.Members(context.Background())
 		if err != nil {
@@ -149,26 +148,26 @@ func TestPresenceGossip(t *testing.T) {
 	}
 
 	// The watcher's task health travels with the record.
-	p1, err := a.Client.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "AWAKE", Substate: "WORKING",
+	p1, err := a.Client.PutPresence(ctx, "codex", api.PresenceUpdate{State: "AWAKE", Substate: "WORKING",
 		Channel: "review", PID: 4242, Task: "reviewing PR 12",
-		AgentHealth: transport.AgentHealth{TasksRunning: 1, TasksSucceeded: 7, TasksFailed: 2, LastError: "exit status 1", MeanDurationMS: 1500}})
+		AgentHealth: api.AgentHealth{TasksRunning: 1, TasksSucceeded: 7, TasksFailed: 2, LastError: "exit status 1", MeanDurationMS: 1500}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p1.Node != "n1" || p1.Origin != "n1" || p1.Version == 0 || p1.TasksSucceeded != 7 || p1.LastError != "exit status 1" {
 		t.Fatalf("put on n1 answered %+v", p1)
 	}
-	waitPresence(t, c.Nodes, "codex", "the record put on n1", func(p transport.Presence) bool { return p == p1 })
+	waitPresence(t, c.Nodes, "codex", "the record put on n1", func(p api.Presence) bool { return p == p1 })
 
 	// The same agent heartbeats through n2 now: a newer version, everywhere.
-	p2, err := b.Client.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "AWAKE", Substate: "IDLE", Channel: "review"})
+	p2, err := b.Client.PutPresence(ctx, "codex", api.PresenceUpdate{State: "AWAKE", Substate: "IDLE", Channel: "review"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !p2.Newer(&p1) || p2.Node != "n2" {
 		t.Fatalf("update on n2 %+v is not newer than %+v", p2, p1)
 	}
-	waitPresence(t, c.Nodes, "codex", "the newer record put on n2", func(p transport.Presence) bool { return p == p2 })
+	waitPresence(t, c.Nodes, "codex", "the newer record put on n2", func(p api.Presence) bool { return p == p2 })
 
 	// The older record arrives again: as a gossip message on n2 and n3, and
 	// in a push/pull state on n1. Each node counts it stale and keeps p2.
@@ -178,7 +177,7 @@ func TestPresenceGossip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := a.MergePresenceState([]transport.Presence{p1}); err != nil {
+	if err := a.MergePresenceState([]api.Presence{p1}); err != nil {
 		t.Fatal(err)
 	}
 	clustertest.WaitFor(t, 10*time.Second, "n2 and n3 to receive the stale record", func() bool {
@@ -196,7 +195,7 @@ func TestPresenceGossip(t *testing.T) {
 	// A heartbeat carrying its own time, older than the recorded one: 409,
 	// nothing changes.
 	before := p2.Timestamp.Add(-time.Second)
-	_, err = cc.Client.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "OFFLINE", Timestamp: &before})
+	_, err = cc.Client.PutPresence(ctx, "codex", api.PresenceUpdate{State: "OFFLINE", Timestamp: &before})
 	if !errors.Is(err, api.ErrConflict) {
 		t.Errorf("older timestamped heartbeat: %v, want a conflict", err)
 	}
@@ -207,12 +206,12 @@ func TestPresenceGossip(t *testing.T) {
 	// Concurrent updates through two nodes: every node ends with the same
 	// one, the newer by (version, origin).
 	var wg sync.WaitGroup
-	res2 := make([]transport.Presence, 2)
+	res2 := make([]api.Presence, 2)
 	for i, n := range []*clustertest.Node{a, cc} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res2[i], _ = n.Client.PutPresence(ctx, "gemini", transport.PresenceUpdate{State: "AWAKE", Task: "from " + n.ID()})
+			res2[i], _ = n.Client.PutPresence(ctx, "gemini", api.PresenceUpdate{State: "AWAKE", Task: "from " + n.ID()})
 		}()
 	}
 	wg.Wait()
@@ -223,7 +222,7 @@ func TestPresenceGossip(t *testing.T) {
 	if res2[1].Newer(&winner) {
 		winner = res2[1]
 	}
-	waitPresence(t, c.Nodes, "gemini", "the newer of two concurrent updates", func(p transport.Presence) bool { return p == winner })
+	waitPresence(t, c.Nodes, "gemini", "the newer of two concurrent updates", func(p api.Presence) bool { return p == winner })
 
 	// Heartbeats never reach the Raft log.
 	if a.FSM().AppliedIndex() != b.FSM().AppliedIndex() && b.FSM().AppliedIndex() != cc.FSM().AppliedIndex() {
@@ -261,10 +260,10 @@ func TestPresenceNodeDeadLeftAndBack(t *testing.T) {
 		waitMembers(t, n, map[string]string{"n1": "alive", "n2": "alive", "n3": "alive"})
 	}
 	for agent, n := range map[string]*clustertest.Node{"lead-agent": leader, "crash-agent": crashed, "stop-agent": stopped} {
-		if _, err := n.Client.PutPresence(ctx, agent, transport.PresenceUpdate{State: "AWAKE", Substate: "WORKING", Task: "busy"}); err != nil {
+		if _, err := n.Client.PutPresence(ctx, agent, api.PresenceUpdate{State: "AWAKE", Substate: "WORKING", Task: "busy"}); err != nil {
 			t.Fatal(err)
 		}
-		waitPresence(t, c.Nodes, agent, "AWAKE", func(p transport.Presence) bool { return p.State == "AWAKE" })
+		waitPresence(t, c.Nodes, agent, "AWAKE", func(p api.Presence) bool { return p.State == "AWAKE" })
 	}
 
 	// Each node's joining was audited once.
@@ -289,7 +288,7 @@ func TestPresenceNodeDeadLeftAndBack(t *testing.T) {
 	}
 	dead := "node " + crashed.ID() + " dead"
 	survivors := []*clustertest.Node{leader, stopped}
-	waitPresence(t, survivors, "crash-agent", "OFFLINE, "+dead, func(p transport.Presence) bool {
+	waitPresence(t, survivors, "crash-agent", "OFFLINE, "+dead, func(p api.Presence) bool {
 		return p.State == "OFFLINE" && p.Reason == dead && p.Substate == "" && p.Task == "busy"
 	})
 	for _, n := range survivors {
@@ -300,14 +299,14 @@ func TestPresenceNodeDeadLeftAndBack(t *testing.T) {
 	}
 
 	clustertest.WaitFor(t, 20*time.Second, "the dead node's agent's lock released", func() bool {
-		chk, err := leader.Client.CheckLock(ctx, "src/retry.go", grant.Lock.Token, transport.Strong)
+		chk, err := leader.Client.CheckLock(ctx, "src/retry.go", grant.Lock.Token, api.Strong)
 		return err == nil && !chk.Current
 	})
 
 	// The other follower shuts down: its agents are OFFLINE, "left".
 	stopped.Stop()
 	left := "node " + stopped.ID() + " left"
-	waitPresence(t, []*clustertest.Node{leader}, "stop-agent", "OFFLINE, "+left, func(p transport.Presence) bool {
+	waitPresence(t, []*clustertest.Node{leader}, "stop-agent", "OFFLINE, "+left, func(p api.Presence) bool {
 		return p.State == "OFFLINE" && p.Reason == left
 	})
 	waitMembers(t, leader, map[string]string{stopped.ID(): "left"})
@@ -324,11 +323,11 @@ func TestPresenceNodeDeadLeftAndBack(t *testing.T) {
 	waitAudit(t, leader, mark, map[string]string{"NODE_JOIN": back.ID()})
 	// Its old agent stays OFFLINE until it heartbeats again, and then the
 	// new heartbeat wins over the OFFLINE record written by the others.
-	p, err := back.Client.PutPresence(ctx, "stop-agent", transport.PresenceUpdate{State: "AWAKE"})
+	p, err := back.Client.PutPresence(ctx, "stop-agent", api.PresenceUpdate{State: "AWAKE"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitPresence(t, []*clustertest.Node{leader, back}, "stop-agent", "AWAKE again", func(q transport.Presence) bool { return q == p })
+	waitPresence(t, []*clustertest.Node{leader, back}, "stop-agent", "AWAKE again", func(q api.Presence) bool { return q == p })
 }
 
 // waitAudit polls n's audit trail until it holds, after seq after, a
@@ -365,11 +364,11 @@ func TestPresenceTTL(t *testing.T) {
 	n := clustertest.Start(t, "n1", filepath.Join(t.TempDir(), "n1"), "", nil, withGossip,
 		clustertest.WithConfig(func(c *cluster.Config) { c.PresenceTTL = 300 * time.Millisecond }))
 	ctx := clustertest.Context(t)
-	p, err := n.Client.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "AWAKE"})
+	p, err := n.Client.PutPresence(ctx, "codex", api.PresenceUpdate{State: "AWAKE"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitPresence(t, []*clustertest.Node{n}, "codex", "lapsed", func(q transport.Presence) bool {
+	waitPresence(t, []*clustertest.Node{n}, "codex", "lapsed", func(q api.Presence) bool {
 		return q.State == "OFFLINE" && q.Reason == "heartbeat lapsed" && q.Version == p.Version
 	})
 	list, err := n.Client.Presence(ctx)
@@ -378,11 +377,11 @@ func TestPresenceTTL(t *testing.T) {
 	}
 	// A heartbeat whose own time is already past the TTL is refused.
 	stale := time.Now().Add(-time.Second)
-	if _, err := n.Client.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "AWAKE", Timestamp: &stale}); !errors.Is(err, api.ErrInvalid) ||
+	if _, err := n.Client.PutPresence(ctx, "codex", api.PresenceUpdate{State: "AWAKE", Timestamp: &stale}); !errors.Is(err, api.ErrInvalid) ||
 		!strings.Contains(err.Error(), "TTL") {
 		t.Errorf("lapsed heartbeat: %v, want invalid naming the TTL", err)
 	}
-	if _, err := n.Client.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "AWAKE"}); err != nil {
+	if _, err := n.Client.PutPresence(ctx, "codex", api.PresenceUpdate{State: "AWAKE"}); err != nil {
 		t.Fatal(err)
 	}
 	if q, err := presenceOn(t, n, "codex"); err != nil || q.State != "AWAKE" {
@@ -503,7 +502,7 @@ func TestPresenceSourcesThroughTheNode(t *testing.T) {
 	c := clustertest.New(t, 3, withGossip)
 	a := c.Nodes[0]
 	ctx := clustertest.Context(t)
-	put := func(u transport.PresenceUpdate) transport.Presence {
+	put := func(u api.PresenceUpdate) api.Presence {
 		t.Helper()
 		p, err := a.Client.PutPresence(ctx, "claude", u)
 		if err != nil {
@@ -511,10 +510,10 @@ func TestPresenceSourcesThroughTheNode(t *testing.T) {
 		}
 		return p
 	}
-	watcherIdle := transport.PresenceUpdate{State: "AWAKE", Substate: "IDLE", Source: "watcher", PID: 77,
-		AgentHealth: transport.AgentHealth{TasksSucceeded: 2}}
+	watcherIdle := api.PresenceUpdate{State: "AWAKE", Substate: "IDLE", Source: "watcher", PID: 77,
+		AgentHealth: api.AgentHealth{TasksSucceeded: 2}}
 	put(watcherIdle)
-	hook := put(transport.PresenceUpdate{State: "AWAKE", Substate: "WORKING", Source: "hook"})
+	hook := put(api.PresenceUpdate{State: "AWAKE", Substate: "WORKING", Source: "hook"})
 	if hook.Substate != "WORKING" || hook.Source != "hook" || hook.PID != 77 || hook.TasksSucceeded != 2 {
 		t.Fatalf("the hook's report answered %+v", hook)
 	}
@@ -522,9 +521,9 @@ func TestPresenceSourcesThroughTheNode(t *testing.T) {
 	if !beat.Newer(&hook) || beat.Substate != "WORKING" || beat.Source != "hook" {
 		t.Fatalf("the watcher's heartbeat after the hook answered %+v", beat)
 	}
-	waitPresence(t, c.Nodes, "claude", "the watcher's heartbeat, WORKING from hook", func(p transport.Presence) bool { return p == beat })
-	idle := put(transport.PresenceUpdate{State: "AWAKE", Substate: "IDLE", Source: "hook"})
-	waitPresence(t, c.Nodes, "claude", "the hook's IDLE", func(p transport.Presence) bool {
+	waitPresence(t, c.Nodes, "claude", "the watcher's heartbeat, WORKING from hook", func(p api.Presence) bool { return p == beat })
+	idle := put(api.PresenceUpdate{State: "AWAKE", Substate: "IDLE", Source: "hook"})
+	waitPresence(t, c.Nodes, "claude", "the hook's IDLE", func(p api.Presence) bool {
 		return p == idle && p.Substate == "IDLE" && p.Source == "hook"
 	})
 }

@@ -140,7 +140,7 @@ func TestLeaderExpiresAndEscalatesApprovals(t *testing.T) {
 // through cl, the first 100).
 func fromMaos(ctx context.Context, t *testing.T, cl *transport.Client, agent string, what func(api.InboxEntry) string) []string {
 	t.Helper()
-	page, err := cl.Inbox(ctx, agent, api.InboxQuery{Limit: 100}, transport.Strong)
+	page, err := cl.Inbox(ctx, agent, api.InboxQuery{Limit: 100}, api.Strong)
 	if err != nil {
 		t.Fatal(err)
 	}

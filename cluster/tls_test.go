@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster"
 	"github.com/maos-project/maos/cluster/clustertest"
 	"github.com/maos-project/maos/testing/tlstest"
@@ -29,7 +30,7 @@ func withTLS(t testing.TB, ca *tlstest.CA) clustertest.Option {
 }
 
 // status is n's view of the cluster (its Raft term, last log index, ...).
-func status(t testing.TB, n *clustertest.Node) transport.Status {
+func status(t testing.TB, n *clustertest.Node) api.Status {
 	t.Helper()
 	st, err := n.Status(context.Background())
 	if err != nil {
@@ -54,13 +55,13 @@ func TestTLSClusterFormsAndForwards(t *testing.T) {
 	}
 	for _, n := range c.Nodes {
 		clustertest.WaitFor(t, 10*time.Second, "the message on "+n.ID(), func() bool {
-			got, err := n.Client.Message(context.Background(), m.ID, transport.Local)
+			got, err := n.Client.Message(context.Background(), m.ID, api.Local)
 			return err == nil && got.Seq == res.Seq
 		})
 	}
 	// A strong read through a follower asks the leader for a read index
 	// over https with the node's certificate.
-	if _, err := f.Client.Message(clustertest.Context(t), m.ID, transport.Strong); err != nil {
+	if _, err := f.Client.Message(clustertest.Context(t), m.ID, api.Strong); err != nil {
 		t.Errorf("strong read through follower: %v", err)
 	}
 	// The Raft port speaks TLS only to holders of a node certificate: a

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -31,10 +32,10 @@ type NodeView struct {
 // ClusterView is GET /ui/api/cluster: every voter's status (asked of each
 // node), this node's gossip members and who it takes for leader.
 type ClusterView struct {
-	NodeID   string             `json:"node_id"` // the node answering
-	LeaderID string             `json:"leader_id"`
-	Nodes    []NodeView         `json:"nodes"`
-	Members  []transport.Member `json:"members"`
+	NodeID   string       `json:"node_id"` // the node answering
+	LeaderID string       `json:"leader_id"`
+	Nodes    []NodeView   `json:"nodes"`
+	Members  []api.Member `json:"members"`
 }
 
 // cluster answers the cluster view. This node's status and members come
@@ -49,14 +50,14 @@ func (c *console) cluster(w http.ResponseWriter, r *http.Request) {
 		relay(w, rec)
 		return
 	}
-	var own transport.Status
+	var own api.Status
 	if err := json.Unmarshal(rec.body.Bytes(), &own); err != nil {
 		writeErr(w, http.StatusInternalServerError, "cluster status: "+err.Error())
 		return
 	}
 	view := ClusterView{NodeID: own.NodeID, LeaderID: own.LeaderID, Nodes: make([]NodeView, len(own.Voters))}
 	if rec := c.local(r, "/v1/cluster/members", secret); rec.code == http.StatusOK {
-		var m transport.MembersResponse
+		var m api.MembersResponse
 		if json.Unmarshal(rec.body.Bytes(), &m) == nil {
 			view.Members = m.Members
 		}
@@ -71,7 +72,7 @@ func (c *console) cluster(w http.ResponseWriter, r *http.Request) {
 		}
 		if v.APIAddr == "" {
 			nv.Error = "no API address known"
-			c.fill(nv, transport.Status{}, errNoAddr)
+			c.fill(nv, api.Status{}, errNoAddr)
 			continue
 		}
 		wg.Go(func() {
@@ -95,7 +96,7 @@ var errNoAddr error = noAddr{}
 
 // fill completes nv from the node's answer (or error), and records or
 // reads when it last answered.
-func (c *console) fill(nv *NodeView, st transport.Status, err error) {
+func (c *console) fill(nv *NodeView, st api.Status, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err == nil {

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -126,7 +127,7 @@ func (c *console) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Without --auth whoami answers any token, and no session is needed.
-	var me transport.WhoAmI
+	var me api.WhoAmI
 	if json.Unmarshal(rec.body.Bytes(), &me) == nil && me.Auth {
 		ck, err := sa.OpenSession(r, in.Token)
 		if err != nil {
@@ -213,15 +214,15 @@ func relay(w http.ResponseWriter, rec *recorded) {
 func writeErr(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(transport.ErrorBody{Error: &transport.APIError{Code: codeFor(code), Message: msg}})
+	_ = json.NewEncoder(w).Encode(api.ErrorBody{Error: &api.APIError{Code: codeFor(code), Message: msg}})
 }
 
 func codeFor(status int) string {
 	switch status {
 	case http.StatusForbidden:
-		return transport.CodeForbidden
+		return api.CodeForbidden
 	case http.StatusBadRequest:
-		return transport.CodeBadRequest
+		return api.CodeBadRequest
 	}
-	return transport.CodeInternal
+	return api.CodeInternal
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/artifacts"
-	"github.com/maos-project/maos/transport"
 )
 
 // The artifact tools (issue 17; seed 002 §1's share_artifact).
@@ -58,7 +57,7 @@ func (h *handlers) shareArtifact(ctx context.Context, _ *mcp.CallToolRequest, in
 		return nil, ArtifactOutput{}, errors.New(ToolShareArtifact + ": text needs a name (the file name it is fetched as)")
 	default:
 		a, err = h.c.PutArtifact(ctx, strings.NewReader(in.Text), int64(len(in.Text)),
-			transport.ArtifactUpload{Name: in.Name, From: h.cfg.Agent, ContentType: artifacts.ContentType(in.Name)})
+			api.ArtifactUpload{Name: in.Name, From: h.cfg.Agent, ContentType: artifacts.ContentType(in.Name)})
 	}
 	if err != nil {
 		return nil, ArtifactOutput{}, toolErr(ToolShareArtifact, err)
@@ -72,7 +71,7 @@ type ReadArtifactInput struct {
 }
 
 func (h *handlers) readArtifact(ctx context.Context, _ *mcp.CallToolRequest, in ReadArtifactInput) (*mcp.CallToolResult, ArtifactOutput, error) {
-	a, err := h.c.ArtifactInfo(ctx, in.ID, transport.Local)
+	a, err := h.c.ArtifactInfo(ctx, in.ID, api.Local)
 	if err != nil {
 		return nil, ArtifactOutput{}, toolErr(ToolReadArtifact, err)
 	}

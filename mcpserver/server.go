@@ -116,7 +116,7 @@ func (h *handlers) send(ctx context.Context, _ *mcp.CallToolRequest, in SendInpu
 	ch := strings.TrimSpace(in.Channel)
 	if ch == "" && in.ReplyTo != "" {
 		// A reply stays in its parent's conversation unless told otherwise.
-		if p, err := h.c.Message(ctx, in.ReplyTo, transport.Strong); err == nil {
+		if p, err := h.c.Message(ctx, in.ReplyTo, api.Strong); err == nil {
 			ch = p.Channel
 		}
 	}
@@ -206,7 +206,7 @@ func (h *handlers) list(ctx context.Context, _ *mcp.CallToolRequest, in ListInpu
 	q := api.InboxQuery{Unread: in.Unread, From: in.From, Priority: in.Priority, After: in.After, Limit: limit}
 	out := ListOutput{Messages: []ListItem{}}
 	for range listScanPages {
-		page, err := h.c.Inbox(ctx, h.cfg.Agent, q, transport.Strong)
+		page, err := h.c.Inbox(ctx, h.cfg.Agent, q, api.Strong)
 		if err != nil {
 			return nil, ListOutput{}, toolErr("list_messages", err)
 		}
@@ -288,7 +288,7 @@ type MessageOutput struct {
 }
 
 func (h *handlers) read(ctx context.Context, _ *mcp.CallToolRequest, in IDInput) (*mcp.CallToolResult, MessageOutput, error) {
-	m, err := h.c.Message(ctx, in.ID, transport.Strong)
+	m, err := h.c.Message(ctx, in.ID, api.Strong)
 	if err != nil {
 		return nil, MessageOutput{}, toolErr("read_message", err)
 	}
@@ -324,7 +324,7 @@ type ReplyInput struct {
 }
 
 func (h *handlers) reply(ctx context.Context, _ *mcp.CallToolRequest, in ReplyInput) (*mcp.CallToolResult, SendOutput, error) {
-	p, err := h.c.Message(ctx, in.ID, transport.Strong)
+	p, err := h.c.Message(ctx, in.ID, api.Strong)
 	if err != nil {
 		return nil, SendOutput{}, toolErr("reply_to_message", err)
 	}
@@ -414,7 +414,7 @@ func (h *handlers) lock(ctx context.Context, _ *mcp.CallToolRequest, in LockInpu
 	case "release":
 		res, err = h.c.ReleaseLock(ctx, api.LockReleaseCommand{Path: in.Path, Holder: h.cfg.Agent, Token: in.Token})
 	case "check":
-		chk, err := h.c.CheckLock(ctx, in.Path, in.Token, transport.Strong)
+		chk, err := h.c.CheckLock(ctx, in.Path, in.Token, api.Strong)
 		if err != nil {
 			return nil, LockOutput{}, toolErr("lock check", err)
 		}
@@ -587,7 +587,7 @@ func (h *handlers) completeTask(ctx context.Context, _ *mcp.CallToolRequest, in 
 // message (which names the field or the conflict) prefixed by the tool, so
 // the model can correct its call. The SDK turns it into an IsError result.
 func toolErr(tool string, err error) error {
-	var apiErr *transport.APIError
+	var apiErr *api.APIError
 	if errors.As(err, &apiErr) {
 		return fmt.Errorf("%s: %s (%s)", tool, apiErr.Message, apiErr.Code)
 	}

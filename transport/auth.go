@@ -34,20 +34,6 @@ import (
 // rate-bounded by the server's denialCoalescer (Server.deny), which other
 // refusals worth a trace (a send holding a secret) share.
 
-// The web console (package console) cannot set a header on an
-// EventSource, so a browser carries a session cookie instead
-// (sessions.go: a random id this node maps to the token, never the token
-// itself): authenticate reads it only when the request has no
-// Authorization header, and the session's secret then goes the header's
-// way. A state-changing request so authenticated must pass the CSRF defence
-// (cookieCSRF): net/http's CrossOriginProtection (Sec-Fetch-Site, else
-// Origin against Host) and the header HeaderCSRF, which a cross-site
-// page cannot send without a CORS preflight no node answers.
-const (
-	// HeaderCSRF must be on every write authenticated by a session cookie.
-	HeaderCSRF = "X-Maos-CSRF"
-)
-
 // crossOrigin is the CSRF check of cookie-authenticated writes.
 var crossOrigin = http.NewCrossOriginProtection()
 
@@ -62,8 +48,8 @@ func cookieCSRF(r *http.Request) string {
 	if err := crossOrigin.Check(r); err != nil {
 		return fmt.Sprintf("%s %s authenticated by the console's session cookie comes from another site (%v): refused", r.Method, r.URL.Path, err)
 	}
-	if r.Header.Get(HeaderCSRF) == "" {
-		return fmt.Sprintf("%s %s authenticated by the console's session cookie needs the %s header (the console sends it)", r.Method, r.URL.Path, HeaderCSRF)
+	if r.Header.Get(api.HeaderCSRF) == "" {
+		return fmt.Sprintf("%s %s authenticated by the console's session cookie needs the %s header (the console sends it)", r.Method, r.URL.Path, api.HeaderCSRF)
 	}
 	return ""
 }
@@ -152,7 +138,7 @@ func (a *authState) authenticate(w http.ResponseWriter, r *http.Request) (*Ident
 				return nil, false
 			}
 			if problem := cookieCSRF(r); problem != "" {
-				a.s.writeError(w, r, &APIError{Status: http.StatusForbidden, Code: CodeForbidden, Message: problem})
+				a.s.writeError(w, r, &api.APIError{Status: http.StatusForbidden, Code: api.CodeForbidden, Message: problem})
 				a.s.deny(r, denial{who: "cookie", reason: "cross-site request refused"})
 				return nil, false
 			}
@@ -174,10 +160,10 @@ func (a *authState) authenticate(w http.ResponseWriter, r *http.Request) (*Ident
 	}
 	sum := sha256.Sum256([]byte(secret))
 	if a.hasAdmin && subtle.ConstantTimeCompare(sum[:], a.admin[:]) == 1 {
-		return &Identity{Role: RoleAdmin, TokenID: api.BootstrapTokenID}, true
+		return &Identity{Role: api.RoleAdmin, TokenID: api.BootstrapTokenID}, true
 	}
 	if a.hasAdmin && subtle.ConstantTimeCompare(sum[:], a.node[:]) == 1 {
-		return &Identity{Role: RoleNode, TokenID: NodeTokenID}, true
+		return &Identity{Role: api.RoleNode, TokenID: NodeTokenID}, true
 	}
 	hash := fsm.HashToken(secret)
 	tok, err := a.s.state.TokenByHash(hash)
@@ -200,7 +186,7 @@ func (a *authState) authenticate(w http.ResponseWriter, r *http.Request) (*Ident
 		a.s.writeError(w, r, fmt.Errorf("authenticate: %w", err))
 		return nil, false
 	}
-	return &Identity{Agent: tok.Agent, Role: Role(tok.Role), TokenID: tok.ID, AgentRole: tok.AgentRole, Capabilities: tok.Capabilities}, true
+	return &Identity{Agent: tok.Agent, Role: api.Role(tok.Role), TokenID: tok.ID, AgentRole: tok.AgentRole, Capabilities: tok.Capabilities}, true
 }
 
 // unauthorized answers 401 with WWW-Authenticate (RFC 6750 §3).
@@ -210,7 +196,7 @@ func (a *authState) unauthorized(w http.ResponseWriter, r *http.Request, msg str
 		v += `, error="invalid_token"`
 	}
 	w.Header().Set("WWW-Authenticate", v)
-	a.s.writeError(w, r, &APIError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: msg})
+	a.s.writeError(w, r, &api.APIError{Status: http.StatusUnauthorized, Code: api.CodeUnauthorized, Message: msg})
 }
 
 // parseBearer returns the secret of an Authorization header, or why the
@@ -434,12 +420,12 @@ func (a *authState) forbid(w http.ResponseWriter, r *http.Request, id *Identity,
 	}
 	whose := "the admin bootstrap token"
 	switch {
-	case id.Role == RoleNode:
+	case id.Role == api.RoleNode:
 		whose = "the node credential"
 	case id.TokenID != api.BootstrapTokenID:
 		whose = fmt.Sprintf("token %s of agent %s, role %s", id.TokenID, id.Agent, id.Role)
 	}
-	a.s.writeError(w, r, &APIError{Status: http.StatusForbidden, Code: CodeForbidden,
+	a.s.writeError(w, r, &api.APIError{Status: http.StatusForbidden, Code: api.CodeForbidden,
 		Message: fmt.Sprintf("%s %s %s; the request carries %s", r.Method, r.URL.Path, need, whose)})
 	a.s.deny(r, denial{who: id.TokenID, agent: id.Agent, tokenID: id.TokenID, reason: need})
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -64,9 +65,9 @@ func TestAuthCookieWritesNeedCSRFDefence(t *testing.T) {
 		want int
 	}{
 		{"no CSRF header", nil, http.StatusForbidden},
-		{"cross-site", map[string]string{transport.HeaderCSRF: "1", "Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
-		{"other origin", map[string]string{transport.HeaderCSRF: "1", "Origin": "http://evil.example"}, http.StatusForbidden},
-		{"same origin", map[string]string{transport.HeaderCSRF: "1", "Sec-Fetch-Site": "same-origin"}, http.StatusOK},
+		{"cross-site", map[string]string{api.HeaderCSRF: "1", "Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
+		{"other origin", map[string]string{api.HeaderCSRF: "1", "Origin": "http://evil.example"}, http.StatusForbidden},
+		{"same origin", map[string]string{api.HeaderCSRF: "1", "Sec-Fetch-Site": "same-origin"}, http.StatusOK},
 	} {
 		code, body := e.cookieReq(aliceSecret, "POST", "/v1/messages", send, c.h)
 		if code != c.want {

@@ -144,7 +144,7 @@ func (e *authEnv) waitDenied(match string, want int) []api.AuditEvent {
 
 func wantUnauthorized(t *testing.T, r reply, invalidToken bool) string {
 	t.Helper()
-	msg := wantError(t, r, http.StatusUnauthorized, transport.CodeUnauthorized)
+	msg := wantError(t, r, http.StatusUnauthorized, api.CodeUnauthorized)
 	h := r.header.Get("WWW-Authenticate")
 	if !strings.HasPrefix(h, "Bearer ") || strings.Contains(h, `error="invalid_token"`) != invalidToken {
 		t.Errorf("WWW-Authenticate %q (invalid token: %t)", h, invalidToken)
@@ -175,8 +175,8 @@ func TestAuthRefusesMissingAndBadTokens(t *testing.T) {
 	// the JSON 404, without a token either.
 	wantOK(t, e.as("", "GET", "/healthz", ""), nil)
 	wantOK(t, e.as("", "GET", "/readyz", ""), nil)
-	wantError(t, e.as("", "POST", "/healthz", ""), http.StatusNotFound, transport.CodeNotFound)
-	wantError(t, e.as("", "DELETE", "/readyz", ""), http.StatusNotFound, transport.CodeNotFound)
+	wantError(t, e.as("", "POST", "/healthz", ""), http.StatusNotFound, api.CodeNotFound)
+	wantError(t, e.as("", "DELETE", "/readyz", ""), http.StatusNotFound, api.CodeNotFound)
 
 	msg := wantUnauthorized(t, e.as("", "GET", "/v1/channels", ""), false)
 	if !strings.Contains(msg, "Authorization: Bearer") {
@@ -186,11 +186,11 @@ func TestAuthRefusesMissingAndBadTokens(t *testing.T) {
 	wantUnauthorized(t, e.as("", "GET", "/v1/nothing-here", ""), false)
 	// A forwarded request is authenticated like any other, and only a
 	// node (an admin token) may mark one: it skips checks done upstream.
-	wantUnauthorized(t, do(t, "GET", e.url+"/v1/channels", "", http.Header{transport.HeaderForwarded: {"1"}}), false)
+	wantUnauthorized(t, do(t, "GET", e.url+"/v1/channels", "", http.Header{api.HeaderForwarded: {"1"}}), false)
 	fwd := func(secret string) reply {
-		return do(t, "GET", e.url+"/v1/channels", "", http.Header{transport.HeaderForwarded: {"1"}, "Authorization": {"Bearer " + secret}})
+		return do(t, "GET", e.url+"/v1/channels", "", http.Header{api.HeaderForwarded: {"1"}, "Authorization": {"Bearer " + secret}})
 	}
-	if msg := wantError(t, fwd(aliceSecret), http.StatusForbidden, transport.CodeForbidden); !strings.Contains(msg, transport.HeaderForwarded) {
+	if msg := wantError(t, fwd(aliceSecret), http.StatusForbidden, api.CodeForbidden); !strings.Contains(msg, api.HeaderForwarded) {
 		t.Errorf("403 message %q does not name the header", msg)
 	}
 	wantOK(t, fwd(adminSecret), nil)
@@ -266,7 +266,7 @@ func TestAuthImpersonationRefused(t *testing.T) {
 		{"PATCH", "/v1/bulletin?by=bob", `{"system_status":"normal"}`, "acts as agent bob"},
 	} {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
-			msg := wantError(t, e.as(aliceSecret, tt.method, tt.path, tt.body), http.StatusForbidden, transport.CodeForbidden)
+			msg := wantError(t, e.as(aliceSecret, tt.method, tt.path, tt.body), http.StatusForbidden, api.CodeForbidden)
 			if !strings.Contains(msg, tt.field) || !strings.Contains(msg, "tok-alice") {
 				t.Errorf("403 message %q does not name %s and the token", msg, tt.field)
 			}
@@ -288,7 +288,7 @@ func TestAuthImpersonationRefused(t *testing.T) {
 	wantOK(t, e.as(opsSecret, "POST", "/v1/messages", `{"from":"bob","to":["carol"],"channel":"general","content":{"text":"import"}}`), nil)
 	wantOK(t, e.as(adminSecret, "PUT", "/v1/agents/bob/cursor", `{"seq":1}`), nil)
 	// A moderator reads everything but speaks only for itself.
-	wantError(t, e.as(rexSecret, "POST", "/v1/messages", `{"from":"bob","to":["carol"],"channel":"general","content":{"text":"hi"}}`), http.StatusForbidden, transport.CodeForbidden)
+	wantError(t, e.as(rexSecret, "POST", "/v1/messages", `{"from":"bob","to":["carol"],"channel":"general","content":{"text":"hi"}}`), http.StatusForbidden, api.CodeForbidden)
 	if _, sends := e.writes(); sends != 2 {
 		t.Errorf("%d sends, want 2", sends)
 	}
@@ -299,7 +299,7 @@ func TestAuthInboxReads(t *testing.T) {
 	wantOK(t, e.as(adminSecret, "POST", "/v1/messages", `{"from":"alice","to":["bob"],"channel":"general","content":{"text":"for bob"}}`), nil)
 	paths := []string{"/v1/agents/bob/inbox", "/v1/agents/bob/inbox/counts", "/v1/agents/bob/cursor"}
 	for _, p := range paths {
-		msg := wantError(t, e.as(aliceSecret, "GET", p, ""), http.StatusForbidden, transport.CodeForbidden)
+		msg := wantError(t, e.as(aliceSecret, "GET", p, ""), http.StatusForbidden, api.CodeForbidden)
 		if !strings.Contains(msg, "reads agent bob's inbox") || !strings.Contains(msg, "moderator") {
 			t.Errorf("GET %s: 403 message %q does not say what is needed", p, msg)
 		}
@@ -314,18 +314,18 @@ func TestAuthInboxReads(t *testing.T) {
 	}
 	// A stream of bob's inbox is an inbox read too; a stream of
 	// everything needs only a token.
-	err := e.client(aliceSecret).Stream(context.Background(), transport.StreamQuery{Agent: "bob"}, func(transport.StreamEvent) error { return nil })
+	err := e.client(aliceSecret).Stream(context.Background(), api.StreamQuery{Agent: "bob"}, func(api.StreamEvent) error { return nil })
 	if !errors.Is(err, api.ErrForbidden) {
 		t.Errorf("alice streaming bob's inbox: %v, want 403", err)
 	}
 	for _, secret := range []string{aliceSecret, bobSecret} {
-		q := transport.StreamQuery{Agent: "bob"}
+		q := api.StreamQuery{Agent: "bob"}
 		if secret == aliceSecret {
-			q = transport.StreamQuery{}
+			q = api.StreamQuery{}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		stop := errors.New("stop")
-		err := e.client(secret).Stream(ctx, q, func(ev transport.StreamEvent) error {
+		err := e.client(secret).Stream(ctx, q, func(ev api.StreamEvent) error {
 			if ev.Ready {
 				return stop
 			}
@@ -360,7 +360,7 @@ func TestAuthAdminOnlyEndpoints(t *testing.T) {
 	}
 	for _, secret := range []string{aliceSecret, rexSecret} {
 		for _, ep := range admin {
-			msg := wantError(t, e.as(secret, ep.method, ep.path, ep.body), http.StatusForbidden, transport.CodeForbidden)
+			msg := wantError(t, e.as(secret, ep.method, ep.path, ep.body), http.StatusForbidden, api.CodeForbidden)
 			if !strings.Contains(msg, "an admin token") {
 				t.Errorf("%s %s: 403 message %q does not say an admin token is needed", ep.method, ep.path, msg)
 			}
@@ -374,7 +374,7 @@ func TestAuthAdminOnlyEndpoints(t *testing.T) {
 			ep.path == "/v1/cluster/nodes/n2" || ep.path == "/v1/cluster/transfer-leadership" {
 			continue
 		}
-		msg := wantError(t, e.as(node, ep.method, ep.path, ep.body), http.StatusForbidden, transport.CodeForbidden)
+		msg := wantError(t, e.as(node, ep.method, ep.path, ep.body), http.StatusForbidden, api.CodeForbidden)
 		if !strings.Contains(msg, "needs an admin token") || !strings.Contains(msg, "the node credential") {
 			t.Errorf("%s %s with the node credential: 403 message %q", ep.method, ep.path, msg)
 		}
@@ -454,11 +454,11 @@ func TestAuthTokensAPI(t *testing.T) {
 	if err := admin.RevokeToken(ctx, created.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := carol.Channels(ctx, transport.Local); !errors.Is(err, transport.ErrUnauthorized) {
+	if _, err := carol.Channels(ctx, api.Local); !errors.Is(err, api.ErrUnauthorized) {
 		t.Errorf("revoked token: %v, want ErrUnauthorized", err)
 	}
-	err = carol.Stream(ctx, transport.StreamQuery{}, func(transport.StreamEvent) error { return nil })
-	if !errors.Is(err, transport.ErrUnauthorized) {
+	err = carol.Stream(ctx, api.StreamQuery{}, func(api.StreamEvent) error { return nil })
+	if !errors.Is(err, api.ErrUnauthorized) {
 		t.Errorf("stream with a revoked token: %v, want ErrUnauthorized", err)
 	}
 	if err := admin.RevokeToken(ctx, created.ID); err != nil {
@@ -480,7 +480,7 @@ func TestAuthTokensAPI(t *testing.T) {
 		`{"agent":"Carol Smith"}`:         "agent",
 		`{}`:                              "agent",
 	} {
-		msg := wantError(t, e.as(adminSecret, "POST", "/v1/tokens", body), http.StatusBadRequest, transport.CodeInvalid)
+		msg := wantError(t, e.as(adminSecret, "POST", "/v1/tokens", body), http.StatusBadRequest, api.CodeInvalid)
 		if !strings.HasPrefix(msg, field+":") {
 			t.Errorf("POST %s: message %q does not name %s", body, msg, field)
 		}
@@ -489,7 +489,7 @@ func TestAuthTokensAPI(t *testing.T) {
 		t.Errorf("an agent creating an admin token: %v, want 403", err)
 	}
 	// Without a token the client says so.
-	if _, err := transport.NewClient(e.url, nil).Tokens(ctx); !errors.Is(err, transport.ErrUnauthorized) {
+	if _, err := transport.NewClient(e.url, nil).Tokens(ctx); !errors.Is(err, api.ErrUnauthorized) {
 		t.Errorf("no token: %v, want ErrUnauthorized", err)
 	}
 }
@@ -581,12 +581,12 @@ func TestAuthTokenActsForItsForks(t *testing.T) {
 	}
 	for _, from := range []string{"bob-fork-1", "alicex-fork-1", "alice-fork-0", "alice-forks-1"} {
 		msg := wantError(t, e.as(aliceSecret, "POST", "/v1/messages",
-			`{"from":"`+from+`","to":["carol"],"channel":"general","content":{"text":"hi"}}`), http.StatusForbidden, transport.CodeForbidden)
+			`{"from":"`+from+`","to":["carol"],"channel":"general","content":{"text":"hi"}}`), http.StatusForbidden, api.CodeForbidden)
 		if !strings.Contains(msg, `from "`+from+`"`) {
 			t.Errorf("403 for %s: %q", from, msg)
 		}
 	}
-	wantError(t, e.as(aliceSecret, "PUT", "/v1/presence/bob-fork-1", `{"state":"AWAKE"}`), http.StatusForbidden, transport.CodeForbidden)
+	wantError(t, e.as(aliceSecret, "PUT", "/v1/presence/bob-fork-1", `{"state":"AWAKE"}`), http.StatusForbidden, api.CodeForbidden)
 }
 
 // A token registers its agent (or a fork) only with the default role or
@@ -601,7 +601,7 @@ func TestAuthRolesCannotBeSelfGranted(t *testing.T) {
 		{aliceSecret, `{"id":"alice","role":"engineer","capabilities":["deploy"]}`, `capability "deploy", which this token does not grant`},
 		{rexSecret, `{"id":"rex","role":"supervisor"}`, `role "supervisor", which this token grants no role`},
 	} {
-		msg := wantError(t, e.as(tt.secret, "POST", "/v1/agents", tt.body), http.StatusForbidden, transport.CodeForbidden)
+		msg := wantError(t, e.as(tt.secret, "POST", "/v1/agents", tt.body), http.StatusForbidden, api.CodeForbidden)
 		if !strings.Contains(msg, tt.want) || !strings.Contains(msg, "admin") {
 			t.Errorf("%s: 403 %q does not say %q and who grants it", tt.body, msg, tt.want)
 		}
@@ -638,7 +638,7 @@ func TestAuthRolesCannotBeSelfGranted(t *testing.T) {
 	if r := role("bob"); r != "lead" {
 		t.Errorf("bob's role is %q after an admin's registration, want lead", r)
 	}
-	tok, err := e.client(adminSecret).CreateTokenFor(context.Background(), transport.TokenRequest{Agent: "dave", AgentRole: "lead", Capabilities: []string{"deploy"}})
+	tok, err := e.client(adminSecret).CreateTokenFor(context.Background(), api.TokenRequest{Agent: "dave", AgentRole: "lead", Capabilities: []string{"deploy"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -658,7 +658,7 @@ func TestAuthLocksAndBulletinHaveOwners(t *testing.T) {
 	e := newAuthEnv(t, &transport.AuthConfig{AdminToken: adminSecret})
 	wantOK(t, e.as(aliceSecret, "POST", "/v1/locks", `{"path":"src/a.go","holder":"alice","ttl":"1m"}`), nil)
 	before, _ := e.writes()
-	msg := wantError(t, e.as(bobSecret, "POST", "/v1/locks/release", `{"path":"src/a.go","force":true,"by":"bob"}`), http.StatusForbidden, transport.CodeForbidden)
+	msg := wantError(t, e.as(bobSecret, "POST", "/v1/locks/release", `{"path":"src/a.go","force":true,"by":"bob"}`), http.StatusForbidden, api.CodeForbidden)
 	if !strings.Contains(msg, `force-releases lock "src/a.go"`) || !strings.Contains(msg, "moderator") {
 		t.Errorf("bob's forced release: 403 %q does not say what it needs", msg)
 	}
@@ -683,7 +683,7 @@ func TestAuthLocksAndBulletinHaveOwners(t *testing.T) {
 	if err != nil || b.UpdatedBy != "alice" {
 		t.Fatalf("bulletin written by alice's token without ?by: updated_by %q (%v)", b.UpdatedBy, err)
 	}
-	msg = wantError(t, e.as(adminSecret, "PATCH", "/v1/bulletin", `{"system_status":"degraded"}`), http.StatusBadRequest, transport.CodeInvalid)
+	msg = wantError(t, e.as(adminSecret, "PATCH", "/v1/bulletin", `{"system_status":"degraded"}`), http.StatusBadRequest, api.CodeInvalid)
 	if !strings.Contains(msg, "by: required") {
 		t.Errorf("an anonymous bulletin write: 400 %q does not name by", msg)
 	}
@@ -694,7 +694,7 @@ func TestAuthLocksAndBulletinHaveOwners(t *testing.T) {
 
 	// Without auth nobody is known: the write must name its author.
 	open := newAuthEnv(t, nil)
-	wantError(t, open.as("", "PUT", "/v1/bulletin", `{"system_status":"normal"}`), http.StatusBadRequest, transport.CodeInvalid)
+	wantError(t, open.as("", "PUT", "/v1/bulletin", `{"system_status":"normal"}`), http.StatusBadRequest, api.CodeInvalid)
 	wantOK(t, open.as("", "PUT", "/v1/bulletin?by=alice", `{"system_status":"normal"}`), nil)
 }
 
@@ -703,7 +703,7 @@ func TestAuthLocksAndBulletinHaveOwners(t *testing.T) {
 func TestFaviconIsNotAudited(t *testing.T) {
 	e := newAuthEnv(t, &transport.AuthConfig{AdminToken: adminSecret})
 	for range 3 {
-		wantError(t, e.as("", "GET", "/favicon.ico", ""), http.StatusNotFound, transport.CodeNotFound)
+		wantError(t, e.as("", "GET", "/favicon.ico", ""), http.StatusNotFound, api.CodeNotFound)
 	}
 	// A request that is audited, after them: once its line is there, the
 	// favicon's would be too.

@@ -65,12 +65,12 @@ func (c *Client) Forwarding() *Client {
 }
 
 // Send posts m and returns where it was committed.
-func (c *Client) Send(ctx context.Context, m *api.Message) (*SendResponse, error) {
+func (c *Client) Send(ctx context.Context, m *api.Message) (*api.SendResponse, error) {
 	return c.SendFenced(ctx, m, 0)
 }
 
 // Message fetches one message by id.
-func (c *Client) Message(ctx context.Context, id string, cons Consistency) (*api.Message, error) {
+func (c *Client) Message(ctx context.Context, id string, cons api.Consistency) (*api.Message, error) {
 	var out api.Message
 	if err := c.do(ctx, http.MethodGet, "/v1/messages/"+url.PathEscape(id), consQuery(cons), nil, &out); err != nil {
 		return nil, err
@@ -79,21 +79,21 @@ func (c *Client) Message(ctx context.Context, id string, cons Consistency) (*api
 }
 
 // ChannelPage fetches up to limit messages of channel after seq after.
-func (c *Client) ChannelPage(ctx context.Context, channel string, after uint64, limit int, cons Consistency) (api.Page, error) {
+func (c *Client) ChannelPage(ctx context.Context, channel string, after uint64, limit int, cons api.Consistency) (api.Page, error) {
 	q := listQuery(cons, limit, map[string]string{"after": seqParam(after)})
 	return request[api.Page](ctx, c, http.MethodGet, "/v1/channels/"+url.PathEscape(channel)+"/messages", q, nil)
 }
 
 // Channels lists the channels with their counts.
-func (c *Client) Channels(ctx context.Context, cons Consistency) ([]api.ChannelInfo, error) {
-	var out ChannelsResponse
+func (c *Client) Channels(ctx context.Context, cons api.Consistency) ([]api.ChannelInfo, error) {
+	var out api.ChannelsResponse
 	err := c.do(ctx, http.MethodGet, "/v1/channels", consQuery(cons), nil, &out)
 	return out.Channels, err
 }
 
 // Status returns the node's view of the cluster.
-func (c *Client) Status(ctx context.Context) (Status, error) {
-	return request[Status](ctx, c, http.MethodGet, "/v1/cluster/status", nil, nil)
+func (c *Client) Status(ctx context.Context) (api.Status, error) {
+	return request[api.Status](ctx, c, http.MethodGet, "/v1/cluster/status", nil, nil)
 }
 
 // Health returns nil when the process answers /healthz.
@@ -107,7 +107,7 @@ func (c *Client) Ready(ctx context.Context) error {
 }
 
 // Join asks the cluster (through this node) to add a voter.
-func (c *Client) Join(ctx context.Context, req JoinRequest) error {
+func (c *Client) Join(ctx context.Context, req api.JoinRequest) error {
 	return c.do(ctx, http.MethodPost, "/v1/cluster/join", nil, req, nil)
 }
 
@@ -117,18 +117,18 @@ func (c *Client) Remove(ctx context.Context, nodeID string) error {
 }
 
 // Snapshot makes this node take a snapshot now.
-func (c *Client) Snapshot(ctx context.Context) (SnapshotResponse, error) {
-	return request[SnapshotResponse](ctx, c, http.MethodPost, "/v1/cluster/snapshot", nil, nil)
+func (c *Client) Snapshot(ctx context.Context) (api.SnapshotResponse, error) {
+	return request[api.SnapshotResponse](ctx, c, http.MethodPost, "/v1/cluster/snapshot", nil, nil)
 }
 
 // TransferLeadership asks the leader to hand over to nodeID ("" for any).
-func (c *Client) TransferLeadership(ctx context.Context, nodeID string) (TransferResponse, error) {
-	return request[TransferResponse](ctx, c, http.MethodPost, "/v1/cluster/transfer-leadership", nil, TransferRequest{NodeID: nodeID})
+func (c *Client) TransferLeadership(ctx context.Context, nodeID string) (api.TransferResponse, error) {
+	return request[api.TransferResponse](ctx, c, http.MethodPost, "/v1/cluster/transfer-leadership", nil, api.TransferRequest{NodeID: nodeID})
 }
 
-func consQuery(c Consistency) url.Values {
+func consQuery(c api.Consistency) url.Values {
 	q := url.Values{}
-	if c != "" && c != Local {
+	if c != "" && c != api.Local {
 		q.Set("consistency", string(c))
 	}
 	return q
@@ -136,7 +136,7 @@ func consQuery(c Consistency) url.Values {
 
 // listQuery is the query of a list read: the consistency, each of params
 // that is set (not ""), and limit when above 0 (0: the server's default).
-func listQuery(cons Consistency, limit int, params map[string]string) url.Values {
+func listQuery(cons api.Consistency, limit int, params map[string]string) url.Values {
 	q := consQuery(cons)
 	for k, v := range params {
 		if v != "" {
@@ -184,7 +184,7 @@ func request[T any](ctx context.Context, c *Client, method, path string, q url.V
 // 409 when conflict is set, whatever conflict makes of it and the raw
 // body); a transport failure is returned wrapped with the address.
 func (c *Client) doRaw(ctx context.Context, method, path string, q url.Values, h http.Header, in []byte,
-	out any, conflict func(*APIError, []byte) error) error {
+	out any, conflict func(*api.APIError, []byte) error) error {
 	u := c.base + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
@@ -204,7 +204,7 @@ func (c *Client) doRaw(ctx context.Context, method, path string, q url.Values, h
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.forwarded {
-		req.Header.Set(HeaderForwarded, "1")
+		req.Header.Set(api.HeaderForwarded, "1")
 	}
 	c.setAuth(req)
 	resp, err := c.hc.Do(req)
@@ -217,9 +217,9 @@ func (c *Client) doRaw(ctx context.Context, method, path string, q url.Values, h
 		return fmt.Errorf("transport: %s %s: read body: %w", method, u, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		var eb ErrorBody
+		var eb api.ErrorBody
 		if json.Unmarshal(data, &eb) != nil || eb.Error == nil || eb.Error.Code == "" {
-			return &APIError{Status: resp.StatusCode, Code: CodeInternal,
+			return &api.APIError{Status: resp.StatusCode, Code: api.CodeInternal,
 				Message: fmt.Sprintf("%s %s: %s", method, u, strings.TrimSpace(string(data)))}
 		}
 		eb.Error.Status = resp.StatusCode
@@ -240,13 +240,13 @@ func (c *Client) doRaw(ctx context.Context, method, path string, q url.Values, h
 
 // ReadIndex asks the node (the leader) for a confirmed read index.
 func (c *Client) ReadIndex(ctx context.Context) (uint64, error) {
-	var out ReadIndexResponse
+	var out api.ReadIndexResponse
 	err := c.do(ctx, http.MethodGet, "/v1/internal/read-index", nil, nil, &out)
 	return out.Index, err
 }
 
 // Config returns the cluster settings.
-func (c *Client) Config(ctx context.Context, cons Consistency) (api.ClusterConfig, error) {
+func (c *Client) Config(ctx context.Context, cons api.Consistency) (api.ClusterConfig, error) {
 	return request[api.ClusterConfig](ctx, c, http.MethodGet, "/v1/cluster/config", consQuery(cons), nil)
 }
 

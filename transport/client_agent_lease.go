@@ -30,7 +30,7 @@ func (c *Client) ReleaseAgentLease(ctx context.Context, cmd api.AgentLeaseReleas
 }
 
 // AgentLease reads agent's lease (api.ErrNotFound when none was granted).
-func (c *Client) AgentLease(ctx context.Context, agent string, cons Consistency) (*api.AgentLease, error) {
+func (c *Client) AgentLease(ctx context.Context, agent string, cons api.Consistency) (*api.AgentLease, error) {
 	l, err := request[api.AgentLease](ctx, c, http.MethodGet, leasePath(agent), consQuery(cons), nil)
 	if err != nil {
 		return nil, err
@@ -39,19 +39,19 @@ func (c *Client) AgentLease(ctx context.Context, agent string, cons Consistency)
 }
 
 // AgentLeases lists every agent's lease.
-func (c *Client) AgentLeases(ctx context.Context, cons Consistency) (api.AgentLeasePage, error) {
+func (c *Client) AgentLeases(ctx context.Context, cons api.Consistency) (api.AgentLeasePage, error) {
 	return request[api.AgentLeasePage](ctx, c, http.MethodGet, "/v1/leases", consQuery(cons), nil)
 }
 
 // SendFenced posts m as Send does, under the fence of its sender's agent
 // lease: refused (an error matching api.ErrFenced) unless the fence is
 // the current grant's. Fence 0 is Send.
-func (c *Client) SendFenced(ctx context.Context, m *api.Message, fence uint64) (*SendResponse, error) {
+func (c *Client) SendFenced(ctx context.Context, m *api.Message, fence uint64) (*api.SendResponse, error) {
 	var q url.Values
 	if fence != 0 {
 		q = url.Values{"agent_fence": {strconv.FormatUint(fence, 10)}}
 	}
-	var out SendResponse
+	var out api.SendResponse
 	if err := c.do(ctx, http.MethodPost, "/v1/messages", q, m, &out); err != nil {
 		return nil, err
 	}

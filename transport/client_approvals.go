@@ -29,7 +29,7 @@ func (c *Client) RequestApproval(ctx context.Context, cmd api.ApprovalRequestCom
 // /v1/approvals/{id}), read with consistency=strong so it sees every
 // decision acknowledged before the call.
 func (c *Client) Approval(ctx context.Context, id string) (*api.Approval, error) {
-	a, err := request[api.Approval](ctx, c, http.MethodGet, approvalPath(id, ""), consQuery(Strong), nil)
+	a, err := request[api.Approval](ctx, c, http.MethodGet, approvalPath(id, ""), consQuery(api.Strong), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +40,7 @@ func (c *Client) Approval(ctx context.Context, id string) (*api.Approval, error)
 // (GET /v1/approvals), read with consistency=strong. Continue a page with
 // q.After set to the last approval's Seq while HasMore.
 func (c *Client) Approvals(ctx context.Context, q api.ApprovalQuery) (api.ApprovalPage, error) {
-	v := listQuery(Strong, q.Limit, map[string]string{
+	v := listQuery(api.Strong, q.Limit, map[string]string{
 		"state": string(q.State), "approver": q.Approver, "from": q.From, "after": seqParam(q.After)})
 	return request[api.ApprovalPage](ctx, c, http.MethodGet, "/v1/approvals", v, nil)
 }

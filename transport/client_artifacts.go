@@ -39,21 +39,12 @@ import (
 // (and kept) a peer's.
 const HeaderArtifactSource = "X-Maos-Artifact-Source"
 
-// ArtifactUpload describes an upload: the name to fetch it as (required),
-// its media type (default api.DefaultArtifactContentType) and the
-// uploading agent (default: the token's agent).
-type ArtifactUpload struct {
-	Name        string
-	ContentType string
-	From        string
-}
-
 // PutArtifact uploads size bytes from body (size -1: unknown, sent
 // chunked) and returns the record once the bytes are on a majority of the
 // nodes and the record is committed. The same bytes again return the
 // stored record with Existed set. Over the node's --max-artifact-bytes or
 // the agent's quota: an *APIError with status 413 naming the limit.
-func (c *Client) PutArtifact(ctx context.Context, body io.Reader, size int64, up ArtifactUpload) (api.Artifact, error) {
+func (c *Client) PutArtifact(ctx context.Context, body io.Reader, size int64, up api.ArtifactUpload) (api.Artifact, error) {
 	q := url.Values{"name": {up.Name}}
 	if up.From != "" {
 		q.Set("from", up.From)
@@ -125,12 +116,12 @@ func (c *Client) GetArtifact(ctx context.Context, id string, w io.Writer) (int64
 }
 
 // ArtifactInfo returns artifact id's record.
-func (c *Client) ArtifactInfo(ctx context.Context, id string, cons Consistency) (api.Artifact, error) {
+func (c *Client) ArtifactInfo(ctx context.Context, id string, cons api.Consistency) (api.Artifact, error) {
 	return request[api.Artifact](ctx, c, http.MethodGet, artifactPath(id)+"/info", consQuery(cons), nil)
 }
 
 // Artifacts lists artifact records in the order they were stored.
-func (c *Client) Artifacts(ctx context.Context, q api.ArtifactQuery, cons Consistency) (api.ArtifactPage, error) {
+func (c *Client) Artifacts(ctx context.Context, q api.ArtifactQuery, cons api.Consistency) (api.ArtifactPage, error) {
 	v := listQuery(cons, q.Limit, map[string]string{"from": q.From, "name": q.Name, "after": seqParam(q.After)})
 	return request[api.ArtifactPage](ctx, c, http.MethodGet, "/v1/artifacts", v, nil)
 }
@@ -188,7 +179,7 @@ func (c *Client) stream(ctx context.Context, method, path string, q url.Values, 
 		req.Header[k] = vs
 	}
 	if c.forwarded {
-		req.Header.Set(HeaderForwarded, "1")
+		req.Header.Set(api.HeaderForwarded, "1")
 	}
 	c.setAuth(req)
 	resp, err := c.hc.Do(req)
@@ -200,9 +191,9 @@ func (c *Client) stream(ctx context.Context, method, path string, q url.Values, 
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	var eb ErrorBody
+	var eb api.ErrorBody
 	if json.Unmarshal(data, &eb) != nil || eb.Error == nil || eb.Error.Code == "" {
-		return nil, &APIError{Status: resp.StatusCode, Code: CodeInternal,
+		return nil, &api.APIError{Status: resp.StatusCode, Code: api.CodeInternal,
 			Message: fmt.Sprintf("%s %s: %s", method, u, strings.TrimSpace(string(data)))}
 	}
 	eb.Error.Status = resp.StatusCode

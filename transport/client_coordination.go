@@ -11,20 +11,10 @@ import (
 	"github.com/maos-project/maos/api"
 )
 
-// BulletinWrite are the options of a bulletin PUT or PATCH.
-type BulletinWrite struct {
-	// IfVersion makes the write conditional (sent as If-Match): it applies
-	// only if the bulletin is still at that version, 0 meaning never
-	// written. nil writes unconditionally.
-	IfVersion *uint64
-	// By names the writer for the audit trail (an agent id), optional.
-	By string
-}
-
 // BulletinConflictError is a compare-and-set that lost: the bulletin has
 // moved to Version. errors.Is(err, api.ErrConflict) holds.
 type BulletinConflictError struct {
-	API     *APIError
+	API     *api.APIError
 	Version uint64
 }
 
@@ -39,7 +29,7 @@ func (e *BulletinConflictError) Unwrap() error { return e.API }
 // api.LockStaleToken, and Lock the lock as it stands (holder, token,
 // expiry). errors.Is(err, api.ErrConflict) holds.
 type LockRefusedError struct {
-	API     *APIError
+	API     *api.APIError
 	Outcome string
 	Lock    *api.Lock
 }
@@ -50,24 +40,24 @@ func (e *LockRefusedError) Error() string { return e.API.Error() }
 func (e *LockRefusedError) Unwrap() error { return e.API }
 
 // Bulletin reads the bulletin.
-func (c *Client) Bulletin(ctx context.Context, cons Consistency) (api.Bulletin, error) {
+func (c *Client) Bulletin(ctx context.Context, cons api.Consistency) (api.Bulletin, error) {
 	return request[api.Bulletin](ctx, c, http.MethodGet, "/v1/bulletin", consQuery(cons), nil)
 }
 
 // PutBulletin replaces the bulletin with doc (a JSON object; lock entries
 // of shared_resources are kept by the cluster). A lost compare-and-set is
 // a *BulletinConflictError.
-func (c *Client) PutBulletin(ctx context.Context, doc json.RawMessage, opts BulletinWrite) (api.BulletinResult, error) {
+func (c *Client) PutBulletin(ctx context.Context, doc json.RawMessage, opts api.BulletinWrite) (api.BulletinResult, error) {
 	return c.writeBulletin(ctx, http.MethodPut, doc, opts)
 }
 
 // PatchBulletin merges patch into the bulletin (RFC 7396: null deletes a
 // key, objects merge). A lost compare-and-set is a *BulletinConflictError.
-func (c *Client) PatchBulletin(ctx context.Context, patch json.RawMessage, opts BulletinWrite) (api.BulletinResult, error) {
+func (c *Client) PatchBulletin(ctx context.Context, patch json.RawMessage, opts api.BulletinWrite) (api.BulletinResult, error) {
 	return c.writeBulletin(ctx, http.MethodPatch, patch, opts)
 }
 
-func (c *Client) writeBulletin(ctx context.Context, method string, doc json.RawMessage, opts BulletinWrite) (api.BulletinResult, error) {
+func (c *Client) writeBulletin(ctx context.Context, method string, doc json.RawMessage, opts api.BulletinWrite) (api.BulletinResult, error) {
 	q := url.Values{}
 	if opts.By != "" {
 		q.Set("by", opts.By)
@@ -77,8 +67,8 @@ func (c *Client) writeBulletin(ctx context.Context, method string, doc json.RawM
 		h.Set("If-Match", strconv.Quote(strconv.FormatUint(*opts.IfVersion, 10)))
 	}
 	var out api.BulletinResult
-	err := c.doRaw(ctx, method, "/v1/bulletin", q, h, []byte(doc), &out, func(apiErr *APIError, data []byte) error {
-		var body BulletinConflictBody
+	err := c.doRaw(ctx, method, "/v1/bulletin", q, h, []byte(doc), &out, func(apiErr *api.APIError, data []byte) error {
+		var body api.BulletinConflictBody
 		if json.Unmarshal(data, &body) != nil {
 			return apiErr
 		}
@@ -109,8 +99,8 @@ func (c *Client) lockCall(ctx context.Context, path string, cmd any) (*api.LockR
 		return nil, fmt.Errorf("transport: encode %s: %w", path, err)
 	}
 	var out api.LockResult
-	err = c.doRaw(ctx, http.MethodPost, path, nil, nil, in, &out, func(apiErr *APIError, data []byte) error {
-		var body LockConflictBody
+	err = c.doRaw(ctx, http.MethodPost, path, nil, nil, in, &out, func(apiErr *api.APIError, data []byte) error {
+		var body api.LockConflictBody
 		if json.Unmarshal(data, &body) != nil || body.Outcome == "" {
 			return apiErr
 		}
@@ -123,12 +113,12 @@ func (c *Client) lockCall(ctx context.Context, path string, cmd any) (*api.LockR
 }
 
 // Locks lists locks (see api.LockQuery; Limit 0 means the server's default).
-func (c *Client) Locks(ctx context.Context, lq api.LockQuery, cons Consistency) (api.LockPage, error) {
+func (c *Client) Locks(ctx context.Context, lq api.LockQuery, cons api.Consistency) (api.LockPage, error) {
 	q := listQuery(cons, lq.Limit, map[string]string{"prefix": lq.Prefix, "holder": lq.Holder, "after": lq.After})
 	return request[api.LockPage](ctx, c, http.MethodGet, "/v1/locks", q, nil)
 }
 
 // CheckLock asks whether token is the current, unexpired grant of path.
-func (c *Client) CheckLock(ctx context.Context, path string, token uint64, cons Consistency) (api.LockCheck, error) {
+func (c *Client) CheckLock(ctx context.Context, path string, token uint64, cons api.Consistency) (api.LockCheck, error) {
 	return request[api.LockCheck](ctx, c, http.MethodPost, "/v1/locks/check", consQuery(cons), api.LockCheckCommand{Path: path, Token: token})
 }

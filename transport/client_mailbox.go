@@ -21,26 +21,26 @@ func (c *Client) UnregisterAgent(ctx context.Context, id string) (api.Agent, err
 }
 
 // Agent returns one registered agent.
-func (c *Client) Agent(ctx context.Context, id string, cons Consistency) (api.Agent, error) {
+func (c *Client) Agent(ctx context.Context, id string, cons api.Consistency) (api.Agent, error) {
 	return request[api.Agent](ctx, c, http.MethodGet, "/v1/agents/"+url.PathEscape(id), consQuery(cons), nil)
 }
 
 // Agents returns a page of the registry, filtered by q (Role, Capability,
 // After, Limit; zero values are left out).
-func (c *Client) Agents(ctx context.Context, q api.AgentQuery, cons Consistency) (api.AgentPage, error) {
+func (c *Client) Agents(ctx context.Context, q api.AgentQuery, cons api.Consistency) (api.AgentPage, error) {
 	v := listQuery(cons, q.Limit, map[string]string{"role": q.Role, "capability": q.Capability, "after": q.After})
 	return request[api.AgentPage](ctx, c, http.MethodGet, "/v1/agents", v, nil)
 }
 
 // Roles returns the role summary: role → number of registered agents.
-func (c *Client) Roles(ctx context.Context, cons Consistency) (map[string]uint64, error) {
-	var out RolesResponse
+func (c *Client) Roles(ctx context.Context, cons api.Consistency) (map[string]uint64, error) {
+	var out api.RolesResponse
 	err := c.do(ctx, http.MethodGet, "/v1/roles", consQuery(cons), nil, &out)
 	return out.Roles, err
 }
 
 // Inbox returns a page of agent's inbox filtered by q.
-func (c *Client) Inbox(ctx context.Context, agent string, q api.InboxQuery, cons Consistency) (api.InboxPage, error) {
+func (c *Client) Inbox(ctx context.Context, agent string, q api.InboxQuery, cons api.Consistency) (api.InboxPage, error) {
 	v := listQuery(cons, q.Limit, map[string]string{"priority": string(q.Priority), "type": q.Type, "from": q.From,
 		"after": seqParam(q.After), "before": seqParam(q.Before)})
 	if q.Unread {
@@ -54,19 +54,19 @@ func (c *Client) Inbox(ctx context.Context, agent string, q api.InboxQuery, cons
 
 // AgentSummary returns agent's inbox counters and the bulletin in one
 // request (for status lines).
-func (c *Client) AgentSummary(ctx context.Context, agent string, cons Consistency) (AgentSummary, error) {
-	return request[AgentSummary](ctx, c, http.MethodGet, "/v1/agents/"+url.PathEscape(agent)+"/summary", consQuery(cons), nil)
+func (c *Client) AgentSummary(ctx context.Context, agent string, cons api.Consistency) (api.AgentSummary, error) {
+	return request[api.AgentSummary](ctx, c, http.MethodGet, "/v1/agents/"+url.PathEscape(agent)+"/summary", consQuery(cons), nil)
 }
 
 // InboxCounts returns agent's inbox counters.
-func (c *Client) InboxCounts(ctx context.Context, agent string, cons Consistency) (api.InboxCounts, error) {
+func (c *Client) InboxCounts(ctx context.Context, agent string, cons api.Consistency) (api.InboxCounts, error) {
 	return request[api.InboxCounts](ctx, c, http.MethodGet, "/v1/agents/"+url.PathEscape(agent)+"/inbox/counts", consQuery(cons), nil)
 }
 
 // MarkRead marks one message (id) or every message up to seq upto read in
 // agent's inbox; give exactly one.
 func (c *Client) MarkRead(ctx context.Context, agent, id string, upto uint64) (api.MarkReadResult, error) {
-	return request[api.MarkReadResult](ctx, c, http.MethodPost, "/v1/agents/"+url.PathEscape(agent)+"/read", nil, MarkReadRequest{ID: id, Upto: upto})
+	return request[api.MarkReadResult](ctx, c, http.MethodPost, "/v1/agents/"+url.PathEscape(agent)+"/read", nil, api.MarkReadRequest{ID: id, Upto: upto})
 }
 
 // ReportReceipt records what agent's watcher did with message id
@@ -75,22 +75,22 @@ func (c *Client) MarkRead(ctx context.Context, agent, id string, upto uint64) (a
 // the message is not in agent's inbox, api.ErrConflict when the rules
 // blocked it for agent.
 func (c *Client) ReportReceipt(ctx context.Context, agent, id, state string) (api.Receipt, error) {
-	return request[api.Receipt](ctx, c, http.MethodPut, "/v1/agents/"+url.PathEscape(agent)+"/receipts/"+url.PathEscape(id), nil, ReceiptStateRequest{State: state})
+	return request[api.Receipt](ctx, c, http.MethodPut, "/v1/agents/"+url.PathEscape(agent)+"/receipts/"+url.PathEscape(id), nil, api.ReceiptStateRequest{State: state})
 }
 
 // Thread returns a page of the thread id (or of the thread of message id).
-func (c *Client) Thread(ctx context.Context, id string, after uint64, limit int, cons Consistency) (api.ThreadPage, error) {
+func (c *Client) Thread(ctx context.Context, id string, after uint64, limit int, cons api.Consistency) (api.ThreadPage, error) {
 	v := listQuery(cons, limit, map[string]string{"after": seqParam(after)})
 	return request[api.ThreadPage](ctx, c, http.MethodGet, "/v1/threads/"+url.PathEscape(id), v, nil)
 }
 
 // Receipts returns the delivery receipts of message id.
-func (c *Client) Receipts(ctx context.Context, id string, cons Consistency) (api.Receipts, error) {
+func (c *Client) Receipts(ctx context.Context, id string, cons api.Consistency) (api.Receipts, error) {
 	return request[api.Receipts](ctx, c, http.MethodGet, "/v1/messages/"+url.PathEscape(id)+"/receipts", consQuery(cons), nil)
 }
 
 // Cursor returns the seq of the last message agent's watcher handled.
-func (c *Client) Cursor(ctx context.Context, agent string, cons Consistency) (api.Cursor, error) {
+func (c *Client) Cursor(ctx context.Context, agent string, cons api.Consistency) (api.Cursor, error) {
 	return request[api.Cursor](ctx, c, http.MethodGet, "/v1/agents/"+url.PathEscape(agent)+"/cursor", consQuery(cons), nil)
 }
 

@@ -11,14 +11,14 @@ import (
 // Policy returns agent's run-time delivery policies in force by the
 // node's clock (GET /v1/agents/{id}/policy); an empty list when none is
 // (its watchers' YAML applies).
-func (c *Client) Policy(ctx context.Context, agent string, cons Consistency) (api.PolicySet, error) {
+func (c *Client) Policy(ctx context.Context, agent string, cons api.Consistency) (api.PolicySet, error) {
 	return request[api.PolicySet](ctx, c, http.MethodGet, policyPath(agent), consQuery(cons), nil)
 }
 
 // SetPolicy sets agent's run-time policy, agent-wide or (req.From) for
 // one sender, and returns it as committed. Bad input is an error wrapping
 // api.ErrInvalid naming the field; another agent's token, api.ErrForbidden.
-func (c *Client) SetPolicy(ctx context.Context, agent string, req PolicyRequest) (api.Policy, error) {
+func (c *Client) SetPolicy(ctx context.Context, agent string, req api.PolicyRequest) (api.Policy, error) {
 	return request[api.Policy](ctx, c, http.MethodPut, policyPath(agent), nil, req)
 }
 

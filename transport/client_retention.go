@@ -9,7 +9,7 @@ import (
 )
 
 // Retention returns a channel's retention policy.
-func (c *Client) Retention(ctx context.Context, channel string, cons Consistency) (api.Retention, error) {
+func (c *Client) Retention(ctx context.Context, channel string, cons api.Consistency) (api.Retention, error) {
 	return request[api.Retention](ctx, c, http.MethodGet, "/v1/channels/"+url.PathEscape(channel)+"/retention", consQuery(cons), nil)
 }
 

@@ -31,7 +31,7 @@ func (c *Client) CreateTask(ctx context.Context, cmd api.TaskCreateCommand) (api
 // consistency=strong so it sees every write acknowledged before the call.
 func (c *Client) Task(ctx context.Context, id string) (*api.Task, error) {
 	var out api.Task
-	if err := c.do(ctx, http.MethodGet, taskPath(id, ""), consQuery(Strong), nil, &out); err != nil {
+	if err := c.do(ctx, http.MethodGet, taskPath(id, ""), consQuery(api.Strong), nil, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -41,7 +41,7 @@ func (c *Client) Task(ctx context.Context, id string) (*api.Task, error) {
 // /v1/tasks), read with consistency=strong. Continue a page with
 // q.After set to the last task's Seq while HasMore.
 func (c *Client) Tasks(ctx context.Context, q api.TaskQuery) (api.TaskPage, error) {
-	v := consQuery(Strong)
+	v := consQuery(api.Strong)
 	for k, s := range map[string]string{"state": string(q.State), "to": q.To, "from": q.From, "claimed_by": q.ClaimedBy} {
 		if s != "" {
 			v.Set(k, s)

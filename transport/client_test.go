@@ -40,7 +40,7 @@ func TestClientRoundTrip(t *testing.T) {
 	c := transport.NewClient(strings.TrimPrefix(srv.URL, "http://"), nil)
 	ctx := t.Context()
 
-	var sent []*transport.SendResponse
+	var sent []*api.SendResponse
 	for i, ch := range []string{"general", "general", "ops", "general"} {
 		res, err := c.Send(ctx, msg(fmt.Sprintf("m%d", i+1), "alice", ch, fmt.Sprintf("text %d", i+1), "bob"))
 		if err != nil {
@@ -62,7 +62,7 @@ func TestClientRoundTrip(t *testing.T) {
 		t.Fatalf("send without id: %+v, %v", res, err)
 	}
 
-	m, err := c.Message(ctx, "m3", transport.Local)
+	m, err := c.Message(ctx, "m3", api.Local)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,10 +70,10 @@ func TestClientRoundTrip(t *testing.T) {
 		m.Priority != "normal" || m.Type != "chat" {
 		t.Errorf("message m3 = %+v", m)
 	}
-	if _, err := c.Message(ctx, "m3", transport.Strong); err != nil {
+	if _, err := c.Message(ctx, "m3", api.Strong); err != nil {
 		t.Fatal(err)
 	}
-	page, err := c.ChannelPage(ctx, "general", base+1, 1, transport.Strong)
+	page, err := c.ChannelPage(ctx, "general", base+1, 1, api.Strong)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,15 +89,15 @@ func TestClientRoundTrip(t *testing.T) {
 	}
 	// Each read linearized at its consistency: the two reads of m3, then
 	// the two pages.
-	var cons []transport.Consistency
+	var cons []api.Consistency
 	for _, c := range f.CallsTo("Linearize") {
 		cons = append(cons, c.Cons)
 	}
-	if want := []transport.Consistency{transport.Local, transport.Strong, transport.Strong, transport.Local}; !slices.Equal(cons, want) {
+	if want := []api.Consistency{api.Local, api.Strong, api.Strong, api.Local}; !slices.Equal(cons, want) {
 		t.Errorf("Linearize calls at %v, want %v", cons, want)
 	}
 
-	chans, err := c.Channels(ctx, transport.Local)
+	chans, err := c.Channels(ctx, api.Local)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestClientRoundTrip(t *testing.T) {
 	if err := c.Ready(ctx); err != nil {
 		t.Errorf("ready: %v", err)
 	}
-	join := transport.JoinRequest{NodeID: "n4", RaftAddr: "127.0.0.1:8004", APIAddr: "127.0.0.1:7004"}
+	join := api.JoinRequest{NodeID: "n4", RaftAddr: "127.0.0.1:8004", APIAddr: "127.0.0.1:7004"}
 	if err := c.Join(ctx, join); err != nil {
 		t.Fatal(err)
 	}
@@ -152,8 +152,8 @@ func TestClientRoundTrip(t *testing.T) {
 // TestClientErrors checks that the client turns error bodies back into
 // *APIError values that match the sentinels with errors.Is.
 func TestClientErrors(t *testing.T) {
-	relayed := &transport.APIError{Status: 409, Code: "conflict", Message: "x"}
-	unknown := fmt.Errorf("cluster: send: leader lost: %w", transport.ErrOutcomeUnknown)
+	relayed := &api.APIError{Status: 409, Code: "conflict", Message: "x"}
+	unknown := fmt.Errorf("cluster: send: leader lost: %w", api.ErrOutcomeUnknown)
 	cases := []struct {
 		name    string
 		setup   func(f *transporttest.Service)
@@ -178,7 +178,7 @@ func TestClientErrors(t *testing.T) {
 		{
 			name: "not found",
 			call: func(ctx context.Context, c *transport.Client) error {
-				_, err := c.Message(ctx, "nope", transport.Local)
+				_, err := c.Message(ctx, "nope", api.Local)
 				return err
 			},
 			is: api.ErrNotFound, status: 404, code: "not_found", message: "nope",
@@ -186,19 +186,19 @@ func TestClientErrors(t *testing.T) {
 		{
 			name: "id with a slash is one path segment",
 			call: func(ctx context.Context, c *transport.Client) error {
-				_, err := c.Message(ctx, "a/b", transport.Local)
+				_, err := c.Message(ctx, "a/b", api.Local)
 				return err
 			},
 			is: api.ErrNotFound, status: 404, code: "not_found", message: "message a/b",
 		},
 		{
 			name:  "no leader",
-			setup: func(f *transporttest.Service) { f.Fail("Apply", transport.ErrNoLeader) },
+			setup: func(f *transporttest.Service) { f.Fail("Apply", api.ErrNoLeader) },
 			call: func(ctx context.Context, c *transport.Client) error {
 				_, err := c.Send(ctx, msg("m1", "alice", "general", "x", "bob"))
 				return err
 			},
-			is: transport.ErrNoLeader, status: 503, code: "no_leader",
+			is: api.ErrNoLeader, status: 503, code: "no_leader",
 		},
 		{
 			name:  "outcome unknown",
@@ -207,13 +207,13 @@ func TestClientErrors(t *testing.T) {
 				_, err := c.Send(ctx, msg("m1", "alice", "general", "x", "bob"))
 				return err
 			},
-			is: transport.ErrOutcomeUnknown, status: 503, code: "outcome_unknown", message: unknown.Error(),
+			is: api.ErrOutcomeUnknown, status: 503, code: "outcome_unknown", message: unknown.Error(),
 		},
 		{
 			name:  "not leader",
-			setup: func(f *transporttest.Service) { f.Fail("Remove", transport.ErrNotLeader) },
+			setup: func(f *transporttest.Service) { f.Fail("Remove", api.ErrNotLeader) },
 			call:  func(ctx context.Context, c *transport.Client) error { return c.Remove(ctx, "n2") },
-			is:    transport.ErrNotLeader, status: 503, code: "not_leader",
+			is:    api.ErrNotLeader, status: 503, code: "not_leader",
 		},
 		{
 			name: "invalid message",
@@ -226,7 +226,7 @@ func TestClientErrors(t *testing.T) {
 		{
 			name: "invalid join",
 			call: func(ctx context.Context, c *transport.Client) error {
-				return c.Join(ctx, transport.JoinRequest{NodeID: "N4", RaftAddr: "a:1", APIAddr: "a:2"})
+				return c.Join(ctx, api.JoinRequest{NodeID: "N4", RaftAddr: "a:1", APIAddr: "a:2"})
 			},
 			is: api.ErrInvalid, status: 400, code: "invalid", message: "node_id",
 		},
@@ -237,21 +237,21 @@ func TestClientErrors(t *testing.T) {
 				_, err := c.Send(ctx, msg("m1", "alice", "general", strings.Repeat("x", 300), "bob"))
 				return err
 			},
-			is: transport.ErrTooLarge, status: 413, code: "too_large",
+			is: api.ErrTooLarge, status: 413, code: "too_large",
 		},
 		{
 			name: "bad page limit",
 			call: func(ctx context.Context, c *transport.Client) error {
-				_, err := c.ChannelPage(ctx, "general", 0, 1001, transport.Local)
+				_, err := c.ChannelPage(ctx, "general", 0, 1001, api.Local)
 				return err
 			},
-			is: transport.ErrBadRequest, status: 400, code: "bad_request", message: "limit",
+			is: api.ErrBadRequest, status: 400, code: "bad_request", message: "limit",
 		},
 		{
 			name:  "not ready",
 			setup: func(f *transporttest.Service) { f.Fail("Ready", errors.New("catching up")) },
 			call:  func(ctx context.Context, c *transport.Client) error { return c.Ready(ctx) },
-			is:    transport.ErrNotReady, status: 503, code: "not_ready", message: "catching up",
+			is:    api.ErrNotReady, status: 503, code: "not_ready", message: "catching up",
 		},
 		{
 			name:  "relayed APIError",
@@ -272,8 +272,8 @@ func TestClientErrors(t *testing.T) {
 			is: nil, status: 500, code: "internal", message: "disk full",
 		},
 	}
-	sentinels := []error{api.ErrConflict, api.ErrNotFound, api.ErrInvalid, transport.ErrNoLeader, transport.ErrNotLeader,
-		transport.ErrOutcomeUnknown, transport.ErrTooLarge, transport.ErrBadRequest, transport.ErrNotReady}
+	sentinels := []error{api.ErrConflict, api.ErrNotFound, api.ErrInvalid, api.ErrNoLeader, api.ErrNotLeader,
+		api.ErrOutcomeUnknown, api.ErrTooLarge, api.ErrBadRequest, api.ErrNotReady}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := transporttest.New(t)
@@ -290,7 +290,7 @@ func TestClientErrors(t *testing.T) {
 					t.Errorf("errors.Is(err, %q) = %v, want %v (err: %v)", s, got, want, err)
 				}
 			}
-			var apiErr *transport.APIError
+			var apiErr *api.APIError
 			if !errors.As(err, &apiErr) {
 				t.Fatalf("%T %v is not an *APIError", err, err)
 			}
@@ -323,15 +323,15 @@ func TestClientNonAPIAnswers(t *testing.T) {
 	c := transport.NewClient(srv.URL, nil)
 
 	_, err := c.Status(t.Context())
-	var apiErr *transport.APIError
-	if !errors.As(err, &apiErr) || apiErr.Status != 502 || apiErr.Code != transport.CodeInternal || !strings.Contains(apiErr.Message, "bad gateway from the proxy") {
+	var apiErr *api.APIError
+	if !errors.As(err, &apiErr) || apiErr.Status != 502 || apiErr.Code != api.CodeInternal || !strings.Contains(apiErr.Message, "bad gateway from the proxy") {
 		t.Errorf("plain-text 502: %#v", err)
 	}
 	_, err = c.Snapshot(t.Context())
-	if !errors.As(err, &apiErr) || apiErr.Status != 503 || apiErr.Code != transport.CodeInternal || !strings.Contains(apiErr.Message, "no code") {
+	if !errors.As(err, &apiErr) || apiErr.Status != 503 || apiErr.Code != api.CodeInternal || !strings.Contains(apiErr.Message, "no code") {
 		t.Errorf("error body without code: %#v", err)
 	}
-	_, err = c.Channels(t.Context(), transport.Local)
+	_, err = c.Channels(t.Context(), api.Local)
 	if err == nil || errors.As(err, &apiErr) || !strings.Contains(err.Error(), "decode") {
 		t.Errorf("truncated 200 answer: %v", err)
 	}
@@ -357,12 +357,12 @@ func TestClientForwarding(t *testing.T) {
 			return err
 		}},
 		{"Linearize", func(c *transport.Client) error {
-			_, err := c.Message(ctx, "nope", transport.Strong)
+			_, err := c.Message(ctx, "nope", api.Strong)
 			return err
 		}},
 		{"Status", func(c *transport.Client) error { _, err := c.Status(ctx); return err }},
 		{"Join", func(c *transport.Client) error {
-			return c.Join(ctx, transport.JoinRequest{NodeID: "n4", RaftAddr: "a:1", APIAddr: "a:2"})
+			return c.Join(ctx, api.JoinRequest{NodeID: "n4", RaftAddr: "a:1", APIAddr: "a:2"})
 		}},
 		{"Remove", func(c *transport.Client) error { return c.Remove(ctx, "n4") }},
 		{"TransferLeadership", func(c *transport.Client) error { _, err := c.TransferLeadership(ctx, ""); return err }},
@@ -408,11 +408,11 @@ func TestClientClosedPort(t *testing.T) {
 		if !strings.Contains(err.Error(), addr) {
 			t.Errorf("%s: error %q does not mention %s", name, err, addr)
 		}
-		var apiErr *transport.APIError
+		var apiErr *api.APIError
 		if errors.As(err, &apiErr) {
 			t.Errorf("%s: a connection failure came back as an API error %+v", name, apiErr)
 		}
-		if errors.Is(err, api.ErrConflict) || errors.Is(err, transport.ErrOutcomeUnknown) {
+		if errors.Is(err, api.ErrConflict) || errors.Is(err, api.ErrOutcomeUnknown) {
 			t.Errorf("%s: connection failure matches an API sentinel: %v", name, err)
 		}
 	}

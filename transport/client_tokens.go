@@ -32,27 +32,27 @@ func (c *Client) setAuth(req *http.Request) {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	if c.cluster != "" {
-		req.Header.Set(HeaderCluster, c.cluster)
+		req.Header.Set(api.HeaderCluster, c.cluster)
 	}
 }
 
 // WhoAmI returns who the client's token speaks for (GET /v1/whoami).
-func (c *Client) WhoAmI(ctx context.Context) (WhoAmI, error) {
-	return request[WhoAmI](ctx, c, http.MethodGet, "/v1/whoami", nil, nil)
+func (c *Client) WhoAmI(ctx context.Context) (api.WhoAmI, error) {
+	return request[api.WhoAmI](ctx, c, http.MethodGet, "/v1/whoami", nil, nil)
 }
 
 // CreateToken creates a token for agent with role ("" for
 // api.TokenRoleAgent) and returns it with its secret, which no later call
 // can show again. Needs an admin token.
-func (c *Client) CreateToken(ctx context.Context, agent, role string) (*TokenCreated, error) {
-	return c.CreateTokenFor(ctx, TokenRequest{Agent: agent, Role: role})
+func (c *Client) CreateToken(ctx context.Context, agent, role string) (*api.TokenCreated, error) {
+	return c.CreateTokenFor(ctx, api.TokenRequest{Agent: agent, Role: role})
 }
 
 // CreateTokenFor is CreateToken with the whole request: the token's grant
 // (the registry role and capabilities its agent may register itself with)
 // besides its agent and role.
-func (c *Client) CreateTokenFor(ctx context.Context, req TokenRequest) (*TokenCreated, error) {
-	var out TokenCreated
+func (c *Client) CreateTokenFor(ctx context.Context, req api.TokenRequest) (*api.TokenCreated, error) {
+	var out api.TokenCreated
 	if err := c.do(ctx, http.MethodPost, "/v1/tokens", nil, req, &out); err != nil {
 		return nil, err
 	}
@@ -62,7 +62,7 @@ func (c *Client) CreateTokenFor(ctx context.Context, req TokenRequest) (*TokenCr
 // Tokens lists every token, revoked ones with RevokedAt set. Needs an
 // admin token.
 func (c *Client) Tokens(ctx context.Context) ([]api.Token, error) {
-	var out TokensResponse
+	var out api.TokensResponse
 	err := c.do(ctx, http.MethodGet, "/v1/tokens", nil, nil, &out)
 	return out.Tokens, err
 }

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -22,7 +23,7 @@ func TestClientUnreachable(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	c := transport.NewClient(addr, nil)
-	_, err = c.Message(context.Background(), "msg-x", transport.Local)
+	_, err = c.Message(context.Background(), "msg-x", api.Local)
 	var ue *transport.UnreachableError
 	if !errors.As(err, &ue) {
 		t.Fatalf("Message on a closed port: %v (%T), want an *UnreachableError", err, err)
@@ -35,18 +36,18 @@ func TestClientUnreachable(t *testing.T) {
 		t.Errorf("%v: the dial error is not underneath", err)
 	}
 	// The stream dials the same way.
-	err = c.Stream(context.Background(), transport.StreamQuery{}, func(transport.StreamEvent) error { return nil })
+	err = c.Stream(context.Background(), api.StreamQuery{}, func(api.StreamEvent) error { return nil })
 	if !errors.As(err, &ue) {
 		t.Errorf("Stream on a closed port: %v, want an *UnreachableError", err)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := c.Message(ctx, "msg-x", transport.Local); errors.As(err, &ue) || !errors.Is(err, context.Canceled) {
+	if _, err := c.Message(ctx, "msg-x", api.Local); errors.As(err, &ue) || !errors.Is(err, context.Canceled) {
 		t.Errorf("Message with a canceled context: %v, want context.Canceled and no *UnreachableError", err)
 	}
 	// A name that does not resolve.
-	_, err = transport.NewClient("no-such-host.invalid:7070", nil).Message(context.Background(), "msg-x", transport.Local)
+	_, err = transport.NewClient("no-such-host.invalid:7070", nil).Message(context.Background(), "msg-x", api.Local)
 	var dns *net.DNSError
 	if !errors.As(err, &ue) || !errors.As(err, &dns) {
 		t.Errorf("Message on an unknown host: %v, want an *UnreachableError over a *net.DNSError", err)

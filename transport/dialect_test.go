@@ -32,9 +32,9 @@ func TestSendSeedDialects(t *testing.T) {
 	// The agents the seeds' messages are to.
 	svc.Register(t, "codex", "orchestrator", "developer_agent", "agent_engineer_002")
 	srv := serve(t, svc, transport.ServerOptions{})
-	post := func(body string) transport.SendResponse {
+	post := func(body string) api.SendResponse {
 		t.Helper()
-		var res transport.SendResponse
+		var res api.SendResponse
 		wantOK(t, do(t, "POST", srv.URL+"/v1/messages", body, nil), &res)
 		return res
 	}
@@ -90,7 +90,7 @@ func TestSendSeedDialects(t *testing.T) {
 		t.Errorf("seed 004 as is stored %+v, want it on %q", m, api.DefaultChannel)
 	}
 	// A task_completion is no longer stored as a message: it names a task.
-	msg := wantError(t, do(t, "POST", srv.URL+"/v1/messages", seedBody(t, "seed004_completion.json"), nil), http.StatusNotFound, transport.CodeNotFound)
+	msg := wantError(t, do(t, "POST", srv.URL+"/v1/messages", seedBody(t, "seed004_completion.json"), nil), http.StatusNotFound, api.CodeNotFound)
 	if msg != "task original_task_id: not found" {
 		t.Errorf("seed 004 completion of no task: %q", msg)
 	}
@@ -103,7 +103,7 @@ func TestSendSeedDialects(t *testing.T) {
 
 	// The native format: a typo is still an error naming it.
 	msg = wantError(t, do(t, "POST", srv.URL+"/v1/messages", `{"from":"a","to":"b","channel":"c","tittle":"x","content":{"text":"x"}}`, nil),
-		http.StatusBadRequest, transport.CodeUnknownField)
+		http.StatusBadRequest, api.CodeUnknownField)
 	if !strings.Contains(msg, `"tittle"`) {
 		t.Errorf("typo: %q", msg)
 	}
@@ -114,7 +114,7 @@ func TestSendSeedDialects(t *testing.T) {
 func TestSendDialectSenderIsAuthorized(t *testing.T) {
 	e := newAuthEnv(t, &transport.AuthConfig{AdminToken: adminSecret})
 	body := `{"message_type":"request","from_agent":"bob","to_agent":"carol","channel":"ops","body":"hi"}`
-	msg := wantError(t, e.as(aliceSecret, "POST", "/v1/messages", body), http.StatusForbidden, transport.CodeForbidden)
+	msg := wantError(t, e.as(aliceSecret, "POST", "/v1/messages", body), http.StatusForbidden, api.CodeForbidden)
 	if !strings.Contains(msg, `from "bob" is not this token's agent`) {
 		t.Errorf("403 message %q", msg)
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/maos-project/maos/api"
 	"net/http"
 )
 
@@ -92,7 +93,7 @@ func SplitEntries(body []byte) ([][]byte, error) {
 // malformed batch) answers as /v1/internal/entry does.
 func (s *Server) internalEntries(w http.ResponseWriter, r *http.Request) {
 	if ct := r.Header.Get("Content-Type"); ct != ContentTypeEntries {
-		s.writeError(w, r, fmt.Errorf("%w: Content-Type: want %s, got %q", ErrBadRequest, ContentTypeEntries, ct))
+		s.writeError(w, r, fmt.Errorf("%w: Content-Type: want %s, got %q", api.ErrBadRequest, ContentTypeEntries, ct))
 		return
 	}
 	// The route's ceiling (batchLimit, routes.go) already bounds the body.
@@ -100,16 +101,16 @@ func (s *Server) internalEntries(w http.ResponseWriter, r *http.Request) {
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		s.writeError(w, r, &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
+		s.writeError(w, r, &api.APIError{Status: http.StatusRequestEntityTooLarge, Code: api.CodeTooLarge,
 			Message: fmt.Sprintf("batch of entries over the limit of %d bytes", tooBig.Limit)})
 		return
 	case err != nil:
-		s.writeError(w, r, fmt.Errorf("%w: read entries: %v", ErrBadRequest, err))
+		s.writeError(w, r, fmt.Errorf("%w: read entries: %v", api.ErrBadRequest, err))
 		return
 	}
 	entries, err := SplitEntries(body)
 	if err != nil {
-		s.writeError(w, r, fmt.Errorf("%w: %v", ErrBadRequest, err))
+		s.writeError(w, r, fmt.Errorf("%w: %v", api.ErrBadRequest, err))
 		return
 	}
 	outs, err := s.prop.ApplyEntries(r.Context(), entries)
@@ -171,7 +172,7 @@ func (c *Client) ApplyEntries(ctx context.Context, entries [][]byte) ([]EntryOut
 	for i, r := range out.Results {
 		switch {
 		case r.Error != nil:
-			outs[i].Err = &APIError{Status: r.Error.Status, Code: r.Error.Code, Message: r.Error.Message}
+			outs[i].Err = &api.APIError{Status: r.Error.Status, Code: r.Error.Code, Message: r.Error.Message}
 		case r.Result != nil:
 			outs[i].Result = r.Result
 		default:

@@ -77,9 +77,9 @@ func TestApplyEntriesAnswersEachEntry(t *testing.T) {
 // the request's error, of its kind; nothing is answered per entry.
 func TestApplyEntriesWholeBatchError(t *testing.T) {
 	svc := transporttest.New(t)
-	svc.Fail("ApplyEntries", transport.ErrNotLeader)
+	svc.Fail("ApplyEntries", api.ErrNotLeader)
 	outs, err := serveEntries(t, svc).ApplyEntries(context.Background(), [][]byte{sendEntry(t, "msg-20261128-090000-codex-0000000a", "x")})
-	if !errors.Is(err, transport.ErrNotLeader) || outs != nil {
+	if !errors.Is(err, api.ErrNotLeader) || outs != nil {
 		t.Fatalf("got %v, %v; want the whole batch's not_leader", outs, err)
 	}
 }

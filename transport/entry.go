@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/maos-project/maos/api"
 	"io"
 	"net/http"
 )
@@ -19,7 +20,7 @@ const ContentTypeEntry = "application/vnd.maos.entry"
 // three take this path.
 func (s *Server) internalEntry(w http.ResponseWriter, r *http.Request) {
 	if ct := r.Header.Get("Content-Type"); ct != ContentTypeEntry {
-		s.writeError(w, r, fmt.Errorf("%w: Content-Type: want %s, got %q", ErrBadRequest, ContentTypeEntry, ct))
+		s.writeError(w, r, fmt.Errorf("%w: Content-Type: want %s, got %q", api.ErrBadRequest, ContentTypeEntry, ct))
 		return
 	}
 	// The route's ceiling (forwardLimit, routes.go) already bounds the body.
@@ -27,14 +28,14 @@ func (s *Server) internalEntry(w http.ResponseWriter, r *http.Request) {
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		s.writeError(w, r, &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
+		s.writeError(w, r, &api.APIError{Status: http.StatusRequestEntityTooLarge, Code: api.CodeTooLarge,
 			Message: fmt.Sprintf("entry over the limit of %d bytes", tooBig.Limit)})
 		return
 	case err != nil:
-		s.writeError(w, r, fmt.Errorf("%w: read entry: %v", ErrBadRequest, err))
+		s.writeError(w, r, fmt.Errorf("%w: read entry: %v", api.ErrBadRequest, err))
 		return
 	case len(entry) == 0:
-		s.writeError(w, r, fmt.Errorf("%w: empty entry", ErrBadRequest))
+		s.writeError(w, r, fmt.Errorf("%w: empty entry", api.ErrBadRequest))
 		return
 	}
 	res, err := s.prop.ApplyEntry(r.Context(), entry)

@@ -64,7 +64,7 @@ func TestApplyEntryErrorsKeepTheirKind(t *testing.T) {
 		want error
 	}{
 		{fmt.Errorf("fsm: apply send: id m1: %w", api.ErrConflict), api.ErrConflict},
-		{fmt.Errorf("%w: node n2", transport.ErrNotLeader), transport.ErrNotLeader},
+		{fmt.Errorf("%w: node n2", api.ErrNotLeader), api.ErrNotLeader},
 		{fmt.Errorf("fsm: %w", api.ErrForbidden), api.ErrForbidden},
 	} {
 		svc := &entryService{Service: transporttest.New(t), err: tc.err}
@@ -84,10 +84,10 @@ func TestInternalEntryRefusesBadRequests(t *testing.T) {
 		status            int
 		code              string
 	}{
-		{"JSON content type", "application/json", "{}", http.StatusBadRequest, transport.CodeBadRequest},
-		{"no content type", "", "x", http.StatusBadRequest, transport.CodeBadRequest},
-		{"empty", transport.ContentTypeEntry, "", http.StatusBadRequest, transport.CodeBadRequest},
-		{"over the limit", transport.ContentTypeEntry, strings.Repeat("x", 2<<20+1), http.StatusRequestEntityTooLarge, transport.CodeTooLarge},
+		{"JSON content type", "application/json", "{}", http.StatusBadRequest, api.CodeBadRequest},
+		{"no content type", "", "x", http.StatusBadRequest, api.CodeBadRequest},
+		{"empty", transport.ContentTypeEntry, "", http.StatusBadRequest, api.CodeBadRequest},
+		{"over the limit", transport.ContentTypeEntry, strings.Repeat("x", 2<<20+1), http.StatusRequestEntityTooLarge, api.CodeTooLarge},
 	} {
 		h := http.Header{}
 		if tc.ctype != "" {

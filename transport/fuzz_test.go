@@ -72,7 +72,7 @@ func FuzzSendBody(f *testing.F) {
 		reached := svc.Count() - before
 		switch rec.Code {
 		case http.StatusOK:
-			var res transport.SendResponse
+			var res api.SendResponse
 			if err := json.Unmarshal(out, &res); err != nil || res.ID == "" || res.Seq == 0 {
 				t.Fatalf("200 with %s (%v)", out, err)
 			}
@@ -94,14 +94,14 @@ func FuzzSendBody(f *testing.F) {
 		case http.StatusBadRequest, http.StatusConflict, http.StatusRequestEntityTooLarge:
 			code, message := errorOf(t, out)
 			want := map[int][]string{
-				400: {transport.CodeBadRequest, transport.CodeUnknownField, transport.CodeInvalid},
-				409: {transport.CodeConflict},
-				413: {transport.CodeTooLarge},
+				400: {api.CodeBadRequest, api.CodeUnknownField, api.CodeInvalid},
+				409: {api.CodeConflict},
+				413: {api.CodeTooLarge},
 			}[rec.Code]
 			if !slices.Contains(want, code) {
 				t.Fatalf("status %d with code %q", rec.Code, code)
 			}
-			resolved := code == transport.CodeInvalid && strings.HasPrefix(message, "to[") && strings.Contains(message, "matches no agent")
+			resolved := code == api.CodeInvalid && strings.HasPrefix(message, "to[") && strings.Contains(message, "matches no agent")
 			if wantReached := btoi(rec.Code == http.StatusConflict || resolved); reached != wantReached {
 				t.Fatalf("status %d (%s) after %d service calls, want %d", rec.Code, message, reached, wantReached)
 			}
@@ -110,7 +110,7 @@ func FuzzSendBody(f *testing.F) {
 			}
 		case http.StatusNotFound:
 			// The state machine refused names no one answers to.
-			if code, message := errorOf(t, out); code != transport.CodeNotFound || !strings.HasPrefix(message, "to: ") || reached != 1 {
+			if code, message := errorOf(t, out); code != api.CodeNotFound || !strings.HasPrefix(message, "to: ") || reached != 1 {
 				t.Fatalf("404 %s %q after %d service calls, want not_found naming \"to\" after 1", code, message, reached)
 			}
 		default:
@@ -174,7 +174,7 @@ func FuzzJoinBody(f *testing.F) {
 			if ans["joined"] != req.NodeID {
 				t.Fatalf("answer %s for a join of %q", out, req.NodeID)
 			}
-			var want transport.JoinRequest
+			var want api.JoinRequest
 			if err := json.Unmarshal(body, &want); err != nil || req != want {
 				t.Fatalf("the service got %+v; the body holds %+v (%v)", req, want, err)
 			}
@@ -191,8 +191,8 @@ func FuzzJoinBody(f *testing.F) {
 		case http.StatusBadRequest, http.StatusRequestEntityTooLarge:
 			code, _ := errorOf(t, out)
 			want := map[int][]string{
-				400: {transport.CodeBadRequest, transport.CodeUnknownField, transport.CodeInvalid},
-				413: {transport.CodeTooLarge},
+				400: {api.CodeBadRequest, api.CodeUnknownField, api.CodeInvalid},
+				413: {api.CodeTooLarge},
 			}[rec.Code]
 			if !slices.Contains(want, code) {
 				t.Fatalf("status %d with code %q", rec.Code, code)
@@ -273,18 +273,18 @@ func FuzzQueryParams(f *testing.F) {
 				t.Fatalf("%s: 200 after %d ChannelPage reads, %d Linearize calls", target, len(pageReads), len(lin))
 			}
 			c := pageReads[0]
-			if c.Limit < 1 || c.Limit > api.MaxPageLimit || c.After > 1<<63 || (lin[0].Cons != transport.Local && lin[0].Cons != transport.Strong) {
+			if c.Limit < 1 || c.Limit > api.MaxPageLimit || c.After > 1<<63 || (lin[0].Cons != api.Local && lin[0].Cons != api.Strong) {
 				t.Fatalf("%s: the state was read after %d limit %d consistency %q", target, c.After, c.Limit, lin[0].Cons)
 			}
 		case http.StatusBadRequest:
-			if code, _ := errorOf(t, out); code != transport.CodeBadRequest {
+			if code, _ := errorOf(t, out); code != api.CodeBadRequest {
 				t.Fatalf("%s: 400 with code %q", target, code)
 			}
 			if reached != 0 || len(pageReads) != 0 {
 				t.Fatalf("%s: 400 after %d service calls, %d reads", target, reached, len(pageReads))
 			}
 		case http.StatusNotFound:
-			if code, _ := errorOf(t, out); code != transport.CodeNotFound {
+			if code, _ := errorOf(t, out); code != api.CodeNotFound {
 				t.Fatalf("%s: 404 with code %q", target, code)
 			}
 		default:
@@ -303,9 +303,9 @@ func FuzzQueryParams(f *testing.F) {
 		if v, err := strconv.ParseUint(limit, 10, 64); err == nil && v >= 1 && v <= api.MaxPageLimit {
 			wantLimit, okLimit = int(v), true
 		}
-		wantCons, okCons := transport.Local, cons == "" || cons == "local"
+		wantCons, okCons := api.Local, cons == "" || cons == "local"
 		if cons == "strong" {
-			wantCons, okCons = transport.Strong, true
+			wantCons, okCons = api.Strong, true
 		}
 		switch {
 		case ch == "" || ch == "." || ch == "..", ch == "/":

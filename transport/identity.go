@@ -6,23 +6,6 @@ import (
 	"github.com/maos-project/maos/api"
 )
 
-// Role is what a bearer token may do, beyond speaking for its agent.
-type Role string
-
-// Token roles. A moderator (an operator's "supervisor") reads every inbox
-// and every private message; an admin can also run cluster operations
-// (join, remove, snapshot, rules, tokens) and is what nodes use between
-// themselves.
-const (
-	RoleAgent     Role = "agent"
-	RoleModerator Role = "moderator"
-	RoleAdmin     Role = "admin"
-	// RoleNode is another node of the cluster (NodeCredential): it may
-	// make the calls nodes make to each other and act as any agent (as
-	// forwarding must), and nothing an admin route does.
-	RoleNode Role = "node"
-)
-
 // NodeTokenID names the node credential in the audit trail.
 const NodeTokenID = "node"
 
@@ -31,7 +14,7 @@ const NodeTokenID = "node"
 type Identity struct {
 	// Agent is the token's agent id; "" for the admin bootstrap token.
 	Agent string
-	Role  Role
+	Role  api.Role
 	// TokenID names the token (never its secret), for the audit trail.
 	TokenID string
 	// AgentRole and Capabilities are the token's grant (api.Token): the
@@ -43,7 +26,7 @@ type Identity struct {
 // Moderates reports whether the identity may read every inbox and every
 // private message.
 func (id *Identity) Moderates() bool {
-	return id != nil && (id.Role == RoleModerator || id.Role == RoleAdmin)
+	return id != nil && (id.Role == api.RoleModerator || id.Role == api.RoleAdmin)
 }
 
 // ActsAs reports whether the identity's token acts as agent: the token's
@@ -56,25 +39,18 @@ func (id *Identity) ActsAs(agent string) bool {
 	if id == nil {
 		return false
 	}
-	return ActsAs(id.Agent, id.Role, agent)
-}
-
-// ActsAs is the one rule of who a token acts as: a node or admin token acts
-// as anyone; an agent's token as that agent and its forks ("A-fork-N",
-// api.ForkParent).
-func ActsAs(tokenAgent string, role Role, agent string) bool {
-	return role == RoleNode || role == RoleAdmin || (tokenAgent != "" && (tokenAgent == agent || api.IsForkOf(agent, tokenAgent)))
+	return api.ActsAs(id.Agent, id.Role, agent)
 }
 
 // Internode reports whether the identity may make the calls nodes make to
 // each other (forward a request, join, copy blobs): a node's or an
 // admin's.
 func (id *Identity) Internode() bool {
-	return id != nil && (id.Role == RoleNode || id.Role == RoleAdmin)
+	return id != nil && (id.Role == api.RoleNode || id.Role == api.RoleAdmin)
 }
 
 // IsAdmin reports whether the identity may run cluster operations.
-func (id *Identity) IsAdmin() bool { return id != nil && id.Role == RoleAdmin }
+func (id *Identity) IsAdmin() bool { return id != nil && id.Role == api.RoleAdmin }
 
 // caller is who a request speaks for, resolved once per request by its
 // route's pass (routes.go) and kept in its context: the identity of its

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
 )
 
 // Every write that addresses agents by name goes through the one commit
@@ -44,7 +43,7 @@ func TestUnknownNamesAnswer404(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			before := e.svc.NumStored()
-			msg := wantError(t, do(t, "POST", e.url+tt.path, tt.body, nil), http.StatusNotFound, transport.CodeNotFound)
+			msg := wantError(t, do(t, "POST", e.url+tt.path, tt.body, nil), http.StatusNotFound, api.CodeNotFound)
 			for _, w := range tt.want {
 				if !strings.Contains(msg, w) {
 					t.Errorf("404 says %q, want it to say %q", msg, w)
@@ -63,11 +62,11 @@ func TestUnknownNamesAnswer404(t *testing.T) {
 	if err != nil {
 		t.Fatalf("send under accept: %v", err)
 	}
-	rc, err := e.c.Receipts(t.Context(), res.ID, transport.Local)
+	rc, err := e.c.Receipts(t.Context(), res.ID, api.Local)
 	if err != nil || len(rc.Receipts) != 1 || rc.Receipts[0].State != api.ReceiptNoSuchAgent {
 		t.Errorf("receipts under accept: %+v, %v; want rtia %s", rc, err, api.ReceiptNoSuchAgent)
 	}
-	cfg, err := e.c.Config(t.Context(), transport.Local)
+	cfg, err := e.c.Config(t.Context(), api.Local)
 	if err != nil || cfg.UnknownRecipients != api.UnknownRecipientsAccept {
 		t.Errorf("config %+v, %v; want unknown_recipients accept", cfg, err)
 	}

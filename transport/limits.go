@@ -2,7 +2,6 @@ package transport
 
 import (
 	"container/list"
-	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -104,17 +103,6 @@ func (l Limits) withDefaults() Limits {
 		l.MaxArtifactBytes = DefaultMaxArtifactBytes
 	}
 	return l
-}
-
-// RetryAfter returns how long a rate-limited call (errors.Is(err,
-// ErrRateLimited)) asks its caller to wait, from the answer's Retry-After
-// header; 0 if err says nothing about it.
-func RetryAfter(err error) time.Duration {
-	var apiErr *APIError
-	if errors.As(err, &apiErr) {
-		return apiErr.RetryAfter
-	}
-	return 0
 }
 
 // parseRetryAfter reads a Retry-After header in seconds (the only form
@@ -288,7 +276,7 @@ func newLimiter(cfg Limits) *limiter {
 // msg names the limit and the retry delay. (writeError sets the header from
 // RetryAfter.)
 func (s *Server) writeRateLimited(w http.ResponseWriter, r *http.Request, secs int64, msg string) {
-	s.writeError(w, r, &APIError{Status: http.StatusTooManyRequests, Code: CodeRateLimited,
+	s.writeError(w, r, &api.APIError{Status: http.StatusTooManyRequests, Code: api.CodeRateLimited,
 		RetryAfter: time.Duration(secs) * time.Second, Message: msg})
 }
 

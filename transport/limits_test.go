@@ -43,7 +43,7 @@ func limitsFake(t *testing.T) *transporttest.Service {
 
 // asAgent serves h with the identity named by the X-Test-Agent header (as
 // the auth layer would set it), for tests of the identity-keyed limits.
-func asAgent(h http.Handler, role transport.Role) http.Handler {
+func asAgent(h http.Handler, role api.Role) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if a := r.Header.Get("X-Test-Agent"); a != "" {
 			r = r.WithContext(transport.WithIdentity(r.Context(), &transport.Identity{Agent: a, Role: role, TokenID: "t-" + a}))
@@ -73,8 +73,8 @@ func TestSendRateLimit(t *testing.T) {
 	}
 	code, msg := errorOf(t, r.body)
 	for _, want := range []string{"agent w1", "2/s", "burst 2", "retry after 1 s", "--send-rate"} {
-		if code != transport.CodeRateLimited || !strings.Contains(msg, want) {
-			t.Errorf("429 body = %s %q, want code %s and a message with %q", code, msg, transport.CodeRateLimited, want)
+		if code != api.CodeRateLimited || !strings.Contains(msg, want) {
+			t.Errorf("429 body = %s %q, want code %s and a message with %q", code, msg, api.CodeRateLimited, want)
 		}
 	}
 	if n := fake.NumStored(); n != 2 {
@@ -88,10 +88,10 @@ func TestSendRateLimit(t *testing.T) {
 	c := transport.NewClient(srv.URL, nil)
 	m := &api.Message{From: "w1", To: []string{"r0"}, Channel: "ops", Content: api.Content{Text: "hi"}}
 	_, err := c.Send(context.Background(), m)
-	if !errors.Is(err, transport.ErrRateLimited) || transport.RetryAfter(err) != time.Second {
-		t.Fatalf("client send over the limit: err = %v (retry after %v), want ErrRateLimited after 1s", err, transport.RetryAfter(err))
+	if !errors.Is(err, api.ErrRateLimited) || api.RetryAfter(err) != time.Second {
+		t.Fatalf("client send over the limit: err = %v (retry after %v), want ErrRateLimited after 1s", err, api.RetryAfter(err))
 	}
-	var apiErr *transport.APIError
+	var apiErr *api.APIError
 	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusTooManyRequests {
 		t.Errorf("client error = %#v, want an *APIError with status 429", err)
 	}
@@ -104,7 +104,7 @@ func TestSendRateLimit(t *testing.T) {
 		if _, err = c.Send(context.Background(), m); err == nil {
 			break
 		}
-		if !errors.Is(err, transport.ErrRateLimited) || time.Now().After(deadline) {
+		if !errors.Is(err, api.ErrRateLimited) || time.Now().After(deadline) {
 			t.Fatalf("send after the refill: %v", err)
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -134,7 +134,7 @@ func TestSendRateSkipsForwarded(t *testing.T) {
 	fake := limitsFake(t)
 	srv := serve(t, fake, transport.ServerOptions{Limits: transport.Limits{SendRate: 0.01, SendBurst: 1}})
 	url := srv.URL + "/v1/messages"
-	fwd := http.Header{transport.HeaderForwarded: {"1"}}
+	fwd := http.Header{api.HeaderForwarded: {"1"}}
 	for i := range 5 {
 		if r := do(t, "POST", url, sendBody("w1", 1), fwd); r.status != http.StatusOK {
 			t.Fatalf("forwarded send %d = %d %s, want 200", i+1, r.status, r.body)
@@ -152,16 +152,16 @@ func TestSendRateSkipsForwarded(t *testing.T) {
 // an agent setting the forwarding header itself is still limited.
 func TestSendRateForgedForwardIsLimited(t *testing.T) {
 	for _, tc := range []struct {
-		role transport.Role
+		role api.Role
 		want int
 	}{
-		{transport.RoleAgent, http.StatusTooManyRequests},
-		{transport.RoleModerator, http.StatusTooManyRequests},
-		{transport.RoleAdmin, http.StatusOK},
+		{api.RoleAgent, http.StatusTooManyRequests},
+		{api.RoleModerator, http.StatusTooManyRequests},
+		{api.RoleAdmin, http.StatusOK},
 	} {
 		srv := httptest.NewServer(asAgent(transport.NewServer(limitsFake(t), transport.ServerOptions{
 			Logger: discard, Limits: transport.Limits{SendRate: 0.01, SendBurst: 1}}), tc.role))
-		h := http.Header{"X-Test-Agent": {"w1"}, transport.HeaderForwarded: {"1"}}
+		h := http.Header{"X-Test-Agent": {"w1"}, api.HeaderForwarded: {"1"}}
 		do(t, "POST", srv.URL+"/v1/messages", sendBody("w1", 1), h)
 		if r := do(t, "POST", srv.URL+"/v1/messages", sendBody("w1", 1), h); r.status != tc.want {
 			t.Errorf("%s token, forwarding header, second send: %d %s, want %d", tc.role, r.status, r.body, tc.want)
@@ -173,7 +173,7 @@ func TestSendRateForgedForwardIsLimited(t *testing.T) {
 // With auth the bucket is the identity's agent, whatever "from" says.
 func TestSendRateKeysOnIdentity(t *testing.T) {
 	srv := httptest.NewServer(asAgent(transport.NewServer(limitsFake(t), transport.ServerOptions{
-		Logger: discard, Limits: transport.Limits{SendRate: 0.01, SendBurst: 1}}), transport.RoleAdmin))
+		Logger: discard, Limits: transport.Limits{SendRate: 0.01, SendBurst: 1}}), api.RoleAdmin))
 	t.Cleanup(srv.Close)
 	h := http.Header{"X-Test-Agent": {"ops"}}
 	if r := do(t, "POST", srv.URL+"/v1/messages", sendBody("a", 1), h); r.status != http.StatusOK {
@@ -320,7 +320,7 @@ func TestMaxRecipients(t *testing.T) {
 		if tc.want == http.StatusOK {
 			continue
 		}
-		if code, msg := errorOf(t, r.body); code != transport.CodeInvalid || !strings.Contains(msg, tc.msg) {
+		if code, msg := errorOf(t, r.body); code != api.CodeInvalid || !strings.Contains(msg, tc.msg) {
 			t.Errorf("limit %d, %d recipients: %s %q, want invalid with %q", tc.limit, tc.n, code, msg, tc.msg)
 		}
 		if fake.NumStored() != 0 {
@@ -375,13 +375,13 @@ func TestDefaultSendBurst(t *testing.T) {
 
 // openStream opens a stream and waits for its ready event; cancel closes
 // it. A refusal is returned.
-func openStream(t *testing.T, c *transport.Client, q transport.StreamQuery) (closeStream func(), err error) {
+func openStream(t *testing.T, c *transport.Client, q api.StreamQuery) (closeStream func(), err error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- c.Stream(ctx, q, func(ev transport.StreamEvent) error {
+		done <- c.Stream(ctx, q, func(ev api.StreamEvent) error {
 			if ev.Ready {
 				close(ready)
 			}
@@ -408,7 +408,7 @@ func TestMaxStreamsPerAgent(t *testing.T) {
 	newStreamState(t, fake)
 	srv := serve(t, fake, transport.ServerOptions{Limits: transport.Limits{MaxStreamsPerAgent: 2}})
 	c := transport.NewClient(srv.URL, nil)
-	w1 := transport.StreamQuery{Agent: "w1"}
+	w1 := api.StreamQuery{Agent: "w1"}
 	var open []func()
 	for range 2 {
 		cancel, err := openStream(t, c, w1)
@@ -423,8 +423,8 @@ func TestMaxStreamsPerAgent(t *testing.T) {
 		}
 	})
 	_, err := openStream(t, c, w1)
-	if !errors.Is(err, transport.ErrRateLimited) || transport.RetryAfter(err) != time.Second {
-		t.Fatalf("third stream of w1: %v (retry after %v), want ErrRateLimited after 1s", err, transport.RetryAfter(err))
+	if !errors.Is(err, api.ErrRateLimited) || api.RetryAfter(err) != time.Second {
+		t.Fatalf("third stream of w1: %v (retry after %v), want ErrRateLimited after 1s", err, api.RetryAfter(err))
 	}
 	if !strings.Contains(err.Error(), "agent w1 has 2 streams open") || !strings.Contains(err.Error(), "--max-streams-per-agent") {
 		t.Errorf("refusal %q does not name the agent and the limit", err)
@@ -433,7 +433,7 @@ func TestMaxStreamsPerAgent(t *testing.T) {
 	if r.status != http.StatusTooManyRequests || r.header.Get("Retry-After") != "1" {
 		t.Errorf("raw third stream: %d, Retry-After %q; want 429 after 1", r.status, r.header.Get("Retry-After"))
 	}
-	cancelW2, err := openStream(t, c, transport.StreamQuery{Agent: "w2"})
+	cancelW2, err := openStream(t, c, api.StreamQuery{Agent: "w2"})
 	if err != nil {
 		t.Fatalf("another agent's stream: %v", err)
 	}
@@ -449,7 +449,7 @@ func TestMaxStreamsPerAgent(t *testing.T) {
 			open = append(open, cancel)
 			break
 		}
-		if !errors.Is(err, transport.ErrRateLimited) || time.Now().After(deadline) {
+		if !errors.Is(err, api.ErrRateLimited) || time.Now().After(deadline) {
 			t.Fatalf("stream after closing one: %v", err)
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -462,15 +462,15 @@ func TestMaxStreamsKeys(t *testing.T) {
 	fake := limitsFake(t)
 	newStreamState(t, fake)
 	srv := httptest.NewServer(asAgent(transport.NewServer(fake, transport.ServerOptions{
-		Logger: discard, Limits: transport.Limits{MaxStreamsPerAgent: 1}}), transport.RoleModerator))
+		Logger: discard, Limits: transport.Limits{MaxStreamsPerAgent: 1}}), api.RoleModerator))
 	t.Cleanup(srv.Close)
 	anon := transport.NewClient(srv.URL, nil)
-	cancel, err := openStream(t, anon, transport.StreamQuery{})
+	cancel, err := openStream(t, anon, api.StreamQuery{})
 	if err != nil {
 		t.Fatalf("first stream: %v", err)
 	}
 	defer cancel()
-	if _, err := openStream(t, anon, transport.StreamQuery{Channel: "ops"}); !errors.Is(err, transport.ErrRateLimited) ||
+	if _, err := openStream(t, anon, api.StreamQuery{Channel: "ops"}); !errors.Is(err, api.ErrRateLimited) ||
 		!strings.Contains(err.Error(), "client 127.0.0.1") {
 		t.Fatalf("second stream from the same IP: %v, want 429 naming client 127.0.0.1", err)
 	}
@@ -479,13 +479,13 @@ func TestMaxStreamsKeys(t *testing.T) {
 	}
 	// Same IP, but identities: counted per agent.
 	for _, a := range []string{"w1", "w2"} {
-		cancel, err := openStream(t, as(a), transport.StreamQuery{})
+		cancel, err := openStream(t, as(a), api.StreamQuery{})
 		if err != nil {
 			t.Fatalf("%s's first stream: %v", a, err)
 		}
 		defer cancel()
 	}
-	if _, err := openStream(t, as("w1"), transport.StreamQuery{Agent: "w3"}); !errors.Is(err, transport.ErrRateLimited) ||
+	if _, err := openStream(t, as("w1"), api.StreamQuery{Agent: "w3"}); !errors.Is(err, api.ErrRateLimited) ||
 		!strings.Contains(err.Error(), "agent w1 ") {
 		t.Fatalf("w1's second stream: %v, want 429 naming agent w1", err)
 	}
@@ -564,7 +564,7 @@ func TestEveryRouteCapsItsBody(t *testing.T) {
 			continue
 		}
 		code, msg := errorOf(t, rec.Body.Bytes())
-		if code != transport.CodeTooLarge || !strings.Contains(msg, rt.Pattern) || !strings.Contains(msg, fmt.Sprint(rt.MaxBodyBytes)) {
+		if code != api.CodeTooLarge || !strings.Contains(msg, rt.Pattern) || !strings.Contains(msg, fmt.Sprint(rt.MaxBodyBytes)) {
 			t.Errorf("%s: 413 body %s %q, want too_large naming the route and %d", rt.Pattern, code, msg, rt.MaxBodyBytes)
 		}
 		if method == http.MethodGet || method == http.MethodHead {

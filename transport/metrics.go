@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/metrics"
 )
 
@@ -100,7 +101,7 @@ func (s *Server) countSends(next http.Handler) http.Handler {
 func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	h := s.metrics.Handler(s.opts.Logger)
 	if h == nil {
-		s.writeError(w, r, &APIError{Status: http.StatusNotFound, Code: CodeNotFound, Message: "this node serves no metrics"})
+		s.writeError(w, r, &api.APIError{Status: http.StatusNotFound, Code: api.CodeNotFound, Message: "this node serves no metrics"})
 		return
 	}
 	h.ServeHTTP(w, r)

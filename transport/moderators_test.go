@@ -8,7 +8,6 @@ import (
 
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
-	"github.com/maos-project/maos/transport"
 )
 
 // Seed 004's code-of-conduct flag, posted to the API as its agents write
@@ -23,7 +22,7 @@ func TestModeratorsOnlyReadPaths(t *testing.T) {
 		`"message_id": "unique_uuid"`, `"message_id": "coc-1"`).Replace(body)
 	h := http.Header{}
 	h.Set(asHeader, "alice")
-	var res transport.SendResponse
+	var res api.SendResponse
 	wantOK(t, do(t, "POST", e.url+"/v1/messages", body, h), &res)
 	e.send("msg-pub", "carol", "alice", "", "public from carol", "", "")
 
@@ -46,7 +45,7 @@ func TestModeratorsOnlyReadPaths(t *testing.T) {
 		wantOK(t, e.get(as, "/v1/messages/coc-1"), nil)
 	}
 	r := e.get("carol", "/v1/messages/coc-1")
-	if msg := wantError(t, r, http.StatusNotFound, transport.CodeNotFound); msg != "message coc-1: not found" {
+	if msg := wantError(t, r, http.StatusNotFound, api.CodeNotFound); msg != "message coc-1: not found" {
 		t.Errorf("carol's 404 says %q", msg)
 	}
 
@@ -103,7 +102,7 @@ func TestModeratorsOnlyReadPaths(t *testing.T) {
 	}
 
 	// audit
-	lineOf := func(as string) (transport.AuditEntry, []byte) {
+	lineOf := func(as string) (api.AuditEntry, []byte) {
 		r := e.get(as, "/v1/audit")
 		a := decodeAudit(t, r)
 		for _, ev := range a.Events {
@@ -112,7 +111,7 @@ func TestModeratorsOnlyReadPaths(t *testing.T) {
 			}
 		}
 		t.Fatalf("%s: no audit line at %d", as, res.Seq)
-		return transport.AuditEntry{}, nil
+		return api.AuditEntry{}, nil
 	}
 	ev, b := lineOf("carol")
 	leaks("audit", b)

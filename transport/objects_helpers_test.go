@@ -45,7 +45,7 @@ type forbidden struct{ method, path, body, field string }
 func (e *authEnv) wantForbidden(t *testing.T, cases []forbidden) {
 	t.Helper()
 	for _, tt := range cases {
-		msg := wantError(t, e.as(aliceSecret, tt.method, tt.path, tt.body), http.StatusForbidden, transport.CodeForbidden)
+		msg := wantError(t, e.as(aliceSecret, tt.method, tt.path, tt.body), http.StatusForbidden, api.CodeForbidden)
 		if !strings.Contains(msg, tt.field) || !strings.Contains(msg, "tok-alice") {
 			t.Errorf("%s %s: 403 message %q does not name %s and the token", tt.method, tt.path, msg, tt.field)
 		}
@@ -75,13 +75,13 @@ func createTasks(t *testing.T, svc *transporttest.Service, n int, each func(i in
 // streamUntilReady reads the stream q with c, within 20s, until its ready
 // event, giving fn every event before it; a stream that ends otherwise
 // fails t.
-func streamUntilReady(t *testing.T, c *transport.Client, q transport.StreamQuery, fn func(transport.StreamEvent)) {
+func streamUntilReady(t *testing.T, c *transport.Client, q api.StreamQuery, fn func(api.StreamEvent)) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	errDone := errors.New("done")
 	n := 0
-	err := c.Stream(ctx, q, func(ev transport.StreamEvent) error {
+	err := c.Stream(ctx, q, func(ev api.StreamEvent) error {
 		if ev.Ready {
 			return errDone
 		}

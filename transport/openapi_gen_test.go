@@ -117,7 +117,7 @@ func ops() []op {
 			errs:  []int{404, 409, 422, 429}}, // 404: a name no one answers to (unknown_recipients)
 		{pattern: "GET /v1/messages/{id}", summary: "one message", query: []param{pCons}, resp: api.Message{}},
 		{pattern: "GET /v1/messages/{id}/receipts", summary: "a message's delivery receipts", query: []param{pCons}, resp: api.Receipts{}},
-		{pattern: "GET /v1/channels", summary: "the channels with their counts", query: []param{pCons}, resp: transport.ChannelsResponse{}},
+		{pattern: "GET /v1/channels", summary: "the channels with their counts", query: []param{pCons}, resp: api.ChannelsResponse{}},
 		{pattern: "GET /v1/channels/{channel}/messages", summary: "a page of a channel's messages in seq order", query: pPage, resp: api.Page{}},
 		{pattern: "GET /v1/threads/{id}", summary: "a thread (id: any message of it) in seq order", query: pPage, resp: api.ThreadPage{}},
 		{pattern: "GET /v1/stream", summary: "Server-Sent Events from the node's state: `message`, `task`, `approval`, then `ready` at the end of the backlog; resumes from Last-Event-ID",
@@ -160,16 +160,16 @@ func ops() []op {
 
 		{pattern: "POST /v1/agents", summary: "register an agent", body: &body{v: api.RegisterAgentCommand{}, required: []string{"id"}}, resp: api.Agent{}},
 		{pattern: "GET /v1/agents", summary: "a page of agents by id", query: []param{q("role", "with this role"), q("capability", "with this capability"), q("after", "after this agent id"), pLimit, pCons}, resp: api.AgentPage{}},
-		{pattern: "GET /v1/roles", summary: "the roles and how many agents have each", query: []param{pCons}, resp: transport.RolesResponse{}},
+		{pattern: "GET /v1/roles", summary: "the roles and how many agents have each", query: []param{pCons}, resp: api.RolesResponse{}},
 		{pattern: "GET /v1/agents/{id}", summary: "one agent", query: []param{pCons}, resp: api.Agent{}},
 		{pattern: "DELETE /v1/agents/{id}", summary: "unregister an agent (its inbox stays)", resp: api.Agent{}},
 		{pattern: "GET /v1/agents/{id}/inbox", summary: "a page of an agent's inbox",
 			query: []param{q("unread", "true: unread only"), q("priority", "of this priority"), q("type", "of this type"), q("from", "from this sender"),
 				pAfter, {"before", "integer", "with order=newest: before this seq", false}, q("order", "oldest (default) or newest"), pLimit, pCons}, resp: api.InboxPage{}},
 		{pattern: "GET /v1/agents/{id}/inbox/counts", summary: "an inbox's counts", query: []param{pCons}, resp: api.InboxCounts{}},
-		{pattern: "GET /v1/agents/{id}/summary", summary: "what a status line shows, in one request", query: []param{pCons}, resp: transport.AgentSummary{}},
-		{pattern: "POST /v1/agents/{id}/read", summary: "mark one message, or all up to a seq, read", body: &body{v: transport.MarkReadRequest{}}, resp: api.MarkReadResult{}},
-		{pattern: "PUT /v1/agents/{id}/receipts/{msg}", summary: "what the agent's watcher did with a message", body: &body{v: transport.ReceiptStateRequest{}, required: []string{"state"}}, resp: api.Receipt{}},
+		{pattern: "GET /v1/agents/{id}/summary", summary: "what a status line shows, in one request", query: []param{pCons}, resp: api.AgentSummary{}},
+		{pattern: "POST /v1/agents/{id}/read", summary: "mark one message, or all up to a seq, read", body: &body{v: api.MarkReadRequest{}}, resp: api.MarkReadResult{}},
+		{pattern: "PUT /v1/agents/{id}/receipts/{msg}", summary: "what the agent's watcher did with a message", body: &body{v: api.ReceiptStateRequest{}, required: []string{"state"}}, resp: api.Receipt{}},
 		{pattern: "GET /v1/agents/{id}/cursor", summary: "the seq of the last message the agent's watcher handled", query: []param{pCons}, resp: api.Cursor{}},
 		{pattern: "PUT /v1/agents/{id}/cursor", summary: "move the cursor (never back)", body: &body{v: api.SetCursorCommand{}, required: []string{"seq"}}, resp: api.Cursor{}},
 		{pattern: "POST /v1/agents/{id}/lease", summary: "acquire the agent's lease for a watcher (node, instance): granted with a new fence, extended for its holder, or standby while another holds it",
@@ -180,16 +180,16 @@ func ops() []op {
 			body: &body{v: api.AgentLeaseReleaseCommand{}, required: []string{"node", "instance", "fence"}}, resp: api.AgentLeaseResult{}},
 		{pattern: "GET /v1/agents/{id}/lease", summary: "the agent's lease: the watcher serving it, its fence, the standbys", query: []param{pCons}, resp: api.AgentLease{}},
 		{pattern: "GET /v1/leases", summary: "every agent's lease", query: []param{pCons}, resp: api.AgentLeasePage{}},
-		{pattern: "POST /v1/agents/{id}/interrupt", summary: "store an urgent [INTERRUPT] alert, then press ESC in the agent's pane", body: &body{v: transport.InterruptRequest{}, required: []string{"from", "reason"}}, resp: transport.InterruptResponse{}, errs: []int{429}},
+		{pattern: "POST /v1/agents/{id}/interrupt", summary: "store an urgent [INTERRUPT] alert, then press ESC in the agent's pane", body: &body{v: api.InterruptRequest{}, required: []string{"from", "reason"}}, resp: transport.InterruptResponse{}, errs: []int{429}},
 		{pattern: "GET /v1/agents/{id}/policy", summary: "the agent's run-time delivery policies in force", query: []param{pCons}, resp: api.PolicySet{}},
-		{pattern: "PUT /v1/agents/{id}/policy", summary: "set the agent's run-time delivery policy (or one sender's override)", body: &body{v: transport.PolicyRequest{}, required: []string{"mode"}}, resp: api.Policy{}},
+		{pattern: "PUT /v1/agents/{id}/policy", summary: "set the agent's run-time delivery policy (or one sender's override)", body: &body{v: api.PolicyRequest{}, required: []string{"mode"}}, resp: api.Policy{}},
 		{pattern: "DELETE /v1/agents/{id}/policy", summary: "clear the agent's policy (?from= for an override)", query: []param{q("from", "clear this sender's override"), q("set_by", "who clears it (a token without an agent only)")}, resp: api.Policy{}},
 
-		{pattern: "PUT /v1/presence/{agent}", summary: "a presence heartbeat (gossip, not the log)", body: &body{v: transport.PresenceUpdate{}, required: []string{"state"}}, resp: transport.Presence{}},
-		{pattern: "GET /v1/presence", summary: "every agent's presence", resp: transport.PresenceResponse{}},
-		{pattern: "GET /v1/presence/{agent}", summary: "one agent's presence", resp: transport.Presence{}},
-		{pattern: "GET /v1/agents/{id}/health", summary: "an agent's presence and its watcher's task counts", resp: transport.HealthReport{}},
-		{pattern: "GET /v1/cluster/members", summary: "the gossip members", resp: transport.MembersResponse{}},
+		{pattern: "PUT /v1/presence/{agent}", summary: "a presence heartbeat (gossip, not the log)", body: &body{v: api.PresenceUpdate{}, required: []string{"state"}}, resp: api.Presence{}},
+		{pattern: "GET /v1/presence", summary: "every agent's presence", resp: api.PresenceResponse{}},
+		{pattern: "GET /v1/presence/{agent}", summary: "one agent's presence", resp: api.Presence{}},
+		{pattern: "GET /v1/agents/{id}/health", summary: "an agent's presence and its watcher's task counts", resp: api.HealthReport{}},
+		{pattern: "GET /v1/cluster/members", summary: "the gossip members", resp: api.MembersResponse{}},
 
 		{pattern: "GET /v1/bulletin", summary: "the shared bulletin", query: []param{pCons}, resp: api.Bulletin{}},
 		{pattern: "PUT /v1/bulletin", summary: "replace the bulletin (compare-and-set with if_version or If-Match)", query: []param{q("by", "the agent who writes")},
@@ -205,8 +205,8 @@ func ops() []op {
 		{pattern: "GET /v1/rules", summary: "the communication rules", query: []param{pCons}, resp: api.RulesState{}},
 		{pattern: "PUT /v1/rules", summary: "replace the rules document (JSON, or YAML with its Content-Type)", body: &body{schema: obj{"type": "object"}, media: []string{"application/json", "application/yaml", "text/yaml"}}, resp: api.RulesState{}},
 		{pattern: "DELETE /v1/rules", summary: "remove the rules: everyone may message everyone", resp: api.RulesState{}},
-		{pattern: "POST /v1/rules/check", summary: "may from message to (or interrupt)?", query: []param{pCons}, body: &body{v: transport.RulesCheckRequest{}, required: []string{"from"}}, resp: api.RulesCheck{}},
-		{pattern: "GET /v1/audit", summary: "the audit trail, oldest first", query: pPage, resp: transport.AuditResponse{}},
+		{pattern: "POST /v1/rules/check", summary: "may from message to (or interrupt)?", query: []param{pCons}, body: &body{v: api.RulesCheckRequest{}, required: []string{"from"}}, resp: api.RulesCheck{}},
+		{pattern: "GET /v1/audit", summary: "the audit trail, oldest first", query: pPage, resp: api.AuditResponse{}},
 		{pattern: "GET /v1/overview", summary: "message headers in seq order, no content", query: []param{q("channel", "this channel only"), pAfter, pLimit, pCons}, resp: api.OverviewPage{}},
 
 		{pattern: "GET /v1/channels/{channel}/retention", summary: "a channel's retention policy", query: []param{pCons}, resp: api.Retention{}},
@@ -215,17 +215,17 @@ func ops() []op {
 		{pattern: "GET /v1/cluster/config", summary: "the replicated cluster settings", query: []param{pCons}, resp: api.ClusterConfig{}},
 		{pattern: "PUT /v1/cluster/config", summary: "set one cluster setting", body: &body{v: api.SetConfigCommand{}, required: []string{"key", "value"}}, resp: api.ClusterConfig{}},
 
-		{pattern: "GET /v1/whoami", summary: "who the request's token speaks for ({auth:false} without --auth)", resp: transport.WhoAmI{}},
-		{pattern: "POST /v1/tokens", summary: "create a token: the secret is in this answer only", body: &body{v: transport.TokenRequest{}, required: []string{"agent"}}, resp: transport.TokenCreated{}},
-		{pattern: "GET /v1/tokens", summary: "the tokens (never a secret or hash)", resp: transport.TokensResponse{}},
+		{pattern: "GET /v1/whoami", summary: "who the request's token speaks for ({auth:false} without --auth)", resp: api.WhoAmI{}},
+		{pattern: "POST /v1/tokens", summary: "create a token: the secret is in this answer only", body: &body{v: api.TokenRequest{}, required: []string{"agent"}}, resp: api.TokenCreated{}},
+		{pattern: "GET /v1/tokens", summary: "the tokens (never a secret or hash)", resp: api.TokensResponse{}},
 		{pattern: "DELETE /v1/tokens/{id}", summary: "revoke a token", resp: api.Token{}},
 
-		{pattern: "GET /v1/cluster/status", summary: "this node's view of the cluster", resp: transport.Status{}},
-		{pattern: "POST /v1/cluster/join", summary: "add a voter (forwarded to the leader)", body: &body{v: transport.JoinRequest{}, required: []string{"node_id", "raft_addr"}}, schema: obj{"type": "object", "required": []string{"joined"}, "properties": obj{"joined": obj{"type": "string"}}}},
+		{pattern: "GET /v1/cluster/status", summary: "this node's view of the cluster", resp: api.Status{}},
+		{pattern: "POST /v1/cluster/join", summary: "add a voter (forwarded to the leader)", body: &body{v: api.JoinRequest{}, required: []string{"node_id", "raft_addr"}}, schema: obj{"type": "object", "required": []string{"joined"}, "properties": obj{"joined": obj{"type": "string"}}}},
 		{pattern: "DELETE /v1/cluster/nodes/{id}", summary: "remove a server", schema: obj{"type": "object", "required": []string{"removed"}, "properties": obj{"removed": obj{"type": "string"}}}},
-		{pattern: "POST /v1/cluster/snapshot", summary: "take a snapshot on this node", resp: transport.SnapshotResponse{}},
-		{pattern: "POST /v1/cluster/transfer-leadership", summary: "transfer leadership (to node_id, or the most up-to-date follower)", body: &body{v: transport.TransferRequest{}}, resp: transport.TransferResponse{}},
-		{pattern: "GET /v1/internal/read-index", summary: "between nodes: a read index for a strong read", resp: transport.ReadIndexResponse{}},
+		{pattern: "POST /v1/cluster/snapshot", summary: "take a snapshot on this node", resp: api.SnapshotResponse{}},
+		{pattern: "POST /v1/cluster/transfer-leadership", summary: "transfer leadership (to node_id, or the most up-to-date follower)", body: &body{v: api.TransferRequest{}}, resp: api.TransferResponse{}},
+		{pattern: "GET /v1/internal/read-index", summary: "between nodes: a read index for a strong read", resp: api.ReadIndexResponse{}},
 		{pattern: "POST /v1/internal/entry", summary: "between nodes: a follower's encoded log entry; the answer is the state machine's result",
 			body: &body{media: []string{transport.ContentTypeEntry}, schema: obj{"type": "string", "format": "binary"}}, schema: obj{"description": "the result of the entry's op"}},
 		{pattern: "POST /v1/internal/entries", summary: "between nodes: a follower's batch of encoded log entries (each a uvarint length, then its bytes); one result or error per entry, in order",
@@ -269,8 +269,8 @@ func generateOpenAPI(routes []transport.Route) ([]byte, error) {
 	}
 	// The schemas POST /v1/messages names rather than reflects.
 	g.ref(reflect.TypeFor[api.Message](), true)
-	for _, t := range []reflect.Type{reflect.TypeFor[transport.SendResponse](), reflect.TypeFor[transport.TaskMessageResponse](),
-		reflect.TypeFor[transport.ApprovalMessageResponse](), reflect.TypeFor[transport.LockConflictBody]()} {
+	for _, t := range []reflect.Type{reflect.TypeFor[api.SendResponse](), reflect.TypeFor[transport.TaskMessageResponse](),
+		reflect.TypeFor[transport.ApprovalMessageResponse](), reflect.TypeFor[api.LockConflictBody]()} {
 		g.ref(t, false)
 	}
 
@@ -297,9 +297,9 @@ func generateOpenAPI(routes []transport.Route) ([]byte, error) {
 			item["head"] = head
 		}
 	}
-	codes := []string{transport.CodeBadRequest, transport.CodeInvalid, transport.CodeUnknownField, transport.CodeTooLarge, transport.CodeNotFound,
-		transport.CodeConflict, transport.CodeFenced, transport.CodeForbidden, transport.CodeNoLeader, transport.CodeNotLeader, transport.CodeOutcomeUnknown,
-		transport.CodeNotReady, transport.CodeUnauthorized, transport.CodeRateLimited, transport.CodeSecretFound, transport.CodeInternal}
+	codes := []string{api.CodeBadRequest, api.CodeInvalid, api.CodeUnknownField, api.CodeTooLarge, api.CodeNotFound,
+		api.CodeConflict, api.CodeFenced, api.CodeForbidden, api.CodeNoLeader, api.CodeNotLeader, api.CodeOutcomeUnknown,
+		api.CodeNotReady, api.CodeUnauthorized, api.CodeRateLimited, api.CodeSecretFound, api.CodeInternal}
 	slices.Sort(codes)
 	g.defs["Error"] = obj{
 		"type": "object", "required": []string{"error"},
@@ -537,8 +537,8 @@ var special = map[reflect.Type][2]obj{
 		{"anyOf": []any{obj{"type": "string"}, obj{"type": "object", "required": []string{"id", "name"}, "properties": obj{"id": obj{"type": "string"}, "name": obj{"type": "string"}}}}},
 		{"anyOf": []any{obj{"type": "string"}, obj{"type": "object", "required": []string{"id"}, "properties": obj{"id": obj{"type": "string"}, "name": obj{"type": "string"}}}}},
 	},
-	reflect.TypeFor[transport.NodeIDs](): {{"type": "array", "items": obj{"type": "string"}, "description": "node ids in id order"}, {"type": []string{"array", "null"}, "items": obj{"type": "string"}}},
-	reflect.TypeFor[api.Recipients]():    {{"type": []string{"array", "null"}, "items": obj{"type": "string"}}, {"anyOf": []any{obj{"type": "string"}, obj{"type": []string{"array", "null"}, "items": obj{"type": "string"}}}}},
+	reflect.TypeFor[api.NodeIDs]():    {{"type": "array", "items": obj{"type": "string"}, "description": "node ids in id order"}, {"type": []string{"array", "null"}, "items": obj{"type": "string"}}},
+	reflect.TypeFor[api.Recipients](): {{"type": []string{"array", "null"}, "items": obj{"type": "string"}}, {"anyOf": []any{obj{"type": "string"}, obj{"type": []string{"array", "null"}, "items": obj{"type": "string"}}}}},
 }
 
 // ref is the schema of a value of type t: a $ref for a named struct,

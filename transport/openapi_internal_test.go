@@ -2,6 +2,7 @@ package transport
 
 import (
 	"encoding/json"
+	"github.com/maos-project/maos/api"
 	"slices"
 	"testing"
 )
@@ -30,7 +31,7 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := doc.Components.Schemas.Error.Properties.Error.Properties.Code.Enum
-	want := Codes()
+	want := api.Codes()
 	if !slices.Equal(got, want) {
 		t.Errorf("the document's error codes are %v, errors.go's are %v", got, want)
 	}

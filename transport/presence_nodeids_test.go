@@ -5,13 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api"
 )
 
 // A presence's standbys are a JSON array on the wire, and the field is
 // left out when none stand by; a string is refused, naming the field.
 func TestPresenceStandbyIsAnArray(t *testing.T) {
-	p := transport.Presence{AgentID: "oncall", ServedBy: "n1", Standby: transport.JoinNodeIDs([]string{"n2", "n3"})}
+	p := api.Presence{AgentID: "oncall", ServedBy: "n1", Standby: api.JoinNodeIDs([]string{"n2", "n3"})}
 	b, err := json.Marshal(p)
 	if err != nil {
 		t.Fatal(err)
@@ -19,7 +19,7 @@ func TestPresenceStandbyIsAnArray(t *testing.T) {
 	if !strings.Contains(string(b), `"standby":["n2","n3"]`) {
 		t.Fatalf("JSON %s: want standby as an array", b)
 	}
-	var back transport.Presence
+	var back api.Presence
 	if err := json.Unmarshal(b, &back); err != nil || back != p {
 		t.Fatalf("round trip = %+v, %v; want %+v", back, err, p)
 	}
@@ -27,11 +27,11 @@ func TestPresenceStandbyIsAnArray(t *testing.T) {
 		t.Fatalf("List() = %q", got)
 	}
 
-	b, _ = json.Marshal(transport.Presence{AgentID: "solo", ServedBy: "n1"})
+	b, _ = json.Marshal(api.Presence{AgentID: "solo", ServedBy: "n1"})
 	if strings.Contains(string(b), "standby") {
 		t.Fatalf("JSON %s: want no standby field when none stand by", b)
 	}
-	if l := transport.NodeIDs("").List(); l != nil {
+	if l := api.NodeIDs("").List(); l != nil {
 		t.Fatalf(`NodeIDs("").List() = %q, want nil`, l)
 	}
 

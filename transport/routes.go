@@ -213,7 +213,7 @@ func (s *Server) pass(rt *route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		before := callerFrom(r.Context()) // zero, or set by a handler wrapping the API (tests)
 		c := before
-		c.forwarded = c.forwarded || r.Header.Get(HeaderForwarded) != ""
+		c.forwarded = c.forwarded || r.Header.Get(api.HeaderForwarded) != ""
 		if s.auth != nil && rt.rule.access != accessPublic {
 			id, ok := s.auth.authenticate(w, r)
 			if !ok {
@@ -224,7 +224,7 @@ func (s *Server) pass(rt *route) http.Handler {
 			// applied; only a node (its credential, or an admin token) may
 			// claim to be one.
 			if c.forwarded && !id.Internode() {
-				s.auth.forbid(w, r, id, "carries "+HeaderForwarded+", which only nodes send: needs the node credential or an admin token")
+				s.auth.forbid(w, r, id, "carries "+api.HeaderForwarded+", which only nodes send: needs the node credential or an admin token")
 				return
 			}
 			if need := rt.rule.check(r, id); need != "" {
@@ -259,8 +259,8 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, field, agent stri
 func (s *Server) decodeRouteBody(w http.ResponseWriter, r *http.Request, v any) error {
 	rt := s.routeOf(r)
 	err := decodeBody(w, r, rt.body.limit, v)
-	var apiErr *APIError
-	if errors.As(err, &apiErr) && apiErr.Code == CodeTooLarge {
+	var apiErr *api.APIError
+	if errors.As(err, &apiErr) && apiErr.Code == api.CodeTooLarge {
 		apiErr.Message = fmt.Sprintf("request body over the limit of %d bytes for %s%s", rt.body.limit, rt.pattern, rt.body.why)
 	}
 	return err
@@ -330,7 +330,7 @@ func batchLimit(maxMessageBytes int64) int64 {
 func capBody(pattern string, c bodyCap, stall time.Duration, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > c.limit {
-			writeJSON(w, http.StatusRequestEntityTooLarge, ErrorBody{Error: &APIError{Code: CodeTooLarge,
+			writeJSON(w, http.StatusRequestEntityTooLarge, api.ErrorBody{Error: &api.APIError{Code: api.CodeTooLarge,
 				Message: fmt.Sprintf("request body of %d bytes over the limit of %d bytes for %s%s", r.ContentLength, c.limit, pattern, c.why)}})
 			return
 		}
@@ -344,6 +344,6 @@ func capBody(pattern string, c bodyCap, stall time.Duration, h http.Handler) htt
 
 // notFound is the JSON 404 of every path no other route matches.
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
-	s.writeError(w, r, &APIError{Status: http.StatusNotFound, Code: CodeNotFound,
+	s.writeError(w, r, &api.APIError{Status: http.StatusNotFound, Code: api.CodeNotFound,
 		Message: fmt.Sprintf("no endpoint %s %s; see README.md for the API", r.Method, r.URL.Path)})
 }

@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -27,10 +26,6 @@ import (
 // (fsm.FreeTexter: one table for every command), so no handler picks its
 // fields by hand; an artifact's bytes are scanned as they are stored
 // (scanArtifact).
-
-// ErrSecretFound: the request holds a secret and secret_guard is refuse.
-// 422; the message names each field and rule, never the secret.
-var ErrSecretFound = errors.New("secret found")
 
 // scanSecrets is secrets.Scan; a test replaces it to see a rule set that
 // cannot load.
@@ -79,7 +74,7 @@ func (s *Server) refuseSecret(r *http.Request, agent, what string) error {
 	}
 	s.deny(r, denial{who: "secret:" + agent, agent: agent, tokenID: tokenID,
 		reason: what + ": refused by secret_guard (the secret is not recorded)"})
-	return &APIError{Status: http.StatusUnprocessableEntity, Code: CodeSecretFound,
+	return &api.APIError{Status: http.StatusUnprocessableEntity, Code: api.CodeSecretFound,
 		Message: what + ": what a node stores is copied to every node and kept until retention trims it, so secrets are refused " +
 			"(cluster setting secret_guard is refuse); remove it and send again, or point to where the secret is kept"}
 }

@@ -51,7 +51,7 @@ func TestSecretGuardCoversEveryFreeText(t *testing.T) {
 	} {
 		t.Run(c.field, func(t *testing.T) {
 			before := len(svc.CallsTo("Apply"))
-			m := wantError(t, call(c.method, c.path, c.body), http.StatusUnprocessableEntity, transport.CodeSecretFound)
+			m := wantError(t, call(c.method, c.path, c.body), http.StatusUnprocessableEntity, api.CodeSecretFound)
 			if !strings.HasPrefix(m, c.field+" holds a secret (gitleaks rule github-pat)") {
 				t.Errorf("refusal %q, want it to name %s", m, c.field)
 			}

@@ -43,7 +43,7 @@ func TestSecretRefused(t *testing.T) {
 			body := `{"id":"msg-leak-1","from":"alice","to":"bob","channel":"ops","title":"deploy",` +
 				`"content":{"text":"push with ` + fakeGitHubPAT + ` please","code":"token = \"` + fakeSlackBot + `\""}}`
 			r := e.as(secret, "POST", "/v1/messages", body)
-			msg := wantError(t, r, http.StatusUnprocessableEntity, transport.CodeSecretFound)
+			msg := wantError(t, r, http.StatusUnprocessableEntity, api.CodeSecretFound)
 			for _, want := range []string{"content.text holds a secret (gitleaks rule github-pat); content.code holds a secret (gitleaks rule slack-bot-token)", "secret_guard"} {
 				if !strings.Contains(msg, want) {
 					t.Errorf("message %q does not say %q", msg, want)
@@ -86,7 +86,7 @@ func TestSecretRefusalsFoldInTheAudit(t *testing.T) {
 	const n = 40
 	for i := range n {
 		body := `{"from":"alice","to":"bob","channel":"ops","title":"x` + string(rune('a'+i%26)) + `","content":{"text":"` + fakeGitHubPAT + `"}}`
-		wantError(t, e.as("", "POST", "/v1/messages", body), http.StatusUnprocessableEntity, transport.CodeSecretFound)
+		wantError(t, e.as("", "POST", "/v1/messages", body), http.StatusUnprocessableEntity, api.CodeSecretFound)
 	}
 	evs := e.waitDenied("content.text holds a secret", n)
 	if len(evs) >= n {
@@ -101,7 +101,7 @@ func TestSecretRedacted(t *testing.T) {
 	setGuard(t, e, adminSecret, api.SecretGuardRedact)
 	body := `{"id":"msg-red-1","from":"alice","to":"bob","channel":"ops","title":"key ` + fakeGitHubPAT + `",` +
 		`"content":{"text":"use ` + fakeGitHubPAT + ` then ` + fakeGitHubPAT + `","code":"x = \"` + fakeSlackBot + `\""}}`
-	var res transport.SendResponse
+	var res api.SendResponse
 	wantOK(t, e.as(aliceSecret, "POST", "/v1/messages", body), &res)
 	m, err := e.svc.State().Message("msg-red-1")
 	if err != nil {
@@ -116,7 +116,7 @@ func TestSecretRedacted(t *testing.T) {
 		t.Errorf("stored title %q, text %q, code %q", m.Title, m.Content.Text, m.Content.Code)
 	}
 	// The retry is the same message (the same redaction), not a conflict.
-	var again transport.SendResponse
+	var again api.SendResponse
 	wantOK(t, e.as(aliceSecret, "POST", "/v1/messages", body), &again)
 	if again.Seq != res.Seq {
 		t.Errorf("retry stored at %d, first at %d", again.Seq, res.Seq)
@@ -127,7 +127,7 @@ func TestSecretRedacted(t *testing.T) {
 	// A title the redaction makes too long is refused naming the title,
 	// and nothing is stored.
 	long := `{"id":"msg-red-2","from":"alice","to":"bob","channel":"ops","title":"` + strings.Repeat("k", api.MaxTitleLen-len(fakeGitHubPAT)) + " " + fakeGitHubPAT + `","content":{"text":"t"}}`
-	msg := wantError(t, e.as(aliceSecret, "POST", "/v1/messages", long), http.StatusBadRequest, transport.CodeInvalid)
+	msg := wantError(t, e.as(aliceSecret, "POST", "/v1/messages", long), http.StatusBadRequest, api.CodeInvalid)
 	if !strings.HasPrefix(msg, "title:") {
 		t.Errorf("too long after redaction: %q, want a title error", msg)
 	}
@@ -151,10 +151,10 @@ func TestSecretGuardOff(t *testing.T) {
 func TestSecretGuardConfigAPI(t *testing.T) {
 	e := newAuthEnv(t, &transport.AuthConfig{AdminToken: adminSecret})
 	r := e.as(adminSecret, "PUT", "/v1/cluster/config", `{"key":"secret_guard","value":"warn"}`)
-	if msg := wantError(t, r, http.StatusBadRequest, transport.CodeInvalid); !strings.Contains(msg, `secret_guard: want "refuse", "redact" or "off"`) {
+	if msg := wantError(t, r, http.StatusBadRequest, api.CodeInvalid); !strings.Contains(msg, `secret_guard: want "refuse", "redact" or "off"`) {
 		t.Errorf("bad value: %q", msg)
 	}
-	wantError(t, e.as(aliceSecret, "PUT", "/v1/cluster/config", `{"key":"secret_guard","value":"off"}`), http.StatusForbidden, transport.CodeForbidden)
+	wantError(t, e.as(aliceSecret, "PUT", "/v1/cluster/config", `{"key":"secret_guard","value":"off"}`), http.StatusForbidden, api.CodeForbidden)
 	var cfg api.ClusterConfig
 	wantOK(t, e.as(aliceSecret, "GET", "/v1/cluster/config", ""), &cfg)
 	if cfg.SecretGuard != api.SecretGuardRefuse {

@@ -144,7 +144,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// redirect to its cleaned form and an HTML body. No endpoint has such a
 	// path (ids and names never are "", "." or ".."): say so in JSON.
 	if p := r.URL.EscapedPath(); r.Method != http.MethodConnect && p != cleanPath(p) {
-		s.writeError(w, r, &APIError{Status: http.StatusNotFound, Code: CodeNotFound,
+		s.writeError(w, r, &api.APIError{Status: http.StatusNotFound, Code: api.CodeNotFound,
 			Message: fmt.Sprintf("no endpoint %s %s: the path has an empty, . or .. segment", r.Method, p)})
 		return
 	}
@@ -155,7 +155,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // cluster than this node's: a node of another cluster calling this one.
 // Either side not knowing its id yet checks nothing.
 func (s *Server) sameCluster(r *http.Request) error {
-	theirs := r.Header.Get(HeaderCluster)
+	theirs := r.Header.Get(api.HeaderCluster)
 	if theirs == "" {
 		return nil
 	}
@@ -163,7 +163,7 @@ func (s *Server) sameCluster(r *http.Request) error {
 	if mine == "" || mine == theirs {
 		return nil
 	}
-	return &APIError{Status: http.StatusConflict, Code: CodeConflict, Message: fmt.Sprintf(
+	return &api.APIError{Status: http.StatusConflict, Code: api.CodeConflict, Message: fmt.Sprintf(
 		"%s %s comes from a node of cluster %s, and this node belongs to cluster %s: a node joins one cluster only "+
 			"(check the calling node's --join and --data-dir)", r.Method, r.URL.Path, clip(theirs, api.MaxIDLen), mine)}
 }
@@ -190,8 +190,8 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if err := s.cluster.Ready(r.Context()); err != nil {
-		if !errors.Is(err, ErrNotReady) {
-			err = fmt.Errorf("%w: %w", ErrNotReady, err)
+		if !errors.Is(err, api.ErrNotReady) {
+			err = fmt.Errorf("%w: %w", api.ErrNotReady, err)
 		}
 		s.writeError(w, r, err)
 		return
@@ -254,7 +254,7 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) channels(w http.ResponseWriter, r *http.Request) {
 	s.query(w, r, func(st Reader) (any, error) {
 		list, err := st.Channels()
-		return ChannelsResponse{Channels: list}, err
+		return api.ChannelsResponse{Channels: list}, err
 	})
 }
 
@@ -289,7 +289,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) join(w http.ResponseWriter, r *http.Request) {
-	var req JoinRequest
+	var req api.JoinRequest
 	if err := decodeBody(w, r, maxControlBytes, &req); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -338,7 +338,7 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) transfer(w http.ResponseWriter, r *http.Request) {
-	var req TransferRequest
+	var req api.TransferRequest
 	if r.ContentLength != 0 {
 		if err := decodeBody(w, r, maxControlBytes, &req); err != nil {
 			s.writeError(w, r, err)
@@ -458,17 +458,17 @@ func decodeJSON(rd io.Reader, limit int64, v any) error {
 func bodyError(err error, limit int64) error {
 	switch {
 	case errors.As(err, new(*http.MaxBytesError)):
-		return &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
+		return &api.APIError{Status: http.StatusRequestEntityTooLarge, Code: api.CodeTooLarge,
 			Message: fmt.Sprintf("request body over the limit of %d bytes (--max-message-bytes)", limit)}
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return &APIError{Status: http.StatusBadRequest, Code: CodeUnknownField,
+		return &api.APIError{Status: http.StatusBadRequest, Code: api.CodeUnknownField,
 			Message: strings.TrimPrefix(err.Error(), "json: ")}
 	case errors.Is(err, io.EOF):
-		return &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: "empty body: want a JSON object"}
+		return &api.APIError{Status: http.StatusBadRequest, Code: api.CodeBadRequest, Message: "empty body: want a JSON object"}
 	case errors.As(err, new(*stalledError)):
-		return &APIError{Status: http.StatusRequestTimeout, Code: CodeBadRequest, Message: err.Error()}
+		return &api.APIError{Status: http.StatusRequestTimeout, Code: api.CodeBadRequest, Message: err.Error()}
 	default:
-		return &APIError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: "malformed JSON: " + err.Error()}
+		return &api.APIError{Status: http.StatusBadRequest, Code: api.CodeBadRequest, Message: "malformed JSON: " + err.Error()}
 	}
 }
 
@@ -482,14 +482,14 @@ func checkHostPort(addr string) string {
 	return ""
 }
 
-func consistency(r *http.Request) (Consistency, error) {
-	switch c := Consistency(r.URL.Query().Get("consistency")); c {
-	case "", Local:
-		return Local, nil
-	case Strong:
-		return Strong, nil
+func consistency(r *http.Request) (api.Consistency, error) {
+	switch c := api.Consistency(r.URL.Query().Get("consistency")); c {
+	case "", api.Local:
+		return api.Local, nil
+	case api.Strong:
+		return api.Strong, nil
 	default:
-		return "", fmt.Errorf("%w: consistency: %q is not local or strong", ErrBadRequest, c)
+		return "", fmt.Errorf("%w: consistency: %q is not local or strong", api.ErrBadRequest, c)
 	}
 }
 
@@ -499,7 +499,7 @@ func uintParam(s, name string, def, maxV uint64) (uint64, error) {
 	}
 	v, err := strconv.ParseUint(s, 10, 64)
 	if err != nil || v > maxV {
-		return 0, fmt.Errorf("%w: %s: %q is not a whole number from 0 to %d", ErrBadRequest, name, s, maxV)
+		return 0, fmt.Errorf("%w: %s: %q is not a whole number from 0 to %d", api.ErrBadRequest, name, s, maxV)
 	}
 	return v, nil
 }
@@ -514,7 +514,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if apiErr.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.FormatInt(retrySeconds(apiErr.RetryAfter), 10))
 	}
-	writeJSON(w, apiErr.Status, ErrorBody{Error: apiErr})
+	writeJSON(w, apiErr.Status, api.ErrorBody{Error: apiErr})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -536,7 +536,7 @@ func (s *Server) readIndex(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ReadIndexResponse{Index: idx})
+	writeJSON(w, http.StatusOK, api.ReadIndexResponse{Index: idx})
 }
 
 // propose commits op with body (commit: the free-text checks and the

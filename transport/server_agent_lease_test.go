@@ -32,7 +32,7 @@ func TestAgentLeaseRoutes(t *testing.T) {
 	if err != nil || sb.Outcome != api.AgentLeaseStandby || sb.Lease.Fence != fence {
 		t.Fatalf("second acquire = %+v, %v; want standby", sb, err)
 	}
-	page, err := alice.AgentLeases(ctx, transport.Strong)
+	page, err := alice.AgentLeases(ctx, api.Strong)
 	if err != nil || len(page.Leases) != 1 || len(page.Leases[0].Standbys) != 1 || page.Leases[0].Standbys[0].LeaseHolder != b {
 		t.Fatalf("leases = %+v, %v; want alice's with standby n2", page, err)
 	}
@@ -52,15 +52,15 @@ func TestAgentLeaseRoutes(t *testing.T) {
 	}
 	late := &api.Message{ID: "msg-20261128-090000-alice-00000002", From: "alice", To: api.Recipients{"bob"}, Channel: "general", Content: api.Content{Text: "late"}}
 	_, err = alice.SendFenced(ctx, late, fence)
-	var apiErr *transport.APIError
-	if !errors.Is(err, api.ErrFenced) || !errors.Is(err, api.ErrConflict) || !errors.As(err, &apiErr) || apiErr.Code != transport.CodeFenced ||
+	var apiErr *api.APIError
+	if !errors.Is(err, api.ErrFenced) || !errors.Is(err, api.ErrConflict) || !errors.As(err, &apiErr) || apiErr.Code != api.CodeFenced ||
 		!strings.Contains(apiErr.Message, "is not the current lease's (fence") || !strings.Contains(apiErr.Message, "held by n2/i2") {
 		t.Fatalf("late send = %v; want 409 fenced naming the current fence and n2", err)
 	}
 	if _, err := alice.RenewAgentLease(ctx, api.AgentLeaseRenewCommand{Agent: "alice", LeaseHolder: a, Fence: fence, TTL: ttl}); !errors.Is(err, api.ErrFenced) {
 		t.Fatalf("old holder's renewal = %v, want fenced", err)
 	}
-	if l, err := alice.AgentLease(ctx, "alice", transport.Strong); err != nil || l.Holder != b {
+	if l, err := alice.AgentLease(ctx, "alice", api.Strong); err != nil || l.Holder != b {
 		t.Fatalf("lease = %+v, %v; want held by n2", l, err)
 	}
 	// A task claim carries the fence too.
@@ -80,22 +80,22 @@ func TestAgentLeaseRoutes(t *testing.T) {
 // lease; a bad ?agent_fence= is refused before anything is proposed.
 func TestAgentLeaseRoutesRefuse(t *testing.T) {
 	e := newAuthEnv(t, &transport.AuthConfig{AdminToken: adminSecret})
-	wantError(t, e.as(bobSecret, "POST", "/v1/agents/alice/lease", `{"node":"n1","instance":"i1","ttl":"10s"}`), http.StatusForbidden, transport.CodeForbidden)
-	msg := wantError(t, e.as(aliceSecret, "POST", "/v1/agents/alice/lease", `{"node":"n1","instance":"i1","ttl":"1h"}`), http.StatusBadRequest, transport.CodeInvalid)
+	wantError(t, e.as(bobSecret, "POST", "/v1/agents/alice/lease", `{"node":"n1","instance":"i1","ttl":"10s"}`), http.StatusForbidden, api.CodeForbidden)
+	msg := wantError(t, e.as(aliceSecret, "POST", "/v1/agents/alice/lease", `{"node":"n1","instance":"i1","ttl":"1h"}`), http.StatusBadRequest, api.CodeInvalid)
 	if !strings.Contains(msg, "ttl: 1h0m0s is outside the limits 1s to 10m0s") {
 		t.Errorf("400 %q does not name the ttl's limits", msg)
 	}
-	msg = wantError(t, e.as(aliceSecret, "POST", "/v1/agents/alice/lease", `{"agent":"bob","node":"n1","instance":"i1","ttl":"10s"}`), http.StatusBadRequest, transport.CodeInvalid)
+	msg = wantError(t, e.as(aliceSecret, "POST", "/v1/agents/alice/lease", `{"agent":"bob","node":"n1","instance":"i1","ttl":"10s"}`), http.StatusBadRequest, api.CodeInvalid)
 	if !strings.Contains(msg, "agent: differs from the agent in the path") {
 		t.Errorf("400 %q", msg)
 	}
 	msg = wantError(t, e.as(aliceSecret, "POST", "/v1/messages?agent_fence=x",
-		`{"id":"msg-20261128-090000-alice-00000003","from":"alice","to":["bob"],"channel":"general","content":{"text":"hi"}}`), http.StatusBadRequest, transport.CodeInvalid)
+		`{"id":"msg-20261128-090000-alice-00000003","from":"alice","to":["bob"],"channel":"general","content":{"text":"hi"}}`), http.StatusBadRequest, api.CodeInvalid)
 	if !strings.Contains(msg, "agent_fence: want the positive fence") {
 		t.Errorf("400 %q", msg)
 	}
 	if writes, sends := e.writes(); writes != 0 || sends != 0 {
 		t.Errorf("refused requests reached the log: %d writes, %d sends", writes, sends)
 	}
-	wantError(t, e.as(aliceSecret, "GET", "/v1/agents/alice/lease", ""), http.StatusNotFound, transport.CodeNotFound)
+	wantError(t, e.as(aliceSecret, "GET", "/v1/agents/alice/lease", ""), http.StatusNotFound, api.CodeNotFound)
 }

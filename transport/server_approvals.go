@@ -80,7 +80,7 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
 	// The answer is the approval with its decisions, as of a strong read
 	// after the decision: on a follower that forwarded it, the local
 	// state may not have applied it yet.
-	if err := s.prop.Linearize(r.Context(), Strong); err != nil {
+	if err := s.prop.Linearize(r.Context(), api.Strong); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

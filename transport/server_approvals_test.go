@@ -104,7 +104,7 @@ func TestApprovalRoutesPropose(t *testing.T) {
 		t.Errorf("proposed decision %+v", dec)
 	}
 	calls := e.svc.CallsTo("Linearize")
-	if len(calls) <= linearized || calls[len(calls)-1].Cons != transport.Strong {
+	if len(calls) <= linearized || calls[len(calls)-1].Cons != api.Strong {
 		t.Errorf("the decision's answer was not read strongly: %+v", calls[linearized:])
 	}
 	// A modify's action is proposed in canonical form.
@@ -154,7 +154,7 @@ func TestApprovalRefusalsReachTheClient(t *testing.T) {
 	// A result that is not an approval's is a 500, not a success.
 	e.svc.AnswerApprovals(func(api.Op, json.RawMessage) (any, error) { return map[string]string{"nope": "x"}, nil })
 	_, err := e.c.CancelApproval(ctx, api.ApprovalCancelCommand{ID: "appr-1", From: "tess"})
-	var apiErr *transport.APIError
+	var apiErr *api.APIError
 	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusInternalServerError || !strings.Contains(apiErr.Message, "unexpected approval_cancel result") {
 		t.Errorf("an odd result: %v, want a 500 saying so", err)
 	}
@@ -187,7 +187,7 @@ func TestApprovalReads(t *testing.T) {
 		t.Errorf("the list asked %+v, want %+v", qs[len(qs)-1], q)
 	}
 	e.reads.SetPending("rita", 2)
-	if sum, err := e.c.AgentSummary(ctx, "rita", transport.Strong); err != nil || sum.PendingApprovals != 2 {
+	if sum, err := e.c.AgentSummary(ctx, "rita", api.Strong); err != nil || sum.PendingApprovals != 2 {
 		t.Errorf("rita's summary %+v, %v", sum, err)
 	}
 }
@@ -198,37 +198,37 @@ func TestApprovalRoutesRefuseBadInput(t *testing.T) {
 	e := newApprovalEnv(t)
 	h := hashOf(t, deploy)
 	wantBadRequests(t, e.url, []badRequest{
-		{"POST", "/v1/approvals", `{"from":"tess","approvers":["rita"],"action":1}`, transport.CodeInvalid, "title: required"},
-		{"POST", "/v1/approvals", `{"from":"tess","approvers":[],"title":"t","action":1}`, transport.CodeInvalid, "approvers: required"},
-		{"POST", "/v1/approvals", `{"from":"tess","approvers":["rita"],"quorum":2,"title":"t","action":1}`, transport.CodeInvalid, "quorum"},
-		{"POST", "/v1/approvals", `{"from":"tess","approvers":["rita"],"title":"t"}`, transport.CodeInvalid, "action: required"},
-		{"POST", "/v1/approvals", `{"from":"tess","approvers":["rita"],"title":"t","action":1,"timeout":"soon"}`, transport.CodeBadRequest, "timeout"},
-		{"POST", "/v1/approvals", `{"from":"tess","approvers":["rita"],"title":"t","action":1,"timeout":"1ms"}`, transport.CodeInvalid, "timeout"},
-		{"POST", "/v1/approvals", `{"from":"tess","approvers":["rita"],"title":"t","action":1,"on_timeout":"approve"}`, transport.CodeInvalid, "on_timeout"},
-		{"POST", "/v1/approvals", `{"from":"tess","approvers":["rita"],"title":"t","action":1,"options":["reject"]}`, transport.CodeInvalid, "options"},
-		{"POST", "/v1/approvals", `{"from":"tess","approvers":["rita"],"title":"t","action":1,"titel":"x"}`, transport.CodeUnknownField, `"titel"`},
-		{"POST", "/v1/approvals/appr-1/decide", `{"approver":"rita","decision":"approve","action_hash":"` + h + `","id":"appr-2"}`, transport.CodeInvalid, `id: "appr-2" differs from the approval in the path`},
-		{"POST", "/v1/approvals/appr-1/decide", `{"approver":"rita","decision":"maybe","action_hash":"` + h + `"}`, transport.CodeInvalid, "decision"},
-		{"POST", "/v1/approvals/appr-1/decide", `{"approver":"rita","decision":"approve","action_hash":"abc"}`, transport.CodeInvalid, "action_hash"},
-		{"POST", "/v1/approvals/appr-1/decide", `{"approver":"rita","decision":"modify","action_hash":"` + h + `"}`, transport.CodeInvalid, "action: required"},
-		{"POST", "/v1/approvals/appr-1/decide", `{"approver":"rita","decision":"approve","action_hash":"` + h + `","action":{}}`, transport.CodeInvalid, "only a modify"},
-		{"POST", "/v1/approvals/appr-1/cancel", `{"reason":"x"}`, transport.CodeInvalid, "from"},
-		{"POST", "/v1/approvals/appr-1/cancel", `{"from":"tess"} {}`, transport.CodeBadRequest, "trailing data"},
-		{"GET", "/v1/approvals?state=done", "", transport.CodeInvalid, "state"},
-		{"GET", "/v1/approvals?approver=Rita", "", transport.CodeInvalid, "approver"},
-		{"GET", "/v1/approvals?from=role:x", "", transport.CodeInvalid, "from"},
-		{"GET", "/v1/approvals?limit=0", "", transport.CodeBadRequest, "limit"},
-		{"GET", "/v1/approvals?after=x", "", transport.CodeBadRequest, "after"},
-		{"GET", "/v1/approvals?approvers=rita", "", transport.CodeBadRequest, "approvers"},
+		{"POST", "/v1/approvals", `{"from":"tess","approvers":["rita"],"action":1}`, api.CodeInvalid, "title: required"},
+		{"POST", "/v1/approvals", `{"from":"tess","approvers":[],"title":"t","action":1}`, api.CodeInvalid, "approvers: required"},
+		{"POST", "/v1/approvals", `{"from":"tess","approvers":["rita"],"quorum":2,"title":"t","action":1}`, api.CodeInvalid, "quorum"},
+		{"POST", "/v1/approvals", `{"from":"tess","approvers":["rita"],"title":"t"}`, api.CodeInvalid, "action: required"},
+		{"POST", "/v1/approvals", `{"from":"tess","approvers":["rita"],"title":"t","action":1,"timeout":"soon"}`, api.CodeBadRequest, "timeout"},
+		{"POST", "/v1/approvals", `{"from":"tess","approvers":["rita"],"title":"t","action":1,"timeout":"1ms"}`, api.CodeInvalid, "timeout"},
+		{"POST", "/v1/approvals", `{"from":"tess","approvers":["rita"],"title":"t","action":1,"on_timeout":"approve"}`, api.CodeInvalid, "on_timeout"},
+		{"POST", "/v1/approvals", `{"from":"tess","approvers":["rita"],"title":"t","action":1,"options":["reject"]}`, api.CodeInvalid, "options"},
+		{"POST", "/v1/approvals", `{"from":"tess","approvers":["rita"],"title":"t","action":1,"titel":"x"}`, api.CodeUnknownField, `"titel"`},
+		{"POST", "/v1/approvals/appr-1/decide", `{"approver":"rita","decision":"approve","action_hash":"` + h + `","id":"appr-2"}`, api.CodeInvalid, `id: "appr-2" differs from the approval in the path`},
+		{"POST", "/v1/approvals/appr-1/decide", `{"approver":"rita","decision":"maybe","action_hash":"` + h + `"}`, api.CodeInvalid, "decision"},
+		{"POST", "/v1/approvals/appr-1/decide", `{"approver":"rita","decision":"approve","action_hash":"abc"}`, api.CodeInvalid, "action_hash"},
+		{"POST", "/v1/approvals/appr-1/decide", `{"approver":"rita","decision":"modify","action_hash":"` + h + `"}`, api.CodeInvalid, "action: required"},
+		{"POST", "/v1/approvals/appr-1/decide", `{"approver":"rita","decision":"approve","action_hash":"` + h + `","action":{}}`, api.CodeInvalid, "only a modify"},
+		{"POST", "/v1/approvals/appr-1/cancel", `{"reason":"x"}`, api.CodeInvalid, "from"},
+		{"POST", "/v1/approvals/appr-1/cancel", `{"from":"tess"} {}`, api.CodeBadRequest, "trailing data"},
+		{"GET", "/v1/approvals?state=done", "", api.CodeInvalid, "state"},
+		{"GET", "/v1/approvals?approver=Rita", "", api.CodeInvalid, "approver"},
+		{"GET", "/v1/approvals?from=role:x", "", api.CodeInvalid, "from"},
+		{"GET", "/v1/approvals?limit=0", "", api.CodeBadRequest, "limit"},
+		{"GET", "/v1/approvals?after=x", "", api.CodeBadRequest, "after"},
+		{"GET", "/v1/approvals?approvers=rita", "", api.CodeBadRequest, "approvers"},
 	})
 	big := `{"from":"tess","approvers":["rita"],"title":"t","action":"` + strings.Repeat("a", 300<<10) + `"}`
-	msg := wantError(t, do(t, "POST", e.url+"/v1/approvals", big, nil), http.StatusRequestEntityTooLarge, transport.CodeTooLarge)
+	msg := wantError(t, do(t, "POST", e.url+"/v1/approvals", big, nil), http.StatusRequestEntityTooLarge, api.CodeTooLarge)
 	if !strings.Contains(msg, "262144 bytes for POST /v1/approvals") || !strings.Contains(msg, "64 KiB") {
 		t.Errorf("413 message %q", msg)
 	}
 	// An action over its limit is the state machine's field error.
 	long := `{"from":"tess","approvers":["rita"],"title":"t","action":"` + strings.Repeat("a", api.MaxActionBytes) + `"}`
-	if msg := wantError(t, do(t, "POST", e.url+"/v1/approvals", long, nil), http.StatusBadRequest, transport.CodeInvalid); !strings.Contains(msg, "action") {
+	if msg := wantError(t, do(t, "POST", e.url+"/v1/approvals", long, nil), http.StatusBadRequest, api.CodeInvalid); !strings.Contains(msg, "action") {
 		t.Errorf("long action: %q", msg)
 	}
 	if n := len(e.svc.CallsTo("Apply")); n != 0 {
@@ -322,7 +322,7 @@ func TestApprovalSecretGuard(t *testing.T) {
 		}},
 	} {
 		err := tc.send()
-		wantRefused(t, "a secret in "+tc.field, err, http.StatusUnprocessableEntity, transport.ErrSecretFound, tc.field+" holds a secret (gitleaks rule github-pat)")
+		wantRefused(t, "a secret in "+tc.field, err, http.StatusUnprocessableEntity, api.ErrSecretFound, tc.field+" holds a secret (gitleaks rule github-pat)")
 		if err != nil && strings.Contains(err.Error(), pat) {
 			t.Errorf("the refusal repeats the secret: %v", err)
 		}
@@ -378,7 +378,7 @@ func TestSendSeedApproval(t *testing.T) {
 	}
 	// A field that cannot be mapped is 400 naming it.
 	bad := strings.Replace(seedBody(t, "seed004_approval.json"), `"confidence": 0.96`, `"confidence": "high"`, 1)
-	if msg := wantError(t, do(t, "POST", e.url+"/v1/messages", bad, nil), http.StatusBadRequest, transport.CodeInvalid); !strings.HasPrefix(msg, "confidence:") {
+	if msg := wantError(t, do(t, "POST", e.url+"/v1/messages", bad, nil), http.StatusBadRequest, api.CodeInvalid); !strings.HasPrefix(msg, "confidence:") {
 		t.Errorf("bad confidence: %q", msg)
 	}
 }
@@ -404,10 +404,10 @@ func TestStreamApprovalEvents(t *testing.T) {
 	e.reads.Event(task.Seq, a1done)
 
 	type got struct{ kind, id, what string }
-	collect := func(q transport.StreamQuery) []got {
+	collect := func(q api.StreamQuery) []got {
 		t.Helper()
 		var out []got
-		streamUntilReady(t, e.c, q, func(ev transport.StreamEvent) {
+		streamUntilReady(t, e.c, q, func(ev api.StreamEvent) {
 			switch {
 			case ev.Message != nil:
 				out = append(out, got{"message", ev.ID, ev.Message.From})
@@ -423,19 +423,19 @@ func TestStreamApprovalEvents(t *testing.T) {
 		return out
 	}
 	n := strconvU
-	all := []string{transport.EventMessage, transport.EventTask, transport.EventApproval}
+	all := []string{api.EventMessage, api.EventTask, api.EventApproval}
 	want := []got{
 		{"message", n(m1), "tess"}, {"approval", n(m1) + ":approval", "appr-1 pending"},
 		{"message", n(m2), "rex"}, {"approval", n(m2) + ":approval", "appr-2 pending"},
 		{"message", n(task.Seq), "lead"}, {"task", "", "t-a"}, {"approval", n(task.Seq) + ":approval", "appr-1 approved"},
 	}
-	if g := collect(transport.StreamQuery{Events: all}); !slices.Equal(g, want) {
+	if g := collect(api.StreamQuery{Events: all}); !slices.Equal(g, want) {
 		t.Fatalf("stream\n got %v\nwant %v", g, want)
 	}
 	// Resume after N sends N's object events; after N:approval (or
 	// N:task), the next entry.
 	for resume, from := range map[string]int{n(m1): 1, n(m1) + ":approval": 2, n(m1) + ":task": 2} {
-		if g := collect(transport.StreamQuery{Events: all, Resume: resume}); !slices.Equal(g, want[from:]) {
+		if g := collect(api.StreamQuery{Events: all, Resume: resume}); !slices.Equal(g, want[from:]) {
 			t.Errorf("resume after %s: %v, want %v", resume, g, want[from:])
 		}
 	}
@@ -447,16 +447,16 @@ func TestStreamApprovalEvents(t *testing.T) {
 		"tess": {{"approval", n(m1) + ":approval", "appr-1 pending"}, {"approval", n(task.Seq) + ":approval", "appr-1 approved"}},
 		"rex":  {{"approval", n(m2) + ":approval", "appr-2 pending"}},
 	} {
-		if g := collect(transport.StreamQuery{Agent: agent, Events: []string{transport.EventApproval}}); !slices.Equal(g, want) {
+		if g := collect(api.StreamQuery{Agent: agent, Events: []string{api.EventApproval}}); !slices.Equal(g, want) {
 			t.Errorf("%s's approval events %v, want %v", agent, g, want)
 		}
 	}
-	if g := collect(transport.StreamQuery{Channel: "ops", Events: []string{transport.EventApproval}}); len(g) != 0 {
+	if g := collect(api.StreamQuery{Channel: "ops", Events: []string{api.EventApproval}}); len(g) != 0 {
 		t.Errorf("channel ops carried %v", g)
 	}
 	// Older clients: ?tasks= and no choice at all carry no approval
 	// events; the task event then carries its entry's id.
-	for _, q := range []transport.StreamQuery{{}, {Tasks: transport.StreamTasksAll}, {Tasks: transport.StreamTasksOnly}} {
+	for _, q := range []api.StreamQuery{{}, {Tasks: api.StreamTasksAll}, {Tasks: api.StreamTasksOnly}} {
 		for _, g := range collect(q) {
 			if g.kind == "approval" || (g.kind == "task" && g.id != n(task.Seq)+":task") {
 				t.Errorf("stream %+v carried %+v", q, g)
@@ -464,7 +464,7 @@ func TestStreamApprovalEvents(t *testing.T) {
 		}
 	}
 	for _, path := range []string{"/v1/stream?events=messages", "/v1/stream?events=task&tasks=all", "/v1/stream?after=3:tasks"} {
-		wantError(t, do(t, "GET", e.url+path, "", nil), http.StatusBadRequest, transport.CodeBadRequest)
+		wantError(t, do(t, "GET", e.url+path, "", nil), http.StatusBadRequest, api.CodeBadRequest)
 	}
 }
 
@@ -481,14 +481,14 @@ func TestStreamApprovalEventsAcrossPages(t *testing.T) {
 		}
 	})
 	var ids, kinds []string
-	streamUntilReady(t, e.c, transport.StreamQuery{Events: transport.StreamKinds}, func(ev transport.StreamEvent) {
+	streamUntilReady(t, e.c, api.StreamQuery{Events: transport.StreamKinds}, func(ev api.StreamEvent) {
 		switch {
 		case ev.Message != nil:
-			kinds = append(kinds, transport.EventMessage)
+			kinds = append(kinds, api.EventMessage)
 		case ev.Task != nil:
-			kinds = append(kinds, transport.EventTask)
+			kinds = append(kinds, api.EventTask)
 		case ev.Approval != nil:
-			kinds = append(kinds, transport.EventApproval)
+			kinds = append(kinds, api.EventApproval)
 		}
 		ids = append(ids, ev.ID)
 	})
@@ -499,7 +499,7 @@ func TestStreamApprovalEventsAcrossPages(t *testing.T) {
 	for i := 0; i < len(ids); i += 4 {
 		seq, err := strconv.ParseUint(ids[i], 10, 64)
 		if err != nil || seq <= last || ids[i+1] != "" || ids[i+2] != "" || ids[i+3] != ids[i]+":approval" ||
-			!slices.Equal(kinds[i:i+4], []string{transport.EventMessage, transport.EventTask, transport.EventApproval, transport.EventApproval}) {
+			!slices.Equal(kinds[i:i+4], []string{api.EventMessage, api.EventTask, api.EventApproval, api.EventApproval}) {
 			t.Fatalf("events %d..%d: %q %v after seq %d", i, i+3, ids[i:i+4], kinds[i:i+4], last)
 		}
 		last = seq
@@ -760,7 +760,7 @@ func TestSummaryCountsApprovals(t *testing.T) {
 	e.request(api.ApprovalRequestCommand{ID: "appr-2", Approvers: []string{"role:reviewer"}})
 	count := func(agent string) int {
 		t.Helper()
-		sum, err := e.c.AgentSummary(ctx, agent, transport.Strong)
+		sum, err := e.c.AgentSummary(ctx, agent, api.Strong)
 		if err != nil {
 			t.Fatal(err)
 		}

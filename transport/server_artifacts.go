@@ -19,7 +19,7 @@ import (
 // the leader by Apply as any write).
 
 // errNoBlobs answers the artifact routes of a server without Blobs.
-var errNoBlobs = &APIError{Status: http.StatusServiceUnavailable, Code: CodeNotReady,
+var errNoBlobs = &api.APIError{Status: http.StatusServiceUnavailable, Code: api.CodeNotReady,
 	Message: "this node serves no artifacts' bytes: its API server has no blob store (transport.ServerOptions.Blobs)"}
 
 // placeholderArtifactID stands for the id in a put's early check, made
@@ -107,8 +107,8 @@ func (s *Server) checkArtifactQuota(agent string, size int64) error {
 // artifactBodyError is the answer to err, met storing an artifact's body
 // capped at limit bytes: 413 naming the flag when it was too long.
 func artifactBodyError(err error, limit int64) error {
-	if errors.As(err, new(*http.MaxBytesError)) || errors.Is(err, ErrTooLarge) {
-		return &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
+	if errors.As(err, new(*http.MaxBytesError)) || errors.Is(err, api.ErrTooLarge) {
+		return &api.APIError{Status: http.StatusRequestEntityTooLarge, Code: api.CodeTooLarge,
 			Message: fmt.Sprintf("artifact over the limit of %d bytes (--max-artifact-bytes)", limit)}
 	}
 	return err
@@ -186,8 +186,8 @@ func (s *Server) artifactRecord(r *http.Request, id string) (*api.Artifact, erro
 		return nil, err
 	}
 	rec, err := s.state.ArtifactFor(id, viewerFrom(r.Context()))
-	if errors.Is(err, api.ErrNotFound) && c != Strong {
-		if err := s.prop.Linearize(r.Context(), Strong); err != nil {
+	if errors.Is(err, api.ErrNotFound) && c != api.Strong {
+		if err := s.prop.Linearize(r.Context(), api.Strong); err != nil {
 			return nil, err
 		}
 		rec, err = s.state.ArtifactFor(id, viewerFrom(r.Context()))

@@ -66,7 +66,7 @@ func sha(b []byte) string {
 }
 
 func apiStatus(err error) int {
-	var apiErr *transport.APIError
+	var apiErr *api.APIError
 	if errors.As(err, &apiErr) {
 		return apiErr.Status
 	}
@@ -77,7 +77,7 @@ func TestArtifactPutGetRoundTrip(t *testing.T) {
 	e := newArtifactEnv(t, transport.ServerOptions{})
 	ctx := context.Background()
 	data := randomBytes(1<<20+17, 1)
-	a, err := e.c.PutArtifact(ctx, bytes.NewReader(data), int64(len(data)), transport.ArtifactUpload{Name: "report.bin", ContentType: "application/x-test", From: "alice"})
+	a, err := e.c.PutArtifact(ctx, bytes.NewReader(data), int64(len(data)), api.ArtifactUpload{Name: "report.bin", ContentType: "application/x-test", From: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestArtifactPutGetRoundTrip(t *testing.T) {
 		t.Fatalf("PutArtifact = %+v", a)
 	}
 	// The same bytes again (chunked this time): the stored record.
-	again, err := e.c.PutArtifact(ctx, bytes.NewReader(data), -1, transport.ArtifactUpload{Name: "other.bin", From: "alice"})
+	again, err := e.c.PutArtifact(ctx, bytes.NewReader(data), -1, api.ArtifactUpload{Name: "other.bin", From: "alice"})
 	if err != nil || !again.Existed || again.ID != a.ID || again.Name != "report.bin" {
 		t.Fatalf("re-put = %+v, %v; want the stored record, existed", again, err)
 	}
@@ -110,11 +110,11 @@ func TestArtifactPutGetRoundTrip(t *testing.T) {
 		t.Fatalf("OpenArtifact = name %q type %q source %q size %d", r.Name, r.ContentType, r.Source, r.Size)
 	}
 
-	info, err := e.c.ArtifactInfo(ctx, a.ID, transport.Strong)
+	info, err := e.c.ArtifactInfo(ctx, a.ID, api.Strong)
 	if err != nil || info.ID != a.ID || info.Size != a.Size {
 		t.Fatalf("ArtifactInfo = %+v, %v", info, err)
 	}
-	if calls := e.svc.CallsTo("Linearize"); len(calls) == 0 || calls[len(calls)-1].Cons != transport.Strong {
+	if calls := e.svc.CallsTo("Linearize"); len(calls) == 0 || calls[len(calls)-1].Cons != api.Strong {
 		t.Fatalf("info read at %v, want strong", calls)
 	}
 }
@@ -124,17 +124,17 @@ func TestArtifactList(t *testing.T) {
 	ctx := context.Background()
 	var ids []string
 	for i, from := range []string{"alice", "bob", "alice"} {
-		a, err := e.c.PutArtifact(ctx, strings.NewReader(strings.Repeat("x", i+1)), -1, transport.ArtifactUpload{Name: "f" + from, From: from})
+		a, err := e.c.PutArtifact(ctx, strings.NewReader(strings.Repeat("x", i+1)), -1, api.ArtifactUpload{Name: "f" + from, From: from})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, a.ID)
 	}
-	page, err := e.c.Artifacts(ctx, api.ArtifactQuery{From: "alice"}, transport.Local)
+	page, err := e.c.Artifacts(ctx, api.ArtifactQuery{From: "alice"}, api.Local)
 	if err != nil || len(page.Artifacts) != 2 || page.Artifacts[0].ID != ids[0] || page.Artifacts[1].ID != ids[2] {
 		t.Fatalf("Artifacts(from alice) = %+v, %v", page, err)
 	}
-	page, err = e.c.Artifacts(ctx, api.ArtifactQuery{Limit: 1, After: page.Artifacts[0].Index}, transport.Local)
+	page, err = e.c.Artifacts(ctx, api.ArtifactQuery{Limit: 1, After: page.Artifacts[0].Index}, api.Local)
 	if err != nil || len(page.Artifacts) != 1 || page.Artifacts[0].ID != ids[1] || !page.HasMore {
 		t.Fatalf("Artifacts(after first, limit 1) = %+v, %v", page, err)
 	}
@@ -148,21 +148,21 @@ func TestArtifactList(t *testing.T) {
 func TestArtifactTooLarge(t *testing.T) {
 	e := newArtifactEnv(t, transport.ServerOptions{Limits: transport.Limits{MaxArtifactBytes: 1000}})
 	ctx := context.Background()
-	_, err := e.c.PutArtifact(ctx, bytes.NewReader(make([]byte, 1001)), 1001, transport.ArtifactUpload{Name: "big", From: "alice"})
-	if !errors.Is(err, transport.ErrTooLarge) || apiStatus(err) != 413 || !strings.Contains(err.Error(), "--max-artifact-bytes") || !strings.Contains(err.Error(), "1000") {
+	_, err := e.c.PutArtifact(ctx, bytes.NewReader(make([]byte, 1001)), 1001, api.ArtifactUpload{Name: "big", From: "alice"})
+	if !errors.Is(err, api.ErrTooLarge) || apiStatus(err) != 413 || !strings.Contains(err.Error(), "--max-artifact-bytes") || !strings.Contains(err.Error(), "1000") {
 		t.Fatalf("declared 1001 bytes = %v, want 413 naming --max-artifact-bytes and 1000", err)
 	}
 	if n := len(e.svc.CallsTo("StoreBlob")); n != 0 {
 		t.Fatalf("StoreBlob called %d times for a body refused unread", n)
 	}
-	_, err = e.c.PutArtifact(ctx, bytes.NewReader(make([]byte, 5000)), -1, transport.ArtifactUpload{Name: "big", From: "alice"})
+	_, err = e.c.PutArtifact(ctx, bytes.NewReader(make([]byte, 5000)), -1, api.ArtifactUpload{Name: "big", From: "alice"})
 	if apiStatus(err) != 413 || !strings.Contains(err.Error(), "--max-artifact-bytes") {
 		t.Fatalf("chunked 5000 bytes = %v, want 413 naming --max-artifact-bytes", err)
 	}
 	if l, _ := e.svc.BlobStore().List(); len(l) != 0 {
 		t.Fatalf("a refused upload left blobs: %v", l)
 	}
-	if _, err := e.c.PutArtifact(ctx, bytes.NewReader(make([]byte, 1000)), 1000, transport.ArtifactUpload{Name: "fits", From: "alice"}); err != nil {
+	if _, err := e.c.PutArtifact(ctx, bytes.NewReader(make([]byte, 1000)), 1000, api.ArtifactUpload{Name: "fits", From: "alice"}); err != nil {
 		t.Fatalf("1000 bytes (the limit): %v", err)
 	}
 }
@@ -175,7 +175,7 @@ func TestArtifactQuota(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	_, err := e.c.PutArtifact(ctx, bytes.NewReader(make([]byte, 101)), 101, transport.ArtifactUpload{Name: "q", From: "alice"})
+	_, err := e.c.PutArtifact(ctx, bytes.NewReader(make([]byte, 101)), 101, api.ArtifactUpload{Name: "q", From: "alice"})
 	if apiStatus(err) != 413 || !strings.Contains(err.Error(), "artifact_quota_bytes") {
 		t.Fatalf("over quota = %v, want 413 naming artifact_quota_bytes", err)
 	}
@@ -183,19 +183,19 @@ func TestArtifactQuota(t *testing.T) {
 		t.Fatalf("StoreBlob called %d times for an upload over quota", n)
 	}
 	// Chunked: the size is known after the store; the record is refused.
-	_, err = e.c.PutArtifact(ctx, bytes.NewReader(make([]byte, 101)), -1, transport.ArtifactUpload{Name: "q", From: "alice"})
+	_, err = e.c.PutArtifact(ctx, bytes.NewReader(make([]byte, 101)), -1, api.ArtifactUpload{Name: "q", From: "alice"})
 	if apiStatus(err) != 413 || !strings.Contains(err.Error(), "artifact_quota_bytes") {
 		t.Fatalf("chunked over quota = %v, want 413", err)
 	}
 	// The quota is per uploader: alice's 60 bytes leave her 40, and bob
 	// his 100.
-	if _, err := e.c.PutArtifact(ctx, bytes.NewReader(make([]byte, 60)), 60, transport.ArtifactUpload{Name: "q", From: "alice"}); err != nil {
+	if _, err := e.c.PutArtifact(ctx, bytes.NewReader(make([]byte, 60)), 60, api.ArtifactUpload{Name: "q", From: "alice"}); err != nil {
 		t.Fatalf("60 bytes within quota: %v", err)
 	}
-	if _, err := e.c.PutArtifact(ctx, bytes.NewReader(randomBytes(41, 4)), 41, transport.ArtifactUpload{Name: "q", From: "alice"}); apiStatus(err) != 413 {
+	if _, err := e.c.PutArtifact(ctx, bytes.NewReader(randomBytes(41, 4)), 41, api.ArtifactUpload{Name: "q", From: "alice"}); apiStatus(err) != 413 {
 		t.Fatalf("41 more bytes for alice = %v, want 413", err)
 	}
-	if _, err := e.c.PutArtifact(ctx, bytes.NewReader(randomBytes(100, 5)), 100, transport.ArtifactUpload{Name: "q", From: "bob"}); err != nil {
+	if _, err := e.c.PutArtifact(ctx, bytes.NewReader(randomBytes(100, 5)), 100, api.ArtifactUpload{Name: "q", From: "bob"}); err != nil {
 		t.Fatalf("bob's 100 bytes: %v", err)
 	}
 }
@@ -212,7 +212,7 @@ func TestArtifactQuotaAndRatePerPrincipal(t *testing.T) {
 	}
 	ctx := context.Background()
 	alice := transport.NewClient(e.url, nil).WithToken(aliceSecret)
-	if _, err := alice.PutArtifact(ctx, bytes.NewReader(randomBytes(60, 6)), 60, transport.ArtifactUpload{Name: "a", From: "alice-fork-1"}); err != nil {
+	if _, err := alice.PutArtifact(ctx, bytes.NewReader(randomBytes(60, 6)), 60, api.ArtifactUpload{Name: "a", From: "alice-fork-1"}); err != nil {
 		t.Fatalf("alice-fork-1's 60 bytes: %v", err)
 	}
 	for _, chunked := range []bool{false, true} {
@@ -220,7 +220,7 @@ func TestArtifactQuotaAndRatePerPrincipal(t *testing.T) {
 		if chunked {
 			size = -1
 		}
-		_, err := alice.PutArtifact(ctx, bytes.NewReader(randomBytes(41, 7)), size, transport.ArtifactUpload{Name: "b", From: "alice-fork-2"})
+		_, err := alice.PutArtifact(ctx, bytes.NewReader(randomBytes(41, 7)), size, api.ArtifactUpload{Name: "b", From: "alice-fork-2"})
 		if apiStatus(err) != 413 || !strings.Contains(err.Error(), "agent alice's artifacts (its forks' included) use 60 bytes") {
 			t.Fatalf("alice-fork-2's 41 more bytes (chunked %t) = %v, want 413 counting alice's 60", chunked, err)
 		}
@@ -231,7 +231,7 @@ func TestArtifactQuotaAndRatePerPrincipal(t *testing.T) {
 	}
 	// The three uploads so far took alice's burst of 3, whichever fork
 	// made them: a fourth, as another fork, waits for the bucket.
-	_, err = alice.PutArtifact(ctx, bytes.NewReader(randomBytes(10, 8)), 10, transport.ArtifactUpload{Name: "c", From: "alice-fork-9"})
+	_, err = alice.PutArtifact(ctx, bytes.NewReader(randomBytes(10, 8)), 10, api.ArtifactUpload{Name: "c", From: "alice-fork-9"})
 	if apiStatus(err) != http.StatusTooManyRequests || !strings.Contains(err.Error(), "agent alice over its send rate") {
 		t.Fatalf("a fourth upload = %v, want 429 naming alice's send rate", err)
 	}
@@ -256,7 +256,7 @@ func TestArtifactPutRefusals(t *testing.T) {
 		}
 		rep := do(t, "PUT", e.url+"/v1/artifacts?"+tc.query, "bytes", h)
 		code, msg := errorOf(t, rep.body)
-		if rep.status != http.StatusBadRequest || code != transport.CodeInvalid || !strings.Contains(msg, tc.field) {
+		if rep.status != http.StatusBadRequest || code != api.CodeInvalid || !strings.Contains(msg, tc.field) {
 			t.Errorf("%s: %d %s %q, want 400 invalid naming %s", tc.name, rep.status, code, msg, tc.field)
 		}
 	}
@@ -270,19 +270,19 @@ func TestArtifactPutImpersonation(t *testing.T) {
 	e := newArtifactEnv(t, transport.ServerOptions{Auth: &transport.AuthConfig{AdminToken: adminSecret}})
 	ctx := context.Background()
 	alice := transport.NewClient(e.url, nil).WithToken(aliceSecret)
-	_, err := alice.PutArtifact(ctx, strings.NewReader("mine"), 4, transport.ArtifactUpload{Name: "n", From: "bob"})
+	_, err := alice.PutArtifact(ctx, strings.NewReader("mine"), 4, api.ArtifactUpload{Name: "n", From: "bob"})
 	if apiStatus(err) != 403 || !errors.Is(err, api.ErrForbidden) {
 		t.Fatalf("alice uploading as bob = %v, want 403", err)
 	}
-	a, err := alice.PutArtifact(ctx, strings.NewReader("mine"), 4, transport.ArtifactUpload{Name: "n"})
+	a, err := alice.PutArtifact(ctx, strings.NewReader("mine"), 4, api.ArtifactUpload{Name: "n"})
 	if err != nil || a.From != "alice" {
 		t.Fatalf("alice uploading as herself (default) = %+v, %v", a, err)
 	}
 	// The admin token has no agent: it names one.
-	if _, err := e.c.PutArtifact(ctx, strings.NewReader("x"), 1, transport.ArtifactUpload{Name: "n"}); apiStatus(err) != 400 || !strings.Contains(err.Error(), "from") {
+	if _, err := e.c.PutArtifact(ctx, strings.NewReader("x"), 1, api.ArtifactUpload{Name: "n"}); apiStatus(err) != 400 || !strings.Contains(err.Error(), "from") {
 		t.Fatalf("admin without from = %v, want 400 naming from", err)
 	}
-	if _, err := e.c.PutArtifact(ctx, strings.NewReader("x"), 1, transport.ArtifactUpload{Name: "n", From: "bob"}); err != nil {
+	if _, err := e.c.PutArtifact(ctx, strings.NewReader("x"), 1, api.ArtifactUpload{Name: "n", From: "bob"}); err != nil {
 		t.Fatalf("admin uploading as bob: %v", err)
 	}
 	// Only an admin deletes, and only nodes (admin tokens) push and fetch blobs.
@@ -307,7 +307,7 @@ func TestArtifactGetUnknown(t *testing.T) {
 	if _, err := e.c.OpenArtifact(ctx, unknown, 0); !errors.Is(err, api.ErrNotFound) || apiStatus(err) != 404 {
 		t.Fatalf("unknown id = %v, want 404", err)
 	}
-	if _, err := e.c.ArtifactInfo(ctx, unknown, transport.Local); apiStatus(err) != 404 {
+	if _, err := e.c.ArtifactInfo(ctx, unknown, api.Local); apiStatus(err) != 404 {
 		t.Fatalf("info of unknown id = %v, want 404", err)
 	}
 	if _, err := e.c.OpenArtifact(ctx, "sha256:short", 0); apiStatus(err) != 400 {
@@ -319,7 +319,7 @@ func TestArtifactRangeHeadETag(t *testing.T) {
 	e := newArtifactEnv(t, transport.ServerOptions{})
 	ctx := context.Background()
 	data := randomBytes(10000, 2)
-	a, err := e.c.PutArtifact(ctx, bytes.NewReader(data), int64(len(data)), transport.ArtifactUpload{Name: "ränge file.bin", From: "alice"})
+	a, err := e.c.PutArtifact(ctx, bytes.NewReader(data), int64(len(data)), api.ArtifactUpload{Name: "ränge file.bin", From: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +353,7 @@ func TestArtifactRangeHeadETag(t *testing.T) {
 func TestArtifactDamagedNotServed(t *testing.T) {
 	e := newArtifactEnv(t, transport.ServerOptions{})
 	ctx := context.Background()
-	a, err := e.c.PutArtifact(ctx, strings.NewReader("precious bytes"), -1, transport.ArtifactUpload{Name: "p", From: "alice"})
+	a, err := e.c.PutArtifact(ctx, strings.NewReader("precious bytes"), -1, api.ArtifactUpload{Name: "p", From: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,7 +408,7 @@ func TestInternalBlobs(t *testing.T) {
 func TestArtifactDelete(t *testing.T) {
 	e := newArtifactEnv(t, transport.ServerOptions{Auth: &transport.AuthConfig{AdminToken: adminSecret}})
 	ctx := context.Background()
-	a, err := e.c.PutArtifact(ctx, strings.NewReader("gone soon"), -1, transport.ArtifactUpload{Name: "g", From: "alice"})
+	a, err := e.c.PutArtifact(ctx, strings.NewReader("gone soon"), -1, api.ArtifactUpload{Name: "g", From: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,7 +420,7 @@ func TestArtifactDelete(t *testing.T) {
 	if cmd.By != "admin" || cmd.ID != a.ID || cmd.Unreferenced {
 		t.Fatalf("proposed %+v, want by admin", cmd)
 	}
-	if _, err := e.c.ArtifactInfo(ctx, a.ID, transport.Local); apiStatus(err) != 404 {
+	if _, err := e.c.ArtifactInfo(ctx, a.ID, api.Local); apiStatus(err) != 404 {
 		t.Fatalf("info after delete = %v, want 404", err)
 	}
 }
@@ -429,7 +429,7 @@ func TestArtifactDelete(t *testing.T) {
 func TestArtifactRoutesWithoutBlobs(t *testing.T) {
 	srv := serve(t, transporttest.New(t), transport.ServerOptions{})
 	c := transport.NewClient(srv.URL, nil)
-	_, err := c.PutArtifact(context.Background(), strings.NewReader("x"), 1, transport.ArtifactUpload{Name: "n", From: "alice"})
+	_, err := c.PutArtifact(context.Background(), strings.NewReader("x"), 1, api.ArtifactUpload{Name: "n", From: "alice"})
 	if apiStatus(err) != 503 || !strings.Contains(err.Error(), "Blobs") {
 		t.Fatalf("PUT without Blobs = %v, want 503 saying why", err)
 	}
@@ -467,7 +467,7 @@ func TestArtifactReadersAndHiddenParents(t *testing.T) {
 	as := func(secret string) *transport.Client { return transport.NewClient(e.url, nil).WithToken(secret) }
 	alice, bob, carol, rex := as(aliceSecret), as(bobSecret), as("maos_carol-0123456789"), as(rexSecret)
 	data := randomBytes(100, 9)
-	art, err := alice.PutArtifact(ctx, bytes.NewReader(data), int64(len(data)), transport.ArtifactUpload{Name: "plan.txt"})
+	art, err := alice.PutArtifact(ctx, bytes.NewReader(data), int64(len(data)), api.ArtifactUpload{Name: "plan.txt"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -482,10 +482,10 @@ func TestArtifactReadersAndHiddenParents(t *testing.T) {
 	}
 	reads := func(cl *transport.Client) bool {
 		t.Helper()
-		_, infoErr := cl.ArtifactInfo(ctx, art.ID, transport.Strong)
+		_, infoErr := cl.ArtifactInfo(ctx, art.ID, api.Strong)
 		var buf bytes.Buffer
 		_, getErr := cl.GetArtifact(ctx, art.ID, &buf)
-		page, listErr := cl.Artifacts(ctx, api.ArtifactQuery{}, transport.Strong)
+		page, listErr := cl.Artifacts(ctx, api.ArtifactQuery{}, api.Strong)
 		if listErr != nil {
 			t.Fatal(listErr)
 		}
@@ -528,7 +528,7 @@ func TestArtifactReadersAndHiddenParents(t *testing.T) {
 	if err := send(bob, answer); err != nil {
 		t.Fatal(err)
 	}
-	if m, err := bob.Message(ctx, answer.ID, transport.Strong); err != nil || m.ThreadID != root.ID || m.Visibility != api.VisibilityPrivate {
+	if m, err := bob.Message(ctx, answer.ID, api.Strong); err != nil || m.ThreadID != root.ID || m.Visibility != api.VisibilityPrivate {
 		t.Fatalf("bob's answer %+v (%v): want private in alice's thread", m, err)
 	}
 	probe := &api.Message{ID: "msg-20261129-040000-carol-00000004", From: "carol", To: api.Recipients{"bob"}, Channel: "dev",
@@ -540,11 +540,11 @@ func TestArtifactReadersAndHiddenParents(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := carol.Message(ctx, probe.ID, transport.Strong)
+	got, err := carol.Message(ctx, probe.ID, api.Strong)
 	if err != nil {
 		t.Fatal(err)
 	}
-	control, err := carol.Message(ctx, unknown.ID, transport.Strong)
+	control, err := carol.Message(ctx, unknown.ID, api.Strong)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -572,12 +572,12 @@ func TestArtifactNotFoundAfterAStrongRead(t *testing.T) {
 	e := newArtifactEnv(t, transport.ServerOptions{})
 	missing := api.ArtifactIDPrefix + strings.Repeat("ab", 32)
 	before := len(e.svc.CallsTo("Linearize"))
-	wantError(t, do(t, "GET", e.url+"/v1/artifacts/"+missing+"/info", "", nil), http.StatusNotFound, transport.CodeNotFound)
-	var cons []transport.Consistency
+	wantError(t, do(t, "GET", e.url+"/v1/artifacts/"+missing+"/info", "", nil), http.StatusNotFound, api.CodeNotFound)
+	var cons []api.Consistency
 	for _, c := range e.svc.CallsTo("Linearize")[before:] {
 		cons = append(cons, c.Cons)
 	}
-	if !slices.Contains(cons, transport.Strong) {
+	if !slices.Contains(cons, api.Strong) {
 		t.Errorf("a local read's 404 came without a strong read first (reads %v)", cons)
 	}
 }

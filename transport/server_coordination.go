@@ -42,23 +42,6 @@ const maxBulletinBody = api.MaxBulletinBytes + 4<<10
 // entirely in \u escapes, and the other fields.
 const maxLockBody = 16 << 10
 
-// BulletinConflictBody is the 409 answer to a compare-and-set that lost:
-// Version is the bulletin's current version.
-type BulletinConflictBody struct {
-	Error   *APIError `json:"error"`
-	Version uint64    `json:"version"`
-}
-
-// LockConflictBody is the 409 answer to a refused lock command. Outcome is
-// one of api.LockHeld, api.LockLapsed ("expired"), api.LockNotHolder,
-// api.LockStaleToken; Lock is the lock as it stands (its holder, token and
-// expiry).
-type LockConflictBody struct {
-	Error   *APIError `json:"error"`
-	Outcome string    `json:"outcome"`
-	Lock    *api.Lock `json:"lock,omitempty"`
-}
-
 func (s *Server) getBulletin(w http.ResponseWriter, r *http.Request) {
 	s.query(w, r, func(st Reader) (any, error) { return st.Bulletin() })
 }
@@ -95,8 +78,8 @@ func (s *Server) setBulletin(w http.ResponseWriter, r *http.Request, merge bool)
 		if cmd.IfVersion != nil {
 			ifv = *cmd.IfVersion
 		}
-		writeJSON(w, http.StatusConflict, BulletinConflictBody{
-			Error: &APIError{Code: CodeConflict, Message: fmt.Sprintf(
+		writeJSON(w, http.StatusConflict, api.BulletinConflictBody{
+			Error: &api.APIError{Code: api.CodeConflict, Message: fmt.Sprintf(
 				"bulletin: if_version %d, but the bulletin is at version %d; read it again and retry", ifv, res.Version)},
 			Version: res.Version,
 		})
@@ -112,14 +95,14 @@ func bulletinRequest(w http.ResponseWriter, r *http.Request, merge bool) (api.Bu
 	cmd := api.BulletinCommand{Merge: merge, By: r.URL.Query().Get("by")}
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBulletinBody))
 	if errors.As(err, new(*http.MaxBytesError)) {
-		return cmd, &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge, Message: fmt.Sprintf(
+		return cmd, &api.APIError{Status: http.StatusRequestEntityTooLarge, Code: api.CodeTooLarge, Message: fmt.Sprintf(
 			"request body over the limit of %d bytes (the bulletin is capped at %d bytes)", maxBulletinBody, api.MaxBulletinBytes)}
 	}
 	if err != nil {
-		return cmd, fmt.Errorf("%w: read body: %v", ErrBadRequest, err)
+		return cmd, fmt.Errorf("%w: read body: %v", api.ErrBadRequest, err)
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
-		return cmd, fmt.Errorf("%w: empty body: want the bulletin as a JSON object", ErrBadRequest)
+		return cmd, fmt.Errorf("%w: empty body: want the bulletin as a JSON object", api.ErrBadRequest)
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil || top == nil {
@@ -136,16 +119,16 @@ func bulletinRequest(w http.ResponseWriter, r *http.Request, merge bool) (api.Bu
 	if h := r.Header.Get("If-Match"); h != "" {
 		n, err := strconv.ParseUint(strings.Trim(strings.TrimPrefix(strings.TrimSpace(h), "W/"), `"`), 10, 64)
 		if err != nil {
-			return cmd, fmt.Errorf("%w: If-Match: %q is not a bulletin version like \"12\"", ErrBadRequest, h)
+			return cmd, fmt.Errorf("%w: If-Match: %q is not a bulletin version like \"12\"", api.ErrBadRequest, h)
 		}
 		if cmd.IfVersion != nil && *cmd.IfVersion != n {
-			return cmd, fmt.Errorf("%w: If-Match %d and if_version %d disagree", ErrBadRequest, n, *cmd.IfVersion)
+			return cmd, fmt.Errorf("%w: If-Match %d and if_version %d disagree", api.ErrBadRequest, n, *cmd.IfVersion)
 		}
 		cmd.IfVersion = &n
 	}
 	doc, err := json.Marshal(top)
 	if err != nil {
-		return cmd, fmt.Errorf("%w: %v", ErrBadRequest, err)
+		return cmd, fmt.Errorf("%w: %v", api.ErrBadRequest, err)
 	}
 	cmd.Doc = doc
 	return cmd, cmd.Validate()
@@ -178,8 +161,8 @@ func jsonProblem(data []byte, err error) string {
 // decodeLockBody decodes a lock request and validates it.
 func decodeLockBody(w http.ResponseWriter, r *http.Request, v interface{ Validate() error }) error {
 	if err := decodeBody(w, r, maxLockBody, v); err != nil {
-		var apiErr *APIError
-		if errors.As(err, &apiErr) && apiErr.Code == CodeTooLarge {
+		var apiErr *api.APIError
+		if errors.As(err, &apiErr) && apiErr.Code == api.CodeTooLarge {
 			apiErr.Message = fmt.Sprintf("request body over the limit of %d bytes (a lock path is at most %d bytes)", maxLockBody, api.MaxLockPathLen)
 		}
 		return err
@@ -245,8 +228,8 @@ func (s *Server) proposeLock(w http.ResponseWriter, r *http.Request, op api.Op, 
 		return
 	}
 	if res.Refused() {
-		writeJSON(w, http.StatusConflict, LockConflictBody{
-			Error:   &APIError{Code: CodeConflict, Message: res.Message},
+		writeJSON(w, http.StatusConflict, api.LockConflictBody{
+			Error:   &api.APIError{Code: api.CodeConflict, Message: res.Message},
 			Outcome: res.Outcome,
 			Lock:    res.Lock,
 		})
@@ -259,12 +242,12 @@ func (s *Server) listLocks(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	lq := api.LockQuery{Prefix: q.Get("prefix"), Holder: q.Get("holder"), After: q.Get("after")}
 	if lq.Holder != "" && !api.ValidName(lq.Holder) {
-		s.writeError(w, r, fmt.Errorf("%w: holder: %q is not an agent id", ErrBadRequest, lq.Holder))
+		s.writeError(w, r, fmt.Errorf("%w: holder: %q is not an agent id", api.ErrBadRequest, lq.Holder))
 		return
 	}
 	for name, v := range map[string]string{"prefix": lq.Prefix, "after": lq.After} {
 		if len(v) > api.MaxLockPathLen {
-			s.writeError(w, r, fmt.Errorf("%w: %s: %d bytes, at most %d", ErrBadRequest, name, len(v), api.MaxLockPathLen))
+			s.writeError(w, r, fmt.Errorf("%w: %s: %d bytes, at most %d", api.ErrBadRequest, name, len(v), api.MaxLockPathLen))
 			return
 		}
 	}

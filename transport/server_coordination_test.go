@@ -85,7 +85,7 @@ func coordError(t *testing.T, r reply) (code, msg string, rest map[string]json.R
 	if err := json.Unmarshal(r.body, &outer); err != nil {
 		t.Fatalf("body %s: %v", r.body, err)
 	}
-	var apiErr transport.APIError
+	var apiErr api.APIError
 	if err := json.Unmarshal(outer["error"], &apiErr); err != nil || apiErr.Code == "" || apiErr.Message == "" {
 		t.Fatalf("no error object in %s", r.body)
 	}
@@ -137,7 +137,7 @@ func TestBulletinHTTP(t *testing.T) {
 	} {
 		r = e.do(tc.method, "/v1/bulletin?by=ops", tc.body, tc.h)
 		code, msg, rest := coordError(t, r)
-		if r.status != 409 || code != transport.CodeConflict || string(rest["version"]) != "2" ||
+		if r.status != 409 || code != api.CodeConflict || string(rest["version"]) != "2" ||
 			!strings.Contains(msg, "at version 2") {
 			t.Errorf("%s %s %v = %d %s, want 409 with version 2", tc.method, tc.body, tc.h, r.status, r.body)
 		}
@@ -156,21 +156,21 @@ func TestBulletinHTTP(t *testing.T) {
 	// Through the client.
 	ctx := context.Background()
 	v := uint64(2)
-	_, err := e.client.PutBulletin(ctx, json.RawMessage(`{"current_phase":"lost"}`), transport.BulletinWrite{IfVersion: &v, By: "ops"})
+	_, err := e.client.PutBulletin(ctx, json.RawMessage(`{"current_phase":"lost"}`), api.BulletinWrite{IfVersion: &v, By: "ops"})
 	var ce *transport.BulletinConflictError
-	var apiErr *transport.APIError
+	var apiErr *api.APIError
 	if !errors.As(err, &ce) || ce.Version != current.Version || !errors.Is(err, api.ErrConflict) || !errors.As(err, &apiErr) || apiErr.Status != 409 {
 		t.Errorf("client CAS error = %#v, want a BulletinConflictError at version %d", err, current.Version)
 	}
-	res, err := e.client.PatchBulletin(ctx, json.RawMessage(`{"warnings":["disk"]}`), transport.BulletinWrite{IfVersion: &ce.Version, By: "ops"})
+	res, err := e.client.PatchBulletin(ctx, json.RawMessage(`{"warnings":["disk"]}`), api.BulletinWrite{IfVersion: &ce.Version, By: "ops"})
 	if err != nil || res.Version != 8 || res.UpdatedBy != "ops" || !strings.Contains(string(res.Doc), `"warnings":["disk"]`) {
 		t.Errorf("client PATCH = %+v, %v", res, err)
 	}
-	got, err := e.client.Bulletin(ctx, transport.Strong)
+	got, err := e.client.Bulletin(ctx, api.Strong)
 	if err != nil || got.Version != 8 {
 		t.Errorf("client GET = %+v, %v", got, err)
 	}
-	if calls := e.fake.CallsTo("Linearize"); len(calls) == 0 || calls[len(calls)-1].Cons != transport.Strong {
+	if calls := e.fake.CallsTo("Linearize"); len(calls) == 0 || calls[len(calls)-1].Cons != api.Strong {
 		t.Errorf("strong GET did not linearize: %+v", calls)
 	}
 }
@@ -247,7 +247,7 @@ func TestLocksHTTP(t *testing.T) {
 	code, msg, rest := coordError(t, r)
 	var lock api.Lock
 	_ = json.Unmarshal(rest["lock"], &lock)
-	if r.status != 409 || code != transport.CodeConflict || string(rest["outcome"]) != `"held"` ||
+	if r.status != 409 || code != api.CodeConflict || string(rest["outcome"]) != `"held"` ||
 		lock.Holder != "codex" || lock.Token != 1 || !lock.ExpiresAt.Equal(granted.Lock.ExpiresAt) ||
 		!strings.Contains(msg, "held by codex (token 1) until 2026-11-21T10:35:00Z") {
 		t.Errorf("contended acquire = %d %s", r.status, r.body)
@@ -324,11 +324,11 @@ func TestLockExpiredRenewHTTP(t *testing.T) {
 		t.Errorf("re-acquire = %+v, %v", again, err)
 	}
 	// The client's check and list.
-	c, err := e.client.CheckLock(ctx, "db", l.Lock.Token, transport.Local)
+	c, err := e.client.CheckLock(ctx, "db", l.Lock.Token, api.Local)
 	if err != nil || c.Current || c.Token != again.Lock.Token {
 		t.Errorf("check of the old token = %+v, %v", c, err)
 	}
-	page, err := e.client.Locks(ctx, api.LockQuery{Holder: "codex", Limit: 5}, transport.Local)
+	page, err := e.client.Locks(ctx, api.LockQuery{Holder: "codex", Limit: 5}, api.Local)
 	if err != nil || len(page.Locks) != 1 || page.Locks[0].Token != again.Lock.Token {
 		t.Errorf("list = %+v, %v", page, err)
 	}
@@ -381,14 +381,14 @@ func TestCoordinationUnexpectedResult(t *testing.T) {
 		{"PATCH", "/v1/bulletin?by=ops", `{"a":1}`},
 	} {
 		r := do(t, tc.method, srv.URL+tc.path, tc.body, nil)
-		if code, _ := errorOf(t, r.body); r.status != 500 || code != transport.CodeInternal {
+		if code, _ := errorOf(t, r.body); r.status != 500 || code != api.CodeInternal {
 			t.Errorf("%s %s with an empty apply result = %d %s, want 500", tc.method, tc.path, r.status, r.body)
 		}
 	}
 	// Service errors pass through with their status.
-	f.Fail("Apply", transport.ErrNoLeader)
+	f.Fail("Apply", api.ErrNoLeader)
 	r := do(t, "POST", srv.URL+"/v1/locks", `{"path":"db","holder":"codex","ttl":"1m"}`, nil)
-	if code, _ := errorOf(t, r.body); r.status != 503 || code != transport.CodeNoLeader {
+	if code, _ := errorOf(t, r.body); r.status != 503 || code != api.CodeNoLeader {
 		t.Errorf("no leader = %d %s", r.status, r.body)
 	}
 }

@@ -7,29 +7,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 )
-
-// InterruptRequest is the body of POST /v1/agents/{id}/interrupt.
-type InterruptRequest struct {
-	// From is the interrupting agent (the token's own, with --auth).
-	From string `json:"from"`
-	// Reason says why: the alert's text is "[INTERRUPT] " and Reason.
-	Reason string `json:"reason"`
-	// Channel is where the alert is posted; default the channel of the
-	// agent's presence.
-	Channel string `json:"channel,omitempty"`
-	// ID is the alert's id, fixed by the caller before its first attempt so
-	// that a retry stores the alert once; generated when empty.
-	ID string `json:"id,omitempty"`
-	// LocalPane says the caller presses ESC in a pane of its own (maosctl
-	// interrupt --tmux-target): the node posts the alert only.
-	LocalPane bool `json:"local_pane,omitempty"`
-}
 
 // InterruptResponse is the answer of an interrupt whose alert committed:
 // the alert's place in the log (ID, Seq, Timestamp), the node presence
@@ -62,12 +44,12 @@ type InterruptResponse struct {
 // retrying with the same id stores nothing more and presses again.
 func (s *Server) interruptAgent(w http.ResponseWriter, r *http.Request) {
 	agent := r.PathValue("id")
-	var req InterruptRequest
+	var req api.InterruptRequest
 	if err := decodeBody(w, r, maxControlBytes, &req); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if err := req.validate(agent); err != nil {
+	if err := req.Validate(agent); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -137,7 +119,7 @@ func (s *Server) interruptAgent(w http.ResponseWriter, r *http.Request) {
 // interruptForwarded presses ESC in agent's pane on this node for a
 // request another node forwarded: the node that took it committed the
 // alert.
-func (s *Server) interruptForwarded(w http.ResponseWriter, r *http.Request, agent string, req InterruptRequest) {
+func (s *Server) interruptForwarded(w http.ResponseWriter, r *http.Request, agent string, req api.InterruptRequest) {
 	ctx := r.Context()
 	if err := s.pressLocal(ctx, agent, req.ID); err != nil {
 		s.writeError(w, r, err)
@@ -154,7 +136,7 @@ func (s *Server) interruptForwarded(w http.ResponseWriter, r *http.Request, agen
 // escapeAfterAlert presses ESC in agent's pane through node and records
 // the outcome in res: Escape, or NoEscape when there is no pane (or no
 // such agent) to press it in. Any other failure is returned.
-func (s *Server) escapeAfterAlert(ctx context.Context, agent, node string, req InterruptRequest, res *InterruptResponse) error {
+func (s *Server) escapeAfterAlert(ctx context.Context, agent, node string, req api.InterruptRequest, res *InterruptResponse) error {
 	err := s.press(ctx, agent, node, req)
 	var nf *noPaneError
 	switch {
@@ -168,27 +150,6 @@ func (s *Server) escapeAfterAlert(ctx context.Context, agent, node string, req I
 	return nil
 }
 
-// validate checks the request for agent (the path's id): names, a reason,
-// a channel and an id if given, and that nobody interrupts itself.
-func (q *InterruptRequest) validate(agent string) error {
-	q.Reason = strings.TrimSpace(q.Reason)
-	switch {
-	case !api.ValidName(agent):
-		return api.NameError("id", agent)
-	case q.From == "":
-		return &api.FieldError{Field: "from", Reason: "required: the interrupting agent"}
-	case !api.ValidName(q.From):
-		return api.NameError("from", q.From)
-	case q.From == agent:
-		return &api.FieldError{Field: "from", Reason: "is the agent to interrupt: an agent cannot interrupt itself"}
-	case q.Reason == "":
-		return &api.FieldError{Field: "reason", Reason: "required: why the agent must stop"}
-	case q.Channel != "" && !api.ValidName(q.Channel):
-		return api.NameError("channel", q.Channel)
-	}
-	return nil
-}
-
 // noPaneError says why ESC could not be pressed because there is no pane
 // to press it in: not a failure of the interrupt.
 type noPaneError struct{ why string }
@@ -198,7 +159,7 @@ func (e *noPaneError) Error() string { return e.why }
 // press sends ESC to agent's pane on node: here through the Interrupt
 // hook, elsewhere relayed to that node (as a forwarded request, which
 // only presses).
-func (s *Server) press(ctx context.Context, agent, node string, req InterruptRequest) error {
+func (s *Server) press(ctx context.Context, agent, node string, req api.InterruptRequest) error {
 	me, err := s.cluster.Members(ctx)
 	if err != nil {
 		return err
@@ -245,7 +206,7 @@ func (s *Server) pressLocal(ctx context.Context, agent, alertID string) error {
 // on the node that hosts it (see InterruptRequest and InterruptResponse).
 // A sender that may not interrupt is an error wrapping api.ErrForbidden
 // whose message is the rule's.
-func (c *Client) InterruptAgent(ctx context.Context, agent string, req InterruptRequest) (InterruptResponse, error) {
+func (c *Client) InterruptAgent(ctx context.Context, agent string, req api.InterruptRequest) (InterruptResponse, error) {
 	var out InterruptResponse
 	err := c.do(ctx, http.MethodPost, "/v1/agents/"+url.PathEscape(agent)+"/interrupt", nil, req, &out)
 	return out, err

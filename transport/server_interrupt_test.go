@@ -51,7 +51,7 @@ func interruptNode(t *testing.T, paneErr error) (*transporttest.Service, *transp
 			t.Fatal(err)
 		}
 	}
-	fake.SetPresence(transport.Presence{AgentID: "claude", Node: "n1", State: "AWAKE", Channel: "dev"})
+	fake.SetPresence(api.Presence{AgentID: "claude", Node: "n1", State: "AWAKE", Channel: "dev"})
 	hook := &paneHook{fake: fake, err: paneErr}
 	srv := serve(t, fake, transport.ServerOptions{Interrupt: hook.press})
 	return fake, transport.NewClient(srv.URL, nil), hook
@@ -63,7 +63,7 @@ func TestInterruptCommitsTheAlertThenPressesESC(t *testing.T) {
 	fake, c, hook := interruptNode(t, nil)
 	ctx := context.Background()
 	before := fake.NumStored()
-	req := transport.InterruptRequest{From: "master", Reason: "stop:\nthe spec changed", ID: "msg-20261121-103000-master-00c0ffee"}
+	req := api.InterruptRequest{From: "master", Reason: "stop:\nthe spec changed", ID: "msg-20261121-103000-master-00c0ffee"}
 	res, err := c.InterruptAgent(ctx, "claude", req)
 	if err != nil || res.Agent != "claude" || res.Node != "n1" || res.ID != req.ID || res.Seq == 0 || !res.Escape || res.NoEscape != "" {
 		t.Fatalf("interrupt = %+v, %v", res, err)
@@ -92,7 +92,7 @@ func TestInterruptCommitsTheAlertThenPressesESC(t *testing.T) {
 
 	// A caller with its own pane gets the alert only; an explicit channel
 	// wins over presence.
-	local, err := c.InterruptAgent(ctx, "claude", transport.InterruptRequest{From: "boss", Reason: "wait", Channel: "ops", LocalPane: true})
+	local, err := c.InterruptAgent(ctx, "claude", api.InterruptRequest{From: "boss", Reason: "wait", Channel: "ops", LocalPane: true})
 	if err != nil || local.Escape || !strings.Contains(local.NoEscape, "own pane") || fake.Stored(local.ID).Channel != "ops" {
 		t.Errorf("local-pane interrupt = %+v, %v", local, err)
 	}
@@ -111,9 +111,9 @@ func TestInterruptRefusedStoresNothing(t *testing.T) {
 	refused := func(from, want string) {
 		t.Helper()
 		before, auditBefore := fake.NumStored(), auditLen(t, fake)
-		_, err := c.InterruptAgent(ctx, "claude", transport.InterruptRequest{From: from, Reason: "stop"})
-		var apiErr *transport.APIError
-		if !errors.As(err, &apiErr) || apiErr.Status != http.StatusForbidden || apiErr.Code != transport.CodeForbidden || apiErr.Message != want {
+		_, err := c.InterruptAgent(ctx, "claude", api.InterruptRequest{From: from, Reason: "stop"})
+		var apiErr *api.APIError
+		if !errors.As(err, &apiErr) || apiErr.Status != http.StatusForbidden || apiErr.Code != api.CodeForbidden || apiErr.Message != want {
 			t.Fatalf("interrupt from %s = %v, want 403 %q", from, err, want)
 		}
 		if n := fake.NumStored(); n != before {
@@ -144,7 +144,7 @@ func TestInterruptRefusedStoresNothing(t *testing.T) {
 
 	setRules(&rules.Document{Interrupt: []string{"role:worker"}})
 	refused("master", "interrupt: only role:worker may interrupt")
-	if res, err := c.InterruptAgent(ctx, "claude", transport.InterruptRequest{From: "worker", Reason: "stop"}); err != nil || !res.Escape {
+	if res, err := c.InterruptAgent(ctx, "claude", api.InterruptRequest{From: "worker", Reason: "stop"}); err != nil || !res.Escape {
 		t.Errorf("interrupt by the document's list = %+v, %v", res, err)
 	}
 }
@@ -163,8 +163,8 @@ func auditLen(t *testing.T, fake *transporttest.Service) int {
 func TestInterruptModeratorMay(t *testing.T) {
 	e := newAuthEnv(t, &transport.AuthConfig{AdminToken: adminSecret})
 	ctx := context.Background()
-	req := func(from string) transport.InterruptRequest {
-		return transport.InterruptRequest{From: from, Reason: "stop", Channel: "dev"}
+	req := func(from string) api.InterruptRequest {
+		return api.InterruptRequest{From: from, Reason: "stop", Channel: "dev"}
 	}
 	_, err := e.client(aliceSecret).InterruptAgent(ctx, "carol", req("alice"))
 	if !errors.Is(err, api.ErrForbidden) || !strings.Contains(err.Error(), rules.DefaultInterruptReason) {
@@ -184,7 +184,7 @@ func TestInterruptMarkerNotSettableBySend(t *testing.T) {
 	before := fake.NumStored()
 	r := do(t, "POST", c.Addr()+"/v1/messages",
 		`{"from":"worker","channel":"dev","to":["claude"],"content":{"text":"[INTERRUPT] x"},"interrupt":{"moderator":true}}`, nil)
-	if msg := wantError(t, r, http.StatusBadRequest, transport.CodeUnknownField); !strings.Contains(msg, "interrupt") {
+	if msg := wantError(t, r, http.StatusBadRequest, api.CodeUnknownField); !strings.Contains(msg, "interrupt") {
 		t.Errorf("message %q does not name the field", msg)
 	}
 	if fake.NumStored() != before {
@@ -194,20 +194,20 @@ func TestInterruptMarkerNotSettableBySend(t *testing.T) {
 
 func TestInterruptBadInput(t *testing.T) {
 	fake, c, hook := interruptNode(t, nil)
-	fake.SetPresence(transport.Presence{AgentID: "quiet", Node: "n1", State: "AWAKE"})
+	fake.SetPresence(api.Presence{AgentID: "quiet", Node: "n1", State: "AWAKE"})
 	before := fake.NumStored()
 	for _, tt := range []struct {
 		agent string
-		req   transport.InterruptRequest
+		req   api.InterruptRequest
 		want  string
 	}{
-		{"claude", transport.InterruptRequest{Reason: "x"}, "from: required"},
-		{"claude", transport.InterruptRequest{From: "master", Reason: "  "}, "reason: required"},
-		{"claude", transport.InterruptRequest{From: "claude", Reason: "x"}, "cannot interrupt itself"},
-		{"claude", transport.InterruptRequest{From: "master", Reason: "x", Channel: "Dev"}, `channel: must match`},
-		{"claude", transport.InterruptRequest{From: "master", Reason: "x", ID: "bad id"}, "id: must match"},
-		{"quiet", transport.InterruptRequest{From: "master", Reason: "x"}, "channel: required: the presence of quiet names no channel"},
-		{"nobody", transport.InterruptRequest{From: "master", Reason: "x"}, "channel: required: the presence of nobody"},
+		{"claude", api.InterruptRequest{Reason: "x"}, "from: required"},
+		{"claude", api.InterruptRequest{From: "master", Reason: "  "}, "reason: required"},
+		{"claude", api.InterruptRequest{From: "claude", Reason: "x"}, "cannot interrupt itself"},
+		{"claude", api.InterruptRequest{From: "master", Reason: "x", Channel: "Dev"}, `channel: must match`},
+		{"claude", api.InterruptRequest{From: "master", Reason: "x", ID: "bad id"}, "id: must match"},
+		{"quiet", api.InterruptRequest{From: "master", Reason: "x"}, "channel: required: the presence of quiet names no channel"},
+		{"nobody", api.InterruptRequest{From: "master", Reason: "x"}, "channel: required: the presence of nobody"},
 	} {
 		_, err := c.InterruptAgent(context.Background(), tt.agent, tt.req)
 		if !errors.Is(err, api.ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
@@ -226,7 +226,7 @@ func TestInterruptBadInput(t *testing.T) {
 // same id is safe.
 func TestInterruptPaneFailureNamesTheAlert(t *testing.T) {
 	_, c, _ := interruptNode(t, errors.New("tmux: can't find pane agents:0.1"))
-	_, err := c.InterruptAgent(context.Background(), "claude", transport.InterruptRequest{From: "master", Reason: "x", ID: "msg-20261121-103000-master-0000beef"})
+	_, err := c.InterruptAgent(context.Background(), "claude", api.InterruptRequest{From: "master", Reason: "x", ID: "msg-20261121-103000-master-0000beef"})
 	if err == nil || !strings.Contains(err.Error(), "alert msg-20261121-103000-master-0000beef stored (seq ") ||
 		!strings.Contains(err.Error(), "but no ESC") || !strings.Contains(err.Error(), "can't find pane agents:0.1") {
 		t.Fatalf("interrupt with a failing pane = %v", err)
@@ -240,14 +240,14 @@ func TestInterruptRoutesToHostingNode(t *testing.T) {
 	hostHook := &paneHook{fake: hostFake}
 	host := serve(t, hostFake, transport.ServerOptions{Interrupt: hostHook.press})
 	hostAddr := strings.TrimPrefix(host.URL, "http://")
-	hostFake.EditMembers(func(m *transport.MembersResponse) { m.NodeID = "n2" })
-	hostFake.SetPresence(transport.Presence{AgentID: "claude", Node: "n2", State: "AWAKE"})
+	hostFake.EditMembers(func(m *api.MembersResponse) { m.NodeID = "n2" })
+	hostFake.SetPresence(api.Presence{AgentID: "claude", Node: "n2", State: "AWAKE"})
 
 	entryFake := transporttest.New(t)
-	entryFake.EditMembers(func(m *transport.MembersResponse) {
-		m.Members[1] = transport.Member{NodeID: "n2", Status: "alive", APIAddr: hostAddr}
+	entryFake.EditMembers(func(m *api.MembersResponse) {
+		m.Members[1] = api.Member{NodeID: "n2", Status: "alive", APIAddr: hostAddr}
 	})
-	for _, p := range []transport.Presence{
+	for _, p := range []api.Presence{
 		{AgentID: "claude", Node: "n2", State: "AWAKE", Channel: "dev"},
 		{AgentID: "ghost", Node: "n9", State: "AWAKE", Channel: "dev"},
 		{AgentID: "local", Node: "n1", State: "AWAKE", Channel: "dev"},
@@ -269,7 +269,7 @@ func TestInterruptRoutesToHostingNode(t *testing.T) {
 	c := transport.NewClient(entry.URL, nil)
 	ctx := context.Background()
 
-	res, err := c.InterruptAgent(ctx, "claude", transport.InterruptRequest{From: "master", Reason: "stop"})
+	res, err := c.InterruptAgent(ctx, "claude", api.InterruptRequest{From: "master", Reason: "stop"})
 	if err != nil || res.Node != "n2" || res.Agent != "claude" || !res.Escape || entryFake.Stored(res.ID) == nil {
 		t.Fatalf("interrupt = %+v, %v", res, err)
 	}
@@ -291,7 +291,7 @@ func TestInterruptRoutesToHostingNode(t *testing.T) {
 		{"ghost", "not an alive member"},
 		{"local", "runs no watcher with a terminal pane"},
 	} {
-		res, err := c.InterruptAgent(ctx, tt.agent, transport.InterruptRequest{From: "master", Reason: "x"})
+		res, err := c.InterruptAgent(ctx, tt.agent, api.InterruptRequest{From: "master", Reason: "x"})
 		if err != nil || res.Escape || !strings.Contains(res.NoEscape, tt.why) || entryFake.Stored(res.ID) == nil {
 			t.Errorf("interrupt %s = %+v, %v; want the alert stored and no ESC because %q", tt.agent, res, err, tt.why)
 		}
@@ -304,8 +304,8 @@ func TestInterruptRoutesToHostingNode(t *testing.T) {
 func TestInterruptReasonIsGuardedForSecrets(t *testing.T) {
 	fake, c, hook := interruptNode(t, nil)
 	before := fake.NumStored()
-	_, err := c.InterruptAgent(context.Background(), "claude", transport.InterruptRequest{From: "master", Reason: "use " + fakeGitHubPAT})
-	var apiErr *transport.APIError
+	_, err := c.InterruptAgent(context.Background(), "claude", api.InterruptRequest{From: "master", Reason: "use " + fakeGitHubPAT})
+	var apiErr *api.APIError
 	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusUnprocessableEntity || strings.Contains(apiErr.Message, fakeGitHubPAT) {
 		t.Fatalf("interrupt with a secret = %v, want 422 not echoing it", err)
 	}

@@ -29,26 +29,6 @@ import (
 //
 // Reads take ?consistency=strong like every read.
 
-// RolesResponse is the body of GET /v1/roles: the role summary.
-type RolesResponse struct {
-	Roles map[string]uint64 `json:"roles"`
-}
-
-// MarkReadRequest is the body of POST /v1/agents/{id}/read: one message
-// by id, or every message up to and including seq upto. Exactly one is
-// given.
-type MarkReadRequest struct {
-	ID   string `json:"id,omitempty"`
-	Upto uint64 `json:"upto,omitempty"`
-}
-
-// ReceiptStateRequest is the body of PUT /v1/agents/{id}/receipts/{msg}:
-// what the agent's watcher did with message msg (api.ReceiptStateCommand:
-// queued, delivered or interrupted).
-type ReceiptStateRequest struct {
-	State string `json:"state"`
-}
-
 // pathAgent is the {id} of the path, checked as an agent id.
 func pathAgent(r *http.Request) (string, error) {
 	id := r.PathValue("id")
@@ -75,7 +55,7 @@ func checkParams(q url.Values, known ...string) error {
 	for k := range q {
 		if k != "consistency" && !slices.Contains(known, k) {
 			return fmt.Errorf("%w: unknown query parameter %q; this endpoint takes %s and consistency",
-				ErrBadRequest, k, strings.Join(known, ", "))
+				api.ErrBadRequest, k, strings.Join(known, ", "))
 		}
 	}
 	return nil
@@ -98,7 +78,7 @@ func pageLimit(q url.Values) (int, error) {
 		return 0, err
 	}
 	if limit == 0 {
-		return 0, fmt.Errorf("%w: limit: must be 1..%d", ErrBadRequest, api.MaxPageLimit)
+		return 0, fmt.Errorf("%w: limit: must be 1..%d", api.ErrBadRequest, api.MaxPageLimit)
 	}
 	return int(limit), nil
 }
@@ -163,7 +143,7 @@ func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {
 func (s *Server) roles(w http.ResponseWriter, r *http.Request) {
 	s.query(w, r, func(st Reader) (any, error) {
 		roles, err := st.Roles()
-		return RolesResponse{Roles: roles}, err
+		return api.RolesResponse{Roles: roles}, err
 	})
 }
 
@@ -184,7 +164,7 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 	case "newest":
 		iq.Newest = true
 	default:
-		s.writeError(w, r, fmt.Errorf("%w: order: %q is not oldest or newest", ErrBadRequest, o))
+		s.writeError(w, r, fmt.Errorf("%w: order: %q is not oldest or newest", api.ErrBadRequest, o))
 		return
 	}
 	if iq.Before, err = uintParam(q.Get("before"), "before", 0, 1<<63); err != nil {
@@ -193,7 +173,7 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 	}
 	if v := q.Get("unread"); v != "" {
 		if iq.Unread, err = strconv.ParseBool(v); err != nil {
-			s.writeError(w, r, fmt.Errorf("%w: unread: %q is not true or false", ErrBadRequest, v))
+			s.writeError(w, r, fmt.Errorf("%w: unread: %q is not true or false", api.ErrBadRequest, v))
 			return
 		}
 	}
@@ -220,7 +200,7 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request) {
 // may decide, and the bulletin.
 func (s *Server) agentSummary(w http.ResponseWriter, r *http.Request) {
 	queryAgent(s, w, r, func(st Reader, agent string) (any, error) {
-		out := AgentSummary{Agent: agent, HasInbox: true}
+		out := api.AgentSummary{Agent: agent, HasInbox: true}
 		counts, err := st.InboxCounts(agent)
 		switch {
 		case errors.Is(err, api.ErrNotFound):
@@ -250,7 +230,7 @@ func (s *Server) markRead(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	var req MarkReadRequest
+	var req api.MarkReadRequest
 	if err := decodeBody(w, r, maxControlBytes, &req); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -269,7 +249,7 @@ func (s *Server) receiptState(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	var req ReceiptStateRequest
+	var req api.ReceiptStateRequest
 	if err := decodeBody(w, r, maxControlBytes, &req); err != nil {
 		s.writeError(w, r, err)
 		return

@@ -71,7 +71,7 @@ func (e *mailEnv) register(id, role string, caps ...string) {
 	}
 }
 
-func (e *mailEnv) send(m *api.Message) *transport.SendResponse {
+func (e *mailEnv) send(m *api.Message) *api.SendResponse {
 	e.t.Helper()
 	m.Normalize(time.Now())
 	res, err := e.client.Send(context.Background(), m)
@@ -92,7 +92,7 @@ func TestMailboxAgentsEndpoints(t *testing.T) {
 	e.register("bob", "reviewer", "review")
 	e.register("carol", "", "go") // role defaults to agent
 
-	got, err := e.client.Agent(ctx, "carol", transport.Strong)
+	got, err := e.client.Agent(ctx, "carol", api.Strong)
 	if err != nil || got.Role != api.DefaultRole {
 		t.Errorf("Agent(carol) = %+v, %v", got, err)
 	}
@@ -107,7 +107,7 @@ func TestMailboxAgentsEndpoints(t *testing.T) {
 		{api.AgentQuery{Role: "reviewer", Capability: "go"}, []string{"alice"}, false},
 		{api.AgentQuery{After: "alice", Limit: 1}, []string{"bob"}, true},
 	} {
-		p, err := e.client.Agents(ctx, tt.q, transport.Local)
+		p, err := e.client.Agents(ctx, tt.q, api.Local)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,7 +119,7 @@ func TestMailboxAgentsEndpoints(t *testing.T) {
 			t.Errorf("Agents(%+v) = %v more %t, want %v %t", tt.q, ids, p.HasMore, tt.want, tt.more)
 		}
 	}
-	roles, err := e.client.Roles(ctx, transport.Local)
+	roles, err := e.client.Roles(ctx, api.Local)
 	if err != nil || len(roles) != 2 || roles["reviewer"] != 2 || roles["agent"] != 1 {
 		t.Errorf("Roles = %v, %v", roles, err)
 	}
@@ -127,7 +127,7 @@ func TestMailboxAgentsEndpoints(t *testing.T) {
 	if err != nil || removed.ID != "bob" {
 		t.Errorf("UnregisterAgent = %+v, %v", removed, err)
 	}
-	msg := wantError(t, e.do("GET", "/v1/agents/bob", ""), http.StatusNotFound, transport.CodeNotFound)
+	msg := wantError(t, e.do("GET", "/v1/agents/bob", ""), http.StatusNotFound, api.CodeNotFound)
 	if !strings.Contains(msg, "bob") {
 		t.Errorf("404 message %q does not name bob", msg)
 	}
@@ -141,7 +141,7 @@ func TestMailboxInboxEndpoints(t *testing.T) {
 	ctx := context.Background()
 	e.register("alice", "reviewer")
 	e.register("bob", "reviewer")
-	var sent []*transport.SendResponse
+	var sent []*api.SendResponse
 	for i, p := range []string{"urgent", "normal", "urgent", "low"} {
 		m := msg("", "codex", "review", fmt.Sprintf("review %d", i), "role:reviewer")
 		m.Priority = api.Priority(p)
@@ -151,7 +151,7 @@ func TestMailboxInboxEndpoints(t *testing.T) {
 		sent = append(sent, e.send(m))
 	}
 
-	page, err := e.client.Inbox(ctx, "alice", api.InboxQuery{}, transport.Strong)
+	page, err := e.client.Inbox(ctx, "alice", api.InboxQuery{}, api.Strong)
 	if err != nil || len(page.Messages) != 4 || page.Agent != "alice" || page.HasMore {
 		t.Fatalf("inbox = %+v, %v", page, err)
 	}
@@ -186,7 +186,7 @@ func TestMailboxInboxEndpoints(t *testing.T) {
 		}
 	}
 
-	c, err := e.client.InboxCounts(ctx, "alice", transport.Local)
+	c, err := e.client.InboxCounts(ctx, "alice", api.Local)
 	if err != nil || c.Total != 4 || c.Unread != 4 || c.UnreadByPriority["urgent"] != 2 || c.UnreadByPriority["low"] != 1 || c.UnreadByPriority["high"] != 0 {
 		t.Errorf("counts = %+v, %v", c, err)
 	}
@@ -199,12 +199,12 @@ func TestMailboxInboxEndpoints(t *testing.T) {
 	if mr.Marked != 2 || mr.Counts.Unread != 1 || mr.Counts.ReadUpto != sent[2].Seq {
 		t.Errorf("mark upto = %+v", mr)
 	}
-	if c, _ := e.client.InboxCounts(ctx, "bob", transport.Local); c.Unread != 4 {
+	if c, _ := e.client.InboxCounts(ctx, "bob", api.Local); c.Unread != 4 {
 		t.Errorf("bob's unread = %d after alice read, want 4", c.Unread)
 	}
 
 	// Receipts and threads.
-	rc, err := e.client.Receipts(ctx, sent[0].ID, transport.Local)
+	rc, err := e.client.Receipts(ctx, sent[0].ID, api.Local)
 	if err != nil || len(rc.Receipts) != 2 || rc.Receipts[0].Agent != "alice" || rc.Receipts[0].State != api.ReceiptRead ||
 		rc.Receipts[1].State != api.ReceiptDelivered || rc.From != "codex" {
 		t.Errorf("receipts = %+v, %v", rc, err)
@@ -212,11 +212,11 @@ func TestMailboxInboxEndpoints(t *testing.T) {
 	reply := msg("", "bob", "review", "done", "codex")
 	reply.InReplyTo = sent[0].ID
 	rr := e.send(reply)
-	rc, _ = e.client.Receipts(ctx, sent[0].ID, transport.Local)
+	rc, _ = e.client.Receipts(ctx, sent[0].ID, api.Local)
 	if rc.Receipts[1].State != api.ReceiptAnswered || rc.Receipts[1].ReplyID != rr.ID {
 		t.Errorf("bob's receipt after the reply = %+v", rc.Receipts[1])
 	}
-	th, err := e.client.Thread(ctx, rr.ID, 0, 0, transport.Local)
+	th, err := e.client.Thread(ctx, rr.ID, 0, 0, api.Local)
 	if err != nil || th.ThreadID != sent[0].ID || len(th.Messages) != 2 || th.Messages[1].ID != rr.ID || th.Messages[1].ThreadID != sent[0].ID {
 		t.Errorf("thread = %+v, %v", th, err)
 	}
@@ -234,39 +234,39 @@ func TestMailboxBadInput(t *testing.T) {
 		code                     string
 		want                     string
 	}{
-		{"register bad id", "POST", "/v1/agents", `{"id":"Alice"}`, 400, transport.CodeInvalid, "id: must match"},
-		{"register without id", "POST", "/v1/agents", `{"role":"x"}`, 400, transport.CodeInvalid, "id: required"},
-		{"register bad capability", "POST", "/v1/agents", `{"id":"x","capabilities":["ok","No Way"]}`, 400, transport.CodeInvalid, "capabilities[1]"},
-		{"register long description", "POST", "/v1/agents", `{"id":"x","description":"` + strings.Repeat("d", api.MaxDescriptionLen+1) + `"}`, 400, transport.CodeInvalid, "description: 4097 bytes, at most 4096"},
-		{"register unknown field", "POST", "/v1/agents", `{"id":"x","rol":"y"}`, 400, transport.CodeUnknownField, "rol"},
-		{"unregister unknown", "DELETE", "/v1/agents/zed", "", 404, transport.CodeNotFound, "agent zed"},
-		{"agent bad id", "GET", "/v1/agents/Zed", "", 400, transport.CodeInvalid, `agent: must match ^[a-z0-9][a-z0-9._-]{0,63}$ (got "Zed")`},
-		{"agents bad role", "GET", "/v1/agents?role=Role", "", 400, transport.CodeInvalid, "role: must match"},
-		{"agents bad limit", "GET", "/v1/agents?limit=0", "", 400, transport.CodeBadRequest, "limit"},
-		{"agents unknown param", "GET", "/v1/agents?rol=x", "", 400, transport.CodeBadRequest, `unknown query parameter "rol"`},
-		{"inbox unknown agent", "GET", "/v1/agents/zed/inbox", "", 404, transport.CodeNotFound, "agent zed: not registered"},
-		{"inbox bad priority", "GET", "/v1/agents/alice/inbox?priority=asap", "", 400, transport.CodeInvalid, "priority: must be one of"},
-		{"inbox bad unread", "GET", "/v1/agents/alice/inbox?unread=maybe", "", 400, transport.CodeBadRequest, "unread"},
-		{"inbox bad after", "GET", "/v1/agents/alice/inbox?after=-1", "", 400, transport.CodeBadRequest, "after"},
-		{"inbox limit too big", "GET", "/v1/agents/alice/inbox?limit=1001", "", 400, transport.CodeBadRequest, "limit"},
-		{"inbox misspelt filter", "GET", "/v1/agents/alice/inbox?prority=urgent", "", 400, transport.CodeBadRequest, `"prority"`},
-		{"counts unknown agent", "GET", "/v1/agents/zed/inbox/counts", "", 404, transport.CodeNotFound, "agent zed"},
-		{"read unknown agent", "POST", "/v1/agents/zed/read", `{"upto":5}`, 404, transport.CodeNotFound, "agent zed"},
-		{"read unknown message", "POST", "/v1/agents/alice/read", `{"id":"msg-nope"}`, 404, transport.CodeNotFound, "msg-nope"},
-		{"read nothing", "POST", "/v1/agents/alice/read", `{}`, 400, transport.CodeInvalid, "give a message id, or upto"},
-		{"read both", "POST", "/v1/agents/alice/read", `{"id":"` + first.ID + `","upto":3}`, 400, transport.CodeInvalid, "not both"},
-		{"read agent in body", "POST", "/v1/agents/alice/read", `{"agent":"bob","upto":3}`, 400, transport.CodeUnknownField, "agent"},
-		{"receipt state bad state", "PUT", "/v1/agents/alice/receipts/" + first.ID, `{"state":"read"}`, 400, transport.CodeInvalid, "state: \"read\": want queued, delivered or interrupted"},
-		{"receipt state not in the inbox", "PUT", "/v1/agents/codex/receipts/" + first.ID, `{"state":"queued"}`, 404, transport.CodeNotFound, "is not in codex's inbox"},
-		{"receipt state unknown message", "PUT", "/v1/agents/alice/receipts/msg-nope", `{"state":"queued"}`, 404, transport.CodeNotFound, "msg-nope"},
-		{"receipt state unknown field", "PUT", "/v1/agents/alice/receipts/" + first.ID, `{"state":"queued","at":1}`, 400, transport.CodeUnknownField, "at"},
-		{"thread unknown", "GET", "/v1/threads/msg-nope", "", 404, transport.CodeNotFound, "msg-nope"},
-		{"thread bad limit", "GET", "/v1/threads/" + first.ID + "?limit=x", "", 400, transport.CodeBadRequest, "limit"},
-		{"receipts unknown", "GET", "/v1/messages/msg-nope/receipts", "", 404, transport.CodeNotFound, "msg-nope"},
-		{"send bad glob", "POST", "/v1/messages", `{"from":"codex","channel":"c","to":["eng[x"],"content":{"text":"x"}}`, 400, transport.CodeInvalid, `to[0]: "eng[x" is not a valid glob`},
-		{"send role nobody", "POST", "/v1/messages", `{"from":"codex","channel":"c","to":["role:nobody"],"content":{"text":"x"}}`, 404, transport.CodeNotFound, `to: role "nobody" (no agent has it): not found; register`},
-		{"send glob nobody", "POST", "/v1/messages", `{"from":"codex","channel":"c","to":["x*"],"content":{"text":"x"}}`, 400, transport.CodeInvalid, `"x*" matches no agent`},
-		{"send oversized title", "POST", "/v1/messages", `{"from":"codex","channel":"c","to":["alice"],"title":"` + strings.Repeat("t", api.MaxTitleLen+1) + `","content":{"text":"x"}}`, 400, transport.CodeInvalid, "title: 1025 bytes, at most 1024"},
+		{"register bad id", "POST", "/v1/agents", `{"id":"Alice"}`, 400, api.CodeInvalid, "id: must match"},
+		{"register without id", "POST", "/v1/agents", `{"role":"x"}`, 400, api.CodeInvalid, "id: required"},
+		{"register bad capability", "POST", "/v1/agents", `{"id":"x","capabilities":["ok","No Way"]}`, 400, api.CodeInvalid, "capabilities[1]"},
+		{"register long description", "POST", "/v1/agents", `{"id":"x","description":"` + strings.Repeat("d", api.MaxDescriptionLen+1) + `"}`, 400, api.CodeInvalid, "description: 4097 bytes, at most 4096"},
+		{"register unknown field", "POST", "/v1/agents", `{"id":"x","rol":"y"}`, 400, api.CodeUnknownField, "rol"},
+		{"unregister unknown", "DELETE", "/v1/agents/zed", "", 404, api.CodeNotFound, "agent zed"},
+		{"agent bad id", "GET", "/v1/agents/Zed", "", 400, api.CodeInvalid, `agent: must match ^[a-z0-9][a-z0-9._-]{0,63}$ (got "Zed")`},
+		{"agents bad role", "GET", "/v1/agents?role=Role", "", 400, api.CodeInvalid, "role: must match"},
+		{"agents bad limit", "GET", "/v1/agents?limit=0", "", 400, api.CodeBadRequest, "limit"},
+		{"agents unknown param", "GET", "/v1/agents?rol=x", "", 400, api.CodeBadRequest, `unknown query parameter "rol"`},
+		{"inbox unknown agent", "GET", "/v1/agents/zed/inbox", "", 404, api.CodeNotFound, "agent zed: not registered"},
+		{"inbox bad priority", "GET", "/v1/agents/alice/inbox?priority=asap", "", 400, api.CodeInvalid, "priority: must be one of"},
+		{"inbox bad unread", "GET", "/v1/agents/alice/inbox?unread=maybe", "", 400, api.CodeBadRequest, "unread"},
+		{"inbox bad after", "GET", "/v1/agents/alice/inbox?after=-1", "", 400, api.CodeBadRequest, "after"},
+		{"inbox limit too big", "GET", "/v1/agents/alice/inbox?limit=1001", "", 400, api.CodeBadRequest, "limit"},
+		{"inbox misspelt filter", "GET", "/v1/agents/alice/inbox?prority=urgent", "", 400, api.CodeBadRequest, `"prority"`},
+		{"counts unknown agent", "GET", "/v1/agents/zed/inbox/counts", "", 404, api.CodeNotFound, "agent zed"},
+		{"read unknown agent", "POST", "/v1/agents/zed/read", `{"upto":5}`, 404, api.CodeNotFound, "agent zed"},
+		{"read unknown message", "POST", "/v1/agents/alice/read", `{"id":"msg-nope"}`, 404, api.CodeNotFound, "msg-nope"},
+		{"read nothing", "POST", "/v1/agents/alice/read", `{}`, 400, api.CodeInvalid, "give a message id, or upto"},
+		{"read both", "POST", "/v1/agents/alice/read", `{"id":"` + first.ID + `","upto":3}`, 400, api.CodeInvalid, "not both"},
+		{"read agent in body", "POST", "/v1/agents/alice/read", `{"agent":"bob","upto":3}`, 400, api.CodeUnknownField, "agent"},
+		{"receipt state bad state", "PUT", "/v1/agents/alice/receipts/" + first.ID, `{"state":"read"}`, 400, api.CodeInvalid, "state: \"read\": want queued, delivered or interrupted"},
+		{"receipt state not in the inbox", "PUT", "/v1/agents/codex/receipts/" + first.ID, `{"state":"queued"}`, 404, api.CodeNotFound, "is not in codex's inbox"},
+		{"receipt state unknown message", "PUT", "/v1/agents/alice/receipts/msg-nope", `{"state":"queued"}`, 404, api.CodeNotFound, "msg-nope"},
+		{"receipt state unknown field", "PUT", "/v1/agents/alice/receipts/" + first.ID, `{"state":"queued","at":1}`, 400, api.CodeUnknownField, "at"},
+		{"thread unknown", "GET", "/v1/threads/msg-nope", "", 404, api.CodeNotFound, "msg-nope"},
+		{"thread bad limit", "GET", "/v1/threads/" + first.ID + "?limit=x", "", 400, api.CodeBadRequest, "limit"},
+		{"receipts unknown", "GET", "/v1/messages/msg-nope/receipts", "", 404, api.CodeNotFound, "msg-nope"},
+		{"send bad glob", "POST", "/v1/messages", `{"from":"codex","channel":"c","to":["eng[x"],"content":{"text":"x"}}`, 400, api.CodeInvalid, `to[0]: "eng[x" is not a valid glob`},
+		{"send role nobody", "POST", "/v1/messages", `{"from":"codex","channel":"c","to":["role:nobody"],"content":{"text":"x"}}`, 404, api.CodeNotFound, `to: role "nobody" (no agent has it): not found; register`},
+		{"send glob nobody", "POST", "/v1/messages", `{"from":"codex","channel":"c","to":["x*"],"content":{"text":"x"}}`, 400, api.CodeInvalid, `"x*" matches no agent`},
+		{"send oversized title", "POST", "/v1/messages", `{"from":"codex","channel":"c","to":["alice"],"title":"` + strings.Repeat("t", api.MaxTitleLen+1) + `","content":{"text":"x"}}`, 400, api.CodeInvalid, "title: 1025 bytes, at most 1024"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -293,18 +293,18 @@ func TestBadNamesQuoteTheRuleAndTheValue(t *testing.T) {
 		method, path, body string
 		code, want         string
 	}{
-		{"GET", "/v1/agents/Zed", "", transport.CodeInvalid, rule("agent", "Zed")},
-		{"GET", "/v1/agents/Zed/cursor", "", transport.CodeInvalid, rule("id", "Zed")},
-		{"GET", "/v1/stream?agent=Zed", "", transport.CodeInvalid, rule("agent", "Zed")},
-		{"GET", "/v1/stream?channel=C%20D", "", transport.CodeInvalid, rule("channel", "C D")},
-		{"POST", "/v1/channels/Bad/trim", "", transport.CodeInvalid, rule("channel", "Bad")},
-		{"GET", "/v1/overview?channel=Bad", "", transport.CodeBadRequest, rule("channel", "Bad")},
-		{"POST", "/v1/rules/check", `{"from":"a","to":"B B"}`, transport.CodeInvalid, rule("to", "B B")},
-		{"POST", "/v1/cluster/join", `{"node_id":"N1","raft_addr":"127.0.0.1:7071","api_addr":"127.0.0.1:7070"}`, transport.CodeInvalid, rule("node_id", "N1")},
-		{"PUT", "/v1/presence/Zed", `{"state":"AWAKE"}`, transport.CodeInvalid, rule("agent_id", "Zed")},
-		{"PUT", "/v1/presence/alice", `{"state":"AWAKE","node":"N2"}`, transport.CodeInvalid, rule("node", "N2")},
-		{"PUT", "/v1/presence/alice", `{"state":"AWAKE","channel":"Dev"}`, transport.CodeInvalid, rule("channel", "Dev")},
-		{"POST", "/v1/agents/Zed/interrupt", `{"from":"master","reason":"x"}`, transport.CodeInvalid, rule("id", "Zed")},
+		{"GET", "/v1/agents/Zed", "", api.CodeInvalid, rule("agent", "Zed")},
+		{"GET", "/v1/agents/Zed/cursor", "", api.CodeInvalid, rule("id", "Zed")},
+		{"GET", "/v1/stream?agent=Zed", "", api.CodeInvalid, rule("agent", "Zed")},
+		{"GET", "/v1/stream?channel=C%20D", "", api.CodeInvalid, rule("channel", "C D")},
+		{"POST", "/v1/channels/Bad/trim", "", api.CodeInvalid, rule("channel", "Bad")},
+		{"GET", "/v1/overview?channel=Bad", "", api.CodeBadRequest, rule("channel", "Bad")},
+		{"POST", "/v1/rules/check", `{"from":"a","to":"B B"}`, api.CodeInvalid, rule("to", "B B")},
+		{"POST", "/v1/cluster/join", `{"node_id":"N1","raft_addr":"127.0.0.1:7071","api_addr":"127.0.0.1:7070"}`, api.CodeInvalid, rule("node_id", "N1")},
+		{"PUT", "/v1/presence/Zed", `{"state":"AWAKE"}`, api.CodeInvalid, rule("agent_id", "Zed")},
+		{"PUT", "/v1/presence/alice", `{"state":"AWAKE","node":"N2"}`, api.CodeInvalid, rule("node", "N2")},
+		{"PUT", "/v1/presence/alice", `{"state":"AWAKE","channel":"Dev"}`, api.CodeInvalid, rule("channel", "Dev")},
+		{"POST", "/v1/agents/Zed/interrupt", `{"from":"master","reason":"x"}`, api.CodeInvalid, rule("id", "Zed")},
 	} {
 		msg := wantError(t, e.do(tt.method, tt.path, tt.body), http.StatusBadRequest, tt.code)
 		if !strings.Contains(msg, tt.want) {
@@ -325,11 +325,11 @@ func TestMailboxStrictSendersAndBlocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	msg403 := wantError(t, e.do("POST", "/v1/messages", `{"from":"mallory","channel":"c","to":["rex"],"content":{"text":"x"}}`),
-		http.StatusForbidden, transport.CodeForbidden)
+		http.StatusForbidden, api.CodeForbidden)
 	if !strings.Contains(msg403, "mallory") || !strings.Contains(msg403, "strict_senders") {
 		t.Errorf("403 message %q does not name the sender and the setting", msg403)
 	}
-	if _, err := e.client.Agent(ctx, "mallory", transport.Local); !errors.Is(err, api.ErrNotFound) {
+	if _, err := e.client.Agent(ctx, "mallory", api.Local); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("a refused sender got registered: %v", err)
 	}
 
@@ -340,13 +340,13 @@ func TestMailboxStrictSendersAndBlocked(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	var res transport.SendResponse
+	var res api.SendResponse
 	wantOK(t, e.do("POST", "/v1/messages", `{"from":"tina","channel":"c","to":["rex","dev"],"content":{"text":"results"}}`), &res)
 	if want := []api.BlockedRecipient{{ID: "rex", Reason: "testers go through the developer"}}; !slices.Equal(res.Blocked, want) {
 		t.Errorf("blocked = %+v, want %+v", res.Blocked, want)
 	}
 	msg403 = wantError(t, e.do("POST", "/v1/messages", `{"from":"tina","channel":"c","to":["rex"],"content":{"text":"again"}}`),
-		http.StatusForbidden, transport.CodeForbidden)
+		http.StatusForbidden, api.CodeForbidden)
 	if !strings.Contains(msg403, "testers go through the developer") {
 		t.Errorf("403 message %q lacks the rule's reason", msg403)
 	}
@@ -362,18 +362,18 @@ func TestInboxNewestAndSummary(t *testing.T) {
 		seqs = append(seqs, e.send(&api.Message{From: "bob", To: api.Recipients{"alice"}, Channel: "c", Content: api.Content{Text: fmt.Sprint(i)}}).Seq)
 	}
 	ctx := context.Background()
-	page, err := e.client.Inbox(ctx, "alice", api.InboxQuery{Newest: true, Limit: 2}, transport.Local)
+	page, err := e.client.Inbox(ctx, "alice", api.InboxQuery{Newest: true, Limit: 2}, api.Local)
 	if err != nil || len(page.Messages) != 2 || page.Messages[0].Seq != seqs[2] || page.Messages[1].Seq != seqs[1] || !page.HasMore {
 		t.Fatalf("newest page = %+v, %v", page, err)
 	}
-	page, err = e.client.Inbox(ctx, "alice", api.InboxQuery{Newest: true, Limit: 2, Before: page.NextBefore}, transport.Local)
+	page, err = e.client.Inbox(ctx, "alice", api.InboxQuery{Newest: true, Limit: 2, Before: page.NextBefore}, api.Local)
 	if err != nil || len(page.Messages) != 1 || page.Messages[0].Seq != seqs[0] || page.HasMore {
 		t.Fatalf("second newest page = %+v, %v", page, err)
 	}
 	for _, tc := range []struct{ query, code, field string }{
-		{"order=sideways", transport.CodeBadRequest, "order"},
-		{"before=3", transport.CodeInvalid, "before"},
-		{"order=newest&before=x", transport.CodeBadRequest, "before"},
+		{"order=sideways", api.CodeBadRequest, "order"},
+		{"before=3", api.CodeInvalid, "before"},
+		{"order=newest&before=x", api.CodeBadRequest, "before"},
 	} {
 		msg := wantError(t, e.do("GET", "/v1/agents/alice/inbox?"+tc.query, ""), http.StatusBadRequest, tc.code)
 		if !strings.Contains(msg, tc.field) {
@@ -381,11 +381,11 @@ func TestInboxNewestAndSummary(t *testing.T) {
 		}
 	}
 
-	sum, err := e.client.AgentSummary(ctx, "alice", transport.Local)
+	sum, err := e.client.AgentSummary(ctx, "alice", api.Local)
 	if err != nil || !sum.HasInbox || sum.Counts.Unread != 3 || sum.Agent != "alice" {
 		t.Errorf("summary of alice = %+v, %v", sum, err)
 	}
-	sum, err = e.client.AgentSummary(ctx, "nobody", transport.Local)
+	sum, err = e.client.AgentSummary(ctx, "nobody", api.Local)
 	if err != nil || sum.HasInbox || sum.Counts.Unread != 0 {
 		t.Errorf("summary of an agent without an inbox = %+v, %v; want has_inbox false", sum, err)
 	}

@@ -29,52 +29,6 @@ import (
 // ..."), one over rules.MaxBytes 413, and nothing changes. The format and
 // the precedence of the rules are documented in package rules.
 
-// AuditEntry is one event of the audit trail with its line in the seed
-// format: "[2025-10-20T14:30:00Z] [orchestrator→triage] TASK_ASSIGN: Triage new issue #123".
-type AuditEntry struct {
-	api.AuditEvent
-	Line string `json:"line"`
-}
-
-// AuditResponse is the body of GET /v1/audit: events with seq > after,
-// oldest first.
-type AuditResponse struct {
-	Events  []AuditEntry `json:"events"`
-	HasMore bool         `json:"has_more"`
-}
-
-// RulesCheckRequest is the body of POST /v1/rules/check: may From message
-// To, or, with Interrupt (and no To), may From interrupt an agent?
-// FromRole and ToRole, when given, replace the registered roles ("what
-// if").
-type RulesCheckRequest struct {
-	From      string `json:"from"`
-	To        string `json:"to,omitempty"`
-	FromRole  string `json:"from_role,omitempty"`
-	ToRole    string `json:"to_role,omitempty"`
-	Interrupt bool   `json:"interrupt,omitempty"`
-}
-
-// Validate checks the ids and roles are names, and that a check names a
-// recipient or asks about interrupting, not both.
-func (q *RulesCheckRequest) Validate() error {
-	if q.Interrupt && (q.To != "" || q.ToRole != "") {
-		return &api.FieldError{Field: "interrupt", Reason: "asks who may interrupt any agent: leave to and to_role out"}
-	}
-	for _, f := range []struct {
-		name, v  string
-		required bool
-	}{{"from", q.From, true}, {"to", q.To, !q.Interrupt}, {"from_role", q.FromRole, false}, {"to_role", q.ToRole, false}} {
-		switch {
-		case f.v == "" && f.required:
-			return &api.FieldError{Field: f.name, Reason: "required: an agent id"}
-		case f.v != "" && !api.ValidName(f.v):
-			return api.NameError(f.name, f.v)
-		}
-	}
-	return nil
-}
-
 // RedactAudit hides what an event says about a private message: its text
 // becomes fsm.PrivateText. It is what a reader on a node without
 // authentication sees; an authenticated reader sees the whole event if it
@@ -99,17 +53,17 @@ func (s *Server) rulesPut(w http.ResponseWriter, r *http.Request) {
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, rules.MaxBytes))
 	if err != nil {
 		if errors.As(err, new(*http.MaxBytesError)) {
-			err = &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
+			err = &api.APIError{Status: http.StatusRequestEntityTooLarge, Code: api.CodeTooLarge,
 				Message: fmt.Sprintf("rules document over the limit of %d bytes (256 KiB)", rules.MaxBytes)}
 		} else {
-			err = fmt.Errorf("%w: read the body: %v", ErrBadRequest, err)
+			err = fmt.Errorf("%w: read the body: %v", api.ErrBadRequest, err)
 		}
 		s.writeError(w, r, err)
 		return
 	}
 	doc, err := rules.Decode(data, format)
 	if errors.Is(err, rules.ErrMalformed) {
-		err = fmt.Errorf("%w: %w", ErrBadRequest, err)
+		err = fmt.Errorf("%w: %w", api.ErrBadRequest, err)
 	}
 	if err != nil {
 		s.writeError(w, r, err)
@@ -128,7 +82,7 @@ func (s *Server) rulesDelete(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) rulesCheck(w http.ResponseWriter, r *http.Request) {
-	var req RulesCheckRequest
+	var req api.RulesCheckRequest
 	if err := decodeBody(w, r, maxControlBytes, &req); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -156,11 +110,11 @@ func (s *Server) auditTrail(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return nil, err
 		}
-		out := AuditResponse{Events: make([]AuditEntry, len(page.Events)), HasMore: page.HasMore}
+		out := api.AuditResponse{Events: make([]api.AuditEntry, len(page.Events)), HasMore: page.HasMore}
 		v := viewerFrom(r.Context())
 		for i, e := range page.Events {
 			e = auditFor(v, e)
-			out.Events[i] = AuditEntry{AuditEvent: e, Line: e.Line()}
+			out.Events[i] = api.AuditEntry{AuditEvent: e, Line: e.Line()}
 		}
 		return out, nil
 	})
@@ -174,7 +128,7 @@ func (s *Server) overviewPage(w http.ResponseWriter, r *http.Request) {
 	}
 	channel := r.URL.Query().Get("channel")
 	if channel != "" && !api.ValidName(channel) {
-		s.writeError(w, r, fmt.Errorf("%w: channel: %s", ErrBadRequest, api.NameRule(channel)))
+		s.writeError(w, r, fmt.Errorf("%w: channel: %s", api.ErrBadRequest, api.NameRule(channel)))
 		return
 	}
 	s.query(w, r, func(st Reader) (any, error) { return st.OverviewFor(viewerFrom(r.Context()), channel, after, limit) })
@@ -195,6 +149,6 @@ func rulesFormat(contentType string) (rules.Format, error) {
 	case mt == "application/yaml" || mt == "application/x-yaml" || mt == "text/yaml" || mt == "text/x-yaml":
 		return rules.YAML, nil
 	}
-	return rules.JSON, &APIError{Status: http.StatusUnsupportedMediaType, Code: CodeBadRequest,
+	return rules.JSON, &api.APIError{Status: http.StatusUnsupportedMediaType, Code: api.CodeBadRequest,
 		Message: fmt.Sprintf("Content-Type %q: send the rules as application/json, application/yaml or text/yaml", contentType)}
 }

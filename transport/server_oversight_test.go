@@ -304,12 +304,12 @@ func TestRulesRefusedAtApply(t *testing.T) {
 	}
 }
 
-func decodeAudit(t *testing.T, r reply) transport.AuditResponse {
+func decodeAudit(t *testing.T, r reply) api.AuditResponse {
 	t.Helper()
 	if r.status != 200 {
 		t.Fatalf("audit: %d %s", r.status, r.body)
 	}
-	var a transport.AuditResponse
+	var a api.AuditResponse
 	if err := json.Unmarshal(r.body, &a); err != nil {
 		t.Fatalf("audit: %v: %s", err, r.body)
 	}
@@ -326,7 +326,7 @@ func TestAuditEndpoint(t *testing.T) {
 		t.Fatalf("PUT rules: %d %s", r.status, r.body) // 14:31:00
 	}
 
-	var all []transport.AuditEntry
+	var all []api.AuditEntry
 	after := uint64(0)
 	for range 10 {
 		page := decodeAudit(t, e.do("GET", fmt.Sprintf("/v1/audit?after=%d&limit=2", after), "", nil))
@@ -469,10 +469,10 @@ func TestOversightClient(t *testing.T) {
 	if err != nil || st.Rules == nil || st.Index != 1 {
 		t.Fatalf("SetRules: %+v, %v", st, err)
 	}
-	if got, err := c.Rules(ctx, transport.Strong); err != nil || got.Index != 1 || len(got.Rules.AllowedInteractions) != 4 {
+	if got, err := c.Rules(ctx, api.Strong); err != nil || got.Index != 1 || len(got.Rules.AllowedInteractions) != 4 {
 		t.Errorf("Rules: %+v, %v", got, err)
 	}
-	chk, err := c.CheckRules(ctx, transport.RulesCheckRequest{From: "tester_agent", To: "reviewer_agent"}, transport.Local)
+	chk, err := c.CheckRules(ctx, api.RulesCheckRequest{From: "tester_agent", To: "reviewer_agent"}, api.Local)
 	if err != nil || chk.Allowed || chk.Reason != "Should go through developer first" {
 		t.Errorf("CheckRules: %+v, %v", chk, err)
 	}
@@ -484,19 +484,19 @@ func TestOversightClient(t *testing.T) {
 		t.Errorf("ClearRules: %+v, %v", st, err)
 	}
 	e.send("msg-1", "codex", "a", "chat", "hello", "", "claude")
-	a, err := c.Audit(ctx, 0, 2, transport.Local)
+	a, err := c.Audit(ctx, 0, 2, api.Local)
 	if err != nil || len(a.Events) != 2 || !a.HasMore || a.Events[0].Label != "RULES" {
 		t.Errorf("Audit: %+v, %v", a, err)
 	}
-	a, err = c.Audit(ctx, a.Events[1].Seq, 0, transport.Local)
+	a, err = c.Audit(ctx, a.Events[1].Seq, 0, api.Local)
 	if err != nil || len(a.Events) == 0 || a.HasMore {
 		t.Errorf("Audit after: %+v, %v", a, err)
 	}
-	o, err := c.Overview(ctx, "a", 0, 10, transport.Local)
+	o, err := c.Overview(ctx, "a", 0, 10, api.Local)
 	if err != nil || len(o.Messages) != 1 || o.Messages[0].Title != "hello" {
 		t.Errorf("Overview: %+v, %v", o, err)
 	}
-	if _, err := c.Overview(ctx, "Bad Name", 0, 0, transport.Local); !errors.Is(err, transport.ErrBadRequest) {
+	if _, err := c.Overview(ctx, "Bad Name", 0, 0, api.Local); !errors.Is(err, api.ErrBadRequest) {
 		t.Errorf("Overview(bad channel) = %v", err)
 	}
 }

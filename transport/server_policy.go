@@ -12,21 +12,6 @@ import (
 // like a presence heartbeat: the agent's own token or an admin's (a
 // moderator may interrupt an agent, not change how it takes mail).
 
-// PolicyRequest is the body of PUT /v1/agents/{id}/policy.
-type PolicyRequest struct {
-	// Mode is one of api.PolicyModes.
-	Mode string `json:"mode"`
-	// From makes it a per-sender override: mail from that agent only.
-	From string `json:"from,omitempty"`
-	// ForSeconds ends it that long after it commits (at most
-	// api.MaxPolicyFor); 0: until cleared.
-	ForSeconds int64 `json:"for_seconds,omitempty"`
-	// SetBy names who set it when the token names no agent (an admin
-	// token, or a node without auth); default the agent itself. An
-	// agent's token always sets its own name.
-	SetBy string `json:"set_by,omitempty"`
-}
-
 // getPolicy serves GET /v1/agents/{id}/policy: an api.PolicySet of the
 // policies in force by this node's clock, the agent-wide one first (an
 // empty list: the watchers' YAML applies).
@@ -42,7 +27,7 @@ func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) {
 // putPolicy serves PUT /v1/agents/{id}/policy (body PolicyRequest): the
 // committed api.Policy.
 func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request) {
-	var req PolicyRequest
+	var req api.PolicyRequest
 	if err := decodeBody(w, r, maxControlBytes, &req); err != nil {
 		s.writeError(w, r, err)
 		return

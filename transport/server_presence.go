@@ -22,7 +22,7 @@ const maxPresenceBytes = 4 << 10
 //	GET /v1/cluster/members    MembersResponse
 
 func (s *Server) putPresence(w http.ResponseWriter, r *http.Request) {
-	var u PresenceUpdate
+	var u api.PresenceUpdate
 	if err := decodeBody(w, r, maxPresenceBytes, &u); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -48,10 +48,10 @@ func (s *Server) listPresence(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if list == nil {
-		list = []Presence{}
+		list = []api.Presence{}
 	}
 	s.addLeases(list)
-	writeJSON(w, http.StatusOK, PresenceResponse{Agents: list})
+	writeJSON(w, http.StatusOK, api.PresenceResponse{Agents: list})
 }
 
 func (s *Server) getPresence(w http.ResponseWriter, r *http.Request) {
@@ -60,7 +60,7 @@ func (s *Server) getPresence(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	list := []Presence{p}
+	list := []api.Presence{p}
 	s.addLeases(list)
 	writeJSON(w, http.StatusOK, list[0])
 }
@@ -68,7 +68,7 @@ func (s *Server) getPresence(w http.ResponseWriter, r *http.Request) {
 // addLeases sets ServedBy and Standby of each agent of list that has a
 // lease, from this node's state (a local read: the lease changes at most
 // once per ttl). A failed read leaves them empty: presence still answers.
-func (s *Server) addLeases(list []Presence) {
+func (s *Server) addLeases(list []api.Presence) {
 	page, err := s.state.AgentLeases()
 	if err != nil {
 		s.opts.Logger.Warn("transport: presence without the agents' leases", "err", err)
@@ -92,7 +92,7 @@ func (s *Server) addLeases(list []Presence) {
 				nodes = append(nodes, sb.Node) // Standbys are in node order
 			}
 		}
-		list[i].Standby = JoinNodeIDs(nodes)
+		list[i].Standby = api.JoinNodeIDs(nodes)
 	}
 }
 
@@ -112,7 +112,7 @@ func (s *Server) members(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if res.Members == nil {
-		res.Members = []Member{}
+		res.Members = []api.Member{}
 	}
 	writeJSON(w, http.StatusOK, res)
 }

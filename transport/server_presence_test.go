@@ -24,7 +24,7 @@ func TestPutPresenceNormalizes(t *testing.T) {
 	if r.status != http.StatusOK {
 		t.Fatalf("status %d: %s", r.status, r.body)
 	}
-	var got transport.Presence
+	var got api.Presence
 	if err := json.Unmarshal(r.body, &got); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestPutPresenceNormalizes(t *testing.T) {
 func TestPutPresenceRefusesBadInput(t *testing.T) {
 	f := transporttest.New(t)
 	srv := serve(t, f, transport.ServerOptions{})
-	long := strings.Repeat("x", transport.MaxPresenceTask+1)
+	long := strings.Repeat("x", api.MaxPresenceTask+1)
 	cases := []struct {
 		name, agent, body, code, field string
 	}{
@@ -65,11 +65,11 @@ func TestPutPresenceRefusesBadInput(t *testing.T) {
 		{"unknown source", "codex", `{"state":"AWAKE","source":"cron"}`, "invalid", "source"},
 		{"task too long", "codex", `{"state":"AWAKE","task":"` + long + `"}`, "invalid", "task"},
 		{"task with a newline", "codex", `{"state":"AWAKE","task":"two\nlines"}`, "invalid", "task"},
-		{"reason too long", "codex", `{"state":"OFFLINE","reason":"` + strings.Repeat("r", transport.MaxPresenceReason+1) + `"}`, "invalid", "reason"},
+		{"reason too long", "codex", `{"state":"OFFLINE","reason":"` + strings.Repeat("r", api.MaxPresenceReason+1) + `"}`, "invalid", "reason"},
 		{"negative tasks_failed", "codex", `{"state":"AWAKE","tasks_failed":-1}`, "invalid", "tasks_failed"},
 		{"negative tasks_running", "codex", `{"state":"AWAKE","tasks_running":-2}`, "invalid", "tasks_running"},
 		{"negative mean_duration_ms", "codex", `{"state":"AWAKE","mean_duration_ms":-5}`, "invalid", "mean_duration_ms"},
-		{"last_error too long", "codex", `{"state":"AWAKE","last_error":"` + strings.Repeat("e", transport.MaxPresenceLastError+1) + `"}`, "invalid", "last_error"},
+		{"last_error too long", "codex", `{"state":"AWAKE","last_error":"` + strings.Repeat("e", api.MaxPresenceLastError+1) + `"}`, "invalid", "last_error"},
 		{"last_error with a newline", "codex", `{"state":"AWAKE","last_error":"two\nlines"}`, "invalid", "last_error"},
 		{"unknown field", "codex", `{"state":"AWAKE","version":99}`, "unknown_field", "version"},
 		{"not JSON", "codex", `{"state":`, "bad_request", ""},
@@ -133,7 +133,7 @@ func TestGetPresence(t *testing.T) {
 		}
 	}
 	r = do(t, http.MethodGet, srv.URL+"/v1/presence", "", nil)
-	var list transport.PresenceResponse
+	var list api.PresenceResponse
 	if err := json.Unmarshal(r.body, &list); err != nil || r.status != http.StatusOK {
 		t.Fatalf("list: %d %s (%v)", r.status, r.body, err)
 	}
@@ -141,7 +141,7 @@ func TestGetPresence(t *testing.T) {
 		t.Errorf("list = %+v, want codex and zed", list.Agents)
 	}
 	r = do(t, http.MethodGet, srv.URL+"/v1/presence/zed", "", nil)
-	var one transport.Presence
+	var one api.Presence
 	if err := json.Unmarshal(r.body, &one); err != nil || one.AgentID != "zed" || one.Substate != "WORKING" {
 		t.Errorf("get zed: %d %s", r.status, r.body)
 	}
@@ -172,7 +172,7 @@ func TestClientPresenceRoundTrip(t *testing.T) {
 	c := transport.NewClient(srv.URL, nil)
 	ctx := t.Context()
 	ts := time.Date(2026, 11, 21, 10, 31, 0, 0, time.UTC)
-	p, err := c.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "AWAKE", Substate: "BLOCKED", PID: 7, Task: "waiting on CI", Timestamp: &ts})
+	p, err := c.PutPresence(ctx, "codex", api.PresenceUpdate{State: "AWAKE", Substate: "BLOCKED", PID: 7, Task: "waiting on CI", Timestamp: &ts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,10 +190,10 @@ func TestClientPresenceRoundTrip(t *testing.T) {
 	if _, err := c.AgentPresence(ctx, "nobody"); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("unknown agent: %v, want not found", err)
 	}
-	if _, err := c.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "LOST"}); !errors.Is(err, api.ErrInvalid) {
+	if _, err := c.PutPresence(ctx, "codex", api.PresenceUpdate{State: "LOST"}); !errors.Is(err, api.ErrInvalid) {
 		t.Errorf("bad state: %v, want invalid", err)
 	}
-	f.EditMembers(func(m *transport.MembersResponse) { m.Encrypted = true })
+	f.EditMembers(func(m *api.MembersResponse) { m.Encrypted = true })
 	m, err := c.Members(ctx)
 	if err != nil || m.NodeID != "n1" || !m.Encrypted || len(m.Members) != 3 || m.Members[1].Status != "dead" || m.Members[0].GossipAddr != "127.0.0.1:7072" {
 		t.Errorf("members = %+v, %v", m, err)
@@ -206,31 +206,31 @@ func TestClientPresenceRoundTrip(t *testing.T) {
 // record carries the watcher's task health; an OFFLINE one, whether the
 // agent said so (with a reason at its limit) or its node died, does not.
 func TestPresenceRecordFitsAPacket(t *testing.T) {
-	p := transport.Presence{
-		AgentID: strings.Repeat("a", 64), Node: strings.Repeat("n", 64), State: "AWAKE", Substate: "WORKING", Source: transport.SourceWatcher,
-		Channel: strings.Repeat("c", 64), PID: 1 << 30, Task: strings.Repeat("t", transport.MaxPresenceTask),
-		AgentHealth: transport.AgentHealth{TasksRunning: 1 << 30, TasksSucceeded: 1 << 30, TasksFailed: 1 << 30,
-			LastError: strings.Repeat("e", transport.MaxPresenceLastError), MeanDurationMS: 1 << 40},
+	p := api.Presence{
+		AgentID: strings.Repeat("a", 64), Node: strings.Repeat("n", 64), State: "AWAKE", Substate: "WORKING", Source: api.SourceWatcher,
+		Channel: strings.Repeat("c", 64), PID: 1 << 30, Task: strings.Repeat("t", api.MaxPresenceTask),
+		AgentHealth: api.AgentHealth{TasksRunning: 1 << 30, TasksSucceeded: 1 << 30, TasksFailed: 1 << 30,
+			LastError: strings.Repeat("e", api.MaxPresenceLastError), MeanDurationMS: 1 << 40},
 		Timestamp: time.Date(2026, 11, 21, 10, 30, 0, 123456789, time.UTC), Version: 1 << 62, Origin: strings.Repeat("o", 64),
 	}
 	said := p
-	said.MarkOffline(strings.Repeat("r", transport.MaxPresenceReason))
+	said.MarkOffline(strings.Repeat("r", api.MaxPresenceReason))
 	nodeDied := p
 	nodeDied.MarkOffline("node " + strings.Repeat("n", 64) + " dead")
-	for _, rec := range []transport.Presence{p, said, nodeDied} {
+	for _, rec := range []api.Presence{p, said, nodeDied} {
 		b, err := json.Marshal(rec)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(b)+1 > transport.MaxPresenceWire {
-			t.Errorf("a %s record at the field limits is %d bytes on the wire, over %d", rec.State, len(b)+1, transport.MaxPresenceWire)
+		if len(b)+1 > api.MaxPresenceWire {
+			t.Errorf("a %s record at the field limits is %d bytes on the wire, over %d", rec.State, len(b)+1, api.MaxPresenceWire)
 		}
 	}
-	if said.State != "OFFLINE" || said.Substate != "" || said.Source != "" || said.AgentHealth != (transport.AgentHealth{}) {
+	if said.State != "OFFLINE" || said.Substate != "" || said.Source != "" || said.AgentHealth != (api.AgentHealth{}) {
 		t.Errorf("MarkOffline left %+v", said)
 	}
-	u := transport.PresenceUpdate{State: "offline", Source: "watcher", AgentHealth: p.AgentHealth}
-	if u.Normalize(); u.AgentHealth != (transport.AgentHealth{}) || u.Source != "" {
+	u := api.PresenceUpdate{State: "offline", Source: "watcher", AgentHealth: p.AgentHealth}
+	if u.Normalize(); u.AgentHealth != (api.AgentHealth{}) || u.Source != "" {
 		t.Errorf("an OFFLINE heartbeat keeps its task health %+v or source %q", u.AgentHealth, u.Source)
 	}
 }
@@ -250,11 +250,11 @@ func TestAgentHealth(t *testing.T) {
 	if r.status != http.StatusOK {
 		t.Fatalf("put: %d %s", r.status, r.body)
 	}
-	var p transport.Presence
+	var p api.Presence
 	if err := json.Unmarshal(r.body, &p); err != nil {
 		t.Fatal(err)
 	}
-	want := transport.AgentHealth{TasksRunning: 1, TasksSucceeded: 3, TasksFailed: 1, LastError: "exit status 2", MeanDurationMS: 2340}
+	want := api.AgentHealth{TasksRunning: 1, TasksSucceeded: 3, TasksFailed: 1, LastError: "exit status 2", MeanDurationMS: 2340}
 	if p.AgentHealth != want {
 		t.Errorf("stored health %+v, want %+v", p.AgentHealth, want)
 	}
@@ -268,10 +268,10 @@ func TestAgentHealth(t *testing.T) {
 		t.Errorf("health body %s", r.body)
 	}
 	for _, tc := range []struct{ body, status string }{
-		{`{"state":"AWAKE","tasks_succeeded":1,"tasks_failed":2}`, transport.HealthDegraded},
-		{`{"state":"AWAKE","substate":"BLOCKED"}`, transport.HealthDegraded},
-		{`{"state":"OFFLINE","reason":"stopped"}`, transport.HealthError},
-		{`{"state":"AWAKE","tasks_succeeded":2,"tasks_failed":2}`, transport.HealthHealthy},
+		{`{"state":"AWAKE","tasks_succeeded":1,"tasks_failed":2}`, api.HealthDegraded},
+		{`{"state":"AWAKE","substate":"BLOCKED"}`, api.HealthDegraded},
+		{`{"state":"OFFLINE","reason":"stopped"}`, api.HealthError},
+		{`{"state":"AWAKE","tasks_succeeded":2,"tasks_failed":2}`, api.HealthHealthy},
 	} {
 		if _, err := c.PutPresence(ctx, "codex", mustUpdate(t, tc.body)); err != nil {
 			t.Fatal(err)
@@ -283,9 +283,9 @@ func TestAgentHealth(t *testing.T) {
 	}
 }
 
-func mustUpdate(t *testing.T, body string) transport.PresenceUpdate {
+func mustUpdate(t *testing.T, body string) api.PresenceUpdate {
 	t.Helper()
-	var u transport.PresenceUpdate
+	var u api.PresenceUpdate
 	if err := json.Unmarshal([]byte(body), &u); err != nil {
 		t.Fatal(err)
 	}

@@ -199,7 +199,7 @@ func (s *Server) sendTask(w http.ResponseWriter, r *http.Request, tm *dialect.Ta
 	if !s.admit(w, r, "from_agent", cmd.Agent) {
 		return
 	}
-	if err := s.prop.Linearize(r.Context(), Strong); err != nil {
+	if err := s.prop.Linearize(r.Context(), api.Strong); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -213,7 +213,7 @@ func (s *Server) sendTask(w http.ResponseWriter, r *http.Request, tm *dialect.Ta
 		if t.ClaimedBy != "" {
 			how += ", claimed by " + t.ClaimedBy
 		}
-		s.writeError(w, r, &APIError{Status: http.StatusConflict, Code: CodeConflict, Message: fmt.Sprintf(
+		s.writeError(w, r, &api.APIError{Status: http.StatusConflict, Code: api.CodeConflict, Message: fmt.Sprintf(
 			"task %s is %s: a task_completion without a fence is taken from the task's current claimant only (%s is not)",
 			t.ID, how, cmd.Agent)})
 		return

@@ -79,7 +79,7 @@ func (e *taskEnv) task(id string) *api.Task {
 // matches sentinel, its message containing each of words.
 func wantRefused(t *testing.T, what string, err error, status int, sentinel error, words ...string) {
 	t.Helper()
-	var apiErr *transport.APIError
+	var apiErr *api.APIError
 	if !errors.As(err, &apiErr) || apiErr.Status != status || !errors.Is(err, sentinel) {
 		t.Errorf("%s: %v, want %d matching %v", what, err, status, sentinel)
 		return
@@ -222,34 +222,34 @@ func TestTaskRoutesRefuseBadInput(t *testing.T) {
 	e.create(api.TaskCreateCommand{ID: "t-1", To: "rita"})
 	before := len(e.svc.CallsTo("Apply"))
 	wantBadRequests(t, e.url, []badRequest{
-		{"POST", "/v1/tasks", `{"from":"lead","to":"rita"}`, transport.CodeInvalid, "title: required"},
-		{"POST", "/v1/tasks", `{"from":"lead","to":"rita","title":"t","priority":"asap"}`, transport.CodeInvalid, "priority"},
-		{"POST", "/v1/tasks", `{"from":"lead","to":"rita","title":"t","timeout_seconds":-1}`, transport.CodeInvalid, "timeout_seconds"},
-		{"POST", "/v1/tasks", `{"from":"lead","to":"rita","title":"t","max_attempts":1000}`, transport.CodeInvalid, "max_attempts: 1000: want 1..100"},
-		{"POST", "/v1/tasks", `{"from":"lead","to":"role:Bad","title":"t"}`, transport.CodeInvalid, "to"},
-		{"POST", "/v1/tasks", `{"from":"lead","to":"rita","title":"t","depends_on":["t-1","t-1"]}`, transport.CodeInvalid, "depends_on[1]"},
-		{"POST", "/v1/tasks", `{"from":"lead","to":"rita","title":"t","context":{]}`, transport.CodeBadRequest, "malformed JSON"},
-		{"POST", "/v1/tasks", `{"from":"lead","to":"rita","title":"t","tittle":"x"}`, transport.CodeUnknownField, `"tittle"`},
-		{"POST", "/v1/tasks/t-1/claim", `{"agent":"rita","id":"t-2"}`, transport.CodeInvalid, `id: "t-2" differs from the task in the path`},
-		{"POST", "/v1/tasks/t-1/claim", `{"agent":"Rita"}`, transport.CodeInvalid, "agent"},
-		{"POST", "/v1/tasks/t-1/progress", `{"agent":"rita"}`, transport.CodeInvalid, "fence: required"},
-		{"POST", "/v1/tasks/t-1/progress", `{"agent":"rita","fence":3,"progress":2}`, transport.CodeInvalid, "progress: 2: want 0..1"},
-		{"POST", "/v1/tasks/t-1/complete", `{"agent":"rita","fence":3,"completion":{"status":"done"}}`, transport.CodeInvalid, "status"},
-		{"POST", "/v1/tasks/t-1/complete", `{"agent":"rita","fence":3,"completion":{"status":"success","confidence_score":1.5}}`, transport.CodeInvalid, "confidence_score"},
+		{"POST", "/v1/tasks", `{"from":"lead","to":"rita"}`, api.CodeInvalid, "title: required"},
+		{"POST", "/v1/tasks", `{"from":"lead","to":"rita","title":"t","priority":"asap"}`, api.CodeInvalid, "priority"},
+		{"POST", "/v1/tasks", `{"from":"lead","to":"rita","title":"t","timeout_seconds":-1}`, api.CodeInvalid, "timeout_seconds"},
+		{"POST", "/v1/tasks", `{"from":"lead","to":"rita","title":"t","max_attempts":1000}`, api.CodeInvalid, "max_attempts: 1000: want 1..100"},
+		{"POST", "/v1/tasks", `{"from":"lead","to":"role:Bad","title":"t"}`, api.CodeInvalid, "to"},
+		{"POST", "/v1/tasks", `{"from":"lead","to":"rita","title":"t","depends_on":["t-1","t-1"]}`, api.CodeInvalid, "depends_on[1]"},
+		{"POST", "/v1/tasks", `{"from":"lead","to":"rita","title":"t","context":{]}`, api.CodeBadRequest, "malformed JSON"},
+		{"POST", "/v1/tasks", `{"from":"lead","to":"rita","title":"t","tittle":"x"}`, api.CodeUnknownField, `"tittle"`},
+		{"POST", "/v1/tasks/t-1/claim", `{"agent":"rita","id":"t-2"}`, api.CodeInvalid, `id: "t-2" differs from the task in the path`},
+		{"POST", "/v1/tasks/t-1/claim", `{"agent":"Rita"}`, api.CodeInvalid, "agent"},
+		{"POST", "/v1/tasks/t-1/progress", `{"agent":"rita"}`, api.CodeInvalid, "fence: required"},
+		{"POST", "/v1/tasks/t-1/progress", `{"agent":"rita","fence":3,"progress":2}`, api.CodeInvalid, "progress: 2: want 0..1"},
+		{"POST", "/v1/tasks/t-1/complete", `{"agent":"rita","fence":3,"completion":{"status":"done"}}`, api.CodeInvalid, "status"},
+		{"POST", "/v1/tasks/t-1/complete", `{"agent":"rita","fence":3,"completion":{"status":"success","confidence_score":1.5}}`, api.CodeInvalid, "confidence_score"},
 		{"POST", "/v1/tasks/t-1/complete", `{"agent":"rita","fence":3,"completion":{"status":"success","rationale":"` + strings.Repeat("r", 1001) + `"}}`,
-			transport.CodeInvalid, "rationale: 1001 characters, at most 1000"},
-		{"POST", "/v1/tasks/t-1/handoff", `{"agent":"rita","fence":3,"to":""}`, transport.CodeInvalid, "to"},
-		{"POST", "/v1/tasks/t-1/cancel", `{"reason":"x"}`, transport.CodeInvalid, "from"},
-		{"POST", "/v1/tasks/t-1/cancel", `{"from":"lead"} {}`, transport.CodeBadRequest, "trailing data"},
-		{"GET", "/v1/tasks?state=done", "", transport.CodeInvalid, "state"},
-		{"GET", "/v1/tasks?to=role:", "", transport.CodeInvalid, "to"},
-		{"GET", "/v1/tasks?claimed_by=Rita", "", transport.CodeInvalid, "claimed_by"},
-		{"GET", "/v1/tasks?limit=0", "", transport.CodeBadRequest, "limit"},
-		{"GET", "/v1/tasks?after=x", "", transport.CodeBadRequest, "after"},
+			api.CodeInvalid, "rationale: 1001 characters, at most 1000"},
+		{"POST", "/v1/tasks/t-1/handoff", `{"agent":"rita","fence":3,"to":""}`, api.CodeInvalid, "to"},
+		{"POST", "/v1/tasks/t-1/cancel", `{"reason":"x"}`, api.CodeInvalid, "from"},
+		{"POST", "/v1/tasks/t-1/cancel", `{"from":"lead"} {}`, api.CodeBadRequest, "trailing data"},
+		{"GET", "/v1/tasks?state=done", "", api.CodeInvalid, "state"},
+		{"GET", "/v1/tasks?to=role:", "", api.CodeInvalid, "to"},
+		{"GET", "/v1/tasks?claimed_by=Rita", "", api.CodeInvalid, "claimed_by"},
+		{"GET", "/v1/tasks?limit=0", "", api.CodeBadRequest, "limit"},
+		{"GET", "/v1/tasks?after=x", "", api.CodeBadRequest, "after"},
 	})
 	// A body over the task cap: 413, declared or not.
 	big := `{"from":"lead","to":"rita","title":"t","description":"` + strings.Repeat("d", 300<<10) + `"}`
-	msg := wantError(t, do(t, "POST", e.url+"/v1/tasks", big, nil), http.StatusRequestEntityTooLarge, transport.CodeTooLarge)
+	msg := wantError(t, do(t, "POST", e.url+"/v1/tasks", big, nil), http.StatusRequestEntityTooLarge, api.CodeTooLarge)
 	if !strings.Contains(msg, "262144 bytes") || !strings.Contains(msg, "64 KiB") {
 		t.Errorf("413 message %q", msg)
 	}
@@ -258,7 +258,7 @@ func TestTaskRoutesRefuseBadInput(t *testing.T) {
 	}
 	// A description over its limit is the state machine's field error.
 	long := `{"from":"lead","to":"rita","title":"t","description":"` + strings.Repeat("d", api.MaxTaskTextBytes+1) + `"}`
-	if msg := wantError(t, do(t, "POST", e.url+"/v1/tasks", long, nil), http.StatusBadRequest, transport.CodeInvalid); !strings.Contains(msg, "description") {
+	if msg := wantError(t, do(t, "POST", e.url+"/v1/tasks", long, nil), http.StatusBadRequest, api.CodeInvalid); !strings.Contains(msg, "description") {
 		t.Errorf("long description: %q", msg)
 	}
 }
@@ -314,7 +314,7 @@ func TestTaskSecretGuard(t *testing.T) {
 	ctx := context.Background()
 	pat := "ghp_" + "R8bXw2LqT9vKc4ZmN7yPj3HsDf6GaU1eVo5k"
 	_, err := e.c.CreateTask(ctx, api.TaskCreateCommand{From: "lead", To: "rita", Title: "t", Description: "push with " + pat})
-	wantRefused(t, "create with a secret", err, http.StatusUnprocessableEntity, transport.ErrSecretFound, "description holds a secret (gitleaks rule github-pat)")
+	wantRefused(t, "create with a secret", err, http.StatusUnprocessableEntity, api.ErrSecretFound, "description holds a secret (gitleaks rule github-pat)")
 	if err != nil && strings.Contains(err.Error(), pat) {
 		t.Errorf("the refusal repeats the secret: %v", err)
 	}
@@ -322,7 +322,7 @@ func TestTaskSecretGuard(t *testing.T) {
 	claim := e.claim("t-s", "rita")
 	_, err = e.c.CompleteTask(ctx, api.TaskCompleteCommand{ID: "t-s", Agent: "rita", Fence: claim.Fence,
 		Completion: api.TaskCompletion{Status: api.TaskStatusSuccess, Rationale: "used " + pat}})
-	wantRefused(t, "completion with a secret", err, http.StatusUnprocessableEntity, transport.ErrSecretFound, "completion.rationale holds a secret")
+	wantRefused(t, "completion with a secret", err, http.StatusUnprocessableEntity, api.ErrSecretFound, "completion.rationale holds a secret")
 
 	if _, err := e.svc.ApplyCommand(api.OpSetConfig, api.SetConfigCommand{Key: "secret_guard", Value: json.RawMessage(`"redact"`)}); err != nil {
 		t.Fatal(err)
@@ -367,12 +367,12 @@ func TestSendSeedTasks(t *testing.T) {
 	}
 
 	failure := seedBody(t, "seed004_completion_failure.json")
-	msg := wantError(t, do(t, "POST", e.url+"/v1/messages", failure, nil), http.StatusNotFound, transport.CodeNotFound)
+	msg := wantError(t, do(t, "POST", e.url+"/v1/messages", failure, nil), http.StatusNotFound, api.CodeNotFound)
 	if msg != "task original_task_id: not found" {
 		t.Errorf("completion of an unknown task: %q", msg)
 	}
 	e.create(api.TaskCreateCommand{ID: "original_task_id", From: "orchestrator", To: "lifecycle", Title: "run CI"})
-	msg = wantError(t, do(t, "POST", e.url+"/v1/messages", failure, nil), http.StatusConflict, transport.CodeConflict)
+	msg = wantError(t, do(t, "POST", e.url+"/v1/messages", failure, nil), http.StatusConflict, api.CodeConflict)
 	if !strings.Contains(msg, "task original_task_id is ready") || !strings.Contains(msg, "current claimant only") {
 		t.Errorf("completion of an unclaimed task: %q", msg)
 	}
@@ -387,12 +387,12 @@ func TestSendSeedTasks(t *testing.T) {
 		t.Errorf("completed task %+v completion %+v", done, done.Completion)
 	}
 	// The task ended: a second completion is refused, saying its state.
-	msg = wantError(t, do(t, "POST", e.url+"/v1/messages", failure, nil), http.StatusConflict, transport.CodeConflict)
+	msg = wantError(t, do(t, "POST", e.url+"/v1/messages", failure, nil), http.StatusConflict, api.CodeConflict)
 	if !strings.Contains(msg, "is failed, claimed by lifecycle") {
 		t.Errorf("second completion: %q", msg)
 	}
 	// The success example lists its status choices: 400 naming the field.
-	msg = wantError(t, do(t, "POST", e.url+"/v1/messages", seedBody(t, "seed004_completion_success.json"), nil), http.StatusBadRequest, transport.CodeInvalid)
+	msg = wantError(t, do(t, "POST", e.url+"/v1/messages", seedBody(t, "seed004_completion_success.json"), nil), http.StatusBadRequest, api.CodeInvalid)
 	if !strings.HasPrefix(msg, "status:") {
 		t.Errorf("status placeholder: %q", msg)
 	}
@@ -410,10 +410,10 @@ func TestStreamTaskEvents(t *testing.T) {
 		id   string
 		what string // message type, or task id and event
 	}
-	collect := func(q transport.StreamQuery) []got {
+	collect := func(q api.StreamQuery) []got {
 		t.Helper()
 		var out []got
-		streamUntilReady(t, e.c, q, func(ev transport.StreamEvent) {
+		streamUntilReady(t, e.c, q, func(ev api.StreamEvent) {
 			switch {
 			case ev.Message != nil:
 				out = append(out, got{"message", ev.Seq, ev.ID, ev.Message.Type})
@@ -434,7 +434,7 @@ func TestStreamTaskEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The cancel's entry changed both tasks: t-a cancelled, t-b failed.
-	all := collect(transport.StreamQuery{Tasks: transport.StreamTasksAll})
+	all := collect(api.StreamQuery{Tasks: api.StreamTasksAll})
 	want := []got{
 		{"message", a.Seq, strconvU(a.Seq), api.TypeTaskDelegation}, {"task", a.Seq, strconvU(a.Seq) + ":task", "t-a created"},
 		{"message", b.Seq, strconvU(b.Seq), api.TypeTaskDelegation}, {"task", b.Seq, strconvU(b.Seq) + ":task", "t-b created"},
@@ -447,14 +447,14 @@ func TestStreamTaskEvents(t *testing.T) {
 		t.Fatalf("stream\n got %v\nwant %v", all, want)
 	}
 	// Resume after N sends N's task event; after N:task, the next entry.
-	if r := collect(transport.StreamQuery{Tasks: transport.StreamTasksAll, Resume: strconvU(a.Seq)}); len(r) < 2 || r[0] != want[1] || r[1] != want[2] {
+	if r := collect(api.StreamQuery{Tasks: api.StreamTasksAll, Resume: strconvU(a.Seq)}); len(r) < 2 || r[0] != want[1] || r[1] != want[2] {
 		t.Errorf("resume after %d: %v", a.Seq, r)
 	}
-	if r := collect(transport.StreamQuery{Tasks: transport.StreamTasksAll, Resume: strconvU(a.Seq) + ":task"}); len(r) < 1 || r[0] != want[2] {
+	if r := collect(api.StreamQuery{Tasks: api.StreamTasksAll, Resume: strconvU(a.Seq) + ":task"}); len(r) < 1 || r[0] != want[2] {
 		t.Errorf("resume after %d:task: %v", a.Seq, r)
 	}
 	// Task events alone.
-	only := collect(transport.StreamQuery{Tasks: transport.StreamTasksOnly})
+	only := collect(api.StreamQuery{Tasks: api.StreamTasksOnly})
 	for _, g := range only {
 		if g.kind != "task" {
 			t.Errorf("tasks=only carried %+v", g)
@@ -464,33 +464,33 @@ func TestStreamTaskEvents(t *testing.T) {
 		t.Errorf("tasks=only: %v, want the 5 task events", only)
 	}
 	// The default client stream carries no task events.
-	for _, g := range collect(transport.StreamQuery{}) {
+	for _, g := range collect(api.StreamQuery{}) {
 		if g.kind != "message" {
 			t.Errorf("a stream without Tasks carried %+v", g)
 		}
 	}
 	// ?channel: only ops's task (t-a); its delegation message too.
-	for _, g := range collect(transport.StreamQuery{Channel: "ops", Tasks: transport.StreamTasksAll}) {
+	for _, g := range collect(api.StreamQuery{Channel: "ops", Tasks: api.StreamTasksAll}) {
 		if g.kind == "task" && !strings.HasPrefix(g.what, "t-a ") {
 			t.Errorf("channel ops carried %+v", g)
 		}
 	}
 	// ?agent=tess: t-b is for role:tester, her role; t-a is not hers.
 	// The failing t-b's event is the last of its entry and carries the id.
-	tess := collect(transport.StreamQuery{Agent: "tess", Tasks: transport.StreamTasksOnly})
+	tess := collect(api.StreamQuery{Agent: "tess", Tasks: api.StreamTasksOnly})
 	if len(tess) != 2 || tess[0].what != "t-b created" || tess[1].what != "t-b failed" || tess[1].id != strconvU(cancel.Seq)+":task" {
 		t.Errorf("tess's task events: %v", tess)
 	}
 	// ?agent=rita: t-a (hers); lead: both (the creator).
-	if r := collect(transport.StreamQuery{Agent: "rita", Tasks: transport.StreamTasksOnly}); len(r) != 3 {
+	if r := collect(api.StreamQuery{Agent: "rita", Tasks: api.StreamTasksOnly}); len(r) != 3 {
 		t.Errorf("rita's task events: %v", r)
 	}
-	if r := collect(transport.StreamQuery{Agent: "lead", Tasks: transport.StreamTasksOnly}); len(r) != 5 {
+	if r := collect(api.StreamQuery{Agent: "lead", Tasks: api.StreamTasksOnly}); len(r) != 5 {
 		t.Errorf("lead's task events: %v", r)
 	}
 	// A bad ?tasks= or Last-Event-ID is 400.
-	wantError(t, do(t, "GET", e.url+"/v1/stream?tasks=some", "", nil), http.StatusBadRequest, transport.CodeBadRequest)
-	wantError(t, do(t, "GET", e.url+"/v1/stream", "", http.Header{"Last-Event-ID": {"7:tasks"}}), http.StatusBadRequest, transport.CodeBadRequest)
+	wantError(t, do(t, "GET", e.url+"/v1/stream?tasks=some", "", nil), http.StatusBadRequest, api.CodeBadRequest)
+	wantError(t, do(t, "GET", e.url+"/v1/stream", "", http.Header{"Last-Event-ID": {"7:tasks"}}), http.StatusBadRequest, api.CodeBadRequest)
 }
 
 func strconvU(v uint64) string { return strconv.FormatUint(v, 10) }
@@ -509,7 +509,7 @@ func TestStreamTaskEventsAcrossPagesAndLive(t *testing.T) {
 	var creating sync.WaitGroup
 	defer creating.Wait()
 	errDone := errors.New("done")
-	err := e.c.Stream(ctx, transport.StreamQuery{Tasks: transport.StreamTasksAll}, func(ev transport.StreamEvent) error {
+	err := e.c.Stream(ctx, api.StreamQuery{Tasks: api.StreamTasksAll}, func(ev api.StreamEvent) error {
 		if ev.Ready {
 			live = true
 			creating.Add(1)
@@ -580,7 +580,7 @@ func TestStreamTaskEventsReadsAgree(t *testing.T) {
 	defer cancel()
 	var ids []string
 	errDone := errors.New("done")
-	err := transport.NewClient(srv.URL, nil).Stream(ctx, transport.StreamQuery{Tasks: transport.StreamTasksAll}, func(ev transport.StreamEvent) error {
+	err := transport.NewClient(srv.URL, nil).Stream(ctx, api.StreamQuery{Tasks: api.StreamTasksAll}, func(ev api.StreamEvent) error {
 		if ev.Ready {
 			return nil
 		}

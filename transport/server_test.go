@@ -102,7 +102,7 @@ func TestSendSuccess(t *testing.T) {
 			if got := keys(raw); !slices.Equal(got, []string{"id", "seq", "timestamp"}) {
 				t.Fatalf("answer keys %v, want [id seq timestamp]: %s", got, r.body)
 			}
-			var res transport.SendResponse
+			var res api.SendResponse
 			if err := json.Unmarshal(r.body, &res); err != nil {
 				t.Fatal(err)
 			}
@@ -131,20 +131,20 @@ func TestSendSeqAndIdempotency(t *testing.T) {
 	send := func(body string) reply { return do(t, "POST", srv.URL+"/v1/messages", body, nil) }
 
 	for n := uint64(1); n <= 3; n++ {
-		var res transport.SendResponse
+		var res api.SendResponse
 		wantOK(t, send(fmt.Sprintf(`{"id":"m%d","from":"alice","channel":"general","to":"bob","content":{"text":"n"}}`, n)), &res)
 		if want := base + n; res.Seq != want || res.ID != fmt.Sprintf("m%d", n) {
 			t.Fatalf("send %d answered %+v", want, res)
 		}
 	}
 	// A retry of the same send: same seq, nothing new stored.
-	var again transport.SendResponse
+	var again api.SendResponse
 	wantOK(t, send(`{"id":"m2","from":"alice","channel":"general","to":"bob","content":{"text":"n"}}`), &again)
 	if again.Seq != base+2 || again.ID != "m2" {
 		t.Errorf("retry answered %+v, want m2 at seq %d", again, base+2)
 	}
 	// The same id with other content: 409.
-	msg := wantError(t, send(`{"id":"m2","from":"alice","channel":"general","to":"bob","content":{"text":"other"}}`), http.StatusConflict, transport.CodeConflict)
+	msg := wantError(t, send(`{"id":"m2","from":"alice","channel":"general","to":"bob","content":{"text":"other"}}`), http.StatusConflict, api.CodeConflict)
 	if !strings.Contains(msg, "m2") {
 		t.Errorf("conflict message %q does not name the id", msg)
 	}
@@ -218,7 +218,7 @@ func TestSendRejected(t *testing.T) {
 }
 
 func TestSendServiceErrors(t *testing.T) {
-	unknown := fmt.Errorf("cluster: send msg-1: leader lost after 3 tries: %w", transport.ErrOutcomeUnknown)
+	unknown := fmt.Errorf("cluster: send msg-1: leader lost after 3 tries: %w", api.ErrOutcomeUnknown)
 	cases := []struct {
 		name    string
 		err     error
@@ -226,19 +226,19 @@ func TestSendServiceErrors(t *testing.T) {
 		code    string
 		message string // the exact message, when set
 	}{
-		{name: "no leader", err: fmt.Errorf("cluster: %w", transport.ErrNoLeader), status: 503, code: "no_leader", message: "cluster: no leader"},
+		{name: "no leader", err: fmt.Errorf("cluster: %w", api.ErrNoLeader), status: 503, code: "no_leader", message: "cluster: no leader"},
 		{name: "outcome unknown", err: unknown, status: 503, code: "outcome_unknown", message: unknown.Error()},
-		{name: "outcome unknown beats no leader", err: fmt.Errorf("%w: %w", transport.ErrOutcomeUnknown, transport.ErrNoLeader), status: 503, code: "outcome_unknown"},
-		{name: "not leader", err: transport.ErrNotLeader, status: 503, code: "not_leader", message: "not the leader"},
-		{name: "not ready", err: fmt.Errorf("catching up: %w", transport.ErrNotReady), status: 503, code: "not_ready"},
+		{name: "outcome unknown beats no leader", err: fmt.Errorf("%w: %w", api.ErrOutcomeUnknown, api.ErrNoLeader), status: 503, code: "outcome_unknown"},
+		{name: "not leader", err: api.ErrNotLeader, status: 503, code: "not_leader", message: "not the leader"},
+		{name: "not ready", err: fmt.Errorf("catching up: %w", api.ErrNotReady), status: 503, code: "not_ready"},
 		{name: "conflict", err: fmt.Errorf("fsm: apply send: %w", api.ErrConflict), status: 409, code: "conflict"},
 		{name: "field error", err: fmt.Errorf("fsm: apply send: %w", &api.FieldError{Field: "to[0]", Reason: "no such agent"}), status: 400, code: "invalid", message: "to[0]: no such agent"},
 		{name: "not found", err: api.ErrNotFound, status: 404, code: "not_found"},
 		{name: "not found, in fsm's words", err: fmt.Errorf("fsm: apply send: %w", fsm.MessageNotFound("msg-x")), status: 404, code: "not_found", message: "message msg-x: not found"},
-		{name: "relayed APIError", err: &transport.APIError{Status: 409, Code: "conflict", Message: "x"}, status: 409, code: "conflict", message: "x"},
-		{name: "relayed APIError wrapped", err: fmt.Errorf("forward to n2: %w", &transport.APIError{Status: 503, Code: "no_leader", Message: "leader said so"}), status: 503, code: "no_leader", message: "leader said so"},
-		{name: "relayed APIError without status", err: &transport.APIError{Code: "not_found", Message: "gone"}, status: 404, code: "not_found", message: "gone"},
-		{name: "APIError of an unknown code without status", err: &transport.APIError{Code: "teapot", Message: "short and stout"}, status: 500, code: "teapot", message: "short and stout"},
+		{name: "relayed APIError", err: &api.APIError{Status: 409, Code: "conflict", Message: "x"}, status: 409, code: "conflict", message: "x"},
+		{name: "relayed APIError wrapped", err: fmt.Errorf("forward to n2: %w", &api.APIError{Status: 503, Code: "no_leader", Message: "leader said so"}), status: 503, code: "no_leader", message: "leader said so"},
+		{name: "relayed APIError without status", err: &api.APIError{Code: "not_found", Message: "gone"}, status: 404, code: "not_found", message: "gone"},
+		{name: "APIError of an unknown code without status", err: &api.APIError{Code: "teapot", Message: "short and stout"}, status: 500, code: "teapot", message: "short and stout"},
 		{name: "other error", err: errors.New("disk on fire"), status: 500, code: "internal", message: "disk on fire"},
 	}
 	for _, tc := range cases {
@@ -272,7 +272,7 @@ func TestGetMessage(t *testing.T) {
 		if len(c) == 0 {
 			t.Fatal("service not called")
 		}
-		if last := c[len(c)-1]; last.Cons != transport.Local {
+		if last := c[len(c)-1]; last.Cons != api.Local {
 			t.Errorf("read linearized with %+v, want local", last)
 		}
 	})
@@ -282,7 +282,7 @@ func TestGetMessage(t *testing.T) {
 		if len(c) == 0 {
 			t.Fatal("service not called")
 		}
-		if last := c[len(c)-1]; last.Cons != transport.Strong {
+		if last := c[len(c)-1]; last.Cons != api.Strong {
 			t.Errorf("consistency %q reached the service, want strong", last.Cons)
 		}
 	})
@@ -303,7 +303,7 @@ func TestGetMessage(t *testing.T) {
 		}
 	})
 	t.Run("no leader for a strong read", func(t *testing.T) {
-		f.Fail("Linearize", transport.ErrNoLeader)
+		f.Fail("Linearize", api.ErrNoLeader)
 		defer f.Fail("Linearize", nil)
 		wantError(t, do(t, "GET", srv.URL+"/v1/messages/"+stored.ID+"?consistency=strong", "", nil), 503, "no_leader")
 	})
@@ -315,7 +315,7 @@ func TestChannels(t *testing.T) {
 		store(t, f, msg(fmt.Sprintf("m%d", i), "alice", ch, "x", "bob"))
 	}
 	srv := serve(t, f, transport.ServerOptions{})
-	var got transport.ChannelsResponse
+	var got api.ChannelsResponse
 	wantOK(t, do(t, "GET", srv.URL+"/v1/channels", "", nil), &got)
 	want := []api.ChannelInfo{{Name: "general", Count: 2, FirstSeq: 1, LastSeq: 3}, {Name: "ops", Count: 1, FirstSeq: 2, LastSeq: 2}}
 	if !slices.Equal(got.Channels, want) {
@@ -324,7 +324,7 @@ func TestChannels(t *testing.T) {
 
 	wantOK(t, do(t, "GET", srv.URL+"/v1/channels?consistency=strong", "", nil), nil)
 	c := f.CallsTo("Linearize")
-	if len(c) != 2 || c[0].Cons != transport.Local || c[1].Cons != transport.Strong {
+	if len(c) != 2 || c[0].Cons != api.Local || c[1].Cons != api.Strong {
 		t.Errorf("service calls %+v, want local then strong", c)
 	}
 	wantError(t, do(t, "GET", srv.URL+"/v1/channels?consistency=eventual", "", nil), 400, "bad_request")
@@ -345,18 +345,18 @@ func TestChannelMessages(t *testing.T) {
 		query     string
 		after     uint64
 		limit     int
-		cons      transport.Consistency
+		cons      api.Consistency
 		seqs      []uint64
 		hasMore   bool
 		errStatus int
 		errWords  string
 	}{
-		{name: "defaults", query: "", after: 0, limit: api.DefaultPageLimit, cons: transport.Local, seqs: []uint64{1, 2, 3, 4, 5}},
-		{name: "after and limit", query: "after=2&limit=2", after: 2, limit: 2, cons: transport.Local, seqs: []uint64{3, 4}, hasMore: true},
-		{name: "last page", query: "after=3&limit=2", after: 3, limit: 2, cons: transport.Local, seqs: []uint64{4, 5}},
-		{name: "max limit", query: "limit=1000", limit: 1000, cons: transport.Local, seqs: []uint64{1, 2, 3, 4, 5}},
-		{name: "strong", query: "consistency=strong&limit=1", limit: 1, cons: transport.Strong, seqs: []uint64{1}, hasMore: true},
-		{name: "local", query: "consistency=local", limit: api.DefaultPageLimit, cons: transport.Local, seqs: []uint64{1, 2, 3, 4, 5}},
+		{name: "defaults", query: "", after: 0, limit: api.DefaultPageLimit, cons: api.Local, seqs: []uint64{1, 2, 3, 4, 5}},
+		{name: "after and limit", query: "after=2&limit=2", after: 2, limit: 2, cons: api.Local, seqs: []uint64{3, 4}, hasMore: true},
+		{name: "last page", query: "after=3&limit=2", after: 3, limit: 2, cons: api.Local, seqs: []uint64{4, 5}},
+		{name: "max limit", query: "limit=1000", limit: 1000, cons: api.Local, seqs: []uint64{1, 2, 3, 4, 5}},
+		{name: "strong", query: "consistency=strong&limit=1", limit: 1, cons: api.Strong, seqs: []uint64{1}, hasMore: true},
+		{name: "local", query: "consistency=local", limit: api.DefaultPageLimit, cons: api.Local, seqs: []uint64{1, 2, 3, 4, 5}},
 		{name: "limit 0", query: "limit=0", errStatus: 400, errWords: "limit"},
 		{name: "limit 1001", query: "limit=1001", errStatus: 400, errWords: "limit"},
 		{name: "negative limit", query: "limit=-1", errStatus: 400, errWords: "limit"},
@@ -402,7 +402,7 @@ func TestChannelMessages(t *testing.T) {
 func TestClusterStatus(t *testing.T) {
 	f := transporttest.New(t)
 	srv := serve(t, f, transport.ServerOptions{})
-	var st transport.Status
+	var st api.Status
 	wantOK(t, do(t, "GET", srv.URL+"/v1/cluster/status", "", nil), &st)
 	want, _ := f.Status(t.Context())
 	if st.NodeID != want.NodeID || st.State != want.State || st.Term != want.Term || st.LeaderAPIAddr != want.LeaderAPIAddr ||
@@ -435,7 +435,7 @@ func TestJoin(t *testing.T) {
 		{name: "unknown field", body: `{"node_id":"n4","raft_addr":"a:1","api_addr":"a:2","voter":true}`, status: 400, code: "unknown_field", prefix: `unknown field "voter"`},
 		{name: "empty body", body: ``, status: 400, code: "bad_request"},
 		{name: "too large", body: `{"node_id":"` + strings.Repeat("n", 64<<10) + `"}`, status: 413, code: "too_large"},
-		{name: "no leader", body: `{"node_id":"n4","raft_addr":"127.0.0.1:8004","api_addr":"127.0.0.1:7004"}`, svcErr: transport.ErrNoLeader, status: 503, code: "no_leader"},
+		{name: "no leader", body: `{"node_id":"n4","raft_addr":"127.0.0.1:8004","api_addr":"127.0.0.1:7004"}`, svcErr: api.ErrNoLeader, status: 503, code: "no_leader"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -449,7 +449,7 @@ func TestJoin(t *testing.T) {
 				if got["joined"] != "n4" {
 					t.Errorf("answer %v, want joined n4", got)
 				}
-				want := transport.JoinRequest{NodeID: "n4", RaftAddr: "127.0.0.1:8004", APIAddr: "127.0.0.1:7004"}
+				want := api.JoinRequest{NodeID: "n4", RaftAddr: "127.0.0.1:8004", APIAddr: "127.0.0.1:7004"}
 				if j := f.Joined(); len(j) != 1 || j[0] != want {
 					t.Errorf("service joined %+v, want %+v", j, want)
 				}
@@ -480,16 +480,16 @@ func TestRemove(t *testing.T) {
 	}
 	f.Fail("Remove", fmt.Errorf("node n9: %w", api.ErrNotFound))
 	wantError(t, do(t, "DELETE", srv.URL+"/v1/cluster/nodes/n9", "", nil), 404, "not_found")
-	f.Fail("Remove", transport.ErrNotLeader)
+	f.Fail("Remove", api.ErrNotLeader)
 	wantError(t, do(t, "DELETE", srv.URL+"/v1/cluster/nodes/n9", "", nil), 503, "not_leader")
 }
 
 func TestSnapshot(t *testing.T) {
 	f := transporttest.New(t)
 	srv := serve(t, f, transport.ServerOptions{})
-	var got transport.SnapshotResponse
+	var got api.SnapshotResponse
 	wantOK(t, do(t, "POST", srv.URL+"/v1/cluster/snapshot", "", nil), &got)
-	want := transport.SnapshotResponse{NodeID: "n1", ID: "3-42-1700000000000", Index: 42, Term: 3}
+	want := api.SnapshotResponse{NodeID: "n1", ID: "3-42-1700000000000", Index: 42, Term: 3}
 	if got != want {
 		t.Errorf("snapshot %+v, want %+v", got, want)
 	}
@@ -527,7 +527,7 @@ func TestTransferLeadership(t *testing.T) {
 				}
 				return
 			}
-			var got transport.TransferResponse
+			var got api.TransferResponse
 			wantOK(t, r, &got)
 			if got.LeaderID != tc.leader || !slices.Equal(f.Transfers(), []string{tc.to}) {
 				t.Errorf("answer %+v, service saw %q; want leader %q, to %q", got, f.Transfers(), tc.leader, tc.to)
@@ -555,8 +555,8 @@ func TestHealthAndReady(t *testing.T) {
 	}{
 		{name: "ready", status: 200},
 		{name: "plain error", err: errors.New("catching up: applied 3 of 9"), status: 503, code: "not_ready", words: "catching up: applied 3 of 9"},
-		{name: "not ready", err: fmt.Errorf("starting: %w", transport.ErrNotReady), status: 503, code: "not_ready", words: "starting"},
-		{name: "no leader", err: transport.ErrNoLeader, status: 503, code: "no_leader", words: "no leader"},
+		{name: "not ready", err: fmt.Errorf("starting: %w", api.ErrNotReady), status: 503, code: "not_ready", words: "starting"},
+		{name: "no leader", err: api.ErrNoLeader, status: 503, code: "no_leader", words: "no leader"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -621,7 +621,7 @@ func TestForwardedHeader(t *testing.T) {
 		{"POST", "/v1/cluster/snapshot", "", "Snapshot"},
 		{"POST", "/v1/cluster/transfer-leadership", "", "TransferLeadership"},
 	}
-	for _, header := range []http.Header{nil, {transport.HeaderForwarded: {"1"}}} {
+	for _, header := range []http.Header{nil, {api.HeaderForwarded: {"1"}}} {
 		want := header != nil
 		for _, rq := range reqs {
 			t.Run(fmt.Sprintf("%s%s/forwarded=%v", rq.method, rq.path, want), func(t *testing.T) {

@@ -27,48 +27,16 @@ import (
 // mistake is easy to recognise (and to scan for).
 const TokenSecretPrefix = "maos_"
 
-// TokenRequest is the body of POST /v1/tokens.
-type TokenRequest struct {
-	Agent string `json:"agent"`
-	// Role is api.TokenRoleAgent (the default when empty),
-	// api.TokenRoleModerator or api.TokenRoleAdmin.
-	Role string `json:"role,omitempty"`
-	// AgentRole and Capabilities are what the token's agent (and its
-	// forks) may register itself with (api.Token): without them it
-	// registers with the default role and no capability.
-	AgentRole    string   `json:"agent_role,omitempty"`
-	Capabilities []string `json:"capabilities,omitempty"`
-}
-
-// TokenCreated is the answer to POST /v1/tokens. Token is the secret to
-// send as Authorization: Bearer; it is not stored and cannot be shown
-// again.
-type TokenCreated struct {
-	ID    string `json:"id"`
-	Agent string `json:"agent"`
-	Role  string `json:"role"`
-	// AgentRole and Capabilities: the token's grant (TokenRequest).
-	AgentRole    string    `json:"agent_role,omitempty"`
-	Capabilities []string  `json:"capabilities,omitempty"`
-	CreatedAt    time.Time `json:"created_at"`
-	Token        string    `json:"token"`
-}
-
-// TokensResponse is the body of GET /v1/tokens.
-type TokensResponse struct {
-	Tokens []api.Token `json:"tokens"`
-}
-
 // whoami answers who the request's token speaks for: for a client (an MCP
 // server, a hook) to check it holds the token of the agent it acts as
 // before it acts. Without --auth: {"auth": false}.
 func (s *Server) whoami(w http.ResponseWriter, r *http.Request) {
 	id := IdentityFrom(r.Context())
 	if id == nil {
-		writeJSON(w, http.StatusOK, WhoAmI{})
+		writeJSON(w, http.StatusOK, api.WhoAmI{})
 		return
 	}
-	writeJSON(w, http.StatusOK, WhoAmI{Auth: true, Agent: id.Agent, Role: id.Role, TokenID: id.TokenID})
+	writeJSON(w, http.StatusOK, api.WhoAmI{Auth: true, Agent: id.Agent, Role: id.Role, TokenID: id.TokenID})
 }
 
 // newTokenSecret returns a new secret: the prefix and 32 random bytes,
@@ -99,7 +67,7 @@ func creatorID(r *http.Request) string {
 }
 
 func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
-	var req TokenRequest
+	var req api.TokenRequest
 	if err := decodeBody(w, r, maxControlBytes, &req); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -136,14 +104,14 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	s.catchUp(r, "token create")
 	// The one answer that holds a secret: no cache may keep it.
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, TokenCreated{ID: tok.ID, Agent: tok.Agent, Role: tok.Role,
+	writeJSON(w, http.StatusOK, api.TokenCreated{ID: tok.ID, Agent: tok.Agent, Role: tok.Role,
 		AgentRole: tok.AgentRole, Capabilities: tok.Capabilities, CreatedAt: tok.CreatedAt, Token: secret})
 }
 
 func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
 	s.query(w, r, func(st Reader) (any, error) {
 		list, err := st.Tokens()
-		return TokensResponse{Tokens: list}, err
+		return api.TokensResponse{Tokens: list}, err
 	})
 }
 
@@ -171,7 +139,7 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
 func (s *Server) catchUp(r *http.Request, what string) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
-	if err := s.prop.Linearize(ctx, Strong); err != nil {
+	if err := s.prop.Linearize(ctx, api.Strong); err != nil {
 		s.opts.Logger.Warn(what+": committed, but this node did not catch up with the leader", "error", err)
 	}
 }

@@ -46,7 +46,7 @@ type Proposer interface {
 	// Linearize returns, for Strong, once this node's state holds every
 	// entry committed before the call (a follower asks the leader for its
 	// read index and waits to apply it); for Local at once.
-	Linearize(ctx context.Context, c Consistency) error
+	Linearize(ctx context.Context, c api.Consistency) error
 	// ReadIndex is the leader's half of Linearize: it confirms leadership
 	// with a quorum and returns the commit index. ErrNotLeader elsewhere.
 	ReadIndex(ctx context.Context) (uint64, error)
@@ -123,36 +123,18 @@ var _ Reader = (*fsm.FSM)(nil)
 // Membership is the Raft cluster as this node sees it, its
 // administration, and the gossip members.
 type Membership interface {
-	Status(ctx context.Context) (Status, error)
+	Status(ctx context.Context) (api.Status, error)
 	// Ready returns nil when the node has a known leader and has applied
 	// what it knows to be committed; otherwise an error saying why not.
 	Ready(ctx context.Context) error
 	// Join adds a voter and records its API address (forwarded to the
 	// leader from a follower, as Apply is).
-	Join(ctx context.Context, req JoinRequest) error
+	Join(ctx context.Context, req api.JoinRequest) error
 	Remove(ctx context.Context, nodeID string) error
-	Snapshot(ctx context.Context) (SnapshotResponse, error)
-	TransferLeadership(ctx context.Context, to string) (TransferResponse, error)
+	Snapshot(ctx context.Context) (api.SnapshotResponse, error)
+	TransferLeadership(ctx context.Context, to string) (api.TransferResponse, error)
 	// Members lists the gossip members this node knows of.
-	Members(ctx context.Context) (MembersResponse, error)
-}
-
-// PresenceStore is agent presence: soft state carried by gossip, answered
-// by the node a request reaches, never in the Raft log.
-type PresenceStore interface {
-	// PutPresence records a heartbeat of agent, accepted by this node, and
-	// gossips it: u is normalized and validated by the handler; a
-	// *api.FieldError (node, timestamp) or an error wrapping
-	// api.ErrConflict (an explicit timestamp older than the recorded one)
-	// refuses it.
-	PutPresence(ctx context.Context, agent string, u PresenceUpdate) (Presence, error)
-	// Presence lists every agent this node knows of, sorted by id, as seen
-	// now: an AWAKE agent whose heartbeat lapsed or whose node is dead or
-	// left shows OFFLINE with the reason.
-	Presence(ctx context.Context) ([]Presence, error)
-	// AgentPresence is one agent's entry of Presence; api.ErrNotFound if
-	// the node has no record of it.
-	AgentPresence(ctx context.Context, agent string) (Presence, error)
+	Members(ctx context.Context) (api.MembersResponse, error)
 }
 
 // Backend is what NewServer serves: the four parts, from one value.
@@ -165,4 +147,22 @@ type Backend interface {
 	// State is the node's own state machine, read-only, for reads after
 	// Linearize. It is asked once, when the server is made.
 	State() Reader
+}
+
+// PresenceStore is agent presence: soft state carried by gossip, answered
+// by the node a request reaches, never in the Raft log.
+type PresenceStore interface {
+	// PutPresence records a heartbeat of agent, accepted by this node, and
+	// gossips it: u is normalized and validated by the handler; a
+	// *api.FieldError (node, timestamp) or an error wrapping
+	// ErrConflict (an explicit timestamp older than the recorded one)
+	// refuses it.
+	PutPresence(ctx context.Context, agent string, u api.PresenceUpdate) (api.Presence, error)
+	// Presence lists every agent this node knows of, sorted by id, as seen
+	// now: an AWAKE agent whose heartbeat lapsed or whose node is dead or
+	// left shows OFFLINE with the reason.
+	Presence(ctx context.Context) ([]api.Presence, error)
+	// AgentPresence is one agent's entry of Presence; api.ErrNotFound if
+	// the node has no record of it.
+	AgentPresence(ctx context.Context, agent string) (api.Presence, error)
 }

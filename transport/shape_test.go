@@ -35,7 +35,7 @@ func TestShapeRefusedBeforeProposal(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := len(svc.CallsTo("Apply"))
-			m := wantError(t, do(t, "POST", url+c.path, c.body, nil), http.StatusBadRequest, transport.CodeInvalid)
+			m := wantError(t, do(t, "POST", url+c.path, c.body, nil), http.StatusBadRequest, api.CodeInvalid)
 			if !strings.Contains(m, c.want) {
 				t.Errorf("refusal %q, want %q", m, c.want)
 			}
@@ -45,7 +45,7 @@ func TestShapeRefusedBeforeProposal(t *testing.T) {
 		})
 	}
 	// At the bound it is stored, and reads back.
-	var res transport.SendResponse
+	var res api.SendResponse
 	wantOK(t, do(t, "POST", url+"/v1/messages", msg(`,"id":"m-deep","metadata":`+deep(fsm.MaxJSONDepth)), nil), &res)
 	var m api.Message
 	wantOK(t, do(t, "GET", url+"/v1/messages/m-deep", "", nil), &m)

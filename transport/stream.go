@@ -20,33 +20,9 @@ import (
 // proxies and clients can tell a quiet stream from a dead one.
 const DefaultKeepAlive = 15 * time.Second
 
-// Stream event names. A "message" event's id is the message's seq (N) and
-// its data the message JSON. Object events carry what an entry did to a
-// task or an approval: a "task" event's data is api.TaskUpdate
-// {"event","task"}, an "approval" event's api.ApprovalUpdate
-// {"event","approval"}; the last object event of entry N a stream sends
-// has the id N:task or N:approval (after its kind), which both mean
-// "after all of N". "ready" (data {"seq":N}) is sent once, when the
-// stream has sent every event stored when it opened.
-const (
-	EventMessage  = "message"
-	EventTask     = "task"
-	EventApproval = "approval"
-	EventReady    = "ready"
-)
-
 // StreamKinds are the kinds of event a stream carries, what ?events=
 // lists: all of them by default.
-var StreamKinds = []string{EventMessage, EventTask, EventApproval}
-
-// The stream's older ?tasks= values, from before approvals: task events
-// interleaved with messages, task events alone, or messages alone (as
-// ?events=message,task, ?events=task and ?events=message).
-const (
-	StreamTasksAll  = "all"
-	StreamTasksOnly = "only"
-	StreamTasksNone = "none"
-)
+var StreamKinds = []string{api.EventMessage, api.EventTask, api.EventApproval}
 
 // streamPage is how many messages (or object updates) one read of the
 // state hands the stream.
@@ -74,8 +50,8 @@ func (p streamPos) objectsAfter() uint64 {
 // "N:approval" (after all of N).
 func parseStreamPos(s string) (streamPos, error) {
 	n, kind, objects := strings.Cut(s, ":")
-	if objects && kind != EventTask && kind != EventApproval {
-		return streamPos{}, fmt.Errorf("%w: after (or Last-Event-ID): %q is not N, N:task or N:approval", ErrBadRequest, s)
+	if objects && kind != api.EventTask && kind != api.EventApproval {
+		return streamPos{}, fmt.Errorf("%w: after (or Last-Event-ID): %q is not N, N:task or N:approval", api.ErrBadRequest, s)
 	}
 	v, err := uintParam(n, "after (or Last-Event-ID)", 0, 1<<63)
 	if err != nil {
@@ -92,7 +68,7 @@ type streamFilter struct {
 }
 
 // objects reports whether the filter wants any object event.
-func (f streamFilter) objects() bool { return f.kinds[EventTask] || f.kinds[EventApproval] }
+func (f streamFilter) objects() bool { return f.kinds[api.EventTask] || f.kinds[api.EventApproval] }
 
 // streamKinds reads ?events= (a comma-separated list of StreamKinds; all
 // when absent) or the older ?tasks= (all, only, none); not both.
@@ -101,12 +77,12 @@ func streamKinds(q url.Values) (map[string]bool, error) {
 	kinds := map[string]bool{}
 	switch {
 	case events != "" && tasks != "":
-		return nil, fmt.Errorf("%w: events and tasks: give one (tasks= is the older form of events=)", ErrBadRequest)
+		return nil, fmt.Errorf("%w: events and tasks: give one (tasks= is the older form of events=)", api.ErrBadRequest)
 	case events != "":
 		for _, k := range strings.Split(events, ",") {
 			k = strings.TrimSpace(k)
 			if !slices.Contains(StreamKinds, k) {
-				return nil, fmt.Errorf("%w: events: %q is not one of %s", ErrBadRequest, k, strings.Join(StreamKinds, ", "))
+				return nil, fmt.Errorf("%w: events: %q is not one of %s", api.ErrBadRequest, k, strings.Join(StreamKinds, ", "))
 			}
 			kinds[k] = true
 		}
@@ -114,14 +90,14 @@ func streamKinds(q url.Values) (map[string]bool, error) {
 		for _, k := range StreamKinds {
 			kinds[k] = true
 		}
-	case tasks == StreamTasksAll:
-		kinds[EventMessage], kinds[EventTask] = true, true
-	case tasks == StreamTasksOnly:
-		kinds[EventTask] = true
-	case tasks == StreamTasksNone:
-		kinds[EventMessage] = true
+	case tasks == api.StreamTasksAll:
+		kinds[api.EventMessage], kinds[api.EventTask] = true, true
+	case tasks == api.StreamTasksOnly:
+		kinds[api.EventTask] = true
+	case tasks == api.StreamTasksNone:
+		kinds[api.EventMessage] = true
 	default:
-		return nil, fmt.Errorf("%w: tasks: %q is not %s, %s or %s", ErrBadRequest, tasks, StreamTasksAll, StreamTasksOnly, StreamTasksNone)
+		return nil, fmt.Errorf("%w: tasks: %q is not %s, %s or %s", api.ErrBadRequest, tasks, api.StreamTasksAll, api.StreamTasksOnly, api.StreamTasksNone)
 	}
 	return kinds, nil
 }
@@ -207,7 +183,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		if !ready {
-			fmt.Fprintf(w, "event: %s\ndata: {\"seq\":%d}\n\n", EventReady, pos.index)
+			fmt.Fprintf(w, "event: %s\ndata: {\"seq\":%d}\n\n", api.EventReady, pos.index)
 			ready = true
 		}
 		flusher.Flush()
@@ -249,7 +225,7 @@ func (s *Server) streamOnce(w io.Writer, state Reader, viewer *api.Viewer, f str
 		bound      = state.AppliedIndex()
 		agentEntry *api.Agent
 	)
-	if f.kinds[EventMessage] {
+	if f.kinds[api.EventMessage] {
 		if msgs, msgMore, err = streamRead(state, f.agent, f.channel, pos.msgAfter()); err != nil {
 			return false, err
 		}
@@ -291,7 +267,7 @@ func (s *Server) streamOnce(w io.Writer, state Reader, viewer *api.Viewer, f str
 			if err != nil {
 				continue
 			}
-			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", m.Seq, EventMessage, data)
+			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", m.Seq, api.EventMessage, data)
 		case hasUp:
 			var index uint64
 			j, index = writeObjectEvents(w, f, agentEntry, ups, j)
@@ -406,12 +382,12 @@ func readObjects(state Reader, after uint64, kinds map[string]bool) ([]objectUpd
 		approvals api.ApprovalUpdatePage
 		err       error
 	)
-	if kinds[EventTask] {
+	if kinds[api.EventTask] {
 		if tasks, err = state.TaskEvents(after, streamPage); err != nil {
 			return nil, false, err
 		}
 	}
-	if kinds[EventApproval] {
+	if kinds[api.EventApproval] {
 		if approvals, err = state.ApprovalEvents(after, streamPage); err != nil {
 			return nil, false, err
 		}
@@ -431,11 +407,11 @@ func readObjects(state Reader, after uint64, kinds map[string]bool) ([]objectUpd
 		switch {
 		case hasTask && (!hasAppr || tasks.Updates[i].Event.Seq <= approvals.Updates[j].Event.Seq):
 			u := &tasks.Updates[i]
-			out = append(out, objectUpdate{index: u.Event.Seq, kind: EventTask, task: u})
+			out = append(out, objectUpdate{index: u.Event.Seq, kind: api.EventTask, task: u})
 			i++
 		case hasAppr:
 			u := &approvals.Updates[j]
-			out = append(out, objectUpdate{index: u.Event.Seq, kind: EventApproval, approval: u})
+			out = append(out, objectUpdate{index: u.Event.Seq, kind: api.EventApproval, approval: u})
 			j++
 		default:
 			return out, tasks.HasMore || approvals.HasMore, nil

@@ -43,14 +43,14 @@ func (s *streamState) send(from, channel string, to ...string) uint64 {
 // collect streams q and returns the seqs of the messages it carried: the
 // backlog, and then (when n > 0) n more pushed after the ready event, for
 // which after is called once the stream caught up.
-func collect(t *testing.T, c *transport.Client, q transport.StreamQuery, after func(), n int) []uint64 {
+func collect(t *testing.T, c *transport.Client, q api.StreamQuery, after func(), n int) []uint64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var seqs []uint64
 	caughtUp, live := false, 0
 	errDone := errors.New("done")
-	err := c.Stream(ctx, q, func(ev transport.StreamEvent) error {
+	err := c.Stream(ctx, q, func(ev api.StreamEvent) error {
 		if ev.Ready {
 			if n == 0 {
 				return errDone
@@ -89,26 +89,26 @@ func TestStreamBacklogLiveAndResume(t *testing.T) {
 
 	// Backlog of everything, then a message applied after the stream
 	// caught up is pushed.
-	got := collect(t, c, transport.StreamQuery{}, func() { st.send("codex", "ops", "claude") }, 1)
+	got := collect(t, c, api.StreamQuery{}, func() { st.send("codex", "ops", "claude") }, 1)
 	if fmt.Sprint(got) != "[1 2 3 4]" {
 		t.Fatalf("stream = %v, want [1 2 3 4]", got)
 	}
 	// Resume after seq 2 (Last-Event-ID): no gap, no repeat.
-	if got := collect(t, c, transport.StreamQuery{After: 2}, nil, 0); fmt.Sprint(got) != "[3 4]" {
+	if got := collect(t, c, api.StreamQuery{After: 2}, nil, 0); fmt.Sprint(got) != "[3 4]" {
 		t.Fatalf("resumed stream = %v, want [3 4]", got)
 	}
 	// Filters: one channel; one agent's inbox; both.
-	if got := collect(t, c, transport.StreamQuery{Channel: "ops"}, nil, 0); fmt.Sprint(got) != "[1 2 4]" {
+	if got := collect(t, c, api.StreamQuery{Channel: "ops"}, nil, 0); fmt.Sprint(got) != "[1 2 4]" {
 		t.Fatalf("channel ops = %v", got)
 	}
-	if got := collect(t, c, transport.StreamQuery{Agent: "claude"}, nil, 0); fmt.Sprint(got) != "[1 3 4]" {
+	if got := collect(t, c, api.StreamQuery{Agent: "claude"}, nil, 0); fmt.Sprint(got) != "[1 3 4]" {
 		t.Fatalf("claude's inbox = %v", got)
 	}
-	if got := collect(t, c, transport.StreamQuery{Agent: "claude", Channel: "dev"}, nil, 0); fmt.Sprint(got) != "[3]" {
+	if got := collect(t, c, api.StreamQuery{Agent: "claude", Channel: "dev"}, nil, 0); fmt.Sprint(got) != "[3]" {
 		t.Fatalf("claude's inbox in dev = %v", got)
 	}
 	// An agent with no inbox yet: an empty backlog, then its first message.
-	got = collect(t, c, transport.StreamQuery{Agent: "gemini"}, func() { st.send("codex", "ops", "gemini") }, 1)
+	got = collect(t, c, api.StreamQuery{Agent: "gemini"}, func() { st.send("codex", "ops", "gemini") }, 1)
 	if fmt.Sprint(got) != "[5]" {
 		t.Fatalf("new agent's stream = %v, want [5]", got)
 	}

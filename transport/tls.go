@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"github.com/maos-project/maos/api"
 	"net/http"
 	"os"
 	"strings"
@@ -243,10 +244,10 @@ func requireNodeCert(r *http.Request) error {
 	}
 	if !strings.HasPrefix(r.URL.Path, "/v1/internal/") &&
 		!(r.Method == http.MethodPost && r.URL.Path == "/v1/cluster/join") &&
-		r.Header.Get(HeaderForwarded) == "" {
+		r.Header.Get(api.HeaderForwarded) == "" {
 		return nil
 	}
-	return &APIError{Status: http.StatusForbidden, Code: CodeForbidden, Message: fmt.Sprintf(
+	return &api.APIError{Status: http.StatusForbidden, Code: api.CodeForbidden, Message: fmt.Sprintf(
 		"%s %s is a node-to-node request: over TLS it needs a client certificate signed by the cluster CA "+
 			"(the calling node's --tls-cert and --tls-key), and none was presented", r.Method, r.URL.Path)}
 }

@@ -182,7 +182,7 @@ func TestTLSAPINodeRequestsNeedAClientCertificate(t *testing.T) {
 		}
 		return resp.StatusCode, b
 	}
-	fwd := http.Header{transport.HeaderForwarded: {"1"}}
+	fwd := http.Header{api.HeaderForwarded: {"1"}}
 	join := `{"node_id":"n9","raft_addr":"127.0.0.1:9","api_addr":"127.0.0.1:8"}`
 	for _, tc := range []struct {
 		name         string
@@ -203,7 +203,7 @@ func TestTLSAPINodeRequestsNeedAClientCertificate(t *testing.T) {
 				t.Fatalf("without a client certificate: %d %s, want 403", status, body)
 			}
 			code, msg := errorOf(t, body)
-			if code != transport.CodeForbidden || !strings.Contains(msg, "client certificate signed by the cluster CA") {
+			if code != api.CodeForbidden || !strings.Contains(msg, "client certificate signed by the cluster CA") {
 				t.Errorf("403 body: code %q message %q", code, msg)
 			}
 			if status, body := call(peer, tc.method, tc.path, tc.body, tc.h); status == http.StatusForbidden {
@@ -259,7 +259,7 @@ func TestTLSAPIRefusesClientsWithoutTheCA(t *testing.T) {
 	}
 	// Plain HTTP to the TLS port gets no API answer.
 	_, err = transport.NewClient(addr, nil).Status(ctx)
-	var apiErr *transport.APIError
+	var apiErr *api.APIError
 	if err == nil || (errors.As(err, &apiErr) && apiErr.Status != http.StatusBadRequest) {
 		t.Errorf("plain HTTP to the TLS port: %v, want a refusal", err)
 	}

@@ -32,7 +32,7 @@ type visEnv struct {
 // bob → alice answering p1; p2 public alice → bob answering s; p3 public
 // carol → alice. All on channel general, all in p1's thread.
 type visMsgs struct {
-	p1, s, p2, p3 *transport.SendResponse
+	p1, s, p2, p3 *api.SendResponse
 }
 
 func newVisEnv(t *testing.T) *visEnv {
@@ -41,9 +41,9 @@ func newVisEnv(t *testing.T) *visEnv {
 	apiServer := transport.NewServer(svc, transport.ServerOptions{Logger: discard, KeepAlive: time.Hour})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if as := r.Header.Get(asHeader); as != "" {
-			id := &transport.Identity{Agent: as, Role: transport.RoleAgent, TokenID: "tok-" + as}
+			id := &transport.Identity{Agent: as, Role: api.RoleAgent, TokenID: "tok-" + as}
 			if as == "boss" {
-				id.Role = transport.RoleModerator
+				id.Role = api.RoleModerator
 			}
 			r = r.WithContext(transport.WithIdentity(r.Context(), id))
 		}
@@ -59,7 +59,7 @@ func newVisEnv(t *testing.T) *visEnv {
 	return e
 }
 
-func (e *visEnv) send(id, from, to, title, text, visibility, inReplyTo string) *transport.SendResponse {
+func (e *visEnv) send(id, from, to, title, text, visibility, inReplyTo string) *api.SendResponse {
 	e.t.Helper()
 	m := &api.Message{ID: id, From: from, To: api.Recipients{to}, Channel: "general", Title: title,
 		Content: api.Content{Text: text}, Visibility: visibility, InReplyTo: inReplyTo}
@@ -68,7 +68,7 @@ func (e *visEnv) send(id, from, to, title, text, visibility, inReplyTo string) *
 		e.t.Fatal(err)
 	}
 	res := store(e.t, e.svc, m)
-	return &transport.SendResponse{ID: res.ID, Seq: res.Seq}
+	return &api.SendResponse{ID: res.ID, Seq: res.Seq}
 }
 
 func (e *visEnv) conversation() visMsgs {
@@ -122,8 +122,8 @@ func ids(t *testing.T, r reply) []string {
 func (e *visEnv) hiddenAsAbsent(t *testing.T, path, id, absent string) reply {
 	t.Helper()
 	r := e.get("carol", path)
-	hidden := wantError(t, r, http.StatusNotFound, transport.CodeNotFound)
-	other := wantError(t, e.get("carol", strings.Replace(path, id, absent, 1)), http.StatusNotFound, transport.CodeNotFound)
+	hidden := wantError(t, r, http.StatusNotFound, api.CodeNotFound)
+	other := wantError(t, e.get("carol", strings.Replace(path, id, absent, 1)), http.StatusNotFound, api.CodeNotFound)
 	if strings.ReplaceAll(hidden, id, "ID") != strings.ReplaceAll(other, absent, "ID") {
 		t.Errorf("%s: carol's 404 %q differs from an absent one's %q", path, hidden, other)
 	}
@@ -300,7 +300,7 @@ func TestPrivateMessageReadPaths(t *testing.T) {
 	})
 
 	t.Run("audit", func(t *testing.T) {
-		event := func(as string) (transport.AuditEntry, []byte) {
+		event := func(as string) (api.AuditEntry, []byte) {
 			r := e.get(as, "/v1/audit")
 			a := decodeAudit(t, r)
 			for _, ev := range a.Events {
@@ -309,7 +309,7 @@ func TestPrivateMessageReadPaths(t *testing.T) {
 				}
 			}
 			t.Fatalf("%q: no audit event at index %d: %s", as, c.s.Seq, r.body)
-			return transport.AuditEntry{}, nil
+			return api.AuditEntry{}, nil
 		}
 		ev, body := event("carol")
 		noLeak(t, "audit", body)
@@ -410,7 +410,7 @@ func backlog(t *testing.T, ch <-chan event) []string {
 	out := []string{}
 	for {
 		ev := next(t, ch)
-		if ev.name == transport.EventReady {
+		if ev.name == api.EventReady {
 			return out
 		}
 		var m api.Message
@@ -460,7 +460,7 @@ func TestPrivateMessageStream(t *testing.T) {
 	backlog(t, bob)
 	s2 := e.send("msg-s2", "alice", "bob", "secret again", "secret live", "private", "")
 	p4 := e.send("msg-p4", "alice", "bob", "", "public live", "", "")
-	if ev := next(t, carol); ev.name != transport.EventMessage || ev.id != fmt.Sprint(p4.Seq) {
+	if ev := next(t, carol); ev.name != api.EventMessage || ev.id != fmt.Sprint(p4.Seq) {
 		t.Errorf("carol's next event = %+v, want p4 (seq %d)", ev, p4.Seq)
 	}
 	for _, want := range []uint64{s2.Seq, p4.Seq} {

@@ -54,7 +54,7 @@ func mailHA(t *testing.T, cl *transport.Client, n int) *api.Message {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := cl.Message(context.Background(), m.ID, transport.Strong)
+	got, err := cl.Message(context.Background(), m.ID, api.Strong)
 	if err != nil || got.Seq != res.Seq {
 		t.Fatalf("read back %s: %+v, %v", m.ID, got, err)
 	}
@@ -66,7 +66,7 @@ func answerOf(t *testing.T, cl *transport.Client, m *api.Message) string {
 	t.Helper()
 	var text string
 	waitFor(t, "the reply to "+m.ID, func() bool {
-		r, err := cl.Message(context.Background(), ReplyID("ha", m), transport.Strong)
+		r, err := cl.Message(context.Background(), ReplyID("ha", m), api.Strong)
 		if err == nil {
 			text = strings.TrimSpace(r.Content.Text)
 		}
@@ -77,7 +77,7 @@ func answerOf(t *testing.T, cl *transport.Client, m *api.Message) string {
 
 func leaseOf(t *testing.T, cl *transport.Client) *api.AgentLease {
 	t.Helper()
-	l, err := cl.AgentLease(context.Background(), "ha", transport.Strong)
+	l, err := cl.AgentLease(context.Background(), "ha", api.Strong)
 	if err != nil {
 		return nil
 	}
@@ -111,10 +111,10 @@ func TestStandbyTakesOverWhenTheHolderStops(t *testing.T) {
 		t.Fatalf("second answer %q, want n2's", got)
 	}
 	waitFor(t, "the cursor passes the second message", func() bool {
-		c, err := cl.Cursor(context.Background(), "ha", transport.Strong)
+		c, err := cl.Cursor(context.Background(), "ha", api.Strong)
 		return err == nil && c.Seq >= m2.Seq
 	})
-	page, err := cl.Audit(context.Background(), 0, api.MaxPageLimit, transport.Strong)
+	page, err := cl.Audit(context.Background(), 0, api.MaxPageLimit, api.Strong)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestStandbyTakesOverALapsedLease(t *testing.T) {
 	if !errors.Is(err, api.ErrFenced) || !strings.Contains(err.Error(), fmt.Sprintf("fence %d is not the current lease's (fence %d, held by n2/inst-n2)", got.Lease.Fence, l.Fence)) {
 		t.Fatalf("late reply = %v, want refused by the fence", err)
 	}
-	if r, err := cl.Message(ctx, ReplyID("ha", m), transport.Strong); err != nil || strings.TrimSpace(r.Content.Text) != "answered by n2" {
+	if r, err := cl.Message(ctx, ReplyID("ha", m), api.Strong); err != nil || strings.TrimSpace(r.Content.Text) != "answered by n2" {
 		t.Fatalf("stored reply = %+v, %v; want n2's only", r, err)
 	}
 }

@@ -38,7 +38,7 @@ func runWatcher(t *testing.T, cl *transport.Client, yml string) {
 
 func putBytes(t *testing.T, cl *transport.Client, name string, b []byte) api.Artifact {
 	t.Helper()
-	a, err := cl.PutArtifact(context.Background(), bytes.NewReader(b), int64(len(b)), transport.ArtifactUpload{Name: name, From: "lead"})
+	a, err := cl.PutArtifact(context.Background(), bytes.NewReader(b), int64(len(b)), api.ArtifactUpload{Name: name, From: "lead"})
 	if err != nil {
 		t.Fatal(err)
 	}

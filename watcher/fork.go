@@ -190,7 +190,7 @@ func forkNote(m, r *api.Message, parent string) *api.Message {
 // only after that.
 func (w *agentWatcher) forkPresence(ctx context.Context, name, task string) (stop func()) {
 	quit, done := make(chan struct{}), make(chan struct{})
-	put := func(u transport.PresenceUpdate) {
+	put := func(u api.PresenceUpdate) {
 		pctx, cancel := context.WithTimeout(context.Background(), forkPresenceTimeout)
 		defer cancel()
 		if _, err := w.c.PutPresence(pctx, name, u); err != nil && ctx.Err() == nil {
@@ -202,8 +202,8 @@ func (w *agentWatcher) forkPresence(ctx context.Context, name, task string) (sto
 		t := time.NewTicker(w.opts.Heartbeat)
 		defer t.Stop()
 		for {
-			put(transport.PresenceUpdate{State: transport.PresenceAwake, Substate: transport.SubstateWorking,
-				Source: transport.SourceWatcher, PID: os.Getpid(), Task: truncate(task, transport.MaxPresenceTask)})
+			put(api.PresenceUpdate{State: api.PresenceAwake, Substate: api.SubstateWorking,
+				Source: api.SourceWatcher, PID: os.Getpid(), Task: truncate(task, api.MaxPresenceTask)})
 			select {
 			case <-quit:
 				return
@@ -216,7 +216,7 @@ func (w *agentWatcher) forkPresence(ctx context.Context, name, task string) (sto
 	return func() {
 		close(quit)
 		<-done
-		put(transport.PresenceUpdate{State: transport.PresenceOffline})
+		put(api.PresenceUpdate{State: api.PresenceOffline})
 	}
 }
 
@@ -244,7 +244,7 @@ func threadContext(ctx context.Context, c *transport.Client, m *api.Message, n i
 	var ring []*api.Message
 	var after uint64
 	for range forkThreadPages {
-		p, err := c.Thread(ctx, thread, after, api.MaxPageLimit, transport.Local)
+		p, err := c.Thread(ctx, thread, after, api.MaxPageLimit, api.Local)
 		if err != nil {
 			return nil, fmt.Errorf("watcher: thread of %s: %w", m.ID, err)
 		}

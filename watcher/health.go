@@ -5,7 +5,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api"
 )
 
 // taskStats are an agent's task counters since its watcher started, for
@@ -64,11 +64,11 @@ func (w *agentWatcher) taskEnded(outcome taskOutcome, d time.Duration, lastErr s
 
 // health is the counters now, as a heartbeat carries them: the last
 // error on one line, cut to what presence keeps.
-func (w *agentWatcher) health() transport.AgentHealth {
+func (w *agentWatcher) health() api.AgentHealth {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	h := transport.AgentHealth{TasksRunning: w.stats.running, TasksSucceeded: w.stats.succeeded, TasksFailed: w.stats.failed,
-		LastError: oneLine(w.stats.lastError, transport.MaxPresenceLastError)}
+	h := api.AgentHealth{TasksRunning: w.stats.running, TasksSucceeded: w.stats.succeeded, TasksFailed: w.stats.failed,
+		LastError: oneLine(w.stats.lastError, api.MaxPresenceLastError)}
 	if w.stats.reported > 0 {
 		h.MeanDurationMS = (w.stats.total / time.Duration(w.stats.reported)).Milliseconds()
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api"
 )
 
 // Defaults of the pane detector (PaneDetector) of a tmux agent.
@@ -47,8 +47,8 @@ type PaneDetector struct {
 	Lines   int // <= 0: PaneLines
 }
 
-// Detect returns transport.SubstateWorking when screen's last lines match
-// Working, transport.SubstateIdle when they match Idle, and "" when
+// Detect returns api.SubstateWorking when screen's last lines match
+// Working, api.SubstateIdle when they match Idle, and "" when
 // neither does (a shell, a dialog, a pane the agent left): not knowing is
 // not idle.
 func (d PaneDetector) Detect(screen string) string {
@@ -70,16 +70,16 @@ func (d PaneDetector) Detect(screen string) string {
 	text := strings.Join(last, "\n")
 	switch {
 	case d.Working != nil && d.Working.MatchString(text):
-		return transport.SubstateWorking
+		return api.SubstateWorking
 	case d.Idle != nil && d.Idle.MatchString(text):
-		return transport.SubstateIdle
+		return api.SubstateIdle
 	}
 	return ""
 }
 
 // PaneState tells whether the agent in a pane is idle: what a delivery
 // policy asks before it types into the pane. PaneSubstate returns
-// transport.SubstateIdle, transport.SubstateWorking, or "" when it cannot
+// api.SubstateIdle, api.SubstateWorking, or "" when it cannot
 // tell; the error is tmux's (no server, no such pane) or ctx's.
 type PaneState interface {
 	PaneSubstate(ctx context.Context) (string, error)

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/testenv"
-	"github.com/maos-project/maos/transport"
 )
 
 // Screens as Claude Code and Codex draw them in a tmux pane (trimmed to
@@ -84,15 +84,15 @@ func TestPaneDetectorDefaults(t *testing.T) {
 	for _, tc := range []struct {
 		name, screen, want string
 	}{
-		{"claude code idle", claudeIdle, transport.SubstateIdle},
-		{"claude code working", claudeWorking, transport.SubstateWorking},
-		{"codex idle", codexIdle, transport.SubstateIdle},
-		{"codex working", codexWorking, transport.SubstateWorking},
+		{"claude code idle", claudeIdle, api.SubstateIdle},
+		{"claude code working", claudeWorking, api.SubstateWorking},
+		{"codex idle", codexIdle, api.SubstateIdle},
+		{"codex working", codexWorking, api.SubstateWorking},
 		{"a shell", shell, ""},
 		{"empty", "\n\n\n", ""},
-		{"an old status line scrolled up", scrolled.String(), transport.SubstateIdle},
+		{"an old status line scrolled up", scrolled.String(), api.SubstateIdle},
 		{"a prompt character inside text", "the ratio is a > b\nnot a prompt", ""},
-		{"a bare prompt at the end", "answer\n>", transport.SubstateIdle},
+		{"a bare prompt at the end", "answer\n>", api.SubstateIdle},
 		{"claude code's permission dialog", "Bash command\n  rm -rf build\nDo you want to proceed?\n❯ 1. Yes\n  2. No, and tell Claude what to do differently (esc)\n", ""},
 		{"a menu cursor on a numbered choice", "Allow command?\n› 1. Yes, proceed\n  2. No\n", ""},
 	} {
@@ -121,11 +121,11 @@ func TestPaneDetectorConfigured(t *testing.T) {
 	}
 	d := f.Agents[0].PaneDetector()
 	for screen, want := range map[string]string{
-		"aider> ":                         transport.SubstateIdle,
-		"Waiting for gpt-5…\naider> ":     transport.SubstateWorking,
+		"aider> ":                         api.SubstateIdle,
+		"Waiting for gpt-5…\naider> ":     api.SubstateWorking,
 		claudeIdle:                        "",
 		"esc to interrupt\n> ":            "",
-		"\naider> \n\n\n\n\n\n\n\n\n\n\n": transport.SubstateIdle,
+		"\naider> \n\n\n\n\n\n\n\n\n\n\n": api.SubstateIdle,
 	} {
 		if got := d.Detect(screen); got != want {
 			t.Errorf("%q: %q, want %q", screen, got, want)
@@ -152,11 +152,11 @@ func TestPaneProbeOnTmux(t *testing.T) {
 		}
 		t.Fatalf("pane substate %q (err %v), want %q", got, err, want)
 	}
-	waitSub(transport.SubstateIdle)
+	waitSub(api.SubstateIdle)
 	s.keys(target, "do it", "Enter")
-	waitSub(transport.SubstateWorking)
+	waitSub(api.SubstateWorking)
 	s.keys(target, "Enter")
-	waitSub(transport.SubstateIdle)
+	waitSub(api.SubstateIdle)
 
 	other := s.session("shell", `printf 'user@host:~$ '; sleep 60`)
 	if got, err := (PaneProbe{Tmux: s.tm, Target: other, Detector: defaultDetector(t)}).PaneSubstate(context.Background()); err != nil || got != "" {
@@ -193,7 +193,7 @@ func TestWatcherReportsPaneSubstate(t *testing.T) {
 	// the pane loop waking it on a change.
 	waitPresence := func(sub, source string) {
 		t.Helper()
-		var p transport.Presence
+		var p api.Presence
 		for deadline := testenv.Deadline(t); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 			if p, err = cl.AgentPresence(context.Background(), "tm"); err == nil && p.Substate == sub && p.Source == source {
 				return
@@ -201,15 +201,15 @@ func TestWatcherReportsPaneSubstate(t *testing.T) {
 		}
 		t.Fatalf("presence %s from %q, want %s from %q", p.Substate, p.Source, sub, source)
 	}
-	waitPresence(transport.SubstateIdle, transport.SourcePane)
+	waitPresence(api.SubstateIdle, api.SourcePane)
 	s.keys(target, "work", "Enter")
-	waitPresence(transport.SubstateWorking, transport.SourcePane)
+	waitPresence(api.SubstateWorking, api.SourcePane)
 	s.keys(target, "Enter")
-	waitPresence(transport.SubstateIdle, transport.SourcePane)
+	waitPresence(api.SubstateIdle, api.SourcePane)
 	s.keys(target, "shell", "Enter")
-	waitPresence(transport.SubstateIdle, transport.SourceWatcher)
+	waitPresence(api.SubstateIdle, api.SourceWatcher)
 	for _, u := range svc.PresenceUpdates() {
-		if u.State == transport.PresenceAwake && u.Source != transport.SourcePane && u.Source != transport.SourceWatcher {
+		if u.State == api.PresenceAwake && u.Source != api.SourcePane && u.Source != api.SourceWatcher {
 			t.Errorf("a heartbeat with source %q", u.Source)
 		}
 	}

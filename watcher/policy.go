@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
 )
 
 // The watcher's delivery mode for a message, in one place: the agent's
@@ -33,7 +32,7 @@ type runtimePolicy struct {
 func (w *agentWatcher) refreshPolicy(ctx context.Context, rt *runtimePolicy) {
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	set, err := w.c.Policy(rctx, w.cfg.ID, transport.Local)
+	set, err := w.c.Policy(rctx, w.cfg.ID, api.Local)
 	switch {
 	case err != nil && ctx.Err() == nil:
 		if !rt.failed {

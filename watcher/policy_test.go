@@ -12,7 +12,6 @@ import (
 
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/testenv"
-	"github.com/maos-project/maos/transport"
 )
 
 func TestModeOf(t *testing.T) {
@@ -124,7 +123,7 @@ func TestRuntimeQuietHoldsUntilItEnds(t *testing.T) {
 		}
 		return res.Seq
 	}
-	setPolicy := func(req transport.PolicyRequest) {
+	setPolicy := func(req api.PolicyRequest) {
 		t.Helper()
 		seen := logs.count("run-time policy changed")
 		if _, err := cl.SetPolicy(context.Background(), "w", req); err != nil {
@@ -133,9 +132,9 @@ func TestRuntimeQuietHoldsUntilItEnds(t *testing.T) {
 		wait("the watcher reads the policy", func() bool { return logs.count("run-time policy changed") > seen })
 	}
 
-	wait("w registered", func() bool { _, err := cl.Agent(context.Background(), "w", transport.Local); return err == nil })
-	setPolicy(transport.PolicyRequest{Mode: api.PolicyQuiet})
-	setPolicy(transport.PolicyRequest{Mode: api.PolicyQueue, From: "lead"})
+	wait("w registered", func() bool { _, err := cl.Agent(context.Background(), "w", api.Local); return err == nil })
+	setPolicy(api.PolicyRequest{Mode: api.PolicyQuiet})
+	setPolicy(api.PolicyRequest{Mode: api.PolicyQueue, From: "lead"})
 	held := send("held-1", "bob", "normal")
 	send("urgent-1", "bob", "urgent")
 	send("lead-1", "lead", "normal")
@@ -144,15 +143,15 @@ func TestRuntimeQuietHoldsUntilItEnds(t *testing.T) {
 	if answered("held-1") {
 		t.Fatal("quiet delivered a normal message")
 	}
-	if cur, err := cl.Cursor(context.Background(), "w", transport.Strong); err != nil || cur.Seq >= held {
+	if cur, err := cl.Cursor(context.Background(), "w", api.Strong); err != nil || cur.Seq >= held {
 		t.Fatalf("cursor %+v, %v: passed the held message (seq %d)", cur, err, held)
 	}
 
 	// Still quiet, now for a second: it ends by itself, nobody clears it.
-	setPolicy(transport.PolicyRequest{Mode: api.PolicyQuiet, ForSeconds: 1})
+	setPolicy(api.PolicyRequest{Mode: api.PolicyQuiet, ForSeconds: 1})
 	wait("the held message answered once the quiet ended", func() bool { return answered("held-1") })
 	wait("the cursor passes the answered message", func() bool {
-		cur, err := cl.Cursor(context.Background(), "w", transport.Strong)
+		cur, err := cl.Cursor(context.Background(), "w", api.Strong)
 		return err == nil && cur.Seq >= held
 	})
 	if n := logs.count("run-time policy changed"); n < 3 {
@@ -203,7 +202,7 @@ func TestPolicySetBeforeASendAppliesToIt(t *testing.T) {
 	if r := answer("warm-up"); r.From != "w" {
 		t.Fatalf("warm-up answered by %s", r.From)
 	}
-	if _, err := cl.SetPolicy(context.Background(), "w", transport.PolicyRequest{Mode: api.PolicyFork}); err != nil {
+	if _, err := cl.SetPolicy(context.Background(), "w", api.PolicyRequest{Mode: api.PolicyFork}); err != nil {
 		t.Fatal(err)
 	}
 	if r := answer("job-1"); r.From != "w-fork-1" || r.Content.Text != "answer from w-fork-1" {

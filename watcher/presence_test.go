@@ -13,7 +13,6 @@ import (
 
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/testenv"
-	"github.com/maos-project/maos/transport"
 )
 
 // Presence names what runs: the oldest run and how many more while
@@ -23,18 +22,18 @@ func TestBusyNamesTheOldestRunAndHowManyMore(t *testing.T) {
 	w := &agentWatcher{busyChanged: make(chan struct{}, 1)}
 	check := func(sub, task string) {
 		t.Helper()
-		if gotSub, src, gotTask := w.busy(); gotSub != sub || gotTask != task || src != transport.SourceWatcher {
+		if gotSub, src, gotTask := w.busy(); gotSub != sub || gotTask != task || src != api.SourceWatcher {
 			t.Fatalf("busy() = %s, %s, %q; want %s, watcher, %q", gotSub, src, gotTask, sub, task)
 		}
 	}
-	check(transport.SubstateIdle, "")
+	check(api.SubstateIdle, "")
 	w.setWorking("doing task t-1", true)
 	w.setWorking("doing task t-2", true)
-	check(transport.SubstateWorking, "doing task t-1 (and 1 more)")
+	check(api.SubstateWorking, "doing task t-1 (and 1 more)")
 	w.setWorking("doing task t-1", false)
-	check(transport.SubstateWorking, "doing task t-2")
+	check(api.SubstateWorking, "doing task t-2")
 	w.setWorking("doing task t-2", false)
-	check(transport.SubstateIdle, "")
+	check(api.SubstateIdle, "")
 }
 
 // Seed 003's fork: each message runs as a temporary agent w-fork-N (the
@@ -75,18 +74,18 @@ echo "$MAOS_AGENT_ID of $MAOS_PARENT_AGENT answers $MAOS_MESSAGE_ID in $(basenam
 			}
 		}
 	}
-	presenceOf := func(agent string) transport.Presence {
+	presenceOf := func(agent string) api.Presence {
 		p, _ := cl.AgentPresence(ctx, agent)
 		return p
 	}
 	working := func(agent, task string) func() bool {
 		return func() bool {
 			p := presenceOf(agent)
-			return p.State == transport.PresenceAwake && p.Substate == transport.SubstateWorking && p.Task == task
+			return p.State == api.PresenceAwake && p.Substate == api.SubstateWorking && p.Task == task
 		}
 	}
 	offline := func(agent string) func() bool {
-		return func() bool { return presenceOf(agent).State == transport.PresenceOffline }
+		return func() bool { return presenceOf(agent).State == api.PresenceOffline }
 	}
 	send := func(id string) *api.Message {
 		t.Helper()
@@ -119,15 +118,15 @@ echo "$MAOS_AGENT_ID of $MAOS_PARENT_AGENT answers $MAOS_MESSAGE_ID in $(basenam
 		wait(fork+" OFFLINE once it answered", offline(fork))
 	}
 
-	wait("w registered", func() bool { _, err := cl.Agent(ctx, "w", transport.Local); return err == nil })
+	wait("w registered", func() bool { _, err := cl.Agent(ctx, "w", api.Local); return err == nil })
 	a, b := send("job-a"), send("job-b")
 	wait("w-fork-1 WORKING on job-a", working("w-fork-1", "answering job-a"))
 	wait("w-fork-2 WORKING on job-b", working("w-fork-2", "answering job-b"))
-	if p := presenceOf("w"); p.State != transport.PresenceAwake || p.Substate != transport.SubstateIdle {
+	if p := presenceOf("w"); p.State != api.PresenceAwake || p.Substate != api.SubstateIdle {
 		t.Errorf("w is %s/%s %q while its forks work; want AWAKE/IDLE", p.State, p.Substate, p.Task)
 	}
 	for _, fork := range []string{"w-fork-1", "w-fork-2"} {
-		if ag, err := cl.Agent(ctx, fork, transport.Local); err != nil || ag.Role != "dev" {
+		if ag, err := cl.Agent(ctx, fork, api.Local); err != nil || ag.Role != "dev" {
 			t.Errorf("%s registered as %+v, %v; want role dev", fork, ag, err)
 		}
 	}
@@ -142,7 +141,7 @@ echo "$MAOS_AGENT_ID of $MAOS_PARENT_AGENT answers $MAOS_MESSAGE_ID in $(basenam
 	wait("w-fork-1 WORKING on job-c", working("w-fork-1", "answering job-c"))
 	release(c, "w-fork-1")
 	wait("the cursor past every message and note", func() bool {
-		cur, err := cl.Cursor(ctx, "w", transport.Local)
+		cur, err := cl.Cursor(ctx, "w", api.Local)
 		return err == nil && cur.Seq >= svc.Stored(forkNote(c, svc.Stored(ReplyID("w", c)), "w").ID).Seq
 	})
 	for _, m := range []*api.Message{a, b, c} {
@@ -151,7 +150,7 @@ echo "$MAOS_AGENT_ID of $MAOS_PARENT_AGENT answers $MAOS_MESSAGE_ID in $(basenam
 			t.Errorf("w answered its fork's note: %+v", r)
 		}
 	}
-	if p := presenceOf("w"); p.Substate != transport.SubstateIdle {
+	if p := presenceOf("w"); p.Substate != api.SubstateIdle {
 		t.Errorf("w is %s after its forks; want IDLE", p.Substate)
 	}
 }
@@ -174,7 +173,7 @@ func TestHeartbeatCarriesTaskHealth(t *testing.T) {
 	w.taskEnded(runAwaits, 500*time.Millisecond, "") // reported, neither succeeded nor failed
 	w.taskEnded(runFailed, 0, "task t-9 failed: cli_error: exit 3\nlast stderr lines:\n\tboom "+strings.Repeat("é", 100))
 	ctx := context.Background()
-	w.presence(ctx, transport.PresenceAwake, transport.SubstateWorking, transport.SourceWatcher, "doing task t-10")
+	w.presence(ctx, api.PresenceAwake, api.SubstateWorking, api.SourceWatcher, "doing task t-10")
 	p, err := w.c.AgentPresence(ctx, "w")
 	if err != nil {
 		t.Fatal(err)
@@ -184,11 +183,11 @@ func TestHeartbeatCarriesTaskHealth(t *testing.T) {
 		t.Errorf("health %+v; want 1 running, 2 succeeded, 1 failed, a mean of 300 ms over the three reported", h)
 	}
 	if !strings.HasPrefix(h.LastError, "task t-9 failed: cli_error: exit 3 last stderr lines: boom éé") ||
-		len(h.LastError) > transport.MaxPresenceLastError || strings.ContainsAny(h.LastError, "\n\t") {
-		t.Errorf("last_error %q: want one line of at most %d bytes", h.LastError, transport.MaxPresenceLastError)
+		len(h.LastError) > api.MaxPresenceLastError || strings.ContainsAny(h.LastError, "\n\t") {
+		t.Errorf("last_error %q: want one line of at most %d bytes", h.LastError, api.MaxPresenceLastError)
 	}
-	w.presence(ctx, transport.PresenceOffline, "", "", "")
-	if p, _ := w.c.AgentPresence(ctx, "w"); p.AgentHealth != (transport.AgentHealth{}) {
+	w.presence(ctx, api.PresenceOffline, "", "", "")
+	if p, _ := w.c.AgentPresence(ctx, "w"); p.AgentHealth != (api.AgentHealth{}) {
 		t.Errorf("OFFLINE presence carries health %+v", p.AgentHealth)
 	}
 }

@@ -140,7 +140,7 @@ func recentContext(ctx context.Context, c *transport.Client, m *api.Message, n i
 		cur := after
 	scan:
 		for {
-			p, err := c.ChannelPage(ctx, m.Channel, cur, api.MaxPageLimit, transport.Local)
+			p, err := c.ChannelPage(ctx, m.Channel, cur, api.MaxPageLimit, api.Local)
 			if err != nil {
 				return nil, fmt.Errorf("watcher: context of %s: %w", m.ID, err)
 			}

@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
 )
 
 // tmuxQueue is the scheduler's state of a tmux agent's delivery: messages wait
@@ -86,7 +85,7 @@ func (w *agentWatcher) interrupts(it *item) bool {
 func (w *agentWatcher) agentSubstate() (sub string, n uint64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.hook != "" && !(w.hookStale && w.hook == transport.SubstateWorking) {
+	if w.hook != "" && !(w.hookStale && w.hook == api.SubstateWorking) {
 		return w.hook, w.reads
 	}
 	return w.pane, w.reads
@@ -98,12 +97,12 @@ func (w *agentWatcher) agentSubstate() (sub string, n uint64) {
 // staleness an interrupt set.
 func (w *agentWatcher) readHook(ctx context.Context) {
 	hook := ""
-	if p, err := w.c.AgentPresence(ctx, w.cfg.ID); err == nil && p.State == transport.PresenceAwake && p.Source == transport.SourceHook {
+	if p, err := w.c.AgentPresence(ctx, w.cfg.ID); err == nil && p.State == api.PresenceAwake && p.Source == api.SourceHook {
 		hook = p.Substate
 	}
 	w.mu.Lock()
 	w.hook = hook
-	if hook != transport.SubstateWorking {
+	if hook != api.SubstateWorking {
 		w.hookStale = false
 	}
 	w.mu.Unlock()
@@ -143,7 +142,7 @@ func (w *agentWatcher) scheduleTmux(ctx context.Context, q *tmuxQueue, items []*
 	if n <= need {
 		return true
 	}
-	if sub != transport.SubstateWorking {
+	if sub != api.SubstateWorking {
 		waited := false
 		for _, it := range pending {
 			waited = waited || it.queued
@@ -209,7 +208,7 @@ func (w *agentWatcher) deliverBatch(ctx context.Context, its []*item, waited boo
 	var send []*item
 	for _, it := range its {
 		m := it.m
-		if _, err := w.c.Message(ctx, ReplyID(w.cfg.ID, m), transport.Local); err == nil {
+		if _, err := w.c.Message(ctx, ReplyID(w.cfg.ID, m), api.Local); err == nil {
 			w.log.Info("watcher: already answered", "id", m.ID)
 			w.takeInterrupted(m.Seq)
 			out = append(out, finished{it: it})

@@ -75,7 +75,7 @@ func startTmuxWatcher(t *testing.T, s *tmuxServer, cl *transport.Client, target,
 // hook reports sub for tm as the coding-agent hook does.
 func hook(t *testing.T, cl *transport.Client, sub string) {
 	t.Helper()
-	if _, err := cl.PutPresence(context.Background(), "tm", transport.PresenceUpdate{State: transport.PresenceAwake, Substate: sub, Source: transport.SourceHook}); err != nil {
+	if _, err := cl.PutPresence(context.Background(), "tm", api.PresenceUpdate{State: api.PresenceAwake, Substate: sub, Source: api.SourceHook}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -94,7 +94,7 @@ func send(t *testing.T, cl *transport.Client, n int, prio api.Priority) *api.Mes
 
 func receipt(t *testing.T, cl *transport.Client, id string) api.Receipt {
 	t.Helper()
-	rc, err := cl.Receipts(context.Background(), id, transport.Strong)
+	rc, err := cl.Receipts(context.Background(), id, api.Strong)
 	if err != nil || len(rc.Receipts) != 1 {
 		t.Fatalf("receipts of %s: %+v, %v", id, rc, err)
 	}
@@ -121,7 +121,7 @@ func TestTmuxQueueWaitsForIdleThenBatches(t *testing.T) {
 	s := newTmuxServer(t)
 	target, out := s.catSession("agent")
 	cl := tmuxAgent(t, s, target, "")
-	hook(t, cl, transport.SubstateWorking)
+	hook(t, cl, api.SubstateWorking)
 	ms := []*api.Message{send(t, cl, 1, api.PriorityNormal), send(t, cl, 2, api.PriorityHigh), send(t, cl, 3, api.PriorityNormal)}
 	for _, m := range ms {
 		r := waitReceipt(t, cl, m.ID, func(r api.Receipt) bool { return r.State == api.ReceiptQueued })
@@ -134,11 +134,11 @@ func TestTmuxQueueWaitsForIdleThenBatches(t *testing.T) {
 	if got := readFileString(out); got != "" {
 		t.Fatalf("typed into a WORKING agent's pane: %q", got)
 	}
-	if c, err := cl.Cursor(context.Background(), "tm", transport.Strong); err != nil || c.Seq >= ms[0].Seq {
+	if c, err := cl.Cursor(context.Background(), "tm", api.Strong); err != nil || c.Seq >= ms[0].Seq {
 		t.Fatalf("cursor %+v (%v) passed a message not yet typed (seq %d)", c, err, ms[0].Seq)
 	}
 
-	hook(t, cl, transport.SubstateIdle)
+	hook(t, cl, api.SubstateIdle)
 	want := "3 messages while you worked: (1) [FROM: lead] job 1 — please do 1 (2) [FROM: lead] job 2 — please do 2 (3) [FROM: lead] job 3 — please do 3\n"
 	if got := waitFile(t, out, func(s string) bool { return strings.HasSuffix(s, "\n") }); got != want {
 		t.Fatalf("pane read %q, want one batch %q", got, want)
@@ -177,7 +177,7 @@ func TestTmuxUrgentInterruptsFirst(t *testing.T) {
 			waitFile(t, ready, func(string) bool { return true })
 			cl := tmuxAgent(t, s, target, tc.more)
 			mayInterrupt(t, cl, "lead")
-			hook(t, cl, transport.SubstateWorking)
+			hook(t, cl, api.SubstateWorking)
 			normal := send(t, cl, 1, api.PriorityNormal)
 			waitReceipt(t, cl, normal.ID, func(r api.Receipt) bool { return r.State == api.ReceiptQueued })
 			urgent := send(t, cl, 2, api.PriorityUrgent)
@@ -218,10 +218,10 @@ func TestTmuxUrgentWithoutAuthorityWaits(t *testing.T) {
 	target := s.session("agent", `stty -icanon -echoctl; : > '`+ready+`'; while IFS= read -r l; do printf '%s\n' "$l" >> '`+out+`'; done`)
 	waitFile(t, ready, func(string) bool { return true })
 	cl := tmuxAgent(t, s, target, "")
-	hook(t, cl, transport.SubstateWorking)
+	hook(t, cl, api.SubstateWorking)
 	urgent := send(t, cl, 1, api.PriorityUrgent) // from lead, unregistered: no authority
 	waitReceipt(t, cl, urgent.ID, func(r api.Receipt) bool { return r.State == api.ReceiptQueued })
-	if m, err := cl.Message(context.Background(), urgent.ID, transport.Strong); err != nil || m.MayInterrupt {
+	if m, err := cl.Message(context.Background(), urgent.ID, api.Strong); err != nil || m.MayInterrupt {
 		t.Fatalf("stored %+v (%v): want no interrupt authority", m, err)
 	}
 	// A later normal message from an authorized sender is queued too: the
@@ -236,7 +236,7 @@ func TestTmuxUrgentWithoutAuthorityWaits(t *testing.T) {
 	if got := readFileString(out); got != "" {
 		t.Fatalf("pressed or typed into a WORKING pane for mail without interrupt authority: %q", got)
 	}
-	hook(t, cl, transport.SubstateIdle)
+	hook(t, cl, api.SubstateIdle)
 	got := waitFile(t, out, func(s string) bool { return strings.HasSuffix(s, "\n") })
 	// C-u (\x15) clears the input line before the text; ESC would show.
 	if strings.Contains(got, "\x1b") || !strings.HasPrefix(strings.TrimPrefix(got, "\x15"), "2 messages while you worked: (1) [FROM: lead] job 1") {
@@ -255,7 +255,7 @@ func readFileString(path string) string {
 func waitCursorSeq(t *testing.T, cl *transport.Client, seq uint64) {
 	t.Helper()
 	for deadline := testenv.Deadline(t); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if c, err := cl.Cursor(context.Background(), "tm", transport.Strong); err == nil && c.Seq >= seq {
+		if c, err := cl.Cursor(context.Background(), "tm", api.Strong); err == nil && c.Seq >= seq {
 			return
 		}
 	}
@@ -279,14 +279,14 @@ func TestTmuxUrgentWaitsWhenTheKeyFails(t *testing.T) {
 	s.tm.Binary = wrapper
 	cl := tmuxAgent(t, s, target, "  interrupt_key: F12\n")
 	mayInterrupt(t, cl, "lead")
-	hook(t, cl, transport.SubstateWorking)
+	hook(t, cl, api.SubstateWorking)
 	urgent := send(t, cl, 1, api.PriorityUrgent)
 	waitReceipt(t, cl, urgent.ID, func(r api.Receipt) bool { return r.State == api.ReceiptQueued })
 	time.Sleep(300 * time.Millisecond)
 	if got := readFileString(out); got != "" {
 		t.Fatalf("typed into a WORKING pane the watcher could not interrupt: %q", got)
 	}
-	hook(t, cl, transport.SubstateIdle)
+	hook(t, cl, api.SubstateIdle)
 	if got := waitFile(t, out, func(s string) bool { return strings.HasSuffix(s, "\n") }); got != "[FROM: lead] job 1 — please do 1\n" {
 		t.Fatalf("pane read %q", got)
 	}
@@ -302,18 +302,18 @@ func TestTmuxQueuedSurvivesRestart(t *testing.T) {
 	target, out := s.catSession("agent")
 	_, cl := apiNode(t)
 	stop := startTmuxWatcher(t, s, cl, target, "")
-	hook(t, cl, transport.SubstateWorking)
+	hook(t, cl, api.SubstateWorking)
 	m := send(t, cl, 1, api.PriorityNormal)
 	waitReceipt(t, cl, m.ID, func(r api.Receipt) bool { return r.State == api.ReceiptQueued })
 	stop()
-	if c, err := cl.Cursor(context.Background(), "tm", transport.Strong); err != nil || c.Seq >= m.Seq {
+	if c, err := cl.Cursor(context.Background(), "tm", api.Strong); err != nil || c.Seq >= m.Seq {
 		t.Fatalf("cursor %+v (%v) passed the queued message (seq %d)", c, err, m.Seq)
 	}
 	if got := readFileString(out); got != "" {
 		t.Fatalf("typed before the agent was idle: %q", got)
 	}
 	startTmuxWatcher(t, s, cl, target, "")
-	hook(t, cl, transport.SubstateIdle)
+	hook(t, cl, api.SubstateIdle)
 	if got := waitFile(t, out, func(s string) bool { return strings.HasSuffix(s, "\n") }); got != "[FROM: lead] job 1 — please do 1\n" {
 		t.Fatalf("pane read %q, want the queued message once", got)
 	}
@@ -364,7 +364,7 @@ func TestTmuxQuietHoldsNormalMail(t *testing.T) {
 	_, cl := apiNode(t)
 	ctx := context.Background()
 	// Set before the watcher starts: its loop reads the policy first thing.
-	if _, err := cl.SetPolicy(ctx, "tm", transport.PolicyRequest{Mode: PolicyQuiet, SetBy: "tm"}); err != nil {
+	if _, err := cl.SetPolicy(ctx, "tm", api.PolicyRequest{Mode: PolicyQuiet, SetBy: "tm"}); err != nil {
 		t.Fatal(err)
 	}
 	startTmuxWatcher(t, s, cl, target, "")
@@ -374,7 +374,7 @@ func TestTmuxQuietHoldsNormalMail(t *testing.T) {
 		t.Fatalf("pane read %q, want only the urgent message while quiet", got)
 	}
 	waitReceipt(t, cl, urgent.ID, func(r api.Receipt) bool { return r.State == api.ReceiptRead })
-	if c, err := cl.Cursor(ctx, "tm", transport.Strong); err != nil || c.Seq >= normal.Seq {
+	if c, err := cl.Cursor(ctx, "tm", api.Strong); err != nil || c.Seq >= normal.Seq {
 		t.Fatalf("cursor %+v (%v) passed the held message (seq %d)", c, err, normal.Seq)
 	}
 	if _, err := cl.ClearPolicy(ctx, "tm", ""); err != nil {
@@ -394,15 +394,15 @@ func TestTmuxForkNeverTypesIntoThePane(t *testing.T) {
 	s := newTmuxServer(t)
 	target, out := s.catSession("agent")
 	cl := tmuxAgent(t, s, target, "  command: [sh, -c, 'echo fork answer from $MAOS_AGENT_ID']\n  context_messages: 0\n  policy: {mode: fork}\n")
-	hook(t, cl, transport.SubstateWorking)
-	m, err := cl.Message(context.Background(), send(t, cl, 1, api.PriorityNormal).ID, transport.Local) // with its stored time
+	hook(t, cl, api.SubstateWorking)
+	m, err := cl.Message(context.Background(), send(t, cl, 1, api.PriorityNormal).ID, api.Local) // with its stored time
 	if err != nil {
 		t.Fatal(err)
 	}
 	var r *api.Message
 	for deadline := testenv.Deadline(t); ; time.Sleep(10 * time.Millisecond) {
 		var err error
-		if r, err = cl.Message(context.Background(), ReplyID("tm", m), transport.Local); err == nil {
+		if r, err = cl.Message(context.Background(), ReplyID("tm", m), api.Local); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -414,7 +414,7 @@ func TestTmuxForkNeverTypesIntoThePane(t *testing.T) {
 	}
 	note := forkNote(m, r, "tm")
 	for deadline := testenv.Deadline(t); ; time.Sleep(10 * time.Millisecond) {
-		if _, err := cl.Message(context.Background(), note.ID, transport.Local); err == nil {
+		if _, err := cl.Message(context.Background(), note.ID, api.Local); err == nil {
 			break // the note follows the answer
 		}
 		if time.Now().After(deadline) {
@@ -428,7 +428,7 @@ func TestTmuxForkNeverTypesIntoThePane(t *testing.T) {
 	if rc := receipt(t, cl, m.ID); !rc.TypedAt.IsZero() || !rc.QueuedAt.IsZero() {
 		t.Errorf("the forked message has a pane receipt: %+v", rc)
 	}
-	hook(t, cl, transport.SubstateIdle)
+	hook(t, cl, api.SubstateIdle)
 	want := "[FROM: tm-fork-1] tm-fork-1 answered lead: job 1 — tm-fork-1 answered lead's message " + m.ID + " for you: fork answer from tm-fork-1\n"
 	if got := waitFile(t, out, func(s string) bool { return strings.HasSuffix(s, "\n") }); got != want {
 		t.Fatalf("pane read %q, want the note %q", got, want)

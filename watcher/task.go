@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
 )
 
 // Tasks. Besides answering mail, a watcher does the tasks of its agent's
@@ -542,7 +541,7 @@ func (w *agentWatcher) complete(ctx context.Context, t *api.Task, claim api.Task
 				"task", t.ID, "fence", claim.Fence, "err", err)
 			w.taskEnded(runFailed, 0, "completion of task "+t.ID+" refused: "+err.Error())
 			return
-		case !fellBack && (errors.Is(err, api.ErrInvalid) || errors.Is(err, transport.ErrTooLarge)):
+		case !fellBack && (errors.Is(err, api.ErrInvalid) || errors.Is(err, api.ErrTooLarge)):
 			// What the CLI reported does not fit (over the node's body
 			// limit, say): report that, small, rather than leave the task
 			// to lapse and run again.

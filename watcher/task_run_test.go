@@ -50,7 +50,7 @@ func TestRunDoesTasks(t *testing.T) {
 		<-done
 	})
 	waitTaskState(t, cl, "task-early", api.TaskSucceeded)
-	a, err := cl.Agent(ctx, "bob", transport.Local)
+	a, err := cl.Agent(ctx, "bob", api.Local)
 	if err != nil || !slices.Equal(a.Capabilities, []string{"go"}) {
 		t.Fatalf("bob registered as %+v (%v), want capability go", a, err)
 	}
@@ -145,7 +145,7 @@ esac`))
 	})
 	var decided []*api.Message
 	waitFor(t, "the three decisions to bob", func() bool {
-		page, err := cl.ChannelPage(ctx, api.DefaultChannel, 0, api.MaxPageLimit, transport.Strong)
+		page, err := cl.ChannelPage(ctx, api.DefaultChannel, 0, api.MaxPageLimit, api.Strong)
 		if err != nil {
 			return false
 		}
@@ -158,7 +158,7 @@ esac`))
 		return len(decided) == 3
 	})
 	waitFor(t, "bob's cursor past the decisions (each handled)", func() bool {
-		cur, err := cl.Cursor(ctx, "bob", transport.Strong)
+		cur, err := cl.Cursor(ctx, "bob", api.Strong)
 		return err == nil && !slices.ContainsFunc(decided, func(m *api.Message) bool { return cur.Seq < m.Seq })
 	})
 	for _, m := range decided {

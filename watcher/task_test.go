@@ -14,7 +14,6 @@ import (
 
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/testenv"
-	"github.com/maos-project/maos/transport"
 )
 
 // script is an agent config whose command is sh -c script; extra lines
@@ -196,7 +195,7 @@ func TestTaskRefusedCompletionFallsBackToAFailure(t *testing.T) {
 	tasks.add(api.Task{ID: "task-big", To: "bob", Title: "t"})
 	tasks.onComplete = func(cmd api.TaskCompleteCommand) error {
 		if cmd.Completion.Status == api.TaskStatusSuccess {
-			return fmt.Errorf("body over 256 KiB: %w", transport.ErrTooLarge)
+			return fmt.Errorf("body over 256 KiB: %w", api.ErrTooLarge)
 		}
 		return nil
 	}

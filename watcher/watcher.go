@@ -309,7 +309,7 @@ func (w *agentWatcher) run(ctx context.Context) {
 		}) || ctx.Err() != nil {
 			return
 		}
-		w.presence(ctx, transport.PresenceAwake, transport.SubstateIdle, transport.SourceWatcher, "")
+		w.presence(ctx, api.PresenceAwake, api.SubstateIdle, api.SourceWatcher, "")
 		beating := make(chan struct{})
 		go func() {
 			defer close(beating)
@@ -332,10 +332,10 @@ func (w *agentWatcher) run(ctx context.Context) {
 			}
 			octx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			defer cancel()
-			w.presence(octx, transport.PresenceOffline, "", "", "")
+			w.presence(octx, api.PresenceOffline, "", "", "")
 		}()
 		if !w.retry(ctx, "read cursor", func() error {
-			cur, err := w.c.Cursor(ctx, id, transport.Strong)
+			cur, err := w.c.Cursor(ctx, id, api.Strong)
 			cursor = cur.Seq
 			return err
 		}) {
@@ -367,13 +367,13 @@ func (w *agentWatcher) doesTasks() bool { return w.opts.DryRun == nil && w.cfg.D
 // stream's ?agent= carries those of its queues and those it claimed),
 // reconnecting after the last event it passed on.
 func (w *agentWatcher) stream(ctx context.Context, after uint64, msgs chan<- *api.Message) {
-	q := transport.StreamQuery{Agent: w.cfg.ID, After: after, Tasks: transport.StreamTasksNone}
+	q := api.StreamQuery{Agent: w.cfg.ID, After: after, Tasks: api.StreamTasksNone}
 	if w.doesTasks() {
-		q.Tasks = transport.StreamTasksAll
+		q.Tasks = api.StreamTasksAll
 	}
 	delay := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		err := w.c.Stream(ctx, q, func(ev transport.StreamEvent) error {
+		err := w.c.Stream(ctx, q, func(ev api.StreamEvent) error {
 			switch {
 			case ev.Message != nil:
 				select {
@@ -484,7 +484,7 @@ func (w *agentWatcher) handle(ctx context.Context, m *api.Message) error {
 // returns, nor when its reply chain is deeper than max_thread_depth. err
 // only when ctx ended (m must be handled again).
 func (w *agentWatcher) needsAnswer(ctx context.Context, m *api.Message) (*api.Message, bool, error) {
-	if r, err := w.c.Message(ctx, ReplyID(w.cfg.ID, m), transport.Local); err == nil {
+	if r, err := w.c.Message(ctx, ReplyID(w.cfg.ID, m), api.Local); err == nil {
 		return r, false, nil
 	} else if ctx.Err() != nil {
 		return nil, false, ctx.Err()
@@ -618,7 +618,7 @@ func (w *agentWatcher) post(ctx context.Context, reply *api.Message) error {
 func (w *agentWatcher) threadDepth(ctx context.Context, m *api.Message) int {
 	depth := 0
 	for cur := m; cur.InReplyTo != "" && depth <= w.cfg.MaxThreadDepth; depth++ {
-		p, err := w.c.Message(ctx, cur.InReplyTo, transport.Local)
+		p, err := w.c.Message(ctx, cur.InReplyTo, api.Local)
 		if err != nil {
 			return depth + 1
 		}
@@ -628,8 +628,8 @@ func (w *agentWatcher) threadDepth(ctx context.Context, m *api.Message) int {
 }
 
 func (w *agentWatcher) presence(ctx context.Context, state, sub, source, task string) {
-	u := transport.PresenceUpdate{State: state, Substate: sub, Source: source, PID: os.Getpid(), Task: task}
-	if state == transport.PresenceAwake {
+	u := api.PresenceUpdate{State: state, Substate: sub, Source: source, PID: os.Getpid(), Task: task}
+	if state == api.PresenceAwake {
 		u.AgentHealth = w.health()
 	}
 	_, err := w.c.PutPresence(ctx, w.cfg.ID, u)
@@ -670,15 +670,15 @@ func (w *agentWatcher) busy() (substate, source, task string) {
 	switch n := len(w.working); n {
 	case 0:
 		if w.pane != "" {
-			return w.pane, transport.SourcePane, ""
+			return w.pane, api.SourcePane, ""
 		}
-		return transport.SubstateIdle, transport.SourceWatcher, ""
+		return api.SubstateIdle, api.SourceWatcher, ""
 	case 1:
 		task = w.working[0]
 	default:
 		task = fmt.Sprintf("%s (and %d more)", w.working[0], n-1)
 	}
-	return transport.SubstateWorking, transport.SourceWatcher, truncate(task, transport.MaxPresenceTask)
+	return api.SubstateWorking, api.SourceWatcher, truncate(task, api.MaxPresenceTask)
 }
 
 // heartbeat is the one writer of the agent's AWAKE presence while the
@@ -697,7 +697,7 @@ func (w *agentWatcher) heartbeat(ctx context.Context) {
 		case <-t.C:
 		}
 		sub, source, task := w.busy()
-		w.presence(ctx, transport.PresenceAwake, sub, source, task)
+		w.presence(ctx, api.PresenceAwake, sub, source, task)
 	}
 }
 

@@ -105,7 +105,7 @@ func TestApprovalRequest(t *testing.T) {
 		t.Errorf("%d refused requests were proposed", n-before)
 	}
 	// A failure whose outcome is unknown says how to check and retry.
-	e.svc.AnswerApprovals(func(api.Op, json.RawMessage) (any, error) { return nil, transport.ErrOutcomeUnknown })
+	e.svc.AnswerApprovals(func(api.Op, json.RawMessage) (any, error) { return nil, api.ErrOutcomeUnknown })
 	e.fail([]string{"approval", "request", "--from", "lead", "--approver", "alice", "--title", "x", "--action", "1", "--id", "appr-x"},
 		"maosctl approval show appr-x", "retrying with --id appr-x is safe")
 }

@@ -85,9 +85,9 @@ func awaitApproval(ctx context.Context, client *transport.Client, a *api.Approva
 // reconnecting will not mend is returned as the error.
 func followApproval(ctx context.Context, client *transport.Client, a *api.Approval) (*api.Approval, error) {
 	// Its events after the last change the read saw: no gap.
-	q := transport.StreamQuery{Channel: a.Channel, Events: []string{transport.EventApproval},
-		Resume: strconv.FormatUint(lastChange(a), 10) + ":" + transport.EventApproval}
-	return followObject(ctx, client, q, a, func(ev transport.StreamEvent) (*api.Approval, bool) {
+	q := api.StreamQuery{Channel: a.Channel, Events: []string{api.EventApproval},
+		Resume: strconv.FormatUint(lastChange(a), 10) + ":" + api.EventApproval}
+	return followObject(ctx, client, q, a, func(ev api.StreamEvent) (*api.Approval, bool) {
 		if ev.Approval == nil || ev.Approval.Approval.ID != a.ID {
 			return nil, false
 		}

@@ -171,7 +171,7 @@ func uploadFile(ctx context.Context, cl *transport.Client, path, name, from, typ
 	if name == "" {
 		name = filepath.Base(path)
 	}
-	return cl.PutArtifact(ctx, f, st.Size(), transport.ArtifactUpload{Name: name, From: from, ContentType: typ})
+	return cl.PutArtifact(ctx, f, st.Size(), api.ArtifactUpload{Name: name, From: from, ContentType: typ})
 }
 
 func artifactGet(c *cli.Context) error {

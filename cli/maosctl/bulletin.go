@@ -15,7 +15,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
 )
 
 func bulletinCommand() *cli.Command {
@@ -233,7 +232,7 @@ func bulletinEdit(c *cli.Context) error {
 
 // bulletinWrite sends a PUT or PATCH with --if-version and --by.
 func bulletinWrite(c *cli.Context, method string, doc []byte) error {
-	opts := transport.BulletinWrite{By: strings.TrimSpace(c.String("by"))}
+	opts := api.BulletinWrite{By: strings.TrimSpace(c.String("by"))}
 	if s := strings.TrimSpace(c.String("if-version")); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {

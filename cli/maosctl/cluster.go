@@ -5,7 +5,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api"
 	"github.com/urfave/cli/v2"
 )
 
@@ -60,7 +60,7 @@ func clusterStatus(c *cli.Context) error {
 		return apiError(c, err)
 	}
 	if st.Voters == nil {
-		st.Voters = []transport.Voter{}
+		st.Voters = []api.Voter{}
 	}
 	if wantJSON(c) {
 		return printJSON(c.App.Writer, st)
@@ -138,7 +138,7 @@ func clusterJoin(c *cli.Context) error {
 	if err := noArgs(c, "node-id", "raft-addr", "api-addr"); err != nil {
 		return err
 	}
-	req := transport.JoinRequest{
+	req := api.JoinRequest{
 		NodeID:   strings.TrimSpace(c.String("node-id")),
 		RaftAddr: strings.TrimSpace(c.String("raft-addr")),
 		APIAddr:  strings.TrimSpace(c.String("api-addr")),

@@ -403,7 +403,7 @@ func TestGateNodeErrors(t *testing.T) {
 		}
 		next.ServeHTTP(w, req)
 	})
-	var apiErr *transport.APIError
+	var apiErr *api.APIError
 	if _, err := r.decide(context.Background(), g, pushCall); !errors.As(err, &apiErr) || apiErr.Status != http.StatusForbidden ||
 		!strings.HasPrefix(err.Error(), "wait for approval gate-claude-") || !strings.Contains(err.Error(), "no stream for you") {
 		t.Errorf("stream refused: %v", err)

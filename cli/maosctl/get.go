@@ -12,7 +12,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
 )
 
 func getCommand() *cli.Command {
@@ -55,7 +54,7 @@ func get(c *cli.Context) error {
 // readByID reads what the command's one ID argument names with read (a
 // Client method such as Message or Receipts), bounded by --timeout, at the
 // consistency --strong asks for. Errors are usage errors or apiError's.
-func readByID[T any](c *cli.Context, read func(context.Context, string, transport.Consistency) (T, error)) (T, error) {
+func readByID[T any](c *cli.Context, read func(context.Context, string, api.Consistency) (T, error)) (T, error) {
 	var zero T
 	args, err := positionalArgs(c, "id")
 	if err != nil {

@@ -224,8 +224,8 @@ func hook(c *cli.Context) error {
 		// --max-time, not two.
 		pctx, cancel := within(commandContext(c), c.Duration("max-time"))
 		defer cancel()
-		if _, err := client.PutPresence(pctx, agent, transport.PresenceUpdate{
-			State: transport.PresenceAwake, Substate: sub, Source: transport.SourceHook}); err != nil {
+		if _, err := client.PutPresence(pctx, agent, api.PresenceUpdate{
+			State: api.PresenceAwake, Substate: sub, Source: api.SourceHook}); err != nil {
 			note(in.HookEventName, fmt.Errorf("report %s %s: %w", agent, sub, apiError(c, err)))
 		}
 	}
@@ -244,19 +244,19 @@ func hook(c *cli.Context) error {
 func hookSubstate(in hookInput, out any) string {
 	switch in.HookEventName {
 	case "UserPromptSubmit":
-		return transport.SubstateWorking
+		return api.SubstateWorking
 	case "Stop":
 		if _, blocked := out.(hookStopOutput); blocked {
-			return transport.SubstateWorking
+			return api.SubstateWorking
 		}
-		return transport.SubstateIdle
+		return api.SubstateIdle
 	case "Notification":
 		if in.NotificationType == "idle_prompt" {
-			return transport.SubstateIdle
+			return api.SubstateIdle
 		}
 	case "SessionStart":
 		if in.Source != "compact" {
-			return transport.SubstateIdle
+			return api.SubstateIdle
 		}
 	}
 	return ""
@@ -385,7 +385,7 @@ func shellQuote(s string) string {
 // fetchToApprove counts the pending approvals agent may decide and has
 // not decided (GET /v1/agents/{id}/summary).
 func fetchToApprove(ctx context.Context, client *transport.Client, agent string) (int, error) {
-	sum, err := client.AgentSummary(ctx, agent, transport.Local)
+	sum, err := client.AgentSummary(ctx, agent, api.Local)
 	if err != nil {
 		return 0, fmt.Errorf("approvals of %s: %w", agent, err)
 	}
@@ -401,7 +401,7 @@ func fetchUnread(ctx context.Context, client *transport.Client, agent string, pr
 	// that is left out of the digest, not the newest.
 	q := api.InboxQuery{Unread: true, Priority: priority, Limit: hookPageLimit, Newest: true}
 	for range hookMaxPages {
-		page, err := client.Inbox(ctx, agent, q, transport.Local)
+		page, err := client.Inbox(ctx, agent, q, api.Local)
 		if isNotFound(err) {
 			return in, nil
 		}
@@ -417,7 +417,7 @@ func fetchUnread(ctx context.Context, client *transport.Client, agent string, pr
 		}
 		q.Before = page.NextBefore
 	}
-	counts, err := client.InboxCounts(ctx, agent, transport.Local)
+	counts, err := client.InboxCounts(ctx, agent, api.Local)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return in, err

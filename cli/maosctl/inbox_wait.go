@@ -9,7 +9,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
 )
 
 func inboxWaitCommand() *cli.Command {
@@ -73,9 +72,9 @@ func inboxWait(c *cli.Context) error {
 		return waitOutcome(c, ctx, agent, timeout, err)
 	}
 	if len(unread) == 0 {
-		q := transport.StreamQuery{Agent: agent, After: after, Tasks: transport.StreamTasksNone}
+		q := api.StreamQuery{Agent: agent, After: after, Tasks: api.StreamTasksNone}
 		var readErr error // the callback's, already apiError's
-		err = followStream(ctx, client, q, func(ev transport.StreamEvent) error {
+		err = followStream(ctx, client, q, func(ev api.StreamEvent) error {
 			if ev.Message == nil {
 				return nil
 			}

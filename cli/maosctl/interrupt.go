@@ -8,7 +8,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/watcher"
 )
 
@@ -58,11 +57,11 @@ with --json {"agent","node","message","escape","tmux_target"}.`,
 
 // interruptResult is what 'maosctl interrupt --json' prints.
 type interruptResult struct {
-	Agent      string                  `json:"agent"`
-	Node       string                  `json:"node,omitempty"` // from the agent's presence; "" if none
-	Message    *transport.SendResponse `json:"message"`
-	Escape     bool                    `json:"escape"` // ESC was sent to TmuxTarget
-	TmuxTarget string                  `json:"tmux_target,omitempty"`
+	Agent      string            `json:"agent"`
+	Node       string            `json:"node,omitempty"` // from the agent's presence; "" if none
+	Message    *api.SendResponse `json:"message"`
+	Escape     bool              `json:"escape"` // ESC was sent to TmuxTarget
+	TmuxTarget string            `json:"tmux_target,omitempty"`
 }
 
 func interrupt(c *cli.Context) error {
@@ -80,7 +79,7 @@ func interrupt(c *cli.Context) error {
 
 	ctx, cancel := call(root)
 	defer cancel()
-	ir, err := apiClient(c).InterruptAgent(ctx, agent, transport.InterruptRequest{
+	ir, err := apiClient(c).InterruptAgent(ctx, agent, api.InterruptRequest{
 		From:      from,
 		Reason:    c.String("reason"),
 		Channel:   strings.TrimSpace(c.String("channel")),
@@ -91,7 +90,7 @@ func interrupt(c *cli.Context) error {
 		return apiError(root, err)
 	}
 	res := interruptResult{Agent: agent, Node: ir.Node, TmuxTarget: target, Escape: ir.Escape,
-		Message: &transport.SendResponse{ID: ir.ID, Seq: ir.Seq, Timestamp: ir.Timestamp}}
+		Message: &api.SendResponse{ID: ir.ID, Seq: ir.Seq, Timestamp: ir.Timestamp}}
 	noESC := ir.NoEscape
 	if target != "" {
 		// The message is stored: now ESC in the pane on this host.

@@ -43,7 +43,7 @@ func interruptMessage(t *testing.T, e *testEnv, id string) api.Message {
 
 func TestInterruptSendsUrgentMessage(t *testing.T) {
 	e := interruptEnv(t)
-	e.svc.SetPresence(transport.Presence{AgentID: "claude", Node: "n2", State: "AWAKE", Substate: "WORKING", Channel: "dev"})
+	e.svc.SetPresence(api.Presence{AgentID: "claude", Node: "n2", State: "AWAKE", Substate: "WORKING", Channel: "dev"})
 	var res interruptResult
 	out := e.ok("--json", "interrupt", "claude", "--from", "master", "--reason", "stop:\nthe spec changed")
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
@@ -83,8 +83,8 @@ func TestInterruptSendsUrgentMessage(t *testing.T) {
 // ESC (the tmux target would fail if tried) and leaves a BLOCKED line.
 func TestInterruptRefusedWithoutAuthority(t *testing.T) {
 	e := interruptEnv(t)
-	e.svc.SetPresence(transport.Presence{AgentID: "claude", Node: "n1", State: "AWAKE", Channel: "dev"})
-	e.svc.SetPresence(transport.Presence{AgentID: "master", Node: "n1", State: "AWAKE", Channel: "dev"})
+	e.svc.SetPresence(api.Presence{AgentID: "claude", Node: "n1", State: "AWAKE", Channel: "dev"})
+	e.svc.SetPresence(api.Presence{AgentID: "master", Node: "n1", State: "AWAKE", Channel: "dev"})
 	if out := e.ok("rules", "check", "--from", "claude", "--to", "master"); !strings.HasPrefix(out, "allowed:") {
 		t.Fatalf("the rules should let claude message master: %q", out)
 	}
@@ -206,7 +206,7 @@ func TestInterruptSendsEscapeThroughTheNode(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	e.addr = srv.Listener.Addr().String()
-	e.svc.SetPresence(transport.Presence{AgentID: "claude", Node: "n1", State: "AWAKE", Channel: "dev"})
+	e.svc.SetPresence(api.Presence{AgentID: "claude", Node: "n1", State: "AWAKE", Channel: "dev"})
 
 	before := e.svc.NumStored()
 	e.fail([]string{"interrupt", "claude", "--from", "tester", "--reason", "stop"}, rules.DefaultInterruptReason)

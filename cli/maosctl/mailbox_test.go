@@ -16,7 +16,6 @@ import (
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/rules"
 	"github.com/maos-project/maos/testing/testenv"
-	"github.com/maos-project/maos/transport"
 )
 
 // fail runs args, which must fail with exit 1, one "maosctl: " line on
@@ -410,7 +409,7 @@ func TestSendBlockedAndStrict(t *testing.T) {
 	if !regexp.MustCompile(`^msg-\S+ seq=\d+\nblocked rex: testers go through the developer\n$`).MatchString(out) {
 		t.Errorf("partly blocked send printed %q", out)
 	}
-	var res transport.SendResponse
+	var res api.SendResponse
 	if err := json.Unmarshal([]byte(e.ok("--json", "send", "--from", "tina", "--to", "rex,dev", "--channel", "qa", "--text", "again")), &res); err != nil ||
 		len(res.Blocked) != 1 || res.Blocked[0].ID != "rex" {
 		t.Errorf("--json blocked = %+v, %v", res, err)

@@ -371,7 +371,7 @@ func apiError(c *cli.Context, err error) error {
 	}
 	addr := nodeAddr(c)
 	var (
-		apiErr      *transport.APIError
+		apiErr      *api.APIError
 		unreachable *transport.UnreachableError
 	)
 	switch {
@@ -563,11 +563,11 @@ func noArgs(c *cli.Context, required ...string) error {
 }
 
 // consistency is Strong when --strong was given.
-func consistency(c *cli.Context) transport.Consistency {
+func consistency(c *cli.Context) api.Consistency {
 	if c.Bool("strong") {
-		return transport.Strong
+		return api.Strong
 	}
-	return transport.Local
+	return api.Local
 }
 
 func strongFlag() *cli.BoolFlag {

@@ -113,7 +113,7 @@ func (e *testEnv) ok(args ...string) string {
 func (e *testEnv) send(channel, from, to, text string, extra ...string) string {
 	e.t.Helper()
 	args := append([]string{"--json", "send", "--channel", channel, "--from", from, "--to", to, "--text", text}, extra...)
-	var res transport.SendResponse
+	var res api.SendResponse
 	if err := json.Unmarshal([]byte(e.ok(args...)), &res); err != nil {
 		e.t.Fatalf("send: %v", err)
 	}
@@ -150,7 +150,7 @@ func TestSendJSON(t *testing.T) {
 		{"send", "--json", "--from", "codex", "--to", "claude", "--channel", "review", "--text", "hi"},
 	} {
 		out := e.ok(args...)
-		var res transport.SendResponse
+		var res api.SendResponse
 		dec := json.NewDecoder(strings.NewReader(out))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&res); err != nil {
@@ -410,7 +410,7 @@ func TestClusterStatus(t *testing.T) {
 		}
 	}
 
-	var st transport.Status
+	var st api.Status
 	if err := json.Unmarshal([]byte(e.ok("--json", "cluster", "status")), &st); err != nil {
 		t.Fatal(err)
 	}
@@ -425,7 +425,7 @@ func TestClusterAdmin(t *testing.T) {
 	if !strings.Contains(out, "joined n3") {
 		t.Errorf("join printed %q", out)
 	}
-	want := []transport.JoinRequest{{NodeID: "n3", RaftAddr: "127.0.0.1:7002", APIAddr: "127.0.0.1:7072"}}
+	want := []api.JoinRequest{{NodeID: "n3", RaftAddr: "127.0.0.1:7002", APIAddr: "127.0.0.1:7072"}}
 	if joins := e.svc.Joined(); !reflect.DeepEqual(joins, want) {
 		t.Errorf("joins = %+v", joins)
 	}
@@ -438,7 +438,7 @@ func TestClusterAdmin(t *testing.T) {
 	if out := e.ok("cluster", "transfer-leadership", "--to", "n2"); out != "leader is now n2\n" {
 		t.Errorf("transfer printed %q", out)
 	}
-	var tr transport.TransferResponse
+	var tr api.TransferResponse
 	if err := json.Unmarshal([]byte(e.ok("--json", "cluster", "transfer-leadership")), &tr); err != nil || tr.LeaderID != "n2" {
 		t.Errorf("transfer --json: %+v, %v", tr, err)
 	}

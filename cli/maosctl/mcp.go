@@ -89,7 +89,7 @@ func (nopWriteCloser) Close() error { return nil }
 // unreachable node is not an error here: the tools report it when used.
 func checkSpeaksFor(ctx context.Context, client *transport.Client, agent string) error {
 	me, err := client.WhoAmI(ctx)
-	var apiErr *transport.APIError
+	var apiErr *api.APIError
 	switch {
 	case err != nil && !errors.As(err, &apiErr):
 		return nil

@@ -207,9 +207,9 @@ func printList[T any](c *cli.Context, page any, items *[]T, hasMore bool, what, 
 // gives an event's object when it is v's. When ctx ends first it returns
 // v as last seen and ctx's error; a refusal of the stream that
 // reconnecting will not mend is returned as the error.
-func followObject[T any](ctx context.Context, client *transport.Client, q transport.StreamQuery, v T,
-	pick func(transport.StreamEvent) (T, bool), final func(T) bool) (T, error) {
-	err := followStream(ctx, client, q, func(ev transport.StreamEvent) error {
+func followObject[T any](ctx context.Context, client *transport.Client, q api.StreamQuery, v T,
+	pick func(api.StreamEvent) (T, bool), final func(T) bool) (T, error) {
+	err := followStream(ctx, client, q, func(ev api.StreamEvent) error {
 		u, ok := pick(ev)
 		if !ok {
 			return nil

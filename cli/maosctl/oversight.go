@@ -17,7 +17,6 @@ import (
 
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/rules"
-	"github.com/maos-project/maos/transport"
 )
 
 // oversightCommands are the maosctl commands of the oversight group:
@@ -294,7 +293,7 @@ func rulesCheck(c *cli.Context) error {
 	if err := noArgs(c, need...); err != nil {
 		return err
 	}
-	req := transport.RulesCheckRequest{
+	req := api.RulesCheckRequest{
 		From:      strings.TrimSpace(c.String("from")),
 		To:        strings.TrimSpace(c.String("to")),
 		FromRole:  strings.TrimSpace(c.String("from-role")),
@@ -444,7 +443,7 @@ func audit(c *cli.Context) error {
 }
 
 // printAuditEvent writes e as its text line, or as a JSON line.
-func printAuditEvent(c *cli.Context, e transport.AuditEntry, asJSON bool) error {
+func printAuditEvent(c *cli.Context, e api.AuditEntry, asJSON bool) error {
 	if !asJSON {
 		_, err := fmt.Fprintln(c.App.Writer, e.Line)
 		return err

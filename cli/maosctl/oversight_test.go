@@ -15,7 +15,6 @@ import (
 
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/rules"
-	"github.com/maos-project/maos/transport"
 )
 
 func oversightSend(t *testing.T, e *testEnv, id, from, channel, title, visibility string, to ...string) {
@@ -250,7 +249,7 @@ func TestAudit(t *testing.T) {
 	dec := json.NewDecoder(strings.NewReader(out))
 	n := 0
 	for dec.More() {
-		var ev transport.AuditEntry
+		var ev api.AuditEntry
 		if err := dec.Decode(&ev); err != nil {
 			t.Fatalf("audit --json: %v\n%s", err, out)
 		}

@@ -9,7 +9,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
 )
 
 // The run-time delivery policy of an agent (fsm/policy.go): set, shown
@@ -99,7 +98,7 @@ func policySet(c *cli.Context) error {
 	if d < 0 || d%time.Second != 0 || d > api.MaxPolicyFor*time.Second {
 		return usagef(c, "--for %s: must be whole seconds, at most 720h (30 days)", d)
 	}
-	req := transport.PolicyRequest{Mode: strings.TrimSpace(c.String("mode")), From: strings.TrimSpace(c.String("from")), ForSeconds: int64(d / time.Second)}
+	req := api.PolicyRequest{Mode: strings.TrimSpace(c.String("mode")), From: strings.TrimSpace(c.String("from")), ForSeconds: int64(d / time.Second)}
 	agent := strings.TrimSpace(c.String("agent"))
 	ctx, cancel := call(c)
 	defer cancel()

@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api"
 	"github.com/urfave/cli/v2"
 )
 
@@ -74,7 +74,7 @@ func who(c *cli.Context) error {
 	if c.Bool("health") {
 		return whoHealth(ctx, c, pos)
 	}
-	var list []transport.Presence
+	var list []api.Presence
 	if len(pos) == 1 {
 		p, err := apiClient(c).AgentPresence(ctx, pos[0])
 		if err != nil {
@@ -83,16 +83,16 @@ func who(c *cli.Context) error {
 		if wantJSON(c) {
 			return printJSON(c.App.Writer, p)
 		}
-		list = []transport.Presence{p}
+		list = []api.Presence{p}
 	} else {
 		if list, err = apiClient(c).Presence(ctx); err != nil {
 			return apiError(c, err)
 		}
 		if list == nil {
-			list = []transport.Presence{}
+			list = []api.Presence{}
 		}
 		if wantJSON(c) {
-			return printJSON(c.App.Writer, transport.PresenceResponse{Agents: list})
+			return printJSON(c.App.Writer, api.PresenceResponse{Agents: list})
 		}
 	}
 	if len(list) == 0 {
@@ -107,8 +107,8 @@ func who(c *cli.Context) error {
 // When any agent's watchers take its lease (an agent configured on
 // several nodes), two more columns say which node serves it and which
 // stand by.
-func printWho(w io.Writer, list []transport.Presence, now time.Time) error {
-	leased := slices.ContainsFunc(list, func(p transport.Presence) bool { return p.ServedBy != "" || p.Standby != "" })
+func printWho(w io.Writer, list []api.Presence, now time.Time) error {
+	leased := slices.ContainsFunc(list, func(p api.Presence) bool { return p.ServedBy != "" || p.Standby != "" })
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	header := "AGENT\tSTATE\tSUBSTATE\tSOURCE\tNODE\tCHANNEL\tLAST SEEN\tTASK"
 	if leased {
@@ -133,7 +133,7 @@ func printWho(w io.Writer, list []transport.Presence, now time.Time) error {
 // whoHealth is 'who --health': the health report of AGENT (pos[0]) or of
 // every agent the node knows of.
 func whoHealth(ctx context.Context, c *cli.Context, pos []string) error {
-	var reports []transport.HealthReport
+	var reports []api.HealthReport
 	if len(pos) == 1 {
 		h, err := apiClient(c).AgentHealth(ctx, pos[0])
 		if err != nil {
@@ -148,13 +148,13 @@ func whoHealth(ctx context.Context, c *cli.Context, pos []string) error {
 		if err != nil {
 			return apiError(c, err)
 		}
-		reports = []transport.HealthReport{}
+		reports = []api.HealthReport{}
 		for i := range list {
 			reports = append(reports, list[i].Health())
 		}
 		if wantJSON(c) {
 			return printJSON(c.App.Writer, struct {
-				Agents []transport.HealthReport `json:"agents"`
+				Agents []api.HealthReport `json:"agents"`
 			}{reports})
 		}
 	}
@@ -231,7 +231,7 @@ func members(c *cli.Context) error {
 		return apiError(c, err)
 	}
 	if res.Members == nil {
-		res.Members = []transport.Member{}
+		res.Members = []api.Member{}
 	}
 	if wantJSON(c) {
 		return printJSON(c.App.Writer, res)

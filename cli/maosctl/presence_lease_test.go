@@ -17,9 +17,9 @@ import (
 func TestWhoShowsLeases(t *testing.T) {
 	e := newTestEnv(t)
 	now := time.Now().UTC()
-	e.svc.SetPresence(transport.Presence{AgentID: "claude", Node: "n1", State: "AWAKE", Substate: "IDLE", Source: "watcher",
+	e.svc.SetPresence(api.Presence{AgentID: "claude", Node: "n1", State: "AWAKE", Substate: "IDLE", Source: "watcher",
 		Timestamp: now.Add(-time.Second), Version: 1, Origin: "n1"})
-	e.svc.SetPresence(transport.Presence{AgentID: "codex", Node: "n2", State: "AWAKE", Substate: "IDLE", Source: "hook",
+	e.svc.SetPresence(api.Presence{AgentID: "codex", Node: "n2", State: "AWAKE", Substate: "IDLE", Source: "hook",
 		Timestamp: now.Add(-time.Second), Version: 1, Origin: "n2"})
 	cl := transport.NewClient("http://"+e.addr, nil)
 	ctx := context.Background()
@@ -39,7 +39,7 @@ func TestWhoShowsLeases(t *testing.T) {
 			t.Errorf("who line %d = %q, want it to match %s", i, strings.Join(lines, "\n"), re)
 		}
 	}
-	var one transport.Presence
+	var one api.Presence
 	if err := json.Unmarshal([]byte(e.ok("--json", "who", "claude")), &one); err != nil || one.ServedBy != "n1" || one.Standby != "n2" {
 		t.Errorf("who --json claude = %+v, %v; want served_by n1, standby [n2]", one, err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api"
 )
 
 func TestWhoTable(t *testing.T) {
@@ -16,9 +16,9 @@ func TestWhoTable(t *testing.T) {
 		t.Errorf("who with no agents printed %q", out)
 	}
 	now := time.Now().UTC()
-	e.svc.SetPresence(transport.Presence{AgentID: "claude", Node: "n1", State: "AWAKE", Substate: "WORKING", Source: "hook", Channel: "review",
+	e.svc.SetPresence(api.Presence{AgentID: "claude", Node: "n1", State: "AWAKE", Substate: "WORKING", Source: "hook", Channel: "review",
 		PID: 42, Task: "reviewing PR 12", Timestamp: now.Add(-4 * time.Second), Version: 7, Origin: "n1"})
-	e.svc.SetPresence(transport.Presence{AgentID: "codex", Node: "n2", State: "OFFLINE", Reason: "node n2 dead",
+	e.svc.SetPresence(api.Presence{AgentID: "codex", Node: "n2", State: "OFFLINE", Reason: "node n2 dead",
 		Timestamp: now.Add(-3 * time.Minute), Version: 9, Origin: "n1"})
 	out := e.ok("who")
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
@@ -43,11 +43,11 @@ func TestWhoTable(t *testing.T) {
 func TestWhoJSON(t *testing.T) {
 	e := newTestEnv(t)
 	ts := time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC)
-	e.svc.SetPresence(transport.Presence{AgentID: "claude", Node: "n1", State: "AWAKE", Substate: "IDLE", Source: "pane", Timestamp: ts, Version: 3, Origin: "n1"})
+	e.svc.SetPresence(api.Presence{AgentID: "claude", Node: "n1", State: "AWAKE", Substate: "IDLE", Source: "pane", Timestamp: ts, Version: 3, Origin: "n1"})
 	if out := e.ok("who", "--json"); !strings.Contains(out, `"substate": "IDLE",`+"\n"+`      "source": "pane",`) {
 		t.Errorf("who --json does not show the substate and its source:\n%s", out)
 	}
-	var list transport.PresenceResponse
+	var list api.PresenceResponse
 	dec := json.NewDecoder(strings.NewReader(e.ok("who", "--json")))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&list); err != nil {
@@ -56,7 +56,7 @@ func TestWhoJSON(t *testing.T) {
 	if len(list.Agents) != 1 || list.Agents[0].AgentID != "claude" || list.Agents[0].Source != "pane" || list.Agents[0].Version != 3 || !list.Agents[0].Timestamp.Equal(ts) {
 		t.Errorf("who --json = %+v", list)
 	}
-	var one transport.Presence
+	var one api.Presence
 	if err := json.Unmarshal([]byte(e.ok("--json", "who", "claude")), &one); err != nil || one.AgentID != "claude" || one.Source != "pane" {
 		t.Errorf("who --json claude = %+v, %v", one, err)
 	}
@@ -72,13 +72,13 @@ func TestWhoJSON(t *testing.T) {
 func TestWhoHealth(t *testing.T) {
 	e := newTestEnv(t)
 	now := time.Now().UTC()
-	e.svc.SetPresence(transport.Presence{AgentID: "claude", Node: "n1", State: "AWAKE", Substate: "WORKING", Timestamp: now,
-		AgentHealth: transport.AgentHealth{TasksRunning: 1, TasksSucceeded: 3, TasksFailed: 1, LastError: "exit status 2", MeanDurationMS: 2500},
+	e.svc.SetPresence(api.Presence{AgentID: "claude", Node: "n1", State: "AWAKE", Substate: "WORKING", Timestamp: now,
+		AgentHealth: api.AgentHealth{TasksRunning: 1, TasksSucceeded: 3, TasksFailed: 1, LastError: "exit status 2", MeanDurationMS: 2500},
 		Version:     7, Origin: "n1"})
-	e.svc.SetPresence(transport.Presence{AgentID: "codex", Node: "n2", State: "OFFLINE", Reason: "node n2 dead",
+	e.svc.SetPresence(api.Presence{AgentID: "codex", Node: "n2", State: "OFFLINE", Reason: "node n2 dead",
 		Timestamp: now, Version: 9, Origin: "n1"})
-	e.svc.SetPresence(transport.Presence{AgentID: "gemini", Node: "n1", State: "AWAKE", Substate: "IDLE", Timestamp: now,
-		AgentHealth: transport.AgentHealth{TasksFailed: 2}, Version: 10, Origin: "n1"})
+	e.svc.SetPresence(api.Presence{AgentID: "gemini", Node: "n1", State: "AWAKE", Substate: "IDLE", Timestamp: now,
+		AgentHealth: api.AgentHealth{TasksFailed: 2}, Version: 10, Origin: "n1"})
 	out := e.ok("who", "--health")
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 	if len(lines) != 4 {
@@ -94,13 +94,13 @@ func TestWhoHealth(t *testing.T) {
 			t.Errorf("line %d = %q, want it to match %s", i, lines[i], re)
 		}
 	}
-	var one transport.HealthReport
+	var one api.HealthReport
 	if err := json.Unmarshal([]byte(e.ok("--json", "who", "--health", "claude")), &one); err != nil ||
 		one.AgentID != "claude" || one.Status != "healthy" || one.TasksSucceeded != 3 || one.ErrorRatePercentage != 25 {
 		t.Errorf("who --json --health claude = %+v, %v", one, err)
 	}
 	var all struct {
-		Agents []transport.HealthReport `json:"agents"`
+		Agents []api.HealthReport `json:"agents"`
 	}
 	if err := json.Unmarshal([]byte(e.ok("who", "--health", "--json")), &all); err != nil || len(all.Agents) != 3 || all.Agents[2].Status != "degraded" {
 		t.Errorf("who --health --json = %+v, %v", all, err)
@@ -122,7 +122,7 @@ func TestMembers(t *testing.T) {
 			t.Errorf("members output does not match %s:\n%s", re, out)
 		}
 	}
-	var res transport.MembersResponse
+	var res api.MembersResponse
 	dec := json.NewDecoder(strings.NewReader(e.ok("--json", "members")))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&res); err != nil {

@@ -12,7 +12,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
 )
 
 func replyCommand() *cli.Command {
@@ -63,7 +62,7 @@ func reply(c *cli.Context) error {
 	defer cancel()
 	// Strong: the message may have been acknowledged by another node a
 	// moment ago.
-	orig, err := client.Message(ctx, args[0], transport.Strong)
+	orig, err := client.Message(ctx, args[0], api.Strong)
 	if err != nil {
 		return apiError(c, err)
 	}
@@ -223,7 +222,7 @@ var waitStates = []string{api.ReceiptRead, api.ReceiptAnswered}
 
 // sendWait is the outcome of 'send --wait' for --json.
 type sendWait struct {
-	transport.SendResponse
+	api.SendResponse
 	Wait struct {
 		State    string        `json:"state"`
 		Pending  []string      `json:"pending"` // recipients that did not get there in time
@@ -245,7 +244,7 @@ func waitReceipts(c *cli.Context, id, state string, timeout time.Duration) ([]ap
 	var pending []string
 	for {
 		call, callCancel := callWith(root, ctx)
-		rc, err := client.Receipts(call, id, transport.Strong)
+		rc, err := client.Receipts(call, id, api.Strong)
 		callCancel()
 		switch {
 		case err == nil:

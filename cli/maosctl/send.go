@@ -13,7 +13,6 @@ import (
 
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/artifacts"
-	"github.com/maos-project/maos/transport"
 )
 
 func sendCommand() *cli.Command {
@@ -152,14 +151,14 @@ func textFlag(c *cli.Context, name string) (string, error) {
 // maybeCommitted reports whether a send that failed with err (as the
 // client returned it) may nevertheless have been stored.
 func maybeCommitted(err error) bool {
-	var apiErr *transport.APIError
+	var apiErr *api.APIError
 	if errors.As(err, &apiErr) {
-		if errors.Is(err, transport.ErrOutcomeUnknown) {
+		if errors.Is(err, api.ErrOutcomeUnknown) {
 			return true
 		}
 		// 4xx were refused before proposing; no_leader and not_ready
 		// before proposing too. Any other 5xx is unknown.
-		return apiErr.Status >= 500 && !errors.Is(err, transport.ErrNoLeader) && !errors.Is(err, transport.ErrNotReady)
+		return apiErr.Status >= 500 && !errors.Is(err, api.ErrNoLeader) && !errors.Is(err, api.ErrNotReady)
 	}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {

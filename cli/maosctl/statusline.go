@@ -90,8 +90,8 @@ func statusLine(c *cli.Context) error {
 // when the node answered; an agent with no inbox counts as empty.
 func fetchStatus(ctx context.Context, client *transport.Client, agent string) status {
 	st := status{Agent: agent}
-	sum, err := client.AgentSummary(ctx, agent, transport.Local)
-	var apiErr *transport.APIError
+	sum, err := client.AgentSummary(ctx, agent, api.Local)
+	var apiErr *api.APIError
 	st.Online = err == nil || errors.As(err, &apiErr)
 	if err != nil {
 		if st.Online {
@@ -154,6 +154,6 @@ func formatStatus(st status) string {
 
 // isNotFound reports whether err is the API's 404.
 func isNotFound(err error) bool {
-	var apiErr *transport.APIError
+	var apiErr *api.APIError
 	return errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound
 }

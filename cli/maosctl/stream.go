@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -19,11 +20,11 @@ var errStreamDone = errors.New("done")
 // reached, is resumed after the last id it sent (q.Resume), a little
 // later each time (100 ms doubling to 5 s, reset by an event); a refusal
 // that reconnecting will not mend (a 4xx other than 429) is returned.
-func followStream(ctx context.Context, client *transport.Client, q transport.StreamQuery, fn func(transport.StreamEvent) error) error {
+func followStream(ctx context.Context, client *transport.Client, q api.StreamQuery, fn func(api.StreamEvent) error) error {
 	delay := 100 * time.Millisecond
 	for {
 		var fnErr error
-		err := client.Stream(ctx, q, func(ev transport.StreamEvent) error {
+		err := client.Stream(ctx, q, func(ev api.StreamEvent) error {
 			if ev.ID != "" {
 				q.Resume = ev.ID
 			}
@@ -31,7 +32,7 @@ func followStream(ctx context.Context, client *transport.Client, q transport.Str
 			fnErr = fn(ev)
 			return fnErr
 		})
-		var apiErr *transport.APIError
+		var apiErr *api.APIError
 		switch {
 		case errors.Is(fnErr, errStreamDone):
 			return nil

@@ -12,7 +12,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
 )
 
 func tailCommand() *cli.Command {
@@ -56,7 +55,7 @@ func tail(c *cli.Context) error {
 	if err := noArgs(c); err != nil {
 		return err
 	}
-	q := transport.StreamQuery{Channel: c.String("channel"), Agent: c.String("agent"), After: c.Uint64("after")}
+	q := api.StreamQuery{Channel: c.String("channel"), Agent: c.String("agent"), After: c.Uint64("after")}
 	follow, asJSON := c.Bool("follow"), wantJSON(c)
 	ctx := c.Context
 	if !follow {
@@ -65,7 +64,7 @@ func tail(c *cli.Context) error {
 		defer cancel()
 	}
 	errCaughtUp := errors.New("caught up")
-	show := func(ev transport.StreamEvent) error {
+	show := func(ev api.StreamEvent) error {
 		if ev.Ready {
 			if !follow {
 				return errCaughtUp
@@ -93,7 +92,7 @@ func tail(c *cli.Context) error {
 			}
 			return apiError(c, err)
 		}
-		var apiErr *transport.APIError
+		var apiErr *api.APIError
 		if errors.As(err, &apiErr) && apiErr.Status < 500 {
 			return apiError(c, err) // bad input: reconnecting will not help
 		}

@@ -59,8 +59,8 @@ func followTask(ctx context.Context, client *transport.Client, _ *cli.Context, t
 	if n := len(t.History); n > 0 {
 		last = t.History[n-1].Seq
 	}
-	q := transport.StreamQuery{Channel: t.Channel, Resume: strconv.FormatUint(last, 10) + ":task", Tasks: transport.StreamTasksOnly}
-	return followObject(ctx, client, q, t, func(ev transport.StreamEvent) (*api.Task, bool) {
+	q := api.StreamQuery{Channel: t.Channel, Resume: strconv.FormatUint(last, 10) + ":task", Tasks: api.StreamTasksOnly}
+	return followObject(ctx, client, q, t, func(ev api.StreamEvent) (*api.Task, bool) {
 		if ev.Task == nil || ev.Task.Task.ID != t.ID {
 			return nil, false
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -98,7 +99,7 @@ func chainBefore(hooks ...cli.BeforeFunc) cli.BeforeFunc {
 // with another one). nil for any other error.
 func tlsHint(c *cli.Context, err error) error {
 	var (
-		apiErr  *transport.APIError
+		apiErr  *api.APIError
 		unknown x509.UnknownAuthorityError
 		name    x509.HostnameError
 	)

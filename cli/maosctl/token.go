@@ -8,12 +8,12 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cli/internal/secretfile"
-	"github.com/maos-project/maos/transport"
 )
 
 // tokenRoles are the roles 'token create --role' accepts.
-var tokenRoles = []string{string(transport.RoleAgent), string(transport.RoleModerator), string(transport.RoleAdmin)}
+var tokenRoles = []string{string(api.RoleAgent), string(api.RoleModerator), string(api.RoleAdmin)}
 
 func tokenCommand() *cli.Command {
 	return &cli.Command{
@@ -86,7 +86,7 @@ Without them the agent registers itself with the default role and no
 capability; only an admin registers an agent with more (docs/TRUST.md).`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "agent", Usage: "agent `ID` the token speaks for (required)"},
-			&cli.StringFlag{Name: "role", Value: string(transport.RoleAgent),
+			&cli.StringFlag{Name: "role", Value: string(api.RoleAgent),
 				Usage: "`ROLE` of the token: " + strings.Join(tokenRoles, ", ")},
 			&cli.StringFlag{Name: "agent-role", Usage: "registry `ROLE` the agent may register itself with (lead, orchestrator, …)"},
 			&cli.StringFlag{Name: "capability", Usage: "capabilities `C[,D]` the agent may register itself with, comma-separated"},
@@ -103,14 +103,14 @@ func tokenCreate(c *cli.Context) error {
 	role := strings.TrimSpace(c.String("role"))
 	if role == "supervisor" {
 		// The issue's and the seed systems' name for a moderator.
-		role = string(transport.RoleModerator)
+		role = string(api.RoleModerator)
 	}
 	if !slices.Contains(tokenRoles, role) {
 		return usagef(c, "--role %q is not one of %s", role, strings.Join(tokenRoles, ", "))
 	}
 	ctx, cancel := call(c)
 	defer cancel()
-	req := transport.TokenRequest{Agent: strings.TrimSpace(c.String("agent")), Role: role,
+	req := api.TokenRequest{Agent: strings.TrimSpace(c.String("agent")), Role: role,
 		AgentRole: strings.TrimSpace(c.String("agent-role")), Capabilities: splitList([]string{c.String("capability")})}
 	tok, err := apiClient(c).CreateTokenFor(ctx, req)
 	if err != nil {

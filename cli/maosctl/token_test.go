@@ -49,13 +49,13 @@ func (e *testEnv) as(tok string, args ...string) runResult {
 
 // createToken makes a token for agent with role through the admin token
 // and returns what --json printed.
-func (e *testEnv) createToken(agent, role string) transport.TokenCreated {
+func (e *testEnv) createToken(agent, role string) api.TokenCreated {
 	e.t.Helper()
 	r := e.as(testAdminToken, "--json", "token", "create", "--agent", agent, "--role", role)
 	if r.err != nil {
 		e.t.Fatalf("token create --agent %s: %v stderr=%q", agent, r.err, r.errOut)
 	}
-	var tok transport.TokenCreated
+	var tok api.TokenCreated
 	if err := json.Unmarshal([]byte(r.out), &tok); err != nil {
 		e.t.Fatalf("token create --json printed %q: %v", r.out, err)
 	}
@@ -333,8 +333,8 @@ func TestTokenReachesEveryClient(t *testing.T) {
 func TestTokenSupervisorIsModerator(t *testing.T) {
 	e := newAuthEnv(t)
 	r := e.as(testAdminToken, "--json", "token", "create", "--agent", "lead", "--role", "supervisor")
-	var tok transport.TokenCreated
-	if r.err != nil || json.Unmarshal([]byte(r.out), &tok) != nil || tok.Role != string(transport.RoleModerator) {
+	var tok api.TokenCreated
+	if r.err != nil || json.Unmarshal([]byte(r.out), &tok) != nil || tok.Role != string(api.RoleModerator) {
 		t.Fatalf("token create --role supervisor = %q, %v; want a moderator token", r.out, r.err)
 	}
 	if r := e.as(testAdminToken, "token", "create", "--agent", "lead", "--role", "boss"); r.err == nil || !strings.Contains(r.err.Error(), `--role "boss"`) {
@@ -353,9 +353,9 @@ func TestTokenWhoamiAndMCPCheck(t *testing.T) {
 	if r := e.as(testAdminToken, "token", "whoami"); r.err != nil || !strings.HasPrefix(r.out, "admin bootstrap token (role admin") {
 		t.Errorf("whoami with the admin token: %q, %v", r.out, r.err)
 	}
-	var me transport.WhoAmI
+	var me api.WhoAmI
 	if r := e.as(codex.Token, "--json", "token", "whoami"); r.err != nil || json.Unmarshal([]byte(r.out), &me) != nil ||
-		me != (transport.WhoAmI{Auth: true, Agent: "codex", Role: transport.RoleAgent, TokenID: codex.ID}) {
+		me != (api.WhoAmI{Auth: true, Agent: "codex", Role: api.RoleAgent, TokenID: codex.ID}) {
 		t.Errorf("whoami --json: %q, %v", r.out, r.err)
 	}
 	if r := e.as("maos_nope", "token", "whoami"); r.err == nil || !strings.Contains(r.err.Error(), "401") {

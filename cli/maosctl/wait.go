@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api"
 	"github.com/urfave/cli/v2"
 )
 
@@ -35,7 +35,7 @@ func sendWaitFlags(c *cli.Context) (string, time.Duration, error) {
 
 // printSent prints a send's answer: "ID seq=N", then a line per
 // recipient the rules blocked.
-func printSent(c *cli.Context, res *transport.SendResponse) error {
+func printSent(c *cli.Context, res *api.SendResponse) error {
 	if _, err := fmt.Fprintf(c.App.Writer, "%s seq=%d\n", res.ID, res.Seq); err != nil {
 		return err
 	}
@@ -48,7 +48,7 @@ func printSent(c *cli.Context, res *transport.SendResponse) error {
 }
 
 // sendAndWait waits for the receipts of a sent message and reports.
-func sendAndWait(c *cli.Context, res *transport.SendResponse, state string, timeout time.Duration) error {
+func sendAndWait(c *cli.Context, res *api.SendResponse, state string, timeout time.Duration) error {
 	asJSON := wantJSON(c)
 	if !asJSON {
 		if err := printSent(c, res); err != nil {

@@ -16,8 +16,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/testenv"
-	"github.com/maos-project/maos/transport"
 )
 
 // clearAuthEnv keeps the caller's maosd auth variables out of a test.
@@ -160,7 +160,7 @@ func TestAuthEndToEnd(t *testing.T) {
 		t.Fatalf("channels without a token: err=%v; want 401 with the MAOS_TOKEN hint", r.err)
 	}
 	r := run("--token-file", admin, "--json", "token", "create", "--agent", "codex")
-	var tok transport.TokenCreated
+	var tok api.TokenCreated
 	if r.err != nil || json.Unmarshal([]byte(r.out), &tok) != nil || tok.Token == "" {
 		t.Fatalf("token create with the admin token file: out=%q err=%v stderr=%q", r.out, r.err, r.errOut)
 	}

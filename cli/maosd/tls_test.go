@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/testing/tlstest"
-	"github.com/maos-project/maos/transport"
 )
 
 // maosd refuses incomplete or bad TLS flags before touching the data dir,
@@ -83,7 +83,7 @@ func TestServesTLS(t *testing.T) {
 	}
 	runMaosdUntilReady(t, nil, append([]string{"--node-id", "n2", "--join", api1}, flags(ca.Node(t, "n2"))...)...)
 
-	var st transport.Status
+	var st api.Status
 	deadline := testenv.Deadline(t)
 	for {
 		r := runMaosctl(api1, "--ca", ca.File, "--json", "cluster", "status")

@@ -13,8 +13,8 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/harness"
-	"github.com/maos-project/maos/transport"
 )
 
 // LogSource is one replica as the checker reads it.
@@ -74,7 +74,7 @@ func (s nodeSource) ReadChannel(ctx context.Context, channel string) ([]Entry, e
 				return out, fmt.Errorf("chaos: read %s of %s: %w", channel, s.n.ID, ctx.Err())
 			}
 			pctx, cancel := context.WithTimeout(ctx, pageTimeout)
-			p, perr := cl.ChannelPage(pctx, channel, after, PageLimit, transport.Local)
+			p, perr := cl.ChannelPage(pctx, channel, after, PageLimit, api.Local)
 			cancel()
 			if err = perr; err == nil {
 				page.more = p.HasMore
@@ -266,7 +266,7 @@ func (s idSet) sorted() []string {
 // not a verdict on the message: the node could not take it (no leader, not
 // leader, not ready) or the connection was not made.
 var nonRejecting = map[string]bool{
-	"": true, transport.CodeNoLeader: true, transport.CodeNotLeader: true, transport.CodeNotReady: true,
+	"": true, api.CodeNoLeader: true, api.CodeNotLeader: true, api.CodeNotReady: true,
 	"refused": true, "timeout": true, "reset": true, "eof": true, "other": true,
 }
 

@@ -9,7 +9,6 @@ import (
 
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/harness"
-	"github.com/maos-project/maos/transport"
 )
 
 // TaskSource is one node's view of the task workload's tasks.
@@ -219,9 +218,9 @@ func checkTaskViews(names []string, views [][]*api.Task, ops []Op, workers int, 
 			continue
 		}
 		switch {
-		case op.Code == transport.CodeConflict && op.Kind == KindTaskClaim:
+		case op.Code == api.CodeConflict && op.Kind == KindTaskClaim:
 			res.ClaimConflicts++
-		case op.Code == transport.CodeConflict && (op.Kind == KindTaskProgress || op.Kind == KindTaskComplete):
+		case op.Code == api.CodeConflict && (op.Kind == KindTaskProgress || op.Kind == KindTaskComplete):
 			res.Refused++
 		default:
 			rejected[op.ID] = true

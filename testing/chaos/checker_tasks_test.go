@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
 )
 
 // taskOps is a task history: ops in order, each with an invoke time.
@@ -32,7 +31,7 @@ func (h *taskOps) claim(id, agent string, fence uint64) {
 func (h *taskOps) complete(id, agent string, fence uint64, o Outcome, stale bool) {
 	op := Op{Kind: KindTaskComplete, ID: id, Agent: agent, Fence: fence, Outcome: o, Stale: stale}
 	if o == Fail {
-		op.Code, op.Err = transport.CodeConflict, "fence is not the current claim's"
+		op.Code, op.Err = api.CodeConflict, "fence is not the current claim's"
 	}
 	h.add(op)
 }
@@ -62,7 +61,7 @@ func goodTasks() (taskOps, []*api.Task) {
 	h.create("chaos-t-1", OK)
 	h.create("chaos-t-2", OK)
 	h.create("chaos-t-3", Unknown)
-	h.add(Op{Kind: KindTaskCreate, ID: "chaos-t-4", Outcome: Fail, Code: transport.CodeNoLeader})
+	h.add(Op{Kind: KindTaskCreate, ID: "chaos-t-4", Outcome: Fail, Code: api.CodeNoLeader})
 	h.claim("chaos-t-1", "w1", 5)
 	h.complete("chaos-t-1", "w1", 5, Unknown, false)
 	h.complete("chaos-t-1", "w1", 5, OK, false) // the retry answers the stored result
@@ -166,7 +165,7 @@ func TestCheckTaskViews(t *testing.T) {
 			return n1, n2
 		}, func(c *TaskCheck) []string { return c.Stuck }, "chaos-t-3"},
 		{"a create refused as bad input", func(h *taskOps, n1, n2 []*api.Task) ([]*api.Task, []*api.Task) {
-			h.add(Op{Kind: KindTaskCreate, ID: "chaos-t-5", Outcome: Fail, Code: transport.CodeInvalid, Err: "title: required"})
+			h.add(Op{Kind: KindTaskCreate, ID: "chaos-t-5", Outcome: Fail, Code: api.CodeInvalid, Err: "title: required"})
 			return n1, n2
 		}, func(c *TaskCheck) []string { return c.Rejected }, "chaos-t-5"},
 		{"nodes disagree", func(h *taskOps, n1, n2 []*api.Task) ([]*api.Task, []*api.Task) {

@@ -141,7 +141,7 @@ type watcherView struct {
 	orphans  []string
 }
 
-func readWatcherChannel(ctx context.Context, cl *transport.Client, cons transport.Consistency) (*watcherView, error) {
+func readWatcherChannel(ctx context.Context, cl *transport.Client, cons api.Consistency) (*watcherView, error) {
 	v := &watcherView{requests: map[string]*api.Message{}, replies: map[string][]*api.Message{}}
 	var after uint64
 	for page := 0; ; page++ {
@@ -203,7 +203,7 @@ func waitReplies(ctx context.Context, c *harness.Cluster, hw *History, wait time
 			return errors.New("no live node")
 		}
 		i++
-		v, err := readWatcherChannel(ctx, live[i%len(live)].Client(), transport.Strong)
+		v, err := readWatcherChannel(ctx, live[i%len(live)].Client(), api.Strong)
 		if err != nil {
 			return err
 		}
@@ -222,7 +222,7 @@ func CheckWatchers(ctx context.Context, nodes []*harness.Node, hw *History, agen
 	names := make([]string, len(nodes))
 	views := make([]*watcherView, len(nodes))
 	for i, n := range nodes {
-		v, err := readWatcherChannel(ctx, n.Client(), transport.Local)
+		v, err := readWatcherChannel(ctx, n.Client(), api.Local)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", n.ID, err)
 		}

@@ -313,12 +313,12 @@ func classify(err error) (o Outcome, retry bool) {
 	if err == nil {
 		return OK, false
 	}
-	var apiErr *transport.APIError
+	var apiErr *api.APIError
 	if errors.As(err, &apiErr) {
 		switch apiErr.Code {
-		case transport.CodeNoLeader, transport.CodeNotLeader, transport.CodeNotReady:
+		case api.CodeNoLeader, api.CodeNotLeader, api.CodeNotReady:
 			return Fail, true
-		case transport.CodeOutcomeUnknown:
+		case api.CodeOutcomeUnknown:
 			return Unknown, true
 		}
 		if apiErr.Status >= 500 || apiErr.Status == 0 {
@@ -347,7 +347,7 @@ func (w *workload) reader(ctx context.Context, client int) {
 		last = node.APIAddr()
 		handle := w.h.Invoke(Op{Client: client, Kind: KindRead, Channel: ch, After: after[ch], Node: last})
 		actx, cancel := context.WithTimeout(ctx, w.cfg.AttemptTimeout)
-		page, err := cl.ChannelPage(actx, ch, after[ch], PageLimit, transport.Strong)
+		page, err := cl.ChannelPage(actx, ch, after[ch], PageLimit, api.Strong)
 		cancel()
 		var entries []Entry
 		if err == nil {

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/harness"
-	"github.com/maos-project/maos/transport"
 )
 
 // maosdBin is the maosd binary built by TestMain, stubmodelBin the stub
@@ -48,7 +48,7 @@ func runTests(m *testing.M) int {
 
 func TestClassify(t *testing.T) {
 	apiError := func(status int, code string) error {
-		return fmt.Errorf("via n1: %w", &transport.APIError{Status: status, Code: code, Message: "m"})
+		return fmt.Errorf("via n1: %w", &api.APIError{Status: status, Code: code, Message: "m"})
 	}
 	dial := &url.Error{Op: "Post", URL: "http://127.0.0.1:1/v1/messages",
 		Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}
@@ -61,13 +61,13 @@ func TestClassify(t *testing.T) {
 		retry   bool
 	}{
 		{"nil", nil, OK, false},
-		{"no leader", apiError(503, transport.CodeNoLeader), Fail, true},
-		{"not leader", apiError(503, transport.CodeNotLeader), Fail, true},
-		{"not ready", apiError(503, transport.CodeNotReady), Fail, true},
-		{"outcome unknown", apiError(503, transport.CodeOutcomeUnknown), Unknown, true},
-		{"internal", apiError(500, transport.CodeInternal), Unknown, true},
-		{"conflict", apiError(409, transport.CodeConflict), Fail, false},
-		{"invalid", apiError(400, transport.CodeInvalid), Fail, false},
+		{"no leader", apiError(503, api.CodeNoLeader), Fail, true},
+		{"not leader", apiError(503, api.CodeNotLeader), Fail, true},
+		{"not ready", apiError(503, api.CodeNotReady), Fail, true},
+		{"outcome unknown", apiError(503, api.CodeOutcomeUnknown), Unknown, true},
+		{"internal", apiError(500, api.CodeInternal), Unknown, true},
+		{"conflict", apiError(409, api.CodeConflict), Fail, false},
+		{"invalid", apiError(400, api.CodeInvalid), Fail, false},
 		{"connection refused", dial, Fail, true},
 		{"connection reset", reset, Unknown, true},
 		{"timeout", &url.Error{Op: "Post", URL: "x", Err: context.DeadlineExceeded}, Unknown, true},

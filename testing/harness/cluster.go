@@ -17,7 +17,6 @@ import (
 
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/testenv"
-	"github.com/maos-project/maos/transport"
 )
 
 // Options configure NewCluster and StartCluster.
@@ -430,8 +429,8 @@ func (c *Cluster) Others(not ...*Node) []*Node {
 const statusTimeout = 2 * time.Second
 
 // statuses asks every node in nodes for its status, concurrently.
-func statuses(nodes []*Node) ([]transport.Status, []error) {
-	sts := make([]transport.Status, len(nodes))
+func statuses(nodes []*Node) ([]api.Status, []error) {
+	sts := make([]api.Status, len(nodes))
 	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
 	for i, n := range nodes {
@@ -593,7 +592,7 @@ type SendOptions struct {
 
 // SendResult is what SendWithRetry got.
 type SendResult struct {
-	Resp     *transport.SendResponse
+	Resp     *api.SendResponse
 	Node     *Node // the node that acknowledged
 	Attempts int
 }

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api"
 )
 
 // The test binary doubles as a fake maosd (see fakeMaosd) when this
@@ -272,11 +272,11 @@ func TestRetryableAndErrorKind(t *testing.T) {
 		retry bool
 		kind  string
 	}{
-		{&transport.APIError{Status: 503, Code: transport.CodeNoLeader}, true, "no_leader"},
-		{&transport.APIError{Status: 503, Code: transport.CodeOutcomeUnknown}, true, "outcome_unknown"},
-		{&transport.APIError{Status: 500, Code: transport.CodeInternal}, true, "internal"},
-		{fmt.Errorf("via n1: %w", &transport.APIError{Status: 409, Code: transport.CodeConflict}), false, "conflict"},
-		{&transport.APIError{Status: 400, Code: transport.CodeInvalid}, false, "invalid"},
+		{&api.APIError{Status: 503, Code: api.CodeNoLeader}, true, "no_leader"},
+		{&api.APIError{Status: 503, Code: api.CodeOutcomeUnknown}, true, "outcome_unknown"},
+		{&api.APIError{Status: 500, Code: api.CodeInternal}, true, "internal"},
+		{fmt.Errorf("via n1: %w", &api.APIError{Status: 409, Code: api.CodeConflict}), false, "conflict"},
+		{&api.APIError{Status: 400, Code: api.CodeInvalid}, false, "invalid"},
 		{errors.New("dial tcp 127.0.0.1:5: connect: connection refused"), true, "refused"},
 		{fmt.Errorf("post: %w", context.DeadlineExceeded), true, "timeout"},
 		{errors.New(`Post "http://x": EOF`), true, "eof"},

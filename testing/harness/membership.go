@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
 )
 
 // Membership changes as an operator makes them: remove a node from the
@@ -116,7 +115,7 @@ func (c *Cluster) RemoveNode(n *Node) error {
 		if err != nil {
 			return fmt.Errorf("status of %s: %w", via.ID, err)
 		}
-		if slices.ContainsFunc(st.Voters, func(v transport.Voter) bool { return v.ID == n.ID }) {
+		if slices.ContainsFunc(st.Voters, func(v api.Voter) bool { return v.ID == n.ID }) {
 			return fmt.Errorf("%s (leader %s) still lists %s among its voters", via.ID, st.LeaderID, n.ID)
 		}
 		return nil

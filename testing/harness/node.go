@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -673,10 +674,10 @@ func procState(pid int) (string, error) {
 }
 
 // Status fetches the node's GET /v1/cluster/status, bounded by d.
-func (n *Node) Status(d time.Duration) (transport.Status, error) {
+func (n *Node) Status(d time.Duration) (api.Status, error) {
 	c := n.Client()
 	if c == nil {
-		return transport.Status{}, fmt.Errorf("harness: %s was never started", n.ID)
+		return api.Status{}, fmt.Errorf("harness: %s was never started", n.ID)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()

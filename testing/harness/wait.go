@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api"
 )
 
 // PollInterval is how often the harness re-checks a condition it waits
@@ -74,7 +74,7 @@ func Retryable(err error) bool {
 	if err == nil {
 		return false
 	}
-	var apiErr *transport.APIError
+	var apiErr *api.APIError
 	if errors.As(err, &apiErr) {
 		return apiErr.Status >= http.StatusInternalServerError || apiErr.Status == 0
 	}
@@ -85,7 +85,7 @@ func Retryable(err error) bool {
 // reports: the API error code ("no_leader", "outcome_unknown", ...),
 // "refused", "timeout", "reset", "eof" or "other".
 func ErrorKind(err error) string {
-	var apiErr *transport.APIError
+	var apiErr *api.APIError
 	switch {
 	case err == nil:
 		return "none"

@@ -170,7 +170,7 @@ func awaitTakeover(t *testing.T, cl *transport.Client, agent string, standby *ha
 func agentLeaseOn(cl *transport.Client, agent string) (*api.AgentLease, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	defer cancel()
-	return cl.AgentLease(ctx, agent, transport.Strong)
+	return cl.AgentLease(ctx, agent, api.Strong)
 }
 
 // awaitPresence waits until who (through cl) shows agent served by
@@ -184,7 +184,7 @@ func awaitPresence(t *testing.T, cl *transport.Client, agent, servedBy, standby 
 		if err != nil {
 			return err
 		}
-		if p.ServedBy != servedBy || p.Standby != transport.NodeIDs(standby) {
+		if p.ServedBy != servedBy || p.Standby != api.NodeIDs(standby) {
 			return fmt.Errorf("presence served_by %q standby %q", p.ServedBy, p.Standby)
 		}
 		return nil
@@ -334,7 +334,7 @@ func checkAnsweredOnce(t *testing.T, c *harness.Cluster, via *harness.Node, agen
 		}
 	}
 	for _, n := range c.Live() {
-		stored, err := readChannel(n.Client(), ch, transport.Local)
+		stored, err := readChannel(n.Client(), ch, api.Local)
 		harness.NoErr(t, err)
 		answers := map[string][]string{}
 		for _, m := range stored {
@@ -356,13 +356,13 @@ func checkAnsweredOnce(t *testing.T, c *harness.Cluster, via *harness.Node, agen
 
 // auditedTakeover is the audit's AGENT_TAKEOVER entry (read through cl)
 // of taken, the lease the standby took from the holder of first (lapsed).
-func auditedTakeover(t *testing.T, cl *transport.Client, agent string, holder, standby *harness.Node, first, taken *api.AgentLease) *transport.AuditEntry {
+func auditedTakeover(t *testing.T, cl *transport.Client, agent string, holder, standby *harness.Node, first, taken *api.AgentLease) *api.AuditEntry {
 	t.Helper()
 	actx, cancel := context.WithTimeout(context.Background(), readTimeout)
-	page, err := cl.Audit(actx, 0, api.MaxPageLimit, transport.Strong)
+	page, err := cl.Audit(actx, 0, api.MaxPageLimit, api.Strong)
 	cancel()
 	harness.NoErr(t, err)
-	var takeover *transport.AuditEntry
+	var takeover *api.AuditEntry
 	for i, ev := range page.Events {
 		if ev.Label == "AGENT_TAKEOVER" {
 			takeover = &page.Events[i]

@@ -199,7 +199,7 @@ func TestApprovalTwoOfThreeAcrossNodes(t *testing.T) {
 	}
 	// The approvers were told in their inboxes, and the decision is in the audit.
 	ctx := clustertest.Context(t)
-	inbox, err := n2.Client.Inbox(ctx, "carol", api.InboxQuery{Limit: 100}, transport.Strong)
+	inbox, err := n2.Client.Inbox(ctx, "carol", api.InboxQuery{Limit: 100}, api.Strong)
 	harness.NoErr(t, err)
 	if !slices.ContainsFunc(inbox.Messages, func(m api.InboxEntry) bool {
 		return m.Type == "hitl_approval_request" && m.CorrelationID == res.ID
@@ -273,7 +273,7 @@ func TestApprovalTimeoutExpiresAndEscalates(t *testing.T) {
 	}
 
 	harness.NoErr(t, harness.WaitFor(approvalWait, "the escalation alert to sup", func() error {
-		page, err := n1.Client.Inbox(ctx, "sup", api.InboxQuery{Limit: 100}, transport.Strong)
+		page, err := n1.Client.Inbox(ctx, "sup", api.InboxQuery{Limit: 100}, api.Strong)
 		if err != nil {
 			return err
 		}

@@ -19,7 +19,6 @@ import (
 	"github.com/maos-project/maos/cluster/clustertest"
 	"github.com/maos-project/maos/testing/harness"
 	"github.com/maos-project/maos/testing/testenv"
-	"github.com/maos-project/maos/transport"
 )
 
 // Issue 17's promises, through the built maosd: an artifact put through
@@ -85,7 +84,7 @@ func blobFiles(t *testing.T, n *harness.Node, hex string) []string {
 }
 
 func putArtifact(ctx context.Context, n *harness.Node, body io.Reader, size int64, name string) (api.Artifact, error) {
-	return n.Client().PutArtifact(ctx, body, size, transport.ArtifactUpload{Name: name, From: "alice", ContentType: "application/octet-stream"})
+	return n.Client().PutArtifact(ctx, body, size, api.ArtifactUpload{Name: name, From: "alice", ContentType: "application/octet-stream"})
 }
 
 func TestArtifactAcrossNodesAndLeaderKill(t *testing.T) {
@@ -118,7 +117,7 @@ func TestArtifactAcrossNodesAndLeaderKill(t *testing.T) {
 	if !again.Existed || again.Index != a.Index || again.Name != "big.bin" {
 		t.Fatalf("re-upload = %+v; want the stored record (index %d, existed)", again, a.Index)
 	}
-	page, err := leader.Client().Artifacts(ctx, api.ArtifactQuery{}, transport.Strong)
+	page, err := leader.Client().Artifacts(ctx, api.ArtifactQuery{}, api.Strong)
 	harness.NoErr(t, err)
 	if len(page.Artifacts) != 1 {
 		t.Fatalf("%d artifact records after a re-upload, want 1", len(page.Artifacts))
@@ -191,7 +190,7 @@ func TestArtifactUploadInterruptedByLeaderKill(t *testing.T) {
 		present := 0
 		for _, n := range followers {
 			ictx, icancel := testenv.Context(t)
-			_, ierr := n.Client().ArtifactInfo(ictx, id, transport.Strong)
+			_, ierr := n.Client().ArtifactInfo(ictx, id, api.Strong)
 			icancel()
 			switch {
 			case ierr == nil:
@@ -293,7 +292,7 @@ agents:
 	spec := []byte("the api has three routes\n")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	a, err := cl.PutArtifact(ctx, bytes.NewReader(spec), int64(len(spec)), transport.ArtifactUpload{Name: "upload.md", From: "architect"})
+	a, err := cl.PutArtifact(ctx, bytes.NewReader(spec), int64(len(spec)), api.ArtifactUpload{Name: "upload.md", From: "architect"})
 	if err != nil {
 		t.Fatal(err)
 	}

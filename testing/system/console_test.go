@@ -237,7 +237,7 @@ func TestConsoleLiveFeedApprovalsAndCluster(t *testing.T) {
 
 	// Agents: worker1 served by n1's watcher, n2's standing by (its lease).
 	bg := context.Background()
-	if _, err := n1.Client.PutPresence(bg, "worker1", transport.PresenceUpdate{State: transport.PresenceAwake, Source: "watcher"}); err != nil {
+	if _, err := n1.Client.PutPresence(bg, "worker1", api.PresenceUpdate{State: api.PresenceAwake, Source: "watcher"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, node := range []string{"n1", "n2"} {
@@ -376,7 +376,7 @@ func TestConsoleAuthLogin(t *testing.T) {
 	}
 	var lines []string
 	clustertest.WaitFor(t, 10*time.Second, "worker1's denial of the token list audited", func() bool {
-		p, err := n1.Client.Audit(context.Background(), 0, api.MaxPageLimit, transport.Local)
+		p, err := n1.Client.Audit(context.Background(), 0, api.MaxPageLimit, api.Local)
 		lines = lines[:0]
 		found := false
 		for _, ev := range p.Events {

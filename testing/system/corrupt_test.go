@@ -15,7 +15,6 @@ import (
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/harness"
 	"github.com/maos-project/maos/testing/testenv"
-	"github.com/maos-project/maos/transport"
 )
 
 // outcome is what a node restarted on a damaged data dir may do.
@@ -236,7 +235,7 @@ func waitSameApplied(t *testing.T, nodes []*harness.Node) uint64 {
 	t.Helper()
 	var index uint64
 	err := harness.WaitFor(30*time.Second, "the nodes to apply the same index", func() error {
-		var sts []transport.Status
+		var sts []api.Status
 		for _, n := range nodes {
 			st, err := n.Status(2 * time.Second)
 			if err != nil {

@@ -36,7 +36,7 @@ const maxPages = 10_000
 // readChannel pages through GET /v1/channels/{ch}/messages (after, limit
 // 1000) until has_more is false and returns every message in order. It
 // fails if seqs do not strictly increase.
-func readChannel(cl *transport.Client, ch string, cons transport.Consistency) ([]*api.Message, error) {
+func readChannel(cl *transport.Client, ch string, cons api.Consistency) ([]*api.Message, error) {
 	var out []*api.Message
 	var after uint64
 	for page := 0; page < maxPages; page++ {
@@ -104,7 +104,7 @@ func checkStoredOn(t *testing.T, nodes []*harness.Node, channels []string, sends
 	for _, ch := range channels {
 		var ref *view
 		for _, n := range nodes {
-			for _, cons := range []transport.Consistency{transport.Local, transport.Strong} {
+			for _, cons := range []api.Consistency{api.Local, api.Strong} {
 				where := fmt.Sprintf("%s/%s", n.ID, cons)
 				msgs, err := readChannel(n.Client(), ch, cons)
 				if err != nil {
@@ -175,7 +175,7 @@ func firstDiff(as []uint64, ai []string, bs []uint64, bi []string) string {
 func checkByID(t *testing.T, c *harness.Cluster, ids []string, sends map[string]*sent) {
 	t.Helper()
 	for _, n := range c.Nodes() {
-		for _, cons := range []transport.Consistency{transport.Local, transport.Strong} {
+		for _, cons := range []api.Consistency{api.Local, api.Strong} {
 			for _, id := range ids {
 				ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 				m, err := n.Client().Message(ctx, id, cons)
@@ -236,7 +236,7 @@ func registerNames(t *testing.T, c *harness.Cluster, nodes []*harness.Node, ids 
 		var err error
 		for _, n := range nodes {
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-			if _, err = n.Client().Agent(ctx, id, transport.Local); err == nil {
+			if _, err = n.Client().Agent(ctx, id, api.Local); err == nil {
 				cancel()
 				break
 			}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/harness"
-	"github.com/maos-project/maos/transport"
 )
 
 // runCtl runs the built maosctl with args (bounded to 30 s) and returns its
@@ -85,7 +84,7 @@ func TestMaosctlAgainstCluster(t *testing.T) {
 
 	for _, n := range c.Nodes() {
 		out = runCtl(t, "--addr", n.APIAddr(), "cluster", "status", "--json")
-		var st transport.Status
+		var st api.Status
 		if err := json.Unmarshal([]byte(out), &st); err != nil {
 			t.Fatalf("maosctl cluster status --json via %s printed no status object: %v\n%s", n.ID, err, out)
 		}
@@ -95,7 +94,7 @@ func TestMaosctlAgainstCluster(t *testing.T) {
 		if c.Node(st.LeaderID) == nil {
 			t.Errorf("status via %s: leader %q is none of the nodes", n.ID, st.LeaderID)
 		}
-		voters := map[string]transport.Voter{}
+		voters := map[string]api.Voter{}
 		for _, v := range st.Voters {
 			if v.Suffrage == "voter" {
 				voters[v.ID] = v

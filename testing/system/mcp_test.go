@@ -13,7 +13,6 @@ import (
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster/clustertest"
 	"github.com/maos-project/maos/mcpserver"
-	"github.com/maos-project/maos/transport"
 )
 
 // mcpSession connects the SDK's client to a maos MCP server for agent,
@@ -126,7 +125,7 @@ func TestMCPRoundTrip(t *testing.T) {
 		t.Fatalf("list_messages channel=elsewhere = %+v", none)
 	}
 
-	before, err := node.Client.InboxCounts(ctx, "claude", transport.Strong)
+	before, err := node.Client.InboxCounts(ctx, "claude", api.Strong)
 	if err != nil || before.Unread != 1 {
 		t.Fatalf("counts before read = %+v, %v", before, err)
 	}
@@ -135,14 +134,14 @@ func TestMCPRoundTrip(t *testing.T) {
 	if read.Text != m.Content.Text || read.From != "codex" || read.Channel != "review" || !read.Read {
 		t.Fatalf("read_message = %+v", read)
 	}
-	after, err := node.Client.InboxCounts(ctx, "claude", transport.Strong)
+	after, err := node.Client.InboxCounts(ctx, "claude", api.Strong)
 	if err != nil || after.Unread != 0 || after.Total != 1 {
 		t.Fatalf("counts after read = %+v, %v; want 0 unread of 1", after, err)
 	}
 
 	var reply mcpserver.SendOutput
 	mcpCall(t, ctx, cs, mcpserver.ToolReply, map[string]any{"id": sent.ID, "text": "added exponential backoff"}, &reply)
-	got, err := c.Leader().Client.Message(ctx, reply.ID, transport.Strong)
+	got, err := c.Leader().Client.Message(ctx, reply.ID, api.Strong)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +149,7 @@ func TestMCPRoundTrip(t *testing.T) {
 		got.ThreadID != sent.ID || got.Channel != "review" || got.Title != "Re: retry logic" || got.Type != "response" {
 		t.Fatalf("reply = %+v", got)
 	}
-	inbox, err := node.Client.Inbox(ctx, "codex", api.InboxQuery{Unread: true}, transport.Strong)
+	inbox, err := node.Client.Inbox(ctx, "codex", api.InboxQuery{Unread: true}, api.Strong)
 	if err != nil || len(inbox.Messages) != 1 || inbox.Messages[0].ID != reply.ID {
 		t.Fatalf("codex's inbox = %+v, %v; want the reply", inbox, err)
 	}
@@ -159,19 +158,19 @@ func TestMCPRoundTrip(t *testing.T) {
 	// codex's own session lists the reply by its thread (the root's id).
 	var note mcpserver.SendOutput
 	mcpCall(t, ctx, cs, mcpserver.ToolSend, map[string]any{"to": []string{"codex"}, "text": "done", "title": "status"}, &note)
-	if nm, err := node.Client.Message(ctx, note.ID, transport.Strong); err != nil || nm.Channel != "ops" || nm.From != "claude" {
+	if nm, err := node.Client.Message(ctx, note.ID, api.Strong); err != nil || nm.Channel != "ops" || nm.From != "claude" {
 		t.Fatalf("send_message stored %+v, %v; want channel ops from claude", nm, err)
 	}
 	// private: true stores a private message, and a reply to it is private.
 	var secret mcpserver.SendOutput
 	mcpCall(t, ctx, cs, mcpserver.ToolSend, map[string]any{"to": []string{"codex"}, "text": "the key is in vault", "private": true}, &secret)
-	if sm, err := node.Client.Message(ctx, secret.ID, transport.Strong); err != nil || sm.Visibility != api.VisibilityPrivate {
+	if sm, err := node.Client.Message(ctx, secret.ID, api.Strong); err != nil || sm.Visibility != api.VisibilityPrivate {
 		t.Fatalf("send_message private=true stored %+v, %v; want visibility private", sm, err)
 	}
 	codex := mcpSession(t, ctx, "codex", c.Leader())
 	var secretReply mcpserver.SendOutput
 	mcpCall(t, ctx, codex, mcpserver.ToolReply, map[string]any{"id": secret.ID, "text": "got it"}, &secretReply)
-	if rm, err := node.Client.Message(ctx, secretReply.ID, transport.Strong); err != nil || rm.Visibility != api.VisibilityPrivate {
+	if rm, err := node.Client.Message(ctx, secretReply.ID, api.Strong); err != nil || rm.Visibility != api.VisibilityPrivate {
 		t.Fatalf("reply_to_message to a private message stored %+v, %v; want visibility private", rm, err)
 	}
 	var thread mcpserver.ListOutput
@@ -219,14 +218,14 @@ func TestMCPRoundTrip(t *testing.T) {
 	}
 
 	// who lists the heartbeats the node knows of.
-	if _, err := node.Client.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "AWAKE", Substate: "WORKING", Source: transport.SourceHook, Task: "backoff"}); err != nil {
+	if _, err := node.Client.PutPresence(ctx, "codex", api.PresenceUpdate{State: "AWAKE", Substate: "WORKING", Source: api.SourceHook, Task: "backoff"}); err != nil {
 		t.Fatal(err)
 	}
 	clustertest.WaitFor(t, 10*time.Second, "codex's presence on the MCP server's node", func() bool {
 		var who mcpserver.WhoOutput
 		mcpCall(t, ctx, cs, mcpserver.ToolWho, map[string]any{}, &who)
 		return slices.ContainsFunc(who.Agents, func(w mcpserver.WhoItem) bool {
-			return w.Agent == "codex" && w.Task == "backoff" && w.Source == transport.SourceHook
+			return w.Agent == "codex" && w.Task == "backoff" && w.Source == api.SourceHook
 		})
 	})
 }

@@ -23,7 +23,6 @@ import (
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/harness"
 	"github.com/maos-project/maos/testing/testenv"
-	"github.com/maos-project/maos/transport"
 )
 
 // Trust at the edges of membership (issue 26; docs/TRUST.md, "Membership
@@ -162,7 +161,7 @@ func auditLines(t *testing.T, n *harness.Node, label string) []string {
 	after := uint64(0)
 	for range 100 {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		page, err := n.Client().Audit(ctx, after, 500, transport.Strong)
+		page, err := n.Client().Audit(ctx, after, 500, api.Strong)
 		cancel()
 		harness.NoErr(t, err)
 		for _, e := range page.Events {
@@ -309,10 +308,10 @@ func testConnectionsBounded(t *testing.T, c *harness.Cluster) {
 	t.Run("StreamOutlivesTimeouts", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		events := make(chan transport.StreamEvent, 16)
+		events := make(chan api.StreamEvent, 16)
 		done := make(chan error, 1)
 		go func() {
-			done <- n1.Client().Stream(ctx, transport.StreamQuery{Channel: "conns"}, func(ev transport.StreamEvent) error {
+			done <- n1.Client().Stream(ctx, api.StreamQuery{Channel: "conns"}, func(ev api.StreamEvent) error {
 				select {
 				case events <- ev:
 					return nil
@@ -394,9 +393,9 @@ func testRogueGossipMember(t *testing.T, c *harness.Cluster) {
 	defer trap.Close()
 
 	now := time.Now()
-	rec := transport.Presence{AgentID: "victim", Node: "rogue", State: "AWAKE", Substate: "IDLE", Channel: "dev",
+	rec := api.Presence{AgentID: "victim", Node: "rogue", State: "AWAKE", Substate: "IDLE", Channel: "dev",
 		Timestamp: now.UTC(), Version: uint64(now.UnixMicro()), Origin: "rogue"}
-	state, err := json.Marshal([]transport.Presence{rec})
+	state, err := json.Marshal([]api.Presence{rec})
 	harness.NoErr(t, err)
 	meta, err := json.Marshal(map[string]string{"id": "rogue", "api": strings.TrimPrefix(trap.URL, "http://")})
 	harness.NoErr(t, err)
@@ -425,7 +424,7 @@ func testRogueGossipMember(t *testing.T, c *harness.Cluster) {
 	ctx, cancel := testenv.Context(t)
 	defer cancel()
 	registerNames(t, c, nil, "victim")
-	res, err := n1.Client().InterruptAgent(ctx, "victim", transport.InterruptRequest{From: "boss", Reason: "stop", Channel: "dev"})
+	res, err := n1.Client().InterruptAgent(ctx, "victim", api.InterruptRequest{From: "boss", Reason: "stop", Channel: "dev"})
 	harness.NoErr(t, err)
 	mu.Lock()
 	got := append([]string(nil), seen...)

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/harness"
-	"github.com/maos-project/maos/transport"
 )
 
 // gossipStatus is what n's memberlist says of the node id ("" if it lists
@@ -131,7 +131,7 @@ func TestNetnsPartitionCutsEveryPlane(t *testing.T) {
 	case <-time.After(isolatedSendTimeout + 10*time.Second):
 		t.Fatal("a send through the isolated follower did not return")
 	}
-	local, err := readChannel(cut.Client(), ch, transport.Local)
+	local, err := readChannel(cut.Client(), ch, api.Local)
 	harness.NoErr(t, err)
 	for _, m := range local {
 		if s := sends[m.ID]; s == nil || m.ID == fwd.ID || strings.Contains(m.ID, "majority") {
@@ -148,7 +148,7 @@ func TestNetnsPartitionCutsEveryPlane(t *testing.T) {
 	}
 
 	// Nor did it reach the leader another way while cut.
-	onLeader, err := readChannel(leader.Client(), ch, transport.Strong)
+	onLeader, err := readChannel(leader.Client(), ch, api.Strong)
 	harness.NoErr(t, err)
 	for _, m := range onLeader {
 		if m.ID == fwd.ID {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/harness"
-	"github.com/maos-project/maos/transport"
 )
 
 // isolatedSendTimeout bounds a send to the isolated old leader: longer
@@ -95,10 +94,10 @@ func TestPartitionedLeaderIsReplaced(t *testing.T) {
 			continue
 		}
 		kinds[harness.ErrorKind(r.err)]++
-		var apiErr *transport.APIError
+		var apiErr *api.APIError
 		if !errors.As(r.err, &apiErr) {
 			serverGaveUp = false
-		} else if apiErr.Code != transport.CodeOutcomeUnknown && apiErr.Code != transport.CodeNoLeader {
+		} else if apiErr.Code != api.CodeOutcomeUnknown && apiErr.Code != api.CodeNoLeader {
 			t.Errorf("send %s through the isolated old leader: %v; want outcome_unknown or no_leader", r.id, r.err)
 		}
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/testing/harness"
-	"github.com/maos-project/maos/transport"
 )
 
 // presenceWait bounds each wait of the presence test: memberlist's LAN
@@ -16,14 +15,14 @@ import (
 const presenceWait = 30 * time.Second
 
 // agentOn reads one agent's presence from n.
-func agentOn(n *harness.Node, agent string) (transport.Presence, error) {
+func agentOn(n *harness.Node, agent string) (api.Presence, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	return n.Client().AgentPresence(ctx, agent)
 }
 
 // waitAgent polls each node until agent's presence there satisfies ok.
-func waitAgent(t *testing.T, nodes []*harness.Node, agent, what string, ok func(transport.Presence) error) {
+func waitAgent(t *testing.T, nodes []*harness.Node, agent, what string, ok func(api.Presence) error) {
 	t.Helper()
 	for _, n := range nodes {
 		harness.NoErr(t, harness.WaitFor(presenceWait, fmt.Sprintf("%s: %s on %s", agent, what, n.ID), func() error {
@@ -76,12 +75,12 @@ func TestPresenceNodeKilledAndRestarted(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	codex, err := checked(t, n2).PutPresence(ctx, "codex", transport.PresenceUpdate{
+	codex, err := checked(t, n2).PutPresence(ctx, "codex", api.PresenceUpdate{
 		State: "AWAKE", Substate: "WORKING", Channel: "review", PID: 4242, Task: "reviewing PR 12"})
 	harness.NoErr(t, err)
-	_, err = n1.Client().PutPresence(ctx, "claude", transport.PresenceUpdate{State: "AWAKE"})
+	_, err = n1.Client().PutPresence(ctx, "claude", api.PresenceUpdate{State: "AWAKE"})
 	harness.NoErr(t, err)
-	waitAgent(t, []*harness.Node{n1, n3}, "codex", "AWAKE from n2", func(p transport.Presence) error {
+	waitAgent(t, []*harness.Node{n1, n3}, "codex", "AWAKE from n2", func(p api.Presence) error {
 		if p != codex {
 			return fmt.Errorf("%+v, want %+v", p, codex)
 		}
@@ -89,7 +88,7 @@ func TestPresenceNodeKilledAndRestarted(t *testing.T) {
 	})
 
 	harness.NoErr(t, n2.Kill())
-	waitAgent(t, []*harness.Node{n1, n3}, "codex", "OFFLINE, node n2 dead", func(p transport.Presence) error {
+	waitAgent(t, []*harness.Node{n1, n3}, "codex", "OFFLINE, node n2 dead", func(p api.Presence) error {
 		if p.State != "OFFLINE" || p.Reason != "node n2 dead" || p.Node != "n2" || p.Task != "reviewing PR 12" {
 			return fmt.Errorf("%+v", p)
 		}
@@ -111,7 +110,7 @@ func TestPresenceNodeKilledAndRestarted(t *testing.T) {
 	harness.NoErr(t, n2.WaitReady(presenceWait))
 	harness.NoErr(t, c.WaitReady())
 	// It learned the presence records again from its peers.
-	waitAgent(t, []*harness.Node{n2}, "codex", "OFFLINE as the others recorded it", func(p transport.Presence) error {
+	waitAgent(t, []*harness.Node{n2}, "codex", "OFFLINE as the others recorded it", func(p api.Presence) error {
 		if p.State != "OFFLINE" || p.Reason != "node n2 dead" {
 			return fmt.Errorf("%+v", p)
 		}
@@ -127,12 +126,12 @@ func TestPresenceNodeKilledAndRestarted(t *testing.T) {
 		t.Errorf("send through the restarted node answered %+v", res)
 	}
 	// A new heartbeat through it wins over the OFFLINE record everywhere.
-	back, err := checked(t, n2).PutPresence(ctx, "codex", transport.PresenceUpdate{State: "AWAKE", Substate: "IDLE"})
+	back, err := checked(t, n2).PutPresence(ctx, "codex", api.PresenceUpdate{State: "AWAKE", Substate: "IDLE"})
 	if _, err := checked(t, n1).Members(ctx); err != nil {
 		t.Errorf("members through n1: %v", err)
 	}
 	harness.NoErr(t, err)
-	waitAgent(t, c.Nodes(), "codex", "AWAKE again", func(p transport.Presence) error {
+	waitAgent(t, c.Nodes(), "codex", "AWAKE again", func(p api.Presence) error {
 		if p != back {
 			return fmt.Errorf("%+v, want %+v", p, back)
 		}

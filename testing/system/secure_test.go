@@ -61,7 +61,7 @@ func createAgentTokens(t *testing.T, c *harness.Cluster, agents ...string) []age
 func probeToken(n *harness.Node, tok agentToken) error {
 	ctx, cancel := context.WithTimeout(context.Background(), secureCheckTimeout)
 	defer cancel()
-	_, err := n.Client().WithToken(tok.secret).Channels(ctx, transport.Local)
+	_, err := n.Client().WithToken(tok.secret).Channels(ctx, api.Local)
 	return err
 }
 
@@ -98,7 +98,7 @@ func TestSecureClusterKillLeaderUnderLoad(t *testing.T) {
 	g := startAgentLoad(c, tokens, loadWorkers, loadMaxEach, loadPerMessage)
 	killLeaderUnderLoad(t, c, g, channels, loadStep, 30)
 	for kind, n := range g.errKinds {
-		if kind == transport.CodeUnauthorized || kind == transport.CodeForbidden {
+		if kind == api.CodeUnauthorized || kind == api.CodeForbidden {
 			t.Errorf("%d send attempts with a valid agent token were refused with %s", n, kind)
 		}
 	}
@@ -113,7 +113,7 @@ func TestSecureClusterKillLeaderUnderLoad(t *testing.T) {
 // wantAPIError fails unless err is an API error with status and code.
 func wantAPIError(t *testing.T, what string, err error, status int, code string) {
 	t.Helper()
-	var apiErr *transport.APIError
+	var apiErr *api.APIError
 	if !errors.As(err, &apiErr) || apiErr.Status != status || apiErr.Code != code {
 		t.Errorf("%s: got %v, want %d %s", what, err, status, code)
 	}
@@ -124,7 +124,7 @@ func checkNotStored(t *testing.T, c *harness.Cluster, id string) {
 	t.Helper()
 	for _, n := range c.Nodes() {
 		ctx, cancel := context.WithTimeout(context.Background(), secureCheckTimeout)
-		m, err := n.Client().Message(ctx, id, transport.Strong)
+		m, err := n.Client().Message(ctx, id, api.Strong)
 		cancel()
 		if !errors.Is(err, api.ErrNotFound) {
 			t.Errorf("%s: a refused send %s: get returned %+v, %v; want not found", n.ID, id, m, err)
@@ -144,11 +144,11 @@ func checkImpersonationRefused(t *testing.T, c *harness.Cluster, a, b agentToken
 		_, err := cl.Send(ctx, &api.Message{ID: id, Channel: "secure-" + a.agent, From: a.agent,
 			To: api.Recipients{"sink"}, Content: api.Content{Text: "not really " + a.agent}})
 		cancel()
-		wantAPIError(t, fmt.Sprintf("%s: send as %s with %s's token", n.ID, a.agent, b.agent), err, http.StatusForbidden, transport.CodeForbidden)
+		wantAPIError(t, fmt.Sprintf("%s: send as %s with %s's token", n.ID, a.agent, b.agent), err, http.StatusForbidden, api.CodeForbidden)
 		ctx, cancel = context.WithTimeout(context.Background(), secureCheckTimeout)
-		_, err = cl.InboxCounts(ctx, a.agent, transport.Local)
+		_, err = cl.InboxCounts(ctx, a.agent, api.Local)
 		cancel()
-		wantAPIError(t, fmt.Sprintf("%s: read %s's inbox with %s's token", n.ID, a.agent, b.agent), err, http.StatusForbidden, transport.CodeForbidden)
+		wantAPIError(t, fmt.Sprintf("%s: read %s's inbox with %s's token", n.ID, a.agent, b.agent), err, http.StatusForbidden, api.CodeForbidden)
 		refused = append(refused, id)
 	}
 	for _, id := range refused {
@@ -162,9 +162,9 @@ func checkNoTokenRefused(t *testing.T, c *harness.Cluster) {
 	for _, n := range c.Nodes() {
 		cl := n.Client().WithToken("")
 		ctx, cancel := context.WithTimeout(context.Background(), secureCheckTimeout)
-		_, err := cl.Channels(ctx, transport.Local)
+		_, err := cl.Channels(ctx, api.Local)
 		cancel()
-		wantAPIError(t, n.ID+": list channels without a token", err, http.StatusUnauthorized, transport.CodeUnauthorized)
+		wantAPIError(t, n.ID+": list channels without a token", err, http.StatusUnauthorized, api.CodeUnauthorized)
 	}
 }
 
@@ -275,7 +275,7 @@ func checkRevocation(t *testing.T, c *harness.Cluster, a, b agentToken) {
 	for _, n := range c.Nodes() {
 		harness.NoErr(t, harness.WaitFor(10*time.Second, n.ID+" to refuse "+a.agent+"'s revoked token", func() error {
 			err := probeToken(n, a)
-			if errors.Is(err, transport.ErrUnauthorized) {
+			if errors.Is(err, api.ErrUnauthorized) {
 				return nil
 			}
 			return fmt.Errorf("list channels with the revoked token: %v", err)
@@ -288,7 +288,7 @@ func checkRevocation(t *testing.T, c *harness.Cluster, a, b agentToken) {
 		_, err := n.Client().WithToken(a.secret).Send(ctx, &api.Message{ID: id, Channel: "secure-" + a.agent,
 			From: a.agent, To: api.Recipients{"sink"}, Content: api.Content{Text: "after the revoke"}})
 		cancel()
-		wantAPIError(t, fmt.Sprintf("%s: send with %s's revoked token", n.ID, a.agent), err, http.StatusUnauthorized, transport.CodeUnauthorized)
+		wantAPIError(t, fmt.Sprintf("%s: send with %s's revoked token", n.ID, a.agent), err, http.StatusUnauthorized, api.CodeUnauthorized)
 		if err := probeToken(n, b); err != nil {
 			t.Errorf("%s: %s's token after %s's was revoked: %v", n.ID, b.agent, a.agent, err)
 		}

@@ -91,7 +91,7 @@ func events(task *api.Task, kind string) []api.TaskEvent {
 // task's delegation in its channel, as cl reads them (strongly).
 func completionReplies(t *testing.T, cl *transport.Client, task *api.Task) []*api.Message {
 	t.Helper()
-	msgs, err := readChannel(cl, task.Channel, transport.Strong)
+	msgs, err := readChannel(cl, task.Channel, api.Strong)
 	harness.NoErr(t, err)
 	var out []*api.Message
 	for _, m := range msgs {
@@ -239,7 +239,7 @@ func reviewerNodes(t *testing.T, cli string) (*harness.Cluster, map[string]strin
 		harness.NoErr(t, harness.WaitFor(taskWait, a+" registered", func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 			defer cancel()
-			_, err := c.Node("n1").Client().Agent(ctx, a, transport.Strong)
+			_, err := c.Node("n1").Client().Agent(ctx, a, api.Strong)
 			return err
 		}))
 	}
@@ -329,7 +329,7 @@ exec %q --progress 1`, stubmodelBin, stubmodelBin))
 		if err != nil {
 			return err
 		}
-		if p.State != transport.PresenceAwake {
+		if p.State != api.PresenceAwake {
 			return fmt.Errorf("presence %s", p.State)
 		}
 		return nil

@@ -215,7 +215,7 @@ agents:
 	if r := repliesTo(t, cl, "f1"); len(r) != 0 {
 		t.Fatalf("f1 answered before its release: %+v", r)
 	}
-	cur, err := cl.Cursor(context.Background(), "forky", transport.Strong)
+	cur, err := cl.Cursor(context.Background(), "forky", api.Strong)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +331,7 @@ agents:
 	line1 := "[FROM: lead] job t1 — please do t1"
 	clustertest.WaitFor(t, 30*time.Second, "t1 typed into the pane", func() bool { return strings.Contains(readFile(t, out), line1) })
 	clustertest.WaitFor(t, 30*time.Second, "t1 marked read", func() bool {
-		p, err := cl.Inbox(ctx, "tina", api.InboxQuery{}, transport.Strong)
+		p, err := cl.Inbox(ctx, "tina", api.InboxQuery{}, api.Strong)
 		return err == nil && len(p.Messages) == 1 && p.Messages[0].ID == "t1" && p.Messages[0].Read
 	})
 	waitCursor(t, cl, "tina", m1.Seq)
@@ -341,7 +341,7 @@ agents:
 	line2 := "[FROM: lead] job t2 — please do t2"
 	clustertest.WaitFor(t, 30*time.Second, "t2 typed into the pane", func() bool { return strings.Contains(readFile(t, out), line2) })
 	waitCursor(t, cl, "tina", m2.Seq)
-	r, err := cl.Receipts(ctx, "t2", transport.Strong)
+	r, err := cl.Receipts(ctx, "t2", api.Strong)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +352,7 @@ agents:
 		t.Fatalf("pane received:\n%q\nwant:\n%q", got, want)
 	}
 	for _, m := range []*api.Message{m1, m2} {
-		if _, err := cl.Message(ctx, watcher.ReplyID("tina", m), transport.Strong); err == nil {
+		if _, err := cl.Message(ctx, watcher.ReplyID("tina", m), api.Strong); err == nil {
 			t.Fatalf("a tmux delivery of %s posted a reply", m.ID)
 		}
 	}

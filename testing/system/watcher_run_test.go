@@ -49,7 +49,7 @@ func startWatcher(t *testing.T, c *transport.Client, yml string) (stop func()) {
 // repliesTo returns the messages of m's thread that answer m.
 func repliesTo(t *testing.T, c *transport.Client, id string) []*api.Message {
 	t.Helper()
-	p, err := c.Thread(context.Background(), id, 0, 500, transport.Strong)
+	p, err := c.Thread(context.Background(), id, 0, 500, api.Strong)
 	if err != nil {
 		return nil
 	}
@@ -96,7 +96,7 @@ func sendJob(t *testing.T, c *transport.Client, m *api.Message) *api.Message {
 func waitRegistered(t *testing.T, c *transport.Client, id string) {
 	t.Helper()
 	clustertest.WaitFor(t, 30*time.Second, id+" registered", func() bool {
-		_, err := c.Agent(context.Background(), id, transport.Strong)
+		_, err := c.Agent(context.Background(), id, api.Strong)
 		return err == nil
 	})
 }
@@ -132,7 +132,7 @@ agents:
 		t.Fatalf("replies to job-1: %+v", r)
 	}
 	clustertest.WaitFor(t, 30*time.Second, "cursor past job-1", func() bool {
-		cur, err := nodeA.Client.Cursor(ctx, "bob", transport.Strong)
+		cur, err := nodeA.Client.Cursor(ctx, "bob", api.Strong)
 		return err == nil && cur.Seq >= m1.Seq
 	})
 	stop()
@@ -146,7 +146,7 @@ agents:
 		t.Fatalf("replies to job-2: %+v", r2)
 	}
 	clustertest.WaitFor(t, 30*time.Second, "cursor past job-2", func() bool {
-		cur, err := nodeA.Client.Cursor(ctx, "bob", transport.Strong)
+		cur, err := nodeA.Client.Cursor(ctx, "bob", api.Strong)
 		return err == nil && cur.Seq >= m2.Seq
 	})
 	stop2()
@@ -160,11 +160,11 @@ agents:
 	if got, want := string(data), "job-1 worker dev\njob-2 worker dev\n"; got != want {
 		t.Fatalf("invocations:\n%s\nwant:\n%s", got, want)
 	}
-	other, err := nodeA.Client.Message(ctx, "other-1", transport.Strong)
+	other, err := nodeA.Client.Message(ctx, "other-1", api.Strong)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := nodeA.Client.Message(ctx, watcher.ReplyID("bob", other), transport.Strong); err == nil {
+	if _, err := nodeA.Client.Message(ctx, watcher.ReplyID("bob", other), api.Strong); err == nil {
 		t.Fatal("the watcher answered a message not meant for bob")
 	}
 }

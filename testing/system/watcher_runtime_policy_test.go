@@ -11,7 +11,6 @@ import (
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster/clustertest"
 	"github.com/maos-project/maos/testing/testenv"
-	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/watcher"
 )
 
@@ -52,7 +51,7 @@ agents:
 	seen := logs.count("run-time policy changed")
 	ctx, cancel := testenv.Context(t)
 	defer cancel()
-	if _, err := cl.SetPolicy(ctx, "calm", transport.PolicyRequest{Mode: api.PolicyQuiet}); err != nil {
+	if _, err := cl.SetPolicy(ctx, "calm", api.PolicyRequest{Mode: api.PolicyQuiet}); err != nil {
 		t.Fatal(err)
 	}
 	clustertest.WaitFor(t, 10*time.Second, "the watcher on n3 reads the policy set on n1", func() bool {

@@ -65,7 +65,7 @@ func TestWatcherSurvivesSIGKILL(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if p.Substate != transport.SubstateWorking || !strings.Contains(p.Task, m1.ID) {
+		if p.Substate != api.SubstateWorking || !strings.Contains(p.Task, m1.ID) {
 			return fmt.Errorf("presence %s/%s task %q", p.State, p.Substate, p.Task)
 		}
 		return nil
@@ -102,7 +102,7 @@ func TestWatcherSurvivesSIGKILL(t *testing.T) {
 	_, err := c.WaitConverged()
 	harness.NoErr(t, err)
 	for _, n := range c.Nodes() {
-		msgs, err := readChannel(n.Client(), ch, transport.Local)
+		msgs, err := readChannel(n.Client(), ch, api.Local)
 		harness.NoErr(t, err)
 		replies := map[string][]string{}
 		var ids []string
@@ -138,7 +138,7 @@ func replyIDOf(t *testing.T, n *harness.Node, agent, id string) string {
 func getMessage(n *harness.Node, id string) (*api.Message, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	defer cancel()
-	return n.Client().Message(ctx, id, transport.Strong)
+	return n.Client().Message(ctx, id, api.Strong)
 }
 
 // cursorOf reads agent's watcher cursor from n, strongly.
@@ -146,7 +146,7 @@ func cursorOf(t *testing.T, n *harness.Node, agent string) uint64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	defer cancel()
-	cur, err := n.Client().Cursor(ctx, agent, transport.Strong)
+	cur, err := n.Client().Cursor(ctx, agent, api.Strong)
 	harness.NoErr(t, err)
 	return cur.Seq
 }
@@ -175,7 +175,7 @@ func waitCursor(t *testing.T, cl *transport.Client, agent string, seq uint64) {
 	harness.NoErr(t, harness.WaitFor(watcherWait, fmt.Sprintf("%s's cursor to pass seq %d on %s", agent, seq, cl.Addr()), func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 		defer cancel()
-		cur, err := cl.Cursor(ctx, agent, transport.Strong)
+		cur, err := cl.Cursor(ctx, agent, api.Strong)
 		if err != nil {
 			return err
 		}

@@ -32,7 +32,7 @@ func (s *Service) StoreBlob(ctx context.Context, body io.Reader, max int64) (str
 	}
 	id, size, err := s.blobs.Put(body, max)
 	if errors.Is(err, blobstore.ErrTooLarge) {
-		err = fmt.Errorf("%w: %w", transport.ErrTooLarge, err)
+		err = fmt.Errorf("%w: %w", api.ErrTooLarge, err)
 	}
 	return id, size, err
 }

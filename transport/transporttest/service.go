@@ -43,7 +43,7 @@ var Epoch = time.Date(2026, 11, 21, 10, 30, 0, 0, time.UTC)
 type Call struct {
 	Method    string
 	Forwarded bool
-	Cons      transport.Consistency
+	Cons      api.Consistency
 	Arg       string
 }
 
@@ -97,17 +97,17 @@ type Service struct {
 	entries   uint64
 	errs      map[string]error
 	calls     []Call
-	status    transport.Status
-	joins     []transport.JoinRequest
+	status    api.Status
+	joins     []api.JoinRequest
 	removed   []string
 	transfers []string
 	applied   []Command
 	applyFn   func(api.Op, json.RawMessage) (any, error)
 
-	presence map[string]transport.Presence
-	updates  []transport.PresenceUpdate
+	presence map[string]api.Presence
+	updates  []api.PresenceUpdate
 	version  uint64
-	members  transport.MembersResponse
+	members  api.MembersResponse
 }
 
 var _ transport.Backend = (*Service)(nil)
@@ -122,7 +122,7 @@ func New(t testing.TB, opts ...Option) *Service {
 		firstIndex: 1,
 		errs:       map[string]error{},
 		status:     DefaultStatus(),
-		presence:   map[string]transport.Presence{},
+		presence:   map[string]api.Presence{},
 		members:    DefaultMembers(),
 	}
 	for _, o := range opts {
@@ -155,12 +155,12 @@ func New(t testing.TB, opts ...Option) *Service {
 
 // DefaultStatus is what Status answers: n1 leads term 3 with commit index
 // 42 and applied index 41; n2 is a nonvoter.
-func DefaultStatus() transport.Status {
-	return transport.Status{
+func DefaultStatus() api.Status {
+	return api.Status{
 		NodeID: "n1", State: "leader", LeaderID: "n1", LeaderAPIAddr: "127.0.0.1:7070",
 		Term: 3, CommitIndex: 42, AppliedIndex: 41, LastIndex: 42,
 		APIAddr: "127.0.0.1:7070", RaftAddr: "127.0.0.1:7000",
-		Voters: []transport.Voter{
+		Voters: []api.Voter{
 			{ID: "n1", RaftAddr: "127.0.0.1:7000", APIAddr: "127.0.0.1:7070", Suffrage: "voter"},
 			{ID: "n2", RaftAddr: "127.0.0.1:7001", APIAddr: "127.0.0.1:7071", Suffrage: "nonvoter"},
 		},
@@ -169,8 +169,8 @@ func DefaultStatus() transport.Status {
 
 // DefaultMembers is what Members answers until EditMembers: seen from n1,
 // unencrypted; n1 alive, n2 dead, n3 left.
-func DefaultMembers() transport.MembersResponse {
-	return transport.MembersResponse{NodeID: "n1", Members: []transport.Member{
+func DefaultMembers() api.MembersResponse {
+	return api.MembersResponse{NodeID: "n1", Members: []api.Member{
 		{NodeID: "n1", Status: "alive", GossipAddr: "127.0.0.1:7072", APIAddr: "127.0.0.1:7070", RaftAddr: "127.0.0.1:7071", Version: "v0.1.0"},
 		{NodeID: "n2", Status: "dead", GossipAddr: "127.0.0.1:7082", APIAddr: "127.0.0.1:7080", RaftAddr: "127.0.0.1:7081", Version: "v0.1.0"},
 		{NodeID: "n3", Status: "left", GossipAddr: "127.0.0.1:7092"},
@@ -295,7 +295,7 @@ func (s *Service) NumStored() int {
 
 // Joined, Removed and Transfers return copies of what Join, Remove and
 // TransferLeadership received, in order.
-func (s *Service) Joined() []transport.JoinRequest {
+func (s *Service) Joined() []api.JoinRequest {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.joins)
@@ -329,7 +329,7 @@ func (s *Service) Applied() []Command {
 
 // PresenceUpdates returns the heartbeats PutPresence received, as the
 // handler passed them, in order.
-func (s *Service) PresenceUpdates() []transport.PresenceUpdate {
+func (s *Service) PresenceUpdates() []api.PresenceUpdate {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.updates)
@@ -337,14 +337,14 @@ func (s *Service) PresenceUpdates() []transport.PresenceUpdate {
 
 // SetPresence stores p as it is, e.g. an OFFLINE agent or one on another
 // node; it is not a call.
-func (s *Service) SetPresence(p transport.Presence) {
+func (s *Service) SetPresence(p api.Presence) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.presence[p.AgentID] = p
 }
 
 // EditMembers changes what Members answers.
-func (s *Service) EditMembers(fn func(*transport.MembersResponse)) {
+func (s *Service) EditMembers(fn func(*api.MembersResponse)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	fn(&s.members)
@@ -414,7 +414,7 @@ func (s *Service) ApplyEntries(ctx context.Context, entries [][]byte) ([]transpo
 	return outs, nil
 }
 
-func (s *Service) Linearize(ctx context.Context, c transport.Consistency) error {
+func (s *Service) Linearize(ctx context.Context, c api.Consistency) error {
 	return s.record(ctx, Call{Method: "Linearize", Cons: c})
 }
 
@@ -434,9 +434,9 @@ func (s *Service) State() transport.Reader { return s.fsm }
 
 // --- transport.Membership ---
 
-func (s *Service) Status(ctx context.Context) (transport.Status, error) {
+func (s *Service) Status(ctx context.Context) (api.Status, error) {
 	if err := s.record(ctx, Call{Method: "Status"}); err != nil {
-		return transport.Status{}, err
+		return api.Status{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -449,7 +449,7 @@ func (s *Service) Ready(ctx context.Context) error {
 	return s.record(ctx, Call{Method: "Ready"})
 }
 
-func (s *Service) Join(ctx context.Context, req transport.JoinRequest) error {
+func (s *Service) Join(ctx context.Context, req api.JoinRequest) error {
 	if err := s.record(ctx, Call{Method: "Join", Arg: req.NodeID}); err != nil {
 		return err
 	}
@@ -470,17 +470,17 @@ func (s *Service) Remove(ctx context.Context, nodeID string) error {
 }
 
 // Snapshot answers a snapshot of DefaultStatus's term and commit index.
-func (s *Service) Snapshot(ctx context.Context) (transport.SnapshotResponse, error) {
+func (s *Service) Snapshot(ctx context.Context) (api.SnapshotResponse, error) {
 	if err := s.record(ctx, Call{Method: "Snapshot"}); err != nil {
-		return transport.SnapshotResponse{}, err
+		return api.SnapshotResponse{}, err
 	}
-	return transport.SnapshotResponse{NodeID: "n1", ID: "3-42-1700000000000", Index: 42, Term: 3}, nil
+	return api.SnapshotResponse{NodeID: "n1", ID: "3-42-1700000000000", Index: 42, Term: 3}, nil
 }
 
 // TransferLeadership answers to as the new leader, n2 for "" (any).
-func (s *Service) TransferLeadership(ctx context.Context, to string) (transport.TransferResponse, error) {
+func (s *Service) TransferLeadership(ctx context.Context, to string) (api.TransferResponse, error) {
 	if err := s.record(ctx, Call{Method: "TransferLeadership", Arg: to}); err != nil {
-		return transport.TransferResponse{}, err
+		return api.TransferResponse{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -489,12 +489,12 @@ func (s *Service) TransferLeadership(ctx context.Context, to string) (transport.
 	if leader == "" {
 		leader = "n2"
 	}
-	return transport.TransferResponse{LeaderID: leader}, nil
+	return api.TransferResponse{LeaderID: leader}, nil
 }
 
-func (s *Service) Members(ctx context.Context) (transport.MembersResponse, error) {
+func (s *Service) Members(ctx context.Context) (api.MembersResponse, error) {
 	if err := s.record(ctx, Call{Method: "Members"}); err != nil {
-		return transport.MembersResponse{}, err
+		return api.MembersResponse{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -507,9 +507,9 @@ func (s *Service) Members(ctx context.Context) (transport.MembersResponse, error
 
 // PutPresence stores the heartbeat on node n1 at the next version, stamped
 // Epoch + version seconds unless it carries a timestamp.
-func (s *Service) PutPresence(ctx context.Context, agent string, u transport.PresenceUpdate) (transport.Presence, error) {
+func (s *Service) PutPresence(ctx context.Context, agent string, u api.PresenceUpdate) (api.Presence, error) {
 	if err := s.record(ctx, Call{Method: "PutPresence", Arg: agent}); err != nil {
-		return transport.Presence{}, err
+		return api.Presence{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -519,7 +519,7 @@ func (s *Service) PutPresence(ctx context.Context, agent string, u transport.Pre
 	if u.Timestamp != nil {
 		ts = *u.Timestamp
 	}
-	p := transport.Presence{AgentID: agent, Node: "n1", State: u.State, Substate: u.Substate, Source: u.Source, Channel: u.Channel,
+	p := api.Presence{AgentID: agent, Node: "n1", State: u.State, Substate: u.Substate, Source: u.Source, Channel: u.Channel,
 		PID: u.PID, Task: u.Task, Reason: u.Reason, AgentHealth: u.AgentHealth, Timestamp: ts, Version: s.version, Origin: "n1"}
 	s.presence[agent] = p
 	return p, nil
@@ -527,13 +527,13 @@ func (s *Service) PutPresence(ctx context.Context, agent string, u transport.Pre
 
 // Presence answers the records by agent id; nil when there are none, so
 // the handler must still answer a list.
-func (s *Service) Presence(ctx context.Context) ([]transport.Presence, error) {
+func (s *Service) Presence(ctx context.Context) ([]api.Presence, error) {
 	if err := s.record(ctx, Call{Method: "Presence"}); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []transport.Presence
+	var out []api.Presence
 	for _, p := range s.presence {
 		out = append(out, p)
 	}
@@ -541,9 +541,9 @@ func (s *Service) Presence(ctx context.Context) ([]transport.Presence, error) {
 	return out, nil
 }
 
-func (s *Service) AgentPresence(ctx context.Context, agent string) (transport.Presence, error) {
+func (s *Service) AgentPresence(ctx context.Context, agent string) (api.Presence, error) {
 	if err := s.record(ctx, Call{Method: "AgentPresence", Arg: agent}); err != nil {
-		return transport.Presence{}, err
+		return api.Presence{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -93,10 +93,10 @@ func TestFailAndCalls(t *testing.T) {
 	if len(calls) != 2 || !calls[0].Forwarded || calls[1].Forwarded || calls[0].Arg != string(api.OpSend) {
 		t.Errorf("calls %+v, want a forwarded then a direct send", calls)
 	}
-	if err := s.Linearize(context.Background(), transport.Strong); err != nil {
+	if err := s.Linearize(context.Background(), api.Strong); err != nil {
 		t.Fatal(err)
 	}
-	if c := s.CallsTo("Linearize"); len(c) != 1 || c[0].Cons != transport.Strong {
+	if c := s.CallsTo("Linearize"); len(c) != 1 || c[0].Cons != api.Strong {
 		t.Errorf("Linearize calls %+v", c)
 	}
 	if s.Count() != 3 {
@@ -184,7 +184,7 @@ func TestMembership(t *testing.T) {
 	if st, err := s.Status(ctx); err != nil || st.NodeID != "n1" || len(st.Voters) != 2 {
 		t.Errorf("status = %+v, %v", st, err)
 	}
-	join := transport.JoinRequest{NodeID: "n4", RaftAddr: "a:1", APIAddr: "a:2"}
+	join := api.JoinRequest{NodeID: "n4", RaftAddr: "a:1", APIAddr: "a:2"}
 	if err := s.Join(ctx, join); err != nil || len(s.Joined()) != 1 || s.Joined()[0] != join {
 		t.Errorf("join: %v, joined %+v", err, s.Joined())
 	}
@@ -202,11 +202,11 @@ func TestMembership(t *testing.T) {
 func TestPresence(t *testing.T) {
 	s := transporttest.New(t)
 	ctx := context.Background()
-	p, err := s.PutPresence(ctx, "codex", transport.PresenceUpdate{State: "AWAKE", Substate: "IDLE"})
+	p, err := s.PutPresence(ctx, "codex", api.PresenceUpdate{State: "AWAKE", Substate: "IDLE"})
 	if err != nil || p.Version != 1 || p.Node != "n1" || !p.Timestamp.Equal(transporttest.Epoch.Add(time.Second)) {
 		t.Errorf("put = %+v, %v", p, err)
 	}
-	s.SetPresence(transport.Presence{AgentID: "alice", State: "OFFLINE"})
+	s.SetPresence(api.Presence{AgentID: "alice", State: "OFFLINE"})
 	list, err := s.Presence(ctx)
 	if err != nil || len(list) != 2 || list[0].AgentID != "alice" || list[1].AgentID != "codex" {
 		t.Errorf("list = %+v, %v", list, err)
@@ -217,7 +217,7 @@ func TestPresence(t *testing.T) {
 	if u := s.PresenceUpdates(); len(u) != 1 || u[0].Substate != "IDLE" {
 		t.Errorf("updates %+v", u)
 	}
-	s.EditMembers(func(m *transport.MembersResponse) { m.Encrypted = true })
+	s.EditMembers(func(m *api.MembersResponse) { m.Encrypted = true })
 	if m, err := s.Members(ctx); err != nil || !m.Encrypted || len(m.Members) != len(transporttest.DefaultMembers().Members) {
 		t.Errorf("members = %+v, %v", m, err)
 	}
