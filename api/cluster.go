@@ -242,7 +242,7 @@ const (
 	// NodeEventRemove: a voter was taken out of the Raft configuration.
 	NodeEventRemove = "remove"
 	// NodeEventReplace: a voter was replaced by a node of the same id (or
-	// Raft address) on purpose (api.JoinRequest.Replace).
+	// Raft address) on purpose (JoinRequest.Replace).
 	NodeEventReplace = "replace"
 	// NodeEventTransfer: leadership was handed over on request; NodeID is
 	// the new leader.

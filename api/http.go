@@ -344,3 +344,18 @@ func RetryAfter(err error) time.Duration {
 	}
 	return 0
 }
+
+// InterruptResponse is the answer of an interrupt whose alert committed:
+// the alert's place in the log (ID, Seq, Timestamp), the node presence
+// places the agent on ("" without presence), and whether ESC reached the
+// agent's pane; when not, NoEscape says why (no presence, no pane on the
+// node, LocalPane).
+type InterruptResponse struct {
+	Agent     string    `json:"agent"`
+	Node      string    `json:"node,omitempty"`
+	ID        string    `json:"id,omitempty"`
+	Seq       uint64    `json:"seq,omitempty"`
+	Timestamp time.Time `json:"timestamp,omitzero"`
+	Escape    bool      `json:"escape"`
+	NoEscape  string    `json:"no_escape,omitempty"`
+}

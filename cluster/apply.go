@@ -46,7 +46,7 @@ func (n *Node) ApplyEntry(ctx context.Context, entry []byte) (json.RawMessage, e
 // in one request: leader only, never forwarded again. The entries go to
 // raft together, so they share its log append and replication, and each
 // gets its own index and result (see transport.Proposer).
-func (n *Node) ApplyEntries(ctx context.Context, entries [][]byte) ([]transport.EntryOutcome, error) {
+func (n *Node) ApplyEntries(ctx context.Context, entries [][]byte) ([]api.EntryOutcome, error) {
 	if n.raft.State() != raft.Leader {
 		return nil, fmt.Errorf("%w: node %s (leader is %q)", api.ErrNotLeader, n.cfg.NodeID, n.leaderID())
 	}
@@ -55,14 +55,14 @@ func (n *Node) ApplyEntries(ctx context.Context, entries [][]byte) ([]transport.
 	for i, e := range entries {
 		futures[i] = n.raft.Apply(e, n.cfg.ApplyTimeout)
 	}
-	outs := make([]transport.EntryOutcome, len(entries))
+	outs := make([]api.EntryOutcome, len(entries))
 	for i, f := range futures {
 		res, err := applyResult[any](n, f, start)
 		var out json.RawMessage
 		if err == nil {
 			out, err = resultJSON(res)
 		}
-		outs[i] = transport.EntryOutcome{Result: out, Err: err}
+		outs[i] = api.EntryOutcome{Result: out, Err: err}
 	}
 	return outs, nil
 }

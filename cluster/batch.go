@@ -56,7 +56,7 @@ var _ [transport.MaxBatchEntries - maxBatchEntries]struct{}
 // entriesClient is what a batch needs of a client of the leader's API
 // (*transport.Client, marked forwarded).
 type entriesClient interface {
-	ApplyEntries(ctx context.Context, entries [][]byte) ([]transport.EntryOutcome, error)
+	ApplyEntries(ctx context.Context, entries [][]byte) ([]api.EntryOutcome, error)
 	ApplyEntry(ctx context.Context, entry []byte) (json.RawMessage, error)
 }
 
@@ -164,7 +164,7 @@ func (b *batcher) run(q *batchQueue, c entriesClient) {
 		ctx, cancel := b.batchContext(batch)
 		b.mu.Unlock()
 
-		var outs []transport.EntryOutcome
+		var outs []api.EntryOutcome
 		var err error
 		if legacy {
 			outs = b.sendSingly(ctx, c, batch)
@@ -241,8 +241,8 @@ func (b *batcher) batchContext(batch []*batchWaiter) (context.Context, context.C
 // sendSingly forwards each entry of batch on its own
 // (/v1/internal/entry), concurrently: the leader is of a version without
 // the batch route.
-func (b *batcher) sendSingly(ctx context.Context, c entriesClient, batch []*batchWaiter) []transport.EntryOutcome {
-	outs := make([]transport.EntryOutcome, len(batch))
+func (b *batcher) sendSingly(ctx context.Context, c entriesClient, batch []*batchWaiter) []api.EntryOutcome {
+	outs := make([]api.EntryOutcome, len(batch))
 	var wg sync.WaitGroup
 	for i, w := range batch {
 		wg.Go(func() { outs[i].Result, outs[i].Err = c.ApplyEntry(ctx, w.entry) })

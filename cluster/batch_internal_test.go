@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
 )
 
 // fakeLeader is the leader's end of a batcher: it records each batch and
@@ -23,13 +22,13 @@ type fakeLeader struct {
 	batches  [][]string // the entries of each ApplyEntries call, in order
 	singles  []string   // the entries of each ApplyEntry call
 	gate     chan struct{}
-	gateOne  bool                                      // only the first call waits at gate
-	batchErr error                                     // the whole request's answer, if set
-	answer   func(entry string) transport.EntryOutcome // nil: "r:"+entry
-	ctxs     []context.Context                         // each ApplyEntries call's context
+	gateOne  bool                                // only the first call waits at gate
+	batchErr error                               // the whole request's answer, if set
+	answer   func(entry string) api.EntryOutcome // nil: "r:"+entry
+	ctxs     []context.Context                   // each ApplyEntries call's context
 }
 
-func (f *fakeLeader) ApplyEntries(ctx context.Context, entries [][]byte) ([]transport.EntryOutcome, error) {
+func (f *fakeLeader) ApplyEntries(ctx context.Context, entries [][]byte) ([]api.EntryOutcome, error) {
 	f.mu.Lock()
 	var got []string
 	for _, e := range entries {
@@ -52,7 +51,7 @@ func (f *fakeLeader) ApplyEntries(ctx context.Context, entries [][]byte) ([]tran
 	if batchErr != nil {
 		return nil, batchErr
 	}
-	outs := make([]transport.EntryOutcome, len(got))
+	outs := make([]api.EntryOutcome, len(got))
 	for i, e := range got {
 		outs[i] = f.outcome(e)
 	}
@@ -67,11 +66,11 @@ func (f *fakeLeader) ApplyEntry(_ context.Context, entry []byte) (json.RawMessag
 	return o.Result, o.Err
 }
 
-func (f *fakeLeader) outcome(e string) transport.EntryOutcome {
+func (f *fakeLeader) outcome(e string) api.EntryOutcome {
 	if f.answer != nil {
 		return f.answer(e)
 	}
-	return transport.EntryOutcome{Result: json.RawMessage(`"r:` + e + `"`)}
+	return api.EntryOutcome{Result: json.RawMessage(`"r:` + e + `"`)}
 }
 
 func (f *fakeLeader) calls() (batches [][]string, singles []string) {
@@ -192,11 +191,11 @@ func TestBatcherSplitsAtItsBounds(t *testing.T) {
 // their results.
 func TestBatcherEntryErrorFailsOnlyItsEntry(t *testing.T) {
 	refused := &api.APIError{Status: http.StatusConflict, Code: api.CodeConflict, Message: "id m2 is stored with other content"}
-	f := &fakeLeader{gate: make(chan struct{}), answer: func(e string) transport.EntryOutcome {
+	f := &fakeLeader{gate: make(chan struct{}), answer: func(e string) api.EntryOutcome {
 		if e == "bad" {
-			return transport.EntryOutcome{Err: refused}
+			return api.EntryOutcome{Err: refused}
 		}
-		return transport.EntryOutcome{Result: json.RawMessage(`"r:` + e + `"`)}
+		return api.EntryOutcome{Result: json.RawMessage(`"r:` + e + `"`)}
 	}}
 	b := newBatcher(10*time.Second, nil)
 	out := queueBehindGate(t, b, f, []string{"ok1", "bad", "ok2"})

@@ -77,8 +77,8 @@ type entriesStub struct {
 	result json.RawMessage
 }
 
-func (s entriesStub) ApplyEntries(_ context.Context, entries [][]byte) ([]transport.EntryOutcome, error) {
-	outs := make([]transport.EntryOutcome, len(entries))
+func (s entriesStub) ApplyEntries(_ context.Context, entries [][]byte) ([]api.EntryOutcome, error) {
+	outs := make([]api.EntryOutcome, len(entries))
 	for i := range outs {
 		outs[i].Result = s.result
 	}
@@ -99,12 +99,12 @@ func BenchmarkServeEntries(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		body = transport.AppendEntry(body, e)
+		body = api.AppendEntry(body, e)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
 		req := httptest.NewRequest(http.MethodPost, "/v1/internal/entries", bytes.NewReader(body))
-		req.Header.Set("Content-Type", transport.ContentTypeEntries)
+		req.Header.Set("Content-Type", api.ContentTypeEntries)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		if rec.Code != http.StatusOK {

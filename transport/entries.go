@@ -11,52 +11,10 @@ import (
 	"net/http"
 )
 
-// ContentTypeEntries marks a request body that is a batch of encoded log
-// entries: each entry as its length (unsigned varint, encoding/binary's
-// Uvarint) followed by its bytes, back to back.
-const ContentTypeEntries = "application/vnd.maos.entries"
-
 // MaxBatchEntries bounds the entries of one POST /v1/internal/entries: a
 // follower's batcher never sends more, and the leader refuses a body that
 // holds more with 400.
 const MaxBatchEntries = 256
-
-// EntryOutcome is the leader's answer to one entry of a batch: Result, the
-// state machine's result as JSON, or Err (an apply refusal, or a failure
-// to commit such as raft.ErrLeadershipLost, classified for the wire as a
-// single entry's error would be).
-type EntryOutcome struct {
-	Result json.RawMessage
-	Err    error
-}
-
-// EntriesResponse is the answer of POST /v1/internal/entries: one result
-// per entry, in the order of the request.
-type EntriesResponse struct {
-	Results []EntryResult `json:"results"`
-}
-
-// EntryResult is one entry's answer: exactly one of Result (the state
-// machine's result, as /v1/internal/entry answers it) and Error (the
-// error body that route would have answered, with its HTTP status).
-type EntryResult struct {
-	Result json.RawMessage `json:"result,omitempty"`
-	Error  *EntryError     `json:"error,omitempty"`
-}
-
-// EntryError is one entry's error: its HTTP status, code and message.
-type EntryError struct {
-	Status  int    `json:"status"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-// AppendEntry appends entry to a batch body in the framing of
-// ContentTypeEntries.
-func AppendEntry(batch, entry []byte) []byte {
-	batch = binary.AppendUvarint(batch, uint64(len(entry)))
-	return append(batch, entry...)
-}
 
 // SplitEntries splits a batch body into its entries (sub-slices of body,
 // not copies). Errors name the entry and the limit: an empty or cut-off
@@ -92,8 +50,8 @@ func SplitEntries(body []byte) ([][]byte, error) {
 // error fails that entry only. A whole-request error (not the leader, a
 // malformed batch) answers as /v1/internal/entry does.
 func (s *Server) internalEntries(w http.ResponseWriter, r *http.Request) {
-	if ct := r.Header.Get("Content-Type"); ct != ContentTypeEntries {
-		s.writeError(w, r, fmt.Errorf("%w: Content-Type: want %s, got %q", api.ErrBadRequest, ContentTypeEntries, ct))
+	if ct := r.Header.Get("Content-Type"); ct != api.ContentTypeEntries {
+		s.writeError(w, r, fmt.Errorf("%w: Content-Type: want %s, got %q", api.ErrBadRequest, api.ContentTypeEntries, ct))
 		return
 	}
 	// The route's ceiling (batchLimit, routes.go) already bounds the body.
@@ -132,7 +90,7 @@ func (s *Server) internalEntries(w http.ResponseWriter, r *http.Request) {
 		}
 		if o.Err != nil {
 			apiErr := toAPIError(o.Err)
-			e, _ := json.Marshal(EntryError{Status: apiErr.Status, Code: apiErr.Code, Message: apiErr.Message})
+			e, _ := json.Marshal(api.EntryError{Status: apiErr.Status, Code: apiErr.Code, Message: apiErr.Message})
 			b.WriteString(`{"error":`)
 			b.Write(e)
 		} else {
@@ -151,24 +109,24 @@ func (s *Server) internalEntries(w http.ResponseWriter, r *http.Request) {
 // (errors.Is works on it as on a single entry's). The error return is the
 // whole request's: nothing in the batch is answered, and any entry may or
 // may not have been committed.
-func (c *Client) ApplyEntries(ctx context.Context, entries [][]byte) ([]EntryOutcome, error) {
+func (c *Client) ApplyEntries(ctx context.Context, entries [][]byte) ([]api.EntryOutcome, error) {
 	size := 0
 	for _, e := range entries {
 		size += binary.MaxVarintLen64 + len(e)
 	}
 	body := make([]byte, 0, size)
 	for _, e := range entries {
-		body = AppendEntry(body, e)
+		body = api.AppendEntry(body, e)
 	}
-	var out EntriesResponse
-	h := http.Header{"Content-Type": []string{ContentTypeEntries}}
+	var out api.EntriesResponse
+	h := http.Header{"Content-Type": []string{api.ContentTypeEntries}}
 	if err := c.doRaw(ctx, http.MethodPost, "/v1/internal/entries", nil, h, body, &out, nil); err != nil {
 		return nil, err
 	}
 	if len(out.Results) != len(entries) {
 		return nil, fmt.Errorf("transport: POST /v1/internal/entries: %d results for %d entries", len(out.Results), len(entries))
 	}
-	outs := make([]EntryOutcome, len(entries))
+	outs := make([]api.EntryOutcome, len(entries))
 	for i, r := range out.Results {
 		switch {
 		case r.Error != nil:

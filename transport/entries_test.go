@@ -43,7 +43,7 @@ func TestApplyEntriesAnswersEachEntry(t *testing.T) {
 	if len(outs) != 5 {
 		t.Fatalf("%d outcomes for 5 entries", len(outs))
 	}
-	seq := func(o transport.EntryOutcome) uint64 {
+	seq := func(o api.EntryOutcome) uint64 {
 		t.Helper()
 		var r fsm.SendResult
 		if o.Err != nil || json.Unmarshal(o.Result, &r) != nil {
@@ -93,9 +93,9 @@ func TestInternalEntriesRefusesBadBatches(t *testing.T) {
 	entry := sendEntry(t, "msg-20261128-090000-codex-0000000a", "x")
 	var tooMany []byte
 	for range transport.MaxBatchEntries + 1 {
-		tooMany = transport.AppendEntry(tooMany, entry)
+		tooMany = api.AppendEntry(tooMany, entry)
 	}
-	cut := transport.AppendEntry(nil, entry)
+	cut := api.AppendEntry(nil, entry)
 	cut = append(cut, 5, 'a')
 	for _, tc := range []struct {
 		name, ctype, body string
@@ -103,12 +103,12 @@ func TestInternalEntriesRefusesBadBatches(t *testing.T) {
 		says              string
 	}{
 		{"JSON content type", "application/json", "{}", http.StatusBadRequest, "Content-Type"},
-		{"empty", transport.ContentTypeEntries, "", http.StatusBadRequest, "entries: empty batch"},
-		{"empty entry", transport.ContentTypeEntries, "\x00", http.StatusBadRequest, "entries[0]: empty entry"},
-		{"cut off", transport.ContentTypeEntries, string(cut), http.StatusBadRequest, "entries[1]: length 5 but 1 bytes left"},
-		{"bad prefix", transport.ContentTypeEntries, "\xff", http.StatusBadRequest, "entries[0]: bad length prefix"},
-		{"too many", transport.ContentTypeEntries, string(tooMany), http.StatusBadRequest, "more than 256 entries"},
-		{"over the limit", transport.ContentTypeEntries, strings.Repeat("x", 2<<20+11), http.StatusRequestEntityTooLarge, "over the limit of 2097162 bytes"},
+		{"empty", api.ContentTypeEntries, "", http.StatusBadRequest, "entries: empty batch"},
+		{"empty entry", api.ContentTypeEntries, "\x00", http.StatusBadRequest, "entries[0]: empty entry"},
+		{"cut off", api.ContentTypeEntries, string(cut), http.StatusBadRequest, "entries[1]: length 5 but 1 bytes left"},
+		{"bad prefix", api.ContentTypeEntries, "\xff", http.StatusBadRequest, "entries[0]: bad length prefix"},
+		{"too many", api.ContentTypeEntries, string(tooMany), http.StatusBadRequest, "more than 256 entries"},
+		{"over the limit", api.ContentTypeEntries, strings.Repeat("x", 2<<20+11), http.StatusRequestEntityTooLarge, "over the limit of 2097162 bytes"},
 	} {
 		r := do(t, http.MethodPost, srv.URL+"/v1/internal/entries", tc.body, http.Header{"Content-Type": {tc.ctype}})
 		if r.status != tc.status || !strings.Contains(string(r.body), tc.says) {
@@ -125,7 +125,7 @@ func TestEntriesFramingRoundTrips(t *testing.T) {
 	in := [][]byte{[]byte("a"), []byte(strings.Repeat("b", 300)), {2, 0, 1}}
 	var body []byte
 	for _, e := range in {
-		body = transport.AppendEntry(body, e)
+		body = api.AppendEntry(body, e)
 	}
 	out, err := transport.SplitEntries(body)
 	if err != nil {

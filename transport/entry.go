@@ -10,17 +10,14 @@ import (
 	"net/http"
 )
 
-// ContentTypeEntry marks a request body that is one encoded log entry.
-const ContentTypeEntry = "application/vnd.maos.entry"
-
 // internalEntry serves POST /v1/internal/entry: body one encoded entry, a
 // write a follower forwards as it encoded it (Proposer.ApplyEntry).
 // Forwarding the entry itself spares the leader decoding, validating and
 // re-encoding the request a second time: on a 3-node cluster two sends in
 // three take this path.
 func (s *Server) internalEntry(w http.ResponseWriter, r *http.Request) {
-	if ct := r.Header.Get("Content-Type"); ct != ContentTypeEntry {
-		s.writeError(w, r, fmt.Errorf("%w: Content-Type: want %s, got %q", api.ErrBadRequest, ContentTypeEntry, ct))
+	if ct := r.Header.Get("Content-Type"); ct != api.ContentTypeEntry {
+		s.writeError(w, r, fmt.Errorf("%w: Content-Type: want %s, got %q", api.ErrBadRequest, api.ContentTypeEntry, ct))
 		return
 	}
 	// The route's ceiling (forwardLimit, routes.go) already bounds the body.
@@ -65,7 +62,7 @@ func readForwarded(r *http.Request) ([]byte, error) {
 // the state machine's result as JSON.
 func (c *Client) ApplyEntry(ctx context.Context, entry []byte) (json.RawMessage, error) {
 	var out json.RawMessage
-	h := http.Header{"Content-Type": []string{ContentTypeEntry}}
+	h := http.Header{"Content-Type": []string{api.ContentTypeEntry}}
 	err := c.doRaw(ctx, http.MethodPost, "/v1/internal/entry", nil, h, entry, &out, nil)
 	return out, err
 }

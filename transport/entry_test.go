@@ -86,8 +86,8 @@ func TestInternalEntryRefusesBadRequests(t *testing.T) {
 	}{
 		{"JSON content type", "application/json", "{}", http.StatusBadRequest, api.CodeBadRequest},
 		{"no content type", "", "x", http.StatusBadRequest, api.CodeBadRequest},
-		{"empty", transport.ContentTypeEntry, "", http.StatusBadRequest, api.CodeBadRequest},
-		{"over the limit", transport.ContentTypeEntry, strings.Repeat("x", 2<<20+1), http.StatusRequestEntityTooLarge, api.CodeTooLarge},
+		{"empty", api.ContentTypeEntry, "", http.StatusBadRequest, api.CodeBadRequest},
+		{"over the limit", api.ContentTypeEntry, strings.Repeat("x", 2<<20+1), http.StatusRequestEntityTooLarge, api.CodeTooLarge},
 	} {
 		h := http.Header{}
 		if tc.ctype != "" {
@@ -104,7 +104,7 @@ func TestInternalEntryRefusesBadRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", transport.ContentTypeEntry)
+	req.Header.Set("Content-Type", api.ContentTypeEntry)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -7,26 +7,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"time"
 
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
 )
-
-// InterruptResponse is the answer of an interrupt whose alert committed:
-// the alert's place in the log (ID, Seq, Timestamp), the node presence
-// places the agent on ("" without presence), and whether ESC reached the
-// agent's pane; when not, NoEscape says why (no presence, no pane on the
-// node, LocalPane).
-type InterruptResponse struct {
-	Agent     string    `json:"agent"`
-	Node      string    `json:"node,omitempty"`
-	ID        string    `json:"id,omitempty"`
-	Seq       uint64    `json:"seq,omitempty"`
-	Timestamp time.Time `json:"timestamp,omitzero"`
-	Escape    bool      `json:"escape"`
-	NoEscape  string    `json:"no_escape,omitempty"`
-}
 
 // interruptAgent serves POST /v1/agents/{id}/interrupt, the one way to
 // interrupt an agent: it proposes the urgent "[INTERRUPT] reason" alert
@@ -94,7 +78,7 @@ func (s *Server) interruptAgent(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fmt.Errorf("interrupt %s: decode the alert's result: %w", agent, err))
 		return
 	}
-	res := InterruptResponse{Agent: agent, ID: sent.ID, Seq: sent.Seq, Timestamp: sent.Timestamp}
+	res := api.InterruptResponse{Agent: agent, ID: sent.ID, Seq: sent.Seq, Timestamp: sent.Timestamp}
 	if perr == nil {
 		res.Node = p.Node
 	}
@@ -130,13 +114,13 @@ func (s *Server) interruptForwarded(w http.ResponseWriter, r *http.Request, agen
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, InterruptResponse{Agent: agent, Node: me.NodeID, Escape: true})
+	writeJSON(w, http.StatusOK, api.InterruptResponse{Agent: agent, Node: me.NodeID, Escape: true})
 }
 
 // escapeAfterAlert presses ESC in agent's pane through node and records
 // the outcome in res: Escape, or NoEscape when there is no pane (or no
 // such agent) to press it in. Any other failure is returned.
-func (s *Server) escapeAfterAlert(ctx context.Context, agent, node string, req api.InterruptRequest, res *InterruptResponse) error {
+func (s *Server) escapeAfterAlert(ctx context.Context, agent, node string, req api.InterruptRequest, res *api.InterruptResponse) error {
 	err := s.press(ctx, agent, node, req)
 	var nf *noPaneError
 	switch {
@@ -206,8 +190,8 @@ func (s *Server) pressLocal(ctx context.Context, agent, alertID string) error {
 // on the node that hosts it (see InterruptRequest and InterruptResponse).
 // A sender that may not interrupt is an error wrapping api.ErrForbidden
 // whose message is the rule's.
-func (c *Client) InterruptAgent(ctx context.Context, agent string, req api.InterruptRequest) (InterruptResponse, error) {
-	var out InterruptResponse
+func (c *Client) InterruptAgent(ctx context.Context, agent string, req api.InterruptRequest) (api.InterruptResponse, error) {
+	var out api.InterruptResponse
 	err := c.do(ctx, http.MethodPost, "/v1/agents/"+url.PathEscape(agent)+"/interrupt", nil, req, &out)
 	return out, err
 }

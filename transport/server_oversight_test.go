@@ -292,7 +292,7 @@ func TestRulesRefusedAtApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := e.do("POST", "/v1/internal/entry", string(entry), http.Header{"Content-Type": {transport.ContentTypeEntry}})
+	r := e.do("POST", "/v1/internal/entry", string(entry), http.Header{"Content-Type": {api.ContentTypeEntry}})
 	if r.status != 400 {
 		t.Fatalf("status %d: %s", r.status, r.body)
 	}

@@ -42,7 +42,7 @@ type Proposer interface {
 	// leaves its outcome unknown) fails that entry only. The error return
 	// is for the whole batch (ErrNotLeader on a non-leader), when no entry
 	// was proposed.
-	ApplyEntries(ctx context.Context, entries [][]byte) ([]EntryOutcome, error)
+	ApplyEntries(ctx context.Context, entries [][]byte) ([]api.EntryOutcome, error)
 	// Linearize returns, for Strong, once this node's state holds every
 	// entry committed before the call (a follower asks the leader for its
 	// read index and waits to apply it); for Local at once.

@@ -191,8 +191,8 @@ func TestTLSAPINodeRequestsNeedAClientCertificate(t *testing.T) {
 		h            http.Header
 	}{
 		{"read index", http.MethodGet, "/v1/internal/read-index", "", nil},
-		{"entry", http.MethodPost, "/v1/internal/entry", "x", http.Header{"Content-Type": {transport.ContentTypeEntry}}},
-		{"entries", http.MethodPost, "/v1/internal/entries", "\x01x", http.Header{"Content-Type": {transport.ContentTypeEntries}}},
+		{"entry", http.MethodPost, "/v1/internal/entry", "x", http.Header{"Content-Type": {api.ContentTypeEntry}}},
+		{"entries", http.MethodPost, "/v1/internal/entries", "\x01x", http.Header{"Content-Type": {api.ContentTypeEntries}}},
 		{"escaped internal path", http.MethodGet, "/v1/%69nternal/read-index", "", nil},
 		{"join", http.MethodPost, "/v1/cluster/join", join, nil},
 		{"forwarded send", http.MethodPost, "/v1/messages", `{"from":"a","to":["b"],"channel":"c","content":{"text":"x"}}`, fwd},

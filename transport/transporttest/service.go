@@ -397,11 +397,11 @@ func (s *Service) ApplyEntry(ctx context.Context, entry []byte) (json.RawMessage
 // ApplyEntries applies a batch of encoded entries in order, as a leader
 // does with a follower's forwarded batch: one outcome per entry, one
 // entry's error failing only that entry.
-func (s *Service) ApplyEntries(ctx context.Context, entries [][]byte) ([]transport.EntryOutcome, error) {
+func (s *Service) ApplyEntries(ctx context.Context, entries [][]byte) ([]api.EntryOutcome, error) {
 	if err := s.record(ctx, Call{Method: "ApplyEntries"}); err != nil {
 		return nil, err
 	}
-	outs := make([]transport.EntryOutcome, len(entries))
+	outs := make([]api.EntryOutcome, len(entries))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, e := range entries {
