@@ -23,8 +23,8 @@ import (
 	"strings"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/durable"
-	"github.com/maos-project/maos/transport"
 )
 
 // ContentType is the media type an upload of file name is given: by its
@@ -39,7 +39,7 @@ func ContentType(name string) string {
 // Upload uploads the file at path as an artifact named name (default:
 // its base name), uploaded by from ("" for the client token's agent). The
 // same bytes again return the stored record (Existed set).
-func Upload(ctx context.Context, c *transport.Client, path, name, from string) (api.Artifact, error) {
+func Upload(ctx context.Context, c *client.Client, path, name, from string) (api.Artifact, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return api.Artifact{}, fmt.Errorf("artifacts: upload: %w", err)
@@ -82,7 +82,7 @@ type Local struct {
 // "<first 12 hex of the id>-<name>" instead. The bytes are checked against
 // id before the rename (an error wrapping transport.ErrArtifactDamaged
 // otherwise, and nothing is left behind).
-func Fetch(ctx context.Context, c *transport.Client, id, name, dir string) (string, int64, error) {
+func Fetch(ctx context.Context, c *client.Client, id, name, dir string) (string, int64, error) {
 	if !api.ValidArtifactID(id) {
 		return "", 0, fmt.Errorf("artifacts: fetch: %w", api.ArtifactIDError("id", id))
 	}
@@ -121,7 +121,7 @@ func Fetch(ctx context.Context, c *transport.Client, id, name, dir string) (stri
 // download writes id's bytes to path through a temporary file beside it,
 // fsynced and renamed into place only once the client checked them
 // against the id (durable.Create).
-func download(ctx context.Context, c *transport.Client, id, path string) (int64, error) {
+func download(ctx context.Context, c *client.Client, id, path string) (int64, error) {
 	tmp, err := durable.Create(path, 0o644)
 	if err != nil {
 		return 0, err
@@ -153,7 +153,7 @@ func holds(path, id string) (bool, int64, error) {
 // left as they are), each once, under its object's name or its record's.
 // A failure is kept in that entry's Err and the others go on; ctx's end
 // stops it with ctx's error.
-func FetchRefs(ctx context.Context, c *transport.Client, refs []api.ArtifactRef, dir string) ([]Local, error) {
+func FetchRefs(ctx context.Context, c *client.Client, refs []api.ArtifactRef, dir string) ([]Local, error) {
 	var out []Local
 	seen := map[string]bool{}
 	for _, r := range refs {
@@ -181,7 +181,7 @@ func FetchRefs(ctx context.Context, c *transport.Client, refs []api.ArtifactRef,
 // UploadPaths uploads the files paths name (relative ones under dir) and
 // returns a reference to each, {id, name} with the file's base name, in
 // order; a path that cannot be uploaded is returned in failed with why.
-func UploadPaths(ctx context.Context, c *transport.Client, dir, from string, paths []string) (refs []api.ArtifactRef, failed []string) {
+func UploadPaths(ctx context.Context, c *client.Client, dir, from string, paths []string) (refs []api.ArtifactRef, failed []string) {
 	for _, p := range paths {
 		full := p
 		if !filepath.IsAbs(full) {

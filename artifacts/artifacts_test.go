@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/artifacts"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
@@ -20,12 +21,12 @@ import (
 
 // node serves the API, artifacts included, on a one-node fake over a real
 // state machine.
-func node(t *testing.T) (*transporttest.Service, *transport.Client) {
+func node(t *testing.T) (*transporttest.Service, *client.Client) {
 	t.Helper()
 	svc := transporttest.New(t)
 	srv := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{Blobs: svc}))
 	t.Cleanup(srv.Close)
-	return svc, transport.NewClient(srv.URL, nil)
+	return svc, client.NewClient(srv.URL, nil)
 }
 
 func idOf(b []byte) string {
@@ -117,8 +118,8 @@ func TestFetchRefusesBytesThatDoNotMatch(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	dst := t.TempDir()
-	_, _, err := artifacts.Fetch(context.Background(), transport.NewClient(srv.URL, nil), id, "x.bin", dst)
-	if !errors.Is(err, transport.ErrArtifactDamaged) {
+	_, _, err := artifacts.Fetch(context.Background(), client.NewClient(srv.URL, nil), id, "x.bin", dst)
+	if !errors.Is(err, client.ErrArtifactDamaged) {
 		t.Fatalf("fetch of bytes that do not match = %v, want ErrArtifactDamaged", err)
 	}
 	if ents, _ := os.ReadDir(dst); len(ents) != 0 {

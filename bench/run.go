@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api/client"
 )
 
 // Defaults of the options below.
@@ -76,17 +76,17 @@ func progressLoop(rec *Recorder, start time.Time, fn func(Progress), stop <-chan
 
 // SendOptions configures RunSend. Exactly one of Duration and Count is > 0.
 type SendOptions struct {
-	Clients     []*transport.Client // the nodes; worker i uses Clients[i%len]
-	Concurrency int                 // closed-loop senders (>= 1)
-	Size        int                 // bytes of content.text (default DefaultSize)
-	Duration    time.Duration       // run this long (workers stop starting sends after it)
-	Count       int                 // or: this many sends in all
-	Channel     string              // default DefaultChannel
-	From        string              // default DefaultFrom
-	To          []string            // default [DefaultTo]
-	CallTimeout time.Duration       // bounds each send (default DefaultCallTimeout)
-	MaxSamples  int                 // latency samples kept (default DefaultMaxSamples)
-	Progress    func(Progress)      // optional, called about once a second
+	Clients     []*client.Client // the nodes; worker i uses Clients[i%len]
+	Concurrency int              // closed-loop senders (>= 1)
+	Size        int              // bytes of content.text (default DefaultSize)
+	Duration    time.Duration    // run this long (workers stop starting sends after it)
+	Count       int              // or: this many sends in all
+	Channel     string           // default DefaultChannel
+	From        string           // default DefaultFrom
+	To          []string         // default [DefaultTo]
+	CallTimeout time.Duration    // bounds each send (default DefaultCallTimeout)
+	MaxSamples  int              // latency samples kept (default DefaultMaxSamples)
+	Progress    func(Progress)   // optional, called about once a second
 }
 
 // SendReport is the result of RunSend. Latency is send-acknowledged latency:
@@ -109,7 +109,7 @@ type SendReport struct {
 // to it and it is not registered: a send may name only an agent someone
 // answers to (the cluster setting unknown_recipients). A node that does
 // not answer is left to the sends to report.
-func ensureSink(ctx context.Context, c *transport.Client, to []string) error {
+func ensureSink(ctx context.Context, c *client.Client, to []string) error {
 	if len(to) != 1 || to[0] != DefaultTo {
 		return nil
 	}
@@ -122,7 +122,7 @@ func ensureSink(ctx context.Context, c *transport.Client, to []string) error {
 	return nil
 }
 
-func clientAddrs(cs []*transport.Client) []string {
+func clientAddrs(cs []*client.Client) []string {
 	out := make([]string, len(cs))
 	for i, c := range cs {
 		out[i] = c.Addr()
@@ -252,14 +252,14 @@ func (o *SendOptions) defaults() {
 
 // DeliveryOptions configures RunDelivery.
 type DeliveryOptions struct {
-	Send        *transport.Client // node A: where the messages are posted
-	Stream      *transport.Client // node C: where the stream is open
-	Count       int               // messages, one at a time (>= 1)
-	Size        int               // default DefaultSize
-	Channel     string            // default "bench-delivery-<run id>": a fresh channel, so the stream has no backlog
-	From        string            // default DefaultFrom
-	To          []string          // default [DefaultTo]
-	CallTimeout time.Duration     // bounds each send and each wait for its event (default DefaultCallTimeout)
+	Send        *client.Client // node A: where the messages are posted
+	Stream      *client.Client // node C: where the stream is open
+	Count       int            // messages, one at a time (>= 1)
+	Size        int            // default DefaultSize
+	Channel     string         // default "bench-delivery-<run id>": a fresh channel, so the stream has no backlog
+	From        string         // default DefaultFrom
+	To          []string       // default [DefaultTo]
+	CallTimeout time.Duration  // bounds each send and each wait for its event (default DefaultCallTimeout)
 	Progress    func(Progress)
 }
 
@@ -346,7 +346,7 @@ type deliveryStream struct {
 }
 
 // openDeliveryStream opens a stream of channel on c until ctx ends.
-func openDeliveryStream(ctx context.Context, c *transport.Client, channel string) *deliveryStream {
+func openDeliveryStream(ctx context.Context, c *client.Client, channel string) *deliveryStream {
 	ds := &deliveryStream{addr: c.Addr(), waiting: map[string]chan time.Time{}, ready: make(chan struct{}), err: make(chan error, 1)}
 	go func() {
 		ds.err <- c.Stream(ctx, api.StreamQuery{Channel: channel}, ds.event)
@@ -414,7 +414,7 @@ func (ds *deliveryStream) forget(id string) {
 // deliverOne sends m through c and waits up to timeout for its event,
 // recording the send's latency in sendRec and the delivery's (or its
 // failure) in rec. It returns an error only when the stream ended.
-func (ds *deliveryStream) deliverOne(ctx context.Context, c *transport.Client, m *api.Message, timeout time.Duration, rec, sendRec *Recorder) error {
+func (ds *deliveryStream) deliverOne(ctx context.Context, c *client.Client, m *api.Message, timeout time.Duration, rec, sendRec *Recorder) error {
 	got := ds.wait(m.ID)
 	cctx, ccancel := context.WithTimeout(ctx, timeout)
 	t0 := time.Now()
@@ -445,17 +445,17 @@ func (ds *deliveryStream) deliverOne(ctx context.Context, c *transport.Client, m
 
 // FanoutOptions configures RunFanout.
 type FanoutOptions struct {
-	Send        *transport.Client // where the agents are registered and the message posted
-	Poll        *transport.Client // where the inboxes are watched
-	Agents      int               // agents to register (1..MaxFanoutAgents)
-	Prefix      string            // agent ids are Prefix + 000, 001, ... (default "bench-a-")
-	Role        string            // their role (default "bench")
-	To          string            // the recipient: "all" (default) or "role:" + Role
-	Channel     string            // default DefaultChannel
-	From        string            // default DefaultFrom
-	Size        int               // default DefaultSize
-	Timeout     time.Duration     // give up waiting for the inboxes after this (default 30s)
-	CallTimeout time.Duration     // bounds each API call (default DefaultCallTimeout)
+	Send        *client.Client // where the agents are registered and the message posted
+	Poll        *client.Client // where the inboxes are watched
+	Agents      int            // agents to register (1..MaxFanoutAgents)
+	Prefix      string         // agent ids are Prefix + 000, 001, ... (default "bench-a-")
+	Role        string         // their role (default "bench")
+	To          string         // the recipient: "all" (default) or "role:" + Role
+	Channel     string         // default DefaultChannel
+	From        string         // default DefaultFrom
+	Size        int            // default DefaultSize
+	Timeout     time.Duration  // give up waiting for the inboxes after this (default 30s)
+	CallTimeout time.Duration  // bounds each API call (default DefaultCallTimeout)
 }
 
 // MaxFanoutAgents bounds FanoutOptions.Agents (and so the polling work).
@@ -595,7 +595,7 @@ func fanoutEach(ids []string, fn func(i int, id string) error) error {
 // call) in rounds until each grew past base or deadline passes, and
 // returns the indexes of the ids still missing. It records in rep the
 // rounds, their mean time and, when all came, the time since start.
-func pollFanout(ctx context.Context, c *transport.Client, ids []string, base []uint64, start, deadline time.Time,
+func pollFanout(ctx context.Context, c *client.Client, ids []string, base []uint64, start, deadline time.Time,
 	call func(func(context.Context) error) error, rep *FanoutReport) ([]int, error) {
 	pending := make([]int, len(ids))
 	for i := range pending {

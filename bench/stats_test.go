@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api/client"
 )
 
 func TestPercentileNearestRank(t *testing.T) {
@@ -96,7 +96,7 @@ func TestErrorKind(t *testing.T) {
 
 func TestRunOptionErrors(t *testing.T) {
 	ctx := context.Background()
-	cl := []*transport.Client{transport.NewClient("127.0.0.1:1", nil)}
+	cl := []*client.Client{client.NewClient("127.0.0.1:1", nil)}
 	for name, o := range map[string]SendOptions{
 		"no nodes":      {Concurrency: 1, Count: 1},
 		"concurrency 0": {Clients: cl, Count: 1},
@@ -123,7 +123,7 @@ func TestRunSendCountsRefusedNode(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	rep, err := RunSend(context.Background(), SendOptions{Clients: []*transport.Client{transport.NewClient(addr, nil)},
+	rep, err := RunSend(context.Background(), SendOptions{Clients: []*client.Client{client.NewClient(addr, nil)},
 		Concurrency: 2, Count: 4, CallTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)

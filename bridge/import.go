@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/dialect"
-	"github.com/maos-project/maos/transport"
 )
 
 // Imported is one message file import sent.
@@ -75,7 +75,7 @@ func (r *Report) Counts() (imported, already int) {
 // Import returns an error, with the report so far, when it stops or when
 // the cluster could not be asked (unreachable, 5xx, ctx done): then the
 // file being sent may or may not be stored, and re-running is safe.
-func Import(ctx context.Context, c *transport.Client, root string, opt dialect.Options) (*Report, error) {
+func Import(ctx context.Context, c *client.Client, root string, opt dialect.Options) (*Report, error) {
 	if opt.Fallback == "" {
 		if abs, err := filepath.Abs(root); err == nil {
 			opt.Fallback = dialect.SanitizeName(filepath.Base(abs))
@@ -160,7 +160,7 @@ const (
 // sends it again (the same id: a send that did commit is answered as
 // such), within rateRetries and maxRateWait. Any other error, or a 429
 // past those bounds, is returned.
-func sendPaced(ctx context.Context, c *transport.Client, m *api.Message) (*api.SendResponse, error) {
+func sendPaced(ctx context.Context, c *client.Client, m *api.Message) (*api.SendResponse, error) {
 	for try := 0; ; try++ {
 		res, err := c.Send(ctx, m)
 		if !errors.Is(err, api.ErrRateLimited) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/dialect"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/rules"
@@ -46,8 +47,8 @@ func newNode(t *testing.T, opts transport.ServerOptions, wrap func(http.Handler)
 	return &node{svc: svc, url: hs.URL}
 }
 
-func (n *node) client(token string) *transport.Client {
-	return transport.NewClient(n.url, nil).WithToken(token)
+func (n *node) client(token string) *client.Client {
+	return client.NewClient(n.url, nil).WithToken(token)
 }
 
 // channelDir writes count channel files from sender into a fresh

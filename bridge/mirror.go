@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/durable"
-	"github.com/maos-project/maos/transport"
 )
 
 // FileMessage is a message in the channel layout's JSON shape (seed
@@ -163,7 +163,7 @@ func NewestSeq(dir string) (uint64, error) {
 // skips (and counts) those that are private or for moderators only,
 // whatever its token lets it read.
 type Mirror struct {
-	Client  *transport.Client
+	Client  *client.Client
 	Channel string
 	Dir     string
 	// OnWrite, if set, is called after each file written (path, message).

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
@@ -26,7 +27,7 @@ func (n *Node) Apply(ctx context.Context, op api.Op, body any) (json.RawMessage,
 	}
 	return leaderDo(ctx, n, true,
 		func(context.Context) (json.RawMessage, error) { return n.applyJSON(data) },
-		func(ctx context.Context, c *transport.Client) (json.RawMessage, error) {
+		func(ctx context.Context, c *client.Client) (json.RawMessage, error) {
 			res, err := n.batch.do(ctx, c.Addr(), c, data)
 			n.metrics.Forward(err)
 			return res, err
@@ -97,7 +98,7 @@ func (n *Node) Linearize(ctx context.Context, c api.Consistency) error {
 	n.metrics.StrongRead()
 	idx, err := leaderDo(ctx, n, false,
 		func(ctx context.Context) (uint64, error) { return n.readIndex(ctx) },
-		func(ctx context.Context, cl *transport.Client) (uint64, error) { return cl.ReadIndex(ctx) })
+		func(ctx context.Context, cl *client.Client) (uint64, error) { return cl.ReadIndex(ctx) })
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/cluster"
 	"github.com/maos-project/maos/cluster/clustertest"
 	"github.com/maos-project/maos/transport"
@@ -41,7 +42,7 @@ func newAuthCluster(t testing.TB, n int) *clustertest.Cluster {
 // agentClients creates a token for agent (role agent) through the admin
 // client of the leader and returns its id with one client per node that
 // carries it, once every node has applied the token.
-func agentClients(t *testing.T, c *clustertest.Cluster, agent string) (string, []*transport.Client) {
+func agentClients(t *testing.T, c *clustertest.Cluster, agent string) (string, []*client.Client) {
 	t.Helper()
 	tok, err := c.Leader().Client.CreateToken(clustertest.Context(t), agent, string(api.RoleAgent))
 	if err != nil {
@@ -50,9 +51,9 @@ func agentClients(t *testing.T, c *clustertest.Cluster, agent string) (string, [
 	if tok.Token == "" || tok.ID == "" || tok.Agent != agent {
 		t.Fatalf("created token = %+v; want an id, a secret and agent %s", tok, agent)
 	}
-	var out []*transport.Client
+	var out []*client.Client
 	for _, n := range c.Nodes {
-		cl := transport.NewClient(n.Addr, nil).WithToken(tok.Token)
+		cl := client.NewClient(n.Addr, nil).WithToken(tok.Token)
 		clustertest.WaitFor(t, 5*time.Second, "node "+n.ID()+" to accept the new token", func() bool {
 			return tokenAccepted(t, cl)
 		})
@@ -63,7 +64,7 @@ func agentClients(t *testing.T, c *clustertest.Cluster, agent string) (string, [
 
 // tokenAccepted reports whether the node of cl authenticates its token: a
 // local read any valid token may make succeeds; 401 means not.
-func tokenAccepted(t *testing.T, cl *transport.Client) bool {
+func tokenAccepted(t *testing.T, cl *client.Client) bool {
 	t.Helper()
 	_, err := cl.Channels(clustertest.Context(t), api.Local)
 	if err != nil && apiStatus(err) != http.StatusUnauthorized {
@@ -87,7 +88,7 @@ func TestAuthFollowerForwardsAuthenticatedSend(t *testing.T) {
 	c := newAuthCluster(t, 3)
 	_, clients := agentClients(t, c, "codex")
 	f := c.Follower()
-	var fc *transport.Client
+	var fc *client.Client
 	for i, n := range c.Nodes {
 		if n == f {
 			fc = clients[i]
@@ -106,7 +107,7 @@ func TestAuthFollowerForwardsAuthenticatedSend(t *testing.T) {
 		t.Fatalf("strong read of %s on the leader = %+v, %v; want it committed from codex", m.ID, got, err)
 	}
 	for _, n := range c.Nodes {
-		_, err := transport.NewClient(n.Addr, nil).Channels(clustertest.Context(t), api.Local)
+		_, err := client.NewClient(n.Addr, nil).Channels(clustertest.Context(t), api.Local)
 		if apiStatus(err) != http.StatusUnauthorized {
 			t.Errorf("node %s without a token: err = %v; want 401", n.ID(), err)
 		}
@@ -236,7 +237,7 @@ func TestAuthTokenChangesHoldAtOnceOnTheNodeThatServedThem(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cl := transport.NewClient(f.Addr, nil).WithToken(tok.Token)
+		cl := client.NewClient(f.Addr, nil).WithToken(tok.Token)
 		if !tokenAccepted(t, cl) {
 			t.Fatalf("follower %s refused token %s right after creating it", f.ID(), tok.ID)
 		}

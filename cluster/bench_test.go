@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/cluster/clustertest"
-	"github.com/maos-project/maos/transport"
 )
 
 // gcCPU is the CPU time, in seconds, the garbage collector has used in
@@ -47,12 +47,12 @@ func BenchmarkSend(b *testing.B) {
 	for _, bc := range cases {
 		b.Run(bc.name, func(b *testing.B) {
 			c := clustertest.New(b, 3)
-			var targets []*transport.Client
+			var targets []*client.Client
 			switch bc.target {
 			case "leader":
-				targets = []*transport.Client{c.Leader().Client}
+				targets = []*client.Client{c.Leader().Client}
 			case "follower":
-				targets = []*transport.Client{c.Follower().Client}
+				targets = []*client.Client{c.Follower().Client}
 			default:
 				for _, n := range c.Nodes {
 					targets = append(targets, n.Client)

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -31,7 +32,7 @@ import (
 // a read with one wrapping api.ErrNoLeader.
 func leaderDo[T any](ctx context.Context, n *Node, write bool,
 	local func(context.Context) (T, error),
-	remote func(context.Context, *transport.Client) (T, error),
+	remote func(context.Context, *client.Client) (T, error),
 ) (T, error) {
 	var zero T
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.RetryTimeout)

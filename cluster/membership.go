@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 )
@@ -115,7 +116,7 @@ func (n *Node) Ready(ctx context.Context) error {
 func (n *Node) Join(ctx context.Context, req api.JoinRequest) error {
 	_, err := leaderDo(ctx, n, true, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, n.addVoter(ctx, req)
-	}, func(ctx context.Context, c *transport.Client) (struct{}, error) {
+	}, func(ctx context.Context, c *client.Client) (struct{}, error) {
 		return struct{}{}, c.Join(ctx, req)
 	})
 	return err
@@ -240,7 +241,7 @@ func (n *Node) Remove(ctx context.Context, nodeID string) error {
 			}
 		}
 		return struct{}{}, fmt.Errorf("cluster: remove: node %s is not in the configuration: %w", nodeID, api.ErrNotFound)
-	}, func(ctx context.Context, c *transport.Client) (struct{}, error) {
+	}, func(ctx context.Context, c *client.Client) (struct{}, error) {
 		return struct{}{}, c.Remove(ctx, nodeID)
 	})
 	return err
@@ -300,7 +301,7 @@ func (n *Node) TransferLeadership(ctx context.Context, nodeID string) (api.Trans
 			case <-time.After(20 * time.Millisecond):
 			}
 		}
-	}, func(ctx context.Context, c *transport.Client) (api.TransferResponse, error) {
+	}, func(ctx context.Context, c *client.Client) (api.TransferResponse, error) {
 		return c.TransferLeadership(ctx, nodeID)
 	})
 }

@@ -18,6 +18,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/blobstore"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/metrics"
@@ -87,9 +88,9 @@ func Open(cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, logger: cfg.Logger.With("node", cfg.NodeID), shutdown: make(chan struct{}), leaderChanged: make(chan struct{}),
 		metrics: metrics.New()}
 	n.batch = newBatcher(cfg.RetryTimeout, n.shutdown)
-	n.httpc = &http.Client{Transport: transport.NewHTTPTransport()}
+	n.httpc = &http.Client{Transport: client.NewHTTPTransport()}
 	if cfg.ClientTLS != nil {
-		n.httpc = &http.Client{Transport: transport.NewHTTPTransportTLS(cfg.ClientTLS)}
+		n.httpc = &http.Client{Transport: client.NewHTTPTransportTLS(cfg.ClientTLS)}
 	}
 	ok := false
 	defer func() {
@@ -436,7 +437,7 @@ func (n *Node) CheckJoinTargets(ctx context.Context, addrs []string) error {
 // configuration and registered (apiAddrOf); an address a gossip member
 // advertises is never called. maosd gives it to the API server
 // (transport.ServerOptions.PeerClient).
-func (n *Node) PeerClient(id string) (*transport.Client, error) {
+func (n *Node) PeerClient(id string) (*client.Client, error) {
 	if !n.inConfiguration(id) {
 		return nil, fmt.Errorf("node %s is not in the Raft configuration", id)
 	}
@@ -468,10 +469,10 @@ func (n *Node) inConfiguration(id string) bool {
 // forwarding, join, status and blob calls act for several agents, but a
 // node never sends the admin token). Its callers pass only addresses of
 // the node registry (apiAddrOf) or the operator's --join.
-func (n *Node) client(addr string) *transport.Client {
-	c := transport.NewClient(addr, n.httpc)
+func (n *Node) client(addr string) *client.Client {
+	c := client.NewClient(addr, n.httpc)
 	if n.cfg.ClientTLS != nil {
-		c = transport.NewClientTLS(addr, n.httpc)
+		c = client.NewClientTLS(addr, n.httpc)
 	}
 	if cred := transport.NodeCredential(n.cfg.AdminToken); cred != "" {
 		c = c.WithToken(cred)

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/cluster/clustertest"
-	"github.com/maos-project/maos/transport"
 )
 
 // The leader expires lapsed leases by itself: nobody proposes anything
@@ -138,7 +138,7 @@ func TestLeaderExpiresAndEscalatesApprovals(t *testing.T) {
 // fromMaos lists, sorted, what reads of each message the state machine
 // (api.SystemSender) sent to agent, as its inbox stands (a strong read
 // through cl, the first 100).
-func fromMaos(ctx context.Context, t *testing.T, cl *transport.Client, agent string, what func(api.InboxEntry) string) []string {
+func fromMaos(ctx context.Context, t *testing.T, cl *client.Client, agent string, what func(api.InboxEntry) string) []string {
 	t.Helper()
 	page, err := cl.Inbox(ctx, agent, api.InboxQuery{Limit: 100}, api.Strong)
 	if err != nil {

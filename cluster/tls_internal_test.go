@@ -13,22 +13,22 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/testing/tlstest"
-	"github.com/maos-project/maos/transport"
 )
 
 // nodeTLS loads a node's server and client TLS configs from its files.
-func nodeTLS(t testing.TB, f tlstest.Files) (server, client *tls.Config) {
+func nodeTLS(t testing.TB, f tlstest.Files) (serverTLS, clientTLS *tls.Config) {
 	t.Helper()
-	files := transport.TLSFiles{Cert: f.Cert, Key: f.Key, CA: f.CA}
-	server, err := files.ServerConfig()
+	files := client.TLSFiles{Cert: f.Cert, Key: f.Key, CA: f.CA}
+	serverTLS, err := files.ServerConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if client, err = files.ClientConfig(); err != nil {
+	if clientTLS, err = files.ClientConfig(); err != nil {
 		t.Fatal(err)
 	}
-	return server, client
+	return serverTLS, clientTLS
 }
 
 // Two TLS stream layers of one CA talk; the dialer keeps its loopback
@@ -50,8 +50,8 @@ func TestRaftStreamLayerTLS(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })
-		server, client := nodeTLS(t, f)
-		s.useTLS(server, client, nil)
+		serverTLS, clientTLS := nodeTLS(t, f)
+		s.useTLS(serverTLS, clientTLS, nil)
 		return s
 	}
 	a := layer("127.0.0.31:0", ca.Node(t, "a", withIPs("127.0.0.31")))
@@ -117,9 +117,9 @@ func TestRaftStreamLayerTLSHandshakeIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	server, client := nodeTLS(t, ca.Node(t, "a"))
+	serverTLS, clientTLS := nodeTLS(t, ca.Node(t, "a"))
 	s.handshakeTimeout = 200 * time.Millisecond
-	s.useTLS(server, client, nil)
+	s.useTLS(serverTLS, clientTLS, nil)
 
 	silent, err := net.Dial("tcp", s.boundAddr().String())
 	if err != nil {

@@ -14,10 +14,10 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/cluster"
 	"github.com/maos-project/maos/cluster/clustertest"
 	"github.com/maos-project/maos/testing/tlstest"
-	"github.com/maos-project/maos/transport"
 )
 
 // withTLS gives each node certificates of ca for its id: Raft and the
@@ -101,9 +101,9 @@ func TestTLSNodeOfAnotherCACannotJoin(t *testing.T) {
 	pool := x509.NewCertPool()
 	pool.AddCert(ca.Cert)
 	server := &tls.Config{Certificates: []tls.Certificate{pair}, ClientCAs: pool, ClientAuth: tls.VerifyClientCertIfGiven, MinVersion: tls.VersionTLS12}
-	client := &tls.Config{Certificates: []tls.Certificate{pair}, RootCAs: pool, MinVersion: tls.VersionTLS12}
+	clientTLS := &tls.Config{Certificates: []tls.Certificate{pair}, RootCAs: pool, MinVersion: tls.VersionTLS12}
 	rogue, err := clustertest.StartJoin(t, "rogue", filepath.Join(t.TempDir(), "rogue"), "", []string{leader.Addr}, func(s *clustertest.Setup) {
-		s.Config.ServerTLS, s.Config.ClientTLS = server, client
+		s.Config.ServerTLS, s.Config.ClientTLS = server, clientTLS
 		s.JoinTimeout = 10 * time.Second
 	})
 	// Go's TLS client does not offer a certificate the server's CA did not
@@ -113,10 +113,10 @@ func TestTLSNodeOfAnotherCACannotJoin(t *testing.T) {
 	}
 	// A client that forces its certificate on the server is refused in
 	// the handshake.
-	forced := client.Clone()
+	forced := clientTLS.Clone()
 	forced.Certificates = nil
 	forced.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &pair, nil }
-	_, err = transport.NewClientTLS(leader.Addr, &http.Client{Transport: transport.NewHTTPTransportTLS(forced)}).Status(clustertest.Context(t))
+	_, err = client.NewClientTLS(leader.Addr, &http.Client{Transport: client.NewHTTPTransportTLS(forced)}).Status(clustertest.Context(t))
 	if err == nil || !strings.Contains(err.Error(), "tls: ") {
 		t.Errorf("API call with a forced certificate of another CA: %v, want a handshake refusal", err)
 	}

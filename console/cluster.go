@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api/client"
 )
 
 // NodeView is one voter as the cluster view shows it: its own status,
@@ -113,17 +113,17 @@ func (c *console) fill(nv *NodeView, st api.Status, err error) {
 }
 
 // client is the API client for another node's address, kept per address.
-func (c *console) client(addr string, https bool) *transport.Client {
+func (c *console) client(addr string, https bool) *client.Client {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cl, ok := c.clients[addr]; ok {
 		return cl
 	}
-	var cl *transport.Client
+	var cl *client.Client
 	if https && c.opts.ClientTLS != nil {
-		cl = transport.NewClientTLS(addr, &http.Client{Transport: transport.NewHTTPTransportTLS(c.opts.ClientTLS)})
+		cl = client.NewClientTLS(addr, &http.Client{Transport: client.NewHTTPTransportTLS(c.opts.ClientTLS)})
 	} else {
-		cl = transport.NewClient(addr, nil)
+		cl = client.NewClient(addr, nil)
 	}
 	c.clients[addr] = cl
 	return cl

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api/client"
 )
 
 //go:embed assets
@@ -48,7 +48,7 @@ func Mount(apiHandler http.Handler, opts Options) http.Handler {
 	if err != nil {
 		panic(err) // the embedded tree is fixed at build time
 	}
-	c := &console{api: apiHandler, opts: opts, clients: map[string]*transport.Client{}, contact: map[string]time.Time{}}
+	c := &console{api: apiHandler, opts: opts, clients: map[string]*client.Client{}, contact: map[string]time.Time{}}
 	files := http.StripPrefix(Prefix, http.FileServerFS(sub))
 	mux := http.NewServeMux()
 	mux.Handle("GET /ui/", secured(files))
@@ -79,8 +79,8 @@ type console struct {
 	opts Options
 
 	mu      sync.Mutex
-	clients map[string]*transport.Client // by API address
-	contact map[string]time.Time         // node id → when it last answered the cluster view
+	clients map[string]*client.Client // by API address
+	contact map[string]time.Time      // node id → when it last answered the cluster view
 }
 
 // loginCSRF refuses a login or logout from another site (login CSRF:

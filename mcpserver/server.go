@@ -19,7 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api/client"
 )
 
 // Config binds a server to an agent and a node.
@@ -27,7 +27,7 @@ type Config struct {
 	// Agent is the identity every tool acts as (sender, inbox, lock holder).
 	Agent string
 	// Client talks to any node of the cluster.
-	Client *transport.Client
+	Client *client.Client
 	// Channel is the default channel of send_message; "" is
 	// api.DefaultChannel.
 	Channel string
@@ -87,7 +87,7 @@ func New(cfg Config) (*mcp.Server, error) {
 
 type handlers struct {
 	cfg Config
-	c   *transport.Client
+	c   *client.Client
 }
 
 // SendInput is the argument of send_message.

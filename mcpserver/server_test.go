@@ -12,12 +12,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
 )
 
 func TestNewRefusesBadConfig(t *testing.T) {
-	if _, err := New(Config{Agent: "bad id", Client: transport.NewClient("127.0.0.1:1", nil)}); err == nil || !strings.Contains(err.Error(), "bad id") {
+	if _, err := New(Config{Agent: "bad id", Client: client.NewClient("127.0.0.1:1", nil)}); err == nil || !strings.Contains(err.Error(), "bad id") {
 		t.Errorf("New with a bad agent id: %v", err)
 	}
 	if _, err := New(Config{Agent: "claude"}); err == nil {
@@ -88,7 +89,7 @@ func serveFake(t *testing.T, agents ...string) string {
 func session(t *testing.T, addr, agent string) *mcp.ClientSession {
 	t.Helper()
 	ctx := context.Background()
-	srv, err := New(Config{Agent: agent, Client: transport.NewClient(addr, nil)})
+	srv, err := New(Config{Agent: agent, Client: client.NewClient(addr, nil)})
 	if err != nil {
 		t.Fatal(err)
 	}

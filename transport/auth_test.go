@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
@@ -83,8 +84,8 @@ func (e *authEnv) as(secret, method, path, body string) reply {
 	return do(e.t, method, e.url+path, body, h)
 }
 
-func (e *authEnv) client(secret string) *transport.Client {
-	return transport.NewClient(e.url, nil).WithToken(secret)
+func (e *authEnv) client(secret string) *client.Client {
+	return client.NewClient(e.url, nil).WithToken(secret)
 }
 
 // denials is the DENIED part of the audit trail.
@@ -489,7 +490,7 @@ func TestAuthTokensAPI(t *testing.T) {
 		t.Errorf("an agent creating an admin token: %v, want 403", err)
 	}
 	// Without a token the client says so.
-	if _, err := transport.NewClient(e.url, nil).Tokens(ctx); !errors.Is(err, api.ErrUnauthorized) {
+	if _, err := client.NewClient(e.url, nil).Tokens(ctx); !errors.Is(err, api.ErrUnauthorized) {
 		t.Errorf("no token: %v, want ErrUnauthorized", err)
 	}
 }

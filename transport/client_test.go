@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
 )
@@ -24,7 +25,7 @@ func TestNewClientAddr(t *testing.T) {
 		{"https://node1.example:7001", "https://node1.example:7001"},
 		{"localhost:7001//", "http://localhost:7001"},
 	} {
-		if got := transport.NewClient(tc.in, nil).Addr(); got != tc.want {
+		if got := client.NewClient(tc.in, nil).Addr(); got != tc.want {
 			t.Errorf("NewClient(%q).Addr() = %q, want %q", tc.in, got, tc.want)
 		}
 	}
@@ -37,7 +38,7 @@ func TestClientRoundTrip(t *testing.T) {
 	base := f.Register(t, "bob") // whom the messages are to: seqs start after
 	srv := serve(t, f, transport.ServerOptions{})
 	// A bare host:port, as operators give it.
-	c := transport.NewClient(strings.TrimPrefix(srv.URL, "http://"), nil)
+	c := client.NewClient(strings.TrimPrefix(srv.URL, "http://"), nil)
 	ctx := t.Context()
 
 	var sent []*api.SendResponse
@@ -158,7 +159,7 @@ func TestClientErrors(t *testing.T) {
 		name    string
 		setup   func(f *transporttest.Service)
 		max     int64
-		call    func(ctx context.Context, c *transport.Client) error
+		call    func(ctx context.Context, c *client.Client) error
 		is      error // nil: no sentinel must match
 		status  int
 		code    string
@@ -169,7 +170,7 @@ func TestClientErrors(t *testing.T) {
 			setup: func(f *transporttest.Service) {
 				store(t, f, msg("m1", "alice", "general", "first", "bob"))
 			},
-			call: func(ctx context.Context, c *transport.Client) error {
+			call: func(ctx context.Context, c *client.Client) error {
 				_, err := c.Send(ctx, msg("m1", "alice", "general", "second", "bob"))
 				return err
 			},
@@ -177,7 +178,7 @@ func TestClientErrors(t *testing.T) {
 		},
 		{
 			name: "not found",
-			call: func(ctx context.Context, c *transport.Client) error {
+			call: func(ctx context.Context, c *client.Client) error {
 				_, err := c.Message(ctx, "nope", api.Local)
 				return err
 			},
@@ -185,7 +186,7 @@ func TestClientErrors(t *testing.T) {
 		},
 		{
 			name: "id with a slash is one path segment",
-			call: func(ctx context.Context, c *transport.Client) error {
+			call: func(ctx context.Context, c *client.Client) error {
 				_, err := c.Message(ctx, "a/b", api.Local)
 				return err
 			},
@@ -194,7 +195,7 @@ func TestClientErrors(t *testing.T) {
 		{
 			name:  "no leader",
 			setup: func(f *transporttest.Service) { f.Fail("Apply", api.ErrNoLeader) },
-			call: func(ctx context.Context, c *transport.Client) error {
+			call: func(ctx context.Context, c *client.Client) error {
 				_, err := c.Send(ctx, msg("m1", "alice", "general", "x", "bob"))
 				return err
 			},
@@ -203,7 +204,7 @@ func TestClientErrors(t *testing.T) {
 		{
 			name:  "outcome unknown",
 			setup: func(f *transporttest.Service) { f.Fail("Apply", unknown) },
-			call: func(ctx context.Context, c *transport.Client) error {
+			call: func(ctx context.Context, c *client.Client) error {
 				_, err := c.Send(ctx, msg("m1", "alice", "general", "x", "bob"))
 				return err
 			},
@@ -212,12 +213,12 @@ func TestClientErrors(t *testing.T) {
 		{
 			name:  "not leader",
 			setup: func(f *transporttest.Service) { f.Fail("Remove", api.ErrNotLeader) },
-			call:  func(ctx context.Context, c *transport.Client) error { return c.Remove(ctx, "n2") },
+			call:  func(ctx context.Context, c *client.Client) error { return c.Remove(ctx, "n2") },
 			is:    api.ErrNotLeader, status: 503, code: "not_leader",
 		},
 		{
 			name: "invalid message",
-			call: func(ctx context.Context, c *transport.Client) error {
+			call: func(ctx context.Context, c *client.Client) error {
 				_, err := c.Send(ctx, msg("m1", "alice", "", "x", "bob"))
 				return err
 			},
@@ -225,7 +226,7 @@ func TestClientErrors(t *testing.T) {
 		},
 		{
 			name: "invalid join",
-			call: func(ctx context.Context, c *transport.Client) error {
+			call: func(ctx context.Context, c *client.Client) error {
 				return c.Join(ctx, api.JoinRequest{NodeID: "N4", RaftAddr: "a:1", APIAddr: "a:2"})
 			},
 			is: api.ErrInvalid, status: 400, code: "invalid", message: "node_id",
@@ -233,7 +234,7 @@ func TestClientErrors(t *testing.T) {
 		{
 			name: "too large",
 			max:  256,
-			call: func(ctx context.Context, c *transport.Client) error {
+			call: func(ctx context.Context, c *client.Client) error {
 				_, err := c.Send(ctx, msg("m1", "alice", "general", strings.Repeat("x", 300), "bob"))
 				return err
 			},
@@ -241,7 +242,7 @@ func TestClientErrors(t *testing.T) {
 		},
 		{
 			name: "bad page limit",
-			call: func(ctx context.Context, c *transport.Client) error {
+			call: func(ctx context.Context, c *client.Client) error {
 				_, err := c.ChannelPage(ctx, "general", 0, 1001, api.Local)
 				return err
 			},
@@ -250,13 +251,13 @@ func TestClientErrors(t *testing.T) {
 		{
 			name:  "not ready",
 			setup: func(f *transporttest.Service) { f.Fail("Ready", errors.New("catching up")) },
-			call:  func(ctx context.Context, c *transport.Client) error { return c.Ready(ctx) },
+			call:  func(ctx context.Context, c *client.Client) error { return c.Ready(ctx) },
 			is:    api.ErrNotReady, status: 503, code: "not_ready", message: "catching up",
 		},
 		{
 			name:  "relayed APIError",
 			setup: func(f *transporttest.Service) { f.Fail("Apply", relayed) },
-			call: func(ctx context.Context, c *transport.Client) error {
+			call: func(ctx context.Context, c *client.Client) error {
 				_, err := c.Send(ctx, msg("m1", "alice", "general", "x", "bob"))
 				return err
 			},
@@ -265,7 +266,7 @@ func TestClientErrors(t *testing.T) {
 		{
 			name:  "internal",
 			setup: func(f *transporttest.Service) { f.Fail("Snapshot", errors.New("disk full")) },
-			call: func(ctx context.Context, c *transport.Client) error {
+			call: func(ctx context.Context, c *client.Client) error {
 				_, err := c.Snapshot(ctx)
 				return err
 			},
@@ -281,7 +282,7 @@ func TestClientErrors(t *testing.T) {
 				tc.setup(f)
 			}
 			srv := serve(t, f, transport.ServerOptions{MaxMessageBytes: tc.max})
-			err := tc.call(t.Context(), transport.NewClient(srv.URL, nil))
+			err := tc.call(t.Context(), client.NewClient(srv.URL, nil))
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -320,7 +321,7 @@ func TestClientNonAPIAnswers(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	c := transport.NewClient(srv.URL, nil)
+	c := client.NewClient(srv.URL, nil)
 
 	_, err := c.Status(t.Context())
 	var apiErr *api.APIError
@@ -342,7 +343,7 @@ func TestClientNonAPIAnswers(t *testing.T) {
 func TestClientForwarding(t *testing.T) {
 	f := transporttest.New(t)
 	srv := serve(t, f, transport.ServerOptions{})
-	plain := transport.NewClient(srv.URL, nil)
+	plain := client.NewClient(srv.URL, nil)
 	fwd := plain.Forwarding()
 	if fwd.Addr() != plain.Addr() {
 		t.Errorf("forwarding client talks to %s, want %s", fwd.Addr(), plain.Addr())
@@ -350,26 +351,26 @@ func TestClientForwarding(t *testing.T) {
 	ctx := t.Context()
 	ops := []struct {
 		svc  string
-		call func(c *transport.Client) error
+		call func(c *client.Client) error
 	}{
-		{"Apply", func(c *transport.Client) error {
+		{"Apply", func(c *client.Client) error {
 			_, err := c.Send(ctx, msg("", "alice", "general", "x", "bob"))
 			return err
 		}},
-		{"Linearize", func(c *transport.Client) error {
+		{"Linearize", func(c *client.Client) error {
 			_, err := c.Message(ctx, "nope", api.Strong)
 			return err
 		}},
-		{"Status", func(c *transport.Client) error { _, err := c.Status(ctx); return err }},
-		{"Join", func(c *transport.Client) error {
+		{"Status", func(c *client.Client) error { _, err := c.Status(ctx); return err }},
+		{"Join", func(c *client.Client) error {
 			return c.Join(ctx, api.JoinRequest{NodeID: "n4", RaftAddr: "a:1", APIAddr: "a:2"})
 		}},
-		{"Remove", func(c *transport.Client) error { return c.Remove(ctx, "n4") }},
-		{"TransferLeadership", func(c *transport.Client) error { _, err := c.TransferLeadership(ctx, ""); return err }},
+		{"Remove", func(c *client.Client) error { return c.Remove(ctx, "n4") }},
+		{"TransferLeadership", func(c *client.Client) error { _, err := c.TransferLeadership(ctx, ""); return err }},
 	}
 	for _, op := range ops {
 		// plain, forwarding, plain again: Forwarding must not change plain.
-		for i, c := range []*transport.Client{plain, fwd, plain} {
+		for i, c := range []*client.Client{plain, fwd, plain} {
 			_ = op.call(c)
 			calls := f.CallsTo(op.svc)
 			if len(calls) != i+1 {
@@ -391,7 +392,7 @@ func TestClientClosedPort(t *testing.T) {
 	if err := ln.Close(); err != nil {
 		t.Fatal(err)
 	}
-	c := transport.NewClient(addr, nil)
+	c := client.NewClient(addr, nil)
 	calls := map[string]func() error{
 		"status": func() error { _, err := c.Status(t.Context()); return err },
 		"send": func() error {
@@ -423,7 +424,7 @@ func TestClientCanceledContext(t *testing.T) {
 	srv := serve(t, f, transport.ServerOptions{})
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	_, err := transport.NewClient(srv.URL, nil).Send(ctx, msg("m1", "alice", "general", "x", "bob"))
+	_, err := client.NewClient(srv.URL, nil).Send(ctx, msg("m1", "alice", "general", "x", "bob"))
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("send with a canceled context: %v, want context.Canceled", err)
 	}
@@ -438,7 +439,7 @@ func TestClientConcurrentSends(t *testing.T) {
 	f := transporttest.New(t)
 	base := f.Register(t, "bob")
 	srv := serve(t, f, transport.ServerOptions{})
-	c := transport.NewClient(srv.URL, nil)
+	c := client.NewClient(srv.URL, nil)
 	const workers, each = 8, 16
 	seqs := make(chan uint64, workers*each)
 	errs := make(chan error, workers*each)

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api/client"
 )
 
 // A node nobody listens on is an *UnreachableError in the words every
@@ -22,9 +22,9 @@ func TestClientUnreachable(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	c := transport.NewClient(addr, nil)
+	c := client.NewClient(addr, nil)
 	_, err = c.Message(context.Background(), "msg-x", api.Local)
-	var ue *transport.UnreachableError
+	var ue *client.UnreachableError
 	if !errors.As(err, &ue) {
 		t.Fatalf("Message on a closed port: %v (%T), want an *UnreachableError", err, err)
 	}
@@ -47,7 +47,7 @@ func TestClientUnreachable(t *testing.T) {
 		t.Errorf("Message with a canceled context: %v, want context.Canceled and no *UnreachableError", err)
 	}
 	// A name that does not resolve.
-	_, err = transport.NewClient("no-such-host.invalid:7070", nil).Message(context.Background(), "msg-x", api.Local)
+	_, err = client.NewClient("no-such-host.invalid:7070", nil).Message(context.Background(), "msg-x", api.Local)
 	var dns *net.DNSError
 	if !errors.As(err, &ue) || !errors.As(err, &dns) {
 		t.Errorf("Message on an unknown host: %v, want an *UnreachableError over a *net.DNSError", err)

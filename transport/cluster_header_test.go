@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
 )
@@ -18,7 +19,7 @@ func TestClusterHeaderOfAnotherClusterRefused(t *testing.T) {
 	fake := transporttest.New(t)
 	srv := serve(t, fake, transport.ServerOptions{})
 	ctx := context.Background()
-	other := transport.NewClient(srv.URL, nil).WithCluster("cother")
+	other := client.NewClient(srv.URL, nil).WithCluster("cother")
 	if _, err := other.Status(ctx); err != nil {
 		t.Fatalf("before the node has a cluster id: %v", err)
 	}
@@ -30,7 +31,7 @@ func TestClusterHeaderOfAnotherClusterRefused(t *testing.T) {
 	if !errors.Is(err, api.ErrConflict) || !strings.Contains(err.Error(), "cluster cother") || !strings.Contains(err.Error(), "belongs to cluster "+mine) {
 		t.Fatalf("a node of another cluster: %v; want 409 naming both ids", err)
 	}
-	for _, c := range []*transport.Client{transport.NewClient(srv.URL, nil), transport.NewClient(srv.URL, nil).WithCluster(mine)} {
+	for _, c := range []*client.Client{client.NewClient(srv.URL, nil), client.NewClient(srv.URL, nil).WithCluster(mine)} {
 		if _, err := c.Status(ctx); err != nil {
 			t.Fatalf("a client, or a node of this cluster: %v", err)
 		}

@@ -1,8 +1,6 @@
 package transport
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/maos-project/maos/api"
@@ -56,13 +54,4 @@ func readForwarded(r *http.Request) ([]byte, error) {
 		return nil, err
 	}
 	return b, nil
-}
-
-// ApplyEntry sends an encoded log entry to the node (the leader) and returns
-// the state machine's result as JSON.
-func (c *Client) ApplyEntry(ctx context.Context, entry []byte) (json.RawMessage, error) {
-	var out json.RawMessage
-	h := http.Header{"Content-Type": []string{api.ContentTypeEntry}}
-	err := c.doRaw(ctx, http.MethodPost, "/v1/internal/entry", nil, h, entry, &out, nil)
-	return out, err
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
@@ -32,11 +33,11 @@ func (s *entryService) ApplyEntry(ctx context.Context, entry []byte) (json.RawMe
 	return s.result, s.err
 }
 
-func serveEntries(t *testing.T, svc transport.Backend) *transport.Client {
+func serveEntries(t *testing.T, svc transport.Backend) *client.Client {
 	t.Helper()
 	srv := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{Logger: discard}))
 	t.Cleanup(srv.Close)
-	return transport.NewClient(srv.URL, nil)
+	return client.NewClient(srv.URL, nil)
 }
 
 func TestApplyEntryRelaysTheEntryAndTheResult(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -103,16 +102,6 @@ func (l Limits) withDefaults() Limits {
 		l.MaxArtifactBytes = DefaultMaxArtifactBytes
 	}
 	return l
-}
-
-// parseRetryAfter reads a Retry-After header in seconds (the only form
-// maos sends); anything else is 0.
-func parseRetryAfter(h string) time.Duration {
-	n, err := strconv.ParseUint(strings.TrimSpace(h), 10, 32)
-	if err != nil {
-		return 0
-	}
-	return time.Duration(n) * time.Second
 }
 
 // retrySeconds is d in whole seconds for Retry-After: rounded up, at least 1.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/rules"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
@@ -85,7 +86,7 @@ func TestSendRateLimit(t *testing.T) {
 	}
 
 	// The client turns the 429 into ErrRateLimited carrying the delay.
-	c := transport.NewClient(srv.URL, nil)
+	c := client.NewClient(srv.URL, nil)
 	m := &api.Message{From: "w1", To: []string{"r0"}, Channel: "ops", Content: api.Content{Text: "hi"}}
 	_, err := c.Send(context.Background(), m)
 	if !errors.Is(err, api.ErrRateLimited) || api.RetryAfter(err) != time.Second {
@@ -375,7 +376,7 @@ func TestDefaultSendBurst(t *testing.T) {
 
 // openStream opens a stream and waits for its ready event; cancel closes
 // it. A refusal is returned.
-func openStream(t *testing.T, c *transport.Client, q api.StreamQuery) (closeStream func(), err error) {
+func openStream(t *testing.T, c *client.Client, q api.StreamQuery) (closeStream func(), err error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
@@ -407,7 +408,7 @@ func TestMaxStreamsPerAgent(t *testing.T) {
 	fake := limitsFake(t)
 	newStreamState(t, fake)
 	srv := serve(t, fake, transport.ServerOptions{Limits: transport.Limits{MaxStreamsPerAgent: 2}})
-	c := transport.NewClient(srv.URL, nil)
+	c := client.NewClient(srv.URL, nil)
 	w1 := api.StreamQuery{Agent: "w1"}
 	var open []func()
 	for range 2 {
@@ -464,7 +465,7 @@ func TestMaxStreamsKeys(t *testing.T) {
 	srv := httptest.NewServer(asAgent(transport.NewServer(fake, transport.ServerOptions{
 		Logger: discard, Limits: transport.Limits{MaxStreamsPerAgent: 1}}), api.RoleModerator))
 	t.Cleanup(srv.Close)
-	anon := transport.NewClient(srv.URL, nil)
+	anon := client.NewClient(srv.URL, nil)
 	cancel, err := openStream(t, anon, api.StreamQuery{})
 	if err != nil {
 		t.Fatalf("first stream: %v", err)
@@ -474,8 +475,8 @@ func TestMaxStreamsKeys(t *testing.T) {
 		!strings.Contains(err.Error(), "client 127.0.0.1") {
 		t.Fatalf("second stream from the same IP: %v, want 429 naming client 127.0.0.1", err)
 	}
-	as := func(agent string) *transport.Client {
-		return transport.NewClient(srv.URL, &http.Client{Transport: headerTransport{"X-Test-Agent", agent}})
+	as := func(agent string) *client.Client {
+		return client.NewClient(srv.URL, &http.Client{Transport: headerTransport{"X-Test-Agent", agent}})
 	}
 	// Same IP, but identities: counted per agent.
 	for _, a := range []string{"w1", "w2"} {

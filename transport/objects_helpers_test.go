@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/transport/transporttest"
 )
 
@@ -75,7 +75,7 @@ func createTasks(t *testing.T, svc *transporttest.Service, n int, each func(i in
 // streamUntilReady reads the stream q with c, within 20s, until its ready
 // event, giving fn every event before it; a stream that ends otherwise
 // fails t.
-func streamUntilReady(t *testing.T, c *transport.Client, q api.StreamQuery, fn func(api.StreamEvent)) {
+func streamUntilReady(t *testing.T, c *client.Client, q api.StreamQuery, fn func(api.StreamEvent)) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

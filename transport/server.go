@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/dialect"
 	"github.com/maos-project/maos/hostport"
 	"github.com/maos-project/maos/secrets"
@@ -47,7 +48,7 @@ type ServerOptions struct {
 	// relays (an interrupt to the agent's node); an error when id is not a
 	// member. An address a gossip member advertises is never called. nil
 	// relays nothing: the answer says so.
-	PeerClient func(nodeID string) (*Client, error)
+	PeerClient func(nodeID string) (*client.Client, error)
 	// Limits bound what one agent can make this node do (send rate,
 	// recipients, open streams); the zero value limits nothing but bodies.
 	// NewServer panics if Limits.Validate fails.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
 )
@@ -50,7 +51,7 @@ func newApprovalEnv(t *testing.T) *approvalEnv {
 	base := newTaskEnv(t)
 	node := transporttest.WithApprovalReads(base.svc)
 	srv := serve(t, node, transport.ServerOptions{})
-	base.url, base.c = srv.URL, transport.NewClient(srv.URL, nil)
+	base.url, base.c = srv.URL, client.NewClient(srv.URL, nil)
 	base.svc.AnswerApprovals(transporttest.PendingResult)
 	return &approvalEnv{taskEnv: base, reads: node.Reads}
 }

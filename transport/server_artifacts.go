@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/fsm"
 )
 
@@ -166,7 +167,7 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request) {
 	if cd := mime.FormatMediaType("attachment", map[string]string{"filename": rec.Name}); cd != "" {
 		h.Set("Content-Disposition", cd)
 	}
-	h.Set(HeaderArtifactSource, source)
+	h.Set(client.HeaderArtifactSource, source)
 	// The bytes under an id never change.
 	h.Set("Cache-Control", "private, max-age=31536000, immutable")
 	http.ServeContent(w, r, "", rec.Created, rs)

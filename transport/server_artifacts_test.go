@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
@@ -29,7 +30,7 @@ import (
 type artifactEnv struct {
 	svc *transporttest.Service
 	url string
-	c   *transport.Client
+	c   *client.Client
 }
 
 // newArtifactEnv serves the artifact routes with opts; with opts.Auth set
@@ -44,7 +45,7 @@ func newArtifactEnv(t *testing.T, opts transport.ServerOptions) *artifactEnv {
 	}
 	opts.Blobs = svc
 	srv := serve(t, svc, opts)
-	c := transport.NewClient(srv.URL, nil)
+	c := client.NewClient(srv.URL, nil)
 	if opts.Auth != nil {
 		c = c.WithToken(opts.Auth.AdminToken)
 	}
@@ -211,7 +212,7 @@ func TestArtifactQuotaAndRatePerPrincipal(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	alice := transport.NewClient(e.url, nil).WithToken(aliceSecret)
+	alice := client.NewClient(e.url, nil).WithToken(aliceSecret)
 	if _, err := alice.PutArtifact(ctx, bytes.NewReader(randomBytes(60, 6)), 60, api.ArtifactUpload{Name: "a", From: "alice-fork-1"}); err != nil {
 		t.Fatalf("alice-fork-1's 60 bytes: %v", err)
 	}
@@ -269,7 +270,7 @@ func TestArtifactPutRefusals(t *testing.T) {
 func TestArtifactPutImpersonation(t *testing.T) {
 	e := newArtifactEnv(t, transport.ServerOptions{Auth: &transport.AuthConfig{AdminToken: adminSecret}})
 	ctx := context.Background()
-	alice := transport.NewClient(e.url, nil).WithToken(aliceSecret)
+	alice := client.NewClient(e.url, nil).WithToken(aliceSecret)
 	_, err := alice.PutArtifact(ctx, strings.NewReader("mine"), 4, api.ArtifactUpload{Name: "n", From: "bob"})
 	if apiStatus(err) != 403 || !errors.Is(err, api.ErrForbidden) {
 		t.Fatalf("alice uploading as bob = %v, want 403", err)
@@ -339,7 +340,7 @@ func TestArtifactRangeHeadETag(t *testing.T) {
 	}
 	head := do(t, "HEAD", e.url+"/v1/artifacts/"+a.ID, "", nil)
 	if head.status != 200 || len(head.body) != 0 || head.header.Get("Content-Length") != "10000" ||
-		head.header.Get("ETag") != `"`+a.ID+`"` || head.header.Get(transport.HeaderArtifactSource) != "local" ||
+		head.header.Get("ETag") != `"`+a.ID+`"` || head.header.Get(client.HeaderArtifactSource) != "local" ||
 		!strings.HasPrefix(head.header.Get("Content-Disposition"), "attachment") {
 		t.Fatalf("HEAD: %d %v (%d body bytes)", head.status, head.header, len(head.body))
 	}
@@ -428,7 +429,7 @@ func TestArtifactDelete(t *testing.T) {
 // Without Blobs the artifact byte routes say why they cannot serve.
 func TestArtifactRoutesWithoutBlobs(t *testing.T) {
 	srv := serve(t, transporttest.New(t), transport.ServerOptions{})
-	c := transport.NewClient(srv.URL, nil)
+	c := client.NewClient(srv.URL, nil)
 	_, err := c.PutArtifact(context.Background(), strings.NewReader("x"), 1, api.ArtifactUpload{Name: "n", From: "alice"})
 	if apiStatus(err) != 503 || !strings.Contains(err.Error(), "Blobs") {
 		t.Fatalf("PUT without Blobs = %v, want 503 saying why", err)
@@ -464,14 +465,14 @@ func TestArtifactReadersAndHiddenParents(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	as := func(secret string) *transport.Client { return transport.NewClient(e.url, nil).WithToken(secret) }
+	as := func(secret string) *client.Client { return client.NewClient(e.url, nil).WithToken(secret) }
 	alice, bob, carol, rex := as(aliceSecret), as(bobSecret), as("maos_carol-0123456789"), as(rexSecret)
 	data := randomBytes(100, 9)
 	art, err := alice.PutArtifact(ctx, bytes.NewReader(data), int64(len(data)), api.ArtifactUpload{Name: "plan.txt"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	send := func(cl *transport.Client, m *api.Message) error {
+	send := func(cl *client.Client, m *api.Message) error {
 		_, err := cl.Send(ctx, m)
 		return err
 	}
@@ -480,7 +481,7 @@ func TestArtifactReadersAndHiddenParents(t *testing.T) {
 	if err := send(alice, root); err != nil {
 		t.Fatal(err)
 	}
-	reads := func(cl *transport.Client) bool {
+	reads := func(cl *client.Client) bool {
 		t.Helper()
 		_, infoErr := cl.ArtifactInfo(ctx, art.ID, api.Strong)
 		var buf bytes.Buffer
@@ -502,7 +503,7 @@ func TestArtifactReadersAndHiddenParents(t *testing.T) {
 		return infoErr == nil
 	}
 	for name, tc := range map[string]struct {
-		cl   *transport.Client
+		cl   *client.Client
 		want bool
 	}{"alice (uploader)": {alice, true}, "bob (reader of the private message)": {bob, true}, "rex (moderator)": {rex, true}, "carol": {carol, false}} {
 		if got := reads(tc.cl); got != tc.want {

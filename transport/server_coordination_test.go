@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
@@ -25,7 +26,7 @@ type coordEnv struct {
 	fake   *transporttest.Service
 	state  *fsm.FSM
 	url    string
-	client *transport.Client
+	client *client.Client
 
 	mu sync.Mutex
 	ts int64
@@ -44,7 +45,7 @@ func newCoordEnv(t *testing.T) *coordEnv {
 	e.state = e.fake.FSM()
 	srv := serve(t, e.fake, transport.ServerOptions{})
 	e.url = srv.URL
-	e.client = transport.NewClient(srv.URL, nil)
+	e.client = client.NewClient(srv.URL, nil)
 	return e
 }
 
@@ -157,7 +158,7 @@ func TestBulletinHTTP(t *testing.T) {
 	ctx := context.Background()
 	v := uint64(2)
 	_, err := e.client.PutBulletin(ctx, json.RawMessage(`{"current_phase":"lost"}`), api.BulletinWrite{IfVersion: &v, By: "ops"})
-	var ce *transport.BulletinConflictError
+	var ce *client.BulletinConflictError
 	var apiErr *api.APIError
 	if !errors.As(err, &ce) || ce.Version != current.Version || !errors.Is(err, api.ErrConflict) || !errors.As(err, &apiErr) || apiErr.Status != 409 {
 		t.Errorf("client CAS error = %#v, want a BulletinConflictError at version %d", err, current.Version)
@@ -311,7 +312,7 @@ func TestLockExpiredRenewHTTP(t *testing.T) {
 	e.at(coordT0 + int64(time.Second))
 	before := e.dataDump()
 	_, err = e.client.RenewLock(ctx, api.LockRenewCommand{Path: "db", Holder: "codex", Token: l.Lock.Token, TTL: api.LockTTL(time.Minute)})
-	var refused *transport.LockRefusedError
+	var refused *client.LockRefusedError
 	if !errors.As(err, &refused) || refused.Outcome != api.LockLapsed || refused.Lock == nil || !refused.Lock.Expired ||
 		!errors.Is(err, api.ErrConflict) || !strings.Contains(err.Error(), "expired at 2026-11-21T10:30:01Z") {
 		t.Fatalf("renew at expiry: %#v (%v), want a 409 expired refusal", err, err)

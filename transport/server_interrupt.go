@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/fsm"
@@ -184,14 +183,4 @@ func (s *Server) pressLocal(ctx context.Context, agent, alertID string) error {
 	}
 	s.opts.Logger.Info("interrupted agent", "agent", agent, "alert", alertID)
 	return nil
-}
-
-// InterruptAgent interrupts agent: its urgent alert, then ESC to its pane
-// on the node that hosts it (see InterruptRequest and InterruptResponse).
-// A sender that may not interrupt is an error wrapping api.ErrForbidden
-// whose message is the rule's.
-func (c *Client) InterruptAgent(ctx context.Context, agent string, req api.InterruptRequest) (api.InterruptResponse, error) {
-	var out api.InterruptResponse
-	err := c.do(ctx, http.MethodPost, "/v1/agents/"+url.PathEscape(agent)+"/interrupt", nil, req, &out)
-	return out, err
 }

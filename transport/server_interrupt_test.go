@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/rules"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
@@ -43,7 +44,7 @@ func (h *paneHook) presses() ([]string, []int) {
 // interruptNode is one node (n1) holding the agents master, boss
 // (orchestrator), worker and claude, with claude's presence on n1 in
 // channel dev, and its pane hook, which answers paneErr.
-func interruptNode(t *testing.T, paneErr error) (*transporttest.Service, *transport.Client, *paneHook) {
+func interruptNode(t *testing.T, paneErr error) (*transporttest.Service, *client.Client, *paneHook) {
 	t.Helper()
 	fake := transporttest.New(t)
 	for id, role := range map[string]string{"master": "master", "boss": "orchestrator", "worker": "worker", "claude": "developer"} {
@@ -54,7 +55,7 @@ func interruptNode(t *testing.T, paneErr error) (*transporttest.Service, *transp
 	fake.SetPresence(api.Presence{AgentID: "claude", Node: "n1", State: "AWAKE", Channel: "dev"})
 	hook := &paneHook{fake: fake, err: paneErr}
 	srv := serve(t, fake, transport.ServerOptions{Interrupt: hook.press})
-	return fake, transport.NewClient(srv.URL, nil), hook
+	return fake, client.NewClient(srv.URL, nil), hook
 }
 
 // An interrupt is one call: the alert is committed first, then ESC; a
@@ -259,14 +260,14 @@ func TestInterruptRoutesToHostingNode(t *testing.T) {
 	}
 	entryFake.Register(t, "claude", "ghost", "local") // their watchers registered them
 	var peers []string
-	entry := serve(t, entryFake, transport.ServerOptions{PeerClient: func(id string) (*transport.Client, error) {
+	entry := serve(t, entryFake, transport.ServerOptions{PeerClient: func(id string) (*client.Client, error) {
 		peers = append(peers, id)
 		if id != "n2" {
 			return nil, fmt.Errorf("node %s is not in the Raft configuration", id)
 		}
-		return transport.NewClient(hostAddr, nil), nil
+		return client.NewClient(hostAddr, nil), nil
 	}})
-	c := transport.NewClient(entry.URL, nil)
+	c := client.NewClient(entry.URL, nil)
 	ctx := context.Background()
 
 	res, err := c.InterruptAgent(ctx, "claude", api.InterruptRequest{From: "master", Reason: "stop"})

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/rules"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
@@ -33,7 +34,7 @@ type mailEnv struct {
 	t      *testing.T
 	svc    *transporttest.Service
 	url    string
-	client *transport.Client
+	client *client.Client
 }
 
 func newMailEnv(t *testing.T) *mailEnv {
@@ -41,7 +42,7 @@ func newMailEnv(t *testing.T) *mailEnv {
 	svc := newMailService(t)
 	srv := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{Logger: discard}))
 	t.Cleanup(srv.Close)
-	return &mailEnv{t: t, svc: svc, url: srv.URL, client: transport.NewClient(srv.URL, nil)}
+	return &mailEnv{t: t, svc: svc, url: srv.URL, client: client.NewClient(srv.URL, nil)}
 }
 
 func (e *mailEnv) do(method, path, body string) reply {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/rules"
 	"github.com/maos-project/maos/transport"
@@ -460,7 +461,7 @@ func TestOverviewEndpoint(t *testing.T) {
 func TestOversightClient(t *testing.T) {
 	e := newOversightEnv(t)
 	ctx := context.Background()
-	c := transport.NewClient(e.srv.URL, nil)
+	c := client.NewClient(e.srv.URL, nil)
 	doc, err := rules.Decode([]byte(seedRulesYAML(t)), rules.YAML)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
 )
@@ -169,7 +170,7 @@ func TestMembersEndpoint(t *testing.T) {
 func TestClientPresenceRoundTrip(t *testing.T) {
 	f := transporttest.New(t)
 	srv := serve(t, f, transport.ServerOptions{})
-	c := transport.NewClient(srv.URL, nil)
+	c := client.NewClient(srv.URL, nil)
 	ctx := t.Context()
 	ts := time.Date(2026, 11, 21, 10, 31, 0, 0, time.UTC)
 	p, err := c.PutPresence(ctx, "codex", api.PresenceUpdate{State: "AWAKE", Substate: "BLOCKED", PID: 7, Task: "waiting on CI", Timestamp: &ts})
@@ -240,7 +241,7 @@ func TestPresenceRecordFitsAPacket(t *testing.T) {
 func TestAgentHealth(t *testing.T) {
 	f := transporttest.New(t)
 	srv := serve(t, f, transport.ServerOptions{})
-	c := transport.NewClient(srv.URL, nil)
+	c := client.NewClient(srv.URL, nil)
 	ctx := t.Context()
 	if _, err := c.AgentHealth(ctx, "codex"); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("health of an unknown agent: %v, want not found", err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
 )
@@ -24,7 +25,7 @@ type taskEnv struct {
 	t   *testing.T
 	svc *transporttest.Service
 	url string
-	c   *transport.Client
+	c   *client.Client
 }
 
 func newTaskEnv(t *testing.T, opts ...transporttest.Option) *taskEnv {
@@ -39,7 +40,7 @@ func newTaskEnv(t *testing.T, opts ...transporttest.Option) *taskEnv {
 		}
 	}
 	srv := serve(t, svc, transport.ServerOptions{})
-	return &taskEnv{t: t, svc: svc, url: srv.URL, c: transport.NewClient(srv.URL, nil)}
+	return &taskEnv{t: t, svc: svc, url: srv.URL, c: client.NewClient(srv.URL, nil)}
 }
 
 func (e *taskEnv) create(cmd api.TaskCreateCommand) api.TaskResult {
@@ -580,7 +581,7 @@ func TestStreamTaskEventsReadsAgree(t *testing.T) {
 	defer cancel()
 	var ids []string
 	errDone := errors.New("done")
-	err := transport.NewClient(srv.URL, nil).Stream(ctx, api.StreamQuery{Tasks: api.StreamTasksAll}, func(ev api.StreamEvent) error {
+	err := client.NewClient(srv.URL, nil).Stream(ctx, api.StreamQuery{Tasks: api.StreamTasksAll}, func(ev api.StreamEvent) error {
 		if ev.Ready {
 			return nil
 		}

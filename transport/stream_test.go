@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
@@ -43,7 +44,7 @@ func (s *streamState) send(from, channel string, to ...string) uint64 {
 // collect streams q and returns the seqs of the messages it carried: the
 // backlog, and then (when n > 0) n more pushed after the ready event, for
 // which after is called once the stream caught up.
-func collect(t *testing.T, c *transport.Client, q api.StreamQuery, after func(), n int) []uint64 {
+func collect(t *testing.T, c *client.Client, q api.StreamQuery, after func(), n int) []uint64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -82,7 +83,7 @@ func TestStreamBacklogLiveAndResume(t *testing.T) {
 	fake := transporttest.New(t)
 	st := newStreamState(t, fake)
 	srv := serve(t, fake, transport.ServerOptions{})
-	c := transport.NewClient(srv.URL, nil)
+	c := client.NewClient(srv.URL, nil)
 	st.send("codex", "ops", "claude")
 	st.send("claude", "ops", "codex")
 	st.send("codex", "dev", "claude")

@@ -16,13 +16,14 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/testing/tlstest"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
 )
 
-func tlsFiles(f tlstest.Files) transport.TLSFiles {
-	return transport.TLSFiles{Cert: f.Cert, Key: f.Key, CA: f.CA}
+func tlsFiles(f tlstest.Files) client.TLSFiles {
+	return client.TLSFiles{Cert: f.Cert, Key: f.Key, CA: f.CA}
 }
 
 func writeFile(t *testing.T, name, data string) string {
@@ -47,32 +48,32 @@ func TestTLSFilesRefusesBadMaterial(t *testing.T) {
 	badCert := writeFile(t, "bad-ca.pem", "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")
 	missing := filepath.Join(t.TempDir(), "nope.pem")
 
-	type build func(transport.TLSFiles) (*tls.Config, error)
-	server := transport.TLSFiles.ServerConfig
-	client := transport.TLSFiles.ClientConfig
+	type build func(client.TLSFiles) (*tls.Config, error)
+	server := client.TLSFiles.ServerConfig
+	clientCfg := client.TLSFiles.ClientConfig
 	tests := []struct {
 		name  string
 		build build
-		files transport.TLSFiles
+		files client.TLSFiles
 		want  []string
 	}{
-		{"server without cert", server, transport.TLSFiles{Key: good.Key, CA: good.CA}, []string{"--tls-cert is required"}},
-		{"server without key", server, transport.TLSFiles{Cert: good.Cert, CA: good.CA}, []string{"--tls-key is required"}},
-		{"server without CA", server, transport.TLSFiles{Cert: good.Cert, Key: good.Key}, []string{"--tls-ca is required"}},
-		{"client without CA", client, transport.TLSFiles{Cert: good.Cert, Key: good.Key}, []string{"--tls-ca is required to verify the server"}},
-		{"client cert without key", client, transport.TLSFiles{Cert: good.Cert, CA: good.CA}, []string{"--tls-key is required with --tls-cert"}},
-		{"client key without cert", client, transport.TLSFiles{Key: good.Key, CA: good.CA}, []string{"--tls-cert is required with --tls-key"}},
-		{"unreadable CA", server, transport.TLSFiles{Cert: good.Cert, Key: good.Key, CA: missing}, []string{"--tls-ca", missing, "cannot read"}},
-		{"CA without PEM", client, transport.TLSFiles{CA: notPEM}, []string{"--tls-ca", notPEM, "no PEM certificates"}},
-		{"CA that does not parse", client, transport.TLSFiles{CA: badCert}, []string{"--tls-ca", badCert, "certificate 1 does not parse"}},
-		{"unreadable cert", server, transport.TLSFiles{Cert: missing, Key: good.Key, CA: good.CA}, []string{"--tls-cert", missing, "cannot read"}},
-		{"unreadable key", server, transport.TLSFiles{Cert: good.Cert, Key: missing, CA: good.CA}, []string{"--tls-key", missing, "cannot read"}},
-		{"cert without PEM", server, transport.TLSFiles{Cert: notPEM, Key: good.Key, CA: good.CA}, []string{"--tls-cert", notPEM, "no PEM certificate"}},
-		{"key without PEM", server, transport.TLSFiles{Cert: good.Cert, Key: good.Cert, CA: good.CA}, []string{"--tls-key", good.Cert, "no PEM private key"}},
-		{"key of another cert", server, transport.TLSFiles{Cert: good.Cert, Key: other.Key, CA: good.CA}, []string{"--tls-cert", "--tls-key", other.Key, "not a usable certificate and key"}},
+		{"server without cert", server, client.TLSFiles{Key: good.Key, CA: good.CA}, []string{"--tls-cert is required"}},
+		{"server without key", server, client.TLSFiles{Cert: good.Cert, CA: good.CA}, []string{"--tls-key is required"}},
+		{"server without CA", server, client.TLSFiles{Cert: good.Cert, Key: good.Key}, []string{"--tls-ca is required"}},
+		{"client without CA", clientCfg, client.TLSFiles{Cert: good.Cert, Key: good.Key}, []string{"--tls-ca is required to verify the server"}},
+		{"client cert without key", clientCfg, client.TLSFiles{Cert: good.Cert, CA: good.CA}, []string{"--tls-key is required with --tls-cert"}},
+		{"client key without cert", clientCfg, client.TLSFiles{Key: good.Key, CA: good.CA}, []string{"--tls-cert is required with --tls-key"}},
+		{"unreadable CA", server, client.TLSFiles{Cert: good.Cert, Key: good.Key, CA: missing}, []string{"--tls-ca", missing, "cannot read"}},
+		{"CA without PEM", clientCfg, client.TLSFiles{CA: notPEM}, []string{"--tls-ca", notPEM, "no PEM certificates"}},
+		{"CA that does not parse", clientCfg, client.TLSFiles{CA: badCert}, []string{"--tls-ca", badCert, "certificate 1 does not parse"}},
+		{"unreadable cert", server, client.TLSFiles{Cert: missing, Key: good.Key, CA: good.CA}, []string{"--tls-cert", missing, "cannot read"}},
+		{"unreadable key", server, client.TLSFiles{Cert: good.Cert, Key: missing, CA: good.CA}, []string{"--tls-key", missing, "cannot read"}},
+		{"cert without PEM", server, client.TLSFiles{Cert: notPEM, Key: good.Key, CA: good.CA}, []string{"--tls-cert", notPEM, "no PEM certificate"}},
+		{"key without PEM", server, client.TLSFiles{Cert: good.Cert, Key: good.Cert, CA: good.CA}, []string{"--tls-key", good.Cert, "no PEM private key"}},
+		{"key of another cert", server, client.TLSFiles{Cert: good.Cert, Key: other.Key, CA: good.CA}, []string{"--tls-cert", "--tls-key", other.Key, "not a usable certificate and key"}},
 		{"expired cert", server, tlsFiles(expired), []string{"--tls-cert", expired.Cert, "expired"}},
-		{"cert of another CA", client, transport.TLSFiles{Cert: other.Cert, Key: other.Key, CA: good.CA}, []string{"--tls-cert", other.Cert, "not signed by the CA in --tls-ca"}},
-		{"maosctl flag names", client, transport.TLSFiles{Cert: good.Cert, CA: good.CA, CertFlag: "--cert", KeyFlag: "--key", CAFlag: "--ca"}, []string{"--key is required with --cert"}},
+		{"cert of another CA", clientCfg, client.TLSFiles{Cert: other.Cert, Key: other.Key, CA: good.CA}, []string{"--tls-cert", other.Cert, "not signed by the CA in --tls-ca"}},
+		{"maosctl flag names", clientCfg, client.TLSFiles{Cert: good.Cert, CA: good.CA, CertFlag: "--cert", KeyFlag: "--key", CAFlag: "--ca"}, []string{"--key is required with --cert"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,7 +107,7 @@ func TestTLSFilesConfigs(t *testing.T) {
 	if cc.MinVersion != tls.VersionTLS12 || cc.RootCAs == nil || len(cc.Certificates) != 1 || cc.InsecureSkipVerify {
 		t.Errorf("client config: min %x, root CAs %v, %d certificates, insecure %v", cc.MinVersion, cc.RootCAs != nil, len(cc.Certificates), cc.InsecureSkipVerify)
 	}
-	agent, err := transport.TLSFiles{CA: f.CA}.ClientConfig()
+	agent, err := client.TLSFiles{CA: f.CA}.ClientConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,11 +122,11 @@ func TestNewClientTLSScheme(t *testing.T) {
 		{"https://10.0.0.1:7070/", "https://10.0.0.1:7070"},
 		{"http://10.0.0.1:7070", "http://10.0.0.1:7070"}, // an explicit scheme is kept
 	} {
-		if got := transport.NewClientTLS(tc.addr, nil).Addr(); got != tc.want {
+		if got := client.NewClientTLS(tc.addr, nil).Addr(); got != tc.want {
 			t.Errorf("NewClientTLS(%q).Addr() = %q, want %q", tc.addr, got, tc.want)
 		}
 	}
-	if got := transport.NewClient("https://10.0.0.1:7070", nil).Addr(); got != "https://10.0.0.1:7070" {
+	if got := client.NewClient("https://10.0.0.1:7070", nil).Addr(); got != "https://10.0.0.1:7070" {
 		t.Errorf("NewClient kept %q, want the https URL as given", got)
 	}
 }
@@ -146,13 +147,13 @@ func serveTLS(t *testing.T, f *transporttest.Service, node tlstest.Files) *httpt
 	return srv
 }
 
-func tlsClient(t *testing.T, files transport.TLSFiles) *http.Client {
+func tlsClient(t *testing.T, files client.TLSFiles) *http.Client {
 	t.Helper()
 	cc, err := files.ClientConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &http.Client{Transport: transport.NewHTTPTransportTLS(cc), Timeout: 10 * time.Second}
+	return &http.Client{Transport: client.NewHTTPTransportTLS(cc), Timeout: 10 * time.Second}
 }
 
 func TestTLSAPINodeRequestsNeedAClientCertificate(t *testing.T) {
@@ -161,7 +162,7 @@ func TestTLSAPINodeRequestsNeedAClientCertificate(t *testing.T) {
 	f := transporttest.New(t)
 	srv := serveTLS(t, f, node)
 	base := "https://" + srv.Listener.Addr().String()
-	agent := tlsClient(t, transport.TLSFiles{CA: node.CA})
+	agent := tlsClient(t, client.TLSFiles{CA: node.CA})
 	peer := tlsClient(t, tlsFiles(ca.Node(t, "n2")))
 
 	call := func(hc *http.Client, method, path, body string, h http.Header) (int, []byte) {
@@ -220,10 +221,10 @@ func TestTLSAPINodeRequestsNeedAClientCertificate(t *testing.T) {
 		t.Errorf("status without a client certificate: %d %s", status, body)
 	}
 	// The typed client speaks https to a bare host:port.
-	if _, err := transport.NewClientTLS(srv.Listener.Addr().String(), peer).ReadIndex(context.Background()); err != nil {
+	if _, err := client.NewClientTLS(srv.Listener.Addr().String(), peer).ReadIndex(context.Background()); err != nil {
 		t.Errorf("ReadIndex through NewClientTLS with a node certificate: %v", err)
 	}
-	_, err := transport.NewClientTLS(srv.Listener.Addr().String(), agent).ReadIndex(context.Background())
+	_, err := client.NewClientTLS(srv.Listener.Addr().String(), agent).ReadIndex(context.Background())
 	if !errors.Is(err, api.ErrForbidden) {
 		t.Errorf("ReadIndex without a client certificate: %v, want forbidden", err)
 	}
@@ -246,19 +247,19 @@ func TestTLSAPIRefusesClientsWithoutTheCA(t *testing.T) {
 	ctx := context.Background()
 
 	// No CA: the system roots do not know the cluster's.
-	_, err := transport.NewClientTLS(addr, nil).Status(ctx)
+	_, err := client.NewClientTLS(addr, nil).Status(ctx)
 	var unknown x509.UnknownAuthorityError
 	if !errors.As(err, &unknown) {
 		t.Errorf("client without the CA: %v, want an unknown-authority error", err)
 	}
 	// Another CA: same.
 	otherCA := tlstest.NewCA(t, "other")
-	_, err = transport.NewClientTLS(addr, tlsClient(t, transport.TLSFiles{CA: otherCA.File})).Status(ctx)
+	_, err = client.NewClientTLS(addr, tlsClient(t, client.TLSFiles{CA: otherCA.File})).Status(ctx)
 	if !errors.As(err, &unknown) {
 		t.Errorf("client trusting another CA: %v, want an unknown-authority error", err)
 	}
 	// Plain HTTP to the TLS port gets no API answer.
-	_, err = transport.NewClient(addr, nil).Status(ctx)
+	_, err = client.NewClient(addr, nil).Status(ctx)
 	var apiErr *api.APIError
 	if err == nil || (errors.As(err, &apiErr) && apiErr.Status != http.StatusBadRequest) {
 		t.Errorf("plain HTTP to the TLS port: %v, want a refusal", err)
@@ -275,8 +276,8 @@ func TestTLSAPIRefusesClientsWithoutTheCA(t *testing.T) {
 	forced := &tls.Config{RootCAs: x509.NewCertPool(), MinVersion: tls.VersionTLS12,
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &pair, nil }}
 	forced.RootCAs.AddCert(ca.Cert)
-	hc := &http.Client{Transport: transport.NewHTTPTransportTLS(forced)}
-	_, err = transport.NewClientTLS(addr, hc).Status(ctx)
+	hc := &http.Client{Transport: client.NewHTTPTransportTLS(forced)}
+	_, err = client.NewClientTLS(addr, hc).Status(ctx)
 	if err == nil || !strings.Contains(err.Error(), "tls: ") || !strings.Contains(err.Error(), "certificate") {
 		t.Errorf("client with a certificate of another CA: %v, want a TLS handshake refusal", err)
 	}

@@ -13,13 +13,14 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
 )
 
 // startLeased runs a watcher of agent "ha" (lease_ttl 1s) beside node
 // node, whose command answers "answered by NODE"; stop ends it and waits.
-func startLeased(t *testing.T, cl *transport.Client, node string) (stop func()) {
+func startLeased(t *testing.T, cl *client.Client, node string) (stop func()) {
 	t.Helper()
 	f, err := Parse(fmt.Appendf(nil, "agents:\n- id: ha\n  role: dev\n  command: [sh, -c, 'echo answered by %s']\n  context_messages: 0\n  lease_ttl: 1s\n", node))
 	if err != nil {
@@ -46,7 +47,7 @@ func startLeased(t *testing.T, cl *transport.Client, node string) (stop func()) 
 	return stop
 }
 
-func mailHA(t *testing.T, cl *transport.Client, n int) *api.Message {
+func mailHA(t *testing.T, cl *client.Client, n int) *api.Message {
 	t.Helper()
 	m := &api.Message{ID: fmt.Sprintf("msg-20261128-090000-lead-%08x", n), From: "lead", To: api.Recipients{"ha"}, Channel: "work",
 		Content: api.Content{Text: fmt.Sprintf("question %d", n)}}
@@ -62,7 +63,7 @@ func mailHA(t *testing.T, cl *transport.Client, n int) *api.Message {
 }
 
 // answerOf waits for ha's reply to m and returns its text.
-func answerOf(t *testing.T, cl *transport.Client, m *api.Message) string {
+func answerOf(t *testing.T, cl *client.Client, m *api.Message) string {
 	t.Helper()
 	var text string
 	waitFor(t, "the reply to "+m.ID, func() bool {
@@ -75,7 +76,7 @@ func answerOf(t *testing.T, cl *transport.Client, m *api.Message) string {
 	return text
 }
 
-func leaseOf(t *testing.T, cl *transport.Client) *api.AgentLease {
+func leaseOf(t *testing.T, cl *client.Client) *api.AgentLease {
 	t.Helper()
 	l, err := cl.AgentLease(context.Background(), "ha", api.Strong)
 	if err != nil {
@@ -238,7 +239,7 @@ func TestHolderStopsWhenRenewalsFail(t *testing.T) {
 		apiServer.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	cl := transport.NewClient(srv.URL, nil)
+	cl := client.NewClient(srv.URL, nil)
 	f, err := Parse([]byte("agents:\n- id: ha\n  command: [sh, -c, 'echo answered']\n  context_messages: 0\n  lease_ttl: 1s\n"))
 	if err != nil {
 		t.Fatal(err)

@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api/client"
 )
 
 // runWatcher runs the watchers of yml against cl until the test ends.
-func runWatcher(t *testing.T, cl *transport.Client, yml string) {
+func runWatcher(t *testing.T, cl *client.Client, yml string) {
 	t.Helper()
 	f, err := Parse([]byte(yml))
 	if err != nil {
@@ -36,7 +36,7 @@ func runWatcher(t *testing.T, cl *transport.Client, yml string) {
 	})
 }
 
-func putBytes(t *testing.T, cl *transport.Client, name string, b []byte) api.Artifact {
+func putBytes(t *testing.T, cl *client.Client, name string, b []byte) api.Artifact {
 	t.Helper()
 	a, err := cl.PutArtifact(context.Background(), bytes.NewReader(b), int64(len(b)), api.ArtifactUpload{Name: name, From: "lead"})
 	if err != nil {

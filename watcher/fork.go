@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api/client"
 )
 
 // Forks (seed 003, "fork - Fork Me"). A message the fork mode takes is
@@ -236,7 +236,7 @@ func freshDir(dir string) error {
 // oldest first: what a fork is given instead of the channel's recent
 // messages. A thread longer than it reads in forkThreadPages pages is cut
 // to its newest messages read.
-func threadContext(ctx context.Context, c *transport.Client, m *api.Message, n int) ([]*api.Message, error) {
+func threadContext(ctx context.Context, c *client.Client, m *api.Message, n int) ([]*api.Message, error) {
 	thread := m.ThreadID
 	if thread == "" {
 		thread = m.ID

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/artifacts"
-	"github.com/maos-project/maos/transport"
 )
 
 // DefaultPrompt is the prompt template used when an agent sets none. Its
@@ -126,7 +126,7 @@ func (a *AgentConfig) Render(d PromptData) (string, error) {
 // recentContext returns up to n messages of m's channel stored before m,
 // oldest first. Seqs are global, so it scans a window of seqs before m that
 // doubles until it holds n messages or reaches the channel's start.
-func recentContext(ctx context.Context, c *transport.Client, m *api.Message, n int) ([]*api.Message, error) {
+func recentContext(ctx context.Context, c *client.Client, m *api.Message, n int) ([]*api.Message, error) {
 	if n <= 0 || m.Seq <= 1 {
 		return nil, nil
 	}

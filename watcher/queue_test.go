@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/testing/testenv"
-	"github.com/maos-project/maos/transport"
 )
 
 func TestBatchText(t *testing.T) {
@@ -37,7 +37,7 @@ func TestBatchText(t *testing.T) {
 // in more) against an API node, its pane target on s; PanePoll is short
 // and the heartbeat's period an hour, so the test's hook reports are the
 // node's word until the test changes them.
-func tmuxAgent(t *testing.T, s *tmuxServer, target, more string) *transport.Client {
+func tmuxAgent(t *testing.T, s *tmuxServer, target, more string) *client.Client {
 	t.Helper()
 	_, cl := apiNode(t)
 	startTmuxWatcher(t, s, cl, target, more)
@@ -46,7 +46,7 @@ func tmuxAgent(t *testing.T, s *tmuxServer, target, more string) *transport.Clie
 
 // startTmuxWatcher is tmuxAgent's watcher on client cl; stop ends it (and
 // waits for it), as does the test's end.
-func startTmuxWatcher(t *testing.T, s *tmuxServer, cl *transport.Client, target, more string) (stop func()) {
+func startTmuxWatcher(t *testing.T, s *tmuxServer, cl *client.Client, target, more string) (stop func()) {
 	t.Helper()
 	f, err := Parse(fmt.Appendf(nil, "agents:\n- id: tm\n  delivery: tmux\n  tmux_target: %q\n%s", target, more))
 	if err != nil {
@@ -73,14 +73,14 @@ func startTmuxWatcher(t *testing.T, s *tmuxServer, cl *transport.Client, target,
 }
 
 // hook reports sub for tm as the coding-agent hook does.
-func hook(t *testing.T, cl *transport.Client, sub string) {
+func hook(t *testing.T, cl *client.Client, sub string) {
 	t.Helper()
 	if _, err := cl.PutPresence(context.Background(), "tm", api.PresenceUpdate{State: api.PresenceAwake, Substate: sub, Source: api.SourceHook}); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func send(t *testing.T, cl *transport.Client, n int, prio api.Priority) *api.Message {
+func send(t *testing.T, cl *client.Client, n int, prio api.Priority) *api.Message {
 	t.Helper()
 	m := &api.Message{ID: fmt.Sprintf("msg-20261125-040000-lead-%08x", n), From: "lead", To: api.Recipients{"tm"}, Channel: "work",
 		Title: fmt.Sprintf("job %d", n), Priority: prio, Content: api.Content{Text: fmt.Sprintf("please do %d", n)}}
@@ -92,7 +92,7 @@ func send(t *testing.T, cl *transport.Client, n int, prio api.Priority) *api.Mes
 	return m
 }
 
-func receipt(t *testing.T, cl *transport.Client, id string) api.Receipt {
+func receipt(t *testing.T, cl *client.Client, id string) api.Receipt {
 	t.Helper()
 	rc, err := cl.Receipts(context.Background(), id, api.Strong)
 	if err != nil || len(rc.Receipts) != 1 {
@@ -101,7 +101,7 @@ func receipt(t *testing.T, cl *transport.Client, id string) api.Receipt {
 	return rc.Receipts[0]
 }
 
-func waitReceipt(t *testing.T, cl *transport.Client, id string, cond func(api.Receipt) bool) api.Receipt {
+func waitReceipt(t *testing.T, cl *client.Client, id string, cond func(api.Receipt) bool) api.Receipt {
 	t.Helper()
 	var r api.Receipt
 	for deadline := testenv.Deadline(t); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
@@ -200,7 +200,7 @@ func TestTmuxUrgentInterruptsFirst(t *testing.T) {
 
 // mayInterrupt registers agent as an orchestrator, a role the default
 // interrupt rule admits: its messages then carry interrupt authority.
-func mayInterrupt(t *testing.T, cl *transport.Client, agent string) {
+func mayInterrupt(t *testing.T, cl *client.Client, agent string) {
 	t.Helper()
 	if _, err := cl.RegisterAgent(context.Background(), api.RegisterAgentCommand{ID: agent, Role: "orchestrator"}); err != nil {
 		t.Fatal(err)
@@ -252,7 +252,7 @@ func readFileString(path string) string {
 	return string(b)
 }
 
-func waitCursorSeq(t *testing.T, cl *transport.Client, seq uint64) {
+func waitCursorSeq(t *testing.T, cl *client.Client, seq uint64) {
 	t.Helper()
 	for deadline := testenv.Deadline(t); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if c, err := cl.Cursor(context.Background(), "tm", api.Strong); err == nil && c.Seq >= seq {

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/testing/testenv"
-	"github.com/maos-project/maos/transport"
 )
 
 // Run does tasks against the real API (one node on a real FSM): one
@@ -233,7 +233,7 @@ func TestDryRunNamesTasks(t *testing.T) {
 }
 
 // waitTaskState polls until task id is in state (bounded).
-func waitTaskState(t *testing.T, cl *transport.Client, id string, state api.TaskState) *api.Task {
+func waitTaskState(t *testing.T, cl *client.Client, id string, state api.TaskState) *api.Task {
 	t.Helper()
 	var task *api.Task
 	waitFor(t, "task "+id+" "+string(state), func() bool {

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api/client"
 )
 
 // An agent with token_file speaks with its own token; one without uses
@@ -55,7 +55,7 @@ func TestRunUsesEachAgentsToken(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, f, Options{Client: transport.NewClient(srv.URL, nil), Logger: slog.New(slog.DiscardHandler),
+		done <- Run(ctx, f, Options{Client: client.NewClient(srv.URL, nil), Logger: slog.New(slog.DiscardHandler),
 			BackoffBase: 10 * time.Millisecond, Heartbeat: 50 * time.Millisecond})
 	}()
 	deadline := time.Now().Add(5 * time.Second)
@@ -106,7 +106,7 @@ func TestRunRefusesBadTokenFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = Run(context.Background(), f, Options{Client: transport.NewClient("127.0.0.1:1", nil), Logger: slog.New(slog.DiscardHandler)})
+		err = Run(context.Background(), f, Options{Client: client.NewClient("127.0.0.1:1", nil), Logger: slog.New(slog.DiscardHandler)})
 		var ce *ConfigError
 		if !errors.As(err, &ce) || ce.Field != "agents[1].token_file" || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("token_file %s: Run = %v, want a ConfigError on agents[1].token_file saying %q", tc.file, err, tc.want)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
@@ -41,7 +42,7 @@ func ritaRun(t *testing.T, agentYAML string) (*transporttest.Service, <-chan err
 	logs := &lockedBuffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(context.Background(), f, Options{Client: transport.NewClient(hs.URL, nil), Logger: slog.New(slog.NewTextHandler(logs, nil)),
+		done <- Run(context.Background(), f, Options{Client: client.NewClient(hs.URL, nil), Logger: slog.New(slog.NewTextHandler(logs, nil)),
 			BackoffBase: 10 * time.Millisecond, Heartbeat: 50 * time.Millisecond})
 	}()
 	return svc, done, logs

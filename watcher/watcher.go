@@ -12,13 +12,13 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api/client"
 )
 
 // Options configure Run.
 type Options struct {
 	// Client talks to any node of the cluster.
-	Client *transport.Client
+	Client *client.Client
 	// Addr is passed to the CLI as MAOS_ADDR; default Client.Addr().
 	Addr string
 	// Logger gets one line per handled, skipped or failed message.
@@ -189,7 +189,7 @@ func Run(ctx context.Context, f *File, opts Options) error {
 type agentWatcher struct {
 	cfg   *AgentConfig
 	opts  Options
-	c     *transport.Client
+	c     *client.Client
 	token string // the agent's own token (token_file), "" for none
 	log   *slog.Logger
 	dryMu *sync.Mutex

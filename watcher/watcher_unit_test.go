@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
@@ -33,12 +34,12 @@ var (
 // apiNode is one node's API over a real state machine (transporttest)
 // and a client of it, with agents registered: those the test addresses
 // before their watcher runs (a watcher registers its agent as it starts).
-func apiNode(t *testing.T, agents ...string) (*transporttest.Service, *transport.Client) {
+func apiNode(t *testing.T, agents ...string) (*transporttest.Service, *client.Client) {
 	svc := transporttest.New(t)
 	svc.Register(t, agents...)
 	srv := httptest.NewServer(transport.NewServer(svc, transport.ServerOptions{Blobs: svc}))
 	t.Cleanup(srv.Close)
-	return svc, transport.NewClient(srv.URL, nil)
+	return svc, client.NewClient(srv.URL, nil)
 }
 
 func buildStub(t *testing.T) string {

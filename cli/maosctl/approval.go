@@ -13,7 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api/client"
 )
 
 // The approval group: what the requester does (request, cancel) and
@@ -155,7 +155,7 @@ func approvalRequest(c *cli.Context) error {
 		return usagef(c, "--quorum %d: want at least 1", cmd.Quorum)
 	}
 	res, err := createObject(c, "approval", &cmd.ID, cmd.From, api.NewApprovalID,
-		func(ctx context.Context, client *transport.Client) (api.ApprovalResult, error) {
+		func(ctx context.Context, client *client.Client) (api.ApprovalResult, error) {
 			return client.RequestApproval(ctx, cmd)
 		})
 	if err != nil {
@@ -234,7 +234,7 @@ answer.`,
 }
 
 func approvalShow(c *cli.Context) error {
-	return showObject(c, (*transport.Client).Approval, printApproval)
+	return showObject(c, (*client.Client).Approval, printApproval)
 }
 
 // printApproval writes an approval for people: its state line, one
@@ -326,7 +326,7 @@ answers again. Prints "cancelled ID"; with --json the API's answer
 }
 
 func approvalCancel(c *cli.Context) error {
-	return cancelObject(c, func(ctx context.Context, client *transport.Client, id, from, reason string) (any, string, error) {
+	return cancelObject(c, func(ctx context.Context, client *client.Client, id, from, reason string) (any, string, error) {
 		res, err := client.CancelApproval(ctx, api.ApprovalCancelCommand{ID: id, From: from, Reason: reason})
 		return res, res.ID, err
 	})

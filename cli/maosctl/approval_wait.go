@@ -11,7 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api/client"
 )
 
 func approvalWaitCommand() *cli.Command {
@@ -42,8 +42,8 @@ it ends or --timeout passes reads it once more for its decisions.`,
 }
 
 func approvalWait(c *cli.Context) error {
-	return waitObject(c, (*transport.Client).Approval, approvalFinal,
-		func(ctx context.Context, client *transport.Client, root *cli.Context, a *api.Approval) (*api.Approval, error) {
+	return waitObject(c, (*client.Client).Approval, approvalFinal,
+		func(ctx context.Context, client *client.Client, root *cli.Context, a *api.Approval) (*api.Approval, error) {
 			reread := func() (context.Context, context.CancelFunc) { return call(root) }
 			return awaitApproval(ctx, client, a, reread, func(a *api.Approval, err error) {
 				fmt.Fprintf(c.App.ErrWriter, "%s: %s is %s; its decisions could not be read: %v\n", c.App.Name, a.ID, a.State, err)
@@ -62,7 +62,7 @@ func approvalFinal(a *api.Approval) bool { return a.State.Final() }
 // same: it sees a decision made at the last moment), or a refusal of the
 // stream that reconnecting will not mend (then no read). A failed read
 // leaves the stream's last update and is given to readFailed.
-func awaitApproval(ctx context.Context, client *transport.Client, a *api.Approval,
+func awaitApproval(ctx context.Context, client *client.Client, a *api.Approval,
 	reread func() (context.Context, context.CancelFunc), readFailed func(*api.Approval, error)) (*api.Approval, error) {
 	a, err := followApproval(ctx, client, a)
 	if err != nil && ctx.Err() == nil {
@@ -83,7 +83,7 @@ func awaitApproval(ctx context.Context, client *transport.Client, a *api.Approva
 // decisions: the stream's updates leave them out). When ctx ends first it
 // returns a as last seen and ctx's error; a refusal of the stream that
 // reconnecting will not mend is returned as the error.
-func followApproval(ctx context.Context, client *transport.Client, a *api.Approval) (*api.Approval, error) {
+func followApproval(ctx context.Context, client *client.Client, a *api.Approval) (*api.Approval, error) {
 	// Its events after the last change the read saw: no gap.
 	q := api.StreamQuery{Channel: a.Channel, Events: []string{api.EventApproval},
 		Resume: strconv.FormatUint(lastChange(a), 10) + ":" + api.EventApproval}

@@ -12,8 +12,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/artifacts"
-	"github.com/maos-project/maos/transport"
 )
 
 // defaultArtifactTimeout bounds an artifact's upload or download, which
@@ -155,7 +155,7 @@ func artifactPut(c *cli.Context) error {
 
 // uploadFile is artifacts.Upload with an explicit media type when typ is
 // set.
-func uploadFile(ctx context.Context, cl *transport.Client, path, name, from, typ string) (api.Artifact, error) {
+func uploadFile(ctx context.Context, cl *client.Client, path, name, from, typ string) (api.Artifact, error) {
 	if typ == "" {
 		return artifacts.Upload(ctx, cl, path, name, from)
 	}

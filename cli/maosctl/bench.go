@@ -12,8 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/bench"
-	"github.com/maos-project/maos/transport"
 	"github.com/urfave/cli/v2"
 )
 
@@ -127,13 +127,13 @@ reported too) and lists inboxes that never got it.`,
 // benchClients are the clients of the nodes to drive: the command's --addr
 // list, else the global --addr (which may be a comma-separated list too).
 // They share one pooled transport.
-func benchClients(c *cli.Context) ([]*transport.Client, error) {
+func benchClients(c *cli.Context) ([]*client.Client, error) {
 	addrs := splitList(c.StringSlice("addr"))
 	if len(addrs) == 0 {
 		addrs = splitList([]string{nodeAddr(rootContext(c))})
 	}
 	shared := &http.Client{Transport: httpTransport(c)}
-	out := make([]*transport.Client, len(addrs))
+	out := make([]*client.Client, len(addrs))
 	for i, a := range addrs {
 		if err := checkAddr("bench --addr", a); err != nil {
 			return nil, usagef(c, "%v", err)

@@ -13,7 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api/client"
 )
 
 // The gate's answer to a PreToolUse event: a call a gate matches files an
@@ -136,7 +136,7 @@ type gateVerdict struct {
 
 // gateRun decides calls against one node.
 type gateRun struct {
-	client *transport.Client
+	client *client.Client
 	// ctl starts every command a reason prints (ctlCommand).
 	ctl string
 	// maxTime bounds each request; the wait is bounded by the gate.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
@@ -34,7 +35,7 @@ func newGateEnv(t *testing.T) (*testEnv, gateRun) {
 	e := newTestEnv(t)
 	e.reviewers()
 	e.ok("agents", "register", "carol", "--role", "lead")
-	return e, gateRun{client: transport.NewClient("http://"+e.addr, nil), ctl: "maosctl", maxTime: 5 * time.Second,
+	return e, gateRun{client: client.NewClient("http://"+e.addr, nil), ctl: "maosctl", maxTime: 5 * time.Second,
 		readFailed: func(a *api.Approval, err error) { t.Errorf("approval %s could not be read again: %v", a.ID, err) }}
 }
 
@@ -334,8 +335,8 @@ func (e *testEnv) through(wrap func(w http.ResponseWriter, r *http.Request, next
 }
 
 // gateBehind is a client of e's node served through wrap.
-func (e *testEnv) gateBehind(wrap func(w http.ResponseWriter, r *http.Request, next http.Handler)) *transport.Client {
-	return transport.NewClient("http://"+e.through(wrap), nil)
+func (e *testEnv) gateBehind(wrap func(w http.ResponseWriter, r *http.Request, next http.Handler)) *client.Client {
+	return client.NewClient("http://"+e.through(wrap), nil)
 }
 
 // failReadsOnceFollowing is a wrap for through: once a stream is opened
@@ -380,15 +381,15 @@ func refuse(w http.ResponseWriter, status int, code, msg string) {
 func TestGateNodeErrors(t *testing.T) {
 	g := testGate(t, "gates: [{tool: Bash, approvers: [alice]}]")
 	e, r := newGateEnv(t)
-	r.client = transport.NewClient("http://"+closedAddr(t), nil)
+	r.client = client.NewClient("http://"+closedAddr(t), nil)
 	_, err := r.decide(context.Background(), g, pushCall)
-	var away *transport.UnreachableError
+	var away *client.UnreachableError
 	if !errors.As(err, &away) || !strings.HasPrefix(err.Error(), "list the pending approvals of claude: ") {
 		t.Errorf("no node: %v", err)
 	}
 	// The cluster refuses the request (a field of the call too large, a
 	// secret in it): an error naming the approval.
-	r.client = transport.NewClient("http://"+e.addr, nil)
+	r.client = client.NewClient("http://"+e.addr, nil)
 	big := pushCall
 	big.ToolInput = json.RawMessage(`{"content":"` + strings.Repeat("x", api.MaxActionBytes) + `"}`)
 	if _, err := r.decide(context.Background(), g, big); err == nil ||

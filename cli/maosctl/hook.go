@@ -13,7 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api/client"
 )
 
 // Hook limits.
@@ -298,7 +298,7 @@ func readHookInput(r io.Reader) (hookInput, error) {
 
 // hookAnswer is the JSON value to print for in, or nil for none. ctl
 // starts every command it names (ctlCommand).
-func hookAnswer(ctx context.Context, client *transport.Client, ctl, agent string, in hookInput) (any, error) {
+func hookAnswer(ctx context.Context, client *client.Client, ctl, agent string, in hookInput) (any, error) {
 	switch in.HookEventName {
 	case "SessionStart", "UserPromptSubmit":
 		dig, err := fetchUnread(ctx, client, agent, "")
@@ -384,7 +384,7 @@ func shellQuote(s string) string {
 
 // fetchToApprove counts the pending approvals agent may decide and has
 // not decided (GET /v1/agents/{id}/summary).
-func fetchToApprove(ctx context.Context, client *transport.Client, agent string) (int, error) {
+func fetchToApprove(ctx context.Context, client *client.Client, agent string) (int, error) {
 	sum, err := client.AgentSummary(ctx, agent, api.Local)
 	if err != nil {
 		return 0, fmt.Errorf("approvals of %s: %w", agent, err)
@@ -395,7 +395,7 @@ func fetchToApprove(ctx context.Context, client *transport.Client, agent string)
 // fetchUnread reads agent's unread messages (of priority, if given),
 // newest first, up to hookMaxPages pages, and the total from the
 // counters when more remain. An agent without an inbox has no mail.
-func fetchUnread(ctx context.Context, client *transport.Client, agent string, priority api.Priority) (digestInput, error) {
+func fetchUnread(ctx context.Context, client *client.Client, agent string, priority api.Priority) (digestInput, error) {
 	in := digestInput{Agent: agent}
 	// Newest first, so that past the pages read it is the oldest mail
 	// that is left out of the digest, not the newest.

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -402,7 +403,7 @@ func TestDigestReadsNewestFirst(t *testing.T) {
 	for i := 1; i <= 6; i++ {
 		e.mail(fmt.Sprintf("msg-%d", i), "bob", "normal", fmt.Sprintf("note %d", i), "")
 	}
-	in, err := fetchUnread(context.Background(), transport.NewClient(e.addr, nil), "alice", "")
+	in, err := fetchUnread(context.Background(), client.NewClient(e.addr, nil), "alice", "")
 	if err != nil {
 		t.Fatal(err)
 	}

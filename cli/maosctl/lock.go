@@ -13,7 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api/client"
 )
 
 func lockCommand() *cli.Command {
@@ -101,7 +101,7 @@ func lockTTL(c *cli.Context) (api.LockTTL, error) {
 
 // lockError is apiError that, for a refusal, adds what to do.
 func lockError(c *cli.Context, err error) error {
-	var refused *transport.LockRefusedError
+	var refused *client.LockRefusedError
 	if errors.As(err, &refused) {
 		hint := ""
 		switch refused.Outcome {
@@ -118,7 +118,7 @@ func lockError(c *cli.Context, err error) error {
 // lockRequest sends cmd with send (the Client's AcquireLock, RenewLock or
 // ReleaseLock), bounded by --timeout, and prints the result; a refusal's
 // error says what to do (lockError).
-func lockRequest[C any](c *cli.Context, send func(*transport.Client, context.Context, C) (*api.LockResult, error), cmd C) error {
+func lockRequest[C any](c *cli.Context, send func(*client.Client, context.Context, C) (*api.LockResult, error), cmd C) error {
 	ctx, cancel := call(c)
 	defer cancel()
 	res, err := send(apiClient(c), ctx, cmd)
@@ -177,7 +177,7 @@ func lockAcquire(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return lockRequest(c, (*transport.Client).AcquireLock, api.LockAcquireCommand{
+	return lockRequest(c, (*client.Client).AcquireLock, api.LockAcquireCommand{
 		Path: c.String("path"), Holder: strings.TrimSpace(c.String("holder")), TTL: ttl})
 }
 
@@ -215,7 +215,7 @@ func lockRenew(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return lockRequest(c, (*transport.Client).RenewLock, api.LockRenewCommand{
+	return lockRequest(c, (*client.Client).RenewLock, api.LockRenewCommand{
 		Path: c.String("path"), Holder: strings.TrimSpace(c.String("holder")), Token: token, TTL: ttl})
 }
 
@@ -275,7 +275,7 @@ func lockRelease(c *cli.Context) error {
 		return err
 	}
 	cmd.Token = token
-	return lockRequest(c, (*transport.Client).ReleaseLock, cmd)
+	return lockRequest(c, (*client.Client).ReleaseLock, cmd)
 }
 
 func lockListCommand() *cli.Command {

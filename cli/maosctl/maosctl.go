@@ -17,9 +17,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/cli/internal/version"
 	"github.com/maos-project/maos/hostport"
-	"github.com/maos-project/maos/transport"
 )
 
 // Defaults and environment variables of maosctl.
@@ -315,7 +315,7 @@ func nodeAddr(c *cli.Context) string {
 }
 
 // apiClient is the API client for --addr, carrying the --token.
-func apiClient(c *cli.Context) *transport.Client {
+func apiClient(c *cli.Context) *client.Client {
 	return newAPIClient(c, nodeAddr(c), nil).WithToken(bearerToken(c))
 }
 
@@ -372,7 +372,7 @@ func apiError(c *cli.Context, err error) error {
 	addr := nodeAddr(c)
 	var (
 		apiErr      *api.APIError
-		unreachable *transport.UnreachableError
+		unreachable *client.UnreachableError
 	)
 	switch {
 	case errors.As(err, &apiErr) && apiErr.Status == http.StatusUnauthorized:

@@ -13,8 +13,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/mcpserver"
-	"github.com/maos-project/maos/transport"
 )
 
 func mcpCommand() *cli.Command {
@@ -87,7 +87,7 @@ func (nopWriteCloser) Close() error { return nil }
 // checkSpeaksFor fails fast when the token cannot act as agent (a
 // token of another agent), instead of every tool call answering 403. An
 // unreachable node is not an error here: the tools report it when used.
-func checkSpeaksFor(ctx context.Context, client *transport.Client, agent string) error {
+func checkSpeaksFor(ctx context.Context, client *client.Client, agent string) error {
 	me, err := client.WhoAmI(ctx)
 	var apiErr *api.APIError
 	switch {

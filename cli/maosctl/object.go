@@ -12,7 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api/client"
 )
 
 // What the task and approval groups do alike, one copy: their id
@@ -38,7 +38,7 @@ func objectID(c *cli.Context, required ...string) (string, error) {
 // leaves the create maybe stored says so. The global --timeout bounds
 // the call; the command's own --timeout is the object's.
 func createObject[R any](c *cli.Context, what string, id *string, from string, newID func(string, time.Time) string,
-	send func(context.Context, *transport.Client) (R, error)) (R, error) {
+	send func(context.Context, *client.Client) (R, error)) (R, error) {
 	if *id == "" && api.ValidName(from) {
 		*id = newID(from, time.Now())
 	}
@@ -60,7 +60,7 @@ func createObject[R any](c *cli.Context, what string, id *string, from string, n
 // showObject is 'show ID': it reads the object with get (a client's
 // method: (*transport.Client).Task) and prints the API's answer with
 // --json, else what print writes.
-func showObject[T any](c *cli.Context, get func(*transport.Client, context.Context, string) (T, error),
+func showObject[T any](c *cli.Context, get func(*client.Client, context.Context, string) (T, error),
 	print func(io.Writer, T) error) error {
 	id, err := objectID(c)
 	if err != nil {
@@ -81,7 +81,7 @@ func showObject[T any](c *cli.Context, get func(*transport.Client, context.Conte
 // cancelObject is 'what cancel ID --from ID [--reason R]': send cancels
 // object id as from, for reason, and gives the API's answer and the id it
 // names; it prints "cancelled ID", or the answer with --json.
-func cancelObject(c *cli.Context, send func(ctx context.Context, client *transport.Client, id, from, reason string) (any, string, error)) error {
+func cancelObject(c *cli.Context, send func(ctx context.Context, client *client.Client, id, from, reason string) (any, string, error)) error {
 	id, err := objectID(c, "from")
 	if err != nil {
 		return err
@@ -207,7 +207,7 @@ func printList[T any](c *cli.Context, page any, items *[]T, hasMore bool, what, 
 // gives an event's object when it is v's. When ctx ends first it returns
 // v as last seen and ctx's error; a refusal of the stream that
 // reconnecting will not mend is returned as the error.
-func followObject[T any](ctx context.Context, client *transport.Client, q api.StreamQuery, v T,
+func followObject[T any](ctx context.Context, client *client.Client, q api.StreamQuery, v T,
 	pick func(api.StreamEvent) (T, bool), final func(T) bool) (T, error) {
 	err := followStream(ctx, client, q, func(ev api.StreamEvent) error {
 		u, ok := pick(ev)
@@ -229,8 +229,8 @@ func followObject[T any](ctx context.Context, client *transport.Client, q api.St
 // (print, given the object as it then stands: the last seen when
 // --timeout passed) and returns the exit status print returns. An error
 // of await before --timeout passed is the command's error.
-func waitObject[T any](c *cli.Context, get func(*transport.Client, context.Context, string) (T, error), final func(T) bool,
-	await func(ctx context.Context, client *transport.Client, root *cli.Context, v T) (T, error),
+func waitObject[T any](c *cli.Context, get func(*client.Client, context.Context, string) (T, error), final func(T) bool,
+	await func(ctx context.Context, client *client.Client, root *cli.Context, v T) (T, error),
 	print func(*cli.Context, T, time.Duration) error) error {
 	id, err := objectID(c)
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api/client"
 )
 
 // An agent whose watchers take its lease on two nodes: who adds SERVED
@@ -21,7 +21,7 @@ func TestWhoShowsLeases(t *testing.T) {
 		Timestamp: now.Add(-time.Second), Version: 1, Origin: "n1"})
 	e.svc.SetPresence(api.Presence{AgentID: "codex", Node: "n2", State: "AWAKE", Substate: "IDLE", Source: "hook",
 		Timestamp: now.Add(-time.Second), Version: 1, Origin: "n2"})
-	cl := transport.NewClient("http://"+e.addr, nil)
+	cl := client.NewClient("http://"+e.addr, nil)
 	ctx := context.Background()
 	for _, node := range []string{"n1", "n2"} {
 		if _, err := cl.AcquireAgentLease(ctx, api.AgentLeaseAcquireCommand{Agent: "claude", LeaseHolder: api.LeaseHolder{Node: node, Instance: "w-" + node},

@@ -12,7 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api/client"
 )
 
 // statusLineOffline is what status-line prints when no node answers in
@@ -88,7 +88,7 @@ func statusLine(c *cli.Context) error {
 // fetchStatus reads the inbox counters, the approvals to decide and the
 // bulletin in one request (GET /v1/agents/{id}/summary). Online is true
 // when the node answered; an agent with no inbox counts as empty.
-func fetchStatus(ctx context.Context, client *transport.Client, agent string) status {
+func fetchStatus(ctx context.Context, client *client.Client, agent string) status {
 	st := status{Agent: agent}
 	sum, err := client.AgentSummary(ctx, agent, api.Local)
 	var apiErr *api.APIError

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api/client"
 )
 
 // errStreamDone is what a followStream callback returns when it has what
@@ -20,7 +20,7 @@ var errStreamDone = errors.New("done")
 // reached, is resumed after the last id it sent (q.Resume), a little
 // later each time (100 ms doubling to 5 s, reset by an event); a refusal
 // that reconnecting will not mend (a 4xx other than 429) is returned.
-func followStream(ctx context.Context, client *transport.Client, q api.StreamQuery, fn func(api.StreamEvent) error) error {
+func followStream(ctx context.Context, client *client.Client, q api.StreamQuery, fn func(api.StreamEvent) error) error {
 	delay := 100 * time.Millisecond
 	for {
 		var fnErr error

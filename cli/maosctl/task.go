@@ -12,7 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api/client"
 )
 
 // The task group: create, list and show tasks, work on them as their
@@ -159,7 +159,7 @@ func taskCreate(c *cli.Context) error {
 		return usagef(c, "--max-attempts %d: want at least 1", cmd.MaxAttempts)
 	}
 	res, err := createObject(c, "task", &cmd.ID, cmd.From, api.NewTaskID,
-		func(ctx context.Context, client *transport.Client) (api.TaskResult, error) {
+		func(ctx context.Context, client *client.Client) (api.TaskResult, error) {
 			return client.CreateTask(ctx, cmd)
 		})
 	if err != nil {
@@ -243,7 +243,7 @@ With --json, GET /v1/tasks/ID's answer.`,
 }
 
 func taskShow(c *cli.Context) error {
-	return showObject(c, (*transport.Client).Task, printTask)
+	return showObject(c, (*client.Client).Task, printTask)
 }
 
 // printTask writes a task for people: its state line, one "key: value"
@@ -355,7 +355,7 @@ API's answer {"id","seq","state"}.`,
 }
 
 func taskCancel(c *cli.Context) error {
-	return cancelObject(c, func(ctx context.Context, client *transport.Client, id, from, reason string) (any, string, error) {
+	return cancelObject(c, func(ctx context.Context, client *client.Client, id, from, reason string) (any, string, error) {
 		res, err := client.CancelTask(ctx, api.TaskCancelCommand{ID: id, From: from, Reason: reason})
 		return res, res.ID, err
 	})

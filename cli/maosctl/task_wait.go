@@ -10,7 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api/client"
 )
 
 // Exit statuses of 'task wait'.
@@ -46,7 +46,7 @@ It reads the task once and then follows its events on the node's stream
 }
 
 func taskWait(c *cli.Context) error {
-	return waitObject(c, (*transport.Client).Task, taskFinal, followTask, printWaitOutcome)
+	return waitObject(c, (*client.Client).Task, taskFinal, followTask, printWaitOutcome)
 }
 
 func taskFinal(t *api.Task) bool { return t.State.Final() }
@@ -54,7 +54,7 @@ func taskFinal(t *api.Task) bool { return t.State.Final() }
 // followTask follows task t (as read) on the node's stream until it is
 // final (followObject): its events after the last one the read saw, so
 // none is missed.
-func followTask(ctx context.Context, client *transport.Client, _ *cli.Context, t *api.Task) (*api.Task, error) {
+func followTask(ctx context.Context, client *client.Client, _ *cli.Context, t *api.Task) (*api.Task, error) {
 	last := t.Seq
 	if n := len(t.History); n > 0 {
 		last = t.History[n-1].Seq

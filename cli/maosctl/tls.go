@@ -11,7 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api/client"
 )
 
 // Environment variables of maosctl's TLS flags.
@@ -30,7 +30,7 @@ const tlsMeta = "maosctl.tls"
 // --ca every client speaks https to a host:port --addr; an http:// --addr
 // contradicts it and is refused.
 func loadTLS(c *cli.Context) error {
-	files := transport.TLSFiles{
+	files := client.TLSFiles{
 		Cert: strings.TrimSpace(c.String("cert")), Key: strings.TrimSpace(c.String("key")), CA: strings.TrimSpace(c.String("ca")),
 		CertFlag: "--cert", KeyFlag: "--key", CAFlag: "--ca",
 	}
@@ -64,22 +64,22 @@ func tlsConfig(c *cli.Context) *tls.Config {
 // TLS with --ca (and --cert) when given.
 func httpTransport(c *cli.Context) *http.Transport {
 	if cfg := tlsConfig(c); cfg != nil {
-		return transport.NewHTTPTransportTLS(cfg)
+		return client.NewHTTPTransportTLS(cfg)
 	}
-	return transport.NewHTTPTransport()
+	return client.NewHTTPTransport()
 }
 
 // newAPIClient is the one place maosctl makes an API client for addr:
 // https with --ca (a bare host:port gets https://), hc's transport built
 // by httpTransport (nil: a new one).
-func newAPIClient(c *cli.Context, addr string, hc *http.Client) *transport.Client {
+func newAPIClient(c *cli.Context, addr string, hc *http.Client) *client.Client {
 	if hc == nil {
 		hc = &http.Client{Transport: httpTransport(c)}
 	}
 	if tlsConfig(c) != nil {
-		return transport.NewClientTLS(addr, hc)
+		return client.NewClientTLS(addr, hc)
 	}
-	return transport.NewClient(addr, hc)
+	return client.NewClient(addr, hc)
 }
 
 // chainBefore runs each hook in turn, stopping at the first error.

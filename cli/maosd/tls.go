@@ -8,7 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api/client"
 )
 
 // tlsFlags checks --tls-cert, --tls-key and --tls-ca -- all three or none
@@ -17,8 +17,8 @@ import (
 // given; the Raft transport requires them); client verifies peers against
 // the CA and presents the node's certificate. An error names the flag at
 // fault and the file.
-func tlsFlags(c *cli.Context) (server, client *tls.Config, err error) {
-	files := transport.TLSFiles{
+func tlsFlags(c *cli.Context) (serverTLS, clientTLS *tls.Config, err error) {
+	files := client.TLSFiles{
 		Cert: strings.TrimSpace(c.String("tls-cert")),
 		Key:  strings.TrimSpace(c.String("tls-key")),
 		CA:   strings.TrimSpace(c.String("tls-ca")),
@@ -36,20 +36,20 @@ func tlsFlags(c *cli.Context) (server, client *tls.Config, err error) {
 		return nil, nil, fmt.Errorf("%s missing: --tls-cert, --tls-key and --tls-ca go together (the node's certificate, its key, and the CA that signs every node's certificate), or none of them for plain http",
 			strings.Join(missing, " and "))
 	}
-	if server, err = files.ServerConfig(); err != nil {
+	if serverTLS, err = files.ServerConfig(); err != nil {
 		return nil, nil, err
 	}
-	if client, err = files.ClientConfig(); err != nil {
+	if clientTLS, err = files.ClientConfig(); err != nil {
 		return nil, nil, err
 	}
-	return server, client, nil
+	return serverTLS, clientTLS, nil
 }
 
 // apiClient is a client of the API at addr: https verified with client
 // when it is not nil (maosd with TLS), plain http otherwise.
-func apiClient(addr string, client *tls.Config) *transport.Client {
-	if client == nil {
-		return transport.NewClient(addr, nil)
+func apiClient(addr string, clientTLS *tls.Config) *client.Client {
+	if clientTLS == nil {
+		return client.NewClient(addr, nil)
 	}
-	return transport.NewClientTLS(addr, &http.Client{Transport: transport.NewHTTPTransportTLS(client)})
+	return client.NewClientTLS(addr, &http.Client{Transport: client.NewHTTPTransportTLS(clientTLS)})
 }

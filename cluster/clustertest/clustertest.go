@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/cluster"
 	"github.com/maos-project/maos/transport"
 )
@@ -74,7 +75,7 @@ type Node struct {
 	*cluster.Node
 	Dir    string
 	Addr   string
-	Client *transport.Client
+	Client *client.Client
 
 	t       testing.TB
 	srv     *http.Server
@@ -143,12 +144,12 @@ func StartJoin(t testing.TB, id, dir, apiAddr string, join []string, opts ...Opt
 	if s.Config.ServerTLS != nil {
 		agent := s.Config.ClientTLS.Clone()
 		agent.Certificates = nil
-		n.Client = transport.NewClientTLS(addr, &http.Client{Transport: transport.NewHTTPTransportTLS(agent)})
+		n.Client = client.NewClientTLS(addr, &http.Client{Transport: client.NewHTTPTransportTLS(agent)})
 		// Refused handshakes are what the TLS tests provoke: not news.
 		n.srv.TLSConfig, n.srv.ErrorLog = s.Config.ServerTLS, slog.NewLogLogger(slog.DiscardHandler, slog.LevelError)
 		go n.srv.ServeTLS(ln, "", "")
 	} else {
-		n.Client = transport.NewClient(addr, nil)
+		n.Client = client.NewClient(addr, nil)
 		go n.srv.Serve(ln)
 	}
 	if s.Auth != nil {

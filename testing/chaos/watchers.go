@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/testing/harness"
-	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/watcher"
 )
 
@@ -141,7 +141,7 @@ type watcherView struct {
 	orphans  []string
 }
 
-func readWatcherChannel(ctx context.Context, cl *transport.Client, cons api.Consistency) (*watcherView, error) {
+func readWatcherChannel(ctx context.Context, cl *client.Client, cons api.Consistency) (*watcherView, error) {
 	v := &watcherView{requests: map[string]*api.Message{}, replies: map[string][]*api.Message{}}
 	var after uint64
 	for page := 0; ; page++ {

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/testing/harness"
-	"github.com/maos-project/maos/transport"
 )
 
 // PageLimit is the page size of the workload's strong reads and of the
@@ -192,11 +192,11 @@ func (w *workload) rng(client int) *rand.Rand {
 
 // pick returns a random node of cfg.Nodes() that has been started, other
 // than avoid when there is a choice; nil when none.
-func (w *workload) pick(r *rand.Rand, avoid string) (*harness.Node, *transport.Client) {
+func (w *workload) pick(r *rand.Rand, avoid string) (*harness.Node, *client.Client) {
 	nodes := w.cfg.Nodes()
 	type cand struct {
 		n *harness.Node
-		c *transport.Client
+		c *client.Client
 	}
 	cands := make([]cand, 0, len(nodes))
 	for _, n := range nodes {

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/testing/harness"
-	"github.com/maos-project/maos/transport"
 )
 
 // Task workload: one creator makes typed tasks for a role queue while the
@@ -192,7 +192,7 @@ func (tw *taskWorkload) creator(ctx context.Context) {
 			Description: "chaos task " + id, TimeoutSeconds: int(TaskLease / time.Second),
 			MaxAttempts: taskMaxAttempts, Channel: TaskChannel}
 		tw.retry(ctx, r, Op{Client: -1, Kind: KindTaskCreate, ID: id, Agent: TaskCreator}, tw.w.cfg.RetryFor,
-			func(actx context.Context, cl *transport.Client) (api.TaskResult, error) {
+			func(actx context.Context, cl *client.Client) (api.TaskResult, error) {
 				return cl.CreateTask(actx, cmd)
 			})
 		sleepOrDone(ctx, randBetween(r, minCreatePause, maxCreatePause))
@@ -205,7 +205,7 @@ func (tw *taskWorkload) creator(ctx context.Context) {
 // the first attempt. It outlives ctx, like sendOne: ctx only shortens the
 // pauses. It returns the last attempt's result and error.
 func (tw *taskWorkload) retry(ctx context.Context, r *rand.Rand, op Op, retryFor time.Duration,
-	call func(context.Context, *transport.Client) (api.TaskResult, error)) (api.TaskResult, error) {
+	call func(context.Context, *client.Client) (api.TaskResult, error)) (api.TaskResult, error) {
 	deadline := time.Now().Add(retryFor)
 	last := ""
 	var res api.TaskResult
@@ -246,16 +246,16 @@ func (tw *taskWorkload) retry(ctx context.Context, r *rand.Rand, op Op, retryFor
 
 // node picks the node an attempt of client's goes through: a worker's
 // home, the creator's (client -1) a random live node other than last.
-func (tw *taskWorkload) node(r *rand.Rand, client int, last string) (*harness.Node, *transport.Client) {
-	if client < 0 {
+func (tw *taskWorkload) node(r *rand.Rand, clientID int, last string) (*harness.Node, *client.Client) {
+	if clientID < 0 {
 		return tw.w.pick(r, last)
 	}
-	return tw.home(client)
+	return tw.home(clientID)
 }
 
 // home is worker i's node and its client; nil while that node is not live
 // (down or paused), as an agent's host would be.
-func (tw *taskWorkload) home(i int) (*harness.Node, *transport.Client) {
+func (tw *taskWorkload) home(i int) (*harness.Node, *client.Client) {
 	ms := tw.members()
 	if len(ms) == 0 {
 		return nil, nil
@@ -300,12 +300,12 @@ func (tw *taskWorkload) worker(ctx context.Context, i int) {
 }
 
 // handle claims task id for agent and carries the claim to its end.
-func (tw *taskWorkload) handle(ctx context.Context, r *rand.Rand, client int, agent, id string) {
+func (tw *taskWorkload) handle(ctx context.Context, r *rand.Rand, clientID int, agent, id string) {
 	var res api.TaskResult
 	var err error
 	for attempt := 0; attempt < claimAttempts; attempt++ {
-		res, err = tw.once(r, Op{Client: client, Kind: KindTaskClaim, ID: id, Agent: agent},
-			func(actx context.Context, cl *transport.Client) (api.TaskResult, error) {
+		res, err = tw.once(r, Op{Client: clientID, Kind: KindTaskClaim, ID: id, Agent: agent},
+			func(actx context.Context, cl *client.Client) (api.TaskResult, error) {
 				return cl.ClaimTask(actx, id, agent)
 			})
 		if o, again := classify(err); o != Unknown || !again {
@@ -330,32 +330,32 @@ func (tw *taskWorkload) handle(ctx context.Context, r *rand.Rand, client int, ag
 			past = longStallPast
 		}
 		sleepOrDone(context.Background(), time.Until(claimed.Add(TaskLease+past)))
-		tw.complete(ctx, r, client, agent, id, fence, true)
+		tw.complete(ctx, r, clientID, agent, id, fence, true)
 		return
 	}
 	sleepOrDone(ctx, randBetween(r, minWork, maxWork))
 	half := 0.5
-	_, err = tw.once(r, Op{Client: client, Kind: KindTaskProgress, ID: id, Agent: agent, Fence: fence},
-		func(actx context.Context, cl *transport.Client) (api.TaskResult, error) {
+	_, err = tw.once(r, Op{Client: clientID, Kind: KindTaskProgress, ID: id, Agent: agent, Fence: fence},
+		func(actx context.Context, cl *client.Client) (api.TaskResult, error) {
 			return cl.TaskProgress(actx, api.TaskProgressCommand{ID: id, Agent: agent, Fence: fence, Message: "half way", Progress: &half})
 		})
 	if errors.Is(err, api.ErrConflict) {
 		return // the claim was lost: stop working on it
 	}
 	sleepOrDone(ctx, randBetween(r, minWork, maxWork))
-	tw.complete(ctx, r, client, agent, id, fence, false)
+	tw.complete(ctx, r, clientID, agent, id, fence, false)
 }
 
 // complete completes id under fence with a result naming agent and fence,
 // retried with the same completion until acknowledged, refused, or the
 // lease (plus an attempt) has passed: a retry of a completion that was
 // applied answers the stored result.
-func (tw *taskWorkload) complete(ctx context.Context, r *rand.Rand, client int, agent, id string, fence uint64, stale bool) {
+func (tw *taskWorkload) complete(ctx context.Context, r *rand.Rand, clientID int, agent, id string, fence uint64, stale bool) {
 	cmd := api.TaskCompleteCommand{ID: id, Agent: agent, Fence: fence, Completion: api.TaskCompletion{
 		Status: api.TaskStatusSuccess, Result: TaskResultText(agent, fence)}}
-	tw.retry(ctx, r, Op{Client: client, Kind: KindTaskComplete, ID: id, Agent: agent, Fence: fence, Stale: stale},
+	tw.retry(ctx, r, Op{Client: clientID, Kind: KindTaskComplete, ID: id, Agent: agent, Fence: fence, Stale: stale},
 		TaskLease+tw.w.cfg.AttemptTimeout,
-		func(actx context.Context, cl *transport.Client) (api.TaskResult, error) {
+		func(actx context.Context, cl *client.Client) (api.TaskResult, error) {
 			return cl.CompleteTask(actx, cmd)
 		})
 }
@@ -368,7 +368,7 @@ func TaskResultText(agent string, fence uint64) string {
 
 // once is one recorded attempt of call through the op's node (none when a
 // worker's home is not live: the error then says so).
-func (tw *taskWorkload) once(r *rand.Rand, op Op, call func(context.Context, *transport.Client) (api.TaskResult, error)) (api.TaskResult, error) {
+func (tw *taskWorkload) once(r *rand.Rand, op Op, call func(context.Context, *client.Client) (api.TaskResult, error)) (api.TaskResult, error) {
 	return tw.retry(context.Background(), r, op, 0, call)
 }
 
@@ -405,7 +405,7 @@ func waitTasks(ctx context.Context, c *harness.Cluster, wait time.Duration) (tim
 
 // listTasks reads every task of TaskQueue through cl (strong reads), with
 // each one's history when full.
-func listTasks(ctx context.Context, cl *transport.Client, full bool) ([]*api.Task, error) {
+func listTasks(ctx context.Context, cl *client.Client, full bool) ([]*api.Task, error) {
 	var out []*api.Task
 	var after uint64
 	for page := 0; ; page++ {

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/transport"
+	"github.com/maos-project/maos/api/client"
 )
 
 // ReadyMessage is the msg of the log line maosd writes once it serves; with
@@ -75,7 +75,7 @@ type Node struct {
 	raftAddr   string // advertised (the proxy's address when proxied)
 	raftBind   string // listened on; "" until learned
 	gossipAddr string // "" until learned
-	client     *transport.Client
+	client     *client.Client
 	hc         *http.Client
 	proc       *process
 	paused     bool
@@ -173,7 +173,7 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		n.sec = &sec
 	}
 	if cfg.Security != nil && !cfg.Security.NoTLS {
-		tc, err := transport.TLSFiles{CA: cfg.Security.TLS.CA, CAFlag: "NodeSecurity.TLS.CA"}.ClientConfig()
+		tc, err := client.TLSFiles{CA: cfg.Security.TLS.CA, CAFlag: "NodeSecurity.TLS.CA"}.ClientConfig()
 		if err != nil {
 			return nil, fmt.Errorf("harness: node %s: %w", cfg.ID, err)
 		}
@@ -250,7 +250,7 @@ func (n *Node) Proxy() *Proxy { return n.proxy }
 // stays valid across restarts (the address does not change). For a node
 // with Security it speaks https, verifying the node against the CA, and
 // presents the admin token; WithToken gives one that presents another.
-func (n *Node) Client() *transport.Client {
+func (n *Node) Client() *client.Client {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.client
@@ -434,14 +434,14 @@ func (n *Node) launch(deadline time.Time) (retry bool, err error) {
 			n.apiAddr, n.raftAddr, n.raftBind, n.gossipAddr = r.APIAddr, r.RaftAddr, bind, r.GossipAddr
 			switch {
 			case n.sec != nil && n.sec.NoTLS:
-				n.hc = &http.Client{Transport: transport.NewHTTPTransport()}
-				n.client = transport.NewClient(n.apiAddr, n.hc).WithToken(n.sec.AdminToken)
+				n.hc = &http.Client{Transport: client.NewHTTPTransport()}
+				n.client = client.NewClient(n.apiAddr, n.hc).WithToken(n.sec.AdminToken)
 			case n.sec != nil:
-				n.hc = &http.Client{Transport: transport.NewHTTPTransportTLS(n.tlsCfg)}
-				n.client = transport.NewClientTLS(n.apiAddr, n.hc).WithToken(n.sec.AdminToken)
+				n.hc = &http.Client{Transport: client.NewHTTPTransportTLS(n.tlsCfg)}
+				n.client = client.NewClientTLS(n.apiAddr, n.hc).WithToken(n.sec.AdminToken)
 			default:
-				n.hc = &http.Client{Transport: transport.NewHTTPTransport()}
-				n.client = transport.NewClient(n.apiAddr, n.hc)
+				n.hc = &http.Client{Transport: client.NewHTTPTransport()}
+				n.client = client.NewClient(n.apiAddr, n.hc)
 			}
 		} else if r.APIAddr != n.apiAddr || r.RaftAddr != n.raftAddr || n.raftBind != "" && bind != n.raftBind ||
 			n.gossipAddr != "" && r.GossipAddr != n.gossipAddr {

@@ -74,24 +74,24 @@ func needLoopbackIPs(t *testing.T, ips ...string) {
 	}
 }
 
-// client is one connection to the proxy from a chosen source IP.
-type client struct {
+// proxyClient is one connection to the proxy from a chosen source IP.
+type proxyClient struct {
 	t *testing.T
 	c net.Conn
 	r *bufio.Reader
 }
 
-func dialFrom(t *testing.T, src, addr string) *client {
+func dialFrom(t *testing.T, src, addr string) *proxyClient {
 	t.Helper()
 	d := net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
 	c, err := d.Dial("tcp", addr)
 	NoErr(t, err)
 	t.Cleanup(func() { c.Close() })
-	return &client{t: t, c: c, r: bufio.NewReader(c)}
+	return &proxyClient{t: t, c: c, r: bufio.NewReader(c)}
 }
 
 // echo sends a line and returns what came back, or the error.
-func (c *client) echo(line string) (string, error) {
+func (c *proxyClient) echo(line string) (string, error) {
 	_ = c.c.SetDeadline(testenv.Deadline(c.t))
 	if _, err := fmt.Fprintln(c.c, line); err != nil {
 		return "", err
@@ -101,7 +101,7 @@ func (c *client) echo(line string) (string, error) {
 }
 
 // mustEcho fails unless a line makes the round trip.
-func (c *client) mustEcho(line string) {
+func (c *proxyClient) mustEcho(line string) {
 	c.t.Helper()
 	got, err := c.echo(line)
 	if err != nil || got != line {
@@ -111,7 +111,7 @@ func (c *client) mustEcho(line string) {
 
 // mustBeClosed fails unless the proxy closed the connection (EOF or reset,
 // not a timeout).
-func (c *client) mustBeClosed(what string) {
+func (c *proxyClient) mustBeClosed(what string) {
 	c.t.Helper()
 	_ = c.c.SetReadDeadline(testenv.Deadline(c.t))
 	_, err := c.r.ReadString('\n')
@@ -200,7 +200,7 @@ func TestProxyClosesWhenTargetIsDownOrNeverSet(t *testing.T) {
 	p.mu.Unlock()
 	dialFrom(t, "127.0.0.1", p.Addr()).mustBeClosed("no target within the wait")
 
-	// A target nothing listens on: the client's connection is closed.
+	// A target nothing listens on: the proxyClient's connection is closed.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	NoErr(t, err)
 	down := ln.Addr().String()

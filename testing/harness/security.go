@@ -11,8 +11,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/testing/tlstest"
-	"github.com/maos-project/maos/transport"
 )
 
 // Security is the throwaway secret material of a secure cluster
@@ -47,7 +47,7 @@ type Security struct {
 type NodeSecurity struct {
 	// TLS is the node's certificate, its key and the CA; all three are
 	// required.
-	TLS transport.TLSFiles
+	TLS client.TLSFiles
 	// AdminTokenFile is given to --admin-token-file; required.
 	AdminTokenFile string
 	// AdminToken is what the harness's client presents: the secret in
@@ -119,7 +119,7 @@ func NewSecurity(dir string) (*Security, error) {
 // 127.0.0.1 (where every node's API and Raft proxy listen) and each of
 // ips (a partitionable node's own Raft IP; "" is skipped), and writes it
 // and its key (mode 0600) next to the CA.
-func (s *Security) NodeFiles(id string, ips ...string) (transport.TLSFiles, error) {
+func (s *Security) NodeFiles(id string, ips ...string) (client.TLSFiles, error) {
 	sans := []net.IP{net.IPv4(127, 0, 0, 1)}
 	for _, ip := range ips {
 		if ip == "" {
@@ -127,7 +127,7 @@ func (s *Security) NodeFiles(id string, ips ...string) (transport.TLSFiles, erro
 		}
 		p := net.ParseIP(ip)
 		if p == nil {
-			return transport.TLSFiles{}, fmt.Errorf("harness: certificate of %s: %q is not an IP", id, ip)
+			return client.TLSFiles{}, fmt.Errorf("harness: certificate of %s: %q is not an IP", id, ip)
 		}
 		if !p.Equal(sans[0]) {
 			sans = append(sans, p)
@@ -135,9 +135,9 @@ func (s *Security) NodeFiles(id string, ips ...string) (transport.TLSFiles, erro
 	}
 	f, err := s.ca.WriteNode(id, func(c *x509.Certificate) { c.IPAddresses = sans })
 	if err != nil {
-		return transport.TLSFiles{}, fmt.Errorf("harness: %w", err)
+		return client.TLSFiles{}, fmt.Errorf("harness: %w", err)
 	}
-	return transport.TLSFiles{Cert: f.Cert, Key: f.Key, CA: f.CA}, nil
+	return client.TLSFiles{Cert: f.Cert, Key: f.Key, CA: f.CA}, nil
 }
 
 // Node returns the NodeSecurity of node id with a new certificate (see
@@ -153,7 +153,7 @@ func (s *Security) Node(id string, ips ...string) (*NodeSecurity, error) {
 // ClientTLS is a client TLS config that verifies the nodes against the CA
 // and presents no certificate, as an agent's or an operator's client does.
 func (s *Security) ClientTLS() (*tls.Config, error) {
-	return transport.TLSFiles{CA: s.CAFile, CAFlag: "Security.CAFile"}.ClientConfig()
+	return client.TLSFiles{CA: s.CAFile, CAFlag: "Security.CAFile"}.ClientConfig()
 }
 
 func randomBase64(n int) (string, error) {

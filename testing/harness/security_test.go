@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 )
@@ -137,7 +138,7 @@ func TestProxyCarriesMutualTLS(t *testing.T) {
 	t.Cleanup(func() { p.Close() })
 	p.SetTarget(ln.Addr().String())
 
-	dial := func(files transport.TLSFiles) (string, error) {
+	dial := func(files client.TLSFiles) (string, error) {
 		cfg, err := files.ClientConfig()
 		if err != nil {
 			return "", err
@@ -159,7 +160,7 @@ func TestProxyCarriesMutualTLS(t *testing.T) {
 		t.Fatalf("a peer with a certificate through the proxy: %q, %v", got, err)
 	}
 	// Without a client certificate the node refuses, proxy or not.
-	if got, err := dial(transport.TLSFiles{CA: s.CAFile}); err == nil {
+	if got, err := dial(client.TLSFiles{CA: s.CAFile}); err == nil {
 		t.Errorf("a client without a certificate got %q through the proxy", got)
 	}
 	if st := p.Stats(); st.Accepted != 2 {

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/testing/harness"
-	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/watcher"
 )
 
@@ -146,7 +146,7 @@ func failoverNodeArgs(t *testing.T, agent, ch string, ttl time.Duration) func(id
 
 // awaitTakeover waits until standby's node holds agent's lease, and checks
 // the takeover: a fence above first's, reason lapsed.
-func awaitTakeover(t *testing.T, cl *transport.Client, agent string, standby *harness.Node, first *api.AgentLease) *api.AgentLease {
+func awaitTakeover(t *testing.T, cl *client.Client, agent string, standby *harness.Node, first *api.AgentLease) *api.AgentLease {
 	t.Helper()
 	var taken *api.AgentLease
 	harness.NoErr(t, harness.WaitFor(watcherWait, standby.ID+" takes the lease", func() error {
@@ -167,7 +167,7 @@ func awaitTakeover(t *testing.T, cl *transport.Client, agent string, standby *ha
 }
 
 // agentLeaseOn reads agent's lease through cl, strongly.
-func agentLeaseOn(cl *transport.Client, agent string) (*api.AgentLease, error) {
+func agentLeaseOn(cl *client.Client, agent string) (*api.AgentLease, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	defer cancel()
 	return cl.AgentLease(ctx, agent, api.Strong)
@@ -175,7 +175,7 @@ func agentLeaseOn(cl *transport.Client, agent string) (*api.AgentLease, error) {
 
 // awaitPresence waits until who (through cl) shows agent served by
 // servedBy with the standby standby.
-func awaitPresence(t *testing.T, cl *transport.Client, agent, servedBy, standby string) {
+func awaitPresence(t *testing.T, cl *client.Client, agent, servedBy, standby string) {
 	t.Helper()
 	harness.NoErr(t, harness.WaitFor(watcherWait, fmt.Sprintf("who shows %s served by %s, %s standing by", agent, servedBy, standby), func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
@@ -193,7 +193,7 @@ func awaitPresence(t *testing.T, cl *transport.Client, agent, servedBy, standby 
 
 // awaitHolderAndStandby waits until one watcher of agent holds its lease
 // and another, on another node, stands by, and who shows both.
-func awaitHolderAndStandby(t *testing.T, cl *transport.Client, agent string) *api.AgentLease {
+func awaitHolderAndStandby(t *testing.T, cl *client.Client, agent string) *api.AgentLease {
 	t.Helper()
 	var first *api.AgentLease
 	harness.NoErr(t, harness.WaitFor(watcherWait, "a holder and a standby", func() error {
@@ -356,7 +356,7 @@ func checkAnsweredOnce(t *testing.T, c *harness.Cluster, via *harness.Node, agen
 
 // auditedTakeover is the audit's AGENT_TAKEOVER entry (read through cl)
 // of taken, the lease the standby took from the holder of first (lapsed).
-func auditedTakeover(t *testing.T, cl *transport.Client, agent string, holder, standby *harness.Node, first, taken *api.AgentLease) *api.AuditEntry {
+func auditedTakeover(t *testing.T, cl *client.Client, agent string, holder, standby *harness.Node, first, taken *api.AgentLease) *api.AuditEntry {
 	t.Helper()
 	actx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	page, err := cl.Audit(actx, 0, api.MaxPageLimit, api.Strong)

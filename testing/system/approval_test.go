@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/cluster/clustertest"
 	"github.com/maos-project/maos/testing/harness"
-	"github.com/maos-project/maos/transport"
 )
 
 // approvalWait bounds each wait of the approval tests: a decision to
@@ -83,7 +83,7 @@ func (r *ctlRun) exit(t *testing.T) int {
 }
 
 // requestApproval opens cmd through cl and returns its answer.
-func requestApproval(t *testing.T, cl *transport.Client, cmd api.ApprovalRequestCommand) api.ApprovalResult {
+func requestApproval(t *testing.T, cl *client.Client, cmd api.ApprovalRequestCommand) api.ApprovalResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	defer cancel()
@@ -100,7 +100,7 @@ func requestApproval(t *testing.T, cl *transport.Client, cmd api.ApprovalRequest
 // registerAgents registers ids (role agent) through cl: the agents a
 // test addresses, which a send, task or approval may name only once
 // someone answers to them.
-func registerAgents(t *testing.T, cl *transport.Client, ids ...string) {
+func registerAgents(t *testing.T, cl *client.Client, ids ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	defer cancel()
@@ -112,14 +112,14 @@ func registerAgents(t *testing.T, cl *transport.Client, ids ...string) {
 }
 
 // decide sends one decision through cl.
-func decide(cl *transport.Client, cmd api.ApprovalDecideCommand) (*api.Approval, error) {
+func decide(cl *client.Client, cmd api.ApprovalDecideCommand) (*api.Approval, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	defer cancel()
 	return cl.DecideApproval(ctx, cmd)
 }
 
 // readApproval reads approval id (with its decisions) through cl.
-func readApproval(t *testing.T, cl *transport.Client, id string) *api.Approval {
+func readApproval(t *testing.T, cl *client.Client, id string) *api.Approval {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	defer cancel()
@@ -331,7 +331,7 @@ func hookDecision(t *testing.T, out string) (decision, reason string) {
 
 // gatedApproval waits until coder's gate filed a pending approval,
 // reading through cl, and returns it.
-func gatedApproval(t *testing.T, cl *transport.Client, skip ...string) *api.Approval {
+func gatedApproval(t *testing.T, cl *client.Client, skip ...string) *api.Approval {
 	t.Helper()
 	var found *api.Approval
 	harness.NoErr(t, harness.WaitFor(approvalWait, "the gate's approval", func() error {

@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/cluster/clustertest"
 	"github.com/maos-project/maos/console"
 	"github.com/maos-project/maos/testing/testenv"
@@ -140,7 +141,7 @@ func eval[T any](t *testing.T, ctx context.Context, expr string, opts ...chromed
 	return v
 }
 
-func send(t *testing.T, cl *transport.Client, from, to, channel, typ, prio, title, body string) string {
+func send(t *testing.T, cl *client.Client, from, to, channel, typ, prio, title, body string) string {
 	t.Helper()
 	m := &api.Message{From: from, To: api.Recipients{to}, Channel: channel, Type: typ, Priority: api.Priority(prio), Title: title, Content: api.Content{Text: body}}
 	r, err := cl.Send(context.Background(), m)

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/testing/harness"
-	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/openapitest"
 )
 
@@ -36,7 +36,7 @@ const maxPages = 10_000
 // readChannel pages through GET /v1/channels/{ch}/messages (after, limit
 // 1000) until has_more is false and returns every message in order. It
 // fails if seqs do not strictly increase.
-func readChannel(cl *transport.Client, ch string, cons api.Consistency) ([]*api.Message, error) {
+func readChannel(cl *client.Client, ch string, cons api.Consistency) ([]*api.Message, error) {
 	var out []*api.Message
 	var after uint64
 	for page := 0; page < maxPages; page++ {
@@ -290,6 +290,6 @@ func countsLine(m map[string]int) string {
 // checked is a client of n (a node without Security) whose every request
 // and answer is held to the API's OpenAPI document (transport/openapitest):
 // a misfit fails t.
-func checked(t *testing.T, n *harness.Node) *transport.Client {
-	return transport.NewClient(n.Client().Addr(), openapitest.Client(t, transport.NewHTTPTransport()))
+func checked(t *testing.T, n *harness.Node) *client.Client {
+	return client.NewClient(n.Client().Addr(), openapitest.Client(t, client.NewHTTPTransport()))
 }

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/testing/harness"
 	"github.com/maos-project/maos/testing/testenv"
-	"github.com/maos-project/maos/transport"
 )
 
 // secureCheckTimeout bounds one request of the security checks.
@@ -187,9 +187,9 @@ func checkTransportSecurity(t *testing.T, c *harness.Cluster, sec *harness.Secur
 	clients := map[string]*http.Client{
 		"plain http": {Timeout: secureCheckTimeout},
 		"https with the system roots": {Timeout: secureCheckTimeout,
-			Transport: transport.NewHTTPTransportTLS(&tls.Config{MinVersion: tls.VersionTLS12})},
-		"https with another CA":     {Timeout: secureCheckTimeout, Transport: transport.NewHTTPTransportTLS(otherTLS)},
-		"https with the cluster CA": {Timeout: secureCheckTimeout, Transport: transport.NewHTTPTransportTLS(goodTLS)},
+			Transport: client.NewHTTPTransportTLS(&tls.Config{MinVersion: tls.VersionTLS12})},
+		"https with another CA":     {Timeout: secureCheckTimeout, Transport: client.NewHTTPTransportTLS(otherTLS)},
+		"https with the cluster CA": {Timeout: secureCheckTimeout, Transport: client.NewHTTPTransportTLS(goodTLS)},
 	}
 	for _, hc := range clients {
 		defer hc.CloseIdleConnections()

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/cluster/clustertest"
 	"github.com/maos-project/maos/testing/harness"
-	"github.com/maos-project/maos/transport"
 )
 
 // taskWait bounds each wait of the task tests: a claim, a run of the stub
@@ -38,7 +38,7 @@ agents:
 
 // createTask creates cmd through cl (the id fixed by the test) and
 // returns the id.
-func createTask(t *testing.T, cl *transport.Client, cmd api.TaskCreateCommand) string {
+func createTask(t *testing.T, cl *client.Client, cmd api.TaskCreateCommand) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	defer cancel()
@@ -53,14 +53,14 @@ func createTask(t *testing.T, cl *transport.Client, cmd api.TaskCreateCommand) s
 }
 
 // readTask reads task id (with its history) through cl.
-func readTask(cl *transport.Client, id string) (*api.Task, error) {
+func readTask(cl *client.Client, id string) (*api.Task, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	defer cancel()
 	return cl.Task(ctx, id)
 }
 
 // waitTask polls cl until task id is in state, and returns it.
-func waitTask(t *testing.T, cl *transport.Client, id string, state api.TaskState) *api.Task {
+func waitTask(t *testing.T, cl *client.Client, id string, state api.TaskState) *api.Task {
 	t.Helper()
 	var task *api.Task
 	harness.NoErr(t, harness.WaitFor(taskWait, fmt.Sprintf("task %s %s", id, state), func() error {
@@ -89,7 +89,7 @@ func events(task *api.Task, kind string) []api.TaskEvent {
 
 // completionReplies lists the task_completion messages that answer
 // task's delegation in its channel, as cl reads them (strongly).
-func completionReplies(t *testing.T, cl *transport.Client, task *api.Task) []*api.Message {
+func completionReplies(t *testing.T, cl *client.Client, task *api.Task) []*api.Message {
 	t.Helper()
 	msgs, err := readChannel(cl, task.Channel, api.Strong)
 	harness.NoErr(t, err)
@@ -248,7 +248,7 @@ func reviewerNodes(t *testing.T, cli string) (*harness.Cluster, map[string]strin
 
 // waitRunning polls cl until task id runs and its CLI has reported
 // progress (so it is mid-run), and returns it.
-func waitRunning(t *testing.T, cl *transport.Client, id string) *api.Task {
+func waitRunning(t *testing.T, cl *client.Client, id string) *api.Task {
 	t.Helper()
 	var task *api.Task
 	harness.NoErr(t, harness.WaitFor(taskWait, id+" running with progress", func() error {

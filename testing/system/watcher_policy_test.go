@@ -15,15 +15,15 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/cluster/clustertest"
 	"github.com/maos-project/maos/testing/testenv"
-	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/watcher"
 )
 
 // startWatcherOpts is startWatcher with options (a private tmux server,
 // a logger to read).
-func startWatcherOpts(t *testing.T, c *transport.Client, yml string, opts watcher.Options) {
+func startWatcherOpts(t *testing.T, c *client.Client, yml string, opts watcher.Options) {
 	t.Helper()
 	f, err := watcher.Parse([]byte(yml))
 	if err != nil {
@@ -64,13 +64,13 @@ func readFile(t *testing.T, p string) string {
 	return string(b)
 }
 
-func sendTo(t *testing.T, c *transport.Client, id, to, priority string) *api.Message {
+func sendTo(t *testing.T, c *client.Client, id, to, priority string) *api.Message {
 	t.Helper()
 	return sendJob(t, c, &api.Message{ID: id, To: api.Recipients{to}, Priority: api.Priority(priority)})
 }
 
 // oneReply waits for the reply to m and checks it is the only one.
-func oneReply(t *testing.T, c *transport.Client, agent string, m *api.Message) *api.Message {
+func oneReply(t *testing.T, c *client.Client, agent string, m *api.Message) *api.Message {
 	t.Helper()
 	r := awaitReplies(t, c, m)
 	if len(r) != 1 || r[0].ID != watcher.ReplyID(agent, m) || r[0].Type != "response" {

@@ -12,14 +12,14 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/cluster/clustertest"
-	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/watcher"
 )
 
 // startWatcher runs watcher.Run for cfg against c until the returned stop
 // is called (which waits for Run to return).
-func startWatcher(t *testing.T, c *transport.Client, yml string) (stop func()) {
+func startWatcher(t *testing.T, c *client.Client, yml string) (stop func()) {
 	t.Helper()
 	f, err := watcher.Parse([]byte(yml))
 	if err != nil {
@@ -47,7 +47,7 @@ func startWatcher(t *testing.T, c *transport.Client, yml string) (stop func()) {
 }
 
 // repliesTo returns the messages of m's thread that answer m.
-func repliesTo(t *testing.T, c *transport.Client, id string) []*api.Message {
+func repliesTo(t *testing.T, c *client.Client, id string) []*api.Message {
 	t.Helper()
 	p, err := c.Thread(context.Background(), id, 0, 500, api.Strong)
 	if err != nil {
@@ -64,14 +64,14 @@ func repliesTo(t *testing.T, c *transport.Client, id string) []*api.Message {
 
 // awaitReplies waits (30 s at most) for a reply to m and returns the
 // replies to it.
-func awaitReplies(t *testing.T, c *transport.Client, m *api.Message) []*api.Message {
+func awaitReplies(t *testing.T, c *client.Client, m *api.Message) []*api.Message {
 	t.Helper()
 	clustertest.WaitFor(t, 30*time.Second, "a reply to "+m.ID, func() bool { return len(repliesTo(t, c, m.ID)) > 0 })
 	return repliesTo(t, c, m.ID)
 }
 
 // answeredOnce fails the test unless each of msgs has exactly one reply.
-func answeredOnce(t *testing.T, c *transport.Client, msgs ...*api.Message) {
+func answeredOnce(t *testing.T, c *client.Client, msgs ...*api.Message) {
 	t.Helper()
 	for _, m := range msgs {
 		if n := len(repliesTo(t, c, m.ID)); n != 1 {
@@ -82,7 +82,7 @@ func answeredOnce(t *testing.T, c *transport.Client, msgs ...*api.Message) {
 
 // sendJob sends m from lead in channel dev, titled "job ID" with the text
 // "please do ID", and returns it with its seq and time.
-func sendJob(t *testing.T, c *transport.Client, m *api.Message) *api.Message {
+func sendJob(t *testing.T, c *client.Client, m *api.Message) *api.Message {
 	t.Helper()
 	m.Channel, m.From, m.Title, m.Content = "dev", "lead", "job "+m.ID, api.Content{Text: "please do " + m.ID}
 	resp, err := c.Send(context.Background(), m)
@@ -93,7 +93,7 @@ func sendJob(t *testing.T, c *transport.Client, m *api.Message) *api.Message {
 	return m
 }
 
-func waitRegistered(t *testing.T, c *transport.Client, id string) {
+func waitRegistered(t *testing.T, c *client.Client, id string) {
 	t.Helper()
 	clustertest.WaitFor(t, 30*time.Second, id+" registered", func() bool {
 		_, err := c.Agent(context.Background(), id, api.Strong)

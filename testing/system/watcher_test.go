@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/testing/harness"
-	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/watcher"
 )
 
@@ -170,7 +170,7 @@ func waitReply(t *testing.T, n *harness.Node, agent string, q *api.Message) {
 }
 
 // waitCursor polls the node of cl until agent's cursor is at or past seq.
-func waitCursor(t *testing.T, cl *transport.Client, agent string, seq uint64) {
+func waitCursor(t *testing.T, cl *client.Client, agent string, seq uint64) {
 	t.Helper()
 	harness.NoErr(t, harness.WaitFor(watcherWait, fmt.Sprintf("%s's cursor to pass seq %d on %s", agent, seq, cl.Addr()), func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), readTimeout)

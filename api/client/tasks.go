@@ -1,4 +1,4 @@
-package transport
+package client
 
 import (
 	"context"
@@ -8,14 +8,6 @@ import (
 
 	"github.com/maos-project/maos/api"
 )
-
-// The task methods (server_tasks.go). A refusal comes back as an
-// *APIError whose sentinel errors.Is matches: api.ErrConflict for a claim
-// another agent holds, a stale fence, a lapsed lease or a task that ended;
-// api.ErrForbidden for a claimant outside the task's queue or a cancel by
-// another than its creator (and a token acting for another agent);
-// api.ErrNotFound for an unknown task or dependency; api.ErrInvalid for a
-// field out of its limits.
 
 // CreateTask creates a task (POST /v1/tasks) and returns its id, the
 // entry's index and its first state (waiting, ready, or failed when a

@@ -1,4 +1,4 @@
-package transport
+package client
 
 import (
 	"cmp"
@@ -15,23 +15,6 @@ import (
 
 	"github.com/maos-project/maos/api"
 )
-
-// The artifact routes (issue 17; server_artifacts.go):
-//
-//	PUT    /v1/artifacts?name=N&from=F   raw body; Content-Type is the artifact's type;
-//	                                     → 201 api.Artifact (200 with existed:true when stored already)
-//	GET    /v1/artifacts/{id}            the bytes, checked against the id (Range, ETag = "id");
-//	                                     header HeaderArtifactSource says whose copy was served
-//	HEAD   /v1/artifacts/{id}            the same headers, no body
-//	GET    /v1/artifacts/{id}/info       → api.Artifact
-//	GET    /v1/artifacts?from=&name=&after=&limit=  → api.ArtifactPage
-//	DELETE /v1/artifacts/{id}            admin only → api.Artifact (the record removed)
-//
-// and, between nodes only (an admin token with --auth):
-//
-//	PUT    /v1/internal/blobs/{id}       raw body: store a peer's copy, checked → 204
-//	GET    /v1/internal/blobs/{id}       this node's own copy, checked; 404 when it
-//	                                     has none or it is damaged
 
 // HeaderArtifactSource names, on GET /v1/artifacts/{id}, whose copy of the
 // bytes was served: "local", or "peer NODE (local copy missing)" / "peer
@@ -155,7 +138,8 @@ func (c *Client) FetchBlob(ctx context.Context, id string) (*ArtifactReader, err
 }
 
 func artifactPath(id string) string { return "/v1/artifacts/" + url.PathEscape(id) }
-func blobPath(id string) string     { return "/v1/internal/blobs/" + url.PathEscape(id) }
+
+func blobPath(id string) string { return "/v1/internal/blobs/" + url.PathEscape(id) }
 
 // stream sends one request whose body is streamed (size -1: unknown; 0
 // with body nil: none) and returns the 2xx response for the caller to

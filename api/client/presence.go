@@ -1,10 +1,11 @@
-package transport
+package client
 
 import (
 	"context"
-	"github.com/maos-project/maos/api"
 	"net/http"
 	"net/url"
+
+	"github.com/maos-project/maos/api"
 )
 
 // PutPresence sends a heartbeat of agent to the node, which gossips it to

@@ -1,4 +1,4 @@
-package transport
+package client
 
 import (
 	"context"
@@ -7,15 +7,6 @@ import (
 
 	"github.com/maos-project/maos/api"
 )
-
-// The approval methods (server_approvals.go). A refusal comes back as an
-// *APIError whose sentinel errors.Is matches: api.ErrConflict for an
-// approval that is no longer pending, a decision on a hash that is no
-// longer the action's, or an approver deciding twice on the same hash;
-// api.ErrForbidden for an approver the approval does not list, a cancel
-// by another than the requester (and a token acting for another agent);
-// api.ErrNotFound for an unknown approval; api.ErrInvalid for a field out
-// of its limits.
 
 // RequestApproval opens an approval (POST /v1/approvals) and returns its
 // id, the entry's index, its state (pending) and the action's hash. Set
