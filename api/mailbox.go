@@ -359,3 +359,12 @@ type ThreadPage struct {
 	Messages []*Message `json:"messages"`
 	HasMore  bool       `json:"has_more"`
 }
+
+// Addressing is a command that names agents, roles or capabilities to
+// reach: a send (interrupts included), a task's create and handoff, an
+// approval's request. CheckNames sets its known_names flag; the node that
+// accepts the command from a client calls it before it proposes (every
+// API write ends in transport's commit, which does).
+type Addressing interface {
+	CheckNames()
+}

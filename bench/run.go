@@ -223,7 +223,7 @@ func (s sender) loop(ctx context.Context, w int, more func() bool) {
 		if ctx.Err() != nil {
 			return // interrupted: not the cluster's failure
 		}
-		s.rec.Error(ErrorKind(err))
+		s.rec.Error(api.ErrorKind(err))
 		// A failing node answers at once; do not spin on it.
 		select {
 		case <-ctx.Done():
@@ -423,7 +423,7 @@ func (ds *deliveryStream) deliverOne(ctx context.Context, c *client.Client, m *a
 	if err != nil {
 		ds.forget(m.ID)
 		if ctx.Err() == nil {
-			rec.Error(ErrorKind(err))
+			rec.Error(api.ErrorKind(err))
 		}
 		return nil
 	}

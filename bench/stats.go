@@ -7,17 +7,10 @@
 package bench
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"math"
-	"net"
 	"slices"
 	"sync"
-	"syscall"
 	"time"
-
-	"github.com/maos-project/maos/api"
 )
 
 // DefaultMaxSamples bounds the latency samples a Recorder keeps (8 bytes
@@ -112,7 +105,7 @@ func (r *Recorder) Record(d time.Duration) {
 	}
 }
 
-// Error counts one failure of the given kind (see ErrorKind).
+// Error counts one failure of the given kind (api.ErrorKind).
 func (r *Recorder) Error(kind string) {
 	r.mu.Lock()
 	r.errs[kind]++
@@ -161,29 +154,4 @@ func (r *Recorder) Summary() Latency {
 	slices.Sort(s)
 	l.P50Ms, l.P95Ms, l.P99Ms = ms(Percentile(s, 50)), ms(Percentile(s, 95)), ms(Percentile(s, 99))
 	return l
-}
-
-// ErrorKind names the kind of a failed call for the error counts: the API's
-// error code ("no_leader", "conflict", ...), "timeout", "connection_refused",
-// "network" or "other".
-func ErrorKind(err error) string {
-	var apiErr *api.APIError
-	var ne net.Error
-	switch {
-	case errors.As(err, &apiErr):
-		if apiErr.Code != "" {
-			return apiErr.Code
-		}
-		return fmt.Sprintf("http_%d", apiErr.Status)
-	case errors.Is(err, context.DeadlineExceeded):
-		return "timeout"
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return "connection_refused"
-	case errors.As(err, &ne):
-		if ne.Timeout() {
-			return "timeout"
-		}
-		return "network"
-	}
-	return "other"
 }

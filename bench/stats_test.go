@@ -2,14 +2,10 @@ package bench
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/api/client"
 )
 
@@ -73,24 +69,6 @@ func TestRecorderSummaryAndBound(t *testing.T) {
 	}
 	if l := b.Summary(); l.Count != 1000 || l.MaxMs != ms(1000) || l.MinMs != ms(1) {
 		t.Errorf("capped Summary = %+v", l)
-	}
-}
-
-func TestErrorKind(t *testing.T) {
-	for _, tt := range []struct {
-		err  error
-		want string
-	}{
-		{&api.APIError{Status: 503, Code: api.CodeNoLeader}, api.CodeNoLeader},
-		{fmt.Errorf("wrapped: %w", &api.APIError{Status: 502}), "http_502"},
-		{context.DeadlineExceeded, "timeout"},
-		{&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, "connection_refused"},
-		{&net.OpError{Op: "read", Err: errors.New("reset")}, "network"},
-		{errors.New("boom"), "other"},
-	} {
-		if got := ErrorKind(tt.err); got != tt.want {
-			t.Errorf("ErrorKind(%v) = %q, want %q", tt.err, got, tt.want)
-		}
 	}
 }
 

@@ -268,11 +268,10 @@ func (mr *Mirror) Follow(ctx context.Context) error {
 			return nil
 		}
 		var we *writeError
-		var apiErr *api.APIError
 		if errors.As(err, &we) {
 			return we.err
 		}
-		if errors.As(err, &apiErr) && apiErr.Status < 500 {
+		if api.Classify(err) == api.Refused { // reconnecting will not help
 			return fmt.Errorf("mirror %s: %w", mr.Channel, err)
 		}
 		if err == nil {

@@ -96,27 +96,27 @@ func forwardHop[T any](ctx context.Context, leaderChanged <-chan struct{}, call 
 // isFinal reports whether err is an answer rather than a failure to get
 // one: the caller's mistake or a definite refusal (bad input, conflict, not
 // found), which retrying cannot change. What an election or a reconnect can
-// cure is not final.
+// cure is not final. Beyond what only a node sees (Raft's errors, an apply
+// refusal, a hop abandoned at a leader change) it is api.Classify's answer,
+// the one every client shares.
 func isFinal(err error) bool {
-	var apiErr *api.APIError
-	if errors.As(err, &apiErr) {
-		switch apiErr.Code {
-		case api.CodeNoLeader, api.CodeNotLeader, api.CodeOutcomeUnknown, api.CodeNotReady:
-			return false
-		}
-		return apiErr.Status < 500
-	}
+	var applied *applyError
 	var urlErr *url.Error
 	switch {
+	case errors.As(err, &applied): // committed, and refused the same on every node
+		return true
+	case errors.As(err, &urlErr): // the hop failed on the network, or was abandoned at a leader change
+		return false
 	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost),
 		errors.Is(err, raft.ErrLeadershipTransferInProgress), errors.Is(err, raft.ErrEnqueueTimeout),
-		errors.Is(err, raft.ErrAbortedByRestore), errors.Is(err, raft.ErrRaftShutdown),
-		errors.Is(err, api.ErrNoLeader), errors.Is(err, api.ErrNotLeader),
-		errors.Is(err, api.ErrOutcomeUnknown), errors.Is(err, context.DeadlineExceeded),
-		errors.As(err, &urlErr): // the request failed on the network
+		errors.Is(err, raft.ErrAbortedByRestore), errors.Is(err, raft.ErrRaftShutdown):
 		return false
 	}
-	return true
+	c := api.Classify(err)
+	if c == api.MaybeCommitted && errors.Is(err, context.Canceled) && !errors.Is(err, api.ErrOutcomeUnknown) {
+		return true // the caller is gone: nothing is left to retry for
+	}
+	return !c.Retry()
 }
 
 // applyError wraps an error value the FSM returned for an entry: the entry

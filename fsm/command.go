@@ -38,7 +38,7 @@ type Command struct {
 // maxBodyDepth bounds the nesting of a whole command body: MaxJSONDepth
 // for the values its fields carry, and a few levels for the command's own
 // objects around them.
-const maxBodyDepth = MaxJSONDepth + 8
+const maxBodyDepth = api.MaxJSONDepth + 8
 
 // Encode builds the log entry bytes for op with body, stamped with ts
 // (Unix nanoseconds) by the proposing node, in envelope version 2. It is
@@ -57,7 +57,7 @@ func Encode(op api.Op, ts int64, body any) ([]byte, error) {
 	}
 	// Marshal wrote valid JSON; what it may carry is a RawMessage too deep
 	// or not UTF-8.
-	if err := checkShape(string(op)+" command", b, maxBodyDepth); err != nil {
+	if err := api.CheckShape(string(op)+" command", b, maxBodyDepth); err != nil {
 		return nil, err
 	}
 	out := make([]byte, 0, 1+binary.MaxVarintLen64*2+len(op)+len(b))

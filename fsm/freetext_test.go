@@ -15,7 +15,7 @@ import (
 // map must name each, with a type that declares its free text (a
 // FreeTexter, checked by the compiler), so a new command cannot reach the
 // log without saying what text it stores.
-var opBodies = map[api.Op]FreeTexter{
+var opBodies = map[api.Op]api.FreeTexter{
 	api.OpSend: &api.SendCommand{}, api.OpRegisterNode: &api.RegisterNodeCommand{}, api.OpSetConfig: &api.SetConfigCommand{},
 	api.OpNodeEvent: &api.NodeEventCommand{}, api.OpSetRules: &api.SetRulesCommand{}, api.OpClusterID: &api.ClusterIDCommand{},
 	api.OpRegisterAgent: &api.RegisterAgentCommand{}, api.OpUnregisterAgent: &api.UnregisterAgentCommand{},
@@ -43,7 +43,7 @@ func TestEveryOpDeclaresItsFreeText(t *testing.T) {
 		}
 	}
 	for op, b := range opBodies {
-		if _, ok := b.(Actor); len(b.FreeText()) > 0 && !ok {
+		if _, ok := b.(api.Actor); len(b.FreeText()) > 0 && !ok {
 			t.Errorf("op %q stores free text but its body %T names no Actor (whom a refusal is audited as)", op, b)
 		}
 		if _, ok := f.registry()[op]; !ok {
@@ -60,7 +60,7 @@ func TestFreeTextNamesTheFieldsTheIssueLists(t *testing.T) {
 		Error: &api.TaskError{ErrorType: "x", ErrorMessage: "m"}}}
 	m := api.SendCommand{Message: api.Message{Tags: []string{"t"}, Content: api.Content{Artifacts: []api.ArtifactRef{{Ref: "sha256:ab", Name: "n.txt"}}}}}
 	for _, c := range []struct {
-		body FreeTexter
+		body api.FreeTexter
 		want []string
 	}{
 		{&tc, []string{"completion.result", "completion.rationale", "completion.actions_taken[0]", "completion.outputs[0]",
@@ -98,9 +98,9 @@ func TestCheckText(t *testing.T) {
 	ok := []api.TextField{
 		{Name: "title", Kind: api.TextLine, Text: &line},
 		{Name: "text", Kind: api.TextBody, Text: &body},
-		{Name: "metadata", Kind: api.TextJSON, JSON: rawPtr(deep(MaxJSONDepth))},
+		{Name: "metadata", Kind: api.TextJSON, JSON: rawPtr(deep(api.MaxJSONDepth))},
 	}
-	if err := CheckText(ok); err != nil {
+	if err := api.CheckText(ok); err != nil {
 		t.Fatalf("CheckText(ok) = %v", err)
 	}
 	esc, cr, bad := "a\x1b[2Jb", "a\rb", "a\xffb"
@@ -111,11 +111,11 @@ func TestCheckText(t *testing.T) {
 		{api.TextField{Name: "title", Kind: api.TextLine, Text: &esc}, "title: control character U+001B at byte 1"},
 		{api.TextField{Name: "id", Kind: api.TextLine, Text: &cr}, "id: control character U+000D"},
 		{api.TextField{Name: "content.text", Kind: api.TextBody, Text: &bad}, "content.text: not valid UTF-8"},
-		{api.TextField{Name: "metadata", Kind: api.TextJSON, JSON: rawPtr(deep(MaxJSONDepth + 1))}, "metadata: JSON nested 65 deep, at most 64"},
+		{api.TextField{Name: "metadata", Kind: api.TextJSON, JSON: rawPtr(deep(api.MaxJSONDepth + 1))}, "metadata: JSON nested 65 deep, at most 64"},
 		{api.TextField{Name: "metadata", Kind: api.TextJSON, JSON: rawPtr(json.RawMessage("{\"a\":\"\xff\"}"))}, "metadata: not valid UTF-8"},
 		{api.TextField{Name: "context", Kind: api.TextJSON, JSON: rawPtr(json.RawMessage(`{"a":`))}, "context: not valid JSON"},
 	} {
-		err := CheckText([]api.TextField{c.f})
+		err := api.CheckText([]api.TextField{c.f})
 		if !errors.Is(err, api.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("CheckText(%s) = %v, want ErrInvalid with %q", c.f.Name, err, c.want)
 		}
@@ -137,7 +137,7 @@ func TestEncodeRefusesWhatApplyCouldNotDecode(t *testing.T) {
 	// At the bound it encodes and applies.
 	f, _ := openTemp(t)
 	m := api.Message{ID: msgID(1), From: "a", Channel: "c", To: api.Recipients{"b"}, Content: api.Content{Text: "x"},
-		Metadata: json.RawMessage(strings.Repeat("[", MaxJSONDepth) + strings.Repeat("]", MaxJSONDepth))}
+		Metadata: json.RawMessage(strings.Repeat("[", api.MaxJSONDepth) + strings.Repeat("]", api.MaxJSONDepth))}
 	m.Normalize(time.Unix(1, 0))
 	mustSendResult(t, applyOne(f, sendEntry(t, 1, 1, m)))
 }

@@ -351,7 +351,7 @@ func FuzzMessageJSON(f *testing.F) {
 			return
 		}
 		// The API checks the free text too, before it proposes.
-		if err := CheckText(m.FreeText()); err != nil {
+		if err := api.CheckText(m.FreeText()); err != nil {
 			if !errors.Is(err, api.ErrInvalid) {
 				t.Fatalf("CheckText() = %v, want a *FieldError wrapping ErrInvalid", err)
 			}

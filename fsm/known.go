@@ -36,15 +36,6 @@ import (
 //	bucketSenders: agent id → the 8-byte seq of its first message stored by
 //	a flagged entry. Never trimmed: an agent that once sent stays known.
 
-// Addressing is a command that names agents, roles or capabilities to
-// reach: a send (interrupts included), a task's create and handoff, an
-// approval's request. CheckNames sets its known_names flag; the node that
-// accepts the command from a client calls it before it proposes (every
-// API write ends in transport's commit, which does).
-type Addressing interface {
-	CheckNames()
-}
-
 // recordSender records that from sent the message at seq, if it is its
 // first (SystemSender is no agent and is never recorded).
 func recordSender(tx *bbolt.Tx, from string, seq uint64) {

@@ -8,17 +8,16 @@ import (
 	"time"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/secrets"
 )
 
 // commit is the last step of every write the API takes, whatever the
-// route: the command's free text, as fsm declares it (fsm.FreeTexter, one
-// table for every command), is checked (fsm.CheckText: UTF-8, control
+// route: the command's free text, as fsm declares it (api.FreeTexter, one
+// table for every command), is checked (api.CheckText: UTF-8, control
 // characters, JSON depth) and run through the secret guard, then the
 // command is proposed. Both happen once, on the node that accepted the
 // request, never in apply. A command that addresses agents by name
-// (fsm.Addressing: a send, an interrupt, a task's create and handoff, an
+// (api.Addressing: a send, an interrupt, a task's create and handoff, an
 // approval's request) is flagged known_names, so apply refuses names no
 // one answers to (unless the cluster setting unknown_recipients is
 // accept). The handler has decoded, admitted and validated body before; a
@@ -26,18 +25,18 @@ import (
 // log unscanned.
 func (s *Server) commit(r *http.Request, op api.Op, body any) (json.RawMessage, error) {
 	body = addressable(body)
-	ft, ok := body.(fsm.FreeTexter)
+	ft, ok := body.(api.FreeTexter)
 	if !ok {
-		return nil, fmt.Errorf("transport: %s: body %T declares no free text (fsm.FreeTexter); nothing was proposed", op, body)
+		return nil, fmt.Errorf("transport: %s: body %T declares no free text (api.FreeTexter); nothing was proposed", op, body)
 	}
 	fields := ft.FreeText()
-	if err := fsm.CheckText(fields); err != nil {
+	if err := api.CheckText(fields); err != nil {
 		return nil, err
 	}
 	if err := s.guardText(r, body, fields); err != nil {
 		return nil, err
 	}
-	if a, ok := body.(fsm.Addressing); ok {
+	if a, ok := body.(api.Addressing); ok {
 		a.CheckNames()
 	}
 	return s.prop.Apply(r.Context(), op, body)
@@ -65,7 +64,7 @@ func (s *Server) guardText(r *http.Request, body any, fields []api.TextField) er
 		}
 	}
 	agent := ""
-	if a, ok := body.(fsm.Actor); ok {
+	if a, ok := body.(api.Actor); ok {
 		agent = a.Actor()
 	}
 	return s.guardSecrets(r, agent, scan, func() error {
@@ -85,7 +84,7 @@ func (s *Server) guardText(r *http.Request, body any, fields []api.TextField) er
 				return err
 			}
 		}
-		return fsm.CheckText(fields)
+		return api.CheckText(fields)
 	})
 }
 

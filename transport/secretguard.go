@@ -23,7 +23,7 @@ import (
 //
 // Every write reaches the log through Server.commit (commit.go), which
 // runs the guard over the command's free text as fsm declares it
-// (fsm.FreeTexter: one table for every command), so no handler picks its
+// (api.FreeTexter: one table for every command), so no handler picks its
 // fields by hand; an artifact's bytes are scanned as they are stored
 // (scanArtifact).
 

@@ -7,13 +7,12 @@ import (
 	"testing"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
 )
 
 // What apply decodes is bounded and refused before it is proposed: JSON
-// nested past fsm.MaxJSONDepth (Go's decoder gives up at 10,000, so such an
+// nested past api.MaxJSONDepth (Go's decoder gives up at 10,000, so such an
 // entry used to commit and then fail on every node), invalid UTF-8, and
 // control characters in titles and ids. The 400 names the field; nothing
 // reaches the log.
@@ -46,7 +45,7 @@ func TestShapeRefusedBeforeProposal(t *testing.T) {
 	}
 	// At the bound it is stored, and reads back.
 	var res api.SendResponse
-	wantOK(t, do(t, "POST", url+"/v1/messages", msg(`,"id":"m-deep","metadata":`+deep(fsm.MaxJSONDepth)), nil), &res)
+	wantOK(t, do(t, "POST", url+"/v1/messages", msg(`,"id":"m-deep","metadata":`+deep(api.MaxJSONDepth)), nil), &res)
 	var m api.Message
 	wantOK(t, do(t, "GET", url+"/v1/messages/m-deep", "", nil), &m)
 	if len(m.Metadata) == 0 {

@@ -66,7 +66,7 @@ func benchSendCommand() *cli.Command {
 posts a message with a unique id, waits for the committed answer, and posts
 the next. Reports acknowledged sends per second over the run and the
 latency of each acknowledged send (p50/p95/p99/max), failures counted by
-kind (the API's error code, timeout, connection_refused, network). A failed
+kind (the API's error code, timeout, refused, reset, eof, network). A failed
 send is not retried; the sender pauses 10ms and goes on. Ctrl-C stops the
 run and prints the report of what ran.`,
 		Flags: append(benchCommonFlags(),

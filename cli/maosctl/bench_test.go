@@ -97,7 +97,7 @@ func TestBenchSendAllFailExits1(t *testing.T) {
 		t.Fatalf("err=%v stderr=%q", r.err, r.errOut)
 	}
 	var rep bench.SendReport
-	if err := json.Unmarshal([]byte(r.out), &rep); err != nil || rep.Errors != 3 || rep.ErrorsByKind["connection_refused"] != 3 {
+	if err := json.Unmarshal([]byte(r.out), &rep); err != nil || rep.Errors != 3 || rep.ErrorsByKind["refused"] != 3 {
 		t.Errorf("report = %+v (%v)", rep, err)
 	}
 }

@@ -47,7 +47,7 @@ func createObject[R any](c *cli.Context, what string, id *string, from string, n
 	defer cancel()
 	res, err := send(ctx, apiClient(c))
 	if err != nil {
-		maybe := maybeCommitted(err)
+		maybe := api.Classify(err) == api.MaybeCommitted
 		err = apiError(root, err)
 		if maybe {
 			err = fmt.Errorf("%w\nthe %s may or may not be stored: check with 'maosctl %s show %s'; "+

@@ -1,10 +1,8 @@
 package maosctl
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"path/filepath"
 	"strings"
 	"time"
@@ -109,7 +107,7 @@ func send(c *cli.Context) error {
 	defer cancel()
 	res, err := apiClient(c).Send(ctx, m)
 	if err != nil {
-		maybe := maybeCommitted(err)
+		maybe := api.Classify(err) == api.MaybeCommitted
 		err = apiError(rootContext(c), err)
 		if maybe && m.ID != "" {
 			err = fmt.Errorf("%w\nthe message may or may not be stored: check with 'maosctl get %s'; "+
@@ -146,26 +144,6 @@ func textFlag(c *cli.Context, name string) (string, error) {
 		return "", usagef(c, "--%s -: standard input was empty", name)
 	}
 	return text, nil
-}
-
-// maybeCommitted reports whether a send that failed with err (as the
-// client returned it) may nevertheless have been stored.
-func maybeCommitted(err error) bool {
-	var apiErr *api.APIError
-	if errors.As(err, &apiErr) {
-		if errors.Is(err, api.ErrOutcomeUnknown) {
-			return true
-		}
-		// 4xx were refused before proposing; no_leader and not_ready
-		// before proposing too. Any other 5xx is unknown.
-		return apiErr.Status >= 500 && !errors.Is(err, api.ErrNoLeader) && !errors.Is(err, api.ErrNotReady)
-	}
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
-		return false // the request never left
-	}
-	// A timeout or a connection lost mid-request.
-	return true
 }
 
 // attachFiles uploads each --attach file as an artifact from m's sender

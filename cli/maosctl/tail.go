@@ -92,8 +92,7 @@ func tail(c *cli.Context) error {
 			}
 			return apiError(c, err)
 		}
-		var apiErr *api.APIError
-		if errors.As(err, &apiErr) && apiErr.Status < 500 {
+		if api.Classify(err) == api.Refused {
 			return apiError(c, err) // bad input: reconnecting will not help
 		}
 		fmt.Fprintf(c.App.ErrWriter, "maosctl: stream interrupted (%v); resuming after #%d\n", err, q.After)

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/maos-project/maos/api"
@@ -290,7 +288,7 @@ func (w *workload) sendOne(ctx context.Context, client int, r *rand.Rand, m *api
 		w.h.Complete(handle, func(op *Op) {
 			op.Outcome = outcome
 			if err != nil {
-				op.Err, op.Code = err.Error(), harness.ErrorKind(err)
+				op.Err, op.Code = err.Error(), api.ErrorKind(err)
 				return
 			}
 			op.Seq = resp.Seq
@@ -306,31 +304,18 @@ func (w *workload) sendOne(ctx context.Context, client int, r *rand.Rand, m *api
 	}
 }
 
-// classify says how an attempt ended and whether to try again. Only what
-// cannot have reached the log is Fail: answers that say so (4xx, 503
-// no_leader / not_leader / not_ready) and connections that were never made.
+// classify says how an attempt ended and whether to try again, in the
+// history's terms: api.Classify's outcome (the one rule every caller
+// shares), where only what cannot have reached the log is Fail.
 func classify(err error) (o Outcome, retry bool) {
-	if err == nil {
+	switch c := api.Classify(err); c {
+	case api.Succeeded:
 		return OK, false
+	case api.Refused, api.NotCommitted:
+		return Fail, c.Retry()
+	default:
+		return Unknown, true
 	}
-	var apiErr *api.APIError
-	if errors.As(err, &apiErr) {
-		switch apiErr.Code {
-		case api.CodeNoLeader, api.CodeNotLeader, api.CodeNotReady:
-			return Fail, true
-		case api.CodeOutcomeUnknown:
-			return Unknown, true
-		}
-		if apiErr.Status >= 500 || apiErr.Status == 0 {
-			return Unknown, true
-		}
-		return Fail, false // 4xx: final
-	}
-	var op *net.OpError
-	if errors.Is(err, syscall.ECONNREFUSED) || (errors.As(err, &op) && op.Op == "dial") {
-		return Fail, true // nothing was sent
-	}
-	return Unknown, true
 }
 
 func (w *workload) reader(ctx context.Context, client int) {
@@ -358,7 +343,7 @@ func (w *workload) reader(ctx context.Context, client int) {
 		}
 		w.h.Complete(handle, func(op *Op) {
 			if err != nil {
-				op.Outcome, op.Err, op.Code = Fail, err.Error(), harness.ErrorKind(err)
+				op.Outcome, op.Err, op.Code = Fail, err.Error(), api.ErrorKind(err)
 				return
 			}
 			op.Outcome, op.Read, op.HasMore = OK, entries, page.HasMore

@@ -155,7 +155,7 @@ func (w *workload) register(ctx context.Context, r *rand.Rand, cmd api.RegisterA
 		if err == nil {
 			return nil
 		}
-		if !harness.Retryable(err) {
+		if !api.Classify(err).Retry() {
 			break
 		}
 		sleepOrDone(ctx, randBetween(r, minBackoff, maxBackoff))
@@ -229,7 +229,7 @@ func (tw *taskWorkload) retry(ctx context.Context, r *rand.Rand, op Op, retryFor
 		tw.w.h.Complete(handle, func(op *Op) {
 			op.Outcome = outcome
 			if err != nil {
-				op.Err, op.Code = err.Error(), harness.ErrorKind(err)
+				op.Err, op.Code = err.Error(), api.ErrorKind(err)
 				return
 			}
 			op.Seq = res.Seq

@@ -598,7 +598,7 @@ type SendResult struct {
 }
 
 // SendWithRetry sends m through a randomly chosen node and, on a
-// retryable error (see Retryable), sends the same message again through
+// retryable error (api.Classify), sends the same message again through
 // another node, with a short capped backoff, until one acknowledges or ctx
 // ends. m must have its ID set so the retries are deduplicated. A final
 // error (4xx) is returned at once.
@@ -647,7 +647,7 @@ func (c *Cluster) SendWithRetry(ctx context.Context, m *api.Message, o SendOptio
 			if o.OnError != nil {
 				o.OnError(n, err)
 			}
-			if !Retryable(err) {
+			if !api.Classify(err).Retry() {
 				return res, fmt.Errorf("harness: send %s: final error after %d attempts: %w", m.ID, res.Attempts, lastErr)
 			}
 		}

@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,8 +13,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/maos-project/maos/api"
 )
 
 // The test binary doubles as a fake maosd (see fakeMaosd) when this
@@ -264,30 +261,6 @@ func TestWaitFor(t *testing.T) {
 		}
 		return nil
 	}))
-}
-
-func TestRetryableAndErrorKind(t *testing.T) {
-	for _, tc := range []struct {
-		err   error
-		retry bool
-		kind  string
-	}{
-		{&api.APIError{Status: 503, Code: api.CodeNoLeader}, true, "no_leader"},
-		{&api.APIError{Status: 503, Code: api.CodeOutcomeUnknown}, true, "outcome_unknown"},
-		{&api.APIError{Status: 500, Code: api.CodeInternal}, true, "internal"},
-		{fmt.Errorf("via n1: %w", &api.APIError{Status: 409, Code: api.CodeConflict}), false, "conflict"},
-		{&api.APIError{Status: 400, Code: api.CodeInvalid}, false, "invalid"},
-		{errors.New("dial tcp 127.0.0.1:5: connect: connection refused"), true, "refused"},
-		{fmt.Errorf("post: %w", context.DeadlineExceeded), true, "timeout"},
-		{errors.New(`Post "http://x": EOF`), true, "eof"},
-	} {
-		if got := Retryable(tc.err); got != tc.retry {
-			t.Errorf("Retryable(%v) = %v", tc.err, got)
-		}
-		if got := ErrorKind(tc.err); got != tc.kind {
-			t.Errorf("ErrorKind(%v) = %q, want %q", tc.err, got, tc.kind)
-		}
-	}
 }
 
 func TestModuleRoot(t *testing.T) {

@@ -106,7 +106,7 @@ func (c *Cluster) RemoveNode(n *Node) error {
 		cancel()
 		switch {
 		case err == nil, errors.Is(err, api.ErrNotFound):
-		case Retryable(err):
+		case api.Classify(err).Retry():
 			return fmt.Errorf("via %s: %w", via.ID, err)
 		default:
 			return Permanent(fmt.Errorf("via %s: %w", via.ID, err))

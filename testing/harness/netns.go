@@ -3,7 +3,6 @@ package harness
 import (
 	"errors"
 	"fmt"
-	"github.com/maos-project/maos/testing/testenv"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/maos-project/maos/testing/testenv"
 )
 
 // Namespace mode (Options.Netns): every node is a host of its own, a Linux

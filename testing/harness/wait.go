@@ -4,12 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/maos-project/maos/api"
 )
 
 // PollInterval is how often the harness re-checks a condition it waits
@@ -63,49 +59,6 @@ type permanentError struct{ err error }
 
 func (e *permanentError) Error() string { return e.err.Error() }
 func (e *permanentError) Unwrap() error { return e.err }
-
-// Retryable reports whether a failed API call may succeed if repeated
-// (on the same or another node): the node was unreachable, the call timed
-// out, or the node answered 5xx (no leader, not leader, outcome unknown,
-// not ready, internal). An answer with a 4xx status (bad input, conflict,
-// not found, too large) is final. Sends are idempotent by id, so retrying a
-// send after any retryable error is safe.
-func Retryable(err error) bool {
-	if err == nil {
-		return false
-	}
-	var apiErr *api.APIError
-	if errors.As(err, &apiErr) {
-		return apiErr.Status >= http.StatusInternalServerError || apiErr.Status == 0
-	}
-	return true
-}
-
-// ErrorKind is a short label for err, for counting errors by kind in test
-// reports: the API error code ("no_leader", "outcome_unknown", ...),
-// "refused", "timeout", "reset", "eof" or "other".
-func ErrorKind(err error) string {
-	var apiErr *api.APIError
-	switch {
-	case err == nil:
-		return "none"
-	case errors.As(err, &apiErr):
-		return apiErr.Code
-	case errors.Is(err, context.DeadlineExceeded):
-		return "timeout"
-	}
-	switch s := err.Error(); {
-	case strings.Contains(s, "connection refused"):
-		return "refused"
-	case strings.Contains(s, "connection reset"), strings.Contains(s, "broken pipe"):
-		return "reset"
-	case strings.Contains(s, "EOF"):
-		return "eof"
-	case strings.Contains(s, "timeout"), strings.Contains(s, "deadline"):
-		return "timeout"
-	}
-	return "other"
-}
 
 // NoErr fails the test at once if err is not nil. Call it from the test's
 // goroutine only.

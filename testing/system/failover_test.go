@@ -62,7 +62,7 @@ func (g *loadGen) worker(w int) {
 	defer g.wg.Done()
 	opts := harness.SendOptions{OnError: func(_ *harness.Node, err error) {
 		g.mu.Lock()
-		g.errKinds[harness.ErrorKind(err)]++
+		g.errKinds[api.ErrorKind(err)]++
 		g.mu.Unlock()
 	}}
 	idFormat, from, text := "msg-w%d-%05d", fmt.Sprintf("w%d", w), fmt.Sprintf("worker %d", w)

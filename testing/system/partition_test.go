@@ -93,7 +93,7 @@ func TestPartitionedLeaderIsReplaced(t *testing.T) {
 			t.Errorf("the isolated old leader %s acknowledged %s", old.ID, r.id)
 			continue
 		}
-		kinds[harness.ErrorKind(r.err)]++
+		kinds[api.ErrorKind(r.err)]++
 		var apiErr *api.APIError
 		if !errors.As(r.err, &apiErr) {
 			serverGaveUp = false
