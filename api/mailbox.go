@@ -38,6 +38,13 @@ type SendCommand struct {
 	KnownNames bool `json:"known_names,omitempty"`
 }
 
+// Normalize is the message's: the node that accepts a send fills what
+// the client left out (Message.Normalize).
+func (c *SendCommand) Normalize(now time.Time) { c.Message.Normalize(now) }
+
+// Validate is the message's own check (Message.Validate).
+func (c *SendCommand) Validate() error { return c.Message.Validate() }
+
 // OpMarkRead marks inbox entries read (body: MarkReadCommand).
 const OpMarkRead Op = "mark_read"
 

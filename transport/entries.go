@@ -6,8 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/maos-project/maos/api"
 	"net/http"
+
+	"github.com/maos-project/maos/api"
 )
 
 // MaxBatchEntries bounds the entries of one POST /v1/internal/entries: a

@@ -3,9 +3,10 @@ package transport
 import (
 	"errors"
 	"fmt"
-	"github.com/maos-project/maos/api"
 	"io"
 	"net/http"
+
+	"github.com/maos-project/maos/api"
 )
 
 // internalEntry serves POST /v1/internal/entry: body one encoded entry, a

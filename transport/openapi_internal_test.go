@@ -2,9 +2,10 @@ package transport
 
 import (
 	"encoding/json"
-	"github.com/maos-project/maos/api"
 	"slices"
 	"testing"
+
+	"github.com/maos-project/maos/api"
 )
 
 // TestOpenAPIErrorCodes: the document's error schema lists exactly the

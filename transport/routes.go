@@ -81,21 +81,21 @@ func (s *Server) routes() []route {
 		{pattern: "GET /v1/stream", rule: reader("?agent"), limit: limitStream, handle: s.stream},
 
 		// Tasks (server_tasks.go); the stream carries their events.
-		{pattern: "POST /v1/tasks", rule: ruleAny, body: taskBody, limit: limitSend, handle: s.createTask}, // from: admit
+		{pattern: "POST /v1/tasks", rule: ruleAny, body: taskBody, limit: limitSend, handle: write(s, taskCreate)}, // from: admit
 		{pattern: "GET /v1/tasks", rule: ruleAny, handle: s.listTasks},
 		{pattern: "GET /v1/tasks/{id}", rule: ruleAny, handle: s.getTask},
-		{pattern: "POST /v1/tasks/{id}/claim", rule: ruleAny, body: taskBody, handle: s.claimTask},                         // agent: admit
-		{pattern: "POST /v1/tasks/{id}/progress", rule: ruleAny, body: taskBody, handle: s.taskProgress},                   // agent: admit
-		{pattern: "POST /v1/tasks/{id}/complete", rule: ruleAny, body: taskBody, limit: limitSend, handle: s.completeTask}, // agent: admit
-		{pattern: "POST /v1/tasks/{id}/handoff", rule: ruleAny, body: taskBody, limit: limitSend, handle: s.handoffTask},   // agent: admit
-		{pattern: "POST /v1/tasks/{id}/cancel", rule: ruleAny, body: taskBody, handle: s.cancelTask},                       // from: admit
+		{pattern: "POST /v1/tasks/{id}/claim", rule: ruleAny, body: taskBody, handle: write(s, taskClaim)},                         // agent: admit
+		{pattern: "POST /v1/tasks/{id}/progress", rule: ruleAny, body: taskBody, handle: write(s, taskProgress)},                   // agent: admit
+		{pattern: "POST /v1/tasks/{id}/complete", rule: ruleAny, body: taskBody, limit: limitSend, handle: write(s, taskComplete)}, // agent: admit
+		{pattern: "POST /v1/tasks/{id}/handoff", rule: ruleAny, body: taskBody, limit: limitSend, handle: write(s, taskHandoff)},   // agent: admit
+		{pattern: "POST /v1/tasks/{id}/cancel", rule: ruleAny, body: taskBody, handle: write(s, taskCancel)},                       // from: admit
 
 		// Approvals (server_approvals.go); the stream carries their events.
-		{pattern: "POST /v1/approvals", rule: ruleAny, body: approvalBody, limit: limitSend, handle: s.requestApproval}, // from: admit
+		{pattern: "POST /v1/approvals", rule: ruleAny, body: approvalBody, limit: limitSend, handle: write(s, approvalRequest)}, // from: admit
 		{pattern: "GET /v1/approvals", rule: ruleAny, handle: s.listApprovals},
 		{pattern: "GET /v1/approvals/{id}", rule: ruleAny, handle: s.getApproval},
-		{pattern: "POST /v1/approvals/{id}/decide", rule: ruleAny, body: approvalBody, limit: limitSend, handle: s.decideApproval}, // approver: admit
-		{pattern: "POST /v1/approvals/{id}/cancel", rule: ruleAny, handle: s.cancelApproval},                                       // from: admit
+		{pattern: "POST /v1/approvals/{id}/decide", rule: ruleAny, body: approvalBody, limit: limitSend, handle: write(s, approvalDecide)}, // approver: admit
+		{pattern: "POST /v1/approvals/{id}/cancel", rule: ruleAny, handle: write(s, approvalCancel)},                                       // from: admit
 
 		// Artifacts (server_artifacts.go): the bytes through Blobs, the
 		// records through the log. PUT acts as ?from= (default: the
@@ -108,7 +108,7 @@ func (s *Server) routes() []route {
 
 		// Agents, inboxes and cursors (server_mailbox.go, server_interrupt.go,
 		// server_policy.go).
-		{pattern: "POST /v1/agents", rule: ruleAny, handle: s.registerAgent}, // id: admit
+		{pattern: "POST /v1/agents", rule: ruleAny, handle: write(s, agentRegister)}, // id: admit
 		{pattern: "GET /v1/agents", rule: ruleAny, handle: s.listAgents},
 		{pattern: "GET /v1/roles", rule: ruleAny, handle: s.roles},
 		{pattern: "GET /v1/agents/{id}", rule: ruleAny, handle: s.getAgent},
@@ -119,16 +119,16 @@ func (s *Server) routes() []route {
 		{pattern: "POST /v1/agents/{id}/read", rule: actor("id"), handle: s.markRead},
 		{pattern: "PUT /v1/agents/{id}/receipts/{msg}", rule: actor("id"), handle: s.receiptState},
 		{pattern: "GET /v1/agents/{id}/cursor", rule: reader("id"), handle: s.cursor},
-		{pattern: "PUT /v1/agents/{id}/cursor", rule: actor("id"), handle: s.setCursor},
+		{pattern: "PUT /v1/agents/{id}/cursor", rule: actor("id"), handle: write(s, cursorSet)},
 		{pattern: "POST /v1/agents/{id}/interrupt", rule: ruleAny, limit: limitSend, handle: s.interruptAgent}, // from: admit
 		{pattern: "GET /v1/agents/{id}/policy", rule: ruleAny, handle: s.getPolicy},
 		{pattern: "PUT /v1/agents/{id}/policy", rule: actor("id"), handle: s.putPolicy},
 		{pattern: "DELETE /v1/agents/{id}/policy", rule: actor("id"), handle: s.deletePolicy},
 
 		// Agent leases: which watcher serves an agent (server_agent_lease.go).
-		{pattern: "POST /v1/agents/{id}/lease", rule: actor("id"), handle: s.acquireAgentLease},
-		{pattern: "POST /v1/agents/{id}/lease/renew", rule: actor("id"), handle: s.renewAgentLease},
-		{pattern: "POST /v1/agents/{id}/lease/release", rule: actor("id"), handle: s.releaseAgentLease},
+		{pattern: "POST /v1/agents/{id}/lease", rule: actor("id"), handle: write(s, agentLeaseAcquire)},
+		{pattern: "POST /v1/agents/{id}/lease/renew", rule: actor("id"), handle: write(s, agentLeaseRenew)},
+		{pattern: "POST /v1/agents/{id}/lease/release", rule: actor("id"), handle: write(s, agentLeaseRelease)},
 		{pattern: "GET /v1/agents/{id}/lease", rule: ruleAny, handle: s.getAgentLease},
 		{pattern: "GET /v1/leases", rule: ruleAny, handle: s.listAgentLeases},
 
@@ -143,9 +143,9 @@ func (s *Server) routes() []route {
 		{pattern: "GET /v1/bulletin", rule: ruleAny, handle: s.getBulletin},
 		{pattern: "PUT /v1/bulletin", rule: actor("?by"), body: bulletinBody, handle: s.putBulletin},
 		{pattern: "PATCH /v1/bulletin", rule: actor("?by"), body: bulletinBody, handle: s.patchBulletin},
-		{pattern: "POST /v1/locks", rule: ruleAny, body: lockBody, handle: s.acquireLock},         // holder: admit
-		{pattern: "POST /v1/locks/renew", rule: ruleAny, body: lockBody, handle: s.renewLock},     // holder: admit
-		{pattern: "POST /v1/locks/release", rule: ruleAny, body: lockBody, handle: s.releaseLock}, // holder or by: admit
+		{pattern: "POST /v1/locks", rule: ruleAny, body: lockBody, handle: write(s, lockAcquire)},         // holder: admit
+		{pattern: "POST /v1/locks/renew", rule: ruleAny, body: lockBody, handle: write(s, lockRenew)},     // holder: admit
+		{pattern: "POST /v1/locks/release", rule: ruleAny, body: lockBody, handle: write(s, lockRelease)}, // holder or by: admit
 		{pattern: "GET /v1/locks", rule: ruleAny, handle: s.listLocks},
 		{pattern: "POST /v1/locks/check", rule: ruleAny, body: lockBody, handle: s.checkLock},
 

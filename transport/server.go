@@ -200,6 +200,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
+// send serves POST /v1/messages: the body is decoded once, the seed
+// dialects mapping it to a message, a task command or an approval command
+// (decodeMessage), and that command takes its one pass (pipeline.go).
 func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 	body, err := decodeMessage(w, r, s.opts.MaxMessageBytes, s.registered)
 	if err != nil {
@@ -214,31 +217,32 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		s.sendApproval(w, r, *body.approval)
 		return
 	}
+	messageSend.serve(s, w, r, &api.SendCommand{Message: body.msg})
+}
+
+// messageSend is POST /v1/messages's command for a message (a seed task
+// or approval message goes as its own command): the sender's lease fence
+// from ?agent_fence=, the recipients within --max-recipients, the sender
+// admitted. Whether the sender may interrupt, which artifacts it may name
+// and whether it may see the message it answers are apply's to decide;
+// bindSend tells it what the token reads (visibility.go).
+var messageSend = writeSpec[api.SendCommand, *api.SendCommand]{op: api.OpSend,
+	bind:   bindSend,
+	limits: func(s *Server, r *http.Request, c *api.SendCommand) error { return s.checkRecipients(r, &c.Message) },
+	actor:  func(c *api.SendCommand) (string, string) { return "from", c.Message.From },
+}
+
+// bindSend puts into a send what the request says beyond its body: the
+// lease fence (?agent_fence=) and whether the token moderates and reads
+// everything.
+func bindSend(r *http.Request, c *api.SendCommand) error {
 	fence, err := agentFenceParam(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
-	m := body.msg
-	m.Normalize(s.opts.Now())
-	if err := s.checkRecipients(r, &m); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if err := m.Validate(); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if !s.admit(w, r, "from", m.From) {
-		return
-	}
-	// The state machine's fsm.SendResult is SendResponse on the wire.
-	// Whether the sender may interrupt, which artifacts it may name and
-	// whether it may see the message it answers are apply's to decide;
-	// they need to know what the token reads (visibility.go).
 	v := viewerFrom(r.Context())
-	s.propose(w, r, api.OpSend, api.SendCommand{Message: m, AgentFence: fence,
-		Moderator: IdentityFrom(r.Context()).Moderates(), ReadsAll: v == nil || v.Moderator})
+	c.AgentFence, c.Moderator, c.ReadsAll = fence, IdentityFrom(r.Context()).Moderates(), v == nil || v.Moderator
+	return nil
 }
 
 func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
@@ -566,23 +570,6 @@ func proposeResult[T any](s *Server, w http.ResponseWriter, r *http.Request, op 
 		return res, false
 	}
 	return res, true
-}
-
-// pathCommand takes the id of POST /v1/{things}/{id}/VERB from the path
-// into *id (a body may repeat it, not contradict it; noun names the thing
-// in the 400), then validates the command. false means it has answered.
-func (s *Server) pathCommand(w http.ResponseWriter, r *http.Request, id *string, noun string, validate func() error) bool {
-	path := r.PathValue("id")
-	if *id != "" && *id != path {
-		s.writeError(w, r, &api.FieldError{Field: "id", Reason: fmt.Sprintf("%q differs from the %s in the path, %q; leave it out", *id, noun, path)})
-		return false
-	}
-	*id = path
-	if err := validate(); err != nil {
-		s.writeError(w, r, err)
-		return false
-	}
-	return true
 }
 
 // query answers a read at the request's ?consistency= from the node's

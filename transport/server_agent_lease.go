@@ -12,42 +12,17 @@ import (
 // writes act as the agent in the path (rule actor("id")): its own token,
 // or an admin's such as the node's that runs the watcher.
 
-func (s *Server) acquireAgentLease(w http.ResponseWriter, r *http.Request) {
-	serveAgentLease(s, w, r, api.OpAgentLeaseAcquire, func(c *api.AgentLeaseAcquireCommand) *string { return &c.Agent })
-}
-
-func (s *Server) renewAgentLease(w http.ResponseWriter, r *http.Request) {
-	serveAgentLease(s, w, r, api.OpAgentLeaseRenew, func(c *api.AgentLeaseRenewCommand) *string { return &c.Agent })
-}
-
-func (s *Server) releaseAgentLease(w http.ResponseWriter, r *http.Request) {
-	serveAgentLease(s, w, r, api.OpAgentLeaseRelease, func(c *api.AgentLeaseReleaseCommand) *string { return &c.Agent })
-}
-
-// serveAgentLease decodes a lease command whose agent is the path's (a
-// body may repeat it, not contradict it), checks it and proposes op,
-// answering its api.AgentLeaseResult; a refusal is 409 code fenced.
-func serveAgentLease[C any, P interface {
-	*C
-	Validate() error
-}](s *Server, w http.ResponseWriter, r *http.Request, op api.Op, agent func(P) *string) {
-	var cmd C
-	if err := s.decodeRouteBody(w, r, P(&cmd)); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	a, path := agent(P(&cmd)), r.PathValue("id")
-	if *a != "" && *a != path {
-		s.writeError(w, r, &api.FieldError{Field: "agent", Reason: "differs from the agent in the path"})
-		return
-	}
-	*a = path
-	if err := P(&cmd).Validate(); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.propose(w, r, op, cmd)
-}
+// The lease writes, each one command through the one pipeline
+// (pipeline.go), the agent the path's: the route's rule admits it; a
+// refusal is 409 code fenced.
+var (
+	agentLeaseAcquire = writeSpec[api.AgentLeaseAcquireCommand, *api.AgentLeaseAcquireCommand]{op: api.OpAgentLeaseAcquire,
+		bind: pathAgentInto(func(c *api.AgentLeaseAcquireCommand) *string { return &c.Agent })}
+	agentLeaseRenew = writeSpec[api.AgentLeaseRenewCommand, *api.AgentLeaseRenewCommand]{op: api.OpAgentLeaseRenew,
+		bind: pathAgentInto(func(c *api.AgentLeaseRenewCommand) *string { return &c.Agent })}
+	agentLeaseRelease = writeSpec[api.AgentLeaseReleaseCommand, *api.AgentLeaseReleaseCommand]{op: api.OpAgentLeaseRelease,
+		bind: pathAgentInto(func(c *api.AgentLeaseReleaseCommand) *string { return &c.Agent })}
+)
 
 // getAgentLease serves GET /v1/agents/{id}/lease.
 func (s *Server) getAgentLease(w http.ResponseWriter, r *http.Request) {

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -37,79 +38,41 @@ const maxApprovalBody = 256 << 10
 // approvalBodyWhy ends an approval request's 413.
 const approvalBodyWhy = " (an approval's action is at most 64 KiB of canonical JSON)"
 
-func (s *Server) requestApproval(w http.ResponseWriter, r *http.Request) {
-	var cmd api.ApprovalRequestCommand
-	if err := s.decodeRouteBody(w, r, &cmd); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if res, ok := s.proposeApprovalRequest(w, r, cmd); ok {
-		writeJSON(w, http.StatusOK, res)
-	}
-}
+// The approval writes, each one command through the one pipeline
+// (pipeline.go).
+var (
+	approvalRequest = writeSpec[api.ApprovalRequestCommand, *api.ApprovalRequestCommand]{op: api.OpApprovalRequest,
+		actor:  func(c *api.ApprovalRequestCommand) (string, string) { return "from", c.From },
+		answer: answerApproval}
+	approvalDecide = writeSpec[api.ApprovalDecideCommand, *api.ApprovalDecideCommand]{op: api.OpApprovalDecide,
+		bind:   pathID("approval", func(c *api.ApprovalDecideCommand) *string { return &c.ID }),
+		actor:  func(c *api.ApprovalDecideCommand) (string, string) { return "approver", c.Approver },
+		answer: answerDecided}
+	approvalCancel = writeSpec[api.ApprovalCancelCommand, *api.ApprovalCancelCommand]{op: api.OpApprovalCancel,
+		bind:   pathID("approval", func(c *api.ApprovalCancelCommand) *string { return &c.ID }),
+		actor:  func(c *api.ApprovalCancelCommand) (string, string) { return "from", c.From },
+		answer: answerApproval}
+)
 
-// proposeApprovalRequest normalizes, validates, admits, guards and
-// proposes a request, from POST /v1/approvals or a seed 004
-// hitl_approval_request on POST /v1/messages; false means it has
-// answered.
-func (s *Server) proposeApprovalRequest(w http.ResponseWriter, r *http.Request, cmd api.ApprovalRequestCommand) (api.ApprovalResult, bool) {
-	cmd.Normalize(s.opts.Now())
-	if err := cmd.Validate(); err != nil {
-		s.writeError(w, r, err)
-		return api.ApprovalResult{}, false
-	}
-	if !s.admit(w, r, "from", cmd.From) {
-		return api.ApprovalResult{}, false
-	}
-	return s.proposeApproval(w, r, api.OpApprovalRequest, cmd)
-}
-
-func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) {
-	var cmd api.ApprovalDecideCommand
-	if err := s.decodeRouteBody(w, r, &cmd); err != nil {
-		s.writeError(w, r, err)
+// answerDecided answers a decision with the approval and its decisions,
+// as of a strong read after the decision: on a follower that forwarded
+// it, the local state may not have applied it yet.
+func answerDecided(s *Server, w http.ResponseWriter, r *http.Request, op api.Op, raw json.RawMessage) {
+	var res api.ApprovalResult
+	if err := json.Unmarshal(raw, &res); err != nil || !approvalDone(res) {
+		s.writeError(w, r, fmt.Errorf("transport: unexpected %s result %.200s (%v)", op, raw, err))
 		return
 	}
-	cmd.Normalize()
-	if !s.pathCommand(w, r, &cmd.ID, "approval", cmd.Validate) || !s.admit(w, r, "approver", cmd.Approver) {
-		return
-	}
-	if _, ok := s.proposeApproval(w, r, api.OpApprovalDecide, cmd); !ok {
-		return
-	}
-	// The answer is the approval with its decisions, as of a strong read
-	// after the decision: on a follower that forwarded it, the local
-	// state may not have applied it yet.
 	if err := s.prop.Linearize(r.Context(), api.Strong); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	a, err := s.state.Approval(cmd.ID)
+	a, err := s.state.Approval(res.ID)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, a)
-}
-
-func (s *Server) cancelApproval(w http.ResponseWriter, r *http.Request) {
-	var cmd api.ApprovalCancelCommand
-	if err := s.decodeRouteBody(w, r, &cmd); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if !s.pathCommand(w, r, &cmd.ID, "approval", cmd.Validate) || !s.admit(w, r, "from", cmd.From) {
-		return
-	}
-	if res, ok := s.proposeApproval(w, r, api.OpApprovalCancel, cmd); ok {
-		writeJSON(w, http.StatusOK, res)
-	}
-}
-
-// proposeApproval commits an approval command and decodes its
-// api.ApprovalResult; false means it has answered with the error.
-func (s *Server) proposeApproval(w http.ResponseWriter, r *http.Request, op api.Op, body any) (api.ApprovalResult, bool) {
-	return proposeResult(s, w, r, op, body, func(res api.ApprovalResult) bool { return res.ID != "" })
 }
 
 func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) {
@@ -169,7 +132,9 @@ const ApprovalActionRequested = "requested"
 // /v1/approvals serves a request; the sender (from_agent) is admitted as
 // any sender.
 func (s *Server) sendApproval(w http.ResponseWriter, r *http.Request, cmd api.ApprovalRequestCommand) {
-	if res, ok := s.proposeApprovalRequest(w, r, cmd); ok {
-		writeJSON(w, http.StatusOK, ApprovalMessageResponse{Action: ApprovalActionRequested, ApprovalResult: res})
-	}
+	spec := approvalRequest
+	spec.answer = answerAs(approvalDone, func(res api.ApprovalResult) any {
+		return ApprovalMessageResponse{Action: ApprovalActionRequested, ApprovalResult: res}
+	})
+	spec.serve(s, w, r, &cmd)
 }

@@ -170,58 +170,30 @@ func decodeLockBody(w http.ResponseWriter, r *http.Request, v interface{ Validat
 	return v.Validate()
 }
 
-func (s *Server) acquireLock(w http.ResponseWriter, r *http.Request) {
-	serveLock(s, w, r, api.OpLockAcquire, func(c api.LockAcquireCommand) (string, string) { return "holder", c.Holder }, nil)
-}
-
-func (s *Server) renewLock(w http.ResponseWriter, r *http.Request) {
-	serveLock(s, w, r, api.OpLockRenew, func(c api.LockRenewCommand) (string, string) { return "holder", c.Holder }, nil)
-}
-
-func (s *Server) releaseLock(w http.ResponseWriter, r *http.Request) {
-	serveLock(s, w, r, api.OpLockRelease, releaseActor, func(c api.LockReleaseCommand, id *Identity) string {
-		if c.Force {
-			return mayOverride(id, "force-releases lock "+strconv.Quote(clip(c.Path, 64)))
-		}
-		return ""
-	})
-}
-
-// serveLock serves one lock command of type C: decode and check the body,
-// admit the agent who acts (actor gives its field and id), then, when the
-// command asks for more than acting as that agent, authorize it (nil:
-// nothing more; else "" or what it needs, a 403), propose op.
-func serveLock[C any, P interface {
-	*C
-	Validate() error
-}](s *Server, w http.ResponseWriter, r *http.Request, op api.Op, actor func(C) (field, id string), authorize func(C, *Identity) string) {
-	var cmd C
-	if err := decodeLockBody(w, r, P(&cmd)); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if field, who := actor(cmd); !s.admit(w, r, field, who) {
-		return
-	}
-	if authorize != nil {
-		if id := IdentityFrom(r.Context()); s.auth != nil {
-			if need := authorize(cmd, id); need != "" {
-				s.auth.forbid(w, r, id, need)
-				return
+// The lock writes, each one command through the one pipeline
+// (pipeline.go): the holder (or, forcing a release, the one who forces)
+// admitted; forcing needs a moderator or an admin.
+var (
+	lockAcquire = writeSpec[api.LockAcquireCommand, *api.LockAcquireCommand]{op: api.OpLockAcquire,
+		actor:  func(c *api.LockAcquireCommand) (string, string) { return "holder", c.Holder },
+		answer: answerLock}
+	lockRenew = writeSpec[api.LockRenewCommand, *api.LockRenewCommand]{op: api.OpLockRenew,
+		actor:  func(c *api.LockRenewCommand) (string, string) { return "holder", c.Holder },
+		answer: answerLock}
+	lockRelease = writeSpec[api.LockReleaseCommand, *api.LockReleaseCommand]{op: api.OpLockRelease,
+		actor: func(c *api.LockReleaseCommand) (string, string) { return releaseActor(*c) },
+		authorize: func(id *Identity, c *api.LockReleaseCommand) string {
+			if c.Force {
+				return mayOverride(id, "force-releases lock "+strconv.Quote(clip(c.Path, 64)))
 			}
-		}
-	}
-	s.proposeLock(w, r, op, cmd)
-}
+			return ""
+		},
+		answer: answerLock}
+)
 
-// proposeLock commits a lock command and answers 200 with the result, or
-// 409 with LockConflictBody when the state machine refused it.
-func (s *Server) proposeLock(w http.ResponseWriter, r *http.Request, op api.Op, body any) {
-	raw, err := s.commit(r, op, body)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
+// answerLock answers a lock command's result: 200, or 409 with
+// LockConflictBody when the state machine refused it.
+func answerLock(s *Server, w http.ResponseWriter, r *http.Request, op api.Op, raw json.RawMessage) {
 	var res api.LockResult
 	if err := json.Unmarshal(raw, &res); err != nil || res.Outcome == "" {
 		s.writeError(w, r, fmt.Errorf("transport: unexpected %s result %.200s (%v)", op, raw, err))

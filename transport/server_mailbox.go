@@ -83,29 +83,18 @@ func pageLimit(q url.Values) (int, error) {
 	return int(limit), nil
 }
 
-func (s *Server) registerAgent(w http.ResponseWriter, r *http.Request) {
-	var cmd api.RegisterAgentCommand
-	if err := decodeBody(w, r, maxControlBytes, &cmd); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	// Who grants a role or a capability is decided once, here: an
-	// omitted role becomes the token's grant before the default.
-	id := IdentityFrom(r.Context())
-	need := mayRegister(id, &cmd)
-	cmd.Normalize()
-	if err := cmd.Validate(); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if !s.admit(w, r, "id", cmd.ID) {
-		return
-	}
-	if need != "" {
-		s.auth.forbid(w, r, id, need)
-		return
-	}
-	s.propose(w, r, api.OpRegisterAgent, cmd)
+// agentRegister is POST /v1/agents: the agent registers itself (or an
+// admin registers it); who grants a role or a capability is decided once,
+// by mayRegister, after an omitted role became the token's grant.
+var agentRegister = writeSpec[api.RegisterAgentCommand, *api.RegisterAgentCommand]{op: api.OpRegisterAgent,
+	bind: func(r *http.Request, c *api.RegisterAgentCommand) error {
+		if id := IdentityFrom(r.Context()); c.Role == "" && id != nil && id.AgentRole != "" {
+			c.Role = id.AgentRole
+		}
+		return nil
+	},
+	actor:     func(c *api.RegisterAgentCommand) (string, string) { return "id", c.ID },
+	authorize: mayRegister,
 }
 
 func (s *Server) unregisterAgent(w http.ResponseWriter, r *http.Request) {
@@ -295,20 +284,7 @@ func (s *Server) cursor(w http.ResponseWriter, r *http.Request) {
 
 // setCursor serves PUT /v1/agents/{id}/cursor, body {"seq":N}; the cursor
 // never moves back.
-func (s *Server) setCursor(w http.ResponseWriter, r *http.Request) {
-	var cmd api.SetCursorCommand
-	if err := decodeBody(w, r, maxControlBytes, &cmd); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if cmd.Agent != "" && cmd.Agent != r.PathValue("id") {
-		s.writeError(w, r, &api.FieldError{Field: "agent", Reason: "differs from the agent in the path"})
-		return
-	}
-	cmd.Agent = r.PathValue("id")
-	if err := cmd.Validate(); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.propose(w, r, api.OpSetCursor, cmd)
-}
+// cursorSet is PUT /v1/agents/{id}/cursor: a watcher's cursor, the
+// agent the path's (the route's rule admits it).
+var cursorSet = writeSpec[api.SetCursorCommand, *api.SetCursorCommand]{op: api.OpSetCursor,
+	bind: pathAgentInto(func(c *api.SetCursorCommand) *string { return &c.Agent })}

@@ -38,102 +38,34 @@ const maxTaskBody = 256 << 10
 // taskBodyWhy ends a task request's 413.
 const taskBodyWhy = " (a task's text and JSON fields are at most 64 KiB each)"
 
-func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
-	var cmd api.TaskCreateCommand
-	if err := s.decodeRouteBody(w, r, &cmd); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if res, ok := s.proposeCreate(w, r, cmd); ok {
-		writeJSON(w, http.StatusOK, res)
-	}
-}
-
-// proposeCreate normalizes, validates, admits, guards and proposes a
-// create; false means it has answered.
-func (s *Server) proposeCreate(w http.ResponseWriter, r *http.Request, cmd api.TaskCreateCommand) (api.TaskResult, bool) {
-	cmd.Normalize(s.opts.Now())
-	if err := cmd.Validate(); err != nil {
-		s.writeError(w, r, err)
-		return api.TaskResult{}, false
-	}
-	if !s.admit(w, r, "from", cmd.From) {
-		return api.TaskResult{}, false
-	}
-	return s.proposeTask(w, r, api.OpTaskCreate, cmd)
-}
-
-func (s *Server) completeTask(w http.ResponseWriter, r *http.Request) {
-	var cmd api.TaskCompleteCommand
-	if !s.decodeTaskCommand(w, r, &cmd, &cmd.ID) || !s.admit(w, r, "agent", cmd.Agent) {
-		return
-	}
-	if res, ok := s.proposeComplete(w, r, cmd); ok {
-		writeJSON(w, http.StatusOK, res)
-	}
-}
-
-// proposeComplete guards and proposes a validated, admitted completion;
-// false means it has answered.
-func (s *Server) proposeComplete(w http.ResponseWriter, r *http.Request, cmd api.TaskCompleteCommand) (api.TaskResult, bool) {
-	return s.proposeTask(w, r, api.OpTaskComplete, cmd)
-}
-
-// actOnTask serves POST /v1/tasks/{id}/VERB for op, whose command C names
-// its task and the agent it acts as where ref points (field is that
-// agent's name in the body): the body read into a C (decodeTaskCommand),
-// the agent admitted, the command proposed and its api.TaskResult
-// answered.
-func actOnTask[C any, P interface {
-	*C
-	Validate() error
-}](s *Server, w http.ResponseWriter, r *http.Request, op api.Op, field string, ref func(P) (id, agent *string)) {
-	cmd := P(new(C))
-	id, agent := ref(cmd)
-	if s.decodeTaskCommand(w, r, cmd, id) && s.admit(w, r, field, *agent) {
-		s.answerTask(w, r, op, cmd)
-	}
-}
-
-func (s *Server) claimTask(w http.ResponseWriter, r *http.Request) {
-	actOnTask(s, w, r, api.OpTaskClaim, "agent", func(c *api.TaskClaimCommand) (id, agent *string) { return &c.ID, &c.Agent })
-}
-
-func (s *Server) taskProgress(w http.ResponseWriter, r *http.Request) {
-	actOnTask(s, w, r, api.OpTaskProgress, "agent", func(c *api.TaskProgressCommand) (id, agent *string) { return &c.ID, &c.Agent })
-}
-
-func (s *Server) handoffTask(w http.ResponseWriter, r *http.Request) {
-	actOnTask(s, w, r, api.OpTaskHandoff, "agent", func(c *api.TaskHandoffCommand) (id, agent *string) { return &c.ID, &c.Agent })
-}
-
-func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request) {
-	actOnTask(s, w, r, api.OpTaskCancel, "from", func(c *api.TaskCancelCommand) (id, agent *string) { return &c.ID, &c.From })
-}
-
-// decodeTaskCommand reads the body of POST /v1/tasks/{id}/VERB into cmd,
-// whose id field is id: the path's id, which a body may repeat but not
-// contradict; then validates it. false means it has answered.
-func (s *Server) decodeTaskCommand(w http.ResponseWriter, r *http.Request, cmd interface{ Validate() error }, id *string) bool {
-	if err := s.decodeRouteBody(w, r, cmd); err != nil {
-		s.writeError(w, r, err)
-		return false
-	}
-	return s.pathCommand(w, r, id, "task", cmd.Validate)
-}
-
-// answerTask proposes op and answers with its api.TaskResult.
-func (s *Server) answerTask(w http.ResponseWriter, r *http.Request, op api.Op, body any) {
-	if res, ok := s.proposeTask(w, r, op, body); ok {
-		writeJSON(w, http.StatusOK, res)
-	}
-}
-
-// proposeTask commits a task command and decodes its api.TaskResult;
-// false means it has answered with the error.
-func (s *Server) proposeTask(w http.ResponseWriter, r *http.Request, op api.Op, body any) (api.TaskResult, bool) {
-	return proposeResult(s, w, r, op, body, func(res api.TaskResult) bool { return res.ID != "" })
-}
+// The task writes, each one command through the one pipeline
+// (pipeline.go): the path's id bound, the command validated, the agent it
+// acts as admitted, the text guarded, the result answered.
+var (
+	taskCreate = writeSpec[api.TaskCreateCommand, *api.TaskCreateCommand]{op: api.OpTaskCreate,
+		actor:  func(c *api.TaskCreateCommand) (string, string) { return "from", c.From },
+		answer: answerTask}
+	taskClaim = writeSpec[api.TaskClaimCommand, *api.TaskClaimCommand]{op: api.OpTaskClaim,
+		bind:   pathID("task", func(c *api.TaskClaimCommand) *string { return &c.ID }),
+		actor:  func(c *api.TaskClaimCommand) (string, string) { return "agent", c.Agent },
+		answer: answerTask}
+	taskProgress = writeSpec[api.TaskProgressCommand, *api.TaskProgressCommand]{op: api.OpTaskProgress,
+		bind:   pathID("task", func(c *api.TaskProgressCommand) *string { return &c.ID }),
+		actor:  func(c *api.TaskProgressCommand) (string, string) { return "agent", c.Agent },
+		answer: answerTask}
+	taskComplete = writeSpec[api.TaskCompleteCommand, *api.TaskCompleteCommand]{op: api.OpTaskComplete,
+		bind:   pathID("task", func(c *api.TaskCompleteCommand) *string { return &c.ID }),
+		actor:  func(c *api.TaskCompleteCommand) (string, string) { return "agent", c.Agent },
+		answer: answerTask}
+	taskHandoff = writeSpec[api.TaskHandoffCommand, *api.TaskHandoffCommand]{op: api.OpTaskHandoff,
+		bind:   pathID("task", func(c *api.TaskHandoffCommand) *string { return &c.ID }),
+		actor:  func(c *api.TaskHandoffCommand) (string, string) { return "agent", c.Agent },
+		answer: answerTask}
+	taskCancel = writeSpec[api.TaskCancelCommand, *api.TaskCancelCommand]{op: api.OpTaskCancel,
+		bind:   pathID("task", func(c *api.TaskCancelCommand) *string { return &c.ID }),
+		actor:  func(c *api.TaskCancelCommand) (string, string) { return "from", c.From },
+		answer: answerTask}
+)
 
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
@@ -190,9 +122,11 @@ const (
 // machine still refuses it if the claim moved on before the entry.
 func (s *Server) sendTask(w http.ResponseWriter, r *http.Request, tm *dialect.TaskMessage) {
 	if tm.Create != nil {
-		if res, ok := s.proposeCreate(w, r, *tm.Create); ok {
-			writeJSON(w, http.StatusOK, TaskMessageResponse{Action: TaskActionCreated, TaskResult: res})
-		}
+		spec := taskCreate
+		spec.answer = answerAs(taskDone, func(res api.TaskResult) any {
+			return TaskMessageResponse{Action: TaskActionCreated, TaskResult: res}
+		})
+		spec.serve(s, w, r, tm.Create)
 		return
 	}
 	cmd := *tm.Complete
@@ -219,7 +153,8 @@ func (s *Server) sendTask(w http.ResponseWriter, r *http.Request, tm *dialect.Ta
 		return
 	}
 	cmd.Fence = t.Fence
-	if res, ok := s.proposeComplete(w, r, cmd); ok {
+	res, ok := proposeResult(s, w, r, api.OpTaskComplete, cmd, taskDone)
+	if ok {
 		writeJSON(w, http.StatusOK, TaskMessageResponse{Action: TaskActionCompleted, TaskResult: res})
 	}
 }

@@ -2,9 +2,10 @@ package transport
 
 import (
 	"fmt"
-	"github.com/maos-project/maos/api"
 	"net/http"
 	"strings"
+
+	"github.com/maos-project/maos/api"
 )
 
 // requireNodeCert refuses, over TLS, a node-to-node request -- anything
