@@ -55,12 +55,24 @@ type Proposer interface {
 // Reader is the node's own replicated state as the handlers read it,
 // after Proposer.Linearize: the queries of *fsm.FSM they use, and nothing
 // that changes the state. Each method is the fsm.FSM method of the same
-// name (see there for shapes and errors).
+// name (see there for shapes and errors). It is the sum of small readers,
+// one per resource, so a part of the server that needs one resource (the
+// token check, the stream) holds only that one.
 type Reader interface {
-	// ClusterID is the cluster's id (api.OpClusterID), "" until this node
-	// applied it; requests of nodes of another cluster are refused
-	// (HeaderCluster).
-	ClusterID() string
+	MailboxReader
+	AgentReader
+	CoordinationReader
+	RulesReader
+	TaskReader
+	ApprovalReader
+	ArtifactReader
+	SettingsReader
+	TokenReader
+	AppliedWatcher
+}
+
+// MailboxReader reads messages, channels, threads, receipts and inboxes.
+type MailboxReader interface {
 	Message(id string) (*api.Message, error)
 	MessagesAfter(after uint64, limit int) (api.Page, error)
 	ChannelPage(channel string, after uint64, limit int) (api.Page, error)
@@ -69,46 +81,80 @@ type Reader interface {
 	Receipts(id string) (api.Receipts, error)
 	Inbox(agent string, q api.InboxQuery) (api.InboxPage, error)
 	InboxCounts(agent string) (api.InboxCounts, error)
+	OverviewFor(viewer *api.Viewer, channel string, after uint64, limit int) (api.OverviewPage, error)
+}
+
+// AgentReader reads the registry and what a watcher keeps per agent: its
+// cursor, its lease, its delivery policies.
+type AgentReader interface {
+	Agent(id string) (*api.Agent, error)
+	Agents(q api.AgentQuery) (api.AgentPage, error)
+	Roles() (map[string]uint64, error)
 	CursorOf(agent string) (api.Cursor, error)
 	AgentLeaseOf(agent string) (*api.AgentLease, error)
 	AgentLeases() (api.AgentLeasePage, error)
 	Policies(agent string, now time.Time) (api.PolicySet, error)
+}
 
-	Agent(id string) (*api.Agent, error)
-	Agents(q api.AgentQuery) (api.AgentPage, error)
-	Roles() (map[string]uint64, error)
-
+// CoordinationReader reads the bulletin and the locks.
+type CoordinationReader interface {
 	Bulletin() (api.Bulletin, error)
 	Locks(q api.LockQuery) (api.LockPage, error)
 	CheckLock(path string, token uint64) (api.LockCheck, error)
+}
 
+// RulesReader reads the communication rules and the audit trail.
+type RulesReader interface {
 	Rules() (api.RulesState, error)
 	CheckRules(from, fromRole, to, toRole string) (api.RulesCheck, error)
 	CheckInterrupt(from, fromRole string) (api.RulesCheck, error)
 	Audit(after uint64, limit int) (fsm.AuditPage, error)
-	OverviewFor(viewer *api.Viewer, channel string, after uint64, limit int) (api.OverviewPage, error)
+}
 
+// TaskReader reads tasks and the task events the stream carries.
+type TaskReader interface {
 	Task(id string) (*api.Task, error)
 	Tasks(q api.TaskQuery) (api.TaskPage, error)
 	TaskEvents(after uint64, limit int) (api.TaskUpdatePage, error)
+}
 
+// ApprovalReader reads approvals and the approval events the stream
+// carries.
+type ApprovalReader interface {
 	Approval(id string) (*api.Approval, error)
 	Approvals(q api.ApprovalQuery) (api.ApprovalPage, error)
 	PendingApprovalsFor(agent string) (int, error)
 	ApprovalEvents(after uint64, limit int) (api.ApprovalUpdatePage, error)
+}
 
+// ArtifactReader reads artifacts' records.
+type ArtifactReader interface {
 	// ArtifactFor is an artifact's record as viewer reads it: one it may
 	// not read is not found (fsm's canReadArtifact, beside the messages'
 	// visibility rule).
 	ArtifactFor(id string, viewer *api.Viewer) (*api.Artifact, error)
 	Artifacts(q api.ArtifactQuery) (api.ArtifactPage, error)
 	ArtifactUsage(agent string) (used, quota int64, err error)
+}
 
+// SettingsReader reads the cluster's identity and settings.
+type SettingsReader interface {
+	// ClusterID is the cluster's id (api.OpClusterID), "" until this node
+	// applied it; requests of nodes of another cluster are refused
+	// (HeaderCluster).
+	ClusterID() string
 	Config() (api.ClusterConfig, error)
 	RetentionOf(channel string) (api.Retention, error)
+}
+
+// TokenReader reads the API tokens: what the token check needs.
+type TokenReader interface {
 	Tokens() ([]api.Token, error)
 	TokenByHash(hash string) (*api.Token, error)
+}
 
+// AppliedWatcher is what a stream needs to wait for the state to move.
+type AppliedWatcher interface {
 	// Changed is closed after the next applied batch: streams wait on it.
 	Changed() <-chan struct{}
 	// AppliedIndex is the index of the last applied entry, stored after
