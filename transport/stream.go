@@ -198,6 +198,22 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// streamState is what a stream reads: messages, the task and approval
+// events, the registry entry of the agent it filters for, and the applied
+// index it must not read past.
+type streamState interface {
+	MailboxReader
+	objectEvents
+	Agent(id string) (*api.Agent, error)
+	AppliedWatcher
+}
+
+// objectEvents are the task and approval events a stream carries.
+type objectEvents interface {
+	TaskEvents(after uint64, limit int) (api.TaskUpdatePage, error)
+	ApprovalEvents(after uint64, limit int) (api.ApprovalUpdatePage, error)
+}
+
 // objectUpdate is one object event: what entry index did to a task or an
 // approval (exactly one set), and the kind of event it is sent as.
 type objectUpdate struct {
@@ -215,7 +231,7 @@ type objectUpdate struct {
 // that stops short (a full page of messages or of object updates) bounds
 // how far the other may go, so the order holds across pages. What is left
 // out is the next call's: it was applied after the caller took Changed.
-func (s *Server) streamOnce(w io.Writer, state Reader, viewer *api.Viewer, f streamFilter, pos *streamPos) (bool, error) {
+func (s *Server) streamOnce(w io.Writer, state streamState, viewer *api.Viewer, f streamFilter, pos *streamPos) (bool, error) {
 	var (
 		msgs       []*api.Message
 		ups        []objectUpdate
@@ -336,7 +352,7 @@ func (f streamFilter) carries(u *objectUpdate, entry *api.Agent) bool {
 // streamRead returns the next messages after seq for the stream's filter
 // and whether more are ready. An agent with no inbox yet has nothing to
 // send (its inbox starts with its first message).
-func streamRead(state Reader, agent, channel string, after uint64) ([]*api.Message, bool, error) {
+func streamRead(state MailboxReader, agent, channel string, after uint64) ([]*api.Message, bool, error) {
 	if agent == "" {
 		var page api.Page
 		var err error
@@ -376,7 +392,7 @@ func streamRead(state Reader, agent, channel string, after uint64) ([]*api.Messa
 // time; where one stops short the merge stops too, at that page's last
 // entry (which it holds whole), so neither kind runs ahead of the other.
 // A kind the stream does not carry is not read.
-func readObjects(state Reader, after uint64, kinds map[string]bool) ([]objectUpdate, bool, error) {
+func readObjects(state objectEvents, after uint64, kinds map[string]bool) ([]objectUpdate, bool, error) {
 	var (
 		tasks     api.TaskUpdatePage
 		approvals api.ApprovalUpdatePage
