@@ -18,7 +18,6 @@ var update = flag.Bool("update", false, "rewrite docs/CLI.md's maosctl part from
 // after changing a command, regenerate it with
 // go test ./cli/maosctl -run TestCLIReference -update.
 func TestCLIReference(t *testing.T) {
-	newTestEnv(t) // clears the environment the defaults read
 	// A MAOS_* variable would show as a flag's default.
 	for _, kv := range os.Environ() {
 		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "MAOS_") {
