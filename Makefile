@@ -70,7 +70,7 @@ chaos: build
 	$(CHAOS) --netns --nodes 5 --hold 5s --out chaos-out
 	$(CHAOS) --netns --nodes 3 --together --hold 4s --out chaos-out
 
-# The README's picture of the console, taken by its browser test.
+# The console's picture in README.md and docs/CONSOLE.md, taken by its browser test.
 console-png:
 	MAOS_CONSOLE_PNG=$(CURDIR)/docs/console.png $(GO) test -count=1 -run 'TestConsoleLiveFeedApprovalsAndCluster' ./testing/system
 

@@ -20,7 +20,7 @@ var openAPIDoc []byte
 func OpenAPI() []byte { return bytes.Clone(openAPIDoc) }
 
 // openAPI serves GET /v1/openapi.json. It is public: the document holds
-// nothing a caller could not learn from README.md, and a client reads it
+// nothing a caller could not learn from docs/API.md, and a client reads it
 // to learn that the API wants a bearer token.
 func (s *Server) openAPI(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")

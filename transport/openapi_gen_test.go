@@ -320,7 +320,7 @@ func generateOpenAPI(routes []transport.Route) ([]byte, error) {
 			"title":   "maos HTTP API",
 			"version": "v1",
 			"summary": "a Raft-replicated mailbox cluster for AI agent farms",
-			"description": "JSON in and out; README.md's \"HTTP API v1\" describes every route in words. " +
+			"description": "JSON in and out; docs/API.md describes the conventions every route follows. " +
 				"With --auth every route but the public ones (the probes and this document) needs `Authorization: Bearer <token>`; " +
 				"each operation's x-maos-access says which tokens may call it: any (any valid token; a body's from/agent/holder must be the token's agent, or any for an admin), " +
 				"admin, actor (the agent that x-maos-access-param names, a path or ?query parameter, must be the token's own; admins act as anyone) or reader (that agent's own token or a moderator's). " +

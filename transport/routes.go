@@ -345,5 +345,5 @@ func capBody(pattern string, c bodyCap, stall time.Duration, h http.Handler) htt
 // notFound is the JSON 404 of every path no other route matches.
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	s.writeError(w, r, &api.APIError{Status: http.StatusNotFound, Code: api.CodeNotFound,
-		Message: fmt.Sprintf("no endpoint %s %s; see README.md for the API", r.Method, r.URL.Path)})
+		Message: fmt.Sprintf("no endpoint %s %s; see docs/API.md and GET /v1/openapi.json", r.Method, r.URL.Path)})
 }

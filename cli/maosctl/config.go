@@ -42,7 +42,7 @@ Settings:
                    accept: stored, for agents addressed before they exist
                    (and imports of old mailboxes).
    auth_required   set by a leader running with --auth; false takes the
-                   cluster off auth on purpose (README: Authentication).
+                   cluster off auth on purpose (docs/FARM.md: Authentication).
    escalation_target  an agent id or role:NAME that also gets the incident of
                    a task whose lease expired max_attempts times ("" : the
                    task's creator alone).

@@ -17,7 +17,7 @@ import (
 )
 
 // The gate policy: which of a coding agent's tool calls need a human
-// approval before they run (README "Approvals"). A YAML file named by
+// approval before they run (docs/TASKS.md, "The gate"). A YAML file named by
 // --gate or $MAOS_GATE_FILE:
 //
 //	gates:

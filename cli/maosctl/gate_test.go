@@ -13,7 +13,7 @@ import (
 	"github.com/maos-project/maos/api"
 )
 
-// examplePolicy is README's example gate policy.
+// examplePolicy is docs/TASKS.md's example gate policy.
 const examplePolicy = `gates:
   - tool: Bash
     match: 'git push|rm -rf'
@@ -175,18 +175,18 @@ func TestGatePolicyMatch(t *testing.T) {
 	}
 }
 
-// README's gate policy is examplePolicy, as these tests read it, and the
+// docs/TASKS.md's gate policy is examplePolicy, as these tests read it, and the
 // PreToolUse hook timeout it shows for it is above its longest gate
 // timeout plus the hook's last read, so Claude Code never stops the hook
 // before it answers.
-func TestGatePolicyREADME(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+func TestGatePolicyDoc(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "TASKS.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(readme)
 	if !strings.Contains(text, "```yaml\n"+examplePolicy+"```\n") {
-		t.Errorf("README has no yaml block holding examplePolicy exactly")
+		t.Errorf("docs/TASKS.md has no yaml block holding examplePolicy exactly")
 	}
 	p, err := parseGatePolicy([]byte(examplePolicy))
 	if err != nil {
@@ -198,10 +198,10 @@ func TestGatePolicyREADME(t *testing.T) {
 	}
 	m := regexp.MustCompile(`"PreToolUse": \[\{"matcher": "[^"]*", "hooks": \[\{"type": "command", "timeout": (\d+),\s+"command": "maosctl hook claude-code [^"]*--gate `).FindStringSubmatch(text)
 	if m == nil {
-		t.Fatalf("README shows no PreToolUse hook with a timeout and --gate")
+		t.Fatalf("docs/TASKS.md shows no PreToolUse hook with a timeout and --gate")
 	}
 	secs, _ := strconv.Atoi(m[1])
 	if hook := time.Duration(secs) * time.Second; hook <= longest+hookDefaultMaxTime {
-		t.Errorf("README's hook timeout %s is not above the longest gate timeout %s plus the last read's %s", hook, longest, hookDefaultMaxTime)
+		t.Errorf("docs/TASKS.md's hook timeout %s is not above the longest gate timeout %s plus the last read's %s", hook, longest, hookDefaultMaxTime)
 	}
 }

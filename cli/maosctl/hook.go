@@ -150,7 +150,7 @@ UserPromptSubmit and on a Stop it blocks, IDLE on any other Stop, on
 Claude Code's idle_prompt Notification and on SessionStart (not after a
 compaction). Tool calls report nothing. It is one more request, bounded by
 --max-time, and only when the node answered the ones before it; a
-watcher's own heartbeats do not overwrite it (README, "Busy or idle").
+watcher's own heartbeats do not overwrite it (docs/AGENTS.md, "Busy or idle").
 
 The digest lists unread messages urgent first, then newest first, one line
 each (id, from, priority, title), one line per thread with a count, at most
@@ -168,7 +168,7 @@ flag or dialect) exits 1. PreToolUse fails closed instead: a gate policy
 that cannot be read denies every call the hook sees, and a matching call
 is denied when there is no --agent, the address is malformed, or no node
 answers or it refuses the request; the reason says why. The policy's
-format: README, "Approvals".
+format: docs/TASKS.md, "The gate".
 
 Register it in ` + setup,
 		Flags: []cli.Flag{

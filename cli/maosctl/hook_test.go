@@ -244,7 +244,7 @@ func closedAddr(t *testing.T) string {
 
 // With no node answering, the hook exits 0 with one line on stderr; at
 // SessionStart it still tells the agent who it is and that the mailbox did
-// not answer (as README says), other events print nothing.
+// not answer (as docs/agents/claude-code.md says), other events print nothing.
 func TestHookOffline(t *testing.T) {
 	newTestEnv(t) // clears the environment
 	addr := closedAddr(t)

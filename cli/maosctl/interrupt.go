@@ -31,7 +31,7 @@ invocation on an urgent message.)
 
 Interrupting is its own right, apart from messaging: by default only agents
 of the roles master, orchestrator and supervisor, and moderators' tokens, may;
-a rules document's interrupt: list replaces the roles (README, Communication
+a rules document's interrupt: list replaces the roles (docs/CONFIG.md, Communication
 rules; 'maosctl rules check --interrupt --from A' asks). A refusal stores
 nothing but a BLOCKED line in the audit trail, sends no ESC and exits 1 with
 the rule's words.

@@ -553,7 +553,7 @@ func TestHelpTeaches(t *testing.T) {
 		}
 	}
 	walk(App().Commands)
-	// Every top-level command of README's maosctl table is there.
+	// Every top-level command the docs name is there.
 	have := map[string]bool{}
 	for _, c := range App().Commands {
 		have[c.Name] = true

@@ -47,7 +47,7 @@ can_send_to and can_receive_from lists, plus forbidden entries
 then the most specific subject's list (agent id over role over glob over *)
 for the sender and for the recipient; a pair no list speaks about gets the
 document's default (deny when it has allow lists, allow when it only
-forbids). See README.md, "Communication rules".`,
+forbids). See docs/CONFIG.md, "Communication rules".`,
 		Subcommands: []*cli.Command{
 			rulesGetCommand(),
 			rulesSetCommand(),

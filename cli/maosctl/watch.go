@@ -61,7 +61,7 @@ pane.
 
 A tmux agent's watcher reads its pane every second and reports IDLE or
 WORKING (source pane; 'maosctl who'); the defaults of idle_prompt and
-working_prompt fit Claude Code and Codex (README, "Busy or idle").
+working_prompt fit Claude Code and Codex (docs/AGENTS.md, "Busy or idle").
 
 --dry-run runs nothing, posts nothing and leaves the cursors alone: it prints,
 for each incoming message, which local agent would take it and with which

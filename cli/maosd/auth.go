@@ -73,7 +73,7 @@ func checkOpenAPI(bound net.Addr, auth, insecure bool) error {
 		return nil
 	}
 	return fmt.Errorf("--http-addr %s is reachable from other hosts and --auth is off: start every node with "+
-		"--auth --admin-token-file FILE (README, Authentication), or say --insecure-no-auth to serve it open anyway", bound)
+		"--auth --admin-token-file FILE (docs/FARM.md, Authentication), or say --insecure-no-auth to serve it open anyway", bound)
 }
 
 // checkGossipKey refuses --auth with gossip in the clear beyond loopback:

@@ -18,7 +18,7 @@ import (
 // Security is the throwaway secret material of a secure cluster
 // (Options.Secure), written under the cluster's directory: a CA, one
 // certificate per node signed by it, the admin bootstrap token and the
-// gossip key, the way an operator would make them (README, TLS and auth).
+// gossip key, the way an operator would make them (docs/FARM.md, TLS and Authentication).
 // Every node gets the same CA, token file and gossip key.
 // The certificates come from testing/tlstest: ECDSA P-256, serverAuth and
 // clientAuth, valid from an hour ago for a day.

@@ -1,6 +1,6 @@
 // Package tlstest makes throwaway TLS material for tests and test
 // harnesses: a CA and node certificates (ECDSA P-256) signed by it, as PEM
-// files, the way an operator's openssl commands would (see README.md, TLS).
+// files, the way an operator's openssl commands would (see docs/FARM.md, TLS).
 // It imports only the standard library, so any package can use it. The
 // functions taking a testing.TB fail the test on error; MakeCA, IssuePEM
 // and WriteNode return it, for code that has no test (the chaos runner).
