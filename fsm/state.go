@@ -154,3 +154,6 @@ func appendBucket(tx *bbolt.Tx, name []byte) *bbolt.Bucket {
 	b.FillPercent = appendFill
 	return b
 }
+
+// lastTS is the time of the latest applied entry.
+func lastTS(tx *bbolt.Tx) int64 { return int64(getU64(tx.Bucket(bucketMeta), keyLastTS)) }
