@@ -157,3 +157,18 @@ func appendBucket(tx *bbolt.Tx, name []byte) *bbolt.Bucket {
 
 // lastTS is the time of the latest applied entry.
 func lastTS(tx *bbolt.Tx) int64 { return int64(getU64(tx.Bucket(bucketMeta), keyLastTS)) }
+
+// mustPut and mustDelete write inside an apply transaction; bbolt fails
+// only on programming errors (empty or oversized key, read-only tx), and
+// the batch is abandoned.
+func mustPut(b *bbolt.Bucket, k, v []byte) {
+	if err := b.Put(k, v); err != nil {
+		panic(fmt.Sprintf("fsm: put %q: %v", k, err))
+	}
+}
+
+func mustDelete(b *bbolt.Bucket, k []byte) {
+	if err := b.Delete(k); err != nil {
+		panic(fmt.Sprintf("fsm: delete %q: %v", k, err))
+	}
+}
