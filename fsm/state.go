@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"go.etcd.io/bbolt"
 )
@@ -171,4 +172,12 @@ func mustDelete(b *bbolt.Bucket, k []byte) {
 	if err := b.Delete(k); err != nil {
 		panic(fmt.Sprintf("fsm: delete %q: %v", k, err))
 	}
+}
+
+// entryTime is the entry time ts as a UTC time, zero for 0.
+func entryTime(ts int64) time.Time {
+	if ts == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ts).UTC()
 }
