@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -180,4 +181,22 @@ func entryTime(ts int64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, ts).UTC()
+}
+
+// Dump writes every key and value of every bucket, in a fixed order, as
+// hex lines: a canonical form of the logical state, for comparing two
+// nodes or two runs byte for byte.
+func (f *FSM) Dump(w io.Writer) error {
+	return f.view(func(tx *bbolt.Tx) error {
+		for _, name := range allBuckets {
+			err := tx.Bucket(name).ForEach(func(k, v []byte) error {
+				fmt.Fprintf(w, "%s %x %x\n", name, k, v)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
