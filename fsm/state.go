@@ -15,7 +15,7 @@ import (
 var (
 	// bucketMeta: "applied_index", "applied_term" → u64; "last_ts" → i64.
 	bucketMeta = []byte("meta")
-	// The message log (messages.go): seq → message JSON; message id → seq
+	// The message log (message_store.go): seq → message JSON; message id → seq
 	// and hash; channel → counts; channel ‖ 0x00 ‖ seq → empty.
 	bucketMessages     = []byte("messages")
 	bucketIDs          = []byte("ids")
@@ -25,9 +25,10 @@ var (
 	bucketNodes = []byte("nodes")
 
 	// The mailbox model. Each bucket's key and value format is documented
-	// beside the code that owns it (agents.go, inbox.go, receipts.go,
-	// threads.go, audit.go, config.go, rules.go, bulletin.go, locks.go,
-	// retention.go, cursor.go).
+	// in its domain's store file (agent_store.go, inbox_store.go,
+	// receipt_store.go, thread_store.go, audit_store.go, config_store.go,
+	// rules_store.go, bulletin_store.go, lock_store.go, retention_store.go,
+	// cursor_store.go).
 	bucketAgents      = []byte("agents")
 	bucketAgentIndex  = []byte("agent_index")
 	bucketInbox       = []byte("inbox")
@@ -44,7 +45,7 @@ var (
 	bucketRetention   = []byte("retention")
 	bucketCursors     = []byte("cursors")
 
-	// Bearer tokens (tokens.go): id → token record; SHA-256 hex → id.
+	// Bearer tokens (token_store.go): id → token record; SHA-256 hex → id.
 	bucketTokens      = []byte("tokens")
 	bucketTokenHashes = []byte("token_hashes")
 
@@ -63,7 +64,7 @@ var (
 	bucketApprovalHistory = []byte("approval_history")
 	bucketApprovalEvents  = []byte("approval_events")
 
-	// Run-time delivery policies: policy.go.
+	// Run-time delivery policies: policy_store.go.
 	bucketPolicies = []byte("policies")
 
 	// Artifacts' metadata (artifact_store.go documents each layout).
@@ -77,7 +78,7 @@ var (
 	bucketNodeEventIDs = []byte("node_event_ids")
 
 	// bucketAgentLeases: agent id → agentLeaseRecord JSON, the fenced
-	// lease of the watcher that serves the agent (agent_lease.go).
+	// lease of the watcher that serves the agent (agent_lease_store.go).
 	bucketAgentLeases = []byte("agent_leases")
 
 	// bucketSenders (known.go): agent id → the 8-byte seq of its first
