@@ -72,3 +72,24 @@ func rulesAgentRole(tx *bbolt.Tx, id string) (string, bool) {
 	}
 	return a.Role, true
 }
+
+// CheckInterrupt answers whether from may interrupt an agent now, as an
+// interrupt's apply would decide for a caller that is not a moderator:
+// with from's registered role (none when it is not registered), or
+// fromRole when not "" ("what if"). The answer's To and ToRole are empty
+// and Interrupt is true.
+func (f *FSM) CheckInterrupt(from, fromRole string) (api.RulesCheck, error) {
+	out := api.RulesCheck{From: from, FromRole: fromRole, Interrupt: true}
+	err := f.view(func(tx *bbolt.Tx) error {
+		r, err := f.rules.load(tx)
+		if err != nil {
+			return err
+		}
+		if out.FromRole == "" {
+			out.FromRole, _ = rulesAgentRole(tx, from)
+		}
+		out.Allowed, out.Reason = r.MayInterrupt(out.From, out.FromRole)
+		return nil
+	})
+	return out, err
+}
