@@ -167,3 +167,6 @@ func resolveRecipients(tx *bbolt.Tx, m *api.Message, emptyOK bool) ([]recipient,
 	}
 	return out, nil
 }
+
+// isAlnum reports whether c is in [a-z0-9].
+func isAlnum(c byte) bool { return ('a' <= c && c <= 'z') || ('0' <= c && c <= '9') }

@@ -187,3 +187,17 @@ func approvalUpdate(tx *bbolt.Tx, seq, index uint64, v []byte) (api.ApprovalUpda
 	u.Approval = &snap
 	return u, nil
 }
+
+// ApprovalCount is the number of approvals in state st, counted from the
+// state index (a read for the node's metrics).
+func (f *FSM) ApprovalCount(st api.ApprovalState) (int, error) {
+	var n int
+	err := f.view(func(tx *bbolt.Tx) error {
+		n = countSeqs(indexSeqsAfter(tx.Bucket(bucketApprovalIndex), aidxState, string(st), 0))
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("fsm: approval count: %w", err)
+	}
+	return n, nil
+}

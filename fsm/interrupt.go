@@ -78,24 +78,3 @@ func (f *FSM) mayInterrupt(tx *bbolt.Tx, from string, moderator bool) (ok bool, 
 	ok, reason = r.MayInterrupt(from, role)
 	return ok, reason, nil
 }
-
-// CheckInterrupt answers whether from may interrupt an agent now, as an
-// interrupt's apply would decide for a caller that is not a moderator:
-// with from's registered role (none when it is not registered), or
-// fromRole when not "" ("what if"). The answer's To and ToRole are empty
-// and Interrupt is true.
-func (f *FSM) CheckInterrupt(from, fromRole string) (api.RulesCheck, error) {
-	out := api.RulesCheck{From: from, FromRole: fromRole, Interrupt: true}
-	err := f.view(func(tx *bbolt.Tx) error {
-		r, err := f.rules.load(tx)
-		if err != nil {
-			return err
-		}
-		if out.FromRole == "" {
-			out.FromRole, _ = rulesAgentRole(tx, from)
-		}
-		out.Allowed, out.Reason = r.MayInterrupt(out.From, out.FromRole)
-		return nil
-	})
-	return out, err
-}

@@ -16,37 +16,43 @@ type applyFunc func(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, err
 // registry maps each op to its apply function. Open builds it once per
 // FSM: the ops that read the rules are methods, for the FSM's
 // compiled-rules cache.
+//
+// Each apply is in its domain's <domain>_<op>.go (the file map is in
+// DESIGN.md); the comments below name them.
 func (f *FSM) registry() map[api.Op]applyFunc {
 	return map[api.Op]applyFunc{
-		api.OpSend:         f.applySend,
-		api.OpRegisterNode: applyRegisterNode,
-		api.OpSetConfig:    applySetConfig,
-		api.OpNodeEvent:    applyNodeEvent,
-		api.OpClusterID:    applyClusterID, // cluster_id.go
-		api.OpSetRules:     f.applySetRules,
+		api.OpSend:         f.applySend,       // message_send.go
+		api.OpRegisterNode: applyRegisterNode, // node_register.go
+		api.OpSetConfig:    applySetConfig,    // config_set.go
+		api.OpNodeEvent:    applyNodeEvent,    // node_event.go
+		api.OpClusterID:    applyClusterID,    // cluster_id.go
+		api.OpSetRules:     f.applySetRules,   // rules_set.go
 
-		// Mailbox: agents.go, inbox.go.
+		// Mailbox: agent_register.go, agent_unregister.go,
+		// inbox_mark_read.go, receipt_state.go.
 		api.OpRegisterAgent:   applyRegisterAgent,
 		api.OpUnregisterAgent: applyUnregisterAgent,
 		api.OpMarkRead:        applyMarkRead,
-		api.OpReceiptState:    applyReceiptState, // receipt_state.go
+		api.OpReceiptState:    applyReceiptState,
 
-		// Coordination: bulletin.go, locks.go.
+		// Coordination: bulletin_set.go, lock_acquire.go, lock_renew.go,
+		// lock_release.go, lock_release_holder.go.
 		api.OpSetBulletin:        applySetBulletin,
 		api.OpLockAcquire:        applyLockAcquire,
 		api.OpLockRenew:          applyLockRenew,
 		api.OpLockRelease:        applyLockRelease,
 		api.OpReleaseHolderLocks: applyReleaseHolderLocks,
 
-		// Retention: retention.go.
+		// Retention: retention_set.go, retention_trim.go.
 		api.OpSetRetention: applySetRetention,
 		api.OpTrim:         applyTrim,
 
-		// Watchers: cursor.go.
+		// Watchers: cursor_set.go, policy_set.go.
 		api.OpSetCursor: applySetCursor,
-		api.OpSetPolicy: applySetPolicy, // policy.go
+		api.OpSetPolicy: applySetPolicy,
 
-		// Agent failover: agent_lease.go and one file per op.
+		// Agent failover: agent_lease_acquire.go, agent_lease_renew.go,
+		// agent_lease_release.go.
 		api.OpAgentLeaseAcquire: applyAgentLeaseAcquire,
 		api.OpAgentLeaseRenew:   applyAgentLeaseRenew,
 		api.OpAgentLeaseRelease: applyAgentLeaseRelease,
@@ -55,12 +61,14 @@ func (f *FSM) registry() map[api.Op]applyFunc {
 		api.OpArtifactPut:    applyArtifactPut,
 		api.OpArtifactDelete: applyArtifactDelete,
 
-		// Authentication: token_create.go, token_revoke.go, denial.go.
+		// Authentication: token_create.go, token_revoke.go,
+		// audit_denial.go.
 		api.OpCreateToken: applyCreateToken,
 		api.OpRevokeToken: applyRevokeToken,
 		api.OpAuditDenial: applyAuditDenial,
 
-		// Tasks: task_create.go, task_claim.go, … task_tick.go.
+		// Tasks: task_create.go, task_claim.go, task_progress.go,
+		// task_complete.go, task_handoff.go, task_cancel.go.
 		api.OpTaskCreate:   f.applyTaskCreate,
 		api.OpTaskClaim:    onTask(f, api.OpTaskClaim, (*taskOp).claim),
 		api.OpTaskProgress: onTask(f, api.OpTaskProgress, (*taskOp).progress),

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
+	"time"
 
 	"go.etcd.io/bbolt"
 )
@@ -13,7 +15,7 @@ import (
 var (
 	// bucketMeta: "applied_index", "applied_term" → u64; "last_ts" → i64.
 	bucketMeta = []byte("meta")
-	// The message log (messages.go): seq → message JSON; message id → seq
+	// The message log (message_store.go): seq → message JSON; message id → seq
 	// and hash; channel → counts; channel ‖ 0x00 ‖ seq → empty.
 	bucketMessages     = []byte("messages")
 	bucketIDs          = []byte("ids")
@@ -23,9 +25,10 @@ var (
 	bucketNodes = []byte("nodes")
 
 	// The mailbox model. Each bucket's key and value format is documented
-	// beside the code that owns it (agents.go, inbox.go, receipts.go,
-	// threads.go, audit.go, config.go, rules.go, bulletin.go, locks.go,
-	// retention.go, cursor.go).
+	// in its domain's store file (agent_store.go, inbox_store.go,
+	// receipt_store.go, thread_store.go, audit_store.go, config_store.go,
+	// rules_store.go, bulletin_store.go, lock_store.go, retention_store.go,
+	// cursor_store.go).
 	bucketAgents      = []byte("agents")
 	bucketAgentIndex  = []byte("agent_index")
 	bucketInbox       = []byte("inbox")
@@ -42,7 +45,7 @@ var (
 	bucketRetention   = []byte("retention")
 	bucketCursors     = []byte("cursors")
 
-	// Bearer tokens (tokens.go): id → token record; SHA-256 hex → id.
+	// Bearer tokens (token_store.go): id → token record; SHA-256 hex → id.
 	bucketTokens      = []byte("tokens")
 	bucketTokenHashes = []byte("token_hashes")
 
@@ -61,7 +64,7 @@ var (
 	bucketApprovalHistory = []byte("approval_history")
 	bucketApprovalEvents  = []byte("approval_events")
 
-	// Run-time delivery policies: policy.go.
+	// Run-time delivery policies: policy_store.go.
 	bucketPolicies = []byte("policies")
 
 	// Artifacts' metadata (artifact_store.go documents each layout).
@@ -75,7 +78,7 @@ var (
 	bucketNodeEventIDs = []byte("node_event_ids")
 
 	// bucketAgentLeases: agent id → agentLeaseRecord JSON, the fenced
-	// lease of the watcher that serves the agent (agent_lease.go).
+	// lease of the watcher that serves the agent (agent_lease_store.go).
 	bucketAgentLeases = []byte("agent_leases")
 
 	// bucketSenders (known.go): agent id → the 8-byte seq of its first
@@ -153,4 +156,48 @@ func appendBucket(tx *bbolt.Tx, name []byte) *bbolt.Bucket {
 	b := tx.Bucket(name)
 	b.FillPercent = appendFill
 	return b
+}
+
+// lastTS is the time of the latest applied entry.
+func lastTS(tx *bbolt.Tx) int64 { return int64(getU64(tx.Bucket(bucketMeta), keyLastTS)) }
+
+// mustPut and mustDelete write inside an apply transaction; bbolt fails
+// only on programming errors (empty or oversized key, read-only tx), and
+// the batch is abandoned.
+func mustPut(b *bbolt.Bucket, k, v []byte) {
+	if err := b.Put(k, v); err != nil {
+		panic(fmt.Sprintf("fsm: put %q: %v", k, err))
+	}
+}
+
+func mustDelete(b *bbolt.Bucket, k []byte) {
+	if err := b.Delete(k); err != nil {
+		panic(fmt.Sprintf("fsm: delete %q: %v", k, err))
+	}
+}
+
+// entryTime is the entry time ts as a UTC time, zero for 0.
+func entryTime(ts int64) time.Time {
+	if ts == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ts).UTC()
+}
+
+// Dump writes every key and value of every bucket, in a fixed order, as
+// hex lines: a canonical form of the logical state, for comparing two
+// nodes or two runs byte for byte.
+func (f *FSM) Dump(w io.Writer) error {
+	return f.view(func(tx *bbolt.Tx) error {
+		for _, name := range allBuckets {
+			err := tx.Bucket(name).ForEach(func(k, v []byte) error {
+				fmt.Fprintf(w, "%s %x %x\n", name, k, v)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

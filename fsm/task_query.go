@@ -152,3 +152,31 @@ func taskUpdate(tx *bbolt.Tx, seq, index uint64, v []byte) (api.TaskUpdate, erro
 	u.Task = &snap
 	return u, nil
 }
+
+// TaskCounts is the number of tasks in each state (every state of
+// TaskStates, zero included), counted from the state index without
+// decoding a task: a read for the node's metrics at scrape time, never
+// called by apply.
+func (f *FSM) TaskCounts() (map[api.TaskState]int, error) {
+	out := make(map[api.TaskState]int, len(api.TaskStates))
+	err := f.view(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketTaskIndex)
+		for _, st := range api.TaskStates {
+			out[st] = countSeqs(indexSeqsAfter(b, tidxState, string(st), 0))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fsm: task counts: %w", err)
+	}
+	return out, nil
+}
+
+// countSeqs drains next and counts what it yielded.
+func countSeqs(next func() (uint64, bool)) int {
+	n := 0
+	for _, ok := next(); ok; _, ok = next() {
+		n++
+	}
+	return n
+}

@@ -6,7 +6,7 @@ import (
 	"github.com/maos-project/maos/api"
 )
 
-// Run-time delivery policies (fsm/policy.go). Reading an agent's policy
+// Run-time delivery policies (fsm/policy_set.go). Reading an agent's policy
 // needs any valid token: its watchers, its senders and the console may
 // all ask how it takes mail. Setting or clearing one acts as the agent,
 // like a presence heartbeat: the agent's own token or an admin's (a

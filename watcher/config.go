@@ -36,7 +36,7 @@ const (
 	DefaultMaxForks        = 4
 )
 
-// Delivery policies (the names a run-time policy uses too, fsm/policy.go;
+// Delivery policies (the names a run-time policy uses too, fsm/policy_set.go;
 // quiet has no YAML form) and delivery kinds.
 const (
 	PolicyQueue     = api.PolicyQueue

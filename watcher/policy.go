@@ -8,7 +8,7 @@ import (
 )
 
 // The watcher's delivery mode for a message, in one place: the agent's
-// run-time policy (maosctl policy set, replicated: fsm/policy.go) wins
+// run-time policy (maosctl policy set, replicated: fsm/policy_set.go) wins
 // over the YAML (AgentConfig.ModeFor). The scheduler reads the run-time layer
 // every policyPoll and decides each message's mode again, by this host's
 // clock, every time it schedules, so a change or an end takes effect

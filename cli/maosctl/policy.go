@@ -11,7 +11,7 @@ import (
 	"github.com/maos-project/maos/api"
 )
 
-// The run-time delivery policy of an agent (fsm/policy.go): set, shown
+// The run-time delivery policy of an agent (fsm/policy_set.go): set, shown
 // and cleared here, followed by every watcher of the agent.
 
 func policyCommand() *cli.Command {

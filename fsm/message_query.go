@@ -2,10 +2,7 @@ package fsm
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
-	"io"
-	"sort"
 
 	"go.etcd.io/bbolt"
 
@@ -98,46 +95,4 @@ func (f *FSM) Channels() ([]api.ChannelInfo, error) {
 		})
 	})
 	return out, err
-}
-
-// Nodes returns every registered node, by node id.
-func (f *FSM) Nodes() ([]NodeInfo, error) {
-	var out []NodeInfo
-	err := f.view(func(tx *bbolt.Tx) (err error) {
-		out, err = decodeAll[NodeInfo](tx.Bucket(bucketNodes), "node")
-		return err
-	})
-	sort.Slice(out, func(i, j int) bool { return out[i].NodeID < out[j].NodeID })
-	return out, err
-}
-
-// Node returns one registered node, or an error wrapping ErrNotFound.
-func (f *FSM) Node(id string) (NodeInfo, error) {
-	var n NodeInfo
-	err := f.view(func(tx *bbolt.Tx) error {
-		v := tx.Bucket(bucketNodes).Get([]byte(id))
-		if v == nil {
-			return notFound("node %s", id)
-		}
-		return json.Unmarshal(v, &n)
-	})
-	return n, err
-}
-
-// Dump writes every key and value of every bucket, in a fixed order, as
-// hex lines: a canonical form of the logical state, for comparing two
-// nodes or two runs byte for byte.
-func (f *FSM) Dump(w io.Writer) error {
-	return f.view(func(tx *bbolt.Tx) error {
-		for _, name := range allBuckets {
-			err := tx.Bucket(name).ForEach(func(k, v []byte) error {
-				fmt.Fprintf(w, "%s %x %x\n", name, k, v)
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
 }

@@ -11,17 +11,6 @@ import (
 // bucketConfig: setting name → its JSON value. Settings are cluster-wide
 // and replicated; an unset setting has its default.
 
-func applySetConfig(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
-	var cmd api.SetConfigCommand
-	if err := decodeCommand(api.OpSetConfig, body, &cmd); err != nil {
-		return nil, err
-	}
-	mustPut(tx.Bucket(bucketConfig), []byte(cmd.Key), cmd.Value)
-	audit(tx, index, ts, api.AuditEvent{Kind: AuditConfig, Label: "CONFIG", Text: cmd.Key + "=" + string(cmd.Value)})
-	cfg := readConfig(tx)
-	return &cfg, nil
-}
-
 // readConfig reads the settings inside a transaction; unset ones keep
 // their defaults.
 func readConfig(tx *bbolt.Tx) api.ClusterConfig {
@@ -50,14 +39,4 @@ func readConfig(tx *bbolt.Tx) api.ClusterConfig {
 		_ = json.Unmarshal(v, &cfg.UnknownRecipients)
 	}
 	return cfg
-}
-
-// Config returns the cluster settings.
-func (f *FSM) Config() (api.ClusterConfig, error) {
-	var cfg api.ClusterConfig
-	err := f.view(func(tx *bbolt.Tx) error {
-		cfg = readConfig(tx)
-		return nil
-	})
-	return cfg, err
 }

@@ -3,59 +3,15 @@ package fsm
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
-	"time"
 
 	"go.etcd.io/bbolt"
 
 	"github.com/maos-project/maos/api"
 )
 
-// bucketRetention: channel → Retention JSON: the channel's policy and what
-// it has trimmed so far.
-
 // MaxTrimPerEntry bounds the messages one trim entry removes, so one apply
 // batch stays small; TrimResult.More says another trim is due.
 const MaxTrimPerEntry = 10000
-
-func loadRetention(tx *bbolt.Tx, channel string) (api.Retention, bool) {
-	v := tx.Bucket(bucketRetention).Get([]byte(channel))
-	if v == nil {
-		return api.Retention{Channel: channel}, false
-	}
-	var r api.Retention
-	if json.Unmarshal(v, &r) != nil {
-		return api.Retention{Channel: channel}, false
-	}
-	return r, true
-}
-
-func putRetention(tx *bbolt.Tx, r api.Retention) {
-	data, err := json.Marshal(r)
-	if err != nil {
-		panic(fmt.Sprintf("fsm: retention: encode: %v", err))
-	}
-	if err := tx.Bucket(bucketRetention).Put([]byte(r.Channel), data); err != nil {
-		panic(fmt.Sprintf("fsm: retention: put: %v", err))
-	}
-}
-
-func applySetRetention(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
-	var cmd api.SetRetentionCommand
-	if err := json.Unmarshal(body, &cmd); err != nil {
-		return nil, fmt.Errorf("fsm: apply set_retention: decode: %w", err)
-	}
-	age, err := cmd.Validate()
-	if err != nil {
-		return nil, fmt.Errorf("fsm: apply set_retention: %w", err)
-	}
-	r, _ := loadRetention(tx, cmd.Channel)
-	r.MaxAge, r.MaxMessages = age, cmd.MaxMessages
-	putRetention(tx, r)
-	audit(tx, index, ts, api.AuditEvent{Kind: AuditTrim, Label: "RETENTION",
-		Text: fmt.Sprintf("channel %s: max_age=%v max_messages=%d", cmd.Channel, age, cmd.MaxMessages)})
-	return trim(tx, index, ts, r), nil
-}
 
 func applyTrim(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
 	var cmd api.TrimCommand
@@ -134,54 +90,4 @@ func trim(tx *bbolt.Tx, index uint64, ts int64, r api.Retention) *api.TrimResult
 	}
 	res.Retention = r
 	return res
-}
-
-// Retentions lists every channel policy, by channel.
-func (f *FSM) Retentions() ([]api.Retention, error) {
-	var out []api.Retention
-	err := f.view(func(tx *bbolt.Tx) (err error) {
-		out, err = decodeAll[api.Retention](tx.Bucket(bucketRetention), "retention of channel")
-		return err
-	})
-	sort.Slice(out, func(i, j int) bool { return out[i].Channel < out[j].Channel })
-	return out, err
-}
-
-// RetentionOf returns one channel's policy, or an error wrapping
-// ErrNotFound.
-func (f *FSM) RetentionOf(channel string) (api.Retention, error) {
-	var r api.Retention
-	err := f.view(func(tx *bbolt.Tx) error {
-		var ok bool
-		if r, ok = loadRetention(tx, channel); !ok {
-			return notFound("channel %s has no retention policy", channel)
-		}
-		return nil
-	})
-	return r, err
-}
-
-// TrimDue reports whether trimming channel as of now would remove
-// anything. It is the leader's hint for proposing a trim only when one is
-// due (now is the leader's clock); the trim entry itself decides what goes
-// from its own timestamp.
-func (f *FSM) TrimDue(channel string, now time.Time) (bool, error) {
-	due := false
-	err := f.view(func(tx *bbolt.Tx) error {
-		r, ok := loadRetention(tx, channel)
-		ch, hasMessages := getChannel(tx, channel)
-		if !ok || !hasMessages {
-			return nil
-		}
-		if r.MaxMessages > 0 && ch.count > r.MaxMessages {
-			due = true
-			return nil
-		}
-		if r.MaxAge > 0 {
-			first, err := getMessage(tx, ch.first)
-			due = err == nil && first.Timestamp.Before(now.Add(-r.MaxAge))
-		}
-		return nil
-	})
-	return due, err
 }

@@ -1,17 +1,14 @@
 package fsm
 
 import (
-	"bytes"
 	"encoding/binary"
-	"fmt"
-	"time"
 
 	"go.etcd.io/bbolt"
 
 	"github.com/maos-project/maos/api"
 )
 
-// Per-agent inboxes and read state. Every entry is derived from a stored
+// Per-agent inboxes and read state in the state file. Every entry is derived from a stored
 // message: message seq S with resolved recipients R has, for each agent A
 // in R, exactly one inbox entry A ‖ 0x00 ‖ S, and an unread entry while A
 // has not marked it read. dropMessageIndexes removes them.
@@ -29,15 +26,6 @@ import (
 // cost one key.
 //
 // bucketReadMarks: agent → seq (8): the highest "read up to" mark given.
-
-// Inbox query limits.
-const (
-	// MaxInboxScan bounds the inbox entries one query reads when filters
-	// other than unread and priority (type, from) skip entries: the page
-	// then ends early with has_more and next_after, and the client goes on
-	// from there.
-	MaxInboxScan = 10 * api.MaxPageLimit
-)
 
 const inboxRead = 1 // flags bit
 
@@ -164,47 +152,6 @@ func markRead(tx *bbolt.Tx, agent string, seq uint64, ts int64) bool {
 	return true
 }
 
-func applyMarkRead(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, error) {
-	var cmd api.MarkReadCommand
-	if err := decodeCommand(api.OpMarkRead, body, &cmd); err != nil {
-		return nil, err
-	}
-	if err := inboxExists(tx, cmd.Agent); err != nil {
-		return nil, fmt.Errorf("fsm: apply mark_read: %w", err)
-	}
-	marked := 0
-	if cmd.ID != "" {
-		// One answer for an unknown id and for one in another inbox: the
-		// second must not tell an agent that a private message exists.
-		rec, ok := getID(tx, cmd.ID)
-		if ok {
-			_, ok = getInboxEntry(tx, cmd.Agent, rec.seq)
-		}
-		if !ok {
-			return nil, fmt.Errorf("fsm: apply mark_read: %w", notFound("message %s is not in %s's inbox", cmd.ID, cmd.Agent))
-		}
-		if markRead(tx, cmd.Agent, rec.seq, ts) {
-			marked++
-		}
-	} else {
-		// Collect first: the cursor must not walk keys being deleted.
-		var seqs []uint64
-		for seq := range seqsAfter(tx.Bucket(bucketInboxUnread), cmd.Agent, 0) {
-			if seq > cmd.Upto {
-				break
-			}
-			seqs = append(seqs, seq)
-		}
-		for _, seq := range seqs {
-			if markRead(tx, cmd.Agent, seq, ts) {
-				marked++
-			}
-		}
-		raiseReadMark(tx, cmd.Agent, cmd.Upto)
-	}
-	return &api.MarkReadResult{Agent: cmd.Agent, Marked: marked, Counts: readCounts(tx, cmd.Agent)}, nil
-}
-
 // readMark is the highest "read up to" mark agent gave, 0 for none.
 func readMark(tx *bbolt.Tx, agent string) uint64 {
 	return getU64(tx.Bucket(bucketReadMarks), []byte(agent))
@@ -234,111 +181,4 @@ func readCounts(tx *bbolt.Tx, agent string) api.InboxCounts {
 		out.UnreadByPriority[p] = c[2+int(priorityByte(p))]
 	}
 	return out
-}
-
-// InboxCounts returns agent's counters (one key read), or an error wrapping
-// ErrNotFound for an agent that is not registered and has no inbox.
-func (f *FSM) InboxCounts(agent string) (api.InboxCounts, error) {
-	var out api.InboxCounts
-	err := f.view(func(tx *bbolt.Tx) error {
-		if err := inboxExists(tx, agent); err != nil {
-			return fmt.Errorf("fsm: inbox counts: %w", err)
-		}
-		out = readCounts(tx, agent)
-		return nil
-	})
-	return out, err
-}
-
-// Inbox returns a page of agent's inbox: entries with seq > q.After that
-// pass the filters, oldest first. It reads the index range from q.After
-// (the unread range with q.Unread) until the page is full, and the message
-// of each entry that passes the index filters; with Type or From it stops
-// after MaxInboxScan entries with HasMore set. An agent that is not
-// registered and has no inbox is an error wrapping ErrNotFound.
-func (f *FSM) Inbox(agent string, q api.InboxQuery) (api.InboxPage, error) {
-	if err := q.Validate(); err != nil {
-		return api.InboxPage{}, err
-	}
-	limit := pageLimit(q.Limit)
-	page := api.InboxPage{Agent: agent, Messages: []api.InboxEntry{}}
-	var wantPrio int = -1
-	if q.Priority != "" {
-		wantPrio = int(priorityByte(q.Priority))
-	}
-	err := f.view(func(tx *bbolt.Tx) error {
-		if err := inboxExists(tx, agent); err != nil {
-			return fmt.Errorf("fsm: inbox: %w", err)
-		}
-		bucket := bucketInbox
-		if q.Unread {
-			bucket = bucketInboxUnread
-		}
-		inbox := tx.Bucket(bucketInbox)
-		prefix := append([]byte(agent), 0)
-		scanned := 0
-		c := tx.Bucket(bucket).Cursor()
-		first, next := inboxRange(c, agent, prefix, q)
-		for k, v := first(); k != nil && bytes.HasPrefix(k, prefix); k, v = next() {
-			seq := binary.BigEndian.Uint64(k[len(prefix):])
-			if q.Newest && seq <= q.After {
-				return nil
-			}
-			if len(page.Messages) == limit || scanned == MaxInboxScan {
-				page.HasMore = true
-				return nil
-			}
-			scanned++
-			if q.Newest {
-				page.NextBefore = seq
-			} else {
-				page.NextAfter = seq
-			}
-			prio := v[len(v)-1]
-			if wantPrio >= 0 && int(prio) != wantPrio {
-				continue
-			}
-			m, err := getMessage(tx, seq)
-			if err != nil {
-				return fmt.Errorf("fsm: inbox %s: %w", agent, err)
-			}
-			if (q.Type != "" && m.Type != q.Type) || (q.From != "" && m.From != q.From) {
-				continue
-			}
-			read := true
-			if e, ok := decodeInboxEntry(inbox.Get(k)); ok {
-				read = e.read
-			}
-			page.Messages = append(page.Messages, api.InboxEntry{Message: *m, Read: read})
-		}
-		return nil
-	})
-	return page, err
-}
-
-// inboxRange returns how to walk agent's entries in c for q: oldest first
-// from After, or newest first from Before.
-func inboxRange(c *bbolt.Cursor, agent string, prefix []byte, q api.InboxQuery) (first, next func() ([]byte, []byte)) {
-	if !q.Newest {
-		return func() ([]byte, []byte) { return c.Seek(inboxKey(agent, q.After+1)) }, c.Next
-	}
-	return func() ([]byte, []byte) {
-		// The first key at or past the bound, then one step back.
-		bound := inboxKey(agent, q.Before)
-		if q.Before == 0 {
-			bound = append(bytes.Clone(prefix[:len(prefix)-1]), 1) // past every key of agent
-		}
-		if k, _ := c.Seek(bound); k == nil {
-			return c.Last()
-		}
-		return c.Prev()
-	}, c.Prev
-}
-
-// entryTime is the entry time ts as a UTC time, zero for 0.
-func entryTime(ts int64) time.Time {
-	if ts == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, ts).UTC()
 }

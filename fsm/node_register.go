@@ -9,15 +9,6 @@ import (
 	"github.com/maos-project/maos/api"
 )
 
-// NodeInfo is the stored form of a registered node.
-type NodeInfo struct {
-	NodeID   string `json:"node_id"`
-	APIAddr  string `json:"api_addr"`
-	RaftAddr string `json:"raft_addr,omitempty"`
-	// Index is the Raft index of the entry that last registered the node.
-	Index uint64 `json:"index"`
-}
-
 func applyRegisterNode(tx *bbolt.Tx, index uint64, _ int64, body []byte) (any, error) {
 	var cmd api.RegisterNodeCommand
 	if err := json.Unmarshal(body, &cmd); err != nil {
@@ -37,13 +28,4 @@ func applyRegisterNode(tx *bbolt.Tx, index uint64, _ int64, body []byte) (any, e
 	info := NodeInfo{NodeID: cmd.NodeID, APIAddr: cmd.APIAddr, RaftAddr: cmd.RaftAddr, Index: index}
 	putNode(tx, &info)
 	return &info, nil
-}
-
-// putNode stores a node's record (bucketNodes: node id → NodeInfo JSON).
-func putNode(tx *bbolt.Tx, info *NodeInfo) {
-	data, err := json.Marshal(info)
-	if err != nil {
-		panic(fmt.Sprintf("fsm: node %s: encode: %v", info.NodeID, err))
-	}
-	mustPut(tx.Bucket(bucketNodes), []byte(info.NodeID), data)
 }
