@@ -106,7 +106,7 @@ func TestRunSendCountsRefusedNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Sends != 0 || rep.Errors != 4 || rep.ErrorsByKind["connection_refused"] != 4 {
-		t.Errorf("report = %+v, want 4 connection_refused errors and no sends", rep)
+	if rep.Sends != 0 || rep.Errors != 4 || rep.ErrorsByKind["refused"] != 4 {
+		t.Errorf("report = %+v, want 4 refused errors and no sends", rep)
 	}
 }
