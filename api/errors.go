@@ -20,23 +20,17 @@ var (
 	// or a task command does not fit the task's state (*ConflictError).
 	ErrConflict = errors.New("id already used with other content")
 	// ErrInvalid: a command or message failed validation; wrapped by a
-	// *FieldError naming the field.
-	ErrInvalid = errors.New("invalid")
+	// *FieldError naming the field (rules.ErrInvalid, the same value).
+	ErrInvalid = rules.ErrInvalid
 	// ErrForbidden: the rules or a cluster setting refuse the operation.
 	ErrForbidden = errors.New("forbidden")
 )
 
-// FieldError says which field of a message is wrong and why. It wraps
-// ErrInvalid.
-type FieldError struct {
-	Field  string // JSON name, dotted for nested fields: "content.text"
-	Reason string // what is wrong and, where there is one, the limit
-}
-
-func (e *FieldError) Error() string { return fmt.Sprintf("%s: %s", e.Field, e.Reason) }
-
-// Unwrap lets errors.Is(err, ErrInvalid) match.
-func (e *FieldError) Unwrap() error { return ErrInvalid }
+// FieldError says which field of a command, a message or a node's
+// configuration is wrong and why (Field, Reason; Err where a cause is
+// kept). It wraps ErrInvalid. It is rules.FieldError, maos's one field
+// error, defined with the rules document below this package.
+type FieldError = rules.FieldError
 
 // FieldErrorf is a *FieldError for field with a formatted reason.
 func FieldErrorf(field, format string, args ...any) error {

@@ -216,7 +216,7 @@ func TestAuthConfigRefusesBadAdminToken(t *testing.T) {
 			t.Errorf("Open with admin token %q succeeded; want it refused", tok)
 			continue
 		}
-		var fe *cluster.FieldError
+		var fe *api.FieldError
 		if !errors.As(err, &fe) || fe.Field != "AdminToken" || !strings.Contains(err.Error(), "AdminToken") {
 			t.Errorf("Open with admin token %q: err = %v; want it to name the admin token", tok, err)
 		}

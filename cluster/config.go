@@ -209,26 +209,23 @@ const (
 	MaxCommitTimeout = time.Second
 )
 
-// FieldError is a Config field Validate refuses. Field is the field's name
-// in Config ("APIAddr", "GossipKey"); Err says why without naming the
-// field, so a caller that fills Config from elsewhere (maosd from its
-// flags) can put its own name in front. For an address Err wraps the
-// *hostport.Error, so errors.Is(err, hostport.ErrWildcard) and the like
-// tell the cases apart.
-type FieldError struct {
-	Field string
-	Err   error
-}
-
-func (e *FieldError) Error() string { return "cluster: " + e.Field + ": " + e.Err.Error() }
-func (e *FieldError) Unwrap() error { return e.Err }
-
+// fieldErr is a Config field Validate refuses, as an *api.FieldError whose
+// Field is the Config field's Go name ("APIAddr", "GossipKey") and whose Err
+// says why without naming it, so a caller that fills Config from elsewhere
+// (maosd from its flags) can put its own name in front; for an address Err
+// wraps the *hostport.Error, so errors.Is(err, hostport.ErrWildcard) and
+// the like tell the cases apart. The text is "cluster: FIELD: why".
 func fieldErr(field, format string, args ...any) error {
-	return &FieldError{Field: field, Err: fmt.Errorf(format, args...)}
+	return configErr(field, fmt.Errorf(format, args...))
 }
 
-// Validate checks the config and returns the first field at fault as a
-// *FieldError. Zero durations and thresholds stand for their defaults and
+// configErr is fieldErr for a cause already made.
+func configErr(field string, err error) error {
+	return fmt.Errorf("cluster: %w", &api.FieldError{Field: field, Err: err})
+}
+
+// Validate checks the config and returns the first field at fault as an
+// *api.FieldError. Zero durations and thresholds stand for their defaults and
 // pass. Addresses: RaftAddr and GossipAddr are listened on (port 0 picks a
 // free one), and advertised as bound unless RaftAdvertise or
 // GossipAdvertise is set, so without one they must not be a wildcard;
@@ -250,7 +247,7 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := hostport.Check(c.APIAddr, hostport.Dial); err != nil {
-		return &FieldError{Field: "APIAddr", Err: err}
+		return configErr("APIAddr", err)
 	}
 	// A token the peers' servers would refuse as malformed fails here, not
 	// as a 401 on every forwarded call.
@@ -259,7 +256,7 @@ func (c *Config) Validate() error {
 		if errors.As(err, &fe) {
 			return fieldErr("AdminToken", "%s", fe.Reason)
 		}
-		return &FieldError{Field: "AdminToken", Err: err}
+		return configErr("AdminToken", err)
 	}
 	switch {
 	case c.CommitTimeout != 0 && (c.CommitTimeout < MinCommitTimeout || c.CommitTimeout > MaxCommitTimeout):
@@ -298,16 +295,16 @@ func (c *Config) validateGossip() error {
 // name one host: a wildcard is refused, saying which field to set.
 func checkBind(field, bind, advField, advertise string, rule hostport.Rule) error {
 	if err := hostport.Check(bind, rule); err != nil {
-		return &FieldError{Field: field, Err: err}
+		return configErr(field, err)
 	}
 	if advertise != "" {
 		if err := hostport.Check(advertise, rule|hostport.Dial); err != nil {
-			return &FieldError{Field: advField, Err: err}
+			return configErr(advField, err)
 		}
 		return nil
 	}
 	if err := hostport.Check(bind, rule|hostport.Specific); err != nil {
-		return &FieldError{Field: field, Err: fmt.Errorf("%w; set %s to the address peers reach", err, advField)}
+		return configErr(field, fmt.Errorf("%w; set %s to the address peers reach", err, advField))
 	}
 	return nil
 }

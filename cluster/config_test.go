@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster"
 	"github.com/maos-project/maos/cluster/clustertest"
 	"github.com/maos-project/maos/hostport"
@@ -43,7 +44,7 @@ func TestConfigValidateFields(t *testing.T) {
 		cfg := clustertest.Config("n1", t.TempDir(), "127.0.0.1:7070")
 		tc.tweak(&cfg)
 		err := cfg.Validate()
-		var fe *cluster.FieldError
+		var fe *api.FieldError
 		if !errors.As(err, &fe) || fe.Field != tc.field || !strings.Contains(err.Error(), tc.says) ||
 			!strings.HasPrefix(err.Error(), "cluster: "+tc.field+": ") || (tc.kind != nil && !errors.Is(err, tc.kind)) {
 			t.Errorf("%s: Validate() = %v (%T), want a FieldError for %s saying %q (kind %v)", tc.name, err, err, tc.field, tc.says, tc.kind)

@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/rules"
 )
 
 // toAPIError classifies err for the wire.
@@ -27,7 +26,6 @@ func toAPIError(err error) *api.APIError {
 	code := api.CodeInternal
 	var (
 		fe  *api.FieldError
-		rfe *rules.FieldError
 		nf  *api.NotFoundError
 		fbe *api.ForbiddenError
 		cfe *api.ConflictError
@@ -42,8 +40,6 @@ func toAPIError(err error) *api.APIError {
 		return &api.APIError{Status: http.StatusRequestEntityTooLarge, Code: api.CodeTooLarge, Message: qe.Error()}
 	case errors.As(err, &fe):
 		return &api.APIError{Status: http.StatusBadRequest, Code: api.CodeInvalid, Message: fe.Error()}
-	case errors.As(err, &rfe):
-		return &api.APIError{Status: http.StatusBadRequest, Code: api.CodeInvalid, Message: rfe.Error()}
 	case errors.As(err, &nf):
 		return &api.APIError{Status: http.StatusNotFound, Code: api.CodeNotFound, Message: nf.Error()}
 	case errors.As(err, &fbe):

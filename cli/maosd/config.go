@@ -139,7 +139,7 @@ func readConfig(c *cli.Context) (*config, error) {
 // flag.
 func (cfg *config) validate() error {
 	err := cfg.node.Validate()
-	var fe *cluster.FieldError
+	var fe *api.FieldError
 	if !errors.As(err, &fe) {
 		return err
 	}
