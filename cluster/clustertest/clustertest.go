@@ -23,6 +23,7 @@ import (
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/cluster"
+	"github.com/maos-project/maos/testing/testenv"
 	"github.com/maos-project/maos/transport"
 )
 
@@ -317,13 +318,19 @@ func (c *Cluster) Replace(old, nw *Node) {
 }
 
 // WaitFor polls cond every 10 ms until it holds, and fails the test
-// naming what it waited for once timeout has passed.
+// naming what it waited for once it has waited timeout, what it is
+// expected to take, and the test binary's deadline (testenv.Deadline) has
+// come: it is a hang guard, and a loaded machine's slowness is no failure.
 func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	deadline := start.Add(timeout)
+	if d := testenv.Deadline(t); d.After(deadline) {
+		deadline = d
+	}
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+			t.Fatalf("still waiting for %s after %v (expected within %v)", what, time.Since(start).Round(time.Millisecond), timeout)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -337,9 +344,12 @@ func Msg(from, channel, text string) *api.Message {
 	return m
 }
 
-// Context is a context that ends after 30 s or with the test.
+// Context is a hang guard's context: it ends at the test binary's deadline
+// (testenv.Deadline, less a tenth of the time left) or with the test, never
+// after a fixed number of seconds a loaded machine could exceed in a test
+// that would have passed (a 5 MiB artifact put and read through three
+// nodes under -race once took longer than the 30 s this used to be).
 func Context(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
+	ctx, _ := testenv.Context(t)
 	return ctx
 }
