@@ -172,7 +172,7 @@ format: docs/TASKS.md, "The gate".
 
 Register it in ` + setup,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "agent", Usage: "agent `ID` the coding agent works as (required)", EnvVars: []string{envAgent}},
+			agentFlag("agent", "agent `ID` the coding agent works as"),
 			&cli.DurationFlag{Name: "max-time", Usage: "give up on each request to the mailbox after `DURATION`", Value: hookDefaultMaxTime},
 			&cli.StringFlag{Name: "gate", Usage: "gate policy `FILE` (YAML): which tool calls wait for an approval", EnvVars: []string{envGateFile}},
 		},

@@ -41,7 +41,7 @@ For an agent without a watcher: 'inbox next' takes the oldest unread
 message (prints it whole and marks it read), 'inbox wait' blocks until
 there is unread mail and lists it.`, api.DefaultPageLimit, api.MaxPageLimit),
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "agent", Usage: "agent `ID` whose inbox to read (required)", EnvVars: []string{envAgent}},
+			agentFlag("agent", "agent `ID` whose inbox to read"),
 			&cli.BoolFlag{Name: "unread", Usage: "only unread messages"},
 			&cli.StringFlag{Name: "priority", Usage: "only messages of `PRIORITY` (" + api.PriorityList() + ")"},
 			&cli.StringFlag{Name: "type", Usage: "only messages of `TYPE`"},
@@ -191,7 +191,7 @@ and marking a read message again changes nothing. The sender sees the read
 time in 'maosctl receipts'. Prints how many messages changed and the unread
 count left; with --json, {"agent","marked","counts"}.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "agent", Usage: "agent `ID` whose inbox it is (required)", EnvVars: []string{envAgent}},
+			agentFlag("agent", "agent `ID` whose inbox it is"),
 			&cli.StringFlag{Name: "upto", Usage: "mark everything up to and including `SEQ` read"},
 			jsonFlag(),
 		},

@@ -37,7 +37,7 @@ unread to read prints it; the other goes on to the next unread message
 (or exits 2 if none is left). The same holds against a watcher or
 'read-mark' marking it first.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "agent", Usage: "agent `ID` whose inbox to take from (required)", EnvVars: []string{envAgent}},
+			agentFlag("agent", "agent `ID` whose inbox to take from"),
 			strongFlag(),
 			jsonFlag(),
 		},

@@ -48,7 +48,7 @@ prints one object: the send's answer plus "wait" {"state","pending","receipts"}.
 
    maosctl send --from codex --to role:reviewer --channel review --text "please review" --wait answered --timeout 10m`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "from", Usage: "sender agent `ID` (required)", EnvVars: []string{envAgent}},
+			agentFlag("from", "sender agent `ID`"),
 			&cli.StringSliceFlag{Name: "to", Usage: "recipient `ID`s: agent ids, all, role:NAME, globs; repeat or comma-separate (required)"},
 			&cli.StringFlag{Name: "channel", Usage: "channel `NAME`", EnvVars: []string{envChannel}, Value: api.DefaultChannel},
 			&cli.StringFlag{Name: "text", Usage: "message `TEXT`; - reads it from stdin (required)"},
