@@ -273,7 +273,7 @@ REASON" (with --interrupt "allowed: A (role R) may interrupt" or "blocked: A
 scripts read --json ({"from","from_role","to","to_role","allowed","reason"},
 and "interrupt": true).`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "from", Usage: "sender agent `ID` (required)", EnvVars: []string{envAgent}},
+			agentFlag("from", "sender agent `ID`"),
 			&cli.StringFlag{Name: "to", Usage: "recipient agent `ID` (required without --interrupt)"},
 			&cli.StringFlag{Name: "from-role", Usage: "check as if the sender had `ROLE`"},
 			&cli.StringFlag{Name: "to-role", Usage: "check as if the recipient had `ROLE`"},

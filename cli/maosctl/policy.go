@@ -16,7 +16,7 @@ import (
 
 func policyCommand() *cli.Command {
 	agent := func() cli.Flag {
-		return &cli.StringFlag{Name: "agent", Usage: "agent `ID` whose policy it is (required)", EnvVars: []string{envAgent}}
+		return agentFlag("agent", "agent `ID` whose policy it is")
 	}
 	from := func(usage string) cli.Flag { return &cli.StringFlag{Name: "from", Usage: usage} }
 	return &cli.Command{
