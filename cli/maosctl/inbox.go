@@ -16,9 +16,9 @@ func inboxCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "inbox",
 		Usage: "list an agent's inbox, or its counts; take its next message, or wait for one",
-		UsageText: `maosctl inbox --agent A [--unread] [--priority P] [--type T] [--from F] [--after SEQ] [--limit N | --all] [--page-size N] [--counts]
-   maosctl inbox next --agent A
-   maosctl inbox wait --agent A [--timeout D]
+		UsageText: `maosctl inbox [--agent A] [--unread] [--priority P] [--type T] [--from F] [--after SEQ] [--limit N | --all] [--page-size N] [--counts]
+   maosctl inbox next [--agent A]
+   maosctl inbox wait [--agent A] [--timeout D]
 
    maosctl inbox --agent claude --unread
    maosctl inbox --agent claude --priority urgent --counts
@@ -181,7 +181,7 @@ func readMarkCommand() *cli.Command {
 		Name:      "read-mark",
 		Usage:     "mark one message, or everything up to a seq, read in an agent's inbox",
 		ArgsUsage: "[ID]",
-		UsageText: `maosctl read-mark --agent A ID | --upto SEQ
+		UsageText: `maosctl read-mark [--agent A] ID | --upto SEQ
 
    maosctl read-mark --agent claude msg-20261121-103000-codex-9f3a61c2
    maosctl read-mark --agent claude --upto 1042`,

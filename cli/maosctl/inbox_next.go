@@ -18,7 +18,7 @@ func inboxNextCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "next",
 		Usage: "print the oldest unread message of an agent's inbox and mark it read",
-		UsageText: `maosctl inbox next --agent A [--strong]
+		UsageText: `maosctl inbox next [--agent A] [--strong]
 
    maosctl inbox next --agent claude
    while maosctl --json inbox next --agent claude > msg.json; do handle msg.json; done   # exit 2: no more`,

@@ -15,7 +15,7 @@ func inboxWaitCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "wait",
 		Usage: "wait until an agent has unread mail and list it; exit 2 on timeout",
-		UsageText: `maosctl inbox wait --agent A [--timeout D]
+		UsageText: `maosctl inbox wait [--agent A] [--timeout D]
 
    maosctl inbox wait --agent claude --timeout 10m && maosctl inbox next --agent claude
    maosctl inbox wait --agent claude --timeout 30s; case $? in 0) echo mail;; 2) echo none yet;; *) echo error;; esac`,

@@ -149,7 +149,7 @@ func lockAcquireCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "acquire",
 		Usage: "take a lock for a time to live",
-		UsageText: `maosctl lock acquire --path PATH --holder ID --ttl DURATION
+		UsageText: `maosctl lock acquire --path PATH [--holder ID] --ttl DURATION
 
    maosctl lock acquire --path src/retry.go --holder codex --ttl 10m
    TOKEN=$(maosctl --json lock acquire --path db/migrations --ttl 30m | jq .lock.token)`,
@@ -185,7 +185,7 @@ func lockRenewCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "renew",
 		Usage: "extend a lock you hold",
-		UsageText: `maosctl lock renew --path PATH --holder ID --token N --ttl DURATION
+		UsageText: `maosctl lock renew --path PATH [--holder ID] --token N --ttl DURATION
 
    maosctl lock renew --path src/retry.go --holder codex --token 42 --ttl 10m`,
 		Description: `Extends the lease to now + DURATION, keeping its token. Only the holder
@@ -223,7 +223,7 @@ func lockReleaseCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "release",
 		Usage: "give a lock up (or break it with --force)",
-		UsageText: `maosctl lock release --path PATH --holder ID --token N
+		UsageText: `maosctl lock release --path PATH [--holder ID] --token N
 maosctl lock release --path PATH --force --by ADMIN [--holder ID] [--token N]
 
    maosctl lock release --path src/retry.go --holder codex --token 42

@@ -20,13 +20,14 @@ func mcpCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "mcp",
 		Usage: "run a Model Context Protocol server on stdio for one agent",
-		UsageText: `maosctl [--addr HOST:PORT] mcp --agent A [--channel CH]
+		UsageText: `maosctl [--addr HOST:PORT] mcp [--agent A] [--channel CH]
 
    maosctl --addr 127.0.0.1:7070 mcp --agent claude --channel review
    claude mcp add maos -- maosctl --addr 127.0.0.1:7070 mcp --agent claude`,
 		Description: `Speaks MCP (JSON-RPC, one message a line) on stdin/stdout, so a coding
-agent's CLI can start it as a tool server. Every tool acts as agent A and
-talks to the node at --addr (any node; writes are forwarded to the leader):
+agent's CLI can start it as a tool server. Every tool acts as agent A
+(--agent, else $MAOS_AGENT_ID, else the token's agent) and talks to the
+node at --addr (any node; writes are forwarded to the leader):
 
    send_message      send to ids, all, role:NAME (channel: --channel unless given)
    list_messages     A's inbox: ids and titles, no bodies (unread, from, priority,

@@ -250,7 +250,7 @@ func rulesCheckCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "check",
 		Usage: "say whether one agent may message another (or interrupt) under the current rules",
-		UsageText: `maosctl rules check --from A --to B [--from-role ROLE] [--to-role ROLE] [--strong]
+		UsageText: `maosctl rules check [--from A] --to B [--from-role ROLE] [--to-role ROLE] [--strong]
    maosctl rules check --interrupt --from A [--from-role ROLE] [--strong]
 
    maosctl rules check --from tester_agent --to reviewer_agent

@@ -19,7 +19,7 @@ func replyCommand() *cli.Command {
 		Name:      "reply",
 		Usage:     "answer a message: to its sender, in its channel and thread",
 		ArgsUsage: "ID",
-		UsageText: `maosctl reply ID --from A --text T [--title T] [--type T] [--priority P] [--id ID]
+		UsageText: `maosctl reply ID [--from A] --text T [--title T] [--type T] [--priority P] [--id ID]
 
    maosctl reply msg-20261121-103000-codex-9f3a61c2 --from claude --text "looks good, one nit in retry.go"
    go test ./... 2>&1 | maosctl reply msg-20261121-103000-codex-9f3a61c2 --from claude --type task_result --text -`,

@@ -17,7 +17,7 @@ func sendCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "send",
 		Usage: "post a message to a channel",
-		UsageText: `maosctl send --from A --to B[,C] [--channel CH] --text T [--title T] [--type T] [--priority P] [--reply-to ID] [--id ID]
+		UsageText: `maosctl send [--from A] --to B[,C] [--channel CH] --text T [--title T] [--type T] [--priority P] [--reply-to ID] [--id ID]
 
    maosctl send --from codex --to claude --channel review --text "@claude please review"
    git diff | maosctl send --to claude,gemini --type review --priority high --title "retry logic" --text -`,

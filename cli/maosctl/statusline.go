@@ -27,7 +27,7 @@ func statusLineCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "status-line",
 		Usage: "one line for a status bar: unread mail, approvals to decide, system status, phase",
-		UsageText: `maosctl status-line --agent A [--max-time 300ms]
+		UsageText: `maosctl status-line [--agent A] [--max-time 300ms]
 
    maosctl status-line --agent claude
    # Claude Code ~/.claude/settings.json:
