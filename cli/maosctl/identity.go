@@ -1,6 +1,7 @@
 package maosctl
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -83,13 +84,20 @@ func resolveActing(c *cli.Context, flag string) error {
 const whoAmIKey = "maosctl.whoami"
 
 // whoAmI is who the configured token speaks for, asked of the node once
-// per run (the app's Metadata keeps the answer).
+// per run (the app's Metadata keeps the answer). A command with its own
+// --max-time (hook, status-line: they must not hold up the agent's turn)
+// bounds the question by it too.
 func whoAmI(c *cli.Context) (api.WhoAmI, error) {
 	if me, ok := c.App.Metadata[whoAmIKey].(api.WhoAmI); ok {
 		return me, nil
 	}
 	ctx, cancel := call(c)
 	defer cancel()
+	if commandFlag(c, "max-time") != nil {
+		var cancelMax context.CancelFunc
+		ctx, cancelMax = within(ctx, c.Duration("max-time"))
+		defer cancelMax()
+	}
 	me, err := apiClient(c).WhoAmI(ctx)
 	if err != nil {
 		return api.WhoAmI{}, err

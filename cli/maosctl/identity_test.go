@@ -120,3 +120,21 @@ func TestActingAgentAdminTokenNoDefault(t *testing.T) {
 		}
 	}
 }
+
+// The hook and the status line, which an agent's CLI runs without flags
+// of its own, take the agent from the token too.
+func TestActingAgentFromTokenHooks(t *testing.T) {
+	e, whoami := newCountingAuthEnv(t)
+	codex := e.createToken("codex", "agent")
+	before := whoami.Load()
+	r := e.run(`{"hook_event_name":"SessionStart","source":"startup"}`, "--token", codex.Token, "hook", "claude-code")
+	if r.err != nil || !strings.Contains(r.out, "You are maos agent codex") {
+		t.Errorf("hook SessionStart with codex's token: err=%v out=%q stderr=%q; want codex's identity", r.err, r.out, r.errOut)
+	}
+	if n := whoami.Load() - before; n != 1 {
+		t.Errorf("hook asked /v1/whoami %d times; want once", n)
+	}
+	if out := asOnce(t, e, whoami, codex.Token, "--json", "status-line"); !strings.Contains(out, `"agent": "codex"`) {
+		t.Errorf("status-line --json with codex's token = %q; want codex's", out)
+	}
+}
