@@ -99,7 +99,7 @@ decisions it takes (approve must be one). The id is fixed before the
 first try (appr-YYYYMMDD-HHMMSS-FROM-HEX unless --id gives one), so
 repeating a request with the same --id stores it once.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "from", Usage: "requester agent `ID` (required)", EnvVars: []string{envAgent}},
+			agentFlag("from", "requester agent `ID`"),
 			&cli.StringSliceFlag{Name: "approver", Usage: "approver agent `ID` or role:NAME; repeat or comma-separate (required)"},
 			&cli.IntFlag{Name: "quorum", Usage: "how many distinct approvers must approve: `K`", Value: 1},
 			&cli.StringFlag{Name: "title", Usage: "one-line `TITLE` (required)"},
@@ -317,7 +317,7 @@ or expired is a conflict (409) saying its state, and a cancelled one
 answers again. Prints "cancelled ID"; with --json the API's answer
 {"id","seq","state","action_hash","approvals","quorum"}.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "from", Usage: "the requester's agent `ID` (required)", EnvVars: []string{envAgent}},
+			agentFlag("from", "the requester's agent `ID`"),
 			&cli.StringFlag{Name: "reason", Usage: "why, in a `SENTENCE`"},
 			jsonFlag(),
 		},

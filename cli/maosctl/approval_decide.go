@@ -42,7 +42,7 @@ the approval stays pending, with the same deadline.`,
 func approvalDecideCommand(decision string) *cli.Command {
 	h := decideHelp[decision]
 	flags := []cli.Flag{
-		&cli.StringFlag{Name: "approver", Usage: "your agent `ID`, as the approval lists it or by your role (required)", EnvVars: []string{envAgent}},
+		agentFlag("approver", "your agent `ID`, as the approval lists it or by your role"),
 		&cli.StringFlag{Name: "comment", Usage: "a `SENTENCE` kept with the decision"},
 		&cli.StringFlag{Name: "hash", Usage: "decide only if the action is still the one with this `HASH` (as 'approval show' printed it)"},
 		jsonFlag(),

@@ -241,7 +241,7 @@ func TestApprovalDecide(t *testing.T) {
 	}
 
 	before := len(e.svc.Applied())
-	e.fail([]string{"approval", "approve", "appr-d"}, "missing required flag --approver")
+	e.fail([]string{"approval", "approve", "appr-d"}, "--approver is required: give it, set $MAOS_AGENT_ID, or use an agent's token")
 	e.fail([]string{"approval", "modify", "appr-d", "--approver", "bob"}, "missing required flag --action")
 	e.fail([]string{"approval", "modify", "appr-d", "--approver", "bob", "--action", "{x"}, "--action: not one JSON value")
 	e.fail([]string{"approval", "approve", "appr-ghost", "--approver", "bob"}, "appr-ghost: not found")
@@ -266,7 +266,7 @@ func TestApprovalDecide(t *testing.T) {
 	if err := json.Unmarshal([]byte(e.ok("--json", "approval", "cancel", "appr-c", "--from", "lead")), &res); err != nil || res.ID != "appr-c" {
 		t.Errorf("cancel --json: %+v, %v", res, err)
 	}
-	e.fail([]string{"approval", "cancel", "appr-c"}, "missing required flag --from")
+	e.fail([]string{"approval", "cancel", "appr-c"}, "--from is required: give it, set $MAOS_AGENT_ID, or use an agent's token")
 }
 
 // approval wait exits 0 approved, 1 rejected or cancelled, 2 expired or
@@ -494,7 +494,7 @@ func TestApprovalDecideEndToEnd(t *testing.T) {
 	}
 	e.fails("", []string{"approval", "approve", "appr-d", "--approver", "alice"}, "409")
 	e.fails("", []string{"approval", "approve", "appr-d", "--approver", "dave"}, "403")
-	e.fail([]string{"approval", "approve", "appr-d"}, "missing required flag --approver")
+	e.fail([]string{"approval", "approve", "appr-d"}, "--approver is required: give it, set $MAOS_AGENT_ID, or use an agent's token")
 	stale, _ := api.ActionHash(json.RawMessage(`{"cmd":"deploy","version":"2.2"}`))
 	e.fails("", []string{"approval", "approve", "appr-d", "--approver", "bob", "--hash", stale}, "the action changed to "+res.ActionHash, "409")
 

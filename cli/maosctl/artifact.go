@@ -56,7 +56,7 @@ its media type (default by extension, else application/octet-stream),
 --auth). "existed" (and "(stored already)") says the bytes were there.`,
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "name", Usage: "fetch it as `NAME` (default: the file's base name)"},
-					&cli.StringFlag{Name: "from", Usage: "uploading agent `ID`", EnvVars: []string{envAgent}},
+					agentFlag("from", "uploading agent `ID`"),
 					&cli.StringFlag{Name: "type", Usage: "media `TYPE` (default: by the file's extension)"},
 					transfer, jsonFlag(),
 				},
@@ -138,6 +138,9 @@ func transferCall(c *cli.Context) (context.Context, context.CancelFunc) {
 func artifactPut(c *cli.Context) error {
 	args, err := positionalArgs(c, "file")
 	if err != nil {
+		return err
+	}
+	if err := defaultActing(c, "from"); err != nil {
 		return err
 	}
 	ctx, cancel := transferCall(c)

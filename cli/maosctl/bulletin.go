@@ -49,7 +49,7 @@ dropped from what you write, so get, edit and put back is safe.`,
 func bulletinWriteFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "if-version", Usage: "apply only if the bulletin is still at `VERSION` (0: never written)"},
-		&cli.StringFlag{Name: "by", Usage: "your agent `ID`, recorded in the audit trail", EnvVars: []string{envAgent}},
+		agentFlag("by", "your agent `ID`, recorded in the audit trail"),
 		jsonFlag(),
 	}
 }
@@ -232,6 +232,9 @@ func bulletinEdit(c *cli.Context) error {
 
 // bulletinWrite sends a PUT or PATCH with --if-version and --by.
 func bulletinWrite(c *cli.Context, method string, doc []byte) error {
+	if err := defaultActing(c, "by"); err != nil {
+		return err
+	}
 	opts := api.BulletinWrite{By: strings.TrimSpace(c.String("by"))}
 	if s := strings.TrimSpace(c.String("if-version")); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)

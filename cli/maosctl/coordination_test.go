@@ -220,7 +220,7 @@ func TestLockUsage(t *testing.T) {
 		want []string
 	}{
 		{[]string{"lock", "acquire", "--holder", "codex", "--ttl", "1m"}, []string{"missing required flag --path"}},
-		{[]string{"lock", "acquire", "--path", "p", "--ttl", "1m"}, []string{"missing required flag --holder", "$MAOS_AGENT_ID"}},
+		{[]string{"lock", "acquire", "--path", "p", "--ttl", "1m"}, []string{"--holder is required", "$MAOS_AGENT_ID", "an agent's token"}},
 		{[]string{"lock", "acquire", "--path", "p", "--holder", "codex"}, []string{"missing required flag --ttl"}},
 		{[]string{"lock", "acquire", "--path", "p", "--holder", "codex", "--ttl", "soon"}, []string{`--ttl: "soon" is not a duration`}},
 		{[]string{"lock", "acquire", "--path", "p", "--holder", "codex", "--ttl", "500ms"}, []string{"ttl: 500ms is outside the limits 1s to 24h0m0s", "400"}},
@@ -228,9 +228,9 @@ func TestLockUsage(t *testing.T) {
 		{[]string{"lock", "renew", "--path", "p", "--holder", "codex", "--ttl", "1m"}, []string{"missing required flag --token"}},
 		{[]string{"lock", "renew", "--path", "p", "--holder", "codex", "--token", "x", "--ttl", "1m"}, []string{`--token: "x" is not a lock token`}},
 		{[]string{"lock", "renew", "--path", "p", "--holder", "codex", "--token", "3", "--ttl", "1m"}, []string{`no lock on "p"`, "404"}},
-		{[]string{"lock", "release", "--path", "p", "--force"}, []string{"missing required flag --by"}},
+		{[]string{"lock", "release", "--path", "p", "--force"}, []string{"--by is required"}},
 		{[]string{"lock", "release", "--path", "p", "--holder", "codex", "--token", "1", "--by", "x"}, []string{"--by goes with --force"}},
-		{[]string{"lock", "release", "--path", "p", "--token", "1"}, []string{"missing required flag --holder"}},
+		{[]string{"lock", "release", "--path", "p", "--token", "1"}, []string{"--holder is required"}},
 		{[]string{"lock", "check", "--path", "p"}, []string{"missing required flag --token"}},
 		{[]string{"lock", "list", "--limit", "-1"}, []string{"--limit -1: want a positive number"}},
 		{[]string{"lock", "list", "extra"}, []string{`unexpected argument "extra"`}},

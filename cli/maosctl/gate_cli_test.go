@@ -123,7 +123,7 @@ func TestHookGateFailsClosed(t *testing.T) {
 		{"missing policy", e.addr, pushEvent, []string{"--agent", "claude", "--gate", missing},
 			"gate policy: open " + missing + ": no such file or directory" + every},
 		{"no agent", e.addr, pushEvent, []string{"--gate", policy},
-			needs + "missing required flag --agent (or set $MAOS_AGENT_ID) (see 'maosctl hook DIALECT --help')"},
+			needs + "--agent is required: give it, set $MAOS_AGENT_ID, or use an agent's token (see 'maosctl hook DIALECT --help')"},
 		{"malformed address", "127.0.0.1:notaport", pushEvent, []string{"--agent", "claude", "--gate", policy},
 			needs + `--addr (or $MAOS_ADDR): "127.0.0.1:notaport": port must be 1..65535; want HOST:PORT (e.g. 127.0.0.1:7070) or http(s)://HOST:PORT`},
 	} {

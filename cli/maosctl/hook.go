@@ -73,7 +73,7 @@ func hookCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "hook",
 		Usage: "coding-agent hooks: tell Claude Code or Codex about unread mail, gate risky tool calls on approvals",
-		UsageText: `maosctl hook claude-code|codex --agent A [--gate FILE]
+		UsageText: `maosctl hook claude-code|codex [--agent A] [--gate FILE]
 
    echo '{"hook_event_name":"SessionStart"}' | maosctl hook claude-code --agent claude`,
 		Description: `Run by the coding agent's hooks with the hook's JSON on stdin.`,
@@ -114,7 +114,7 @@ func hookDialectCommand(name, product, setup string) *cli.Command {
 	return &cli.Command{
 		Name:  name,
 		Usage: "answer a " + product + " hook (JSON on stdin): the agent's unread mail, or the gate on a tool call",
-		UsageText: fmt.Sprintf(`maosctl hook %s --agent A [--max-time 2s] [--gate FILE]
+		UsageText: fmt.Sprintf(`maosctl hook %s [--agent A] [--max-time 2s] [--gate FILE]
 
    echo '{"hook_event_name":"UserPromptSubmit"}' | maosctl hook %s --agent claude`, name, name),
 		Description: `Reads the hook's JSON on stdin and answers on stdout:
@@ -172,7 +172,7 @@ format: docs/TASKS.md, "The gate".
 
 Register it in ` + setup,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "agent", Usage: "agent `ID` the coding agent works as (required)", EnvVars: []string{envAgent}},
+			agentFlag("agent", "agent `ID` the coding agent works as"),
 			&cli.DurationFlag{Name: "max-time", Usage: "give up on each request to the mailbox after `DURATION`", Value: hookDefaultMaxTime},
 			&cli.StringFlag{Name: "gate", Usage: "gate policy `FILE` (YAML): which tool calls wait for an approval", EnvVars: []string{envGateFile}},
 		},

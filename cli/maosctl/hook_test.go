@@ -209,7 +209,7 @@ func TestHookBadInput(t *testing.T) {
 		{`[1]`, []string{"--agent", "alice"}, "maosctl: hook: stdin is not the hook's JSON object: json: cannot unmarshal array into Go value of type maosctl.hookInput\n"},
 		{`{"hook_event_name":`, []string{"--agent", "alice"}, "maosctl: hook: stdin is not the hook's JSON object: unexpected end of JSON input\n"},
 		{`{"session_id":"s"}`, []string{"--agent", "alice"}, "maosctl: hook: stdin JSON has no hook_event_name\n"},
-		{`{"hook_event_name":"Stop"}`, nil, "maosctl: hook: missing required flag --agent (or set $MAOS_AGENT_ID) (see 'maosctl hook claude-code --help')\n"},
+		{`{"hook_event_name":"Stop"}`, nil, "maosctl: hook: --agent is required: give it, set $MAOS_AGENT_ID, or use an agent's token (see 'maosctl hook claude-code --help')\n"},
 		{strings.Repeat(" ", hookMaxInput+1), []string{"--agent", "alice"}, fmt.Sprintf("maosctl: hook: stdin is over %d bytes\n", hookMaxInput)},
 	} {
 		for _, dialect := range []string{"claude-code", "codex"} {
@@ -370,7 +370,7 @@ func TestStatusLine(t *testing.T) {
 	if out := e.ok("status-line", "--agent", "nobody"); out != "📬 0 new | 🌐 degraded | phase: implementation\n" {
 		t.Errorf("unknown agent: %q", out)
 	}
-	e.fails("", []string{"status-line"}, "missing required flag --agent")
+	e.fails("", []string{"status-line"}, "--agent is required: give it, set $MAOS_AGENT_ID, or use an agent's token")
 }
 
 func TestStatusLineStoppedCluster(t *testing.T) {

@@ -16,9 +16,9 @@ func inboxCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "inbox",
 		Usage: "list an agent's inbox, or its counts; take its next message, or wait for one",
-		UsageText: `maosctl inbox --agent A [--unread] [--priority P] [--type T] [--from F] [--after SEQ] [--limit N | --all] [--page-size N] [--counts]
-   maosctl inbox next --agent A
-   maosctl inbox wait --agent A [--timeout D]
+		UsageText: `maosctl inbox [--agent A] [--unread] [--priority P] [--type T] [--from F] [--after SEQ] [--limit N | --all] [--page-size N] [--counts]
+   maosctl inbox next [--agent A]
+   maosctl inbox wait [--agent A] [--timeout D]
 
    maosctl inbox --agent claude --unread
    maosctl inbox --agent claude --priority urgent --counts
@@ -41,7 +41,7 @@ For an agent without a watcher: 'inbox next' takes the oldest unread
 message (prints it whole and marks it read), 'inbox wait' blocks until
 there is unread mail and lists it.`, api.DefaultPageLimit, api.MaxPageLimit),
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "agent", Usage: "agent `ID` whose inbox to read (required)", EnvVars: []string{envAgent}},
+			agentFlag("agent", "agent `ID` whose inbox to read"),
 			&cli.BoolFlag{Name: "unread", Usage: "only unread messages"},
 			&cli.StringFlag{Name: "priority", Usage: "only messages of `PRIORITY` (" + api.PriorityList() + ")"},
 			&cli.StringFlag{Name: "type", Usage: "only messages of `TYPE`"},
@@ -181,7 +181,7 @@ func readMarkCommand() *cli.Command {
 		Name:      "read-mark",
 		Usage:     "mark one message, or everything up to a seq, read in an agent's inbox",
 		ArgsUsage: "[ID]",
-		UsageText: `maosctl read-mark --agent A ID | --upto SEQ
+		UsageText: `maosctl read-mark [--agent A] ID | --upto SEQ
 
    maosctl read-mark --agent claude msg-20261121-103000-codex-9f3a61c2
    maosctl read-mark --agent claude --upto 1042`,
@@ -191,7 +191,7 @@ and marking a read message again changes nothing. The sender sees the read
 time in 'maosctl receipts'. Prints how many messages changed and the unread
 count left; with --json, {"agent","marked","counts"}.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "agent", Usage: "agent `ID` whose inbox it is (required)", EnvVars: []string{envAgent}},
+			agentFlag("agent", "agent `ID` whose inbox it is"),
 			&cli.StringFlag{Name: "upto", Usage: "mark everything up to and including `SEQ` read"},
 			jsonFlag(),
 		},

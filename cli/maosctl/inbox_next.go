@@ -18,7 +18,7 @@ func inboxNextCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "next",
 		Usage: "print the oldest unread message of an agent's inbox and mark it read",
-		UsageText: `maosctl inbox next --agent A [--strong]
+		UsageText: `maosctl inbox next [--agent A] [--strong]
 
    maosctl inbox next --agent claude
    while maosctl --json inbox next --agent claude > msg.json; do handle msg.json; done   # exit 2: no more`,
@@ -37,7 +37,7 @@ unread to read prints it; the other goes on to the next unread message
 (or exits 2 if none is left). The same holds against a watcher or
 'read-mark' marking it first.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "agent", Usage: "agent `ID` whose inbox to take from (required)", EnvVars: []string{envAgent}},
+			agentFlag("agent", "agent `ID` whose inbox to take from"),
 			strongFlag(),
 			jsonFlag(),
 		},

@@ -15,7 +15,7 @@ func inboxWaitCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "wait",
 		Usage: "wait until an agent has unread mail and list it; exit 2 on timeout",
-		UsageText: `maosctl inbox wait --agent A [--timeout D]
+		UsageText: `maosctl inbox wait [--agent A] [--timeout D]
 
    maosctl inbox wait --agent claude --timeout 10m && maosctl inbox next --agent claude
    maosctl inbox wait --agent claude --timeout 30s; case $? in 0) echo mail;; 2) echo none yet;; *) echo error;; esac`,
@@ -32,7 +32,7 @@ It reads the inbox once and then follows A's messages on the node's stream
 (GET /v1/stream?agent=A; no polling); a stream the node closes, or a node
 that cannot be reached for a while, is resumed where it stopped.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "agent", Usage: "agent `ID` whose inbox to wait on (required)", EnvVars: []string{envAgent}},
+			agentFlag("agent", "agent `ID` whose inbox to wait on"),
 			&cli.DurationFlag{Name: "timeout", Usage: "give up after `DURATION` and exit 2 (the global --timeout still bounds each read)"},
 			strongFlag(),
 			jsonFlag(),

@@ -45,7 +45,7 @@ Prints the message's id and seq, the agent's node and whether ESC was sent;
 with --json {"agent","node","message","escape","tmux_target"}.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "reason", Usage: "why the agent must stop: the message says \"[INTERRUPT] `REASON`\" (required)"},
-			&cli.StringFlag{Name: "from", Usage: "sender agent `ID` (required)", EnvVars: []string{envAgent}},
+			agentFlag("from", "sender agent `ID`"),
 			&cli.StringFlag{Name: "channel", Usage: "channel `NAME` of the message (default: the agent's presence channel)", EnvVars: []string{envChannel}},
 			&cli.StringFlag{Name: "tmux-target", Usage: "also send ESC to the agent's tmux pane `SESSION:WINDOW.PANE` on this host"},
 			&cli.StringFlag{Name: "tmux-socket", Usage: "`PATH` of the tmux server's socket (tmux -S); default: the user's server"},

@@ -110,7 +110,7 @@ func TestInterruptUsage(t *testing.T) {
 	before := e.svc.NumStored()
 	e.fail([]string{"interrupt", "--from", "master", "--reason", "x"}, "missing AGENT")
 	e.fail([]string{"interrupt", "claude", "--from", "master"}, "missing required flag --reason")
-	e.fail([]string{"interrupt", "claude", "--reason", "x"}, "missing required flag --from", "$MAOS_AGENT_ID")
+	e.fail([]string{"interrupt", "claude", "--reason", "x"}, "--from is required: give it, set $MAOS_AGENT_ID, or use an agent's token")
 	e.fail([]string{"interrupt", "master", "--from", "master", "--reason", "x"}, "cannot interrupt itself")
 	e.fail([]string{"interrupt", "bad_id!", "--from", "master", "--reason", "x"}, `id: must match`, `(got "bad_id!")`)
 	// No --channel and no presence to take one from.

@@ -54,8 +54,8 @@ func lockPathFlag() cli.Flag {
 	return &cli.StringFlag{Name: "path", Usage: "the locked file or resource `PATH` (required)"}
 }
 
-func lockHolderFlag(usage string) cli.Flag {
-	return &cli.StringFlag{Name: "holder", Usage: usage, EnvVars: []string{envAgent}}
+func lockHolderFlag(what string) cli.Flag {
+	return agentFlag("holder", what)
 }
 
 func lockTokenFlag(usage string) cli.Flag {
@@ -149,7 +149,7 @@ func lockAcquireCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "acquire",
 		Usage: "take a lock for a time to live",
-		UsageText: `maosctl lock acquire --path PATH --holder ID --ttl DURATION
+		UsageText: `maosctl lock acquire --path PATH [--holder ID] --ttl DURATION
 
    maosctl lock acquire --path src/retry.go --holder codex --ttl 10m
    TOKEN=$(maosctl --json lock acquire --path db/migrations --ttl 30m | jq .lock.token)`,
@@ -161,7 +161,7 @@ naming the holder, its token and its expiry. With --json, the API's
 {"outcome","lock":{"path","holder","token","acquired_at","expires_at",...}}.`,
 		Flags: []cli.Flag{
 			lockPathFlag(),
-			lockHolderFlag("agent `ID` taking the lock (required)"),
+			lockHolderFlag("agent `ID` taking the lock"),
 			lockTTLFlag(),
 			jsonFlag(),
 		},
@@ -185,7 +185,7 @@ func lockRenewCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "renew",
 		Usage: "extend a lock you hold",
-		UsageText: `maosctl lock renew --path PATH --holder ID --token N --ttl DURATION
+		UsageText: `maosctl lock renew --path PATH [--holder ID] --token N --ttl DURATION
 
    maosctl lock renew --path src/retry.go --holder codex --token 42 --ttl 10m`,
 		Description: `Extends the lease to now + DURATION, keeping its token. Only the holder
@@ -194,7 +194,7 @@ lease that has run out is gone even if nobody took it (acquire it again,
 for a new token). Prints "extended PATH to ID: token N, expires TIME".`,
 		Flags: []cli.Flag{
 			lockPathFlag(),
-			lockHolderFlag("agent `ID` holding the lock (required)"),
+			lockHolderFlag("agent `ID` holding the lock"),
 			lockTokenFlag("the lease's `TOKEN` (required)"),
 			lockTTLFlag(),
 			jsonFlag(),
@@ -223,7 +223,7 @@ func lockReleaseCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "release",
 		Usage: "give a lock up (or break it with --force)",
-		UsageText: `maosctl lock release --path PATH --holder ID --token N
+		UsageText: `maosctl lock release --path PATH [--holder ID] --token N
 maosctl lock release --path PATH --force --by ADMIN [--holder ID] [--token N]
 
    maosctl lock release --path src/retry.go --holder codex --token 42
@@ -237,10 +237,10 @@ you meant to. Prints "released PATH (held by ID, token N)".`,
 			lockPathFlag(),
 			// No EnvVars: $MAOS_AGENT_ID is the default holder only
 			// without --force (see lockRelease).
-			&cli.StringFlag{Name: "holder", Usage: "agent `ID` holding the lock (required without --force; default $MAOS_AGENT_ID)"},
+			&cli.StringFlag{Name: "holder", Usage: "agent `ID` holding the lock (without --force, default: $MAOS_AGENT_ID, else the token's agent)"},
 			lockTokenFlag("the lease's `TOKEN` (required without --force)"),
 			&cli.BoolFlag{Name: "force", Usage: "release whoever holds the lock"},
-			&cli.StringFlag{Name: "by", Usage: "with --force: your `ID` for the audit trail (required with --force)"},
+			&cli.StringFlag{Name: "by", Usage: "with --force: your `ID` for the audit trail (default: the token's agent)"},
 			jsonFlag(),
 		},
 		Action: lockRelease,
@@ -255,10 +255,11 @@ func lockRelease(c *cli.Context) error {
 	if cmd.Force {
 		// A --holder given with --force pins the lease to break;
 		// $MAOS_AGENT_ID, the operator's own id, does not.
-		if err := require(c, "by"); err != nil {
+		by, err := actingAgent(c, "by")
+		if err != nil {
 			return err
 		}
-		cmd.By = strings.TrimSpace(c.String("by"))
+		cmd.By = by
 	} else {
 		if c.String("by") != "" {
 			return usagef(c, "--by goes with --force")
@@ -267,7 +268,11 @@ func lockRelease(c *cli.Context) error {
 			cmd.Holder = strings.TrimSpace(os.Getenv(envAgent))
 		}
 		if cmd.Holder == "" {
-			return usagef(c, "missing required flag --holder (or set $%s)", envAgent)
+			holder, err := actingAgent(c, "holder")
+			if err != nil {
+				return err
+			}
+			cmd.Holder = holder
 		}
 	}
 	token, err := lockToken(c, !cmd.Force)

@@ -411,9 +411,16 @@ func printResult(c *cli.Context, v any, format string, args ...any) error {
 
 // require returns a usage error naming the first flag among names whose
 // value is empty (flags set from an empty environment variable count as
-// missing).
+// missing). An empty acting-agent flag (agentFlag) is resolved instead,
+// after the others are checked: it defaults to the token's agent
+// (actingAgent).
 func require(c *cli.Context, names ...string) error {
+	var acting []string
 	for _, name := range names {
+		if isActingFlag(c, name) {
+			acting = append(acting, name)
+			continue
+		}
 		var empty bool
 		if _, ok := commandFlag(c, name).(*cli.StringSliceFlag); ok {
 			empty = len(splitList(c.StringSlice(name))) == 0
@@ -422,6 +429,11 @@ func require(c *cli.Context, names ...string) error {
 		}
 		if empty {
 			return usagef(c, "missing required flag --%s%s", name, envHint(c, name))
+		}
+	}
+	for _, name := range acting {
+		if err := resolveActing(c, name); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -13,7 +13,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/maos-project/maos/api"
-	"github.com/maos-project/maos/api/client"
 	"github.com/maos-project/maos/mcpserver"
 )
 
@@ -21,13 +20,14 @@ func mcpCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "mcp",
 		Usage: "run a Model Context Protocol server on stdio for one agent",
-		UsageText: `maosctl [--addr HOST:PORT] mcp --agent A [--channel CH]
+		UsageText: `maosctl [--addr HOST:PORT] mcp [--agent A] [--channel CH]
 
    maosctl --addr 127.0.0.1:7070 mcp --agent claude --channel review
    claude mcp add maos -- maosctl --addr 127.0.0.1:7070 mcp --agent claude`,
 		Description: `Speaks MCP (JSON-RPC, one message a line) on stdin/stdout, so a coding
-agent's CLI can start it as a tool server. Every tool acts as agent A and
-talks to the node at --addr (any node; writes are forwarded to the leader):
+agent's CLI can start it as a tool server. Every tool acts as agent A
+(--agent, else $MAOS_AGENT_ID, else the token's agent) and talks to the
+node at --addr (any node; writes are forwarded to the leader):
 
    send_message      send to ids, all, role:NAME (channel: --channel unless given)
    list_messages     A's inbox: ids and titles, no bodies (unread, from, priority,
@@ -41,7 +41,7 @@ A refused call comes back to the model as a tool error carrying the API's
 message. The global --timeout bounds each API call. Diagnostics go to
 stderr; stdout carries only the protocol.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "agent", Usage: "agent `ID` every tool acts as (required)", EnvVars: []string{envAgent}},
+			agentFlag("agent", "agent `ID` every tool acts as"),
 			&cli.StringFlag{Name: "channel", Usage: "default `CHANNEL` of send_message", Value: api.DefaultChannel, EnvVars: []string{envChannel}},
 		},
 		Action: runMCP,
@@ -63,10 +63,10 @@ func runMCP(c *cli.Context) error {
 	if err != nil {
 		return usagef(c, "--agent: %v", err)
 	}
-	ctx := commandContext(c)
-	if err := checkSpeaksFor(ctx, client, agent); err != nil {
+	if err := checkSpeaksFor(c, agent); err != nil {
 		return apiError(c, err)
 	}
+	ctx := commandContext(c)
 	var tr mcp.Transport = &mcp.StdioTransport{}
 	if out := rawWriter(c.App.Writer); c.App.Reader != os.Stdin || out != os.Stdout {
 		// Embedded (tests): speak over the app's own streams.
@@ -87,8 +87,9 @@ func (nopWriteCloser) Close() error { return nil }
 // checkSpeaksFor fails fast when the token cannot act as agent (a
 // token of another agent), instead of every tool call answering 403. An
 // unreachable node is not an error here: the tools report it when used.
-func checkSpeaksFor(ctx context.Context, client *client.Client, agent string) error {
-	me, err := client.WhoAmI(ctx)
+// It asks whoAmI, so a run that defaulted --agent to the token's asks once.
+func checkSpeaksFor(c *cli.Context, agent string) error {
+	me, err := whoAmI(c)
 	var apiErr *api.APIError
 	switch {
 	case err != nil && !errors.As(err, &apiErr):

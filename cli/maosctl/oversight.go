@@ -250,7 +250,7 @@ func rulesCheckCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "check",
 		Usage: "say whether one agent may message another (or interrupt) under the current rules",
-		UsageText: `maosctl rules check --from A --to B [--from-role ROLE] [--to-role ROLE] [--strong]
+		UsageText: `maosctl rules check [--from A] --to B [--from-role ROLE] [--to-role ROLE] [--strong]
    maosctl rules check --interrupt --from A [--from-role ROLE] [--strong]
 
    maosctl rules check --from tester_agent --to reviewer_agent
@@ -273,7 +273,7 @@ REASON" (with --interrupt "allowed: A (role R) may interrupt" or "blocked: A
 scripts read --json ({"from","from_role","to","to_role","allowed","reason"},
 and "interrupt": true).`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "from", Usage: "sender agent `ID` (required)", EnvVars: []string{envAgent}},
+			agentFlag("from", "sender agent `ID`"),
 			&cli.StringFlag{Name: "to", Usage: "recipient agent `ID` (required without --interrupt)"},
 			&cli.StringFlag{Name: "from-role", Usage: "check as if the sender had `ROLE`"},
 			&cli.StringFlag{Name: "to-role", Usage: "check as if the recipient had `ROLE`"},

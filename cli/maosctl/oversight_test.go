@@ -179,7 +179,7 @@ func TestRulesErrors(t *testing.T) {
 		{[]string{"rules", "set", "--preset", "flat"}, `--preset flat: preset: unknown preset "flat"; known: hierarchical`},
 		{[]string{"rules", "set", "--orchestrator-role", "lead", "-f", badGlob}, "--orchestrator-role goes with --preset"},
 		{[]string{"rules", "check", "--from", "a"}, "missing required flag --to"},
-		{[]string{"rules", "check", "--interrupt"}, "missing required flag --from"},
+		{[]string{"rules", "check", "--interrupt"}, "--from is required: give it, set $MAOS_AGENT_ID, or use an agent's token"},
 		{[]string{"rules", "check", "--interrupt", "--from", "a", "--to", "b"}, "interrupt: asks who may interrupt any agent"},
 		{[]string{"rules", "check", "--from", "A B", "--to", "b"}, "from: must match"},
 		{[]string{"rules", "get", "extra"}, `unexpected argument "extra"`},

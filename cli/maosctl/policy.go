@@ -16,13 +16,13 @@ import (
 
 func policyCommand() *cli.Command {
 	agent := func() cli.Flag {
-		return &cli.StringFlag{Name: "agent", Usage: "agent `ID` whose policy it is (required)", EnvVars: []string{envAgent}}
+		return agentFlag("agent", "agent `ID` whose policy it is")
 	}
 	from := func(usage string) cli.Flag { return &cli.StringFlag{Name: "from", Usage: usage} }
 	return &cli.Command{
 		Name:  "policy",
 		Usage: "change how an agent takes its mail at run time: queue, interrupt, fork or quiet",
-		UsageText: `maosctl policy set|get|clear --agent A ...
+		UsageText: `maosctl policy set|get|clear [--agent A] ...
 
    maosctl policy set --agent claude --mode quiet --for 1h
    maosctl policy get --agent claude`,
@@ -42,7 +42,7 @@ Setting or clearing needs the agent's own token or an admin's.`,
 			{
 				Name:  "set",
 				Usage: "set an agent's policy, for all its mail or one sender's",
-				UsageText: `maosctl policy set --agent A --mode queue|interrupt|fork|quiet [--from S] [--for D]
+				UsageText: `maosctl policy set [--agent A] --mode queue|interrupt|fork|quiet [--from S] [--for D]
 
    maosctl policy set --agent claude --mode quiet --for 1h
    maosctl policy set --agent claude --from lead --mode interrupt`,
@@ -63,7 +63,7 @@ message); without it, it lasts until 'policy clear'. Prints the policy; with
 			{
 				Name:  "get",
 				Usage: "show the run-time policies in force for an agent",
-				UsageText: `maosctl policy get --agent A [--strong]
+				UsageText: `maosctl policy get [--agent A] [--strong]
 
    maosctl policy get --agent claude`,
 				Description: `Shows the run-time layer: the agent-wide policy and the per-sender ones in
@@ -76,7 +76,7 @@ GET /v1/agents/A/policy answer {"agent","policies":[...]}.`,
 			{
 				Name:  "clear",
 				Usage: "clear an agent's run-time policy: its watchers' YAML applies again",
-				UsageText: `maosctl policy clear --agent A [--from S]
+				UsageText: `maosctl policy clear [--agent A] [--from S]
 
    maosctl policy clear --agent claude
    maosctl policy clear --agent claude --from lead`,

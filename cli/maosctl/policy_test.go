@@ -58,11 +58,11 @@ func TestPolicyVerbs(t *testing.T) {
 func TestPolicyVerbRefusals(t *testing.T) {
 	e := newTestEnv(t)
 	e.fails("", []string{"policy", "set", "--agent", "claude"}, "missing required flag --mode")
-	e.fails("", []string{"policy", "set", "--mode", "quiet"}, "missing required flag --agent")
+	e.fails("", []string{"policy", "set", "--mode", "quiet"}, "--agent is required: give it, set $MAOS_AGENT_ID, or use an agent's token")
 	e.fails("", []string{"policy", "set", "--agent", "claude", "--mode", "loud"}, `mode: "loud" is not a mode`)
 	e.fails("", []string{"policy", "set", "--agent", "claude", "--mode", "quiet", "--for", "1500ms"}, "--for 1.5s: must be whole seconds, at most 720h")
 	e.fails("", []string{"policy", "set", "--agent", "claude", "--mode", "quiet", "--for", "721h"}, "at most 720h")
-	e.fails("", []string{"policy", "get"}, "missing required flag --agent")
+	e.fails("", []string{"policy", "get"}, "--agent is required: give it, set $MAOS_AGENT_ID, or use an agent's token")
 	if set, _ := e.svc.State().Policies("claude", time.Now()); len(set.Policies) != 0 {
 		t.Errorf("a refused set stored %+v", set)
 	}

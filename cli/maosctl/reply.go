@@ -19,7 +19,7 @@ func replyCommand() *cli.Command {
 		Name:      "reply",
 		Usage:     "answer a message: to its sender, in its channel and thread",
 		ArgsUsage: "ID",
-		UsageText: `maosctl reply ID --from A --text T [--title T] [--type T] [--priority P] [--id ID]
+		UsageText: `maosctl reply ID [--from A] --text T [--title T] [--type T] [--priority P] [--id ID]
 
    maosctl reply msg-20261121-103000-codex-9f3a61c2 --from claude --text "looks good, one nit in retry.go"
    go test ./... 2>&1 | maosctl reply msg-20261121-103000-codex-9f3a61c2 --from claude --type task_result --text -`,
@@ -32,7 +32,7 @@ priority normal: the reply every client builds (the MCP tool, a watcher).
 A reply to a private message is private. --text - reads the text from
 stdin. Prints the reply's id and seq; with --json, the API's answer.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "from", Usage: "replying agent `ID` (required)", EnvVars: []string{envAgent}},
+			agentFlag("from", "replying agent `ID`"),
 			&cli.StringFlag{Name: "text", Usage: "reply `TEXT`; - reads it from stdin (required)"},
 			&cli.StringFlag{Name: "title", Usage: "one-line `TITLE` (default \"Re: \" and the original's)"},
 			&cli.StringFlag{Name: "type", Usage: "message `TYPE` (default response, task_result for a task_assign)"},

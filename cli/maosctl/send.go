@@ -17,7 +17,7 @@ func sendCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "send",
 		Usage: "post a message to a channel",
-		UsageText: `maosctl send --from A --to B[,C] [--channel CH] --text T [--title T] [--type T] [--priority P] [--reply-to ID] [--id ID]
+		UsageText: `maosctl send [--from A] --to B[,C] [--channel CH] --text T [--title T] [--type T] [--priority P] [--reply-to ID] [--id ID]
 
    maosctl send --from codex --to claude --channel review --text "@claude please review"
    git diff | maosctl send --to claude,gemini --type review --priority high --title "retry logic" --text -`,
@@ -48,7 +48,7 @@ prints one object: the send's answer plus "wait" {"state","pending","receipts"}.
 
    maosctl send --from codex --to role:reviewer --channel review --text "please review" --wait answered --timeout 10m`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "from", Usage: "sender agent `ID` (required)", EnvVars: []string{envAgent}},
+			agentFlag("from", "sender agent `ID`"),
 			&cli.StringSliceFlag{Name: "to", Usage: "recipient `ID`s: agent ids, all, role:NAME, globs; repeat or comma-separate (required)"},
 			&cli.StringFlag{Name: "channel", Usage: "channel `NAME`", EnvVars: []string{envChannel}, Value: api.DefaultChannel},
 			&cli.StringFlag{Name: "text", Usage: "message `TEXT`; - reads it from stdin (required)"},

@@ -27,7 +27,7 @@ func statusLineCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "status-line",
 		Usage: "one line for a status bar: unread mail, approvals to decide, system status, phase",
-		UsageText: `maosctl status-line --agent A [--max-time 300ms]
+		UsageText: `maosctl status-line [--agent A] [--max-time 300ms]
 
    maosctl status-line --agent claude
    # Claude Code ~/.claude/settings.json:
@@ -47,7 +47,7 @@ exits 0, so a status bar shows the marker instead of an error. An agent
 without an inbox shows "📬 0 new". With --json, an object with online,
 unread, urgent, to_approve, system_status and current_phase.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "agent", Usage: "agent `ID` whose inbox to count (required)", EnvVars: []string{envAgent}},
+			agentFlag("agent", "agent `ID` whose inbox to count"),
 			&cli.DurationFlag{Name: "max-time", Usage: "give up after `DURATION` and print the offline marker", Value: statusLineDefaultMaxTime},
 			jsonFlag(),
 		},

@@ -104,7 +104,7 @@ With --json, the API's answer {"id","seq","state"}.
 fixed before the first try (task-YYYYMMDD-HHMMSS-FROM-HEX unless --id
 gives one), so repeating a create with the same --id stores it once.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "from", Usage: "creator agent `ID` (required)", EnvVars: []string{envAgent}},
+			agentFlag("from", "creator agent `ID`"),
 			&cli.StringFlag{Name: "to", Usage: "assignee: agent `ID`, role:NAME or capability:NAME (required)"},
 			&cli.StringFlag{Name: "title", Usage: "one-line `TITLE` (required)"},
 			&cli.StringFlag{Name: "description", Usage: "the work, in words: `TEXT`; - reads it from stdin"},
@@ -346,7 +346,7 @@ otherwise; an admin token acts as the creator named by --from); a task
 that ended is a conflict (409). Prints "cancelled ID"; with --json the
 API's answer {"id","seq","state"}.`,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "from", Usage: "the creator's agent `ID` (required)", EnvVars: []string{envAgent}},
+			agentFlag("from", "the creator's agent `ID`"),
 			&cli.StringFlag{Name: "reason", Usage: "why, in a `SENTENCE` (kept in the history)"},
 			jsonFlag(),
 		},

@@ -15,7 +15,7 @@ import (
 // the claim's fence.
 
 func taskAgentFlag() cli.Flag {
-	return &cli.StringFlag{Name: "agent", Usage: "the claimant's agent `ID` (required)", EnvVars: []string{envAgent}}
+	return agentFlag("agent", "the claimant's agent `ID`")
 }
 
 func taskFenceFlag() cli.Flag {
