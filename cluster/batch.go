@@ -142,8 +142,12 @@ func (b *batcher) do(ctx context.Context, addr string, c entriesClient, entry []
 		gone()
 	}
 	select {
-	case <-w.done: // answered meanwhile: the answer is better than a guess
-		return w.res, w.err
+	case <-w.done: // answered meanwhile: the answer is better than a guess,
+		// unless it is only the cancellation gone() just caused, which says
+		// nothing of the entry
+		if w.err == nil || !errors.Is(w.err, context.Canceled) {
+			return w.res, w.err
+		}
 	default:
 	}
 	return nil, fmt.Errorf("%w: forwarded entry sent, no answer before %w", api.ErrOutcomeUnknown, ctx.Err())
