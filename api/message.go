@@ -134,9 +134,6 @@ const MaxNameLen = rules.MaxNameLen
 const DefaultChannel = "general"
 
 var (
-	// nameRE is NamePattern compiled: the rules compiler's messages quote
-	// it, the tests check ValidName against it.
-	nameRE = regexp.MustCompile(NamePattern)
 	// idRE admits generated ids and the ids of the seed systems (uuids,
 	// "msg_001"); it stays a safe URL path segment.
 	idRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)

@@ -493,16 +493,6 @@ func (g *gossip) statusOf(id string) string {
 	return ""
 }
 
-// apiAddrOf is the API address member id gossips, "" if unknown.
-func (g *gossip) apiAddrOf(id string) string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if e := g.table[id]; e != nil {
-		return e.meta.API
-	}
-	return ""
-}
-
 // apiAddrVia returns the API address of the member gossiping at addr, or
 // else of any other live member: what a node given a gossip address joins
 // Raft through.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
-	"time"
 
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/secrets"
@@ -73,12 +72,7 @@ func (s *Server) guardText(r *http.Request, body any, fields []api.TextField) er
 				return err
 			}
 		}
-		switch n := body.(type) {
-		case interface{ Normalize(time.Time) }:
-			n.Normalize(s.opts.Now())
-		case interface{ Normalize() }:
-			n.Normalize()
-		}
+		normalize(body, s.opts.Now())
 		if v, ok := body.(interface{ Validate() error }); ok {
 			if err := v.Validate(); err != nil {
 				return err
