@@ -10,4 +10,10 @@ const (
 	OpSend Op = "send"
 	// OpRegisterNode records a node's API address (body: RegisterNodeCommand).
 	OpRegisterNode Op = "register_node"
+	// OpNoop changes nothing (body: {}). A leader proposes one after it
+	// applied a write and holds nothing newer, so that its AppendEntries
+	// tells the followers the write is committed (cluster/commitpush.go).
+	// A build that does not know it skips it as an unknown op, which
+	// leaves the state exactly as applying it does.
+	OpNoop Op = "noop"
 )

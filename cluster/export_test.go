@@ -113,3 +113,17 @@ func (p *BlobPasses) Repair() { p.n.repairBlobs(p.st) }
 
 // Collect runs one GC pass.
 func (p *BlobPasses) Collect() { p.n.collectBlobs(p.st) }
+
+// RaftEntry is the entry at index in the node's raft log.
+func (n *Node) RaftEntry(index uint64) (*raft.Log, error) {
+	var l raft.Log
+	if err := n.store.GetLog(index, &l); err != nil {
+		return nil, err
+	}
+	return &l, nil
+}
+
+// RaftIndexes are the node's last log, commit and raft-applied indexes.
+func (n *Node) RaftIndexes() (last, commit, applied uint64) {
+	return n.raft.LastIndex(), n.raft.CommitIndex(), n.raft.AppliedIndex()
+}

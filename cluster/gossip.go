@@ -178,6 +178,10 @@ func startGossip(cfg Config, o gossipOptions) (*gossip, error) {
 	}
 	mc := memberlist.DefaultLANConfig()
 	mc.Name = cfg.NodeID
+	// Probes and gossip are tens of bytes: LZW-compressing each one was a
+	// quarter of an idle node's CPU. memberlist still reads what an older
+	// node sends compressed.
+	mc.EnableCompression = false
 	host, port, _ := net.SplitHostPort(cfg.GossipAddr) // checked by Validate
 	mc.BindAddr = host
 	mc.BindPort, _ = strconv.Atoi(port)

@@ -137,9 +137,10 @@ func Open(cfg Config) (*Node, error) {
 	n.logger.Info("node open", "data_dir", cfg.DataDir, "raft_addr", n.cfg.RaftAdvertise, "raft_bind", n.raftBind,
 		"api_addr", cfg.APIAddr, "gossip_addr", n.GossipAddr(), "gossip_encrypted", len(cfg.GossipKey) > 0, "tls", cfg.ServerTLS != nil,
 		"existing_state", n.hasState, "applied_index", n.fsm.AppliedIndex())
-	n.wg.Add(2)
+	n.wg.Add(3)
 	go n.watchLeadership()
 	go n.blobLoop()
+	go n.commitPushLoop()
 	if n.gossip != nil {
 		n.wg.Add(1)
 		go n.reconnectGossip()

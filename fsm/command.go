@@ -68,6 +68,10 @@ func Encode(op api.Op, ts int64, body any) ([]byte, error) {
 	return append(out, b...), nil
 }
 
+// DecodeCommand reads a log entry's envelope, of either version; the body
+// is left for the op to decode and check. Errors name what is malformed.
+func DecodeCommand(data []byte) (Command, error) { return decode(data) }
+
 func decode(data []byte) (Command, error) {
 	if len(data) > 0 && data[0] == envelopeV2 {
 		return decodeV2(data[1:])

@@ -33,6 +33,9 @@ type FSM struct {
 	db *bbolt.DB
 
 	applied atomic.Uint64
+	// command is the index of the last command applied other than an
+	// OpNoop: what a leader's commit push has to make known.
+	command atomic.Uint64
 
 	ops   map[api.Op]applyFunc // registry(), built by Open
 	rules rulesCache
@@ -188,6 +191,10 @@ func PersistFreelist(path string) error {
 // AppliedIndex is the Raft index of the last entry applied to the state.
 func (f *FSM) AppliedIndex() uint64 { return f.applied.Load() }
 
+// CommandIndex is the Raft index of the last command applied since Open
+// other than an api.OpNoop (0 before the first). Safe to call anytime.
+func (f *FSM) CommandIndex() uint64 { return f.command.Load() }
+
 // WaitApplied blocks until the state has applied index, or ctx ends.
 func (f *FSM) WaitApplied(ctx context.Context, index uint64) error {
 	for {
@@ -238,7 +245,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		panic("fsm: apply after close")
 	}
 	applied := f.applied.Load()
-	var last uint64
+	var last, command uint64
 	err := f.db.Update(func(tx *bbolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		lastTS := int64(getU64(meta, keyLastTS))
@@ -255,6 +262,12 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 				results[i] = err
 				continue
 			}
+			// A no-op is skipped before the clock, as a build that does
+			// not know the op skips it: both leave lastTS unchanged.
+			if cmd.Op == api.OpNoop {
+				continue
+			}
+			command = l.Index
 			fn, ok := f.ops[cmd.Op]
 			if !ok {
 				results[i] = fmt.Errorf("fsm: unknown op %q at index %d", cmd.Op, l.Index)
@@ -295,6 +308,9 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		panic(fmt.Sprintf("fsm: apply batch ending at %d: %v", logs[len(logs)-1].Index, err))
 	}
 	f.applied.Store(last)
+	if command != 0 {
+		f.command.Store(command)
+	}
 	f.broadcast()
 	return results
 }
