@@ -42,9 +42,9 @@ Code, the status line ('maosctl status-line --agent A'):
    gemini       hooks, mcpServers: ~/.gemini/settings.json  (project: DIR/.gemini/settings.json)
 
 DIR is --dir, else the current directory. Every command written starts
-with the maosctl binary (--maosctl, default this one), then --addr and
---token-file when given (flag or $MAOS_ADDR, $MAOS_TOKEN_FILE): the
-token's FILE, never the token. With --gate FILE the tool-call event
+with the maosctl binary (--maosctl, default this one), then --addr,
+--token-file and the global --ca when given (flag or $MAOS_ADDR,
+$MAOS_TOKEN_FILE, $MAOS_CA): the token's FILE, never the token. With --gate FILE the tool-call event
 (PreToolUse, Gemini's BeforeTool) runs the gate too, for every tool, with
 a timeout a minute above the policy's longest gate timeout.
 
@@ -168,12 +168,14 @@ func setupSpecOf(c *cli.Context, d hookDialect) (setupSpec, error) {
 		}
 		s.globals = append(s.globals, "--addr", a)
 	}
-	if f := setupFlag(c, "token-file"); f != "" {
-		abs, err := filepath.Abs(f)
-		if err != nil {
-			return s, err
+	for _, name := range []string{"token-file", "ca"} {
+		if f := setupFlag(c, name); f != "" {
+			abs, err := filepath.Abs(f)
+			if err != nil {
+				return s, err
+			}
+			s.globals = append(s.globals, "--"+name, abs)
 		}
-		s.globals = append(s.globals, "--token-file", abs)
 	}
 	return s, setupGate(c, &s)
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/maos-project/maos/testing/tlstest"
 )
 
 // The maosctl binary the tests' settings name.
@@ -23,7 +25,7 @@ type setupWorld struct {
 
 func newSetupWorld(t *testing.T) *setupWorld {
 	t.Helper()
-	for _, k := range []string{envAddr, envAgent, envTokenFile, envToken, envGateFile} {
+	for _, k := range []string{envAddr, envAgent, envTokenFile, envToken, envGateFile, envCA} {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
 	}
@@ -408,14 +410,16 @@ func filesUnder(t *testing.T, dir string) []string {
 // --gate wires the tool-call event for every tool with a timeout a minute
 // above the policy's longest gate, in the CLI's unit (Claude Code and
 // Codex: seconds; Gemini CLI: milliseconds); a run without --gate takes
-// that entry out again. The commands carry --addr and the token FILE's
-// path, never a token.
+// that entry out again. The commands carry --addr, the token FILE's
+// path (never a token) and the CA's.
 func TestSetupGateAddrTokenFile(t *testing.T) {
 	w := newSetupWorld(t)
 	policy := filepath.Join(w.home, "gates.yaml")
 	w.write(policy, examplePolicy, 0o600) // its longest timeout: 20m
 	t.Setenv(envToken, "s3cret-token")
 	t.Setenv(envTokenFile, "tok en")
+	ca := tlstest.NewCA(t, "maos-test").Node(t, "n1").CA
+	t.Setenv(envCA, ca)
 	for _, tc := range []struct {
 		cli, file, event string
 		timeout          string
@@ -426,7 +430,7 @@ func TestSetupGateAddrTokenFile(t *testing.T) {
 	} {
 		w.ok(tc.cli, "--agent", "ag", "--gate", policy, "--addr", "10.0.0.2:7070")
 		cwd, _ := os.Getwd()
-		want := setupBin + " --addr 10.0.0.2:7070 --token-file '" + filepath.Join(cwd, "tok en") + "' hook " + tc.cli + " --agent ag"
+		want := setupBin + " --addr 10.0.0.2:7070 --token-file '" + filepath.Join(cwd, "tok en") + "' --ca " + ca + " hook " + tc.cli + " --agent ag"
 		got := w.read(filepath.Join(w.home, tc.file))
 		mine, _ := maosHooks(t, got)
 		if !slices.Equal(mine[tc.event], []string{want + " --gate " + policy}) || !slices.Equal(mine["SessionStart"], []string{want}) {
