@@ -119,10 +119,13 @@ func setup(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	files := plan(s)
-	res, err := setupPlan(files)
+	res, err := setupPlan(plan(s))
 	if err != nil {
 		return err
+	}
+	if bearerToken(c) != "" && setupFlag(c, "token-file") == "" && !s.remove {
+		res[0].Notes = append(res[0].Notes, "the commands carry no token (setup never writes one): give --token-file FILE "+
+			"to have them read it, or give the agent $MAOS_TOKEN_FILE")
 	}
 	if !c.Bool("dry-run") {
 		if err := setupWrite(res); err != nil {

@@ -63,6 +63,11 @@ func setupGemini(s setupSpec) []setupFile {
 			if err := s.mergeHooks(doc, true, ch); err != nil {
 				return err
 			}
+			tools, _ := doc.vals["tools"].(*jsonObject)
+			if !s.remove && (tools == nil || tools.vals["enableHooks"] != true) {
+				ch.Notes = append(ch.Notes, "Gemini CLI runs hooks only with its hooks system on (/settings, Advanced, "+
+					"Enable Hooks System; tools.enableHooks: true in the versions docs/agents/gemini.md names); setup leaves that switch to you")
+			}
 			return s.mergeMCP(doc, ch)
 		})},
 	}

@@ -537,3 +537,23 @@ func TestSetupCodexConfigText(t *testing.T) {
 		t.Errorf("second edit: err=%v change %+v\n%s", err, ch, again)
 	}
 }
+
+// setup says what it leaves to the user: Gemini CLI's hooks switch when
+// the settings do not turn it on, and a token given only inline (which
+// it never writes).
+func TestSetupNotes(t *testing.T) {
+	w := newSetupWorld(t)
+	t.Setenv(envToken, "s3cret-token")
+	out := w.ok("gemini", "--agent", "ag")
+	for _, want := range []string{"note: Gemini CLI runs hooks only with its hooks system on", "note: the commands carry no token (setup never writes one)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	w.write(filepath.Join(w.home, ".gemini", "settings.json"), `{"tools": {"enableHooks": true}}`, 0o600)
+	t.Setenv(envTokenFile, filepath.Join(w.home, "tok"))
+	w.write(filepath.Join(w.home, "tok"), "s3cret-token\n", 0o600)
+	if out := w.ok("gemini", "--agent", "ag"); strings.Contains(out, "note:") {
+		t.Errorf("notes with the switch on and a token file:\n%s", out)
+	}
+}
