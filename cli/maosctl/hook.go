@@ -101,9 +101,11 @@ func hookDialectCommand(d hookDialect) *cli.Command {
 			d.name, d.eventNamed(eventPrompt), d.name, d.name, d.name, d.name),
 		Description: `Reads the hook's JSON on stdin and answers on stdout:
 
-` + d.answers + ` Tool calls report nothing. It is one more request, bounded by
+` + d.answers + `
+Tool calls report nothing. A report is one more request, bounded by
 --max-time, and only when the node answered the ones before it; a
-watcher's own heartbeats do not overwrite it (docs/AGENTS.md, "Busy or idle").
+watcher's own heartbeats do not overwrite it (docs/AGENTS.md, "Busy or
+idle").
 
 The digest lists unread messages urgent first, then newest first, one line
 each (id, from, priority, title), one line per thread with a count, at most

@@ -128,7 +128,8 @@ context; use the hooks above.`,
 		wire:        []hookWire{{"SessionStart", ""}, {"BeforeAgent", ""}, {"AfterAgent", ""}},
 		timeoutUnit: time.Millisecond,
 		answers:     geminiAnswers,
-		register: `~/.gemini/settings.json (or .gemini/settings.json):
+		register: `~/.gemini/settings.json (or
+.gemini/settings.json):
 
    {"hooks": {
       "SessionStart": [{"hooks": [{"name": "maos", "type": "command", "command": "maosctl hook gemini --agent gemini"}]}],

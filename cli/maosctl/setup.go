@@ -44,9 +44,10 @@ Code, the status line ('maosctl status-line --agent A'):
 DIR is --dir, else the current directory. Every command written starts
 with the maosctl binary (--maosctl, default this one), then --addr,
 --token-file and the global --ca when given (flag or $MAOS_ADDR,
-$MAOS_TOKEN_FILE, $MAOS_CA): the token's FILE, never the token. With --gate FILE the tool-call event
-(PreToolUse, Gemini's BeforeTool) runs the gate too, for every tool, with
-a timeout a minute above the policy's longest gate timeout.
+$MAOS_TOKEN_FILE, $MAOS_CA): the token's FILE, never the token. With
+--gate FILE the tool-call event (PreToolUse, Gemini's BeforeTool) runs
+the gate too, for every tool, with a timeout a minute above the policy's
+longest gate timeout.
 
 What is there stays: other hooks (another tool's on the same event too),
 other MCP servers, every other setting, in their order (a JSON file is
