@@ -212,7 +212,7 @@ func TestHookBadInput(t *testing.T) {
 		{`{"hook_event_name":"Stop"}`, nil, "maosctl: hook: --agent is required: give it, set $MAOS_AGENT_ID, or use an agent's token (see 'maosctl hook claude-code --help')\n"},
 		{strings.Repeat(" ", hookMaxInput+1), []string{"--agent", "alice"}, fmt.Sprintf("maosctl: hook: stdin is over %d bytes\n", hookMaxInput)},
 	} {
-		for _, dialect := range []string{"claude-code", "codex"} {
+		for _, dialect := range []string{"claude-code", "codex", "gemini"} {
 			r := e.run(tc.stdin, append([]string{"hook", dialect}, tc.args...)...)
 			want := strings.ReplaceAll(tc.want, "claude-code", dialect)
 			if r.err != nil || r.out != "" || r.errOut != want {
@@ -262,6 +262,21 @@ func TestHookOffline(t *testing.T) {
 		if r.err != nil || r.out != "" || r.errOut != "maosctl: hook "+ev+": "+unreachable+" Set --addr or MAOS_ADDR to a node's API address\n" {
 			t.Errorf("offline %s: err=%v out=%q stderr=%q", ev, r.err, r.out, r.errOut)
 		}
+	}
+	// Gemini CLI: the same identity at SessionStart, nothing on
+	// BeforeAgent; AfterAgent asks nothing but its IDLE report, whose
+	// failure is the one line.
+	r = runApp(addr, `{"hook_event_name":"SessionStart","source":"startup"}`, "hook", "gemini", "--agent", "alice")
+	if r.err != nil || r.out != want {
+		t.Errorf("gemini offline SessionStart: err=%v\n out=%q\nwant %q", r.err, r.out, want)
+	}
+	r = runApp(addr, `{"hook_event_name":"BeforeAgent","prompt":"hi"}`, "hook", "gemini", "--agent", "alice")
+	if r.err != nil || r.out != "" || r.errOut != "maosctl: hook BeforeAgent: "+unreachable+" Set --addr or MAOS_ADDR to a node's API address\n" {
+		t.Errorf("gemini offline BeforeAgent: err=%v out=%q stderr=%q", r.err, r.out, r.errOut)
+	}
+	r = runApp(addr, `{"hook_event_name":"AfterAgent","stop_hook_active":false}`, "hook", "gemini", "--agent", "alice")
+	if r.err != nil || r.out != "" || !strings.HasPrefix(r.errOut, "maosctl: hook AfterAgent: report alice IDLE: ") || strings.Count(r.errOut, "\n") != 1 {
+		t.Errorf("gemini offline AfterAgent: err=%v out=%q stderr=%q", r.err, r.out, r.errOut)
 	}
 }
 
