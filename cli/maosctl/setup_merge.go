@@ -20,15 +20,28 @@ type setupChange struct {
 }
 
 // maosCommand reports whether the shell command cmd runs maosctl (bin, or
-// any program named maosctl) with verb among its words: an entry of
-// maos's own, which setup replaces or removes.
+// any program named maosctl) with the command verb, after any global
+// flags: an entry of maos's own, which setup replaces or removes.
 func maosCommand(cmd, bin, verb string) bool {
 	words := shellWords(cmd)
 	if len(words) < 2 || (words[0] != bin && filepath.Base(words[0]) != "maosctl") {
 		return false
 	}
-	return slices.Contains(words[1:], verb)
+	for i := 1; i < len(words); i++ {
+		w := words[i]
+		if !strings.HasPrefix(w, "-") {
+			return w == verb
+		}
+		name := strings.TrimLeft(w, "-")
+		if !strings.Contains(name, "=") && slices.Contains(globalValueFlags, name) {
+			i++ // the flag's value
+		}
+	}
+	return false
 }
+
+// globalValueFlags are maosctl's global flags that take a value.
+var globalValueFlags = []string{"addr", "timeout", "token", "token-file", "ca", "cert", "key"}
 
 // shellWords splits a command line as a POSIX shell would for the forms
 // shellQuote writes: words apart by blanks, single quotes, backslashes.

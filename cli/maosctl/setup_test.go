@@ -557,3 +557,24 @@ func TestSetupNotes(t *testing.T) {
 		t.Errorf("notes with the switch on and a token file:\n%s", out)
 	}
 }
+
+// Which commands are maos's own entries: maosctl (by this path or any
+// path named maosctl) whose command, after the global flags, is the verb;
+// not a maosctl command that merely mentions it, nor another program.
+func TestSetupRecognizesOwnEntries(t *testing.T) {
+	for cmd, want := range map[string]bool{
+		setupBin + " hook claude-code --agent a":                               true,
+		"maosctl hook codex --agent codex":                                     true,
+		"/usr/local/bin/maosctl --addr 10.0.0.1:7070 --json hook gemini":       true,
+		"'/opt/my tools/maosctl' --token-file '/a b/t' --addr=h:1 hook gemini": true,
+		"maosctl send --from a --to b --text hook":                             false,
+		"maosctl --addr hook status-line":                                      false,
+		"other-tool hook":                                                      false,
+		"/opt/maos/bin/maosctl-wrapper hook":                                   false,
+		"maosctl":                                                              false,
+	} {
+		if got := maosCommand(cmd, setupBin, "hook"); got != want {
+			t.Errorf("maosCommand(%q) = %t, want %t", cmd, got, want)
+		}
+	}
+}
