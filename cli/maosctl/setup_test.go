@@ -578,3 +578,33 @@ func TestSetupRecognizesOwnEntries(t *testing.T) {
 		}
 	}
 }
+
+// The commands setup writes run as written: each hook command of each
+// CLI, split as a shell would and run against a node with its event on
+// stdin, answers without a word on stderr (SessionStart with the agent's
+// identity), and Claude Code's status line prints the count.
+func TestSetupCommandsRun(t *testing.T) {
+	e := newHookEnv(t)
+	w := newSetupWorld(t)
+	run := func(stdin string, words []string) runResult {
+		var out, errOut bytes.Buffer
+		app := App()
+		app.Writer, app.ErrWriter, app.Reader = &out, &errOut, strings.NewReader(stdin)
+		err := app.Run(append([]string{"maosctl"}, words[1:]...))
+		return runResult{out: out.String(), errOut: errOut.String(), err: err}
+	}
+	for _, tc := range setupCases() {
+		w.ok(tc.cli, "--agent", "alice", "--addr", e.addr)
+		mine, _ := maosHooks(t, w.read(filepath.Join(w.home, tc.hooksFile)))
+		for ev, cmds := range mine {
+			r := run(`{"hook_event_name":"`+ev+`","source":"startup"}`, shellWords(cmds[0]))
+			if r.err != nil || r.errOut != "" || (ev == "SessionStart") != strings.Contains(r.out, "You are maos agent alice (mailbox at http://"+e.addr+")") {
+				t.Errorf("%s %s: %q: err=%v out=%q stderr=%q", tc.cli, ev, cmds[0], r.err, r.out, r.errOut)
+			}
+		}
+	}
+	status := genericJSON(t, w.read(filepath.Join(w.home, ".claude", "settings.json")))["statusLine"].(map[string]any)["command"].(string)
+	if r := run("", shellWords(status)); r.err != nil || r.out != "📬 0 new | 🌐 normal\n" {
+		t.Errorf("status line %q: err=%v out=%q stderr=%q", status, r.err, r.out, r.errOut)
+	}
+}
