@@ -161,6 +161,7 @@ cat <<EOF
    the prompt goes to its stdin and its answer is posted as the reply:
      command: ["claude", "-p"]            # Claude Code
      command: ["codex", "exec", "-"]      # Codex ("-": the prompt from stdin)
+     command: ["gemini"]                  # Gemini CLI (a piped stdin is its prompt)
    with a timeout a model needs (timeout: 10m).
 EOF
 

@@ -23,13 +23,20 @@ func writeGatePolicy(t *testing.T, doc string) string {
 const pushEvent = `{"hook_event_name":"PreToolUse","session_id":"sess-1","cwd":"/repo","tool_name":"Bash",` +
 	`"tool_input":{"command":"git push origin main","description":"Push the branch"},"tool_use_id":"toolu_01"}`
 
-func denyAnswer(reason string) string {
+func denyAnswer(reason string) string { return denyAnswerIn("claude-code", reason) }
+
+// denyAnswerIn is the gate's deny with reason as dialect prints it.
+func denyAnswerIn(dialect, reason string) string {
 	var b strings.Builder
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode("maos gate: " + reason) // a string always encodes
+	quoted := strings.TrimSuffix(b.String(), "\n")
+	if dialect == "gemini" {
+		return `{"decision":"deny","reason":` + quoted + `}` + "\n"
+	}
 	return `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":` +
-		strings.TrimSuffix(b.String(), "\n") + `}}` + "\n"
+		quoted + `}}` + "\n"
 }
 
 // The hook's command line end to end: a gated call files the approval of
@@ -127,11 +134,13 @@ func TestHookGateFailsClosed(t *testing.T) {
 		{"malformed address", "127.0.0.1:notaport", pushEvent, []string{"--agent", "claude", "--gate", policy},
 			needs + `--addr (or $MAOS_ADDR): "127.0.0.1:notaport": port must be 1..65535; want HOST:PORT (e.g. 127.0.0.1:7070) or http(s)://HOST:PORT`},
 	} {
-		for _, dialect := range []string{"claude-code", "codex"} {
+		for _, dialect := range []string{"claude-code", "codex", "gemini"} {
 			reason := strings.ReplaceAll(tc.reason, "DIALECT", dialect)
-			r := runApp(tc.addr, tc.stdin, append([]string{"hook", dialect}, tc.args...)...)
-			if r.err != nil || r.out != denyAnswer(reason) || r.errOut != "maosctl: hook PreToolUse: "+reason+"\n" {
-				t.Errorf("%s, %s: err=%v\n out=%q\nwant %q\nstderr=%q", tc.name, dialect, r.err, r.out, denyAnswer(reason), r.errOut)
+			event := hookDialects[dialect].eventNamed(eventToolCall)
+			stdin := strings.Replace(tc.stdin, `"PreToolUse"`, `"`+event+`"`, 1)
+			r := runApp(tc.addr, stdin, append([]string{"hook", dialect}, tc.args...)...)
+			if want := denyAnswerIn(dialect, reason); r.err != nil || r.out != want || r.errOut != "maosctl: hook "+event+": "+reason+"\n" {
+				t.Errorf("%s, %s: err=%v\n out=%q\nwant %q\nstderr=%q", tc.name, dialect, r.err, r.out, want, r.errOut)
 			}
 		}
 	}
@@ -150,5 +159,44 @@ func TestHookGateFailsClosed(t *testing.T) {
 		!regexp.MustCompile(`^maos gate: `+reason+`$`).MatchString(out.HookSpecificOutput.PermissionDecisionReason) ||
 		out.HookSpecificOutput.PermissionDecision != "deny" || !regexp.MustCompile(`^maosctl: hook PreToolUse: `+reason+"\n$").MatchString(r.errOut) {
 		t.Errorf("unreachable: err=%v %v\n out=%q\nstderr=%q", r.err, err, r.out, r.errOut)
+	}
+}
+
+// Gemini CLI's BeforeTool end to end: a run_shell_command call a gate
+// matches waits for its approval and gets Gemini's decision/reason
+// answer; an approved modify comes back as hookSpecificOutput.tool_input.
+// Gemini sends no tool-use id, so each call files its own approval.
+func TestHookGateGemini(t *testing.T) {
+	e, _ := newGateEnv(t)
+	policy := writeGatePolicy(t, "gates:\n  - tool: run_shell_command\n    match: 'git push'\n    approvers: [alice]\n")
+	const ev = `{"hook_event_name":"BeforeTool","session_id":"g-1","cwd":"/repo","tool_name":"run_shell_command",` +
+		`"tool_input":{"command":"git push origin main"},"timestamp":"2026-01-01T00:00:00Z"}`
+	run := func() <-chan runResult {
+		ch := make(chan runResult, 1)
+		go func() { ch <- e.run(ev, "hook", "gemini", "--agent", "claude", "--gate", policy) }()
+		return ch
+	}
+	done := run()
+	a := e.approvalsFiled(1)[0]
+	if want := `{"agent":"claude","cwd":"/repo","tool_input":{"command":"git push origin main"},"tool_name":"run_shell_command"}`; string(a.Action) != want || a.Title != "run_shell_command: git push origin main" {
+		t.Errorf("approval filed: %+v", a)
+	}
+	e.decideApproval(a.ID, "alice", api.DecisionApprove, "", nil)
+	if r := <-done; r.err != nil || r.errOut != "" || r.out != `{"decision":"allow","reason":"maos gate: approved by alice (approval `+a.ID+`)"}`+"\n" {
+		t.Errorf("approved: err=%v out=%q stderr=%q", r.err, r.out, r.errOut)
+	}
+
+	done = run()
+	b := e.approvalsFiled(2)[1]
+	if b.ID == a.ID {
+		t.Fatalf("a second call reused approval %s", a.ID)
+	}
+	changed := json.RawMessage(`{"agent":"claude","cwd":"/repo","tool_input":{"command":"git push origin HEAD:review"},"tool_name":"run_shell_command"}`)
+	e.decideApproval(b.ID, "alice", api.DecisionModify, "push for review", changed)
+	e.decideApproval(b.ID, "alice", api.DecisionApprove, "", nil)
+	want := `{"decision":"allow","reason":"maos gate: approved by alice with changes by alice: push for review (approval ` + b.ID + `)",` +
+		`"hookSpecificOutput":{"hookEventName":"BeforeTool","tool_input":{"command":"git push origin HEAD:review"}}}` + "\n"
+	if r := <-done; r.err != nil || r.errOut != "" || r.out != want {
+		t.Errorf("modified:\n got %q\nwant %q (err %v, stderr %q)", r.out, want, r.err, r.errOut)
 	}
 }

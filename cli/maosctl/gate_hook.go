@@ -20,18 +20,18 @@ import (
 // approval (or waits on a pending one for the same action), waits for the
 // decision within the gate's timeout, and is let through or denied.
 
-// hookPreToolUse answers a PreToolUse event: nothing when no gate policy
+// hookToolCall answers a tool-call event (PreToolUse, Gemini CLI's
+// BeforeTool) in dialect d: nothing when no gate policy
 // is set or no gate matches the call, else the gate's verdict. It never
 // fails the agent's turn, and nothing it cannot check runs unreviewed:
 // a policy it cannot read denies every call the hook sees, and a matching
 // call is denied when there is no --agent, the address is malformed, or
 // the node does not answer or refuses the request. Each of these is also
 // one line on stderr.
-func hookPreToolUse(c *cli.Context, in hookInput, note func(string, error) error) error {
-	dialect := c.Command.Name
+func hookToolCall(c *cli.Context, d hookDialect, in hookInput, note func(string, error) error) error {
 	deny := func(err error) error {
 		note(in.HookEventName, err)
-		return writeHookAnswer(c, in.HookEventName, gateVerdict{Reason: err.Error()}.output(dialect), note)
+		return writeHookAnswer(c, in.HookEventName, d.gate(gateVerdict{Reason: err.Error()}, in.ToolInput), note)
 	}
 	path := strings.TrimSpace(c.String("gate"))
 	if path == "" {
@@ -66,7 +66,7 @@ func hookPreToolUse(c *cli.Context, in hookInput, note func(string, error) error
 	if err != nil {
 		return refused(apiError(c, err))
 	}
-	return writeHookAnswer(c, in.HookEventName, v.output(dialect), note)
+	return writeHookAnswer(c, in.HookEventName, d.gate(v, in.ToolInput), note)
 }
 
 // gateCall is the tool call of a PreToolUse event.
@@ -331,7 +331,7 @@ func gateRationale(c gateCall) string {
 }
 
 // hookPermissionOutput is the answer to PreToolUse, in the shape Claude
-// Code and Codex both read.
+// Code and Codex both read (permissionAnswer).
 type hookPermissionOutput struct {
 	HookSpecificOutput hookPermission `json:"hookSpecificOutput"`
 }
@@ -341,21 +341,4 @@ type hookPermission struct {
 	PermissionDecision       string          `json:"permissionDecision"`
 	PermissionDecisionReason string          `json:"permissionDecisionReason"`
 	UpdatedInput             json.RawMessage `json:"updatedInput,omitempty"`
-}
-
-// output is what the hook prints for v in dialect ("claude-code" or
-// "codex"), or nil for nothing. Codex refuses an allow that does not
-// change the input (it logs the hook as failed and runs the call), so an
-// approved call prints nothing there and goes on under Codex's own
-// approval policy; an approved modify and a deny print the same JSON as
-// for Claude Code.
-func (v gateVerdict) output(dialect string) any {
-	p := hookPermission{HookEventName: "PreToolUse", PermissionDecision: "deny", PermissionDecisionReason: "maos gate: " + v.Reason}
-	if v.Allow {
-		if dialect == "codex" && len(v.UpdatedInput) == 0 {
-			return nil
-		}
-		p.PermissionDecision, p.UpdatedInput = "allow", v.UpdatedInput
-	}
-	return hookPermissionOutput{HookSpecificOutput: p}
 }

@@ -490,16 +490,22 @@ func TestGateApprovalID(t *testing.T) {
 }
 
 // The answer's JSON per dialect: Codex gets nothing for a plain allow (it
-// refuses an allow that does not change the input).
+// refuses an allow that does not change the input); Gemini CLI reads
+// decision and reason, and a modify as tool_input, which it merges into
+// the call's arguments, so a modify that drops one is denied.
 func TestGateOutput(t *testing.T) {
 	allow := gateVerdict{Allow: true, Reason: "approved by alice (approval x)"}
 	deny := gateVerdict{Reason: "rejected by bob (approval x)"}
 	changed := gateVerdict{Allow: true, Reason: "approved by alice with changes (approval x)", UpdatedInput: json.RawMessage(`{"command":"ls"}`)}
+	input := json.RawMessage(`{"command":"rm -rf build"}`)
 	for _, tc := range []struct {
 		v       gateVerdict
 		dialect string
 		want    string
 	}{
+		{allow, "gemini", `{"decision":"allow","reason":"maos gate: approved by alice (approval x)"}`},
+		{deny, "gemini", `{"decision":"deny","reason":"maos gate: rejected by bob (approval x)"}`},
+		{changed, "gemini", `{"decision":"allow","reason":"maos gate: approved by alice with changes (approval x)","hookSpecificOutput":{"hookEventName":"BeforeTool","tool_input":{"command":"ls"}}}`},
 		{allow, "claude-code", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","permissionDecisionReason":"maos gate: approved by alice (approval x)"}}`},
 		{allow, "codex", `null`},
 		{deny, "claude-code", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"maos gate: rejected by bob (approval x)"}}`},
@@ -507,9 +513,14 @@ func TestGateOutput(t *testing.T) {
 		{changed, "claude-code", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","permissionDecisionReason":"maos gate: approved by alice with changes (approval x)","updatedInput":{"command":"ls"}}}`},
 		{changed, "codex", `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","permissionDecisionReason":"maos gate: approved by alice with changes (approval x)","updatedInput":{"command":"ls"}}}`},
 	} {
-		got, err := json.Marshal(tc.v.output(tc.dialect))
+		got, err := json.Marshal(hookDialects[tc.dialect].gate(tc.v, input))
 		if err != nil || string(got) != tc.want {
 			t.Errorf("%s %+v:\n got %s\nwant %s", tc.dialect, tc.v, got, tc.want)
 		}
+	}
+	dropped := gateVerdict{Allow: true, Reason: "approved by alice with changes (approval x)", UpdatedInput: json.RawMessage(`{"command":"ls"}`)}
+	got, _ := json.Marshal(hookDialects["gemini"].gate(dropped, json.RawMessage(`{"command":"rm -rf build","dir_path":"/"}`)))
+	if want := `{"decision":"deny","reason":"maos gate: approved by alice with changes (approval x), but the change removes [dir_path], which Gemini CLI cannot take out of a call (it merges the approved input into the model's); run the call as approved instead"}`; string(got) != want {
+		t.Errorf("gemini modify that drops an argument:\n got %s\nwant %s", got, want)
 	}
 }

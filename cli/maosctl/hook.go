@@ -34,10 +34,12 @@ var (
 )
 
 // hookInput is the part of the hook's stdin JSON maosctl reads. Claude
-// Code and Codex both send hook_event_name, session_id and cwd;
+// Code, Codex and Gemini CLI all send hook_event_name, session_id and cwd
+// (the event names differ: hookDialects);
 // stop_hook_active on Stop (true when the agent is already continuing
 // because a Stop hook blocked); source on SessionStart (startup, resume,
-// clear; Claude Code also compact); the tool call on PreToolUse; and
+// clear; Claude Code also compact); the tool call (tool_name,
+// tool_input; tool_use_id but on Gemini CLI) on PreToolUse/BeforeTool; and
 // Claude Code notification_type on Notification (idle_prompt when it has
 // waited for input a while, permission_prompt, …).
 type hookInput struct {
@@ -70,87 +72,40 @@ type hookStopOutput struct {
 }
 
 func hookCommand() *cli.Command {
+	var subs []*cli.Command
+	for _, name := range hookDialectNames() {
+		subs = append(subs, hookDialectCommand(hookDialects[name]))
+	}
 	return &cli.Command{
 		Name:  "hook",
-		Usage: "coding-agent hooks: tell Claude Code or Codex about unread mail, gate risky tool calls on approvals",
-		UsageText: `maosctl hook claude-code|codex [--agent A] [--gate FILE]
+		Usage: "coding-agent hooks: tell Claude Code, Codex or Gemini CLI about unread mail, gate risky tool calls on approvals",
+		UsageText: `maosctl hook claude-code|codex|gemini [--agent A] [--gate FILE]
 
-   echo '{"hook_event_name":"SessionStart"}' | maosctl hook claude-code --agent claude`,
-		Description: `Run by the coding agent's hooks with the hook's JSON on stdin.`,
-		Subcommands: []*cli.Command{
-			hookDialectCommand("claude-code", "Claude Code", `~/.claude/settings.json (or .claude/settings.json):
-
-   {"hooks": {
-      "SessionStart":     [{"hooks": [{"type": "command", "command": "maosctl hook claude-code --agent claude"}]}],
-      "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "maosctl hook claude-code --agent claude"}]}],
-      "Stop":             [{"hooks": [{"type": "command", "command": "maosctl hook claude-code --agent claude"}]}],
-      "Notification":     [{"matcher": "idle_prompt", "hooks": [{"type": "command", "command": "maosctl hook claude-code --agent claude"}]}],
-      "PreToolUse":       [{"matcher": "Bash", "hooks": [{"type": "command", "timeout": 660,
-                            "command": "maosctl hook claude-code --agent claude --gate ~/.config/maos/gates.yaml"}]}]}}
-
-The PreToolUse hook's timeout (seconds) must be above the longest gate
-timeout, or Claude Code stops the hook before it answers.`),
-			hookDialectCommand("codex", "Codex", `~/.codex/hooks.json (hooks on in config.toml: [features] hooks = true, or
-codex_hooks = true on older versions):
-
-   {"hooks": {
-      "SessionStart":     [{"hooks": [{"type": "command", "command": "maosctl hook codex --agent codex"}]}],
-      "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "maosctl hook codex --agent codex"}]}],
-      "Stop":             [{"hooks": [{"type": "command", "command": "maosctl hook codex --agent codex"}]}],
-      "PreToolUse":       [{"matcher": "Bash", "hooks": [{"type": "command", "timeout": 660,
-                            "command": "maosctl hook codex --agent codex --gate ~/.config/maos/gates.yaml"}]}]}}
-
-Codex takes a PreToolUse deny, and an allow only when it changes the
-input: an approved call prints nothing and goes on under Codex's own
-approval policy. Codex's older 'notify' program (config.toml notify = [...]) gets a JSON
-argument after each turn and its output is ignored, so it cannot add
-context; use the hooks above.`),
-		},
-		Action: noCommand,
+   echo '{"hook_event_name":"SessionStart"}' | maosctl hook claude-code --agent claude
+   maosctl setup claude-code --agent claude   # registers these hooks in the CLI's settings`,
+		Description: `Run by the coding agent's hooks with the hook's JSON on stdin.
+'maosctl setup CLI --agent A' writes the hooks into the CLI's settings.`,
+		Subcommands: subs,
+		Action:      noCommand,
 	}
 }
 
-func hookDialectCommand(name, product, setup string) *cli.Command {
+func hookDialectCommand(d hookDialect) *cli.Command {
 	return &cli.Command{
-		Name:  name,
-		Usage: "answer a " + product + " hook (JSON on stdin): the agent's unread mail, or the gate on a tool call",
+		Name:  d.name,
+		Usage: "answer a " + d.product + " hook (JSON on stdin): the agent's unread mail, or the gate on a tool call",
 		UsageText: fmt.Sprintf(`maosctl hook %s [--agent A] [--max-time 2s] [--gate FILE]
 
-   echo '{"hook_event_name":"UserPromptSubmit"}' | maosctl hook %s --agent claude`, name, name),
+   echo '{"hook_event_name":"%s"}' | maosctl hook %s --agent %s
+   maosctl setup %s --agent %s [--gate FILE]   # registers it`,
+			d.name, d.eventNamed(eventPrompt), d.name, d.name, d.name, d.name),
 		Description: `Reads the hook's JSON on stdin and answers on stdout:
 
-SessionStart       {"hookSpecificOutput":{"hookEventName":"SessionStart",
-                   "additionalContext":"You are maos agent A … digest"}}:
-                   the agent's identity and a digest of its unread mail
-                   and of the approvals waiting for its decision
-                   (always, even with neither).
-UserPromptSubmit   the same, but only when unread mail or an approval
-                   waits.
-Stop               {"decision":"block","reason":"… urgent digest"} when
-                   urgent unread mail waits, so the agent reads it before
-                   it stops; nothing when stop_hook_active is true (the
-                   agent already continues because of a Stop hook), so it
-                   cannot loop.
-PreToolUse         with a gate policy (--gate), a tool call a gate matches
-                   files an approval of its exact action and waits for
-                   the decision within the gate's timeout:
-                   {"hookSpecificOutput":{"hookEventName":"PreToolUse",
-                   "permissionDecision":"allow"|"deny",
-                   "permissionDecisionReason":"maos gate: approved by
-                   alice, bob (approval ID)"}}; deny on reject (with the
-                   comment), expiry, or no decision in time (saying how
-                   to retry). A call no gate matches prints nothing (the
-                   agent's own permissions apply).
-Notification       nothing (Claude Code).
-other events       nothing.
-
-Presence: the hook also reports its agent's substate as a heartbeat
-(PUT /v1/presence/A, source hook; 'maosctl who' shows it): WORKING on
-UserPromptSubmit and on a Stop it blocks, IDLE on any other Stop, on
-Claude Code's idle_prompt Notification and on SessionStart (not after a
-compaction). Tool calls report nothing. It is one more request, bounded by
+` + d.answers + `
+Tool calls report nothing. A report is one more request, bounded by
 --max-time, and only when the node answered the ones before it; a
-watcher's own heartbeats do not overwrite it (docs/AGENTS.md, "Busy or idle").
+watcher's own heartbeats do not overwrite it (docs/AGENTS.md, "Busy or
+idle").
 
 The digest lists unread messages urgent first, then newest first, one line
 each (id, from, priority, title), one line per thread with a count, at most
@@ -164,13 +119,14 @@ no --agent, a malformed --addr, or no node answering within --max-time is
 one line on stderr and exit 0. With no node answering, SessionStart still
 gives the agent's identity and says the mailbox did not answer; the other
 events print nothing. Only a command line that does not parse (an unknown
-flag or dialect) exits 1. PreToolUse fails closed instead: a gate policy
-that cannot be read denies every call the hook sees, and a matching call
-is denied when there is no --agent, the address is malformed, or no node
-answers or it refuses the request; the reason says why. The policy's
+flag or dialect) exits 1. The tool-call event fails closed instead: a gate
+policy that cannot be read denies every call the hook sees, and a matching
+call is denied when there is no --agent, the address is malformed, or no
+node answers or it refuses the request; the reason says why. The policy's
 format: docs/TASKS.md, "The gate".
 
-Register it in ` + setup,
+Register it with 'maosctl setup ` + d.name + ` --agent A' (see its --help for the
+settings it writes), or by hand: ` + d.register,
 		Flags: []cli.Flag{
 			agentFlag("agent", "agent `ID` the coding agent works as"),
 			&cli.DurationFlag{Name: "max-time", Usage: "give up on each request to the mailbox after `DURATION`", Value: hookDefaultMaxTime},
@@ -195,8 +151,9 @@ func hook(c *cli.Context) error {
 	if err != nil {
 		return note("", err)
 	}
-	if in.HookEventName == "PreToolUse" {
-		return hookPreToolUse(c, in, note)
+	d := hookDialects[c.Command.Name]
+	if d.events[in.HookEventName] == eventToolCall {
+		return hookToolCall(c, d, in, note)
 	}
 	if err := require(c, "agent"); err != nil {
 		return note("", err)
@@ -209,16 +166,16 @@ func hook(c *cli.Context) error {
 	defer cancel()
 	client := apiClient(c)
 	ctl := ctlCommand(c)
-	out, err := hookAnswer(ctx, client, ctl, agent, in)
+	out, err := hookAnswer(ctx, client, ctl, agent, d, in)
 	if err != nil {
 		note(in.HookEventName, apiError(c, err))
-		if in.HookEventName != "SessionStart" {
+		if d.events[in.HookEventName] != eventSessionStart {
 			return nil
 		}
 		// The identity is still worth giving at session start.
 		out = hookContext(in.HookEventName, hookIdentity(ctl, agent, client.Addr())+
 			fmt.Sprintf("The maos mailbox did not answer (%v); check mail later with: %s inbox --agent %s --unread\n", err, ctl, agent))
-	} else if sub := hookSubstate(in, out); sub != "" {
+	} else if sub := hookSubstate(d, in, out); sub != "" {
 		// One more request, bounded on its own, and only when the node
 		// answered the first ones: a node that is down costs the turn one
 		// --max-time, not two.
@@ -232,29 +189,29 @@ func hook(c *cli.Context) error {
 	return writeHookAnswer(c, in.HookEventName, out, note)
 }
 
-// hookSubstate is what event in says of its agent, reported as a
-// presence heartbeat with source hook ("" for nothing): WORKING when a
-// prompt is submitted; IDLE when the turn stops (unless out, the hook's
-// own answer, blocks the stop to have urgent mail read: the agent goes
-// on working), when Claude Code notifies that it waits for input
-// (idle_prompt), and when a session starts, resumes or is cleared (not
-// when it compacts, which may happen mid-turn). Tool calls say nothing:
-// the turn is WORKING from its prompt to its stop anyway, and a request
-// per call would slow every tool.
-func hookSubstate(in hookInput, out any) string {
-	switch in.HookEventName {
-	case "UserPromptSubmit":
+// hookSubstate is what event in of dialect d says of its agent,
+// reported as a presence heartbeat with source hook ("" for nothing):
+// WORKING when a prompt is submitted; IDLE when the turn stops (unless
+// out, the hook's own answer, blocks the stop to have urgent mail read:
+// the agent goes on working), when the CLI notifies that it waits for
+// input (Claude Code's idle_prompt), and when a session starts, resumes
+// or is cleared (not when it compacts, which may happen mid-turn). Tool
+// calls say nothing: the turn is WORKING from its prompt to its stop
+// anyway, and a request per call would slow every tool.
+func hookSubstate(d hookDialect, in hookInput, out any) string {
+	switch d.events[in.HookEventName] {
+	case eventPrompt:
 		return api.SubstateWorking
-	case "Stop":
+	case eventStop:
 		if _, blocked := out.(hookStopOutput); blocked {
 			return api.SubstateWorking
 		}
 		return api.SubstateIdle
-	case "Notification":
-		if in.NotificationType == "idle_prompt" {
+	case eventNotification:
+		if d.idleNotification != "" && in.NotificationType == d.idleNotification {
 			return api.SubstateIdle
 		}
-	case "SessionStart":
+	case eventSessionStart:
 		if in.Source != "compact" {
 			return api.SubstateIdle
 		}
@@ -296,11 +253,11 @@ func readHookInput(r io.Reader) (hookInput, error) {
 	return in, nil
 }
 
-// hookAnswer is the JSON value to print for in, or nil for none. ctl
-// starts every command it names (ctlCommand).
-func hookAnswer(ctx context.Context, client *client.Client, ctl, agent string, in hookInput) (any, error) {
-	switch in.HookEventName {
-	case "SessionStart", "UserPromptSubmit":
+// hookAnswer is the JSON value to print for in, an event of dialect d,
+// or nil for none. ctl starts every command it names (ctlCommand).
+func hookAnswer(ctx context.Context, client *client.Client, ctl, agent string, d hookDialect, in hookInput) (any, error) {
+	switch kind := d.events[in.HookEventName]; kind {
+	case eventSessionStart, eventPrompt:
 		dig, err := fetchUnread(ctx, client, agent, "")
 		if err != nil {
 			return nil, err
@@ -310,15 +267,15 @@ func hookAnswer(ctx context.Context, client *client.Client, ctl, agent string, i
 		}
 		id := hookIdentity(ctl, agent, client.Addr())
 		if len(dig.Messages) == 0 && dig.TotalUnread == 0 && dig.ToApprove == 0 {
-			if in.HookEventName == "UserPromptSubmit" {
+			if kind == eventPrompt {
 				return nil, nil
 			}
 			return hookContext(in.HookEventName, id+"No unread mail.\n"), nil
 		}
 		dig.Ctl = ctl
 		return hookContext(in.HookEventName, id+digest(dig, DigestMaxChars-len(id))), nil
-	case "Stop":
-		if in.StopHookActive {
+	case eventStop:
+		if in.StopHookActive || !d.stopBlocks {
 			return nil, nil
 		}
 		dig, err := fetchUnread(ctx, client, agent, api.PriorityUrgent)

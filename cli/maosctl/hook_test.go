@@ -212,7 +212,7 @@ func TestHookBadInput(t *testing.T) {
 		{`{"hook_event_name":"Stop"}`, nil, "maosctl: hook: --agent is required: give it, set $MAOS_AGENT_ID, or use an agent's token (see 'maosctl hook claude-code --help')\n"},
 		{strings.Repeat(" ", hookMaxInput+1), []string{"--agent", "alice"}, fmt.Sprintf("maosctl: hook: stdin is over %d bytes\n", hookMaxInput)},
 	} {
-		for _, dialect := range []string{"claude-code", "codex"} {
+		for _, dialect := range []string{"claude-code", "codex", "gemini"} {
 			r := e.run(tc.stdin, append([]string{"hook", dialect}, tc.args...)...)
 			want := strings.ReplaceAll(tc.want, "claude-code", dialect)
 			if r.err != nil || r.out != "" || r.errOut != want {
@@ -226,7 +226,7 @@ func TestHookBadInput(t *testing.T) {
 	if want := `maosctl: hook: --addr (or $MAOS_ADDR): "127.0.0.1:notaport": port must be 1..65535; want HOST:PORT (e.g. 127.0.0.1:7070) or http(s)://HOST:PORT` + "\n"; r.err != nil || r.out != "" || r.errOut != want {
 		t.Errorf("hook with a malformed --addr: err=%v stdout %q stderr %q, want %q", r.err, r.out, r.errOut, want)
 	}
-	e.fails(`{}`, []string{"hook", "gemini", "--agent", "alice"}, `unknown command "gemini"`)
+	e.fails(`{}`, []string{"hook", "cursor", "--agent", "alice"}, `unknown command "cursor"`)
 	e.fails(`{}`, []string{"hook", "codex", "--agent", "alice", "extra"}, `unexpected argument "extra"`)
 }
 
@@ -262,6 +262,21 @@ func TestHookOffline(t *testing.T) {
 		if r.err != nil || r.out != "" || r.errOut != "maosctl: hook "+ev+": "+unreachable+" Set --addr or MAOS_ADDR to a node's API address\n" {
 			t.Errorf("offline %s: err=%v out=%q stderr=%q", ev, r.err, r.out, r.errOut)
 		}
+	}
+	// Gemini CLI: the same identity at SessionStart, nothing on
+	// BeforeAgent; AfterAgent asks nothing but its IDLE report, whose
+	// failure is the one line.
+	r = runApp(addr, `{"hook_event_name":"SessionStart","source":"startup"}`, "hook", "gemini", "--agent", "alice")
+	if r.err != nil || r.out != want {
+		t.Errorf("gemini offline SessionStart: err=%v\n out=%q\nwant %q", r.err, r.out, want)
+	}
+	r = runApp(addr, `{"hook_event_name":"BeforeAgent","prompt":"hi"}`, "hook", "gemini", "--agent", "alice")
+	if r.err != nil || r.out != "" || r.errOut != "maosctl: hook BeforeAgent: "+unreachable+" Set --addr or MAOS_ADDR to a node's API address\n" {
+		t.Errorf("gemini offline BeforeAgent: err=%v out=%q stderr=%q", r.err, r.out, r.errOut)
+	}
+	r = runApp(addr, `{"hook_event_name":"AfterAgent","stop_hook_active":false}`, "hook", "gemini", "--agent", "alice")
+	if r.err != nil || r.out != "" || !strings.HasPrefix(r.errOut, "maosctl: hook AfterAgent: report alice IDLE: ") || strings.Count(r.errOut, "\n") != 1 {
+		t.Errorf("gemini offline AfterAgent: err=%v out=%q stderr=%q", r.err, r.out, r.errOut)
 	}
 }
 
@@ -544,4 +559,50 @@ func TestHookPresenceFailures(t *testing.T) {
 	if r.err != nil || r.out != "" || !regexp.MustCompile(`^maosctl: hook Notification: report alice IDLE: [^\n]+\n$`).MatchString(r.errOut) {
 		t.Errorf("hanging heartbeat: err=%v out=%q stderr=%q", r.err, r.out, r.errOut)
 	}
+}
+
+// Gemini CLI's events, stdin to stdout and presence: SessionStart always
+// gives the identity and digest as additionalContext, BeforeAgent only
+// when mail waits (under its own hookEventName), AfterAgent never blocks
+// (Gemini's deny there would throw the agent's answer away) and reports
+// IDLE, BeforeAgent WORKING; Notification and a BeforeTool without a
+// gate print nothing and report nothing. Every event exits 0.
+func TestHookGemini(t *testing.T) {
+	e := newHookEnv(t)
+	t.Setenv(envAddr, e.addr)
+	identity := fmt.Sprintf("You are maos agent alice (mailbox at http://%s). Send: maosctl send --from alice --to B --text T; reply: maosctl reply ID --from alice --text T.\\n", e.addr)
+	footer := "0 left out. Read: maosctl inbox --agent alice --unread; one message: maosctl show ID; a thread: maosctl thread ID; then: maosctl read-mark --agent alice ID\\n"
+	step := func(stdin, want, presence string) {
+		t.Helper()
+		before := len(e.svc.PresenceUpdates())
+		r := e.hook("gemini", stdin)
+		if r.err != nil || r.errOut != "" || r.out != want {
+			t.Errorf("%s:\n got %q\nwant %q (err %v, stderr %q)", stdin, r.out, want, r.err, r.errOut)
+		}
+		ups := e.svc.PresenceUpdates()[before:]
+		switch {
+		case presence == "" && len(ups) != 0:
+			t.Errorf("%s reported presence %+v", stdin, ups)
+		case presence != "" && (len(ups) != 1 || ups[0].Substate != presence || ups[0].Source != "hook"):
+			t.Errorf("%s: heartbeats %+v, want one %s from hook", stdin, ups, presence)
+		}
+	}
+	step(`{"hook_event_name":"SessionStart","source":"startup","session_id":"g"}`,
+		`{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"`+identity+`No unread mail.\n"}}`+"\n", "IDLE")
+	step(`{"hook_event_name":"BeforeAgent","prompt":"hi"}`, "", "WORKING")
+	step(`{"hook_event_name":"AfterAgent","prompt":"hi","prompt_response":"done","stop_hook_active":false}`, "", "IDLE")
+
+	e.mail("msg-1", "bob", "normal", "please review", "")
+	e.mail("msg-2", "carol", "urgent", "prod is down", "")
+	digest := "2 unread messages for alice (1 urgent), urgent first, then newest first:\\n- msg-2 from carol [urgent] prod is down\\n- msg-1 from bob [normal] please review\\n" + footer
+	step(`{"hook_event_name":"BeforeAgent","prompt":"next"}`,
+		`{"hookSpecificOutput":{"hookEventName":"BeforeAgent","additionalContext":"`+identity+digest+`"}}`+"\n", "WORKING")
+	step(`{"hook_event_name":"AfterAgent","prompt":"next","stop_hook_active":false}`, "", "IDLE")
+	step(`{"hook_event_name":"SessionStart","source":"resume"}`,
+		`{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"`+identity+digest+`"}}`+"\n", "IDLE")
+	step(`{"hook_event_name":"Notification","notification_type":"ToolPermission","message":"allow?"}`, "", "")
+	step(`{"hook_event_name":"BeforeTool","tool_name":"run_shell_command","tool_input":{"command":"ls"}}`, "", "")
+	// Claude Code's event names mean nothing to Gemini's dialect.
+	step(`{"hook_event_name":"UserPromptSubmit","prompt":"x"}`, "", "")
+	step(`{"hook_event_name":"Stop","stop_hook_active":false}`, "", "")
 }
