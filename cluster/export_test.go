@@ -113,3 +113,8 @@ func (p *BlobPasses) Repair() { p.n.repairBlobs(p.st) }
 
 // Collect runs one GC pass.
 func (p *BlobPasses) Collect() { p.n.collectBlobs(p.st) }
+
+// VersionChecks counts the times this node, leading, asked the servers
+// whether the cluster's state version may rise (version.go), whatever
+// the answer.
+func (n *Node) VersionChecks() int64 { return n.versionChecks.Load() }

@@ -61,6 +61,7 @@ type Node struct {
 	raisingVersion  atomic.Bool
 	lastVersionTry  atomic.Int64
 	lastVersionHold atomic.Value
+	versionChecks   atomic.Int64 // raiseClusterVersion runs that asked the servers, for tests
 
 	leaderMu      sync.Mutex
 	leaderChanged chan struct{} // closed and replaced when the leader changes

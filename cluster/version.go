@@ -41,6 +41,7 @@ func (n *Node) raiseClusterVersion() {
 	go func() {
 		defer n.wg.Done()
 		defer n.raisingVersion.Store(false)
+		defer n.versionChecks.Add(1)
 		n.lastVersionTry.Store(time.Now().UnixNano())
 		runs := n.fsm.ClusterVersion()
 		lowest, who := n.lowestServerVersion()
