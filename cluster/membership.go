@@ -175,8 +175,13 @@ func (n *Node) addVoter(ctx context.Context, req api.JoinRequest) error {
 	if err != nil {
 		return err
 	}
-	_, err = applyAs[*fsm.NodeInfo](n, data)
-	return err
+	if _, err = applyAs[*fsm.NodeInfo](n, data); err != nil {
+		return err
+	}
+	if len(replaced) > 0 {
+		n.raiseClusterVersion() // the server replaced may have held it down
+	}
+	return nil
 }
 
 // checkReplaced decides whether the join req may take the place of voter
