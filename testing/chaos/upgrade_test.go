@@ -21,10 +21,12 @@ const thisBuildsVersion = 2
 
 // TestRollingUpgradeFromThePreviousBuild starts three nodes of the
 // previous build, runs the chaos workload (sends and strong reads through
-// every node) and replaces each node in turn by this build on its data dir,
-// leader last. The history must hold every promise of the chaos checker
-// (no acknowledged send lost or stored twice, linearizable reads, no send
-// refused longer than an election), and the cluster's state version must
+// every node, a watcher agent per node, task workers) and replaces each
+// node in turn by this build on its data dir, leader last. The history
+// must hold every promise of the chaos checker (no acknowledged send lost
+// or stored twice, linearizable reads, no send refused longer than an
+// election, every watcher request answered once, every task stored and
+// completed once), and the cluster's state version must
 // stay at 1 while any node runs the previous build and reach this build's
 // once the last one is upgraded (RollingUpgrade).
 func TestRollingUpgradeFromThePreviousBuild(t *testing.T) {
@@ -38,7 +40,7 @@ func TestRollingUpgradeFromThePreviousBuild(t *testing.T) {
 	defer cancel()
 	rep, err := Run(ctx, Config{
 		Maosd: old, Nodes: 3, Nemeses: []Nemesis{RollingUpgrade(maosdBin, thisBuildsVersion)},
-		Clients: 6, Readers: 2,
+		Clients: 6, Readers: 2, Watchers: 1, StubModel: stubmodelBin, Tasks: DefaultTaskWorkers,
 		Warmup: time.Second, Hold: time.Second, Gap: 500 * time.Millisecond,
 		Quiet: 300 * time.Millisecond, Seed: 2800, OutDir: t.TempDir(), Logf: t.Logf,
 	})
@@ -59,5 +61,11 @@ func TestRollingUpgradeFromThePreviousBuild(t *testing.T) {
 	}
 	if rep.Ops.SendOK == 0 || rep.Ops.ReadOK == 0 || !rep.Check.LinearizabilityChecked {
 		t.Fatalf("the run proved nothing: ops %+v, linearizability checked %v", rep.Ops, rep.Check.LinearizabilityChecked)
+	}
+	if w := rep.Watchers; w == nil || w.Acked == 0 || w.Answered < w.Acked || w.Agents != 3 {
+		t.Fatalf("the watcher check proved nothing: %+v", w)
+	}
+	if tc := rep.Tasks; tc == nil || tc.Created == 0 || tc.Claimed == 0 || tc.Completed == 0 || tc.Stored < tc.Created {
+		t.Fatalf("the task check proved nothing: %+v", tc)
 	}
 }
