@@ -165,3 +165,25 @@ func TestConfigRefusesBadVersions(t *testing.T) {
 		}
 	}
 }
+
+// TestJoinOnAnOldBuildsBehalfIsRefused: a join that says no version (an
+// older maosd, or maosctl cluster join on a node's behalf) is judged on
+// what the node's own status says.
+func TestJoinOnAnOldBuildsBehalfIsRefused(t *testing.T) {
+	c := clustertest.New(t, 1)
+	ctx := clustertest.Context(t)
+	clustertest.WaitFor(t, 30*time.Second, "the cluster runs version 2", func() bool {
+		return clusterVersions(c)["n1"] == 2
+	})
+	// A node of the older build, serving its API (a cluster of its own,
+	// as an unjoined maosd is none: what matters is its status).
+	old := clustertest.Start(t, "n9", filepath.Join(t.TempDir(), "n9"), "", nil, asBuild("n9", 1))
+	err := c.Nodes[0].Client.Join(ctx, api.JoinRequest{NodeID: "n9", RaftAddr: old.RaftAddr(), APIAddr: old.Addr})
+	want := "join of n9 refused: its build applies state versions up to 1 and the cluster runs 2"
+	if !errors.Is(err, api.ErrConflict) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("join of a version-1 node saying no version: %v, want a conflict %q", err, want)
+	}
+	if n := c.Nodes[0].Voters(); n != 1 {
+		t.Errorf("%d voters after the refused join, want 1", n)
+	}
+}
