@@ -150,6 +150,11 @@ func (n *Node) addVoter(ctx context.Context, req api.JoinRequest) error {
 		}
 	}
 	if !member {
+		// No version entry commits between the check and the AddVoter
+		// (raiseClusterVersion holds the lock from its question to its
+		// entry), so the node cannot miss a rise it could not apply.
+		n.versionMu.Lock()
+		defer n.versionMu.Unlock()
 		if err := n.checkJoinVersion(ctx, req); err != nil {
 			return err
 		}

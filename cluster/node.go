@@ -62,6 +62,9 @@ type Node struct {
 	lastVersionTry  atomic.Int64
 	lastVersionHold atomic.Value
 	versionChecks   atomic.Int64 // raiseClusterVersion runs that asked the servers, for tests
+	// versionMu: held by raiseClusterVersion from its question to its
+	// entry and by addVoter from its version check to its AddVoter.
+	versionMu sync.Mutex
 
 	leaderMu      sync.Mutex
 	leaderChanged chan struct{} // closed and replaced when the leader changes

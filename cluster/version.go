@@ -43,6 +43,8 @@ func (n *Node) raiseClusterVersion() {
 		defer n.raisingVersion.Store(false)
 		defer n.versionChecks.Add(1)
 		n.lastVersionTry.Store(time.Now().UnixNano())
+		n.versionMu.Lock() // against a join admitted meanwhile (addVoter)
+		defer n.versionMu.Unlock()
 		runs := n.fsm.ClusterVersion()
 		lowest, who := n.lowestServerVersion()
 		if lowest <= runs {
