@@ -40,6 +40,29 @@ func (c *ClusterIDCommand) Validate() error {
 	return nil
 }
 
+// OpClusterVersion raises the cluster's state version (body:
+// ClusterVersionCommand): the highest state-machine version every node of
+// the Raft configuration can apply. Only the leader proposes it, once
+// every server reports (Status.StateVersion) a build that applies at
+// least that version, so a node of an older build never receives it; apply
+// never lowers the version (a lower one is refused, the same one is a
+// no-op). An op that needs a newer version than the committed one is
+// refused before it is proposed (ClusterVersionError).
+const OpClusterVersion Op = "cluster_version"
+
+// ClusterVersionCommand is the body of OpClusterVersion.
+type ClusterVersionCommand struct {
+	Version int `json:"version"`
+}
+
+// Validate wants a version of 1 or more.
+func (c *ClusterVersionCommand) Validate() error {
+	if c.Version < 1 {
+		return FieldErrorf("version", "%d: want 1 or more", c.Version)
+	}
+	return nil
+}
+
 // OpSetConfig changes one cluster setting (body: SetConfigCommand).
 const OpSetConfig Op = "set_config"
 

@@ -117,6 +117,28 @@ func (e *ConflictError) Error() string { return e.Reason }
 // Unwrap lets errors.Is(err, ErrConflict) match.
 func (e *ConflictError) Unwrap() error { return ErrConflict }
 
+// ErrClusterVersion: the op needs a state-machine version the cluster has
+// not committed yet (ClusterVersionError). 409 cluster_version: a refusal,
+// nothing was proposed; the same request succeeds once every voter runs a
+// build that applies the version and the leader committed it.
+var ErrClusterVersion = errors.New("cluster version too low")
+
+// ClusterVersionError refuses, before it is proposed, a write whose op
+// needs state version Needs while the cluster runs Runs (< Needs): a node
+// of an older build would not know how to apply it.
+type ClusterVersionError struct {
+	Op    Op
+	Needs int
+	Runs  int
+}
+
+func (e *ClusterVersionError) Error() string {
+	return fmt.Sprintf("op %s needs cluster version %d; the cluster runs %d until every voter is upgraded", e.Op, e.Needs, e.Runs)
+}
+
+// Unwrap lets errors.Is(err, ErrClusterVersion) match.
+func (e *ClusterVersionError) Unwrap() error { return ErrClusterVersion }
+
 // Sentinel errors of the cluster layer, mapped to status codes on the wire.
 var (
 	// ErrNoLeader: no leader is known (an election is running, or there is
@@ -164,6 +186,9 @@ const (
 	CodeUnauthorized   = "unauthorized"
 	CodeRateLimited    = "rate_limited"
 	CodeSecretFound    = "secret_found"
+	// CodeClusterVersion: 409, the op needs a higher cluster version
+	// than the one committed (ClusterVersionError); nothing was proposed.
+	CodeClusterVersion = "cluster_version"
 	CodeInternal       = "internal"
 )
 
@@ -197,6 +222,7 @@ var codes = map[string]struct {
 	CodeUnauthorized:   {http.StatusUnauthorized, ErrUnauthorized},
 	CodeRateLimited:    {http.StatusTooManyRequests, ErrRateLimited},
 	CodeSecretFound:    {http.StatusUnprocessableEntity, ErrSecretFound},
+	CodeClusterVersion: {http.StatusConflict, ErrClusterVersion},
 	CodeInternal:       {http.StatusInternalServerError, nil},
 }
 

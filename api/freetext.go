@@ -191,6 +191,8 @@ func (c *AuditDenialCommand) FreeText() []TextField { return nil }
 
 func (c *ClusterIDCommand) FreeText() []TextField { return nil }
 
+func (c *ClusterVersionCommand) FreeText() []TextField { return nil }
+
 func (c *CreateTokenCommand) FreeText() []TextField { return nil }
 
 func (c *MarkReadCommand) FreeText() []TextField { return nil }

@@ -51,17 +51,27 @@ type Status struct {
 	// ClusterIDs says the node's build applies cluster ids
 	// (OpClusterID): a leader fixes the id only once every voter
 	// says so, so no node of an older build skips the entry.
-	ClusterIDs    bool    `json:"cluster_ids,omitempty"`
-	State         string  `json:"state"` // leader, follower, candidate, shutdown
-	LeaderID      string  `json:"leader_id"`
-	LeaderAPIAddr string  `json:"leader_api_addr"`
-	Term          uint64  `json:"term"`
-	CommitIndex   uint64  `json:"commit_index"`
-	AppliedIndex  uint64  `json:"applied_index"`
-	LastIndex     uint64  `json:"last_index"`
-	APIAddr       string  `json:"api_addr"`
-	RaftAddr      string  `json:"raft_addr"`
-	Voters        []Voter `json:"voters"`
+	ClusterIDs bool `json:"cluster_ids,omitempty"`
+	// StateVersion is the highest state-machine version this node's build
+	// applies (fsm.MaxStateVersion); absent (0) from a build before
+	// versions, which applies version 1 only. The leader raises the
+	// cluster's version to the lowest of its servers' (OpClusterVersion).
+	StateVersion int `json:"state_version,omitempty"`
+	// ClusterVersion is the cluster's committed state version as this
+	// node applied it: 1 until the leader committed a higher one; absent
+	// (0) from a build before versions. An op that needs a higher version
+	// is refused (ClusterVersionError) until every voter is upgraded.
+	ClusterVersion int     `json:"cluster_version,omitempty"`
+	State          string  `json:"state"` // leader, follower, candidate, shutdown
+	LeaderID       string  `json:"leader_id"`
+	LeaderAPIAddr  string  `json:"leader_api_addr"`
+	Term           uint64  `json:"term"`
+	CommitIndex    uint64  `json:"commit_index"`
+	AppliedIndex   uint64  `json:"applied_index"`
+	LastIndex      uint64  `json:"last_index"`
+	APIAddr        string  `json:"api_addr"`
+	RaftAddr       string  `json:"raft_addr"`
+	Voters         []Voter `json:"voters"`
 	// GossipAddr is the node's advertised memberlist address ("" when it
 	// runs without gossip): a node joining through this node's API joins
 	// gossip there. GossipEncrypted says whether that gossip needs a key.
@@ -80,6 +90,11 @@ type JoinRequest struct {
 	// dir. Without it such a join is refused (409); with it, it is still
 	// refused while the old voter's Raft address answers.
 	Replace bool `json:"replace,omitempty"`
+	// StateVersion is the highest state-machine version the joining
+	// node's build applies (0 from a build before versions: 1). The
+	// leader refuses a node whose build cannot apply the cluster's
+	// committed version.
+	StateVersion int `json:"state_version,omitempty"`
 }
 
 // SnapshotResponse is the body of POST /v1/cluster/snapshot.

@@ -22,8 +22,10 @@ const (
 	Succeeded Outcome = iota
 	// Refused: a definite answer that nothing was committed and the same
 	// request would be refused again: a 4xx answer (bad input, not found,
-	// conflict, forbidden, too large, rate limited) or a refusal a caller
-	// holds as a value (ErrInvalid, ErrNotFound, ErrConflict, ErrForbidden).
+	// conflict, forbidden, too large, rate limited, an op the cluster's
+	// version does not allow yet) or a refusal a caller holds as a value
+	// (ErrInvalid, ErrNotFound, ErrConflict, ErrForbidden,
+	// ErrClusterVersion).
 	Refused
 	// NotCommitted: nothing was committed, and another attempt (here or
 	// at another node) may succeed: no leader, not the leader, not ready,
@@ -81,7 +83,8 @@ func Classify(err error) Outcome {
 	case errors.Is(err, ErrNoLeader), errors.Is(err, ErrNotLeader), errors.Is(err, ErrNotReady):
 		return NotCommitted
 	case errors.Is(err, ErrInvalid), errors.Is(err, ErrNotFound), errors.Is(err, ErrConflict),
-		errors.Is(err, ErrForbidden), errors.Is(err, ErrTooLarge), errors.Is(err, ErrBadRequest):
+		errors.Is(err, ErrForbidden), errors.Is(err, ErrTooLarge), errors.Is(err, ErrBadRequest),
+		errors.Is(err, ErrClusterVersion): // refused before it was proposed
 		return Refused
 	}
 	var op *net.OpError

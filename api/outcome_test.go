@@ -32,6 +32,8 @@ func TestClassifyAndErrorKind(t *testing.T) {
 		{"conflict, wrapped", fmt.Errorf("via n1: %w", &APIError{Status: 409, Code: CodeConflict}), Refused, "conflict"},
 		{"invalid", &APIError{Status: 400, Code: CodeInvalid}, Refused, "invalid"},
 		{"not found", &APIError{Status: 404, Code: CodeNotFound}, Refused, "not_found"},
+		{"an op the cluster's version refuses", &APIError{Status: 409, Code: CodeClusterVersion}, Refused, "cluster_version"},
+		{"an op the cluster's version refuses, held as a value", fmt.Errorf("x: %w", &ClusterVersionError{Op: "send", Needs: 2, Runs: 1}), Refused, "other"},
 		{"a field error held as a value", FieldErrorf("to", "empty"), Refused, "other"},
 		{"a conflict held as a value", fmt.Errorf("x: %w", ErrConflict), Refused, "other"},
 		{"no leader known", ErrNoLeader, NotCommitted, "other"},

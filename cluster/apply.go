@@ -20,7 +20,18 @@ import (
 // there; batch.go), retried through elections (leaderDo). The result is
 // the state machine's answer as JSON. Every write of the API, sends
 // included, comes this way.
+//
+// An op that needs a higher state version than the cluster committed is
+// refused here, before anything is proposed (fsm.FSM.CheckVersion: an
+// *api.ClusterVersionError, 409): the one gate of the versions, since
+// every write of the API is proposed here. The node's own state decides;
+// the version never goes down, so a node that has applied a version may
+// propose what it allows, and one still behind refuses until it catches
+// up.
 func (n *Node) Apply(ctx context.Context, op api.Op, body any) (json.RawMessage, error) {
+	if err := n.fsm.CheckVersion(op); err != nil {
+		return nil, err
+	}
 	data, err := fsm.Encode(op, n.cfg.Now().UnixNano(), body)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/hostport"
 	"github.com/maos-project/maos/transport"
 )
@@ -130,6 +131,17 @@ type Config struct {
 	// set it to simulate a reboot; maosd reads MAOS_TEST_BOOT_ID for the
 	// same purpose.
 	BootID func() (string, error)
+
+	// MaxStateVersion makes the node behave, for tests, as a build that
+	// applies state versions up to it only (1..fsm.MaxStateVersion): it
+	// reports it in its status and joins, and refuses a state or an entry
+	// above it (fsm.Options.MaxStateVersion). Zero is the build's,
+	// fsm.MaxStateVersion.
+	MaxStateVersion int
+	// OpVersions, for tests of the version gate, raises the state version
+	// the named ops need on this node's proposals (fsm.Options.OpVersions;
+	// versions 1..fsm.MaxStateVersion).
+	OpVersions map[api.Op]int
 }
 
 func (c *Config) setDefaults() {
@@ -269,6 +281,13 @@ func (c *Config) Validate() error {
 		return fieldErr("SnapshotInterval", "%s is negative; want a positive duration", c.SnapshotInterval)
 	case c.PresenceTTL < 0:
 		return fieldErr("PresenceTTL", "%s is negative; want a positive duration", c.PresenceTTL)
+	case c.MaxStateVersion < 0 || c.MaxStateVersion > fsm.MaxStateVersion:
+		return fieldErr("MaxStateVersion", "%d: want 1..%d (0: this build's)", c.MaxStateVersion, fsm.MaxStateVersion)
+	}
+	for op, v := range c.OpVersions {
+		if v < 1 || v > fsm.MaxStateVersion {
+			return fieldErr("OpVersions", "%s: %d: want 1..%d", op, v, fsm.MaxStateVersion)
+		}
 	}
 	return c.validateGossip()
 }

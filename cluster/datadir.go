@@ -91,7 +91,8 @@ func (n *Node) openStores(hclogger hclog.Logger) error {
 		return err
 	}
 
-	opts := fsm.Options{Logger: n.logger, CleanlyClosed: clean, NoSync: true}
+	opts := fsm.Options{Logger: n.logger, CleanlyClosed: clean, NoSync: true,
+		MaxStateVersion: n.cfg.MaxStateVersion, OpVersions: n.cfg.OpVersions}
 	n.fsm, err = fsm.Open(statePath, opts)
 	if !errors.Is(err, fsm.ErrCorrupt) {
 		return err

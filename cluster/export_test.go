@@ -127,3 +127,8 @@ func (n *Node) RaftEntry(index uint64) (*raft.Log, error) {
 func (n *Node) RaftIndexes() (last, commit, applied uint64) {
 	return n.raft.LastIndex(), n.raft.CommitIndex(), n.raft.AppliedIndex()
 }
+
+// VersionChecks counts the times this node, leading, asked the servers
+// whether the cluster's state version may rise (version.go), whatever
+// the answer.
+func (n *Node) VersionChecks() int64 { return n.versionChecks.Load() }

@@ -56,6 +56,9 @@ func (n *Node) watchLeadership() {
 		} else if n.raft.State() == raft.Leader && time.Since(time.Unix(0, n.lastIDTry.Load())) >= clusterIDRetry {
 			n.fixClusterID()
 		}
+		if n.versionDue() {
+			n.raiseClusterVersion()
+		}
 	}
 }
 
@@ -74,6 +77,7 @@ func (n *Node) establishLeadership() error {
 	n.readyTerm.v.CompareAndSwap(n.readyTerm.v.Load(), term)
 	n.logger.Info("leading", "term", term)
 	n.fixClusterID()
+	n.raiseClusterVersion()
 	if n.cfg.AdminToken != "" {
 		n.requireAuth()
 	}

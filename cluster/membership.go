@@ -25,18 +25,20 @@ var _ transport.Backend = (*Node)(nil)
 func (n *Node) Status(ctx context.Context) (api.Status, error) {
 	leaderID := n.leaderID()
 	st := api.Status{
-		NodeID:       n.cfg.NodeID,
-		ClusterID:    n.fsm.ClusterID(),
-		ClusterIDs:   true,
-		State:        stateName(n.raft.State()),
-		LeaderID:     leaderID,
-		Term:         n.raft.CurrentTerm(),
-		CommitIndex:  n.raft.CommitIndex(),
-		AppliedIndex: n.fsm.AppliedIndex(),
-		LastIndex:    n.raft.LastIndex(),
-		APIAddr:      n.cfg.APIAddr,
-		RaftAddr:     n.cfg.RaftAdvertise,
-		Voters:       []api.Voter{},
+		NodeID:         n.cfg.NodeID,
+		ClusterID:      n.fsm.ClusterID(),
+		ClusterIDs:     true,
+		StateVersion:   n.fsm.MaxStateVersion(),
+		ClusterVersion: n.fsm.ClusterVersion(),
+		State:          stateName(n.raft.State()),
+		LeaderID:       leaderID,
+		Term:           n.raft.CurrentTerm(),
+		CommitIndex:    n.raft.CommitIndex(),
+		AppliedIndex:   n.fsm.AppliedIndex(),
+		LastIndex:      n.raft.LastIndex(),
+		APIAddr:        n.cfg.APIAddr,
+		RaftAddr:       n.cfg.RaftAdvertise,
+		Voters:         []api.Voter{},
 
 		GossipAddr:      n.GossipAddr(),
 		GossipEncrypted: n.gossip != nil && len(n.cfg.GossipKey) > 0,
@@ -147,6 +149,16 @@ func (n *Node) addVoter(ctx context.Context, req api.JoinRequest) error {
 			return err
 		}
 	}
+	if !member {
+		// No version entry commits between the check and the AddVoter
+		// (raiseClusterVersion holds the lock from its question to its
+		// entry), so the node cannot miss a rise it could not apply.
+		n.versionMu.Lock()
+		defer n.versionMu.Unlock()
+		if err := n.checkJoinVersion(ctx, req); err != nil {
+			return err
+		}
+	}
 	for _, s := range replaced {
 		if err := n.raft.RemoveServer(s.ID, 0, n.cfg.ApplyTimeout).Error(); err != nil {
 			return fmt.Errorf("cluster: join %s: remove the voter it replaces, %s: %w", req.NodeID, s.ID, err)
@@ -168,8 +180,13 @@ func (n *Node) addVoter(ctx context.Context, req api.JoinRequest) error {
 	if err != nil {
 		return err
 	}
-	_, err = applyAs[*fsm.NodeInfo](n, data)
-	return err
+	if _, err = applyAs[*fsm.NodeInfo](n, data); err != nil {
+		return err
+	}
+	if len(replaced) > 0 {
+		n.raiseClusterVersion() // the server replaced may have held it down
+	}
+	return nil
 }
 
 // checkReplaced decides whether the join req may take the place of voter
@@ -235,6 +252,7 @@ func (n *Node) Remove(ctx context.Context, nodeID string) error {
 				err := n.raft.RemoveServer(s.ID, 0, n.cfg.ApplyTimeout).Error()
 				if err == nil {
 					n.logger.Info("removed server", "id", nodeID)
+					n.raiseClusterVersion() // the server removed may have held it down
 					n.auditMembership(ctx, api.NodeEventRemove, nodeID, fmt.Sprintf("removed from the voters (raft %s)", s.Address))
 				}
 				return struct{}{}, err

@@ -54,6 +54,8 @@ func (n *Node) MetricsState() metrics.NodeState {
 		StateApplied:     n.fsm.AppliedIndex(),
 		LastContact:      -1,
 		PendingApprovals: -1,
+		StateVersion:     n.fsm.MaxStateVersion(),
+		ClusterVersion:   n.fsm.ClusterVersion(),
 	}
 	stats := n.raft.Stats()
 	st.FSMPending, _ = strconv.ParseUint(stats["fsm_pending"], 10, 64)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cluster/clustertest"
+	"github.com/maos-project/maos/fsm"
 	"github.com/maos-project/maos/metrics"
 )
 
@@ -94,6 +95,12 @@ func TestMetricsOfAThreeNodeCluster(t *testing.T) {
 				term, _ := metrics.Value(fams, "maos_raft_term", nil)
 				voters, _ := metrics.Value(fams, "maos_raft_voters", nil)
 				if term != float64(st.Term) || voters != 3 {
+					return false
+				}
+				// A cluster of this build runs its version (version.go).
+				built, _ := metrics.Value(fams, "maos_state_version", nil)
+				runs, _ := metrics.Value(fams, "maos_cluster_state_version", nil)
+				if built != float64(fsm.MaxStateVersion) || runs != float64(fsm.MaxStateVersion) {
 					return false
 				}
 			}

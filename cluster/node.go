@@ -55,6 +55,17 @@ type Node struct {
 	fixingID  atomic.Bool
 	lastIDTry atomic.Int64
 
+	// raisingVersion: a raiseClusterVersion runs; lastVersionTry: when
+	// one last began (Unix ns); lastVersionHold: the server the version
+	// last waited for (a string), logged once per server (version.go).
+	raisingVersion  atomic.Bool
+	lastVersionTry  atomic.Int64
+	lastVersionHold atomic.Value
+	versionChecks   atomic.Int64 // raiseClusterVersion runs that asked the servers, for tests
+	// versionMu: held by raiseClusterVersion from its question to its
+	// entry and by addVoter from its version check to its AddVoter.
+	versionMu sync.Mutex
+
 	leaderMu      sync.Mutex
 	leaderChanged chan struct{} // closed and replaced when the leader changes
 
@@ -328,7 +339,8 @@ func (n *Node) JoinVia(ctx context.Context, addrs []string) error {
 	if len(addrs) == 0 {
 		return errors.New("cluster: join: no address to join through")
 	}
-	req := api.JoinRequest{NodeID: n.cfg.NodeID, RaftAddr: n.cfg.RaftAdvertise, APIAddr: n.cfg.APIAddr, Replace: n.cfg.Replace}
+	req := api.JoinRequest{NodeID: n.cfg.NodeID, RaftAddr: n.cfg.RaftAdvertise, APIAddr: n.cfg.APIAddr, Replace: n.cfg.Replace,
+		StateVersion: n.fsm.MaxStateVersion()}
 	backoff := newBackoff()
 	var lastErr error
 	attempts, gossipFails := 0, 0

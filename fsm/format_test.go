@@ -220,6 +220,9 @@ const (
 	afterAgentLeases   = "after-agent-leases "
 	afterClusterID     = "after-cluster-id "
 	afterSenders       = "after-senders "
+	// afterClusterVersion prefixes the lines after the cluster's state
+	// version was raised (OpClusterVersion): the meta bucket's key.
+	afterClusterVersion = "after-cluster-version "
 )
 
 // sendersBucket reports whether name is the senders bucket, which only
@@ -415,7 +418,9 @@ func bucketDigests(tb testing.TB, f *FSM) []string {
 // then, prefixed "after-cluster-id ", every bucket but the senders after
 // the cluster id was fixed (OpClusterID) (the lines written before
 // senders were recorded, unchanged), then, prefixed "after-senders ",
-// every bucket after formatKnownNamesLog.
+// every bucket after formatKnownNamesLog, then, prefixed
+// "after-cluster-version ", every bucket after the cluster's state version
+// was raised (the lines before, unchanged).
 func TestStateFormatUnchanged(t *testing.T) {
 	f, _ := openTemp(t)
 	logs := formatLog(t)
@@ -556,6 +561,21 @@ func TestStateFormatUnchanged(t *testing.T) {
 			t.Errorf("the format logs leave bucket %s empty: they pin nothing there", strings.Fields(line)[0])
 		}
 		got = append(got, afterSenders+line)
+	}
+	// The cluster's state version, raised to 2 (the same again changes
+	// nothing, a lower one is refused).
+	lastKnown := known[len(known)-1]
+	cv := &entryLog{tb: t, idx: lastKnown.Index, ts: cl.ts + int64(48*time.Hour)}
+	cv.add(time.Millisecond, api.OpClusterVersion, api.ClusterVersionCommand{Version: 2})
+	cv.add(time.Millisecond, api.OpClusterVersion, api.ClusterVersionCommand{Version: 2})
+	cv.add(time.Millisecond, api.OpClusterVersion, api.ClusterVersionCommand{Version: 1})
+	for i, r := range f.ApplyBatch(cv.logs) {
+		if _, failed := r.(error); failed != (i == 2) {
+			t.Fatalf("cluster version entry %d: %v", i+1, r)
+		}
+	}
+	for _, line := range bucketDigests(t, f) {
+		got = append(got, afterClusterVersion+line)
 	}
 	path := filepath.Join("testdata", "state_format.golden")
 	if *updateFormat {

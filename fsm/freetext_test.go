@@ -18,7 +18,8 @@ import (
 var opBodies = map[api.Op]api.FreeTexter{
 	api.OpSend: &api.SendCommand{}, api.OpRegisterNode: &api.RegisterNodeCommand{}, api.OpSetConfig: &api.SetConfigCommand{},
 	api.OpNodeEvent: &api.NodeEventCommand{}, api.OpSetRules: &api.SetRulesCommand{}, api.OpClusterID: &api.ClusterIDCommand{},
-	api.OpRegisterAgent: &api.RegisterAgentCommand{}, api.OpUnregisterAgent: &api.UnregisterAgentCommand{},
+	api.OpClusterVersion: &api.ClusterVersionCommand{},
+	api.OpRegisterAgent:  &api.RegisterAgentCommand{}, api.OpUnregisterAgent: &api.UnregisterAgentCommand{},
 	api.OpMarkRead: &api.MarkReadCommand{}, api.OpReceiptState: &api.ReceiptStateCommand{},
 	api.OpSetBulletin: &api.BulletinCommand{}, api.OpLockAcquire: &api.LockAcquireCommand{}, api.OpLockRenew: &api.LockRenewCommand{},
 	api.OpLockRelease: &api.LockReleaseCommand{}, api.OpReleaseHolderLocks: &api.ReleaseHolderLocksCommand{},

@@ -37,8 +37,12 @@ type FSM struct {
 	// OpNoop: what a leader's commit push has to make known.
 	command atomic.Uint64
 
-	ops   map[api.Op]applyFunc // registry(), built by Open
+	ops   map[api.Op]opSpec // registry(), built by Open
 	rules rulesCache
+
+	// maxVersion is the highest state version this FSM applies:
+	// MaxStateVersion unless Options.MaxStateVersion says less.
+	maxVersion int
 
 	notifyMu sync.Mutex
 	notify   chan struct{} // closed and replaced after every applied batch
@@ -63,6 +67,15 @@ type Options struct {
 	// (cluster does, with the boot id; see DESIGN.md, "The state file's
 	// durability comes from the Raft log").
 	NoSync bool
+	// MaxStateVersion, for tests, makes this FSM behave as a build that
+	// applies state versions up to it only (1..MaxStateVersion); zero is
+	// the build's, MaxStateVersion. See cluster_version.go.
+	MaxStateVersion int
+	// OpVersions, for tests of the version gate, raises the state version
+	// the named ops need (CheckVersion) above the registry's: each op must
+	// be one the registry holds, each version 1..MaxStateVersion. Apply
+	// is unchanged.
+	OpVersions map[api.Op]int
 }
 
 // Open opens (or creates) the state file at path. It fails fast with a
@@ -79,6 +92,9 @@ func Open(path string, opts Options) (*FSM, error) {
 	}
 	f := &FSM{path: path, logger: opts.Logger, lockTimeout: opts.LockTimeout, noSync: opts.NoSync, notify: make(chan struct{})}
 	f.ops = f.registry()
+	if err := f.setVersions(opts.MaxStateVersion, opts.OpVersions); err != nil {
+		return nil, err
+	}
 	warnings, err := CheckAfterClose(path, opts.LockTimeout, opts.CleanlyClosed)
 	for _, w := range warnings {
 		opts.Logger.Warn("fsm: state file: " + w)
@@ -95,6 +111,10 @@ func Open(path string, opts Options) (*FSM, error) {
 	}
 	f.db = db
 	f.applied.Store(readApplied(db))
+	if err := f.checkStateVersion(); err != nil {
+		db.Close()
+		return nil, err
+	}
 	return f, nil
 }
 
@@ -268,7 +288,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 				continue
 			}
 			command = l.Index
-			fn, ok := f.ops[cmd.Op]
+			spec, ok := f.ops[cmd.Op]
 			if !ok {
 				results[i] = fmt.Errorf("fsm: unknown op %q at index %d", cmd.Op, l.Index)
 				continue
@@ -285,7 +305,11 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 				}
 			}
 			lastTS = ts
-			res, err := fn(tx, l.Index, ts, cmd.Body)
+			res, err := spec.apply(tx, l.Index, ts, cmd.Body)
+			var tooOld *StateVersionError
+			if errors.As(err, &tooOld) {
+				return err // nothing of the batch is written; see below
+			}
 			if err != nil {
 				results[i] = err
 				continue
@@ -302,6 +326,13 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	})
 	if errors.Is(err, errNothingApplied) {
 		return results
+	}
+	if tooOld := (*StateVersionError)(nil); errors.As(err, &tooOld) {
+		// The log says the cluster runs a version this build cannot
+		// apply: every entry after it may be one this build would
+		// misapply or skip, so the node stops rather than diverge.
+		f.logger.Error("fsm: "+tooOld.Error()+"; stopping", "path", f.path)
+		panic(tooOld.Error())
 	}
 	if err != nil {
 		f.logger.Error("fsm: cannot write the state file; stopping", "path", f.path, "error", err)

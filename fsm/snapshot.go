@@ -3,6 +3,7 @@ package fsm
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -115,11 +116,18 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 			if tx.Bucket(bucketMeta) == nil {
 				return fmt.Errorf("no bucket %q", bucketMeta)
 			}
+			if v := clusterVersion(tx); v > f.maxVersion {
+				return &StateVersionError{Cluster: v, Build: f.maxVersion}
+			}
 			return nil
 		})
 		if cerr := check.Close(); err == nil {
 			err = cerr
 		}
+	}
+	if tooOld := (*StateVersionError)(nil); errors.As(err, &tooOld) {
+		os.Remove(tmp)
+		return fmt.Errorf("fsm: restore: %w", err)
 	}
 	if err != nil {
 		os.Remove(tmp)

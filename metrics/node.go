@@ -28,6 +28,10 @@ type NodeState struct {
 	FSMPending uint64
 	// Voters is the number of voters in the Raft configuration.
 	Voters int
+	// StateVersion is the highest state-machine version this node's build
+	// applies, ClusterVersion the cluster's committed one as this node
+	// applied it (0: not exported).
+	StateVersion, ClusterVersion int
 
 	// Tasks is the number of tasks by state; PendingApprovals the
 	// approvals waiting for decisions (negative: not read, not
@@ -69,6 +73,8 @@ var (
 	descLastContact  = desc("raft_last_contact_seconds", "Seconds since this node, a follower, last heard from its leader: 0 on the leader, -1 never.")
 	descFSMPending   = desc("raft_fsm_pending", "Committed batches waiting for this node's state machine.")
 	descVoters       = desc("raft_voters", "Voters in this node's Raft configuration.")
+	descStateVersion = desc("state_version", "The highest state-machine version this node's build applies.")
+	descClusterVer   = desc("cluster_state_version", "The cluster's committed state version, as this node applied it: below state_version while a voter runs an older build.")
 	descTasks        = desc("tasks", "Tasks by state, in this node's copy of the state.", "state")
 	descApprovals    = desc("approvals_pending", "Approval requests waiting for decisions, in this node's copy of the state.")
 	descPresence     = desc("presence_agents", "Agents by presence state (AWAKE, OFFLINE) as this node sees them.", "state")
@@ -82,7 +88,8 @@ type nodeCollector struct {
 
 func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRaftState, descTerm, descLastIndex, descCommitIndex, descRaftApplied,
-		descStateApplied, descLastContact, descFSMPending, descVoters, descTasks, descApprovals, descPresence} {
+		descStateApplied, descLastContact, descFSMPending, descVoters, descStateVersion, descClusterVer,
+		descTasks, descApprovals, descPresence} {
 		ch <- d
 	}
 }
@@ -114,6 +121,12 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descLastContact, contact)
 	gauge(descFSMPending, float64(s.FSMPending))
 	gauge(descVoters, float64(s.Voters))
+	if s.StateVersion > 0 {
+		gauge(descStateVersion, float64(s.StateVersion))
+	}
+	if s.ClusterVersion > 0 {
+		gauge(descClusterVer, float64(s.ClusterVersion))
+	}
 	for st, n := range s.Tasks {
 		gauge(descTasks, float64(n), st)
 	}

@@ -211,6 +211,18 @@ func TestClientErrors(t *testing.T) {
 			is: api.ErrOutcomeUnknown, status: 503, code: "outcome_unknown", message: unknown.Error(),
 		},
 		{
+			name: "an op the cluster's version does not allow yet",
+			setup: func(f *transporttest.Service) {
+				f.Fail("Apply", &api.ClusterVersionError{Op: api.OpSend, Needs: 2, Runs: 1})
+			},
+			call: func(ctx context.Context, c *client.Client) error {
+				_, err := c.Send(ctx, msg("m1", "alice", "general", "x", "bob"))
+				return err
+			},
+			is: api.ErrClusterVersion, status: 409, code: "cluster_version",
+			message: "op send needs cluster version 2; the cluster runs 1 until every voter is upgraded",
+		},
+		{
 			name:  "not leader",
 			setup: func(f *transporttest.Service) { f.Fail("Remove", api.ErrNotLeader) },
 			call:  func(ctx context.Context, c *client.Client) error { return c.Remove(ctx, "n2") },
@@ -274,7 +286,7 @@ func TestClientErrors(t *testing.T) {
 		},
 	}
 	sentinels := []error{api.ErrConflict, api.ErrNotFound, api.ErrInvalid, api.ErrNoLeader, api.ErrNotLeader,
-		api.ErrOutcomeUnknown, api.ErrTooLarge, api.ErrBadRequest, api.ErrNotReady}
+		api.ErrOutcomeUnknown, api.ErrTooLarge, api.ErrBadRequest, api.ErrNotReady, api.ErrClusterVersion}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := transporttest.New(t)

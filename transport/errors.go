@@ -31,8 +31,11 @@ func toAPIError(err error) *api.APIError {
 		cfe *api.ConflictError
 		qe  *api.QuotaError
 		fce *api.FenceError
+		cve *api.ClusterVersionError
 	)
 	switch {
+	case errors.As(err, &cve):
+		return &api.APIError{Status: http.StatusConflict, Code: api.CodeClusterVersion, Message: cve.Error()}
 	case errors.As(err, &fce):
 		return &api.APIError{Status: http.StatusConflict, Code: api.CodeFenced, Message: fce.Error()}
 	case errors.As(err, &qe):

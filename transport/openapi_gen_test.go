@@ -299,7 +299,7 @@ func generateOpenAPI(routes []transport.Route) ([]byte, error) {
 	}
 	codes := []string{api.CodeBadRequest, api.CodeInvalid, api.CodeUnknownField, api.CodeTooLarge, api.CodeNotFound,
 		api.CodeConflict, api.CodeFenced, api.CodeForbidden, api.CodeNoLeader, api.CodeNotLeader, api.CodeOutcomeUnknown,
-		api.CodeNotReady, api.CodeUnauthorized, api.CodeRateLimited, api.CodeSecretFound, api.CodeInternal}
+		api.CodeNotReady, api.CodeUnauthorized, api.CodeRateLimited, api.CodeSecretFound, api.CodeClusterVersion, api.CodeInternal}
 	slices.Sort(codes)
 	g.defs["Error"] = obj{
 		"type": "object", "required": []string{"error"},

@@ -41,8 +41,11 @@ func clusterStatusCommand() *cli.Command {
    maosctl --addr 10.0.0.2:7070 cluster status
    maosctl --json cluster status | jq -r .leader_id`,
 		Description: `Prints the answering node's id, its cluster's id and Raft state, the leader it knows, the
-term, its commit, applied and last log indexes, then the voters of the Raft
-configuration with their Raft and API addresses; '*' marks the leader.
+term, its commit, applied and last log indexes, the cluster's state version
+(the lowest any voter's build applies, committed by the leader; ops that need
+a higher one are refused until every voter is upgraded) beside the highest
+this node's build applies, then the voters of the Raft configuration with
+their Raft and API addresses; '*' marks the leader.
 With --json, the status object of GET /v1/cluster/status.`,
 		Flags:  []cli.Flag{jsonFlag()},
 		Action: clusterStatus,
@@ -82,6 +85,7 @@ func clusterStatus(c *cli.Context) error {
 	fmt.Fprintf(tw, "commit index:\t%d\n", st.CommitIndex)
 	fmt.Fprintf(tw, "applied index:\t%d\n", st.AppliedIndex)
 	fmt.Fprintf(tw, "last index:\t%d\n", st.LastIndex)
+	fmt.Fprintf(tw, "cluster version:\t%s\n", clusterVersionLine(st))
 	if st.APIAddr != "" || st.RaftAddr != "" {
 		fmt.Fprintf(tw, "api addr:\t%s\n", or(st.APIAddr, "-"))
 		fmt.Fprintf(tw, "raft addr:\t%s\n", or(st.RaftAddr, "-"))
@@ -100,6 +104,17 @@ func clusterStatus(c *cli.Context) error {
 		fmt.Fprintf(tw, "%s %s\t%s\t%s\t%s\n", mark, v.ID, or(v.RaftAddr, "-"), or(v.APIAddr, "-"), or(v.Suffrage, "-"))
 	}
 	return tw.Flush()
+}
+
+// clusterVersionLine is the cluster's committed state version and the
+// highest this node's build applies; a node of a build before versions
+// reports neither, and runs version 1.
+func clusterVersionLine(st api.Status) string {
+	if st.ClusterVersion == 0 {
+		return "1 (the node's build predates state versions)"
+	}
+	return fmt.Sprintf("%d (this node's build applies up to %d; ops of a higher version are refused until every voter is upgraded)",
+		st.ClusterVersion, st.StateVersion)
 }
 
 func or(s, def string) string {

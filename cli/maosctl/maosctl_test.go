@@ -401,6 +401,7 @@ func TestClusterStatus(t *testing.T) {
 	for _, re := range []string{
 		`(?m)^node:\s+n1$`, `(?m)^state:\s+leader$`, `(?m)^leader:\s+n1 \(api 127\.0\.0\.1:7070\)$`,
 		`(?m)^term:\s+3$`, `(?m)^commit index:\s+42$`, `(?m)^applied index:\s+41$`,
+		`(?m)^cluster version:\s+1 \(this node's build applies up to 2; ops of a higher version are refused until every voter is upgraded\)$`,
 		`(?m)^\s+ID\s+RAFT ADDR\s+API ADDR`,
 		`(?m)^\* n1\s+127\.0\.0\.1:7000\s+127\.0\.0\.1:7070\s+voter$`,
 		`(?m)^  n2\s+127\.0\.0\.1:7001\s+127\.0\.0\.1:7071\s+nonvoter$`,

@@ -605,6 +605,14 @@ func (n *Node) SetEnv(key, value string) {
 	n.env = append(n.env, kv)
 }
 
+// SetMaosd makes the node's next starts run the maosd binary at path (a
+// rolling upgrade: stop, SetMaosd, start on the same data dir).
+func (n *Node) SetMaosd(path string) {
+	n.op.Lock()
+	defer n.op.Unlock()
+	n.bin = path
+}
+
 // Restart stops the node if it runs (Stop), then starts it again from its
 // data dir with the same id and addresses and no --join.
 func (n *Node) Restart() error {

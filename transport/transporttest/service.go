@@ -160,6 +160,7 @@ func DefaultStatus() api.Status {
 		NodeID: "n1", State: "leader", LeaderID: "n1", LeaderAPIAddr: "127.0.0.1:7070",
 		Term: 3, CommitIndex: 42, AppliedIndex: 41, LastIndex: 42,
 		APIAddr: "127.0.0.1:7070", RaftAddr: "127.0.0.1:7000",
+		StateVersion: 2, ClusterVersion: 1, // a rolling upgrade under way
 		Voters: []api.Voter{
 			{ID: "n1", RaftAddr: "127.0.0.1:7000", APIAddr: "127.0.0.1:7070", Suffrage: "voter"},
 			{ID: "n2", RaftAddr: "127.0.0.1:7001", APIAddr: "127.0.0.1:7071", Suffrage: "nonvoter"},
