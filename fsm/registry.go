@@ -52,10 +52,11 @@ func (f *FSM) registry() map[api.Op]applyFunc {
 		api.OpSetPolicy: applySetPolicy,
 
 		// Agent failover: agent_lease_acquire.go, agent_lease_renew.go,
-		// agent_lease_release.go.
-		api.OpAgentLeaseAcquire: applyAgentLeaseAcquire,
-		api.OpAgentLeaseRenew:   applyAgentLeaseRenew,
-		api.OpAgentLeaseRelease: applyAgentLeaseRelease,
+		// agent_lease_renew_many.go, agent_lease_release.go.
+		api.OpAgentLeaseAcquire:   applyAgentLeaseAcquire,
+		api.OpAgentLeaseRenew:     applyAgentLeaseRenew,
+		api.OpAgentLeaseRenewMany: applyAgentLeaseRenewMany,
+		api.OpAgentLeaseRelease:   applyAgentLeaseRelease,
 
 		// Artifacts' metadata: artifact_put.go, artifact_delete.go.
 		api.OpArtifactPut:    applyArtifactPut,
