@@ -3,6 +3,7 @@ package api
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -490,4 +491,61 @@ type AgentLeasePage struct {
 type Cursor struct {
 	Agent string `json:"agent"`
 	Seq   uint64 `json:"seq"` // 0: nothing handled yet
+}
+
+// OpAgentLeaseRenewMany renews the live leases of several agents in one
+// entry, each judged alone as an OpAgentLeaseRenew would judge it (body:
+// AgentLeaseRenewManyCommand; result: AgentLeaseRenewManyResult): what
+// one watcher process holds, one entry per renewal period instead of
+// one per agent.
+const OpAgentLeaseRenewMany Op = "agent_lease_renew_many"
+
+// MaxLeaseRenewals bounds the renewals of one AgentLeaseRenewManyCommand;
+// a watcher holding more sends several.
+const MaxLeaseRenewals = 256
+
+// AgentLeaseRenewManyCommand is the body of OpAgentLeaseRenewMany and of
+// POST /v1/leases/renew.
+type AgentLeaseRenewManyCommand struct {
+	// Renewals are 1..MaxLeaseRenewals renewals, each agent at most once.
+	Renewals []AgentLeaseRenewCommand `json:"renewals"`
+}
+
+// Validate checks the count, each renewal (its field errors named
+// "renewals[i].field") and that no agent comes twice.
+func (c *AgentLeaseRenewManyCommand) Validate() error {
+	if n := len(c.Renewals); n == 0 || n > MaxLeaseRenewals {
+		return FieldErrorf("renewals", "%d renewals: want 1..%d in one request", n, MaxLeaseRenewals)
+	}
+	seen := make(map[string]bool, len(c.Renewals))
+	for i := range c.Renewals {
+		r := &c.Renewals[i]
+		if err := r.Validate(); err != nil {
+			var fe *FieldError
+			if errors.As(err, &fe) {
+				return &FieldError{Field: fmt.Sprintf("renewals[%d].%s", i, fe.Field), Reason: fe.Reason, Err: fe.Err}
+			}
+			return err
+		}
+		if seen[r.Agent] {
+			return FieldErrorf(fmt.Sprintf("renewals[%d].agent", i), "%s is renewed twice in one request", r.Agent)
+		}
+		seen[r.Agent] = true
+	}
+	return nil
+}
+
+// AgentLeaseRenewManyResult is OpAgentLeaseRenewMany's result: one
+// outcome per renewal, in the command's order.
+type AgentLeaseRenewManyResult struct {
+	Results []AgentLeaseRenewal `json:"results"`
+}
+
+// AgentLeaseRenewal is one renewal's outcome: Lease, the renewed lease,
+// or Error, why it was refused (code fenced: the caller lost that lease;
+// not_found: the agent never had one), as a lone renewal is answered.
+type AgentLeaseRenewal struct {
+	Agent string      `json:"agent"`
+	Lease *AgentLease `json:"lease,omitempty"`
+	Error *APIError   `json:"error,omitempty"`
 }

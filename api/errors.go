@@ -252,3 +252,79 @@ type ErrorBody struct {
 // ErrSecretFound: the request holds a secret and secret_guard is refuse.
 // 422; the message names each field and rule, never the secret.
 var ErrSecretFound = errors.New("secret found")
+
+// ToAPIError classifies err for the wire: the status, code and message a
+// node answers it with. An *APIError relayed from another node keeps its
+// status and words (a code this build does not know is a 500); anything
+// unclassified is 500 internal.
+func ToAPIError(err error) *APIError {
+	var apiErr *APIError
+	if errors.As(err, &apiErr) && apiErr.Code != "" {
+		// Relayed from the leader: keep its status and words.
+		out := *apiErr
+		if out.Status == 0 {
+			// A code this build does not know has no status: 500, not a
+			// panic in WriteHeader(0).
+			out.Status = http.StatusInternalServerError
+			if status, ok := StatusOf(out.Code); ok {
+				out.Status = status
+			}
+		}
+		return &out
+	}
+	code := CodeInternal
+	var (
+		fe  *FieldError
+		nf  *NotFoundError
+		fbe *ForbiddenError
+		cfe *ConflictError
+		qe  *QuotaError
+		fce *FenceError
+		cve *ClusterVersionError
+	)
+	switch {
+	case errors.As(err, &cve):
+		return &APIError{Status: http.StatusConflict, Code: CodeClusterVersion, Message: cve.Error()}
+	case errors.As(err, &fce):
+		return &APIError{Status: http.StatusConflict, Code: CodeFenced, Message: fce.Error()}
+	case errors.As(err, &qe):
+		// An artifact over its uploader's quota: the quota's words alone.
+		return &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge, Message: qe.Error()}
+	case errors.As(err, &fe):
+		return &APIError{Status: http.StatusBadRequest, Code: CodeInvalid, Message: fe.Error()}
+	case errors.As(err, &nf):
+		return &APIError{Status: http.StatusNotFound, Code: CodeNotFound, Message: nf.Error()}
+	case errors.As(err, &fbe):
+		return &APIError{Status: http.StatusForbidden, Code: CodeForbidden, Message: fbe.Error()}
+	case errors.As(err, &cfe):
+		return &APIError{Status: http.StatusConflict, Code: CodeConflict, Message: cfe.Error()}
+	case errors.Is(err, ErrConflict):
+		code = CodeConflict
+	case errors.Is(err, ErrForbidden):
+		code = CodeForbidden
+	case errors.Is(err, ErrNotFound):
+		code = CodeNotFound
+	case errors.Is(err, ErrInvalid):
+		code = CodeInvalid
+	case errors.Is(err, ErrOutcomeUnknown):
+		code = CodeOutcomeUnknown
+	case errors.Is(err, ErrNotLeader):
+		code = CodeNotLeader
+	case errors.Is(err, ErrNoLeader):
+		code = CodeNoLeader
+	case errors.Is(err, ErrNotReady):
+		code = CodeNotReady
+	case errors.Is(err, ErrRateLimited):
+		code = CodeRateLimited
+	case errors.Is(err, ErrSecretFound):
+		code = CodeSecretFound
+	case errors.Is(err, ErrTooLarge), errors.Is(err, ErrQuota):
+		code = CodeTooLarge
+	case errors.Is(err, ErrBadRequest):
+		code = CodeBadRequest
+	case errors.Is(err, ErrUnauthorized):
+		code = CodeUnauthorized
+	}
+	status, _ := StatusOf(code)
+	return &APIError{Status: status, Code: code, Message: err.Error()}
+}

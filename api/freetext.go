@@ -183,7 +183,8 @@ func (c *ArtifactDeleteCommand) FreeText() []TextField { return nil }
 
 func (c *AgentLeaseAcquireCommand) FreeText() []TextField { return nil }
 
-func (c *AgentLeaseRenewCommand) FreeText() []TextField { return nil }
+func (c *AgentLeaseRenewCommand) FreeText() []TextField     { return nil }
+func (c *AgentLeaseRenewManyCommand) FreeText() []TextField { return nil }
 
 func (c *AgentLeaseReleaseCommand) FreeText() []TextField { return nil }
 

@@ -17,6 +17,12 @@ func applyAgentLeaseRenew(tx *bbolt.Tx, _ uint64, ts int64, body []byte) (any, e
 	if err := decodeCommand(api.OpAgentLeaseRenew, body, &cmd); err != nil {
 		return nil, err
 	}
+	return renewAgentLease(tx, ts, &cmd)
+}
+
+// renewAgentLease is one renewal at entry time ts, for applyAgentLeaseRenew
+// and applyAgentLeaseRenewMany alike.
+func renewAgentLease(tx *bbolt.Tx, ts int64, cmd *api.AgentLeaseRenewCommand) (*api.AgentLeaseResult, error) {
 	cur, err := currentLease(tx, api.OpAgentLeaseRenew, cmd.Agent, cmd.LeaseHolder, cmd.Fence)
 	if err != nil {
 		return nil, err

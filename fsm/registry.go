@@ -72,10 +72,11 @@ func (f *FSM) registry() map[api.Op]opSpec {
 		api.OpSetPolicy: v1(applySetPolicy),
 
 		// Agent failover: agent_lease_acquire.go, agent_lease_renew.go,
-		// agent_lease_release.go.
-		api.OpAgentLeaseAcquire: v1(applyAgentLeaseAcquire),
-		api.OpAgentLeaseRenew:   v1(applyAgentLeaseRenew),
-		api.OpAgentLeaseRelease: v1(applyAgentLeaseRelease),
+		// agent_lease_renew_many.go (version 2), agent_lease_release.go.
+		api.OpAgentLeaseAcquire:   v1(applyAgentLeaseAcquire),
+		api.OpAgentLeaseRenew:     v1(applyAgentLeaseRenew),
+		api.OpAgentLeaseRenewMany: {apply: applyAgentLeaseRenewMany, version: 2},
+		api.OpAgentLeaseRelease:   v1(applyAgentLeaseRelease),
 
 		// Artifacts' metadata: artifact_put.go, artifact_delete.go.
 		api.OpArtifactPut:    v1(applyArtifactPut),

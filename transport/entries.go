@@ -89,7 +89,7 @@ func (s *Server) internalEntries(w http.ResponseWriter, r *http.Request) {
 			b.WriteByte(',')
 		}
 		if o.Err != nil {
-			apiErr := toAPIError(o.Err)
+			apiErr := api.ToAPIError(o.Err)
 			e, _ := json.Marshal(api.EntryError{Status: apiErr.Status, Code: apiErr.Code, Message: apiErr.Message})
 			b.WriteString(`{"error":`)
 			b.Write(e)

@@ -180,6 +180,8 @@ func ops() []op {
 			body: &body{v: api.AgentLeaseReleaseCommand{}, required: []string{"node", "instance", "fence"}}, resp: api.AgentLeaseResult{}},
 		{pattern: "GET /v1/agents/{id}/lease", summary: "the agent's lease: the watcher serving it, its fence, the standbys", query: []param{pCons}, resp: api.AgentLease{}},
 		{pattern: "GET /v1/leases", summary: "every agent's lease", query: []param{pCons}, resp: api.AgentLeasePage{}},
+		{pattern: "POST /v1/leases/renew", summary: "renew several agents' leases in one entry, each judged alone (a refused one is its result's `error`); needs cluster version 2",
+			body: &body{v: api.AgentLeaseRenewManyCommand{}, required: []string{"renewals"}}, resp: api.AgentLeaseRenewManyResult{}, errs: []int{409}},
 		{pattern: "POST /v1/agents/{id}/interrupt", summary: "store an urgent [INTERRUPT] alert, then press ESC in the agent's pane", body: &body{v: api.InterruptRequest{}, required: []string{"from", "reason"}}, resp: api.InterruptResponse{}, errs: []int{429}},
 		{pattern: "GET /v1/agents/{id}/policy", summary: "the agent's run-time delivery policies in force", query: []param{pCons}, resp: api.PolicySet{}},
 		{pattern: "PUT /v1/agents/{id}/policy", summary: "set the agent's run-time delivery policy (or one sender's override)", body: &body{v: api.PolicyRequest{}, required: []string{"mode"}}, resp: api.Policy{}},

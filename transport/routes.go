@@ -48,6 +48,7 @@ func (s *Server) routes() []route {
 		rulesBody    = bodyCap{rules.MaxBytes, fmt.Sprintf(" (a rules document is at most %d bytes, 256 KiB)", rules.MaxBytes)}
 		bulletinBody = bodyCap{maxBulletinBody, fmt.Sprintf(" (the bulletin is capped at %d bytes)", api.MaxBulletinBytes)}
 		lockBody     = bodyCap{maxLockBody, fmt.Sprintf(" (a lock path is at most %d bytes)", api.MaxLockPathLen)}
+		renewalsBody = bodyCap{maxRenewalsBody, fmt.Sprintf(" (at most %d lease renewals)", api.MaxLeaseRenewals)}
 		presenceBody = bodyCap{maxPresenceBytes, ""}
 		taskBody     = bodyCap{maxTaskBody, taskBodyWhy}
 		approvalBody = bodyCap{maxApprovalBody, approvalBodyWhy}
@@ -131,6 +132,7 @@ func (s *Server) routes() []route {
 		{pattern: "POST /v1/agents/{id}/lease/release", rule: actor("id"), handle: write(s, agentLeaseRelease)},
 		{pattern: "GET /v1/agents/{id}/lease", rule: ruleAny, handle: s.getAgentLease},
 		{pattern: "GET /v1/leases", rule: ruleAny, handle: s.listAgentLeases},
+		{pattern: "POST /v1/leases/renew", rule: ruleAny, body: renewalsBody, handle: write(s, agentLeaseRenewMany)}, // each agent: authorize
 
 		// Presence and gossip members (server_presence.go).
 		{pattern: "PUT /v1/presence/{agent}", rule: actor("agent"), body: presenceBody, handle: s.putPresence},

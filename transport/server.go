@@ -510,7 +510,7 @@ func uintParam(s, name string, def, maxV uint64) (uint64, error) {
 }
 
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	apiErr := toAPIError(err)
+	apiErr := api.ToAPIError(err)
 	recordCode(r, apiErr.Code)
 	// A 503 from /readyz is an answer pollers expect while a node starts.
 	if apiErr.Status >= 500 && r.URL.Path != "/readyz" && !errors.Is(r.Context().Err(), context.Canceled) {

@@ -24,6 +24,22 @@ var (
 		bind: pathAgentInto(func(c *api.AgentLeaseReleaseCommand) *string { return &c.Agent })}
 )
 
+// agentLeaseRenewMany renews what one watcher process holds in one entry
+// (POST /v1/leases/renew): the token must act as every agent renewed.
+var agentLeaseRenewMany = writeSpec[api.AgentLeaseRenewManyCommand, *api.AgentLeaseRenewManyCommand]{op: api.OpAgentLeaseRenewMany,
+	authorize: func(id *Identity, c *api.AgentLeaseRenewManyCommand) string {
+		for _, r := range c.Renewals {
+			if !id.ActsAs(r.Agent) {
+				return "act as agent " + r.Agent + " to renew its lease"
+			}
+		}
+		return ""
+	}}
+
+// maxRenewalsBody caps POST /v1/leases/renew: MaxLeaseRenewals renewals
+// of up to 512 bytes each (two names, a fence, a ttl).
+const maxRenewalsBody = api.MaxLeaseRenewals * 512
+
 // getAgentLease serves GET /v1/agents/{id}/lease.
 func (s *Server) getAgentLease(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")

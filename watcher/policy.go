@@ -10,9 +10,11 @@ import (
 // The watcher's delivery mode for a message, in one place: the agent's
 // run-time policy (maosctl policy set, replicated: fsm/policy_set.go) wins
 // over the YAML (AgentConfig.ModeFor). The scheduler reads the run-time layer
-// every policyPoll and decides each message's mode again, by this host's
-// clock, every time it schedules, so a change or an end takes effect
-// within a second with no restart.
+// when a message arrives and, while it holds messages, every policyPoll,
+// and decides each held message's mode again, by this host's clock, every
+// time it schedules, so a change or an end takes effect within a second
+// with no restart. A scheduler holding nothing reads nothing: the policy
+// applies to the next message, which reads it first.
 
 // policyPoll is how often the scheduler reads the agent's run-time policy.
 var policyPoll = 500 * time.Millisecond

@@ -58,9 +58,15 @@ func (s *scheduler) run(ctx context.Context, msgs <-chan *api.Message) {
 		defer s.tmux.bg.Wait()
 	}
 	for {
-		var timer <-chan time.Time
+		var timer, repoll <-chan time.Time
 		if wait := s.schedule(ctx); wait > 0 {
 			timer = time.After(wait)
+		}
+		// A policy decides only the mode of messages the loop holds; with
+		// none, the next arrival reads it anyway (arrive), so a watcher
+		// at rest asks nothing (1,000 agents polled 2,000 times a second).
+		if len(s.items) > 0 {
+			repoll = poll.C
 		}
 		select {
 		case <-ctx.Done():
@@ -75,7 +81,7 @@ func (s *scheduler) run(ctx context.Context, msgs <-chan *api.Message) {
 				continue
 			}
 		case <-timer:
-		case <-poll.C:
+		case <-repoll:
 			s.w.refreshPolicy(ctx, &s.rt)
 		}
 		s.advance(ctx)
