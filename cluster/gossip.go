@@ -161,21 +161,9 @@ type gossipOptions struct {
 	onEvent func(nodeEvent)
 }
 
-// startGossip binds memberlist on cfg.GossipAddr and starts it alone; join
-// others with join.
-func startGossip(cfg Config, o gossipOptions) (*gossip, error) {
-	meta, err := json.Marshal(o.meta)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: gossip metadata: %w", err)
-	}
-	if len(meta) > memberlist.MetaMaxSize {
-		return nil, fmt.Errorf("cluster: gossip metadata (node id, API and Raft addresses) is %d bytes, over memberlist's %d", len(meta), memberlist.MetaMaxSize)
-	}
-	g := &gossip{
-		self: cfg.NodeID, logger: o.logger, store: o.store, meta: meta, encrypted: len(cfg.GossipKey) > 0,
-		table: map[string]*memberEntry{}, events: newEventQueue(), audits: newEventQueue(), onEvent: o.onEvent,
-		stop: make(chan struct{}),
-	}
+// memberlistConfig is memberlist's LAN configuration with cfg's
+// addresses, key and timing (checked by Validate).
+func memberlistConfig(cfg Config) *memberlist.Config {
 	mc := memberlist.DefaultLANConfig()
 	mc.Name = cfg.NodeID
 	// Probes and gossip are tens of bytes: LZW-compressing each one was a
@@ -215,6 +203,25 @@ func startGossip(cfg Config, o gossipOptions) (*gossip, error) {
 	if cfg.GossipPushPullInterval > 0 {
 		mc.PushPullInterval = cfg.GossipPushPullInterval
 	}
+	return mc
+}
+
+// startGossip binds memberlist on cfg.GossipAddr and starts it alone; join
+// others with join.
+func startGossip(cfg Config, o gossipOptions) (*gossip, error) {
+	meta, err := json.Marshal(o.meta)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: gossip metadata: %w", err)
+	}
+	if len(meta) > memberlist.MetaMaxSize {
+		return nil, fmt.Errorf("cluster: gossip metadata (node id, API and Raft addresses) is %d bytes, over memberlist's %d", len(meta), memberlist.MetaMaxSize)
+	}
+	g := &gossip{
+		self: cfg.NodeID, logger: o.logger, store: o.store, meta: meta, encrypted: len(cfg.GossipKey) > 0,
+		table: map[string]*memberEntry{}, events: newEventQueue(), audits: newEventQueue(), onEvent: o.onEvent,
+		stop: make(chan struct{}),
+	}
+	mc := memberlistConfig(cfg)
 	mc.Delegate = g
 	mc.Events = g
 	mc.Logger = log.New(&memberlistLog{logger: o.logger}, "", 0)

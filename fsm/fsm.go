@@ -230,6 +230,37 @@ func (f *FSM) WaitApplied(ctx context.Context, index uint64) error {
 	}
 }
 
+// applyEntry applies one command entry at the time *lastTS allows and
+// moves *lastTS. command is false for an api.OpNoop, which is skipped
+// before the clock, as a build that does not know the op skips it: both
+// leave lastTS unchanged. A *StateVersionError stops the batch.
+func (f *FSM) applyEntry(tx *bbolt.Tx, l *raft.Log, lastTS *int64) (res any, command bool, err error) {
+	cmd, err := decode(l.Data)
+	if err != nil {
+		return nil, true, err
+	}
+	if cmd.Op == api.OpNoop {
+		return nil, false, nil
+	}
+	spec, ok := f.ops[cmd.Op]
+	if !ok {
+		return nil, true, fmt.Errorf("fsm: unknown op %q at index %d", cmd.Op, l.Index)
+	}
+	// Monotonic time: an entry never carries an earlier time than the one
+	// before it, whatever the proposers' clocks say. At the largest int64
+	// time stands still rather than wrapping around to 1677.
+	ts := cmd.TS
+	if ts <= *lastTS {
+		ts = *lastTS
+		if *lastTS < math.MaxInt64 {
+			ts++
+		}
+	}
+	*lastTS = ts
+	res, err = spec.apply(tx, l.Index, ts, cmd.Body)
+	return res, true, err
+}
+
 // Changed returns a channel closed at the next applied batch or restore:
 // streams wait on it instead of polling.
 func (f *FSM) Changed() <-chan struct{} {
@@ -277,35 +308,10 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 			if l.Type != raft.LogCommand {
 				continue
 			}
-			cmd, err := decode(l.Data)
-			if err != nil {
-				results[i] = err
-				continue
+			res, isCommand, err := f.applyEntry(tx, l, &lastTS)
+			if isCommand {
+				command = l.Index
 			}
-			// A no-op is skipped before the clock, as a build that does
-			// not know the op skips it: both leave lastTS unchanged.
-			if cmd.Op == api.OpNoop {
-				continue
-			}
-			command = l.Index
-			spec, ok := f.ops[cmd.Op]
-			if !ok {
-				results[i] = fmt.Errorf("fsm: unknown op %q at index %d", cmd.Op, l.Index)
-				continue
-			}
-			// Monotonic time: an entry never carries an earlier time than
-			// the one before it, whatever the proposers' clocks say. At
-			// the largest int64 time stands still rather than wrapping
-			// around to 1677.
-			ts := cmd.TS
-			if ts <= lastTS {
-				ts = lastTS
-				if lastTS < math.MaxInt64 {
-					ts++
-				}
-			}
-			lastTS = ts
-			res, err := spec.apply(tx, l.Index, ts, cmd.Body)
 			var tooOld *StateVersionError
 			if errors.As(err, &tooOld) {
 				return err // nothing of the batch is written; see below
