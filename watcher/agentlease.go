@@ -154,27 +154,29 @@ func (w *agentWatcher) awaitLease(ctx context.Context) (uint64, bool) {
 	}
 }
 
-// keepLease renews the lease every third of the ttl until ctx ends; when
-// a renewal is refused, or none was accepted for a ttl by this host's
-// clock, it cancels the serving context (w.lose).
+// keepLease renews the lease every third of the ttl, with the process's
+// other leases (renewals.go), until ctx ends; when a renewal is refused,
+// or none was accepted for a ttl by this host's clock, it cancels the
+// serving context (w.lose).
 func (w *agentWatcher) keepLease(ctx context.Context, fence uint64) {
 	ttl := w.leaseTTL()
-	tick := time.NewTicker(ttl / 3)
-	defer tick.Stop()
+	rn := w.renewals
+	if rn == nil { // a watcher not started by Run: a group of its own
+		rn = newRenewals(ctx)
+	}
+	outcomes, leave := rn.join(w.token, w.c, w.log, api.AgentLeaseRenewCommand{Agent: w.cfg.ID, LeaseHolder: w.holder(), Fence: fence, TTL: api.LockTTL(ttl)})
+	defer leave()
 	lastOK := time.Now() // the grant's request was sent before this
 	for {
+		var o renewOutcome
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case o = <-outcomes:
 		}
-		sent := time.Now()
-		rctx, cancel := context.WithTimeout(ctx, ttl/3)
-		_, err := w.c.RenewAgentLease(rctx, api.AgentLeaseRenewCommand{Agent: w.cfg.ID, LeaseHolder: w.holder(), Fence: fence, TTL: api.LockTTL(ttl)})
-		cancel()
-		switch {
+		switch err := o.err; {
 		case err == nil:
-			lastOK = sent
+			lastOK = o.sent
 		case ctx.Err() != nil:
 			return
 		case errors.Is(err, api.ErrFenced), errors.Is(err, api.ErrNotFound):

@@ -123,18 +123,22 @@ func TestRuntimeQuietHoldsUntilItEnds(t *testing.T) {
 		}
 		return res.Seq
 	}
-	setPolicy := func(req api.PolicyRequest) {
+	// A watcher at rest reads the policy when the next message comes;
+	// one holding a message reads it within a poll (awaitRead).
+	setPolicy := func(req api.PolicyRequest, awaitRead bool) {
 		t.Helper()
 		seen := logs.count("run-time policy changed")
 		if _, err := cl.SetPolicy(context.Background(), "w", req); err != nil {
 			t.Fatal(err)
 		}
-		wait("the watcher reads the policy", func() bool { return logs.count("run-time policy changed") > seen })
+		if awaitRead {
+			wait("the watcher reads the policy", func() bool { return logs.count("run-time policy changed") > seen })
+		}
 	}
 
 	wait("w registered", func() bool { _, err := cl.Agent(context.Background(), "w", api.Local); return err == nil })
-	setPolicy(api.PolicyRequest{Mode: api.PolicyQuiet})
-	setPolicy(api.PolicyRequest{Mode: api.PolicyQueue, From: "lead"})
+	setPolicy(api.PolicyRequest{Mode: api.PolicyQuiet}, false)
+	setPolicy(api.PolicyRequest{Mode: api.PolicyQueue, From: "lead"}, false)
 	held := send("held-1", "bob", "normal")
 	send("urgent-1", "bob", "urgent")
 	send("lead-1", "lead", "normal")
@@ -148,14 +152,16 @@ func TestRuntimeQuietHoldsUntilItEnds(t *testing.T) {
 	}
 
 	// Still quiet, now for a second: it ends by itself, nobody clears it.
-	setPolicy(api.PolicyRequest{Mode: api.PolicyQuiet, ForSeconds: 1})
+	setPolicy(api.PolicyRequest{Mode: api.PolicyQuiet, ForSeconds: 1}, true)
 	wait("the held message answered once the quiet ended", func() bool { return answered("held-1") })
 	wait("the cursor passes the answered message", func() bool {
 		cur, err := cl.Cursor(context.Background(), "w", api.Strong)
 		return err == nil && cur.Seq >= held
 	})
-	if n := logs.count("run-time policy changed"); n < 3 {
-		t.Errorf("the policy was read changed %d times, want at least 3", n)
+	// Read changed when held-1 came (both policies at once) and when the
+	// quiet got its end.
+	if n := logs.count("run-time policy changed"); n < 2 {
+		t.Errorf("the policy was read changed %d times, want at least 2", n)
 	}
 }
 

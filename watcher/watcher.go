@@ -164,6 +164,7 @@ func Run(ctx context.Context, f *File, opts Options) error {
 	}
 	var wg sync.WaitGroup
 	var out sync.Mutex // serialises dry-run lines of several agents
+	rn := newRenewals(ctx)
 	for i := range f.Agents {
 		c := opts.Client
 		if tokens[i] != "" {
@@ -173,7 +174,7 @@ func Run(ctx context.Context, f *File, opts Options) error {
 		defer stop()
 		guard := &tokenGuard{log: opts.Logger.With("agent", f.Agents[i].ID), stop: stop}
 		c = c.WithTokenWatch(guard.answer)
-		w := &agentWatcher{cfg: &f.Agents[i], opts: opts, c: c, token: tokens[i], dryMu: &out,
+		w := &agentWatcher{cfg: &f.Agents[i], opts: opts, c: c, token: tokens[i], dryMu: &out, renewals: rn,
 			log: opts.Logger.With("agent", f.Agents[i].ID), busyChanged: make(chan struct{}, 1), interruptedFor: map[uint64]bool{},
 			tasks: c, taskOffers: make(chan taskOffer), quit: stop}
 		wg.Add(1)
@@ -191,8 +192,11 @@ type agentWatcher struct {
 	opts  Options
 	c     *client.Client
 	token string // the agent's own token (token_file), "" for none
-	log   *slog.Logger
-	dryMu *sync.Mutex
+	// renewals renews the leases of the process's agents together
+	// (renewals.go); nil for a watcher not started by Run.
+	renewals *renewals
+	log      *slog.Logger
+	dryMu    *sync.Mutex
 
 	// What runs now, in the order it started ("answering ID", "doing task
 	// ID"): presence says WORKING on the first while there is one, IDLE

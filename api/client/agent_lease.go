@@ -23,6 +23,15 @@ func (c *Client) RenewAgentLease(ctx context.Context, cmd api.AgentLeaseRenewCom
 	return request[api.AgentLeaseResult](ctx, c, http.MethodPost, leasePath(cmd.Agent)+"/renew", nil, cmd)
 }
 
+// RenewAgentLeases renews several leases in one request and one log
+// entry (POST /v1/leases/renew): each renewal's outcome is its result's
+// Lease or Error, in cmd's order. The request as a whole fails with
+// api.ErrClusterVersion while the cluster runs version 1, and with
+// api.ErrNotFound from a node too old to have the route.
+func (c *Client) RenewAgentLeases(ctx context.Context, cmd api.AgentLeaseRenewManyCommand) (api.AgentLeaseRenewManyResult, error) {
+	return request[api.AgentLeaseRenewManyResult](ctx, c, http.MethodPost, "/v1/leases/renew", nil, cmd)
+}
+
 // ReleaseAgentLease gives the caller's lease up, so a standby takes over
 // at its next try.
 func (c *Client) ReleaseAgentLease(ctx context.Context, cmd api.AgentLeaseReleaseCommand) (api.AgentLeaseResult, error) {
