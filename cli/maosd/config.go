@@ -270,7 +270,7 @@ func gossipKey(c *cli.Context) ([]byte, string, error) {
 		}
 		var err error
 		if raw, _, err = secretfile.Read(file); err != nil {
-			return nil, "", fmt.Errorf("--gossip-key-file: %w", err)
+			return nil, "", fmt.Errorf("--gossip-key-file: %w", emptyRandomHint(err, file))
 		}
 		from = "--gossip-key-file " + file
 	}
