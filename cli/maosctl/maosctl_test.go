@@ -475,6 +475,8 @@ func TestErrors(t *testing.T) {
 			[]string{"--raft-addr"}},
 		{"remove unknown", "", []string{"cluster", "remove", "n9"}, []string{"node n9", "404"}},
 		{"unknown command", "", []string{"frobnicate"}, []string{`"frobnicate"`}},
+		{"mistyped command", "", []string{"sned"}, []string{`unknown command "sned"; did you mean send?`}},
+		{"mistyped subcommand", "", []string{"cluster", "stauts"}, []string{`unknown command "stauts"; did you mean status?`}},
 		{"global flag after command", "", []string{"cluster", "status", "--timeout", "1s"},
 			[]string{"-timeout", "goes before the command", "maosctl --timeout ... cluster status"}},
 		{"bad limit", "", []string{"read", "--channel", "x", "--limit", "-1"}, []string{"--limit"}},
@@ -648,6 +650,16 @@ func TestMalformedAddr(t *testing.T) {
 	for _, addr := range []string{e.addr, "http://" + e.addr, "http://" + e.addr + "/"} {
 		if r := runApp(addr, "", "cluster", "status"); r.err != nil {
 			t.Errorf("--addr %q: %v %s", addr, r.err, r.errOut)
+		}
+	}
+}
+
+// A word that is no command gets no suggestion; a typo of one does.
+func TestSuggestCommand(t *testing.T) {
+	cmds := App().Commands
+	for name, want := range map[string]string{"sned": "send", "snd": "send", "stauts": "", "frobnicate": "", "x": "", "who": "who"} {
+		if got := suggestCommand(cmds, name); got != want {
+			t.Errorf("suggestCommand(%q) = %q, want %q", name, got, want)
 		}
 	}
 }
