@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agnivade/levenshtein"
 	"github.com/urfave/cli/v2"
 
 	"github.com/maos-project/maos/api"
@@ -251,50 +252,23 @@ func noCommand(c *cli.Context) error {
 }
 
 // suggestCommand is the visible command (or alias) of cmds closest to a
-// mistyped name, "" when none is close: at most two edits away (a
-// swapped pair of letters is one) and fewer than half its letters. The
-// closeness rule of urfave/cli's own Suggest always names some command,
-// which for a word that is none ("frobnicate") misleads.
+// mistyped name by edit distance, "" when none is close: at most a third
+// of the name's length away (at least 2), as the API's "did you mean" for
+// agent names. urfave/cli's own Suggest always names some command, which
+// for a word that is none ("frobnicate") misleads.
 func suggestCommand(cmds []*cli.Command, name string) string {
-	best, bestDist := "", 3
+	best, bestDist := "", max(2, len(name)/3)+1
 	for _, cmd := range cmds {
 		if cmd.Hidden {
 			continue
 		}
 		for _, n := range cmd.Names() {
-			if d := editDistance(n, name); d < bestDist && 2*d < len([]rune(n)) {
+			if d := levenshtein.ComputeDistance(n, name); d < bestDist {
 				best, bestDist = n, d
 			}
 		}
 	}
 	return best
-}
-
-// editDistance is the optimal string alignment distance of a and b:
-// insertions, deletions, substitutions and swaps of adjacent letters.
-func editDistance(a, b string) int {
-	x, y := []rune(a), []rune(b)
-	d := make([][]int, len(x)+1)
-	for i := range d {
-		d[i] = make([]int, len(y)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(x); i++ {
-		for j := 1; j <= len(y); j++ {
-			cost := 1
-			if x[i-1] == y[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && x[i-1] == y[j-2] && x[i-2] == y[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(x)][len(y)]
 }
 
 func jsonFlag() *cli.BoolFlag {
