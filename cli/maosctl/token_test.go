@@ -308,7 +308,7 @@ func TestTokenReachesEveryClient(t *testing.T) {
 	for _, line := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
-		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_message","arguments":{"id":"msg-unknown"}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read","arguments":{"id":"msg-unknown"}}}`,
 	} {
 		if _, err := io.WriteString(inW, line+"\n"); err != nil {
 			t.Fatal(err)
