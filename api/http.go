@@ -45,6 +45,8 @@ type Voter struct {
 // Status is the body of GET /v1/cluster/status: this node's view.
 type Status struct {
 	NodeID string `json:"node_id"`
+	// Version is the node's build version, as its --version prints it.
+	Version string `json:"version,omitempty"`
 	// ClusterID is the cluster's id (OpClusterID), fixed at bootstrap;
 	// "" until this node applied it.
 	ClusterID string `json:"cluster_id,omitempty"`

@@ -9,7 +9,6 @@ import (
 	"log"
 	"log/slog"
 	"net"
-	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -49,14 +48,6 @@ type nodeMeta struct {
 	API     string `json:"api,omitempty"`
 	Raft    string `json:"raft,omitempty"`
 	Version string `json:"v,omitempty"`
-}
-
-// buildVersion is the maos module version of the running binary.
-func buildVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
 }
 
 // nodeEvent is a membership change memberlist reported.

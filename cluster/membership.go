@@ -26,6 +26,7 @@ func (n *Node) Status(ctx context.Context) (api.Status, error) {
 	leaderID := n.leaderID()
 	st := api.Status{
 		NodeID:       n.cfg.NodeID,
+		Version:      n.cfg.Version,
 		ClusterID:    n.fsm.ClusterID(),
 		ClusterIDs:   true,
 		State:        stateName(n.raft.State()),

@@ -125,7 +125,7 @@ func Open(cfg Config) (*Node, error) {
 	n.presence = newPresenceStore(cfg.NodeID, cfg.PresenceTTL, cfg.Now)
 	if cfg.GossipAddr != "" {
 		n.gossip, err = startGossip(n.cfg, gossipOptions{
-			meta:  nodeMeta{ID: cfg.NodeID, API: cfg.APIAddr, Raft: n.cfg.RaftAdvertise, Version: buildVersion()},
+			meta:  nodeMeta{ID: cfg.NodeID, API: cfg.APIAddr, Raft: n.cfg.RaftAdvertise, Version: cfg.Version},
 			store: n.presence, logger: n.logger, onEvent: n.recordNodeEvent,
 		})
 		if err != nil {

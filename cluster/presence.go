@@ -354,7 +354,7 @@ func (n *Node) Members(context.Context) (api.MembersResponse, error) {
 	res := api.MembersResponse{NodeID: n.cfg.NodeID, Encrypted: len(n.cfg.GossipKey) > 0}
 	if n.gossip == nil {
 		res.Members = []api.Member{{NodeID: n.cfg.NodeID, Status: transport.MemberAlive,
-			APIAddr: n.cfg.APIAddr, RaftAddr: n.cfg.RaftAdvertise, Version: buildVersion()}}
+			APIAddr: n.cfg.APIAddr, RaftAddr: n.cfg.RaftAdvertise, Version: n.cfg.Version}}
 		return res, nil
 	}
 	res.Members = n.gossip.members()
