@@ -462,9 +462,14 @@ func (g *gossip) numAlive() int {
 }
 
 // handleEvent acts on one membership change: the agents of a node that
-// died or left turn OFFLINE; then the event goes on to the audit.
+// died or left turn OFFLINE, those of a node that is back no longer say it
+// is gone; then the event goes on to the audit.
 func (g *gossip) handleEvent(ev nodeEvent) {
 	switch ev.event {
+	case api.NodeEventJoin:
+		if n := g.store.markNodeBack(ev.node); n > 0 {
+			g.logger.Info("agents of a node that is back judged by their heartbeats again", "node", ev.node, "agents", n)
+		}
 	case api.NodeEventDead, api.NodeEventLeave:
 		status := transport.MemberDead
 		if ev.event == api.NodeEventLeave {
