@@ -63,6 +63,7 @@ type memberEntry struct {
 	meta    nodeMeta
 	addr    string
 	status  string    // transport.MemberAlive, MemberDead or MemberLeft
+	since   time.Time // when status last changed
 	leaving time.Time // when it said it was leaving; zero if it did not
 }
 
@@ -167,6 +168,40 @@ func startGossip(cfg Config, o gossipOptions) (*gossip, error) {
 		table: map[string]*memberEntry{}, events: newEventQueue(), audits: newEventQueue(), onEvent: o.onEvent,
 		stop: make(chan struct{}),
 	}
+	mc := memberlistConfig(cfg)
+	mc.Delegate = g
+	mc.Events = g
+	mc.Logger = log.New(&memberlistLog{logger: o.logger}, "", 0)
+	// The queue counts members from this node's own table, never by
+	// asking memberlist: it holds its lock while counting, and memberlist
+	// may be waiting for that lock with its node lock held.
+	g.bq = &memberlist.TransmitLimitedQueue{NumNodes: g.numAlive, RetransmitMult: mc.RetransmitMult}
+	g.store.broadcast = g.queue
+	g.wg.Add(2)
+	go func() { defer g.wg.Done(); g.events.run(g.stop, g.handleEvent) }()
+	go func() {
+		defer g.wg.Done()
+		g.audits.run(g.stop, func(ev nodeEvent) {
+			if g.onEvent != nil {
+				g.onEvent(ev)
+			}
+		})
+	}()
+	ml, err := memberlist.Create(mc)
+	if err != nil {
+		close(g.stop)
+		g.wg.Wait()
+		g.store.broadcast = nil
+		return nil, fmt.Errorf("cluster: start gossip on %s: %w", cfg.GossipAddr, err)
+	}
+	g.ml.Store(ml)
+	g.addr = ml.LocalNode().Address()
+	return g, nil
+}
+
+// memberlistConfig is memberlist's LAN configuration with cfg's gossip
+// address, advertise address, key and timings (delegates not yet set).
+func memberlistConfig(cfg Config) *memberlist.Config {
 	mc := memberlist.DefaultLANConfig()
 	mc.Name = cfg.NodeID
 	// Probes and gossip are tens of bytes: LZW-compressing each one was a
@@ -206,34 +241,7 @@ func startGossip(cfg Config, o gossipOptions) (*gossip, error) {
 	if cfg.GossipPushPullInterval > 0 {
 		mc.PushPullInterval = cfg.GossipPushPullInterval
 	}
-	mc.Delegate = g
-	mc.Events = g
-	mc.Logger = log.New(&memberlistLog{logger: o.logger}, "", 0)
-	// The queue counts members from this node's own table, never by
-	// asking memberlist: it holds its lock while counting, and memberlist
-	// may be waiting for that lock with its node lock held.
-	g.bq = &memberlist.TransmitLimitedQueue{NumNodes: g.numAlive, RetransmitMult: mc.RetransmitMult}
-	g.store.broadcast = g.queue
-	g.wg.Add(2)
-	go func() { defer g.wg.Done(); g.events.run(g.stop, g.handleEvent) }()
-	go func() {
-		defer g.wg.Done()
-		g.audits.run(g.stop, func(ev nodeEvent) {
-			if g.onEvent != nil {
-				g.onEvent(ev)
-			}
-		})
-	}()
-	ml, err := memberlist.Create(mc)
-	if err != nil {
-		close(g.stop)
-		g.wg.Wait()
-		g.store.broadcast = nil
-		return nil, fmt.Errorf("cluster: start gossip on %s: %w", cfg.GossipAddr, err)
-	}
-	g.ml.Store(ml)
-	g.addr = ml.LocalNode().Address()
-	return g, nil
+	return mc
 }
 
 // join contacts the gossip members at addrs (host:port) and merges state
@@ -421,6 +429,7 @@ func (g *gossip) update(n *memberlist.Node, event string) {
 		e = &memberEntry{}
 		g.table[n.Name] = e
 	}
+	before := e.status
 	e.addr = n.Address()
 	if len(n.Meta) > 0 {
 		var m nodeMeta
@@ -439,6 +448,9 @@ func (g *gossip) update(n *memberlist.Node, event string) {
 			e.status, event = transport.MemberLeft, api.NodeEventLeave
 		}
 		e.leaving = time.Time{}
+	}
+	if e.status != before {
+		e.since = time.Now()
 	}
 	ev := nodeEvent{node: n.Name, event: event, addr: e.addr, api: e.meta.API}
 	g.mu.Unlock()
@@ -481,6 +493,17 @@ func (g *gossip) handleEvent(ev nodeEvent) {
 	}
 	g.logger.Info("gossip member "+ev.event, "member", ev.node, "gossip_addr", ev.addr)
 	g.audits.push(ev)
+}
+
+// statusSince is member id's status as this node last heard ("" if
+// unknown) and when it changed to it.
+func (g *gossip) statusSince(id string) (string, time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if e := g.table[id]; e != nil {
+		return e.status, e.since
+	}
+	return "", time.Time{}
 }
 
 // statusOf is member id's status as this node last heard, "" if unknown.

@@ -43,7 +43,8 @@ type Node struct {
 	raft      *raft.Raft
 	hasState  bool
 	httpc     *http.Client
-	readyTerm syncTerm // term in which this node, leading, applied an entry
+	readyTerm syncTerm   // term in which this node, leading, applied an entry
+	beats     heartbeats // the leader's failing heartbeats to followers (reach.go)
 	presence  *presenceStore
 	blobs     *blobstore.Store // artifacts' bytes (blobs.go)
 	gossip    *gossip          // nil when Config.GossipAddr is ""

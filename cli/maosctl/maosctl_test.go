@@ -402,8 +402,8 @@ func TestClusterStatus(t *testing.T) {
 		`(?m)^node:\s+n1$`, `(?m)^state:\s+leader$`, `(?m)^leader:\s+n1 \(api 127\.0\.0\.1:7070\)$`,
 		`(?m)^term:\s+3$`, `(?m)^commit index:\s+42$`, `(?m)^applied index:\s+41$`,
 		`(?m)^\s+ID\s+RAFT ADDR\s+API ADDR`,
-		`(?m)^\* n1\s+127\.0\.0\.1:7000\s+127\.0\.0\.1:7070\s+voter$`,
-		`(?m)^  n2\s+127\.0\.0\.1:7001\s+127\.0\.0\.1:7071\s+nonvoter$`,
+		`(?m)^\* n1\s+127\.0\.0\.1:7000\s+127\.0\.0\.1:7070\s+voter\s+-$`,
+		`(?m)^  n2\s+127\.0\.0\.1:7001\s+127\.0\.0\.1:7071\s+nonvoter\s+-$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Errorf("cluster status lacks %s:\n%s", re, out)
@@ -416,6 +416,35 @@ func TestClusterStatus(t *testing.T) {
 	}
 	if want := transporttest.DefaultStatus(); !reflect.DeepEqual(st, want) {
 		t.Errorf("cluster status --json = %+v, want %+v", st, want)
+	}
+}
+
+// A follower's status: the leader it no longer hears from is flagged on
+// the leader line and in REACH, with when it last heard from it; a voter
+// seen through gossip says so.
+func TestClusterStatusReach(t *testing.T) {
+	e := newTestEnv(t)
+	last := time.Date(2026, 11, 29, 9, 30, 1, 0, time.UTC)
+	e.svc.EditStatus(func(st *api.Status) {
+		st.NodeID, st.State, st.Version = "n2", "follower", "v1.2.3"
+		st.Voters = []api.Voter{
+			{ID: "n1", RaftAddr: "127.0.0.1:7000", Suffrage: "voter", Reach: api.ReachUnreachable, Via: api.ViaRaft, LastContact: last},
+			{ID: "n2", RaftAddr: "127.0.0.1:7001", Suffrage: "voter", Reach: api.ReachSelf},
+			{ID: "n3", RaftAddr: "127.0.0.1:7002", Suffrage: "voter", Reach: api.ReachReachable, Via: api.ViaGossip},
+		}
+	})
+	out := e.ok("cluster", "status")
+	for _, re := range []string{
+		`(?m)^version:\s+v1\.2\.3$`,
+		`(?m)^leader:\s+n1 \(api 127\.0\.0\.1:7070\); unreachable since 09:30:01Z, \S+ ago \(raft\) from this node$`,
+		`(?m)^\s+ID\s+RAFT ADDR\s+API ADDR\s+SUFFRAGE\s+REACH$`,
+		`(?m)^\* n1\s+127\.0\.0\.1:7000\s+-\s+voter\s+unreachable since 09:30:01Z, \S+ ago \(raft\)$`,
+		`(?m)^  n2\s+.*\s+self$`,
+		`(?m)^  n3\s+.*\s+reachable \(gossip\)$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("cluster status lacks %s:\n%s", re, out)
+		}
 	}
 }
 
