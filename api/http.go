@@ -73,21 +73,21 @@ type Status struct {
 	// ClusterIDs says the node's build applies cluster ids
 	// (OpClusterID): a leader fixes the id only once every voter
 	// says so, so no node of an older build skips the entry.
-	ClusterIDs    bool    `json:"cluster_ids,omitempty"`
-	State         string  `json:"state"` // leader, follower, candidate, shutdown
-	LeaderID      string  `json:"leader_id"`
-	LeaderAPIAddr string  `json:"leader_api_addr"`
-	Term          uint64  `json:"term"`
+	ClusterIDs    bool   `json:"cluster_ids,omitempty"`
+	State         string `json:"state"` // leader, follower, candidate, shutdown
+	LeaderID      string `json:"leader_id"`
+	LeaderAPIAddr string `json:"leader_api_addr"`
+	Term          uint64 `json:"term"`
 	// CommitIndex is the highest log index this node knows committed: at
 	// least its AppliedIndex (only committed entries are applied), since
 	// raft's own value starts at 0 after a restart until the leader tells
 	// it more.
-	CommitIndex   uint64  `json:"commit_index"`
-	AppliedIndex  uint64  `json:"applied_index"`
-	LastIndex     uint64  `json:"last_index"`
-	APIAddr       string  `json:"api_addr"`
-	RaftAddr      string  `json:"raft_addr"`
-	Voters        []Voter `json:"voters"`
+	CommitIndex  uint64  `json:"commit_index"`
+	AppliedIndex uint64  `json:"applied_index"`
+	LastIndex    uint64  `json:"last_index"`
+	APIAddr      string  `json:"api_addr"`
+	RaftAddr     string  `json:"raft_addr"`
+	Voters       []Voter `json:"voters"`
 	// GossipAddr is the node's advertised memberlist address ("" when it
 	// runs without gossip): a node joining through this node's API joins
 	// gossip there. GossipEncrypted says whether that gossip needs a key.
