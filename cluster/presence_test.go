@@ -142,8 +142,8 @@ func TestPresenceGossip(t *testing.T) {
 	}
 	for _, m := range res.Members {
 		n := c.Nodes[int(m.NodeID[1]-'1')]
-		if m.APIAddr != n.Addr || m.RaftAddr != n.RaftAddr() || m.GossipAddr != n.GossipAddr() || m.Version == "" {
-			t.Errorf("member %+v, want api %s raft %s gossip %s and a version", m, n.Addr, n.RaftAddr(), n.GossipAddr())
+		if m.APIAddr != n.Addr || m.RaftAddr != n.RaftAddr() || m.GossipAddr != n.GossipAddr() || m.Version != clustertest.Version {
+			t.Errorf("member %+v, want api %s raft %s gossip %s and version %s", m, n.Addr, n.RaftAddr(), n.GossipAddr(), clustertest.Version)
 		}
 	}
 
