@@ -40,11 +40,33 @@ type Voter struct {
 	RaftAddr string `json:"raft_addr"`
 	APIAddr  string `json:"api_addr,omitempty"` // empty until the node registered
 	Suffrage string `json:"suffrage"`           // "voter", "nonvoter", "staging"
+	// Reach is whether the answering node hears from this voter (one of
+	// the Reach… values); Via says how it knows (ViaRaft: the leader's
+	// heartbeats to a follower, a follower's last contact with its
+	// leader; ViaGossip: its membership view), LastContact when it last
+	// heard from it (for gossip, when it was declared dead or left), zero
+	// when it cannot say.
+	Reach       string    `json:"reach,omitempty"`
+	Via         string    `json:"via,omitempty"`
+	LastContact time.Time `json:"last_contact,omitzero"`
 }
+
+// The values of Voter.Reach and Voter.Via.
+const (
+	ReachSelf        = "self"
+	ReachReachable   = "reachable"
+	ReachUnreachable = "unreachable"
+	ReachUnknown     = "unknown"
+
+	ViaRaft   = "raft"
+	ViaGossip = "gossip"
+)
 
 // Status is the body of GET /v1/cluster/status: this node's view.
 type Status struct {
 	NodeID string `json:"node_id"`
+	// Version is the node's build version, as its --version prints it.
+	Version string `json:"version,omitempty"`
 	// ClusterID is the cluster's id (OpClusterID), fixed at bootstrap;
 	// "" until this node applied it.
 	ClusterID string `json:"cluster_id,omitempty"`
@@ -61,17 +83,21 @@ type Status struct {
 	// node applied it: 1 until the leader committed a higher one; absent
 	// (0) from a build before versions. An op that needs a higher version
 	// is refused (ClusterVersionError) until every voter is upgraded.
-	ClusterVersion int     `json:"cluster_version,omitempty"`
-	State          string  `json:"state"` // leader, follower, candidate, shutdown
-	LeaderID       string  `json:"leader_id"`
-	LeaderAPIAddr  string  `json:"leader_api_addr"`
-	Term           uint64  `json:"term"`
-	CommitIndex    uint64  `json:"commit_index"`
-	AppliedIndex   uint64  `json:"applied_index"`
-	LastIndex      uint64  `json:"last_index"`
-	APIAddr        string  `json:"api_addr"`
-	RaftAddr       string  `json:"raft_addr"`
-	Voters         []Voter `json:"voters"`
+	ClusterVersion int    `json:"cluster_version,omitempty"`
+	State          string `json:"state"` // leader, follower, candidate, shutdown
+	LeaderID       string `json:"leader_id"`
+	LeaderAPIAddr  string `json:"leader_api_addr"`
+	Term           uint64 `json:"term"`
+	// CommitIndex is the highest log index this node knows committed: at
+	// least its AppliedIndex (only committed entries are applied), since
+	// raft's own value starts at 0 after a restart until the leader tells
+	// it more.
+	CommitIndex  uint64  `json:"commit_index"`
+	AppliedIndex uint64  `json:"applied_index"`
+	LastIndex    uint64  `json:"last_index"`
+	APIAddr      string  `json:"api_addr"`
+	RaftAddr     string  `json:"raft_addr"`
+	Voters       []Voter `json:"voters"`
 	// GossipAddr is the node's advertised memberlist address ("" when it
 	// runs without gossip): a node joining through this node's API joins
 	// gossip there. GossipEncrypted says whether that gossip needs a key.

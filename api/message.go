@@ -393,7 +393,7 @@ func PriorityList() string {
 const replyTitlePrefix = "Re: "
 
 // NewReply is from's answer to orig with text, as every client builds it
-// (maosctl reply, the MCP reply_to_message, a watcher's answer): to orig's
+// (maosctl reply, the MCP send_message with reply_to, a watcher's answer): to orig's
 // sender, in orig's channel and thread (ThreadID the thread's root),
 // InReplyTo orig, titled "Re: " and orig's title (none for an untitled
 // orig, no second "Re: ", cut to MaxTitleLen bytes), of type

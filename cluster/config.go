@@ -30,6 +30,10 @@ type Config struct {
 	// APIAddr is the host:port other nodes and clients reach this node's
 	// HTTP API on (the advertised address, registered in the log).
 	APIAddr string
+	// Version is the build's version as --version prints it (maosd sets
+	// cli/internal/version's): the node reports it in its gossip metadata,
+	// so in every node's members list, and in its status.
+	Version string
 
 	// Replace makes JoinVia ask to take the place of the voter that has
 	// this node's id (or Raft address) on purpose (maosd --replace): a dead

@@ -9,7 +9,6 @@ import (
 	"log"
 	"log/slog"
 	"net"
-	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,14 +50,6 @@ type nodeMeta struct {
 	Version string `json:"v,omitempty"`
 }
 
-// buildVersion is the maos module version of the running binary.
-func buildVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
-}
-
 // nodeEvent is a membership change memberlist reported.
 type nodeEvent struct {
 	node  string
@@ -72,6 +63,7 @@ type memberEntry struct {
 	meta    nodeMeta
 	addr    string
 	status  string    // transport.MemberAlive, MemberDead or MemberLeft
+	since   time.Time // when status last changed
 	leaving time.Time // when it said it was leaving; zero if it did not
 }
 
@@ -161,51 +153,6 @@ type gossipOptions struct {
 	onEvent func(nodeEvent)
 }
 
-// memberlistConfig is memberlist's LAN configuration with cfg's
-// addresses, key and timing (checked by Validate).
-func memberlistConfig(cfg Config) *memberlist.Config {
-	mc := memberlist.DefaultLANConfig()
-	mc.Name = cfg.NodeID
-	// Probes and gossip are tens of bytes: LZW-compressing each one was a
-	// quarter of an idle node's CPU. memberlist still reads what an older
-	// node sends compressed.
-	mc.EnableCompression = false
-	host, port, _ := net.SplitHostPort(cfg.GossipAddr) // checked by Validate
-	mc.BindAddr = host
-	mc.BindPort, _ = strconv.Atoi(port)
-	// With no advertise address memberlist advertises the bound IP and
-	// port; with one, address and port go together (a port left at the
-	// LAN default 7946 would be advertised otherwise).
-	mc.AdvertiseAddr, mc.AdvertisePort = "", 0
-	if cfg.GossipAdvertise != "" {
-		ahost, aport, _ := net.SplitHostPort(cfg.GossipAdvertise)
-		mc.AdvertiseAddr = ahost
-		mc.AdvertisePort, _ = strconv.Atoi(aport)
-	}
-	if len(cfg.GossipKey) > 0 {
-		mc.SecretKey = append([]byte(nil), cfg.GossipKey...)
-	}
-	// A restarted node on a new address takes its name back at once
-	// instead of being refused as a conflict while its old self is dead.
-	mc.DeadNodeReclaimTime = time.Millisecond
-	if cfg.GossipProbeInterval > 0 {
-		mc.ProbeInterval = cfg.GossipProbeInterval
-	}
-	if cfg.GossipProbeTimeout > 0 {
-		mc.ProbeTimeout = cfg.GossipProbeTimeout
-	}
-	if cfg.GossipSuspicionMult > 0 {
-		mc.SuspicionMult = cfg.GossipSuspicionMult
-	}
-	if cfg.GossipInterval > 0 {
-		mc.GossipInterval = cfg.GossipInterval
-	}
-	if cfg.GossipPushPullInterval > 0 {
-		mc.PushPullInterval = cfg.GossipPushPullInterval
-	}
-	return mc
-}
-
 // startGossip binds memberlist on cfg.GossipAddr and starts it alone; join
 // others with join.
 func startGossip(cfg Config, o gossipOptions) (*gossip, error) {
@@ -250,6 +197,51 @@ func startGossip(cfg Config, o gossipOptions) (*gossip, error) {
 	g.ml.Store(ml)
 	g.addr = ml.LocalNode().Address()
 	return g, nil
+}
+
+// memberlistConfig is memberlist's LAN configuration with cfg's gossip
+// address, advertise address, key and timings (delegates not yet set).
+func memberlistConfig(cfg Config) *memberlist.Config {
+	mc := memberlist.DefaultLANConfig()
+	mc.Name = cfg.NodeID
+	// Probes and gossip are tens of bytes: LZW-compressing each one was a
+	// quarter of an idle node's CPU. memberlist still reads what an older
+	// node sends compressed.
+	mc.EnableCompression = false
+	host, port, _ := net.SplitHostPort(cfg.GossipAddr) // checked by Validate
+	mc.BindAddr = host
+	mc.BindPort, _ = strconv.Atoi(port)
+	// With no advertise address memberlist advertises the bound IP and
+	// port; with one, address and port go together (a port left at the
+	// LAN default 7946 would be advertised otherwise).
+	mc.AdvertiseAddr, mc.AdvertisePort = "", 0
+	if cfg.GossipAdvertise != "" {
+		ahost, aport, _ := net.SplitHostPort(cfg.GossipAdvertise)
+		mc.AdvertiseAddr = ahost
+		mc.AdvertisePort, _ = strconv.Atoi(aport)
+	}
+	if len(cfg.GossipKey) > 0 {
+		mc.SecretKey = append([]byte(nil), cfg.GossipKey...)
+	}
+	// A restarted node on a new address takes its name back at once
+	// instead of being refused as a conflict while its old self is dead.
+	mc.DeadNodeReclaimTime = time.Millisecond
+	if cfg.GossipProbeInterval > 0 {
+		mc.ProbeInterval = cfg.GossipProbeInterval
+	}
+	if cfg.GossipProbeTimeout > 0 {
+		mc.ProbeTimeout = cfg.GossipProbeTimeout
+	}
+	if cfg.GossipSuspicionMult > 0 {
+		mc.SuspicionMult = cfg.GossipSuspicionMult
+	}
+	if cfg.GossipInterval > 0 {
+		mc.GossipInterval = cfg.GossipInterval
+	}
+	if cfg.GossipPushPullInterval > 0 {
+		mc.PushPullInterval = cfg.GossipPushPullInterval
+	}
+	return mc
 }
 
 // join contacts the gossip members at addrs (host:port) and merges state
@@ -437,6 +429,7 @@ func (g *gossip) update(n *memberlist.Node, event string) {
 		e = &memberEntry{}
 		g.table[n.Name] = e
 	}
+	before := e.status
 	e.addr = n.Address()
 	if len(n.Meta) > 0 {
 		var m nodeMeta
@@ -455,6 +448,9 @@ func (g *gossip) update(n *memberlist.Node, event string) {
 			e.status, event = transport.MemberLeft, api.NodeEventLeave
 		}
 		e.leaving = time.Time{}
+	}
+	if e.status != before {
+		e.since = time.Now()
 	}
 	ev := nodeEvent{node: n.Name, event: event, addr: e.addr, api: e.meta.API}
 	g.mu.Unlock()
@@ -478,9 +474,14 @@ func (g *gossip) numAlive() int {
 }
 
 // handleEvent acts on one membership change: the agents of a node that
-// died or left turn OFFLINE; then the event goes on to the audit.
+// died or left turn OFFLINE, those of a node that is back no longer say it
+// is gone; then the event goes on to the audit.
 func (g *gossip) handleEvent(ev nodeEvent) {
 	switch ev.event {
+	case api.NodeEventJoin:
+		if n := g.store.markNodeBack(ev.node); n > 0 {
+			g.logger.Info("agents of a node that is back judged by their heartbeats again", "node", ev.node, "agents", n)
+		}
 	case api.NodeEventDead, api.NodeEventLeave:
 		status := transport.MemberDead
 		if ev.event == api.NodeEventLeave {
@@ -492,6 +493,17 @@ func (g *gossip) handleEvent(ev nodeEvent) {
 	}
 	g.logger.Info("gossip member "+ev.event, "member", ev.node, "gossip_addr", ev.addr)
 	g.audits.push(ev)
+}
+
+// statusSince is member id's status as this node last heard ("" if
+// unknown) and when it changed to it.
+func (g *gossip) statusSince(id string) (string, time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if e := g.table[id]; e != nil {
+		return e.status, e.since
+	}
+	return "", time.Time{}
 }
 
 // statusOf is member id's status as this node last heard, "" if unknown.

@@ -28,7 +28,7 @@ func (n *Node) watchLeadership() {
 	obsCh := make(chan raft.Observation, 16)
 	obs := raft.NewObserver(obsCh, false, func(o *raft.Observation) bool {
 		switch o.Data.(type) {
-		case raft.LeaderObservation, raft.RaftState:
+		case raft.LeaderObservation, raft.RaftState, raft.FailedHeartbeatObservation, raft.ResumedHeartbeatObservation:
 			return true
 		}
 		return false
@@ -45,8 +45,10 @@ func (n *Node) watchLeadership() {
 			return
 		case o := <-obsCh:
 			if _, ok := o.Data.(raft.LeaderObservation); ok {
+				n.beats.reset()
 				n.signalLeaderChange()
 			}
+			n.beats.observe(o, time.Now())
 		case <-tick.C:
 		}
 		if n.raft.State() == raft.Leader && n.readyTerm.v.Load() != n.raft.CurrentTerm() {

@@ -26,6 +26,7 @@ func (n *Node) Status(ctx context.Context) (api.Status, error) {
 	leaderID := n.leaderID()
 	st := api.Status{
 		NodeID:         n.cfg.NodeID,
+		Version:        n.cfg.Version,
 		ClusterID:      n.fsm.ClusterID(),
 		ClusterIDs:     true,
 		StateVersion:   n.fsm.MaxStateVersion(),
@@ -33,7 +34,7 @@ func (n *Node) Status(ctx context.Context) (api.Status, error) {
 		State:          stateName(n.raft.State()),
 		LeaderID:       leaderID,
 		Term:           n.raft.CurrentTerm(),
-		CommitIndex:    n.raft.CommitIndex(),
+		CommitIndex:    max(n.raft.CommitIndex(), n.fsm.AppliedIndex()),
 		AppliedIndex:   n.fsm.AppliedIndex(),
 		LastIndex:      n.raft.LastIndex(),
 		APIAddr:        n.cfg.APIAddr,
@@ -61,11 +62,12 @@ func (n *Node) Status(ctx context.Context) (api.Status, error) {
 	for _, info := range nodes {
 		apiAddrs[info.NodeID] = info.APIAddr
 	}
+	state, now := n.raft.State(), time.Now()
 	for _, s := range f.Configuration().Servers {
-		st.Voters = append(st.Voters, api.Voter{
-			ID: string(s.ID), RaftAddr: string(s.Address), APIAddr: apiAddrs[string(s.ID)],
-			Suffrage: suffrageName(s.Suffrage),
-		})
+		v := api.Voter{ID: string(s.ID), RaftAddr: string(s.Address), APIAddr: apiAddrs[string(s.ID)],
+			Suffrage: suffrageName(s.Suffrage)}
+		n.reach(&v, state, leaderID, now)
+		st.Voters = append(st.Voters, v)
 	}
 	return st, nil
 }

@@ -64,3 +64,78 @@ func TestJoinWithALiveVotersIDRefused(t *testing.T) {
 		}
 	}
 }
+
+// voterIn is the voter id of st, zero if st has none.
+func voterIn(st api.Status, id string) api.Voter {
+	for _, v := range st.Voters {
+		if v.ID == id {
+			return v
+		}
+	}
+	return api.Voter{}
+}
+
+// Status says, per voter, whether the answering node hears from it: the
+// leader from its heartbeats (a stopped follower is unreachable since its
+// last answer), a follower from its last contact with the leader.
+func TestStatusReach(t *testing.T) {
+	c := clustertest.New(t, 3)
+	ctx := clustertest.Context(t)
+	leader := c.Leader()
+	var fs []*clustertest.Node
+	for _, n := range c.Nodes {
+		if n != leader {
+			fs = append(fs, n)
+		}
+	}
+	gone, up := fs[0], fs[1]
+	clustertest.WaitFor(t, 10*time.Second, "the follower to report its leader reachable by Raft", func() bool {
+		st, err := up.Client.Status(ctx)
+		v := voterIn(st, leader.ID())
+		return err == nil && voterIn(st, up.ID()).Reach == api.ReachSelf && v.Reach == api.ReachReachable && v.Via == api.ViaRaft && !v.LastContact.IsZero()
+	})
+	gone.Stop()
+	var st api.Status
+	clustertest.WaitFor(t, 10*time.Second, "the leader to report the stopped follower unreachable", func() bool {
+		var err error
+		st, err = leader.Client.Status(ctx)
+		v := voterIn(st, gone.ID())
+		return err == nil && v.Reach == api.ReachUnreachable && v.Via == api.ViaRaft && !v.LastContact.IsZero()
+	})
+	if v := voterIn(st, up.ID()); v.Reach != api.ReachReachable || v.Via != api.ViaRaft {
+		t.Errorf("the leader's view of the live follower: %+v", v)
+	}
+	if v := voterIn(st, leader.ID()); v.Reach != api.ReachSelf {
+		t.Errorf("the leader's view of itself: %+v", v)
+	}
+}
+
+// A node restarted with no leader to tell it the commit index reports at
+// least what it applied, not raft's 0.
+func TestStatusCommitIndexAtLeastApplied(t *testing.T) {
+	c := clustertest.New(t, 3)
+	ctx := clustertest.Context(t)
+	if _, err := c.Leader().Client.Send(ctx, clustertest.Msg("a", "general", "x")); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range c.Nodes {
+		clustertest.WaitFor(t, 10*time.Second, "every node to apply the send", func() bool {
+			st, err := n.Client.Status(ctx)
+			return err == nil && st.AppliedIndex > 0 && st.AppliedIndex == st.CommitIndex
+		})
+	}
+	for _, n := range c.Nodes {
+		n.Stop()
+	}
+	// Alone, it has no quorum: no leader tells it what is committed.
+	old := c.Nodes[0]
+	back := clustertest.Start(t, old.ID(), old.Dir, "", nil, clustertest.SameRaftAddr(old))
+	st, err := back.Client.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.LeaderID != "" || st.AppliedIndex == 0 || st.CommitIndex < st.AppliedIndex {
+		t.Errorf("restarted alone: leader %q, commit index %d, applied index %d; want no leader and the commit index at least the applied one",
+			st.LeaderID, st.CommitIndex, st.AppliedIndex)
+	}
+}

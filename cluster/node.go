@@ -43,7 +43,8 @@ type Node struct {
 	raft      *raft.Raft
 	hasState  bool
 	httpc     *http.Client
-	readyTerm syncTerm // term in which this node, leading, applied an entry
+	readyTerm syncTerm   // term in which this node, leading, applied an entry
+	beats     heartbeats // the leader's failing heartbeats to followers (reach.go)
 	presence  *presenceStore
 	blobs     *blobstore.Store // artifacts' bytes (blobs.go)
 	gossip    *gossip          // nil when Config.GossipAddr is ""
@@ -136,7 +137,7 @@ func Open(cfg Config) (*Node, error) {
 	n.presence = newPresenceStore(cfg.NodeID, cfg.PresenceTTL, cfg.Now)
 	if cfg.GossipAddr != "" {
 		n.gossip, err = startGossip(n.cfg, gossipOptions{
-			meta:  nodeMeta{ID: cfg.NodeID, API: cfg.APIAddr, Raft: n.cfg.RaftAdvertise, Version: buildVersion()},
+			meta:  nodeMeta{ID: cfg.NodeID, API: cfg.APIAddr, Raft: n.cfg.RaftAdvertise, Version: cfg.Version},
 			store: n.presence, logger: n.logger, onEvent: n.recordNodeEvent,
 		})
 		if err != nil {

@@ -36,6 +36,10 @@ const (
 
 func reasonNode(node, status string) string { return "node " + node + " " + status }
 
+// reasonBack is the reason of an agent OFFLINE since its node died or
+// left, once that node is back and the agent has not heartbeat since.
+func reasonBack(node string) string { return "node " + node + " back, no heartbeat since" }
+
 // presenceStore holds the presence records this node knows, one per agent,
 // and the node's version clock.
 //
@@ -240,6 +244,35 @@ func (s *presenceStore) markNodeOffline(node, reason string) int {
 	return n
 }
 
+// markNodeBack rewrites, for node, a member again, every agent of node
+// that is OFFLINE because node died or left: still OFFLINE, since nothing
+// says the agent is up (an AWAKE record needs a substate, which only its
+// heartbeat knows), but with a reason that no longer says its node is
+// gone (reasonBack). Its next heartbeat makes it AWAKE. It returns how
+// many records it changed; every node that sees node come back does it,
+// and the copies converge like any other update.
+func (s *presenceStore) markNodeBack(node string) int {
+	gone := map[string]bool{reasonNode(node, transport.MemberDead): true, reasonNode(node, transport.MemberLeft): true}
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for id, p := range s.recs {
+		if p.Node != node || p.State != api.PresenceOffline || !gone[p.Reason] {
+			continue
+		}
+		p.Reason = reasonBack(node)
+		p.Origin = s.self
+		p.Version = s.tick(now)
+		s.recs[id] = p
+		if s.broadcast != nil {
+			s.broadcast(p)
+		}
+		n++
+	}
+	return n
+}
+
 // view is p as a reader sees it now: an AWAKE agent whose node is dead or
 // left, or whose heartbeat is older than the TTL, is OFFLINE with the
 // reason. nodeStatus gives a gossip member's status, "" if unknown.
@@ -354,7 +387,7 @@ func (n *Node) Members(context.Context) (api.MembersResponse, error) {
 	res := api.MembersResponse{NodeID: n.cfg.NodeID, Encrypted: len(n.cfg.GossipKey) > 0}
 	if n.gossip == nil {
 		res.Members = []api.Member{{NodeID: n.cfg.NodeID, Status: transport.MemberAlive,
-			APIAddr: n.cfg.APIAddr, RaftAddr: n.cfg.RaftAdvertise, Version: buildVersion()}}
+			APIAddr: n.cfg.APIAddr, RaftAddr: n.cfg.RaftAdvertise, Version: n.cfg.Version}}
 		return res, nil
 	}
 	res.Members = n.gossip.members()

@@ -142,8 +142,8 @@ func TestPresenceGossip(t *testing.T) {
 	}
 	for _, m := range res.Members {
 		n := c.Nodes[int(m.NodeID[1]-'1')]
-		if m.APIAddr != n.Addr || m.RaftAddr != n.RaftAddr() || m.GossipAddr != n.GossipAddr() || m.Version == "" {
-			t.Errorf("member %+v, want api %s raft %s gossip %s and a version", m, n.Addr, n.RaftAddr(), n.GossipAddr())
+		if m.APIAddr != n.Addr || m.RaftAddr != n.RaftAddr() || m.GossipAddr != n.GossipAddr() || m.Version != clustertest.Version {
+			t.Errorf("member %+v, want api %s raft %s gossip %s and version %s", m, n.Addr, n.RaftAddr(), n.GossipAddr(), clustertest.Version)
 		}
 	}
 
@@ -321,8 +321,14 @@ func TestPresenceNodeDeadLeftAndBack(t *testing.T) {
 	waitMembers(t, leader, map[string]string{back.ID(): "alive"})
 	waitMembers(t, back, map[string]string{leader.ID(): "alive"})
 	waitAudit(t, leader, mark, map[string]string{"NODE_JOIN": back.ID()})
-	// Its old agent stays OFFLINE until it heartbeats again, and then the
-	// new heartbeat wins over the OFFLINE record written by the others.
+	// Its old agent no longer says its node left: it stays OFFLINE (only
+	// a heartbeat says it is up, and in which substate), saying its node
+	// is back...
+	backReason := "node " + back.ID() + " back, no heartbeat since"
+	waitPresence(t, []*clustertest.Node{leader, back}, "stop-agent", "OFFLINE, "+backReason, func(q api.Presence) bool {
+		return q.State == "OFFLINE" && q.Reason == backReason && q.Task == "busy"
+	})
+	// ...and a new heartbeat wins over the record the others wrote.
 	p, err := back.Client.PutPresence(ctx, "stop-agent", api.PresenceUpdate{State: "AWAKE"})
 	if err != nil {
 		t.Fatal(err)

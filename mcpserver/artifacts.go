@@ -15,13 +15,11 @@ import (
 	"github.com/maos-project/maos/artifacts"
 )
 
-// The artifact tools (issue 17; seed 002 §1's share_artifact).
-const (
-	ToolShareArtifact = "share_artifact"
-	ToolReadArtifact  = "read_artifact"
-)
+// ToolShareArtifact is seed 002 §1's share_artifact (issue 17); the
+// read tool reads an artifact back by its id.
+const ToolShareArtifact = "share_artifact"
 
-// MaxInlineArtifact bounds the bytes read_artifact returns as text; a
+// MaxInlineArtifact bounds the bytes read returns as text; a
 // larger or binary artifact is saved to a file and its path returned.
 const MaxInlineArtifact = 64 << 10
 
@@ -29,12 +27,12 @@ const MaxInlineArtifact = 64 << 10
 // with a name.
 type ShareArtifactInput struct {
 	Path string `json:"path,omitempty" jsonschema:"file to upload"`
-	Text string `json:"text,omitempty" jsonschema:"or the content"`
-	Name string `json:"name,omitempty" jsonschema:"file name (default: path's)"`
+	Text string `json:"text,omitempty" jsonschema:"or its content"`
+	Name string `json:"name,omitempty" jsonschema:"file name"`
 }
 
 // ArtifactOutput is an artifact's id and what it holds; Path is where
-// read_artifact saved it when it is not returned inline as Text.
+// read saved it when it is not returned inline as Text.
 type ArtifactOutput struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
@@ -65,36 +63,33 @@ func (h *handlers) shareArtifact(ctx context.Context, _ *mcp.CallToolRequest, in
 	return nil, ArtifactOutput{ID: a.ID, Name: a.Name, Size: a.Size}, nil
 }
 
-// ReadArtifactInput is the argument of read_artifact.
-type ReadArtifactInput struct {
-	ID string `json:"id" jsonschema:"sha256:…"`
-}
-
-func (h *handlers) readArtifact(ctx context.Context, _ *mcp.CallToolRequest, in ReadArtifactInput) (*mcp.CallToolResult, ArtifactOutput, error) {
-	a, err := h.c.ArtifactInfo(ctx, in.ID, api.Local)
+// readArtifact answers an artifact: its text inline when it is text of
+// at most MaxInlineArtifact bytes, else the path it was saved to.
+func (h *handlers) readArtifact(ctx context.Context, id string) (ArtifactOutput, error) {
+	a, err := h.c.ArtifactInfo(ctx, id, api.Local)
 	if err != nil {
-		return nil, ArtifactOutput{}, toolErr(ToolReadArtifact, err)
+		return ArtifactOutput{}, toolErr(ToolRead, err)
 	}
 	out := ArtifactOutput{ID: a.ID, Name: a.Name, Size: a.Size}
 	if a.Size <= MaxInlineArtifact {
 		var buf bytes.Buffer
 		if _, err := h.c.GetArtifact(ctx, a.ID, &buf); err != nil {
-			return nil, out, toolErr(ToolReadArtifact, err)
+			return out, toolErr(ToolRead, err)
 		}
 		if utf8.Valid(buf.Bytes()) && !bytes.ContainsRune(buf.Bytes(), 0) {
 			out.Text = buf.String()
-			return nil, out, nil
+			return out, nil
 		}
 	}
 	path, _, err := artifacts.Fetch(ctx, h.c, a.ID, a.Name, h.dir())
 	if err != nil {
-		return nil, out, toolErr(ToolReadArtifact, err)
+		return out, toolErr(ToolRead, err)
 	}
 	out.Path = path
-	return nil, out, nil
+	return out, nil
 }
 
-// dir is where read_artifact saves files: Config.Dir, else
+// dir is where read saves an artifact's file: Config.Dir, else
 // $MAOS_SHARED_CONTEXT, else $TMPDIR/maos-mcp/AGENT.
 func (h *handlers) dir() string {
 	switch {

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// share_artifact uploads a file or text; read_artifact returns text
+// share_artifact uploads a file or text; read returns an artifact's text
 // inline and saves a binary artifact to a file; send_message references
 // the ids; refusals are tool errors.
 func TestArtifactTools(t *testing.T) {
@@ -21,7 +21,7 @@ func TestArtifactTools(t *testing.T) {
 		t.Fatalf("share text = %+v", txt)
 	}
 	var read ArtifactOutput
-	if e := call(t, cs, ToolReadArtifact, map[string]any{"id": txt.ID}, &read); e != "" || read.Text != "# findings\n" || read.Path != "" {
+	if e := call(t, cs, ToolRead, map[string]any{"id": txt.ID}, &read); e != "" || read.Text != "# findings\n" || read.Path != "" {
 		t.Fatalf("read text = %+v, %s", read, e)
 	}
 
@@ -34,7 +34,7 @@ func TestArtifactTools(t *testing.T) {
 		t.Fatalf("share file = %+v, %s", b, e)
 	}
 	read = ArtifactOutput{}
-	if e := call(t, cs, ToolReadArtifact, map[string]any{"id": b.ID}, &read); e != "" || read.Text != "" || read.Path == "" {
+	if e := call(t, cs, ToolRead, map[string]any{"id": b.ID}, &read); e != "" || read.Text != "" || read.Path == "" {
 		t.Fatalf("read binary = %+v, %s", read, e)
 	}
 	if got, err := os.ReadFile(read.Path); err != nil || string(got) != "\x00\x01\x02\xff" {
@@ -47,7 +47,7 @@ func TestArtifactTools(t *testing.T) {
 	}
 	var got MessageOutput
 	if e := call(t, cs, ToolRead, map[string]any{"id": sent.ID}, &got); e != "" || len(got.Artifacts) != 1 || got.Artifacts[0] != txt.ID {
-		t.Fatalf("read_message = %+v, %s", got, e)
+		t.Fatalf("read of a message = %+v, %s", got, e)
 	}
 
 	for _, tc := range []struct {
@@ -57,7 +57,7 @@ func TestArtifactTools(t *testing.T) {
 	}{
 		{ToolShareArtifact, map[string]any{"text": "x"}, "needs a name"},
 		{ToolShareArtifact, map[string]any{"text": "x", "path": bin}, "not both"},
-		{ToolReadArtifact, map[string]any{"id": "sha256:" + strings.Repeat("0", 64)}, "not found"},
+		{ToolRead, map[string]any{"id": "sha256:" + strings.Repeat("0", 64)}, "not found"},
 		{ToolSend, map[string]any{"to": []string{"codex"}, "text": "x", "artifacts": []string{"sha256:" + strings.Repeat("1", 64)}}, "upload it first"},
 	} {
 		var out any

@@ -1,6 +1,6 @@
 // Package mcpserver is maos as a Model Context Protocol server: a handful of
-// small tools (send, list, read, reply, who, lock, create, list and
-// complete tasks, share and read artifacts) bound to one agent
+// small tools (send or reply, list, read a message or an artifact, who,
+// lock, create, list and complete tasks, share artifacts) bound to one agent
 // identity and backed by a maos node's HTTP API, so a coding agent uses its
 // mailbox through tool calls instead of shelling out to maosctl.
 //
@@ -13,9 +13,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/maos-project/maos/api"
@@ -31,21 +33,22 @@ type Config struct {
 	// Channel is the default channel of send_message; "" is
 	// api.DefaultChannel.
 	Channel string
-	// Version is reported in the server's implementation info.
+	// Version is reported in the server's implementation info: the
+	// program's (cli/internal/version), so it says what --version does.
 	Version string
-	// Dir is where read_artifact saves an artifact it does not return as
+	// Dir is where read saves an artifact it does not return as
 	// text; default $MAOS_SHARED_CONTEXT, else $TMPDIR/maos-mcp/AGENT.
 	Dir string
 }
 
 // Tool names, in the order they are registered.
 const (
-	ToolSend  = "send_message"
-	ToolList  = "list_messages"
-	ToolRead  = "read_message"
-	ToolReply = "reply_to_message"
-	ToolWho   = "who"
-	ToolLock  = "lock"
+	ToolSend = "send_message"
+	ToolList = "list_messages"
+	// ToolRead reads a message or, given an artifact id, an artifact.
+	ToolRead = "read"
+	ToolWho  = "who"
+	ToolLock = "lock"
 
 	ToolCreateTask   = "create_task"
 	ToolListTasks    = "list_tasks"
@@ -65,24 +68,53 @@ func New(cfg Config) (*mcp.Server, error) {
 		cfg.Channel = api.DefaultChannel
 	}
 	if cfg.Version == "" {
-		cfg.Version = "dev"
+		return nil, errors.New("mcpserver: no version (cli/internal/version's, as --version prints it)")
 	}
 	h := &handlers{cfg: cfg, c: cfg.Client}
 	s := mcp.NewServer(&mcp.Implementation{Name: "maos", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: "maos mailbox for agent " + cfg.Agent + ": messages from other agents, presence, file locks, tasks.",
 	})
-	mcp.AddTool(s, &mcp.Tool{Name: ToolSend, Description: "Send a message to agents (ids, all, role:NAME)."}, h.send)
-	mcp.AddTool(s, &mcp.Tool{Name: ToolList, Description: "List your inbox: ids and titles, oldest first."}, h.list)
-	mcp.AddTool(s, &mcp.Tool{Name: ToolRead, Description: "Read a message in full and mark it read."}, h.read)
-	mcp.AddTool(s, &mcp.Tool{Name: ToolReply, Description: "Reply to a message's sender in its thread."}, h.reply)
-	mcp.AddTool(s, &mcp.Tool{Name: ToolWho, Description: "Who is online: agents' presence."}, h.who)
-	mcp.AddTool(s, &mcp.Tool{Name: ToolLock, Description: "File lock lease: acquire, renew, release or check."}, h.lock)
-	mcp.AddTool(s, &mcp.Tool{Name: ToolCreateTask, Description: "Delegate a task to an agent or a queue (role:NAME, capability:NAME)."}, h.createTask)
-	mcp.AddTool(s, &mcp.Tool{Name: ToolListTasks, Description: "List tasks by state, assignee, creator or claimant."}, h.listTasks)
-	mcp.AddTool(s, &mcp.Tool{Name: ToolCompleteTask, Description: "Finish a task of yours with its result; claims it if still ready."}, h.completeTask)
-	mcp.AddTool(s, &mcp.Tool{Name: ToolShareArtifact, Description: "Upload a file or text for every host; its id goes in send_message artifacts."}, h.shareArtifact)
-	mcp.AddTool(s, &mcp.Tool{Name: ToolReadArtifact, Description: "Read an artifact: text inline, else saved to a local path."}, h.readArtifact)
+	addTool(s, ToolSend, "Send a message, or reply to one (reply_to without to).", h.send)
+	addTool(s, ToolList, "List your inbox: ids and titles, oldest first.", h.list)
+	addTool(s, ToolRead, "Read a message (marks it read) or an artifact (sha256: id).", h.read)
+	addTool(s, ToolWho, "List agents and their presence.", h.who)
+	addTool(s, ToolLock, "Acquire, renew, release or check a file lock.", h.lock)
+	addTool(s, ToolCreateTask, "Create a task for an agent or a queue.", h.createTask)
+	addTool(s, ToolListTasks, "List tasks.", h.listTasks)
+	addTool(s, ToolCompleteTask, "Finish a task with its result.", h.completeTask)
+	addTool(s, ToolShareArtifact, "Upload a file or text; returns its artifact id.", h.shareArtifact)
 	return s, nil
+}
+
+// addTool registers a tool whose input schema is derived from In
+// (inputSchema) and that declares no output schema: its answer is still
+// structured content and the same JSON as text, but the listing every
+// model pays for on every turn does not describe each answer a second
+// time (issue 29).
+func addTool[In, Out any](s *mcp.Server, name, desc string, h mcp.ToolHandlerFor[In, Out]) {
+	mcp.AddTool(s, &mcp.Tool{Name: name, Description: desc, InputSchema: inputSchema[In]()},
+		func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
+			res, out, err := h(ctx, req, in)
+			if err != nil {
+				return res, nil, err
+			}
+			return res, out, nil
+		})
+}
+
+// inputSchema is In's JSON schema as the SDK would derive it, but with
+// "to" a string or a list (as the HTTP API takes it) and lists not
+// nullable, which says nothing a model needs.
+func inputSchema[In any]() *jsonschema.Schema {
+	str := &jsonschema.Schema{Type: "string"}
+	sc, err := jsonschema.For[In](&jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+		reflect.TypeFor[api.Recipients](): {Types: []string{"string", "array"}, Items: str},
+		reflect.TypeFor[[]string]():       {Type: "array", Items: str},
+	}})
+	if err != nil {
+		panic(fmt.Sprintf("mcpserver: input schema of %T: %v", *new(In), err))
+	}
+	return sc
 }
 
 type handlers struct {
@@ -90,18 +122,19 @@ type handlers struct {
 	c   *client.Client
 }
 
-// SendInput is the argument of send_message.
+// SendInput is the argument of send_message. With ReplyTo and no To it
+// answers the parent's sender in the parent's channel and thread.
 type SendInput struct {
-	To       []string     `json:"to" jsonschema:"recipients"`
-	Title    string       `json:"title,omitempty"`
-	Text     string       `json:"text"`
-	Priority api.Priority `json:"priority,omitempty" jsonschema:"urgent|high|normal|low"`
-	Type     string       `json:"type,omitempty" jsonschema:"chat|request|review|status..."`
-	ReplyTo  string       `json:"reply_to,omitempty" jsonschema:"id answered"`
-	Channel  string       `json:"channel,omitempty"`
-	Private  bool         `json:"private,omitempty" jsonschema:"only the sender, recipients and moderators may read it"`
+	To       api.Recipients `json:"to,omitempty" jsonschema:"agent ids, all or role:NAME"`
+	Text     string         `json:"text"`
+	Title    string         `json:"title,omitempty"`
+	Priority api.Priority   `json:"priority,omitempty" jsonschema:"urgent|high|normal|low"`
+	Type     string         `json:"type,omitempty" jsonschema:"chat|request|review|status…"`
+	ReplyTo  string         `json:"reply_to,omitempty" jsonschema:"id of the message answered"`
+	Channel  string         `json:"channel,omitempty"`
+	Private  bool           `json:"private,omitempty" jsonschema:"only recipients and moderators may read it"`
 	// Artifacts are artifact ids (share_artifact's) or paths to reference.
-	Artifacts []string `json:"artifacts,omitempty" jsonschema:"ids from share_artifact"`
+	Artifacts []string `json:"artifacts,omitempty" jsonschema:"artifact ids"`
 }
 
 // SendOutput is where a message was stored; Blocked lists the recipients
@@ -113,6 +146,12 @@ type SendOutput struct {
 }
 
 func (h *handlers) send(ctx context.Context, _ *mcp.CallToolRequest, in SendInput) (*mcp.CallToolResult, SendOutput, error) {
+	if len(in.To) == 0 {
+		if in.ReplyTo == "" {
+			return nil, SendOutput{}, errors.New(ToolSend + ": give to (the recipients), or reply_to to answer a message's sender")
+		}
+		return h.reply(ctx, in)
+	}
 	ch := strings.TrimSpace(in.Channel)
 	if ch == "" && in.ReplyTo != "" {
 		// A reply stays in its parent's conversation unless told otherwise.
@@ -127,19 +166,48 @@ func (h *handlers) send(ctx context.Context, _ *mcp.CallToolRequest, in SendInpu
 		Channel:   ch,
 		To:        in.To,
 		Title:     in.Title,
-		Content:   api.Content{Text: in.Text, Artifacts: api.ArtifactRefs(in.Artifacts...)},
+		Content:   api.Content{Text: in.Text},
 		Priority:  in.Priority,
 		Type:      in.Type,
 		InReplyTo: in.ReplyTo,
 	}
-	if len(in.Artifacts) == 0 {
-		m.Content.Artifacts = nil
+	h.finish(m, in)
+	out, err := h.post(ctx, m)
+	return nil, out, err
+}
+
+// reply answers the message in.ReplyTo: to its sender, in its channel
+// and thread, titled "Re: …" (api.NewReply); a title, type, priority or
+// private given override what the reply takes of its parent.
+func (h *handlers) reply(ctx context.Context, in SendInput) (*mcp.CallToolResult, SendOutput, error) {
+	p, err := h.c.Message(ctx, in.ReplyTo, api.Strong)
+	if err != nil {
+		return nil, SendOutput{}, toolErr(ToolSend+": reply_to", err)
+	}
+	r := api.NewReply(p, h.cfg.Agent, in.Text)
+	if in.Title != "" {
+		r.Title = in.Title
+	}
+	if in.Type != "" {
+		r.Type = in.Type
+	}
+	if in.Priority != "" {
+		r.Priority = in.Priority
+	}
+	h.finish(r, in)
+	out, err := h.post(ctx, r)
+	return nil, out, err
+}
+
+// finish sets what a send and a reply take alike of in: the artifacts
+// referenced and private visibility.
+func (h *handlers) finish(m *api.Message, in SendInput) {
+	if len(in.Artifacts) > 0 {
+		m.Content.Artifacts = api.ArtifactRefs(in.Artifacts...)
 	}
 	if in.Private {
 		m.Visibility = api.VisibilityPrivate
 	}
-	out, err := h.post(ctx, m)
-	return nil, out, err
 }
 
 // post sends m as the bound agent with an id fixed before the call, so a
@@ -165,9 +233,9 @@ type ListInput struct {
 	From     string       `json:"from,omitempty"`
 	Priority api.Priority `json:"priority,omitempty"`
 	Channel  string       `json:"channel,omitempty"`
-	Thread   string       `json:"thread,omitempty" jsonschema:"thread root id"`
-	After    uint64       `json:"after,omitempty" jsonschema:"next_after of the previous page"`
-	Limit    int          `json:"limit,omitempty" jsonschema:"default 20, max 100"`
+	Thread   string       `json:"thread,omitempty"`
+	After    uint64       `json:"after,omitempty" jsonschema:"next_after of the last page"`
+	Limit    int          `json:"limit,omitempty" jsonschema:"max 100"`
 }
 
 // ListItem is one inbox entry without its body.
@@ -260,9 +328,9 @@ func titleOf(m *api.Message) string {
 	return t
 }
 
-// IDInput names one message.
-type IDInput struct {
-	ID string `json:"id"`
+// ReadInput names a message, or an artifact by its id ("sha256:…").
+type ReadInput struct {
+	ID string `json:"id" jsonschema:"message or artifact id"`
 }
 
 // MessageOutput is a full message. Read is true when the message is in
@@ -287,10 +355,21 @@ type MessageOutput struct {
 	Read       bool         `json:"read"`
 }
 
-func (h *handlers) read(ctx context.Context, _ *mcp.CallToolRequest, in IDInput) (*mcp.CallToolResult, MessageOutput, error) {
-	m, err := h.c.Message(ctx, in.ID, api.Strong)
+// read answers a MessageOutput for a message id, an ArtifactOutput for
+// an artifact id (readArtifact): ids of the two never look alike.
+func (h *handlers) read(ctx context.Context, _ *mcp.CallToolRequest, in ReadInput) (*mcp.CallToolResult, any, error) {
+	if strings.HasPrefix(in.ID, api.ArtifactIDPrefix) {
+		out, err := h.readArtifact(ctx, in.ID)
+		return nil, out, err
+	}
+	out, err := h.readMessage(ctx, in.ID)
+	return nil, out, err
+}
+
+func (h *handlers) readMessage(ctx context.Context, id string) (MessageOutput, error) {
+	m, err := h.c.Message(ctx, id, api.Strong)
 	if err != nil {
-		return nil, MessageOutput{}, toolErr("read_message", err)
+		return MessageOutput{}, toolErr(ToolRead, err)
 	}
 	out := MessageOutput{
 		ID: m.ID, Seq: m.Seq, Time: m.Timestamp.UTC().Format(time.RFC3339), Channel: m.Channel, From: m.From,
@@ -311,29 +390,9 @@ func (h *handlers) read(ctx context.Context, _ *mcp.CallToolRequest, in IDInput)
 		// Not addressed to this agent (a channel message it looked up):
 		// there is nothing to mark, and the message is still worth showing.
 	default:
-		return nil, MessageOutput{}, toolErr("read_message: mark read", err)
+		return MessageOutput{}, toolErr(ToolRead+": mark read", err)
 	}
-	return nil, out, nil
-}
-
-// ReplyInput is the argument of reply_to_message.
-type ReplyInput struct {
-	ID       string       `json:"id" jsonschema:"message answered"`
-	Text     string       `json:"text"`
-	Priority api.Priority `json:"priority,omitempty"`
-}
-
-func (h *handlers) reply(ctx context.Context, _ *mcp.CallToolRequest, in ReplyInput) (*mcp.CallToolResult, SendOutput, error) {
-	p, err := h.c.Message(ctx, in.ID, api.Strong)
-	if err != nil {
-		return nil, SendOutput{}, toolErr("reply_to_message", err)
-	}
-	r := api.NewReply(p, h.cfg.Agent, in.Text)
-	if in.Priority != "" {
-		r.Priority = in.Priority
-	}
-	out, err := h.post(ctx, r)
-	return nil, out, err
+	return out, nil
 }
 
 // WhoInput is the (empty) argument of who.
@@ -374,7 +433,7 @@ func (h *handlers) who(ctx context.Context, _ *mcp.CallToolRequest, _ WhoInput) 
 type LockInput struct {
 	Action string `json:"action" jsonschema:"acquire|renew|release|check"`
 	Path   string `json:"path"`
-	TTL    string `json:"ttl,omitempty" jsonschema:"acquire/renew, e.g. 5m (default)"`
+	TTL    string `json:"ttl,omitempty" jsonschema:"e.g. 5m (default)"`
 	Token  uint64 `json:"token,omitempty" jsonschema:"from acquire; renew/release/check"`
 }
 
@@ -445,7 +504,7 @@ type CreateTaskInput struct {
 	Title       string       `json:"title"`
 	Description string       `json:"description,omitempty"`
 	DependsOn   []string     `json:"depends_on,omitempty" jsonschema:"task ids that must succeed first"`
-	Priority    api.Priority `json:"priority,omitempty" jsonschema:"urgent|high|normal|low"`
+	Priority    api.Priority `json:"priority,omitempty"`
 }
 
 // TaskOutput is a task's id and state after a tool acted on it.
@@ -472,8 +531,8 @@ type ListTasksInput struct {
 	To        string        `json:"to,omitempty"`
 	From      string        `json:"from,omitempty"`
 	ClaimedBy string        `json:"claimed_by,omitempty"`
-	After     uint64        `json:"after,omitempty" jsonschema:"next_after of the previous page"`
-	Limit     int           `json:"limit,omitempty" jsonschema:"default 20, max 100"`
+	After     uint64        `json:"after,omitempty"`
+	Limit     int           `json:"limit,omitempty"`
 }
 
 // TaskItem is one task without its history or description; Status is its
@@ -529,10 +588,10 @@ type CompleteTaskInput struct {
 	Status     string   `json:"status,omitempty" jsonschema:"success (default)|partial_success|failure|requires_approval"`
 	Result     string   `json:"result"`
 	Confidence *float64 `json:"confidence,omitempty" jsonschema:"0..1"`
-	Error      string   `json:"error,omitempty" jsonschema:"what went wrong, for failure"`
+	Error      string   `json:"error,omitempty" jsonschema:"for failure"`
 	// ProposedAction is any JSON value; a RawMessage would be described
 	// to the model as an array of bytes.
-	ProposedAction any `json:"proposed_action,omitempty" jsonschema:"for requires_approval: the action the task's creator is asked to approve (any JSON; default: the task id, result and outputs)"`
+	ProposedAction any `json:"proposed_action,omitempty" jsonschema:"for requires_approval: the action to approve, any JSON"`
 }
 
 // completeTask ends a task as the bound agent: under its claim if it runs

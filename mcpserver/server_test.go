@@ -18,16 +18,35 @@ import (
 )
 
 func TestNewRefusesBadConfig(t *testing.T) {
-	if _, err := New(Config{Agent: "bad id", Client: client.NewClient("127.0.0.1:1", nil)}); err == nil || !strings.Contains(err.Error(), "bad id") {
+	if _, err := New(Config{Agent: "bad id", Client: client.NewClient("127.0.0.1:1", nil), Version: "v1"}); err == nil || !strings.Contains(err.Error(), "bad id") {
 		t.Errorf("New with a bad agent id: %v", err)
 	}
-	if _, err := New(Config{Agent: "claude"}); err == nil {
+	if _, err := New(Config{Agent: "claude", Version: "v1"}); err == nil {
 		t.Error("New without a client: nil error")
+	}
+	if _, err := New(Config{Agent: "claude", Client: client.NewClient("127.0.0.1:1", nil)}); err == nil {
+		t.Error("New without a version: nil error")
 	}
 }
 
-// TestToolsAreSmall lists the tools and bounds what their definitions cost
-// the model: eleven tools, each with a short description and input schema.
+// listingBudget bounds what the tool listing costs a model on every turn
+// (issue 29): 11 tools listed 8,450 bytes (3,412 of input schemas) before
+// the merges and without output schemas.
+const listingBudget = 6000
+
+// TestToolsAreSmall lists the tools with the SDK's client over its
+// in-memory transport and bounds what their definitions cost the model.
+// What is counted, for each tool of tools/list as the client decodes it:
+//
+//   - schema: the bytes of encoding/json's encoding of its inputSchema
+//     (compact, no indentation);
+//   - text: the bytes of its name plus those of its description;
+//   - listing: the bytes of the encoding of the whole tool object (name,
+//     description, inputSchema and any outputSchema or annotations),
+//     which is what a client passes on to its model.
+//
+// The sums over the tools of schema and of listing must each be at most
+// listingBudget; the test logs all three (go test -v).
 func TestToolsAreSmall(t *testing.T) {
 	ctx := context.Background()
 	cs := session(t, "127.0.0.1:1", "claude") // no node there
@@ -35,19 +54,21 @@ func TestToolsAreSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Tools) != 11 {
-		t.Fatalf("%d tools, want 11", len(res.Tools))
+	if len(res.Tools) != 9 {
+		t.Fatalf("%d tools, want 9", len(res.Tools))
 	}
-	total := 0
+	schema, text, listing := 0, 0, 0
 	for _, tl := range res.Tools {
-		b, _ := json.Marshal(tl)
-		total += len(b)
-		if len(tl.Description) > 80 || tl.InputSchema == nil {
-			t.Errorf("tool %s: description %q (max 80), input schema %v", tl.Name, tl.Description, tl.InputSchema)
+		in, _ := json.Marshal(tl.InputSchema)
+		all, _ := json.Marshal(tl)
+		schema, text, listing = schema+len(in), text+len(tl.Name)+len(tl.Description), listing+len(all)
+		if len(tl.Description) > 80 || tl.InputSchema == nil || tl.OutputSchema != nil {
+			t.Errorf("tool %s: description %q (max 80), input schema %v, output schema %v (want none)", tl.Name, tl.Description, tl.InputSchema, tl.OutputSchema)
 		}
 	}
-	if total > 9000 {
-		t.Errorf("tool definitions are %d bytes of JSON, want at most 9000", total)
+	t.Logf("%d tools: input schemas %d bytes, names and descriptions %d, the whole listing %d", len(res.Tools), schema, text, listing)
+	if schema > listingBudget || listing > listingBudget {
+		t.Errorf("input schemas %d bytes, whole listing %d: want each at most %d", schema, listing, listingBudget)
 	}
 	// A node that cannot be reached is a tool error, not a protocol error.
 	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolWho, Arguments: map[string]any{}})
@@ -63,6 +84,41 @@ func TestToolsAreSmall(t *testing.T) {
 	r, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: ToolList, Arguments: map[string]any{"limit": 500}})
 	if err != nil || !r.IsError || !strings.Contains(r.Content[0].(*mcp.TextContent).Text, "at most 100") {
 		t.Fatalf("list limit 500 = %v, %+v", err, r)
+	}
+}
+
+// send_message takes to as a string or a list, as the HTTP API does; with
+// reply_to and no to it answers the parent's sender in its thread (what
+// reply_to_message did).
+func TestSendToStringOrListAndReply(t *testing.T) {
+	addr := serveFake(t, "codex", "claude")
+	claude, codex := session(t, addr, "claude"), session(t, addr, "codex")
+	for _, to := range []any{"codex", []string{"codex"}} {
+		var sent SendOutput
+		if e := call(t, claude, ToolSend, map[string]any{"to": to, "text": "hi", "title": "retry", "channel": "review"}, &sent); e != "" {
+			t.Fatalf("send_message to %#v: %s", to, e)
+		}
+		var got MessageOutput
+		if e := call(t, codex, ToolRead, map[string]any{"id": sent.ID}, &got); e != "" || len(got.To) != 1 || got.To[0] != "codex" || !got.Read {
+			t.Fatalf("send_message to %#v stored %+v, %s", to, got, e)
+		}
+		var re SendOutput
+		if e := call(t, codex, ToolSend, map[string]any{"reply_to": sent.ID, "text": "done"}, &re); e != "" {
+			t.Fatalf("reply: %s", e)
+		}
+		var r MessageOutput
+		if e := call(t, claude, ToolRead, map[string]any{"id": re.ID}, &r); e != "" || len(r.To) != 1 || r.To[0] != "claude" ||
+			r.Channel != "review" || r.Thread != sent.ID || r.InReplyTo != sent.ID || r.Title != "Re: retry" || r.Type != "response" {
+			t.Fatalf("reply stored %+v, %s", r, e)
+		}
+	}
+	for _, args := range []map[string]any{{"to": 7, "text": "x"}, {"to": []any{1}, "text": "x"}} {
+		if e := call(t, claude, ToolSend, args, &SendOutput{}); e == "" {
+			t.Errorf("send_message %v: no error", args)
+		}
+	}
+	if e := call(t, claude, ToolSend, map[string]any{"text": "to nobody"}, &SendOutput{}); !strings.Contains(e, "give to") {
+		t.Errorf("send_message without to or reply_to: %q", e)
 	}
 }
 
@@ -89,7 +145,7 @@ func serveFake(t *testing.T, agents ...string) string {
 func session(t *testing.T, addr, agent string) *mcp.ClientSession {
 	t.Helper()
 	ctx := context.Background()
-	srv, err := New(Config{Agent: agent, Client: client.NewClient(addr, nil)})
+	srv, err := New(Config{Agent: agent, Client: client.NewClient(addr, nil), Version: "v1.2.3-test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package watcher
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"os"
@@ -27,20 +28,29 @@ const SharedContextEnv = "MAOS_SHARED_CONTEXT"
 // SharedContext is the agent's shared-context folder: shared_context in
 // its YAML, else MAOS_SHARED_CONTEXT in its env:, else in the watcher's
 // environment, else <dir>/<agent>/context, dir the watcher's directory
-// (Options.Dir; default $TMPDIR/maos-watcher).
+// (Options.Dir; default $TMPDIR/maos-watcher). It is absolute (a relative
+// one taken from the watcher's working directory): the CLI gets it in
+// MAOS_SHARED_CONTEXT and the prompt names files in it, and the CLI runs
+// in the agent's workdir, where a relative path means another folder.
 func (a *AgentConfig) SharedContext(dir string) string {
+	p := ""
 	switch {
 	case a.SharedContextDir != "":
-		return a.SharedContextDir
+		p = a.SharedContextDir
 	case a.Env[SharedContextEnv] != "":
-		return a.Env[SharedContextEnv]
+		p = a.Env[SharedContextEnv]
 	case os.Getenv(SharedContextEnv) != "":
-		return os.Getenv(SharedContextEnv)
+		p = os.Getenv(SharedContextEnv)
+	default:
+		if dir == "" {
+			dir = filepath.Join(os.TempDir(), "maos-watcher")
+		}
+		p = filepath.Join(dir, a.ID, "context")
 	}
-	if dir == "" {
-		dir = filepath.Join(os.TempDir(), "maos-watcher")
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
 	}
-	return filepath.Join(dir, a.ID, "context")
+	return p
 }
 
 // fetchAttachments fetches the artifacts refs names into the agent's
@@ -84,18 +94,29 @@ func taskRefs(t *api.Task) []api.ArtifactRef {
 	return c.Artifacts
 }
 
-// attachOutputs uploads the files the CLI's artifact lines named
-// (relative paths under workdir) as from, references them in r, and
-// takes the §6 lines out of its text; a file that cannot be uploaded is
-// named in the text instead. With no artifact line, r is left as it is.
+// attachOutputs reads the seed 002 §6 lines of a plain reply's stdout:
+// it uploads the files the artifact lines named (a relative path is the
+// CLI's, under workdir) as from and references them in r, keeps a
+// complete line's result (when there is no text) and rationale, and takes
+// the §6 lines out of r's text; a file that cannot be uploaded is named
+// in the text instead. With neither an artifact nor a complete line, r is
+// left as it is.
 func (w *agentWatcher) attachOutputs(ctx context.Context, r *api.Message, stdout, workdir, from string) {
 	rep := ParseTaskReport(stdout)
-	if len(rep.Outputs) == 0 {
+	if len(rep.Outputs) == 0 && rep.Complete == nil {
 		return
 	}
 	refs, failed := artifacts.UploadPaths(ctx, w.c, workdirOrCwd(workdir), from, rep.Outputs)
 	r.Content.Artifacts = append(r.Content.Artifacts, refs...)
 	text := rep.Text
+	if c := rep.Complete; c != nil {
+		if text == "" {
+			text = cmp.Or(c.Result, c.Status)
+		}
+		if c.Rationale != "" {
+			text = strings.TrimSpace(text + "\n\nrationale: " + c.Rationale)
+		}
+	}
 	if text == "" {
 		var names []string
 		for _, ref := range refs {

@@ -136,3 +136,57 @@ func TestSharedContextDefaults(t *testing.T) {
 		t.Errorf("from the YAML = %s", got)
 	}
 }
+
+// A plain reply's seed 002 §6 lines: the file an artifact line names,
+// relative to the CLI's directory (the agent's workdir, not the
+// watcher's), is attached; a complete line's rationale stays in the
+// reply; and MAOS_SHARED_CONTEXT is absolute even when the watcher's
+// directory is given relative.
+func TestReplyReportLines(t *testing.T) {
+	svc, cl := apiNode(t, "w")
+	base, workdir := t.TempDir(), t.TempDir()
+	t.Chdir(base) // the watcher's working directory, where out.md is not
+	t.Setenv(SharedContextEnv, "")
+	f, err := Parse([]byte(fmt.Sprintf(`agents:
+- id: w
+  command: [sh, -c, 'printf report > out.md; echo "{\"type\":\"artifact\",\"path\":\"out.md\"}"; echo "{\"type\":\"complete\",\"result\":\"success\",\"rationale\":\"the spec asked for it\"}"; echo "ctx=$MAOS_SHARED_CONTEXT"']
+  workdir: %q
+  context_messages: 0
+  retries: 0
+`, workdir)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, f, Options{Client: cl, Logger: slog.New(slog.DiscardHandler), BackoffBase: 10 * time.Millisecond,
+			Heartbeat: 50 * time.Millisecond, Dir: "watcher-dir"})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	if _, err := cl.Send(context.Background(), &api.Message{ID: "job-2", Channel: "dev", From: "lead", To: api.Recipients{"w"},
+		Content: api.Content{Text: "write the report"}}); err != nil {
+		t.Fatal(err)
+	}
+	var r *api.Message
+	waitFor(t, "the answer to job-2", func() bool {
+		if m := svc.Stored("job-2"); m != nil {
+			r = svc.Stored(ReplyID("w", m))
+		}
+		return r != nil
+	})
+	sum := sha256.Sum256([]byte("report"))
+	if len(r.Content.Artifacts) != 1 || r.Content.Artifacts[0].Ref != api.ArtifactID(sum[:]) || r.Content.Artifacts[0].Name != "out.md" {
+		t.Errorf("reply artifacts %v; want out.md from the agent's workdir (%s)", r.Content.Artifacts, r.Content.Text)
+	}
+	if !strings.Contains(r.Content.Text, "rationale: the spec asked for it") || strings.Contains(r.Content.Text, `"type"`) {
+		t.Errorf("reply text %q; want the complete line's rationale, no §6 line", r.Content.Text)
+	}
+	want := "ctx=" + filepath.Join(base, "watcher-dir", "w", "context")
+	if !strings.Contains(r.Content.Text, want) {
+		t.Errorf("reply text %q; want MAOS_SHARED_CONTEXT absolute: %q", r.Content.Text, want)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/maos-project/maos/api"
 	"github.com/urfave/cli/v2"
@@ -40,13 +41,22 @@ func clusterStatusCommand() *cli.Command {
 
    maosctl --addr 10.0.0.2:7070 cluster status
    maosctl --json cluster status | jq -r .leader_id`,
-		Description: `Prints the answering node's id, its cluster's id and Raft state, the leader it knows, the
-term, its commit, applied and last log indexes, the cluster's state version
-(the lowest any voter's build applies, committed by the leader; ops that need
-a higher one are refused until every voter is upgraded) beside the highest
-this node's build applies, then the voters of the Raft configuration with
-their Raft and API addresses; '*' marks the leader.
-With --json, the status object of GET /v1/cluster/status.`,
+		Description: `Prints the answering node's id, version, its cluster's id and Raft state, the
+leader it knows, the term, its commit, applied and last log indexes, the
+cluster's state version (the lowest any voter's build applies, committed by
+the leader; ops that need a higher one are refused until every voter is
+upgraded) beside the highest this node's build applies, then the voters of
+the Raft configuration with their Raft and API addresses and whether the
+answering node hears from them; '*' marks the leader.
+
+REACH is the answering node's view, from what it knows without asking
+anyone: a leader's heartbeats to each follower ("unreachable since" the
+follower's last answer once they fail), a follower's last contact with
+its leader (unreachable past the heartbeat timeout), gossip for the rest
+("unknown" without gossip). A leader that this node no longer hears from
+is flagged on the leader line too. The commit index is at least the
+applied index: a restarted node knows what it applied before the leader
+tells it more. With --json, the status object of GET /v1/cluster/status.`,
 		Flags:  []cli.Flag{jsonFlag()},
 		Action: clusterStatus,
 	}
@@ -77,7 +87,14 @@ func clusterStatus(c *cli.Context) error {
 	case st.LeaderAPIAddr != "":
 		leader += " (api " + st.LeaderAPIAddr + ")"
 	}
+	now := time.Now()
+	for _, v := range st.Voters {
+		if v.ID == st.LeaderID && v.Reach == api.ReachUnreachable {
+			leader += "; " + reachText(v, now) + " from this node"
+		}
+	}
 	fmt.Fprintf(tw, "node:\t%s\n", or(st.NodeID, "-"))
+	fmt.Fprintf(tw, "version:\t%s\n", or(st.Version, "-"))
 	fmt.Fprintf(tw, "cluster:\t%s\n", or(st.ClusterID, "-"))
 	fmt.Fprintf(tw, "state:\t%s\n", or(st.State, "-"))
 	fmt.Fprintf(tw, "leader:\t%s\n", leader)
@@ -95,13 +112,14 @@ func clusterStatus(c *cli.Context) error {
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  ID\tRAFT ADDR\tAPI ADDR\tSUFFRAGE")
+	fmt.Fprintln(tw, "  ID\tRAFT ADDR\tAPI ADDR\tSUFFRAGE\tREACH")
 	for _, v := range st.Voters {
 		mark := " "
 		if v.ID != "" && v.ID == st.LeaderID {
 			mark = "*"
 		}
-		fmt.Fprintf(tw, "%s %s\t%s\t%s\t%s\n", mark, v.ID, or(v.RaftAddr, "-"), or(v.APIAddr, "-"), or(v.Suffrage, "-"))
+		fmt.Fprintf(tw, "%s %s\t%s\t%s\t%s\t%s\n", mark, v.ID, or(v.RaftAddr, "-"), or(v.APIAddr, "-"), or(v.Suffrage, "-"),
+			reachText(v, now))
 	}
 	return tw.Flush()
 }
@@ -115,6 +133,26 @@ func clusterVersionLine(st api.Status) string {
 	}
 	return fmt.Sprintf("%d (this node's build applies up to %d; ops of a higher version are refused until every voter is upgraded)",
 		st.ClusterVersion, st.StateVersion)
+}
+
+// reachText says whether the answering node hears from v: "self",
+// "reachable, last contact 2s ago (raft)", "unreachable since
+// 09:30:01Z, 12s ago (gossip)", "unknown" ("-" from a node that does not
+// say).
+func reachText(v api.Voter, now time.Time) string {
+	s := or(v.Reach, "-")
+	if !v.LastContact.IsZero() {
+		ago := now.Sub(v.LastContact).Round(100 * time.Millisecond)
+		if v.Reach == api.ReachUnreachable {
+			s += fmt.Sprintf(" since %s, %s ago", v.LastContact.UTC().Format("15:04:05Z"), ago)
+		} else {
+			s += fmt.Sprintf(", last contact %s ago", ago)
+		}
+	}
+	if v.Via != "" {
+		s += " (" + v.Via + ")"
+	}
+	return s
 }
 
 func or(s, def string) string {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agnivade/levenshtein"
 	"github.com/urfave/cli/v2"
 
 	"github.com/maos-project/maos/api"
@@ -237,9 +238,37 @@ func onUsageError(c *cli.Context, err error, isSubcommand bool) error {
 // when none is given, a usage error naming the unknown one otherwise.
 func noCommand(c *cli.Context) error {
 	if c.Args().Present() {
-		return usagef(c, "unknown command %q", c.Args().First())
+		name := c.Args().First()
+		cmds := c.App.Commands
+		if c.Command != nil && len(c.Command.Subcommands) > 0 {
+			cmds = c.Command.Subcommands
+		}
+		if s := suggestCommand(cmds, name); s != "" {
+			return usagef(c, "unknown command %q; did you mean %s?", name, s)
+		}
+		return usagef(c, "unknown command %q", name)
 	}
 	return cli.ShowSubcommandHelp(c)
+}
+
+// suggestCommand is the visible command (or alias) of cmds closest to a
+// mistyped name by edit distance, "" when none is close: at most a third
+// of the name's length away (at least 2), as the API's "did you mean" for
+// agent names. urfave/cli's own Suggest always names some command, which
+// for a word that is none ("frobnicate") misleads.
+func suggestCommand(cmds []*cli.Command, name string) string {
+	best, bestDist := "", max(2, len(name)/3)+1
+	for _, cmd := range cmds {
+		if cmd.Hidden {
+			continue
+		}
+		for _, n := range cmd.Names() {
+			if d := levenshtein.ComputeDistance(n, name); d < bestDist {
+				best, bestDist = n, d
+			}
+		}
+	}
+	return best
 }
 
 func jsonFlag() *cli.BoolFlag {

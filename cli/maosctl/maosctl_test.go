@@ -403,8 +403,8 @@ func TestClusterStatus(t *testing.T) {
 		`(?m)^term:\s+3$`, `(?m)^commit index:\s+42$`, `(?m)^applied index:\s+41$`,
 		`(?m)^cluster version:\s+1 \(this node's build applies up to 2; ops of a higher version are refused until every voter is upgraded\)$`,
 		`(?m)^\s+ID\s+RAFT ADDR\s+API ADDR`,
-		`(?m)^\* n1\s+127\.0\.0\.1:7000\s+127\.0\.0\.1:7070\s+voter$`,
-		`(?m)^  n2\s+127\.0\.0\.1:7001\s+127\.0\.0\.1:7071\s+nonvoter$`,
+		`(?m)^\* n1\s+127\.0\.0\.1:7000\s+127\.0\.0\.1:7070\s+voter\s+-$`,
+		`(?m)^  n2\s+127\.0\.0\.1:7001\s+127\.0\.0\.1:7071\s+nonvoter\s+-$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Errorf("cluster status lacks %s:\n%s", re, out)
@@ -417,6 +417,35 @@ func TestClusterStatus(t *testing.T) {
 	}
 	if want := transporttest.DefaultStatus(); !reflect.DeepEqual(st, want) {
 		t.Errorf("cluster status --json = %+v, want %+v", st, want)
+	}
+}
+
+// A follower's status: the leader it no longer hears from is flagged on
+// the leader line and in REACH, with when it last heard from it; a voter
+// seen through gossip says so.
+func TestClusterStatusReach(t *testing.T) {
+	e := newTestEnv(t)
+	last := time.Date(2026, 11, 29, 9, 30, 1, 0, time.UTC)
+	e.svc.EditStatus(func(st *api.Status) {
+		st.NodeID, st.State, st.Version = "n2", "follower", "v1.2.3"
+		st.Voters = []api.Voter{
+			{ID: "n1", RaftAddr: "127.0.0.1:7000", Suffrage: "voter", Reach: api.ReachUnreachable, Via: api.ViaRaft, LastContact: last},
+			{ID: "n2", RaftAddr: "127.0.0.1:7001", Suffrage: "voter", Reach: api.ReachSelf},
+			{ID: "n3", RaftAddr: "127.0.0.1:7002", Suffrage: "voter", Reach: api.ReachReachable, Via: api.ViaGossip},
+		}
+	})
+	out := e.ok("cluster", "status")
+	for _, re := range []string{
+		`(?m)^version:\s+v1\.2\.3$`,
+		`(?m)^leader:\s+n1 \(api 127\.0\.0\.1:7070\); unreachable since 09:30:01Z, \S+ ago \(raft\) from this node$`,
+		`(?m)^\s+ID\s+RAFT ADDR\s+API ADDR\s+SUFFRAGE\s+REACH$`,
+		`(?m)^\* n1\s+127\.0\.0\.1:7000\s+-\s+voter\s+unreachable since 09:30:01Z, \S+ ago \(raft\)$`,
+		`(?m)^  n2\s+.*\s+self$`,
+		`(?m)^  n3\s+.*\s+reachable \(gossip\)$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("cluster status lacks %s:\n%s", re, out)
+		}
 	}
 }
 
@@ -476,6 +505,8 @@ func TestErrors(t *testing.T) {
 			[]string{"--raft-addr"}},
 		{"remove unknown", "", []string{"cluster", "remove", "n9"}, []string{"node n9", "404"}},
 		{"unknown command", "", []string{"frobnicate"}, []string{`"frobnicate"`}},
+		{"mistyped command", "", []string{"sned"}, []string{`unknown command "sned"; did you mean send?`}},
+		{"mistyped subcommand", "", []string{"cluster", "stauts"}, []string{`unknown command "stauts"; did you mean status?`}},
 		{"global flag after command", "", []string{"cluster", "status", "--timeout", "1s"},
 			[]string{"-timeout", "goes before the command", "maosctl --timeout ... cluster status"}},
 		{"bad limit", "", []string{"read", "--channel", "x", "--limit", "-1"}, []string{"--limit"}},
@@ -649,6 +680,16 @@ func TestMalformedAddr(t *testing.T) {
 	for _, addr := range []string{e.addr, "http://" + e.addr, "http://" + e.addr + "/"} {
 		if r := runApp(addr, "", "cluster", "status"); r.err != nil {
 			t.Errorf("--addr %q: %v %s", addr, r.err, r.errOut)
+		}
+	}
+}
+
+// A word that is no command gets no suggestion; a typo of one does.
+func TestSuggestCommand(t *testing.T) {
+	cmds := App().Commands
+	for name, want := range map[string]string{"sned": "send", "snd": "send", "stauts": "", "frobnicate": "", "x": "", "who": "who"} {
+		if got := suggestCommand(cmds, name); got != want {
+			t.Errorf("suggestCommand(%q) = %q, want %q", name, got, want)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/cli/internal/version"
 	"github.com/maos-project/maos/mcpserver"
 )
 
@@ -29,13 +30,20 @@ agent's CLI can start it as a tool server. Every tool acts as agent A
 (--agent, else $MAOS_AGENT_ID, else the token's agent) and talks to the
 node at --addr (any node; writes are forwarded to the leader):
 
-   send_message      send to ids, all, role:NAME (channel: --channel unless given)
-   list_messages     A's inbox: ids and titles, no bodies (unread, from, priority,
-                     channel, thread filters)
-   read_message      one message in full; marks it read in A's inbox
-   reply_to_message  reply to the sender, same channel and thread
-   who               presence of every agent
-   lock              acquire, renew, release or check a file lock lease
+   send_message    send to ids, all, role:NAME (channel: --channel unless
+                   given); with reply_to and no to, reply to the sender in
+                   the same channel and thread
+   list_messages   A's inbox: ids and titles, no bodies (unread, from,
+                   priority, channel, thread filters)
+   read            a message in full, marked read in A's inbox; or an
+                   artifact (sha256: id): text inline, else saved to a file
+   who             presence of every agent
+   lock            acquire, renew, release or check a file lock lease
+   create_task     a task for an agent, role:NAME or capability:NAME
+   list_tasks      tasks by state, to, from, claimed_by
+   complete_task   finish a task (claiming it first if it is ready)
+   share_artifact  upload a file or text; its id goes in send_message's
+                   artifacts
 
 A refused call comes back to the model as a tool error carrying the API's
 message. The global --timeout bounds each API call. Diagnostics go to
@@ -59,6 +67,7 @@ func runMCP(c *cli.Context) error {
 		Agent:   agent,
 		Client:  client,
 		Channel: strings.TrimSpace(c.String("channel")),
+		Version: version.Get().Version,
 	})
 	if err != nil {
 		return usagef(c, "--agent: %v", err)

@@ -25,8 +25,9 @@ func TestMCPRequiresAgent(t *testing.T) {
 }
 
 // TestMCPSpeaksProtocol runs the command with JSON-RPC on its input
-// and reads the answers: initialize, tools/list (the six tools), and a
-// tools/call against the fake node; closing the input ends it cleanly.
+// and reads the answers: initialize (its serverInfo version is the one
+// --version prints), tools/list, and a tools/call against the fake node;
+// closing the input ends it cleanly.
 func TestMCPSpeaksProtocol(t *testing.T) {
 	e := newTestEnv(t)
 	inR, inW := io.Pipe()
@@ -57,20 +58,23 @@ func TestMCPSpeaksProtocol(t *testing.T) {
 		t.Fatalf("no answer to %s", req)
 		return nil
 	}
-	call(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, 1)
+	res := call(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, 1)
+	if v, _ := res["serverInfo"].(map[string]any)["version"].(string); v == "" || !strings.HasPrefix(versionOutput(t), "maosctl version "+v+" (") {
+		t.Errorf("the MCP server's version %q is not the one maosctl --version prints: %q", v, versionOutput(t))
+	}
 	io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
-	res := call(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, 2)
+	res = call(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, 2)
 	var names []string
 	for _, tl := range res["tools"].([]any) {
 		names = append(names, tl.(map[string]any)["name"].(string))
 	}
 	slices.Sort(names)
-	if want := []string{"complete_task", "create_task", "list_messages", "list_tasks", "lock", "read_artifact", "read_message", "reply_to_message", "send_message", "share_artifact", "who"}; !slices.Equal(names, want) {
+	if want := []string{"complete_task", "create_task", "list_messages", "list_tasks", "lock", "read", "send_message", "share_artifact", "who"}; !slices.Equal(names, want) {
 		t.Fatalf("tools = %q, want %q", names, want)
 	}
-	res = call(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read_message","arguments":{"id":"msg-unknown"}}}`, 3)
+	res = call(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read","arguments":{"id":"msg-unknown"}}}`, 3)
 	if res["isError"] != true {
-		t.Fatalf("read_message of an unknown id = %v; want a tool error", res)
+		t.Fatalf("read of an unknown id = %v; want a tool error", res)
 	}
 	inW.Close()
 	select {

@@ -1,6 +1,7 @@
 package maosctl
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -250,6 +251,11 @@ func loadToken(c *cli.Context) error {
 		return nil
 	}
 	secret, _, err := secretfile.Read(file)
+	if errors.Is(err, secretfile.ErrEmpty) {
+		// An agent's token is made by the cluster, not at random.
+		return fmt.Errorf("--token-file (or $%s): %w; an admin makes an agent's token with: maosctl token create --agent ID > %s",
+			envTokenFile, err, file)
+	}
 	if err != nil {
 		return fmt.Errorf("--token-file (or $%s): %w", envTokenFile, err)
 	}

@@ -229,6 +229,12 @@ func TestTokenSources(t *testing.T) {
 			t.Errorf("--token-file %s: err=%v stderr=%q; want an error naming --token-file saying %q", tc.file, r.err, r.errOut, tc.want)
 		}
 	}
+	// An agent's token is made by the cluster: the hint for an empty file
+	// says how, not the random bytes of an admin token.
+	r := e.run("", "--token-file", empty, "token", "list")
+	if r.err == nil || !strings.Contains(r.err.Error(), "maosctl token create --agent ID > "+empty) || strings.Contains(r.err.Error(), "openssl") {
+		t.Errorf("--token-file of an empty file: %v; want the hint 'maosctl token create --agent ID > FILE' and no openssl", r.err)
+	}
 }
 
 // headerRecorder serves the fake node and records the Authorization
@@ -302,7 +308,7 @@ func TestTokenReachesEveryClient(t *testing.T) {
 	for _, line := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
-		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_message","arguments":{"id":"msg-unknown"}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read","arguments":{"id":"msg-unknown"}}}`,
 	} {
 		if _, err := io.WriteString(inW, line+"\n"); err != nil {
 			t.Fatal(err)

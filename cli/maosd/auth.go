@@ -34,7 +34,7 @@ func authFlags(c *cli.Context, logger *slog.Logger) (string, error) {
 	}
 	secret, mode, err := secretfile.Read(file)
 	if err != nil {
-		return "", fmt.Errorf("--admin-token-file: %w", err)
+		return "", fmt.Errorf("--admin-token-file: %w", emptyRandomHint(err, file))
 	}
 	if mode.Perm()&0o077 != 0 {
 		logger.Warn("the admin token file can be read by other users of this host; anyone holding it can do everything: chmod 600 it",
@@ -95,4 +95,14 @@ func checkGossipKey(gossipAddr string, auth, hasKey, insecure bool) error {
 	}
 	return fmt.Errorf("--gossip-addr %s is reachable from other hosts and gossip is not encrypted, though --auth is on: "+
 		"give every node the same --gossip-key-file (openssl rand -base64 32), or say --insecure-gossip to run it in the clear anyway", gossipAddr)
+}
+
+// emptyRandomHint adds to secretfile.Read's error for an empty file how
+// to make the secret maosd reads (the admin token, the gossip key): 32
+// random bytes in base64. Any other error is returned as is.
+func emptyRandomHint(err error, file string) error {
+	if errors.Is(err, secretfile.ErrEmpty) {
+		return fmt.Errorf("%w; make one with: openssl rand -base64 32 > %s && chmod 600 %s", err, file, file)
+	}
+	return err
 }

@@ -54,7 +54,7 @@ func TestRefusesBadAuthFlags(t *testing.T) {
 	}{
 		{[]string{"--auth"}, []string{"--auth needs --admin-token-file", "openssl rand"}},
 		{[]string{"--admin-token-file", good}, []string{"--admin-token-file is only read with --auth"}},
-		{[]string{"--auth", "--admin-token-file", writeTokenFile(t, "", 0o600)}, []string{"--admin-token-file", "is empty"}},
+		{[]string{"--auth", "--admin-token-file", writeTokenFile(t, "", 0o600)}, []string{"--admin-token-file", "is empty", "openssl rand -base64 32 > "}},
 		{[]string{"--auth", "--admin-token-file", writeTokenFile(t, " \n\t\n", 0o600)}, []string{"--admin-token-file", "is empty"}},
 		{[]string{"--auth", "--admin-token-file", writeTokenFile(t, "0123456789abcdef0\nsecond-line-here", 0o600)},
 			[]string{"--admin-token-file", "more than one line"}},

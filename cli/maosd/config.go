@@ -16,6 +16,7 @@ import (
 
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cli/internal/secretfile"
+	"github.com/maos-project/maos/cli/internal/version"
 	"github.com/maos-project/maos/cluster"
 	"github.com/maos-project/maos/hostport"
 	"github.com/maos-project/maos/transport"
@@ -71,6 +72,7 @@ func readConfig(c *cli.Context) (*config, error) {
 			CommitTimeout:     c.Duration("raft-commit-timeout"),
 			SnapshotThreshold: c.Uint64("snapshot-threshold"),
 			Replace:           c.Bool("replace"),
+			Version:           version.Get().Version,
 			Logger:            logger,
 		},
 		httpAddr:        c.String("http-addr"),
@@ -270,7 +272,7 @@ func gossipKey(c *cli.Context) ([]byte, string, error) {
 		}
 		var err error
 		if raw, _, err = secretfile.Read(file); err != nil {
-			return nil, "", fmt.Errorf("--gossip-key-file: %w", err)
+			return nil, "", fmt.Errorf("--gossip-key-file: %w", emptyRandomHint(err, file))
 		}
 		from = "--gossip-key-file " + file
 	}

@@ -27,12 +27,16 @@ import (
 	"github.com/maos-project/maos/transport"
 )
 
+// Version is the build version every node of Config reports (maosd
+// sets the program's, cli/internal/version).
+const Version = "v0.0.0-clustertest"
+
 // Config is a node config with fast Raft timing, so elections finish in
 // about a second, a 10 s forwarding retry budget and a discarded log.
 // apiAddr is the host:port the node registers as its API.
 func Config(id, dir, apiAddr string) cluster.Config {
 	return cluster.Config{
-		NodeID: id, DataDir: dir, RaftAddr: "127.0.0.1:0", APIAddr: apiAddr,
+		NodeID: id, DataDir: dir, RaftAddr: "127.0.0.1:0", APIAddr: apiAddr, Version: Version,
 		Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
 		HeartbeatTimeout: 500 * time.Millisecond, ElectionTimeout: 500 * time.Millisecond,
 		LeaderLeaseTimeout: 250 * time.Millisecond, RetryTimeout: 10 * time.Second,

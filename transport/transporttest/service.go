@@ -344,6 +344,13 @@ func (s *Service) SetPresence(p api.Presence) {
 	s.presence[p.AgentID] = p
 }
 
+// EditStatus changes what Status answers.
+func (s *Service) EditStatus(fn func(*api.Status)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fn(&s.status)
+}
+
 // EditMembers changes what Members answers.
 func (s *Service) EditMembers(fn func(*api.MembersResponse)) {
 	s.mu.Lock()

@@ -6,6 +6,7 @@
 package secretfile
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -14,6 +15,12 @@ import (
 	"unicode"
 )
 
+// ErrEmpty is wrapped by Read's error for a file with no secret in it.
+// How to make the secret depends on which one it is (random bytes for
+// the admin token and the gossip key, 'maosctl token create' for an
+// agent's token), so the caller adds that.
+var ErrEmpty = errors.New("is empty")
+
 // MaxBytes bounds what is read of a secret file, so a wrong path (a log, a
 // binary) fails fast instead of becoming a huge header.
 const MaxBytes = 4 << 10
@@ -21,7 +28,8 @@ const MaxBytes = 4 << 10
 // Read returns the secret kept alone on one line of the file at path
 // (surrounding blanks and the final newline trimmed) and the file's mode,
 // so the caller can warn about one other users may read. It refuses a
-// path that is not a regular file, a file over MaxBytes, an empty file,
+// path that is not a regular file, a file over MaxBytes, an empty file
+// (ErrEmpty, for the caller to say how its secret is made),
 // more than one line, and a secret with blanks or control characters; the
 // error names path and says what a secret file holds.
 func Read(path string) (string, fs.FileMode, error) {
@@ -46,7 +54,7 @@ func Read(path string) (string, fs.FileMode, error) {
 	}
 	secret := strings.TrimSpace(string(raw))
 	if secret == "" {
-		return "", 0, fmt.Errorf("%s is empty; put the token on one line (openssl rand -base64 32 > %s)", path, path)
+		return "", 0, fmt.Errorf("%s %w", path, ErrEmpty)
 	}
 	if strings.ContainsAny(secret, "\r\n") {
 		return "", 0, fmt.Errorf("%s holds more than one line; a token file holds one token on one line", path)

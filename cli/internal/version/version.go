@@ -24,7 +24,10 @@ var (
 	Commit  string
 )
 
-// Info is what a binary knows about its build.
+// Info is what a binary knows about its build. Its Version is the one
+// every place that names the build reports: --version of both programs,
+// a node's gossip metadata (so maosctl members) and status, the MCP
+// server's implementation info.
 type Info struct {
 	// Version is the -X Version, else the main module's version
 	// ("v1.2.0", or "(devel)" for a build from a checkout), else "devel".
