@@ -52,6 +52,12 @@ func (n *Node) joinGossipVia(ctx context.Context, addr string, fails *int) (stri
 	st, serr := n.client(addr).Status(sctx)
 	cancel()
 	if serr != nil {
+		// An HTTP(S) server answered: no gossip member listens there, and
+		// asking memberlist would only wait for its timeout. The caller
+		// names the mismatch (notAnAPI).
+		if httpMismatch(serr.Error()) != "" {
+			return "", serr
+		}
 		// Not an API that answers: perhaps a gossip address.
 		if _, jerr := g.join([]string{addr}); jerr != nil {
 			return "", fmt.Errorf("no maos API answers at %s (%v), and no gossip member either (%v)", addr, serr, jerr)

@@ -396,6 +396,21 @@ func (n *Node) notAnAPI(err error) string {
 		return ""
 	}
 	msg := err.Error()
+	if why := httpMismatch(msg); why != "" {
+		return why
+	}
+	if strings.Contains(msg, "EOF") || strings.Contains(msg, "connection reset by peer") || strings.Contains(msg, "malformed HTTP") {
+		return "something listens there but does not answer HTTP (it closed the connection): is it a Raft (--raft-addr) port, or a gossip port of a " +
+			"node this one cannot gossip with? --join takes a member's API address (--http-addr)"
+	}
+	return ""
+}
+
+// httpMismatch says why an HTTP(S) server that answered (msg, an error
+// of a request to it) is one this node cannot talk to -- plain HTTP and
+// TLS on either side, or a certificate of another CA -- or "" when msg
+// shows no such answer.
+func httpMismatch(msg string) string {
 	tlsFlags := "--tls-cert, --tls-key and --tls-ca"
 	switch {
 	case strings.Contains(msg, "server gave HTTP response to HTTPS client"):
@@ -404,9 +419,6 @@ func (n *Node) notAnAPI(err error) string {
 		return "it serves HTTPS and this node runs without TLS: start it with the cluster's " + tlsFlags
 	case strings.Contains(msg, "x509:") || strings.Contains(msg, "tls: "):
 		return "TLS with it fails (" + lastLine(msg) + "): its certificate must be signed by this node's --tls-ca, and name the address dialed"
-	case strings.Contains(msg, "EOF") || strings.Contains(msg, "connection reset by peer") || strings.Contains(msg, "malformed HTTP"):
-		return "something listens there but does not answer HTTP (it closed the connection): is it a Raft (--raft-addr) port, or a gossip port of a " +
-			"node this one cannot gossip with? --join takes a member's API address (--http-addr)"
 	}
 	return ""
 }
