@@ -224,24 +224,13 @@ func (s *presenceStore) agentsOf(node string) []string {
 // agent of node, and returns how many it changed. Every node that sees the
 // node die does it; the copies converge like any other update.
 func (s *presenceStore) markNodeOffline(node, reason string) int {
-	now := s.now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for id, p := range s.recs {
-		if p.Node != node || p.State != api.PresenceAwake {
-			continue
+	return s.rewriteNode(node, func(p *api.Presence) bool {
+		if p.State != api.PresenceAwake {
+			return false
 		}
 		p.MarkOffline(reason)
-		p.Origin = s.self
-		p.Version = s.tick(now)
-		s.recs[id] = p
-		if s.broadcast != nil {
-			s.broadcast(p)
-		}
-		n++
-	}
-	return n
+		return true
+	})
 }
 
 // markNodeBack rewrites, for node, a member again, every agent of node
@@ -253,15 +242,27 @@ func (s *presenceStore) markNodeOffline(node, reason string) int {
 // and the copies converge like any other update.
 func (s *presenceStore) markNodeBack(node string) int {
 	gone := map[string]bool{reasonNode(node, transport.MemberDead): true, reasonNode(node, transport.MemberLeft): true}
+	return s.rewriteNode(node, func(p *api.Presence) bool {
+		if p.State != api.PresenceOffline || !gone[p.Reason] {
+			return false
+		}
+		p.Reason = reasonBack(node)
+		return true
+	})
+}
+
+// rewriteNode writes a new version, as change leaves it, of every record
+// of an agent of node that change reports it changed, broadcasts each,
+// and returns how many.
+func (s *presenceStore) rewriteNode(node string, change func(p *api.Presence) bool) int {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
 	for id, p := range s.recs {
-		if p.Node != node || p.State != api.PresenceOffline || !gone[p.Reason] {
+		if p.Node != node || !change(&p) {
 			continue
 		}
-		p.Reason = reasonBack(node)
 		p.Origin = s.self
 		p.Version = s.tick(now)
 		s.recs[id] = p
