@@ -3,6 +3,7 @@ module github.com/maos-project/maos
 go 1.26.8
 
 require (
+	github.com/a2aproject/a2a-go/v2 v2.3.1
 	github.com/agnivade/levenshtein v1.2.2
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/chromedp/chromedp v0.23.0

@@ -1,0 +1,137 @@
+package a2ahost
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/maos-project/maos/api"
+)
+
+// SendMessage creates a maos task for this agent from req.Message (see
+// TaskFromMessage) through the API, as the caller, and answers it as an
+// A2A task (SUBMITTED). A create the API refuses as forbidden (the rules,
+// or the token's authority) is answered as a task in REJECTED with the
+// refusal's words, and no maos task exists. Errors:
+// a2a.ErrUnsupportedOperation for a message continuing a task (taskId,
+// referenceTaskIds: not built), a2a.ErrUnsupportedContentType for file
+// parts, a2a.ErrInvalidParams for a message with no text or a field maos
+// refuses (the secret guard included), the API's other errors wrapped.
+func (a *agent) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
+	if req.Message == nil {
+		return nil, fmt.Errorf("%w: no message", a2a.ErrInvalidParams)
+	}
+	meta := map[string]any{}
+	for _, m := range []map[string]any{req.Metadata, req.Message.Metadata} {
+		for k, v := range m {
+			meta[k] = v
+		}
+	}
+	from, err := a.caller(ctx, meta)
+	if err != nil {
+		return nil, err
+	}
+	cmd, err := TaskFromMessage(req.Message)
+	if err != nil {
+		return nil, err
+	}
+	cmd.From, cmd.To = from, a.id
+	cmd.ID = api.NewTaskID(from, time.Now())
+	res, err := a.c.CreateTask(ctx, cmd)
+	if errors.Is(err, api.ErrForbidden) {
+		return rejected(cmd, req.Message, err), nil
+	}
+	if err != nil {
+		return nil, fromAPI(err)
+	}
+	t, err := a.task(ctx, res.ID)
+	if err != nil {
+		return nil, err
+	}
+	return ToTask(t), nil
+}
+
+// rejected is the A2A answer to a create the API refused: the task it
+// would have been, in REJECTED, its status message the refusal.
+func rejected(cmd api.TaskCreateCommand, m *a2a.Message, refusal error) *a2a.Task {
+	now := time.Now().UTC()
+	ctxID := m.ContextID
+	if ctxID == "" {
+		ctxID = cmd.ID
+	}
+	tid := a2a.TaskID(cmd.ID)
+	return &a2a.Task{ID: tid, ContextID: ctxID, Status: a2a.TaskStatus{
+		State: State(Refused), Timestamp: &now,
+		Message: &a2a.Message{ID: a2a.NewMessageID(), Role: a2a.MessageRoleAgent, TaskID: tid, ContextID: ctxID,
+			Parts: a2a.ContentParts{a2a.NewTextPart(refusal.Error())}},
+	}}
+}
+
+// A2AContext is the part of a task's context that SendMessage fills:
+// {"a2a": {"contextId", "messageId"}, "data": [the data parts' values]}.
+type A2AContext struct {
+	A2A  A2AIDs `json:"a2a"`
+	Data []any  `json:"data,omitempty"`
+}
+
+// A2AIDs are the A2A ids of the message a task was created from.
+type A2AIDs struct {
+	ContextID string `json:"contextId,omitempty"`
+	MessageID string `json:"messageId,omitempty"`
+}
+
+// TaskFromMessage is the task an A2A message asks for (From, To and ID
+// left empty): its text parts, joined by blank lines, are the
+// description, and their first line (up to api.MaxTitleLen bytes) the
+// title; its data parts and ids are the context (A2AContext). Errors:
+// a2a.ErrUnsupportedOperation for a message with a taskId or
+// referenceTaskIds (continuing a task is not built),
+// a2a.ErrUnsupportedContentType for a file (raw or url) part,
+// a2a.ErrInvalidParams for a message without text.
+func TaskFromMessage(m *a2a.Message) (api.TaskCreateCommand, error) {
+	var cmd api.TaskCreateCommand
+	if m.TaskID != "" || len(m.ReferenceTasks) > 0 {
+		return cmd, fmt.Errorf("%w: continuing or referencing a task (taskId, referenceTaskIds) is not built yet; send a new message", a2a.ErrUnsupportedOperation)
+	}
+	var texts []string
+	actx := A2AContext{A2A: A2AIDs{ContextID: m.ContextID, MessageID: m.ID}}
+	for i, p := range m.Parts {
+		switch c := p.Content.(type) {
+		case a2a.Text:
+			if s := strings.TrimSpace(string(c)); s != "" {
+				texts = append(texts, s)
+			}
+		case a2a.Data:
+			actx.Data = append(actx.Data, c.Value)
+		default:
+			return cmd, fmt.Errorf("%w: part %d is a file (%T); only text and data parts are accepted for now", a2a.ErrUnsupportedContentType, i, c)
+		}
+	}
+	if len(texts) == 0 {
+		return cmd, fmt.Errorf("%w: the message has no text part: its text is the task's title and description", a2a.ErrInvalidParams)
+	}
+	cmd.Description = strings.Join(texts, "\n\n")
+	cmd.Title = title(texts[0])
+	raw, err := json.Marshal(actx)
+	if err != nil {
+		return cmd, fmt.Errorf("%w: data parts: %w", a2a.ErrInvalidParams, err)
+	}
+	cmd.Context = raw
+	return cmd, nil
+}
+
+// title is s's first line, cut to api.MaxTitleLen bytes on a rune boundary.
+func title(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	s = strings.TrimSpace(s)
+	for len(s) > api.MaxTitleLen {
+		_, n := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-n]
+	}
+	return s
+}
