@@ -13,9 +13,15 @@ import (
 	"github.com/maos-project/maos/api/client"
 )
 
+// MaxRPCBody caps a JSON-RPC request's body: room for a task's largest
+// description and context (api.MaxTaskTextBytes, api.MaxTaskJSONBytes)
+// in JSON's escapes. A longer body is a JSON-RPC parse error.
+const MaxRPCBody = 1 << 20
+
 // rpc answers POST /a2a/agents/{id}: A2A JSON-RPC (the SDK's handler) for
 // agent id, whose methods call the API as the request's caller.
 func (h *host) rpc(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, MaxRPCBody)
 	a := &agent{id: r.PathValue("id"), c: h.local(r)}
 	a2asrv.NewJSONRPCHandler(a).ServeHTTP(w, r)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/maos-project/maos/a2ahost"
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cli/internal/version"
 	"github.com/maos-project/maos/cluster"
@@ -262,6 +263,26 @@ func create(cfg *config) (*daemon, error) {
 		d.metricsSrv = d.serveMetrics(d.metricsLn, d.node.Metrics())
 	}
 
+	d.srv = &http.Server{
+		Handler:           d.handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		// Bounded connections (conns.go): idle keep-alives close, a
+		// stalled body ends its request (BodyStallTimeout), and
+		// start caps the connections of one client.
+		IdleTimeout: cfg.conns.idleTimeout,
+		ErrorLog:    slog.NewLogLogger(d.logger.Handler(), slog.LevelWarn),
+	}
+	ok = true
+	return d, nil
+}
+
+// handler is the node's HTTP handler: the API, the web console at /ui/ in
+// front of it (console.Mount: its assets hold no data, its pages read
+// through the API's auth) and, in front of both, every agent as an A2A
+// agent at /a2a/agents/ (a2ahost.Mount: a client of the same API with the
+// caller's token).
+func (d *daemon) handler() http.Handler {
+	cfg := d.cfg
 	// The node is the API's blob store too: artifacts' bytes on a
 	// majority of voters, beside the log (cluster/blobs.go). Its metrics
 	// count the API's sends and streams and are served on GET /metrics.
@@ -274,19 +295,10 @@ func create(cfg *config) (*daemon, error) {
 	if cfg.node.AdminToken != "" {
 		opts.Auth = &transport.AuthConfig{AdminToken: cfg.node.AdminToken}
 	}
-	d.srv = &http.Server{
-		// The web console at /ui/ in front of the API (console.Mount):
-		// its assets hold no data, its pages read through the API's auth.
-		Handler:           console.Mount(transport.NewServer(d.node, opts), console.Options{ClientTLS: cfg.node.ClientTLS}),
-		ReadHeaderTimeout: 10 * time.Second,
-		// Bounded connections (conns.go): idle keep-alives close, a
-		// stalled body ends its request (BodyStallTimeout), and
-		// start caps the connections of one client.
-		IdleTimeout: cfg.conns.idleTimeout,
-		ErrorLog:    slog.NewLogLogger(d.logger.Handler(), slog.LevelWarn),
-	}
-	ok = true
-	return d, nil
+	apiServer := transport.NewServer(d.node, opts)
+	return a2ahost.Mount(apiServer,
+		console.Mount(apiServer, console.Options{ClientTLS: cfg.node.ClientTLS}),
+		a2ahost.Options{Version: version.Get().Version})
 }
 
 // warnGossip warns that gossip runs in the clear without --gossip-key.
