@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -15,6 +16,7 @@ import (
 	"github.com/maos-project/maos/a2ahost"
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/api/client"
+	"github.com/maos-project/maos/rules"
 	"github.com/maos-project/maos/transport"
 	"github.com/maos-project/maos/transport/transporttest"
 )
@@ -227,5 +229,43 @@ func TestRefusals(t *testing.T) {
 	}
 	if _, err = c.GetTask(ctx, &a2a.GetTaskRequest{ID: a2a.TaskID(res.ID)}); !errors.Is(err, a2a.ErrTaskNotFound) {
 		t.Errorf("GetTask of alice's task at bob: %v, want ErrTaskNotFound", err)
+	}
+}
+
+// A message the rules refuse is a task in REJECTED, with the rule's words,
+// and no maos task.
+func TestRefusedByRulesIsRejected(t *testing.T) {
+	n := start(t)
+	doc, err := rules.Decode([]byte(`{"forbidden_interactions":[{"from":"alice","to":"bob","reason":"alice goes through the lead"}]}`), rules.JSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.admin.SetRules(t.Context(), doc); err != nil {
+		t.Fatal(err)
+	}
+	_, c := n.a2aFor(t, n.alice)
+	got := sendText(t, c, a2a.NewTextPart("do it"))
+	if got.Status.State != a2a.TaskStateRejected || got.Status.Message == nil ||
+		!strings.Contains(got.Status.Message.Parts[0].Text(), "alice goes through the lead") {
+		t.Fatalf("refused send: %+v", got.Status)
+	}
+	if _, err := n.admin.Task(t.Context(), string(got.ID)); !errors.Is(err, api.ErrNotFound) {
+		t.Errorf("maos task of a refused send: %v, want not found", err)
+	}
+}
+
+// The message's contextId is kept: GetTask answers it.
+func TestContextIDKept(t *testing.T) {
+	n := start(t)
+	_, c := n.a2aFor(t, n.alice)
+	m := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hello"))
+	m.ContextID = "ctx-42"
+	res, err := c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.GetTask(t.Context(), &a2a.GetTaskRequest{ID: res.(*a2a.Task).ID})
+	if err != nil || got.ContextID != "ctx-42" || got.History[0].ID != m.ID {
+		t.Fatalf("GetTask: %+v, %v; want contextId ctx-42 and the message's id", got, err)
 	}
 }
