@@ -92,7 +92,13 @@ func (n *node) a2aFor(t *testing.T, secret string) (*a2a.AgentCard, *a2aclient.C
 
 func sendText(t *testing.T, c *a2aclient.Client, parts ...*a2a.Part) *a2a.Task {
 	t.Helper()
-	res, err := c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, parts...)})
+	return sendMessage(t, c, a2a.NewMessage(a2a.MessageRoleUser, parts...))
+}
+
+// sendMessage sends m and answers the task it made.
+func sendMessage(t *testing.T, c *a2aclient.Client, m *a2a.Message) *a2a.Task {
+	t.Helper()
+	res, err := c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: m})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,5 +273,41 @@ func TestContextIDKept(t *testing.T) {
 	got, err := c.GetTask(t.Context(), &a2a.GetTaskRequest{ID: res.(*a2a.Task).ID})
 	if err != nil || got.ContextID != "ctx-42" || got.History[0].ID != m.ID {
 		t.Fatalf("GetTask: %+v, %v; want contextId ctx-42 and the message's id", got, err)
+	}
+}
+
+// A JSON-RPC call without a valid token is refused by HTTP, 401 with
+// WWW-Authenticate, before any method runs.
+func TestRPCWithoutTokenIs401(t *testing.T) {
+	n := start(t)
+	resp, err := http.Post(n.url+a2ahost.AgentPath("bob"), "application/json",
+		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != "Bearer" {
+		t.Errorf("status %d, WWW-Authenticate %q; want 401 Bearer", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
+	page, err := n.admin.Tasks(t.Context(), api.TaskQuery{})
+	if err != nil || len(page.Tasks) != 0 {
+		t.Errorf("tasks after a refused call: %+v, %v", page, err)
+	}
+}
+
+// An admin token speaks for no agent: the sender is metadata maos_from,
+// and without it the message is refused.
+func TestAdminTokenNamesSender(t *testing.T) {
+	n := start(t)
+	_, c := n.a2aFor(t, adminSecret)
+	m := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("from the admin"))
+	if _, err := c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: m}); !errors.Is(err, a2a.ErrInvalidParams) {
+		t.Errorf("admin without maos_from: %v, want ErrInvalidParams", err)
+	}
+	m = a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("from the admin"))
+	m.Metadata = map[string]any{a2ahost.MetaFrom: "alice"}
+	got := sendMessage(t, c, m)
+	if mt, err := n.admin.Task(t.Context(), string(got.ID)); err != nil || mt.From != "alice" {
+		t.Errorf("maos task: %+v, %v; want from alice", mt, err)
 	}
 }

@@ -22,7 +22,15 @@ const MaxRPCBody = 1 << 20
 // agent id, whose methods call the API as the request's caller.
 func (h *host) rpc(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, MaxRPCBody)
-	a := &agent{id: r.PathValue("id"), c: h.local(r)}
+	c := h.local(r)
+	// Authentication is HTTP's, before JSON-RPC: a missing or bad token
+	// is the API's 401 with WWW-Authenticate, as A2A asks of transports.
+	me, err := c.WhoAmI(r.Context())
+	if err != nil {
+		writeAPIError(w, err)
+		return
+	}
+	a := &agent{id: r.PathValue("id"), c: c, me: me}
 	a2asrv.NewJSONRPCHandler(a).ServeHTTP(w, r)
 }
 
@@ -32,6 +40,7 @@ func (h *host) rpc(w http.ResponseWriter, r *http.Request) {
 type agent struct {
 	id string
 	c  *client.Client
+	me api.WhoAmI // who the token is
 }
 
 var _ a2asrv.RequestHandler = (*agent)(nil)
@@ -59,7 +68,7 @@ func (a *agent) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a2
 	if t.State.Final() {
 		return nil, fmt.Errorf("%w: task %s is %s", a2a.ErrTaskNotCancelable, t.ID, t.State)
 	}
-	from, err := a.caller(ctx, req.Metadata)
+	from, err := a.caller(req.Metadata)
 	if err != nil {
 		return nil, err
 	}
@@ -90,13 +99,9 @@ func (a *agent) task(ctx context.Context, id string) (*api.Task, error) {
 // caller is who the request acts as: the agent its token is bound to, or,
 // for an admin token or a node without --auth, the metadata key
 // "maos_from". Error: a2a.ErrInvalidParams when neither names one.
-func (a *agent) caller(ctx context.Context, meta map[string]any) (string, error) {
-	me, err := a.c.WhoAmI(ctx)
-	if err != nil {
-		return "", fromAPI(err)
-	}
-	if me.Agent != "" {
-		return me.Agent, nil
+func (a *agent) caller(meta map[string]any) (string, error) {
+	if a.me.Agent != "" {
+		return a.me.Agent, nil
 	}
 	if from, ok := meta[MetaFrom].(string); ok && from != "" {
 		return from, nil

@@ -32,7 +32,7 @@ func (a *agent) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a
 			meta[k] = v
 		}
 	}
-	from, err := a.caller(ctx, meta)
+	from, err := a.caller(meta)
 	if err != nil {
 		return nil, err
 	}
