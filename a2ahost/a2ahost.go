@@ -71,6 +71,7 @@ type inProcess struct {
 }
 
 func (p inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context()) // a RoundTripper leaves its request alone
 	req.RemoteAddr, req.TLS = p.outer.RemoteAddr, p.outer.TLS
 	if a := p.outer.Header.Get("Authorization"); a != "" {
 		req.Header.Set("Authorization", a)

@@ -87,7 +87,7 @@ func (a *agent) task(ctx context.Context, id string) (*api.Task, error) {
 		return nil, fmt.Errorf("%w: %q is not a maos task id", a2a.ErrTaskNotFound, id)
 	}
 	t, err := a.c.Task(ctx, id)
-	if errors.Is(err, api.ErrNotFound) || err == nil && t.To != a.id {
+	if errors.Is(err, api.ErrNotFound) || (err == nil && t.To != a.id) {
 		return nil, fmt.Errorf("%w: no task %s for agent %s", a2a.ErrTaskNotFound, id, a.id)
 	}
 	if err != nil {
