@@ -15,7 +15,8 @@ import (
 
 // SendMessage creates a maos task for this agent from req.Message (see
 // TaskFromMessage) through the API, as the caller, and answers it as an
-// A2A task (SUBMITTED). A create the API refuses as forbidden (the rules,
+// A2A task (SUBMITTED) at once, whatever configuration.returnImmediately
+// says (no blocking send: a watcher does the work later). A create the API refuses as forbidden (the rules,
 // or the token's authority) is answered as a task in REJECTED with the
 // refusal's words, and no maos task exists. Errors:
 // a2a.ErrUnsupportedOperation for a message continuing a task (taskId,
