@@ -311,3 +311,28 @@ func TestAdminTokenNamesSender(t *testing.T) {
 		t.Errorf("maos task: %+v, %v; want from alice", mt, err)
 	}
 }
+
+// A body over MaxRPCBody is a JSON-RPC parse error, and no task.
+func TestRPCBodyCapped(t *testing.T) {
+	n := start(t)
+	body := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"` +
+		strings.Repeat("a", a2ahost.MaxRPCBody) + `"}]}}}`
+	req, _ := http.NewRequest(http.MethodPost, n.url+a2ahost.AgentPath("bob"), strings.NewReader(body))
+	resp, err := bearer(n.alice).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Error *struct {
+			Code int `json:"code"`
+		} `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.Error == nil || out.Error.Code != -32700 {
+		t.Errorf("oversize body: %+v, %v; want JSON-RPC error -32700", out.Error, err)
+	}
+	page, err := n.admin.Tasks(t.Context(), api.TaskQuery{})
+	if err != nil || len(page.Tasks) != 0 {
+		t.Errorf("tasks after an oversize body: %+v, %v", page, err)
+	}
+}

@@ -35,8 +35,10 @@ func (h *host) rpc(w http.ResponseWriter, r *http.Request) {
 }
 
 // agent is the a2asrv.RequestHandler of one maos agent for one request.
-// Built: SendMessage, GetTask, CancelTask. Every other method answers
-// a2a.ErrUnsupportedOperation (UNSUPPORTED_OPERATION).
+// Built: SendMessage, GetTask, CancelTask. The others answer
+// a2a.ErrUnsupportedOperation (ListTasks, streaming),
+// a2a.ErrPushNotificationNotSupported (push configs) or
+// a2a.ErrExtendedCardNotConfigured.
 type agent struct {
 	id string
 	c  *client.Client
