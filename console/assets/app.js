@@ -127,17 +127,31 @@ function route() {
 }
 window.addEventListener('hashchange', route);
 
-function hint(sel, text) { $(sel).replaceChildren(el('p', { class: 'hint' }, text)); }
+function hint(sel, text) {
+  const d = $(sel);
+  d.dataset.showing = d.dataset.shown = '';
+  d.replaceChildren(el('p', { class: 'hint' }, text));
+}
 
-// detail fills a detail pane from an async builder, or says why not.
+// detail fills a detail pane from an async builder, or says why not. As
+// renderRows does for rows, a pane with a button under the pointer is
+// filled again only once the pointer leaves: a click is never lost to a
+// pane built again, and it acts on what it showed.
 async function detail(sel, id, build) {
   const d = $(sel);
   d.dataset.showing = id;
   try {
     const kids = await build();
-    if (d.dataset.showing === id) d.replaceChildren(...kids.flat().filter(Boolean));
+    if (d.dataset.showing !== id) return;
+    const fill = () => { if (d.dataset.showing === id) { d.replaceChildren(...kids.flat().filter(Boolean)); d.dataset.shown = id; } };
+    // Only a refresh of what is shown waits; another object shows at once.
+    if (d.dataset.shown === id && d.matches(':hover') && d.querySelector('button')) {
+      d.addEventListener('mouseleave', fill, { once: true });
+      return;
+    }
+    fill();
   } catch (e) {
-    if (d.dataset.showing === id) d.replaceChildren(el('p', { class: 'error' }, e.status === 404 ? `${id}: not found` : e.message));
+    if (d.dataset.showing === id) { d.replaceChildren(el('p', { class: 'error' }, e.status === 404 ? `${id}: not found` : e.message)); d.dataset.shown = ''; }
   }
 }
 
