@@ -106,7 +106,12 @@ function route() {
   state.tab = tab || '';
   $('#notfound').hidden = !!tab;
   $('#notfound').textContent = tab ? '' : `There is no view ${location.hash}.`;
-  document.querySelectorAll('nav a').forEach((a) => a.classList.toggle('active', a.dataset.tab === tab));
+  // Each tab's link goes back to where that tab was last (its object,
+  // its filters), as separate windows would.
+  document.querySelectorAll('nav a').forEach((a) => {
+    a.classList.toggle('active', a.dataset.tab === tab);
+    if (a.dataset.tab === tab) a.setAttribute('href', location.hash || '#/feed');
+  });
   document.querySelectorAll('.tab').forEach((t) => { t.hidden = t.id !== `tab-${tab}`; });
   document.title = `maos · ${r.view}${r.id ? ' ' + r.id : ''}`;
   const views = {
@@ -586,7 +591,7 @@ function agentCard(a, counts) {
     el('div', { class: 'task small' }, p.task ? `on ${p.task}` : 'no task'),
     // The agent's lease (several nodes' watchers, one serving): who
     // serves it and who stands by, from the replicated state.
-    el('div', { class: 'served small' }, p.served_by || '', list(p.standby).length ? ` standby ${list(p.standby).join(', ')}` : ''),
+    el('div', { class: 'served small', title: 'served by (the node whose watcher holds its lease), and standing by' }, p.served_by || (a.p ? 'no lease' : ''), list(p.standby).length ? ` standby ${list(p.standby).join(', ')}` : ''),
     el('div', { class: 'unread small' }, counts ? `${counts.unread} unread / ${counts.total}` : ''),
     el('div', { class: `health ${h}` }, h || 'no presence'),
     el('div', { class: 'small' }, p.timestamp ? `seen ${ago(p.timestamp)} ago on ${p.node || '?'}` : ''));
