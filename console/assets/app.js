@@ -12,13 +12,14 @@ const FEED_MAX = 1000;     // lines kept in the feed
 const REFRESH_MS = 3000;   // agents and cluster view
 const TASK_PAGE = 50;      // cards per task column, and per "more"
 const AGENT_PAGE = 100;    // agent cards shown, and per "more"
+const COUNTS_MS = 15000;   // agents' unread counts asked again at most this often without mail
 const TASK_STATES = ['waiting', 'ready', 'running', 'awaiting_approval', 'succeeded', 'failed', 'cancelled'];
 
 const $ = (sel) => document.querySelector(sel);
 const state = {
   me: null, es: null, peers: [], auditAfter: 0, timers: {}, tab: 'feed', failing: false,
   route: { view: 'feed', id: '', params: new URLSearchParams() },
-  agentsShown: AGENT_PAGE, taskLimit: {}, counts: new Map(),
+  agentsShown: AGENT_PAGE, taskLimit: {}, counts: new Map(), countsAt: 0, mailSince: false,
 };
 
 // el builds an element; text goes in as text, never as HTML.
@@ -230,7 +231,7 @@ async function openStream() {
   } catch (_) { /* from the start */ }
   const es = new EventSource(`/v1/stream?after=${after}`);
   state.es = es;
-  es.addEventListener('message', (ev) => { addMessage(JSON.parse(ev.data)); later(loadAudit); });
+  es.addEventListener('message', (ev) => { addMessage(JSON.parse(ev.data)); state.mailSince = true; later(loadAudit); });
   es.addEventListener('task', (ev) => { later(loadTasks); later(loadAudit); refreshShown('tasks', ev); });
   es.addEventListener('approval', (ev) => { later(loadApprovals); later(loadAudit); refreshShown('approvals', ev); });
   es.addEventListener('ready', () => setConn('live'));
@@ -569,8 +570,11 @@ async function loadAgents() {
     const shown = all.slice(0, state.agentsShown);
     $('#agents-count').textContent = `${shown.length} of ${all.length} agents (${byID.size} in all)`;
     $('#agents-more').hidden = shown.length >= all.length;
-    // Unread counts for the cards shown only: a page, not the farm.
-    await Promise.all(shown.filter((a) => mayReadInbox(a.id)).map(async (a) => {
+    // Unread counts for the cards shown only (a page, not the farm), each
+    // asked again only after mail came or COUNTS_MS passed.
+    const stale = Date.now() - state.countsAt > COUNTS_MS || state.mailSince;
+    if (stale) { state.countsAt = Date.now(); state.mailSince = false; }
+    await Promise.all(shown.filter((a) => mayReadInbox(a.id) && (stale || !state.counts.has(a.id))).map(async (a) => {
       const c = await api('GET', `/v1/agents/${enc(a.id)}/inbox/counts`).catch(() => null);
       if (c) state.counts.set(a.id, c);
     }));
