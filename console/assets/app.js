@@ -19,7 +19,7 @@ const $ = (sel) => document.querySelector(sel);
 const state = {
   me: null, es: null, peers: [], auditAfter: 0, timers: {}, tab: 'feed', failing: false,
   route: { view: 'feed', id: '', params: new URLSearchParams() },
-  agentsShown: AGENT_PAGE, taskLimit: {}, counts: new Map(), countsAt: 0, mailSince: false,
+  agentsShown: AGENT_PAGE, taskLimit: {}, counts: new Map(), countsAt: 0, mailSince: false, agentsBusy: false, agentsAgain: false,
 };
 
 // el builds an element; text goes in as text, never as HTML.
@@ -466,14 +466,15 @@ function showThread(id, after, acc) {
 // is not replaced until the pointer leaves it: a button being clicked is
 // never swapped for a new one (the click would be lost), and it acts on
 // what it showed (an approval's shown hash: the node refuses a changed
-// action). Rows with nothing to click are replaced at once.
-function renderRows(container, rows) {
+// action). Rows with nothing to click are replaced at once, and so is the
+// row keyed now (the one whose own button asked for the change: "more").
+function renderRows(container, rows, now) {
   container.latest = rows;
   const old = new Map([...container.children].map((n) => [n.rowKey, n]));
   const nodes = rows.map((r) => {
     const n = old.get(r.key);
     if (n && n.rowSig === r.sig) return n;
-    if (n && n.matches(':hover') && n.querySelector('button, a, input, select')) {
+    if (n && r.key !== now && n.matches(':hover') && n.querySelector('button, a, input, select')) {
       if (!n.deferred) {
         n.deferred = true;
         n.addEventListener('mouseleave', () => { n.deferred = false; renderRows(container, container.latest); }, { once: true });
@@ -557,7 +558,13 @@ async function allAgents() {
   return out;
 }
 
+// loadAgents renders the board at once from what it has, then asks for
+// the unread counts it lacks (or that may have changed) a few at a time
+// and renders again. One load at a time: a load asked for meanwhile runs
+// once the current one ends.
 async function loadAgents() {
+  if (state.agentsBusy) { state.agentsAgain = true; return; }
+  state.agentsBusy = true;
   try {
     const [reg, pres] = await Promise.all([allAgents(), api('GET', '/v1/presence')]);
     const byID = new Map();
@@ -568,21 +575,34 @@ async function loadAgents() {
     const all = [...byID.values()].filter((a) => (!q || a.id.toLowerCase().includes(q) || (a.role || '').toLowerCase().includes(q)) && (!st || agentState(a.p) === st));
     all.sort((a, b) => STATE_ORDER.indexOf(agentState(a.p)) - STATE_ORDER.indexOf(agentState(b.p)) || a.id.localeCompare(b.id));
     const shown = all.slice(0, state.agentsShown);
+    const render = () => renderRows($('#agents'), shown.map((a) => {
+      const counts = state.counts.get(a.id);
+      return { key: a.id, sig: JSON.stringify([a, counts, a.id === state.route.id]), build: () => agentCard(a, counts) };
+    }));
+    render();
     $('#agents-count').textContent = `${shown.length} of ${all.length} agents (${byID.size} in all)`;
     $('#agents-more').hidden = shown.length >= all.length;
     // Unread counts for the cards shown only (a page, not the farm), each
     // asked again only after mail came or COUNTS_MS passed.
     const stale = Date.now() - state.countsAt > COUNTS_MS || state.mailSince;
     if (stale) { state.countsAt = Date.now(); state.mailSince = false; }
-    await Promise.all(shown.filter((a) => mayReadInbox(a.id) && (stale || !state.counts.has(a.id))).map(async (a) => {
-      const c = await api('GET', `/v1/agents/${enc(a.id)}/inbox/counts`).catch(() => null);
-      if (c) state.counts.set(a.id, c);
-    }));
-    renderRows($('#agents'), shown.map((a) => {
-      const counts = state.counts.get(a.id);
-      return { key: a.id, sig: JSON.stringify([a, counts, a.id === state.route.id]), build: () => agentCard(a, counts) };
-    }));
-  } catch (e) { showError(e); }
+    const ask = shown.filter((a) => mayReadInbox(a.id) && (stale || !state.counts.has(a.id)));
+    const worker = async () => {
+      for (let a = ask.shift(); a; a = ask.shift()) {
+        // null: none to show (no inbox); kept so it is not asked again at once
+        state.counts.set(a.id, await api('GET', `/v1/agents/${enc(a.id)}/inbox/counts`).catch(() => null));
+      }
+    };
+    if (ask.length) {
+      await Promise.all([1, 2, 3, 4].map(worker));
+      render();
+    }
+  } catch (e) {
+    showError(e);
+  } finally {
+    state.agentsBusy = false;
+    if (state.agentsAgain) { state.agentsAgain = false; later(loadAgents); }
+  }
 }
 
 function agentCard(a, counts) {
@@ -673,10 +693,12 @@ $('#tasks').addEventListener('click', (ev) => {
   if (!more) return;
   const s = more.dataset.state;
   state.taskLimit[s] = Math.min(1000, (state.taskLimit[s] || TASK_PAGE) + TASK_PAGE);
-  loadTasks();
+  loadTasks(s);
 });
 
-async function loadTasks() {
+// loadTasks renders the columns; now is the column whose "more" was
+// clicked, rebuilt though the pointer is on it.
+async function loadTasks(now) {
   try {
     const pages = await Promise.all(TASK_STATES.map((s) => api('GET', `/v1/tasks?state=${s}&limit=${state.taskLimit[s] || TASK_PAGE}`)));
     const stateOf = new Map();
@@ -693,7 +715,7 @@ async function loadTasks() {
           t.progress != null ? el('div', { class: 'small' }, `progress ${Math.round(t.progress * 100)}% ${t.progress_message || ''}`) : null,
           (t.depends_on || []).length ? el('div', { class: 'small deps' }, 'after ', t.depends_on.map((d) => `${d}${stateOf.has(d) ? ' (' + stateOf.get(d) + ')' : ''}`).join(', ')) : null)),
         more ? el('button', { type: 'button', class: 'more', dataset: { state: s } }, 'more') : null) };
-    }));
+    }), typeof now === 'string' ? now : undefined);
   } catch (e) { showError(e); }
 }
 

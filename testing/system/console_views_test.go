@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -84,7 +85,49 @@ func setupViews(t *testing.T, cl *client.Client) viewData {
 		t.Fatal(err)
 	}
 	d.approvalHash = a.ActionHash
+	bulk(t, cl)
 	return d
+}
+
+// bulkAgents and bulkTasks are more than a page of the agents board (100
+// cards) and of a task column (50): the views must show a page, not all.
+const bulkAgents, bulkTasks = 150, 60
+
+// bulk registers zz-bulk-NNN agents (after the others by id) and
+// creates load-NN tasks (ready, after t-ship), 16 at a time.
+func bulk(t *testing.T, cl *client.Client) {
+	t.Helper()
+	bg := context.Background()
+	work := make(chan func() error)
+	errs := make(chan error, bulkAgents+bulkTasks)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for f := range work {
+				errs <- f()
+			}
+		})
+	}
+	for i := range bulkAgents {
+		work <- func() error {
+			_, err := cl.RegisterAgent(bg, api.RegisterAgentCommand{ID: fmt.Sprintf("zz-bulk-%03d", i), Role: "worker"})
+			return err
+		}
+	}
+	for i := range bulkTasks {
+		work <- func() error {
+			_, err := cl.CreateTask(bg, api.TaskCreateCommand{ID: fmt.Sprintf("load-%02d", i), From: "supervisor", To: "role:worker", Title: "Load test", Channel: "load"})
+			return err
+		}
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // open loads the console afresh at url's hash route and waits for sel.
@@ -100,8 +143,14 @@ func open(t *testing.T, ctx context.Context, base, route, sel string) {
 // waitText waits until the text of sel holds every want.
 func waitText(t *testing.T, ctx context.Context, sel string, want ...string) {
 	t.Helper()
+	var got string
+	defer func() {
+		if t.Failed() {
+			t.Logf("%s held %q", sel, got)
+		}
+	}()
 	clustertest.WaitFor(t, 10*time.Second, fmt.Sprintf("%s holding %q", sel, want), func() bool {
-		got := text(ctx, sel)
+		got = text(ctx, sel)
 		for _, w := range want {
 			if !strings.Contains(got, w) {
 				return false
@@ -180,6 +229,30 @@ func TestConsoleViewsByURL(t *testing.T) {
 		waitText(t, ctx, `#agents .card[data-agent="worker1"]`, "WORKING", "on t-ship", "healthy")
 		waitText(t, ctx, `#agents .card[data-agent="supervisor"]`, "unread /")
 		shot(t, ctx, "agents")
+	})
+	t.Run("bounded", func(t *testing.T) {
+		// A page of cards, "more" adds a page; a column, "more" adds 50.
+		count := func(sel string) int {
+			return eval[int](t, ctx, fmt.Sprintf(`document.querySelectorAll(%q).length`, sel))
+		}
+		open(t, ctx, base, "#/agents", `#agents .card[data-agent="worker1"]`)
+		all := bulkAgents + 4
+		waitText(t, ctx, `#agents-count`, fmt.Sprintf("100 of %d agents", all))
+		if n := count(`#agents .card`); n != 100 {
+			t.Fatalf("%d agent cards, want a page of 100", n)
+		}
+		browse(t, ctx, 5*time.Second, "more agents", chromedp.Click(chromedp.CSS(`#agents-more`)))
+		waitText(t, ctx, `#agents-count`, fmt.Sprintf("%d of %d agents", all, all))
+		clustertest.WaitFor(t, 10*time.Second, fmt.Sprintf("%d agent cards after more", all), func() bool { return count(`#agents .card`) == all })
+		ready := `#tasks .column[data-state="ready"]`
+		open(t, ctx, base, "#/tasks", ready+` button.more`)
+		if n := count(ready + ` .card`); n != 50 {
+			t.Fatalf("%d ready cards, want a page of 50", n)
+		}
+		waitText(t, ctx, ready+` h3`, "ready (50+)")
+		browse(t, ctx, 5*time.Second, "more ready tasks", chromedp.Click(chromedp.CSS(ready+` button.more`)))
+		waitText(t, ctx, ready+` h3`, fmt.Sprintf("ready (%d)", bulkTasks+1))
+		clustertest.WaitFor(t, 10*time.Second, fmt.Sprintf("%d ready cards after more", bulkTasks+1), func() bool { return count(ready+` .card`) == bulkTasks+1 })
 	})
 	t.Run("agent", func(t *testing.T) {
 		open(t, ctx, base, "#/agents/worker1", `#agent-detail .agent-title`)
