@@ -85,7 +85,6 @@ func setupViews(t *testing.T, cl *client.Client) viewData {
 		t.Fatal(err)
 	}
 	d.approvalHash = a.ActionHash
-	bulk(t, cl)
 	return d
 }
 
@@ -232,6 +231,7 @@ func TestConsoleViewsByURL(t *testing.T) {
 	})
 	t.Run("bounded", func(t *testing.T) {
 		// A page of cards, "more" adds a page; a column, "more" adds 50.
+		bulk(t, c.Nodes[0].Client)
 		count := func(sel string) int {
 			return eval[int](t, ctx, fmt.Sprintf(`document.querySelectorAll(%q).length`, sel))
 		}
