@@ -116,7 +116,7 @@ function route() {
   document.querySelectorAll('.tab').forEach((t) => { t.hidden = t.id !== `tab-${tab}`; });
   document.title = `maos · ${r.view}${r.id ? ' ' + r.id : ''}`;
   const views = {
-    feed: () => { setFeedFilters(r.params); hint('#detail', 'Click a line to open the message, its thread and receipts.'); },
+    feed: () => { setFeedFilters(r.params); markOpen(null); hint('#detail', 'Click a line to open the message, its thread and receipts.'); },
     messages: () => { setFeedFilters(r.params); showMessage(r.id); },
     threads: () => { setFeedFilters(r.params); showThread(r.id); },
     agents: () => { setAgentFilters(r.params); loadAgents(); r.id ? showAgent(r.id) : hint('#agent-detail', 'Click an agent to open it.'); },
