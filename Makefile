@@ -25,7 +25,7 @@ help:
 	@echo "make test     go vet + go test -race (what CI runs)"
 	@echo "make test-short  go test -short: a few minutes, no root, tmux or Chromium needed; skips say what the full run adds"
 	@echo "make demo     a local 3-node cluster with watcher agents (a stub model) answering a task"
-	@echo "make console-png  docs/console.png: the console's browser test (headless chromium) takes the picture"
+	@echo "make console-png  docs/console*.png: the console's browser tests (headless chromium) take the pictures"
 	@echo "make bench    run the Go benchmarks (figures: docs/PERFORMANCE.md)"
 	@echo "make chaos    the full chaos run: every nemesis on 3 and on 5 nodes, on loopback and in network namespaces (root; docs/RELIABILITY.md)"
 	@echo "make clean    remove bin/, maos-data, chaos-out and the demo's temporary directories"
@@ -72,7 +72,7 @@ chaos: build
 
 # The console's picture in README.md and docs/CONSOLE.md, taken by its browser test.
 console-png:
-	MAOS_CONSOLE_PNG=$(CURDIR)/docs/console.png $(GO) test -count=1 -run 'TestConsoleLiveFeedApprovalsAndCluster' ./testing/system
+	MAOS_CONSOLE_PNG=$(CURDIR)/docs/console.png MAOS_CONSOLE_SHOTS=$(CURDIR)/docs $(GO) test -count=1 -run 'TestConsoleLiveFeedApprovalsAndCluster|TestConsoleViewsByURL' ./testing/system
 
 clean:
 	rm -rf $(BIN) maos-data chaos-out "$(DEMO_TMP)"/maos-demo.*

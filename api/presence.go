@@ -343,6 +343,11 @@ type Member struct {
 	APIAddr    string `json:"api_addr,omitempty"`
 	RaftAddr   string `json:"raft_addr,omitempty"`
 	Version    string `json:"version,omitempty"` // maosd build version
+	// LastContact is when the answering node last heard from this member
+	// directly (its gossip probe answered); absent for the answering node
+	// itself and for a member it never reached. A member that died keeps
+	// the time of its last answer: when it was last known up.
+	LastContact *time.Time `json:"last_contact,omitempty"`
 }
 
 // MembersResponse is the body of GET /v1/cluster/members: the answering

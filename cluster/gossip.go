@@ -65,6 +65,7 @@ type memberEntry struct {
 	status  string    // transport.MemberAlive, MemberDead or MemberLeft
 	since   time.Time // when status last changed
 	leaving time.Time // when it said it was leaving; zero if it did not
+	contact time.Time // when its last direct probe answered; zero: never
 }
 
 // gossip runs memberlist for one node: membership, node metadata and the
@@ -171,6 +172,7 @@ func startGossip(cfg Config, o gossipOptions) (*gossip, error) {
 	mc := memberlistConfig(cfg)
 	mc.Delegate = g
 	mc.Events = g
+	mc.Ping = g
 	mc.Logger = log.New(&memberlistLog{logger: o.logger}, "", 0)
 	// The queue counts members from this node's own table, never by
 	// asking memberlist: it holds its lock while counting, and memberlist
@@ -420,6 +422,22 @@ func (g *gossip) NotifyLeave(n *memberlist.Node) {
 	g.update(n, api.NodeEventDead)
 }
 
+// --- memberlist.PingDelegate: when each member last answered directly ---
+
+// AckPayload adds nothing to this node's acks.
+func (g *gossip) AckPayload() []byte { return nil }
+
+// NotifyPingComplete: other answered this node's probe, so it was up now.
+// That time is what the cluster view shows as its last contact, and a
+// member that dies keeps it (memberlist calls this off its node lock).
+func (g *gossip) NotifyPingComplete(other *memberlist.Node, _ time.Duration, _ []byte) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if e := g.table[other.Name]; e != nil { // NotifyJoin came first
+		e.contact = time.Now().UTC()
+	}
+}
+
 // update records n's address, metadata and status after event (join, dead,
 // or "" for a metadata update) and queues the event for handleEvent.
 func (g *gossip) update(n *memberlist.Node, event string) {
@@ -553,8 +571,13 @@ func (g *gossip) members() []api.Member {
 	g.mu.Lock()
 	out := make([]api.Member, 0, len(g.table))
 	for id, e := range g.table {
-		out = append(out, api.Member{NodeID: id, Status: e.status, GossipAddr: e.addr,
-			APIAddr: e.meta.API, RaftAddr: e.meta.Raft, Version: e.meta.Version})
+		m := api.Member{NodeID: id, Status: e.status, GossipAddr: e.addr,
+			APIAddr: e.meta.API, RaftAddr: e.meta.Raft, Version: e.meta.Version}
+		if !e.contact.IsZero() {
+			t := e.contact
+			m.LastContact = &t
+		}
+		out = append(out, m)
 	}
 	g.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].NodeID < out[j].NodeID })

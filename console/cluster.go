@@ -15,18 +15,22 @@ import (
 // NodeView is one voter as the cluster view shows it: its own status,
 // asked of it with the caller's token, or why it did not answer.
 type NodeView struct {
-	NodeID       string     `json:"node_id"`
-	APIAddr      string     `json:"api_addr"`
-	Suffrage     string     `json:"suffrage"`
-	Reachable    bool       `json:"reachable"`
-	Error        string     `json:"error,omitempty"`
-	State        string     `json:"state,omitempty"`
-	Term         uint64     `json:"term,omitempty"`
-	CommitIndex  uint64     `json:"commit_index,omitempty"`
-	AppliedIndex uint64     `json:"applied_index,omitempty"`
-	LastIndex    uint64     `json:"last_index,omitempty"`
-	LeaderID     string     `json:"leader_id,omitempty"`
-	LastContact  *time.Time `json:"last_contact,omitempty"` // when it last answered this node's console
+	NodeID       string `json:"node_id"`
+	APIAddr      string `json:"api_addr"`
+	Suffrage     string `json:"suffrage"`
+	Reachable    bool   `json:"reachable"`
+	Error        string `json:"error,omitempty"`
+	State        string `json:"state,omitempty"`
+	Term         uint64 `json:"term,omitempty"`
+	CommitIndex  uint64 `json:"commit_index,omitempty"`
+	AppliedIndex uint64 `json:"applied_index,omitempty"`
+	LastIndex    uint64 `json:"last_index,omitempty"`
+	LeaderID     string `json:"leader_id,omitempty"`
+	// LastContact is when this node last heard from it: the later of
+	// its last answer to this node's console and its last answer to this
+	// node's gossip probes (api.Member.LastContact), so a node that died
+	// before anyone opened this console still shows when it was last up.
+	LastContact *time.Time `json:"last_contact,omitempty"`
 }
 
 // ClusterView is GET /ui/api/cluster: every voter's status (asked of each
@@ -83,9 +87,26 @@ func (c *console) cluster(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	wg.Wait()
+	gossipContact(view.Nodes, view.Members)
 	sort.Slice(view.Nodes, func(i, j int) bool { return view.Nodes[i].NodeID < view.Nodes[j].NodeID })
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(view)
+}
+
+// gossipContact makes each node's LastContact the later of the console's
+// and gossip's: memberlist probes every member about once a second
+// whether or not a page is open, and keeps the last answer of one that
+// died.
+func gossipContact(nodes []NodeView, members []api.Member) {
+	seen := make(map[string]*time.Time, len(members))
+	for _, m := range members {
+		seen[m.NodeID] = m.LastContact
+	}
+	for i := range nodes {
+		if t := seen[nodes[i].NodeID]; t != nil && (nodes[i].LastContact == nil || t.After(*nodes[i].LastContact)) {
+			nodes[i].LastContact = t
+		}
+	}
 }
 
 type noAddr struct{}

@@ -1,12 +1,14 @@
 package console_test
 
 import (
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/console"
@@ -136,5 +138,51 @@ func TestSessionCookieUnderTLS(t *testing.T) {
 	ck, err := apiServer.OpenSession(req, adminSecret)
 	if err != nil || ck.Name != transport.CookieSessionTLS || !ck.Secure || ck.Path != "/" || ck.Domain != "" || !ck.HttpOnly {
 		t.Fatalf("cookie under TLS: %+v, %v", ck, err)
+	}
+}
+
+// The cluster view's last contact of a node that died before this node's
+// console ever asked it is when gossip last heard from it, not "never":
+// the console has no answer of its own to show, the membership has one.
+func TestClusterLastContactFromGossip(t *testing.T) {
+	svc := transporttest.New(t)
+	seen := time.Date(2026, 11, 29, 9, 30, 0, 0, time.UTC)
+	svc.EditMembers(func(m *api.MembersResponse) {
+		for i := range m.Members {
+			if m.Members[i].NodeID == "n2" {
+				m.Members[i].LastContact = &seen
+			}
+		}
+	})
+	apiServer := transport.NewServer(svc, transport.ServerOptions{Logger: slog.New(slog.DiscardHandler)})
+	// n2's API address is a closed loopback port: it does not answer.
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadAddr := strings.TrimPrefix(dead.URL, "http://")
+	dead.Close()
+	svc.EditStatus(func(st *api.Status) {
+		for i := range st.Voters {
+			if st.Voters[i].ID == "n2" {
+				st.Voters[i].APIAddr = deadAddr
+			}
+		}
+	})
+	hs := httptest.NewServer(console.Mount(apiServer, console.Options{PeerTimeout: 2 * time.Second}))
+	t.Cleanup(hs.Close)
+	resp, body := do(t, "GET", hs.URL+"/ui/api/cluster", "", nil)
+	var v console.ClusterView
+	if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &v) != nil {
+		t.Fatalf("cluster view: %d %s", resp.StatusCode, body)
+	}
+	byID := map[string]console.NodeView{}
+	for _, n := range v.Nodes {
+		byID[n.NodeID] = n
+	}
+	n2, ok := byID["n2"]
+	if !ok || n2.Reachable || n2.LastContact == nil || !n2.LastContact.Equal(seen) {
+		t.Fatalf("n2 (dead, last heard by gossip at %v): %+v", seen, n2)
+	}
+	// This node answered the console itself: its contact is the console's.
+	if n1 := byID["n1"]; !n1.Reachable || n1.LastContact == nil || !n1.LastContact.After(seen) {
+		t.Fatalf("n1 (this node): %+v", n1)
 	}
 }

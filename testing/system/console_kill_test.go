@@ -22,8 +22,8 @@ func TestConsoleShowsKilledNodeDead(t *testing.T) {
 	n1, n3 := c.Node("n1"), c.Node("n3")
 	browse(t, ctx, 20*time.Second, "the cluster view of n1, n3 alive",
 		chromedp.Navigate("http://"+n1.APIAddr()+"/ui/"),
-		chromedp.WaitVisible(chromedp.CSS(`nav button[data-tab="cluster"]`)),
-		chromedp.Click(chromedp.CSS(`nav button[data-tab="cluster"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`nav a[data-tab="cluster"]`)),
+		chromedp.Click(chromedp.CSS(`nav a[data-tab="cluster"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#members tr[data-node="n3"] td.status.alive`)))
 	harness.NoErr(t, n3.Kill())
 	killed := time.Now()

@@ -203,19 +203,19 @@ func TestConsoleLiveFeedApprovalsAndCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	browse(t, ctx, 5*time.Second, "the approval in the queue",
-		chromedp.Click(chromedp.CSS(`nav button[data-tab="approvals"]`)),
+		chromedp.Click(chromedp.CSS(`nav a[data-tab="approvals"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`button.approve[data-id="appr-deploy"]`)),
 		chromedp.SendKeys(chromedp.CSS(`#approver`), "operator"))
 	if got := text(ctx, `tr[data-approval="appr-deploy"] code.hash`); got != ar.ActionHash {
 		t.Fatalf("shown hash %q, want %q", got, ar.ActionHash)
 	}
 	if p := os.Getenv("MAOS_CONSOLE_PNG"); p != "" {
-		browse(t, ctx, 5*time.Second, "back to the feed for the picture", chromedp.Click(chromedp.CSS(`nav button[data-tab="feed"]`)), chromedp.WaitVisible(`#detail pre.text`))
+		browse(t, ctx, 5*time.Second, "back to the feed for the picture", chromedp.Click(chromedp.CSS(`nav a[data-tab="feed"]`)), chromedp.WaitVisible(`#detail pre.text`))
 		if _, err := screenshot(ctx, p); err != nil {
 			t.Fatalf("write %s: %v", p, err)
 		}
 		t.Logf("wrote %s", p)
-		browse(t, ctx, 5*time.Second, "approvals again", chromedp.Click(chromedp.CSS(`nav button[data-tab="approvals"]`)), chromedp.WaitVisible(`button.approve[data-id="appr-deploy"]`))
+		browse(t, ctx, 5*time.Second, "approvals again", chromedp.Click(chromedp.CSS(`nav a[data-tab="approvals"]`)), chromedp.WaitVisible(`button.approve[data-id="appr-deploy"]`))
 	}
 	// Another approval changes the queue, not appr-deploy's row: its
 	// nodes stay (marked before, still marked once the new row shows).
@@ -248,15 +248,15 @@ func TestConsoleLiveFeedApprovalsAndCluster(t *testing.T) {
 		}
 	}
 	browse(t, ctx, 5*time.Second, "the agents view",
-		chromedp.Click(chromedp.CSS(`nav button[data-tab="agents"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`#agents tr[data-agent="worker1"] td.served`)))
+		chromedp.Click(chromedp.CSS(`nav a[data-tab="agents"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#agents .card[data-agent="worker1"] .served`)))
 	clustertest.WaitFor(t, 10*time.Second, `worker1's served-by cell "n1 standby n2" (the view refreshes)`, func() bool {
-		return text(ctx, `#agents tr[data-agent="worker1"] td.served`) == "n1 standby n2"
+		return text(ctx, `#agents .card[data-agent="worker1"] .served`) == "n1 standby n2"
 	})
 
 	// Cluster: n3 stops; gossip marks it dead (about 5 s).
 	browse(t, ctx, 10*time.Second, "the cluster view",
-		chromedp.Click(chromedp.CSS(`nav button[data-tab="cluster"]`)),
+		chromedp.Click(chromedp.CSS(`nav a[data-tab="cluster"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#members tr[data-node="n3"] td.status.alive`)),
 		chromedp.WaitVisible(chromedp.CSS(`#nodes tr[data-node="n3"] td.follower, #nodes tr[data-node="n3"] td.leader`)))
 	c.Nodes[2].Stop()
@@ -270,6 +270,19 @@ func TestConsoleLiveFeedApprovalsAndCluster(t *testing.T) {
 	t.Logf("n3 shown dead %v after it stopped", time.Since(stopped).Round(time.Millisecond))
 	if got := text(ctx, `#nodes tr[data-node="n3"] td:nth-child(3)`); !strings.HasPrefix(got, "unreachable") {
 		t.Fatalf("n3's status cell %q, want unreachable", got)
+	}
+
+	// Last contact is truthful on a node whose console never asked n3
+	// while it ran: n1's page, opened only now, shows when n1 last heard
+	// from n3 (its gossip probes), not "never".
+	browse(t, ctx, 15*time.Second, "n1's cluster view by its URL",
+		chromedp.Navigate("http://"+n1.Addr+"/ui/#/cluster"),
+		chromedp.WaitVisible(chromedp.CSS(`#nodes tr[data-node="n3"] td.contact`)))
+	for _, sel := range []string{`#nodes tr[data-node="n3"] td.contact`, `#members tr[data-node="n3"] td.contact`} {
+		got := text(ctx, sel)
+		if got == "" || strings.HasPrefix(got, "never") || !strings.Contains(got, "ago") {
+			t.Fatalf("%s: %q, want when n1 last heard from n3 and how long ago", sel, got)
+		}
 	}
 }
 
@@ -343,7 +356,7 @@ func TestConsoleAuthLogin(t *testing.T) {
 	browse(t, ctx, 2*time.Second, "a message after login, live", chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`#feed li[data-id=%q]`, id))))
 
 	browse(t, ctx, 5*time.Second, "approvals: buttons only where operator is an approver",
-		chromedp.Click(chromedp.CSS(`nav button[data-tab="approvals"]`)),
+		chromedp.Click(chromedp.CSS(`nav a[data-tab="approvals"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`button.approve[data-id="appr-auth"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-approval="appr-other"] .not-yours`)))
 	if n := eval[int](t, ctx, `document.querySelectorAll('button[data-id="appr-other"]').length`); n != 0 {
@@ -368,8 +381,8 @@ func TestConsoleAuthLogin(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(`#token`), wtok.Token),
 		chromedp.Click(chromedp.CSS(`#login-form button[type="submit"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#conn.live`)),
-		chromedp.Click(chromedp.CSS(`nav button[data-tab="agents"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`#agents tr[data-agent="security"]`)))
+		chromedp.Click(chromedp.CSS(`nav a[data-tab="agents"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#agents .card[data-agent="security"]`)))
 	// A denial of worker1's after the view's requests: once its line is
 	// in the trail, the view's would be too.
 	if _, err := n2.Client.WithToken(wtok.Token).Tokens(context.Background()); err == nil {
