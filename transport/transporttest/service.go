@@ -358,13 +358,6 @@ func (s *Service) EditMembers(fn func(*api.MembersResponse)) {
 	fn(&s.members)
 }
 
-// EditStatus changes what Status answers.
-func (s *Service) EditStatus(fn func(*api.Status)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	fn(&s.status)
-}
-
 // --- transport.Proposer ---
 
 // Apply records the command (Applied) and answers OnApply's function if
