@@ -71,12 +71,7 @@ type inProcess struct {
 }
 
 func (p inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context()) // a RoundTripper leaves its request alone
-	req.RemoteAddr, req.TLS = p.outer.RemoteAddr, p.outer.TLS
-	if a := p.outer.Header.Get("Authorization"); a != "" {
-		req.Header.Set("Authorization", a)
-	}
-	req.RequestURI = req.URL.RequestURI()
+	req = withCaller(req, p.outer)
 	rec := &recorder{header: http.Header{}}
 	p.api.ServeHTTP(rec, req)
 	if rec.code == 0 {
@@ -87,6 +82,19 @@ func (p inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
 		Body: io.NopCloser(&rec.body), ContentLength: int64(rec.body.Len()),
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Request: req,
 	}, nil
+}
+
+// withCaller is a copy of req (a RoundTripper leaves its request alone)
+// carrying outer's credentials: its Authorization header, remote address
+// and TLS state.
+func withCaller(req, outer *http.Request) *http.Request {
+	req = req.Clone(req.Context())
+	req.RemoteAddr, req.TLS = outer.RemoteAddr, outer.TLS
+	if a := outer.Header.Get("Authorization"); a != "" {
+		req.Header.Set("Authorization", a)
+	}
+	req.RequestURI = req.URL.RequestURI()
+	return req
 }
 
 // recorder is the http.ResponseWriter of an in-process call.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"net/http"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -30,19 +29,21 @@ func (h *host) rpc(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, err)
 		return
 	}
-	a := &agent{id: r.PathValue("id"), c: c, me: me}
+	a := &agent{id: r.PathValue("id"), c: c, sc: h.streaming(r), me: me}
 	a2asrv.NewJSONRPCHandler(a).ServeHTTP(w, r)
 }
 
 // agent is the a2asrv.RequestHandler of one maos agent for one request.
-// Built: SendMessage, GetTask, CancelTask. The others answer
-// a2a.ErrUnsupportedOperation (ListTasks, streaming),
+// Built: SendMessage, GetTask, CancelTask, SubscribeToTask and
+// SendStreamingMessage (subscribe.go). The others answer
+// a2a.ErrUnsupportedOperation (ListTasks),
 // a2a.ErrPushNotificationNotSupported (push configs) or
 // a2a.ErrExtendedCardNotConfigured.
 type agent struct {
 	id string
-	c  *client.Client
-	me api.WhoAmI // who the token is
+	c  *client.Client // unary calls, answers buffered
+	sc *client.Client // streams (GET /v1/stream), answers piped
+	me api.WhoAmI     // who the token is
 }
 
 var _ a2asrv.RequestHandler = (*agent)(nil)
@@ -140,18 +141,6 @@ func fromAPI(err error) error {
 func (a *agent) ListTasks(context.Context, *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
 	return nil, a2a.ErrUnsupportedOperation
 }
-
-// SubscribeToTask is not built: no streaming yet.
-func (a *agent) SubscribeToTask(context.Context, *a2a.SubscribeToTaskRequest) iter.Seq2[a2a.Event, error] {
-	return unsupported
-}
-
-// SendStreamingMessage is not built: no streaming yet.
-func (a *agent) SendStreamingMessage(context.Context, *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
-	return unsupported
-}
-
-func unsupported(yield func(a2a.Event, error) bool) { yield(nil, a2a.ErrUnsupportedOperation) }
 
 // GetTaskPushConfig: no push notifications yet.
 func (a *agent) GetTaskPushConfig(context.Context, *a2a.GetTaskPushConfigRequest) (*a2a.PushConfig, error) {
