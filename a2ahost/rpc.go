@@ -34,10 +34,9 @@ func (h *host) rpc(w http.ResponseWriter, r *http.Request) {
 }
 
 // agent is the a2asrv.RequestHandler of one maos agent for one request.
-// Built: SendMessage, GetTask, CancelTask, SubscribeToTask and
-// SendStreamingMessage (subscribe.go). The others answer
-// a2a.ErrUnsupportedOperation (ListTasks),
-// a2a.ErrPushNotificationNotSupported (push configs) or
+// Built: SendMessage, GetTask, CancelTask, ListTasks (list.go),
+// SubscribeToTask and SendStreamingMessage (subscribe.go). The others
+// answer a2a.ErrPushNotificationNotSupported (push configs) or
 // a2a.ErrExtendedCardNotConfigured.
 type agent struct {
 	id string
@@ -135,11 +134,6 @@ func fromAPI(err error) error {
 		}
 	}
 	return err
-}
-
-// ListTasks is not built (UNSUPPORTED_OPERATION).
-func (a *agent) ListTasks(context.Context, *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
-	return nil, a2a.ErrUnsupportedOperation
 }
 
 // GetTaskPushConfig: no push notifications yet.
