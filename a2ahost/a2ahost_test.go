@@ -34,7 +34,7 @@ type node struct {
 func start(t *testing.T) *node {
 	t.Helper()
 	svc := transporttest.New(t)
-	apiServer := transport.NewServer(svc, transport.ServerOptions{Logger: slog.New(slog.DiscardHandler), Auth: &transport.AuthConfig{AdminToken: adminSecret}})
+	apiServer := transport.NewServer(svc, transport.ServerOptions{Logger: slog.New(slog.DiscardHandler), Blobs: svc, Auth: &transport.AuthConfig{AdminToken: adminSecret}})
 	hs := httptest.NewServer(a2ahost.Mount(apiServer, apiServer, a2ahost.Options{Version: "test"}))
 	t.Cleanup(hs.Close)
 	n := &node{url: hs.URL, admin: client.NewClient(hs.URL, nil).WithToken(adminSecret)}

@@ -53,7 +53,7 @@ func (a *agent) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.
 		for i, t := range page.Tasks {
 			q.After = t.Seq
 			if at := ToTask(t); listed(req, at) {
-				out.Tasks = append(out.Tasks, at)
+				out.Tasks = append(out.Tasks, a.addFiles(ctx, t, at))
 			}
 			if len(out.Tasks) == size {
 				return finish(out, q.After, i < len(page.Tasks)-1 || page.HasMore), nil

@@ -29,7 +29,7 @@ func (h *host) rpc(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, err)
 		return
 	}
-	a := &agent{id: r.PathValue("id"), c: c, sc: h.streaming(r), me: me}
+	a := &agent{id: r.PathValue("id"), c: c, sc: h.streaming(r), me: me, base: baseURL(r)}
 	a2asrv.NewJSONRPCHandler(a).ServeHTTP(w, r)
 }
 
@@ -43,6 +43,9 @@ type agent struct {
 	c  *client.Client // unary calls, answers buffered
 	sc *client.Client // streams (GET /v1/stream), answers piped
 	me api.WhoAmI     // who the token is
+	// base is the scheme and host the caller reached this node at: the
+	// file parts' URLs (artifacts) are under it.
+	base string
 }
 
 var _ a2asrv.RequestHandler = (*agent)(nil)
@@ -54,7 +57,7 @@ func (a *agent) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Task
 	if err != nil {
 		return nil, err
 	}
-	return ToTask(t), nil
+	return a.view(ctx, t), nil
 }
 
 // CancelTask cancels the maos task req.ID as the caller (maos lets its
@@ -80,7 +83,7 @@ func (a *agent) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a2
 	if t, err = a.task(ctx, t.ID); err != nil {
 		return nil, err
 	}
-	return ToTask(t), nil
+	return a.view(ctx, t), nil
 }
 
 // task reads maos task id, if it is this agent's.

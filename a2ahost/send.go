@@ -21,7 +21,7 @@ import (
 // refusal's words, and no maos task exists. Errors:
 // a2a.ErrUnsupportedOperation for a message continuing a task (taskId,
 // referenceTaskIds: not built), a2a.ErrUnsupportedContentType for file
-// parts, a2a.ErrInvalidParams for a message with no text or a field maos
+// parts by URL, a2a.ErrInvalidParams for a message with no text or a field maos
 // refuses (the secret guard included), the API's other errors wrapped.
 func (a *agent) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
 	if req.Message == nil {
@@ -41,6 +41,13 @@ func (a *agent) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a
 	if err != nil {
 		return nil, err
 	}
+	files, err := a.putFiles(ctx, req.Message, from)
+	if err != nil {
+		return nil, err
+	}
+	if err := attachFiles(&cmd, files); err != nil {
+		return nil, fmt.Errorf("%w: %w", a2a.ErrInvalidParams, err)
+	}
 	cmd.From, cmd.To = from, a.id
 	cmd.ID = api.NewTaskID(from, time.Now())
 	res, err := a.c.CreateTask(ctx, cmd)
@@ -54,7 +61,7 @@ func (a *agent) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a
 	if err != nil {
 		return nil, err
 	}
-	return ToTask(t), nil
+	return a.view(ctx, t), nil
 }
 
 // rejected is the A2A answer to a create the API refused: the task it
@@ -74,10 +81,12 @@ func rejected(cmd api.TaskCreateCommand, m *a2a.Message, refusal error) *a2a.Tas
 }
 
 // A2AContext is the part of a task's context that SendMessage fills:
-// {"a2a": {"contextId", "messageId"}, "data": [the data parts' values]}.
+// {"a2a": {"contextId", "messageId"}, "data": [the data parts' values],
+// "files": [the file parts, stored as artifacts]}.
 type A2AContext struct {
-	A2A  A2AIDs `json:"a2a"`
-	Data []any  `json:"data,omitempty"`
+	A2A   A2AIDs    `json:"a2a"`
+	Data  []any     `json:"data,omitempty"`
+	Files []FileRef `json:"files,omitempty"`
 }
 
 // A2AIDs are the A2A ids of the message a task was created from.
@@ -92,7 +101,8 @@ type A2AIDs struct {
 // title; its data parts and ids are the context (A2AContext). Errors:
 // a2a.ErrUnsupportedOperation for a message with a taskId or
 // referenceTaskIds (continuing a task is not built),
-// a2a.ErrUnsupportedContentType for a file (raw or url) part,
+// a2a.ErrUnsupportedContentType for a file part by URL (a file part with
+// its bytes is left to SendMessage, which stores it as an artifact),
 // a2a.ErrInvalidParams for a message without text.
 func TaskFromMessage(m *a2a.Message) (api.TaskCreateCommand, error) {
 	var cmd api.TaskCreateCommand
@@ -109,8 +119,11 @@ func TaskFromMessage(m *a2a.Message) (api.TaskCreateCommand, error) {
 			}
 		case a2a.Data:
 			actx.Data = append(actx.Data, c.Value)
+		case a2a.Raw:
+			// A file's bytes: SendMessage stores it as an artifact
+			// (putFiles) and names it in the context (attachFiles).
 		default:
-			return cmd, fmt.Errorf("%w: part %d is a file (%T); only text and data parts are accepted for now", a2a.ErrUnsupportedContentType, i, c)
+			return cmd, fmt.Errorf("%w: part %d is a file by URL (%T): the node fetches nothing for a caller; send the file's bytes", a2a.ErrUnsupportedContentType, i, c)
 		}
 	}
 	if len(texts) == 0 {

@@ -62,6 +62,7 @@ type follower struct {
 	id     string
 	last   statusKey // what was last sent
 	resume string    // where the stream goes on: the last event id seen
+	view   func(*api.Task) *a2a.Task
 	yield  func(a2a.Event, error) bool
 }
 
@@ -80,10 +81,10 @@ func keyOf(t *api.Task) statusKey { return statusKey{State(t.State), statusWords
 // it carries is newer than t as read, and none between the read and the
 // stream's start is missed; after a cut it resumes from the last id seen.
 func (a *agent) follow(ctx context.Context, t *api.Task, yield func(a2a.Event, error) bool) {
-	if !yield(ToTask(t), nil) || t.State.Final() {
+	if !yield(a.view(ctx, t), nil) || t.State.Final() {
 		return
 	}
-	f := &follower{id: t.ID, last: keyOf(t), yield: yield}
+	f := &follower{id: t.ID, last: keyOf(t), yield: yield, view: func(t *api.Task) *a2a.Task { return a.view(ctx, t) }}
 	if h := t.History; len(h) > 0 {
 		f.resume = strconv.FormatUint(h[len(h)-1].Seq, 10) + ":" + api.EventTask
 	}
@@ -128,7 +129,7 @@ func (f *follower) emit(t *api.Task) error {
 		return nil
 	}
 	f.last = k
-	at := ToTask(t)
+	at := f.view(t)
 	final := t.State.Final()
 	if final {
 		for _, art := range at.Artifacts {
