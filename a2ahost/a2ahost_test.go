@@ -221,9 +221,9 @@ func TestRefusals(t *testing.T) {
 		t.Errorf("file part: %v, want ErrUnsupportedContentType", err)
 	}
 	m := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("more"))
-	m.TaskID = "task-1"
+	m.ReferenceTasks = []a2a.TaskID{"task-1"}
 	if _, err = c.SendMessage(ctx, &a2a.SendMessageRequest{Message: m}); !errors.Is(err, a2a.ErrUnsupportedOperation) {
-		t.Errorf("continuing a task: %v, want ErrUnsupportedOperation", err)
+		t.Errorf("referencing a task: %v, want ErrUnsupportedOperation", err)
 	}
 	if _, err = c.GetTask(ctx, &a2a.GetTaskRequest{ID: "task-20260101-000000-alice-00000000"}); !errors.Is(err, a2a.ErrTaskNotFound) {
 		t.Errorf("GetTask of no task: %v, want ErrTaskNotFound", err)

@@ -14,15 +14,18 @@ import (
 )
 
 // SendMessage creates a maos task for this agent from req.Message (see
-// TaskFromMessage) through the API, as the caller, and answers it as an
-// A2A task (SUBMITTED) at once, whatever configuration.returnImmediately
-// says (no blocking send: a watcher does the work later). A create the API refuses as forbidden (the rules,
-// or the token's authority) is answered as a task in REJECTED with the
-// refusal's words, and no maos task exists. Errors:
-// a2a.ErrUnsupportedOperation for a message continuing a task (taskId,
-// referenceTaskIds: not built), a2a.ErrUnsupportedContentType for file
-// parts by URL, a2a.ErrInvalidParams for a message with no text or a field maos
-// refuses (the secret guard included), the API's other errors wrapped.
+// TaskFromMessage; file parts with their bytes are stored as artifacts,
+// putFiles) through the API, as the caller, and answers it as an A2A task
+// (SUBMITTED) at once, whatever configuration.returnImmediately says (no
+// blocking send: a watcher does the work later). A create the API
+// refuses as forbidden (the rules, or the token's authority) is answered
+// as a task in REJECTED with the refusal's words, and no maos task
+// exists. A message with a taskId continues that task (continueTask: a
+// message in its thread, no new task). Errors: a2a.ErrUnsupportedOperation
+// for referenceTaskIds (not built), a2a.ErrUnsupportedContentType for
+// file parts by URL, a2a.ErrInvalidParams for a message with no text or a
+// field maos refuses (the secret guard included), the API's other errors
+// wrapped.
 func (a *agent) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
 	if req.Message == nil {
 		return nil, fmt.Errorf("%w: no message", a2a.ErrInvalidParams)
@@ -36,6 +39,9 @@ func (a *agent) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a
 	from, err := a.caller(meta)
 	if err != nil {
 		return nil, err
+	}
+	if req.Message.TaskID != "" && len(req.Message.ReferenceTasks) == 0 {
+		return a.continueTask(ctx, req.Message, from)
 	}
 	cmd, err := TaskFromMessage(req.Message)
 	if err != nil {
