@@ -92,7 +92,9 @@ func (a *agent) follow(ctx context.Context, t *api.Task, yield func(a2a.Event, e
 		// Every task event, not ?agent=: that reads the agent's inbox,
 		// which the API lets only the agent (or a moderator) stream.
 		q := api.StreamQuery{Events: []string{api.EventTask}, Resume: f.resume}
-		err := a.sc.Stream(ctx, q, f.event)
+		sctx, cancel := context.WithCancel(ctx)
+		err := a.sc.Stream(sctx, q, f.event)
+		cancel() // ends the in-process stream handler now, not with the call
 		var apiErr *api.APIError
 		switch {
 		case errors.Is(err, errEnd) || ctx.Err() != nil:
