@@ -106,7 +106,8 @@ type A2AIDs struct {
 // description, and their first line (up to api.MaxTitleLen bytes) the
 // title; its data parts and ids are the context (A2AContext). Errors:
 // a2a.ErrUnsupportedOperation for a message with a taskId or
-// referenceTaskIds (continuing a task is not built),
+// referenceTaskIds (SendMessage takes a taskId to continueTask before
+// this; referencing tasks is not built),
 // a2a.ErrUnsupportedContentType for a file part by URL (a file part with
 // its bytes is left to SendMessage, which stores it as an artifact),
 // a2a.ErrInvalidParams for a message without text.
