@@ -2,11 +2,10 @@
 // official a2a-go SDK): an Agent Card per registered agent, built from the
 // registry, and a JSON-RPC endpoint whose methods create, read, list,
 // stream, continue and cancel maos tasks for that agent, with file parts
-// as maos artifacts. It is a
-// client of the node's own HTTP API, called in process with the caller's
-// bearer token, so auth, rules, the secret guard and quotas apply exactly
-// as for any other caller (one rule, one place). See DESIGN.md and
-// docs/A2A.md.
+// as maos artifacts. It is a client of the node's own HTTP API, called in
+// process with the caller's bearer token, so auth, rules, the secret
+// guard and quotas apply exactly as for any other caller (one rule, one
+// place). See DESIGN.md and docs/A2A.md.
 package a2ahost
 
 import (
