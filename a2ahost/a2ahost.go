@@ -1,11 +1,11 @@
 // Package a2ahost makes every maos agent an A2A agent (protocol 1.0, the
 // official a2a-go SDK): an Agent Card per registered agent, built from the
-// registry, and a JSON-RPC endpoint whose SendMessage, GetTask and
-// CancelTask create, read and cancel maos tasks for that agent. It is a
-// client of the node's own HTTP API, called in process with the caller's
-// bearer token, so auth, rules, the secret guard and quotas apply exactly
-// as for any other caller (one rule, one place). See DESIGN.md and
-// docs/A2A.md.
+// registry, and a JSON-RPC endpoint whose methods create, read, list,
+// stream, continue and cancel maos tasks for that agent, with file parts
+// as maos artifacts. It is a client of the node's own HTTP API, called in
+// process with the caller's bearer token, so auth, rules, the secret
+// guard and quotas apply exactly as for any other caller (one rule, one
+// place). See DESIGN.md and docs/A2A.md.
 package a2ahost
 
 import (
@@ -71,12 +71,7 @@ type inProcess struct {
 }
 
 func (p inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context()) // a RoundTripper leaves its request alone
-	req.RemoteAddr, req.TLS = p.outer.RemoteAddr, p.outer.TLS
-	if a := p.outer.Header.Get("Authorization"); a != "" {
-		req.Header.Set("Authorization", a)
-	}
-	req.RequestURI = req.URL.RequestURI()
+	req = withCaller(req, p.outer)
 	rec := &recorder{header: http.Header{}}
 	p.api.ServeHTTP(rec, req)
 	if rec.code == 0 {
@@ -87,6 +82,19 @@ func (p inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
 		Body: io.NopCloser(&rec.body), ContentLength: int64(rec.body.Len()),
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Request: req,
 	}, nil
+}
+
+// withCaller is a copy of req (a RoundTripper leaves its request alone)
+// carrying outer's credentials: its Authorization header, remote address
+// and TLS state.
+func withCaller(req, outer *http.Request) *http.Request {
+	req = req.Clone(req.Context())
+	req.RemoteAddr, req.TLS = outer.RemoteAddr, outer.TLS
+	if a := outer.Header.Get("Authorization"); a != "" {
+		req.Header.Set("Authorization", a)
+	}
+	req.RequestURI = req.URL.RequestURI()
+	return req
 }
 
 // recorder is the http.ResponseWriter of an in-process call.

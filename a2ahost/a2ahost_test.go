@@ -34,7 +34,7 @@ type node struct {
 func start(t *testing.T) *node {
 	t.Helper()
 	svc := transporttest.New(t)
-	apiServer := transport.NewServer(svc, transport.ServerOptions{Logger: slog.New(slog.DiscardHandler), Auth: &transport.AuthConfig{AdminToken: adminSecret}})
+	apiServer := transport.NewServer(svc, transport.ServerOptions{Logger: slog.New(slog.DiscardHandler), Blobs: svc, Auth: &transport.AuthConfig{AdminToken: adminSecret}})
 	hs := httptest.NewServer(a2ahost.Mount(apiServer, apiServer, a2ahost.Options{Version: "test"}))
 	t.Cleanup(hs.Close)
 	n := &node{url: hs.URL, admin: client.NewClient(hs.URL, nil).WithToken(adminSecret)}
@@ -221,9 +221,9 @@ func TestRefusals(t *testing.T) {
 		t.Errorf("file part: %v, want ErrUnsupportedContentType", err)
 	}
 	m := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("more"))
-	m.TaskID = "task-1"
+	m.ReferenceTasks = []a2a.TaskID{"task-1"}
 	if _, err = c.SendMessage(ctx, &a2a.SendMessageRequest{Message: m}); !errors.Is(err, a2a.ErrUnsupportedOperation) {
-		t.Errorf("continuing a task: %v, want ErrUnsupportedOperation", err)
+		t.Errorf("referencing a task: %v, want ErrUnsupportedOperation", err)
 	}
 	if _, err = c.GetTask(ctx, &a2a.GetTaskRequest{ID: "task-20260101-000000-alice-00000000"}); !errors.Is(err, a2a.ErrTaskNotFound) {
 		t.Errorf("GetTask of no task: %v, want ErrTaskNotFound", err)

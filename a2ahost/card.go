@@ -15,7 +15,8 @@ const BearerScheme a2a.SecuritySchemeName = "maosBearer"
 // capability is a skill (tag: the capability) and its role is one more
 // skill ("role:<role>"), matching how maos addresses tasks (to an agent,
 // "role:NAME" or "capability:NAME"). Input: text and JSON data; output:
-// text and JSON data. No streaming, no push notifications (not built).
+// text and JSON data. Streaming (SendStreamingMessage, SubscribeToTask);
+// no push notifications (not built).
 func Card(ag api.Agent, url, version string) *a2a.AgentCard {
 	desc := ag.Description
 	if desc == "" {
@@ -36,7 +37,7 @@ func Card(ag api.Agent, url, version string) *a2a.AgentCard {
 		Description:         desc,
 		Version:             version,
 		SupportedInterfaces: []*a2a.AgentInterface{a2a.NewAgentInterface(url, a2a.TransportProtocolJSONRPC)},
-		Capabilities:        a2a.AgentCapabilities{},
+		Capabilities:        a2a.AgentCapabilities{Streaming: true},
 		DefaultInputModes:   []string{"text/plain", "application/json"},
 		DefaultOutputModes:  []string{"text/plain", "application/json"},
 		Skills:              skills,

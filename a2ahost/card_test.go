@@ -24,8 +24,8 @@ func TestCardOfAgentWithoutDescription(t *testing.T) {
 	if len(in) != 1 || in[0].URL != "https://n1:7070/a2a/agents/rev" || in[0].ProtocolBinding != a2a.TransportProtocolJSONRPC {
 		t.Errorf("interfaces %+v", in)
 	}
-	if c.Capabilities.Streaming || c.Capabilities.PushNotifications {
-		t.Errorf("card claims streaming or push: %+v", c.Capabilities)
+	if !c.Capabilities.Streaming || c.Capabilities.PushNotifications {
+		t.Errorf("card capabilities %+v, want streaming and no push", c.Capabilities)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"net/http"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -30,19 +29,23 @@ func (h *host) rpc(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, err)
 		return
 	}
-	a := &agent{id: r.PathValue("id"), c: c, me: me}
+	a := &agent{id: r.PathValue("id"), c: c, sc: h.streaming(r), me: me, base: baseURL(r)}
 	a2asrv.NewJSONRPCHandler(a).ServeHTTP(w, r)
 }
 
 // agent is the a2asrv.RequestHandler of one maos agent for one request.
-// Built: SendMessage, GetTask, CancelTask. The others answer
-// a2a.ErrUnsupportedOperation (ListTasks, streaming),
-// a2a.ErrPushNotificationNotSupported (push configs) or
+// Built: SendMessage, GetTask, CancelTask, ListTasks (list.go),
+// SubscribeToTask and SendStreamingMessage (subscribe.go). The others
+// answer a2a.ErrPushNotificationNotSupported (push configs) or
 // a2a.ErrExtendedCardNotConfigured.
 type agent struct {
 	id string
-	c  *client.Client
-	me api.WhoAmI // who the token is
+	c  *client.Client // unary calls, answers buffered
+	sc *client.Client // streams (GET /v1/stream), answers piped
+	me api.WhoAmI     // who the token is
+	// base is the scheme and host the caller reached this node at: the
+	// file parts' URLs (artifacts) are under it.
+	base string
 }
 
 var _ a2asrv.RequestHandler = (*agent)(nil)
@@ -54,7 +57,7 @@ func (a *agent) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Task
 	if err != nil {
 		return nil, err
 	}
-	return ToTask(t), nil
+	return a.view(ctx, t), nil
 }
 
 // CancelTask cancels the maos task req.ID as the caller (maos lets its
@@ -80,7 +83,7 @@ func (a *agent) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a2
 	if t, err = a.task(ctx, t.ID); err != nil {
 		return nil, err
 	}
-	return ToTask(t), nil
+	return a.view(ctx, t), nil
 }
 
 // task reads maos task id, if it is this agent's.
@@ -135,23 +138,6 @@ func fromAPI(err error) error {
 	}
 	return err
 }
-
-// ListTasks is not built (UNSUPPORTED_OPERATION).
-func (a *agent) ListTasks(context.Context, *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
-	return nil, a2a.ErrUnsupportedOperation
-}
-
-// SubscribeToTask is not built: no streaming yet.
-func (a *agent) SubscribeToTask(context.Context, *a2a.SubscribeToTaskRequest) iter.Seq2[a2a.Event, error] {
-	return unsupported
-}
-
-// SendStreamingMessage is not built: no streaming yet.
-func (a *agent) SendStreamingMessage(context.Context, *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
-	return unsupported
-}
-
-func unsupported(yield func(a2a.Event, error) bool) { yield(nil, a2a.ErrUnsupportedOperation) }
 
 // GetTaskPushConfig: no push notifications yet.
 func (a *agent) GetTaskPushConfig(context.Context, *a2a.GetTaskPushConfigRequest) (*a2a.PushConfig, error) {

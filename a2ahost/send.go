@@ -14,15 +14,18 @@ import (
 )
 
 // SendMessage creates a maos task for this agent from req.Message (see
-// TaskFromMessage) through the API, as the caller, and answers it as an
-// A2A task (SUBMITTED) at once, whatever configuration.returnImmediately
-// says (no blocking send: a watcher does the work later). A create the API refuses as forbidden (the rules,
-// or the token's authority) is answered as a task in REJECTED with the
-// refusal's words, and no maos task exists. Errors:
-// a2a.ErrUnsupportedOperation for a message continuing a task (taskId,
-// referenceTaskIds: not built), a2a.ErrUnsupportedContentType for file
-// parts, a2a.ErrInvalidParams for a message with no text or a field maos
-// refuses (the secret guard included), the API's other errors wrapped.
+// TaskFromMessage; file parts with their bytes are stored as artifacts,
+// putFiles) through the API, as the caller, and answers it as an A2A task
+// (SUBMITTED) at once, whatever configuration.returnImmediately says (no
+// blocking send: a watcher does the work later). A create the API
+// refuses as forbidden (the rules, or the token's authority) is answered
+// as a task in REJECTED with the refusal's words, and no maos task
+// exists. A message with a taskId continues that task (continueTask: a
+// message in its thread, no new task). Errors: a2a.ErrUnsupportedOperation
+// for referenceTaskIds (not built), a2a.ErrUnsupportedContentType for
+// file parts by URL, a2a.ErrInvalidParams for a message with no text or a
+// field maos refuses (the secret guard included), the API's other errors
+// wrapped.
 func (a *agent) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
 	if req.Message == nil {
 		return nil, fmt.Errorf("%w: no message", a2a.ErrInvalidParams)
@@ -37,9 +40,19 @@ func (a *agent) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a
 	if err != nil {
 		return nil, err
 	}
+	if req.Message.TaskID != "" && len(req.Message.ReferenceTasks) == 0 {
+		return a.continueTask(ctx, req.Message, from)
+	}
 	cmd, err := TaskFromMessage(req.Message)
 	if err != nil {
 		return nil, err
+	}
+	files, err := a.putFiles(ctx, req.Message, from)
+	if err != nil {
+		return nil, err
+	}
+	if err := attachFiles(&cmd, files); err != nil {
+		return nil, fmt.Errorf("%w: %w", a2a.ErrInvalidParams, err)
 	}
 	cmd.From, cmd.To = from, a.id
 	cmd.ID = api.NewTaskID(from, time.Now())
@@ -54,7 +67,7 @@ func (a *agent) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a
 	if err != nil {
 		return nil, err
 	}
-	return ToTask(t), nil
+	return a.view(ctx, t), nil
 }
 
 // rejected is the A2A answer to a create the API refused: the task it
@@ -74,10 +87,12 @@ func rejected(cmd api.TaskCreateCommand, m *a2a.Message, refusal error) *a2a.Tas
 }
 
 // A2AContext is the part of a task's context that SendMessage fills:
-// {"a2a": {"contextId", "messageId"}, "data": [the data parts' values]}.
+// {"a2a": {"contextId", "messageId"}, "data": [the data parts' values],
+// "files": [the file parts, stored as artifacts]}.
 type A2AContext struct {
-	A2A  A2AIDs `json:"a2a"`
-	Data []any  `json:"data,omitempty"`
+	A2A   A2AIDs    `json:"a2a"`
+	Data  []any     `json:"data,omitempty"`
+	Files []FileRef `json:"files,omitempty"`
 }
 
 // A2AIDs are the A2A ids of the message a task was created from.
@@ -91,8 +106,10 @@ type A2AIDs struct {
 // description, and their first line (up to api.MaxTitleLen bytes) the
 // title; its data parts and ids are the context (A2AContext). Errors:
 // a2a.ErrUnsupportedOperation for a message with a taskId or
-// referenceTaskIds (continuing a task is not built),
-// a2a.ErrUnsupportedContentType for a file (raw or url) part,
+// referenceTaskIds (SendMessage takes a taskId to continueTask before
+// this; referencing tasks is not built),
+// a2a.ErrUnsupportedContentType for a file part by URL (a file part with
+// its bytes is left to SendMessage, which stores it as an artifact),
 // a2a.ErrInvalidParams for a message without text.
 func TaskFromMessage(m *a2a.Message) (api.TaskCreateCommand, error) {
 	var cmd api.TaskCreateCommand
@@ -109,8 +126,11 @@ func TaskFromMessage(m *a2a.Message) (api.TaskCreateCommand, error) {
 			}
 		case a2a.Data:
 			actx.Data = append(actx.Data, c.Value)
+		case a2a.Raw:
+			// A file's bytes: SendMessage stores it as an artifact
+			// (putFiles) and names it in the context (attachFiles).
 		default:
-			return cmd, fmt.Errorf("%w: part %d is a file (%T); only text and data parts are accepted for now", a2a.ErrUnsupportedContentType, i, c)
+			return cmd, fmt.Errorf("%w: part %d is a file by URL (%T): the node fetches nothing for a caller; send the file's bytes", a2a.ErrUnsupportedContentType, i, c)
 		}
 	}
 	if len(texts) == 0 {
