@@ -109,9 +109,11 @@ func TestPresenceNodeKilledAndRestarted(t *testing.T) {
 	}
 	harness.NoErr(t, n2.WaitReady(presenceWait))
 	harness.NoErr(t, c.WaitReady())
-	// It learned the presence records again from its peers.
-	waitAgent(t, []*harness.Node{n2}, "codex", "OFFLINE as the others recorded it", func(p api.Presence) error {
-		if p.State != "OFFLINE" || p.Reason != "node n2 dead" {
+	// It learned the presence records again from its peers, which no
+	// longer say its node is gone (cluster/presence.go, markNodeBack): the
+	// agent stays OFFLINE until its own next heartbeat.
+	waitAgent(t, []*harness.Node{n2}, "codex", "OFFLINE as the others recorded it, n2 back", func(p api.Presence) error {
+		if p.State != "OFFLINE" || p.Reason != "node n2 back, no heartbeat since" {
 			return fmt.Errorf("%+v", p)
 		}
 		return nil
