@@ -130,9 +130,9 @@ type follower struct {
 	// snapshot: the next update is sent as the Task (a resumed stream's
 	// first event), whatever it changed.
 	snapshot bool
-	resume string    // where the stream goes on: the last event id seen
-	view   func(*api.Task) *a2a.Task
-	yield  func(a2a.Event, error) bool
+	resume   string // where the stream goes on: the last event id seen
+	view     func(*api.Task) *a2a.Task
+	yield    func(a2a.Event, error) bool
 }
 
 // statusKey is what makes a status update new: the A2A state and the
