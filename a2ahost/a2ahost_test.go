@@ -222,8 +222,8 @@ func TestRefusals(t *testing.T) {
 	}
 	m := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("more"))
 	m.ReferenceTasks = []a2a.TaskID{"task-1"}
-	if _, err = c.SendMessage(ctx, &a2a.SendMessageRequest{Message: m}); !errors.Is(err, a2a.ErrUnsupportedOperation) {
-		t.Errorf("referencing a task: %v, want ErrUnsupportedOperation", err)
+	if _, err = c.SendMessage(ctx, &a2a.SendMessageRequest{Message: m}); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Errorf("referencing no task: %v, want ErrTaskNotFound", err)
 	}
 	if _, err = c.GetTask(ctx, &a2a.GetTaskRequest{ID: "task-20260101-000000-alice-00000000"}); !errors.Is(err, a2a.ErrTaskNotFound) {
 		t.Errorf("GetTask of no task: %v, want ErrTaskNotFound", err)
