@@ -13,18 +13,34 @@ import (
 	"github.com/maos-project/maos/api"
 )
 
-// SendMessage creates a maos task for this agent from req.Message (see
+// SendMessage creates a maos task for this agent from req.Message, or
+// continues one (send), and answers it as an A2A task: unless
+// configuration.returnImmediately is set, once the task is terminal or
+// interrupted (await), else at once. Errors: send's.
+func (a *agent) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
+	res, err := a.send(ctx, req)
+	if err != nil || (req.Config != nil && req.Config.ReturnImmediately) {
+		return res, err
+	}
+	if at, ok := res.(*a2a.Task); ok {
+		return a.await(ctx, at), nil
+	}
+	return res, nil
+}
+
+// send creates a maos task for this agent from req.Message (see
 // TaskFromMessage; file parts with their bytes are stored as artifacts,
 // putFiles) through the API, as the caller, and answers it as an A2A
-// task. A create the API refuses as forbidden (the rules, or the token's
-// authority) is answered as a task in REJECTED with the refusal's words,
-// and no maos task exists. A message with a taskId continues that task
-// (continueTask: a message in its thread, no new task); so does one whose
-// referenceTaskIds or contextId name an open task (followUp). Errors:
-// a2a.ErrUnsupportedContentType for file parts by URL, a2a.ErrInvalidParams
-// for a message with no text or a field maos refuses (the secret guard
-// included), followUp's, the API's other errors wrapped.
-func (a *agent) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
+// task, as it is just after. A create the API refuses as forbidden (the
+// rules, or the token's authority) is answered as a task in REJECTED with
+// the refusal's words, and no maos task exists. A message with a taskId
+// continues that task (continueTask: a message in its thread, no new
+// task); so does one whose referenceTaskIds or contextId name an open
+// task (followUp). Errors: a2a.ErrUnsupportedContentType for file parts
+// by URL, a2a.ErrInvalidParams for a message with no text or a field maos
+// refuses (the secret guard included), followUp's, the API's other
+// errors wrapped.
+func (a *agent) send(ctx context.Context, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
 	if req.Message == nil {
 		return nil, fmt.Errorf("%w: no message", a2a.ErrInvalidParams)
 	}

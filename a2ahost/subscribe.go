@@ -97,11 +97,12 @@ func (a *agent) resumeAt(ctx context.Context, t *api.Task, after uint64, yield f
 	a.run(ctx, f)
 }
 
-// SendStreamingMessage creates the task as SendMessage does and streams
-// it as SubscribeToTask does. A refused create is the REJECTED task alone.
+// SendStreamingMessage creates (or continues) the task as SendMessage
+// does and streams it as SubscribeToTask does. A refused create is the
+// REJECTED task alone.
 func (a *agent) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
-		res, err := a.SendMessage(ctx, req)
+		res, err := a.send(ctx, req)
 		if err != nil {
 			yield(nil, err)
 			return
@@ -250,4 +251,42 @@ func (f *follower) emit(t *api.Task, index uint64) error {
 		return errEnd
 	}
 	return nil
+}
+
+// settled reports whether a blocking send answers a task in state st:
+// terminal, or interrupted (INPUT_REQUIRED, AUTH_REQUIRED).
+func settled(st a2a.TaskState) bool {
+	return st.Terminal() || st == a2a.TaskStateInputRequired || st == a2a.TaskStateAuthRequired
+}
+
+// settleRead bounds await's last read of the task, made after the
+// request's context may have ended.
+const settleRead = 10 * time.Second
+
+// await is a blocking send's answer: task at, once it is settled (on the
+// same stream as SubscribeToTask) or ctx ends, read again then (so with
+// its artifacts); at as it was if that read fails. It never fails: the
+// task exists, and an error would have the client send it again.
+func (a *agent) await(ctx context.Context, at *a2a.Task) *a2a.Task {
+	if settled(at.Status.State) {
+		return at
+	}
+	if t, err := a.task(ctx, string(at.ID)); err == nil {
+		a.follow(ctx, t, func(ev a2a.Event, err error) bool {
+			switch e := ev.(type) {
+			case *a2a.Task:
+				return err == nil && !settled(e.Status.State)
+			case *a2a.TaskStatusUpdateEvent:
+				return err == nil && !settled(e.Status.State)
+			}
+			return err == nil
+		})
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleRead)
+	defer cancel()
+	t, err := a.task(rctx, string(at.ID))
+	if err != nil {
+		return at
+	}
+	return a.view(rctx, t)
 }

@@ -37,7 +37,8 @@ const a2aWait = 90 * time.Second
 // as a reader of a message naming them, and the completion's reply does
 // not name them, so an agent token would see the output as an id (the
 // documented fallback) and not get its bytes. The subtests run in order
-// on one cluster; Failover, which kills n2, is last.
+// on one cluster; Failover, which kills n2, is last. BlockingSend checks
+// that a SendMessage without returnImmediately answers the task done.
 func TestA2A(t *testing.T) {
 	work := t.TempDir()
 	c := harness.NewCluster(t, harness.Options{Maosd: maosdBin, Nodes: 3, AuthOnly: true, NodeArgs: a2aNodeArgs(t, work)})
@@ -61,6 +62,7 @@ func TestA2A(t *testing.T) {
 	}
 	s := &a2aSuite{c: c, token: tok.Token}
 	t.Run("StreamToCompletedWithArtifact", s.testQuick)
+	t.Run("BlockingSend", s.testBlocking)
 	t.Run("ApprovalIsInputRequired", s.testGated)
 	t.Run("Failover", s.testFailover)
 }
@@ -294,6 +296,21 @@ func (s *a2aSuite) testQuick(t *testing.T) {
 	body := getWithToken(t, "http://"+n3.APIAddr()+u.Path, s.token)
 	if want := "stub answer to " + id + "\n"; body != want {
 		t.Errorf("GET %s from n3: %q, want the stub's file %q", u.Path, body, want)
+	}
+}
+
+// A SendMessage without returnImmediately, through n3, answers once
+// the stub has done the task: COMPLETED, with the result artifact.
+func (s *a2aSuite) testBlocking(t *testing.T) {
+	cl := s.client(t, s.c.Node("n3"), "a2a-quick")
+	ctx, cancel := context.WithTimeout(t.Context(), a2aWait)
+	defer cancel()
+	res, err := cl.SendMessage(ctx, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("Answer when done"))})
+	harness.NoErr(t, err)
+	task, ok := res.(*a2a.Task)
+	if !ok || task.Status.State != a2a.TaskStateCompleted || len(task.Artifacts) != 1 ||
+		task.Artifacts[0].Parts[0].Text() != "stub answer to "+string(task.ID) {
+		t.Errorf("blocking send: %+v, want the task COMPLETED with the stub's answer", res)
 	}
 }
 
