@@ -221,6 +221,11 @@ func TestRefusals(t *testing.T) {
 	if !errors.Is(err, a2a.ErrUnsupportedContentType) {
 		t.Errorf("file part: %v, want ErrUnsupportedContentType", err)
 	}
+	_, err = c.SendMessage(ctx, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("call me back")),
+		Config: &a2a.SendMessageConfig{PushConfig: &a2a.PushConfig{URL: "https://example.invalid/hook"}}})
+	if !errors.Is(err, a2a.ErrPushNotificationNotSupported) {
+		t.Errorf("a push config: %v, want ErrPushNotificationNotSupported", err)
+	}
 	m := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("more"))
 	m.ReferenceTasks = []a2a.TaskID{"task-1"}
 	if _, err = c.SendMessage(ctx, &a2a.SendMessageRequest{Message: m}); !errors.Is(err, a2a.ErrTaskNotFound) {

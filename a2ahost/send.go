@@ -36,13 +36,17 @@ func (a *agent) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a
 // the refusal's words, and no maos task exists. A message with a taskId
 // continues that task (continueTask: a message in its thread, no new
 // task); so does one whose referenceTaskIds or contextId name an open
-// task (followUp). Errors: a2a.ErrUnsupportedContentType for file parts
-// by URL, a2a.ErrInvalidParams for a message with no text or a field maos
+// task (followUp). Errors: a2a.ErrPushNotificationNotSupported for a
+// push notification config (not built), a2a.ErrUnsupportedContentType
+// for file parts by URL, a2a.ErrInvalidParams for a message with no text or a field maos
 // refuses (the secret guard included), followUp's, the API's other
 // errors wrapped.
 func (a *agent) send(ctx context.Context, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
 	if req.Message == nil {
 		return nil, fmt.Errorf("%w: no message", a2a.ErrInvalidParams)
+	}
+	if req.Config != nil && req.Config.PushConfig != nil {
+		return nil, fmt.Errorf("%w: configuration.taskPushNotificationConfig: this agent sends no push notifications; stream the task (SubscribeToTask)", a2a.ErrPushNotificationNotSupported)
 	}
 	meta := map[string]any{}
 	for _, m := range []map[string]any{req.Metadata, req.Message.Metadata} {
