@@ -130,6 +130,10 @@ func TestSubscribeResumesByLastEventID(t *testing.T) {
 	if got[0].id != words.id {
 		t.Errorf("the resumed stream's task has id %q, want the last one got, %q", got[0].id, words.id)
 	}
+	// An id past the task's last update: the task as it is, final, alone.
+	if got := whats(drain(subscribe(t.Context(), c, sent.ID, "1000000:task"))); strings.Join(got, "|") != "task COMPLETED: ported the lexer" {
+		t.Errorf("resumed after an id past the task: %q, want the final task alone", got)
+	}
 	// An id from before the task: the whole task from its creation.
 	fromStart := drain(subscribe(t.Context(), c, sent.ID, "1:task"))
 	want = []string{"task SUBMITTED", "status WORKING", "status WORKING: read the grammar", "status WORKING: ported the lexer",

@@ -86,11 +86,12 @@ func eventID(index uint64) string { return strconv.FormatUint(index, 10) + ":" +
 // then every update after it, as follow does. The node's event stream
 // keeps every entry's task updates, so it replays them from entry after
 // (its position "after-1:task"); an id from before t's creation starts at
-// its creation, and one that is not an update of t gives the task at its
-// next update.
+// its creation, one past t's last update (t is read strongly, so the
+// client cannot have seen a later one of t) at that update, t as it is,
+// and one between two updates of t gives the task at the next.
 func (a *agent) resumeAt(ctx context.Context, t *api.Task, after uint64, yield func(a2a.Event, error) bool) {
-	if h := t.History; len(h) > 0 && after < h[0].Seq {
-		after = h[0].Seq
+	if h := t.History; len(h) > 0 {
+		after = min(max(after, h[0].Seq), h[len(h)-1].Seq)
 	}
 	f := a.follower(ctx, t.ID, yield)
 	f.snapshot, f.resume = true, eventID(after-1)
