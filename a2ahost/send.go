@@ -38,9 +38,9 @@ func (a *agent) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a
 // task); so does one whose referenceTaskIds or contextId name an open
 // task (followUp). Errors: a2a.ErrPushNotificationNotSupported for a
 // push notification config (not built), a2a.ErrUnsupportedContentType
-// for file parts by URL, a2a.ErrInvalidParams for a message with no text or a field maos
-// refuses (the secret guard included), followUp's, the API's other
-// errors wrapped.
+// for file parts by URL, a2a.ErrInvalidParams for a message with no text
+// or a field maos refuses (the secret guard included), followUp's, the
+// API's other errors wrapped.
 func (a *agent) send(ctx context.Context, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
 	if req.Message == nil {
 		return nil, fmt.Errorf("%w: no message", a2a.ErrInvalidParams)
