@@ -3,6 +3,7 @@ package system
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -387,8 +388,9 @@ var pctSuffix = regexp.MustCompile(`(^| \()\d+%\)?$`)
 // TaskStatusUpdateEvent, one per change of the task's A2A state or status
 // message (TaskArtifactUpdateEvent is the result, sent once, just before
 // the final status). a2a-slow's task is sent as a streaming message
-// through n2; after its first WORKING update with the stub's words, n2 is
-// SIGKILLed (it may be the leader). Once the task has two more progress
+// through n2, made the leader first; after its first WORKING update with
+// the stub's words, n2 is SIGKILLed, so an election runs while the client
+// resubscribes. Once the task has two more progress
 // notes (so a stream that began from the task as it is then would miss
 // one), the client subscribes on n3 with the last event id it got (Last-Event-ID, a2aclient's service parameter),
 // again after each cut, until the task ends. What both streams delivered,
@@ -400,6 +402,20 @@ var pctSuffix = regexp.MustCompile(`(^| \()\d+%\)?$`)
 func (s *a2aSuite) testFailover(t *testing.T) {
 	n2, n3 := s.c.Node("n2"), s.c.Node("n3")
 	ctx := t.Context()
+	// n2 leads, so its death also takes the leader: the resubscription
+	// meets an election.
+	harness.NoErr(t, harness.WaitFor(a2aWait, "n2 leads", func() error {
+		if l, err := s.c.Leader(); err == nil && l == n2 {
+			return nil
+		}
+		tctx, cancel := context.WithTimeout(ctx, readTimeout)
+		defer cancel()
+		_, err := n2.Client().TransferLeadership(tctx, n2.ID)
+		if err == nil {
+			err = errors.New("transferred; not yet seen by every node")
+		}
+		return err
+	}))
 	first := sendStreaming(ctx, s.client(t, n2, "a2a-slow"), "Take your time")
 	seen := until(t, first, "a WORKING update with the stub's words", func(g got) bool {
 		return g.kind == "status" && g.state == a2a.TaskStateWorking && strings.HasPrefix(g.words, "step ")
