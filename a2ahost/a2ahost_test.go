@@ -95,10 +95,11 @@ func sendText(t *testing.T, c *a2aclient.Client, parts ...*a2a.Part) *a2a.Task {
 	return sendMessage(t, c, a2a.NewMessage(a2a.MessageRoleUser, parts...))
 }
 
-// sendMessage sends m and answers the task it made.
+// sendMessage sends m (returnImmediately: nobody works bob's tasks
+// unless the test does) and answers the task it made.
 func sendMessage(t *testing.T, c *a2aclient.Client, m *a2a.Message) *a2a.Task {
 	t.Helper()
-	res, err := c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: m})
+	res, err := c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: m, Config: &a2a.SendMessageConfig{ReturnImmediately: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,10 +221,15 @@ func TestRefusals(t *testing.T) {
 	if !errors.Is(err, a2a.ErrUnsupportedContentType) {
 		t.Errorf("file part: %v, want ErrUnsupportedContentType", err)
 	}
+	_, err = c.SendMessage(ctx, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("call me back")),
+		Config: &a2a.SendMessageConfig{PushConfig: &a2a.PushConfig{URL: "https://example.invalid/hook"}}})
+	if !errors.Is(err, a2a.ErrPushNotificationNotSupported) {
+		t.Errorf("a push config: %v, want ErrPushNotificationNotSupported", err)
+	}
 	m := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("more"))
 	m.ReferenceTasks = []a2a.TaskID{"task-1"}
-	if _, err = c.SendMessage(ctx, &a2a.SendMessageRequest{Message: m}); !errors.Is(err, a2a.ErrUnsupportedOperation) {
-		t.Errorf("referencing a task: %v, want ErrUnsupportedOperation", err)
+	if _, err = c.SendMessage(ctx, &a2a.SendMessageRequest{Message: m}); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Errorf("referencing no task: %v, want ErrTaskNotFound", err)
 	}
 	if _, err = c.GetTask(ctx, &a2a.GetTaskRequest{ID: "task-20260101-000000-alice-00000000"}); !errors.Is(err, a2a.ErrTaskNotFound) {
 		t.Errorf("GetTask of no task: %v, want ErrTaskNotFound", err)
@@ -239,7 +245,7 @@ func TestRefusals(t *testing.T) {
 }
 
 // A message the rules refuse is a task in REJECTED, with the rule's words,
-// and no maos task.
+// and no maos task; a blocking send answers it at once.
 func TestRefusedByRulesIsRejected(t *testing.T) {
 	n := start(t)
 	doc, err := rules.Decode([]byte(`{"forbidden_interactions":[{"from":"alice","to":"bob","reason":"alice goes through the lead"}]}`), rules.JSON)
@@ -250,7 +256,12 @@ func TestRefusedByRulesIsRejected(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, c := n.a2aFor(t, n.alice)
-	got := sendText(t, c, a2a.NewTextPart("do it"))
+	// A blocking send: REJECTED is terminal, so it answers at once.
+	a := <-sendBlocking(t.Context(), c, "do it")
+	got := a.task
+	if a.err != nil || got == nil {
+		t.Fatalf("refused send: %v %v", got, a.err)
+	}
 	if got.Status.State != a2a.TaskStateRejected || got.Status.Message == nil ||
 		!strings.Contains(got.Status.Message.Parts[0].Text(), "alice goes through the lead") {
 		t.Fatalf("refused send: %+v", got.Status)
@@ -266,7 +277,7 @@ func TestContextIDKept(t *testing.T) {
 	_, c := n.a2aFor(t, n.alice)
 	m := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hello"))
 	m.ContextID = "ctx-42"
-	res, err := c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: m})
+	res, err := c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: m, Config: &a2a.SendMessageConfig{ReturnImmediately: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package a2ahost
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -63,4 +65,86 @@ func (a *agent) continueTask(ctx context.Context, m *a2a.Message, from string) (
 		return nil, err
 	}
 	return a.view(ctx, t), nil
+}
+
+// MaxReferenceTasks caps a message's referenceTaskIds.
+const MaxReferenceTasks = 16
+
+// followUp finds the task a message without a taskId continues, if any:
+//
+//   - referenceTaskIds, if given, must each name a task of this agent
+//     (a2a.ErrTaskNotFound otherwise). The one among them that is not
+//     final is continued; none open, the message makes a new task (a
+//     refinement), in the message's contextId, else the first
+//     reference's (ctxID); more than one open is a2a.ErrInvalidParams:
+//     name the one to continue as taskId.
+//   - Else a contextId continues the newest open task of this agent from
+//     the same sender in that context (its A2A contextId, or its id when
+//     it was made without one); none, the message makes a new task in
+//     that context.
+//
+// open is the task to continue ("" for a new task).
+func (a *agent) followUp(ctx context.Context, m *a2a.Message, from string) (open, ctxID string, err error) {
+	if len(m.ReferenceTasks) > MaxReferenceTasks {
+		return "", "", fmt.Errorf("%w: referenceTaskIds: %d tasks, at most %d", a2a.ErrInvalidParams, len(m.ReferenceTasks), MaxReferenceTasks)
+	}
+	if len(m.ReferenceTasks) == 0 {
+		if m.ContextID == "" {
+			return "", "", nil
+		}
+		open, err = a.openInContext(ctx, m.ContextID, from)
+		return open, "", err
+	}
+	var opens []string
+	for _, id := range m.ReferenceTasks {
+		t, err := a.task(ctx, string(id))
+		if err != nil {
+			return "", "", fmt.Errorf("referenceTaskIds: %w", err)
+		}
+		if ctxID == "" {
+			ctxID = ToTask(t).ContextID
+		}
+		if !t.State.Final() && !slices.Contains(opens, t.ID) {
+			opens = append(opens, t.ID)
+		}
+	}
+	switch len(opens) {
+	case 0:
+		return "", ctxID, nil
+	case 1:
+		return opens[0], "", nil
+	}
+	return "", "", fmt.Errorf("%w: referenceTaskIds name %d open tasks (%s): name the one to continue as taskId", a2a.ErrInvalidParams, len(opens), strings.Join(opens, ", "))
+}
+
+// openStates are the states of a task a message may continue.
+var openStates = []api.TaskState{api.TaskWaiting, api.TaskReady, api.TaskRunning, api.TaskAwaitingApproval}
+
+// openInContext is the newest task (highest seq) of this agent from from,
+// not final, whose A2A contextId is contextID; "" if none. It reads the
+// API's task list by state, at most maxScanPages pages of each.
+func (a *agent) openInContext(ctx context.Context, contextID, from string) (string, error) {
+	var best *api.Task
+	for _, st := range openStates {
+		q := api.TaskQuery{To: a.id, From: from, State: st, Limit: MaxPageSize}
+		for range maxScanPages {
+			page, err := a.c.Tasks(ctx, q)
+			if err != nil {
+				return "", fromAPI(err)
+			}
+			for _, t := range page.Tasks {
+				q.After = t.Seq
+				if ToTask(t).ContextID == contextID && (best == nil || t.Seq > best.Seq) {
+					best = t
+				}
+			}
+			if !page.HasMore {
+				break
+			}
+		}
+	}
+	if best == nil {
+		return "", nil
+	}
+	return best.ID, nil
 }

@@ -82,8 +82,10 @@ func (a *agent) view(ctx context.Context, t *api.Task) *a2a.Task {
 	return a.addFiles(ctx, t, ToTask(t))
 }
 
-// addFiles is view's second half, for an at already made (and filtered).
+// addFiles is view's second half, for an at already made (and filtered);
+// a task awaiting approval also gets its question (question).
 func (a *agent) addFiles(ctx context.Context, t *api.Task, at *a2a.Task) *a2a.Task {
+	a.question(ctx, t, at)
 	var actx A2AContext
 	if json.Unmarshal(t.Context, &actx) == nil && len(at.History) > 0 {
 		for _, f := range actx.Files {

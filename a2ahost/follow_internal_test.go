@@ -1,6 +1,7 @@
 package a2ahost
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -64,5 +65,38 @@ func TestFollowResumesAfterACut(t *testing.T) {
 	defer mu.Unlock()
 	if fmt.Sprint(asked) != fmt.Sprint([]string{"3:task", "5:task"}) {
 		t.Errorf("connections asked after %q, want [3:task 5:task]", asked)
+	}
+}
+
+// A blocking send whose request ends before the task settles answers the
+// task as it is then, read once more (not an error: the task exists).
+// The API is a fake whose stream stays silent.
+func TestAwaitAnswersTheTaskWhenTheRequestEnds(t *testing.T) {
+	const id = "task-20260101-000000-alice-00000000"
+	streaming := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/tasks/" + id:
+			_ = json.NewEncoder(w).Encode(api.Task{ID: id, To: "bob", State: api.TaskRunning, ProgressMessage: "half way",
+				History: []api.TaskEvent{{Seq: 3}}})
+		case "/v1/stream":
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.(http.Flusher).Flush()
+			streaming <- struct{}{}
+			<-r.Context().Done()
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	a := &agent{id: "bob", c: client.NewClient(srv.URL, nil), sc: client.NewClient(srv.URL, nil), base: srv.URL}
+	ctx, cancel := context.WithCancel(t.Context())
+	got := make(chan *a2a.Task, 1)
+	go func() { got <- a.await(ctx, &a2a.Task{ID: id, Status: a2a.TaskStatus{State: a2a.TaskStateSubmitted}}) }()
+	<-streaming
+	cancel()
+	task := <-got
+	if task.Status.State != a2a.TaskStateWorking || task.Status.Message == nil || task.Status.Message.Parts[0].Text() != "half way" {
+		t.Errorf("answer after the request ended: %+v, want the task as read then (WORKING, half way)", task.Status)
 	}
 }

@@ -13,22 +13,40 @@ import (
 	"github.com/maos-project/maos/api"
 )
 
-// SendMessage creates a maos task for this agent from req.Message (see
-// TaskFromMessage; file parts with their bytes are stored as artifacts,
-// putFiles) through the API, as the caller, and answers it as an A2A task
-// (SUBMITTED) at once, whatever configuration.returnImmediately says (no
-// blocking send: a watcher does the work later). A create the API
-// refuses as forbidden (the rules, or the token's authority) is answered
-// as a task in REJECTED with the refusal's words, and no maos task
-// exists. A message with a taskId continues that task (continueTask: a
-// message in its thread, no new task). Errors: a2a.ErrUnsupportedOperation
-// for referenceTaskIds (not built), a2a.ErrUnsupportedContentType for
-// file parts by URL, a2a.ErrInvalidParams for a message with no text or a
-// field maos refuses (the secret guard included), the API's other errors
-// wrapped.
+// SendMessage creates a maos task for this agent from req.Message, or
+// continues one (send), and answers it as an A2A task: unless
+// configuration.returnImmediately is set, once the task is terminal or
+// interrupted (await), else at once. Errors: send's.
 func (a *agent) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
+	res, err := a.send(ctx, req)
+	if err != nil || (req.Config != nil && req.Config.ReturnImmediately) {
+		return res, err
+	}
+	if at, ok := res.(*a2a.Task); ok {
+		return a.await(ctx, at), nil
+	}
+	return res, nil
+}
+
+// send creates a maos task for this agent from req.Message (see
+// TaskFromMessage; file parts with their bytes are stored as artifacts,
+// putFiles) through the API, as the caller, and answers it as an A2A
+// task, as it is just after. A create the API refuses as forbidden (the
+// rules, or the token's authority) is answered as a task in REJECTED with
+// the refusal's words, and no maos task exists. A message with a taskId
+// continues that task (continueTask: a message in its thread, no new
+// task); so does one whose referenceTaskIds or contextId name an open
+// task (followUp). Errors: a2a.ErrPushNotificationNotSupported for a
+// push notification config (not built), a2a.ErrUnsupportedContentType
+// for file parts by URL, a2a.ErrInvalidParams for a message with no text
+// or a field maos refuses (the secret guard included), followUp's, the
+// API's other errors wrapped.
+func (a *agent) send(ctx context.Context, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
 	if req.Message == nil {
 		return nil, fmt.Errorf("%w: no message", a2a.ErrInvalidParams)
+	}
+	if req.Config != nil && req.Config.PushConfig != nil {
+		return nil, fmt.Errorf("%w: configuration.taskPushNotificationConfig: this agent sends no push notifications; stream the task (SubscribeToTask)", a2a.ErrPushNotificationNotSupported)
 	}
 	meta := map[string]any{}
 	for _, m := range []map[string]any{req.Metadata, req.Message.Metadata} {
@@ -40,14 +58,29 @@ func (a *agent) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a
 	if err != nil {
 		return nil, err
 	}
-	if req.Message.TaskID != "" && len(req.Message.ReferenceTasks) == 0 {
+	if req.Message.TaskID != "" {
 		return a.continueTask(ctx, req.Message, from)
 	}
-	cmd, err := TaskFromMessage(req.Message)
+	open, ctxID, err := a.followUp(ctx, req.Message, from)
 	if err != nil {
 		return nil, err
 	}
-	files, err := a.putFiles(ctx, req.Message, from)
+	if open != "" {
+		m := *req.Message
+		m.TaskID = a2a.TaskID(open)
+		return a.continueTask(ctx, &m, from)
+	}
+	m := req.Message
+	if m.ContextID == "" && ctxID != "" {
+		c := *m
+		c.ContextID = ctxID
+		m = &c
+	}
+	cmd, err := TaskFromMessage(m)
+	if err != nil {
+		return nil, err
+	}
+	files, err := a.putFiles(ctx, m, from)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +91,7 @@ func (a *agent) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a
 	cmd.ID = api.NewTaskID(from, time.Now())
 	res, err := a.c.CreateTask(ctx, cmd)
 	if errors.Is(err, api.ErrForbidden) {
-		return rejected(cmd, req.Message, err), nil
+		return rejected(cmd, m, err), nil
 	}
 	if err != nil {
 		return nil, fromAPI(err)
@@ -95,29 +128,37 @@ type A2AContext struct {
 	Files []FileRef `json:"files,omitempty"`
 }
 
-// A2AIDs are the A2A ids of the message a task was created from.
+// A2AIDs are the A2A ids of the message a task was created from: its
+// contextId, messageId and referenceTaskIds.
 type A2AIDs struct {
-	ContextID string `json:"contextId,omitempty"`
-	MessageID string `json:"messageId,omitempty"`
+	ContextID  string   `json:"contextId,omitempty"`
+	MessageID  string   `json:"messageId,omitempty"`
+	References []string `json:"referenceTaskIds,omitempty"`
 }
 
 // TaskFromMessage is the task an A2A message asks for (From, To and ID
 // left empty): its text parts, joined by blank lines, are the
 // description, and their first line (up to api.MaxTitleLen bytes) the
-// title; its data parts and ids are the context (A2AContext). Errors:
-// a2a.ErrUnsupportedOperation for a message with a taskId or
-// referenceTaskIds (SendMessage takes a taskId to continueTask before
-// this; referencing tasks is not built),
+// title; its data parts and ids (referenceTaskIds too) are the context
+// (A2AContext). Errors: a2a.ErrUnsupportedOperation for a message with a
+// taskId (SendMessage takes it to continueTask before this),
+// a2a.ErrInvalidParams for more than MaxReferenceTasks references,
 // a2a.ErrUnsupportedContentType for a file part by URL (a file part with
 // its bytes is left to SendMessage, which stores it as an artifact),
 // a2a.ErrInvalidParams for a message without text.
 func TaskFromMessage(m *a2a.Message) (api.TaskCreateCommand, error) {
 	var cmd api.TaskCreateCommand
-	if m.TaskID != "" || len(m.ReferenceTasks) > 0 {
-		return cmd, fmt.Errorf("%w: continuing or referencing a task (taskId, referenceTaskIds) is not built yet; send a new message", a2a.ErrUnsupportedOperation)
+	if m.TaskID != "" {
+		return cmd, fmt.Errorf("%w: a message with a taskId continues that task; it makes no new one", a2a.ErrUnsupportedOperation)
+	}
+	if len(m.ReferenceTasks) > MaxReferenceTasks {
+		return cmd, fmt.Errorf("%w: referenceTaskIds: %d tasks, at most %d", a2a.ErrInvalidParams, len(m.ReferenceTasks), MaxReferenceTasks)
 	}
 	var texts []string
 	actx := A2AContext{A2A: A2AIDs{ContextID: m.ContextID, MessageID: m.ID}}
+	for _, id := range m.ReferenceTasks {
+		actx.A2A.References = append(actx.A2A.References, string(id))
+	}
 	for i, p := range m.Parts {
 		switch c := p.Content.(type) {
 		case a2a.Text:

@@ -35,7 +35,11 @@ func collect(events iter.Seq2[a2a.Event, error]) <-chan string {
 func describe(ev a2a.Event) string {
 	switch e := ev.(type) {
 	case *a2a.Task:
-		return "task " + short(e.Status.State)
+		s := "task " + short(e.Status.State)
+		if m := e.Status.Message; m != nil && len(m.Parts) > 0 {
+			s += ": " + m.Parts[0].Text()
+		}
+		return s
 	case *a2a.TaskStatusUpdateEvent:
 		s := "status " + short(e.Status.State)
 		if m := e.Status.Message; m != nil && len(m.Parts) > 0 {

@@ -10,8 +10,8 @@ import (
 // ToTask is maos task t as an A2A task: the same id; the contextId of the
 // message it came from (A2AContext), else the task's id; its state by
 // State, at its last update; the status message the task's progress
-// message or its failure's; the original request as the history's one
-// user message; a completion's result as the artifact "result" (a text
+// message or its failure's; the original request (with its
+// referenceTaskIds) as the history's one user message; a completion's result as the artifact "result" (a text
 // part, and a data part listing the completion's output artifact ids);
 // metadata "maos_state", "maos_from", "maos_claimed_by".
 func ToTask(t *api.Task) *a2a.Task {
@@ -37,6 +37,9 @@ func ToTask(t *api.Task) *a2a.Task {
 		Parts: a2a.ContentParts{a2a.NewTextPart(t.Description)}}
 	if req.ID == "" {
 		req.ID = t.MessageID
+	}
+	for _, id := range actx.A2A.References {
+		req.ReferenceTasks = append(req.ReferenceTasks, a2a.TaskID(id))
 	}
 	if t.Description == "" {
 		req.Parts[0] = a2a.NewTextPart(t.Title)

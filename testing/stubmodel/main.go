@@ -11,7 +11,11 @@
 // process group dies), --json (print {"result": ANSWER}), --sleep D (wait D
 // before answering), --empty (print nothing, exit 0), --progress N (report
 // as a task's CLI does, seed 002 §6: N status lines spread over --sleep,
-// then the answer, an artifact line and a complete line).
+// then the answer, an artifact line and a complete line), --write-artifact
+// (with --progress: write the artifact's file, stub/ID.txt under the
+// working directory, holding the answer, so the watcher uploads it),
+// --requires-approval (with --progress: the complete line asks for
+// approval, with a proposed action and a rationale).
 package main
 
 import (
@@ -34,6 +38,8 @@ func main() {
 	sleep := flag.Duration("sleep", 0, "wait this long before answering")
 	empty := flag.Bool("empty", false, "print nothing and exit 0")
 	steps := flag.Int("progress", 0, "print this many seed 002 §6 status lines over --sleep, then the answer, an artifact and a complete line")
+	write := flag.Bool("write-artifact", false, "with --progress: write the artifact's file (stub/ID.txt, the answer) under the working directory")
+	gated := flag.Bool("requires-approval", false, "with --progress: complete with requires_approval, a proposed action and a rationale")
 	flag.Parse()
 
 	prompt, err := io.ReadAll(os.Stdin)
@@ -72,10 +78,7 @@ func main() {
 	id := messageID(string(prompt))
 	answer := "stub answer to " + id
 	if *steps > 0 {
-		path := "stub/" + id + ".txt"
-		art, _ := json.Marshal(map[string]string{"type": "artifact", "path": path, "description": "the stub's answer"})
-		done, _ := json.Marshal(map[string]any{"type": "complete", "result": "success", "outputs": []string{path}})
-		fmt.Printf("%s\n%s\n%s\n", answer, art, done)
+		report(id, answer, *write, *gated)
 		return
 	}
 	if *asJSON {
@@ -97,4 +100,29 @@ func messageID(prompt string) string {
 	}
 	sum := sha256.Sum256([]byte(prompt))
 	return "sha256:" + hex.EncodeToString(sum[:])[:12]
+}
+
+// report prints a task's end (seed 002 §6): the answer, an artifact line
+// naming stub/ID.txt (written first, holding the answer and a newline,
+// if write) and a complete line: success, or with gated requires_approval
+// proposing {"deploy": ID} with the rationale "stub asks to deploy ID".
+func report(id, answer string, write, gated bool) {
+	path := "stub/" + id + ".txt"
+	if write {
+		err := os.MkdirAll("stub", 0o755)
+		if err == nil {
+			err = os.WriteFile(path, []byte(answer+"\n"), 0o644)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "stubmodel: write the artifact:", err)
+		}
+	}
+	art, _ := json.Marshal(map[string]string{"type": "artifact", "path": path, "description": "the stub's answer"})
+	end := map[string]any{"type": "complete", "result": "success", "outputs": []string{path}}
+	if gated {
+		end = map[string]any{"type": "complete", "status": "requires_approval", "result": answer, "outputs": []string{path},
+			"proposed_action": map[string]string{"deploy": id}, "rationale": "stub asks to deploy " + id}
+	}
+	done, _ := json.Marshal(end)
+	fmt.Printf("%s\n%s\n%s\n", answer, art, done)
 }
