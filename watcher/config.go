@@ -102,6 +102,16 @@ type AgentConfig struct {
 	// api.MaxAgentLeaseTTL.
 	LeaseTTL Duration `yaml:"lease_ttl"`
 
+	// Runner, set by a program (never in YAML), runs the agent's
+	// invocations in process in place of Command (run.go's Runner): the
+	// A2A relay's agents (package a2arelay). Command is then not needed.
+	Runner Runner `yaml:"-"`
+	// KeepRecord, set by a program, makes the watcher leave the agent's
+	// registry record as it is rather than register the agent at start:
+	// for an agent registered by someone else with what a watcher's
+	// registration would erase (an A2A remote, api.RegisterAgentCommand.A2A).
+	KeepRecord bool `yaml:"-"`
+
 	tmpl *template.Template
 	pane PaneDetector
 }
@@ -243,7 +253,7 @@ func (a *AgentConfig) validateDelivery(bad func(field, format string, args ...an
 	}
 	switch a.Delivery {
 	case DeliveryCommand:
-		if len(a.Command) == 0 || a.Command[0] == "" {
+		if a.Runner == nil && (len(a.Command) == 0 || a.Command[0] == "") {
 			return bad("command", "is required (argv, e.g. [\"claude\", \"--print\"]) when delivery is command")
 		}
 	case DeliveryTmux:
