@@ -81,7 +81,9 @@ func TestRunnerDoesTasksInProcess(t *testing.T) {
 	if c := ok.Completion; c.Status != api.TaskStatusSuccess || c.Result != "the answer to task-ok" {
 		t.Errorf("task-ok completion %+v, want success with the runner's text", c)
 	}
-	if !slices.ContainsFunc(ok.History, func(e api.TaskEvent) bool { return e.Event == "progress" && strings.HasPrefix(e.Detail, "relaying task-ok") }) {
+	if !slices.ContainsFunc(ok.History, func(e api.TaskEvent) bool {
+		return e.Event == "progress" && strings.HasPrefix(e.Detail, "relaying task-ok")
+	}) {
 		t.Errorf("task-ok history %+v: no progress with the runner's status line", ok.History)
 	}
 	mu.Lock()
