@@ -111,6 +111,11 @@ type AgentConfig struct {
 	// for an agent registered by someone else with what a watcher's
 	// registration would erase (an A2A remote, api.RegisterAgentCommand.A2A).
 	KeepRecord bool `yaml:"-"`
+	// Skip, set by a program, is asked of each message after the for-us
+	// test passed: a non-empty reason leaves the message unanswered (the
+	// cursor passes it), as the match filters do. The A2A relay skips the
+	// talk in its tasks' threads, which its runs read themselves.
+	Skip func(m *api.Message) (reason string) `yaml:"-"`
 
 	tmpl *template.Template
 	pane PaneDetector

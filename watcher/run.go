@@ -51,8 +51,9 @@ type Result struct {
 // Exec's: Stdout read as the command's stdout (task_report.go), Err a
 // failed attempt, retried with backoff and then reported with Stderr. So
 // the agent's lease, the task's claim, fence and renewals, the retries and
-// the artifact uploads are the watcher's, as for any command. Run must
-// return soon after ctx ends.
+// the artifact uploads are the watcher's, as for any command. ctx ends at
+// the invocation's Timeout, as a command is killed; Run must return soon
+// after ctx ends.
 type Runner interface {
 	Run(ctx context.Context, inv Invocation) Result
 }
@@ -71,9 +72,17 @@ func runWith(ctx context.Context, r Runner, inv Invocation) Result {
 	if r == nil {
 		return Exec(ctx, inv)
 	}
-	res := r.Run(ctx, inv)
+	if inv.Timeout <= 0 {
+		inv.Timeout = DefaultTimeout
+	}
+	tctx, cancel := context.WithTimeout(ctx, inv.Timeout)
+	defer cancel()
+	res := r.Run(tctx, inv)
 	res.Stdout = strings.TrimSpace(res.Stdout)
-	if res.Err == nil && ctx.Err() != nil {
+	switch {
+	case errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+		res.TimedOut, res.Err = true, fmt.Errorf("timed out after %s", inv.Timeout)
+	case res.Err == nil && ctx.Err() != nil:
 		res.Err = fmt.Errorf("cancelled: %w", ctx.Err())
 	}
 	if res.Err == nil && res.Output == "" {
