@@ -88,7 +88,9 @@ func (r *relayRemote) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) i
 	r.mu.Lock()
 	r.messages = append(r.messages, strings.Join(text, "\n"))
 	r.mu.Unlock()
-	words := func(s string) *a2a.Message { return a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart(s)) }
+	words := func(s string) *a2a.Message {
+		return a2a.NewMessageForTask(a2a.MessageRoleAgent, ec, a2a.NewTextPart(s))
+	}
 	return func(yield func(a2a.Event, error) bool) {
 		if !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) ||
 			!yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateWorking, words("reading the diff")), nil) {
