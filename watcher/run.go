@@ -67,7 +67,7 @@ func (f RunnerFunc) Run(ctx context.Context, inv Invocation) Result { return f(c
 // runWith runs inv by r, or by Exec for a nil r. A runner's answer is read
 // as Exec reads stdout: Output is Stdout's answer unless the runner set
 // one, and a good run that said nothing is ErrEmptyOutput; ExitCode is 0
-// for a good run and 1 for a failed one, as no process exited.
+// for a good run and -1 for a failed one, as no process exited.
 func runWith(ctx context.Context, r Runner, inv Invocation) Result {
 	if r == nil {
 		return Exec(ctx, inv)
@@ -92,7 +92,7 @@ func runWith(ctx context.Context, r Runner, inv Invocation) Result {
 	}
 	res.ExitCode = 0
 	if res.Err != nil {
-		res.ExitCode = 1
+		res.ExitCode = -1 // no process exited: a failure names no exit code
 	}
 	return res
 }
