@@ -25,6 +25,7 @@ func (r *Relay) message(ctx context.Context, id string, o *out) error {
 	if err != nil {
 		return err
 	}
+	defer func() { _ = rem.client.Destroy() }()
 	text := m.Content.Text
 	if m.Title != "" {
 		text = m.Title + "\n\n" + text

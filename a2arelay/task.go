@@ -28,6 +28,7 @@ func (r *Relay) task(ctx context.Context, id string, o *out) error {
 	if err != nil {
 		return err
 	}
+	defer func() { _ = rem.client.Destroy() }()
 	dir := filepath.Join(r.Dir, id)
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("a2arelay: artifact folder: %w", err)
