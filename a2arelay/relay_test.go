@@ -279,3 +279,26 @@ func TestRelayResumesTheRecordedRemoteTask(t *testing.T) {
 		t.Errorf("the remote got %d messages %q, want 1: the second attempt resumes", len(got), got)
 	}
 }
+
+// The Supervisor relays an agent while it has an A2A remote: it takes the
+// agent's lease as this node's "maosd"; registered again without a2a,
+// the agent's relay stops and releases the lease.
+func TestSupervisorFollowsTheRegistry(t *testing.T) {
+	remote := newFakeRemote(t, true)
+	m := newMaos(t, remote.URL)
+	ctx := context.Background()
+	waitFor(t, "the relay holds ext's lease", func() bool {
+		l, err := m.c.AgentLease(ctx, "ext", api.Local)
+		return err == nil && l.Holder.Node == "n1" && l.Holder.Instance == "maosd" && !l.Expired && !l.Released
+	})
+	if _, err := m.c.RegisterAgent(ctx, api.RegisterAgentCommand{ID: "ext", Role: "remote"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the relay of ext stops and releases its lease", func() bool {
+		l, err := m.c.AgentLease(ctx, "ext", api.Local)
+		return err == nil && l.Released
+	})
+	if a, err := m.c.Agent(ctx, "ext", api.Local); err != nil || a.A2A != nil {
+		t.Errorf("ext after the plain registration: %+v, %v; want no a2a (the stopped relay wrote no registration)", a, err)
+	}
+}
