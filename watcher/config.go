@@ -102,6 +102,21 @@ type AgentConfig struct {
 	// api.MaxAgentLeaseTTL.
 	LeaseTTL Duration `yaml:"lease_ttl"`
 
+	// Runner, set by a program (never in YAML), runs the agent's
+	// invocations in process in place of Command (run.go's Runner): the
+	// A2A relay's agents (package a2arelay). Command is then not needed.
+	Runner Runner `yaml:"-"`
+	// KeepRecord, set by a program, makes the watcher leave the agent's
+	// registry record as it is rather than register the agent at start:
+	// for an agent registered by someone else with what a watcher's
+	// registration would erase (an A2A remote, api.RegisterAgentCommand.A2A).
+	KeepRecord bool `yaml:"-"`
+	// Skip, set by a program, is asked of each message after the for-us
+	// test passed: a non-empty reason leaves the message unanswered (the
+	// cursor passes it), as the match filters do. The A2A relay skips the
+	// talk in its tasks' threads, which its runs read themselves.
+	Skip func(m *api.Message) (reason string) `yaml:"-"`
+
 	tmpl *template.Template
 	pane PaneDetector
 }
@@ -243,7 +258,7 @@ func (a *AgentConfig) validateDelivery(bad func(field, format string, args ...an
 	}
 	switch a.Delivery {
 	case DeliveryCommand:
-		if len(a.Command) == 0 || a.Command[0] == "" {
+		if a.Runner == nil && (len(a.Command) == 0 || a.Command[0] == "") {
 			return bad("command", "is required (argv, e.g. [\"claude\", \"--print\"]) when delivery is command")
 		}
 	case DeliveryTmux:

@@ -67,6 +67,11 @@ func (a *AgentConfig) ForUs(m *api.Message) (bool, string) {
 	}) {
 		return false, ReasonFrom
 	}
+	if a.Skip != nil {
+		if r := a.Skip(m); r != "" {
+			return false, r
+		}
+	}
 	return true, reason
 }
 

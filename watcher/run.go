@@ -42,6 +42,61 @@ type Result struct {
 	Err error
 }
 
+// Runner runs an agent's invocations in process, in place of Exec
+// (AgentConfig.Runner): the watcher gives it the Invocation it would give
+// the command (the prompt on Stdin; Env with MAOS_TASK_ID,
+// MAOS_TASK_FENCE, MAOS_TASK_ATTEMPT for a task, MAOS_MESSAGE_ID; OnLine
+// for the seed 002 §6 lines it "prints", which it must call itself, in
+// order, from one goroutine at a time) and takes its Result as it takes
+// Exec's: Stdout read as the command's stdout (task_report.go), Err a
+// failed attempt, retried with backoff and then reported with Stderr. So
+// the agent's lease, the task's claim, fence and renewals, the retries and
+// the artifact uploads are the watcher's, as for any command. ctx ends at
+// the invocation's Timeout, as a command is killed; Run must return soon
+// after ctx ends.
+type Runner interface {
+	Run(ctx context.Context, inv Invocation) Result
+}
+
+// RunnerFunc is a func as a Runner.
+type RunnerFunc func(ctx context.Context, inv Invocation) Result
+
+// Run calls f.
+func (f RunnerFunc) Run(ctx context.Context, inv Invocation) Result { return f(ctx, inv) }
+
+// runWith runs inv by r, or by Exec for a nil r. A runner's answer is read
+// as Exec reads stdout: Output is Stdout's answer unless the runner set
+// one, and a good run that said nothing is ErrEmptyOutput; ExitCode is 0
+// for a good run and -1 for a failed one, as no process exited.
+func runWith(ctx context.Context, r Runner, inv Invocation) Result {
+	if r == nil {
+		return Exec(ctx, inv)
+	}
+	if inv.Timeout <= 0 {
+		inv.Timeout = DefaultTimeout
+	}
+	tctx, cancel := context.WithTimeout(ctx, inv.Timeout)
+	defer cancel()
+	res := r.Run(tctx, inv)
+	res.Stdout = strings.TrimSpace(res.Stdout)
+	switch {
+	case errors.Is(tctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+		res.TimedOut, res.Err = true, fmt.Errorf("timed out after %s", inv.Timeout)
+	case res.Err == nil && ctx.Err() != nil:
+		res.Err = fmt.Errorf("cancelled: %w", ctx.Err())
+	}
+	if res.Err == nil && res.Output == "" {
+		if res.Output = extractResult(res.Stdout); res.Output == "" {
+			res.Err = ErrEmptyOutput
+		}
+	}
+	res.ExitCode = 0
+	if res.Err != nil {
+		res.ExitCode = -1 // no process exited: a failure names no exit code
+	}
+	return res
+}
+
 // ErrEmptyOutput is a run that exited 0 but printed nothing.
 var ErrEmptyOutput = errors.New("empty output")
 

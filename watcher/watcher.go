@@ -298,7 +298,7 @@ func (w *agentWatcher) run(ctx context.Context) {
 	id := w.cfg.ID
 	var cursor uint64
 	if w.opts.DryRun == nil {
-		if !w.retry(ctx, "register agent", func() error {
+		if !w.cfg.KeepRecord && !w.retry(ctx, "register agent", func() error {
 			_, err := w.c.RegisterAgent(ctx, api.RegisterAgentCommand{ID: id, Role: w.cfg.Role, Capabilities: w.cfg.Capabilities(),
 				Description: "watched by maos watcher (" + w.cfg.Delivery + ")"})
 			if errors.Is(err, api.ErrForbidden) {
@@ -569,7 +569,7 @@ func (w *agentWatcher) invoke(ctx context.Context, inv Invocation, what string, 
 		}
 		attempts++
 		start := time.Now()
-		res = Exec(ctx, inv)
+		res = runWith(ctx, w.cfg.Runner, inv)
 		if accept != nil && ctx.Err() == nil {
 			accept(&res)
 		}

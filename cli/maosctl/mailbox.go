@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/maos-project/maos/api"
+	"github.com/maos-project/maos/cli/internal/secretfile"
 )
 
 // mailboxCommands are the maosctl commands of the mailbox group: the
@@ -125,14 +126,18 @@ func agentsList(c *cli.Context, find bool) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tROLE\tCAPABILITIES\tNODE\tDESCRIPTION")
+	fmt.Fprintln(tw, "ID\tROLE\tCAPABILITIES\tNODE\tA2A\tDESCRIPTION")
 	for _, a := range agents {
 		role := a.Role
 		if a.Auto {
 			role += " (auto)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.ID, role, or(strings.Join(a.Capabilities, ","), "-"),
-			or(a.Node, "-"), or(firstLine(a.Description, 60), "-"))
+		remote := "-"
+		if a.A2A != nil {
+			remote = a.A2A.URL
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, role, or(strings.Join(a.Capabilities, ","), "-"),
+			or(a.Node, "-"), remote, or(firstLine(a.Description, 60), "-"))
 	}
 	return tw.Flush()
 }
@@ -154,19 +159,33 @@ func agentsRegisterCommand() *cli.Command {
 		Usage:     "register an agent (again: replace its role, capabilities, description, node)",
 		ArgsUsage: "ID",
 		UsageText: `maosctl agents register ID [--role R] [--capability C[,D]] [--description D] [--node N]
+                                [--a2a URL [--a2a-token-file FILE]]
 
    maosctl agents register reviewer_1 --role reviewer --capability go,review --node n2
-   maosctl agents register orchestrator --role orchestrator --description "assigns the work"`,
+   maosctl agents register orchestrator --role orchestrator --description "assigns the work"
+   maosctl agents register reviewer-ext --role reviewer --a2a https://agents.example.com/reviewer --a2a-token-file ~/.maos/reviewer-ext.token`,
 		Description: `Registers agent ID (` + api.NamePattern + `) with role R (default
 "agent"), capabilities (comma-separated), a description and the node its
 watcher runs next to. Registering an id again replaces those fields. The
 registration goes into the audit trail. Prints the agent; with --json, the
-stored agent object.`,
+stored agent object.
+
+With --a2a, the agent is a remote A2A agent (an admin token's act; the
+cluster must run state version 3): URL is its base URL (its Agent Card at
+URL/.well-known/agent-card.json) or its card's URL. A task or message to
+ID is relayed to it by one maosd of the cluster (docs/A2A.md,
+"Outbound"): its progress, completion, artifacts and questions come back
+as maos's. --a2a-token-file names a file holding the bearer token the
+relay sends it (one line); the token is stored in the cluster's
+replicated state, shown to no read but the relay's admin-only one.
+Registering ID again without --a2a makes it a plain agent.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "role", Usage: "role `R` (default agent)"},
 			&cli.StringFlag{Name: "capability", Usage: "capabilities `C[,D]`, comma-separated"},
 			&cli.StringFlag{Name: "description", Usage: "free `TEXT` about the agent"},
 			&cli.StringFlag{Name: "node", Usage: "`NODE` id the agent's watcher runs next to"},
+			&cli.StringFlag{Name: "a2a", Usage: "the remote A2A agent's base or card `URL` (http or https): the agent is that remote agent"},
+			&cli.StringFlag{Name: "a2a-token-file", Usage: "`FILE` holding the bearer token to send the --a2a agent (one line)"},
 			jsonFlag(),
 		},
 		Action: agentsRegister,
@@ -185,6 +204,9 @@ func agentsRegister(c *cli.Context) error {
 		Description:  c.String("description"),
 		Node:         strings.TrimSpace(c.String("node")),
 	}
+	if cmd.A2A, err = a2aRemote(c); err != nil {
+		return err
+	}
 	ctx, cancel := call(c)
 	defer cancel()
 	a, err := apiClient(c).RegisterAgent(ctx, cmd)
@@ -201,8 +223,38 @@ func agentsRegister(c *cli.Context) error {
 	if a.Node != "" {
 		line += ", node " + a.Node
 	}
+	if a.A2A != nil {
+		line += ", a2a " + a.A2A.URL
+		if a.A2A.Credential {
+			line += " with a token"
+		}
+	}
 	_, err = fmt.Fprintln(c.App.Writer, line+")")
 	return err
+}
+
+// a2aRemote is what --a2a and --a2a-token-file ask for: nil without
+// --a2a; the token file read and trimmed (a missing or empty file is an
+// error naming the flag).
+func a2aRemote(c *cli.Context) (*api.A2ARemote, error) {
+	u, file := strings.TrimSpace(c.String("a2a")), strings.TrimSpace(c.String("a2a-token-file"))
+	switch {
+	case u == "" && file != "":
+		return nil, usagef(c, "--a2a-token-file needs --a2a URL")
+	case c.IsSet("a2a") && u == "":
+		return nil, usagef(c, "--a2a: give the remote A2A agent's URL")
+	case u == "":
+		return nil, nil
+	}
+	r := &api.A2ARemote{URL: u}
+	if file != "" {
+		tok, _, err := secretfile.Read(file)
+		if err != nil {
+			return nil, usagef(c, "--a2a-token-file: %v", err)
+		}
+		r.Credential = tok
+	}
+	return r, nil
 }
 
 func agentsUnregisterCommand() *cli.Command {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -63,10 +64,10 @@ func TestAgents(t *testing.T) {
 
 	lines := strings.Split(strings.TrimSpace(e.ok("agents", "list")), "\n")
 	want := [][]string{
-		{"ID", "ROLE", "CAPABILITIES", "NODE", "DESCRIPTION"},
-		{"alice", "reviewer", "go,review", "n1", "reads", "diffs"},
-		{"bob", "reviewer", "-", "-", "-"},
-		{"carol", "agent", "go", "-", "-"},
+		{"ID", "ROLE", "CAPABILITIES", "NODE", "A2A", "DESCRIPTION"},
+		{"alice", "reviewer", "go,review", "n1", "-", "reads", "diffs"},
+		{"bob", "reviewer", "-", "-", "-", "-"},
+		{"carol", "agent", "go", "-", "-", "-"},
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("agents list printed %d lines:\n%s", len(lines), strings.Join(lines, "\n"))
@@ -500,5 +501,56 @@ func TestNotFoundSaysWhat(t *testing.T) {
 		if r.err == nil || r.errOut != tc.want {
 			t.Errorf("maosctl %s: err=%v stderr %q, want %q", strings.Join(tc.args, " "), r.err, r.errOut, tc.want)
 		}
+	}
+}
+
+// agents register --a2a makes a remote A2A agent, its token read from
+// --a2a-token-file and never printed; list shows the URL; a missing or
+// empty token file, or a token file without --a2a, is an error naming
+// the flag.
+func TestAgentsRegisterA2A(t *testing.T) {
+	e := newTestEnv(t)
+	dir := t.TempDir()
+	tokFile := filepath.Join(dir, "tok")
+	if err := os.WriteFile(tokFile, []byte("  remote-token-123  \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := e.ok("agents", "register", "reviewer-ext", "--role", "reviewer", "--a2a", "https://agents.example.com/reviewer", "--a2a-token-file", tokFile)
+	if out != "registered reviewer-ext (role reviewer, a2a https://agents.example.com/reviewer with a token)\n" {
+		t.Errorf("register --a2a printed %q", out)
+	}
+	got, err := e.svc.State().AgentA2A("reviewer-ext")
+	if err != nil || got.Credential != "remote-token-123" || got.URL != "https://agents.example.com/reviewer" {
+		t.Fatalf("stored remote %+v, %v: want the URL and the trimmed token", got, err)
+	}
+	list := e.ok("agents", "list")
+	if !strings.Contains(list, "https://agents.example.com/reviewer") || strings.Contains(list, "remote-token-123") {
+		t.Errorf("agents list:\n%s\nwant the URL, never the token", list)
+	}
+	js := e.ok("--json", "agents", "list")
+	if !strings.Contains(js, `"a2a":{"url":"https://agents.example.com/reviewer","credential":true}`) &&
+		!strings.Contains(js, `"credential": true`) || strings.Contains(js, "remote-token-123") {
+		t.Errorf("agents list --json:\n%s\nwant a2a with credential true, never the token", js)
+	}
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--a2a", "https://x.example/", "--a2a-token-file", filepath.Join(dir, "missing")}, "--a2a-token-file"},
+		{[]string{"--a2a", "https://x.example/", "--a2a-token-file", empty}, "--a2a-token-file"},
+		{[]string{"--a2a-token-file", tokFile}, "--a2a-token-file needs --a2a"},
+		{[]string{"--a2a", "ftp://x.example/"}, "a2a.url"},
+	} {
+		r := e.run("", append([]string{"agents", "register", "other"}, tc.args...)...)
+		if r.err == nil || !strings.Contains(r.errOut, tc.want) {
+			t.Errorf("register other %v: err %v, stderr %q; want an error naming %q", tc.args, r.err, r.errOut, tc.want)
+		}
+	}
+	if _, err := e.svc.State().Agent("other"); err == nil {
+		t.Errorf("a refused registration stored agent other")
 	}
 }

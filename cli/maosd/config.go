@@ -41,6 +41,7 @@ type config struct {
 	join                    []string // API or gossip addresses; first start only
 	agentsFile              string
 	agents                  *watcher.File // nil without --agents
+	a2aRelay                bool          // --a2a-relay
 	maxMessageBytes         int64
 	limits                  transport.Limits
 	insecureNoAuth          bool
@@ -81,6 +82,7 @@ func readConfig(c *cli.Context) (*config, error) {
 		metricsAddr:     c.String("metrics-addr"),
 		join:            c.StringSlice("join"),
 		agentsFile:      c.String("agents"),
+		a2aRelay:        c.Bool("a2a-relay"),
 		maxMessageBytes: c.Int64("max-message-bytes"),
 		insecureNoAuth:  c.Bool("insecure-no-auth"),
 		insecureGossip:  c.Bool("insecure-gossip"),

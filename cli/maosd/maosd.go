@@ -10,12 +10,14 @@ import (
 	"net/http"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/maos-project/maos/a2ahost"
+	"github.com/maos-project/maos/a2arelay"
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/cli/internal/version"
 	"github.com/maos-project/maos/cluster"
@@ -135,6 +137,9 @@ which then wins (docs/OPERATIONS.md).`,
 				Usage: "a request whose body sends no byte for this long is ended and its connection closed (a body that keeps arriving is never cut)"},
 			&cli.StringFlag{Name: "agents", EnvVars: []string{"MAOS_AGENTS"},
 				Usage: "watcher config (YAML, a top-level agents: list): run these agents' watchers against this node once it is ready"},
+			&cli.BoolFlag{Name: "a2a-relay", EnvVars: []string{"MAOS_A2A_RELAY"}, Value: true,
+				Usage: "relay the tasks and messages of the agents registered with --a2a (maosctl agents register ID --a2a URL) to their remote A2A agents; " +
+					"every node runs the relays and each agent's lease makes one of them relay it. --a2a-relay=false: this node never relays"},
 			&cli.StringFlag{Name: "log-level", EnvVars: []string{"MAOS_LOG_LEVEL"}, Value: "info",
 				Usage: "debug, info, warn or error"},
 			&cli.StringFlag{Name: "log-format", EnvVars: []string{"MAOS_LOG_FORMAT"}, Value: "text",
@@ -355,37 +360,45 @@ func (d *daemon) logReady() {
 		"auth", d.cfg.node.AdminToken != "")
 }
 
-// startWatchers runs the watchers of --agents against this node's own API
-// until ctx ends or shutdown stops them.
+// startWatchers runs the watchers of --agents and, unless
+// --a2a-relay=false, the A2A relays (a2arelay.Supervisor) against this
+// node's own API until ctx ends or shutdown stops them.
 func (d *daemon) startWatchers(ctx context.Context) {
 	ctx, d.stopWatchers = context.WithCancel(ctx)
 	d.watchersDone = make(chan struct{})
-	if d.cfg.agents == nil {
-		close(d.watchersDone)
-		return
+	// One client speaks for several agents: with auth it needs the admin
+	// token.
+	cl := apiClient(d.cfg.node.APIAddr, d.cfg.node.ClientTLS)
+	if d.cfg.node.AdminToken != "" {
+		cl = cl.WithToken(d.cfg.node.AdminToken)
+	}
+	// The node's id names this node in the agents' leases (an agent
+	// configured on several nodes is served by one, the others stand
+	// by). The instance is the same on every start: one maosd runs per
+	// node (its data dir is locked), so a restarted node takes its own
+	// live leases back at once instead of standing by for their ttl.
+	// Runs count in the node's metrics.
+	opts := watcher.Options{Client: cl, Logger: d.logger, Metrics: d.node.Metrics(), Node: d.cfg.node.NodeID, Instance: "maosd",
+		Dir: filepath.Join(d.cfg.node.DataDir, "watcher")} // agents' shared-context folders: <data dir>/watcher/<agent>/context
+	var wg sync.WaitGroup
+	if d.cfg.agents != nil {
+		wg.Go(func() {
+			if err := watcher.Run(ctx, d.cfg.agents, opts); err != nil {
+				d.logger.Error("watchers stopped", "err", err)
+			}
+		})
+		d.logger.Info("watchers started", "agents", len(d.cfg.agents.Agents), "file", d.cfg.agentsFile)
+	}
+	if d.cfg.a2aRelay {
+		// Every node relays the registry's A2A agents; each agent's lease
+		// makes one of them relay it.
+		sup := &a2arelay.Supervisor{Client: cl, Watcher: opts, Logger: d.logger, Dir: filepath.Join(d.cfg.node.DataDir, "a2arelay")}
+		wg.Go(func() { sup.Run(ctx) })
 	}
 	go func() {
-		defer close(d.watchersDone)
-		// One client speaks for several agents: with auth it needs the
-		// admin token.
-		cl := apiClient(d.cfg.node.APIAddr, d.cfg.node.ClientTLS)
-		if d.cfg.node.AdminToken != "" {
-			cl = cl.WithToken(d.cfg.node.AdminToken)
-		}
-		// Agents' shared-context folders default to <data dir>/watcher/<agent>/context.
-		// Their runs count in the node's metrics.
-		// The node's id names this node in the agents' leases (an agent
-		// configured on several nodes is served by one, the others stand
-		// by). The instance is the same on every start: one maosd runs per
-		// node (its data dir is locked), so a restarted node takes its own
-		// live leases back at once instead of standing by for their ttl.
-		err := watcher.Run(ctx, d.cfg.agents, watcher.Options{Client: cl, Logger: d.logger, Dir: filepath.Join(d.cfg.node.DataDir, "watcher"),
-			Metrics: d.node.Metrics(), Node: d.cfg.node.NodeID, Instance: "maosd"})
-		if err != nil {
-			d.logger.Error("watchers stopped", "err", err)
-		}
+		wg.Wait()
+		close(d.watchersDone)
 	}()
-	d.logger.Info("watchers started", "agents", len(d.cfg.agents.Agents), "file", d.cfg.agentsFile)
 }
 
 // wait returns on a signal (ctx's end) or when the API server stops.

@@ -13,7 +13,7 @@ var storageModules = []string{"go.etcd.io/bbolt", "github.com/hashicorp/raft", "
 // clientPrograms are the clients of the public API (DESIGN.md: "Clients of
 // the public API"): they import api and api/client, never fsm or
 // transport, so `go list -deps` of each shows none of storageModules.
-var clientPrograms = []string{"cmd/maosctl", "api", "api/client", "watcher", "mcpserver", "bench", "bridge", "console", "a2ahost", "artifacts", "dialect"}
+var clientPrograms = []string{"cmd/maosctl", "api", "api/client", "watcher", "mcpserver", "bench", "bridge", "console", "a2ahost", "a2arelay", "artifacts", "dialect"}
 
 func TestClientsLinkNoStorage(t *testing.T) {
 	dir, mod := moduleRoot(t)
