@@ -34,6 +34,11 @@ type Relay struct {
 	Logger *slog.Logger
 }
 
+// ErrorTypeRemote is the error_type of a relayed task that failed every
+// attempt: the remote failed, refused or could not be reached; its words
+// are the error_message.
+const ErrorTypeRemote = "a2a_remote"
+
 // Run relays one invocation: a task (MAOS_TASK_ID in inv.Env) or a
 // message (MAOS_MESSAGE_ID). It never panics on what the remote says;
 // what went wrong is Result.Err and Stderr, a failed attempt.
@@ -51,7 +56,8 @@ func (r *Relay) Run(ctx context.Context, inv watcher.Invocation) watcher.Result 
 	res := watcher.Result{Stdout: o.String()}
 	if err != nil {
 		res.Err = err
-		res.Stderr = strings.Split(err.Error(), "\n")
+		res.ErrorType = ErrorTypeRemote
+		res.Suggestion = "check the remote A2A agent (maosctl agents show " + r.Agent + ": its url and credential) and its logs; create the task again"
 		if r.Logger != nil {
 			r.Logger.Warn("a2arelay: run failed", "agent", r.Agent, "err", err)
 		}

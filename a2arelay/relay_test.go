@@ -159,6 +159,10 @@ func TestRelayRemoteDownFailsTheTask(t *testing.T) {
 	if task.State != api.TaskFailed || task.Completion.Error == nil || !strings.Contains(task.Completion.Error.ErrorMessage, "connection refused") {
 		t.Fatalf("task-down: %s, completion %+v; want failed with the connection error", task.State, task.Completion)
 	}
+	if e := task.Completion.Error; e.ErrorType != a2arelay.ErrorTypeRemote || !strings.Contains(e.SuggestedAction, "remote A2A agent") ||
+		strings.Count(e.ErrorMessage, "connection refused") != 1 {
+		t.Fatalf("task-down's error %+v: want error_type %s, the remote named in the advice, and the error once", e, a2arelay.ErrorTypeRemote)
+	}
 }
 
 // INPUT_REQUIRED asks the task's creator in the task's thread; the

@@ -40,6 +40,11 @@ type Result struct {
 	// Err is nil for a good answer; otherwise why the run failed (non-zero
 	// exit, timeout, empty output, start failure, cancelled).
 	Err error
+	// ErrorType and Suggestion, set by a Runner whose failures are not a
+	// command's, name the failure completion's error_type and
+	// suggested_action in place of cli_error and "check the agent's
+	// command".
+	ErrorType, Suggestion string
 }
 
 // Runner runs an agent's invocations in process, in place of Exec

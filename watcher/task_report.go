@@ -179,12 +179,19 @@ func failedRun(res Result, attempts int, executionMS int64) api.TaskCompletion {
 	case errors.Is(res.Err, ErrEmptyOutput):
 		typ = ErrorTypeEmptyOutput
 	}
+	if res.ErrorType != "" {
+		typ = res.ErrorType
+	}
+	advice := "check the agent's command and its stderr; create the task again"
+	if res.Suggestion != "" {
+		advice = res.Suggestion
+	}
 	msg := res.Err.Error()
 	if len(res.Stderr) > 0 {
 		msg += "\nlast stderr lines:\n" + strings.Join(res.Stderr, "\n")
 	}
 	e := &api.TaskError{ErrorType: typ, ErrorMessage: cutRunes(msg, api.MaxTaskNoteRunes),
-		RetryCount: attempts - 1, IsRecoverable: true, SuggestedAction: "check the agent's command and its stderr; create the task again"}
+		RetryCount: attempts - 1, IsRecoverable: true, SuggestedAction: advice}
 	if res.ExitCode >= 0 {
 		e.ErrorCode = fmt.Sprintf("exit %d", res.ExitCode)
 	}
