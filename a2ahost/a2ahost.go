@@ -25,6 +25,12 @@ const Prefix = "/a2a/agents/"
 // AgentPath is agent id's JSON-RPC endpoint: /a2a/agents/{id}.
 func AgentPath(id string) string { return Prefix + id }
 
+// V03Path is agent id's base URL for A2A 0.3 clients: JSON-RPC 0.3's
+// method names and shapes (the SDK's a2av0 compatibility handler over the
+// same methods) at /a2a/agents/{id}/v0.3, and a 0.3-readable card at the
+// well-known name under it. The 1.0 card lists it as a second interface.
+func V03Path(id string) string { return AgentPath(id) + "/v0.3" }
+
 // CardPath is agent id's Agent Card, at the well-known name under its
 // endpoint: /a2a/agents/{id}/.well-known/agent-card.json.
 func CardPath(id string) string { return AgentPath(id) + a2asrv.WellKnownAgentCardPath }
@@ -48,6 +54,8 @@ func Mount(apiHandler, next http.Handler, opts Options) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+Prefix+"{id}"+a2asrv.WellKnownAgentCardPath, h.card)
 	mux.HandleFunc("POST "+Prefix+"{id}", h.rpc)
+	mux.HandleFunc("POST "+Prefix+"{id}/v0.3", h.rpcV03)
+	mux.HandleFunc("GET "+Prefix+"{id}/v0.3"+a2asrv.WellKnownAgentCardPath, h.cardV03)
 	mux.Handle("/", next)
 	return mux
 }

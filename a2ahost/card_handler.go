@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/maos-project/maos/api"
 )
@@ -21,6 +22,23 @@ func (h *host) card(w http.ResponseWriter, r *http.Request) {
 	}
 	card := Card(ag, baseURL(r)+AgentPath(id), h.opts.Version)
 	a2asrv.NewStaticAgentCardHandler(card).ServeHTTP(w, r)
+}
+
+// cardV03 answers GET /a2a/agents/{id}/v0.3/.well-known/agent-card.json:
+// the same card in the SDK's union of the 1.0 and 0.3 shapes (url,
+// protocolVersion, preferredTransport, 0.3 security schemes), whose url
+// is V03Path(id), for A2A 0.3 clients given the base URL V03Path(id). It
+// is not the 1.0 card: the SDK's 1.0 parser refuses the 0.3 security
+// schemes the union carries.
+func (h *host) cardV03(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	ag, err := h.local(r).Agent(r.Context(), id, api.Local)
+	if err != nil {
+		writeAPIError(w, err)
+		return
+	}
+	card := Card(ag, baseURL(r)+AgentPath(id), h.opts.Version)
+	a2asrv.NewAgentCardHandler(a2av0.NewStaticAgentCardProducer(card)).ServeHTTP(w, r)
 }
 
 // writeAPIError answers err as the API would have: its status and body.

@@ -21,8 +21,12 @@ func TestCardOfAgentWithoutDescription(t *testing.T) {
 		t.Errorf("skills %+v", c.Skills)
 	}
 	in := c.SupportedInterfaces
-	if len(in) != 1 || in[0].URL != "https://n1:7070/a2a/agents/rev" || in[0].ProtocolBinding != a2a.TransportProtocolJSONRPC {
-		t.Errorf("interfaces %+v", in)
+	if len(in) != 2 || in[0].URL != "https://n1:7070/a2a/agents/rev" || in[0].ProtocolBinding != a2a.TransportProtocolJSONRPC ||
+		in[0].ProtocolVersion != a2a.Version {
+		t.Fatalf("interfaces %+v, want 1.0 JSON-RPC first, then 0.3", in)
+	}
+	if in[1].URL != "https://n1:7070/a2a/agents/rev/v0.3" || in[1].ProtocolBinding != a2a.TransportProtocolJSONRPC || in[1].ProtocolVersion != "0.3" {
+		t.Errorf("the 0.3 interface %+v", *in[1])
 	}
 	if !c.Capabilities.Streaming || c.Capabilities.PushNotifications {
 		t.Errorf("card capabilities %+v, want streaming and no push", c.Capabilities)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/maos-project/maos/api"
 	"github.com/maos-project/maos/api/client"
@@ -20,6 +21,18 @@ const MaxRPCBody = 1 << 20
 // rpc answers POST /a2a/agents/{id}: A2A JSON-RPC (the SDK's handler) for
 // agent id, whose methods call the API as the request's caller.
 func (h *host) rpc(w http.ResponseWriter, r *http.Request) {
+	h.serveRPC(w, r, func(a *agent) http.Handler { return a2asrv.NewJSONRPCHandler(a) })
+}
+
+// rpcV03 answers POST /a2a/agents/{id}/v0.3: the same methods for A2A 0.3
+// clients, through the SDK's 0.3 JSON-RPC handler.
+func (h *host) rpcV03(w http.ResponseWriter, r *http.Request) {
+	h.serveRPC(w, r, func(a *agent) http.Handler { return a2av0.NewJSONRPCHandler(a) })
+}
+
+// serveRPC authenticates r and serves it with the transport handler of
+// agent id for this request.
+func (h *host) serveRPC(w http.ResponseWriter, r *http.Request, transport func(*agent) http.Handler) {
 	r.Body = http.MaxBytesReader(w, r.Body, MaxRPCBody)
 	c := h.local(r)
 	// Authentication is HTTP's, before JSON-RPC: a missing or bad token
@@ -30,7 +43,7 @@ func (h *host) rpc(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a := &agent{id: r.PathValue("id"), c: c, sc: h.streaming(r), me: me, base: baseURL(r)}
-	a2asrv.NewJSONRPCHandler(a).ServeHTTP(w, r)
+	transport(a).ServeHTTP(w, r)
 }
 
 // agent is the a2asrv.RequestHandler of one maos agent for one request.
