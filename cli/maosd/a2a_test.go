@@ -46,7 +46,10 @@ func TestServesA2AAgentsBehindAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("ship it"))})
+	// returnImmediately: no watcher works the task here, and a send
+	// without it waits for the outcome (docs/A2A.md, "Blocking sends").
+	res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("ship it")),
+		Config: &a2a.SendMessageConfig{ReturnImmediately: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
