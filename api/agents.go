@@ -55,6 +55,9 @@ type Agent struct {
 	UpdatedAt    time.Time `json:"updated_at"`
 	// Index is the Raft index of the entry that last registered it.
 	Index uint64 `json:"index"`
+	// A2A, for a remote A2A agent (RegisterAgentCommand.A2A), is its URL
+	// and whether a credential is stored; never the credential.
+	A2A *AgentA2A `json:"a2a,omitempty"`
 }
 
 // RegisterAgentCommand is the body of OpRegisterAgent and of POST
@@ -66,6 +69,10 @@ type RegisterAgentCommand struct {
 	Capabilities []string `json:"capabilities,omitempty"`
 	Description  string   `json:"description,omitempty"`
 	Node         string   `json:"node,omitempty"`
+	// A2A, if set, makes the agent a remote A2A agent whose tasks and
+	// messages a maosd relays (A2ARemote); registering again without it
+	// makes the agent a plain one. Needs cluster state version 3.
+	A2A *A2ARemote `json:"a2a,omitempty"`
 }
 
 // Normalize fills the default role and drops repeated capabilities.
@@ -85,8 +92,8 @@ func (c *RegisterAgentCommand) Normalize() {
 // Validate checks the command: id, role, each capability and node (if set)
 // must be a ValidName (NamePattern), the id not SystemSender; at most MaxCapabilities
 // capabilities; a description of at most MaxDescriptionLen bytes without
-// control characters other than newline and tab. The error is a
-// *FieldError.
+// control characters other than newline and tab; an A2A remote valid by
+// A2ARemote.Validate. The error is a *FieldError.
 func (c *RegisterAgentCommand) Validate() error {
 	if c.ID == "" {
 		return FieldErrorf("id", "required")
@@ -111,6 +118,9 @@ func (c *RegisterAgentCommand) Validate() error {
 	}
 	if c.Node != "" && !ValidName(c.Node) {
 		return NameError("node", c.Node)
+	}
+	if c.A2A != nil {
+		return c.A2A.Validate()
 	}
 	return nil
 }

@@ -168,9 +168,15 @@ func (c *LockReleaseCommand) FreeText() []TextField {
 	return []TextField{{Name: "path", Kind: TextLine, Text: &c.Path}}
 }
 
-// FreeText of an agent's registration: its description.
+// FreeText of an agent's registration: its description and an A2A
+// remote's URL. Not the A2A credential: it is a secret on purpose (the
+// relay's bearer token), which the guard would refuse or redact.
 func (c *RegisterAgentCommand) FreeText() []TextField {
-	return []TextField{{Name: "description", Kind: TextBody, Text: &c.Description}}
+	f := []TextField{{Name: "description", Kind: TextBody, Text: &c.Description}}
+	if c.A2A != nil {
+		f = append(f, TextField{Name: "a2a.url", Kind: TextLine, Text: &c.A2A.URL})
+	}
+	return f
 }
 
 // FreeText of an artifact's record: its name (the bytes are scanned as

@@ -29,7 +29,7 @@ import (
 // propose what it allows, and one still behind refuses until it catches
 // up.
 func (n *Node) Apply(ctx context.Context, op api.Op, body any) (json.RawMessage, error) {
-	if err := n.fsm.CheckVersion(op); err != nil {
+	if err := n.fsm.CheckVersion(op, body); err != nil {
 		return nil, err
 	}
 	data, err := fsm.Encode(op, n.cfg.Now().UnixNano(), body)

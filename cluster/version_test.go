@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -95,9 +96,10 @@ func TestClusterVersionWaitsForTheLastOldVoter(t *testing.T) {
 	old.Stop()
 	up := clustertest.Start(t, "n1", old.Dir, old.Addr, nil, clustertest.SameRaftAddr(old), sendNeedsV2)
 	c.Replace(old, up)
-	clustertest.WaitFor(t, 60*time.Second, "every node runs cluster version 2", func() bool {
+	v := fsm.MaxStateVersion // 2 or more: the build's
+	clustertest.WaitFor(t, 60*time.Second, "every node runs this build's cluster version", func() bool {
 		vs := clusterVersions(c)
-		return len(vs) == 3 && vs["n1"] == 2 && vs["n2"] == 2 && vs["n3"] == 2
+		return len(vs) == 3 && vs["n1"] == v && vs["n2"] == v && vs["n3"] == v
 	})
 	for _, n := range c.Running() {
 		if _, err := n.Client.Send(ctx, clustertest.Msg("a", "c", "v2 via "+n.ID())); err != nil {
@@ -107,7 +109,7 @@ func TestClusterVersionWaitsForTheLastOldVoter(t *testing.T) {
 
 	// An older build can no longer join, and is refused by its words.
 	_, err = clustertest.StartJoin(t, "n4", filepath.Join(t.TempDir(), "n4"), "", []string{up.Addr}, asBuild("n4", 1))
-	if err == nil || !strings.Contains(err.Error(), "join of n4 refused: its build applies state versions up to 1 and the cluster runs 2") {
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("join of n4 refused: its build applies state versions up to 1 and the cluster runs %d", v)) {
 		t.Errorf("join of a version-1 build to a version-2 cluster: %v, want it refused naming both versions", err)
 	}
 
@@ -121,8 +123,8 @@ func TestClusterVersionWaitsForTheLastOldVoter(t *testing.T) {
 	if err == nil {
 		n.Close()
 	}
-	if !errors.As(err, &sve) || sve.Cluster != 2 || sve.Build != 1 {
-		t.Errorf("a version-1 build opening a data dir at version 2: %v, want a *fsm.StateVersionError naming 2 and 1", err)
+	if !errors.As(err, &sve) || sve.Cluster != v || sve.Build != 1 {
+		t.Errorf("a version-1 build opening a data dir at version %d: %v, want a *fsm.StateVersionError naming %d and 1", v, err, v)
 	}
 }
 
@@ -172,18 +174,54 @@ func TestConfigRefusesBadVersions(t *testing.T) {
 func TestJoinOnAnOldBuildsBehalfIsRefused(t *testing.T) {
 	c := clustertest.New(t, 1)
 	ctx := clustertest.Context(t)
-	clustertest.WaitFor(t, 30*time.Second, "the cluster runs version 2", func() bool {
-		return clusterVersions(c)["n1"] == 2
+	clustertest.WaitFor(t, 30*time.Second, "the cluster runs this build's version", func() bool {
+		return clusterVersions(c)["n1"] == fsm.MaxStateVersion
 	})
 	// A node of the older build, serving its API (a cluster of its own,
 	// as an unjoined maosd is none: what matters is its status).
 	old := clustertest.Start(t, "n9", filepath.Join(t.TempDir(), "n9"), "", nil, asBuild("n9", 1))
 	err := c.Nodes[0].Client.Join(ctx, api.JoinRequest{NodeID: "n9", RaftAddr: old.RaftAddr(), APIAddr: old.Addr})
-	want := "join of n9 refused: its build applies state versions up to 1 and the cluster runs 2"
+	want := fmt.Sprintf("join of n9 refused: its build applies state versions up to 1 and the cluster runs %d", fsm.MaxStateVersion)
 	if !errors.Is(err, api.ErrConflict) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("join of a version-1 node saying no version: %v, want a conflict %q", err, want)
 	}
 	if n := c.Nodes[0].Voters(); n != 1 {
 		t.Errorf("%d voters after the refused join, want 1", n)
+	}
+}
+
+// TestRegisterWithA2AWaitsForVersion3: in a cluster whose builds apply
+// version 2 only, registering an agent with an A2A remote (which a build
+// of 2 would drop when it applies the entry) is refused with 409
+// cluster_version before it is proposed, while a plain registration
+// passes; a cluster of this build takes both.
+func TestRegisterWithA2AWaitsForVersion3(t *testing.T) {
+	old := clustertest.New(t, 1, asBuild("n1", 2))
+	ctx := clustertest.Context(t)
+	n := old.Nodes[0]
+	clustertest.WaitFor(t, 30*time.Second, "the cluster runs version 2", func() bool {
+		return clusterVersions(old)["n1"] == 2
+	})
+	remote := api.RegisterAgentCommand{ID: "ext", A2A: &api.A2ARemote{URL: "http://127.0.0.1:9/agent", Credential: "tok"}}
+	_, err := n.Client.RegisterAgent(ctx, remote)
+	var apiErr *api.APIError
+	if !errors.Is(err, api.ErrClusterVersion) || !errors.As(err, &apiErr) || apiErr.Status != 409 ||
+		!strings.Contains(apiErr.Message, "needs cluster version 3; the cluster runs 2") {
+		t.Fatalf("register with a2a at version 2: %v, want 409 cluster_version naming 3 and 2", err)
+	}
+	if _, err := n.FSM().Agent("ext"); !errors.Is(err, api.ErrNotFound) {
+		t.Errorf("the refused registration reached the log: %v", err)
+	}
+	if _, err := n.Client.RegisterAgent(ctx, api.RegisterAgentCommand{ID: "plain"}); err != nil {
+		t.Errorf("plain register at version 2: %v", err)
+	}
+
+	cur := clustertest.New(t, 1)
+	clustertest.WaitFor(t, 30*time.Second, "the cluster runs this build's version", func() bool {
+		return clusterVersions(cur)["n1"] == fsm.MaxStateVersion
+	})
+	a, err := cur.Nodes[0].Client.RegisterAgent(ctx, remote)
+	if err != nil || a.A2A == nil || a.A2A.URL != remote.A2A.URL || !a.A2A.Credential {
+		t.Fatalf("register with a2a at version %d: %+v, %v", fsm.MaxStateVersion, a.A2A, err)
 	}
 }

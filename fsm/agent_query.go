@@ -27,6 +27,24 @@ func (f *FSM) Agent(id string) (*api.Agent, error) {
 	return a, err
 }
 
+// AgentA2A returns agent id's A2A remote with its credential (the relay's
+// read, admin only: GET /v1/agents/{id}/a2a), or an error wrapping
+// ErrNotFound when there is no such agent or it is no A2A remote.
+func (f *FSM) AgentA2A(id string) (*api.A2ARemote, error) {
+	var r *api.A2ARemote
+	err := f.view(func(tx *bbolt.Tx) error {
+		var err error
+		if r, err = loadAgentA2A(tx, id); err != nil {
+			return fmt.Errorf("fsm: %w", err)
+		}
+		if r == nil {
+			return notFound("agent %s as an A2A remote", id)
+		}
+		return nil
+	})
+	return r, err
+}
+
 // Agents returns a page of registered agents in id order. With a role (or
 // a capability) it reads that index range only; with both, the role's range
 // filtered by capability. Without either, the whole registry from After.

@@ -75,9 +75,10 @@ func putAgent(tx *bbolt.Tx, prev, a *api.Agent) {
 	mustPut(idx, countKey, u64(getU64(idx, countKey)+1))
 }
 
-// deleteAgent removes a and its index entries.
+// deleteAgent removes a, its index entries and its A2A remote.
 func deleteAgent(tx *bbolt.Tx, a *api.Agent) {
 	dropAgentIndex(tx, a)
+	mustDelete(tx.Bucket(bucketAgentA2A), []byte(a.ID))
 	mustDelete(tx.Bucket(bucketAgents), []byte(a.ID))
 }
 
@@ -107,4 +108,32 @@ func agentIndexPrefix(kind byte, name string) []byte {
 // agentIndexKey is kind ‖ name ‖ 0x00 ‖ id.
 func agentIndexKey(kind byte, name, id string) []byte {
 	return append(agentIndexPrefix(kind, name), id...)
+}
+
+// putAgentA2A stores agent's A2A remote (bucketAgentA2A), or deletes it
+// for nil.
+func putAgentA2A(tx *bbolt.Tx, agent string, r *api.A2ARemote) {
+	b := tx.Bucket(bucketAgentA2A)
+	if r == nil {
+		mustDelete(b, []byte(agent))
+		return
+	}
+	data, err := json.Marshal(r)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: agent %s: encode a2a: %v", agent, err))
+	}
+	mustPut(b, []byte(agent), data)
+}
+
+// loadAgentA2A reads agent's A2A remote; nil, nil if it has none.
+func loadAgentA2A(tx *bbolt.Tx, agent string) (*api.A2ARemote, error) {
+	v := tx.Bucket(bucketAgentA2A).Get([]byte(agent))
+	if v == nil {
+		return nil, nil
+	}
+	var r api.A2ARemote
+	if err := json.Unmarshal(v, &r); err != nil {
+		return nil, fmt.Errorf("agent %s: decode a2a: %w", agent, err)
+	}
+	return &r, nil
 }

@@ -19,7 +19,9 @@ import (
 // is the first build that reports its version and applies
 // api.OpClusterVersion. A build that brings an op older builds would not
 // apply raises this and gives the op that version in the registry.
-const MaxStateVersion = 2
+// Version 3 stores an agent's A2A remote (api.RegisterAgentCommand.A2A),
+// which a build of 2 would drop (registerAgentVersion).
+const MaxStateVersion = 3
 
 // keyClusterVersion is the committed cluster version's key in bucketMeta:
 // the version as a decimal string; absent means 1.
@@ -74,12 +76,17 @@ func (f *FSM) MaxStateVersion() int { return f.maxVersion }
 // op this build does not know.
 func (f *FSM) OpVersion(op api.Op) int { return f.ops[op].version }
 
-// CheckVersion refuses op with a *api.ClusterVersionError while the
-// cluster's committed version is below the op's: the one check before a
-// write is proposed (cluster's Node.Apply). Ops of version 1 never read
-// the state. An unknown op passes (apply refuses it).
-func (f *FSM) CheckVersion(op api.Op) error {
-	need := f.OpVersion(op)
+// CheckVersion refuses op with body with a *api.ClusterVersionError while
+// the cluster's committed version is below what they need (the op's, or
+// more for a body its registry entry says so of: opSpec.bodyVersion): the
+// one check before a write is proposed (cluster's Node.Apply). Writes of
+// version 1 never read the state. An unknown op passes (apply refuses it).
+func (f *FSM) CheckVersion(op api.Op, body any) error {
+	spec := f.ops[op]
+	need := spec.version
+	if spec.bodyVersion != nil {
+		need = max(need, spec.bodyVersion(body))
+	}
 	if need <= 1 {
 		return nil
 	}

@@ -183,7 +183,7 @@ func TestCheckVersionGatesOpsAboveTheCommittedVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	err = f.CheckVersion(api.OpSetBulletin)
+	err = f.CheckVersion(api.OpSetBulletin, nil)
 	var cve *api.ClusterVersionError
 	if !errors.As(err, &cve) || cve.Needs != 2 || cve.Runs != 1 || cve.Op != api.OpSetBulletin {
 		t.Fatalf("CheckVersion(set_bulletin needing 2) at version 1: %v, want a *ClusterVersionError", err)
@@ -192,11 +192,11 @@ func TestCheckVersionGatesOpsAboveTheCommittedVersion(t *testing.T) {
 	if err.Error() != want || api.Classify(err) != api.Refused {
 		t.Errorf("refusal %q (%v), want %q, refused", err, api.Classify(err), want)
 	}
-	if err := f.CheckVersion(api.OpSend); err != nil {
+	if err := f.CheckVersion(api.OpSend, nil); err != nil {
 		t.Errorf("CheckVersion(send, version 1): %v", err)
 	}
 	applyOne(f, versionEntry(t, 1, 2))
-	if err := f.CheckVersion(api.OpSetBulletin); err != nil {
+	if err := f.CheckVersion(api.OpSetBulletin, nil); err != nil {
 		t.Errorf("CheckVersion(set_bulletin needing 2) at version 2: %v", err)
 	}
 }

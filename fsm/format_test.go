@@ -223,6 +223,10 @@ const (
 	// afterClusterVersion prefixes the lines after the cluster's state
 	// version was raised (OpClusterVersion): the meta bucket's key.
 	afterClusterVersion = "after-cluster-version "
+	// afterA2A prefixes every bucket, agent_a2a included (the lines before
+	// leave it out: written before it existed), after an A2A remote was
+	// registered (version 3).
+	afterA2A = "after-a2a "
 )
 
 // sendersBucket reports whether name is the senders bucket, which only
@@ -362,9 +366,22 @@ func formatPolicyLog(tb testing.TB, start uint64, ts int64) []*raft.Log {
 	return l.logs
 }
 
-// bucketDigests is, per bucket of f, its number of keys and the SHA-256 of
-// its Dump lines: "bucket keys sha256".
+// bucketDigests is, per bucket of f but agent_a2a (newer than every part
+// that reads it), its number of keys and the SHA-256 of its Dump lines:
+// "bucket keys sha256".
 func bucketDigests(tb testing.TB, f *FSM) []string {
+	tb.Helper()
+	var out []string
+	for _, line := range allBucketDigests(tb, f) {
+		if !strings.HasPrefix(line, string(bucketAgentA2A)+" ") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// allBucketDigests is bucketDigests with every bucket.
+func allBucketDigests(tb testing.TB, f *FSM) []string {
 	tb.Helper()
 	type acc struct {
 		n int
@@ -420,7 +437,8 @@ func bucketDigests(tb testing.TB, f *FSM) []string {
 // senders were recorded, unchanged), then, prefixed "after-senders ",
 // every bucket after formatKnownNamesLog, then, prefixed
 // "after-cluster-version ", every bucket after the cluster's state version
-// was raised (the lines before, unchanged).
+// was raised (the lines before, unchanged), then, prefixed "after-a2a ",
+// every bucket, agent_a2a too, after an A2A remote was registered.
 func TestStateFormatUnchanged(t *testing.T) {
 	f, _ := openTemp(t)
 	logs := formatLog(t)
@@ -576,6 +594,19 @@ func TestStateFormatUnchanged(t *testing.T) {
 	}
 	for _, line := range bucketDigests(t, f) {
 		got = append(got, afterClusterVersion+line)
+	}
+	// An A2A remote registered (version 3), with its credential apart.
+	lastCV := cv.logs[len(cv.logs)-1]
+	ra := &entryLog{tb: t, idx: lastCV.Index, ts: cv.ts + int64(24*time.Hour)}
+	ra.add(time.Millisecond, api.OpClusterVersion, api.ClusterVersionCommand{Version: 3})
+	ra.add(time.Millisecond, api.OpRegisterAgent, api.RegisterAgentCommand{ID: "ext", A2A: &api.A2ARemote{URL: "https://remote.example/a2a", Credential: "tok-1"}})
+	for i, r := range f.ApplyBatch(ra.logs) {
+		if err, failed := r.(error); failed {
+			t.Fatalf("a2a entry %d: %v", i+1, err)
+		}
+	}
+	for _, line := range allBucketDigests(t, f) {
+		got = append(got, afterA2A+line)
 	}
 	path := filepath.Join("testdata", "state_format.golden")
 	if *updateFormat {

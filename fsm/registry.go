@@ -21,9 +21,15 @@ type applyFunc func(tx *bbolt.Tx, index uint64, ts int64, body []byte) (any, err
 // apply says the version of the build that brought it (MaxStateVersion
 // then), so it is refused before it is proposed until every voter runs
 // such a build (FSM.CheckVersion).
+//
+// bodyVersion, for an op whose older builds apply only some bodies right,
+// is the version a body needs above the op's (register_agent with an
+// A2A remote: a build of version 2 would drop the field and store another
+// state than the others); nil for none.
 type opSpec struct {
-	apply   applyFunc
-	version int
+	apply       applyFunc
+	version     int
+	bodyVersion func(body any) int
 }
 
 // v1 is an op every build applies.
@@ -50,7 +56,7 @@ func (f *FSM) registry() map[api.Op]opSpec {
 
 		// Mailbox: agent_register.go, agent_unregister.go,
 		// inbox_mark_read.go, receipt_state.go.
-		api.OpRegisterAgent:   v1(applyRegisterAgent),
+		api.OpRegisterAgent:   {apply: applyRegisterAgent, version: 1, bodyVersion: registerAgentVersion},
 		api.OpUnregisterAgent: v1(applyUnregisterAgent),
 		api.OpMarkRead:        v1(applyMarkRead),
 		api.OpReceiptState:    v1(applyReceiptState),

@@ -81,6 +81,11 @@ var (
 	// lease of the watcher that serves the agent (agent_lease_store.go).
 	bucketAgentLeases = []byte("agent_leases")
 
+	// bucketAgentA2A: agent id → api.A2ARemote JSON, a remote A2A agent's
+	// URL and credential (agent_store.go): apart from the agent's record
+	// so that no read of the registry can carry the credential.
+	bucketAgentA2A = []byte("agent_a2a")
+
 	// bucketSenders (known.go): agent id → the 8-byte seq of its first
 	// message, for the names a command may address.
 	bucketSenders = []byte("senders")
@@ -97,6 +102,7 @@ var (
 		bucketNodeEventIDs,
 		bucketAgentLeases,
 		bucketSenders,
+		bucketAgentA2A,
 	}
 
 	keyAppliedIndex = []byte("applied_index")

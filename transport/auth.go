@@ -358,7 +358,8 @@ func (s *Server) mayActAs(w http.ResponseWriter, r *http.Request, c caller, fiel
 // forks, checked by admit), with the default role or the role its token's
 // grant names (api.Token.AgentRole), and capabilities its grant lists. A
 // role omitted in the request is the grant's. Without auth (id nil) every
-// registration passes. It returns "" when cmd may be proposed, else what it
+// registration passes. An A2A remote (cmd.A2A) is an admin's to
+// register. It returns "" when cmd may be proposed, else what it
 // would need, for a 403.
 func mayRegister(id *Identity, cmd *api.RegisterAgentCommand) string {
 	if cmd.Role == "" && id != nil && id.AgentRole != "" {
@@ -366,6 +367,10 @@ func mayRegister(id *Identity, cmd *api.RegisterAgentCommand) string {
 	}
 	if id == nil || id.IsAdmin() {
 		return ""
+	}
+	if cmd.A2A != nil {
+		return fmt.Sprintf("registers agent %s as a remote A2A agent (a2a): the nodes then call its URL with its credential, "+
+			"so only an admin token may (maosctl agents register --a2a with an admin token)", clip(cmd.ID, api.MaxIDLen))
 	}
 	role := cmd.Role
 	if role == "" {

@@ -158,10 +158,11 @@ func ops() []op {
 		{pattern: "GET /v1/artifacts/{id}/info", summary: "an artifact's record", query: []param{pCons}, resp: api.Artifact{}},
 		{pattern: "DELETE /v1/artifacts/{id}", summary: "delete an artifact's record (its bytes go at the next sweep)", resp: api.Artifact{}},
 
-		{pattern: "POST /v1/agents", summary: "register an agent", body: &body{v: api.RegisterAgentCommand{}, required: []string{"id"}}, resp: api.Agent{}},
+		{pattern: "POST /v1/agents", summary: "register an agent (with `a2a`, a remote A2A agent: admin only, needs cluster version 3)", errs: []int{409}, body: &body{v: api.RegisterAgentCommand{}, required: []string{"id"}}, resp: api.Agent{}},
 		{pattern: "GET /v1/agents", summary: "a page of agents by id", query: []param{q("role", "with this role"), q("capability", "with this capability"), q("after", "after this agent id"), pLimit, pCons}, resp: api.AgentPage{}},
 		{pattern: "GET /v1/roles", summary: "the roles and how many agents have each", query: []param{pCons}, resp: api.RolesResponse{}},
 		{pattern: "GET /v1/agents/{id}", summary: "one agent", query: []param{pCons}, resp: api.Agent{}},
+		{pattern: "GET /v1/agents/{id}/a2a", summary: "a remote A2A agent's URL and credential (admin only: the relay's read)", query: []param{pCons}, resp: api.A2ARemote{}},
 		{pattern: "DELETE /v1/agents/{id}", summary: "unregister an agent (its inbox stays)", resp: api.Agent{}},
 		{pattern: "GET /v1/agents/{id}/inbox", summary: "a page of an agent's inbox",
 			query: []param{q("unread", "true: unread only"), q("priority", "of this priority"), q("type", "of this type"), q("from", "from this sender"),

@@ -113,6 +113,7 @@ func (s *Server) routes() []route {
 		{pattern: "GET /v1/agents", rule: ruleAny, handle: s.listAgents},
 		{pattern: "GET /v1/roles", rule: ruleAny, handle: s.roles},
 		{pattern: "GET /v1/agents/{id}", rule: ruleAny, handle: s.getAgent},
+		{pattern: "GET /v1/agents/{id}/a2a", rule: ruleAdmin, handle: s.getAgentA2A}, // the credential: the relay's read
 		{pattern: "DELETE /v1/agents/{id}", rule: actor("id"), handle: s.unregisterAgent},
 		{pattern: "GET /v1/agents/{id}/inbox", rule: reader("id"), handle: s.inbox},
 		{pattern: "GET /v1/agents/{id}/inbox/counts", rule: reader("id"), handle: s.inboxCounts},

@@ -18,6 +18,7 @@ import (
 //	POST   /v1/agents                     register (body api.RegisterAgentCommand) → api.Agent
 //	GET    /v1/agents?role=&capability=&after=&limit=  → api.AgentPage
 //	GET    /v1/agents/{id}                → api.Agent
+//	GET    /v1/agents/{id}/a2a            → api.A2ARemote, its credential included (admin only)
 //	DELETE /v1/agents/{id}                unregister → the removed api.Agent
 //	GET    /v1/roles                      → RolesResponse (role → agents)
 //	GET    /v1/agents/{id}/inbox?unread=&priority=&type=&from=&after=&limit= → api.InboxPage
@@ -108,6 +109,13 @@ func (s *Server) unregisterAgent(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) getAgent(w http.ResponseWriter, r *http.Request) {
 	queryAgent(s, w, r, Reader.Agent)
+}
+
+// getAgentA2A serves an A2A remote's URL and credential to an admin
+// token (the route's rule): what maosd's relay (a2arelay) needs to call
+// the remote. No other read carries the credential.
+func (s *Server) getAgentA2A(w http.ResponseWriter, r *http.Request) {
+	queryAgent(s, w, r, Reader.AgentA2A)
 }
 
 func (s *Server) listAgents(w http.ResponseWriter, r *http.Request) {

@@ -88,6 +88,9 @@ type MailboxReader interface {
 // cursor, its lease, its delivery policies.
 type AgentReader interface {
 	Agent(id string) (*api.Agent, error)
+	// AgentA2A is agent id's A2A remote with its credential: only the
+	// admin-only GET /v1/agents/{id}/a2a reads it.
+	AgentA2A(id string) (*api.A2ARemote, error)
 	Agents(q api.AgentQuery) (api.AgentPage, error)
 	Roles() (map[string]uint64, error)
 	CursorOf(agent string) (api.Cursor, error)

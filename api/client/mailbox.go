@@ -25,6 +25,13 @@ func (c *Client) Agent(ctx context.Context, id string, cons api.Consistency) (ap
 	return request[api.Agent](ctx, c, http.MethodGet, "/v1/agents/"+url.PathEscape(id), consQuery(cons), nil)
 }
 
+// AgentA2A returns agent id's A2A remote with its credential (GET
+// /v1/agents/{id}/a2a): admin tokens only (api.ErrForbidden otherwise);
+// api.ErrNotFound when id is no A2A remote.
+func (c *Client) AgentA2A(ctx context.Context, id string, cons api.Consistency) (api.A2ARemote, error) {
+	return request[api.A2ARemote](ctx, c, http.MethodGet, "/v1/agents/"+url.PathEscape(id)+"/a2a", consQuery(cons), nil)
+}
+
 // Agents returns a page of the registry, filtered by q (Role, Capability,
 // After, Limit; zero values are left out).
 func (c *Client) Agents(ctx context.Context, q api.AgentQuery, cons api.Consistency) (api.AgentPage, error) {

@@ -17,7 +17,7 @@ const previousBuild = "f57ddca15b12ae30557ed63f5a435f10de1c64b3"
 // thisBuildsVersion is fsm.MaxStateVersion, which this package may not
 // import (its row of the layout table): the version a cluster of this
 // build runs.
-const thisBuildsVersion = 2
+const thisBuildsVersion = 3
 
 // TestRollingUpgradeFromThePreviousBuild starts three nodes of the
 // previous build, runs the chaos workload (sends and strong reads through
