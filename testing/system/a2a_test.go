@@ -33,11 +33,10 @@ const a2aWait = 90 * time.Second
 // the stub model (a2a-quick: three progress lines over three seconds, writing its
 // artifact; a2a-gated: one line, then a completion that asks approval;
 // a2a-slow: six lines over six seconds). The A2A client is a2a-go's own
-// (agentcard's resolver, a2aclient over JSON-RPC) with the bearer token
-// of lead, a moderator: maos lets a task's creator read its outputs only
-// as a reader of a message naming them, and the completion's reply does
-// not name them, so an agent token would see the output as an id (the
-// documented fallback) and not get its bytes. The subtests run in order
+// (agentcard's resolver, a2aclient over JSON-RPC) with a bearer token of
+// lead: StreamToCompletedWithArtifact uses a plain agent token (a task's
+// creator reads the outputs its completion names), the others a
+// moderator's. The subtests run in order
 // on one cluster; Failover, which kills n2, is last. BlockingSend checks
 // that a SendMessage without returnImmediately answers the task done.
 func TestA2A(t *testing.T) {
@@ -52,16 +51,20 @@ func TestA2A(t *testing.T) {
 	harness.NoErr(t, err)
 	tok, err := admin.CreateToken(ctx, "lead", api.TokenRoleModerator)
 	harness.NoErr(t, err)
+	agentTok, err := admin.CreateToken(ctx, "lead", api.TokenRoleAgent)
+	harness.NoErr(t, err)
 	for _, n := range c.Nodes() {
-		harness.NoErr(t, harness.WaitFor(a2aWait, n.ID+" accepts lead's token", func() error {
-			me, err := n.Client().WithToken(tok.Token).WhoAmI(ctx)
-			if err == nil && me.Agent != "lead" {
-				err = fmt.Errorf("whoami %+v", me)
-			}
-			return err
-		}))
+		for _, secret := range []string{tok.Token, agentTok.Token} {
+			harness.NoErr(t, harness.WaitFor(a2aWait, n.ID+" accepts lead's token", func() error {
+				me, err := n.Client().WithToken(secret).WhoAmI(ctx)
+				if err == nil && me.Agent != "lead" {
+					err = fmt.Errorf("whoami %+v", me)
+				}
+				return err
+			}))
+		}
 	}
-	s := &a2aSuite{c: c, token: tok.Token}
+	s := &a2aSuite{c: c, token: tok.Token, agentToken: agentTok.Token}
 	t.Run("StreamToCompletedWithArtifact", s.testQuick)
 	t.Run("BlockingSend", s.testBlocking)
 	t.Run("ApprovalIsInputRequired", s.testGated)
@@ -69,8 +72,9 @@ func TestA2A(t *testing.T) {
 }
 
 type a2aSuite struct {
-	c     *harness.Cluster
-	token string // lead's
+	c          *harness.Cluster
+	token      string // lead's, a moderator's
+	agentToken string // lead's, a plain agent's
 }
 
 // a2aNodeArgs runs, on n1 only, the watchers of the three stub agents,
@@ -252,8 +256,10 @@ func taskID(t *testing.T, evs []got) string {
 // SUBMITTED (the Task) → WORKING, with the stub's progress words →
 // COMPLETED, the result artifact just before the final status; the task
 // read back holds the stub's file as a URL file part, whose bytes, read
-// with the token from another node, are the stub's answer.
+// with the token from another node, are the stub's answer. All of it with
+// lead's plain agent token: the creator reads the task's outputs.
 func (s *a2aSuite) testQuick(t *testing.T) {
+	s = &a2aSuite{c: s.c, token: s.agentToken, agentToken: s.agentToken}
 	n2, n3 := s.c.Node("n2"), s.c.Node("n3")
 	cl := s.client(t, n2, "a2a-quick")
 	evs := readAll(t, sendStreaming(t.Context(), cl, "Answer the quick question"))
