@@ -20,6 +20,7 @@ func (h *host) card(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	card := Card(ag, baseURL(r)+AgentPath(id), h.opts.Version)
+	card.Capabilities.PushNotifications = len(h.opts.PushAllow) > 0
 	a2asrv.NewStaticAgentCardHandler(card).ServeHTTP(w, r)
 }
 
