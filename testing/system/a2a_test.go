@@ -64,10 +64,11 @@ func TestA2A(t *testing.T) {
 			}))
 		}
 	}
-	s := &a2aSuite{c: c, token: tok.Token, agentToken: agentTok.Token}
+	s := &a2aSuite{c: c, token: tok.Token, agentToken: agentTok.Token, push: newPushReceiver(t)}
 	t.Run("StreamToCompletedWithArtifact", s.testQuick)
 	t.Run("BlockingSend", s.testBlocking)
 	t.Run("ApprovalIsInputRequired", s.testGated)
+	t.Run("PushNotifications", s.testPush)
 	t.Run("Failover", s.testFailover)
 }
 
@@ -75,6 +76,7 @@ type a2aSuite struct {
 	c          *harness.Cluster
 	token      string // lead's, a moderator's
 	agentToken string // lead's, a plain agent's
+	push       *pushReceiver
 }
 
 // a2aNodeArgs runs, on n1 only, the watchers of the three stub agents,
@@ -101,10 +103,11 @@ func a2aNodeArgs(t *testing.T, workdir string) func(id string) []string {
 		agent("a2a-gated", "--progress", "1", "--requires-approval")+
 		agent("a2a-slow", "--progress", "6", "--sleep", "6s", "--write-artifact")), 0o644))
 	return func(id string) []string {
+		push := []string{"--a2a-push-allow", "127.0.0.1"}
 		if id == "n1" {
-			return []string{"--agents", cfg}
+			return append(push, "--agents", cfg)
 		}
-		return nil
+		return push
 	}
 }
 
@@ -259,7 +262,7 @@ func taskID(t *testing.T, evs []got) string {
 // with the token from another node, are the stub's answer. All of it with
 // lead's plain agent token: the creator reads the task's outputs.
 func (s *a2aSuite) testQuick(t *testing.T) {
-	s = &a2aSuite{c: s.c, token: s.agentToken, agentToken: s.agentToken}
+	s = &a2aSuite{c: s.c, token: s.agentToken, agentToken: s.agentToken, push: s.push}
 	n2, n3 := s.c.Node("n2"), s.c.Node("n3")
 	cl := s.client(t, n2, "a2a-quick")
 	evs := readAll(t, sendStreaming(t.Context(), cl, "Answer the quick question"))
@@ -422,7 +425,12 @@ func (s *a2aSuite) testFailover(t *testing.T) {
 		}
 		return err
 	}))
-	first := sendStreaming(ctx, s.client(t, n2, "a2a-slow"), "Take your time")
+	// With a push config: every update the client sees is pushed too,
+	// though the leader that delivers it dies (checkPushed).
+	s.waitVersion3(t)
+	first := stream(s.client(t, n2, "a2a-slow").SendStreamingMessage(ctx, &a2a.SendMessageRequest{
+		Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("Take your time")),
+		Config:  &a2a.SendMessageConfig{PushConfig: s.push.config()}}))
 	seen := until(t, first, "a WORKING update with the stub's words", func(g got) bool {
 		return g.kind == "status" && g.state == a2a.TaskStateWorking && strings.HasPrefix(g.words, "step ")
 	})
@@ -475,6 +483,7 @@ func (s *a2aSuite) testFailover(t *testing.T) {
 		}
 	}
 	checkAgainstHistory(t, s, id, seen)
+	s.checkPushed(t, id, seen)
 }
 
 // indexOfID is N of an "N:task" event id; 0 if it is not one.
