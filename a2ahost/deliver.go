@@ -119,7 +119,8 @@ func (d *Deliverer) term(parent context.Context) {
 		if err != nil && ctx.Err() == nil {
 			d.Logger.Warn("push: cannot read the cursor", "err", err)
 		}
-		return // nothing configured yet: look again after a poll
+		sleep(ctx, 8*d.Poll) // nothing configured yet (or no answer): look again later
+		return
 	}
 	s := &session{d: d, ctx: ctx, followers: map[string]*follower{}, configs: map[string]api.PushConfigPage{}, dead: map[string]bool{}}
 	s.done.Store(max(cur.Index, cur.Since-1))
@@ -198,7 +199,9 @@ func (s *session) deliver(t *api.Task, index uint64) error {
 		if page, err = s.d.Client.PushConfigsWithCredentials(s.ctx, t.ID); err != nil {
 			return fmt.Errorf("push: configs of task %s: %w", t.ID, err)
 		}
-		s.configs[t.ID] = page
+		if len(page.Configs) > 0 { // kept for the task's next updates of the same entry
+			s.configs[t.ID] = page
+		}
 	}
 	s.current = s.current[:0]
 	for _, c := range page.Configs {
@@ -207,6 +210,7 @@ func (s *session) deliver(t *api.Task, index uint64) error {
 		}
 	}
 	if len(s.current) == 0 {
+		delete(s.configs, t.ID)
 		return nil
 	}
 	f := s.followers[t.ID]
