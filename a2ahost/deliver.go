@@ -24,9 +24,9 @@ import (
 // A2A events as a stream does (follower.emit: a status update when the
 // state or the status words change, the result artifact before the final
 // status), and sends each, as a StreamResponse, to every config of the
-// task set by an earlier entry, with the a2a-go SDK's push sender
+// task set by an earlier entry, as the a2a-go SDK's push sender does
 // (Authorization from the config's authentication, A2A-Notification-Token
-// its token). Every event names its entry (MetaEventID): a receiver drops
+// its token) but following no redirect (httpSender). Every event names its entry (MetaEventID): a receiver drops
 // a repeat by it. Each try failing is retried with exponential backoff
 // (Retry); after the budget the push is logged and skipped, and the
 // config gets one try per later push until one succeeds, so a dead URL
@@ -43,7 +43,7 @@ type Deliverer struct {
 	Allow []string
 	// IsLeader reports whether this node is the Raft leader.
 	IsLeader func() bool
-	// Sender sends one push; nil: the SDK's HTTPPushSender (10 s a try).
+	// Sender sends one push; nil: httpSender (10 s a try, no redirects).
 	Sender push.Sender
 	// Retry bounds the tries of one push; zero: DefaultRetry.
 	Retry Retry
@@ -67,7 +67,7 @@ var DefaultRetry = Retry{Tries: 6, First: 2 * time.Second, Max: 30 * time.Second
 
 func (d *Deliverer) defaults() {
 	if d.Sender == nil {
-		d.Sender = push.NewHTTPPushSender(&push.HTTPSenderConfig{Timeout: 10 * time.Second, FailOnError: true})
+		d.Sender = newHTTPSender(10 * time.Second)
 	}
 	if d.Retry.Tries <= 0 {
 		d.Retry = DefaultRetry

@@ -331,22 +331,36 @@ func TestDelivererResumesFromTheCursor(t *testing.T) {
 
 // TestDelivererChecksTheAllowlist: a config the API took (its node
 // allows 127.0.0.1) whose host:port the deliverer's node does not allow
-// gets nothing, while the task's allowed config gets every update.
+// gets nothing, nor does it through an allowed host that redirects there
+// (a redirect is a failed try), while the task's allowed config gets
+// every update.
 func TestDelivererChecksTheAllowlist(t *testing.T) {
 	n := startWith(t, []string{"127.0.0.1"})
 	ok, barred := newReceiver(t, 0), newReceiver(t, 0)
+	var redirects atomic.Int32
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		redirects.Add(1)
+		http.Redirect(w, r, barred.URL, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirect.Close)
 	id := sendWithPush(t, n, &a2a.PushConfig{ID: "barred", URL: barred.URL})
-	if _, err := client.NewClient(n.url, nil).WithToken(n.alice).SetPushConfig(t.Context(), api.PushConfigSetCommand{From: "alice",
-		Config: api.PushConfig{TaskID: id, ID: "ok", URL: ok.URL}}); err != nil {
-		t.Fatal(err)
+	// Configs go in id order: "a-redirect" before "ok", so its tries are
+	// over when ok has the last push.
+	for _, c := range []api.PushConfig{{TaskID: id, ID: "ok", URL: ok.URL}, {TaskID: id, ID: "a-redirect", URL: redirect.URL}} {
+		if _, err := client.NewClient(n.url, nil).WithToken(n.alice).SetPushConfig(t.Context(), api.PushConfigSetCommand{From: "alice", Config: c}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var leader atomic.Bool
 	leader.Store(true)
-	n.deliverer(t, []string{strings.TrimPrefix(ok.URL, "http://")}, &leader)
+	n.deliverer(t, []string{strings.TrimPrefix(ok.URL, "http://"), strings.TrimPrefix(redirect.URL, "http://")}, &leader)
 	bob, fence := n.work(t, id)
 	complete(t, bob, id, fence)
 	ok.waitFor(t, "COMPLETED", completed)
 	if got, tries := barred.pushes(); tries != 0 {
 		t.Errorf("the barred receiver was called %d times (%v)", tries, got)
+	}
+	if redirects.Load() == 0 {
+		t.Error("the redirecting config was never tried")
 	}
 }
