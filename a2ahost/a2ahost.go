@@ -39,6 +39,11 @@ func CardPath(id string) string { return AgentPath(id) + a2asrv.WellKnownAgentCa
 type Options struct {
 	// Version is the cards' version (the maos build's); "" is "dev".
 	Version string
+	// PushAllow is the hosts push notifications may go to (maosd
+	// --a2a-push-allow, api.CheckPushURL); empty: none, the cards say
+	// pushNotifications false and the push methods are
+	// PUSH_NOTIFICATION_NOT_SUPPORTED.
+	PushAllow []string
 }
 
 // Mount serves the A2A agents under Prefix and hands every other request

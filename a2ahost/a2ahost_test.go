@@ -31,11 +31,15 @@ type node struct {
 	admin      *client.Client
 }
 
-func start(t *testing.T) *node {
+func start(t *testing.T) *node { t.Helper(); return startWith(t, nil) }
+
+// startWith is start with pushAllow as the node's --a2a-push-allow.
+func startWith(t *testing.T, pushAllow []string) *node {
 	t.Helper()
 	svc := transporttest.New(t)
-	apiServer := transport.NewServer(svc, transport.ServerOptions{Logger: slog.New(slog.DiscardHandler), Blobs: svc, Auth: &transport.AuthConfig{AdminToken: adminSecret}})
-	hs := httptest.NewServer(a2ahost.Mount(apiServer, apiServer, a2ahost.Options{Version: "test"}))
+	apiServer := transport.NewServer(svc, transport.ServerOptions{Logger: slog.New(slog.DiscardHandler), Blobs: svc,
+		Auth: &transport.AuthConfig{AdminToken: adminSecret}, PushAllow: pushAllow})
+	hs := httptest.NewServer(a2ahost.Mount(apiServer, apiServer, a2ahost.Options{Version: "test", PushAllow: pushAllow}))
 	t.Cleanup(hs.Close)
 	n := &node{url: hs.URL, admin: client.NewClient(hs.URL, nil).WithToken(adminSecret)}
 	ctx := t.Context()

@@ -17,7 +17,8 @@ const BearerScheme a2a.SecuritySchemeName = "maosBearer"
 // skill ("role:<role>"), matching how maos addresses tasks (to an agent,
 // "role:NAME" or "capability:NAME"). Input: text and JSON data; output:
 // text and JSON data. Streaming (SendStreamingMessage, SubscribeToTask);
-// no push notifications (not built).
+// push notifications false (the card handler sets them when the node has
+// an allowlist, Options.PushAllow).
 func Card(ag api.Agent, url, version string) *a2a.AgentCard {
 	desc := ag.Description
 	if desc == "" {

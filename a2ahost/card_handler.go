@@ -41,7 +41,9 @@ func (h *host) cardOf(w http.ResponseWriter, r *http.Request) (*a2a.AgentCard, b
 		writeAPIError(w, err)
 		return nil, false
 	}
-	return Card(ag, baseURL(r)+AgentPath(id), h.opts.Version), true
+	card := Card(ag, baseURL(r)+AgentPath(id), h.opts.Version)
+	card.Capabilities.PushNotifications = len(h.opts.PushAllow) > 0
+	return card, true
 }
 
 // writeAPIError answers err as the API would have: its status and body.

@@ -50,9 +50,10 @@ func TestFilePartIsAnArtifact(t *testing.T) {
 }
 
 // A completion's output artifacts are the result artifact's URL file parts,
-// with their names and media types, once the caller may read them (maos's
-// read rule: the uploader, and the readers of a message naming it; a task
-// does not count); before, the output is an id in the data part.
+// with their names and media types, when the caller may read them (maos's
+// read rule: the uploader, the readers of a message naming it, the task's
+// creator for an output its claimant uploaded); else the output is an id
+// in the data part.
 func TestOutputsAreFileParts(t *testing.T) {
 	n := start(t)
 	_, c := n.a2aFor(t, n.alice)
@@ -68,33 +69,35 @@ func TestOutputsAreFileParts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// An output bob did not upload (carol's) hands nothing over: it stays
+	// an id in the data part.
+	other, err := n.admin.PutArtifact(ctx, bytes.NewReader([]byte("carol's notes")), 13, api.ArtifactUpload{Name: "notes.txt", From: "carol"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := bob.CompleteTask(ctx, api.TaskCompleteCommand{ID: string(sent.ID), Agent: "bob", Fence: claim.Fence,
-		Completion: api.TaskCompletion{Status: api.TaskStatusSuccess, Result: "drawn", Outputs: []string{art.ID}}}); err != nil {
+		Completion: api.TaskCompletion{Status: api.TaskStatusSuccess, Result: "drawn", Outputs: []string{art.ID, other.ID}}}); err != nil {
 		t.Fatal(err)
 	}
-	p := resultParts(t, c, sent.ID)[1]
-	if ids, _ := p.Data().(map[string]any)["maos_artifacts"].([]any); len(ids) != 1 || ids[0] != art.ID {
-		t.Errorf("an output alice may not read: part %+v, want its id in maos_artifacts", p)
+	parts := resultParts(t, c, sent.ID, 3)
+	if p := parts[1]; p.URL() != a2a.URL(n.url+"/v1/artifacts/"+art.ID) || p.Filename != "diagram.png" || p.MediaType != "image/png" {
+		t.Errorf("output part %+v: want the URL of bob's output, which alice (the creator) reads", p)
 	}
-	if _, err := bob.Send(ctx, &api.Message{ID: "share-1", Channel: "dev", From: "bob", To: api.Recipients{"alice"},
-		Content: api.Content{Text: "the diagram", Artifacts: []api.ArtifactRef{{Ref: art.ID, Name: "diagram.png"}}}}); err != nil {
-		t.Fatal(err)
-	}
-	p = resultParts(t, c, sent.ID)[1]
-	if p.URL() != a2a.URL(n.url+"/v1/artifacts/"+art.ID) || p.Filename != "diagram.png" || p.MediaType != "image/png" {
-		t.Errorf("output part %+v", p)
+	if ids, _ := parts[2].Data().(map[string]any)["maos_artifacts"].([]any); len(ids) != 1 || ids[0] != other.ID {
+		t.Errorf("an output alice may not read: part %+v, want its id in maos_artifacts", parts[2])
 	}
 }
 
-// resultParts are the parts of task id's one artifact, read through A2A.
-func resultParts(t *testing.T, c *a2aclient.Client, id a2a.TaskID) a2a.ContentParts {
+// resultParts are the parts of task id's one artifact, read through A2A;
+// want of them.
+func resultParts(t *testing.T, c *a2aclient.Client, id a2a.TaskID, want int) a2a.ContentParts {
 	t.Helper()
 	got, err := c.GetTask(t.Context(), &a2a.GetTaskRequest{ID: id})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Artifacts) != 1 || len(got.Artifacts[0].Parts) != 2 {
-		t.Fatalf("artifacts %+v, want one of two parts", got.Artifacts)
+	if len(got.Artifacts) != 1 || len(got.Artifacts[0].Parts) != want {
+		t.Fatalf("artifacts %+v, want one of %d parts", got.Artifacts, want)
 	}
 	return got.Artifacts[0].Parts
 }

@@ -42,14 +42,14 @@ func (h *host) serveRPC(w http.ResponseWriter, r *http.Request, transport func(*
 		writeAPIError(w, err)
 		return
 	}
-	a := &agent{id: r.PathValue("id"), c: c, sc: h.streaming(r), me: me, base: baseURL(r)}
+	a := &agent{id: r.PathValue("id"), c: c, sc: h.streaming(r), me: me, base: baseURL(r), pushAllow: h.opts.PushAllow}
 	transport(a).ServeHTTP(w, r)
 }
 
 // agent is the a2asrv.RequestHandler of one maos agent for one request.
 // Built: SendMessage, GetTask, CancelTask, ListTasks (list.go),
-// SubscribeToTask and SendStreamingMessage (subscribe.go). The others
-// answer a2a.ErrPushNotificationNotSupported (push configs) or
+// SubscribeToTask and SendStreamingMessage (subscribe.go), the push
+// config methods (push.go). GetExtendedAgentCard answers
 // a2a.ErrExtendedCardNotConfigured.
 type agent struct {
 	id string
@@ -59,6 +59,8 @@ type agent struct {
 	// base is the scheme and host the caller reached this node at: the
 	// file parts' URLs (artifacts) are under it.
 	base string
+	// pushAllow is Options.PushAllow: empty, no push notifications.
+	pushAllow []string
 }
 
 var _ a2asrv.RequestHandler = (*agent)(nil)
@@ -150,26 +152,6 @@ func fromAPI(err error) error {
 		}
 	}
 	return err
-}
-
-// GetTaskPushConfig: no push notifications yet.
-func (a *agent) GetTaskPushConfig(context.Context, *a2a.GetTaskPushConfigRequest) (*a2a.PushConfig, error) {
-	return nil, a2a.ErrPushNotificationNotSupported
-}
-
-// ListTaskPushConfigs: no push notifications yet.
-func (a *agent) ListTaskPushConfigs(context.Context, *a2a.ListTaskPushConfigRequest) (*a2a.ListTaskPushConfigResponse, error) {
-	return nil, a2a.ErrPushNotificationNotSupported
-}
-
-// CreateTaskPushConfig: no push notifications yet.
-func (a *agent) CreateTaskPushConfig(context.Context, *a2a.PushConfig) (*a2a.PushConfig, error) {
-	return nil, a2a.ErrPushNotificationNotSupported
-}
-
-// DeleteTaskPushConfig: no push notifications yet.
-func (a *agent) DeleteTaskPushConfig(context.Context, *a2a.DeleteTaskPushConfigRequest) error {
-	return a2a.ErrPushNotificationNotSupported
 }
 
 // GetExtendedAgentCard: the card is the same for every caller.

@@ -36,8 +36,10 @@ func (a *agent) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a
 // the refusal's words, and no maos task exists. A message with a taskId
 // continues that task (continueTask: a message in its thread, no new
 // task); so does one whose referenceTaskIds or contextId name an open
-// task (followUp). Errors: a2a.ErrPushNotificationNotSupported for a
-// push notification config (not built), a2a.ErrUnsupportedContentType
+// task (followUp). A push notification config is set on the task
+// (push.go; refused after a create: MetaPushError). Errors:
+// a2a.ErrPushNotificationNotSupported for a push config on a node without
+// an allowlist, a2a.ErrInvalidParams for a bad one, a2a.ErrUnsupportedContentType
 // for file parts by URL, a2a.ErrInvalidParams for a message with no text
 // or a field maos refuses (the secret guard included), followUp's, the
 // API's other errors wrapped.
@@ -45,8 +47,13 @@ func (a *agent) send(ctx context.Context, req *a2a.SendMessageRequest) (a2a.Send
 	if req.Message == nil {
 		return nil, fmt.Errorf("%w: no message", a2a.ErrInvalidParams)
 	}
+	var push *api.PushConfig
 	if req.Config != nil && req.Config.PushConfig != nil {
-		return nil, fmt.Errorf("%w: configuration.taskPushNotificationConfig: this agent sends no push notifications; stream the task (SubscribeToTask)", a2a.ErrPushNotificationNotSupported)
+		c, err := a.checkPush("pending", req.Config.PushConfig)
+		if err != nil {
+			return nil, fmt.Errorf("configuration.taskPushNotificationConfig: %w", err)
+		}
+		push = &c
 	}
 	meta := map[string]any{}
 	for _, m := range []map[string]any{req.Metadata, req.Message.Metadata} {
@@ -59,6 +66,9 @@ func (a *agent) send(ctx context.Context, req *a2a.SendMessageRequest) (a2a.Send
 		return nil, err
 	}
 	if req.Message.TaskID != "" {
+		if err := a.pushOnContinue(ctx, string(req.Message.TaskID), push); err != nil {
+			return nil, err
+		}
 		return a.continueTask(ctx, req.Message, from)
 	}
 	open, ctxID, err := a.followUp(ctx, req.Message, from)
@@ -66,6 +76,9 @@ func (a *agent) send(ctx context.Context, req *a2a.SendMessageRequest) (a2a.Send
 		return nil, err
 	}
 	if open != "" {
+		if err := a.pushOnContinue(ctx, open, push); err != nil {
+			return nil, err
+		}
 		m := *req.Message
 		m.TaskID = a2a.TaskID(open)
 		return a.continueTask(ctx, &m, from)
@@ -100,7 +113,35 @@ func (a *agent) send(ctx context.Context, req *a2a.SendMessageRequest) (a2a.Send
 	if err != nil {
 		return nil, err
 	}
-	return a.view(ctx, t), nil
+	at := a.view(ctx, t)
+	if push != nil {
+		// The task exists: a refusal now is said in the answer, never as an
+		// error a client would answer by sending (and creating) again.
+		if _, err := a.setPush(ctx, t, *push); err != nil {
+			at.Metadata[MetaPushError] = err.Error()
+		}
+	}
+	return at, nil
+}
+
+// MetaPushError is the metadata key of a created task whose push config
+// (configuration.taskPushNotificationConfig) was refused after the task
+// was made: the refusal's words. Set it again with
+// CreateTaskPushConfig.
+const MetaPushError = "maos_push_error"
+
+// pushOnContinue sets push (if any) on the open task id a message
+// continues, before the message is sent.
+func (a *agent) pushOnContinue(ctx context.Context, id string, push *api.PushConfig) error {
+	if push == nil {
+		return nil
+	}
+	t, err := a.task(ctx, id)
+	if err != nil {
+		return err
+	}
+	_, err = a.setPush(ctx, t, *push)
+	return err
 }
 
 // rejected is the A2A answer to a create the API refused: the task it

@@ -218,6 +218,16 @@ func (c *SetConfigCommand) FreeText() []TextField { return nil }
 
 func (c *SetCursorCommand) FreeText() []TextField { return nil }
 
+// FreeText of a push config: its URL. Not its token or credentials:
+// secrets on purpose (the receiver's), which the guard would refuse.
+func (c *PushConfigSetCommand) FreeText() []TextField {
+	return []TextField{{Name: "config.url", Kind: TextLine, Text: &c.Config.URL}}
+}
+
+func (c *PushConfigDeleteCommand) FreeText() []TextField { return nil }
+
+func (c *PushCursorCommand) FreeText() []TextField { return nil }
+
 func (c *SetPolicyCommand) FreeText() []TextField { return nil }
 
 func (c *SetRetentionCommand) FreeText() []TextField { return nil }
@@ -245,6 +255,8 @@ func (c *TaskCompleteCommand) Actor() string { return c.Agent }
 func (c *TaskHandoffCommand) Actor() string { return c.Agent }
 
 func (c *TaskCancelCommand) Actor() string { return c.From }
+
+func (c *PushConfigSetCommand) Actor() string { return c.From }
 
 func (c *ApprovalRequestCommand) Actor() string { return c.From }
 

@@ -143,3 +143,8 @@ func (n *Node) readIndex(context.Context) (uint64, error) {
 // State is the node's state machine as the API reads it: read-only, after
 // Linearize. (FSM is the whole of it, for the node's owner.)
 func (n *Node) State() transport.Reader { return n.fsm }
+
+// IsLeader reports whether this node is the Raft leader now: what
+// a2ahost's push Deliverer holds as its lease (one deliverer at a time; a
+// new leader takes over from the replicated cursor).
+func (n *Node) IsLeader() bool { return n.raft != nil && n.raft.State() == raft.Leader }

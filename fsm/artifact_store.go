@@ -197,7 +197,9 @@ func artifactRefKey(id string, seq uint64) []byte {
 // of any stored message that names it (Viewer.CanRead, the messages'
 // one visibility rule) and was stored after the record (an older one named
 // a deleted record of the same bytes). A record stored before the index
-// existed (RefsIndexed false) is read by everyone, as it was.
+// existed (RefsIndexed false) is read by everyone, as it was. And the
+// creator of a task whose completion names it as an output
+// (createdOutput).
 func canReadArtifact(tx *bbolt.Tx, a *api.Artifact, v *api.Viewer) (bool, error) {
 	if v == nil || v.Moderator || !a.RefsIndexed {
 		return true, nil
@@ -207,6 +209,9 @@ func canReadArtifact(tx *bbolt.Tx, a *api.Artifact, v *api.Viewer) (bool, error)
 	}
 	if Principal(v.Agent) == Principal(a.From) {
 		return true, nil
+	}
+	if ok, err := createdOutput(tx, a, v.Agent); ok || err != nil {
+		return ok, err
 	}
 	prefix := append([]byte(a.ID), 0)
 	c := tx.Bucket(bucketArtifactRefs).Cursor()
@@ -246,4 +251,26 @@ func unrefArtifacts(tx *bbolt.Tx, m *api.Message) {
 		a.Refs--
 		putArtifact(tx, a)
 	}
+}
+
+// createdOutput reports whether agent created a task whose completion
+// names artifact a in its outputs and whose claimant is a's uploader (the
+// same principal: a claimant cannot hand over, by naming it, an artifact
+// it did not upload). It reads the agent's tasks (task_index 'f'), so its
+// cost grows with the tasks the agent created; it runs only for a viewer
+// that neither uploaded a nor reads a message naming it.
+func createdOutput(tx *bbolt.Tx, a *api.Artifact, agent string) (bool, error) {
+	prefix := taskIndexKey(tidxFrom, agent, 0)
+	prefix = prefix[:len(prefix)-8]
+	c := tx.Bucket(bucketTaskIndex).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		t, err := getTask(tx, binary.BigEndian.Uint64(k[len(prefix):]))
+		if err != nil {
+			return false, err
+		}
+		if t.Completion != nil && Principal(t.ClaimedBy) == Principal(a.From) && slices.Contains(t.Completion.Outputs, a.ID) {
+			return true, nil
+		}
+	}
+	return false, nil
 }

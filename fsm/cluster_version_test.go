@@ -227,9 +227,10 @@ func TestVersionOptionsAreChecked(t *testing.T) {
 // a version from 1 to MaxStateVersion, and every op of the builds before
 // versions (all but the ones added since) needs 1, so old logs replay.
 func TestEveryOpHasAVersionThisBuildApplies(t *testing.T) {
-	// The ops added at version 2; every other op was in the builds
+	// The ops added at version 2 and 3; every other op was in the builds
 	// before versions.
-	added := map[api.Op]int{api.OpAgentLeaseRenewMany: 2}
+	added := map[api.Op]int{api.OpAgentLeaseRenewMany: 2,
+		api.OpPushConfigSet: 3, api.OpPushConfigDelete: 3, api.OpPushCursor: 3}
 	f, _ := openTemp(t)
 	for op, spec := range f.registry() {
 		if spec.version < 1 || spec.version > MaxStateVersion {

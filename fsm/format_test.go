@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -227,6 +228,10 @@ const (
 	// leave it out: written before it existed), after an A2A remote was
 	// registered (version 3).
 	afterA2A = "after-a2a "
+	// afterPush prefixes every bucket, push included (the lines before
+	// leave it out), after push configs were set and deleted and the
+	// deliverer's cursor moved (version 3).
+	afterPush = "after-push "
 )
 
 // sendersBucket reports whether name is the senders bucket, which only
@@ -366,14 +371,21 @@ func formatPolicyLog(tb testing.TB, start uint64, ts int64) []*raft.Log {
 	return l.logs
 }
 
-// bucketDigests is, per bucket of f but agent_a2a (newer than every part
-// that reads it), its number of keys and the SHA-256 of its Dump lines:
-// "bucket keys sha256".
+// bucketDigests is, per bucket of f but agent_a2a and push (newer than
+// every part that reads it), its number of keys and the SHA-256 of its
+// Dump lines: "bucket keys sha256".
 func bucketDigests(tb testing.TB, f *FSM) []string {
+	tb.Helper()
+	return digestsWithout(tb, f, bucketAgentA2A, bucketPush)
+}
+
+// digestsWithout is allBucketDigests without the buckets named.
+func digestsWithout(tb testing.TB, f *FSM, skip ...[]byte) []string {
 	tb.Helper()
 	var out []string
 	for _, line := range allBucketDigests(tb, f) {
-		if !strings.HasPrefix(line, string(bucketAgentA2A)+" ") {
+		name, _, _ := strings.Cut(line, " ")
+		if !slices.ContainsFunc(skip, func(b []byte) bool { return string(b) == name }) {
 			out = append(out, line)
 		}
 	}
@@ -438,7 +450,9 @@ func allBucketDigests(tb testing.TB, f *FSM) []string {
 // every bucket after formatKnownNamesLog, then, prefixed
 // "after-cluster-version ", every bucket after the cluster's state version
 // was raised (the lines before, unchanged), then, prefixed "after-a2a ",
-// every bucket, agent_a2a too, after an A2A remote was registered.
+// every bucket, agent_a2a too, after an A2A remote was registered, then,
+// prefixed "after-push ", every bucket, push too, after push configs and
+// the deliverer's cursor were written.
 func TestStateFormatUnchanged(t *testing.T) {
 	f, _ := openTemp(t)
 	logs := formatLog(t)
@@ -605,8 +619,26 @@ func TestStateFormatUnchanged(t *testing.T) {
 			t.Fatalf("a2a entry %d: %v", i+1, err)
 		}
 	}
-	for _, line := range allBucketDigests(t, f) {
+	for _, line := range digestsWithout(t, f, bucketPush) {
 		got = append(got, afterA2A+line)
+	}
+	// Push configs of task fa (its creator, boss), one deleted; the
+	// deliverer's cursor moved.
+	lastRA := ra.logs[len(ra.logs)-1]
+	pl := &entryLog{tb: t, idx: lastRA.Index, ts: ra.ts + int64(24*time.Hour)}
+	for _, id := range []string{"p1", "p2"} {
+		pl.add(time.Millisecond, api.OpPushConfigSet, api.PushConfigSetCommand{From: "boss", Config: api.PushConfig{TaskID: "fa", ID: id,
+			URL: "https://hooks.example/" + id, Token: "t-" + id, Authentication: &api.PushAuthentication{Scheme: "Bearer", Credentials: "c-" + id}}})
+	}
+	pl.add(time.Millisecond, api.OpPushConfigDelete, api.PushConfigDeleteCommand{From: "boss", TaskID: "fa", ID: "p1"})
+	pl.add(time.Millisecond, api.OpPushCursor, api.PushCursorCommand{Index: pl.idx})
+	for i, r := range f.ApplyBatch(pl.logs) {
+		if err, failed := r.(error); failed {
+			t.Fatalf("push entry %d: %v", i+1, err)
+		}
+	}
+	for _, line := range allBucketDigests(t, f) {
+		got = append(got, afterPush+line)
 	}
 	path := filepath.Join("testdata", "state_format.golden")
 	if *updateFormat {

@@ -34,7 +34,8 @@ var opBodies = map[api.Op]api.FreeTexter{
 	api.OpTaskComplete: &api.TaskCompleteCommand{}, api.OpTaskHandoff: &api.TaskHandoffCommand{}, api.OpTaskCancel: &api.TaskCancelCommand{},
 	api.OpApprovalRequest: &api.ApprovalRequestCommand{}, api.OpApprovalDecide: &api.ApprovalDecideCommand{},
 	api.OpApprovalCancel: &api.ApprovalCancelCommand{},
-	api.OpTick:           &api.TickCommand{}, opTaskTick: &api.TickCommand{},
+	api.OpPushConfigSet:  &api.PushConfigSetCommand{}, api.OpPushConfigDelete: &api.PushConfigDeleteCommand{}, api.OpPushCursor: &api.PushCursorCommand{},
+	api.OpTick: &api.TickCommand{}, opTaskTick: &api.TickCommand{},
 }
 
 func TestEveryOpDeclaresItsFreeText(t *testing.T) {

@@ -109,6 +109,12 @@ func (f *FSM) registry() map[api.Op]opSpec {
 		api.OpApprovalDecide:  v1(f.applyApprovalDecide),
 		api.OpApprovalCancel:  v1(f.applyApprovalCancel),
 
+		// A2A push notifications: push_config_set.go,
+		// push_config_delete.go, push_cursor.go (version 3).
+		api.OpPushConfigSet:    {apply: applyPushConfigSet, version: pushConfigVersion},
+		api.OpPushConfigDelete: {apply: applyPushConfigDelete, version: pushConfigVersion},
+		api.OpPushCursor:       {apply: applyPushCursor, version: pushConfigVersion},
+
 		// The tick: tick.go. "task_tick" is its name in logs written
 		// before approvals (main shipped it): the same apply.
 		api.OpTick: v1(f.applyTick),

@@ -90,6 +90,10 @@ var (
 	// message, for the names a command may address.
 	bucketSenders = []byte("senders")
 
+	// bucketPush (push_store.go): tasks' A2A push configs, credentials
+	// included, and the deliverer's cursor.
+	bucketPush = []byte("push")
+
 	allBuckets = [][]byte{
 		bucketMeta, bucketMessages, bucketIDs, bucketChannels, bucketChannelIndex, bucketNodes,
 		bucketAgents, bucketAgentIndex, bucketInbox, bucketInboxCounts, bucketInboxUnread, bucketReadMarks, bucketReceipts,
@@ -103,6 +107,7 @@ var (
 		bucketAgentLeases,
 		bucketSenders,
 		bucketAgentA2A,
+		bucketPush,
 	}
 
 	keyAppliedIndex = []byte("applied_index")

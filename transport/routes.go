@@ -91,6 +91,16 @@ func (s *Server) routes() []route {
 		{pattern: "POST /v1/tasks/{id}/handoff", rule: ruleAny, body: taskBody, limit: limitSend, handle: write(s, taskHandoff)},   // agent: admit
 		{pattern: "POST /v1/tasks/{id}/cancel", rule: ruleAny, body: taskBody, handle: write(s, taskCancel)},                       // from: admit
 
+		// A2A push notifications (server_push.go): a task's configs, set and
+		// deleted by its creator (or an admin), read without credentials;
+		// the deliverer's reads and cursor, admin only.
+		{pattern: "POST /v1/tasks/{id}/push", rule: ruleAny, handle: write(s, pushConfigSet)}, // from: admit
+		{pattern: "GET /v1/tasks/{id}/push", rule: ruleAny, handle: s.listPushConfigs},
+		{pattern: "DELETE /v1/tasks/{id}/push/{config}", rule: actor("?from"), handle: s.deletePushConfig},
+		{pattern: "GET /v1/push/tasks/{id}", rule: ruleAdmin, handle: s.pushConfigsWithCredentials}, // the credentials: the deliverer's read
+		{pattern: "GET /v1/push/cursor", rule: ruleAdmin, handle: s.getPushCursor},
+		{pattern: "PUT /v1/push/cursor", rule: ruleAdmin, handle: write(s, pushCursorSet)},
+
 		// Approvals (server_approvals.go); the stream carries their events.
 		{pattern: "POST /v1/approvals", rule: ruleAny, body: approvalBody, limit: limitSend, handle: write(s, approvalRequest)}, // from: admit
 		{pattern: "GET /v1/approvals", rule: ruleAny, handle: s.listApprovals},

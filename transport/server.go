@@ -24,6 +24,10 @@ import (
 
 // ServerOptions configure NewServer.
 type ServerOptions struct {
+	// PushAllow is the operator's allowlist of the hosts push
+	// notifications may go to (maosd --a2a-push-allow: host or
+	// host:port); empty refuses every push config (api.CheckPushURL).
+	PushAllow []string
 	// MaxMessageBytes caps a POST /v1/messages body; 0 means
 	// api.DefaultMaxBytes (100 KiB).
 	MaxMessageBytes int64

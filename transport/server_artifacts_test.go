@@ -582,3 +582,64 @@ func TestArtifactNotFoundAfterAStrongRead(t *testing.T) {
 		t.Errorf("a local read's 404 came without a strong read first (reads %v)", cons)
 	}
 }
+
+// TestArtifactOutputsReadByTheTaskCreator: a task's creator reads the
+// artifacts its completion names as outputs, uploaded by its claimant,
+// with a plain agent token (A2A shows them as URLs); a stranger does not,
+// and a claimant naming an artifact someone else uploaded hands nothing
+// over.
+func TestArtifactOutputsReadByTheTaskCreator(t *testing.T) {
+	e := newArtifactEnv(t, transport.ServerOptions{Auth: &transport.AuthConfig{AdminToken: adminSecret}})
+	const carolSecret = "maos_carol-0123456789"
+	if _, err := e.svc.ApplyCommand(api.OpCreateToken, api.CreateTokenCommand{ID: "tok-carol", Agent: "carol", Role: api.TokenRoleAgent, Hash: fsm.HashToken(carolSecret)}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	as := func(secret string) *client.Client { return client.NewClient(e.url, nil).WithToken(secret) }
+	alice, bob, carol := as(aliceSecret), as(bobSecret), as(carolSecret)
+	put := func(cl *client.Client, seed uint64) api.Artifact {
+		data := randomBytes(64, seed)
+		a, err := cl.PutArtifact(ctx, bytes.NewReader(data), int64(len(data)), api.ArtifactUpload{Name: "out.txt"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	reads := func(cl *client.Client, id string) bool {
+		t.Helper()
+		var buf bytes.Buffer
+		_, getErr := cl.GetArtifact(ctx, id, &buf)
+		_, infoErr := cl.ArtifactInfo(ctx, id, api.Strong)
+		if (getErr == nil) != (infoErr == nil) {
+			t.Fatalf("get %v, info %v: the routes disagree", getErr, infoErr)
+		}
+		if getErr != nil && apiStatus(getErr) != 404 {
+			t.Fatalf("get %s = %v, want 200 or 404", id, getErr)
+		}
+		return getErr == nil
+	}
+	if _, err := alice.CreateTask(ctx, api.TaskCreateCommand{ID: "t-out", From: "alice", To: "bob", Title: "make it"}); err != nil {
+		t.Fatal(err)
+	}
+	claim, err := bob.ClaimTask(ctx, "t-out", "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, theirs := put(bob, 1), put(carol, 2)
+	if reads(alice, mine.ID) {
+		t.Fatal("alice reads bob's artifact before any completion names it")
+	}
+	if _, err := bob.CompleteTask(ctx, api.TaskCompleteCommand{ID: "t-out", Agent: "bob", Fence: claim.Fence,
+		Completion: api.TaskCompletion{Status: api.TaskStatusSuccess, Outputs: []string{mine.ID, theirs.ID}}}); err != nil {
+		t.Fatal(err)
+	}
+	if !reads(alice, mine.ID) {
+		t.Error("alice, the task's creator, does not read the output its claimant uploaded")
+	}
+	if reads(alice, theirs.ID) {
+		t.Error("alice reads carol's artifact because bob named it as an output")
+	}
+	if reads(carol, mine.ID) {
+		t.Error("carol, a stranger to the task, reads its output")
+	}
+}

@@ -119,6 +119,13 @@ type TaskReader interface {
 	Task(id string) (*api.Task, error)
 	Tasks(q api.TaskQuery) (api.TaskPage, error)
 	TaskEvents(after uint64, limit int) (api.TaskUpdatePage, error)
+	// PushConfigs is a task's push configs without credentials, for the
+	// task's creator, a moderator or nil (else not found).
+	PushConfigs(task string, v *api.Viewer) (api.PushConfigPage, error)
+	// PushConfigsWithCredentials is the deliverer's read (admin only).
+	PushConfigsWithCredentials(task string) (api.PushConfigPage, error)
+	// PushCursor is the deliverer's replicated cursor.
+	PushCursor() (api.PushCursor, error)
 }
 
 // ApprovalReader reads approvals and the approval events the stream

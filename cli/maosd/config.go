@@ -47,6 +47,7 @@ type config struct {
 	insecureNoAuth          bool
 	insecureGossip          bool // --insecure-gossip
 	conns                   connLimits
+	pushAllow               []string // --a2a-push-allow (push.go)
 
 	// Where the gossip key and the admin token came from, for errors.
 	gossipKeyFrom, adminTokenFile string
@@ -121,6 +122,9 @@ func readConfig(c *cli.Context) (*config, error) {
 		return nil, err
 	}
 	if cfg.node.ServerTLS, cfg.node.ClientTLS, err = tlsFlags(c); err != nil {
+		return nil, err
+	}
+	if cfg.pushAllow, err = readPushAllow(c); err != nil {
 		return nil, err
 	}
 	if cfg.debugAddr != "" {

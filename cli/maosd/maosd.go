@@ -152,6 +152,7 @@ which then wins (docs/OPERATIONS.md).`,
 				Usage: "`HOST:PORT` to serve Prometheus metrics on (GET /metrics) WITHOUT auth, beside the API's admin-only GET /metrics; bind it to loopback or a private network (docs/OPERATIONS.md); off by default"},
 			&cli.StringFlag{Name: "debug-addr", EnvVars: []string{"MAOS_DEBUG_ADDR"},
 				Usage: "loopback `IP:PORT` to serve Go's pprof profiles on (/debug/pprof/; block and mutex sampling on); off by default"},
+			pushAllowFlag, // push.go
 		},
 		Action: run,
 	}
@@ -179,6 +180,7 @@ func run(c *cli.Context) error {
 	}
 	d.logReady()
 	d.startWatchers(ctx)
+	d.startPush(ctx)
 	d.wait(ctx)
 	d.shutdown()
 	return nil
@@ -209,6 +211,7 @@ type daemon struct {
 
 	stopWatchers context.CancelFunc
 	watchersDone chan struct{}
+	stopPush     context.CancelFunc // nil without --a2a-push-allow (push.go)
 }
 
 // create binds the API, completes the node's config with the address it
@@ -292,8 +295,8 @@ func (d *daemon) handler() http.Handler {
 	// majority of voters, beside the log (cluster/blobs.go). Its metrics
 	// count the API's sends and streams and are served on GET /metrics.
 	opts := transport.ServerOptions{MaxMessageBytes: cfg.maxMessageBytes, Logger: d.logger, Limits: cfg.limits,
-		BodyStallTimeout: cfg.conns.bodyTimeout,
-		PeerClient:       d.node.PeerClient, Blobs: d.node, Metrics: d.node.Metrics()}
+		BodyStallTimeout: cfg.conns.bodyTimeout, PushAllow: cfg.pushAllow,
+		PeerClient: d.node.PeerClient, Blobs: d.node, Metrics: d.node.Metrics()}
 	if cfg.agents != nil {
 		opts.Interrupt = cfg.agents.Interrupt
 	}
@@ -303,7 +306,7 @@ func (d *daemon) handler() http.Handler {
 	apiServer := transport.NewServer(d.node, opts)
 	return a2ahost.Mount(apiServer,
 		console.Mount(apiServer, console.Options{ClientTLS: cfg.node.ClientTLS}),
-		a2ahost.Options{Version: version.Get().Version})
+		a2ahost.Options{Version: version.Get().Version, PushAllow: cfg.pushAllow})
 }
 
 // warnGossip warns that gossip runs in the clear without --gossip-key.
@@ -417,6 +420,9 @@ func (d *daemon) wait(ctx context.Context) {
 // through the API, then the API (5 s for requests in flight), then the
 // node.
 func (d *daemon) shutdown() {
+	if d.stopPush != nil {
+		d.stopPush()
+	}
 	d.stopWatchers()
 	<-d.watchersDone
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -33,11 +33,10 @@ const a2aWait = 90 * time.Second
 // the stub model (a2a-quick: three progress lines over three seconds, writing its
 // artifact; a2a-gated: one line, then a completion that asks approval;
 // a2a-slow: six lines over six seconds). The A2A client is a2a-go's own
-// (agentcard's resolver, a2aclient over JSON-RPC) with the bearer token
-// of lead, a moderator: maos lets a task's creator read its outputs only
-// as a reader of a message naming them, and the completion's reply does
-// not name them, so an agent token would see the output as an id (the
-// documented fallback) and not get its bytes. The subtests run in order
+// (agentcard's resolver, a2aclient over JSON-RPC) with a bearer token of
+// lead: StreamToCompletedWithArtifact uses a plain agent token (a task's
+// creator reads the outputs its completion names), the others a
+// moderator's. The subtests run in order
 // on one cluster; Failover, which kills n2, is last. BlockingSend checks
 // that a SendMessage without returnImmediately answers the task done.
 func TestA2A(t *testing.T) {
@@ -52,25 +51,32 @@ func TestA2A(t *testing.T) {
 	harness.NoErr(t, err)
 	tok, err := admin.CreateToken(ctx, "lead", api.TokenRoleModerator)
 	harness.NoErr(t, err)
+	agentTok, err := admin.CreateToken(ctx, "lead", api.TokenRoleAgent)
+	harness.NoErr(t, err)
 	for _, n := range c.Nodes() {
-		harness.NoErr(t, harness.WaitFor(a2aWait, n.ID+" accepts lead's token", func() error {
-			me, err := n.Client().WithToken(tok.Token).WhoAmI(ctx)
-			if err == nil && me.Agent != "lead" {
-				err = fmt.Errorf("whoami %+v", me)
-			}
-			return err
-		}))
+		for _, secret := range []string{tok.Token, agentTok.Token} {
+			harness.NoErr(t, harness.WaitFor(a2aWait, n.ID+" accepts lead's token", func() error {
+				me, err := n.Client().WithToken(secret).WhoAmI(ctx)
+				if err == nil && me.Agent != "lead" {
+					err = fmt.Errorf("whoami %+v", me)
+				}
+				return err
+			}))
+		}
 	}
-	s := &a2aSuite{c: c, token: tok.Token}
+	s := &a2aSuite{c: c, token: tok.Token, agentToken: agentTok.Token, push: newPushReceiver(t)}
 	t.Run("StreamToCompletedWithArtifact", s.testQuick)
 	t.Run("BlockingSend", s.testBlocking)
 	t.Run("ApprovalIsInputRequired", s.testGated)
+	t.Run("PushNotifications", s.testPush)
 	t.Run("Failover", s.testFailover)
 }
 
 type a2aSuite struct {
-	c     *harness.Cluster
-	token string // lead's
+	c          *harness.Cluster
+	token      string // lead's, a moderator's
+	agentToken string // lead's, a plain agent's
+	push       *pushReceiver
 }
 
 // a2aNodeArgs runs, on n1 only, the watchers of the three stub agents,
@@ -97,10 +103,11 @@ func a2aNodeArgs(t *testing.T, workdir string) func(id string) []string {
 		agent("a2a-gated", "--progress", "1", "--requires-approval")+
 		agent("a2a-slow", "--progress", "6", "--sleep", "6s", "--write-artifact")), 0o644))
 	return func(id string) []string {
+		push := []string{"--a2a-push-allow", "127.0.0.1"}
 		if id == "n1" {
-			return []string{"--agents", cfg}
+			return append(push, "--agents", cfg)
 		}
-		return nil
+		return push
 	}
 }
 
@@ -252,8 +259,10 @@ func taskID(t *testing.T, evs []got) string {
 // SUBMITTED (the Task) → WORKING, with the stub's progress words →
 // COMPLETED, the result artifact just before the final status; the task
 // read back holds the stub's file as a URL file part, whose bytes, read
-// with the token from another node, are the stub's answer.
+// with the token from another node, are the stub's answer. All of it with
+// lead's plain agent token: the creator reads the task's outputs.
 func (s *a2aSuite) testQuick(t *testing.T) {
+	s = &a2aSuite{c: s.c, token: s.agentToken, agentToken: s.agentToken, push: s.push}
 	n2, n3 := s.c.Node("n2"), s.c.Node("n3")
 	cl := s.client(t, n2, "a2a-quick")
 	evs := readAll(t, sendStreaming(t.Context(), cl, "Answer the quick question"))
@@ -416,7 +425,12 @@ func (s *a2aSuite) testFailover(t *testing.T) {
 		}
 		return err
 	}))
-	first := sendStreaming(ctx, s.client(t, n2, "a2a-slow"), "Take your time")
+	// With a push config: every update the client sees is pushed too,
+	// though the leader that delivers it dies (checkPushed).
+	s.waitVersion3(t)
+	first := stream(s.client(t, n2, "a2a-slow").SendStreamingMessage(ctx, &a2a.SendMessageRequest{
+		Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("Take your time")),
+		Config:  &a2a.SendMessageConfig{PushConfig: s.push.config()}}))
 	seen := until(t, first, "a WORKING update with the stub's words", func(g got) bool {
 		return g.kind == "status" && g.state == a2a.TaskStateWorking && strings.HasPrefix(g.words, "step ")
 	})
@@ -469,6 +483,7 @@ func (s *a2aSuite) testFailover(t *testing.T) {
 		}
 	}
 	checkAgainstHistory(t, s, id, seen)
+	s.checkPushed(t, id, seen)
 }
 
 // indexOfID is N of an "N:task" event id; 0 if it is not one.
