@@ -127,17 +127,23 @@ func readConfig(c *cli.Context) (*config, error) {
 	if cfg.pushAllow, err = readPushAllow(c); err != nil {
 		return nil, err
 	}
+	if err := checkListenAddrs(cfg); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// checkListenAddrs checks --debug-addr and --metrics-addr, when set.
+func checkListenAddrs(cfg *config) error {
 	if cfg.debugAddr != "" {
 		if err := checkDebugAddr(cfg.debugAddr); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if cfg.metricsAddr != "" {
-		if err := checkMetricsAddr(cfg.metricsAddr); err != nil {
-			return nil, err
-		}
+		return checkMetricsAddr(cfg.metricsAddr)
 	}
-	return cfg, nil
+	return nil
 }
 
 // validate checks the node's config with cluster.Config.Validate, the one
