@@ -35,6 +35,13 @@ const (
 	needleTitle = "needle-7c1 in the haystack"
 )
 
+// presenceOutlivesTheTest keeps the one presence setupViews writes
+// (worker1 WORKING on t-ship) live for the whole test: with the default
+// 30 s ttl it lapsed to OFFLINE while the bulk subtest ran on a loaded
+// machine, and the agent subtest then waited for WORKING until the
+// binary's deadline. No view here is about a lapse.
+func presenceOutlivesTheTest(s *clustertest.Setup) { s.Config.PresenceTTL = time.Hour }
+
 func setupViews(t *testing.T, cl *client.Client) viewData {
 	t.Helper()
 	bg := context.Background()
@@ -175,7 +182,7 @@ func shot(t *testing.T, ctx context.Context, name string) {
 }
 
 func TestConsoleViewsByURL(t *testing.T) {
-	c := clustertest.New(t, 3, withConsole, gossipOn)
+	c := clustertest.New(t, 3, withConsole, gossipOn, presenceOutlivesTheTest)
 	d := setupViews(t, c.Nodes[0].Client)
 	ctx := browser(t)
 	base := "http://" + c.Nodes[1].Addr
