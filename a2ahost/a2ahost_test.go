@@ -28,7 +28,7 @@ const adminSecret = "admin-bootstrap-0123456789abcdef"
 type node struct {
 	url        string
 	handler    http.Handler // what url serves
-	alice, bob string // their token secrets
+	alice, bob string       // their token secrets
 	admin      *client.Client
 }
 
