@@ -27,7 +27,8 @@ const adminSecret = "admin-bootstrap-0123456789abcdef"
 // tokens for alice (who sends) and bob (the A2A agent, who works).
 type node struct {
 	url        string
-	alice, bob string // their token secrets
+	handler    http.Handler // what url serves
+	alice, bob string       // their token secrets
 	admin      *client.Client
 }
 
@@ -39,9 +40,10 @@ func startWith(t *testing.T, pushAllow []string) *node {
 	svc := transporttest.New(t)
 	apiServer := transport.NewServer(svc, transport.ServerOptions{Logger: slog.New(slog.DiscardHandler), Blobs: svc,
 		Auth: &transport.AuthConfig{AdminToken: adminSecret}, PushAllow: pushAllow})
-	hs := httptest.NewServer(a2ahost.Mount(apiServer, apiServer, a2ahost.Options{Version: "test", PushAllow: pushAllow}))
+	h := a2ahost.Mount(apiServer, apiServer, a2ahost.Options{Version: "test", PushAllow: pushAllow})
+	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
-	n := &node{url: hs.URL, admin: client.NewClient(hs.URL, nil).WithToken(adminSecret)}
+	n := &node{url: hs.URL, handler: h, admin: client.NewClient(hs.URL, nil).WithToken(adminSecret)}
 	ctx := t.Context()
 	for _, r := range []api.RegisterAgentCommand{
 		{ID: "alice", Role: "lead"},

@@ -37,7 +37,7 @@ for i in 0 1 2; do
   # PROFILE=FILE: a CPU profile of the first node over the idle window
   [[ $i == 0 && -n ${PROFILE:-} ]] && j+=(--debug-addr "127.0.0.1:$(freeport)")
   "$BIN/maosd" --node-id "f$i" --data-dir "$T/f$i" --http-addr "127.0.0.1:${h[$i]}" --raft-addr "127.0.0.1:${r[$i]}" \
-    --gossip-addr "127.0.0.1:${g[$i]}" --log-level warn --agents "$T/agents$i.yaml" --max-conns-per-client 0 "${j[@]}" >>"$T/f$i.log" 2>&1 &
+    --gossip-addr "127.0.0.1:${g[$i]}" --log-level warn --agents "$T/agents$i.yaml" "${j[@]}" >>"$T/f$i.log" 2>&1 &
   PIDS+=($!)
   for _ in $(seq 1 300); do curl -fsS "http://127.0.0.1:${h[$i]}/readyz" 2>/dev/null | grep -q ready && break; sleep 0.2; done
 done

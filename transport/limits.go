@@ -323,11 +323,7 @@ func (s *Server) admitStream(w http.ResponseWriter, r *http.Request, agent strin
 	if id := IdentityFrom(r.Context()); id != nil && id.Agent != "" {
 		who = "agent " + id.Agent
 	} else if agent == "" {
-		host, _, err := net.SplitHostPort(r.RemoteAddr)
-		if err != nil {
-			host = r.RemoteAddr
-		}
-		who = "client " + host
+		who = "client " + clientOf(r)
 	}
 	if !l.streams.acquire(who) {
 		s.writeRateLimited(w, r, 1, fmt.Sprintf("%s has %d streams open on this node, the most allowed; close one or retry after 1 s (--max-streams-per-agent)",
@@ -335,4 +331,23 @@ func (s *Server) admitStream(w http.ResponseWriter, r *http.Request, agent strin
 		return nil, false
 	}
 	return func() { l.streams.release(who) }, true
+}
+
+// localClient is clientOf a request that came over a Unix socket (maosd's
+// <data dir>/api.sock): its RemoteAddr has no host ("@" or "").
+const localClient = "local"
+
+// clientOf names the client of r for per-client limits and logs: the
+// remote IP without its port, or localClient for a request with no IP
+// (a Unix socket's), so those share one key of their own and never an
+// IP's.
+func clientOf(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil || host == "" {
+		if ip := net.ParseIP(r.RemoteAddr); ip != nil {
+			return ip.String()
+		}
+		return localClient
+	}
+	return host
 }

@@ -32,3 +32,22 @@ func TestCapBodyBoundsUndeclaredBodies(t *testing.T) {
 		t.Fatalf("a body at the ceiling: read %d, err %v; want all 100 bytes", read, readErr)
 	}
 }
+
+// clientOf keys a request by its IP, and one with none (a Unix socket's
+// "@" or "", or a malformed address) as "local", never "" or "@".
+func TestClientOf(t *testing.T) {
+	for _, tc := range []struct{ remote, want string }{
+		{"127.0.0.1:5000", "127.0.0.1"},
+		{"10.0.0.5:80", "10.0.0.5"},
+		{"[::1]:7070", "::1"},
+		{"10.0.0.6", "10.0.0.6"},
+		{"@", localClient},
+		{"", localClient},
+		{":7070", localClient},
+	} {
+		r := &http.Request{RemoteAddr: tc.remote}
+		if got := clientOf(r); got != tc.want {
+			t.Errorf("clientOf(RemoteAddr %q) = %q, want %q", tc.remote, got, tc.want)
+		}
+	}
+}

@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -636,4 +639,49 @@ func TestForwardCeilingFollowsMaxMessageBytes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A stream with no agent over a Unix socket (maosd's <data dir>/api.sock,
+// RemoteAddr "@") counts against the client "local", one key of its own:
+// not an empty or "@" key, and not 127.0.0.1's over TCP.
+func TestMaxStreamsKeysUnixSocket(t *testing.T) {
+	fake := limitsFake(t)
+	newStreamState(t, fake)
+	h := transport.NewServer(fake, transport.ServerOptions{Logger: discard, Limits: transport.Limits{MaxStreamsPerAgent: 1}})
+	dir, err := os.MkdirTemp("", "maos-sock") // short: a socket's path is at most 107 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	path := filepath.Join(dir, "api.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unixSrv := &http.Server{Handler: h}
+	go func() { _ = unixSrv.Serve(ln) }()
+	t.Cleanup(func() { _ = unixSrv.Close() })
+	tcpSrv := httptest.NewServer(h)
+	t.Cleanup(tcpSrv.Close)
+
+	tr := client.NewHTTPTransport()
+	tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", path)
+	}
+	local := client.NewClient("http://maosd.local", &http.Client{Transport: tr})
+	cancel, err := openStream(t, local, api.StreamQuery{})
+	if err != nil {
+		t.Fatalf("first stream over the socket: %v", err)
+	}
+	defer cancel()
+	if _, err := openStream(t, local, api.StreamQuery{Channel: "ops"}); !errors.Is(err, api.ErrRateLimited) ||
+		!strings.Contains(err.Error(), "client local has 1 streams open") {
+		t.Fatalf("second stream over the socket: %v, want 429 naming client local", err)
+	}
+	// 127.0.0.1 over TCP has its own slot.
+	cancelTCP, err := openStream(t, client.NewClient(tcpSrv.URL, nil), api.StreamQuery{})
+	if err != nil {
+		t.Fatalf("a TCP client's stream beside the socket's: %v", err)
+	}
+	cancelTCP()
 }

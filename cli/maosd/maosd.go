@@ -130,7 +130,7 @@ which then wins (docs/OPERATIONS.md).`,
 			&cli.Int64Flag{Name: "max-artifact-bytes", EnvVars: []string{"MAOS_MAX_ARTIFACT_BYTES"}, Value: transport.DefaultMaxArtifactBytes,
 				Usage: fmt.Sprintf("largest accepted artifact (PUT /v1/artifacts), in bytes, 1..%d (16 GiB); every voter stores each artifact, beside the raft log", transport.MaxArtifactBytesCeiling)},
 			&cli.IntFlag{Name: "max-conns-per-client", EnvVars: []string{"MAOS_MAX_CONNS_PER_CLIENT"}, Value: 256,
-				Usage: "most API connections one client IP holds open at once (streams included); more are closed as they are accepted. 0 = unlimited"},
+				Usage: "most API connections one client IP holds open at once (streams included); more are closed as they are accepted. 0 = unlimited. The node's own watchers, relays and push deliverer use <data-dir>/api.sock and are not counted"},
 			&cli.DurationFlag{Name: "http-idle-timeout", EnvVars: []string{"MAOS_HTTP_IDLE_TIMEOUT"}, Value: 2 * time.Minute,
 				Usage: "an idle keep-alive API connection is closed after this long"},
 			&cli.DurationFlag{Name: "http-body-timeout", EnvVars: []string{"MAOS_HTTP_BODY_TIMEOUT"}, Value: transport.DefaultBodyStallTimeout,
@@ -201,6 +201,7 @@ type daemon struct {
 	cfg     *config
 	logger  *slog.Logger
 	apiLn   net.Listener
+	sockLn  net.Listener // <data dir>/api.sock (socket.go); nil if it cannot be served
 	debugLn net.Listener // nil without --debug-addr
 	// metricsLn and metricsSrv serve --metrics-addr; nil without it.
 	metricsLn  net.Listener
@@ -267,6 +268,7 @@ func create(cfg *config) (*daemon, error) {
 		return nil, failed(err)
 	}
 	d.warnGossip()
+	d.sockLn = d.listenAPISocket() // after Open: the data dir is locked, a socket there is stale
 	if d.metricsLn != nil {
 		d.metricsSrv = d.serveMetrics(d.metricsLn, d.node.Metrics())
 	}
@@ -323,7 +325,9 @@ func (d *daemon) warnGossip() {
 		"give every node the same --gossip-key (openssl rand -base64 32)", "gossip_addr", d.node.GossipAddr())
 }
 
-// start serves the API in the background, https with TLS.
+// start serves the API in the background, https with TLS, and plain on
+// the data dir's socket, which --max-conns-per-client does not bound: its
+// clients are the node's own (localClient).
 func (d *daemon) start() {
 	ln := limitPerClient(d.apiLn, d.cfg.conns.maxPerClient, d.logger)
 	if d.cfg.node.ServerTLS != nil {
@@ -331,6 +335,13 @@ func (d *daemon) start() {
 	}
 	d.served = make(chan error, 1)
 	go func() { d.served <- d.srv.Serve(ln) }()
+	if d.sockLn != nil {
+		go func() {
+			if err := d.srv.Serve(d.sockLn); !errors.Is(err, http.ErrServerClosed) {
+				d.logger.Error("serving the API on the data dir's socket stopped", "error", err)
+			}
+		}()
+	}
 }
 
 // join makes the node a member: from its data dir it rejoins on its own;
@@ -370,18 +381,15 @@ func (d *daemon) startWatchers(ctx context.Context) {
 	ctx, d.stopWatchers = context.WithCancel(ctx)
 	d.watchersDone = make(chan struct{})
 	// One client speaks for several agents: with auth it needs the admin
-	// token.
-	cl := apiClient(d.cfg.node.APIAddr, d.cfg.node.ClientTLS)
-	if d.cfg.node.AdminToken != "" {
-		cl = cl.WithToken(d.cfg.node.AdminToken)
-	}
+	// token. The agents' CLIs get the TCP address: the socket is the node's.
+	cl := d.localClient()
 	// The node's id names this node in the agents' leases (an agent
 	// configured on several nodes is served by one, the others stand
 	// by). The instance is the same on every start: one maosd runs per
 	// node (its data dir is locked), so a restarted node takes its own
 	// live leases back at once instead of standing by for their ttl.
 	// Runs count in the node's metrics.
-	opts := watcher.Options{Client: cl, Logger: d.logger, Metrics: d.node.Metrics(), Node: d.cfg.node.NodeID, Instance: "maosd",
+	opts := watcher.Options{Client: cl, Addr: apiClient(d.cfg.node.APIAddr, d.cfg.node.ClientTLS).Addr(), Logger: d.logger, Metrics: d.node.Metrics(), Node: d.cfg.node.NodeID, Instance: "maosd",
 		Dir: filepath.Join(d.cfg.node.DataDir, "watcher")} // agents' shared-context folders: <data dir>/watcher/<agent>/context
 	var wg sync.WaitGroup
 	if d.cfg.agents != nil {
@@ -452,5 +460,8 @@ func (d *daemon) close() {
 	}
 	if d.apiLn != nil {
 		_ = d.apiLn.Close()
+	}
+	if d.sockLn != nil {
+		_ = d.sockLn.Close() // removes the socket file
 	}
 }

@@ -68,45 +68,60 @@ func (b *lockedBuffer) String() string {
 // the test ends.
 func runMaosdUntilReady(t *testing.T, env []string, args ...string) (map[string]any, string) {
 	t.Helper()
+	ready, log, _ := startMaosdIn(t, filepath.Join(t.TempDir(), "data"), env, args...)
+	return ready, log
+}
+
+// startMaosdIn is runMaosdUntilReady on the data dir dir; stop ends the
+// node and returns what its run returned (also called when the test ends).
+func startMaosdIn(t *testing.T, dir string, env []string, args ...string) (ready map[string]any, log string, stop func() error) {
+	t.Helper()
 	for i := 0; i+1 < len(env); i += 2 {
 		t.Setenv(env[i], env[i+1])
 	}
-	var log lockedBuffer
+	var buf lockedBuffer
 	app := App()
-	app.ErrWriter = &log
-	app.Writer = &log
+	app.ErrWriter = &buf
+	app.Writer = &buf
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- app.RunContext(ctx, append([]string{"maosd", "--data-dir", filepath.Join(t.TempDir(), "data"),
+		done <- app.RunContext(ctx, append([]string{"maosd", "--data-dir", dir,
 			"--http-addr", "127.0.0.1:0", "--raft-addr", "127.0.0.1:0", "--log-format", "json"}, args...))
 	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(time.Until(testenv.Deadline(t))):
-			t.Errorf("maosd did not stop by the test's deadline after its context ended")
-		}
-	})
+	var once sync.Once
+	var runErr error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case runErr = <-done:
+			case <-time.After(time.Until(testenv.Deadline(t))):
+				t.Errorf("maosd did not stop by the test's deadline after its context ended")
+			}
+		})
+		return runErr
+	}
+	t.Cleanup(func() { _ = stop() })
 	deadline := testenv.Deadline(t)
 	for {
-		for _, line := range strings.Split(log.String(), "\n") {
+		for _, line := range strings.Split(buf.String(), "\n") {
 			if strings.Contains(line, "maosd ready to serve") {
 				var m map[string]any
 				if err := json.Unmarshal([]byte(line), &m); err != nil {
 					t.Fatalf("ready line %q: %v", line, err)
 				}
-				return m, log.String()
+				return m, buf.String(), stop
 			}
 		}
 		select {
 		case err := <-done:
-			t.Fatalf("maosd exited before it was ready: %v; log:\n%s", err, log.String())
+			done <- err // for stop
+			t.Fatalf("maosd exited before it was ready: %v; log:\n%s", err, buf.String())
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("maosd not ready by the test's deadline; log:\n%s", log.String())
+			t.Fatalf("maosd not ready by the test's deadline; log:\n%s", buf.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

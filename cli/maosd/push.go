@@ -44,11 +44,7 @@ func (d *daemon) startPush(ctx context.Context) {
 		return
 	}
 	ctx, d.stopPush = context.WithCancel(ctx)
-	cl := apiClient(d.cfg.node.APIAddr, d.cfg.node.ClientTLS)
-	if d.cfg.node.AdminToken != "" {
-		cl = cl.WithToken(d.cfg.node.AdminToken)
-	}
-	dl := &a2ahost.Deliverer{Client: cl, Allow: d.cfg.pushAllow, IsLeader: d.node.IsLeader, Logger: d.logger}
+	dl := &a2ahost.Deliverer{Client: d.localClient(), Allow: d.cfg.pushAllow, IsLeader: d.node.IsLeader, Logger: d.logger}
 	go dl.Run(ctx)
 	d.logger.Info("push notifications on", "allow", d.cfg.pushAllow)
 }
