@@ -34,6 +34,15 @@ func runWatcher(t *testing.T, cl *client.Client, yml string) {
 		cancel()
 		<-done
 	})
+	// The watcher registers its agents as it starts: a task to one
+	// created before that is refused (404, not registered), as it was
+	// once under load.
+	for _, a := range f.Agents {
+		waitFor(t, "agent "+a.ID+" registered by the watcher", func() bool {
+			_, err := cl.Agent(ctx, a.ID, api.Local)
+			return err == nil
+		})
+	}
 }
 
 func putBytes(t *testing.T, cl *client.Client, name string, b []byte) api.Artifact {
