@@ -365,13 +365,20 @@ func (d *daemon) join(ctx context.Context) error {
 	return d.node.JoinVia(ctx, d.cfg.join)
 }
 
+// logReady says the node serves, with its addresses and settings: the
+// API socket its own clients use ("" when they use TCP: socket.go) and
+// whether it runs the A2A relays.
 func (d *daemon) logReady() {
 	l := d.cfg.limits
-	d.logger.Info("maosd ready to serve", "node_id", d.node.ID(), "api_addr", d.cfg.node.APIAddr,
+	sock := ""
+	if d.sockLn != nil {
+		sock = d.sockLn.Addr().String()
+	}
+	d.logger.Info("maosd ready to serve", "node_id", d.node.ID(), "api_addr", d.cfg.node.APIAddr, "api_socket", sock,
 		"send_rate", l.SendRate, "send_burst", l.SendBurst, "max_recipients", l.MaxRecipients,
 		"max_streams_per_agent", l.MaxStreamsPerAgent, "max_artifact_bytes", l.MaxArtifactBytes,
 		"raft_addr", d.node.RaftAddr(), "gossip_addr", d.node.GossipAddr(), "data_dir", d.cfg.node.DataDir,
-		"auth", d.cfg.node.AdminToken != "")
+		"auth", d.cfg.node.AdminToken != "", "a2a_relay", d.cfg.a2aRelay)
 }
 
 // startWatchers runs the watchers of --agents and, unless

@@ -105,7 +105,13 @@ func waitFor(t *testing.T, what string, f func(context.Context) error) {
 func TestAPISocket(t *testing.T) {
 	dir := shortDataDir(t)
 	path := filepath.Join(dir, apiSocketName)
-	_, _, stop := startMaosdIn(t, dir, nil)
+	ready, _, stop := startMaosdIn(t, dir, nil, "--a2a-relay=false")
+	if got, _ := ready["api_socket"].(string); got != path {
+		t.Errorf("ready line's api_socket %q, want %q", got, path)
+	}
+	if relay, ok := ready["a2a_relay"].(bool); !ok || relay {
+		t.Errorf("ready line's a2a_relay %v with --a2a-relay=false, want false", ready["a2a_relay"])
+	}
 	fi, err := os.Lstat(path)
 	if err != nil {
 		t.Fatalf("no API socket in the data dir: %v", err)
@@ -161,6 +167,12 @@ func TestAPISocketPathTooLong(t *testing.T) {
 	ready, log, _ := startMaosdIn(t, dir, nil)
 	if !strings.Contains(log, "cannot serve the API on the data dir's socket") || !strings.Contains(log, "a Unix socket's at most 107") {
 		t.Errorf("no warning about the socket path's length:\n%s", log)
+	}
+	if sock, ok := ready["api_socket"].(string); !ok || sock != "" {
+		t.Errorf("ready line's api_socket %v, want \"\": the node's clients use TCP", ready["api_socket"])
+	}
+	if relay, ok := ready["a2a_relay"].(bool); !ok || !relay {
+		t.Errorf("ready line's a2a_relay %v by default, want true", ready["a2a_relay"])
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), socketWait)
 	defer cancel()
