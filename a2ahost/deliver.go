@@ -237,7 +237,7 @@ func (s *session) yield(ev a2a.Event, _ error) bool {
 // last push was skipped); at the budget's end it logs and skips.
 func (s *session) send(c api.PushConfig, ev a2a.Event) {
 	key := c.TaskID + "/" + c.ID
-	id := eventMeta(ev)
+	id := EventID(ev)
 	if err := api.CheckPushURL(s.d.Allow, c.URL); err != nil {
 		s.d.Logger.Warn("push: skipped: the URL's host is not allowed on this node", "task", c.TaskID, "config", c.ID, "event", id, "err", err)
 		return
@@ -265,19 +265,4 @@ func (s *session) send(c api.PushConfig, ev a2a.Event) {
 		sleep(s.ctx, wait)
 		wait = min(2*wait, s.d.Retry.Max)
 	}
-}
-
-// eventMeta is ev's MetaEventID.
-func eventMeta(ev a2a.Event) string {
-	var meta map[string]any
-	switch e := ev.(type) {
-	case *a2a.TaskStatusUpdateEvent:
-		meta = e.Metadata
-	case *a2a.TaskArtifactUpdateEvent:
-		meta = e.Metadata
-	case *a2a.Task:
-		meta = e.Metadata
-	}
-	id, _ := meta[MetaEventID].(string)
-	return id
 }

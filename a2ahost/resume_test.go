@@ -17,21 +17,6 @@ import (
 // seen is one stream event: describe's words and its MetaEventID.
 type seen struct{ what, id string }
 
-// eventIDOf is an event's MetaEventID ("" if none).
-func eventIDOf(ev a2a.Event) string {
-	var meta map[string]any
-	switch e := ev.(type) {
-	case *a2a.Task:
-		meta = e.Metadata
-	case *a2a.TaskStatusUpdateEvent:
-		meta = e.Metadata
-	case *a2a.TaskArtifactUpdateEvent:
-		meta = e.Metadata
-	}
-	id, _ := meta[a2ahost.MetaEventID].(string)
-	return id
-}
-
 // subscribe subscribes to id, resuming after lastID unless it is "",
 // and sends each event on the channel, closed at the stream's end.
 func subscribe(ctx context.Context, c *a2aclient.Client, id a2a.TaskID, lastID string) <-chan seen {
@@ -46,7 +31,7 @@ func subscribe(ctx context.Context, c *a2aclient.Client, id a2a.TaskID, lastID s
 				out <- seen{what: "error: " + err.Error()}
 				return
 			}
-			out <- seen{what: describe(ev), id: eventIDOf(ev)}
+			out <- seen{what: describe(ev), id: a2ahost.EventID(ev)}
 		}
 	}()
 	return out

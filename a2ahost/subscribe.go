@@ -54,6 +54,12 @@ func (a *agent) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTaskReq
 // the same on every node.
 const MetaEventID = "maos_event_id"
 
+// EventID is ev's MetaEventID ("N:task"), or "" if it carries none.
+func EventID(ev a2a.Event) string {
+	id, _ := ev.Meta()[MetaEventID].(string)
+	return id
+}
+
 // HeaderLastEventID is the request header (an a2aclient service
 // parameter) a resubscription names the last MetaEventID it got by: the
 // name Server-Sent Events give a reconnect's position.
