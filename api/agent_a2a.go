@@ -30,15 +30,8 @@ type A2ARemote struct {
 // Validate checks the URL and the credential; the error is a *FieldError
 // naming a2a.url or a2a.credential (never quoting the credential).
 func (r *A2ARemote) Validate() error {
-	switch {
-	case r.URL == "":
-		return FieldErrorf("a2a.url", "required: the remote agent's base URL or card URL (http or https)")
-	case len(r.URL) > MaxA2AURLLen:
-		return FieldErrorf("a2a.url", "%d bytes, at most %d", len(r.URL), MaxA2AURLLen)
-	}
-	u, err := url.Parse(r.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-		return FieldErrorf("a2a.url", "must be an absolute http or https URL without user info (got %q)", clipText(r.URL, 200))
+	if err := checkCalledURL("a2a.url", r.URL, MaxA2AURLLen, "the remote agent's base URL or card URL"); err != nil {
+		return err
 	}
 	if len(r.Credential) > MaxA2ACredentialLen {
 		return FieldErrorf("a2a.credential", "%d bytes, at most %d", len(r.Credential), MaxA2ACredentialLen)
@@ -69,4 +62,22 @@ func clipText(s string, n int) string {
 		return s
 	}
 	return strings.ToValidUTF8(s[:n], "") + "…"
+}
+
+// checkCalledURL checks a URL a node will call (an A2A remote, a push
+// config's): required (what says what it is for), at most max bytes,
+// absolute http or https without user info. The error is a *FieldError
+// naming field.
+func checkCalledURL(field, raw string, max int, what string) error {
+	switch {
+	case raw == "":
+		return FieldErrorf(field, "required: %s (http or https)", what)
+	case len(raw) > max:
+		return FieldErrorf(field, "%d bytes, at most %d", len(raw), max)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		return FieldErrorf(field, "must be an absolute http or https URL without user info (got %q)", clipText(raw, 200))
+	}
+	return nil
 }

@@ -105,14 +105,9 @@ func (p *PushConfig) Validate() error {
 		return FieldErrorf("config.task_id", "%q is not a task id", clipText(p.TaskID, 200))
 	case !idRE.MatchString(p.ID):
 		return FieldErrorf("config.id", "%q: want 1 to 128 letters, digits, '.', '_', ':' or '-', starting with a letter or digit", clipText(p.ID, 200))
-	case p.URL == "":
-		return FieldErrorf("config.url", "required: the URL the task's updates are POSTed to (http or https)")
-	case len(p.URL) > MaxPushURLLen:
-		return FieldErrorf("config.url", "%d bytes, at most %d", len(p.URL), MaxPushURLLen)
 	}
-	u, err := url.Parse(p.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
-		return FieldErrorf("config.url", "must be an absolute http or https URL without user info (got %q)", clipText(p.URL, 200))
+	if err := checkCalledURL("config.url", p.URL, MaxPushURLLen, "the URL the task's updates are POSTed to"); err != nil {
+		return err
 	}
 	if err := checkPushSecret("config.token", p.Token, MaxPushTokenLen); err != nil {
 		return err
